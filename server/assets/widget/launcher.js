@@ -1,0 +1,80 @@
+(function (c) {
+  // Porch launcher, inline in the host page: draws the button, and requests nothing from Porch until the
+  // visitor clicks (or had the chat open in this tab). Never throws into the page. panel.js takes over.
+  try {
+    const w = window, d = document, K = "porch:" + c.site + ":open";
+    const color = /^#([0-9a-f]{3}){1,2}$/i.test(c.color) ? c.color : "#2563eb";
+    let saved = null;
+    try { saved = sessionStorage.getItem(K); } catch (e) { /* storage off: no reopen */ }
+    // White or near-black text on the site colour, whichever contrasts more (WCAG luminance).
+    const hex = color.length < 5 ? color.replace(/\w/g, "$&$&") : color;
+    const lum = [1, 3, 5].reduce((s, i, j) => {
+      const v = parseInt(hex.substr(i, 2), 16) / 255;
+      return s + [0.2126, 0.7152, 0.0722][j] * (v < 0.04 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    }, 0);
+    const F = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif";
+    const side = c.position === "left" ? "left" : "right";
+
+    const mount = () => {
+      try {
+        if (d.getElementById("porch-chat")) return;
+        const host = d.createElement("div");
+        host.id = "porch-chat";
+        // Inline !important beats every host-page rule, !important ones included.
+        host.style.cssText = "all:initial!important;position:fixed!important;z-index:2147483000!important;" +
+          "display:block!important;visibility:visible!important;opacity:1!important";
+        host.style.setProperty("--pc", color, "important");
+        host.style.setProperty("--pf", lum > 0.4 ? "#111827" : "#fff", "important");
+        const root = host.attachShadow({ mode: "open" });
+        root.innerHTML = "<style>.l{position:fixed;bottom:20px;" + side + ":20px;z-index:1;display:flex;" +
+          "align-items:center;gap:8px;box-sizing:border-box;height:52px;margin:0;padding:0 20px 0 16px;" +
+          "border:0;border-radius:26px;background:var(--pc);color:var(--pf);font:600 15px/1 " + F + ";" +
+          "cursor:pointer;box-shadow:0 6px 24px #0003;transition:transform .15s}" +
+          ".l:hover{transform:translateY(-2px)}.l:focus-visible{outline:3px solid #111827;outline-offset:3px;" +
+          "box-shadow:0 0 0 3px #fff}.l[aria-busy]{cursor:progress;opacity:.85}" +
+          ".l svg{width:24px;height:24px}.l[data-unread]::after{content:'';position:absolute;top:0;" + side +
+          ":0;width:12px;height:12px;border-radius:50%;background:#dc2626;border:2px solid #fff}" +
+          ".n{position:fixed;bottom:82px;" + side + ":20px;max-width:260px;margin:0;padding:10px 14px;" +
+          "border-radius:10px;background:#111827;color:#fff;font:14px/1.4 " + F + ";box-shadow:0 4px 16px #0003}" +
+          ".n[hidden]{display:none}@media (max-width:480px){.l{padding:0 14px}.l span{display:none}}</style>" +
+          "<p class=n data-porch=unavailable role=status hidden>Chat is unavailable, try again</p>" +
+          "<button class=l type=button data-porch=launcher aria-expanded=false><svg viewBox='0 0 24 24' " +
+          "fill=none stroke=currentColor stroke-width=2 stroke-linejoin=round aria-hidden=true>" +
+          "<path d='M21 12a8 8 0 0 1-11.8 7L4 20.5l1.5-4.9A8 8 0 1 1 21 12z'/></svg><span></span></button>";
+        const btn = root.lastChild, note = root.children[1], label = String(c.label || "Chat with us");
+        btn.lastChild.textContent = label;
+        btn.setAttribute("aria-label", label);
+        let loading = false;
+
+        // The panel reports each open and close; the next page in this tab reopens the chat the same way.
+        const state = (open) => {
+          btn.setAttribute("aria-expanded", open);
+          try { sessionStorage.setItem(K, open ? "open" : "closed"); } catch (e) { /* storage off */ }
+        };
+        const load = (open, focus) => {
+          const P = w.__porch;
+          if (P && P.toggle) return P.toggle();
+          if (loading) return;
+          loading = true;
+          note.hidden = true;
+          btn.setAttribute("aria-busy", "true");
+          w.__porch = { c, root, open, focus, state };
+          const s = d.createElement("script");
+          s.src = c.url + "/widget/panel.js";
+          s.async = true;
+          s.onload = s.onerror = (e) => {
+            loading = false;
+            btn.removeAttribute("aria-busy");
+            // Server down: say so when the visitor asked, and let the next click try again.
+            if (e.type === "error") { s.remove(); note.hidden = !open; }
+          };
+          (d.head || d.body).appendChild(s);
+        };
+        btn.addEventListener("click", () => { try { load(true, true); } catch (e) { /* never break the host */ } });
+        d.body.appendChild(host);
+        if (saved) load(saved === "open");
+      } catch (e) { /* never break the host page */ }
+    };
+    if (d.body) mount(); else d.addEventListener("DOMContentLoaded", mount);
+  } catch (e) { /* never break the host page */ }
+})

@@ -1,0 +1,388 @@
+// Porch chat panel. Loaded by the launcher (launcher.js) on the visitor's click; it takes the config and the
+// launcher's shadow root from window.__porch, draws the panel inside that shadow root and speaks the widget
+// protocol (docs/widget-protocol.md). All server and visitor text goes into the page with textContent
+// (or text nodes) only. Nothing here may throw into the host page.
+(() => {
+  "use strict";
+  const P = window.__porch;
+  if (!P || P.toggle) return; // not ours, or already running
+
+  const { c, root } = P;
+  const TYPING_MS = 6000; // the protocol: typing expires after 6 s unless repeated
+  const MAX_BODY = 4000;
+  const MAX_BACKOFF_MS = 30000;
+  const FATAL_CLOSE = 1008; // site unknown, origin not allowed, bad version: never reconnect
+  const WAIT_CODES = new Set(["rate_limited", "site_busy", "too_many_conversations", "busy", "unavailable"]);
+  const key = (name) => `porch:${c.site}:${name}`;
+  const wsUrl = `${c.url.replace(/^http/, "ws")}/widget/ws?site=${encodeURIComponent(c.site)}`;
+
+  // --- storage: localStorage may be off or full; the chat still works for this page then.
+
+  const memory = {};
+  const read = (k) => {
+    try { return localStorage.getItem(k); } catch { return memory[k] ?? null; }
+  };
+  const write = (k, v) => {
+    try {
+      if (v == null) localStorage.removeItem(k); else localStorage.setItem(k, v);
+    } catch { memory[k] = v; }
+  };
+  // Unacked messages [{client_id, body}], shared by this visitor's tabs. Always read fresh, so that two
+  // tabs adding and removing entries do not overwrite each other's.
+  const pending = () => {
+    try { return JSON.parse(read(key("pending"))) || []; } catch { return []; }
+  };
+  const setPending = (list) => write(key("pending"), list.length ? JSON.stringify(list) : null);
+  const addPending = (m) => setPending([...pending().filter((p) => p.client_id !== m.client_id), m]);
+  const dropPending = (cid) => setPending(pending().filter((p) => p.client_id !== cid));
+
+  const newClientId = () => {
+    if (crypto.randomUUID) return crypto.randomUUID();
+    const abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    return Array.from(crypto.getRandomValues(new Uint8Array(22)), (b) => abc[b & 63]).join("");
+  };
+
+  // --- DOM
+
+  const h = (tag, props = {}, ...kids) => {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(props)) {
+      if (k === "text") el.textContent = v;
+      else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else if (v === true) el.setAttribute(k, "");
+      else if (v != null && v !== false) el.setAttribute(k, v);
+    }
+    el.append(...kids);
+    return el;
+  };
+  const svg = (path) => {
+    const el = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    el.setAttribute("viewBox", "0 0 24 24");
+    el.setAttribute("aria-hidden", "true");
+    const p = document.createElementNS("http://www.w3.org/2000/svg", "path");
+    p.setAttribute("d", path);
+    el.append(p);
+    return el;
+  };
+
+  const launcher = root.querySelector("[data-porch=launcher]");
+  const css = h("link", { rel: "stylesheet", href: `${c.url}/widget/panel.css` });
+  const title = h("h2", { id: "porch-title", text: c.label || "Chat" });
+  const status = h("p", { class: "status", "data-porch": "status", "data-state": "connecting" });
+  const closeBtn = h("button", { type: "button", class: "close", "aria-label": "Close chat",
+    onclick: () => setOpen(false, true) }, svg("M6 6l12 12M18 6L6 18"));
+  const greeting = h("div", { class: "msg agent greeting", "data-porch": "greeting", hidden: true },
+    h("div", { class: "bubble" }));
+  const list = h("div", { class: "messages", "data-porch": "messages", role: "log", "aria-live": "polite",
+    "aria-label": "Messages", tabindex: "0" }, greeting);
+  const typing = h("p", { class: "typing", "data-porch": "typing", hidden: true });
+  const error = h("p", { class: "error", "data-porch": "error", role: "alert", hidden: true });
+  const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1", maxlength: String(MAX_BODY),
+    placeholder: "Write a message…", autocomplete: "off" });
+  const counter = h("span", { class: "counter", "aria-live": "polite", hidden: true });
+  const sendBtn = h("button", { type: "submit", class: "send", "data-porch": "send" }, "Send");
+  const form = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); submit(); } },
+    h("label", { for: "porch-input", class: "sr", text: "Your message" }), input, counter, sendBtn);
+  const panel = h("section", {
+    class: c.position === "left" ? "panel left" : "panel", "data-porch": "panel", role: "dialog",
+    "aria-labelledby": "porch-title", hidden: true,
+  }, h("header", {}, h("div", { class: "who" }, title, status), closeBtn), list, typing, error, form);
+  root.append(css, panel);
+
+  // --- open and close
+
+  let isOpen = false;
+  let cssReady = false;
+  const setOpen = (open, byVisitor) => {
+    isOpen = open;
+    panel.hidden = !(open && cssReady); // no flash of an unstyled panel
+    P.state(open);
+    if (open) {
+      launcher?.removeAttribute("data-unread");
+      if (!ws && !stopped) connect();
+      list.scrollTop = list.scrollHeight;
+      if (byVisitor && cssReady) input.focus();
+    } else if (byVisitor) {
+      launcher?.focus();
+    }
+  };
+  let focusWhenReady = false;
+  css.onload = css.onerror = () => {
+    cssReady = true;
+    if (isOpen) setOpen(true, focusWhenReady);
+  };
+  P.toggle = () => { focusWhenReady = true; setOpen(!isOpen, true); };
+  panel.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") { e.stopPropagation(); setOpen(false, true); }
+  });
+
+  // --- status line and errors
+
+  const setStatus = (text, state) => {
+    status.textContent = text;
+    status.dataset.state = state;
+  };
+  let errorTimer = null;
+  // Shows a message near the composer; with waitMs, counts down "Please wait N s" and then clears itself.
+  const showError = (text, waitMs) => {
+    clearInterval(errorTimer);
+    errorTimer = null;
+    error.hidden = !text && !waitMs;
+    if (!waitMs) { error.textContent = text || ""; return; }
+    const until = Date.now() + waitMs;
+    const tick = () => {
+      const s = Math.ceil((until - Date.now()) / 1000);
+      if (s <= 0) { clearInterval(errorTimer); errorTimer = null; error.hidden = true; return; }
+      error.textContent = `${text ? `${text} ` : ""}Please wait ${s} s.`;
+    };
+    tick();
+    errorTimer = setInterval(tick, 1000);
+  };
+
+  // --- messages
+
+  const byId = new Map(); // server message id -> bubble, so a message is never shown twice
+  const byClientId = new Map(); // the visitor's own messages by client_id, before and after their ack
+  let lastId = 0; // highest id received in welcome or pushed messages (see docs/widget.md)
+
+  const URL_RE = /\bhttps?:\/\/[^\s<>"]+[^\s<>"'.,;:!?)\]]/g;
+  const fillText = (el, text) => {
+    let at = 0;
+    for (const m of text.matchAll(URL_RE)) {
+      el.append(text.slice(at, m.index),
+        h("a", { href: m[0], target: "_blank", rel: "noopener noreferrer nofollow", text: m[0] }));
+      at = m.index + m[0].length;
+    }
+    el.append(text.slice(at));
+  };
+  const timeOf = (at) => new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+
+  const bubble = (author, body, agentName) => {
+    const text = h("div", { class: "bubble" });
+    fillText(text, String(body));
+    const el = h("div", { class: `msg ${author}`, "data-porch": "message", "data-author": author });
+    if (author === "agent") el.append(h("p", { class: "name", text: agentName || "Agent" }));
+    el.append(text, h("p", { class: "meta" }));
+    return el;
+  };
+  const setMeta = (el, state, text) => {
+    el.dataset.status = state;
+    el.querySelector(".meta").textContent = text;
+  };
+  // Keeps the list in id order, with unacked messages (no id yet) last and the greeting first.
+  const place = (el) => {
+    const id = Number(el.dataset.id) || Infinity;
+    let prev = list.lastElementChild;
+    while (prev !== greeting && (Number(prev.dataset.id) || Infinity) > id) prev = prev.previousElementSibling;
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+    prev.after(el);
+    if (atBottom || el.dataset.author === "visitor") list.scrollTop = list.scrollHeight;
+  };
+
+  const showOwn = (m) => {
+    const el = bubble("visitor", m.body);
+    setMeta(el, "sending", "Sending…");
+    byClientId.set(m.client_id, el);
+    place(el);
+  };
+  const confirm = (el, cid, id, at) => {
+    dropPending(cid);
+    clearTimeout(retries.get(cid));
+    retries.delete(cid);
+    el.dataset.id = id;
+    el.title = new Date(at).toLocaleString();
+    setMeta(el, "sent", "Sent");
+    byId.set(id, el);
+    el.remove();
+    place(el);
+  };
+  const showServerMessage = (m) => {
+    if (typeof m.id !== "number") return;
+    lastId = Math.max(lastId, m.id);
+    if (m.author === "visitor" && m.client_id != null) dropPending(m.client_id);
+    if (byId.has(m.id)) return;
+    const own = m.author === "visitor" && m.client_id != null ? byClientId.get(m.client_id) : null;
+    if (own) { confirm(own, m.client_id, m.id, m.at); return; }
+    const el = bubble(m.author === "agent" ? "agent" : "visitor", m.body ?? "", m.agent_name);
+    el.dataset.id = m.id;
+    el.title = new Date(m.at).toLocaleString();
+    setMeta(el, "sent", m.author === "agent" ? timeOf(m.at) : "Sent");
+    byId.set(m.id, el);
+    if (m.client_id != null) byClientId.set(m.client_id, el);
+    place(el);
+    if (m.author === "agent") {
+      setTyping(false);
+      if (!isOpen) launcher?.setAttribute("data-unread", "");
+    }
+  };
+
+  let typingTimer = null;
+  const setTyping = (active, name) => {
+    clearTimeout(typingTimer);
+    typing.hidden = !active;
+    if (!active) return;
+    typing.replaceChildren(`${name || "Agent"} is typing`, h("span", { class: "dots", "aria-hidden": "true" },
+      h("i"), h("i"), h("i")));
+    typingTimer = setTimeout(() => { typing.hidden = true; }, TYPING_MS);
+  };
+
+  // --- the connection
+
+  let ws = null;
+  let isReady = false; // welcome received on the current socket
+  let stopped = false; // after a 1008 close: show the error, never reconnect
+  let attempt = 0;
+  let reconnectTimer = null;
+  let countdown = null;
+  const retries = new Map(); // client_id -> timer of a resend after retry_after_ms
+
+  const sendFrame = (f) => {
+    try { if (ws && isReady) ws.send(JSON.stringify(f)); } catch { /* closing: resent after reconnect */ }
+  };
+  const transmit = (m) => {
+    if (!retries.has(m.client_id)) sendFrame({ type: "message", client_id: m.client_id, body: m.body });
+  };
+
+  const connect = () => {
+    clearTimeout(reconnectTimer);
+    clearInterval(countdown);
+    if (ws || stopped) return;
+    setStatus("Connecting…", "connecting");
+    let sock;
+    try { sock = new WebSocket(wsUrl); } catch { scheduleReconnect(); return; }
+    ws = sock;
+    sock.onopen = () => {
+      const hello = { type: "hello", v: 1, last_id: lastId, page: location.href.slice(0, 2048) };
+      const token = read(key("token"));
+      if (token) hello.token = token;
+      sock.send(JSON.stringify(hello));
+    };
+    sock.onmessage = (e) => {
+      let f;
+      try { f = JSON.parse(e.data); } catch { return; }
+      if (ws === sock && f && typeof f === "object") onFrame(f);
+    };
+    sock.onclose = (e) => {
+      if (ws !== sock) return;
+      ws = null;
+      isReady = false;
+      setTyping(false);
+      if (e.code === FATAL_CLOSE) {
+        stopped = true;
+        setStatus("Chat is unavailable", "stopped");
+        input.disabled = sendBtn.disabled = true;
+        return;
+      }
+      scheduleReconnect();
+    };
+  };
+  // 1 s, 2 s, 4 s … 30 s, each shortened by up to a quarter at random so that visitors of a restarted
+  // server do not all come back in the same second.
+  const scheduleReconnect = () => {
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempt) * (0.75 + Math.random() * 0.25);
+    attempt += 1;
+    const until = Date.now() + delay;
+    const tick = () => setStatus(`Reconnecting in ${Math.max(1, Math.ceil((until - Date.now()) / 1000))} s…`,
+      "waiting");
+    tick();
+    countdown = setInterval(tick, 1000);
+    reconnectTimer = setTimeout(connect, delay);
+  };
+  // The browser says the network is back: try now rather than at the end of a long backoff.
+  window.addEventListener("online", () => { if (!ws && !stopped) connect(); });
+
+  const onFrame = (f) => {
+    switch (f.type) {
+      case "welcome": {
+        isReady = true;
+        attempt = 0;
+        if (typeof f.token === "string") write(key("token"), f.token);
+        const site = f.site || {};
+        if (site.name) title.textContent = site.name;
+        if (site.greeting) {
+          greeting.firstChild.textContent = site.greeting;
+          greeting.hidden = false;
+        }
+        setStatus("Connected", "connected");
+        for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
+        // Everything without an ack goes again with its client_id; the server never stores it twice.
+        for (const m of pending()) {
+          if (!byClientId.has(m.client_id)) showOwn(m);
+          transmit(m);
+        }
+        break;
+      }
+      case "ack": {
+        const el = byClientId.get(f.client_id);
+        if (el && typeof f.id === "number") confirm(el, f.client_id, f.id, f.at);
+        else dropPending(f.client_id);
+        break;
+      }
+      case "message":
+        showServerMessage(f);
+        break;
+      case "typing":
+        setTyping(f.active === true, f.agent_name);
+        break;
+      case "error":
+        onError(f);
+        break;
+      default:
+        break; // a newer server's frame: ignore
+    }
+  };
+
+  const onError = (f) => {
+    const text = typeof f.message === "string" ? f.message : "Something went wrong.";
+    const cid = f.client_id;
+    if (WAIT_CODES.has(f.code) && f.retry_after_ms > 0) {
+      showError(text, f.retry_after_ms);
+      if (cid && !retries.has(cid)) {
+        retries.set(cid, setTimeout(() => {
+          retries.delete(cid);
+          const m = pending().find((p) => p.client_id === cid);
+          if (m) transmit(m);
+        }, f.retry_after_ms));
+      }
+      return;
+    }
+    if (f.code === "invalid_message" && cid) {
+      dropPending(cid);
+      const el = byClientId.get(cid);
+      if (el) setMeta(el, "failed", "Not sent");
+    }
+    showError(text);
+  };
+
+  // --- the composer
+
+  const grow = () => {
+    input.style.height = "auto";
+    input.style.height = `${Math.min(input.scrollHeight, 140)}px`;
+    const n = input.value.length;
+    counter.hidden = n < MAX_BODY - 500;
+    counter.textContent = `${n} / ${MAX_BODY}`;
+  };
+  const submit = () => {
+    const body = input.value.trim();
+    if (!body || stopped) return;
+    if (body.length > MAX_BODY) { showError(`Messages can be at most ${MAX_BODY} characters.`); return; }
+    const m = { client_id: newClientId(), body };
+    input.value = "";
+    grow();
+    addPending(m);
+    showOwn(m);
+    if (isReady) transmit(m);
+    else if (!ws) connect(); // the visitor wants to talk now: skip the rest of the backoff wait
+  };
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  });
+  input.addEventListener("input", grow);
+
+  // Messages left unacked by an earlier page show at once; they are resent after welcome.
+  for (const m of pending()) showOwn(m);
+  connect();
+  focusWhenReady = P.focus === true; // not when the launcher reopens the chat by itself on a new page
+  setOpen(P.open === true, focusWhenReady);
+})();

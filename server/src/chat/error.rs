@@ -1,0 +1,16 @@
+//! The domain's error type.
+
+use crate::store;
+
+use super::text::Invalid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The named thing does not exist (or the caller may not see it).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}

@@ -1,0 +1,145 @@
+//! Sites as the widget sees them, and a short-lived in-memory directory of them so the hot path
+//! does not read the database for every connection.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use crate::store::{self, Readers, SiteId, SiteRow};
+
+use super::text::Origin;
+
+/// How long a looked-up site (or its absence) is trusted before it is read again; changes made
+/// by another process (the CLI) show within this time.
+const CACHE_TTL: Duration = Duration::from_secs(10);
+/// Bound on cached "no such site" answers, so random keys cannot grow memory without limit.
+const MAX_CACHED_MISSES: usize = 10_000;
+
+/// Brake settings of a site (see docs/widget-protocol.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteLimits {
+    pub visitor_messages_per_minute: u32,
+    pub visitor_burst: u32,
+    pub flood_messages_per_minute: u32,
+    pub flood_conversations_per_minute: u32,
+}
+
+/// A site with its parsed allowed origins.
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub id: SiteId,
+    pub key: String,
+    pub name: String,
+    pub greeting: String,
+    pub color: String,
+    pub position: String,
+    pub origins: Vec<Origin>,
+    pub limits: SiteLimits,
+}
+
+impl Site {
+    /// Builds the domain view of a stored site; origins that no longer parse are skipped.
+    pub fn from_row(row: SiteRow) -> Self {
+        Self {
+            id: row.id,
+            origins: row
+                .origins
+                .iter()
+                .filter_map(|o| Origin::parse(o).ok())
+                .collect(),
+            limits: SiteLimits {
+                visitor_messages_per_minute: row.visitor_messages_per_minute,
+                visitor_burst: row.visitor_burst,
+                flood_messages_per_minute: row.flood_messages_per_minute,
+                flood_conversations_per_minute: row.flood_conversations_per_minute,
+            },
+            key: row.key,
+            name: row.name,
+            greeting: row.greeting,
+            color: row.color,
+            position: row.position,
+        }
+    }
+
+    /// True if a page at `origin` (the browser's `Origin` header) may use this site's widget.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        Origin::parse(origin).is_ok_and(|o| self.origins.contains(&o))
+    }
+}
+
+/// Site keys look like `s_` and 16 lower-case hex digits.
+pub fn is_site_key(key: &str) -> bool {
+    key.len() == 18
+        && key.starts_with("s_")
+        && key[2..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A new random site key.
+pub fn new_site_key() -> String {
+    let bytes: [u8; 8] = rand::random();
+    let mut key = String::with_capacity(18);
+    key.push_str("s_");
+    for byte in bytes {
+        let _ = write!(key, "{byte:02x}");
+    }
+    key
+}
+
+/// When a site (or its absence) was read, and what was found.
+type CachedSite = (Instant, Option<Arc<Site>>);
+
+/// Cached lookups of sites by key.
+pub struct SiteDirectory {
+    readers: Arc<Readers>,
+    cache: RwLock<HashMap<String, CachedSite>>,
+}
+
+impl SiteDirectory {
+    pub fn new(readers: Arc<Readers>) -> Self {
+        Self {
+            readers,
+            cache: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The site with this key, from the cache if fresh.
+    pub async fn find(&self, key: &str) -> Result<Option<Arc<Site>>, store::Error> {
+        if !is_site_key(key) {
+            return Ok(None);
+        }
+        if let Ok(cache) = self.cache.read()
+            && let Some((at, site)) = cache.get(key)
+            && at.elapsed() < CACHE_TTL
+        {
+            return Ok(site.clone());
+        }
+        let owned = key.to_owned();
+        let row = self
+            .readers
+            .read(move |c| store::find_site_by_key(c, &owned))
+            .await?;
+        let site = row.map(|r| Arc::new(Site::from_row(r)));
+        if let Ok(mut cache) = self.cache.write() {
+            let misses = cache.values().filter(|(_, s)| s.is_none()).count();
+            if site.is_some() || misses < MAX_CACHED_MISSES {
+                cache.insert(key.to_owned(), (Instant::now(), site.clone()));
+            }
+        }
+        Ok(site)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_keys_are_valid_keys() {
+        assert!(is_site_key(&new_site_key()));
+        assert!(!is_site_key("s_XYZ"));
+        assert!(!is_site_key("s_0123456789abcdeg"));
+    }
+}

@@ -1,0 +1,130 @@
+//! Validated values from outside: parse, don't validate. Once a value has one of these types, it
+//! is known to be well-formed.
+
+/// Longest message body, in characters; longer is refused rather than cut.
+pub const MAX_BODY_CHARS: usize = 4000;
+/// Longest client-chosen message id.
+pub const MAX_CLIENT_ID_LEN: usize = 64;
+
+/// Why a value from outside was refused; the text is shown to the sender.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub &'static str);
+
+/// A message body: trimmed, 1 to [`MAX_BODY_CHARS`] characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageBody(String);
+
+impl MessageBody {
+    /// Trims white space at both ends and checks the length.
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            return Err(Invalid("The message is empty."));
+        }
+        if trimmed.chars().count() > MAX_BODY_CHARS {
+            return Err(Invalid("The message is longer than 4,000 characters."));
+        }
+        Ok(Self(trimmed.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+/// A sender-chosen message id: 1 to 64 characters of `A-Z a-z 0-9 - _`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientId(String);
+
+impl ClientId {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let ok_len = !raw.is_empty() && raw.len() <= MAX_CLIENT_ID_LEN;
+        let ok_chars = raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if ok_len && ok_chars {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(Invalid(
+                "client_id must be 1 to 64 characters of A-Z, a-z, 0-9, - and _.",
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A web origin, `scheme://host[:port]`, lower-cased, without path or trailing slash.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin(String);
+
+impl Origin {
+    /// Accepts `http` and `https` origins; a trailing slash is dropped.
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let lowered = raw.trim().trim_end_matches('/').to_ascii_lowercase();
+        let rest = lowered
+            .strip_prefix("https://")
+            .or_else(|| lowered.strip_prefix("http://"))
+            .ok_or(Invalid("An origin starts with http:// or https://."))?;
+        let valid_host = !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
+        if !valid_host {
+            return Err(Invalid(
+                "An origin is scheme://host[:port], without a path, for example https://www.example.com.",
+            ));
+        }
+        Ok(Self(lowered))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_is_trimmed_and_bounded() {
+        assert_eq!(
+            MessageBody::parse("  hi \n").map(MessageBody::into_string),
+            Ok("hi".into())
+        );
+        assert!(MessageBody::parse(" \n\t ").is_err());
+        assert!(MessageBody::parse(&"é".repeat(MAX_BODY_CHARS)).is_ok());
+        assert!(MessageBody::parse(&"é".repeat(MAX_BODY_CHARS + 1)).is_err());
+    }
+
+    #[test]
+    fn client_id_allows_only_safe_characters() {
+        assert!(ClientId::parse("a-Z_09").is_ok());
+        assert!(ClientId::parse("").is_err());
+        assert!(ClientId::parse("has space").is_err());
+        assert!(ClientId::parse(&"x".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn origin_is_normalised() {
+        assert_eq!(
+            Origin::parse("HTTPS://Example.com/").map(|o| o.0),
+            Ok("https://example.com".into())
+        );
+        assert_eq!(
+            Origin::parse("http://localhost:3000").map(|o| o.0),
+            Ok("http://localhost:3000".into())
+        );
+        assert!(Origin::parse("example.com").is_err());
+        assert!(Origin::parse("https://example.com/path").is_err());
+        assert!(Origin::parse("https://").is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! `porch user …` and `porch token …`: agents, admins and API tokens.
+
+use std::io::Read;
+
+use anyhow::{Context, bail};
+use argon2::password_hash::SaltString;
+use argon2::password_hash::rand_core::OsRng;
+use argon2::{Argon2, PasswordHasher};
+use clap::{Subcommand, ValueEnum};
+use rusqlite::Connection;
+
+use crate::clock::now_ms;
+use crate::http::auth::{hash_api_token, new_api_token};
+use crate::store::{self, NewUser};
+
+use super::write_out;
+
+/// Shortest password accepted.
+const MIN_PASSWORD_CHARS: usize = 10;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Role {
+    /// Manages sites, integrations and the team, and answers chats.
+    Admin,
+    /// Answers chats.
+    Agent,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create an agent or admin.
+    Add {
+        #[arg(long)]
+        email: String,
+        /// Display name shown to visitors.
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_enum, default_value = "agent")]
+        role: Role,
+        /// Read the password from standard input (otherwise the user has none yet and cannot
+        /// sign in until one is set).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create an API token for a user and print it (it is shown only once).
+    Add {
+        /// The user's email.
+        #[arg(long)]
+        user: String,
+        /// What the token is for.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+}
+
+fn hash_password(password: &str) -> anyhow::Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|e| anyhow::anyhow!("hashing the password: {e}"))
+}
+
+pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
+    let UserCommand::Add {
+        email,
+        name,
+        role,
+        password_stdin,
+    } = command;
+    let email = email.trim();
+    if !email.contains('@') {
+        bail!("--email must be an email address");
+    }
+    let password_hash = if password_stdin {
+        let mut password = String::new();
+        std::io::stdin()
+            .read_to_string(&mut password)
+            .context("reading the password")?;
+        let password = password.trim_end_matches(['\r', '\n']);
+        if password.chars().count() < MIN_PASSWORD_CHARS {
+            bail!("the password must have at least {MIN_PASSWORD_CHARS} characters");
+        }
+        Some(hash_password(password)?)
+    } else {
+        None
+    };
+    let role = match role {
+        Role::Admin => "admin",
+        Role::Agent => "agent",
+    };
+    let new = NewUser {
+        email,
+        name: name.trim(),
+        role,
+        password_hash: password_hash.as_deref(),
+        created_at: now_ms(),
+    };
+    store::insert_user(conn, &new)
+        .with_context(|| format!("creating {email} (is the email taken?)"))?;
+    write_out(&format!("Created {role} {email}."))
+}
+
+pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()> {
+    let TokenCommand::Add { user, name } = command;
+    let found = store::find_user_by_email(conn, user.trim())?
+        .with_context(|| format!("no user has the email {user}"))?;
+    let token = new_api_token();
+    store::insert_api_token(conn, found.id, &name, &hash_api_token(&token), now_ms())?;
+    write_out(&token)
+}

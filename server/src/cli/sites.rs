@@ -1,0 +1,124 @@
+//! `porch site …`: create and list sites, print embed snippets.
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use rusqlite::Connection;
+use serde_json::json;
+
+use crate::chat::{Origin, new_site_key};
+use crate::clock::now_ms;
+use crate::store::{self, NewSite, SiteRow};
+use crate::widget::snippet;
+
+use super::write_out;
+
+#[derive(Debug, Subcommand)]
+pub enum SiteCommand {
+    /// Create a site and print its embed snippet.
+    Add {
+        /// Name shown in the widget header and to agents.
+        #[arg(long)]
+        name: String,
+        /// An origin allowed to embed the widget, such as `https://www.example.com` (repeatable).
+        #[arg(long = "origin", required = true)]
+        origins: Vec<String>,
+        /// URL at which browsers reach Porch, baked into the snippet.
+        #[arg(
+            long,
+            env = "PORCH_PUBLIC_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
+        public_url: String,
+        /// Print JSON (`{"key", "snippet"}`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List sites with their keys and allowed origins.
+    List,
+    /// Print a site's embed snippet.
+    Snippet {
+        /// The site's key (s_…).
+        key: String,
+        /// URL at which browsers reach Porch, baked into the snippet.
+        #[arg(
+            long,
+            env = "PORCH_PUBLIC_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
+        public_url: String,
+    },
+}
+
+fn site_snippet(public_url: &str, site: &SiteRow) -> String {
+    snippet(
+        public_url.trim_end_matches('/'),
+        &site.key,
+        &site.color,
+        &site.position,
+    )
+}
+
+pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
+    match command {
+        SiteCommand::Add {
+            name,
+            origins,
+            public_url,
+            json,
+        } => {
+            let name = name.trim();
+            if name.is_empty() {
+                bail!("--name must not be empty");
+            }
+            let origins = origins
+                .iter()
+                .map(|o| {
+                    Origin::parse(o)
+                        .map(|o| o.as_str().to_owned())
+                        .map_err(|e| anyhow::anyhow!("--origin {o}: {e}"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let key = new_site_key();
+            let site = store::insert_site(
+                conn,
+                &NewSite {
+                    key: &key,
+                    name,
+                    origins: &origins,
+                    created_at: now_ms(),
+                },
+            )
+            .context("creating the site")?;
+            let snippet = site_snippet(&public_url, &site);
+            if json {
+                write_out(&json!({"key": site.key, "snippet": snippet}).to_string())
+            } else {
+                write_out(&format!(
+                    "Created site \"{}\" with key {}.\nAllowed origins: {}\n\n\
+                     Paste this snippet just before </body> on every page of the site:\n\n{snippet}",
+                    site.name,
+                    site.key,
+                    site.origins.join(", ")
+                ))
+            }
+        }
+        SiteCommand::List => {
+            let sites = store::list_sites(conn)?;
+            if sites.is_empty() {
+                return write_out(
+                    "No sites yet. Create one with `porch site add --name NAME --origin URL`.",
+                );
+            }
+            let lines: Vec<String> = sites
+                .iter()
+                .map(|s| format!("{}  {}  {}", s.key, s.name, s.origins.join(" ")))
+                .collect();
+            write_out(&lines.join("\n"))
+        }
+        SiteCommand::Snippet { key, public_url } => {
+            let site = store::find_site_by_key(conn, &key)?
+                .with_context(|| format!("no site has the key {key}"))?;
+            write_out(&site_snippet(&public_url, &site))
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Configuration: every setting is a command-line flag and a `PORCH_*` environment variable, with
+//! its default and meaning here, so `porch serve --help` is the reference. `docs/configuration.md`
+//! lists the same variables (a test keeps the two in sync).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::store::Synchronous;
+
+/// Where Porch keeps its data; shared by every command.
+#[derive(Debug, Clone, Args)]
+pub struct DataConfig {
+    /// Directory holding the SQLite database (`porch.db`). Created if missing.
+    #[arg(long, env = "PORCH_DATA_DIR", default_value = "./data", global = true)]
+    pub data_dir: PathBuf,
+}
+
+/// Name of the database file inside the data directory.
+pub const DATABASE_FILE: &str = "porch.db";
+
+impl DataConfig {
+    /// Path of the database file.
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join(DATABASE_FILE)
+    }
+}
+
+/// Settings of `porch serve`.
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// The data directory, taken from the global `--data-dir` (see [`DataConfig`]).
+    #[arg(skip = PathBuf::from("./data"))]
+    pub data_dir: PathBuf,
+
+    /// Address and port to listen on. Use 0.0.0.0:8080 to accept connections from other hosts.
+    #[arg(long, env = "PORCH_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// URL at which browsers reach this server (used in the embed snippet and links). Defaults to
+    /// http:// plus the listen address.
+    #[arg(long, env = "PORCH_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// Durability of each commit: `full` survives power loss; `normal` survives a crash of Porch
+    /// but may lose the last commits on power loss.
+    #[arg(long, env = "PORCH_SYNCHRONOUS", value_enum, default_value = "full")]
+    pub synchronous: Synchronous,
+
+    /// Writes that may wait for the writer; beyond this, clients are told `busy`.
+    #[arg(long, env = "PORCH_WRITER_QUEUE", default_value_t = 16_384)]
+    pub writer_queue: usize,
+
+    /// Most writes committed in one transaction.
+    #[arg(long, env = "PORCH_WRITER_BATCH", default_value_t = 256)]
+    pub writer_batch: usize,
+
+    /// Read-only database connections for queries.
+    #[arg(long, env = "PORCH_READERS", default_value_t = 4)]
+    pub readers: usize,
+
+    /// Close a connection that has not sent complete request headers within this time.
+    #[arg(long, env = "PORCH_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_timeout: Duration,
+
+    /// Answer 408 when an HTTP request (not a websocket) takes longer than this.
+    #[arg(long, env = "PORCH_REQUEST_TIMEOUT", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Largest HTTP request body accepted, in bytes.
+    #[arg(long, env = "PORCH_BODY_LIMIT", default_value_t = 1024 * 1024)]
+    pub body_limit: usize,
+
+    /// Most simultaneous connections; 0 means derived from the file-descriptor limit.
+    #[arg(long, env = "PORCH_MAX_CONNECTIONS", default_value_t = 0)]
+    pub max_connections: usize,
+
+    /// Interval between server pings on widget websockets.
+    #[arg(long, env = "PORCH_WS_PING_INTERVAL", default_value = "25s", value_parser = humantime::parse_duration)]
+    pub ws_ping_interval: Duration,
+
+    /// Close a widget websocket after this long without any frame or pong from the client.
+    #[arg(long, env = "PORCH_WS_IDLE_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub ws_idle_timeout: Duration,
+
+    /// Largest widget websocket message, in bytes; larger ones close the connection (1009).
+    #[arg(long, env = "PORCH_WS_MAX_MESSAGE", default_value_t = 64 * 1024)]
+    pub ws_max_message: usize,
+
+    /// New conversations one IP address may start per hour (sustained rate).
+    #[arg(long, env = "PORCH_IP_CONVERSATIONS_PER_HOUR", default_value_t = 120)]
+    pub ip_conversations_per_hour: u32,
+
+    /// New conversations one IP address may start in a burst. Generous, so an office behind one
+    /// NAT address is not held back in normal use.
+    #[arg(long, env = "PORCH_IP_CONVERSATIONS_BURST", default_value_t = 20)]
+    pub ip_conversations_burst: u32,
+
+    /// Reverse proxies whose `X-Forwarded-For` header is believed (comma-separated IP addresses).
+    /// Without this, the client address is the TCP peer.
+    #[arg(long, env = "PORCH_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<IpAddr>,
+
+    /// How long shutdown waits for open requests and connections to finish.
+    #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub shutdown_grace: Duration,
+
+    /// Log filter, for example `info` or `porch=debug,info`.
+    #[arg(long, env = "PORCH_LOG", default_value = "info")]
+    pub log: String,
+}

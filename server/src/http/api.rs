@@ -1,0 +1,108 @@
+//! The JSON API for agents and scripts (`/api/v1`). The inbox will use the same domain
+//! functions; this API exists for automation and tests.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::chat::{Agent, MessageBody};
+use crate::state::AppState;
+use crate::store::{ConversationId, ConversationRow, MessageRow};
+
+use super::ApiError;
+use super::auth::ApiUser;
+
+/// Most conversations listed at once.
+const LIST_LIMIT: u32 = 200;
+
+fn conversation_json(c: &ConversationRow) -> serde_json::Value {
+    json!({
+        "id": c.id,
+        "site": c.site_key,
+        "visitor_id": c.visitor_id,
+        "status": c.status,
+        "created_at": c.created_at,
+        "last_message_at": c.last_message_at,
+    })
+}
+
+fn message_json(m: &MessageRow) -> serde_json::Value {
+    json!({
+        "id": m.id,
+        "conversation_id": m.conversation_id,
+        "author": m.author,
+        "author_name": m.author_name,
+        "client_id": m.client_id,
+        "body": m.body,
+        "at": m.created_at,
+    })
+}
+
+fn agent(user: &ApiUser) -> Agent {
+    Agent {
+        user_id: Some(user.0.id),
+        name: user.0.name.clone(),
+    }
+}
+
+/// `GET /api/v1/conversations`: the most recently active conversations.
+pub async fn list_conversations(
+    State(app): State<AppState>,
+    _user: ApiUser,
+) -> Result<Response, ApiError> {
+    let conversations = app.chat.list_conversations(LIST_LIMIT).await?;
+    let list: Vec<_> = conversations.iter().map(conversation_json).collect();
+    Ok(Json(json!({"conversations": list})).into_response())
+}
+
+/// `GET /api/v1/conversations/{id}/messages`: the whole conversation, notes included.
+pub async fn list_messages(
+    State(app): State<AppState>,
+    _user: ApiUser,
+    Path(id): Path<i64>,
+) -> Result<Response, ApiError> {
+    let messages = app.chat.conversation_messages(ConversationId(id)).await?;
+    let list: Vec<_> = messages.iter().map(message_json).collect();
+    Ok(Json(json!({"messages": list})).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NewReply {
+    body: String,
+}
+
+/// `POST /api/v1/conversations/{id}/messages`: an agent reply, pushed to the visitor live.
+pub async fn post_message(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    Json(reply): Json<NewReply>,
+) -> Result<Response, ApiError> {
+    let body = MessageBody::parse(&reply.body).map_err(crate::chat::Error::from)?;
+    let row = app
+        .chat
+        .post_agent_message(ConversationId(id), &agent(&user), body)
+        .await?;
+    Ok((StatusCode::CREATED, Json(message_json(&row))).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Typing {
+    active: bool,
+}
+
+/// `POST /api/v1/conversations/{id}/typing`: shows or hides "typing…" to the visitor.
+pub async fn post_typing(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    Json(typing): Json<Typing>,
+) -> Result<Response, ApiError> {
+    app.chat
+        .set_agent_typing(ConversationId(id), &agent(&user), typing.active)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

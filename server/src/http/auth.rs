@@ -1,0 +1,56 @@
+//! API authentication: `Authorization: Bearer <token>`, where the token was made by
+//! `porch token add`. Only the token's SHA-256 is stored.
+
+use axum::extract::FromRequestParts;
+use axum::http::header;
+use axum::http::request::Parts;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+use crate::state::AppState;
+use crate::store::{self, UserRow};
+
+use super::ApiError;
+
+const TOKEN_PREFIX: &str = "pat_";
+
+/// A new random API token (shown once, never stored in clear).
+pub fn new_api_token() -> String {
+    format!(
+        "{TOKEN_PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+    )
+}
+
+/// What the database stores for an API token.
+pub fn hash_api_token(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// The user behind a valid bearer token.
+pub struct ApiUser(pub UserRow);
+
+impl FromRequestParts<AppState> for ApiUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        app: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| t.starts_with(TOKEN_PREFIX))
+            .ok_or_else(ApiError::unauthorized)?;
+        let hash = hash_api_token(token);
+        let user = app
+            .readers
+            .read(move |c| store::find_user_by_api_token(c, &hash))
+            .await?;
+        user.map(ApiUser).ok_or_else(ApiError::unauthorized)
+    }
+}

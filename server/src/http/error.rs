@@ -1,0 +1,97 @@
+//! The one HTTP error type: a status, a stable machine code and a human message, as JSON. Anything
+//! unexpected is a 500 that reveals nothing of the internals; the details go to the log once.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::chat;
+use crate::store;
+
+/// An error answered to an HTTP client.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "A valid API token is required.",
+        )
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("No such {what}."),
+        )
+    }
+
+    pub fn unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "The server cannot store or read data right now; try again shortly.",
+        )
+    }
+
+    fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Something went wrong on the server.",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("2"));
+        }
+        response
+    }
+}
+
+impl From<store::Error> for ApiError {
+    fn from(err: store::Error) -> Self {
+        if err.is_transient() || matches!(err, store::Error::Stopped) {
+            tracing::warn!(error = %err, "storage unavailable");
+            Self::unavailable()
+        } else {
+            tracing::error!(error = %err, "storage error");
+            Self::internal()
+        }
+    }
+}
+
+impl From<chat::Error> for ApiError {
+    fn from(err: chat::Error) -> Self {
+        match err {
+            chat::Error::NotFound(what) => Self::not_found(what),
+            chat::Error::Invalid(invalid) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", invalid.0)
+            }
+            chat::Error::Store(err) => err.into(),
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Liveness and readiness for Docker, orchestrators and load balancers.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::state::AppState;
+
+/// `GET /healthz`: the process is up and serving HTTP.
+pub async fn live() -> Response {
+    Json(json!({"status": "ok"})).into_response()
+}
+
+/// `GET /readyz`: 200 while the server takes traffic; 503 while shutting down or when the disk
+/// is full. (Migrations run before the listener serves, so a migrating server answers nothing.)
+pub async fn ready(State(app): State<AppState>) -> Response {
+    match app.not_ready_reason() {
+        None => Json(json!({"status": "ready"})).into_response(),
+        Some(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "not_ready", "reason": reason})),
+        )
+            .into_response(),
+    }
+}

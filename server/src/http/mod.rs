@@ -1,0 +1,16 @@
+//! HTTP: the accept loop with its timeouts, the route table, errors, and request extractors.
+//! Handlers parse and authenticate, call the domain, and map its errors; they hold no SQL.
+
+mod api;
+pub mod auth;
+mod client_ip;
+mod error;
+mod health;
+mod listener;
+mod pages;
+mod routes;
+
+pub use client_ip::client_ip;
+pub use error::ApiError;
+pub use listener::{ConnectionSlot, bind, serve};
+pub use routes::router;

@@ -1,0 +1,23 @@
+//! Porch: a self-hosted live-chat appliance in one binary and one SQLite file.
+//!
+//! Module map:
+//! - [`config`]: every setting, as flags and `PORCH_*` variables.
+//! - [`cli`]: the `porch` command line (serve, migrate, site, user, token).
+//! - [`http`]: our own accept loop, the route table, API handlers, errors.
+//! - [`widget`]: the widget websocket protocol, visitor connections, brakes, assets.
+//! - [`chat`]: the domain: sites, visitors, conversations, messages; use-case functions.
+//! - [`hub`]: live fan-out of events to open connections.
+//! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
+
+pub mod chat;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod http;
+pub mod hub;
+mod server;
+pub mod state;
+pub mod store;
+pub mod widget;
+
+pub use server::{Server, run, start};

@@ -1,0 +1,78 @@
+//! The services every request handler and connection shares.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::chat::{Chat, SiteDirectory, VisitorTokens};
+use crate::config::Config;
+use crate::store::{Readers, Writer};
+use crate::widget::brake::Brakes;
+
+/// Shared application state; handlers receive it as `State<AppState>`.
+pub type AppState = Arc<App>;
+
+/// Everything the running server holds.
+pub struct App {
+    pub config: Arc<Config>,
+    /// Base URL browsers use, without a trailing slash (from config, or the bound address).
+    pub public_url: String,
+    pub chat: Chat,
+    pub sites: SiteDirectory,
+    pub brakes: Brakes,
+    pub tokens: VisitorTokens,
+    pub writer: Arc<Writer>,
+    pub readers: Arc<Readers>,
+    /// Cancelled when shutdown starts: connections say goodbye and stop taking work.
+    pub shutdown: CancellationToken,
+    /// Websocket connections, so shutdown can wait for their in-flight writes.
+    pub connections: TaskTracker,
+    is_shutting_down: AtomicBool,
+}
+
+impl App {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: Arc<Config>,
+        public_url: String,
+        chat: Chat,
+        sites: SiteDirectory,
+        brakes: Brakes,
+        tokens: VisitorTokens,
+        writer: Arc<Writer>,
+        readers: Arc<Readers>,
+    ) -> Self {
+        Self {
+            config,
+            public_url,
+            chat,
+            sites,
+            brakes,
+            tokens,
+            writer,
+            readers,
+            shutdown: CancellationToken::new(),
+            connections: TaskTracker::new(),
+            is_shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the server as stopping (readiness turns false) and tells connections to close.
+    pub fn begin_shutdown(&self) {
+        self.is_shutting_down.store(true, Ordering::SeqCst);
+        self.shutdown.cancel();
+    }
+
+    /// Why the server should not get new traffic, if it should not.
+    pub fn not_ready_reason(&self) -> Option<&'static str> {
+        if self.is_shutting_down.load(Ordering::SeqCst) {
+            Some("shutting_down")
+        } else if self.writer.stats().is_disk_full.load(Ordering::Relaxed) {
+            Some("disk_full")
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The `conversations` table.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::{ConversationId, Error, SiteId, VisitorId};
+
+/// A conversation as listed in the API and, later, the inbox.
+#[derive(Debug, Clone)]
+pub struct ConversationRow {
+    pub id: ConversationId,
+    pub site_id: SiteId,
+    pub site_key: String,
+    pub visitor_id: VisitorId,
+    pub status: String,
+    pub created_at: i64,
+    pub last_message_at: i64,
+}
+
+const SELECT: &str = "SELECT c.id, c.site_id, s.key, c.visitor_id, c.status, c.created_at, \
+    c.last_message_at FROM conversations c JOIN sites s ON s.id = c.site_id";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
+    Ok(ConversationRow {
+        id: row.get(0)?,
+        site_id: row.get(1)?,
+        site_key: row.get(2)?,
+        visitor_id: row.get(3)?,
+        status: row.get(4)?,
+        created_at: row.get(5)?,
+        last_message_at: row.get(6)?,
+    })
+}
+
+/// The most recently active conversations, newest first.
+pub fn list_conversations(conn: &Connection, limit: u32) -> Result<Vec<ConversationRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} ORDER BY c.last_message_at DESC LIMIT ?1"
+    ))?;
+    Ok(stmt
+        .query_map([limit], from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// One conversation by id.
+pub fn find_conversation(
+    conn: &Connection,
+    id: ConversationId,
+) -> Result<Option<ConversationRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!("{SELECT} WHERE c.id = ?1"))?;
+    Ok(stmt.query_row([id], from_row).optional()?)
+}
+
+/// The visitor's open conversation, creating one if there is none. Returns `(id, created)`.
+pub(super) fn open_conversation(
+    conn: &Connection,
+    site_id: SiteId,
+    visitor_id: VisitorId,
+    now: i64,
+) -> Result<(ConversationId, bool), Error> {
+    let existing: Option<ConversationId> = conn
+        .prepare_cached("SELECT id FROM conversations WHERE visitor_id = ?1 AND status = 'open'")?
+        .query_row([visitor_id], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = existing {
+        return Ok((id, false));
+    }
+    conn.prepare_cached(
+        "INSERT INTO conversations (site_id, visitor_id, created_at, last_message_at) \
+         VALUES (?1, ?2, ?3, ?3)",
+    )?
+    .execute(params![site_id, visitor_id, now])?;
+    Ok((ConversationId(conn.last_insert_rowid()), true))
+}
+
+/// Records that the conversation just had a message.
+pub(super) fn touch_conversation(
+    conn: &Connection,
+    id: ConversationId,
+    now: i64,
+) -> Result<(), Error> {
+    conn.prepare_cached("UPDATE conversations SET last_message_at = ?2 WHERE id = ?1")?
+        .execute(params![id, now])?;
+    Ok(())
+}

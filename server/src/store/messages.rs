@@ -1,0 +1,182 @@
+//! The `messages` table, and the composite writes that store a message together with what it
+//! implies (visitor row, conversation) in the writer's transaction.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::conversations::{open_conversation, touch_conversation};
+use super::visitors::{VisitorDetails, upsert_visitor};
+use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
+
+/// A message as shown to visitors and agents.
+#[derive(Debug, Clone)]
+pub struct MessageRow {
+    pub id: MessageId,
+    pub conversation_id: ConversationId,
+    pub author: String,
+    pub author_name: Option<String>,
+    pub client_id: Option<String>,
+    pub body: String,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str =
+    "m.id, m.conversation_id, m.author, m.author_name, m.client_id, m.body, m.created_at";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<MessageRow> {
+    Ok(MessageRow {
+        id: row.get(0)?,
+        conversation_id: row.get(1)?,
+        author: row.get(2)?,
+        author_name: row.get(3)?,
+        client_id: row.get(4)?,
+        body: row.get(5)?,
+        created_at: row.get(6)?,
+    })
+}
+
+/// A visitor message to store; the visitor row and conversation are created as needed.
+#[derive(Debug, Clone)]
+pub struct NewVisitorMessage {
+    pub site_id: SiteId,
+    /// Known once the visitor has written before; saves the visitor upsert on the hot path.
+    pub visitor_id: Option<VisitorId>,
+    pub token_hash: [u8; 32],
+    pub details: VisitorDetails,
+    pub client_id: String,
+    pub body: String,
+    pub now: i64,
+}
+
+/// The stored visitor message, or the earlier one with the same `client_id`.
+#[derive(Debug, Clone)]
+pub struct StoredVisitorMessage {
+    pub id: MessageId,
+    pub visitor_id: VisitorId,
+    pub conversation_id: ConversationId,
+    pub created_at: i64,
+    /// A conversation was opened by this message.
+    pub is_new_conversation: bool,
+    /// The `client_id` was used before: nothing new was stored, `id` is the first row's.
+    pub is_duplicate: bool,
+}
+
+/// Stores a visitor message: visitor, open conversation and message, deduplicated on
+/// `(visitor, client_id)`. Runs inside the writer's transaction.
+pub fn insert_visitor_message(
+    conn: &Connection,
+    new: &NewVisitorMessage,
+) -> Result<StoredVisitorMessage, Error> {
+    let visitor_id = match new.visitor_id {
+        Some(id) => id,
+        None => upsert_visitor(conn, new.site_id, &new.token_hash, &new.details, new.now)?,
+    };
+    let earlier = conn
+        .prepare_cached(
+            "SELECT id, conversation_id, created_at FROM messages \
+             WHERE visitor_id = ?1 AND client_id = ?2",
+        )?
+        .query_row(params![visitor_id, new.client_id], |r| {
+            Ok((
+                r.get::<_, MessageId>(0)?,
+                r.get::<_, ConversationId>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .optional()?;
+    if let Some((id, conversation_id, created_at)) = earlier {
+        return Ok(StoredVisitorMessage {
+            id,
+            visitor_id,
+            conversation_id,
+            created_at,
+            is_new_conversation: false,
+            is_duplicate: true,
+        });
+    }
+    let (conversation_id, is_new_conversation) =
+        open_conversation(conn, new.site_id, visitor_id, new.now)?;
+    conn.prepare_cached(
+        "INSERT INTO messages (conversation_id, author, visitor_id, client_id, body, created_at) \
+         VALUES (?1, 'visitor', ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        conversation_id,
+        visitor_id,
+        new.client_id,
+        new.body,
+        new.now
+    ])?;
+    let id = MessageId(conn.last_insert_rowid());
+    if !is_new_conversation {
+        touch_conversation(conn, conversation_id, new.now)?;
+    }
+    Ok(StoredVisitorMessage {
+        id,
+        visitor_id,
+        conversation_id,
+        created_at: new.now,
+        is_new_conversation,
+        is_duplicate: false,
+    })
+}
+
+/// Stores an agent's reply (or private note when `author` is `"note"`) and returns its id.
+pub fn insert_agent_message(
+    conn: &Connection,
+    conversation_id: ConversationId,
+    user_id: Option<UserId>,
+    author: &str,
+    author_name: &str,
+    body: &str,
+    now: i64,
+) -> Result<MessageId, Error> {
+    conn.prepare_cached(
+        "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        conversation_id,
+        author,
+        user_id,
+        author_name,
+        body,
+        now
+    ])?;
+    let id = MessageId(conn.last_insert_rowid());
+    touch_conversation(conn, conversation_id, now)?;
+    Ok(id)
+}
+
+/// The visitor's messages and agent replies with an id above `after_id`, oldest first. Private
+/// notes are never returned.
+pub fn list_visitor_messages_after(
+    conn: &Connection,
+    visitor_id: VisitorId,
+    after_id: MessageId,
+    limit: u32,
+) -> Result<Vec<MessageRow>, Error> {
+    // Newest `limit` rows, then reversed: a visitor with a long history gets the recent part.
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id \
+         WHERE c.visitor_id = ?1 AND m.id > ?2 AND m.author IN ('visitor', 'agent') \
+         ORDER BY m.id DESC LIMIT ?3"
+    ))?;
+    let mut rows: Vec<MessageRow> = stmt
+        .query_map(params![visitor_id, after_id, limit], from_row)?
+        .collect::<Result<_, _>>()?;
+    rows.reverse();
+    Ok(rows)
+}
+
+/// Every message of a conversation, oldest first, private notes included.
+pub fn list_conversation_messages(
+    conn: &Connection,
+    conversation_id: ConversationId,
+) -> Result<Vec<MessageRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM messages m WHERE m.conversation_id = ?1 ORDER BY m.id"
+    ))?;
+    Ok(stmt
+        .query_map([conversation_id], from_row)?
+        .collect::<Result<_, _>>()?)
+}

@@ -1,0 +1,43 @@
+//! Forward-only migrations embedded in the binary and applied at start-up, tracked by
+//! `PRAGMA user_version`. Each runs in its own transaction.
+
+use rusqlite::Connection;
+
+use super::Error;
+
+/// Every migration in order; the position (starting at 1) is its version.
+const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/0001_core.sql")];
+
+/// The schema version this binary expects.
+#[allow(clippy::cast_possible_truncation)] // a handful of migrations, never 2^32
+pub const LATEST: u32 = MIGRATIONS.len() as u32;
+
+/// The schema version of the database (0 for an empty file).
+pub fn schema_version(conn: &Connection) -> Result<u32, Error> {
+    Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+}
+
+/// Applies the migrations the database lacks and returns the resulting version.
+///
+/// # Errors
+/// Fails if a migration fails (it is rolled back) or if the database is newer than this binary.
+pub fn apply_migrations(conn: &mut Connection) -> Result<u32, Error> {
+    let current = schema_version(conn)?;
+    if current > LATEST {
+        return Err(Error::Sqlite(rusqlite::Error::InvalidParameterName(
+            format!(
+                "the database is at schema version {current}, newer than this binary's {LATEST}; \
+             run a newer Porch or restore a backup"
+            ),
+        )));
+    }
+    for (version, sql) in (1..).zip(MIGRATIONS).skip(current as usize) {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql)
+            .map_err(|source| Error::Migration { version, source })?;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
+        tracing::info!(version, "applied migration");
+    }
+    Ok(LATEST)
+}

@@ -1,0 +1,34 @@
+//! SQLite storage: the only place with SQL. One writer thread owns the only write connection and
+//! commits queued writes in groups; a small reader pool serves reads off the async threads.
+//! Storage functions are plain synchronous functions over `&rusqlite::Connection`.
+
+mod conversations;
+mod db;
+mod error;
+mod ids;
+mod messages;
+mod migrate;
+mod readers;
+mod settings;
+mod sites;
+mod users;
+mod visitors;
+mod writer;
+
+pub use conversations::{ConversationRow, find_conversation, list_conversations};
+pub use db::{Synchronous, open_read_connection, open_write_connection};
+pub use error::Error;
+pub use ids::{ConversationId, MessageId, SiteId, UserId, VisitorId};
+pub use messages::{
+    MessageRow, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,
+    insert_visitor_message, list_conversation_messages, list_visitor_messages_after,
+};
+pub use migrate::{apply_migrations, schema_version};
+pub use readers::Readers;
+pub use settings::load_or_create_secret;
+pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
+pub use users::{
+    NewUser, UserRow, find_user_by_api_token, find_user_by_email, insert_api_token, insert_user,
+};
+pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};
+pub use writer::{Writer, WriterStats};

@@ -1,0 +1,267 @@
+//! The single writer: one thread owns the only write connection. It takes the first queued write,
+//! drains whatever else is queued (up to a batch limit), runs them all in one
+//! `BEGIN IMMEDIATE … COMMIT`, and answers each caller only after COMMIT returned. One fsync thus
+//! covers the whole batch, which is what makes `synchronous=FULL` affordable.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::Error;
+
+/// A unit of work run inside the writer's transaction.
+trait WriteOp: Send {
+    /// Runs the work; its writes are kept only if it returns `Ok` and the batch commits.
+    fn apply(&mut self, conn: &Connection) -> bool;
+    /// Delivers the outcome once the batch has committed (`None`) or failed (`Some`).
+    fn finish(self: Box<Self>, batch_error: Option<Error>);
+}
+
+struct Op<F, R> {
+    work: Option<F>,
+    result: Option<Result<R, Error>>,
+    reply: oneshot::Sender<Result<R, Error>>,
+}
+
+impl<F, R> WriteOp for Op<F, R>
+where
+    F: FnOnce(&Connection) -> Result<R, Error> + Send,
+    R: Send,
+{
+    fn apply(&mut self, conn: &Connection) -> bool {
+        let result = self
+            .work
+            .take()
+            .map_or(Err(Error::Stopped), |work| work(conn));
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn finish(self: Box<Self>, batch_error: Option<Error>) {
+        let outcome = match batch_error {
+            Some(err) => Err(err),
+            None => self.result.unwrap_or(Err(Error::Stopped)),
+        };
+        // The caller may have gone away (closed socket); its write is committed all the same.
+        let _ = self.reply.send(outcome);
+    }
+}
+
+enum Request {
+    Write(Box<dyn WriteOp>),
+    /// Commit what is queued, then stop the thread.
+    Stop,
+}
+
+/// Counters the capacity sampler and `/metrics` read.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    /// Writes waiting in the queue right now.
+    pub queue_depth: AtomicUsize,
+    /// Batches committed since start.
+    pub batches: AtomicU64,
+    /// Writes committed since start (sum of batch sizes).
+    pub writes: AtomicU64,
+    /// Total time spent in BEGIN…COMMIT, in microseconds.
+    pub commit_micros: AtomicU64,
+    /// Writes refused because the queue was full.
+    pub refused_busy: AtomicU64,
+    /// Set while the last commit failed for lack of disk space; cleared by the next success.
+    pub is_disk_full: AtomicBool,
+}
+
+/// Handle to the writer thread. Cheap to share behind an `Arc`.
+pub struct Writer {
+    queue: SyncSender<Request>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    stats: Arc<WriterStats>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`.
+    ///
+    /// `queue_capacity` bounds the writes waiting (beyond it callers get [`Error::Busy`]);
+    /// `max_batch` bounds how many writes share one transaction.
+    pub fn start(
+        conn: Connection,
+        queue_capacity: usize,
+        max_batch: usize,
+    ) -> std::io::Result<Self> {
+        let (queue, rx) = sync_channel(queue_capacity);
+        let stats = Arc::new(WriterStats::default());
+        let thread_stats = Arc::clone(&stats);
+        let thread = std::thread::Builder::new()
+            .name("porch-writer".into())
+            .spawn(move || run(&conn, &rx, max_batch.max(1), &thread_stats))?;
+        Ok(Self {
+            queue,
+            thread: Mutex::new(Some(thread)),
+            stats,
+        })
+    }
+
+    /// Runs `work` in the next batch and resolves after that batch committed.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] at once if the queue is full; [`Error::Stopped`] after shutdown; the
+    /// work's own error; or the batch's commit error (then nothing of `work` was stored).
+    pub async fn write<F, R>(&self, work: F) -> Result<R, Error>
+    where
+        F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let op = Box::new(Op {
+            work: Some(work),
+            result: None,
+            reply,
+        });
+        self.stats.queue_depth.fetch_add(1, Ordering::Relaxed);
+        match self.queue.try_send(Request::Write(op)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
+                self.stats.refused_busy.fetch_add(1, Ordering::Relaxed);
+                return Err(Error::Busy);
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
+                return Err(Error::Stopped);
+            }
+        }
+        answer.await.unwrap_or(Err(Error::Stopped))
+    }
+
+    /// The writer's counters.
+    pub fn stats(&self) -> &Arc<WriterStats> {
+        &self.stats
+    }
+
+    /// Commits everything already queued, then stops the thread and waits for it. Writes
+    /// submitted afterwards fail with [`Error::Stopped`]. Blocks: call from a blocking context.
+    pub fn shutdown(&self) {
+        let Ok(mut guard) = self.thread.lock() else {
+            return;
+        };
+        let Some(thread) = guard.take() else { return };
+        // A blocking send: the stop request must not be refused because the queue is full.
+        if self.queue.send(Request::Stop).is_ok() && thread.join().is_err() {
+            tracing::error!("the writer thread panicked");
+        }
+    }
+}
+
+fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &WriterStats) {
+    let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
+    let mut stopping = false;
+    while !stopping {
+        match rx.recv() {
+            Ok(Request::Write(op)) => batch.push(op),
+            Ok(Request::Stop) | Err(_) => stopping = true,
+        }
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(Request::Write(op)) => batch.push(op),
+                Ok(Request::Stop) => stopping = true,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
+        commit_batch(conn, &mut batch, stats);
+        if stopping {
+            // Writes that raced with the stop request still get their turn.
+            while let Ok(Request::Write(op)) = rx.try_recv() {
+                stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
+                batch.push(op);
+                if batch.len() == max_batch {
+                    commit_batch(conn, &mut batch, stats);
+                }
+            }
+            if !batch.is_empty() {
+                commit_batch(conn, &mut batch, stats);
+            }
+        }
+    }
+    tracing::debug!("writer stopped");
+}
+
+/// Runs every op of `batch` in one transaction, each inside a savepoint so that one failing op
+/// leaves no partial writes and does not spoil the others, then answers them all.
+fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &WriterStats) {
+    let started = Instant::now();
+    let outcome = run_transaction(conn, batch);
+    let size = batch.len() as u64;
+    match &outcome {
+        Ok(()) => {
+            stats.is_disk_full.store(false, Ordering::Relaxed);
+            stats.batches.fetch_add(1, Ordering::Relaxed);
+            stats.writes.fetch_add(size, Ordering::Relaxed);
+            let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            stats.commit_micros.fetch_add(micros, Ordering::Relaxed);
+        }
+        Err(err) => {
+            if matches!(err, Error::DiskFull) {
+                stats.is_disk_full.store(true, Ordering::Relaxed);
+            }
+            tracing::error!(error = %err, writes = size, "write batch rolled back");
+        }
+    }
+    for op in batch.drain(..) {
+        let batch_error = match &outcome {
+            Ok(()) => None,
+            Err(Error::DiskFull) => Some(Error::DiskFull),
+            Err(err) => Some(Error::CommitFailed(err.to_string())),
+        };
+        op.finish(batch_error);
+    }
+}
+
+fn run_transaction(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<(), Error> {
+    conn.prepare_cached("BEGIN IMMEDIATE")?
+        .execute([])
+        .map_err(Error::from_sqlite)?;
+    let result = batch
+        .iter_mut()
+        .try_for_each(|op| apply_in_savepoint(conn, op.as_mut()));
+    let result = result.and_then(|()| {
+        conn.prepare_cached("COMMIT")?
+            .execute([])
+            .map_err(Error::from_sqlite)?;
+        Ok(())
+    });
+    if result.is_err()
+        && !conn.is_autocommit()
+        && let Err(err) = conn.execute_batch("ROLLBACK")
+    {
+        tracing::error!(error = %err, "rollback failed");
+    }
+    result
+}
+
+fn apply_in_savepoint(conn: &Connection, op: &mut dyn WriteOp) -> Result<(), Error> {
+    conn.prepare_cached("SAVEPOINT op")?
+        .execute([])
+        .map_err(Error::from_sqlite)?;
+    if op.apply(conn) {
+        conn.prepare_cached("RELEASE op")?
+            .execute([])
+            .map_err(Error::from_sqlite)?;
+    } else {
+        conn.prepare_cached("ROLLBACK TO op")?
+            .execute([])
+            .map_err(Error::from_sqlite)?;
+        conn.prepare_cached("RELEASE op")?
+            .execute([])
+            .map_err(Error::from_sqlite)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! A token bucket: `burst` tokens, refilled at a steady rate; each event takes one.
+
+use std::time::{Duration, Instant};
+
+/// A token bucket whose rate and size are passed at each use, so a site's changed settings apply
+/// to existing buckets at once.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    tokens: f64,
+    updated: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub fn full(burst: f64, now: Instant) -> Self {
+        Self {
+            tokens: burst,
+            updated: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant, per_second: f64, burst: f64) {
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * per_second).min(burst);
+        self.updated = now;
+    }
+
+    /// Takes a token, or says how long until one is there.
+    pub fn try_take(&mut self, now: Instant, per_second: f64, burst: f64) -> Result<(), Duration> {
+        self.refill(now, per_second, burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64(
+                (1.0 - self.tokens) / per_second.max(f64::MIN_POSITIVE),
+            ))
+        }
+    }
+
+    /// True once the bucket has refilled completely: it then holds no information and can be
+    /// forgotten.
+    pub fn is_full(&mut self, now: Instant, per_second: f64, burst: f64) -> bool {
+        self.refill(now, per_second, burst);
+        self.tokens >= burst
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allows_a_burst_then_the_rate() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::full(3.0, start);
+        for _ in 0..3 {
+            assert!(bucket.try_take(start, 1.0, 3.0).is_ok());
+        }
+        let wait = bucket.try_take(start, 1.0, 3.0).unwrap_err();
+        assert!((wait.as_secs_f64() - 1.0).abs() < 1e-6);
+        assert!(
+            bucket
+                .try_take(start + Duration::from_millis(1001), 1.0, 3.0)
+                .is_ok()
+        );
+        assert!(
+            bucket
+                .try_take(start + Duration::from_millis(1002), 1.0, 3.0)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn never_holds_more_than_the_burst() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::full(2.0, start);
+        let later = start + Duration::from_hours(1);
+        assert!(bucket.is_full(later, 1.0, 2.0));
+        assert!(bucket.try_take(later, 1.0, 2.0).is_ok());
+        assert!(bucket.try_take(later, 1.0, 2.0).is_ok());
+        assert!(bucket.try_take(later, 1.0, 2.0).is_err());
+    }
+}

@@ -1,0 +1,273 @@
+//! The brakes of all visitors, IP addresses and sites, in sharded maps so connections rarely
+//! contend. A periodic prune forgets buckets that have refilled, which bounds memory.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::chat::SiteLimits;
+use crate::store::SiteId;
+
+use super::{FloodBrake, TokenBucket};
+
+const SHARDS: usize = 16;
+
+/// Why a message was not let through, and how long to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// This visitor is over their own rate.
+    RateLimited(Duration),
+    /// This IP address started too many conversations.
+    TooManyConversations(Duration),
+    /// The site's flood brake holds messages back.
+    SiteBusy(Duration),
+}
+
+/// The per-IP limit on new conversations.
+#[derive(Debug, Clone, Copy)]
+pub struct IpLimits {
+    pub per_hour: u32,
+    pub burst: u32,
+}
+
+struct Sharded<K, V> {
+    shards: Vec<Mutex<HashMap<K, V>>>,
+}
+
+impl<K: Hash + Eq, V> Sharded<K, V> {
+    fn new() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    fn with<R>(
+        &self,
+        key: K,
+        shard_of: usize,
+        make: impl FnOnce() -> V,
+        f: impl FnOnce(&mut V) -> R,
+    ) -> R {
+        let mut shard = match self.shards[shard_of % SHARDS].lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(shard.entry(key).or_insert_with(make))
+    }
+
+    fn retain(&self, mut keep: impl FnMut(&mut V) -> bool) {
+        for shard in &self.shards {
+            if let Ok(mut map) = shard.lock() {
+                map.retain(|_, v| keep(v));
+            }
+        }
+    }
+}
+
+/// Every brake of the server.
+pub struct Brakes {
+    visitors: Sharded<u64, (TokenBucket, f64, f64)>,
+    ips: Sharded<IpAddr, TokenBucket>,
+    sites: Sharded<SiteId, (FloodBrake, SiteLimits)>,
+    ip_limits: IpLimits,
+}
+
+/// IPv6 clients usually hold a whole /64, so they are limited per /64.
+fn ip_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                IpAddr::V4(v4)
+            } else {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::V6(segments.into())
+            }
+        }
+    }
+}
+
+fn shard_of_ip(ip: IpAddr) -> usize {
+    match ip {
+        IpAddr::V4(v4) => usize::from(v4.octets()[3]),
+        IpAddr::V6(v6) => usize::from(v6.octets()[7]),
+    }
+}
+
+impl Brakes {
+    pub fn new(ip_limits: IpLimits) -> Self {
+        Self {
+            visitors: Sharded::new(),
+            ips: Sharded::new(),
+            sites: Sharded::new(),
+            ip_limits,
+        }
+    }
+
+    /// Decides whether a visitor's message may be stored. `visitor` is a stable key of the visitor
+    /// (derived from their token); `starts_conversation` when it would open a conversation.
+    pub fn admit_message(
+        &self,
+        site: SiteId,
+        limits: SiteLimits,
+        visitor: u64,
+        ip: IpAddr,
+        starts_conversation: bool,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        let site_level = self.sites.with(
+            site,
+            usize::try_from(site.0.unsigned_abs()).unwrap_or(0),
+            || (FloodBrake::new(now), limits),
+            |(brake, _)| brake.level(),
+        );
+        // While a site is held back, each visitor's own rate is halved.
+        let factor = if site_level >= 1 { 0.5 } else { 1.0 };
+        let per_second = f64::from(limits.visitor_messages_per_minute) / 60.0 * factor;
+        let burst = f64::from(limits.visitor_burst);
+        self.visitors
+            .with(
+                visitor,
+                usize::try_from(visitor % 1024).unwrap_or(0),
+                || (TokenBucket::full(burst, now), per_second, burst),
+                |(bucket, rate, size)| {
+                    (*rate, *size) = (per_second, burst);
+                    bucket.try_take(now, per_second, burst)
+                },
+            )
+            .map_err(Refusal::RateLimited)?;
+        if starts_conversation {
+            let per_second = f64::from(self.ip_limits.per_hour) / 3600.0;
+            let burst = f64::from(self.ip_limits.burst);
+            let key = ip_key(ip);
+            self.ips
+                .with(
+                    key,
+                    shard_of_ip(key),
+                    || TokenBucket::full(burst, now),
+                    |bucket| bucket.try_take(now, per_second, burst),
+                )
+                .map_err(Refusal::TooManyConversations)?;
+        }
+        self.sites
+            .with(
+                site,
+                usize::try_from(site.0.unsigned_abs()).unwrap_or(0),
+                || (FloodBrake::new(now), limits),
+                |(brake, stored)| {
+                    *stored = limits;
+                    brake.admit(
+                        now,
+                        limits.flood_messages_per_minute,
+                        limits.flood_conversations_per_minute,
+                        starts_conversation,
+                    )
+                },
+            )
+            .map_err(|held| Refusal::SiteBusy(held.retry_after))
+    }
+
+    /// Forgets state that no longer limits anyone: full buckets and sites back at level 0 with
+    /// nothing counted for two minutes.
+    pub fn prune(&self, now: Instant) {
+        self.visitors
+            .retain(|(bucket, rate, burst)| !bucket.is_full(now, *rate, *burst));
+        let ip_rate = f64::from(self.ip_limits.per_hour) / 3600.0;
+        let ip_burst = f64::from(self.ip_limits.burst);
+        self.ips
+            .retain(|bucket| !bucket.is_full(now, ip_rate, ip_burst));
+        self.sites.retain(|(brake, _)| !brake.is_idle(now));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: SiteLimits = SiteLimits {
+        visitor_messages_per_minute: 60,
+        visitor_burst: 2,
+        flood_messages_per_minute: 600,
+        flood_conversations_per_minute: 60,
+    };
+
+    #[test]
+    fn a_visitor_over_their_burst_is_rate_limited_and_others_are_not() {
+        let brakes = Brakes::new(IpLimits {
+            per_hour: 120,
+            burst: 20,
+        });
+        let ip: IpAddr = [10, 0, 0, 1].into();
+        let now = Instant::now();
+        assert!(
+            brakes
+                .admit_message(SiteId(1), LIMITS, 1, ip, false, now)
+                .is_ok()
+        );
+        assert!(
+            brakes
+                .admit_message(SiteId(1), LIMITS, 1, ip, false, now)
+                .is_ok()
+        );
+        assert!(matches!(
+            brakes.admit_message(SiteId(1), LIMITS, 1, ip, false, now),
+            Err(Refusal::RateLimited(_))
+        ));
+        assert!(
+            brakes
+                .admit_message(SiteId(1), LIMITS, 2, ip, false, now)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn new_conversations_from_one_address_are_limited_per_ipv6_prefix() {
+        let brakes = Brakes::new(IpLimits {
+            per_hour: 1,
+            burst: 2,
+        });
+        let now = Instant::now();
+        let a: IpAddr = "2001:db8::1".parse().unwrap_or(IpAddr::from([0; 16]));
+        let b: IpAddr = "2001:db8::2".parse().unwrap_or(IpAddr::from([0; 16]));
+        assert!(
+            brakes
+                .admit_message(SiteId(1), LIMITS, 1, a, true, now)
+                .is_ok()
+        );
+        assert!(
+            brakes
+                .admit_message(SiteId(1), LIMITS, 2, b, true, now)
+                .is_ok()
+        );
+        assert!(matches!(
+            brakes.admit_message(SiteId(1), LIMITS, 3, a, true, now),
+            Err(Refusal::TooManyConversations(_))
+        ));
+    }
+
+    #[test]
+    fn prune_forgets_refilled_buckets() {
+        let brakes = Brakes::new(IpLimits {
+            per_hour: 120,
+            burst: 20,
+        });
+        let now = Instant::now();
+        let ip: IpAddr = [10, 0, 0, 1].into();
+        assert!(
+            brakes
+                .admit_message(SiteId(1), LIMITS, 1, ip, true, now)
+                .is_ok()
+        );
+        brakes.prune(now + Duration::from_hours(1));
+        let remaining: usize = brakes
+            .visitors
+            .shards
+            .iter()
+            .map(|s| s.lock().map_or(0, |m| m.len()))
+            .sum();
+        assert_eq!(remaining, 0);
+    }
+}

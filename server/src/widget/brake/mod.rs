@@ -1,0 +1,10 @@
+//! Brakes: in-memory, O(1) decisions on whether a visitor message may go to the database. Per
+//! visitor a token bucket, per IP a bucket on new conversations, per site the flood brake.
+
+mod bucket;
+mod flood;
+mod keyed;
+
+pub use bucket::TokenBucket;
+pub use flood::FloodBrake;
+pub use keyed::{Brakes, IpLimits, Refusal};

@@ -1,0 +1,504 @@
+//! One widget websocket connection: `hello`, then visitor messages in, acks and pushed events
+//! out. Writes are pipelined (up to [`MAX_IN_FLIGHT`] per connection) so one slow commit does not
+//! hold back pings or pushed agent replies.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+
+use crate::chat::{self, ClientId, MessageBody, Site, hash_token};
+use crate::clock::now_ms;
+use crate::hub::{VisitorEvent, VisitorSubscription};
+use crate::state::AppState;
+use crate::store::{
+    self, MessageId, MessageRow, NewVisitorMessage, StoredVisitorMessage, VisitorDetails, VisitorId,
+};
+
+use super::brake::Refusal;
+use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
+
+/// Time a client has to say `hello` after connecting.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Messages of one connection being written at once; beyond this the connection stops reading
+/// until a write finishes (backpressure instead of unbounded memory).
+const MAX_IN_FLIGHT: usize = 32;
+/// Longest page URL kept.
+const MAX_PAGE_CHARS: usize = 2048;
+/// How long a client should wait after `busy` (a full write queue drains in milliseconds).
+const BUSY_RETRY: Duration = Duration::from_millis(250);
+/// How long a client should wait after a storage failure.
+const UNAVAILABLE_RETRY: Duration = Duration::from_secs(2);
+
+/// Close codes (RFC 6455 §7.4.1).
+mod close_code {
+    pub const NORMAL: u16 = 1000;
+    pub const POLICY: u16 = 1008;
+    pub const TOO_BIG: u16 = 1009;
+    pub const INTERNAL: u16 = 1011;
+    pub const RESTARTING: u16 = 1012;
+    pub const FELL_BEHIND: u16 = 1013;
+}
+
+/// The outcome of checking the upgrade request.
+pub enum Admission {
+    Allowed(Arc<Site>),
+    Refused(ErrorCode),
+}
+
+/// Who is on the other end, from the upgrade request.
+pub struct Peer {
+    pub ip: IpAddr,
+    pub user_agent: Option<String>,
+}
+
+/// The connection went away (or we closed it); stop.
+struct Closed;
+
+type StoreResult = (ClientId, Result<StoredVisitorMessage, chat::Error>);
+type PendingWrite = Pin<Box<dyn Future<Output = StoreResult> + Send>>;
+
+struct Connection {
+    app: AppState,
+    site: Arc<Site>,
+    sink: SplitSink<WebSocket, Message>,
+    peer: Peer,
+    page: Option<String>,
+    token_hash: [u8; 32],
+    /// Brake key of this visitor, derived from the token.
+    visitor_key: u64,
+    /// Known once the visitor has written (now or in an earlier visit).
+    visitor_id: Option<VisitorId>,
+    /// The visitor has (or is about to have) an open conversation, so a message does not count
+    /// as a new conversation for the brakes.
+    has_conversation: bool,
+    subscription: Option<VisitorSubscription>,
+}
+
+/// Runs a widget connection to its end.
+pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let site = match admission {
+        Admission::Allowed(site) => site,
+        Admission::Refused(code) => {
+            let _ = send_error(&mut sink, code, None, None).await;
+            let _ = close(&mut sink, close_code::POLICY, code.message()).await;
+            return;
+        }
+    };
+    let Ok(Some((token, last_id, page))) = await_hello(&app, &mut sink, &mut stream).await else {
+        return;
+    };
+    let mut conn = Connection {
+        app,
+        site,
+        sink,
+        peer,
+        page,
+        // Set by `welcome` once the token is checked.
+        token_hash: [0; 32],
+        visitor_key: 0,
+        visitor_id: None,
+        has_conversation: false,
+        subscription: None,
+    };
+    if conn.welcome(&token, last_id).await.is_ok() {
+        conn.run(stream).await;
+    }
+}
+
+async fn send_text(sink: &mut SplitSink<WebSocket, Message>, text: String) -> Result<(), Closed> {
+    sink.send(Message::Text(text.into()))
+        .await
+        .map_err(|_| Closed)
+}
+
+async fn send_error(
+    sink: &mut SplitSink<WebSocket, Message>,
+    code: ErrorCode,
+    retry_after: Option<Duration>,
+    client_id: Option<&str>,
+) -> Result<(), Closed> {
+    let frame = ServerFrame::Error {
+        code,
+        message: code.message(),
+        retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        client_id,
+    };
+    send_text(sink, frame.to_json()).await
+}
+
+async fn close(
+    sink: &mut SplitSink<WebSocket, Message>,
+    code: u16,
+    reason: &str,
+) -> Result<(), Closed> {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    sink.send(Message::Close(Some(frame)))
+        .await
+        .map_err(|_| Closed)
+}
+
+/// True if reading failed because the client sent a message or frame over the size limit.
+fn is_too_big(err: &axum::Error) -> bool {
+    std::error::Error::source(err)
+        .and_then(|e| e.downcast_ref::<tungstenite::Error>())
+        .is_some_and(|e| matches!(e, tungstenite::Error::Capacity(_)))
+}
+
+async fn on_read_error(sink: &mut SplitSink<WebSocket, Message>, err: &axum::Error) {
+    if is_too_big(err) {
+        let _ = close(sink, close_code::TOO_BIG, "frame too large").await;
+    }
+}
+
+/// Waits for `hello`; returns the token to use, `last_id` and the page, or `None` if the
+/// connection ended first.
+async fn await_hello(
+    app: &AppState,
+    sink: &mut SplitSink<WebSocket, Message>,
+    stream: &mut SplitStream<WebSocket>,
+) -> Result<Option<(String, MessageId, Option<String>)>, Closed> {
+    let deadline = tokio::time::sleep(HELLO_TIMEOUT);
+    tokio::pin!(deadline);
+    loop {
+        let frame = tokio::select! {
+            () = app.shutdown.cancelled() => {
+                close(sink, close_code::RESTARTING, "server restarting").await?;
+                return Ok(None);
+            }
+            () = &mut deadline => {
+                send_error(sink, ErrorCode::HelloTimeout, None, None).await?;
+                close(sink, close_code::POLICY, ErrorCode::HelloTimeout.message()).await?;
+                return Ok(None);
+            }
+            frame = stream.next() => frame,
+        };
+        let text = match frame {
+            Some(Ok(Message::Text(text))) => text,
+            Some(Ok(Message::Binary(_))) => {
+                send_error(sink, ErrorCode::BadFrame, None, None).await?;
+                continue;
+            }
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Close(_))) | None => return Ok(None),
+            Some(Err(err)) => {
+                on_read_error(sink, &err).await;
+                return Ok(None);
+            }
+        };
+        match ClientFrame::parse(&text) {
+            Some(ClientFrame::Hello {
+                v,
+                token,
+                last_id,
+                page,
+            }) => {
+                if v != VERSION {
+                    send_error(sink, ErrorCode::UnsupportedVersion, None, None).await?;
+                    close(
+                        sink,
+                        close_code::POLICY,
+                        ErrorCode::UnsupportedVersion.message(),
+                    )
+                    .await?;
+                    return Ok(None);
+                }
+                let page = page.map(|p| p.chars().take(MAX_PAGE_CHARS).collect());
+                return Ok(Some((
+                    token.unwrap_or_default(),
+                    MessageId(last_id.unwrap_or(0).max(0)),
+                    page,
+                )));
+            }
+            Some(ClientFrame::Message { .. }) => {
+                send_error(sink, ErrorCode::HelloRequired, None, None).await?;
+            }
+            None => send_error(sink, ErrorCode::BadFrame, None, None).await?,
+        }
+    }
+}
+
+async fn next_event(subscription: &mut Option<VisitorSubscription>) -> Option<VisitorEvent> {
+    match subscription {
+        Some(sub) => sub.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Connection {
+    async fn send(&mut self, text: String) -> Result<(), Closed> {
+        send_text(&mut self.sink, text).await
+    }
+
+    /// Checks the token, catches the visitor up and sends `welcome`.
+    async fn welcome(&mut self, token: &str, last_id: MessageId) -> Result<(), Closed> {
+        let token = if self.app.tokens.verify(&self.site.key, token) {
+            token.to_owned()
+        } else {
+            self.app.tokens.issue(&self.site.key)
+        };
+        self.token_hash = hash_token(&token);
+        self.visitor_key = u64::from_le_bytes(self.token_hash[..8].try_into().unwrap_or([0; 8]));
+        let history = match self
+            .app
+            .chat
+            .visitor_history(self.token_hash, last_id)
+            .await
+        {
+            Ok(history) => history,
+            Err(err) => {
+                tracing::error!(error = %err, "could not load visitor history");
+                send_error(
+                    &mut self.sink,
+                    ErrorCode::Unavailable,
+                    Some(UNAVAILABLE_RETRY),
+                    None,
+                )
+                .await?;
+                close(&mut self.sink, close_code::INTERNAL, "storage unavailable").await?;
+                return Err(Closed);
+            }
+        };
+        let messages = match history {
+            Some(history) => {
+                self.visitor_id = Some(history.visitor.id);
+                self.has_conversation = history.visitor.open_conversation_id.is_some();
+                self.subscription = Some(self.app.chat.hub().subscribe_visitor(history.visitor.id));
+                history.messages
+            }
+            None => Vec::new(),
+        };
+        let site = &self.site;
+        let frame = ServerFrame::Welcome {
+            v: VERSION,
+            token: &token,
+            site: SiteInfo {
+                name: &site.name,
+                greeting: &site.greeting,
+                color: &site.color,
+                position: &site.position,
+            },
+            messages: messages.iter().map(MessageFrame::from).collect(),
+        };
+        let text = frame.to_json();
+        self.send(text).await
+    }
+
+    async fn run(&mut self, mut stream: SplitStream<WebSocket>) {
+        let config = Arc::clone(&self.app.config);
+        let idle = tokio::time::sleep(config.ws_idle_timeout);
+        tokio::pin!(idle);
+        let first_ping = tokio::time::Instant::now() + config.ws_ping_interval;
+        let mut ping = tokio::time::interval_at(first_ping, config.ws_ping_interval);
+        let mut in_flight: FuturesUnordered<PendingWrite> = FuturesUnordered::new();
+        let shutdown = self.app.shutdown.clone();
+        let mut is_draining = false;
+        loop {
+            let step = tokio::select! {
+                () = shutdown.cancelled(), if !is_draining => {
+                    // Stop reading; answer the writes already accepted, then say goodbye.
+                    is_draining = true;
+                    Ok(())
+                }
+                Some((client_id, result)) = in_flight.next(), if !in_flight.is_empty() => {
+                    self.on_stored(&client_id, result).await
+                }
+                event = next_event(&mut self.subscription) => match event {
+                    Some(event) => self.push(&event).await,
+                    None => {
+                        let _ = close(&mut self.sink, close_code::FELL_BEHIND, "fell behind, resume").await;
+                        Err(Closed)
+                    }
+                },
+                frame = stream.next(), if !is_draining && in_flight.len() < MAX_IN_FLIGHT => {
+                    idle.as_mut().reset(tokio::time::Instant::now() + config.ws_idle_timeout);
+                    match frame {
+                        Some(Ok(Message::Text(text))) => self.on_text(&text, &mut in_flight).await,
+                        Some(Ok(Message::Binary(_))) => {
+                            send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
+                        }
+                        Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
+                        Some(Ok(Message::Close(_))) | None => Err(Closed),
+                        Some(Err(err)) => {
+                            on_read_error(&mut self.sink, &err).await;
+                            Err(Closed)
+                        }
+                    }
+                }
+                () = &mut idle, if !is_draining => {
+                    let _ = close(&mut self.sink, close_code::NORMAL, "idle timeout").await;
+                    Err(Closed)
+                }
+                _ = ping.tick(), if !is_draining => {
+                    self.sink.send(Message::Ping(Vec::new().into())).await.map_err(|_| Closed)
+                }
+            };
+            if step.is_err() {
+                break;
+            }
+            if is_draining && in_flight.is_empty() {
+                let _ = close(&mut self.sink, close_code::RESTARTING, "server restarting").await;
+                break;
+            }
+        }
+        // Writes still in flight complete on their own (the writer owns them); their acks are
+        // lost with the connection, and the client's resend finds them by client_id.
+    }
+
+    async fn on_text(
+        &mut self,
+        text: &str,
+        in_flight: &mut FuturesUnordered<PendingWrite>,
+    ) -> Result<(), Closed> {
+        match ClientFrame::parse(text) {
+            Some(ClientFrame::Message { client_id, body }) => {
+                self.accept_message(&client_id, &body, in_flight).await
+            }
+            // A second hello, or anything unparsable.
+            Some(ClientFrame::Hello { .. }) | None => {
+                send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
+            }
+        }
+    }
+
+    /// Validates a visitor message, asks the brakes, and hands it to the writer.
+    async fn accept_message(
+        &mut self,
+        raw_client_id: &str,
+        raw_body: &str,
+        in_flight: &mut FuturesUnordered<PendingWrite>,
+    ) -> Result<(), Closed> {
+        let Ok(client_id) = ClientId::parse(raw_client_id) else {
+            {
+                let echoed: String = raw_client_id.chars().take(64).collect();
+                return send_error(
+                    &mut self.sink,
+                    ErrorCode::InvalidMessage,
+                    None,
+                    Some(&echoed),
+                )
+                .await;
+            }
+        };
+        let Ok(body) = MessageBody::parse(raw_body) else {
+            return send_error(
+                &mut self.sink,
+                ErrorCode::InvalidMessage,
+                None,
+                Some(client_id.as_str()),
+            )
+            .await;
+        };
+        let site = &self.site;
+        let starts_conversation = !self.has_conversation;
+        let admitted = self.app.brakes.admit_message(
+            site.id,
+            site.limits,
+            self.visitor_key,
+            self.peer.ip,
+            starts_conversation,
+            Instant::now(),
+        );
+        if let Err(refusal) = admitted {
+            let (code, wait) = match refusal {
+                Refusal::RateLimited(wait) => (ErrorCode::RateLimited, wait),
+                Refusal::TooManyConversations(wait) => (ErrorCode::TooManyConversations, wait),
+                Refusal::SiteBusy(wait) => (ErrorCode::SiteBusy, wait),
+            };
+            return send_error(&mut self.sink, code, Some(wait), Some(client_id.as_str())).await;
+        }
+        self.has_conversation = true;
+        let details = if self.visitor_id.is_none() {
+            VisitorDetails {
+                page: self.page.clone(),
+                user_agent: self.peer.user_agent.clone(),
+                ip: Some(self.peer.ip.to_string()),
+            }
+        } else {
+            VisitorDetails::default()
+        };
+        let new = NewVisitorMessage {
+            site_id: site.id,
+            visitor_id: self.visitor_id,
+            token_hash: self.token_hash,
+            details,
+            client_id: client_id.as_str().to_owned(),
+            body: body.into_string(),
+            now: now_ms(),
+        };
+        let chat = self.app.chat.clone();
+        let from = self.subscription.as_ref().map(|s| s.id);
+        in_flight.push(Box::pin(async move {
+            let result = chat.post_visitor_message(new, from).await;
+            (client_id, result)
+        }));
+        Ok(())
+    }
+
+    /// Answers a finished write: `ack` after commit, or an error the client can act on.
+    async fn on_stored(
+        &mut self,
+        client_id: &ClientId,
+        result: Result<StoredVisitorMessage, chat::Error>,
+    ) -> Result<(), Closed> {
+        let stored = match result {
+            Ok(stored) => stored,
+            Err(err) => {
+                let (code, wait) = match &err {
+                    chat::Error::Store(store::Error::Busy) => (ErrorCode::Busy, BUSY_RETRY),
+                    _ => {
+                        tracing::warn!(error = %err, "a visitor message was not stored");
+                        (ErrorCode::Unavailable, UNAVAILABLE_RETRY)
+                    }
+                };
+                return send_error(&mut self.sink, code, Some(wait), Some(client_id.as_str()))
+                    .await;
+            }
+        };
+        let ack = ServerFrame::Ack {
+            client_id: client_id.as_str(),
+            id: stored.id,
+            at: stored.created_at,
+        };
+        self.send(ack.to_json()).await?;
+        if self.visitor_id.is_none() {
+            self.visitor_id = Some(stored.visitor_id);
+            self.subscription = Some(self.app.chat.hub().subscribe_visitor(stored.visitor_id));
+            self.catch_up(stored.id).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends what was committed for this visitor after `after` but before the subscription
+    /// existed (an agent answering within milliseconds of the first message).
+    async fn catch_up(&mut self, after: MessageId) -> Result<(), Closed> {
+        let Ok(Some(history)) = self.app.chat.visitor_history(self.token_hash, after).await else {
+            return Ok(());
+        };
+        for row in &history.messages {
+            self.send(MessageFrame::from(row).to_json()).await?;
+        }
+        Ok(())
+    }
+
+    async fn push(&mut self, event: &VisitorEvent) -> Result<(), Closed> {
+        let text = match event {
+            VisitorEvent::Message(row) => MessageFrame::from(row.as_ref() as &MessageRow).to_json(),
+            VisitorEvent::Typing { agent_name, active } => ServerFrame::Typing {
+                agent_name,
+                active: *active,
+            }
+            .to_json(),
+        };
+        self.send(text).await
+    }
+}

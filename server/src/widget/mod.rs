@@ -1,0 +1,9 @@
+//! The website widget: the websocket protocol (docs/widget-protocol.md), visitor connections,
+//! the brakes that protect each site, and the widget's assets and embed snippet.
+
+pub mod brake;
+mod connection;
+mod endpoint;
+mod protocol;
+
+pub use endpoint::{panel_css, panel_js, snippet, upgrade};

@@ -1,0 +1,210 @@
+//! Frames of widget protocol v1 (docs/widget-protocol.md) as Rust types. Parsing and
+//! serialisation only; no decisions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{ConversationId, MessageId, MessageRow};
+
+/// The protocol version this server speaks.
+pub const VERSION: u32 = 1;
+
+/// A frame from the client.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientFrame {
+    Hello {
+        v: u32,
+        #[serde(default)]
+        token: Option<String>,
+        #[serde(default)]
+        last_id: Option<i64>,
+        #[serde(default)]
+        page: Option<String>,
+    },
+    Message {
+        client_id: String,
+        body: String,
+    },
+}
+
+impl ClientFrame {
+    /// Parses a text frame; any shape error becomes `None` (answered with `bad_frame`).
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+}
+
+/// The site details the widget shows.
+#[derive(Debug, Serialize)]
+pub struct SiteInfo<'a> {
+    pub name: &'a str,
+    pub greeting: &'a str,
+    pub color: &'a str,
+    pub position: &'a str,
+}
+
+/// A message as the widget shows it.
+#[derive(Debug, Serialize)]
+pub struct MessageFrame<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    pub id: MessageId,
+    pub conversation_id: ConversationId,
+    pub author: &'a str,
+    pub agent_name: Option<&'a str>,
+    pub client_id: Option<&'a str>,
+    pub body: &'a str,
+    pub at: i64,
+}
+
+impl<'a> From<&'a MessageRow> for MessageFrame<'a> {
+    fn from(row: &'a MessageRow) -> Self {
+        let is_agent = row.author == "agent";
+        Self {
+            kind: "message",
+            id: row.id,
+            conversation_id: row.conversation_id,
+            author: &row.author,
+            agent_name: if is_agent {
+                row.author_name.as_deref()
+            } else {
+                None
+            },
+            client_id: if is_agent {
+                None
+            } else {
+                row.client_id.as_deref()
+            },
+            body: &row.body,
+            at: row.created_at,
+        }
+    }
+}
+
+/// Stable error codes; see the table in docs/widget-protocol.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadFrame,
+    HelloRequired,
+    HelloTimeout,
+    UnsupportedVersion,
+    SiteNotFound,
+    OriginNotAllowed,
+    InvalidMessage,
+    RateLimited,
+    TooManyConversations,
+    SiteBusy,
+    Busy,
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// The default English text for people.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::BadFrame => "That frame is not valid protocol JSON.",
+            Self::HelloRequired => "Send hello first.",
+            Self::HelloTimeout => "No hello arrived in time.",
+            Self::UnsupportedVersion => "This server speaks widget protocol version 1.",
+            Self::SiteNotFound => "This chat is not set up on the server.",
+            Self::OriginNotAllowed => "This chat is not enabled for this website.",
+            Self::InvalidMessage => "That message cannot be sent.",
+            Self::RateLimited => "You are sending messages too fast.",
+            Self::TooManyConversations => "Too many conversations were started from your network.",
+            Self::SiteBusy => "This chat is very busy right now.",
+            Self::Busy => "The server is busy.",
+            Self::Unavailable => "The message could not be stored right now.",
+        }
+    }
+}
+
+/// A frame to the client.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame<'a> {
+    Welcome {
+        v: u32,
+        token: &'a str,
+        site: SiteInfo<'a>,
+        messages: Vec<MessageFrame<'a>>,
+    },
+    Ack {
+        client_id: &'a str,
+        id: MessageId,
+        at: i64,
+    },
+    Typing {
+        agent_name: &'a str,
+        active: bool,
+    },
+    Error {
+        code: ErrorCode,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client_id: Option<&'a str>,
+    },
+}
+
+impl ServerFrame<'_> {
+    /// The frame as JSON text.
+    pub fn to_json(&self) -> String {
+        // Serialising these plain structs cannot fail (no maps with non-string keys).
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl MessageFrame<'_> {
+    /// The pushed `message` frame as JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_parses_with_optional_fields_missing() {
+        let frame = ClientFrame::parse(r#"{"type":"hello","v":1}"#);
+        assert!(matches!(
+            frame,
+            Some(ClientFrame::Hello {
+                v: 1,
+                token: None,
+                last_id: None,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn wrong_shapes_are_refused() {
+        for text in [
+            "",
+            "[]",
+            "{}",
+            r#"{"type":"nope"}"#,
+            r#"{"type":"message","client_id":1,"body":"x"}"#,
+        ] {
+            assert!(ClientFrame::parse(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn errors_serialise_with_stable_codes() {
+        let frame = ServerFrame::Error {
+            code: ErrorCode::RateLimited,
+            message: "slow down",
+            retry_after_ms: Some(1500),
+            client_id: Some("c1"),
+        };
+        assert_eq!(
+            frame.to_json(),
+            r#"{"type":"error","code":"rate_limited","message":"slow down","retry_after_ms":1500,"client_id":"c1"}"#
+        );
+    }
+}

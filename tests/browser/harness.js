@@ -1,0 +1,225 @@
+// Shared pieces of the browser tests: a real porch binary on a temp data dir, a host page on another
+// origin, and Debian's Chromium driven by playwright-core. Everything listens on 127.0.0.1 only.
+import { spawn, execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const PORCH_BIN = process.env.PORCH_BIN || path.join(REPO, "target/debug/porch");
+export const CHROMIUM = process.env.CHROMIUM_BIN || "/usr/bin/chromium";
+export const ARTIFACTS = path.join(REPO, "tests/browser/artifacts");
+
+/** A port nothing listens on right now (bound on port 0, then released). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `check` until it returns a truthy value or the deadline passes. */
+export async function waitFor(what, check, { timeoutMs = 15000, everyMs = 100 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+}
+
+/** A porch server on a fixed loopback port and a temp data dir, which can be stopped and started again. */
+export class Porch {
+  static async create() {
+    if (!existsSync(PORCH_BIN)) {
+      throw new Error(`no porch binary at ${PORCH_BIN}: run \`cargo build -p porch\` or set PORCH_BIN`);
+    }
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), "porch-browser-"));
+    return new Porch(dataDir, await freePort());
+  }
+
+  constructor(dataDir, port) {
+    this.dataDir = dataDir;
+    this.port = port;
+    this.url = `http://127.0.0.1:${port}`;
+    this.proc = null;
+    this.log = "";
+    this.token = null;
+  }
+
+  /** Runs a porch CLI command on this data dir and returns its stdout. */
+  cli(args, { input } = {}) {
+    return new Promise((resolve, reject) => {
+      const child = execFile(PORCH_BIN, ["--data-dir", this.dataDir, ...args], {
+        timeout: 30000,
+        env: { ...process.env, PORCH_PUBLIC_URL: this.url, RUST_LOG: process.env.RUST_LOG || "info" },
+      }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`porch ${args.join(" ")} failed: ${err.message}\n${stderr}`));
+        else resolve(stdout);
+      });
+      child.stdin.end(input ?? "");
+    });
+  }
+
+  /** Adds a site whose allowed origin is `origin`; returns {key, snippet}. */
+  async addSite(name, origin) {
+    const out = await this.cli(["site", "add", "--name", name, "--origin", origin, "--json"]);
+    return JSON.parse(out);
+  }
+
+  /** Adds an admin agent named `name` and keeps an API token for them. */
+  async addAgent(email, name) {
+    await this.cli(["user", "add", "--email", email, "--name", name, "--role", "admin", "--password-stdin"],
+      { input: "correct horse battery staple\n" });
+    this.token = (await this.cli(["token", "add", "--user", email])).trim();
+  }
+
+  async start() {
+    this.log = "";
+    const proc = spawn(PORCH_BIN, ["--data-dir", this.dataDir, "serve", "--listen", `127.0.0.1:${this.port}`,
+      "--public-url", this.url], {
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG || "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.proc = proc;
+    proc.stdout.on("data", (d) => { this.log += d; });
+    proc.stderr.on("data", (d) => { this.log += d; });
+    proc.exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+    let exited = null;
+    proc.exited.then((e) => { exited = e; });
+    await waitFor("porch /readyz", async () => {
+      if (exited) throw new Error(`porch serve exited (${JSON.stringify(exited)}):\n${this.log}`);
+      const res = await fetch(`${this.url}/readyz`);
+      return res.status === 200;
+    }, { timeoutMs: 30000 }).catch((e) => {
+      throw new Error(`${e.message}\n--- porch log ---\n${this.log}`);
+    });
+  }
+
+  /** Stops the server (SIGTERM, then SIGKILL after 10 s). */
+  async stop() {
+    const proc = this.proc;
+    if (!proc) return;
+    this.proc = null;
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill("SIGTERM");
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 10000);
+      await proc.exited;
+      clearTimeout(timer);
+    }
+  }
+
+  async dispose() {
+    await this.stop();
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** Calls the JSON API as the agent; returns {status, body}. */
+  async api(method, urlPath, body) {
+    const res = await fetch(`${this.url}/api/v1${urlPath}`, {
+      method,
+      headers: { authorization: `Bearer ${this.token}`, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch { json = text; }
+    return { status: res.status, body: json };
+  }
+}
+
+// Rules a careless or hostile site might have; none of them may reach the widget.
+const HOSTILE_CSS = `
+  * { color: red !important; font-size: 40px !important; font-family: "Comic Sans MS", cursive !important;
+      box-sizing: content-box !important; line-height: 3 !important; letter-spacing: 4px !important; }
+  button { display: none !important; }
+  div { position: relative !important; transform: translateX(10px) !important; z-index: 0 !important;
+        opacity: 0.3 !important; }
+  textarea, section, p { display: none !important; }
+  [data-porch] { visibility: hidden !important; }
+  body { margin: 0; }
+`;
+
+/** Serves, on `origin` (from hostOrigin), a host page with `snippet` pasted inline (end of body, or head). */
+export async function hostPage(origin, snippet) {
+  const page = (inHead) => `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Acme host page</title>
+<style>${HOSTILE_CSS}</style>
+${inHead ? snippet : ""}
+</head>
+<body>
+<h1>Acme Inc.</h1>
+<p style="display:block !important">The host page's own content.</p>
+<button id="own" type="button" style="display:inline-block !important">Host button</button>
+<output id="count">0</output>
+<script>
+  document.getElementById("own").addEventListener("click", () => {
+    const out = document.getElementById("count");
+    out.textContent = String(Number(out.textContent) + 1);
+  });
+  window.hostScriptRan = true;
+</script>
+${inHead ? "" : snippet}
+</body>
+</html>`;
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, "http://127.0.0.1");
+    if (url.pathname !== "/") { res.writeHead(404).end(); return; }
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
+    res.end(page(url.searchParams.get("snippet") === "head"));
+  });
+  const port = Number(new URL(origin).port);
+  await new Promise((resolve, reject) => {
+    server.on("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  return {
+    url: `${origin}/`,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+  };
+}
+
+/** The origin the host page will have; reserved before the site is added so it can be allowed. */
+export async function hostOrigin() {
+  return `http://127.0.0.1:${await freePort()}`;
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    timeout: 30000,
+  });
+}
+
+/** Records every request and websocket the page makes to `origin`, and every uncaught page error. */
+export function watch(page, origin) {
+  const seen = { requests: [], sockets: [], errors: [] };
+  page.on("request", (r) => { if (r.url().startsWith(origin)) seen.requests.push(r.url()); });
+  page.on("websocket", (ws) => {
+    if (ws.url().replace(/^ws/, "http").startsWith(origin)) seen.sockets.push(ws.url());
+  });
+  page.on("pageerror", (e) => seen.errors.push(e));
+  return seen;
+}

@@ -1,0 +1,23 @@
+// The embed snippet is pasted into every page of a customer's site: it must stay small.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { gzipSync } from "node:zlib";
+import { Porch } from "./harness.js";
+
+const LIMIT = 4096; // bytes, gzip -9, as served
+
+let porch;
+after(async () => { await porch?.dispose(); });
+
+test("the snippet printed by `porch site add` is at most 4 KiB gzipped", { timeout: 30000 }, async () => {
+  porch = await Porch.create();
+  const { key, snippet } = await porch.addSite("Acme Size", "http://127.0.0.1:9");
+  assert.match(key, /^s_[0-9a-f]{16}$/);
+  assert.ok(snippet.startsWith("<script>(function (c) {"), snippet.slice(0, 80));
+  assert.ok(snippet.endsWith(");</script>"), snippet.slice(-80));
+  assert.ok(snippet.includes(key));
+  const raw = Buffer.byteLength(snippet);
+  const gzipped = gzipSync(snippet, { level: 9 }).length;
+  console.log(`launcher snippet: ${raw} bytes raw, ${gzipped} bytes gzip -9 (limit ${LIMIT})`);
+  assert.ok(gzipped <= LIMIT, `${gzipped} bytes gzipped is over ${LIMIT}`);
+});

@@ -1,0 +1,306 @@
+// The panel's side of docs/widget-protocol.md, against a scripted fake server: Playwright answers the
+// widget's requests and its websocket itself, and drives the page's clock, so no porch binary is needed
+// and the timing rules (backoff, retry_after_ms, typing expiry) are checked exactly.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { REPO, launchBrowser, waitFor } from "./harness.js";
+
+const ASSETS = path.join(REPO, "server/assets/widget");
+const PORCH = "http://porch.test";
+const SHOP = "http://shop.test/";
+const SITE = "s_0123456789abcdef";
+const WELCOME_SITE = { name: "Shop", greeting: "Hello there!", color: "#2563eb", position: "right" };
+
+let browser;
+before(async () => { browser = await launchBrowser(); });
+after(async () => { await browser?.close(); });
+
+/**
+ * Opens the shop page with the widget and a fake Porch. `script.hello(conn, frame)` and
+ * `script.message(conn, frame, fake)` may answer frames; by default hello gets a welcome and a message an ack.
+ */
+async function open(script = {}) {
+  const launcher = await readFile(path.join(ASSETS, "launcher.js"), "utf8");
+  const config = { url: PORCH, site: SITE, color: "#2563eb", position: "right", label: "Chat with us" };
+  const snippet = `<script>${launcher}(${JSON.stringify(config)});</script>`;
+  const context = await browser.newContext();
+  await context.route(SHOP, (r) => r.fulfill({ contentType: "text/html",
+    body: `<!doctype html><meta charset=utf-8><title>Shop</title><h1>Shop</h1>${snippet}` }));
+  await context.route(`${PORCH}/widget/*`, async (r) => {
+    const name = new URL(r.request().url()).pathname.split("/").pop();
+    r.fulfill({ contentType: name.endsWith(".js") ? "text/javascript" : "text/css",
+      body: await readFile(path.join(ASSETS, name), "utf8") });
+  });
+  const fake = { conns: [], nextId: 100 };
+  fake.welcome = (conn, extra = {}) => conn.send({ type: "welcome", v: 1, token: "vt1.fake", site: WELCOME_SITE,
+    messages: [], ...extra });
+  fake.ack = (conn, f) => conn.send({ type: "ack", client_id: f.client_id, id: fake.nextId++, at: Date.now() });
+  fake.sent = () => fake.conns.flatMap((c) => c.frames.filter((f) => f.type === "message"));
+  await context.routeWebSocket(/^ws:\/\/porch\.test\/widget\/ws/, (ws) => {
+    const conn = { ws, url: ws.url(), frames: [], send: (f) => ws.send(JSON.stringify(f)),
+      close: (code) => ws.close({ code, reason: "" }) };
+    fake.conns.push(conn);
+    ws.onMessage((data) => {
+      const f = JSON.parse(data);
+      conn.frames.push(f);
+      if (f.type === "hello") (script.hello || ((c) => fake.welcome(c)))(conn, f, fake);
+      if (f.type === "message") (script.message || fake.ack)(conn, f, fake);
+    });
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10000);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.clock.install();
+  await page.goto(SHOP);
+  await page.locator("[data-porch=launcher]").click();
+  await page.locator("[data-porch=panel]").waitFor({ state: "visible" });
+  const ui = {
+    page, fake, errors,
+    input: page.locator("[data-porch=input]"),
+    status: page.locator("[data-porch=status]"),
+    error: page.locator("[data-porch=error]"),
+    mine: page.locator("[data-porch=message][data-author=visitor]"),
+    theirs: page.locator("[data-porch=message][data-author=agent]"),
+    async say(text) {
+      await ui.input.fill(text);
+      await ui.input.press("Enter");
+    },
+    async done() {
+      assert.deepEqual(errors, [], "uncaught errors in the page");
+      await context.close();
+    },
+  };
+  return ui;
+}
+
+test("hello carries the stored token and last_id 0; the welcome token is stored", { timeout: 30000 }, async () => {
+  const ui = await open();
+  await waitFor("hello", () => ui.fake.conns[0]?.frames.length);
+  const conn = ui.fake.conns[0];
+  assert.equal(conn.url, `ws://porch.test/widget/ws?site=${SITE}`);
+  const [hello] = conn.frames;
+  assert.equal(hello.type, "hello");
+  assert.equal(hello.v, 1);
+  assert.equal(hello.last_id, 0);
+  assert.equal(hello.token, undefined, "a new visitor sends no token");
+  assert.equal(hello.page, SHOP);
+  await ui.page.locator("[data-porch=greeting]", { hasText: "Hello there!" }).waitFor();
+  assert.equal(await ui.page.locator("[data-porch=panel] h2").innerText(), "Shop");
+  assert.equal(await ui.page.evaluate((k) => localStorage.getItem(k), `porch:${SITE}:token`), "vt1.fake");
+  assert.equal(await ui.page.evaluate((k) => sessionStorage.getItem(k), `porch:${SITE}:open`), "open");
+  await ui.done();
+});
+
+test("Enter sends, Shift+Enter starts a new line, blank input sends nothing", { timeout: 30000 }, async () => {
+  const ui = await open();
+  await waitFor("welcome", async () => (await ui.status.getAttribute("data-state")) === "connected");
+  await ui.input.press("Enter");
+  await ui.input.fill("first line");
+  await ui.input.press("Shift+Enter");
+  await ui.input.pressSequentially("second line");
+  await ui.input.press("Enter");
+  await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor();
+  const sent = ui.fake.sent();
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].body, "first line\nsecond line");
+  assert.match(sent[0].client_id, /^[A-Za-z0-9_-]{1,64}$/);
+  assert.equal(await ui.input.getAttribute("maxlength"), "4000");
+  await ui.done();
+});
+
+test("rate_limited: 'Please wait N s', then the same client_id is resent after retry_after_ms",
+  { timeout: 30000 }, async () => {
+    let refused = false;
+    const ui = await open({
+      message(conn, f, fake) {
+        if (refused) { fake.ack(conn, f); return; }
+        refused = true;
+        conn.send({ type: "error", code: "rate_limited", message: "You are sending messages too fast.",
+          retry_after_ms: 3000, client_id: f.client_id });
+      },
+    });
+    await ui.say("Hello?");
+    await ui.error.waitFor({ state: "visible" });
+    assert.equal(await ui.error.innerText(), "You are sending messages too fast. Please wait 3 s.");
+    assert.equal(await ui.mine.getAttribute("data-status"), "sending");
+    await ui.page.clock.runFor(1000);
+    assert.match(await ui.error.innerText(), /Please wait 2 s\./);
+    await ui.page.clock.runFor(1500);
+    assert.equal(ui.fake.sent().length, 1, "resent before retry_after_ms");
+    await ui.page.clock.runFor(600);
+    await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor();
+    const sent = ui.fake.sent();
+    assert.equal(sent.length, 2);
+    assert.equal(sent[1].client_id, sent[0].client_id);
+    await ui.error.waitFor({ state: "hidden" });
+    await ui.done();
+  });
+
+for (const code of ["site_busy", "too_many_conversations", "busy", "unavailable"]) {
+  test(`${code} is waited out and resent like rate_limited`, { timeout: 30000 }, async () => {
+    let refused = false;
+    const ui = await open({
+      message(conn, f, fake) {
+        if (refused) { fake.ack(conn, f); return; }
+        refused = true;
+        conn.send({ type: "error", code, message: "Busy.", retry_after_ms: 1500, client_id: f.client_id });
+      },
+    });
+    await ui.say("Hi");
+    await ui.error.waitFor({ state: "visible" });
+    assert.match(await ui.error.innerText(), /Please wait 2 s\./);
+    await ui.page.clock.runFor(1600);
+    await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor();
+    assert.equal(new Set(ui.fake.sent().map((f) => f.client_id)).size, 1);
+    await ui.done();
+  });
+}
+
+test("invalid_message marks the message failed and stops resending it", { timeout: 30000 }, async () => {
+  const ui = await open({
+    message(conn, f) {
+      conn.send({ type: "error", code: "invalid_message", message: "That message is empty or too long.",
+        client_id: f.client_id });
+    },
+  });
+  await ui.say("x");
+  await ui.mine.and(ui.page.locator("[data-status=failed]")).waitFor();
+  assert.equal(await ui.error.innerText(), "That message is empty or too long.");
+  assert.equal(await ui.page.evaluate((k) => localStorage.getItem(k), `porch:${SITE}:pending`), null);
+  await ui.done();
+});
+
+test("after close code 1008 the error shows and the widget never reconnects", { timeout: 30000 }, async () => {
+  const ui = await open({
+    hello(conn) {
+      conn.send({ type: "error", code: "origin_not_allowed", message: "This website may not use this chat." });
+      conn.close(1008);
+    },
+  });
+  await waitFor("stopped", async () => (await ui.status.getAttribute("data-state")) === "stopped");
+  assert.equal(await ui.error.innerText(), "This website may not use this chat.");
+  assert.equal(await ui.input.isDisabled(), true);
+  await ui.page.clock.runFor(120000);
+  assert.equal(ui.fake.conns.length, 1, "reconnected after 1008");
+  await ui.done();
+});
+
+test("reconnects after 1 s, 2 s, 4 s … (with jitter, capped at 30 s) and resumes from last_id",
+  { timeout: 60000 }, async () => {
+    const history = [{ type: "message", id: 41, conversation_id: 7, author: "agent", agent_name: "Ana",
+      client_id: null, body: "Welcome back", at: 1764470000123 }];
+    const ui = await open({
+      // The first connection works; every later one is closed at once until the eighth.
+      hello(conn, f, fake) {
+        const n = fake.conns.length;
+        if (n === 1 || n >= 8) fake.welcome(conn, { messages: n === 1 ? history : [] });
+        else conn.close(1011);
+      },
+    });
+    await ui.theirs.waitFor();
+    ui.fake.conns[0].close(1012); // server restarting
+    await waitFor("reconnect countdown", async () => /Reconnecting in 1 s…/.test(await ui.status.innerText()));
+    // Attempt k waits between 3/4 and all of min(30 s, 2^k s).
+    for (const [k, full] of [[1, 1000], [2, 2000], [3, 4000], [4, 8000], [5, 16000], [6, 30000], [7, 30000]]) {
+      // The timer starts when the page sees the close: wait for that before moving the clock.
+      await waitFor(`countdown ${k}`, async () => (await ui.status.getAttribute("data-state")) === "waiting");
+      const before = ui.fake.conns.length;
+      await ui.page.clock.runFor(full * 0.75 - 50);
+      assert.equal(ui.fake.conns.length, before, `attempt ${k} came before ${full * 0.75} ms`);
+      await ui.page.clock.runFor(full * 0.25 + 100);
+      await waitFor(`attempt ${k}`, () => ui.fake.conns.length === before + 1);
+    }
+    await waitFor("connected", async () => (await ui.status.getAttribute("data-state")) === "connected");
+    const last = ui.fake.conns.at(-1).frames[0];
+    assert.equal(last.last_id, 41);
+    assert.equal(last.token, "vt1.fake");
+    assert.equal(await ui.theirs.count(), 1);
+    await ui.done();
+  });
+
+test("unacked messages are resent with the same client_id after a reconnect and shown once",
+  { timeout: 30000 }, async () => {
+    const ui = await open({
+      message(conn, f, fake) {
+        // The first connection stores nothing and drops; the second acks.
+        if (fake.conns.length === 1) conn.close(1011);
+        else fake.ack(conn, f);
+      },
+    });
+    await ui.say("Are you there?");
+    await waitFor("drop", () => ui.fake.conns.length === 1 && ui.fake.sent().length === 1);
+    await waitFor("countdown", async () => (await ui.status.getAttribute("data-state")) === "waiting");
+    assert.equal(await ui.mine.getAttribute("data-status"), "sending");
+    await ui.page.clock.runFor(1100);
+    await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor();
+    const sent = ui.fake.sent();
+    assert.equal(sent.length, 2);
+    assert.equal(sent[1].client_id, sent[0].client_id);
+    assert.equal(await ui.mine.count(), 1);
+    await ui.done();
+  });
+
+test("pushed messages already shown are ignored; another tab's visitor message shows once",
+  { timeout: 30000 }, async () => {
+    const ui = await open({
+      message(conn, f, fake) {
+        // The server pushes this visitor's message (as to another tab) before the ack.
+        const id = fake.nextId++;
+        conn.send({ type: "message", id, conversation_id: 7, author: "visitor", agent_name: null,
+          client_id: f.client_id, body: f.body, at: 1764470000500 });
+        conn.send({ type: "ack", client_id: f.client_id, id, at: 1764470000500 });
+      },
+    });
+    await waitFor("connected", async () => (await ui.status.getAttribute("data-state")) === "connected");
+    const conn = ui.fake.conns[0];
+    const agent = { type: "message", id: 50, conversation_id: 7, author: "agent", agent_name: "Ana",
+      client_id: null, body: "Hi!", at: 1764470000000 };
+    conn.send(agent);
+    conn.send(agent);
+    conn.send({ type: "message", id: 51, conversation_id: 7, author: "visitor", agent_name: null,
+      client_id: "from-another-tab", body: "Typed in another tab", at: 1764470000100 });
+    conn.send({ type: "message", id: 51, conversation_id: 7, author: "visitor", agent_name: null,
+      client_id: "from-another-tab", body: "Typed in another tab", at: 1764470000100 });
+    await ui.mine.filter({ hasText: "Typed in another tab" }).waitFor();
+    await ui.say("Mine");
+    await ui.mine.filter({ hasText: "Mine" }).and(ui.page.locator("[data-status=sent]")).waitFor();
+    assert.deepEqual(await ui.page.locator("[data-porch=message] .bubble").allInnerTexts(),
+      ["Hi!", "Typed in another tab", "Mine"]);
+    await ui.done();
+  });
+
+test("the agent typing indicator expires after 6 s unless repeated", { timeout: 30000 }, async () => {
+  const ui = await open();
+  await waitFor("connected", async () => (await ui.status.getAttribute("data-state")) === "connected");
+  const typing = ui.page.locator("[data-porch=typing]");
+  ui.fake.conns[0].send({ type: "typing", agent_name: "Ana", active: true });
+  await typing.waitFor({ state: "visible" });
+  await ui.page.clock.runFor(4000);
+  ui.fake.conns[0].send({ type: "typing", agent_name: "Ana", active: true });
+  await ui.page.clock.runFor(4000);
+  assert.equal(await typing.isVisible(), true, "a repeated typing frame did not extend the indicator");
+  await ui.page.clock.runFor(2100);
+  await typing.waitFor({ state: "hidden" });
+  ui.fake.conns[0].send({ type: "typing", agent_name: "Ana", active: true });
+  await typing.waitFor({ state: "visible" });
+  ui.fake.conns[0].send({ type: "typing", agent_name: "Ana", active: false });
+  await typing.waitFor({ state: "hidden" });
+  await ui.done();
+});
+
+test("a message waiting after a reload is shown at once and resent with its client_id",
+  { timeout: 30000 }, async () => {
+    const ui = await open({ message() { /* never acked */ } });
+    await ui.say("Lost in the reload?");
+    await waitFor("sent once", () => ui.fake.sent().length === 1);
+    const cid = ui.fake.sent()[0].client_id;
+    await ui.page.reload();
+    await ui.mine.filter({ hasText: "Lost in the reload?" }).waitFor();
+    await waitFor("resent", () => ui.fake.sent().length === 2);
+    assert.equal(ui.fake.sent()[1].client_id, cid);
+    assert.equal(await ui.mine.count(), 1);
+    await ui.done();
+  });

@@ -49,8 +49,7 @@ impl Default for Hub {
 pub struct VisitorSubscription {
     hub: Arc<Hub>,
     visitor: VisitorId,
-    /// Identifies this connection, so its own messages are not echoed back to it.
-    pub id: u64,
+    id: u64,
     /// Closes (yields `None`) when this subscriber fell behind and was dropped.
     pub events: mpsc::Receiver<VisitorEvent>,
 }
@@ -75,10 +74,15 @@ impl Hub {
         &self.shards[index]
     }
 
-    /// Subscribes a connection to a visitor's events.
-    pub fn subscribe_visitor(self: &Arc<Self>, visitor: VisitorId) -> VisitorSubscription {
+    /// A new id for a connection; pass it when subscribing and when publishing what the
+    /// connection itself sent, so it is not echoed back.
+    pub fn new_connection_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Subscribes connection `id` to a visitor's events.
+    pub fn subscribe_visitor(self: &Arc<Self>, visitor: VisitorId, id: u64) -> VisitorSubscription {
         let (tx, events) = mpsc::channel(QUEUE);
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut shard) = self.shard(visitor).lock() {
             shard
                 .entry(visitor)
@@ -121,7 +125,7 @@ mod tests {
     #[tokio::test]
     async fn a_subscriber_that_falls_behind_is_dropped_and_sees_its_stream_end() {
         let hub = Arc::new(Hub::default());
-        let mut slow = hub.subscribe_visitor(VisitorId(1));
+        let mut slow = hub.subscribe_visitor(VisitorId(1), hub.new_connection_id());
         let event = VisitorEvent::Typing {
             agent_name: "Ana".into(),
             active: true,
@@ -139,13 +143,14 @@ mod tests {
     #[tokio::test]
     async fn the_sending_connection_is_skipped() {
         let hub = Arc::new(Hub::default());
-        let mut sender = hub.subscribe_visitor(VisitorId(2));
-        let mut other_tab = hub.subscribe_visitor(VisitorId(2));
+        let sender_id = hub.new_connection_id();
+        let mut sender = hub.subscribe_visitor(VisitorId(2), sender_id);
+        let mut other_tab = hub.subscribe_visitor(VisitorId(2), hub.new_connection_id());
         let event = VisitorEvent::Typing {
             agent_name: "Ana".into(),
             active: false,
         };
-        hub.publish_to_visitor(VisitorId(2), &event, Some(sender.id));
+        hub.publish_to_visitor(VisitorId(2), &event, Some(sender_id));
         assert!(other_tab.events.try_recv().is_ok());
         assert!(sender.events.try_recv().is_err());
     }

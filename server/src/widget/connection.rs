@@ -77,6 +77,8 @@ struct Connection {
     /// The visitor has (or is about to have) an open conversation, so a message does not count
     /// as a new conversation for the brakes.
     has_conversation: bool,
+    /// Identifies this connection in the hub, so its own messages are not echoed to it.
+    connection_id: u64,
     subscription: Option<VisitorSubscription>,
 }
 
@@ -94,6 +96,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
     let Ok(Some((token, last_id, page))) = await_hello(&app, &mut sink, &mut stream).await else {
         return;
     };
+    let connection_id = app.chat.hub().new_connection_id();
     let mut conn = Connection {
         app,
         site,
@@ -105,6 +108,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         visitor_key: 0,
         visitor_id: None,
         has_conversation: false,
+        connection_id,
         subscription: None,
     };
     if conn.welcome(&token, last_id).await.is_ok() {
@@ -272,7 +276,12 @@ impl Connection {
             Some(history) => {
                 self.visitor_id = Some(history.visitor.id);
                 self.has_conversation = history.visitor.open_conversation_id.is_some();
-                self.subscription = Some(self.app.chat.hub().subscribe_visitor(history.visitor.id));
+                self.subscription = Some(
+                    self.app
+                        .chat
+                        .hub()
+                        .subscribe_visitor(history.visitor.id, self.connection_id),
+                );
                 history.messages
             }
             None => Vec::new(),
@@ -436,7 +445,7 @@ impl Connection {
             now: now_ms(),
         };
         let chat = self.app.chat.clone();
-        let from = self.subscription.as_ref().map(|s| s.id);
+        let from = Some(self.connection_id);
         in_flight.push(Box::pin(async move {
             let result = chat.post_visitor_message(new, from).await;
             (client_id, result)
@@ -472,7 +481,12 @@ impl Connection {
         self.send(ack.to_json()).await?;
         if self.visitor_id.is_none() {
             self.visitor_id = Some(stored.visitor_id);
-            self.subscription = Some(self.app.chat.hub().subscribe_visitor(stored.visitor_id));
+            self.subscription = Some(
+                self.app
+                    .chat
+                    .hub()
+                    .subscribe_visitor(stored.visitor_id, self.connection_id),
+            );
             self.catch_up(stored.id).await?;
         }
         Ok(())
@@ -484,7 +498,8 @@ impl Connection {
         let Ok(Some(history)) = self.app.chat.visitor_history(self.token_hash, after).await else {
             return Ok(());
         };
-        for row in &history.messages {
+        // Only replies: this connection's own messages are acknowledged, not echoed.
+        for row in history.messages.iter().filter(|m| m.author == "agent") {
             self.send(MessageFrame::from(row).to_json()).await?;
         }
         Ok(())

@@ -1,0 +1,286 @@
+//! `TestApp`: a running server on a temporary data directory, plus clients for it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use futures_util::{SinkExt, StreamExt};
+use porch::Server;
+use porch::cli::{Cli, Command};
+use porch::store::{self, NewSite, NewUser};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// How long any single wait in a test may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(10);
+pub const ORIGIN: &str = "https://shop.example.com";
+
+pub struct TestApp {
+    pub server: Option<Server>,
+    pub addr: SocketAddr,
+    pub data_dir: tempfile::TempDir,
+    pub http: reqwest_lite::Client,
+}
+
+/// A tiny HTTP/1.1 client over a raw TCP stream (enough for the API, no extra dependency).
+pub mod reqwest_lite {
+    use std::net::SocketAddr;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    pub struct Client {
+        pub addr: SocketAddr,
+    }
+
+    pub struct Response {
+        pub status: u16,
+        pub body: String,
+    }
+
+    impl Client {
+        /// Sends one request with `Connection: close` and reads the whole response.
+        pub async fn request(
+            &self,
+            method: &str,
+            path: &str,
+            headers: &[(&str, &str)],
+            body: &str,
+        ) -> Response {
+            let mut stream = TcpStream::connect(self.addr).await.expect("connect");
+            let mut request = format!(
+                "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+                self.addr
+            );
+            for (name, value) in headers {
+                request.push_str(&format!("{name}: {value}\r\n"));
+            }
+            request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+            stream.write_all(request.as_bytes()).await.expect("write");
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).await.expect("read");
+            let text = String::from_utf8_lossy(&raw).into_owned();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+            let status = head
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .expect("status");
+            Response {
+                status,
+                body: body.to_owned(),
+            }
+        }
+    }
+}
+
+impl TestApp {
+    /// Starts a server with default settings plus `args` (flags of `porch serve`).
+    pub async fn spawn(args: &[&str]) -> Self {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        let mut argv = vec![
+            "porch",
+            "--data-dir",
+            data_dir.path().to_str().expect("utf-8 path"),
+            "serve",
+        ];
+        argv.extend_from_slice(&["--listen", "127.0.0.1:0", "--log", "warn"]);
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).expect("valid arguments");
+        let Command::Serve(mut config) = cli.command else {
+            unreachable!()
+        };
+        config.data_dir = cli.data.data_dir;
+        let listener = porch::http::bind(config.listen).expect("bind");
+        let server = porch::start(config, listener).await.expect("server starts");
+        let addr = server.local_addr;
+        Self {
+            server: Some(server),
+            addr,
+            data_dir,
+            http: reqwest_lite::Client { addr },
+        }
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.path().join("porch.db")
+    }
+
+    /// A separate connection to the same database file, as another process would have.
+    pub fn db(&self) -> rusqlite::Connection {
+        store::open_write_connection(&self.db_path(), store::Synchronous::Full).expect("open db")
+    }
+
+    /// Creates a site allowing [`ORIGIN`]; returns its key.
+    pub fn add_site(&self, name: &str) -> String {
+        let key = porch::chat::new_site_key();
+        let origins = vec![ORIGIN.to_owned()];
+        store::insert_site(
+            &self.db(),
+            &NewSite {
+                key: &key,
+                name,
+                origins: &origins,
+                created_at: 0,
+            },
+        )
+        .expect("insert site");
+        key
+    }
+
+    /// Changes a site's brake settings (before any connection, so the site cache is cold).
+    pub fn set_site_limits(
+        &self,
+        key: &str,
+        visitor_per_minute: u32,
+        visitor_burst: u32,
+        flood_messages: u32,
+        flood_conversations: u32,
+    ) {
+        self.db()
+            .execute(
+                "UPDATE sites SET visitor_messages_per_minute = ?2, visitor_burst = ?3, \
+                 flood_messages_per_minute = ?4, flood_conversations_per_minute = ?5 WHERE key = ?1",
+                rusqlite::params![key, visitor_per_minute, visitor_burst, flood_messages, flood_conversations],
+            )
+            .expect("update limits");
+    }
+
+    /// Creates an agent and returns an API token for them.
+    pub fn add_agent_token(&self, name: &str) -> String {
+        let conn = self.db();
+        let email = format!("{}@example.com", name.to_lowercase());
+        let user = store::insert_user(
+            &conn,
+            &NewUser {
+                email: &email,
+                name,
+                role: "agent",
+                password_hash: None,
+                created_at: 0,
+            },
+        )
+        .expect("insert user");
+        let token = porch::http::auth::new_api_token();
+        store::insert_api_token(
+            &conn,
+            user,
+            "test",
+            &porch::http::auth::hash_api_token(&token),
+            0,
+        )
+        .expect("insert token");
+        token
+    }
+
+    /// Counts rows in the database file (read through a separate connection).
+    pub fn count(&self, sql: &str) -> i64 {
+        self.db().query_row(sql, [], |r| r.get(0)).expect("count")
+    }
+
+    pub async fn api(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let auth = format!("Bearer {token}");
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let response = self
+            .http
+            .request(
+                method,
+                path,
+                &[
+                    ("Authorization", &auth),
+                    ("Content-Type", "application/json"),
+                ],
+                &body,
+            )
+            .await;
+        let json = serde_json::from_str(&response.body).unwrap_or(Value::Null);
+        (response.status, json)
+    }
+
+    /// Opens a widget websocket for `site` with `origin`.
+    pub async fn connect(&self, site: &str, origin: &str) -> Widget {
+        let url = format!("ws://{}/widget/ws?site={site}", self.addr);
+        let mut request = url.into_client_request().expect("request");
+        request
+            .headers_mut()
+            .insert("origin", origin.parse().expect("origin header"));
+        let (ws, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .expect("websocket connects");
+        Widget { ws }
+    }
+
+    /// Connects and says hello; returns the widget and the welcome frame.
+    pub async fn visitor(&self, site: &str, token: Option<&str>, last_id: i64) -> (Widget, Value) {
+        let mut widget = self.connect(site, ORIGIN).await;
+        widget.send(json!({"type": "hello", "v": 1, "token": token, "last_id": last_id, "page": "https://shop.example.com/cart"})).await;
+        let welcome = widget.recv().await;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        (widget, welcome)
+    }
+}
+
+/// A widget-protocol client.
+pub struct Widget {
+    pub ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+impl Widget {
+    pub async fn send(&mut self, frame: Value) {
+        self.ws
+            .send(Message::Text(frame.to_string().into()))
+            .await
+            .expect("send");
+    }
+
+    pub async fn send_raw(&mut self, message: Message) {
+        self.ws.send(message).await.expect("send");
+    }
+
+    /// The next JSON frame (pings are answered by the library), failing after [`WAIT`].
+    pub async fn recv(&mut self) -> Value {
+        loop {
+            let message = tokio::time::timeout(WAIT, self.ws.next())
+                .await
+                .expect("a frame within the wait")
+                .expect("the connection is open")
+                .expect("a valid frame");
+            match message {
+                Message::Text(text) => return serde_json::from_str(&text).expect("JSON frame"),
+                Message::Ping(_) | Message::Pong(_) => continue,
+                other => panic!("expected a text frame, got {other:?}"),
+            }
+        }
+    }
+
+    /// Waits for the server to close; returns the close code (None if the TCP stream just ended).
+    pub async fn closed(&mut self) -> Option<u16> {
+        loop {
+            match tokio::time::timeout(WAIT, self.ws.next())
+                .await
+                .expect("closed within the wait")
+            {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| f.code.into()),
+                Some(Ok(_)) => continue,
+                Some(Err(_)) | None => return None,
+            }
+        }
+    }
+
+    /// Sends a message and returns the server's answer to it (ack or error).
+    pub async fn say(&mut self, client_id: &str, body: &str) -> Value {
+        self.send(json!({"type": "message", "client_id": client_id, "body": body}))
+            .await;
+        self.recv().await
+    }
+}

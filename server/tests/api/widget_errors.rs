@@ -1,0 +1,92 @@
+//! Bad input gets a clear error code and loses nothing.
+
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::helpers::{ORIGIN, TestApp};
+
+#[tokio::test]
+async fn a_wrong_origin_is_refused_with_a_policy_close() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let mut widget = app.connect(&site, "https://evil.example.net").await;
+    let error = widget.recv().await;
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["code"], "origin_not_allowed");
+    assert_eq!(widget.closed().await, Some(1008));
+}
+
+#[tokio::test]
+async fn an_unknown_site_gets_a_clear_error() {
+    let app = TestApp::spawn(&[]).await;
+    for key in ["s_0000000000000000", "not-a-key", ""] {
+        let mut widget = app.connect(key, ORIGIN).await;
+        let error = widget.recv().await;
+        assert_eq!(error["code"], "site_not_found", "{key}");
+        assert_eq!(widget.closed().await, Some(1008));
+    }
+}
+
+#[tokio::test]
+async fn malformed_frames_get_bad_frame_and_the_connection_stays_usable() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    for text in [
+        "not json",
+        "[1,2]",
+        r#"{"type":"launch_missiles"}"#,
+        r#"{"type":"message","client_id":7,"body":"x"}"#,
+    ] {
+        widget.send_raw(Message::Text(text.into())).await;
+        let error = widget.recv().await;
+        assert_eq!(error["code"], "bad_frame", "{text}");
+    }
+    widget.send_raw(Message::Binary(vec![1, 2, 3].into())).await;
+    assert_eq!(widget.recv().await["code"], "bad_frame");
+    assert_eq!(widget.say("ok-1", "still works").await["type"], "ack");
+}
+
+#[tokio::test]
+async fn invalid_messages_are_refused_with_their_client_id() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let empty = widget.say("e1", "   \n ").await;
+    assert_eq!(
+        (empty["code"].as_str(), empty["client_id"].as_str()),
+        (Some("invalid_message"), Some("e1"))
+    );
+    let long = widget.say("e2", &"x".repeat(4001)).await;
+    assert_eq!(long["code"], "invalid_message");
+    let bad_id = widget.say("has spaces", "hi").await;
+    assert_eq!(bad_id["code"], "invalid_message");
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+}
+
+#[tokio::test]
+async fn a_frame_over_the_size_limit_closes_with_1009() {
+    let app = TestApp::spawn(&["--ws-max-message", "1024"]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let body = "x".repeat(2000);
+    widget
+        .send(json!({"type": "message", "client_id": "big", "body": body}))
+        .await;
+    assert_eq!(widget.closed().await, Some(1009));
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+}
+
+#[tokio::test]
+async fn messages_before_hello_are_refused_and_a_wrong_version_closes() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let mut widget = app.connect(&site, ORIGIN).await;
+    widget
+        .send(json!({"type": "message", "client_id": "early", "body": "hi"}))
+        .await;
+    assert_eq!(widget.recv().await["code"], "hello_required");
+    widget.send(json!({"type": "hello", "v": 2})).await;
+    assert_eq!(widget.recv().await["code"], "unsupported_version");
+    assert_eq!(widget.closed().await, Some(1008));
+}

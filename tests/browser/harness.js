@@ -43,6 +43,10 @@ export async function waitFor(what, check, { timeoutMs = 15000, everyMs = 100 } 
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
 }
 
+// Servers still running when this test process exits (a failed before-hook, a timeout) are killed too.
+const running = new Set();
+process.on("exit", () => { for (const proc of running) proc.kill("SIGKILL"); });
+
 /** A porch server on a fixed loopback port and a temp data dir, which can be stopped and started again. */
 export class Porch {
   static async create() {
@@ -67,7 +71,7 @@ export class Porch {
     return new Promise((resolve, reject) => {
       const child = execFile(PORCH_BIN, ["--data-dir", this.dataDir, ...args], {
         timeout: 30000,
-        env: { ...process.env, PORCH_PUBLIC_URL: this.url, RUST_LOG: process.env.RUST_LOG || "info" },
+        env: { ...process.env, PORCH_PUBLIC_URL: this.url },
       }, (err, stdout, stderr) => {
         if (err) reject(new Error(`porch ${args.join(" ")} failed: ${err.message}\n${stderr}`));
         else resolve(stdout);
@@ -92,14 +96,15 @@ export class Porch {
   async start() {
     this.log = "";
     const proc = spawn(PORCH_BIN, ["--data-dir", this.dataDir, "serve", "--listen", `127.0.0.1:${this.port}`,
-      "--public-url", this.url], {
-      env: { ...process.env, RUST_LOG: process.env.RUST_LOG || "info" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+      "--public-url", this.url], { stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc;
     proc.stdout.on("data", (d) => { this.log += d; });
     proc.stderr.on("data", (d) => { this.log += d; });
-    proc.exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+    running.add(proc);
+    proc.exited = new Promise((resolve) => proc.on("exit", (code, signal) => {
+      running.delete(proc);
+      resolve({ code, signal });
+    }));
     let exited = null;
     proc.exited.then((e) => { exited = e; });
     await waitFor("porch /readyz", async () => {

@@ -2,7 +2,9 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { gzipSync } from "node:zlib";
-import { Porch } from "./harness.js";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { Porch, REPO } from "./harness.js";
 
 const LIMIT = 4096; // bytes, gzip -9, as served
 
@@ -20,4 +22,12 @@ test("the snippet printed by `porch site add` is at most 4 KiB gzipped", { timeo
   const gzipped = gzipSync(snippet, { level: 9 }).length;
   console.log(`launcher snippet: ${raw} bytes raw, ${gzipped} bytes gzip -9 (limit ${LIMIT})`);
   assert.ok(gzipped <= LIMIT, `${gzipped} bytes gzipped is over ${LIMIT}`);
+});
+
+test("the widget's files are pure ASCII, so no host-page charset can garble them", async () => {
+  for (const name of ["launcher.js", "panel.js", "panel.css"]) {
+    const text = await readFile(path.join(REPO, "server/assets/widget", name), "utf8");
+    const line = text.split("\n").findIndex((l) => /[^\x00-\x7f]/.test(l));
+    assert.equal(line, -1, `${name}:${line + 1} has a non-ASCII character; write it as a \\u escape`);
+  }
 });

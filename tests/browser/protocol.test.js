@@ -11,6 +11,7 @@ const ASSETS = path.join(REPO, "server/assets/widget");
 const PORCH = "http://porch.test";
 const SHOP = "http://shop.test/";
 const SITE = "s_0123456789abcdef";
+const NONCE = "r4nd0mN0nce";
 const WELCOME_SITE = { name: "Shop", greeting: "Hello there!", color: "#2563eb", position: "right" };
 
 let browser;
@@ -21,12 +22,14 @@ after(async () => { await browser?.close(); });
  * Opens the shop page with the widget and a fake Porch. `script.hello(conn, frame)` and
  * `script.message(conn, frame, fake)` may answer frames; by default hello gets a welcome and a message an ack.
  */
-async function open(script = {}) {
+async function open(script = {}, { csp } = {}) {
   const launcher = await readFile(path.join(ASSETS, "launcher.js"), "utf8");
   const config = { url: PORCH, site: SITE, color: "#2563eb", position: "right", label: "Chat with us" };
-  const snippet = `<script>${launcher}(${JSON.stringify(config)});</script>`;
+  const nonce = csp ? ` nonce="${NONCE}"` : "";
+  const snippet = `<script${nonce}>${launcher}(${JSON.stringify(config)});</script>`;
   const context = await browser.newContext();
   await context.route(SHOP, (r) => r.fulfill({ contentType: "text/html",
+    headers: csp ? { "content-security-policy": csp } : {},
     body: `<!doctype html><meta charset=utf-8><title>Shop</title><h1>Shop</h1>${snippet}` }));
   await context.route(`${PORCH}/widget/*`, async (r) => {
     const name = new URL(r.request().url()).pathname.split("/").pop();
@@ -53,10 +56,13 @@ async function open(script = {}) {
   page.setDefaultTimeout(10000);
   const errors = [];
   page.on("pageerror", (e) => errors.push(e));
+  page.on("console", (m) => { if (/Content Security Policy/i.test(m.text())) errors.push(m.text()); });
   await page.clock.install();
   await page.goto(SHOP);
   await page.locator("[data-porch=launcher]").click();
   await page.locator("[data-porch=panel]").waitFor({ state: "visible" });
+  // From here the page's time moves only when a test moves it, so timings are exact on a slow machine.
+  await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1000));
   const ui = {
     page, fake, errors,
     input: page.locator("[data-porch=input]"),
@@ -304,3 +310,36 @@ test("a message waiting after a reload is shown at once and resent with its clie
     assert.equal(await ui.mine.count(), 1);
     await ui.done();
   });
+
+test("works on a page with a strict Content-Security-Policy as docs/widget.md describes", { timeout: 30000 },
+  async () => {
+    const csp = [`default-src 'none'`, `script-src 'nonce-${NONCE}' ${PORCH}`, `style-src ${PORCH}`,
+      `connect-src ws://porch.test`, `img-src 'none'`].join("; ");
+    const ui = await open({}, { csp });
+    await ui.page.locator("[data-porch=greeting]").waitFor();
+    await ui.say("Hello under CSP");
+    await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor();
+    // The launcher's and the panel's styles applied (a blocked sheet would leave the defaults).
+    const look = await ui.page.locator("[data-porch=launcher]").evaluate((el) => getComputedStyle(el).position);
+    assert.equal(look, "fixed");
+    const radius = await ui.page.locator("[data-porch=panel]").evaluate((el) => getComputedStyle(el).borderRadius);
+    assert.equal(radius, "16px");
+    await ui.done();
+  });
+
+test("a reply that arrives while the panel is closed marks the launcher unread", { timeout: 30000 }, async () => {
+  const ui = await open();
+  await waitFor("connected", async () => (await ui.status.getAttribute("data-state")) === "connected");
+  const launcher = ui.page.locator("[data-porch=launcher]");
+  await ui.page.locator("[data-porch=panel] .close").click();
+  await ui.page.locator("[data-porch=panel]").waitFor({ state: "hidden" });
+  assert.equal(await ui.page.evaluate((k) => sessionStorage.getItem(k), `porch:${SITE}:open`), "closed");
+  ui.fake.conns[0].send({ type: "message", id: 60, conversation_id: 7, author: "agent", agent_name: "Ana",
+    client_id: null, body: "Still there?", at: 1764470000000 });
+  await waitFor("unread mark", async () => (await launcher.getAttribute("data-unread")) !== null);
+  await launcher.click();
+  await ui.theirs.filter({ hasText: "Still there?" }).waitFor();
+  assert.equal(await launcher.getAttribute("data-unread"), null);
+  assert.equal(ui.fake.conns.length, 1, "closing the panel must not drop the connection");
+  await ui.done();
+});

@@ -1,11 +1,12 @@
 (function (c) {
   // Porch launcher, inline in the host page: draws the button, and requests nothing from Porch until the
-  // visitor clicks (or had the chat open in this tab). Never throws into the page. panel.js takes over.
+  // visitor clicks (or had the chat open in this tab). panel.js takes over. The empty catches are on
+  // purpose: nothing may throw into the host page, and without storage the chat just does not reopen.
   try {
     const w = window, d = document, K = "porch:" + c.site + ":open";
     const color = /^#([0-9a-f]{3}){1,2}$/i.test(c.color) ? c.color : "#2563eb";
     let saved = null;
-    try { saved = sessionStorage.getItem(K); } catch (e) { /* storage off: no reopen */ }
+    try { saved = sessionStorage.getItem(K); } catch (e) {}
     // White or near-black text on the site colour, whichever contrasts more (WCAG luminance).
     const hex = color.length < 5 ? color.replace(/\w/g, "$&$&") : color;
     const lum = [1, 3, 5].reduce((s, i, j) => {
@@ -26,7 +27,7 @@
         host.style.setProperty("--pc", color, "important");
         host.style.setProperty("--pf", lum > 0.4 ? "#111827" : "#fff", "important");
         const root = host.attachShadow({ mode: "open" });
-        root.innerHTML = "<style>.l{position:fixed;bottom:20px;" + side + ":20px;z-index:1;display:flex;" +
+        const css = ".l{position:fixed;bottom:20px;" + side + ":20px;z-index:1;display:flex;" +
           "align-items:center;gap:8px;box-sizing:border-box;height:52px;margin:0;padding:0 20px 0 16px;" +
           "border:0;border-radius:26px;background:var(--pc);color:var(--pf);font:600 15px/1 " + F + ";" +
           "cursor:pointer;box-shadow:0 6px 24px #0003;transition:transform .15s}" +
@@ -36,12 +37,22 @@
           ":0;width:12px;height:12px;border-radius:50%;background:#dc2626;border:2px solid #fff}" +
           ".n{position:fixed;bottom:82px;" + side + ":20px;max-width:260px;margin:0;padding:10px 14px;" +
           "border-radius:10px;background:#111827;color:#fff;font:14px/1.4 " + F + ";box-shadow:0 4px 16px #0003}" +
-          ".n[hidden]{display:none}@media (max-width:480px){.l{padding:0 14px}.l span{display:none}}</style>" +
-          "<p class=n data-porch=unavailable role=status hidden>Chat is unavailable, try again</p>" +
+          ".n[hidden]{display:none}@media (max-width:480px){.l{padding:0 14px}.l span{display:none}}";
+        root.innerHTML = "<p class=n data-porch=unavailable role=status hidden>Chat is unavailable, try again</p>" +
           "<button class=l type=button data-porch=launcher aria-expanded=false><svg viewBox='0 0 24 24' " +
           "fill=none stroke=currentColor stroke-width=2 stroke-linejoin=round aria-hidden=true>" +
           "<path d='M21 12a8 8 0 0 1-11.8 7L4 20.5l1.5-4.9A8 8 0 1 1 21 12z'/></svg><span></span></button>";
-        const btn = root.lastChild, note = root.children[1], label = String(c.label || "Chat with us");
+        // A constructed sheet, not a <style> element: a strict CSP (no style-src 'unsafe-inline') allows it.
+        try {
+          const sheet = new CSSStyleSheet();
+          sheet.replaceSync(css);
+          root.adoptedStyleSheets = [sheet];
+        } catch (e) {
+          root.prepend(d.createElement("style"));
+          root.firstChild.textContent = css;
+        }
+        const btn = root.querySelector("button"), note = root.querySelector("p");
+        const label = String(c.label || "Chat with us");
         btn.lastChild.textContent = label;
         btn.setAttribute("aria-label", label);
         let loading = false;
@@ -49,7 +60,7 @@
         // The panel reports each open and close; the next page in this tab reopens the chat the same way.
         const state = (open) => {
           btn.setAttribute("aria-expanded", open);
-          try { sessionStorage.setItem(K, open ? "open" : "closed"); } catch (e) { /* storage off */ }
+          try { sessionStorage.setItem(K, open ? "open" : "closed"); } catch (e) {}
         };
         const load = (open, focus) => {
           const P = w.__porch;
@@ -70,11 +81,11 @@
           };
           (d.head || d.body).appendChild(s);
         };
-        btn.addEventListener("click", () => { try { load(true, true); } catch (e) { /* never break the host */ } });
+        btn.addEventListener("click", () => { try { load(true, true); } catch (e) {} });
         d.body.appendChild(host);
         if (saved) load(saved === "open");
-      } catch (e) { /* never break the host page */ }
+      } catch (e) {}
     };
     if (d.body) mount(); else d.addEventListener("DOMContentLoaded", mount);
-  } catch (e) { /* never break the host page */ }
+  } catch (e) {}
 })

@@ -1,7 +1,8 @@
 // Porch chat panel. Loaded by the launcher (launcher.js) on the visitor's click; it takes the config and the
 // launcher's shadow root from window.__porch, draws the panel inside that shadow root and speaks the widget
 // protocol (docs/widget-protocol.md). All server and visitor text goes into the page with textContent
-// (or text nodes) only. Nothing here may throw into the host page.
+// (or text nodes) only. Nothing here may throw into the host page. The file is pure ASCII (non-ASCII text
+// as \u escapes), so it reads right whatever charset the host page or a proxy imposes.
 (() => {
   "use strict";
   const P = window.__porch;
@@ -78,7 +79,7 @@
   const typing = h("p", { class: "typing", "data-porch": "typing", hidden: true });
   const error = h("p", { class: "error", "data-porch": "error", role: "alert", hidden: true });
   const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1", maxlength: String(MAX_BODY),
-    placeholder: "Write a message…", autocomplete: "off" });
+    placeholder: "Write a message\u2026", autocomplete: "off" });
   const counter = h("span", { class: "counter", "aria-live": "polite", hidden: true });
   const sendBtn = h("button", { type: "submit", class: "send", "data-porch": "send" }, "Send");
   const form = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); submit(); } },
@@ -181,14 +182,12 @@
 
   const showOwn = (m) => {
     const el = bubble("visitor", m.body);
-    setMeta(el, "sending", "Sending…");
+    setMeta(el, "sending", "Sending\u2026");
     byClientId.set(m.client_id, el);
     place(el);
   };
   const confirm = (el, cid, id, at) => {
     dropPending(cid);
-    clearTimeout(retries.get(cid));
-    retries.delete(cid);
     el.dataset.id = id;
     el.title = new Date(at).toLocaleString();
     setMeta(el, "sent", "Sent");
@@ -234,20 +233,36 @@
   let attempt = 0;
   let reconnectTimer = null;
   let countdown = null;
-  const retries = new Map(); // client_id -> timer of a resend after retry_after_ms
+  // While the server has asked us to wait (retry_after_ms), nothing is sent; then everything unacked goes
+  // again in order, so a refused message is not overtaken by the ones typed after it.
+  let holdTimer = null;
+  let holdUntil = 0;
 
   const sendFrame = (f) => {
     try { if (ws && isReady) ws.send(JSON.stringify(f)); } catch { /* closing: resent after reconnect */ }
   };
   const transmit = (m) => {
-    if (!retries.has(m.client_id)) sendFrame({ type: "message", client_id: m.client_id, body: m.body });
+    if (!holdTimer) sendFrame({ type: "message", client_id: m.client_id, body: m.body });
+  };
+  // Sends every unacked message (this tab's and any left by another page) with its client_id; the
+  // server never stores a client_id twice.
+  const resendPending = () => {
+    for (const m of pending()) {
+      if (!byClientId.has(m.client_id)) showOwn(m);
+      transmit(m);
+    }
+  };
+  const hold = (ms) => {
+    holdUntil = Math.max(holdUntil, Date.now() + ms);
+    clearTimeout(holdTimer);
+    holdTimer = setTimeout(() => { holdTimer = null; resendPending(); }, holdUntil - Date.now());
   };
 
   const connect = () => {
     clearTimeout(reconnectTimer);
     clearInterval(countdown);
     if (ws || stopped) return;
-    setStatus("Connecting…", "connecting");
+    setStatus("Connecting\u2026", "connecting");
     let sock;
     try { sock = new WebSocket(wsUrl); } catch { scheduleReconnect(); return; }
     ws = sock;
@@ -276,13 +291,13 @@
       scheduleReconnect();
     };
   };
-  // 1 s, 2 s, 4 s … 30 s, each shortened by up to a quarter at random so that visitors of a restarted
+  // 1 s, 2 s, 4 s ... 30 s, each shortened by up to a quarter at random so that visitors of a restarted
   // server do not all come back in the same second.
   const scheduleReconnect = () => {
     const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempt) * (0.75 + Math.random() * 0.25);
     attempt += 1;
     const until = Date.now() + delay;
-    const tick = () => setStatus(`Reconnecting in ${Math.max(1, Math.ceil((until - Date.now()) / 1000))} s…`,
+    const tick = () => setStatus(`Reconnecting in ${Math.max(1, Math.ceil((until - Date.now()) / 1000))} s\u2026`,
       "waiting");
     tick();
     countdown = setInterval(tick, 1000);
@@ -305,11 +320,7 @@
         }
         setStatus("Connected", "connected");
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
-        // Everything without an ack goes again with its client_id; the server never stores it twice.
-        for (const m of pending()) {
-          if (!byClientId.has(m.client_id)) showOwn(m);
-          transmit(m);
-        }
+        resendPending();
         break;
       }
       case "ack": {
@@ -337,13 +348,7 @@
     const cid = f.client_id;
     if (WAIT_CODES.has(f.code) && f.retry_after_ms > 0) {
       showError(text, f.retry_after_ms);
-      if (cid && !retries.has(cid)) {
-        retries.set(cid, setTimeout(() => {
-          retries.delete(cid);
-          const m = pending().find((p) => p.client_id === cid);
-          if (m) transmit(m);
-        }, f.retry_after_ms));
-      }
+      if (cid) hold(f.retry_after_ms);
       return;
     }
     if (f.code === "invalid_message" && cid) {

@@ -23,12 +23,8 @@ pub enum SiteCommand {
         #[arg(long = "origin", required = true)]
         origins: Vec<String>,
         /// URL at which browsers reach Porch, baked into the snippet.
-        #[arg(
-            long,
-            env = "PORCH_PUBLIC_URL",
-            default_value = "http://127.0.0.1:8080"
-        )]
-        public_url: String,
+        #[arg(long, env = "PORCH_PUBLIC_URL")]
+        public_url: Option<String>,
         /// Print JSON (`{"key", "snippet"}`) instead of text.
         #[arg(long)]
         json: bool,
@@ -49,6 +45,9 @@ pub enum SiteCommand {
     },
 }
 
+/// Where the snippet points when no public URL is given: fine for trying Porch on one machine.
+const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:8080";
+
 fn site_snippet(public_url: &str, site: &SiteRow) -> String {
     snippet(
         public_url.trim_end_matches('/'),
@@ -66,6 +65,13 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
             public_url,
             json,
         } => {
+            let public_url = public_url.unwrap_or_else(|| {
+                tracing::warn!(
+                    "no --public-url (PORCH_PUBLIC_URL) given: the snippet points to {DEFAULT_PUBLIC_URL}, \
+                     which only works on this machine"
+                );
+                DEFAULT_PUBLIC_URL.to_owned()
+            });
             let name = name.trim();
             if name.is_empty() {
                 bail!("--name must not be empty");

@@ -103,6 +103,24 @@ pub struct Config {
     #[arg(long, env = "PORCH_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<IpAddr>,
 
+    /// Deliveries to chat destinations (Slack) in flight at once. By Little's law, throughput =
+    /// concurrency ÷ latency: 512 sustains about 10,000 posts a second against a destination
+    /// that answers in 50 ms (see docs/jobs.md).
+    #[arg(long, env = "PORCH_CHAT_CONCURRENCY", default_value_t = 512)]
+    pub chat_concurrency: usize,
+
+    /// Delivered jobs are deleted after this long (failed ones are kept until retried).
+    #[arg(long, env = "PORCH_JOB_RETENTION", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub job_retention: Duration,
+
+    /// Base URL of the Slack Web API (change only to point Porch at a Slack mock).
+    #[arg(
+        long,
+        env = "PORCH_SLACK_API_URL",
+        default_value = "https://slack.com/api"
+    )]
+    pub slack_api_url: String,
+
     /// How long shutdown waits for open requests and connections to finish.
     #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

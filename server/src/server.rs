@@ -13,6 +13,8 @@ use tokio::task::JoinHandle;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::hub::Hub;
+use crate::jobs::{Destinations, Lane, Runner, RunnerConfig};
+use crate::slack::{SlackApi, SlackInbound, spawn_socket_mode};
 use crate::state::{App, AppState};
 use crate::store::{self, Readers, Writer};
 use crate::widget::brake::{Brakes, IpLimits};
@@ -21,6 +23,11 @@ use crate::widget::brake::{Brakes, IpLimits};
 const BRAKE_PRUNE_INTERVAL: Duration = Duration::from_mins(1);
 /// File descriptors kept back from the connection budget (database, WAL, logs, outgoing).
 const RESERVED_FDS: u64 = 256;
+/// Concurrency of the lanes that have no setting yet (their destinations come later).
+const WEBHOOK_CONCURRENCY: usize = 64;
+const EMAIL_CONCURRENCY: usize = 8;
+/// Timeout for establishing an outgoing connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Name of the secret that signs visitor tokens, in the `settings` table.
 const VISITOR_TOKEN_SECRET: &str = "visitor_token_secret";
 
@@ -31,6 +38,7 @@ pub struct Server {
     /// The address actually bound (useful with port 0).
     pub local_addr: SocketAddr,
     serve: JoinHandle<()>,
+    runner: JoinHandle<()>,
 }
 
 /// Raises the soft file-descriptor limit to the hard limit and derives the connection budget.
@@ -82,7 +90,14 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Serv
     )?);
     let readers = Readers::open(&path, config.readers)?;
     let hub = Arc::new(Hub::default());
-    let chat = Chat::new(Arc::clone(&writer), Arc::clone(&readers), hub);
+    let runner = Runner::default();
+    let chat = Chat::new(
+        Arc::clone(&writer),
+        Arc::clone(&readers),
+        hub,
+        runner.queue(),
+    );
+    let slack_api = SlackApi::new(http_client()?, &config.slack_api_url);
     let brakes = Brakes::new(IpLimits {
         per_hour: config.ip_conversations_per_hour,
         burst: config.ip_conversations_burst,
@@ -100,9 +115,13 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Serv
         VisitorTokens::new(secret),
         writer,
         readers,
+        SlackInbound::new(slack_api.clone()),
+        runner.queue(),
     ));
 
+    let runner = start_runner(runner, &app, slack_api).await?;
     spawn_brake_pruning(Arc::clone(&app));
+    spawn_socket_mode(Arc::clone(&app));
     let max_connections = connection_budget(&config);
     let router = crate::http::router(Arc::clone(&app));
     let serve = tokio::spawn(crate::http::serve(
@@ -120,7 +139,59 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Serv
         app,
         local_addr,
         serve,
+        runner,
     })
+}
+
+/// Starts the job runner with the lanes sized from the configuration.
+async fn start_runner(
+    runner: Runner,
+    app: &AppState,
+    slack: SlackApi,
+) -> anyhow::Result<JoinHandle<()>> {
+    let config = &app.config;
+    let destinations = Arc::new(Destinations {
+        slack,
+        readers: Arc::clone(&app.readers),
+        writer: Arc::clone(&app.writer),
+        public_url: app.public_url.clone(),
+    });
+    let runner_config = RunnerConfig {
+        concurrency: [
+            (Lane::Chat, config.chat_concurrency.max(1)),
+            (Lane::Webhook, WEBHOOK_CONCURRENCY),
+            (Lane::Email, EMAIL_CONCURRENCY),
+            (Lane::Maint, 1),
+        ]
+        .into_iter()
+        .collect(),
+        retention: config.job_retention,
+    };
+    runner
+        .start(
+            runner_config,
+            destinations,
+            Arc::clone(&app.writer),
+            Arc::clone(&app.readers),
+            app.shutdown.clone(),
+            config.shutdown_grace,
+        )
+        .await
+        .context("starting the job runner")
+}
+
+/// The HTTP client for outgoing deliveries: rustls with the ring provider (no C toolchain
+/// needed), the system's CA certificates, no redirects (a destination that redirects is
+/// misconfigured, and following could leak tokens).
+fn http_client() -> anyhow::Result<reqwest::Client> {
+    // Ignored when already installed (tests start several servers in one process).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(1024)
+        .build()
+        .context("building the HTTP client")
 }
 
 fn spawn_brake_pruning(app: AppState) {
@@ -151,6 +222,10 @@ impl Server {
             .is_err()
         {
             tracing::warn!("some widget connections did not close within the grace period");
+        }
+        // The runner lets running deliveries finish and records them before the writer stops.
+        if self.runner.await.is_err() {
+            tracing::error!("the job runner panicked");
         }
         let writer = Arc::clone(&self.app.writer);
         if tokio::task::spawn_blocking(move || writer.shutdown())

@@ -8,6 +8,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
+use crate::jobs::JobQueue;
+use crate::slack::SlackInbound;
 use crate::store::{Readers, Writer};
 use crate::widget::brake::Brakes;
 
@@ -25,6 +27,10 @@ pub struct App {
     pub tokens: VisitorTokens,
     pub writer: Arc<Writer>,
     pub readers: Arc<Readers>,
+    /// Inbound Slack: API client and user cache.
+    pub slack: SlackInbound,
+    /// Hands jobs queued again (retries, fixed integrations) to the runner.
+    pub jobs: JobQueue,
     /// Cancelled when shutdown starts: connections say goodbye and stop taking work.
     pub shutdown: CancellationToken,
     /// Websocket connections, so shutdown can wait for their in-flight writes.
@@ -43,6 +49,8 @@ impl App {
         tokens: VisitorTokens,
         writer: Arc<Writer>,
         readers: Arc<Readers>,
+        slack: SlackInbound,
+        jobs: JobQueue,
     ) -> Self {
         Self {
             config,
@@ -53,6 +61,8 @@ impl App {
             tokens,
             writer,
             readers,
+            slack,
+            jobs,
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
             is_shutting_down: AtomicBool::new(false),

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::hub::{Hub, VisitorEvent};
+use crate::jobs::JobQueue;
 use crate::store::{
-    self, ConversationId, ConversationRow, MessageId, MessageRow, NewVisitorMessage, Readers,
-    StoredVisitorMessage, UserId, VisitorRow, Writer,
+    self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
+    NewVisitorMessage, Readers, StoredVisitorMessage, UserId, VisitorRow, Writer,
 };
 
 use super::Error;
@@ -23,6 +24,19 @@ pub struct Agent {
     pub name: String,
 }
 
+/// The stored row of an agent message, without reading it back.
+fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
+    MessageRow {
+        id,
+        conversation_id: new.conversation_id,
+        author: if new.is_note { "note" } else { "agent" }.to_owned(),
+        author_name: Some(new.author_name.clone()),
+        client_id: None,
+        body: new.body.clone(),
+        created_at: new.now,
+    }
+}
+
 /// What a returning visitor needs: who they are and what they missed.
 #[derive(Debug, Clone)]
 pub struct VisitorHistory {
@@ -30,20 +44,35 @@ pub struct VisitorHistory {
     pub messages: Vec<MessageRow>,
 }
 
-/// The use-case functions, over the store and the hub.
+/// A reply that arrived from an integration (a Slack thread), deduplicated on the event id.
+#[derive(Debug, Clone)]
+pub struct InboundReply {
+    pub integration_id: IntegrationId,
+    /// The integration's own id for the event; a second delivery of it creates nothing.
+    pub event_id: String,
+    pub conversation_id: ConversationId,
+    pub agent: Agent,
+    pub body: MessageBody,
+    /// A private note (Slack replies starting with `note:`): never shown to the visitor.
+    pub is_note: bool,
+}
+
+/// The use-case functions, over the store, the hub and the job runner.
 #[derive(Clone)]
 pub struct Chat {
     writer: Arc<Writer>,
     readers: Arc<Readers>,
     hub: Arc<Hub>,
+    jobs: JobQueue,
 }
 
 impl Chat {
-    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, hub: Arc<Hub>) -> Self {
+    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, hub: Arc<Hub>, jobs: JobQueue) -> Self {
         Self {
             writer,
             readers,
             hub,
+            jobs,
         }
     }
 
@@ -61,10 +90,11 @@ impl Chat {
     ) -> Result<StoredVisitorMessage, Error> {
         let client_id = new.client_id.clone();
         let body = new.body.clone();
-        let stored = self
+        let mut stored = self
             .writer
             .write(move |c| store::insert_visitor_message(c, &new))
             .await?;
+        self.jobs.submit(std::mem::take(&mut stored.jobs));
         if !stored.is_duplicate {
             let row = MessageRow {
                 id: stored.id,
@@ -83,7 +113,7 @@ impl Chat {
     }
 
     /// Posts an agent's reply into a conversation; it reaches the visitor's open connections
-    /// live, and later connections through their history.
+    /// live, later connections through their history, and the site's integrations as jobs.
     pub async fn post_agent_message(
         &self,
         conversation_id: ConversationId,
@@ -91,29 +121,74 @@ impl Chat {
         body: MessageBody,
     ) -> Result<MessageRow, Error> {
         let conversation = self.find_conversation(conversation_id).await?;
-        let (user_id, name) = (agent.user_id, agent.name.clone());
-        let now = now_ms();
-        let row = MessageRow {
-            id: MessageId(0),
+        let new = NewAgentMessage {
             conversation_id,
-            author: "agent".into(),
-            author_name: Some(name.clone()),
-            client_id: None,
+            site_id: conversation.site_id,
+            user_id: agent.user_id,
+            author_name: agent.name.clone(),
             body: body.into_string(),
-            created_at: now,
+            is_note: false,
+            origin: None,
+            now: now_ms(),
         };
-        let text = row.body.clone();
-        let id = self
-            .writer
-            .write(move |c| {
-                store::insert_agent_message(c, conversation_id, user_id, "agent", &name, &text, now)
-            })
-            .await?;
-        let row = MessageRow { id, ..row };
-        let event = VisitorEvent::Message(Arc::new(row.clone()));
-        self.hub
-            .publish_to_visitor(conversation.visitor_id, &event, None);
+        let (id, jobs) = {
+            let new = new.clone();
+            self.writer
+                .write(move |c| store::insert_agent_message(c, &new))
+                .await?
+        };
+        self.jobs.submit(jobs);
+        let row = agent_row(id, &new);
+        self.hub.publish_to_visitor(
+            conversation.visitor_id,
+            &VisitorEvent::Message(Arc::new(row.clone())),
+            None,
+        );
         Ok(row)
+    }
+
+    /// Stores a reply that came from an integration, unless its event was handled before
+    /// (then `None`). The event id, the message and its jobs commit together, so a crash never
+    /// loses an acknowledged event and a replay never duplicates one.
+    pub async fn post_inbound_reply(
+        &self,
+        reply: InboundReply,
+    ) -> Result<Option<MessageRow>, Error> {
+        let conversation = self.find_conversation(reply.conversation_id).await?;
+        let new = NewAgentMessage {
+            conversation_id: reply.conversation_id,
+            site_id: conversation.site_id,
+            user_id: reply.agent.user_id,
+            author_name: reply.agent.name.clone(),
+            body: reply.body.into_string(),
+            is_note: reply.is_note,
+            origin: Some(reply.integration_id),
+            now: now_ms(),
+        };
+        let stored = {
+            let (new, event_id) = (new.clone(), reply.event_id);
+            self.writer
+                .write(move |c| {
+                    if !store::insert_slack_event(c, &event_id, new.now)? {
+                        return Ok(None);
+                    }
+                    store::insert_agent_message(c, &new).map(Some)
+                })
+                .await?
+        };
+        let Some((id, jobs)) = stored else {
+            return Ok(None);
+        };
+        self.jobs.submit(jobs);
+        let row = agent_row(id, &new);
+        if !new.is_note {
+            self.hub.publish_to_visitor(
+                conversation.visitor_id,
+                &VisitorEvent::Message(Arc::new(row.clone())),
+                None,
+            );
+        }
+        Ok(Some(row))
     }
 
     /// Shows (or hides) "agent is typing" to the visitor of a conversation.

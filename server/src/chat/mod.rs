@@ -7,7 +7,7 @@ mod site;
 mod text;
 mod visitor_token;
 
-pub use conversation::{Agent, Chat, VisitorHistory};
+pub use conversation::{Agent, Chat, InboundReply, VisitorHistory};
 pub use error::Error;
 pub use site::{Site, SiteDirectory, SiteLimits, is_site_key, new_site_key};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};

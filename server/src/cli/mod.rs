@@ -26,6 +26,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once at start-up; boxing buys nothing
 pub enum Command {
     /// Run the server.
     Serve(Config),
@@ -40,6 +41,15 @@ pub enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(accounts::TokenCommand),
+    /// Run a Slack Web API mock on loopback (for trying Porch out and for load tests).
+    SlackMock {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:9099")]
+        listen: std::net::SocketAddr,
+        /// Delay before each `chat.postMessage` answer.
+        #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+        delay: std::time::Duration,
+    },
 }
 
 /// Runs the command line; the process exit code is the result.
@@ -86,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Site(command) => sites::run(&open_database(&cli.data)?, command),
         Command::User(command) => accounts::run_user(&open_database(&cli.data)?, command),
         Command::Token(command) => accounts::run_token(&open_database(&cli.data)?, command),
+        Command::SlackMock { listen, delay } => run_slack_mock(listen, delay),
     }
 }
 
@@ -105,6 +116,22 @@ fn serve(config: Config) -> anyhow::Result<()> {
         );
         shutdown_signal().await;
         server.stop().await;
+        Ok(())
+    })
+}
+
+fn run_slack_mock(listen: std::net::SocketAddr, delay: std::time::Duration) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let mock = crate::loadtest::SlackMock::start(listen, delay)
+            .await
+            .context("starting the Slack mock")?;
+        write_out(&format!(
+            "Slack mock on {} (use --slack-api-url {}); Ctrl-C stops it",
+            mock.addr,
+            mock.api_url()
+        ))?;
+        shutdown_signal().await;
         Ok(())
     })
 }

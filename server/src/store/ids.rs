@@ -40,4 +40,8 @@ id_type!(
     MessageId,
     /// A row of `users`.
     UserId,
+    /// A row of `integrations`.
+    IntegrationId,
+    /// A row of `jobs`.
+    JobId,
 );

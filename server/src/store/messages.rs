@@ -4,8 +4,9 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conversations::{open_conversation, touch_conversation};
+use super::jobs::{JobRow, enqueue_message_jobs};
 use super::visitors::{VisitorDetails, upsert_visitor};
-use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
+use super::{ConversationId, Error, IntegrationId, MessageId, SiteId, UserId, VisitorId};
 
 /// A message as shown to visitors and agents.
 #[derive(Debug, Clone)]
@@ -58,6 +59,8 @@ pub struct StoredVisitorMessage {
     pub is_new_conversation: bool,
     /// The `client_id` was used before: nothing new was stored, `id` is the first row's.
     pub is_duplicate: bool,
+    /// Deliveries written with the message, for the job runner.
+    pub jobs: Vec<JobRow>,
 }
 
 /// Stores a visitor message: visitor, open conversation and message, deduplicated on
@@ -91,6 +94,7 @@ pub fn insert_visitor_message(
             created_at,
             is_new_conversation: false,
             is_duplicate: true,
+            jobs: Vec::new(),
         });
     }
     let (conversation_id, is_new_conversation) =
@@ -110,6 +114,7 @@ pub fn insert_visitor_message(
     if !is_new_conversation {
         touch_conversation(conn, conversation_id, new.now)?;
     }
+    let jobs = enqueue_message_jobs(conn, id, conversation_id, new.site_id, None, new.now)?;
     Ok(StoredVisitorMessage {
         id,
         visitor_id,
@@ -117,34 +122,58 @@ pub fn insert_visitor_message(
         created_at: new.now,
         is_new_conversation,
         is_duplicate: false,
+        jobs,
     })
 }
 
-/// Stores an agent's reply (or private note when `author` is `"note"`) and returns its id.
+/// An agent's reply, or a private note, to store.
+#[derive(Debug, Clone)]
+pub struct NewAgentMessage {
+    pub conversation_id: ConversationId,
+    pub site_id: SiteId,
+    pub user_id: Option<UserId>,
+    pub author_name: String,
+    pub body: String,
+    /// A private note: agents see it, the visitor and the integrations never do.
+    pub is_note: bool,
+    /// The integration the reply came from (a Slack thread reply), so it is not posted back.
+    pub origin: Option<IntegrationId>,
+    pub now: i64,
+}
+
+/// Stores an agent's reply or note with its deliveries; returns the id and the jobs.
 pub fn insert_agent_message(
     conn: &Connection,
-    conversation_id: ConversationId,
-    user_id: Option<UserId>,
-    author: &str,
-    author_name: &str,
-    body: &str,
-    now: i64,
-) -> Result<MessageId, Error> {
+    new: &NewAgentMessage,
+) -> Result<(MessageId, Vec<JobRow>), Error> {
+    let author = if new.is_note { "note" } else { "agent" };
     conn.prepare_cached(
         "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
-        conversation_id,
+        new.conversation_id,
         author,
-        user_id,
-        author_name,
-        body,
-        now
+        new.user_id,
+        new.author_name,
+        new.body,
+        new.now
     ])?;
     let id = MessageId(conn.last_insert_rowid());
-    touch_conversation(conn, conversation_id, now)?;
-    Ok(id)
+    touch_conversation(conn, new.conversation_id, new.now)?;
+    let jobs = if new.is_note {
+        Vec::new()
+    } else {
+        enqueue_message_jobs(
+            conn,
+            id,
+            new.conversation_id,
+            new.site_id,
+            new.origin,
+            new.now,
+        )?
+    };
+    Ok((id, jobs))
 }
 
 /// The visitor's messages and agent replies with an id above `after_id`, oldest first. Private

@@ -4,29 +4,47 @@
 
 mod conversations;
 mod db;
+mod delivery;
 mod error;
 mod ids;
+mod integrations;
+mod jobs;
 mod messages;
 mod migrate;
 mod readers;
 mod settings;
 mod sites;
+mod slack;
 mod users;
 mod visitors;
 mod writer;
 
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{Synchronous, open_read_connection, open_write_connection};
+pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
-pub use ids::{ConversationId, MessageId, SiteId, UserId, VisitorId};
+pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
+pub use integrations::{
+    IntegrationRow, NewIntegration, find_integration, insert_integration,
+    list_enabled_integrations, mark_integration_broken, update_integration_settings,
+};
+pub use jobs::{
+    AttemptRecord, JobRow, JobUpdate, block_integration_jobs, enqueue_message_jobs,
+    list_jobs_in_state, list_queued_jobs, mark_jobs_running, prune_done_jobs, record_attempts,
+    requeue_running_jobs, resume_integration_jobs, retry_jobs,
+};
 pub use messages::{
-    MessageRow, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,
+    MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,
     insert_visitor_message, list_conversation_messages, list_visitor_messages_after,
 };
 pub use migrate::{apply_migrations, schema_version};
 pub use readers::Readers;
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
+pub use slack::{
+    find_conversation_by_slack_thread, find_slack_thread, insert_slack_event, insert_slack_thread,
+    prune_slack_events,
+};
 pub use users::{
     NewUser, UserRow, find_user_by_api_token, find_user_by_email, insert_api_token, insert_user,
 };

@@ -78,7 +78,7 @@ struct Connection {
     /// as a new conversation for the brakes.
     has_conversation: bool,
     /// Identifies this connection in the hub, so its own messages are not echoed to it.
-    connection_id: u64,
+    hub_id: u64,
     subscription: Option<VisitorSubscription>,
 }
 
@@ -96,7 +96,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
     let Ok(Some((token, last_id, page))) = await_hello(&app, &mut sink, &mut stream).await else {
         return;
     };
-    let connection_id = app.chat.hub().new_connection_id();
+    let hub_id = app.chat.hub().new_connection_id();
     let mut conn = Connection {
         app,
         site,
@@ -108,7 +108,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         visitor_key: 0,
         visitor_id: None,
         has_conversation: false,
-        connection_id,
+        hub_id,
         subscription: None,
     };
     if conn.welcome(&token, last_id).await.is_ok() {
@@ -280,7 +280,7 @@ impl Connection {
                     self.app
                         .chat
                         .hub()
-                        .subscribe_visitor(history.visitor.id, self.connection_id),
+                        .subscribe_visitor(history.visitor.id, self.hub_id),
                 );
                 history.messages
             }
@@ -445,7 +445,7 @@ impl Connection {
             now: now_ms(),
         };
         let chat = self.app.chat.clone();
-        let from = Some(self.connection_id);
+        let from = Some(self.hub_id);
         in_flight.push(Box::pin(async move {
             let result = chat.post_visitor_message(new, from).await;
             (client_id, result)
@@ -485,7 +485,7 @@ impl Connection {
                 self.app
                     .chat
                     .hub()
-                    .subscribe_visitor(stored.visitor_id, self.connection_id),
+                    .subscribe_visitor(stored.visitor_id, self.hub_id),
             );
             self.catch_up(stored.id).await?;
         }

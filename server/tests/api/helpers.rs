@@ -81,7 +81,17 @@ pub mod reqwest_lite {
 impl TestApp {
     /// Starts a server with default settings plus `args` (flags of `porch serve`).
     pub async fn spawn(args: &[&str]) -> Self {
-        let data_dir = tempfile::tempdir().expect("temp dir");
+        Self::spawn_in(tempfile::tempdir().expect("temp dir"), args).await
+    }
+
+    /// Starts a server on an existing data directory (for restarts).
+    pub async fn spawn_in(data_dir: tempfile::TempDir, args: &[&str]) -> Self {
+        // TEST_LOG=porch=debug shows the server's log for a failing test.
+        let filter = std::env::var("TEST_LOG").unwrap_or_else(|_| "off".to_owned());
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
         let mut argv = vec![
             "porch",
             "--data-dir",
@@ -106,13 +116,101 @@ impl TestApp {
         }
     }
 
-    pub fn db_path(&self) -> PathBuf {
-        self.data_dir.path().join("porch.db")
+    /// The database helpers for this server's file.
+    pub fn store(&self) -> TestDb {
+        TestDb::open(self.data_dir.path())
+    }
+
+    pub fn db(&self) -> rusqlite::Connection {
+        self.store().db()
+    }
+
+    pub fn add_site(&self, name: &str) -> String {
+        self.store().add_site(name)
+    }
+
+    pub fn set_site_limits(
+        &self,
+        key: &str,
+        visitor_per_minute: u32,
+        visitor_burst: u32,
+        flood_messages: u32,
+        flood_conversations: u32,
+    ) {
+        self.store().set_site_limits(
+            key,
+            visitor_per_minute,
+            visitor_burst,
+            flood_messages,
+            flood_conversations,
+        );
+    }
+
+    pub fn add_agent_token(&self, name: &str) -> String {
+        self.store().add_user_token(name, "agent")
+    }
+
+    pub fn add_user_token(&self, name: &str, role: &str) -> String {
+        self.store().add_user_token(name, role)
+    }
+
+    pub fn count(&self, sql: &str) -> i64 {
+        self.store().count(sql)
+    }
+
+    pub async fn api(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let auth = format!("Bearer {token}");
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let response = self
+            .http
+            .request(
+                method,
+                path,
+                &[
+                    ("Authorization", &auth),
+                    ("Content-Type", "application/json"),
+                ],
+                &body,
+            )
+            .await;
+        let json = serde_json::from_str(&response.body).unwrap_or(Value::Null);
+        (response.status, json)
+    }
+
+    /// Opens a widget websocket for `site` with `origin`.
+    pub async fn connect(&self, site: &str, origin: &str) -> Widget {
+        Widget::connect(self.addr, site, origin).await
+    }
+
+    /// Connects and says hello; returns the widget and the welcome frame.
+    pub async fn visitor(&self, site: &str, token: Option<&str>, last_id: i64) -> (Widget, Value) {
+        let mut widget = self.connect(site, ORIGIN).await;
+        let welcome = widget.hello(token, last_id).await;
+        (widget, welcome)
+    }
+}
+
+/// The database file of a server, opened as another process would.
+pub struct TestDb {
+    path: PathBuf,
+}
+
+impl TestDb {
+    pub fn open(data_dir: &std::path::Path) -> Self {
+        Self {
+            path: data_dir.join("porch.db"),
+        }
     }
 
     /// A separate connection to the same database file, as another process would have.
     pub fn db(&self) -> rusqlite::Connection {
-        store::open_write_connection(&self.db_path(), store::Synchronous::Full).expect("open db")
+        store::open_write_connection(&self.path, store::Synchronous::Full).expect("open db")
     }
 
     /// Creates a site allowing [`ORIGIN`]; returns its key.
@@ -150,8 +248,8 @@ impl TestApp {
             .expect("update limits");
     }
 
-    /// Creates an agent and returns an API token for them.
-    pub fn add_agent_token(&self, name: &str) -> String {
+    /// Creates a user with a role (`admin` or `agent`) and returns an API token for them.
+    pub fn add_user_token(&self, name: &str, role: &str) -> String {
         let conn = self.db();
         let email = format!("{}@example.com", name.to_lowercase());
         let user = store::insert_user(
@@ -159,7 +257,7 @@ impl TestApp {
             &NewUser {
                 email: &email,
                 name,
-                role: "agent",
+                role,
                 password_hash: None,
                 created_at: 0,
             },
@@ -181,53 +279,6 @@ impl TestApp {
     pub fn count(&self, sql: &str) -> i64 {
         self.db().query_row(sql, [], |r| r.get(0)).expect("count")
     }
-
-    pub async fn api(
-        &self,
-        method: &str,
-        path: &str,
-        token: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let auth = format!("Bearer {token}");
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let response = self
-            .http
-            .request(
-                method,
-                path,
-                &[
-                    ("Authorization", &auth),
-                    ("Content-Type", "application/json"),
-                ],
-                &body,
-            )
-            .await;
-        let json = serde_json::from_str(&response.body).unwrap_or(Value::Null);
-        (response.status, json)
-    }
-
-    /// Opens a widget websocket for `site` with `origin`.
-    pub async fn connect(&self, site: &str, origin: &str) -> Widget {
-        let url = format!("ws://{}/widget/ws?site={site}", self.addr);
-        let mut request = url.into_client_request().expect("request");
-        request
-            .headers_mut()
-            .insert("origin", origin.parse().expect("origin header"));
-        let (ws, _) = tokio_tungstenite::connect_async(request)
-            .await
-            .expect("websocket connects");
-        Widget { ws }
-    }
-
-    /// Connects and says hello; returns the widget and the welcome frame.
-    pub async fn visitor(&self, site: &str, token: Option<&str>, last_id: i64) -> (Widget, Value) {
-        let mut widget = self.connect(site, ORIGIN).await;
-        widget.send(json!({"type": "hello", "v": 1, "token": token, "last_id": last_id, "page": "https://shop.example.com/cart"})).await;
-        let welcome = widget.recv().await;
-        assert_eq!(welcome["type"], "welcome", "{welcome}");
-        (widget, welcome)
-    }
 }
 
 /// A widget-protocol client.
@@ -236,6 +287,27 @@ pub struct Widget {
 }
 
 impl Widget {
+    /// Opens a widget websocket to the server at `addr` for `site` with `origin`.
+    pub async fn connect(addr: SocketAddr, site: &str, origin: &str) -> Self {
+        let url = format!("ws://{addr}/widget/ws?site={site}");
+        let mut request = url.into_client_request().expect("request");
+        request
+            .headers_mut()
+            .insert("origin", origin.parse().expect("origin header"));
+        let (ws, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .expect("websocket connects");
+        Self { ws }
+    }
+
+    /// Says hello and returns the welcome frame.
+    pub async fn hello(&mut self, token: Option<&str>, last_id: i64) -> Value {
+        self.send(json!({"type": "hello", "v": 1, "token": token, "last_id": last_id, "page": "https://shop.example.com/cart"})).await;
+        let welcome = self.recv().await;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        welcome
+    }
+
     pub async fn send(&mut self, frame: Value) {
         self.ws
             .send(Message::Text(frame.to_string().into()))

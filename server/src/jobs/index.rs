@@ -1,0 +1,298 @@
+//! The runner's in-memory view of unfinished jobs: which are ready per lane, in `run_at` order;
+//! only the head of each `order_key` queue is eligible (a conversation's deliveries to one
+//! destination stay in order); a `rate_key` paused by a 429 holds back only its own jobs.
+//! Pure data, no I/O, so it is unit-tested directly.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::store::{IntegrationId, JobId, JobRow};
+
+/// Delivery lanes; each has its own concurrency limit so a slow kind cannot starve another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lane {
+    Chat,
+    Webhook,
+    Email,
+    Maint,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 4] = [Lane::Chat, Lane::Webhook, Lane::Email, Lane::Maint];
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "chat" => Some(Self::Chat),
+            "webhook" => Some(Self::Webhook),
+            "email" => Some(Self::Email),
+            "maint" => Some(Self::Maint),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Webhook => "webhook",
+            Self::Email => "email",
+            Self::Maint => "maint",
+        }
+    }
+
+    fn slot(self) -> usize {
+        match self {
+            Self::Chat => 0,
+            Self::Webhook => 1,
+            Self::Email => 2,
+            Self::Maint => 3,
+        }
+    }
+}
+
+/// A job the runner knows about.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub row: JobRow,
+    pub lane: Lane,
+    is_running: bool,
+}
+
+/// The index. Invariant: a job is in `ready` iff it is not running and is the head of its order
+/// queue (or has none).
+#[derive(Debug, Default)]
+pub struct Index {
+    jobs: HashMap<JobId, Entry>,
+    order: HashMap<String, VecDeque<JobId>>,
+    ready: [BTreeSet<(i64, JobId)>; 4],
+    paused: HashMap<String, i64>,
+}
+
+impl Index {
+    /// Number of unfinished jobs known.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Adds a queued job (ignored if known or of an unknown lane).
+    pub fn insert(&mut self, row: JobRow) {
+        let Some(lane) = Lane::parse(&row.lane) else {
+            tracing::warn!(job = %row.id, lane = row.lane, "job in an unknown lane ignored");
+            return;
+        };
+        if self.jobs.contains_key(&row.id) {
+            return;
+        }
+        let id = row.id;
+        let run_at = row.run_at;
+        let is_head = match &row.order_key {
+            Some(key) => {
+                let queue = self.order.entry(key.clone()).or_default();
+                // Ids grow with creation; a reloaded older job goes in front of newer ones.
+                let at = queue.partition_point(|other| *other < id);
+                queue.insert(at, id);
+                at == 0
+            }
+            None => true,
+        };
+        if is_head {
+            // A job displaced from the head by an older one is no longer eligible.
+            if let Some(key) = &row.order_key
+                && let Some(&next) = self.order.get(key).and_then(|q| q.get(1))
+                && let Some(entry) = self.jobs.get(&next)
+                && !entry.is_running
+            {
+                self.ready[entry.lane.slot()].remove(&(entry.row.run_at, next));
+            }
+            self.ready[lane.slot()].insert((run_at, id));
+        }
+        self.jobs.insert(
+            id,
+            Entry {
+                row,
+                lane,
+                is_running: false,
+            },
+        );
+    }
+
+    /// Takes the next job of `lane` due at `now` and marks it running. Jobs whose rate key is
+    /// paused are moved to the end of the pause.
+    pub fn pop_due(&mut self, lane: Lane, now: i64) -> Option<Entry> {
+        loop {
+            let &(run_at, id) = self.ready[lane.slot()].first()?;
+            if run_at > now {
+                return None;
+            }
+            self.ready[lane.slot()].remove(&(run_at, id));
+            let entry = self.jobs.get_mut(&id)?;
+            if let Some(until) = entry.row.rate_key.as_ref().and_then(|k| self.paused.get(k))
+                && *until > now
+            {
+                entry.row.run_at = *until;
+                self.ready[lane.slot()].insert((*until, id));
+                continue;
+            }
+            entry.is_running = true;
+            return Some(entry.clone());
+        }
+    }
+
+    /// When the next job of `lane` is due, if any is waiting.
+    pub fn next_due(&self, lane: Lane) -> Option<i64> {
+        self.ready[lane.slot()].first().map(|(at, _)| *at)
+    }
+
+    /// The job finished for good (delivered, failed): forget it; the next of its order queue
+    /// becomes eligible.
+    pub fn finish(&mut self, id: JobId) {
+        let Some(entry) = self.jobs.remove(&id) else {
+            return;
+        };
+        self.ready[entry.lane.slot()].remove(&(entry.row.run_at, id));
+        let Some(key) = entry.row.order_key else {
+            return;
+        };
+        let Some(queue) = self.order.get_mut(&key) else {
+            return;
+        };
+        queue.retain(|other| *other != id);
+        match queue.front().copied() {
+            Some(next) => {
+                if let Some(next_entry) = self.jobs.get(&next)
+                    && !next_entry.is_running
+                {
+                    self.ready[next_entry.lane.slot()].insert((next_entry.row.run_at, next));
+                }
+            }
+            None => {
+                self.order.remove(&key);
+            }
+        }
+    }
+
+    /// The job will run again at `run_at` (it stays at the head of its order queue). With
+    /// `pause_rate_key`, every job of its rate key waits until then too.
+    pub fn reschedule(&mut self, id: JobId, run_at: i64, attempt: u32, pause_rate_key: bool) {
+        let Some(entry) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        entry.is_running = false;
+        entry.row.run_at = run_at;
+        entry.row.attempt = attempt;
+        if pause_rate_key && let Some(key) = &entry.row.rate_key {
+            let until = self.paused.entry(key.clone()).or_insert(run_at);
+            *until = (*until).max(run_at);
+        }
+        self.ready[entry.lane.slot()].insert((run_at, id));
+    }
+
+    /// Removes every job of an integration (it is blocked until an admin fixes it); returns how
+    /// many were removed. Running ones are left to finish and are then forgotten by `finish`.
+    pub fn remove_integration(&mut self, integration: IntegrationId) -> usize {
+        let ids: Vec<JobId> = self
+            .jobs
+            .iter()
+            .filter(|(_, e)| e.row.integration_id == Some(integration) && !e.is_running)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &ids {
+            self.finish(*id);
+        }
+        ids.len()
+    }
+
+    /// Forgets pauses that have ended, so the map does not grow.
+    pub fn expire_pauses(&mut self, now: i64) {
+        self.paused.retain(|_, until| *until > now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: i64, order_key: Option<&str>, rate_key: Option<&str>, run_at: i64) -> JobRow {
+        JobRow {
+            id: JobId(id),
+            lane: "chat".into(),
+            kind: "slack.post".into(),
+            args: "{}".into(),
+            integration_id: Some(IntegrationId(1)),
+            state: "queued".into(),
+            order_key: order_key.map(Into::into),
+            rate_key: rate_key.map(Into::into),
+            attempt: 0,
+            max_attempts: 5,
+            run_at,
+            deadline_at: None,
+            is_uncertain: false,
+            last_error: None,
+            created_at: 0,
+        }
+    }
+
+    fn ids(index: &mut Index, now: i64) -> Vec<i64> {
+        std::iter::from_fn(|| index.pop_due(Lane::Chat, now))
+            .map(|e| e.row.id.0)
+            .collect()
+    }
+
+    #[test]
+    fn a_conversation_is_delivered_in_order_and_others_in_parallel() {
+        let mut index = Index::default();
+        index.insert(job(1, Some("conv:1"), None, 0));
+        index.insert(job(2, Some("conv:1"), None, 0));
+        index.insert(job(3, Some("conv:2"), None, 0));
+        assert_eq!(ids(&mut index, 0), [1, 3], "one head per conversation");
+        index.finish(JobId(1));
+        assert_eq!(ids(&mut index, 0), [2]);
+    }
+
+    #[test]
+    fn a_retried_head_holds_back_its_queue_until_it_runs_again() {
+        let mut index = Index::default();
+        index.insert(job(1, Some("conv:1"), None, 0));
+        index.insert(job(2, Some("conv:1"), None, 0));
+        assert_eq!(ids(&mut index, 0), [1]);
+        index.reschedule(JobId(1), 100, 1, false);
+        assert!(ids(&mut index, 50).is_empty());
+        assert_eq!(index.next_due(Lane::Chat), Some(100));
+        assert_eq!(ids(&mut index, 100), [1]);
+    }
+
+    #[test]
+    fn a_paused_rate_key_holds_back_only_its_own_jobs() {
+        let mut index = Index::default();
+        index.insert(job(1, Some("conv:1"), Some("slack:C1"), 0));
+        index.insert(job(2, Some("conv:2"), Some("slack:C1"), 0));
+        index.insert(job(3, Some("conv:3"), Some("slack:C2"), 0));
+        assert_eq!(ids(&mut index, 0), [1, 2, 3]);
+        index.reschedule(JobId(1), 1000, 0, true);
+        index.reschedule(JobId(2), 10, 0, false);
+        index.finish(JobId(3));
+        index.insert(job(4, Some("conv:4"), Some("slack:C2"), 10));
+        assert_eq!(
+            ids(&mut index, 10),
+            [4],
+            "C1 waits for its pause, C2 does not"
+        );
+        assert_eq!(ids(&mut index, 1000), [1, 2]);
+    }
+
+    #[test]
+    fn an_older_job_reloaded_later_goes_first() {
+        let mut index = Index::default();
+        index.insert(job(5, Some("conv:1"), None, 0));
+        index.insert(job(4, Some("conv:1"), None, 0));
+        assert_eq!(ids(&mut index, 0), [4]);
+    }
+
+    #[test]
+    fn removing_an_integration_forgets_its_waiting_jobs() {
+        let mut index = Index::default();
+        index.insert(job(1, Some("conv:1"), None, 0));
+        index.insert(job(2, Some("conv:1"), None, 0));
+        assert_eq!(index.remove_integration(IntegrationId(1)), 2);
+        assert_eq!(index.len(), 0);
+        assert!(ids(&mut index, 0).is_empty());
+    }
+}

@@ -1,0 +1,40 @@
+//! How a delivery attempt ended, as every destination module classifies it.
+
+use std::time::Duration;
+
+/// The classified result of one delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The destination has it; `external_ref` is its id there (Slack `ts`, …).
+    Delivered { external_ref: Option<String> },
+    /// A passing failure (5xx, timeout, network): try again after a backoff, at least
+    /// `not_before` if the destination said so.
+    Retry {
+        error: String,
+        not_before: Option<Duration>,
+    },
+    /// The destination's rate limit (429): pause this rate key for `retry_after`; the attempt
+    /// does not count.
+    RateLimited { retry_after: Duration },
+    /// This job can never succeed (for example a payload the destination refuses).
+    Failed { error: String },
+    /// The destination refused us for a reason only an admin can fix (revoked token, missing
+    /// channel): block the integration and its jobs until then.
+    Blocked { error: String },
+}
+
+/// An outcome plus what the attempt log shows.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub outcome: Outcome,
+    pub http_status: Option<u16>,
+}
+
+impl Attempt {
+    pub fn new(outcome: Outcome, http_status: Option<u16>) -> Self {
+        Self {
+            outcome,
+            http_status,
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The job runner: one dispatcher task owns the in-memory [`Index`]. New jobs arrive in memory
+//! right after the commit that wrote them (no polling); due jobs start as lane capacity allows;
+//! outcomes go back to SQLite through the writer, batched per dispatch round. SQLite stays the
+//! durable record: at start-up the index is rebuilt from it, and jobs a crash left `running`
+//! are queued again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::now_ms;
+use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, JobUpdate, Readers, Writer};
+
+use super::destinations::{Destinations, deliver};
+use super::index::{Entry, Index, Lane};
+use super::outcome::{Attempt, Outcome};
+use super::policy::backoff;
+
+/// How often the runner looks for jobs written by another process (a CLI command).
+const SAFETY_POLL: Duration = Duration::from_secs(30);
+/// How often finished jobs past the retention period are deleted.
+const PRUNE_EVERY: Duration = Duration::from_mins(10);
+/// Rows deleted per statement while pruning, so the write lock is held briefly.
+const PRUNE_CHUNK: u32 = 1000;
+/// Inbound Slack event ids are kept this long (Slack stops retrying after minutes).
+const SLACK_EVENT_RETENTION_MS: i64 = 3600 * 1000;
+/// Wait between attempts to record outcomes while the writer is busy.
+const RECORD_RETRY: Duration = Duration::from_millis(50);
+
+/// Runner settings.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Concurrent deliveries per lane.
+    pub concurrency: HashMap<Lane, usize>,
+    /// Finished jobs are deleted after this long.
+    pub retention: Duration,
+}
+
+#[allow(clippy::large_enum_variant)] // one per delivery; a box would only add an allocation
+enum Command {
+    Add(Vec<JobRow>),
+    Finished {
+        entry: Entry,
+        started_at: i64,
+        attempt: Attempt,
+    },
+}
+
+/// Hands new work to the runner. Cheap to clone.
+#[derive(Clone)]
+pub struct JobQueue {
+    tx: mpsc::UnboundedSender<Command>,
+}
+
+impl JobQueue {
+    /// Jobs just committed (or queued again): the runner considers them at once.
+    pub fn submit(&self, jobs: Vec<JobRow>) {
+        let queued: Vec<JobRow> = jobs.into_iter().filter(|j| j.state == "queued").collect();
+        if !queued.is_empty() {
+            // A closed channel means the runner has stopped; the jobs are safe in SQLite.
+            let _ = self.tx.send(Command::Add(queued));
+        }
+    }
+}
+
+/// The runner before it is started; `queue()` handles can be taken first so the domain can be
+/// wired to it.
+pub struct Runner {
+    tx: mpsc::UnboundedSender<Command>,
+    rx: mpsc::UnboundedReceiver<Command>,
+}
+
+impl Default for Runner {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self { tx, rx }
+    }
+}
+
+/// What the dispatcher task works with.
+struct Dispatcher {
+    index: Index,
+    rx: mpsc::UnboundedReceiver<Command>,
+    tx: mpsc::UnboundedSender<Command>,
+    in_flight: HashMap<Lane, usize>,
+    config: RunnerConfig,
+    destinations: Arc<Destinations>,
+    writer: Arc<Writer>,
+    readers: Arc<Readers>,
+    highest_seen: JobId,
+    /// Outcomes to record at the end of this round.
+    records: Vec<AttemptRecord>,
+    /// Integrations to block at the end of this round, with the destination's error.
+    blocked: Vec<(IntegrationId, String)>,
+}
+
+impl Runner {
+    pub fn queue(&self) -> JobQueue {
+        JobQueue {
+            tx: self.tx.clone(),
+        }
+    }
+
+    /// Requeues what a crash left running, loads every queued job and starts dispatching.
+    /// The task ends after `shutdown`, once running deliveries finished (or `grace` passed).
+    pub async fn start(
+        self,
+        config: RunnerConfig,
+        destinations: Arc<Destinations>,
+        writer: Arc<Writer>,
+        readers: Arc<Readers>,
+        shutdown: CancellationToken,
+        grace: Duration,
+    ) -> Result<JoinHandle<()>, store::Error> {
+        let now = now_ms();
+        let requeued = writer
+            .write(move |c| store::requeue_running_jobs(c, now))
+            .await?;
+        if requeued > 0 {
+            tracing::warn!(
+                jobs = requeued,
+                "requeued deliveries interrupted by a crash (they may be sent twice)"
+            );
+        }
+        let queued = readers.read(store::list_queued_jobs).await?;
+        tracing::info!(jobs = queued.len(), "job runner starting");
+        let mut dispatcher = Dispatcher {
+            index: Index::default(),
+            rx: self.rx,
+            tx: self.tx,
+            in_flight: HashMap::new(),
+            config,
+            destinations,
+            writer,
+            readers,
+            highest_seen: JobId(0),
+            records: Vec::new(),
+            blocked: Vec::new(),
+        };
+        dispatcher.add(queued);
+        Ok(tokio::spawn(async move {
+            dispatcher.run(shutdown, grace).await;
+        }))
+    }
+}
+
+impl Dispatcher {
+    fn add(&mut self, jobs: Vec<JobRow>) {
+        for job in jobs {
+            self.highest_seen = self.highest_seen.max(job.id);
+            self.index.insert(job);
+        }
+    }
+
+    fn capacity(&self, lane: Lane) -> usize {
+        self.config.concurrency.get(&lane).copied().unwrap_or(1)
+    }
+
+    async fn run(mut self, shutdown: CancellationToken, grace: Duration) {
+        let mut poll = tokio::time::interval(SAFETY_POLL);
+        let mut prune = tokio::time::interval(PRUNE_EVERY);
+        loop {
+            let wake = self.next_wake();
+            tokio::select! {
+                command = self.rx.recv() => match command {
+                    Some(command) => self.apply(command),
+                    None => break,
+                },
+                () = tokio::time::sleep_until(wake) => {}
+                _ = poll.tick() => self.poll_database().await,
+                _ = prune.tick() => self.spawn_prune(),
+                () = shutdown.cancelled() => break,
+            }
+            while let Ok(command) = self.rx.try_recv() {
+                self.apply(command);
+            }
+            self.dispatch_due();
+            self.flush_records();
+        }
+        self.drain(grace).await;
+    }
+
+    /// The earliest time a waiting job becomes due, or a minute from now.
+    fn next_wake(&self) -> tokio::time::Instant {
+        let now = now_ms();
+        let due = Lane::ALL
+            .iter()
+            .filter(|lane| self.in_flight.get(lane).copied().unwrap_or(0) < self.capacity(**lane))
+            .filter_map(|lane| self.index.next_due(*lane))
+            .min()
+            .unwrap_or(now + 60_000);
+        let wait = u64::try_from(due.saturating_sub(now)).unwrap_or(0);
+        tokio::time::Instant::now() + Duration::from_millis(wait)
+    }
+
+    fn apply(&mut self, command: Command) {
+        match command {
+            Command::Add(jobs) => self.add(jobs),
+            Command::Finished {
+                entry,
+                started_at,
+                attempt,
+            } => self.finished(&entry, started_at, attempt),
+        }
+    }
+
+    /// Starts every due job the lanes have room for. The jobs are marked running in SQLite
+    /// before any delivery starts, so a crash can tell which deliveries may have happened.
+    fn dispatch_due(&mut self) {
+        let now = now_ms();
+        let mut starting: Vec<Entry> = Vec::new();
+        for lane in Lane::ALL {
+            let capacity = self.capacity(lane);
+            let in_flight = self.in_flight.entry(lane).or_insert(0);
+            while *in_flight < capacity {
+                let Some(entry) = self.index.pop_due(lane, now) else {
+                    break;
+                };
+                *in_flight += 1;
+                starting.push(entry);
+            }
+        }
+        if starting.is_empty() {
+            return;
+        }
+        let ids: Vec<JobId> = starting.iter().map(|e| e.row.id).collect();
+        let writer = Arc::clone(&self.writer);
+        let destinations = Arc::clone(&self.destinations);
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            write_until_done(&writer, move |c| store::mark_jobs_running(c, &ids)).await;
+            for entry in starting {
+                let destinations = Arc::clone(&destinations);
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let started_at = now_ms();
+                    let attempt = deliver(&destinations, &entry.row).await;
+                    let _ = tx.send(Command::Finished {
+                        entry,
+                        started_at,
+                        attempt,
+                    });
+                });
+            }
+        });
+    }
+
+    /// Decides what an attempt means for its job, in memory now and in SQLite at the end of the
+    /// round.
+    fn finished(&mut self, entry: &Entry, started_at: i64, attempt: Attempt) {
+        if let Some(n) = self.in_flight.get_mut(&entry.lane) {
+            *n = n.saturating_sub(1);
+        }
+        let now = now_ms();
+        let job = &entry.row;
+        let tries = job.attempt + 1;
+        let out_of_budget = tries >= job.max_attempts || job.deadline_at.is_some_and(|d| now >= d);
+        let (update, error) = match attempt.outcome {
+            Outcome::Delivered { external_ref } => {
+                self.index.finish(job.id);
+                (JobUpdate::Done { external_ref }, None)
+            }
+            Outcome::RateLimited { retry_after } => {
+                let run_at = now + millis(retry_after);
+                self.index.reschedule(job.id, run_at, job.attempt, true);
+                (
+                    JobUpdate::Snooze { run_at },
+                    Some("rate limited by the destination".to_owned()),
+                )
+            }
+            Outcome::Retry { error, .. } if out_of_budget => {
+                self.index.finish(job.id);
+                (
+                    JobUpdate::Failed,
+                    Some(format!("gave up after {tries} attempts: {error}")),
+                )
+            }
+            Outcome::Retry { error, not_before } => {
+                let wait = backoff(tries).max(not_before.unwrap_or_default());
+                let run_at = now + millis(wait);
+                self.index.reschedule(job.id, run_at, tries, false);
+                (JobUpdate::Retry { run_at }, Some(error))
+            }
+            Outcome::Failed { error } => {
+                self.index.finish(job.id);
+                (JobUpdate::Failed, Some(error))
+            }
+            Outcome::Blocked { error } => {
+                self.index.finish(job.id);
+                if let Some(integration) = job.integration_id {
+                    let removed = self.index.remove_integration(integration);
+                    tracing::warn!(%integration, jobs = removed + 1, %error, "integration blocked until it is fixed");
+                    self.blocked.push((integration, error.clone()));
+                }
+                (JobUpdate::Blocked, Some(error))
+            }
+        };
+        if let Some(error) = &error {
+            tracing::debug!(job = %job.id, kind = job.kind, %error, "delivery attempt did not succeed");
+        }
+        self.records.push(AttemptRecord {
+            job_id: job.id,
+            update,
+            started_at,
+            finished_at: now,
+            http_status: attempt.http_status,
+            error,
+        });
+    }
+
+    /// Writes this round's outcomes (and blocked integrations) in one transaction, in the
+    /// background so the dispatcher keeps going.
+    fn flush_records(&mut self) {
+        if self.records.is_empty() && self.blocked.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut self.records);
+        let blocked = std::mem::take(&mut self.blocked);
+        tokio::spawn(write_records(Arc::clone(&self.writer), records, blocked));
+    }
+
+    /// Picks up queued jobs written by another process since the last look.
+    async fn poll_database(&mut self) {
+        match self.readers.read(store::list_queued_jobs).await {
+            Ok(jobs) => {
+                let newer: Vec<JobRow> = jobs
+                    .into_iter()
+                    .filter(|j| j.id > self.highest_seen)
+                    .collect();
+                self.add(newer);
+            }
+            Err(err) => tracing::warn!(error = %err, "could not look for new jobs"),
+        }
+        self.index.expire_pauses(now_ms());
+    }
+
+    fn spawn_prune(&self) {
+        let writer = Arc::clone(&self.writer);
+        let before = now_ms() - millis(self.config.retention);
+        tokio::spawn(async move {
+            loop {
+                let deleted = writer
+                    .write(move |c| store::prune_done_jobs(c, before, PRUNE_CHUNK))
+                    .await;
+                match deleted {
+                    Ok(n) if n == PRUNE_CHUNK as usize => {}
+                    Ok(_) => break,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "pruning finished jobs failed");
+                        break;
+                    }
+                }
+            }
+            let events_before = now_ms() - SLACK_EVENT_RETENTION_MS;
+            if let Err(err) = writer
+                .write(move |c| store::prune_slack_events(c, events_before))
+                .await
+            {
+                tracing::warn!(error = %err, "pruning Slack event ids failed");
+            }
+        });
+    }
+
+    /// After shutdown: lets running deliveries finish and records them.
+    async fn drain(&mut self, grace: Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.in_flight.values().sum::<usize>() > 0 {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(command)) => self.apply(command),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let records = std::mem::take(&mut self.records);
+        let blocked = std::mem::take(&mut self.blocked);
+        if !records.is_empty() || !blocked.is_empty() {
+            // Awaited: the writer stops right after the runner.
+            write_records(Arc::clone(&self.writer), records, blocked).await;
+        }
+        tracing::info!(left = self.index.len(), "job runner stopped");
+    }
+}
+
+/// Records outcomes, and blocks integrations with their queued jobs, in one transaction.
+async fn write_records(
+    writer: Arc<Writer>,
+    records: Vec<AttemptRecord>,
+    blocked: Vec<(IntegrationId, String)>,
+) {
+    write_until_done(&writer, move |c| {
+        store::record_attempts(c, &records)?;
+        let now = now_ms();
+        for (integration, error) in &blocked {
+            store::mark_integration_broken(c, *integration, error, now)?;
+            store::block_integration_jobs(c, *integration, error)?;
+        }
+        Ok(())
+    })
+    .await;
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Runs a write, retrying while the writer is busy; gives up only when it has stopped (the
+/// job rows then say what happened at the next start).
+async fn write_until_done<F>(writer: &Writer, work: F)
+where
+    F: Fn(&rusqlite::Connection) -> Result<(), store::Error> + Send + Sync + 'static,
+{
+    let work = Arc::new(work);
+    loop {
+        let attempt = Arc::clone(&work);
+        match writer.write(move |c| attempt(c)).await {
+            Ok(()) => return,
+            Err(store::Error::Busy | store::Error::DiskFull | store::Error::CommitFailed(_)) => {
+                tokio::time::sleep(RECORD_RETRY).await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "could not record job state");
+                return;
+            }
+        }
+    }
+}

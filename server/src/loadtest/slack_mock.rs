@@ -1,0 +1,353 @@
+//! A Slack mock on loopback: `chat.postMessage` answers with a `ts` after a set delay and records
+//! every post; failures can be injected per channel (429 with `Retry-After`, 5xx, Slack error
+//! codes); `auth.test`, `users.info` and `apps.connections.open` answer; and it speaks enough
+//! Socket Mode (hello, `events_api` envelopes, acks) to test that path. Tokens starting with
+//! `xoxb-` are valid unless revoked; app tokens start with `xapp-`.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinHandle;
+
+/// Team and bot identity the mock reports.
+pub const TEAM_ID: &str = "T0MOCK";
+pub const BOT_USER_ID: &str = "UBOT";
+pub const BOT_ID: &str = "BBOT";
+
+/// A failure to inject for a channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The next `times` posts get HTTP 429 with `Retry-After: retry_after_secs`.
+    RateLimited { times: u32, retry_after_secs: u64 },
+    /// The next `times` posts get HTTP 500.
+    ServerError { times: u32 },
+    /// Every post gets `{"ok": false, "error": …}` until cleared.
+    SlackError(String),
+}
+
+/// A recorded `chat.postMessage` call.
+#[derive(Debug, Clone)]
+pub struct Post {
+    pub channel: String,
+    pub thread_ts: Option<String>,
+    pub text: String,
+    pub username: Option<String>,
+    pub ts: String,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct MockState {
+    delay: Mutex<Duration>,
+    posts: Mutex<Vec<Post>>,
+    failures: Mutex<HashMap<String, Failure>>,
+    revoked: Mutex<HashSet<String>>,
+    users: Mutex<HashMap<String, (String, Option<String>)>>,
+    sockets: Mutex<Vec<mpsc::UnboundedSender<String>>>,
+    acks: Mutex<Vec<String>>,
+    counter: AtomicU64,
+    changed: Notify,
+    rate_limited: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running mock.
+pub struct SlackMock {
+    pub addr: SocketAddr,
+    state: Arc<MockState>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for SlackMock {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl SlackMock {
+    /// Starts the mock on `addr` (use port 0 for any) with a delay per post.
+    pub async fn start(addr: SocketAddr, delay: Duration) -> std::io::Result<Self> {
+        let state = Arc::new(MockState::default());
+        *lock(&state.delay) = delay;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let app = Router::new()
+            .route("/api/chat.postMessage", post(post_message))
+            .route("/api/auth.test", post(auth_test))
+            .route("/api/users.info", post(users_info))
+            .route("/api/apps.connections.open", post(open_connection))
+            .route("/socket", get(socket))
+            .with_state(Arc::clone(&state));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { addr, state, task })
+    }
+
+    /// The base URL to configure as `PORCH_SLACK_API_URL`.
+    pub fn api_url(&self) -> String {
+        format!("http://{}/api", self.addr)
+    }
+
+    pub fn set_delay(&self, delay: Duration) {
+        *lock(&self.state.delay) = delay;
+    }
+
+    /// Injects (or with `None` clears) a failure for posts to `channel`.
+    pub fn set_failure(&self, channel: &str, failure: Option<Failure>) {
+        let mut failures = lock(&self.state.failures);
+        match failure {
+            Some(f) => failures.insert(channel.to_owned(), f),
+            None => failures.remove(channel),
+        };
+    }
+
+    /// Makes a bot token invalid (`invalid_auth`), as if it had been revoked.
+    pub fn revoke_token(&self, token: &str) {
+        lock(&self.state.revoked).insert(token.to_owned());
+    }
+
+    /// A user `users.info` knows.
+    pub fn add_user(&self, id: &str, name: &str, email: Option<&str>) {
+        lock(&self.state.users).insert(id.to_owned(), (name.to_owned(), email.map(str::to_owned)));
+    }
+
+    /// Every successful post so far.
+    pub fn posts(&self) -> Vec<Post> {
+        lock(&self.state.posts).clone()
+    }
+
+    /// How many posts were answered with 429.
+    pub fn rate_limited_count(&self) -> u64 {
+        self.state.rate_limited.load(Ordering::Relaxed)
+    }
+
+    /// Waits until at least `n` posts arrived (or `timeout` passed); returns the posts.
+    pub async fn wait_for_posts(&self, n: usize, timeout: Duration) -> Vec<Post> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.state.changed.notified();
+            let posts = self.posts();
+            if posts.len() >= n || tokio::time::Instant::now() >= deadline {
+                return posts;
+            }
+            let _ = tokio::time::timeout_at(deadline, changed).await;
+        }
+    }
+
+    /// Sends an `events_api` envelope to every connected Socket Mode client; returns its
+    /// envelope id, or `None` if no client is connected.
+    pub fn send_socket_event(&self, payload: &Value) -> Option<String> {
+        let id = format!("env-{}", self.state.counter.fetch_add(1, Ordering::Relaxed));
+        let envelope = json!({
+            "envelope_id": id,
+            "type": "events_api",
+            "accepts_response_payload": false,
+            "retry_attempt": 0,
+            "payload": payload,
+        })
+        .to_string();
+        let mut sockets = lock(&self.state.sockets);
+        sockets.retain(|s| s.send(envelope.clone()).is_ok());
+        (!sockets.is_empty()).then_some(id)
+    }
+
+    /// Waits until a Socket Mode client is connected.
+    pub async fn wait_for_socket(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while tokio::time::Instant::now() < deadline {
+            if lock(&self.state.sockets).iter().any(|s| !s.is_closed()) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    /// Waits until the envelope was acknowledged.
+    pub async fn wait_for_ack(&self, envelope_id: &str, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.state.changed.notified();
+            if lock(&self.state.acks).iter().any(|a| a == envelope_id) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+fn slack_error(error: &str) -> Response {
+    Json(json!({"ok": false, "error": error})).into_response()
+}
+
+fn bot_token_ok(state: &MockState, headers: &HeaderMap) -> bool {
+    bearer(headers).is_some_and(|t| t.starts_with("xoxb-") && !lock(&state.revoked).contains(t))
+}
+
+async fn post_message(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if !bot_token_ok(&state, &headers) {
+        return slack_error("invalid_auth");
+    }
+    let Some(channel) = body["channel"].as_str().map(str::to_owned) else {
+        return slack_error("channel_not_found");
+    };
+    let injected = {
+        let mut failures = lock(&state.failures);
+        match failures.get_mut(&channel) {
+            Some(Failure::RateLimited {
+                times,
+                retry_after_secs,
+            }) if *times > 0 => {
+                *times -= 1;
+                Some((StatusCode::TOO_MANY_REQUESTS, Some(*retry_after_secs), None))
+            }
+            Some(Failure::ServerError { times }) if *times > 0 => {
+                *times -= 1;
+                Some((StatusCode::INTERNAL_SERVER_ERROR, None, None))
+            }
+            Some(Failure::SlackError(error)) => Some((StatusCode::OK, None, Some(error.clone()))),
+            _ => None,
+        }
+    };
+    match injected {
+        Some((StatusCode::TOO_MANY_REQUESTS, retry_after, _)) => {
+            state.rate_limited.fetch_add(1, Ordering::Relaxed);
+            let mut response = (
+                StatusCode::TOO_MANY_REQUESTS,
+                Json(json!({"ok": false, "error": "ratelimited"})),
+            )
+                .into_response();
+            if let Ok(value) = retry_after.unwrap_or(1).to_string().parse() {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            return response;
+        }
+        Some((_, _, Some(error))) => return slack_error(&error),
+        Some((status, _, None)) => return (status, "upstream error").into_response(),
+        None => {}
+    }
+    let delay = *lock(&state.delay);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let n = state.counter.fetch_add(1, Ordering::Relaxed);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let ts = format!("{secs}.{n:06}");
+    lock(&state.posts).push(Post {
+        channel: channel.clone(),
+        thread_ts: body["thread_ts"].as_str().map(str::to_owned),
+        text: body["text"].as_str().unwrap_or_default().to_owned(),
+        username: body["username"].as_str().map(str::to_owned),
+        ts: ts.clone(),
+        body,
+    });
+    state.changed.notify_waiters();
+    Json(json!({"ok": true, "channel": channel, "ts": ts})).into_response()
+}
+
+async fn auth_test(State(state): State<Arc<MockState>>, headers: HeaderMap) -> Response {
+    if !bot_token_ok(&state, &headers) {
+        return slack_error("invalid_auth");
+    }
+    Json(json!({"ok": true, "team_id": TEAM_ID, "user_id": BOT_USER_ID, "bot_id": BOT_ID}))
+        .into_response()
+}
+
+async fn users_info(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if !bot_token_ok(&state, &headers) {
+        return slack_error("invalid_auth");
+    }
+    let id = body["user"].as_str().unwrap_or_default();
+    match lock(&state.users).get(id) {
+        Some((name, email)) => Json(json!({
+            "ok": true,
+            "user": {"id": id, "name": name, "profile": {"display_name": name, "email": email}},
+        }))
+        .into_response(),
+        None => slack_error("user_not_found"),
+    }
+}
+
+async fn open_connection(headers: HeaderMap) -> Response {
+    if !bearer(&headers).is_some_and(|t| t.starts_with("xapp-")) {
+        return slack_error("invalid_auth");
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    Json(json!({"ok": true, "url": format!("ws://{host}/socket")})).into_response()
+}
+
+async fn socket(State(state): State<Arc<MockState>>, ws: WebSocketUpgrade) -> Response {
+    ws.on_upgrade(move |socket| serve_socket(state, socket))
+}
+
+async fn serve_socket(state: Arc<MockState>, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let hello =
+        json!({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "AMOCK"}});
+    if sink
+        .send(Message::Text(hello.to_string().into()))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    lock(&state.sockets).push(tx);
+    loop {
+        tokio::select! {
+            outgoing = rx.recv() => match outgoing {
+                Some(text) => if sink.send(Message::Text(text.into())).await.is_err() { break },
+                None => break,
+            },
+            incoming = stream.next() => match incoming {
+                Some(Ok(Message::Text(text))) => {
+                    if let Some(id) = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_owned)) {
+                        lock(&state.acks).push(id);
+                        state.changed.notify_waiters();
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            },
+        }
+    }
+}

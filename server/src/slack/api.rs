@@ -1,0 +1,194 @@
+//! A small client for the Slack Web API methods Porch uses. It sends and parses; deciding what
+//! an error means for a job is the caller's business.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Bound on one Slack call; Slack normally answers in well under a second.
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// Used when a 429 carries no (or an unreadable) `Retry-After`.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// HTTP 429, or `ok: false` with `ratelimited`.
+    RateLimited { retry_after: Duration },
+    /// `ok: false` with Slack's error code (`invalid_auth`, `channel_not_found`, …).
+    Slack { error: String, status: u16 },
+    /// A non-2xx status that is not a rate limit.
+    Http { status: u16 },
+    /// No answer: connect, timeout or a broken body. The request may have had an effect.
+    Network(String),
+}
+
+impl CallError {
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::RateLimited { .. } => Some(429),
+            Self::Slack { status, .. } | Self::Http { status } => Some(*status),
+            Self::Network(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RateLimited { retry_after } => write!(f, "rate limited for {retry_after:?}"),
+            Self::Slack { error, .. } => write!(f, "Slack answered {error}"),
+            Self::Http { status } => write!(f, "HTTP {status} from Slack"),
+            Self::Network(e) => write!(f, "no answer from Slack: {e}"),
+        }
+    }
+}
+
+/// Who a bot token belongs to (`auth.test`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct AuthInfo {
+    pub team_id: String,
+    pub user_id: String,
+    #[serde(default)]
+    pub bot_id: Option<String>,
+}
+
+/// A Slack user as far as Porch cares.
+#[derive(Debug, Clone)]
+pub struct SlackUser {
+    pub display_name: String,
+    pub email: Option<String>,
+}
+
+/// The Slack Web API at `base` (`https://slack.com/api`, or a mock in tests).
+#[derive(Clone)]
+pub struct SlackApi {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl SlackApi {
+    pub fn new(http: reqwest::Client, base: &str) -> Self {
+        Self {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// Calls `method` with a JSON body and the token as a bearer; returns the `ok` body.
+    async fn call(&self, method: &str, token: &str, body: &Value) -> Result<Value, CallError> {
+        let response = self
+            .http
+            .post(format!("{}/{method}", self.base))
+            .bearer_auth(token)
+            .json(body)
+            .timeout(TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| CallError::Network(e.without_url().to_string()))?;
+        let status = response.status();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(CallError::RateLimited {
+                retry_after: retry_after(&response),
+            });
+        }
+        if !status.is_success() {
+            return Err(CallError::Http {
+                status: status.as_u16(),
+            });
+        }
+        let value: Value = response
+            .json()
+            .await
+            .map_err(|e| CallError::Network(e.without_url().to_string()))?;
+        if value.get("ok").and_then(Value::as_bool) == Some(true) {
+            return Ok(value);
+        }
+        let error = value
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown_error")
+            .to_owned();
+        if error == "ratelimited" || error == "rate_limited" {
+            return Err(CallError::RateLimited {
+                retry_after: DEFAULT_RETRY_AFTER,
+            });
+        }
+        Err(CallError::Slack {
+            error,
+            status: status.as_u16(),
+        })
+    }
+
+    /// `chat.postMessage`; returns the new message's `ts`.
+    pub async fn post_message(&self, token: &str, message: &Value) -> Result<String, CallError> {
+        let answer = self.call("chat.postMessage", token, message).await?;
+        answer
+            .get("ts")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| CallError::Slack {
+                error: "missing_ts".into(),
+                status: 200,
+            })
+    }
+
+    /// `auth.test`: checks a bot token and says whose it is.
+    pub async fn auth_test(&self, token: &str) -> Result<AuthInfo, CallError> {
+        let answer = self
+            .call("auth.test", token, &Value::Object(serde_json::Map::new()))
+            .await?;
+        serde_json::from_value(answer).map_err(|e| CallError::Network(e.to_string()))
+    }
+
+    /// `users.info`: the display name and (with `users:read.email`) the email of a user.
+    pub async fn user_info(&self, token: &str, user: &str) -> Result<SlackUser, CallError> {
+        let answer = self
+            .call("users.info", token, &serde_json::json!({"user": user}))
+            .await?;
+        let profile = &answer["user"]["profile"];
+        let pick = |key: &str| {
+            profile[key]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        Ok(SlackUser {
+            display_name: pick("display_name")
+                .or_else(|| pick("real_name"))
+                .or_else(|| answer["user"]["name"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| user.to_owned()),
+            email: pick("email"),
+        })
+    }
+
+    /// `apps.connections.open` with an app-level token: a Socket Mode websocket URL.
+    pub async fn open_connection(&self, app_token: &str) -> Result<String, CallError> {
+        let answer = self
+            .call(
+                "apps.connections.open",
+                app_token,
+                &Value::Object(serde_json::Map::new()),
+            )
+            .await?;
+        answer
+            .get("url")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| CallError::Slack {
+                error: "missing_url".into(),
+                status: 200,
+            })
+    }
+}
+
+fn retry_after(response: &reqwest::Response) -> Duration {
+    response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(DEFAULT_RETRY_AFTER, Duration::from_secs)
+}

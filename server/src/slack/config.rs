@@ -1,0 +1,59 @@
+//! A Slack integration's settings, as stored in `integrations.config` and `.secrets`.
+
+use serde::{Deserialize, Serialize};
+
+/// Non-secret settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SlackConfig {
+    /// Workspace id (`T…`), from `auth.test`.
+    pub team_id: String,
+    /// Channel the site's conversations go to (`C…`/`G…`).
+    pub channel_id: String,
+    /// Our bot's user id, so our own posts are not taken for agent replies.
+    pub bot_user_id: String,
+    #[serde(default)]
+    pub bot_id: Option<String>,
+}
+
+/// Secrets. `Debug` never prints them.
+#[derive(Clone, Serialize, Deserialize, Default)]
+pub struct SlackSecrets {
+    /// Bot token (`xoxb-…`) for posting.
+    pub bot_token: String,
+    /// Signing secret for the Events API; without it the events endpoint refuses everything.
+    #[serde(default)]
+    pub signing_secret: Option<String>,
+    /// App-level token (`xapp-…`) for Socket Mode.
+    #[serde(default)]
+    pub app_token: Option<String>,
+}
+
+impl std::fmt::Debug for SlackSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackSecrets")
+            .field("bot_token", &"<redacted>")
+            .field(
+                "signing_secret",
+                &self.signing_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("app_token", &self.app_token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// A parsed Slack integration.
+#[derive(Debug, Clone)]
+pub struct SlackIntegration {
+    pub config: SlackConfig,
+    pub secrets: SlackSecrets,
+}
+
+impl SlackIntegration {
+    /// Parses the stored JSON; `None` if it is not a valid Slack integration.
+    pub fn parse(config: &str, secrets: &str) -> Option<Self> {
+        Some(Self {
+            config: serde_json::from_str(config).ok()?,
+            secrets: serde_json::from_str(secrets).ok()?,
+        })
+    }
+}

@@ -1,0 +1,181 @@
+//! What to do with a Slack event, however it arrived (Events API or Socket Mode): a human's
+//! reply in one of our threads becomes an agent message (or a private note) for the visitor;
+//! everything else is ignored.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::chat::{self, Agent, InboundReply, MessageBody};
+use crate::state::App;
+use crate::store::{self, IntegrationId};
+
+use super::{SlackApi, SlackIntegration, SlackUser, to_plain};
+
+/// How long a Slack user's name and email are remembered.
+const USER_CACHE_TTL: Duration = Duration::from_mins(10);
+/// Slack wants an answer within 3 s; a name lookup must not use that up.
+const USER_LOOKUP_TIMEOUT: Duration = Duration::from_millis(1500);
+/// Prefix that makes a thread reply a private note.
+const NOTE_PREFIX: &str = "note:";
+/// Message subtypes that are a person writing; edits, deletes, joins and bot posts are not.
+const HUMAN_SUBTYPES: &[&str] = &["file_share", "thread_broadcast"];
+
+/// What became of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handled {
+    /// A new agent message or note was stored.
+    Stored,
+    /// The event was delivered before; nothing new was stored.
+    Duplicate,
+    /// Not a reply in one of our threads (or from a bot, an edit, …).
+    Ignored,
+}
+
+/// Inbound Slack state shared by the Events API endpoint and the Socket Mode clients.
+pub struct SlackInbound {
+    pub api: SlackApi,
+    users: Mutex<HashMap<(String, String), (Instant, SlackUser)>>,
+    /// Wakes the Socket Mode supervisor when an integration was saved.
+    pub rescan: Notify,
+}
+
+impl SlackInbound {
+    pub fn new(api: SlackApi) -> Self {
+        Self {
+            api,
+            users: Mutex::new(HashMap::new()),
+            rescan: Notify::new(),
+        }
+    }
+
+    /// The Slack user's name and email, from the cache or `users.info`; `None` if Slack does not
+    /// answer in time (the reply is then attributed to the name in the event, if any).
+    async fn lookup_user(&self, slack: &SlackIntegration, user: &str) -> Option<SlackUser> {
+        let key = (slack.config.team_id.clone(), user.to_owned());
+        if let Ok(cache) = self.users.lock()
+            && let Some((at, found)) = cache.get(&key)
+            && at.elapsed() < USER_CACHE_TTL
+        {
+            return Some(found.clone());
+        }
+        let lookup = self.api.user_info(&slack.secrets.bot_token, user);
+        let found = tokio::time::timeout(USER_LOOKUP_TIMEOUT, lookup)
+            .await
+            .ok()?
+            .ok()?;
+        if let Ok(mut cache) = self.users.lock() {
+            cache.retain(|_, (at, _)| at.elapsed() < USER_CACHE_TTL);
+            cache.insert(key, (Instant::now(), found.clone()));
+        }
+        Some(found)
+    }
+}
+
+/// Handles one `event_callback` envelope for a Slack integration.
+///
+/// # Errors
+/// Storage errors; the caller then answers so that Slack retries.
+pub async fn handle_event_callback(
+    app: &App,
+    integration_id: IntegrationId,
+    slack: &SlackIntegration,
+    envelope: &Value,
+) -> Result<Handled, chat::Error> {
+    let event = &envelope["event"];
+    let text = |key: &str| event[key].as_str();
+    let is_ours = envelope["team_id"].as_str() == Some(slack.config.team_id.as_str());
+    let is_message = text("type") == Some("message");
+    let is_from_bot = event.get("bot_id").is_some_and(|b| !b.is_null())
+        || text("user") == Some(slack.config.bot_user_id.as_str());
+    let is_human = text("subtype").is_none_or(|s| HUMAN_SUBTYPES.contains(&s));
+    let (Some(event_id), Some(user), Some(channel), Some(thread_ts), Some(ts)) = (
+        envelope["event_id"].as_str(),
+        text("user"),
+        text("channel"),
+        text("thread_ts"),
+        text("ts"),
+    ) else {
+        return Ok(Handled::Ignored);
+    };
+    // A thread's parent has thread_ts == ts; only replies count.
+    if !is_ours || !is_message || is_from_bot || !is_human || thread_ts == ts {
+        return Ok(Handled::Ignored);
+    }
+    let (team, channel_id, thread) = (
+        slack.config.team_id.clone(),
+        channel.to_owned(),
+        thread_ts.to_owned(),
+    );
+    let Some(conversation_id) = app
+        .readers
+        .read(move |c| store::find_conversation_by_slack_thread(c, &team, &channel_id, &thread))
+        .await?
+    else {
+        return Ok(Handled::Ignored);
+    };
+
+    let plain = to_plain(text("text").unwrap_or_default());
+    let trimmed = plain.trim_start();
+    let (is_note, body) = match trimmed.get(..NOTE_PREFIX.len()) {
+        Some(prefix) if prefix.eq_ignore_ascii_case(NOTE_PREFIX) => {
+            (true, &trimmed[NOTE_PREFIX.len()..])
+        }
+        _ => (false, trimmed),
+    };
+    // A file shared without a comment has no text to pass on.
+    let Ok(body) = MessageBody::parse(body) else {
+        return Ok(Handled::Ignored);
+    };
+    let agent = resolve_agent(app, slack, user, event).await?;
+    let reply = InboundReply {
+        integration_id,
+        event_id: event_id.to_owned(),
+        conversation_id,
+        agent,
+        body,
+        is_note,
+    };
+    Ok(match app.chat.post_inbound_reply(reply).await? {
+        Some(_) => Handled::Stored,
+        None => Handled::Duplicate,
+    })
+}
+
+/// The agent behind a Slack user: the Porch user with the same email, else the Slack name.
+async fn resolve_agent(
+    app: &App,
+    slack: &SlackIntegration,
+    user: &str,
+    event: &Value,
+) -> Result<Agent, chat::Error> {
+    let profile_name = event["user_profile"]["display_name"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .or_else(|| event["user_profile"]["real_name"].as_str())
+        .map(str::to_owned);
+    let found = app.slack.lookup_user(slack, user).await;
+    if let Some(email) = found.as_ref().and_then(|u| u.email.clone()) {
+        let account = app
+            .readers
+            .read(move |c| store::find_user_by_email(c, &email))
+            .await?;
+        if let Some(account) = account.filter(|a| !a.is_disabled) {
+            return Ok(Agent {
+                user_id: Some(account.id),
+                name: account.name,
+            });
+        }
+    }
+    let name = found
+        .map(|u| u.display_name)
+        .or(profile_name)
+        .unwrap_or_else(|| "Slack user".to_owned());
+    Ok(Agent {
+        user_id: None,
+        name,
+    })
+}

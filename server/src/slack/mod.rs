@@ -1,0 +1,19 @@
+//! Slack: the Web API client, integration settings, text conversion, and the inbound side
+//! (the Events API endpoint and the Socket Mode client) that turns thread replies into agent
+//! messages.
+
+mod api;
+mod config;
+mod events;
+mod inbound;
+mod signature;
+mod socket;
+mod text;
+
+pub use api::{AuthInfo, CallError, SlackApi, SlackUser};
+pub use config::{SlackConfig, SlackIntegration, SlackSecrets};
+pub use events::receive as receive_events;
+pub use inbound::{Handled, SlackInbound, handle_event_callback};
+pub use signature::{SignatureError, sign, verify};
+pub use socket::spawn_socket_mode;
+pub use text::{escape, to_plain};

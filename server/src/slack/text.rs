@@ -1,0 +1,83 @@
+//! Text between Porch and Slack: escaping visitor text for `mrkdwn` (only `&`, `<`, `>` are
+//! control characters), and turning an agent's Slack text back into plain text.
+
+/// Escapes `&`, `<` and `>` so visitor text cannot mention `@channel`, ping users or mask links.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Plain text from Slack `mrkdwn`: `<url|label>` becomes `label (url)`, `<url>` the url,
+/// `<@U123>` stays readable as `@U123`, and the three entities are decoded.
+pub fn to_plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('<') {
+        out.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('>') else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let inner = &rest[start + 1..start + end];
+        let (target, label) = inner
+            .split_once('|')
+            .map_or((inner, None), |(t, l)| (t, Some(l)));
+        let readable = if let Some(user) = target.strip_prefix('@') {
+            format!("@{}", label.unwrap_or(user))
+        } else if let Some(special) = target.strip_prefix('!') {
+            format!("@{}", label.unwrap_or(special))
+        } else if let Some(channel) = target.strip_prefix('#') {
+            format!("#{}", label.unwrap_or(channel))
+        } else {
+            let url = target.strip_prefix("mailto:").unwrap_or(target);
+            match label {
+                Some(label) if label != url => format!("{label} ({url})"),
+                _ => url.to_owned(),
+            }
+        };
+        out.push_str(&readable);
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_neutralises_mentions_and_links() {
+        assert_eq!(
+            escape("<!channel> & <https://evil|x>"),
+            "&lt;!channel&gt; &amp; &lt;https://evil|x&gt;"
+        );
+    }
+
+    #[test]
+    fn slack_markup_becomes_plain_text() {
+        assert_eq!(
+            to_plain("see <https://a.example/x|the docs> &amp; <mailto:a@b.c|a@b.c>"),
+            "see the docs (https://a.example/x) & a@b.c"
+        );
+        assert_eq!(to_plain("hi <@U123> 1 &lt; 2"), "hi @U123 1 < 2");
+        assert_eq!(to_plain("unclosed <tag"), "unclosed <tag");
+    }
+
+    #[test]
+    fn escape_then_plain_round_trips() {
+        let text = "a < b && c > d <script>";
+        assert_eq!(to_plain(&escape(text)), text);
+    }
+}

@@ -1,0 +1,57 @@
+//! What a delivery needs to build its payload, read when the delivery is made (never copied into
+//! the job).
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::{ConversationId, Error, MessageId, SiteId, VisitorId};
+
+/// A message with its conversation's context.
+#[derive(Debug, Clone)]
+pub struct DeliveryMessage {
+    pub id: MessageId,
+    pub conversation_id: ConversationId,
+    pub author: String,
+    pub author_name: Option<String>,
+    pub body: String,
+    pub created_at: i64,
+    pub site_id: SiteId,
+    pub site_name: String,
+    pub visitor_id: VisitorId,
+    pub visitor_name: Option<String>,
+    pub visitor_email: Option<String>,
+    pub visitor_page: Option<String>,
+}
+
+/// The message and its context, if it still exists.
+pub fn load_delivery_message(
+    conn: &Connection,
+    id: MessageId,
+) -> Result<Option<DeliveryMessage>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.id, m.conversation_id, m.author, m.author_name, m.body, m.created_at, \
+                s.id, s.name, v.id, v.name, v.email, v.last_page \
+           FROM messages m \
+           JOIN conversations c ON c.id = m.conversation_id \
+           JOIN sites s ON s.id = c.site_id \
+           JOIN visitors v ON v.id = c.visitor_id \
+          WHERE m.id = ?1",
+    )?;
+    Ok(stmt
+        .query_row([id], |r| {
+            Ok(DeliveryMessage {
+                id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                author: r.get(2)?,
+                author_name: r.get(3)?,
+                body: r.get(4)?,
+                created_at: r.get(5)?,
+                site_id: r.get(6)?,
+                site_name: r.get(7)?,
+                visitor_id: r.get(8)?,
+                visitor_name: r.get(9)?,
+                visitor_email: r.get(10)?,
+                visitor_page: r.get(11)?,
+            })
+        })
+        .optional()?)
+}

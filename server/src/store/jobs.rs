@@ -1,0 +1,275 @@
+//! The `jobs` and `job_attempts` tables: durable deliveries. The runner keeps the ready set in
+//! memory; these functions are its durable record (see docs/jobs.md).
+
+use rusqlite::{Connection, Row, params};
+
+use super::{ConversationId, Error, IntegrationId, JobId, MessageId, SiteId};
+
+/// Attempts before a chat delivery is given up (with the 24 h deadline, whichever comes first).
+const CHAT_MAX_ATTEMPTS: u32 = 25;
+/// A chat delivery older than this is given up: a Slack post a day late helps nobody.
+const CHAT_DEADLINE_MS: i64 = 24 * 3600 * 1000;
+
+/// A job as the runner needs it.
+#[derive(Debug, Clone)]
+pub struct JobRow {
+    pub id: JobId,
+    pub lane: String,
+    pub kind: String,
+    pub args: String,
+    pub integration_id: Option<IntegrationId>,
+    pub state: String,
+    pub order_key: Option<String>,
+    pub rate_key: Option<String>,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub run_at: i64,
+    pub deadline_at: Option<i64>,
+    pub is_uncertain: bool,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str = "id, lane, kind, args, integration_id, state, order_key, rate_key, attempt, \
+    max_attempts, run_at, deadline_at, is_uncertain, last_error, created_at";
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<JobRow> {
+    Ok(JobRow {
+        id: row.get(0)?,
+        lane: row.get(1)?,
+        kind: row.get(2)?,
+        args: row.get(3)?,
+        integration_id: row.get(4)?,
+        state: row.get(5)?,
+        order_key: row.get(6)?,
+        rate_key: row.get(7)?,
+        attempt: row.get(8)?,
+        max_attempts: row.get(9)?,
+        run_at: row.get(10)?,
+        deadline_at: row.get(11)?,
+        is_uncertain: row.get(12)?,
+        last_error: row.get(13)?,
+        created_at: row.get(14)?,
+    })
+}
+
+/// Writes one delivery job per enabled chat integration of the site for a new message, in the
+/// caller's transaction. `origin` is the integration the message came from (a Slack reply is
+/// not posted back to Slack). A broken integration's job starts `blocked`.
+pub fn enqueue_message_jobs(
+    conn: &Connection,
+    message_id: MessageId,
+    conversation_id: ConversationId,
+    site_id: SiteId,
+    origin: Option<IntegrationId>,
+    now: i64,
+) -> Result<Vec<JobRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "INSERT INTO jobs (lane, kind, args, integration_id, state, order_key, rate_key, \
+                           max_attempts, run_at, deadline_at, created_at) \
+         SELECT 'chat', i.kind || '.post', json_object('message_id', ?1), i.id, \
+                CASE i.status WHEN 'broken' THEN 'blocked' ELSE 'queued' END, \
+                'conv:' || ?2 || ':int:' || i.id, \
+                CASE i.kind WHEN 'slack' THEN 'slack:' || json_extract(i.config, '$.team_id') \
+                     || ':' || json_extract(i.config, '$.channel_id') ELSE i.kind || ':' || i.id END, \
+                ?3, ?4, ?5, ?4 \
+           FROM integrations i \
+          WHERE i.site_id = ?6 AND i.is_enabled = 1 AND i.kind IN ('slack') AND i.id IS NOT ?7 \
+         RETURNING {COLUMNS}"
+    ))?;
+    let rows = stmt
+        .query_map(
+            params![
+                message_id,
+                conversation_id,
+                CHAT_MAX_ATTEMPTS,
+                now,
+                now + CHAT_DEADLINE_MS,
+                site_id,
+                origin
+            ],
+            from_row,
+        )?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// At start-up: jobs left `running` by a crash go back to the queue, flagged as possibly
+/// delivered already. Returns how many.
+pub fn requeue_running_jobs(conn: &Connection, now: i64) -> Result<usize, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE jobs SET state = 'queued', is_uncertain = 1, run_at = ?1 WHERE state = 'running'",
+        )?
+        .execute([now])?)
+}
+
+/// Every queued job, oldest first (start-up and the safety poll).
+pub fn list_queued_jobs(conn: &Connection) -> Result<Vec<JobRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM jobs WHERE state = 'queued' ORDER BY id"
+    ))?;
+    Ok(stmt.query_map([], from_row)?.collect::<Result<_, _>>()?)
+}
+
+/// Jobs in a state (for the jobs page and API), newest first.
+pub fn list_jobs_in_state(
+    conn: &Connection,
+    state: &str,
+    limit: u32,
+) -> Result<Vec<JobRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM jobs WHERE state = ?1 ORDER BY id DESC LIMIT ?2"
+    ))?;
+    Ok(stmt
+        .query_map(params![state, limit], from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Marks jobs as running and counts the attempt.
+pub fn mark_jobs_running(conn: &Connection, ids: &[JobId]) -> Result<(), Error> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE jobs SET state = 'running', attempt = attempt + 1 WHERE id = ?1 AND state = 'queued'",
+    )?;
+    for id in ids {
+        stmt.execute([id])?;
+    }
+    Ok(())
+}
+
+/// How a delivery attempt ended, as recorded.
+#[derive(Debug, Clone)]
+pub enum JobUpdate {
+    Done {
+        external_ref: Option<String>,
+    },
+    /// Try again at `run_at`; the attempt counted.
+    Retry {
+        run_at: i64,
+    },
+    /// Paused by the destination's rate limit: try again at `run_at`; the attempt did not count.
+    Snooze {
+        run_at: i64,
+    },
+    Failed,
+    Blocked,
+}
+
+/// One finished attempt.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub job_id: JobId,
+    pub update: JobUpdate,
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// Records finished attempts: the job's new state and a row in `job_attempts`.
+pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<(), Error> {
+    let mut attempt_row = conn.prepare_cached(
+        "INSERT OR REPLACE INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, http_status, error) \
+         SELECT id, attempt, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE id = ?1",
+    )?;
+    for record in records {
+        let id = record.job_id;
+        let outcome = match record.update {
+            JobUpdate::Done { .. } => "delivered",
+            JobUpdate::Retry { .. } => "retry",
+            JobUpdate::Snooze { .. } => "rate_limited",
+            JobUpdate::Failed => "failed",
+            JobUpdate::Blocked => "blocked",
+        };
+        attempt_row.execute(params![
+            id,
+            record.started_at,
+            record.finished_at,
+            outcome,
+            record.http_status,
+            record.error
+        ])?;
+        match &record.update {
+            JobUpdate::Done { external_ref } => conn
+                .prepare_cached(
+                    "UPDATE jobs SET state = 'done', finished_at = ?2, external_ref = ?3, \
+                     last_error = NULL WHERE id = ?1",
+                )?
+                .execute(params![id, record.finished_at, external_ref])?,
+            JobUpdate::Retry { run_at } => conn
+                .prepare_cached("UPDATE jobs SET state = 'queued', run_at = ?2, last_error = ?3 WHERE id = ?1")?
+                .execute(params![id, run_at, record.error])?,
+            JobUpdate::Snooze { run_at } => conn
+                .prepare_cached(
+                    "UPDATE jobs SET state = 'queued', run_at = ?2, last_error = ?3, \
+                     attempt = max(attempt - 1, 0) WHERE id = ?1",
+                )?
+                .execute(params![id, run_at, record.error])?,
+            JobUpdate::Failed => conn
+                .prepare_cached("UPDATE jobs SET state = 'failed', finished_at = ?2, last_error = ?3 WHERE id = ?1")?
+                .execute(params![id, record.finished_at, record.error])?,
+            JobUpdate::Blocked => conn
+                .prepare_cached("UPDATE jobs SET state = 'blocked', last_error = ?2 WHERE id = ?1")?
+                .execute(params![id, record.error])?,
+        };
+    }
+    Ok(())
+}
+
+/// Blocks every queued job of an integration (its destination refused us for a reason only an
+/// admin can fix). Returns the ids blocked.
+pub fn block_integration_jobs(
+    conn: &Connection,
+    integration_id: IntegrationId,
+    error: &str,
+) -> Result<Vec<JobId>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE jobs SET state = 'blocked', last_error = ?2 \
+          WHERE integration_id = ?1 AND state IN ('queued', 'running') RETURNING id",
+    )?;
+    Ok(stmt
+        .query_map(params![integration_id, error], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// After an admin fixed an integration: marks it healthy and queues its blocked jobs again.
+pub fn resume_integration_jobs(
+    conn: &Connection,
+    integration_id: IntegrationId,
+    now: i64,
+) -> Result<Vec<JobRow>, Error> {
+    conn.prepare_cached(
+        "UPDATE integrations SET status = 'ok', last_error = NULL, updated_at = ?2 WHERE id = ?1",
+    )?
+    .execute(params![integration_id, now])?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "UPDATE jobs SET state = 'queued', run_at = ?2 WHERE integration_id = ?1 AND state = 'blocked' \
+         RETURNING {COLUMNS}"
+    ))?;
+    Ok(stmt
+        .query_map(params![integration_id, now], from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Queues failed or blocked jobs again with a fresh set of attempts: one (`Some(id)`) or all.
+pub fn retry_jobs(conn: &Connection, id: Option<JobId>, now: i64) -> Result<Vec<JobRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "UPDATE jobs SET state = 'queued', run_at = ?2, attempt = 0, finished_at = NULL, \
+                deadline_at = CASE WHEN deadline_at IS NULL THEN NULL ELSE ?2 + ?3 END \
+          WHERE state IN ('failed', 'blocked') AND (?1 IS NULL OR id = ?1) \
+         RETURNING {COLUMNS}"
+    ))?;
+    Ok(stmt
+        .query_map(params![id, now, CHAT_DEADLINE_MS], from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Deletes up to `limit` finished jobs older than `before`; returns how many.
+pub fn prune_done_jobs(conn: &Connection, before: i64, limit: u32) -> Result<usize, Error> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM jobs WHERE id IN \
+             (SELECT id FROM jobs WHERE state = 'done' AND finished_at < ?1 LIMIT ?2)",
+        )?
+        .execute(params![before, limit])?)
+}

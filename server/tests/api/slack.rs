@@ -1,0 +1,667 @@
+//! The job runner and two-way Slack, against the Slack mock over loopback: threads, ordering,
+//! 429 pauses per channel, retries, blocking and resuming, crash recovery, and replies coming
+//! back through the Events API and Socket Mode.
+
+use std::time::{Duration, Instant};
+
+use porch::loadtest::{Failure, SlackMock};
+use porch::slack::sign;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, WAIT};
+
+const SECRET: &str = "test-signing-secret";
+
+/// A server wired to a fresh Slack mock, with an admin token.
+struct Fixture {
+    app: TestApp,
+    mock: SlackMock,
+    admin: String,
+}
+
+impl Fixture {
+    async fn start() -> Self {
+        let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
+            .await
+            .expect("mock");
+        Self::start_with(mock, tempfile::tempdir().expect("dir")).await
+    }
+
+    async fn start_with(mock: SlackMock, dir: tempfile::TempDir) -> Self {
+        let url = mock.api_url();
+        let app = TestApp::spawn_in(dir, &["--slack-api-url", &url]).await;
+        let admin = app.add_user_token("Admin", "admin");
+        Self { app, mock, admin }
+    }
+
+    /// A site connected to `channel`; returns (site key, integration id).
+    async fn site_with_slack(&self, name: &str, channel: &str, extra: Value) -> (String, i64) {
+        let site = self.app.add_site(name);
+        self.app
+            .set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
+        let mut body =
+            json!({"bot_token": "xoxb-test", "channel_id": channel, "signing_secret": SECRET});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        let (status, answer) = self
+            .app
+            .api(
+                "POST",
+                &format!("/api/v1/sites/{site}/integrations/slack"),
+                &self.admin,
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+        (site, answer["id"].as_i64().expect("integration id"))
+    }
+
+    /// Posts a signed Events API request; returns the HTTP status.
+    async fn send_event(&self, integration: i64, body: &Value, signed_at: i64) -> u16 {
+        let raw = body.to_string();
+        let signature = sign(SECRET, signed_at, raw.as_bytes());
+        let ts = signed_at.to_string();
+        let response = self
+            .app
+            .http
+            .request(
+                "POST",
+                &format!("/integrations/slack/{integration}/events"),
+                &[
+                    ("X-Slack-Request-Timestamp", &ts),
+                    ("X-Slack-Signature", &signature),
+                    ("Content-Type", "application/json"),
+                ],
+                &raw,
+            )
+            .await;
+        response.status
+    }
+
+    fn job_states(&self) -> Vec<(String, i64)> {
+        let conn = self.app.db();
+        let mut stmt = conn
+            .prepare("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
+            .expect("sql");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    }
+
+    /// Waits until no job is queued or running.
+    async fn wait_until_settled(&self) {
+        let deadline = Instant::now() + WAIT;
+        while self
+            .app
+            .count("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')")
+            > 0
+        {
+            assert!(
+                Instant::now() < deadline,
+                "jobs did not settle: {:?}",
+                self.job_states()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn now_secs() -> i64 {
+    porch::clock::now_ms() / 1000
+}
+
+fn reply_event(event_id: &str, channel: &str, thread_ts: &str, user: &str, text: &str) -> Value {
+    json!({
+        "type": "event_callback",
+        "team_id": "T0MOCK",
+        "event_id": event_id,
+        "event": {"type": "message", "channel": channel, "user": user, "text": text,
+                  "ts": "1999999999.000100", "thread_ts": thread_ts},
+    })
+}
+
+#[tokio::test]
+async fn a_conversation_gets_one_thread_and_its_messages_reply_in_order() {
+    let fx = Fixture::start().await;
+    let (site, _) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
+    for (i, text) in ["first <!channel>", "second & third", "fourth"]
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(widget.say(&format!("m{i}"), text).await["type"], "ack");
+    }
+    let posts = fx.mock.wait_for_posts(4, WAIT).await;
+    assert_eq!(
+        posts.len(),
+        4,
+        "a header and three replies; jobs: {:?}",
+        fx.job_states()
+    );
+    let header = &posts[0];
+    assert!(header.thread_ts.is_none());
+    assert!(
+        header.text.contains("Shop") && header.text.contains("/inbox/conversations/"),
+        "{}",
+        header.text
+    );
+    let replies: Vec<&str> = posts[1..].iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(
+        replies,
+        ["first &lt;!channel&gt;", "second &amp; third", "fourth"],
+        "escaped and in order"
+    );
+    assert!(
+        posts[1..]
+            .iter()
+            .all(|p| p.thread_ts.as_deref() == Some(header.ts.as_str()))
+    );
+    assert!(
+        posts
+            .iter()
+            .all(|p| p.body["unfurl_links"] == false && p.body["unfurl_media"] == false)
+    );
+    fx.wait_until_settled().await;
+    assert_eq!(fx.job_states(), [("done".to_owned(), 3)]);
+}
+
+#[tokio::test]
+async fn a_429_pauses_only_its_channel_and_the_paused_posts_arrive_after_retry_after() {
+    let fx = Fixture::start().await;
+    let (limited, _) = fx.site_with_slack("Limited", "C-LIMITED", json!({})).await;
+    let (free, _) = fx.site_with_slack("Free", "C-FREE", json!({})).await;
+    fx.mock.set_failure(
+        "C-LIMITED",
+        Some(Failure::RateLimited {
+            times: 1,
+            retry_after_secs: 2,
+        }),
+    );
+
+    let started = Instant::now();
+    let (mut a, _) = fx.app.visitor(&limited, None, 0).await;
+    let (mut b, _) = fx.app.visitor(&free, None, 0).await;
+    a.say("a1", "to the limited channel").await;
+    b.say("b1", "to the free channel").await;
+
+    let free_posts = loop {
+        let posts = fx.mock.posts();
+        let free: Vec<_> = posts
+            .iter()
+            .filter(|p| p.channel == "C-FREE")
+            .cloned()
+            .collect();
+        if free.len() == 2 || started.elapsed() > WAIT {
+            break free;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(free_posts.len(), 2);
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "the free channel was not held back: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        fx.mock.posts().iter().all(|p| p.channel != "C-LIMITED"),
+        "the limited channel waits"
+    );
+
+    let posts = fx.mock.wait_for_posts(4, WAIT).await;
+    assert_eq!(posts.iter().filter(|p| p.channel == "C-LIMITED").count(), 2);
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "Retry-After was honoured"
+    );
+    assert_eq!(fx.mock.rate_limited_count(), 1);
+    fx.wait_until_settled().await;
+    let attempts: i64 = fx.app.count("SELECT max(attempt) FROM jobs");
+    assert_eq!(attempts, 1, "a 429 does not use up an attempt");
+}
+
+#[tokio::test]
+async fn a_5xx_is_retried_with_backoff() {
+    let fx = Fixture::start().await;
+    let (site, _) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    fx.mock
+        .set_failure("C1", Some(Failure::ServerError { times: 1 }));
+    let started = Instant::now();
+    let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
+    widget.say("m", "hello").await;
+    let posts = fx.mock.wait_for_posts(2, WAIT).await;
+    assert_eq!(posts.len(), 2);
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the retry waited for the backoff"
+    );
+    fx.wait_until_settled().await;
+    let outcomes: Vec<String> = {
+        let conn = fx.app.db();
+        let mut stmt = conn
+            .prepare("SELECT outcome FROM job_attempts ORDER BY attempt")
+            .expect("sql");
+        stmt.query_map([], |r| r.get(0))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    };
+    assert_eq!(outcomes, ["retry", "delivered"]);
+}
+
+#[tokio::test]
+async fn invalid_auth_blocks_the_integration_and_its_jobs_resume_after_the_token_is_fixed() {
+    let fx = Fixture::start().await;
+    let (site, integration) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    fx.mock.revoke_token("xoxb-test");
+    let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
+    widget.say("m1", "first").await;
+    let deadline = Instant::now() + WAIT;
+    while fx
+        .app
+        .count("SELECT count(*) FROM jobs WHERE state = 'blocked'")
+        == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "never blocked: {:?}",
+            fx.job_states()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status: String = fx
+        .app
+        .db()
+        .query_row(
+            "SELECT status || ': ' || last_error FROM integrations",
+            [],
+            |r| r.get(0),
+        )
+        .expect("row");
+    assert!(
+        status.starts_with("broken: ") && status.contains("invalid_auth"),
+        "{status}"
+    );
+    // New messages of a broken integration wait blocked too.
+    widget.say("m2", "second").await;
+    let (_, listed) = fx
+        .app
+        .api("GET", "/api/v1/jobs?state=blocked", &fx.admin, None)
+        .await;
+    assert_eq!(listed["jobs"].as_array().map(Vec::len), Some(2), "{listed}");
+    assert!(fx.mock.posts().is_empty());
+
+    let fixed = json!({"bot_token": "xoxb-fixed", "channel_id": "C1", "signing_secret": SECRET});
+    let (status, answer) = fx
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/integrations/{integration}/slack"),
+            &fx.admin,
+            Some(fixed),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let posts = fx.mock.wait_for_posts(3, WAIT).await;
+    let texts: Vec<&str> = posts.iter().skip(1).map(|p| p.text.as_str()).collect();
+    assert_eq!(texts, ["first", "second"]);
+    fx.wait_until_settled().await;
+}
+
+#[tokio::test]
+async fn failed_jobs_can_be_listed_and_retried() {
+    let fx = Fixture::start().await;
+    let (site, _) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    fx.mock
+        .set_failure("C1", Some(Failure::SlackError("msg_too_long".into())));
+    let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
+    widget.say("m", "hello").await;
+    fx.wait_until_settled().await;
+    let (_, failed) = fx
+        .app
+        .api("GET", "/api/v1/jobs?state=failed", &fx.admin, None)
+        .await;
+    let job = failed["jobs"][0]["id"].as_i64().expect("a failed job");
+    assert!(
+        failed["jobs"][0]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("msg_too_long"))
+    );
+
+    let agent = fx.app.add_agent_token("Ana");
+    let (status, _) = fx
+        .app
+        .api("POST", &format!("/api/v1/jobs/{job}/retry"), &agent, None)
+        .await;
+    assert_eq!(status, 403, "agents cannot retry jobs");
+    fx.mock.set_failure("C1", None);
+    let (status, _) = fx
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/jobs/{job}/retry"),
+            &fx.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(fx.mock.wait_for_posts(2, WAIT).await.len(), 2);
+}
+
+#[tokio::test]
+async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
+    // A real porch process, killed with SIGKILL while a delivery hangs on the slow mock.
+    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::from_secs(60))
+        .await
+        .expect("mock");
+    let dir = tempfile::tempdir().expect("dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+        .args([
+            "--data-dir",
+            dir.path().to_str().expect("path"),
+            "serve",
+            "--listen",
+            &listen,
+            "--log",
+            "warn",
+        ])
+        .args(["--slack-api-url", &mock.api_url()])
+        .spawn()
+        .expect("porch starts");
+    let deadline = Instant::now() + WAIT;
+    while tokio::net::TcpStream::connect(&listen).await.is_err() {
+        assert!(Instant::now() < deadline, "porch did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Set up through the database file and the running process's API, as an admin would.
+    let fx_db = crate::helpers::TestDb::open(dir.path());
+    let site = fx_db.add_site("Shop");
+    let admin = fx_db.add_user_token("Operator", "admin");
+    let client = crate::helpers::reqwest_lite::Client {
+        addr: listen.parse().expect("addr"),
+    };
+    let body =
+        json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": SECRET}).to_string();
+    let auth = format!("Bearer {admin}");
+    let created = client
+        .request(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/slack"),
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            &body,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let mut widget = crate::helpers::Widget::connect(
+        listen.parse().expect("addr"),
+        &site,
+        crate::helpers::ORIGIN,
+    )
+    .await;
+    widget.hello(None, 0).await;
+    assert_eq!(widget.say("m", "before the crash").await["type"], "ack");
+    let deadline = Instant::now() + WAIT;
+    while fx_db.count("SELECT count(*) FROM jobs WHERE state = 'running'") == 0 {
+        assert!(Instant::now() < deadline, "the delivery never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    drop(widget);
+
+    mock.set_delay(Duration::ZERO);
+    let fx = Fixture::start_with(mock, dir).await;
+    let posts = fx.mock.wait_for_posts(2, WAIT).await;
+    assert!(
+        posts.iter().any(|p| p.text == "before the crash"),
+        "{posts:?}"
+    );
+    fx.wait_until_settled().await;
+    assert_eq!(
+        fx.app
+            .count("SELECT count(*) FROM jobs WHERE state = 'done' AND is_uncertain = 1"),
+        1
+    );
+}
+
+/// Sets up a conversation with a Slack thread; returns (fixture, widget, integration, thread ts).
+async fn conversation_with_thread(extra: Value) -> (Fixture, crate::helpers::Widget, i64, String) {
+    let fx = Fixture::start().await;
+    let (site, integration) = fx.site_with_slack("Shop", "C1", extra).await;
+    let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
+    widget.say("q", "is anyone there?").await;
+    let posts = fx.mock.wait_for_posts(2, WAIT).await;
+    let thread = posts[0].ts.clone();
+    (fx, widget, integration, thread)
+}
+
+#[tokio::test]
+async fn a_signed_thread_reply_reaches_the_visitor_as_the_matching_agent() {
+    let (fx, mut widget, integration, thread) = conversation_with_thread(json!({})).await;
+    fx.app.add_agent_token("Ana");
+    fx.mock
+        .add_user("U-ANA", "ana.slack", Some("ana@example.com"));
+    let event = reply_event(
+        "Ev1",
+        "C1",
+        &thread,
+        "U-ANA",
+        "Hello &lt;3 from <https://acme.example|our docs>",
+    );
+    assert_eq!(fx.send_event(integration, &event, now_secs()).await, 200);
+    let pushed = widget.recv().await;
+    assert_eq!(pushed["type"], "message", "{pushed}");
+    assert_eq!(
+        pushed["agent_name"], "Ana",
+        "mapped to the Porch account by email"
+    );
+    assert_eq!(
+        pushed["body"],
+        "Hello <3 from our docs (https://acme.example)"
+    );
+    // The reply is not posted back to Slack.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(fx.mock.posts().len(), 2);
+}
+
+#[tokio::test]
+async fn bad_stale_or_replayed_events_create_nothing() {
+    let (fx, _widget, integration, thread) = conversation_with_thread(json!({})).await;
+    let messages = || fx.app.count("SELECT count(*) FROM messages");
+    let before = messages();
+    let event = reply_event("Ev1", "C1", &thread, "U1", "hi");
+
+    let raw = event.to_string();
+    let ts = now_secs().to_string();
+    let forged = fx
+        .app
+        .http
+        .request(
+            "POST",
+            &format!("/integrations/slack/{integration}/events"),
+            &[
+                ("X-Slack-Request-Timestamp", &ts),
+                ("X-Slack-Signature", "v0=deadbeef"),
+            ],
+            &raw,
+        )
+        .await;
+    assert_eq!(forged.status, 401);
+    assert_eq!(
+        fx.send_event(integration, &event, now_secs() - 400).await,
+        401,
+        "stale"
+    );
+    let unsigned = fx
+        .app
+        .http
+        .request(
+            "POST",
+            &format!("/integrations/slack/{integration}/events"),
+            &[],
+            &raw,
+        )
+        .await;
+    assert_eq!(unsigned.status, 401);
+    assert_eq!(messages(), before);
+
+    assert_eq!(fx.send_event(integration, &event, now_secs()).await, 200);
+    assert_eq!(
+        fx.send_event(integration, &event, now_secs()).await,
+        200,
+        "a retry is acknowledged"
+    );
+    assert_eq!(messages(), before + 1, "but stored once");
+}
+
+#[tokio::test]
+async fn notes_bots_and_edits_never_reach_the_visitor() {
+    let (fx, mut widget, integration, thread) = conversation_with_thread(json!({})).await;
+    let note = reply_event(
+        "Ev-note",
+        "C1",
+        &thread,
+        "U1",
+        "note: VIP customer, be nice",
+    );
+    assert_eq!(fx.send_event(integration, &note, now_secs()).await, 200);
+    let mut own = reply_event("Ev-own", "C1", &thread, "UBOT", "our own post");
+    own["event"]["bot_id"] = json!("BBOT");
+    assert_eq!(fx.send_event(integration, &own, now_secs()).await, 200);
+    let mut edit = reply_event("Ev-edit", "C1", &thread, "U1", "edited");
+    edit["event"]["subtype"] = json!("message_changed");
+    assert_eq!(fx.send_event(integration, &edit, now_secs()).await, 200);
+    let visible = reply_event("Ev-visible", "C1", &thread, "U1", "a real answer");
+    assert_eq!(fx.send_event(integration, &visible, now_secs()).await, 200);
+
+    let pushed = widget.recv().await;
+    assert_eq!(
+        pushed["body"], "a real answer",
+        "the note, our own post and the edit were not pushed"
+    );
+    let note_body: String = fx
+        .app
+        .db()
+        .query_row("SELECT body FROM messages WHERE author = 'note'", [], |r| {
+            r.get(0)
+        })
+        .expect("note stored");
+    assert_eq!(note_body, "VIP customer, be nice");
+    assert_eq!(
+        fx.app
+            .count("SELECT count(*) FROM messages WHERE author = 'agent'"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn url_verification_is_answered_and_an_unconfigured_secret_refuses() {
+    let (fx, _widget, integration, _) = conversation_with_thread(json!({})).await;
+    let challenge = json!({"type": "url_verification", "challenge": "abc123", "token": "x"});
+    let raw = challenge.to_string();
+    let signature = sign(SECRET, now_secs(), raw.as_bytes());
+    let ts = now_secs().to_string();
+    let answer = fx
+        .app
+        .http
+        .request(
+            "POST",
+            &format!("/integrations/slack/{integration}/events"),
+            &[
+                ("X-Slack-Request-Timestamp", &ts),
+                ("X-Slack-Signature", &signature),
+            ],
+            &raw,
+        )
+        .await;
+    assert_eq!(answer.status, 200);
+    assert!(answer.body.contains("abc123"));
+
+    // An integration in Socket Mode has no signing secret: its events URL refuses everything.
+    let site = fx.app.add_site("Socket");
+    let body = json!({"bot_token": "xoxb-test", "channel_id": "C9", "app_token": "xapp-test"});
+    let (_, created) = fx
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/slack"),
+            &fx.admin,
+            Some(body),
+        )
+        .await;
+    let id = created["id"].as_i64().expect("id");
+    let refused = fx
+        .app
+        .http
+        .request(
+            "POST",
+            &format!("/integrations/slack/{id}/events"),
+            &[
+                ("X-Slack-Request-Timestamp", &ts),
+                ("X-Slack-Signature", &signature),
+            ],
+            &raw,
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+}
+
+#[tokio::test]
+async fn an_agent_reply_from_the_api_goes_into_the_thread() {
+    let (fx, _widget, _, thread) = conversation_with_thread(json!({})).await;
+    let agent = fx.app.add_agent_token("Ana");
+    let (_, list) = fx
+        .app
+        .api("GET", "/api/v1/conversations", &agent, None)
+        .await;
+    let conversation = list["conversations"][0]["id"]
+        .as_i64()
+        .expect("conversation");
+    let (status, _) = fx
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{conversation}/messages"),
+            &agent,
+            Some(json!({"body": "On it!"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let posts = fx.mock.wait_for_posts(3, WAIT).await;
+    let reply = &posts[2];
+    assert_eq!(reply.thread_ts.as_deref(), Some(thread.as_str()));
+    assert_eq!(reply.text, "On it!");
+    assert_eq!(reply.username.as_deref(), Some("Ana (Porch)"));
+    assert_eq!(reply.body["metadata"]["event_payload"]["author"], "agent");
+}
+
+#[tokio::test]
+async fn socket_mode_delivers_a_reply_and_acknowledges_it_after_commit() {
+    let (fx, mut widget, _, thread) =
+        conversation_with_thread(json!({"app_token": "xapp-test"})).await;
+    assert!(
+        fx.mock.wait_for_socket(WAIT).await,
+        "Porch connected over Socket Mode"
+    );
+    let event = reply_event("Ev-socket", "C1", &thread, "U1", "answered over a socket");
+    let envelope = fx
+        .mock
+        .send_socket_event(&event)
+        .expect("a connected client");
+    let pushed = widget.recv().await;
+    assert_eq!(pushed["body"], "answered over a socket");
+    assert!(
+        fx.mock.wait_for_ack(&envelope, WAIT).await,
+        "the envelope was acknowledged"
+    );
+}

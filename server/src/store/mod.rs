@@ -2,6 +2,7 @@
 //! commits queued writes in groups; a small reader pool serves reads off the async threads.
 //! Storage functions are plain synchronous functions over `&rusqlite::Connection`.
 
+mod check;
 mod conversations;
 mod db;
 mod error;
@@ -15,8 +16,9 @@ mod users;
 mod visitors;
 mod writer;
 
+pub use check::{CheckReport, check_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
-pub use db::{Synchronous, open_read_connection, open_write_connection};
+pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
 pub use error::Error;
 pub use ids::{ConversationId, MessageId, SiteId, UserId, VisitorId};
 pub use messages::{

@@ -3,6 +3,7 @@
 
 mod api;
 pub mod auth;
+mod boot;
 mod client_ip;
 mod error;
 mod health;
@@ -10,6 +11,7 @@ mod listener;
 mod pages;
 mod routes;
 
+pub use boot::{Booting, serve_while_booting};
 pub use client_ip::client_ip;
 pub use error::ApiError;
 pub use listener::{ConnectionSlot, bind, serve};

@@ -80,23 +80,29 @@ pub mod reqwest_lite {
     }
 }
 
+/// The configuration `porch --data-dir DIR serve --listen 127.0.0.1:0 ARGS…` would run with.
+pub fn serve_config(data_dir: &std::path::Path, flags: &[&str]) -> porch::config::Config {
+    let mut argv = vec![
+        "porch",
+        "--data-dir",
+        data_dir.to_str().expect("utf-8 path"),
+        "serve",
+    ];
+    argv.extend_from_slice(&["--listen", "127.0.0.1:0", "--log", "warn"]);
+    argv.extend_from_slice(flags);
+    let cli = Cli::try_parse_from(argv).expect("valid arguments");
+    let Command::Serve(mut config) = cli.command else {
+        unreachable!()
+    };
+    config.data_dir = cli.data.data_dir;
+    config
+}
+
 impl TestApp {
     /// Starts a server with default settings plus `args` (flags of `porch serve`).
-    pub async fn spawn(flags: &[&str]) -> Self {
+    pub async fn spawn(args: &[&str]) -> Self {
         let data_dir = tempfile::tempdir().expect("temp dir");
-        let mut argv = vec![
-            "porch",
-            "--data-dir",
-            data_dir.path().to_str().expect("utf-8 path"),
-            "serve",
-        ];
-        argv.extend_from_slice(&["--listen", "127.0.0.1:0", "--log", "warn"]);
-        argv.extend_from_slice(flags);
-        let cli = Cli::try_parse_from(argv).expect("valid arguments");
-        let Command::Serve(mut config) = cli.command else {
-            unreachable!()
-        };
-        config.data_dir = cli.data.data_dir;
+        let config = serve_config(data_dir.path(), args);
         let listener = porch::http::bind(config.listen).expect("bind");
         let server = porch::start(config, listener).await.expect("server starts");
         let addr = server.local_addr;

@@ -8,6 +8,7 @@
 mod brakes;
 mod config_doc;
 mod connections;
+mod health;
 mod helpers;
 mod snippet;
 mod widget_errors;

@@ -3,6 +3,7 @@
 //! Storage functions are plain synchronous functions over `&rusqlite::Connection`.
 
 mod check;
+mod checkpoint;
 mod conversations;
 mod db;
 mod error;

@@ -75,7 +75,7 @@ fn render(path: &str, report: &CheckReport) -> String {
     let _ = writeln!(out, "schema version  {schema}");
     let _ = writeln!(out, "rows");
     for (table, count) in &report.row_counts {
-        let _ = writeln!(out, "  {table:<16}{count}");
+        let _ = writeln!(out, "  {table:<20} {count}");
     }
     let _ = write!(
         out,

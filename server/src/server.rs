@@ -60,28 +60,22 @@ fn connection_budget(config: &Config) -> usize {
     max
 }
 
-/// Opens the database, applies migrations and starts serving on `listener`.
+/// Opens the database, applies migrations and starts serving on `listener`. While the database
+/// is opened and migrated, the listener already answers health probes (`/readyz` is 503
+/// `migrating`), so a long migration is visible rather than a silent port.
 ///
 /// # Errors
 /// Fails if the data directory or database cannot be opened or migrated.
 pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Server> {
     let config = Arc::new(config);
     let local_addr = listener.local_addr().context("reading the bound address")?;
-    let data_dir = config.data_dir.clone();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
-    let path = data_dir.join(crate::config::DATABASE_FILE);
-    let synchronous = config.synchronous;
-    let open_path = path.clone();
-    let (conn, secret) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let mut conn = store::open_write_connection(&open_path, synchronous)?;
-        let version = store::apply_migrations(&mut conn)?;
-        tracing::info!(version, "database schema is current");
-        let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
-        Ok((conn, secret))
-    })
-    .await?
-    .with_context(|| format!("opening the database {}", path.display()))?;
+    let booting = crate::http::serve_while_booting(listener, config.header_timeout);
+    let path = config.data_dir.join(crate::config::DATABASE_FILE);
+    let opened = open_database(&config).await;
+    // Take the listener back before looking at the outcome, so a failed start closes it too.
+    let listener = booting.finish().await?;
+    let (conn, secret) =
+        opened.with_context(|| format!("opening the database {}", path.display()))?;
 
     let writer = Arc::new(Writer::start(
         conn,
@@ -192,6 +186,24 @@ fn http_client() -> anyhow::Result<reqwest::Client> {
         .pool_max_idle_per_host(1024)
         .build()
         .context("building the HTTP client")
+}
+
+/// Creates the data directory, opens the write connection, applies migrations and loads the
+/// visitor-token secret, off the async threads.
+async fn open_database(config: &Config) -> anyhow::Result<(rusqlite::Connection, Vec<u8>)> {
+    let data_dir = config.data_dir.clone();
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    let path = data_dir.join(crate::config::DATABASE_FILE);
+    let synchronous = config.synchronous;
+    tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let mut conn = store::open_write_connection(&path, synchronous)?;
+        let version = store::apply_migrations(&mut conn)?;
+        tracing::info!(version, "database schema is current");
+        let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
+        Ok((conn, secret))
+    })
+    .await?
 }
 
 fn spawn_brake_pruning(app: AppState) {

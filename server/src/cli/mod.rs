@@ -1,7 +1,10 @@
 //! The `porch` command line. `serve` runs the server; the other commands manage the database
-//! directly (they work whether or not a server is running).
+//! directly (they work whether or not a server is running); `check` and `health` are for
+//! operators and the Docker image.
 
 mod accounts;
+mod check;
+mod health;
 mod sites;
 
 use std::io::Write;
@@ -50,6 +53,11 @@ pub enum Command {
         #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
         delay: std::time::Duration,
     },
+    /// Check a database file (integrity, foreign keys, schema version, row counts) without
+    /// changing it; fails if anything is wrong. Use it on a restored backup before serving it.
+    Check(check::CheckArgs),
+    /// Probe a running server over HTTP and fail unless it answers 200 (the Docker health check).
+    Health(health::HealthArgs),
 }
 
 /// Runs the command line; the process exit code is the result.
@@ -97,6 +105,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::User(command) => accounts::run_user(&open_database(&cli.data)?, command),
         Command::Token(command) => accounts::run_token(&open_database(&cli.data)?, command),
         Command::SlackMock { listen, delay } => run_slack_mock(listen, delay),
+        Command::Check(args) => check::run(&cli.data, args),
+        Command::Health(args) => health::run(&args),
     }
 }
 

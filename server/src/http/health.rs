@@ -14,7 +14,7 @@ pub async fn live() -> Response {
 }
 
 /// `GET /readyz`: 200 while the server takes traffic; 503 while shutting down or when the disk
-/// is full. (Migrations run before the listener serves, so a migrating server answers nothing.)
+/// is full. (While migrating at start-up, `http::boot` answers 503 `migrating` instead.)
 pub async fn ready(State(app): State<AppState>) -> Response {
     match app.not_ready_reason() {
         None => Json(json!({"status": "ready"})).into_response(),

@@ -4,6 +4,7 @@
 mod api;
 mod api_integrations;
 pub mod auth;
+mod boot;
 mod client_ip;
 mod error;
 mod health;
@@ -11,6 +12,7 @@ mod listener;
 mod pages;
 mod routes;
 
+pub use boot::{Booting, serve_while_booting};
 pub use client_ip::client_ip;
 pub use error::ApiError;
 pub use listener::{ConnectionSlot, bind, serve};

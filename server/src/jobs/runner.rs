@@ -162,7 +162,9 @@ impl Dispatcher {
 
     async fn run(mut self, shutdown: CancellationToken, grace: Duration) {
         let mut poll = tokio::time::interval(SAFETY_POLL);
-        let mut prune = tokio::time::interval(PRUNE_EVERY);
+        // The first prune waits a full period: start-up has enough to do.
+        let mut prune =
+            tokio::time::interval_at(tokio::time::Instant::now() + PRUNE_EVERY, PRUNE_EVERY);
         loop {
             let wake = self.next_wake();
             tokio::select! {

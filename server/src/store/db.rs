@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use super::Error;
 
@@ -50,6 +50,15 @@ pub fn open_write_connection(path: &Path, synchronous: Synchronous) -> Result<Co
     }
     conn.pragma_update(None, "synchronous", synchronous.pragma())?;
     conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)?;
+    Ok(conn)
+}
+
+/// Opens an existing database read-only for inspection (`porch check`): it is never created,
+/// migrated or switched to WAL, so checking a restored copy leaves it as it was.
+pub fn open_existing_read_only(path: &Path) -> Result<Connection, Error> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     Ok(conn)
 }
 

@@ -2,6 +2,8 @@
 //! commits queued writes in groups; a small reader pool serves reads off the async threads.
 //! Storage functions are plain synchronous functions over `&rusqlite::Connection`.
 
+mod check;
+mod checkpoint;
 mod conversations;
 mod db;
 mod delivery;
@@ -19,8 +21,9 @@ mod users;
 mod visitors;
 mod writer;
 
+pub use check::{CheckReport, check_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
-pub use db::{Synchronous, open_read_connection, open_write_connection};
+pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};

@@ -13,6 +13,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::Error;
+use super::checkpoint::{WAL_BOUND, WalGuard};
 
 /// A unit of work run inside the writer's transaction.
 trait WriteOp: Send {
@@ -159,6 +160,7 @@ impl Writer {
 
 fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &WriterStats) {
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
+    let mut wal = WalGuard::new(conn, WAL_BOUND);
     let mut stopping = false;
     while !stopping {
         match rx.recv() {
@@ -177,6 +179,9 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
         }
         stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
         commit_batch(conn, &mut batch, stats);
+        // Between batches, after every caller has been answered: a forced checkpoint here delays
+        // the next batch, never an acknowledgement already owed.
+        wal.after_commit(conn);
         if stopping {
             // Writes that raced with the stop request still get their turn.
             while let Ok(Request::Write(op)) = rx.try_recv() {

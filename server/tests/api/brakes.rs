@@ -66,11 +66,11 @@ async fn a_flooded_site_is_braked_while_another_site_keeps_its_latency() {
         baseline.push(started.elapsed());
     }
 
-    let (mut flooder, _) = app.visitor(&flooded, None, 0).await;
+    let (mut noisy_visitor, _) = app.visitor(&flooded, None, 0).await;
     let mut refused = 0;
     let mut during = Vec::new();
     for i in 0..200 {
-        let answer = flooder.say(&format!("f{i}"), "spam").await;
+        let answer = noisy_visitor.say(&format!("f{i}"), "spam").await;
         if answer["code"] == "site_busy" {
             refused += 1;
             assert!(

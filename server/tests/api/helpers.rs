@@ -30,6 +30,8 @@ pub struct TestApp {
 pub mod reqwest_lite {
     use std::net::SocketAddr;
 
+    use std::fmt::Write as _;
+
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
 
@@ -57,9 +59,9 @@ pub mod reqwest_lite {
                 self.addr
             );
             for (name, value) in headers {
-                request.push_str(&format!("{name}: {value}\r\n"));
+                let _ = write!(request, "{name}: {value}\r\n");
             }
-            request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+            let _ = write!(request, "Content-Length: {}\r\n\r\n{body}", body.len());
             stream.write_all(request.as_bytes()).await.expect("write");
             let mut raw = Vec::new();
             stream.read_to_end(&mut raw).await.expect("read");
@@ -78,6 +80,24 @@ pub mod reqwest_lite {
     }
 }
 
+/// The configuration `porch --data-dir DIR serve --listen 127.0.0.1:0 ARGS…` would run with.
+pub fn serve_config(data_dir: &std::path::Path, flags: &[&str]) -> porch::config::Config {
+    let mut argv = vec![
+        "porch",
+        "--data-dir",
+        data_dir.to_str().expect("utf-8 path"),
+        "serve",
+    ];
+    argv.extend_from_slice(&["--listen", "127.0.0.1:0", "--log", "warn"]);
+    argv.extend_from_slice(flags);
+    let cli = Cli::try_parse_from(argv).expect("valid arguments");
+    let Command::Serve(mut config) = cli.command else {
+        unreachable!()
+    };
+    config.data_dir = cli.data.data_dir;
+    config
+}
+
 impl TestApp {
     /// Starts a server with default settings plus `args` (flags of `porch serve`).
     pub async fn spawn(args: &[&str]) -> Self {
@@ -92,19 +112,7 @@ impl TestApp {
             .with_env_filter(filter)
             .with_test_writer()
             .try_init();
-        let mut argv = vec![
-            "porch",
-            "--data-dir",
-            data_dir.path().to_str().expect("utf-8 path"),
-            "serve",
-        ];
-        argv.extend_from_slice(&["--listen", "127.0.0.1:0", "--log", "warn"]);
-        argv.extend_from_slice(args);
-        let cli = Cli::try_parse_from(argv).expect("valid arguments");
-        let Command::Serve(mut config) = cli.command else {
-            unreachable!()
-        };
-        config.data_dir = cli.data.data_dir;
+        let config = serve_config(data_dir.path(), args);
         let listener = porch::http::bind(config.listen).expect("bind");
         let server = porch::start(config, listener).await.expect("server starts");
         let addr = server.local_addr;
@@ -329,7 +337,7 @@ impl Widget {
                 .expect("a valid frame");
             match message {
                 Message::Text(text) => return serde_json::from_str(&text).expect("JSON frame"),
-                Message::Ping(_) | Message::Pong(_) => continue,
+                Message::Ping(_) | Message::Pong(_) => {}
                 other => panic!("expected a text frame, got {other:?}"),
             }
         }
@@ -343,7 +351,7 @@ impl Widget {
                 .expect("closed within the wait")
             {
                 Some(Ok(Message::Close(frame))) => return frame.map(|f| f.code.into()),
-                Some(Ok(_)) => continue,
+                Some(Ok(_)) => {}
                 Some(Err(_)) | None => return None,
             }
         }

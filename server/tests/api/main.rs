@@ -1,9 +1,14 @@
 //! Integration tests: the real server on 127.0.0.1:0 with a temporary SQLite file, driven over
 //! real HTTP and websockets. One test binary, so it builds once.
 
+// Everything in this binary is test code: a failed `expect` is a failed test. clippy.toml's
+// allow-expect-in-tests covers `#[test]` functions only, not the shared helpers they call.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod brakes;
 mod config_doc;
 mod connections;
+mod health;
 mod helpers;
 mod slack;
 mod snippet;

@@ -352,7 +352,7 @@ async fn failed_jobs_can_be_listed_and_retried() {
 #[tokio::test]
 async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
     // A real porch process, killed with SIGKILL while a delivery hangs on the slow mock.
-    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::from_secs(60))
+    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::from_mins(1))
         .await
         .expect("mock");
     let dir = tempfile::tempdir().expect("dir");

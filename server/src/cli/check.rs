@@ -1,0 +1,86 @@
+//! `porch check`: verifies a database file, typically a restored backup, before Porch is started
+//! on it. Prints a report; any problem makes the command fail, so scripts can rely on the exit
+//! code.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use crate::config::DataConfig;
+use crate::store::{self, CheckReport};
+
+use super::write_out;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The database file to check. Defaults to `porch.db` in the data directory.
+    #[arg(long)]
+    db: Option<PathBuf>,
+}
+
+pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
+    let path = args.db.unwrap_or_else(|| data.database_path());
+    // Opening read-only never creates a file, so a wrong path is an error, not a new database.
+    if !path.is_file() {
+        bail!("{} does not exist or is not a file", path.display());
+    }
+    let conn = store::open_existing_read_only(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let report =
+        store::check_database(&conn).with_context(|| format!("checking {}", path.display()))?;
+    write_out(&render(&path.display().to_string(), &report))?;
+    if !report.is_healthy() {
+        bail!("{} failed the check", path.display());
+    }
+    Ok(())
+}
+
+fn render(path: &str, report: &CheckReport) -> String {
+    let mut out = format!("database        {path}\n");
+    let verdict = |problems: &[String]| {
+        if problems.is_empty() {
+            "ok".to_owned()
+        } else {
+            format!("{} problem(s)", problems.len())
+        }
+    };
+    let _ = writeln!(out, "integrity       {}", verdict(&report.integrity_errors));
+    for line in &report.integrity_errors {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(
+        out,
+        "foreign keys    {}",
+        verdict(&report.foreign_key_errors)
+    );
+    for line in &report.foreign_key_errors {
+        let _ = writeln!(out, "  {line}");
+    }
+    let schema = if report.schema_version == report.expected_version {
+        format!("{} (ok)", report.schema_version)
+    } else {
+        format!(
+            "{} (this binary expects {}: {})",
+            report.schema_version,
+            report.expected_version,
+            if report.schema_version < report.expected_version {
+                "`porch migrate` or starting the server upgrades it"
+            } else {
+                "the file comes from a newer Porch"
+            }
+        )
+    };
+    let _ = writeln!(out, "schema version  {schema}");
+    let _ = writeln!(out, "rows");
+    for (table, count) in &report.row_counts {
+        let _ = writeln!(out, "  {table:<20} {count}");
+    }
+    let _ = write!(
+        out,
+        "result          {}",
+        if report.is_healthy() { "ok" } else { "FAILED" }
+    );
+    out
+}

@@ -1,0 +1,80 @@
+//! `porch health`: a probe for Docker's `HEALTHCHECK`. The runtime image has no curl, and a
+//! dozen lines of plain HTTP/1.1 over a loopback socket are smaller and safer than installing it
+//! (and its libraries) into every image.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use super::write_out;
+
+/// Most bytes read of the answer; the status line is all that matters.
+const MAX_ANSWER: u64 = 4096;
+
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// The address the server listens on (the same variable as `porch serve`); an unspecified
+    /// address such as 0.0.0.0 is probed on loopback.
+    #[arg(long, env = "PORCH_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// The path to probe: `/healthz` (the process serves HTTP) or `/readyz` (it takes traffic).
+    #[arg(long, default_value = "/healthz")]
+    path: String,
+    /// Give up after this long.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+}
+
+/// Probes the server; succeeds only on a 200 answer.
+pub fn run(args: &HealthArgs) -> anyhow::Result<()> {
+    let target = probe_address(args.listen);
+    let status = probe(target, &args.path, args.timeout)
+        .with_context(|| format!("probing http://{target}{}", args.path))?;
+    if status != 200 {
+        bail!("http://{target}{} answered {status}", args.path);
+    }
+    write_out(&format!("http://{target}{} answered 200", args.path))
+}
+
+fn probe_address(listen: SocketAddr) -> SocketAddr {
+    let ip = match listen.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, listen.port())
+}
+
+fn probe(target: SocketAddr, path: &str, timeout: Duration) -> anyhow::Result<u16> {
+    let mut stream = TcpStream::connect_timeout(&target, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\nUser-Agent: porch-health\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    stream.take(MAX_ANSWER).read_to_end(&mut answer)?;
+    let head = String::from_utf8_lossy(&answer);
+    head.lines()
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .context("the answer has no HTTP status line")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unspecified_listen_address_is_probed_on_loopback() {
+        let any: SocketAddr = "0.0.0.0:8080".parse().expect("addr");
+        assert_eq!(probe_address(any), "127.0.0.1:8080".parse().expect("addr"));
+        let any6: SocketAddr = "[::]:9000".parse().expect("addr");
+        assert_eq!(probe_address(any6), "[::1]:9000".parse().expect("addr"));
+    }
+}

@@ -1,0 +1,180 @@
+//! The writer's WAL bound. SQLite's automatic PASSIVE checkpoint (every 1,000 pages) keeps the WAL
+//! small as long as no reader pins it, and Litestream, when attached, owns checkpointing: its read
+//! transaction stops anyone else from restarting the WAL, and it checkpoints on its own schedule.
+//! This is the safety net for when neither works (readers that never pause, Litestream stopped or
+//! stuck): past a bound far above Litestream's own thresholds, the writer runs one TRUNCATE
+//! checkpoint, with a short busy timeout so a pinned WAL costs a stalled writer at most that long.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+/// WAL size past which the writer checkpoints itself: four times `journal_size_limit`, and well
+/// above the 64 MiB at which `docker/litestream.yml` has Litestream truncate, so the two never
+/// compete while Litestream is healthy.
+pub const WAL_BOUND: u64 = 256 * 1024 * 1024;
+/// How often the WAL's size is looked at: a `stat` per commit would be cheap, but not free.
+const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// Least time between two forced checkpoints, so a WAL pinned by a reader does not stall every
+/// batch.
+const RETRY_INTERVAL: Duration = Duration::from_mins(1);
+/// How long a forced checkpoint waits for readers before giving up (it blocks the writer).
+const CHECKPOINT_BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+/// The connection's usual busy timeout, restored afterwards (see `db.rs`).
+const NORMAL_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Watches the WAL file's size from the writer thread.
+pub struct WalGuard {
+    /// `<database>-wal`; `None` for an in-memory database.
+    wal_path: Option<PathBuf>,
+    bound: u64,
+    next_check: Instant,
+    next_attempt: Instant,
+}
+
+/// What a call to [`WalGuard::after_commit`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to do (not time to look, or the WAL is within bounds).
+    Idle,
+    /// The WAL was over the bound and is now truncated.
+    Truncated,
+    /// The WAL is over the bound but a reader kept the checkpoint from finishing.
+    Pinned,
+}
+
+impl WalGuard {
+    /// A guard for the database `conn` is open on, checkpointing past `bound` bytes.
+    pub fn new(conn: &Connection, bound: u64) -> Self {
+        let now = Instant::now();
+        Self {
+            wal_path: conn
+                .path()
+                .filter(|path| !path.is_empty())
+                .map(|path| PathBuf::from(format!("{path}-wal"))),
+            bound,
+            next_check: now,
+            next_attempt: now,
+        }
+    }
+
+    /// Called by the writer after each batch, outside any transaction.
+    pub fn after_commit(&mut self, conn: &Connection) -> Outcome {
+        let now = Instant::now();
+        if now < self.next_check || now < self.next_attempt {
+            return Outcome::Idle;
+        }
+        self.next_check = now + CHECK_INTERVAL;
+        let Some(size) = self
+            .wal_path
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+        else {
+            return Outcome::Idle;
+        };
+        if size.len() <= self.bound {
+            return Outcome::Idle;
+        }
+        self.next_attempt = now + RETRY_INTERVAL;
+        let outcome = truncate(conn);
+        match &outcome {
+            Ok(true) => {
+                tracing::info!(
+                    wal_bytes = size.len(),
+                    "WAL past its bound: checkpointed and truncated"
+                );
+                Outcome::Truncated
+            }
+            Ok(false) => {
+                tracing::warn!(
+                    wal_bytes = size.len(),
+                    "WAL past its bound and a reader keeps it from being checkpointed \
+                     (is Litestream stuck?); trying again in a minute"
+                );
+                Outcome::Pinned
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, wal_bytes = size.len(), "WAL checkpoint failed");
+                Outcome::Pinned
+            }
+        }
+    }
+}
+
+/// Runs `wal_checkpoint(TRUNCATE)`; true if it completed (SQLite reports busy as a row, not an
+/// error).
+fn truncate(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.busy_timeout(CHECKPOINT_BUSY_TIMEOUT)?;
+    let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        r.get::<_, i64>(0)
+    });
+    conn.busy_timeout(NORMAL_BUSY_TIMEOUT)?;
+    Ok(busy? == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Synchronous, open_read_connection, open_write_connection};
+
+    fn database() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let conn =
+            open_write_connection(&dir.path().join("porch.db"), Synchronous::Normal).expect("open");
+        // Keep SQLite's own checkpoint out of the way so the WAL grows as the test wants.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .expect("pragma");
+        conn.execute_batch("CREATE TABLE t (x BLOB); INSERT INTO t VALUES (zeroblob(100000));")
+            .expect("write");
+        (dir, conn)
+    }
+
+    fn wal_len(dir: &tempfile::TempDir) -> u64 {
+        std::fs::metadata(dir.path().join("porch.db-wal")).map_or(0, |m| m.len())
+    }
+
+    #[test]
+    fn a_wal_past_the_bound_is_truncated() {
+        let (dir, conn) = database();
+        assert!(wal_len(&dir) > 1000);
+        let mut guard = WalGuard::new(&conn, 1000);
+        assert_eq!(guard.after_commit(&conn), Outcome::Truncated);
+        assert_eq!(wal_len(&dir), 0);
+    }
+
+    #[test]
+    fn a_wal_within_the_bound_is_left_alone() {
+        let (dir, conn) = database();
+        let before = wal_len(&dir);
+        let mut guard = WalGuard::new(&conn, WAL_BOUND);
+        assert_eq!(guard.after_commit(&conn), Outcome::Idle);
+        assert_eq!(wal_len(&dir), before);
+    }
+
+    #[test]
+    fn a_pinned_wal_gives_up_quickly_and_waits_before_trying_again() {
+        let (dir, conn) = database();
+        let reader = open_read_connection(&dir.path().join("porch.db")).expect("reader");
+        reader.execute_batch("BEGIN").expect("begin");
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .expect("read");
+        conn.execute("INSERT INTO t VALUES (zeroblob(100000))", [])
+            .expect("write");
+        let mut guard = WalGuard::new(&conn, 1000);
+        let started = Instant::now();
+        assert_eq!(guard.after_commit(&conn), Outcome::Pinned);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            guard.after_commit(&conn),
+            Outcome::Idle,
+            "no second try at once"
+        );
+        reader.execute_batch("COMMIT").expect("end read");
+    }
+}

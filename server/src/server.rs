@@ -102,6 +102,7 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Serv
         readers,
     ));
 
+    app.accounts.prepare_first_run(&app.public_url).await?;
     spawn_brake_pruning(Arc::clone(&app));
     let max_connections = connection_budget(&config);
     let router = crate::http::router(Arc::clone(&app));

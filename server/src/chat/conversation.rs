@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::clock::now_ms;
-use crate::hub::{Hub, VisitorEvent};
+use crate::hub::{Hub, InboxEvent, VisitorEvent};
 use crate::store::{
     self, ConversationId, ConversationRow, MessageId, MessageRow, NewVisitorMessage, Readers,
     StoredVisitorMessage, UserId, VisitorRow, Writer,
@@ -61,6 +61,7 @@ impl Chat {
     ) -> Result<StoredVisitorMessage, Error> {
         let client_id = new.client_id.clone();
         let body = new.body.clone();
+        let site_id = new.site_id;
         let stored = self
             .writer
             .write(move |c| store::insert_visitor_message(c, &new))
@@ -75,9 +76,14 @@ impl Chat {
                 body,
                 created_at: stored.created_at,
             };
-            let event = VisitorEvent::Message(Arc::new(row));
+            let row = Arc::new(row);
+            let event = VisitorEvent::Message(Arc::clone(&row));
             self.hub
                 .publish_to_visitor(stored.visitor_id, &event, from_connection);
+            self.hub.publish_to_inbox(&InboxEvent {
+                site_id,
+                message: row,
+            });
         }
         Ok(stored)
     }
@@ -110,9 +116,14 @@ impl Chat {
             })
             .await?;
         let row = MessageRow { id, ..row };
-        let event = VisitorEvent::Message(Arc::new(row.clone()));
+        let shared = Arc::new(row.clone());
+        let event = VisitorEvent::Message(Arc::clone(&shared));
         self.hub
             .publish_to_visitor(conversation.visitor_id, &event, None);
+        self.hub.publish_to_inbox(&InboxEvent {
+            site_id: conversation.site_id,
+            message: shared,
+        });
         Ok(row)
     }
 

@@ -7,7 +7,6 @@ mod client_ip;
 mod error;
 mod health;
 mod listener;
-mod pages;
 mod routes;
 
 pub use client_ip::client_ip;

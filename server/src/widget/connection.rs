@@ -78,6 +78,7 @@ struct Connection {
     /// as a new conversation for the brakes.
     has_conversation: bool,
     /// Identifies this connection in the hub, so its own messages are not echoed to it.
+    #[allow(clippy::struct_field_names)] // "connection id" is the hub's name for it
     connection_id: u64,
     subscription: Option<VisitorSubscription>,
 }

@@ -99,6 +99,12 @@ impl Accounts {
         Ok(())
     }
 
+    /// The setup token while the install waits for its first admin (it is also in the log);
+    /// for embedding and tests, which run the server in-process.
+    pub fn pending_setup_token(&self) -> Option<String> {
+        self.setup_token.lock().ok().and_then(|slot| slot.clone())
+    }
+
     /// Creates the first admin, if `token` is the setup token and still no user exists.
     pub async fn create_first_admin(
         &self,

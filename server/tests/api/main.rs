@@ -5,6 +5,7 @@ mod brakes;
 mod config_doc;
 mod connections;
 mod helpers;
+mod inbox;
 mod snippet;
 mod widget_errors;
 mod widget_messages;

@@ -1,6 +1,23 @@
 //! Server-rendered pages of Porch's admin UI, as Leptos components. This crate knows nothing of
-//! the server: pages take plain view models and return HTML strings.
+//! the server: pages take plain view models and return HTML strings. Fragments the live inbox
+//! stream sends (`render_conversation_item`, `render_message`, `render_conversation_aside`) are
+//! rendered by the same components as the full pages.
+//!
+//! - [`layout`]: the document shell, navigation, notices, the CSRF field.
+//! - [`auth`]: setup, sign-in, invitation and reset links, account, error pages.
+//! - [`inbox`]: the conversation list.
+//! - [`conversation`]: one conversation with its details and reply box.
+//! - [`sites`], [`team`]: the admin pages.
 
-mod home;
+// Leptos' typed views nest deeply; large pages exceed the default limit of 128.
+#![recursion_limit = "256"]
 
-pub use home::{HomeView, render_home};
+pub mod auth;
+pub mod conversation;
+pub mod inbox;
+pub mod layout;
+pub mod sites;
+pub mod team;
+mod time;
+
+pub use time::format_time;

@@ -1,15 +1,15 @@
-//! Live fan-out of events to open visitor connections (a visitor may have several tabs). Each
-//! subscriber has a bounded queue; one that falls behind is dropped, and its connection closes
-//! so the client reconnects and resumes from its last message id, rather than silently missing
-//! events.
+//! Live fan-out of events to open visitor connections (a visitor may have several tabs) and to
+//! agents' inbox connections. Each subscriber has a bounded queue; one that falls behind is
+//! dropped and told so (visitors: their connection closes; inbox: a `Resync` signal), so the
+//! client resumes from its last message id rather than silently missing events.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use crate::store::{MessageRow, VisitorId};
+use crate::store::{MessageRow, SiteId, VisitorId};
 
 /// Events queued per subscriber before it counts as fallen behind.
 const QUEUE: usize = 64;
@@ -34,6 +34,8 @@ type Shard = Mutex<HashMap<VisitorId, Vec<Subscriber>>>;
 pub struct Hub {
     shards: Vec<Shard>,
     next_id: AtomicU64,
+    /// Agents' inbox connections; every one sees every message (a small team, a few tabs each).
+    inbox: Mutex<Vec<InboxSubscriber>>,
 }
 
 impl Default for Hub {
@@ -41,6 +43,7 @@ impl Default for Hub {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             next_id: AtomicU64::new(1),
+            inbox: Mutex::default(),
         }
     }
 }
@@ -118,6 +121,104 @@ impl Hub {
     }
 }
 
+/// Events queued per inbox connection before it counts as fallen behind.
+const INBOX_QUEUE: usize = 256;
+
+/// A message (from a visitor, an agent, a note or a status line) for agents' inbox connections.
+/// Carries the row itself, so publishing costs no database read.
+#[derive(Debug, Clone)]
+pub struct InboxEvent {
+    pub site_id: SiteId,
+    pub message: Arc<MessageRow>,
+}
+
+/// What an inbox subscriber receives next.
+#[derive(Debug)]
+pub enum InboxSignal {
+    Event(InboxEvent),
+    /// Events were lost because this subscriber fell behind: reload from the last message id it
+    /// handled, then subscribe again.
+    Resync,
+}
+
+struct InboxSubscriber {
+    id: u64,
+    tx: mpsc::Sender<InboxEvent>,
+    lagged: Arc<AtomicBool>,
+}
+
+/// An open inbox subscription; dropping it unsubscribes.
+pub struct InboxSubscription {
+    hub: Arc<Hub>,
+    id: u64,
+    events: mpsc::Receiver<InboxEvent>,
+    lagged: Arc<AtomicBool>,
+}
+
+impl InboxSubscription {
+    /// The next event, or `Resync` once the queue overflowed (every event queued before the
+    /// overflow is still delivered first). After `Resync` the subscription is spent.
+    pub async fn recv(&mut self) -> InboxSignal {
+        match self.events.recv().await {
+            Some(event) => InboxSignal::Event(event),
+            // The hub dropped our sender: either we lagged, or the hub is gone; both mean
+            // "what you have may be incomplete".
+            None => InboxSignal::Resync,
+        }
+    }
+
+    /// True if this subscriber fell behind (its stream ends with `Resync`).
+    pub fn has_lagged(&self) -> bool {
+        self.lagged.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for InboxSubscription {
+    fn drop(&mut self) {
+        if let Ok(mut subs) = self.hub.inbox.lock() {
+            subs.retain(|s| s.id != self.id);
+        }
+    }
+}
+
+impl Hub {
+    /// Subscribes an agent's connection to every inbox event.
+    pub fn subscribe_inbox(self: &Arc<Self>) -> InboxSubscription {
+        let (tx, events) = mpsc::channel(INBOX_QUEUE);
+        let id = self.new_connection_id();
+        let lagged = Arc::new(AtomicBool::new(false));
+        if let Ok(mut subs) = self.inbox.lock() {
+            subs.push(InboxSubscriber {
+                id,
+                tx,
+                lagged: Arc::clone(&lagged),
+            });
+        }
+        InboxSubscription {
+            hub: Arc::clone(self),
+            id,
+            events,
+            lagged,
+        }
+    }
+
+    /// Queues `event` for every inbox connection. One whose queue is full is dropped and marked
+    /// lagged, so it receives `Resync` instead of silently missing the event.
+    pub fn publish_to_inbox(&self, event: &InboxEvent) {
+        let Ok(mut subs) = self.inbox.lock() else {
+            return;
+        };
+        subs.retain(|s| match s.tx.try_send(event.clone()) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                s.lagged.store(true, Ordering::Relaxed);
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +254,42 @@ mod tests {
         hub.publish_to_visitor(VisitorId(2), &event, Some(sender_id));
         assert!(other_tab.events.try_recv().is_ok());
         assert!(sender.events.try_recv().is_err());
+    }
+
+    fn inbox_event(id: i64) -> InboxEvent {
+        InboxEvent {
+            site_id: SiteId(1),
+            message: Arc::new(MessageRow {
+                id: crate::store::MessageId(id),
+                conversation_id: crate::store::ConversationId(1),
+                author: "visitor".into(),
+                author_name: None,
+                client_id: None,
+                body: "hi".into(),
+                created_at: 0,
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_inbox_subscriber_that_falls_behind_gets_everything_queued_then_resync() {
+        let hub = Arc::new(Hub::default());
+        let mut slow = hub.subscribe_inbox();
+        let mut fast = hub.subscribe_inbox();
+        for id in 1..=i64::try_from(INBOX_QUEUE).expect("small") + 1 {
+            hub.publish_to_inbox(&inbox_event(id));
+            if let InboxSignal::Event(e) = fast.recv().await {
+                assert_eq!(e.message.id.0, id);
+            } else {
+                panic!("the fast subscriber lagged");
+            }
+        }
+        let mut received = 0;
+        while let InboxSignal::Event(_) = slow.recv().await {
+            received += 1;
+        }
+        assert_eq!(received, INBOX_QUEUE);
+        assert!(slow.has_lagged());
+        assert!(!fast.has_lagged());
     }
 }

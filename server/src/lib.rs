@@ -8,7 +8,11 @@
 //! - [`chat`]: the domain: sites, visitors, conversations, messages; use-case functions.
 //! - [`hub`]: live fan-out of events to open connections.
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
+//! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
+//! - [`admin`]: the admin UI's pages and live inbox stream (server-rendered, `porch-app`).
 
+pub mod accounts;
+mod admin;
 pub mod chat;
 pub mod cli;
 pub mod clock;

@@ -113,6 +113,7 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Serv
         runner.queue(),
     ));
 
+    app.accounts.prepare_first_run(&app.public_url).await?;
     let runner = start_runner(runner, &app, slack_api).await?;
     spawn_brake_pruning(Arc::clone(&app));
     spawn_socket_mode(Arc::clone(&app));

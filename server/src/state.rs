@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::chat::{Chat, SiteDirectory, VisitorTokens};
+use crate::accounts::Accounts;
+use crate::chat::{Chat, Inbox, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::jobs::JobQueue;
 use crate::slack::SlackInbound;
@@ -31,6 +32,10 @@ pub struct App {
     pub slack: SlackInbound,
     /// Hands jobs queued again (retries, fixed integrations) to the runner.
     pub jobs: JobQueue,
+    /// The admin UI's accounts: setup, sign-in, sessions, team.
+    pub accounts: Accounts,
+    /// The admin inbox's use cases.
+    pub inbox: Inbox,
     /// Cancelled when shutdown starts: connections say goodbye and stop taking work.
     pub shutdown: CancellationToken,
     /// Websocket connections, so shutdown can wait for their in-flight writes.
@@ -52,7 +57,15 @@ impl App {
         slack: SlackInbound,
         jobs: JobQueue,
     ) -> Self {
+        let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
+        let inbox = Inbox::new(
+            Arc::clone(&writer),
+            Arc::clone(&readers),
+            Arc::clone(chat.hub()),
+        );
         Self {
+            accounts,
+            inbox,
             config,
             public_url,
             chat,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::clock::now_ms;
-use crate::hub::{Hub, VisitorEvent};
+use crate::hub::{Hub, InboxEvent, VisitorEvent};
 use crate::jobs::JobQueue;
 use crate::store::{
     self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
@@ -90,6 +90,7 @@ impl Chat {
     ) -> Result<StoredVisitorMessage, Error> {
         let client_id = new.client_id.clone();
         let body = new.body.clone();
+        let site_id = new.site_id;
         let mut stored = self
             .writer
             .write(move |c| store::insert_visitor_message(c, &new))
@@ -105,9 +106,14 @@ impl Chat {
                 body,
                 created_at: stored.created_at,
             };
-            let event = VisitorEvent::Message(Arc::new(row));
+            let row = Arc::new(row);
+            let event = VisitorEvent::Message(Arc::clone(&row));
             self.hub
                 .publish_to_visitor(stored.visitor_id, &event, from_connection);
+            self.hub.publish_to_inbox(&InboxEvent {
+                site_id,
+                message: row,
+            });
         }
         Ok(stored)
     }
@@ -139,11 +145,7 @@ impl Chat {
         };
         self.jobs.submit(jobs);
         let row = agent_row(id, &new);
-        self.hub.publish_to_visitor(
-            conversation.visitor_id,
-            &VisitorEvent::Message(Arc::new(row.clone())),
-            None,
-        );
+        self.publish_agent_message(&conversation, &row);
         Ok(row)
     }
 
@@ -181,14 +183,23 @@ impl Chat {
         };
         self.jobs.submit(jobs);
         let row = agent_row(id, &new);
-        if !new.is_note {
-            self.hub.publish_to_visitor(
-                conversation.visitor_id,
-                &VisitorEvent::Message(Arc::new(row.clone())),
-                None,
-            );
-        }
+        self.publish_agent_message(&conversation, &row);
         Ok(Some(row))
+    }
+
+    /// Shows an agent message (or note) live: to the agents' inboxes always, to the visitor's
+    /// open connections unless it is a private note.
+    fn publish_agent_message(&self, conversation: &ConversationRow, row: &MessageRow) {
+        let shared = Arc::new(row.clone());
+        if row.author != "note" {
+            let event = VisitorEvent::Message(Arc::clone(&shared));
+            self.hub
+                .publish_to_visitor(conversation.visitor_id, &event, None);
+        }
+        self.hub.publish_to_inbox(&InboxEvent {
+            site_id: conversation.site_id,
+            message: shared,
+        });
     }
 
     /// Shows (or hides) "agent is typing" to the visitor of a conversation.

@@ -132,6 +132,15 @@ impl SiteDirectory {
     }
 }
 
+impl SiteDirectory {
+    /// Forgets the cached copy of a site, so the next lookup reads what was just stored.
+    pub fn invalidate(&self, key: &str) {
+        if let Ok(mut cache) = self.cache.write() {
+            cache.remove(key);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,20 +3,15 @@
 use std::io::Read;
 
 use anyhow::{Context, bail};
-use argon2::password_hash::SaltString;
-use argon2::password_hash::rand_core::OsRng;
-use argon2::{Argon2, PasswordHasher};
 use clap::{Subcommand, ValueEnum};
 use rusqlite::Connection;
 
+use crate::accounts::{Password, hash_password};
 use crate::clock::now_ms;
 use crate::http::auth::{hash_api_token, new_api_token};
 use crate::store::{self, NewUser};
 
 use super::write_out;
-
-/// Shortest password accepted.
-const MIN_PASSWORD_CHARS: usize = 10;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Role {
@@ -57,14 +52,6 @@ pub enum TokenCommand {
     },
 }
 
-fn hash_password(password: &str) -> anyhow::Result<String> {
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|hash| hash.to_string())
-        .map_err(|e| anyhow::anyhow!("hashing the password: {e}"))
-}
-
 pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
     let UserCommand::Add {
         email,
@@ -82,10 +69,8 @@ pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
             .read_to_string(&mut password)
             .context("reading the password")?;
         let password = password.trim_end_matches(['\r', '\n']);
-        if password.chars().count() < MIN_PASSWORD_CHARS {
-            bail!("the password must have at least {MIN_PASSWORD_CHARS} characters");
-        }
-        Some(hash_password(password)?)
+        let password = Password::parse(password).map_err(|e| anyhow::anyhow!("{e}"))?;
+        Some(hash_password(&password).map_err(|e| anyhow::anyhow!("hashing the password: {e}"))?)
     } else {
         None
     };

@@ -120,8 +120,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
             .with_context(|| format!("listening on {} (PORCH_LISTEN)", config.listen))?;
         let server = crate::start(config, listener).await?;
         tracing::info!(
-            "next: create a site with `porch site add --name \"My site\" --origin https://www.example.com` \
-             and paste the snippet it prints into your pages; open {} to check the server",
+            "next: open {} to sign in (or, on a fresh install, to create the first admin)",
             server.app.public_url
         );
         shutdown_signal().await;

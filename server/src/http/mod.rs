@@ -9,7 +9,6 @@ mod client_ip;
 mod error;
 mod health;
 mod listener;
-mod pages;
 mod routes;
 
 pub use boot::{Booting, serve_while_booting};

@@ -7,16 +7,17 @@ use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
+use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::{ApiError, api, api_integrations, health, pages};
+use super::{ApiError, api, api_integrations, health};
 
 /// The route table. The websocket route is kept out of the HTTP timeout and compression layers:
 /// an upgraded connection outlives its handler.
 pub fn router(app: AppState) -> Router {
     let http = Router::new()
-        .route("/", get(pages::home))
+        .route("/", get(admin::auth::home))
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
         .route("/widget/panel.js", get(widget::panel_js))
@@ -42,6 +43,59 @@ pub fn router(app: AppState) -> Router {
             "/integrations/slack/{id}/events",
             post(crate::slack::receive_events),
         )
+        // ---- The admin UI (server/src/admin): pages, form posts, live streams ----
+        .route("/assets/admin.css", get(admin::assets::admin_css))
+        .route("/assets/inbox.js", get(admin::assets::inbox_js))
+        .route(
+            "/setup",
+            get(admin::auth::setup_page).post(admin::auth::setup),
+        )
+        .route(
+            "/login",
+            get(admin::auth::login_page).post(admin::auth::login),
+        )
+        .route("/logout", post(admin::auth::logout))
+        .route(
+            "/invitations/{token}",
+            get(admin::auth::invitation_page).post(admin::auth::complete_invitation),
+        )
+        .route(
+            "/password-resets/{token}",
+            get(admin::auth::reset_page).post(admin::auth::complete_reset),
+        )
+        .route("/account", get(admin::auth::account_page))
+        .route("/account/password", post(admin::auth::change_password))
+        .route("/inbox", get(admin::inbox::inbox_page))
+        .route("/inbox/events", get(admin::live::inbox_events))
+        .route("/conversations/{id}", get(admin::inbox::conversation_page))
+        .route(
+            "/conversations/{id}/events",
+            get(admin::live::conversation_events),
+        )
+        .route("/conversations/{id}/reply", post(admin::inbox::reply))
+        .route("/conversations/{id}/assign", post(admin::inbox::assign))
+        .route("/conversations/{id}/close", post(admin::inbox::close))
+        .route("/conversations/{id}/reopen", post(admin::inbox::reopen))
+        .route(
+            "/sites",
+            get(admin::sites::sites_page).post(admin::sites::create_site),
+        )
+        .route("/sites/new", get(admin::sites::new_site_page))
+        .route(
+            "/sites/{key}",
+            get(admin::sites::site_page).post(admin::sites::update_site),
+        )
+        .route(
+            "/sites/{key}/delete",
+            get(admin::sites::delete_site_page).post(admin::sites::delete_site),
+        )
+        .route("/team", get(admin::team::team_page))
+        .route("/team/invite", post(admin::team::invite))
+        .route("/team/{id}/role", post(admin::team::change_role))
+        .route("/team/{id}/link", post(admin::team::create_link))
+        .route("/team/{id}/disable", post(admin::team::disable))
+        .route("/team/{id}/enable", post(admin::team::enable))
+        // ---- end of the admin UI ----
         .fallback(|| async { ApiError::not_found("page") })
         .layer(CompressionLayer::new())
         .layer(RequestBodyLimitLayer::new(app.config.body_limit))

@@ -90,7 +90,7 @@ fn header(public_url: &str, channel: &str, message: &DeliveryMessage) -> Value {
     }
     let _ = write!(
         text,
-        "\n<{public_url}/inbox/conversations/{}|Open in Porch> · reply in this thread to answer; \
+        "\n<{public_url}/conversations/{}|Open in Porch> · reply in this thread to answer; \
          start a reply with `note:` for a private note",
         message.conversation_id
     );

@@ -6,7 +6,10 @@ use rusqlite::Connection;
 use super::Error;
 
 /// Every migration in order; the position (starting at 1) is its version.
-const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/0001_core.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/0001_core.sql"),
+    include_str!("../../../migrations/0002_inbox.sql"),
+];
 
 /// The schema version this binary expects.
 #[allow(clippy::cast_possible_truncation)] // a handful of migrations, never 2^32

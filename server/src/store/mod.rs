@@ -2,6 +2,7 @@
 //! commits queued writes in groups; a small reader pool serves reads off the async threads.
 //! Storage functions are plain synchronous functions over `&rusqlite::Connection`.
 
+mod account_links;
 mod check;
 mod checkpoint;
 mod conversations;
@@ -9,11 +10,13 @@ mod db;
 mod delivery;
 mod error;
 mod ids;
+mod inbox;
 mod integrations;
 mod jobs;
 mod messages;
 mod migrate;
 mod readers;
+mod sessions;
 mod settings;
 mod sites;
 mod slack;
@@ -53,3 +56,21 @@ pub use users::{
 };
 pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};
 pub use writer::{Writer, WriterStats};
+// The admin inbox and accounts.
+pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, use_account_link};
+pub use inbox::{
+    InboxFilter, InboxItemRow, VisitorDetailsRow, close_conversation, find_inbox_item,
+    find_last_message_id, find_visitor_details, insert_note, insert_system_message,
+    list_conversation_messages_after, list_conversations_changed_after, list_inbox,
+    reopen_conversation, update_conversation_assignee, upsert_conversation_read,
+};
+pub use sessions::{
+    NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,
+    find_session, insert_session,
+};
+pub use sites::{SiteSettings, count_site_conversations, delete_site, update_site};
+pub use users::{
+    UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
+    find_user_credentials, list_users, update_password_hash, update_user_disabled,
+    update_user_role,
+};

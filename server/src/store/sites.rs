@@ -94,3 +94,73 @@ pub fn list_sites(conn: &Connection) -> Result<Vec<SiteRow>, Error> {
     }
     Ok(sites)
 }
+
+/// The editable settings of a site.
+#[derive(Debug, Clone)]
+pub struct SiteSettings<'a> {
+    pub name: &'a str,
+    pub greeting: &'a str,
+    pub color: &'a str,
+    pub position: &'a str,
+    pub visitor_messages_per_minute: u32,
+    pub visitor_burst: u32,
+    pub flood_messages_per_minute: u32,
+    pub flood_conversations_per_minute: u32,
+    pub origins: &'a [String],
+}
+
+/// Replaces a site's settings and allowed origins; returns false if there is no such site.
+pub fn update_site(
+    conn: &Connection,
+    key: &str,
+    settings: &SiteSettings<'_>,
+) -> Result<bool, Error> {
+    let id: Option<SiteId> = conn
+        .prepare_cached("SELECT id FROM sites WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
+        .optional()?;
+    let Some(id) = id else { return Ok(false) };
+    conn.prepare_cached(
+        "UPDATE sites SET name = ?2, greeting = ?3, color = ?4, position = ?5, \
+         visitor_messages_per_minute = ?6, visitor_burst = ?7, flood_messages_per_minute = ?8, \
+         flood_conversations_per_minute = ?9 WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        settings.name,
+        settings.greeting,
+        settings.color,
+        settings.position,
+        settings.visitor_messages_per_minute,
+        settings.visitor_burst,
+        settings.flood_messages_per_minute,
+        settings.flood_conversations_per_minute
+    ])?;
+    conn.prepare_cached("DELETE FROM site_origins WHERE site_id = ?1")?
+        .execute([id])?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO site_origins (site_id, origin) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+    )?;
+    for origin in settings.origins {
+        insert.execute(params![id, origin])?;
+    }
+    Ok(true)
+}
+
+/// Deletes a site with its visitors, conversations and messages; returns false if there was
+/// no such site.
+pub fn delete_site(conn: &Connection, key: &str) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached("DELETE FROM sites WHERE key = ?1")?
+        .execute([key])?
+        == 1)
+}
+
+/// How many conversations a site has (shown before deleting it).
+pub fn count_site_conversations(conn: &Connection, key: &str) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM conversations c JOIN sites s ON s.id = c.site_id WHERE s.key = ?1",
+        )?
+        .query_row([key], |r| r.get(0))?)
+}

@@ -78,3 +78,93 @@ pub fn find_user_by_api_token(
     ))?;
     Ok(stmt.query_row([token_hash], from_row).optional()?)
 }
+
+/// What signing in needs: the user and their password hash (`None` until they chose one).
+#[derive(Debug, Clone)]
+pub struct UserCredentials {
+    pub user: UserRow,
+    pub password_hash: Option<String>,
+}
+
+/// How many users exist (zero means the install still needs its first admin).
+pub fn count_users(conn: &Connection) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM users")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// The user with this email and their password hash, disabled or not.
+pub fn find_user_credentials(
+    conn: &Connection,
+    email: &str,
+) -> Result<Option<UserCredentials>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS}, u.password_hash FROM users u WHERE u.email = ?1"
+    ))?;
+    Ok(stmt
+        .query_row([email], |r| {
+            Ok(UserCredentials {
+                user: from_row(r)?,
+                password_hash: r.get(5)?,
+            })
+        })
+        .optional()?)
+}
+
+/// The password hash of a user, if they have one.
+pub fn find_password_hash(conn: &Connection, id: UserId) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached("SELECT password_hash FROM users WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
+
+/// One user by id.
+pub fn find_user(conn: &Connection, id: UserId) -> Result<Option<UserRow>, Error> {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM users u WHERE u.id = ?1"))?;
+    Ok(stmt.query_row([id], from_row).optional()?)
+}
+
+/// Every user, admins first, then by name.
+pub fn list_users(conn: &Connection) -> Result<Vec<UserRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM users u ORDER BY u.role = 'agent', u.name COLLATE NOCASE"
+    ))?;
+    Ok(stmt.query_map([], from_row)?.collect::<Result<_, _>>()?)
+}
+
+/// How many enabled admins exist other than `except` (so the last one is never demoted).
+pub fn count_other_admins(conn: &Connection, except: UserId) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM users WHERE role = 'admin' AND is_disabled = 0 AND id <> ?1",
+        )?
+        .query_row([except], |r| r.get(0))?)
+}
+
+/// Sets a user's password hash.
+pub fn update_password_hash(conn: &Connection, id: UserId, hash: &str) -> Result<(), Error> {
+    conn.prepare_cached("UPDATE users SET password_hash = ?2 WHERE id = ?1")?
+        .execute(params![id, hash])?;
+    Ok(())
+}
+
+/// Sets a user's role (`admin` or `agent`; the schema refuses anything else).
+pub fn update_user_role(conn: &Connection, id: UserId, role: &str) -> Result<(), Error> {
+    conn.prepare_cached("UPDATE users SET role = ?2 WHERE id = ?1")?
+        .execute(params![id, role])?;
+    Ok(())
+}
+
+/// Disables or re-enables a user. Disabling also ends their sessions, in the same transaction.
+pub fn update_user_disabled(conn: &Connection, id: UserId, is_disabled: bool) -> Result<(), Error> {
+    conn.prepare_cached("UPDATE users SET is_disabled = ?2 WHERE id = ?1")?
+        .execute(params![id, is_disabled])?;
+    if is_disabled {
+        conn.prepare_cached("DELETE FROM sessions WHERE user_id = ?1")?
+            .execute([id])?;
+    }
+    Ok(())
+}

@@ -63,9 +63,6 @@ struct Closed;
 type StoreResult = (ClientId, Result<StoredVisitorMessage, chat::Error>);
 type PendingWrite = Pin<Box<dyn Future<Output = StoreResult> + Send>>;
 
-// `connection_id` is the hub's name for it (`Hub::new_connection_id`); renaming it here would
-// only blur that link.
-#[allow(clippy::struct_field_names)]
 struct Connection {
     app: AppState,
     site: Arc<Site>,

@@ -10,6 +10,7 @@ mod config_doc;
 mod connections;
 mod health;
 mod helpers;
+mod inbox;
 mod slack;
 mod snippet;
 mod widget_errors;

@@ -143,7 +143,7 @@ async fn a_conversation_gets_one_thread_and_its_messages_reply_in_order() {
     let header = &posts[0];
     assert!(header.thread_ts.is_none());
     assert!(
-        header.text.contains("Shop") && header.text.contains("/inbox/conversations/"),
+        header.text.contains("Shop") && header.text.contains("/conversations/"),
         "{}",
         header.text
     );

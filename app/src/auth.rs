@@ -1,0 +1,212 @@
+//! Pages for getting in: first-run setup, sign-in, choosing a password through an invitation or
+//! reset link, the account page (change password), and the error page.
+
+use leptos::prelude::*;
+
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+
+/// The first-run setup form.
+#[derive(Debug, Clone, Default)]
+pub struct SetupView {
+    pub csrf: String,
+    pub email: String,
+    pub name: String,
+    pub error: Option<String>,
+}
+
+/// Renders the setup page.
+pub fn render_setup(view: SetupView) -> String {
+    let content = view! {
+        <section class="card card-narrow" aria-labelledby="setup-title">
+            <h1 id="setup-title">"Welcome to Porch"</h1>
+            <p class="lead">
+                "Create the first admin account. The setup token is printed in the server log \
+                 when Porch starts; it proves you run this server."
+            </p>
+            <NoticeBox notice=view.error.map(Notice::Error)/>
+            <form method="post" action="/setup" class="stack">
+                <CsrfField token=view.csrf/>
+                <div class="field">
+                    <label for="token">"Setup token"</label>
+                    <input id="token" name="token" type="text" required autocomplete="off"
+                        spellcheck="false" class="mono"/>
+                </div>
+                <div class="field">
+                    <label for="name">"Your name"</label>
+                    <input id="name" name="name" type="text" required autocomplete="name"
+                        value=view.name/>
+                    <p class="hint">"Visitors see it next to your replies."</p>
+                </div>
+                <div class="field">
+                    <label for="email">"Email"</label>
+                    <input id="email" name="email" type="email" required autocomplete="username"
+                        value=view.email/>
+                </div>
+                <div class="field">
+                    <label for="password">"Password"</label>
+                    <input id="password" name="password" type="password" required minlength="10"
+                        autocomplete="new-password" aria-describedby="password-hint"/>
+                    <p class="hint" id="password-hint">"At least 10 characters."</p>
+                </div>
+                <button type="submit" class="button button-primary">"Create admin account"</button>
+            </form>
+        </section>
+    };
+    document("Set up", None, false, content.into_any())
+}
+
+/// The sign-in form.
+#[derive(Debug, Clone, Default)]
+pub struct LoginView {
+    pub csrf: String,
+    pub email: String,
+    pub next: String,
+    pub notice: Option<Notice>,
+}
+
+/// Renders the sign-in page.
+pub fn render_login(view: LoginView) -> String {
+    let content = view! {
+        <section class="card card-narrow" aria-labelledby="login-title">
+            <div class="brand brand-large"><span class="brand-mark" aria-hidden="true"></span>"Porch"</div>
+            <h1 id="login-title">"Sign in"</h1>
+            <NoticeBox notice=view.notice/>
+            <form method="post" action="/login" class="stack">
+                <CsrfField token=view.csrf/>
+                <input type="hidden" name="next" value=view.next/>
+                <div class="field">
+                    <label for="email">"Email"</label>
+                    <input id="email" name="email" type="email" required autocomplete="username"
+                        autofocus value=view.email/>
+                </div>
+                <div class="field">
+                    <label for="password">"Password"</label>
+                    <input id="password" name="password" type="password" required
+                        autocomplete="current-password"/>
+                </div>
+                <button type="submit" class="button button-primary">"Sign in"</button>
+            </form>
+            <p class="hint">"Forgot your password? Ask an admin for a reset link."</p>
+        </section>
+    };
+    document("Sign in", None, false, content.into_any())
+}
+
+/// Choosing a password through an invitation or reset link.
+#[derive(Debug, Clone)]
+pub struct PasswordLinkView {
+    pub csrf: String,
+    pub is_invitation: bool,
+    pub name: String,
+    pub email: String,
+    pub action: String,
+    pub error: Option<String>,
+}
+
+/// Renders the page behind an invitation or reset link.
+pub fn render_password_link(view: PasswordLinkView) -> String {
+    let (title, lead, button) = if view.is_invitation {
+        (
+            "Join the team",
+            format!(
+                "Welcome, {}! Choose a password to finish setting up your account.",
+                view.name
+            ),
+            "Create my account",
+        )
+    } else {
+        (
+            "Choose a new password",
+            format!("Choose a new password for {}.", view.name),
+            "Save password",
+        )
+    };
+    let content = view! {
+        <section class="card card-narrow" aria-labelledby="link-title">
+            <h1 id="link-title">{title}</h1>
+            <p class="lead">{lead}</p>
+            <NoticeBox notice=view.error.map(Notice::Error)/>
+            <form method="post" action=view.action class="stack">
+                <CsrfField token=view.csrf/>
+                <div class="field">
+                    <label for="email">"Email"</label>
+                    <input id="email" type="email" value=view.email readonly autocomplete="username"/>
+                </div>
+                <div class="field">
+                    <label for="password">"New password"</label>
+                    <input id="password" name="password" type="password" required minlength="10"
+                        autocomplete="new-password" aria-describedby="password-hint"/>
+                    <p class="hint" id="password-hint">"At least 10 characters."</p>
+                </div>
+                <button type="submit" class="button button-primary">{button}</button>
+            </form>
+        </section>
+    };
+    document(title, None, false, content.into_any())
+}
+
+/// The account page.
+#[derive(Debug, Clone)]
+pub struct AccountView {
+    pub nav: Nav,
+    pub email: String,
+    pub role: String,
+    pub notice: Option<Notice>,
+}
+
+/// Renders the account page (change password).
+pub fn render_account(view: AccountView) -> String {
+    let csrf = view.nav.csrf.clone();
+    let nav = Nav {
+        section: Section::Account,
+        ..view.nav
+    };
+    let content = view! {
+        <div class="page-head">
+            <h1>"Your account"</h1>
+            <p class="muted">{view.email}" · "{view.role}</p>
+        </div>
+        <NoticeBox notice=view.notice/>
+        <section class="card card-narrow" aria-labelledby="password-title">
+            <h2 id="password-title">"Change password"</h2>
+            <p class="hint">"You stay signed in here; your other sessions are signed out."</p>
+            <form method="post" action="/account/password" class="stack">
+                <CsrfField token=csrf/>
+                <div class="field">
+                    <label for="current">"Current password"</label>
+                    <input id="current" name="current" type="password" required
+                        autocomplete="current-password"/>
+                </div>
+                <div class="field">
+                    <label for="new">"New password"</label>
+                    <input id="new" name="new" type="password" required minlength="10"
+                        autocomplete="new-password"/>
+                </div>
+                <button type="submit" class="button button-primary">"Change password"</button>
+            </form>
+        </section>
+    };
+    document("Your account", Some(nav), false, content.into_any())
+}
+
+/// An error page: what went wrong and where to go.
+#[derive(Debug, Clone)]
+pub struct ErrorView {
+    pub nav: Option<Nav>,
+    pub status: u16,
+    pub title: String,
+    pub message: String,
+}
+
+/// Renders an error page.
+pub fn render_error(view: ErrorView) -> String {
+    let content = view! {
+        <section class="card card-narrow error-page" aria-labelledby="error-title">
+            <p class="error-code">{view.status}</p>
+            <h1 id="error-title">{view.title.clone()}</h1>
+            <p>{view.message}</p>
+            <p><a class="button" href="/">"Go to the inbox"</a></p>
+        </section>
+    };
+    document(&view.title, view.nav, false, content.into_any())
+}

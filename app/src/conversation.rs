@@ -1,0 +1,312 @@
+//! The conversation page: the whole history (visitor, agents, private notes, status lines), the
+//! visitor's details, assignment and status, and the reply box. `render_message` and
+//! `render_conversation_aside` are also what the live stream sends.
+
+use leptos::prelude::*;
+
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::time::format_time;
+
+/// Where one message stands with one integration (Slack, Discord, a webhook): posted, retrying
+/// or failed. Filled in by the job runner once it lands; until then every list is empty.
+#[derive(Debug, Clone)]
+pub struct DeliveryView {
+    pub integration: String,
+    pub state: String,
+    pub detail: Option<String>,
+}
+
+/// One message.
+#[derive(Debug, Clone)]
+pub struct MessageView {
+    pub id: i64,
+    /// `visitor`, `agent`, `note` or `system`.
+    pub author: String,
+    pub author_name: String,
+    pub body: String,
+    pub at: i64,
+    pub deliveries: Vec<DeliveryView>,
+}
+
+/// What is known about the visitor.
+#[derive(Debug, Clone, Default)]
+pub struct VisitorDetailsView {
+    pub email: Option<String>,
+    pub site: String,
+    pub first_page: Option<String>,
+    pub last_page: Option<String>,
+    pub browser: Option<String>,
+    pub user_agent: Option<String>,
+    pub ip: Option<String>,
+    pub first_seen_at: Option<i64>,
+    pub last_seen_at: Option<i64>,
+}
+
+/// An agent one can assign to.
+#[derive(Debug, Clone)]
+pub struct AgentOption {
+    pub id: i64,
+    pub name: String,
+}
+
+/// The side panel: status, assignment, visitor details.
+#[derive(Debug, Clone)]
+pub struct ConversationAsideView {
+    pub csrf: String,
+    pub id: i64,
+    pub is_open: bool,
+    pub assignee_id: Option<i64>,
+    pub assignee: Option<String>,
+    pub me: i64,
+    pub agents: Vec<AgentOption>,
+    pub visitor: VisitorDetailsView,
+}
+
+/// The conversation page.
+#[derive(Debug, Clone)]
+pub struct ConversationView {
+    pub nav: Nav,
+    pub id: i64,
+    pub visitor: String,
+    pub messages: Vec<MessageView>,
+    pub aside: ConversationAsideView,
+    pub last_id: i64,
+    pub notice: Option<Notice>,
+    /// What the agent had typed, kept when a post failed.
+    pub draft: String,
+}
+
+#[component]
+fn Deliveries(deliveries: Vec<DeliveryView>) -> impl IntoView {
+    (!deliveries.is_empty()).then(|| {
+        let items = deliveries
+            .into_iter()
+            .map(|d| {
+                let class = format!("delivery delivery-{}", d.state);
+                view! {
+                    <li class=class title=d.detail>
+                        {d.integration}": "{d.state}
+                    </li>
+                }
+            })
+            .collect_view();
+        view! { <ul class="deliveries" aria-label="Deliveries">{items}</ul> }
+    })
+}
+
+#[component]
+fn Message(message: MessageView) -> impl IntoView {
+    let (iso, text) = format_time(message.at);
+    let id = format!("message-{}", message.id);
+    if message.author == "system" {
+        return view! {
+            <li id=id class="message message-system" data-id=message.id>
+                <p>{message.body}" · "<time datetime=iso>{text}</time></p>
+            </li>
+        }
+        .into_any();
+    }
+    let label = match message.author.as_str() {
+        "note" => format!("{} · private note", message.author_name),
+        _ => message.author_name,
+    };
+    view! {
+        <li id=id class=format!("message message-{}", message.author) data-id=message.id>
+            <div class="bubble">
+                <p class="body">{message.body}</p>
+            </div>
+            <p class="meta">
+                <span class="author">{label}</span>" · "<time datetime=iso>{text}</time>
+            </p>
+            <Deliveries deliveries=message.deliveries/>
+        </li>
+    }
+    .into_any()
+}
+
+/// One message's `<li>`, as the live stream sends it.
+pub fn render_message(message: MessageView) -> String {
+    view! { <Message message/> }.to_html()
+}
+
+fn detail(label: &'static str, value: Option<String>) -> impl IntoView {
+    value.map(|value| {
+        view! {
+            <dt>{label}</dt>
+            <dd>{value}</dd>
+        }
+    })
+}
+
+fn time_detail(label: &'static str, at: Option<i64>) -> impl IntoView {
+    at.map(|at| {
+        let (iso, text) = format_time(at);
+        view! {
+            <dt>{label}</dt>
+            <dd><time datetime=iso>{text}</time></dd>
+        }
+    })
+}
+
+#[component]
+fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
+    let id = aside.id;
+    let status_form = if aside.is_open {
+        view! {
+            <form method="post" action=format!("/conversations/{id}/close")>
+                <CsrfField token=aside.csrf.clone()/>
+                <button type="submit" class="button">"Close conversation"</button>
+            </form>
+        }
+        .into_any()
+    } else {
+        view! {
+            <form method="post" action=format!("/conversations/{id}/reopen")>
+                <CsrfField token=aside.csrf.clone()/>
+                <button type="submit" class="button">"Reopen conversation"</button>
+            </form>
+        }
+        .into_any()
+    };
+    let take = (aside.assignee_id != Some(aside.me)).then(|| {
+        view! {
+            <form method="post" action=format!("/conversations/{id}/assign")>
+                <CsrfField token=aside.csrf.clone()/>
+                <input type="hidden" name="assignee" value=aside.me/>
+                <button type="submit" class="button button-primary">"Assign to me"</button>
+            </form>
+        }
+    });
+    let options = aside
+        .agents
+        .iter()
+        .map(|a| {
+            view! {
+                <option value=a.id selected=aside.assignee_id == Some(a.id)>{a.name.clone()}</option>
+            }
+        })
+        .collect_view();
+    let visitor = aside.visitor;
+    let page_link = visitor.last_page.clone().map(|url| {
+        let safe = url.starts_with("https://") || url.starts_with("http://");
+        let link = if safe {
+            let href = url.clone();
+            view! { <a href=href rel="noopener noreferrer" target="_blank">{url}</a> }.into_any()
+        } else {
+            view! { <span>{url}</span> }.into_any()
+        };
+        view! { <dt>"Page"</dt><dd class="break">{link}</dd> }
+    });
+    let first_page = visitor
+        .first_page
+        .filter(|first| Some(first) != visitor.last_page.as_ref());
+    view! {
+        <aside id="conversation-aside" class="aside" aria-label="Conversation details">
+            <section class="panel">
+                <h2>"Status"</h2>
+                <p>
+                    {if aside.is_open {
+                        view! { <span class="badge badge-open">"Open"</span> }.into_any()
+                    } else {
+                        view! { <span class="badge badge-muted">"Closed"</span> }.into_any()
+                    }}
+                    " "
+                    {match aside.assignee {
+                        Some(name) => view! { <span>"Assigned to "<strong>{name}</strong></span> }.into_any(),
+                        None => view! { <span class="muted">"Unassigned"</span> }.into_any(),
+                    }}
+                </p>
+                <div class="actions">
+                    {take}
+                    {status_form}
+                </div>
+                <form method="post" action=format!("/conversations/{id}/assign") class="inline-form">
+                    <CsrfField token=aside.csrf.clone()/>
+                    <label for="assignee">"Assignee"</label>
+                    <div class="inline-controls">
+                        <select id="assignee" name="assignee">
+                            <option value="" selected=aside.assignee_id.is_none()>"Nobody"</option>
+                            {options}
+                        </select>
+                        <button type="submit" class="button">"Assign"</button>
+                    </div>
+                </form>
+            </section>
+            <section class="panel">
+                <h2>"Visitor"</h2>
+                <dl class="details">
+                    <dt>"Site"</dt>
+                    <dd>{visitor.site}</dd>
+                    {detail("Email", visitor.email)}
+                    {page_link}
+                    {detail("First page", first_page)}
+                    {detail("Browser", visitor.browser)}
+                    {detail("IP address", visitor.ip)}
+                    {time_detail("First seen", visitor.first_seen_at)}
+                    {time_detail("Last seen", visitor.last_seen_at)}
+                </dl>
+                {visitor.user_agent.map(|ua| view! {
+                    <details class="ua"><summary>"User agent"</summary><p class="mono">{ua}</p></details>
+                })}
+            </section>
+        </aside>
+    }
+}
+
+/// The side panel, as the live stream sends it after a status change.
+pub fn render_conversation_aside(aside: ConversationAsideView) -> String {
+    view! { <ConversationAside aside/> }.to_html()
+}
+
+/// Renders the conversation page.
+pub fn render_conversation(view: ConversationView) -> String {
+    let id = view.id;
+    let csrf = view.nav.csrf.clone();
+    let nav = Nav {
+        section: Section::Inbox,
+        ..view.nav
+    };
+    let messages = view
+        .messages
+        .into_iter()
+        .map(|message| view! { <Message message/> })
+        .collect_view();
+    let title = view.visitor.clone();
+    let content = view! {
+        <div class="page-head">
+            <p class="crumb"><a href="/inbox">"← Inbox"</a></p>
+            <h1>{view.visitor}</h1>
+            <p class="live-status" data-live-status hidden>"Reconnecting…"</p>
+        </div>
+        <NoticeBox notice=view.notice/>
+        <div class="conversation-layout">
+            <section class="thread" aria-label="Messages">
+                <ol class="messages" id="messages" aria-live="polite"
+                    data-live=format!("/conversations/{id}/events") data-last-id=view.last_id>
+                    {messages}
+                </ol>
+                <form method="post" action=format!("/conversations/{id}/reply") id="reply-form"
+                    class="reply">
+                    <CsrfField token=csrf/>
+                    <label for="reply-body" class="visually-hidden">"Your reply"</label>
+                    <textarea id="reply-body" name="body" rows="3" required maxlength="4000"
+                        placeholder="Write a reply…" aria-describedby="reply-hint">{view.draft}</textarea>
+                    <div class="reply-bar">
+                        <p class="hint" id="reply-hint">
+                            <kbd>"Enter"</kbd>" sends · "<kbd>"Shift"</kbd>"+"<kbd>"Enter"</kbd>" new line · \
+                             notes are never shown to the visitor"
+                        </p>
+                        <div class="reply-buttons">
+                            <button type="submit" name="kind" value="note" class="button">"Add note"</button>
+                            <button type="submit" name="kind" value="reply" class="button button-primary">
+                                "Send reply"
+                            </button>
+                        </div>
+                    </div>
+                </form>
+            </section>
+            <ConversationAside aside=view.aside/>
+        </div>
+    };
+    document(&title, Some(nav), true, content.into_any())
+}

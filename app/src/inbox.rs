@@ -1,0 +1,187 @@
+//! The inbox: conversations filtered by open, mine, unassigned and closed, with unread state,
+//! the last message and the site. `render_conversation_item` is also what the live stream sends.
+
+use leptos::prelude::*;
+
+use crate::layout::{Nav, Notice, NoticeBox, Section, document};
+use crate::time::format_time;
+
+/// The inbox's filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    Open,
+    Mine,
+    Unassigned,
+    Closed,
+}
+
+impl Filter {
+    pub const ALL: [Self; 4] = [Self::Open, Self::Mine, Self::Unassigned, Self::Closed];
+
+    /// The `?filter=` value.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Mine => "mine",
+            Self::Unassigned => "unassigned",
+            Self::Closed => "closed",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Open => "Open",
+            Self::Mine => "Mine",
+            Self::Unassigned => "Unassigned",
+            Self::Closed => "Closed",
+        }
+    }
+
+    fn empty_text(self) -> &'static str {
+        match self {
+            Self::Open => "No open conversations. New chats appear here as they arrive.",
+            Self::Mine => "Nothing assigned to you right now.",
+            Self::Unassigned => "Every open conversation has someone on it.",
+            Self::Closed => "No closed conversations yet.",
+        }
+    }
+}
+
+/// One conversation in the list.
+#[derive(Debug, Clone)]
+pub struct InboxItemView {
+    pub id: i64,
+    pub visitor: String,
+    pub site: String,
+    pub is_open: bool,
+    pub assignee: Option<String>,
+    /// "You", an agent's name, or `None` for the visitor.
+    pub preview_author: Option<String>,
+    pub preview: Option<String>,
+    pub last_message_at: i64,
+    pub is_unread: bool,
+}
+
+/// The inbox page.
+#[derive(Debug, Clone)]
+pub struct InboxView {
+    pub nav: Nav,
+    pub filter: Filter,
+    pub items: Vec<InboxItemView>,
+    /// The newest message id when the page was read: the live stream continues from here.
+    pub last_id: i64,
+    pub notice: Option<Notice>,
+}
+
+/// Longest preview, in characters; the rest is cut with an ellipsis.
+const PREVIEW_CHARS: usize = 140;
+
+fn preview_text(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > PREVIEW_CHARS {
+        let cut: String = flat.chars().take(PREVIEW_CHARS).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        flat
+    }
+}
+
+#[component]
+fn ConversationItem(item: InboxItemView) -> impl IntoView {
+    let (iso, text) = format_time(item.last_message_at);
+    let class = if item.is_unread {
+        "conversation unread"
+    } else {
+        "conversation"
+    };
+    let status = (!item.is_open).then(|| view! { <span class="badge badge-muted">"Closed"</span> });
+    let assignee = match item.assignee {
+        Some(name) => view! { <span class="assignee">{name}</span> }.into_any(),
+        None => view! { <span class="assignee assignee-none">"Unassigned"</span> }.into_any(),
+    };
+    let preview = item.preview.map(|body| {
+        let who = item
+            .preview_author
+            .map(|a| view! { <span class="who">{a}": "</span> });
+        view! { <p class="preview">{who}{preview_text(&body)}</p> }
+    });
+    view! {
+        <li id=format!("conversation-{}", item.id) class=class data-id=item.id
+            data-at=item.last_message_at>
+            <a href=format!("/conversations/{}", item.id)>
+                <div class="row">
+                    <span class="visitor">
+                        {item.is_unread.then(|| view! {
+                            <span class="dot" aria-hidden="true"></span>
+                            <span class="visually-hidden">"Unread: "</span>
+                        })}
+                        {item.visitor}
+                    </span>
+                    <time datetime=iso>{text}</time>
+                </div>
+                {preview}
+                <div class="row meta">
+                    <span class="site">{item.site}</span>
+                    {status}
+                    {assignee}
+                </div>
+            </a>
+        </li>
+    }
+}
+
+/// One conversation's `<li>`, as the live stream sends it.
+pub fn render_conversation_item(item: InboxItemView) -> String {
+    view! { <ConversationItem item/> }.to_html()
+}
+
+/// Renders the inbox page.
+pub fn render_inbox(view: InboxView) -> String {
+    let nav = Nav {
+        section: Section::Inbox,
+        ..view.nav
+    };
+    let current = view.filter;
+    let tabs = Filter::ALL
+        .into_iter()
+        .map(|f| {
+            view! {
+                <a href=format!("/inbox?filter={}", f.slug())
+                    aria-current=(f == current).then_some("page")>{f.label()}</a>
+            }
+        })
+        .collect_view();
+    let is_empty = view.items.is_empty();
+    let items = view
+        .items
+        .into_iter()
+        .map(|item| view! { <ConversationItem item/> })
+        .collect_view();
+    let content = view! {
+        <div class="page-head">
+            <h1>"Inbox"</h1>
+            <p class="live-status" data-live-status hidden>"Reconnecting…"</p>
+        </div>
+        <NoticeBox notice=view.notice/>
+        <nav class="tabs" aria-label="Filter conversations">{tabs}</nav>
+        <ul class="conversations" id="conversations" aria-live="polite"
+            data-live=format!("/inbox/events?filter={}", current.slug())
+            data-last-id=view.last_id>
+            {items}
+        </ul>
+        <p class="empty" data-empty hidden=!is_empty>{current.empty_text()}</p>
+    };
+    document("Inbox", Some(nav), true, content.into_any())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn previews_are_flattened_and_cut() {
+        assert_eq!(preview_text("a\n\n b"), "a b");
+        let long = "x".repeat(PREVIEW_CHARS + 10);
+        assert_eq!(preview_text(&long).chars().count(), PREVIEW_CHARS + 1);
+    }
+}

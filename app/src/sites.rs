@@ -1,0 +1,256 @@
+//! Sites (admins only): the list, the create and edit form (look, greeting, allowed origins,
+//! brakes), the embed snippet with a copy button, and deleting with a confirmation step.
+
+use leptos::prelude::*;
+
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+
+/// A site in the list.
+#[derive(Debug, Clone)]
+pub struct SiteSummaryView {
+    pub key: String,
+    pub name: String,
+    pub origins: Vec<String>,
+    pub color: String,
+}
+
+/// The sites page.
+#[derive(Debug, Clone)]
+pub struct SitesView {
+    pub nav: Nav,
+    pub sites: Vec<SiteSummaryView>,
+    pub notice: Option<Notice>,
+}
+
+/// The form's values, as strings (what was stored, or what was submitted with an error).
+#[derive(Debug, Clone, Default)]
+pub struct SiteFormValues {
+    pub name: String,
+    pub origins: String,
+    pub greeting: String,
+    pub color: String,
+    pub position: String,
+    pub visitor_messages_per_minute: String,
+    pub visitor_burst: String,
+    pub flood_messages_per_minute: String,
+    pub flood_conversations_per_minute: String,
+}
+
+/// The create or edit page.
+#[derive(Debug, Clone)]
+pub struct SiteFormView {
+    pub nav: Nav,
+    /// `None` when creating.
+    pub key: Option<String>,
+    pub values: SiteFormValues,
+    pub snippet: Option<String>,
+    pub notice: Option<Notice>,
+}
+
+/// The delete confirmation page.
+#[derive(Debug, Clone)]
+pub struct DeleteSiteView {
+    pub nav: Nav,
+    pub key: String,
+    pub name: String,
+    pub conversations: i64,
+}
+
+fn admin_nav(nav: Nav) -> Nav {
+    Nav {
+        section: Section::Sites,
+        ..nav
+    }
+}
+
+/// Renders the list of sites.
+pub fn render_sites(view: SitesView) -> String {
+    let is_empty = view.sites.is_empty();
+    let rows = view
+        .sites
+        .into_iter()
+        .map(|site| {
+            view! {
+                <li class="site-row">
+                    <span class="swatch" data-color=site.color.clone() aria-hidden="true"></span>
+                    <div class="site-main">
+                        <a href=format!("/sites/{}", site.key) class="site-name">{site.name}</a>
+                        <p class="muted mono small">{site.key}</p>
+                    </div>
+                    <p class="origins">{site.origins.join(", ")}</p>
+                </li>
+            }
+        })
+        .collect_view();
+    let content = view! {
+        <div class="page-head">
+            <h1>"Sites"</h1>
+            <a class="button button-primary" href="/sites/new">"New site"</a>
+        </div>
+        <NoticeBox notice=view.notice/>
+        {if is_empty {
+            view! {
+                <section class="card empty-card">
+                    <h2>"No sites yet"</h2>
+                    <p>"A site is a website that shows the chat widget. Create one, then paste its \
+                        snippet into your pages."</p>
+                    <a class="button button-primary" href="/sites/new">"Create your first site"</a>
+                </section>
+            }
+            .into_any()
+        } else {
+            view! { <ul class="card list">{rows}</ul> }.into_any()
+        }}
+    };
+    document("Sites", Some(admin_nav(view.nav)), true, content.into_any())
+}
+
+fn number_field(
+    id: &'static str,
+    label: &'static str,
+    hint: &'static str,
+    value: String,
+) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
+    view! {
+        <div class="field">
+            <label for=id>{label}</label>
+            <input id=id name=id type="number" min="1" max="100000" required value=value
+                aria-describedby=hint_id.clone()/>
+            <p class="hint" id=hint_id>{hint}</p>
+        </div>
+    }
+}
+
+/// Renders the create or edit form (with the snippet when editing).
+pub fn render_site_form(view: SiteFormView) -> String {
+    let csrf = view.nav.csrf.clone();
+    let values = view.values;
+    let (title, action, button) = match &view.key {
+        Some(key) => (values.name.clone(), format!("/sites/{key}"), "Save changes"),
+        None => ("New site".to_owned(), "/sites".to_owned(), "Create site"),
+    };
+    let title = if title.trim().is_empty() {
+        "Site".to_owned()
+    } else {
+        title
+    };
+    let snippet = view.snippet.map(|snippet| {
+        view! {
+            <section class="card" aria-labelledby="snippet-title">
+                <h2 id="snippet-title">"Embed snippet"</h2>
+                <p class="hint">"Paste it just before "<code>"</body>"</code>" on every page of the site. \
+                    The page makes no request to Porch until a visitor opens the chat."</p>
+                <textarea id="snippet" class="snippet mono" readonly rows="5"
+                    aria-label="Embed snippet">{snippet}</textarea>
+                <button type="button" class="button" data-copy="snippet">"Copy snippet"</button>
+                <span class="copied" role="status" data-copied></span>
+            </section>
+        }
+    });
+    let danger = view.key.clone().map(|key| {
+        view! {
+            <section class="card card-danger" aria-labelledby="danger-title">
+                <h2 id="danger-title">"Delete site"</h2>
+                <p>"Deletes the site with all its conversations. The widget stops working on its pages."</p>
+                <a class="button button-danger" href=format!("/sites/{key}/delete")>"Delete site…"</a>
+            </section>
+        }
+    });
+    let is_left = values.position == "left";
+    let content = view! {
+        <div class="page-head">
+            <p class="crumb"><a href="/sites">"← Sites"</a></p>
+            <h1>{title.clone()}</h1>
+        </div>
+        <NoticeBox notice=view.notice/>
+        {snippet}
+        <form method="post" action=action class="card stack" aria-label="Site settings">
+            <CsrfField token=csrf/>
+            <fieldset>
+                <legend>"Site"</legend>
+                <div class="field">
+                    <label for="name">"Name"</label>
+                    <input id="name" name="name" type="text" required maxlength="80" value=values.name/>
+                    <p class="hint">"Shown in the widget's header and to agents."</p>
+                </div>
+                <div class="field">
+                    <label for="origins">"Allowed origins"</label>
+                    <textarea id="origins" name="origins" rows="3" required class="mono"
+                        aria-describedby="origins-hint">{values.origins}</textarea>
+                    <p class="hint" id="origins-hint">"One per line, like https://www.example.com. \
+                        Only pages on these origins can open the chat."</p>
+                </div>
+            </fieldset>
+            <fieldset>
+                <legend>"Look"</legend>
+                <div class="field">
+                    <label for="greeting">"Greeting"</label>
+                    <textarea id="greeting" name="greeting" rows="2" maxlength="500">{values.greeting}</textarea>
+                </div>
+                <div class="field-row">
+                    <div class="field">
+                        <label for="color">"Colour"</label>
+                        <input id="color" name="color" type="color" value=values.color/>
+                    </div>
+                    <div class="field">
+                        <span class="label" id="position-label">"Position"</span>
+                        <div class="radios" role="radiogroup" aria-labelledby="position-label">
+                            <label><input type="radio" name="position" value="left" checked=is_left/>" Bottom left"</label>
+                            <label><input type="radio" name="position" value="right" checked=!is_left/>" Bottom right"</label>
+                        </div>
+                    </div>
+                </div>
+            </fieldset>
+            <fieldset>
+                <legend>"Brakes"</legend>
+                <p class="hint">"Limits that keep one visitor, or a flood, from overwhelming the team."</p>
+                <div class="field-grid">
+                    {number_field("visitor_messages_per_minute", "Visitor messages per minute",
+                        "Sustained rate for one visitor.", values.visitor_messages_per_minute)}
+                    {number_field("visitor_burst", "Visitor burst",
+                        "Messages a visitor may send at once.", values.visitor_burst)}
+                    {number_field("flood_messages_per_minute", "Site messages per minute",
+                        "Above this the site holds back all visitors.", values.flood_messages_per_minute)}
+                    {number_field("flood_conversations_per_minute", "New conversations per minute",
+                        "Above this new chats wait.", values.flood_conversations_per_minute)}
+                </div>
+            </fieldset>
+            <div class="form-actions">
+                <button type="submit" class="button button-primary">{button}</button>
+            </div>
+        </form>
+        {danger}
+    };
+    document(&title, Some(admin_nav(view.nav)), true, content.into_any())
+}
+
+/// Renders the confirmation step before deleting a site.
+pub fn render_delete_site(view: DeleteSiteView) -> String {
+    let csrf = view.nav.csrf.clone();
+    let key = view.key;
+    let content = view! {
+        <section class="card card-narrow card-danger" aria-labelledby="delete-title">
+            <h1 id="delete-title">"Delete “"{view.name.clone()}"”?"</h1>
+            <p>"This deletes the site and its "<strong>{view.conversations}" conversations"</strong>
+                " with every message. It cannot be undone. The widget stops working on the site's pages."</p>
+            <form method="post" action=format!("/sites/{key}/delete") class="stack">
+                <CsrfField token=csrf/>
+                <div class="field">
+                    <label for="confirm">"Type the site's name to confirm"</label>
+                    <input id="confirm" name="confirm" type="text" required autocomplete="off"/>
+                </div>
+                <div class="form-actions">
+                    <a class="button" href=format!("/sites/{key}")>"Cancel"</a>
+                    <button type="submit" class="button button-danger">"Delete site"</button>
+                </div>
+            </form>
+        </section>
+    };
+    document(
+        "Delete site",
+        Some(admin_nav(view.nav)),
+        false,
+        content.into_any(),
+    )
+}

@@ -1,0 +1,138 @@
+//! The team (admins only): everyone with their role and state, inviting, changing roles,
+//! disabling, and making reset links. Links are shown once, with a copy button.
+
+use leptos::prelude::*;
+
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+
+/// A member of the team.
+#[derive(Debug, Clone)]
+pub struct MemberView {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+    pub is_admin: bool,
+    pub is_disabled: bool,
+    pub is_me: bool,
+}
+
+/// The team page.
+#[derive(Debug, Clone)]
+pub struct TeamView {
+    pub nav: Nav,
+    pub members: Vec<MemberView>,
+    pub notice: Option<Notice>,
+    /// A just-made invitation or reset link, shown once: (for whom, what, URL).
+    pub new_link: Option<(String, String, String)>,
+}
+
+#[component]
+fn Member(member: MemberView, csrf: String) -> impl IntoView {
+    let id = member.id;
+    let state = if member.is_disabled {
+        view! { <span class="badge badge-muted">"Disabled"</span> }.into_any()
+    } else if member.is_admin {
+        view! { <span class="badge badge-open">"Admin"</span> }.into_any()
+    } else {
+        view! { <span class="badge">"Agent"</span> }.into_any()
+    };
+    let controls = (!member.is_me).then(|| {
+        let role_form = view! {
+            <form method="post" action=format!("/team/{id}/role") class="inline-controls">
+                <CsrfField token=csrf.clone()/>
+                <label for=format!("role-{id}") class="visually-hidden">
+                    "Role of "{member.name.clone()}
+                </label>
+                <select id=format!("role-{id}") name="role">
+                    <option value="agent" selected=!member.is_admin>"Agent"</option>
+                    <option value="admin" selected=member.is_admin>"Admin"</option>
+                </select>
+                <button type="submit" class="button">"Change role"</button>
+            </form>
+        };
+        let (action, label, class) = if member.is_disabled {
+            ("enable", "Enable", "button")
+        } else {
+            ("disable", "Disable", "button button-danger")
+        };
+        view! {
+            {role_form}
+            <form method="post" action=format!("/team/{id}/link")>
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class="button">"Reset link"</button>
+            </form>
+            <form method="post" action=format!("/team/{id}/{action}")>
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class=class>{label}</button>
+            </form>
+        }
+    });
+    view! {
+        <li class="member" class:disabled=member.is_disabled>
+            <div class="member-main">
+                <p class="member-name">{member.name.clone()}{member.is_me.then_some(" (you)")}" "{state}</p>
+                <p class="muted small">{member.email}</p>
+            </div>
+            <div class="member-actions">{controls}</div>
+        </li>
+    }
+}
+
+/// Renders the team page.
+pub fn render_team(view: TeamView) -> String {
+    let csrf = view.nav.csrf.clone();
+    let nav = Nav {
+        section: Section::Team,
+        ..view.nav
+    };
+    let link = view.new_link.map(|(who, what, url)| {
+        view! {
+            <section class="card card-highlight" aria-labelledby="link-title">
+                <h2 id="link-title">{what}" for "{who}</h2>
+                <p class="hint">"Send this link to them yourself. It works once and is shown only now."</p>
+                <div class="copy-row">
+                    <input id="new-link" class="mono" type="text" readonly value=url aria-label="Link"/>
+                    <button type="button" class="button" data-copy="new-link">"Copy link"</button>
+                    <span class="copied" role="status" data-copied></span>
+                </div>
+            </section>
+        }
+    });
+    let members = view
+        .members
+        .into_iter()
+        .map(|member| view! { <Member member csrf=csrf.clone()/> })
+        .collect_view();
+    let content = view! {
+        <div class="page-head"><h1>"Team"</h1></div>
+        <NoticeBox notice=view.notice/>
+        {link}
+        <ul class="card list">{members}</ul>
+        <section class="card" aria-labelledby="invite-title">
+            <h2 id="invite-title">"Invite someone"</h2>
+            <p class="hint">"Agents answer chats. Admins also manage sites and the team."</p>
+            <form method="post" action="/team/invite" class="field-grid">
+                <CsrfField token=csrf.clone()/>
+                <div class="field">
+                    <label for="invite-name">"Name"</label>
+                    <input id="invite-name" name="name" type="text" required maxlength="80"/>
+                </div>
+                <div class="field">
+                    <label for="invite-email">"Email"</label>
+                    <input id="invite-email" name="email" type="email" required/>
+                </div>
+                <div class="field">
+                    <label for="invite-role">"Role"</label>
+                    <select id="invite-role" name="role">
+                        <option value="agent" selected>"Agent"</option>
+                        <option value="admin">"Admin"</option>
+                    </select>
+                </div>
+                <div class="field field-end">
+                    <button type="submit" class="button button-primary">"Create invitation link"</button>
+                </div>
+            </form>
+        </section>
+    };
+    document("Team", Some(nav), true, content.into_any())
+}

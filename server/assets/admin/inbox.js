@@ -1,0 +1,159 @@
+// Porch admin: live updates and small conveniences. Every page works without this script.
+// - A list with data-live (inbox or conversation) follows a Server-Sent Events stream of HTML
+//   fragments rendered by the server; on reconnect the browser sends Last-Event-ID and the
+//   server replays what was missed.
+// - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch.
+// - Copy buttons, local times, site colour swatches.
+(() => {
+  "use strict";
+
+  // Fragments come from our own server, rendered by Leptos with every text escaped.
+  const fromHtml = (html) => {
+    const t = document.createElement("template");
+    t.innerHTML = html.trim();
+    return t.content.firstElementChild;
+  };
+
+  const localTime = (root) => {
+    const today = new Date().toDateString();
+    for (const el of root.querySelectorAll("time[datetime]")) {
+      const at = new Date(el.getAttribute("datetime"));
+      if (Number.isNaN(at.getTime())) continue;
+      el.title = at.toLocaleString();
+      el.textContent = at.toDateString() === today
+        ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+        : at.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " +
+          at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    }
+  };
+
+  const status = document.querySelector("[data-live-status]");
+  const setLive = (ok) => { if (status) status.hidden = ok; };
+
+  // Opens the stream, and opens it again if the browser gave up (EventSource retries network
+  // errors by itself, but not an HTTP error answer).
+  const follow = (list, handlers) => {
+    let lastId = list.dataset.lastId || "0";
+    const connect = () => {
+      const sep = list.dataset.live.includes("?") ? "&" : "?";
+      const source = new EventSource(`${list.dataset.live}${sep}after=${encodeURIComponent(lastId)}`);
+      source.onopen = () => setLive(true);
+      source.onerror = () => {
+        setLive(false);
+        if (source.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+      };
+      for (const [name, handle] of Object.entries(handlers)) {
+        source.addEventListener(name, (e) => {
+          if (e.lastEventId) lastId = e.lastEventId;
+          handle(e.data);
+        });
+      }
+    };
+    connect();
+  };
+
+  const conversations = document.getElementById("conversations");
+  if (conversations?.dataset.live) {
+    const empty = document.querySelector("[data-empty]");
+    const showEmpty = () => { if (empty) empty.hidden = conversations.children.length > 0; };
+    follow(conversations, {
+      conversation: (html) => {
+        const item = fromHtml(html);
+        document.getElementById(item.id)?.remove();
+        localTime(item);
+        item.classList.add("arrived");
+        conversations.prepend(item); // newest activity first, as the page orders them
+        showEmpty();
+      },
+      removed: (id) => {
+        document.getElementById(`conversation-${id}`)?.remove();
+        showEmpty();
+      },
+    });
+  }
+
+  const messages = document.getElementById("messages");
+  const nearBottom = () => messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
+  const addMessage = (html) => {
+    const item = fromHtml(html);
+    if (!item || document.getElementById(item.id)) return; // already shown (own reply, replay)
+    const stick = nearBottom();
+    localTime(item);
+    // Keep id order even if a replayed message arrives after a newer one.
+    const id = Number(item.dataset.id);
+    const after = [...messages.children].find((m) => Number(m.dataset.id) > id);
+    messages.insertBefore(item, after || null);
+    if (stick) messages.scrollTop = messages.scrollHeight;
+  };
+  if (messages?.dataset.live) {
+    messages.scrollTop = messages.scrollHeight;
+    follow(messages, {
+      entry: addMessage,
+      aside: (html) => {
+        const aside = fromHtml(html);
+        localTime(aside);
+        document.getElementById("conversation-aside")?.replaceWith(aside);
+      },
+    });
+  }
+
+  const form = document.getElementById("reply-form");
+  if (form && messages) {
+    const box = form.querySelector("textarea");
+    const error = document.createElement("p");
+    error.className = "reply-error";
+    error.setAttribute("role", "alert");
+    form.append(error);
+    let sending = false;
+    const send = async (kind) => {
+      if (sending || !box.value.trim()) return;
+      sending = true;
+      error.textContent = "";
+      const body = new URLSearchParams(new FormData(form));
+      body.set("kind", kind);
+      try {
+        const res = await fetch(form.action, {
+          method: "POST", body, credentials: "same-origin", headers: { "x-porch-fetch": "1" },
+        });
+        if (!res.ok) throw new Error(res.status === 422 ? await res.text() : `The server answered ${res.status}.`);
+        addMessage(await res.text());
+        box.value = "";
+        messages.scrollTop = messages.scrollHeight;
+      } catch (e) {
+        error.textContent = `Not sent: ${e.message.startsWith("The") ? e.message : "check your connection and try again."}`;
+      } finally {
+        sending = false;
+        box.focus();
+      }
+    };
+    box.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        send("reply");
+      }
+    });
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      send(e.submitter?.value === "note" ? "note" : "reply");
+    });
+  }
+
+  for (const button of document.querySelectorAll("[data-copy]")) {
+    button.addEventListener("click", async () => {
+      const field = document.getElementById(button.dataset.copy);
+      const said = button.parentElement.querySelector("[data-copied]");
+      try {
+        await navigator.clipboard.writeText(field.value);
+      } catch {
+        field.select();
+        document.execCommand("copy");
+      }
+      if (said) said.textContent = "Copied.";
+    });
+  }
+
+  for (const swatch of document.querySelectorAll(".swatch[data-color]")) {
+    swatch.style.backgroundColor = swatch.dataset.color;
+  }
+  localTime(document);
+})();

@@ -1,0 +1,102 @@
+//! Validated account fields: email addresses, display names and roles.
+
+use crate::chat::Invalid;
+
+/// An email address, trimmed; checked only for shape (the mailer will find out the rest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmailAddress(String);
+
+impl EmailAddress {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let email = raw.trim();
+        let shape_ok = email.len() <= 254
+            && !email.chars().any(char::is_whitespace)
+            && email.split_once('@').is_some_and(|(local, domain)| {
+                !local.is_empty() && domain.contains('.') && !domain.contains('@')
+            });
+        if shape_ok {
+            Ok(Self(email.to_owned()))
+        } else {
+            Err(Invalid("Enter an email address such as ana@example.com."))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A name shown to visitors and colleagues: trimmed, 1 to 80 characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+impl DisplayName {
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let name = raw.trim();
+        if name.is_empty() {
+            return Err(Invalid("Enter a name."));
+        }
+        if name.chars().count() > 80 {
+            return Err(Invalid("The name must have at most 80 characters."));
+        }
+        Ok(Self(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What a user may do. Agents answer chats; admins also manage sites and the team.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Admin,
+    Agent,
+}
+
+impl Role {
+    /// Reads the stored or submitted form (`admin`, `agent`).
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        match raw {
+            "admin" => Ok(Self::Admin),
+            "agent" => Ok(Self::Agent),
+            _ => Err(Invalid("The role is admin or agent.")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Admin => "admin",
+            Self::Agent => "agent",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_need_a_local_part_and_a_domain() {
+        assert_eq!(
+            EmailAddress::parse(" ana@example.com ").map(|e| e.0),
+            Ok("ana@example.com".into())
+        );
+        for bad in [
+            "",
+            "ana",
+            "@example.com",
+            "ana@localhost",
+            "a b@example.com",
+            "a@b@c.com",
+        ] {
+            assert!(EmailAddress::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn roles_round_trip() {
+        assert_eq!(Role::parse("admin").map(Role::as_str), Ok("admin"));
+        assert!(Role::parse("root").is_err());
+    }
+}

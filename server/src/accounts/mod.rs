@@ -1,0 +1,17 @@
+//! Accounts of the admin UI: passwords (argon2id), the first-run setup token, sign-in with
+//! throttling, sessions, invitations and reset links, roles and disabling. It decides; `store`
+//! persists; it knows nothing of HTTP or cookies.
+
+mod error;
+mod identity;
+pub mod password;
+mod session;
+mod team;
+mod throttle;
+
+pub use error::Error;
+pub use identity::{DisplayName, EmailAddress, Role};
+pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};
+pub use session::{Accounts, NewSessionSecret, SESSION_LIFETIME, new_form_token};
+pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};
+pub use throttle::{ACCOUNT_FAILURES, IP_FAILURES, LoginThrottle, Throttled};

@@ -1,0 +1,256 @@
+//! The `Accounts` use cases for getting in: the first-run setup, signing in and out, and
+//! looking up a session from its cookie value.
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::clock::now_ms;
+use crate::store::{self, NewSession, NewUser, Readers, SessionRow, UserRow, Writer};
+
+use super::Error;
+use super::identity::{DisplayName, EmailAddress, Role};
+use super::password::{Password, hash_password, verify_password};
+use super::throttle::LoginThrottle;
+
+/// How long a session lasts. Fixed, not sliding: a stolen cookie stops working by itself.
+pub const SESSION_LIFETIME: Duration = Duration::from_hours(14 * 24);
+
+/// 32 random bytes, URL-safe: session ids, CSRF tokens, link tokens, the setup token.
+pub(super) fn new_secret() -> String {
+    URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+}
+
+/// A random token for the forms shown before signing in (see `admin::session`).
+pub fn new_form_token() -> String {
+    new_secret()
+}
+
+/// What the database keeps of a secret.
+pub(super) fn hash_secret(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A session just created: the cookie value (shown to the browser once) and its CSRF token.
+#[derive(Debug, Clone)]
+pub struct NewSessionSecret {
+    pub cookie_value: String,
+    pub csrf_token: String,
+}
+
+/// The account use cases. Shared by every request.
+pub struct Accounts {
+    pub(super) writer: Arc<Writer>,
+    pub(super) readers: Arc<Readers>,
+    throttle: LoginThrottle,
+    /// The first-run setup token, while no user exists. Only in memory: each start of a fresh
+    /// install prints a new one, and it is taken (single use) by the setup that succeeds.
+    setup_token: Mutex<Option<String>>,
+    /// A real argon2id hash to verify against when the email is unknown, so that the answer
+    /// takes as long as for a known one. Made on first use.
+    dummy_hash: OnceLock<String>,
+}
+
+async fn hash_off_thread(password: Password) -> Result<String, Error> {
+    tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|_| Error::Hashing)?
+        .map_err(|_| Error::Hashing)
+}
+
+impl Accounts {
+    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>) -> Self {
+        Self {
+            writer,
+            readers,
+            throttle: LoginThrottle::default(),
+            setup_token: Mutex::new(None),
+            dummy_hash: OnceLock::new(),
+        }
+    }
+
+    /// True while no user exists: the install needs its first admin.
+    pub async fn needs_setup(&self) -> Result<bool, Error> {
+        Ok(self.readers.read(store::count_users).await? == 0)
+    }
+
+    /// On a fresh install, makes the one-time setup token and logs where to use it; the
+    /// person who can read the server log is the one who may create the first admin.
+    pub async fn prepare_first_run(&self, public_url: &str) -> Result<(), Error> {
+        if !self.needs_setup().await? {
+            return Ok(());
+        }
+        let token = new_secret();
+        tracing::warn!(
+            "first run: no admin exists yet. Open {public_url}/setup and enter the setup token {token}"
+        );
+        if let Ok(mut slot) = self.setup_token.lock() {
+            *slot = Some(token);
+        }
+        Ok(())
+    }
+
+    /// The setup token while the install waits for its first admin (it is also in the log);
+    /// for embedding and tests, which run the server in-process.
+    pub fn pending_setup_token(&self) -> Option<String> {
+        self.setup_token.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// Creates the first admin, if `token` is the setup token and still no user exists.
+    pub async fn create_first_admin(
+        &self,
+        token: &str,
+        email: &str,
+        name: &str,
+        password: &str,
+    ) -> Result<UserRow, Error> {
+        let token_ok = self
+            .setup_token
+            .lock()
+            .ok()
+            .and_then(|slot| {
+                slot.as_ref()
+                    .map(|t| bool::from(t.as_bytes().ct_eq(token.trim().as_bytes())))
+            })
+            .unwrap_or(false);
+        if !token_ok {
+            return Err(if self.needs_setup().await? {
+                Error::BadSetupToken
+            } else {
+                Error::SetupClosed
+            });
+        }
+        let email = EmailAddress::parse(email)?;
+        let name = DisplayName::parse(name)?;
+        let hash = hash_off_thread(Password::parse(password)?).await?;
+        let created = self
+            .writer
+            .write(move |c| {
+                // Checked inside the transaction: two racing setups cannot both succeed.
+                if store::count_users(c)? > 0 {
+                    return Ok(None);
+                }
+                let new = NewUser {
+                    email: email.as_str(),
+                    name: name.as_str(),
+                    role: Role::Admin.as_str(),
+                    password_hash: Some(&hash),
+                    created_at: now_ms(),
+                };
+                let id = store::insert_user(c, &new)?;
+                store::find_user(c, id)
+            })
+            .await?;
+        let user = created.ok_or(Error::SetupClosed)?;
+        if let Ok(mut slot) = self.setup_token.lock() {
+            *slot = None;
+        }
+        tracing::info!(email = %user.email, "first admin created; the setup token is spent");
+        Ok(user)
+    }
+
+    /// Checks an email and password, with throttling per account and per address.
+    pub async fn sign_in(&self, email: &str, password: &str, ip: IpAddr) -> Result<UserRow, Error> {
+        let email = email.trim().to_owned();
+        self.throttle
+            .check(&email, ip, Instant::now())
+            .map_err(|t| Error::Throttled(t.retry_after()))?;
+        let lookup = email.clone();
+        let found = self
+            .readers
+            .read(move |c| store::find_user_credentials(c, &lookup))
+            .await?;
+        let stored = found
+            .as_ref()
+            .filter(|f| !f.user.is_disabled)
+            .and_then(|f| f.password_hash.clone());
+        let dummy = self.dummy_hash.get().cloned();
+        let candidate = password.to_owned();
+        let (is_match, dummy) = tokio::task::spawn_blocking(move || match stored {
+            Some(hash) => (verify_password(&hash, &candidate), None),
+            None => {
+                let dummy = dummy.or_else(|| {
+                    Password::parse("no account has this password")
+                        .ok()
+                        .and_then(|p| hash_password(&p).ok())
+                });
+                if let Some(hash) = &dummy {
+                    verify_password(hash, &candidate);
+                }
+                (false, dummy)
+            }
+        })
+        .await
+        .map_err(|_| Error::Hashing)?;
+        if let Some(dummy) = dummy {
+            let _ = self.dummy_hash.set(dummy);
+        }
+        match found {
+            Some(found) if is_match => {
+                self.throttle.record_success(&email);
+                Ok(found.user)
+            }
+            _ => {
+                self.throttle.record_failure(&email, ip, Instant::now());
+                Err(Error::BadCredentials)
+            }
+        }
+    }
+
+    /// Starts a session for a user who just proved who they are.
+    pub async fn start_session(&self, user: &UserRow) -> Result<NewSessionSecret, Error> {
+        let secret = NewSessionSecret {
+            cookie_value: new_secret(),
+            csrf_token: new_secret(),
+        };
+        let id_hash = hash_secret(&secret.cookie_value);
+        let csrf = secret.csrf_token.clone();
+        let user_id = user.id;
+        let now = now_ms();
+        self.writer
+            .write(move |c| {
+                // Sweeping here keeps the table small without a timer of its own.
+                store::delete_expired_sessions(c, now)?;
+                store::insert_session(
+                    c,
+                    &NewSession {
+                        id_hash: &id_hash,
+                        user_id,
+                        csrf_token: &csrf,
+                        now,
+                        expires_at: now.saturating_add(millis(SESSION_LIFETIME)),
+                    },
+                )
+            })
+            .await?;
+        Ok(secret)
+    }
+
+    /// The live session behind a cookie value (its user enabled, not expired).
+    pub async fn find_session(&self, cookie_value: &str) -> Result<Option<SessionRow>, Error> {
+        let id_hash = hash_secret(cookie_value);
+        let now = now_ms();
+        Ok(self
+            .readers
+            .read(move |c| store::find_session(c, &id_hash, now))
+            .await?)
+    }
+
+    /// Ends the session behind a cookie value (sign out).
+    pub async fn end_session(&self, cookie_value: &str) -> Result<(), Error> {
+        let id_hash = hash_secret(cookie_value);
+        Ok(self
+            .writer
+            .write(move |c| store::delete_session(c, &id_hash))
+            .await?)
+    }
+}

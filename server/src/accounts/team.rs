@@ -1,0 +1,269 @@
+//! The `Accounts` use cases for the team: inviting, reset links, choosing a password through a
+//! link, changing one's password, roles, and disabling. Admin-only checks are the caller's
+//! (`admin` extractors); the rules that keep an install usable (never lose the last admin) are
+//! here.
+
+use std::time::Duration;
+
+use crate::clock::now_ms;
+use crate::store::{self, AccountLinkRow, NewUser, UserId, UserRow};
+
+use super::Error;
+use super::identity::{DisplayName, EmailAddress, Role};
+use super::password::{Password, hash_password, verify_password};
+use super::session::{Accounts, hash_secret, new_secret};
+
+/// How long an invitation link works.
+pub const INVITE_LIFETIME: Duration = Duration::from_hours(7 * 24);
+/// How long a password-reset link works: short, because it is as good as a password.
+pub const RESET_LIFETIME: Duration = Duration::from_hours(24);
+
+/// The two kinds of one-time link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    Invite,
+    Reset,
+}
+
+impl LinkKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Invite => "invite",
+            Self::Reset => "reset",
+        }
+    }
+
+    fn lifetime(self) -> Duration {
+        match self {
+            Self::Invite => INVITE_LIFETIME,
+            Self::Reset => RESET_LIFETIME,
+        }
+    }
+}
+
+fn expiry(kind: LinkKind, now: i64) -> i64 {
+    now.saturating_add(i64::try_from(kind.lifetime().as_millis()).unwrap_or(i64::MAX))
+}
+
+async fn hash(password: Password) -> Result<String, Error> {
+    tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|_| Error::Hashing)?
+        .map_err(|_| Error::Hashing)
+}
+
+impl Accounts {
+    /// Every user, for the team page.
+    pub async fn list_users(&self) -> Result<Vec<UserRow>, Error> {
+        Ok(self.readers.read(store::list_users).await?)
+    }
+
+    /// True if the user has chosen a password (so a new link for them is a reset).
+    pub async fn has_password(&self, user: UserId) -> Result<bool, Error> {
+        Ok(self
+            .readers
+            .read(move |c| store::find_password_hash(c, user))
+            .await?
+            .is_some())
+    }
+
+    /// Creates a user without a password and returns the token of their invitation link.
+    pub async fn invite_user(
+        &self,
+        by: UserId,
+        email: &str,
+        name: &str,
+        role: &str,
+    ) -> Result<String, Error> {
+        let email = EmailAddress::parse(email)?;
+        let name = DisplayName::parse(name)?;
+        let role = Role::parse(role)?;
+        let token = new_secret();
+        let token_hash = hash_secret(&token);
+        let now = now_ms();
+        let created = self
+            .writer
+            .write(move |c| {
+                if store::find_user_by_email(c, email.as_str())?.is_some() {
+                    return Ok(false);
+                }
+                let id = store::insert_user(
+                    c,
+                    &NewUser {
+                        email: email.as_str(),
+                        name: name.as_str(),
+                        role: role.as_str(),
+                        password_hash: None,
+                        created_at: now,
+                    },
+                )?;
+                let kind = LinkKind::Invite;
+                store::insert_account_link(
+                    c,
+                    &token_hash,
+                    id,
+                    kind.as_str(),
+                    by,
+                    now,
+                    expiry(kind, now),
+                )?;
+                Ok(true)
+            })
+            .await?;
+        if created {
+            Ok(token)
+        } else {
+            Err(Error::Conflict("A user with this email already exists."))
+        }
+    }
+
+    /// Makes a new link for an existing user (a fresh invitation if they never chose a
+    /// password, otherwise a reset); older links of theirs of the same kind stop working.
+    pub async fn create_link(
+        &self,
+        by: UserId,
+        user: UserId,
+        kind: LinkKind,
+    ) -> Result<String, Error> {
+        let token = new_secret();
+        let token_hash = hash_secret(&token);
+        let now = now_ms();
+        let found = self
+            .writer
+            .write(move |c| {
+                let Some(target) = store::find_user(c, user)? else {
+                    return Ok(false);
+                };
+                store::insert_account_link(
+                    c,
+                    &token_hash,
+                    target.id,
+                    kind.as_str(),
+                    by,
+                    now,
+                    expiry(kind, now),
+                )?;
+                Ok(true)
+            })
+            .await?;
+        if found {
+            Ok(token)
+        } else {
+            Err(Error::NotFound("user"))
+        }
+    }
+
+    /// The account a usable link belongs to.
+    pub async fn find_link(&self, token: &str, kind: LinkKind) -> Result<AccountLinkRow, Error> {
+        let token_hash = hash_secret(token);
+        let now = now_ms();
+        self.readers
+            .read(move |c| store::find_account_link(c, &token_hash, kind.as_str(), now))
+            .await?
+            .ok_or(Error::LinkInvalid)
+    }
+
+    /// Sets the password of the link's user and spends the link; every other session of that
+    /// user ends (a reset is often done because a password leaked).
+    pub async fn complete_link(
+        &self,
+        token: &str,
+        kind: LinkKind,
+        password: &str,
+    ) -> Result<UserRow, Error> {
+        let link = self.find_link(token, kind).await?;
+        let hashed = hash(Password::parse(password)?).await?;
+        let token_hash = hash_secret(token);
+        let now = now_ms();
+        let user = self
+            .writer
+            .write(move |c| {
+                if !store::use_account_link(c, &token_hash, kind.as_str(), now)? {
+                    return Ok(None);
+                }
+                store::update_password_hash(c, link.user_id, &hashed)?;
+                store::delete_user_sessions(c, link.user_id, None)?;
+                store::find_user(c, link.user_id)
+            })
+            .await?;
+        user.ok_or(Error::LinkInvalid)
+    }
+
+    /// Changes a signed-in user's password after checking the current one; their other
+    /// sessions end, `keep_session` (the cookie's hash source) stays.
+    pub async fn change_password(
+        &self,
+        user: UserId,
+        current: &str,
+        new: &str,
+        keep_session: &str,
+    ) -> Result<(), Error> {
+        let new = Password::parse(new)?;
+        let stored = self
+            .readers
+            .read(move |c| store::find_password_hash(c, user))
+            .await?;
+        let candidate = current.to_owned();
+        let is_match = tokio::task::spawn_blocking(move || {
+            stored.is_some_and(|h| verify_password(&h, &candidate))
+        })
+        .await
+        .map_err(|_| Error::Hashing)?;
+        if !is_match {
+            return Err(Error::BadCredentials);
+        }
+        let hashed = hash(new).await?;
+        let keep = hash_secret(keep_session);
+        Ok(self
+            .writer
+            .write(move |c| {
+                store::update_password_hash(c, user, &hashed)?;
+                store::delete_user_sessions(c, user, Some(&keep))
+            })
+            .await?)
+    }
+
+    /// Changes a user's role; the last enabled admin cannot be demoted.
+    pub async fn change_role(&self, user: UserId, role: &str) -> Result<(), Error> {
+        let role = Role::parse(role)?;
+        self.writer
+            .write(move |c| {
+                if store::find_user(c, user)?.is_none() {
+                    return Ok(Err(Error::NotFound("user")));
+                }
+                if role == Role::Agent && store::count_other_admins(c, user)? == 0 {
+                    return Ok(Err(Error::Conflict(
+                        "This is the last admin; make someone else an admin first.",
+                    )));
+                }
+                store::update_user_role(c, user, role.as_str())?;
+                Ok(Ok(()))
+            })
+            .await?
+    }
+
+    /// Disables (or re-enables) a user. A disabled user's sessions end in the same transaction
+    /// and their API tokens stop working at once (every lookup checks `is_disabled`).
+    pub async fn set_disabled(
+        &self,
+        by: UserId,
+        user: UserId,
+        is_disabled: bool,
+    ) -> Result<(), Error> {
+        if is_disabled && by == user {
+            return Err(Error::Conflict("You cannot disable yourself."));
+        }
+        self.writer
+            .write(move |c| {
+                if store::find_user(c, user)?.is_none() {
+                    return Ok(Err(Error::NotFound("user")));
+                }
+                if is_disabled && store::count_other_admins(c, user)? == 0 {
+                    return Ok(Err(Error::Conflict("The last admin cannot be disabled.")));
+                }
+                store::update_user_disabled(c, user, is_disabled)?;
+                Ok(Ok(()))
+            })
+            .await?
+    }
+}

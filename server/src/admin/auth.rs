@@ -1,0 +1,393 @@
+//! Getting in and out: `/` (where to go), first-run setup, sign-in and sign-out, choosing a
+//! password through an invitation or reset link, and the account page.
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use porch_app::auth::{
+    AccountView, LoginView, PasswordLinkView, SetupView, render_account, render_login,
+    render_password_link, render_setup,
+};
+use porch_app::layout::{Notice, Section};
+use serde::Deserialize;
+
+use crate::accounts::{self, LinkKind};
+use crate::http::client_ip;
+use crate::state::AppState;
+
+use super::page::{PageError, html, html_with_status, see_other};
+use super::session::{
+    Posted, PublicForm, SESSION_COOKIE, SignedIn, expired_session_cookie, form_token, read_cookie,
+    session_cookie, with_cookie,
+};
+
+/// A form with nothing but its CSRF token.
+#[derive(Debug, Deserialize)]
+pub struct NoFields {}
+
+/// Messages shown after a redirect, chosen by a fixed code so no text comes from the URL.
+#[derive(Debug, Default, Deserialize)]
+pub struct NoticeQuery {
+    #[serde(default)]
+    pub notice: String,
+}
+
+impl NoticeQuery {
+    pub fn notice(&self) -> Option<Notice> {
+        let text = match self.notice.as_str() {
+            "welcome" => {
+                "Your admin account is ready. Create a site to get the chat on your pages."
+            }
+            "password-changed" => "Password changed. Your other sessions were signed out.",
+            "password-set" => "Password saved. Sign in with it now.",
+            "signed-out" => "You are signed out.",
+            "site-created" => "Site created. Paste the snippet below into your pages.",
+            "site-saved" => "Changes saved. New chat windows use them at once.",
+            "site-deleted" => "Site deleted.",
+            "role-changed" => "Role changed.",
+            "disabled" => "User disabled. Their sessions and API tokens stopped working.",
+            "enabled" => "User enabled again.",
+            _ => return None,
+        };
+        Some(Notice::Success(text.to_owned()))
+    }
+}
+
+/// `GET /`: setup on a fresh install, else the inbox (or sign-in).
+pub async fn home(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, PageError> {
+    if app.accounts.needs_setup().await? {
+        return Ok(see_other("/setup"));
+    }
+    let signed_in = match read_cookie(&headers, SESSION_COOKIE) {
+        Some(value) => app.accounts.find_session(value).await?.is_some(),
+        None => false,
+    };
+    Ok(see_other(if signed_in { "/inbox" } else { "/login" }))
+}
+
+/// `GET /setup`: the first-run form, while no user exists.
+pub async fn setup_page(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, PageError> {
+    if !app.accounts.needs_setup().await? {
+        return Ok(see_other("/login"));
+    }
+    let (csrf, cookie) = form_token(&app, &headers);
+    let page = render_setup(SetupView {
+        csrf,
+        ..SetupView::default()
+    });
+    Ok(with_cookie(html(page), cookie))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SetupForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    password: String,
+}
+
+/// `POST /setup`: creates the first admin (with the setup token) and signs them in.
+pub async fn setup(
+    State(app): State<AppState>,
+    PublicForm { form, csrf }: PublicForm<SetupForm>,
+) -> Result<Response, PageError> {
+    let result = app
+        .accounts
+        .create_first_admin(&form.token, &form.email, &form.name, &form.password)
+        .await;
+    let user = match result {
+        Ok(user) => user,
+        Err(accounts::Error::SetupClosed) => return Ok(see_other("/login")),
+        Err(err) => {
+            let (status, message) = match err {
+                accounts::Error::BadSetupToken => (
+                    StatusCode::FORBIDDEN,
+                    "That setup token is not right. Copy it from the server log (it changes at \
+                     every start until setup is done)."
+                        .to_owned(),
+                ),
+                accounts::Error::Invalid(invalid) => {
+                    (StatusCode::UNPROCESSABLE_ENTITY, invalid.0.to_owned())
+                }
+                other => return Err(other.into()),
+            };
+            let page = render_setup(SetupView {
+                csrf,
+                email: form.email,
+                name: form.name,
+                error: Some(message),
+            });
+            return Ok(html_with_status(status, page));
+        }
+    };
+    let session = app.accounts.start_session(&user).await?;
+    Ok(with_cookie(
+        see_other("/sites/new?notice=welcome"),
+        Some(session_cookie(&app, &session.cookie_value)),
+    ))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct LoginQuery {
+    #[serde(default)]
+    next: String,
+    #[serde(default)]
+    notice: String,
+}
+
+/// Only paths on this server: `/x`, never `//host` or `/\host`, which browsers treat as another
+/// site (an open redirect otherwise).
+fn safe_next(next: &str) -> &str {
+    let is_local = next.starts_with('/') && !next.starts_with("//") && !next.contains('\\');
+    if is_local { next } else { "/inbox" }
+}
+
+/// `GET /login`.
+pub async fn login_page(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<LoginQuery>,
+) -> Result<Response, PageError> {
+    if app.accounts.needs_setup().await? {
+        return Ok(see_other("/setup"));
+    }
+    let (csrf, cookie) = form_token(&app, &headers);
+    let notice = NoticeQuery {
+        notice: query.notice,
+    }
+    .notice();
+    let page = render_login(LoginView {
+        csrf,
+        email: String::new(),
+        next: safe_next(&query.next).to_owned(),
+        notice,
+    });
+    Ok(with_cookie(html(page), cookie))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    next: String,
+}
+
+fn minutes(wait: std::time::Duration) -> u64 {
+    wait.as_secs().div_ceil(60).max(1)
+}
+
+/// `POST /login`: checks the password (throttled) and starts a session.
+pub async fn login(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    PublicForm { form, csrf }: PublicForm<LoginForm>,
+) -> Result<Response, PageError> {
+    let ip = client_ip(peer, &headers, &app.config.trusted_proxies);
+    let next = safe_next(&form.next).to_owned();
+    let (status, message, retry_after) = match app
+        .accounts
+        .sign_in(&form.email, &form.password, ip)
+        .await
+    {
+        Ok(user) => {
+            let session = app.accounts.start_session(&user).await?;
+            return Ok(with_cookie(
+                see_other(&next),
+                Some(session_cookie(&app, &session.cookie_value)),
+            ));
+        }
+        Err(accounts::Error::BadCredentials) => (
+            StatusCode::UNAUTHORIZED,
+            "Wrong email or password.".to_owned(),
+            None,
+        ),
+        Err(accounts::Error::Throttled(wait)) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "Too many failed sign-ins. For your security, wait {} minute{} before trying again.",
+                minutes(wait),
+                if minutes(wait) == 1 { "" } else { "s" }
+            ),
+            Some(wait),
+        ),
+        Err(err) => return Err(err.into()),
+    };
+    let page = render_login(LoginView {
+        csrf,
+        email: form.email,
+        next,
+        notice: Some(Notice::Error(message)),
+    });
+    let mut response = html_with_status(status, page);
+    if let Some(wait) = retry_after
+        && let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    Ok(response)
+}
+
+/// `POST /logout`.
+pub async fn logout(
+    State(app): State<AppState>,
+    posted: Posted<NoFields>,
+) -> Result<Response, PageError> {
+    app.accounts.end_session(&posted.who.cookie_value).await?;
+    Ok(with_cookie(
+        see_other("/login?notice=signed-out"),
+        Some(expired_session_cookie(&app)),
+    ))
+}
+
+fn link_path(kind: LinkKind) -> &'static str {
+    match kind {
+        LinkKind::Invite => "invitations",
+        LinkKind::Reset => "password-resets",
+    }
+}
+
+async fn link_page(
+    app: &AppState,
+    headers: &HeaderMap,
+    kind: LinkKind,
+    token: &str,
+) -> Result<Response, PageError> {
+    let link = app.accounts.find_link(token, kind).await?;
+    let (csrf, cookie) = form_token(app, headers);
+    let page = render_password_link(PasswordLinkView {
+        csrf,
+        is_invitation: kind == LinkKind::Invite,
+        name: link.name,
+        email: link.email,
+        action: format!("/{}/{token}", link_path(kind)),
+        error: None,
+    });
+    Ok(with_cookie(html(page), cookie))
+}
+
+/// `GET /invitations/{token}`: an invited person chooses their password.
+pub async fn invitation_page(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> Result<Response, PageError> {
+    link_page(&app, &headers, LinkKind::Invite, &token).await
+}
+
+/// `GET /password-resets/{token}`: someone chooses a new password.
+pub async fn reset_page(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> Result<Response, PageError> {
+    link_page(&app, &headers, LinkKind::Reset, &token).await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PasswordForm {
+    #[serde(default)]
+    password: String,
+}
+
+async fn complete_link(
+    app: &AppState,
+    kind: LinkKind,
+    token: &str,
+    PublicForm { form, csrf }: PublicForm<PasswordForm>,
+) -> Result<Response, PageError> {
+    match app
+        .accounts
+        .complete_link(token, kind, &form.password)
+        .await
+    {
+        Ok(_) => Ok(see_other("/login?notice=password-set")),
+        Err(accounts::Error::Invalid(invalid)) => {
+            let link = app.accounts.find_link(token, kind).await?;
+            let page = render_password_link(PasswordLinkView {
+                csrf,
+                is_invitation: kind == LinkKind::Invite,
+                name: link.name,
+                email: link.email,
+                action: format!("/{}/{token}", link_path(kind)),
+                error: Some(invalid.0.to_owned()),
+            });
+            Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `POST /invitations/{token}`.
+pub async fn complete_invitation(
+    State(app): State<AppState>,
+    Path(token): Path<String>,
+    form: PublicForm<PasswordForm>,
+) -> Result<Response, PageError> {
+    complete_link(&app, LinkKind::Invite, &token, form).await
+}
+
+/// `POST /password-resets/{token}`.
+pub async fn complete_reset(
+    State(app): State<AppState>,
+    Path(token): Path<String>,
+    form: PublicForm<PasswordForm>,
+) -> Result<Response, PageError> {
+    complete_link(&app, LinkKind::Reset, &token, form).await
+}
+
+/// `GET /account`.
+pub async fn account_page(who: SignedIn, Query(query): Query<NoticeQuery>) -> Response {
+    html(render_account(AccountView {
+        nav: who.nav(Section::Account),
+        email: who.user.email.clone(),
+        role: who.user.role.clone(),
+        notice: query.notice(),
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ChangePasswordForm {
+    #[serde(default)]
+    current: String,
+    #[serde(default)]
+    new: String,
+}
+
+/// `POST /account/password`.
+pub async fn change_password(
+    State(app): State<AppState>,
+    Posted { who, form }: Posted<ChangePasswordForm>,
+) -> Result<Response, PageError> {
+    let result = app
+        .accounts
+        .change_password(who.user.id, &form.current, &form.new, &who.cookie_value)
+        .await;
+    let message = match result {
+        Ok(()) => return Ok(see_other("/account?notice=password-changed")),
+        Err(accounts::Error::BadCredentials) => "Your current password is not right.".to_owned(),
+        Err(accounts::Error::Invalid(invalid)) => invalid.0.to_owned(),
+        Err(err) => return Err(err.into()),
+    };
+    Ok(html_with_status(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        render_account(AccountView {
+            nav: who.nav(Section::Account),
+            email: who.user.email.clone(),
+            role: who.user.role.clone(),
+            notice: Some(Notice::Error(message)),
+        }),
+    ))
+}

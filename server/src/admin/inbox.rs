@@ -1,0 +1,222 @@
+//! The inbox list and the conversation page with its actions: reply or note, assign, close,
+//! reopen. Every action is a plain form post answered with a redirect; the inbox script posts
+//! the same forms with `X-Porch-Fetch: 1` and gets the new message's fragment instead.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use porch_app::conversation::{ConversationView, render_conversation, render_message};
+use porch_app::inbox::{Filter, InboxView, render_inbox};
+use porch_app::layout::{Notice, Section};
+use serde::Deserialize;
+
+use crate::chat::{Agent, MessageBody};
+use crate::state::AppState;
+use crate::store::{ConversationId, InboxFilter, UserId};
+
+use super::auth::NoticeQuery;
+use super::page::{PageError, html, see_other};
+use super::session::{Posted, SignedIn};
+use super::views;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct InboxQuery {
+    #[serde(default)]
+    filter: String,
+}
+
+/// The filter named in a query (`open` when absent or unknown).
+pub fn parse_filter(slug: &str) -> Filter {
+    Filter::ALL
+        .into_iter()
+        .find(|f| f.slug() == slug)
+        .unwrap_or(Filter::Open)
+}
+
+/// The store's filter for `me`.
+pub fn store_filter(filter: Filter, me: UserId) -> InboxFilter {
+    match filter {
+        Filter::Open => InboxFilter::Open,
+        Filter::Mine => InboxFilter::Mine(me),
+        Filter::Unassigned => InboxFilter::Unassigned,
+        Filter::Closed => InboxFilter::Closed,
+    }
+}
+
+/// `GET /inbox?filter=…`.
+pub async fn inbox_page(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Query(query): Query<InboxQuery>,
+) -> Result<Response, PageError> {
+    let filter = parse_filter(&query.filter);
+    let me = who.user.id;
+    let (items, last_id) = app.inbox.list(me, store_filter(filter, me)).await?;
+    Ok(html(render_inbox(InboxView {
+        nav: who.nav(Section::Inbox),
+        filter,
+        items: items
+            .into_iter()
+            .map(|i| views::inbox_item(i, me))
+            .collect(),
+        last_id: last_id.0,
+        notice: None,
+    })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ConversationQuery {
+    #[serde(default)]
+    error: String,
+    #[serde(flatten)]
+    notice: NoticeQuery,
+}
+
+/// `GET /conversations/{id}`: marks the conversation read.
+pub async fn conversation_page(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Path(id): Path<i64>,
+    Query(query): Query<ConversationQuery>,
+) -> Result<Response, PageError> {
+    let view = app
+        .inbox
+        .open_conversation(who.user.id, ConversationId(id))
+        .await?;
+    let notice = match query.error.as_str() {
+        "empty" => Some(Notice::Error(
+            "Write something first: the reply was empty.".into(),
+        )),
+        "too-long" => Some(Notice::Error(
+            "The reply is longer than 4,000 characters.".into(),
+        )),
+        "newer" => Some(Notice::Error(
+            "The visitor has started a newer conversation; answer there.".into(),
+        )),
+        _ => query.notice.notice(),
+    };
+    let last_id = view.messages.last().map_or(0, |m| m.id.0);
+    let page = ConversationView {
+        nav: who.nav(Section::Inbox),
+        id,
+        visitor: views::visitor_label(&view.item),
+        messages: view.messages.iter().map(views::message).collect(),
+        aside: views::aside(&view, who.user.id, &who.csrf),
+        last_id,
+        notice,
+        draft: String::new(),
+    };
+    Ok(html(render_conversation(page)))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ReplyForm {
+    #[serde(default)]
+    body: String,
+    #[serde(default)]
+    kind: String,
+}
+
+/// True when the inbox script (not a plain form) sent the request.
+fn is_fetch(headers: &HeaderMap) -> bool {
+    headers.get("x-porch-fetch").is_some()
+}
+
+/// `POST /conversations/{id}/reply`: a reply to the visitor, or a private note (`kind=note`).
+pub async fn reply(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Posted { who, form }: Posted<ReplyForm>,
+) -> Result<Response, PageError> {
+    let conversation = ConversationId(id);
+    let body = match MessageBody::parse(&form.body) {
+        Ok(body) => body,
+        Err(invalid) => {
+            if is_fetch(&headers) {
+                return Ok((StatusCode::UNPROCESSABLE_ENTITY, invalid.0).into_response());
+            }
+            let code = if form.body.trim().is_empty() {
+                "empty"
+            } else {
+                "too-long"
+            };
+            return Ok(see_other(&format!("/conversations/{id}?error={code}")));
+        }
+    };
+    let row = if form.kind == "note" {
+        app.inbox.post_note(conversation, &who.user, body).await?
+    } else {
+        let agent = Agent {
+            user_id: Some(who.user.id),
+            name: who.user.name.clone(),
+        };
+        app.chat
+            .post_agent_message(conversation, &agent, body)
+            .await?
+    };
+    // One's own message is read by definition.
+    app.inbox
+        .mark_read(who.user.id, conversation, row.id)
+        .await?;
+    if is_fetch(&headers) {
+        return Ok(super::page::html(render_message(views::message(&row))));
+    }
+    Ok(see_other(&format!(
+        "/conversations/{id}#message-{}",
+        row.id
+    )))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AssignForm {
+    /// A user id, or empty for nobody.
+    #[serde(default)]
+    assignee: String,
+}
+
+/// `POST /conversations/{id}/assign`.
+pub async fn assign(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    Posted { who, form }: Posted<AssignForm>,
+) -> Result<Response, PageError> {
+    let assignee = match form.assignee.trim() {
+        "" => None,
+        raw => {
+            let user = raw
+                .parse::<i64>()
+                .map_err(|_| PageError::not_found("agent"))?;
+            Some(app.inbox.find_agent(UserId(user)).await?)
+        }
+    };
+    app.inbox
+        .assign(ConversationId(id), &who.user, assignee.as_ref())
+        .await?;
+    Ok(see_other(&format!("/conversations/{id}")))
+}
+
+/// `POST /conversations/{id}/close`.
+pub async fn close(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    Posted { who, .. }: Posted<super::auth::NoFields>,
+) -> Result<Response, PageError> {
+    app.inbox.close(ConversationId(id), &who.user).await?;
+    Ok(see_other(&format!("/conversations/{id}")))
+}
+
+/// `POST /conversations/{id}/reopen`.
+pub async fn reopen(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    Posted { who, .. }: Posted<super::auth::NoFields>,
+) -> Result<Response, PageError> {
+    match app.inbox.reopen(ConversationId(id), &who.user).await {
+        Ok(()) => Ok(see_other(&format!("/conversations/{id}"))),
+        Err(crate::chat::Error::Invalid(_)) => {
+            Ok(see_other(&format!("/conversations/{id}?error=newer")))
+        }
+        Err(err) => Err(err.into()),
+    }
+}

@@ -1,0 +1,286 @@
+//! Live updates for the inbox and conversation pages, over Server-Sent Events. Each stream
+//! subscribes to the hub first, then replays from the database what came after the client's
+//! last message id (`Last-Event-ID` on a reconnect, `?after=` on the first connect), then
+//! streams; events the replay already covered are skipped. A subscriber that fell behind gets
+//! `Resync` from the hub and replays again. Fragments are rendered by the page components.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use porch_app::conversation::{render_conversation_aside, render_message};
+use porch_app::inbox::{Filter, render_conversation_item};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use crate::chat::INBOX_LIMIT;
+use crate::hub::InboxSignal;
+use crate::state::AppState;
+use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, UserId};
+
+use super::inbox::parse_filter;
+use super::session::SignedIn;
+use super::views;
+
+/// How soon a browser reconnects after losing the stream.
+const RETRY: Duration = Duration::from_secs(2);
+/// A comment this often keeps proxies from closing a quiet stream.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Events rendered ahead of a slow browser before the stream task waits.
+const BUFFER: usize = 64;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct LiveQuery {
+    #[serde(default)]
+    filter: String,
+    #[serde(default)]
+    after: Option<i64>,
+}
+
+/// Where to resume: the browser's `Last-Event-ID` (sent on automatic reconnects) wins over the
+/// page's `?after=`.
+fn resume_point(headers: &HeaderMap, after: Option<i64>) -> MessageId {
+    let header = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok());
+    MessageId(header.or(after).unwrap_or(0).max(0))
+}
+
+fn sse(mut rx: mpsc::Receiver<Event>) -> Response {
+    let stream = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx).map(|event| event.map(Ok::<_, Infallible>))
+    });
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Tells nginx-style proxies not to buffer the stream.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// The stream stopped: the browser left, or the server is shutting down.
+struct Gone;
+
+async fn send(tx: &mpsc::Sender<Event>, event: Event) -> Result<(), Gone> {
+    tx.send(event).await.map_err(|_| Gone)
+}
+
+fn matches(filter: Filter, item: &InboxItemRow, me: UserId) -> bool {
+    let is_open = item.status == "open";
+    match filter {
+        Filter::Open => is_open,
+        Filter::Mine => is_open && item.assignee_id == Some(me),
+        Filter::Unassigned => is_open && item.assignee_id.is_none(),
+        Filter::Closed => !is_open,
+    }
+}
+
+/// `GET /inbox/events?filter=…&after=…`: `conversation` events carry a list item to insert or
+/// replace; `removed` events the id of one that no longer matches the filter.
+pub async fn inbox_events(
+    State(app): State<AppState>,
+    who: SignedIn,
+    headers: HeaderMap,
+    Query(query): Query<LiveQuery>,
+) -> Response {
+    let after = resume_point(&headers, query.after);
+    let filter = parse_filter(&query.filter);
+    let (tx, rx) = mpsc::channel(BUFFER);
+    tokio::spawn(async move {
+        let shutdown = app.shutdown.clone();
+        tokio::select! {
+            _ = stream_inbox(&app, who.user.id, filter, after, &tx) => {}
+            () = shutdown.cancelled() => {}
+            () = tx.closed() => {}
+        }
+    });
+    sse(rx)
+}
+
+async fn send_item(
+    app: &AppState,
+    tx: &mpsc::Sender<Event>,
+    me: UserId,
+    filter: Filter,
+    conversation: ConversationId,
+    id: MessageId,
+) -> Result<(), Gone> {
+    let event = Event::default().id(id.to_string());
+    let event = match app.inbox.item(me, conversation).await {
+        Ok(item) if matches(filter, &item, me) => event
+            .event("conversation")
+            .data(render_conversation_item(views::inbox_item(item, me))),
+        Ok(_) | Err(crate::chat::Error::NotFound(_)) => {
+            event.event("removed").data(conversation.to_string())
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "live inbox: reading a conversation failed");
+            return Err(Gone);
+        }
+    };
+    send(tx, event).await
+}
+
+/// Sends every conversation changed after `after`; returns the newest message id covered.
+async fn replay_inbox(
+    app: &AppState,
+    tx: &mpsc::Sender<Event>,
+    me: UserId,
+    filter: Filter,
+    after: MessageId,
+) -> Result<MessageId, Gone> {
+    let changed = app.inbox.changed_after(after).await.map_err(|_| Gone)?;
+    let mut covered = after;
+    let skip = changed.len().saturating_sub(INBOX_LIMIT as usize);
+    for (conversation, id) in changed.into_iter().skip(skip) {
+        send_item(app, tx, me, filter, conversation, id).await?;
+        covered = covered.max(id);
+    }
+    Ok(covered)
+}
+
+async fn stream_inbox(
+    app: &AppState,
+    me: UserId,
+    filter: Filter,
+    after: MessageId,
+    tx: &mpsc::Sender<Event>,
+) -> Result<(), Gone> {
+    send(tx, Event::default().retry(RETRY)).await?;
+    let mut subscription = app.inbox.hub().subscribe_inbox();
+    // Without a starting point there is nothing to catch up on: start from now.
+    let mut covered = if after.0 == 0 {
+        app.inbox.last_message_id().await.map_err(|_| Gone)?
+    } else {
+        replay_inbox(app, tx, me, filter, after).await?
+    };
+    let mut last = covered;
+    loop {
+        match subscription.recv().await {
+            InboxSignal::Event(event) => {
+                let id = event.message.id;
+                if id <= covered {
+                    continue;
+                }
+                last = last.max(id);
+                send_item(app, tx, me, filter, event.message.conversation_id, last).await?;
+            }
+            InboxSignal::Resync => {
+                tracing::debug!("live inbox fell behind; replaying");
+                subscription = app.inbox.hub().subscribe_inbox();
+                covered = replay_inbox(app, tx, me, filter, last).await?;
+                last = last.max(covered);
+            }
+        }
+    }
+}
+
+/// `GET /conversations/{id}/events?after=…`: `entry` events carry a message to append;
+/// `aside` events the refreshed side panel after a status change.
+pub async fn conversation_events(
+    State(app): State<AppState>,
+    who: SignedIn,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Query(query): Query<LiveQuery>,
+) -> Response {
+    let after = resume_point(&headers, query.after);
+    let (tx, rx) = mpsc::channel(BUFFER);
+    tokio::spawn(async move {
+        let shutdown = app.shutdown.clone();
+        tokio::select! {
+            _ = stream_conversation(&app, &who, ConversationId(id), after, &tx) => {}
+            () = shutdown.cancelled() => {}
+            () = tx.closed() => {}
+        }
+    });
+    sse(rx)
+}
+
+async fn send_entry(
+    app: &AppState,
+    tx: &mpsc::Sender<Event>,
+    who: &SignedIn,
+    message: &MessageRow,
+) -> Result<(), Gone> {
+    let event = Event::default()
+        .event("entry")
+        .id(message.id.to_string())
+        .data(render_message(views::message(message)));
+    send(tx, event).await?;
+    if message.author == "system" {
+        // A status line means the side panel changed (status, assignee); this also marks read.
+        let view = app
+            .inbox
+            .open_conversation(who.user.id, message.conversation_id)
+            .await
+            .map_err(|_| Gone)?;
+        let aside = render_conversation_aside(views::aside(&view, who.user.id, &who.csrf));
+        send(tx, Event::default().event("aside").data(aside)).await?;
+    } else if app
+        .inbox
+        .mark_read(who.user.id, message.conversation_id, message.id)
+        .await
+        .is_err()
+    {
+        // Not fatal: the conversation just stays unread in the list.
+        tracing::debug!("could not mark a conversation read");
+    }
+    Ok(())
+}
+
+async fn replay_conversation(
+    app: &AppState,
+    tx: &mpsc::Sender<Event>,
+    who: &SignedIn,
+    conversation: ConversationId,
+    after: MessageId,
+) -> Result<MessageId, Gone> {
+    let messages = app
+        .inbox
+        .messages_after(conversation, after)
+        .await
+        .map_err(|_| Gone)?;
+    let mut covered = after;
+    for message in &messages {
+        send_entry(app, tx, who, message).await?;
+        covered = covered.max(message.id);
+    }
+    Ok(covered)
+}
+
+async fn stream_conversation(
+    app: &AppState,
+    who: &SignedIn,
+    conversation: ConversationId,
+    after: MessageId,
+    tx: &mpsc::Sender<Event>,
+) -> Result<(), Gone> {
+    send(tx, Event::default().retry(RETRY)).await?;
+    let mut subscription = app.inbox.hub().subscribe_inbox();
+    let mut covered = replay_conversation(app, tx, who, conversation, after).await?;
+    let mut last = covered;
+    loop {
+        match subscription.recv().await {
+            InboxSignal::Event(event) => {
+                let message = &event.message;
+                if message.conversation_id != conversation || message.id <= covered {
+                    continue;
+                }
+                last = last.max(message.id);
+                send_entry(app, tx, who, message).await?;
+            }
+            InboxSignal::Resync => {
+                subscription = app.inbox.hub().subscribe_inbox();
+                covered = replay_conversation(app, tx, who, conversation, last).await?;
+                last = last.max(covered);
+            }
+        }
+    }
+}

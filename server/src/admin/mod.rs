@@ -1,0 +1,14 @@
+//! The admin UI: server-rendered pages (components from `porch-app`), plain form posts with
+//! redirects, and live inbox updates over Server-Sent Events. Handlers authenticate through the
+//! extractors in `session`, call `accounts` or `chat`, and render; they hold no SQL.
+//! Every URL is listed in `http/routes.rs`.
+
+pub mod assets;
+pub mod auth;
+pub mod inbox;
+pub mod live;
+mod page;
+pub mod session;
+pub mod sites;
+pub mod team;
+mod views;

@@ -1,0 +1,183 @@
+//! Responses of the admin UI: HTML pages with the security headers every page carries,
+//! redirects, and the one error type, rendered as an HTML page (never JSON, never internals).
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::accounts;
+use crate::chat;
+use crate::store;
+
+/// Only our own scripts and styles; no frames; forms post only to us. With this, even a bug that
+/// let visitor text into the markup could not run a script.
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+    connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/// A complete page with `status`.
+pub fn html_with_status(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    // Invitation and reset links carry their token in the path: never leak it in a Referer.
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // Pages show private conversations: never keep them in a shared or back-forward cache.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A complete page.
+pub fn html(body: String) -> Response {
+    html_with_status(StatusCode::OK, body)
+}
+
+/// `303 See Other`: where a form post sends the browser next.
+pub fn see_other(location: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+/// An error shown as a page.
+#[derive(Debug)]
+pub struct PageError {
+    pub status: StatusCode,
+    pub title: &'static str,
+    pub message: String,
+}
+
+impl PageError {
+    pub fn new(status: StatusCode, title: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            title,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            format!("There is no such {what}. It may have been deleted."),
+        )
+    }
+
+    pub fn forbidden() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "Admins only",
+            "Only admins can open this page. Ask an admin if you need access.",
+        )
+    }
+
+    pub fn bad_csrf() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "Form expired",
+            "This form is no longer valid (it may be from an older session). Go back, reload the \
+             page and try again.",
+        )
+    }
+
+    fn unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Try again shortly",
+            "The server cannot store or read data right now. Try again in a moment.",
+        )
+    }
+
+    fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something went wrong",
+            "Something went wrong on the server. The details are in the server log.",
+        )
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let body = porch_app::auth::render_error(porch_app::auth::ErrorView {
+            nav: None,
+            status: self.status.as_u16(),
+            title: self.title.to_owned(),
+            message: self.message,
+        });
+        html_with_status(self.status, body)
+    }
+}
+
+impl From<store::Error> for PageError {
+    fn from(err: store::Error) -> Self {
+        if err.is_transient() || matches!(err, store::Error::Stopped) {
+            tracing::warn!(error = %err, "storage unavailable");
+            Self::unavailable()
+        } else {
+            tracing::error!(error = %err, "storage error");
+            Self::internal()
+        }
+    }
+}
+
+impl From<chat::Error> for PageError {
+    fn from(err: chat::Error) -> Self {
+        match err {
+            chat::Error::NotFound(what) => Self::not_found(what),
+            chat::Error::Invalid(invalid) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", invalid.0)
+            }
+            chat::Error::Store(err) => err.into(),
+        }
+    }
+}
+
+impl From<accounts::Error> for PageError {
+    fn from(err: accounts::Error) -> Self {
+        use accounts::Error as E;
+        match err {
+            E::Invalid(invalid) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", invalid.0)
+            }
+            E::Conflict(text) => Self::new(StatusCode::CONFLICT, "Not saved", text),
+            E::NotFound(what) => Self::not_found(what),
+            E::LinkInvalid => Self::new(
+                StatusCode::GONE,
+                "Link expired",
+                "This link was already used or has expired. Ask an admin for a new one.",
+            ),
+            E::SetupClosed => Self::new(
+                StatusCode::GONE,
+                "Already set up",
+                "This Porch server already has an admin. Sign in instead.",
+            ),
+            E::BadCredentials | E::BadSetupToken | E::Throttled(_) => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "Not signed in",
+                "Those details were not accepted.",
+            ),
+            E::Hashing => {
+                tracing::error!("password hashing failed");
+                Self::internal()
+            }
+            E::Store(err) => err.into(),
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Who is asking: the session cookie, the CSRF check on every form post, and the role checks.
+//! Extractors make the checks impossible to forget: a handler that takes `Posted<T>` only runs
+//! for a signed-in person whose form carried their session's CSRF token; `AdminPosted<T>` and
+//! `Admin` also require the admin role.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
+
+use crate::accounts::SESSION_LIFETIME;
+use crate::state::AppState;
+use crate::store::UserRow;
+
+use super::page::{PageError, see_other};
+
+/// The session cookie. Its value is a random secret; the database keeps only its hash.
+pub const SESSION_COOKIE: &str = "porch_session";
+/// Before anyone is signed in (setup, sign-in, invitation links), forms are protected by a
+/// random token in this cookie that the form must repeat (double submit).
+pub const FORM_COOKIE: &str = "porch_form";
+
+/// The value of cookie `name`, if the request has it.
+pub fn read_cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// A `Set-Cookie` value: `HttpOnly`, `Path=/`, `SameSite`, `Secure` when served over https.
+/// `max_age` of zero deletes the cookie.
+pub fn cookie(
+    app: &AppState,
+    name: &str,
+    value: &str,
+    max_age: std::time::Duration,
+    same_site: &str,
+) -> HeaderValue {
+    let secure = if app.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let text = format!(
+        "{name}={value}; HttpOnly; SameSite={same_site}; Path=/; Max-Age={}{secure}",
+        max_age.as_secs()
+    );
+    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static("invalid=1"))
+}
+
+/// The cookie that signs a browser in.
+pub fn session_cookie(app: &AppState, value: &str) -> HeaderValue {
+    // Lax, not Strict: following a link to Porch from elsewhere (an email, Slack) keeps the
+    // session; cross-site posts carry no cookie, and every post also needs the CSRF token.
+    cookie(app, SESSION_COOKIE, value, SESSION_LIFETIME, "Lax")
+}
+
+/// Clears the session cookie.
+pub fn expired_session_cookie(app: &AppState) -> HeaderValue {
+    cookie(app, SESSION_COOKIE, "", std::time::Duration::ZERO, "Lax")
+}
+
+/// True if `given` equals `expected`, in constant time.
+pub fn tokens_match(given: &str, expected: &str) -> bool {
+    !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+/// A signed-in person: their user row and their session's CSRF token.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub user: UserRow,
+    pub csrf: String,
+    /// The cookie value, so a password change can keep this session and end the others.
+    pub cookie_value: String,
+}
+
+impl SignedIn {
+    pub fn is_admin(&self) -> bool {
+        self.user.role == "admin"
+    }
+
+    /// The navigation of a page in `section`.
+    pub fn nav(&self, section: porch_app::layout::Section) -> porch_app::layout::Nav {
+        porch_app::layout::Nav {
+            name: self.user.name.clone(),
+            is_admin: self.is_admin(),
+            csrf: self.csrf.clone(),
+            section,
+        }
+    }
+}
+
+/// Sends someone who is not signed in to the sign-in page, to come back afterwards.
+fn to_login(parts: &Parts) -> Response {
+    let back = parts.uri.path_and_query().map_or("/inbox", |p| p.as_str());
+    if parts.method == axum::http::Method::GET && back != "/" {
+        let next: String = url_encode(back);
+        see_other(&format!("/login?next={next}"))
+    } else {
+        see_other("/login")
+    }
+}
+
+/// Percent-encodes everything but unreserved characters (for a `next` parameter).
+pub fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+async fn signed_in(parts: &Parts, app: &AppState) -> Result<SignedIn, Response> {
+    let Some(value) = read_cookie(&parts.headers, SESSION_COOKIE) else {
+        return Err(to_login(parts));
+    };
+    match app.accounts.find_session(value).await {
+        Ok(Some(session)) => Ok(SignedIn {
+            user: session.user,
+            csrf: session.csrf_token,
+            cookie_value: value.to_owned(),
+        }),
+        Ok(None) => Err(to_login(parts)),
+        Err(err) => Err(PageError::from(err).into_response()),
+    }
+}
+
+impl FromRequestParts<AppState> for SignedIn {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Response> {
+        signed_in(parts, app).await
+    }
+}
+
+/// A signed-in admin.
+#[derive(Debug, Clone)]
+pub struct Admin(pub SignedIn);
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Response> {
+        let who = signed_in(parts, app).await?;
+        if who.is_admin() {
+            Ok(Self(who))
+        } else {
+            Err(PageError::forbidden().into_response())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct CsrfField {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Parses a form body (`application/x-www-form-urlencoded`) after checking its CSRF field.
+fn parse_form<T: DeserializeOwned>(body: &Bytes, expected: &str) -> Result<T, PageError> {
+    let csrf: CsrfField = serde_urlencoded::from_bytes(body).map_err(|_| PageError::bad_csrf())?;
+    if !tokens_match(&csrf.csrf, expected) {
+        return Err(PageError::bad_csrf());
+    }
+    serde_urlencoded::from_bytes(body).map_err(|_| {
+        PageError::new(
+            StatusCode::BAD_REQUEST,
+            "Form not understood",
+            "The form was incomplete. Go back and try again.",
+        )
+    })
+}
+
+async fn body_bytes(req: Request, app: &AppState) -> Result<Bytes, Response> {
+    Bytes::from_request(req, app)
+        .await
+        .map_err(IntoResponse::into_response)
+}
+
+/// A form posted by a signed-in person with their session's CSRF token.
+pub struct Posted<T> {
+    pub who: SignedIn,
+    pub form: T,
+}
+
+impl<T: DeserializeOwned> FromRequest<AppState> for Posted<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, app: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let who = SignedIn::from_request_parts(&mut parts, app).await?;
+        let bytes = body_bytes(Request::from_parts(parts, body), app).await?;
+        let form = parse_form(&bytes, &who.csrf).map_err(IntoResponse::into_response)?;
+        Ok(Self { who, form })
+    }
+}
+
+/// A form posted by a signed-in admin with their session's CSRF token.
+pub struct AdminPosted<T> {
+    pub who: SignedIn,
+    pub form: T,
+}
+
+impl<T: DeserializeOwned> FromRequest<AppState> for AdminPosted<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, app: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let Admin(who) = Admin::from_request_parts(&mut parts, app).await?;
+        let bytes = body_bytes(Request::from_parts(parts, body), app).await?;
+        let form = parse_form(&bytes, &who.csrf).map_err(IntoResponse::into_response)?;
+        Ok(Self { who, form })
+    }
+}
+
+/// A form posted before signing in, checked against the form cookie (double submit).
+pub struct PublicForm<T> {
+    pub form: T,
+    /// The form cookie's value, to render the form again with the same token.
+    pub csrf: String,
+}
+
+impl<T: DeserializeOwned> FromRequest<AppState> for PublicForm<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, app: &AppState) -> Result<Self, Response> {
+        let expected = read_cookie(req.headers(), FORM_COOKIE)
+            .unwrap_or("")
+            .to_owned();
+        let bytes = body_bytes(req, app).await?;
+        let form = parse_form(&bytes, &expected).map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            form,
+            csrf: expected,
+        })
+    }
+}
+
+/// The form token of a public page: the browser's existing one, or a new one to set.
+pub fn form_token(app: &AppState, headers: &HeaderMap) -> (String, Option<HeaderValue>) {
+    match read_cookie(headers, FORM_COOKIE) {
+        Some(token) if token.len() >= 32 => (token.to_owned(), None),
+        _ => {
+            let token = crate::accounts::new_form_token();
+            // Strict: this cookie is only ever needed on our own pages.
+            let header = cookie(
+                app,
+                FORM_COOKIE,
+                &token,
+                std::time::Duration::from_hours(12),
+                "Strict",
+            );
+            (token, Some(header))
+        }
+    }
+}
+
+/// Adds a `Set-Cookie` header to a response.
+pub fn with_cookie(mut response: Response, cookie: Option<HeaderValue>) -> Response {
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}

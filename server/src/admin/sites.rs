@@ -1,0 +1,203 @@
+//! Sites (admins only): list, create, edit (look, origins, brakes), the embed snippet, and
+//! deleting after a confirmation step. Edits drop the widget's cached copy of the site.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use porch_app::layout::{Notice, Section};
+use porch_app::sites::{
+    DeleteSiteView, SiteFormValues, SiteFormView, SiteSummaryView, SitesView, render_delete_site,
+    render_site_form, render_sites,
+};
+use serde::Deserialize;
+
+use crate::chat::{self, SiteSettingsInput};
+use crate::state::AppState;
+use crate::store::{self, SiteRow};
+use crate::widget::snippet;
+
+use super::auth::NoticeQuery;
+use super::page::{PageError, html, html_with_status, see_other};
+use super::session::{Admin, AdminPosted, SignedIn};
+
+fn values(input: SiteSettingsInput) -> SiteFormValues {
+    SiteFormValues {
+        name: input.name,
+        origins: input.origins,
+        greeting: input.greeting,
+        color: input.color,
+        position: input.position,
+        visitor_messages_per_minute: input.visitor_messages_per_minute,
+        visitor_burst: input.visitor_burst,
+        flood_messages_per_minute: input.flood_messages_per_minute,
+        flood_conversations_per_minute: input.flood_conversations_per_minute,
+    }
+}
+
+async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
+    let owned = key.to_owned();
+    app.readers
+        .read(move |c| store::find_site_by_key(c, &owned))
+        .await?
+        .ok_or_else(|| PageError::not_found("site"))
+}
+
+/// `GET /sites`.
+pub async fn sites_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    let sites = app.readers.read(store::list_sites).await?;
+    Ok(html(render_sites(SitesView {
+        nav: who.nav(Section::Sites),
+        sites: sites
+            .into_iter()
+            .map(|s| SiteSummaryView {
+                key: s.key,
+                name: s.name,
+                origins: s.origins,
+                color: s.color,
+            })
+            .collect(),
+        notice: query.notice(),
+    })))
+}
+
+fn form_page(
+    who: &SignedIn,
+    key: Option<String>,
+    input: SiteSettingsInput,
+    snippet: Option<String>,
+    notice: Option<Notice>,
+) -> String {
+    render_site_form(SiteFormView {
+        nav: who.nav(Section::Sites),
+        key,
+        values: values(input),
+        snippet,
+        notice,
+    })
+}
+
+/// `GET /sites/new`.
+pub async fn new_site_page(Admin(who): Admin, Query(query): Query<NoticeQuery>) -> Response {
+    html(form_page(
+        &who,
+        None,
+        SiteSettingsInput::new_site(),
+        None,
+        query.notice(),
+    ))
+}
+
+/// `POST /sites`.
+pub async fn create_site(
+    State(app): State<AppState>,
+    AdminPosted { who, form }: AdminPosted<SiteSettingsInput>,
+) -> Result<Response, PageError> {
+    let settings = match form.parse() {
+        Ok(settings) => settings,
+        Err(invalid) => {
+            let page = form_page(
+                &who,
+                None,
+                form,
+                None,
+                Some(Notice::Error(invalid.0.into())),
+            );
+            return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
+        }
+    };
+    let key = chat::create_site(&app.writer, settings).await?;
+    Ok(see_other(&format!("/sites/{key}?notice=site-created")))
+}
+
+fn site_snippet(app: &AppState, site: &SiteRow) -> String {
+    snippet(&app.public_url, &site.key, &site.color, &site.position)
+}
+
+/// `GET /sites/{key}`: the edit form and the snippet.
+pub async fn site_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Path(key): Path<String>,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    Ok(html(form_page(
+        &who,
+        Some(site.key.clone()),
+        SiteSettingsInput::from_row(&site),
+        Some(site_snippet(&app, &site)),
+        query.notice(),
+    )))
+}
+
+/// `POST /sites/{key}`.
+pub async fn update_site(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    AdminPosted { who, form }: AdminPosted<SiteSettingsInput>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    let settings = match form.parse() {
+        Ok(settings) => settings,
+        Err(invalid) => {
+            let page = form_page(
+                &who,
+                Some(key),
+                form,
+                Some(site_snippet(&app, &site)),
+                Some(Notice::Error(invalid.0.into())),
+            );
+            return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
+        }
+    };
+    chat::update_site(&app.writer, &app.sites, &key, settings).await?;
+    Ok(see_other(&format!("/sites/{key}?notice=site-saved")))
+}
+
+/// `GET /sites/{key}/delete`: the confirmation step.
+pub async fn delete_site_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Path(key): Path<String>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    let owned = key.clone();
+    let conversations = app
+        .readers
+        .read(move |c| store::count_site_conversations(c, &owned))
+        .await?;
+    Ok(html(render_delete_site(DeleteSiteView {
+        nav: who.nav(Section::Sites),
+        key,
+        name: site.name,
+        conversations,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DeleteForm {
+    #[serde(default)]
+    confirm: String,
+}
+
+/// `POST /sites/{key}/delete`: only when the typed name matches.
+pub async fn delete_site(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    AdminPosted { form, .. }: AdminPosted<DeleteForm>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    if form.confirm.trim() != site.name {
+        return Err(PageError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Not deleted",
+            "The name you typed does not match the site's name, so nothing was deleted.",
+        ));
+    }
+    chat::delete_site(&app.writer, &app.sites, &key).await?;
+    Ok(see_other("/sites?notice=site-deleted"))
+}

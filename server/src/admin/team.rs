@@ -1,0 +1,194 @@
+//! The team (admins only): invite (a copyable link until SMTP lands), change roles, disable and
+//! enable, and make password-reset links.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use porch_app::layout::{Notice, Section};
+use porch_app::team::{MemberView, TeamView, render_team};
+use serde::Deserialize;
+
+use crate::accounts::{self, LinkKind};
+use crate::state::AppState;
+use crate::store::UserId;
+
+use super::auth::{NoFields, NoticeQuery};
+use super::page::{PageError, html_with_status, see_other};
+use super::session::{Admin, AdminPosted, SignedIn};
+
+async fn team_page_with(
+    app: &AppState,
+    who: &SignedIn,
+    notice: Option<Notice>,
+    new_link: Option<(String, String, String)>,
+    status: StatusCode,
+) -> Result<Response, PageError> {
+    let users = app.accounts.list_users().await?;
+    let members = users
+        .into_iter()
+        .map(|u| MemberView {
+            id: u.id.0,
+            is_me: u.id == who.user.id,
+            name: u.name,
+            email: u.email,
+            is_admin: u.role == "admin",
+            is_disabled: u.is_disabled,
+        })
+        .collect();
+    Ok(html_with_status(
+        status,
+        render_team(TeamView {
+            nav: who.nav(Section::Team),
+            members,
+            notice,
+            new_link,
+        }),
+    ))
+}
+
+/// `GET /team`.
+pub async fn team_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    team_page_with(&app, &who, query.notice(), None, StatusCode::OK).await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct InviteForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    role: String,
+}
+
+/// `POST /team/invite`: creates the user and shows their invitation link once. The page is
+/// the answer to the post (not a redirect), because the link exists nowhere else.
+pub async fn invite(
+    State(app): State<AppState>,
+    AdminPosted { who, form }: AdminPosted<InviteForm>,
+) -> Result<Response, PageError> {
+    match app
+        .accounts
+        .invite_user(who.user.id, &form.email, &form.name, &form.role)
+        .await
+    {
+        Ok(token) => {
+            let url = format!("{}/invitations/{token}", app.public_url);
+            let link = (
+                form.name.trim().to_owned(),
+                "Invitation link".to_owned(),
+                url,
+            );
+            team_page_with(&app, &who, None, Some(link), StatusCode::OK).await
+        }
+        Err(accounts::Error::Invalid(invalid)) => {
+            let notice = Some(Notice::Error(invalid.0.to_owned()));
+            team_page_with(&app, &who, notice, None, StatusCode::UNPROCESSABLE_ENTITY).await
+        }
+        Err(accounts::Error::Conflict(text)) => {
+            let notice = Some(Notice::Error(text.to_owned()));
+            team_page_with(&app, &who, notice, None, StatusCode::CONFLICT).await
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `POST /team/{id}/link`: a fresh invitation link (no password yet) or a reset link.
+pub async fn create_link(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    let users = app.accounts.list_users().await?;
+    let target = users
+        .into_iter()
+        .find(|u| u.id == UserId(id))
+        .ok_or_else(|| PageError::not_found("user"))?;
+    let has_password = app.accounts.has_password(target.id).await?;
+    let (kind, path, what) = if has_password {
+        (LinkKind::Reset, "password-resets", "Password reset link")
+    } else {
+        (LinkKind::Invite, "invitations", "Invitation link")
+    };
+    let token = app
+        .accounts
+        .create_link(who.user.id, target.id, kind)
+        .await?;
+    let url = format!("{}/{path}/{token}", app.public_url);
+    team_page_with(
+        &app,
+        &who,
+        None,
+        Some((target.name, what.to_owned(), url)),
+        StatusCode::OK,
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RoleForm {
+    #[serde(default)]
+    role: String,
+}
+
+async fn refused(
+    app: &AppState,
+    who: &SignedIn,
+    err: accounts::Error,
+) -> Result<Response, PageError> {
+    match err {
+        accounts::Error::Conflict(text) => {
+            let notice = Some(Notice::Error(text.to_owned()));
+            team_page_with(app, who, notice, None, StatusCode::CONFLICT).await
+        }
+        other => Err(other.into()),
+    }
+}
+
+/// `POST /team/{id}/role`.
+pub async fn change_role(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    AdminPosted { who, form }: AdminPosted<RoleForm>,
+) -> Result<Response, PageError> {
+    match app.accounts.change_role(UserId(id), &form.role).await {
+        Ok(()) => Ok(see_other("/team?notice=role-changed")),
+        Err(err) => refused(&app, &who, err).await,
+    }
+}
+
+/// `POST /team/{id}/disable`: their sessions end and their API tokens stop working at once.
+pub async fn disable(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    match app
+        .accounts
+        .set_disabled(who.user.id, UserId(id), true)
+        .await
+    {
+        Ok(()) => Ok(see_other("/team?notice=disabled")),
+        Err(err) => refused(&app, &who, err).await,
+    }
+}
+
+/// `POST /team/{id}/enable`.
+pub async fn enable(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    match app
+        .accounts
+        .set_disabled(who.user.id, UserId(id), false)
+        .await
+    {
+        Ok(()) => Ok(see_other("/team?notice=enabled")),
+        Err(err) => refused(&app, &who, err).await,
+    }
+}

@@ -1,0 +1,141 @@
+//! Turning stored rows into the view models `porch-app` renders. Kept apart from the handlers
+//! so the full page and the live fragments build items the same way.
+
+use porch_app::conversation::{
+    AgentOption, ConversationAsideView, MessageView, VisitorDetailsView,
+};
+use porch_app::inbox::InboxItemView;
+
+use crate::chat::ConversationView;
+use crate::store::{InboxItemRow, MessageRow, UserId};
+
+/// How a visitor is called: their name or email if they gave one, else a number.
+pub fn visitor_label(item: &InboxItemRow) -> String {
+    item.visitor_name
+        .clone()
+        .or_else(|| item.visitor_email.clone())
+        .unwrap_or_else(|| format!("Visitor #{}", item.visitor_id))
+}
+
+/// A conversation in the list, as `me` sees it.
+pub fn inbox_item(item: InboxItemRow, me: UserId) -> InboxItemView {
+    let preview_author = match item.preview_author.as_deref() {
+        Some("agent") => Some("Agent".to_owned()),
+        _ => None,
+    };
+    let assignee = match item.assignee_id {
+        Some(id) if id == me => Some("You".to_owned()),
+        _ => item.assignee_name.clone(),
+    };
+    InboxItemView {
+        id: item.id.0,
+        visitor: visitor_label(&item),
+        site: item.site_name,
+        is_open: item.status == "open",
+        assignee,
+        preview_author,
+        preview: item.preview_body,
+        last_message_at: item.last_message_at,
+        is_unread: item.is_unread,
+    }
+}
+
+/// One message.
+pub fn message(row: &MessageRow) -> MessageView {
+    let author_name = match row.author.as_str() {
+        "visitor" => "Visitor".to_owned(),
+        _ => row
+            .author_name
+            .clone()
+            .unwrap_or_else(|| "Agent".to_owned()),
+    };
+    MessageView {
+        id: row.id.0,
+        author: row.author.clone(),
+        author_name,
+        body: row.body.clone(),
+        at: row.created_at,
+        // Filled in once the job runner records deliveries per message.
+        deliveries: Vec::new(),
+    }
+}
+
+/// A short description of a browser from its user agent ("Firefox on Linux").
+pub fn browser_summary(user_agent: &str) -> Option<String> {
+    // Order matters: Edge and Opera also say Chrome; Chrome also says Safari.
+    let browser = [
+        ("Edg/", "Edge"),
+        ("OPR/", "Opera"),
+        ("Firefox/", "Firefox"),
+        ("Chrome/", "Chrome"),
+        ("Safari/", "Safari"),
+    ]
+    .into_iter()
+    .find(|(marker, _)| user_agent.contains(marker))
+    .map(|(_, name)| name)?;
+    let system = [
+        ("Android", "Android"),
+        ("iPhone", "iOS"),
+        ("iPad", "iPadOS"),
+        ("Windows", "Windows"),
+        ("Mac OS X", "macOS"),
+        ("CrOS", "ChromeOS"),
+        ("Linux", "Linux"),
+    ]
+    .into_iter()
+    .find(|(marker, _)| user_agent.contains(marker))
+    .map(|(_, name)| name);
+    Some(match system {
+        Some(system) => format!("{browser} on {system}"),
+        None => browser.to_owned(),
+    })
+}
+
+/// The side panel of a conversation.
+pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsideView {
+    let details = view.visitor.as_ref();
+    ConversationAsideView {
+        csrf: csrf.to_owned(),
+        id: view.item.id.0,
+        is_open: view.item.status == "open",
+        assignee_id: view.item.assignee_id.map(|id| id.0),
+        assignee: view.item.assignee_name.clone(),
+        me: me.0,
+        agents: view
+            .agents
+            .iter()
+            .map(|a| AgentOption {
+                id: a.id.0,
+                name: a.name.clone(),
+            })
+            .collect(),
+        visitor: VisitorDetailsView {
+            email: view.item.visitor_email.clone(),
+            site: view.item.site_name.clone(),
+            first_page: details.and_then(|d| d.first_page.clone()),
+            last_page: details.and_then(|d| d.last_page.clone()),
+            browser: details
+                .and_then(|d| d.user_agent.as_deref())
+                .and_then(browser_summary),
+            user_agent: details.and_then(|d| d.user_agent.clone()),
+            ip: details.and_then(|d| d.ip.clone()),
+            first_seen_at: details.map(|d| d.first_seen_at),
+            last_seen_at: details.map(|d| d.last_seen_at),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn browsers_are_named_plainly() {
+        let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                      Chrome/120.0 Safari/537.36";
+        assert_eq!(browser_summary(chrome).as_deref(), Some("Chrome on Linux"));
+        let edge = "Mozilla/5.0 (Windows NT 10.0) Chrome/120.0 Safari/537.36 Edg/120.0";
+        assert_eq!(browser_summary(edge).as_deref(), Some("Edge on Windows"));
+        assert_eq!(browser_summary("curl/8"), None);
+    }
+}

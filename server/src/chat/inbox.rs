@@ -1,0 +1,288 @@
+//! Use cases of the admin inbox: listing conversations per agent, reading, assigning, closing,
+//! reopening and private notes. Status changes are stored as `system` lines in the conversation,
+//! so they have message ids and live streams resume across them like across any message.
+
+use std::sync::Arc;
+
+use crate::clock::now_ms;
+use crate::hub::{Hub, InboxEvent};
+use crate::store::{
+    self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, Readers, SiteId,
+    UserId, UserRow, VisitorDetailsRow, Writer,
+};
+
+use super::Error;
+use super::text::{Invalid, MessageBody};
+
+/// Most conversations one inbox list shows.
+pub const INBOX_LIMIT: u32 = 200;
+
+/// Everything the conversation page shows.
+#[derive(Debug, Clone)]
+pub struct ConversationView {
+    pub item: InboxItemRow,
+    pub visitor: Option<VisitorDetailsRow>,
+    pub messages: Vec<MessageRow>,
+    /// Agents it can be assigned to (enabled users).
+    pub agents: Vec<UserRow>,
+}
+
+/// The inbox use cases, over the store and the hub.
+#[derive(Clone)]
+pub struct Inbox {
+    writer: Arc<Writer>,
+    readers: Arc<Readers>,
+    hub: Arc<Hub>,
+}
+
+impl Inbox {
+    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, hub: Arc<Hub>) -> Self {
+        Self {
+            writer,
+            readers,
+            hub,
+        }
+    }
+
+    /// The fan-out hub, for live inbox connections.
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    /// The conversations matching `filter` as `reader` sees them, and the newest message id
+    /// (where a live stream for the page starts).
+    pub async fn list(
+        &self,
+        reader: UserId,
+        filter: InboxFilter,
+    ) -> Result<(Vec<InboxItemRow>, MessageId), Error> {
+        Ok(self
+            .readers
+            .read(move |c| {
+                let last = store::find_last_message_id(c)?;
+                Ok((store::list_inbox(c, reader, filter, INBOX_LIMIT)?, last))
+            })
+            .await?)
+    }
+
+    /// The newest message id (where a live stream without a starting point begins).
+    pub async fn last_message_id(&self) -> Result<MessageId, Error> {
+        Ok(self.readers.read(store::find_last_message_id).await?)
+    }
+
+    /// One conversation's summary as `reader` sees it.
+    pub async fn item(&self, reader: UserId, id: ConversationId) -> Result<InboxItemRow, Error> {
+        self.readers
+            .read(move |c| store::find_inbox_item(c, reader, id))
+            .await?
+            .ok_or(Error::NotFound("conversation"))
+    }
+
+    /// The conversation page's content; marks it read for `reader`.
+    pub async fn open_conversation(
+        &self,
+        reader: UserId,
+        id: ConversationId,
+    ) -> Result<ConversationView, Error> {
+        let view = self
+            .readers
+            .read(move |c| {
+                let Some(item) = store::find_inbox_item(c, reader, id)? else {
+                    return Ok(None);
+                };
+                let visitor = store::find_visitor_details(c, item.visitor_id)?;
+                let messages = store::list_conversation_messages(c, id)?;
+                let agents = store::list_users(c)?
+                    .into_iter()
+                    .filter(|u| !u.is_disabled)
+                    .collect();
+                Ok(Some(ConversationView {
+                    item,
+                    visitor,
+                    messages,
+                    agents,
+                }))
+            })
+            .await?
+            .ok_or(Error::NotFound("conversation"))?;
+        if let Some(last) = view.messages.last() {
+            self.mark_read(reader, id, last.id).await?;
+        }
+        Ok(view)
+    }
+
+    /// Records that `reader` has seen the conversation up to `message`.
+    pub async fn mark_read(
+        &self,
+        reader: UserId,
+        id: ConversationId,
+        message: MessageId,
+    ) -> Result<(), Error> {
+        Ok(self
+            .writer
+            .write(move |c| store::upsert_conversation_read(c, reader, id, message))
+            .await?)
+    }
+
+    /// The conversation's messages after `after` (for resuming a live stream).
+    pub async fn messages_after(
+        &self,
+        id: ConversationId,
+        after: MessageId,
+    ) -> Result<Vec<MessageRow>, Error> {
+        Ok(self
+            .readers
+            .read(move |c| store::list_conversation_messages_after(c, id, after))
+            .await?)
+    }
+
+    /// Conversations that changed after message `after`, with their newest message id.
+    pub async fn changed_after(
+        &self,
+        after: MessageId,
+    ) -> Result<Vec<(ConversationId, MessageId)>, Error> {
+        Ok(self
+            .readers
+            .read(move |c| store::list_conversations_changed_after(c, after))
+            .await?)
+    }
+
+    /// Posts a private note: stored with the conversation, shown to agents, never to the
+    /// visitor (the widget's queries only return visitor and agent messages).
+    pub async fn post_note(
+        &self,
+        id: ConversationId,
+        by: &UserRow,
+        body: MessageBody,
+    ) -> Result<MessageRow, Error> {
+        let site_id = self.item(by.id, id).await?.site_id;
+        let (user, name, now) = (by.id, by.name.clone(), now_ms());
+        let text = body.into_string();
+        let (stored_name, stored_text) = (name.clone(), text.clone());
+        let message = self
+            .writer
+            .write(move |c| store::insert_note(c, id, user, &stored_name, &stored_text, now))
+            .await?;
+        let row = MessageRow {
+            id: message,
+            conversation_id: id,
+            author: "note".into(),
+            author_name: Some(name),
+            client_id: None,
+            body: text,
+            created_at: now,
+        };
+        self.publish(site_id, row.clone());
+        Ok(row)
+    }
+
+    /// Assigns the conversation to `assignee` (or nobody).
+    pub async fn assign(
+        &self,
+        id: ConversationId,
+        by: &UserRow,
+        assignee: Option<&UserRow>,
+    ) -> Result<(), Error> {
+        let site_id = self.item(by.id, id).await?.site_id;
+        let target = assignee.map(|a| a.id);
+        let line = match assignee {
+            Some(a) if a.id == by.id => format!("{} took this conversation", by.name),
+            Some(a) => format!("{} assigned this conversation to {}", by.name, a.name),
+            None => format!("{} unassigned this conversation", by.name),
+        };
+        self.change(site_id, id, by, line, move |c| {
+            store::update_conversation_assignee(c, id, target)
+        })
+        .await
+    }
+
+    /// Closes an open conversation; the visitor's next message starts a new one.
+    pub async fn close(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
+        let site_id = self.item(by.id, id).await?.site_id;
+        let now = now_ms();
+        let line = format!("{} closed this conversation", by.name);
+        self.change(site_id, id, by, line, move |c| {
+            store::close_conversation(c, id, now)
+        })
+        .await
+    }
+
+    /// Reopens a closed conversation, unless the visitor has started a newer one meanwhile.
+    pub async fn reopen(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
+        let item = self.item(by.id, id).await?;
+        if item.status != "closed" {
+            return Ok(());
+        }
+        let line = format!("{} reopened this conversation", by.name);
+        let changed = self
+            .change(item.site_id, id, by, line, move |c| {
+                store::reopen_conversation(c, id)
+            })
+            .await;
+        // `change` ignores no-ops; a closed conversation that did not reopen hit the rule
+        // "one open conversation per visitor".
+        let after = self.item(by.id, id).await?;
+        if after.status == "closed" {
+            return Err(Error::Invalid(Invalid(
+                "The visitor has started a newer conversation; answer there.",
+            )));
+        }
+        changed
+    }
+
+    /// Applies a status change and, if it changed anything, records and publishes the line.
+    async fn change<F>(
+        &self,
+        site_id: SiteId,
+        id: ConversationId,
+        by: &UserRow,
+        line: String,
+        apply: F,
+    ) -> Result<(), Error>
+    where
+        F: FnOnce(&rusqlite::Connection) -> Result<bool, store::Error> + Send + 'static,
+    {
+        let (user, name, now) = (by.id, by.name.clone(), now_ms());
+        let (stored_name, stored_line) = (name.clone(), line.clone());
+        let message = self
+            .writer
+            .write(move |c| {
+                if !apply(c)? {
+                    return Ok(None);
+                }
+                store::insert_system_message(c, id, user, &stored_name, &stored_line, now).map(Some)
+            })
+            .await?;
+        if let Some(message) = message {
+            self.publish(
+                site_id,
+                MessageRow {
+                    id: message,
+                    conversation_id: id,
+                    author: "system".into(),
+                    author_name: Some(name),
+                    client_id: None,
+                    body: line,
+                    created_at: now,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn publish(&self, site_id: SiteId, row: MessageRow) {
+        self.hub.publish_to_inbox(&InboxEvent {
+            site_id,
+            message: Arc::new(row),
+        });
+    }
+
+    /// An enabled user by id (an assignee).
+    pub async fn find_agent(&self, id: UserId) -> Result<UserRow, Error> {
+        self.readers
+            .read(move |c| store::find_user(c, id))
+            .await?
+            .filter(|u| !u.is_disabled)
+            .ok_or(Error::NotFound("agent"))
+    }
+}

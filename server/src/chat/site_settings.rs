@@ -1,0 +1,269 @@
+//! Creating, editing and deleting sites from the admin UI: the submitted settings parsed into
+//! valid values, and the use cases that store them and drop the widget's cached copy so edits
+//! apply to the next widget connection at once.
+
+use std::sync::Arc;
+
+use crate::clock::now_ms;
+use crate::store::{self, NewSite, SiteRow, SiteSettings, Writer};
+
+use super::Error;
+use super::site::{SiteDirectory, new_site_key};
+use super::text::{Invalid, Origin};
+
+/// Highest brake value accepted, so a typo cannot turn a brake off by accident.
+const MAX_RATE: u32 = 100_000;
+/// Longest greeting, in characters.
+const MAX_GREETING_CHARS: usize = 500;
+
+/// A site's settings, as submitted (every field a string, as in a form).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct SiteSettingsInput {
+    #[serde(default)]
+    pub name: String,
+    /// One origin per line (commas and spaces also separate).
+    #[serde(default)]
+    pub origins: String,
+    #[serde(default)]
+    pub greeting: String,
+    #[serde(default)]
+    pub color: String,
+    #[serde(default)]
+    pub position: String,
+    #[serde(default)]
+    pub visitor_messages_per_minute: String,
+    #[serde(default)]
+    pub visitor_burst: String,
+    #[serde(default)]
+    pub flood_messages_per_minute: String,
+    #[serde(default)]
+    pub flood_conversations_per_minute: String,
+}
+
+/// Settings that passed every check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidSiteSettings {
+    pub name: String,
+    pub origins: Vec<String>,
+    pub greeting: String,
+    pub color: String,
+    pub position: String,
+    pub visitor_messages_per_minute: u32,
+    pub visitor_burst: u32,
+    pub flood_messages_per_minute: u32,
+    pub flood_conversations_per_minute: u32,
+}
+
+fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
+    raw.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_RATE).contains(n))
+        .ok_or(Invalid(message))
+}
+
+impl SiteSettingsInput {
+    /// The input a stored site would submit unchanged (to fill the edit form).
+    pub fn from_row(row: &SiteRow) -> Self {
+        Self {
+            name: row.name.clone(),
+            origins: row.origins.join("\n"),
+            greeting: row.greeting.clone(),
+            color: row.color.clone(),
+            position: row.position.clone(),
+            visitor_messages_per_minute: row.visitor_messages_per_minute.to_string(),
+            visitor_burst: row.visitor_burst.to_string(),
+            flood_messages_per_minute: row.flood_messages_per_minute.to_string(),
+            flood_conversations_per_minute: row.flood_conversations_per_minute.to_string(),
+        }
+    }
+
+    /// The defaults of a new site (those of the schema) with a name and origins to fill in.
+    pub fn new_site() -> Self {
+        Self {
+            greeting: "Hi! How can we help?".into(),
+            color: "#2563eb".into(),
+            position: "right".into(),
+            visitor_messages_per_minute: "30".into(),
+            visitor_burst: "10".into(),
+            flood_messages_per_minute: "600".into(),
+            flood_conversations_per_minute: "60".into(),
+            ..Self::default()
+        }
+    }
+
+    /// Checks every field; the first problem found is reported.
+    pub fn parse(&self) -> Result<ValidSiteSettings, Invalid> {
+        let name = self.name.trim();
+        if name.is_empty() || name.chars().count() > 80 {
+            return Err(Invalid("The name must have 1 to 80 characters."));
+        }
+        let mut origins = Vec::new();
+        for raw in self
+            .origins
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|o| !o.is_empty())
+        {
+            let origin = Origin::parse(raw)?.as_str().to_owned();
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        if origins.is_empty() {
+            return Err(Invalid(
+                "Add at least one allowed origin, such as https://www.example.com.",
+            ));
+        }
+        let greeting = self.greeting.trim();
+        if greeting.chars().count() > MAX_GREETING_CHARS {
+            return Err(Invalid("The greeting must have at most 500 characters."));
+        }
+        let color = self.color.trim().to_ascii_lowercase();
+        let is_hex_colour = color.len() == 7
+            && color.starts_with('#')
+            && color[1..].bytes().all(|b| b.is_ascii_hexdigit());
+        if !is_hex_colour {
+            return Err(Invalid("The colour is written like #2563eb."));
+        }
+        let position = match self.position.trim() {
+            p @ ("left" | "right") => p.to_owned(),
+            _ => return Err(Invalid("The position is left or right.")),
+        };
+        Ok(ValidSiteSettings {
+            name: name.to_owned(),
+            origins,
+            greeting: greeting.to_owned(),
+            color,
+            position,
+            visitor_messages_per_minute: rate(
+                &self.visitor_messages_per_minute,
+                "Visitor messages per minute must be a whole number from 1 to 100000.",
+            )?,
+            visitor_burst: rate(
+                &self.visitor_burst,
+                "The visitor burst must be a whole number from 1 to 100000.",
+            )?,
+            flood_messages_per_minute: rate(
+                &self.flood_messages_per_minute,
+                "Site messages per minute must be a whole number from 1 to 100000.",
+            )?,
+            flood_conversations_per_minute: rate(
+                &self.flood_conversations_per_minute,
+                "New conversations per minute must be a whole number from 1 to 100000.",
+            )?,
+        })
+    }
+}
+
+fn as_store(settings: &ValidSiteSettings) -> SiteSettings<'_> {
+    SiteSettings {
+        name: &settings.name,
+        greeting: &settings.greeting,
+        color: &settings.color,
+        position: &settings.position,
+        visitor_messages_per_minute: settings.visitor_messages_per_minute,
+        visitor_burst: settings.visitor_burst,
+        flood_messages_per_minute: settings.flood_messages_per_minute,
+        flood_conversations_per_minute: settings.flood_conversations_per_minute,
+        origins: &settings.origins,
+    }
+}
+
+/// Creates a site with the given settings and returns its key.
+pub async fn create_site(
+    writer: &Arc<Writer>,
+    settings: ValidSiteSettings,
+) -> Result<String, Error> {
+    let key = new_site_key();
+    let stored_key = key.clone();
+    writer
+        .write(move |c| {
+            store::insert_site(
+                c,
+                &NewSite {
+                    key: &stored_key,
+                    name: &settings.name,
+                    origins: &settings.origins,
+                    created_at: now_ms(),
+                },
+            )?;
+            store::update_site(c, &stored_key, &as_store(&settings))
+        })
+        .await?;
+    Ok(key)
+}
+
+/// Replaces a site's settings; the widget sees them on its next connection.
+pub async fn update_site(
+    writer: &Arc<Writer>,
+    directory: &SiteDirectory,
+    key: &str,
+    settings: ValidSiteSettings,
+) -> Result<(), Error> {
+    let owned = key.to_owned();
+    let found = writer
+        .write(move |c| store::update_site(c, &owned, &as_store(&settings)))
+        .await?;
+    directory.invalidate(key);
+    if found {
+        Ok(())
+    } else {
+        Err(Error::NotFound("site"))
+    }
+}
+
+/// Deletes a site and everything it holds (visitors, conversations, messages).
+pub async fn delete_site(
+    writer: &Arc<Writer>,
+    directory: &SiteDirectory,
+    key: &str,
+) -> Result<(), Error> {
+    let owned = key.to_owned();
+    let found = writer.write(move |c| store::delete_site(c, &owned)).await?;
+    directory.invalidate(key);
+    if found {
+        Ok(())
+    } else {
+        Err(Error::NotFound("site"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input() -> SiteSettingsInput {
+        SiteSettingsInput {
+            name: " Acme ".into(),
+            origins: "https://Acme.example\nhttps://acme.example/, http://localhost:3000".into(),
+            ..SiteSettingsInput::new_site()
+        }
+    }
+
+    #[test]
+    fn valid_settings_are_normalised() {
+        let valid = input().parse().expect("valid");
+        assert_eq!(valid.name, "Acme");
+        assert_eq!(
+            valid.origins,
+            vec!["https://acme.example", "http://localhost:3000"]
+        );
+        assert_eq!(valid.visitor_burst, 10);
+    }
+
+    #[test]
+    fn bad_fields_are_refused() {
+        for change in [
+            |i: &mut SiteSettingsInput| i.origins = String::new(),
+            |i: &mut SiteSettingsInput| i.origins = "acme.example".into(),
+            |i: &mut SiteSettingsInput| i.color = "blue".into(),
+            |i: &mut SiteSettingsInput| i.position = "top".into(),
+            |i: &mut SiteSettingsInput| i.visitor_burst = "0".into(),
+            |i: &mut SiteSettingsInput| i.flood_messages_per_minute = "x".into(),
+        ] {
+            let mut i = input();
+            change(&mut i);
+            assert!(i.parse().is_err(), "{i:?}");
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! Queries and writes of the admin inbox: conversation summaries per agent (site, visitor,
+//! preview, unread state), read markers, assignment, closing and reopening.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::conversations::touch_conversation;
+use super::messages::MessageRow;
+use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
+
+/// Which conversations an inbox list shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxFilter {
+    /// Every open conversation.
+    Open,
+    /// Open conversations assigned to this user.
+    Mine(UserId),
+    /// Open conversations nobody is assigned to.
+    Unassigned,
+    Closed,
+}
+
+impl InboxFilter {
+    fn condition(self) -> &'static str {
+        match self {
+            // `Mine` narrows by assignee through the query's ?3.
+            Self::Open | Self::Mine(_) => "c.status = 'open'",
+            Self::Unassigned => "c.status = 'open' AND c.assignee_id IS NULL",
+            Self::Closed => "c.status = 'closed'",
+        }
+    }
+}
+
+/// A conversation as one agent sees it in the inbox list.
+#[derive(Debug, Clone)]
+pub struct InboxItemRow {
+    pub id: ConversationId,
+    pub site_id: SiteId,
+    pub site_name: String,
+    pub visitor_id: VisitorId,
+    pub visitor_name: Option<String>,
+    pub visitor_email: Option<String>,
+    pub status: String,
+    pub assignee_id: Option<UserId>,
+    pub assignee_name: Option<String>,
+    pub created_at: i64,
+    pub last_message_at: i64,
+    /// The newest message the visitor could see (visitor or agent), for the preview.
+    pub preview_author: Option<String>,
+    pub preview_body: Option<String>,
+    /// A visitor message arrived after this agent last read the conversation.
+    pub is_unread: bool,
+}
+
+// ?1 = the agent reading. The preview skips notes and system lines: it shows the conversation.
+const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_id, v.name, v.email, \
+    c.status, c.assignee_id, a.name, c.created_at, c.last_message_at, lm.author, lm.body, \
+    EXISTS (SELECT 1 FROM messages um WHERE um.conversation_id = c.id AND um.author = 'visitor' \
+        AND um.id > coalesce((SELECT r.last_read_id FROM conversation_reads r \
+                              WHERE r.user_id = ?1 AND r.conversation_id = c.id), 0)) \
+    FROM conversations c \
+    JOIN sites s ON s.id = c.site_id \
+    JOIN visitors v ON v.id = c.visitor_id \
+    LEFT JOIN users a ON a.id = c.assignee_id \
+    LEFT JOIN messages lm ON lm.id = (SELECT pm.id FROM messages pm \
+        WHERE pm.conversation_id = c.id AND pm.author IN ('visitor', 'agent') \
+        ORDER BY pm.id DESC LIMIT 1)";
+
+fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
+    Ok(InboxItemRow {
+        id: row.get(0)?,
+        site_id: row.get(1)?,
+        site_name: row.get(2)?,
+        visitor_id: row.get(3)?,
+        visitor_name: row.get(4)?,
+        visitor_email: row.get(5)?,
+        status: row.get(6)?,
+        assignee_id: row.get(7)?,
+        assignee_name: row.get(8)?,
+        created_at: row.get(9)?,
+        last_message_at: row.get(10)?,
+        preview_author: row.get(11)?,
+        preview_body: row.get(12)?,
+        is_unread: row.get(13)?,
+    })
+}
+
+/// The conversations matching `filter`, most recently active first, as `reader` sees them.
+pub fn list_inbox(
+    conn: &Connection,
+    reader: UserId,
+    filter: InboxFilter,
+    limit: u32,
+) -> Result<Vec<InboxItemRow>, Error> {
+    let mine = match filter {
+        InboxFilter::Mine(user) => Some(user),
+        _ => None,
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT_ITEM} WHERE {} AND (?3 IS NULL OR c.assignee_id = ?3) \
+         ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?2",
+        filter.condition()
+    ))?;
+    Ok(stmt
+        .query_map(params![reader, limit, mine], item_from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// One conversation as `reader` sees it in the inbox list.
+pub fn find_inbox_item(
+    conn: &Connection,
+    reader: UserId,
+    id: ConversationId,
+) -> Result<Option<InboxItemRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!("{SELECT_ITEM} WHERE c.id = ?2"))?;
+    Ok(stmt
+        .query_row(params![reader, id], item_from_row)
+        .optional()?)
+}
+
+/// What the conversation page shows about the visitor.
+#[derive(Debug, Clone)]
+pub struct VisitorDetailsRow {
+    pub first_page: Option<String>,
+    pub last_page: Option<String>,
+    pub user_agent: Option<String>,
+    pub ip: Option<String>,
+    pub first_seen_at: i64,
+    pub last_seen_at: i64,
+}
+
+/// The visitor's recorded details.
+pub fn find_visitor_details(
+    conn: &Connection,
+    id: VisitorId,
+) -> Result<Option<VisitorDetailsRow>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT first_page, last_page, user_agent, ip, first_seen_at, last_seen_at \
+         FROM visitors WHERE id = ?1",
+    )?;
+    Ok(stmt
+        .query_row([id], |r| {
+            Ok(VisitorDetailsRow {
+                first_page: r.get(0)?,
+                last_page: r.get(1)?,
+                user_agent: r.get(2)?,
+                ip: r.get(3)?,
+                first_seen_at: r.get(4)?,
+                last_seen_at: r.get(5)?,
+            })
+        })
+        .optional()?)
+}
+
+/// The conversation's messages with an id above `after`, oldest first, notes included.
+pub fn list_conversation_messages_after(
+    conn: &Connection,
+    id: ConversationId,
+    after: MessageId,
+) -> Result<Vec<MessageRow>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.id, m.conversation_id, m.author, m.author_name, m.client_id, m.body, \
+         m.created_at FROM messages m WHERE m.conversation_id = ?1 AND m.id > ?2 ORDER BY m.id",
+    )?;
+    Ok(stmt
+        .query_map(params![id, after], |r| {
+            Ok(MessageRow {
+                id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                author: r.get(2)?,
+                author_name: r.get(3)?,
+                client_id: r.get(4)?,
+                body: r.get(5)?,
+                created_at: r.get(6)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The conversations that got a message with an id above `after`, and the newest such id.
+pub fn list_conversations_changed_after(
+    conn: &Connection,
+    after: MessageId,
+) -> Result<Vec<(ConversationId, MessageId)>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT conversation_id, max(id) FROM messages WHERE id > ?1 \
+         GROUP BY conversation_id ORDER BY max(id)",
+    )?;
+    Ok(stmt
+        .query_map([after], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The newest message id (0 when there are none): where a live stream starts.
+pub fn find_last_message_id(conn: &Connection) -> Result<MessageId, Error> {
+    Ok(conn
+        .prepare_cached("SELECT coalesce(max(id), 0) FROM messages")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Records that `user` has read the conversation up to `message` (never moves backwards).
+pub fn upsert_conversation_read(
+    conn: &Connection,
+    user: UserId,
+    id: ConversationId,
+    message: MessageId,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO conversation_reads (user_id, conversation_id, last_read_id) \
+         VALUES (?1, ?2, ?3) ON CONFLICT (user_id, conversation_id) \
+         DO UPDATE SET last_read_id = max(last_read_id, excluded.last_read_id)",
+    )?
+    .execute(params![user, id, message])?;
+    Ok(())
+}
+
+/// Sets or clears the conversation's assignee; returns false if it was already so.
+pub fn update_conversation_assignee(
+    conn: &Connection,
+    id: ConversationId,
+    assignee: Option<UserId>,
+) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE conversations SET assignee_id = ?2 WHERE id = ?1 AND assignee_id IS NOT ?2",
+        )?
+        .execute(params![id, assignee])?
+        == 1)
+}
+
+/// Closes an open conversation; returns false if it was not open.
+pub fn close_conversation(conn: &Connection, id: ConversationId, now: i64) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE conversations SET status = 'closed', closed_at = ?2 \
+             WHERE id = ?1 AND status = 'open'",
+        )?
+        .execute(params![id, now])?
+        == 1)
+}
+
+/// Reopens a closed conversation; returns false if it is not closed or if the visitor has
+/// another open conversation (a visitor has at most one).
+pub fn reopen_conversation(conn: &Connection, id: ConversationId) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE conversations SET status = 'open', closed_at = NULL \
+             WHERE id = ?1 AND status = 'closed' AND NOT EXISTS (\
+                 SELECT 1 FROM conversations o \
+                 WHERE o.visitor_id = conversations.visitor_id AND o.status = 'open')",
+        )?
+        .execute([id])?
+        == 1)
+}
+
+/// Stores a line of the conversation's own history ("Ana closed the conversation"); visitors
+/// never see these. Returns the new message's id, so live streams resume across it.
+pub fn insert_system_message(
+    conn: &Connection,
+    id: ConversationId,
+    user: UserId,
+    author_name: &str,
+    body: &str,
+    now: i64,
+) -> Result<MessageId, Error> {
+    conn.prepare_cached(
+        "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
+         VALUES (?1, 'system', ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![id, user, author_name, body, now])?;
+    Ok(MessageId(conn.last_insert_rowid()))
+}
+
+/// Stores a private note (never shown to the visitor) and returns its id.
+pub fn insert_note(
+    conn: &Connection,
+    id: ConversationId,
+    user: UserId,
+    author_name: &str,
+    body: &str,
+    now: i64,
+) -> Result<MessageId, Error> {
+    conn.prepare_cached(
+        "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
+         VALUES (?1, 'note', ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![id, user, author_name, body, now])?;
+    let message = MessageId(conn.last_insert_rowid());
+    touch_conversation(conn, id, now)?;
+    Ok(message)
+}

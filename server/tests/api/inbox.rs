@@ -1,0 +1,389 @@
+//! The admin UI's security: the setup token, session cookies, CSRF on form posts, roles,
+//! sign-in throttling, and disabled users. Driven over real HTTP like a browser would.
+// Helpers outside #[test] functions: a failed expectation is a failed test.
+#![allow(clippy::expect_used)]
+
+use std::fmt::Write;
+
+use porch::store::{self, NewUser};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::TestApp;
+
+const PASSWORD: &str = "correct horse battery staple";
+
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `name=value` of a `Set-Cookie` for `name`, and the whole header.
+    fn cookie(&self, name: &str) -> Option<(String, String)> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+            .map(|(_, v)| v)
+            .find(|v| v.starts_with(&format!("{name}=")))
+            .map(|v| (v.split(';').next().unwrap_or("").to_owned(), v.clone()))
+    }
+}
+
+/// One request with `Connection: close`; a form body when `form` is given.
+async fn send(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    cookies: &str,
+    form: Option<&str>,
+) -> Answer {
+    let mut stream = TcpStream::connect(app.addr).await.expect("connect");
+    let body = form.unwrap_or("");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        app.addr,
+        body.len()
+    );
+    if !cookies.is_empty() {
+        let _ = write!(request, "Cookie: {cookies}\r\n");
+    }
+    if form.is_some() {
+        request += "Content-Type: application/x-www-form-urlencoded\r\n";
+    }
+    request += "\r\n";
+    request += body;
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.expect("read");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn form(fields: &[(&str, &str)]) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The value of the hidden `csrf` field in a page.
+fn csrf_in(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
+    page[at..].split('"').next().expect("value").to_owned()
+}
+
+/// The form cookie a public page sets: (cookie pair, token).
+async fn form_cookie(app: &TestApp, path: &str) -> (String, String) {
+    let page = send(app, "GET", path, "", None).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let (pair, _) = page.cookie("porch_form").expect("form cookie");
+    let token = csrf_in(&page.body);
+    (pair, token)
+}
+
+async fn setup_admin(app: &TestApp) -> Answer {
+    let token = app
+        .server
+        .as_ref()
+        .expect("running")
+        .app
+        .accounts
+        .pending_setup_token()
+        .expect("a fresh install has a setup token");
+    let (cookie, csrf) = form_cookie(app, "/setup").await;
+    let body = form(&[
+        ("csrf", &csrf),
+        ("token", &token),
+        ("name", "Ana"),
+        ("email", "ana@example.com"),
+        ("password", PASSWORD),
+    ]);
+    send(app, "POST", "/setup", &cookie, Some(&body)).await
+}
+
+/// A signed-in browser: its session cookie and CSRF token.
+struct Browser {
+    cookie: String,
+    csrf: String,
+}
+
+async fn signed_in_from(app: &TestApp, answer: &Answer) -> Browser {
+    let (cookie, _) = answer.cookie("porch_session").expect("a session cookie");
+    let page = send(app, "GET", "/account", &cookie, None).await;
+    assert_eq!(page.status, 200);
+    Browser {
+        csrf: csrf_in(&page.body),
+        cookie,
+    }
+}
+
+async fn sign_in(app: &TestApp, email: &str, password: &str) -> Answer {
+    let (cookie, csrf) = form_cookie(app, "/login").await;
+    let body = form(&[("csrf", &csrf), ("email", email), ("password", password)]);
+    send(app, "POST", "/login", &cookie, Some(&body)).await
+}
+
+fn add_user(app: &TestApp, email: &str, role: &str) -> porch::store::UserId {
+    let password = porch::accounts::Password::parse(PASSWORD).expect("valid");
+    let hash = porch::accounts::hash_password(&password).expect("hash");
+    store::insert_user(
+        &app.db(),
+        &NewUser {
+            email,
+            name: "Bo",
+            role,
+            password_hash: Some(&hash),
+            created_at: 0,
+        },
+    )
+    .expect("insert user")
+}
+
+#[tokio::test]
+async fn inbox_setup_needs_the_token_and_works_only_once() {
+    let app = TestApp::spawn(&[]).await;
+    let home = send(&app, "GET", "/", "", None).await;
+    assert_eq!(
+        (home.status, home.header("location")),
+        (303, Some("/setup"))
+    );
+
+    let (cookie, csrf) = form_cookie(&app, "/setup").await;
+    let wrong = form(&[
+        ("csrf", &csrf),
+        ("token", "guessed"),
+        ("name", "Mallory"),
+        ("email", "m@example.com"),
+        ("password", PASSWORD),
+    ]);
+    let refused = send(&app, "POST", "/setup", &cookie, Some(&wrong)).await;
+    assert_eq!(refused.status, 403);
+    assert_eq!(app.count("SELECT count(*) FROM users"), 0);
+
+    let created = setup_admin(&app).await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    assert_eq!(
+        app.count("SELECT count(*) FROM users WHERE role = 'admin'"),
+        1
+    );
+    let accounts = &app.server.as_ref().expect("running").app.accounts;
+    assert!(
+        accounts.pending_setup_token().is_none(),
+        "the token is spent"
+    );
+
+    // The setup page is closed for good.
+    let again = send(&app, "GET", "/setup", "", None).await;
+    assert_eq!(
+        (again.status, again.header("location")),
+        (303, Some("/login"))
+    );
+    let replay = send(&app, "POST", "/setup", &cookie, Some(&wrong)).await;
+    assert_eq!(replay.status, 303);
+    assert_eq!(app.count("SELECT count(*) FROM users"), 1);
+}
+
+#[tokio::test]
+async fn inbox_session_cookie_is_http_only_lax_and_hashed_at_rest() {
+    let app = TestApp::spawn(&[]).await;
+    let answer = setup_admin(&app).await;
+    let (pair, header) = answer.cookie("porch_session").expect("session cookie");
+    assert!(header.contains("HttpOnly"), "{header}");
+    assert!(header.contains("SameSite=Lax"), "{header}");
+    assert!(header.contains("Path=/"), "{header}");
+    assert!(
+        !header.contains("Secure"),
+        "plain http must not set Secure: {header}"
+    );
+    let value = pair.trim_start_matches("porch_session=");
+    assert!(value.len() >= 43, "a 256-bit random id");
+    let stored: Vec<u8> = app
+        .db()
+        .query_row("SELECT id_hash FROM sessions", [], |r| r.get(0))
+        .expect("one session");
+    assert_ne!(stored, value.as_bytes(), "the session id is stored hashed");
+}
+
+#[tokio::test]
+async fn inbox_session_cookie_is_secure_behind_https() {
+    let app = TestApp::spawn(&["--public-url", "https://chat.example.com"]).await;
+    let answer = setup_admin(&app).await;
+    let (_, header) = answer.cookie("porch_session").expect("session cookie");
+    assert!(header.contains("; Secure"), "{header}");
+}
+
+#[tokio::test]
+async fn inbox_form_posts_without_the_session_csrf_token_are_refused() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = [
+        ("name", "Acme"),
+        ("origins", "https://acme.example"),
+        ("greeting", "Hi!"),
+        ("color", "#2563eb"),
+        ("position", "right"),
+        ("visitor_messages_per_minute", "30"),
+        ("visitor_burst", "10"),
+        ("flood_messages_per_minute", "600"),
+        ("flood_conversations_per_minute", "60"),
+    ];
+    let missing = send(&app, "POST", "/sites", &admin.cookie, Some(&form(&site))).await;
+    assert_eq!(missing.status, 403);
+    let mut forged = site.to_vec();
+    forged.push(("csrf", "forged"));
+    let wrong = send(&app, "POST", "/sites", &admin.cookie, Some(&form(&forged))).await;
+    assert_eq!(wrong.status, 403);
+    assert_eq!(app.count("SELECT count(*) FROM sites"), 0);
+
+    let mut good = site.to_vec();
+    good.push(("csrf", &admin.csrf));
+    let created = send(&app, "POST", "/sites", &admin.cookie, Some(&form(&good))).await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    assert_eq!(app.count("SELECT count(*) FROM sites"), 1);
+
+    // Before sign-in, the form cookie must match the field.
+    let (_, csrf) = form_cookie(&app, "/login").await;
+    let body = form(&[
+        ("csrf", &csrf),
+        ("email", "ana@example.com"),
+        ("password", PASSWORD),
+    ]);
+    let no_cookie = send(&app, "POST", "/login", "", Some(&body)).await;
+    assert_eq!(no_cookie.status, 403);
+}
+
+#[tokio::test]
+async fn inbox_agents_get_403_on_admin_pages() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    add_user(&app, "bo@example.com", "agent");
+    let agent = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
+    assert_eq!(
+        send(&app, "GET", "/inbox", &agent.cookie, None)
+            .await
+            .status,
+        200
+    );
+    for path in ["/sites", "/sites/new", "/team"] {
+        let page = send(&app, "GET", path, &agent.cookie, None).await;
+        assert_eq!(page.status, 403, "{path}");
+        assert!(page.body.contains("Only admins"), "{path}");
+    }
+    let invite = form(&[
+        ("csrf", &agent.csrf),
+        ("name", "Eve"),
+        ("email", "eve@example.com"),
+        ("role", "admin"),
+    ]);
+    let posted = send(&app, "POST", "/team/invite", &agent.cookie, Some(&invite)).await;
+    assert_eq!(posted.status, 403);
+    assert_eq!(app.count("SELECT count(*) FROM users"), 2);
+
+    let anonymous = send(&app, "GET", "/inbox", "", None).await;
+    assert_eq!(
+        (anonymous.status, anonymous.header("location")),
+        (303, Some("/login?next=/inbox"))
+    );
+}
+
+#[tokio::test]
+async fn inbox_sign_in_is_throttled_after_repeated_failures() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    for _ in 0..porch::accounts::ACCOUNT_FAILURES {
+        let failed = sign_in(&app, "ana@example.com", "wrong password!").await;
+        assert_eq!(failed.status, 401);
+    }
+    let throttled = sign_in(&app, "ana@example.com", PASSWORD).await;
+    assert_eq!(throttled.status, 429);
+    assert!(throttled.body.contains("Too many failed sign-ins"));
+    assert!(throttled.header("retry-after").is_some());
+    assert!(throttled.cookie("porch_session").is_none());
+}
+
+#[tokio::test]
+async fn inbox_a_disabled_user_is_locked_out_at_once() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
+    let token = porch::http::auth::new_api_token();
+    store::insert_api_token(
+        &app.db(),
+        bo,
+        "t",
+        &porch::http::auth::hash_api_token(&token),
+        0,
+    )
+    .expect("token");
+    let agent = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
+    assert_eq!(
+        send(&app, "GET", "/inbox", &agent.cookie, None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        app.api("GET", "/api/v1/conversations", &token, None)
+            .await
+            .0,
+        200
+    );
+
+    let body = form(&[("csrf", &admin.csrf)]);
+    let disabled = send(
+        &app,
+        "POST",
+        &format!("/team/{bo}/disable"),
+        &admin.cookie,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(disabled.status, 303, "{}", disabled.body);
+
+    let page = send(&app, "GET", "/inbox", &agent.cookie, None).await;
+    assert_eq!(page.status, 303, "the session ended");
+    assert_eq!(
+        app.api("GET", "/api/v1/conversations", &token, None)
+            .await
+            .0,
+        401
+    );
+    assert_eq!(sign_in(&app, "bo@example.com", PASSWORD).await.status, 401);
+}

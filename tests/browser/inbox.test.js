@@ -1,0 +1,243 @@
+// The admin inbox as people use it: a fresh install is set up with the token from the log, a
+// site is created, a visitor on another origin chats, and the agent answers from the inbox,
+// live. Also: visitor text stays text, CSRF and role checks, throttling, catching up.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { Porch, hostPage, hostOrigin, launchBrowser, waitFor } from "./harness.js";
+import { PASSWORD, setupToken, signIn, snap, visitor } from "./inbox-harness.js";
+
+const ADMIN = "ana@example.com";
+const AGENT = "bo@example.com";
+let porch, browser, host, admin, adminPage;
+
+before(async () => {
+  porch = await Porch.create();
+  await porch.start();
+  browser = await launchBrowser();
+  admin = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  adminPage = await admin.newPage();
+  adminPage.setDefaultTimeout(15000);
+});
+
+after(async () => {
+  await browser?.close();
+  await host?.close();
+  await porch?.dispose();
+});
+
+/** Fails the test on any dialog or uncaught error in `page`. */
+function guard(page) {
+  const trouble = [];
+  page.on("dialog", async (d) => { trouble.push(`dialog: ${d.message()}`); await d.dismiss(); });
+  page.on("pageerror", (e) => trouble.push(`pageerror: ${e.message}`));
+  return trouble;
+}
+
+test("fresh install → setup → sign in → site → a visitor chats and the agent answers live",
+  { timeout: 120000 }, async () => {
+    const page = adminPage;
+    const trouble = guard(page);
+
+    // 1. A fresh install sends everyone to setup, which needs the token from the log.
+    await page.goto(porch.url);
+    assert.equal(new URL(page.url()).pathname, "/setup");
+    await snap(page, "setup");
+    await page.getByLabel("Setup token").fill("not-the-token-not-the-token");
+    await page.getByLabel("Your name").fill("Ana");
+    await page.getByLabel("Email").fill(ADMIN);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Create admin account" }).click();
+    await page.getByText("That setup token is not right").waitFor();
+    await page.getByLabel("Setup token").fill(await setupToken(porch));
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Create admin account" }).click();
+    await page.waitForURL(/\/sites\/new/);
+
+    // 2. Sign out and in again.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(/\/login/);
+    await snap(page, "login");
+    await signIn(page, porch, ADMIN);
+    assert.equal(new URL(page.url()).pathname, "/inbox");
+    await snap(page, "inbox-empty");
+
+    // 3. Create a site allowing the host page's origin; take its snippet.
+    const origin = await hostOrigin();
+    await page.goto(`${porch.url}/sites/new`);
+    await page.getByLabel("Name", { exact: true }).fill("Acme Shop");
+    await page.getByLabel("Allowed origins").fill(origin);
+    await page.getByRole("button", { name: "Create site" }).click();
+    await page.waitForURL(/\/sites\/s_/);
+    const snippet = await page.locator("#snippet").inputValue();
+    assert.match(snippet, /^<script>/);
+    await snap(page, "site");
+    host = await hostPage(origin, snippet);
+
+    // 4. The inbox is open; a visitor writes; the conversation appears without a reload.
+    await page.goto(`${porch.url}/inbox`);
+    const v = await visitor(browser, host.url);
+    await v.say("Hello! Do you ship to Norway?");
+    const item = page.locator("#conversations li", { hasText: "Do you ship to Norway?" });
+    await item.waitFor();
+    assert.equal(await item.getAttribute("class"), "conversation unread arrived");
+    assert.match(await item.innerText(), /Acme Shop/);
+    await snap(page, "inbox-live");
+
+    // 5. The agent opens it and replies with Enter; the visitor sees the reply.
+    await item.locator("a").click();
+    await page.waitForURL(/\/conversations\/\d+/);
+    await page.getByText("Hello! Do you ship to Norway?").waitFor();
+    await page.getByLabel("Your reply").fill("Hi, this is Ana. Yes, we do!");
+    await page.getByLabel("Your reply").press("Enter");
+    await page.locator(".message-agent", { hasText: "Yes, we do!" }).waitFor();
+    assert.equal(await page.getByLabel("Your reply").inputValue(), "");
+    const theirs = v.page.locator("[data-porch=message][data-author=agent]");
+    await theirs.first().waitFor();
+    assert.equal(await theirs.locator(".bubble").innerText(), "Hi, this is Ana. Yes, we do!");
+
+    // 6. A private note is shown to agents only; the visitor's next message arrives live.
+    await page.getByLabel("Your reply").fill("Customer from the Oslo store");
+    await page.getByRole("button", { name: "Add note" }).click();
+    await page.locator(".message-note", { hasText: "Oslo store" }).waitFor();
+    await v.say("Great, thanks!");
+    await page.locator(".message-visitor", { hasText: "Great, thanks!" }).waitFor();
+    await page.getByRole("button", { name: "Assign to me" }).click();
+    await page.getByText("Ana took this conversation").waitFor();
+    await snap(page, "conversation");
+    await v.page.waitForTimeout(300);
+    assert.equal(await v.page.getByText("Oslo store").count(), 0, "a private note reached the visitor");
+    assert.deepEqual(trouble, []);
+    await v.context.close();
+  });
+
+test("visitor text is shown as text in the inbox and runs nothing", { timeout: 60000 }, async () => {
+  const page = adminPage;
+  const trouble = guard(page);
+  await page.goto(`${porch.url}/inbox`);
+  const v = await visitor(browser, host.url);
+  const IMG = "<img src=x onerror=alert(1)>";
+  const SCRIPT = "<script>alert(2)</script>";
+  await v.say(IMG);
+  await v.say(SCRIPT);
+  const item = page.locator("#conversations li", { hasText: SCRIPT });
+  await item.waitFor();
+  assert.equal(await page.locator("#conversations img").count(), 0);
+  await item.locator("a").click();
+  await page.locator(".message-visitor .body", { hasText: IMG }).waitFor();
+  assert.equal(await page.locator(".message-visitor .body").nth(1).innerText(), SCRIPT);
+  assert.equal(await page.locator("#messages img, #messages script").count(), 0);
+  await v.say("<b>still text</b>");
+  await page.locator(".message-visitor .body", { hasText: "<b>still text</b>" }).waitFor();
+  assert.equal(await page.locator("#messages b").count(), 0);
+  assert.deepEqual(trouble, [], "a dialog opened or an error was thrown");
+  await v.context.close();
+});
+
+test("a form post without a valid CSRF token is refused", { timeout: 30000 }, async () => {
+  await adminPage.goto(`${porch.url}/sites`);
+  const post = (body) => adminPage.evaluate(async (b) => {
+    const res = await fetch("/sites", { method: "POST", body: new URLSearchParams(b), redirect: "manual" });
+    return { status: res.status, text: await res.text() };
+  }, body);
+  const missing = await post({ name: "Evil", origins: "https://evil.example" });
+  assert.equal(missing.status, 403);
+  assert.match(missing.text, /Form expired/);
+  const wrong = await post({ name: "Evil", origins: "https://evil.example", csrf: "forged" });
+  assert.equal(wrong.status, 403);
+  // A plain HTML form from another origin: no session cookie travels (SameSite=Lax), and no token.
+  const page = await admin.newPage();
+  await page.goto(host.url);
+  await page.evaluate((url) => {
+    const f = document.createElement("form");
+    f.method = "post";
+    f.action = `${url}/sites`;
+    for (const [k, v] of Object.entries({ name: "Evil", origins: "https://evil.example" })) {
+      const i = document.createElement("input");
+      i.name = k; i.value = v; f.append(i);
+    }
+    document.body.append(f);
+    f.submit();
+  }, porch.url);
+  await page.waitForLoadState("load");
+  await page.close();
+  await adminPage.goto(`${porch.url}/sites`);
+  assert.equal(await adminPage.getByText("Evil").count(), 0, "a forged post created a site");
+});
+
+test("an invited agent can answer chats but cannot open admin pages", { timeout: 60000 }, async () => {
+  await adminPage.goto(`${porch.url}/team`);
+  await adminPage.getByLabel("Name").fill("Bo");
+  await adminPage.getByLabel("Email").fill(AGENT);
+  await adminPage.getByRole("button", { name: "Create invitation link" }).click();
+  const link = await adminPage.locator("#new-link").inputValue();
+  assert.match(link, /\/invitations\//);
+  await snap(adminPage, "team");
+
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(link);
+  await page.getByLabel("New password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Create my account" }).click();
+  await page.waitForURL(/\/login/);
+  await signIn(page, porch, AGENT);
+  assert.equal(new URL(page.url()).pathname, "/inbox");
+  assert.equal(await page.getByRole("link", { name: "Sites" }).count(), 0);
+  for (const url of ["/sites", "/sites/new", "/team"]) {
+    const res = await page.goto(`${porch.url}${url}`);
+    assert.equal(res.status(), 403, url);
+    await page.getByText("Only admins can open this page").waitFor();
+  }
+  // The invitation works once.
+  const again = await page.goto(link);
+  assert.equal(again.status(), 410);
+  await context.close();
+});
+
+test("a wrong password is throttled after repeated tries", { timeout: 60000 }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  for (let i = 0; i < 5; i++) {
+    await page.goto(`${porch.url}/login`);
+    await page.getByLabel("Email").fill(AGENT);
+    await page.getByLabel("Password").fill(`wrong password ${i}`);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText("Wrong email or password.").waitFor();
+  }
+  await page.getByLabel("Password").fill(PASSWORD); // even the right one, for now
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText("Too many failed sign-ins").waitFor();
+  await snap(page, "throttled");
+  await context.close();
+});
+
+test("the inbox catches up on messages that arrived while its live connection was down",
+  { timeout: 60000 }, async () => {
+    const page = adminPage;
+    let blocked = true;
+    await page.route("**/inbox/events**", (route) => (blocked ? route.abort() : route.continue()));
+    await page.goto(`${porch.url}/inbox`);
+    await page.locator("[data-live-status]").waitFor({ state: "visible" });
+    const v = await visitor(browser, host.url);
+    await v.say("Sent while the inbox was offline");
+    await v.say("And another one");
+    await page.waitForTimeout(1000);
+    assert.equal(await page.getByText("And another one").count(), 0, "arrived although blocked");
+    blocked = false;
+    await page.locator("#conversations li", { hasText: "And another one" }).waitFor({ timeout: 20000 });
+    await page.locator("[data-live-status]").waitFor({ state: "hidden" });
+    await page.unroute("**/inbox/events**");
+
+    // The same on a conversation page.
+    await page.locator("#conversations li", { hasText: "And another one" }).locator("a").click();
+    await page.waitForURL(/\/conversations\/\d+/);
+    blocked = true;
+    await page.route("**/events**", (route) => (blocked ? route.abort() : route.continue()));
+    await page.reload();
+    await v.say("Written during the outage");
+    await page.waitForTimeout(500);
+    assert.equal(await page.getByText("Written during the outage").count(), 0);
+    blocked = false;
+    await page.locator(".message-visitor", { hasText: "Written during the outage" }).waitFor({ timeout: 20000 });
+    assert.equal(await page.locator(".message-visitor", { hasText: "Written during the outage" }).count(), 1);
+    await v.context.close();
+  });

@@ -100,8 +100,8 @@ pub struct Config {
 
     /// Reverse proxies whose `X-Forwarded-For` header is believed (comma-separated IP addresses).
     /// Without this, the client address is the TCP peer.
-    #[arg(long, env = "PORCH_TRUSTED_PROXIES", value_delimiter = ',')]
-    pub trusted_proxies: Vec<IpAddr>,
+    #[arg(long, env = "PORCH_TRUSTED_PROXIES", default_value = "", value_parser = parse_ip_list)]
+    pub trusted_proxies: IpList,
 
     /// Deliveries to chat destinations (Slack) in flight at once. By Little's law, throughput =
     /// concurrency ÷ latency: 512 sustains about 10,000 posts a second against a destination
@@ -128,4 +128,41 @@ pub struct Config {
     /// Log filter, for example `info` or `porch=debug,info`.
     #[arg(long, env = "PORCH_LOG", default_value = "info")]
     pub log: String,
+}
+
+/// A comma-separated list of IP addresses; empty means none (so an empty variable in a compose
+/// file is not an error).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IpList(pub Vec<IpAddr>);
+
+impl std::ops::Deref for IpList {
+    type Target = [IpAddr];
+
+    fn deref(&self) -> &[IpAddr] {
+        &self.0
+    }
+}
+
+fn parse_ip_list(raw: &str) -> Result<IpList, String> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            part.parse()
+                .map_err(|_| format!("{part} is not an IP address"))
+        })
+        .collect::<Result<_, _>>()
+        .map(IpList)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_proxy_list_means_none() {
+        assert_eq!(parse_ip_list(""), Ok(IpList::default()));
+        assert_eq!(parse_ip_list(" 10.0.0.2, ::1 ").map(|l| l.len()), Ok(2));
+        assert!(parse_ip_list("10.0.0.2,nope").is_err());
+    }
 }

@@ -7,7 +7,7 @@ mod check;
 mod health;
 mod sites;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -71,7 +71,6 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            tracing::error!("{err:#}");
             let _ = writeln!(std::io::stderr(), "error: {err:#}");
             ExitCode::FAILURE
         }
@@ -83,6 +82,8 @@ fn init_tracing(filter: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colour codes only for a terminal, not in `docker compose logs` or journald.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
 }

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::accounts;
 use crate::chat;
+use crate::http::Failure;
 use crate::store;
 
 /// Only our own scripts and styles; no frames; forms post only to us. With this, even a bug that
@@ -125,27 +126,26 @@ impl IntoResponse for PageError {
     }
 }
 
+impl From<Failure> for PageError {
+    fn from(failure: Failure) -> Self {
+        match failure {
+            Failure::NotFound(what) => Self::not_found(what),
+            Failure::Invalid(why) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", why),
+            Failure::Unavailable => Self::unavailable(),
+            Failure::Internal => Self::internal(),
+        }
+    }
+}
+
 impl From<store::Error> for PageError {
     fn from(err: store::Error) -> Self {
-        if err.is_transient() || matches!(err, store::Error::Stopped) {
-            tracing::warn!(error = %err, "storage unavailable");
-            Self::unavailable()
-        } else {
-            tracing::error!(error = %err, "storage error");
-            Self::internal()
-        }
+        Failure::from(err).into()
     }
 }
 
 impl From<chat::Error> for PageError {
     fn from(err: chat::Error) -> Self {
-        match err {
-            chat::Error::NotFound(what) => Self::not_found(what),
-            chat::Error::Invalid(invalid) => {
-                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", invalid.0)
-            }
-            chat::Error::Store(err) => err.into(),
-        }
+        Failure::from(err).into()
     }
 }
 

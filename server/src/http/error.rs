@@ -72,26 +72,59 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<store::Error> for ApiError {
+/// What a storage or domain error means for whoever asked, whatever form the answer takes (JSON
+/// here, an HTML page in the admin UI). Classified once, and logged once, here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    NotFound(&'static str),
+    Invalid(&'static str),
+    /// Try again later: full disk, busy writer, shutting down.
+    Unavailable,
+    /// A bug or an unexpected database error; the details are in the log only.
+    Internal,
+}
+
+impl From<store::Error> for Failure {
     fn from(err: store::Error) -> Self {
         if err.is_transient() || matches!(err, store::Error::Stopped) {
             tracing::warn!(error = %err, "storage unavailable");
-            Self::unavailable()
+            Self::Unavailable
         } else {
             tracing::error!(error = %err, "storage error");
-            Self::internal()
+            Self::Internal
         }
+    }
+}
+
+impl From<chat::Error> for Failure {
+    fn from(err: chat::Error) -> Self {
+        match err {
+            chat::Error::NotFound(what) => Self::NotFound(what),
+            chat::Error::Invalid(invalid) => Self::Invalid(invalid.0),
+            chat::Error::Store(err) => err.into(),
+        }
+    }
+}
+
+impl From<Failure> for ApiError {
+    fn from(failure: Failure) -> Self {
+        match failure {
+            Failure::NotFound(what) => Self::not_found(what),
+            Failure::Invalid(why) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", why),
+            Failure::Unavailable => Self::unavailable(),
+            Failure::Internal => Self::internal(),
+        }
+    }
+}
+
+impl From<store::Error> for ApiError {
+    fn from(err: store::Error) -> Self {
+        Failure::from(err).into()
     }
 }
 
 impl From<chat::Error> for ApiError {
     fn from(err: chat::Error) -> Self {
-        match err {
-            chat::Error::NotFound(what) => Self::not_found(what),
-            chat::Error::Invalid(invalid) => {
-                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", invalid.0)
-            }
-            chat::Error::Store(err) => err.into(),
-        }
+        Failure::from(err).into()
     }
 }

@@ -13,6 +13,6 @@ mod routes;
 
 pub use boot::{Booting, serve_while_booting};
 pub use client_ip::client_ip;
-pub use error::ApiError;
+pub use error::{ApiError, Failure};
 pub use listener::{ConnectionSlot, bind, serve};
 pub use routes::router;

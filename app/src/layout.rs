@@ -9,6 +9,7 @@ pub enum Section {
     Inbox,
     Sites,
     Team,
+    Deliveries,
     Account,
 }
 
@@ -61,6 +62,7 @@ fn TopNav(nav: Nav) -> impl IntoView {
         view! {
             {nav_link("/sites", "Sites", nav.section == Section::Sites)}
             {nav_link("/team", "Team", nav.section == Section::Team)}
+            {nav_link("/deliveries", "Deliveries", nav.section == Section::Deliveries)}
         }
     });
     view! {

@@ -14,7 +14,9 @@
 
 pub mod auth;
 pub mod conversation;
+pub mod deliveries;
 pub mod inbox;
+pub mod integrations;
 pub mod layout;
 pub mod sites;
 pub mod team;

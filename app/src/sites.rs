@@ -122,6 +122,30 @@ fn number_field(
     }
 }
 
+/// Deleting the site, behind a confirmation page.
+#[component]
+fn DangerZone(key: String) -> impl IntoView {
+    view! {
+        <section class="card card-danger" aria-labelledby="danger-title">
+            <h2 id="danger-title">"Delete site"</h2>
+            <p>"Deletes the site with all its conversations. The widget stops working on its pages."</p>
+            <a class="button button-danger" href=format!("/sites/{key}/delete")>"Delete site…"</a>
+        </section>
+    }
+}
+
+/// Links to the site's integration pages.
+#[component]
+fn Integrations(key: String) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="integrations-title">
+            <h2 id="integrations-title">"Integrations"</h2>
+            <p class="hint">"Where this site's conversations are posted besides the inbox."</p>
+            <a class="button" href=format!("/sites/{key}/slack")>"Slack"</a>
+        </section>
+    }
+}
+
 /// Renders the create or edit form (with the snippet when editing).
 pub fn render_site_form(view: SiteFormView) -> String {
     let csrf = view.nav.csrf.clone();
@@ -148,15 +172,8 @@ pub fn render_site_form(view: SiteFormView) -> String {
             </section>
         }
     });
-    let danger = view.key.clone().map(|key| {
-        view! {
-            <section class="card card-danger" aria-labelledby="danger-title">
-                <h2 id="danger-title">"Delete site"</h2>
-                <p>"Deletes the site with all its conversations. The widget stops working on its pages."</p>
-                <a class="button button-danger" href=format!("/sites/{key}/delete")>"Delete site…"</a>
-            </section>
-        }
-    });
+    let integrations = view.key.clone().map(|key| view! { <Integrations key/> });
+    let danger = view.key.clone().map(|key| view! { <DangerZone key/> });
     let is_left = values.position == "left";
     let content = view! {
         <div class="page-head">
@@ -165,6 +182,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
         </div>
         <NoticeBox notice=view.notice/>
         {snippet}
+        {integrations}
         <form method="post" action=action class="card stack" aria-label="Site settings">
             <CsrfField token=csrf/>
             <fieldset>

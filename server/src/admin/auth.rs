@@ -49,6 +49,12 @@ impl NoticeQuery {
             "role-changed" => "Role changed.",
             "disabled" => "User disabled. Their sessions and API tokens stopped working.",
             "enabled" => "User enabled again.",
+            "slack-connected" => {
+                "Slack is connected. New conversations start threads in the channel."
+            }
+            "slack-saved" => "Slack settings saved. Waiting deliveries go out now.",
+            "slack-ok" => "Slack accepted the bot token.",
+            "retried" => "Queued again. They go out in order; failures show up here again.",
             _ => return None,
         };
         Some(Notice::Success(text.to_owned()))

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
-use crate::store::{ConversationId, InboxFilter, UserId};
+use crate::store::{self, ConversationId, InboxFilter, UserId};
 
 use super::auth::NoticeQuery;
 use super::page::{PageError, html, see_other};
@@ -96,11 +96,20 @@ pub async fn conversation_page(
         _ => query.notice.notice(),
     };
     let last_id = view.messages.last().map_or(0, |m| m.id.0);
+    let conversation = ConversationId(id);
+    let deliveries = app
+        .readers
+        .read(move |c| store::list_conversation_deliveries(c, conversation))
+        .await?;
     let page = ConversationView {
         nav: who.nav(Section::Inbox),
         id,
         visitor: views::visitor_label(&view.item),
-        messages: view.messages.iter().map(views::message).collect(),
+        messages: view
+            .messages
+            .iter()
+            .map(|m| views::message_with_deliveries(m, &deliveries))
+            .collect(),
         aside: views::aside(&view, who.user.id, &who.csrf),
         last_id,
         notice,

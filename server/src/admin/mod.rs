@@ -5,7 +5,9 @@
 
 pub mod assets;
 pub mod auth;
+pub mod deliveries;
 pub mod inbox;
+pub mod integrations;
 pub mod live;
 mod page;
 pub mod session;

@@ -2,12 +2,12 @@
 //! so the full page and the live fragments build items the same way.
 
 use porch_app::conversation::{
-    AgentOption, ConversationAsideView, MessageView, VisitorDetailsView,
+    AgentOption, ConversationAsideView, DeliveryView, MessageView, VisitorDetailsView,
 };
 use porch_app::inbox::InboxItemView;
 
 use crate::chat::ConversationView;
-use crate::store::{InboxItemRow, MessageRow, UserId};
+use crate::store::{InboxItemRow, MessageDelivery, MessageRow, UserId};
 
 /// How a visitor is called: their name or email if they gave one, else a number.
 pub fn visitor_label(item: &InboxItemRow) -> String {
@@ -40,6 +40,39 @@ pub fn inbox_item(item: InboxItemRow, me: UserId) -> InboxItemView {
     }
 }
 
+/// A delivery's state in words an agent understands.
+pub fn delivery(d: &MessageDelivery) -> DeliveryView {
+    let state = match d.state.as_str() {
+        "done" => "posted",
+        "queued" if d.attempt > 0 => "retrying",
+        "queued" | "running" => "sending",
+        "blocked" => "blocked",
+        _ => "failed",
+    };
+    let integration = if d.integration_name.is_empty() {
+        d.integration_kind.clone()
+    } else {
+        d.integration_name.clone()
+    };
+    DeliveryView {
+        integration,
+        state: state.to_owned(),
+        detail: d.last_error.clone(),
+    }
+}
+
+/// One message with its deliveries.
+pub fn message_with_deliveries(row: &MessageRow, deliveries: &[MessageDelivery]) -> MessageView {
+    MessageView {
+        deliveries: deliveries
+            .iter()
+            .filter(|d| d.message_id == row.id)
+            .map(delivery)
+            .collect(),
+        ..message(row)
+    }
+}
+
 /// One message.
 pub fn message(row: &MessageRow) -> MessageView {
     let author_name = match row.author.as_str() {
@@ -55,7 +88,7 @@ pub fn message(row: &MessageRow) -> MessageView {
         author_name,
         body: row.body.clone(),
         at: row.created_at,
-        // Filled in once the job runner records deliveries per message.
+        // Live fragments carry none; the page shows them on load (message_with_deliveries).
         deliveries: Vec::new(),
     }
 }

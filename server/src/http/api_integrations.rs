@@ -9,10 +9,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::clock::now_ms;
-use crate::slack::{SlackConfig, SlackIntegration, SlackSecrets};
+use crate::jobs::retry_jobs;
+use crate::slack::{self, SetupError, SlackSetup, connect_slack};
 use crate::state::AppState;
-use crate::store::{self, IntegrationId, JobId, JobRow, NewIntegration};
+use crate::store::{self, IntegrationId, JobId, JobRow};
 
 use super::ApiError;
 use super::auth::ApiUser;
@@ -45,74 +45,18 @@ fn job_json(job: &JobRow) -> serde_json::Value {
     })
 }
 
-#[derive(Debug, Deserialize)]
-pub struct SlackSetup {
-    bot_token: String,
-    channel_id: String,
-    #[serde(default)]
-    signing_secret: Option<String>,
-    #[serde(default)]
-    app_token: Option<String>,
-}
-
-/// Checks the bot token with `auth.test` and builds the stored settings.
-async fn checked_slack(app: &AppState, setup: SlackSetup) -> Result<SlackIntegration, ApiError> {
-    let channel = setup.channel_id.trim();
-    if channel.is_empty() {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid",
-            "channel_id is required (C… or G…).",
-        ));
-    }
-    if setup.signing_secret.is_none() && setup.app_token.is_none() {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid",
-            "Give a signing_secret (Events API) or an app_token (Socket Mode), or replies cannot reach Porch.",
-        ));
-    }
-    let auth = app
-        .slack
-        .api
-        .auth_test(setup.bot_token.trim())
-        .await
-        .map_err(|err| {
-            ApiError::new(
+impl From<SetupError> for ApiError {
+    fn from(err: SetupError) -> Self {
+        match err {
+            SetupError::Invalid(why) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", why),
+            SetupError::Refused(_) => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "slack_refused",
-                format!("Slack did not accept the bot token: {err}"),
-            )
-        })?;
-    Ok(SlackIntegration {
-        config: SlackConfig {
-            team_id: auth.team_id,
-            channel_id: channel.to_owned(),
-            bot_user_id: auth.user_id,
-            bot_id: auth.bot_id,
-        },
-        secrets: SlackSecrets {
-            bot_token: setup.bot_token.trim().to_owned(),
-            signing_secret: setup
-                .signing_secret
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty()),
-            app_token: setup
-                .app_token
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty()),
-        },
-    })
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
-    serde_json::to_string(value).map_err(|_| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "Could not store the settings.",
-        )
-    })
+                err.to_string(),
+            ),
+            SetupError::Store(err) => err.into(),
+        }
+    }
 }
 
 /// `POST /api/v1/sites/{key}/integrations/slack`: connects a site to a Slack channel.
@@ -128,32 +72,10 @@ pub async fn create_slack(
         .find(&key)
         .await?
         .ok_or_else(|| ApiError::not_found("site"))?;
-    let slack = checked_slack(&app, setup).await?;
-    let (config, secrets) = (to_json(&slack.config)?, to_json(&slack.secrets)?);
-    let site_id = site.id;
-    let id = app
-        .writer
-        .write(move |c| {
-            store::insert_integration(
-                c,
-                &NewIntegration {
-                    site_id,
-                    kind: "slack",
-                    name: "Slack",
-                    config: &config,
-                    secrets: &secrets,
-                    now: now_ms(),
-                },
-            )
-        })
-        .await?;
-    app.slack.rescan.notify_one();
+    let (id, config) = connect_slack(&app, site.id, setup).await?;
     let events_url = format!("{}/integrations/slack/{id}/events", app.public_url);
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({"id": id, "team_id": slack.config.team_id, "channel_id": slack.config.channel_id, "events_url": events_url})),
-    )
-        .into_response())
+    let body = json!({"id": id, "team_id": config.team_id, "channel_id": config.channel_id, "events_url": events_url});
+    Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
 /// `PUT /api/v1/integrations/{id}/slack`: replaces a Slack integration's settings (for example
@@ -170,23 +92,11 @@ pub async fn update_slack(
         .readers
         .read(move |c| store::find_integration(c, id))
         .await?;
-    if existing.is_none_or(|row| row.kind != "slack") {
-        return Err(ApiError::not_found("integration"));
-    }
-    let slack = checked_slack(&app, setup).await?;
-    let (config, secrets) = (to_json(&slack.config)?, to_json(&slack.secrets)?);
-    let resumed = app
-        .writer
-        .write(move |c| {
-            let now = now_ms();
-            store::update_integration_settings(c, id, &config, &secrets, now)?;
-            store::resume_integration_jobs(c, id, now)
-        })
-        .await?;
-    let count = resumed.len();
-    app.jobs.submit(resumed);
-    app.slack.rescan.notify_one();
-    Ok(Json(json!({"id": id, "status": "ok", "resumed_jobs": count})).into_response())
+    let existing = existing
+        .filter(|row| row.kind == "slack")
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    let resumed = slack::update_slack(&app, &existing, setup).await?;
+    Ok(Json(json!({"id": id, "status": "ok", "resumed_jobs": resumed})).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -227,14 +137,9 @@ pub async fn retry_job(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     require_admin(&user)?;
-    let jobs = app
-        .writer
-        .write(move |c| store::retry_jobs(c, Some(JobId(id)), now_ms()))
-        .await?;
-    if jobs.is_empty() {
+    if retry_jobs(&app.writer, &app.jobs, Some(JobId(id))).await? == 0 {
         return Err(ApiError::not_found("failed or blocked job"));
     }
-    app.jobs.submit(jobs);
     Ok(Json(json!({"retried": 1})).into_response())
 }
 
@@ -244,11 +149,6 @@ pub async fn retry_all_jobs(
     user: ApiUser,
 ) -> Result<Response, ApiError> {
     require_admin(&user)?;
-    let jobs = app
-        .writer
-        .write(move |c| store::retry_jobs(c, None, now_ms()))
-        .await?;
-    let count = jobs.len();
-    app.jobs.submit(jobs);
+    let count = retry_jobs(&app.writer, &app.jobs, None).await?;
     Ok(Json(json!({"retried": count})).into_response())
 }

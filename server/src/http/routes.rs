@@ -22,6 +22,22 @@ pub fn router(app: AppState) -> Router {
         .route("/readyz", get(health::ready))
         .route("/widget/panel.js", get(widget::panel_js))
         .route("/widget/panel.css", get(widget::panel_css))
+        .merge(api_routes())
+        .merge(admin_routes())
+        .fallback(|| async { ApiError::not_found("page") })
+        .layer(CompressionLayer::new())
+        .layer(RequestBodyLimitLayer::new(app.config.body_limit))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            app.config.request_timeout,
+        ));
+    let websocket = Router::new().route("/widget/ws", get(widget::upgrade));
+    websocket.merge(http).with_state(app)
+}
+
+/// The JSON API (bearer tokens) and Slack's Events API endpoint.
+fn api_routes() -> Router<AppState> {
+    Router::new()
         .route("/api/v1/conversations", get(api::list_conversations))
         .route(
             "/api/v1/conversations/{id}/messages",
@@ -43,7 +59,11 @@ pub fn router(app: AppState) -> Router {
             "/integrations/slack/{id}/events",
             post(crate::slack::receive_events),
         )
-        // ---- The admin UI (server/src/admin): pages, form posts, live streams ----
+}
+
+/// The admin UI (server/src/admin): pages, form posts, live streams.
+fn admin_routes() -> Router<AppState> {
+    Router::new()
         .route("/assets/admin.css", get(admin::assets::admin_css))
         .route("/assets/inbox.js", get(admin::assets::inbox_js))
         .route(
@@ -89,20 +109,27 @@ pub fn router(app: AppState) -> Router {
             "/sites/{key}/delete",
             get(admin::sites::delete_site_page).post(admin::sites::delete_site),
         )
+        .route(
+            "/sites/{key}/slack",
+            get(admin::integrations::slack_page).post(admin::integrations::save_slack),
+        )
+        .route(
+            "/sites/{key}/slack/check",
+            post(admin::integrations::check_slack),
+        )
+        .route("/deliveries", get(admin::deliveries::deliveries_page))
+        .route(
+            "/deliveries/retry",
+            post(admin::deliveries::retry_all_deliveries),
+        )
+        .route(
+            "/deliveries/{id}/retry",
+            post(admin::deliveries::retry_delivery),
+        )
         .route("/team", get(admin::team::team_page))
         .route("/team/invite", post(admin::team::invite))
         .route("/team/{id}/role", post(admin::team::change_role))
         .route("/team/{id}/link", post(admin::team::create_link))
         .route("/team/{id}/disable", post(admin::team::disable))
         .route("/team/{id}/enable", post(admin::team::enable))
-        // ---- end of the admin UI ----
-        .fallback(|| async { ApiError::not_found("page") })
-        .layer(CompressionLayer::new())
-        .layer(RequestBodyLimitLayer::new(app.config.body_limit))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            app.config.request_timeout,
-        ));
-    let websocket = Router::new().route("/widget/ws", get(widget::upgrade));
-    websocket.merge(http).with_state(app)
 }

@@ -7,10 +7,12 @@ mod destinations;
 mod index;
 mod outcome;
 mod policy;
+mod retry;
 mod runner;
 mod slack;
 
 pub use destinations::Destinations;
 pub use index::Lane;
 pub use outcome::{Attempt, Outcome};
+pub use retry::retry_jobs;
 pub use runner::{JobQueue, Runner, RunnerConfig};

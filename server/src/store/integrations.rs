@@ -130,3 +130,17 @@ pub fn mark_integration_broken(
     .execute(params![id, error, now])?;
     Ok(())
 }
+
+/// A site's integration of a kind (the first, if several), for its settings page.
+pub fn find_site_integration(
+    conn: &Connection,
+    site_id: SiteId,
+    kind: &str,
+) -> Result<Option<IntegrationRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM integrations WHERE site_id = ?1 AND kind = ?2 ORDER BY id LIMIT 1"
+    ))?;
+    Ok(stmt
+        .query_row(params![site_id, kind], from_row)
+        .optional()?)
+}

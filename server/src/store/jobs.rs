@@ -273,3 +273,43 @@ pub fn prune_done_jobs(conn: &Connection, before: i64, limit: u32) -> Result<usi
         )?
         .execute(params![before, limit])?)
 }
+
+/// Where one message stands with one integration.
+#[derive(Debug, Clone)]
+pub struct MessageDelivery {
+    pub message_id: MessageId,
+    pub integration_kind: String,
+    pub integration_name: String,
+    pub state: String,
+    pub attempt: u32,
+    pub last_error: Option<String>,
+}
+
+/// The deliveries of a conversation's messages that are still on record (delivered jobs are
+/// pruned after the retention period).
+pub fn list_conversation_deliveries(
+    conn: &Connection,
+    conversation_id: ConversationId,
+) -> Result<Vec<MessageDelivery>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT json_extract(j.args, '$.message_id'), i.kind, i.name, j.state, j.attempt, j.last_error \
+           FROM jobs j JOIN integrations i ON i.id = j.integration_id \
+          WHERE json_extract(j.args, '$.message_id') IN \
+                (SELECT id FROM messages WHERE conversation_id = ?1) \
+            AND json_extract(j.args, '$.message_id') IS NOT NULL \
+          ORDER BY j.id",
+    )?;
+    let rows = stmt
+        .query_map([conversation_id], |r| {
+            Ok(MessageDelivery {
+                message_id: r.get(0)?,
+                integration_kind: r.get(1)?,
+                integration_name: r.get(2)?,
+                state: r.get(3)?,
+                attempt: r.get(4)?,
+                last_error: r.get(5)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}

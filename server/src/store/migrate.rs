@@ -9,6 +9,7 @@ use super::Error;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0001_core.sql"),
     include_str!("../../../migrations/0002_inbox.sql"),
+    include_str!("../../../migrations/0003_job_message_index.sql"),
 ];
 
 /// The schema version this binary expects.

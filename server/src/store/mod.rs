@@ -31,13 +31,14 @@ pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
 pub use integrations::{
-    IntegrationRow, NewIntegration, find_integration, insert_integration,
+    IntegrationRow, NewIntegration, find_integration, find_site_integration, insert_integration,
     list_enabled_integrations, mark_integration_broken, update_integration_settings,
 };
 pub use jobs::{
-    AttemptRecord, JobRow, JobUpdate, block_integration_jobs, enqueue_message_jobs,
-    list_jobs_in_state, list_queued_jobs, mark_jobs_running, prune_done_jobs, record_attempts,
-    requeue_running_jobs, resume_integration_jobs, retry_jobs,
+    AttemptRecord, JobRow, JobUpdate, MessageDelivery, block_integration_jobs,
+    enqueue_message_jobs, list_conversation_deliveries, list_jobs_in_state, list_queued_jobs,
+    mark_jobs_running, prune_done_jobs, record_attempts, requeue_running_jobs,
+    resume_integration_jobs, retry_jobs,
 };
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,

@@ -387,3 +387,141 @@ async fn inbox_a_disabled_user_is_locked_out_at_once() {
     );
     assert_eq!(sign_in(&app, "bo@example.com", PASSWORD).await.status, 401);
 }
+
+/// A server wired to a Slack mock, its admin signed in, and a site.
+async fn slack_admin() -> (TestApp, porch::loadtest::SlackMock, Browser, String) {
+    let mock =
+        porch::loadtest::SlackMock::start(([127, 0, 0, 1], 0).into(), std::time::Duration::ZERO)
+            .await
+            .expect("mock");
+    let app = TestApp::spawn(&["--slack-api-url", &mock.api_url()]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Shop");
+    (app, mock, admin, site)
+}
+
+async fn connect_slack(app: &TestApp, admin: &Browser, site: &str, token: &str) -> Answer {
+    let body = form(&[
+        ("csrf", &admin.csrf),
+        ("bot_token", token),
+        ("channel_id", "C1"),
+        ("signing_secret", "s"),
+    ]);
+    send(
+        app,
+        "POST",
+        &format!("/sites/{site}/slack"),
+        &admin.cookie,
+        Some(&body),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn inbox_admins_connect_slack_from_the_site_page() {
+    let (app, _mock, admin, site) = slack_admin().await;
+    let page = send(
+        &app,
+        "GET",
+        &format!("/sites/{site}/slack"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(
+        page.status == 200 && page.body.contains("Connect Slack"),
+        "{}",
+        page.body
+    );
+    let refused = connect_slack(&app, &admin, &site, "not-a-token").await;
+    assert_eq!(refused.status, 422, "a token Slack refuses is not saved");
+    assert!(refused.body.contains("invalid_auth"));
+    assert_eq!(
+        connect_slack(&app, &admin, &site, "xoxb-test").await.status,
+        303
+    );
+    let page = send(
+        &app,
+        "GET",
+        &format!("/sites/{site}/slack"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(
+        page.body.contains("Connected") && page.body.contains("/integrations/slack/"),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("xoxb-test"),
+        "secrets are never shown back"
+    );
+}
+
+#[tokio::test]
+async fn inbox_admins_see_failed_deliveries_and_retry_them() {
+    let (app, mock, admin, site) = slack_admin().await;
+    assert_eq!(
+        connect_slack(&app, &admin, &site, "xoxb-test").await.status,
+        303
+    );
+    mock.set_failure(
+        "C1",
+        Some(porch::loadtest::Failure::SlackError("msg_too_long".into())),
+    );
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("m", "hello").await;
+    let deadline = std::time::Instant::now() + crate::helpers::WAIT;
+    while app.count("SELECT count(*) FROM jobs WHERE state = 'failed'") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the delivery never failed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let deliveries = send(&app, "GET", "/deliveries", &admin.cookie, None).await;
+    assert!(
+        deliveries.body.contains("slack.post") && deliveries.body.contains("msg_too_long"),
+        "{}",
+        deliveries.body
+    );
+    let conversation: i64 = app
+        .db()
+        .query_row("SELECT id FROM conversations", [], |r| r.get(0))
+        .expect("conversation");
+    let path = format!("/conversations/{conversation}");
+    let page = send(&app, "GET", &path, &admin.cookie, None).await;
+    assert!(
+        page.body.contains("delivery-failed"),
+        "the message shows its failed delivery"
+    );
+
+    mock.set_failure("C1", None);
+    let retry = form(&[("csrf", &admin.csrf)]);
+    assert_eq!(
+        send(
+            &app,
+            "POST",
+            "/deliveries/retry",
+            &admin.cookie,
+            Some(&retry)
+        )
+        .await
+        .status,
+        303
+    );
+    assert_eq!(mock.wait_for_posts(2, crate::helpers::WAIT).await.len(), 2);
+    let deadline = std::time::Instant::now() + crate::helpers::WAIT;
+    while !send(&app, "GET", &path, &admin.cookie, None)
+        .await
+        .body
+        .contains("delivery-posted")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never shown as posted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -361,22 +361,33 @@ async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
         .expect("port")
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
-        .args([
-            "--data-dir",
-            dir.path().to_str().expect("path"),
-            "serve",
-            "--listen",
-            &listen,
-            "--log",
-            "warn",
-        ])
-        .args(["--slack-api-url", &mock.api_url()])
-        .spawn()
-        .expect("porch starts");
+    let mut child = KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+            .args([
+                "--data-dir",
+                dir.path().to_str().expect("path"),
+                "serve",
+                "--listen",
+                &listen,
+                "--log",
+                "warn",
+            ])
+            .args(["--slack-api-url", &mock.api_url()])
+            .spawn()
+            .expect("porch starts"),
+    );
+    // Ready, not just listening: the port answers while migrations still run.
+    let probe = crate::helpers::reqwest_lite::Client {
+        addr: listen.parse().expect("addr"),
+    };
     let deadline = Instant::now() + WAIT;
-    while tokio::net::TcpStream::connect(&listen).await.is_err() {
-        assert!(Instant::now() < deadline, "porch did not start");
+    loop {
+        if tokio::net::TcpStream::connect(&listen).await.is_ok()
+            && probe.request("GET", "/readyz", &[], "").await.status == 200
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "porch did not become ready");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
@@ -415,8 +426,8 @@ async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
         assert!(Instant::now() < deadline, "the delivery never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+    child.0.kill().expect("SIGKILL");
+    let _ = child.0.wait();
     drop(widget);
 
     mock.set_delay(Duration::ZERO);
@@ -432,6 +443,16 @@ async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
             .count("SELECT count(*) FROM jobs WHERE state = 'done' AND is_uncertain = 1"),
         1
     );
+}
+
+/// Kills the child process when the test ends, also when it fails midway.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Sets up a conversation with a Slack thread; returns (fixture, widget, integration, thread ts).

@@ -1,0 +1,98 @@
+//! Deliveries that need an admin (admins only): failed and blocked jobs with their errors, and
+//! retrying one or all of them.
+
+use leptos::prelude::*;
+
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::time::format_time;
+
+/// A failed or blocked delivery.
+#[derive(Debug, Clone)]
+pub struct DeliveryItemView {
+    pub id: i64,
+    /// For example `slack.post`.
+    pub kind: String,
+    /// `failed` or `blocked`.
+    pub state: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+}
+
+/// The deliveries page.
+#[derive(Debug, Clone)]
+pub struct DeliveriesView {
+    pub nav: Nav,
+    pub items: Vec<DeliveryItemView>,
+    pub notice: Option<Notice>,
+}
+
+#[component]
+fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
+    let (iso, text) = format_time(item.created_at);
+    let badge_class = if item.state == "blocked" {
+        "badge badge-danger"
+    } else {
+        "badge badge-muted"
+    };
+    view! {
+        <li class="member">
+            <div class="member-main">
+                <p class="member-name">
+                    <span class="mono">{item.kind}</span>" "<span class=badge_class>{item.state}</span>
+                </p>
+                <p class="muted small">
+                    <time datetime=iso>{text}</time>" · "{item.attempts}" attempts"
+                </p>
+                <p class="small">{item.last_error.unwrap_or_default()}</p>
+            </div>
+            <div class="member-actions">
+                <form method="post" action=format!("/deliveries/{}/retry", item.id)>
+                    <CsrfField token=csrf/>
+                    <button type="submit" class="button">"Retry"</button>
+                </form>
+            </div>
+        </li>
+    }
+}
+
+/// Renders the deliveries page.
+pub fn render_deliveries(view: DeliveriesView) -> String {
+    let csrf = view.nav.csrf.clone();
+    let nav = Nav {
+        section: Section::Deliveries,
+        ..view.nav
+    };
+    let retry_all = (!view.items.is_empty()).then(|| {
+        view! {
+            <form method="post" action="/deliveries/retry">
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class="button button-primary">"Retry all"</button>
+            </form>
+        }
+    });
+    let list = if view.items.is_empty() {
+        view! {
+            <p class="card muted">"Nothing waits for you: every delivery went out or is still being retried on its own."</p>
+        }
+        .into_any()
+    } else {
+        let items = view
+            .items
+            .into_iter()
+            .map(|item| view! { <Item item csrf=csrf.clone()/> })
+            .collect_view();
+        view! { <ul class="card list">{items}</ul> }.into_any()
+    };
+    let content = view! {
+        <div class="page-head">
+            <h1>"Deliveries"</h1>
+            <p class="muted">"Posts to Slack and other destinations that failed for good, or wait \
+                for an integration to be fixed. Fixing an integration sends its blocked deliveries by itself."</p>
+            {retry_all}
+        </div>
+        <NoticeBox notice=view.notice/>
+        {list}
+    };
+    document("Deliveries", Some(nav), false, content.into_any())
+}

@@ -1,0 +1,68 @@
+//! Deliveries that need an admin (admins only): failed and blocked jobs, retry one or all.
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use porch_app::deliveries::{DeliveriesView, DeliveryItemView, render_deliveries};
+use porch_app::layout::Section;
+
+use crate::jobs::retry_jobs;
+use crate::state::AppState;
+use crate::store::{self, JobId};
+
+use super::auth::{NoFields, NoticeQuery};
+use super::page::{PageError, html, see_other};
+use super::session::{Admin, AdminPosted};
+
+/// Most deliveries listed per state.
+const LIST_LIMIT: u32 = 200;
+
+/// `GET /deliveries`.
+pub async fn deliveries_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    let jobs = app
+        .readers
+        .read(|c| {
+            let mut jobs = store::list_jobs_in_state(c, "blocked", LIST_LIMIT)?;
+            jobs.extend(store::list_jobs_in_state(c, "failed", LIST_LIMIT)?);
+            Ok(jobs)
+        })
+        .await?;
+    let items = jobs
+        .into_iter()
+        .map(|job| DeliveryItemView {
+            id: job.id.0,
+            kind: job.kind,
+            state: job.state,
+            attempts: job.attempt,
+            last_error: job.last_error,
+            created_at: job.created_at,
+        })
+        .collect();
+    Ok(html(render_deliveries(DeliveriesView {
+        nav: who.nav(Section::Deliveries),
+        items,
+        notice: query.notice(),
+    })))
+}
+
+/// `POST /deliveries/{id}/retry`.
+pub async fn retry_delivery(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    _admin: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    retry_jobs(&app.writer, &app.jobs, Some(JobId(id))).await?;
+    Ok(see_other("/deliveries?notice=retried"))
+}
+
+/// `POST /deliveries/retry`: every failed and blocked delivery.
+pub async fn retry_all_deliveries(
+    State(app): State<AppState>,
+    _admin: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    retry_jobs(&app.writer, &app.jobs, None).await?;
+    Ok(see_other("/deliveries?notice=retried"))
+}

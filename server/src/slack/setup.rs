@@ -1,0 +1,139 @@
+//! Connecting a site to Slack and fixing a connection: check the bot token with `auth.test`,
+//! store the settings, and (for a fix) queue the integration's blocked deliveries again. Used by
+//! the admin page and the API alike.
+
+use serde::Deserialize;
+
+use crate::clock::now_ms;
+use crate::state::App;
+use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId};
+
+use super::{SlackConfig, SlackIntegration, SlackSecrets};
+
+/// What an admin provides. Empty secrets on a fix keep the stored ones.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SlackSetup {
+    #[serde(default)]
+    pub bot_token: String,
+    #[serde(default)]
+    pub channel_id: String,
+    #[serde(default)]
+    pub signing_secret: Option<String>,
+    #[serde(default)]
+    pub app_token: Option<String>,
+}
+
+/// Why the settings were not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Invalid(&'static str),
+    #[error("Slack did not accept the bot token: {0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+fn present(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Validates the settings (keeping `previous` secrets where none are given) and asks Slack
+/// whose token it is.
+async fn check(
+    app: &App,
+    setup: SlackSetup,
+    previous: Option<&SlackSecrets>,
+) -> Result<SlackIntegration, SetupError> {
+    let channel = setup.channel_id.trim();
+    if channel.is_empty() {
+        return Err(SetupError::Invalid(
+            "The channel id is required (it starts with C or G).",
+        ));
+    }
+    let bot_token = present(Some(setup.bot_token))
+        .or_else(|| previous.map(|p| p.bot_token.clone()))
+        .ok_or(SetupError::Invalid("The bot token (xoxb-…) is required."))?;
+    let signing_secret =
+        present(setup.signing_secret).or_else(|| previous.and_then(|p| p.signing_secret.clone()));
+    let app_token = present(setup.app_token).or_else(|| previous.and_then(|p| p.app_token.clone()));
+    if signing_secret.is_none() && app_token.is_none() {
+        return Err(SetupError::Invalid(
+            "Give a signing secret (Events API) or an app-level token (Socket Mode), or replies cannot reach Porch.",
+        ));
+    }
+    let auth = app
+        .slack
+        .api
+        .auth_test(&bot_token)
+        .await
+        .map_err(|e| SetupError::Refused(e.to_string()))?;
+    Ok(SlackIntegration {
+        config: SlackConfig {
+            team_id: auth.team_id,
+            channel_id: channel.to_owned(),
+            bot_user_id: auth.user_id,
+            bot_id: auth.bot_id,
+        },
+        secrets: SlackSecrets {
+            bot_token,
+            signing_secret,
+            app_token,
+        },
+    })
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    // Plain structs of strings always serialise.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Connects a site to a Slack channel; returns the new integration.
+pub async fn connect_slack(
+    app: &App,
+    site_id: SiteId,
+    setup: SlackSetup,
+) -> Result<(IntegrationId, SlackConfig), SetupError> {
+    let slack = check(app, setup, None).await?;
+    let (config, secrets) = (to_json(&slack.config), to_json(&slack.secrets));
+    let id = app
+        .writer
+        .write(move |c| {
+            let new = NewIntegration {
+                site_id,
+                kind: "slack",
+                name: "Slack",
+                config: &config,
+                secrets: &secrets,
+                now: now_ms(),
+            };
+            store::insert_integration(c, &new)
+        })
+        .await?;
+    app.slack.rescan.notify_one();
+    Ok((id, slack.config))
+}
+
+/// Replaces a Slack integration's settings; a broken one becomes healthy and its blocked
+/// deliveries are queued again (returns how many).
+pub async fn update_slack(
+    app: &App,
+    existing: &IntegrationRow,
+    setup: SlackSetup,
+) -> Result<usize, SetupError> {
+    let previous = SlackIntegration::parse(&existing.config, &existing.secrets).map(|s| s.secrets);
+    let slack = check(app, setup, previous.as_ref()).await?;
+    let (config, secrets, id) = (to_json(&slack.config), to_json(&slack.secrets), existing.id);
+    let resumed = app
+        .writer
+        .write(move |c| {
+            let now = now_ms();
+            store::update_integration_settings(c, id, &config, &secrets, now)?;
+            store::resume_integration_jobs(c, id, now)
+        })
+        .await?;
+    let count = resumed.len();
+    app.jobs.submit(resumed);
+    app.slack.rescan.notify_one();
+    Ok(count)
+}

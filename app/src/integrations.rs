@@ -16,6 +16,9 @@ pub struct SlackStatusView {
     pub events_url: String,
     pub is_broken: bool,
     pub last_error: Option<String>,
+    /// Which secrets are stored (never their values).
+    pub has_signing_secret: bool,
+    pub has_app_token: bool,
 }
 
 /// The Slack page of a site.
@@ -32,10 +35,10 @@ fn secret_field(
     id: &'static str,
     label: &'static str,
     hint: &'static str,
-    is_connected: bool,
+    is_stored: bool,
 ) -> impl IntoView {
     let hint_id = format!("{id}-hint");
-    let placeholder = if is_connected {
+    let placeholder = if is_stored {
         "Stored (leave empty to keep)"
     } else {
         ""
@@ -64,6 +67,8 @@ pub fn render_slack(view: SlackPageView) -> String {
         .as_ref()
         .map(|s| s.channel_id.clone())
         .unwrap_or_default();
+    let has_signing_secret = view.status.as_ref().is_some_and(|s| s.has_signing_secret);
+    let has_app_token = view.status.as_ref().is_some_and(|s| s.has_app_token);
     let status = view.status.map(|s| {
         let badge = if s.is_broken {
             view! { <span class="badge badge-danger">"Broken"</span> }.into_any()
@@ -117,8 +122,8 @@ pub fn render_slack(view: SlackPageView) -> String {
                     aria-describedby="channel-hint"/>
                 <p class="hint" id="channel-hint">"Starts with C or G (channel details, About). Invite the bot there first."</p>
             </div>
-            {secret_field("signing_secret", "Signing secret (Events API)", "From Basic Information; needed when Slack sends events to Porch's URL.", is_connected)}
-            {secret_field("app_token", "App-level token (Socket Mode)", "Starts with xapp-, scope connections:write; needed when Porch has no public URL.", is_connected)}
+            {secret_field("signing_secret", "Signing secret (Events API)", "From Basic Information; needed when Slack sends events to Porch's URL.", has_signing_secret)}
+            {secret_field("app_token", "App-level token (Socket Mode)", "Starts with xapp-, scope connections:write; needed when Porch has no public URL.", has_app_token)}
             <button type="submit" class="button button-primary">{button}</button>
         </form>
     };

@@ -46,6 +46,8 @@ fn status(app: &AppState, row: &IntegrationRow) -> Option<SlackStatusView> {
         events_url: format!("{}/integrations/slack/{}/events", app.public_url, row.id),
         is_broken: row.status == "broken",
         last_error: row.last_error.clone(),
+        has_signing_secret: slack.secrets.signing_secret.is_some(),
+        has_app_token: slack.secrets.app_token.is_some(),
     })
 }
 

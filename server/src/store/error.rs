@@ -21,9 +21,16 @@ pub enum Error {
         source: rusqlite::Error,
     },
     #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+impl From<rusqlite::Error> for Error {
+    /// A full disk is reported as such wherever SQLite notices it (a statement or COMMIT).
+    fn from(err: rusqlite::Error) -> Self {
+        Self::from_sqlite(err)
+    }
 }
 
 impl Error {

@@ -17,10 +17,20 @@ use super::checkpoint::{WAL_BOUND, WalGuard};
 
 /// A unit of work run inside the writer's transaction.
 trait WriteOp: Send {
-    /// Runs the work; its writes are kept only if it returns `Ok` and the batch commits.
-    fn apply(&mut self, conn: &Connection) -> bool;
+    /// Runs the work; its writes are kept only if it succeeds and the batch commits.
+    fn apply(&mut self, conn: &Connection) -> Applied;
     /// Delivers the outcome once the batch has committed (`None`) or failed (`Some`).
     fn finish(self: Box<Self>, batch_error: Option<Error>);
+}
+
+/// How one op went inside the transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Applied {
+    Ok,
+    /// The op failed; its savepoint is rolled back, the others go on.
+    Failed,
+    /// The disk is full: nothing of this batch can be committed.
+    DiskFull,
 }
 
 struct Op<F, R> {
@@ -34,14 +44,18 @@ where
     F: FnOnce(&Connection) -> Result<R, Error> + Send,
     R: Send,
 {
-    fn apply(&mut self, conn: &Connection) -> bool {
+    fn apply(&mut self, conn: &Connection) -> Applied {
         let result = self
             .work
             .take()
             .map_or(Err(Error::Stopped), |work| work(conn));
-        let ok = result.is_ok();
+        let applied = match &result {
+            Ok(_) => Applied::Ok,
+            Err(Error::DiskFull) => Applied::DiskFull,
+            Err(_) => Applied::Failed,
+        };
         self.result = Some(result);
-        ok
+        applied
     }
 
     fn finish(self: Box<Self>, batch_error: Option<Error>) {
@@ -231,16 +245,12 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &Wr
 }
 
 fn run_transaction(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<(), Error> {
-    conn.prepare_cached("BEGIN IMMEDIATE")?
-        .execute([])
-        .map_err(Error::from_sqlite)?;
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     let result = batch
         .iter_mut()
         .try_for_each(|op| apply_in_savepoint(conn, op.as_mut()));
     let result = result.and_then(|()| {
-        conn.prepare_cached("COMMIT")?
-            .execute([])
-            .map_err(Error::from_sqlite)?;
+        conn.prepare_cached("COMMIT")?.execute([])?;
         Ok(())
     });
     if result.is_err()
@@ -253,20 +263,17 @@ fn run_transaction(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<
 }
 
 fn apply_in_savepoint(conn: &Connection, op: &mut dyn WriteOp) -> Result<(), Error> {
-    conn.prepare_cached("SAVEPOINT op")?
-        .execute([])
-        .map_err(Error::from_sqlite)?;
-    if op.apply(conn) {
-        conn.prepare_cached("RELEASE op")?
-            .execute([])
-            .map_err(Error::from_sqlite)?;
-    } else {
-        conn.prepare_cached("ROLLBACK TO op")?
-            .execute([])
-            .map_err(Error::from_sqlite)?;
-        conn.prepare_cached("RELEASE op")?
-            .execute([])
-            .map_err(Error::from_sqlite)?;
+    conn.prepare_cached("SAVEPOINT op")?.execute([])?;
+    match op.apply(conn) {
+        Applied::Ok => {
+            conn.prepare_cached("RELEASE op")?.execute([])?;
+        }
+        Applied::Failed => {
+            conn.prepare_cached("ROLLBACK TO op")?.execute([])?;
+            conn.prepare_cached("RELEASE op")?.execute([])?;
+        }
+        // The whole batch is rolled back and every write in it answered `DiskFull`.
+        Applied::DiskFull => return Err(Error::DiskFull),
     }
     Ok(())
 }

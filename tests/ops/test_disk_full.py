@@ -1,0 +1,98 @@
+"""A full disk, for real: Porch's data directory on a small tmpfs filled to the last byte. No
+message is acknowledged that was not stored, readiness says `disk_full`, and once space returns
+the same message goes through without a restart. Needs root (to mount the tmpfs), as CI has.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from conftest import WAIT, run
+
+ORIGIN = "https://full.example"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk) -> None:
+    """Writes a ballast file until the filesystem has no byte left (unbuffered, so the last
+    partial write is not lost in a buffer)."""
+    fd = os.open(disk / "ballast", os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (65536, 4096, 1):
+            block = b"\0" * size
+            try:
+                while os.write(fd, block) == size:
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+async def send(ws, client_id: str, body: str) -> dict:
+    await ws.send(json.dumps({"type": "message", "client_id": client_id, "body": body}))
+    return json.loads(await asyncio.wait_for(ws.recv(), WAIT))
+
+
+def test_a_full_disk_refuses_without_acking_and_recovers_without_a_restart(porch_bin, processes, small_disk):
+    import websockets
+
+    site = json.loads(run([porch_bin, "--data-dir", small_disk, "site", "add", "--name", "Full",
+                           "--origin", ORIGIN, "--public-url", "http://127.0.0.1", "--json"]).stdout)["key"]
+    server = processes.serve(porch_bin, small_disk)
+    server.wait_ready()
+
+    async def scenario():
+        url = f"ws://{server.addr}/widget/ws?site={site}"
+        async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
+            await ws.send(json.dumps({"type": "hello", "v": 1}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
+            first = await send(ws, "before", "stored before the disk fills")
+            assert first["type"] == "ack", first
+
+            fill(small_disk)
+            acked, refused = [first], None
+            # Larger bodies spill out of SQLite's page cache quickly; a few tries hit the wall.
+            for i in range(200):
+                answer = await send(ws, f"full-{i}", "x" * 3900)
+                if answer["type"] == "ack":
+                    acked.append(answer)
+                    continue
+                assert answer["code"] == "unavailable", answer
+                assert answer["retry_after_ms"] > 0
+                refused = answer
+                break
+            assert refused is not None, "the full disk was never noticed"
+            status, body = server.get("/readyz")
+            assert (status, body.get("reason")) == (503, "disk_full"), body
+            assert server.get("/healthz")[0] == 200, "still alive"
+
+            (small_disk / "ballast").unlink()
+            again = await send(ws, refused["client_id"], "x" * 3900)
+            assert again["type"] == "ack", again
+            acked.append(again)
+            assert server.get("/readyz")[0] == 200
+            return acked
+
+    acked = asyncio.run(scenario())
+    processes.kill_all()
+    report = run([porch_bin, "check", "--db", small_disk / "porch.db"]).stdout
+    assert "ok" in report.lower(), report
+    import sqlite3
+    db = sqlite3.connect(small_disk / "porch.db")
+    stored = {row[0] for row in db.execute("SELECT id FROM messages")}
+    assert {a["id"] for a in acked} <= stored, "every acknowledged message is on disk"

@@ -121,6 +121,21 @@ pub struct Config {
     )]
     pub slack_api_url: String,
 
+    /// Base URL of the Discord API: a Discord integration's webhook URL must start with
+    /// `<this>/webhooks/` (change only to point Porch at a Discord mock).
+    #[arg(
+        long,
+        env = "PORCH_DISCORD_API_URL",
+        default_value = "https://discord.com/api"
+    )]
+    pub discord_api_url: String,
+
+    /// Let outgoing webhooks reach loopback, private, link-local and other special-purpose
+    /// addresses. Off by default, so a webhook URL cannot be used to probe the network Porch runs
+    /// in (SSRF); turn on for intranet endpoints.
+    #[arg(long, env = "PORCH_ALLOW_PRIVATE_NETWORKS", default_value_t = false)]
+    pub allow_private_networks: bool,
+
     /// How long shutdown waits for open requests and connections to finish.
     #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

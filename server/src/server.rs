@@ -147,6 +147,9 @@ async fn start_runner(
     let config = &app.config;
     let destinations = Arc::new(Destinations {
         slack,
+        http: http_client()?,
+        webhooks: crate::jobs::webhook_client(config.allow_private_networks)?,
+        allow_private_networks: config.allow_private_networks,
         readers: Arc::clone(&app.readers),
         writer: Arc::clone(&app.writer),
         public_url: app.public_url.clone(),

@@ -114,7 +114,29 @@ pub fn insert_visitor_message(
     if !is_new_conversation {
         touch_conversation(conn, conversation_id, new.now)?;
     }
-    let jobs = enqueue_message_jobs(conn, id, conversation_id, new.site_id, None, new.now)?;
+    let mut jobs = Vec::new();
+    if is_new_conversation {
+        // Before the message's own jobs, so an endpoint hears of the conversation first.
+        jobs = super::deliveries::enqueue_webhook_event(
+            conn,
+            new.site_id,
+            &super::deliveries::WebhookEvent {
+                event: "conversation.created",
+                conversation_id,
+                message_id: Some(id),
+                assignee_id: None,
+                now: new.now,
+            },
+        )?;
+    }
+    jobs.extend(enqueue_message_jobs(
+        conn,
+        id,
+        conversation_id,
+        new.site_id,
+        None,
+        new.now,
+    )?);
     Ok(StoredVisitorMessage {
         id,
         visitor_id,

@@ -9,6 +9,8 @@ use super::Error;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0001_core.sql"),
     include_str!("../../../migrations/0002_inbox.sql"),
+    // 0003 is taken by the capacity branch; keep the files in order when both are merged.
+    include_str!("../../../migrations/0004_deliveries.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -7,6 +7,7 @@ mod check;
 mod checkpoint;
 mod conversations;
 mod db;
+mod deliveries;
 mod delivery;
 mod error;
 mod ids;
@@ -27,6 +28,12 @@ mod writer;
 pub use check::{CheckReport, check_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
+pub use deliveries::{
+    DeliveryLogRow, WEBHOOK_EVENTS, WebhookConversation, WebhookEvent, disable_integration,
+    enable_integration, enqueue_conversation_event, enqueue_webhook_event, find_discord_thread,
+    find_user_contact, insert_discord_thread, list_delivery_log, load_webhook_conversation,
+    replay_webhook_job,
+};
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};

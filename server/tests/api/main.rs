@@ -8,6 +8,7 @@
 mod brakes;
 mod config_doc;
 mod connections;
+mod discord;
 mod health;
 mod helpers;
 mod inbox;

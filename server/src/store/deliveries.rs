@@ -85,8 +85,9 @@ pub fn enqueue_conversation_event(
     }
 }
 
-/// Queues a finished webhook delivery again as a new job with the same arguments and the same
-/// `webhook-id` (so receivers can recognise the replay), keeping the original's log.
+/// Queues a finished webhook delivery again as a new job with the same arguments, the same
+/// `webhook-id` (so receivers can recognise the replay) and the same creation time (the
+/// payload's `timestamp` is the event's), keeping the original's log.
 pub fn replay_webhook_job(
     conn: &Connection,
     integration: IntegrationId,
@@ -98,7 +99,7 @@ pub fn replay_webhook_job(
                            max_attempts, run_at, deadline_at, created_at) \
          SELECT lane, kind, \
                 json_set(args, '$.webhook_id', coalesce(json_extract(args, '$.webhook_id'), 'msg_porch_' || id)), \
-                integration_id, 'queued', NULL, rate_key, ?3, ?4, ?4 + ?5, ?4 \
+                integration_id, 'queued', NULL, rate_key, ?3, ?4, ?4 + ?5, created_at \
            FROM jobs \
           WHERE id = ?1 AND integration_id = ?2 AND kind = 'webhook.deliver' \
             AND state IN ('done', 'failed', 'blocked') \

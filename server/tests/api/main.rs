@@ -14,6 +14,7 @@ mod helpers;
 mod inbox;
 mod slack;
 mod snippet;
+mod webhooks;
 mod widget_errors;
 mod widget_messages;
 mod writer;

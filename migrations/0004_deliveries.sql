@@ -13,3 +13,10 @@ CREATE TABLE discord_threads (
 
 -- The delivery log of a webhook endpoint lists its jobs newest first.
 CREATE INDEX jobs_integration_recent ON jobs (integration_id, id);
+
+-- Conversations the unanswered-conversation digest already told agents about, so each is in one
+-- digest only.
+CREATE TABLE email_alerts (
+    conversation_id INTEGER PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+    sent_at         INTEGER NOT NULL
+) STRICT;

@@ -136,6 +136,16 @@ pub struct Config {
     #[arg(long, env = "PORCH_ALLOW_PRIVATE_NETWORKS", default_value_t = false)]
     pub allow_private_networks: bool,
 
+    /// The SMTP server for email, as a URL: `smtps://user:pass@host` (implicit TLS, port 465),
+    /// `smtp://user:pass@host:587?tls=required` (STARTTLS), `smtp://host:25` (unencrypted, for a
+    /// local relay). Credentials are URL-encoded. Unset, Porch sends no email.
+    #[arg(long, env = "PORCH_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+
+    /// The address email comes from, for example `Porch <chat@example.com>`.
+    #[arg(long, env = "PORCH_MAIL_FROM")]
+    pub mail_from: Option<String>,
+
     /// How long shutdown waits for open requests and connections to finish.
     #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

@@ -39,6 +39,8 @@ pub fn routes() -> Router<AppState> {
             post(rotate_webhook_secret),
         )
         .route("/api/v1/integrations/{id}/deliveries", get(list_deliveries))
+        .route("/api/v1/sites/{key}/integrations/email", post(create_email))
+        .route("/api/v1/email/test", post(test_email))
         .route(
             "/api/v1/integrations/{id}/deliveries/{job}/replay",
             post(replay_delivery),
@@ -418,4 +420,86 @@ pub async fn replay_delivery(
     let new_id = replay.id;
     app.jobs.submit(vec![replay]);
     Ok((StatusCode::ACCEPTED, Json(json!({"job_id": new_id}))).into_response())
+}
+
+fn mailer(app: &AppState) -> Result<crate::jobs::email::Mailer, ApiError> {
+    let (Some(url), Some(from)) = (&app.config.smtp_url, &app.config.mail_from) else {
+        return Err(invalid(
+            "Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM.",
+        ));
+    };
+    crate::jobs::email::Mailer::new(url, from).map_err(|err| invalid(err.to_string()))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EmailSetup {
+    /// Agents get the digest when a new conversation has no reply after this long.
+    #[serde(default = "default_unanswered_after")]
+    unanswered_after_secs: u32,
+    /// An agent reply is mailed to a visitor who left an address if they are still away this
+    /// long after it.
+    #[serde(default = "default_reply_delay")]
+    reply_delay_secs: u32,
+}
+
+fn default_unanswered_after() -> u32 {
+    300
+}
+
+fn default_reply_delay() -> u32 {
+    30
+}
+
+/// `POST /api/v1/sites/{key}/integrations/email`: turns on email for a site (the unanswered
+/// digest to agents, replies and transcripts to visitors who left an address).
+pub async fn create_email(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(key): Path<String>,
+    Json(setup): Json<EmailSetup>,
+) -> Result<Response, ApiError> {
+    require_admin(&user)?;
+    mailer(&app)?;
+    let site = site_id(&app, &key).await?;
+    let config = json!({
+        "unanswered_after_ms": i64::from(setup.unanswered_after_secs) * 1000,
+        "reply_delay_ms": i64::from(setup.reply_delay_secs) * 1000,
+    });
+    let id = insert(
+        &app,
+        site,
+        "email",
+        "Email",
+        config.to_string(),
+        "{}".into(),
+    )
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"id": id, "config": config})),
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TestEmail {
+    to: String,
+}
+
+/// `POST /api/v1/email/test`: sends a test mail through the configured SMTP server.
+pub async fn test_email(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Json(test): Json<TestEmail>,
+) -> Result<Response, ApiError> {
+    require_admin(&user)?;
+    let mailer = mailer(&app)?;
+    mailer.send_test(test.to.trim()).await.map_err(|err| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "smtp_failed",
+            format!("The test mail was not sent: {err}"),
+        )
+    })?;
+    Ok(Json(json!({"sent": true})).into_response())
 }

@@ -7,7 +7,7 @@ use crate::slack::SlackApi;
 use crate::store::{JobRow, Readers, Writer};
 
 use super::outcome::{Attempt, Outcome};
-use super::{discord, slack, webhook};
+use super::{discord, email, slack, webhook};
 
 /// Shared by every delivery.
 pub struct Destinations {
@@ -18,6 +18,10 @@ pub struct Destinations {
     pub webhooks: reqwest::Client,
     /// `PORCH_ALLOW_PRIVATE_NETWORKS`: webhook URLs naming a private address are allowed.
     pub allow_private_networks: bool,
+    /// SMTP, when configured.
+    pub mailer: Option<Arc<email::Mailer>>,
+    /// Whether a visitor is online (email replies are for visitors who are away).
+    pub hub: Arc<crate::hub::Hub>,
     pub readers: Arc<Readers>,
     pub writer: Arc<Writer>,
     /// Base URL of this server, for links back to the inbox.
@@ -30,6 +34,9 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
         "slack.post" => slack::deliver_post(destinations, job).await,
         "discord.post" => discord::deliver_post(destinations, job).await,
         "webhook.deliver" => webhook::deliver(destinations, job).await,
+        "email.unanswered" | "email.reply" | "email.transcript" => {
+            email::deliver(destinations, job).await
+        }
         other => Attempt::new(
             Outcome::Failed {
                 error: format!("unknown job kind {other}"),

@@ -5,6 +5,7 @@
 
 mod destinations;
 pub mod discord;
+pub mod email;
 mod index;
 mod outcome;
 mod policy;

@@ -70,7 +70,8 @@ pub fn enqueue_webhook_event(
     Ok(rows)
 }
 
-/// Enqueues a conversation event (assigned, closed) for the conversation's site.
+/// Enqueues a conversation event (assigned, closed) for the conversation's site: webhook
+/// deliveries, and the transcript mail on closing.
 pub fn enqueue_conversation_event(
     conn: &Connection,
     event: &WebhookEvent<'_>,
@@ -79,10 +80,22 @@ pub fn enqueue_conversation_event(
         .prepare_cached("SELECT site_id FROM conversations WHERE id = ?1")?
         .query_row([event.conversation_id], |r| r.get(0))
         .optional()?;
-    match site {
-        Some(site) => enqueue_webhook_event(conn, site, event),
-        None => Ok(Vec::new()),
+    let Some(site) = site else {
+        return Ok(Vec::new());
+    };
+    let mut jobs = enqueue_webhook_event(conn, site, event)?;
+    if event.event == "conversation.closed" {
+        // The visitor who left an address gets the transcript.
+        jobs.extend(super::mail::enqueue_email_jobs(
+            conn,
+            site,
+            "email.transcript",
+            event.conversation_id,
+            None,
+            event.now,
+        )?);
     }
+    Ok(jobs)
 }
 
 /// Queues a finished webhook delivery again as a new job with the same arguments, the same

@@ -137,6 +137,17 @@ pub fn insert_visitor_message(
         None,
         new.now,
     )?);
+    if is_new_conversation {
+        // The debounced "not answered yet" alert for agents.
+        jobs.extend(super::mail::enqueue_email_jobs(
+            conn,
+            new.site_id,
+            "email.unanswered",
+            conversation_id,
+            None,
+            new.now,
+        )?);
+    }
     Ok(StoredVisitorMessage {
         id,
         visitor_id,
@@ -186,14 +197,24 @@ pub fn insert_agent_message(
     let jobs = if new.is_note {
         Vec::new()
     } else {
-        enqueue_message_jobs(
+        let mut jobs = enqueue_message_jobs(
             conn,
             id,
             new.conversation_id,
             new.site_id,
             new.origin,
             new.now,
-        )?
+        )?;
+        // By email too, if the visitor left an address and is away when it is due.
+        jobs.extend(super::mail::enqueue_email_jobs(
+            conn,
+            new.site_id,
+            "email.reply",
+            new.conversation_id,
+            Some(id),
+            new.now,
+        )?);
+        jobs
     };
     Ok((id, jobs))
 }

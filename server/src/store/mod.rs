@@ -14,6 +14,7 @@ mod ids;
 mod inbox;
 mod integrations;
 mod jobs;
+mod mail;
 mod messages;
 mod migrate;
 mod readers;
@@ -45,6 +46,10 @@ pub use jobs::{
     AttemptRecord, JobRow, JobUpdate, block_integration_jobs, enqueue_message_jobs,
     list_jobs_in_state, list_queued_jobs, mark_jobs_running, prune_done_jobs, record_attempts,
     requeue_running_jobs, resume_integration_jobs, retry_jobs,
+};
+pub use mail::{
+    DEFAULT_REPLY_DELAY_MS, DEFAULT_UNANSWERED_AFTER_MS, UnansweredRow, enqueue_email_jobs,
+    insert_email_alerts, list_agent_emails, list_unanswered, set_visitor_email,
 };
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,

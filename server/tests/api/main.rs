@@ -9,6 +9,7 @@ mod brakes;
 mod config_doc;
 mod connections;
 mod discord;
+mod email;
 mod health;
 mod helpers;
 mod inbox;

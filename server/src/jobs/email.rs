@@ -95,6 +95,96 @@ impl Mailer {
     }
 }
 
+/// Which account link a mail carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountLink {
+    Invitation,
+    PasswordReset,
+}
+
+/// Mails an invitation or password-reset link to a team member, if email is configured
+/// (`PORCH_SMTP_URL`, `PORCH_MAIL_FROM`). Sent at once rather than through a job: the link's
+/// token must not be stored (only its hash is), and the admin sees the link on the team page
+/// anyway if the mail does not go. Returns whether it was sent.
+pub async fn mail_account_link(
+    config: &crate::config::Config,
+    name: &str,
+    email: &str,
+    kind: AccountLink,
+    url: &str,
+) -> bool {
+    let (Some(smtp), Some(from)) = (&config.smtp_url, &config.mail_from) else {
+        return false;
+    };
+    let sent = match Mailer::new(smtp, from) {
+        Ok(mailer) => tokio::time::timeout(
+            Duration::from_secs(15),
+            mailer.send_account_link(name, email, kind, url),
+        )
+        .await
+        .unwrap_or_else(|_| Err("timed out".into())),
+        Err(err) => Err(err.to_string()),
+    };
+    match sent {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, ?kind, "could not mail an account link");
+            false
+        }
+    }
+}
+
+impl Mailer {
+    /// The invitation or reset mail itself.
+    pub async fn send_account_link(
+        &self,
+        name: &str,
+        email: &str,
+        kind: AccountLink,
+        url: &str,
+    ) -> Result<(), String> {
+        let to = Mailbox::new(
+            Some(name.to_owned()),
+            email
+                .parse()
+                .map_err(|err| format!("not an address: {err}"))?,
+        );
+        let (subject, what) = match kind {
+            AccountLink::Invitation => (
+                "You are invited to Porch",
+                "You are invited to answer chats in Porch. Choose a password here",
+            ),
+            AccountLink::PasswordReset => (
+                "Reset your Porch password",
+                "Choose a new Porch password here",
+            ),
+        };
+        let text = format!("Hello {name},\n\n{what} (the link works once and expires):\n\n{url}\n");
+        let html = format!(
+            "<p>Hello {},</p><p>{what} (the link works once and expires):</p>\
+             <p><a href=\"{url}\">{url}</a></p>",
+            escape_html(name),
+            url = escape_html(url),
+        );
+        let id = format!(
+            "<porch.account-{}-{}@{}>",
+            now_ms(),
+            rand::random::<u32>(),
+            self.domain
+        );
+        let message = self
+            .builder(id, None)
+            .to(to)
+            .subject(subject)
+            .multipart(MultiPart::alternative_plain_html(text, html_page(&html)))
+            .map_err(|err| err.to_string())?;
+        self.send(message)
+            .await
+            .map(|_| ())
+            .map_err(|err| err.to_string())
+    }
+}
+
 /// `Auto-Submitted: auto-generated` (RFC 3834): vacation responders do not answer.
 #[derive(Debug, Clone, Copy)]
 struct AutoSubmitted;

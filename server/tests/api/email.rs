@@ -254,3 +254,58 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(sink.mails().len(), 4, "{:?}", sink.mails());
 }
+
+#[tokio::test]
+async fn invitation_and_reset_links_are_mailed_when_smtp_is_configured() {
+    use porch::jobs::email::{AccountLink, mail_account_link};
+
+    let sink = Sink::start();
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
+    let config = &app.server.as_ref().expect("server").app.config;
+    let url = "https://chat.example.com/invitations/tok&en";
+    assert!(
+        mail_account_link(
+            config,
+            "Ada <Lovelace>",
+            "ada@example.com",
+            AccountLink::Invitation,
+            url
+        )
+        .await
+    );
+    assert!(
+        mail_account_link(
+            config,
+            "Ada",
+            "ada@example.com",
+            AccountLink::PasswordReset,
+            "https://chat.example.com/password-resets/x"
+        )
+        .await
+    );
+    let mails = sink.wait_for(2).await;
+    let invite = &mails[0];
+    assert_eq!(invite["rcpt_tos"], json!(["ada@example.com"]));
+    assert_eq!(header(invite, "subject"), "You are invited to Porch");
+    assert_eq!(header(invite, "auto-submitted"), "auto-generated");
+    assert!(invite["text"].as_str().expect("text").contains(url));
+    let html = invite["html"].as_str().expect("html");
+    assert!(html.contains("Ada &lt;Lovelace&gt;"), "{html}");
+    assert!(html.contains("invitations/tok&amp;en"), "{html}");
+    assert_eq!(header(&mails[1], "subject"), "Reset your Porch password");
+
+    // Without SMTP nothing is sent and the team page shows only the link.
+    let plain = TestApp::spawn(&[]).await;
+    let config = &plain.server.as_ref().expect("server").app.config;
+    assert!(
+        !mail_account_link(
+            config,
+            "Ada",
+            "ada@example.com",
+            AccountLink::Invitation,
+            url
+        )
+        .await
+    );
+}

@@ -93,6 +93,27 @@ async fn a_forum_channel_gets_one_thread_per_conversation_and_nobody_is_pinged()
         Some(&thread),
         "a thread per conversation"
     );
+    // An agent's reply goes to the visitor's thread, under the agent's name.
+    let conversation = f.count("SELECT conversation_id FROM messages WHERE body = 'second'");
+    let (status, _) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{conversation}/messages"),
+            &f.admin,
+            Some(json!({"body": "Hi Alice"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let posts = f.mock.wait_for_posts(4, WAIT).await;
+    let reply = posts
+        .iter()
+        .find(|p| p.body["content"] == "Hi Alice")
+        .expect("the agent reply");
+    assert_eq!(reply.query.get("thread_id"), Some(&thread));
+    assert_eq!(reply.body["username"], "Admin (Porch)");
+    assert_eq!(reply.body["allowed_mentions"], json!({"parse": []}));
+
     // The mapping is saved right after Discord answered.
     let deadline = Instant::now() + WAIT;
     while f.count("SELECT count(*) FROM discord_threads") < 2 {

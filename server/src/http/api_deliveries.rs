@@ -40,6 +40,7 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/integrations/{id}/deliveries", get(list_deliveries))
         .route("/api/v1/sites/{key}/integrations/email", post(create_email))
+        .route("/api/v1/sites/{key}/integrations", get(list_integrations))
         .route("/api/v1/email/test", post(test_email))
         .route(
             "/api/v1/integrations/{id}/deliveries/{job}/replay",
@@ -502,4 +503,34 @@ pub async fn test_email(
         )
     })?;
     Ok(Json(json!({"sent": true})).into_response())
+}
+
+/// `GET /api/v1/sites/{key}/integrations`: the site's integrations of every kind with their
+/// settings and health, never their secrets.
+pub async fn list_integrations(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(key): Path<String>,
+) -> Result<Response, ApiError> {
+    require_admin(&user)?;
+    let site = site_id(&app, &key).await?;
+    let rows = app
+        .readers
+        .read(move |c| store::list_site_integrations(c, site))
+        .await?;
+    let integrations: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            json!({
+                "id": row.id,
+                "kind": row.kind,
+                "name": row.name,
+                "config": serde_json::from_str::<serde_json::Value>(&row.config).unwrap_or_default(),
+                "is_enabled": row.is_enabled,
+                "status": row.status,
+                "last_error": row.last_error,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"integrations": integrations})).into_response())
 }

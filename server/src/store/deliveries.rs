@@ -197,6 +197,32 @@ pub fn disable_integration(
     Ok(())
 }
 
+/// A site's integrations, oldest first (secrets are left empty: they are never listed).
+pub fn list_site_integrations(
+    conn: &Connection,
+    site_id: SiteId,
+) -> Result<Vec<super::IntegrationRow>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, site_id, kind, name, config, '', is_enabled, status, last_error \
+           FROM integrations WHERE site_id = ?1 ORDER BY id",
+    )?;
+    Ok(stmt
+        .query_map([site_id], |r| {
+            Ok(super::IntegrationRow {
+                id: r.get(0)?,
+                site_id: r.get(1)?,
+                kind: r.get(2)?,
+                name: r.get(3)?,
+                config: r.get(4)?,
+                secrets: r.get(5)?,
+                is_enabled: r.get(6)?,
+                status: r.get(7)?,
+                last_error: r.get(8)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
 /// Turns an integration back on after an admin fixed it (its blocked jobs are resumed
 /// separately).
 pub fn enable_integration(conn: &Connection, id: IntegrationId, now: i64) -> Result<(), Error> {

@@ -32,8 +32,8 @@ pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_wr
 pub use deliveries::{
     DeliveryLogRow, WEBHOOK_EVENTS, WebhookConversation, WebhookEvent, disable_integration,
     enable_integration, enqueue_conversation_event, enqueue_webhook_event, find_discord_thread,
-    find_user_contact, insert_discord_thread, list_delivery_log, load_webhook_conversation,
-    replay_webhook_job,
+    find_user_contact, insert_discord_thread, list_delivery_log, list_site_integrations,
+    load_webhook_conversation, replay_webhook_job,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;

@@ -322,6 +322,22 @@ async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
     );
     let log = f.log(gone).await;
     assert_eq!(log["is_enabled"], false);
+    let (status, listed) = f
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/sites/{}/integrations", f.site),
+            &f.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["integrations"][0]["is_enabled"], false);
+    assert_eq!(listed["integrations"][0]["status"], "broken");
+    assert!(
+        !listed.to_string().contains("whsec_"),
+        "secrets are never listed"
+    );
     assert_eq!(log["deliveries"][0]["http_status"], 410);
 
     visitor.say("v2", "second").await;

@@ -121,6 +121,31 @@ pub struct Config {
     )]
     pub slack_api_url: String,
 
+    /// Base URL of the Discord API: a Discord integration's webhook URL must start with
+    /// `<this>/webhooks/` (change only to point Porch at a Discord mock).
+    #[arg(
+        long,
+        env = "PORCH_DISCORD_API_URL",
+        default_value = "https://discord.com/api"
+    )]
+    pub discord_api_url: String,
+
+    /// Let outgoing webhooks reach loopback, private, link-local and other special-purpose
+    /// addresses. Off by default, so a webhook URL cannot be used to probe the network Porch runs
+    /// in (SSRF); turn on for intranet endpoints.
+    #[arg(long, env = "PORCH_ALLOW_PRIVATE_NETWORKS", default_value_t = false)]
+    pub allow_private_networks: bool,
+
+    /// The SMTP server for email, as a URL: `smtps://user:pass@host` (implicit TLS, port 465),
+    /// `smtp://user:pass@host:587?tls=required` (STARTTLS), `smtp://host:25` (unencrypted, for a
+    /// local relay). Credentials are URL-encoded. Unset, Porch sends no email.
+    #[arg(long, env = "PORCH_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+
+    /// The address email comes from, for example `Porch <chat@example.com>`.
+    #[arg(long, env = "PORCH_MAIL_FROM")]
+    pub mail_from: Option<String>,
+
     /// How long shutdown waits for open requests and connections to finish.
     #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

@@ -100,6 +100,13 @@ impl Hub {
         }
     }
 
+    /// Whether `visitor` has a widget open (email replies are for visitors who are away).
+    pub fn is_visitor_connected(&self, visitor: VisitorId) -> bool {
+        self.shard(visitor)
+            .lock()
+            .is_ok_and(|shard| shard.get(&visitor).is_some_and(|subs| !subs.is_empty()))
+    }
+
     /// Queues `event` for every connection of `visitor` except `except`. A subscriber whose
     /// queue is full is dropped (its connection then closes and resumes).
     pub fn publish_to_visitor(

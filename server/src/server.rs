@@ -147,6 +147,14 @@ async fn start_runner(
     let config = &app.config;
     let destinations = Arc::new(Destinations {
         slack,
+        http: http_client()?,
+        webhooks: crate::jobs::webhook_client(config.allow_private_networks)?,
+        allow_private_networks: config.allow_private_networks,
+        mailer: match (&config.smtp_url, &config.mail_from) {
+            (Some(url), Some(from)) => Some(Arc::new(crate::jobs::email::Mailer::new(url, from)?)),
+            _ => None,
+        },
+        hub: Arc::clone(app.chat.hub()),
         readers: Arc::clone(&app.readers),
         writer: Arc::clone(&app.writer),
         public_url: app.public_url.clone(),

@@ -62,6 +62,7 @@ impl App {
             Arc::clone(&writer),
             Arc::clone(&readers),
             Arc::clone(chat.hub()),
+            jobs.clone(),
         );
         Self {
             accounts,

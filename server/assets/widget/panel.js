@@ -84,10 +84,18 @@
   const sendBtn = h("button", { type: "submit", class: "send", "data-porch": "send" }, "Send");
   const form = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); submit(); } },
     h("label", { for: "porch-input", class: "sr", text: "Your message" }), input, counter, sendBtn);
+  // Offline capture (docs/widget-protocol.md, "email"): offered once the visitor's first message is stored,
+  // so a reply can reach them by email if they have left by then.
+  const emailInput = h("input", { id: "porch-email", type: "email", "data-porch": "email-input", maxlength: "254",
+    autocomplete: "email", placeholder: "you@example.com" });
+  const emailForm = h("form", { class: "email-capture", "data-porch": "email", hidden: true, novalidate: true,
+    onsubmit: (e) => { e.preventDefault(); saveEmail(); } },
+    h("label", { for: "porch-email", text: "Away when we answer? Get the reply by email:" }),
+    h("div", { class: "row" }, emailInput, h("button", { type: "submit", class: "save", text: "Save" })));
   const panel = h("section", {
     class: c.position === "left" ? "panel left" : "panel", "data-porch": "panel", role: "dialog",
     "aria-labelledby": "porch-title", hidden: true,
-  }, h("header", {}, h("div", { class: "who" }, title, status), closeBtn), list, typing, error, form);
+  }, h("header", {}, h("div", { class: "who" }, title, status), closeBtn), list, typing, error, emailForm, form);
   root.append(css, panel);
 
   // --- open and close
@@ -327,8 +335,15 @@
         const el = byClientId.get(f.client_id);
         if (el && typeof f.id === "number") confirm(el, f.client_id, f.id, f.at);
         else dropPending(f.client_id);
+        if (read(key("email")) == null) emailForm.hidden = false;
         break;
       }
+      case "email_saved":
+        emailWanted = null;
+        if (typeof f.email === "string") write(key("email"), f.email);
+        emailForm.replaceChildren(h("p", { "data-porch": "email-saved",
+          text: `Thanks! Replies will also go to ${f.email}.` }));
+        break;
       case "message":
         showServerMessage(f);
         break;
@@ -346,6 +361,11 @@
   const onError = (f) => {
     const text = typeof f.message === "string" ? f.message : "Something went wrong.";
     const cid = f.client_id;
+    if (f.code === "invalid_message" && !cid && emailWanted) {
+      emailWanted = null;
+      showError("Please check the email address.");
+      return;
+    }
     if (WAIT_CODES.has(f.code) && f.retry_after_ms > 0) {
       showError(text, f.retry_after_ms);
       if (cid) hold(f.retry_after_ms);
@@ -357,6 +377,17 @@
       if (el) setMeta(el, "failed", "Not sent");
     }
     showError(text);
+  };
+
+  // --- the offline capture
+
+  let emailWanted = null;
+  const saveEmail = () => {
+    const email = emailInput.value.trim();
+    if (!email || !isReady) return;
+    emailWanted = email;
+    showError("");
+    sendFrame({ type: "email", email });
   };
 
   // --- the composer

@@ -9,6 +9,7 @@ use porch_app::team::{MemberView, TeamView, render_team};
 use serde::Deserialize;
 
 use crate::accounts::{self, LinkKind};
+use crate::jobs::email::{AccountLink, mail_account_link};
 use crate::state::AppState;
 use crate::store::UserId;
 
@@ -78,9 +79,17 @@ pub async fn invite(
     {
         Ok(token) => {
             let url = format!("{}/invitations/{token}", app.public_url);
+            let mailed = mail_account_link(
+                &app.config,
+                form.name.trim(),
+                form.email.trim(),
+                AccountLink::Invitation,
+                &url,
+            )
+            .await;
             let link = (
                 form.name.trim().to_owned(),
-                "Invitation link".to_owned(),
+                link_title("Invitation link", mailed),
                 url,
             );
             team_page_with(&app, &who, None, Some(link), StatusCode::OK).await
@@ -109,21 +118,32 @@ pub async fn create_link(
         .find(|u| u.id == UserId(id))
         .ok_or_else(|| PageError::not_found("user"))?;
     let has_password = app.accounts.has_password(target.id).await?;
-    let (kind, path, what) = if has_password {
-        (LinkKind::Reset, "password-resets", "Password reset link")
+    let (kind, path, what, mail) = if has_password {
+        (
+            LinkKind::Reset,
+            "password-resets",
+            "Password reset link",
+            AccountLink::PasswordReset,
+        )
     } else {
-        (LinkKind::Invite, "invitations", "Invitation link")
+        (
+            LinkKind::Invite,
+            "invitations",
+            "Invitation link",
+            AccountLink::Invitation,
+        )
     };
     let token = app
         .accounts
         .create_link(who.user.id, target.id, kind)
         .await?;
     let url = format!("{}/{path}/{token}", app.public_url);
+    let mailed = mail_account_link(&app.config, &target.name, &target.email, mail, &url).await;
     team_page_with(
         &app,
         &who,
         None,
-        Some((target.name, what.to_owned(), url)),
+        Some((target.name, link_title(what, mailed), url)),
         StatusCode::OK,
     )
     .await
@@ -190,5 +210,14 @@ pub async fn enable(
     {
         Ok(()) => Ok(see_other("/team?notice=enabled")),
         Err(err) => refused(&app, &who, err).await,
+    }
+}
+
+/// The heading over a new link on the team page; says whether it was also mailed.
+fn link_title(what: &str, mailed: bool) -> String {
+    if mailed {
+        format!("{what} (also sent by email)")
+    } else {
+        what.to_owned()
     }
 }

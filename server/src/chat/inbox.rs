@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent};
+use crate::jobs::JobQueue;
 use crate::store::{
     self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, Readers, SiteId,
     UserId, UserRow, VisitorDetailsRow, Writer,
@@ -33,14 +34,17 @@ pub struct Inbox {
     writer: Arc<Writer>,
     readers: Arc<Readers>,
     hub: Arc<Hub>,
+    /// Takes the webhook deliveries that assigning and closing imply.
+    jobs: JobQueue,
 }
 
 impl Inbox {
-    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, hub: Arc<Hub>) -> Self {
+    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, hub: Arc<Hub>, jobs: JobQueue) -> Self {
         Self {
             writer,
             readers,
             hub,
+            jobs,
         }
     }
 
@@ -191,7 +195,17 @@ impl Inbox {
             None => format!("{} unassigned this conversation", by.name),
         };
         self.change(site_id, id, by, line, move |c| {
-            store::update_conversation_assignee(c, id, target)
+            let changed = store::update_conversation_assignee(c, id, target)?;
+            Ok(match (changed, target) {
+                (true, Some(assignee)) => Some(conversation_event(
+                    c,
+                    "conversation.assigned",
+                    id,
+                    Some(assignee),
+                )?),
+                (true, None) => Some(Vec::new()),
+                (false, _) => None,
+            })
         })
         .await
     }
@@ -202,7 +216,16 @@ impl Inbox {
         let now = now_ms();
         let line = format!("{} closed this conversation", by.name);
         self.change(site_id, id, by, line, move |c| {
-            store::close_conversation(c, id, now)
+            if store::close_conversation(c, id, now)? {
+                Ok(Some(conversation_event(
+                    c,
+                    "conversation.closed",
+                    id,
+                    None,
+                )?))
+            } else {
+                Ok(None)
+            }
         })
         .await
     }
@@ -216,7 +239,7 @@ impl Inbox {
         let line = format!("{} reopened this conversation", by.name);
         let changed = self
             .change(item.site_id, id, by, line, move |c| {
-                store::reopen_conversation(c, id)
+                Ok(store::reopen_conversation(c, id)?.then(Vec::new))
             })
             .await;
         // `change` ignores no-ops; a closed conversation that did not reopen hit the rule
@@ -230,7 +253,8 @@ impl Inbox {
         changed
     }
 
-    /// Applies a status change and, if it changed anything, records and publishes the line.
+    /// Applies a status change (`apply` returns `None` for a no-op, else the deliveries it
+    /// implies) and, if it changed anything, records and publishes the line and queues the jobs.
     async fn change<F>(
         &self,
         site_id: SiteId,
@@ -240,20 +264,24 @@ impl Inbox {
         apply: F,
     ) -> Result<(), Error>
     where
-        F: FnOnce(&rusqlite::Connection) -> Result<bool, store::Error> + Send + 'static,
+        F: FnOnce(&rusqlite::Connection) -> Result<Option<Vec<store::JobRow>>, store::Error>
+            + Send
+            + 'static,
     {
         let (user, name, now) = (by.id, by.name.clone(), now_ms());
         let (stored_name, stored_line) = (name.clone(), line.clone());
         let message = self
             .writer
             .write(move |c| {
-                if !apply(c)? {
+                let Some(jobs) = apply(c)? else {
                     return Ok(None);
-                }
-                store::insert_system_message(c, id, user, &stored_name, &stored_line, now).map(Some)
+                };
+                store::insert_system_message(c, id, user, &stored_name, &stored_line, now)
+                    .map(|message| Some((message, jobs)))
             })
             .await?;
-        if let Some(message) = message {
+        if let Some((message, jobs)) = message {
+            self.jobs.submit(jobs);
             self.publish(
                 site_id,
                 MessageRow {
@@ -285,4 +313,23 @@ impl Inbox {
             .filter(|u| !u.is_disabled)
             .ok_or(Error::NotFound("agent"))
     }
+}
+
+/// The webhook deliveries a conversation change implies, written in the change's transaction.
+fn conversation_event(
+    conn: &rusqlite::Connection,
+    event: &str,
+    id: ConversationId,
+    assignee: Option<UserId>,
+) -> Result<Vec<store::JobRow>, store::Error> {
+    store::enqueue_conversation_event(
+        conn,
+        &store::WebhookEvent {
+            event,
+            conversation_id: id,
+            message_id: None,
+            assignee_id: assignee,
+            now: now_ms(),
+        },
+    )
 }

@@ -2,6 +2,7 @@
 //! Handlers parse and authenticate, call the domain, and map its errors; they hold no SQL.
 
 mod api;
+mod api_deliveries;
 mod api_integrations;
 pub mod auth;
 mod boot;

@@ -11,7 +11,7 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::{ApiError, api, api_integrations, health};
+use super::{ApiError, api, api_deliveries, api_integrations, health};
 
 /// The route table. The websocket route is kept out of the HTTP timeout and compression layers:
 /// an upgraded connection outlives its handler.
@@ -52,6 +52,7 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/integrations/{id}/slack",
             put(api_integrations::update_slack),
         )
+        .merge(api_deliveries::routes())
         .route("/api/v1/jobs", get(api_integrations::list_jobs))
         .route("/api/v1/jobs/retry", post(api_integrations::retry_all_jobs))
         .route("/api/v1/jobs/{id}/retry", post(api_integrations::retry_job))

@@ -200,6 +200,12 @@ impl Index {
         ids.len()
     }
 
+    /// Holds back every job of `rate_key` until `until` (the destination's budget is spent).
+    pub fn pause(&mut self, rate_key: &str, until: i64) {
+        let paused = self.paused.entry(rate_key.to_owned()).or_insert(until);
+        *paused = (*paused).max(until);
+    }
+
     /// Forgets pauses that have ended, so the map does not grow.
     pub fn expire_pauses(&mut self, now: i64) {
         self.paused.retain(|_, until| *until > now);

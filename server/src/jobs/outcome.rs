@@ -28,6 +28,9 @@ pub enum Outcome {
 pub struct Attempt {
     pub outcome: Outcome,
     pub http_status: Option<u16>,
+    /// The destination said its budget is spent (Discord's `X-RateLimit-Remaining: 0`): hold
+    /// back the job's rate key this long, whatever the outcome.
+    pub pause: Option<Duration>,
 }
 
 impl Attempt {
@@ -35,6 +38,14 @@ impl Attempt {
         Self {
             outcome,
             http_status,
+            pause: None,
         }
+    }
+
+    /// The same attempt, pacing its rate key for `pause` if given.
+    #[must_use]
+    pub fn paced(mut self, pause: Option<Duration>) -> Self {
+        self.pause = pause;
+        self
     }
 }

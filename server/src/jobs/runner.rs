@@ -261,6 +261,9 @@ impl Dispatcher {
         let job = &entry.row;
         let tries = job.attempt + 1;
         let out_of_budget = tries >= job.max_attempts || job.deadline_at.is_some_and(|d| now >= d);
+        if let (Some(pause), Some(key)) = (attempt.pause, &job.rate_key) {
+            self.index.pause(key, now + millis(pause));
+        }
         let (update, error) = match attempt.outcome {
             Outcome::Delivered { external_ref } => {
                 self.index.finish(job.id);

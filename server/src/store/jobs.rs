@@ -30,10 +30,10 @@ pub struct JobRow {
     pub created_at: i64,
 }
 
-const COLUMNS: &str = "id, lane, kind, args, integration_id, state, order_key, rate_key, attempt, \
+pub(super) const COLUMNS: &str = "id, lane, kind, args, integration_id, state, order_key, rate_key, attempt, \
     max_attempts, run_at, deadline_at, is_uncertain, last_error, created_at";
 
-fn from_row(row: &Row<'_>) -> rusqlite::Result<JobRow> {
+pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<JobRow> {
     Ok(JobRow {
         id: row.get(0)?,
         lane: row.get(1)?,
@@ -53,7 +53,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<JobRow> {
     })
 }
 
-/// Writes one delivery job per enabled chat integration of the site for a new message, in the
+/// Writes one delivery job per enabled chat integration (Slack, Discord) and webhook endpoint
+/// subscribed to `message.created` of the site for a new message, in the
 /// caller's transaction. `origin` is the integration the message came from (a Slack reply is
 /// not posted back to Slack). A broken integration's job starts `blocked`.
 pub fn enqueue_message_jobs(
@@ -74,7 +75,7 @@ pub fn enqueue_message_jobs(
                      || ':' || json_extract(i.config, '$.channel_id') ELSE i.kind || ':' || i.id END, \
                 ?3, ?4, ?5, ?4 \
            FROM integrations i \
-          WHERE i.site_id = ?6 AND i.is_enabled = 1 AND i.kind IN ('slack') AND i.id IS NOT ?7 \
+          WHERE i.site_id = ?6 AND i.is_enabled = 1 AND i.kind IN ('slack', 'discord') AND i.id IS NOT ?7 \
          RETURNING {COLUMNS}"
     ))?;
     let rows = stmt
@@ -90,7 +91,21 @@ pub fn enqueue_message_jobs(
             ],
             from_row,
         )?
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<JobRow>, _>>()?;
+    // Outgoing webhooks subscribed to `message.created` (a reply from Slack included: the
+    // origin only keeps a message from going back where it came from).
+    let mut rows = rows;
+    rows.extend(super::deliveries::enqueue_webhook_event(
+        conn,
+        site_id,
+        &super::deliveries::WebhookEvent {
+            event: "message.created",
+            conversation_id,
+            message_id: Some(message_id),
+            assignee_id: None,
+            now,
+        },
+    )?);
     Ok(rows)
 }
 

@@ -114,7 +114,40 @@ pub fn insert_visitor_message(
     if !is_new_conversation {
         touch_conversation(conn, conversation_id, new.now)?;
     }
-    let jobs = enqueue_message_jobs(conn, id, conversation_id, new.site_id, None, new.now)?;
+    let mut jobs = Vec::new();
+    if is_new_conversation {
+        // Before the message's own jobs, so an endpoint hears of the conversation first.
+        jobs = super::deliveries::enqueue_webhook_event(
+            conn,
+            new.site_id,
+            &super::deliveries::WebhookEvent {
+                event: "conversation.created",
+                conversation_id,
+                message_id: Some(id),
+                assignee_id: None,
+                now: new.now,
+            },
+        )?;
+    }
+    jobs.extend(enqueue_message_jobs(
+        conn,
+        id,
+        conversation_id,
+        new.site_id,
+        None,
+        new.now,
+    )?);
+    if is_new_conversation {
+        // The debounced "not answered yet" alert for agents.
+        jobs.extend(super::mail::enqueue_email_jobs(
+            conn,
+            new.site_id,
+            "email.unanswered",
+            conversation_id,
+            None,
+            new.now,
+        )?);
+    }
     Ok(StoredVisitorMessage {
         id,
         visitor_id,
@@ -164,14 +197,24 @@ pub fn insert_agent_message(
     let jobs = if new.is_note {
         Vec::new()
     } else {
-        enqueue_message_jobs(
+        let mut jobs = enqueue_message_jobs(
             conn,
             id,
             new.conversation_id,
             new.site_id,
             new.origin,
             new.now,
-        )?
+        )?;
+        // By email too, if the visitor left an address and is away when it is due.
+        jobs.extend(super::mail::enqueue_email_jobs(
+            conn,
+            new.site_id,
+            "email.reply",
+            new.conversation_id,
+            Some(id),
+            new.now,
+        )?);
+        jobs
     };
     Ok((id, jobs))
 }

@@ -10,6 +10,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0001_core.sql"),
     include_str!("../../../migrations/0002_inbox.sql"),
     include_str!("../../../migrations/0003_job_message_index.sql"),
+    include_str!("../../../migrations/0004_deliveries.sql"),
 ];
 
 /// The schema version this binary expects.

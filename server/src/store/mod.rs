@@ -7,12 +7,14 @@ mod check;
 mod checkpoint;
 mod conversations;
 mod db;
+mod deliveries;
 mod delivery;
 mod error;
 mod ids;
 mod inbox;
 mod integrations;
 mod jobs;
+mod mail;
 mod messages;
 mod migrate;
 mod readers;
@@ -27,6 +29,12 @@ mod writer;
 pub use check::{CheckReport, check_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
+pub use deliveries::{
+    DeliveryLogRow, WEBHOOK_EVENTS, WebhookConversation, WebhookEvent, disable_integration,
+    enable_integration, enqueue_conversation_event, enqueue_webhook_event, find_discord_thread,
+    find_user_contact, insert_discord_thread, list_delivery_log, list_site_integrations,
+    load_webhook_conversation, replay_webhook_job,
+};
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
@@ -39,6 +47,10 @@ pub use jobs::{
     enqueue_message_jobs, list_conversation_deliveries, list_jobs_in_state, list_queued_jobs,
     mark_jobs_running, prune_done_jobs, record_attempts, requeue_running_jobs,
     resume_integration_jobs, retry_jobs,
+};
+pub use mail::{
+    DEFAULT_REPLY_DELAY_MS, DEFAULT_UNANSWERED_AFTER_MS, UnansweredRow, enqueue_email_jobs,
+    insert_email_alerts, list_agent_emails, list_unanswered, set_visitor_email,
 };
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,

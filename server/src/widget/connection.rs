@@ -223,7 +223,7 @@ async fn await_hello(
                     page,
                 )));
             }
-            Some(ClientFrame::Message { .. }) => {
+            Some(ClientFrame::Message { .. } | ClientFrame::Email { .. }) => {
                 send_error(sink, ErrorCode::HelloRequired, None, None).await?;
             }
             None => send_error(sink, ErrorCode::BadFrame, None, None).await?,
@@ -372,11 +372,32 @@ impl Connection {
             Some(ClientFrame::Message { client_id, body }) => {
                 self.accept_message(&client_id, &body, in_flight).await
             }
+            Some(ClientFrame::Email { email }) => self.accept_email(&email).await,
             // A second hello, or anything unparsable.
             Some(ClientFrame::Hello { .. }) | None => {
                 send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
             }
         }
+    }
+
+    /// Stores the visitor's address (offline capture). The visitor row exists once they have
+    /// written, so an address before the first message is refused.
+    async fn accept_email(&mut self, raw: &str) -> Result<(), Closed> {
+        let email = raw.trim();
+        let valid = email.len() <= 254 && email.parse::<lettre::Address>().is_ok();
+        let (true, Some(visitor)) = (valid, self.visitor_id) else {
+            return send_error(&mut self.sink, ErrorCode::InvalidMessage, None, None).await;
+        };
+        let stored = email.to_owned();
+        let saved = self
+            .app
+            .writer
+            .write(move |c| crate::store::set_visitor_email(c, visitor, &stored))
+            .await;
+        if saved.is_err() {
+            return send_error(&mut self.sink, ErrorCode::Unavailable, None, None).await;
+        }
+        self.send(ServerFrame::EmailSaved { email }.to_json()).await
     }
 
     /// Validates a visitor message, asks the brakes, and hands it to the writer.

@@ -25,6 +25,10 @@ pub enum ClientFrame {
         client_id: String,
         body: String,
     },
+    /// The visitor's address for replies while away (offline capture).
+    Email {
+        email: String,
+    },
 }
 
 impl ClientFrame {
@@ -137,6 +141,10 @@ pub enum ServerFrame<'a> {
     Typing {
         agent_name: &'a str,
         active: bool,
+    },
+    /// The address from an `email` frame is stored.
+    EmailSaved {
+        email: &'a str,
     },
     Error {
         code: ErrorCode,

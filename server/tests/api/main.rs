@@ -8,11 +8,14 @@
 mod brakes;
 mod config_doc;
 mod connections;
+mod discord;
+mod email;
 mod health;
 mod helpers;
 mod inbox;
 mod slack;
 mod snippet;
+mod webhooks;
 mod widget_errors;
 mod widget_messages;
 mod writer;

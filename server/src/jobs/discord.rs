@@ -1,0 +1,408 @@
+//! Delivering a message to Discord through a channel webhook: executed with `?wait=true` so a
+//! failure surfaces and the message id comes back; nothing may be mentioned
+//! (`allowed_mentions: {"parse": []}`) and embeds are suppressed, so visitor text can neither
+//! ping `@everyone` nor unfurl links; markdown in visitor text is escaped. In a forum channel each
+//! conversation gets a thread: the first post names it (`thread_name`), later ones go to it
+//! (`?thread_id=`). Text over 2,000 characters is split. 429 pauses this webhook only, and
+//! `X-RateLimit-Remaining: 0` paces it until the bucket resets.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, MessageId};
+
+use super::destinations::Destinations;
+use super::outcome::{Attempt, Outcome};
+
+/// Discord's limit on `content`, in characters.
+pub const CONTENT_LIMIT: usize = 2000;
+/// Discord's limit on `thread_name` and `username`.
+const NAME_LIMIT: usize = 80;
+/// `SUPPRESS_EMBEDS` (1 << 2): links in visitor text do not unfurl.
+const SUPPRESS_EMBEDS: u32 = 1 << 2;
+/// Used when a 429 carries no readable `retry_after`.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+/// Longest pause between the parts of one split message taken inside the delivery.
+const MAX_INLINE_PAUSE: Duration = Duration::from_secs(5);
+
+/// A Discord integration's non-secret settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DiscordConfig {
+    /// The webhook posts into a forum channel: one thread per conversation.
+    pub is_forum: bool,
+    /// The webhook's id (the URL's token is the secret part).
+    pub webhook_id: String,
+}
+
+/// The webhook URL carries its token, so it is a secret. `Debug` never prints it.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct DiscordSecrets {
+    pub webhook_url: String,
+}
+
+impl std::fmt::Debug for DiscordSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiscordSecrets")
+            .field("webhook_url", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Escapes the characters of Discord markdown and mention syntax with a backslash, so visitor
+/// text shows as typed (mentions could not ping anyway: nothing is allowed to be mentioned).
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '#' | '-' | '[' | ']' | '(' | ')' | '<'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Splits `text` into parts of at most `limit` characters, at a line break or space when one is
+/// near, never right after an escaping backslash.
+pub fn split(text: &str, limit: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    while chars.len() - start > limit {
+        let window = &chars[start..start + limit];
+        let mut cut = window
+            .iter()
+            .rposition(|c| *c == '\n')
+            .or_else(|| window.iter().rposition(|c| *c == ' '))
+            .filter(|at| *at >= limit / 2)
+            .map_or(limit, |at| at + 1);
+        if cut == limit && window[limit - 1] == '\\' {
+            cut -= 1;
+        }
+        parts.push(chars[start..start + cut].iter().collect());
+        start += cut;
+    }
+    parts.push(chars[start..].iter().collect());
+    parts
+}
+
+/// A display name Discord accepts: no `discord`/`clyde` (refused in webhook usernames), at most
+/// [`NAME_LIMIT`] characters, never empty.
+fn display_name(name: &str) -> String {
+    let mut cleaned = name.to_owned();
+    for banned in ["discord", "clyde", "Discord", "Clyde", "DISCORD", "CLYDE"] {
+        cleaned = cleaned.replace(banned, "");
+    }
+    let cleaned: String = cleaned.trim().chars().take(NAME_LIMIT).collect();
+    if cleaned.is_empty() {
+        "Visitor".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+fn visitor_label(message: &DeliveryMessage) -> String {
+    message
+        .visitor_name
+        .clone()
+        .or_else(|| message.visitor_email.clone())
+        .unwrap_or_else(|| format!("Visitor #{}", message.visitor_id))
+}
+
+/// The body of one post.
+fn post_body(message: &DeliveryMessage, content: &str, thread_name: Option<&str>) -> Value {
+    let username = if message.author == "agent" {
+        format!(
+            "{} (Porch)",
+            message.author_name.as_deref().unwrap_or("Agent")
+        )
+    } else {
+        visitor_label(message)
+    };
+    let mut body = json!({
+        "content": content,
+        "username": display_name(&username),
+        "allowed_mentions": {"parse": []},
+        "flags": SUPPRESS_EMBEDS,
+    });
+    if let Some(name) = thread_name {
+        body["thread_name"] = json!(name.chars().take(NAME_LIMIT).collect::<String>());
+    }
+    body
+}
+
+/// What one webhook execution came back with.
+#[derive(Debug)]
+struct Posted {
+    message_id: String,
+    channel_id: String,
+    /// The bucket is empty: wait this long before the next request.
+    pause: Option<Duration>,
+}
+
+/// A failed execution, classified.
+#[derive(Debug)]
+struct PostError {
+    outcome: Outcome,
+    status: Option<u16>,
+}
+
+fn header_secs(headers: &reqwest::header::HeaderMap, name: &str) -> Option<Duration> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Executes the webhook once.
+async fn execute(
+    http: &reqwest::Client,
+    webhook_url: &str,
+    thread_id: Option<&str>,
+    body: &Value,
+) -> Result<Posted, PostError> {
+    let mut url = reqwest::Url::parse(webhook_url).map_err(|_| PostError {
+        outcome: Outcome::Blocked {
+            error: "the webhook URL is invalid".into(),
+        },
+        status: None,
+    })?;
+    url.query_pairs_mut().append_pair("wait", "true");
+    if let Some(thread) = thread_id {
+        url.query_pairs_mut().append_pair("thread_id", thread);
+    }
+    let request = http.post(url).timeout(Duration::from_secs(15)).json(body);
+    let response = request.send().await.map_err(|err| PostError {
+        outcome: Outcome::Retry {
+            error: format!("no answer from Discord: {err}"),
+            not_before: None,
+        },
+        status: None,
+    })?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap_or_default();
+    let pause = (headers
+        .get("x-ratelimit-remaining")
+        .and_then(|v| v.to_str().ok())
+        == Some("0"))
+    .then(|| header_secs(&headers, "x-ratelimit-reset-after"))
+    .flatten();
+    let fail = |outcome| PostError {
+        outcome,
+        status: Some(status),
+    };
+    match status {
+        200..=299 => {
+            let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            Ok(Posted {
+                message_id: answer["id"].as_str().unwrap_or_default().to_owned(),
+                channel_id: answer["channel_id"].as_str().unwrap_or_default().to_owned(),
+                pause,
+            })
+        }
+        429 => {
+            let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let retry_after = body["retry_after"]
+                .as_f64()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64)
+                .or_else(|| header_secs(&headers, "retry-after"))
+                .unwrap_or(DEFAULT_RETRY_AFTER);
+            Err(fail(Outcome::RateLimited { retry_after }))
+        }
+        // "If a webhook returns a 404 status you should not attempt to use it again."
+        401 | 403 | 404 => Err(fail(Outcome::Blocked {
+            error: format!(
+                "Discord answered HTTP {status}: the webhook was deleted or its token is wrong"
+            ),
+        })),
+        408 | 500..=599 => Err(fail(Outcome::Retry {
+            error: format!("Discord answered HTTP {status}"),
+            not_before: None,
+        })),
+        _ => Err(fail(Outcome::Failed {
+            error: format!(
+                "Discord refused the message (HTTP {status}): {}",
+                text.chars().take(300).collect::<String>()
+            ),
+        })),
+    }
+}
+
+#[derive(Deserialize)]
+struct Args {
+    message_id: MessageId,
+}
+
+fn failed(error: &str) -> Attempt {
+    Attempt::new(
+        Outcome::Failed {
+            error: error.to_owned(),
+        },
+        None,
+    )
+}
+
+/// Delivers a `discord.post` job.
+pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt {
+    let Ok(args) = serde_json::from_str::<Args>(&job.args) else {
+        return failed("unreadable job arguments");
+    };
+    let Some(integration) = job.integration_id else {
+        return failed("the job names no integration");
+    };
+    let loaded = destinations
+        .readers
+        .read(move |c| load(c, integration, args.message_id))
+        .await;
+    let (config, secrets, message, mut thread) = match loaded {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(Gone::Deleted(what))) => return failed(&format!("nothing to deliver: {what}")),
+        Ok(Err(Gone::Invalid)) => {
+            return Attempt::new(
+                Outcome::Blocked {
+                    error: "the Discord settings are incomplete".into(),
+                },
+                None,
+            );
+        }
+        Err(err) => {
+            return Attempt::new(
+                Outcome::Retry {
+                    error: err.to_string(),
+                    not_before: None,
+                },
+                None,
+            );
+        }
+    };
+    let parts = split(&escape(&message.body), CONTENT_LIMIT);
+    let mut last = None;
+    let mut pause = None;
+    for part in &parts {
+        if let Some(wait) = pause.take() {
+            // Between the parts of one message: wait for the bucket inside the delivery (bounded)
+            // rather than fail half-way and post the first part twice on the retry.
+            tokio::time::sleep(std::cmp::min(wait, MAX_INLINE_PAUSE)).await;
+        }
+        let thread_name = (config.is_forum && thread.is_none()).then(|| {
+            display_name(&format!(
+                "{} · {}",
+                visitor_label(&message),
+                message.site_name
+            ))
+        });
+        let body = post_body(&message, part, thread_name.as_deref());
+        let posted = match execute(
+            &destinations.http,
+            &secrets.webhook_url,
+            thread.as_deref(),
+            &body,
+        )
+        .await
+        {
+            Ok(posted) => posted,
+            Err(err) => return Attempt::new(err.outcome, err.status),
+        };
+        if thread_name.is_some() {
+            let (conversation, id) = (message.conversation_id, posted.channel_id.clone());
+            if let Err(err) = destinations
+                .writer
+                .write(move |c| store::insert_discord_thread(c, conversation, integration, &id))
+                .await
+            {
+                return Attempt::new(
+                    Outcome::Retry {
+                        error: format!("could not save the thread: {err}"),
+                        not_before: None,
+                    },
+                    Some(200),
+                );
+            }
+            thread = Some(posted.channel_id.clone());
+        }
+        pause = posted.pause;
+        last = Some(posted.message_id);
+    }
+    Attempt::new(Outcome::Delivered { external_ref: last }, Some(200)).paced(pause)
+}
+
+enum Gone {
+    Deleted(&'static str),
+    Invalid,
+}
+
+type Loaded = (
+    DiscordConfig,
+    DiscordSecrets,
+    DeliveryMessage,
+    Option<String>,
+);
+
+fn load(
+    conn: &rusqlite::Connection,
+    integration: IntegrationId,
+    message: MessageId,
+) -> Result<Result<Loaded, Gone>, store::Error> {
+    let Some(row) = store::find_integration(conn, integration)? else {
+        return Ok(Err(Gone::Deleted("integration deleted")));
+    };
+    let Some(message) = store::load_delivery_message(conn, message)? else {
+        return Ok(Err(Gone::Deleted("message deleted")));
+    };
+    let (Ok(config), Ok(secrets)) = (
+        serde_json::from_str::<DiscordConfig>(&row.config),
+        serde_json::from_str::<DiscordSecrets>(&row.secrets),
+    ) else {
+        return Ok(Err(Gone::Invalid));
+    };
+    let thread = if config.is_forum {
+        store::find_discord_thread(conn, message.conversation_id, integration)?
+    } else {
+        None
+    };
+    Ok(Ok((config, secrets, message, thread)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_is_escaped() {
+        assert_eq!(escape("**hi** @everyone"), "\\*\\*hi\\*\\* @everyone");
+        assert_eq!(escape("[x](http://a)"), "\\[x\\]\\(http://a\\)");
+    }
+
+    #[test]
+    fn long_text_is_split_within_the_limit() {
+        let text = "word ".repeat(1000);
+        let parts = split(&text, CONTENT_LIMIT);
+        assert_eq!(parts.len(), 3);
+        assert!(parts.iter().all(|p| p.chars().count() <= CONTENT_LIMIT));
+        assert_eq!(parts.concat(), text);
+        let escaped = "\\*".repeat(1500);
+        let parts = split(&escaped, CONTENT_LIMIT);
+        assert!(
+            parts
+                .iter()
+                .all(|p| !p.ends_with('\\') || p.ends_with("\\\\"))
+        );
+        assert_eq!(parts.concat(), escaped);
+        assert_eq!(split("short", CONTENT_LIMIT), ["short"]);
+    }
+
+    #[test]
+    fn names_avoid_what_discord_refuses() {
+        assert_eq!(display_name("Discord fan"), "fan");
+        assert_eq!(display_name("clyde"), "Visitor");
+        assert_eq!(display_name(&"a".repeat(200)).len(), NAME_LIMIT);
+    }
+}

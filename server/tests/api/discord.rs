@@ -1,0 +1,274 @@
+//! Discord deliveries against the Discord webhook mock over loopback: one thread per
+//! conversation in a forum channel, mentions and embeds neutralised, long text split, 429
+//! pausing only its own webhook, and a deleted webhook (404) blocking the integration until an
+//! admin replaces it.
+
+use std::time::{Duration, Instant};
+
+use porch::loadtest::{DiscordFailure, DiscordMock};
+use serde_json::json;
+
+use crate::helpers::{TestApp, WAIT};
+
+struct Fixture {
+    app: TestApp,
+    mock: DiscordMock,
+    admin: String,
+}
+
+impl Fixture {
+    async fn start() -> Self {
+        let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
+            .await
+            .expect("mock");
+        let url = mock.api_url();
+        let app = TestApp::spawn(&["--discord-api-url", &url]).await;
+        let admin = app.add_user_token("Admin", "admin");
+        Self { app, mock, admin }
+    }
+
+    /// A site whose conversations go to a new webhook; returns (site key, integration id).
+    async fn site_with_discord(&self, name: &str, hook: &str, forum: bool) -> (String, i64) {
+        let site = self.app.add_site(name);
+        self.app
+            .set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
+        let webhook_url = self.mock.add_webhook(hook, forum);
+        let (status, answer) = self
+            .app
+            .api(
+                "POST",
+                &format!("/api/v1/sites/{site}/integrations/discord"),
+                &self.admin,
+                Some(json!({"webhook_url": webhook_url, "forum": forum})),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+        (site, answer["id"].as_i64().expect("id"))
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        self.app.count(sql)
+    }
+}
+
+#[tokio::test]
+async fn a_forum_channel_gets_one_thread_per_conversation_and_nobody_is_pinged() {
+    let f = Fixture::start().await;
+    let (site, _) = f.site_with_discord("Shop", "H1", true).await;
+    let (mut alice, _) = f.app.visitor(&site, None, 0).await;
+    alice
+        .say("a1", "@everyone **free** <@123> https://evil.example")
+        .await;
+    f.mock.wait_for_posts(1, WAIT).await;
+    alice.say("a2", "second").await;
+    let (mut bob, _) = f.app.visitor(&site, None, 0).await;
+    bob.say("b1", "hello from bob").await;
+    let posts = f.mock.wait_for_posts(3, WAIT).await;
+    assert_eq!(posts.len(), 3, "{posts:?}");
+
+    let first = &posts[0];
+    assert_eq!(first.query.get("wait").map(String::as_str), Some("true"));
+    assert!(first.body["thread_name"].is_string(), "{}", first.body);
+    assert_eq!(first.body["allowed_mentions"], json!({"parse": []}));
+    assert_eq!(first.body["flags"], json!(4), "embeds suppressed");
+    assert_eq!(
+        first.body["content"],
+        "@everyone \\*\\*free\\*\\* \\<@123\\> https://evil.example"
+    );
+    let thread = first.thread_id.clone().expect("a thread");
+
+    let second = posts
+        .iter()
+        .find(|p| p.body["content"] == "second")
+        .expect("second");
+    assert_eq!(second.query.get("thread_id"), Some(&thread));
+    assert!(second.body.get("thread_name").is_none());
+    let bobs = posts
+        .iter()
+        .find(|p| p.body["content"] == "hello from bob")
+        .expect("bob");
+    assert!(bobs.body["thread_name"].is_string());
+    assert_ne!(
+        bobs.thread_id.as_ref(),
+        Some(&thread),
+        "a thread per conversation"
+    );
+    // An agent's reply goes to the visitor's thread, under the agent's name.
+    let conversation = f.count("SELECT conversation_id FROM messages WHERE body = 'second'");
+    let (status, _) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{conversation}/messages"),
+            &f.admin,
+            Some(json!({"body": "Hi Alice"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let posts = f.mock.wait_for_posts(4, WAIT).await;
+    let reply = posts
+        .iter()
+        .find(|p| p.body["content"] == "Hi Alice")
+        .expect("the agent reply");
+    assert_eq!(reply.query.get("thread_id"), Some(&thread));
+    assert_eq!(reply.body["username"], "Admin (Porch)");
+    assert_eq!(reply.body["allowed_mentions"], json!({"parse": []}));
+
+    // The mapping is saved right after Discord answered.
+    let deadline = Instant::now() + WAIT;
+    while f.count("SELECT count(*) FROM discord_threads") < 2 {
+        assert!(Instant::now() < deadline, "threads were not saved");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn long_messages_are_split_within_discords_limit() {
+    let f = Fixture::start().await;
+    let (site, _) = f.site_with_discord("Shop", "H1", false).await;
+    let (mut alice, _) = f.app.visitor(&site, None, 0).await;
+    // 3,600 characters, 4,500 once the markdown is escaped.
+    let long = "a*b ".repeat(900);
+    alice.say("a1", long.trim_end()).await;
+    let posts = f.mock.wait_for_posts(3, WAIT).await;
+    assert_eq!(posts.len(), 3);
+    assert!(
+        posts
+            .iter()
+            .all(|p| p.body["content"].as_str().expect("text").chars().count() <= 2000)
+    );
+    assert!(
+        posts.iter().all(|p| p.thread_id.is_none()),
+        "a text channel"
+    );
+    let joined: String = posts
+        .iter()
+        .map(|p| p.body["content"].as_str().expect("text"))
+        .collect();
+    assert_eq!(joined, long.trim_end().replace('*', "\\*"));
+}
+
+#[tokio::test]
+async fn a_429_pauses_only_that_webhook() {
+    let f = Fixture::start().await;
+    let (slow, _) = f.site_with_discord("Slow", "H1", false).await;
+    let (fast, _) = f.site_with_discord("Fast", "H2", false).await;
+    f.mock.set_failure(
+        "H1",
+        Some(DiscordFailure::RateLimited {
+            times: 1,
+            retry_after: 1.5,
+        }),
+    );
+    let (mut a, _) = f.app.visitor(&slow, None, 0).await;
+    let (mut b, _) = f.app.visitor(&fast, None, 0).await;
+    a.say("a1", "to the slow hook").await;
+    let refused = {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(r) = f.mock.refusals().first().cloned() {
+                break r;
+            }
+            assert!(Instant::now() < deadline, "no 429");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    a.say("a2", "also slow").await;
+    b.say("b1", "to the fast hook").await;
+    let posts = f.mock.wait_for_posts(3, WAIT).await;
+    assert_eq!(posts.len(), 3, "{posts:?}");
+    let fast_post = posts.iter().find(|p| p.webhook_id == "H2").expect("fast");
+    assert!(
+        fast_post.at.duration_since(refused.at) < Duration::from_secs(1),
+        "the other webhook is not held back"
+    );
+    for post in posts.iter().filter(|p| p.webhook_id == "H1") {
+        assert!(
+            post.at.duration_since(refused.at) >= Duration::from_millis(1400),
+            "the limited webhook waited retry_after"
+        );
+    }
+    let slow_order: Vec<_> = posts
+        .iter()
+        .filter(|p| p.webhook_id == "H1")
+        .map(|p| p.body["content"].clone())
+        .collect();
+    assert_eq!(slow_order, [json!("to the slow hook"), json!("also slow")]);
+}
+
+#[tokio::test]
+async fn x_ratelimit_headers_pace_the_webhook() {
+    let f = Fixture::start().await;
+    let (site, _) = f.site_with_discord("Shop", "H1", false).await;
+    f.mock.set_exhausted("H1", Some(1.0));
+    let (mut a, _) = f.app.visitor(&site, None, 0).await;
+    a.say("a1", "one").await;
+    f.mock.wait_for_posts(1, WAIT).await;
+    a.say("a2", "two").await;
+    let posts = f.mock.wait_for_posts(2, WAIT).await;
+    assert_eq!(posts.len(), 2);
+    assert!(
+        posts[1].at.duration_since(posts[0].at) >= Duration::from_millis(900),
+        "the second post waited for the bucket to reset"
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
+    let f = Fixture::start().await;
+    let (site, id) = f.site_with_discord("Shop", "H1", true).await;
+    f.mock.delete_webhook("H1");
+    let (mut a, _) = f.app.visitor(&site, None, 0).await;
+    a.say("a1", "lost?").await;
+    a.say("a2", "still there?").await;
+    let deadline = Instant::now() + WAIT;
+    while f.count("SELECT count(*) FROM jobs WHERE state = 'blocked'") < 2 {
+        assert!(Instant::now() < deadline, "jobs were not blocked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        f.count(&format!(
+            "SELECT count(*) FROM integrations WHERE id = {id} AND status = 'broken'"
+        )),
+        1
+    );
+    assert!(f.mock.posts().is_empty());
+
+    let new_url = f.mock.add_webhook("H9", true);
+    let (status, answer) = f
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/integrations/{id}/discord"),
+            &f.admin,
+            Some(json!({"webhook_url": new_url, "forum": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["resumed_jobs"], 2);
+    let posts = f.mock.wait_for_posts(2, WAIT).await;
+    assert_eq!(posts.len(), 2);
+    assert!(posts.iter().all(|p| p.webhook_id == "H9"));
+}
+
+#[tokio::test]
+async fn only_discord_webhook_urls_are_accepted() {
+    let f = Fixture::start().await;
+    let site = f.app.add_site("Shop");
+    for url in [
+        "http://169.254.169.254/latest/meta-data".to_owned(),
+        format!("{}/webhooks/only-id", f.mock.api_url()),
+        format!("{}/webhooks/H404/token", f.mock.api_url()),
+    ] {
+        let (status, answer) = f
+            .app
+            .api(
+                "POST",
+                &format!("/api/v1/sites/{site}/integrations/discord"),
+                &f.admin,
+                Some(json!({"webhook_url": url})),
+            )
+            .await;
+        assert_eq!(status, 422, "{url}: {answer}");
+    }
+}

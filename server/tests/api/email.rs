@@ -1,0 +1,311 @@
+//! Email against a real SMTP server (aiosmtpd, started by the test from
+//! tests/deliveries/.venv): the test-send action, one digest for a conversation nobody answered
+//! in time (none for one that was answered), an agent reply mailed only while the visitor is
+//! away, and the transcript on closing; with the install's sender, `Reply-To`,
+//! `Auto-Submitted`, threaded `Message-ID`s and escaped visitor text.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use porch::store::{ConversationId, UserId};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, WAIT};
+
+/// The SMTP server, killed when dropped.
+struct Sink {
+    child: Child,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Sink {
+    fn start() -> Self {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/deliveries");
+        let python = std::env::var("PORCH_TEST_PYTHON")
+            .map_or_else(|_| root.join(".venv/bin/python"), PathBuf::from);
+        assert!(
+            python.exists(),
+            "{} is missing: run scripts/test once (it installs aiosmtpd there)",
+            python.display()
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let mut child = Command::new(python)
+            .arg(root.join("smtp_sink.py"))
+            .arg(dir.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the SMTP server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the port");
+        let port = line.trim().parse().expect("a port number");
+        Self { child, dir, port }
+    }
+
+    fn mails(&self) -> Vec<Value> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(self.dir.path())
+            .expect("dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        paths
+            .iter()
+            .map(|p| {
+                serde_json::from_str(&std::fs::read_to_string(p).expect("read")).expect("json")
+            })
+            .collect()
+    }
+
+    async fn wait_for(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let mails = self.mails();
+            if mails.len() >= n {
+                return mails;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {} mails: {mails:?}",
+                mails.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn header<'a>(mail: &'a Value, name: &str) -> &'a str {
+    mail["headers"][name].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one story: the mails of two conversations, in order
+async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
+    let sink = Sink::start();
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&[
+        "--smtp-url",
+        &smtp,
+        "--mail-from",
+        "Porch <chat@porch.test>",
+    ])
+    .await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    app.set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/email"),
+            &admin,
+            Some(json!({"unanswered_after_secs": 1, "reply_delay_secs": 0})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+
+    // The test-send action.
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/email/test",
+            &admin,
+            Some(json!({"to": "admin@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let mails = sink.wait_for(1).await;
+    assert_eq!(header(&mails[0], "subject"), "Porch test email");
+
+    // Alice waits with her address left; Bob is answered at once.
+    let (mut alice, _) = app.visitor(&site, None, 0).await;
+    alice.say("a1", "<b>Help</b> & \"more\"").await;
+    alice
+        .send(json!({"type": "email", "email": "alice@example.org"}))
+        .await;
+    let saved = alice.recv().await;
+    assert_eq!(
+        saved,
+        json!({"type": "email_saved", "email": "alice@example.org"})
+    );
+    let alice_conversation = ConversationId(app.count("SELECT max(id) FROM conversations"));
+    let (mut bob, _) = app.visitor(&site, None, 0).await;
+    bob.say("b1", "quick question").await;
+    let bob_conversation = ConversationId(app.count("SELECT max(id) FROM conversations"));
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{bob_conversation}/messages"),
+            &admin,
+            Some(json!({"body": "Answered!"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+
+    let mails = sink.wait_for(2).await;
+    let digest = &mails[1];
+    assert_eq!(digest["rcpt_tos"], json!(["admin@example.com"]));
+    assert_eq!(header(digest, "from"), "Porch <chat@porch.test>");
+    assert_eq!(header(digest, "reply-to"), "alice@example.org");
+    assert_eq!(header(digest, "auto-submitted"), "auto-generated");
+    assert!(header(digest, "message-id").ends_with("@porch.test>"));
+    let html = digest["html"].as_str().expect("an HTML part");
+    let text = digest["text"].as_str().expect("a text part");
+    assert!(
+        html.contains("&lt;b&gt;Help&lt;/b&gt; &amp; &quot;more&quot;"),
+        "{html}"
+    );
+    assert!(!html.contains("<b>Help</b>"));
+    assert!(text.contains("<b>Help</b> & \"more\""), "{text}");
+    assert!(text.contains(&format!("/conversations/{alice_conversation}")));
+    assert!(
+        !text.contains(&format!("/conversations/{bob_conversation}")),
+        "an answered conversation is not in the digest"
+    );
+
+    // A reply while Alice has the widget open is not mailed; one after she left is.
+    let reply_path = format!("/api/v1/conversations/{alice_conversation}/messages");
+    let reply =
+        |body: &'static str| app.api("POST", &reply_path, &admin, Some(json!({"body": body})));
+    assert_eq!(reply("Seen live").await.0, 201);
+    let reply_frame = alice.recv().await;
+    assert_eq!(reply_frame["body"], "Seen live");
+    let deadline = Instant::now() + WAIT;
+    while app.count(
+        "SELECT count(*) FROM jobs WHERE kind = 'email.reply' AND state = 'done' \
+         AND external_ref = 'the visitor is online'",
+    ) < 1
+    {
+        assert!(Instant::now() < deadline, "the reply job did not run");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    alice.ws.close(None).await.expect("close");
+    drop(alice);
+    let deadline = Instant::now() + WAIT;
+    let hub = app.server.as_ref().expect("server").app.chat.hub().clone();
+    let visitor = porch::store::VisitorId(app.count(&format!(
+        "SELECT visitor_id FROM conversations WHERE id = {alice_conversation}"
+    )));
+    while hub.is_visitor_connected(visitor) {
+        assert!(Instant::now() < deadline, "the widget did not disconnect");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(reply("We <3 you & will mail").await.0, 201);
+    let mails = sink.wait_for(3).await;
+    let offline = &mails[2];
+    assert_eq!(offline["rcpt_tos"], json!(["alice@example.org"]));
+    assert_eq!(header(offline, "from"), "Porch <chat@porch.test>");
+    assert_eq!(header(offline, "reply-to"), "Porch <chat@porch.test>");
+    assert_eq!(header(offline, "auto-submitted"), "auto-generated");
+    let thread = format!("<porch.conversation-{alice_conversation}@porch.test>");
+    assert_eq!(header(offline, "in-reply-to"), thread);
+    assert_eq!(header(offline, "references"), thread);
+    let html = offline["html"].as_str().expect("html");
+    assert!(html.contains("We &lt;3 you &amp; will mail"), "{html}");
+    assert!(
+        offline["text"]
+            .as_str()
+            .expect("text")
+            .contains("We <3 you & will mail")
+    );
+
+    // Closing mails the transcript.
+    let server_app = &app.server.as_ref().expect("server").app;
+    let admin_id = UserId(app.count("SELECT id FROM users WHERE name = 'Admin'"));
+    let admin_user = server_app
+        .readers
+        .read(move |c| porch::store::find_user(c, admin_id))
+        .await
+        .expect("read")
+        .expect("admin");
+    server_app
+        .inbox
+        .close(alice_conversation, &admin_user)
+        .await
+        .expect("close");
+    let mails = sink.wait_for(4).await;
+    let transcript = &mails[3];
+    assert_eq!(transcript["rcpt_tos"], json!(["alice@example.org"]));
+    assert_eq!(header(transcript, "in-reply-to"), thread);
+    assert_eq!(
+        header(transcript, "message-id"),
+        format!("<porch.transcript-{alice_conversation}@porch.test>")
+    );
+    let html = transcript["html"].as_str().expect("html");
+    for part in [
+        "&lt;b&gt;Help&lt;/b&gt;",
+        "Seen live",
+        "We &lt;3 you &amp; will mail",
+    ] {
+        assert!(html.contains(part), "{part} in {html}");
+    }
+
+    // Nothing else: one digest, no mail for Bob, none for the reply seen live.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(sink.mails().len(), 4, "{:?}", sink.mails());
+}
+
+#[tokio::test]
+async fn invitation_and_reset_links_are_mailed_when_smtp_is_configured() {
+    use porch::jobs::email::{AccountLink, mail_account_link};
+
+    let sink = Sink::start();
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
+    let config = &app.server.as_ref().expect("server").app.config;
+    let url = "https://chat.example.com/invitations/tok&en";
+    assert!(
+        mail_account_link(
+            config,
+            "Ada <Lovelace>",
+            "ada@example.com",
+            AccountLink::Invitation,
+            url
+        )
+        .await
+    );
+    assert!(
+        mail_account_link(
+            config,
+            "Ada",
+            "ada@example.com",
+            AccountLink::PasswordReset,
+            "https://chat.example.com/password-resets/x"
+        )
+        .await
+    );
+    let mails = sink.wait_for(2).await;
+    let invite = &mails[0];
+    assert_eq!(invite["rcpt_tos"], json!(["ada@example.com"]));
+    assert_eq!(header(invite, "subject"), "You are invited to Porch");
+    assert_eq!(header(invite, "auto-submitted"), "auto-generated");
+    assert!(invite["text"].as_str().expect("text").contains(url));
+    let html = invite["html"].as_str().expect("html");
+    assert!(html.contains("Ada &lt;Lovelace&gt;"), "{html}");
+    assert!(html.contains("invitations/tok&amp;en"), "{html}");
+    assert_eq!(header(&mails[1], "subject"), "Reset your Porch password");
+
+    // Without SMTP nothing is sent and the team page shows only the link.
+    let plain = TestApp::spawn(&[]).await;
+    let config = &plain.server.as_ref().expect("server").app.config;
+    assert!(
+        !mail_account_link(
+            config,
+            "Ada",
+            "ada@example.com",
+            AccountLink::Invitation,
+            url
+        )
+        .await
+    );
+}

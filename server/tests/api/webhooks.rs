@@ -1,0 +1,406 @@
+//! Outgoing webhooks against a receiver on loopback: every event signed per Standard Webhooks
+//! and verified by an independent implementation (the `standardwebhooks` package from the Python package index,
+//! installed into tests/deliveries/.venv by scripts/test), also across a secret rotation; a
+//! retry after a 5xx with the same `webhook-id`; 410 disabling the endpoint; redirects not
+//! followed; replay from the delivery log; and the SSRF guard.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use porch::loadtest::{Received, WebhookMock};
+use porch::store::{ConversationId, UserId};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, WAIT};
+
+const ALL_EVENTS: [&str; 4] = [
+    "conversation.created",
+    "message.created",
+    "conversation.assigned",
+    "conversation.closed",
+];
+
+struct Fixture {
+    app: TestApp,
+    mock: WebhookMock,
+    admin: String,
+    site: String,
+}
+
+impl Fixture {
+    async fn start(args: &[&str]) -> Self {
+        let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
+            .await
+            .expect("receiver");
+        let app = TestApp::spawn(args).await;
+        let admin = app.add_user_token("Admin", "admin");
+        let site = app.add_site("Shop");
+        app.set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
+        Self {
+            app,
+            mock,
+            admin,
+            site,
+        }
+    }
+
+    /// Adds an endpoint at `path` of the receiver; returns (id, secret).
+    async fn endpoint(&self, path: &str, events: &[&str]) -> (i64, String) {
+        let (status, answer) = self
+            .app
+            .api(
+                "POST",
+                &format!("/api/v1/sites/{}/integrations/webhooks", self.site),
+                &self.admin,
+                Some(json!({"url": self.mock.url(path), "events": events})),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+        let secret = answer["secret"].as_str().expect("secret").to_owned();
+        assert!(secret.starts_with("whsec_"));
+        (answer["id"].as_i64().expect("id"), secret)
+    }
+
+    async fn log(&self, id: i64) -> Value {
+        let (status, log) = self
+            .app
+            .api(
+                "GET",
+                &format!("/api/v1/integrations/{id}/deliveries"),
+                &self.admin,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{log}");
+        log
+    }
+
+    async fn wait_for_sql(&self, sql: &str, at_least: i64) {
+        let deadline = Instant::now() + WAIT;
+        while self.app.count(sql) < at_least {
+            assert!(Instant::now() < deadline, "timed out waiting for: {sql}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn conversation(&self) -> ConversationId {
+        ConversationId(self.app.count("SELECT max(id) FROM conversations"))
+    }
+}
+
+fn payload(received: &Received) -> Value {
+    serde_json::from_str(&received.body).expect("JSON body")
+}
+
+/// The interpreter of tests/deliveries/.venv (made by scripts/test), or `PORCH_TEST_PYTHON`.
+fn referee_python() -> PathBuf {
+    if let Ok(python) = std::env::var("PORCH_TEST_PYTHON") {
+        return python.into();
+    }
+    let python =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/deliveries/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test once (it installs the standardwebhooks package there)",
+        python.display()
+    );
+    python
+}
+
+/// Verifies the deliveries with the `standardwebhooks` package; returns its report.
+fn verify_with_referee(secret: &str, deliveries: &[Received]) -> Result<String, String> {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/deliveries/verify_webhooks.py");
+    let input = json!({
+        "secret": secret,
+        "deliveries": deliveries.iter().map(|d| json!({"headers": d.headers, "body": d.body})).collect::<Vec<_>>(),
+    });
+    let mut child = Command::new(referee_python())
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(input.to_string().as_bytes())
+            .expect("write");
+    }
+    let output = child.wait_with_output().expect("python finishes");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if output.status.success() {
+        Ok(report)
+    } else {
+        Err(report)
+    }
+}
+
+#[tokio::test]
+async fn every_event_is_signed_and_verifies_with_standardwebhooks_also_after_rotation() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (id, secret) = f.endpoint("/hook", &ALL_EVENTS).await;
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "Hello <b>there</b>").await;
+    f.mock.wait_for(2, WAIT).await;
+    let conversation = f.conversation();
+    let (status, _) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{conversation}/messages"),
+            &f.admin,
+            Some(json!({"body": "Hi, how can I help?"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let app = &f.app.server.as_ref().expect("server").app;
+    let admin_id = UserId(f.app.count("SELECT id FROM users WHERE name = 'Admin'"));
+    let admin = app
+        .readers
+        .read(move |c| porch::store::find_user(c, admin_id))
+        .await
+        .expect("read")
+        .expect("admin");
+    app.inbox
+        .assign(conversation, &admin, Some(&admin))
+        .await
+        .expect("assign");
+    app.inbox.close(conversation, &admin).await.expect("close");
+    let received = f.mock.wait_for(5, WAIT).await;
+    let types: Vec<String> = received
+        .iter()
+        .map(|r| payload(r)["type"].as_str().expect("type").to_owned())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "conversation.created",
+            "message.created",
+            "message.created",
+            "conversation.assigned",
+            "conversation.closed"
+        ]
+    );
+    let visitor_message = payload(&received[1]);
+    assert_eq!(visitor_message["data"]["message"]["author"], "visitor");
+    assert_eq!(
+        visitor_message["data"]["message"]["body"],
+        "Hello <b>there</b>"
+    );
+    assert_eq!(payload(&received[2])["data"]["message"]["author"], "agent");
+    assert_eq!(payload(&received[3])["data"]["assignee"]["name"], "Admin");
+    assert_eq!(
+        payload(&received[4])["data"]["conversation"]["status"],
+        "closed"
+    );
+    for r in &received {
+        assert!(r.headers["webhook-id"].starts_with("msg_"));
+        assert!(r.headers["webhook-signature"].starts_with("v1,"));
+        assert_eq!(r.headers["content-type"], "application/json");
+    }
+    let report = verify_with_referee(&secret, &received).expect("signatures verify");
+    assert_eq!(report.lines().filter(|l| l.starts_with("OK")).count(), 5);
+    assert!(
+        verify_with_referee("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &received[..1]).is_err(),
+        "the referee refuses a wrong secret"
+    );
+
+    // Rotation: both secrets sign while receivers switch over.
+    let (status, rotated) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/integrations/{id}/webhook/rotate"),
+            &f.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{rotated}");
+    let new_secret = rotated["secret"].as_str().expect("secret").to_owned();
+    assert_ne!(new_secret, secret);
+    visitor.say("v2", "after the rotation").await;
+    let received = f.mock.wait_for(8, WAIT).await;
+    let after: Vec<Received> = received[5..].to_vec();
+    assert!(
+        after
+            .iter()
+            .all(|r| r.headers["webhook-signature"].split(' ').count() == 2)
+    );
+    verify_with_referee(&new_secret, &after).expect("the new secret verifies");
+    verify_with_referee(&secret, &after).expect("the old secret still verifies");
+}
+
+#[tokio::test]
+async fn a_5xx_is_retried_with_the_same_webhook_id_and_logged() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (id, secret) = f.endpoint("/hook", &["message.created"]).await;
+    f.mock.answer("/hook", &[500]);
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "retry me").await;
+    // The Standard Webhooks schedule retries 5 seconds after the first failure.
+    let received = f.mock.wait_for(2, WAIT + WAIT).await;
+    assert_eq!(received.len(), 2);
+    assert_eq!(
+        (received[0].status, received[1].status),
+        (500, 200),
+        "failed, then delivered"
+    );
+    assert_eq!(
+        received[0].headers["webhook-id"],
+        received[1].headers["webhook-id"]
+    );
+    assert!(received[1].at.duration_since(received[0].at) >= Duration::from_secs(4));
+    verify_with_referee(&secret, &received).expect("signatures verify");
+    f.wait_for_sql("SELECT count(*) FROM jobs WHERE state = 'done'", 1)
+        .await;
+
+    let log = f.log(id).await;
+    let attempts = log["deliveries"].as_array().expect("log");
+    assert_eq!(attempts.len(), 2, "{log}");
+    assert_eq!(attempts[0]["http_status"], 200);
+    assert_eq!(attempts[0]["event"], "message.created");
+    assert_eq!(attempts[1]["http_status"], 500);
+    assert_eq!(attempts[1]["outcome"], "retry");
+    let error = attempts[1]["error"].as_str().expect("error");
+    assert!(error.starts_with("HTTP 500"), "{error}");
+    assert!(error.len() < 1000, "the answer is capped in the log");
+    assert!(attempts[0]["latency_ms"].as_i64().is_some());
+
+    // Replay from the log: a new job, same webhook-id.
+    let job = attempts[0]["job_id"].as_i64().expect("job id");
+    let (status, answer) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/integrations/{id}/deliveries/{job}/replay"),
+            &f.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    let received = f.mock.wait_for(3, WAIT).await;
+    assert_eq!(
+        received[2].headers["webhook-id"],
+        received[0].headers["webhook-id"]
+    );
+    assert_eq!(received[2].body, received[1].body);
+}
+
+#[tokio::test]
+async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (gone, _) = f.endpoint("/gone", &["message.created"]).await;
+    let (moved, _) = f.endpoint("/moved", &["message.created"]).await;
+    f.mock.answer("/gone", &[410]);
+    f.mock.answer("/moved", &[302]);
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "first").await;
+    f.wait_for_sql(
+        &format!("SELECT count(*) FROM integrations WHERE id = {gone} AND is_enabled = 0"),
+        1,
+    )
+    .await;
+    f.wait_for_sql(
+        &format!("SELECT count(*) FROM jobs WHERE integration_id = {moved} AND attempt >= 1 AND state = 'queued'"),
+        1,
+    )
+    .await;
+    let log = f.log(moved).await;
+    let error = log["deliveries"][0]["error"].as_str().expect("error");
+    assert!(error.contains("redirect"), "{error}");
+    assert!(
+        f.mock.received().iter().all(|r| r.path != "/elsewhere"),
+        "the redirect was not followed"
+    );
+    let log = f.log(gone).await;
+    assert_eq!(log["is_enabled"], false);
+    let (status, listed) = f
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/sites/{}/integrations", f.site),
+            &f.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["integrations"][0]["is_enabled"], false);
+    assert_eq!(listed["integrations"][0]["status"], "broken");
+    assert!(
+        !listed.to_string().contains("whsec_"),
+        "secrets are never listed"
+    );
+    assert_eq!(log["deliveries"][0]["http_status"], 410);
+
+    visitor.say("v2", "second").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        f.app.count(&format!(
+            "SELECT count(*) FROM jobs WHERE integration_id = {gone}"
+        )),
+        1,
+        "a disabled endpoint gets no new deliveries"
+    );
+    assert_eq!(
+        f.mock
+            .received()
+            .iter()
+            .filter(|r| r.path == "/gone")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_ssrf_guard_refuses_private_addresses_unless_allowed() {
+    let f = Fixture::start(&[]).await;
+    for url in [
+        f.mock.url("/hook"),
+        format!("http://localhost:{}/hook", f.mock.addr.port()),
+        "http://[::ffff:127.0.0.1]/hook".to_owned(),
+        "http://169.254.169.254/latest/meta-data".to_owned(),
+        "file:///etc/passwd".to_owned(),
+    ] {
+        let (status, answer) = f
+            .app
+            .api(
+                "POST",
+                &format!("/api/v1/sites/{}/integrations/webhooks", f.site),
+                &f.admin,
+                Some(json!({"url": url, "events": ["message.created"]})),
+            )
+            .await;
+        assert_eq!(status, 422, "{url}: {answer}");
+    }
+
+    // A name that resolved to a public address when saved and to loopback now (DNS rebinding)
+    // is refused at connect time: simulated by storing the URL directly.
+    let conn = f.app.db();
+    conn.execute(
+        "INSERT INTO integrations (site_id, kind, name, config, secrets, created_at, updated_at) \
+         SELECT id, 'webhook', 'Webhook', json_object('url', ?1, 'events', json_array('message.created')), \
+                json_object('secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'), 0, 0 FROM sites",
+        [format!("http://localhost:{}/hook", f.mock.addr.port())],
+    )
+    .expect("insert");
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "probe").await;
+    f.wait_for_sql(
+        "SELECT count(*) FROM job_attempts WHERE error LIKE '%private or special-purpose%'",
+        1,
+    )
+    .await;
+    assert!(f.mock.received().is_empty(), "nothing reached loopback");
+
+    // With the per-install setting, the same URL is accepted.
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    f.endpoint("/hook", &["message.created"]).await;
+}

@@ -140,7 +140,7 @@ pub struct Config {
     /// `smtp://user:pass@host:587?tls=required` (STARTTLS), `smtp://host:25` (unencrypted, for a
     /// local relay). Credentials are URL-encoded. Unset, Porch sends no email.
     #[arg(long, env = "PORCH_SMTP_URL", hide_env_values = true)]
-    pub smtp_url: Option<String>,
+    pub smtp_url: Option<Secret>,
 
     /// The address email comes from, for example `Porch <chat@example.com>`.
     #[arg(long, env = "PORCH_MAIL_FROM")]
@@ -153,6 +153,32 @@ pub struct Config {
     /// Log filter, for example `info` or `porch=debug,info`.
     #[arg(long, env = "PORCH_LOG", default_value = "info")]
     pub log: String,
+}
+
+/// A setting that holds a credential: usable, never printed (`Debug` shows `<redacted>`), so a
+/// debug print of the configuration cannot leak it into a log.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The value, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_owned()))
+    }
 }
 
 /// A comma-separated list of IP addresses; empty means none (so an empty variable in a compose
@@ -183,6 +209,15 @@ fn parse_ip_list(raw: &str) -> Result<IpList, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_not_printed() {
+        let secret: Secret = "smtps://user:hunter2@mail.example"
+            .parse()
+            .unwrap_or_else(|e| match e {});
+        assert_eq!(format!("{secret:?}"), "<redacted>");
+        assert_eq!(secret.expose(), "smtps://user:hunter2@mail.example");
+    }
 
     #[test]
     fn an_empty_proxy_list_means_none() {

@@ -151,7 +151,10 @@ async fn start_runner(
         webhooks: crate::jobs::webhook_client(config.allow_private_networks)?,
         allow_private_networks: config.allow_private_networks,
         mailer: match (&config.smtp_url, &config.mail_from) {
-            (Some(url), Some(from)) => Some(Arc::new(crate::jobs::email::Mailer::new(url, from)?)),
+            (Some(url), Some(from)) => Some(Arc::new(crate::jobs::email::Mailer::new(
+                url.expose(),
+                from,
+            )?)),
             _ => None,
         },
         hub: Arc::clone(app.chat.hub()),

@@ -429,7 +429,7 @@ fn mailer(app: &AppState) -> Result<crate::jobs::email::Mailer, ApiError> {
             "Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM.",
         ));
     };
-    crate::jobs::email::Mailer::new(url, from).map_err(|err| invalid(err.to_string()))
+    crate::jobs::email::Mailer::new(url.expose(), from).map_err(|err| invalid(err.to_string()))
 }
 
 #[derive(Debug, Deserialize)]

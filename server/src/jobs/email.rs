@@ -116,7 +116,7 @@ pub async fn mail_account_link(
     let (Some(smtp), Some(from)) = (&config.smtp_url, &config.mail_from) else {
         return false;
     };
-    let sent = match Mailer::new(smtp, from) {
+    let sent = match Mailer::new(smtp.expose(), from) {
         Ok(mailer) => tokio::time::timeout(
             Duration::from_secs(15),
             mailer.send_account_link(name, email, kind, url),

@@ -190,6 +190,12 @@ impl Drop for InboxSubscription {
 
 impl Hub {
     /// Subscribes an agent's connection to every inbox event.
+    /// True while at least one agent has a live inbox or conversation page open: "someone is
+    /// here to answer".
+    pub fn has_inbox_subscribers(&self) -> bool {
+        self.inbox.lock().is_ok_and(|subs| !subs.is_empty())
+    }
+
     pub fn subscribe_inbox(self: &Arc<Self>) -> InboxSubscription {
         let (tx, events) = mpsc::channel(INBOX_QUEUE);
         let id = self.new_connection_id();

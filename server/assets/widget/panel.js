@@ -321,6 +321,8 @@
         attempt = 0;
         if (typeof f.token === "string") write(key("token"), f.token);
         const site = f.site || {};
+        // Nobody in the inbox: offer to answer by email (a missing field counts as nobody).
+        agentsOnline = site.agents_online === true;
         if (site.name) title.textContent = site.name;
         if (site.greeting) {
           greeting.firstChild.textContent = site.greeting;
@@ -335,7 +337,7 @@
         const el = byClientId.get(f.client_id);
         if (el && typeof f.id === "number") confirm(el, f.client_id, f.id, f.at);
         else dropPending(f.client_id);
-        if (read(key("email")) == null) emailForm.hidden = false;
+        if (!agentsOnline && read(key("email")) == null) emailForm.hidden = false;
         break;
       }
       case "email_saved":
@@ -382,6 +384,7 @@
   // --- the offline capture
 
   let emailWanted = null;
+  let agentsOnline = false;
   const saveEmail = () => {
     const email = emailInput.value.trim();
     if (!email || !isReady) return;

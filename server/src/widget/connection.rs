@@ -295,6 +295,7 @@ impl Connection {
                 greeting: &site.greeting,
                 color: &site.color,
                 position: &site.position,
+                agents_online: self.app.chat.hub().has_inbox_subscribers(),
             },
             messages: messages.iter().map(MessageFrame::from).collect(),
         };

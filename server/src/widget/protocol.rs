@@ -45,6 +45,8 @@ pub struct SiteInfo<'a> {
     pub greeting: &'a str,
     pub color: &'a str,
     pub position: &'a str,
+    /// Whether an agent has the inbox open right now; the widget offers email capture when not.
+    pub agents_online: bool,
 }
 
 /// A message as the widget shows it.

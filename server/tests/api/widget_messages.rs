@@ -187,3 +187,19 @@ async fn a_forged_token_gets_a_fresh_identity_and_no_history() {
     assert_ne!(other["token"], welcome["token"]);
     assert_eq!(other["messages"], json!([]));
 }
+
+#[tokio::test]
+async fn welcome_says_whether_an_agent_has_the_inbox_open() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (_, nobody) = app.visitor(&site, None, 0).await;
+    assert_eq!(nobody["site"]["agents_online"], false);
+    // What an agent's open inbox page holds: a live inbox subscription.
+    let hub = std::sync::Arc::clone(app.server.as_ref().expect("running").app.chat.hub());
+    let agent = hub.subscribe_inbox();
+    let (_, someone) = app.visitor(&site, None, 0).await;
+    assert_eq!(someone["site"]["agents_online"], true);
+    drop(agent);
+    let (_, gone) = app.visitor(&site, None, 0).await;
+    assert_eq!(gone["site"]["agents_online"], false);
+}

@@ -1,6 +1,24 @@
-//! Tools for measuring and testing Porch against stand-ins of outside services. For now: a Slack
-//! Web API mock (`porch slack-mock`), used by the integration tests and the load test.
+//! Tools for measuring and testing Porch against stand-ins of outside services: a Slack Web API
+//! mock (`porch slack-mock`), the bare websocket echo baseline (`porch loadtest-echo`) and the
+//! load test itself (`porch loadtest`), which only ever runs against scratch data or loopback.
 
+mod args;
+mod echo;
+mod generator;
+mod report;
+mod run;
 mod slack_mock;
+mod target;
 
+pub use args::{EchoArgs, LoadtestArgs};
+pub use echo::run_echo;
+pub use report::{Report, Series, Stair, markdown};
+pub use run::run;
 pub use slack_mock::{Failure, Post, SlackMock};
+
+/// Prints a result: standard output is the command's interface.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{text}")
+        .map_err(|e| anyhow::anyhow!("writing to standard output: {e}"))
+}

@@ -11,6 +11,7 @@ mod connections;
 mod health;
 mod helpers;
 mod inbox;
+mod loadtest;
 mod slack;
 mod snippet;
 mod widget_errors;

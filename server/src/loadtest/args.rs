@@ -29,8 +29,8 @@ pub struct LoadtestArgs {
     /// Extra connected widget sockets that only say hello and stay silent.
     #[arg(long, default_value_t = 0)]
     pub idle: u32,
-    /// Adds a flood site whose 10 visitors send this many messages a second in total, against
-    /// the site's default brakes (600 a minute); 0 for none.
+    /// Adds a `porch+flood` series: the same stairs with a flood site whose 10 visitors send
+    /// this many messages a second in total against its default brakes (600 a minute); 0 for none.
     #[arg(long, default_value_t = 0)]
     pub flood: u32,
     /// Points every site at an in-process Slack mock answering after this delay (e.g. `50ms`).
@@ -39,6 +39,9 @@ pub struct LoadtestArgs {
     /// A stair fails when its ack p99 exceeds this.
     #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
     pub gate_p99: Duration,
+    /// With `--slack-delay`, a stair also fails when the job lag p99 (ack → post) exceeds this.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub gate_job_lag: Duration,
     /// Skips the bare websocket echo baseline (then no ratios are reported).
     #[arg(long)]
     pub no_echo: bool,

@@ -29,6 +29,12 @@ pub struct Report {
     pub warmup_ms: u64,
     pub duration_ms: u64,
     pub gate_p99_ms: f64,
+    /// Job lag p99 gate of the Slack stairs.
+    #[serde(default)]
+    pub gate_job_lag_ms: f64,
+    /// `PORCH_*` settings the scratch servers ran with (defaults otherwise).
+    #[serde(default)]
+    pub server_env: Vec<String>,
     pub series: Vec<Series>,
 }
 
@@ -136,19 +142,7 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 /// Renders the report as Markdown: one table per series, then ratios to the echo.
 pub fn markdown(r: &Report) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "## Load test {}\n", r.started_at);
-    let _ = writeln!(md, "- command: `{}`", r.command);
-    let _ = writeln!(
-        md,
-        "- machine: {} cores, {}, kernel {}",
-        r.machine.cores, r.machine.cpu_model, r.machine.kernel
-    );
-    let _ = writeln!(md, "- placement: {}", r.placement);
-    let _ = writeln!(
-        md,
-        "- {} visitor sockets over {} sites, {} idle sockets, flood {} msg/s; warm-up {} ms, window {} ms; gate: achieved/target ≥ 0.95 and ack p99 ≤ {} ms\n",
-        r.visitors, r.sites, r.idle, r.flood_rate, r.warmup_ms, r.duration_ms, r.gate_p99_ms
-    );
+    header(&mut md, r);
     let echo = r.series("echo");
     for series in &r.series {
         let _ = writeln!(md, "### {}\n", series.name);
@@ -212,6 +206,9 @@ pub fn markdown(r: &Report) -> String {
         if let Some(kib) = series.stairs.iter().find_map(|s| s.idle_kib_per_socket) {
             let _ = writeln!(md, "idle sockets: {kib:.1} KiB of server RSS per socket\n");
         }
+        if let Some(calm) = r.series("porch").filter(|_| series.name == "porch+flood") {
+            flood_ratios(&mut md, series, calm);
+        }
         if let Some(echo) = echo.filter(|_| series.name != "echo") {
             echo_ratios(&mut md, series, echo);
         }
@@ -262,4 +259,65 @@ fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {
     if let Some(r) = ratio(idle(series), idle(echo)) {
         let _ = writeln!(md, "idle KiB per socket ÷ echo: {r:.2}\n");
     }
+}
+
+/// The flood gate: the other sites' p99 during the flood against the same stair without it.
+fn flood_ratios(md: &mut String, flooded: &Series, calm: &Series) {
+    let _ = writeln!(
+        md,
+        "Other sites during the flood, against the same stair without it:\n"
+    );
+    let _ = writeln!(
+        md,
+        "| target/s | p99 ms without flood | p99 ms with flood | ratio (gate ≤ 1.2) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|");
+    let mut targets: Vec<u32> = flooded.stairs.iter().map(|s| s.target).collect();
+    targets.dedup();
+    for t in targets {
+        let (a, b) = (
+            calm.at(t, |s| Some(s.p99_ms)),
+            flooded.at(t, |s| Some(s.p99_ms)),
+        );
+        let _ = writeln!(
+            md,
+            "| {t} | {} | {} | {} |",
+            opt(a, 2),
+            opt(b, 2),
+            opt(ratio(b, a), 2)
+        );
+    }
+    let _ = writeln!(md);
+}
+
+fn header(md: &mut String, r: &Report) {
+    let _ = writeln!(md, "## Load test {}\n", r.started_at);
+    let _ = writeln!(md, "- command: `{}`", r.command);
+    let _ = writeln!(
+        md,
+        "- machine: {} cores, {}, kernel {}",
+        r.machine.cores, r.machine.cpu_model, r.machine.kernel
+    );
+    let _ = writeln!(md, "- placement: {}", r.placement);
+    let _ = writeln!(
+        md,
+        "- server settings: {}",
+        if r.server_env.is_empty() {
+            "defaults (synchronous=FULL)".to_owned()
+        } else {
+            r.server_env.join(" ")
+        }
+    );
+    let _ = writeln!(
+        md,
+        "- {} visitor sockets over {} sites, {} idle sockets, flood {} msg/s; warm-up {} ms, window {} ms; gate: achieved/target ≥ 0.95 and ack p99 ≤ {} ms (with Slack also every message delivered and job lag p99 ≤ {} ms)\n",
+        r.visitors,
+        r.sites,
+        r.idle,
+        r.flood_rate,
+        r.warmup_ms,
+        r.duration_ms,
+        r.gate_p99_ms,
+        r.gate_job_lag_ms
+    );
 }

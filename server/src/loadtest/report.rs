@@ -124,7 +124,12 @@ impl Series {
             .filter_map(&f)
             .collect();
         v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
+        let mid = v.len() / 2;
+        match v.len() {
+            0 => None,
+            n if n % 2 == 0 => Some(f64::midpoint(v[mid - 1], v[mid])),
+            _ => Some(v[mid]),
+        }
     }
 }
 

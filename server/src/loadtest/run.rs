@@ -256,8 +256,13 @@ fn loopback_url(url: &str) -> anyhow::Result<String> {
         .strip_prefix("ws://")
         .or_else(|| base.strip_prefix("http://"))
         .context("--url must start with ws:// or http://")?;
-    let is_loopback =
-        host.starts_with("127.") || host.starts_with("localhost:") || host.starts_with("[::1]:");
+    // A parsed address, not a prefix: `127.evil.example` must not pass.
+    let is_loopback = host
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|a| a.ip().is_loopback())
+        || host
+            .strip_prefix("localhost:")
+            .is_some_and(|port| port.parse::<u16>().is_ok());
     if !is_loopback {
         bail!("--url must be a loopback address (127.0.0.1, localhost or [::1])");
     }
@@ -459,5 +464,22 @@ impl Drop for MockThread {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_url;
+
+    #[test]
+    fn only_loopback_targets_are_accepted() {
+        assert_eq!(
+            loopback_url("http://127.0.0.1:8080/").ok().as_deref(),
+            Some("ws://127.0.0.1:8080")
+        );
+        assert!(loopback_url("ws://localhost:8080").is_ok());
+        assert!(loopback_url("ws://example.com:8080").is_err());
+        assert!(loopback_url("ws://127.0.0.1.example.com:80").is_err());
+        assert!(loopback_url("ws://[::1]:8080").is_ok());
     }
 }

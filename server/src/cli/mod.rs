@@ -53,6 +53,12 @@ pub enum Command {
         #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
         delay: std::time::Duration,
     },
+    /// Measure capacity: stairs of open-loop widget traffic against a scratch Porch (never the
+    /// live database), with the bare websocket echo as baseline; saves JSON and Markdown.
+    Loadtest(crate::loadtest::LoadtestArgs),
+    /// The bare websocket echo the load test compares against.
+    #[command(hide = true)]
+    LoadtestEcho(crate::loadtest::EchoArgs),
     /// Check a database file (integrity, foreign keys, schema version, row counts) without
     /// changing it; fails if anything is wrong. Use it on a restored backup before serving it.
     Check(check::CheckArgs),
@@ -106,6 +112,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::User(command) => accounts::run_user(&open_database(&cli.data)?, command),
         Command::Token(command) => accounts::run_token(&open_database(&cli.data)?, command),
         Command::SlackMock { listen, delay } => run_slack_mock(listen, delay),
+        Command::Loadtest(args) => crate::loadtest::run(&args, &cli.data.data_dir),
+        Command::LoadtestEcho(args) => crate::loadtest::run_echo(args.listen),
         Command::Check(args) => check::run(&cli.data, args),
         Command::Health(args) => health::run(&args),
     }

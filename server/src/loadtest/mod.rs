@@ -1,11 +1,30 @@
 //! Tools for measuring and testing Porch against stand-ins of outside services: a Slack Web API
 //! mock (`porch slack-mock`, used by the integration tests and the load test), a Discord webhook
-//! mock and a webhook receiver (used by the delivery tests).
+//! mock and a webhook receiver (used by the delivery tests), the bare websocket echo baseline
+//! (`porch loadtest-echo`) and the load test itself (`porch loadtest`), which only ever runs
+//! against scratch data or loopback.
 
+mod args;
 mod discord_mock;
+mod echo;
+mod generator;
+mod report;
+mod run;
 mod slack_mock;
+mod target;
 mod webhook_mock;
 
+pub use args::{EchoArgs, LoadtestArgs};
 pub use discord_mock::{DiscordFailure, DiscordMock, DiscordPost, Refusal};
+pub use echo::run_echo;
+pub use report::{Report, Series, Stair, markdown};
+pub use run::run;
 pub use slack_mock::{Failure, Post, SlackMock};
 pub use webhook_mock::{Received, WebhookMock};
+
+/// Prints a result: standard output is the command's interface.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{text}")
+        .map_err(|e| anyhow::anyhow!("writing to standard output: {e}"))
+}

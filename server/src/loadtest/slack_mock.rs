@@ -46,6 +46,8 @@ pub struct Post {
     pub username: Option<String>,
     pub ts: String,
     pub body: Value,
+    /// When the request arrived (before the delay), for the load test's job lag (ack → post).
+    pub received_at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -215,6 +217,7 @@ async fn post_message(
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
+    let received_at = std::time::Instant::now();
     if !bot_token_ok(&state, &headers) {
         return slack_error("invalid_auth");
     }
@@ -272,6 +275,7 @@ async fn post_message(
         username: body["username"].as_str().map(str::to_owned),
         ts: ts.clone(),
         body,
+        received_at,
     });
     state.changed.notify_waiters();
     Json(json!({"ok": true, "channel": channel, "ts": ts})).into_response()

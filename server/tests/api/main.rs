@@ -13,6 +13,7 @@ mod email;
 mod health;
 mod helpers;
 mod inbox;
+mod loadtest;
 mod slack;
 mod snippet;
 mod webhooks;

@@ -1,0 +1,81 @@
+//! The flags of `porch loadtest` and of the hidden `porch loadtest-echo`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+/// How a load test runs: what it targets, the stairs, and what extra load rides along.
+#[derive(Debug, Clone, Args)]
+pub struct LoadtestArgs {
+    /// Target rates in visitor messages a second, one stair each (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1000,2000,5000,10000")]
+    pub stairs: Vec<u32>,
+    /// Sending before each stair's measured window, not counted.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub warmup: Duration,
+    /// Each stair's measured window.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Times each stair runs (on a fresh server each time); a stair passes on a majority.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: u32,
+    /// Test sites seeded on the scratch server.
+    #[arg(long, default_value_t = 8)]
+    pub sites: u32,
+    /// Visitor connections sending messages (spread over the sites).
+    #[arg(long, default_value_t = 200)]
+    pub visitors: u32,
+    /// Extra connected widget sockets that only say hello and stay silent.
+    #[arg(long, default_value_t = 0)]
+    pub idle: u32,
+    /// Adds a `porch+flood` series: the same stairs with a flood site whose 10 visitors send
+    /// this many messages a second in total against its default brakes (600 a minute); 0 for none.
+    #[arg(long, default_value_t = 0)]
+    pub flood: u32,
+    /// Points every site at an in-process Slack mock answering after this delay (e.g. `50ms`).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub slack_delay: Option<Duration>,
+    /// A stair fails when its ack p99 exceeds this.
+    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+    pub gate_p99: Duration,
+    /// With `--slack-delay`, a stair also fails when the job lag p99 (ack → post) exceeds this.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub gate_job_lag: Duration,
+    /// Skips the bare websocket echo baseline (then no ratios are reported).
+    #[arg(long)]
+    pub no_echo: bool,
+    /// Skips the run without the Slack mock when `--slack-delay` is given.
+    #[arg(long)]
+    pub slack_only: bool,
+    /// Target an already running Porch at this loopback websocket base URL (`ws://127.0.0.1:8080`)
+    /// instead of a scratch server; `--site` must then name its sites.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A site key of the `--url` target (repeatable).
+    #[arg(long = "site")]
+    pub site_keys: Vec<String>,
+    /// The origin the visitors send (must be allowed by the `--url` target's sites).
+    #[arg(long, default_value = "https://loadtest.example")]
+    pub origin: String,
+    /// Directory for `loadtest-*.json` and `loadtest-*.md`.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+    /// CPU cores for the scratch server and for the load generator (needs `taskset`).
+    #[arg(long, default_value = "0:1")]
+    pub cores: String,
+    /// Stop waiting for Slack deliveries this long after a stair's last ack.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub delivery_timeout: Duration,
+    /// Renders a saved result JSON file as Markdown on standard output and exits.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+/// The bare websocket echo used as the baseline.
+#[derive(Debug, Clone, Args)]
+pub struct EchoArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9098")]
+    pub listen: std::net::SocketAddr,
+}

@@ -1,0 +1,328 @@
+//! Load-test results: the JSON that is saved (and listed by the capacity page) and its Markdown
+//! rendering. Ratios to the echo baseline are computed here, from figures of the same run.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// The machine the run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub cpu_model: String,
+    pub kernel: String,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub started_at: String,
+    pub command: String,
+    pub machine: Machine,
+    /// How server and generator were placed (`taskset` cores, or why not).
+    pub placement: String,
+    pub visitors: u32,
+    pub sites: u32,
+    pub idle: u32,
+    pub flood_rate: u32,
+    pub warmup_ms: u64,
+    pub duration_ms: u64,
+    pub gate_p99_ms: f64,
+    /// Job lag p99 gate of the Slack stairs.
+    #[serde(default)]
+    pub gate_job_lag_ms: f64,
+    /// `PORCH_*` settings the scratch servers ran with (defaults otherwise).
+    #[serde(default)]
+    pub server_env: Vec<String>,
+    pub series: Vec<Series>,
+}
+
+/// The stairs against one target: `echo`, `porch`, or `porch+slack`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Series {
+    pub name: String,
+    pub stairs: Vec<Stair>,
+}
+
+/// One round of one stair.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stair {
+    pub target: u32,
+    pub round: u32,
+    pub achieved: f64,
+    pub sent: u64,
+    pub acked: u64,
+    pub refused: BTreeMap<String, u64>,
+    pub broken: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    pub server_cpu_pct: Option<f64>,
+    pub server_us_per_msg: Option<f64>,
+    pub server_rss_mb: Option<f64>,
+    pub loadgen_cpu_pct: f64,
+    pub idle_kib_per_socket: Option<f64>,
+    pub connect_ms: u64,
+    pub slack: Option<SlackStair>,
+    pub flood: Option<FloodStair>,
+    pub passed: bool,
+}
+
+/// Deliveries to the Slack mock for one stair.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SlackStair {
+    /// Acked messages (all, warm-up included) and how many of them the mock received.
+    pub expected: u64,
+    pub delivered: u64,
+    pub deliveries_per_sec: f64,
+    pub job_lag_p50_ms: f64,
+    pub job_lag_p99_ms: f64,
+    pub job_lag_max_ms: f64,
+}
+
+/// What the flood site's visitors got.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FloodStair {
+    pub sent: u64,
+    pub acked: u64,
+    pub refused: u64,
+}
+
+impl Report {
+    fn series(&self, name: &str) -> Option<&Series> {
+        self.series.iter().find(|s| s.name == name)
+    }
+}
+
+impl Series {
+    /// Highest target whose rounds passed by majority.
+    pub fn capacity(&self) -> Option<u32> {
+        let mut by_target: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+        for s in &self.stairs {
+            let e = by_target.entry(s.target).or_default();
+            e.1 += 1;
+            if s.passed {
+                e.0 += 1;
+            }
+        }
+        by_target
+            .into_iter()
+            .filter(|(_, (passed, total))| passed * 2 > *total)
+            .map(|(t, _)| t)
+            .max()
+    }
+
+    /// Median over rounds of a figure at a target.
+    fn at(&self, target: u32, f: impl Fn(&Stair) -> Option<f64>) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .stairs
+            .iter()
+            .filter(|s| s.target == target)
+            .filter_map(&f)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let mid = v.len() / 2;
+        match v.len() {
+            0 => None,
+            n if n % 2 == 0 => Some(f64::midpoint(v[mid - 1], v[mid])),
+            _ => Some(v[mid]),
+        }
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// Renders the report as Markdown: one table per series, then ratios to the echo.
+pub fn markdown(r: &Report) -> String {
+    let mut md = String::new();
+    header(&mut md, r);
+    let echo = r.series("echo");
+    for series in &r.series {
+        let _ = writeln!(md, "### {}\n", series.name);
+        let _ = writeln!(
+            md,
+            "| target/s | round | achieved/s | p50 ms | p99 ms | max ms | refused | server CPU % | µs/msg | RSS MB | loadgen CPU % | Slack delivered | deliveries/s | job lag p99 ms | pass |"
+        );
+        let _ = writeln!(md, "|{}", "---|".repeat(15));
+        for s in &series.stairs {
+            let refused: u64 = s.refused.values().sum();
+            let (delivered, dps, lag) = s.slack.as_ref().map_or_else(
+                || ("–".to_owned(), "–".to_owned(), "–".to_owned()),
+                |k| {
+                    (
+                        format!("{}/{}", k.delivered, k.expected),
+                        format!("{:.0}", k.deliveries_per_sec),
+                        format!("{:.1}", k.job_lag_p99_ms),
+                    )
+                },
+            );
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {refused} | {} | {} | {} | {:.0} | {delivered} | {dps} | {lag} | {} |",
+                s.target,
+                s.round,
+                s.achieved,
+                s.p50_ms,
+                s.p99_ms,
+                s.max_ms,
+                opt(s.server_cpu_pct, 0),
+                opt(s.server_us_per_msg, 1),
+                opt(s.server_rss_mb, 1),
+                s.loadgen_cpu_pct,
+                if s.passed { "yes" } else { "**no**" }
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\ncapacity (highest passing stair): {}\n",
+            series
+                .capacity()
+                .map_or_else(|| "none passed".to_owned(), |c| format!("{c} msg/s"))
+        );
+        if series.stairs.iter().any(|s| s.flood.is_some()) {
+            let _ = writeln!(
+                md,
+                "| target/s | round | flood sent | flood acked | flood refused |"
+            );
+            let _ = writeln!(md, "|---|---|---|---|---|");
+            for s in &series.stairs {
+                if let Some(f) = &s.flood {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | {} | {} |",
+                        s.target, s.round, f.sent, f.acked, f.refused
+                    );
+                }
+            }
+            let _ = writeln!(md);
+        }
+        if let Some(kib) = series.stairs.iter().find_map(|s| s.idle_kib_per_socket) {
+            let _ = writeln!(md, "idle sockets: {kib:.1} KiB of server RSS per socket\n");
+        }
+        if let Some(calm) = r.series("porch").filter(|_| series.name == "porch+flood") {
+            flood_ratios(&mut md, series, calm);
+        }
+        if let Some(echo) = echo.filter(|_| series.name != "echo") {
+            echo_ratios(&mut md, series, echo);
+        }
+    }
+    md
+}
+
+fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {
+    let _ = writeln!(md, "Ratios to the echo baseline of this run:\n");
+    let _ = writeln!(
+        md,
+        "| target/s | p99 ÷ echo p99 | µs/msg ÷ echo µs/msg | RSS ÷ echo RSS |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|");
+    let mut targets: Vec<u32> = series.stairs.iter().map(|s| s.target).collect();
+    targets.dedup();
+    for t in targets {
+        let p99 = ratio(
+            series.at(t, |s| Some(s.p99_ms)),
+            echo.at(t, |s| Some(s.p99_ms)),
+        );
+        let cpu = ratio(
+            series.at(t, |s| s.server_us_per_msg),
+            echo.at(t, |s| s.server_us_per_msg),
+        );
+        let rss = ratio(
+            series.at(t, |s| s.server_rss_mb),
+            echo.at(t, |s| s.server_rss_mb),
+        );
+        let _ = writeln!(
+            md,
+            "| {t} | {} | {} | {} |",
+            opt(p99, 2),
+            opt(cpu, 2),
+            opt(rss, 2)
+        );
+    }
+    let cap = ratio(
+        series.capacity().map(f64::from),
+        echo.capacity().map(f64::from),
+    );
+    let _ = writeln!(
+        md,
+        "\ncapacity ÷ echo capacity: {} (the echo's capacity is a floor: only the stairs run were tried)\n",
+        opt(cap, 2)
+    );
+    let idle = |s: &Series| s.stairs.iter().find_map(|s| s.idle_kib_per_socket);
+    if let Some(r) = ratio(idle(series), idle(echo)) {
+        let _ = writeln!(md, "idle KiB per socket ÷ echo: {r:.2}\n");
+    }
+}
+
+/// The flood gate: the other sites' p99 during the flood against the same stair without it.
+fn flood_ratios(md: &mut String, flooded: &Series, calm: &Series) {
+    let _ = writeln!(
+        md,
+        "Other sites during the flood, against the same stair without it:\n"
+    );
+    let _ = writeln!(
+        md,
+        "| target/s | p99 ms without flood | p99 ms with flood | ratio (gate ≤ 1.2) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|");
+    let mut targets: Vec<u32> = flooded.stairs.iter().map(|s| s.target).collect();
+    targets.dedup();
+    for t in targets {
+        let (a, b) = (
+            calm.at(t, |s| Some(s.p99_ms)),
+            flooded.at(t, |s| Some(s.p99_ms)),
+        );
+        let _ = writeln!(
+            md,
+            "| {t} | {} | {} | {} |",
+            opt(a, 2),
+            opt(b, 2),
+            opt(ratio(b, a), 2)
+        );
+    }
+    let _ = writeln!(md);
+}
+
+fn header(md: &mut String, r: &Report) {
+    let _ = writeln!(md, "## Load test {}\n", r.started_at);
+    let _ = writeln!(md, "- command: `{}`", r.command);
+    let _ = writeln!(
+        md,
+        "- machine: {} cores, {}, kernel {}",
+        r.machine.cores, r.machine.cpu_model, r.machine.kernel
+    );
+    let _ = writeln!(md, "- placement: {}", r.placement);
+    let _ = writeln!(
+        md,
+        "- server settings: {}",
+        if r.server_env.is_empty() {
+            "defaults (synchronous=FULL)".to_owned()
+        } else {
+            r.server_env.join(" ")
+        }
+    );
+    let _ = writeln!(
+        md,
+        "- {} visitor sockets over {} sites, {} idle sockets, flood {} msg/s; warm-up {} ms, window {} ms; gate: achieved/target ≥ 0.95 and ack p99 ≤ {} ms (with Slack also every message delivered and job lag p99 ≤ {} ms)\n",
+        r.visitors,
+        r.sites,
+        r.idle,
+        r.flood_rate,
+        r.warmup_ms,
+        r.duration_ms,
+        r.gate_p99_ms,
+        r.gate_job_lag_ms
+    );
+}

@@ -1,0 +1,85 @@
+//! A short, low-rate run of `porch loadtest` (the real binary, as a user runs it): checks that
+//! the harness is correct — every message acked, every one delivered to the Slack mock, results
+//! written — not how fast anything is.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+#[test]
+fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
+    let out = tempfile::tempdir().expect("out dir");
+    let live = tempfile::tempdir().expect("live data dir");
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(live.path())
+        .args([
+            "loadtest",
+            "--stairs",
+            "200",
+            "--warmup",
+            "1s",
+            "--duration",
+            "3s",
+        ])
+        .args(["--sites", "2", "--visitors", "20", "--slack-delay", "5ms"])
+        .args(["--delivery-timeout", "10s", "--out"])
+        .arg(out.path())
+        .env_remove("PORCH_DATA_DIR")
+        .output()
+        .expect("run porch loadtest");
+    assert!(
+        output.status.success(),
+        "porch loadtest failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_mins(1),
+        "the smoke run took too long"
+    );
+
+    let json = std::fs::read_dir(out.path())
+        .expect("read out dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a results JSON file");
+    let md = json.with_extension("md");
+    assert!(md.is_file(), "a Markdown report beside {}", json.display());
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("read json")).expect("json");
+
+    let names: Vec<&str> = report["series"]
+        .as_array()
+        .expect("series")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echo", "porch", "porch+slack"]);
+    for series in report["series"].as_array().expect("series") {
+        for stair in series["stairs"].as_array().expect("stairs") {
+            let name = &series["name"];
+            assert!(stair["sent"].as_u64() > Some(0), "{name}: nothing sent");
+            assert_eq!(
+                stair["acked"], stair["sent"],
+                "{name}: not everything acked"
+            );
+            assert_eq!(stair["broken"], 0, "{name}: a connection broke");
+            assert_eq!(stair["refused"], serde_json::json!({}), "{name}: refusals");
+        }
+    }
+    let slack = &report["series"][2]["stairs"][0]["slack"];
+    assert!(slack["expected"].as_u64() > Some(0));
+    assert_eq!(
+        slack["delivered"], slack["expected"],
+        "not everything reached Slack"
+    );
+
+    let saved = live.path().join("loadtests");
+    let listed = std::fs::read_dir(&saved)
+        .expect("loadtests/ in the live data dir")
+        .count();
+    assert_eq!(listed, 1, "the run is saved for the capacity page");
+}

@@ -3,11 +3,9 @@
 //! and replay a delivery from it.
 
 use axum::Json;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -19,49 +17,10 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationId, IntegrationRow, JobId, NewIntegration, SiteId};
 
 use super::ApiError;
-use super::auth::ApiUser;
-
-/// The routes of this module, merged into the main table.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/sites/{key}/integrations/discord",
-            post(create_discord),
-        )
-        .route("/api/v1/integrations/{id}/discord", put(update_discord))
-        .route(
-            "/api/v1/sites/{key}/integrations/webhooks",
-            post(create_webhook),
-        )
-        .route("/api/v1/integrations/{id}/webhook", put(update_webhook))
-        .route(
-            "/api/v1/integrations/{id}/webhook/rotate",
-            post(rotate_webhook_secret),
-        )
-        .route("/api/v1/integrations/{id}/deliveries", get(list_deliveries))
-        .route("/api/v1/sites/{key}/integrations/email", post(create_email))
-        .route("/api/v1/sites/{key}/integrations", get(list_integrations))
-        .route("/api/v1/email/test", post(test_email))
-        .route(
-            "/api/v1/integrations/{id}/deliveries/{job}/replay",
-            post(replay_delivery),
-        )
-}
+use super::auth::ApiAdmin;
 
 /// Attempts shown in a delivery log at once.
 const LOG_LIMIT: u32 = 200;
-
-fn require_admin(user: &ApiUser) -> Result<(), ApiError> {
-    if user.0.role == "admin" {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "Only admins manage integrations and jobs.",
-        ))
-    }
-}
 
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
@@ -224,11 +183,10 @@ async fn checked_discord(
 /// `POST /api/v1/sites/{key}/integrations/discord`: connects a site to a Discord channel webhook.
 pub async fn create_discord(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(key): Path<String>,
     Json(setup): Json<DiscordSetup>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let site = site_id(&app, &key).await?;
     let (config, secrets) = checked_discord(&app, setup).await?;
     let forum = config.is_forum;
@@ -252,11 +210,10 @@ pub async fn create_discord(
 /// deleted the old one); blocked jobs resume.
 pub async fn update_discord(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(id): Path<i64>,
     Json(setup): Json<DiscordSetup>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let row = integration_of_kind(&app, id, "discord").await?;
     let (config, secrets) = checked_discord(&app, setup).await?;
     let resumed = replace_settings(&app, row.id, to_json(&config)?, to_json(&secrets)?).await?;
@@ -308,11 +265,10 @@ async fn checked_webhook(app: &AppState, setup: WebhookSetup) -> Result<WebhookC
 /// signing secret (`whsec_…`).
 pub async fn create_webhook(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(key): Path<String>,
     Json(setup): Json<WebhookSetup>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let site = site_id(&app, &key).await?;
     let config = checked_webhook(&app, setup).await?;
     let secrets = WebhookSecrets {
@@ -342,11 +298,10 @@ pub async fn create_webhook(
 /// disabled by a 410 back on. Blocked deliveries resume.
 pub async fn update_webhook(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(id): Path<i64>,
     Json(setup): Json<WebhookSetup>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let row = integration_of_kind(&app, id, "webhook").await?;
     let config = checked_webhook(&app, setup).await?;
     let resumed = replace_settings(&app, row.id, to_json(&config)?, row.secrets.clone()).await?;
@@ -357,10 +312,9 @@ pub async fn update_webhook(
 /// signing alongside it (two signatures per delivery) for 24 hours.
 pub async fn rotate_webhook_secret(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let row = integration_of_kind(&app, id, "webhook").await?;
     let current: WebhookSecrets = serde_json::from_str(&row.secrets)
         .map_err(|_| invalid("The endpoint's secret is unreadable; delete and add it again."))?;
@@ -383,10 +337,9 @@ pub async fn rotate_webhook_secret(
 /// row per attempt: event, attempt, status code, latency, error).
 pub async fn list_deliveries(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let row = integration_of_kind(&app, id, "webhook").await?;
     let integration = row.id;
     let log = app
@@ -407,10 +360,9 @@ pub async fn list_deliveries(
 /// (same `webhook-id`, fresh timestamp and signature) as a new job.
 pub async fn replay_delivery(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path((id, job)): Path<(i64, i64)>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let row = integration_of_kind(&app, id, "webhook").await?;
     let integration = row.id;
     let replay = app
@@ -455,11 +407,10 @@ fn default_reply_delay() -> u32 {
 /// digest to agents, replies and transcripts to visitors who left an address).
 pub async fn create_email(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(key): Path<String>,
     Json(setup): Json<EmailSetup>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     mailer(&app)?;
     let site = site_id(&app, &key).await?;
     let config = json!({
@@ -490,10 +441,9 @@ pub struct TestEmail {
 /// `POST /api/v1/email/test`: sends a test mail through the configured SMTP server.
 pub async fn test_email(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Json(test): Json<TestEmail>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let mailer = mailer(&app)?;
     mailer.send_test(test.to.trim()).await.map_err(|err| {
         ApiError::new(
@@ -509,10 +459,9 @@ pub async fn test_email(
 /// settings and health, never their secrets.
 pub async fn list_integrations(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(key): Path<String>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let site = site_id(&app, &key).await?;
     let rows = app
         .readers

@@ -15,22 +15,10 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationId, JobId, JobRow};
 
 use super::ApiError;
-use super::auth::ApiUser;
+use super::auth::ApiAdmin;
 
 /// Most jobs listed at once.
 const LIST_LIMIT: u32 = 500;
-
-fn require_admin(user: &ApiUser) -> Result<(), ApiError> {
-    if user.0.role == "admin" {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "Only admins manage integrations and jobs.",
-        ))
-    }
-}
 
 fn job_json(job: &JobRow) -> serde_json::Value {
     json!({
@@ -62,11 +50,10 @@ impl From<SetupError> for ApiError {
 /// `POST /api/v1/sites/{key}/integrations/slack`: connects a site to a Slack channel.
 pub async fn create_slack(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(key): Path<String>,
     Json(setup): Json<SlackSetup>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let site = app
         .sites
         .find(&key)
@@ -82,11 +69,10 @@ pub async fn create_slack(
 /// a new token after a revocation). Its blocked jobs are queued again.
 pub async fn update_slack(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(id): Path<i64>,
     Json(setup): Json<SlackSetup>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let id = IntegrationId(id);
     let existing = app
         .readers
@@ -112,10 +98,9 @@ fn failed() -> String {
 /// `GET /api/v1/jobs?state=failed|blocked|queued|running|done`: deliveries in a state.
 pub async fn list_jobs(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Query(filter): Query<JobFilter>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     if !["queued", "running", "done", "failed", "blocked"].contains(&filter.state.as_str()) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -133,10 +118,9 @@ pub async fn list_jobs(
 /// `POST /api/v1/jobs/{id}/retry`: queues one failed or blocked job again.
 pub async fn retry_job(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     if retry_jobs(&app.writer, &app.jobs, Some(JobId(id))).await? == 0 {
         return Err(ApiError::not_found("failed or blocked job"));
     }
@@ -146,9 +130,8 @@ pub async fn retry_job(
 /// `POST /api/v1/jobs/retry`: queues every failed or blocked job again.
 pub async fn retry_all_jobs(
     State(app): State<AppState>,
-    user: ApiUser,
+    _admin: ApiAdmin,
 ) -> Result<Response, ApiError> {
-    require_admin(&user)?;
     let count = retry_jobs(&app.writer, &app.jobs, None).await?;
     Ok(Json(json!({"retried": count})).into_response())
 }

@@ -54,3 +54,26 @@ impl FromRequestParts<AppState> for ApiUser {
         user.map(ApiUser).ok_or_else(ApiError::unauthorized)
     }
 }
+
+/// An admin behind a valid bearer token; anyone else gets 403 (or 401 without a valid token).
+pub struct ApiAdmin(pub UserRow);
+
+impl FromRequestParts<AppState> for ApiAdmin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        app: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let ApiUser(user) = ApiUser::from_request_parts(parts, app).await?;
+        if user.role == "admin" {
+            Ok(Self(user))
+        } else {
+            Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "forbidden",
+                "Only admins manage integrations and jobs.",
+            ))
+        }
+    }
+}

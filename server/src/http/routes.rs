@@ -38,6 +38,43 @@ pub fn router(app: AppState) -> Router {
 /// The JSON API (bearer tokens) and Slack's Events API endpoint.
 fn api_routes() -> Router<AppState> {
     Router::new()
+        .route(
+            "/api/v1/sites/{key}/integrations/discord",
+            post(api_deliveries::create_discord),
+        )
+        .route(
+            "/api/v1/integrations/{id}/discord",
+            put(api_deliveries::update_discord),
+        )
+        .route(
+            "/api/v1/sites/{key}/integrations/webhooks",
+            post(api_deliveries::create_webhook),
+        )
+        .route(
+            "/api/v1/integrations/{id}/webhook",
+            put(api_deliveries::update_webhook),
+        )
+        .route(
+            "/api/v1/integrations/{id}/webhook/rotate",
+            post(api_deliveries::rotate_webhook_secret),
+        )
+        .route(
+            "/api/v1/integrations/{id}/deliveries",
+            get(api_deliveries::list_deliveries),
+        )
+        .route(
+            "/api/v1/sites/{key}/integrations/email",
+            post(api_deliveries::create_email),
+        )
+        .route(
+            "/api/v1/sites/{key}/integrations",
+            get(api_deliveries::list_integrations),
+        )
+        .route("/api/v1/email/test", post(api_deliveries::test_email))
+        .route(
+            "/api/v1/integrations/{id}/deliveries/{job}/replay",
+            post(api_deliveries::replay_delivery),
+        )
         .route("/api/v1/conversations", get(api::list_conversations))
         .route(
             "/api/v1/conversations/{id}/messages",
@@ -52,7 +89,6 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/integrations/{id}/slack",
             put(api_integrations::update_slack),
         )
-        .merge(api_deliveries::routes())
         .route("/api/v1/jobs", get(api_integrations::list_jobs))
         .route("/api/v1/jobs/retry", post(api_integrations::retry_all_jobs))
         .route("/api/v1/jobs/{id}/retry", post(api_integrations::retry_job))

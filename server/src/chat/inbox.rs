@@ -8,8 +8,8 @@ use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent};
 use crate::jobs::JobQueue;
 use crate::store::{
-    self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, Readers, SiteId,
-    UserId, UserRow, VisitorDetailsRow, Writer,
+    self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, NewAgentMessage,
+    Readers, SiteId, UserId, UserRow, VisitorDetailsRow, Writer,
 };
 
 use super::Error;
@@ -160,21 +160,30 @@ impl Inbox {
         body: MessageBody,
     ) -> Result<MessageRow, Error> {
         let site_id = self.item(by.id, id).await?.site_id;
-        let (user, name, now) = (by.id, by.name.clone(), now_ms());
-        let text = body.into_string();
-        let (stored_name, stored_text) = (name.clone(), text.clone());
-        let message = self
-            .writer
-            .write(move |c| store::insert_note(c, id, user, &stored_name, &stored_text, now))
-            .await?;
+        let new = NewAgentMessage {
+            conversation_id: id,
+            site_id,
+            user_id: Some(by.id),
+            author_name: by.name.clone(),
+            body: body.into_string(),
+            is_note: true,
+            origin: None,
+            now: now_ms(),
+        };
+        let (message, _no_jobs) = {
+            let new = new.clone();
+            self.writer
+                .write(move |c| store::insert_agent_message(c, &new))
+                .await?
+        };
         let row = MessageRow {
             id: message,
             conversation_id: id,
             author: "note".into(),
-            author_name: Some(name),
+            author_name: Some(new.author_name),
             client_id: None,
-            body: text,
-            created_at: now,
+            body: new.body,
+            created_at: new.now,
         };
         self.publish(site_id, row.clone());
         Ok(row)

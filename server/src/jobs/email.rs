@@ -459,15 +459,40 @@ async fn reply(
         escape_html(&message.site_name),
         escape_html(&message.body).replace('\n', "<br>")
     );
+    let id = format!("<porch.message-{}@{}>", message.id, mailer.domain);
+    let subject = format!("New reply from {}", message.site_name);
+    send_to_visitor(
+        mailer,
+        id,
+        message.conversation_id,
+        to,
+        subject,
+        text,
+        &html,
+    )
+    .await
+}
+
+/// Sends a mail to a visitor in their conversation's thread (replies go to the install's
+/// address); returns the SMTP server's answer.
+async fn send_to_visitor(
+    mailer: &Mailer,
+    message_id: String,
+    conversation: ConversationId,
+    to: Mailbox,
+    subject: String,
+    text: String,
+    html: &str,
+) -> Result<String, Attempt> {
     let mail = mailer
         .builder(
-            format!("<porch.message-{}@{}>", message.id, mailer.domain),
-            Some(mailer.conversation_id_header(message.conversation_id)),
+            message_id,
+            Some(mailer.conversation_id_header(conversation)),
         )
         .to(to)
         .reply_to(mailer.from.clone())
-        .subject(format!("New reply from {}", message.site_name))
-        .multipart(MultiPart::alternative_plain_html(text, html_page(&html)))
+        .subject(subject)
+        .multipart(MultiPart::alternative_plain_html(text, html_page(html)))
         .map_err(|err| failed(err.to_string()))?;
     mailer
         .send(mail)
@@ -527,20 +552,9 @@ async fn transcript(
             escape_html(&m.body).replace('\n', "<br>")
         );
     }
-    let mail = mailer
-        .builder(
-            format!("<porch.transcript-{conversation}@{}>", mailer.domain),
-            Some(mailer.conversation_id_header(conversation)),
-        )
-        .to(to)
-        .reply_to(mailer.from.clone())
-        .subject(format!("Your conversation on {}", context.site_name))
-        .multipart(MultiPart::alternative_plain_html(text, html_page(&html)))
-        .map_err(|err| failed(err.to_string()))?;
-    mailer
-        .send(mail)
-        .await
-        .map_err(|err| Attempt::new(classify(&err), None))
+    let id = format!("<porch.transcript-{conversation}@{}>", mailer.domain);
+    let subject = format!("Your conversation on {}", context.site_name);
+    send_to_visitor(mailer, id, conversation, to, subject, text, &html).await
 }
 
 #[cfg(test)]

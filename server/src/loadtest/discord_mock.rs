@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Path, Query, State};
@@ -18,7 +18,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
+
+use super::served::{Served, lock};
 
 /// A failure to inject for a webhook.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,36 +68,27 @@ struct MockState {
     changed: Notify,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A running mock.
 pub struct DiscordMock {
     pub addr: SocketAddr,
     state: Arc<MockState>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for DiscordMock {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    /// Serves until the mock is dropped.
+    _served: Served,
 }
 
 impl DiscordMock {
     /// Starts the mock on `addr` (port 0 for any).
     pub async fn start(addr: SocketAddr) -> std::io::Result<Self> {
         let state = Arc::new(MockState::default());
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
         let app = Router::new()
             .route("/api/webhooks/{id}/{token}", get(describe).post(execute))
             .with_state(Arc::clone(&state));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, state, task })
+        let served = Served::start(addr, app).await?;
+        Ok(Self {
+            addr: served.addr,
+            state,
+            _served: served,
+        })
     }
 
     /// The base URL to configure as `PORCH_DISCORD_API_URL`.

@@ -10,6 +10,7 @@ mod echo;
 mod generator;
 mod report;
 mod run;
+mod served;
 mod slack_mock;
 mod target;
 mod webhook_mock;

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::State;
@@ -19,7 +19,8 @@ use axum::{Json, Router};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
-use tokio::task::JoinHandle;
+
+use super::served::{Served, lock};
 
 /// Team and bot identity the mock reports.
 pub const TEAM_ID: &str = "T0MOCK";
@@ -64,21 +65,12 @@ struct MockState {
     rate_limited: AtomicU64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A running mock.
 pub struct SlackMock {
     pub addr: SocketAddr,
     state: Arc<MockState>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for SlackMock {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    /// Serves until the mock is dropped.
+    _served: Served,
 }
 
 impl SlackMock {
@@ -86,8 +78,6 @@ impl SlackMock {
     pub async fn start(addr: SocketAddr, delay: Duration) -> std::io::Result<Self> {
         let state = Arc::new(MockState::default());
         *lock(&state.delay) = delay;
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
         let app = Router::new()
             .route("/api/chat.postMessage", post(post_message))
             .route("/api/auth.test", post(auth_test))
@@ -95,10 +85,12 @@ impl SlackMock {
             .route("/api/apps.connections.open", post(open_connection))
             .route("/socket", get(socket))
             .with_state(Arc::clone(&state));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, state, task })
+        let served = Served::start(addr, app).await?;
+        Ok(Self {
+            addr: served.addr,
+            state,
+            _served: served,
+        })
     }
 
     /// The base URL to configure as `PORCH_SLACK_API_URL`.

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -14,7 +14,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
+
+use super::served::{Served, lock};
 
 /// A recorded request.
 #[derive(Debug, Clone)]
@@ -34,36 +35,27 @@ struct MockState {
     changed: Notify,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A running receiver.
 pub struct WebhookMock {
     pub addr: SocketAddr,
     state: Arc<MockState>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for WebhookMock {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    /// Serves until the mock is dropped.
+    _served: Served,
 }
 
 impl WebhookMock {
     /// Starts the receiver on `addr` (port 0 for any).
     pub async fn start(addr: SocketAddr) -> std::io::Result<Self> {
         let state = Arc::new(MockState::default());
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
         let app = Router::new()
             .fallback(receive)
             .with_state(Arc::clone(&state));
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, state, task })
+        let served = Served::start(addr, app).await?;
+        Ok(Self {
+            addr: served.addr,
+            state,
+            _served: served,
+        })
     }
 
     /// The URL of `path` on this receiver.

@@ -3,7 +3,6 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::conversations::touch_conversation;
 use super::messages::MessageRow;
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 
@@ -268,23 +267,4 @@ pub fn insert_system_message(
     )?
     .execute(params![id, user, author_name, body, now])?;
     Ok(MessageId(conn.last_insert_rowid()))
-}
-
-/// Stores a private note (never shown to the visitor) and returns its id.
-pub fn insert_note(
-    conn: &Connection,
-    id: ConversationId,
-    user: UserId,
-    author_name: &str,
-    body: &str,
-    now: i64,
-) -> Result<MessageId, Error> {
-    conn.prepare_cached(
-        "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
-         VALUES (?1, 'note', ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![id, user, author_name, body, now])?;
-    let message = MessageId(conn.last_insert_rowid());
-    touch_conversation(conn, id, now)?;
-    Ok(message)
 }

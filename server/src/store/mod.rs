@@ -73,7 +73,7 @@ pub use writer::{Writer, WriterStats};
 pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, use_account_link};
 pub use inbox::{
     InboxFilter, InboxItemRow, VisitorDetailsRow, close_conversation, find_inbox_item,
-    find_last_message_id, find_visitor_details, insert_note, insert_system_message,
+    find_last_message_id, find_visitor_details, insert_system_message,
     list_conversation_messages_after, list_conversations_changed_after, list_inbox,
     reopen_conversation, update_conversation_assignee, upsert_conversation_read,
 };

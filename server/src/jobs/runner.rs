@@ -1,8 +1,12 @@
 //! The job runner: one dispatcher task owns the in-memory [`Index`]. New jobs arrive in memory
-//! right after the commit that wrote them (no polling); due jobs start as lane capacity allows;
-//! outcomes go back to SQLite through the writer, batched per dispatch round. SQLite stays the
-//! durable record: at start-up the index is rebuilt from it, and jobs a crash left `running`
-//! are queued again.
+//! right after the commit that wrote them (no polling); due jobs start as lane capacity allows.
+//! SQLite stays the durable record: at start-up the index is rebuilt from it, and jobs a crash
+//! left `running` are queued again.
+//!
+//! Work reaches SQLite in rounds: one write marks the jobs about to start as running and records
+//! the outcomes gathered since the last round, and only one round is written at a time. While a
+//! round commits, the next one gathers, so rounds grow with load on their own (as the writer's
+//! group commit does) instead of costing a write per job and state change.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,6 +52,8 @@ enum Command {
         started_at: i64,
         attempt: Attempt,
     },
+    /// The round in flight is committed and its deliveries have started.
+    RoundWritten,
 }
 
 /// Hands new work to the runner. Cheap to clone.
@@ -92,10 +98,12 @@ struct Dispatcher {
     writer: Arc<Writer>,
     readers: Arc<Readers>,
     highest_seen: JobId,
-    /// Outcomes to record at the end of this round.
+    /// Outcomes to record in the next round.
     records: Vec<AttemptRecord>,
-    /// Integrations to block at the end of this round, with the destination's error.
+    /// Integrations to block in the next round, with the destination's error.
     blocked: Vec<(IntegrationId, String)>,
+    /// A round is being written; the next one waits for it.
+    round_in_flight: bool,
 }
 
 impl Runner {
@@ -140,6 +148,7 @@ impl Runner {
             highest_seen: JobId(0),
             records: Vec::new(),
             blocked: Vec::new(),
+            round_in_flight: false,
         };
         dispatcher.add(queued);
         Ok(tokio::spawn(async move {
@@ -180,15 +189,20 @@ impl Dispatcher {
             while let Ok(command) = self.rx.try_recv() {
                 self.apply(command);
             }
-            self.dispatch_due();
-            self.flush_records();
+            if !self.round_in_flight {
+                self.start_round();
+            }
         }
         self.drain(grace).await;
     }
 
-    /// The earliest time a waiting job becomes due, or a minute from now.
+    /// The earliest time a waiting job becomes due, or a minute from now. While a round is
+    /// being written nothing can start, and its end wakes the dispatcher anyway.
     fn next_wake(&self) -> tokio::time::Instant {
         let now = now_ms();
+        if self.round_in_flight {
+            return tokio::time::Instant::now() + Duration::from_mins(1);
+        }
         let due = Lane::ALL
             .iter()
             .filter(|lane| self.in_flight.get(lane).copied().unwrap_or(0) < self.capacity(**lane))
@@ -207,34 +221,27 @@ impl Dispatcher {
                 started_at,
                 attempt,
             } => self.finished(&entry, started_at, attempt),
+            Command::RoundWritten => self.round_in_flight = false,
         }
     }
 
-    /// Starts every due job the lanes have room for. The jobs are marked running in SQLite
-    /// before any delivery starts, so a crash can tell which deliveries may have happened.
-    fn dispatch_due(&mut self) {
-        let now = now_ms();
-        let mut starting: Vec<Entry> = Vec::new();
-        for lane in Lane::ALL {
-            let capacity = self.capacity(lane);
-            let in_flight = self.in_flight.entry(lane).or_insert(0);
-            while *in_flight < capacity {
-                let Some(entry) = self.index.pop_due(lane, now) else {
-                    break;
-                };
-                *in_flight += 1;
-                starting.push(entry);
-            }
-        }
-        if starting.is_empty() {
+    /// Writes a round: every due job the lanes have room for is marked running, together with
+    /// the outcomes and blocked integrations gathered since the last round. The deliveries start
+    /// once that is committed, so a crash can tell which deliveries may have happened.
+    fn start_round(&mut self) {
+        let starting = self.pop_due();
+        if starting.is_empty() && self.records.is_empty() && self.blocked.is_empty() {
             return;
         }
+        self.round_in_flight = true;
         let ids: Vec<JobId> = starting.iter().map(|e| e.row.id).collect();
+        let records = std::mem::take(&mut self.records);
+        let blocked = std::mem::take(&mut self.blocked);
         let writer = Arc::clone(&self.writer);
         let destinations = Arc::clone(&self.destinations);
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            write_until_done(&writer, move |c| store::mark_jobs_running(c, &ids)).await;
+            write_round(&writer, ids, records, blocked).await;
             for entry in starting {
                 let destinations = Arc::clone(&destinations);
                 let tx = tx.clone();
@@ -248,10 +255,29 @@ impl Dispatcher {
                     });
                 });
             }
+            let _ = tx.send(Command::RoundWritten);
         });
     }
 
-    /// Decides what an attempt means for its job, in memory now and in SQLite at the end of the
+    /// Takes every due job the lanes have room for out of the index.
+    fn pop_due(&mut self) -> Vec<Entry> {
+        let now = now_ms();
+        let mut starting: Vec<Entry> = Vec::new();
+        for lane in Lane::ALL {
+            let capacity = self.capacity(lane);
+            let in_flight = self.in_flight.entry(lane).or_insert(0);
+            while *in_flight < capacity {
+                let Some(entry) = self.index.pop_due(lane, now) else {
+                    break;
+                };
+                *in_flight += 1;
+                starting.push(entry);
+            }
+        }
+        starting
+    }
+
+    /// Decides what an attempt means for its job, in memory now and in SQLite in the next
     /// round.
     fn finished(&mut self, entry: &Entry, started_at: i64, attempt: Attempt) {
         if let Some(n) = self.in_flight.get_mut(&entry.lane) {
@@ -317,17 +343,6 @@ impl Dispatcher {
         });
     }
 
-    /// Writes this round's outcomes (and blocked integrations) in one transaction, in the
-    /// background so the dispatcher keeps going.
-    fn flush_records(&mut self) {
-        if self.records.is_empty() && self.blocked.is_empty() {
-            return;
-        }
-        let records = std::mem::take(&mut self.records);
-        let blocked = std::mem::take(&mut self.blocked);
-        tokio::spawn(write_records(Arc::clone(&self.writer), records, blocked));
-    }
-
     /// Picks up queued jobs written by another process since the last look.
     async fn poll_database(&mut self) {
         match self.readers.read(store::list_queued_jobs).await {
@@ -373,7 +388,7 @@ impl Dispatcher {
     /// After shutdown: lets running deliveries finish and records them.
     async fn drain(&mut self, grace: Duration) {
         let deadline = tokio::time::Instant::now() + grace;
-        while self.in_flight.values().sum::<usize>() > 0 {
+        while self.round_in_flight || self.in_flight.values().sum::<usize>() > 0 {
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
                 Ok(Some(command)) => self.apply(command),
                 Ok(None) | Err(_) => break,
@@ -383,26 +398,29 @@ impl Dispatcher {
         let blocked = std::mem::take(&mut self.blocked);
         if !records.is_empty() || !blocked.is_empty() {
             // Awaited: the writer stops right after the runner.
-            write_records(Arc::clone(&self.writer), records, blocked).await;
+            write_round(&self.writer, Vec::new(), records, blocked).await;
         }
         tracing::info!(left = self.index.len(), "job runner stopped");
     }
 }
 
-/// Records outcomes, and blocks integrations with their queued jobs, in one transaction.
-async fn write_records(
-    writer: Arc<Writer>,
+/// Records outcomes, blocks integrations with their queued jobs, and marks jobs running, in one
+/// transaction. Outcomes go first: a job rescheduled by one (a short 429 pause) may be starting
+/// again in the same round, and `mark_jobs_running` only moves queued jobs.
+async fn write_round(
+    writer: &Writer,
+    starting: Vec<JobId>,
     records: Vec<AttemptRecord>,
     blocked: Vec<(IntegrationId, String)>,
 ) {
-    write_until_done(&writer, move |c| {
+    write_until_done(writer, move |c| {
         store::record_attempts(c, &records)?;
         let now = now_ms();
         for (integration, error) in &blocked {
             store::mark_integration_broken(c, *integration, error, now)?;
             store::block_integration_jobs(c, *integration, error)?;
         }
-        Ok(())
+        store::mark_jobs_running(c, &starting)
     })
     .await;
 }

@@ -11,7 +11,7 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::{ApiError, api, api_deliveries, api_integrations, health};
+use super::{ApiError, api, api_deliveries, api_integrations, health, metrics};
 
 /// The route table. The websocket route is kept out of the HTTP timeout and compression layers:
 /// an upgraded connection outlives its handler.
@@ -20,6 +20,7 @@ pub fn router(app: AppState) -> Router {
         .route("/", get(admin::auth::home))
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
+        .route("/metrics", get(metrics::metrics))
         .route("/widget/panel.js", get(widget::panel_js))
         .route("/widget/panel.css", get(widget::panel_css))
         .merge(api_routes())

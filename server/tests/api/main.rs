@@ -14,6 +14,7 @@ mod health;
 mod helpers;
 mod inbox;
 mod loadtest;
+mod metrics;
 mod slack;
 mod snippet;
 mod webhooks;

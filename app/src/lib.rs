@@ -8,11 +8,14 @@
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
 //! - [`sites`], [`team`]: the admin pages.
+//! - [`capacity`]: graphs, headroom and load-test runs; [`chart`] draws the SVG line charts.
 
 // Leptos' typed views nest deeply; large pages exceed the default limit of 128.
 #![recursion_limit = "256"]
 
 pub mod auth;
+pub mod capacity;
+pub mod chart;
 pub mod conversation;
 pub mod deliveries;
 pub mod inbox;

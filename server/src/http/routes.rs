@@ -164,6 +164,9 @@ fn admin_routes() -> Router<AppState> {
             "/deliveries/{id}/retry",
             post(admin::deliveries::retry_delivery),
         )
+        .route("/capacity", get(admin::capacity::capacity_page))
+        .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
+        .route("/capacity/runs/{id}", get(admin::capacity::run_page))
         .route("/team", get(admin::team::team_page))
         .route("/team/invite", post(admin::team::invite))
         .route("/team/{id}/role", post(admin::team::change_role))

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::escape_html as escape;
+
 /// One line of a chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
@@ -42,22 +44,6 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 14.0;
 const BOTTOM: f64 = 26.0;
-
-/// Escapes text for SVG/HTML content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The smallest 1, 2 or 5 × 10^k at or above `value` (at least 1).
 pub fn nice_ceiling(value: f64) -> f64 {

@@ -5,7 +5,9 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeCounterValue, EncodeMetric, NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -92,21 +94,12 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
     Ok(text)
 }
 
-fn counter(
+/// A counter of `u64` or `f64` (`_total` is appended by the encoder).
+fn counter<N: EncodeCounterValue>(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
-    value: u64,
-) -> Result<(), std::fmt::Error> {
-    let metric = ConstCounter::new(value);
-    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
-}
-
-fn counter_f64(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    value: f64,
+    value: N,
 ) -> Result<(), std::fmt::Error> {
     let metric = ConstCounter::new(value);
     metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
@@ -190,7 +183,7 @@ impl Collector for Figures {
 impl Figures {
     fn encode_process(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         if let Some(cpu) = self.process.cpu {
-            counter_f64(
+            counter(
                 e,
                 "process_cpu_seconds",
                 "User and system CPU time of the process.",
@@ -223,7 +216,7 @@ impl Figures {
             "Async runtime worker threads.",
             Some(self.workers as u64),
         )?;
-        counter_f64(
+        counter(
             e,
             "runtime_busy_seconds",
             "Time the async runtime's workers spent running tasks, summed over workers.",

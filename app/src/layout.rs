@@ -10,6 +10,7 @@ pub enum Section {
     Sites,
     Team,
     Deliveries,
+    Capacity,
     Account,
 }
 
@@ -63,6 +64,7 @@ fn TopNav(nav: Nav) -> impl IntoView {
             {nav_link("/sites", "Sites", nav.section == Section::Sites)}
             {nav_link("/team", "Team", nav.section == Section::Team)}
             {nav_link("/deliveries", "Deliveries", nav.section == Section::Deliveries)}
+            {nav_link("/capacity", "Capacity", nav.section == Section::Capacity)}
         }
     });
     view! {

@@ -8,11 +8,14 @@
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
 //! - [`sites`], [`team`]: the admin pages.
+//! - [`capacity`]: graphs, headroom and load-test runs; [`chart`] draws the SVG line charts.
 
 // Leptos' typed views nest deeply; large pages exceed the default limit of 128.
 #![recursion_limit = "256"]
 
 pub mod auth;
+pub mod capacity;
+pub mod chart;
 pub mod conversation;
 pub mod deliveries;
 pub mod inbox;
@@ -23,3 +26,20 @@ pub mod team;
 mod time;
 
 pub use time::format_time;
+
+/// Escapes text for HTML content and attribute values (for markup built as a string: the SVG
+/// charts, and the server's HTML email).
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -153,6 +153,47 @@ pub struct Config {
     /// Log filter, for example `info` or `porch=debug,info`.
     #[arg(long, env = "PORCH_LOG", default_value = "info")]
     pub log: String,
+
+    /// Bearer token that `/metrics` requires (`Authorization: Bearer …`) from any address. Unset,
+    /// `/metrics` answers only requests from loopback or private addresses that did not come
+    /// through an untrusted proxy (see docs/operations.md).
+    #[arg(long, env = "PORCH_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<Secret>,
+
+    /// A file holding the `/metrics` token (for Docker secrets); read at start-up.
+    #[arg(
+        long,
+        env = "PORCH_METRICS_TOKEN_FILE",
+        conflicts_with = "metrics_token"
+    )]
+    pub metrics_token_file: Option<PathBuf>,
+
+    /// How often the capacity sampler samples and rolls up: every second and every minute. Not a
+    /// flag; tests shorten it.
+    #[arg(skip = crate::metrics::SamplerTiming::default())]
+    pub sampler: crate::metrics::SamplerTiming,
+}
+
+impl Config {
+    /// Reads `--metrics-token-file` into `metrics_token`, trimmed of the trailing newline.
+    ///
+    /// # Errors
+    /// Fails, naming the variable, if the file cannot be read or is empty.
+    pub fn load_secret_files(&mut self) -> anyhow::Result<()> {
+        use anyhow::Context;
+        if let Some(path) = &self.metrics_token_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading PORCH_METRICS_TOKEN_FILE {}", path.display()))?;
+            let token = text.trim();
+            anyhow::ensure!(
+                !token.is_empty(),
+                "PORCH_METRICS_TOKEN_FILE {} is empty",
+                path.display()
+            );
+            self.metrics_token = Some(Secret(token.to_owned()));
+        }
+        Ok(())
+    }
 }
 
 /// A setting that holds a credential: usable, never printed (`Debug` shows `<redacted>`), so a

@@ -189,13 +189,18 @@ impl Drop for InboxSubscription {
 }
 
 impl Hub {
-    /// Subscribes an agent's connection to every inbox event.
     /// True while at least one agent has a live inbox or conversation page open: "someone is
     /// here to answer".
     pub fn has_inbox_subscribers(&self) -> bool {
         self.inbox.lock().is_ok_and(|subs| !subs.is_empty())
     }
 
+    /// Open inbox and conversation streams (agents' live pages), for the capacity sampler.
+    pub fn inbox_subscribers(&self) -> usize {
+        self.inbox.lock().map_or(0, |subs| subs.len())
+    }
+
+    /// Subscribes an agent's connection to every inbox event.
     pub fn subscribe_inbox(self: &Arc<Self>) -> InboxSubscription {
         let (tx, events) = mpsc::channel(INBOX_QUEUE);
         let id = self.new_connection_id();

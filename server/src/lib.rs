@@ -10,6 +10,9 @@
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
 //! - [`admin`]: the admin UI's pages and live inbox stream (server-rendered, `porch-app`).
+//! - [`jobs`]: the job runner and one module per destination.
+//! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
+//! - [`loadtest`]: `porch loadtest`, its echo baseline and the mocks of outside services.
 
 pub mod accounts;
 mod admin;
@@ -21,6 +24,7 @@ pub mod http;
 pub mod hub;
 pub mod jobs;
 pub mod loadtest;
+pub mod metrics;
 mod server;
 pub mod slack;
 pub mod state;

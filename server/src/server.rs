@@ -14,6 +14,7 @@ use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::hub::Hub;
 use crate::jobs::{Destinations, Lane, Runner, RunnerConfig};
+use crate::metrics::{Capacity, Sources, spawn_heartbeat, spawn_sampler};
 use crate::slack::{SlackApi, SlackInbound, spawn_socket_mode};
 use crate::state::{App, AppState};
 use crate::store::{self, Readers, Writer};
@@ -66,7 +67,8 @@ fn connection_budget(config: &Config) -> usize {
 ///
 /// # Errors
 /// Fails if the data directory or database cannot be opened or migrated.
-pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Server> {
+pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<Server> {
+    config.load_secret_files()?;
     let config = Arc::new(config);
     let local_addr = listener.local_addr().context("reading the bound address")?;
     let booting = crate::http::serve_while_booting(listener, config.header_timeout);
@@ -111,11 +113,19 @@ pub async fn start(config: Config, listener: TcpListener) -> anyhow::Result<Serv
         readers,
         SlackInbound::new(slack_api.clone()),
         runner.queue(),
+        Arc::new(Capacity::new(config.sampler)),
     ));
 
     app.accounts.prepare_first_run(&app.public_url).await?;
     let runner = start_runner(runner, &app, slack_api).await?;
     spawn_brake_pruning(Arc::clone(&app));
+    spawn_heartbeat(Arc::clone(&app.meters), app.shutdown.clone());
+    let sources = Sources {
+        meters: Arc::clone(&app.meters),
+        writer: Arc::clone(&app.writer),
+        hub: Arc::clone(app.chat.hub()),
+    };
+    spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
     spawn_socket_mode(Arc::clone(&app));
     let max_connections = connection_budget(&config);
     let router = crate::http::router(Arc::clone(&app));
@@ -161,6 +171,7 @@ async fn start_runner(
         readers: Arc::clone(&app.readers),
         writer: Arc::clone(&app.writer),
         public_url: app.public_url.clone(),
+        stats: Arc::clone(&app.meters.jobs),
     });
     let runner_config = RunnerConfig {
         concurrency: [

@@ -10,6 +10,7 @@ use crate::accounts::Accounts;
 use crate::chat::{Chat, Inbox, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::jobs::JobQueue;
+use crate::metrics::{Capacity, Meters};
 use crate::slack::SlackInbound;
 use crate::store::{Readers, Writer};
 use crate::widget::brake::Brakes;
@@ -36,6 +37,10 @@ pub struct App {
     pub accounts: Accounts,
     /// The admin inbox's use cases.
     pub inbox: Inbox,
+    /// Counters the hot paths bump (acks, connections, heartbeat, job outcomes).
+    pub meters: Arc<Meters>,
+    /// The sampler's last hour, for the capacity page.
+    pub capacity: Arc<Capacity>,
     /// Cancelled when shutdown starts: connections say goodbye and stop taking work.
     pub shutdown: CancellationToken,
     /// Websocket connections, so shutdown can wait for their in-flight writes.
@@ -56,6 +61,7 @@ impl App {
         readers: Arc<Readers>,
         slack: SlackInbound,
         jobs: JobQueue,
+        capacity: Arc<Capacity>,
     ) -> Self {
         let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
         let inbox = Inbox::new(
@@ -77,6 +83,8 @@ impl App {
             readers,
             slack,
             jobs,
+            meters: Arc::default(),
+            capacity,
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
             is_shutting_down: AtomicBool::new(false),

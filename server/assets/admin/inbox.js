@@ -4,6 +4,8 @@
 //   server replays what was missed.
 // - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch.
 // - Copy buttons, local times, site colour swatches.
+// - A section with data-refresh (the capacity graphs) is fetched again every data-refresh-every
+//   seconds while the tab is visible, and replaced by the server's fresh rendering.
 (() => {
   "use strict";
 
@@ -150,6 +152,29 @@
       }
       if (said) said.textContent = "Copied.";
     });
+  }
+
+  const refreshing = document.querySelector("[data-refresh]");
+  if (refreshing) {
+    const every = Math.max(1, Number(refreshing.dataset.refreshEvery) || 5) * 1000;
+    const refresh = async () => {
+      const current = document.getElementById(refreshing.id);
+      if (!current || document.hidden) return;
+      try {
+        const res = await fetch(current.dataset.refresh, { credentials: "same-origin" });
+        // A redirect means the session ended: keep what is shown rather than a sign-in page.
+        if (!res.ok || res.redirected) { setLive(false); return; }
+        const fresh = fromHtml(await res.text());
+        if (fresh?.id === current.id) {
+          localTime(fresh);
+          current.replaceWith(fresh);
+          setLive(true);
+        }
+      } catch {
+        setLive(false);
+      }
+    };
+    setInterval(refresh, every);
   }
 
   for (const swatch of document.querySelectorAll(".swatch[data-color]")) {

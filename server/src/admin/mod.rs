@@ -5,6 +5,7 @@
 
 pub mod assets;
 pub mod auth;
+pub mod capacity;
 pub mod deliveries;
 pub mod inbox;
 pub mod integrations;

@@ -10,6 +10,7 @@ mod client_ip;
 mod error;
 mod health;
 mod listener;
+mod metrics;
 mod routes;
 
 pub use boot::{Booting, serve_while_booting};

@@ -11,7 +11,7 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::{ApiError, api, api_deliveries, api_integrations, health};
+use super::{ApiError, api, api_deliveries, api_integrations, health, metrics};
 
 /// The route table. The websocket route is kept out of the HTTP timeout and compression layers:
 /// an upgraded connection outlives its handler.
@@ -20,6 +20,7 @@ pub fn router(app: AppState) -> Router {
         .route("/", get(admin::auth::home))
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
+        .route("/metrics", get(metrics::metrics))
         .route("/widget/panel.js", get(widget::panel_js))
         .route("/widget/panel.css", get(widget::panel_css))
         .merge(api_routes())
@@ -163,6 +164,9 @@ fn admin_routes() -> Router<AppState> {
             "/deliveries/{id}/retry",
             post(admin::deliveries::retry_delivery),
         )
+        .route("/capacity", get(admin::capacity::capacity_page))
+        .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
+        .route("/capacity/runs/{id}", get(admin::capacity::run_page))
         .route("/team", get(admin::team::team_page))
         .route("/team/invite", post(admin::team::invite))
         .route("/team/{id}/role", post(admin::team::change_role))

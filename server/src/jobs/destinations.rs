@@ -26,6 +26,8 @@ pub struct Destinations {
     pub writer: Arc<Writer>,
     /// Base URL of this server, for links back to the inbox.
     pub public_url: String,
+    /// Outcome counters and job lag, read by the capacity sampler and `/metrics`.
+    pub stats: Arc<super::JobStats>,
 }
 
 /// Runs one delivery attempt of `job`.

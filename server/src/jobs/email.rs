@@ -203,21 +203,8 @@ impl lettre::message::header::Header for AutoSubmitted {
     }
 }
 
-/// Escapes text for HTML.
-pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for HTML (shared with the admin UI's string-built markup).
+pub use porch_app::escape_html;
 
 fn html_page(body: &str) -> String {
     format!("<!doctype html><html><body style=\"font-family: sans-serif\">{body}</body></html>")

@@ -13,6 +13,7 @@ mod retry;
 mod runner;
 mod slack;
 pub mod ssrf;
+mod stats;
 pub mod webhook;
 
 pub use destinations::Destinations;
@@ -20,6 +21,7 @@ pub use index::Lane;
 pub use outcome::{Attempt, Outcome};
 pub use retry::retry_jobs;
 pub use runner::{JobQueue, Runner, RunnerConfig};
+pub use stats::{Counted, JobStats};
 
 /// The HTTP client for admin-supplied webhook URLs: resolves through the SSRF guard, uses no
 /// proxy from the environment (it would bypass the guard), follows no redirects (Standard

@@ -284,6 +284,9 @@ impl Dispatcher {
             *n = n.saturating_sub(1);
         }
         let now = now_ms();
+        self.destinations
+            .stats
+            .record(entry.lane, &attempt.outcome, entry.row.run_at, now);
         let job = &entry.row;
         let tries = job.attempt + 1;
         let out_of_budget = tries >= job.max_attempts || job.deadline_at.is_some_and(|d| now >= d);

@@ -168,6 +168,7 @@ fn save(report: &Report, out: &Path, data_dir: &Path, started_at: &str) -> anyho
         written.push(path);
     }
     super::write_stdout(&markdown)?;
+    super::record::record_and_tell(report, data_dir);
     let list: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     super::write_stdout(&format!("results: {}", list.join(", ")))
 }

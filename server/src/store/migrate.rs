@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0002_inbox.sql"),
     include_str!("../../../migrations/0003_job_message_index.sql"),
     include_str!("../../../migrations/0004_deliveries.sql"),
+    include_str!("../../../migrations/0005_capacity.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use super::Error;
 use super::checkpoint::{WAL_BOUND, WalGuard};
+use crate::metrics::LogHistogram;
 
 /// A unit of work run inside the writer's transaction.
 trait WriteOp: Send {
@@ -85,6 +86,10 @@ pub struct WriterStats {
     pub writes: AtomicU64,
     /// Total time spent in BEGIN…COMMIT, in microseconds.
     pub commit_micros: AtomicU64,
+    /// Time in BEGIN…COMMIT per committed batch, in microseconds (percentiles and max).
+    pub commit_latency: LogHistogram,
+    /// Writes per committed batch (how well group commit is grouping).
+    pub batch_sizes: LogHistogram,
     /// Writes refused because the queue was full.
     pub refused_busy: AtomicU64,
     /// Set while the last commit failed for lack of disk space; cleared by the next success.
@@ -226,6 +231,8 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &Wr
             stats.writes.fetch_add(size, Ordering::Relaxed);
             let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             stats.commit_micros.fetch_add(micros, Ordering::Relaxed);
+            stats.commit_latency.record_value(micros);
+            stats.batch_sizes.record_value(size);
         }
         Err(err) => {
             if matches!(err, Error::DiskFull) {

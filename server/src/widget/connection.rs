@@ -60,7 +60,8 @@ pub struct Peer {
 /// The connection went away (or we closed it); stop.
 struct Closed;
 
-type StoreResult = (ClientId, Result<StoredVisitorMessage, chat::Error>);
+/// A finished write: the message's client id, when its frame arrived, and the outcome.
+type StoreResult = (ClientId, Instant, Result<StoredVisitorMessage, chat::Error>);
 type PendingWrite = Pin<Box<dyn Future<Output = StoreResult> + Send>>;
 
 struct Connection {
@@ -97,6 +98,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         return;
     };
     let hub_id = app.chat.hub().new_connection_id();
+    let _open = app.meters.open_widget();
     let mut conn = Connection {
         app,
         site,
@@ -319,8 +321,8 @@ impl Connection {
                     is_draining = true;
                     Ok(())
                 }
-                Some((client_id, result)) = in_flight.next(), if !in_flight.is_empty() => {
-                    self.on_stored(&client_id, result).await
+                Some((client_id, received, result)) = in_flight.next(), if !in_flight.is_empty() => {
+                    self.on_stored(&client_id, received, result).await
                 }
                 event = next_event(&mut self.subscription) => match event {
                     Some(event) => self.push(&event).await,
@@ -369,9 +371,11 @@ impl Connection {
         text: &str,
         in_flight: &mut FuturesUnordered<PendingWrite>,
     ) -> Result<(), Closed> {
+        let received = Instant::now();
         match ClientFrame::parse(text) {
             Some(ClientFrame::Message { client_id, body }) => {
-                self.accept_message(&client_id, &body, in_flight).await
+                self.accept_message(&client_id, &body, received, in_flight)
+                    .await
             }
             Some(ClientFrame::Email { email }) => self.accept_email(&email).await,
             // A second hello, or anything unparsable.
@@ -406,6 +410,7 @@ impl Connection {
         &mut self,
         raw_client_id: &str,
         raw_body: &str,
+        received: Instant,
         in_flight: &mut FuturesUnordered<PendingWrite>,
     ) -> Result<(), Closed> {
         let Ok(client_id) = ClientId::parse(raw_client_id) else {
@@ -470,15 +475,17 @@ impl Connection {
         let from = Some(self.hub_id);
         in_flight.push(Box::pin(async move {
             let result = chat.post_visitor_message(new, from).await;
-            (client_id, result)
+            (client_id, received, result)
         }));
         Ok(())
     }
 
-    /// Answers a finished write: `ack` after commit, or an error the client can act on.
+    /// Answers a finished write: `ack` after commit, or an error the client can act on. An ack is
+    /// counted with its latency from the frame's arrival.
     async fn on_stored(
         &mut self,
         client_id: &ClientId,
+        received: Instant,
         result: Result<StoredVisitorMessage, chat::Error>,
     ) -> Result<(), Closed> {
         let stored = match result {
@@ -501,6 +508,7 @@ impl Connection {
             at: stored.created_at,
         };
         self.send(ack.to_json()).await?;
+        self.app.meters.record_ack(received.elapsed());
         if self.visitor_id.is_none() {
             self.visitor_id = Some(stored.visitor_id);
             self.subscription = Some(

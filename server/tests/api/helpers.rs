@@ -104,15 +104,33 @@ impl TestApp {
         Self::spawn_in(tempfile::tempdir().expect("temp dir"), args).await
     }
 
+    /// Starts a server with `args`, then `configure` changes what flags cannot (such as the
+    /// capacity sampler's timing).
+    pub async fn spawn_configured(
+        args: &[&str],
+        configure: impl FnOnce(&mut porch::config::Config),
+    ) -> Self {
+        Self::start(tempfile::tempdir().expect("temp dir"), args, configure).await
+    }
+
     /// Starts a server on an existing data directory (for restarts).
     pub async fn spawn_in(data_dir: tempfile::TempDir, args: &[&str]) -> Self {
+        Self::start(data_dir, args, |_| {}).await
+    }
+
+    async fn start(
+        data_dir: tempfile::TempDir,
+        args: &[&str],
+        configure: impl FnOnce(&mut porch::config::Config),
+    ) -> Self {
         // TEST_LOG=porch=debug shows the server's log for a failing test.
         let filter = std::env::var("TEST_LOG").unwrap_or_else(|_| "off".to_owned());
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_test_writer()
             .try_init();
-        let config = serve_config(data_dir.path(), args);
+        let mut config = serve_config(data_dir.path(), args);
+        configure(&mut config);
         let listener = porch::http::bind(config.listen).expect("bind");
         let server = porch::start(config, listener).await.expect("server starts");
         let addr = server.local_addr;

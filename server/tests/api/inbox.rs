@@ -11,16 +11,16 @@ use tokio::net::TcpStream;
 
 use crate::helpers::TestApp;
 
-const PASSWORD: &str = "correct horse battery staple";
+pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -39,7 +39,7 @@ impl Answer {
 }
 
 /// One request with `Connection: close`; a form body when `form` is given.
-async fn send(
+pub(crate) async fn send(
     app: &TestApp,
     method: &str,
     path: &str,
@@ -118,7 +118,7 @@ async fn form_cookie(app: &TestApp, path: &str) -> (String, String) {
     (pair, token)
 }
 
-async fn setup_admin(app: &TestApp) -> Answer {
+pub(crate) async fn setup_admin(app: &TestApp) -> Answer {
     let token = app
         .server
         .as_ref()
@@ -139,12 +139,12 @@ async fn setup_admin(app: &TestApp) -> Answer {
 }
 
 /// A signed-in browser: its session cookie and CSRF token.
-struct Browser {
-    cookie: String,
+pub(crate) struct Browser {
+    pub(crate) cookie: String,
     csrf: String,
 }
 
-async fn signed_in_from(app: &TestApp, answer: &Answer) -> Browser {
+pub(crate) async fn signed_in_from(app: &TestApp, answer: &Answer) -> Browser {
     let (cookie, _) = answer.cookie("porch_session").expect("a session cookie");
     let page = send(app, "GET", "/account", &cookie, None).await;
     assert_eq!(page.status, 200);
@@ -154,13 +154,13 @@ async fn signed_in_from(app: &TestApp, answer: &Answer) -> Browser {
     }
 }
 
-async fn sign_in(app: &TestApp, email: &str, password: &str) -> Answer {
+pub(crate) async fn sign_in(app: &TestApp, email: &str, password: &str) -> Answer {
     let (cookie, csrf) = form_cookie(app, "/login").await;
     let body = form(&[("csrf", &csrf), ("email", email), ("password", password)]);
     send(app, "POST", "/login", &cookie, Some(&body)).await
 }
 
-fn add_user(app: &TestApp, email: &str, role: &str) -> porch::store::UserId {
+pub(crate) fn add_user(app: &TestApp, email: &str, role: &str) -> porch::store::UserId {
     let password = porch::accounts::Password::parse(PASSWORD).expect("valid");
     let hash = porch::accounts::hash_password(&password).expect("hash");
     store::insert_user(

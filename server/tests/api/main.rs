@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod brakes;
+mod capacity_page;
 mod config_doc;
 mod connections;
 mod discord;
@@ -14,6 +15,7 @@ mod health;
 mod helpers;
 mod inbox;
 mod loadtest;
+mod metrics;
 mod slack;
 mod snippet;
 mod webhooks;

@@ -1,0 +1,388 @@
+//! The capacity page (admins): graphs of the sampler's series over a chosen range, headroom in
+//! words, and the recorded load-test runs; and one run's page with its stair tables. The graphs
+//! section is also rendered alone, for the page's live refresh.
+
+use leptos::prelude::*;
+
+use crate::chart::{Chart, format_number, render_svg};
+use crate::layout::{Nav, Section, document};
+use crate::time::format_time;
+
+/// The ranges offered: (query value, label).
+pub const RANGES: [(&str, &str); 4] = [
+    ("15m", "15 minutes"),
+    ("1h", "1 hour"),
+    ("24h", "24 hours"),
+    ("7d", "7 days"),
+];
+
+/// Where the CPU cost per message came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Basis {
+    /// The last hour's traffic.
+    Traffic {
+        messages: f64,
+        busy_seconds: usize,
+        baseline_pct: f64,
+    },
+    /// The newest recorded load test.
+    LoadTest {
+        run_id: i64,
+        started_at: i64,
+        capacity: Option<u32>,
+    },
+}
+
+/// The headroom statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadroomView {
+    pub us_per_msg: f64,
+    /// Messages a second one core takes at that cost.
+    pub per_second: f64,
+    pub basis: Basis,
+    /// Messages a second in the busiest minute of the last 24 hours.
+    pub busiest: Option<f64>,
+}
+
+/// The live part of the page.
+#[derive(Debug, Clone)]
+pub struct GraphsView {
+    /// The range's query value (`1h`).
+    pub range: String,
+    pub charts: Vec<Chart>,
+    /// `None` when there is neither enough traffic nor a load test to estimate from.
+    pub headroom: Option<HeadroomView>,
+    /// Seconds between refreshes while the page is open.
+    pub refresh_secs: u32,
+    /// Messages an hour of traffic must hold before it is trusted over a load test.
+    pub traffic_needed: f64,
+}
+
+/// A recorded load-test run in the list.
+#[derive(Debug, Clone)]
+pub struct RunItemView {
+    pub id: i64,
+    pub started_at: i64,
+    pub capacity: Option<u32>,
+    pub is_passed: bool,
+    pub us_per_msg: Option<f64>,
+}
+
+/// The whole page.
+#[derive(Debug, Clone)]
+pub struct CapacityView {
+    pub nav: Nav,
+    pub graphs: GraphsView,
+    pub runs: Vec<RunItemView>,
+}
+
+fn rate(value: f64) -> String {
+    format_number(value.round())
+}
+
+fn headroom_text(headroom: Option<HeadroomView>, traffic_needed: f64) -> AnyView {
+    let Some(h) = headroom else {
+        return view! {
+            <p>"No headroom estimate yet: the last hour had too little traffic to measure the CPU \
+                cost per message, and no load test has been recorded. Run "<code>"porch loadtest"</code>
+                " on this box (with this data directory) to measure it."</p>
+        }
+        .into_any();
+    };
+    let per_second = rate(h.per_second);
+    let busiest = match h.busiest.filter(|b| *b > 0.0) {
+        Some(b) => format!(
+            "the busiest minute in the last 24 hours used {:.1} % of that ({} messages a second).",
+            b / h.per_second.max(1.0) * 100.0,
+            format_number(b)
+        ),
+        None => "there has been no visitor traffic in the last 24 hours.".to_owned(),
+    };
+    let statement = format!(
+        "At the measured CPU cost per message ({:.0} µs), one core of this box takes about \
+         {per_second} messages a second; {busiest}",
+        h.us_per_msg
+    );
+    let basis = match h.basis {
+        Basis::Traffic {
+            messages,
+            busy_seconds,
+            baseline_pct,
+        } => view! {
+            <p class="muted small">{format!(
+                "Measured from the last hour's traffic: {} messages in {busy_seconds} busy seconds, \
+                 counting the CPU above the idle baseline ({baseline_pct:.1} % of a core).",
+                rate(messages)
+            )}</p>
+        }
+        .into_any(),
+        Basis::LoadTest {
+            run_id,
+            started_at,
+            capacity,
+        } => {
+            let (iso, when) = format_time(started_at);
+            let found = capacity.map_or_else(
+                || "no stair passed".to_owned(),
+                |c| format!("capacity found {} messages a second", format_number(f64::from(c))),
+            );
+            view! {
+                <p class="muted small">
+                    "The last hour had too little traffic to measure (it takes "
+                    {rate(traffic_needed)}" messages), so the cost comes from the newest "
+                    <a href=format!("/capacity/runs/{run_id}")>"load test"</a>", run "
+                    <time datetime=iso>{when}</time>" ("{found}")."
+                </p>
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <p class="headroom-statement">{statement}</p>
+        {basis}
+        <p class="muted small">"One core, because the writer commits on one thread: more cores \
+            help the websockets, not the writer."</p>
+    }
+    .into_any()
+}
+
+#[component]
+fn ChartCard(chart: Chart) -> impl IntoView {
+    let title = format!("{} ({})", chart.title, chart.unit);
+    let legend = chart
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            view! { <li><span class=format!("swatch-line series-{i}") aria-hidden="true"></span>{line.label.clone()}</li> }
+        })
+        .collect_view();
+    let body = if chart.point_count() == 0 {
+        view! { <p class="muted small chart-empty">"No data in this range yet."</p> }.into_any()
+    } else {
+        view! { <div class="chart-box" inner_html=render_svg(&chart)></div> }.into_any()
+    };
+    view! {
+        <figure class="card chart-card">
+            <figcaption>{title}</figcaption>
+            {body}
+            <ul class="legend">{legend}</ul>
+        </figure>
+    }
+}
+
+#[component]
+fn Graphs(view: GraphsView) -> impl IntoView {
+    let refresh = format!("/capacity/graphs?range={}", view.range);
+    let charts = view
+        .charts
+        .into_iter()
+        .map(|chart| view! { <ChartCard chart/> })
+        .collect_view();
+    view! {
+        <section id="capacity-graphs" data-refresh=refresh data-refresh-every=view.refresh_secs.to_string()>
+            <div class="card">
+                <h2>"Headroom"</h2>
+                {headroom_text(view.headroom, view.traffic_needed)}
+            </div>
+            <div class="charts">{charts}</div>
+        </section>
+    }
+}
+
+/// The graphs section alone (the page's live refresh replaces it).
+pub fn render_capacity_graphs(view: GraphsView) -> String {
+    view! { <Graphs view/> }.to_html()
+}
+
+#[component]
+fn Runs(runs: Vec<RunItemView>) -> impl IntoView {
+    if runs.is_empty() {
+        return view! {
+            <p class="muted">"No load test recorded yet. "<code>"porch loadtest"</code>" run with this \
+                server's data directory records each run here."</p>
+        }
+        .into_any();
+    }
+    let rows = runs
+        .into_iter()
+        .map(|run| {
+            let (iso, when) = format_time(run.started_at);
+            let capacity = run.capacity.map_or_else(
+                || "none passed".to_owned(),
+                |c| format!("{} msg/s", format_number(f64::from(c))),
+            );
+            let result = if run.is_passed { "all stairs passed" } else { "some stairs failed" };
+            let badge = if run.is_passed { "badge badge-open" } else { "badge badge-danger" };
+            let cost = run
+                .us_per_msg
+                .map_or_else(|| "–".to_owned(), |c| format!("{c:.0} µs"));
+            view! {
+                <tr>
+                    <td><a href=format!("/capacity/runs/{}", run.id)><time datetime=iso>{when}</time></a></td>
+                    <td>{capacity}</td>
+                    <td><span class=badge>{result}</span></td>
+                    <td>{cost}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table class="table" id="loadtest-runs">
+            <thead><tr><th>"Run"</th><th>"Capacity found"</th><th>"Result"</th><th>"CPU per message"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// Renders the capacity page.
+pub fn render_capacity(view: CapacityView) -> String {
+    let nav = Nav {
+        section: Section::Capacity,
+        ..view.nav
+    };
+    let current = view.graphs.range.clone();
+    let tabs = RANGES
+        .iter()
+        .map(|(key, label)| {
+            let is_current = current == *key;
+            view! {
+                <a href=format!("/capacity?range={key}") aria-current=is_current.then_some("page")>{*label}</a>
+            }
+        })
+        .collect_view();
+    let content = view! {
+        <div class="page-head">
+            <h1>"Capacity"</h1>
+            <p class="muted">"What this server handles now and how much more it could: figures sampled \
+                every second (the last hour in memory, minute rollups for 30 days)."</p>
+        </div>
+        <nav class="tabs" aria-label="Range">{tabs}</nav>
+        <Graphs view=view.graphs/>
+        <div class="card">
+            <h2>"Load tests"</h2>
+            <Runs runs=view.runs/>
+        </div>
+    };
+    document("Capacity", Some(nav), true, content.into_any())
+}
+
+/// One stair of a run, as its table shows it.
+#[derive(Debug, Clone)]
+pub struct StairView {
+    pub target: u32,
+    pub round: u32,
+    pub achieved: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub refused: u64,
+    pub cpu_pct: Option<f64>,
+    pub us_per_msg: Option<f64>,
+    pub rss_mb: Option<f64>,
+    pub passed: bool,
+}
+
+/// One series (`echo`, `porch`, `porch+slack`, …) of a run.
+#[derive(Debug, Clone)]
+pub struct SeriesView {
+    pub name: String,
+    pub capacity: Option<u32>,
+    pub stairs: Vec<StairView>,
+}
+
+/// A recorded run's page.
+#[derive(Debug, Clone)]
+pub struct RunView {
+    pub nav: Nav,
+    pub started_at: i64,
+    pub command: String,
+    pub machine: String,
+    pub is_passed: bool,
+    pub series: Vec<SeriesView>,
+    pub charts: Vec<Chart>,
+}
+
+fn opt(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+#[component]
+fn SeriesTable(series: SeriesView) -> impl IntoView {
+    let capacity = series.capacity.map_or_else(
+        || "no stair passed".to_owned(),
+        |c| format!("capacity {} msg/s", format_number(f64::from(c))),
+    );
+    let rows = series
+        .stairs
+        .into_iter()
+        .map(|s| {
+            view! {
+                <tr>
+                    <td>{format_number(f64::from(s.target))}</td>
+                    <td>{s.round}</td>
+                    <td>{rate(s.achieved)}</td>
+                    <td>{format!("{:.2}", s.p50_ms)}</td>
+                    <td>{format!("{:.2}", s.p99_ms)}</td>
+                    <td>{format!("{:.1}", s.max_ms)}</td>
+                    <td>{s.refused}</td>
+                    <td>{opt(s.cpu_pct, 0)}</td>
+                    <td>{opt(s.us_per_msg, 1)}</td>
+                    <td>{opt(s.rss_mb, 1)}</td>
+                    <td>{if s.passed { "yes" } else { "no" }}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="card">
+            <h2><span class="mono">{series.name}</span>" · "{capacity}</h2>
+            <div class="table-scroll">
+                <table class="table stairs">
+                    <thead><tr>
+                        <th>"Target/s"</th><th>"Round"</th><th>"Achieved/s"</th><th>"p50 ms"</th>
+                        <th>"p99 ms"</th><th>"Max ms"</th><th>"Refused"</th><th>"Server CPU %"</th>
+                        <th>"µs/msg"</th><th>"RSS MB"</th><th>"Passed"</th>
+                    </tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        </div>
+    }
+}
+
+/// Renders one run's page.
+pub fn render_run(view: RunView) -> String {
+    let nav = Nav {
+        section: Section::Capacity,
+        ..view.nav
+    };
+    let (iso, when) = format_time(view.started_at);
+    let result = if view.is_passed {
+        "Every stair passed."
+    } else {
+        "Some stairs failed."
+    };
+    let charts = view
+        .charts
+        .into_iter()
+        .map(|chart| view! { <ChartCard chart/> })
+        .collect_view();
+    let series = view
+        .series
+        .into_iter()
+        .map(|series| view! { <SeriesTable series/> })
+        .collect_view();
+    let content = view! {
+        <div class="page-head">
+            <p class="crumb"><a href="/capacity">"← Capacity"</a></p>
+            <h1>"Load test of "<time datetime=iso>{when}</time></h1>
+            <p class="muted">{result}" "{view.machine}</p>
+        </div>
+        <p class="small"><code class="break">{view.command}</code></p>
+        <div class="charts">{charts}</div>
+        {series}
+    };
+    document("Load test", Some(nav), true, content.into_any())
+}

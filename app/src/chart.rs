@@ -1,0 +1,209 @@
+//! Line charts as inline SVG, drawn on the server: no script, no library. A chart has a numeric
+//! x axis (time, or a load test's target rates) and up to six lines sharing a y axis from zero.
+//! Missing values break a line rather than drawing it to zero.
+
+use std::fmt::Write as _;
+
+use crate::escape_html as escape;
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub label: String,
+    /// (x, y) in x order; `None` where there was nothing to measure.
+    pub points: Vec<(f64, Option<f64>)>,
+}
+
+/// A chart's data and axes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    /// Unit of the y axis, shown after the title.
+    pub unit: String,
+    pub x_min: f64,
+    pub x_max: f64,
+    /// Labels under the left and right ends of the x axis.
+    pub x_labels: (String, String),
+    pub lines: Vec<Line>,
+}
+
+impl Chart {
+    /// Points with a value, over all lines.
+    pub fn point_count(&self) -> usize {
+        self.lines
+            .iter()
+            .flat_map(|l| &l.points)
+            .filter(|(_, y)| y.is_some_and(f64::is_finite))
+            .count()
+    }
+}
+
+const WIDTH: f64 = 640.0;
+const HEIGHT: f64 = 170.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 12.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 26.0;
+
+/// The smallest 1, 2 or 5 × 10^k at or above `value` (at least 1).
+pub fn nice_ceiling(value: f64) -> f64 {
+    if !(value.is_finite() && value > 1.0) {
+        return 1.0;
+    }
+    let magnitude = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|v| *v >= value)
+        .unwrap_or(10.0 * magnitude)
+}
+
+/// A y-axis label: whole numbers with separators, small ones with a decimal.
+pub fn format_number(value: f64) -> String {
+    if value.abs() >= 1000.0 {
+        #[allow(clippy::cast_possible_truncation)]
+        let whole = value.round() as i64;
+        let digits = whole.unsigned_abs().to_string();
+        let mut grouped = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        if whole < 0 {
+            format!("-{grouped}")
+        } else {
+            grouped
+        }
+    } else if value.fract() == 0.0 || value.abs() >= 10.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// Renders `chart` as an `<svg>` element. `data-points` says how many points it draws (the
+/// browser test reads it).
+pub fn render_svg(chart: &Chart) -> String {
+    let y_top = nice_ceiling(
+        chart
+            .lines
+            .iter()
+            .flat_map(|l| &l.points)
+            .filter_map(|(_, y)| *y)
+            .filter(|y| y.is_finite())
+            .fold(0.0, f64::max),
+    );
+    let span = (chart.x_max - chart.x_min).max(f64::MIN_POSITIVE);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let x = |v: f64| LEFT + (v - chart.x_min) / span * plot_w;
+    let y = |v: f64| TOP + plot_h - (v / y_top).clamp(0.0, 1.0) * plot_h;
+    let title = escape(&format!("{} ({})", chart.title, chart.unit));
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{title}" data-points="{}"><title>{title}</title>"#,
+        chart.point_count()
+    );
+    for fraction in [0.0, 0.5, 1.0] {
+        let at = y(y_top * fraction);
+        let _ = write!(
+            svg,
+            r#"<line class="grid" x1="{LEFT}" x2="{:.1}" y1="{at:.1}" y2="{at:.1}"/><text class="axis" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            at + 6.0,
+            escape(&format_number(y_top * fraction))
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text class="axis" x="{LEFT}" y="{:.1}">{}</text><text class="axis" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+        HEIGHT - 6.0,
+        escape(&chart.x_labels.0),
+        WIDTH - RIGHT,
+        HEIGHT - 6.0,
+        escape(&chart.x_labels.1)
+    );
+    for (i, line) in chart.lines.iter().enumerate() {
+        let mut path = String::new();
+        let mut is_drawing = false;
+        let mut last = None;
+        for (px, py) in &line.points {
+            match py.filter(|v| v.is_finite()) {
+                Some(v) => {
+                    let command = if is_drawing { 'L' } else { 'M' };
+                    let _ = write!(path, "{command}{:.1} {:.1}", x(*px), y(v));
+                    is_drawing = true;
+                    last = Some((x(*px), y(v)));
+                }
+                None => is_drawing = false,
+            }
+        }
+        if path.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            svg,
+            r#"<path class="series series-{i}" d="{path}"><title>{}</title></path>"#,
+            escape(&line.label)
+        );
+        if let Some((lx, ly)) = last {
+            let _ = write!(
+                svg,
+                r#"<circle class="series-dot series-{i}" cx="{lx:.1}" cy="{ly:.1}" r="2.5"/>"#
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(points: Vec<(f64, Option<f64>)>) -> Chart {
+        Chart {
+            title: "Messages <per> second".into(),
+            unit: "msg/s".into(),
+            x_min: 0.0,
+            x_max: 10.0,
+            x_labels: ("-10 s".into(), "now".into()),
+            lines: vec![Line {
+                label: "acked & stored".into(),
+                points,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_gap_starts_a_new_stroke_and_text_is_escaped() {
+        let svg = render_svg(&chart(vec![
+            (0.0, Some(1.0)),
+            (1.0, Some(2.0)),
+            (2.0, None),
+            (3.0, Some(3.0)),
+        ]));
+        let d = svg
+            .split(r#" d=""#)
+            .nth(1)
+            .and_then(|r| r.split('"').next());
+        assert_eq!(d.map(|d| d.matches('M').count()), Some(2), "{svg}");
+        assert!(svg.contains(r#"data-points="3""#));
+        assert!(svg.contains("Messages &lt;per&gt; second"));
+        assert!(svg.contains("acked &amp; stored"));
+        assert!(!svg.contains("<per>"));
+    }
+
+    #[test]
+    fn the_y_axis_ends_at_a_round_number() {
+        assert!((nice_ceiling(0.0) - 1.0).abs() < f64::EPSILON);
+        assert!((nice_ceiling(3.2) - 5.0).abs() < f64::EPSILON);
+        assert!((nice_ceiling(1234.0) - 2000.0).abs() < f64::EPSILON);
+        assert_eq!(format_number(12_345.0), "12,345");
+        assert_eq!(format_number(2.5), "2.5");
+    }
+}

@@ -1,0 +1,445 @@
+//! The capacity page (admins only): the sampler's series as graphs over 15 minutes or an hour
+//! (from memory) or 24 hours or 7 days (from the minute rollups), the headroom in words, and the
+//! recorded load-test runs with one page each.
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use porch_app::capacity::{
+    Basis, CapacityView, GraphsView, HeadroomView, RunItemView, RunView, SeriesView, StairView,
+    render_capacity, render_capacity_graphs, render_run,
+};
+use porch_app::chart::{Chart, Line};
+use porch_app::layout::Section;
+use serde::Deserialize;
+
+use crate::clock::now_ms;
+use crate::loadtest::Report;
+use crate::metrics::{MIN_MESSAGES, Rollup, Series, messages_per_core, traffic_cost};
+use crate::state::AppState;
+use crate::store;
+
+use super::page::{PageError, html};
+use super::session::Admin;
+
+/// Load-test runs listed.
+const RUNS_LISTED: u32 = 20;
+const MINUTE_MS: i64 = 60_000;
+const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
+
+/// The graphs: title, unit, and the series drawn with their labels.
+type ChartSpec = (
+    &'static str,
+    &'static str,
+    &'static [(Series, &'static str)],
+);
+
+const CHARTS: &[ChartSpec] = &[
+    (
+        "Visitor messages",
+        "acked per second",
+        &[(Series::Messages, "messages")],
+    ),
+    (
+        "Ack latency",
+        "ms, frame received to ack written",
+        &[
+            (Series::AckP50, "p50"),
+            (Series::AckP99, "p99"),
+            (Series::AckMax, "max"),
+        ],
+    ),
+    (
+        "Open connections",
+        "count",
+        &[
+            (Series::WidgetConnections, "widgets"),
+            (Series::AgentConnections, "agents' live pages"),
+        ],
+    ),
+    ("CPU", "% of one core", &[(Series::Cpu, "process")]),
+    ("Memory", "MB resident", &[(Series::Rss, "RSS")]),
+    (
+        "Event-loop lag",
+        "ms a 100 ms timer fired late",
+        &[(Series::LoopLagP99, "p99"), (Series::LoopLagMax, "max")],
+    ),
+    (
+        "Runtime busy",
+        "% of worker time",
+        &[(Series::RuntimeBusy, "busy")],
+    ),
+    (
+        "Writer batch size",
+        "writes per commit",
+        &[(Series::WriterBatch, "mean")],
+    ),
+    (
+        "Commit latency",
+        "ms per batch",
+        &[(Series::CommitMean, "mean"), (Series::CommitMax, "max")],
+    ),
+    (
+        "Writer queue",
+        "writes waiting",
+        &[(Series::WriterQueue, "depth")],
+    ),
+    (
+        "Deliveries",
+        "per second",
+        &[
+            (Series::DeliveriesChat, "chat"),
+            (Series::DeliveriesWebhook, "webhook"),
+            (Series::DeliveriesEmail, "email"),
+            (Series::DeliveriesMaint, "maintenance"),
+        ],
+    ),
+    (
+        "Job lag",
+        "ms, due to delivered",
+        &[(Series::JobLagP99, "p99"), (Series::JobLagMax, "max")],
+    ),
+    (
+        "Refusals and failures",
+        "per second",
+        &[
+            (Series::RateLimited, "429s from destinations"),
+            (Series::Failures, "failed attempts"),
+            (Series::WriterBusy, "busy (writer queue full)"),
+        ],
+    ),
+    (
+        "Open file descriptors",
+        "count",
+        &[(Series::OpenFds, "open")],
+    ),
+];
+
+/// A range the page offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Range {
+    Minutes15,
+    Hour,
+    Day,
+    Week,
+}
+
+impl Range {
+    fn parse(text: &str) -> Self {
+        match text {
+            "15m" => Self::Minutes15,
+            "24h" => Self::Day,
+            "7d" => Self::Week,
+            _ => Self::Hour,
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Self::Minutes15 => "15m",
+            Self::Hour => "1h",
+            Self::Day => "24h",
+            Self::Week => "7d",
+        }
+    }
+
+    fn span_ms(self) -> i64 {
+        match self {
+            Self::Minutes15 => 15 * MINUTE_MS,
+            Self::Hour => 60 * MINUTE_MS,
+            Self::Day => DAY_MS,
+            Self::Week => 7 * DAY_MS,
+        }
+    }
+
+    /// One graph point per this much time: a few hundred points per graph.
+    fn step_ms(self, sample_ms: i64) -> i64 {
+        match self {
+            Self::Minutes15 => sample_ms,
+            Self::Hour => 5 * sample_ms,
+            Self::Day => 2 * MINUTE_MS,
+            Self::Week => 15 * MINUTE_MS,
+        }
+    }
+
+    fn is_in_memory(self) -> bool {
+        matches!(self, Self::Minutes15 | Self::Hour)
+    }
+
+    fn refresh_secs(self) -> u32 {
+        if self.is_in_memory() { 5 } else { 60 }
+    }
+
+    fn start_label(self) -> &'static str {
+        match self {
+            Self::Minutes15 => "15 min ago",
+            Self::Hour => "1 hour ago",
+            Self::Day => "24 hours ago",
+            Self::Week => "7 days ago",
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RangeQuery {
+    #[serde(default)]
+    range: String,
+}
+
+fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn charts(spans: &[Rollup], since: i64, range: Range) -> Vec<Chart> {
+    #[allow(clippy::cast_precision_loss)]
+    let x = |at: i64| (at - since) as f64 / 1000.0;
+    CHARTS
+        .iter()
+        .map(|(title, unit, series)| Chart {
+            title: (*title).to_owned(),
+            unit: (*unit).to_owned(),
+            x_min: 0.0,
+            x_max: x(since + range.span_ms()),
+            x_labels: (range.start_label().to_owned(), "now".to_owned()),
+            lines: series
+                .iter()
+                .map(|(s, label)| Line {
+                    label: (*label).to_owned(),
+                    points: spans.iter().map(|r| (x(r.at_ms), r.plotted(*s))).collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The headroom statement's figures: from the last hour's traffic if there was enough, else
+/// from the newest load test with a measured cost.
+async fn headroom(app: &AppState) -> Result<Option<HeadroomView>, PageError> {
+    let every = app.capacity.timing.every;
+    let traffic = app
+        .capacity
+        .with_recent(|recent| traffic_cost(recent, every));
+    let day_ago = now_ms() - DAY_MS;
+    let (stored_busiest, runs) = app
+        .readers
+        .read(move |c| {
+            Ok((
+                store::find_busiest_minute(c, day_ago)?,
+                store::list_loadtest_runs(c, RUNS_LISTED)?,
+            ))
+        })
+        .await?;
+    // Minutes not yet written (the current one) count too.
+    let minute = millis(app.capacity.timing.rollup_every);
+    let recent_busiest = app
+        .capacity
+        .spans(day_ago, minute)
+        .iter()
+        .filter_map(|r| r.mean[Series::Messages.index()])
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let busiest = match (stored_busiest, recent_busiest) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let (us_per_msg, basis) = if let Some(cost) = traffic {
+        let basis = Basis::Traffic {
+            messages: cost.messages,
+            busy_seconds: cost.busy_seconds,
+            baseline_pct: cost.baseline_pct,
+        };
+        (cost.us_per_msg, basis)
+    } else if let Some((run, cost)) = runs.into_iter().find_map(|r| r.us_per_msg.map(|c| (r, c))) {
+        let basis = Basis::LoadTest {
+            run_id: run.id,
+            started_at: run.started_at,
+            capacity: run.capacity,
+        };
+        (cost, basis)
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(HeadroomView {
+        us_per_msg,
+        per_second: messages_per_core(us_per_msg),
+        basis,
+        busiest,
+    }))
+}
+
+async fn graphs(app: &AppState, range: Range) -> Result<GraphsView, PageError> {
+    let since = now_ms() - range.span_ms();
+    let step = range.step_ms(millis(app.capacity.timing.every).max(1));
+    let spans = if range.is_in_memory() {
+        app.capacity.spans(since, step)
+    } else {
+        app.readers
+            .read(move |c| store::list_metrics_spans(c, since, step))
+            .await?
+    };
+    Ok(GraphsView {
+        range: range.key().to_owned(),
+        charts: charts(&spans, since, range),
+        headroom: headroom(app).await?,
+        refresh_secs: range.refresh_secs(),
+        traffic_needed: MIN_MESSAGES,
+    })
+}
+
+/// `GET /capacity?range=15m|1h|24h|7d`.
+pub async fn capacity_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Query(query): Query<RangeQuery>,
+) -> Result<Response, PageError> {
+    let graphs = graphs(&app, Range::parse(&query.range)).await?;
+    let runs = app
+        .readers
+        .read(|c| store::list_loadtest_runs(c, RUNS_LISTED))
+        .await?
+        .into_iter()
+        .map(|r| RunItemView {
+            id: r.id,
+            started_at: r.started_at,
+            capacity: r.capacity,
+            is_passed: r.is_passed,
+            us_per_msg: r.us_per_msg,
+        })
+        .collect();
+    Ok(html(render_capacity(CapacityView {
+        nav: who.nav(Section::Capacity),
+        graphs,
+        runs,
+    })))
+}
+
+/// `GET /capacity/graphs?range=…`: the graphs section alone, for the page's live refresh.
+pub async fn capacity_graphs(
+    State(app): State<AppState>,
+    _admin: Admin,
+    Query(query): Query<RangeQuery>,
+) -> Result<Response, PageError> {
+    let graphs = graphs(&app, Range::parse(&query.range)).await?;
+    Ok(html(render_capacity_graphs(graphs)))
+}
+
+/// `GET /capacity/runs/{id}`: one recorded load test.
+pub async fn run_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Path(id): Path<i64>,
+) -> Result<Response, PageError> {
+    let Some((run, json)) = app
+        .readers
+        .read(move |c| store::find_loadtest_run(c, id))
+        .await?
+    else {
+        return Err(PageError::not_found("load test run"));
+    };
+    let report: Report = serde_json::from_str(&json).map_err(|err| {
+        tracing::warn!(error = %err, run = id, "a recorded load test does not parse");
+        PageError::not_found("load test run")
+    })?;
+    Ok(html(render_run(RunView {
+        nav: who.nav(Section::Capacity),
+        started_at: run.started_at,
+        machine: format!(
+            "{} cores, {}, kernel {}; {}.",
+            report.machine.cores, report.machine.cpu_model, report.machine.kernel, report.placement
+        ),
+        charts: stair_charts(&report),
+        command: report.command,
+        is_passed: run.is_passed,
+        series: report
+            .series
+            .iter()
+            .map(|s| SeriesView {
+                name: s.name.clone(),
+                capacity: s.capacity(),
+                stairs: s
+                    .stairs
+                    .iter()
+                    .map(|t| StairView {
+                        target: t.target,
+                        round: t.round,
+                        achieved: t.achieved,
+                        p50_ms: t.p50_ms,
+                        p99_ms: t.p99_ms,
+                        max_ms: t.max_ms,
+                        refused: t.refused.values().sum(),
+                        cpu_pct: t.server_cpu_pct,
+                        us_per_msg: t.server_us_per_msg,
+                        rss_mb: t.server_rss_mb,
+                        passed: t.passed,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })))
+}
+
+/// Achieved rate and ack p99 per stair, one line per series.
+fn stair_charts(report: &Report) -> Vec<Chart> {
+    let targets = report
+        .series
+        .iter()
+        .flat_map(|s| s.stairs.iter().map(|t| f64::from(t.target)));
+    let x_min = targets.clone().fold(f64::INFINITY, f64::min);
+    let x_max = targets.fold(0.0, f64::max);
+    let (x_min, x_max) = if x_min.is_finite() {
+        (x_min, x_max)
+    } else {
+        (0.0, 1.0)
+    };
+    let labels = (
+        format!("{} msg/s", porch_app::chart::format_number(x_min)),
+        format!("{} msg/s", porch_app::chart::format_number(x_max)),
+    );
+    let line = |name: &str, value: &dyn Fn(&crate::loadtest::Stair) -> f64| Line {
+        label: name.to_owned(),
+        points: report
+            .series
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| {
+                let mut points: Vec<(f64, Option<f64>)> = s
+                    .stairs
+                    .iter()
+                    .map(|t| (f64::from(t.target), Some(value(t))))
+                    .collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                points
+            })
+            .unwrap_or_default(),
+    };
+    let names: Vec<&str> = report.series.iter().map(|s| s.name.as_str()).collect();
+    let mut achieved: Vec<Line> = names.iter().map(|n| line(n, &|t| t.achieved)).collect();
+    if let Some(first) = report.series.first() {
+        let mut points: Vec<(f64, Option<f64>)> = first
+            .stairs
+            .iter()
+            .map(|t| (f64::from(t.target), Some(f64::from(t.target))))
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        achieved.push(Line {
+            label: "target".to_owned(),
+            points,
+        });
+    }
+    vec![
+        Chart {
+            title: "Achieved rate per stair".to_owned(),
+            unit: "messages a second".to_owned(),
+            x_min,
+            x_max,
+            x_labels: labels.clone(),
+            lines: achieved,
+        },
+        Chart {
+            title: "Ack p99 per stair".to_owned(),
+            unit: "ms".to_owned(),
+            x_min,
+            x_max,
+            x_labels: labels,
+            lines: names.iter().map(|n| line(n, &|t| t.p99_ms)).collect(),
+        },
+    ]
+}

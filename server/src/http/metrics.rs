@@ -1,0 +1,103 @@
+//! `GET /metrics`: the Prometheus exposition, never to the open internet by default. With
+//! `PORCH_METRICS_TOKEN` set, the bearer token is required from every address. Without it, only
+//! clients at loopback or private addresses are answered, and a request that carries forwarding
+//! headers from a peer that is not a trusted proxy is refused: behind an unconfigured reverse
+//! proxy every request looks local, so the real client is unknown. See docs/operations.md.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::admin::session::tokens_match;
+use crate::state::AppState;
+
+use super::{ApiError, client_ip};
+
+/// Headers a reverse proxy adds; their presence means the TCP peer is not the client.
+const FORWARDING_HEADERS: [&str; 3] = ["x-forwarded-for", "forwarded", "x-real-ip"];
+
+/// Loopback, RFC 1918 / RFC 4193 private, and link-local addresses.
+fn is_local(ip: IpAddr) -> bool {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+        IpAddr::V6(v6) => v6.is_loopback() || v6.is_unique_local() || v6.is_unicast_link_local(),
+    }
+}
+
+/// Whether this request may read the metrics.
+fn is_allowed(app: &AppState, peer: SocketAddr, headers: &HeaderMap) -> bool {
+    if let Some(token) = &app.config.metrics_token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        return tokens_match(given.trim(), token.expose());
+    }
+    let proxies = &app.config.trusted_proxies;
+    let is_forwarded = FORWARDING_HEADERS.iter().any(|h| headers.contains_key(*h));
+    if is_forwarded && !proxies.contains(&peer.ip().to_canonical()) {
+        return false;
+    }
+    is_local(client_ip(peer, headers, proxies))
+}
+
+/// `GET /metrics`.
+pub async fn metrics(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if !is_allowed(&app, peer, &headers) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "metrics_forbidden",
+            "Metrics are served to loopback and private addresses, or with the metrics token.",
+        )
+        .into_response();
+    }
+    match crate::metrics::render(&app.meters, &app.writer, app.chat.hub()) {
+        Ok(text) => (
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+                ),
+                (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            ],
+            text,
+        )
+            .into_response(),
+        Err(_) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "The metrics could not be rendered.",
+        )
+        .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_means_loopback_private_or_link_local() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.9",
+            "172.20.0.2",
+            "::1",
+            "fd00::1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(is_local(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in ["203.0.113.5", "8.8.8.8", "2001:db8::1", "::ffff:8.8.8.8"] {
+            assert!(!is_local(ip.parse().expect("ip")), "{ip}");
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Records a finished run in the live database (`loadtest_runs`), so the capacity page lists it
+//! and can fall back on its CPU cost per message. Only a database that already exists and is at
+//! a schema with the table is written to: a load test creates nothing and migrates nothing.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::config::DATABASE_FILE;
+use crate::store::{self, NewLoadtestRun, Synchronous};
+
+use super::report::Report;
+
+/// The series whose figures stand for Porch (the echo is only the baseline).
+const PORCH_SERIES: &str = "porch";
+
+/// What the run list shows without parsing the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub started_at: i64,
+    pub capacity: Option<u32>,
+    pub is_passed: bool,
+    pub us_per_msg: Option<f64>,
+}
+
+/// Summarises `report`: the `porch` series' capacity and median CPU µs per message over its
+/// passing stairs; passed if every stair of every series passed.
+pub fn summarize(report: &Report) -> Summary {
+    let started_at = humantime::parse_rfc3339(&report.started_at)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(crate::clock::now_ms, |d| {
+            i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+        });
+    let porch = report.series.iter().find(|s| s.name == PORCH_SERIES);
+    let mut costs: Vec<f64> = porch
+        .map(|s| {
+            s.stairs
+                .iter()
+                .filter(|t| t.passed)
+                .filter_map(|t| t.server_us_per_msg)
+                .collect()
+        })
+        .unwrap_or_default();
+    costs.sort_by(f64::total_cmp);
+    Summary {
+        started_at,
+        capacity: porch.and_then(super::Series::capacity),
+        is_passed: report
+            .series
+            .iter()
+            .all(|s| s.stairs.iter().all(|t| t.passed)),
+        us_per_msg: costs.get(costs.len() / 2).copied(),
+    }
+}
+
+/// Inserts the run into `<data_dir>/porch.db` if that database exists and has the table.
+/// Returns the new row id, or `None` when there was nothing to record into.
+///
+/// # Errors
+/// Fails if the database exists but cannot be opened or written.
+pub fn record_run(report: &Report, data_dir: &Path) -> anyhow::Result<Option<i64>> {
+    let path = data_dir.join(DATABASE_FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let conn = store::open_write_connection(&path, Synchronous::Full)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let has_table: bool = conn
+        .query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'loadtest_runs'",
+            [],
+            |r| r.get(0),
+        )
+        .context("reading the schema")?;
+    if !has_table {
+        return Ok(None);
+    }
+    let summary = summarize(report);
+    let json = serde_json::to_string(report)?;
+    let id = store::insert_loadtest_run(
+        &conn,
+        &NewLoadtestRun {
+            started_at: summary.started_at,
+            capacity: summary.capacity,
+            is_passed: summary.is_passed,
+            us_per_msg: summary.us_per_msg,
+            report: &json,
+        },
+    )?;
+    Ok(Some(id))
+}
+
+/// [`record_run`], telling the operator what happened; never fails the load test.
+pub fn record_and_tell(report: &Report, data_dir: &Path) {
+    let said = match record_run(report, data_dir) {
+        Ok(Some(id)) => format!(
+            "recorded as run {id} in {} (shown on the capacity page)",
+            data_dir.join(DATABASE_FILE).display()
+        ),
+        Ok(None) => format!(
+            "not recorded for the capacity page: no Porch database with the capacity tables in {} \
+             (start `porch serve` on it once, or pass --data-dir)",
+            data_dir.display()
+        ),
+        Err(err) => format!("not recorded for the capacity page: {err:#}"),
+    };
+    let _ = super::write_stdout(&said);
+}

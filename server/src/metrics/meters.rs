@@ -1,0 +1,66 @@
+//! The counters hot paths bump: acked visitor messages with their ack latency, open widget
+//! connections, and the event-loop heartbeat's lag. Atomics only, so recording never waits on a
+//! lock and never allocates; the sampler and `/metrics` read them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::jobs::JobStats;
+
+use super::LogHistogram;
+
+/// Shared by the whole server (in `AppState`).
+#[derive(Debug, Default)]
+pub struct Meters {
+    /// Visitor messages acknowledged (committed and acked) since start.
+    acked: AtomicU64,
+    /// Frame received → ack written, per acked message, in microseconds.
+    pub ack_latency: LogHistogram,
+    /// Widget websockets open right now.
+    widget_connections: AtomicI64,
+    /// How late the heartbeat woke up, in microseconds: time the runtime could not get to a
+    /// ready task.
+    pub loop_lag: LogHistogram,
+    /// The job runner's outcome counters (handed to the runner's destinations).
+    pub jobs: Arc<JobStats>,
+}
+
+impl Meters {
+    /// Counts one acknowledged message whose frame arrived `latency` before its ack was written.
+    pub fn record_ack(&self, latency: Duration) {
+        self.acked.fetch_add(1, Ordering::Relaxed);
+        self.ack_latency.record(latency);
+    }
+
+    /// Acknowledged messages since start.
+    pub fn acked(&self) -> u64 {
+        self.acked.load(Ordering::Relaxed)
+    }
+
+    /// Counts a widget connection as open until the guard is dropped.
+    pub fn open_widget(self: &Arc<Self>) -> OpenConnection {
+        self.widget_connections.fetch_add(1, Ordering::Relaxed);
+        OpenConnection {
+            meters: Arc::clone(self),
+        }
+    }
+
+    /// Widget websockets open right now.
+    pub fn widget_connections(&self) -> u64 {
+        u64::try_from(self.widget_connections.load(Ordering::Relaxed)).unwrap_or(0)
+    }
+}
+
+/// Holds one widget connection in the open count.
+pub struct OpenConnection {
+    meters: Arc<Meters>,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.meters
+            .widget_connections
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,20 @@
+//! Capacity figures: the counters hot paths bump ([`Meters`], lock-free), the event-loop
+//! heartbeat, the per-second sampler with its hour in memory and 30 days of minute rollups in
+//! SQLite, the headroom estimate, and the Prometheus exposition served at `/metrics`.
+
+mod exposition;
+mod headroom;
+mod heartbeat;
+mod histogram;
+mod meters;
+mod process;
+mod sampler;
+mod series;
+
+pub use exposition::{CONTENT_TYPE, render};
+pub use headroom::{MIN_MESSAGES, TrafficCost, messages_per_core, traffic_cost};
+pub use heartbeat::spawn_heartbeat;
+pub use histogram::{LogHistogram, Snapshot};
+pub use meters::{Meters, OpenConnection};
+pub use sampler::{Capacity, RETENTION, SamplerTiming, Sources, spawn_sampler};
+pub use series::{Rollup, RollupBuilder, SERIES, Sample, Series, roll_up};

@@ -1,0 +1,138 @@
+//! The capacity page: admins only, graphs that follow live traffic, and recorded load-test runs
+//! with their headroom fallback.
+
+use std::time::Duration;
+
+use crate::helpers::{TestApp, WAIT};
+use crate::inbox::{PASSWORD, add_user, send, setup_admin, sign_in, signed_in_from};
+use crate::metrics::REPORT;
+
+#[tokio::test]
+async fn the_capacity_page_is_for_admins_only() {
+    let app = TestApp::spawn(&[]).await;
+    let anonymous = send(&app, "GET", "/capacity", "", None).await;
+    assert_eq!(anonymous.status, 303);
+    assert_eq!(anonymous.header("location"), Some("/login?next=/capacity"));
+
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let page = send(&app, "GET", "/capacity?range=15m", &admin.cookie, None).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("<h1>Capacity</h1>"), "{}", page.body);
+    assert!(
+        page.body.contains("No headroom estimate yet"),
+        "a fresh install says so"
+    );
+    assert!(page.body.contains("No load test recorded yet"));
+    assert!(
+        page.body
+            .contains(r#"<a href="/capacity" aria-current="page">Capacity</a>"#)
+    );
+    let fragment = send(
+        &app,
+        "GET",
+        "/capacity/graphs?range=7d",
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(fragment.status, 200);
+    assert!(
+        fragment
+            .body
+            .starts_with(r#"<section id="capacity-graphs""#),
+        "{}",
+        fragment.body
+    );
+
+    add_user(&app, "bo@example.com", "agent");
+    let agent = sign_in(&app, "bo@example.com", PASSWORD).await;
+    let agent = signed_in_from(&app, &agent).await;
+    for path in ["/capacity", "/capacity/graphs", "/capacity/runs/1"] {
+        let refused = send(&app, "GET", path, &agent.cookie, None).await;
+        assert_eq!(refused.status, 403, "{path}");
+    }
+}
+
+/// The number of points the graph titled `title` draws, if it draws an SVG.
+fn points_in(page: &str, title: &str) -> Option<usize> {
+    let svg = page.split(&format!(r#"aria-label="{title}"#)).nth(1)?;
+    let after = svg.split(r#"data-points=""#).nth(1)?;
+    after.split('"').next()?.parse().ok()
+}
+
+#[tokio::test]
+async fn the_capacity_page_graphs_live_traffic() {
+    let app = TestApp::spawn_configured(&[], |config| {
+        config.sampler.every = Duration::from_millis(100);
+    })
+    .await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    assert_eq!(widget.say("c1", "hi").await["type"], "ack");
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let page = send(
+            &app,
+            "GET",
+            "/capacity/graphs?range=15m",
+            &admin.cookie,
+            None,
+        )
+        .await;
+        assert_eq!(page.status, 200);
+        // The ack latency graph has points only once a sample covered the message.
+        if points_in(&page.body, "Ack latency").is_some_and(|n| n > 0) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{}", page.body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_recorded_load_test_run_is_listed_and_shown_on_the_capacity_page() {
+    let app = TestApp::spawn(&[]).await;
+    let report: porch::loadtest::Report = serde_json::from_str(REPORT).expect("a report");
+    let id = porch::loadtest::record_run(&report, app.data_dir.path())
+        .expect("recorded")
+        .expect("the live database exists");
+
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let page = send(&app, "GET", "/capacity", &admin.cookie, None).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains(&format!(r#"href="/capacity/runs/{id}""#)),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("5,000 msg/s"));
+    assert!(page.body.contains("all stairs passed"));
+    // No live traffic: the headroom comes from the run (median cost of its passing stairs).
+    assert!(page.body.contains("(52 µs)"), "{}", page.body);
+    assert!(page.body.contains("cost comes from the newest"));
+
+    let run = send(
+        &app,
+        "GET",
+        &format!("/capacity/runs/{id}"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(run.status, 200);
+    assert!(run.body.contains("12.25"), "the stair table: {}", run.body);
+    assert!(run.body.contains("Achieved rate per stair"));
+    assert!(
+        run.body.contains(r#"data-points="4""#),
+        "achieved and target lines"
+    );
+    assert!(
+        run.body.contains("Test CPU &lt;b"),
+        "report text is escaped"
+    );
+    assert!(!run.body.contains("Test CPU <b>"));
+    let missing = send(&app, "GET", "/capacity/runs/999", &admin.cookie, None).await;
+    assert_eq!(missing.status, 404);
+}

@@ -1,0 +1,225 @@
+//! Capacity figures end to end: `/metrics` after real widget traffic and who may read it, the
+//! sampler's minute rollups in SQLite with their 30-day pruning, and load-test runs recorded in
+//! the live database.
+
+use std::time::Duration;
+
+use porch::metrics::SamplerTiming;
+
+use crate::helpers::{TestApp, WAIT};
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let response = app.http.request("GET", path, headers, "").await;
+    (response.status, response.body)
+}
+
+/// The value of an unlabelled sample line `name value` in an exposition.
+fn value_of(exposition: &str, name: &str) -> Option<f64> {
+    exposition
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Polls `/metrics` until `check` holds, failing after [`WAIT`].
+async fn metrics_until(app: &TestApp, what: &str, check: impl Fn(&str) -> bool) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (status, body) = get(app, "/metrics", &[]).await;
+        assert_eq!(status, 200, "{body}");
+        if check(&body) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}:\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_acked_messages_and_open_widget_connections() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    for i in 0..3 {
+        let ack = widget.say(&format!("c{i}"), "hello").await;
+        assert_eq!(ack["type"], "ack", "{ack}");
+    }
+
+    let (status, body) = get(&app, "/metrics", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        value_of(&body, "porch_visitor_messages_acked_total"),
+        Some(3.0),
+        "{body}"
+    );
+    assert_eq!(
+        value_of(&body, "porch_ack_latency_seconds_count"),
+        Some(3.0)
+    );
+    assert!(value_of(&body, "porch_ack_latency_seconds_sum").is_some_and(|s| s > 0.0));
+    assert_eq!(value_of(&body, "porch_widget_connections"), Some(1.0));
+    assert_eq!(value_of(&body, "porch_agent_connections"), Some(0.0));
+    assert!(value_of(&body, "porch_writer_writes_total").is_some_and(|n| n >= 3.0));
+    assert!(body.contains("# HELP porch_visitor_messages_acked_total "));
+    assert!(body.contains("# TYPE porch_ack_latency_seconds histogram"));
+    assert!(body.contains(r#"porch_ack_latency_seconds_bucket{le="+Inf"} 3"#));
+
+    drop(widget);
+    metrics_until(&app, "the closed widget to leave the gauge", |body| {
+        value_of(body, "porch_widget_connections") == Some(0.0)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn metrics_are_refused_to_requests_forwarded_by_an_untrusted_proxy() {
+    let app = TestApp::spawn(&[]).await;
+    // Loopback, but a proxy says the client is elsewhere and nobody vouches for the proxy.
+    let (status, body) = get(&app, "/metrics", &[("X-Forwarded-For", "10.0.0.7")]).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.contains("porch_"), "{body}");
+}
+
+#[tokio::test]
+async fn metrics_are_refused_to_public_clients_behind_a_trusted_proxy() {
+    let app = TestApp::spawn(&["--trusted-proxies", "127.0.0.1"]).await;
+    let (status, _) = get(&app, "/metrics", &[("X-Forwarded-For", "203.0.113.9")]).await;
+    assert_eq!(status, 403);
+    let (status, body) = get(&app, "/metrics", &[("X-Forwarded-For", "10.0.0.7")]).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn metrics_need_the_token_when_one_is_configured() {
+    let app = TestApp::spawn(&["--metrics-token", "s3cret-token"]).await;
+    let (status, _) = get(&app, "/metrics", &[]).await;
+    assert_eq!(
+        status, 403,
+        "loopback alone is not enough once a token is set"
+    );
+    let (status, _) = get(&app, "/metrics", &[("Authorization", "Bearer wrong")]).await;
+    assert_eq!(status, 403);
+    let (status, body) = get(
+        &app,
+        "/metrics",
+        &[("Authorization", "Bearer s3cret-token")],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("porch_visitor_messages_acked_total 0"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn minute_rollups_are_stored_and_rows_past_30_days_pruned() {
+    // A "minute" of 200 ms, so rollups come quickly.
+    let app = TestApp::spawn_configured(&[], |config| {
+        config.sampler = SamplerTiming {
+            every: Duration::from_millis(50),
+            rollup_every: Duration::from_millis(200),
+        };
+    })
+    .await;
+    let now = porch::clock::now_ms();
+    let db = app.db();
+    for at in [now - 31 * DAY_MS, now - 29 * DAY_MS] {
+        db.execute(
+            "INSERT INTO metrics_minutes (at, samples) VALUES (?1, 60)",
+            [at],
+        )
+        .expect("insert an old minute");
+    }
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    for i in 0..5 {
+        assert_eq!(widget.say(&format!("c{i}"), "hi").await["type"], "ack");
+    }
+
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let busy = app.count(&format!(
+            "SELECT count(*) FROM metrics_minutes WHERE at >= {now} - 60000 AND messages_per_sec_max > 0 \
+             AND ack_p99_ms_max > 0 AND widget_connections_max >= 1 AND cpu_pct_mean IS NOT NULL"
+        ));
+        let old = app.count(&format!(
+            "SELECT count(*) FROM metrics_minutes WHERE at < {}",
+            now - 30 * DAY_MS
+        ));
+        if busy > 0 && old == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no rollup with the traffic ({busy}) or the old row is still there ({old})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let kept = app.count(&format!(
+        "SELECT count(*) FROM metrics_minutes WHERE at = {}",
+        now - 29 * DAY_MS
+    ));
+    assert_eq!(kept, 1, "a 29-day-old minute is kept");
+}
+
+/// A small `porch loadtest` result: two passing stairs of the `porch` series.
+pub(crate) const REPORT: &str = r#"{
+  "started_at": "2026-03-01T10:00:00Z", "command": "porch loadtest --stairs 1000,5000",
+  "machine": {"cores": 2, "cpu_model": "Test CPU <b>", "kernel": "6.1"},
+  "placement": "taskset", "visitors": 200, "sites": 8, "idle": 0, "flood_rate": 0,
+  "warmup_ms": 2000, "duration_ms": 5000, "gate_p99_ms": 50.0,
+  "series": [{"name": "porch", "stairs": [
+    {"target": 1000, "round": 1, "achieved": 1000.0, "sent": 5000, "acked": 5000,
+     "refused": {}, "broken": 0, "p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.5, "p999_ms": 4.0,
+     "max_ms": 9.0, "server_cpu_pct": 5.0, "server_us_per_msg": 50.0, "server_rss_mb": 20.0,
+     "loadgen_cpu_pct": 3.0, "idle_kib_per_socket": null, "connect_ms": 40, "slack": null,
+     "flood": null, "passed": true},
+    {"target": 5000, "round": 1, "achieved": 4990.0, "sent": 25000, "acked": 24950,
+     "refused": {}, "broken": 0, "p50_ms": 2.0, "p90_ms": 4.0, "p99_ms": 12.25, "p999_ms": 20.0,
+     "max_ms": 30.0, "server_cpu_pct": 26.0, "server_us_per_msg": 52.0, "server_rss_mb": 22.0,
+     "loadgen_cpu_pct": 9.0, "idle_kib_per_socket": null, "connect_ms": 40, "slack": null,
+     "flood": null, "passed": true}]}]
+}"#;
+
+#[test]
+fn a_load_test_run_is_recorded_in_the_live_database_with_its_summary() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut db = crate::helpers::TestDb::open(dir.path()).db();
+    porch::store::apply_migrations(&mut db).expect("a live database");
+    let report: porch::loadtest::Report = serde_json::from_str(REPORT).expect("a report");
+    let id = porch::loadtest::record_run(&report, dir.path())
+        .expect("recorded")
+        .expect("the live database exists");
+    let row: (i64, i64, bool, f64, String) = crate::helpers::TestDb::open(dir.path())
+        .db()
+        .query_row(
+            "SELECT started_at, capacity, is_passed, us_per_msg, report FROM loadtest_runs WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .expect("the row");
+    assert_eq!(row.0, 1_772_359_200_000, "2026-03-01T10:00:00Z");
+    assert_eq!(row.1, 5000, "the highest passing porch stair");
+    assert!(row.2);
+    assert!(
+        (row.3 - 52.0).abs() < 1e-9,
+        "median µs/msg of the passing stairs"
+    );
+    assert!(row.4.contains("Test CPU"));
+}
+
+#[test]
+fn a_load_test_creates_no_database_where_there_is_none() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report: porch::loadtest::Report = serde_json::from_str(REPORT).expect("a report");
+    assert_eq!(
+        porch::loadtest::record_run(&report, dir.path()).expect("no error"),
+        None
+    );
+    assert!(!dir.path().join("porch.db").exists());
+}

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::jobs::{COLUMNS, from_row};
+use super::jobs::{COLUMNS, NewJob, from_row, insert_job};
 use super::{ConversationId, Error, IntegrationId, JobId, JobRow, MessageId, SiteId, UserId};
 
 /// Attempts of a webhook delivery: the Standard Webhooks schedule has eight (immediately, 5 s,
@@ -40,34 +40,47 @@ pub fn enqueue_webhook_event(
     site_id: SiteId,
     event: &WebhookEvent<'_>,
 ) -> Result<Vec<JobRow>, Error> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "INSERT INTO jobs (lane, kind, args, integration_id, state, order_key, rate_key, \
-                           max_attempts, run_at, deadline_at, created_at) \
-         SELECT 'webhook', 'webhook.deliver', \
-                json_object('event', ?1, 'conversation_id', ?2, 'message_id', ?3, 'assignee_id', ?4), \
-                i.id, CASE i.status WHEN 'broken' THEN 'blocked' ELSE 'queued' END, \
-                'conv:' || ?2 || ':int:' || i.id, 'webhook:' || i.id, ?5, ?6, ?7, ?6 \
-           FROM integrations i \
-          WHERE i.site_id = ?8 AND i.is_enabled = 1 AND i.kind = 'webhook' \
-            AND EXISTS (SELECT 1 FROM json_each(i.config, '$.events') e WHERE e.value = ?1) \
-         RETURNING {COLUMNS}"
-    ))?;
-    let rows = stmt
-        .query_map(
-            params![
-                event.event,
-                event.conversation_id,
-                event.message_id,
-                event.assignee_id,
-                WEBHOOK_MAX_ATTEMPTS,
-                event.now,
-                event.now + WEBHOOK_DEADLINE_MS,
-                site_id
-            ],
-            from_row,
+    let endpoints = conn
+        .prepare_cached(
+            "SELECT i.id, i.status = 'broken' FROM integrations i \
+              WHERE i.site_id = ?1 AND i.is_enabled = 1 AND i.kind = 'webhook' \
+                AND EXISTS (SELECT 1 FROM json_each(i.config, '$.events') e WHERE e.value = ?2)",
         )?
-        .collect::<Result<_, _>>()?;
-    Ok(rows)
+        .query_map(params![site_id, event.event], |r| {
+            Ok((r.get::<_, IntegrationId>(0)?, r.get::<_, bool>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    if endpoints.is_empty() {
+        return Ok(Vec::new());
+    }
+    let args = serde_json::json!({
+        "event": event.event,
+        "conversation_id": event.conversation_id,
+        "message_id": event.message_id,
+        "assignee_id": event.assignee_id,
+    })
+    .to_string();
+    endpoints
+        .into_iter()
+        .map(|(integration, is_broken)| {
+            insert_job(
+                conn,
+                NewJob {
+                    lane: "webhook",
+                    kind: "webhook.deliver".to_owned(),
+                    args: args.clone(),
+                    integration_id: Some(integration),
+                    is_blocked: is_broken,
+                    order_key: Some(format!("conv:{}:int:{integration}", event.conversation_id)),
+                    rate_key: Some(format!("webhook:{integration}")),
+                    max_attempts: WEBHOOK_MAX_ATTEMPTS,
+                    run_at: event.now,
+                    deadline_at: Some(event.now + WEBHOOK_DEADLINE_MS),
+                    created_at: event.now,
+                },
+            )
+        })
+        .collect()
 }
 
 /// Enqueues a conversation event (assigned, closed) for the conversation's site: webhook

@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0003_job_message_index.sql"),
     include_str!("../../../migrations/0004_deliveries.sql"),
     include_str!("../../../migrations/0005_capacity.sql"),
+    include_str!("../../../migrations/0006_jobs_integration_unfinished.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -90,22 +90,26 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
     }
 
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let mut series = Vec::new();
-    for kind in kinds {
-        let mut stairs = Vec::new();
-        for &rate in &args.stairs {
-            for round in 1..=args.rounds {
+    // Interleaved: each stair and round runs every kind back to back, so a ratio compares runs
+    // minutes apart at most, and a noisy spell on a shared machine spoils one round of each
+    // kind rather than a whole series.
+    let mut series: Vec<Series> = kinds
+        .iter()
+        .map(|kind| Series {
+            name: kind.name().to_owned(),
+            stairs: Vec::new(),
+        })
+        .collect();
+    for &rate in &args.stairs {
+        for round in 1..=args.rounds {
+            for (kind, series) in kinds.iter().zip(&mut series) {
                 let label = format!("{} {rate}/s round {round}", kind.name());
-                stairs.push(
-                    run_stair(args, kind, rate, round, server_core, &label)
+                series.stairs.push(
+                    run_stair(args, *kind, rate, round, server_core, &label)
                         .with_context(|| format!("stair {label}"))?,
                 );
             }
         }
-        series.push(Series {
-            name: kind.name().to_owned(),
-            stairs,
-        });
     }
 
     let report = Report {

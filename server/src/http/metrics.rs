@@ -1,8 +1,9 @@
 //! `GET /metrics`: the Prometheus exposition, never to the open internet by default. With
 //! `PORCH_METRICS_TOKEN` set, the bearer token is required from every address. Without it, only
-//! clients at loopback or private addresses are answered, and a request that carries forwarding
-//! headers from a peer that is not a trusted proxy is refused: behind an unconfigured reverse
-//! proxy every request looks local, so the real client is unknown. See docs/operations.md.
+//! a scraper that talks to Porch directly from a loopback or private address is answered: a
+//! request that came through a proxy (it carries forwarding headers, or its peer is one of the
+//! trusted proxies) is refused, because a proxy's own address is local whoever the client is, and
+//! forwarding headers are only as honest as every proxy on the way. See docs/operations.md.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -13,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use crate::admin::session::tokens_match;
 use crate::state::AppState;
 
-use super::{ApiError, client_ip};
+use super::ApiError;
 
 /// Headers a reverse proxy adds; their presence means the TCP peer is not the client.
 const FORWARDING_HEADERS: [&str; 3] = ["x-forwarded-for", "forwarded", "x-real-ip"];
@@ -36,12 +37,10 @@ fn is_allowed(app: &AppState, peer: SocketAddr, headers: &HeaderMap) -> bool {
             .unwrap_or("");
         return tokens_match(given.trim(), token.expose());
     }
-    let proxies = &app.config.trusted_proxies;
-    let is_forwarded = FORWARDING_HEADERS.iter().any(|h| headers.contains_key(*h));
-    if is_forwarded && !proxies.contains(&peer.ip().to_canonical()) {
-        return false;
-    }
-    is_local(client_ip(peer, headers, proxies))
+    let peer_ip = peer.ip().to_canonical();
+    let is_proxied = FORWARDING_HEADERS.iter().any(|h| headers.contains_key(*h))
+        || app.config.trusted_proxies.contains(&peer_ip);
+    !is_proxied && is_local(peer_ip)
 }
 
 /// `GET /metrics`.

@@ -34,6 +34,8 @@ const PRUNE_CHUNK: u32 = 1000;
 const SLACK_EVENT_RETENTION_MS: i64 = 3600 * 1000;
 /// Wait between attempts to record outcomes while the writer is busy.
 const RECORD_RETRY: Duration = Duration::from_millis(50);
+/// Wait before jobs of a round that could not be written are tried again.
+const ROUND_RETRY: Duration = Duration::from_secs(1);
 
 /// Runner settings.
 #[derive(Debug, Clone)]
@@ -52,8 +54,18 @@ enum Command {
         started_at: i64,
         attempt: Attempt,
     },
-    /// The round in flight is committed and its deliveries have started.
-    RoundWritten,
+    /// The round in flight is committed and its deliveries have started; `not_queued` jobs were
+    /// no longer queued in SQLite (blocked or disabled meanwhile) and did not start.
+    RoundWritten {
+        not_queued: Vec<Entry>,
+    },
+    /// The round could not be written (the writer stopped or failed): nothing of it is stored
+    /// and none of its deliveries started.
+    RoundFailed {
+        starting: Vec<Entry>,
+        records: Vec<AttemptRecord>,
+        blocked: Vec<(IntegrationId, String)>,
+    },
 }
 
 /// Hands new work to the runner. Cheap to clone.
@@ -103,7 +115,7 @@ struct Dispatcher {
     /// Integrations to block in the next round, with the destination's error.
     blocked: Vec<(IntegrationId, String)>,
     /// A round is being written; the next one waits for it.
-    round_in_flight: bool,
+    is_round_in_flight: bool,
 }
 
 impl Runner {
@@ -148,7 +160,7 @@ impl Runner {
             highest_seen: JobId(0),
             records: Vec::new(),
             blocked: Vec::new(),
-            round_in_flight: false,
+            is_round_in_flight: false,
         };
         dispatcher.add(queued);
         Ok(tokio::spawn(async move {
@@ -189,7 +201,7 @@ impl Dispatcher {
             while let Ok(command) = self.rx.try_recv() {
                 self.apply(command);
             }
-            if !self.round_in_flight {
+            if !self.is_round_in_flight {
                 self.start_round();
             }
         }
@@ -200,7 +212,7 @@ impl Dispatcher {
     /// being written nothing can start, and its end wakes the dispatcher anyway.
     fn next_wake(&self) -> tokio::time::Instant {
         let now = now_ms();
-        if self.round_in_flight {
+        if self.is_round_in_flight {
             return tokio::time::Instant::now() + Duration::from_mins(1);
         }
         let due = Lane::ALL
@@ -221,7 +233,29 @@ impl Dispatcher {
                 started_at,
                 attempt,
             } => self.finished(&entry, started_at, attempt),
-            Command::RoundWritten => self.round_in_flight = false,
+            Command::RoundWritten { not_queued } => {
+                self.is_round_in_flight = false;
+                for entry in not_queued {
+                    self.release(&entry);
+                    self.index.finish(entry.row.id);
+                }
+            }
+            Command::RoundFailed {
+                starting,
+                records,
+                blocked,
+            } => {
+                self.is_round_in_flight = false;
+                let run_at = now_ms() + millis(ROUND_RETRY);
+                for entry in starting {
+                    self.release(&entry);
+                    self.index
+                        .reschedule(entry.row.id, run_at, entry.row.attempt, false);
+                }
+                // Ahead of what was gathered since, so outcomes stay in order.
+                self.records.splice(0..0, records);
+                self.blocked.splice(0..0, blocked);
+            }
         }
     }
 
@@ -233,7 +267,7 @@ impl Dispatcher {
         if starting.is_empty() && self.records.is_empty() && self.blocked.is_empty() {
             return;
         }
-        self.round_in_flight = true;
+        self.is_round_in_flight = true;
         let ids: Vec<JobId> = starting.iter().map(|e| e.row.id).collect();
         let records = std::mem::take(&mut self.records);
         let blocked = std::mem::take(&mut self.blocked);
@@ -241,7 +275,25 @@ impl Dispatcher {
         let destinations = Arc::clone(&self.destinations);
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            write_round(&writer, ids, records, blocked).await;
+            let round = Round {
+                records,
+                blocked,
+                starting: ids,
+            };
+            let marked = match write_round(&writer, round).await {
+                Ok(marked) => marked,
+                Err(round) => {
+                    let _ = tx.send(Command::RoundFailed {
+                        starting,
+                        records: round.records,
+                        blocked: round.blocked,
+                    });
+                    return;
+                }
+            };
+            let (starting, not_queued): (Vec<Entry>, Vec<Entry>) = starting
+                .into_iter()
+                .partition(|entry| marked.contains(&entry.row.id));
             for entry in starting {
                 let destinations = Arc::clone(&destinations);
                 let tx = tx.clone();
@@ -255,7 +307,7 @@ impl Dispatcher {
                     });
                 });
             }
-            let _ = tx.send(Command::RoundWritten);
+            let _ = tx.send(Command::RoundWritten { not_queued });
         });
     }
 
@@ -277,12 +329,17 @@ impl Dispatcher {
         starting
     }
 
-    /// Decides what an attempt means for its job, in memory now and in SQLite in the next
-    /// round.
-    fn finished(&mut self, entry: &Entry, started_at: i64, attempt: Attempt) {
+    /// Gives the lane back the slot `entry` took when it was popped.
+    fn release(&mut self, entry: &Entry) {
         if let Some(n) = self.in_flight.get_mut(&entry.lane) {
             *n = n.saturating_sub(1);
         }
+    }
+
+    /// Decides what an attempt means for its job, in memory now and in SQLite in the next
+    /// round.
+    fn finished(&mut self, entry: &Entry, started_at: i64, attempt: Attempt) {
+        self.release(entry);
         let now = now_ms();
         self.destinations
             .stats
@@ -391,7 +448,7 @@ impl Dispatcher {
     /// After shutdown: lets running deliveries finish and records them.
     async fn drain(&mut self, grace: Duration) {
         let deadline = tokio::time::Instant::now() + grace;
-        while self.round_in_flight || self.in_flight.values().sum::<usize>() > 0 {
+        while self.is_round_in_flight || self.in_flight.values().sum::<usize>() > 0 {
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
                 Ok(Some(command)) => self.apply(command),
                 Ok(None) | Err(_) => break,
@@ -400,56 +457,66 @@ impl Dispatcher {
         let records = std::mem::take(&mut self.records);
         let blocked = std::mem::take(&mut self.blocked);
         if !records.is_empty() || !blocked.is_empty() {
-            // Awaited: the writer stops right after the runner.
-            write_round(&self.writer, Vec::new(), records, blocked).await;
+            // Awaited: the writer stops right after the runner. A failure is logged; the job
+            // rows then say what happened at the next start.
+            let round = Round {
+                records,
+                blocked,
+                starting: Vec::new(),
+            };
+            let _ = write_round(&self.writer, round).await;
         }
         tracing::info!(left = self.index.len(), "job runner stopped");
     }
 }
 
-/// Records outcomes, blocks integrations with their queued jobs, and marks jobs running, in one
-/// transaction. Outcomes go first: a job rescheduled by one (a short 429 pause) may be starting
-/// again in the same round, and `mark_jobs_running` only moves queued jobs.
-async fn write_round(
-    writer: &Writer,
-    starting: Vec<JobId>,
+/// What a round writes: outcomes, integrations to block, and the jobs about to start.
+struct Round {
     records: Vec<AttemptRecord>,
     blocked: Vec<(IntegrationId, String)>,
-) {
-    write_until_done(writer, move |c| {
-        store::record_attempts(c, &records)?;
-        let now = now_ms();
-        for (integration, error) in &blocked {
-            store::mark_integration_broken(c, *integration, error, now)?;
-            store::block_integration_jobs(c, *integration, error)?;
-        }
-        store::mark_jobs_running(c, &starting)
-    })
-    .await;
+    starting: Vec<JobId>,
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Runs a write, retrying while the writer is busy; gives up only when it has stopped (the
-/// job rows then say what happened at the next start).
-async fn write_until_done<F>(writer: &Writer, work: F)
-where
-    F: Fn(&rusqlite::Connection) -> Result<(), store::Error> + Send + Sync + 'static,
-{
-    let work = Arc::new(work);
+/// Records outcomes, blocks integrations with their queued jobs, and marks jobs running, in one
+/// transaction; returns the jobs marked (only queued ones are). Outcomes go first: a job
+/// rescheduled by one (a short 429 pause) may be starting again in the same round.
+///
+/// The write is deferred: it rides along with the next visitor message's commit (or waits at
+/// most `store::DEFER_LIMIT`), so the runner's bookkeeping costs no commits of its own. It is
+/// retried while the writer is busy; on any other failure the round comes back unwritten.
+async fn write_round(writer: &Writer, round: Round) -> Result<Vec<JobId>, Round> {
+    let round = Arc::new(round);
     loop {
-        let attempt = Arc::clone(&work);
-        match writer.write(move |c| attempt(c)).await {
-            Ok(()) => return,
+        let attempt = Arc::clone(&round);
+        let written = writer
+            .write_deferred(move |c| {
+                store::record_attempts(c, &attempt.records)?;
+                let now = now_ms();
+                for (integration, error) in &attempt.blocked {
+                    store::mark_integration_broken(c, *integration, error, now)?;
+                    store::block_integration_jobs(c, *integration, error)?;
+                }
+                store::mark_jobs_running(c, &attempt.starting)
+            })
+            .await;
+        match written {
+            Ok(marked) => return Ok(marked),
             Err(store::Error::Busy | store::Error::DiskFull | store::Error::CommitFailed(_)) => {
                 tokio::time::sleep(RECORD_RETRY).await;
             }
             Err(err) => {
                 tracing::error!(error = %err, "could not record job state");
-                return;
+                // The writer has answered, so its copy of the round is gone.
+                return Err(Arc::try_unwrap(round).unwrap_or_else(|_| Round {
+                    records: Vec::new(),
+                    blocked: Vec::new(),
+                    starting: Vec::new(),
+                }));
             }
         }
     }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -139,7 +139,9 @@ pub fn enqueue_message_jobs(
                 r.get::<_, IntegrationId>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, bool>(2)?,
-                r.get::<_, String>(3)?,
+                // NULL when a Slack integration's settings are incomplete (its delivery then
+                // blocks it with a clear error).
+                r.get::<_, Option<String>>(3)?,
             ))
         })?
         .collect::<Result<Vec<_>, _>>()?;
@@ -156,7 +158,7 @@ pub fn enqueue_message_jobs(
                     integration_id: Some(integration),
                     is_blocked: is_broken,
                     order_key: Some(format!("conv:{conversation_id}:int:{integration}")),
-                    rate_key: Some(rate_key),
+                    rate_key,
                     max_attempts: CHAT_MAX_ATTEMPTS,
                     run_at: now,
                     deadline_at: Some(now + CHAT_DEADLINE_MS),
@@ -213,15 +215,19 @@ pub fn list_jobs_in_state(
         .collect::<Result<_, _>>()?)
 }
 
-/// Marks jobs as running and counts the attempt.
-pub fn mark_jobs_running(conn: &Connection, ids: &[JobId]) -> Result<(), Error> {
+/// Marks queued jobs as running and counts the attempt; returns those it moved. A job that is no
+/// longer queued (its integration was blocked or disabled meanwhile) is left as it is.
+pub fn mark_jobs_running(conn: &Connection, ids: &[JobId]) -> Result<Vec<JobId>, Error> {
     let mut stmt = conn.prepare_cached(
         "UPDATE jobs SET state = 'running', attempt = attempt + 1 WHERE id = ?1 AND state = 'queued'",
     )?;
+    let mut marked = Vec::with_capacity(ids.len());
     for id in ids {
-        stmt.execute([id])?;
+        if stmt.execute([id])? == 1 {
+            marked.push(*id);
+        }
     }
-    Ok(())
+    Ok(marked)
 }
 
 /// How a delivery attempt ended, as recorded.
@@ -408,6 +414,31 @@ pub fn list_conversation_deliveries(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only queued jobs are marked running: one blocked meanwhile must not be delivered.
+    #[test]
+    fn only_queued_jobs_are_marked_running() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        crate::store::apply_migrations(&mut conn).expect("migrate");
+        let job = |state: &str| {
+            conn.execute(
+                "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
+                 VALUES ('chat', 'slack.post', '{}', ?1, 3, 0, 0)",
+                [state],
+            )
+            .expect("insert");
+            JobId(conn.last_insert_rowid())
+        };
+        let (queued, blocked) = (job("queued"), job("blocked"));
+        let marked = mark_jobs_running(&conn, &[queued, blocked]).expect("mark");
+        assert_eq!(marked, vec![queued]);
+        let state: String = conn
+            .query_row("SELECT state FROM jobs WHERE id = ?1", [blocked], |r| {
+                r.get(0)
+            })
+            .expect("state");
+        assert_eq!(state, "blocked");
+    }
 
     /// Blocking and resuming an integration look up its unfinished jobs through the partial
     /// index, never by scanning every job it ever had.

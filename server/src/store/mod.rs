@@ -73,7 +73,7 @@ pub use users::{
     NewUser, UserRow, find_user_by_api_token, find_user_by_email, insert_api_token, insert_user,
 };
 pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};
-pub use writer::{Writer, WriterStats};
+pub use writer::{DEFER_LIMIT, Writer, WriterStats};
 // The admin inbox and accounts.
 pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, use_account_link};
 pub use inbox::{

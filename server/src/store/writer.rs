@@ -2,12 +2,20 @@
 //! drains whatever else is queued (up to a batch limit), runs them all in one
 //! `BEGIN IMMEDIATE … COMMIT`, and answers each caller only after COMMIT returned. One fsync thus
 //! covers the whole batch, which is what makes `synchronous=FULL` affordable.
+//!
+//! Writes nobody is waiting on in a hurry (the job runner's bookkeeping) can be queued as
+//! *deferred*: they ride along with the next write that someone is waiting for, or are committed
+//! on their own after [`DEFER_LIMIT`]. A commit costs far more than the rows in it (an fsync,
+//! and on this class of VM several hundred microseconds of CPU), so the runner's writes stop
+//! costing a commit of their own.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::sync::mpsc::{
+    Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError, sync_channel,
+};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -15,6 +23,9 @@ use tokio::sync::oneshot;
 use super::Error;
 use super::checkpoint::{WAL_BOUND, WalGuard};
 use crate::metrics::LogHistogram;
+
+/// The longest a deferred write waits for company before it is committed alone.
+pub const DEFER_LIMIT: Duration = Duration::from_millis(20);
 
 /// A unit of work run inside the writer's transaction.
 trait WriteOp: Send {
@@ -70,7 +81,11 @@ where
 }
 
 enum Request {
-    Write(Box<dyn WriteOp>),
+    Write {
+        op: Box<dyn WriteOp>,
+        /// May wait up to [`DEFER_LIMIT`] for a write that is not deferred.
+        is_deferred: bool,
+    },
     /// Commit what is queued, then stop the thread.
     Stop,
 }
@@ -136,6 +151,27 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
         R: Send + 'static,
     {
+        self.submit(work, false).await
+    }
+
+    /// Like [`Writer::write`], but the batch may wait up to [`DEFER_LIMIT`] for a write that is
+    /// not deferred, so this one needs no commit of its own.
+    ///
+    /// # Errors
+    /// As [`Writer::write`].
+    pub async fn write_deferred<F, R>(&self, work: F) -> Result<R, Error>
+    where
+        F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.submit(work, true).await
+    }
+
+    async fn submit<F, R>(&self, work: F, is_deferred: bool) -> Result<R, Error>
+    where
+        F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+        R: Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
         let op = Box::new(Op {
             work: Some(work),
@@ -143,7 +179,7 @@ impl Writer {
             reply,
         });
         self.stats.queue_depth.fetch_add(1, Ordering::Relaxed);
-        match self.queue.try_send(Request::Write(op)) {
+        match self.queue.try_send(Request::Write { op, is_deferred }) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 self.stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
@@ -181,21 +217,49 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
     let mut wal = WalGuard::new(conn, WAL_BOUND);
     let mut stopping = false;
+    // Set while `batch` holds only deferred writes: when the first of them arrived.
+    let mut deferred_since: Option<Instant> = None;
     while !stopping {
-        match rx.recv() {
-            Ok(Request::Write(op)) => batch.push(op),
-            Ok(Request::Stop) | Err(_) => stopping = true,
+        // Commit now unless everything gathered may still wait.
+        let mut is_due = false;
+        let next = match deferred_since {
+            None => rx.recv().ok(),
+            Some(since) => match rx.recv_timeout(DEFER_LIMIT.saturating_sub(since.elapsed())) {
+                Ok(request) => Some(request),
+                Err(RecvTimeoutError::Timeout) => {
+                    is_due = true;
+                    None
+                }
+                Err(RecvTimeoutError::Disconnected) => None,
+            },
+        };
+        let mut take = |request: Option<Request>, batch: &mut Vec<Box<dyn WriteOp>>| match request {
+            Some(Request::Write { op, is_deferred }) => {
+                batch.push(op);
+                !is_deferred
+            }
+            Some(Request::Stop) | None => {
+                stopping = true;
+                true
+            }
+        };
+        if !is_due {
+            is_due = take(next, &mut batch);
         }
         while batch.len() < max_batch {
             match rx.try_recv() {
-                Ok(Request::Write(op)) => batch.push(op),
-                Ok(Request::Stop) => stopping = true,
+                Ok(request) => is_due |= take(Some(request), &mut batch),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
         if batch.is_empty() {
             continue;
         }
+        if !is_due && batch.len() < max_batch {
+            deferred_since.get_or_insert_with(Instant::now);
+            continue;
+        }
+        deferred_since = None;
         stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
         commit_batch(conn, &mut batch, stats);
         // Between batches, after every caller has been answered: a forced checkpoint here delays
@@ -203,7 +267,7 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
         wal.after_commit(conn);
         if stopping {
             // Writes that raced with the stop request still get their turn.
-            while let Ok(Request::Write(op)) = rx.try_recv() {
+            while let Ok(Request::Write { op, .. }) = rx.try_recv() {
                 stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
                 batch.push(op);
                 if batch.len() == max_batch {
@@ -283,4 +347,60 @@ fn apply_in_savepoint(conn: &Connection, op: &mut dyn WriteOp) -> Result<(), Err
         Applied::DiskFull => return Err(Error::DiskFull),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> (tempfile::TempDir, Arc<Writer>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let conn = super::super::db::open_write_connection(
+            &dir.path().join("w.db"),
+            super::super::Synchronous::Normal,
+        )
+        .expect("open");
+        conn.execute_batch("CREATE TABLE t (x INTEGER)")
+            .expect("schema");
+        (dir, Arc::new(Writer::start(conn, 16, 16).expect("start")))
+    }
+
+    fn insert(x: i64) -> impl FnOnce(&Connection) -> Result<(), Error> + Send + 'static {
+        move |c| {
+            c.execute("INSERT INTO t VALUES (?1)", [x])?;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_deferred_write_alone_is_committed_after_the_limit() {
+        let (_dir, writer) = writer();
+        let started = Instant::now();
+        writer.write_deferred(insert(1)).await.expect("write");
+        assert!(started.elapsed() >= DEFER_LIMIT, "{:?}", started.elapsed());
+        assert_eq!(writer.stats().batches.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_deferred_write_rides_along_with_the_next_write() {
+        let (_dir, writer) = writer();
+        let deferred = tokio::spawn({
+            let writer = Arc::clone(&writer);
+            async move { writer.write_deferred(insert(1)).await }
+        });
+        // The deferred write is held (still counted as queued) until company arrives; a write
+        // that is not deferred would have been committed within these few milliseconds.
+        while writer.stats().queue_depth.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        assert!(
+            !deferred.is_finished(),
+            "a lone deferred write was committed at once"
+        );
+        writer.write(insert(2)).await.expect("write");
+        deferred.await.expect("task").expect("deferred write");
+        assert_eq!(writer.stats().batches.load(Ordering::SeqCst), 1);
+        assert_eq!(writer.stats().writes.load(Ordering::SeqCst), 2);
+    }
 }

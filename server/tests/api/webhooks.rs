@@ -320,6 +320,16 @@ async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
         f.mock.received().iter().all(|r| r.path != "/elsewhere"),
         "the redirect was not followed"
     );
+    // The endpoint is disabled by the delivery itself; its attempt is recorded with the
+    // runner's next round.
+    f.wait_for_sql(
+        &format!(
+            "SELECT count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id \
+              WHERE j.integration_id = {gone} AND a.http_status = 410"
+        ),
+        1,
+    )
+    .await;
     let log = f.log(gone).await;
     assert_eq!(log["is_enabled"], false);
     let (status, listed) = f

@@ -1,9 +1,10 @@
 //! `porch loadtest`: runs the stairs against the echo baseline, a scratch Porch, and a scratch
 //! Porch posting to the Slack mock, each stair on a fresh child process, then saves the results.
-//! Never touches the live database: results only are written into `<data dir>/loadtests/`.
+//! The stairs never run against the live database; afterwards the run is recorded in it (if it
+//! exists) for the capacity page.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -156,21 +157,12 @@ fn save(report: &Report, out: &Path, data_dir: &Path, started_at: &str) -> anyho
     let json = serde_json::to_string_pretty(report)?;
     let markdown = report::markdown(report);
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let mut written = vec![
+    let written = [
         out.join(format!("{stem}.json")),
         out.join(format!("{stem}.md")),
     ];
     std::fs::write(&written[0], &json)?;
     std::fs::write(&written[1], &markdown)?;
-    // The capacity page lists runs from the live data directory; only if it exists, so a run
-    // from anywhere does not leave a stray `./data` behind.
-    if data_dir.is_dir() {
-        let dir = data_dir.join("loadtests");
-        std::fs::create_dir_all(&dir)?;
-        let path: PathBuf = dir.join(format!("{stem}.json"));
-        std::fs::write(&path, &json)?;
-        written.push(path);
-    }
     super::write_stdout(&markdown)?;
     super::record::record_and_tell(report, data_dir);
     let list: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();

@@ -77,9 +77,8 @@ fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
         "not everything reached Slack"
     );
 
-    let saved = live.path().join("loadtests");
-    let listed = std::fs::read_dir(&saved)
-        .expect("loadtests/ in the live data dir")
-        .count();
-    assert_eq!(listed, 1, "the run is saved for the capacity page");
+    // The stairs ran on scratch servers; a data directory without a database is left as it
+    // was (recording into a live database is tested in `metrics.rs`).
+    let left = std::fs::read_dir(live.path()).expect("live dir").count();
+    assert_eq!(left, 0, "the load test wrote into the live data directory");
 }

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::jobs::{COLUMNS, NewJob, from_row, insert_job};
+use super::jobs::{COLUMNS, NewJob, UNFINISHED_JOBS_OF_INTEGRATION, from_row, insert_job};
 use super::{ConversationId, Error, IntegrationId, JobId, JobRow, MessageId, SiteId, UserId};
 
 /// Attempts of a webhook delivery: the Standard Webhooks schedule has eight (immediately, 5 s,
@@ -202,10 +202,10 @@ pub fn disable_integration(
                 updated_at = ?3 WHERE id = ?1",
     )?
     .execute(params![id, error, now])?;
-    conn.prepare_cached(
+    conn.prepare_cached(&format!(
         "UPDATE jobs SET state = 'blocked', last_error = ?2 \
-          WHERE integration_id = ?1 AND state = 'queued'",
-    )?
+          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'queued'"
+    ))?
     .execute(params![id, error])?;
     Ok(())
 }

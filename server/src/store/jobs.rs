@@ -10,6 +10,11 @@ const CHAT_MAX_ATTEMPTS: u32 = 25;
 /// A chat delivery older than this is given up: a Slack post a day late helps nobody.
 const CHAT_DEADLINE_MS: i64 = 24 * 3600 * 1000;
 
+/// An integration's unfinished jobs, written so that SQLite uses `jobs_integration_unfinished`:
+/// the `state IN (…)` term repeats the partial index's condition, which SQLite matches literally.
+pub(super) const UNFINISHED_JOBS_OF_INTEGRATION: &str =
+    "integration_id = ?1 AND state IN ('queued', 'running', 'blocked')";
+
 /// A job as the runner needs it.
 #[derive(Debug, Clone)]
 pub struct JobRow {
@@ -316,12 +321,10 @@ pub fn block_integration_jobs(
     integration_id: IntegrationId,
     error: &str,
 ) -> Result<Vec<JobId>, Error> {
-    // The `state IN (…)` term repeats the partial index's condition so SQLite can use it.
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(&format!(
         "UPDATE jobs SET state = 'blocked', last_error = ?2 \
-          WHERE integration_id = ?1 AND state IN ('queued', 'running', 'blocked') \
-            AND state <> 'blocked' RETURNING id",
-    )?;
+          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state <> 'blocked' RETURNING id"
+    ))?;
     Ok(stmt
         .query_map(params![integration_id, error], |r| r.get(0))?
         .collect::<Result<_, _>>()?)
@@ -337,11 +340,9 @@ pub fn resume_integration_jobs(
         "UPDATE integrations SET status = 'ok', last_error = NULL, updated_at = ?2 WHERE id = ?1",
     )?
     .execute(params![integration_id, now])?;
-    // The `state IN (…)` term repeats the partial index's condition so SQLite can use it.
     let mut stmt = conn.prepare_cached(&format!(
         "UPDATE jobs SET state = 'queued', run_at = ?2 \
-          WHERE integration_id = ?1 AND state IN ('queued', 'running', 'blocked') \
-            AND state = 'blocked' RETURNING {COLUMNS}"
+          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'blocked' RETURNING {COLUMNS}"
     ))?;
     Ok(stmt
         .query_map(params![integration_id, now], from_row)?
@@ -446,15 +447,16 @@ mod tests {
     fn integration_lookups_use_the_unfinished_jobs_index() {
         let mut conn = Connection::open_in_memory().expect("open");
         crate::store::apply_migrations(&mut conn).expect("migrate");
-        for sql in [
-            "EXPLAIN QUERY PLAN UPDATE jobs SET state = 'blocked' \
-              WHERE integration_id = 1 AND state IN ('queued', 'running', 'blocked') \
-                AND state <> 'blocked'",
-            "EXPLAIN QUERY PLAN UPDATE jobs SET state = 'queued' \
-              WHERE integration_id = 1 AND state IN ('queued', 'running', 'blocked') \
-                AND state = 'blocked'",
+        for narrower in [
+            "state = 'queued'",
+            "state = 'blocked'",
+            "state <> 'blocked'",
         ] {
-            let plan: String = conn.query_row(sql, [], |r| r.get(3)).expect("plan");
+            let sql = format!(
+                "EXPLAIN QUERY PLAN UPDATE jobs SET last_error = 'x' \
+                  WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND {narrower}"
+            );
+            let plan: String = conn.query_row(&sql, [1], |r| r.get(3)).expect("plan");
             assert!(plan.contains("jobs_integration_unfinished"), "{plan}");
         }
     }

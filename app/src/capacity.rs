@@ -140,8 +140,9 @@ fn headroom_text(headroom: Option<HeadroomView>, traffic_needed: f64) -> AnyView
     view! {
         <p class="headroom-statement">{statement}</p>
         {basis}
-        <p class="muted small">"One core, because the writer commits on one thread: more cores \
-            help the websockets, not the writer."</p>
+        <p class="muted small">"One core's worth: the cost is the whole server's CPU per message, \
+            measured as the load test measures it (server pinned to one core). More cores help the \
+            websockets and deliveries; every write still goes through one writer thread."</p>
     }
     .into_any()
 }

@@ -175,12 +175,21 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads `--metrics-token-file` into `metrics_token`, trimmed of the trailing newline.
+    /// Reads `--metrics-token-file` into `metrics_token`, trimmed of the trailing newline, and
+    /// checks a token given directly.
     ///
     /// # Errors
-    /// Fails, naming the variable, if the file cannot be read or is empty.
+    /// Fails, naming the variable, if the file cannot be read or is empty, or if the token given
+    /// directly is empty or padded with spaces.
     pub fn load_secret_files(&mut self) -> anyhow::Result<()> {
         use anyhow::Context;
+        // An empty or padded token would make every scrape fail with no hint why.
+        if let Some(token) = &self.metrics_token {
+            anyhow::ensure!(
+                !token.expose().is_empty() && token.expose().trim() == token.expose(),
+                "PORCH_METRICS_TOKEN is empty or has leading or trailing spaces"
+            );
+        }
         if let Some(path) = &self.metrics_token_file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading PORCH_METRICS_TOKEN_FILE {}", path.display()))?;

@@ -157,6 +157,8 @@
   const refreshing = document.querySelector("[data-refresh]");
   if (refreshing) {
     const every = Math.max(1, Number(refreshing.dataset.refreshEvery) || 5) * 1000;
+    // Each refresh is scheduled after the previous one finished, so a slow answer can never be
+    // overtaken by a newer one and then replace it.
     const refresh = async () => {
       const current = document.getElementById(refreshing.id);
       if (!current || document.hidden) return;
@@ -174,7 +176,11 @@
         setLive(false);
       }
     };
-    setInterval(refresh, every);
+    const loop = async () => {
+      await refresh();
+      setTimeout(loop, every);
+    };
+    setTimeout(loop, every);
   }
 
   for (const swatch of document.querySelectorAll(".swatch[data-color]")) {

@@ -38,7 +38,8 @@ impl Lane {
         }
     }
 
-    fn slot(self) -> usize {
+    /// Position in [`Lane::ALL`], for per-lane arrays.
+    pub(crate) fn slot(self) -> usize {
         match self {
             Self::Chat => 0,
             Self::Webhook => 1,

@@ -62,24 +62,20 @@ impl JobStats {
     /// Counts one finished attempt of a job that was due at `due_ms`, finishing at `now_ms`.
     pub fn record(&self, lane: Lane, outcome: &Outcome, due_ms: i64, now_ms: i64) {
         let counted = Counted::of(outcome);
-        self.attempts[lane_slot(lane)][counted.slot()].fetch_add(1, Ordering::Relaxed);
+        self.attempts[lane.slot()][counted.slot()].fetch_add(1, Ordering::Relaxed);
         let lag_ms = u64::try_from(now_ms.saturating_sub(due_ms)).unwrap_or(0);
         self.lag.record_value(lag_ms.saturating_mul(1000));
     }
 
     /// Attempts so far in `lane` that ended as `counted`.
     pub fn attempts(&self, lane: Lane, counted: Counted) -> u64 {
-        self.attempts[lane_slot(lane)][counted.slot()].load(Ordering::Relaxed)
+        self.attempts[lane.slot()][counted.slot()].load(Ordering::Relaxed)
     }
 
     /// Attempts so far, all lanes, that ended as `counted`.
     pub fn total(&self, counted: Counted) -> u64 {
         Lane::ALL.iter().map(|l| self.attempts(*l, counted)).sum()
     }
-}
-
-fn lane_slot(lane: Lane) -> usize {
-    Lane::ALL.iter().position(|l| *l == lane).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -6,8 +6,6 @@ use std::time::Duration;
 /// Clock ticks per second of `/proc/self/stat` (`sysconf(_SC_CLK_TCK)`; 100 on every Linux
 /// architecture Porch builds for, and reading it needs libc).
 const TICKS_PER_SECOND: u64 = 100;
-/// Page size assumed for `/proc/self/statm` (4 KiB on x86-64 and default arm64 kernels).
-const PAGE_BYTES: u64 = 4096;
 
 /// One reading.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,14 +22,22 @@ pub fn read() -> ProcessReading {
         cpu: std::fs::read_to_string("/proc/self/stat")
             .ok()
             .and_then(|s| cpu_time(&s)),
-        rss_bytes: std::fs::read_to_string("/proc/self/statm")
+        // `VmRSS` is in kB whatever the page size (16 KiB on a Raspberry Pi 5, 64 KiB on some
+        // arm64 distributions), unlike the page counts of `statm`.
+        rss_bytes: std::fs::read_to_string("/proc/self/status")
             .ok()
-            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .map(|pages| pages * PAGE_BYTES),
+            .and_then(|s| vm_rss_bytes(&s)),
         open_fds: std::fs::read_dir("/proc/self/fd")
             .ok()
             .map(|dir| dir.count() as u64),
     }
+}
+
+/// The `VmRSS:` line of `/proc/<pid>/status`, in bytes.
+fn vm_rss_bytes(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// utime + stime from the text of `/proc/<pid>/stat`. The command name (field 2) may hold
@@ -48,6 +54,13 @@ fn cpu_time(stat: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rss_is_read_in_kilobytes_from_status() {
+        let status = "Name:\tporch\nVmPeak:\t  99999 kB\nVmRSS:\t   28672 kB\nThreads:\t4\n";
+        assert_eq!(super::vm_rss_bytes(status), Some(28672 * 1024));
+        assert_eq!(super::vm_rss_bytes("Name:\tporch\n"), None);
+    }
+
     use super::*;
 
     #[test]

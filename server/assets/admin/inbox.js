@@ -113,15 +113,19 @@
       error.textContent = "";
       const body = new URLSearchParams(new FormData(form));
       body.set("kind", kind);
+      // Cleared at once, as chat apps do (the live stream may show the reply before the answer
+      // arrives); a failed send puts the text back unless something new was typed.
+      const text = box.value;
+      box.value = "";
       try {
         const res = await fetch(form.action, {
           method: "POST", body, credentials: "same-origin", headers: { "x-porch-fetch": "1" },
         });
         if (!res.ok) throw new Error(res.status === 422 ? await res.text() : `The server answered ${res.status}.`);
         addMessage(await res.text());
-        box.value = "";
         messages.scrollTop = messages.scrollHeight;
       } catch (e) {
+        if (!box.value) box.value = text;
         error.textContent = `Not sent: ${e.message.startsWith("The") ? e.message : "check your connection and try again."}`;
       } finally {
         sending = false;

@@ -13,5 +13,6 @@ pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};
 pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};
 pub use session::{Accounts, NewSessionSecret, SESSION_LIFETIME, new_form_token};
+pub(crate) use session::{hash_secret, new_secret};
 pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};
 pub use throttle::{ACCOUNT_FAILURES, IP_FAILURES, LoginThrottle, Throttled};

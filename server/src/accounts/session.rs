@@ -22,7 +22,7 @@ use super::throttle::LoginThrottle;
 pub const SESSION_LIFETIME: Duration = Duration::from_hours(14 * 24);
 
 /// 32 random bytes, URL-safe: session ids, CSRF tokens, link tokens, the setup token.
-pub(super) fn new_secret() -> String {
+pub(crate) fn new_secret() -> String {
     URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
 }
 
@@ -32,7 +32,7 @@ pub fn new_form_token() -> String {
 }
 
 /// What the database keeps of a secret.
-pub(super) fn hash_secret(secret: &str) -> [u8; 32] {
+pub(crate) fn hash_secret(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 

@@ -29,6 +29,10 @@ pub struct LoadtestArgs {
     /// Extra connected widget sockets that only say hello and stay silent.
     #[arg(long, default_value_t = 0)]
     pub idle: u32,
+    /// Agents with the live inbox open (`/inbox/events`) during each Porch stair; the report
+    /// gives their fan-out latency: the visitor's intended send time → the inbox event.
+    #[arg(long, default_value_t = 0)]
+    pub agents: u32,
     /// Adds a `porch+flood` series: the same stairs with a flood site whose 10 visitors send
     /// this many messages a second in total against its default brakes (600 a minute); 0 for none.
     #[arg(long, default_value_t = 0)]

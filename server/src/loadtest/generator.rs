@@ -44,6 +44,8 @@ pub struct Plan {
     pub flood: Vec<String>,
     /// Site key of each idle connection.
     pub idle: Vec<String>,
+    /// Session cookie value of each agent holding the live inbox open.
+    pub agents: Vec<String>,
     pub rate: u32,
     pub flood_rate: u32,
     pub warmup: Duration,
@@ -52,7 +54,7 @@ pub struct Plan {
     pub grace: Duration,
     /// The server process, for CPU and RSS over the window.
     pub server_pid: Option<u32>,
-    /// Keep `(message id, ack time, in window)` for job-lag matching.
+    /// Keep every ack (see [`Ack`]) for job-lag and fan-out matching.
     pub keep_acks: bool,
     /// For the progress line.
     pub label: String,
@@ -70,7 +72,15 @@ pub struct Totals {
     pub refused: BTreeMap<String, u64>,
     /// Connections closed or failed mid-stair.
     pub broken: u64,
-    pub acks: Vec<(i64, Instant, bool)>,
+    pub acks: Vec<Ack>,
+}
+
+/// One acknowledged message, kept with `keep_acks`.
+pub struct Ack {
+    pub id: i64,
+    pub intended: Instant,
+    pub at: Instant,
+    pub in_window: bool,
 }
 
 impl Totals {
@@ -97,6 +107,8 @@ pub struct Outcome {
     pub server: Option<(super::target::ProcSample, super::target::ProcSample)>,
     /// Server RSS before and after the idle sockets connected.
     pub idle_rss: Option<(u64, u64)>,
+    /// What each agent's live inbox received.
+    pub agent_events: Vec<super::agents::Events>,
     /// The generator's own CPU time over the window.
     pub loadgen_cpu: Duration,
     pub window_start: Instant,
@@ -146,6 +158,11 @@ async fn run_local(plan: Plan) -> anyhow::Result<Outcome> {
     let window_start = t0 + plan.warmup;
     let window_end = window_start + plan.duration;
     let deadline = window_end + plan.grace;
+    let http_addr = plan.ws_base.trim_start_matches("ws://");
+    let mut agents = Vec::with_capacity(plan.agents.len());
+    for session in &plan.agents {
+        agents.push(super::agents::watch(http_addr, session, deadline).await?);
+    }
     let visitor_totals = Rc::new(RefCell::new(Totals::new()?));
     let flood_totals = Rc::new(RefCell::new(Totals::new()?));
     let mut tasks = Vec::new();
@@ -184,6 +201,10 @@ async fn run_local(plan: Plan) -> anyhow::Result<Outcome> {
     progress.abort();
     // An aborted task drops its totals only once polled again.
     let _ = progress.await;
+    let mut agent_events = Vec::with_capacity(agents.len());
+    for agent in agents {
+        agent_events.push(agent.await.unwrap_or_default());
+    }
     let _ = writeln!(std::io::stderr());
     drop(idle);
 
@@ -197,6 +218,7 @@ async fn run_local(plan: Plan) -> anyhow::Result<Outcome> {
         flood: take(flood_totals)?,
         server: server_start.zip(server_end),
         idle_rss,
+        agent_events,
         loadgen_cpu: self_end
             .zip(self_start)
             .map_or(Duration::ZERO, |(e, s)| e.cpu.saturating_sub(s.cpu)),
@@ -294,7 +316,7 @@ async fn drive(
                         t.latency.saturating_record(us.clamp(1, MAX_LATENCY_US));
                     }
                     if keep_acks && let Some(id) = reply.id {
-                        t.acks.push((id, now, in_window));
+                        t.acks.push(Ack { id, intended, at: now, in_window });
                     }
                 } else if reply.kind == "error" {
                     outstanding = outstanding.saturating_sub(1);

@@ -4,6 +4,7 @@
 //! (`porch loadtest-echo`) and the load test itself (`porch loadtest`), which only ever runs
 //! against scratch data or loopback.
 
+mod agents;
 mod args;
 mod discord_mock;
 mod echo;

@@ -68,6 +68,9 @@ pub struct Stair {
     pub connect_ms: u64,
     pub slack: Option<SlackStair>,
     pub flood: Option<FloodStair>,
+    /// Fan-out to agents with the live inbox open (`--agents`); absent in older results.
+    #[serde(default)]
+    pub agents: Option<AgentStair>,
     pub passed: bool,
 }
 
@@ -81,6 +84,19 @@ pub struct SlackStair {
     pub job_lag_p50_ms: f64,
     pub job_lag_p99_ms: f64,
     pub job_lag_max_ms: f64,
+}
+
+/// How the messages acked in the window reached the agents' live inboxes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentStair {
+    pub agents: u32,
+    /// Messages acked in the window times agents, and how many of those reached an agent.
+    pub expected: u64,
+    pub delivered: u64,
+    /// The visitor's intended send time → the inbox event covering the message.
+    pub fan_out_p50_ms: f64,
+    pub fan_out_p99_ms: f64,
+    pub fan_out_max_ms: f64,
 }
 
 /// What the flood site's visitors got.
@@ -203,6 +219,30 @@ pub fn markdown(r: &Report) -> String {
                         md,
                         "| {} | {} | {} | {} | {} |",
                         s.target, s.round, f.sent, f.acked, f.refused
+                    );
+                }
+            }
+            let _ = writeln!(md);
+        }
+        if series.stairs.iter().any(|s| s.agents.is_some()) {
+            let _ = writeln!(
+                md,
+                "| target/s | round | agents | reached | fan-out p50 ms | fan-out p99 ms | fan-out max ms |"
+            );
+            let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+            for s in &series.stairs {
+                if let Some(a) = &s.agents {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | {}/{} | {:.2} | {:.2} | {:.1} |",
+                        s.target,
+                        s.round,
+                        a.agents,
+                        a.delivered,
+                        a.expected,
+                        a.fan_out_p50_ms,
+                        a.fan_out_p99_ms,
+                        a.fan_out_max_ms
                     );
                 }
             }

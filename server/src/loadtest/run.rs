@@ -11,9 +11,10 @@ use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 
 use super::SlackMock;
+use super::agents;
 use super::args::LoadtestArgs;
 use super::generator::{self, Outcome, Plan};
-use super::report::{self, FloodStair, Report, Series, SlackStair, Stair};
+use super::report::{self, AgentStair, FloodStair, Report, Series, SlackStair, Stair};
 use super::target::{self, ChildServer};
 
 /// Flood connections: enough to spread the flood over several visitors of one site.
@@ -183,6 +184,7 @@ fn run_stair(
         (Kind::PorchSlack, Some(delay)) => Some(MockThread::start(delay)?),
         _ => None,
     };
+    let mut agent_sessions = Vec::new();
     let (server, sites, flood_site): (Option<ChildServer>, Vec<String>, Option<String>) = match kind
     {
         Kind::Echo => (
@@ -195,10 +197,12 @@ fn run_stair(
             let (server, seeded) = target::start_porch(
                 server_core,
                 args.sites,
+                args.agents,
                 kind == Kind::PorchFlood,
                 &args.origin,
                 mock.as_ref().map(|m| m.api_url.as_str()),
             )?;
+            agent_sessions = seeded.agent_sessions;
             (Some(server), seeded.sites, seeded.flood_site)
         }
     };
@@ -223,13 +227,14 @@ fn run_stair(
         visitors: pick(args.visitors, &sites),
         flood: flood_keys,
         idle: pick(args.idle, &sites),
+        agents: agent_sessions,
         rate,
         flood_rate: args.flood,
         warmup: args.warmup,
         duration: args.duration,
         grace: GRACE,
         server_pid: server.as_ref().map(ChildServer::pid),
-        keep_acks: mock.is_some(),
+        keep_acks: mock.is_some() || args.agents > 0,
         label: label.to_owned(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -241,7 +246,19 @@ fn run_stair(
         Some(mock) => Some(slack_figures(mock, &outcome, args.delivery_timeout)?),
         None => None,
     };
-    let stair = figures(args, rate, round, &outcome, slack);
+    let agents = if outcome.agent_events.is_empty() {
+        None
+    } else {
+        let messages: Vec<_> = outcome
+            .visitors
+            .acks
+            .iter()
+            .filter(|ack| ack.in_window)
+            .map(|ack| (ack.id, ack.intended))
+            .collect();
+        Some(agents::fan_out(&outcome.agent_events, &messages)?)
+    };
+    let stair = figures(args, rate, round, &outcome, slack, agents);
     drop(server);
     Ok(stair)
 }
@@ -280,6 +297,7 @@ fn figures(
     round: u32,
     o: &Outcome,
     slack: Option<SlackStair>,
+    agents: Option<AgentStair>,
 ) -> Stair {
     let window = args.duration.as_secs_f64();
     let v = &o.visitors;
@@ -331,6 +349,7 @@ fn figures(
             acked: o.flood.acked,
             refused: o.flood.refused.values().sum(),
         }),
+        agents,
         passed,
     }
 }
@@ -344,7 +363,7 @@ fn slack_figures(mock: &MockThread, o: &Outcome, timeout: Duration) -> anyhow::R
         .acks
         .iter()
         .chain(&o.flood.acks)
-        .map(|(id, at, in_window)| (*id, at.into_std(), *in_window))
+        .map(|ack| (ack.id, ack.at.into_std(), ack.in_window))
         .collect();
     let expected = acks.len();
     let deadline = Instant::now() + timeout;

@@ -43,6 +43,8 @@ pub struct Seeded {
     pub sites: Vec<String>,
     /// The flood site, with default brakes, if one was asked for.
     pub flood_site: Option<String>,
+    /// A signed-in session cookie value per agent.
+    pub agent_sessions: Vec<String>,
 }
 
 /// Whether `taskset` can pin processes here; the load test says so in its report.
@@ -127,6 +129,7 @@ pub fn start_echo(core: Option<&str>) -> anyhow::Result<ChildServer> {
 pub fn start_porch(
     core: Option<&str>,
     sites: u32,
+    agents: u32,
     flood: bool,
     origin: &str,
     slack_api_url: Option<&str>,
@@ -135,7 +138,14 @@ pub fn start_porch(
         .prefix("porch-loadtest-")
         .tempdir()
         .context("creating the scratch data directory")?;
-    let seeded = seed(dir.path(), sites, flood, origin, slack_api_url.is_some())?;
+    let seeded = seed(
+        dir.path(),
+        sites,
+        agents,
+        flood,
+        origin,
+        slack_api_url.is_some(),
+    )?;
     let addr = free_port()?;
     let mut cmd = command(core)?;
     cmd.arg("--data-dir")
@@ -162,9 +172,44 @@ pub fn start_porch(
     Ok((server, seeded))
 }
 
-/// Creates the schema, the sites and (with Slack) one Slack integration per site, one channel
-/// per site, before the server starts, so no stair pays for set-up.
-fn seed(dir: &Path, sites: u32, flood: bool, origin: &str, slack: bool) -> anyhow::Result<Seeded> {
+/// An agent account signed in for the whole run; returns its session cookie value.
+fn seed_agent(conn: &rusqlite::Connection, i: u32) -> anyhow::Result<String> {
+    let email = format!("agent{i}@loadtest.invalid");
+    let user = store::insert_user(
+        conn,
+        &store::NewUser {
+            email: &email,
+            name: &format!("Agent {i}"),
+            role: "agent",
+            password_hash: None,
+            created_at: 0,
+        },
+    )?;
+    let cookie = crate::accounts::new_secret();
+    store::insert_session(
+        conn,
+        &store::NewSession {
+            id_hash: &crate::accounts::hash_secret(&cookie),
+            user_id: user,
+            csrf_token: "loadtest",
+            now: 0,
+            expires_at: i64::MAX,
+        },
+    )?;
+    Ok(cookie)
+}
+
+/// Creates the schema, the sites, (with Slack) one Slack integration per site, one channel per
+/// site, and the agents with their sessions, before the server starts, so no stair pays for
+/// set-up.
+fn seed(
+    dir: &Path,
+    sites: u32,
+    agents: u32,
+    flood: bool,
+    origin: &str,
+    slack: bool,
+) -> anyhow::Result<Seeded> {
     let mut conn = store::open_write_connection(&dir.join("porch.db"), store::Synchronous::Full)
         .context("opening the scratch database")?;
     store::apply_migrations(&mut conn)?;
@@ -234,9 +279,13 @@ fn seed(dir: &Path, sites: u32, flood: bool, origin: &str, slack: bool) -> anyho
     } else {
         None
     };
+    let agent_sessions = (0..agents)
+        .map(|i| seed_agent(&conn, i))
+        .collect::<anyhow::Result<_>>()?;
     Ok(Seeded {
         sites: keys,
         flood_site,
+        agent_sessions,
     })
 }
 

@@ -1,6 +1,6 @@
 //! A short, low-rate run of `porch loadtest` (the real binary, as a user runs it): checks that
-//! the harness is correct — every message acked, every one delivered to the Slack mock, results
-//! written — not how fast anything is.
+//! the harness is correct — every message acked, every one delivered to the Slack mock and to an
+//! agent's live inbox, results written — not how fast anything is.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -24,7 +24,16 @@ fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
             "--duration",
             "3s",
         ])
-        .args(["--sites", "2", "--visitors", "20", "--slack-delay", "5ms"])
+        .args([
+            "--sites",
+            "2",
+            "--visitors",
+            "20",
+            "--slack-delay",
+            "5ms",
+            "--agents",
+            "1",
+        ])
         .args(["--delivery-timeout", "10s", "--out"])
         .arg(out.path())
         .env_remove("PORCH_DATA_DIR")
@@ -69,6 +78,12 @@ fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
             assert_eq!(stair["broken"], 0, "{name}: a connection broke");
             assert_eq!(stair["refused"], serde_json::json!({}), "{name}: refusals");
         }
+    }
+    // The agent with the live inbox open saw every message of the window, in both Porch series.
+    for series in &report["series"].as_array().expect("series")[1..] {
+        let agents = &series["stairs"][0]["agents"];
+        assert!(agents["expected"].as_u64() > Some(0), "{agents}");
+        assert_eq!(agents["delivered"], agents["expected"], "{agents}");
     }
     let slack = &report["series"][2]["stairs"][0]["slack"];
     assert!(slack["expected"].as_u64() > Some(0));

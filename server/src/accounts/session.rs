@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::clock::now_ms;
+use crate::clock::{millis, now_ms};
 use crate::store::{self, NewSession, NewUser, Readers, SessionRow, UserRow, Writer};
 
 use super::Error;
@@ -34,10 +34,6 @@ pub fn new_form_token() -> String {
 /// What the database keeps of a secret.
 pub(crate) fn hash_secret(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
-}
-
-fn millis(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A session just created: the cookie value (shown to the browser once) and its CSRF token.

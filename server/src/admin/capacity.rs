@@ -12,7 +12,7 @@ use porch_app::chart::{Chart, Line};
 use porch_app::layout::Section;
 use serde::Deserialize;
 
-use crate::clock::now_ms;
+use crate::clock::{millis, now_ms};
 use crate::loadtest::Report;
 use crate::metrics::{MIN_MESSAGES, Rollup, Series, messages_per_core, traffic_cost};
 use crate::state::AppState;
@@ -183,10 +183,6 @@ impl Range {
 pub struct RangeQuery {
     #[serde(default)]
     range: String,
-}
-
-fn millis(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn charts(spans: &[Rollup], since: i64, range: Range) -> Vec<Chart> {

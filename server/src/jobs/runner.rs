@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::now_ms;
+use crate::clock::{millis, now_ms};
 use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, JobUpdate, Readers, Writer};
 
 use super::destinations::{Destinations, deliver};
@@ -515,8 +515,4 @@ async fn write_round(writer: &Writer, round: Round) -> Result<Vec<JobId>, Round>
             }
         }
     }
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::now_ms;
+use crate::clock::{millis, now_ms};
 use crate::hub::Hub;
 use crate::jobs::{Counted, Lane};
 use crate::store::{self, Writer};
@@ -96,7 +96,8 @@ struct Reading {
     ack: Snapshot,
     lag: Snapshot,
     job_lag: Snapshot,
-    cpu: Option<Duration>,
+    /// CPU, RSS and open files, read once per sample.
+    process: process::ProcessReading,
     busy: Duration,
     workers: usize,
     batches: u64,
@@ -121,7 +122,7 @@ fn read(sources: &Sources) -> Reading {
         ack: meters.ack_latency.snapshot(),
         lag: meters.loop_lag.snapshot(),
         job_lag: jobs.lag.snapshot(),
-        cpu: process::read().cpu,
+        process: process::read(),
         busy: (0..workers)
             .map(|w| runtime.worker_total_busy_duration(w))
             .sum(),
@@ -152,7 +153,7 @@ fn sample_between(before: &Reading, now: &Reading, sources: &Sources, at_ms: i64
     let seconds = now.at.duration_since(before.at).as_secs_f64().max(1e-3);
     let meters = &sources.meters;
     let writer = sources.writer.stats();
-    let process = process::read();
+    let process = &now.process;
     let mut v = [None; SERIES];
     let mut set = |s: Series, value: Option<f64>| v[s.index()] = value;
 
@@ -186,7 +187,7 @@ fn sample_between(before: &Reading, now: &Reading, sources: &Sources, at_ms: i64
             Some(writer.queue_depth.load(Relaxed) as f64),
         );
     }
-    if let (Some(a), Some(b)) = (before.cpu, now.cpu) {
+    if let (Some(a), Some(b)) = (before.process.cpu, now.process.cpu) {
         set(
             Series::Cpu,
             Some(b.saturating_sub(a).as_secs_f64() / seconds * 100.0),
@@ -318,10 +319,6 @@ impl Sampler {
             }
         });
     }
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Starts sampling into `capacity`; at `shutdown` the partial minute is written and it stops.

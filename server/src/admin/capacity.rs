@@ -374,16 +374,17 @@ pub async fn run_page(
 
 /// Achieved rate and ack p99 per stair, one line per series.
 fn stair_charts(report: &Report) -> Vec<Chart> {
-    let targets = report
+    // One point per stair: with several rounds, the median round (as the report's ratios use).
+    let mut stairs: Vec<u32> = report
         .series
         .iter()
-        .flat_map(|s| s.stairs.iter().map(|t| f64::from(t.target)));
-    let x_min = targets.clone().fold(f64::INFINITY, f64::min);
-    let x_max = targets.fold(0.0, f64::max);
-    let (x_min, x_max) = if x_min.is_finite() {
-        (x_min, x_max)
-    } else {
-        (0.0, 1.0)
+        .flat_map(|s| s.stairs.iter().map(|t| t.target))
+        .collect();
+    stairs.sort_unstable();
+    stairs.dedup();
+    let (x_min, x_max) = match (stairs.first(), stairs.last()) {
+        (Some(&min), Some(&max)) => (f64::from(min), f64::from(max)),
+        _ => (0.0, 1.0),
     };
     let labels = (
         format!("{} msg/s", porch_app::chart::format_number(x_min)),
@@ -396,30 +397,22 @@ fn stair_charts(report: &Report) -> Vec<Chart> {
             .iter()
             .find(|s| s.name == name)
             .map(|s| {
-                let mut points: Vec<(f64, Option<f64>)> = s
-                    .stairs
+                stairs
                     .iter()
-                    .map(|t| (f64::from(t.target), Some(value(t))))
-                    .collect();
-                points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                points
+                    .filter_map(|&t| Some((f64::from(t), Some(s.at(t, |st| Some(value(st)))?))))
+                    .collect()
             })
             .unwrap_or_default(),
     };
     let names: Vec<&str> = report.series.iter().map(|s| s.name.as_str()).collect();
     let mut achieved: Vec<Line> = names.iter().map(|n| line(n, &|t| t.achieved)).collect();
-    if let Some(first) = report.series.first() {
-        let mut points: Vec<(f64, Option<f64>)> = first
-            .stairs
+    achieved.push(Line {
+        label: "target".to_owned(),
+        points: stairs
             .iter()
-            .map(|t| (f64::from(t.target), Some(f64::from(t.target))))
-            .collect();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        achieved.push(Line {
-            label: "target".to_owned(),
-            points,
-        });
-    }
+            .map(|&t| (f64::from(t), Some(f64::from(t))))
+            .collect(),
+    });
     vec![
         Chart {
             title: "Achieved rate per stair".to_owned(),
@@ -438,4 +431,43 @@ fn stair_charts(report: &Report) -> Vec<Chart> {
             lines: names.iter().map(|n| line(n, &|t| t.p99_ms)).collect(),
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stair(target: u32, round: u32, p99_ms: f64) -> serde_json::Value {
+        serde_json::json!({
+            "target": target, "round": round, "achieved": f64::from(target), "sent": 1,
+            "acked": 1, "refused": {}, "broken": 0, "p50_ms": 1.0, "p90_ms": 1.0,
+            "p99_ms": p99_ms, "p999_ms": p99_ms, "max_ms": p99_ms, "server_cpu_pct": null,
+            "server_us_per_msg": null, "server_rss_mb": null, "loadgen_cpu_pct": 1.0,
+            "idle_kib_per_socket": null, "connect_ms": 1, "slack": null, "flood": null,
+            "passed": true
+        })
+    }
+
+    #[test]
+    fn a_stair_run_in_several_rounds_is_one_point_at_its_median() {
+        let report: Report = serde_json::from_value(serde_json::json!({
+            "started_at": "2026-11-30T07:45:23Z", "command": "porch loadtest",
+            "machine": {"cores": 2, "cpu_model": "x", "kernel": "y"}, "placement": "p",
+            "visitors": 10, "sites": 1, "idle": 0, "flood_rate": 0, "warmup_ms": 1,
+            "duration_ms": 1, "gate_p99_ms": 50.0,
+            "series": [{"name": "porch", "stairs": [
+                stair(1000, 1, 1.0), stair(1000, 2, 5.0), stair(1000, 3, 3.0), stair(2000, 1, 4.0)
+            ]}]
+        }))
+        .expect("report");
+        let charts = stair_charts(&report);
+        let p99 = &charts[1].lines[0];
+        assert_eq!(p99.points, vec![(1000.0, Some(3.0)), (2000.0, Some(4.0))]);
+        let target = charts[0].lines.last().expect("target line");
+        assert_eq!(
+            target.points,
+            vec![(1000.0, Some(1000.0)), (2000.0, Some(2000.0))]
+        );
+        assert_eq!((charts[0].x_min, charts[0].x_max), (1000.0, 2000.0));
+    }
 }

@@ -132,7 +132,7 @@ impl Series {
     }
 
     /// Median over rounds of a figure at a target.
-    fn at(&self, target: u32, f: impl Fn(&Stair) -> Option<f64>) -> Option<f64> {
+    pub fn at(&self, target: u32, f: impl Fn(&Stair) -> Option<f64>) -> Option<f64> {
         let mut v: Vec<f64> = self
             .stairs
             .iter()

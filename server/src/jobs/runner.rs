@@ -211,10 +211,10 @@ impl Dispatcher {
     /// The earliest time a waiting job becomes due, or a minute from now. While a round is
     /// being written nothing can start, and its end wakes the dispatcher anyway.
     fn next_wake(&self) -> tokio::time::Instant {
-        let now = now_ms();
         if self.is_round_in_flight {
             return tokio::time::Instant::now() + Duration::from_mins(1);
         }
+        let now = now_ms();
         let due = Lane::ALL
             .iter()
             .filter(|lane| self.in_flight.get(lane).copied().unwrap_or(0) < self.capacity(**lane))
@@ -291,9 +291,11 @@ impl Dispatcher {
                     return;
                 }
             };
+            // `marked` keeps the order of `starting`, so one walk over both splits them.
+            let mut marked = marked.into_iter().peekable();
             let (starting, not_queued): (Vec<Entry>, Vec<Entry>) = starting
                 .into_iter()
-                .partition(|entry| marked.contains(&entry.row.id));
+                .partition(|entry| marked.next_if_eq(&entry.row.id).is_some());
             for entry in starting {
                 let destinations = Arc::clone(&destinations);
                 let tx = tx.clone();
@@ -482,7 +484,7 @@ struct Round {
 /// rescheduled by one (a short 429 pause) may be starting again in the same round.
 ///
 /// The write is deferred: it rides along with the next visitor message's commit (or waits at
-/// most `store::DEFER_LIMIT`), so the runner's bookkeeping costs no commits of its own. It is
+/// most [`store::DEFER_LIMIT`]), so the runner's bookkeeping costs no commits of its own. It is
 /// retried while the writer is busy; on any other failure the round comes back unwritten.
 async fn write_round(writer: &Writer, round: Round) -> Result<Vec<JobId>, Round> {
     let round = Arc::new(round);

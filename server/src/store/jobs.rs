@@ -150,7 +150,6 @@ pub fn enqueue_message_jobs(
             ))
         })?
         .collect::<Result<Vec<_>, _>>()?;
-    let args = serde_json::json!({ "message_id": message_id }).to_string();
     let mut rows = integrations
         .into_iter()
         .map(|(integration, kind, is_broken, rate_key)| {
@@ -159,7 +158,7 @@ pub fn enqueue_message_jobs(
                 NewJob {
                     lane: "chat",
                     kind: format!("{kind}.post"),
-                    args: args.clone(),
+                    args: serde_json::json!({ "message_id": message_id }).to_string(),
                     integration_id: Some(integration),
                     is_blocked: is_broken,
                     order_key: Some(format!("conv:{conversation_id}:int:{integration}")),
@@ -220,8 +219,9 @@ pub fn list_jobs_in_state(
         .collect::<Result<_, _>>()?)
 }
 
-/// Marks queued jobs as running and counts the attempt; returns those it moved. A job that is no
-/// longer queued (its integration was blocked or disabled meanwhile) is left as it is.
+/// Marks queued jobs as running and counts the attempt; returns those it moved, in the order of
+/// `ids`. A job that is no longer queued (its integration was blocked or disabled meanwhile) is
+/// left as it is.
 pub fn mark_jobs_running(conn: &Connection, ids: &[JobId]) -> Result<Vec<JobId>, Error> {
     let mut stmt = conn.prepare_cached(
         "UPDATE jobs SET state = 'running', attempt = attempt + 1 WHERE id = ?1 AND state = 'queued'",

@@ -6,8 +6,8 @@
 //! Writes nobody is waiting on in a hurry (the job runner's bookkeeping) can be queued as
 //! *deferred*: they ride along with the next write that someone is waiting for, or are committed
 //! on their own after [`DEFER_LIMIT`]. A commit costs far more than the rows in it (an fsync,
-//! and on this class of VM several hundred microseconds of CPU), so the runner's writes stop
-//! costing a commit of their own.
+//! and on the test VM about 150 µs of kernel CPU), so the runner's writes stop costing a commit
+//! of their own (docs/jobs.md has the measurement).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{
@@ -355,9 +355,9 @@ mod tests {
 
     fn writer() -> (tempfile::TempDir, Arc<Writer>) {
         let dir = tempfile::tempdir().expect("temp dir");
-        let conn = super::super::db::open_write_connection(
+        let conn = crate::store::open_write_connection(
             &dir.path().join("w.db"),
-            super::super::Synchronous::Normal,
+            crate::store::Synchronous::Normal,
         )
         .expect("open");
         conn.execute_batch("CREATE TABLE t (x INTEGER)")

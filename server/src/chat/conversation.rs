@@ -8,14 +8,14 @@ use crate::hub::{Hub, InboxEvent, VisitorEvent};
 use crate::jobs::JobQueue;
 use crate::store::{
     self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
-    NewVisitorMessage, Readers, StoredVisitorMessage, UserId, VisitorRow, Writer,
+    NewVisitorMessage, Readers, StoredVisitorMessage, UserId, VisitorId, VisitorRow, Writer,
 };
 
 use super::Error;
 use super::text::MessageBody;
 
-/// Most messages a returning visitor receives at once.
-const HISTORY_LIMIT: u32 = 500;
+/// Most messages in one page of a returning visitor's history.
+const HISTORY_PAGE: usize = 500;
 
 /// Who is answering: an agent with an account, or (for Slack) only a display name.
 #[derive(Debug, Clone)]
@@ -25,7 +25,7 @@ pub struct Agent {
 }
 
 /// The stored row of an agent message, without reading it back.
-fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
+pub(super) fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
     MessageRow {
         id,
         conversation_id: new.conversation_id,
@@ -37,11 +37,26 @@ fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
     }
 }
 
-/// What a returning visitor needs: who they are and what they missed.
+/// Shows an agent message (or note) live: to the agents' inboxes always, to the visitor's open
+/// connections unless it is a private note. Runs as a commit hook, so in id order.
+fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, row: MessageRow) {
+    let shared = Arc::new(row);
+    if shared.author != "note" {
+        let event = VisitorEvent::Message(Arc::clone(&shared));
+        hub.publish_to_visitor(conversation.visitor_id, &event, None);
+    }
+    hub.publish_to_inbox(&InboxEvent {
+        site_id: conversation.site_id,
+        message: shared,
+    });
+}
+
+/// One page of what a returning visitor missed, oldest first.
 #[derive(Debug, Clone)]
-pub struct VisitorHistory {
-    pub visitor: VisitorRow,
+pub struct HistoryPage {
     pub messages: Vec<MessageRow>,
+    /// More messages follow the last one of this page.
+    pub has_more: bool,
 }
 
 /// A reply that arrived from an integration (a Slack thread), deduplicated on the event id.
@@ -88,16 +103,13 @@ impl Chat {
         new: NewVisitorMessage,
         from_connection: Option<u64>,
     ) -> Result<StoredVisitorMessage, Error> {
-        let client_id = new.client_id.clone();
-        let body = new.body.clone();
-        let site_id = new.site_id;
-        let mut stored = self
-            .writer
-            .write(move |c| store::insert_visitor_message(c, &new))
-            .await?;
-        self.jobs.submit(std::mem::take(&mut stored.jobs));
-        if !stored.is_duplicate {
-            let row = MessageRow {
+        let (client_id, body, site_id) = (new.client_id.clone(), new.body.clone(), new.site_id);
+        let hub = Arc::clone(&self.hub);
+        let publish = move |stored: &StoredVisitorMessage| {
+            if stored.is_duplicate {
+                return;
+            }
+            let row = Arc::new(MessageRow {
                 id: stored.id,
                 conversation_id: stored.conversation_id,
                 author: "visitor".into(),
@@ -105,16 +117,19 @@ impl Chat {
                 client_id: Some(client_id),
                 body,
                 created_at: stored.created_at,
-            };
-            let row = Arc::new(row);
+            });
             let event = VisitorEvent::Message(Arc::clone(&row));
-            self.hub
-                .publish_to_visitor(stored.visitor_id, &event, from_connection);
-            self.hub.publish_to_inbox(&InboxEvent {
+            hub.publish_to_visitor(stored.visitor_id, &event, from_connection);
+            hub.publish_to_inbox(&InboxEvent {
                 site_id,
                 message: row,
             });
-        }
+        };
+        let mut stored = self
+            .writer
+            .write_then(move |c| store::insert_visitor_message(c, &new), publish)
+            .await?;
+        self.jobs.submit(std::mem::take(&mut stored.jobs));
         Ok(stored)
     }
 
@@ -138,15 +153,19 @@ impl Chat {
             now: now_ms(),
         };
         let (id, jobs) = {
-            let new = new.clone();
+            let (stored, published) = (new.clone(), new.clone());
+            let hub = Arc::clone(&self.hub);
             self.writer
-                .write(move |c| store::insert_agent_message(c, &new))
+                .write_then(
+                    move |c| store::insert_agent_message(c, &stored),
+                    move |(id, _): &(MessageId, Vec<store::JobRow>)| {
+                        publish_agent_message(&hub, &conversation, agent_row(*id, &published));
+                    },
+                )
                 .await?
         };
         self.jobs.submit(jobs);
-        let row = agent_row(id, &new);
-        self.publish_agent_message(&conversation, &row);
-        Ok(row)
+        Ok(agent_row(id, &new))
     }
 
     /// Stores a reply that came from an integration, unless its event was handled before
@@ -168,38 +187,29 @@ impl Chat {
             now: now_ms(),
         };
         let stored = {
-            let (new, event_id) = (new.clone(), reply.event_id);
+            let (stored, published, event_id) = (new.clone(), new.clone(), reply.event_id);
+            let hub = Arc::clone(&self.hub);
             self.writer
-                .write(move |c| {
-                    if !store::insert_slack_event(c, &event_id, new.now)? {
-                        return Ok(None);
-                    }
-                    store::insert_agent_message(c, &new).map(Some)
-                })
+                .write_then(
+                    move |c| {
+                        if !store::insert_slack_event(c, &event_id, stored.now)? {
+                            return Ok(None);
+                        }
+                        store::insert_agent_message(c, &stored).map(Some)
+                    },
+                    move |stored: &Option<(MessageId, Vec<store::JobRow>)>| {
+                        if let Some((id, _)) = stored {
+                            publish_agent_message(&hub, &conversation, agent_row(*id, &published));
+                        }
+                    },
+                )
                 .await?
         };
         let Some((id, jobs)) = stored else {
             return Ok(None);
         };
         self.jobs.submit(jobs);
-        let row = agent_row(id, &new);
-        self.publish_agent_message(&conversation, &row);
-        Ok(Some(row))
-    }
-
-    /// Shows an agent message (or note) live: to the agents' inboxes always, to the visitor's
-    /// open connections unless it is a private note.
-    fn publish_agent_message(&self, conversation: &ConversationRow, row: &MessageRow) {
-        let shared = Arc::new(row.clone());
-        if row.author != "note" {
-            let event = VisitorEvent::Message(Arc::clone(&shared));
-            self.hub
-                .publish_to_visitor(conversation.visitor_id, &event, None);
-        }
-        self.hub.publish_to_inbox(&InboxEvent {
-            site_id: conversation.site_id,
-            message: shared,
-        });
+        Ok(Some(agent_row(id, &new)))
     }
 
     /// Shows (or hides) "agent is typing" to the visitor of a conversation.
@@ -219,23 +229,30 @@ impl Chat {
         Ok(())
     }
 
-    /// The visitor behind a token hash and their messages after `after`, if they ever wrote.
-    pub async fn visitor_history(
-        &self,
-        token_hash: [u8; 32],
-        after: MessageId,
-    ) -> Result<Option<VisitorHistory>, Error> {
+    /// The visitor behind a token hash, if they ever wrote.
+    pub async fn find_visitor(&self, token_hash: [u8; 32]) -> Result<Option<VisitorRow>, Error> {
         Ok(self
             .readers
-            .read(move |c| {
-                let Some(visitor) = store::find_visitor_by_token_hash(c, &token_hash)? else {
-                    return Ok(None);
-                };
-                let messages =
-                    store::list_visitor_messages_after(c, visitor.id, after, HISTORY_LIMIT)?;
-                Ok(Some(VisitorHistory { visitor, messages }))
-            })
+            .read(move |c| store::find_visitor_by_token_hash(c, &token_hash))
             .await?)
+    }
+
+    /// The visitor's messages and agent replies after `after`, oldest first, one page at a
+    /// time: a client is caught up once it has followed `has_more` to the end.
+    pub async fn visitor_messages_after(
+        &self,
+        visitor: VisitorId,
+        after: MessageId,
+    ) -> Result<HistoryPage, Error> {
+        // One row beyond the page says whether there is more, without a count.
+        let limit = u32::try_from(HISTORY_PAGE + 1).unwrap_or(u32::MAX);
+        let mut messages = self
+            .readers
+            .read(move |c| store::list_visitor_messages_after(c, visitor, after, limit))
+            .await?;
+        let has_more = messages.len() > HISTORY_PAGE;
+        messages.truncate(HISTORY_PAGE);
+        Ok(HistoryPage { messages, has_more })
     }
 
     /// The most recently active conversations.

@@ -13,6 +13,7 @@ use crate::store::{
 };
 
 use super::Error;
+use super::conversation::agent_row;
 use super::text::{Invalid, MessageBody};
 
 /// Most conversations one inbox list shows.
@@ -170,23 +171,18 @@ impl Inbox {
             origin: None,
             now: now_ms(),
         };
-        let (message, _no_jobs) = {
-            let new = new.clone();
-            self.writer
-                .write(move |c| store::insert_agent_message(c, &new))
-                .await?
-        };
-        let row = MessageRow {
-            id: message,
-            conversation_id: id,
-            author: "note".into(),
-            author_name: Some(new.author_name),
-            client_id: None,
-            body: new.body,
-            created_at: new.now,
-        };
-        self.publish(site_id, row.clone());
-        Ok(row)
+        let (stored, published) = (new.clone(), new.clone());
+        let hub = Arc::clone(&self.hub);
+        let (message, _no_jobs) = self
+            .writer
+            .write_then(
+                move |c| store::insert_agent_message(c, &stored),
+                move |(message, _): &(MessageId, Vec<store::JobRow>)| {
+                    publish(&hub, site_id, agent_row(*message, &published));
+                },
+            )
+            .await?;
+        Ok(agent_row(message, &new))
     }
 
     /// Assigns the conversation to `assignee` (or nobody).
@@ -279,39 +275,37 @@ impl Inbox {
     {
         let (user, name, now) = (by.id, by.name.clone(), now_ms());
         let (stored_name, stored_line) = (name.clone(), line.clone());
+        let hub = Arc::clone(&self.hub);
+        let published = move |message: MessageId| MessageRow {
+            id: message,
+            conversation_id: id,
+            author: "system".into(),
+            author_name: Some(name),
+            client_id: None,
+            body: line,
+            created_at: now,
+        };
         let message = self
             .writer
-            .write(move |c| {
-                let Some(jobs) = apply(c)? else {
-                    return Ok(None);
-                };
-                store::insert_system_message(c, id, user, &stored_name, &stored_line, now)
-                    .map(|message| Some((message, jobs)))
-            })
-            .await?;
-        if let Some((message, jobs)) = message {
-            self.jobs.submit(jobs);
-            self.publish(
-                site_id,
-                MessageRow {
-                    id: message,
-                    conversation_id: id,
-                    author: "system".into(),
-                    author_name: Some(name),
-                    client_id: None,
-                    body: line,
-                    created_at: now,
+            .write_then(
+                move |c| {
+                    let Some(jobs) = apply(c)? else {
+                        return Ok(None);
+                    };
+                    store::insert_system_message(c, id, user, &stored_name, &stored_line, now)
+                        .map(|message| Some((message, jobs)))
                 },
-            );
+                move |stored: &Option<(MessageId, Vec<store::JobRow>)>| {
+                    if let Some((message, _)) = stored {
+                        publish(&hub, site_id, published(*message));
+                    }
+                },
+            )
+            .await?;
+        if let Some((_, jobs)) = message {
+            self.jobs.submit(jobs);
         }
         Ok(())
-    }
-
-    fn publish(&self, site_id: SiteId, row: MessageRow) {
-        self.hub.publish_to_inbox(&InboxEvent {
-            site_id,
-            message: Arc::new(row),
-        });
     }
 
     /// An enabled user by id (an assignee).
@@ -322,6 +316,14 @@ impl Inbox {
             .filter(|u| !u.is_disabled)
             .ok_or(Error::NotFound("agent"))
     }
+}
+
+/// Shows a note or a status line on the agents' live pages. Runs as a commit hook, so in id order.
+fn publish(hub: &Hub, site_id: SiteId, row: MessageRow) {
+    hub.publish_to_inbox(&InboxEvent {
+        site_id,
+        message: Arc::new(row),
+    });
 }
 
 /// The webhook deliveries a conversation change implies, written in the change's transaction.

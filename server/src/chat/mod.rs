@@ -9,7 +9,7 @@ mod site_settings;
 mod text;
 mod visitor_token;
 
-pub use conversation::{Agent, Chat, InboundReply, VisitorHistory};
+pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
 pub use inbox::{ConversationView, INBOX_LIMIT, Inbox};
 pub use site::{Site, SiteDirectory, SiteLimits, is_site_key, new_site_key};

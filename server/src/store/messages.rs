@@ -227,17 +227,16 @@ pub fn list_visitor_messages_after(
     after_id: MessageId,
     limit: u32,
 ) -> Result<Vec<MessageRow>, Error> {
-    // Newest `limit` rows, then reversed: a visitor with a long history gets the recent part.
+    // Oldest first: a client that resumes from the highest id it received must get every
+    // message after it, so a long gap is paged through from its start, never cut.
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM messages m JOIN conversations c ON c.id = m.conversation_id \
          WHERE c.visitor_id = ?1 AND m.id > ?2 AND m.author IN ('visitor', 'agent') \
-         ORDER BY m.id DESC LIMIT ?3"
+         ORDER BY m.id LIMIT ?3"
     ))?;
-    let mut rows: Vec<MessageRow> = stmt
+    Ok(stmt
         .query_map(params![visitor_id, after_id, limit], from_row)?
-        .collect::<Result<_, _>>()?;
-    rows.reverse();
-    Ok(rows)
+        .collect::<Result<_, _>>()?)
 }
 
 /// Every message of a conversation, oldest first, private notes included.

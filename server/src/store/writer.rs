@@ -45,16 +45,19 @@ enum Applied {
     DiskFull,
 }
 
-struct Op<F, R> {
+struct Op<F, R, P> {
     work: Option<F>,
     result: Option<Result<R, Error>>,
+    /// Runs on the writer thread once the batch committed, before the caller is answered.
+    on_commit: P,
     reply: oneshot::Sender<Result<R, Error>>,
 }
 
-impl<F, R> WriteOp for Op<F, R>
+impl<F, R, P> WriteOp for Op<F, R, P>
 where
     F: FnOnce(&Connection) -> Result<R, Error> + Send,
     R: Send,
+    P: FnOnce(&R) + Send,
 {
     fn apply(&mut self, conn: &Connection) -> Applied {
         let result = self
@@ -75,6 +78,9 @@ where
             Some(err) => Err(err),
             None => self.result.unwrap_or(Err(Error::Stopped)),
         };
+        if let Ok(value) = &outcome {
+            (self.on_commit)(value);
+        }
         // The caller may have gone away (closed socket); its write is committed all the same.
         let _ = self.reply.send(outcome);
     }
@@ -151,7 +157,24 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
         R: Send + 'static,
     {
-        self.submit(work, false).await
+        self.submit(work, |_: &R| {}, false).await
+    }
+
+    /// Like [`Writer::write`], and once the batch has committed, runs `on_commit` with the
+    /// result on the writer thread before the next batch starts. Hooks therefore run in commit
+    /// order, which is id order: live streams that publish from here are seen in the order of
+    /// the ids, so a client resuming from "the highest id I received" never skips one. Keep
+    /// hooks short and non-blocking (a queue push, no I/O).
+    ///
+    /// # Errors
+    /// As [`Writer::write`]; `on_commit` runs only for a write that succeeded and committed.
+    pub async fn write_then<F, R, P>(&self, work: F, on_commit: P) -> Result<R, Error>
+    where
+        F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+        R: Send + 'static,
+        P: FnOnce(&R) + Send + 'static,
+    {
+        self.submit(work, on_commit, false).await
     }
 
     /// Like [`Writer::write`], but the batch may wait up to [`DEFER_LIMIT`] for a write that is
@@ -164,18 +187,20 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
         R: Send + 'static,
     {
-        self.submit(work, true).await
+        self.submit(work, |_: &R| {}, true).await
     }
 
-    async fn submit<F, R>(&self, work: F, is_deferred: bool) -> Result<R, Error>
+    async fn submit<F, R, P>(&self, work: F, on_commit: P, is_deferred: bool) -> Result<R, Error>
     where
         F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
         R: Send + 'static,
+        P: FnOnce(&R) + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let op = Box::new(Op {
             work: Some(work),
             result: None,
+            on_commit,
             reply,
         });
         self.stats.queue_depth.fetch_add(1, Ordering::Relaxed);
@@ -354,6 +379,10 @@ mod tests {
     use super::*;
 
     fn writer() -> (tempfile::TempDir, Arc<Writer>) {
+        writer_with_queue(16)
+    }
+
+    fn writer_with_queue(capacity: usize) -> (tempfile::TempDir, Arc<Writer>) {
         let dir = tempfile::tempdir().expect("temp dir");
         let conn = crate::store::open_write_connection(
             &dir.path().join("w.db"),
@@ -362,7 +391,7 @@ mod tests {
         .expect("open");
         conn.execute_batch("CREATE TABLE t (x INTEGER)")
             .expect("schema");
-        (dir, Arc::new(Writer::start(conn, 16, 16).expect("start")))
+        (dir, Arc::new(Writer::start(conn, capacity, 16).expect("start")))
     }
 
     fn insert(x: i64) -> impl FnOnce(&Connection) -> Result<(), Error> + Send + 'static {
@@ -402,5 +431,32 @@ mod tests {
         deferred.await.expect("task").expect("deferred write");
         assert_eq!(writer.stats().batches.load(Ordering::SeqCst), 1);
         assert_eq!(writer.stats().writes.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn commit_hooks_run_in_commit_order() {
+        // Room for every write at once, so they spread over many batches.
+        let (_dir, writer) = writer_with_queue(256);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let inserts = (0..200).map(|_| {
+            let (writer, seen) = (Arc::clone(&writer), Arc::clone(&seen));
+            tokio::spawn(async move {
+                writer
+                    .write_then(
+                        |c| {
+                            c.execute("INSERT INTO t VALUES (NULL)", [])?;
+                            Ok(c.last_insert_rowid())
+                        },
+                        move |rowid| seen.lock().expect("lock").push(*rowid),
+                    )
+                    .await
+            })
+        });
+        for insert in futures_util::future::join_all(inserts).await {
+            insert.expect("task").expect("write");
+        }
+        let seen = seen.lock().expect("lock").clone();
+        assert_eq!(seen.len(), 200);
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
     }
 }

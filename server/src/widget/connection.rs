@@ -12,7 +12,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 
-use crate::chat::{self, ClientId, MessageBody, Site, hash_token};
+use crate::chat::{self, ClientId, HistoryPage, MessageBody, Site, hash_token};
 use crate::clock::now_ms;
 use crate::hub::{VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
@@ -39,6 +39,7 @@ const UNAVAILABLE_RETRY: Duration = Duration::from_secs(2);
 mod close_code {
     pub const NORMAL: u16 = 1000;
     pub const POLICY: u16 = 1008;
+    pub const INVALID_DATA: u16 = 1007;
     pub const TOO_BIG: u16 = 1009;
     pub const INTERNAL: u16 = 1011;
     pub const RESTARTING: u16 = 1012;
@@ -81,6 +82,9 @@ struct Connection {
     /// Identifies this connection in the hub, so its own messages are not echoed to it.
     hub_id: u64,
     subscription: Option<VisitorSubscription>,
+    /// The highest message id this client has: from `hello.last_id`, then every message sent.
+    /// A pushed message at or below it was already sent from the history, so it is dropped.
+    sent_up_to: MessageId,
 }
 
 /// Runs a widget connection to its end.
@@ -112,6 +116,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         has_conversation: false,
         hub_id,
         subscription: None,
+        sent_up_to: last_id,
     };
     if conn.welcome(&token, last_id).await.is_ok() {
         conn.run(stream).await;
@@ -153,17 +158,30 @@ async fn close(
         .map_err(|_| Closed)
 }
 
-/// True if reading failed because the client sent a message or frame over the size limit.
-fn is_too_big(err: &axum::Error) -> bool {
-    std::error::Error::source(err)
-        .and_then(|e| e.downcast_ref::<tungstenite::Error>())
-        .is_some_and(|e| matches!(e, tungstenite::Error::Capacity(_)))
+/// The close frame owed for a read error caused by the client: a message or frame over the
+/// size limit, or a text frame that is not UTF-8 (RFC 6455 §8.1 says: fail with 1007).
+fn close_for(err: &axum::Error) -> Option<(u16, &'static str)> {
+    match std::error::Error::source(err)?.downcast_ref::<tungstenite::Error>()? {
+        tungstenite::Error::Capacity(_) => Some((close_code::TOO_BIG, "frame too large")),
+        tungstenite::Error::Utf8(_) => Some((close_code::INVALID_DATA, "text is not UTF-8")),
+        _ => None,
+    }
 }
 
 async fn on_read_error(sink: &mut SplitSink<WebSocket, Message>, err: &axum::Error) {
-    if is_too_big(err) {
-        let _ = close(sink, close_code::TOO_BIG, "frame too large").await;
+    if let Some((code, reason)) = close_for(err) {
+        let _ = close(sink, code, reason).await;
     }
+}
+
+/// The `client_id` of a `message` frame that did not parse (say, a field of the wrong type), so
+/// the error can name the message it answers. Only runs on that error path.
+fn client_id_of_bad_frame(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    if value.get("type")?.as_str()? != "message" {
+        return None;
+    }
+    Some(value.get("client_id")?.as_str()?.chars().take(64).collect())
 }
 
 /// Waits for `hello`; returns the token to use, `last_id` and the page, or `None` if the
@@ -225,10 +243,17 @@ async fn await_hello(
                     page,
                 )));
             }
-            Some(ClientFrame::Message { .. } | ClientFrame::Email { .. }) => {
+            Some(ClientFrame::Message { client_id, .. }) => {
+                let echoed: String = client_id.chars().take(64).collect();
+                send_error(sink, ErrorCode::HelloRequired, None, Some(&echoed)).await?;
+            }
+            Some(ClientFrame::Email { .. }) => {
                 send_error(sink, ErrorCode::HelloRequired, None, None).await?;
             }
-            None => send_error(sink, ErrorCode::BadFrame, None, None).await?,
+            None => {
+                let client_id = client_id_of_bad_frame(&text);
+                send_error(sink, ErrorCode::BadFrame, None, client_id.as_deref()).await?;
+            }
         }
     }
 }
@@ -245,7 +270,10 @@ impl Connection {
         send_text(&mut self.sink, text).await
     }
 
-    /// Checks the token, catches the visitor up and sends `welcome`.
+    /// Checks the token and sends `welcome` with the first page of what the visitor missed,
+    /// then the rest as `message` frames, oldest first. The subscription comes before the
+    /// read: a message committed meanwhile is in the read, in the subscription, or in both
+    /// (then `sent_up_to` drops the repeat), never in neither.
     async fn welcome(&mut self, token: &str, last_id: MessageId) -> Result<(), Closed> {
         let token = if self.app.tokens.verify(&self.site.key, token) {
             token.to_owned()
@@ -254,39 +282,21 @@ impl Connection {
         };
         self.token_hash = hash_token(&token);
         self.visitor_key = u64::from_le_bytes(self.token_hash[..8].try_into().unwrap_or([0; 8]));
-        let history = match self
-            .app
-            .chat
-            .visitor_history(self.token_hash, last_id)
-            .await
-        {
-            Ok(history) => history,
-            Err(err) => {
-                tracing::error!(error = %err, "could not load visitor history");
-                send_error(
-                    &mut self.sink,
-                    ErrorCode::Unavailable,
-                    Some(UNAVAILABLE_RETRY),
-                    None,
-                )
-                .await?;
-                close(&mut self.sink, close_code::INTERNAL, "storage unavailable").await?;
-                return Err(Closed);
-            }
+        let visitor = match self.app.chat.find_visitor(self.token_hash).await {
+            Ok(visitor) => visitor,
+            Err(err) => return Err(self.storage_failed(&err).await),
         };
-        let messages = match history {
-            Some(history) => {
-                self.visitor_id = Some(history.visitor.id);
-                self.has_conversation = history.visitor.open_conversation_id.is_some();
-                self.subscription = Some(
-                    self.app
-                        .chat
-                        .hub()
-                        .subscribe_visitor(history.visitor.id, self.hub_id),
-                );
-                history.messages
+        let first = match visitor {
+            Some(visitor) => {
+                self.visitor_id = Some(visitor.id);
+                self.has_conversation = visitor.open_conversation_id.is_some();
+                self.subscribe(visitor.id);
+                self.history_page(visitor.id, last_id).await?
             }
-            None => Vec::new(),
+            None => HistoryPage {
+                messages: Vec::new(),
+                has_more: false,
+            },
         };
         let site = &self.site;
         let frame = ServerFrame::Welcome {
@@ -299,10 +309,68 @@ impl Connection {
                 position: &site.position,
                 agents_online: self.app.chat.hub().has_inbox_subscribers(),
             },
-            messages: messages.iter().map(MessageFrame::from).collect(),
+            messages: first.messages.iter().map(MessageFrame::from).collect(),
+            more: first.has_more,
         };
         let text = frame.to_json();
-        self.send(text).await
+        self.send(text).await?;
+        if let Some(last) = first.messages.last() {
+            self.sent_up_to = self.sent_up_to.max(last.id);
+        }
+        match self.visitor_id {
+            Some(visitor) if first.has_more => self.send_after(visitor, None).await,
+            _ => Ok(()),
+        }
+    }
+
+    fn subscribe(&mut self, visitor: VisitorId) {
+        self.subscription = Some(self.app.chat.hub().subscribe_visitor(visitor, self.hub_id));
+    }
+
+    async fn history_page(
+        &mut self,
+        visitor: VisitorId,
+        after: MessageId,
+    ) -> Result<HistoryPage, Closed> {
+        match self.app.chat.visitor_messages_after(visitor, after).await {
+            Ok(page) => Ok(page),
+            Err(err) => Err(self.storage_failed(&err).await),
+        }
+    }
+
+    /// The history could not be read: say so and close; the client resumes from its `last_id`.
+    async fn storage_failed(&mut self, err: &chat::Error) -> Closed {
+        tracing::error!(error = %err, "could not load visitor history");
+        let _ = send_error(
+            &mut self.sink,
+            ErrorCode::Unavailable,
+            Some(UNAVAILABLE_RETRY),
+            None,
+        )
+        .await;
+        let _ = close(&mut self.sink, close_code::INTERNAL, "storage unavailable").await;
+        Closed
+    }
+
+    /// Sends as `message` frames, page by page, every message of `visitor` committed after
+    /// `sent_up_to`, except `acked` (this connection's own message, answered by its ack).
+    async fn send_after(
+        &mut self,
+        visitor: VisitorId,
+        acked: Option<MessageId>,
+    ) -> Result<(), Closed> {
+        loop {
+            let page = self.history_page(visitor, self.sent_up_to).await?;
+            for row in page.messages.iter().filter(|m| Some(m.id) != acked) {
+                self.send(MessageFrame::from(row).to_json()).await?;
+            }
+            if let Some(last) = page.messages.last() {
+                self.sent_up_to = last.id;
+            }
+            if !page.has_more {
+                return Ok(());
+            }
+        }
     }
 
     async fn run(&mut self, mut stream: SplitStream<WebSocket>) {
@@ -378,9 +446,18 @@ impl Connection {
                     .await
             }
             Some(ClientFrame::Email { email }) => self.accept_email(&email).await,
-            // A second hello, or anything unparsable.
-            Some(ClientFrame::Hello { .. }) | None => {
+            Some(ClientFrame::Hello { .. }) => {
                 send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
+            }
+            None => {
+                let client_id = client_id_of_bad_frame(text);
+                send_error(
+                    &mut self.sink,
+                    ErrorCode::BadFrame,
+                    None,
+                    client_id.as_deref(),
+                )
+                .await
             }
         }
     }
@@ -510,34 +587,26 @@ impl Connection {
         self.send(ack.to_json()).await?;
         self.app.meters.record_ack(received.elapsed());
         if self.visitor_id.is_none() {
+            // The visitor exists from this message on: subscribe, then send what was committed
+            // for them before the subscription (an agent answering within milliseconds).
             self.visitor_id = Some(stored.visitor_id);
-            self.subscription = Some(
-                self.app
-                    .chat
-                    .hub()
-                    .subscribe_visitor(stored.visitor_id, self.hub_id),
-            );
-            self.catch_up(stored.id).await?;
-        }
-        Ok(())
-    }
-
-    /// Sends what was committed for this visitor after `after` but before the subscription
-    /// existed (an agent answering within milliseconds of the first message).
-    async fn catch_up(&mut self, after: MessageId) -> Result<(), Closed> {
-        let Ok(Some(history)) = self.app.chat.visitor_history(self.token_hash, after).await else {
-            return Ok(());
-        };
-        // Only replies: this connection's own messages are acknowledged, not echoed.
-        for row in history.messages.iter().filter(|m| m.author == "agent") {
-            self.send(MessageFrame::from(row).to_json()).await?;
+            self.subscribe(stored.visitor_id);
+            self.send_after(stored.visitor_id, Some(stored.id)).await?;
         }
         Ok(())
     }
 
     async fn push(&mut self, event: &VisitorEvent) -> Result<(), Closed> {
         let text = match event {
-            VisitorEvent::Message(row) => MessageFrame::from(row.as_ref() as &MessageRow).to_json(),
+            VisitorEvent::Message(row) => {
+                // Pushes come in id order (published at commit); what the history already
+                // sent is not sent again.
+                if row.id <= self.sent_up_to {
+                    return Ok(());
+                }
+                self.sent_up_to = row.id;
+                MessageFrame::from(row.as_ref() as &MessageRow).to_json()
+            }
             VisitorEvent::Typing { agent_name, active } => ServerFrame::Typing {
                 agent_name,
                 active: *active,

@@ -134,6 +134,8 @@ pub enum ServerFrame<'a> {
         token: &'a str,
         site: SiteInfo<'a>,
         messages: Vec<MessageFrame<'a>>,
+        /// More of the history follows as `message` frames, oldest first, before any live frame.
+        more: bool,
     },
     Ack {
         client_id: &'a str,

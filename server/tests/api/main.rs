@@ -21,4 +21,5 @@ mod snippet;
 mod webhooks;
 mod widget_errors;
 mod widget_messages;
+mod widget_resume;
 mod writer;

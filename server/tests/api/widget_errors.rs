@@ -90,3 +90,60 @@ async fn messages_before_hello_are_refused_and_a_wrong_version_closes() {
     assert_eq!(widget.recv().await["code"], "unsupported_version");
     assert_eq!(widget.closed().await, Some(1008));
 }
+
+#[tokio::test]
+async fn errors_answering_a_message_frame_carry_its_client_id() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let mut widget = app.connect(&site, ORIGIN).await;
+    widget
+        .send(json!({"type": "message", "client_id": "early", "body": "hi"}))
+        .await;
+    let early = widget.recv().await;
+    assert_eq!(
+        (early["code"].as_str(), early["client_id"].as_str()),
+        (Some("hello_required"), Some("early")),
+        "{early}"
+    );
+    widget
+        .send_raw(Message::Text(
+            r#"{"type":"message","client_id":"typed","body":5}"#.into(),
+        ))
+        .await;
+    let before_hello = widget.recv().await;
+    assert_eq!(before_hello["client_id"], "typed", "{before_hello}");
+    widget.hello(None, 0).await;
+    widget
+        .send_raw(Message::Text(
+            r#"{"type":"message","client_id":"wrong-body","body":["x"]}"#.into(),
+        ))
+        .await;
+    let wrong_body = widget.recv().await;
+    assert_eq!(
+        (
+            wrong_body["code"].as_str(),
+            wrong_body["client_id"].as_str()
+        ),
+        (Some("bad_frame"), Some("wrong-body")),
+        "{wrong_body}"
+    );
+    // A frame that is not a message names no message.
+    widget
+        .send_raw(Message::Text(r#"{"type":"email","email":7}"#.into()))
+        .await;
+    assert!(widget.recv().await.get("client_id").is_none());
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+}
+
+#[tokio::test]
+async fn a_text_frame_that_is_not_utf8_closes_with_1007() {
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let invalid = Frame::message(vec![b'{', 0xff, 0xfe, b'}'], OpCode::Data(Data::Text), true);
+    widget.send_raw(Message::Frame(invalid)).await;
+    assert_eq!(widget.closed().await, Some(1007));
+}

@@ -31,4 +31,4 @@ pub mod state;
 pub mod store;
 pub mod widget;
 
-pub use server::{Server, run, start};
+pub use server::{Server, lock_data_dir, run, start};

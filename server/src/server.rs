@@ -40,6 +40,8 @@ pub struct Server {
     pub local_addr: SocketAddr,
     serve: JoinHandle<()>,
     runner: JoinHandle<()>,
+    /// This process owns the data directory until the server has stopped.
+    _lock: store::InstanceLock,
 }
 
 /// Raises the soft file-descriptor limit to the hard limit and derives the connection budget.
@@ -66,9 +68,12 @@ fn connection_budget(config: &Config) -> usize {
 /// `migrating`), so a long migration is visible rather than a silent port.
 ///
 /// # Errors
-/// Fails if the data directory or database cannot be opened or migrated.
+/// Fails if the data directory is in use by another process, or if it or the database cannot be
+/// opened or migrated.
 pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<Server> {
     config.load_secret_files()?;
+    // Before anything touches the database: a second server must not start at all.
+    let lock = lock_data_dir(&config.data_dir)?;
     let config = Arc::new(config);
     let local_addr = listener.local_addr().context("reading the bound address")?;
     let booting = crate::http::serve_while_booting(listener, config.header_timeout);
@@ -145,6 +150,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         local_addr,
         serve,
         runner,
+        _lock: lock,
     })
 }
 
@@ -213,10 +219,18 @@ fn http_client() -> anyhow::Result<reqwest::Client> {
 
 /// Creates the data directory, opens the write connection, applies migrations and loads the
 /// visitor-token secret, off the async threads.
+/// Creates the data directory if needed and takes its lock.
+///
+/// # Errors
+/// Fails if the directory cannot be created, or another process holds the lock.
+pub fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<store::InstanceLock> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    Ok(store::InstanceLock::acquire(data_dir)?)
+}
+
 async fn open_database(config: &Config) -> anyhow::Result<(rusqlite::Connection, Vec<u8>)> {
     let data_dir = config.data_dir.clone();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
     let path = data_dir.join(crate::config::DATABASE_FILE);
     let synchronous = config.synchronous;
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {

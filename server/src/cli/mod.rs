@@ -1,6 +1,6 @@
 //! The `porch` command line. `serve` runs the server; the other commands manage the database
-//! directly (they work whether or not a server is running); `check` and `health` are for
-//! operators and the Docker image.
+//! directly (`site`, `user` and `token` also beside a running server; `migrate` only without
+//! one, see `store::InstanceLock`); `check` and `health` are for operators and the Docker image.
 
 mod accounts;
 mod check;
@@ -101,6 +101,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             serve(config)
         }
         Command::Migrate => {
+            // Never under a running server: it holds the lock for as long as it runs.
+            let _lock = crate::lock_data_dir(&cli.data.data_dir)?;
             let conn = open_database(&cli.data)?;
             let version = store::schema_version(&conn)?;
             write_out(&format!(
@@ -108,9 +110,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 cli.data.database_path().display()
             ))
         }
-        Command::Site(command) => sites::run(&open_database(&cli.data)?, command),
-        Command::User(command) => accounts::run_user(&open_database(&cli.data)?, command),
-        Command::Token(command) => accounts::run_token(&open_database(&cli.data)?, command),
+        Command::Site(command) => sites::run(&open_for_management(&cli.data)?, command),
+        Command::User(command) => accounts::run_user(&open_for_management(&cli.data)?, command),
+        Command::Token(command) => accounts::run_token(&open_for_management(&cli.data)?, command),
         Command::SlackMock { listen, delay } => run_slack_mock(listen, delay),
         Command::Loadtest(args) => crate::loadtest::run(&args, &cli.data.data_dir),
         Command::LoadtestEcho(args) => crate::loadtest::run_echo(args.listen),
@@ -178,7 +180,37 @@ async fn shutdown_signal() {
     }
 }
 
-/// Opens (creating if needed) and migrates the database for a management command.
+/// Opens the database for a management command (`site`, `user`, `token`), which may run beside
+/// a server. Without a server it migrates the database first; with one it leaves the schema to
+/// the server and refuses a schema other than this binary's.
+fn open_for_management(data: &DataConfig) -> anyhow::Result<Connection> {
+    match crate::lock_data_dir(&data.data_dir) {
+        Ok(_lock) => open_database(data),
+        Err(err) if is_held(&err) => {
+            let path = data.database_path();
+            let conn = store::open_write_connection(&path, store::Synchronous::Full)
+                .with_context(|| format!("opening {}", path.display()))?;
+            let version = store::schema_version(&conn)?;
+            anyhow::ensure!(
+                version == store::LATEST_SCHEMA,
+                "the running server uses schema version {version} and this porch expects \
+                 {}: run this command with the server's own binary",
+                store::LATEST_SCHEMA
+            );
+            Ok(conn)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn is_held(err: &anyhow::Error) -> bool {
+    matches!(
+        err.downcast_ref::<store::LockError>(),
+        Some(store::LockError::Held { .. })
+    )
+}
+
+/// Opens (creating if needed) and migrates the database; the caller holds the lock.
 fn open_database(data: &DataConfig) -> anyhow::Result<Connection> {
     std::fs::create_dir_all(&data.data_dir)
         .with_context(|| format!("creating the data directory {}", data.data_dir.display()))?;

@@ -15,6 +15,7 @@ mod ids;
 mod inbox;
 mod integrations;
 mod jobs;
+mod lock;
 mod mail;
 mod messages;
 mod migrate;
@@ -53,6 +54,7 @@ pub use jobs::{
     mark_jobs_running, prune_done_jobs, record_attempts, requeue_running_jobs,
     resume_integration_jobs, retry_jobs,
 };
+pub use lock::{InstanceLock, LOCK_FILE, LockError};
 pub use mail::{
     DEFAULT_REPLY_DELAY_MS, DEFAULT_UNANSWERED_AFTER_MS, UnansweredRow, enqueue_email_jobs,
     insert_email_alerts, list_agent_emails, list_unanswered, set_visitor_email,
@@ -61,7 +63,7 @@ pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,
     insert_visitor_message, list_conversation_messages, list_visitor_messages_after,
 };
-pub use migrate::{apply_migrations, schema_version};
+pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
 pub use readers::Readers;
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};

@@ -391,7 +391,10 @@ mod tests {
         .expect("open");
         conn.execute_batch("CREATE TABLE t (x INTEGER)")
             .expect("schema");
-        (dir, Arc::new(Writer::start(conn, capacity, 16).expect("start")))
+        (
+            dir,
+            Arc::new(Writer::start(conn, capacity, 16).expect("start")),
+        )
     }
 
     fn insert(x: i64) -> impl FnOnce(&Connection) -> Result<(), Error> + Send + 'static {

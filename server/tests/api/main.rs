@@ -14,6 +14,7 @@ mod email;
 mod health;
 mod helpers;
 mod inbox;
+mod instance_lock;
 mod loadtest;
 mod metrics;
 mod slack;

@@ -1,0 +1,97 @@
+//! One server per data directory. `porch serve` and `porch migrate` hold an exclusive lock on
+//! `porch.lock` beside the database for as long as they run; a second one fails at once, naming
+//! the holder's PID. Two servers on one file would each re-queue the other's running jobs at
+//! start-up and never see each other's live events, so this is refused, not tolerated.
+//!
+//! The lock is `flock(2)` (through `File::try_lock`): the kernel drops it when the process dies,
+//! even by `kill -9`, so a crash never leaves a stale lock behind. It does not work across
+//! machines on a network file system, which SQLite's WAL mode does not support either.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+/// Name of the lock file inside the data directory.
+pub const LOCK_FILE: &str = "porch.lock";
+
+/// Why the data directory could not be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "the data directory {} is in use by another porch process (PID {pid}); stop it first \
+         (only one `porch serve` or `porch migrate` may use a database)",
+        dir.display()
+    )]
+    Held { dir: PathBuf, pid: String },
+    #[error("could not lock {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The held lock; dropping it (or the process ending) releases it.
+#[derive(Debug)]
+pub struct InstanceLock {
+    /// Kept open: closing the file releases the lock.
+    _file: File,
+}
+
+impl InstanceLock {
+    /// Takes the lock of `data_dir` (which must exist) and records this process's PID in it.
+    ///
+    /// # Errors
+    /// [`LockError::Held`] if another process holds it; [`LockError::Io`] if the lock file cannot
+    /// be opened or written (for example a read-only data directory).
+    pub fn acquire(data_dir: &Path) -> Result<Self, LockError> {
+        let path = data_dir.join(LOCK_FILE);
+        let io = |source| LockError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut pid = String::new();
+                // The holder writes its PID right after locking; an empty read is that instant.
+                let _ = file.read_to_string(&mut pid);
+                let pid = pid.trim();
+                return Err(LockError::Held {
+                    dir: data_dir.to_path_buf(),
+                    pid: if pid.is_empty() { "unknown" } else { pid }.to_owned(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(io(source)),
+        }
+        file.set_len(0).map_err(io)?;
+        file.rewind().map_err(io)?;
+        writeln!(file, "{}", std::process::id()).map_err(io)?;
+        Ok(Self { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_on_the_same_directory_is_refused_until_the_first_is_dropped() {
+        let dir = tempfile::tempdir().expect("dir");
+        let first = InstanceLock::acquire(dir.path()).expect("first lock");
+        let err = InstanceLock::acquire(dir.path()).expect_err("second lock refused");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("PID {}", std::process::id())),
+            "{text}"
+        );
+        drop(first);
+        InstanceLock::acquire(dir.path()).expect("free again once dropped");
+    }
+}

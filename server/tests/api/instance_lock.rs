@@ -1,0 +1,122 @@
+//! One server per data directory: a second `porch serve` or a `porch migrate` beside a running
+//! server exits at once, naming the holder's PID; read-only and management commands still work.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::TestApp;
+
+/// A `porch serve` process, killed when dropped.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn porch(data_dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_porch"));
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .env_remove("PORCH_DATA_DIR")
+        .stdin(Stdio::null());
+    command
+}
+
+fn run(data_dir: &Path, args: &[&str]) -> Output {
+    porch(data_dir, args).output().expect("porch runs")
+}
+
+/// Starts `porch serve` and waits until it holds the lock (its PID is in the lock file).
+fn serve(data_dir: &Path) -> Served {
+    let child = porch(data_dir, &["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("porch serve starts");
+    let pid = child.id().to_string();
+    let served = Served(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let lock = data_dir.join("porch.lock");
+    while std::fs::read_to_string(&lock)
+        .ok()
+        .as_deref()
+        .map(str::trim)
+        != Some(pid.as_str())
+    {
+        assert!(Instant::now() < deadline, "porch serve never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    served
+}
+
+#[test]
+fn a_second_serve_and_a_migrate_on_a_served_directory_exit_naming_the_holder() {
+    let dir = tempfile::tempdir().expect("dir");
+    let first = serve(dir.path());
+    let pid = first.0.id();
+
+    for args in [&["serve", "--listen", "127.0.0.1:0"][..], &["migrate"]] {
+        let started = Instant::now();
+        let output = run(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} started beside a server");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{args:?} did not fail at once"
+        );
+        assert!(stderr.contains(&format!("PID {pid}")), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+    }
+
+    // Reading and managing still work while the server runs.
+    assert!(run(dir.path(), &["check"]).status.success());
+    let added = run(
+        dir.path(),
+        &[
+            "site",
+            "add",
+            "--name",
+            "Shop",
+            "--origin",
+            "https://shop.example.com",
+        ],
+    );
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+}
+
+#[test]
+fn the_lock_is_free_again_after_the_server_is_killed() {
+    let dir = tempfile::tempdir().expect("dir");
+    drop(serve(dir.path()));
+    let migrated = run(dir.path(), &["migrate"]);
+    assert!(
+        migrated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&migrated.stderr)
+    );
+}
+
+#[tokio::test]
+async fn an_in_process_server_refuses_a_directory_in_use() {
+    let app = TestApp::spawn(&[]).await;
+    let config = crate::helpers::serve_config(app.data_dir.path(), &[]);
+    let listener = porch::http::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let err = porch::start(config, listener)
+        .await
+        .err()
+        .expect("a second server on the same directory is refused");
+    assert!(
+        err.to_string().contains("in use by another porch process"),
+        "{err:#}"
+    );
+}

@@ -9,6 +9,7 @@ import { PASSWORD, setupToken, signIn, snap, visitor } from "./inbox-harness.js"
 const ADMIN = "ana@example.com";
 const AGENT = "bo@example.com";
 let porch, browser, host, admin, adminPage;
+let afterHours; // the conversation the signed-out tests answer in
 
 before(async () => {
   porch = await Porch.create();
@@ -90,7 +91,8 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
     await page.getByLabel("Your reply").fill("Hi, this is Ana. Yes, we do!");
     await page.getByLabel("Your reply").press("Enter");
     await page.locator(".message-agent", { hasText: "Yes, we do!" }).waitFor();
-    assert.equal(await page.getByLabel("Your reply").inputValue(), "");
+    // The box keeps the text until the server's answer (the live stream may be quicker).
+    await waitFor("the reply box to empty", async () => (await page.getByLabel("Your reply").inputValue()) === "");
     const theirs = v.page.locator("[data-porch=message][data-author=agent]");
     await theirs.first().waitFor();
     assert.equal(await theirs.locator(".bubble").innerText(), "Hi, this is Ana. Yes, we do!");
@@ -240,4 +242,130 @@ test("the inbox catches up on messages that arrived while its live connection wa
     await page.locator(".message-visitor", { hasText: "Written during the outage" }).waitFor({ timeout: 20000 });
     assert.equal(await page.locator(".message-visitor", { hasText: "Written during the outage" }).count(), 1);
     await v.context.close();
+  });
+
+// Issue #11, item 4: a write whose session has ended must keep the agent's text, say so, and
+// insert nothing; after signing in again the same text goes out.
+test("a reply or note written after the session ended is kept, explained, and sent after sign-in",
+  { timeout: 120000 }, async () => {
+    const page = adminPage;
+    const trouble = guard(page);
+    const v = await visitor(browser, host.url);
+    await v.say("Anyone there after hours?");
+    await page.goto(`${porch.url}/inbox`);
+    await page.locator("#conversations li", { hasText: "Anyone there after hours?" }).locator("a").click();
+    await page.waitForURL(/\/conversations\/\d+/);
+    const conversation = new URL(page.url()).pathname;
+    afterHours = conversation;
+    const box = page.getByLabel("Your reply");
+    const alert = page.locator(".reply-error");
+
+    /** Signs Ana out in another tab of the same browser. */
+    const signOutElsewhere = async () => {
+      const other = await admin.newPage();
+      await other.goto(`${porch.url}/account`);
+      await other.getByRole("button", { name: "Sign out" }).click();
+      await other.waitForURL(/\/login/);
+      await other.close();
+    };
+
+    /** Writes `text` while signed out; checks it is kept and nothing foreign was inserted. */
+    const refusedWhileSignedOut = async (text, press) => {
+      await signOutElsewhere();
+      const before = await page.locator("#messages").innerHTML();
+      await box.fill(text);
+      await press();
+      await alert.getByText("Signed out: sign in again, your text is kept.").waitFor();
+      assert.equal(await box.inputValue(), text, "the text left the box");
+      assert.equal(await page.locator("#messages").innerHTML(), before, "something was inserted");
+      assert.equal(await page.locator("input[type=password], #messages form").count(), 0,
+        "the sign-in page was inserted");
+      await snap(page, `signed-out-${press.name}`);
+    };
+
+    /** Follows the error's sign-in link and comes back to the conversation with the text. */
+    const signInAgain = async (text) => {
+      await alert.getByRole("link", { name: "Sign in" }).click();
+      await page.waitForURL(/\/login/);
+      await page.getByLabel("Email").fill(ADMIN);
+      await page.getByLabel("Password").fill(PASSWORD);
+      await Promise.all([page.waitForURL((u) => u.pathname === conversation),
+        page.getByRole("button", { name: "Sign in" }).click()]);
+      assert.equal(await box.inputValue(), text, "the text was not restored after sign-in");
+    };
+
+    const REPLY = "Yes! We answer until 22:00, even on Sundays.";
+    await refusedWhileSignedOut(REPLY, async function reply() { await box.press("Enter"); });
+    await signInAgain(REPLY);
+    await box.press("Enter");
+    await page.locator(".message-agent", { hasText: REPLY }).waitFor();
+    // The live stream may show it before the answer that empties the box arrives.
+    await waitFor("the box to empty", async () => (await box.inputValue()) === "");
+    await v.page.locator("[data-porch=message][data-author=agent]", { hasText: REPLY }).waitFor();
+
+    const NOTE = "Asked about opening hours; send them the holiday list.";
+    const addNote = () => page.getByRole("button", { name: "Add note" }).click();
+    await refusedWhileSignedOut(NOTE, async function note() { await addNote(); });
+    await signInAgain(NOTE);
+    await addNote();
+    await page.locator(".message-note", { hasText: NOTE }).waitFor();
+    await waitFor("the box to empty", async () => (await box.inputValue()) === "");
+    await page.reload();
+    assert.equal(await box.inputValue(), "", "a sent draft came back after a reload");
+    assert.equal(await page.locator(".message-note", { hasText: NOTE }).count(), 1, "the note was not stored");
+    assert.deepEqual(trouble, []);
+    await v.context.close();
+  });
+
+test("a reply refused for a stale form, a server error or a lost connection keeps its text",
+  { timeout: 60000 }, async () => {
+    const page = adminPage;
+    const trouble = guard(page);
+    await signIn(page, porch, ADMIN); // whatever the test before left
+    assert.ok(afterHours, "the test before made no conversation");
+    await page.goto(`${porch.url}${afterHours}`);
+    const box = page.getByLabel("Your reply");
+    const alert = page.locator(".reply-error");
+    const agentMessages = page.locator(".message-agent");
+    const sent = await agentMessages.count();
+
+    // Signed out and in again in another tab: this page's CSRF token belongs to the old session.
+    const other = await admin.newPage();
+    await other.goto(`${porch.url}/account`);
+    await other.getByRole("button", { name: "Sign out" }).click();
+    await other.waitForURL(/\/login/);
+    await signIn(other, porch, ADMIN);
+    await other.close();
+    const STALE = "Written on a page from the old session";
+    await box.fill(STALE);
+    await box.press("Enter");
+    await alert.getByText("This page is out of date").waitFor();
+    assert.equal(await box.inputValue(), STALE);
+    await alert.getByRole("link", { name: "Reload" }).click();
+    await page.waitForLoadState("load");
+    assert.equal(await box.inputValue(), STALE, "the reload lost the text");
+    await box.press("Enter");
+    await page.locator(".message-agent", { hasText: STALE }).waitFor();
+
+    // A server error and a lost connection: the browser fakes them, nothing reaches the server.
+    const reply = "**/conversations/*/reply";
+    await page.route(reply, (route) => route.fulfill({ status: 503, contentType: "text/html",
+      body: "<!doctype html><li id=message-999999 class=message>not ours</li>" }));
+    await box.fill("Sent while the server is in trouble");
+    await box.press("Enter");
+    await alert.getByText("The server could not store it (503)").waitFor();
+    assert.equal(await box.inputValue(), "Sent while the server is in trouble");
+    await page.unroute(reply);
+    await page.route(reply, (route) => route.abort());
+    await box.press("Enter");
+    await alert.getByText("No answer from the server").waitFor();
+    assert.equal(await box.inputValue(), "Sent while the server is in trouble");
+    await page.unroute(reply);
+    assert.equal(await page.locator("#message-999999").count(), 0);
+    assert.equal(await agentMessages.count(), sent + 1);
+    await box.press("Enter");
+    await page.locator(".message-agent", { hasText: "Sent while the server is in trouble" }).waitFor();
+    await waitFor("the box to empty", async () => (await box.inputValue()) === "");
+    assert.equal(await alert.innerText(), "", "the error stayed after a successful send");
+    assert.deepEqual(trouble, []);
   });

@@ -2,7 +2,9 @@
 // - A list with data-live (inbox or conversation) follows a Server-Sent Events stream of HTML
 //   fragments rendered by the server; on reconnect the browser sends Last-Event-ID and the
 //   server replays what was missed.
-// - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch.
+// - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch,
+//   keeps the text (and a draft in sessionStorage) until the server confirms it stored it, and
+//   inserts only an answer marked as the message fragment.
 // - Copy buttons, local times, site colour swatches.
 // - A section with data-refresh (the capacity graphs) is fetched again every data-refresh-every
 //   seconds while the tab is visible, and replaced by the server's fresh rendering.
@@ -99,35 +101,109 @@
     });
   }
 
+  // Drafts live in this tab's sessionStorage (as GitHub keeps comment drafts) from the first
+  // keystroke until the server confirms it stored the message, so neither a failed send nor
+  // signing in again or reloading loses them. Signing out in this tab clears them.
+  const DRAFT = "porch-draft:";
+  const drafts = {
+    get: (key) => { try { return sessionStorage.getItem(DRAFT + key); } catch { return null; } },
+    set: (key, text) => {
+      try {
+        if (text) sessionStorage.setItem(DRAFT + key, text); else sessionStorage.removeItem(DRAFT + key);
+      } catch { /* storage full or blocked: the text is still in the box */ }
+    },
+    clear: () => {
+      try {
+        for (const key of Object.keys(sessionStorage)) if (key.startsWith(DRAFT)) sessionStorage.removeItem(key);
+      } catch { /* nothing stored */ }
+    },
+  };
+  document.querySelector('form[action="/logout"]')?.addEventListener("submit", drafts.clear);
+
   const form = document.getElementById("reply-form");
   if (form && messages) {
     const box = form.querySelector("textarea");
+    const key = new URL(form.action, location.href).pathname;
+    if (!box.value) box.value = drafts.get(key) || "";
+    box.addEventListener("input", () => drafts.set(key, box.value));
     const error = document.createElement("p");
     error.className = "reply-error";
     error.setAttribute("role", "alert");
     form.append(error);
+    const link = (href, text) => {
+      const a = document.createElement("a");
+      a.href = href;
+      a.textContent = text;
+      return a;
+    };
+    // The sign-in page comes back here, where the draft is restored with a fresh form token.
+    const here = location.pathname + location.search;
+    const signIn = () => link(`/login?next=${encodeURIComponent(here)}`, "Sign in");
+    const reload = () => link(here, "Reload");
+
+    // What went wrong, in words, from an answer that is not the message fragment.
+    const failure = async (res) => {
+      let code = "", message = "";
+      if ((res.headers.get("content-type") || "").startsWith("application/json")) {
+        try { ({ code, message } = (await res.json()).error); } catch { /* no usable body */ }
+      }
+      if (res.status === 401 || res.type === "opaqueredirect") {
+        // A redirect from a write is a sign-in wall (ours answers 401; a proxy may redirect).
+        return ["Signed out: sign in again, your text is kept. ", signIn()];
+      }
+      if (code === "form_expired") {
+        return ["This page is out of date (you signed in again since it was opened): reload it, your text is kept. ",
+          reload()];
+      }
+      if (res.status >= 500) {
+        return [`Not sent: the server could not store it (${res.status}). Try again in a moment; your text is kept.`];
+      }
+      if (res.ok) {
+        // 200 but not our fragment: the server may have stored it, so say what we know.
+        return ["Not confirmed: the server's answer was not the message. Reload to see whether it arrived; your text is kept. ",
+          reload()];
+      }
+      return [`Not sent: ${message || `the server answered ${res.status}.`} Your text is kept.`];
+    };
+
     let sending = false;
     const send = async (kind) => {
       if (sending || !box.value.trim()) return;
       sending = true;
-      error.textContent = "";
+      error.replaceChildren();
       const body = new URLSearchParams(new FormData(form));
       body.set("kind", kind);
-      // Cleared at once, as chat apps do (the live stream may show the reply before the answer
-      // arrives); a failed send puts the text back unless something new was typed.
+      // The text stays in the box (read-only meanwhile) until the server confirms it stored it.
       const text = box.value;
-      box.value = "";
+      drafts.set(key, text);
+      box.readOnly = true;
+      form.setAttribute("aria-busy", "true");
       try {
-        const res = await fetch(form.action, {
-          method: "POST", body, credentials: "same-origin", headers: { "x-porch-fetch": "1" },
-        });
-        if (!res.ok) throw new Error(res.status === 422 ? await res.text() : `The server answered ${res.status}.`);
-        addMessage(await res.text());
+        let res;
+        try {
+          res = await fetch(form.action, {
+            method: "POST", body, credentials: "same-origin", redirect: "manual",
+            headers: { "x-porch-fetch": "1" },
+          });
+        } catch {
+          // The request may or may not have reached the server: the live stream shows it if so.
+          error.append("No answer from the server: check your connection. Your text is kept; " +
+            "if your message does not show above, send it again.");
+          return;
+        }
+        const item = res.status === 200 && res.headers.get("x-porch-fragment") === "message"
+          ? fromHtml(await res.text()) : null;
+        if (!item?.matches("li.message[id^='message-']")) {
+          error.append(...await failure(res));
+          return;
+        }
+        addMessage(item.outerHTML);
         messages.scrollTop = messages.scrollHeight;
-      } catch (e) {
-        if (!box.value) box.value = text;
-        error.textContent = `Not sent: ${e.message.startsWith("The") ? e.message : "check your connection and try again."}`;
+        box.value = "";
+        drafts.set(key, "");
       } finally {
+        box.readOnly = false;
+        form.removeAttribute("aria-busy");
         sending = false;
         box.focus();
       }

@@ -1,10 +1,11 @@
 //! The inbox list and the conversation page with its actions: reply or note, assign, close,
 //! reopen. Every action is a plain form post answered with a redirect; the inbox script posts
-//! the same forms with `X-Porch-Fetch: 1` and gets the new message's fragment instead.
+//! the reply form with `X-Porch-Fetch: 1` and gets the new message's fragment (marked
+//! `X-Porch-Fragment: message`) or an error as JSON instead.
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
 use porch_app::conversation::{ConversationView, render_conversation, render_message};
 use porch_app::inbox::{Filter, InboxView, render_inbox};
 use porch_app::layout::{Notice, Section};
@@ -16,7 +17,7 @@ use crate::store::{self, ConversationId, InboxFilter, UserId};
 
 use super::auth::NoticeQuery;
 use super::page::{PageError, html, see_other};
-use super::session::{Posted, SignedIn};
+use super::session::{Posted, SignedIn, is_script, reject};
 use super::views;
 
 #[derive(Debug, Default, Deserialize)]
@@ -126,24 +127,39 @@ pub struct ReplyForm {
     kind: String,
 }
 
-/// True when the inbox script (not a plain form) sent the request.
-fn is_fetch(headers: &HeaderMap) -> bool {
-    headers.get("x-porch-fetch").is_some()
-}
+/// The header that marks the script's success answer as the fragment it asked for: the script
+/// inserts nothing without it, whatever else a proxy or sign-in wall might answer with 200.
+pub const FRAGMENT_HEADER: &str = "x-porch-fragment";
 
 /// `POST /conversations/{id}/reply`: a reply to the visitor, or a private note (`kind=note`).
 pub async fn reply(
     State(app): State<AppState>,
     Path(id): Path<i64>,
     headers: HeaderMap,
+    posted: Posted<ReplyForm>,
+) -> Response {
+    let script = is_script(&headers);
+    post_reply(&app, id, script, posted)
+        .await
+        .unwrap_or_else(|err| reject(script, err))
+}
+
+async fn post_reply(
+    app: &AppState,
+    id: i64,
+    script: bool,
     Posted { who, form }: Posted<ReplyForm>,
 ) -> Result<Response, PageError> {
     let conversation = ConversationId(id);
     let body = match MessageBody::parse(&form.body) {
         Ok(body) => body,
         Err(invalid) => {
-            if is_fetch(&headers) {
-                return Ok((StatusCode::UNPROCESSABLE_ENTITY, invalid.0).into_response());
+            if script {
+                return Err(PageError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Not sent",
+                    invalid.0,
+                ));
             }
             let code = if form.body.trim().is_empty() {
                 "empty"
@@ -168,8 +184,12 @@ pub async fn reply(
     app.inbox
         .mark_read(who.user.id, conversation, row.id)
         .await?;
-    if is_fetch(&headers) {
-        return Ok(super::page::html(render_message(views::message(&row))));
+    if script {
+        let mut fragment = html(render_message(views::message(&row)));
+        fragment
+            .headers_mut()
+            .insert(FRAGMENT_HEADER, HeaderValue::from_static("message"));
+        return Ok(fragment);
     }
     Ok(see_other(&format!(
         "/conversations/{id}#message-{}",

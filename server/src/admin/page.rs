@@ -1,5 +1,6 @@
 //! Responses of the admin UI: HTML pages with the security headers every page carries,
-//! redirects, and the one error type, rendered as an HTML page (never JSON, never internals).
+//! redirects, and the one error type, rendered as an HTML page, or as JSON for the inbox
+//! script's own requests (never internals either way).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -55,20 +56,48 @@ pub fn see_other(location: &str) -> Response {
     response
 }
 
-/// An error shown as a page.
+/// An error shown as a page (or, to the inbox script, as JSON).
 #[derive(Debug)]
 pub struct PageError {
     pub status: StatusCode,
+    /// A stable machine code, for the inbox script: it decides what to tell the agent by it.
+    pub code: &'static str,
     pub title: &'static str,
     pub message: String,
 }
 
 impl PageError {
     pub fn new(status: StatusCode, title: &'static str, message: impl Into<String>) -> Self {
+        let code = match status {
+            StatusCode::BAD_REQUEST => "bad_request",
+            StatusCode::UNAUTHORIZED => "unauthorized",
+            StatusCode::FORBIDDEN => "forbidden",
+            StatusCode::NOT_FOUND => "not_found",
+            StatusCode::CONFLICT => "conflict",
+            StatusCode::GONE => "gone",
+            StatusCode::UNPROCESSABLE_ENTITY => "invalid",
+            StatusCode::TOO_MANY_REQUESTS => "rate_limited",
+            StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            _ => "internal",
+        };
         Self {
             status,
+            code,
             title,
             message: message.into(),
+        }
+    }
+
+    /// The session is gone (signed out, expired, password changed, user disabled). Only the
+    /// script is told so; a browser's own request is sent to the sign-in page instead.
+    pub fn signed_out() -> Self {
+        Self {
+            code: "signed_out",
+            ..Self::new(
+                StatusCode::UNAUTHORIZED,
+                "Signed out",
+                "Your session has ended. Sign in again.",
+            )
         }
     }
 
@@ -81,20 +110,41 @@ impl PageError {
     }
 
     pub fn forbidden() -> Self {
-        Self::new(
-            StatusCode::FORBIDDEN,
-            "Admins only",
-            "Only admins can open this page. Ask an admin if you need access.",
-        )
+        Self {
+            code: "admins_only",
+            ..Self::new(
+                StatusCode::FORBIDDEN,
+                "Admins only",
+                "Only admins can open this page. Ask an admin if you need access.",
+            )
+        }
     }
 
     pub fn bad_csrf() -> Self {
-        Self::new(
-            StatusCode::FORBIDDEN,
-            "Form expired",
-            "This form is no longer valid (it may be from an older session). Go back, reload the \
-             page and try again.",
-        )
+        Self {
+            code: "form_expired",
+            ..Self::new(
+                StatusCode::FORBIDDEN,
+                "Form expired",
+                "This form is no longer valid (it may be from an older session). Go back, reload \
+                 the page and try again.",
+            )
+        }
+    }
+
+    /// The error as the inbox script reads it: the same status, and
+    /// `{"error": {"code", "message"}}` like the API's errors, never a page it could mistake
+    /// for the fragment it asked for.
+    pub fn into_script_response(self) -> Response {
+        let body = serde_json::json!({ "error": { "code": self.code, "message": self.message } });
+        let mut response = (self.status, body.to_string()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
     }
 
     fn unavailable() -> Self {

@@ -1,7 +1,9 @@
 //! Who is asking: the session cookie, the CSRF check on every form post, and the role checks.
 //! Extractors make the checks impossible to forget: a handler that takes `Posted<T>` only runs
 //! for a signed-in person whose form carried their session's CSRF token; `AdminPosted<T>` and
-//! `Admin` also require the admin role.
+//! `Admin` also require the admin role. A request from the inbox script is refused with a
+//! status and JSON (`401 signed_out`, `403 form_expired`) where a browser's own is redirected
+//! to sign-in or shown a page.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -69,6 +71,25 @@ pub fn expired_session_cookie(app: &AppState) -> HeaderValue {
     cookie(app, SESSION_COOKIE, "", std::time::Duration::ZERO, "Lax")
 }
 
+/// The header the inbox script sets on its requests. It only chooses the shape of the answer
+/// (`fetch` would follow a redirect to the sign-in page and take that page for success); every
+/// check still applies. Forms cannot set it, so plain posts keep their redirects and pages.
+pub const SCRIPT_HEADER: &str = "x-porch-fetch";
+
+/// True when the inbox script, not the browser's own form handling, sent the request.
+pub fn is_script(headers: &HeaderMap) -> bool {
+    headers.contains_key(SCRIPT_HEADER)
+}
+
+/// `err` in the shape its requester reads: JSON for the script, else a page.
+pub fn reject(script: bool, err: PageError) -> Response {
+    if script {
+        err.into_script_response()
+    } else {
+        err.into_response()
+    }
+}
+
 /// True if `given` equals `expected`, in constant time.
 pub fn tokens_match(given: &str, expected: &str) -> bool {
     !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
@@ -99,8 +120,12 @@ impl SignedIn {
     }
 }
 
-/// Sends someone who is not signed in to the sign-in page, to come back afterwards.
+/// Sends someone who is not signed in to the sign-in page, to come back afterwards. The script
+/// gets `401 signed_out` instead, so it can keep the agent's text and say what happened.
 fn to_login(parts: &Parts) -> Response {
+    if is_script(&parts.headers) {
+        return PageError::signed_out().into_script_response();
+    }
     let back = parts.uri.path_and_query().map_or("/inbox", |p| p.as_str());
     if parts.method == axum::http::Method::GET && back != "/" {
         let next: String = url_encode(back);
@@ -134,7 +159,7 @@ async fn signed_in(parts: &Parts, app: &AppState) -> Result<SignedIn, Response> 
             cookie_value: value.to_owned(),
         }),
         Ok(None) => Err(to_login(parts)),
-        Err(err) => Err(PageError::from(err).into_response()),
+        Err(err) => Err(reject(is_script(&parts.headers), err.into())),
     }
 }
 
@@ -158,7 +183,7 @@ impl FromRequestParts<AppState> for Admin {
         if who.is_admin() {
             Ok(Self(who))
         } else {
-            Err(PageError::forbidden().into_response())
+            Err(reject(is_script(&parts.headers), PageError::forbidden()))
         }
     }
 }
@@ -201,9 +226,10 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Posted<T> {
 
     async fn from_request(req: Request, app: &AppState) -> Result<Self, Response> {
         let (mut parts, body) = req.into_parts();
+        let script = is_script(&parts.headers);
         let who = SignedIn::from_request_parts(&mut parts, app).await?;
         let bytes = body_bytes(Request::from_parts(parts, body), app).await?;
-        let form = parse_form(&bytes, &who.csrf).map_err(IntoResponse::into_response)?;
+        let form = parse_form(&bytes, &who.csrf).map_err(|err| reject(script, err))?;
         Ok(Self { who, form })
     }
 }
@@ -219,9 +245,10 @@ impl<T: DeserializeOwned> FromRequest<AppState> for AdminPosted<T> {
 
     async fn from_request(req: Request, app: &AppState) -> Result<Self, Response> {
         let (mut parts, body) = req.into_parts();
+        let script = is_script(&parts.headers);
         let Admin(who) = Admin::from_request_parts(&mut parts, app).await?;
         let bytes = body_bytes(Request::from_parts(parts, body), app).await?;
-        let form = parse_form(&bytes, &who.csrf).map_err(IntoResponse::into_response)?;
+        let form = parse_form(&bytes, &who.csrf).map_err(|err| reject(script, err))?;
         Ok(Self { who, form })
     }
 }

@@ -46,10 +46,21 @@ pub(crate) async fn send(
     cookies: &str,
     form: Option<&str>,
 ) -> Answer {
+    send_with(app, &format!("{method} {path}"), "", cookies, form).await
+}
+
+/// `send` with `extra` header lines (each ending in `\r\n`); `line` is `METHOD /path`.
+async fn send_with(
+    app: &TestApp,
+    line: &str,
+    extra: &str,
+    cookies: &str,
+    form: Option<&str>,
+) -> Answer {
     let mut stream = TcpStream::connect(app.addr).await.expect("connect");
     let body = form.unwrap_or("");
     let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{line} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n{extra}",
         app.addr,
         body.len()
     );
@@ -524,4 +535,63 @@ async fn inbox_admins_see_failed_deliveries_and_retry_them() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// What the inbox script gets after its session ended, where a form post gets the sign-in page:
+/// a status it can act on, never a redirect that `fetch` would follow to a page.
+#[tokio::test]
+async fn inbox_script_writes_after_sign_out_get_401_and_plain_posts_still_redirect() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let (mut widget, _) = app.visitor(&app.add_site("Shop"), None, 0).await;
+    widget.say("m", "hello").await;
+    let id: i64 = app
+        .db()
+        .query_row("SELECT id FROM conversations", [], |r| r.get(0))
+        .expect("conversation");
+    let reply = format!("POST /conversations/{id}/reply");
+    let script = "X-Porch-Fetch: 1\r\n";
+    let body = form(&[
+        ("csrf", &admin.csrf),
+        ("body", "Hi there"),
+        ("kind", "reply"),
+    ]);
+
+    let sent = send_with(&app, &reply, script, &admin.cookie, Some(&body)).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_eq!(sent.header("x-porch-fragment"), Some("message"));
+    assert!(sent.body.contains("id=\"message-"), "{}", sent.body);
+
+    let stale = form(&[("csrf", "an-older-session"), ("body", "Lost?")]);
+    let refused = send_with(&app, &reply, script, &admin.cookie, Some(&stale)).await;
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused.body.contains(r#""code":"form_expired""#),
+        "{}",
+        refused.body
+    );
+
+    let logout = form(&[("csrf", &admin.csrf)]);
+    let out = send(&app, "POST", "/logout", &admin.cookie, Some(&logout)).await;
+    assert_eq!(out.status, 303);
+    let late = send_with(&app, &reply, script, &admin.cookie, Some(&body)).await;
+    assert_eq!(late.status, 401, "{}", late.body);
+    assert_eq!(late.header("location"), None);
+    assert_eq!(late.header("content-type"), Some("application/json"));
+    assert!(
+        late.body.contains(r#""code":"signed_out""#),
+        "{}",
+        late.body
+    );
+
+    let plain = send(&app, "POST", &reply[5..], &admin.cookie, Some(&body)).await;
+    assert_eq!(
+        (plain.status, plain.header("location")),
+        (303, Some("/login"))
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author = 'agent'"),
+        1,
+        "only the reply sent while signed in was stored"
+    );
 }

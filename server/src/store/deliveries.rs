@@ -170,7 +170,7 @@ pub fn list_delivery_log(
                 a.finished_at - a.started_at, a.outcome, a.http_status, a.error \
            FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
           WHERE j.integration_id = ?1 \
-          ORDER BY j.id DESC, a.attempt DESC LIMIT ?2",
+          ORDER BY j.id DESC, a.seq DESC LIMIT ?2",
     )?;
     Ok(stmt
         .query_map(params![integration, limit], |r| {

@@ -1,8 +1,10 @@
 //! Outgoing webhooks: an event (`conversation.created`, `message.created`,
 //! `conversation.assigned`, `conversation.closed`) sent as a JSON `POST` to an admin's endpoint, signed
-//! per Standard Webhooks v1 (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The
-//! payload is built when delivering, from the ids in the job; the `webhook-id` is derived from
-//! the job, so it stays the same across retries and receivers can deduplicate on it.
+//! per Standard Webhooks v1 (`webhook-id`, `webhook-timestamp`, `webhook-signature`). One id,
+//! one body: the `webhook-id` is derived from the job (a replay keeps the original's), and the
+//! body is built from the facts the job took when the event happened plus rows that never
+//! change, so every retry and replay sends the same bytes. Only the signature's timestamp is
+//! the attempt's own, as receivers refuse one older than five minutes.
 //! The client follows no redirects, resolves through the SSRF guard and reads at most
 //! [`BODY_CAP`] bytes of an answer.
 
@@ -18,7 +20,7 @@ use sha2::Sha256;
 use crate::clock::now_ms;
 use crate::store::{
     self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId, UserId,
-    WebhookConversation,
+    WebhookConversation, WebhookFacts,
 };
 
 use super::destinations::Destinations;
@@ -138,6 +140,10 @@ struct Args {
     /// Set on replays: the original delivery's id.
     #[serde(default)]
     webhook_id: Option<String>,
+    /// What could change after the event, as it was then. Absent from jobs written by an older
+    /// Porch, which took none: those are built from the rows as they are when delivering.
+    #[serde(default)]
+    facts: Option<WebhookFacts>,
 }
 
 fn rfc3339(ms: i64) -> String {
@@ -195,6 +201,10 @@ fn load(
     let Some(conversation) = store::load_webhook_conversation(conn, args.conversation_id)? else {
         return Ok(Err("conversation deleted"));
     };
+    let conversation = match &args.facts {
+        Some(facts) => conversation.as_of(facts.clone()),
+        None => conversation,
+    };
     let message = match args.message_id {
         Some(id) => match store::load_delivery_message(conn, id)? {
             Some(m) => Some(m),
@@ -202,9 +212,14 @@ fn load(
         },
         None => None,
     };
-    let assignee = match args.assignee_id {
-        Some(id) => store::find_user_contact(conn, id)?.map(|(name, email)| (id, name, email)),
-        None => None,
+    // The assignee an `assigned` event names is the conversation's assignee right after the
+    // change, which the facts hold.
+    let assignee = match (&args.facts, args.assignee_id) {
+        (Some(_), _) => conversation.assignee.clone(),
+        (None, Some(id)) => {
+            store::find_user_contact(conn, id)?.map(|(name, email)| (id, name, email))
+        }
+        (None, None) => None,
     };
     Ok(Ok(Loaded {
         config,

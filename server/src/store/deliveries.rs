@@ -2,6 +2,7 @@
 //! (enqueued in the transaction that causes them) and the webhook delivery log.
 
 use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 
 use super::jobs::{COLUMNS, NewJob, UNFINISHED_JOBS_OF_INTEGRATION, from_row, insert_job};
 use super::{ConversationId, Error, IntegrationId, JobId, JobRow, MessageId, SiteId, UserId};
@@ -21,8 +22,8 @@ pub const WEBHOOK_EVENTS: &[&str] = &[
     "conversation.closed",
 ];
 
-/// What a webhook event refers to; stored as the job's arguments (ids only, the payload is
-/// built when delivering).
+/// What a webhook event refers to; stored as the job's arguments with the event's
+/// [`WebhookFacts`].
 #[derive(Debug, Clone, Copy)]
 pub struct WebhookEvent<'a> {
     pub event: &'a str,
@@ -32,45 +33,92 @@ pub struct WebhookEvent<'a> {
     pub now: i64,
 }
 
+/// The parts of a webhook payload that can change after the event (the conversation's status
+/// and assignee, the visitor's details, the site's name), as they were when it happened. They
+/// are stored in the job's arguments, so every attempt and every replay of the event sends the
+/// same body under the same `webhook-id`; what never changes (ids, times, a message's text and
+/// author) is read when delivering. Absent values are left out of the JSON to keep the per-job
+/// arguments small: a new conversation's facts are about 90 bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookFacts {
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<i64>,
+    /// The assignee's id, name and email.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<(UserId, String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visitor_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visitor_email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visitor_page: Option<String>,
+    pub site_name: String,
+}
+
 /// Writes one `webhook.deliver` job per enabled webhook endpoint of the site subscribed to the
-/// event, in the caller's transaction. Deliveries of one conversation to one endpoint stay in
-/// order; a broken endpoint's job starts `blocked`.
+/// event, in the caller's transaction, with the event's [`WebhookFacts`] as of now (so the
+/// caller changes the conversation first, then enqueues). Deliveries of one conversation to one
+/// endpoint stay in order; a broken endpoint's job starts `blocked`.
 pub fn enqueue_webhook_event(
     conn: &Connection,
     site_id: SiteId,
     event: &WebhookEvent<'_>,
 ) -> Result<Vec<JobRow>, Error> {
-    let endpoints = conn
+    // One statement finds the endpoints and reads the facts. `CROSS JOIN` makes SQLite walk the
+    // site's endpoints first, so a site without one (the common case at high message rates)
+    // reads no conversation, visitor or site row at all.
+    let rows = conn
         .prepare_cached(
-            "SELECT i.id, i.status = 'broken' FROM integrations i \
+            "SELECT i.id, i.status = 'broken', c.status, c.closed_at, u.id, u.name, u.email, \
+                    v.name, v.email, v.last_page, s.name \
+               FROM integrations i \
+              CROSS JOIN conversations c \
+               JOIN visitors v ON v.id = c.visitor_id \
+               JOIN sites s ON s.id = c.site_id \
+               LEFT JOIN users u ON u.id = c.assignee_id \
               WHERE i.site_id = ?1 AND i.is_enabled = 1 AND i.kind = 'webhook' \
-                AND EXISTS (SELECT 1 FROM json_each(i.config, '$.events') e WHERE e.value = ?2)",
+                AND EXISTS (SELECT 1 FROM json_each(i.config, '$.events') e WHERE e.value = ?2) \
+                AND c.id = ?3",
         )?
-        .query_map(params![site_id, event.event], |r| {
-            Ok((r.get::<_, IntegrationId>(0)?, r.get::<_, bool>(1)?))
+        .query_map(params![site_id, event.event, event.conversation_id], |r| {
+            let assignee_id: Option<UserId> = r.get(4)?;
+            let facts = WebhookFacts {
+                status: r.get(2)?,
+                closed_at: r.get(3)?,
+                assignee: match assignee_id {
+                    Some(id) => Some((id, r.get(5)?, r.get(6)?)),
+                    None => None,
+                },
+                visitor_name: r.get(7)?,
+                visitor_email: r.get(8)?,
+                visitor_page: r.get(9)?,
+                site_name: r.get(10)?,
+            };
+            Ok((r.get::<_, IntegrationId>(0)?, r.get::<_, bool>(1)?, facts))
         })?
         .collect::<Result<Vec<_>, _>>()?;
-    if endpoints.is_empty() {
+    let Some((_, _, facts)) = rows.first() else {
         return Ok(Vec::new());
-    }
+    };
     let args = serde_json::json!({
         "event": event.event,
         "conversation_id": event.conversation_id,
         "message_id": event.message_id,
         "assignee_id": event.assignee_id,
+        "facts": facts,
     })
     .to_string();
-    endpoints
-        .into_iter()
-        .map(|(integration, is_broken)| {
+    rows.iter()
+        .map(|(integration, is_broken, _)| {
             insert_job(
                 conn,
                 NewJob {
                     lane: "webhook",
                     kind: "webhook.deliver".to_owned(),
                     args: args.clone(),
-                    integration_id: Some(integration),
-                    is_blocked: is_broken,
+                    integration_id: Some(*integration),
+                    is_blocked: *is_broken,
                     order_key: Some(format!("conv:{}:int:{integration}", event.conversation_id)),
                     rate_key: Some(format!("webhook:{integration}")),
                     max_attempts: WEBHOOK_MAX_ATTEMPTS,
@@ -170,7 +218,7 @@ pub fn list_delivery_log(
                 a.finished_at - a.started_at, a.outcome, a.http_status, a.error \
            FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
           WHERE j.integration_id = ?1 \
-          ORDER BY j.id DESC, a.attempt DESC LIMIT ?2",
+          ORDER BY j.id DESC, a.seq DESC LIMIT ?2",
     )?;
     Ok(stmt
         .query_map(params![integration, limit], |r| {
@@ -289,7 +337,24 @@ pub struct WebhookConversation {
     pub assignee: Option<(UserId, String, String)>,
 }
 
-/// The conversation and its context, if it still exists.
+impl WebhookConversation {
+    /// The conversation as it was when an event happened.
+    #[must_use]
+    pub fn as_of(self, facts: WebhookFacts) -> Self {
+        Self {
+            status: facts.status,
+            closed_at: facts.closed_at,
+            site_name: facts.site_name,
+            visitor_name: facts.visitor_name,
+            visitor_email: facts.visitor_email,
+            visitor_page: facts.visitor_page,
+            assignee: facts.assignee,
+            ..self
+        }
+    }
+}
+
+/// The conversation and its context as they are now, if it still exists.
 pub fn load_webhook_conversation(
     conn: &Connection,
     id: ConversationId,

@@ -264,11 +264,16 @@ pub struct AttemptRecord {
     pub error: Option<String>,
 }
 
-/// Records finished attempts: the job's new state and a row in `job_attempts`.
+/// Records finished attempts: the job's new state and a new row in `job_attempts` for each
+/// (every try is kept, a rate-limited one too; its `attempt` is the budget's count, which a
+/// 429 gives back, so the try after it shows the same number).
 pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<(), Error> {
+    // The next `seq` is a seek in the primary key, right where the new row goes.
     let mut attempt_row = conn.prepare_cached(
-        "INSERT OR REPLACE INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, http_status, error) \
-         SELECT id, attempt, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE id = ?1",
+        "INSERT INTO job_attempts (job_id, seq, attempt, started_at, finished_at, outcome, http_status, error) \
+         SELECT id, coalesce((SELECT a.seq FROM job_attempts a WHERE a.job_id = ?1 \
+                               ORDER BY a.seq DESC LIMIT 1), 0) + 1, \
+                attempt, ?2, ?3, ?4, ?5, ?6 FROM jobs WHERE id = ?1",
     )?;
     for record in records {
         let id = record.job_id;
@@ -439,6 +444,111 @@ mod tests {
             })
             .expect("state");
         assert_eq!(state, "blocked");
+    }
+
+    fn migrated() -> Connection {
+        let mut conn = Connection::open_in_memory().expect("open");
+        crate::store::apply_migrations(&mut conn).expect("migrate");
+        conn
+    }
+
+    fn queued_job(conn: &Connection, max_attempts: u32) -> JobId {
+        conn.execute(
+            "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
+             VALUES ('chat', 'slack.post', '{}', 'queued', ?1, 0, 0)",
+            [max_attempts],
+        )
+        .expect("insert");
+        JobId(conn.last_insert_rowid())
+    }
+
+    /// One try as the runner makes it, started at `at`: marked running in one round, its
+    /// outcome recorded in a later one.
+    fn try_once(conn: &Connection, job: JobId, at: i64, update: JobUpdate, error: Option<&str>) {
+        assert_eq!(mark_jobs_running(conn, &[job]).expect("mark"), vec![job]);
+        let record = AttemptRecord {
+            job_id: job,
+            update,
+            started_at: at,
+            finished_at: at + 1,
+            http_status: None,
+            error: error.map(str::to_owned),
+        };
+        record_attempts(conn, &[record]).expect("record");
+    }
+
+    /// A job's attempt rows in the order of the tries: (attempt, outcome).
+    fn attempt_rows(conn: &Connection, job: JobId) -> Vec<(u32, String)> {
+        let mut stmt = conn
+            .prepare(
+                "SELECT attempt, outcome FROM job_attempts WHERE job_id = ?1 ORDER BY started_at",
+            )
+            .expect("prepare");
+        stmt.query_map([job], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    }
+
+    /// A run of 429s then a success: a `rate_limited` row per 429 and the delivered one, while
+    /// the job used one attempt of its budget (a 429 gives its attempt back).
+    #[test]
+    fn every_429_is_a_row_of_its_own_and_uses_no_attempt() {
+        const LIMITED: i64 = 5;
+        let conn = migrated();
+        let job = queued_job(&conn, 3);
+        for at in 0..LIMITED {
+            let snooze = JobUpdate::Snooze { run_at: 0 };
+            try_once(
+                &conn,
+                job,
+                at,
+                snooze,
+                Some("rate limited by the destination"),
+            );
+        }
+        try_once(
+            &conn,
+            job,
+            LIMITED,
+            JobUpdate::Done { external_ref: None },
+            None,
+        );
+        let mut expected: Vec<_> = (0..LIMITED)
+            .map(|_| (1, "rate_limited".to_owned()))
+            .collect();
+        expected.push((1, "delivered".to_owned()));
+        assert_eq!(attempt_rows(&conn, job), expected);
+        let seqs: String = conn
+            .query_row(
+                "SELECT group_concat(seq) FROM (SELECT seq FROM job_attempts ORDER BY started_at)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("seqs");
+        assert_eq!(seqs, "1,2,3,4,5,6", "tries are numbered in order");
+        let (attempt, state): (u32, String) = conn
+            .query_row(
+                "SELECT attempt, state FROM jobs WHERE id = ?1",
+                [job],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("job");
+        assert_eq!((attempt, state.as_str()), (1, "done"));
+    }
+
+    /// A manual retry starts the budget again at 0; the tries before it stay on record.
+    #[test]
+    fn tries_before_a_manual_retry_stay_on_record() {
+        let conn = migrated();
+        let job = queued_job(&conn, 1);
+        try_once(&conn, job, 1, JobUpdate::Failed, Some("HTTP 500"));
+        assert_eq!(retry_jobs(&conn, Some(job), 10).expect("retry").len(), 1);
+        try_once(&conn, job, 2, JobUpdate::Done { external_ref: None }, None);
+        assert_eq!(
+            attempt_rows(&conn, job),
+            [(1, "failed".to_owned()), (1, "delivered".to_owned())]
+        );
     }
 
     /// Blocking and resuming an integration look up its unfinished jobs through the partial

@@ -36,10 +36,10 @@ pub use check::{CheckReport, check_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
 pub use deliveries::{
-    DeliveryLogRow, WEBHOOK_EVENTS, WebhookConversation, WebhookEvent, disable_integration,
-    enable_integration, enqueue_conversation_event, enqueue_webhook_event, find_discord_thread,
-    find_user_contact, insert_discord_thread, list_delivery_log, list_site_integrations,
-    load_webhook_conversation, replay_webhook_job,
+    DeliveryLogRow, WEBHOOK_EVENTS, WebhookConversation, WebhookEvent, WebhookFacts,
+    disable_integration, enable_integration, enqueue_conversation_event, enqueue_webhook_event,
+    find_discord_thread, find_user_contact, insert_discord_thread, list_delivery_log,
+    list_site_integrations, load_webhook_conversation, replay_webhook_job,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;

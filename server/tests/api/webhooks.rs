@@ -1,8 +1,9 @@
 //! Outgoing webhooks against a receiver on loopback: every event signed per Standard Webhooks
 //! and verified by an independent implementation (the `standardwebhooks` package from the Python package index,
 //! installed into tests/deliveries/.venv by scripts/test), also across a secret rotation; a
-//! retry after a 5xx with the same `webhook-id`; 410 disabling the endpoint; redirects not
-//! followed; replay from the delivery log; and the SSRF guard.
+//! retry after a 5xx with the same `webhook-id`; one id, one body (a retry or a replay after the
+//! conversation changed sends the bytes of the first attempt); 410 disabling the endpoint;
+//! redirects not followed; replay from the delivery log; and the SSRF guard.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -87,6 +88,26 @@ impl Fixture {
     fn conversation(&self) -> ConversationId {
         ConversationId(self.app.count("SELECT max(id) FROM conversations"))
     }
+
+    /// Closes the conversation as the admin does from the inbox; returns once committed.
+    async fn close(&self, conversation: ConversationId) {
+        let app = &self.app.server.as_ref().expect("server").app;
+        let admin_id = UserId(self.app.count("SELECT id FROM users WHERE name = 'Admin'"));
+        let admin = app
+            .readers
+            .read(move |c| porch::store::find_user(c, admin_id))
+            .await
+            .expect("read")
+            .expect("admin");
+        app.inbox.close(conversation, &admin).await.expect("close");
+    }
+}
+
+/// The `webhook-timestamp` of a delivery, in Unix seconds.
+fn signed_at(received: &Received) -> i64 {
+    received.headers["webhook-timestamp"]
+        .parse()
+        .expect("webhook-timestamp is a number")
 }
 
 fn payload(received: &Received) -> Value {
@@ -413,4 +434,70 @@ async fn the_ssrf_guard_refuses_private_addresses_unless_allowed() {
     // With the per-install setting, the same URL is accepted.
     let f = Fixture::start(&["--allow-private-networks"]).await;
     f.endpoint("/hook", &["message.created"]).await;
+}
+
+#[tokio::test]
+async fn a_retry_after_the_conversation_closed_carries_the_same_body_under_the_same_id() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (_, secret) = f
+        .endpoint("/hook", &["conversation.created", "message.created"])
+        .await;
+    f.mock.answer("/hook", &[500]);
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "Hello").await;
+    let first = f.mock.wait_for(1, WAIT).await;
+    assert_eq!(first[0].status, 500);
+    // Closed before the retry, which the schedule sends 5 seconds after the failure.
+    f.close(f.conversation()).await;
+    let received = f.mock.wait_for(3, WAIT + WAIT).await;
+    let (failed, retried, message) = (&received[0], &received[1], &received[2]);
+    assert_eq!(retried.status, 200);
+    assert_eq!(retried.headers["webhook-id"], failed.headers["webhook-id"]);
+    assert_eq!(retried.body, failed.body, "one webhook-id, one body");
+    assert_eq!(payload(retried)["data"]["conversation"]["status"], "open");
+    // The signature's timestamp is the attempt's own, so a receiver's five-minute tolerance
+    // holds for late retries.
+    assert!(signed_at(retried) >= signed_at(failed) + 4);
+    // The message's event happened while the conversation was open too, and says so although
+    // its first attempt (behind the retried event, in order) came after the closing.
+    assert_eq!(payload(message)["type"], "message.created");
+    assert_eq!(payload(message)["data"]["conversation"]["status"], "open");
+    assert_eq!(
+        payload(message)["data"]["conversation"]["closed_at"],
+        Value::Null
+    );
+    verify_with_referee(&secret, &received).expect("every attempt verifies");
+}
+
+#[tokio::test]
+async fn a_replay_after_the_conversation_closed_carries_the_original_body_and_id() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (id, secret) = f.endpoint("/hook", &["conversation.created"]).await;
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "Hello").await;
+    f.mock.wait_for(1, WAIT).await;
+    f.wait_for_sql("SELECT count(*) FROM jobs WHERE state = 'done'", 1)
+        .await;
+    f.close(f.conversation()).await;
+    let job = f.app.count("SELECT max(id) FROM jobs WHERE state = 'done'");
+    let (status, answer) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/integrations/{id}/deliveries/{job}/replay"),
+            &f.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    let received = f.mock.wait_for(2, WAIT).await;
+    let (original, replayed) = (&received[0], &received[1]);
+    assert_eq!(
+        replayed.headers["webhook-id"],
+        original.headers["webhook-id"]
+    );
+    assert_eq!(replayed.body, original.body, "one webhook-id, one body");
+    assert_eq!(payload(replayed)["data"]["conversation"]["status"], "open");
+    assert!(signed_at(replayed) >= signed_at(original));
+    verify_with_referee(&secret, &received).expect("the replay verifies");
 }

@@ -157,7 +157,8 @@ pub fn visitor_messages_reach_one_slack_thread(e: &Evidence) -> Verdict {
         e.stored.iter().map(|m| (m.id, m.conversation)).collect();
     let (mut acked, mut posted) = (0, 0);
     let mut threads_of: BTreeMap<i64, BTreeSet<&str>> = BTreeMap::new();
-    for (client_id, &id) in e.visitors.iter().flat_map(|v| &v.acked) {
+    let on_slack = e.visitors.iter().filter(|v| v.is_on_slack_site);
+    for (client_id, &id) in on_slack.flat_map(|v| &v.acked) {
         acked += 1;
         let Some(&conversation) = conversation_of.get(&id) else {
             continue; // Lost from the store: check 1 reports it.

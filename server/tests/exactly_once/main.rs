@@ -71,15 +71,26 @@ async fn acked_messages_and_confirmed_replies_arrive_exactly_once_across_kills()
     } = World::start(&http).await;
 
     let until = Instant::now() + Duration::from_secs(seconds);
-    let ws_url = format!("ws://{}/widget/ws?site={}", porch.addr, operator.site);
+    let ws_urls: Vec<String> = (0..VISITORS)
+        .map(|i| {
+            let site = if i == 0 {
+                &operator.quiet_site
+            } else {
+                &operator.site
+            };
+            format!("ws://{}/widget/ws?site={site}", porch.addr)
+        })
+        .collect();
     let park = Arc::new(tokio::sync::Notify::new());
     let ledger = Ledger::default();
     let mut logs = Vec::new();
     let mut tasks = Vec::new();
-    for i in 0..VISITORS {
-        let mut visitor = Visitor::new(&format!("v{i}"), ws_url.clone(), rng(seed, i as u64));
+    for (i, url) in ws_urls.iter().enumerate() {
+        let mut visitor = Visitor::new(&format!("v{i}"), url.clone(), rng(seed, i as u64));
         if i == 0 {
             visitor.park = Some(Arc::clone(&park));
+        } else {
+            visitor.log.lock().unwrap().is_on_slack_site = true;
         }
         logs.push(Arc::clone(&visitor.log));
         // Conversations start over three quarters of the run, so thread headers are posted
@@ -121,12 +132,13 @@ async fn acked_messages_and_confirmed_replies_arrive_exactly_once_across_kills()
     );
 
     // Replays send "the same webhook-id and payload" (docs/integrations/webhooks.md).
-    let replayed = setup::replay_webhooks(&api, wiring.webhook, 3).await;
-    settle_visitors(&api, &logs, &ws_url, seed).await;
+    let replayed = setup::replay_webhooks(&api, wiring.webhook, 10).await;
+    settle_visitors(&api, &logs, &ws_urls, seed).await;
     let left = setup::drain(&api, Instant::now() + Duration::from_secs(25)).await;
     println!(
-        "settled after {:.1}s; {replayed} webhook replays; jobs left: {left:?}",
-        started.elapsed().as_secs_f64()
+        "settled after {:.1}s; {} kills; {replayed} webhook replays; jobs left: {left:?}",
+        started.elapsed().as_secs_f64(),
+        porch.timeline.kill_count()
     );
 
     let stored = setup::stored(&api).await;
@@ -139,11 +151,6 @@ async fn acked_messages_and_confirmed_replies_arrive_exactly_once_across_kills()
         &porch.timeline,
         &hooks,
     );
-    println!(
-        "seed {seed}, {seconds}s, {} kills, {:.1}s in all",
-        porch.timeline.kill_count(),
-        started.elapsed().as_secs_f64()
-    );
     drop(porch);
     drop(dir);
     assert!(
@@ -154,7 +161,7 @@ async fn acked_messages_and_confirmed_replies_arrive_exactly_once_across_kills()
 
 /// After the run: every visitor comes back once more, resends what has no ack and collects
 /// every agent message stored for it, until a deadline.
-async fn settle_visitors(api: &Api, logs: &[visitor::SharedLog], ws_url: &str, seed: u64) {
+async fn settle_visitors(api: &Api, logs: &[visitor::SharedLog], ws_urls: &[String], seed: u64) {
     let stored = setup::stored(api).await;
     let settle_by = Instant::now() + Duration::from_secs(8);
     let mut visitors = Vec::new();
@@ -162,7 +169,7 @@ async fn settle_visitors(api: &Api, logs: &[visitor::SharedLog], ws_url: &str, s
         let expected = setup::expected_for(&stored, &log.lock().unwrap());
         let mut visitor = Visitor::attach(
             Arc::clone(log),
-            ws_url.to_owned(),
+            ws_urls[i].clone(),
             rng(seed, 400 + i as u64),
         );
         visitors.push(tokio::spawn(async move {

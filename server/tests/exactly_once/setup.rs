@@ -22,6 +22,9 @@ const ADMIN: &str = "ana@shop.test";
 /// What `porch site add`, `porch user add` and `porch token add` gave the operator.
 pub struct Operator {
     pub site: String,
+    /// A second site with no integrations, for the long absence: its 520 replies post nothing
+    /// to Slack, which would take the drain longer than the test may run.
+    pub quiet_site: String,
     pub token: String,
 }
 
@@ -30,6 +33,13 @@ pub fn operator(data_dir: &Path) -> Operator {
         data_dir,
         &[
             "site", "add", "--name", "Shop", "--origin", ORIGIN, "--json",
+        ],
+    ))
+    .expect("site add prints JSON");
+    let quiet: Value = serde_json::from_str(&cli(
+        data_dir,
+        &[
+            "site", "add", "--name", "Blog", "--origin", ORIGIN, "--json",
         ],
     ))
     .expect("site add prints JSON");
@@ -42,6 +52,7 @@ pub fn operator(data_dir: &Path) -> Operator {
     let token = cli(data_dir, &["token", "add", "--user", ADMIN]);
     Operator {
         site: site["key"].as_str().expect("site key").to_owned(),
+        quiet_site: quiet["key"].as_str().expect("site key").to_owned(),
         token: token.trim().to_owned(),
     }
 }
@@ -174,7 +185,7 @@ pub async fn backlog(
     park.notify_one();
 }
 
-/// Replays the `n` oldest delivered webhook deliveries; returns how many were accepted.
+/// Replays `n` delivered webhook deliveries, oldest to newest; returns how many were accepted.
 pub async fn replay_webhooks(api: &Api, integration: i64, n: usize) -> usize {
     let path = format!("/api/v1/integrations/{integration}/deliveries");
     let Some((200, log)) = api.call("GET", &path, None).await else {
@@ -193,7 +204,9 @@ pub async fn replay_webhooks(api: &Api, integration: i64, n: usize) -> usize {
     jobs.sort_unstable();
     jobs.dedup();
     let mut replayed = 0;
-    for job in jobs.into_iter().take(n) {
+    // Spread over the run, so several conversations (and changed visitor addresses) are hit.
+    let step = (jobs.len() / n.max(1)).max(1);
+    for job in jobs.into_iter().step_by(step).take(n) {
         let path = format!("/api/v1/integrations/{integration}/deliveries/{job}/replay");
         if let Some((202, _)) = api.call("POST", &path, None).await {
             replayed += 1;

@@ -43,6 +43,8 @@ pub struct VisitorLog {
     pub violations: Vec<String>,
     pub connections: u32,
     sent: u32,
+    /// Writes on the site connected to Slack (check 2 looks only at those).
+    pub is_on_slack_site: bool,
     /// Parked visitors stay offline until woken (for the long-absence scenario).
     pub is_parked: bool,
 }

@@ -134,7 +134,7 @@ async fn acked_messages_and_confirmed_replies_arrive_exactly_once_across_kills()
     // Replays send "the same webhook-id and payload" (docs/integrations/webhooks.md).
     let replayed = setup::replay_webhooks(&api, wiring.webhook, 10).await;
     settle_visitors(&api, &logs, &ws_urls, seed).await;
-    let left = setup::drain(&api, Instant::now() + Duration::from_secs(25)).await;
+    let left = setup::drain(&api, Instant::now() + Duration::from_secs(15)).await;
     println!(
         "settled after {:.1}s; {} kills; {replayed} webhook replays; jobs left: {left:?}",
         started.elapsed().as_secs_f64(),
@@ -163,7 +163,7 @@ async fn acked_messages_and_confirmed_replies_arrive_exactly_once_across_kills()
 /// every agent message stored for it, until a deadline.
 async fn settle_visitors(api: &Api, logs: &[visitor::SharedLog], ws_urls: &[String], seed: u64) {
     let stored = setup::stored(api).await;
-    let settle_by = Instant::now() + Duration::from_secs(8);
+    let settle_by = Instant::now() + Duration::from_secs(6);
     let mut visitors = Vec::new();
     for (i, log) in logs.iter().enumerate() {
         let expected = setup::expected_for(&stored, &log.lock().unwrap());

@@ -165,7 +165,7 @@ async fn checked_discord(
             return Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "discord_unreachable",
-                format!("Could not reach Discord: {err}"),
+                format!("Could not reach Discord: {}", err.without_url()),
             ));
         }
     }

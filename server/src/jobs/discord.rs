@@ -180,7 +180,8 @@ async fn execute(
     let request = http.post(url).timeout(Duration::from_secs(15)).json(body);
     let response = request.send().await.map_err(|err| PostError {
         outcome: Outcome::Retry {
-            error: format!("no answer from Discord: {err}"),
+            // The URL holds the webhook's token: never in an error that is stored or shown.
+            error: format!("no answer from Discord: {}", err.without_url()),
             not_before: None,
         },
         status: None,

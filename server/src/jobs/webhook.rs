@@ -358,7 +358,8 @@ async fn send(
         Err(err) => {
             return Attempt::new(
                 Outcome::Retry {
-                    error: format!("no answer: {}", error_chain(&err)),
+                    // An endpoint URL may carry a secret in its query: keep it out.
+                    error: format!("no answer: {}", error_chain(&err.without_url())),
                     not_before: Some(schedule),
                 },
                 None,

@@ -272,3 +272,47 @@ async fn only_discord_webhook_urls_are_accepted() {
         assert_eq!(status, 422, "{url}: {answer}");
     }
 }
+
+#[tokio::test]
+async fn an_unreachable_discord_leaves_no_webhook_token_in_the_stored_error() {
+    let f = Fixture::start().await;
+    let (site, _) = f.site_with_discord("Shop", "H-SECRET", false).await;
+    let Fixture { app, mock, .. } = f;
+    let token = mock
+        .add_webhook("H-SECRET", false)
+        .rsplit('/')
+        .next()
+        .expect("a token in the URL")
+        .to_owned();
+    // Discord goes away: every delivery now fails with a connection error.
+    drop(mock);
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("v1", "hello").await;
+    let deadline = Instant::now() + WAIT;
+    let error: String = loop {
+        let found: Option<String> = app
+            .db()
+            .query_row(
+                "SELECT last_error FROM jobs WHERE kind = 'discord.post' AND last_error IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .ok();
+        if let Some(error) = found {
+            break error;
+        }
+        assert!(Instant::now() < deadline, "the delivery never failed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(error.starts_with("no answer from Discord"), "{error}");
+    assert!(!error.contains(&token), "the token leaked: {error}");
+    let attempts: Vec<String> = app
+        .db()
+        .prepare("SELECT coalesce(error, '') FROM job_attempts")
+        .expect("query")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("attempts");
+    assert!(attempts.iter().all(|e| !e.contains(&token)), "{attempts:?}");
+}

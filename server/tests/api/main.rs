@@ -17,6 +17,7 @@ mod inbox;
 mod loadtest;
 mod metrics;
 mod slack;
+mod slack_threads;
 mod snippet;
 mod webhooks;
 mod widget_errors;

@@ -10,13 +10,13 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, WAIT};
 
-const SECRET: &str = "test-signing-secret";
+pub(crate) const SECRET: &str = "test-signing-secret";
 
 /// A server wired to a fresh Slack mock, with an admin token.
-struct Fixture {
-    app: TestApp,
-    mock: SlackMock,
-    admin: String,
+pub(crate) struct Fixture {
+    pub app: TestApp,
+    pub mock: SlackMock,
+    pub admin: String,
 }
 
 impl Fixture {
@@ -27,15 +27,22 @@ impl Fixture {
         Self::start_with(mock, tempfile::tempdir().expect("dir")).await
     }
 
-    async fn start_with(mock: SlackMock, dir: tempfile::TempDir) -> Self {
+    pub async fn start_with(mock: SlackMock, dir: tempfile::TempDir) -> Self {
+        Self::start_with_flags(mock, dir, &[]).await
+    }
+
+    /// Like [`Fixture::start_with`], with more flags of `porch serve`.
+    pub async fn start_with_flags(mock: SlackMock, dir: tempfile::TempDir, flags: &[&str]) -> Self {
         let url = mock.api_url();
-        let app = TestApp::spawn_in(dir, &["--slack-api-url", &url]).await;
+        let mut args = vec!["--slack-api-url", url.as_str()];
+        args.extend_from_slice(flags);
+        let app = TestApp::spawn_in(dir, &args).await;
         let admin = app.add_user_token("Admin", "admin");
         Self { app, mock, admin }
     }
 
     /// A site connected to `channel`; returns (site key, integration id).
-    async fn site_with_slack(&self, name: &str, channel: &str, extra: Value) -> (String, i64) {
+    pub async fn site_with_slack(&self, name: &str, channel: &str, extra: Value) -> (String, i64) {
         let site = self.app.add_site(name);
         self.app
             .set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
@@ -58,7 +65,7 @@ impl Fixture {
     }
 
     /// Posts a signed Events API request; returns the HTTP status.
-    async fn send_event(&self, integration: i64, body: &Value, signed_at: i64) -> u16 {
+    pub async fn send_event(&self, integration: i64, body: &Value, signed_at: i64) -> u16 {
         let raw = body.to_string();
         let signature = sign(SECRET, signed_at, raw.as_bytes());
         let ts = signed_at.to_string();
@@ -79,7 +86,7 @@ impl Fixture {
         response.status
     }
 
-    fn job_states(&self) -> Vec<(String, i64)> {
+    pub fn job_states(&self) -> Vec<(String, i64)> {
         let conn = self.app.db();
         let mut stmt = conn
             .prepare("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
@@ -91,7 +98,7 @@ impl Fixture {
     }
 
     /// Waits until no job is queued or running.
-    async fn wait_until_settled(&self) {
+    pub async fn wait_until_settled(&self) {
         let deadline = Instant::now() + WAIT;
         while self
             .app
@@ -108,11 +115,17 @@ impl Fixture {
     }
 }
 
-fn now_secs() -> i64 {
+pub(crate) fn now_secs() -> i64 {
     porch::clock::now_ms() / 1000
 }
 
-fn reply_event(event_id: &str, channel: &str, thread_ts: &str, user: &str, text: &str) -> Value {
+pub(crate) fn reply_event(
+    event_id: &str,
+    channel: &str,
+    thread_ts: &str,
+    user: &str,
+    text: &str,
+) -> Value {
     json!({
         "type": "event_callback",
         "team_id": "T0MOCK",
@@ -448,7 +461,7 @@ async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
 }
 
 /// Kills the child process when the test ends, also when it fails midway.
-struct KillOnDrop(std::process::Child);
+pub(crate) struct KillOnDrop(pub std::process::Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

@@ -1,6 +1,6 @@
 //! The job runner and two-way Slack, against the Slack mock over loopback: threads, ordering,
-//! 429 pauses per channel, retries, blocking and resuming, crash recovery, and replies coming
-//! back through the Events API and Socket Mode.
+//! 429 pauses per channel, retries, blocking and resuming, and replies coming back through the
+//! Events API and Socket Mode. Crash recovery and duplicate headers are in `slack_threads`.
 
 use std::time::{Duration, Instant};
 
@@ -360,114 +360,6 @@ async fn failed_jobs_can_be_listed_and_retried() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(fx.mock.wait_for_posts(2, WAIT).await.len(), 2);
-}
-
-#[tokio::test]
-async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
-    // A real porch process, killed with SIGKILL while a delivery hangs on the slow mock.
-    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::from_mins(1))
-        .await
-        .expect("mock");
-    let dir = tempfile::tempdir().expect("dir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut child = KillOnDrop(
-        std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
-            .args([
-                "--data-dir",
-                dir.path().to_str().expect("path"),
-                "serve",
-                "--listen",
-                &listen,
-                "--log",
-                "warn",
-            ])
-            .args(["--slack-api-url", &mock.api_url()])
-            .spawn()
-            .expect("porch starts"),
-    );
-    // Ready, not just listening: the port answers while migrations still run.
-    let probe = crate::helpers::reqwest_lite::Client {
-        addr: listen.parse().expect("addr"),
-    };
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if tokio::net::TcpStream::connect(&listen).await.is_ok()
-            && probe.request("GET", "/readyz", &[], "").await.status == 200
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "porch did not become ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-
-    // Set up through the database file and the running process's API, as an admin would.
-    let fx_db = crate::helpers::TestDb::open(dir.path());
-    let site = fx_db.add_site("Shop");
-    let admin = fx_db.add_user_token("Operator", "admin");
-    let client = crate::helpers::reqwest_lite::Client {
-        addr: listen.parse().expect("addr"),
-    };
-    let body =
-        json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": SECRET}).to_string();
-    let auth = format!("Bearer {admin}");
-    let created = client
-        .request(
-            "POST",
-            &format!("/api/v1/sites/{site}/integrations/slack"),
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
-            &body,
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let mut widget = crate::helpers::Widget::connect(
-        listen.parse().expect("addr"),
-        &site,
-        crate::helpers::ORIGIN,
-    )
-    .await;
-    widget.hello(None, 0).await;
-    assert_eq!(widget.say("m", "before the crash").await["type"], "ack");
-    let deadline = Instant::now() + WAIT;
-    while fx_db.count("SELECT count(*) FROM jobs WHERE state = 'running'") == 0 {
-        assert!(Instant::now() < deadline, "the delivery never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.0.kill().expect("SIGKILL");
-    let _ = child.0.wait();
-    drop(widget);
-
-    mock.set_delay(Duration::ZERO);
-    let fx = Fixture::start_with(mock, dir).await;
-    // The killed process may already have posted the thread's header; the reply itself only
-    // comes from the restarted one.
-    let deadline = Instant::now() + WAIT;
-    while !fx.mock.posts().iter().any(|p| p.text == "before the crash") {
-        assert!(Instant::now() < deadline, "{:?}", fx.mock.posts());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    fx.wait_until_settled().await;
-    assert_eq!(
-        fx.app
-            .count("SELECT count(*) FROM jobs WHERE state = 'done' AND is_uncertain = 1"),
-        1
-    );
-}
-
-/// Kills the child process when the test ends, also when it fails midway.
-pub(crate) struct KillOnDrop(pub std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Sets up a conversation with a Slack thread; returns (fixture, widget, integration, thread ts).

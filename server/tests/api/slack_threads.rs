@@ -1,6 +1,7 @@
-//! One Slack thread per conversation when Slack answers a header post too late or Porch dies
-//! mid-post (the retry finds the header in the channel's history and adopts it), and replies in
-//! every thread Porch started reach the visitor, even in a second header's thread.
+//! Slack deliveries across timeouts and crashes of a real `porch` process: one thread per
+//! conversation when Slack answers a header post too late or Porch dies mid-post (the retry finds
+//! the header in the channel's history and adopts it), jobs left running are delivered after a
+//! restart, and replies in every thread Porch started reach the visitor.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -10,7 +11,7 @@ use porch::loadtest::{Post, SlackMock};
 use serde_json::json;
 
 use crate::helpers::{ORIGIN, TestDb, WAIT, Widget, reqwest_lite};
-use crate::slack::{Fixture, KillOnDrop, SECRET, now_secs, reply_event};
+use crate::slack::{Fixture, SECRET, now_secs, reply_event};
 
 /// Shorter than the mock's hold, so a held header post times out in Porch.
 const CLIENT_TIMEOUT: &str = "500ms";
@@ -126,15 +127,20 @@ async fn spawn_porch(dir: &std::path::Path, slack_api_url: &str) -> (KillOnDrop,
     }
 }
 
-#[tokio::test]
-async fn a_header_in_flight_when_porch_is_killed_is_adopted_after_the_restart() {
-    let mock = mock().await;
-    // Recorded by the mock at once, answered never (before the kill).
-    mock.hold_headers(2, Duration::from_mins(2));
-    let dir = tempfile::tempdir().expect("dir");
-    let (mut child, addr) = spawn_porch(dir.path(), &mock.api_url()).await;
+/// Kills the child process when the test ends, also when it fails midway.
+struct KillOnDrop(std::process::Child);
 
-    let db = TestDb::open(dir.path());
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A site connected to channel C1, set up through the database file and the running process's
+/// API, as an admin would; returns the site key.
+async fn site_with_slack_over_api(dir: &std::path::Path, addr: SocketAddr) -> String {
+    let db = TestDb::open(dir);
     let site = db.add_site("Shop");
     let admin = db.add_user_token("Operator", "admin");
     let body =
@@ -152,6 +158,54 @@ async fn a_header_in_flight_when_porch_is_killed_is_adopted_after_the_restart() 
         )
         .await;
     assert_eq!(created.status, 201, "{}", created.body);
+    site
+}
+
+#[tokio::test]
+async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
+    // Killed with SIGKILL while a delivery hangs on the slow mock.
+    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::from_mins(1))
+        .await
+        .expect("mock");
+    let dir = tempfile::tempdir().expect("dir");
+    let (mut child, addr) = spawn_porch(dir.path(), &mock.api_url()).await;
+    let site = site_with_slack_over_api(dir.path(), addr).await;
+    let mut widget = Widget::connect(addr, &site, ORIGIN).await;
+    widget.hello(None, 0).await;
+    assert_eq!(widget.say("m", "before the crash").await["type"], "ack");
+    let db = TestDb::open(dir.path());
+    let deadline = Instant::now() + WAIT;
+    while db.count("SELECT count(*) FROM jobs WHERE state = 'running'") == 0 {
+        assert!(Instant::now() < deadline, "the delivery never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.0.kill().expect("SIGKILL");
+    let _ = child.0.wait();
+    drop(widget);
+
+    mock.set_delay(Duration::ZERO);
+    let fx = Fixture::start_with(mock, dir).await;
+    let deadline = Instant::now() + WAIT;
+    while !fx.mock.posts().iter().any(|p| p.text == "before the crash") {
+        assert!(Instant::now() < deadline, "{:?}", fx.mock.posts());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fx.wait_until_settled().await;
+    assert_eq!(
+        fx.app
+            .count("SELECT count(*) FROM jobs WHERE state = 'done' AND is_uncertain = 1"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_header_in_flight_when_porch_is_killed_is_adopted_after_the_restart() {
+    let mock = mock().await;
+    // Recorded by the mock at once, answered never (before the kill).
+    mock.hold_headers(2, Duration::from_mins(2));
+    let dir = tempfile::tempdir().expect("dir");
+    let (mut child, addr) = spawn_porch(dir.path(), &mock.api_url()).await;
+    let site = site_with_slack_over_api(dir.path(), addr).await;
     let mut said = Vec::new();
     for visitor in ["ann", "bob"] {
         let mut widget = Widget::connect(addr, &site, ORIGIN).await;

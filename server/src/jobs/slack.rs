@@ -250,13 +250,15 @@ async fn start_thread(
         )
         .await;
         match search {
-            Ok(HeaderSearch::Found(mut headers)) if !headers.is_empty() => {
+            Ok(HeaderSearch { mut headers, .. }) if !headers.is_empty() => {
                 let oldest = headers.remove(0);
                 return save_thread(destinations, slack, conversation, oldest, headers).await;
             }
             // No earlier attempt reached Slack (as far as its history shows): post.
-            Ok(HeaderSearch::Found(_)) => {}
-            Ok(HeaderSearch::TooLong) => tracing::warn!(
+            Ok(HeaderSearch {
+                is_complete: true, ..
+            }) => {}
+            Ok(HeaderSearch { .. }) => tracing::warn!(
                 conversation = %conversation,
                 "the Slack channel has too many posts since the header was first attempted to \
                  search them all; posting the header, which may duplicate an earlier one"

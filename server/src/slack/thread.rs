@@ -24,11 +24,12 @@ pub const CLOCK_MARGIN: Duration = Duration::from_mins(5);
 
 /// What a search of the history found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HeaderSearch {
-    /// Every header of the conversation in the searched span, oldest first (maybe none).
-    Found(Vec<String>),
-    /// More than [`MAX_PAGES`] pages since the first attempt: the header may be further back.
-    TooLong,
+pub struct HeaderSearch {
+    /// The conversation's headers in the pages read, oldest first (maybe none).
+    pub headers: Vec<String>,
+    /// False if more than [`MAX_PAGES`] pages followed the first attempt: a header may be
+    /// further back than the search went.
+    pub is_complete: bool,
 }
 
 /// The conversation `message` is the header of, if Porch's bot posted it with Porch's metadata.
@@ -92,14 +93,16 @@ pub async fn find_headers(
         );
         cursor = page.next_cursor;
         if cursor.is_none() {
-            // Pages run newest first; Slack `ts` strings of one channel sort as numbers do only
-            // when compared as numbers.
-            found.sort_by(|a, b| ts_value(a).total_cmp(&ts_value(b)));
-            found.dedup();
-            return Ok(HeaderSearch::Found(found));
+            break;
         }
     }
-    Ok(HeaderSearch::TooLong)
+    // Pages run newest first; `ts` strings order as the numbers they are.
+    found.sort_by(|a, b| ts_value(a).total_cmp(&ts_value(b)));
+    found.dedup();
+    Ok(HeaderSearch {
+        headers: found,
+        is_complete: cursor.is_none(),
+    })
 }
 
 fn ts_value(ts: &str) -> f64 {
@@ -165,6 +168,44 @@ mod tests {
         assert_eq!(
             header_conversation(&by_bot_id, &config()),
             Some(ConversationId(3))
+        );
+    }
+
+    /// Against the Slack mock over loopback: the search follows the cursor past one page and
+    /// returns only this conversation's headers, oldest first.
+    #[tokio::test]
+    async fn the_search_pages_through_the_history_for_every_header() {
+        let mock = crate::loadtest::SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
+            .await
+            .expect("mock");
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let api = SlackApi::new(reqwest::Client::new(), &mock.api_url());
+        let config = SlackConfig {
+            team_id: crate::loadtest::TEAM_ID.into(),
+            channel_id: "C1".into(),
+            bot_user_id: crate::loadtest::BOT_USER_ID.into(),
+            bot_id: Some(crate::loadtest::BOT_ID.into()),
+        };
+        let since = crate::clock::now_ms();
+        let mut ours = Vec::new();
+        for n in 0..(PAGE + 20) {
+            let conversation = if n == 3 || n == PAGE + 10 { 7 } else { 8 };
+            let post = json!({"channel": "C1", "text": "header", "metadata":
+                {"event_type": HEADER_EVENT_TYPE, "event_payload": {"conversation_id": conversation}}});
+            let ts = api.post_message("xoxb-test", &post).await.expect("post");
+            if conversation == 7 {
+                ours.push(ts);
+            }
+        }
+        let search = find_headers(&api, "xoxb-test", &config, ConversationId(7), since)
+            .await
+            .expect("search");
+        assert_eq!(
+            search,
+            HeaderSearch {
+                headers: ours,
+                is_complete: true
+            }
         );
     }
 

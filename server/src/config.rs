@@ -121,6 +121,11 @@ pub struct Config {
     )]
     pub slack_api_url: String,
 
+    /// Bound on one Slack Web API call. A post that runs into it may still appear in Slack, so
+    /// the retry first looks for it in the channel (see docs/integrations/slack.md).
+    #[arg(long, env = "PORCH_SLACK_TIMEOUT", default_value = "10s", value_parser = parse_positive_duration)]
+    pub slack_timeout: Duration,
+
     /// Base URL of the Discord API: a Discord integration's webhook URL must start with
     /// `<this>/webhooks/` (change only to point Porch at a Discord mock).
     #[arg(
@@ -241,6 +246,14 @@ impl std::ops::Deref for IpList {
 
     fn deref(&self) -> &[IpAddr] {
         &self.0
+    }
+}
+
+fn parse_positive_duration(raw: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(raw) {
+        Ok(d) if d.is_zero() => Err("must be longer than 0".to_owned()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -98,7 +98,8 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         hub,
         runner.queue(),
     );
-    let slack_api = SlackApi::new(http_client()?, &config.slack_api_url);
+    let slack_api =
+        SlackApi::new(http_client()?, &config.slack_api_url).with_timeout(config.slack_timeout);
     let brakes = Brakes::new(IpLimits {
         per_hour: config.ip_conversations_per_hour,
         burst: config.ip_conversations_burst,

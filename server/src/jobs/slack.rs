@@ -1,13 +1,15 @@
 //! Delivering a message to Slack: the conversation's first post starts a thread (a short header
 //! with a link to the inbox), every message is a reply in it. Built when delivered, from the
-//! message as stored; visitor text is escaped; unfurls are off.
+//! message as stored; visitor text is escaped; unfurls are off. A header attempt is recorded
+//! before it leaves, so a later attempt looks for it in the channel before posting another.
 
 use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use crate::slack::{CallError, SlackIntegration, escape};
-use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, MessageId};
+use crate::clock::now_ms;
+use crate::slack::{CallError, HeaderSearch, SlackIntegration, escape, find_headers};
+use crate::store::{self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId};
 
 use super::destinations::Destinations;
 use super::outcome::{Attempt, Outcome};
@@ -36,6 +38,10 @@ const TRANSIENT: &[&str] = &[
     "request_timeout",
     "service_unavailable",
 ];
+/// Attempts during which a channel history that cannot be read for a passing reason (timeout,
+/// 5xx) is waited for before the header is posted regardless: a possible duplicate header
+/// (whose replies still reach the visitor) is better than a conversation that never reaches Slack.
+const HISTORY_PATIENCE: u32 = 3;
 
 /// Maps a failed Slack call to what the runner should do.
 pub fn classify(error: &CallError) -> Outcome {
@@ -192,7 +198,7 @@ pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt 
     let channel = &slack.config.channel_id;
     let thread_ts = match thread {
         Some(ts) => ts,
-        None => match start_thread(destinations, &slack, &message).await {
+        None => match start_thread(destinations, &slack, &message, job.attempt).await {
             Ok(ts) => ts,
             Err(attempt) => return attempt,
         },
@@ -211,40 +217,130 @@ pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt 
     }
 }
 
-/// Posts the conversation's header and remembers its `ts` as the thread for this channel.
+/// Finds or posts the conversation's header and remembers its `ts` as the thread for this channel.
+///
+/// The attempt is committed before the post leaves. If an earlier attempt was recorded (it may
+/// have reached Slack although Porch never saw the answer: a timeout, a crash), the channel's
+/// history is searched for a header with this conversation's metadata first, and the oldest one
+/// found is adopted instead of posting another.
 async fn start_thread(
     destinations: &Destinations,
     slack: &SlackIntegration,
     message: &DeliveryMessage,
+    attempt: u32,
 ) -> Result<String, Attempt> {
-    let channel = &slack.config.channel_id;
-    let parent = header(&destinations.public_url, channel, message);
+    let conversation = message.conversation_id;
+    let (team, channel_id) = (
+        slack.config.team_id.clone(),
+        slack.config.channel_id.clone(),
+    );
+    let start = destinations
+        .writer
+        .write(move |c| store::begin_slack_thread(c, conversation, &team, &channel_id, now_ms()))
+        .await
+        .map_err(|err| storage_retry("could not record the header attempt", &err))?;
+    if !start.is_first {
+        let token = &slack.secrets.bot_token;
+        let search = find_headers(
+            &destinations.slack,
+            token,
+            &slack.config,
+            conversation,
+            start.attempted_at,
+        )
+        .await;
+        match search {
+            Ok(HeaderSearch { mut headers, .. }) if !headers.is_empty() => {
+                let oldest = headers.remove(0);
+                return save_thread(destinations, slack, conversation, oldest, headers).await;
+            }
+            // No earlier attempt reached Slack (as far as its history shows): post.
+            Ok(HeaderSearch {
+                is_complete: true, ..
+            }) => {}
+            Ok(HeaderSearch { .. }) => tracing::warn!(
+                conversation = %conversation,
+                "the Slack channel has too many posts since the header was first attempted to \
+                 search them all; posting the header, which may duplicate an earlier one"
+            ),
+            Err(err) => {
+                let outcome = classify(&err);
+                match outcome {
+                    Outcome::RateLimited { .. } => {
+                        return Err(Attempt::new(outcome, err.http_status()));
+                    }
+                    Outcome::Retry { .. } if attempt < HISTORY_PATIENCE => {
+                        return Err(Attempt::new(
+                            Outcome::Retry {
+                                error: format!(
+                                    "could not search the channel for an earlier header: {err}"
+                                ),
+                                not_before: None,
+                            },
+                            err.http_status(),
+                        ));
+                    }
+                    // Never block on the history (a missing `channels:history` scope, …).
+                    _ => tracing::warn!(
+                        conversation = %conversation,
+                        error = %err,
+                        "could not read the Slack channel's history (the app needs \
+                         channels:history or groups:history); posting the header, which may \
+                         duplicate an earlier one"
+                    ),
+                }
+            }
+        }
+    }
+    let parent = header(&destinations.public_url, &slack.config.channel_id, message);
     let ts = destinations
         .slack
         .post_message(&slack.secrets.bot_token, &parent)
         .await
         .map_err(|err| Attempt::new(classify(&err), err.http_status()))?;
-    let (conversation, team, channel_id, saved_ts) = (
-        message.conversation_id,
+    save_thread(destinations, slack, conversation, ts, Vec::new()).await
+}
+
+/// Stores `first` as the conversation's thread (unless one is stored already) and every other
+/// header as a further root, so replies in any of them reach the conversation. Returns the thread
+/// to post into.
+async fn save_thread(
+    destinations: &Destinations,
+    slack: &SlackIntegration,
+    conversation: ConversationId,
+    first: String,
+    others: Vec<String>,
+) -> Result<String, Attempt> {
+    let (team, channel) = (
         slack.config.team_id.clone(),
-        channel.clone(),
-        ts.clone(),
+        slack.config.channel_id.clone(),
     );
     destinations
         .writer
-        .write(move |c| store::insert_slack_thread(c, conversation, &team, &channel_id, &saved_ts))
+        .write(move |c| {
+            store::insert_slack_thread(c, conversation, &team, &channel, &first)?;
+            let thread = store::find_slack_thread(c, conversation, &team, &channel)?
+                .unwrap_or_else(|| first.clone());
+            for ts in std::iter::once(&first)
+                .chain(&others)
+                .filter(|ts| **ts != thread)
+            {
+                store::insert_slack_thread_root(c, conversation, &team, &channel, ts)?;
+            }
+            Ok(thread)
+        })
         .await
-        .map_err(|err| {
-            let error = format!("could not save the thread: {err}");
-            Attempt::new(
-                Outcome::Retry {
-                    error,
-                    not_before: None,
-                },
-                None,
-            )
-        })?;
-    Ok(ts)
+        .map_err(|err| storage_retry("could not save the thread", &err))
+}
+
+fn storage_retry(what: &str, err: &impl std::fmt::Display) -> Attempt {
+    Attempt::new(
+        Outcome::Retry {
+            error: format!("{what}: {err}"),
+            not_before: None,
+        },
+        None,
+    )
 }
 
 #[allow(clippy::large_enum_variant)] // built once per delivery

@@ -23,7 +23,7 @@ pub use echo::run_echo;
 pub use record::{Summary, record_run, summarize};
 pub use report::{Report, Series, Stair, markdown};
 pub use run::run;
-pub use slack_mock::{Failure, Post, SlackMock};
+pub use slack_mock::{BOT_ID, BOT_USER_ID, Failure, Post, SlackMock, TEAM_ID};
 pub use webhook_mock::{Received, WebhookMock};
 
 /// Prints a result: standard output is the command's interface.

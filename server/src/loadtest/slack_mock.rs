@@ -1,8 +1,10 @@
 //! A Slack mock on loopback: `chat.postMessage` answers with a `ts` after a set delay and records
 //! every post; failures can be injected per channel (429 with `Retry-After`, 5xx, Slack error
-//! codes); `auth.test`, `users.info` and `apps.connections.open` answer; and it speaks enough
-//! Socket Mode (hello, `events_api` envelopes, acks) to test that path. Tokens starting with
-//! `xoxb-` are valid unless revoked; app tokens start with `xapp-`.
+//! codes), and thread headers can be held: recorded at once, answered late (past a client's
+//! timeout). `conversations.history` lists the channel's top-level posts with their metadata;
+//! `auth.test`, `users.info` and `apps.connections.open` answer; and it speaks enough Socket Mode
+//! (hello, `events_api` envelopes, acks) to test that path. Tokens starting with `xoxb-` are valid
+//! unless revoked; app tokens start with `xapp-`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -10,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -63,6 +65,11 @@ struct MockState {
     counter: AtomicU64,
     changed: Notify,
     rate_limited: AtomicU64,
+    /// Thread headers still to hold, and for how long each one's answer waits.
+    held_headers: Mutex<(u32, Duration)>,
+    /// History calls still to refuse, and with which Slack error.
+    history_failure: Mutex<(u32, String)>,
+    history_calls: AtomicU64,
 }
 
 /// A running mock.
@@ -80,6 +87,7 @@ impl SlackMock {
         *lock(&state.delay) = delay;
         let app = Router::new()
             .route("/api/chat.postMessage", post(post_message))
+            .route("/api/conversations.history", get(history))
             .route("/api/auth.test", post(auth_test))
             .route("/api/users.info", post(users_info))
             .route("/api/apps.connections.open", post(open_connection))
@@ -100,6 +108,24 @@ impl SlackMock {
 
     pub fn set_delay(&self, delay: Duration) {
         *lock(&self.state.delay) = delay;
+    }
+
+    /// The next `times` thread headers (posts without `thread_ts`) are recorded, and visible in
+    /// `conversations.history`, as soon as they arrive, but answered only after `delay`: a client
+    /// with a shorter timeout sees no answer although Slack has the post.
+    pub fn hold_headers(&self, times: u32, delay: Duration) {
+        *lock(&self.state.held_headers) = (times, delay);
+    }
+
+    /// The next `times` `conversations.history` calls answer `{"ok": false, "error": error}`
+    /// (for example `missing_scope`, as for an app without `channels:history`).
+    pub fn fail_history(&self, times: u32, error: &str) {
+        *lock(&self.state.history_failure) = (times, error.to_owned());
+    }
+
+    /// How many `conversations.history` calls arrived.
+    pub fn history_calls(&self) -> u64 {
+        self.state.history_calls.load(Ordering::Relaxed)
     }
 
     /// Injects (or with `None` clears) a failure for posts to `channel`.
@@ -251,8 +277,16 @@ async fn post_message(
         Some((status, _, None)) => return (status, "upstream error").into_response(),
         None => {}
     }
+    let is_header = body["thread_ts"].as_str().is_none();
+    let held = {
+        let mut held = lock(&state.held_headers);
+        (is_header && held.0 > 0).then(|| {
+            held.0 -= 1;
+            held.1
+        })
+    };
     let delay = *lock(&state.delay);
-    if !delay.is_zero() {
+    if held.is_none() && !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
     let n = state.counter.fetch_add(1, Ordering::Relaxed);
@@ -270,7 +304,99 @@ async fn post_message(
         received_at,
     });
     state.changed.notify_waiters();
+    if let Some(hold) = held {
+        // Recorded already: the post exists whether or not the client is still waiting.
+        tokio::time::sleep(hold).await;
+    }
     Json(json!({"ok": true, "channel": channel, "ts": ts})).into_response()
+}
+
+/// Most messages one history page holds (Slack's documented maximum).
+const HISTORY_LIMIT_MAX: usize = 999;
+
+#[derive(serde::Deserialize)]
+struct HistoryQuery {
+    channel: String,
+    oldest: Option<String>,
+    latest: Option<String>,
+    inclusive: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+    include_all_metadata: Option<String>,
+}
+
+/// `conversations.history`: the channel's top-level posts (thread replies are not in a
+/// channel's history), newest first, paged by an opaque cursor; metadata only when asked for.
+async fn history(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    Query(query): Query<HistoryQuery>,
+) -> Response {
+    state.history_calls.fetch_add(1, Ordering::Relaxed);
+    if !bot_token_ok(&state, &headers) {
+        return slack_error("invalid_auth");
+    }
+    {
+        let mut failure = lock(&state.history_failure);
+        if failure.0 > 0 {
+            failure.0 -= 1;
+            return slack_error(&failure.1.clone());
+        }
+    }
+    let number = |ts: &str| ts.parse::<f64>().ok();
+    let inclusive = matches!(query.inclusive.as_deref(), Some("true" | "1"));
+    let oldest = query.oldest.as_deref().and_then(number);
+    let latest = query.latest.as_deref().and_then(number);
+    let in_range = |ts: f64| {
+        let after = oldest.is_none_or(|o| if inclusive { ts >= o } else { ts > o });
+        let before = latest.is_none_or(|l| if inclusive { ts <= l } else { ts < l });
+        after && before
+    };
+    let with_metadata = matches!(query.include_all_metadata.as_deref(), Some("true" | "1"));
+    let mut messages: Vec<(f64, Value)> = lock(&state.posts)
+        .iter()
+        .filter(|p| p.channel == query.channel && p.thread_ts.is_none())
+        .filter_map(|p| Some((number(&p.ts)?, p)))
+        .filter(|(ts, _)| in_range(*ts))
+        .map(|(ts, p)| {
+            let mut message = json!({
+                "type": "message", "ts": p.ts, "text": p.text,
+                "user": BOT_USER_ID, "bot_id": BOT_ID, "app_id": "AMOCK",
+            });
+            if with_metadata && !p.body["metadata"].is_null() {
+                message["metadata"] = p.body["metadata"].clone();
+            }
+            (ts, message)
+        })
+        .collect();
+    messages.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let start = query
+        .cursor
+        .as_deref()
+        .and_then(|c| c.strip_prefix("next:"))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    let limit = query.limit.unwrap_or(100).clamp(1, HISTORY_LIMIT_MAX);
+    let page: Vec<Value> = messages
+        .into_iter()
+        .skip(start)
+        .take(limit + 1)
+        .map(|(_, m)| m)
+        .collect();
+    let has_more = page.len() > limit;
+    let page: Vec<Value> = page.into_iter().take(limit).collect();
+    let next_cursor = if has_more {
+        format!("next:{}", start + limit)
+    } else {
+        String::new()
+    };
+    Json(json!({
+        "ok": true,
+        "messages": page,
+        "has_more": has_more,
+        "response_metadata": {"next_cursor": next_cursor},
+    }))
+    .into_response()
 }
 
 async fn auth_test(State(state): State<Arc<MockState>>, headers: HeaderMap) -> Response {

@@ -43,6 +43,7 @@ struct Figures {
     is_disk_full: bool,
     job_attempts: Vec<(Lane, Counted, u64)>,
     job_lag: Snapshot,
+    slack_unmapped_replies: u64,
 }
 
 /// Latency histograms show bounds from 2^6 µs (64 µs) to 2^25 µs (about 34 s).
@@ -86,6 +87,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
             })
             .collect(),
         job_lag: jobs.lag.snapshot(),
+        slack_unmapped_replies: meters.slack_unmapped_replies.load(Relaxed),
     };
     let mut registry = Registry::with_prefix("porch");
     registry.register_collector(Box::new(figures));
@@ -285,6 +287,12 @@ impl Figures {
                 ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
             }
         }
+        counter(
+            e,
+            "slack_unmapped_replies",
+            "Slack replies in a thread Porch started that matched no conversation (not delivered).",
+            self.slack_unmapped_replies,
+        )?;
         histogram(
             e,
             "job_lag_seconds",

@@ -24,6 +24,9 @@ pub struct Meters {
     pub loop_lag: LogHistogram,
     /// The job runner's outcome counters (handed to the runner's destinations).
     pub jobs: Arc<JobStats>,
+    /// Slack replies in a thread Porch's bot started that matched no conversation (also logged
+    /// at warn): each one is an answer the visitor did not get.
+    pub slack_unmapped_replies: AtomicU64,
 }
 
 impl Meters {

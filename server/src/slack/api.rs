@@ -7,8 +7,9 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Bound on one Slack call; Slack normally answers in well under a second.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound on one Slack call unless configured (`PORCH_SLACK_TIMEOUT`); Slack normally answers in
+/// well under a second.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Used when a 429 carries no (or an unreadable) `Retry-After`.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -62,11 +63,21 @@ pub struct SlackUser {
     pub email: Option<String>,
 }
 
+/// One page of `conversations.history`, newest message first.
+#[derive(Debug, Clone, Default)]
+pub struct HistoryPage {
+    pub messages: Vec<Value>,
+    /// Where the next page starts; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
 /// The Slack Web API at `base` (`https://slack.com/api`, or a mock in tests).
 #[derive(Clone)]
 pub struct SlackApi {
     http: reqwest::Client,
     base: String,
+    /// Bound on one call. A call that runs into it may still have had its effect at Slack.
+    timeout: Duration,
 }
 
 impl SlackApi {
@@ -74,17 +85,32 @@ impl SlackApi {
         Self {
             http,
             base: base.trim_end_matches('/').to_owned(),
+            timeout: DEFAULT_TIMEOUT,
         }
+    }
+
+    /// The same client with another bound on each call.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// Calls `method` with a JSON body and the token as a bearer; returns the `ok` body.
     async fn call(&self, method: &str, token: &str, body: &Value) -> Result<Value, CallError> {
-        let response = self
-            .http
-            .post(format!("{}/{method}", self.base))
+        let request = self.http.post(format!("{}/{method}", self.base)).json(body);
+        self.send(request, token).await
+    }
+
+    /// Sends a prepared request with the token and the timeout; returns the `ok` body.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: &str,
+    ) -> Result<Value, CallError> {
+        let response = request
             .bearer_auth(token)
-            .json(body)
-            .timeout(TIMEOUT)
+            .timeout(self.timeout)
             .send()
             .await
             .map_err(|e| CallError::Network(e.without_url().to_string()))?;
@@ -133,6 +159,53 @@ impl SlackApi {
                 error: "missing_ts".into(),
                 status: 200,
             })
+    }
+
+    /// `conversations.history` of `channel` from `oldest` up to `latest` (Slack timestamps, both
+    /// inclusive when given), with message metadata. A read method: arguments go in the query
+    /// string, as Slack documents for `GET`. Needs `channels:history` (`groups:history` for
+    /// private channels).
+    pub async fn history(
+        &self,
+        token: &str,
+        channel: &str,
+        oldest: &str,
+        latest: Option<&str>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, CallError> {
+        let mut query = vec![
+            ("channel", channel.to_owned()),
+            ("oldest", oldest.to_owned()),
+            ("inclusive", "true".to_owned()),
+            ("include_all_metadata", "true".to_owned()),
+            ("limit", limit.to_string()),
+        ];
+        if let Some(latest) = latest {
+            query.push(("latest", latest.to_owned()));
+        }
+        if let Some(cursor) = cursor.filter(|c| !c.is_empty()) {
+            query.push(("cursor", cursor.to_owned()));
+        }
+        let url = reqwest::Url::parse_with_params(
+            &format!("{}/conversations.history", self.base),
+            &query,
+        )
+        .map_err(|e| CallError::Network(e.to_string()))?;
+        let mut answer = self.send(self.http.get(url), token).await?;
+        let messages = match answer.get_mut("messages").map(Value::take) {
+            Some(Value::Array(messages)) => messages,
+            _ => Vec::new(),
+        };
+        let next_cursor = answer["response_metadata"]["next_cursor"]
+            .as_str()
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+            .filter(|_| answer["has_more"].as_bool() != Some(false));
+        Ok(HistoryPage {
+            messages,
+            next_cursor,
+        })
     }
 
     /// `auth.test`: checks a bot token and says whose it is.

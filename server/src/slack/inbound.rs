@@ -1,9 +1,11 @@
 //! What to do with a Slack event, however it arrived (Events API or Socket Mode): a human's
 //! reply in one of our threads becomes an agent message (or a private note) for the visitor;
-//! everything else is ignored.
+//! everything else is ignored. A reply in a thread Porch never recorded is traced to its
+//! conversation through the root's metadata; one that cannot be is logged and counted.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -11,14 +13,18 @@ use tokio::sync::Notify;
 
 use crate::chat::{self, Agent, InboundReply, MessageBody};
 use crate::state::App;
-use crate::store::{self, IntegrationId};
+use crate::store::{self, ConversationId, IntegrationId};
 
-use super::{SlackApi, SlackIntegration, SlackUser, to_plain};
+use super::{
+    SlackApi, SlackIntegration, SlackUser, find_root, header_conversation, is_by_our_bot, to_plain,
+};
 
 /// How long a Slack user's name and email are remembered.
 const USER_CACHE_TTL: Duration = Duration::from_mins(10);
 /// Slack wants an answer within 3 s; a name lookup must not use that up.
 const USER_LOOKUP_TIMEOUT: Duration = Duration::from_millis(1500);
+/// Same bound for reading the root of a thread Porch has no record of.
+const ROOT_LOOKUP_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Prefix that makes a thread reply a private note.
 const NOTE_PREFIX: &str = "note:";
 /// Message subtypes that are a person writing; edits, deletes, joins and bot posts are not.
@@ -33,6 +39,19 @@ pub enum Handled {
     Duplicate,
     /// Not a reply in one of our threads (or from a bot, an edit, …).
     Ignored,
+    /// A reply in a thread Porch's bot started that could not be matched to a conversation:
+    /// nothing was stored; it was logged at warn and counted
+    /// (`porch_slack_unmapped_replies_total`).
+    Unmapped,
+}
+
+/// Where a reply in a thread without a record belongs.
+enum Traced {
+    Conversation(ConversationId),
+    /// Someone else's thread: not for Porch.
+    NotOurs,
+    /// Porch's (or maybe Porch's) thread, but no conversation can be named; says why.
+    Unmapped(String),
 }
 
 /// Inbound Slack state shared by the Events API endpoint and the Socket Mode clients.
@@ -110,12 +129,31 @@ pub async fn handle_event_callback(
         channel.to_owned(),
         thread_ts.to_owned(),
     );
-    let Some(conversation_id) = app
+    let recorded = app
         .readers
         .read(move |c| store::find_conversation_by_slack_thread(c, &team, &channel_id, &thread))
-        .await?
-    else {
-        return Ok(Handled::Ignored);
+        .await?;
+    let conversation_id = match recorded {
+        Some(id) => id,
+        None => match trace_thread(app, slack, event, channel, thread_ts).await? {
+            Traced::Conversation(id) => id,
+            Traced::NotOurs => return Ok(Handled::Ignored),
+            Traced::Unmapped(reason) => {
+                app.meters
+                    .slack_unmapped_replies
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    integration = %integration_id,
+                    channel,
+                    thread_ts,
+                    event_id,
+                    reason,
+                    "a Slack reply in a thread Porch started matches no conversation; it was not \
+                     delivered to the visitor"
+                );
+                return Ok(Handled::Unmapped);
+            }
+        },
     };
 
     let plain = to_plain(text("text").unwrap_or_default());
@@ -142,6 +180,62 @@ pub async fn handle_event_callback(
     Ok(match app.chat.post_inbound_reply(reply).await? {
         Some(_) => Handled::Stored,
         None => Handled::Duplicate,
+    })
+}
+
+/// Finds the conversation of a thread Porch has no record of (a second header posted after a
+/// timeout or crash, when the first could not be found) from its root's metadata, and records
+/// the root so later replies need no lookup.
+async fn trace_thread(
+    app: &App,
+    slack: &SlackIntegration,
+    event: &Value,
+    channel: &str,
+    thread_ts: &str,
+) -> Result<Traced, chat::Error> {
+    // Slack names the thread's author in every reply: a person's thread needs no lookup.
+    let parent = event["parent_user_id"].as_str();
+    if parent.is_some_and(|p| p != slack.config.bot_user_id) {
+        return Ok(Traced::NotOurs);
+    }
+    let lookup = find_root(&app.slack.api, &slack.secrets.bot_token, channel, thread_ts);
+    let root = match tokio::time::timeout(ROOT_LOOKUP_TIMEOUT, lookup).await {
+        Ok(Ok(Some(root))) => root,
+        Ok(Ok(None)) if parent.is_none() => return Ok(Traced::NotOurs),
+        Ok(Ok(None)) => return Ok(Traced::Unmapped("Slack has no such thread root".into())),
+        Ok(Err(err)) => {
+            return Ok(Traced::Unmapped(format!(
+                "could not read the thread's root (the app needs channels:history or \
+                 groups:history): {err}"
+            )));
+        }
+        Err(_) => {
+            return Ok(Traced::Unmapped(
+                "Slack did not answer in time with the thread's root".into(),
+            ));
+        }
+    };
+    let Some(conversation) = header_conversation(&root, &slack.config) else {
+        return Ok(if is_by_our_bot(&root, &slack.config) {
+            Traced::Unmapped("the thread's root carries no Porch conversation".into())
+        } else {
+            Traced::NotOurs
+        });
+    };
+    let (team, channel_id, ts) = (
+        slack.config.team_id.clone(),
+        channel.to_owned(),
+        thread_ts.to_owned(),
+    );
+    let recorded = app
+        .writer
+        .write(move |c| store::insert_slack_thread_root(c, conversation, &team, &channel_id, &ts))
+        .await?;
+    Ok(if recorded {
+        tracing::info!(conversation = %conversation, thread_ts, "adopted an unrecorded Slack thread of the conversation");
+        Traced::Conversation(conversation)
+    } else {
+        Traced::Unmapped(format!("conversation {conversation} no longer exists"))
     })
 }
 

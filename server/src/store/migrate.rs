@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0005_capacity.sql"),
     include_str!("../../../migrations/0006_jobs_integration_unfinished.sql"),
     include_str!("../../../migrations/0007_job_attempts_every_try.sql"),
+    include_str!("../../../migrations/0008_slack_thread_starts.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -68,8 +68,8 @@ pub use readers::Readers;
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
 pub use slack::{
-    find_conversation_by_slack_thread, find_slack_thread, insert_slack_event, insert_slack_thread,
-    prune_slack_events,
+    ThreadStart, begin_slack_thread, find_conversation_by_slack_thread, find_slack_thread,
+    insert_slack_event, insert_slack_thread, insert_slack_thread_root, prune_slack_events,
 };
 pub use users::{
     NewUser, UserRow, find_user_by_api_token, find_user_by_email, insert_api_token, insert_user,

@@ -19,6 +19,7 @@ mod instance_lock;
 mod loadtest;
 mod metrics;
 mod slack;
+mod slack_threads;
 mod snippet;
 mod webhooks;
 mod widget_errors;

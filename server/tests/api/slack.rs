@@ -1,6 +1,6 @@
 //! The job runner and two-way Slack, against the Slack mock over loopback: threads, ordering,
-//! 429 pauses per channel, retries, blocking and resuming, crash recovery, and replies coming
-//! back through the Events API and Socket Mode.
+//! 429 pauses per channel, retries, blocking and resuming, and replies coming back through the
+//! Events API and Socket Mode. Crash recovery and duplicate headers are in `slack_threads`.
 
 use std::time::{Duration, Instant};
 
@@ -10,13 +10,13 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, WAIT};
 
-const SECRET: &str = "test-signing-secret";
+pub(crate) const SECRET: &str = "test-signing-secret";
 
 /// A server wired to a fresh Slack mock, with an admin token.
-struct Fixture {
-    app: TestApp,
-    mock: SlackMock,
-    admin: String,
+pub(crate) struct Fixture {
+    pub app: TestApp,
+    pub mock: SlackMock,
+    pub admin: String,
 }
 
 impl Fixture {
@@ -27,15 +27,22 @@ impl Fixture {
         Self::start_with(mock, tempfile::tempdir().expect("dir")).await
     }
 
-    async fn start_with(mock: SlackMock, dir: tempfile::TempDir) -> Self {
+    pub async fn start_with(mock: SlackMock, dir: tempfile::TempDir) -> Self {
+        Self::start_with_flags(mock, dir, &[]).await
+    }
+
+    /// Like [`Fixture::start_with`], with more flags of `porch serve`.
+    pub async fn start_with_flags(mock: SlackMock, dir: tempfile::TempDir, flags: &[&str]) -> Self {
         let url = mock.api_url();
-        let app = TestApp::spawn_in(dir, &["--slack-api-url", &url]).await;
+        let mut args = vec!["--slack-api-url", url.as_str()];
+        args.extend_from_slice(flags);
+        let app = TestApp::spawn_in(dir, &args).await;
         let admin = app.add_user_token("Admin", "admin");
         Self { app, mock, admin }
     }
 
     /// A site connected to `channel`; returns (site key, integration id).
-    async fn site_with_slack(&self, name: &str, channel: &str, extra: Value) -> (String, i64) {
+    pub async fn site_with_slack(&self, name: &str, channel: &str, extra: Value) -> (String, i64) {
         let site = self.app.add_site(name);
         self.app
             .set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
@@ -58,7 +65,7 @@ impl Fixture {
     }
 
     /// Posts a signed Events API request; returns the HTTP status.
-    async fn send_event(&self, integration: i64, body: &Value, signed_at: i64) -> u16 {
+    pub async fn send_event(&self, integration: i64, body: &Value, signed_at: i64) -> u16 {
         let raw = body.to_string();
         let signature = sign(SECRET, signed_at, raw.as_bytes());
         let ts = signed_at.to_string();
@@ -79,7 +86,7 @@ impl Fixture {
         response.status
     }
 
-    fn job_states(&self) -> Vec<(String, i64)> {
+    pub fn job_states(&self) -> Vec<(String, i64)> {
         let conn = self.app.db();
         let mut stmt = conn
             .prepare("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
@@ -91,7 +98,7 @@ impl Fixture {
     }
 
     /// Waits until no job is queued or running.
-    async fn wait_until_settled(&self) {
+    pub async fn wait_until_settled(&self) {
         let deadline = Instant::now() + WAIT;
         while self
             .app
@@ -108,11 +115,17 @@ impl Fixture {
     }
 }
 
-fn now_secs() -> i64 {
+pub(crate) fn now_secs() -> i64 {
     porch::clock::now_ms() / 1000
 }
 
-fn reply_event(event_id: &str, channel: &str, thread_ts: &str, user: &str, text: &str) -> Value {
+pub(crate) fn reply_event(
+    event_id: &str,
+    channel: &str,
+    thread_ts: &str,
+    user: &str,
+    text: &str,
+) -> Value {
     json!({
         "type": "event_callback",
         "team_id": "T0MOCK",
@@ -347,114 +360,6 @@ async fn failed_jobs_can_be_listed_and_retried() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(fx.mock.wait_for_posts(2, WAIT).await.len(), 2);
-}
-
-#[tokio::test]
-async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
-    // A real porch process, killed with SIGKILL while a delivery hangs on the slow mock.
-    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::from_mins(1))
-        .await
-        .expect("mock");
-    let dir = tempfile::tempdir().expect("dir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut child = KillOnDrop(
-        std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
-            .args([
-                "--data-dir",
-                dir.path().to_str().expect("path"),
-                "serve",
-                "--listen",
-                &listen,
-                "--log",
-                "warn",
-            ])
-            .args(["--slack-api-url", &mock.api_url()])
-            .spawn()
-            .expect("porch starts"),
-    );
-    // Ready, not just listening: the port answers while migrations still run.
-    let probe = crate::helpers::reqwest_lite::Client {
-        addr: listen.parse().expect("addr"),
-    };
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if tokio::net::TcpStream::connect(&listen).await.is_ok()
-            && probe.request("GET", "/readyz", &[], "").await.status == 200
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "porch did not become ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-
-    // Set up through the database file and the running process's API, as an admin would.
-    let fx_db = crate::helpers::TestDb::open(dir.path());
-    let site = fx_db.add_site("Shop");
-    let admin = fx_db.add_user_token("Operator", "admin");
-    let client = crate::helpers::reqwest_lite::Client {
-        addr: listen.parse().expect("addr"),
-    };
-    let body =
-        json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": SECRET}).to_string();
-    let auth = format!("Bearer {admin}");
-    let created = client
-        .request(
-            "POST",
-            &format!("/api/v1/sites/{site}/integrations/slack"),
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
-            &body,
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let mut widget = crate::helpers::Widget::connect(
-        listen.parse().expect("addr"),
-        &site,
-        crate::helpers::ORIGIN,
-    )
-    .await;
-    widget.hello(None, 0).await;
-    assert_eq!(widget.say("m", "before the crash").await["type"], "ack");
-    let deadline = Instant::now() + WAIT;
-    while fx_db.count("SELECT count(*) FROM jobs WHERE state = 'running'") == 0 {
-        assert!(Instant::now() < deadline, "the delivery never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.0.kill().expect("SIGKILL");
-    let _ = child.0.wait();
-    drop(widget);
-
-    mock.set_delay(Duration::ZERO);
-    let fx = Fixture::start_with(mock, dir).await;
-    // The killed process may already have posted the thread's header; the reply itself only
-    // comes from the restarted one.
-    let deadline = Instant::now() + WAIT;
-    while !fx.mock.posts().iter().any(|p| p.text == "before the crash") {
-        assert!(Instant::now() < deadline, "{:?}", fx.mock.posts());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    fx.wait_until_settled().await;
-    assert_eq!(
-        fx.app
-            .count("SELECT count(*) FROM jobs WHERE state = 'done' AND is_uncertain = 1"),
-        1
-    );
-}
-
-/// Kills the child process when the test ends, also when it fails midway.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Sets up a conversation with a Slack thread; returns (fixture, widget, integration, thread ts).

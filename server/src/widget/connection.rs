@@ -85,6 +85,9 @@ struct Connection {
     /// The highest message id this client has: from `hello.last_id`, then every message sent.
     /// A pushed message at or below it was already sent from the history, so it is dropped.
     sent_up_to: MessageId,
+    /// Client ids this connection sent before the visitor existed (a few, until the first
+    /// ack): the catch-up after that ack must not echo them, they get acks.
+    sent_before_visitor: Vec<String>,
 }
 
 /// Runs a widget connection to its end.
@@ -117,6 +120,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         hub_id,
         subscription: None,
         sent_up_to: last_id,
+        sent_before_visitor: Vec::new(),
     };
     if conn.welcome(&token, last_id).await.is_ok() {
         conn.run(stream).await;
@@ -318,7 +322,7 @@ impl Connection {
             self.sent_up_to = self.sent_up_to.max(last.id);
         }
         match self.visitor_id {
-            Some(visitor) if first.has_more => self.send_after(visitor, None).await,
+            Some(visitor) if first.has_more => self.send_after(visitor).await,
             _ => Ok(()),
         }
     }
@@ -353,16 +357,19 @@ impl Connection {
     }
 
     /// Sends as `message` frames, page by page, every message of `visitor` committed after
-    /// `sent_up_to`, except `acked` (this connection's own message, answered by its ack).
-    async fn send_after(
-        &mut self,
-        visitor: VisitorId,
-        acked: Option<MessageId>,
-    ) -> Result<(), Closed> {
+    /// `sent_up_to`, except this connection's own messages (answered by their acks).
+    async fn send_after(&mut self, visitor: VisitorId) -> Result<(), Closed> {
         loop {
             let page = self.history_page(visitor, self.sent_up_to).await?;
-            for row in page.messages.iter().filter(|m| Some(m.id) != acked) {
-                self.send(MessageFrame::from(row).to_json()).await?;
+            for row in &page.messages {
+                let is_own = row.author == "visitor"
+                    && row
+                        .client_id
+                        .as_ref()
+                        .is_some_and(|id| self.sent_before_visitor.contains(id));
+                if !is_own {
+                    self.send(MessageFrame::from(row).to_json()).await?;
+                }
             }
             if let Some(last) = page.messages.last() {
                 self.sent_up_to = last.id;
@@ -531,6 +538,11 @@ impl Connection {
         }
         self.has_conversation = true;
         let details = if self.visitor_id.is_none() {
+            // Bounded: past the cap (only reachable through refused writes) an own message may be
+            // echoed, which the protocol allows (the client matches it by client_id).
+            if self.sent_before_visitor.len() < 2 * MAX_IN_FLIGHT {
+                self.sent_before_visitor.push(client_id.as_str().to_owned());
+            }
             VisitorDetails {
                 page: self.page.clone(),
                 user_agent: self.peer.user_agent.clone(),
@@ -591,7 +603,8 @@ impl Connection {
             // for them before the subscription (an agent answering within milliseconds).
             self.visitor_id = Some(stored.visitor_id);
             self.subscribe(stored.visitor_id);
-            self.send_after(stored.visitor_id, Some(stored.id)).await?;
+            self.send_after(stored.visitor_id).await?;
+            self.sent_before_visitor = Vec::new();
         }
         Ok(())
     }

@@ -154,3 +154,33 @@ async fn more_than_a_page_of_missed_messages_arrives_whole_and_oldest_first() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_new_visitors_pipelined_first_messages_get_acks_and_are_not_echoed() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    for n in 0..5 {
+        widget
+            .send(
+                serde_json::json!({"type": "message", "client_id": format!("p-{n}"), "body": "hi"}),
+            )
+            .await;
+    }
+    let mut kinds = Vec::new();
+    for _ in 0..5 {
+        kinds.push(
+            widget.recv().await["type"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+        );
+    }
+    assert_eq!(kinds, ["ack"; 5]);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), widget.recv())
+            .await
+            .is_err(),
+        "nothing more, in particular no echo of our own messages"
+    );
+}

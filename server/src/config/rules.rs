@@ -173,11 +173,6 @@ impl Config {
                 self.public_url_or(self.listen)
             )));
         }
-        if self.listen.port() == 0 {
-            warnings.push(Warning(
-                "PORCH_LISTEN has port 0: the port is chosen at random on each start".to_owned(),
-            ));
-        }
         Ok(())
     }
 

@@ -10,6 +10,10 @@ use clap::Args;
 
 use crate::store::Synchronous;
 
+mod rules;
+
+pub use rules::{ConfigError, Warning};
+
 /// Where Porch keeps its data; shared by every command.
 #[derive(Debug, Clone, Args)]
 pub struct DataConfig {
@@ -123,7 +127,12 @@ pub struct Config {
 
     /// Bound on one Slack Web API call. A post that runs into it may still appear in Slack, so
     /// the retry first looks for it in the channel (see docs/integrations/slack.md).
-    #[arg(long, env = "PORCH_SLACK_TIMEOUT", default_value = "10s", value_parser = parse_positive_duration)]
+    #[arg(
+        long,
+        env = "PORCH_SLACK_TIMEOUT",
+        default_value = "10s",
+        value_parser = humantime::parse_duration
+    )]
     pub slack_timeout: Duration,
 
     /// Base URL of the Discord API: a Discord integration's webhook URL must start with
@@ -180,33 +189,51 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads `--metrics-token-file` into `metrics_token`, trimmed of the trailing newline, and
-    /// checks a token given directly.
+    /// Reads `--metrics-token-file` into `metrics_token`, trimmed of the trailing newline.
     ///
     /// # Errors
-    /// Fails, naming the variable, if the file cannot be read or is empty, or if the token given
-    /// directly is empty or padded with spaces.
-    pub fn load_secret_files(&mut self) -> anyhow::Result<()> {
-        use anyhow::Context;
-        // An empty or padded token would make every scrape fail with no hint why.
-        if let Some(token) = &self.metrics_token {
-            anyhow::ensure!(
-                !token.expose().is_empty() && token.expose().trim() == token.expose(),
-                "PORCH_METRICS_TOKEN is empty or has leading or trailing spaces"
-            );
-        }
+    /// Fails, naming the variable, if the file cannot be read or is empty.
+    pub fn load_secret_files(&mut self) -> Result<(), ConfigError> {
         if let Some(path) = &self.metrics_token_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading PORCH_METRICS_TOKEN_FILE {}", path.display()))?;
+            let text = std::fs::read_to_string(path).map_err(|err| {
+                ConfigError::new(
+                    "PORCH_METRICS_TOKEN_FILE",
+                    format!("cannot be read ({}: {err})", path.display()),
+                )
+            })?;
             let token = text.trim();
-            anyhow::ensure!(
-                !token.is_empty(),
-                "PORCH_METRICS_TOKEN_FILE {} is empty",
-                path.display()
-            );
+            if token.is_empty() {
+                return Err(ConfigError::new(
+                    "PORCH_METRICS_TOKEN_FILE",
+                    format!("must not be empty ({})", path.display()),
+                ));
+            }
             self.metrics_token = Some(Secret(token.to_owned()));
         }
         Ok(())
+    }
+
+    /// The public URL: `PORCH_PUBLIC_URL` without its trailing slash, else `http://` plus the
+    /// bound address, with a wildcard address replaced by loopback (a browser cannot open
+    /// `http://0.0.0.0:…`; start-up warns that the URL only works on this host).
+    pub fn public_url_or(&self, local_addr: SocketAddr) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", reachable(local_addr)),
+        }
+    }
+}
+
+/// `addr` with a wildcard IP (`0.0.0.0`, `::`) replaced by loopback of the same family.
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            (std::net::Ipv4Addr::LOCALHOST, addr.port()).into()
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            (std::net::Ipv6Addr::LOCALHOST, addr.port()).into()
+        }
+        _ => addr,
     }
 }
 
@@ -246,14 +273,6 @@ impl std::ops::Deref for IpList {
 
     fn deref(&self) -> &[IpAddr] {
         &self.0
-    }
-}
-
-fn parse_positive_duration(raw: &str) -> Result<Duration, String> {
-    match humantime::parse_duration(raw) {
-        Ok(d) if d.is_zero() => Err("must be longer than 0".to_owned()),
-        Ok(d) => Ok(d),
-        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -104,10 +104,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         per_hour: config.ip_conversations_per_hour,
         burst: config.ip_conversations_burst,
     });
-    let public_url = match &config.public_url {
-        Some(url) => url.trim_end_matches('/').to_owned(),
-        None => format!("http://{local_addr}"),
-    };
+    let public_url = config.public_url_or(local_addr);
     let app: AppState = Arc::new(App::new(
         Arc::clone(&config),
         public_url,

@@ -66,14 +66,28 @@ pub enum Command {
     Health(health::HealthArgs),
 }
 
-/// Runs the command line; the process exit code is the result.
+/// Runs the command line; the process exit code is the result: 2 for a setting that breaks a
+/// rule (as clap does for one it cannot parse), 1 for a failure while running.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let filter = match &cli.command {
-        Command::Serve(config) => config.log.clone(),
-        _ => "warn".to_owned(),
+    let mut cli = Cli::parse();
+    let (filter, warnings) = match &mut cli.command {
+        Command::Serve(config) => {
+            // Before anything is opened or logged: a bad setting leaves no trace but one line.
+            config.data_dir.clone_from(&cli.data.data_dir);
+            match config.load_secret_files().and_then(|()| config.validate()) {
+                Ok(warnings) => (config.log.clone(), warnings),
+                Err(err) => {
+                    let _ = writeln!(std::io::stderr(), "error: {err}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        _ => ("warn".to_owned(), Vec::new()),
     };
     init_tracing(&filter);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -83,9 +97,11 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Installs the log subscriber; `filter` is `PORCH_LOG`, which `Config::validate` has parsed
+/// (other commands pass a fixed filter).
 fn init_tracing(filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         // Colour codes only for a terminal, not in `docker compose logs` or journald.

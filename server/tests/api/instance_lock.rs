@@ -32,9 +32,15 @@ fn run(data_dir: &Path, args: &[&str]) -> Output {
     porch(data_dir, args).output().expect("porch runs")
 }
 
-/// Starts `porch serve` and waits until it holds the lock (its PID is in the lock file).
+/// Starts `porch serve` and waits until it holds the lock (its PID is in the lock file) and
+/// has finished migrating (`porch health --path /readyz` answers 200).
 fn serve(data_dir: &Path) -> Served {
-    let child = porch(data_dir, &["serve", "--listen", "127.0.0.1:0"])
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = porch(data_dir, &["serve", "--listen", &listen])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -43,13 +49,21 @@ fn serve(data_dir: &Path) -> Served {
     let served = Served(child);
     let deadline = Instant::now() + Duration::from_secs(20);
     let lock = data_dir.join("porch.lock");
-    while std::fs::read_to_string(&lock)
-        .ok()
-        .as_deref()
-        .map(str::trim)
-        != Some(pid.as_str())
-    {
-        assert!(Instant::now() < deadline, "porch serve never took the lock");
+    let is_ready = || {
+        std::fs::read_to_string(&lock)
+            .ok()
+            .as_deref()
+            .map(str::trim)
+            == Some(pid.as_str())
+            && run(
+                data_dir,
+                &["health", "--listen", &listen, "--path", "/readyz"],
+            )
+            .status
+            .success()
+    };
+    while !is_ready() {
+        assert!(Instant::now() < deadline, "porch serve never became ready");
         std::thread::sleep(Duration::from_millis(20));
     }
     served

@@ -9,6 +9,7 @@ mod attempts;
 mod brakes;
 mod capacity_page;
 mod config_doc;
+mod config_validation;
 mod connections;
 mod discord;
 mod email;

@@ -1,0 +1,399 @@
+//! The rules every `porch serve` setting must meet, checked once at start-up before anything is
+//! opened: a value that would break at run time is a [`ConfigError`] naming the variable and the
+//! flag; a legal but surprising one is a [`Warning`]. All bounds live here, in [`Config::validate`].
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use reqwest::Url;
+
+use super::Config;
+use crate::store::Synchronous;
+
+/// A setting that would break Porch at run time: which one, as the operator wrote it, and the
+/// rule it breaks. Displays as one line, e.g.
+/// `PORCH_WS_PING_INTERVAL (--ws-ping-interval) must be at least 1s (got 0s)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The environment variable, `PORCH_*`; the flag is derived from it.
+    pub variable: &'static str,
+    /// What the value must be, and what it was where that is not a secret.
+    pub rule: String,
+}
+
+impl ConfigError {
+    pub(super) fn new(variable: &'static str, rule: impl Into<String>) -> Self {
+        Self {
+            variable,
+            rule: rule.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every flag is its variable without `PORCH_`, in kebab case.
+        let flag = self
+            .variable
+            .trim_start_matches("PORCH_")
+            .to_ascii_lowercase()
+            .replace('_', "-");
+        // One line, whatever the rule says: the operator reads it in `docker logs`.
+        let rule = self.rule.replace(['\n', '\r'], " ");
+        write!(f, "{} (--{flag}) {rule}", self.variable)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A legal but surprising setting, logged at warn when the server starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning(pub String);
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+const MINUTE: Duration = Duration::from_mins(1);
+const HOUR: Duration = Duration::from_hours(1);
+const DAY: Duration = Duration::from_hours(24);
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+
+impl Config {
+    /// Checks every setting against its rule, in the order of the struct, and returns the
+    /// warnings for the legal but surprising ones.
+    ///
+    /// # Errors
+    /// The first setting that breaks a rule.
+    pub fn validate(&self) -> Result<Vec<Warning>, ConfigError> {
+        let mut warnings = Vec::new();
+        if self.data_dir.exists() && !self.data_dir.is_dir() {
+            return Err(ConfigError::new(
+                "PORCH_DATA_DIR",
+                format!("must be a directory ({} is not)", self.data_dir.display()),
+            ));
+        }
+        self.validate_addresses(&mut warnings)?;
+        if self.synchronous == Synchronous::Normal {
+            warnings.push(Warning(
+                "PORCH_SYNCHRONOUS=normal: the last acknowledged messages may be lost on power \
+                 loss"
+                    .to_owned(),
+            ));
+        }
+        // The writer: a queue of 0 answers `busy` forever; a batch of 0 commits nothing.
+        count("PORCH_WRITER_QUEUE", self.writer_queue, 1, MIB)?;
+        count("PORCH_WRITER_BATCH", self.writer_batch, 1, 65_536)?;
+        // Without a reader no query is ever answered; past 256 SQLite gains nothing.
+        count("PORCH_READERS", self.readers, 1, 256)?;
+        duration(
+            "PORCH_HEADER_TIMEOUT",
+            self.header_timeout,
+            SECOND,
+            10 * MINUTE,
+        )?;
+        duration("PORCH_REQUEST_TIMEOUT", self.request_timeout, SECOND, HOUR)?;
+        // Below 1 KiB no admin form fits; above 1 GiB one request could exhaust memory.
+        count("PORCH_BODY_LIMIT", self.body_limit, KIB, 1024 * MIB)?;
+        // 0 means derived from the file-descriptor limit.
+        count("PORCH_MAX_CONNECTIONS", self.max_connections, 0, 16 * MIB)?;
+        self.validate_websockets(&mut warnings)?;
+        // 0 would refuse every new conversation; the load test sets 100,000,000.
+        let per_ip = 1_000_000_000;
+        count(
+            "PORCH_IP_CONVERSATIONS_PER_HOUR",
+            self.ip_conversations_per_hour,
+            1,
+            per_ip,
+        )?;
+        count(
+            "PORCH_IP_CONVERSATIONS_BURST",
+            self.ip_conversations_burst,
+            1,
+            per_ip,
+        )?;
+        if self.trusted_proxies.iter().any(IpAddr::is_unspecified) {
+            return Err(ConfigError::new(
+                "PORCH_TRUSTED_PROXIES",
+                "must list proxies' addresses, not 0.0.0.0 or ::",
+            ));
+        }
+        count("PORCH_CHAT_CONCURRENCY", self.chat_concurrency, 1, 65_536)?;
+        duration("PORCH_JOB_RETENTION", self.job_retention, MINUTE, 365 * DAY)?;
+        api_url("PORCH_SLACK_API_URL", &self.slack_api_url)?;
+        duration(
+            "PORCH_SLACK_TIMEOUT",
+            self.slack_timeout,
+            Duration::from_millis(100),
+            5 * MINUTE,
+        )?;
+        api_url("PORCH_DISCORD_API_URL", &self.discord_api_url)?;
+        self.validate_mail(&mut warnings)?;
+        duration(
+            "PORCH_SHUTDOWN_GRACE",
+            self.shutdown_grace,
+            Duration::ZERO,
+            10 * MINUTE,
+        )?;
+        if let Err(err) = tracing_subscriber::EnvFilter::try_new(&self.log) {
+            return Err(ConfigError::new(
+                "PORCH_LOG",
+                format!("must be a log filter such as `info` or `porch=debug,info` ({err})"),
+            ));
+        }
+        if let Some(token) = &self.metrics_token {
+            let token = token.expose();
+            // An empty or padded token would make every scrape fail with no hint why.
+            if token.is_empty() || token.trim() != token {
+                let variable = if self.metrics_token_file.is_some() {
+                    "PORCH_METRICS_TOKEN_FILE"
+                } else {
+                    "PORCH_METRICS_TOKEN"
+                };
+                return Err(ConfigError::new(
+                    variable,
+                    "must not be empty or have leading or trailing spaces",
+                ));
+            }
+            if token.len() < 16 {
+                warnings.push(Warning(
+                    "PORCH_METRICS_TOKEN is shorter than 16 characters: easy to guess".to_owned(),
+                ));
+            }
+        }
+        Ok(warnings)
+    }
+
+    fn validate_addresses(&self, warnings: &mut Vec<Warning>) -> Result<(), ConfigError> {
+        if let Some(url) = &self.public_url {
+            public_url(url)?;
+        } else if self.listen.ip().is_unspecified() {
+            warnings.push(Warning(format!(
+                "PORCH_LISTEN={} without PORCH_PUBLIC_URL: links and embed snippets use {}, which \
+                 works only on this host; set PORCH_PUBLIC_URL to the URL browsers use",
+                self.listen,
+                self.public_url_or(self.listen)
+            )));
+        }
+        Ok(())
+    }
+
+    fn validate_websockets(&self, warnings: &mut Vec<Warning>) -> Result<(), ConfigError> {
+        // A zero ping interval panics the connection task; a zero idle timeout closes every
+        // widget at once.
+        duration(
+            "PORCH_WS_PING_INTERVAL",
+            self.ws_ping_interval,
+            SECOND,
+            10 * MINUTE,
+        )?;
+        duration("PORCH_WS_IDLE_TIMEOUT", self.ws_idle_timeout, SECOND, HOUR)?;
+        // The pings are what keep an idle but live widget from being closed.
+        if self.ws_ping_interval >= self.ws_idle_timeout {
+            return Err(ConfigError::new(
+                "PORCH_WS_PING_INTERVAL",
+                format!(
+                    "must be shorter than PORCH_WS_IDLE_TIMEOUT ({}), got {}",
+                    humantime::format_duration(self.ws_idle_timeout),
+                    humantime::format_duration(self.ws_ping_interval)
+                ),
+            ));
+        }
+        if self.ws_ping_interval * 2 > self.ws_idle_timeout {
+            warnings.push(Warning(
+                "PORCH_WS_PING_INTERVAL is more than half of PORCH_WS_IDLE_TIMEOUT: one late pong \
+                 closes a live widget"
+                    .to_owned(),
+            ));
+        }
+        // Below 1 KiB an ordinary message closes the connection.
+        count("PORCH_WS_MAX_MESSAGE", self.ws_max_message, KIB, 16 * MIB)?;
+        Ok(())
+    }
+
+    fn validate_mail(&self, warnings: &mut Vec<Warning>) -> Result<(), ConfigError> {
+        match (&self.smtp_url, &self.mail_from) {
+            (Some(_), None) => {
+                return Err(ConfigError::new(
+                    "PORCH_MAIL_FROM",
+                    "must be set when PORCH_SMTP_URL is (the address mail comes from)",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "PORCH_SMTP_URL",
+                    "must be set when PORCH_MAIL_FROM is (without it no mail is sent)",
+                ));
+            }
+            _ => {}
+        }
+        if let Some(smtp) = &self.smtp_url {
+            // Never print the value: it carries the credentials.
+            let rule = "must be an smtp:// or smtps:// URL with a host (value not shown: a secret)";
+            let url =
+                Url::parse(smtp.expose()).map_err(|_| ConfigError::new("PORCH_SMTP_URL", rule))?;
+            if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none() {
+                return Err(ConfigError::new("PORCH_SMTP_URL", rule));
+            }
+            if lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::from_url(smtp.expose())
+                .is_err()
+            {
+                return Err(ConfigError::new("PORCH_SMTP_URL", rule));
+            }
+            let is_local = url.host_str().is_some_and(|host| {
+                host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            });
+            let is_encrypted = url.scheme() == "smtps"
+                || url
+                    .query_pairs()
+                    .any(|(k, v)| k == "tls" && v == "required");
+            if !is_encrypted && !is_local {
+                warnings.push(Warning(
+                    "PORCH_SMTP_URL is unencrypted smtp:// to another host: mail and credentials \
+                     cross the network in clear (use smtps:// or ?tls=required)"
+                        .to_owned(),
+                ));
+            }
+        }
+        if let Some(Err(err)) = self
+            .mail_from
+            .as_ref()
+            .map(|from| from.parse::<lettre::message::Mailbox>())
+        {
+            return Err(ConfigError::new(
+                "PORCH_MAIL_FROM",
+                format!("must be an address such as `Porch <chat@example.com>` ({err})"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn duration(
+    variable: &'static str,
+    value: Duration,
+    min: Duration,
+    max: Duration,
+) -> Result<(), ConfigError> {
+    let show = humantime::format_duration;
+    if value < min {
+        Err(ConfigError::new(
+            variable,
+            format!("must be at least {} (got {})", show(min), show(value)),
+        ))
+    } else if value > max {
+        Err(ConfigError::new(
+            variable,
+            format!("must be at most {} (got {})", show(max), show(value)),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn count<T: PartialOrd + std::fmt::Display + Copy>(
+    variable: &'static str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<(), ConfigError> {
+    if value < min {
+        Err(ConfigError::new(
+            variable,
+            format!("must be at least {min} (got {value})"),
+        ))
+    } else if value > max {
+        Err(ConfigError::new(
+            variable,
+            format!("must be at most {max} (got {value})"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// An absolute http(s) URL with a host, no credentials, query or fragment.
+fn http_url(variable: &'static str, raw: &str) -> Result<Url, ConfigError> {
+    let rule = |what: &str| {
+        ConfigError::new(
+            variable,
+            format!("must be an absolute http:// or https:// URL {what} (got `{raw}`)"),
+        )
+    };
+    let url = Url::parse(raw).map_err(|_| rule("such as https://chat.example.com"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(rule("such as https://chat.example.com"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(rule("without a query (?) or fragment (#)"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(rule("without a user or password"));
+    }
+    Ok(url)
+}
+
+fn public_url(raw: &str) -> Result<(), ConfigError> {
+    let url = http_url("PORCH_PUBLIC_URL", raw)?;
+    // Browsers cannot open a wildcard address.
+    let host = url.host_str().unwrap_or_default();
+    if host == "0.0.0.0" || host == "[::]" {
+        return Err(ConfigError::new(
+            "PORCH_PUBLIC_URL",
+            format!("must name a host browsers can reach, not {host} (got `{raw}`)"),
+        ));
+    }
+    Ok(())
+}
+
+fn api_url(variable: &'static str, raw: &str) -> Result<(), ConfigError> {
+    http_url(variable, raw).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    #[test]
+    fn an_error_names_the_variable_and_the_flag_on_one_line() {
+        let err = ConfigError::new("PORCH_WS_PING_INTERVAL", "must be at least 1s\n(got 0s)");
+        assert_eq!(
+            err.to_string(),
+            "PORCH_WS_PING_INTERVAL (--ws-ping-interval) must be at least 1s (got 0s)"
+        );
+    }
+
+    #[test]
+    fn public_urls_are_absolute_http_without_query_or_fragment() {
+        assert!(public_url("https://chat.example.com").is_ok());
+        assert!(public_url("http://127.0.0.1:8080/porch/").is_ok());
+        for bad in [
+            "not a url",
+            "chat.example.com",
+            "ftp://chat.example.com",
+            "https://chat.example.com/?a=1",
+            "https://chat.example.com/#x",
+            "https://user:pw@chat.example.com",
+            "http://0.0.0.0:8080",
+        ] {
+            assert!(public_url(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn a_wildcard_listen_address_falls_back_to_loopback() {
+        assert_eq!(
+            super::super::reachable("0.0.0.0:8080".parse().unwrap()),
+            "127.0.0.1:8080".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(
+            super::super::reachable("[::]:8080".parse().unwrap()),
+            "[::1]:8080".parse::<SocketAddr>().unwrap()
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! `porch serve` refuses a setting that would break at run time before it touches anything:
+//! exit status 2, one line on standard error naming the variable, and no database file.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a refused start may take; a server that starts instead is killed after this.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn porch(data_dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_porch"));
+    // Only the settings under test: nothing from the environment running the tests.
+    for (name, _) in std::env::vars() {
+        if name.starts_with("PORCH_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.env_remove("PORCH_DATA_DIR")
+        .env_remove("RUST_LOG")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("serve")
+        // Should the setting be accepted, the server must not collide with another test's.
+        .env("PORCH_LISTEN", "127.0.0.1:0")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Waits for `child` to exit, polling with a deadline; kills it and fails if it keeps running.
+fn wait_with_deadline(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("polling porch") {
+            return status;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("porch started with {what} instead of refusing it");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `porch serve` with `env` and checks it was refused, naming `variable`.
+fn assert_refused(env: &[(&str, &str)], variable: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let what = format!("{env:?}");
+    let mut child = porch(dir.path(), env).spawn().expect("porch runs");
+    let mut stderr = String::new();
+    let mut pipe = child.stderr.take().expect("stderr piped");
+    let reader = std::thread::spawn(move || {
+        let _ = pipe.read_to_string(&mut stderr);
+        stderr
+    });
+    let status = wait_with_deadline(&mut child, &what);
+    let stderr = reader.join().expect("stderr reader");
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "{what}: status {status}, stderr {stderr:?}"
+    );
+    let lines: Vec<_> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: not one line on stderr: {stderr:?}");
+    let flag = format!(
+        "--{}",
+        variable
+            .trim_start_matches("PORCH_")
+            .to_ascii_lowercase()
+            .replace('_', "-")
+    );
+    assert!(
+        lines[0].contains(&format!("{variable} ({flag})")),
+        "{what}: {:?} does not name {variable} ({flag})",
+        lines[0]
+    );
+    assert!(
+        !dir.path().join("porch.db").exists(),
+        "{what}: the database was created"
+    );
+}
+
+#[test]
+fn config_zero_ws_ping_interval_is_refused() {
+    assert_refused(
+        &[("PORCH_WS_PING_INTERVAL", "0s")],
+        "PORCH_WS_PING_INTERVAL",
+    );
+    assert_refused(
+        &[
+            ("PORCH_WS_PING_INTERVAL", "11m"),
+            ("PORCH_WS_IDLE_TIMEOUT", "1h"),
+        ],
+        "PORCH_WS_PING_INTERVAL",
+    );
+}
+
+#[test]
+fn config_zero_ws_idle_timeout_is_refused() {
+    assert_refused(&[("PORCH_WS_IDLE_TIMEOUT", "0s")], "PORCH_WS_IDLE_TIMEOUT");
+    assert_refused(&[("PORCH_WS_IDLE_TIMEOUT", "2h")], "PORCH_WS_IDLE_TIMEOUT");
+}
+
+#[test]
+fn config_ws_ping_interval_not_shorter_than_idle_timeout_is_refused() {
+    assert_refused(
+        &[
+            ("PORCH_WS_PING_INTERVAL", "30s"),
+            ("PORCH_WS_IDLE_TIMEOUT", "30s"),
+        ],
+        "PORCH_WS_PING_INTERVAL",
+    );
+}
+
+#[test]
+fn config_ws_max_message_out_of_bounds_is_refused() {
+    assert_refused(&[("PORCH_WS_MAX_MESSAGE", "0")], "PORCH_WS_MAX_MESSAGE");
+    assert_refused(
+        &[("PORCH_WS_MAX_MESSAGE", "1073741824")],
+        "PORCH_WS_MAX_MESSAGE",
+    );
+}
+
+#[test]
+fn config_writer_settings_out_of_bounds_are_refused() {
+    assert_refused(&[("PORCH_WRITER_QUEUE", "0")], "PORCH_WRITER_QUEUE");
+    assert_refused(&[("PORCH_WRITER_QUEUE", "100000000")], "PORCH_WRITER_QUEUE");
+    assert_refused(&[("PORCH_WRITER_BATCH", "0")], "PORCH_WRITER_BATCH");
+    assert_refused(&[("PORCH_WRITER_BATCH", "1000000")], "PORCH_WRITER_BATCH");
+    assert_refused(&[("PORCH_READERS", "0")], "PORCH_READERS");
+    assert_refused(&[("PORCH_READERS", "1000")], "PORCH_READERS");
+}
+
+#[test]
+fn config_http_limits_out_of_bounds_are_refused() {
+    assert_refused(&[("PORCH_HEADER_TIMEOUT", "0s")], "PORCH_HEADER_TIMEOUT");
+    assert_refused(&[("PORCH_HEADER_TIMEOUT", "1h")], "PORCH_HEADER_TIMEOUT");
+    assert_refused(&[("PORCH_REQUEST_TIMEOUT", "0s")], "PORCH_REQUEST_TIMEOUT");
+    assert_refused(&[("PORCH_REQUEST_TIMEOUT", "2h")], "PORCH_REQUEST_TIMEOUT");
+    assert_refused(&[("PORCH_BODY_LIMIT", "0")], "PORCH_BODY_LIMIT");
+    assert_refused(&[("PORCH_BODY_LIMIT", "10000000000")], "PORCH_BODY_LIMIT");
+    assert_refused(
+        &[("PORCH_MAX_CONNECTIONS", "100000000")],
+        "PORCH_MAX_CONNECTIONS",
+    );
+}
+
+#[test]
+fn config_brakes_and_jobs_out_of_bounds_are_refused() {
+    assert_refused(
+        &[("PORCH_IP_CONVERSATIONS_PER_HOUR", "0")],
+        "PORCH_IP_CONVERSATIONS_PER_HOUR",
+    );
+    assert_refused(
+        &[("PORCH_IP_CONVERSATIONS_BURST", "0")],
+        "PORCH_IP_CONVERSATIONS_BURST",
+    );
+    assert_refused(
+        &[("PORCH_TRUSTED_PROXIES", "0.0.0.0")],
+        "PORCH_TRUSTED_PROXIES",
+    );
+    assert_refused(&[("PORCH_CHAT_CONCURRENCY", "0")], "PORCH_CHAT_CONCURRENCY");
+    assert_refused(
+        &[("PORCH_CHAT_CONCURRENCY", "1000000")],
+        "PORCH_CHAT_CONCURRENCY",
+    );
+    assert_refused(&[("PORCH_JOB_RETENTION", "0s")], "PORCH_JOB_RETENTION");
+    assert_refused(&[("PORCH_JOB_RETENTION", "400days")], "PORCH_JOB_RETENTION");
+    assert_refused(&[("PORCH_SHUTDOWN_GRACE", "1h")], "PORCH_SHUTDOWN_GRACE");
+    assert_refused(&[("PORCH_SLACK_TIMEOUT", "0s")], "PORCH_SLACK_TIMEOUT");
+}
+
+#[test]
+fn config_log_filter_that_does_not_parse_is_refused() {
+    assert_refused(&[("PORCH_LOG", "garbage[[")], "PORCH_LOG");
+}
+
+#[test]
+fn config_public_url_must_be_absolute_http_without_query_or_fragment() {
+    for bad in [
+        "not a url",
+        "chat.example.com",
+        "ftp://chat.example.com",
+        "https://chat.example.com/?a=1",
+        "https://chat.example.com/#top",
+    ] {
+        assert_refused(&[("PORCH_PUBLIC_URL", bad)], "PORCH_PUBLIC_URL");
+    }
+}
+
+#[test]
+fn config_api_urls_must_be_absolute_http() {
+    assert_refused(
+        &[("PORCH_SLACK_API_URL", "slack.com/api")],
+        "PORCH_SLACK_API_URL",
+    );
+    assert_refused(
+        &[("PORCH_DISCORD_API_URL", "not a url")],
+        "PORCH_DISCORD_API_URL",
+    );
+}
+
+#[test]
+fn config_smtp_url_and_mail_from_go_together() {
+    assert_refused(
+        &[("PORCH_SMTP_URL", "smtp://127.0.0.1:25")],
+        "PORCH_MAIL_FROM",
+    );
+    assert_refused(&[("PORCH_MAIL_FROM", "chat@example.com")], "PORCH_SMTP_URL");
+}
+
+#[test]
+fn config_smtp_url_and_mail_from_must_parse() {
+    let from = ("PORCH_MAIL_FROM", "Porch <chat@example.com>");
+    assert_refused(
+        &[("PORCH_SMTP_URL", "http://mail.example.com"), from],
+        "PORCH_SMTP_URL",
+    );
+    assert_refused(
+        &[
+            ("PORCH_SMTP_URL", "smtp://127.0.0.1:25"),
+            ("PORCH_MAIL_FROM", "not an address"),
+        ],
+        "PORCH_MAIL_FROM",
+    );
+}
+
+#[test]
+fn config_metrics_token_file_must_be_readable_and_not_empty() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("missing");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").expect("write");
+    for path in [&missing, &empty] {
+        let path = path.to_str().expect("utf-8");
+        assert_refused(
+            &[("PORCH_METRICS_TOKEN_FILE", path)],
+            "PORCH_METRICS_TOKEN_FILE",
+        );
+    }
+    assert_refused(
+        &[("PORCH_METRICS_TOKEN", " padded ")],
+        "PORCH_METRICS_TOKEN",
+    );
+}
+
+#[test]
+fn config_data_dir_that_is_a_file_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").expect("write");
+    let mut child = porch(&file, &[]).spawn().expect("porch runs");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr piped")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = wait_with_deadline(&mut child, "a file as data dir");
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("PORCH_DATA_DIR (--data-dir)"), "{stderr}");
+}
+
+#[test]
+fn config_wildcard_listen_without_public_url_warns_and_uses_loopback() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = porch(dir.path(), &[("PORCH_LISTEN", "0.0.0.0:0")])
+        .spawn()
+        .expect("porch runs");
+    let stderr = child.stderr.take().expect("stderr piped");
+    // Read until the warning appears or the server exits (EOF); the deadline guards a hang.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("WARN") && line.contains("PORCH_PUBLIC_URL") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let line = rx.recv_timeout(DEADLINE);
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("a warning naming PORCH_PUBLIC_URL");
+    assert!(line.contains("http://127.0.0.1:"), "{line}");
+}

@@ -156,6 +156,10 @@ pub struct Config {
     #[arg(long, env = "PORCH_SMTP_URL", hide_env_values = true)]
     pub smtp_url: Option<Secret>,
 
+    /// A file holding the SMTP URL (for Docker secrets); read at start-up.
+    #[arg(long, env = "PORCH_SMTP_URL_FILE", conflicts_with = "smtp_url")]
+    pub smtp_url_file: Option<PathBuf>,
+
     /// The address email comes from, for example `Porch <chat@example.com>`.
     #[arg(long, env = "PORCH_MAIL_FROM")]
     pub mail_from: Option<String>,
@@ -167,6 +171,11 @@ pub struct Config {
     /// Log filter, for example `info` or `porch=debug,info`.
     #[arg(long, env = "PORCH_LOG", default_value = "info")]
     pub log: String,
+
+    /// Log line format: `text` for people, `json` for log collectors (one JSON object a line
+    /// with `timestamp`, `level`, `target`, `fields`).
+    #[arg(long, env = "PORCH_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
 
     /// Bearer token that `/metrics` requires (`Authorization: Bearer …`) from any address. Unset,
     /// `/metrics` answers only requests from loopback or private addresses that did not come
@@ -189,26 +198,17 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads `--metrics-token-file` into `metrics_token`, trimmed of the trailing newline.
+    /// Reads each `*_FILE` secret (`PORCH_METRICS_TOKEN_FILE`, `PORCH_SMTP_URL_FILE`) into its
+    /// setting, trimmed of white space (files usually end with a newline).
     ///
     /// # Errors
-    /// Fails, naming the variable, if the file cannot be read or is empty.
+    /// Fails, naming the variable, if a file cannot be read or is empty.
     pub fn load_secret_files(&mut self) -> Result<(), ConfigError> {
         if let Some(path) = &self.metrics_token_file {
-            let text = std::fs::read_to_string(path).map_err(|err| {
-                ConfigError::new(
-                    "PORCH_METRICS_TOKEN_FILE",
-                    format!("cannot be read ({}: {err})", path.display()),
-                )
-            })?;
-            let token = text.trim();
-            if token.is_empty() {
-                return Err(ConfigError::new(
-                    "PORCH_METRICS_TOKEN_FILE",
-                    format!("must not be empty ({})", path.display()),
-                ));
-            }
-            self.metrics_token = Some(Secret(token.to_owned()));
+            self.metrics_token = Some(read_secret_file("PORCH_METRICS_TOKEN_FILE", path)?);
+        }
+        if let Some(path) = &self.smtp_url_file {
+            self.smtp_url = Some(read_secret_file("PORCH_SMTP_URL_FILE", path)?);
         }
         Ok(())
     }
@@ -222,6 +222,31 @@ impl Config {
             None => format!("http://{}", reachable(local_addr)),
         }
     }
+}
+
+/// A secret from a file, without surrounding white space.
+fn read_secret_file(variable: &'static str, path: &std::path::Path) -> Result<Secret, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|err| {
+        ConfigError::new(
+            variable,
+            format!("cannot be read ({}: {err})", path.display()),
+        )
+    })?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(ConfigError::new(
+            variable,
+            format!("must not be empty ({})", path.display()),
+        ));
+    }
+    Ok(Secret(secret.to_owned()))
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// `addr` with a wildcard IP (`0.0.0.0`, `::`) replaced by loopback of the same family.

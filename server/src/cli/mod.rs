@@ -14,7 +14,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use rusqlite::Connection;
 
-use crate::config::{Config, DataConfig};
+use crate::config::{Config, DataConfig, LogFormat};
 use crate::store;
 
 /// Self-hosted live chat: a website widget, delivery to Slack, Discord, webhooks and email, and
@@ -70,21 +70,21 @@ pub enum Command {
 /// rule (as clap does for one it cannot parse), 1 for a failure while running.
 pub fn main() -> ExitCode {
     let mut cli = Cli::parse();
-    let (filter, warnings) = match &mut cli.command {
+    let (filter, format, warnings) = match &mut cli.command {
         Command::Serve(config) => {
             // Before anything is opened or logged: a bad setting leaves no trace but one line.
             config.data_dir.clone_from(&cli.data.data_dir);
             match config.load_secret_files().and_then(|()| config.validate()) {
-                Ok(warnings) => (config.log.clone(), warnings),
+                Ok(warnings) => (config.log.clone(), config.log_format, warnings),
                 Err(err) => {
                     let _ = writeln!(std::io::stderr(), "error: {err}");
                     return ExitCode::from(2);
                 }
             }
         }
-        _ => ("warn".to_owned(), Vec::new()),
+        _ => ("warn".to_owned(), LogFormat::Text, Vec::new()),
     };
-    init_tracing(&filter);
+    init_tracing(&filter, format);
     for warning in warnings {
         tracing::warn!("{warning}");
     }
@@ -99,15 +99,17 @@ pub fn main() -> ExitCode {
 
 /// Installs the log subscriber; `filter` is `PORCH_LOG`, which `Config::validate` has parsed
 /// (other commands pass a fixed filter).
-fn init_tracing(filter: &str) {
+fn init_tracing(filter: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
         // Colour codes only for a terminal, not in `docker compose logs` or journald.
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().init(),
+    }
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

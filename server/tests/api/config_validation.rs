@@ -290,3 +290,71 @@ fn config_wildcard_listen_without_public_url_warns_and_uses_loopback() {
     let line = line.expect("a warning naming PORCH_PUBLIC_URL");
     assert!(line.contains("http://127.0.0.1:"), "{line}");
 }
+
+#[test]
+fn config_smtp_url_file_must_be_readable_and_not_empty() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, " \n").expect("write");
+    assert_refused(
+        &[
+            ("PORCH_SMTP_URL_FILE", empty.to_str().expect("utf-8")),
+            ("PORCH_MAIL_FROM", "chat@example.com"),
+        ],
+        "PORCH_SMTP_URL_FILE",
+    );
+    // The file's content is held to the same rules as the variable.
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "ftp://mail.example.com\n").expect("write");
+    assert_refused(
+        &[
+            ("PORCH_SMTP_URL_FILE", wrong.to_str().expect("utf-8")),
+            ("PORCH_MAIL_FROM", "chat@example.com"),
+        ],
+        "PORCH_SMTP_URL",
+    );
+}
+
+#[test]
+fn json_logs_are_one_object_a_line_and_a_secret_file_is_accepted() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret = dir.path().join("smtp-url");
+    std::fs::write(&secret, "smtp://127.0.0.1:2525\n").expect("write");
+    let mut child = porch(
+        dir.path(),
+        &[
+            ("PORCH_LOG_FORMAT", "json"),
+            ("PORCH_SMTP_URL_FILE", secret.to_str().expect("utf-8")),
+            ("PORCH_MAIL_FROM", "chat@example.com"),
+        ],
+    )
+    .spawn()
+    .expect("porch runs");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let is_listening = line.contains("listening on");
+            lines.push(line);
+            if is_listening {
+                break;
+            }
+        }
+        let _ = tx.send(lines);
+    });
+    let lines = rx.recv_timeout(DEADLINE);
+    let _ = child.kill();
+    let _ = child.wait();
+    let lines = lines.expect("the server logged that it listens");
+    assert!(
+        lines.last().is_some_and(|l| l.contains("listening on")),
+        "{lines:?}"
+    );
+    for line in &lines {
+        let object: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: {line}"));
+        assert!(object["level"].is_string(), "{line}");
+        assert!(object["fields"].is_object(), "{line}");
+    }
+}

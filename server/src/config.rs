@@ -61,6 +61,11 @@ pub struct Config {
     #[arg(long, env = "PORCH_WRITER_BATCH", default_value_t = 256)]
     pub writer_batch: usize,
 
+    /// WAL size in bytes past which writes are refused until it can be checkpointed (a stuck
+    /// Litestream pins it).
+    #[arg(long, env = "PORCH_WAL_LIMIT", default_value_t = 1024 * 1024 * 1024)]
+    pub wal_limit: u64,
+
     /// Read-only database connections for queries.
     #[arg(long, env = "PORCH_READERS", default_value_t = 4)]
     pub readers: usize,

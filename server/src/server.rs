@@ -88,6 +88,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         conn,
         config.writer_queue,
         config.writer_batch,
+        config.wal_limit,
     )?);
     let readers = Readers::open(&path, config.readers)?;
     let hub = Arc::new(Hub::default());

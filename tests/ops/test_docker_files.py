@@ -164,3 +164,20 @@ def test_env_example_lists_every_variable_the_compose_files_use():
     for variable in listed:
         before = example.split(f"{variable}=")[0].rstrip().splitlines()
         assert any(line.startswith("#") for line in before[-4:]), variable
+
+
+def test_images_are_tagged_by_version_so_the_previous_one_survives_an_upgrade(compose):
+    image = compose["services"]["porch"]["image"]
+    # Required, no default: a default such as `latest` is overwritten by the next `up --build`.
+    assert re.fullmatch(r"porch:\$\{IMAGE_TAG:\?[^}]+\}", image), image
+    tag = re.search(r"^IMAGE_TAG=(.*)$", (DOCKER / ".env.example").read_text(), re.MULTILINE)
+    assert tag and tag.group(1) not in ("", "latest"), tag
+
+
+def test_litestream_health_is_a_sync_that_must_reach_the_replica(compose):
+    check = compose["services"]["litestream"]["healthcheck"]
+    assert check["test"][:4] == ["CMD", "litestream", "sync", "-wait"], check["test"]
+    assert check["test"][-1] == "/data/porch.db"
+    timeout = int(check["test"][check["test"].index("-timeout") + 1])
+    # Docker kills a check that outlives its timeout: let Litestream's own timeout answer first.
+    assert int(check["timeout"].rstrip("s")) > timeout

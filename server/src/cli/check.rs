@@ -60,16 +60,18 @@ fn render(path: &str, report: &CheckReport) -> String {
     }
     let schema = if report.schema_version == report.expected_version {
         format!("{} (ok)", report.schema_version)
+    } else if report.schema_version == 0 {
+        "0 (never migrated: not a Porch database, or an empty one)".to_owned()
+    } else if report.schema_version < report.expected_version {
+        // Not a failure: a rolled-back backup is checked with the binary that will serve it.
+        format!(
+            "{} (ok: older than this binary's {}, will be migrated on start)",
+            report.schema_version, report.expected_version
+        )
     } else {
         format!(
-            "{} (this binary expects {}: {})",
-            report.schema_version,
-            report.expected_version,
-            if report.schema_version < report.expected_version {
-                "`porch migrate` or starting the server upgrades it"
-            } else {
-                "the file comes from a newer Porch"
-            }
+            "{} (this binary expects {}: the file comes from a newer Porch)",
+            report.schema_version, report.expected_version
         )
     };
     let _ = writeln!(out, "schema version  {schema}");

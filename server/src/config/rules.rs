@@ -88,6 +88,9 @@ impl Config {
         // The writer: a queue of 0 answers `busy` forever; a batch of 0 commits nothing.
         count("PORCH_WRITER_QUEUE", self.writer_queue, 1, MIB)?;
         count("PORCH_WRITER_BATCH", self.writer_batch, 1, 65_536)?;
+        // The WAL ceiling: below 128 MiB a healthy Litestream (which truncates at 64 MiB, checked
+        // once a second) could be hit by a burst; 1 TiB is beyond any disk it protects.
+        count("PORCH_WAL_LIMIT", self.wal_limit, 128 << 20, 1 << 40)?;
         // Without a reader no query is ever answered; past 256 SQLite gains nothing.
         count("PORCH_READERS", self.readers, 1, 256)?;
         duration(

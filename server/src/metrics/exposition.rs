@@ -40,6 +40,7 @@ struct Figures {
     batch_sizes: Snapshot,
     commit_latency: Snapshot,
     refused_busy: u64,
+    refused_wal_limit: u64,
     is_disk_full: bool,
     job_attempts: Vec<(Lane, Counted, u64)>,
     job_lag: Snapshot,
@@ -77,6 +78,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
         batch_sizes: stats.batch_sizes.snapshot(),
         commit_latency: stats.commit_latency.snapshot(),
         refused_busy: stats.refused_busy.load(Relaxed),
+        refused_wal_limit: stats.refused_wal_limit.load(Relaxed),
         is_disk_full: stats.is_disk_full.load(Relaxed),
         job_attempts: Lane::ALL
             .iter()
@@ -267,6 +269,12 @@ impl Figures {
             "writer_refused_busy",
             "Writes refused because the writer's queue was full (visitors were told busy).",
             self.refused_busy,
+        )?;
+        counter(
+            e,
+            "writer_refused_wal_limit",
+            "Writes refused because the WAL was past PORCH_WAL_LIMIT and could not be checkpointed.",
+            self.refused_wal_limit,
         )?;
         gauge(
             e,

@@ -1,5 +1,7 @@
 //! Checks of a database file for `porch check`: SQLite's own integrity and foreign-key checks, the
-//! schema version against this binary's, and row counts. It only reads; it never migrates.
+//! schema version against this binary's, and row counts. It only reads; it never migrates. An
+//! older schema passes (the server migrates it on start), so a rolled-back backup checks clean
+//! with the binary that will serve it.
 
 use rusqlite::Connection;
 
@@ -25,11 +27,13 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// True when nothing is wrong.
+    /// True when nothing is wrong. A schema older than this binary's is not wrong: starting the
+    /// server (or `porch migrate`) upgrades it. Version 0 is a file no Porch ever migrated, and a
+    /// newer one is a file this binary refuses to open.
     pub fn is_healthy(&self) -> bool {
         self.integrity_errors.is_empty()
             && self.foreign_key_errors.is_empty()
-            && self.schema_version == self.expected_version
+            && (1..=self.expected_version).contains(&self.schema_version)
     }
 }
 
@@ -130,9 +134,20 @@ mod tests {
     }
 
     #[test]
-    fn an_older_schema_version_is_reported() {
+    fn a_never_migrated_or_newer_schema_fails() {
         let (_dir, conn) = migrated();
         conn.pragma_update(None, "user_version", 0).expect("pragma");
         assert!(!check_database(&conn).expect("check").is_healthy());
+        conn.pragma_update(None, "user_version", LATEST + 1)
+            .expect("pragma");
+        assert!(!check_database(&conn).expect("check").is_healthy());
+    }
+
+    #[test]
+    fn an_older_schema_passes_since_the_server_migrates_it() {
+        let (_dir, conn) = migrated();
+        conn.pragma_update(None, "user_version", LATEST - 1)
+            .expect("pragma");
+        assert!(check_database(&conn).expect("check").is_healthy());
     }
 }

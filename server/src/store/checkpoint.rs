@@ -1,9 +1,16 @@
-//! The writer's WAL bound. SQLite's automatic PASSIVE checkpoint (every 1,000 pages) keeps the WAL
-//! small as long as no reader pins it, and Litestream, when attached, owns checkpointing: its read
-//! transaction stops anyone else from restarting the WAL, and it checkpoints on its own schedule.
-//! This is the safety net for when neither works (readers that never pause, Litestream stopped or
-//! stuck): past a bound far above Litestream's own thresholds, the writer runs one TRUNCATE
-//! checkpoint, with a short busy timeout so a pinned WAL costs a stalled writer at most that long.
+//! The writer's WAL bound and ceiling. SQLite's automatic PASSIVE checkpoint (every 1,000 pages)
+//! keeps the WAL small as long as no reader pins it, and Litestream, when attached, owns
+//! checkpointing: its read transaction stops anyone else from restarting the WAL, and it
+//! checkpoints on its own schedule. This is the safety net for when neither works (readers that
+//! never pause, Litestream stopped or stuck):
+//!
+//! - past [`WAL_BOUND`], the writer runs one TRUNCATE checkpoint a minute, with a short busy
+//!   timeout so a pinned WAL costs a stalled writer at most that long;
+//! - past the ceiling (`PORCH_WAL_LIMIT`), the writer refuses whole batches (callers get a
+//!   transient error: visitors `unavailable`, jobs retry) until a TRUNCATE checkpoint succeeds,
+//!   tried at most once a second. Refusing is the only hard ceiling there is: no checkpoint can
+//!   take frames from under another process's read transaction, so Porch cannot force its way
+//!   past a stuck Litestream, only stop the WAL (and the disk) from growing.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -29,8 +36,14 @@ pub struct WalGuard {
     /// `<database>-wal`; `None` for an in-memory database.
     wal_path: Option<PathBuf>,
     bound: u64,
+    /// The ceiling past which writes are refused.
+    limit: u64,
     next_check: Instant,
     next_attempt: Instant,
+    /// Set while the WAL is past the ceiling: batches are refused without looking until
+    /// `next_limit_check`.
+    is_over_limit: bool,
+    next_limit_check: Instant,
 }
 
 /// What a call to [`WalGuard::after_commit`] did.
@@ -45,8 +58,9 @@ pub enum Outcome {
 }
 
 impl WalGuard {
-    /// A guard for the database `conn` is open on, checkpointing past `bound` bytes.
-    pub fn new(conn: &Connection, bound: u64) -> Self {
+    /// A guard for the database `conn` is open on, checkpointing past `bound` bytes and refusing
+    /// writes past `limit` bytes.
+    pub fn new(conn: &Connection, bound: u64, limit: u64) -> Self {
         let now = Instant::now();
         Self {
             wal_path: conn
@@ -54,8 +68,58 @@ impl WalGuard {
                 .filter(|path| !path.is_empty())
                 .map(|path| PathBuf::from(format!("{path}-wal"))),
             bound,
+            limit,
             next_check: now,
             next_attempt: now,
+            is_over_limit: false,
+            next_limit_check: now,
+        }
+    }
+
+    fn wal_len(&self) -> Option<u64> {
+        self.wal_path
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+    }
+
+    /// Called by the writer before each batch: false if the batch must be refused because the
+    /// WAL is past the ceiling and could not be truncated.
+    pub fn admit(&mut self, conn: &Connection) -> bool {
+        let now = Instant::now();
+        if now < self.next_limit_check {
+            return !self.is_over_limit;
+        }
+        // A stat a second while under the ceiling; while over it, one checkpoint attempt a second
+        // (each may block the writer for the busy timeout, and refused writes cost nothing).
+        self.next_limit_check = now + CHECK_INTERVAL;
+        let Some(size) = self.wal_len().filter(|&size| size > self.limit) else {
+            self.recovered();
+            return true;
+        };
+        if truncate(conn).unwrap_or(false) {
+            tracing::warn!(
+                wal_bytes = size,
+                "WAL past PORCH_WAL_LIMIT: checkpointed and truncated"
+            );
+            self.recovered();
+            return true;
+        }
+        if !self.is_over_limit {
+            tracing::error!(
+                wal_bytes = size,
+                wal_limit = self.limit,
+                "WAL past PORCH_WAL_LIMIT and a reader keeps it from being checkpointed (is \
+                 Litestream stuck?): refusing every write until it can be truncated"
+            );
+        }
+        self.is_over_limit = true;
+        false
+    }
+
+    fn recovered(&mut self) {
+        if std::mem::take(&mut self.is_over_limit) {
+            tracing::warn!("WAL back under PORCH_WAL_LIMIT: accepting writes again");
         }
     }
 
@@ -66,14 +130,10 @@ impl WalGuard {
             return Outcome::Idle;
         }
         self.next_check = now + CHECK_INTERVAL;
-        let Some(size) = self
-            .wal_path
-            .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-        else {
+        let Some(size) = self.wal_len() else {
             return Outcome::Idle;
         };
-        if size.len() <= self.bound {
+        if size <= self.bound {
             return Outcome::Idle;
         }
         self.next_attempt = now + RETRY_INTERVAL;
@@ -81,21 +141,21 @@ impl WalGuard {
         match &outcome {
             Ok(true) => {
                 tracing::info!(
-                    wal_bytes = size.len(),
+                    wal_bytes = size,
                     "WAL past its bound: checkpointed and truncated"
                 );
                 Outcome::Truncated
             }
             Ok(false) => {
                 tracing::warn!(
-                    wal_bytes = size.len(),
+                    wal_bytes = size,
                     "WAL past its bound and a reader keeps it from being checkpointed \
                      (is Litestream stuck?); trying again in a minute"
                 );
                 Outcome::Pinned
             }
             Err(err) => {
-                tracing::warn!(error = %err, wal_bytes = size.len(), "WAL checkpoint failed");
+                tracing::warn!(error = %err, wal_bytes = size, "WAL checkpoint failed");
                 Outcome::Pinned
             }
         }
@@ -138,7 +198,7 @@ mod tests {
     fn a_wal_past_the_bound_is_truncated() {
         let (dir, conn) = database();
         assert!(wal_len(&dir) > 1000);
-        let mut guard = WalGuard::new(&conn, 1000);
+        let mut guard = WalGuard::new(&conn, 1000, u64::MAX);
         assert_eq!(guard.after_commit(&conn), Outcome::Truncated);
         assert_eq!(wal_len(&dir), 0);
     }
@@ -147,7 +207,7 @@ mod tests {
     fn a_wal_within_the_bound_is_left_alone() {
         let (dir, conn) = database();
         let before = wal_len(&dir);
-        let mut guard = WalGuard::new(&conn, WAL_BOUND);
+        let mut guard = WalGuard::new(&conn, WAL_BOUND, u64::MAX);
         assert_eq!(guard.after_commit(&conn), Outcome::Idle);
         assert_eq!(wal_len(&dir), before);
     }
@@ -162,7 +222,7 @@ mod tests {
             .expect("read");
         conn.execute("INSERT INTO t VALUES (zeroblob(100000))", [])
             .expect("write");
-        let mut guard = WalGuard::new(&conn, 1000);
+        let mut guard = WalGuard::new(&conn, 1000, u64::MAX);
         let started = Instant::now();
         assert_eq!(guard.after_commit(&conn), Outcome::Pinned);
         assert!(
@@ -176,5 +236,24 @@ mod tests {
             "no second try at once"
         );
         reader.execute_batch("COMMIT").expect("end read");
+    }
+
+    #[test]
+    fn past_the_ceiling_writes_are_refused_until_the_wal_can_be_truncated() {
+        let (dir, conn) = database();
+        let mut guard = WalGuard::new(&conn, u64::MAX, 1000);
+        let reader = open_read_connection(&dir.path().join("porch.db")).expect("reader");
+        reader.execute_batch("BEGIN").expect("begin");
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .expect("read");
+        conn.execute("INSERT INTO t VALUES (zeroblob(100000))", [])
+            .expect("write");
+        assert!(!guard.admit(&conn), "pinned past the ceiling");
+        assert!(!guard.admit(&conn), "refused without a new attempt");
+        reader.execute_batch("COMMIT").expect("end read");
+        guard.next_limit_check = Instant::now();
+        assert!(guard.admit(&conn), "truncated once the reader let go");
+        assert_eq!(wal_len(&dir), 0);
     }
 }

@@ -115,6 +115,8 @@ pub struct WriterStats {
     pub refused_busy: AtomicU64,
     /// Set while the last commit failed for lack of disk space; cleared by the next success.
     pub is_disk_full: AtomicBool,
+    /// Writes refused because the WAL was past `PORCH_WAL_LIMIT` (see `checkpoint.rs`).
+    pub refused_wal_limit: AtomicU64,
 }
 
 /// Handle to the writer thread. Cheap to share behind an `Arc`.
@@ -128,18 +130,23 @@ impl Writer {
     /// Starts the writer thread on `conn`.
     ///
     /// `queue_capacity` bounds the writes waiting (beyond it callers get [`Error::Busy`]);
-    /// `max_batch` bounds how many writes share one transaction.
+    /// `max_batch` bounds how many writes share one transaction; past `wal_limit` bytes of WAL
+    /// that cannot be checkpointed, batches are refused.
     pub fn start(
         conn: Connection,
         queue_capacity: usize,
         max_batch: usize,
+        wal_limit: u64,
     ) -> std::io::Result<Self> {
         let (queue, rx) = sync_channel(queue_capacity);
         let stats = Arc::new(WriterStats::default());
         let thread_stats = Arc::clone(&stats);
         let thread = std::thread::Builder::new()
             .name("porch-writer".into())
-            .spawn(move || run(&conn, &rx, max_batch.max(1), &thread_stats))?;
+            .spawn(move || {
+                let wal = WalGuard::new(&conn, WAL_BOUND, wal_limit);
+                run(&conn, &rx, max_batch.max(1), &thread_stats, wal);
+            })?;
         Ok(Self {
             queue,
             thread: Mutex::new(Some(thread)),
@@ -238,9 +245,14 @@ impl Writer {
     }
 }
 
-fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &WriterStats) {
+fn run(
+    conn: &Connection,
+    rx: &Receiver<Request>,
+    max_batch: usize,
+    stats: &WriterStats,
+    mut wal: WalGuard,
+) {
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
-    let mut wal = WalGuard::new(conn, WAL_BOUND);
     let mut stopping = false;
     // Set while `batch` holds only deferred writes: when the first of them arrived.
     let mut deferred_since: Option<Instant> = None;
@@ -286,7 +298,7 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
         }
         deferred_since = None;
         stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
-        commit_batch(conn, &mut batch, stats);
+        commit_guarded(conn, &mut batch, stats, &mut wal);
         // Between batches, after every caller has been answered: a forced checkpoint here delays
         // the next batch, never an acknowledgement already owed.
         wal.after_commit(conn);
@@ -296,15 +308,37 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
                 stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
                 batch.push(op);
                 if batch.len() == max_batch {
-                    commit_batch(conn, &mut batch, stats);
+                    commit_guarded(conn, &mut batch, stats, &mut wal);
                 }
             }
             if !batch.is_empty() {
-                commit_batch(conn, &mut batch, stats);
+                commit_guarded(conn, &mut batch, stats, &mut wal);
             }
         }
     }
     tracing::debug!("writer stopped");
+}
+
+/// Commits `batch` unless the WAL is past its ceiling; then every op fails with a transient
+/// error (visitors are told `unavailable`, jobs retry) and nothing is written.
+fn commit_guarded(
+    conn: &Connection,
+    batch: &mut Vec<Box<dyn WriteOp>>,
+    stats: &WriterStats,
+    wal: &mut WalGuard,
+) {
+    if wal.admit(conn) {
+        commit_batch(conn, batch, stats);
+        return;
+    }
+    stats
+        .refused_wal_limit
+        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    for op in batch.drain(..) {
+        op.finish(Some(Error::CommitFailed(
+            "the WAL is past PORCH_WAL_LIMIT and cannot be checkpointed".to_owned(),
+        )));
+    }
 }
 
 /// Runs every op of `batch` in one transaction, each inside a savepoint so that one failing op
@@ -393,7 +427,7 @@ mod tests {
             .expect("schema");
         (
             dir,
-            Arc::new(Writer::start(conn, capacity, 16).expect("start")),
+            Arc::new(Writer::start(conn, capacity, 16, u64::MAX).expect("start")),
         )
     }
 

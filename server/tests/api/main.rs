@@ -22,6 +22,7 @@ mod metrics;
 mod slack;
 mod slack_threads;
 mod snippet;
+mod wal_ceiling;
 mod webhooks;
 mod widget_errors;
 mod widget_messages;

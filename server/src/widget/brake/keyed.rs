@@ -74,8 +74,8 @@ pub struct Brakes {
     ip_limits: IpLimits,
 }
 
-/// IPv6 clients usually hold a whole /64, so they are limited per /64.
-fn ip_key(ip: IpAddr) -> IpAddr {
+/// IPv6 clients usually hold a whole /64, so they are limited per /64 (here and at accept).
+pub fn ip_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(v4) => IpAddr::V4(v4),
         IpAddr::V6(v6) => {

@@ -86,6 +86,11 @@ pub struct Config {
     #[arg(long, env = "PORCH_MAX_CONNECTIONS", default_value_t = 0)]
     pub max_connections: usize,
 
+    /// Most simultaneous connections from one address (IPv6: one /64), websockets included; 0
+    /// means no limit. Counted by TCP peer: trusted proxies are exempt (see docs/operations.md).
+    #[arg(long, env = "PORCH_MAX_CONNECTIONS_PER_IP", default_value_t = 500)]
+    pub max_connections_per_ip: usize,
+
     /// Interval between server pings on widget websockets.
     #[arg(long, env = "PORCH_WS_PING_INTERVAL", default_value = "25s", value_parser = humantime::parse_duration)]
     pub ws_ping_interval: Duration,

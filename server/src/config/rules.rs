@@ -104,6 +104,13 @@ impl Config {
         count("PORCH_BODY_LIMIT", self.body_limit, KIB, 1024 * MIB)?;
         // 0 means derived from the file-descriptor limit.
         count("PORCH_MAX_CONNECTIONS", self.max_connections, 0, 16 * MIB)?;
+        // 0 means no per-address limit (for a proxy Porch cannot list as trusted).
+        count(
+            "PORCH_MAX_CONNECTIONS_PER_IP",
+            self.max_connections_per_ip,
+            0,
+            16 * MIB,
+        )?;
         self.validate_websockets(&mut warnings)?;
         // 0 would refuse every new conversation; the load test sets 100,000,000.
         let per_ip = 1_000_000_000;

@@ -1,29 +1,43 @@
 //! Our own accept loop. `axum::serve` installs no timer, so it never closes a connection that
 //! sends nothing or half a header (shared/reference/performance.md §4a). Here hyper's HTTP/1
 //! builder gets a timer and a header deadline, sockets get `TCP_NODELAY`, the listen backlog is
-//! large enough for a reconnect storm, and the number of connections is capped.
+//! large enough for a reconnect storm, and the number of connections is capped, per address and
+//! in all. A connection over a limit is answered at once (503, or the health probes from a
+//! reserve), never left waiting in the kernel's backlog; see docs/operations.md.
+
+mod admission;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use axum::http::{Method, Response, StatusCode, header};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpSocket};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::state::AppState;
+
+use admission::{Admission, Admitted, Held, Reason};
 
 /// Pending connections the kernel may queue; tokio's default (128) overflows when thousands of
 /// widgets reconnect after a restart.
 const LISTEN_BACKLOG: u32 = 4096;
 /// Largest request head accepted (hyper's minimum is 8 KiB).
 const MAX_HEADER_BUFFER: usize = 16 * 1024;
+/// A refused connection has this long to send its request head, and as long again to be
+/// answered, before its reserve slot is taken back.
+const REFUSAL_DEADLINE: Duration = Duration::from_secs(2);
+/// The paths served from the reserve, so an orchestrator still sees a busy server as alive.
+const PROBES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+/// Seconds a refused client is asked to wait; the widget backs off on its own schedule anyway.
+const RETRY_AFTER_SECONDS: &str = "5";
 
 /// Binds a listener with Porch's socket options.
 pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
@@ -41,7 +55,7 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// upgrade, by the websocket task, so upgraded connections count too.
 #[derive(Clone)]
 pub struct ConnectionSlot {
-    _permit: Arc<OwnedSemaphorePermit>,
+    _held: Arc<Held>,
 }
 
 /// Serves `router` on `listener` until shutdown starts, then lets open HTTP exchanges finish
@@ -53,15 +67,15 @@ pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_con
         .header_read_timeout(app.config.header_timeout)
         .max_buf_size(MAX_HEADER_BUFFER);
     let open = TaskTracker::new();
-    let slots = Arc::new(Semaphore::new(max_connections));
+    let admission = Admission::new(
+        max_connections,
+        app.config.max_connections_per_ip,
+        &app.config.trusted_proxies,
+        Arc::clone(&app.meters),
+    );
     loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&slots).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-            () = app.shutdown.cancelled() => break,
-        };
+        // Accept first and decide after: waiting for a free slot before accepting would leave
+        // new connections, health probes included, unanswered in the kernel's backlog.
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -77,8 +91,19 @@ pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_con
         if let Err(err) = stream.set_nodelay(true) {
             tracing::debug!(error = %err, "could not set TCP_NODELAY");
         }
+        let held = match admission.admit(peer.ip()) {
+            Admitted::Slot(held) => held,
+            Admitted::Reserve(held, reason) => {
+                open.spawn(answer_refused(stream, peer, router.clone(), held, reason));
+                continue;
+            }
+            Admitted::Refused(reason) => {
+                refuse_now(&stream, reason);
+                continue;
+            }
+        };
         let slot = ConnectionSlot {
-            _permit: Arc::new(permit),
+            _held: Arc::new(held),
         };
         let router = router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
@@ -115,5 +140,90 @@ pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_con
         .is_err()
     {
         tracing::warn!("some HTTP connections were still open at the end of the grace period");
+    }
+}
+
+fn refusal_text(reason: Reason) -> &'static str {
+    match reason {
+        Reason::PerIp => "Too many connections from your address; retry shortly.\n",
+        Reason::Capacity => "The server is at its connection limit; retry shortly.\n",
+    }
+}
+
+/// The 503 a refused connection gets, with `Connection: close`.
+fn refusal(reason: Reason) -> Response<axum::body::Body> {
+    let body = refusal_text(reason);
+    let mut response = Response::new(axum::body::Body::from(body));
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from_static(RETRY_AFTER_SECONDS),
+    );
+    headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    response
+}
+
+/// Serves one request of a refused connection from the reserve: the probes for real, anything
+/// else a 503. Bounded by [`REFUSAL_DEADLINE`] twice over, whatever the client does.
+async fn answer_refused(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    held: Held,
+    reason: Reason,
+) {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(REFUSAL_DEADLINE)
+        .max_buf_size(MAX_HEADER_BUFFER)
+        .keep_alive(false);
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        let router = router.clone();
+        async move {
+            let is_probe = matches!(*request.method(), Method::GET | Method::HEAD)
+                && PROBES.contains(&request.uri().path());
+            if !is_probe {
+                return Ok::<_, Infallible>(refusal(reason));
+            }
+            request.extensions_mut().insert(ConnectInfo(peer));
+            Ok(router.oneshot(request).await.unwrap_or_else(|e| match e {}))
+        }
+    });
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    match tokio::time::timeout(2 * REFUSAL_DEADLINE, connection).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::debug!(error = %err, "refused connection ended with an error"),
+        Err(_) => tracing::debug!("refused connection ran out of time"),
+    }
+    drop(held);
+}
+
+/// Answers without reading when even the reserve is taken: one non-blocking write of the 503
+/// into an empty send buffer, then close. A client whose request was still arriving may see a
+/// reset instead, which is still an immediate answer.
+fn refuse_now(stream: &TcpStream, reason: Reason) {
+    let body = refusal_text(reason);
+    // Reading what already arrived makes the close a FIN rather than a reset more often.
+    let mut scratch = [0u8; 4096];
+    for _ in 0..4 {
+        if !matches!(stream.try_read(&mut scratch), Ok(n) if n > 0) {
+            break;
+        }
+    }
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: {RETRY_AFTER_SECONDS}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    if let Err(err) = stream.try_write(head.as_bytes()) {
+        tracing::debug!(error = %err, "could not answer a refused connection");
     }
 }

@@ -45,6 +45,8 @@ struct Figures {
     job_attempts: Vec<(Lane, Counted, u64)>,
     job_lag: Snapshot,
     slack_unmapped_replies: u64,
+    refused_per_ip: u64,
+    refused_capacity: u64,
 }
 
 /// Latency histograms show bounds from 2^6 µs (64 µs) to 2^25 µs (about 34 s).
@@ -90,6 +92,8 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
             .collect(),
         job_lag: jobs.lag.snapshot(),
         slack_unmapped_replies: meters.slack_unmapped_replies.load(Relaxed),
+        refused_per_ip: meters.connections_refused_per_ip.load(Relaxed),
+        refused_capacity: meters.connections_refused_capacity.load(Relaxed),
     };
     let mut registry = Registry::with_prefix("porch");
     registry.register_collector(Box::new(figures));
@@ -179,6 +183,21 @@ impl Collector for Figures {
             "Open live inbox and conversation streams of agents.",
             Some(self.agent_connections),
         )?;
+        {
+            let metric = ConstCounter::new(0u64);
+            let mut family = e.encode_descriptor(
+                "connections_refused",
+                "Connections answered 503 at accept, by reason (per_ip: the address's limit; capacity: every slot taken).",
+                None,
+                metric.metric_type(),
+            )?;
+            for (reason, n) in [
+                ("per_ip", self.refused_per_ip),
+                ("capacity", self.refused_capacity),
+            ] {
+                ConstCounter::new(n).encode(family.encode_family(&[("reason", reason)])?)?;
+            }
+        }
         self.encode_process(&mut e)?;
         self.encode_work(&mut e)
     }

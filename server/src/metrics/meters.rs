@@ -27,6 +27,10 @@ pub struct Meters {
     /// Slack replies in a thread Porch's bot started that matched no conversation (also logged
     /// at warn): each one is an answer the visitor did not get.
     pub slack_unmapped_replies: AtomicU64,
+    /// Connections answered 503 at accept because their address held its share of connections.
+    pub connections_refused_per_ip: AtomicU64,
+    /// Connections answered 503 at accept because every ordinary connection slot was taken.
+    pub connections_refused_capacity: AtomicU64,
 }
 
 impl Meters {

@@ -10,6 +10,7 @@ mod brakes;
 mod capacity_page;
 mod config_doc;
 mod config_validation;
+mod connection_limits;
 mod connections;
 mod discord;
 mod email;

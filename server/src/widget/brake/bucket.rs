@@ -38,6 +38,12 @@ impl TokenBucket {
         }
     }
 
+    /// Returns a token taken for an event that was refused further on, so only admitted events
+    /// are charged.
+    pub fn give_back(&mut self, burst: f64) {
+        self.tokens = (self.tokens + 1.0).min(burst);
+    }
+
     /// True once the bucket has refilled completely: it then holds no information and can be
     /// forgotten.
     pub fn is_full(&mut self, now: Instant, per_second: f64, burst: f64) -> bool {

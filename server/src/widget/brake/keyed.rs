@@ -74,8 +74,8 @@ pub struct Brakes {
     ip_limits: IpLimits,
 }
 
-/// IPv6 clients usually hold a whole /64, so they are limited per /64.
-fn ip_key(ip: IpAddr) -> IpAddr {
+/// IPv6 clients usually hold a whole /64, so they are limited per /64 (here and at accept).
+pub fn ip_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(v4) => IpAddr::V4(v4),
         IpAddr::V6(v6) => {
@@ -139,35 +139,61 @@ impl Brakes {
                 },
             )
             .map_err(Refusal::RateLimited)?;
+        let visitor_shard = usize::try_from(visitor % 1024).unwrap_or(0);
+        let refund_visitor = || {
+            self.visitors.with(
+                visitor,
+                visitor_shard,
+                || (TokenBucket::full(burst, now), per_second, burst),
+                |(bucket, _, size)| {
+                    bucket.give_back(*size);
+                },
+            );
+        };
+        let ip_key = ip_key(ip);
+        let ip_burst = f64::from(self.ip_limits.burst);
         if starts_conversation {
             let per_second = f64::from(self.ip_limits.per_hour) / 3600.0;
-            let burst = f64::from(self.ip_limits.burst);
-            let key = ip_key(ip);
-            self.ips
-                .with(
-                    key,
-                    shard_of_ip(key),
-                    || TokenBucket::full(burst, now),
-                    |bucket| bucket.try_take(now, per_second, burst),
-                )
-                .map_err(Refusal::TooManyConversations)?;
+            let taken = self.ips.with(
+                ip_key,
+                shard_of_ip(ip_key),
+                || TokenBucket::full(ip_burst, now),
+                |bucket| bucket.try_take(now, per_second, ip_burst),
+            );
+            if let Err(wait) = taken {
+                refund_visitor();
+                return Err(Refusal::TooManyConversations(wait));
+            }
         }
-        self.sites
-            .with(
-                site,
-                usize::try_from(site.0.unsigned_abs()).unwrap_or(0),
-                || (FloodBrake::new(now), limits),
-                |(brake, stored)| {
-                    *stored = limits;
-                    brake.admit(
-                        now,
-                        limits.flood_messages_per_minute,
-                        limits.flood_conversations_per_minute,
-                        starts_conversation,
-                    )
-                },
-            )
-            .map_err(|held| Refusal::SiteBusy(held.retry_after))
+        let admitted = self.sites.with(
+            site,
+            usize::try_from(site.0.unsigned_abs()).unwrap_or(0),
+            || (FloodBrake::new(now), limits),
+            |(brake, stored)| {
+                *stored = limits;
+                brake.admit(
+                    now,
+                    limits.flood_messages_per_minute,
+                    limits.flood_conversations_per_minute,
+                    starts_conversation,
+                )
+            },
+        );
+        if let Err(held) = admitted {
+            // A flood on one site must not use up the budget of an address (a shared office NAT)
+            // on every other site, nor the visitor's own rate: only admitted messages are charged.
+            refund_visitor();
+            if starts_conversation {
+                self.ips.with(
+                    ip_key,
+                    shard_of_ip(ip_key),
+                    || TokenBucket::full(ip_burst, now),
+                    |bucket| bucket.give_back(ip_burst),
+                );
+            }
+            return Err(Refusal::SiteBusy(held.retry_after));
+        }
+        Ok(())
     }
 
     /// Forgets state that no longer limits anyone: full buckets and sites back at level 0 with
@@ -269,5 +295,77 @@ mod tests {
             .map(|s| s.lock().map_or(0, |m| m.len()))
             .sum();
         assert_eq!(remaining, 0);
+    }
+
+    #[test]
+    fn conversations_refused_as_site_busy_do_not_use_up_the_address_budget() {
+        let brakes = Brakes::new(IpLimits {
+            per_hour: 1,
+            burst: 2,
+        });
+        let busy = SiteLimits {
+            flood_conversations_per_minute: 1,
+            ..LIMITS
+        };
+        let now = Instant::now();
+        let office: IpAddr = [198, 51, 100, 7].into();
+        assert!(
+            brakes
+                .admit_message(SiteId(1), busy, 1, office, true, now)
+                .is_ok()
+        );
+        // Site 1 is now full of new conversations: many colleagues are turned away from it.
+        for visitor in 2..10 {
+            assert!(matches!(
+                brakes.admit_message(SiteId(1), busy, visitor, office, true, now),
+                Err(Refusal::SiteBusy(_))
+            ));
+        }
+        // The address spent one conversation of its burst of two, so one more opens elsewhere.
+        assert!(
+            brakes
+                .admit_message(SiteId(2), LIMITS, 20, office, true, now)
+                .is_ok()
+        );
+        assert!(matches!(
+            brakes.admit_message(SiteId(2), LIMITS, 21, office, true, now),
+            Err(Refusal::TooManyConversations(_))
+        ));
+    }
+
+    #[test]
+    fn a_visitor_refused_as_site_busy_keeps_their_own_rate() {
+        let brakes = Brakes::new(IpLimits {
+            per_hour: 120,
+            burst: 20,
+        });
+        let busy = SiteLimits {
+            flood_messages_per_minute: 1,
+            ..LIMITS
+        };
+        let now = Instant::now();
+        let ip: IpAddr = [10, 0, 0, 1].into();
+        assert!(
+            brakes
+                .admit_message(SiteId(1), busy, 1, ip, false, now)
+                .is_ok()
+        );
+        for _ in 0..5 {
+            assert!(matches!(
+                brakes.admit_message(SiteId(1), busy, 2, ip, false, now),
+                Err(Refusal::SiteBusy(_))
+            ));
+        }
+        // Visitor 2 was charged nothing, so their burst of two is intact on another site.
+        assert!(
+            brakes
+                .admit_message(SiteId(2), LIMITS, 2, ip, false, now)
+                .is_ok()
+        );
+        assert!(
+            brakes
+                .admit_message(SiteId(2), LIMITS, 2, ip, false, now)
+                .is_ok()
+        );
     }
 }

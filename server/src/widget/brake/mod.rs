@@ -7,4 +7,4 @@ mod keyed;
 
 pub use bucket::TokenBucket;
 pub use flood::FloodBrake;
-pub use keyed::{Brakes, IpLimits, Refusal};
+pub use keyed::{Brakes, IpLimits, Refusal, ip_key};

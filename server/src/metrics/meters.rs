@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::jobs::JobStats;
+use crate::store::IntegrityStatus;
 
 use super::LogHistogram;
 
@@ -27,6 +28,8 @@ pub struct Meters {
     /// Slack replies in a thread Porch's bot started that matched no conversation (also logged
     /// at warn): each one is an answer the visitor did not get.
     pub slack_unmapped_replies: AtomicU64,
+    /// The background database integrity check's last outcome (also read by `/readyz`).
+    pub integrity: Arc<IntegrityStatus>,
 }
 
 impl Meters {

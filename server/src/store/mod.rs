@@ -14,6 +14,7 @@ mod error;
 mod ids;
 mod inbox;
 mod integrations;
+mod integrity;
 mod jobs;
 mod lock;
 mod mail;
@@ -47,6 +48,9 @@ pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, V
 pub use integrations::{
     IntegrationRow, NewIntegration, find_integration, find_site_integration, insert_integration,
     list_enabled_integrations, mark_integration_broken, update_integration_settings,
+};
+pub use integrity::{
+    INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
 };
 pub use jobs::{
     AttemptRecord, JobRow, JobUpdate, MessageDelivery, block_integration_jobs,

@@ -139,6 +139,37 @@ mod tests {
 
     use super::*;
 
+    /// A file copied with its WAL but not its `-shm` would get a new `-shm` from SQLite.
+    #[test]
+    fn a_wal_without_its_shm_is_refused_and_nothing_is_created() {
+        let live = tempfile::tempdir().expect("temp dir");
+        let path = live.path().join("porch.db");
+        let conn = open_write_connection(&path, Synchronous::Full).expect("open");
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .expect("pragma");
+        conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+            .expect("write");
+        let copy = tempfile::tempdir().expect("temp dir");
+        for name in ["porch.db", "porch.db-wal"] {
+            std::fs::copy(live.path().join(name), copy.path().join(name)).expect("copy");
+        }
+        let listing = || {
+            let mut names: Vec<_> = std::fs::read_dir(copy.path())
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let before = listing();
+        let refused = open_existing_read_only(&copy.path().join("porch.db"));
+        assert!(
+            matches!(refused, Err(Error::WalWithoutShm(_))),
+            "{refused:?}"
+        );
+        assert_eq!(listing(), before);
+    }
+
     /// A cached statement must not be parsed again on each use: see `configure`.
     #[test]
     fn cached_statements_with_parameters_are_not_prepared_again() {

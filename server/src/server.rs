@@ -124,6 +124,8 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let runner = start_runner(runner, &app, slack_api).await?;
     spawn_brake_pruning(Arc::clone(&app));
     spawn_heartbeat(Arc::clone(&app.meters), app.shutdown.clone());
+    let integrity = Arc::clone(&app.meters.integrity);
+    store::spawn_integrity_checks(path.clone(), integrity, app.shutdown.clone());
     let sources = Sources {
         meters: Arc::clone(&app.meters),
         writer: Arc::clone(&app.writer),

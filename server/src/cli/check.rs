@@ -3,6 +3,7 @@
 //! code.
 
 use std::fmt::Write as _;
+use std::io::Read as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
@@ -22,19 +23,58 @@ pub struct CheckArgs {
 
 pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
     let path = args.db.unwrap_or_else(|| data.database_path());
+    let shown = path.display();
     // Opening read-only never creates a file, so a wrong path is an error, not a new database.
     if !path.is_file() {
-        bail!("{} does not exist or is not a file", path.display());
+        bail!("{shown} does not exist or is not a file");
     }
-    let conn = store::open_existing_read_only(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    let report =
-        store::check_database(&conn).with_context(|| format!("checking {}", path.display()))?;
-    write_out(&render(&path.display().to_string(), &report))?;
+    let mut header = [0_u8; SQLITE_HEADER.len()];
+    let header_len = read_prefix(&path, &mut header).with_context(|| format!("reading {shown}"))?;
+    if header_len == 0 {
+        bail!("{shown} is empty (0 bytes): not a Porch database");
+    }
+    if header[..header_len] != SQLITE_HEADER[..] {
+        bail!("{shown} is not a SQLite database (it does not start with the SQLite header)");
+    }
+    let conn = store::open_existing_read_only(&path).with_context(|| format!("opening {shown}"))?;
+    if !store::is_porch_database(&conn).with_context(|| format!("reading {shown}"))? {
+        let version = store::schema_version(&conn)?;
+        bail!(
+            "{shown} is a SQLite database but not a Porch database (no Porch tables, schema \
+             version {version}); check the path"
+        );
+    }
+    let report = store::check_database(&conn).with_context(|| format!("checking {shown}"))?;
+    write_out(&render(&shown.to_string(), &report))?;
+    if report.schema_version > report.expected_version {
+        bail!(
+            "{shown}: {}",
+            store::Error::NewerSchema {
+                found: report.schema_version,
+                supported: report.expected_version,
+            }
+        );
+    }
     if !report.is_healthy() {
-        bail!("{} failed the check", path.display());
+        bail!("{shown} failed the check");
     }
     Ok(())
+}
+
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Reads up to `buf.len()` bytes from the start of `path`; fewer only at the end of the file.
+fn read_prefix(path: &std::path::Path, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut file = std::fs::File::open(path)?;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
 }
 
 fn render(path: &str, report: &CheckReport) -> String {

@@ -14,9 +14,11 @@ pub async fn live() -> Response {
 }
 
 /// `GET /readyz`: 200 while the server takes traffic; 503 while shutting down or when the disk
-/// is full. (While migrating at start-up, `http::boot` answers 503 `migrating` instead.)
+/// is full, or `corrupt` when the background integrity check found the database file damaged
+/// (serving from it risks losing acknowledged messages; see `store::integrity`). (While migrating at start-up, `http::boot` answers 503 `migrating` instead.)
 pub async fn ready(State(app): State<AppState>) -> Response {
-    match app.not_ready_reason() {
+    let corrupt = || app.meters.integrity.is_corrupt().then_some("corrupt");
+    match app.not_ready_reason().or_else(corrupt) {
         None => Json(json!({"status": "ready"})).into_response(),
         Some(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -47,6 +47,8 @@ struct Figures {
     slack_unmapped_replies: u64,
     refused_per_ip: u64,
     refused_capacity: u64,
+    integrity: i64,
+    integrity_checked_at_ms: Option<i64>,
 }
 
 /// Latency histograms show bounds from 2^6 µs (64 µs) to 2^25 µs (about 34 s).
@@ -94,6 +96,8 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
         slack_unmapped_replies: meters.slack_unmapped_replies.load(Relaxed),
         refused_per_ip: meters.connections_refused_per_ip.load(Relaxed),
         refused_capacity: meters.connections_refused_capacity.load(Relaxed),
+        integrity: meters.integrity.gauge(),
+        integrity_checked_at_ms: meters.integrity.checked_at_ms(),
     };
     let mut registry = Registry::with_prefix("porch");
     registry.register_collector(Box::new(figures));
@@ -121,6 +125,17 @@ fn gauge(
 ) -> Result<(), std::fmt::Error> {
     let Some(value) = value else { return Ok(()) };
     let metric = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
+}
+
+/// A gauge that may be negative (or fractional), such as a state with -1 for "not yet".
+fn signed_gauge(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    value: f64,
+) -> Result<(), std::fmt::Error> {
+    let metric = ConstGauge::new(value);
     metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
 }
 
@@ -199,11 +214,31 @@ impl Collector for Figures {
             }
         }
         self.encode_process(&mut e)?;
+        self.encode_integrity(&mut e)?;
         self.encode_work(&mut e)
     }
 }
 
 impl Figures {
+    #[allow(clippy::cast_precision_loss)] // -1, 0, 1 and Unix milliseconds are exact in an f64
+    fn encode_integrity(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        signed_gauge(
+            e,
+            "database_integrity",
+            "The background PRAGMA quick_check: 1 ok, 0 failed (the file is damaged), -1 not yet run.",
+            self.integrity as f64,
+        )?;
+        if let Some(ms) = self.integrity_checked_at_ms {
+            signed_gauge(
+                e,
+                "database_integrity_checked_at_seconds",
+                "Unix time the last background integrity check finished.",
+                ms as f64 / 1e3,
+            )?;
+        }
+        Ok(())
+    }
+
     fn encode_process(&self, e: &mut DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         if let Some(cpu) = self.process.cpu {
             counter(

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::jobs::JobStats;
+use crate::store::IntegrityStatus;
 
 use super::LogHistogram;
 
@@ -31,6 +32,8 @@ pub struct Meters {
     pub connections_refused_per_ip: AtomicU64,
     /// Connections answered 503 at accept because every ordinary connection slot was taken.
     pub connections_refused_capacity: AtomicU64,
+    /// The background database integrity check's last outcome (also read by `/readyz`).
+    pub integrity: Arc<IntegrityStatus>,
 }
 
 impl Meters {

@@ -37,6 +37,23 @@ impl CheckReport {
     }
 }
 
+/// Tables every Porch schema has had since the first migration.
+const PORCH_TABLES: [&str; 3] = ["sites", "conversations", "messages"];
+
+/// Whether `conn` holds a Porch database (rather than another application's SQLite file, or an
+/// empty one): all of Porch's core tables exist.
+pub fn is_porch_database(conn: &Connection) -> Result<bool, Error> {
+    let mut statement =
+        conn.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1")?;
+    for table in PORCH_TABLES {
+        let count: i64 = statement.query_row([table], |r| r.get(0))?;
+        if count == 0 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Runs every check on `conn`.
 pub fn check_database(conn: &Connection) -> Result<CheckReport, Error> {
     let integrity_errors = integrity_errors(conn)?;

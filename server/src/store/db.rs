@@ -66,13 +66,63 @@ pub fn open_write_connection(path: &Path, synchronous: Synchronous) -> Result<Co
     Ok(conn)
 }
 
-/// Opens an existing database read-only for inspection (`porch check`): it is never created,
-/// migrated or switched to WAL, so checking a restored copy leaves it as it was.
+/// Opens an existing database strictly read-only for inspection (`porch check`): it is never
+/// created, migrated or switched to WAL, and no `-wal` or `-shm` file is created beside it, so a
+/// restored backup, a file in a backup directory or one on read-only media is left as it was.
+///
+/// Without a (non-empty) `-wal` beside it the file is opened `immutable=1`: SQLite then takes no
+/// locks and needs no `-shm`. With a `-wal` and a `-shm` it is a live (or uncleanly stopped)
+/// database whose latest commits may be only in the WAL, so `immutable` would check stale pages:
+/// it is opened `mode=ro` and reads through the existing `-shm`. A `-wal` without a `-shm` is
+/// refused, because reading it would create the `-shm`.
+///
+/// # Errors
+/// [`Error::WalWithoutShm`] as above; otherwise whatever SQLite reports on opening.
 pub fn open_existing_read_only(path: &Path) -> Result<Connection, Error> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)?;
+    let sibling = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    // An empty WAL holds no commits: ignoring it (immutable) reads exactly the database.
+    let has_wal = std::fs::metadata(sibling("-wal")).is_ok_and(|m| m.len() > 0);
+    let has_shm = sibling("-shm").exists();
+    if has_wal && !has_shm {
+        return Err(Error::WalWithoutShm(path.to_owned()));
+    }
+    let query = if has_wal {
+        "mode=ro"
+    } else {
+        "mode=ro&immutable=1"
+    };
+    let uri = format!("{}?{query}", file_uri(path)?);
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(uri, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "query_only", "ON")?;
     Ok(conn)
+}
+
+/// `path` as an SQLite `file:` URI: `%`, `?` and `#` would otherwise end or garble the path.
+fn file_uri(path: &Path) -> Result<String, Error> {
+    let text = path.to_str().ok_or_else(|| {
+        Error::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not valid UTF-8", path.display()),
+        ))
+    })?;
+    let mut uri = String::from("file:");
+    for c in text.chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    Ok(uri)
 }
 
 /// Opens a read-only connection for the reader pool.
@@ -88,6 +138,37 @@ mod tests {
     use rusqlite::StatementStatus;
 
     use super::*;
+
+    /// A file copied with its WAL but not its `-shm` would get a new `-shm` from SQLite.
+    #[test]
+    fn a_wal_without_its_shm_is_refused_and_nothing_is_created() {
+        let live = tempfile::tempdir().expect("temp dir");
+        let path = live.path().join("porch.db");
+        let conn = open_write_connection(&path, Synchronous::Full).expect("open");
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .expect("pragma");
+        conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+            .expect("write");
+        let copy = tempfile::tempdir().expect("temp dir");
+        for name in ["porch.db", "porch.db-wal"] {
+            std::fs::copy(live.path().join(name), copy.path().join(name)).expect("copy");
+        }
+        let listing = || {
+            let mut names: Vec<_> = std::fs::read_dir(copy.path())
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let before = listing();
+        let refused = open_existing_read_only(&copy.path().join("porch.db"));
+        assert!(
+            matches!(refused, Err(Error::WalWithoutShm(_))),
+            "{refused:?}"
+        );
+        assert_eq!(listing(), before);
+    }
 
     /// A cached statement must not be parsed again on each use: see `configure`.
     #[test]

@@ -15,6 +15,20 @@ pub enum Error {
     /// The batch this write belonged to failed to commit; nothing of it was stored.
     #[error("the transaction could not be committed: {0}")]
     CommitFailed(String),
+    /// The file was migrated by a newer Porch; this binary must not touch it.
+    #[error(
+        "the database is at schema version {found}, newer than this porch ({supported}): \
+         run a newer Porch or restore a backup"
+    )]
+    NewerSchema { found: u32, supported: u32 },
+    /// A `-wal` lies beside the file without its `-shm`: reading it would create the `-shm`.
+    #[error(
+        "{p}-wal exists without {p}-shm (a database copied with its WAL, or not closed cleanly): \
+         reading it would create {p}-shm beside it; copy the file and its -wal to a writable \
+         directory and check the copy",
+        p = .0.display()
+    )]
+    WalWithoutShm(std::path::PathBuf),
     #[error("migration {version} failed: {source}")]
     Migration {
         version: u32,

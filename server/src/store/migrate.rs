@@ -33,12 +33,10 @@ pub fn schema_version(conn: &Connection) -> Result<u32, Error> {
 pub fn apply_migrations(conn: &mut Connection) -> Result<u32, Error> {
     let current = schema_version(conn)?;
     if current > LATEST {
-        return Err(Error::Sqlite(rusqlite::Error::InvalidParameterName(
-            format!(
-                "the database is at schema version {current}, newer than this binary's {LATEST}; \
-             run a newer Porch or restore a backup"
-            ),
-        )));
+        return Err(Error::NewerSchema {
+            found: current,
+            supported: LATEST,
+        });
     }
     for (version, sql) in (1..).zip(MIGRATIONS).skip(current as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;

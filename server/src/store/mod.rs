@@ -14,6 +14,7 @@ mod error;
 mod ids;
 mod inbox;
 mod integrations;
+mod integrity;
 mod jobs;
 mod lock;
 mod mail;
@@ -32,7 +33,7 @@ pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,
     insert_metrics_minute, list_loadtest_runs, list_metrics_spans, prune_metrics_minutes,
 };
-pub use check::{CheckReport, check_database};
+pub use check::{CheckReport, check_database, is_porch_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
 pub use deliveries::{
@@ -47,6 +48,9 @@ pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, V
 pub use integrations::{
     IntegrationRow, NewIntegration, find_integration, find_site_integration, insert_integration,
     list_enabled_integrations, mark_integration_broken, update_integration_settings,
+};
+pub use integrity::{
+    INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
 };
 pub use jobs::{
     AttemptRecord, JobRow, JobUpdate, MessageDelivery, block_integration_jobs,

@@ -18,6 +18,7 @@ mod health;
 mod helpers;
 mod inbox;
 mod instance_lock;
+mod integrity;
 mod loadtest;
 mod metrics;
 mod slack;

@@ -1,0 +1,326 @@
+//! A damaged database is found early: the background check turns `/readyz` 503 `corrupt`, sets
+//! the `/metrics` gauge to 0 and logs it. `porch check` is safe on any file: it creates nothing
+//! beside the file it checks, and names non-Porch files and newer schemas plainly.
+
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::{TestApp, WAIT};
+
+/// A `porch serve` process, killed when dropped.
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn porch(data_dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_porch"));
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .env_remove("PORCH_DATA_DIR")
+        .env_remove("PORCH_LOG")
+        .stdin(Stdio::null());
+    command
+}
+
+fn run(data_dir: &Path, args: &[&str]) -> Output {
+    porch(data_dir, args).output().expect("porch runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// One `GET` over loopback: the status and the body (`None` while the port is not yet open).
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
+}
+
+/// Polls `probe` until it returns `Some`, failing the test after `WAIT` with `what`.
+fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + WAIT * 2;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The value of an unlabelled metric in an exposition.
+fn metric(exposition: &str, name: &str) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let (key, value) = line.split_once(' ')?;
+        (key == name).then(|| value.trim().parse().ok())?
+    })
+}
+
+/// The names of the files in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// A migrated Porch database in `dir` holding `rows` messages, closed (no `-wal` left).
+fn porch_database_with_messages(dir: &Path, rows: u32) -> PathBuf {
+    let migrated = run(dir, &["migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let path = dir.join("porch.db");
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute_batch(
+        "INSERT INTO sites (id, key, name, created_at) VALUES (1, 'k', 'Shop', 0); \
+         INSERT INTO visitors (id, site_id, token_hash, first_seen_at, last_seen_at) \
+             VALUES (1, 1, x'00', 0, 0); \
+         INSERT INTO conversations (id, site_id, visitor_id, created_at, last_message_at) \
+             VALUES (1, 1, 1, 0, 0);",
+    )
+    .expect("parents");
+    conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1) \
+         INSERT INTO messages (conversation_id, author, author_name, body, created_at) \
+         SELECT 1, 'agent', 'Ann', printf('message %d %.200c', i, 'x'), i FROM n",
+        [rows],
+    )
+    .expect("insert messages");
+    drop(conn);
+    assert!(
+        !dir.join("porch.db-wal").exists(),
+        "closing the last connection checkpoints and removes the WAL"
+    );
+    path
+}
+
+/// Overwrites whole pages in the middle of the file, where the messages table's b-tree lives
+/// (it fills most of the file), as a failing disk or a torn copy would.
+fn damage_pages_in_the_middle(path: &Path) {
+    const PAGE: usize = 4096;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .expect("open for damage");
+    let pages = file.seek(SeekFrom::End(0)).expect("size") / PAGE as u64;
+    assert!(pages > 100, "the file is big enough to damage its middle");
+    for page in [pages / 2, pages / 2 + 1, pages / 2 + 2] {
+        file.seek(SeekFrom::Start(page * PAGE as u64))
+            .expect("seek");
+        file.write_all(&[0xA5; PAGE]).expect("damage");
+    }
+    file.sync_all().expect("sync");
+}
+
+/// Starts `porch serve` on a free port with its log in `log`.
+fn serve(data_dir: &Path, log: &Path) -> (Served, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = porch(data_dir, &["serve", "--listen", &listen, "--log", "info"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("log file"))
+        .spawn()
+        .expect("porch serve starts");
+    (Served(child), port)
+}
+
+#[test]
+fn a_damaged_database_makes_readiness_503_corrupt_with_the_gauge_at_0_and_a_log_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).expect("data dir");
+    let path = porch_database_with_messages(&data, 20_000);
+    damage_pages_in_the_middle(&path);
+    let log = dir.path().join("serve.log");
+    let (_served, port) = serve(&data, &log);
+
+    // Before the check has finished it is 503 `migrating`, then 200 `ready` for a moment.
+    let readiness = wait_for("/readyz to say corrupt", || {
+        let (status, body) = get(port, "/readyz")?;
+        let body: serde_json::Value = serde_json::from_str(&body).ok()?;
+        (body["reason"] == "corrupt").then_some((status, body))
+    });
+    assert_eq!(readiness.0, 503, "{}", readiness.1);
+    let (status, exposition) = get(port, "/metrics").expect("metrics");
+    assert_eq!(status, 200);
+    assert_eq!(
+        metric(&exposition, "porch_database_integrity"),
+        Some(0.0),
+        "{exposition}"
+    );
+    assert!(
+        metric(&exposition, "porch_database_integrity_checked_at_seconds").is_some_and(|t| t > 0.0)
+    );
+    let logged = std::fs::read_to_string(&log).expect("log");
+    let line = logged
+        .lines()
+        .find(|line| line.contains("database integrity check FAILED"))
+        .unwrap_or_else(|| panic!("no integrity line in the log:\n{logged}"));
+    assert!(line.contains("ERROR"), "{line}");
+    // The liveness probe stays up: the process is fine, only its file is not.
+    assert_eq!(get(port, "/healthz").map(|(s, _)| s), Some(200));
+}
+
+#[tokio::test]
+async fn a_healthy_database_reaches_gauge_1_and_stays_ready() {
+    let app = TestApp::spawn(&[]).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let exposition = app.http.request("GET", "/metrics", &[], "").await.body;
+        match metric(&exposition, "porch_database_integrity") {
+            Some(1.0) => break,
+            Some(-1.0) => {}
+            other => panic!("unexpected integrity gauge {other:?}:\n{exposition}"),
+        }
+        assert!(Instant::now() < deadline, "the check never finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        app.http.request("GET", "/readyz", &[], "").await.status,
+        200
+    );
+}
+
+#[test]
+fn check_leaves_the_directory_of_a_stopped_database_exactly_as_it_was() {
+    // Tests run as root, for whom a chmod-ed read-only directory is writable anyway: the only
+    // honest test of "touches nothing" is the directory's listing before and after.
+    let dir = tempfile::tempdir().expect("dir");
+    let path = porch_database_with_messages(dir.path(), 100);
+    let backups = tempfile::tempdir().expect("backups");
+    let copy = backups.path().join("porch-2024-05-01.db");
+    std::fs::copy(&path, &copy).expect("copy");
+    let before = listing(backups.path());
+
+    let output = run(
+        dir.path(),
+        &["check", "--db", copy.to_str().expect("utf-8")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(listing(backups.path()), before);
+}
+
+#[tokio::test]
+async fn check_beside_a_running_server_reads_its_wal_and_creates_nothing() {
+    let app = TestApp::spawn(&[]).await;
+    app.add_site("Shop");
+    let before = listing(app.data_dir.path());
+    assert!(before.contains(&"porch.db-wal".to_owned()), "{before:?}");
+
+    let output = run(app.data_dir.path(), &["check"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = String::from_utf8_lossy(&output.stdout);
+    // The site was committed to the WAL only: the check saw it, so it read through the WAL.
+    assert!(
+        report
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["sites", "1"]),
+        "{report}"
+    );
+    assert_eq!(listing(app.data_dir.path()), before);
+}
+
+#[test]
+fn check_on_another_applications_sqlite_file_says_it_is_not_a_porch_database() {
+    let dir = tempfile::tempdir().expect("dir");
+    let other = dir.path().join("notes.db");
+    rusqlite::Connection::open(&other)
+        .expect("open")
+        .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+        .expect("schema");
+
+    let output = run(
+        dir.path(),
+        &["check", "--db", other.to_str().expect("utf-8")],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(
+        message.contains(
+            "is a SQLite database but not a Porch database (no Porch tables, schema version 0)"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("migrate"), "{message}");
+}
+
+#[test]
+fn check_on_an_empty_file_or_a_text_file_says_so_in_one_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("empty");
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a database at all\n".repeat(100)).expect("text");
+
+    for (file, expected) in [
+        (&empty, "is empty (0 bytes): not a Porch database"),
+        (&text, "is not a SQLite database"),
+    ] {
+        let output = run(
+            dir.path(),
+            &["check", "--db", file.to_str().expect("utf-8")],
+        );
+        assert_eq!(output.status.code(), Some(1));
+        let message = stderr(&output);
+        assert!(message.contains(expected), "{message}");
+        assert_eq!(message.trim().lines().count(), 1, "{message}");
+    }
+    assert_eq!(std::fs::metadata(&empty).expect("empty").len(), 0);
+}
+
+#[test]
+fn a_newer_schema_is_named_plainly_by_serve_migrate_and_check() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = porch_database_with_messages(dir.path(), 1);
+    rusqlite::Connection::open(&path)
+        .expect("open")
+        .pragma_update(None, "user_version", 99)
+        .expect("newer version");
+    let expected = format!(
+        "the database is at schema version 99, newer than this porch ({}): run a newer Porch \
+         or restore a backup",
+        porch::store::LATEST_SCHEMA
+    );
+
+    for args in [
+        &["serve", "--listen", "127.0.0.1:0"][..],
+        &["migrate"],
+        &["check"],
+    ] {
+        let output = run(dir.path(), args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let message = stderr(&output);
+        assert!(message.contains(&expected), "{args:?}: {message}");
+        assert!(!message.contains("Invalid parameter name"), "{args:?}");
+    }
+}

@@ -27,6 +27,18 @@ use crate::metrics::LogHistogram;
 /// The longest a deferred write waits for company before it is committed alone.
 pub const DEFER_LIMIT: Duration = Duration::from_millis(20);
 
+/// While batches keep failing, one log line per this interval sums them up (a full disk fails
+/// hundreds of batches a second; one line each would flood the log and the disk further).
+const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// While the disk is full and nothing commits, how often free space is probed, so readiness
+/// recovers without waiting for traffic.
+const DISK_PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// What the probe must be able to write and sync beside the database for the disk to count as
+/// usable again: room for a few batches' WAL frames.
+const DISK_PROBE_BYTES: usize = 256 * 1024;
+/// The probe's scratch file, in the database's directory (removed straight away).
+const DISK_PROBE_FILE: &str = ".porch-disk-probe";
+
 /// A unit of work run inside the writer's transaction.
 trait WriteOp: Send {
     /// Runs the work; its writes are kept only if it succeeds and the batch commits.
@@ -113,7 +125,8 @@ pub struct WriterStats {
     pub batch_sizes: LogHistogram,
     /// Writes refused because the queue was full.
     pub refused_busy: AtomicU64,
-    /// Set while the last commit failed for lack of disk space; cleared by the next success.
+    /// Set while the last commit failed for lack of disk space; cleared by the next success or
+    /// by a probe that finds space again (every [`DISK_PROBE_INTERVAL`] while idle).
     pub is_disk_full: AtomicBool,
 }
 
@@ -241,22 +254,35 @@ impl Writer {
 fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &WriterStats) {
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
     let mut wal = WalGuard::new(conn, WAL_BOUND);
+    let mut failures = Failures::default();
     let mut stopping = false;
     // Set while `batch` holds only deferred writes: when the first of them arrived.
     let mut deferred_since: Option<Instant> = None;
     while !stopping {
         // Commit now unless everything gathered may still wait.
         let mut is_due = false;
-        let next = match deferred_since {
-            None => rx.recv().ok(),
-            Some(since) => match rx.recv_timeout(DEFER_LIMIT.saturating_sub(since.elapsed())) {
+        let next = match (deferred_since, failures.next_probe) {
+            (None, None) => rx.recv().ok(),
+            // Nothing gathered (so nothing to commit) and the disk was full: probe when idle.
+            (None, Some(at)) => match rx.recv_timeout(at.saturating_duration_since(Instant::now()))
+            {
                 Ok(request) => Some(request),
                 Err(RecvTimeoutError::Timeout) => {
-                    is_due = true;
-                    None
+                    failures.probe(conn, stats);
+                    continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => None,
             },
+            (Some(since), _) => {
+                match rx.recv_timeout(DEFER_LIMIT.saturating_sub(since.elapsed())) {
+                    Ok(request) => Some(request),
+                    Err(RecvTimeoutError::Timeout) => {
+                        is_due = true;
+                        None
+                    }
+                    Err(RecvTimeoutError::Disconnected) => None,
+                }
+            }
         };
         let mut take = |request: Option<Request>, batch: &mut Vec<Box<dyn WriteOp>>| match request {
             Some(Request::Write { op, is_deferred }) => {
@@ -286,7 +312,7 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
         }
         deferred_since = None;
         stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
-        commit_batch(conn, &mut batch, stats);
+        commit_batch(conn, &mut batch, stats, &mut failures);
         // Between batches, after every caller has been answered: a forced checkpoint here delays
         // the next batch, never an acknowledgement already owed.
         wal.after_commit(conn);
@@ -296,11 +322,11 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
                 stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
                 batch.push(op);
                 if batch.len() == max_batch {
-                    commit_batch(conn, &mut batch, stats);
+                    commit_batch(conn, &mut batch, stats, &mut failures);
                 }
             }
             if !batch.is_empty() {
-                commit_batch(conn, &mut batch, stats);
+                commit_batch(conn, &mut batch, stats, &mut failures);
             }
         }
     }
@@ -309,13 +335,19 @@ fn run(conn: &Connection, rx: &Receiver<Request>, max_batch: usize, stats: &Writ
 
 /// Runs every op of `batch` in one transaction, each inside a savepoint so that one failing op
 /// leaves no partial writes and does not spoil the others, then answers them all.
-fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &WriterStats) {
+fn commit_batch(
+    conn: &Connection,
+    batch: &mut Vec<Box<dyn WriteOp>>,
+    stats: &WriterStats,
+    failures: &mut Failures,
+) {
     let started = Instant::now();
     let outcome = run_transaction(conn, batch);
     let size = batch.len() as u64;
     match &outcome {
         Ok(()) => {
             stats.is_disk_full.store(false, Ordering::Relaxed);
+            failures.committed();
             stats.batches.fetch_add(1, Ordering::Relaxed);
             stats.writes.fetch_add(size, Ordering::Relaxed);
             let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -327,7 +359,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &Wr
             if matches!(err, Error::DiskFull) {
                 stats.is_disk_full.store(true, Ordering::Relaxed);
             }
-            tracing::error!(error = %err, writes = size, "write batch rolled back");
+            failures.failed(err, size);
         }
     }
     for op in batch.drain(..) {
@@ -337,6 +369,91 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &Wr
             Err(err) => Some(Error::CommitFailed(err.to_string())),
         };
         op.finish(batch_error);
+    }
+}
+
+/// Failed batches since the last commit: the log lines they may still write, and when the disk
+/// is next probed.
+#[derive(Default)]
+struct Failures {
+    /// When the last line was logged; `None` while commits succeed.
+    logged_at: Option<Instant>,
+    /// Batches (and their writes) that failed since that line.
+    unlogged_batches: u64,
+    unlogged_writes: u64,
+    /// Set while the disk is full.
+    next_probe: Option<Instant>,
+}
+
+impl Failures {
+    /// Logs the first failure at once, later ones as one summary per [`FAILURE_LOG_INTERVAL`].
+    fn failed(&mut self, err: &Error, writes: u64) {
+        let now = Instant::now();
+        if matches!(err, Error::DiskFull) {
+            self.next_probe = Some(now + DISK_PROBE_INTERVAL);
+        }
+        self.unlogged_batches += 1;
+        self.unlogged_writes += writes;
+        match self.logged_at {
+            None => tracing::error!(error = %err, writes, "write batch rolled back"),
+            Some(at) if now.duration_since(at) >= FAILURE_LOG_INTERVAL => tracing::error!(
+                error = %err,
+                batches = self.unlogged_batches,
+                writes = self.unlogged_writes,
+                "write batches rolled back in the last {}s",
+                now.duration_since(at).as_secs()
+            ),
+            Some(_) => return,
+        }
+        self.logged_at = Some(now);
+        self.unlogged_batches = 0;
+        self.unlogged_writes = 0;
+    }
+
+    /// A batch committed: says so once if failures were being counted.
+    fn committed(&mut self) {
+        if self.logged_at.take().is_some() {
+            tracing::warn!(
+                batches = self.unlogged_batches,
+                writes = self.unlogged_writes,
+                "writes commit again (counts: rolled back since the last error line)"
+            );
+        }
+        self.unlogged_batches = 0;
+        self.unlogged_writes = 0;
+        self.next_probe = None;
+    }
+
+    /// Writes and syncs a scratch file beside the database; if that works, the disk has room
+    /// again and readiness is restored (the next batch confirms it or sets the flag again).
+    fn probe(&mut self, conn: &Connection, stats: &WriterStats) {
+        let dir = conn
+            .path()
+            .and_then(|path| {
+                std::path::Path::new(path)
+                    .parent()
+                    .map(std::path::Path::to_path_buf)
+            })
+            .unwrap_or_default();
+        let path = dir.join(DISK_PROBE_FILE);
+        let written = std::fs::File::create(&path).and_then(|mut file| {
+            std::io::Write::write_all(&mut file, &vec![0; DISK_PROBE_BYTES])?;
+            file.sync_all()
+        });
+        if let Err(err) = std::fs::remove_file(&path) {
+            tracing::debug!(error = %err, "could not remove the disk probe file");
+        }
+        match written {
+            Ok(()) => {
+                stats.is_disk_full.store(false, Ordering::Relaxed);
+                self.next_probe = None;
+                tracing::warn!("disk space is available again; ready for writes");
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "the disk is still full");
+                self.next_probe = Some(Instant::now() + DISK_PROBE_INTERVAL);
+            }
+        }
     }
 }
 

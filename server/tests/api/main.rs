@@ -19,6 +19,7 @@ mod inbox;
 mod instance_lock;
 mod loadtest;
 mod metrics;
+mod shutdown;
 mod slack;
 mod slack_threads;
 mod snippet;

@@ -13,8 +13,9 @@ pub async fn live() -> Response {
     Json(json!({"status": "ok"})).into_response()
 }
 
-/// `GET /readyz`: 200 while the server takes traffic; 503 while shutting down or when the disk
-/// is full. (While migrating at start-up, `http::boot` answers 503 `migrating` instead.)
+/// `GET /readyz`: 200 while the server takes traffic; 503 from SIGTERM on (through the drain,
+/// while everything else is still served) or when the disk is full. (While migrating at
+/// start-up, `http::boot` answers 503 `migrating` instead.)
 pub async fn ready(State(app): State<AppState>) -> Response {
     match app.not_ready_reason() {
         None => Json(json!({"status": "ready"})).into_response(),

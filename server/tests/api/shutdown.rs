@@ -220,3 +220,15 @@ async fn during_the_drain_only_readiness_fails_and_widgets_get_1012_after_it() {
     assert!(status.success(), "{status:?}\n{}", porch.log());
     assert!(porch.log().contains("stopped"), "{}", porch.log());
 }
+
+#[test]
+fn a_drain_beyond_a_minute_is_refused_with_one_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut porch = Porch::spawn(dir.path(), "2m");
+    let status = porch.wait_exit(WAIT);
+    assert_eq!(status.code(), Some(2), "{}", porch.log());
+    // The log reader may still be collecting the line after the exit.
+    let line = porch.wait_for("error line", |lines| lines.first().cloned());
+    assert!(line.contains("PORCH_DRAIN"), "{line}");
+    assert_eq!(porch.log().lines().count(), 1, "{}", porch.log());
+}

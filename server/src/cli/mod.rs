@@ -146,7 +146,7 @@ fn serve(config: Config) -> anyhow::Result<()> {
         // Before binding and migrating: a SIGTERM during start-up must not take the default
         // action and kill the process in the middle of a migration or the first run.
         let mut signals = Signals::install()?;
-        tracing::info!("starting; SIGTERM or Ctrl-C stops gracefully");
+        tracing::debug!("signal handlers installed");
         let drain = config.drain;
         let starting = async {
             let listener = crate::http::bind(config.listen)

@@ -133,8 +133,8 @@ fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
 fn a_sigterm_during_start_up_stops_cleanly_with_exit_0() {
     let dir = tempfile::tempdir().expect("dir");
     let mut porch = Porch::spawn(dir.path(), "0s");
-    // The first line comes before binding and migrating a fresh database (on main the first
-    // line is the migration's, and the handler was installed only once start-up returned).
+    // The first line is the migration's, in the middle of start-up (on main the handler was
+    // installed only once start-up had returned, so this SIGTERM killed the process).
     porch.wait_for("first line", |lines| lines.first().cloned());
     porch.sigterm();
     let status = porch.wait_exit(Duration::from_secs(10));

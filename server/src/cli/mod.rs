@@ -178,8 +178,8 @@ fn serve(config: Config) -> anyhow::Result<()> {
         server.stop().await;
         Ok::<_, anyhow::Error>(true)
     });
-    // Dropping the runtime waits for blocking work already running (a migration in progress),
-    // so an abandoned start-up still leaves the database between transactions.
+    // Dropping the runtime waits for blocking work already running (migrations under way run
+    // to the end), so an abandoned start-up still leaves the database between transactions.
     drop(runtime);
     if !outcome? {
         tracing::info!("stopped before serving");

@@ -174,6 +174,11 @@ pub struct Config {
     #[arg(long, env = "PORCH_MAIL_FROM")]
     pub mail_from: Option<String>,
 
+    /// After SIGTERM, how long to keep serving with `/readyz` at 503 `shutting_down`, so load
+    /// balancers take this instance out before it stops accepting.
+    #[arg(long, env = "PORCH_DRAIN", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub drain: Duration,
+
     /// How long shutdown waits for open requests and connections to finish.
     #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

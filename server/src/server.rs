@@ -258,7 +258,8 @@ fn spawn_brake_pruning(app: AppState) {
 
 impl Server {
     /// Stops accepting, tells widget connections to reconnect elsewhere, waits for their
-    /// in-flight writes, and flushes the writer.
+    /// in-flight writes, and flushes the writer. The drain before it (readiness false, all else
+    /// served, see [`crate::state::App::begin_drain`]) is the caller's: `porch serve` does it.
     pub async fn stop(self) {
         tracing::info!("shutting down");
         self.app.begin_shutdown();

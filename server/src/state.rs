@@ -91,6 +91,12 @@ impl App {
         }
     }
 
+    /// Turns readiness false (`shutting_down`) while everything else keeps serving: the drain
+    /// before [`App::begin_shutdown`], so load balancers stop sending traffic first.
+    pub fn begin_drain(&self) {
+        self.is_shutting_down.store(true, Ordering::SeqCst);
+    }
+
     /// Marks the server as stopping (readiness turns false) and tells connections to close.
     pub fn begin_shutdown(&self) {
         self.is_shutting_down.store(true, Ordering::SeqCst);

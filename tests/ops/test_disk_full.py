@@ -96,3 +96,55 @@ def test_a_full_disk_refuses_without_acking_and_recovers_without_a_restart(porch
     db = sqlite3.connect(small_disk / "porch.db")
     stored = {row[0] for row in db.execute("SELECT id FROM messages")}
     assert {a["id"] for a in acked} <= stored, "every acknowledged message is on disk"
+
+
+def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch_bin, processes, small_disk):
+    """While the disk is full, failed batches are summed up instead of logged one by one; once
+    space returns, readiness comes back by itself (a probe), without a message to commit."""
+    import time
+
+    import websockets
+
+    site = json.loads(run([porch_bin, "--data-dir", small_disk, "site", "add", "--name", "Full",
+                           "--origin", ORIGIN, "--public-url", "http://127.0.0.1", "--json"]).stdout)["key"]
+    # No brakes: every retry below must reach the writer and fail there, as under real load.
+    import sqlite3
+    with sqlite3.connect(small_disk / "porch.db") as db:
+        db.execute("UPDATE sites SET visitor_messages_per_minute = 1000000, visitor_burst = 1000000, "
+                   "flood_messages_per_minute = 1000000, flood_conversations_per_minute = 1000000")
+    server = processes.serve(porch_bin, small_disk)
+    server.wait_ready()
+
+    async def scenario():
+        url = f"ws://{server.addr}/widget/ws?site={site}"
+        async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
+            await ws.send(json.dumps({"type": "hello", "v": 1}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
+            fill(small_disk)
+            for i in range(200):
+                if (await send(ws, f"full-{i}", "x" * 3900))["type"] != "ack":
+                    break
+            else:
+                raise AssertionError("the full disk was never noticed")
+            assert server.get("/readyz")[1].get("reason") == "disk_full"
+
+            # Two seconds of a full disk with a visitor retrying all the time.
+            logged = len(server.log)
+            refused = 0
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                answer = await send(ws, f"retry-{refused}", "x" * 3900)
+                assert answer.get("code") == "unavailable", answer
+                refused += 1
+            errors = [line for line in server.log[logged:] if " ERROR " in line]
+            assert refused > 100, f"only {refused} refusals: the test proves nothing"
+            assert len(errors) <= 5, f"{len(errors)} ERROR lines for {refused} refusals:\n" + "".join(errors[:20])
+
+        (small_disk / "ballast").unlink()
+        # No traffic at all from here on: readiness must come back by itself.
+        deadline = time.monotonic() + 5
+        while server.get("/readyz")[0] != 200:
+            assert time.monotonic() < deadline, "still not ready 5 s after space returned"
+            await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())

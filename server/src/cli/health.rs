@@ -48,7 +48,8 @@ fn probe_address(listen: SocketAddr) -> SocketAddr {
     SocketAddr::new(ip, listen.port())
 }
 
-fn probe(target: SocketAddr, path: &str, timeout: Duration) -> anyhow::Result<u16> {
+/// One plain-HTTP GET of `path`; the answer's status code.
+pub(crate) fn probe(target: SocketAddr, path: &str, timeout: Duration) -> anyhow::Result<u16> {
     let mut stream = TcpStream::connect_timeout(&target, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;

@@ -4,7 +4,7 @@
 
 mod accounts;
 mod check;
-mod health;
+pub(crate) mod health;
 mod sites;
 
 use std::io::{IsTerminal, Write};
@@ -144,23 +144,55 @@ fn serve(config: Config) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let listener = crate::http::bind(config.listen)
-            .with_context(|| format!("listening on {} (PORCH_LISTEN)", config.listen))?;
-        let server = crate::start(config, listener).await?;
+    let outcome = runtime.block_on(async {
+        // Before binding and migrating: a SIGTERM during start-up must not take the default
+        // action and kill the process in the middle of a migration or the first run.
+        let mut signals = Signals::install()?;
+        tracing::debug!("signal handlers installed");
+        let drain = config.drain;
+        let starting = async {
+            let listener = crate::http::bind(config.listen)
+                .with_context(|| format!("listening on {} (PORCH_LISTEN)", config.listen))?;
+            crate::start(config, listener).await
+        };
+        let server = tokio::select! {
+            server = starting => server?,
+            signal = signals.recv() => {
+                tracing::info!(signal, "stop requested during start-up: abandoning it");
+                return Ok(false);
+            }
+        };
         tracing::info!(
             "next: open {} to sign in (or, on a fresh install, to create the first admin)",
             server.app.public_url
         );
-        shutdown_signal().await;
+        let signal = signals.recv().await;
+        tracing::info!(
+            signal,
+            drain = %humantime::format_duration(drain),
+            "stop requested: draining (/readyz answers 503 shutting_down, all else is served)"
+        );
+        server.app.begin_drain();
+        tokio::select! {
+            () = tokio::time::sleep(drain) => {}
+            signal = signals.recv() => tracing::info!(signal, "second stop request: drain cut short"),
+        }
         server.stop().await;
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(true)
+    });
+    // Dropping the runtime waits for blocking work already running (migrations under way run
+    // to the end), so an abandoned start-up still leaves the database between transactions.
+    drop(runtime);
+    if !outcome? {
+        tracing::info!("stopped before serving");
+    }
+    Ok(())
 }
 
 fn run_slack_mock(listen: std::net::SocketAddr, delay: std::time::Duration) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
+        let mut signals = Signals::install()?;
         let mock = crate::loadtest::SlackMock::start(listen, delay)
             .await
             .context("starting the Slack mock")?;
@@ -169,32 +201,51 @@ fn run_slack_mock(listen: std::net::SocketAddr, delay: std::time::Duration) -> a
             mock.addr,
             mock.api_url()
         ))?;
-        shutdown_signal().await;
+        signals.recv().await;
         Ok(())
     })
 }
 
-/// Resolves on Ctrl-C or SIGTERM (what `docker stop` sends).
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// Ctrl-C and SIGTERM (what `docker stop` sends), caught from the moment this is created: a
+/// signal that arrives before anyone waits is kept for the next [`Signals::recv`].
+struct Signals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Replaces the default action (terminate) of both signals. Call inside the runtime.
+    fn install() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                terminate: signal(SignalKind::terminate()).context("catching SIGTERM")?,
+                interrupt: signal(SignalKind::interrupt()).context("catching SIGINT")?,
+            })
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Resolves with the signal's name at the next (or an already pending) signal.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.terminate.recv() => "SIGTERM",
+                _ = self.interrupt.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            "Ctrl-C"
+        }
     }
 }
 

@@ -143,6 +143,8 @@ impl Config {
         )?;
         api_url("PORCH_DISCORD_API_URL", &self.discord_api_url)?;
         self.validate_mail(&mut warnings)?;
+        // 0 stops at once (tests, no load balancer); beyond a minute no balancer needs it.
+        duration("PORCH_DRAIN", self.drain, Duration::ZERO, MINUTE)?;
         duration(
             "PORCH_SHUTDOWN_GRACE",
             self.shutdown_grace,

@@ -8,14 +8,19 @@
 mod admission;
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Bytes, HttpBody};
 use axum::extract::ConnectInfo;
 use axum::http::{Method, Response, StatusCode, header};
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -59,7 +64,8 @@ pub struct ConnectionSlot {
 }
 
 /// Serves `router` on `listener` until shutdown starts, then lets open HTTP exchanges finish
-/// (up to the configured grace period).
+/// (up to the configured grace period) and closes within [`IDLE_CHECK`] every connection that is
+/// in no exchange (idle, or with half a request head).
 pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_connections: usize) {
     let mut builder = http1::Builder::new();
     builder
@@ -106,12 +112,22 @@ pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_con
             _held: Arc::new(held),
         };
         let router = router.clone();
+        let exchanges = Exchanges::default();
+        let counted = exchanges.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
             request.extensions_mut().insert(slot.clone());
             let router = router.clone();
+            let exchange = counted.begin();
             async move {
-                Ok::<_, Infallible>(router.oneshot(request).await.unwrap_or_else(|e| match e {}))
+                let response = router.oneshot(request).await.unwrap_or_else(|e| match e {});
+                // The exchange lasts until hyper has written (and dropped) the whole body.
+                Ok::<_, Infallible>(response.map(|inner| {
+                    axum::body::Body::new(CountedBody {
+                        inner,
+                        _exchange: exchange,
+                    })
+                }))
             }
         });
         let connection = builder
@@ -125,7 +141,7 @@ pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_con
                 () = shutdown.cancelled() => {
                     // Finish the exchange in progress, then close instead of keeping alive.
                     connection.as_mut().graceful_shutdown();
-                    connection.await
+                    finish_or_close(connection, &exchanges).await
                 }
             };
             if let Err(err) = result {
@@ -225,5 +241,78 @@ fn refuse_now(stream: &TcpStream, reason: Reason) {
     );
     if let Err(err) = stream.try_write(head.as_bytes()) {
         tracing::debug!(error = %err, "could not answer a refused connection");
+    }
+}
+
+/// How often a connection that is shutting down checks whether it is in an exchange at all.
+const IDLE_CHECK: Duration = Duration::from_millis(100);
+
+/// After `graceful_shutdown`: waits while a request is being answered (up to the grace period the
+/// caller enforces), but closes a connection that is in no exchange. hyper itself closes an idle
+/// keep-alive connection at once, but one that sent half a request head would otherwise hold
+/// shutdown until its header timeout. A head that is already complete is dispatched by the first
+/// poll, so it counts as an exchange before the first check.
+async fn finish_or_close<C>(mut connection: Pin<&mut C>, exchanges: &Exchanges) -> hyper::Result<()>
+where
+    C: Future<Output = hyper::Result<()>>,
+{
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => return result,
+            () = tokio::time::sleep(IDLE_CHECK) => if exchanges.is_idle() {
+                tracing::debug!("closing a connection with no request in progress");
+                return Ok(());
+            },
+        }
+    }
+}
+
+/// The requests of one connection that are being answered, from the call of the service until
+/// hyper drops the response body.
+#[derive(Clone, Default)]
+struct Exchanges(Arc<AtomicUsize>);
+
+impl Exchanges {
+    fn begin(&self) -> Exchange {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Exchange(Arc::clone(&self.0))
+    }
+
+    fn is_idle(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == 0
+    }
+}
+
+struct Exchange(Arc<AtomicUsize>);
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A response body that keeps its exchange counted until it is dropped.
+struct CountedBody {
+    inner: axum::body::Body,
+    _exchange: Exchange,
+}
+
+impl HttpBody for CountedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -151,9 +151,11 @@ pub fn start_porch(
     cmd.arg("--data-dir")
         .arg(dir.path())
         .args(["serve", "--listen", &addr.to_string(), "--log", "warn"])
-        // Every visitor comes from 127.0.0.1; the per-IP brake would stop the test, not Porch.
+        // Every visitor comes from 127.0.0.1; the per-IP brake and connection limit would stop
+        // the test, not Porch.
         .args(["--ip-conversations-per-hour", "100000000"])
-        .args(["--ip-conversations-burst", "100000000"]);
+        .args(["--ip-conversations-burst", "100000000"])
+        .args(["--max-connections-per-ip", "0"]);
     if let Some(url) = slack_api_url {
         cmd.args(["--slack-api-url", url]);
     }
@@ -168,7 +170,7 @@ pub fn start_porch(
         addr,
         _dir: Some(dir),
     };
-    wait_for_port(addr)?;
+    wait_until_ready(addr)?;
     Ok((server, seeded))
 }
 
@@ -299,6 +301,20 @@ fn wait_for_port(addr: SocketAddr) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(50));
     }
     bail!("the child server did not listen on {addr} within 30 s")
+}
+
+/// Waits for `/readyz` to answer 200: an open port alone is the start-up responder, which
+/// answers 503 while the database is being migrated.
+fn wait_until_ready(addr: SocketAddr) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if crate::cli::health::probe(addr, "/readyz", Duration::from_millis(500)).ok() == Some(200)
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("the child server was not ready on {addr} within 30 s")
 }
 
 /// CPU time (user + system) and resident memory of a process, from `/proc`.

@@ -27,6 +27,7 @@ mod sites;
 mod slack;
 mod users;
 mod visitors;
+mod write_failures;
 mod writer;
 
 pub use capacity::{

@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 
 use super::Error;
 use super::checkpoint::{WAL_BOUND, WalGuard};
+use super::write_failures::Failures;
 use crate::metrics::LogHistogram;
 
 /// The longest a deferred write waits for company before it is committed alone.
@@ -113,7 +114,8 @@ pub struct WriterStats {
     pub batch_sizes: LogHistogram,
     /// Writes refused because the queue was full.
     pub refused_busy: AtomicU64,
-    /// Set while the last commit failed for lack of disk space; cleared by the next success.
+    /// Set while the last commit failed for lack of disk space; cleared by the next success or
+    /// by a probe that finds space again (about once a second while idle).
     pub is_disk_full: AtomicBool,
     /// Writes refused because the WAL was past `PORCH_WAL_LIMIT` (see `checkpoint.rs`).
     pub refused_wal_limit: AtomicU64,
@@ -253,22 +255,37 @@ fn run(
     mut wal: WalGuard,
 ) {
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
+    let mut failures = Failures::default();
     let mut stopping = false;
     // Set while `batch` holds only deferred writes: when the first of them arrived.
     let mut deferred_since: Option<Instant> = None;
     while !stopping {
         // Commit now unless everything gathered may still wait.
         let mut is_due = false;
-        let next = match deferred_since {
-            None => rx.recv().ok(),
-            Some(since) => match rx.recv_timeout(DEFER_LIMIT.saturating_sub(since.elapsed())) {
+        let next = match (deferred_since, failures.next_probe) {
+            (None, None) => rx.recv().ok(),
+            // Nothing gathered (so nothing to commit) and the disk was full: probe when idle.
+            (None, Some(at)) => match rx.recv_timeout(at.saturating_duration_since(Instant::now()))
+            {
                 Ok(request) => Some(request),
                 Err(RecvTimeoutError::Timeout) => {
-                    is_due = true;
-                    None
+                    if failures.probe(conn) {
+                        stats.is_disk_full.store(false, Ordering::Relaxed);
+                    }
+                    continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => None,
             },
+            (Some(since), _) => {
+                match rx.recv_timeout(DEFER_LIMIT.saturating_sub(since.elapsed())) {
+                    Ok(request) => Some(request),
+                    Err(RecvTimeoutError::Timeout) => {
+                        is_due = true;
+                        None
+                    }
+                    Err(RecvTimeoutError::Disconnected) => None,
+                }
+            }
         };
         let mut take = |request: Option<Request>, batch: &mut Vec<Box<dyn WriteOp>>| match request {
             Some(Request::Write { op, is_deferred }) => {
@@ -298,7 +315,7 @@ fn run(
         }
         deferred_since = None;
         stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
-        commit_guarded(conn, &mut batch, stats, &mut wal);
+        commit_guarded(conn, &mut batch, stats, &mut wal, &mut failures);
         // Between batches, after every caller has been answered: a forced checkpoint here delays
         // the next batch, never an acknowledgement already owed.
         wal.after_commit(conn);
@@ -308,11 +325,11 @@ fn run(
                 stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
                 batch.push(op);
                 if batch.len() == max_batch {
-                    commit_guarded(conn, &mut batch, stats, &mut wal);
+                    commit_guarded(conn, &mut batch, stats, &mut wal, &mut failures);
                 }
             }
             if !batch.is_empty() {
-                commit_guarded(conn, &mut batch, stats, &mut wal);
+                commit_guarded(conn, &mut batch, stats, &mut wal, &mut failures);
             }
         }
     }
@@ -326,9 +343,10 @@ fn commit_guarded(
     batch: &mut Vec<Box<dyn WriteOp>>,
     stats: &WriterStats,
     wal: &mut WalGuard,
+    failures: &mut Failures,
 ) {
     if wal.admit(conn) {
-        commit_batch(conn, batch, stats);
+        commit_batch(conn, batch, stats, failures);
         return;
     }
     stats
@@ -343,13 +361,19 @@ fn commit_guarded(
 
 /// Runs every op of `batch` in one transaction, each inside a savepoint so that one failing op
 /// leaves no partial writes and does not spoil the others, then answers them all.
-fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &WriterStats) {
+fn commit_batch(
+    conn: &Connection,
+    batch: &mut Vec<Box<dyn WriteOp>>,
+    stats: &WriterStats,
+    failures: &mut Failures,
+) {
     let started = Instant::now();
     let outcome = run_transaction(conn, batch);
     let size = batch.len() as u64;
     match &outcome {
         Ok(()) => {
             stats.is_disk_full.store(false, Ordering::Relaxed);
+            failures.committed();
             stats.batches.fetch_add(1, Ordering::Relaxed);
             stats.writes.fetch_add(size, Ordering::Relaxed);
             let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -361,7 +385,7 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn WriteOp>>, stats: &Wr
             if matches!(err, Error::DiskFull) {
                 stats.is_disk_full.store(true, Ordering::Relaxed);
             }
-            tracing::error!(error = %err, writes = size, "write batch rolled back");
+            failures.failed(err, size);
         }
     }
     for op in batch.drain(..) {

@@ -21,6 +21,7 @@ mod instance_lock;
 mod integrity;
 mod loadtest;
 mod metrics;
+mod shutdown;
 mod slack;
 mod slack_threads;
 mod snippet;

@@ -1,0 +1,107 @@
+//! The writer's failed batches: the log lines they may still write (the first at once, then one
+//! summary per interval, so a full disk does not flood the log) and the free-space probe that
+//! lets readiness recover while no traffic arrives to commit.
+
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use super::Error;
+
+/// While batches keep failing, one log line per this interval sums them up (a full disk fails
+/// hundreds of batches a second; one line each would flood the log and the disk further).
+const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// While the disk is full and nothing commits, how often free space is probed, so readiness
+/// recovers without waiting for traffic.
+const DISK_PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// What the probe must be able to write and sync beside the database for the disk to count as
+/// usable again: room for a few batches' WAL frames.
+const DISK_PROBE_BYTES: usize = 256 * 1024;
+/// The probe's scratch file, in the database's directory (removed straight away).
+const DISK_PROBE_FILE: &str = ".porch-disk-probe";
+
+/// Failed batches since the last commit: the log lines they may still write, and when the disk
+/// is next probed.
+#[derive(Default)]
+pub(super) struct Failures {
+    /// When the last line was logged; `None` while commits succeed.
+    logged_at: Option<Instant>,
+    /// Batches (and their writes) that failed since that line.
+    unlogged_batches: u64,
+    unlogged_writes: u64,
+    /// Set while the disk is full.
+    pub(super) next_probe: Option<Instant>,
+}
+
+impl Failures {
+    /// Logs the first failure at once, later ones as one summary per [`FAILURE_LOG_INTERVAL`].
+    pub(super) fn failed(&mut self, err: &Error, writes: u64) {
+        let now = Instant::now();
+        if matches!(err, Error::DiskFull) {
+            self.next_probe = Some(now + DISK_PROBE_INTERVAL);
+        }
+        self.unlogged_batches += 1;
+        self.unlogged_writes += writes;
+        match self.logged_at {
+            None => tracing::error!(error = %err, writes, "write batch rolled back"),
+            Some(at) if now.duration_since(at) >= FAILURE_LOG_INTERVAL => tracing::error!(
+                error = %err,
+                batches = self.unlogged_batches,
+                writes = self.unlogged_writes,
+                "write batches rolled back in the last {}s",
+                now.duration_since(at).as_secs()
+            ),
+            Some(_) => return,
+        }
+        self.logged_at = Some(now);
+        self.unlogged_batches = 0;
+        self.unlogged_writes = 0;
+    }
+
+    /// A batch committed: says so once if failures were being counted.
+    pub(super) fn committed(&mut self) {
+        if self.logged_at.take().is_some() {
+            tracing::warn!(
+                batches = self.unlogged_batches,
+                writes = self.unlogged_writes,
+                "writes commit again (counts: rolled back since the last error line)"
+            );
+        }
+        self.unlogged_batches = 0;
+        self.unlogged_writes = 0;
+        self.next_probe = None;
+    }
+
+    /// Writes and syncs a scratch file beside the database; true if that works: the disk has
+    /// room again and readiness can be restored (the next batch confirms it or fails again).
+    pub(super) fn probe(&mut self, conn: &Connection) -> bool {
+        let dir = conn
+            .path()
+            .and_then(|path| {
+                std::path::Path::new(path)
+                    .parent()
+                    .map(std::path::Path::to_path_buf)
+            })
+            .unwrap_or_default();
+        let path = dir.join(DISK_PROBE_FILE);
+        let written = std::fs::File::create(&path).and_then(|mut file| {
+            std::io::Write::write_all(&mut file, &vec![0; DISK_PROBE_BYTES])?;
+            file.sync_all()
+        });
+        if let Err(err) = std::fs::remove_file(&path) {
+            tracing::debug!(error = %err, "could not remove the disk probe file");
+        }
+        match written {
+            Ok(()) => {
+                self.next_probe = None;
+                tracing::warn!("disk space is available again; ready for writes");
+                true
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "the disk is still full");
+                self.next_probe = Some(Instant::now() + DISK_PROBE_INTERVAL);
+                false
+            }
+        }
+    }
+}

@@ -13,6 +13,7 @@ mod config_validation;
 mod connections;
 mod discord;
 mod email;
+mod escaping;
 mod health;
 mod helpers;
 mod inbox;

@@ -5,6 +5,7 @@
 mod error;
 mod identity;
 pub mod password;
+mod revocation;
 mod session;
 mod team;
 mod throttle;
@@ -12,6 +13,7 @@ mod throttle;
 pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};
 pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};
+pub use revocation::{Revocations, SessionWatch};
 pub use session::{Accounts, NewSessionSecret, SESSION_LIFETIME, new_form_token};
 pub(crate) use session::{hash_secret, new_secret};
 pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};

@@ -186,7 +186,9 @@ impl Accounts {
                 store::find_user(c, link.user_id)
             })
             .await?;
-        user.ok_or(Error::LinkInvalid)
+        let user = user.ok_or(Error::LinkInvalid)?;
+        self.revocations.revoke_user(user.id, None);
+        Ok(user)
     }
 
     /// Changes a signed-in user's password after checking the current one; their other
@@ -214,13 +216,14 @@ impl Accounts {
         }
         let hashed = hash(new).await?;
         let keep = hash_secret(keep_session);
-        Ok(self
-            .writer
+        self.writer
             .write(move |c| {
                 store::update_password_hash(c, user, &hashed)?;
                 store::delete_user_sessions(c, user, Some(&keep))
             })
-            .await?)
+            .await?;
+        self.revocations.revoke_user(user, Some(&keep));
+        Ok(())
     }
 
     /// Changes a user's role; the last enabled admin cannot be demoted.
@@ -262,8 +265,16 @@ impl Accounts {
                     return Ok(Err(Error::Conflict("The last admin cannot be disabled.")));
                 }
                 store::update_user_disabled(c, user, is_disabled)?;
+                if is_disabled {
+                    // Re-enabling must not bring old sign-ins back.
+                    store::delete_user_sessions(c, user, None)?;
+                }
                 Ok(Ok(()))
             })
-            .await?
+            .await??;
+        if is_disabled {
+            self.revocations.revoke_user(user, None);
+        }
+        Ok(())
     }
 }

@@ -20,6 +20,7 @@ mod inbox;
 mod instance_lock;
 mod loadtest;
 mod metrics;
+mod revocation;
 mod slack;
 mod slack_threads;
 mod snippet;

@@ -17,4 +17,6 @@ pub use revocation::{Revocations, SessionWatch};
 pub use session::{Accounts, NewSessionSecret, SESSION_LIFETIME, new_form_token};
 pub(crate) use session::{hash_secret, new_secret};
 pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};
-pub use throttle::{ACCOUNT_FAILURES, IP_FAILURES, LoginThrottle, Throttled};
+pub use throttle::{
+    ACCOUNT_FAILURES, ACCOUNT_FAILURES_ANYWHERE, IP_FAILURES, LoginThrottle, Throttled,
+};

@@ -48,7 +48,7 @@ pub struct NewSessionSecret {
 pub struct Accounts {
     pub(super) writer: Arc<Writer>,
     pub(super) readers: Arc<Readers>,
-    throttle: LoginThrottle,
+    pub(super) throttle: LoginThrottle,
     /// Open live streams, ended when their session is.
     pub(super) revocations: Revocations,
     /// The first-run setup token, while no user exists. Only in memory: each start of a fresh
@@ -161,8 +161,9 @@ impl Accounts {
     /// Checks an email and password, with throttling per account and per address.
     pub async fn sign_in(&self, email: &str, password: &str, ip: IpAddr) -> Result<UserRow, Error> {
         let email = email.trim().to_owned();
+        // Reserved before argon2 runs, so parallel guesses cannot all pass.
         self.throttle
-            .check(&email, ip, Instant::now())
+            .reserve(&email, ip, Instant::now())
             .map_err(|t| Error::Throttled(t.retry_after()))?;
         let lookup = email.clone();
         let found = self
@@ -196,13 +197,10 @@ impl Accounts {
         }
         match found {
             Some(found) if is_match => {
-                self.throttle.record_success(&email);
+                self.throttle.succeeded(&email, ip);
                 Ok(found.user)
             }
-            _ => {
-                self.throttle.record_failure(&email, ip, Instant::now());
-                Err(Error::BadCredentials)
-            }
+            _ => Err(Error::BadCredentials),
         }
     }
 

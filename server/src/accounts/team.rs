@@ -3,7 +3,8 @@
 //! (`admin` extractors); the rules that keep an install usable (never lose the last admin) are
 //! here.
 
-use std::time::Duration;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 use crate::clock::now_ms;
 use crate::store::{self, AccountLinkRow, NewUser, UserId, UserRow};
@@ -193,14 +194,20 @@ impl Accounts {
 
     /// Changes a signed-in user's password after checking the current one; their other
     /// sessions end, `keep_session` (the cookie's hash source) stays.
+    /// The current-password check shares the sign-in throttle of `email` from `ip`: a stolen
+    /// session must not become an unthrottled password oracle.
     pub async fn change_password(
         &self,
-        user: UserId,
+        (user, email): (UserId, &str),
         current: &str,
         new: &str,
         keep_session: &str,
+        ip: IpAddr,
     ) -> Result<(), Error> {
         let new = Password::parse(new)?;
+        self.throttle
+            .reserve(email, ip, Instant::now())
+            .map_err(|t| Error::Throttled(t.retry_after()))?;
         let stored = self
             .readers
             .read(move |c| store::find_password_hash(c, user))
@@ -214,6 +221,7 @@ impl Accounts {
         if !is_match {
             return Err(Error::BadCredentials);
         }
+        self.throttle.succeeded(email, ip);
         let hashed = hash(new).await?;
         let keep = hash_secret(keep_session);
         self.writer

@@ -375,20 +375,42 @@ pub struct ChangePasswordForm {
 /// `POST /account/password`.
 pub async fn change_password(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Posted { who, form }: Posted<ChangePasswordForm>,
 ) -> Result<Response, PageError> {
+    let ip = client_ip(peer, &headers, &app.config.trusted_proxies);
     let result = app
         .accounts
-        .change_password(who.user.id, &form.current, &form.new, &who.cookie_value)
+        .change_password(
+            (who.user.id, &who.user.email),
+            &form.current,
+            &form.new,
+            &who.cookie_value,
+            ip,
+        )
         .await;
-    let message = match result {
+    let (status, message) = match result {
         Ok(()) => return Ok(see_other("/account?notice=password-changed")),
-        Err(accounts::Error::BadCredentials) => "Your current password is not right.".to_owned(),
-        Err(accounts::Error::Invalid(invalid)) => invalid.0.to_owned(),
+        Err(accounts::Error::BadCredentials) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Your current password is not right.".to_owned(),
+        ),
+        Err(accounts::Error::Throttled(wait)) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "Too many wrong passwords. Wait {} minute{} before trying again.",
+                minutes(wait),
+                if minutes(wait) == 1 { "" } else { "s" }
+            ),
+        ),
+        Err(accounts::Error::Invalid(invalid)) => {
+            (StatusCode::UNPROCESSABLE_ENTITY, invalid.0.to_owned())
+        }
         Err(err) => return Err(err.into()),
     };
     Ok(html_with_status(
-        StatusCode::UNPROCESSABLE_ENTITY,
+        status,
         render_account(AccountView {
             nav: who.nav(Section::Account),
             email: who.user.email.clone(),

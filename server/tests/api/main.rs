@@ -24,6 +24,7 @@ mod revocation;
 mod slack;
 mod slack_threads;
 mod snippet;
+mod throttle_race;
 mod webhooks;
 mod widget_errors;
 mod widget_messages;

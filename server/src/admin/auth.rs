@@ -19,8 +19,8 @@ use crate::state::AppState;
 
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{
-    Posted, PublicForm, SESSION_COOKIE, SignedIn, expired_session_cookie, form_token, read_cookie,
-    session_cookie, with_cookie,
+    Posted, PublicForm, SignedIn, expired_session_cookie, form_token, read_cookie, session_cookie,
+    session_cookie_name, with_cookie,
 };
 
 /// A form with nothing but its CSRF token.
@@ -66,7 +66,7 @@ pub async fn home(State(app): State<AppState>, headers: HeaderMap) -> Result<Res
     if app.accounts.needs_setup().await? {
         return Ok(see_other("/setup"));
     }
-    let signed_in = match read_cookie(&headers, SESSION_COOKIE) {
+    let signed_in = match read_cookie(&headers, &session_cookie_name(&app)) {
         Some(value) => app.accounts.find_session(value).await?.is_some(),
         None => false,
     };

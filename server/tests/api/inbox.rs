@@ -33,7 +33,10 @@ impl Answer {
             .iter()
             .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
             .map(|(_, v)| v)
-            .find(|v| v.starts_with(&format!("{name}=")))
+            .find(|v| {
+                // Over https the cookies carry the `__Host-` prefix.
+                v.starts_with(&format!("{name}=")) || v.starts_with(&format!("__Host-{name}="))
+            })
             .map(|v| (v.split(';').next().unwrap_or("").to_owned(), v.clone()))
     }
 }

@@ -11,6 +11,7 @@ mod capacity_page;
 mod config_doc;
 mod config_validation;
 mod connections;
+mod cookie_tossing;
 mod discord;
 mod email;
 mod escaping;

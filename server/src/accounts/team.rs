@@ -274,8 +274,9 @@ impl Accounts {
                 }
                 store::update_user_disabled(c, user, is_disabled)?;
                 if is_disabled {
-                    // Re-enabling must not bring old sign-ins back.
+                    // Re-enabling must not bring old sign-ins or reset links back.
                     store::delete_user_sessions(c, user, None)?;
+                    store::spend_user_links(c, user, now_ms())?;
                 }
                 Ok(Ok(()))
             })

@@ -153,7 +153,12 @@ pub struct LoginQuery {
 /// Only paths on this server: `/x`, never `//host` or `/\host`, which browsers treat as another
 /// site (an open redirect otherwise).
 fn safe_next(next: &str) -> &str {
-    let is_local = next.starts_with('/') && !next.starts_with("//") && !next.contains('\\');
+    // Browsers drop tabs and newlines from a URL (`/\t/evil.example` becomes `//evil.example`),
+    // and a control character cannot be a `Location` header at all: refuse them all.
+    let is_local = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(char::is_control);
     if is_local { next } else { "/inbox" }
 }
 

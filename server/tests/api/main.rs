@@ -15,6 +15,7 @@ mod cookie_tossing;
 mod discord;
 mod email;
 mod escaping;
+mod hardening;
 mod health;
 mod helpers;
 mod inbox;

@@ -1,5 +1,6 @@
 //! `porch user …` and `porch token …`: agents, admins and API tokens.
 
+use std::fmt::Write as _;
 use std::io::Read;
 
 use anyhow::{Context, bail};
@@ -108,7 +109,8 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
         TokenCommand::List => {
             let mut out = String::from("ID\tNAME\tUSER\tCREATED\tLAST USED");
             for t in store::list_api_tokens(conn)? {
-                out += &format!(
+                let _ = write!(
+                    out,
                     "\n{}\t{}\t{}\t{}\t{}",
                     t.id,
                     t.name,

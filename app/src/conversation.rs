@@ -290,7 +290,7 @@ pub fn render_conversation(view: ConversationView) -> String {
                     <CsrfField token=csrf/>
                     <label for="reply-body" class="visually-hidden">"Your reply"</label>
                     <textarea id="reply-body" name="body" rows="3" required maxlength="4000"
-                        placeholder="Write a reply…" aria-describedby="reply-hint">{view.draft}</textarea>
+                        placeholder="Write a reply…" aria-describedby="reply-hint">{crate::textarea_text(&view.draft)}</textarea>
                     <div class="reply-bar">
                         <p class="hint" id="reply-hint">
                             <kbd>"Enter"</kbd>" sends · "<kbd>"Shift"</kbd>"+"<kbd>"Enter"</kbd>" new line · \

@@ -27,6 +27,14 @@ mod time;
 
 pub use time::format_time;
 
+/// Text for the inside of a `<textarea>`. Leptos writes a textarea's children unescaped (it treats
+/// the element like `<script>`), so a stored `</textarea><meta http-equiv=refresh …>` would end
+/// the field and redirect whoever opens the page. Every `<textarea>` child goes through this; the
+/// browser decodes the entities back, so the field's value is the original text.
+pub fn textarea_text(text: &str) -> String {
+    escape_html(text)
+}
+
 /// Escapes text for HTML content and attribute values (for markup built as a string: the SVG
 /// charts, and the server's HTML email).
 pub fn escape_html(text: &str) -> String {

@@ -166,7 +166,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
                 <p class="hint">"Paste it just before "<code>"</body>"</code>" on every page of the site. \
                     The page makes no request to Porch until a visitor opens the chat."</p>
                 <textarea id="snippet" class="snippet mono" readonly rows="5"
-                    aria-label="Embed snippet">{snippet}</textarea>
+                    aria-label="Embed snippet">{crate::textarea_text(&snippet)}</textarea>
                 <button type="button" class="button" data-copy="snippet">"Copy snippet"</button>
                 <span class="copied" role="status" data-copied></span>
             </section>
@@ -195,7 +195,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
                 <div class="field">
                     <label for="origins">"Allowed origins"</label>
                     <textarea id="origins" name="origins" rows="3" required class="mono"
-                        aria-describedby="origins-hint">{values.origins}</textarea>
+                        aria-describedby="origins-hint">{crate::textarea_text(&values.origins)}</textarea>
                     <p class="hint" id="origins-hint">"One per line, like https://www.example.com. \
                         Only pages on these origins can open the chat."</p>
                 </div>
@@ -204,7 +204,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
                 <legend>"Look"</legend>
                 <div class="field">
                     <label for="greeting">"Greeting"</label>
-                    <textarea id="greeting" name="greeting" rows="2" maxlength="500">{values.greeting}</textarea>
+                    <textarea id="greeting" name="greeting" rows="2" maxlength="500">{crate::textarea_text(&values.greeting)}</textarea>
                 </div>
                 <div class="field-row">
                     <div class="field">

@@ -5,6 +5,7 @@
 mod error;
 mod identity;
 pub mod password;
+mod revocation;
 mod session;
 mod team;
 mod throttle;
@@ -12,7 +13,10 @@ mod throttle;
 pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};
 pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};
+pub use revocation::{Revocations, SessionWatch};
 pub use session::{Accounts, NewSessionSecret, SESSION_LIFETIME, new_form_token};
 pub(crate) use session::{hash_secret, new_secret};
 pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};
-pub use throttle::{ACCOUNT_FAILURES, IP_FAILURES, LoginThrottle, Throttled};
+pub use throttle::{
+    ACCOUNT_FAILURES, ACCOUNT_FAILURES_ANYWHERE, IP_FAILURES, LoginThrottle, Throttled,
+};

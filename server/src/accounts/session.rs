@@ -11,11 +11,12 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::clock::{millis, now_ms};
-use crate::store::{self, NewSession, NewUser, Readers, SessionRow, UserRow, Writer};
+use crate::store::{self, NewSession, NewUser, Readers, SessionRow, UserId, UserRow, Writer};
 
 use super::Error;
 use super::identity::{DisplayName, EmailAddress, Role};
 use super::password::{Password, hash_password, verify_password};
+use super::revocation::{Revocations, SessionWatch};
 use super::throttle::LoginThrottle;
 
 /// How long a session lasts. Fixed, not sliding: a stolen cookie stops working by itself.
@@ -47,7 +48,9 @@ pub struct NewSessionSecret {
 pub struct Accounts {
     pub(super) writer: Arc<Writer>,
     pub(super) readers: Arc<Readers>,
-    throttle: LoginThrottle,
+    pub(super) throttle: LoginThrottle,
+    /// Open live streams, ended when their session is.
+    pub(super) revocations: Revocations,
     /// The first-run setup token, while no user exists. Only in memory: each start of a fresh
     /// install prints a new one, and it is taken (single use) by the setup that succeeds.
     setup_token: Mutex<Option<String>>,
@@ -69,6 +72,7 @@ impl Accounts {
             writer,
             readers,
             throttle: LoginThrottle::default(),
+            revocations: Revocations::default(),
             setup_token: Mutex::new(None),
             dummy_hash: OnceLock::new(),
         }
@@ -157,8 +161,9 @@ impl Accounts {
     /// Checks an email and password, with throttling per account and per address.
     pub async fn sign_in(&self, email: &str, password: &str, ip: IpAddr) -> Result<UserRow, Error> {
         let email = email.trim().to_owned();
+        // Reserved before argon2 runs, so parallel guesses cannot all pass.
         self.throttle
-            .check(&email, ip, Instant::now())
+            .reserve(&email, ip, Instant::now())
             .map_err(|t| Error::Throttled(t.retry_after()))?;
         let lookup = email.clone();
         let found = self
@@ -192,13 +197,10 @@ impl Accounts {
         }
         match found {
             Some(found) if is_match => {
-                self.throttle.record_success(&email);
+                self.throttle.succeeded(&email, ip);
                 Ok(found.user)
             }
-            _ => {
-                self.throttle.record_failure(&email, ip, Instant::now());
-                Err(Error::BadCredentials)
-            }
+            _ => Err(Error::BadCredentials),
         }
     }
 
@@ -241,12 +243,25 @@ impl Accounts {
             .await?)
     }
 
-    /// Ends the session behind a cookie value (sign out).
+    /// Ends the session behind a cookie value (sign out), and its live streams.
     pub async fn end_session(&self, cookie_value: &str) -> Result<(), Error> {
         let id_hash = hash_secret(cookie_value);
-        Ok(self
-            .writer
+        self.writer
             .write(move |c| store::delete_session(c, &id_hash))
-            .await?)
+            .await?;
+        self.revocations.revoke_session(&id_hash);
+        Ok(())
+    }
+
+    /// Watches the session behind a cookie value for one live stream, which must stop when
+    /// `revoked()` resolves. `None` when the session already ended: it is checked again after
+    /// registering, so a revocation between the stream's first check and now is not missed.
+    pub async fn watch_session(
+        &self,
+        cookie_value: &str,
+        user: UserId,
+    ) -> Result<Option<SessionWatch>, Error> {
+        let watch = self.revocations.watch(hash_secret(cookie_value), user);
+        Ok(self.find_session(cookie_value).await?.map(|_| watch))
     }
 }

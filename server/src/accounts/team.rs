@@ -3,7 +3,8 @@
 //! (`admin` extractors); the rules that keep an install usable (never lose the last admin) are
 //! here.
 
-use std::time::Duration;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 use crate::clock::now_ms;
 use crate::store::{self, AccountLinkRow, NewUser, UserId, UserRow};
@@ -186,19 +187,27 @@ impl Accounts {
                 store::find_user(c, link.user_id)
             })
             .await?;
-        user.ok_or(Error::LinkInvalid)
+        let user = user.ok_or(Error::LinkInvalid)?;
+        self.revocations.revoke_user(user.id, None);
+        Ok(user)
     }
 
     /// Changes a signed-in user's password after checking the current one; their other
     /// sessions end, `keep_session` (the cookie's hash source) stays.
+    /// The current-password check shares the sign-in throttle of `email` from `ip`: a stolen
+    /// session must not become an unthrottled password oracle.
     pub async fn change_password(
         &self,
-        user: UserId,
+        (user, email): (UserId, &str),
         current: &str,
         new: &str,
         keep_session: &str,
+        ip: IpAddr,
     ) -> Result<(), Error> {
         let new = Password::parse(new)?;
+        self.throttle
+            .reserve(email, ip, Instant::now())
+            .map_err(|t| Error::Throttled(t.retry_after()))?;
         let stored = self
             .readers
             .read(move |c| store::find_password_hash(c, user))
@@ -212,15 +221,17 @@ impl Accounts {
         if !is_match {
             return Err(Error::BadCredentials);
         }
+        self.throttle.succeeded(email, ip);
         let hashed = hash(new).await?;
         let keep = hash_secret(keep_session);
-        Ok(self
-            .writer
+        self.writer
             .write(move |c| {
                 store::update_password_hash(c, user, &hashed)?;
                 store::delete_user_sessions(c, user, Some(&keep))
             })
-            .await?)
+            .await?;
+        self.revocations.revoke_user(user, Some(&keep));
+        Ok(())
     }
 
     /// Changes a user's role; the last enabled admin cannot be demoted.
@@ -262,8 +273,17 @@ impl Accounts {
                     return Ok(Err(Error::Conflict("The last admin cannot be disabled.")));
                 }
                 store::update_user_disabled(c, user, is_disabled)?;
+                if is_disabled {
+                    // Re-enabling must not bring old sign-ins or reset links back.
+                    store::delete_user_sessions(c, user, None)?;
+                    store::spend_user_links(c, user, now_ms())?;
+                }
                 Ok(Ok(()))
             })
-            .await?
+            .await??;
+        if is_disabled {
+            self.revocations.revoke_user(user, None);
+        }
+        Ok(())
     }
 }

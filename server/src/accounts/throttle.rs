@@ -1,17 +1,24 @@
-//! Login throttling, in memory: failed sign-ins are counted per account and per client address
-//! over a window; past the limit, attempts are refused before any password is checked (which
-//! also keeps a password-guessing flood from burning CPU on argon2).
+//! Password-guess throttling, in memory. An attempt *reserves* a failure before any password is
+//! checked and gives it back only when the password was right, so parallel guesses cannot all
+//! pass the check while argon2 runs (and a guessing flood burns no CPU on argon2 past the limit).
+//!
+//! Counted per account-and-address pair (5), per address (20) and per account from anywhere
+//! (50): a stranger's 5 bad guesses lock out only that stranger's address, not the real user;
+//! the larger per-account limit still bounds guessing spread over many addresses.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Failed attempts an account may have in one window.
+/// Failed attempts one address may make on one account in one window.
 pub const ACCOUNT_FAILURES: u32 = 5;
 /// Failed attempts one address may make in one window: more than per account, so a team behind
 /// one NAT address can mistype, but far too few to guess passwords across many accounts.
 pub const IP_FAILURES: u32 = 20;
+/// Failed attempts on one account from all addresses together in one window.
+pub const ACCOUNT_FAILURES_ANYWHERE: u32 = 50;
 /// How long failures are remembered, and how long a throttled key waits at most.
 pub const WINDOW: Duration = Duration::from_mins(15);
 /// Entries kept before old ones are swept, so random emails cannot grow memory without bound.
@@ -38,21 +45,31 @@ impl Throttled {
     }
 }
 
-/// The counters.
 #[derive(Default)]
-pub struct LoginThrottle {
-    accounts: Mutex<HashMap<String, Failures>>,
-    addresses: Mutex<HashMap<IpAddr, Failures>>,
+struct Counters {
+    pairs: HashMap<(String, IpAddr), Failures>,
+    accounts: HashMap<String, Failures>,
+    addresses: HashMap<IpAddr, Failures>,
 }
 
-fn wait_for(entry: Option<&Failures>, limit: u32, now: Instant) -> Option<Duration> {
-    let entry = entry?;
+/// The counters, under one lock: a reservation checks and counts all three at once.
+#[derive(Default)]
+pub struct LoginThrottle {
+    counters: Mutex<Counters>,
+}
+
+fn wait_for<K: Hash + Eq>(
+    map: &HashMap<K, Failures>,
+    key: &K,
+    limit: u32,
+    now: Instant,
+) -> Option<Duration> {
+    let entry = map.get(key)?;
     let ends = entry.first + WINDOW;
     (entry.count >= limit && ends > now).then(|| ends - now)
 }
 
-fn record<K: std::hash::Hash + Eq>(map: &Mutex<HashMap<K, Failures>>, key: K, now: Instant) {
-    let Ok(mut map) = map.lock() else { return };
+fn count<K: Hash + Eq>(map: &mut HashMap<K, Failures>, key: K, now: Instant) {
     if map.len() >= MAX_ENTRIES {
         map.retain(|_, f| f.first + WINDOW > now);
     }
@@ -70,32 +87,36 @@ fn record<K: std::hash::Hash + Eq>(map: &Mutex<HashMap<K, Failures>>, key: K, no
 }
 
 impl LoginThrottle {
-    /// Refuses the attempt if the account or the address has failed too often lately.
-    pub fn check(&self, account: &str, address: IpAddr, now: Instant) -> Result<(), Throttled> {
+    /// Counts an attempt as failed before its password is checked, or refuses it if the pair,
+    /// the address or the account has failed too often lately. Call `succeeded` when the
+    /// password turns out right.
+    pub fn reserve(&self, account: &str, address: IpAddr, now: Instant) -> Result<(), Throttled> {
         let account = account.to_lowercase();
-        if let Ok(map) = self.addresses.lock()
-            && let Some(wait) = wait_for(map.get(&address), IP_FAILURES, now)
-        {
+        let mut c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(wait) = wait_for(&c.addresses, &address, IP_FAILURES, now) {
             return Err(Throttled::Address(wait));
         }
-        if let Ok(map) = self.accounts.lock()
-            && let Some(wait) = wait_for(map.get(&account), ACCOUNT_FAILURES, now)
+        let pair = (account, address);
+        if let Some(wait) = wait_for(&c.pairs, &pair, ACCOUNT_FAILURES, now)
+            .or_else(|| wait_for(&c.accounts, &pair.0, ACCOUNT_FAILURES_ANYWHERE, now))
         {
             return Err(Throttled::Account(wait));
         }
+        count(&mut c.accounts, pair.0.clone(), now);
+        count(&mut c.addresses, address, now);
+        count(&mut c.pairs, pair, now);
         Ok(())
     }
 
-    /// Counts a failed attempt against both the account and the address.
-    pub fn record_failure(&self, account: &str, address: IpAddr, now: Instant) {
-        record(&self.accounts, account.to_lowercase(), now);
-        record(&self.addresses, address, now);
-    }
-
-    /// Forgets the account's failures after a successful sign-in (the address keeps its own).
-    pub fn record_success(&self, account: &str) {
-        if let Ok(mut map) = self.accounts.lock() {
-            map.remove(&account.to_lowercase());
+    /// Gives a reservation back: the password was right. The account's failures are forgotten;
+    /// the address keeps its other ones.
+    pub fn succeeded(&self, account: &str, address: IpAddr) {
+        let account = account.to_lowercase();
+        let mut c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+        c.pairs.retain(|(a, _), _| *a != account);
+        c.accounts.remove(&account);
+        if let Some(entry) = c.addresses.get_mut(&address) {
+            entry.count = entry.count.saturating_sub(1);
         }
     }
 }
@@ -105,21 +126,36 @@ mod tests {
     use super::*;
 
     const IP: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+    const OTHER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 7));
 
     #[test]
-    fn an_account_is_throttled_after_repeated_failures_and_released_after_the_window() {
+    fn a_pair_is_throttled_after_repeated_failures_and_released_after_the_window() {
         let throttle = LoginThrottle::default();
         let start = Instant::now();
         for _ in 0..ACCOUNT_FAILURES {
-            assert!(throttle.check("Ana@x.com", IP, start).is_ok());
-            throttle.record_failure("ana@x.com", IP, start);
+            assert!(throttle.reserve("Ana@x.com", IP, start).is_ok());
         }
         assert!(matches!(
-            throttle.check("ANA@x.com", IP, start),
+            throttle.reserve("ANA@x.com", IP, start),
             Err(Throttled::Account(_))
         ));
-        assert!(throttle.check("bo@x.com", IP, start).is_ok());
-        assert!(throttle.check("ana@x.com", IP, start + WINDOW).is_ok());
+        assert!(throttle.reserve("bo@x.com", IP, start).is_ok());
+        assert!(
+            throttle.reserve("ana@x.com", OTHER, start).is_ok(),
+            "the real user elsewhere is not locked out"
+        );
+        assert!(throttle.reserve("ana@x.com", IP, start + WINDOW).is_ok());
+    }
+
+    #[test]
+    fn an_account_is_throttled_across_addresses_at_the_larger_limit() {
+        let throttle = LoginThrottle::default();
+        let now = Instant::now();
+        for i in 0..ACCOUNT_FAILURES_ANYWHERE {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            assert!(throttle.reserve("ana@x.com", ip, now).is_ok());
+        }
+        assert!(throttle.reserve("ana@x.com", OTHER, now).is_err());
     }
 
     #[test]
@@ -127,22 +163,22 @@ mod tests {
         let throttle = LoginThrottle::default();
         let now = Instant::now();
         for i in 0..IP_FAILURES {
-            throttle.record_failure(&format!("user{i}@x.com"), IP, now);
+            assert!(throttle.reserve(&format!("user{i}@x.com"), IP, now).is_ok());
         }
         assert!(matches!(
-            throttle.check("new@x.com", IP, now),
+            throttle.reserve("new@x.com", IP, now),
             Err(Throttled::Address(_))
         ));
     }
 
     #[test]
-    fn success_clears_the_account() {
+    fn success_gives_the_reservation_back() {
         let throttle = LoginThrottle::default();
         let now = Instant::now();
         for _ in 0..ACCOUNT_FAILURES {
-            throttle.record_failure("ana@x.com", IP, now);
+            throttle.reserve("ana@x.com", IP, now).expect("allowed");
         }
-        throttle.record_success("ana@x.com");
-        assert!(throttle.check("ana@x.com", IP, now).is_ok());
+        throttle.succeeded("ana@x.com", IP);
+        assert!(throttle.reserve("ana@x.com", IP, now).is_ok());
     }
 }

@@ -19,8 +19,8 @@ use crate::state::AppState;
 
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{
-    Posted, PublicForm, SESSION_COOKIE, SignedIn, expired_session_cookie, form_token, read_cookie,
-    session_cookie, with_cookie,
+    Posted, PublicForm, SignedIn, expired_session_cookie, form_token, read_cookie, session_cookie,
+    session_cookie_name, with_cookie,
 };
 
 /// A form with nothing but its CSRF token.
@@ -66,7 +66,7 @@ pub async fn home(State(app): State<AppState>, headers: HeaderMap) -> Result<Res
     if app.accounts.needs_setup().await? {
         return Ok(see_other("/setup"));
     }
-    let signed_in = match read_cookie(&headers, SESSION_COOKIE) {
+    let signed_in = match read_cookie(&headers, &session_cookie_name(&app)) {
         Some(value) => app.accounts.find_session(value).await?.is_some(),
         None => false,
     };
@@ -153,7 +153,12 @@ pub struct LoginQuery {
 /// Only paths on this server: `/x`, never `//host` or `/\host`, which browsers treat as another
 /// site (an open redirect otherwise).
 fn safe_next(next: &str) -> &str {
-    let is_local = next.starts_with('/') && !next.starts_with("//") && !next.contains('\\');
+    // Browsers drop tabs and newlines from a URL (`/\t/evil.example` becomes `//evil.example`),
+    // and a control character cannot be a `Location` header at all: refuse them all.
+    let is_local = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(char::is_control);
     if is_local { next } else { "/inbox" }
 }
 
@@ -375,20 +380,42 @@ pub struct ChangePasswordForm {
 /// `POST /account/password`.
 pub async fn change_password(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Posted { who, form }: Posted<ChangePasswordForm>,
 ) -> Result<Response, PageError> {
+    let ip = client_ip(peer, &headers, &app.config.trusted_proxies);
     let result = app
         .accounts
-        .change_password(who.user.id, &form.current, &form.new, &who.cookie_value)
+        .change_password(
+            (who.user.id, &who.user.email),
+            &form.current,
+            &form.new,
+            &who.cookie_value,
+            ip,
+        )
         .await;
-    let message = match result {
+    let (status, message) = match result {
         Ok(()) => return Ok(see_other("/account?notice=password-changed")),
-        Err(accounts::Error::BadCredentials) => "Your current password is not right.".to_owned(),
-        Err(accounts::Error::Invalid(invalid)) => invalid.0.to_owned(),
+        Err(accounts::Error::BadCredentials) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Your current password is not right.".to_owned(),
+        ),
+        Err(accounts::Error::Throttled(wait)) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "Too many wrong passwords. Wait {} minute{} before trying again.",
+                minutes(wait),
+                if minutes(wait) == 1 { "" } else { "s" }
+            ),
+        ),
+        Err(accounts::Error::Invalid(invalid)) => {
+            (StatusCode::UNPROCESSABLE_ENTITY, invalid.0.to_owned())
+        }
         Err(err) => return Err(err.into()),
     };
     Ok(html_with_status(
-        StatusCode::UNPROCESSABLE_ENTITY,
+        status,
         render_account(AccountView {
             nav: who.nav(Section::Account),
             email: who.user.email.clone(),

@@ -16,6 +16,7 @@ use porch_app::inbox::{Filter, render_conversation_item};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
+use crate::accounts::SessionWatch;
 use crate::chat::INBOX_LIMIT;
 use crate::hub::InboxSignal;
 use crate::state::AppState;
@@ -64,6 +65,16 @@ fn sse(mut rx: mpsc::Receiver<Event>) -> Response {
     response
 }
 
+/// Registers a stream with its session, so that signing out, a password change or a disable
+/// ends it at once (the session was checked at connect only). `None`: it already ended.
+async fn watch(app: &AppState, who: &SignedIn) -> Option<SessionWatch> {
+    app.accounts
+        .watch_session(&who.cookie_value, who.user.id)
+        .await
+        .ok()
+        .flatten()
+}
+
 /// The stream stopped: the browser left, or the server is shutting down.
 struct Gone;
 
@@ -93,11 +104,15 @@ pub async fn inbox_events(
     let filter = parse_filter(&query.filter);
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
+        let Some(session) = watch(&app, &who).await else {
+            return;
+        };
         let shutdown = app.shutdown.clone();
         tokio::select! {
             _ = stream_inbox(&app, who.user.id, filter, after, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
+            () = session.revoked() => {}
         }
     });
     sse(rx)
@@ -193,11 +208,15 @@ pub async fn conversation_events(
     let after = resume_point(&headers, query.after);
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
+        let Some(session) = watch(&app, &who).await else {
+            return;
+        };
         let shutdown = app.shutdown.clone();
         tokio::select! {
             _ = stream_conversation(&app, &who, ConversationId(id), after, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
+            () = session.revoked() => {}
         }
     });
     sse(rx)

@@ -15,3 +15,5 @@ pub mod session;
 pub mod sites;
 pub mod team;
 mod views;
+
+pub use page::strict_transport;

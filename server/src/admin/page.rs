@@ -15,6 +15,23 @@ use crate::store;
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
     connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
+/// HSTS for a year when the public URL is https: after one visit, the browser never tries
+/// plain http for this host again (no downgrade, no cookie sent in clear).
+pub async fn strict_transport(
+    axum::extract::State(app): axum::extract::State<crate::state::AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if app.public_url.starts_with("https://") {
+        response.headers_mut().insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000"),
+        );
+    }
+    response
+}
+
 /// A complete page with `status`.
 pub fn html_with_status(status: StatusCode, body: String) -> Response {
     let mut response = (status, body).into_response();

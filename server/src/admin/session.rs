@@ -20,22 +20,54 @@ use crate::store::UserRow;
 
 use super::page::{PageError, see_other};
 
-/// The session cookie. Its value is a random secret; the database keeps only its hash.
+/// The session cookie over plain http. Its value is a random secret; the database keeps only
+/// its hash.
 pub const SESSION_COOKIE: &str = "porch_session";
 /// Before anyone is signed in (setup, sign-in, invitation links), forms are protected by a
 /// random token in this cookie that the form must repeat (double submit).
 pub const FORM_COOKIE: &str = "porch_form";
+/// Over https the cookies carry the `__Host-` prefix: the browser then accepts them only from
+/// this origin (Secure, `Path=/`, no `Domain`), so a page on a sibling origin of the same site
+/// cannot plant a session or a form token of its own (login CSRF by cookie tossing). Plain
+/// http cannot use the prefix (it requires Secure); see "Security" in docs/admin.md.
+const HOST_PREFIX: &str = "__Host-";
 
-/// The value of cookie `name`, if the request has it.
+fn is_https(app: &AppState) -> bool {
+    app.public_url.starts_with("https://")
+}
+
+/// The name of the session cookie for this server.
+pub fn session_cookie_name(app: &AppState) -> String {
+    if is_https(app) {
+        format!("{HOST_PREFIX}{SESSION_COOKIE}")
+    } else {
+        SESSION_COOKIE.to_owned()
+    }
+}
+
+/// The name of the form cookie for this server.
+pub fn form_cookie_name(app: &AppState) -> String {
+    if is_https(app) {
+        format!("{HOST_PREFIX}{FORM_COOKIE}")
+    } else {
+        FORM_COOKIE.to_owned()
+    }
+}
+
+/// The value of cookie `name`, if the request has it exactly once. Two cookies of one name
+/// mean someone else set one (another path, or a sibling origin), and the browser does not
+/// say which is ours: neither is trusted.
 pub fn read_cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
+    let mut found = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
+        .filter(|(key, _)| *key == name)
+        .map(|(_, value)| value);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
 }
 
 /// A `Set-Cookie` value: `HttpOnly`, `Path=/`, `SameSite`, `Secure` when served over https.
@@ -47,11 +79,7 @@ pub fn cookie(
     max_age: std::time::Duration,
     same_site: &str,
 ) -> HeaderValue {
-    let secure = if app.public_url.starts_with("https://") {
-        "; Secure"
-    } else {
-        ""
-    };
+    let secure = if is_https(app) { "; Secure" } else { "" };
     let text = format!(
         "{name}={value}; HttpOnly; SameSite={same_site}; Path=/; Max-Age={}{secure}",
         max_age.as_secs()
@@ -63,12 +91,24 @@ pub fn cookie(
 pub fn session_cookie(app: &AppState, value: &str) -> HeaderValue {
     // Lax, not Strict: following a link to Porch from elsewhere (an email, Slack) keeps the
     // session; cross-site posts carry no cookie, and every post also needs the CSRF token.
-    cookie(app, SESSION_COOKIE, value, SESSION_LIFETIME, "Lax")
+    cookie(
+        app,
+        &session_cookie_name(app),
+        value,
+        SESSION_LIFETIME,
+        "Lax",
+    )
 }
 
 /// Clears the session cookie.
 pub fn expired_session_cookie(app: &AppState) -> HeaderValue {
-    cookie(app, SESSION_COOKIE, "", std::time::Duration::ZERO, "Lax")
+    cookie(
+        app,
+        &session_cookie_name(app),
+        "",
+        std::time::Duration::ZERO,
+        "Lax",
+    )
 }
 
 /// The header the inbox script sets on its requests. It only chooses the shape of the answer
@@ -149,7 +189,7 @@ pub fn url_encode(text: &str) -> String {
 }
 
 async fn signed_in(parts: &Parts, app: &AppState) -> Result<SignedIn, Response> {
-    let Some(value) = read_cookie(&parts.headers, SESSION_COOKIE) else {
+    let Some(value) = read_cookie(&parts.headers, &session_cookie_name(app)) else {
         return Err(to_login(parts));
     };
     match app.accounts.find_session(value).await {
@@ -264,7 +304,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for PublicForm<T> {
     type Rejection = Response;
 
     async fn from_request(req: Request, app: &AppState) -> Result<Self, Response> {
-        let expected = read_cookie(req.headers(), FORM_COOKIE)
+        let expected = read_cookie(req.headers(), &form_cookie_name(app))
             .unwrap_or("")
             .to_owned();
         let bytes = body_bytes(req, app).await?;
@@ -278,14 +318,14 @@ impl<T: DeserializeOwned> FromRequest<AppState> for PublicForm<T> {
 
 /// The form token of a public page: the browser's existing one, or a new one to set.
 pub fn form_token(app: &AppState, headers: &HeaderMap) -> (String, Option<HeaderValue>) {
-    match read_cookie(headers, FORM_COOKIE) {
+    match read_cookie(headers, &form_cookie_name(app)) {
         Some(token) if token.len() >= 32 => (token.to_owned(), None),
         _ => {
             let token = crate::accounts::new_form_token();
             // Strict: this cookie is only ever needed on our own pages.
             let header = cookie(
                 app,
-                FORM_COOKIE,
+                &form_cookie_name(app),
                 &token,
                 std::time::Duration::from_hours(12),
                 "Strict",

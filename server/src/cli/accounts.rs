@@ -1,5 +1,6 @@
 //! `porch user …` and `porch token …`: agents, admins and API tokens.
 
+use std::fmt::Write as _;
 use std::io::Read;
 
 use anyhow::{Context, bail};
@@ -50,6 +51,13 @@ pub enum TokenCommand {
         #[arg(long, default_value = "cli")]
         name: String,
     },
+    /// List every API token: id, name, user, created, last used (never the token itself).
+    List,
+    /// Revoke an API token at once.
+    Revoke {
+        /// The token's id, from `porch token list`.
+        id: i64,
+    },
 }
 
 pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
@@ -90,8 +98,36 @@ pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
     write_out(&format!("Created {role} {email}."))
 }
 
+/// A time in milliseconds since the epoch, as RFC 3339 UTC.
+fn when(ms: Option<i64>) -> String {
+    ms.map_or_else(|| "never".to_owned(), |ms| porch_app::format_time(ms).0)
+}
+
 pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()> {
-    let TokenCommand::Add { user, name } = command;
+    let (user, name) = match command {
+        TokenCommand::Add { user, name } => (user, name),
+        TokenCommand::List => {
+            let mut out = String::from("ID\tNAME\tUSER\tCREATED\tLAST USED");
+            for t in store::list_api_tokens(conn)? {
+                let _ = write!(
+                    out,
+                    "\n{}\t{}\t{}\t{}\t{}",
+                    t.id,
+                    t.name,
+                    t.user_email,
+                    when(Some(t.created_at)),
+                    when(t.last_used_at)
+                );
+            }
+            return write_out(&out);
+        }
+        TokenCommand::Revoke { id } => {
+            if !store::delete_api_token(conn, id)? {
+                bail!("no API token has the id {id} (see `porch token list`)");
+            }
+            return write_out(&format!("Revoked API token {id}."));
+        }
+    };
     let found = store::find_user_by_email(conn, user.trim())?
         .with_context(|| format!("no user has the email {user}"))?;
     let token = new_api_token();

@@ -8,6 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
+use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{self, UserRow};
 
@@ -28,6 +29,9 @@ pub fn hash_api_token(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// How stale a token's `last_used_at` may get before a use writes it again.
+const LAST_USED_EVERY_MS: i64 = 60_000;
+
 /// The user behind a valid bearer token.
 pub struct ApiUser(pub UserRow);
 
@@ -47,11 +51,26 @@ impl FromRequestParts<AppState> for ApiUser {
             .filter(|t| t.starts_with(TOKEN_PREFIX))
             .ok_or_else(ApiError::unauthorized)?;
         let hash = hash_api_token(token);
-        let user = app
+        let found = app
             .readers
-            .read(move |c| store::find_user_by_api_token(c, &hash))
+            .read(move |c| store::find_api_token_use(c, &hash))
             .await?;
-        user.map(ApiUser).ok_or_else(ApiError::unauthorized)
+        let (id, last_used, user) = found.ok_or_else(ApiError::unauthorized)?;
+        let now = now_ms();
+        // At most one write per token a minute, off the request's path: for `porch token list`.
+        if last_used.is_none_or(|at| now.saturating_sub(at) >= LAST_USED_EVERY_MS) {
+            let writer = std::sync::Arc::clone(&app.writer);
+            tokio::spawn(async move {
+                if writer
+                    .write(move |c| store::touch_api_token(c, id, now))
+                    .await
+                    .is_err()
+                {
+                    tracing::debug!("could not record an API token's last use");
+                }
+            });
+        }
+        Ok(ApiUser(user))
     }
 }
 

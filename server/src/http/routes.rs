@@ -26,6 +26,10 @@ pub fn router(app: AppState) -> Router {
         .merge(api_routes())
         .merge(admin_routes())
         .fallback(|| async { ApiError::not_found("page") })
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            admin::strict_transport,
+        ))
         .layer(CompressionLayer::new())
         .layer(RequestBodyLimitLayer::new(app.config.body_limit))
         .layer(TimeoutLayer::with_status_code(

@@ -3,6 +3,7 @@
 //! Storage functions are plain synchronous functions over `&rusqlite::Connection`.
 
 mod account_links;
+mod api_tokens;
 mod capacity;
 mod check;
 mod checkpoint;
@@ -30,6 +31,9 @@ mod visitors;
 mod write_failures;
 mod writer;
 
+pub use api_tokens::{
+    ApiTokenRow, delete_api_token, find_api_token_use, list_api_tokens, touch_api_token,
+};
 pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,
     insert_metrics_minute, list_loadtest_runs, list_metrics_spans, prune_metrics_minutes,
@@ -78,6 +82,7 @@ pub use slack::{
 };
 pub use users::{
     NewUser, UserRow, find_user_by_api_token, find_user_by_email, insert_api_token, insert_user,
+    spend_user_links,
 };
 pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};
 pub use writer::{DEFER_LIMIT, Writer, WriterStats};

@@ -15,7 +15,7 @@ pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
 pub(crate) struct Answer {
     pub(crate) status: u16,
-    headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: String,
 }
 
@@ -28,12 +28,15 @@ impl Answer {
     }
 
     /// `name=value` of a `Set-Cookie` for `name`, and the whole header.
-    fn cookie(&self, name: &str) -> Option<(String, String)> {
+    pub(crate) fn cookie(&self, name: &str) -> Option<(String, String)> {
         self.headers
             .iter()
             .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
             .map(|(_, v)| v)
-            .find(|v| v.starts_with(&format!("{name}=")))
+            .find(|v| {
+                // Over https the cookies carry the `__Host-` prefix.
+                v.starts_with(&format!("{name}=")) || v.starts_with(&format!("__Host-{name}="))
+            })
             .map(|v| (v.split(';').next().unwrap_or("").to_owned(), v.clone()))
     }
 }
@@ -50,7 +53,7 @@ pub(crate) async fn send(
 }
 
 /// `send` with `extra` header lines (each ending in `\r\n`); `line` is `METHOD /path`.
-async fn send_with(
+pub(crate) async fn send_with(
     app: &TestApp,
     line: &str,
     extra: &str,
@@ -94,7 +97,7 @@ async fn send_with(
     }
 }
 
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -106,7 +109,7 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-fn form(fields: &[(&str, &str)]) -> String {
+pub(crate) fn form(fields: &[(&str, &str)]) -> String {
     fields
         .iter()
         .map(|(k, v)| format!("{k}={}", encode(v)))
@@ -115,13 +118,13 @@ fn form(fields: &[(&str, &str)]) -> String {
 }
 
 /// The value of the hidden `csrf` field in a page.
-fn csrf_in(page: &str) -> String {
+pub(crate) fn csrf_in(page: &str) -> String {
     let at = page.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
     page[at..].split('"').next().expect("value").to_owned()
 }
 
 /// The form cookie a public page sets: (cookie pair, token).
-async fn form_cookie(app: &TestApp, path: &str) -> (String, String) {
+pub(crate) async fn form_cookie(app: &TestApp, path: &str) -> (String, String) {
     let page = send(app, "GET", path, "", None).await;
     assert_eq!(page.status, 200, "{}", page.body);
     let (pair, _) = page.cookie("porch_form").expect("form cookie");
@@ -152,7 +155,7 @@ pub(crate) async fn setup_admin(app: &TestApp) -> Answer {
 /// A signed-in browser: its session cookie and CSRF token.
 pub(crate) struct Browser {
     pub(crate) cookie: String,
-    csrf: String,
+    pub(crate) csrf: String,
 }
 
 pub(crate) async fn signed_in_from(app: &TestApp, answer: &Answer) -> Browser {

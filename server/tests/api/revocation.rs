@@ -1,0 +1,132 @@
+//! Revoking a session ends its live streams at once: sign-out in another tab, a password change
+//! ("other sessions signed out"), and disabling the user. Before, a stream checked its session
+//! at connect only and keep-alives held it open for minutes.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::TestApp;
+use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
+
+/// How soon a revoked session's stream must end.
+const WITHIN: Duration = Duration::from_secs(1);
+
+/// An open `GET path` event stream, read up to its first event.
+async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(app.addr).await.expect("connect");
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAccept: text/event-stream\r\nCookie: {cookie}\r\n\r\n",
+        app.addr
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(crate::helpers::WAIT, async {
+        while !String::from_utf8_lossy(&seen).contains("retry:") {
+            let n = stream.read(&mut buf).await.expect("read");
+            assert!(
+                n > 0,
+                "the stream closed early: {}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .expect("the first event");
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+    // The first event is sent after the stream registered with its session.
+    stream
+}
+
+/// The stream ends (the server closes it) within `WITHIN`.
+async fn assert_ends(mut stream: TcpStream, what: &str) {
+    let mut buf = [0u8; 4096];
+    let ended = tokio::time::timeout(WITHIN, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "{what}: the live stream kept going");
+}
+
+async fn agent(app: &TestApp) -> Browser {
+    signed_in_from(app, &sign_in(app, "bo@example.com", PASSWORD).await).await
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_sessions_live_streams() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let stream = open_stream(&app, "/inbox/events", &admin.cookie).await;
+    let out = send(
+        &app,
+        "POST",
+        "/logout",
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(out.status, 303, "{}", out.body);
+    assert_ends(stream, "sign-out").await;
+}
+
+#[tokio::test]
+async fn a_password_change_ends_the_other_sessions_live_streams() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    add_user(&app, "bo@example.com", "agent");
+    let old_tab = agent(&app).await;
+    let new_tab = agent(&app).await;
+    let stream = open_stream(&app, "/inbox/events", &old_tab.cookie).await;
+    let changed = send(
+        &app,
+        "POST",
+        "/account/password",
+        &new_tab.cookie,
+        Some(&form(&[
+            ("csrf", &new_tab.csrf),
+            ("current", PASSWORD),
+            ("new", "another long password"),
+        ])),
+    )
+    .await;
+    assert_eq!(changed.status, 303, "{}", changed.body);
+    assert_ends(stream, "password change").await;
+}
+
+#[tokio::test]
+async fn disabling_a_user_ends_their_live_streams() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
+    let agent = agent(&app).await;
+    let conversation = {
+        let site = app.add_site("Shop");
+        let (mut widget, _) = app.visitor(&site, None, 0).await;
+        widget.say("c1", "hello").await;
+        app.count("SELECT max(id) FROM conversations")
+    };
+    let stream = open_stream(
+        &app,
+        &format!("/conversations/{conversation}/events"),
+        &agent.cookie,
+    )
+    .await;
+    let disabled = send(
+        &app,
+        "POST",
+        &format!("/team/{bo}/disable"),
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(disabled.status, 303, "{}", disabled.body);
+    assert_ends(stream, "disable").await;
+}

@@ -1,0 +1,65 @@
+// Stored admin text cannot end the <textarea> it is edited in: a greeting of
+// `</textarea><meta http-equiv="refresh" …>` once sent every admin who opened the site's
+// settings off-site (CSP stops scripts, not a meta refresh). These payloads join the XSS corpus.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { Porch, launchBrowser } from "./harness.js";
+import { PASSWORD, setupToken } from "./inbox-harness.js";
+
+const PAYLOADS = [
+  '</textarea><meta http-equiv="refresh" content="0;url=https://evil.example">',
+  "</TEXTAREA ><img src=x onerror=alert(1)>",
+  "<script>alert(2)</script>",
+];
+let porch, browser, page;
+
+before(async () => {
+  porch = await Porch.create();
+  await porch.start();
+  browser = await launchBrowser();
+  page = await (await browser.newContext()).newPage();
+  page.setDefaultTimeout(15000);
+  // Nothing may leave for another host, and no dialog may open.
+  await page.route((url) => !url.href.startsWith(porch.url), (route) => route.abort());
+  page.on("dialog", async (d) => { await d.dismiss(); assert.fail(`dialog: ${d.message()}`); });
+});
+
+after(async () => {
+  await browser?.close();
+  await porch?.dispose();
+});
+
+test("a hostile greeting or origin list stays text in the site settings", { timeout: 60000 }, async () => {
+  await page.goto(`${porch.url}/setup`);
+  await page.getByLabel("Setup token").fill(await setupToken(porch));
+  await page.getByLabel("Your name").fill("Ana");
+  await page.getByLabel("Email").fill("ana@example.com");
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Create admin account" }).click();
+  await page.waitForURL(/\/sites\/new/);
+
+  for (const payload of PAYLOADS) {
+    await page.goto(`${porch.url}/sites/new`);
+    await page.locator("#name").fill("Acme");
+    await page.locator("#origins").fill("https://acme.example");
+    await page.locator("#greeting").fill(payload);
+    await page.getByRole("button", { name: "Create site" }).click();
+    await page.waitForURL(/\/sites\/s_/);
+    await page.reload();
+    assert.ok(page.url().startsWith(porch.url), `left Porch for ${page.url()}`);
+    assert.equal(await page.locator("#greeting").inputValue(), payload);
+    assert.equal(await page.locator("meta[http-equiv], #evil, img[src=x], main script").count(), 0);
+
+    // A refused origin list is shown back in its field.
+    await page.goto(`${porch.url}/sites/new`);
+    await page.locator("#name").fill("Acme");
+    await page.locator("#origins").fill(payload);
+    await page.getByRole("button", { name: "Create site" }).click();
+    await page.locator("#origins").waitFor();
+    assert.equal(await page.locator("#origins").inputValue(), payload);
+    assert.equal(await page.locator("meta[http-equiv], img[src=x], main script").count(), 0);
+  }
+  // Give a meta refresh its chance to fire before checking we are still here.
+  await page.waitForLoadState("networkidle");
+  assert.ok(page.url().startsWith(porch.url), `left Porch for ${page.url()}`);
+});

@@ -69,7 +69,10 @@ pub enum Command {
 /// Runs the command line; the process exit code is the result: 2 for a setting that breaks a
 /// rule (as clap does for one it cannot parse), 1 for a failure while running.
 pub fn main() -> ExitCode {
-    let mut cli = Cli::parse();
+    let mut cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return refuse_arguments(&err),
+    };
     let (filter, format, warnings) = match &mut cli.command {
         Command::Serve(config) => {
             // Before anything is opened or logged: a bad setting leaves no trace but one line.
@@ -95,6 +98,53 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Answers arguments clap could not parse. Help and version go out as clap writes them; a value
+/// that does not parse gets one line naming the environment variable and the flag, exit 2, like
+/// the rules of `Config::validate` (an operator usually sets `PORCH_*`, not the flag).
+fn refuse_arguments(err: &clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    let flag = match err.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg.split_whitespace().next().map(str::to_owned),
+        _ => None,
+    };
+    let variable = flag.as_deref().and_then(env_of_flag);
+    let rendered = err.to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    let reason = first.strip_prefix("error: ").unwrap_or(first);
+    let line = match (variable, flag) {
+        (Some(variable), Some(flag)) => format!("error: {variable} ({flag}): {reason}"),
+        _ => format!("error: {reason} (see porch --help)"),
+    };
+    let _ = writeln!(std::io::stderr(), "{line}");
+    ExitCode::from(2)
+}
+
+/// The environment variable behind a long flag such as `--readers`, wherever it is defined.
+fn env_of_flag(flag: &str) -> Option<String> {
+    use clap::CommandFactory;
+    let long = flag.strip_prefix("--")?;
+    let root = Cli::command();
+    let mut commands = vec![&root];
+    while let Some(command) = commands.pop() {
+        let found = command
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(long))
+            .and_then(clap::Arg::get_env);
+        if let Some(env) = found {
+            return Some(env.to_string_lossy().into_owned());
+        }
+        commands.extend(command.get_subcommands());
+    }
+    None
 }
 
 /// Installs the log subscriber; `filter` is `PORCH_LOG`, which `Config::validate` has parsed

@@ -358,3 +358,14 @@ fn json_logs_are_one_object_a_line_and_a_secret_file_is_accepted() {
         assert!(object["fields"].is_object(), "{line}");
     }
 }
+
+#[test]
+fn config_values_that_do_not_parse_are_refused_in_one_line_naming_the_variable() {
+    assert_refused(&[("PORCH_READERS", "many")], "PORCH_READERS");
+    assert_refused(
+        &[("PORCH_WS_PING_INTERVAL", "soon")],
+        "PORCH_WS_PING_INTERVAL",
+    );
+    assert_refused(&[("PORCH_SYNCHRONOUS", "maybe")], "PORCH_SYNCHRONOUS");
+    assert_refused(&[("PORCH_LOG_FORMAT", "xml")], "PORCH_LOG_FORMAT");
+}

@@ -21,6 +21,7 @@ mod loadtest;
 mod metrics;
 mod slack;
 mod slack_threads;
+mod slack_wire;
 mod snippet;
 mod webhooks;
 mod widget_errors;

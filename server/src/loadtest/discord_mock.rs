@@ -186,6 +186,18 @@ async fn describe(
     }
 }
 
+/// Discord's rules for a webhook's `username`: 1 to 80 characters, no `discord` or `clyde` in
+/// any case, and not `everyone`, `here` or `system message`.
+fn refused_username(name: &str) -> bool {
+    let lower = name.to_lowercase();
+    let length = name.trim().chars().count();
+    length == 0
+        || length > 80
+        || lower.contains("discord")
+        || lower.contains("clyde")
+        || ["everyone", "here", "system message"].contains(&lower.trim())
+}
+
 async fn execute(
     State(state): State<Arc<MockState>>,
     Path((id, token)): Path<(String, String)>,
@@ -234,6 +246,9 @@ async fn execute(
         }
         Some(None) => return (StatusCode::INTERNAL_SERVER_ERROR, "upstream error").into_response(),
         None => {}
+    }
+    if body["username"].as_str().is_some_and(refused_username) {
+        return error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
     }
     let content = body["content"].as_str().unwrap_or_default();
     if content.is_empty() || content.chars().count() > 2000 {

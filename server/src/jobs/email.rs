@@ -295,7 +295,7 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
             Some(message) => reply(destinations, mailer, message).await,
             None => return failed("the job names no message"),
         },
-        "email.transcript" => transcript(destinations, mailer, args.conversation_id).await,
+        "email.transcript" => transcript(destinations, mailer, args.conversation_id, job).await,
         other => return failed(format!("unknown email kind {other}")),
     };
     match sent {
@@ -491,12 +491,17 @@ fn visitor_mailbox(message: &DeliveryMessage) -> Option<Mailbox> {
     message.visitor_email.as_deref()?.parse().ok()
 }
 
-/// The conversation's visitor messages and agent replies, mailed to the visitor on closing.
+/// The conversation's visitor messages and agent replies up to the closing (the job's creation),
+/// mailed to the visitor. A retry carries the same messages under the same `Message-ID`, even if
+/// the conversation was reopened and written to meanwhile; closing it again is another job, so
+/// another mail with its own `Message-ID`.
 async fn transcript(
     destinations: &Destinations,
     mailer: &Mailer,
     conversation: ConversationId,
+    job: &JobRow,
 ) -> Result<String, Attempt> {
+    let closed_at = job.created_at;
     let loaded = destinations
         .readers
         .read(move |c| {
@@ -518,7 +523,7 @@ async fn transcript(
     };
     let visible: Vec<&MessageRow> = rows
         .iter()
-        .filter(|m| m.author == "visitor" || m.author == "agent")
+        .filter(|m| (m.author == "visitor" || m.author == "agent") && m.created_at <= closed_at)
         .collect();
     let mut text = format!("Your conversation on {}:\n\n", context.site_name);
     let mut html = format!(
@@ -539,7 +544,7 @@ async fn transcript(
             escape_html(&m.body).replace('\n', "<br>")
         );
     }
-    let id = format!("<porch.transcript-{conversation}@{}>", mailer.domain);
+    let id = format!("<porch.transcript-{}@{}>", job.id, mailer.domain);
     let subject = format!("Your conversation on {}", context.site_name);
     send_to_visitor(mailer, id, conversation, to, subject, text, &html).await
 }

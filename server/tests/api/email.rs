@@ -219,7 +219,16 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
             .contains("We <3 you & will mail")
     );
 
-    // Closing mails the transcript.
+    // Closing mails the transcript of the conversation as it is then: a message written after
+    // the closing (here dated an hour ahead) belongs to no retry of this transcript.
+    app.db()
+        .execute(
+            "INSERT INTO messages (conversation_id, author, visitor_id, client_id, body, created_at) \
+             SELECT id, 'visitor', visitor_id, 'late1', 'written after closing', ?2 \
+               FROM conversations WHERE id = ?1",
+            [alice_conversation.0, porch::clock::now_ms() + 3_600_000],
+        )
+        .expect("a later message");
     let server_app = &app.server.as_ref().expect("server").app;
     let admin_id = UserId(app.count("SELECT id FROM users WHERE name = 'Admin'"));
     let admin_user = server_app
@@ -237,11 +246,14 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     let transcript = &mails[3];
     assert_eq!(transcript["rcpt_tos"], json!(["alice@example.org"]));
     assert_eq!(header(transcript, "in-reply-to"), thread);
+    let job = app.count("SELECT id FROM jobs WHERE kind = 'email.transcript'");
     assert_eq!(
         header(transcript, "message-id"),
-        format!("<porch.transcript-{alice_conversation}@porch.test>")
+        format!("<porch.transcript-{job}@porch.test>"),
+        "one Message-ID per closing"
     );
     let html = transcript["html"].as_str().expect("html");
+    assert!(!html.contains("written after closing"), "{html}");
     for part in [
         "&lt;b&gt;Help&lt;/b&gt;",
         "Seen live",

@@ -1,7 +1,8 @@
 """A real SMTP server for Porch's email tests (aiosmtpd): listens on 127.0.0.1 at a free port,
 prints the port, and writes every message it receives to DIR/<n>.eml (the raw message, as
 sent) and DIR/<n>.json (envelope, headers, and the decoded text and HTML parts, parsed by
-Python's email package so the Rust test need not decode MIME). Runs until killed.
+Python's email package so the Rust test need not decode MIME). Refuses the recipient
+refused@… (550). Runs until killed.
 
 Usage: smtp_sink.py DIR
 """
@@ -21,6 +22,13 @@ class Sink:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.count = 0
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802
+        # A mailbox named "refused" is refused, as a server refuses an unknown user.
+        if address.split("@")[0].lower() == "refused":
+            return "550 5.1.1 mailbox unavailable"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
         self.count += 1

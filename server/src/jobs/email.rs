@@ -1,5 +1,5 @@
 //! Email over SMTP (lettre, pooled connections): the digest of conversations nobody answered in
-//! time (to agents, one mail per run, never one per message), an agent's reply to a visitor who
+//! time (to agents, one mail each per run, never one per message; in `digest`), an agent's reply to a visitor who
 //! left an address and is away, and the transcript when a conversation closes. Mails come from
 //! the install's address, carry `Auto-Submitted: auto-generated`, stable `Message-ID`s threaded
 //! per conversation (`In-Reply-To`/`References`), a text and an HTML part, and visitor text is
@@ -19,8 +19,7 @@ use crate::store::{self, ConversationId, DeliveryMessage, JobRow, MessageId, Mes
 use super::destinations::Destinations;
 use super::outcome::{Attempt, Outcome};
 
-/// Conversations one digest lists at most.
-const DIGEST_LIMIT: u32 = 50;
+mod digest;
 
 /// The SMTP transport and the install's sender address.
 pub struct Mailer {
@@ -270,12 +269,6 @@ struct Args {
     message_id: Option<MessageId>,
 }
 
-#[derive(serde::Deserialize, Default)]
-struct EmailConfig {
-    #[serde(default)]
-    unanswered_after_ms: Option<i64>,
-}
-
 /// Delivers an `email.*` job.
 pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
     let Some(mailer) = destinations.mailer.as_deref() else {
@@ -290,125 +283,18 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
         return failed("unreadable job arguments");
     };
     let sent = match job.kind.as_str() {
-        "email.unanswered" => digest(destinations, mailer, job).await,
+        "email.unanswered" => digest::digest(destinations, mailer, job).await,
         "email.reply" => match args.message_id {
             Some(message) => reply(destinations, mailer, message).await,
             None => return failed("the job names no message"),
         },
-        "email.transcript" => transcript(destinations, mailer, args.conversation_id).await,
+        "email.transcript" => transcript(destinations, mailer, args.conversation_id, job).await,
         other => return failed(format!("unknown email kind {other}")),
     };
     match sent {
         Ok(note) => done(&note),
         Err(attempt) => attempt,
     }
-}
-
-/// The digest: every conversation of the site still unanswered after the site's delay and not
-/// in an earlier digest, in one mail to the agents. A job whose conversation was answered or
-/// already listed sends nothing.
-async fn digest(
-    destinations: &Destinations,
-    mailer: &Mailer,
-    job: &JobRow,
-) -> Result<String, Attempt> {
-    let Some(integration) = job.integration_id else {
-        return Err(failed("the job names no integration"));
-    };
-    let now = now_ms();
-    let loaded = destinations
-        .readers
-        .read(move |c| {
-            let Some(row) = store::find_integration(c, integration)? else {
-                return Ok(None);
-            };
-            let config: EmailConfig = serde_json::from_str(&row.config).unwrap_or_default();
-            let after = config
-                .unanswered_after_ms
-                .unwrap_or(store::DEFAULT_UNANSWERED_AFTER_MS);
-            // The job is due `after` past its conversation's start, so that one qualifies.
-            let cutoff = now - after;
-            let site = c
-                .query_row("SELECT name FROM sites WHERE id = ?1", [row.site_id], |r| {
-                    r.get::<_, String>(0)
-                })
-                .unwrap_or_default();
-            Ok(Some((
-                site,
-                store::list_unanswered(c, row.site_id, cutoff, DIGEST_LIMIT)?,
-                store::list_agent_emails(c)?,
-            )))
-        })
-        .await
-        .map_err(retry)?;
-    let Some((site, waiting, agents)) = loaded else {
-        return Ok("integration deleted".into());
-    };
-    if waiting.is_empty() {
-        return Ok("nothing unanswered".into());
-    }
-    let recipients: Vec<Mailbox> = agents.iter().filter_map(|a| a.parse().ok()).collect();
-    if recipients.is_empty() {
-        return Ok("no agent has an address".into());
-    }
-    let mut text = format!(
-        "{} conversation(s) on {site} are waiting for an answer:\n\n",
-        waiting.len()
-    );
-    let mut html = format!(
-        "<p>{} conversation(s) on <b>{}</b> are waiting for an answer:</p><ul>",
-        waiting.len(),
-        escape_html(&site)
-    );
-    for w in &waiting {
-        let who = w
-            .visitor_name
-            .clone()
-            .or_else(|| w.visitor_email.clone())
-            .unwrap_or_else(|| "A visitor".to_owned());
-        let url = format!("{}/conversations/{}", destinations.public_url, w.id);
-        let first: String = w.first_message.chars().take(300).collect();
-        let _ = writeln!(text, "- {who}: {first}\n  {url}");
-        let _ = write!(
-            html,
-            "<li><b>{}</b>: {}<br><a href=\"{}\">Open in Porch</a></li>",
-            escape_html(&who),
-            escape_html(&first),
-            escape_html(&url)
-        );
-    }
-    html.push_str("</ul>");
-    let mut builder = mailer
-        .builder(format!("<porch.alert-{}@{}>", job.id, mailer.domain), None)
-        .subject(format!(
-            "[{site}] {} conversation(s) waiting for an answer",
-            waiting.len()
-        ));
-    for to in recipients {
-        builder = builder.to(to);
-    }
-    // With a single conversation from a visitor who left an address, answering the mail
-    // reaches the visitor.
-    if let [only] = waiting.as_slice()
-        && let Some(email) = &only.visitor_email
-        && let Ok(visitor) = email.parse::<Mailbox>()
-    {
-        builder = builder.reply_to(visitor);
-    }
-    let message = builder
-        .multipart(MultiPart::alternative_plain_html(text, html_page(&html)))
-        .map_err(|err| failed(err.to_string()))?;
-    let response = mailer
-        .send(message)
-        .await
-        .map_err(|err| Attempt::new(classify(&err), None))?;
-    let ids: Vec<ConversationId> = waiting.iter().map(|w| w.id).collect();
-    destinations
-        .writer
-        .write(move |c| store::insert_email_alerts(c, &ids, now_ms()))
-        .await
-        .map_err(retry)?;
-    Ok(response)
 }
 
 /// An agent's reply to a visitor who left an address, unless the visitor has the widget open
@@ -491,12 +377,17 @@ fn visitor_mailbox(message: &DeliveryMessage) -> Option<Mailbox> {
     message.visitor_email.as_deref()?.parse().ok()
 }
 
-/// The conversation's visitor messages and agent replies, mailed to the visitor on closing.
+/// The conversation's visitor messages and agent replies up to the closing (the job's creation),
+/// mailed to the visitor. A retry carries the same messages under the same `Message-ID`, even if
+/// the conversation was reopened and written to meanwhile; closing it again is another job, so
+/// another mail with its own `Message-ID`.
 async fn transcript(
     destinations: &Destinations,
     mailer: &Mailer,
     conversation: ConversationId,
+    job: &JobRow,
 ) -> Result<String, Attempt> {
+    let closed_at = job.created_at;
     let loaded = destinations
         .readers
         .read(move |c| {
@@ -518,7 +409,7 @@ async fn transcript(
     };
     let visible: Vec<&MessageRow> = rows
         .iter()
-        .filter(|m| m.author == "visitor" || m.author == "agent")
+        .filter(|m| (m.author == "visitor" || m.author == "agent") && m.created_at <= closed_at)
         .collect();
     let mut text = format!("Your conversation on {}:\n\n", context.site_name);
     let mut html = format!(
@@ -539,7 +430,7 @@ async fn transcript(
             escape_html(&m.body).replace('\n', "<br>")
         );
     }
-    let id = format!("<porch.transcript-{conversation}@{}>", mailer.domain);
+    let id = format!("<porch.transcript-{}@{}>", job.id, mailer.domain);
     let subject = format!("Your conversation on {}", context.site_name);
     send_to_visitor(mailer, id, conversation, to, subject, text, &html).await
 }

@@ -135,6 +135,26 @@ pub fn check_literal_host(url: &Url, allow_private: bool) -> Result<(), Refused>
     }
 }
 
+/// The guard's refusal of a private address anywhere in an error's chain of causes: the
+/// resolver's refusal reaches the delivery wrapped in the HTTP client's connect error, and must
+/// be told apart from an ordinary failure to connect, which is worth retrying. A name that does
+/// not resolve at all is not a refusal here: DNS failures are often passing.
+pub fn private_refusal<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refused> {
+    let mut next = Some(err);
+    while let Some(cause) = next {
+        // An `io::Error` shows its inner error's message but skips it as a source: look inside.
+        let inner = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+            .and_then(|inner| inner.downcast_ref::<Refused>());
+        if let Some(refused @ Refused::Private(_)) = cause.downcast_ref::<Refused>().or(inner) {
+            return Some(refused);
+        }
+        next = cause.source();
+    }
+    None
+}
+
 /// The resolver of the webhook HTTP client: the system's resolver, minus every address that is
 /// not public (unless private networks are allowed). A name left with no address fails to
 /// connect, which the delivery records as an error.
@@ -173,6 +193,23 @@ impl Resolve for GuardedResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The client never connects: the guard refuses loopback, the only address `localhost` has.
+    #[tokio::test]
+    async fn a_name_refused_when_connecting_is_found_in_the_client_error() {
+        let client = super::super::webhook_client(false).expect("client");
+        let err = client
+            .get("http://localhost:9/hook")
+            .send()
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(private_refusal(&err), Some(Refused::Private(ip)) if ip.is_loopback()),
+            "{err:?}"
+        );
+        let plain = std::io::Error::other("connection refused");
+        assert_eq!(private_refusal(&plain), None);
+    }
 
     fn public(s: &str) -> bool {
         is_public(s.parse().expect("address"))

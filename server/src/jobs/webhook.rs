@@ -318,12 +318,7 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
         );
     };
     if let Err(refused) = ssrf::check_literal_host(&url, destinations.allow_private_networks) {
-        return Attempt::new(
-            Outcome::Blocked {
-                error: format!("refused by the SSRF guard: {refused}"),
-            },
-            None,
-        );
+        return guard_refused(&refused);
     }
     let request = destinations
         .webhooks
@@ -336,7 +331,20 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
     send(destinations, integration, job.attempt + 1, request).await
 }
 
-/// Sends the request and classifies the answer: 2xx delivered; 410 disables the endpoint;
+/// A private address refused by the SSRF guard, whether the URL names it or a name resolves to
+/// it: only an admin can fix the URL (or allow private networks), so retrying for a day would
+/// only hide the reason. The integration is blocked with it.
+fn guard_refused(refused: &ssrf::Refused) -> Attempt {
+    Attempt::new(
+        Outcome::Blocked {
+            error: format!("refused by the SSRF guard: {refused}"),
+        },
+        None,
+    )
+}
+
+/// Sends the request and classifies the answer: 2xx delivered; 410 disables the endpoint; an
+/// address refused by the guard's resolver blocks it;
 /// anything else (3xx included: redirects are not followed) is retried on the schedule, later
 /// if the endpoint's `Retry-After` says so.
 async fn send(
@@ -356,6 +364,9 @@ async fn send(
     let mut response = match request.send().await {
         Ok(response) => response,
         Err(err) => {
+            if let Some(refused) = ssrf::private_refusal(&err) {
+                return guard_refused(refused);
+            }
             return Attempt::new(
                 Outcome::Retry {
                     // An endpoint URL may carry a secret in its query: keep it out.

@@ -1,8 +1,8 @@
 //! A Discord webhook mock on loopback: `GET` and `POST /api/webhooks/{id}/{token}` as Discord
 //! answers them. Forum webhooks insist on `thread_name` or `thread_id` like Discord does; a
 //! `thread_name` creates a thread whose id comes back as the message's `channel_id`. Content
-//! over 2,000 characters is refused. Failures can be injected per webhook: 429 with a JSON
-//! `retry_after` (float seconds) and `X-RateLimit-*` headers, 5xx, or deletion (404). Every
+//! over 2,000 characters and usernames Discord refuses are refused. Failures can be injected
+//! per webhook: 429 with a JSON `retry_after` (float seconds) and `X-RateLimit-*` headers, 5xx, or deletion (404). Every
 //! accepted post is recorded with its query and body.
 
 use std::collections::HashMap;
@@ -186,6 +186,26 @@ async fn describe(
     }
 }
 
+/// Discord answers 400 to empty content, content over 2,000 characters, or a refused username.
+fn is_refused_body(body: &Value) -> bool {
+    let content = body["content"].as_str().unwrap_or_default();
+    content.is_empty()
+        || content.chars().count() > 2000
+        || body["username"].as_str().is_some_and(refused_username)
+}
+
+/// Discord's rules for a webhook's `username`: 1 to 80 characters, no `discord` or `clyde` in
+/// any case, and not `everyone`, `here` or `system message`.
+fn refused_username(name: &str) -> bool {
+    let lower = name.to_lowercase();
+    let length = name.trim().chars().count();
+    length == 0
+        || length > 80
+        || lower.contains("discord")
+        || lower.contains("clyde")
+        || ["everyone", "here", "system message"].contains(&lower.trim())
+}
+
 async fn execute(
     State(state): State<Arc<MockState>>,
     Path((id, token)): Path<(String, String)>,
@@ -235,8 +255,7 @@ async fn execute(
         Some(None) => return (StatusCode::INTERNAL_SERVER_ERROR, "upstream error").into_response(),
         None => {}
     }
-    let content = body["content"].as_str().unwrap_or_default();
-    if content.is_empty() || content.chars().count() > 2000 {
+    if is_refused_body(&body) {
         return error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
     }
     let message_id = state.counter.fetch_add(1, Ordering::Relaxed).to_string();
@@ -274,7 +293,7 @@ async fn execute(
     let mut response = Json(json!({
         "id": message_id,
         "channel_id": channel_id,
-        "content": content,
+        "content": body["content"],
         "flags": body["flags"],
     }))
     .into_response();

@@ -49,6 +49,8 @@ pub struct Post {
     pub username: Option<String>,
     pub ts: String,
     pub body: Value,
+    /// The request's `Content-Type`, so a test can check the charset Slack asks for.
+    pub content_type: Option<String>,
     /// When the request arrived (before the delay), for the load test's job lag (ack → post).
     pub received_at: std::time::Instant,
 }
@@ -301,6 +303,10 @@ async fn post_message(
         username: body["username"].as_str().map(str::to_owned),
         ts: ts.clone(),
         body,
+        content_type: headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
         received_at,
     });
     state.changed.notify_waiters();

@@ -98,7 +98,15 @@ impl SlackApi {
 
     /// Calls `method` with a JSON body and the token as a bearer; returns the `ok` body.
     async fn call(&self, method: &str, token: &str, body: &Value) -> Result<Value, CallError> {
-        let request = self.http.post(format!("{}/{method}", self.base)).json(body);
+        // Slack answers a bare `application/json` with a `missing_charset` warning.
+        let request = self
+            .http
+            .post(format!("{}/{method}", self.base))
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/json; charset=utf-8",
+            )
+            .body(body.to_string());
         self.send(request, token).await
     }
 

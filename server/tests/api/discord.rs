@@ -149,6 +149,49 @@ async fn long_messages_are_split_within_discords_limit() {
 }
 
 #[tokio::test]
+async fn a_cut_keeps_an_escaped_backslash_with_its_backslash() {
+    let f = Fixture::start().await;
+    let (site, _) = f.site_with_discord("Shop", "H1", false).await;
+    let (mut alice, _) = f.app.visitor(&site, None, 0).await;
+    // Escaped, the visitor's backslash becomes two, at characters 1,999 and 2,000: a cut
+    // between them would end the first post with a lone backslash.
+    let text = format!("{}\\b", "a".repeat(1998));
+    alice.say("a1", &text).await;
+    let posts = f.mock.wait_for_posts(2, WAIT).await;
+    let contents: Vec<&str> = posts
+        .iter()
+        .map(|p| p.body["content"].as_str().expect("text"))
+        .collect();
+    assert_eq!(
+        contents,
+        [format!("{}\\\\", "a".repeat(1998)), "b".to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn a_visitor_named_like_discord_is_delivered_under_a_name_discord_accepts() {
+    let f = Fixture::start().await;
+    let (site, _) = f.site_with_discord("Shop", "H1", false).await;
+    let (mut alice, _) = f.app.visitor(&site, None, 0).await;
+    alice.say("a1", "first").await;
+    alice
+        .send(json!({"type": "email", "email": "DisCord.Fan@example.org"}))
+        .await;
+    assert_eq!(alice.recv().await["type"], "email_saved");
+    alice.say("a2", "second").await;
+    let posts = f.mock.wait_for_posts(2, WAIT).await;
+    assert_eq!(
+        posts.len(),
+        2,
+        "jobs: {:?}",
+        f.app
+            .count("SELECT count(*) FROM jobs WHERE state = 'failed'")
+    );
+    assert_eq!(posts[1].body["content"], "second");
+    assert_eq!(posts[1].body["username"], ".Fan@example.org");
+}
+
+#[tokio::test]
 async fn a_429_pauses_only_that_webhook() {
     let f = Fixture::start().await;
     let (slow, _) = f.site_with_discord("Slow", "H1", false).await;

@@ -219,7 +219,16 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
             .contains("We <3 you & will mail")
     );
 
-    // Closing mails the transcript.
+    // Closing mails the transcript of the conversation as it is then: a message written after
+    // the closing (here dated an hour ahead) belongs to no retry of this transcript.
+    app.db()
+        .execute(
+            "INSERT INTO messages (conversation_id, author, visitor_id, client_id, body, created_at) \
+             SELECT id, 'visitor', visitor_id, 'late1', 'written after closing', ?2 \
+               FROM conversations WHERE id = ?1",
+            [alice_conversation.0, porch::clock::now_ms() + 3_600_000],
+        )
+        .expect("a later message");
     let server_app = &app.server.as_ref().expect("server").app;
     let admin_id = UserId(app.count("SELECT id FROM users WHERE name = 'Admin'"));
     let admin_user = server_app
@@ -237,11 +246,14 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     let transcript = &mails[3];
     assert_eq!(transcript["rcpt_tos"], json!(["alice@example.org"]));
     assert_eq!(header(transcript, "in-reply-to"), thread);
+    let job = app.count("SELECT id FROM jobs WHERE kind = 'email.transcript'");
     assert_eq!(
         header(transcript, "message-id"),
-        format!("<porch.transcript-{alice_conversation}@porch.test>")
+        format!("<porch.transcript-{job}@porch.test>"),
+        "one Message-ID per closing"
     );
     let html = transcript["html"].as_str().expect("html");
+    assert!(!html.contains("written after closing"), "{html}");
     for part in [
         "&lt;b&gt;Help&lt;/b&gt;",
         "Seen live",
@@ -253,6 +265,62 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     // Nothing else: one digest, no mail for Bob, none for the reply seen live.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(sink.mails().len(), 4, "{:?}", sink.mails());
+}
+
+#[tokio::test]
+async fn the_digest_goes_to_each_agent_alone_and_a_refused_address_costs_only_its_own_mail() {
+    let sink = Sink::start();
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    // The sink refuses refused@example.com, listed between the two others.
+    app.add_user_token("Refused", "agent");
+    app.add_user_token("Bea", "agent");
+    let site = app.add_site("Shop");
+    app.set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/email"),
+            &admin,
+            Some(json!({"unanswered_after_secs": 1})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("v1", "anyone there?").await;
+
+    let deadline = Instant::now() + WAIT;
+    while app.count("SELECT count(*) FROM jobs WHERE kind = 'email.unanswered' AND state = 'done'")
+        < 1
+    {
+        assert!(Instant::now() < deadline, "the digest job did not finish");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mails = sink.wait_for(2).await;
+    assert_eq!(mails.len(), 2, "{mails:?}");
+    let mut to: Vec<(Value, String)> = mails
+        .iter()
+        .map(|m| (m["rcpt_tos"].clone(), header(m, "to").to_owned()))
+        .collect();
+    to.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        to,
+        [
+            (json!(["admin@example.com"]), "admin@example.com".to_owned()),
+            (json!(["bea@example.com"]), "bea@example.com".to_owned()),
+        ],
+        "one mail per agent, nobody else's address in it"
+    );
+    assert_ne!(
+        header(&mails[0], "message-id"),
+        header(&mails[1], "message-id")
+    );
+    assert!(mails.iter().all(|m| {
+        m["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("anyone there?"))
+    }));
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@ mod revocation;
 mod shutdown;
 mod slack;
 mod slack_threads;
+mod slack_wire;
 mod snippet;
 mod throttle_race;
 mod wal_ceiling;

@@ -20,7 +20,7 @@ pub(crate) struct Fixture {
 }
 
 impl Fixture {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
             .await
             .expect("mock");

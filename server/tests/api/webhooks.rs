@@ -437,6 +437,73 @@ async fn the_ssrf_guard_refuses_private_addresses_unless_allowed() {
 }
 
 #[tokio::test]
+async fn a_private_literal_and_a_name_resolving_to_loopback_are_both_blocked_with_the_reason() {
+    let f = Fixture::start(&[]).await;
+    // Stored directly, as if they had passed the check when saved: a literal private address
+    // (refused before any connection) and a name that now resolves to loopback only.
+    let conn = f.app.db();
+    for (name, url) in [
+        ("Literal", "http://10.0.0.5/hook".to_owned()),
+        (
+            "Rebound",
+            format!("http://localhost:{}/hook", f.mock.addr.port()),
+        ),
+    ] {
+        conn.execute(
+            "INSERT INTO integrations (site_id, kind, name, config, secrets, created_at, updated_at) \
+             SELECT id, 'webhook', ?1, json_object('url', ?2, 'events', json_array('message.created')), \
+                    json_object('secret', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'), 0, 0 FROM sites",
+            [name, url.as_str()],
+        )
+        .expect("insert");
+    }
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "probe").await;
+    let deadline = Instant::now() + WAIT;
+    while f
+        .app
+        .count("SELECT count(*) FROM jobs WHERE state = 'blocked'")
+        < 2
+    {
+        let jobs: Vec<(String, Option<String>)> = conn
+            .prepare("SELECT state, last_error FROM jobs")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert!(Instant::now() < deadline, "not both blocked: {jobs:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut statuses: Vec<(String, String, String)> = conn
+        .prepare(
+            "SELECT i.name, i.status || ': ' || i.last_error, j.last_error \
+               FROM integrations i JOIN jobs j ON j.integration_id = i.id ORDER BY i.name",
+        )
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    statuses.sort();
+    assert_eq!(statuses.len(), 2, "{statuses:?}");
+    for (name, integration, job) in &statuses {
+        let reason = "refused by the SSRF guard: the host resolves to a private or special-purpose";
+        assert!(
+            integration.starts_with(&format!("broken: {reason}")),
+            "{name}: {integration}"
+        );
+        assert!(job.starts_with(reason), "{name}: {job}");
+    }
+    assert_eq!(
+        f.app.count("SELECT count(*) FROM job_attempts"),
+        2,
+        "one attempt each, no retries"
+    );
+    assert!(f.mock.received().is_empty(), "nothing reached loopback");
+}
+
+#[tokio::test]
 async fn a_retry_after_the_conversation_closed_carries_the_same_body_under_the_same_id() {
     let f = Fixture::start(&["--allow-private-networks"]).await;
     let (_, secret) = f

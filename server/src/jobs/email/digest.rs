@@ -1,0 +1,179 @@
+//! The digest of conversations nobody answered in time, mailed to each agent in a mail (and an
+//! SMTP transaction) of their own: agents never see each other's addresses, and one refused
+//! address does not cost the others their mail.
+
+use std::fmt::Write as _;
+
+use lettre::message::{Mailbox, MultiPart};
+
+use crate::clock::now_ms;
+use crate::store::{self, ConversationId, JobRow};
+
+use super::super::destinations::Destinations;
+use super::super::outcome::Attempt;
+use super::{Mailer, classify, escape_html, failed, html_page, retry};
+
+/// Conversations one digest lists at most.
+const DIGEST_LIMIT: u32 = 50;
+
+#[derive(serde::Deserialize, Default)]
+struct EmailConfig {
+    #[serde(default)]
+    unanswered_after_ms: Option<i64>,
+}
+
+/// The digest: every conversation of the site still unanswered after the site's delay and not
+/// in an earlier digest, mailed to each agent on their own. A job whose conversation was answered or
+/// already listed sends nothing.
+pub(super) async fn digest(
+    destinations: &Destinations,
+    mailer: &Mailer,
+    job: &JobRow,
+) -> Result<String, Attempt> {
+    let Some(integration) = job.integration_id else {
+        return Err(failed("the job names no integration"));
+    };
+    let now = now_ms();
+    let loaded = destinations
+        .readers
+        .read(move |c| {
+            let Some(row) = store::find_integration(c, integration)? else {
+                return Ok(None);
+            };
+            let config: EmailConfig = serde_json::from_str(&row.config).unwrap_or_default();
+            let after = config
+                .unanswered_after_ms
+                .unwrap_or(store::DEFAULT_UNANSWERED_AFTER_MS);
+            // The job is due `after` past its conversation's start, so that one qualifies.
+            let cutoff = now - after;
+            let site = c
+                .query_row("SELECT name FROM sites WHERE id = ?1", [row.site_id], |r| {
+                    r.get::<_, String>(0)
+                })
+                .unwrap_or_default();
+            Ok(Some((
+                site,
+                store::list_unanswered(c, row.site_id, cutoff, DIGEST_LIMIT)?,
+                store::list_agent_emails(c)?,
+            )))
+        })
+        .await
+        .map_err(retry)?;
+    let Some((site, waiting, agents)) = loaded else {
+        return Ok("integration deleted".into());
+    };
+    if waiting.is_empty() {
+        return Ok("nothing unanswered".into());
+    }
+    let recipients: Vec<Mailbox> = agents.iter().filter_map(|a| a.parse().ok()).collect();
+    if recipients.is_empty() {
+        return Ok("no agent has an address".into());
+    }
+    let mut text = format!(
+        "{} conversation(s) on {site} are waiting for an answer:\n\n",
+        waiting.len()
+    );
+    let mut html = format!(
+        "<p>{} conversation(s) on <b>{}</b> are waiting for an answer:</p><ul>",
+        waiting.len(),
+        escape_html(&site)
+    );
+    for w in &waiting {
+        let who = w
+            .visitor_name
+            .clone()
+            .or_else(|| w.visitor_email.clone())
+            .unwrap_or_else(|| "A visitor".to_owned());
+        let url = format!("{}/conversations/{}", destinations.public_url, w.id);
+        let first: String = w.first_message.chars().take(300).collect();
+        let _ = writeln!(text, "- {who}: {first}\n  {url}");
+        let _ = write!(
+            html,
+            "<li><b>{}</b>: {}<br><a href=\"{}\">Open in Porch</a></li>",
+            escape_html(&who),
+            escape_html(&first),
+            escape_html(&url)
+        );
+    }
+    html.push_str("</ul>");
+    // With a single conversation from a visitor who left an address, answering the mail
+    // reaches the visitor.
+    let reply_to = match waiting.as_slice() {
+        [only] => only
+            .visitor_email
+            .as_deref()
+            .and_then(|email| email.parse::<Mailbox>().ok()),
+        _ => None,
+    };
+    let subject = format!(
+        "[{site}] {} conversation(s) waiting for an answer",
+        waiting.len()
+    );
+    let html = html_page(&html);
+    let note = send_each(
+        mailer,
+        job,
+        recipients,
+        &subject,
+        &text,
+        &html,
+        reply_to.as_ref(),
+    )
+    .await?;
+    let ids: Vec<ConversationId> = waiting.iter().map(|w| w.id).collect();
+    destinations
+        .writer
+        .write(move |c| store::insert_email_alerts(c, &ids, now_ms()))
+        .await
+        .map_err(retry)?;
+    Ok(note)
+}
+
+/// Sends the digest to each agent in a mail and an SMTP transaction of their own, so no agent
+/// sees the others' addresses and a refused address costs only its own mail; returns the note
+/// the job keeps.
+async fn send_each(
+    mailer: &Mailer,
+    job: &JobRow,
+    recipients: Vec<Mailbox>,
+    subject: &str,
+    text: &str,
+    html: &str,
+    reply_to: Option<&Mailbox>,
+) -> Result<String, Attempt> {
+    let total = recipients.len();
+    let (mut sent, mut errors) = (0, Vec::new());
+    for (n, to) in recipients.into_iter().enumerate() {
+        let mut builder = mailer
+            .builder(
+                format!("<porch.alert-{}.{n}@{}>", job.id, mailer.domain),
+                None,
+            )
+            .subject(subject)
+            .to(to);
+        if let Some(visitor) = reply_to {
+            builder = builder.reply_to(visitor.clone());
+        }
+        let message = builder
+            .multipart(MultiPart::alternative_plain_html(
+                text.to_owned(),
+                html.to_owned(),
+            ))
+            .map_err(|err| failed(err.to_string()))?;
+        match mailer.send(message).await {
+            Ok(_) => sent += 1,
+            Err(err) => errors.push(err),
+        }
+    }
+    // Nobody got it: the first error decides (a retry resends to all). Somebody got it: done,
+    // since a retry would mail them again; the note says how many were missed and why.
+    if sent == 0
+        && let Some(err) = errors.first()
+    {
+        return Err(Attempt::new(classify(err), None));
+    }
+    Ok(match errors.first() {
+        None => format!("sent to {sent} agent(s)"),
+        Some(err) => format!("sent to {sent} of {total} agent(s); not sent: {err}"),
+    })
+}

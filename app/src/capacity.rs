@@ -74,6 +74,89 @@ pub struct CapacityView {
     pub nav: Nav,
     pub graphs: GraphsView,
     pub runs: Vec<RunItemView>,
+    /// `None` when no Litestream sidecar is configured.
+    pub replication: Option<ReplicationView>,
+}
+
+/// Litestream's replication, from its last scrapes (see the server's `metrics::replication`).
+#[derive(Debug, Clone, Default)]
+pub struct ReplicationView {
+    /// The metrics URL scraped.
+    pub url: String,
+    /// When the last scrape finished; `None` before the first.
+    pub scraped_at: Option<i64>,
+    /// Why the last scrape failed.
+    pub error: Option<String>,
+    /// The newest transaction Litestream has captured.
+    pub txid: Option<u64>,
+    /// Seconds since a successful sync was last seen.
+    pub synced_secs_ago: Option<u64>,
+    pub sync_errors: Option<u64>,
+    pub is_disk_full: bool,
+    /// Past this many seconds without a sync, the page warns.
+    pub stale_after_secs: u64,
+}
+
+fn replication_card(view: Option<ReplicationView>) -> AnyView {
+    let Some(r) = view else {
+        return view! {
+            <div class="card" id="replication">
+                <h2>"Replication"</h2>
+                <p class="muted">"No Litestream sidecar configured: set "<code>"PORCH_LITESTREAM_METRICS_URL"</code>
+                    " to its metrics endpoint to see here whether its syncs keep up."</p>
+            </div>
+        }
+        .into_any();
+    };
+    let mut warnings = Vec::new();
+    if let Some(error) = &r.error {
+        warnings.push(format!("Scraping Litestream's metrics failed: {error}. The figures below are from the last successful scrape."));
+    }
+    if r.is_disk_full {
+        warnings.push("Litestream has paused replication: the local disk is full.".to_owned());
+    }
+    if let Some(secs) = r.synced_secs_ago.filter(|s| *s > r.stale_after_secs) {
+        warnings.push(format!(
+            "Replication lag: no successful Litestream sync seen for {secs} s (more than {} s).",
+            r.stale_after_secs
+        ));
+    }
+    let warnings = warnings
+        .into_iter()
+        .map(|w| view! { <p class="notice notice-error" role="alert">{w}</p> })
+        .collect_view();
+    let scraped = r.scraped_at.map_or_else(
+        || view! { <span>"not yet"</span> }.into_any(),
+        |at| {
+            let (iso, when) = format_time(at);
+            view! { <time datetime=iso>{when}</time> }.into_any()
+        },
+    );
+    let synced = r
+        .synced_secs_ago
+        .map_or_else(|| "–".to_owned(), |s| format!("{s} s ago"));
+    let txid = r.txid.map_or_else(|| "–".to_owned(), |t| t.to_string());
+    let errors = r
+        .sync_errors
+        .map_or_else(|| "–".to_owned(), |e| e.to_string());
+    view! {
+        <div class="card" id="replication">
+            <h2>"Replication"</h2>
+            {warnings}
+            <table class="table">
+                <tbody>
+                    <tr><th>"Last successful sync seen"</th><td>{synced}</td></tr>
+                    <tr><th>"Transaction captured by Litestream"</th><td>{txid}</td></tr>
+                    <tr><th>"Failed syncs (since Litestream started)"</th><td>{errors}</td></tr>
+                    <tr><th>"Last scrape"</th><td>{scraped}" of "<code>{r.url}</code></td></tr>
+                </tbody>
+            </table>
+            <p class="muted small">"From Litestream's metrics, scraped every 10 seconds; the sync time is \
+                accurate to one scrape. Litestream does not report the replica's own position, so an \
+                upload that fails after a local sync shows only in the sidecar's health check."</p>
+        </div>
+    }
+    .into_any()
 }
 
 fn rate(value: f64) -> String {
@@ -261,6 +344,7 @@ pub fn render_capacity(view: CapacityView) -> String {
         </div>
         <nav class="tabs" aria-label="Range">{tabs}</nav>
         <Graphs view=view.graphs/>
+        {replication_card(view.replication)}
         <div class="card">
             <h2>"Load tests"</h2>
             <Runs runs=view.runs/>

@@ -206,6 +206,15 @@ pub struct Config {
     )]
     pub metrics_token_file: Option<PathBuf>,
 
+    /// Litestream's Prometheus endpoint (`addr:` in `litestream.yml`), such as
+    /// `http://litestream:9090/metrics`. Set, the capacity page shows whether its syncs keep up.
+    #[arg(long, env = "PORCH_LITESTREAM_METRICS_URL")]
+    pub litestream_metrics_url: Option<String>,
+
+    /// How often Litestream's metrics are scraped. Not a flag; tests shorten it.
+    #[arg(skip = Duration::from_secs(10))]
+    pub litestream_scrape_every: Duration,
+
     /// How often the capacity sampler samples and rolls up: every second and every minute. Not a
     /// flag; tests shorten it.
     #[arg(skip = crate::metrics::SamplerTiming::default())]

@@ -14,7 +14,9 @@ use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::hub::Hub;
 use crate::jobs::{Destinations, Lane, Runner, RunnerConfig};
-use crate::metrics::{Capacity, Sources, spawn_heartbeat, spawn_sampler};
+use crate::metrics::{
+    Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
+};
 use crate::slack::{SlackApi, SlackInbound, spawn_socket_mode};
 use crate::state::{App, AppState};
 use crate::store::{self, Readers, Writer};
@@ -133,6 +135,13 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     };
     spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
     spawn_socket_mode(Arc::clone(&app));
+    spawn_replication_scraper(
+        Arc::clone(&app.replication),
+        http_client()?,
+        config.litestream_scrape_every,
+        crate::config::DATABASE_FILE,
+        app.shutdown.clone(),
+    );
     let max_connections = connection_budget(&config);
     let router = crate::http::router(Arc::clone(&app));
     let serve = tokio::spawn(crate::http::serve(

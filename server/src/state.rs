@@ -10,7 +10,7 @@ use crate::accounts::Accounts;
 use crate::chat::{Chat, Inbox, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::jobs::JobQueue;
-use crate::metrics::{Capacity, Meters};
+use crate::metrics::{Capacity, Meters, Replication};
 use crate::slack::SlackInbound;
 use crate::store::{Readers, Writer};
 use crate::widget::brake::Brakes;
@@ -41,6 +41,8 @@ pub struct App {
     pub meters: Arc<Meters>,
     /// The sampler's last hour, for the capacity page.
     pub capacity: Arc<Capacity>,
+    /// Litestream's replication as last scraped, for the capacity page.
+    pub replication: Arc<Replication>,
     /// Cancelled when shutdown starts: connections say goodbye and stop taking work.
     pub shutdown: CancellationToken,
     /// Websocket connections, so shutdown can wait for their in-flight writes.
@@ -63,6 +65,7 @@ impl App {
         jobs: JobQueue,
         capacity: Arc<Capacity>,
     ) -> Self {
+        let replication = Arc::new(Replication::new(config.litestream_metrics_url.clone()));
         let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
         let inbox = Inbox::new(
             Arc::clone(&writer),
@@ -85,6 +88,7 @@ impl App {
             jobs,
             meters: Arc::default(),
             capacity,
+            replication,
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
             is_shutting_down: AtomicBool::new(false),

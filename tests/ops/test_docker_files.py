@@ -181,3 +181,18 @@ def test_litestream_health_is_a_sync_that_must_reach_the_replica(compose):
     timeout = int(check["test"][check["test"].index("-timeout") + 1])
     # Docker kills a check that outlives its timeout: let Litestream's own timeout answer first.
     assert int(check["timeout"].rstrip("s")) > timeout
+
+
+def test_porch_scrapes_the_metrics_address_litestream_serves(compose):
+    porch = compose["services"]["porch"]["environment"]
+    litestream = compose["services"]["litestream"]
+    assert load("litestream.yml")["addr"] == "${LITESTREAM_METRICS_ADDR}"
+    addr = litestream["environment"]["LITESTREAM_METRICS_ADDR"]
+    url = porch["PORCH_LITESTREAM_METRICS_URL"]
+    match = re.fullmatch(r"http://([a-z]+):(\d+)/metrics", url)
+    assert match, url
+    host, port = match.groups()
+    assert host == "litestream" and host in compose["services"]
+    assert addr == f":{port}", (addr, url)
+    # Not published on the host: only Porch, on compose's network, reads it.
+    assert "ports" not in litestream

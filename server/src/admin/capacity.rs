@@ -5,8 +5,8 @@
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use porch_app::capacity::{
-    Basis, CapacityView, GraphsView, HeadroomView, RunItemView, RunView, SeriesView, StairView,
-    render_capacity, render_capacity_graphs, render_run,
+    Basis, CapacityView, GraphsView, HeadroomView, ReplicationView, RunItemView, RunView,
+    SeriesView, StairView, render_capacity, render_capacity_graphs, render_run,
 };
 use porch_app::chart::{Chart, Line};
 use porch_app::layout::Section;
@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::clock::{millis, now_ms};
 use crate::loadtest::Report;
+use crate::metrics::replication::{STALE_AFTER_SECS, age_secs};
 use crate::metrics::{MIN_MESSAGES, Rollup, Series, messages_per_core, traffic_cost};
 use crate::state::AppState;
 use crate::store;
@@ -304,7 +305,25 @@ pub async fn capacity_page(
         nav: who.nav(Section::Capacity),
         graphs,
         runs,
+        replication: replication_view(&app),
     })))
+}
+
+/// The replication card's figures; `None` without a sidecar.
+fn replication_view(app: &AppState) -> Option<ReplicationView> {
+    let url = app.replication.url()?.to_owned();
+    let status = app.replication.status();
+    let now = now_ms();
+    Some(ReplicationView {
+        url,
+        scraped_at: status.scraped_at,
+        error: status.error,
+        txid: status.reading.txid,
+        synced_secs_ago: status.synced_seen_at.map(|at| age_secs(now, at)),
+        sync_errors: status.reading.sync_errors,
+        is_disk_full: status.reading.disk_full,
+        stale_after_secs: STALE_AFTER_SECS,
+    })
 }
 
 /// `GET /capacity/graphs?range=…`: the graphs section alone, for the page's live refresh.

@@ -181,6 +181,9 @@ impl Config {
     }
 
     fn validate_addresses(&self, warnings: &mut Vec<Warning>) -> Result<(), ConfigError> {
+        if let Some(url) = &self.litestream_metrics_url {
+            litestream_url(url)?;
+        }
         if let Some(url) = &self.public_url {
             public_url(url)?;
         } else if self.listen.ip().is_unspecified() {
@@ -362,6 +365,18 @@ fn public_url(raw: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Litestream's metrics endpoint: plain http (it serves no TLS), absolute, with a host.
+fn litestream_url(raw: &str) -> Result<(), ConfigError> {
+    let url = http_url("PORCH_LITESTREAM_METRICS_URL", raw)?;
+    if url.scheme() != "http" {
+        return Err(ConfigError::new(
+            "PORCH_LITESTREAM_METRICS_URL",
+            format!("must be an http:// URL such as http://litestream:9090/metrics (got `{raw}`)"),
+        ));
+    }
+    Ok(())
+}
+
 fn api_url(variable: &'static str, raw: &str) -> Result<(), ConfigError> {
     http_url(variable, raw).map(drop)
 }
@@ -378,6 +393,19 @@ mod tests {
             err.to_string(),
             "PORCH_WS_PING_INTERVAL (--ws-ping-interval) must be at least 1s (got 0s)"
         );
+    }
+
+    #[test]
+    fn litestream_metrics_urls_are_absolute_plain_http() {
+        assert!(litestream_url("http://litestream:9090/metrics").is_ok());
+        for bad in [
+            "litestream:9090/metrics",
+            "https://litestream:9090/metrics",
+            "http://litestream:9090/metrics?x=1",
+            "/metrics",
+        ] {
+            assert!(litestream_url(bad).is_err(), "{bad} accepted");
+        }
     }
 
     #[test]

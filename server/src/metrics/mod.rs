@@ -8,6 +8,7 @@ mod heartbeat;
 mod histogram;
 mod meters;
 mod process;
+pub mod replication;
 mod sampler;
 mod series;
 
@@ -16,5 +17,6 @@ pub use headroom::{MIN_MESSAGES, TrafficCost, messages_per_core, traffic_cost};
 pub use heartbeat::spawn_heartbeat;
 pub use histogram::{LogHistogram, Snapshot};
 pub use meters::{Meters, OpenConnection};
+pub use replication::{Replication, spawn_replication_scraper};
 pub use sampler::{Capacity, RETENTION, SamplerTiming, Sources, spawn_sampler};
 pub use series::{Rollup, RollupBuilder, SERIES, Sample, Series, roll_up};

@@ -2,35 +2,11 @@
 //! server exits at once, naming the holder's PID; read-only and management commands still work.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::helpers::TestApp;
-
-/// A `porch serve` process, killed when dropped.
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn porch(data_dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_porch"));
-    command
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args)
-        .env_remove("PORCH_DATA_DIR")
-        .stdin(Stdio::null());
-    command
-}
-
-fn run(data_dir: &Path, args: &[&str]) -> Output {
-    porch(data_dir, args).output().expect("porch runs")
-}
+use crate::process::{Served, porch, run};
 
 /// Starts `porch serve` and waits until it holds the lock (its PID is in the lock file) and
 /// has finished migrating (`porch health --path /readyz` answers 200).

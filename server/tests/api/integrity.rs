@@ -5,36 +5,11 @@
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::helpers::{TestApp, WAIT};
-
-/// A `porch serve` process, killed when dropped.
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn porch(data_dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_porch"));
-    command
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args)
-        .env_remove("PORCH_DATA_DIR")
-        .env_remove("PORCH_LOG")
-        .stdin(Stdio::null());
-    command
-}
-
-fn run(data_dir: &Path, args: &[&str]) -> Output {
-    porch(data_dir, args).output().expect("porch runs")
-}
+use crate::process::{Served, porch, run};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()

@@ -24,6 +24,7 @@ mod instance_lock;
 mod integrity;
 mod loadtest;
 mod metrics;
+mod process;
 mod replication_lag;
 mod revocation;
 mod shutdown;

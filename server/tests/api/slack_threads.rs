@@ -11,6 +11,7 @@ use porch::loadtest::{Post, SlackMock};
 use serde_json::json;
 
 use crate::helpers::{ORIGIN, TestDb, WAIT, Widget, reqwest_lite};
+use crate::process::{Served, porch};
 use crate::slack::{Fixture, SECRET, now_secs, reply_event};
 
 /// Shorter than the mock's hold, so a held header post times out in Porch.
@@ -97,16 +98,15 @@ async fn a_header_answered_after_the_client_timeout_is_adopted_not_posted_again(
 }
 
 /// Starts the `porch` binary on `dir` against the mock; returns the process and its address.
-async fn spawn_porch(dir: &std::path::Path, slack_api_url: &str) -> (KillOnDrop, SocketAddr) {
+async fn spawn_porch(dir: &std::path::Path, slack_api_url: &str) -> (Served, SocketAddr) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let child = KillOnDrop(
-        std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
-            .args(["--data-dir", dir.to_str().expect("path"), "serve"])
-            .args(["--listen", &addr.to_string(), "--log", "warn"])
+    let listen = addr.to_string();
+    let child = Served(
+        porch(dir, &["serve", "--listen", &listen, "--log", "warn"])
             .args(["--slack-api-url", slack_api_url])
             // Longer than the test takes to kill it: the header post is still in flight.
             .args(["--slack-timeout", "60s"])
@@ -124,16 +124,6 @@ async fn spawn_porch(dir: &std::path::Path, slack_api_url: &str) -> (KillOnDrop,
         }
         assert!(Instant::now() < deadline, "porch did not become ready");
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Kills the child process when the test ends, also when it fails midway.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

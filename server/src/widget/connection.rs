@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 
@@ -22,6 +22,9 @@ use crate::store::{
 
 use super::brake::Refusal;
 use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
+use super::wire::{
+    Closed, client_id_of_bad_frame, close, close_code, on_read_error, send_error, send_text,
+};
 
 /// Time a client has to say `hello` after connecting.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -35,17 +38,6 @@ const BUSY_RETRY: Duration = Duration::from_millis(250);
 /// How long a client should wait after a storage failure.
 const UNAVAILABLE_RETRY: Duration = Duration::from_secs(2);
 
-/// Close codes (RFC 6455 §7.4.1).
-mod close_code {
-    pub const NORMAL: u16 = 1000;
-    pub const POLICY: u16 = 1008;
-    pub const INVALID_DATA: u16 = 1007;
-    pub const TOO_BIG: u16 = 1009;
-    pub const INTERNAL: u16 = 1011;
-    pub const RESTARTING: u16 = 1012;
-    pub const FELL_BEHIND: u16 = 1013;
-}
-
 /// The outcome of checking the upgrade request.
 pub enum Admission {
     Allowed(Arc<Site>),
@@ -57,9 +49,6 @@ pub struct Peer {
     pub ip: IpAddr,
     pub user_agent: Option<String>,
 }
-
-/// The connection went away (or we closed it); stop.
-struct Closed;
 
 /// A finished write: the message's client id, when its frame arrived, and the outcome.
 type StoreResult = (ClientId, Instant, Result<StoredVisitorMessage, chat::Error>);
@@ -125,67 +114,6 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
     if conn.welcome(&token, last_id).await.is_ok() {
         conn.run(stream).await;
     }
-}
-
-async fn send_text(sink: &mut SplitSink<WebSocket, Message>, text: String) -> Result<(), Closed> {
-    sink.send(Message::Text(text.into()))
-        .await
-        .map_err(|_| Closed)
-}
-
-async fn send_error(
-    sink: &mut SplitSink<WebSocket, Message>,
-    code: ErrorCode,
-    retry_after: Option<Duration>,
-    client_id: Option<&str>,
-) -> Result<(), Closed> {
-    let frame = ServerFrame::Error {
-        code,
-        message: code.message(),
-        retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        client_id,
-    };
-    send_text(sink, frame.to_json()).await
-}
-
-async fn close(
-    sink: &mut SplitSink<WebSocket, Message>,
-    code: u16,
-    reason: &str,
-) -> Result<(), Closed> {
-    let frame = CloseFrame {
-        code,
-        reason: reason.into(),
-    };
-    sink.send(Message::Close(Some(frame)))
-        .await
-        .map_err(|_| Closed)
-}
-
-/// The close frame owed for a read error caused by the client: a message or frame over the
-/// size limit, or a text frame that is not UTF-8 (RFC 6455 §8.1 says: fail with 1007).
-fn close_for(err: &axum::Error) -> Option<(u16, &'static str)> {
-    match std::error::Error::source(err)?.downcast_ref::<tungstenite::Error>()? {
-        tungstenite::Error::Capacity(_) => Some((close_code::TOO_BIG, "frame too large")),
-        tungstenite::Error::Utf8(_) => Some((close_code::INVALID_DATA, "text is not UTF-8")),
-        _ => None,
-    }
-}
-
-async fn on_read_error(sink: &mut SplitSink<WebSocket, Message>, err: &axum::Error) {
-    if let Some((code, reason)) = close_for(err) {
-        let _ = close(sink, code, reason).await;
-    }
-}
-
-/// The `client_id` of a `message` frame that did not parse (say, a field of the wrong type), so
-/// the error can name the message it answers. Only runs on that error path.
-fn client_id_of_bad_frame(text: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    if value.get("type")?.as_str()? != "message" {
-        return None;
-    }
-    Some(value.get("client_id")?.as_str()?.chars().take(64).collect())
 }
 
 /// Waits for `hello`; returns the token to use, `last_id` and the page, or `None` if the

@@ -5,5 +5,6 @@ pub mod brake;
 mod connection;
 mod endpoint;
 mod protocol;
+mod wire;
 
 pub use endpoint::{panel_css, panel_js, snippet, upgrade};

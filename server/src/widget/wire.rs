@@ -1,0 +1,88 @@
+//! Writing to a widget websocket: text frames, error frames, close frames with the code a
+//! failure owes (RFC 6455), and what an unparsable frame still tells about the message it held.
+
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use futures_util::SinkExt;
+use futures_util::stream::SplitSink;
+
+use super::protocol::{ErrorCode, ServerFrame};
+
+/// Close codes (RFC 6455 §7.4.1).
+pub(super) mod close_code {
+    pub const NORMAL: u16 = 1000;
+    pub const POLICY: u16 = 1008;
+    pub const INVALID_DATA: u16 = 1007;
+    pub const TOO_BIG: u16 = 1009;
+    pub const INTERNAL: u16 = 1011;
+    pub const RESTARTING: u16 = 1012;
+    pub const FELL_BEHIND: u16 = 1013;
+}
+
+/// The connection went away (or we closed it); stop.
+pub(super) struct Closed;
+
+pub(super) async fn send_text(
+    sink: &mut SplitSink<WebSocket, Message>,
+    text: String,
+) -> Result<(), Closed> {
+    sink.send(Message::Text(text.into()))
+        .await
+        .map_err(|_| Closed)
+}
+
+pub(super) async fn send_error(
+    sink: &mut SplitSink<WebSocket, Message>,
+    code: ErrorCode,
+    retry_after: Option<Duration>,
+    client_id: Option<&str>,
+) -> Result<(), Closed> {
+    let frame = ServerFrame::Error {
+        code,
+        message: code.message(),
+        retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        client_id,
+    };
+    send_text(sink, frame.to_json()).await
+}
+
+pub(super) async fn close(
+    sink: &mut SplitSink<WebSocket, Message>,
+    code: u16,
+    reason: &str,
+) -> Result<(), Closed> {
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    sink.send(Message::Close(Some(frame)))
+        .await
+        .map_err(|_| Closed)
+}
+
+/// The close frame owed for a read error caused by the client: a message or frame over the
+/// size limit, or a text frame that is not UTF-8 (RFC 6455 §8.1 says: fail with 1007).
+fn close_for(err: &axum::Error) -> Option<(u16, &'static str)> {
+    match std::error::Error::source(err)?.downcast_ref::<tungstenite::Error>()? {
+        tungstenite::Error::Capacity(_) => Some((close_code::TOO_BIG, "frame too large")),
+        tungstenite::Error::Utf8(_) => Some((close_code::INVALID_DATA, "text is not UTF-8")),
+        _ => None,
+    }
+}
+
+pub(super) async fn on_read_error(sink: &mut SplitSink<WebSocket, Message>, err: &axum::Error) {
+    if let Some((code, reason)) = close_for(err) {
+        let _ = close(sink, code, reason).await;
+    }
+}
+
+/// The `client_id` of a `message` frame that did not parse (say, a field of the wrong type), so
+/// the error can name the message it answers. Only runs on that error path.
+pub(super) fn client_id_of_bad_frame(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    if value.get("type")?.as_str()? != "message" {
+        return None;
+    }
+    Some(value.get("client_id")?.as_str()?.chars().take(64).collect())
+}

@@ -190,6 +190,17 @@ mod tests {
         (dir, conn)
     }
 
+    /// A reader holding a read transaction open, as a stuck Litestream does: the WAL cannot be
+    /// restarted past its snapshot until it commits.
+    fn pin_snapshot(dir: &std::path::Path) -> rusqlite::Connection {
+        let reader = open_read_connection(&dir.join("porch.db")).expect("reader");
+        reader.execute_batch("BEGIN").expect("begin");
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .expect("read");
+        reader
+    }
+
     fn wal_len(dir: &tempfile::TempDir) -> u64 {
         std::fs::metadata(dir.path().join("porch.db-wal")).map_or(0, |m| m.len())
     }
@@ -215,11 +226,7 @@ mod tests {
     #[test]
     fn a_pinned_wal_gives_up_quickly_and_waits_before_trying_again() {
         let (dir, conn) = database();
-        let reader = open_read_connection(&dir.path().join("porch.db")).expect("reader");
-        reader.execute_batch("BEGIN").expect("begin");
-        let _: i64 = reader
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .expect("read");
+        let reader = pin_snapshot(dir.path());
         conn.execute("INSERT INTO t VALUES (zeroblob(100000))", [])
             .expect("write");
         let mut guard = WalGuard::new(&conn, 1000, u64::MAX);
@@ -242,11 +249,7 @@ mod tests {
     fn past_the_ceiling_writes_are_refused_until_the_wal_can_be_truncated() {
         let (dir, conn) = database();
         let mut guard = WalGuard::new(&conn, u64::MAX, 1000);
-        let reader = open_read_connection(&dir.path().join("porch.db")).expect("reader");
-        reader.execute_batch("BEGIN").expect("begin");
-        let _: i64 = reader
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .expect("read");
+        let reader = pin_snapshot(dir.path());
         conn.execute("INSERT INTO t VALUES (zeroblob(100000))", [])
             .expect("write");
         assert!(!guard.admit(&conn), "pinned past the ceiling");

@@ -30,6 +30,20 @@ struct Fixture {
 }
 
 impl Fixture {
+    /// Replays delivered job `job` of endpoint `id` through the API, as an admin would.
+    async fn replay(&self, id: i64, job: i64) {
+        let (status, answer) = self
+            .app
+            .api(
+                "POST",
+                &format!("/api/v1/integrations/{id}/deliveries/{job}/replay"),
+                &self.admin,
+                None,
+            )
+            .await;
+        assert_eq!(status, 202, "{answer}");
+    }
+
     async fn start(args: &[&str]) -> Self {
         let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
             .await
@@ -297,16 +311,7 @@ async fn a_5xx_is_retried_with_the_same_webhook_id_and_logged() {
 
     // Replay from the log: a new job, same webhook-id.
     let job = attempts[0]["job_id"].as_i64().expect("job id");
-    let (status, answer) = f
-        .app
-        .api(
-            "POST",
-            &format!("/api/v1/integrations/{id}/deliveries/{job}/replay"),
-            &f.admin,
-            None,
-        )
-        .await;
-    assert_eq!(status, 202, "{answer}");
+    f.replay(id, job).await;
     let received = f.mock.wait_for(3, WAIT).await;
     assert_eq!(
         received[2].headers["webhook-id"],
@@ -547,16 +552,7 @@ async fn a_replay_after_the_conversation_closed_carries_the_original_body_and_id
         .await;
     f.close(f.conversation()).await;
     let job = f.app.count("SELECT max(id) FROM jobs WHERE state = 'done'");
-    let (status, answer) = f
-        .app
-        .api(
-            "POST",
-            &format!("/api/v1/integrations/{id}/deliveries/{job}/replay"),
-            &f.admin,
-            None,
-        )
-        .await;
-    assert_eq!(status, 202, "{answer}");
+    f.replay(id, job).await;
     let received = f.mock.wait_for(2, WAIT).await;
     let (original, replayed) = (&received[0], &received[1]);
     assert_eq!(

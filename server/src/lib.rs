@@ -10,7 +10,9 @@
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
 //! - [`admin`]: the admin UI's pages and live inbox stream (server-rendered, `porch-app`).
-//! - [`jobs`]: the job runner and one module per destination.
+//! - [`jobs`]: job planning (which deliveries a change implies) and the job runner.
+//! - [`integrations`]: one module per outside service (Slack, Discord, webhooks, email):
+//!   settings, setup and delivery.
 //! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
 //! - [`loadtest`]: `porch loadtest`, its echo baseline and the mocks of outside services.
 
@@ -22,11 +24,11 @@ pub mod clock;
 pub mod config;
 pub mod http;
 pub mod hub;
+pub mod integrations;
 pub mod jobs;
 pub mod loadtest;
 pub mod metrics;
 mod server;
-pub mod slack;
 pub mod state;
 pub mod store;
 pub mod widget;

@@ -13,11 +13,13 @@ use tokio::task::JoinHandle;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::hub::Hub;
-use crate::jobs::{Destinations, Lane, Runner, RunnerConfig};
+use crate::integrations::email::Mailer;
+use crate::integrations::slack::{SlackApi, spawn_socket_mode};
+use crate::integrations::{Destinations, HttpClients};
+use crate::jobs::{Lane, Runner, RunnerConfig};
 use crate::metrics::{
     Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
 };
-use crate::slack::{SlackApi, SlackInbound, spawn_socket_mode};
 use crate::state::{App, AppState};
 use crate::store::{self, Readers, Writer};
 use crate::widget::brake::{Brakes, IpLimits};
@@ -29,8 +31,6 @@ const RESERVED_FDS: u64 = 256;
 /// Concurrency of the lanes that have no setting yet (their destinations come later).
 const WEBHOOK_CONCURRENCY: usize = 64;
 const EMAIL_CONCURRENCY: usize = 8;
-/// Timeout for establishing an outgoing connection.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Name of the secret that signs visitor tokens, in the `settings` table.
 const VISITOR_TOKEN_SECRET: &str = "visitor_token_secret";
 
@@ -101,8 +101,13 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         hub,
         runner.queue(),
     );
-    let slack_api =
-        SlackApi::new(http_client()?, &config.slack_api_url).with_timeout(config.slack_timeout);
+    let http = HttpClients::build(config.allow_private_networks)?;
+    let mailer = match (&config.smtp_url, &config.mail_from) {
+        (Some(url), Some(from)) => Some(Arc::new(Mailer::new(url.expose(), from)?)),
+        _ => None,
+    };
+    let slack_api = SlackApi::new(http.known_hosts.clone(), &config.slack_api_url)
+        .with_timeout(config.slack_timeout);
     let brakes = Brakes::new(IpLimits {
         per_hour: config.ip_conversations_per_hour,
         burst: config.ip_conversations_burst,
@@ -117,8 +122,10 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         VisitorTokens::new(secret),
         writer,
         readers,
-        SlackInbound::new(slack_api.clone()),
+        slack_api.clone(),
         runner.queue(),
+        http,
+        mailer,
         Arc::new(Capacity::new(config.sampler)),
     ));
 
@@ -134,10 +141,10 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         hub: Arc::clone(app.chat.hub()),
     };
     spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
-    spawn_socket_mode(Arc::clone(&app));
+    spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());
     spawn_replication_scraper(
         Arc::clone(&app.replication),
-        http_client()?,
+        app.http.known_hosts.clone(),
         config.litestream_scrape_every,
         crate::config::DATABASE_FILE,
         app.shutdown.clone(),
@@ -173,21 +180,13 @@ async fn start_runner(
     let config = &app.config;
     let destinations = Arc::new(Destinations {
         slack,
-        http: http_client()?,
-        webhooks: crate::jobs::webhook_client(config.allow_private_networks)?,
+        http: app.http.clone(),
         allow_private_networks: config.allow_private_networks,
-        mailer: match (&config.smtp_url, &config.mail_from) {
-            (Some(url), Some(from)) => Some(Arc::new(crate::jobs::email::Mailer::new(
-                url.expose(),
-                from,
-            )?)),
-            _ => None,
-        },
+        mailer: app.mailer.clone(),
         hub: Arc::clone(app.chat.hub()),
         readers: Arc::clone(&app.readers),
         writer: Arc::clone(&app.writer),
         public_url: app.public_url.clone(),
-        stats: Arc::clone(&app.meters.jobs),
     });
     let runner_config = RunnerConfig {
         concurrency: [
@@ -199,6 +198,7 @@ async fn start_runner(
         .into_iter()
         .collect(),
         retention: config.job_retention,
+        stats: Arc::clone(&app.meters.jobs),
     };
     runner
         .start(
@@ -211,20 +211,6 @@ async fn start_runner(
         )
         .await
         .context("starting the job runner")
-}
-
-/// The HTTP client for outgoing deliveries: rustls with the ring provider (no C toolchain
-/// needed), the system's CA certificates, no redirects (a destination that redirects is
-/// misconfigured, and following could leak tokens).
-fn http_client() -> anyhow::Result<reqwest::Client> {
-    // Ignored when already installed (tests start several servers in one process).
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(1024)
-        .build()
-        .context("building the HTTP client")
 }
 
 /// Creates the data directory, opens the write connection, applies migrations and loads the

@@ -9,9 +9,11 @@ use tokio_util::task::TaskTracker;
 use crate::accounts::Accounts;
 use crate::chat::{Chat, Inbox, SiteDirectory, VisitorTokens};
 use crate::config::Config;
+use crate::integrations::HttpClients;
+use crate::integrations::email::Mailer;
+use crate::integrations::slack::{SlackApi, SlackInbound};
 use crate::jobs::JobQueue;
 use crate::metrics::{Capacity, Meters, Replication};
-use crate::slack::SlackInbound;
 use crate::store::{Readers, Writer};
 use crate::widget::brake::Brakes;
 
@@ -29,10 +31,14 @@ pub struct App {
     pub tokens: VisitorTokens,
     pub writer: Arc<Writer>,
     pub readers: Arc<Readers>,
-    /// Inbound Slack: API client and user cache.
-    pub slack: SlackInbound,
+    /// Slack's side: API client, user cache, inbound events, setup.
+    pub slack: Arc<SlackInbound>,
     /// Hands jobs queued again (retries, fixed integrations) to the runner.
     pub jobs: JobQueue,
+    /// The outgoing HTTP clients, shared by deliveries and setup checks.
+    pub http: HttpClients,
+    /// SMTP, when `PORCH_SMTP_URL` and `PORCH_MAIL_FROM` are set.
+    pub mailer: Option<Arc<Mailer>>,
     /// The admin UI's accounts: setup, sign-in, sessions, team.
     pub accounts: Accounts,
     /// The admin inbox's use cases.
@@ -61,12 +67,23 @@ impl App {
         tokens: VisitorTokens,
         writer: Arc<Writer>,
         readers: Arc<Readers>,
-        slack: SlackInbound,
+        slack_api: SlackApi,
         jobs: JobQueue,
+        http: HttpClients,
+        mailer: Option<Arc<Mailer>>,
         capacity: Arc<Capacity>,
     ) -> Self {
         let replication = Arc::new(Replication::new(config.litestream_metrics_url.clone()));
         let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
+        let meters: Arc<Meters> = Arc::default();
+        let slack = Arc::new(SlackInbound::new(
+            slack_api,
+            chat.clone(),
+            Arc::clone(&readers),
+            Arc::clone(&writer),
+            jobs.clone(),
+            Arc::clone(&meters),
+        ));
         let inbox = Inbox::new(
             Arc::clone(&writer),
             Arc::clone(&readers),
@@ -86,7 +103,9 @@ impl App {
             readers,
             slack,
             jobs,
-            meters: Arc::default(),
+            http,
+            mailer,
+            meters,
             capacity,
             replication,
             shutdown: CancellationToken::new(),

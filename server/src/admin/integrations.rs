@@ -6,7 +6,8 @@ use axum::response::Response;
 use porch_app::integrations::{SlackPageView, SlackStatusView, render_slack};
 use porch_app::layout::{Notice, Section};
 
-use crate::slack::{SetupError, SlackIntegration, SlackSetup, connect_slack, update_slack};
+use crate::integrations::SetupError;
+use crate::integrations::slack::{SlackIntegration, SlackSetup, connect_slack, update_slack};
 use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
 
@@ -92,10 +93,10 @@ pub async fn save_slack(
 ) -> Result<Response, PageError> {
     let (site, slack) = load(&app, &key).await?;
     let outcome = match &slack {
-        Some(existing) => update_slack(&app, existing, form)
+        Some(existing) => update_slack(&app.slack, existing, form)
             .await
             .map(|_| "slack-saved"),
-        None => connect_slack(&app, site.id, form)
+        None => connect_slack(&app.slack, site.id, form)
             .await
             .map(|_| "slack-connected"),
     };

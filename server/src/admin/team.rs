@@ -9,7 +9,7 @@ use porch_app::team::{MemberView, TeamView, render_team};
 use serde::Deserialize;
 
 use crate::accounts::{self, LinkKind};
-use crate::jobs::email::{AccountLink, mail_account_link};
+use crate::integrations::email::{AccountLink, mail_account_link};
 use crate::state::AppState;
 use crate::store::UserId;
 
@@ -80,7 +80,7 @@ pub async fn invite(
         Ok(token) => {
             let url = format!("{}/invitations/{token}", app.public_url);
             let mailed = mail_account_link(
-                &app.config,
+                app.mailer.as_deref(),
                 form.name.trim(),
                 form.email.trim(),
                 AccountLink::Invitation,
@@ -138,7 +138,14 @@ pub async fn create_link(
         .create_link(who.user.id, target.id, kind)
         .await?;
     let url = format!("{}/{path}/{token}", app.public_url);
-    let mailed = mail_account_link(&app.config, &target.name, &target.email, mail, &url).await;
+    let mailed = mail_account_link(
+        app.mailer.as_deref(),
+        &target.name,
+        &target.email,
+        mail,
+        &url,
+    )
+    .await;
     team_page_with(
         &app,
         &who,

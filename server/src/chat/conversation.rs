@@ -13,6 +13,7 @@ use crate::store::{
 
 use super::Error;
 use super::text::MessageBody;
+use super::writes::{store_agent_message, store_visitor_message};
 
 /// Most messages in one page of a returning visitor's history.
 const HISTORY_PAGE: usize = 500;
@@ -105,7 +106,7 @@ impl Chat {
     ) -> Result<StoredVisitorMessage, Error> {
         let (client_id, body, site_id) = (new.client_id.clone(), new.body.clone(), new.site_id);
         let hub = Arc::clone(&self.hub);
-        let publish = move |stored: &StoredVisitorMessage| {
+        let publish = move |(stored, _): &(StoredVisitorMessage, Vec<store::JobRow>)| {
             if stored.is_duplicate {
                 return;
             }
@@ -125,11 +126,11 @@ impl Chat {
                 message: row,
             });
         };
-        let mut stored = self
+        let (stored, jobs) = self
             .writer
-            .write_then(move |c| store::insert_visitor_message(c, &new), publish)
+            .write_then(move |c| store_visitor_message(c, &new), publish)
             .await?;
-        self.jobs.submit(std::mem::take(&mut stored.jobs));
+        self.jobs.submit(jobs);
         Ok(stored)
     }
 
@@ -149,7 +150,6 @@ impl Chat {
             author_name: agent.name.clone(),
             body: body.into_string(),
             is_note: false,
-            origin: None,
             now: now_ms(),
         };
         let (id, jobs) = {
@@ -157,7 +157,7 @@ impl Chat {
             let hub = Arc::clone(&self.hub);
             self.writer
                 .write_then(
-                    move |c| store::insert_agent_message(c, &stored),
+                    move |c| store_agent_message(c, &stored, None),
                     move |(id, _): &(MessageId, Vec<store::JobRow>)| {
                         publish_agent_message(&hub, &conversation, agent_row(*id, &published));
                     },
@@ -183,11 +183,11 @@ impl Chat {
             author_name: reply.agent.name.clone(),
             body: reply.body.into_string(),
             is_note: reply.is_note,
-            origin: Some(reply.integration_id),
             now: now_ms(),
         };
         let stored = {
             let (stored, published, event_id) = (new.clone(), new.clone(), reply.event_id);
+            let origin = Some(reply.integration_id);
             let hub = Arc::clone(&self.hub);
             self.writer
                 .write_then(
@@ -195,7 +195,7 @@ impl Chat {
                         if !store::insert_slack_event(c, &event_id, stored.now)? {
                             return Ok(None);
                         }
-                        store::insert_agent_message(c, &stored).map(Some)
+                        store_agent_message(c, &stored, origin).map(Some)
                     },
                     move |stored: &Option<(MessageId, Vec<store::JobRow>)>| {
                         if let Some((id, _)) = stored {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent};
-use crate::jobs::JobQueue;
+use crate::jobs::{ConversationChange, JobQueue};
 use crate::store::{
     self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, NewAgentMessage,
     Readers, SiteId, UserId, UserRow, VisitorDetailsRow, Writer,
@@ -15,6 +15,7 @@ use crate::store::{
 use super::Error;
 use super::conversation::agent_row;
 use super::text::{Invalid, MessageBody};
+use super::writes::{conversation_change_jobs, store_agent_message};
 
 /// Most conversations one inbox list shows.
 pub const INBOX_LIMIT: u32 = 200;
@@ -168,7 +169,6 @@ impl Inbox {
             author_name: by.name.clone(),
             body: body.into_string(),
             is_note: true,
-            origin: None,
             now: now_ms(),
         };
         let (stored, published) = (new.clone(), new.clone());
@@ -176,7 +176,7 @@ impl Inbox {
         let (message, _no_jobs) = self
             .writer
             .write_then(
-                move |c| store::insert_agent_message(c, &stored),
+                move |c| store_agent_message(c, &stored, None),
                 move |(message, _): &(MessageId, Vec<store::JobRow>)| {
                     publish(&hub, site_id, agent_row(*message, &published));
                 },
@@ -202,11 +202,10 @@ impl Inbox {
         self.change(site_id, id, by, line, move |c| {
             let changed = store::update_conversation_assignee(c, id, target)?;
             Ok(match (changed, target) {
-                (true, Some(assignee)) => Some(conversation_event(
+                (true, Some(assignee)) => Some(conversation_change_jobs(
                     c,
-                    "conversation.assigned",
                     id,
-                    Some(assignee),
+                    ConversationChange::Assigned(assignee),
                 )?),
                 (true, None) => Some(Vec::new()),
                 (false, _) => None,
@@ -222,11 +221,10 @@ impl Inbox {
         let line = format!("{} closed this conversation", by.name);
         self.change(site_id, id, by, line, move |c| {
             if store::close_conversation(c, id, now)? {
-                Ok(Some(conversation_event(
+                Ok(Some(conversation_change_jobs(
                     c,
-                    "conversation.closed",
                     id,
-                    None,
+                    ConversationChange::Closed,
                 )?))
             } else {
                 Ok(None)
@@ -324,23 +322,4 @@ fn publish(hub: &Hub, site_id: SiteId, row: MessageRow) {
         site_id,
         message: Arc::new(row),
     });
-}
-
-/// The webhook deliveries a conversation change implies, written in the change's transaction.
-fn conversation_event(
-    conn: &rusqlite::Connection,
-    event: &str,
-    id: ConversationId,
-    assignee: Option<UserId>,
-) -> Result<Vec<store::JobRow>, store::Error> {
-    store::enqueue_conversation_event(
-        conn,
-        &store::WebhookEvent {
-            event,
-            conversation_id: id,
-            message_id: None,
-            assignee_id: assignee,
-            now: now_ms(),
-        },
-    )
 }

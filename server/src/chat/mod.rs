@@ -8,6 +8,7 @@ mod site;
 mod site_settings;
 mod text;
 mod visitor_token;
+mod writes;
 
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;

@@ -10,9 +10,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::clock::now_ms;
-use crate::jobs::discord::{DiscordConfig, DiscordSecrets};
-use crate::jobs::ssrf;
-use crate::jobs::webhook::{WebhookConfig, WebhookSecrets, new_secret};
+use crate::integrations::discord::{DiscordSetup, check_discord};
+use crate::integrations::email::{EmailSetup, Mailer, email_config};
+use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
+use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
 use crate::store::{self, IntegrationId, IntegrationRow, JobId, NewIntegration, SiteId};
 
@@ -105,81 +106,6 @@ async fn replace_settings(
     Ok(count)
 }
 
-#[derive(Debug, Deserialize)]
-pub struct DiscordSetup {
-    webhook_url: String,
-    /// The webhook's channel is a forum: one thread per conversation.
-    #[serde(default)]
-    forum: bool,
-}
-
-/// Checks that the URL is a Discord webhook (under the configured API base) and that Discord
-/// knows it, and builds the stored settings.
-async fn checked_discord(
-    app: &AppState,
-    setup: DiscordSetup,
-) -> Result<(DiscordConfig, DiscordSecrets), ApiError> {
-    let base = app.config.discord_api_url.trim_end_matches('/');
-    let url = setup.webhook_url.trim();
-    let url = url.split(['?', '#']).next().unwrap_or(url);
-    let rest = url
-        .strip_prefix(&format!("{base}/webhooks/"))
-        .or_else(|| url.strip_prefix("https://discordapp.com/api/webhooks/"))
-        .ok_or_else(|| {
-            invalid(format!(
-                "webhook_url must be a Discord webhook URL ({base}/webhooks/…)."
-            ))
-        })?;
-    let mut segments = rest.trim_end_matches('/').split('/');
-    let (Some(webhook_id), Some(token), None) = (segments.next(), segments.next(), segments.next())
-    else {
-        return Err(invalid("webhook_url must end in /webhooks/{id}/{token}."));
-    };
-    if webhook_id.is_empty() || token.is_empty() {
-        return Err(invalid("webhook_url must end in /webhooks/{id}/{token}."));
-    }
-    // A GET on a webhook URL returns the webhook: a wrong or deleted one is refused now rather
-    // than at the first delivery.
-    let probe = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(std::time::Duration::from_secs(10))
-        .build()
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "Could not build an HTTP client.",
-            )
-        })?;
-    let known = probe.get(url).send().await.map(|r| r.status());
-    match known {
-        Ok(status) if status.is_success() => {}
-        Ok(status) => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "discord_refused",
-                format!("Discord does not know this webhook (HTTP {status})."),
-            ));
-        }
-        Err(err) => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "discord_unreachable",
-                format!("Could not reach Discord: {}", err.without_url()),
-            ));
-        }
-    }
-    Ok((
-        DiscordConfig {
-            is_forum: setup.forum,
-            webhook_id: webhook_id.to_owned(),
-        },
-        DiscordSecrets {
-            webhook_url: url.to_owned(),
-        },
-    ))
-}
-
 /// `POST /api/v1/sites/{key}/integrations/discord`: connects a site to a Discord channel webhook.
 pub async fn create_discord(
     State(app): State<AppState>,
@@ -188,7 +114,8 @@ pub async fn create_discord(
     Json(setup): Json<DiscordSetup>,
 ) -> Result<Response, ApiError> {
     let site = site_id(&app, &key).await?;
-    let (config, secrets) = checked_discord(&app, setup).await?;
+    let (config, secrets) =
+        check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
     let forum = config.is_forum;
     let id = insert(
         &app,
@@ -215,50 +142,10 @@ pub async fn update_discord(
     Json(setup): Json<DiscordSetup>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "discord").await?;
-    let (config, secrets) = checked_discord(&app, setup).await?;
+    let (config, secrets) =
+        check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
     let resumed = replace_settings(&app, row.id, to_json(&config)?, to_json(&secrets)?).await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
-}
-
-#[derive(Debug, Deserialize)]
-pub struct WebhookSetup {
-    url: String,
-    events: Vec<String>,
-}
-
-async fn checked_webhook(app: &AppState, setup: WebhookSetup) -> Result<WebhookConfig, ApiError> {
-    if setup.events.is_empty() {
-        return Err(invalid(format!(
-            "Choose at least one event: {}.",
-            store::WEBHOOK_EVENTS.join(", ")
-        )));
-    }
-    if let Some(unknown) = setup
-        .events
-        .iter()
-        .find(|e| !store::WEBHOOK_EVENTS.contains(&e.as_str()))
-    {
-        return Err(invalid(format!(
-            "Unknown event {unknown}; events are {}.",
-            store::WEBHOOK_EVENTS.join(", ")
-        )));
-    }
-    let url = ssrf::check_url(&setup.url, app.config.allow_private_networks)
-        .await
-        .map_err(|refused| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "url_refused",
-                format!("The URL is refused: {refused}."),
-            )
-        })?;
-    let mut events = setup.events;
-    events.sort();
-    events.dedup();
-    Ok(WebhookConfig {
-        url: url.to_string(),
-        events,
-    })
 }
 
 /// `POST /api/v1/sites/{key}/integrations/webhooks`: adds an endpoint; the answer carries its
@@ -270,7 +157,7 @@ pub async fn create_webhook(
     Json(setup): Json<WebhookSetup>,
 ) -> Result<Response, ApiError> {
     let site = site_id(&app, &key).await?;
-    let config = checked_webhook(&app, setup).await?;
+    let config = check_webhook(setup, app.config.allow_private_networks).await?;
     let secrets = WebhookSecrets {
         secret: new_secret(),
         previous: None,
@@ -303,7 +190,7 @@ pub async fn update_webhook(
     Json(setup): Json<WebhookSetup>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
-    let config = checked_webhook(&app, setup).await?;
+    let config = check_webhook(setup, app.config.allow_private_networks).await?;
     let resumed = replace_settings(&app, row.id, to_json(&config)?, row.secrets.clone()).await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
 }
@@ -367,7 +254,7 @@ pub async fn replay_delivery(
     let integration = row.id;
     let replay = app
         .writer
-        .write(move |c| store::replay_webhook_job(c, integration, JobId(job), now_ms()))
+        .write(move |c| plan_webhook_replay(c, integration, JobId(job), now_ms()))
         .await?
         .ok_or_else(|| ApiError::not_found("finished delivery"))?;
     let new_id = replay.id;
@@ -375,32 +262,11 @@ pub async fn replay_delivery(
     Ok((StatusCode::ACCEPTED, Json(json!({"job_id": new_id}))).into_response())
 }
 
-fn mailer(app: &AppState) -> Result<crate::jobs::email::Mailer, ApiError> {
-    let (Some(url), Some(from)) = (&app.config.smtp_url, &app.config.mail_from) else {
-        return Err(invalid(
-            "Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM.",
-        ));
-    };
-    crate::jobs::email::Mailer::new(url.expose(), from).map_err(|err| invalid(err.to_string()))
-}
-
-#[derive(Debug, Deserialize)]
-pub struct EmailSetup {
-    /// Agents get the digest when a new conversation has no reply after this long.
-    #[serde(default = "default_unanswered_after")]
-    unanswered_after_secs: u32,
-    /// An agent reply is mailed to a visitor who left an address if they are still away this
-    /// long after it.
-    #[serde(default = "default_reply_delay")]
-    reply_delay_secs: u32,
-}
-
-fn default_unanswered_after() -> u32 {
-    300
-}
-
-fn default_reply_delay() -> u32 {
-    30
+/// The configured SMTP server, or why there is none.
+fn mailer(app: &AppState) -> Result<&Mailer, ApiError> {
+    app.mailer
+        .as_deref()
+        .ok_or_else(|| invalid("Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM."))
 }
 
 /// `POST /api/v1/sites/{key}/integrations/email`: turns on email for a site (the unanswered
@@ -413,10 +279,7 @@ pub async fn create_email(
 ) -> Result<Response, ApiError> {
     mailer(&app)?;
     let site = site_id(&app, &key).await?;
-    let config = json!({
-        "unanswered_after_ms": i64::from(setup.unanswered_after_secs) * 1000,
-        "reply_delay_ms": i64::from(setup.reply_delay_secs) * 1000,
-    });
+    let config = email_config(&setup);
     let id = insert(
         &app,
         site,

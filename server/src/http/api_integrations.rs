@@ -9,8 +9,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::integrations::SetupError;
+use crate::integrations::slack::{self, SlackSetup, connect_slack};
 use crate::jobs::retry_jobs;
-use crate::slack::{self, SetupError, SlackSetup, connect_slack};
 use crate::state::AppState;
 use crate::store::{self, IntegrationId, JobId, JobRow};
 
@@ -37,11 +38,9 @@ impl From<SetupError> for ApiError {
     fn from(err: SetupError) -> Self {
         match err {
             SetupError::Invalid(why) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", why),
-            SetupError::Refused(_) => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "slack_refused",
-                err.to_string(),
-            ),
+            SetupError::Refused { code, message } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+            }
             SetupError::Store(err) => err.into(),
         }
     }
@@ -59,7 +58,7 @@ pub async fn create_slack(
         .find(&key)
         .await?
         .ok_or_else(|| ApiError::not_found("site"))?;
-    let (id, config) = connect_slack(&app, site.id, setup).await?;
+    let (id, config) = connect_slack(&app.slack, site.id, setup).await?;
     let events_url = format!("{}/integrations/slack/{id}/events", app.public_url);
     let body = json!({"id": id, "team_id": config.team_id, "channel_id": config.channel_id, "events_url": events_url});
     Ok((StatusCode::CREATED, Json(body)).into_response())
@@ -81,7 +80,7 @@ pub async fn update_slack(
     let existing = existing
         .filter(|row| row.kind == "slack")
         .ok_or_else(|| ApiError::not_found("integration"))?;
-    let resumed = slack::update_slack(&app, &existing, setup).await?;
+    let resumed = slack::update_slack(&app.slack, &existing, setup).await?;
     Ok(Json(json!({"id": id, "status": "ok", "resumed_jobs": resumed})).into_response())
 }
 

@@ -12,6 +12,7 @@ mod health;
 mod listener;
 mod metrics;
 mod routes;
+mod slack_events;
 
 pub use boot::{Booting, serve_while_booting};
 pub use client_ip::client_ip;

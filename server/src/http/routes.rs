@@ -11,7 +11,7 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::{ApiError, api, api_deliveries, api_integrations, health, metrics};
+use super::{ApiError, api, api_deliveries, api_integrations, health, metrics, slack_events};
 
 /// The route table. The websocket route is kept out of the HTTP timeout and compression layers:
 /// an upgraded connection outlives its handler.
@@ -99,7 +99,7 @@ fn api_routes() -> Router<AppState> {
         .route("/api/v1/jobs/{id}/retry", post(api_integrations::retry_job))
         .route(
             "/integrations/slack/{id}/events",
-            post(crate::slack::receive_events),
+            post(slack_events::receive),
         )
 }
 

@@ -13,7 +13,7 @@ pub async fn retry_jobs(
     id: Option<JobId>,
 ) -> Result<usize, store::Error> {
     let jobs = writer
-        .write(move |c| store::retry_jobs(c, id, now_ms()))
+        .write(move |c| super::plan_retry(c, id, now_ms()))
         .await?;
     let count = jobs.len();
     queue.submit(jobs);

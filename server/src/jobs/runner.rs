@@ -17,12 +17,14 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{millis, now_ms};
-use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, JobUpdate, Readers, Writer};
+use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, Readers, Writer};
 
-use super::destinations::{Destinations, deliver};
+use super::decision::{Next, decide};
+use super::deliver::Deliver;
 use super::index::{Entry, Index, Lane};
-use super::outcome::{Attempt, Outcome};
+use super::outcome::Attempt;
 use super::policy::backoff;
+use super::stats::JobStats;
 
 /// How often the runner looks for jobs written by another process (a CLI command).
 const SAFETY_POLL: Duration = Duration::from_secs(30);
@@ -38,12 +40,14 @@ const RECORD_RETRY: Duration = Duration::from_millis(50);
 const ROUND_RETRY: Duration = Duration::from_secs(1);
 
 /// Runner settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunnerConfig {
     /// Concurrent deliveries per lane.
     pub concurrency: HashMap<Lane, usize>,
     /// Finished jobs are deleted after this long.
     pub retention: Duration,
+    /// Where outcomes and job lag are counted (read by the capacity sampler and `/metrics`).
+    pub stats: Arc<JobStats>,
 }
 
 #[allow(clippy::large_enum_variant)] // one per delivery; a box would only add an allocation
@@ -106,7 +110,7 @@ struct Dispatcher {
     tx: mpsc::UnboundedSender<Command>,
     in_flight: HashMap<Lane, usize>,
     config: RunnerConfig,
-    destinations: Arc<Destinations>,
+    destinations: Arc<dyn Deliver>,
     writer: Arc<Writer>,
     readers: Arc<Readers>,
     highest_seen: JobId,
@@ -130,7 +134,7 @@ impl Runner {
     pub async fn start(
         self,
         config: RunnerConfig,
-        destinations: Arc<Destinations>,
+        destinations: Arc<dyn Deliver>,
         writer: Arc<Writer>,
         readers: Arc<Readers>,
         shutdown: CancellationToken,
@@ -301,7 +305,7 @@ impl Dispatcher {
                 let tx = tx.clone();
                 tokio::spawn(async move {
                     let started_at = now_ms();
-                    let attempt = deliver(&destinations, &entry.row).await;
+                    let attempt = destinations.deliver(&entry.row).await;
                     let _ = tx.send(Command::Finished {
                         entry,
                         started_at,
@@ -338,70 +342,45 @@ impl Dispatcher {
         }
     }
 
-    /// Decides what an attempt means for its job, in memory now and in SQLite in the next
-    /// round.
+    /// Applies what an attempt means for its job ([`decide`]): in memory now, in SQLite in the
+    /// next round.
     fn finished(&mut self, entry: &Entry, started_at: i64, attempt: Attempt) {
         self.release(entry);
         let now = now_ms();
-        self.destinations
+        self.config
             .stats
             .record(entry.lane, &attempt.outcome, entry.row.run_at, now);
         let job = &entry.row;
-        let tries = job.attempt + 1;
-        let out_of_budget = tries >= job.max_attempts || job.deadline_at.is_some_and(|d| now >= d);
-        if let (Some(pause), Some(key)) = (attempt.pause, &job.rate_key) {
-            self.index.pause(key, now + millis(pause));
+        let http_status = attempt.http_status;
+        let decision = decide(job, attempt, now, backoff);
+        if let (Some(until), Some(key)) = (decision.pause_until, &job.rate_key) {
+            self.index.pause(key, until);
         }
-        let (update, error) = match attempt.outcome {
-            Outcome::Delivered { external_ref } => {
-                self.index.finish(job.id);
-                (JobUpdate::Done { external_ref }, None)
-            }
-            Outcome::RateLimited { retry_after } => {
-                let run_at = now + millis(retry_after);
-                self.index.reschedule(job.id, run_at, job.attempt, true);
-                (
-                    JobUpdate::Snooze { run_at },
-                    Some("rate limited by the destination".to_owned()),
-                )
-            }
-            Outcome::Retry { error, .. } if out_of_budget => {
-                self.index.finish(job.id);
-                (
-                    JobUpdate::Failed,
-                    Some(format!("gave up after {tries} attempts: {error}")),
-                )
-            }
-            Outcome::Retry { error, not_before } => {
-                let wait = backoff(tries).max(not_before.unwrap_or_default());
-                let run_at = now + millis(wait);
-                self.index.reschedule(job.id, run_at, tries, false);
-                (JobUpdate::Retry { run_at }, Some(error))
-            }
-            Outcome::Failed { error } => {
-                self.index.finish(job.id);
-                (JobUpdate::Failed, Some(error))
-            }
-            Outcome::Blocked { error } => {
-                self.index.finish(job.id);
-                if let Some(integration) = job.integration_id {
-                    let removed = self.index.remove_integration(integration);
-                    tracing::warn!(%integration, jobs = removed + 1, %error, "integration blocked until it is fixed");
-                    self.blocked.push((integration, error.clone()));
-                }
-                (JobUpdate::Blocked, Some(error))
-            }
-        };
-        if let Some(error) = &error {
+        match decision.next {
+            Next::Finish => self.index.finish(job.id),
+            Next::Reschedule {
+                run_at,
+                attempt,
+                pauses_rate_key,
+            } => self
+                .index
+                .reschedule(job.id, run_at, attempt, pauses_rate_key),
+        }
+        if let Some((integration, error)) = decision.blocks {
+            let removed = self.index.remove_integration(integration);
+            tracing::warn!(%integration, jobs = removed + 1, %error, "integration blocked until it is fixed");
+            self.blocked.push((integration, error));
+        }
+        if let Some(error) = &decision.error {
             tracing::debug!(job = %job.id, kind = job.kind, %error, "delivery attempt did not succeed");
         }
         self.records.push(AttemptRecord {
             job_id: job.id,
-            update,
+            update: decision.update,
             started_at,
             finished_at: now,
-            http_status: attempt.http_status,
-            error,
+            http_status,
+            error: decision.error,
         });
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::chat::new_site_key;
-use crate::slack::{SlackConfig, SlackIntegration, SlackSecrets};
+use crate::integrations::slack::{SlackConfig, SlackIntegration, SlackSecrets};
 use crate::store::{self, NewIntegration, NewSite, SiteSettings};
 
 /// The brakes of the seeded sites: far above any stair, so a stair measures capacity, not the

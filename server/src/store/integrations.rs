@@ -101,6 +101,37 @@ pub fn list_enabled_integrations(
         .collect::<Result<_, _>>()?)
 }
 
+/// An enabled integration as job planning sees it: no secrets.
+#[derive(Debug, Clone)]
+pub struct ActiveIntegration {
+    pub id: IntegrationId,
+    pub kind: String,
+    /// Its destination refused us for a reason only an admin can fix: new jobs start blocked.
+    pub is_broken: bool,
+    pub config: String,
+}
+
+/// A site's enabled integrations, oldest first: what a change on the site may be delivered to.
+pub fn list_active_integrations(
+    conn: &Connection,
+    site_id: SiteId,
+) -> Result<Vec<ActiveIntegration>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, kind, status = 'broken', config FROM integrations \
+          WHERE site_id = ?1 AND is_enabled = 1 ORDER BY id",
+    )?;
+    Ok(stmt
+        .query_map([site_id], |r| {
+            Ok(ActiveIntegration {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                is_broken: r.get(2)?,
+                config: r.get(3)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
 /// Replaces an integration's settings (for example a fixed token or another channel).
 pub fn update_integration_settings(
     conn: &Connection,

@@ -1,14 +1,9 @@
 //! The `jobs` and `job_attempts` tables: durable deliveries. The runner keeps the ready set in
 //! memory; these functions are its durable record (see docs/jobs.md).
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{ConversationId, Error, IntegrationId, JobId, MessageId, SiteId};
-
-/// Attempts before a chat delivery is given up (with the 24 h deadline, whichever comes first).
-const CHAT_MAX_ATTEMPTS: u32 = 25;
-/// A chat delivery older than this is given up: a Slack post a day late helps nobody.
-const CHAT_DEADLINE_MS: i64 = 24 * 3600 * 1000;
+use super::{ConversationId, Error, IntegrationId, JobId, MessageId};
 
 /// An integration's unfinished jobs, written so that SQLite uses `jobs_integration_unfinished`:
 /// the `state IN (…)` term repeats the partial index's condition, which SQLite matches literally.
@@ -58,54 +53,64 @@ pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<JobRow> {
     })
 }
 
-/// A job about to be written. Jobs are written with plain `INSERT … VALUES` and read back from
-/// what was written: an `INSERT … SELECT … RETURNING` builds an ephemeral table per statement,
-/// which cost about a tenth of the server's CPU at 5,000 messages a second with Slack.
-pub(super) struct NewJob {
+/// A job about to be written (the planner in `jobs` decides every field). Jobs are written with
+/// plain `INSERT … VALUES` and read back from what was written: an `INSERT … SELECT … RETURNING`
+/// builds an ephemeral table per statement, which cost about a tenth of the server's CPU at
+/// 5,000 messages a second with Slack.
+#[derive(Debug, Clone)]
+pub struct NewJob {
     pub lane: &'static str,
-    pub kind: String,
+    pub kind: &'static str,
     pub args: String,
     pub integration_id: Option<IntegrationId>,
     /// A broken integration's jobs start `blocked`.
     pub is_blocked: bool,
     pub order_key: Option<String>,
     pub rate_key: Option<String>,
+    /// At most one unfinished job has it (a debounce): a second is not written.
+    pub unique_key: Option<String>,
     pub max_attempts: u32,
     pub run_at: i64,
     pub deadline_at: Option<i64>,
     pub created_at: i64,
 }
 
-/// Writes `job` in the caller's transaction and returns it as the runner sees it.
-pub(super) fn insert_job(conn: &Connection, job: NewJob) -> Result<JobRow, Error> {
+/// Writes `job` in the caller's transaction and returns it as the runner sees it; `None` when an
+/// unfinished job already has its `unique_key`.
+pub fn insert_job(conn: &Connection, job: &NewJob) -> Result<Option<JobRow>, Error> {
     let state = if job.is_blocked { "blocked" } else { "queued" };
-    conn.prepare_cached(
-        "INSERT INTO jobs (lane, kind, args, integration_id, state, order_key, rate_key, \
-                           max_attempts, run_at, deadline_at, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        job.lane,
-        job.kind,
-        job.args,
-        job.integration_id,
-        state,
-        job.order_key,
-        job.rate_key,
-        job.max_attempts,
-        job.run_at,
-        job.deadline_at,
-        job.created_at
-    ])?;
-    Ok(JobRow {
+    let written = conn
+        .prepare_cached(
+            "INSERT INTO jobs (lane, kind, args, integration_id, state, order_key, rate_key, \
+                               unique_key, max_attempts, run_at, deadline_at, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![
+            job.lane,
+            job.kind,
+            job.args,
+            job.integration_id,
+            state,
+            job.order_key,
+            job.rate_key,
+            job.unique_key,
+            job.max_attempts,
+            job.run_at,
+            job.deadline_at,
+            job.created_at
+        ])?;
+    if written == 0 {
+        return Ok(None);
+    }
+    Ok(Some(JobRow {
         id: JobId(conn.last_insert_rowid()),
         lane: job.lane.to_owned(),
-        kind: job.kind,
-        args: job.args,
+        kind: job.kind.to_owned(),
+        args: job.args.clone(),
         integration_id: job.integration_id,
         state: state.to_owned(),
-        order_key: job.order_key,
-        rate_key: job.rate_key,
+        order_key: job.order_key.clone(),
+        rate_key: job.rate_key.clone(),
         attempt: 0,
         max_attempts: job.max_attempts,
         run_at: job.run_at,
@@ -113,78 +118,13 @@ pub(super) fn insert_job(conn: &Connection, job: NewJob) -> Result<JobRow, Error
         is_uncertain: false,
         last_error: None,
         created_at: job.created_at,
-    })
+    }))
 }
 
-/// Writes one delivery job per enabled chat integration (Slack, Discord) and webhook endpoint
-/// subscribed to `message.created` of the site for a new message, in the
-/// caller's transaction. `origin` is the integration the message came from (a Slack reply is
-/// not posted back to Slack). A broken integration's job starts `blocked`.
-pub fn enqueue_message_jobs(
-    conn: &Connection,
-    message_id: MessageId,
-    conversation_id: ConversationId,
-    site_id: SiteId,
-    origin: Option<IntegrationId>,
-    now: i64,
-) -> Result<Vec<JobRow>, Error> {
-    // A Slack integration's posts are paced per channel, so that is its rate key.
-    let integrations = conn
-        .prepare_cached(
-            "SELECT i.id, i.kind, i.status = 'broken', \
-                    CASE i.kind WHEN 'slack' THEN 'slack:' || json_extract(i.config, '$.team_id') \
-                         || ':' || json_extract(i.config, '$.channel_id') \
-                         ELSE i.kind || ':' || i.id END \
-               FROM integrations i \
-              WHERE i.site_id = ?1 AND i.is_enabled = 1 AND i.kind IN ('slack', 'discord') \
-                AND i.id IS NOT ?2",
-        )?
-        .query_map(params![site_id, origin], |r| {
-            Ok((
-                r.get::<_, IntegrationId>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, bool>(2)?,
-                // NULL when a Slack integration's settings are incomplete (its delivery then
-                // blocks it with a clear error).
-                r.get::<_, Option<String>>(3)?,
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut rows = integrations
-        .into_iter()
-        .map(|(integration, kind, is_broken, rate_key)| {
-            insert_job(
-                conn,
-                NewJob {
-                    lane: "chat",
-                    kind: format!("{kind}.post"),
-                    args: serde_json::json!({ "message_id": message_id }).to_string(),
-                    integration_id: Some(integration),
-                    is_blocked: is_broken,
-                    order_key: Some(format!("conv:{conversation_id}:int:{integration}")),
-                    rate_key,
-                    max_attempts: CHAT_MAX_ATTEMPTS,
-                    run_at: now,
-                    deadline_at: Some(now + CHAT_DEADLINE_MS),
-                    created_at: now,
-                },
-            )
-        })
-        .collect::<Result<Vec<JobRow>, Error>>()?;
-    // Outgoing webhooks subscribed to `message.created` (a reply from Slack included: the
-    // origin only keeps a message from going back where it came from).
-    rows.extend(super::deliveries::enqueue_webhook_event(
-        conn,
-        site_id,
-        &super::deliveries::WebhookEvent {
-            event: "message.created",
-            conversation_id,
-            message_id: Some(message_id),
-            assignee_id: None,
-            now,
-        },
-    )?);
-    Ok(rows)
+/// One job, if it still exists.
+pub fn find_job(conn: &Connection, id: JobId) -> Result<Option<JobRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"))?;
+    Ok(stmt.query_row([id], from_row).optional()?)
 }
 
 /// At start-up: jobs left `running` by a crash go back to the queue, flagged as possibly
@@ -236,7 +176,7 @@ pub fn mark_jobs_running(conn: &Connection, ids: &[JobId]) -> Result<Vec<JobId>,
 }
 
 /// How a delivery attempt ended, as recorded.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobUpdate {
     Done {
         external_ref: Option<String>,
@@ -354,17 +294,28 @@ pub fn resume_integration_jobs(
         .collect::<Result<_, _>>()?)
 }
 
-/// Queues failed or blocked jobs again with a fresh set of attempts: one (`Some(id)`) or all.
-pub fn retry_jobs(conn: &Connection, id: Option<JobId>, now: i64) -> Result<Vec<JobRow>, Error> {
+/// Failed or blocked jobs, one (`Some(id)`) or all, oldest first.
+pub fn list_retryable_jobs(conn: &Connection, id: Option<JobId>) -> Result<Vec<JobRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM jobs \
+          WHERE state IN ('failed', 'blocked') AND (?1 IS NULL OR id = ?1) ORDER BY id"
+    ))?;
+    Ok(stmt.query_map([id], from_row)?.collect::<Result<_, _>>()?)
+}
+
+/// Queues a job again at `now` with a fresh set of attempts and the given deadline.
+pub fn requeue_job(
+    conn: &Connection,
+    id: JobId,
+    now: i64,
+    deadline_at: Option<i64>,
+) -> Result<JobRow, Error> {
     let mut stmt = conn.prepare_cached(&format!(
         "UPDATE jobs SET state = 'queued', run_at = ?2, attempt = 0, finished_at = NULL, \
-                deadline_at = CASE WHEN deadline_at IS NULL THEN NULL ELSE ?2 + ?3 END \
-          WHERE state IN ('failed', 'blocked') AND (?1 IS NULL OR id = ?1) \
-         RETURNING {COLUMNS}"
+                deadline_at = ?3 \
+          WHERE id = ?1 RETURNING {COLUMNS}"
     ))?;
-    Ok(stmt
-        .query_map(params![id, now, CHAT_DEADLINE_MS], from_row)?
-        .collect::<Result<_, _>>()?)
+    Ok(stmt.query_row(params![id, now, deadline_at], from_row)?)
 }
 
 /// Deletes up to `limit` finished jobs older than `before`; returns how many.
@@ -543,7 +494,11 @@ mod tests {
         let conn = migrated();
         let job = queued_job(&conn, 1);
         try_once(&conn, job, 1, JobUpdate::Failed, Some("HTTP 500"));
-        assert_eq!(retry_jobs(&conn, Some(job), 10).expect("retry").len(), 1);
+        assert_eq!(
+            list_retryable_jobs(&conn, Some(job)).expect("list").len(),
+            1
+        );
+        requeue_job(&conn, job, 10, None).expect("requeue");
         try_once(&conn, job, 2, JobUpdate::Done { external_ref: None }, None);
         assert_eq!(
             attempt_rows(&conn, job),

@@ -1,19 +1,9 @@
-//! Storage for email: the visitor's address from the widget's offline capture, the email jobs a
-//! site's `email` integration implies (debounced unanswered-conversation alert, reply to a
-//! visitor who is away, transcript on close), and what those mails are built from.
+//! Storage for email: the visitor's address from the widget's offline capture, and what the
+//! mails (the agents' digest, replies to a visitor who is away, transcripts) are built from.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::jobs::{COLUMNS, from_row};
-use super::{ConversationId, Error, JobRow, MessageId, SiteId, VisitorId};
-
-/// Attempts of an email delivery (SMTP 4xx and network errors are retried).
-const EMAIL_MAX_ATTEMPTS: u32 = 10;
-/// An email a day late helps nobody.
-const EMAIL_DEADLINE_MS: i64 = 24 * 3600 * 1000;
-/// Defaults of a site's email settings.
-pub const DEFAULT_UNANSWERED_AFTER_MS: i64 = 5 * 60 * 1000;
-pub const DEFAULT_REPLY_DELAY_MS: i64 = 30 * 1000;
+use super::{ConversationId, Error, SiteId, VisitorId};
 
 /// Stores the address a visitor left in the widget.
 pub fn set_visitor_email(conn: &Connection, visitor: VisitorId, email: &str) -> Result<(), Error> {
@@ -22,56 +12,22 @@ pub fn set_visitor_email(conn: &Connection, visitor: VisitorId, email: &str) -> 
     Ok(())
 }
 
-/// Writes the email job `kind` (`email.unanswered`, `email.reply`, `email.transcript`) for each
-/// enabled `email` integration of the site, in the caller's transaction. The alert is debounced:
-/// one per conversation (`unique_key`), due when the site's `unanswered_after_ms` has passed,
-/// and a site's alerts run one at a time (`order_key`), so two cannot list the same
-/// conversation.
-/// Mails to the visitor are only written when the visitor left an address.
-pub fn enqueue_email_jobs(
-    conn: &Connection,
-    site_id: SiteId,
-    kind: &str,
-    conversation: ConversationId,
-    message: Option<MessageId>,
-    now: i64,
-) -> Result<Vec<JobRow>, Error> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "INSERT OR IGNORE INTO jobs (lane, kind, args, integration_id, state, order_key, rate_key, \
-                                     unique_key, max_attempts, run_at, deadline_at, created_at) \
-         SELECT 'email', ?1, json_object('conversation_id', ?2, 'message_id', ?3), i.id, \
-                CASE i.status WHEN 'broken' THEN 'blocked' ELSE 'queued' END, \
-                CASE ?1 WHEN 'email.unanswered' THEN 'alert:site:' || ?9 ELSE 'mail:conv:' || ?2 END, 'email', \
-                CASE ?1 WHEN 'email.unanswered' THEN 'alert:conv:' || ?2 END, \
-                ?4, ?5 + CASE ?1 \
-                    WHEN 'email.unanswered' THEN coalesce(json_extract(i.config, '$.unanswered_after_ms'), ?7) \
-                    WHEN 'email.reply' THEN coalesce(json_extract(i.config, '$.reply_delay_ms'), ?8) \
-                    ELSE 0 END, \
-                ?5 + ?6, ?5 \
-           FROM integrations i \
-          WHERE i.site_id = ?9 AND i.is_enabled = 1 AND i.kind = 'email' \
-            AND (?1 = 'email.unanswered' OR EXISTS (\
-                 SELECT 1 FROM conversations c JOIN visitors v ON v.id = c.visitor_id \
-                  WHERE c.id = ?2 AND v.email IS NOT NULL)) \
-         RETURNING {COLUMNS}"
-    ))?;
-    let rows = stmt
-        .query_map(
-            params![
-                kind,
-                conversation,
-                message,
-                EMAIL_MAX_ATTEMPTS,
-                now,
-                EMAIL_DEADLINE_MS,
-                DEFAULT_UNANSWERED_AFTER_MS,
-                DEFAULT_REPLY_DELAY_MS,
-                site_id
-            ],
-            from_row,
+/// Whether the visitor of a conversation left an address (mails to the visitor need one).
+pub fn has_visitor_email(conn: &Connection, conversation: ConversationId) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM conversations c JOIN visitors v ON v.id = c.visitor_id \
+                             WHERE c.id = ?1 AND v.email IS NOT NULL)",
         )?
-        .collect::<Result<_, _>>()?;
-    Ok(rows)
+        .query_row([conversation], |r| r.get(0))?)
+}
+
+/// A site's name (the digest names the site), if it still exists.
+pub fn find_site_name(conn: &Connection, site_id: SiteId) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached("SELECT name FROM sites WHERE id = ?1")?
+        .query_row([site_id], |r| r.get(0))
+        .optional()?)
 }
 
 /// A conversation waiting for its first agent reply, for the digest.

@@ -4,9 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::conversations::{open_conversation, touch_conversation};
-use super::jobs::{JobRow, enqueue_message_jobs};
 use super::visitors::{VisitorDetails, upsert_visitor};
-use super::{ConversationId, Error, IntegrationId, MessageId, SiteId, UserId, VisitorId};
+use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 
 /// A message as shown to visitors and agents.
 #[derive(Debug, Clone)]
@@ -59,8 +58,6 @@ pub struct StoredVisitorMessage {
     pub is_new_conversation: bool,
     /// The `client_id` was used before: nothing new was stored, `id` is the first row's.
     pub is_duplicate: bool,
-    /// Deliveries written with the message, for the job runner.
-    pub jobs: Vec<JobRow>,
 }
 
 /// Stores a visitor message: visitor, open conversation and message, deduplicated on
@@ -94,7 +91,6 @@ pub fn insert_visitor_message(
             created_at,
             is_new_conversation: false,
             is_duplicate: true,
-            jobs: Vec::new(),
         });
     }
     let (conversation_id, is_new_conversation) =
@@ -114,40 +110,6 @@ pub fn insert_visitor_message(
     if !is_new_conversation {
         touch_conversation(conn, conversation_id, new.now)?;
     }
-    let mut jobs = Vec::new();
-    if is_new_conversation {
-        // Before the message's own jobs, so an endpoint hears of the conversation first.
-        jobs = super::deliveries::enqueue_webhook_event(
-            conn,
-            new.site_id,
-            &super::deliveries::WebhookEvent {
-                event: "conversation.created",
-                conversation_id,
-                message_id: Some(id),
-                assignee_id: None,
-                now: new.now,
-            },
-        )?;
-    }
-    jobs.extend(enqueue_message_jobs(
-        conn,
-        id,
-        conversation_id,
-        new.site_id,
-        None,
-        new.now,
-    )?);
-    if is_new_conversation {
-        // The debounced "not answered yet" alert for agents.
-        jobs.extend(super::mail::enqueue_email_jobs(
-            conn,
-            new.site_id,
-            "email.unanswered",
-            conversation_id,
-            None,
-            new.now,
-        )?);
-    }
     Ok(StoredVisitorMessage {
         id,
         visitor_id,
@@ -155,7 +117,6 @@ pub fn insert_visitor_message(
         created_at: new.now,
         is_new_conversation,
         is_duplicate: false,
-        jobs,
     })
 }
 
@@ -169,16 +130,11 @@ pub struct NewAgentMessage {
     pub body: String,
     /// A private note: agents see it, the visitor and the integrations never do.
     pub is_note: bool,
-    /// The integration the reply came from (a Slack thread reply), so it is not posted back.
-    pub origin: Option<IntegrationId>,
     pub now: i64,
 }
 
-/// Stores an agent's reply or note with its deliveries; returns the id and the jobs.
-pub fn insert_agent_message(
-    conn: &Connection,
-    new: &NewAgentMessage,
-) -> Result<(MessageId, Vec<JobRow>), Error> {
+/// Stores an agent's reply or note; returns its id.
+pub fn insert_agent_message(conn: &Connection, new: &NewAgentMessage) -> Result<MessageId, Error> {
     let author = if new.is_note { "note" } else { "agent" };
     conn.prepare_cached(
         "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
@@ -194,29 +150,7 @@ pub fn insert_agent_message(
     ])?;
     let id = MessageId(conn.last_insert_rowid());
     touch_conversation(conn, new.conversation_id, new.now)?;
-    let jobs = if new.is_note {
-        Vec::new()
-    } else {
-        let mut jobs = enqueue_message_jobs(
-            conn,
-            id,
-            new.conversation_id,
-            new.site_id,
-            new.origin,
-            new.now,
-        )?;
-        // By email too, if the visitor left an address and is away when it is due.
-        jobs.extend(super::mail::enqueue_email_jobs(
-            conn,
-            new.site_id,
-            "email.reply",
-            new.conversation_id,
-            Some(id),
-            new.now,
-        )?);
-        jobs
-    };
-    Ok((id, jobs))
+    Ok(id)
 }
 
 /// The visitor's messages and agent replies with an id above `after_id`, oldest first. Private

@@ -42,31 +42,31 @@ pub use check::{CheckReport, check_database, is_porch_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
 pub use deliveries::{
-    DeliveryLogRow, WEBHOOK_EVENTS, WebhookConversation, WebhookEvent, WebhookFacts,
-    disable_integration, enable_integration, enqueue_conversation_event, enqueue_webhook_event,
+    DeliveryLogRow, WebhookConversation, disable_integration, enable_integration,
     find_discord_thread, find_user_contact, insert_discord_thread, list_delivery_log,
-    list_site_integrations, load_webhook_conversation, replay_webhook_job,
+    list_site_integrations, load_webhook_conversation,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
 pub use integrations::{
-    IntegrationRow, NewIntegration, find_integration, find_site_integration, insert_integration,
-    list_enabled_integrations, mark_integration_broken, update_integration_settings,
+    ActiveIntegration, IntegrationRow, NewIntegration, find_integration, find_site_integration,
+    insert_integration, list_active_integrations, list_enabled_integrations,
+    mark_integration_broken, update_integration_settings,
 };
 pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
 };
 pub use jobs::{
-    AttemptRecord, JobRow, JobUpdate, MessageDelivery, block_integration_jobs,
-    enqueue_message_jobs, list_conversation_deliveries, list_jobs_in_state, list_queued_jobs,
-    mark_jobs_running, prune_done_jobs, record_attempts, requeue_running_jobs,
-    resume_integration_jobs, retry_jobs,
+    AttemptRecord, JobRow, JobUpdate, MessageDelivery, NewJob, block_integration_jobs, find_job,
+    insert_job, list_conversation_deliveries, list_jobs_in_state, list_queued_jobs,
+    list_retryable_jobs, mark_jobs_running, prune_done_jobs, record_attempts, requeue_job,
+    requeue_running_jobs, resume_integration_jobs,
 };
 pub use lock::{InstanceLock, LOCK_FILE, LockError};
 pub use mail::{
-    DEFAULT_REPLY_DELAY_MS, DEFAULT_UNANSWERED_AFTER_MS, UnansweredRow, enqueue_email_jobs,
-    insert_email_alerts, list_agent_emails, list_unanswered, set_visitor_email,
+    UnansweredRow, find_site_name, has_visitor_email, insert_email_alerts, list_agent_emails,
+    list_unanswered, set_visitor_email,
 };
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,

@@ -325,16 +325,16 @@ async fn the_digest_goes_to_each_agent_alone_and_a_refused_address_costs_only_it
 
 #[tokio::test]
 async fn invitation_and_reset_links_are_mailed_when_smtp_is_configured() {
-    use porch::jobs::email::{AccountLink, mail_account_link};
+    use porch::integrations::email::{AccountLink, mail_account_link};
 
     let sink = Sink::start();
     let smtp = format!("smtp://127.0.0.1:{}", sink.port);
     let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
-    let config = &app.server.as_ref().expect("server").app.config;
+    let mailer = app.server.as_ref().expect("server").app.mailer.as_deref();
     let url = "https://chat.example.com/invitations/tok&en";
     assert!(
         mail_account_link(
-            config,
+            mailer,
             "Ada <Lovelace>",
             "ada@example.com",
             AccountLink::Invitation,
@@ -344,7 +344,7 @@ async fn invitation_and_reset_links_are_mailed_when_smtp_is_configured() {
     );
     assert!(
         mail_account_link(
-            config,
+            mailer,
             "Ada",
             "ada@example.com",
             AccountLink::PasswordReset,
@@ -365,10 +365,10 @@ async fn invitation_and_reset_links_are_mailed_when_smtp_is_configured() {
 
     // Without SMTP nothing is sent and the team page shows only the link.
     let plain = TestApp::spawn(&[]).await;
-    let config = &plain.server.as_ref().expect("server").app.config;
+    let mailer = plain.server.as_ref().expect("server").app.mailer.as_deref();
     assert!(
         !mail_account_link(
-            config,
+            mailer,
             "Ada",
             "ada@example.com",
             AccountLink::Invitation,

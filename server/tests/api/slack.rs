@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use porch::integrations::slack::sign;
 use porch::loadtest::{Failure, SlackMock};
-use porch::slack::sign;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, WAIT};

@@ -8,24 +8,18 @@
 //! The client follows no redirects, resolves through the SSRF guard and reads at most
 //! [`BODY_CAP`] bytes of an answer.
 
+use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::Sha256;
 
 use crate::clock::now_ms;
-use crate::store::{
-    self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId, UserId,
-    WebhookConversation, WebhookFacts,
-};
+use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, UserId, WebhookConversation};
 
-use super::destinations::Destinations;
-use super::outcome::{Attempt, Outcome};
-use super::ssrf;
+use super::{WebhookConfig, WebhookSecrets, signature_header};
+use crate::integrations::delivery::{Found, args, blocked, failed, finish, integration_of, read};
+use crate::integrations::{Destinations, ssrf};
+use crate::jobs::{Attempt, Outcome, WebhookArgs, webhook_id};
 
 /// Bytes of an endpoint's answer read at most (kept for the delivery log as an excerpt).
 pub const BODY_CAP: usize = 4096;
@@ -42,109 +36,6 @@ const SCHEDULE: [Duration; 7] = [
     Duration::from_hours(10),
     Duration::from_hours(10),
 ];
-/// How long the previous secret keeps signing after a rotation, so receivers can switch over.
-pub const ROTATION_OVERLAP_MS: i64 = 24 * 3600 * 1000;
-
-/// An endpoint's non-secret settings.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct WebhookConfig {
-    pub url: String,
-    pub events: Vec<String>,
-}
-
-/// An endpoint's signing secrets (`whsec_…`). `Debug` never prints them.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct WebhookSecrets {
-    pub secret: String,
-    /// The secret before the last rotation, still used to sign until `previous_until`.
-    #[serde(default)]
-    pub previous: Option<String>,
-    #[serde(default)]
-    pub previous_until: Option<i64>,
-}
-
-impl std::fmt::Debug for WebhookSecrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookSecrets")
-            .field("secret", &"<redacted>")
-            .field("previous", &self.previous.as_ref().map(|_| "<redacted>"))
-            .field("previous_until", &self.previous_until)
-            .finish()
-    }
-}
-
-impl WebhookSecrets {
-    /// The secrets to sign with at `now`: the current one, and the previous one during the
-    /// overlap after a rotation.
-    pub fn signing(&self, now: i64) -> Vec<&str> {
-        let mut secrets = vec![self.secret.as_str()];
-        if let (Some(previous), Some(until)) = (&self.previous, self.previous_until)
-            && now < until
-        {
-            secrets.push(previous);
-        }
-        secrets
-    }
-
-    /// A rotation: a fresh secret, the current one kept for the overlap.
-    #[must_use]
-    pub fn rotated(&self, now: i64) -> Self {
-        Self {
-            secret: new_secret(),
-            previous: Some(self.secret.clone()),
-            previous_until: Some(now + ROTATION_OVERLAP_MS),
-        }
-    }
-}
-
-/// A new signing secret: 32 random bytes, shown as `whsec_` + base64.
-pub fn new_secret() -> String {
-    format!("whsec_{}", STANDARD.encode(rand::random::<[u8; 32]>()))
-}
-
-/// `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` with the key inside `whsec_<base64>`;
-/// `None` if the secret is not of that form.
-pub fn sign(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> Option<String> {
-    let key = STANDARD
-        .decode(secret.strip_prefix("whsec_").unwrap_or(secret))
-        .ok()?;
-    let mut mac = Hmac::<Sha256>::new_from_slice(&key).ok()?;
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    Some(format!(
-        "v1,{}",
-        STANDARD.encode(mac.finalize().into_bytes())
-    ))
-}
-
-/// The `webhook-signature` header: one signature per secret, space-separated.
-pub fn signature_header(secrets: &[&str], id: &str, timestamp: i64, body: &[u8]) -> Option<String> {
-    let signatures: Option<Vec<String>> = secrets
-        .iter()
-        .map(|secret| sign(secret, id, timestamp, body))
-        .collect();
-    Some(signatures?.join(" "))
-}
-
-#[derive(Debug, Deserialize)]
-struct Args {
-    event: String,
-    conversation_id: ConversationId,
-    #[serde(default)]
-    message_id: Option<MessageId>,
-    #[serde(default)]
-    assignee_id: Option<UserId>,
-    /// Set on replays: the original delivery's id.
-    #[serde(default)]
-    webhook_id: Option<String>,
-    /// What could change after the event, as it was then. Absent from jobs written by an older
-    /// Porch, which took none: those are built from the rows as they are when delivering.
-    #[serde(default)]
-    facts: Option<WebhookFacts>,
-}
 
 fn rfc3339(ms: i64) -> String {
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
@@ -187,28 +78,28 @@ struct Loaded {
 fn load(
     conn: &rusqlite::Connection,
     integration: IntegrationId,
-    args: &Args,
-) -> Result<Result<Loaded, &'static str>, store::Error> {
+    args: &WebhookArgs,
+) -> Result<Found<Loaded>, store::Error> {
     let Some(row) = store::find_integration(conn, integration)? else {
-        return Ok(Err("endpoint deleted"));
+        return Ok(Found::Gone("endpoint deleted"));
     };
     let (Ok(config), Ok(secrets)) = (
         serde_json::from_str::<WebhookConfig>(&row.config),
         serde_json::from_str::<WebhookSecrets>(&row.secrets),
     ) else {
-        return Ok(Err("the endpoint's settings are unreadable"));
+        return Ok(Found::Gone("the endpoint's settings are unreadable"));
     };
     let Some(conversation) = store::load_webhook_conversation(conn, args.conversation_id)? else {
-        return Ok(Err("conversation deleted"));
+        return Ok(Found::Gone("conversation deleted"));
     };
     let conversation = match &args.facts {
-        Some(facts) => conversation.as_of(facts.clone()),
+        Some(facts) => facts.clone().applied_to(conversation),
         None => conversation,
     };
     let message = match args.message_id {
         Some(id) => match store::load_delivery_message(conn, id)? {
             Some(m) => Some(m),
-            None => return Ok(Err("message deleted")),
+            None => return Ok(Found::Gone("message deleted")),
         },
         None => None,
     };
@@ -221,7 +112,7 @@ fn load(
         }
         (None, None) => None,
     };
-    Ok(Ok(Loaded {
+    Ok(Found::Ready(Loaded {
         config,
         secrets,
         is_enabled: row.is_enabled,
@@ -248,49 +139,23 @@ fn payload(public_url: &str, event: &str, created_at: i64, loaded: &Loaded) -> V
     json!({"type": event, "timestamp": rfc3339(created_at), "data": data})
 }
 
-fn failed(error: impl Into<String>) -> Attempt {
-    Attempt::new(
-        Outcome::Failed {
-            error: error.into(),
-        },
-        None,
-    )
-}
-
 /// Delivers a `webhook.deliver` job.
 pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
-    let Ok(args) = serde_json::from_str::<Args>(&job.args) else {
-        return failed("unreadable job arguments");
-    };
-    let Some(integration) = job.integration_id else {
-        return failed("the job names no endpoint");
-    };
-    let args = std::sync::Arc::new(args);
-    let read_args = std::sync::Arc::clone(&args);
-    let loaded = match destinations
-        .readers
-        .read(move |c| load(c, integration, &read_args))
-        .await
-    {
-        Ok(Ok(loaded)) => loaded,
-        Ok(Err(gone)) => return failed(format!("nothing to deliver: {gone}")),
-        Err(err) => {
-            return Attempt::new(
-                Outcome::Retry {
-                    error: err.to_string(),
-                    not_before: None,
-                },
-                None,
-            );
-        }
-    };
+    finish(post(destinations, job).await)
+}
+
+async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
+    let args: Arc<WebhookArgs> = Arc::new(args(job)?);
+    let integration = integration_of(job)?;
+    let read_args = Arc::clone(&args);
+    let loaded = read(&destinations.readers, move |c| {
+        load(c, integration, &read_args)
+    })
+    .await?;
     if !loaded.is_enabled {
-        return failed("the endpoint is disabled");
+        return Err(failed("the endpoint is disabled"));
     }
-    let id = args
-        .webhook_id
-        .clone()
-        .unwrap_or_else(|| format!("msg_porch_{}", job.id));
+    let id = webhook_id(&args, job.id);
     let body = payload(
         &destinations.public_url,
         &args.event,
@@ -300,27 +165,14 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
     let body = serde_json::to_vec(&body).unwrap_or_default();
     let now = now_ms();
     let timestamp = now / 1000;
-    let Some(signature) = signature_header(&loaded.secrets.signing(now), &id, timestamp, &body)
-    else {
-        return Attempt::new(
-            Outcome::Blocked {
-                error: "the signing secret is not a whsec_ secret".into(),
-            },
-            None,
-        );
-    };
-    let Ok(url) = reqwest::Url::parse(&loaded.config.url) else {
-        return Attempt::new(
-            Outcome::Blocked {
-                error: "the endpoint URL is invalid".into(),
-            },
-            None,
-        );
-    };
-    if let Err(refused) = ssrf::check_literal_host(&url, destinations.allow_private_networks) {
-        return guard_refused(&refused);
-    }
+    let signature = signature_header(&loaded.secrets.signing(now), &id, timestamp, &body)
+        .ok_or_else(|| blocked("the signing secret is not a whsec_ secret"))?;
+    let url = reqwest::Url::parse(&loaded.config.url)
+        .map_err(|_| blocked("the endpoint URL is invalid"))?;
+    ssrf::check_literal_host(&url, destinations.allow_private_networks)
+        .map_err(|refused| guard_refused(&refused))?;
     let request = destinations
+        .http
         .webhooks
         .post(url)
         .header("content-type", "application/json")
@@ -328,7 +180,7 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
         .header("webhook-timestamp", timestamp.to_string())
         .header("webhook-signature", signature)
         .body(body);
-    send(destinations, integration, job.attempt + 1, request).await
+    Ok(send(destinations, integration, job.attempt + 1, request).await)
 }
 
 /// A private address refused by the SSRF guard, whether the URL names it or a name resolves to
@@ -447,35 +299,4 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signature_matches_the_standard_webhooks_example() {
-        // The example in the Standard Webhooks specification.
-        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-        let body = br#"{"test": 2432232314}"#;
-        assert_eq!(
-            sign(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_330, body).as_deref(),
-            Some("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
-        );
-    }
-
-    #[test]
-    fn rotation_signs_with_both_secrets_during_the_overlap() {
-        let first = WebhookSecrets {
-            secret: new_secret(),
-            previous: None,
-            previous_until: None,
-        };
-        let rotated = first.rotated(1000);
-        assert_eq!(rotated.signing(1000).len(), 2);
-        assert_eq!(rotated.signing(1000)[1], first.secret);
-        assert_eq!(rotated.signing(1000 + ROTATION_OVERLAP_MS).len(), 1);
-        let header = signature_header(&rotated.signing(1000), "msg_1", 5, b"{}").expect("sign");
-        assert_eq!(header.split(' ').count(), 2);
-    }
 }

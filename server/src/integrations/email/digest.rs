@@ -9,18 +9,15 @@ use lettre::message::{Mailbox, MultiPart};
 use crate::clock::now_ms;
 use crate::store::{self, ConversationId, JobRow};
 
-use super::super::destinations::Destinations;
-use super::super::outcome::Attempt;
-use super::{Mailer, classify, escape_html, failed, html_page, retry};
+use super::Mailer;
+use super::deliver::classify;
+use super::mailer::{escape_html, html_page};
+use crate::integrations::Destinations;
+use crate::integrations::delivery::{failed, integration_of, retry};
+use crate::jobs::{Attempt, EmailDelays};
 
 /// Conversations one digest lists at most.
 const DIGEST_LIMIT: u32 = 50;
-
-#[derive(serde::Deserialize, Default)]
-struct EmailConfig {
-    #[serde(default)]
-    unanswered_after_ms: Option<i64>,
-}
 
 /// The digest: every conversation of the site still unanswered after the site's delay and not
 /// in an earlier digest, mailed to each agent on their own. A job whose conversation was answered or
@@ -30,9 +27,7 @@ pub(super) async fn digest(
     mailer: &Mailer,
     job: &JobRow,
 ) -> Result<String, Attempt> {
-    let Some(integration) = job.integration_id else {
-        return Err(failed("the job names no integration"));
-    };
+    let integration = integration_of(job)?;
     let now = now_ms();
     let loaded = destinations
         .readers
@@ -40,17 +35,11 @@ pub(super) async fn digest(
             let Some(row) = store::find_integration(c, integration)? else {
                 return Ok(None);
             };
-            let config: EmailConfig = serde_json::from_str(&row.config).unwrap_or_default();
-            let after = config
-                .unanswered_after_ms
-                .unwrap_or(store::DEFAULT_UNANSWERED_AFTER_MS);
+            let after = EmailDelays::from_config(&row.config).unanswered_after;
+            let after = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
             // The job is due `after` past its conversation's start, so that one qualifies.
             let cutoff = now - after;
-            let site = c
-                .query_row("SELECT name FROM sites WHERE id = ?1", [row.site_id], |r| {
-                    r.get::<_, String>(0)
-                })
-                .unwrap_or_default();
+            let site = store::find_site_name(c, row.site_id)?.unwrap_or_default();
             Ok(Some((
                 site,
                 store::list_unanswered(c, row.site_id, cutoff, DIGEST_LIMIT)?,

@@ -4,18 +4,19 @@
 //! a dead socket or silence reconnects with backoff.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
 
-use crate::state::AppState;
 use crate::store::{self, IntegrationId};
 
-use super::SlackIntegration;
 use super::inbound::handle_event_callback;
+use super::{SlackInbound, SlackIntegration};
 
 /// How often the set of Socket Mode integrations is compared with the running clients.
 const RESCAN: Duration = Duration::from_secs(30);
@@ -28,17 +29,17 @@ const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_mins(1);
 
 /// Keeps one Socket Mode client running per enabled Slack integration with an app token.
-pub fn spawn_socket_mode(app: AppState) -> JoinHandle<()> {
+pub fn spawn_socket_mode(slack: Arc<SlackInbound>, shutdown: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut clients: HashMap<IntegrationId, (String, JoinHandle<()>)> = HashMap::new();
         let mut rescan = tokio::time::interval(RESCAN);
         loop {
             tokio::select! {
                 _ = rescan.tick() => {}
-                () = app.slack.rescan.notified() => {}
-                () = app.shutdown.cancelled() => break,
+                () = slack.rescan.notified() => {}
+                () = shutdown.cancelled() => break,
             }
-            let rows = match app
+            let rows = match slack
                 .readers
                 .read(|c| store::list_enabled_integrations(c, "slack"))
                 .await
@@ -62,12 +63,17 @@ pub fn spawn_socket_mode(app: AppState) -> JoinHandle<()> {
                 }
                 keep
             });
-            for (id, slack) in wanted {
+            for (id, integration) in wanted {
                 if clients.contains_key(&id) {
                     continue;
                 }
-                let token = slack.secrets.app_token.clone().unwrap_or_default();
-                let task = tokio::spawn(run_client(app.clone(), id, slack));
+                let token = integration.secrets.app_token.clone().unwrap_or_default();
+                let task = tokio::spawn(run_client(
+                    Arc::clone(&slack),
+                    shutdown.clone(),
+                    id,
+                    integration,
+                ));
                 clients.insert(id, (token, task));
             }
         }
@@ -78,10 +84,15 @@ pub fn spawn_socket_mode(app: AppState) -> JoinHandle<()> {
 }
 
 /// Connects, serves and reconnects until shutdown.
-async fn run_client(app: AppState, id: IntegrationId, slack: SlackIntegration) {
+async fn run_client(
+    inbound: Arc<SlackInbound>,
+    shutdown: CancellationToken,
+    id: IntegrationId,
+    slack: SlackIntegration,
+) {
     let mut backoff = BACKOFF_MIN;
-    while !app.shutdown.is_cancelled() {
-        match serve_connection(&app, id, &slack).await {
+    while !shutdown.is_cancelled() {
+        match serve_connection(&inbound, &shutdown, id, &slack).await {
             Ok(()) => backoff = BACKOFF_MIN,
             Err(err) => {
                 tracing::warn!(integration = %id, error = %err, "Slack Socket Mode connection failed");
@@ -90,20 +101,20 @@ async fn run_client(app: AppState, id: IntegrationId, slack: SlackIntegration) {
         }
         tokio::select! {
             () = tokio::time::sleep(backoff.mul_f64(1.0 + rand::random::<f64>() * 0.2)) => {}
-            () = app.shutdown.cancelled() => return,
+            () = shutdown.cancelled() => return,
         }
     }
 }
 
 /// One websocket session: returns when Slack asks to reconnect, the socket dies, or shutdown.
 async fn serve_connection(
-    app: &AppState,
+    inbound: &SlackInbound,
+    shutdown: &CancellationToken,
     id: IntegrationId,
     slack: &SlackIntegration,
 ) -> Result<(), String> {
     let app_token = slack.secrets.app_token.as_deref().unwrap_or_default();
-    let url = app
-        .slack
+    let url = inbound
         .api
         .open_connection(app_token)
         .await
@@ -123,7 +134,7 @@ async fn serve_connection(
                 continue;
             }
             () = &mut silence => return Err("no frame from Slack for 90 s".into()),
-            () = app.shutdown.cancelled() => {
+            () = shutdown.cancelled() => {
                 let _ = socket.close(None).await;
                 return Ok(());
             }
@@ -147,7 +158,7 @@ async fn serve_connection(
                     continue;
                 };
                 // Acknowledge only what is committed; without an ack Slack sends it again.
-                match handle_event_callback(app, id, slack, &envelope["payload"]).await {
+                match handle_event_callback(inbound, id, slack, &envelope["payload"]).await {
                     Ok(_) => {
                         let ack = json!({"envelope_id": envelope_id}).to_string();
                         socket

@@ -1,10 +1,10 @@
-//! Slack: the Web API client, integration settings, text conversion, and the inbound side
-//! (the Events API endpoint and the Socket Mode client) that turns thread replies into agent
-//! messages.
+//! Slack: the Web API client, integration settings and setup, text conversion, delivery (one
+//! thread per conversation), and the inbound side (events from the Events API endpoint in
+//! `http` or the Socket Mode client) that turns thread replies into agent messages.
 
 mod api;
 mod config;
-mod events;
+mod deliver;
 mod inbound;
 mod setup;
 mod signature;
@@ -14,9 +14,9 @@ mod thread;
 
 pub use api::{AuthInfo, CallError, DEFAULT_TIMEOUT, HistoryPage, SlackApi, SlackUser};
 pub use config::{SlackConfig, SlackIntegration, SlackSecrets};
-pub use events::receive as receive_events;
+pub use deliver::deliver_post;
 pub use inbound::{Handled, SlackInbound, handle_event_callback};
-pub use setup::{SetupError, SlackSetup, connect_slack, update_slack};
+pub use setup::{SlackSetup, connect_slack, update_slack};
 pub use signature::{SignatureError, sign, verify};
 pub use socket::spawn_socket_mode;
 pub use text::{escape, to_plain};

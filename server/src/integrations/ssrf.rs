@@ -197,7 +197,9 @@ mod tests {
     /// The client never connects: the guard refuses loopback, the only address `localhost` has.
     #[tokio::test]
     async fn a_name_refused_when_connecting_is_found_in_the_client_error() {
-        let client = super::super::webhook_client(false).expect("client");
+        let client = super::super::HttpClients::build(false)
+            .expect("client")
+            .webhooks;
         let err = client
             .get("http://localhost:9/hook")
             .send()

@@ -10,12 +10,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::clock::now_ms;
-use crate::http::ApiError;
+use crate::integrations::slack::{SlackIntegration, handle_event_callback, verify};
 use crate::state::AppState;
 use crate::store::{self, IntegrationId};
 
-use super::inbound::handle_event_callback;
-use super::{SlackIntegration, verify};
+use super::ApiError;
 
 /// Receives one Events API request.
 pub async fn receive(
@@ -75,7 +74,7 @@ pub async fn receive(
         .into_response()),
         Some("event_callback") => {
             // An error (for example a full disk) answers 503 so Slack delivers the event again.
-            handle_event_callback(&app, id, &slack, &envelope).await?;
+            handle_event_callback(&app.slack, id, &slack, &envelope).await?;
             Ok(StatusCode::OK.into_response())
         }
         _ => Ok(StatusCode::OK.into_response()),

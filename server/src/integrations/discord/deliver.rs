@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 
 use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, MessageId};
 
-use super::destinations::Destinations;
-use super::outcome::{Attempt, Outcome};
+use crate::integrations::Destinations;
+use crate::integrations::delivery::{Found, args, find_post, finish, integration_of, read};
+use crate::jobs::{Attempt, MessageArgs, Outcome};
 
 /// Discord's limit on `content`, in characters.
 pub const CONTENT_LIMIT: usize = 2000;
@@ -325,53 +326,18 @@ async fn execute(
     }
 }
 
-#[derive(Deserialize)]
-struct Args {
-    message_id: MessageId,
-}
-
-fn failed(error: &str) -> Attempt {
-    Attempt::new(
-        Outcome::Failed {
-            error: error.to_owned(),
-        },
-        None,
-    )
-}
-
 /// Delivers a `discord.post` job.
 pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt {
-    let Ok(args) = serde_json::from_str::<Args>(&job.args) else {
-        return failed("unreadable job arguments");
-    };
-    let Some(integration) = job.integration_id else {
-        return failed("the job names no integration");
-    };
-    let loaded = destinations
-        .readers
-        .read(move |c| load(c, integration, args.message_id))
-        .await;
-    let (config, secrets, message, mut thread) = match loaded {
-        Ok(Ok(loaded)) => loaded,
-        Ok(Err(Gone::Deleted(what))) => return failed(&format!("nothing to deliver: {what}")),
-        Ok(Err(Gone::Invalid)) => {
-            return Attempt::new(
-                Outcome::Blocked {
-                    error: "the Discord settings are incomplete".into(),
-                },
-                None,
-            );
-        }
-        Err(err) => {
-            return Attempt::new(
-                Outcome::Retry {
-                    error: err.to_string(),
-                    not_before: None,
-                },
-                None,
-            );
-        }
-    };
+    finish(post(destinations, job).await)
+}
+
+async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
+    let MessageArgs { message_id } = args(job)?;
+    let integration = integration_of(job)?;
+    let (config, secrets, message, mut thread) = read(&destinations.readers, move |c| {
+        load(c, integration, message_id)
+    })
+    .await?;
     let parts = split(&escape(&message.body), CONTENT_LIMIT);
     let mut last = None;
     let mut pause = None;
@@ -389,43 +355,35 @@ pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt 
             ))
         });
         let body = post_body(&message, part, thread_name.as_deref());
-        let posted = match execute(
-            &destinations.http,
+        let posted = execute(
+            &destinations.http.known_hosts,
             &secrets.webhook_url,
             thread.as_deref(),
             &body,
         )
         .await
-        {
-            Ok(posted) => posted,
-            Err(err) => return Attempt::new(err.outcome, err.status),
-        };
+        .map_err(|err| Attempt::new(err.outcome, err.status))?;
         if thread_name.is_some() {
             let (conversation, id) = (message.conversation_id, posted.channel_id.clone());
-            if let Err(err) = destinations
+            destinations
                 .writer
                 .write(move |c| store::insert_discord_thread(c, conversation, integration, &id))
                 .await
-            {
-                return Attempt::new(
-                    Outcome::Retry {
-                        error: format!("could not save the thread: {err}"),
-                        not_before: None,
-                    },
-                    Some(200),
-                );
-            }
+                .map_err(|err| {
+                    Attempt::new(
+                        Outcome::Retry {
+                            error: format!("could not save the thread: {err}"),
+                            not_before: None,
+                        },
+                        Some(200),
+                    )
+                })?;
             thread = Some(posted.channel_id.clone());
         }
         pause = posted.pause;
         last = Some(posted.message_id);
     }
-    Attempt::new(Outcome::Delivered { external_ref: last }, Some(200)).paced(pause)
-}
-
-enum Gone {
-    Deleted(&'static str),
-    Invalid,
+    Ok(Attempt::new(Outcome::Delivered { external_ref: last }, Some(200)).paced(pause))
 }
 
 type Loaded = (
@@ -439,25 +397,21 @@ fn load(
     conn: &rusqlite::Connection,
     integration: IntegrationId,
     message: MessageId,
-) -> Result<Result<Loaded, Gone>, store::Error> {
-    let Some(row) = store::find_integration(conn, integration)? else {
-        return Ok(Err(Gone::Deleted("integration deleted")));
-    };
-    let Some(message) = store::load_delivery_message(conn, message)? else {
-        return Ok(Err(Gone::Deleted("message deleted")));
-    };
-    let (Ok(config), Ok(secrets)) = (
-        serde_json::from_str::<DiscordConfig>(&row.config),
-        serde_json::from_str::<DiscordSecrets>(&row.secrets),
-    ) else {
-        return Ok(Err(Gone::Invalid));
-    };
-    let thread = if config.is_forum {
-        store::find_discord_thread(conn, message.conversation_id, integration)?
-    } else {
-        None
-    };
-    Ok(Ok((config, secrets, message, thread)))
+) -> Result<Found<Loaded>, store::Error> {
+    find_post(conn, integration, message)?.and_then(|(row, message)| {
+        let (Ok(config), Ok(secrets)) = (
+            serde_json::from_str::<DiscordConfig>(&row.config),
+            serde_json::from_str::<DiscordSecrets>(&row.secrets),
+        ) else {
+            return Ok(Found::Invalid("the Discord settings are incomplete"));
+        };
+        let thread = if config.is_forum {
+            store::find_discord_thread(conn, message.conversation_id, integration)?
+        } else {
+            None
+        };
+        Ok(Found::Ready((config, secrets, message, thread)))
+    })
 }
 
 #[cfg(test)]

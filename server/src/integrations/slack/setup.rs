@@ -5,10 +5,10 @@
 use serde::Deserialize;
 
 use crate::clock::now_ms;
-use crate::state::App;
 use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId};
 
-use super::{SlackConfig, SlackIntegration, SlackSecrets};
+use super::{SlackConfig, SlackInbound, SlackIntegration, SlackSecrets};
+use crate::integrations::SetupError;
 
 /// What an admin provides. Empty secrets on a fix keep the stored ones.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -23,17 +23,6 @@ pub struct SlackSetup {
     pub app_token: Option<String>,
 }
 
-/// Why the settings were not saved.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error("{0}")]
-    Invalid(&'static str),
-    #[error("Slack did not accept the bot token: {0}")]
-    Refused(String),
-    #[error(transparent)]
-    Store(#[from] store::Error),
-}
-
 fn present(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
@@ -41,33 +30,35 @@ fn present(value: Option<String>) -> Option<String> {
 /// Validates the settings (keeping `previous` secrets where none are given) and asks Slack
 /// whose token it is.
 async fn check(
-    app: &App,
+    slack: &SlackInbound,
     setup: SlackSetup,
     previous: Option<&SlackSecrets>,
 ) -> Result<SlackIntegration, SetupError> {
     let channel = setup.channel_id.trim();
     if channel.is_empty() {
-        return Err(SetupError::Invalid(
+        return Err(SetupError::invalid(
             "The channel id is required (it starts with C or G).",
         ));
     }
     let bot_token = present(Some(setup.bot_token))
         .or_else(|| previous.map(|p| p.bot_token.clone()))
-        .ok_or(SetupError::Invalid("The bot token (xoxb-…) is required."))?;
+        .ok_or_else(|| SetupError::invalid("The bot token (xoxb-…) is required."))?;
     let signing_secret =
         present(setup.signing_secret).or_else(|| previous.and_then(|p| p.signing_secret.clone()));
     let app_token = present(setup.app_token).or_else(|| previous.and_then(|p| p.app_token.clone()));
     if signing_secret.is_none() && app_token.is_none() {
-        return Err(SetupError::Invalid(
+        return Err(SetupError::invalid(
             "Give a signing secret (Events API) or an app-level token (Socket Mode), or replies cannot reach Porch.",
         ));
     }
-    let auth = app
-        .slack
+    let auth = slack
         .api
         .auth_test(&bot_token)
         .await
-        .map_err(|e| SetupError::Refused(e.to_string()))?;
+        .map_err(|e| SetupError::Refused {
+            code: "slack_refused",
+            message: format!("Slack did not accept the bot token: {e}"),
+        })?;
     Ok(SlackIntegration {
         config: SlackConfig {
             team_id: auth.team_id,
@@ -90,13 +81,13 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 
 /// Connects a site to a Slack channel; returns the new integration.
 pub async fn connect_slack(
-    app: &App,
+    slack: &SlackInbound,
     site_id: SiteId,
     setup: SlackSetup,
 ) -> Result<(IntegrationId, SlackConfig), SetupError> {
-    let slack = check(app, setup, None).await?;
-    let (config, secrets) = (to_json(&slack.config), to_json(&slack.secrets));
-    let id = app
+    let checked = check(slack, setup, None).await?;
+    let (config, secrets) = (to_json(&checked.config), to_json(&checked.secrets));
+    let id = slack
         .writer
         .write(move |c| {
             let new = NewIntegration {
@@ -110,21 +101,25 @@ pub async fn connect_slack(
             store::insert_integration(c, &new)
         })
         .await?;
-    app.slack.rescan.notify_one();
-    Ok((id, slack.config))
+    slack.rescan.notify_one();
+    Ok((id, checked.config))
 }
 
 /// Replaces a Slack integration's settings; a broken one becomes healthy and its blocked
 /// deliveries are queued again (returns how many).
 pub async fn update_slack(
-    app: &App,
+    slack: &SlackInbound,
     existing: &IntegrationRow,
     setup: SlackSetup,
 ) -> Result<usize, SetupError> {
     let previous = SlackIntegration::parse(&existing.config, &existing.secrets).map(|s| s.secrets);
-    let slack = check(app, setup, previous.as_ref()).await?;
-    let (config, secrets, id) = (to_json(&slack.config), to_json(&slack.secrets), existing.id);
-    let resumed = app
+    let checked = check(slack, setup, previous.as_ref()).await?;
+    let (config, secrets, id) = (
+        to_json(&checked.config),
+        to_json(&checked.secrets),
+        existing.id,
+    );
+    let resumed = slack
         .writer
         .write(move |c| {
             let now = now_ms();
@@ -133,7 +128,7 @@ pub async fn update_slack(
         })
         .await?;
     let count = resumed.len();
-    app.jobs.submit(resumed);
-    app.slack.rescan.notify_one();
+    slack.jobs.submit(resumed);
+    slack.rescan.notify_one();
     Ok(count)
 }

@@ -8,11 +8,12 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::clock::now_ms;
-use crate::slack::{CallError, HeaderSearch, SlackIntegration, escape, find_headers};
+use crate::integrations::Destinations;
+use crate::integrations::delivery::{Found, args, find_post, finish, integration_of, read, retry};
+use crate::jobs::{Attempt, MessageArgs, Outcome};
 use crate::store::{self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId};
 
-use super::destinations::Destinations;
-use super::outcome::{Attempt, Outcome};
+use super::{CallError, HeaderSearch, SlackIntegration, escape, find_headers};
 
 /// Slack errors that only an admin can fix (token, scopes, channel).
 const BLOCKING: &[&str] = &[
@@ -133,88 +134,39 @@ fn reply(channel: &str, thread_ts: &str, message: &DeliveryMessage) -> Value {
     })
 }
 
-#[derive(serde::Deserialize)]
-struct Args {
-    message_id: MessageId,
-}
-
 /// Delivers a `slack.post` job.
 pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt {
-    let Ok(args) = serde_json::from_str::<Args>(&job.args) else {
-        return Attempt::new(
-            Outcome::Failed {
-                error: "unreadable job arguments".into(),
-            },
-            None,
-        );
-    };
-    let Some(integration_id) = job.integration_id else {
-        return Attempt::new(
-            Outcome::Failed {
-                error: "the job names no integration".into(),
-            },
-            None,
-        );
-    };
-    let loaded = destinations
-        .readers
-        .read(move |c| load(c, integration_id, args.message_id))
-        .await;
-    let (slack, message, thread) = match loaded {
-        Ok(Loaded::Ready {
-            slack,
-            message,
-            thread,
-        }) => (slack, message, thread),
-        Ok(Loaded::Gone(what)) => {
-            // Nothing left to deliver: the message or the integration was deleted.
-            return Attempt::new(
-                Outcome::Failed {
-                    error: format!("nothing to deliver: {what}"),
-                },
-                None,
-            );
-        }
-        Ok(Loaded::Invalid) => {
-            return Attempt::new(
-                Outcome::Blocked {
-                    error: "the Slack settings are incomplete".into(),
-                },
-                None,
-            );
-        }
-        Err(err) => {
-            return Attempt::new(
-                Outcome::Retry {
-                    error: err.to_string(),
-                    not_before: None,
-                },
-                None,
-            );
-        }
-    };
+    finish(post(destinations, job).await)
+}
+
+async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
+    let MessageArgs { message_id } = args(job)?;
+    let integration = integration_of(job)?;
+    let (slack, message, thread) = read(&destinations.readers, move |c| {
+        load(c, integration, message_id)
+    })
+    .await?;
     let api = &destinations.slack;
     let token = &slack.secrets.bot_token;
     let channel = &slack.config.channel_id;
     let thread_ts = match thread {
         Some(ts) => ts,
-        None => match start_thread(destinations, &slack, &message, job.attempt).await {
-            Ok(ts) => ts,
-            Err(attempt) => return attempt,
-        },
+        None => start_thread(destinations, &slack, &message, job.attempt).await?,
     };
-    match api
-        .post_message(token, &reply(channel, &thread_ts, &message))
-        .await
-    {
-        Ok(ts) => Attempt::new(
-            Outcome::Delivered {
-                external_ref: Some(ts),
-            },
-            Some(200),
-        ),
-        Err(err) => Attempt::new(classify(&err), err.http_status()),
-    }
+    Ok(
+        match api
+            .post_message(token, &reply(channel, &thread_ts, &message))
+            .await
+        {
+            Ok(ts) => Attempt::new(
+                Outcome::Delivered {
+                    external_ref: Some(ts),
+                },
+                Some(200),
+            ),
+            Err(err) => Attempt::new(classify(&err), err.http_status()),
+        },
+    )
 }
 
 /// Finds or posts the conversation's header and remembers its `ts` as the thread for this channel.
@@ -238,7 +190,7 @@ async fn start_thread(
         .writer
         .write(move |c| store::begin_slack_thread(c, conversation, &team, &channel_id, now_ms()))
         .await
-        .map_err(|err| storage_retry("could not record the header attempt", &err))?;
+        .map_err(|err| retry(format!("could not record the header attempt: {err}")))?;
     if !start.is_first {
         let token = &slack.secrets.bot_token;
         let search = find_headers(
@@ -330,54 +282,28 @@ async fn save_thread(
             Ok(thread)
         })
         .await
-        .map_err(|err| storage_retry("could not save the thread", &err))
+        .map_err(|err| retry(format!("could not save the thread: {err}")))
 }
 
-fn storage_retry(what: &str, err: &impl std::fmt::Display) -> Attempt {
-    Attempt::new(
-        Outcome::Retry {
-            error: format!("{what}: {err}"),
-            not_before: None,
-        },
-        None,
-    )
-}
-
-#[allow(clippy::large_enum_variant)] // built once per delivery
-enum Loaded {
-    Ready {
-        slack: SlackIntegration,
-        message: DeliveryMessage,
-        thread: Option<String>,
-    },
-    Gone(&'static str),
-    Invalid,
-}
+/// The integration's settings, the message and the conversation's thread in this channel.
+type Loaded = (SlackIntegration, DeliveryMessage, Option<String>);
 
 fn load(
     conn: &rusqlite::Connection,
     integration: IntegrationId,
     message: MessageId,
-) -> Result<Loaded, store::Error> {
-    let Some(row) = store::find_integration(conn, integration)? else {
-        return Ok(Loaded::Gone("integration deleted"));
-    };
-    let Some(message) = store::load_delivery_message(conn, message)? else {
-        return Ok(Loaded::Gone("message deleted"));
-    };
-    let Some(slack) = SlackIntegration::parse(&row.config, &row.secrets) else {
-        return Ok(Loaded::Invalid);
-    };
-    let thread = store::find_slack_thread(
-        conn,
-        message.conversation_id,
-        &slack.config.team_id,
-        &slack.config.channel_id,
-    )?;
-    Ok(Loaded::Ready {
-        slack,
-        message,
-        thread,
+) -> Result<Found<Loaded>, store::Error> {
+    find_post(conn, integration, message)?.and_then(|(row, message)| {
+        let Some(slack) = SlackIntegration::parse(&row.config, &row.secrets) else {
+            return Ok(Found::Invalid("the Slack settings are incomplete"));
+        };
+        let thread = store::find_slack_thread(
+            conn,
+            message.conversation_id,
+            &slack.config.team_id,
+            &slack.config.channel_id,
+        )?;
+        Ok(Found::Ready((slack, message, thread)))
     })
 }
 

@@ -4,16 +4,17 @@
 //! conversation through the root's metadata; one that cannot be is logged and counted.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::chat::{self, Agent, InboundReply, MessageBody};
-use crate::state::App;
-use crate::store::{self, ConversationId, IntegrationId};
+use crate::chat::{self, Agent, Chat, InboundReply, MessageBody};
+use crate::jobs::JobQueue;
+use crate::metrics::Meters;
+use crate::store::{self, ConversationId, IntegrationId, Readers, Writer};
 
 use super::{
     SlackApi, SlackIntegration, SlackUser, find_root, header_conversation, is_by_our_bot, to_plain,
@@ -54,20 +55,42 @@ enum Traced {
     Unmapped(String),
 }
 
-/// Inbound Slack state shared by the Events API endpoint and the Socket Mode clients.
+/// Slack's side of Porch: the Events API endpoint, the Socket Mode clients and the setup take
+/// this narrow handle (the API client, a user cache, and what they store through), not the
+/// whole application.
 pub struct SlackInbound {
     pub api: SlackApi,
     users: Mutex<HashMap<(String, String), (Instant, SlackUser)>>,
     /// Wakes the Socket Mode supervisor when an integration was saved.
     pub rescan: Notify,
+    /// Stores inbound replies as agent messages.
+    chat: Chat,
+    pub(super) readers: Arc<Readers>,
+    pub(super) writer: Arc<Writer>,
+    /// Takes a fixed integration's blocked jobs.
+    pub(super) jobs: JobQueue,
+    /// Counts replies that match no conversation.
+    meters: Arc<Meters>,
 }
 
 impl SlackInbound {
-    pub fn new(api: SlackApi) -> Self {
+    pub fn new(
+        api: SlackApi,
+        chat: Chat,
+        readers: Arc<Readers>,
+        writer: Arc<Writer>,
+        jobs: JobQueue,
+        meters: Arc<Meters>,
+    ) -> Self {
         Self {
             api,
             users: Mutex::new(HashMap::new()),
             rescan: Notify::new(),
+            chat,
+            readers,
+            writer,
+            jobs,
+            meters,
         }
     }
 
@@ -99,7 +122,7 @@ impl SlackInbound {
 /// # Errors
 /// Storage errors; the caller then answers so that Slack retries.
 pub async fn handle_event_callback(
-    app: &App,
+    inbound: &SlackInbound,
     integration_id: IntegrationId,
     slack: &SlackIntegration,
     envelope: &Value,
@@ -129,17 +152,18 @@ pub async fn handle_event_callback(
         channel.to_owned(),
         thread_ts.to_owned(),
     );
-    let recorded = app
+    let recorded = inbound
         .readers
         .read(move |c| store::find_conversation_by_slack_thread(c, &team, &channel_id, &thread))
         .await?;
     let conversation_id = match recorded {
         Some(id) => id,
-        None => match trace_thread(app, slack, event, channel, thread_ts).await? {
+        None => match trace_thread(inbound, slack, event, channel, thread_ts).await? {
             Traced::Conversation(id) => id,
             Traced::NotOurs => return Ok(Handled::Ignored),
             Traced::Unmapped(reason) => {
-                app.meters
+                inbound
+                    .meters
                     .slack_unmapped_replies
                     .fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(
@@ -168,7 +192,7 @@ pub async fn handle_event_callback(
     let Ok(body) = MessageBody::parse(body) else {
         return Ok(Handled::Ignored);
     };
-    let agent = resolve_agent(app, slack, user, event).await?;
+    let agent = resolve_agent(inbound, slack, user, event).await?;
     let reply = InboundReply {
         integration_id,
         event_id: event_id.to_owned(),
@@ -177,7 +201,7 @@ pub async fn handle_event_callback(
         body,
         is_note,
     };
-    Ok(match app.chat.post_inbound_reply(reply).await? {
+    Ok(match inbound.chat.post_inbound_reply(reply).await? {
         Some(_) => Handled::Stored,
         None => Handled::Duplicate,
     })
@@ -187,7 +211,7 @@ pub async fn handle_event_callback(
 /// timeout or crash, when the first could not be found) from its root's metadata, and records
 /// the root so later replies need no lookup.
 async fn trace_thread(
-    app: &App,
+    inbound: &SlackInbound,
     slack: &SlackIntegration,
     event: &Value,
     channel: &str,
@@ -198,7 +222,7 @@ async fn trace_thread(
     if parent.is_some_and(|p| p != slack.config.bot_user_id) {
         return Ok(Traced::NotOurs);
     }
-    let lookup = find_root(&app.slack.api, &slack.secrets.bot_token, channel, thread_ts);
+    let lookup = find_root(&inbound.api, &slack.secrets.bot_token, channel, thread_ts);
     let root = match tokio::time::timeout(ROOT_LOOKUP_TIMEOUT, lookup).await {
         Ok(Ok(Some(root))) => root,
         Ok(Ok(None)) if parent.is_none() => return Ok(Traced::NotOurs),
@@ -227,7 +251,7 @@ async fn trace_thread(
         channel.to_owned(),
         thread_ts.to_owned(),
     );
-    let recorded = app
+    let recorded = inbound
         .writer
         .write(move |c| store::insert_slack_thread_root(c, conversation, &team, &channel_id, &ts))
         .await?;
@@ -241,7 +265,7 @@ async fn trace_thread(
 
 /// The agent behind a Slack user: the Porch user with the same email, else the Slack name.
 async fn resolve_agent(
-    app: &App,
+    inbound: &SlackInbound,
     slack: &SlackIntegration,
     user: &str,
     event: &Value,
@@ -251,9 +275,9 @@ async fn resolve_agent(
         .filter(|s| !s.is_empty())
         .or_else(|| event["user_profile"]["real_name"].as_str())
         .map(str::to_owned);
-    let found = app.slack.lookup_user(slack, user).await;
+    let found = inbound.lookup_user(slack, user).await;
     if let Some(email) = found.as_ref().and_then(|u| u.email.clone()) {
-        let account = app
+        let account = inbound
             .readers
             .read(move |c| store::find_user_by_email(c, &email))
             .await?;

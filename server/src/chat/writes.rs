@@ -1,0 +1,63 @@
+//! The writes behind the use cases: a change and the deliveries it implies, planned by `jobs`
+//! inside the same writer closure, so a message and its jobs commit together or not at all.
+
+use rusqlite::Connection;
+
+use crate::clock::now_ms;
+use crate::jobs::{self, ConversationChange, NewMessage};
+use crate::store::{
+    self, ConversationId, IntegrationId, JobRow, MessageId, NewAgentMessage, NewVisitorMessage,
+    StoredVisitorMessage,
+};
+
+/// Stores a visitor message (nothing new for a resend) with its deliveries.
+pub(super) fn store_visitor_message(
+    conn: &Connection,
+    new: &NewVisitorMessage,
+) -> Result<(StoredVisitorMessage, Vec<JobRow>), store::Error> {
+    let stored = store::insert_visitor_message(conn, new)?;
+    if stored.is_duplicate {
+        return Ok((stored, Vec::new()));
+    }
+    let jobs = jobs::plan_visitor_message(
+        conn,
+        &NewMessage {
+            site_id: new.site_id,
+            conversation_id: stored.conversation_id,
+            message_id: stored.id,
+            is_new_conversation: stored.is_new_conversation,
+            now: new.now,
+        },
+    )?;
+    Ok((stored, jobs))
+}
+
+/// Stores an agent's reply with its deliveries (none back to `origin`, the integration it came
+/// from), or a private note, which is delivered nowhere.
+pub(super) fn store_agent_message(
+    conn: &Connection,
+    new: &NewAgentMessage,
+    origin: Option<IntegrationId>,
+) -> Result<(MessageId, Vec<JobRow>), store::Error> {
+    let id = store::insert_agent_message(conn, new)?;
+    if new.is_note {
+        return Ok((id, Vec::new()));
+    }
+    let message = NewMessage {
+        site_id: new.site_id,
+        conversation_id: new.conversation_id,
+        message_id: id,
+        is_new_conversation: false,
+        now: new.now,
+    };
+    Ok((id, jobs::plan_agent_message(conn, &message, origin)?))
+}
+
+/// The deliveries of a conversation's assignment or close, after the change was made.
+pub(super) fn conversation_change_jobs(
+    conn: &Connection,
+    id: ConversationId,
+    change: ConversationChange,
+) -> Result<Vec<JobRow>, store::Error> {
+    jobs::plan_conversation_change(conn, id, change, now_ms())
+}

@@ -1,0 +1,112 @@
+//! What every delivery does before it talks to its destination: read the job's arguments, name
+//! its integration, read what it needs, and turn the usual failures into an [`Attempt`]. Each
+//! delivery returns `Result<Attempt, Attempt>` from these and ends with [`finish`].
+
+use std::sync::Arc;
+
+use rusqlite::Connection;
+use serde::de::DeserializeOwned;
+
+use crate::jobs::{Attempt, Outcome};
+use crate::store::{
+    self, DeliveryMessage, IntegrationId, IntegrationRow, JobRow, MessageId, Readers,
+};
+
+/// This job can never succeed.
+pub fn failed(error: impl Into<String>) -> Attempt {
+    Attempt::new(
+        Outcome::Failed {
+            error: error.into(),
+        },
+        None,
+    )
+}
+
+/// Only an admin can fix this: the integration is blocked until then.
+pub fn blocked(error: impl Into<String>) -> Attempt {
+    Attempt::new(
+        Outcome::Blocked {
+            error: error.into(),
+        },
+        None,
+    )
+}
+
+/// A passing failure on our side (the database): try again after a backoff.
+pub fn retry(error: impl std::fmt::Display) -> Attempt {
+    Attempt::new(
+        Outcome::Retry {
+            error: error.to_string(),
+            not_before: None,
+        },
+        None,
+    )
+}
+
+/// The job's arguments; a job whose arguments do not read fails.
+pub fn args<T: DeserializeOwned>(job: &JobRow) -> Result<T, Attempt> {
+    serde_json::from_str(&job.args).map_err(|_| failed("unreadable job arguments"))
+}
+
+/// The job's integration; a job without one fails.
+pub fn integration_of(job: &JobRow) -> Result<IntegrationId, Attempt> {
+    job.integration_id
+        .ok_or_else(|| failed("the job names no integration"))
+}
+
+/// What a read found.
+pub enum Found<T> {
+    Ready(T),
+    /// A row the delivery needs was deleted: there is nothing left to deliver.
+    Gone(&'static str),
+    /// The integration's stored settings do not read: an admin must fix them.
+    Invalid(&'static str),
+}
+
+impl<T> Found<T> {
+    /// Goes on with what was found; a deleted row or unreadable settings pass through.
+    pub fn and_then<U>(
+        self,
+        next: impl FnOnce(T) -> Result<Found<U>, store::Error>,
+    ) -> Result<Found<U>, store::Error> {
+        match self {
+            Found::Ready(value) => next(value),
+            Found::Gone(what) => Ok(Found::Gone(what)),
+            Found::Invalid(why) => Ok(Found::Invalid(why)),
+        }
+    }
+}
+
+/// Reads what a delivery needs on a reader thread: a storage error is retried, a deleted row
+/// fails the job, unreadable settings block the integration.
+pub async fn read<T: Send + 'static>(
+    readers: &Arc<Readers>,
+    read: impl FnOnce(&Connection) -> Result<Found<T>, store::Error> + Send + 'static,
+) -> Result<T, Attempt> {
+    match readers.read(read).await {
+        Ok(Found::Ready(value)) => Ok(value),
+        Ok(Found::Gone(what)) => Err(failed(format!("nothing to deliver: {what}"))),
+        Ok(Found::Invalid(why)) => Err(blocked(why)),
+        Err(err) => Err(retry(err)),
+    }
+}
+
+/// A chat post's integration and message, if both still exist.
+pub fn find_post(
+    conn: &Connection,
+    integration: IntegrationId,
+    message: MessageId,
+) -> Result<Found<(IntegrationRow, DeliveryMessage)>, store::Error> {
+    let Some(row) = store::find_integration(conn, integration)? else {
+        return Ok(Found::Gone("integration deleted"));
+    };
+    let Some(message) = store::load_delivery_message(conn, message)? else {
+        return Ok(Found::Gone("message deleted"));
+    };
+    Ok(Found::Ready((row, message)))
+}
+
+/// The attempt a delivery ended with, whichever way it ended.
+pub fn finish(result: Result<Attempt, Attempt>) -> Attempt {
+    result.unwrap_or_else(|attempt| attempt)
+}

@@ -1,0 +1,8 @@
+//! Discord: a site's messages posted to a channel webhook (one thread per conversation in a
+//! forum channel), escaped and split within Discord's limits, paced by its rate-limit headers.
+
+mod deliver;
+mod setup;
+
+pub use deliver::{CONTENT_LIMIT, DiscordConfig, DiscordSecrets, deliver_post, escape, split};
+pub use setup::{DiscordSetup, check_discord};

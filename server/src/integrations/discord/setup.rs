@@ -1,0 +1,83 @@
+//! Connecting a site to a Discord channel webhook: the URL must be a Discord webhook under the
+//! configured API base, and Discord must know it.
+
+use serde::Deserialize;
+
+use super::{DiscordConfig, DiscordSecrets};
+use crate::integrations::SetupError;
+
+/// What an admin provides.
+#[derive(Debug, Deserialize)]
+pub struct DiscordSetup {
+    pub webhook_url: String,
+    /// The webhook's channel is a forum: one thread per conversation.
+    #[serde(default)]
+    pub forum: bool,
+}
+
+/// Checks that the URL is a Discord webhook (under `api_base`) and that Discord knows it, and
+/// builds the stored settings.
+pub async fn check_discord(
+    http: &reqwest::Client,
+    api_base: &str,
+    setup: DiscordSetup,
+) -> Result<(DiscordConfig, DiscordSecrets), SetupError> {
+    let base = api_base.trim_end_matches('/');
+    let url = setup.webhook_url.trim();
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    let rest = url
+        .strip_prefix(&format!("{base}/webhooks/"))
+        .or_else(|| url.strip_prefix("https://discordapp.com/api/webhooks/"))
+        .ok_or_else(|| {
+            SetupError::invalid(format!(
+                "webhook_url must be a Discord webhook URL ({base}/webhooks/…)."
+            ))
+        })?;
+    let mut segments = rest.trim_end_matches('/').split('/');
+    let (Some(webhook_id), Some(token), None) = (segments.next(), segments.next(), segments.next())
+    else {
+        return Err(SetupError::invalid(
+            "webhook_url must end in /webhooks/{id}/{token}.",
+        ));
+    };
+    if webhook_id.is_empty() || token.is_empty() {
+        return Err(SetupError::invalid(
+            "webhook_url must end in /webhooks/{id}/{token}.",
+        ));
+    }
+    // A GET on a webhook URL returns the webhook: a wrong or deleted one is refused now rather
+    // than at the first delivery.
+    let known = http
+        .get(url)
+        .timeout(PROBE_TIMEOUT)
+        .send()
+        .await
+        .map(|r| r.status());
+    match known {
+        Ok(status) if status.is_success() => {}
+        Ok(status) => {
+            return Err(SetupError::Refused {
+                code: "discord_refused",
+                message: format!("Discord does not know this webhook (HTTP {status})."),
+            });
+        }
+        Err(err) => {
+            return Err(SetupError::Refused {
+                code: "discord_unreachable",
+                message: format!("Could not reach Discord: {}", err.without_url()),
+            });
+        }
+    }
+    Ok((
+        DiscordConfig {
+            is_forum: setup.forum,
+            webhook_id: webhook_id.to_owned(),
+        },
+        DiscordSecrets {
+            webhook_url: url.to_owned(),
+        },
+    ))
+}
+
+/// Bound on the check: the admin is waiting for the answer.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -1,0 +1,229 @@
+//! Mails as jobs: an agent's reply to a visitor who left an address and is away, and the
+//! transcript when a conversation closes (the agents' digest is in `digest`). Threaded per
+//! conversation (`In-Reply-To`/`References`); visitor text is escaped in the HTML.
+
+use std::fmt::Write as _;
+
+use lettre::message::{Mailbox, MultiPart};
+
+use super::digest;
+use super::mailer::{Mailer, escape_html, html_page};
+use crate::integrations::Destinations;
+use crate::integrations::delivery::{args, blocked, failed, finish, retry};
+use crate::jobs::{Attempt, EmailArgs, JobKind, Outcome};
+use crate::store::{self, ConversationId, DeliveryMessage, JobRow, MessageId, MessageRow};
+
+/// Maps an SMTP failure: 4xx, timeouts and network errors are retried; 5xx fails the mail;
+/// a refused login blocks the email integration until an admin fixes the settings.
+pub(super) fn classify(err: &lettre::transport::smtp::Error) -> Outcome {
+    let code = err.status().map(|c| c.to_string());
+    if code
+        .as_deref()
+        .is_some_and(|c| c.starts_with("535") || c.starts_with("530"))
+    {
+        return Outcome::Blocked {
+            error: format!("the SMTP server refused the login: {err}"),
+        };
+    }
+    if err.is_permanent() {
+        Outcome::Failed {
+            error: format!("the SMTP server refused the mail: {err}"),
+        }
+    } else {
+        Outcome::Retry {
+            error: format!("SMTP: {err}"),
+            not_before: None,
+        }
+    }
+}
+
+fn done(note: &str) -> Attempt {
+    Attempt::new(
+        Outcome::Delivered {
+            external_ref: Some(note.to_owned()),
+        },
+        None,
+    )
+}
+
+/// Delivers an `email.*` job of `kind`.
+pub async fn deliver(destinations: &Destinations, job: &JobRow, kind: JobKind) -> Attempt {
+    finish(send(destinations, job, kind).await)
+}
+
+async fn send(
+    destinations: &Destinations,
+    job: &JobRow,
+    kind: JobKind,
+) -> Result<Attempt, Attempt> {
+    let mailer = destinations
+        .mailer
+        .as_deref()
+        .ok_or_else(|| blocked("email is not configured (PORCH_SMTP_URL, PORCH_MAIL_FROM)"))?;
+    let args: EmailArgs = args(job)?;
+    let note = match kind {
+        JobKind::EmailUnanswered => digest::digest(destinations, mailer, job).await?,
+        JobKind::EmailReply => {
+            let message = args
+                .message_id
+                .ok_or_else(|| failed("the job names no message"))?;
+            reply(destinations, mailer, message).await?
+        }
+        JobKind::EmailTranscript => {
+            transcript(destinations, mailer, args.conversation_id, job).await?
+        }
+        other => return Err(failed(format!("{other} is not a mail"))),
+    };
+    Ok(done(&note))
+}
+
+/// An agent's reply to a visitor who left an address, unless the visitor has the widget open
+/// (then they saw it live).
+async fn reply(
+    destinations: &Destinations,
+    mailer: &Mailer,
+    message: MessageId,
+) -> Result<String, Attempt> {
+    let loaded = destinations
+        .readers
+        .read(move |c| store::load_delivery_message(c, message))
+        .await
+        .map_err(retry)?;
+    let Some(message) = loaded else {
+        return Ok("message deleted".into());
+    };
+    if destinations.hub.is_visitor_connected(message.visitor_id) {
+        return Ok("the visitor is online".into());
+    }
+    let Some(to) = visitor_mailbox(&message) else {
+        return Ok("the visitor left no valid address".into());
+    };
+    let agent = message
+        .author_name
+        .clone()
+        .unwrap_or_else(|| "An agent".into());
+    let text = format!(
+        "{agent} replied to your conversation on {}:\n\n{}\n",
+        message.site_name, message.body
+    );
+    let html = format!(
+        "<p><b>{}</b> replied to your conversation on {}:</p><blockquote>{}</blockquote>",
+        escape_html(&agent),
+        escape_html(&message.site_name),
+        escape_html(&message.body).replace('\n', "<br>")
+    );
+    let id = format!("<porch.message-{}@{}>", message.id, mailer.domain);
+    let subject = format!("New reply from {}", message.site_name);
+    send_to_visitor(
+        mailer,
+        id,
+        message.conversation_id,
+        to,
+        subject,
+        text,
+        &html,
+    )
+    .await
+}
+
+/// Sends a mail to a visitor in their conversation's thread (replies go to the install's
+/// address); returns the SMTP server's answer.
+async fn send_to_visitor(
+    mailer: &Mailer,
+    message_id: String,
+    conversation: ConversationId,
+    to: Mailbox,
+    subject: String,
+    text: String,
+    html: &str,
+) -> Result<String, Attempt> {
+    let mail = mailer
+        .builder(
+            message_id,
+            Some(mailer.conversation_id_header(conversation)),
+        )
+        .to(to)
+        .reply_to(mailer.from.clone())
+        .subject(subject)
+        .multipart(MultiPart::alternative_plain_html(text, html_page(html)))
+        .map_err(|err| failed(err.to_string()))?;
+    mailer
+        .send(mail)
+        .await
+        .map_err(|err| Attempt::new(classify(&err), None))
+}
+
+fn visitor_mailbox(message: &DeliveryMessage) -> Option<Mailbox> {
+    message.visitor_email.as_deref()?.parse().ok()
+}
+
+/// The conversation's visitor messages and agent replies up to the closing (the job's creation),
+/// mailed to the visitor. A retry carries the same messages under the same `Message-ID`, even if
+/// the conversation was reopened and written to meanwhile; closing it again is another job, so
+/// another mail with its own `Message-ID`.
+async fn transcript(
+    destinations: &Destinations,
+    mailer: &Mailer,
+    conversation: ConversationId,
+    job: &JobRow,
+) -> Result<String, Attempt> {
+    let closed_at = job.created_at;
+    let loaded = destinations
+        .readers
+        .read(move |c| {
+            let rows = store::list_conversation_messages(c, conversation)?;
+            let first = rows.iter().find(|m| m.author == "visitor").map(|m| m.id);
+            let context = match first {
+                Some(id) => store::load_delivery_message(c, id)?,
+                None => None,
+            };
+            Ok((rows, context))
+        })
+        .await
+        .map_err(retry)?;
+    let (rows, Some(context)) = loaded else {
+        return Ok("no visitor message".into());
+    };
+    let Some(to) = visitor_mailbox(&context) else {
+        return Ok("the visitor left no valid address".into());
+    };
+    let visible: Vec<&MessageRow> = rows
+        .iter()
+        .filter(|m| (m.author == "visitor" || m.author == "agent") && m.created_at <= closed_at)
+        .collect();
+    let mut text = format!("Your conversation on {}:\n\n", context.site_name);
+    let mut html = format!(
+        "<p>Your conversation on {}:</p>",
+        escape_html(&context.site_name)
+    );
+    for m in visible {
+        let who = if m.author == "agent" {
+            m.author_name.clone().unwrap_or_else(|| "Agent".into())
+        } else {
+            "You".to_owned()
+        };
+        let _ = writeln!(text, "{who}: {}\n", m.body);
+        let _ = write!(
+            html,
+            "<p><b>{}</b><br>{}</p>",
+            escape_html(&who),
+            escape_html(&m.body).replace('\n', "<br>")
+        );
+    }
+    let id = format!("<porch.transcript-{}@{}>", job.id, mailer.domain);
+    let subject = format!("Your conversation on {}", context.site_name);
+    send_to_visitor(mailer, id, conversation, to, subject, text, &html).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_is_escaped() {
+        assert_eq!(
+            escape_html("<script>alert('x')</script> & \"y\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;y&quot;"
+        );
+    }
+}

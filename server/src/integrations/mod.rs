@@ -1,0 +1,18 @@
+//! One module per outside service Porch delivers to: each owns its settings and secrets, its
+//! setup (what an admin enters, checked against the service) and its delivery (a job turned
+//! into a request, sent, and classified as an `Attempt`). What the jobs are is decided in
+//! `jobs::plan`; the runner calls the deliveries through [`Destinations`].
+
+mod clients;
+mod delivery;
+mod destinations;
+pub mod discord;
+pub mod email;
+mod setup_error;
+pub mod slack;
+pub mod ssrf;
+pub mod webhook;
+
+pub use clients::HttpClients;
+pub use destinations::Destinations;
+pub use setup_error::SetupError;

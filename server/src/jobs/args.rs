@@ -1,0 +1,97 @@
+//! The arguments each kind of job stores: ids to read when delivering, never the payload itself,
+//! except for the few webhook facts that must not change between attempts. The planner writes
+//! them, the integrations' deliveries read them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{ConversationId, MessageId, UserId, WebhookConversation};
+
+/// A chat post (`slack.post`, `discord.post`): the message to post.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct MessageArgs {
+    pub message_id: MessageId,
+}
+
+/// A mail (`email.*`): the conversation, and for a reply the agent's message.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct EmailArgs {
+    pub conversation_id: ConversationId,
+    #[serde(default)]
+    pub message_id: Option<MessageId>,
+}
+
+/// A webhook event (`webhook.deliver`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WebhookArgs {
+    pub event: String,
+    pub conversation_id: ConversationId,
+    #[serde(default)]
+    pub message_id: Option<MessageId>,
+    #[serde(default)]
+    pub assignee_id: Option<UserId>,
+    /// What could change after the event, as it was then. Absent from jobs written by an older
+    /// Porch, which took none: those are built from the rows as they are when delivering.
+    #[serde(default)]
+    pub facts: Option<WebhookFacts>,
+    /// Set on replays: the original delivery's `webhook-id`, so receivers recognise it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_id: Option<String>,
+}
+
+/// The parts of a webhook payload that can change after the event (the conversation's status
+/// and assignee, the visitor's details, the site's name), as they were when it happened. They
+/// are stored in the job's arguments, so every attempt and every replay of the event sends the
+/// same body under the same `webhook-id`; what never changes (ids, times, a message's text and
+/// author) is read when delivering. Absent values are left out of the JSON to keep the per-job
+/// arguments small: a new conversation's facts are about 90 bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookFacts {
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<i64>,
+    /// The assignee's id, name and email.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<(UserId, String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visitor_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visitor_email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visitor_page: Option<String>,
+    pub site_name: String,
+}
+
+impl WebhookFacts {
+    /// The facts of a conversation as it is now.
+    pub fn of(conversation: &WebhookConversation) -> Self {
+        Self {
+            status: conversation.status.clone(),
+            closed_at: conversation.closed_at,
+            assignee: conversation.assignee.clone(),
+            visitor_name: conversation.visitor_name.clone(),
+            visitor_email: conversation.visitor_email.clone(),
+            visitor_page: conversation.visitor_page.clone(),
+            site_name: conversation.site_name.clone(),
+        }
+    }
+
+    /// The conversation as it was when the event happened.
+    pub fn applied_to(self, conversation: WebhookConversation) -> WebhookConversation {
+        WebhookConversation {
+            status: self.status,
+            closed_at: self.closed_at,
+            site_name: self.site_name,
+            visitor_name: self.visitor_name,
+            visitor_email: self.visitor_email,
+            visitor_page: self.visitor_page,
+            assignee: self.assignee,
+            ..conversation
+        }
+    }
+}
+
+/// A job's arguments as JSON (they are plain data, so this cannot fail in practice; an empty
+/// object would make the delivery fail visibly rather than panic).
+pub fn to_json(args: &impl Serialize) -> String {
+    serde_json::to_string(args).unwrap_or_else(|_| "{}".to_owned())
+}

@@ -1,0 +1,113 @@
+//! The kinds of job and what each one's kind decides: its lane, how many attempts it gets and
+//! how long it may take. The kind's name is what the `jobs.kind` column stores.
+
+use std::time::Duration;
+
+use super::Lane;
+
+/// What a job does. Each kind has one delivery in `integrations`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A message posted to a Slack channel, in its conversation's thread.
+    SlackPost,
+    /// A message posted to a Discord channel webhook.
+    DiscordPost,
+    /// One event sent to one outgoing webhook endpoint.
+    WebhookDeliver,
+    /// The agents' digest of conversations nobody answered yet.
+    EmailUnanswered,
+    /// An agent's reply mailed to a visitor who is away.
+    EmailReply,
+    /// The transcript mailed to the visitor when a conversation is closed.
+    EmailTranscript,
+}
+
+/// Attempts before a chat delivery is given up (with its deadline, whichever comes first).
+const CHAT_MAX_ATTEMPTS: u32 = 25;
+/// A chat delivery a day late helps nobody.
+const CHAT_DEADLINE: Duration = Duration::from_hours(24);
+/// The deadline of a job whose kind this Porch does not know (from a newer version).
+pub(super) const DEFAULT_DEADLINE: Duration = CHAT_DEADLINE;
+/// The Standard Webhooks schedule has eight attempts (immediately, 5 s, 5 min, 30 min, 2 h,
+/// 5 h, 10 h, 10 h: about 27.6 hours).
+const WEBHOOK_MAX_ATTEMPTS: u32 = 8;
+/// The schedule plus room for pauses.
+const WEBHOOK_DEADLINE: Duration = Duration::from_hours(30);
+/// SMTP 4xx and network errors are retried.
+const EMAIL_MAX_ATTEMPTS: u32 = 10;
+/// An email a day late helps nobody.
+const EMAIL_DEADLINE: Duration = Duration::from_hours(24);
+
+impl JobKind {
+    pub const ALL: [JobKind; 6] = [
+        Self::SlackPost,
+        Self::DiscordPost,
+        Self::WebhookDeliver,
+        Self::EmailUnanswered,
+        Self::EmailReply,
+        Self::EmailTranscript,
+    ];
+
+    /// The name stored in `jobs.kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SlackPost => "slack.post",
+            Self::DiscordPost => "discord.post",
+            Self::WebhookDeliver => "webhook.deliver",
+            Self::EmailUnanswered => "email.unanswered",
+            Self::EmailReply => "email.reply",
+            Self::EmailTranscript => "email.transcript",
+        }
+    }
+
+    /// The kind a stored name stands for, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// The lane it runs in: lanes have their own concurrency, so slow mail never holds up chat.
+    pub fn lane(self) -> Lane {
+        match self {
+            Self::SlackPost | Self::DiscordPost => Lane::Chat,
+            Self::WebhookDeliver => Lane::Webhook,
+            Self::EmailUnanswered | Self::EmailReply | Self::EmailTranscript => Lane::Email,
+        }
+    }
+
+    /// Attempts before it is given up.
+    pub fn max_attempts(self) -> u32 {
+        match self.lane() {
+            Lane::Webhook => WEBHOOK_MAX_ATTEMPTS,
+            Lane::Email => EMAIL_MAX_ATTEMPTS,
+            Lane::Chat | Lane::Maint => CHAT_MAX_ATTEMPTS,
+        }
+    }
+
+    /// How long after it was (re)queued it is given up, attempts left or not.
+    pub fn deadline(self) -> Duration {
+        match self.lane() {
+            Lane::Webhook => WEBHOOK_DEADLINE,
+            Lane::Email => EMAIL_DEADLINE,
+            Lane::Chat | Lane::Maint => CHAT_DEADLINE,
+        }
+    }
+}
+
+impl std::fmt::Display for JobKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_parses_back_from_its_stored_name() {
+        for kind in JobKind::ALL {
+            assert_eq!(JobKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(JobKind::parse("slack.reply"), None);
+    }
+}

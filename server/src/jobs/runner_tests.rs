@@ -1,0 +1,194 @@
+//! The runner end to end over a real SQLite file, with a scripted destination in place of the
+//! integrations: each attempt takes the next scripted outcome, and the test reads the job rows
+//! the runner recorded.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Attempt, Deliver, Delivery, JobKind, Lane, Outcome, Runner, RunnerConfig};
+use crate::clock::now_ms;
+use crate::store::{self, JobId, JobRow, NewJob, Readers, Writer};
+
+/// Answers attempts from a script, and remembers which jobs it was asked to deliver.
+#[derive(Default)]
+struct Script {
+    outcomes: Mutex<VecDeque<Outcome>>,
+    asked: Mutex<Vec<JobId>>,
+}
+
+impl Deliver for Script {
+    fn deliver<'a>(&'a self, job: &'a JobRow) -> Delivery<'a> {
+        self.asked.lock().expect("lock").push(job.id);
+        let outcome = self.outcomes.lock().expect("lock").pop_front();
+        let outcome = outcome.unwrap_or(Outcome::Failed {
+            error: "the script ran out".into(),
+        });
+        Box::pin(std::future::ready(Attempt::new(outcome, Some(200))))
+    }
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    writer: Arc<Writer>,
+    readers: Arc<Readers>,
+    script: Arc<Script>,
+    queue: super::JobQueue,
+    shutdown: CancellationToken,
+}
+
+async fn start(outcomes: Vec<Outcome>) -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("jobs.db");
+    let mut conn = store::open_write_connection(&path, store::Synchronous::Normal).expect("open");
+    store::apply_migrations(&mut conn).expect("migrate");
+    let writer = Arc::new(Writer::start(conn, 64, 16, u64::MAX).expect("writer"));
+    let readers = Readers::open(&path, 1).expect("readers");
+    let script = Arc::new(Script {
+        outcomes: Mutex::new(outcomes.into()),
+        asked: Mutex::default(),
+    });
+    let runner = Runner::default();
+    let queue = runner.queue();
+    let shutdown = CancellationToken::new();
+    let config = RunnerConfig {
+        concurrency: Lane::ALL.into_iter().map(|lane| (lane, 2)).collect(),
+        retention: Duration::from_hours(1),
+        stats: Arc::default(),
+    };
+    runner
+        .start(
+            config,
+            Arc::clone(&script) as Arc<dyn Deliver>,
+            Arc::clone(&writer),
+            Arc::clone(&readers),
+            shutdown.clone(),
+            Duration::from_secs(1),
+        )
+        .await
+        .expect("runner starts");
+    Harness {
+        _dir: dir,
+        writer,
+        readers,
+        script,
+        queue,
+        shutdown,
+    }
+}
+
+impl Harness {
+    /// Writes a chat job with `max_attempts` and hands it to the runner, as the domain does.
+    async fn submit(&self, max_attempts: u32) -> JobId {
+        let job = self
+            .writer
+            .write(move |c| {
+                let now = now_ms();
+                let kind = JobKind::SlackPost;
+                store::insert_job(
+                    c,
+                    &NewJob {
+                        lane: kind.lane().as_str(),
+                        kind: kind.as_str(),
+                        args: "{}".into(),
+                        integration_id: None,
+                        is_blocked: false,
+                        order_key: None,
+                        rate_key: Some("test".into()),
+                        unique_key: None,
+                        max_attempts,
+                        run_at: now,
+                        deadline_at: None,
+                        created_at: now,
+                    },
+                )
+            })
+            .await
+            .expect("insert")
+            .expect("not a duplicate");
+        let id = job.id;
+        self.queue.submit(vec![job]);
+        id
+    }
+
+    /// The job's state and attempts once it reaches `state` (bounded wait).
+    async fn wait_for_state(&self, id: JobId, state: &'static str) -> (String, Vec<String>) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let found = self
+                .readers
+                .read(move |c| {
+                    let state: String =
+                        c.query_row("SELECT state FROM jobs WHERE id = ?1", [id], |r| r.get(0))?;
+                    let mut stmt = c.prepare(
+                        "SELECT outcome FROM job_attempts WHERE job_id = ?1 ORDER BY seq",
+                    )?;
+                    let outcomes = stmt
+                        .query_map([id], |r| r.get(0))?
+                        .collect::<Result<Vec<String>, _>>()?;
+                    Ok((state, outcomes))
+                })
+                .await
+                .expect("read");
+            if found.0 == state {
+                return found;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "job {id} never became {state}: {found:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_rate_limited_job_is_tried_again_after_the_pause_and_recorded_once_per_try() {
+    let harness = start(vec![
+        Outcome::RateLimited {
+            retry_after: Duration::from_millis(20),
+        },
+        Outcome::Delivered {
+            external_ref: Some("ts-1".into()),
+        },
+    ])
+    .await;
+    let id = harness.submit(1).await;
+    let (_, outcomes) = harness.wait_for_state(id, "done").await;
+    // A 429 gives its attempt back: a budget of one attempt still delivers after it.
+    assert_eq!(outcomes, ["rate_limited", "delivered"]);
+    assert_eq!(*harness.script.asked.lock().expect("lock"), [id, id]);
+    harness.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_blocked_outcome_stops_the_job_until_an_admin_retries_it() {
+    let harness = start(vec![Outcome::Blocked {
+        error: "token revoked".into(),
+    }])
+    .await;
+    let id = harness.submit(5).await;
+    let (_, outcomes) = harness.wait_for_state(id, "blocked").await;
+    assert_eq!(outcomes, ["blocked"]);
+    harness.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_permanent_failure_is_not_tried_again() {
+    let harness = start(vec![
+        Outcome::Failed {
+            error: "refused".into(),
+        },
+        Outcome::Delivered { external_ref: None },
+    ])
+    .await;
+    let id = harness.submit(5).await;
+    let (_, outcomes) = harness.wait_for_state(id, "failed").await;
+    assert_eq!(outcomes, ["failed"]);
+    // Give the runner a moment in which a wrong retry would show.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(harness.script.asked.lock().expect("lock").len(), 1);
+    harness.shutdown.cancel();
+}

@@ -1,29 +1,12 @@
 // The capacity page as an admin uses it: a fresh server says it has no estimate yet; a visitor
 // chats; the open page's graphs (server-drawn SVG) gain points for the new traffic without a
 // reload; the range tabs switch to the minute rollups.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Porch, hostPage, hostOrigin, launchBrowser, waitFor } from "./harness.js";
-import { signIn, snap, visitor } from "./inbox-harness.js";
+import { fixture, signIn, snap, visitor, waitFor } from "./harness.js";
 
 const ADMIN = "ana@example.com";
-let porch, browser, host;
-
-before(async () => {
-  porch = await Porch.create();
-  await porch.start();
-  await porch.addAgent(ADMIN, "Ana");
-  const origin = await hostOrigin();
-  const site = await porch.addSite("Acme Shop", origin);
-  host = await hostPage(origin, site.snippet);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await host?.close();
-  await porch?.dispose();
-});
+const world = fixture({ site: "Acme Shop", agent: { email: ADMIN, name: "Ana" } });
 
 /** The number of points the graph titled `title` draws (0 when it shows no SVG). */
 async function points(page, title) {
@@ -33,6 +16,7 @@ async function points(page, title) {
 }
 
 test("an admin watches the capacity graphs follow live widget traffic", { timeout: 90000 }, async () => {
+  const { porch, host, browser } = world;
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(20000);

@@ -1,33 +1,18 @@
 // The acceptance flow: a visitor on another site's page chats with an agent who answers through the API.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { Porch, hostPage, hostOrigin, launchBrowser, watch, waitFor, ARTIFACTS } from "./harness.js";
+import { fixture, watch, waitFor, ARTIFACTS } from "./harness.js";
 
-let porch, host, browser, site;
-
-before(async () => {
-  porch = await Porch.create();
-  const origin = await hostOrigin();
-  site = await porch.addSite("Acme Test", origin);
-  await porch.addAgent("a@example.com", "Ana");
-  await porch.start();
-  host = await hostPage(origin, site.snippet);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await host?.close();
-  await porch?.dispose();
-});
+const world = fixture({ site: "Acme Test", agent: { email: "a@example.com", name: "Ana" } });
 
 const VISITOR_TEXT = "Hello! Do you ship to Norway? <img src=x onerror=window.__xss=1>";
 const AGENT_TEXT = "Hi, this is Ana. Yes, we do: see https://example.com/shipping <b>not bold</b>";
 
 test("a visitor chats with an agent, live, and finds the conversation again after a reload", { timeout: 120000 },
   async () => {
+    const { porch, site, host, browser } = world;
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     page.setDefaultTimeout(15000);
@@ -135,6 +120,7 @@ test("a visitor chats with an agent, live, and finds the conversation again afte
   });
 
 test("on a phone the open panel fills the screen", { timeout: 60000 }, async () => {
+  const { host, browser } = world;
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   const page = await context.newPage();
   page.setDefaultTimeout(15000);

@@ -1,7 +1,9 @@
-// Shared pieces of the browser tests: a real porch binary on a temp data dir, a host page on another
-// origin, and Debian's Chromium driven by playwright-core. Everything listens on 127.0.0.1 only.
+// The browser tests' fixture: a real porch binary on a temp data dir, a host page on another origin,
+// Debian's Chromium driven by playwright-core, set up and torn down by `fixture()` for each test file;
+// and what people do there (sign in, chat as a visitor). Everything listens on 127.0.0.1 only.
+import { before, after } from "node:test";
 import { spawn, execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
@@ -227,4 +229,80 @@ export function watch(page, origin) {
   });
   page.on("pageerror", (e) => seen.errors.push(e));
   return seen;
+}
+
+/**
+ * The set-up of a test file, as its `before` and `after` hooks: a porch server on a temp data dir; with
+ * `site`, a site of that name allowing a host page on another origin that has the site's snippet pasted in;
+ * with `agent` ({email, name}), an admin agent with an API token; then Chromium. The server is started
+ * unless `start` is false. `more(world)` is the file's own set-up, run once all that is done (Node 20 runs
+ * a file's top-level `before` hooks concurrently, so a second hook could not count on the first).
+ * Returns the object the `before` hook fills in: {porch, site, host, browser}. A test may set `host`
+ * itself; the `after` hook closes whatever is there.
+ */
+export function fixture({ site, agent, start = true } = {}, more = async () => {}) {
+  const world = { porch: null, site: null, host: null, browser: null };
+  before(async () => {
+    world.porch = await Porch.create();
+    const origin = site ? await hostOrigin() : null;
+    if (site) world.site = await world.porch.addSite(site, origin);
+    if (agent) await world.porch.addAgent(agent.email, agent.name);
+    if (start) await world.porch.start();
+    if (site) world.host = await hostPage(origin, world.site.snippet);
+    world.browser = await launchBrowser();
+    await more(world);
+  });
+  after(async () => {
+    await world.browser?.close();
+    await world.host?.close();
+    await world.porch?.dispose();
+  });
+  return world;
+}
+
+export const PASSWORD = "correct horse battery staple";
+
+/** The setup token porch logs at start-up on a fresh install. */
+export async function setupToken(porch) {
+  return waitFor("the setup token in the server log", () => {
+    const match = porch.log.match(/setup token ([A-Za-z0-9_-]{20,})/);
+    return match && match[1];
+  });
+}
+
+/** Signs in on `page`; waits for the page after the redirect. */
+export async function signIn(page, porch, email, password = PASSWORD) {
+  await page.goto(`${porch.url}/login`);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await Promise.all([page.waitForURL((u) => !u.pathname.startsWith("/login")),
+    page.getByRole("button", { name: "Sign in" }).click()]);
+}
+
+/** Saves a full-page screenshot under tests/browser/artifacts/. */
+export async function snap(page, name) {
+  await mkdir(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** Opens the host page in a fresh context and returns a visitor who can send messages. */
+export async function visitor(browser, hostUrl) {
+  const context = await browser.newContext({ viewport: { width: 1000, height: 760 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await page.goto(hostUrl);
+  await page.locator("[data-porch=launcher]").click();
+  await waitFor("the widget to connect", async () =>
+    (await page.locator("[data-porch=status]").getAttribute("data-state")) === "connected");
+  return {
+    page,
+    context,
+    async say(text) {
+      const sent = await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").count();
+      await page.locator("[data-porch=input]").fill(text);
+      await page.locator("[data-porch=input]").press("Enter");
+      await waitFor("the message to be acknowledged", async () =>
+        (await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").count()) > sent);
+    },
+  };
 }

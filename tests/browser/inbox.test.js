@@ -1,29 +1,21 @@
 // The admin inbox as people use it: a fresh install is set up with the token from the log, a
 // site is created, a visitor on another origin chats, and the agent answers from the inbox,
 // live. Also: visitor text stays text, CSRF and role checks, throttling, catching up.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Porch, hostPage, hostOrigin, launchBrowser, waitFor } from "./harness.js";
-import { PASSWORD, setupToken, signIn, snap, visitor } from "./inbox-harness.js";
+import {
+  PASSWORD, fixture, hostPage, hostOrigin, setupToken, signIn, snap, visitor, waitFor,
+} from "./harness.js";
 
 const ADMIN = "ana@example.com";
 const AGENT = "bo@example.com";
-let porch, browser, host, admin, adminPage;
+let admin, adminPage;
 let afterHours; // the conversation the signed-out tests answer in
-
-before(async () => {
-  porch = await Porch.create();
-  await porch.start();
-  browser = await launchBrowser();
+// No site yet: the first test creates it from the admin UI, and its host page.
+const world = fixture({}, async ({ browser }) => {
   admin = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   adminPage = await admin.newPage();
   adminPage.setDefaultTimeout(15000);
-});
-
-after(async () => {
-  await browser?.close();
-  await host?.close();
-  await porch?.dispose();
 });
 
 /** Fails the test on any dialog or uncaught error in `page`. */
@@ -36,6 +28,7 @@ function guard(page) {
 
 test("fresh install → setup → sign in → site → a visitor chats and the agent answers live",
   { timeout: 120000 }, async () => {
+    const { porch, browser } = world;
     const page = adminPage;
     const trouble = guard(page);
 
@@ -72,7 +65,8 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
     const snippet = await page.locator("#snippet").inputValue();
     assert.match(snippet, /^<script>/);
     await snap(page, "site");
-    host = await hostPage(origin, snippet);
+    world.host = await hostPage(origin, snippet);
+    const { host } = world;
 
     // 4. The inbox is open; a visitor writes; the conversation appears without a reload.
     await page.goto(`${porch.url}/inbox`);
@@ -113,6 +107,7 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
   });
 
 test("visitor text is shown as text in the inbox and runs nothing", { timeout: 60000 }, async () => {
+  const { porch, browser, host } = world;
   const page = adminPage;
   const trouble = guard(page);
   await page.goto(`${porch.url}/inbox`);
@@ -136,6 +131,7 @@ test("visitor text is shown as text in the inbox and runs nothing", { timeout: 6
 });
 
 test("a form post without a valid CSRF token is refused", { timeout: 30000 }, async () => {
+  const { porch, host } = world;
   await adminPage.goto(`${porch.url}/sites`);
   const post = (body) => adminPage.evaluate(async (b) => {
     const res = await fetch("/sites", { method: "POST", body: new URLSearchParams(b), redirect: "manual" });
@@ -167,6 +163,7 @@ test("a form post without a valid CSRF token is refused", { timeout: 30000 }, as
 });
 
 test("an invited agent can answer chats but cannot open admin pages", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
   await adminPage.goto(`${porch.url}/team`);
   await adminPage.getByLabel("Name").fill("Bo");
   await adminPage.getByLabel("Email").fill(AGENT);
@@ -196,6 +193,7 @@ test("an invited agent can answer chats but cannot open admin pages", { timeout:
 });
 
 test("a wrong password is throttled after repeated tries", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
   const context = await browser.newContext();
   const page = await context.newPage();
   for (let i = 0; i < 5; i++) {
@@ -214,6 +212,7 @@ test("a wrong password is throttled after repeated tries", { timeout: 60000 }, a
 
 test("the inbox catches up on messages that arrived while its live connection was down",
   { timeout: 60000 }, async () => {
+    const { porch, browser, host } = world;
     const page = adminPage;
     let blocked = true;
     await page.route("**/inbox/events**", (route) => (blocked ? route.abort() : route.continue()));
@@ -248,6 +247,7 @@ test("the inbox catches up on messages that arrived while its live connection wa
 // insert nothing; after signing in again the same text goes out.
 test("a reply or note written after the session ended is kept, explained, and sent after sign-in",
   { timeout: 120000 }, async () => {
+    const { porch, browser, host } = world;
     const page = adminPage;
     const trouble = guard(page);
     const v = await visitor(browser, host.url);
@@ -319,6 +319,7 @@ test("a reply or note written after the session ended is kept, explained, and se
 
 test("a reply refused for a stale form, a server error or a lost connection keeps its text",
   { timeout: 60000 }, async () => {
+    const { porch } = world;
     const page = adminPage;
     const trouble = guard(page);
     await signIn(page, porch, ADMIN); // whatever the test before left

@@ -1,27 +1,13 @@
 // The offline capture: after the first message the panel offers to take an email address for replies while
 // the visitor is away; an invalid address is refused, a valid one is stored and not asked for again.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Porch, hostPage, hostOrigin, launchBrowser } from "./harness.js";
+import { fixture } from "./harness.js";
 
-let porch, host, browser, site;
-
-before(async () => {
-  porch = await Porch.create();
-  const origin = await hostOrigin();
-  site = await porch.addSite("Acme Test", origin);
-  await porch.start();
-  host = await hostPage(origin, site.snippet);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await host?.close();
-  await porch?.dispose();
-});
+const world = fixture({ site: "Acme Test" });
 
 test("a visitor leaves an email address after the first message", { timeout: 60000 }, async () => {
+  const { host, browser } = world;
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   page.setDefaultTimeout(15000);

@@ -1,29 +1,14 @@
 // Messages written while the server is down wait in the browser and arrive exactly once when it is back.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Porch, hostPage, hostOrigin, launchBrowser, watch, waitFor } from "./harness.js";
+import { fixture, watch, waitFor } from "./harness.js";
 
-let porch, host, browser, site;
-
-before(async () => {
-  porch = await Porch.create();
-  const origin = await hostOrigin();
-  site = await porch.addSite("Acme Outage", origin);
-  await porch.addAgent("a@example.com", "Ana");
-  await porch.start();
-  host = await hostPage(origin, site.snippet);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await host?.close();
-  await porch?.dispose();
-});
+const world = fixture({ site: "Acme Outage", agent: { email: "a@example.com", name: "Ana" } });
 
 const bubble = (page, text) => page.locator("[data-porch=message][data-author=visitor]", { hasText: text });
 
 async function storedBodies() {
+  const { porch, site } = world;
   const { body } = await porch.api("GET", "/conversations");
   const convs = body.conversations.filter((c) => c.site === site.key);
   assert.equal(convs.length, 1, JSON.stringify(body));
@@ -33,6 +18,7 @@ async function storedBodies() {
 
 test("a message sent during an outage is kept and delivered once when the server is back", { timeout: 150000 },
   async () => {
+    const { porch, site, host, browser } = world;
     const context = await browser.newContext();
     const page = await context.newPage();
     page.setDefaultTimeout(15000);

@@ -1,32 +1,17 @@
 // A visitor who types faster than the site allows: the server refuses some messages with rate_limited,
 // and the widget waits and resends them, so every message arrives exactly once and in order.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Porch, hostPage, hostOrigin, launchBrowser, waitFor } from "./harness.js";
+import { fixture, waitFor } from "./harness.js";
 
-let porch, host, browser, site;
-
-before(async () => {
-  porch = await Porch.create();
-  const origin = await hostOrigin();
-  site = await porch.addSite("Acme Burst", origin);
-  await porch.addAgent("a@example.com", "Ana");
-  await porch.start();
-  host = await hostPage(origin, site.snippet);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await host?.close();
-  await porch?.dispose();
-});
+const world = fixture({ site: "Acme Burst", agent: { email: "a@example.com", name: "Ana" } });
 
 // The default visitor limit is bursts of 10 then 30 a minute (one every 2 s): 14 messages need
 // about 8 s of waiting.
 const COUNT = 14;
 
 test("a burst over the rate limit is delivered in full, once each and in order", { timeout: 90000 }, async () => {
+  const { porch, site, host, browser } = world;
   const context = await browser.newContext();
   const page = await context.newPage();
   page.setDefaultTimeout(15000);

@@ -1,29 +1,18 @@
 // The Porch server is down: the host page must not notice, and the launcher says so only when clicked.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Porch, hostPage, hostOrigin, launchBrowser, watch } from "./harness.js";
+import { fixture, watch } from "./harness.js";
 
-let porch, host, browser;
-
-before(async () => {
-  porch = await Porch.create(); // never started: its port is closed
-  const origin = await hostOrigin();
-  const site = await porch.addSite("Acme Down", origin);
+// Never started: its port is closed.
+const world = fixture({ site: "Acme Down", start: false }, async ({ porch, site }) => {
   assert.ok(site.snippet.includes(JSON.stringify(porch.url).slice(1, -1)),
     `the snippet does not point at ${porch.url}: ${site.snippet.slice(-300)}`);
-  host = await hostPage(origin, site.snippet);
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await host?.close();
-  await porch?.dispose();
 });
 
 for (const where of ["body", "head"]) {
   test(`with the snippet in the ${where}, the launcher reports the outage and the host page keeps working`,
     { timeout: 60000 }, async () => {
+      const { porch, host, browser } = world;
       const context = await browser.newContext();
       const page = await context.newPage();
       page.setDefaultTimeout(15000);

@@ -1,22 +1,17 @@
 // Stored admin text cannot end the <textarea> it is edited in: a greeting of
 // `</textarea><meta http-equiv="refresh" …>` once sent every admin who opened the site's
 // settings off-site (CSP stops scripts, not a meta refresh). These payloads join the XSS corpus.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Porch, launchBrowser } from "./harness.js";
-import { PASSWORD, setupToken } from "./inbox-harness.js";
+import { PASSWORD, fixture, setupToken } from "./harness.js";
 
 const PAYLOADS = [
   '</textarea><meta http-equiv="refresh" content="0;url=https://evil.example">',
   "</TEXTAREA ><img src=x onerror=alert(1)>",
   "<script>alert(2)</script>",
 ];
-let porch, browser, page;
-
-before(async () => {
-  porch = await Porch.create();
-  await porch.start();
-  browser = await launchBrowser();
+let page;
+const world = fixture({}, async ({ porch, browser }) => {
   page = await (await browser.newContext()).newPage();
   page.setDefaultTimeout(15000);
   // Nothing may leave for another host, and no dialog may open.
@@ -24,12 +19,8 @@ before(async () => {
   page.on("dialog", async (d) => { await d.dismiss(); assert.fail(`dialog: ${d.message()}`); });
 });
 
-after(async () => {
-  await browser?.close();
-  await porch?.dispose();
-});
-
 test("a hostile greeting or origin list stays text in the site settings", { timeout: 60000 }, async () => {
+  const { porch } = world;
   await page.goto(`${porch.url}/setup`);
   await page.getByLabel("Setup token").fill(await setupToken(porch));
   await page.getByLabel("Your name").fill("Ana");

@@ -1,12 +1,12 @@
 //! The attempt log through the real runner and the Slack mock: every try of a job is a row of
 //! its own, a rate-limited one too, while a 429 still uses none of the job's attempt budget.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use porch::loadtest::{Failure, SlackMock};
 use serde_json::json;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
 #[tokio::test]
 async fn a_run_of_429s_leaves_a_row_each_and_uses_no_attempt() {
@@ -36,11 +36,13 @@ async fn a_run_of_429s_leaves_a_row_each_and_uses_no_attempt() {
     );
     let (mut visitor, _) = app.visitor(&site, None, 0).await;
     visitor.say("v1", "hello").await;
-    let deadline = Instant::now() + WAIT;
-    while app.count("SELECT count(*) FROM job_attempts WHERE outcome = 'delivered'") < 1 {
-        assert!(Instant::now() < deadline, "the post was not delivered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the post to be delivered", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM job_attempts WHERE outcome = 'delivered'"),
+            |n| *n >= 1,
+        )
+    })
+    .await;
     assert_eq!(mock.rate_limited_count(), u64::from(LIMITED));
     assert_eq!(app.count("SELECT count(*) FROM jobs"), 1, "one job");
     assert_eq!(

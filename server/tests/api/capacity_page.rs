@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{TestApp, WAIT, wait_until};
 use crate::inbox::{PASSWORD, add_user, send, setup_admin, sign_in, signed_in_from};
 use crate::metrics::REPORT;
 
@@ -70,8 +70,8 @@ async fn the_capacity_page_graphs_live_traffic() {
     let (mut widget, _) = app.visitor(&site, None, 0).await;
     assert_eq!(widget.say("c1", "hi").await["type"], "ack");
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    // The ack latency graph has points only once a sample covered the message.
+    wait_until("points on the ack latency graph", WAIT, async || {
         let page = send(
             &app,
             "GET",
@@ -81,13 +81,12 @@ async fn the_capacity_page_graphs_live_traffic() {
         )
         .await;
         assert_eq!(page.status, 200);
-        // The ack latency graph has points only once a sample covered the message.
-        if points_in(&page.body, "Ack latency").is_some_and(|n| n > 0) {
-            break;
+        match points_in(&page.body, "Ack latency") {
+            Some(n) if n > 0 => Ok(()),
+            _ => Err(page.body),
         }
-        assert!(tokio::time::Instant::now() < deadline, "{}", page.body);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -2,8 +2,11 @@
 //! exit status 2, one line on standard error naming the variable, and no database file.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use crate::helpers::wait_until;
+use crate::process::Served;
 
 /// How long a refused start may take; a server that starts instead is killed after this.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -30,34 +33,27 @@ fn porch(data_dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
     cmd
 }
 
-/// Waits for `child` to exit, polling with a deadline; kills it and fails if it keeps running.
-fn wait_with_deadline(child: &mut Child, what: &str) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("polling porch") {
-            return status;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("porch started with {what} instead of refusing it");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Waits for `child` to exit; fails if it keeps running (its [`Served`] then kills it).
+async fn wait_for_exit(child: &mut Child, what: &str) -> ExitStatus {
+    let refusal = format!("porch to refuse {what} instead of starting");
+    wait_until(&refusal, DEADLINE, async || {
+        child.try_wait().expect("polling porch").ok_or("running")
+    })
+    .await
 }
 
 /// Runs `porch serve` with `env` and checks it was refused, naming `variable`.
-fn assert_refused(env: &[(&str, &str)], variable: &str) {
+async fn assert_refused(env: &[(&str, &str)], variable: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
     let what = format!("{env:?}");
-    let mut child = porch(dir.path(), env).spawn().expect("porch runs");
+    let mut child = Served(porch(dir.path(), env).spawn().expect("porch runs"));
     let mut stderr = String::new();
-    let mut pipe = child.stderr.take().expect("stderr piped");
+    let mut pipe = child.0.stderr.take().expect("stderr piped");
     let reader = std::thread::spawn(move || {
         let _ = pipe.read_to_string(&mut stderr);
         stderr
     });
-    let status = wait_with_deadline(&mut child, &what);
+    let status = wait_for_exit(&mut child.0, &what).await;
     let stderr = reader.join().expect("stderr reader");
     assert_eq!(
         status.code(),
@@ -84,103 +80,112 @@ fn assert_refused(env: &[(&str, &str)], variable: &str) {
     );
 }
 
-#[test]
-fn config_zero_ws_ping_interval_is_refused() {
+#[tokio::test]
+async fn config_zero_ws_ping_interval_is_refused() {
     assert_refused(
         &[("PORCH_WS_PING_INTERVAL", "0s")],
         "PORCH_WS_PING_INTERVAL",
-    );
+    )
+    .await;
     assert_refused(
         &[
             ("PORCH_WS_PING_INTERVAL", "11m"),
             ("PORCH_WS_IDLE_TIMEOUT", "1h"),
         ],
         "PORCH_WS_PING_INTERVAL",
-    );
+    )
+    .await;
 }
 
-#[test]
-fn config_zero_ws_idle_timeout_is_refused() {
-    assert_refused(&[("PORCH_WS_IDLE_TIMEOUT", "0s")], "PORCH_WS_IDLE_TIMEOUT");
-    assert_refused(&[("PORCH_WS_IDLE_TIMEOUT", "2h")], "PORCH_WS_IDLE_TIMEOUT");
+#[tokio::test]
+async fn config_zero_ws_idle_timeout_is_refused() {
+    assert_refused(&[("PORCH_WS_IDLE_TIMEOUT", "0s")], "PORCH_WS_IDLE_TIMEOUT").await;
+    assert_refused(&[("PORCH_WS_IDLE_TIMEOUT", "2h")], "PORCH_WS_IDLE_TIMEOUT").await;
 }
 
-#[test]
-fn config_ws_ping_interval_not_shorter_than_idle_timeout_is_refused() {
+#[tokio::test]
+async fn config_ws_ping_interval_not_shorter_than_idle_timeout_is_refused() {
     assert_refused(
         &[
             ("PORCH_WS_PING_INTERVAL", "30s"),
             ("PORCH_WS_IDLE_TIMEOUT", "30s"),
         ],
         "PORCH_WS_PING_INTERVAL",
-    );
+    )
+    .await;
 }
 
-#[test]
-fn config_ws_max_message_out_of_bounds_is_refused() {
-    assert_refused(&[("PORCH_WS_MAX_MESSAGE", "0")], "PORCH_WS_MAX_MESSAGE");
+#[tokio::test]
+async fn config_ws_max_message_out_of_bounds_is_refused() {
+    assert_refused(&[("PORCH_WS_MAX_MESSAGE", "0")], "PORCH_WS_MAX_MESSAGE").await;
     assert_refused(
         &[("PORCH_WS_MAX_MESSAGE", "1073741824")],
         "PORCH_WS_MAX_MESSAGE",
-    );
+    )
+    .await;
 }
 
-#[test]
-fn config_writer_settings_out_of_bounds_are_refused() {
-    assert_refused(&[("PORCH_WRITER_QUEUE", "0")], "PORCH_WRITER_QUEUE");
-    assert_refused(&[("PORCH_WRITER_QUEUE", "100000000")], "PORCH_WRITER_QUEUE");
-    assert_refused(&[("PORCH_WRITER_BATCH", "0")], "PORCH_WRITER_BATCH");
-    assert_refused(&[("PORCH_WRITER_BATCH", "1000000")], "PORCH_WRITER_BATCH");
-    assert_refused(&[("PORCH_READERS", "0")], "PORCH_READERS");
-    assert_refused(&[("PORCH_READERS", "1000")], "PORCH_READERS");
+#[tokio::test]
+async fn config_writer_settings_out_of_bounds_are_refused() {
+    assert_refused(&[("PORCH_WRITER_QUEUE", "0")], "PORCH_WRITER_QUEUE").await;
+    assert_refused(&[("PORCH_WRITER_QUEUE", "100000000")], "PORCH_WRITER_QUEUE").await;
+    assert_refused(&[("PORCH_WRITER_BATCH", "0")], "PORCH_WRITER_BATCH").await;
+    assert_refused(&[("PORCH_WRITER_BATCH", "1000000")], "PORCH_WRITER_BATCH").await;
+    assert_refused(&[("PORCH_READERS", "0")], "PORCH_READERS").await;
+    assert_refused(&[("PORCH_READERS", "1000")], "PORCH_READERS").await;
 }
 
-#[test]
-fn config_http_limits_out_of_bounds_are_refused() {
-    assert_refused(&[("PORCH_HEADER_TIMEOUT", "0s")], "PORCH_HEADER_TIMEOUT");
-    assert_refused(&[("PORCH_HEADER_TIMEOUT", "1h")], "PORCH_HEADER_TIMEOUT");
-    assert_refused(&[("PORCH_REQUEST_TIMEOUT", "0s")], "PORCH_REQUEST_TIMEOUT");
-    assert_refused(&[("PORCH_REQUEST_TIMEOUT", "2h")], "PORCH_REQUEST_TIMEOUT");
-    assert_refused(&[("PORCH_BODY_LIMIT", "0")], "PORCH_BODY_LIMIT");
-    assert_refused(&[("PORCH_BODY_LIMIT", "10000000000")], "PORCH_BODY_LIMIT");
+#[tokio::test]
+async fn config_http_limits_out_of_bounds_are_refused() {
+    assert_refused(&[("PORCH_HEADER_TIMEOUT", "0s")], "PORCH_HEADER_TIMEOUT").await;
+    assert_refused(&[("PORCH_HEADER_TIMEOUT", "1h")], "PORCH_HEADER_TIMEOUT").await;
+    assert_refused(&[("PORCH_REQUEST_TIMEOUT", "0s")], "PORCH_REQUEST_TIMEOUT").await;
+    assert_refused(&[("PORCH_REQUEST_TIMEOUT", "2h")], "PORCH_REQUEST_TIMEOUT").await;
+    assert_refused(&[("PORCH_BODY_LIMIT", "0")], "PORCH_BODY_LIMIT").await;
+    assert_refused(&[("PORCH_BODY_LIMIT", "10000000000")], "PORCH_BODY_LIMIT").await;
     assert_refused(
         &[("PORCH_MAX_CONNECTIONS", "100000000")],
         "PORCH_MAX_CONNECTIONS",
-    );
+    )
+    .await;
 }
 
-#[test]
-fn config_brakes_and_jobs_out_of_bounds_are_refused() {
+#[tokio::test]
+async fn config_brakes_and_jobs_out_of_bounds_are_refused() {
     assert_refused(
         &[("PORCH_IP_CONVERSATIONS_PER_HOUR", "0")],
         "PORCH_IP_CONVERSATIONS_PER_HOUR",
-    );
+    )
+    .await;
     assert_refused(
         &[("PORCH_IP_CONVERSATIONS_BURST", "0")],
         "PORCH_IP_CONVERSATIONS_BURST",
-    );
+    )
+    .await;
     assert_refused(
         &[("PORCH_TRUSTED_PROXIES", "0.0.0.0")],
         "PORCH_TRUSTED_PROXIES",
-    );
-    assert_refused(&[("PORCH_CHAT_CONCURRENCY", "0")], "PORCH_CHAT_CONCURRENCY");
+    )
+    .await;
+    assert_refused(&[("PORCH_CHAT_CONCURRENCY", "0")], "PORCH_CHAT_CONCURRENCY").await;
     assert_refused(
         &[("PORCH_CHAT_CONCURRENCY", "1000000")],
         "PORCH_CHAT_CONCURRENCY",
-    );
-    assert_refused(&[("PORCH_JOB_RETENTION", "0s")], "PORCH_JOB_RETENTION");
-    assert_refused(&[("PORCH_JOB_RETENTION", "400days")], "PORCH_JOB_RETENTION");
-    assert_refused(&[("PORCH_SHUTDOWN_GRACE", "1h")], "PORCH_SHUTDOWN_GRACE");
-    assert_refused(&[("PORCH_SLACK_TIMEOUT", "0s")], "PORCH_SLACK_TIMEOUT");
+    )
+    .await;
+    assert_refused(&[("PORCH_JOB_RETENTION", "0s")], "PORCH_JOB_RETENTION").await;
+    assert_refused(&[("PORCH_JOB_RETENTION", "400days")], "PORCH_JOB_RETENTION").await;
+    assert_refused(&[("PORCH_SHUTDOWN_GRACE", "1h")], "PORCH_SHUTDOWN_GRACE").await;
+    assert_refused(&[("PORCH_SLACK_TIMEOUT", "0s")], "PORCH_SLACK_TIMEOUT").await;
 }
 
-#[test]
-fn config_log_filter_that_does_not_parse_is_refused() {
-    assert_refused(&[("PORCH_LOG", "garbage[[")], "PORCH_LOG");
+#[tokio::test]
+async fn config_log_filter_that_does_not_parse_is_refused() {
+    assert_refused(&[("PORCH_LOG", "garbage[[")], "PORCH_LOG").await;
 }
 
-#[test]
-fn config_public_url_must_be_absolute_http_without_query_or_fragment() {
+#[tokio::test]
+async fn config_public_url_must_be_absolute_http_without_query_or_fragment() {
     for bad in [
         "not a url",
         "chat.example.com",
@@ -188,49 +193,54 @@ fn config_public_url_must_be_absolute_http_without_query_or_fragment() {
         "https://chat.example.com/?a=1",
         "https://chat.example.com/#top",
     ] {
-        assert_refused(&[("PORCH_PUBLIC_URL", bad)], "PORCH_PUBLIC_URL");
+        assert_refused(&[("PORCH_PUBLIC_URL", bad)], "PORCH_PUBLIC_URL").await;
     }
 }
 
-#[test]
-fn config_api_urls_must_be_absolute_http() {
+#[tokio::test]
+async fn config_api_urls_must_be_absolute_http() {
     assert_refused(
         &[("PORCH_SLACK_API_URL", "slack.com/api")],
         "PORCH_SLACK_API_URL",
-    );
+    )
+    .await;
     assert_refused(
         &[("PORCH_DISCORD_API_URL", "not a url")],
         "PORCH_DISCORD_API_URL",
-    );
+    )
+    .await;
 }
 
-#[test]
-fn config_smtp_url_and_mail_from_go_together() {
+#[tokio::test]
+async fn config_smtp_url_and_mail_from_go_together() {
     assert_refused(
         &[("PORCH_SMTP_URL", "smtp://127.0.0.1:25")],
         "PORCH_MAIL_FROM",
-    );
-    assert_refused(&[("PORCH_MAIL_FROM", "chat@example.com")], "PORCH_SMTP_URL");
+    )
+    .await;
+    assert_refused(&[("PORCH_MAIL_FROM", "chat@example.com")], "PORCH_SMTP_URL").await;
 }
 
-#[test]
-fn config_smtp_url_and_mail_from_must_parse() {
+#[tokio::test]
+async fn config_smtp_url_and_mail_from_must_parse() {
     let from = ("PORCH_MAIL_FROM", "Porch <chat@example.com>");
     assert_refused(
         &[("PORCH_SMTP_URL", "http://mail.example.com"), from],
         "PORCH_SMTP_URL",
-    );
+    )
+    .await;
     assert_refused(
         &[
             ("PORCH_SMTP_URL", "smtp://127.0.0.1:25"),
             ("PORCH_MAIL_FROM", "not an address"),
         ],
         "PORCH_MAIL_FROM",
-    );
+    )
+    .await;
 }
 
-#[test]
-fn config_metrics_token_file_must_be_readable_and_not_empty() {
+#[tokio::test]
+async fn config_metrics_token_file_must_be_readable_and_not_empty() {
     let dir = tempfile::tempdir().expect("temp dir");
     let missing = dir.path().join("missing");
     let empty = dir.path().join("empty");
@@ -240,28 +250,31 @@ fn config_metrics_token_file_must_be_readable_and_not_empty() {
         assert_refused(
             &[("PORCH_METRICS_TOKEN_FILE", path)],
             "PORCH_METRICS_TOKEN_FILE",
-        );
+        )
+        .await;
     }
     assert_refused(
         &[("PORCH_METRICS_TOKEN", " padded ")],
         "PORCH_METRICS_TOKEN",
-    );
+    )
+    .await;
 }
 
-#[test]
-fn config_data_dir_that_is_a_file_is_refused() {
+#[tokio::test]
+async fn config_data_dir_that_is_a_file_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("file");
     std::fs::write(&file, "").expect("write");
-    let mut child = porch(&file, &[]).spawn().expect("porch runs");
+    let mut child = Served(porch(&file, &[]).spawn().expect("porch runs"));
     let mut stderr = String::new();
     child
+        .0
         .stderr
         .take()
         .expect("stderr piped")
         .read_to_string(&mut stderr)
         .expect("read stderr");
-    let status = wait_with_deadline(&mut child, "a file as data dir");
+    let status = wait_for_exit(&mut child.0, "a file as data dir").await;
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("PORCH_DATA_DIR (--data-dir)"), "{stderr}");
@@ -291,8 +304,8 @@ fn config_wildcard_listen_without_public_url_warns_and_uses_loopback() {
     assert!(line.contains("http://127.0.0.1:"), "{line}");
 }
 
-#[test]
-fn config_smtp_url_file_must_be_readable_and_not_empty() {
+#[tokio::test]
+async fn config_smtp_url_file_must_be_readable_and_not_empty() {
     let dir = tempfile::tempdir().expect("temp dir");
     let empty = dir.path().join("empty");
     std::fs::write(&empty, " \n").expect("write");
@@ -302,7 +315,8 @@ fn config_smtp_url_file_must_be_readable_and_not_empty() {
             ("PORCH_MAIL_FROM", "chat@example.com"),
         ],
         "PORCH_SMTP_URL_FILE",
-    );
+    )
+    .await;
     // The file's content is held to the same rules as the variable.
     let wrong = dir.path().join("wrong");
     std::fs::write(&wrong, "ftp://mail.example.com\n").expect("write");
@@ -312,7 +326,8 @@ fn config_smtp_url_file_must_be_readable_and_not_empty() {
             ("PORCH_MAIL_FROM", "chat@example.com"),
         ],
         "PORCH_SMTP_URL",
-    );
+    )
+    .await;
 }
 
 #[test]
@@ -359,13 +374,14 @@ fn json_logs_are_one_object_a_line_and_a_secret_file_is_accepted() {
     }
 }
 
-#[test]
-fn config_values_that_do_not_parse_are_refused_in_one_line_naming_the_variable() {
-    assert_refused(&[("PORCH_READERS", "many")], "PORCH_READERS");
+#[tokio::test]
+async fn config_values_that_do_not_parse_are_refused_in_one_line_naming_the_variable() {
+    assert_refused(&[("PORCH_READERS", "many")], "PORCH_READERS").await;
     assert_refused(
         &[("PORCH_WS_PING_INTERVAL", "soon")],
         "PORCH_WS_PING_INTERVAL",
-    );
-    assert_refused(&[("PORCH_SYNCHRONOUS", "maybe")], "PORCH_SYNCHRONOUS");
-    assert_refused(&[("PORCH_LOG_FORMAT", "xml")], "PORCH_LOG_FORMAT");
+    )
+    .await;
+    assert_refused(&[("PORCH_SYNCHRONOUS", "maybe")], "PORCH_SYNCHRONOUS").await;
+    assert_refused(&[("PORCH_LOG_FORMAT", "xml")], "PORCH_LOG_FORMAT").await;
 }

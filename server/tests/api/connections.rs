@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{Exchange as _, TestApp, WAIT};
 
 /// Reads until the server closes the stream; returns how long that took.
 async fn time_until_closed(stream: &mut TcpStream) -> Duration {
@@ -74,26 +74,18 @@ async fn a_websocket_that_answers_pings_stays_open() {
 async fn http_limits_and_errors_have_clear_statuses() {
     let app = TestApp::spawn(&["--body-limit", "1024"]).await;
     let token = app.add_agent_token("Ana");
-    let auth = format!("Bearer {token}");
     let big = format!("{{\"body\": \"{}\"}}", "x".repeat(4096));
     let response = app
         .http
-        .request(
-            "POST",
-            "/api/v1/conversations/1/messages",
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
-            &big,
-        )
+        .request("POST", "/api/v1/conversations/1/messages")
+        .bearer_auth(&token)
+        .header("Content-Type", "application/json")
+        .body(big)
+        .answer()
         .await;
     assert_eq!(response.status, 413);
 
-    let response = app
-        .http
-        .request("GET", "/api/v1/conversations", &[], "")
-        .await;
+    let response = app.http.get("/api/v1/conversations").answer().await;
     assert_eq!(response.status, 401);
     assert!(
         response.body.contains("\"code\":\"unauthorized\""),
@@ -114,16 +106,13 @@ async fn http_limits_and_errors_have_clear_statuses() {
         (404, Some("not_found"))
     );
 
-    let response = app.http.request("GET", "/no/such/page", &[], "").await;
+    let response = app.http.get("/no/such/page").answer().await;
     assert_eq!(response.status, 404);
 
-    assert_eq!(
-        app.http.request("GET", "/healthz", &[], "").await.status,
-        200
-    );
-    let ready = app.http.request("GET", "/readyz", &[], "").await;
+    assert_eq!(app.http.get("/healthz").answer().await.status, 200);
+    let ready = app.http.get("/readyz").answer().await;
     assert_eq!(ready.status, 200, "{}", ready.body);
     // `/` sends people to the admin UI (setup, sign-in or inbox).
-    let home = app.http.request("GET", "/", &[], "").await;
+    let home = app.http.get("/").answer().await;
     assert_eq!(home.status, 303);
 }

@@ -3,12 +3,12 @@
 //! pausing only its own webhook, and a deleted webhook (404) blocking the integration until an
 //! admin replaces it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use porch::loadtest::{DiscordFailure, DiscordMock};
 use serde_json::json;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
 struct Fixture {
     app: TestApp,
@@ -115,11 +115,10 @@ async fn a_forum_channel_gets_one_thread_per_conversation_and_nobody_is_pinged()
     assert_eq!(reply.body["allowed_mentions"], json!({"parse": []}));
 
     // The mapping is saved right after Discord answered.
-    let deadline = Instant::now() + WAIT;
-    while f.count("SELECT count(*) FROM discord_threads") < 2 {
-        assert!(Instant::now() < deadline, "threads were not saved");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("both threads to be saved", WAIT, async || {
+        ok_if(f.count("SELECT count(*) FROM discord_threads"), |n| *n >= 2)
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -206,16 +205,10 @@ async fn a_429_pauses_only_that_webhook() {
     let (mut a, _) = f.app.visitor(&slow, None, 0).await;
     let (mut b, _) = f.app.visitor(&fast, None, 0).await;
     a.say("a1", "to the slow hook").await;
-    let refused = {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(r) = f.mock.refusals().first().cloned() {
-                break r;
-            }
-            assert!(Instant::now() < deadline, "no 429");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
+    let refused = wait_until("a 429", WAIT, async || {
+        f.mock.refusals().first().cloned().ok_or("no refusal yet")
+    })
+    .await;
     a.say("a2", "also slow").await;
     b.say("b1", "to the fast hook").await;
     let posts = f.mock.wait_for_posts(3, WAIT).await;
@@ -264,11 +257,13 @@ async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
     let (mut a, _) = f.app.visitor(&site, None, 0).await;
     a.say("a1", "lost?").await;
     a.say("a2", "still there?").await;
-    let deadline = Instant::now() + WAIT;
-    while f.count("SELECT count(*) FROM jobs WHERE state = 'blocked'") < 2 {
-        assert!(Instant::now() < deadline, "jobs were not blocked");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("both jobs to be blocked", WAIT, async || {
+        ok_if(
+            f.count("SELECT count(*) FROM jobs WHERE state = 'blocked'"),
+            |n| *n >= 2,
+        )
+    })
+    .await;
     assert_eq!(
         f.count(&format!(
             "SELECT count(*) FROM integrations WHERE id = {id} AND status = 'broken'"
@@ -331,22 +326,14 @@ async fn an_unreachable_discord_leaves_no_webhook_token_in_the_stored_error() {
     drop(mock);
     let (mut visitor, _) = app.visitor(&site, None, 0).await;
     visitor.say("v1", "hello").await;
-    let deadline = Instant::now() + WAIT;
-    let error: String = loop {
-        let found: Option<String> = app
-            .db()
-            .query_row(
-                "SELECT last_error FROM jobs WHERE kind = 'discord.post' AND last_error IS NOT NULL",
-                [],
-                |r| r.get(0),
-            )
-            .ok();
-        if let Some(error) = found {
-            break error;
-        }
-        assert!(Instant::now() < deadline, "the delivery never failed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let error: String = wait_until("the delivery to fail", WAIT, async || {
+        app.db().query_row(
+            "SELECT last_error FROM jobs WHERE kind = 'discord.post' AND last_error IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+    })
+    .await;
     assert!(error.starts_with("no answer from Discord"), "{error}");
     assert!(!error.contains(&token), "the token leaked: {error}");
     let attempts: Vec<String> = app

@@ -7,12 +7,12 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use porch::store::{ConversationId, UserId};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
 /// The SMTP server, killed when dropped.
 struct Sink {
@@ -69,19 +69,10 @@ impl Sink {
     }
 
     async fn wait_for(&self, n: usize) -> Vec<Value> {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let mails = self.mails();
-            if mails.len() >= n {
-                return mails;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "only {} mails: {mails:?}",
-                mails.len()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_until(&format!("{n} mails"), WAIT, async || {
+            ok_if(self.mails(), |mails| mails.len() >= n)
+        })
+        .await
     }
 }
 
@@ -180,26 +171,24 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     assert_eq!(reply("Seen live").await.0, 201);
     let reply_frame = alice.recv().await;
     assert_eq!(reply_frame["body"], "Seen live");
-    let deadline = Instant::now() + WAIT;
-    while app.count(
-        "SELECT count(*) FROM jobs WHERE kind = 'email.reply' AND state = 'done' \
-         AND external_ref = 'the visitor is online'",
-    ) < 1
-    {
-        assert!(Instant::now() < deadline, "the reply job did not run");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the reply job to run", WAIT, async || {
+        let done = app.count(
+            "SELECT count(*) FROM jobs WHERE kind = 'email.reply' AND state = 'done' \
+             AND external_ref = 'the visitor is online'",
+        );
+        ok_if(done, |n| *n >= 1)
+    })
+    .await;
     alice.ws.close(None).await.expect("close");
     drop(alice);
-    let deadline = Instant::now() + WAIT;
     let hub = app.server.as_ref().expect("server").app.chat.hub().clone();
     let visitor = porch::store::VisitorId(app.count(&format!(
         "SELECT visitor_id FROM conversations WHERE id = {alice_conversation}"
     )));
-    while hub.is_visitor_connected(visitor) {
-        assert!(Instant::now() < deadline, "the widget did not disconnect");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the widget to disconnect", WAIT, async || {
+        ok_if(hub.is_visitor_connected(visitor), |connected| !connected)
+    })
+    .await;
     assert_eq!(reply("We <3 you & will mail").await.0, 201);
     let mails = sink.wait_for(3).await;
     let offline = &mails[2];
@@ -290,13 +279,12 @@ async fn the_digest_goes_to_each_agent_alone_and_a_refused_address_costs_only_it
     let (mut visitor, _) = app.visitor(&site, None, 0).await;
     visitor.say("v1", "anyone there?").await;
 
-    let deadline = Instant::now() + WAIT;
-    while app.count("SELECT count(*) FROM jobs WHERE kind = 'email.unanswered' AND state = 'done'")
-        < 1
-    {
-        assert!(Instant::now() < deadline, "the digest job did not finish");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the digest job to finish", WAIT, async || {
+        let done = app
+            .count("SELECT count(*) FROM jobs WHERE kind = 'email.unanswered' AND state = 'done'");
+        ok_if(done, |n| *n >= 1)
+    })
+    .await;
     let mails = sink.wait_for(2).await;
     assert_eq!(mails.len(), 2, "{mails:?}");
     let mut to: Vec<(Value, String)> = mails

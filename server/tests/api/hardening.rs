@@ -5,12 +5,10 @@ use std::process::Command;
 
 use porch::accounts::LinkKind;
 
-use crate::helpers::TestApp;
-use crate::inbox::{
-    PASSWORD, add_user, form, form_cookie, send, send_with, setup_admin, signed_in_from,
-};
+use crate::helpers::{Answer, TestApp, WAIT, ok_if, wait_until};
+use crate::inbox::{PASSWORD, add_user, form, form_cookie, send, setup_admin, signed_in_from};
 
-async fn sign_in_with_next(app: &TestApp, next: &str) -> crate::inbox::Answer {
+async fn sign_in_with_next(app: &TestApp, next: &str) -> Answer {
     let (cookie, csrf) = form_cookie(app, "/login").await;
     let body = form(&[
         ("csrf", &csrf),
@@ -82,7 +80,7 @@ async fn hsts_is_sent_when_the_public_url_is_https_only() {
 async fn the_widget_scripts_are_nosniff() {
     let app = TestApp::spawn(&[]).await;
     for path in ["/widget/panel.js", "/widget/panel.css"] {
-        let answer = send_with(&app, &format!("GET {path}"), "", "", None).await;
+        let answer = send(&app, "GET", path, "", None).await;
         assert_eq!(answer.status, 200);
         assert_eq!(
             answer.header("x-content-type-options"),
@@ -124,14 +122,13 @@ async fn api_tokens_can_be_listed_with_their_last_use_and_revoked() {
             .0,
         200
     );
-    let deadline = std::time::Instant::now() + crate::helpers::WAIT;
-    while app.count("SELECT count(*) FROM api_tokens WHERE last_used_at IS NOT NULL") == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "last use never stored"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    wait_until("the last use to be stored", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM api_tokens WHERE last_used_at IS NOT NULL"),
+            |n| *n > 0,
+        )
+    })
+    .await;
     let (_, listed) = porch_token(&app, &["list"]);
     assert!(!listed.contains("never"), "{listed}");
     let id = app.count("SELECT id FROM api_tokens").to_string();

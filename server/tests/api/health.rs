@@ -1,20 +1,15 @@
 //! Liveness and readiness: `/healthz` answers whenever the process serves HTTP; `/readyz` is 503
 //! with a reason while the database is migrating at start-up and once shutdown has begun.
 
-use std::time::{Duration, Instant};
-
 use axum::body::Body;
 use serde_json::Value;
 use tower::ServiceExt;
 
-use crate::helpers::{TestApp, WAIT, reqwest_lite, serve_config};
+use crate::helpers::{Exchange as _, Http, TestApp, WAIT, ok_if, serve_config, wait_until};
 
-async fn get(client: &reqwest_lite::Client, path: &str) -> (u16, Value) {
-    let response = client.request("GET", path, &[], "").await;
-    (
-        response.status,
-        serde_json::from_str(&response.body).unwrap_or(Value::Null),
-    )
+async fn get(http: &Http, path: &str) -> (u16, Value) {
+    let answer = http.get(path).answer().await;
+    (answer.status, answer.json())
 }
 
 #[tokio::test]
@@ -26,9 +21,7 @@ async fn readiness_is_false_while_migrating_and_liveness_stays_true() {
     blocker.execute_batch("BEGIN EXCLUSIVE").expect("lock");
     let config = serve_config(data_dir.path(), &[]);
     let listener = porch::http::bind(config.listen).expect("bind");
-    let client = reqwest_lite::Client {
-        addr: listener.local_addr().expect("addr"),
-    };
+    let client = Http::new(listener.local_addr().expect("addr"));
     let starting = tokio::spawn(porch::start(config, listener));
 
     let (status, body) = get(&client, "/readyz").await;
@@ -52,19 +45,11 @@ async fn readiness_is_false_while_migrating_and_liveness_stays_true() {
         .expect("no panic")
         .expect("server starts");
     // Connections of the start-up phase close after their exchange; a new one meets the server.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let (status, body) = get(&client, "/readyz").await;
-        if status == 200 {
-            assert_eq!(body["status"], "ready");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never became ready: {status} {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (_, body) = wait_until("readiness", WAIT, async || {
+        ok_if(get(&client, "/readyz").await, |(status, _)| *status == 200)
+    })
+    .await;
+    assert_eq!(body["status"], "ready");
     server.stop().await;
 }
 

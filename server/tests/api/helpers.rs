@@ -1,5 +1,7 @@
-//! `TestApp`: a running server on a temporary data directory, plus clients for it.
+//! `TestApp`: a running server on a temporary data directory, plus clients for it (HTTP, the
+//! database file, widgets), and `wait_until` for what happens in the background.
 
+use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,6 +11,8 @@ use futures_util::{SinkExt, StreamExt};
 use porch::Server;
 use porch::cli::{Cli, Command};
 use porch::store::{self, NewSite, NewUser};
+use reqwest::RequestBuilder;
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -23,60 +27,133 @@ pub struct TestApp {
     pub server: Option<Server>,
     pub addr: SocketAddr,
     pub data_dir: tempfile::TempDir,
-    pub http: reqwest_lite::Client,
+    pub http: Http,
 }
 
-/// A tiny HTTP/1.1 client over a raw TCP stream (enough for the API, no extra dependency).
-pub mod reqwest_lite {
-    use std::net::SocketAddr;
+/// How often [`wait_until`] looks again: short, so a test goes on soon after its condition holds.
+const POLL: Duration = Duration::from_millis(20);
 
-    use std::fmt::Write as _;
-
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpStream;
-
-    pub struct Client {
-        pub addr: SocketAddr,
-    }
-
-    pub struct Response {
-        pub status: u16,
-        pub body: String,
-    }
-
-    impl Client {
-        /// Sends one request with `Connection: close` and reads the whole response.
-        pub async fn request(
-            &self,
-            method: &str,
-            path: &str,
-            headers: &[(&str, &str)],
-            body: &str,
-        ) -> Response {
-            let mut stream = TcpStream::connect(self.addr).await.expect("connect");
-            let mut request = format!(
-                "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-                self.addr
-            );
-            for (name, value) in headers {
-                let _ = write!(request, "{name}: {value}\r\n");
-            }
-            let _ = write!(request, "Content-Length: {}\r\n\r\n{body}", body.len());
-            stream.write_all(request.as_bytes()).await.expect("write");
-            let mut raw = Vec::new();
-            stream.read_to_end(&mut raw).await.expect("read");
-            let text = String::from_utf8_lossy(&raw).into_owned();
-            let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-            let status = head
-                .split(' ')
-                .nth(1)
-                .and_then(|s| s.parse().ok())
-                .expect("status");
-            Response {
-                status,
-                body: body.to_owned(),
-            }
+/// Polls `probe` until it answers `Ok`, and returns that value. `Err` carries what the probe saw
+/// instead: past `timeout` the test fails, naming `what` and the last thing seen.
+pub async fn wait_until<T, E: Debug>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, E>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out after {timeout:?} waiting for {what}; last seen: {seen:#?}"
+            ),
         }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// A probe's answer for [`wait_until`]: `Ok(value)` once `holds(&value)`, `Err(value)` before.
+pub fn ok_if<T>(value: T, holds: impl FnOnce(&T) -> bool) -> Result<T, T> {
+    if holds(&value) { Ok(value) } else { Err(value) }
+}
+
+/// HTTP to one server over loopback.
+#[derive(Clone)]
+pub struct Http {
+    client: reqwest::Client,
+    addr: SocketAddr,
+}
+
+impl Http {
+    pub fn new(addr: SocketAddr) -> Self {
+        // reqwest is built without a TLS provider of its own (see the workspace Cargo.toml), and
+        // its builder wants one even for plain http. Ignored when already installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            // Every request on a connection of its own, closed after the answer: no test may
+            // depend on a connection kept alive across start-up, a shutdown or a restart.
+            .pool_max_idle_per_host(0)
+            .default_headers(HeaderMap::from_iter([(
+                reqwest::header::CONNECTION,
+                HeaderValue::from_static("close"),
+            )]))
+            // Tests check redirects themselves.
+            .redirect(reqwest::redirect::Policy::none())
+            // Everything is on loopback: a proxy named by the environment must not be asked.
+            .no_proxy()
+            .build()
+            .expect("an HTTP client");
+        Self { client, addr }
+    }
+
+    /// A request for `path` on this server, `method` written as in the request line.
+    pub fn request(&self, method: &str, path: &str) -> RequestBuilder {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+        self.client
+            .request(method, format!("http://{}{path}", self.addr))
+    }
+
+    pub fn get(&self, path: &str) -> RequestBuilder {
+        self.request("GET", path)
+    }
+}
+
+/// A whole HTTP answer: status, headers and the body as text.
+pub struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    /// The value of header `name`, if it is there and is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)?.to_str().ok()
+    }
+
+    /// `name=value` of the `Set-Cookie` for `name`, and the whole header.
+    pub fn cookie(&self, name: &str) -> Option<(String, String)> {
+        self.headers
+            .get_all(reqwest::header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| {
+                // Over https the cookies carry the `__Host-` prefix.
+                v.starts_with(&format!("{name}=")) || v.starts_with(&format!("__Host-{name}="))
+            })
+            .map(|v| (v.split(';').next().unwrap_or("").to_owned(), v.to_owned()))
+    }
+
+    /// The body as JSON; `Null` when it is not JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// Sending a request and reading its whole answer.
+pub trait Exchange {
+    /// The answer; fails the test if the server does not give one.
+    async fn answer(self) -> Answer;
+    /// The answer, or why there is none (for probes of a server that may not be up).
+    async fn try_answer(self) -> reqwest::Result<Answer>;
+}
+
+impl Exchange for RequestBuilder {
+    async fn answer(self) -> Answer {
+        self.try_answer().await.expect("an answer")
+    }
+
+    async fn try_answer(self) -> reqwest::Result<Answer> {
+        let response = self.send().await?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.text().await?;
+        Ok(Answer {
+            status,
+            headers,
+            body,
+        })
     }
 }
 
@@ -138,7 +215,7 @@ impl TestApp {
             server: Some(server),
             addr,
             data_dir,
-            http: reqwest_lite::Client { addr },
+            http: Http::new(addr),
         }
     }
 
@@ -184,6 +261,8 @@ impl TestApp {
         self.store().count(sql)
     }
 
+    /// Calls the JSON API with a bearer token; returns the status and the JSON body (`Null` if
+    /// none).
     pub async fn api(
         &self,
         method: &str,
@@ -191,22 +270,15 @@ impl TestApp {
         token: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let auth = format!("Bearer {token}");
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let response = self
+        let answer = self
             .http
-            .request(
-                method,
-                path,
-                &[
-                    ("Authorization", &auth),
-                    ("Content-Type", "application/json"),
-                ],
-                &body,
-            )
+            .request(method, path)
+            .bearer_auth(token)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.map(|b| b.to_string()).unwrap_or_default())
+            .answer()
             .await;
-        let json = serde_json::from_str(&response.body).unwrap_or(Value::Null);
-        (response.status, json)
+        (answer.status, answer.json())
     }
 
     /// Opens a widget websocket for `site` with `origin`.

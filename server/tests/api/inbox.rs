@@ -3,45 +3,38 @@
 // Helpers outside #[test] functions: a failed expectation is a failed test.
 #![allow(clippy::expect_used)]
 
-use std::fmt::Write;
-
 use porch::store::{self, NewUser};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use reqwest::RequestBuilder;
 
-use crate::helpers::TestApp;
+use crate::helpers::{Answer, Exchange as _, TestApp, WAIT, ok_if, wait_until};
 
 pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: String,
+/// A request as the browser sends it: `cookies` as they are, and a form body when `form` is
+/// given.
+pub(crate) fn request(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    cookies: &str,
+    form: Option<&str>,
+) -> RequestBuilder {
+    let mut request = app.http.request(method, path);
+    if !cookies.is_empty() {
+        request = request.header(reqwest::header::COOKIE, cookies);
+    }
+    if let Some(form) = form {
+        request = request
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(form.to_owned());
+    }
+    request
 }
 
-impl Answer {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// `name=value` of a `Set-Cookie` for `name`, and the whole header.
-    pub(crate) fn cookie(&self, name: &str) -> Option<(String, String)> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
-            .map(|(_, v)| v)
-            .find(|v| {
-                // Over https the cookies carry the `__Host-` prefix.
-                v.starts_with(&format!("{name}=")) || v.starts_with(&format!("__Host-{name}="))
-            })
-            .map(|v| (v.split(';').next().unwrap_or("").to_owned(), v.clone()))
-    }
-}
-
-/// One request with `Connection: close`; a form body when `form` is given.
+/// Sends a [`request`] and reads the whole answer.
 pub(crate) async fn send(
     app: &TestApp,
     method: &str,
@@ -49,52 +42,7 @@ pub(crate) async fn send(
     cookies: &str,
     form: Option<&str>,
 ) -> Answer {
-    send_with(app, &format!("{method} {path}"), "", cookies, form).await
-}
-
-/// `send` with `extra` header lines (each ending in `\r\n`); `line` is `METHOD /path`.
-pub(crate) async fn send_with(
-    app: &TestApp,
-    line: &str,
-    extra: &str,
-    cookies: &str,
-    form: Option<&str>,
-) -> Answer {
-    let mut stream = TcpStream::connect(app.addr).await.expect("connect");
-    let body = form.unwrap_or("");
-    let mut request = format!(
-        "{line} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n{extra}",
-        app.addr,
-        body.len()
-    );
-    if !cookies.is_empty() {
-        let _ = write!(request, "Cookie: {cookies}\r\n");
-    }
-    if form.is_some() {
-        request += "Content-Type: application/x-www-form-urlencoded\r\n";
-    }
-    request += "\r\n";
-    request += body;
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read");
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    request(app, method, path, cookies, form).answer().await
 }
 
 pub(crate) fn encode(text: &str) -> String {
@@ -486,14 +434,13 @@ async fn inbox_admins_see_failed_deliveries_and_retry_them() {
     );
     let (mut widget, _) = app.visitor(&site, None, 0).await;
     widget.say("m", "hello").await;
-    let deadline = std::time::Instant::now() + crate::helpers::WAIT;
-    while app.count("SELECT count(*) FROM jobs WHERE state = 'failed'") == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the delivery never failed"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until("the delivery to fail", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM jobs WHERE state = 'failed'"),
+            |n| *n > 0,
+        )
+    })
+    .await;
     let deliveries = send(&app, "GET", "/deliveries", &admin.cookie, None).await;
     assert!(
         deliveries.body.contains("slack.post") && deliveries.body.contains("msg_too_long"),
@@ -525,19 +472,16 @@ async fn inbox_admins_see_failed_deliveries_and_retry_them() {
         .status,
         303
     );
-    assert_eq!(mock.wait_for_posts(2, crate::helpers::WAIT).await.len(), 2);
-    let deadline = std::time::Instant::now() + crate::helpers::WAIT;
-    while !send(&app, "GET", &path, &admin.cookie, None)
-        .await
-        .body
-        .contains("delivery-posted")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never shown as posted"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    assert_eq!(mock.wait_for_posts(2, WAIT).await.len(), 2);
+    wait_until("the message shown as posted", WAIT, async || {
+        let page = send(&app, "GET", &path, &admin.cookie, None).await;
+        if page.body.contains("delivery-posted") {
+            Ok(())
+        } else {
+            Err(page.body)
+        }
+    })
+    .await;
 }
 
 /// What the inbox script gets after its session ended, where a form post gets the sign-in page:
@@ -552,21 +496,26 @@ async fn inbox_script_writes_after_sign_out_get_401_and_plain_posts_still_redire
         .db()
         .query_row("SELECT id FROM conversations", [], |r| r.get(0))
         .expect("conversation");
-    let reply = format!("POST /conversations/{id}/reply");
-    let script = "X-Porch-Fetch: 1\r\n";
+    let reply = format!("/conversations/{id}/reply");
+    // What the inbox script's `fetch` sends, telling it apart from a plain form post.
+    let script = |form: &str| {
+        request(&app, "POST", &reply, &admin.cookie, Some(form))
+            .header("X-Porch-Fetch", "1")
+            .answer()
+    };
     let body = form(&[
         ("csrf", &admin.csrf),
         ("body", "Hi there"),
         ("kind", "reply"),
     ]);
 
-    let sent = send_with(&app, &reply, script, &admin.cookie, Some(&body)).await;
+    let sent = script(&body).await;
     assert_eq!(sent.status, 200, "{}", sent.body);
     assert_eq!(sent.header("x-porch-fragment"), Some("message"));
     assert!(sent.body.contains("id=\"message-"), "{}", sent.body);
 
     let stale = form(&[("csrf", "an-older-session"), ("body", "Lost?")]);
-    let refused = send_with(&app, &reply, script, &admin.cookie, Some(&stale)).await;
+    let refused = script(&stale).await;
     assert_eq!(refused.status, 403);
     assert!(
         refused.body.contains(r#""code":"form_expired""#),
@@ -577,7 +526,7 @@ async fn inbox_script_writes_after_sign_out_get_401_and_plain_posts_still_redire
     let logout = form(&[("csrf", &admin.csrf)]);
     let out = send(&app, "POST", "/logout", &admin.cookie, Some(&logout)).await;
     assert_eq!(out.status, 303);
-    let late = send_with(&app, &reply, script, &admin.cookie, Some(&body)).await;
+    let late = script(&body).await;
     assert_eq!(late.status, 401, "{}", late.body);
     assert_eq!(late.header("location"), None);
     assert_eq!(late.header("content-type"), Some("application/json"));
@@ -587,7 +536,7 @@ async fn inbox_script_writes_after_sign_out_get_401_and_plain_posts_still_redire
         late.body
     );
 
-    let plain = send(&app, "POST", &reply[5..], &admin.cookie, Some(&body)).await;
+    let plain = send(&app, "POST", &reply, &admin.cookie, Some(&body)).await;
     assert_eq!(
         (plain.status, plain.header("location")),
         (303, Some("/login"))

@@ -5,12 +5,12 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, wait_until};
 use crate::process::{Served, porch, run};
 
 /// Starts `porch serve` and waits until it holds the lock (its PID is in the lock file) and
 /// has finished migrating (`porch health --path /readyz` answers 200).
-fn serve(data_dir: &Path) -> Served {
+async fn serve(data_dir: &Path) -> Served {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -23,32 +23,34 @@ fn serve(data_dir: &Path) -> Served {
         .expect("porch serve starts");
     let pid = child.id().to_string();
     let served = Served(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
     let lock = data_dir.join("porch.lock");
-    let is_ready = || {
-        std::fs::read_to_string(&lock)
-            .ok()
-            .as_deref()
-            .map(str::trim)
-            == Some(pid.as_str())
-            && run(
+    wait_until(
+        "porch serve to be ready",
+        Duration::from_secs(20),
+        async || {
+            let holder = std::fs::read_to_string(&lock).ok();
+            if holder.as_deref().map(str::trim) != Some(pid.as_str()) {
+                return Err(format!("lock file holds {holder:?}"));
+            }
+            let health = run(
                 data_dir,
                 &["health", "--listen", &listen, "--path", "/readyz"],
-            )
-            .status
-            .success()
-    };
-    while !is_ready() {
-        assert!(Instant::now() < deadline, "porch serve never became ready");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+            );
+            if health.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&health.stderr).into_owned())
+            }
+        },
+    )
+    .await;
     served
 }
 
-#[test]
-fn a_second_serve_and_a_migrate_on_a_served_directory_exit_naming_the_holder() {
+#[tokio::test]
+async fn a_second_serve_and_a_migrate_on_a_served_directory_exit_naming_the_holder() {
     let dir = tempfile::tempdir().expect("dir");
-    let first = serve(dir.path());
+    let first = serve(dir.path()).await;
     let pid = first.0.id();
 
     for args in [&["serve", "--listen", "127.0.0.1:0"][..], &["migrate"]] {
@@ -84,10 +86,10 @@ fn a_second_serve_and_a_migrate_on_a_served_directory_exit_naming_the_holder() {
     );
 }
 
-#[test]
-fn the_lock_is_free_again_after_the_server_is_killed() {
+#[tokio::test]
+async fn the_lock_is_free_again_after_the_server_is_killed() {
     let dir = tempfile::tempdir().expect("dir");
-    drop(serve(dir.path()));
+    drop(serve(dir.path()).await);
     let migrated = run(dir.path(), &["migrate"]);
     assert!(
         migrated.status.success(),

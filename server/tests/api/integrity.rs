@@ -2,44 +2,21 @@
 //! the `/metrics` gauge to 0 and logs it. `porch check` is safe on any file: it creates nothing
 //! beside the file it checks, and names non-Porch files and newer schemas plainly.
 
-use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::net::TcpStream;
+use std::io::{Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::{Duration, Instant};
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{Exchange as _, Http, TestApp, WAIT, ok_if, wait_until};
 use crate::process::{Served, porch, run};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// One `GET` over loopback: the status and the body (`None` while the port is not yet open).
-fn get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some((status, body.to_owned()))
-}
-
-/// Polls `probe` until it returns `Some`, failing the test after `WAIT` with `what`.
-fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT * 2;
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// One `GET`: the status and the body (`None` while the port is not yet open).
+async fn get(http: &Http, path: &str) -> Option<(u16, String)> {
+    let answer = http.get(path).try_answer().await.ok()?;
+    Some((answer.status, answer.body))
 }
 
 /// The value of an unlabelled metric in an exposition.
@@ -115,7 +92,7 @@ fn damage_pages_in_the_middle(path: &Path) {
 }
 
 /// Starts `porch serve` on a free port with its log in `log`.
-fn serve(data_dir: &Path, log: &Path) -> (Served, u16) {
+fn serve(data_dir: &Path, log: &Path) -> (Served, Http) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -126,27 +103,28 @@ fn serve(data_dir: &Path, log: &Path) -> (Served, u16) {
         .stderr(std::fs::File::create(log).expect("log file"))
         .spawn()
         .expect("porch serve starts");
-    (Served(child), port)
+    (Served(child), Http::new(([127, 0, 0, 1], port).into()))
 }
 
-#[test]
-fn a_damaged_database_makes_readiness_503_corrupt_with_the_gauge_at_0_and_a_log_line() {
+#[tokio::test]
+async fn a_damaged_database_makes_readiness_503_corrupt_with_the_gauge_at_0_and_a_log_line() {
     let dir = tempfile::tempdir().expect("dir");
     let data = dir.path().join("data");
     std::fs::create_dir(&data).expect("data dir");
     let path = porch_database_with_messages(&data, 20_000);
     damage_pages_in_the_middle(&path);
     let log = dir.path().join("serve.log");
-    let (_served, port) = serve(&data, &log);
+    let (_served, http) = serve(&data, &log);
 
     // Before the check has finished it is 503 `migrating`, then 200 `ready` for a moment.
-    let readiness = wait_for("/readyz to say corrupt", || {
-        let (status, body) = get(port, "/readyz")?;
-        let body: serde_json::Value = serde_json::from_str(&body).ok()?;
-        (body["reason"] == "corrupt").then_some((status, body))
-    });
-    assert_eq!(readiness.0, 503, "{}", readiness.1);
-    let (status, exposition) = get(port, "/metrics").expect("metrics");
+    let (status, readiness) = wait_until("/readyz to say corrupt", WAIT * 2, async || {
+        let (status, body) = get(&http, "/readyz").await.ok_or(None)?;
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        ok_if((status, body), |(_, body)| body["reason"] == "corrupt").map_err(Some)
+    })
+    .await;
+    assert_eq!(status, 503, "{readiness}");
+    let (status, exposition) = get(&http, "/metrics").await.expect("metrics");
     assert_eq!(status, 200);
     assert_eq!(
         metric(&exposition, "porch_database_integrity"),
@@ -163,27 +141,22 @@ fn a_damaged_database_makes_readiness_503_corrupt_with_the_gauge_at_0_and_a_log_
         .unwrap_or_else(|| panic!("no integrity line in the log:\n{logged}"));
     assert!(line.contains("ERROR"), "{line}");
     // The liveness probe stays up: the process is fine, only its file is not.
-    assert_eq!(get(port, "/healthz").map(|(s, _)| s), Some(200));
+    assert_eq!(get(&http, "/healthz").await.map(|(s, _)| s), Some(200));
 }
 
 #[tokio::test]
 async fn a_healthy_database_reaches_gauge_1_and_stays_ready() {
     let app = TestApp::spawn(&[]).await;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let exposition = app.http.request("GET", "/metrics", &[], "").await.body;
+    wait_until("the check to finish", WAIT, async || {
+        let exposition = app.http.get("/metrics").answer().await.body;
         match metric(&exposition, "porch_database_integrity") {
-            Some(1.0) => break,
-            Some(-1.0) => {}
+            Some(1.0) => Ok(()),
+            Some(-1.0) => Err(exposition),
             other => panic!("unexpected integrity gauge {other:?}:\n{exposition}"),
         }
-        assert!(Instant::now() < deadline, "the check never finished");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(
-        app.http.request("GET", "/readyz", &[], "").await.status,
-        200
-    );
+    })
+    .await;
+    assert_eq!(app.http.get("/readyz").answer().await.status, 200);
 }
 
 #[test]

@@ -6,13 +6,17 @@ use std::time::Duration;
 
 use porch::metrics::SamplerTiming;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{Exchange as _, TestApp, WAIT, ok_if, wait_until};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
 
 async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let response = app.http.request("GET", path, headers, "").await;
-    (response.status, response.body)
+    let mut request = app.http.get(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let answer = request.answer().await;
+    (answer.status, answer.body)
 }
 
 /// The value of an unlabelled sample line `name value` in an exposition.
@@ -24,19 +28,12 @@ fn value_of(exposition: &str, name: &str) -> Option<f64> {
 
 /// Polls `/metrics` until `check` holds, failing after [`WAIT`].
 async fn metrics_until(app: &TestApp, what: &str, check: impl Fn(&str) -> bool) -> String {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    wait_until(what, WAIT, async || {
         let (status, body) = get(app, "/metrics", &[]).await;
         assert_eq!(status, 200, "{body}");
-        if check(&body) {
-            return body;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}:\n{body}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        if check(&body) { Ok(body) } else { Err(body) }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -148,25 +145,22 @@ async fn minute_rollups_are_stored_and_rows_past_30_days_pruned() {
         assert_eq!(widget.say(&format!("c{i}"), "hi").await["type"], "ack");
     }
 
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let busy = app.count(&format!(
-            "SELECT count(*) FROM metrics_minutes WHERE at >= {now} - 60000 AND messages_per_sec_max > 0 \
-             AND ack_p99_ms_max > 0 AND widget_connections_max >= 1 AND cpu_pct_mean IS NOT NULL"
-        ));
-        let old = app.count(&format!(
-            "SELECT count(*) FROM metrics_minutes WHERE at < {}",
-            now - 30 * DAY_MS
-        ));
-        if busy > 0 && old == 0 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no rollup with the traffic ({busy}) or the old row is still there ({old})"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        "a rollup with the traffic (busy > 0) and the old row pruned (old = 0)",
+        WAIT,
+        async || {
+            let busy = app.count(&format!(
+                "SELECT count(*) FROM metrics_minutes WHERE at >= {now} - 60000 AND messages_per_sec_max > 0 \
+                 AND ack_p99_ms_max > 0 AND widget_connections_max >= 1 AND cpu_pct_mean IS NOT NULL"
+            ));
+            let old = app.count(&format!(
+                "SELECT count(*) FROM metrics_minutes WHERE at < {}",
+                now - 30 * DAY_MS
+            ));
+            ok_if((busy, old), |(busy, old)| *busy > 0 && *old == 0)
+        },
+    )
+    .await;
     let kept = app.count(&format!(
         "SELECT count(*) FROM metrics_minutes WHERE at = {}",
         now - 29 * DAY_MS

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{TestApp, WAIT, wait_until};
 use crate::inbox::{send, setup_admin, signed_in_from};
 
 /// A fake Litestream: its sync counter rises at every scrape, as the real one's does once a second.
@@ -43,20 +43,16 @@ async fn fake_litestream(stop: CancellationToken) -> String {
 
 /// Reloads the capacity page until `wanted` is on it.
 async fn page_showing(app: &TestApp, cookie: &str, wanted: &str) -> String {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    wait_until(&format!("the page to show {wanted}"), WAIT, async || {
         let page = send(app, "GET", "/capacity", cookie, None).await;
         assert_eq!(page.status, 200);
         if page.body.contains(wanted) {
-            return page.body;
+            Ok(page.body)
+        } else {
+            Err(page.body)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never showed {wanted}: {}",
-            page.body
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]

@@ -4,53 +4,47 @@
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use reqwest::Response;
 
-use crate::helpers::TestApp;
-use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
+use crate::helpers::{TestApp, WAIT};
+use crate::inbox::{
+    Browser, PASSWORD, add_user, form, request, send, setup_admin, sign_in, signed_in_from,
+};
 
 /// How soon a revoked session's stream must end.
 const WITHIN: Duration = Duration::from_secs(1);
 
 /// An open `GET path` event stream, read up to its first event.
-async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> TcpStream {
-    let mut stream = TcpStream::connect(app.addr).await.expect("connect");
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAccept: text/event-stream\r\nCookie: {cookie}\r\n\r\n",
-        app.addr
-    );
-    stream.write_all(request.as_bytes()).await.expect("write");
+async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> Response {
+    let mut stream = request(app, "GET", path, cookie, None)
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(stream.status(), 200);
     let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    tokio::time::timeout(crate::helpers::WAIT, async {
+    tokio::time::timeout(WAIT, async {
         while !String::from_utf8_lossy(&seen).contains("retry:") {
-            let n = stream.read(&mut buf).await.expect("read");
-            assert!(
-                n > 0,
-                "the stream closed early: {}",
-                String::from_utf8_lossy(&seen)
-            );
-            seen.extend_from_slice(&buf[..n]);
+            let chunk = stream.chunk().await.expect("read").unwrap_or_else(|| {
+                panic!(
+                    "the stream closed early: {}",
+                    String::from_utf8_lossy(&seen)
+                )
+            });
+            seen.extend_from_slice(&chunk);
         }
     })
     .await
     .expect("the first event");
-    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
     // The first event is sent after the stream registered with its session.
     stream
 }
 
 /// The stream ends (the server closes it) within `WITHIN`.
-async fn assert_ends(mut stream: TcpStream, what: &str) {
-    let mut buf = [0u8; 4096];
+async fn assert_ends(mut stream: Response, what: &str) {
     let ended = tokio::time::timeout(WITHIN, async {
-        loop {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
+        // Until the end of the body (`None`) or of the connection (an error).
+        while let Ok(Some(_)) = stream.chunk().await {}
     })
     .await;
     assert!(ended.is_ok(), "{what}: the live stream kept going");

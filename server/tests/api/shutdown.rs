@@ -2,14 +2,14 @@
 //! a client with half a request head cannot hold shutdown, and during the drain `/readyz` says
 //! `shutting_down` while everything else keeps serving; widgets get 1012 only after it.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::helpers::{ORIGIN, TestDb, Widget};
+use crate::helpers::{Exchange as _, Http, ORIGIN, TestDb, Widget, ok_if, wait_until};
 
 /// Bound on any wait for the process (start-up, a log line, exit).
 const WAIT: Duration = Duration::from_secs(20);
@@ -49,36 +49,38 @@ impl Porch {
         self.log.lock().unwrap().join("\n")
     }
 
-    /// Polls the log until `find` returns something.
-    fn wait_for<T>(&self, what: &str, find: impl Fn(&[String]) -> Option<T>) -> T {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(found) = find(&self.log.lock().unwrap()) {
-                return found;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no {what} in the log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+    fn lines(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
     }
 
-    /// The bound address, once `/readyz` answers 200.
-    fn wait_ready(&self) -> SocketAddr {
-        let addr: SocketAddr = self.wait_for("listening line", |lines| {
-            lines.iter().find_map(|line| {
-                let rest = line.split("listening on http://").nth(1)?;
-                rest.split_whitespace().next()?.parse().ok()
+    /// Polls the log until `find` returns something.
+    async fn wait_for<T>(&self, what: &str, find: impl Fn(&[String]) -> Option<T>) -> T {
+        wait_until(&format!("the {what} in the log"), WAIT, async || {
+            let found = find(&self.log.lock().unwrap());
+            found.ok_or_else(|| self.lines())
+        })
+        .await
+    }
+
+    /// The bound address and a client for it, once `/readyz` answers 200.
+    async fn wait_ready(&self) -> (SocketAddr, Http) {
+        let addr: SocketAddr = self
+            .wait_for("listening line", |lines| {
+                lines.iter().find_map(|line| {
+                    let rest = line.split("listening on http://").nth(1)?;
+                    rest.split_whitespace().next()?.parse().ok()
+                })
             })
-        });
-        let deadline = Instant::now() + WAIT;
-        while get(addr, "/readyz").map(|(status, _)| status) != Some(200) {
-            assert!(Instant::now() < deadline, "never ready:\n{}", self.log());
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        addr
+            .await;
+        let http = Http::new(addr);
+        wait_until("readiness", WAIT, async || {
+            match get(&http, "/readyz").await.map(|(status, _)| status) {
+                Some(200) => Ok(()),
+                _ => Err(self.lines()),
+            }
+        })
+        .await;
+        (addr, http)
     }
 
     fn sigterm(&self) {
@@ -90,19 +92,12 @@ impl Porch {
     }
 
     /// Waits (bounded) for the process to exit.
-    fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
-        let deadline = Instant::now() + bound;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running {bound:?} after SIGTERM:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+    async fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
+        wait_until("the process to exit", bound, async || {
+            let status = self.child.try_wait().expect("try_wait");
+            status.ok_or_else(|| self.lines())
+        })
+        .await
     }
 }
 
@@ -113,54 +108,54 @@ impl Drop for Porch {
     }
 }
 
-/// One `GET` on a new connection: status and body, or `None` if the server does not answer.
-fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
-    Some((status, body.to_owned()))
+/// One `GET` on a new connection: status and body, or `None` if the server does not answer
+/// within a few seconds.
+async fn get(http: &Http, path: &str) -> Option<(u16, String)> {
+    let answer = http
+        .get(path)
+        .timeout(Duration::from_secs(5))
+        .try_answer()
+        .await
+        .ok()?;
+    Some((answer.status, answer.body))
 }
 
-#[test]
-fn a_sigterm_during_start_up_stops_cleanly_with_exit_0() {
+#[tokio::test]
+async fn a_sigterm_during_start_up_stops_cleanly_with_exit_0() {
     let dir = tempfile::tempdir().expect("dir");
     let mut porch = Porch::spawn(dir.path(), "0s");
     // The first line is the migration's, in the middle of start-up (on main the handler was
     // installed only once start-up had returned, so this SIGTERM killed the process).
-    porch.wait_for("first line", |lines| lines.first().cloned());
+    porch
+        .wait_for("first line", |lines| lines.first().cloned())
+        .await;
     porch.sigterm();
-    let status = porch.wait_exit(Duration::from_secs(10));
+    let status = porch.wait_exit(Duration::from_secs(10)).await;
     assert!(status.success(), "{status:?}\n{}", porch.log());
     // The exit can be seen before the thread reading stderr has the last line.
-    porch.wait_for("graceful stop line", |lines| {
-        lines.iter().any(|l| l.contains("stopped")).then_some(())
-    });
+    porch
+        .wait_for("graceful stop line", |lines| {
+            lines.iter().any(|l| l.contains("stopped")).then_some(())
+        })
+        .await;
 }
 
-#[test]
-fn a_half_sent_request_does_not_hold_shutdown() {
+#[tokio::test]
+async fn a_half_sent_request_does_not_hold_shutdown() {
     let dir = tempfile::tempdir().expect("dir");
     let mut porch = Porch::spawn(dir.path(), "0s");
-    let addr = porch.wait_ready();
-    // Half of a first request head, and nothing more.
+    let (addr, http) = porch.wait_ready().await;
+    // Half of a first request head, and nothing more: raw TCP, as no HTTP client sends this.
     let mut half = TcpStream::connect(addr).expect("connect");
     half.write_all(b"GET /healthz HTTP/1.1\r\nHost: te")
         .expect("write half a head");
     // The accept loop takes connections in order: once a later one is answered, this one has
     // been accepted too (and its bytes were sent before).
-    assert_eq!(get(addr, "/healthz").map(|(s, _)| s), Some(200));
+    assert_eq!(get(&http, "/healthz").await.map(|(s, _)| s), Some(200));
 
     let started = Instant::now();
     porch.sigterm();
-    let status = porch.wait_exit(Duration::from_secs(15));
+    let status = porch.wait_exit(Duration::from_secs(15)).await;
     let took = started.elapsed();
     assert!(status.success(), "{status:?}\n{}", porch.log());
     assert!(
@@ -175,29 +170,27 @@ async fn during_the_drain_only_readiness_fails_and_widgets_get_1012_after_it() {
     const DRAIN: Duration = Duration::from_secs(4);
     let dir = tempfile::tempdir().expect("dir");
     let mut porch = Porch::spawn(dir.path(), "4s");
-    let addr = porch.wait_ready();
+    let (addr, http) = porch.wait_ready().await;
     let site = TestDb::open(dir.path()).add_site("Shop");
     let mut before = Widget::connect(addr, &site, ORIGIN).await;
     before.hello(None, 0).await;
 
     let started = Instant::now();
     porch.sigterm();
-    let deadline = Instant::now() + WAIT;
-    let (status, body) = loop {
-        let answer = get(addr, "/readyz").expect("still serving during the drain");
-        if answer.0 != 200 {
-            break answer;
-        }
-        assert!(Instant::now() < deadline, "readiness never turned false");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let (status, body) = wait_until("readiness to turn false", WAIT, async || {
+        let answer = get(&http, "/readyz")
+            .await
+            .expect("still serving during the drain");
+        ok_if(answer, |(status, _)| *status != 200)
+    })
+    .await;
     assert_eq!(status, 503, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(
         body,
         serde_json::json!({"status": "not_ready", "reason": "shutting_down"})
     );
-    assert_eq!(get(addr, "/healthz").map(|(s, _)| s), Some(200));
+    assert_eq!(get(&http, "/healthz").await.map(|(s, _)| s), Some(200));
     // Open widget connections and new ones are served as before.
     let ack = before.say("during-drain-1", "still here").await;
     assert_eq!(ack["type"], "ack", "{ack}");
@@ -218,19 +211,21 @@ async fn during_the_drain_only_readiness_fails_and_widgets_get_1012_after_it() {
         started.elapsed()
     );
     assert_eq!(during.closed().await, Some(1012));
-    let status = porch.wait_exit(Duration::from_secs(10));
+    let status = porch.wait_exit(Duration::from_secs(10)).await;
     assert!(status.success(), "{status:?}\n{}", porch.log());
     assert!(porch.log().contains("stopped"), "{}", porch.log());
 }
 
-#[test]
-fn a_drain_beyond_a_minute_is_refused_with_one_line() {
+#[tokio::test]
+async fn a_drain_beyond_a_minute_is_refused_with_one_line() {
     let dir = tempfile::tempdir().expect("dir");
     let mut porch = Porch::spawn(dir.path(), "2m");
-    let status = porch.wait_exit(WAIT);
+    let status = porch.wait_exit(WAIT).await;
     assert_eq!(status.code(), Some(2), "{}", porch.log());
     // The log reader may still be collecting the line after the exit.
-    let line = porch.wait_for("error line", |lines| lines.first().cloned());
+    let line = porch
+        .wait_for("error line", |lines| lines.first().cloned())
+        .await;
     assert!(line.contains("PORCH_DRAIN"), "{line}");
     assert_eq!(porch.log().lines().count(), 1, "{}", porch.log());
 }

@@ -8,7 +8,7 @@ use porch::integrations::slack::sign;
 use porch::loadtest::{Failure, SlackMock};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{Exchange as _, TestApp, WAIT, ok_if, wait_until};
 
 pub(crate) const SECRET: &str = "test-signing-secret";
 
@@ -69,21 +69,16 @@ impl Fixture {
         let raw = body.to_string();
         let signature = sign(SECRET, signed_at, raw.as_bytes());
         let ts = signed_at.to_string();
-        let response = self
-            .app
+        self.app
             .http
-            .request(
-                "POST",
-                &format!("/integrations/slack/{integration}/events"),
-                &[
-                    ("X-Slack-Request-Timestamp", &ts),
-                    ("X-Slack-Signature", &signature),
-                    ("Content-Type", "application/json"),
-                ],
-                &raw,
-            )
-            .await;
-        response.status
+            .request("POST", &format!("/integrations/slack/{integration}/events"))
+            .header("X-Slack-Request-Timestamp", ts)
+            .header("X-Slack-Signature", signature)
+            .header("Content-Type", "application/json")
+            .body(raw)
+            .answer()
+            .await
+            .status
     }
 
     pub fn job_states(&self) -> Vec<(String, i64)> {
@@ -99,19 +94,17 @@ impl Fixture {
 
     /// Waits until no job is queued or running.
     pub async fn wait_until_settled(&self) {
-        let deadline = Instant::now() + WAIT;
-        while self
-            .app
-            .count("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')")
-            > 0
-        {
-            assert!(
-                Instant::now() < deadline,
-                "jobs did not settle: {:?}",
-                self.job_states()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_until("jobs to settle", WAIT, async || {
+            let busy = self
+                .app
+                .count("SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')");
+            if busy > 0 {
+                Err(self.job_states())
+            } else {
+                Ok(())
+            }
+        })
+        .await;
     }
 }
 
@@ -199,19 +192,12 @@ async fn a_429_pauses_only_its_channel_and_the_paused_posts_arrive_after_retry_a
     a.say("a1", "to the limited channel").await;
     b.say("b1", "to the free channel").await;
 
-    let free_posts = loop {
+    wait_until("both posts in the free channel", WAIT, async || {
         let posts = fx.mock.posts();
-        let free: Vec<_> = posts
-            .iter()
-            .filter(|p| p.channel == "C-FREE")
-            .cloned()
-            .collect();
-        if free.len() == 2 || started.elapsed() > WAIT {
-            break free;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    assert_eq!(free_posts.len(), 2);
+        let free: Vec<_> = posts.iter().filter(|p| p.channel == "C-FREE").collect();
+        ok_if(free.len(), |n| *n == 2)
+    })
+    .await;
     assert!(
         started.elapsed() < Duration::from_millis(1500),
         "the free channel was not held back: {:?}",
@@ -270,19 +256,16 @@ async fn invalid_auth_blocks_the_integration_and_its_jobs_resume_after_the_token
     fx.mock.revoke_token("xoxb-test");
     let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
     widget.say("m1", "first").await;
-    let deadline = Instant::now() + WAIT;
-    while fx
-        .app
-        .count("SELECT count(*) FROM jobs WHERE state = 'blocked'")
-        == 0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "never blocked: {:?}",
-            fx.job_states()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("a blocked job", WAIT, async || {
+        match fx
+            .app
+            .count("SELECT count(*) FROM jobs WHERE state = 'blocked'")
+        {
+            0 => Err(fx.job_states()),
+            _ => Ok(()),
+        }
+    })
+    .await;
     let status: String = fx
         .app
         .db()
@@ -411,18 +394,15 @@ async fn bad_stale_or_replayed_events_create_nothing() {
 
     let raw = event.to_string();
     let ts = now_secs().to_string();
+    let events = format!("/integrations/slack/{integration}/events");
     let forged = fx
         .app
         .http
-        .request(
-            "POST",
-            &format!("/integrations/slack/{integration}/events"),
-            &[
-                ("X-Slack-Request-Timestamp", &ts),
-                ("X-Slack-Signature", "v0=deadbeef"),
-            ],
-            &raw,
-        )
+        .request("POST", &events)
+        .header("X-Slack-Request-Timestamp", &ts)
+        .header("X-Slack-Signature", "v0=deadbeef")
+        .body(raw.clone())
+        .answer()
         .await;
     assert_eq!(forged.status, 401);
     assert_eq!(
@@ -433,12 +413,9 @@ async fn bad_stale_or_replayed_events_create_nothing() {
     let unsigned = fx
         .app
         .http
-        .request(
-            "POST",
-            &format!("/integrations/slack/{integration}/events"),
-            &[],
-            &raw,
-        )
+        .request("POST", &events)
+        .body(raw)
+        .answer()
         .await;
     assert_eq!(unsigned.status, 401);
     assert_eq!(messages(), before);
@@ -502,15 +479,11 @@ async fn url_verification_is_answered_and_an_unconfigured_secret_refuses() {
     let answer = fx
         .app
         .http
-        .request(
-            "POST",
-            &format!("/integrations/slack/{integration}/events"),
-            &[
-                ("X-Slack-Request-Timestamp", &ts),
-                ("X-Slack-Signature", &signature),
-            ],
-            &raw,
-        )
+        .request("POST", &format!("/integrations/slack/{integration}/events"))
+        .header("X-Slack-Request-Timestamp", &ts)
+        .header("X-Slack-Signature", &signature)
+        .body(raw.clone())
+        .answer()
         .await;
     assert_eq!(answer.status, 200);
     assert!(answer.body.contains("abc123"));
@@ -531,15 +504,11 @@ async fn url_verification_is_answered_and_an_unconfigured_secret_refuses() {
     let refused = fx
         .app
         .http
-        .request(
-            "POST",
-            &format!("/integrations/slack/{id}/events"),
-            &[
-                ("X-Slack-Request-Timestamp", &ts),
-                ("X-Slack-Signature", &signature),
-            ],
-            &raw,
-        )
+        .request("POST", &format!("/integrations/slack/{id}/events"))
+        .header("X-Slack-Request-Timestamp", &ts)
+        .header("X-Slack-Signature", &signature)
+        .body(raw)
+        .answer()
         .await;
     assert_eq!(refused.status, 403);
 }

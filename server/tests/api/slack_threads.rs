@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use porch::loadtest::{Post, SlackMock};
 use serde_json::json;
 
-use crate::helpers::{ORIGIN, TestDb, WAIT, Widget, reqwest_lite};
+use crate::helpers::{Exchange as _, Http, ORIGIN, TestDb, WAIT, Widget, ok_if, wait_until};
 use crate::process::{Served, porch};
 use crate::slack::{Fixture, SECRET, now_secs, reply_event};
 
@@ -113,18 +113,16 @@ async fn spawn_porch(dir: &std::path::Path, slack_api_url: &str) -> (Served, Soc
             .spawn()
             .expect("porch starts"),
     );
-    let probe = reqwest_lite::Client { addr };
-    let deadline = Instant::now() + WAIT;
-    loop {
-        // Ready, not just listening: the port answers while migrations still run.
-        if tokio::net::TcpStream::connect(addr).await.is_ok()
-            && probe.request("GET", "/readyz", &[], "").await.status == 200
-        {
-            return (child, addr);
+    let probe = Http::new(addr);
+    // Ready, not just listening: the port answers while migrations still run.
+    wait_until("porch to be ready", WAIT, async || {
+        match probe.get("/readyz").try_answer().await {
+            Ok(answer) if answer.status == 200 => Ok(()),
+            other => Err(other.map(|answer| answer.status)),
         }
-        assert!(Instant::now() < deadline, "porch did not become ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
+    (child, addr)
 }
 
 /// A site connected to channel C1, set up through the database file and the running process's
@@ -135,17 +133,12 @@ async fn site_with_slack_over_api(dir: &std::path::Path, addr: SocketAddr) -> St
     let admin = db.add_user_token("Operator", "admin");
     let body =
         json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": SECRET}).to_string();
-    let auth = format!("Bearer {admin}");
-    let created = reqwest_lite::Client { addr }
-        .request(
-            "POST",
-            &format!("/api/v1/sites/{site}/integrations/slack"),
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
-            &body,
-        )
+    let created = Http::new(addr)
+        .request("POST", &format!("/api/v1/sites/{site}/integrations/slack"))
+        .bearer_auth(admin)
+        .header("Content-Type", "application/json")
+        .body(body)
+        .answer()
         .await;
     assert_eq!(created.status, 201, "{}", created.body);
     site
@@ -164,22 +157,25 @@ async fn jobs_left_running_by_a_killed_process_are_delivered_after_restart() {
     widget.hello(None, 0).await;
     assert_eq!(widget.say("m", "before the crash").await["type"], "ack");
     let db = TestDb::open(dir.path());
-    let deadline = Instant::now() + WAIT;
-    while db.count("SELECT count(*) FROM jobs WHERE state = 'running'") == 0 {
-        assert!(Instant::now() < deadline, "the delivery never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the delivery to start", WAIT, async || {
+        ok_if(
+            db.count("SELECT count(*) FROM jobs WHERE state = 'running'"),
+            |running| *running > 0,
+        )
+    })
+    .await;
     child.0.kill().expect("SIGKILL");
     let _ = child.0.wait();
     drop(widget);
 
     mock.set_delay(Duration::ZERO);
     let fx = Fixture::start_with(mock, dir).await;
-    let deadline = Instant::now() + WAIT;
-    while !fx.mock.posts().iter().any(|p| p.text == "before the crash") {
-        assert!(Instant::now() < deadline, "{:?}", fx.mock.posts());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until("the post from before the crash", WAIT, async || {
+        ok_if(fx.mock.posts(), |posts| {
+            posts.iter().any(|p| p.text == "before the crash")
+        })
+    })
+    .await;
     fx.wait_until_settled().await;
     assert_eq!(
         fx.app
@@ -322,7 +318,7 @@ async fn a_reply_in_a_thread_of_ours_that_matches_no_conversation_is_logged_and_
     assert_eq!(fx.send_event(integration, &other, now_secs()).await, 200);
 
     assert_eq!(messages(), before);
-    let metrics = fx.app.http.request("GET", "/metrics", &[], "").await;
+    let metrics = fx.app.http.get("/metrics").answer().await;
     assert_eq!(metrics.status, 200);
     let counted: Vec<&str> = metrics
         .body

@@ -1,9 +1,9 @@
 //! Password guessing stays throttled under parallel attempts, on the current-password check of
 //! a password change, and a stranger's bad guesses do not lock the real user out.
 
-use crate::helpers::TestApp;
+use crate::helpers::{Answer, Exchange as _, TestApp};
 use crate::inbox::{
-    Answer, PASSWORD, csrf_in, form, form_cookie, send, send_with, setup_admin, signed_in_from,
+    PASSWORD, csrf_in, form, form_cookie, request, send, setup_admin, signed_in_from,
 };
 
 const EMAIL: &str = "ana@example.com";
@@ -12,8 +12,10 @@ const EMAIL: &str = "ana@example.com";
 async fn sign_in_from(app: &TestApp, address: &str, password: &str) -> Answer {
     let (cookie, csrf) = form_cookie(app, "/login").await;
     let body = form(&[("csrf", &csrf), ("email", EMAIL), ("password", password)]);
-    let extra = format!("X-Forwarded-For: {address}\r\n");
-    send_with(app, "POST /login", &extra, &cookie, Some(&body)).await
+    request(app, "POST", "/login", &cookie, Some(&body))
+        .header("X-Forwarded-For", address)
+        .answer()
+        .await
 }
 
 #[tokio::test]

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{TestApp, WAIT, Widget, serve_config};
+use crate::helpers::{Exchange as _, TestApp, WAIT, Widget, serve_config, wait_until};
 
 const LIMIT: u64 = 1024 * 1024;
+/// Between two messages of [`say_until`], so that the visitor's burst brake is not reached.
+const SPACING: Duration = Duration::from_millis(300);
 
 fn wal_len(app: &TestApp) -> u64 {
     std::fs::metadata(app.data_dir.path().join("porch.db-wal")).map_or(0, |m| m.len())
@@ -19,27 +21,25 @@ fn wal_len(app: &TestApp) -> u64 {
 /// Sends messages until one is answered with `frame_type`, spaced so the visitor's burst brake
 /// is not reached within the guard's one-second look at the WAL. Returns that answer.
 async fn say_until(widget: &mut Widget, frame_type: &str, label: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    for n in 0.. {
+    let mut n = 0;
+    wait_until(&format!("{frame_type} while {label}"), WAIT, async || {
         let answer = widget
             .say(&format!("{label}-{n}"), &format!("{label} {n}"))
             .await;
+        n += 1;
         if answer["type"] == frame_type {
-            return answer;
+            return Ok(answer);
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no {frame_type} while {label}: {answer}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    unreachable!()
+        tokio::time::sleep(SPACING).await;
+        Err(answer)
+    })
+    .await
 }
 
 async fn refused_total(app: &TestApp) -> f64 {
-    let response = app.http.request("GET", "/metrics", &[], "").await;
-    assert_eq!(response.status, 200, "{}", response.body);
-    response
+    let answer = app.http.get("/metrics").answer().await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    answer
         .body
         .lines()
         .find_map(|line| {

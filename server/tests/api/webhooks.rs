@@ -7,13 +7,13 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use porch::loadtest::{Received, WebhookMock};
 use porch::store::{ConversationId, UserId};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
 const ALL_EVENTS: [&str; 4] = [
     "conversation.created",
@@ -92,11 +92,10 @@ impl Fixture {
     }
 
     async fn wait_for_sql(&self, sql: &str, at_least: i64) {
-        let deadline = Instant::now() + WAIT;
-        while self.app.count(sql) < at_least {
-            assert!(Instant::now() < deadline, "timed out waiting for: {sql}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_until(&format!("{sql} to reach {at_least}"), WAIT, async || {
+            ok_if(self.app.count(sql), |n| *n >= at_least)
+        })
+        .await;
     }
 
     fn conversation(&self) -> ConversationId {
@@ -464,12 +463,13 @@ async fn a_private_literal_and_a_name_resolving_to_loopback_are_both_blocked_wit
     }
     let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
     visitor.say("v1", "probe").await;
-    let deadline = Instant::now() + WAIT;
-    while f
-        .app
-        .count("SELECT count(*) FROM jobs WHERE state = 'blocked'")
-        < 2
-    {
+    wait_until("both jobs to be blocked", WAIT, async || {
+        if f.app
+            .count("SELECT count(*) FROM jobs WHERE state = 'blocked'")
+            >= 2
+        {
+            return Ok(());
+        }
         let jobs: Vec<(String, Option<String>)> = conn
             .prepare("SELECT state, last_error FROM jobs")
             .expect("prepare")
@@ -477,9 +477,9 @@ async fn a_private_literal_and_a_name_resolving_to_loopback_are_both_blocked_wit
             .expect("query")
             .collect::<Result<_, _>>()
             .expect("rows");
-        assert!(Instant::now() < deadline, "not both blocked: {jobs:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        Err(jobs)
+    })
+    .await;
     let mut statuses: Vec<(String, String, String)> = conn
         .prepare(
             "SELECT i.name, i.status || ': ' || i.last_error, j.last_error \

@@ -2,11 +2,11 @@
 //! that was acknowledged is ever missing.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, Widget};
+use crate::helpers::{TestApp, Widget, ok_if, wait_until};
 
 /// Occupies the writer thread until the returned sender is dropped or sent to, so the test
 /// controls exactly when the queue drains.
@@ -22,12 +22,13 @@ async fn hold_writer(app: &TestApp) -> std::sync::mpsc::Sender<()> {
             })
             .await
     });
-    // Wait until the writer thread has taken the hold from its queue.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server.app.writer.stats().queue_depth.load(Ordering::SeqCst) != 0 {
-        assert!(Instant::now() < deadline, "the writer never took the hold");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let queued = || server.app.writer.stats().queue_depth.load(Ordering::SeqCst);
+    wait_until(
+        "the writer to take the hold",
+        Duration::from_secs(5),
+        async || ok_if(queued(), |depth| *depth == 0),
+    )
+    .await;
     release
 }
 

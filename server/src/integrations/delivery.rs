@@ -106,6 +106,28 @@ pub fn find_post(
     Ok(Found::Ready((row, message)))
 }
 
+/// Who a chat post shows as the visitor: their name, else their address, else a number.
+pub fn visitor_label(message: &DeliveryMessage) -> String {
+    message
+        .visitor_name
+        .clone()
+        .or_else(|| message.visitor_email.clone())
+        .unwrap_or_else(|| format!("Visitor #{}", message.visitor_id))
+}
+
+/// The name a chat post is shown under: the agent's (marked as sent from Porch) or the
+/// visitor's.
+pub fn author_label(message: &DeliveryMessage) -> String {
+    if message.author == "agent" {
+        format!(
+            "{} (Porch)",
+            message.author_name.as_deref().unwrap_or("Agent")
+        )
+    } else {
+        visitor_label(message)
+    }
+}
+
 /// The attempt a delivery ended with, whichever way it ended.
 pub fn finish(result: Result<Attempt, Attempt>) -> Attempt {
     result.unwrap_or_else(|attempt| attempt)

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, MessageId};
 
 use crate::integrations::Destinations;
-use crate::integrations::delivery::{Found, args, find_post, finish, integration_of, read};
+use crate::integrations::delivery::{
+    Found, args, author_label, find_post, finish, integration_of, read, visitor_label,
+};
 use crate::jobs::{Attempt, MessageArgs, Outcome};
 
 /// Discord's limit on `content`, in characters.
@@ -194,24 +196,9 @@ fn display_name(name: &str) -> String {
     }
 }
 
-fn visitor_label(message: &DeliveryMessage) -> String {
-    message
-        .visitor_name
-        .clone()
-        .or_else(|| message.visitor_email.clone())
-        .unwrap_or_else(|| format!("Visitor #{}", message.visitor_id))
-}
-
 /// The body of one post.
 fn post_body(message: &DeliveryMessage, content: &str, thread_name: Option<&str>) -> Value {
-    let username = if message.author == "agent" {
-        format!(
-            "{} (Porch)",
-            message.author_name.as_deref().unwrap_or("Agent")
-        )
-    } else {
-        visitor_label(message)
-    };
+    let username = author_label(message);
     let mut body = json!({
         "content": content,
         "username": display_name(&username),

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
-use crate::integrations::delivery::{Found, args, find_post, finish, integration_of, read, retry};
+use crate::integrations::delivery::{
+    Found, args, author_label, find_post, finish, integration_of, read, retry, visitor_label,
+};
 use crate::jobs::{Attempt, MessageArgs, Outcome};
 use crate::store::{self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId};
 
@@ -77,14 +79,6 @@ pub fn classify(error: &CallError) -> Outcome {
     }
 }
 
-fn visitor_label(message: &DeliveryMessage) -> String {
-    message
-        .visitor_name
-        .clone()
-        .or_else(|| message.visitor_email.clone())
-        .unwrap_or_else(|| format!("Visitor #{}", message.visitor_id))
-}
-
 /// The thread's first post: who, where, and a link to the conversation in the inbox.
 fn header(public_url: &str, channel: &str, message: &DeliveryMessage) -> Value {
     let mut text = format!(
@@ -112,14 +106,7 @@ fn header(public_url: &str, channel: &str, message: &DeliveryMessage) -> Value {
 
 /// A message as a reply in the conversation's thread.
 fn reply(channel: &str, thread_ts: &str, message: &DeliveryMessage) -> Value {
-    let username = if message.author == "agent" {
-        format!(
-            "{} (Porch)",
-            message.author_name.as_deref().unwrap_or("Agent")
-        )
-    } else {
-        visitor_label(message)
-    };
+    let username = author_label(message);
     json!({
         "channel": channel,
         "thread_ts": thread_ts,

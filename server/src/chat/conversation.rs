@@ -10,9 +10,9 @@ use crate::store::{
     self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
     NewVisitorMessage, Readers, StoredVisitorMessage, UserId, VisitorId, VisitorRow, Writer,
 };
+use crate::values::MessageBody;
 
 use super::Error;
-use super::text::MessageBody;
 
 /// Most messages in one page of a returning visitor's history.
 const HISTORY_PAGE: usize = 500;

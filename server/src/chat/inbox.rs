@@ -11,10 +11,10 @@ use crate::store::{
     self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, NewAgentMessage,
     Readers, SiteId, UserId, UserRow, VisitorDetailsRow, Writer,
 };
+use crate::values::{Invalid, MessageBody};
 
 use super::Error;
 use super::conversation::agent_row;
-use super::text::{Invalid, MessageBody};
 
 /// Most conversations one inbox list shows.
 pub const INBOX_LIMIT: u32 = 200;

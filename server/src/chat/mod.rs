@@ -6,9 +6,9 @@ mod error;
 mod inbox;
 mod site;
 mod site_settings;
-mod text;
 mod visitor_token;
 
+pub use crate::values::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
 pub use inbox::{ConversationView, INBOX_LIMIT, Inbox};
@@ -16,5 +16,4 @@ pub use site::{Site, SiteDirectory, SiteLimits, is_site_key, new_site_key};
 pub use site_settings::{
     SiteSettingsInput, ValidSiteSettings, create_site, delete_site, update_site,
 };
-pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
 pub use visitor_token::{VisitorTokens, hash_token};

@@ -7,8 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::store::{self, Readers, SiteId, SiteRow};
-
-use super::text::Origin;
+use crate::values::Origin;
 
 /// How long a looked-up site (or its absence) is trusted before it is read again; changes made
 /// by another process (the CLI) show within this time.

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, SiteRow, SiteSettings, Writer};
+use crate::values::{Invalid, Origin};
 
 use super::Error;
 use super::site::{SiteDirectory, new_site_key};
-use super::text::{Invalid, Origin};
 
 /// Highest brake value accepted, so a typo cannot turn a brake off by accident.
 const MAX_RATE: u32 = 100_000;

@@ -1,5 +1,5 @@
-//! Validated values from outside: parse, don't validate. Once a value has one of these types, it
-//! is known to be well-formed.
+//! Text from outside, parsed: message bodies, client-chosen message ids and web origins. Once a
+//! value has one of these types, it is known to be well-formed.
 
 /// Longest message body, in characters; longer is refused rather than cut.
 pub const MAX_BODY_CHARS: usize = 4000;

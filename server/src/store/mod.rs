@@ -98,7 +98,7 @@ pub use sessions::{
     NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,
     find_session, insert_session,
 };
-pub use sites::{SiteSettings, count_site_conversations, delete_site, update_site};
+pub use sites::{count_site_conversations, delete_site, update_site};
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
     find_user_credentials, list_users, update_password_hash, update_user_disabled,

@@ -9,6 +9,7 @@ use futures_util::{SinkExt, StreamExt};
 use porch::Server;
 use porch::cli::{Cli, Command};
 use porch::store::{self, NewSite, NewUser};
+use porch::values::SiteSettings;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -242,13 +243,11 @@ impl TestDb {
     /// Creates a site allowing [`ORIGIN`]; returns its key.
     pub fn add_site(&self, name: &str) -> String {
         let key = porch::chat::new_site_key();
-        let origins = vec![ORIGIN.to_owned()];
         store::insert_site(
             &self.db(),
             &NewSite {
                 key: &key,
-                name,
-                origins: &origins,
+                settings: &SiteSettings::new(name.to_owned(), vec![ORIGIN.to_owned()]),
                 created_at: 0,
             },
         )

@@ -1,11 +1,11 @@
 //! `porch site …`: create and list sites, print embed snippets.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 use rusqlite::Connection;
 use serde_json::json;
 
-use crate::chat::{Origin, SiteSettings, new_site_key};
+use crate::chat::{SiteSettingsInput, new_site_key};
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, SiteRow};
 use crate::widget::snippet;
@@ -72,19 +72,14 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
                 );
                 DEFAULT_PUBLIC_URL.to_owned()
             });
-            let name = name.trim();
-            if name.is_empty() {
-                bail!("--name must not be empty");
+            // The admin form's own parse, so the same input gets the same refusal here.
+            let settings = SiteSettingsInput {
+                name,
+                origins: origins.join("\n"),
+                ..SiteSettingsInput::new_site()
             }
-            let origins = origins
-                .iter()
-                .map(|o| {
-                    Origin::parse(o)
-                        .map(|o| o.as_str().to_owned())
-                        .map_err(|e| anyhow::anyhow!("--origin {o}: {e}"))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let settings = SiteSettings::new(name.to_owned(), origins);
+            .parse()
+            .map_err(|invalid| anyhow::anyhow!("the site was not created: {invalid}"))?;
             let key = new_site_key();
             let site = store::insert_site(
                 conn,

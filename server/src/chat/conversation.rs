@@ -72,13 +72,15 @@ pub struct InboundReply {
     pub is_note: bool,
 }
 
-/// The use-case functions, over the store, the hub and the job runner.
+/// The use-case functions of the widget, the API, integrations and the admin inbox (those in
+/// `inbox.rs`), over the store, the hub and the job runner. Cheap to clone.
 #[derive(Clone)]
 pub struct Chat {
-    writer: Arc<Writer>,
-    readers: Arc<Readers>,
-    hub: Arc<Hub>,
-    jobs: JobQueue,
+    pub(super) writer: Arc<Writer>,
+    pub(super) readers: Arc<Readers>,
+    pub(super) hub: Arc<Hub>,
+    /// Takes the deliveries that messages and conversation changes imply.
+    pub(super) jobs: JobQueue,
 }
 
 impl Chat {
@@ -91,7 +93,7 @@ impl Chat {
         }
     }
 
-    /// The fan-out hub, for connections that subscribe to live events.
+    /// The fan-out hub, for visitor and inbox connections that subscribe to live events.
     pub fn hub(&self) -> &Arc<Hub> {
         &self.hub
     }

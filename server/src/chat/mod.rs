@@ -13,7 +13,7 @@ pub use crate::values::{
 };
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
-pub use inbox::{ConversationView, INBOX_LIMIT, Inbox};
+pub use inbox::{ConversationView, INBOX_LIMIT};
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
 pub use visitor_token::{VisitorTokens, hash_token};

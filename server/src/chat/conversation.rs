@@ -32,7 +32,7 @@ pub(super) fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
         author: if new.is_note { "note" } else { "agent" }.to_owned(),
         author_name: Some(new.author_name.clone()),
         client_id: None,
-        body: new.body.clone(),
+        body: new.body.as_str().to_owned(),
         created_at: new.now,
     }
 }
@@ -116,8 +116,8 @@ impl Chat {
                 conversation_id: stored.conversation_id,
                 author: "visitor".into(),
                 author_name: None,
-                client_id: Some(client_id),
-                body,
+                client_id: Some(client_id.into_string()),
+                body: body.into_string(),
                 created_at: stored.created_at,
             });
             let event = VisitorEvent::Message(Arc::clone(&row));
@@ -149,7 +149,7 @@ impl Chat {
             site_id: conversation.site_id,
             user_id: agent.user_id,
             author_name: agent.name.clone(),
-            body: body.into_string(),
+            body,
             is_note: false,
             origin: None,
             now: now_ms(),
@@ -183,7 +183,7 @@ impl Chat {
             site_id: conversation.site_id,
             user_id: reply.agent.user_id,
             author_name: reply.agent.name.clone(),
-            body: reply.body.into_string(),
+            body: reply.body,
             is_note: reply.is_note,
             origin: Some(reply.integration_id),
             now: now_ms(),

@@ -146,7 +146,7 @@ impl Chat {
             site_id,
             user_id: Some(by.id),
             author_name: by.name.clone(),
-            body: body.into_string(),
+            body,
             is_note: true,
             origin: None,
             now: now_ms(),

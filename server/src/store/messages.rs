@@ -3,6 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::values::{ClientId, MessageBody};
+
 use super::conversations::{open_conversation, touch_conversation};
 use super::jobs::{JobRow, enqueue_message_jobs};
 use super::visitors::{VisitorDetails, upsert_visitor};
@@ -43,8 +45,8 @@ pub struct NewVisitorMessage {
     pub visitor_id: Option<VisitorId>,
     pub token_hash: [u8; 32],
     pub details: VisitorDetails,
-    pub client_id: String,
-    pub body: String,
+    pub client_id: ClientId,
+    pub body: MessageBody,
     pub now: i64,
 }
 
@@ -166,7 +168,7 @@ pub struct NewAgentMessage {
     pub site_id: SiteId,
     pub user_id: Option<UserId>,
     pub author_name: String,
-    pub body: String,
+    pub body: MessageBody,
     /// A private note: agents see it, the visitor and the integrations never do.
     pub is_note: bool,
     /// The integration the reply came from (a Slack thread reply), so it is not posted back.

@@ -484,8 +484,8 @@ impl Connection {
             visitor_id: self.visitor_id,
             token_hash: self.token_hash,
             details,
-            client_id: client_id.as_str().to_owned(),
-            body: body.into_string(),
+            client_id: client_id.clone(),
+            body,
             now: now_ms(),
         };
         let chat = self.app.chat.clone();

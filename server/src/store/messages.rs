@@ -253,3 +253,18 @@ pub fn list_conversation_messages(
         .query_map([conversation_id], from_row)?
         .collect::<Result<_, _>>()?)
 }
+
+/// The conversation's messages with an id above `after`, oldest first, notes included (for
+/// resuming an agent's live stream).
+pub fn list_conversation_messages_after(
+    conn: &Connection,
+    conversation_id: ConversationId,
+    after: MessageId,
+) -> Result<Vec<MessageRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM messages m WHERE m.conversation_id = ?1 AND m.id > ?2 ORDER BY m.id"
+    ))?;
+    Ok(stmt
+        .query_map(params![conversation_id, after], from_row)?
+        .collect::<Result<_, _>>()?)
+}

@@ -70,7 +70,8 @@ pub use mail::{
 };
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,
-    insert_visitor_message, list_conversation_messages, list_visitor_messages_after,
+    insert_visitor_message, list_conversation_messages, list_conversation_messages_after,
+    list_visitor_messages_after,
 };
 pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
 pub use readers::Readers;
@@ -91,8 +92,8 @@ pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, 
 pub use inbox::{
     InboxFilter, InboxItemRow, VisitorDetailsRow, close_conversation, find_inbox_item,
     find_last_message_id, find_visitor_details, insert_system_message,
-    list_conversation_messages_after, list_conversations_changed_after, list_inbox,
-    reopen_conversation, update_conversation_assignee, upsert_conversation_read,
+    list_conversations_changed_after, list_inbox, reopen_conversation,
+    update_conversation_assignee, upsert_conversation_read,
 };
 pub use sessions::{
     NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,

@@ -21,6 +21,7 @@ use crate::chat::INBOX_LIMIT;
 use crate::hub::InboxSignal;
 use crate::state::AppState;
 use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, UserId};
+use crate::values::Author;
 
 use super::inbox::parse_filter;
 use super::session::SignedIn;
@@ -237,7 +238,7 @@ async fn send_entry(
         .id(message.id.to_string())
         .data(render_message(views::message(message)));
     send(tx, event).await?;
-    if message.author == "system" {
+    if message.author == Author::System {
         // A status line means the side panel changed (status, assignee); this also marks read.
         let view = app
             .chat

@@ -10,7 +10,7 @@ use crate::store::{
     self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
     NewVisitorMessage, Readers, StoredVisitorMessage, UserId, VisitorId, VisitorRow, Writer,
 };
-use crate::values::MessageBody;
+use crate::values::{Author, MessageBody};
 
 use super::Error;
 
@@ -29,7 +29,7 @@ pub(super) fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
     MessageRow {
         id,
         conversation_id: new.conversation_id,
-        author: if new.is_note { "note" } else { "agent" }.to_owned(),
+        author: new.author(),
         author_name: Some(new.author_name.clone()),
         client_id: None,
         body: new.body.as_str().to_owned(),
@@ -41,7 +41,7 @@ pub(super) fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
 /// connections unless it is a private note. Runs as a commit hook, so in id order.
 fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, row: MessageRow) {
     let shared = Arc::new(row);
-    if shared.author != "note" {
+    if shared.author != Author::Note {
         let event = VisitorEvent::Message(Arc::clone(&shared));
         hub.publish_to_visitor(conversation.visitor_id, &event, None);
     }
@@ -114,7 +114,7 @@ impl Chat {
             let row = Arc::new(MessageRow {
                 id: stored.id,
                 conversation_id: stored.conversation_id,
-                author: "visitor".into(),
+                author: Author::Visitor,
                 author_name: None,
                 client_id: Some(client_id.into_string()),
                 body: body.into_string(),

@@ -10,7 +10,7 @@ use crate::store::{
     self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, NewAgentMessage,
     SiteId, UserId, UserRow, VisitorDetailsRow,
 };
-use crate::values::{Invalid, MessageBody};
+use crate::values::{Author, Invalid, MessageBody};
 
 use super::Error;
 use super::conversation::{Chat, agent_row};
@@ -259,7 +259,7 @@ impl Chat {
         let published = move |message: MessageId| MessageRow {
             id: message,
             conversation_id: id,
-            author: "system".into(),
+            author: Author::System,
             author_name: Some(name),
             client_id: None,
             body: line,

@@ -3,6 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::values::Author;
+
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 
 /// Which conversations an inbox list shows.
@@ -43,7 +45,7 @@ pub struct InboxItemRow {
     pub created_at: i64,
     pub last_message_at: i64,
     /// The newest message the visitor could see (visitor or agent), for the preview.
-    pub preview_author: Option<String>,
+    pub preview_author: Option<Author>,
     pub preview_body: Option<String>,
     /// A visitor message arrived after this agent last read the conversation.
     pub is_unread: bool,

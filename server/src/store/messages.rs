@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::values::{ClientId, MessageBody};
+use crate::values::{Author, ClientId, MessageBody};
 
 use super::conversations::{open_conversation, touch_conversation};
 use super::jobs::{JobRow, enqueue_message_jobs};
@@ -15,7 +15,7 @@ use super::{ConversationId, Error, IntegrationId, MessageId, SiteId, UserId, Vis
 pub struct MessageRow {
     pub id: MessageId,
     pub conversation_id: ConversationId,
-    pub author: String,
+    pub author: Author,
     pub author_name: Option<String>,
     pub client_id: Option<String>,
     pub body: String,
@@ -176,19 +176,29 @@ pub struct NewAgentMessage {
     pub now: i64,
 }
 
+impl NewAgentMessage {
+    /// A reply is the agent's, a note is a note.
+    pub fn author(&self) -> Author {
+        if self.is_note {
+            Author::Note
+        } else {
+            Author::Agent
+        }
+    }
+}
+
 /// Stores an agent's reply or note with its deliveries; returns the id and the jobs.
 pub fn insert_agent_message(
     conn: &Connection,
     new: &NewAgentMessage,
 ) -> Result<(MessageId, Vec<JobRow>), Error> {
-    let author = if new.is_note { "note" } else { "agent" };
     conn.prepare_cached(
         "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
         new.conversation_id,
-        author,
+        new.author(),
         new.user_id,
         new.author_name,
         new.body,

@@ -8,12 +8,14 @@ mod site;
 mod site_settings;
 mod visitor_token;
 
-pub use crate::values::{
-    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, SiteLimits, SiteSettings,
-};
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
 pub use inbox::{ConversationView, INBOX_LIMIT};
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
 pub use visitor_token::{VisitorTokens, hash_token};
+
+// Parsed here, stored typed: these live in a leaf module that the store may import too.
+pub use crate::values::{
+    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, SiteLimits, SiteSettings,
+};

@@ -280,7 +280,7 @@ mod tests {
             message: Arc::new(MessageRow {
                 id: crate::store::MessageId(id),
                 conversation_id: crate::store::ConversationId(1),
-                author: "visitor".into(),
+                author: crate::values::Author::Visitor,
                 author_name: None,
                 client_id: None,
                 body: "hi".into(),

@@ -6,6 +6,7 @@
 //! - [`http`]: our own accept loop, the route table, API handlers, errors.
 //! - [`widget`]: the widget websocket protocol, visitor connections, brakes, assets.
 //! - [`chat`]: the domain: sites, visitors, conversations, messages; use-case functions.
+//! - [`values`]: validated values (message bodies, origins, site limits) shared by every layer.
 //! - [`hub`]: live fan-out of events to open connections.
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
@@ -31,6 +32,7 @@ pub mod metrics;
 mod server;
 pub mod state;
 pub mod store;
+pub mod values;
 pub mod widget;
 
 pub use server::{Server, lock_data_dir, run, start};

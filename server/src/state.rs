@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::accounts::Accounts;
-use crate::chat::{Chat, Inbox, SiteDirectory, VisitorTokens};
+use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::integrations::HttpClients;
 use crate::integrations::email::Mailer;
@@ -25,6 +25,7 @@ pub struct App {
     pub config: Arc<Config>,
     /// Base URL browsers use, without a trailing slash (from config, or the bound address).
     pub public_url: String,
+    /// The use cases of the widget, the API, integrations and the admin inbox.
     pub chat: Chat,
     pub sites: SiteDirectory,
     pub brakes: Brakes,
@@ -41,8 +42,6 @@ pub struct App {
     pub mailer: Option<Arc<Mailer>>,
     /// The admin UI's accounts: setup, sign-in, sessions, team.
     pub accounts: Accounts,
-    /// The admin inbox's use cases.
-    pub inbox: Inbox,
     /// Counters the hot paths bump (acks, connections, heartbeat, job outcomes).
     pub meters: Arc<Meters>,
     /// The sampler's last hour, for the capacity page.
@@ -84,15 +83,8 @@ impl App {
             jobs.clone(),
             Arc::clone(&meters),
         ));
-        let inbox = Inbox::new(
-            Arc::clone(&writer),
-            Arc::clone(&readers),
-            Arc::clone(chat.hub()),
-            jobs.clone(),
-        );
         Self {
             accounts,
-            inbox,
             config,
             public_url,
             chat,

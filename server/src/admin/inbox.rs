@@ -52,7 +52,7 @@ pub async fn inbox_page(
 ) -> Result<Response, PageError> {
     let filter = parse_filter(&query.filter);
     let me = who.user.id;
-    let (items, last_id) = app.inbox.list(me, store_filter(filter, me)).await?;
+    let (items, last_id) = app.chat.list_inbox(me, store_filter(filter, me)).await?;
     Ok(html(render_inbox(InboxView {
         nav: who.nav(Section::Inbox),
         filter,
@@ -81,7 +81,7 @@ pub async fn conversation_page(
     Query(query): Query<ConversationQuery>,
 ) -> Result<Response, PageError> {
     let view = app
-        .inbox
+        .chat
         .open_conversation(who.user.id, ConversationId(id))
         .await?;
     let notice = match query.error.as_str() {
@@ -170,7 +170,7 @@ async fn post_reply(
         }
     };
     let row = if form.kind == "note" {
-        app.inbox.post_note(conversation, &who.user, body).await?
+        app.chat.post_note(conversation, &who.user, body).await?
     } else {
         let agent = Agent {
             user_id: Some(who.user.id),
@@ -181,7 +181,7 @@ async fn post_reply(
             .await?
     };
     // One's own message is read by definition.
-    app.inbox
+    app.chat
         .mark_read(who.user.id, conversation, row.id)
         .await?;
     if script {
@@ -216,11 +216,11 @@ pub async fn assign(
             let user = raw
                 .parse::<i64>()
                 .map_err(|_| PageError::not_found("agent"))?;
-            Some(app.inbox.find_agent(UserId(user)).await?)
+            Some(app.chat.find_agent(UserId(user)).await?)
         }
     };
-    app.inbox
-        .assign(ConversationId(id), &who.user, assignee.as_ref())
+    app.chat
+        .assign_conversation(ConversationId(id), &who.user, assignee.as_ref())
         .await?;
     Ok(see_other(&format!("/conversations/{id}")))
 }
@@ -231,7 +231,9 @@ pub async fn close(
     Path(id): Path<i64>,
     Posted { who, .. }: Posted<super::auth::NoFields>,
 ) -> Result<Response, PageError> {
-    app.inbox.close(ConversationId(id), &who.user).await?;
+    app.chat
+        .close_conversation(ConversationId(id), &who.user)
+        .await?;
     Ok(see_other(&format!("/conversations/{id}")))
 }
 
@@ -241,7 +243,11 @@ pub async fn reopen(
     Path(id): Path<i64>,
     Posted { who, .. }: Posted<super::auth::NoFields>,
 ) -> Result<Response, PageError> {
-    match app.inbox.reopen(ConversationId(id), &who.user).await {
+    match app
+        .chat
+        .reopen_conversation(ConversationId(id), &who.user)
+        .await
+    {
         Ok(()) => Ok(see_other(&format!("/conversations/{id}"))),
         Err(crate::chat::Error::Invalid(_)) => {
             Ok(see_other(&format!("/conversations/{id}?error=newer")))

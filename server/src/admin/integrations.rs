@@ -62,7 +62,7 @@ fn page(
     render_slack(SlackPageView {
         nav: who.nav(Section::Sites),
         site_key: site.key.clone(),
-        site_name: site.name.clone(),
+        site_name: site.settings.name.clone(),
         status: slack.and_then(|row| status(app, row)),
         notice,
     })

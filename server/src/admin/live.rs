@@ -21,6 +21,7 @@ use crate::chat::INBOX_LIMIT;
 use crate::hub::InboxSignal;
 use crate::state::AppState;
 use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, UserId};
+use crate::values::Author;
 
 use super::inbox::parse_filter;
 use super::session::SignedIn;
@@ -127,7 +128,7 @@ async fn send_item(
     id: MessageId,
 ) -> Result<(), Gone> {
     let event = Event::default().id(id.to_string());
-    let event = match app.inbox.item(me, conversation).await {
+    let event = match app.chat.inbox_item(me, conversation).await {
         Ok(item) if matches(filter, &item, me) => event
             .event("conversation")
             .data(render_conversation_item(views::inbox_item(item, me))),
@@ -150,7 +151,11 @@ async fn replay_inbox(
     filter: Filter,
     after: MessageId,
 ) -> Result<MessageId, Gone> {
-    let changed = app.inbox.changed_after(after).await.map_err(|_| Gone)?;
+    let changed = app
+        .chat
+        .conversations_changed_after(after)
+        .await
+        .map_err(|_| Gone)?;
     let mut covered = after;
     let skip = changed.len().saturating_sub(INBOX_LIMIT as usize);
     for (conversation, id) in changed.into_iter().skip(skip) {
@@ -168,10 +173,10 @@ async fn stream_inbox(
     tx: &mpsc::Sender<Event>,
 ) -> Result<(), Gone> {
     send(tx, Event::default().retry(RETRY)).await?;
-    let mut subscription = app.inbox.hub().subscribe_inbox();
+    let mut subscription = app.chat.hub().subscribe_inbox();
     // Without a starting point there is nothing to catch up on: start from now.
     let mut covered = if after.0 == 0 {
-        app.inbox.last_message_id().await.map_err(|_| Gone)?
+        app.chat.last_message_id().await.map_err(|_| Gone)?
     } else {
         replay_inbox(app, tx, me, filter, after).await?
     };
@@ -188,7 +193,7 @@ async fn stream_inbox(
             }
             InboxSignal::Resync => {
                 tracing::debug!("live inbox fell behind; replaying");
-                subscription = app.inbox.hub().subscribe_inbox();
+                subscription = app.chat.hub().subscribe_inbox();
                 covered = replay_inbox(app, tx, me, filter, last).await?;
                 last = last.max(covered);
             }
@@ -233,17 +238,17 @@ async fn send_entry(
         .id(message.id.to_string())
         .data(render_message(views::message(message)));
     send(tx, event).await?;
-    if message.author == "system" {
+    if message.author == Author::System {
         // A status line means the side panel changed (status, assignee); this also marks read.
         let view = app
-            .inbox
+            .chat
             .open_conversation(who.user.id, message.conversation_id)
             .await
             .map_err(|_| Gone)?;
         let aside = render_conversation_aside(views::aside(&view, who.user.id, &who.csrf));
         send(tx, Event::default().event("aside").data(aside)).await?;
     } else if app
-        .inbox
+        .chat
         .mark_read(who.user.id, message.conversation_id, message.id)
         .await
         .is_err()
@@ -262,8 +267,8 @@ async fn replay_conversation(
     after: MessageId,
 ) -> Result<MessageId, Gone> {
     let messages = app
-        .inbox
-        .messages_after(conversation, after)
+        .chat
+        .conversation_messages_after(conversation, after)
         .await
         .map_err(|_| Gone)?;
     let mut covered = after;
@@ -282,7 +287,7 @@ async fn stream_conversation(
     tx: &mpsc::Sender<Event>,
 ) -> Result<(), Gone> {
     send(tx, Event::default().retry(RETRY)).await?;
-    let mut subscription = app.inbox.hub().subscribe_inbox();
+    let mut subscription = app.chat.hub().subscribe_inbox();
     let mut covered = replay_conversation(app, tx, who, conversation, after).await?;
     let mut last = covered;
     loop {
@@ -296,7 +301,7 @@ async fn stream_conversation(
                 send_entry(app, tx, who, message).await?;
             }
             InboxSignal::Resync => {
-                subscription = app.inbox.hub().subscribe_inbox();
+                subscription = app.chat.hub().subscribe_inbox();
                 covered = replay_conversation(app, tx, who, conversation, last).await?;
                 last = last.max(covered);
             }

@@ -55,9 +55,9 @@ pub async fn sites_page(
             .into_iter()
             .map(|s| SiteSummaryView {
                 key: s.key,
-                name: s.name,
-                origins: s.origins,
-                color: s.color,
+                name: s.settings.name,
+                origins: s.settings.origins,
+                color: s.settings.color,
             })
             .collect(),
         notice: query.notice(),
@@ -114,7 +114,12 @@ pub async fn create_site(
 }
 
 fn site_snippet(app: &AppState, site: &SiteRow) -> String {
-    snippet(&app.public_url, &site.key, &site.color, &site.position)
+    snippet(
+        &app.public_url,
+        &site.key,
+        &site.settings.color,
+        &site.settings.position,
+    )
 }
 
 /// `GET /sites/{key}`: the edit form and the snippet.
@@ -128,7 +133,7 @@ pub async fn site_page(
     Ok(html(form_page(
         &who,
         Some(site.key.clone()),
-        SiteSettingsInput::from_row(&site),
+        SiteSettingsInput::from(&site.settings),
         Some(site_snippet(&app, &site)),
         query.notice(),
     )))
@@ -173,7 +178,7 @@ pub async fn delete_site_page(
     Ok(html(render_delete_site(DeleteSiteView {
         nav: who.nav(Section::Sites),
         key,
-        name: site.name,
+        name: site.settings.name,
         conversations,
     })))
 }
@@ -191,7 +196,7 @@ pub async fn delete_site(
     AdminPosted { form, .. }: AdminPosted<DeleteForm>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
-    if form.confirm.trim() != site.name {
+    if form.confirm.trim() != site.settings.name {
         return Err(PageError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Not deleted",

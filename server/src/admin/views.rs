@@ -8,6 +8,7 @@ use porch_app::inbox::InboxItemView;
 
 use crate::chat::ConversationView;
 use crate::store::{InboxItemRow, MessageDelivery, MessageRow, UserId};
+use crate::values::Author;
 
 /// How a visitor is called: their name or email if they gave one, else a number.
 pub fn visitor_label(item: &InboxItemRow) -> String {
@@ -19,8 +20,8 @@ pub fn visitor_label(item: &InboxItemRow) -> String {
 
 /// A conversation in the list, as `me` sees it.
 pub fn inbox_item(item: InboxItemRow, me: UserId) -> InboxItemView {
-    let preview_author = match item.preview_author.as_deref() {
-        Some("agent") => Some("Agent".to_owned()),
+    let preview_author = match item.preview_author {
+        Some(Author::Agent) => Some("Agent".to_owned()),
         _ => None,
     };
     let assignee = match item.assignee_id {
@@ -75,8 +76,8 @@ pub fn message_with_deliveries(row: &MessageRow, deliveries: &[MessageDelivery])
 
 /// One message.
 pub fn message(row: &MessageRow) -> MessageView {
-    let author_name = match row.author.as_str() {
-        "visitor" => "Visitor".to_owned(),
+    let author_name = match row.author {
+        Author::Visitor => "Visitor".to_owned(),
         _ => row
             .author_name
             .clone()
@@ -84,7 +85,7 @@ pub fn message(row: &MessageRow) -> MessageView {
     };
     MessageView {
         id: row.id.0,
-        author: row.author.clone(),
+        author: row.author.as_str().to_owned(),
         author_name,
         body: row.body.clone(),
         at: row.created_at,

@@ -10,9 +10,9 @@ use crate::store::{
     self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
     NewVisitorMessage, Readers, StoredVisitorMessage, UserId, VisitorId, VisitorRow, Writer,
 };
+use crate::values::{Author, MessageBody};
 
 use super::Error;
-use super::text::MessageBody;
 use super::writes::{store_agent_message, store_visitor_message};
 
 /// Most messages in one page of a returning visitor's history.
@@ -30,10 +30,10 @@ pub(super) fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
     MessageRow {
         id,
         conversation_id: new.conversation_id,
-        author: if new.is_note { "note" } else { "agent" }.to_owned(),
+        author: new.author(),
         author_name: Some(new.author_name.clone()),
         client_id: None,
-        body: new.body.clone(),
+        body: new.body.as_str().to_owned(),
         created_at: new.now,
     }
 }
@@ -42,7 +42,7 @@ pub(super) fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
 /// connections unless it is a private note. Runs as a commit hook, so in id order.
 fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, row: MessageRow) {
     let shared = Arc::new(row);
-    if shared.author != "note" {
+    if shared.author != Author::Note {
         let event = VisitorEvent::Message(Arc::clone(&shared));
         hub.publish_to_visitor(conversation.visitor_id, &event, None);
     }
@@ -73,13 +73,15 @@ pub struct InboundReply {
     pub is_note: bool,
 }
 
-/// The use-case functions, over the store, the hub and the job runner.
+/// The use-case functions of the widget, the API, integrations and the admin inbox (those in
+/// `inbox.rs`), over the store, the hub and the job runner. Cheap to clone.
 #[derive(Clone)]
 pub struct Chat {
-    writer: Arc<Writer>,
-    readers: Arc<Readers>,
-    hub: Arc<Hub>,
-    jobs: JobQueue,
+    pub(super) writer: Arc<Writer>,
+    pub(super) readers: Arc<Readers>,
+    pub(super) hub: Arc<Hub>,
+    /// Takes the deliveries that messages and conversation changes imply.
+    pub(super) jobs: JobQueue,
 }
 
 impl Chat {
@@ -92,7 +94,7 @@ impl Chat {
         }
     }
 
-    /// The fan-out hub, for connections that subscribe to live events.
+    /// The fan-out hub, for visitor and inbox connections that subscribe to live events.
     pub fn hub(&self) -> &Arc<Hub> {
         &self.hub
     }
@@ -113,10 +115,10 @@ impl Chat {
             let row = Arc::new(MessageRow {
                 id: stored.id,
                 conversation_id: stored.conversation_id,
-                author: "visitor".into(),
+                author: Author::Visitor,
                 author_name: None,
-                client_id: Some(client_id),
-                body,
+                client_id: Some(client_id.into_string()),
+                body: body.into_string(),
                 created_at: stored.created_at,
             });
             let event = VisitorEvent::Message(Arc::clone(&row));
@@ -148,7 +150,7 @@ impl Chat {
             site_id: conversation.site_id,
             user_id: agent.user_id,
             author_name: agent.name.clone(),
-            body: body.into_string(),
+            body,
             is_note: false,
             now: now_ms(),
         };
@@ -181,7 +183,7 @@ impl Chat {
             site_id: conversation.site_id,
             user_id: reply.agent.user_id,
             author_name: reply.agent.name.clone(),
-            body: reply.body.into_string(),
+            body: reply.body,
             is_note: reply.is_note,
             now: now_ms(),
         };

@@ -1,8 +1,7 @@
 //! The domain's error type.
 
 use crate::store;
-
-use super::text::Invalid;
+use crate::values::Invalid;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent};
-use crate::jobs::{ConversationChange, JobQueue};
+use crate::jobs::ConversationChange;
 use crate::store::{
     self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, NewAgentMessage,
-    Readers, SiteId, UserId, UserRow, VisitorDetailsRow, Writer,
+    SiteId, UserId, UserRow, VisitorDetailsRow,
 };
+use crate::values::{Author, Invalid, MessageBody};
 
 use super::Error;
-use super::conversation::agent_row;
-use super::text::{Invalid, MessageBody};
+use super::conversation::{Chat, agent_row};
 use super::writes::{conversation_change_jobs, store_agent_message};
 
 /// Most conversations one inbox list shows.
@@ -30,34 +30,11 @@ pub struct ConversationView {
     pub agents: Vec<UserRow>,
 }
 
-/// The inbox use cases, over the store and the hub.
-#[derive(Clone)]
-pub struct Inbox {
-    writer: Arc<Writer>,
-    readers: Arc<Readers>,
-    hub: Arc<Hub>,
-    /// Takes the webhook deliveries that assigning and closing imply.
-    jobs: JobQueue,
-}
-
-impl Inbox {
-    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, hub: Arc<Hub>, jobs: JobQueue) -> Self {
-        Self {
-            writer,
-            readers,
-            hub,
-            jobs,
-        }
-    }
-
-    /// The fan-out hub, for live inbox connections.
-    pub fn hub(&self) -> &Arc<Hub> {
-        &self.hub
-    }
-
+/// The admin inbox's use cases, on the same handle as the widget's and the API's.
+impl Chat {
     /// The conversations matching `filter` as `reader` sees them, and the newest message id
     /// (where a live stream for the page starts).
-    pub async fn list(
+    pub async fn list_inbox(
         &self,
         reader: UserId,
         filter: InboxFilter,
@@ -77,7 +54,11 @@ impl Inbox {
     }
 
     /// One conversation's summary as `reader` sees it.
-    pub async fn item(&self, reader: UserId, id: ConversationId) -> Result<InboxItemRow, Error> {
+    pub async fn inbox_item(
+        &self,
+        reader: UserId,
+        id: ConversationId,
+    ) -> Result<InboxItemRow, Error> {
         self.readers
             .read(move |c| store::find_inbox_item(c, reader, id))
             .await?
@@ -131,7 +112,7 @@ impl Inbox {
     }
 
     /// The conversation's messages after `after` (for resuming a live stream).
-    pub async fn messages_after(
+    pub async fn conversation_messages_after(
         &self,
         id: ConversationId,
         after: MessageId,
@@ -143,7 +124,7 @@ impl Inbox {
     }
 
     /// Conversations that changed after message `after`, with their newest message id.
-    pub async fn changed_after(
+    pub async fn conversations_changed_after(
         &self,
         after: MessageId,
     ) -> Result<Vec<(ConversationId, MessageId)>, Error> {
@@ -161,13 +142,13 @@ impl Inbox {
         by: &UserRow,
         body: MessageBody,
     ) -> Result<MessageRow, Error> {
-        let site_id = self.item(by.id, id).await?.site_id;
+        let site_id = self.inbox_item(by.id, id).await?.site_id;
         let new = NewAgentMessage {
             conversation_id: id,
             site_id,
             user_id: Some(by.id),
             author_name: by.name.clone(),
-            body: body.into_string(),
+            body,
             is_note: true,
             now: now_ms(),
         };
@@ -186,13 +167,13 @@ impl Inbox {
     }
 
     /// Assigns the conversation to `assignee` (or nobody).
-    pub async fn assign(
+    pub async fn assign_conversation(
         &self,
         id: ConversationId,
         by: &UserRow,
         assignee: Option<&UserRow>,
     ) -> Result<(), Error> {
-        let site_id = self.item(by.id, id).await?.site_id;
+        let site_id = self.inbox_item(by.id, id).await?.site_id;
         let target = assignee.map(|a| a.id);
         let line = match assignee {
             Some(a) if a.id == by.id => format!("{} took this conversation", by.name),
@@ -215,8 +196,8 @@ impl Inbox {
     }
 
     /// Closes an open conversation; the visitor's next message starts a new one.
-    pub async fn close(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
-        let site_id = self.item(by.id, id).await?.site_id;
+    pub async fn close_conversation(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
+        let site_id = self.inbox_item(by.id, id).await?.site_id;
         let now = now_ms();
         let line = format!("{} closed this conversation", by.name);
         self.change(site_id, id, by, line, move |c| {
@@ -234,8 +215,8 @@ impl Inbox {
     }
 
     /// Reopens a closed conversation, unless the visitor has started a newer one meanwhile.
-    pub async fn reopen(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
-        let item = self.item(by.id, id).await?;
+    pub async fn reopen_conversation(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
+        let item = self.inbox_item(by.id, id).await?;
         if item.status != "closed" {
             return Ok(());
         }
@@ -247,7 +228,7 @@ impl Inbox {
             .await;
         // `change` ignores no-ops; a closed conversation that did not reopen hit the rule
         // "one open conversation per visitor".
-        let after = self.item(by.id, id).await?;
+        let after = self.inbox_item(by.id, id).await?;
         if after.status == "closed" {
             return Err(Error::Invalid(Invalid(
                 "The visitor has started a newer conversation; answer there.",
@@ -277,7 +258,7 @@ impl Inbox {
         let published = move |message: MessageId| MessageRow {
             id: message,
             conversation_id: id,
-            author: "system".into(),
+            author: Author::System,
             author_name: Some(name),
             client_id: None,
             body: line,

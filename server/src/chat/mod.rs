@@ -6,16 +6,17 @@ mod error;
 mod inbox;
 mod site;
 mod site_settings;
-mod text;
 mod visitor_token;
 mod writes;
 
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
-pub use inbox::{ConversationView, INBOX_LIMIT, Inbox};
-pub use site::{Site, SiteDirectory, SiteLimits, is_site_key, new_site_key};
-pub use site_settings::{
-    SiteSettingsInput, ValidSiteSettings, create_site, delete_site, update_site,
-};
-pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
+pub use inbox::{ConversationView, INBOX_LIMIT};
+pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
+pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
 pub use visitor_token::{VisitorTokens, hash_token};
+
+// Parsed here, stored typed: these live in a leaf module that the store may import too.
+pub use crate::values::{
+    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, SiteLimits, SiteSettings,
+};

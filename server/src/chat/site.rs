@@ -7,23 +7,13 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::store::{self, Readers, SiteId, SiteRow};
-
-use super::text::Origin;
+use crate::values::{Origin, SiteLimits};
 
 /// How long a looked-up site (or its absence) is trusted before it is read again; changes made
 /// by another process (the CLI) show within this time.
 const CACHE_TTL: Duration = Duration::from_secs(10);
 /// Bound on cached "no such site" answers, so random keys cannot grow memory without limit.
 const MAX_CACHED_MISSES: usize = 10_000;
-
-/// Brake settings of a site (see docs/widget-protocol.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SiteLimits {
-    pub visitor_messages_per_minute: u32,
-    pub visitor_burst: u32,
-    pub flood_messages_per_minute: u32,
-    pub flood_conversations_per_minute: u32,
-}
 
 /// A site with its parsed allowed origins.
 #[derive(Debug, Clone)]
@@ -41,24 +31,20 @@ pub struct Site {
 impl Site {
     /// Builds the domain view of a stored site; origins that no longer parse are skipped.
     pub fn from_row(row: SiteRow) -> Self {
+        let settings = row.settings;
         Self {
             id: row.id,
-            origins: row
+            key: row.key,
+            origins: settings
                 .origins
                 .iter()
                 .filter_map(|o| Origin::parse(o).ok())
                 .collect(),
-            limits: SiteLimits {
-                visitor_messages_per_minute: row.visitor_messages_per_minute,
-                visitor_burst: row.visitor_burst,
-                flood_messages_per_minute: row.flood_messages_per_minute,
-                flood_conversations_per_minute: row.flood_conversations_per_minute,
-            },
-            key: row.key,
-            name: row.name,
-            greeting: row.greeting,
-            color: row.color,
-            position: row.position,
+            limits: settings.limits,
+            name: settings.name,
+            greeting: settings.greeting,
+            color: settings.color,
+            position: settings.position,
         }
     }
 

@@ -1,15 +1,15 @@
-//! Creating, editing and deleting sites from the admin UI: the submitted settings parsed into
-//! valid values, and the use cases that store them and drop the widget's cached copy so edits
-//! apply to the next widget connection at once.
+//! Creating, editing and deleting sites: settings as typed (in the admin form or on `porch site
+//! add`'s command line) parsed into [`SiteSettings`], one parse for both, and the use cases that
+//! store them and drop the widget's cached copy so edits apply to the next widget connection.
 
 use std::sync::Arc;
 
 use crate::clock::now_ms;
-use crate::store::{self, NewSite, SiteRow, SiteSettings, Writer};
+use crate::store::{self, NewSite, Writer};
+use crate::values::{Invalid, Origin, SiteLimits, SiteSettings};
 
 use super::Error;
 use super::site::{SiteDirectory, new_site_key};
-use super::text::{Invalid, Origin};
 
 /// Highest brake value accepted, so a typo cannot turn a brake off by accident.
 const MAX_RATE: u32 = 100_000;
@@ -40,20 +40,6 @@ pub struct SiteSettingsInput {
     pub flood_conversations_per_minute: String,
 }
 
-/// Settings that passed every check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValidSiteSettings {
-    pub name: String,
-    pub origins: Vec<String>,
-    pub greeting: String,
-    pub color: String,
-    pub position: String,
-    pub visitor_messages_per_minute: u32,
-    pub visitor_burst: u32,
-    pub flood_messages_per_minute: u32,
-    pub flood_conversations_per_minute: u32,
-}
-
 fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
     raw.trim()
         .parse::<u32>()
@@ -62,38 +48,32 @@ fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
         .ok_or(Invalid(message))
 }
 
-impl SiteSettingsInput {
-    /// The input a stored site would submit unchanged (to fill the edit form).
-    pub fn from_row(row: &SiteRow) -> Self {
+impl From<&SiteSettings> for SiteSettingsInput {
+    /// The input that would submit these settings unchanged (to fill the edit form).
+    fn from(settings: &SiteSettings) -> Self {
+        let limits = &settings.limits;
         Self {
-            name: row.name.clone(),
-            origins: row.origins.join("\n"),
-            greeting: row.greeting.clone(),
-            color: row.color.clone(),
-            position: row.position.clone(),
-            visitor_messages_per_minute: row.visitor_messages_per_minute.to_string(),
-            visitor_burst: row.visitor_burst.to_string(),
-            flood_messages_per_minute: row.flood_messages_per_minute.to_string(),
-            flood_conversations_per_minute: row.flood_conversations_per_minute.to_string(),
+            name: settings.name.clone(),
+            origins: settings.origins.join("\n"),
+            greeting: settings.greeting.clone(),
+            color: settings.color.clone(),
+            position: settings.position.clone(),
+            visitor_messages_per_minute: limits.visitor_messages_per_minute.to_string(),
+            visitor_burst: limits.visitor_burst.to_string(),
+            flood_messages_per_minute: limits.flood_messages_per_minute.to_string(),
+            flood_conversations_per_minute: limits.flood_conversations_per_minute.to_string(),
         }
     }
+}
 
-    /// The defaults of a new site (those of the schema) with a name and origins to fill in.
+impl SiteSettingsInput {
+    /// The defaults of a new site with a name and origins to fill in.
     pub fn new_site() -> Self {
-        Self {
-            greeting: "Hi! How can we help?".into(),
-            color: "#2563eb".into(),
-            position: "right".into(),
-            visitor_messages_per_minute: "30".into(),
-            visitor_burst: "10".into(),
-            flood_messages_per_minute: "600".into(),
-            flood_conversations_per_minute: "60".into(),
-            ..Self::default()
-        }
+        Self::from(&SiteSettings::new(String::new(), Vec::new()))
     }
 
     /// Checks every field; the first problem found is reported.
-    pub fn parse(&self) -> Result<ValidSiteSettings, Invalid> {
+    pub fn parse(&self) -> Result<SiteSettings, Invalid> {
         let name = self.name.trim();
         if name.is_empty() || name.chars().count() > 80 {
             return Err(Invalid("The name must have 1 to 80 characters."));
@@ -129,51 +109,36 @@ impl SiteSettingsInput {
             p @ ("left" | "right") => p.to_owned(),
             _ => return Err(Invalid("The position is left or right.")),
         };
-        Ok(ValidSiteSettings {
+        Ok(SiteSettings {
             name: name.to_owned(),
             origins,
             greeting: greeting.to_owned(),
             color,
             position,
-            visitor_messages_per_minute: rate(
-                &self.visitor_messages_per_minute,
-                "Visitor messages per minute must be a whole number from 1 to 100000.",
-            )?,
-            visitor_burst: rate(
-                &self.visitor_burst,
-                "The visitor burst must be a whole number from 1 to 100000.",
-            )?,
-            flood_messages_per_minute: rate(
-                &self.flood_messages_per_minute,
-                "Site messages per minute must be a whole number from 1 to 100000.",
-            )?,
-            flood_conversations_per_minute: rate(
-                &self.flood_conversations_per_minute,
-                "New conversations per minute must be a whole number from 1 to 100000.",
-            )?,
+            limits: SiteLimits {
+                visitor_messages_per_minute: rate(
+                    &self.visitor_messages_per_minute,
+                    "Visitor messages per minute must be a whole number from 1 to 100000.",
+                )?,
+                visitor_burst: rate(
+                    &self.visitor_burst,
+                    "The visitor burst must be a whole number from 1 to 100000.",
+                )?,
+                flood_messages_per_minute: rate(
+                    &self.flood_messages_per_minute,
+                    "Site messages per minute must be a whole number from 1 to 100000.",
+                )?,
+                flood_conversations_per_minute: rate(
+                    &self.flood_conversations_per_minute,
+                    "New conversations per minute must be a whole number from 1 to 100000.",
+                )?,
+            },
         })
     }
 }
 
-fn as_store(settings: &ValidSiteSettings) -> SiteSettings<'_> {
-    SiteSettings {
-        name: &settings.name,
-        greeting: &settings.greeting,
-        color: &settings.color,
-        position: &settings.position,
-        visitor_messages_per_minute: settings.visitor_messages_per_minute,
-        visitor_burst: settings.visitor_burst,
-        flood_messages_per_minute: settings.flood_messages_per_minute,
-        flood_conversations_per_minute: settings.flood_conversations_per_minute,
-        origins: &settings.origins,
-    }
-}
-
 /// Creates a site with the given settings and returns its key.
-pub async fn create_site(
-    writer: &Arc<Writer>,
-    settings: ValidSiteSettings,
-) -> Result<String, Error> {
+pub async fn create_site(writer: &Arc<Writer>, settings: SiteSettings) -> Result<String, Error> {
     let key = new_site_key();
     let stored_key = key.clone();
     writer
@@ -182,12 +147,10 @@ pub async fn create_site(
                 c,
                 &NewSite {
                     key: &stored_key,
-                    name: &settings.name,
-                    origins: &settings.origins,
+                    settings: &settings,
                     created_at: now_ms(),
                 },
-            )?;
-            store::update_site(c, &stored_key, &as_store(&settings))
+            )
         })
         .await?;
     Ok(key)
@@ -198,11 +161,11 @@ pub async fn update_site(
     writer: &Arc<Writer>,
     directory: &SiteDirectory,
     key: &str,
-    settings: ValidSiteSettings,
+    settings: SiteSettings,
 ) -> Result<(), Error> {
     let owned = key.to_owned();
     let found = writer
-        .write(move |c| store::update_site(c, &owned, &as_store(&settings)))
+        .write(move |c| store::update_site(c, &owned, &settings))
         .await?;
     directory.invalidate(key);
     if found {
@@ -248,7 +211,7 @@ mod tests {
             valid.origins,
             vec!["https://acme.example", "http://localhost:3000"]
         );
-        assert_eq!(valid.visitor_burst, 10);
+        assert_eq!(valid.limits, SiteLimits::DEFAULT);
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! `porch site …`: create and list sites, print embed snippets.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 use rusqlite::Connection;
 use serde_json::json;
 
-use crate::chat::{Origin, new_site_key};
+use crate::chat::{SiteSettingsInput, new_site_key};
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, SiteRow};
 use crate::widget::snippet;
@@ -52,8 +52,8 @@ fn site_snippet(public_url: &str, site: &SiteRow) -> String {
     snippet(
         public_url.trim_end_matches('/'),
         &site.key,
-        &site.color,
-        &site.position,
+        &site.settings.color,
+        &site.settings.position,
     )
 }
 
@@ -72,25 +72,20 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
                 );
                 DEFAULT_PUBLIC_URL.to_owned()
             });
-            let name = name.trim();
-            if name.is_empty() {
-                bail!("--name must not be empty");
+            // The admin form's own parse, so the same input gets the same refusal here.
+            let settings = SiteSettingsInput {
+                name,
+                origins: origins.join("\n"),
+                ..SiteSettingsInput::new_site()
             }
-            let origins = origins
-                .iter()
-                .map(|o| {
-                    Origin::parse(o)
-                        .map(|o| o.as_str().to_owned())
-                        .map_err(|e| anyhow::anyhow!("--origin {o}: {e}"))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
+            .parse()
+            .map_err(|invalid| anyhow::anyhow!("the site was not created: {invalid}"))?;
             let key = new_site_key();
             let site = store::insert_site(
                 conn,
                 &NewSite {
                     key: &key,
-                    name,
-                    origins: &origins,
+                    settings: &settings,
                     created_at: now_ms(),
                 },
             )
@@ -102,9 +97,9 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
                 write_out(&format!(
                     "Created site \"{}\" with key {}.\nAllowed origins: {}\n\n\
                      Paste this snippet just before </body> on every page of the site:\n\n{snippet}",
-                    site.name,
+                    site.settings.name,
                     site.key,
-                    site.origins.join(", ")
+                    site.settings.origins.join(", ")
                 ))
             }
         }
@@ -117,7 +112,14 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
             }
             let lines: Vec<String> = sites
                 .iter()
-                .map(|s| format!("{}  {}  {}", s.key, s.name, s.origins.join(" ")))
+                .map(|s| {
+                    format!(
+                        "{}  {}  {}",
+                        s.key,
+                        s.settings.name,
+                        s.settings.origins.join(" ")
+                    )
+                })
                 .collect();
             write_out(&lines.join("\n"))
         }

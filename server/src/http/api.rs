@@ -33,7 +33,7 @@ fn message_json(m: &MessageRow) -> serde_json::Value {
     json!({
         "id": m.id,
         "conversation_id": m.conversation_id,
-        "author": m.author,
+        "author": m.author.as_str(),
         "author_name": m.author_name,
         "client_id": m.client_id,
         "body": m.body,

@@ -11,7 +11,8 @@ use anyhow::{Context, bail};
 
 use crate::chat::new_site_key;
 use crate::integrations::slack::{SlackConfig, SlackIntegration, SlackSecrets};
-use crate::store::{self, NewIntegration, NewSite, SiteSettings};
+use crate::store::{self, NewIntegration, NewSite};
+use crate::values::{SiteLimits, SiteSettings};
 
 /// The brakes of the seeded sites: far above any stair, so a stair measures capacity, not the
 /// brakes (the flood site keeps the defaults on purpose).
@@ -215,35 +216,25 @@ fn seed(
     let mut conn = store::open_write_connection(&dir.join("porch.db"), store::Synchronous::Full)
         .context("opening the scratch database")?;
     store::apply_migrations(&mut conn)?;
-    let origins = vec![origin.to_owned()];
     let add = |name: &str, limit: Option<u32>| -> anyhow::Result<String> {
         let key = new_site_key();
+        let mut settings = SiteSettings::new(name.to_owned(), vec![origin.to_owned()]);
+        if let Some(limit) = limit {
+            settings.limits = SiteLimits {
+                visitor_messages_per_minute: limit,
+                visitor_burst: limit,
+                flood_messages_per_minute: limit,
+                flood_conversations_per_minute: limit,
+            };
+        }
         let site = store::insert_site(
             &conn,
             &NewSite {
                 key: &key,
-                name,
-                origins: &origins,
+                settings: &settings,
                 created_at: 0,
             },
         )?;
-        if let Some(limit) = limit {
-            store::update_site(
-                &conn,
-                &key,
-                &SiteSettings {
-                    name,
-                    greeting: &site.greeting,
-                    color: &site.color,
-                    position: &site.position,
-                    visitor_messages_per_minute: limit,
-                    visitor_burst: limit,
-                    flood_messages_per_minute: limit,
-                    flood_conversations_per_minute: limit,
-                    origins: &origins,
-                },
-            )?;
-        }
         if slack {
             let integration = SlackIntegration {
                 config: SlackConfig {

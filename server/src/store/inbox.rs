@@ -3,7 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::messages::MessageRow;
+use crate::values::Author;
+
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 
 /// Which conversations an inbox list shows.
@@ -44,7 +45,7 @@ pub struct InboxItemRow {
     pub created_at: i64,
     pub last_message_at: i64,
     /// The newest message the visitor could see (visitor or agent), for the preview.
-    pub preview_author: Option<String>,
+    pub preview_author: Option<Author>,
     pub preview_body: Option<String>,
     /// A visitor message arrived after this agent last read the conversation.
     pub is_unread: bool,
@@ -148,31 +149,6 @@ pub fn find_visitor_details(
             })
         })
         .optional()?)
-}
-
-/// The conversation's messages with an id above `after`, oldest first, notes included.
-pub fn list_conversation_messages_after(
-    conn: &Connection,
-    id: ConversationId,
-    after: MessageId,
-) -> Result<Vec<MessageRow>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT m.id, m.conversation_id, m.author, m.author_name, m.client_id, m.body, \
-         m.created_at FROM messages m WHERE m.conversation_id = ?1 AND m.id > ?2 ORDER BY m.id",
-    )?;
-    Ok(stmt
-        .query_map(params![id, after], |r| {
-            Ok(MessageRow {
-                id: r.get(0)?,
-                conversation_id: r.get(1)?,
-                author: r.get(2)?,
-                author_name: r.get(3)?,
-                client_id: r.get(4)?,
-                body: r.get(5)?,
-                created_at: r.get(6)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?)
 }
 
 /// The conversations that got a message with an id above `after`, and the newest such id.

@@ -3,6 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::values::{Author, ClientId, MessageBody};
+
 use super::conversations::{open_conversation, touch_conversation};
 use super::visitors::{VisitorDetails, upsert_visitor};
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
@@ -12,7 +14,7 @@ use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 pub struct MessageRow {
     pub id: MessageId,
     pub conversation_id: ConversationId,
-    pub author: String,
+    pub author: Author,
     pub author_name: Option<String>,
     pub client_id: Option<String>,
     pub body: String,
@@ -42,8 +44,8 @@ pub struct NewVisitorMessage {
     pub visitor_id: Option<VisitorId>,
     pub token_hash: [u8; 32],
     pub details: VisitorDetails,
-    pub client_id: String,
-    pub body: String,
+    pub client_id: ClientId,
+    pub body: MessageBody,
     pub now: i64,
 }
 
@@ -127,22 +129,32 @@ pub struct NewAgentMessage {
     pub site_id: SiteId,
     pub user_id: Option<UserId>,
     pub author_name: String,
-    pub body: String,
+    pub body: MessageBody,
     /// A private note: agents see it, the visitor and the integrations never do.
     pub is_note: bool,
     pub now: i64,
 }
 
+impl NewAgentMessage {
+    /// A reply is the agent's, a note is a note.
+    pub fn author(&self) -> Author {
+        if self.is_note {
+            Author::Note
+        } else {
+            Author::Agent
+        }
+    }
+}
+
 /// Stores an agent's reply or note; returns its id.
 pub fn insert_agent_message(conn: &Connection, new: &NewAgentMessage) -> Result<MessageId, Error> {
-    let author = if new.is_note { "note" } else { "agent" };
     conn.prepare_cached(
         "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
     .execute(params![
         new.conversation_id,
-        author,
+        new.author(),
         new.user_id,
         new.author_name,
         new.body,
@@ -183,5 +195,20 @@ pub fn list_conversation_messages(
     ))?;
     Ok(stmt
         .query_map([conversation_id], from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The conversation's messages with an id above `after`, oldest first, notes included (for
+/// resuming an agent's live stream).
+pub fn list_conversation_messages_after(
+    conn: &Connection,
+    conversation_id: ConversationId,
+    after: MessageId,
+) -> Result<Vec<MessageRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM messages m WHERE m.conversation_id = ?1 AND m.id > ?2 ORDER BY m.id"
+    ))?;
+    Ok(stmt
+        .query_map(params![conversation_id, after], from_row)?
         .collect::<Result<_, _>>()?)
 }

@@ -70,7 +70,8 @@ pub use mail::{
 };
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,
-    insert_visitor_message, list_conversation_messages, list_visitor_messages_after,
+    insert_visitor_message, list_conversation_messages, list_conversation_messages_after,
+    list_visitor_messages_after,
 };
 pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
 pub use readers::Readers;
@@ -91,14 +92,14 @@ pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, 
 pub use inbox::{
     InboxFilter, InboxItemRow, VisitorDetailsRow, close_conversation, find_inbox_item,
     find_last_message_id, find_visitor_details, insert_system_message,
-    list_conversation_messages_after, list_conversations_changed_after, list_inbox,
-    reopen_conversation, update_conversation_assignee, upsert_conversation_read,
+    list_conversations_changed_after, list_inbox, reopen_conversation,
+    update_conversation_assignee, upsert_conversation_read,
 };
 pub use sessions::{
     NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,
     find_session, insert_session,
 };
-pub use sites::{SiteSettings, count_site_conversations, delete_site, update_site};
+pub use sites::{count_site_conversations, delete_site, update_site};
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
     find_user_credentials, list_users, update_password_hash, update_user_disabled,

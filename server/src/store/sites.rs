@@ -2,6 +2,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::values::{SiteLimits, SiteSettings};
+
 use super::{Error, SiteId};
 
 /// A site as stored, with its allowed origins.
@@ -9,24 +11,15 @@ use super::{Error, SiteId};
 pub struct SiteRow {
     pub id: SiteId,
     pub key: String,
-    pub name: String,
-    pub greeting: String,
-    pub color: String,
-    pub position: String,
-    pub visitor_messages_per_minute: u32,
-    pub visitor_burst: u32,
-    pub flood_messages_per_minute: u32,
-    pub flood_conversations_per_minute: u32,
-    pub origins: Vec<String>,
+    pub settings: SiteSettings,
     pub created_at: i64,
 }
 
-/// What creating a site takes; the brake settings start at the schema's defaults.
+/// What creating a site takes.
 #[derive(Debug, Clone)]
 pub struct NewSite<'a> {
     pub key: &'a str,
-    pub name: &'a str,
-    pub origins: &'a [String],
+    pub settings: &'a SiteSettings,
     pub created_at: i64,
 }
 
@@ -37,40 +30,65 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SiteRow> {
     Ok(SiteRow {
         id: row.get(0)?,
         key: row.get(1)?,
-        name: row.get(2)?,
-        greeting: row.get(3)?,
-        color: row.get(4)?,
-        position: row.get(5)?,
-        visitor_messages_per_minute: row.get(6)?,
-        visitor_burst: row.get(7)?,
-        flood_messages_per_minute: row.get(8)?,
-        flood_conversations_per_minute: row.get(9)?,
+        settings: SiteSettings {
+            name: row.get(2)?,
+            greeting: row.get(3)?,
+            color: row.get(4)?,
+            position: row.get(5)?,
+            limits: SiteLimits {
+                visitor_messages_per_minute: row.get(6)?,
+                visitor_burst: row.get(7)?,
+                flood_messages_per_minute: row.get(8)?,
+                flood_conversations_per_minute: row.get(9)?,
+            },
+            origins: Vec::new(),
+        },
         created_at: row.get(10)?,
-        origins: Vec::new(),
     })
 }
 
 fn load_origins(conn: &Connection, site: &mut SiteRow) -> Result<(), Error> {
     let mut stmt =
         conn.prepare_cached("SELECT origin FROM site_origins WHERE site_id = ?1 ORDER BY origin")?;
-    site.origins = stmt
+    site.settings.origins = stmt
         .query_map([site.id], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     Ok(())
 }
 
-/// Creates a site with its allowed origins and returns it.
+/// Creates a site with its settings and allowed origins and returns it.
 pub fn insert_site(conn: &Connection, new: &NewSite<'_>) -> Result<SiteRow, Error> {
-    conn.prepare_cached("INSERT INTO sites (key, name, created_at) VALUES (?1, ?2, ?3)")?
-        .execute(params![new.key, new.name, new.created_at])?;
-    let id = conn.last_insert_rowid();
+    let settings = new.settings;
+    let limits = &settings.limits;
+    conn.prepare_cached(
+        "INSERT INTO sites (key, name, greeting, color, position, visitor_messages_per_minute, \
+         visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        new.key,
+        settings.name,
+        settings.greeting,
+        settings.color,
+        settings.position,
+        limits.visitor_messages_per_minute,
+        limits.visitor_burst,
+        limits.flood_messages_per_minute,
+        limits.flood_conversations_per_minute,
+        new.created_at
+    ])?;
+    insert_origins(conn, SiteId(conn.last_insert_rowid()), &settings.origins)?;
+    find_site_by_key(conn, new.key)?.ok_or(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows))
+}
+
+fn insert_origins(conn: &Connection, id: SiteId, origins: &[String]) -> Result<(), Error> {
     let mut insert = conn.prepare_cached(
         "INSERT INTO site_origins (site_id, origin) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
     )?;
-    for origin in new.origins {
+    for origin in origins {
         insert.execute(params![id, origin])?;
     }
-    find_site_by_key(conn, new.key)?.ok_or(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows))
+    Ok(())
 }
 
 /// The site with this public key, if any.
@@ -95,31 +113,14 @@ pub fn list_sites(conn: &Connection) -> Result<Vec<SiteRow>, Error> {
     Ok(sites)
 }
 
-/// The editable settings of a site.
-#[derive(Debug, Clone)]
-pub struct SiteSettings<'a> {
-    pub name: &'a str,
-    pub greeting: &'a str,
-    pub color: &'a str,
-    pub position: &'a str,
-    pub visitor_messages_per_minute: u32,
-    pub visitor_burst: u32,
-    pub flood_messages_per_minute: u32,
-    pub flood_conversations_per_minute: u32,
-    pub origins: &'a [String],
-}
-
 /// Replaces a site's settings and allowed origins; returns false if there is no such site.
-pub fn update_site(
-    conn: &Connection,
-    key: &str,
-    settings: &SiteSettings<'_>,
-) -> Result<bool, Error> {
+pub fn update_site(conn: &Connection, key: &str, settings: &SiteSettings) -> Result<bool, Error> {
     let id: Option<SiteId> = conn
         .prepare_cached("SELECT id FROM sites WHERE key = ?1")?
         .query_row([key], |r| r.get(0))
         .optional()?;
     let Some(id) = id else { return Ok(false) };
+    let limits = &settings.limits;
     conn.prepare_cached(
         "UPDATE sites SET name = ?2, greeting = ?3, color = ?4, position = ?5, \
          visitor_messages_per_minute = ?6, visitor_burst = ?7, flood_messages_per_minute = ?8, \
@@ -131,19 +132,14 @@ pub fn update_site(
         settings.greeting,
         settings.color,
         settings.position,
-        settings.visitor_messages_per_minute,
-        settings.visitor_burst,
-        settings.flood_messages_per_minute,
-        settings.flood_conversations_per_minute
+        limits.visitor_messages_per_minute,
+        limits.visitor_burst,
+        limits.flood_messages_per_minute,
+        limits.flood_conversations_per_minute
     ])?;
     conn.prepare_cached("DELETE FROM site_origins WHERE site_id = ?1")?
         .execute([id])?;
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO site_origins (site_id, origin) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-    )?;
-    for origin in settings.origins {
-        insert.execute(params![id, origin])?;
-    }
+    insert_origins(conn, id, &settings.origins)?;
     Ok(true)
 }
 
@@ -163,4 +159,29 @@ pub fn count_site_conversations(conn: &Connection, key: &str) -> Result<i64, Err
             "SELECT count(*) FROM conversations c JOIN sites s ON s.id = c.site_id WHERE s.key = ?1",
         )?
         .query_row([key], |r| r.get(0))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rust_defaults_are_the_defaults_the_migrations_give_a_new_site() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        crate::store::apply_migrations(&mut conn).expect("migrate");
+        // Only what has no default, so every other column takes the schema's.
+        conn.execute(
+            "INSERT INTO sites (key, name, created_at) VALUES ('s_0123456789abcdef', 'Shop', 0)",
+            [],
+        )
+        .expect("insert");
+        let stored = find_site_by_key(&conn, "s_0123456789abcdef")
+            .expect("read")
+            .expect("the site");
+        assert_eq!(
+            stored.settings,
+            SiteSettings::new("Shop".into(), Vec::new())
+        );
+        assert_eq!(stored.settings.limits, SiteLimits::DEFAULT);
+    }
 }

@@ -19,6 +19,7 @@ use crate::state::AppState;
 use crate::store::{
     self, MessageId, MessageRow, NewVisitorMessage, StoredVisitorMessage, VisitorDetails, VisitorId,
 };
+use crate::values::Author;
 
 use super::brake::Refusal;
 use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
@@ -290,7 +291,7 @@ impl Connection {
         loop {
             let page = self.history_page(visitor, self.sent_up_to).await?;
             for row in &page.messages {
-                let is_own = row.author == "visitor"
+                let is_own = row.author == Author::Visitor
                     && row
                         .client_id
                         .as_ref()
@@ -484,8 +485,8 @@ impl Connection {
             visitor_id: self.visitor_id,
             token_hash: self.token_hash,
             details,
-            client_id: client_id.as_str().to_owned(),
-            body: body.into_string(),
+            client_id: client_id.clone(),
+            body,
             now: now_ms(),
         };
         let chat = self.app.chat.clone();

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::store::{ConversationId, MessageId, MessageRow};
+use crate::values::Author;
 
 /// The protocol version this server speaks.
 pub const VERSION: u32 = 1;
@@ -65,12 +66,12 @@ pub struct MessageFrame<'a> {
 
 impl<'a> From<&'a MessageRow> for MessageFrame<'a> {
     fn from(row: &'a MessageRow) -> Self {
-        let is_agent = row.author == "agent";
+        let is_agent = row.author == Author::Agent;
         Self {
             kind: "message",
             id: row.id,
             conversation_id: row.conversation_id,
-            author: &row.author,
+            author: row.author.as_str(),
             agent_name: if is_agent {
                 row.author_name.as_deref()
             } else {

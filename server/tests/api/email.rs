@@ -227,8 +227,8 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
         .expect("read")
         .expect("admin");
     server_app
-        .inbox
-        .close(alice_conversation, &admin_user)
+        .chat
+        .close_conversation(alice_conversation, &admin_user)
         .await
         .expect("close");
     let mails = sink.wait_for(4).await;

@@ -11,6 +11,7 @@ use futures_util::{SinkExt, StreamExt};
 use porch::Server;
 use porch::cli::{Cli, Command};
 use porch::store::{self, NewSite, NewUser};
+use porch::values::SiteSettings;
 use reqwest::RequestBuilder;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
@@ -314,13 +315,11 @@ impl TestDb {
     /// Creates a site allowing [`ORIGIN`]; returns its key.
     pub fn add_site(&self, name: &str) -> String {
         let key = porch::chat::new_site_key();
-        let origins = vec![ORIGIN.to_owned()];
         store::insert_site(
             &self.db(),
             &NewSite {
                 key: &key,
-                name,
-                origins: &origins,
+                settings: &SiteSettings::new(name.to_owned(), vec![ORIGIN.to_owned()]),
                 created_at: 0,
             },
         )

@@ -28,6 +28,7 @@ mod process;
 mod replication_lag;
 mod revocation;
 mod shutdown;
+mod site_add;
 mod slack;
 mod slack_threads;
 mod slack_wire;

@@ -112,7 +112,10 @@ impl Fixture {
             .await
             .expect("read")
             .expect("admin");
-        app.inbox.close(conversation, &admin).await.expect("close");
+        app.chat
+            .close_conversation(conversation, &admin)
+            .await
+            .expect("close");
     }
 }
 
@@ -203,11 +206,14 @@ async fn every_event_is_signed_and_verifies_with_standardwebhooks_also_after_rot
         .await
         .expect("read")
         .expect("admin");
-    app.inbox
-        .assign(conversation, &admin, Some(&admin))
+    app.chat
+        .assign_conversation(conversation, &admin, Some(&admin))
         .await
         .expect("assign");
-    app.inbox.close(conversation, &admin).await.expect("close");
+    app.chat
+        .close_conversation(conversation, &admin)
+        .await
+        .expect("close");
     let received = f.mock.wait_for(5, WAIT).await;
     let types: Vec<String> = received
         .iter()

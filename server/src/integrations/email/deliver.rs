@@ -12,6 +12,7 @@ use crate::integrations::Destinations;
 use crate::integrations::delivery::{args, blocked, failed, finish, retry};
 use crate::jobs::{Attempt, EmailArgs, JobKind, Outcome};
 use crate::store::{self, ConversationId, DeliveryMessage, JobRow, MessageId, MessageRow};
+use crate::values::Author;
 
 /// Maps an SMTP failure: 4xx, timeouts and network errors are retried; 5xx fails the mail;
 /// a refused login blocks the email integration until an admin fixes the settings.
@@ -172,7 +173,10 @@ async fn transcript(
         .readers
         .read(move |c| {
             let rows = store::list_conversation_messages(c, conversation)?;
-            let first = rows.iter().find(|m| m.author == "visitor").map(|m| m.id);
+            let first = rows
+                .iter()
+                .find(|m| m.author == Author::Visitor)
+                .map(|m| m.id);
             let context = match first {
                 Some(id) => store::load_delivery_message(c, id)?,
                 None => None,
@@ -189,7 +193,9 @@ async fn transcript(
     };
     let visible: Vec<&MessageRow> = rows
         .iter()
-        .filter(|m| (m.author == "visitor" || m.author == "agent") && m.created_at <= closed_at)
+        .filter(|m| {
+            (m.author == Author::Visitor || m.author == Author::Agent) && m.created_at <= closed_at
+        })
         .collect();
     let mut text = format!("Your conversation on {}:\n\n", context.site_name);
     let mut html = format!(
@@ -197,7 +203,7 @@ async fn transcript(
         escape_html(&context.site_name)
     );
     for m in visible {
-        let who = if m.author == "agent" {
+        let who = if m.author == Author::Agent {
             m.author_name.clone().unwrap_or_else(|| "Agent".into())
         } else {
             "You".to_owned()

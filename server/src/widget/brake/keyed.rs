@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::chat::SiteLimits;
 use crate::store::SiteId;
+use crate::values::SiteLimits;
 
 use super::{FloodBrake, TokenBucket};
 

@@ -1,5 +1,9 @@
-//! Validated values from outside: parse, don't validate. Once a value has one of these types, it
-//! is known to be well-formed.
+//! Text from outside, parsed: message bodies, client-chosen message ids and web origins. Once a
+//! value has one of these types, it is known to be well-formed; the store binds bodies and ids
+//! as they are.
+
+use rusqlite::ToSql;
+use rusqlite::types::ToSqlOutput;
 
 /// Longest message body, in characters; longer is refused rather than cut.
 pub const MAX_BODY_CHARS: usize = 4000;
@@ -37,6 +41,12 @@ impl MessageBody {
     }
 }
 
+impl ToSql for MessageBody {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        self.0.to_sql()
+    }
+}
+
 /// A sender-chosen message id: 1 to 64 characters of `A-Z a-z 0-9 - _`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClientId(String);
@@ -58,6 +68,16 @@ impl ClientId {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl ToSql for ClientId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        self.0.to_sql()
     }
 }
 

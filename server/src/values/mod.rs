@@ -1,0 +1,10 @@
+//! Validated values every layer passes around: parse, don't validate. A leaf: it imports nothing
+//! from the crate, so the store may take these types as well as the domain that parses them.
+
+mod author;
+mod site;
+mod text;
+
+pub use author::Author;
+pub use site::{SiteLimits, SiteSettings};
+pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};

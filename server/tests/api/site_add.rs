@@ -1,0 +1,61 @@
+//! `porch site add` parses through the admin form's own parse: what the form refuses, the
+//! command line refuses too, with the same reason.
+
+use crate::helpers::TestApp;
+use crate::inbox::{form, send, setup_admin, signed_in_from};
+use crate::process::run;
+
+/// The new-site form with this name and these origins, every other field at its default.
+fn site_form(csrf: &str, name: &str, origins: &str) -> String {
+    form(&[
+        ("csrf", csrf),
+        ("name", name),
+        ("origins", origins),
+        ("greeting", "Hi! How can we help?"),
+        ("color", "#2563eb"),
+        ("position", "right"),
+        ("visitor_messages_per_minute", "30"),
+        ("visitor_burst", "10"),
+        ("flood_messages_per_minute", "600"),
+        ("flood_conversations_per_minute", "60"),
+    ])
+}
+
+#[tokio::test]
+async fn site_add_refuses_what_the_admin_form_refuses_with_the_same_reason() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let long_name = "x".repeat(81);
+    for (name, origin, reason) in [
+        (
+            long_name.as_str(),
+            "https://acme.example",
+            "The name must have 1 to 80 characters.",
+        ),
+        (
+            "Acme",
+            "acme.example",
+            "An origin starts with http:// or https://.",
+        ),
+    ] {
+        let page = send(
+            &app,
+            "POST",
+            "/sites",
+            &admin.cookie,
+            Some(&site_form(&admin.csrf, name, origin)),
+        )
+        .await;
+        assert_eq!(page.status, 422, "{}", page.body);
+        assert!(page.body.contains(reason), "{}", page.body);
+
+        let added = run(
+            app.data_dir.path(),
+            &["site", "add", "--name", name, "--origin", origin],
+        );
+        let stderr = String::from_utf8_lossy(&added.stderr);
+        assert!(!added.status.success(), "{name} {origin} was added");
+        assert!(stderr.contains(reason), "{stderr}");
+    }
+    assert_eq!(app.count("SELECT count(*) FROM sites"), 0);
+}

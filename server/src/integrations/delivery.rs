@@ -11,6 +11,7 @@ use crate::jobs::{Attempt, Outcome};
 use crate::store::{
     self, DeliveryMessage, IntegrationId, IntegrationRow, JobRow, MessageId, Readers,
 };
+use crate::values::Author;
 
 /// This job can never succeed.
 pub fn failed(error: impl Into<String>) -> Attempt {
@@ -118,7 +119,7 @@ pub fn visitor_label(message: &DeliveryMessage) -> String {
 /// The name a chat post is shown under: the agent's (marked as sent from Porch) or the
 /// visitor's.
 pub fn author_label(message: &DeliveryMessage) -> String {
-    if message.author == "agent" {
+    if message.author == Author::Agent {
         format!(
             "{} (Porch)",
             message.author_name.as_deref().unwrap_or("Agent")

@@ -3,6 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
+use crate::values::Author;
+
 use super::{ConversationId, Error, MessageId, SiteId, VisitorId};
 
 /// A message with its conversation's context.
@@ -10,7 +12,7 @@ use super::{ConversationId, Error, MessageId, SiteId, VisitorId};
 pub struct DeliveryMessage {
     pub id: MessageId,
     pub conversation_id: ConversationId,
-    pub author: String,
+    pub author: Author,
     pub author_name: Option<String>,
     pub body: String,
     pub created_at: i64,

@@ -14,6 +14,7 @@ use crate::integrations::delivery::{
 };
 use crate::jobs::{Attempt, MessageArgs, Outcome};
 use crate::store::{self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId};
+use crate::values::Author;
 
 use super::{CallError, HeaderSearch, SlackIntegration, escape, find_headers};
 
@@ -112,12 +113,12 @@ fn reply(channel: &str, thread_ts: &str, message: &DeliveryMessage) -> Value {
         "thread_ts": thread_ts,
         "text": escape(&message.body),
         "username": username,
-        "icon_emoji": if message.author == "agent" { ":headphones:" } else { ":speech_balloon:" },
+        "icon_emoji": if message.author == Author::Agent { ":headphones:" } else { ":speech_balloon:" },
         "unfurl_links": false,
         "unfurl_media": false,
         // Marks our own posts (with our message id) so they are never taken for agent replies
         // and a duplicate can be recognised.
-        "metadata": {"event_type": "porch_message", "event_payload": {"message_id": message.id.0, "author": message.author}},
+        "metadata": {"event_type": "porch_message", "event_payload": {"message_id": message.id.0, "author": message.author.as_str()}},
     })
 }
 

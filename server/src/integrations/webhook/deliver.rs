@@ -58,7 +58,7 @@ fn conversation_json(public_url: &str, c: &WebhookConversation) -> Value {
 fn message_json(m: &DeliveryMessage) -> Value {
     json!({
         "id": m.id,
-        "author": m.author,
+        "author": m.author.as_str(),
         "author_name": m.author_name,
         "body": m.body,
         "created_at": rfc3339(m.created_at),

@@ -7,6 +7,7 @@
 //! - [`widget`]: the widget websocket protocol, visitor connections, brakes, assets.
 //! - [`chat`]: the domain: sites, visitors, conversations, messages; use-case functions.
 //! - [`hub`]: live fan-out of events to open connections.
+//! - [`histogram`]: the lock-free latency histogram (a leaf: imports nothing from the crate).
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
 //! - [`admin`]: the admin UI's pages and live inbox stream (server-rendered, `porch-app`).
@@ -20,6 +21,7 @@ pub mod chat;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod histogram;
 pub mod http;
 pub mod hub;
 pub mod jobs;

@@ -5,17 +5,16 @@
 mod exposition;
 mod headroom;
 mod heartbeat;
-mod histogram;
 mod meters;
 mod process;
 pub mod replication;
 mod sampler;
 mod series;
 
+pub use crate::histogram::{LogHistogram, Snapshot};
 pub use exposition::{CONTENT_TYPE, render};
 pub use headroom::{MIN_MESSAGES, TrafficCost, messages_per_core, traffic_cost};
 pub use heartbeat::spawn_heartbeat;
-pub use histogram::{LogHistogram, Snapshot};
 pub use meters::{Meters, OpenConnection};
 pub use replication::{Replication, spawn_replication_scraper};
 pub use sampler::{Capacity, RETENTION, SamplerTiming, Sources, spawn_sampler};

@@ -12,6 +12,7 @@
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
 //! - [`admin`]: the admin UI's pages and live inbox stream (server-rendered, `porch-app`).
 //! - [`jobs`]: the job runner and one module per destination.
+//! - [`series`]: the capacity figures sampled each second and their rollups (a leaf).
 //! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
 //! - [`loadtest`]: `porch loadtest`, its echo baseline and the mocks of outside services.
 
@@ -27,6 +28,7 @@ pub mod hub;
 pub mod jobs;
 pub mod loadtest;
 pub mod metrics;
+pub mod series;
 mod server;
 pub mod slack;
 pub mod state;

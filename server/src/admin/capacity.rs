@@ -15,7 +15,8 @@ use serde::Deserialize;
 use crate::clock::{millis, now_ms};
 use crate::loadtest::Report;
 use crate::metrics::replication::{STALE_AFTER_SECS, age_secs};
-use crate::metrics::{MIN_MESSAGES, Rollup, Series, messages_per_core, traffic_cost};
+use crate::metrics::{MIN_MESSAGES, messages_per_core, traffic_cost};
+use crate::series::{Rollup, Series};
 use crate::state::AppState;
 use crate::store;
 

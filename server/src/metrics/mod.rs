@@ -5,6 +5,7 @@
 mod exposition;
 mod headroom;
 mod heartbeat;
+pub mod loadtest_report;
 mod meters;
 mod process;
 pub mod replication;

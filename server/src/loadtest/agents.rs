@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout, timeout_at};
 
-use crate::admin::session::SESSION_COOKIE;
+use crate::accounts::SESSION_COOKIE;
 
 use crate::metrics::loadtest_report::AgentStair;
 

@@ -15,9 +15,14 @@
 //! - [`series`]: the capacity figures sampled each second and their rollups (a leaf).
 //! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
 //! - [`loadtest`]: `porch loadtest`, its echo baseline and the mocks of outside services.
+//!
+//! The layer rules between these (docs/architecture.md) are checked by a test that reads the
+//! source: `architecture_rules.rs`.
 
 pub mod accounts;
 mod admin;
+#[cfg(test)]
+mod architecture_rules;
 pub mod chat;
 pub mod cli;
 pub mod clock;

@@ -8,27 +8,36 @@
 //! - [`chat`]: the domain: sites, visitors, conversations, messages; use-case functions.
 //! - [`values`]: validated values (message bodies, origins, site limits) shared by every layer.
 //! - [`hub`]: live fan-out of events to open connections.
+//! - [`histogram`]: the lock-free latency histogram (a leaf: imports nothing from the crate).
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
 //! - [`admin`]: the admin UI's pages and live inbox stream (server-rendered, `porch-app`).
 //! - [`jobs`]: job planning (which deliveries a change implies) and the job runner.
 //! - [`integrations`]: one module per outside service (Slack, Discord, webhooks, email):
 //!   settings, setup and delivery.
+//! - [`series`]: the capacity figures sampled each second and their rollups (a leaf).
 //! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
 //! - [`loadtest`]: `porch loadtest`, its echo baseline and the mocks of outside services.
+//!
+//! The layer rules between these (docs/architecture.md) are checked by a test that reads the
+//! source: `architecture_rules.rs`.
 
 pub mod accounts;
 mod admin;
+#[cfg(test)]
+mod architecture_rules;
 pub mod chat;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod histogram;
 pub mod http;
 pub mod hub;
 pub mod integrations;
 pub mod jobs;
 pub mod loadtest;
 pub mod metrics;
+pub mod series;
 mod server;
 pub mod state;
 pub mod store;

@@ -1,6 +1,6 @@
 //! Accounts of the admin UI: passwords (argon2id), the first-run setup token, sign-in with
 //! throttling, sessions, invitations and reset links, roles and disabling. It decides; `store`
-//! persists; it knows nothing of HTTP or cookies.
+//! persists; it knows nothing of HTTP, and of cookies only the session cookie's name.
 
 mod error;
 mod identity;
@@ -14,7 +14,7 @@ pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};
 pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};
 pub use revocation::{Revocations, SessionWatch};
-pub use session::{Accounts, NewSessionSecret, SESSION_LIFETIME, new_form_token};
+pub use session::{Accounts, NewSessionSecret, SESSION_COOKIE, SESSION_LIFETIME, new_form_token};
 pub(crate) use session::{hash_secret, new_secret};
 pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};
 pub use throttle::{

@@ -22,6 +22,11 @@ use super::throttle::LoginThrottle;
 /// How long a session lasts. Fixed, not sliding: a stolen cookie stops working by itself.
 pub const SESSION_LIFETIME: Duration = Duration::from_hours(14 * 24);
 
+/// The session cookie's name over plain http (`admin::session` adds the `__Host-` prefix over
+/// https). Its value is a random secret; the database keeps only its hash. The load test's
+/// agents send it too, so it lives here rather than with the HTTP extractors.
+pub const SESSION_COOKIE: &str = "porch_session";
+
 /// 32 random bytes, URL-safe: session ids, CSRF tokens, link tokens, the setup token.
 pub(crate) fn new_secret() -> String {
     URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())

@@ -13,9 +13,10 @@ use porch_app::layout::Section;
 use serde::Deserialize;
 
 use crate::clock::{millis, now_ms};
-use crate::loadtest::Report;
+use crate::metrics::loadtest_report::{Report, Stair};
 use crate::metrics::replication::{STALE_AFTER_SECS, age_secs};
-use crate::metrics::{MIN_MESSAGES, Rollup, Series, messages_per_core, traffic_cost};
+use crate::metrics::{MIN_MESSAGES, messages_per_core, traffic_cost};
+use crate::series::{Rollup, Series};
 use crate::state::AppState;
 use crate::store;
 
@@ -409,12 +410,10 @@ fn stair_charts(report: &Report) -> Vec<Chart> {
         format!("{} msg/s", porch_app::chart::format_number(x_min)),
         format!("{} msg/s", porch_app::chart::format_number(x_max)),
     );
-    let line = |name: &str, value: &dyn Fn(&crate::loadtest::Stair) -> f64| Line {
+    let line = |name: &str, value: &dyn Fn(&Stair) -> f64| Line {
         label: name.to_owned(),
         points: report
-            .series
-            .iter()
-            .find(|s| s.name == name)
+            .series(name)
             .map(|s| {
                 stairs
                     .iter()

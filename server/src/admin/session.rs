@@ -14,22 +14,20 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
-use crate::accounts::SESSION_LIFETIME;
+use crate::accounts::{SESSION_COOKIE, SESSION_LIFETIME};
 use crate::state::AppState;
 use crate::store::UserRow;
 
 use super::page::{PageError, see_other};
 
-/// The session cookie over plain http. Its value is a random secret; the database keeps only
-/// its hash.
-pub const SESSION_COOKIE: &str = "porch_session";
 /// Before anyone is signed in (setup, sign-in, invitation links), forms are protected by a
 /// random token in this cookie that the form must repeat (double submit).
 pub const FORM_COOKIE: &str = "porch_form";
 /// Over https the cookies carry the `__Host-` prefix: the browser then accepts them only from
 /// this origin (Secure, `Path=/`, no `Domain`), so a page on a sibling origin of the same site
 /// cannot plant a session or a form token of its own (login CSRF by cookie tossing). Plain
-/// http cannot use the prefix (it requires Secure); see "Security" in docs/admin.md.
+/// http cannot use the prefix (it requires Secure); see "Security" in docs/admin.md. The prefix
+/// stays here with [`cookie`], which sets the attributes a browser demands before it accepts it.
 const HOST_PREFIX: &str = "__Host-";
 
 fn is_https(app: &AppState) -> bool {

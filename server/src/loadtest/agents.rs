@@ -9,9 +9,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout, timeout_at};
 
-use crate::admin::session::SESSION_COOKIE;
+use crate::accounts::SESSION_COOKIE;
 
-use super::report::AgentStair;
+use crate::metrics::loadtest_report::AgentStair;
 
 /// What one agent's stream delivered: (event id, arrival), in arrival order.
 pub type Events = Vec<(i64, Instant)>;

@@ -7,9 +7,8 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::config::DATABASE_FILE;
+use crate::metrics::loadtest_report::{Report, Series};
 use crate::store::{self, NewLoadtestRun, Synchronous};
-
-use super::report::Report;
 
 /// The series whose figures stand for Porch (the echo is only the baseline).
 const PORCH_SERIES: &str = "porch";
@@ -32,7 +31,7 @@ pub fn summarize(report: &Report) -> Summary {
         .map_or_else(crate::clock::now_ms, |d| {
             i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
         });
-    let porch = report.series.iter().find(|s| s.name == PORCH_SERIES);
+    let porch = report.series(PORCH_SERIES);
     let mut costs: Vec<f64> = porch
         .map(|s| {
             s.stairs
@@ -45,7 +44,7 @@ pub fn summarize(report: &Report) -> Summary {
     costs.sort_by(f64::total_cmp);
     Summary {
         started_at,
-        capacity: porch.and_then(super::Series::capacity),
+        capacity: porch.and_then(Series::capacity),
         is_passed: report
             .series
             .iter()

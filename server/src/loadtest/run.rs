@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 
+use crate::metrics::loadtest_report::{AgentStair, FloodStair, Report, Series, SlackStair, Stair};
+
 use super::SlackMock;
 use super::agents;
 use super::args::LoadtestArgs;
 use super::generator::{self, Outcome, Plan};
-use super::report::{self, AgentStair, FloodStair, Report, Series, SlackStair, Stair};
+use super::report;
 use super::target::{self, ChildServer};
 
 /// Flood connections: enough to spread the flood over several visitors of one site.

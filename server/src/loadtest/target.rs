@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 
 use crate::chat::new_site_key;
 use crate::integrations::slack::{SlackConfig, SlackIntegration, SlackSecrets};
+use crate::metrics::loadtest_report::Machine;
 use crate::store::{self, NewIntegration, NewSite};
 use crate::values::{SiteLimits, SiteSettings};
 
@@ -337,7 +338,7 @@ pub fn sample_proc(pid: u32) -> Option<ProcSample> {
 }
 
 /// The machine, for the report: cores, CPU model, kernel.
-pub fn machine() -> super::report::Machine {
+pub fn machine() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()
@@ -346,7 +347,7 @@ pub fn machine() -> super::report::Machine {
         .map_or_else(|| "unknown".to_owned(), |m| m.trim().to_owned());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map_or_else(|_| "unknown".to_owned(), |k| k.trim().to_owned());
-    super::report::Machine {
+    Machine {
         cores: std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
         cpu_model,
         kernel,

@@ -13,11 +13,11 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use crate::histogram::Snapshot;
 use crate::hub::Hub;
 use crate::jobs::{Counted, Lane};
 use crate::store::Writer;
 
-use super::histogram::Snapshot;
 use super::{Meters, process};
 
 /// The content type of the text exposition.

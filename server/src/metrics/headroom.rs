@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::series::{Sample, Series};
+use crate::series::{Sample, Series};
 
 /// A second counts as busy from this rate on; below it the idle baseline dominates its CPU.
 const BUSY_RATE: f64 = 20.0;
@@ -78,7 +78,7 @@ pub fn messages_per_core(us_per_msg: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::SERIES;
+    use crate::series::SERIES;
 
     const SECOND: Duration = Duration::from_secs(1);
 

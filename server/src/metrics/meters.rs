@@ -6,10 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::histogram::LogHistogram;
 use crate::jobs::JobStats;
 use crate::store::IntegrityStatus;
-
-use super::LogHistogram;
 
 /// Shared by the whole server (in `AppState`).
 #[derive(Debug, Default)]

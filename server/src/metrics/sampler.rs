@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{millis, now_ms};
+use crate::histogram::Snapshot;
 use crate::hub::Hub;
 use crate::jobs::{Counted, Lane};
+use crate::series::{Rollup, RollupBuilder, SERIES, Sample, Series, roll_up};
 use crate::store::{self, Writer};
 
-use super::histogram::Snapshot;
-use super::series::{Rollup, RollupBuilder, SERIES, Sample, Series, roll_up};
 use super::{Meters, process};
 
 /// Minute rows are kept this long.

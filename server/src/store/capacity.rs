@@ -1,5 +1,5 @@
 //! The capacity tables: minute rollups of the sampler (`metrics_minutes`) and recorded load-test
-//! runs (`loadtest_runs`). Column names come from `metrics::Series`, a fixed list, never from
+//! runs (`loadtest_runs`). Column names come from `series::Series`, a fixed list, never from
 //! input.
 
 use std::fmt::Write as _;
@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
-use crate::metrics::{Rollup, SERIES, Series};
+use crate::series::{Rollup, SERIES, Series};
 
 fn column_list() -> String {
     let mut list = String::new();

@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 use super::Error;
 use super::checkpoint::{WAL_BOUND, WalGuard};
 use super::write_failures::Failures;
-use crate::metrics::LogHistogram;
+use crate::histogram::LogHistogram;
 
 /// The longest a deferred write waits for company before it is committed alone.
 pub const DEFER_LIMIT: Duration = Duration::from_millis(20);

@@ -1,6 +1,8 @@
 //! What the sampler records: one value per [`Series`] per second ([`Sample`]), and the mean and
 //! max of each over a span ([`Rollup`]) — a minute for SQLite, a few seconds for a graph point.
 //! The list of series is data, so the ring buffer, the rollup table and the graphs share it.
+//! A leaf module: it imports nothing from the crate, so `store` persists rollups without
+//! depending on `metrics` (which samples them and re-exports this vocabulary).
 
 /// A figure recorded every second. The order is the column order of `metrics_minutes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

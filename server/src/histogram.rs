@@ -2,6 +2,8 @@
 //! operations and no allocation. Buckets are logarithmic (8 per power of two, so a percentile read
 //! from them is within 12.5 % of the truth); values below 16 µs are exact. Readers take a
 //! [`Snapshot`] and subtract an earlier one to get an interval's distribution.
+//! A leaf module: it imports nothing from the crate, so the store's writer can time its commits
+//! without depending on `metrics` (which re-exports it).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

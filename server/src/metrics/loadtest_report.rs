@@ -1,0 +1,152 @@
+//! The stored load-test report: the JSON `porch loadtest` writes (to its results file and to
+//! `loadtest_runs`) and the capacity page reads back. It lives with the capacity figures so the
+//! load test that writes it and the admin UI that reads it share it without importing each
+//! other. Reports already stored must keep parsing: a new field needs `#[serde(default)]`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The machine the run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub cpu_model: String,
+    pub kernel: String,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub started_at: String,
+    pub command: String,
+    pub machine: Machine,
+    /// How server and generator were placed (`taskset` cores, or why not).
+    pub placement: String,
+    pub visitors: u32,
+    pub sites: u32,
+    pub idle: u32,
+    pub flood_rate: u32,
+    pub warmup_ms: u64,
+    pub duration_ms: u64,
+    pub gate_p99_ms: f64,
+    /// Job lag p99 gate of the Slack stairs.
+    #[serde(default)]
+    pub gate_job_lag_ms: f64,
+    /// `PORCH_*` settings the scratch servers ran with (defaults otherwise).
+    #[serde(default)]
+    pub server_env: Vec<String>,
+    pub series: Vec<Series>,
+}
+
+/// The stairs against one target: `echo`, `porch`, or `porch+slack`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Series {
+    pub name: String,
+    pub stairs: Vec<Stair>,
+}
+
+/// One round of one stair.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stair {
+    pub target: u32,
+    pub round: u32,
+    pub achieved: f64,
+    pub sent: u64,
+    pub acked: u64,
+    pub refused: BTreeMap<String, u64>,
+    pub broken: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    pub server_cpu_pct: Option<f64>,
+    pub server_us_per_msg: Option<f64>,
+    pub server_rss_mb: Option<f64>,
+    pub loadgen_cpu_pct: f64,
+    pub idle_kib_per_socket: Option<f64>,
+    pub connect_ms: u64,
+    pub slack: Option<SlackStair>,
+    pub flood: Option<FloodStair>,
+    /// Fan-out to agents with the live inbox open (`--agents`); absent in older results.
+    #[serde(default)]
+    pub agents: Option<AgentStair>,
+    pub passed: bool,
+}
+
+/// Deliveries to the Slack mock for one stair.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SlackStair {
+    /// Acked messages (all, warm-up included) and how many of them the mock received.
+    pub expected: u64,
+    pub delivered: u64,
+    pub deliveries_per_sec: f64,
+    pub job_lag_p50_ms: f64,
+    pub job_lag_p99_ms: f64,
+    pub job_lag_max_ms: f64,
+}
+
+/// How the messages acked in the window reached the agents' live inboxes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentStair {
+    pub agents: u32,
+    /// Messages acked in the window times agents, and how many of those reached an agent.
+    pub expected: u64,
+    pub delivered: u64,
+    /// The visitor's intended send time → the inbox event covering the message.
+    pub fan_out_p50_ms: f64,
+    pub fan_out_p99_ms: f64,
+    pub fan_out_max_ms: f64,
+}
+
+/// What the flood site's visitors got.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FloodStair {
+    pub sent: u64,
+    pub acked: u64,
+    pub refused: u64,
+}
+
+impl Report {
+    /// The series named `name` (`echo`, `porch`, …), if the run had it.
+    pub fn series(&self, name: &str) -> Option<&Series> {
+        self.series.iter().find(|s| s.name == name)
+    }
+}
+
+impl Series {
+    /// Highest target whose rounds passed by majority.
+    pub fn capacity(&self) -> Option<u32> {
+        let mut by_target: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
+        for s in &self.stairs {
+            let e = by_target.entry(s.target).or_default();
+            e.1 += 1;
+            if s.passed {
+                e.0 += 1;
+            }
+        }
+        by_target
+            .into_iter()
+            .filter(|(_, (passed, total))| passed * 2 > *total)
+            .map(|(t, _)| t)
+            .max()
+    }
+
+    /// Median over rounds of a figure at a target.
+    pub fn at(&self, target: u32, f: impl Fn(&Stair) -> Option<f64>) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .stairs
+            .iter()
+            .filter(|s| s.target == target)
+            .filter_map(&f)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let mid = v.len() / 2;
+        match v.len() {
+            0 => None,
+            n if n % 2 == 0 => Some(f64::midpoint(v[mid - 1], v[mid])),
+            _ => Some(v[mid]),
+        }
+    }
+}

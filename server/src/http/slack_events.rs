@@ -1,6 +1,7 @@
 //! The Events API endpoint, one URL per integration: `POST /integrations/slack/{id}/events`.
 //! Every request's signature is checked; with no signing secret configured the endpoint refuses
-//! everything rather than skip the check. The event is committed before the 200.
+//! everything rather than skip the check. The event is committed before the 200; a reply whose
+//! thread cannot be traced now is answered 503, so Slack sends it again.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -10,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::clock::now_ms;
-use crate::integrations::slack::{SlackIntegration, handle_event_callback, verify};
+use crate::integrations::slack::{Handled, SlackIntegration, handle_event_callback, verify};
 use crate::state::AppState;
 use crate::store::{self, IntegrationId};
 
@@ -74,8 +75,15 @@ pub async fn receive(
         .into_response()),
         Some("event_callback") => {
             // An error (for example a full disk) answers 503 so Slack delivers the event again.
-            handle_event_callback(&app.slack, id, &slack, &envelope).await?;
-            Ok(StatusCode::OK.into_response())
+            match handle_event_callback(&app.slack, id, &slack, &envelope).await? {
+                // Not acknowledged, so Slack sends the event again (it retries non-2xx answers).
+                Handled::Later => Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "The reply's thread could not be traced now; send the event again.",
+                )),
+                _ => Ok(StatusCode::OK.into_response()),
+            }
         }
         _ => Ok(StatusCode::OK.into_response()),
     }

@@ -304,6 +304,33 @@ async fn a_reply_in_a_second_header_thread_reaches_the_visitor_and_the_inbox() {
 }
 
 #[tokio::test]
+async fn a_reply_whose_thread_slack_cannot_show_now_is_refused_until_it_can() {
+    let (fx, mut widget, integration, _, orphan, _) = conversation_with_two_headers().await;
+    let messages = || fx.app.count("SELECT count(*) FROM messages");
+    let before = messages();
+    let mut event = reply_event("Ev-later", "C1", &orphan, "U1", "sent while Slack hiccups");
+    event["event"]["parent_user_id"] = json!("UBOT");
+    // Slack cannot show the thread's root for a moment: the event is not acknowledged (so
+    // Slack sends it again), nothing is stored, and nothing counts as unmapped.
+    fx.mock.fail_history(1, "internal_error");
+    assert_eq!(fx.send_event(integration, &event, now_secs()).await, 503);
+    assert_eq!(messages(), before);
+    // Slack's retry of the same event is traced and delivered, once.
+    assert_eq!(fx.send_event(integration, &event, now_secs()).await, 200);
+    assert_eq!(widget.recv().await["body"], "sent while Slack hiccups");
+    assert_eq!(messages(), before + 1);
+    let metrics = fx.app.http.get("/metrics").answer().await;
+    assert!(
+        metrics
+            .body
+            .lines()
+            .any(|l| l == "porch_slack_unmapped_replies_total 0"),
+        "{}",
+        metrics.body
+    );
+}
+
+#[tokio::test]
 async fn a_reply_in_a_thread_of_ours_that_matches_no_conversation_is_logged_and_counted() {
     let (fx, _widget, integration, _, _, _) = conversation_with_two_headers().await;
     let messages = || fx.app.count("SELECT count(*) FROM messages");

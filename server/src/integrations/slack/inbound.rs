@@ -12,12 +12,14 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::chat::{self, Agent, Chat, InboundReply, MessageBody};
-use crate::jobs::JobQueue;
+use crate::jobs::{JobQueue, Outcome};
 use crate::metrics::Meters;
 use crate::store::{self, ConversationId, IntegrationId, Readers, Writer};
 
+use super::deliver::classify;
 use super::{
-    SlackApi, SlackIntegration, SlackUser, find_root, header_conversation, is_by_our_bot, to_plain,
+    CallError, SlackApi, SlackIntegration, SlackUser, find_root, header_conversation,
+    is_by_our_bot, to_plain,
 };
 
 /// How long a Slack user's name and email are remembered.
@@ -44,6 +46,10 @@ pub enum Handled {
     /// nothing was stored; it was logged at warn and counted
     /// (`porch_slack_unmapped_replies_total`).
     Unmapped,
+    /// The reply's thread could not be traced now (Slack did not answer in time, or answered
+    /// with a passing error): nothing was stored, and the event must not be acknowledged, so
+    /// Slack sends it again.
+    Later,
 }
 
 /// Where a reply in a thread without a record belongs.
@@ -53,6 +59,8 @@ enum Traced {
     NotOurs,
     /// Porch's (or maybe Porch's) thread, but no conversation can be named; says why.
     Unmapped(String),
+    /// Slack could not say now whose thread it is; says why.
+    Unavailable(String),
 }
 
 /// Slack's side of Porch: the Events API endpoint, the Socket Mode clients and the setup take
@@ -177,6 +185,18 @@ pub async fn handle_event_callback(
                 );
                 return Ok(Handled::Unmapped);
             }
+            Traced::Unavailable(reason) => {
+                tracing::warn!(
+                    integration = %integration_id,
+                    channel,
+                    thread_ts,
+                    event_id,
+                    reason,
+                    "could not trace a Slack reply's thread now; the event is left unacknowledged \
+                     so Slack sends it again"
+                );
+                return Ok(Handled::Later);
+            }
         },
     };
 
@@ -227,6 +247,13 @@ async fn trace_thread(
         Ok(Ok(Some(root))) => root,
         Ok(Ok(None)) if parent.is_none() => return Ok(Traced::NotOurs),
         Ok(Ok(None)) => return Ok(Traced::Unmapped("Slack has no such thread root".into())),
+        // A passing failure (timeout, 5xx, rate limit, Slack's internal_error) is tried again
+        // when Slack resends the event; a refusal (a missing scope) would be refused again.
+        Ok(Err(err)) if is_passing(&err) => {
+            return Ok(Traced::Unavailable(format!(
+                "could not read the thread's root: {err}"
+            )));
+        }
         Ok(Err(err)) => {
             return Ok(Traced::Unmapped(format!(
                 "could not read the thread's root (the app needs channels:history or \
@@ -234,7 +261,7 @@ async fn trace_thread(
             )));
         }
         Err(_) => {
-            return Ok(Traced::Unmapped(
+            return Ok(Traced::Unavailable(
                 "Slack did not answer in time with the thread's root".into(),
             ));
         }
@@ -261,6 +288,14 @@ async fn trace_thread(
     } else {
         Traced::Unmapped(format!("conversation {conversation} no longer exists"))
     })
+}
+
+/// Whether a failed call may succeed when tried again: the same rule deliveries retry by.
+fn is_passing(err: &CallError) -> bool {
+    matches!(
+        classify(err),
+        Outcome::Retry { .. } | Outcome::RateLimited { .. }
+    )
 }
 
 /// The agent behind a Slack user: the Porch user with the same email, else the Slack name.

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::{self, IntegrationId};
 
-use super::inbound::handle_event_callback;
+use super::inbound::{Handled, handle_event_callback};
 use super::{SlackInbound, SlackIntegration};
 
 /// How often the set of Socket Mode integrations is compared with the running clients.
@@ -159,6 +159,8 @@ async fn serve_connection(
                 };
                 // Acknowledge only what is committed; without an ack Slack sends it again.
                 match handle_event_callback(inbound, id, slack, &envelope["payload"]).await {
+                    // Left unacknowledged: Slack sends it again.
+                    Ok(Handled::Later) => {}
                     Ok(_) => {
                         let ack = json!({"envelope_id": envelope_id}).to_string();
                         socket

@@ -185,13 +185,17 @@ pub async fn slack_agent(
         n += 1;
         let body = format!("slack reply {n} to conversation {conversation}");
         let now = porch::clock::now_ms() / 1000;
+        // A reply's ts must differ from its thread's, as in Slack (Porch ignores a message whose
+        // ts is its thread_ts: that is the thread's root). The mock numbers its posts' ts from
+        // .000000 up, so replies take theirs from .900000 up, out of that range.
+        let ts = format!("{now}.{:06}", 900_000 + n % 100_000);
         let event = json!({
             "type": "event_callback",
             "team_id": team_id,
             "event_id": format!("EvCheck{n}"),
             "event_time": now,
             "event": {"type": "message", "channel": CHANNEL, "user": SLACK_USER, "text": body,
-                      "ts": format!("{now}.{n:06}"), "thread_ts": thread_ts},
+                      "ts": ts, "thread_ts": thread_ts},
         })
         .to_string();
         let is_live = live.as_ref() == Some(&thread_ts);

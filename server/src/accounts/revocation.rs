@@ -1,13 +1,17 @@
-//! Ends the live streams (Server-Sent Events) of a session the moment it is revoked. A stream
-//! checks its session once, at connect; after that only this registry can stop it, so every
-//! path that ends sessions (sign-out, password change or reset, disable) calls in here. The
-//! cost lands on the rare revocation, not on each event a stream sends.
+//! Ends the live streams (Server-Sent Events) of a session the moment it is revoked or expires.
+//! A stream checks its session once, at connect; after that only this registry and the
+//! session's expiry time can stop it, so every path that ends sessions (sign-out, password
+//! change or reset, disable) calls in here. The cost lands on the rare revocation, not on each
+//! event a stream sends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use std::time::Duration;
+
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::now_ms;
 use crate::store::UserId;
 
 struct Watched {
@@ -25,17 +29,30 @@ pub struct Revocations {
     sessions: Arc<Mutex<Map>>,
 }
 
-/// Held by one open stream; `revoked()` resolves when its session ends.
+/// Held by one open stream; `ended()` resolves when its session ends.
 pub struct SessionWatch {
     sessions: Arc<Mutex<Map>>,
     id_hash: [u8; 32],
     token: CancellationToken,
+    /// When the session expires (ms since the epoch); sessions have a fixed lifetime.
+    expires_at: i64,
 }
 
 impl SessionWatch {
-    /// Resolves once the session is revoked.
-    pub async fn revoked(&self) {
-        self.token.cancelled().await;
+    /// The same watch, also ending when the session expires at `expires_at`.
+    #[must_use]
+    pub fn expiring_at(mut self, expires_at: i64) -> Self {
+        self.expires_at = expires_at;
+        self
+    }
+
+    /// Resolves once the session is revoked or has expired.
+    pub async fn ended(&self) {
+        let left = u64::try_from(self.expires_at.saturating_sub(now_ms())).unwrap_or(0);
+        tokio::select! {
+            () = self.token.cancelled() => {}
+            () = tokio::time::sleep(Duration::from_millis(left)) => {}
+        }
     }
 }
 
@@ -52,7 +69,8 @@ impl Drop for SessionWatch {
 }
 
 impl Revocations {
-    /// Registers one stream of the session with this id hash.
+    /// Registers one stream of the session with this id hash (until it is revoked; see
+    /// [`SessionWatch::expiring_at`] for its expiry).
     pub fn watch(&self, id_hash: [u8; 32], user: UserId) -> SessionWatch {
         let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         let watched = map.entry(id_hash).or_insert_with(|| Watched {
@@ -65,6 +83,7 @@ impl Revocations {
             sessions: Arc::clone(&self.sessions),
             id_hash,
             token: watched.token.clone(),
+            expires_at: i64::MAX,
         }
     }
 
@@ -108,12 +127,25 @@ mod tests {
         let ended = registry.watch(b, UserId(1));
         let other = registry.watch(c, UserId(2));
         registry.revoke_user(UserId(1), Some(&a));
-        ended.revoked().await;
+        ended.ended().await;
         assert!(!kept.token.is_cancelled());
         assert!(!other.token.is_cancelled());
         registry.revoke_session(&c);
-        other.revoked().await;
+        other.ended().await;
         drop((kept, ended, other));
         assert_eq!(registry.watched(), 0, "entries go with their last stream");
+    }
+
+    #[tokio::test]
+    async fn a_stream_ends_when_its_session_expires() {
+        let registry = Revocations::default();
+        let watch = registry
+            .watch([1; 32], UserId(1))
+            .expiring_at(now_ms() + 400);
+        let early = tokio::time::timeout(Duration::from_millis(100), watch.ended()).await;
+        assert!(early.is_err(), "still running before the expiry");
+        tokio::time::timeout(Duration::from_secs(5), watch.ended())
+            .await
+            .expect("ended at the expiry");
     }
 }

@@ -259,14 +259,19 @@ impl Accounts {
     }
 
     /// Watches the session behind a cookie value for one live stream, which must stop when
-    /// `revoked()` resolves. `None` when the session already ended: it is checked again after
-    /// registering, so a revocation between the stream's first check and now is not missed.
+    /// `ended()` resolves (revoked or expired). `None` when the session already ended: it is
+    /// checked again after registering, so a revocation between the stream's first check and now
+    /// is not missed.
     pub async fn watch_session(
         &self,
         cookie_value: &str,
         user: UserId,
     ) -> Result<Option<SessionWatch>, Error> {
         let watch = self.revocations.watch(hash_secret(cookie_value), user);
-        Ok(self.find_session(cookie_value).await?.map(|_| watch))
+        // Sessions have a fixed lifetime, so the expiry read now is the one that holds.
+        Ok(self
+            .find_session(cookie_value)
+            .await?
+            .map(|session| watch.expiring_at(session.expires_at)))
     }
 }

@@ -113,7 +113,7 @@ pub async fn inbox_events(
             _ = stream_inbox(&app, who.user.id, filter, after, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
-            () = session.revoked() => {}
+            () = session.ended() => {}
         }
     });
     sse(rx)
@@ -221,7 +221,7 @@ pub async fn conversation_events(
             _ = stream_conversation(&app, &who, ConversationId(id), after, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
-            () = session.revoked() => {}
+            () = session.ended() => {}
         }
     });
     sse(rx)

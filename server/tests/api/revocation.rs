@@ -124,3 +124,25 @@ async fn disabling_a_user_ends_their_live_streams() {
     assert_eq!(disabled.status, 303, "{}", disabled.body);
     assert_ends(stream, "disable").await;
 }
+
+#[tokio::test]
+async fn a_stream_ends_when_its_session_expires() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    // The session's fixed lifetime runs out in a second (instead of in 14 days).
+    let expires_at = porch::clock::now_ms() + 1_000;
+    app.db()
+        .execute("UPDATE sessions SET expires_at = ?1", [expires_at])
+        .expect("shorten the session");
+    let stream = open_stream(&app, "/inbox/events", &admin.cookie).await;
+    let ended = tokio::time::timeout(Duration::from_secs(3), async move {
+        let mut stream = stream;
+        while let Ok(Some(_)) = stream.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the live stream outlived its session");
+    assert!(
+        porch::clock::now_ms() >= expires_at,
+        "the stream ended before the session expired"
+    );
+}

@@ -11,6 +11,7 @@ use crate::accounts::{Password, hash_password};
 use crate::clock::now_ms;
 use crate::http::auth::{hash_api_token, new_api_token};
 use crate::store::{self, NewUser};
+use crate::values::TokenScope;
 
 use super::write_out;
 
@@ -50,8 +51,16 @@ pub enum TokenCommand {
         /// What the token is for.
         #[arg(long, default_value = "cli")]
         name: String,
+        /// Only `GET` and `HEAD` requests: for dashboards and exports.
+        #[arg(long)]
+        read_only: bool,
+        /// The token stops working this long after it is made (for example `90d`, `12h`);
+        /// without it the token works until it is revoked.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        expires_in: Option<std::time::Duration>,
     },
-    /// List every API token: id, name, user, created, last used (never the token itself).
+    /// List every API token: id, name, user, scope, created, expires, last used (never the token
+    /// itself).
     List,
     /// Revoke an API token at once.
     Revoke {
@@ -104,18 +113,25 @@ fn when(ms: Option<i64>) -> String {
 }
 
 pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()> {
-    let (user, name) = match command {
-        TokenCommand::Add { user, name } => (user, name),
+    let (user, name, read_only, expires_in) = match command {
+        TokenCommand::Add {
+            user,
+            name,
+            read_only,
+            expires_in,
+        } => (user, name, read_only, expires_in),
         TokenCommand::List => {
-            let mut out = String::from("ID\tNAME\tUSER\tCREATED\tLAST USED");
+            let mut out = String::from("ID\tNAME\tUSER\tSCOPE\tCREATED\tEXPIRES\tLAST USED");
             for t in store::list_api_tokens(conn)? {
                 let _ = write!(
                     out,
-                    "\n{}\t{}\t{}\t{}\t{}",
+                    "\n{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     t.id,
                     t.name,
                     t.user_email,
+                    t.scope.as_str(),
                     when(Some(t.created_at)),
+                    when(t.expires_at),
                     when(t.last_used_at)
                 );
             }
@@ -131,6 +147,25 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
     let found = store::find_user_by_email(conn, user.trim())?
         .with_context(|| format!("no user has the email {user}"))?;
     let token = new_api_token();
-    store::insert_api_token(conn, found.id, &name, &hash_api_token(&token), now_ms())?;
+    let now = now_ms();
+    let expires_at = expires_in
+        .map(|after| i64::try_from(after.as_millis()).map(|ms| now.saturating_add(ms)))
+        .transpose()
+        .context("--expires-in is too long")?;
+    store::insert_api_token(
+        conn,
+        &store::NewApiToken {
+            user_id: found.id,
+            name: &name,
+            token_hash: &hash_api_token(&token),
+            scope: if read_only {
+                TokenScope::Read
+            } else {
+                TokenScope::ReadWrite
+            },
+            expires_at,
+            now,
+        },
+    )?;
     write_out(&token)
 }

@@ -1,9 +1,10 @@
 //! API authentication: `Authorization: Bearer <token>`, where the token was made by
-//! `porch token add`. Only the token's SHA-256 is stored.
+//! `porch token add`. Only the token's SHA-256 is stored. A token may expire, and a read-only
+//! one is refused for anything but `GET` and `HEAD`.
 
 use axum::extract::FromRequestParts;
-use axum::http::header;
 use axum::http::request::Parts;
+use axum::http::{Method, StatusCode, header};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
@@ -11,6 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{self, UserRow};
+use crate::values::TokenScope;
 
 use super::ApiError;
 
@@ -55,10 +57,29 @@ impl FromRequestParts<AppState> for ApiUser {
             .readers
             .read(move |c| store::find_api_token_use(c, &hash))
             .await?;
-        let (id, last_used, user) = found.ok_or_else(ApiError::unauthorized)?;
+        let token = found.ok_or_else(ApiError::unauthorized)?;
         let now = now_ms();
+        if token.expires_at.is_some_and(|at| now >= at) {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "token_expired",
+                "This API token has expired; make a new one with `porch token add`.",
+            ));
+        }
+        let is_read = matches!(parts.method, Method::GET | Method::HEAD);
+        if token.scope == TokenScope::Read && !is_read {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "insufficient_scope",
+                "This API token is read-only.",
+            ));
+        }
+        let id = token.id;
         // At most one write per token a minute, off the request's path: for `porch token list`.
-        if last_used.is_none_or(|at| now.saturating_sub(at) >= LAST_USED_EVERY_MS) {
+        if token
+            .last_used_at
+            .is_none_or(|at| now.saturating_sub(at) >= LAST_USED_EVERY_MS)
+        {
             let writer = std::sync::Arc::clone(&app.writer);
             tokio::spawn(async move {
                 if writer
@@ -70,7 +91,7 @@ impl FromRequestParts<AppState> for ApiUser {
                 }
             });
         }
-        Ok(ApiUser(user))
+        Ok(ApiUser(token.user))
     }
 }
 
@@ -89,7 +110,7 @@ impl FromRequestParts<AppState> for ApiAdmin {
             Ok(Self(user))
         } else {
             Err(ApiError::new(
-                axum::http::StatusCode::FORBIDDEN,
+                StatusCode::FORBIDDEN,
                 "forbidden",
                 "Only admins manage integrations and jobs.",
             ))

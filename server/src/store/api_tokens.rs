@@ -1,9 +1,41 @@
-//! API tokens beyond their lookup: when each was last used, listing and revoking them.
+//! The `api_tokens` table: storing a token's hash with its scope and expiry, looking one up,
+//! recording its last use, listing and revoking.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::Error;
+use crate::values::TokenScope;
+
 use super::users::UserRow;
+use super::{Error, UserId};
+
+/// A new token, hashed.
+#[derive(Debug, Clone, Copy)]
+pub struct NewApiToken<'a> {
+    pub user_id: UserId,
+    pub name: &'a str,
+    pub token_hash: &'a [u8],
+    pub scope: TokenScope,
+    /// Milliseconds since the epoch; `None` never expires.
+    pub expires_at: Option<i64>,
+    pub now: i64,
+}
+
+/// Stores the hash of a new API token; returns its id.
+pub fn insert_api_token(conn: &Connection, new: &NewApiToken<'_>) -> Result<i64, Error> {
+    conn.prepare_cached(
+        "INSERT INTO api_tokens (user_id, name, token_hash, scope, expires_at, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        new.user_id,
+        new.name,
+        new.token_hash,
+        new.scope,
+        new.expires_at,
+        new.now
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
 
 /// A token's row, without its hash, for `porch token list`.
 #[derive(Debug, Clone)]
@@ -11,33 +43,48 @@ pub struct ApiTokenRow {
     pub id: i64,
     pub name: String,
     pub user_email: String,
+    pub scope: TokenScope,
     pub created_at: i64,
+    pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
 }
 
-/// The enabled user behind a token hash, with the token's id and when it was last used.
+/// A token presented with a request, as far as deciding about it goes.
+#[derive(Debug, Clone)]
+pub struct ApiTokenUse {
+    pub id: i64,
+    pub scope: TokenScope,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+    pub user: UserRow,
+}
+
+/// The token with this hash and its enabled user, expired or not (the caller says which).
 pub fn find_api_token_use(
     conn: &Connection,
     token_hash: &[u8],
-) -> Result<Option<(i64, Option<i64>, UserRow)>, Error> {
+) -> Result<Option<ApiTokenUse>, Error> {
     let mut stmt = conn.prepare_cached(
-        "SELECT t.id, t.last_used_at, u.id, u.email, u.name, u.role, u.is_disabled \
+        "SELECT t.id, t.scope, t.expires_at, t.last_used_at, \
+                u.id, u.email, u.name, u.role, u.is_disabled \
          FROM api_tokens t JOIN users u ON u.id = t.user_id \
          WHERE t.token_hash = ?1 AND u.is_disabled = 0",
     )?;
     Ok(stmt
         .query_row([token_hash], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                UserRow {
-                    id: r.get(2)?,
-                    email: r.get(3)?,
-                    name: r.get(4)?,
-                    role: r.get(5)?,
-                    is_disabled: r.get(6)?,
+            Ok(ApiTokenUse {
+                id: r.get(0)?,
+                scope: r.get(1)?,
+                expires_at: r.get(2)?,
+                last_used_at: r.get(3)?,
+                user: UserRow {
+                    id: r.get(4)?,
+                    email: r.get(5)?,
+                    name: r.get(6)?,
+                    role: r.get(7)?,
+                    is_disabled: r.get(8)?,
                 },
-            ))
+            })
         })
         .optional()?)
 }
@@ -52,7 +99,7 @@ pub fn touch_api_token(conn: &Connection, id: i64, now: i64) -> Result<(), Error
 /// Every token, oldest first.
 pub fn list_api_tokens(conn: &Connection) -> Result<Vec<ApiTokenRow>, Error> {
     let mut stmt = conn.prepare_cached(
-        "SELECT t.id, t.name, u.email, t.created_at, t.last_used_at \
+        "SELECT t.id, t.name, u.email, t.scope, t.created_at, t.expires_at, t.last_used_at \
          FROM api_tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id",
     )?;
     let rows = stmt.query_map([], |r| {
@@ -60,8 +107,10 @@ pub fn list_api_tokens(conn: &Connection) -> Result<Vec<ApiTokenRow>, Error> {
             id: r.get(0)?,
             name: r.get(1)?,
             user_email: r.get(2)?,
-            created_at: r.get(3)?,
-            last_used_at: r.get(4)?,
+            scope: r.get(3)?,
+            created_at: r.get(4)?,
+            expires_at: r.get(5)?,
+            last_used_at: r.get(6)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

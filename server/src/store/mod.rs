@@ -32,7 +32,8 @@ mod write_failures;
 mod writer;
 
 pub use api_tokens::{
-    ApiTokenRow, delete_api_token, find_api_token_use, list_api_tokens, touch_api_token,
+    ApiTokenRow, ApiTokenUse, NewApiToken, delete_api_token, find_api_token_use, insert_api_token,
+    list_api_tokens, touch_api_token,
 };
 pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,
@@ -81,10 +82,7 @@ pub use slack::{
     ThreadStart, begin_slack_thread, find_conversation_by_slack_thread, find_slack_thread,
     insert_slack_event, insert_slack_thread, insert_slack_thread_root, prune_slack_events,
 };
-pub use users::{
-    NewUser, UserRow, find_user_by_api_token, find_user_by_email, insert_api_token, insert_user,
-    spend_user_links,
-};
+pub use users::{NewUser, UserRow, find_user_by_email, insert_user, spend_user_links};
 pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};
 pub use writer::{DEFER_LIMIT, Writer, WriterStats};
 // The admin inbox and accounts.

@@ -52,33 +52,6 @@ pub fn find_user_by_email(conn: &Connection, email: &str) -> Result<Option<UserR
     Ok(stmt.query_row([email], from_row).optional()?)
 }
 
-/// Stores the hash of a new API token for a user.
-pub fn insert_api_token(
-    conn: &Connection,
-    user_id: UserId,
-    name: &str,
-    token_hash: &[u8],
-    now: i64,
-) -> Result<i64, Error> {
-    conn.prepare_cached(
-        "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![user_id, name, token_hash, now])?;
-    Ok(conn.last_insert_rowid())
-}
-
-/// The enabled user owning the API token with this hash, if any.
-pub fn find_user_by_api_token(
-    conn: &Connection,
-    token_hash: &[u8],
-) -> Result<Option<UserRow>, Error> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM api_tokens t JOIN users u ON u.id = t.user_id \
-         WHERE t.token_hash = ?1 AND u.is_disabled = 0"
-    ))?;
-    Ok(stmt.query_row([token_hash], from_row).optional()?)
-}
-
 /// What signing in needs: the user and their password hash (`None` until they chose one).
 #[derive(Debug, Clone)]
 pub struct UserCredentials {

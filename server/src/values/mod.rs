@@ -4,7 +4,9 @@
 mod author;
 mod site;
 mod text;
+mod token_scope;
 
 pub use author::Author;
 pub use site::{SiteLimits, SiteSettings};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
+pub use token_scope::TokenScope;

@@ -108,12 +108,14 @@ fn porch_token(app: &TestApp, args: &[&str]) -> (bool, String) {
 async fn api_tokens_can_be_listed_with_their_last_use_and_revoked() {
     let app = TestApp::spawn(&[]).await;
     let token = app.add_user_token("deploy-bot", "admin");
+    // The last column is when the token was last used.
+    let last_used = |listed: &str| {
+        let row = listed.lines().find(|l| l.contains("deploy-bot"));
+        row.and_then(|r| r.rsplit('\t').next()).map(str::to_owned)
+    };
     let (ok, listed) = porch_token(&app, &["list"]);
     assert!(ok, "{listed}");
-    assert!(
-        listed.contains("deploy-bot") && listed.contains("never"),
-        "{listed}"
-    );
+    assert_eq!(last_used(&listed).as_deref(), Some("never"), "{listed}");
     assert!(!listed.contains(&token), "the token itself is never shown");
 
     assert_eq!(
@@ -130,7 +132,8 @@ async fn api_tokens_can_be_listed_with_their_last_use_and_revoked() {
     })
     .await;
     let (_, listed) = porch_token(&app, &["list"]);
-    assert!(!listed.contains("never"), "{listed}");
+    let used = last_used(&listed).expect("the token is listed");
+    assert_ne!(used, "never", "{listed}");
     let id = app.count("SELECT id FROM api_tokens").to_string();
 
     let (ok, revoked) = porch_token(&app, &["revoke", &id]);
@@ -143,4 +146,69 @@ async fn api_tokens_can_be_listed_with_their_last_use_and_revoked() {
     );
     let (ok, again) = porch_token(&app, &["revoke", &id]);
     assert!(!ok, "{again}");
+}
+
+/// A token from `porch token add` with `args`, for the user `ops@example.com` (an admin).
+fn ops_token(app: &TestApp, args: &[&str]) -> String {
+    app.add_user_token("ops", "admin");
+    let mut add = vec!["add", "--user", "ops@example.com", "--name", "dashboard"];
+    add.extend_from_slice(args);
+    let (ok, out) = porch_token(app, &add);
+    assert!(ok, "{out}");
+    out.trim().to_owned()
+}
+
+#[tokio::test]
+async fn a_read_only_token_reads_and_is_refused_for_writes() {
+    let app = TestApp::spawn(&[]).await;
+    let token = ops_token(&app, &["--read-only"]);
+    let (status, body) = app.api("GET", "/api/v1/conversations", &token, None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = app.api("POST", "/api/v1/jobs/retry", &token, None).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "insufficient_scope", "{body}");
+    let (_, listed) = porch_token(&app, &["list"]);
+    let row = listed
+        .lines()
+        .find(|l| l.contains("dashboard"))
+        .expect("listed");
+    assert!(row.contains("\tread\t"), "{listed}");
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refused_and_says_so() {
+    let app = TestApp::spawn(&[]).await;
+    let token = ops_token(&app, &["--expires-in", "30d"]);
+    assert_eq!(
+        app.api("GET", "/api/v1/conversations", &token, None)
+            .await
+            .0,
+        200
+    );
+    let (_, listed) = porch_token(&app, &["list"]);
+    let row = listed
+        .lines()
+        .find(|l| l.contains("dashboard"))
+        .expect("listed");
+    assert!(row.contains("\tread-write\t"), "{listed}");
+    assert_eq!(
+        row.split('\t').nth(5).map(|e| e.starts_with("20")),
+        Some(true),
+        "the expiry is a date: {listed}"
+    );
+    // A month later (the token's expiry moved into the past).
+    app.db()
+        .execute(
+            "UPDATE api_tokens SET expires_at = ?1 WHERE name = 'dashboard'",
+            [porch::clock::now_ms() - 1],
+        )
+        .expect("expire");
+    let (status, body) = app.api("GET", "/api/v1/conversations", &token, None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["code"], "token_expired", "{body}");
+    let (ok, refused) = porch_token(
+        &app,
+        &["add", "--user", "ops@example.com", "--expires-in", "soon"],
+    );
+    assert!(!ok, "a duration that does not parse is refused: {refused}");
 }

@@ -363,10 +363,14 @@ impl TestDb {
         let token = porch::http::auth::new_api_token();
         store::insert_api_token(
             &conn,
-            user,
-            "test",
-            &porch::http::auth::hash_api_token(&token),
-            0,
+            &store::NewApiToken {
+                user_id: user,
+                name: "test",
+                token_hash: &porch::http::auth::hash_api_token(&token),
+                scope: porch::values::TokenScope::ReadWrite,
+                expires_at: None,
+                now: 0,
+            },
         )
         .expect("insert token");
         token

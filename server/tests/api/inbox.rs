@@ -308,10 +308,14 @@ async fn inbox_a_disabled_user_is_locked_out_at_once() {
     let token = porch::http::auth::new_api_token();
     store::insert_api_token(
         &app.db(),
-        bo,
-        "t",
-        &porch::http::auth::hash_api_token(&token),
-        0,
+        &store::NewApiToken {
+            user_id: bo,
+            name: "t",
+            token_hash: &porch::http::auth::hash_api_token(&token),
+            scope: porch::values::TokenScope::ReadWrite,
+            expires_at: None,
+            now: 0,
+        },
     )
     .expect("token");
     let agent = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;

@@ -11,6 +11,7 @@ pub enum Section {
     Team,
     Deliveries,
     Capacity,
+    Audit,
     Account,
 }
 
@@ -65,6 +66,7 @@ fn TopNav(nav: Nav) -> impl IntoView {
             {nav_link("/team", "Team", nav.section == Section::Team)}
             {nav_link("/deliveries", "Deliveries", nav.section == Section::Deliveries)}
             {nav_link("/capacity", "Capacity", nav.section == Section::Capacity)}
+            {nav_link("/audit", "Audit log", nav.section == Section::Audit)}
         }
     });
     view! {

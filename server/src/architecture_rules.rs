@@ -79,6 +79,9 @@ const RULES: &[Rule] = &[
     Rule::new("integrations/", "axum", "HTTP endpoints of integrations live in http"),
     Rule::new("integrations/", "crate::http", "setup errors are mapped to HTTP in http, once"),
     Rule::new("integrations/", "crate::admin", "the admin UI uses integrations, not the reverse"),
+    Rule::new("audit/", "axum", "the audit log knows nothing of HTTP"),
+    Rule::new("audit/", "crate::http", "the audit log knows nothing of HTTP"),
+    Rule::new("audit/", "crate::admin", "the admin UI reads the audit log, not the reverse"),
     Rule::new("chat/", "crate::integrations", "the domain plans jobs; deliveries are the runner's"),
 ];
 

@@ -127,6 +127,10 @@ pub struct Config {
     #[arg(long, env = "PORCH_JOB_RETENTION", default_value = "24h", value_parser = humantime::parse_duration)]
     pub job_retention: Duration,
 
+    /// Audit log events are deleted after this long (pruned once a minute, in chunks).
+    #[arg(long, env = "PORCH_AUDIT_RETENTION", default_value = "365days", value_parser = humantime::parse_duration)]
+    pub audit_retention: Duration,
+
     /// Base URL of the Slack Web API (change only to point Porch at a Slack mock).
     #[arg(
         long,

@@ -11,6 +11,7 @@
 //! - [`histogram`]: the lock-free latency histogram (a leaf: imports nothing from the crate).
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
+//! - [`audit`]: the audit log: action codes, who and from where, recorded with each change.
 //! - [`admin`]: the admin UI's pages and live inbox stream (server-rendered, `porch-app`).
 //! - [`jobs`]: job planning (which deliveries a change implies) and the job runner.
 //! - [`integrations`]: one module per outside service (Slack, Discord, webhooks, email):
@@ -26,6 +27,7 @@ pub mod accounts;
 mod admin;
 #[cfg(test)]
 mod architecture_rules;
+pub mod audit;
 pub mod chat;
 pub mod cli;
 pub mod clock;

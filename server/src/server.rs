@@ -139,6 +139,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         meters: Arc::clone(&app.meters),
         writer: Arc::clone(&app.writer),
         hub: Arc::clone(app.chat.hub()),
+        audit_retention: config.audit_retention,
     };
     spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
     spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::{millis, now_ms};
 use crate::store::{self, NewSession, NewUser, Readers, SessionRow, UserId, UserRow, Writer};
 
@@ -117,6 +119,7 @@ impl Accounts {
         email: &str,
         name: &str,
         password: &str,
+        ip: IpAddr,
     ) -> Result<UserRow, Error> {
         let token_ok = self
             .setup_token
@@ -152,7 +155,13 @@ impl Accounts {
                     created_at: now_ms(),
                 };
                 let id = store::insert_user(c, &new)?;
-                store::find_user(c, id)
+                let user = store::find_user(c, id)?;
+                if let Some(user) = &user {
+                    let (actor, target) = (Actor::user(user, ip), Target::user(user));
+                    let detail = json!({"role": user.role, "via": "setup"});
+                    audit::record(c, &actor, AuditAction::UserCreated, &target, &detail)?;
+                }
+                Ok(user)
             })
             .await?;
         let user = created.ok_or(Error::SetupClosed)?;
@@ -205,12 +214,28 @@ impl Accounts {
                 self.throttle.succeeded(&email, ip);
                 Ok(found.user)
             }
-            _ => Err(Error::BadCredentials),
+            found => {
+                let user = found.map(|f| f.user.id);
+                // Deferred: a failure needs no commit of its own, and a lost record (the
+                // writer busy or stopping) must not turn a wrong password into a 500.
+                let recorded = self
+                    .writer
+                    .write_deferred(move |c| audit::record_sign_in_failure(c, &email, user, ip))
+                    .await;
+                if let Err(err) = recorded {
+                    tracing::warn!(error = %err, "could not record a failed sign-in");
+                }
+                Err(Error::BadCredentials)
+            }
         }
     }
 
-    /// Starts a session for a user who just proved who they are.
-    pub async fn start_session(&self, user: &UserRow) -> Result<NewSessionSecret, Error> {
+    /// Starts a session for a user who just proved who they are, from `ip`.
+    pub async fn start_session(
+        &self,
+        user: &UserRow,
+        ip: IpAddr,
+    ) -> Result<NewSessionSecret, Error> {
         let secret = NewSessionSecret {
             cookie_value: new_secret(),
             csrf_token: new_secret(),
@@ -219,8 +244,10 @@ impl Accounts {
         let csrf = secret.csrf_token.clone();
         let user_id = user.id;
         let now = now_ms();
+        let (actor, target) = (Actor::user(user, ip), Target::user(user));
         self.writer
             .write(move |c| {
+                audit::record(c, &actor, AuditAction::SignedIn, &target, &json!({}))?;
                 // Sweeping here keeps the table small without a timer of its own.
                 store::delete_expired_sessions(c, now)?;
                 store::insert_session(

@@ -6,6 +6,9 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, AccountLinkRow, NewUser, UserId, UserRow};
 
@@ -71,6 +74,7 @@ impl Accounts {
     /// Creates a user without a password and returns the token of their invitation link.
     pub async fn invite_user(
         &self,
+        actor: &Actor,
         by: UserId,
         email: &str,
         name: &str,
@@ -82,6 +86,7 @@ impl Accounts {
         let token = new_secret();
         let token_hash = hash_secret(&token);
         let now = now_ms();
+        let actor = actor.clone();
         let created = self
             .writer
             .write(move |c| {
@@ -108,6 +113,16 @@ impl Accounts {
                     now,
                     expiry(kind, now),
                 )?;
+                if let Some(user) = store::find_user(c, id)? {
+                    let detail = json!({"role": user.role});
+                    audit::record(
+                        c,
+                        &actor,
+                        AuditAction::UserInvited,
+                        &Target::user(&user),
+                        &detail,
+                    )?;
+                }
                 Ok(true)
             })
             .await?;
@@ -171,6 +186,7 @@ impl Accounts {
         token: &str,
         kind: LinkKind,
         password: &str,
+        ip: IpAddr,
     ) -> Result<UserRow, Error> {
         let link = self.find_link(token, kind).await?;
         let hashed = hash(Password::parse(password)?).await?;
@@ -184,7 +200,18 @@ impl Accounts {
                 }
                 store::update_password_hash(c, link.user_id, &hashed)?;
                 store::delete_user_sessions(c, link.user_id, None)?;
-                store::find_user(c, link.user_id)
+                let user = store::find_user(c, link.user_id)?;
+                if let Some(user) = &user {
+                    let (actor, detail) = (Actor::user(user, ip), json!({"via": kind.as_str()}));
+                    audit::record(
+                        c,
+                        &actor,
+                        AuditAction::UserPasswordChanged,
+                        &Target::user(user),
+                        &detail,
+                    )?;
+                }
+                Ok(user)
             })
             .await?;
         let user = user.ok_or(Error::LinkInvalid)?;
@@ -227,6 +254,16 @@ impl Accounts {
         self.writer
             .write(move |c| {
                 store::update_password_hash(c, user, &hashed)?;
+                if let Some(row) = store::find_user(c, user)? {
+                    let (actor, detail) = (Actor::user(&row, ip), json!({"via": "account"}));
+                    audit::record(
+                        c,
+                        &actor,
+                        AuditAction::UserPasswordChanged,
+                        &Target::user(&row),
+                        &detail,
+                    )?;
+                }
                 store::delete_user_sessions(c, user, Some(&keep))
             })
             .await?;
@@ -235,19 +272,28 @@ impl Accounts {
     }
 
     /// Changes a user's role; the last enabled admin cannot be demoted.
-    pub async fn change_role(&self, user: UserId, role: &str) -> Result<(), Error> {
+    pub async fn change_role(&self, actor: &Actor, user: UserId, role: &str) -> Result<(), Error> {
         let role = Role::parse(role)?;
+        let actor = actor.clone();
         self.writer
             .write(move |c| {
-                if store::find_user(c, user)?.is_none() {
+                let Some(target) = store::find_user(c, user)? else {
                     return Ok(Err(Error::NotFound("user")));
-                }
+                };
                 if role == Role::Agent && store::count_other_admins(c, user)? == 0 {
                     return Ok(Err(Error::Conflict(
                         "This is the last admin; make someone else an admin first.",
                     )));
                 }
                 store::update_user_role(c, user, role.as_str())?;
+                let detail = json!({"from": target.role, "to": role.as_str()});
+                audit::record(
+                    c,
+                    &actor,
+                    AuditAction::UserRoleChanged,
+                    &Target::user(&target),
+                    &detail,
+                )?;
                 Ok(Ok(()))
             })
             .await?
@@ -257,18 +303,19 @@ impl Accounts {
     /// and their API tokens stop working at once (every lookup checks `is_disabled`).
     pub async fn set_disabled(
         &self,
-        by: UserId,
+        actor: &Actor,
         user: UserId,
         is_disabled: bool,
     ) -> Result<(), Error> {
-        if is_disabled && by == user {
+        if is_disabled && actor.user == Some(user) {
             return Err(Error::Conflict("You cannot disable yourself."));
         }
+        let actor = actor.clone();
         self.writer
             .write(move |c| {
-                if store::find_user(c, user)?.is_none() {
+                let Some(target) = store::find_user(c, user)? else {
                     return Ok(Err(Error::NotFound("user")));
-                }
+                };
                 if is_disabled && store::count_other_admins(c, user)? == 0 {
                     return Ok(Err(Error::Conflict("The last admin cannot be disabled.")));
                 }
@@ -278,6 +325,12 @@ impl Accounts {
                     store::delete_user_sessions(c, user, None)?;
                     store::spend_user_links(c, user, now_ms())?;
                 }
+                let action = if is_disabled {
+                    AuditAction::UserDisabled
+                } else {
+                    AuditAction::UserEnabled
+                };
+                audit::record(c, &actor, action, &Target::user(&target), &json!({}))?;
                 Ok(Ok(()))
             })
             .await??;

@@ -14,7 +14,7 @@ use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
 
 use crate::accounts::{self, LinkKind};
-use crate::http::client_ip;
+use crate::http::{ClientIp, client_ip};
 use crate::state::AppState;
 
 use super::page::{PageError, html, html_with_status, see_other};
@@ -104,11 +104,12 @@ pub struct SetupForm {
 /// `POST /setup`: creates the first admin (with the setup token) and signs them in.
 pub async fn setup(
     State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
     PublicForm { form, csrf }: PublicForm<SetupForm>,
 ) -> Result<Response, PageError> {
     let result = app
         .accounts
-        .create_first_admin(&form.token, &form.email, &form.name, &form.password)
+        .create_first_admin(&form.token, &form.email, &form.name, &form.password, ip)
         .await;
     let user = match result {
         Ok(user) => user,
@@ -135,7 +136,7 @@ pub async fn setup(
             return Ok(html_with_status(status, page));
         }
     };
-    let session = app.accounts.start_session(&user).await?;
+    let session = app.accounts.start_session(&user, ip).await?;
     Ok(with_cookie(
         see_other("/sites/new?notice=welcome"),
         Some(session_cookie(&app, &session.cookie_value)),
@@ -214,7 +215,7 @@ pub async fn login(
         .await
     {
         Ok(user) => {
-            let session = app.accounts.start_session(&user).await?;
+            let session = app.accounts.start_session(&user, ip).await?;
             return Ok(with_cookie(
                 see_other(&next),
                 Some(session_cookie(&app, &session.cookie_value)),
@@ -315,13 +316,13 @@ pub struct PasswordForm {
 
 async fn complete_link(
     app: &AppState,
-    kind: LinkKind,
+    (kind, ip): (LinkKind, std::net::IpAddr),
     token: &str,
     PublicForm { form, csrf }: PublicForm<PasswordForm>,
 ) -> Result<Response, PageError> {
     match app
         .accounts
-        .complete_link(token, kind, &form.password)
+        .complete_link(token, kind, &form.password, ip)
         .await
     {
         Ok(_) => Ok(see_other("/login?notice=password-set")),
@@ -345,18 +346,20 @@ async fn complete_link(
 pub async fn complete_invitation(
     State(app): State<AppState>,
     Path(token): Path<String>,
+    ClientIp(ip): ClientIp,
     form: PublicForm<PasswordForm>,
 ) -> Result<Response, PageError> {
-    complete_link(&app, LinkKind::Invite, &token, form).await
+    complete_link(&app, (LinkKind::Invite, ip), &token, form).await
 }
 
 /// `POST /password-resets/{token}`.
 pub async fn complete_reset(
     State(app): State<AppState>,
     Path(token): Path<String>,
+    ClientIp(ip): ClientIp,
     form: PublicForm<PasswordForm>,
 ) -> Result<Response, PageError> {
-    complete_link(&app, LinkKind::Reset, &token, form).await
+    complete_link(&app, (LinkKind::Reset, ip), &token, form).await
 }
 
 /// `GET /account`.

@@ -6,6 +6,8 @@ use axum::response::Response;
 use porch_app::integrations::{SlackPageView, SlackStatusView, render_slack};
 use porch_app::layout::{Notice, Section};
 
+use crate::audit::Actor;
+use crate::http::ClientIp;
 use crate::integrations::SetupError;
 use crate::integrations::slack::{SlackIntegration, SlackSetup, connect_slack, update_slack};
 use crate::state::AppState;
@@ -89,14 +91,16 @@ pub async fn slack_page(
 pub async fn save_slack(
     State(app): State<AppState>,
     Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, form }: AdminPosted<SlackSetup>,
 ) -> Result<Response, PageError> {
     let (site, slack) = load(&app, &key).await?;
+    let actor = Actor::user(&who.user, ip);
     let outcome = match &slack {
-        Some(existing) => update_slack(&app.slack, existing, form)
+        Some(existing) => update_slack(&app.slack, &actor, existing, form)
             .await
             .map(|_| "slack-saved"),
-        None => connect_slack(&app.slack, site.id, form)
+        None => connect_slack(&app.slack, &actor, site.id, form)
             .await
             .map(|_| "slack-connected"),
     };

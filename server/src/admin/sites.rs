@@ -11,7 +11,9 @@ use porch_app::sites::{
 };
 use serde::Deserialize;
 
+use crate::audit::Actor;
 use crate::chat::{self, SiteSettingsInput};
+use crate::http::ClientIp;
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
 use crate::widget::snippet;
@@ -94,6 +96,7 @@ pub async fn new_site_page(Admin(who): Admin, Query(query): Query<NoticeQuery>) 
 /// `POST /sites`.
 pub async fn create_site(
     State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, form }: AdminPosted<SiteSettingsInput>,
 ) -> Result<Response, PageError> {
     let settings = match form.parse() {
@@ -109,7 +112,7 @@ pub async fn create_site(
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
         }
     };
-    let key = chat::create_site(&app.writer, settings).await?;
+    let key = chat::create_site(&app.writer, &Actor::user(&who.user, ip), settings).await?;
     Ok(see_other(&format!("/sites/{key}?notice=site-created")))
 }
 
@@ -143,6 +146,7 @@ pub async fn site_page(
 pub async fn update_site(
     State(app): State<AppState>,
     Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, form }: AdminPosted<SiteSettingsInput>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
@@ -159,7 +163,14 @@ pub async fn update_site(
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
         }
     };
-    chat::update_site(&app.writer, &app.sites, &key, settings).await?;
+    chat::update_site(
+        &app.writer,
+        &app.sites,
+        &Actor::user(&who.user, ip),
+        &key,
+        settings,
+    )
+    .await?;
     Ok(see_other(&format!("/sites/{key}?notice=site-saved")))
 }
 
@@ -193,7 +204,8 @@ pub struct DeleteForm {
 pub async fn delete_site(
     State(app): State<AppState>,
     Path(key): Path<String>,
-    AdminPosted { form, .. }: AdminPosted<DeleteForm>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, form }: AdminPosted<DeleteForm>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
     if form.confirm.trim() != site.settings.name {
@@ -203,6 +215,6 @@ pub async fn delete_site(
             "The name you typed does not match the site's name, so nothing was deleted.",
         ));
     }
-    chat::delete_site(&app.writer, &app.sites, &key).await?;
+    chat::delete_site(&app.writer, &app.sites, &Actor::user(&who.user, ip), &key).await?;
     Ok(see_other("/sites?notice=site-deleted"))
 }

@@ -9,6 +9,8 @@ use porch_app::team::{MemberView, TeamView, render_team};
 use serde::Deserialize;
 
 use crate::accounts::{self, LinkKind};
+use crate::audit::Actor;
+use crate::http::ClientIp;
 use crate::integrations::email::{AccountLink, mail_account_link};
 use crate::state::AppState;
 use crate::store::UserId;
@@ -70,11 +72,13 @@ pub struct InviteForm {
 /// the answer to the post (not a redirect), because the link exists nowhere else.
 pub async fn invite(
     State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, form }: AdminPosted<InviteForm>,
 ) -> Result<Response, PageError> {
+    let actor = Actor::user(&who.user, ip);
     match app
         .accounts
-        .invite_user(who.user.id, &form.email, &form.name, &form.role)
+        .invite_user(&actor, who.user.id, &form.email, &form.name, &form.role)
         .await
     {
         Ok(token) => {
@@ -180,9 +184,15 @@ async fn refused(
 pub async fn change_role(
     State(app): State<AppState>,
     Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, form }: AdminPosted<RoleForm>,
 ) -> Result<Response, PageError> {
-    match app.accounts.change_role(UserId(id), &form.role).await {
+    let actor = Actor::user(&who.user, ip);
+    match app
+        .accounts
+        .change_role(&actor, UserId(id), &form.role)
+        .await
+    {
         Ok(()) => Ok(see_other("/team?notice=role-changed")),
         Err(err) => refused(&app, &who, err).await,
     }
@@ -192,11 +202,12 @@ pub async fn change_role(
 pub async fn disable(
     State(app): State<AppState>,
     Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, .. }: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
     match app
         .accounts
-        .set_disabled(who.user.id, UserId(id), true)
+        .set_disabled(&Actor::user(&who.user, ip), UserId(id), true)
         .await
     {
         Ok(()) => Ok(see_other("/team?notice=disabled")),
@@ -208,11 +219,12 @@ pub async fn disable(
 pub async fn enable(
     State(app): State<AppState>,
     Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, .. }: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
     match app
         .accounts
-        .set_disabled(who.user.id, UserId(id), false)
+        .set_disabled(&Actor::user(&who.user, ip), UserId(id), false)
         .await
     {
         Ok(()) => Ok(see_other("/team?notice=enabled")),

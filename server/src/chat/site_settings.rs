@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use serde_json::json;
+
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, Writer};
 use crate::values::{Invalid, Origin, SiteLimits, SiteSettings};
@@ -138,11 +141,18 @@ impl SiteSettingsInput {
 }
 
 /// Creates a site with the given settings and returns its key.
-pub async fn create_site(writer: &Arc<Writer>, settings: SiteSettings) -> Result<String, Error> {
+pub async fn create_site(
+    writer: &Arc<Writer>,
+    actor: &Actor,
+    settings: SiteSettings,
+) -> Result<String, Error> {
     let key = new_site_key();
     let stored_key = key.clone();
+    let actor = actor.clone();
     writer
         .write(move |c| {
+            let target = Target::site(&stored_key, &settings.name);
+            audit::record(c, &actor, AuditAction::SiteCreated, &target, &json!({}))?;
             store::insert_site(
                 c,
                 &NewSite {
@@ -160,12 +170,21 @@ pub async fn create_site(writer: &Arc<Writer>, settings: SiteSettings) -> Result
 pub async fn update_site(
     writer: &Arc<Writer>,
     directory: &SiteDirectory,
+    actor: &Actor,
     key: &str,
     settings: SiteSettings,
 ) -> Result<(), Error> {
     let owned = key.to_owned();
+    let actor = actor.clone();
     let found = writer
-        .write(move |c| store::update_site(c, &owned, &settings))
+        .write(move |c| {
+            let found = store::update_site(c, &owned, &settings)?;
+            if found {
+                let target = Target::site(&owned, &settings.name);
+                audit::record(c, &actor, AuditAction::SiteUpdated, &target, &json!({}))?;
+            }
+            Ok(found)
+        })
         .await?;
     directory.invalidate(key);
     if found {
@@ -179,10 +198,21 @@ pub async fn update_site(
 pub async fn delete_site(
     writer: &Arc<Writer>,
     directory: &SiteDirectory,
+    actor: &Actor,
     key: &str,
 ) -> Result<(), Error> {
     let owned = key.to_owned();
-    let found = writer.write(move |c| store::delete_site(c, &owned)).await?;
+    let actor = actor.clone();
+    let found = writer
+        .write(move |c| {
+            let Some(site) = store::find_site_by_key(c, &owned)? else {
+                return Ok(false);
+            };
+            let target = Target::site(&owned, &site.settings.name);
+            audit::record(c, &actor, AuditAction::SiteDeleted, &target, &json!({}))?;
+            store::delete_site(c, &owned)
+        })
+        .await?;
     directory.invalidate(key);
     if found {
         Ok(())

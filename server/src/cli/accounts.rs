@@ -7,7 +7,10 @@ use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
 use rusqlite::Connection;
 
+use serde_json::json;
+
 use crate::accounts::{Password, hash_password};
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::http::auth::{hash_api_token, new_api_token};
 use crate::store::{self, NewUser};
@@ -102,8 +105,21 @@ pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
         password_hash: password_hash.as_deref(),
         created_at: now_ms(),
     };
-    store::insert_user(conn, &new)
+    // One transaction: the user and its audit record commit together.
+    let tx = conn.unchecked_transaction()?;
+    let id = store::insert_user(&tx, &new)
         .with_context(|| format!("creating {email} (is the email taken?)"))?;
+    if let Some(user) = store::find_user(&tx, id)? {
+        let detail = json!({"role": role, "via": "cli"});
+        audit::record(
+            &tx,
+            &Actor::cli(),
+            AuditAction::UserCreated,
+            &Target::user(&user),
+            &detail,
+        )?;
+    }
+    tx.commit()?;
     write_out(&format!("Created {role} {email}."))
 }
 
@@ -138,9 +154,24 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
             return write_out(&out);
         }
         TokenCommand::Revoke { id } => {
-            if !store::delete_api_token(conn, id)? {
+            let tx = conn.unchecked_transaction()?;
+            let name = store::list_api_tokens(&tx)?
+                .into_iter()
+                .find(|t| t.id == id)
+                .map(|t| t.name)
+                .unwrap_or_default();
+            if !store::delete_api_token(&tx, id)? {
                 bail!("no API token has the id {id} (see `porch token list`)");
             }
+            let target = Target::token(id, &name);
+            audit::record(
+                &tx,
+                &Actor::cli(),
+                AuditAction::TokenRevoked,
+                &target,
+                &json!({}),
+            )?;
+            tx.commit()?;
             return write_out(&format!("Revoked API token {id}."));
         }
     };
@@ -152,20 +183,31 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
         .map(|after| i64::try_from(after.as_millis()).map(|ms| now.saturating_add(ms)))
         .transpose()
         .context("--expires-in is too long")?;
-    store::insert_api_token(
-        conn,
+    let scope = if read_only {
+        TokenScope::Read
+    } else {
+        TokenScope::ReadWrite
+    };
+    let tx = conn.unchecked_transaction()?;
+    let id = store::insert_api_token(
+        &tx,
         &store::NewApiToken {
             user_id: found.id,
             name: &name,
             token_hash: &hash_api_token(&token),
-            scope: if read_only {
-                TokenScope::Read
-            } else {
-                TokenScope::ReadWrite
-            },
+            scope,
             expires_at,
             now,
         },
     )?;
+    let detail = json!({"user": found.email, "scope": scope.as_str(), "expires_at": expires_at});
+    audit::record(
+        &tx,
+        &Actor::cli(),
+        AuditAction::TokenCreated,
+        &Target::token(id, &name),
+        &detail,
+    )?;
+    tx.commit()?;
     write_out(&token)
 }

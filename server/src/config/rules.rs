@@ -64,6 +64,18 @@ const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
 impl Config {
+    /// How long rows are kept: jobs and the audit log.
+    fn validate_retention(&self) -> Result<(), ConfigError> {
+        duration("PORCH_JOB_RETENTION", self.job_retention, MINUTE, 365 * DAY)?;
+        duration(
+            "PORCH_AUDIT_RETENTION",
+            self.audit_retention,
+            DAY,
+            3650 * DAY,
+        )?;
+        Ok(())
+    }
+
     /// Checks every setting against its rule, in the order of the struct, and returns the
     /// warnings for the legal but surprising ones.
     ///
@@ -133,7 +145,7 @@ impl Config {
             ));
         }
         count("PORCH_CHAT_CONCURRENCY", self.chat_concurrency, 1, 65_536)?;
-        duration("PORCH_JOB_RETENTION", self.job_retention, MINUTE, 365 * DAY)?;
+        self.validate_retention()?;
         api_url("PORCH_SLACK_API_URL", &self.slack_api_url)?;
         duration(
             "PORCH_SLACK_TIMEOUT",

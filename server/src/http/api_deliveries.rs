@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::integrations::discord::{DiscordSetup, check_discord};
 use crate::integrations::email::{EmailSetup, Mailer, email_config};
@@ -19,6 +20,7 @@ use crate::store::{self, IntegrationId, IntegrationRow, JobId, NewIntegration, S
 
 use super::ApiError;
 use super::auth::ApiAdmin;
+use super::client_ip::ClientIp;
 
 /// Attempts shown in a delivery log at once.
 const LOG_LIMIT: u32 = 200;
@@ -61,16 +63,18 @@ async fn integration_of_kind(
 
 async fn insert(
     app: &AppState,
+    actor: &Actor,
     site_id: SiteId,
     kind: &'static str,
     name: &'static str,
     config: String,
     secrets: String,
 ) -> Result<IntegrationId, ApiError> {
+    let actor = actor.clone();
     Ok(app
         .writer
         .write(move |c| {
-            store::insert_integration(
+            let id = store::insert_integration(
                 c,
                 &NewIntegration {
                     site_id,
@@ -80,7 +84,16 @@ async fn insert(
                     secrets: &secrets,
                     now: now_ms(),
                 },
-            )
+            )?;
+            let target = Target::integration(id, kind);
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationCreated,
+                &target,
+                &json!({}),
+            )?;
+            Ok(id)
         })
         .await?)
 }
@@ -88,13 +101,26 @@ async fn insert(
 /// Saves new settings, turns the integration back on and queues its blocked jobs again.
 async fn replace_settings(
     app: &AppState,
-    id: IntegrationId,
+    actor: &Actor,
+    row: &IntegrationRow,
     config: String,
     secrets: String,
 ) -> Result<usize, ApiError> {
+    let (id, actor, target) = (
+        row.id,
+        actor.clone(),
+        Target::integration(row.id, &row.kind),
+    );
     let resumed = app
         .writer
         .write(move |c| {
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationUpdated,
+                &target,
+                &json!({}),
+            )?;
             let now = now_ms();
             store::update_integration_settings(c, id, &config, &secrets, now)?;
             store::enable_integration(c, id, now)?;
@@ -109,7 +135,8 @@ async fn replace_settings(
 /// `POST /api/v1/sites/{key}/integrations/discord`: connects a site to a Discord channel webhook.
 pub async fn create_discord(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(key): Path<String>,
     Json(setup): Json<DiscordSetup>,
 ) -> Result<Response, ApiError> {
@@ -119,6 +146,7 @@ pub async fn create_discord(
     let forum = config.is_forum;
     let id = insert(
         &app,
+        &Actor::user(&admin, ip),
         site,
         "discord",
         "Discord",
@@ -137,14 +165,22 @@ pub async fn create_discord(
 /// deleted the old one); blocked jobs resume.
 pub async fn update_discord(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
     Json(setup): Json<DiscordSetup>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "discord").await?;
     let (config, secrets) =
         check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
-    let resumed = replace_settings(&app, row.id, to_json(&config)?, to_json(&secrets)?).await?;
+    let resumed = replace_settings(
+        &app,
+        &Actor::user(&admin, ip),
+        &row,
+        to_json(&config)?,
+        to_json(&secrets)?,
+    )
+    .await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
 }
 
@@ -152,7 +188,8 @@ pub async fn update_discord(
 /// signing secret (`whsec_…`).
 pub async fn create_webhook(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(key): Path<String>,
     Json(setup): Json<WebhookSetup>,
 ) -> Result<Response, ApiError> {
@@ -165,6 +202,7 @@ pub async fn create_webhook(
     };
     let id = insert(
         &app,
+        &Actor::user(&admin, ip),
         site,
         "webhook",
         "Webhook",
@@ -185,13 +223,21 @@ pub async fn create_webhook(
 /// disabled by a 410 back on. Blocked deliveries resume.
 pub async fn update_webhook(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
     Json(setup): Json<WebhookSetup>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
     let config = check_webhook(setup, app.config.allow_private_networks).await?;
-    let resumed = replace_settings(&app, row.id, to_json(&config)?, row.secrets.clone()).await?;
+    let resumed = replace_settings(
+        &app,
+        &Actor::user(&admin, ip),
+        &row,
+        to_json(&config)?,
+        row.secrets.clone(),
+    )
+    .await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
 }
 
@@ -199,7 +245,8 @@ pub async fn update_webhook(
 /// signing alongside it (two signatures per delivery) for 24 hours.
 pub async fn rotate_webhook_secret(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
@@ -209,8 +256,21 @@ pub async fn rotate_webhook_secret(
     let rotated = current.rotated(now);
     let secrets = to_json(&rotated)?;
     let (config, integration) = (row.config.clone(), row.id);
+    let (actor, target) = (
+        Actor::user(&admin, ip),
+        Target::integration(row.id, &row.kind),
+    );
     app.writer
-        .write(move |c| store::update_integration_settings(c, integration, &config, &secrets, now))
+        .write(move |c| {
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationSecretRotated,
+                &target,
+                &json!({}),
+            )?;
+            store::update_integration_settings(c, integration, &config, &secrets, now)
+        })
         .await?;
     Ok(Json(json!({
         "id": row.id,
@@ -273,7 +333,8 @@ fn mailer(app: &AppState) -> Result<&Mailer, ApiError> {
 /// digest to agents, replies and transcripts to visitors who left an address).
 pub async fn create_email(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(key): Path<String>,
     Json(setup): Json<EmailSetup>,
 ) -> Result<Response, ApiError> {
@@ -282,6 +343,7 @@ pub async fn create_email(
     let config = email_config(&setup);
     let id = insert(
         &app,
+        &Actor::user(&admin, ip),
         site,
         "email",
         "Email",

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::audit::Actor;
 use crate::integrations::SetupError;
 use crate::integrations::slack::{self, SlackSetup, connect_slack};
 use crate::jobs::retry_jobs;
@@ -17,6 +18,7 @@ use crate::store::{self, IntegrationId, JobId, JobRow};
 
 use super::ApiError;
 use super::auth::ApiAdmin;
+use super::client_ip::ClientIp;
 
 /// Most jobs listed at once.
 const LIST_LIMIT: u32 = 500;
@@ -49,7 +51,8 @@ impl From<SetupError> for ApiError {
 /// `POST /api/v1/sites/{key}/integrations/slack`: connects a site to a Slack channel.
 pub async fn create_slack(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(key): Path<String>,
     Json(setup): Json<SlackSetup>,
 ) -> Result<Response, ApiError> {
@@ -58,7 +61,7 @@ pub async fn create_slack(
         .find(&key)
         .await?
         .ok_or_else(|| ApiError::not_found("site"))?;
-    let (id, config) = connect_slack(&app.slack, site.id, setup).await?;
+    let (id, config) = connect_slack(&app.slack, &Actor::user(&admin, ip), site.id, setup).await?;
     let events_url = format!("{}/integrations/slack/{id}/events", app.public_url);
     let body = json!({"id": id, "team_id": config.team_id, "channel_id": config.channel_id, "events_url": events_url});
     Ok((StatusCode::CREATED, Json(body)).into_response())
@@ -68,7 +71,8 @@ pub async fn create_slack(
 /// a new token after a revocation). Its blocked jobs are queued again.
 pub async fn update_slack(
     State(app): State<AppState>,
-    _admin: ApiAdmin,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
     Json(setup): Json<SlackSetup>,
 ) -> Result<Response, ApiError> {
@@ -80,7 +84,8 @@ pub async fn update_slack(
     let existing = existing
         .filter(|row| row.kind == "slack")
         .ok_or_else(|| ApiError::not_found("integration"))?;
-    let resumed = slack::update_slack(&app.slack, &existing, setup).await?;
+    let resumed =
+        slack::update_slack(&app.slack, &Actor::user(&admin, ip), &existing, setup).await?;
     Ok(Json(json!({"id": id, "status": "ok", "resumed_jobs": resumed})).into_response())
 }
 

@@ -1,9 +1,14 @@
 //! The client's address: the TCP peer, or, when the peer is a trusted reverse proxy, the last
 //! `X-Forwarded-For` entry that is not itself a trusted proxy.
 
+use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
+use axum::http::request::Parts;
+
+use crate::state::AppState;
 
 /// The address brakes and logs should attribute a request to.
 pub fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted_proxies: &[IpAddr]) -> IpAddr {
@@ -22,6 +27,26 @@ pub fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted_proxies: &[IpAdd
         .map(|ip| ip.to_canonical())
         .find(|ip| !trusted_proxies.contains(ip))
         .unwrap_or(peer_ip)
+}
+
+/// [`client_ip`] as an extractor, for handlers that record where a change came from.
+pub struct ClientIp(pub IpAddr);
+
+impl FromRequestParts<AppState> for ClientIp {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Infallible> {
+        // Every connection is served with its peer address; the fallback only keeps this total.
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
+        Ok(Self(client_ip(
+            peer,
+            &parts.headers,
+            &app.config.trusted_proxies,
+        )))
+    }
 }
 
 #[cfg(test)]

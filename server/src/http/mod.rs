@@ -2,6 +2,7 @@
 //! Handlers parse and authenticate, call the domain, and map its errors; they hold no SQL.
 
 mod api;
+mod api_audit;
 mod api_deliveries;
 mod api_integrations;
 pub mod auth;
@@ -15,7 +16,7 @@ mod routes;
 mod slack_events;
 
 pub use boot::{Booting, serve_while_booting};
-pub use client_ip::client_ip;
+pub use client_ip::{ClientIp, client_ip};
 pub use error::{ApiError, Failure};
 pub use listener::{ConnectionSlot, bind, serve};
 pub use routes::router;

@@ -11,7 +11,9 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::{ApiError, api, api_deliveries, api_integrations, health, metrics, slack_events};
+use super::{
+    ApiError, api, api_audit, api_deliveries, api_integrations, health, metrics, slack_events,
+};
 
 /// The route table. The websocket route is kept out of the HTTP timeout and compression layers:
 /// an upgraded connection outlives its handler.
@@ -94,6 +96,7 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/integrations/{id}/slack",
             put(api_integrations::update_slack),
         )
+        .route("/api/v1/audit", get(api_audit::list_audit))
         .route("/api/v1/jobs", get(api_integrations::list_jobs))
         .route("/api/v1/jobs/retry", post(api_integrations::retry_all_jobs))
         .route("/api/v1/jobs/{id}/retry", post(api_integrations::retry_job))
@@ -168,6 +171,7 @@ fn admin_routes() -> Router<AppState> {
             "/deliveries/{id}/retry",
             post(admin::deliveries::retry_delivery),
         )
+        .route("/audit", get(admin::audit::audit_page))
         .route("/capacity", get(admin::capacity::capacity_page))
         .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
         .route("/capacity/runs/{id}", get(admin::capacity::run_page))

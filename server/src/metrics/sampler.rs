@@ -18,6 +18,8 @@ use crate::store::{self, Writer};
 
 use super::{Meters, process};
 
+/// Audit events deleted per minute at most (see `write_minute`).
+const AUDIT_PRUNE_CHUNK: u32 = 1000;
 /// Minute rows are kept this long.
 pub const RETENTION: Duration = Duration::from_hours(30 * 24);
 /// Samples kept in memory: the last hour.
@@ -87,6 +89,8 @@ pub struct Sources {
     pub meters: Arc<Meters>,
     pub writer: Arc<Writer>,
     pub hub: Arc<Hub>,
+    /// Audit events older than this are pruned with each minute's write (`PORCH_AUDIT_RETENTION`).
+    pub audit_retention: Duration,
 }
 
 /// Cumulative counters at one moment; a sample is the difference of two.
@@ -306,10 +310,15 @@ impl Sampler {
         let rollup = minute.finish();
         let writer = Arc::clone(&self.sources.writer);
         let before = now_ms() - millis(RETENTION);
+        let audit_before = now_ms() - millis(self.sources.audit_retention);
         tokio::spawn(async move {
             let written = writer
                 .write(move |c| {
                     store::insert_metrics_minute(c, &rollup)?;
+                    // The audit log's retention rides on this write, so pruning costs no commit
+                    // of its own; a bounded chunk keeps the write lock brief, and at one chunk a
+                    // minute a backlog still clears far faster than events are recorded.
+                    store::prune_audit_events(c, audit_before, AUDIT_PRUNE_CHUNK)?;
                     store::prune_metrics_minutes(c, before)
                 })
                 .await;

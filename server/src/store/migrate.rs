@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0007_job_attempts_every_try.sql"),
     include_str!("../../../migrations/0008_slack_thread_starts.sql"),
     include_str!("../../../migrations/0009_api_token_scope.sql"),
+    include_str!("../../../migrations/0010_audit.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -4,6 +4,7 @@
 
 mod account_links;
 mod api_tokens;
+mod audit;
 mod capacity;
 mod check;
 mod checkpoint;
@@ -34,6 +35,10 @@ mod writer;
 pub use api_tokens::{
     ApiTokenRow, ApiTokenUse, NewApiToken, delete_api_token, find_api_token_use, insert_api_token,
     list_api_tokens, touch_api_token,
+};
+pub use audit::{
+    AuditEventRow, AuditFilter, NewAuditEvent, insert_audit_event, list_audit_events,
+    prune_audit_events, upsert_audit_event_per_minute,
 };
 pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,

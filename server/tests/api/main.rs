@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod attempts;
+mod audit;
 mod brakes;
 mod capacity_page;
 mod config_doc;

@@ -3,7 +3,9 @@
 //! the admin page and the API alike.
 
 use serde::Deserialize;
+use serde_json::json;
 
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId};
 
@@ -82,11 +84,13 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 /// Connects a site to a Slack channel; returns the new integration.
 pub async fn connect_slack(
     slack: &SlackInbound,
+    actor: &Actor,
     site_id: SiteId,
     setup: SlackSetup,
 ) -> Result<(IntegrationId, SlackConfig), SetupError> {
     let checked = check(slack, setup, None).await?;
     let (config, secrets) = (to_json(&checked.config), to_json(&checked.secrets));
+    let actor = actor.clone();
     let id = slack
         .writer
         .write(move |c| {
@@ -98,7 +102,16 @@ pub async fn connect_slack(
                 secrets: &secrets,
                 now: now_ms(),
             };
-            store::insert_integration(c, &new)
+            let id = store::insert_integration(c, &new)?;
+            let target = Target::integration(id, "slack");
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationCreated,
+                &target,
+                &json!({}),
+            )?;
+            Ok(id)
         })
         .await?;
     slack.rescan.notify_one();
@@ -109,6 +122,7 @@ pub async fn connect_slack(
 /// deliveries are queued again (returns how many).
 pub async fn update_slack(
     slack: &SlackInbound,
+    actor: &Actor,
     existing: &IntegrationRow,
     setup: SlackSetup,
 ) -> Result<usize, SetupError> {
@@ -119,9 +133,17 @@ pub async fn update_slack(
         to_json(&checked.secrets),
         existing.id,
     );
+    let (actor, target) = (actor.clone(), Target::integration(id, "slack"));
     let resumed = slack
         .writer
         .write(move |c| {
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationUpdated,
+                &target,
+                &json!({}),
+            )?;
             let now = now_ms();
             store::update_integration_settings(c, id, &config, &secrets, now)?;
             store::resume_integration_jobs(c, id, now)

@@ -1,0 +1,120 @@
+//! The audit log (admins only): who did what, when and from where, newest first, with filters
+//! (actor, action, dates) in a plain GET form and an "Older events" link for the next page.
+
+use leptos::prelude::*;
+
+use crate::format_time;
+use crate::layout::{Nav, Notice, NoticeBox, Section, document};
+
+/// One event as shown.
+#[derive(Debug, Clone)]
+pub struct AuditEventView {
+    pub at: i64,
+    pub actor: String,
+    pub action: String,
+    /// "type id (label)", or empty.
+    pub target: String,
+    pub ip: String,
+    /// The event's JSON detail, as stored.
+    pub detail: String,
+    /// Attempts the row stands for (above 1 only for grouped sign-in failures).
+    pub count: i64,
+}
+
+/// The filters as typed, so the form shows them again.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFiltersView {
+    pub actor: String,
+    pub action: String,
+    pub since: String,
+    pub until: String,
+}
+
+/// The audit page.
+#[derive(Debug, Clone)]
+pub struct AuditView {
+    pub nav: Nav,
+    pub events: Vec<AuditEventView>,
+    pub filters: AuditFiltersView,
+    /// Every action code, offered as suggestions for the action filter.
+    pub actions: Vec<&'static str>,
+    /// The URL of the next (older) page, if there is one.
+    pub older: Option<String>,
+    pub notice: Option<Notice>,
+}
+
+#[component]
+fn EventRow(event: AuditEventView) -> impl IntoView {
+    let (iso, text) = format_time(event.at);
+    let count = (event.count > 1).then(|| format!(" ×{}", event.count));
+    view! {
+        <tr>
+            <td><time datetime=iso>{text}</time></td>
+            <td>{event.actor}</td>
+            <td><code>{event.action}</code>{count}</td>
+            <td>{event.target}</td>
+            <td>{event.ip}</td>
+            <td><code class="small">{event.detail}</code></td>
+        </tr>
+    }
+}
+
+/// Renders the audit page.
+pub fn render_audit(view: AuditView) -> String {
+    debug_assert_eq!(view.nav.section, Section::Audit);
+    let AuditFiltersView {
+        actor,
+        action,
+        since,
+        until,
+    } = view.filters;
+    let empty = view.events.is_empty();
+    let rows = view
+        .events
+        .into_iter()
+        .map(|event| view! { <EventRow event/> })
+        .collect_view();
+    let options = view
+        .actions
+        .into_iter()
+        .map(|code| view! { <option value=code></option> })
+        .collect_view();
+    let content = view! {
+        <h1>"Audit log"</h1>
+        <NoticeBox notice=view.notice/>
+        <form method="get" action="/audit" class="card filters">
+            <label for="audit-actor">"Actor"</label>
+            <input id="audit-actor" name="actor" value=actor placeholder="email or cli"/>
+            <label for="audit-action">"Action"</label>
+            <input id="audit-action" name="action" value=action list="audit-actions" placeholder="site or site.updated"/>
+            <datalist id="audit-actions">{options}</datalist>
+            <label for="audit-since">"Since"</label>
+            <input id="audit-since" name="since" type="date" value=since/>
+            <label for="audit-until">"Until"</label>
+            <input id="audit-until" name="until" type="date" value=until/>
+            <button type="submit" class="button">"Filter"</button>
+        </form>
+        {if empty {
+            view! { <p class="muted">"No events match."</p> }.into_any()
+        } else {
+            view! {
+                <table class="table audit">
+                    <thead>
+                        <tr>
+                            <th scope="col">"When"</th>
+                            <th scope="col">"Who"</th>
+                            <th scope="col">"Action"</th>
+                            <th scope="col">"Target"</th>
+                            <th scope="col">"From"</th>
+                            <th scope="col">"Detail"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            }
+            .into_any()
+        }}
+        {view.older.map(|href| view! { <p><a href=href rel="next">"Older events"</a></p> })}
+    };
+    document("Audit log", Some(view.nav), false, content.into_any())
+}

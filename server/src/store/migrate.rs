@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0006_jobs_integration_unfinished.sql"),
     include_str!("../../../migrations/0007_job_attempts_every_try.sql"),
     include_str!("../../../migrations/0008_slack_thread_starts.sql"),
+    include_str!("../../../migrations/0009_inbox_waiting.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -1,12 +1,13 @@
-//! The inbox: conversations filtered by open, mine, unassigned and closed, with unread state,
-//! the last message and the site. `render_conversation_item` is also what the live stream sends.
+//! The inbox: conversations with unread state, the last message and the site; tabs (open, mine,
+//! unassigned, closed) as shortcuts, a filter form (status, assignee, site, order), the count and
+//! a link to the next page. `render_conversation_item` is also what the live stream sends.
 
 use leptos::prelude::*;
 
 use crate::layout::{Nav, Notice, NoticeBox, Section, document};
 use crate::time::format_time;
 
-/// The inbox's filters.
+/// The inbox's tabs: shortcuts for a status and an assignee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Filter {
     Open,
@@ -60,14 +61,49 @@ pub struct InboxItemView {
     pub preview: Option<String>,
     pub last_message_at: i64,
     pub is_unread: bool,
+    /// Its position in the list's order (`rank.at.id`), for the script to place live updates.
+    pub sort_key: String,
+}
+
+/// One option of a filter's `<select>`.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub value: String,
+    pub label: String,
+    pub is_selected: bool,
+}
+
+/// The filter form's selects, each with its options.
+#[derive(Debug, Clone)]
+pub struct InboxFilters {
+    pub status: Vec<Choice>,
+    pub assignee: Vec<Choice>,
+    pub site: Vec<Choice>,
+    pub sort: Vec<Choice>,
 }
 
 /// The inbox page.
 #[derive(Debug, Clone)]
 pub struct InboxView {
     pub nav: Nav,
-    pub filter: Filter,
+    /// Each tab with its link (keeping the site and order).
+    pub tabs: Vec<(Filter, String)>,
+    /// The tab the filters amount to, if any.
+    pub tab: Option<Filter>,
+    pub filters: InboxFilters,
+    /// "230 open conversations, showing 1–200".
+    pub summary: String,
     pub items: Vec<InboxItemView>,
+    /// The next page's link, when there is one.
+    pub next: Option<String>,
+    /// The first page's link, when this is a later page.
+    pub first: Option<String>,
+    /// The live stream's URL (the same filters).
+    pub live: String,
+    /// `recent` or `waiting`: how the script orders live updates.
+    pub sort: &'static str,
+    /// The sort key this page starts after (empty on the first page).
+    pub cursor: String,
     /// The newest message id when the page was read: the live stream continues from here.
     pub last_id: i64,
     pub notice: Option<Notice>,
@@ -107,7 +143,7 @@ fn ConversationItem(item: InboxItemView) -> impl IntoView {
     });
     view! {
         <li id=format!("conversation-{}", item.id) class=class data-id=item.id
-            data-at=item.last_message_at>
+            data-at=item.last_message_at data-key=item.sort_key>
             <a href=format!("/conversations/{}", item.id)>
                 <div class="row">
                     <span class="visitor">
@@ -135,28 +171,51 @@ pub fn render_conversation_item(item: InboxItemView) -> String {
     view! { <ConversationItem item/> }.to_html()
 }
 
+#[component]
+fn FilterSelect(name: &'static str, label: &'static str, choices: Vec<Choice>) -> impl IntoView {
+    let id = format!("inbox-{name}");
+    let options = choices
+        .into_iter()
+        .map(|c| view! { <option value=c.value selected=c.is_selected>{c.label}</option> })
+        .collect_view();
+    view! {
+        <div class="field">
+            <label for=id.clone()>{label}</label>
+            <select id=id name=name>{options}</select>
+        </div>
+    }
+}
+
 /// Renders the inbox page.
 pub fn render_inbox(view: InboxView) -> String {
     let nav = Nav {
         section: Section::Inbox,
         ..view.nav
     };
-    let current = view.filter;
-    let tabs = Filter::ALL
+    let current = view.tab;
+    let tabs = view
+        .tabs
         .into_iter()
-        .map(|f| {
-            view! {
-                <a href=format!("/inbox?filter={}", f.slug())
-                    aria-current=(f == current).then_some("page")>{f.label()}</a>
-            }
+        .map(|(f, href)| {
+            view! { <a href=href aria-current=(Some(f) == current).then_some("page")>{f.label()}</a> }
         })
         .collect_view();
+    let filters = view.filters;
     let is_empty = view.items.is_empty();
     let items = view
         .items
         .into_iter()
         .map(|item| view! { <ConversationItem item/> })
         .collect_view();
+    let empty_text = current.map_or("No conversations match these filters.", Filter::empty_text);
+    let pager = (view.next.is_some() || view.first.is_some()).then(|| {
+        view! {
+            <nav class="pager" aria-label="Pages">
+                {view.first.map(|href| view! { <a href=href>"← First page"</a> })}
+                {view.next.clone().map(|href| view! { <a href=href rel="next">"Next page →"</a> })}
+            </nav>
+        }
+    });
     let content = view! {
         <div class="page-head">
             <h1>"Inbox"</h1>
@@ -164,12 +223,23 @@ pub fn render_inbox(view: InboxView) -> String {
         </div>
         <NoticeBox notice=view.notice/>
         <nav class="tabs" aria-label="Filter conversations">{tabs}</nav>
+        <form class="inbox-filters" method="get" action="/inbox" aria-label="Filters">
+            <FilterSelect name="status" label="Status" choices=filters.status/>
+            <FilterSelect name="assignee" label="Assignee" choices=filters.assignee/>
+            <FilterSelect name="site" label="Site" choices=filters.site/>
+            <FilterSelect name="sort" label="Order" choices=filters.sort/>
+            <div class="field field-end">
+                <button type="submit" class="button">"Show"</button>
+            </div>
+        </form>
+        <p class="inbox-count" data-count>{view.summary}</p>
         <ul class="conversations" id="conversations" aria-live="polite"
-            data-live=format!("/inbox/events?filter={}", current.slug())
-            data-last-id=view.last_id>
+            data-live=view.live data-last-id=view.last_id data-sort=view.sort
+            data-cursor=view.cursor data-more=view.next.is_some().then_some("true")>
             {items}
         </ul>
-        <p class="empty" data-empty hidden=!is_empty>{current.empty_text()}</p>
+        <p class="empty" data-empty hidden=!is_empty>{empty_text}</p>
+        {pager}
     };
     document("Inbox", Some(nav), true, content.into_any())
 }

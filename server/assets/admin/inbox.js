@@ -1,7 +1,7 @@
 // Porch admin: live updates and small conveniences. Every page works without this script.
 // - A list with data-live (inbox or conversation) follows a Server-Sent Events stream of HTML
 //   fragments rendered by the server; on reconnect the browser sends Last-Event-ID and the
-//   server replays what was missed.
+//   server replays what was missed. The inbox places each row by its sort key, within the page.
 // - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch,
 //   keeps the text (and a draft in sessionStorage) until the server confirms it stored it, and
 //   inserts only an answer marked as the message fragment.
@@ -60,13 +60,30 @@
   if (conversations?.dataset.live) {
     const empty = document.querySelector("[data-empty]");
     const showEmpty = () => { if (empty) empty.hidden = conversations.children.length > 0; };
+    // Sort keys are "rank.at.id" (see docs/admin.md); `recent` lists them descending, `waiting`
+    // ascending, as the server's ORDER BY does.
+    const keyOf = (text) => text.split(".").map(Number);
+    const descending = conversations.dataset.sort !== "waiting";
+    const precedes = (a, b) => {
+      for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return descending ? a[i] > b[i] : a[i] < b[i];
+      return false;
+    };
     follow(conversations, {
       conversation: (html) => {
         const item = fromHtml(html);
         document.getElementById(item.id)?.remove();
+        const key = keyOf(item.dataset.key);
+        const start = conversations.dataset.cursor;
+        // A row that now sorts before this page's start belongs to an earlier page, one after
+        // its last row (when more pages follow) to a later one: this page drops it.
+        const next = [...conversations.children].find((li) => precedes(key, keyOf(li.dataset.key)));
+        if ((start && !precedes(keyOf(start), key)) || (!next && conversations.dataset.more)) {
+          showEmpty();
+          return;
+        }
         localTime(item);
         item.classList.add("arrived");
-        conversations.prepend(item); // newest activity first, as the page orders them
+        conversations.insertBefore(item, next || null);
         showEmpty();
       },
       removed: (id) => {

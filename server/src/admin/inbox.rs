@@ -7,58 +7,49 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use porch_app::conversation::{ConversationView, render_conversation, render_message};
-use porch_app::inbox::{Filter, InboxView, render_inbox};
+use porch_app::inbox::{InboxView, render_inbox};
 use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
 
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
-use crate::store::{self, ConversationId, InboxFilter, UserId};
+use crate::store::{self, ConversationId, UserId};
 
 use super::auth::NoticeQuery;
+use super::inbox_query::{InboxParams, InboxRequest, format_cursor};
 use super::page::{PageError, html, see_other};
 use super::session::{Posted, SignedIn, is_script, reject};
 use super::views;
 
-#[derive(Debug, Default, Deserialize)]
-pub struct InboxQuery {
-    #[serde(default)]
-    filter: String,
-}
-
-/// The filter named in a query (`open` when absent or unknown).
-pub fn parse_filter(slug: &str) -> Filter {
-    Filter::ALL
-        .into_iter()
-        .find(|f| f.slug() == slug)
-        .unwrap_or(Filter::Open)
-}
-
-/// The store's filter for `me`.
-pub fn store_filter(filter: Filter, me: UserId) -> InboxFilter {
-    match filter {
-        Filter::Open => InboxFilter::Open,
-        Filter::Mine => InboxFilter::Mine(me),
-        Filter::Unassigned => InboxFilter::Unassigned,
-        Filter::Closed => InboxFilter::Closed,
-    }
-}
-
-/// `GET /inbox?filter=…`.
+/// `GET /inbox?filter=…&status=…&assignee=…&site=…&sort=…&cursor=…`: one page of the list.
 pub async fn inbox_page(
     State(app): State<AppState>,
     who: SignedIn,
-    Query(query): Query<InboxQuery>,
+    Query(params): Query<InboxParams>,
 ) -> Result<Response, PageError> {
-    let filter = parse_filter(&query.filter);
     let me = who.user.id;
-    let (items, last_id) = app.chat.list_inbox(me, store_filter(filter, me)).await?;
+    let choices = app.chat.inbox_choices().await?;
+    let request = InboxRequest::parse(&params, me, &choices);
+    let (page, last_id) = app
+        .chat
+        .list_inbox(me, request.query, request.cursor)
+        .await?;
+    let summary = request.summary(&choices, page.total, page.before, page.items.len());
     Ok(html(render_inbox(InboxView {
         nav: who.nav(Section::Inbox),
-        filter,
-        items: items
+        tabs: request.tab_hrefs(),
+        tab: request.tab(),
+        filters: request.form(&choices),
+        summary,
+        next: page.next.map(|c| request.page_href(Some(c))),
+        first: request.cursor.map(|_| request.page_href(None)),
+        live: request.live_href(),
+        sort: request.sort_value(),
+        cursor: request.cursor.map(format_cursor).unwrap_or_default(),
+        items: page
+            .items
             .into_iter()
-            .map(|i| views::inbox_item(i, me))
+            .map(|i| views::inbox_item(i, me, &request.query))
             .collect(),
         last_id: last_id.0,
         notice: None,

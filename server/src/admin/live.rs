@@ -12,18 +12,18 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use porch_app::conversation::{render_conversation_aside, render_message};
-use porch_app::inbox::{Filter, render_conversation_item};
+use porch_app::inbox::render_conversation_item;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::accounts::SessionWatch;
-use crate::chat::INBOX_LIMIT;
+use crate::chat::INBOX_PAGE_SIZE;
 use crate::hub::InboxSignal;
 use crate::state::AppState;
-use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, UserId};
+use crate::store::{ConversationId, InboxQuery, MessageId, MessageRow, UserId};
 use crate::values::Author;
 
-use super::inbox::parse_filter;
+use super::inbox_query::{InboxParams, InboxRequest};
 use super::session::SignedIn;
 use super::views;
 
@@ -36,8 +36,6 @@ const BUFFER: usize = 64;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct LiveQuery {
-    #[serde(default)]
-    filter: String,
     #[serde(default)]
     after: Option<i64>,
 }
@@ -83,34 +81,29 @@ async fn send(tx: &mpsc::Sender<Event>, event: Event) -> Result<(), Gone> {
     tx.send(event).await.map_err(|_| Gone)
 }
 
-fn matches(filter: Filter, item: &InboxItemRow, me: UserId) -> bool {
-    let is_open = item.status == "open";
-    match filter {
-        Filter::Open => is_open,
-        Filter::Mine => is_open && item.assignee_id == Some(me),
-        Filter::Unassigned => is_open && item.assignee_id.is_none(),
-        Filter::Closed => !is_open,
-    }
-}
-
-/// `GET /inbox/events?filter=…&after=…`: `conversation` events carry a list item to insert or
-/// replace; `removed` events the id of one that no longer matches the filter.
+/// `GET /inbox/events?status=…&assignee=…&site=…&sort=…&after=…` (the list's filters, as
+/// [`InboxParams`]): `conversation` events carry a list item (with its sort key) to insert or
+/// replace; `removed` events the id of one that no longer matches the filters.
 pub async fn inbox_events(
     State(app): State<AppState>,
     who: SignedIn,
     headers: HeaderMap,
     Query(query): Query<LiveQuery>,
+    Query(params): Query<InboxParams>,
 ) -> Response {
     let after = resume_point(&headers, query.after);
-    let filter = parse_filter(&query.filter);
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
         let Some(session) = watch(&app, &who).await else {
             return;
         };
+        let Ok(choices) = app.chat.inbox_choices().await else {
+            return;
+        };
+        let filter = InboxRequest::parse(&params, who.user.id, &choices).query;
         let shutdown = app.shutdown.clone();
         tokio::select! {
-            _ = stream_inbox(&app, who.user.id, filter, after, &tx) => {}
+            _ = stream_inbox(&app, who.user.id, &filter, after, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
             () = session.ended() => {}
@@ -123,15 +116,19 @@ async fn send_item(
     app: &AppState,
     tx: &mpsc::Sender<Event>,
     me: UserId,
-    filter: Filter,
+    filter: &InboxQuery,
     conversation: ConversationId,
     id: MessageId,
 ) -> Result<(), Gone> {
     let event = Event::default().id(id.to_string());
     let event = match app.chat.inbox_item(me, conversation).await {
-        Ok(item) if matches(filter, &item, me) => event
-            .event("conversation")
-            .data(render_conversation_item(views::inbox_item(item, me))),
+        Ok(item) if filter.matches(&item) => {
+            event
+                .event("conversation")
+                .data(render_conversation_item(views::inbox_item(
+                    item, me, filter,
+                )))
+        }
         Ok(_) | Err(crate::chat::Error::NotFound(_)) => {
             event.event("removed").data(conversation.to_string())
         }
@@ -148,7 +145,7 @@ async fn replay_inbox(
     app: &AppState,
     tx: &mpsc::Sender<Event>,
     me: UserId,
-    filter: Filter,
+    filter: &InboxQuery,
     after: MessageId,
 ) -> Result<MessageId, Gone> {
     let changed = app
@@ -157,7 +154,9 @@ async fn replay_inbox(
         .await
         .map_err(|_| Gone)?;
     let mut covered = after;
-    let skip = changed.len().saturating_sub(INBOX_LIMIT as usize);
+    // A client away for more changes than a page holds gets the newest ones; older changes
+    // show on the next reload (documented in admin.md).
+    let skip = changed.len().saturating_sub(INBOX_PAGE_SIZE as usize);
     for (conversation, id) in changed.into_iter().skip(skip) {
         send_item(app, tx, me, filter, conversation, id).await?;
         covered = covered.max(id);
@@ -168,7 +167,7 @@ async fn replay_inbox(
 async fn stream_inbox(
     app: &AppState,
     me: UserId,
-    filter: Filter,
+    filter: &InboxQuery,
     after: MessageId,
     tx: &mpsc::Sender<Event>,
 ) -> Result<(), Gone> {

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod capacity;
 pub mod deliveries;
 pub mod inbox;
+mod inbox_query;
 pub mod integrations;
 pub mod live;
 mod page;

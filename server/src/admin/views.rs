@@ -7,8 +7,10 @@ use porch_app::conversation::{
 use porch_app::inbox::InboxItemView;
 
 use crate::chat::ConversationView;
-use crate::store::{InboxItemRow, MessageDelivery, MessageRow, UserId};
+use crate::store::{InboxItemRow, InboxQuery, MessageDelivery, MessageRow, UserId};
 use crate::values::Author;
+
+use super::inbox_query::format_cursor;
 
 /// How a visitor is called: their name or email if they gave one, else a number.
 pub fn visitor_label(item: &InboxItemRow) -> String {
@@ -18,8 +20,8 @@ pub fn visitor_label(item: &InboxItemRow) -> String {
         .unwrap_or_else(|| format!("Visitor #{}", item.visitor_id))
 }
 
-/// A conversation in the list, as `me` sees it.
-pub fn inbox_item(item: InboxItemRow, me: UserId) -> InboxItemView {
+/// A conversation in the list of `query`, as `me` sees it.
+pub fn inbox_item(item: InboxItemRow, me: UserId, query: &InboxQuery) -> InboxItemView {
     let preview_author = match item.preview_author {
         Some(Author::Agent) => Some("Agent".to_owned()),
         _ => None,
@@ -28,7 +30,9 @@ pub fn inbox_item(item: InboxItemRow, me: UserId) -> InboxItemView {
         Some(id) if id == me => Some("You".to_owned()),
         _ => item.assignee_name.clone(),
     };
+    let sort_key = format_cursor(query.cursor(&item));
     InboxItemView {
+        sort_key,
         id: item.id.0,
         visitor: visitor_label(&item),
         site: item.site_name,

@@ -8,8 +8,8 @@ use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent};
 use crate::jobs::ConversationChange;
 use crate::store::{
-    self, ConversationId, InboxFilter, InboxItemRow, MessageId, MessageRow, NewAgentMessage,
-    SiteId, UserId, UserRow, VisitorDetailsRow,
+    self, ConversationId, InboxCursor, InboxItemRow, InboxPage, InboxQuery, MessageId, MessageRow,
+    NewAgentMessage, SiteId, SiteRow, UserId, UserRow, VisitorDetailsRow,
 };
 use crate::values::{Author, Invalid, MessageBody};
 
@@ -17,8 +17,17 @@ use super::Error;
 use super::conversation::{Chat, agent_row};
 use super::writes::{conversation_change_jobs, store_agent_message};
 
-/// Most conversations one inbox list shows.
-pub const INBOX_LIMIT: u32 = 200;
+/// Conversations on one page of the inbox list. 200 keeps a busy inbox on one screenful of
+/// scrolling while the page stays light (one row each, no history).
+pub const INBOX_PAGE_SIZE: u32 = 200;
+
+/// What the inbox list's filter form offers.
+#[derive(Debug, Clone)]
+pub struct InboxChoices {
+    pub sites: Vec<SiteRow>,
+    /// Agents conversations can be assigned to (enabled users).
+    pub agents: Vec<UserRow>,
+}
 
 /// Everything the conversation page shows.
 #[derive(Debug, Clone)]
@@ -32,18 +41,34 @@ pub struct ConversationView {
 
 /// The admin inbox's use cases, on the same handle as the widget's and the API's.
 impl Chat {
-    /// The conversations matching `filter` as `reader` sees them, and the newest message id
-    /// (where a live stream for the page starts).
+    /// The page of conversations matching `query` after `after`, as `reader` sees them, and the
+    /// newest message id (where a live stream for the page starts).
     pub async fn list_inbox(
         &self,
         reader: UserId,
-        filter: InboxFilter,
-    ) -> Result<(Vec<InboxItemRow>, MessageId), Error> {
+        query: InboxQuery,
+        after: Option<InboxCursor>,
+    ) -> Result<(InboxPage, MessageId), Error> {
         Ok(self
             .readers
             .read(move |c| {
+                // Read first: a message committed meanwhile is then replayed, never missed.
                 let last = store::find_last_message_id(c)?;
-                Ok((store::list_inbox(c, reader, filter, INBOX_LIMIT)?, last))
+                let page = store::list_inbox_page(c, reader, &query, after, INBOX_PAGE_SIZE)?;
+                Ok((page, last))
+            })
+            .await?)
+    }
+
+    /// The sites and agents the inbox list can be filtered by.
+    pub async fn inbox_choices(&self) -> Result<InboxChoices, Error> {
+        Ok(self
+            .readers
+            .read(|c| {
+                Ok(InboxChoices {
+                    sites: store::list_sites(c)?,
+                    agents: enabled_agents(c)?,
+                })
             })
             .await?)
     }
@@ -79,10 +104,7 @@ impl Chat {
                 };
                 let visitor = store::find_visitor_details(c, item.visitor_id)?;
                 let messages = store::list_conversation_messages(c, id)?;
-                let agents = store::list_users(c)?
-                    .into_iter()
-                    .filter(|u| !u.is_disabled)
-                    .collect();
+                let agents = enabled_agents(c)?;
                 Ok(Some(ConversationView {
                     item,
                     visitor,
@@ -295,6 +317,14 @@ impl Chat {
             .filter(|u| !u.is_disabled)
             .ok_or(Error::NotFound("agent"))
     }
+}
+
+/// Users conversations can be assigned to.
+fn enabled_agents(c: &rusqlite::Connection) -> Result<Vec<UserRow>, store::Error> {
+    Ok(store::list_users(c)?
+        .into_iter()
+        .filter(|u| !u.is_disabled)
+        .collect())
 }
 
 /// Shows a note or a status line on the agents' live pages. Runs as a commit hook, so in id order.

@@ -11,7 +11,7 @@ mod writes;
 
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
-pub use inbox::{ConversationView, INBOX_LIMIT};
+pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices};
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
 pub use visitor_token::{VisitorTokens, hash_token};

@@ -2,6 +2,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::values::Author;
+
 use super::{ConversationId, Error, SiteId, VisitorId};
 
 /// A conversation as listed in the API and, later, the inbox.
@@ -65,20 +67,34 @@ pub(super) fn open_conversation(
         return Ok((id, false));
     }
     conn.prepare_cached(
-        "INSERT INTO conversations (site_id, visitor_id, created_at, last_message_at) \
-         VALUES (?1, ?2, ?3, ?3)",
+        // Opened by a visitor's message, so the visitor waits from now.
+        "INSERT INTO conversations (site_id, visitor_id, created_at, last_message_at, waiting_since) \
+         VALUES (?1, ?2, ?3, ?3, ?3)",
     )?
     .execute(params![site_id, visitor_id, now])?;
     Ok((ConversationId(conn.last_insert_rowid()), true))
 }
 
-/// Records that the conversation just had a message.
+/// Records that the conversation just had a message by `author`: a visitor's starts the wait
+/// (unless one is already running), an agent's reply ends it, a note or status line leaves it.
 pub(super) fn touch_conversation(
     conn: &Connection,
     id: ConversationId,
+    author: Author,
     now: i64,
 ) -> Result<(), Error> {
-    conn.prepare_cached("UPDATE conversations SET last_message_at = ?2 WHERE id = ?1")?
-        .execute(params![id, now])?;
+    let sql = match author {
+        Author::Visitor => {
+            "UPDATE conversations SET last_message_at = ?2, \
+             waiting_since = coalesce(waiting_since, ?2) WHERE id = ?1"
+        }
+        Author::Agent => {
+            "UPDATE conversations SET last_message_at = ?2, waiting_since = NULL WHERE id = ?1"
+        }
+        Author::Note | Author::System => {
+            "UPDATE conversations SET last_message_at = ?2 WHERE id = ?1"
+        }
+    };
+    conn.prepare_cached(sql)?.execute(params![id, now])?;
     Ok(())
 }

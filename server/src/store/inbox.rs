@@ -1,34 +1,12 @@
-//! Queries and writes of the admin inbox: conversation summaries per agent (site, visitor,
-//! preview, unread state), read markers, assignment, closing and reopening.
+//! Queries and writes of the admin inbox: a conversation's summary per agent (site, visitor,
+//! preview, unread state), read markers, assignment, closing and reopening. The list itself
+//! (filters, orders, pages) is `inbox_list.rs`.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
-
-/// Which conversations an inbox list shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InboxFilter {
-    /// Every open conversation.
-    Open,
-    /// Open conversations assigned to this user.
-    Mine(UserId),
-    /// Open conversations nobody is assigned to.
-    Unassigned,
-    Closed,
-}
-
-impl InboxFilter {
-    fn condition(self) -> &'static str {
-        match self {
-            // `Mine` narrows by assignee through the query's ?3.
-            Self::Open | Self::Mine(_) => "c.status = 'open'",
-            Self::Unassigned => "c.status = 'open' AND c.assignee_id IS NULL",
-            Self::Closed => "c.status = 'closed'",
-        }
-    }
-}
 
 /// A conversation as one agent sees it in the inbox list.
 #[derive(Debug, Clone)]
@@ -44,6 +22,8 @@ pub struct InboxItemRow {
     pub assignee_name: Option<String>,
     pub created_at: i64,
     pub last_message_at: i64,
+    /// When the visitor's oldest unanswered message came in (`None`: answered, or no message).
+    pub waiting_since: Option<i64>,
     /// The newest message the visitor could see (visitor or agent), for the preview.
     pub preview_author: Option<Author>,
     pub preview_body: Option<String>,
@@ -51,12 +31,12 @@ pub struct InboxItemRow {
     pub is_unread: bool,
 }
 
-// ?1 = the agent reading. The preview skips notes and system lines: it shows the conversation.
-const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_id, v.name, v.email, \
+// :reader = the agent reading (bound first, so also ?1). The preview skips notes and system lines: it shows the conversation.
+pub(super) const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_id, v.name, v.email, \
     c.status, c.assignee_id, a.name, c.created_at, c.last_message_at, lm.author, lm.body, \
-    EXISTS (SELECT 1 FROM messages um WHERE um.conversation_id = c.id AND um.author = 'visitor' \
+    c.waiting_since, EXISTS (SELECT 1 FROM messages um WHERE um.conversation_id = c.id AND um.author = 'visitor' \
         AND um.id > coalesce((SELECT r.last_read_id FROM conversation_reads r \
-                              WHERE r.user_id = ?1 AND r.conversation_id = c.id), 0)) \
+                              WHERE r.user_id = :reader AND r.conversation_id = c.id), 0)) \
     FROM conversations c \
     JOIN sites s ON s.id = c.site_id \
     JOIN visitors v ON v.id = c.visitor_id \
@@ -65,7 +45,7 @@ const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_id, v.name,
         WHERE pm.conversation_id = c.id AND pm.author IN ('visitor', 'agent') \
         ORDER BY pm.id DESC LIMIT 1)";
 
-fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
+pub(super) fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
     Ok(InboxItemRow {
         id: row.get(0)?,
         site_id: row.get(1)?,
@@ -80,29 +60,9 @@ fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
         last_message_at: row.get(10)?,
         preview_author: row.get(11)?,
         preview_body: row.get(12)?,
-        is_unread: row.get(13)?,
+        waiting_since: row.get(13)?,
+        is_unread: row.get(14)?,
     })
-}
-
-/// The conversations matching `filter`, most recently active first, as `reader` sees them.
-pub fn list_inbox(
-    conn: &Connection,
-    reader: UserId,
-    filter: InboxFilter,
-    limit: u32,
-) -> Result<Vec<InboxItemRow>, Error> {
-    let mine = match filter {
-        InboxFilter::Mine(user) => Some(user),
-        _ => None,
-    };
-    let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT_ITEM} WHERE {} AND (?3 IS NULL OR c.assignee_id = ?3) \
-         ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?2",
-        filter.condition()
-    ))?;
-    Ok(stmt
-        .query_map(params![reader, limit, mine], item_from_row)?
-        .collect::<Result<_, _>>()?)
 }
 
 /// One conversation as `reader` sees it in the inbox list.

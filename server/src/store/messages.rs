@@ -110,7 +110,7 @@ pub fn insert_visitor_message(
     ])?;
     let id = MessageId(conn.last_insert_rowid());
     if !is_new_conversation {
-        touch_conversation(conn, conversation_id, new.now)?;
+        touch_conversation(conn, conversation_id, Author::Visitor, new.now)?;
     }
     Ok(StoredVisitorMessage {
         id,
@@ -161,7 +161,7 @@ pub fn insert_agent_message(conn: &Connection, new: &NewAgentMessage) -> Result<
         new.now
     ])?;
     let id = MessageId(conn.last_insert_rowid());
-    touch_conversation(conn, new.conversation_id, new.now)?;
+    touch_conversation(conn, new.conversation_id, new.author(), new.now)?;
     Ok(id)
 }
 

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0008_slack_thread_starts.sql"),
     include_str!("../../../migrations/0009_api_token_scope.sql"),
     include_str!("../../../migrations/0010_audit.sql"),
+    include_str!("../../../migrations/0011_inbox_waiting.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -15,6 +15,7 @@ mod delivery;
 mod error;
 mod ids;
 mod inbox;
+mod inbox_list;
 mod integrations;
 mod integrity;
 mod jobs;
@@ -93,10 +94,12 @@ pub use writer::{DEFER_LIMIT, Writer, WriterStats};
 // The admin inbox and accounts.
 pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, use_account_link};
 pub use inbox::{
-    InboxFilter, InboxItemRow, VisitorDetailsRow, close_conversation, find_inbox_item,
-    find_last_message_id, find_visitor_details, insert_system_message,
-    list_conversations_changed_after, list_inbox, reopen_conversation,
-    update_conversation_assignee, upsert_conversation_read,
+    InboxItemRow, VisitorDetailsRow, close_conversation, find_inbox_item, find_last_message_id,
+    find_visitor_details, insert_system_message, list_conversations_changed_after,
+    reopen_conversation, update_conversation_assignee, upsert_conversation_read,
+};
+pub use inbox_list::{
+    InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus, list_inbox_page,
 };
 pub use sessions::{
     NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,

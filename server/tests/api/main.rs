@@ -21,6 +21,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod inbox;
+mod inbox_list;
 mod instance_lock;
 mod integrity;
 mod loadtest;

@@ -1,0 +1,326 @@
+//! The inbox list's query string, shared by the page and its live stream: the tabs' `filter=`
+//! shortcuts, `status`, `assignee`, `site`, `sort` and the page cursor `cursor`, read leniently
+//! (anything unknown means the default, never an error); and the links that carry it.
+
+use porch_app::inbox::{Choice, Filter, InboxFilters};
+use serde::Deserialize;
+
+use crate::chat::InboxChoices;
+use crate::store::{
+    ConversationId, InboxAssignee, InboxCursor, InboxQuery, InboxSort, InboxStatus, UserId,
+};
+
+/// The raw query string of `/inbox` and `/inbox/events`.
+#[derive(Debug, Default, Deserialize)]
+pub struct InboxParams {
+    /// A tab: `open`, `mine`, `unassigned` or `closed` (the URLs from before the filters).
+    #[serde(default)]
+    filter: String,
+    #[serde(default)]
+    status: String,
+    /// `anyone`, `me`, `unassigned` or a user id.
+    #[serde(default)]
+    assignee: String,
+    /// A site's key.
+    #[serde(default)]
+    site: String,
+    /// `recent` or `waiting`.
+    #[serde(default)]
+    sort: String,
+    /// Where the page starts: `rank.at.id` of the previous page's last row.
+    #[serde(default)]
+    cursor: String,
+}
+
+/// The query string read against what exists: the store's query, and the values to link with.
+#[derive(Debug, Clone)]
+pub struct InboxRequest {
+    pub query: InboxQuery,
+    pub cursor: Option<InboxCursor>,
+    /// The site's key, when one is chosen.
+    pub site_key: Option<String>,
+    me: UserId,
+}
+
+/// The status and assignee a tab stands for.
+fn tab_query(tab: Filter, me: UserId) -> (InboxStatus, InboxAssignee) {
+    match tab {
+        Filter::Open => (InboxStatus::Open, InboxAssignee::Anyone),
+        Filter::Mine => (InboxStatus::Open, InboxAssignee::User(me)),
+        Filter::Unassigned => (InboxStatus::Open, InboxAssignee::Unassigned),
+        Filter::Closed => (InboxStatus::Closed, InboxAssignee::Anyone),
+    }
+}
+
+/// `rank.at.id`, as list items carry it and `cursor=` takes it.
+pub fn format_cursor(cursor: InboxCursor) -> String {
+    format!("{}.{}.{}", cursor.rank, cursor.at, cursor.id.0)
+}
+
+fn parse_cursor(raw: &str) -> Option<InboxCursor> {
+    let mut parts = raw.split('.').map(|p| p.parse::<i64>().ok());
+    let (Some(Some(rank)), Some(Some(at)), Some(Some(id)), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    Some(InboxCursor {
+        rank,
+        at,
+        id: ConversationId(id),
+    })
+}
+
+impl InboxRequest {
+    /// Reads `params` for `me`: a tab sets status and assignee, and `status` or `assignee`
+    /// override it; a site or agent that does not exist (or is disabled) means "any".
+    pub fn parse(params: &InboxParams, me: UserId, choices: &InboxChoices) -> Self {
+        let tab = Filter::ALL.into_iter().find(|f| f.slug() == params.filter);
+        let (mut status, mut assignee) = tab_query(tab.unwrap_or(Filter::Open), me);
+        match params.status.as_str() {
+            "open" => status = InboxStatus::Open,
+            "closed" => status = InboxStatus::Closed,
+            _ => {}
+        }
+        match params.assignee.as_str() {
+            "anyone" => assignee = InboxAssignee::Anyone,
+            "me" => assignee = InboxAssignee::User(me),
+            "unassigned" => assignee = InboxAssignee::Unassigned,
+            raw => {
+                if let Some(agent) = raw
+                    .parse::<i64>()
+                    .ok()
+                    .and_then(|id| choices.agents.iter().find(|a| a.id.0 == id))
+                {
+                    assignee = InboxAssignee::User(agent.id);
+                }
+            }
+        }
+        let site = choices.sites.iter().find(|s| s.key == params.site);
+        let sort = match params.sort.as_str() {
+            "waiting" => InboxSort::Waiting,
+            _ => InboxSort::Recent,
+        };
+        Self {
+            query: InboxQuery {
+                status,
+                assignee,
+                site: site.map(|s| s.id),
+                sort,
+            },
+            cursor: parse_cursor(&params.cursor),
+            site_key: site.map(|s| s.key.clone()),
+            me,
+        }
+    }
+
+    /// The tab these filters amount to, if any.
+    pub fn tab(&self) -> Option<Filter> {
+        let here = (self.query.status, self.query.assignee);
+        Filter::ALL
+            .into_iter()
+            .find(|f| tab_query(*f, self.me) == here)
+    }
+
+    fn status_value(&self) -> &'static str {
+        match self.query.status {
+            InboxStatus::Open => "open",
+            InboxStatus::Closed => "closed",
+        }
+    }
+
+    fn assignee_value(&self) -> String {
+        match self.query.assignee {
+            InboxAssignee::Anyone => "anyone".into(),
+            InboxAssignee::Unassigned => "unassigned".into(),
+            InboxAssignee::User(user) if user == self.me => "me".into(),
+            InboxAssignee::User(user) => user.0.to_string(),
+        }
+    }
+
+    /// `recent` or `waiting`.
+    pub fn sort_value(&self) -> &'static str {
+        match self.query.sort {
+            InboxSort::Recent => "recent",
+            InboxSort::Waiting => "waiting",
+        }
+    }
+
+    /// The query string of these filters (without a cursor).
+    fn filters(&self) -> String {
+        let mut q = format!(
+            "status={}&assignee={}",
+            self.status_value(),
+            self.assignee_value()
+        );
+        self.push_site_and_sort(&mut q);
+        q
+    }
+
+    fn push_site_and_sort(&self, q: &mut String) {
+        if let Some(key) = &self.site_key {
+            // Site keys are `s_` and hex: nothing to encode.
+            q.push_str("&site=");
+            q.push_str(key);
+        }
+        if self.query.sort == InboxSort::Waiting {
+            q.push_str("&sort=waiting");
+        }
+    }
+
+    /// The page of these filters starting after `cursor` (the first page when `None`).
+    pub fn page_href(&self, cursor: Option<InboxCursor>) -> String {
+        match cursor {
+            Some(c) => format!("/inbox?{}&cursor={}", self.filters(), format_cursor(c)),
+            None => format!("/inbox?{}", self.filters()),
+        }
+    }
+
+    /// The live stream of these filters.
+    pub fn live_href(&self) -> String {
+        format!("/inbox/events?{}", self.filters())
+    }
+
+    /// Each tab's link, keeping the site and order.
+    pub fn tab_hrefs(&self) -> Vec<(Filter, String)> {
+        Filter::ALL
+            .into_iter()
+            .map(|f| {
+                let mut q = format!("/inbox?filter={}", f.slug());
+                self.push_site_and_sort(&mut q);
+                (f, q)
+            })
+            .collect()
+    }
+
+    /// The filter form's options, with the current ones selected.
+    pub fn form(&self, choices: &InboxChoices) -> InboxFilters {
+        let choice = |value: &str, label: &str, current: &str| Choice {
+            value: value.to_owned(),
+            label: label.to_owned(),
+            is_selected: value == current,
+        };
+        let status = self.status_value();
+        let assignee = self.assignee_value();
+        let site = self.site_key.as_deref().unwrap_or("");
+        let sort = self.sort_value();
+        let mut assignees = vec![
+            choice("anyone", "Anyone", &assignee),
+            choice("me", "Me", &assignee),
+            choice("unassigned", "Nobody (unassigned)", &assignee),
+        ];
+        assignees.extend(
+            choices
+                .agents
+                .iter()
+                .filter(|a| a.id != self.me)
+                .map(|a| choice(&a.id.0.to_string(), &a.name, &assignee)),
+        );
+        let mut sites = vec![choice("", "All sites", site)];
+        sites.extend(
+            choices
+                .sites
+                .iter()
+                .map(|s| choice(&s.key, &s.settings.name, site)),
+        );
+        InboxFilters {
+            status: vec![
+                choice("open", "Open", status),
+                choice("closed", "Closed", status),
+            ],
+            assignee: assignees,
+            site: sites,
+            sort: vec![
+                choice("recent", "Newest activity first", sort),
+                choice("waiting", "Longest waiting first", sort),
+            ],
+        }
+    }
+
+    /// "230 open conversations unassigned on Acme, showing 1–200", in words.
+    pub fn summary(&self, choices: &InboxChoices, total: u64, before: u64, shown: usize) -> String {
+        let who = match self.query.assignee {
+            InboxAssignee::Anyone => String::new(),
+            InboxAssignee::Unassigned => " unassigned".into(),
+            InboxAssignee::User(user) if user == self.me => " assigned to you".into(),
+            InboxAssignee::User(user) => choices
+                .agents
+                .iter()
+                .find(|a| a.id == user)
+                .map(|a| format!(" assigned to {}", a.name))
+                .unwrap_or_default(),
+        };
+        let site = self
+            .query
+            .site
+            .and_then(|id| choices.sites.iter().find(|s| s.id == id))
+            .map(|s| format!(" on {}", s.settings.name))
+            .unwrap_or_default();
+        let noun = if total == 1 {
+            "conversation"
+        } else {
+            "conversations"
+        };
+        let what = format!("{total} {} {noun}{who}{site}", self.status_value());
+        if shown == 0 {
+            return if total == 0 {
+                format!("{what}.")
+            } else {
+                format!("{what}; none after this point.")
+            };
+        }
+        let first = before + 1;
+        let last = before + shown as u64;
+        format!("{what}, showing {first}–{last}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nothing() -> InboxChoices {
+        InboxChoices {
+            sites: Vec::new(),
+            agents: Vec::new(),
+        }
+    }
+
+    fn parse(query: &str) -> InboxRequest {
+        let params: InboxParams = serde_urlencoded::from_str(query).expect("query");
+        InboxRequest::parse(&params, UserId(7), &nothing())
+    }
+
+    #[test]
+    fn the_old_tab_urls_mean_what_they_meant() {
+        let mine = parse("filter=mine");
+        assert_eq!(mine.query.status, InboxStatus::Open);
+        assert_eq!(mine.query.assignee, InboxAssignee::User(UserId(7)));
+        assert_eq!(mine.tab(), Some(Filter::Mine));
+        assert_eq!(parse("filter=closed").tab(), Some(Filter::Closed));
+        assert_eq!(parse("").query, InboxQuery::default());
+    }
+
+    #[test]
+    fn unknown_values_fall_back_to_the_defaults() {
+        let request = parse("filter=nope&status=x&assignee=42&site=s_none&sort=up&cursor=1.2");
+        assert_eq!(request.query, InboxQuery::default());
+        assert_eq!(request.cursor, None);
+        assert_eq!(request.tab(), Some(Filter::Open));
+    }
+
+    #[test]
+    fn explicit_filters_override_the_tab_and_combine() {
+        let request = parse("filter=closed&status=open&assignee=unassigned&sort=waiting");
+        assert_eq!(request.tab(), Some(Filter::Unassigned));
+        assert_eq!(request.query.sort, InboxSort::Waiting);
+        assert_eq!(
+            request.page_href(Some(InboxCursor {
+                rank: 1,
+                at: 5,
+                id: ConversationId(9)
+            })),
+            "/inbox?status=open&assignee=unassigned&sort=waiting&cursor=1.5.9"
+        );
+    }
+}

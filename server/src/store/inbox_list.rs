@@ -1,0 +1,309 @@
+//! The inbox list: which conversations (status, assignee, site, combinable), in which order
+//! (newest activity or longest waiting), one keyset page at a time (never OFFSET), and how many
+//! match. Both orders are served by indexes of `0011_inbox_waiting.sql`.
+
+use rusqlite::{Connection, ToSql};
+
+use super::inbox::{InboxItemRow, SELECT_ITEM, item_from_row};
+use super::{ConversationId, Error, SiteId, UserId};
+
+/// Named parameters of a query built from parts.
+type Bindings = Vec<(&'static str, Box<dyn ToSql>)>;
+
+/// Open or closed conversations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InboxStatus {
+    #[default]
+    Open,
+    Closed,
+}
+
+impl InboxStatus {
+    fn sql(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+/// Whose conversations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InboxAssignee {
+    #[default]
+    Anyone,
+    /// Nobody is assigned.
+    Unassigned,
+    /// Assigned to this user.
+    User(UserId),
+}
+
+/// The list's order; ties are broken by conversation id, so the order is total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InboxSort {
+    /// Newest activity (`last_message_at`) first.
+    #[default]
+    Recent,
+    /// Longest waiting first: conversations whose visitor waits for an answer, by
+    /// `waiting_since` (oldest first); then answered ones, by last activity (oldest first).
+    Waiting,
+}
+
+impl InboxSort {
+    /// The sort key as SQL, the comparison that means "comes after", and the ORDER BY.
+    fn sql(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            // The rank is always 0 here, so the key leaves it out: a constant in the row value
+            // would stop SQLite from seeking the index with it.
+            Self::Recent => (
+                "(c.last_message_at, c.id)",
+                "<",
+                "c.last_message_at DESC, c.id DESC",
+            ),
+            Self::Waiting => (
+                "(c.wait_rank, c.wait_at, c.id)",
+                ">",
+                "c.wait_rank, c.wait_at, c.id",
+            ),
+        }
+    }
+}
+
+impl InboxSort {
+    /// The cursor's row value, shaped like the sort key.
+    fn cursor(self) -> &'static str {
+        match self {
+            Self::Recent => "(:at, :id)",
+            Self::Waiting => "(:rank, :at, :id)",
+        }
+    }
+
+    fn push_cursor(self, values: &mut Bindings, cursor: InboxCursor) {
+        if self == Self::Waiting {
+            values.push((":rank", Box::new(cursor.rank)));
+        }
+        values.push((":at", Box::new(cursor.at)));
+        values.push((":id", Box::new(cursor.id)));
+    }
+}
+
+/// A combination of filters and an order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InboxQuery {
+    pub status: InboxStatus,
+    pub assignee: InboxAssignee,
+    /// `None`: every site.
+    pub site: Option<SiteId>,
+    pub sort: InboxSort,
+}
+
+impl InboxQuery {
+    /// Whether the conversation belongs in this list (the live stream's test; the same rules as
+    /// the SQL below).
+    pub fn matches(&self, item: &InboxItemRow) -> bool {
+        let assignee = match self.assignee {
+            InboxAssignee::Anyone => true,
+            InboxAssignee::Unassigned => item.assignee_id.is_none(),
+            InboxAssignee::User(user) => item.assignee_id == Some(user),
+        };
+        item.status == self.status.sql() && assignee && self.site.is_none_or(|s| s == item.site_id)
+    }
+
+    /// The position of `item` in this query's order.
+    pub fn cursor(&self, item: &InboxItemRow) -> InboxCursor {
+        match self.sort {
+            InboxSort::Recent => InboxCursor {
+                rank: 0,
+                at: item.last_message_at,
+                id: item.id,
+            },
+            InboxSort::Waiting => InboxCursor {
+                rank: i64::from(item.waiting_since.is_none()),
+                at: item.waiting_since.unwrap_or(item.last_message_at),
+                id: item.id,
+            },
+        }
+    }
+
+    /// The WHERE clause and its parameters (besides the reader's `:reader`).
+    fn filter(&self) -> (String, Bindings) {
+        let mut sql = String::from("c.status = :status");
+        let mut values: Bindings = vec![(":status", Box::new(self.status.sql()))];
+        match self.assignee {
+            InboxAssignee::Anyone => {}
+            InboxAssignee::Unassigned => sql.push_str(" AND c.assignee_id IS NULL"),
+            InboxAssignee::User(user) => {
+                sql.push_str(" AND c.assignee_id = :assignee");
+                values.push((":assignee", Box::new(user)));
+            }
+        }
+        if let Some(site) = self.site {
+            sql.push_str(" AND c.site_id = :site");
+            values.push((":site", Box::new(site)));
+        }
+        (sql, values)
+    }
+}
+
+/// Where a page ends in its order: the last row's sort key and id. `rank` is 0 for conversations
+/// waiting for an answer and 1 for answered ones in the waiting order, always 0 in the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboxCursor {
+    pub rank: i64,
+    pub at: i64,
+    pub id: ConversationId,
+}
+
+/// One page of the list.
+#[derive(Debug, Clone)]
+pub struct InboxPage {
+    pub items: Vec<InboxItemRow>,
+    /// How many conversations match the filters, on every page.
+    pub total: u64,
+    /// How many of them come before this page.
+    pub before: u64,
+    /// Where the next page starts (`None`: this is the last).
+    pub next: Option<InboxCursor>,
+}
+
+fn bind(values: &Bindings) -> Vec<(&'static str, &dyn ToSql)> {
+    values.iter().map(|(k, v)| (*k, v.as_ref())).collect()
+}
+
+fn count(conn: &Connection, condition: &str, values: &Bindings) -> Result<u64, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT count(*) FROM conversations c WHERE {condition}"
+    ))?;
+    let n: i64 = stmt.query_row(&bind(values)[..], |r| r.get(0))?;
+    // count(*) is never negative.
+    Ok(n.unsigned_abs())
+}
+
+/// The page of at most `limit` conversations matching `query` that comes after `after` (the
+/// first page when `None`), as `reader` sees them, with the counts.
+pub fn list_inbox_page(
+    conn: &Connection,
+    reader: UserId,
+    query: &InboxQuery,
+    after: Option<InboxCursor>,
+    limit: u32,
+) -> Result<InboxPage, Error> {
+    let (mut condition, mut values) = query.filter();
+    let total = count(conn, &condition, &values)?;
+    let (key, later, order) = query.sort.sql();
+    let before = match after {
+        Some(cursor) => {
+            let earlier = if later == "<" { ">=" } else { "<=" };
+            let condition = format!("{condition} AND {key} {earlier} {}", query.sort.cursor());
+            let mut values = query.filter().1;
+            query.sort.push_cursor(&mut values, cursor);
+            count(conn, &condition, &values)?
+        }
+        None => 0,
+    };
+    if let Some(cursor) = after {
+        condition = format!("{condition} AND {key} {later} {}", query.sort.cursor());
+        query.sort.push_cursor(&mut values, cursor);
+    }
+    values.push((":reader", Box::new(reader)));
+    // One row more than asked tells whether a next page exists, without another count.
+    values.push((":limit", Box::new(i64::from(limit) + 1)));
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT_ITEM} WHERE {condition} ORDER BY {order} LIMIT :limit"
+    ))?;
+    let mut items = stmt
+        .query_map(&bind(&values)[..], item_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    let next = if items.len() > limit as usize {
+        items.truncate(limit as usize);
+        items.last().map(|last| query.cursor(last))
+    } else {
+        None
+    };
+    Ok(InboxPage {
+        items,
+        total,
+        before,
+        next,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn database() -> Connection {
+        let mut conn = Connection::open_in_memory().expect("open");
+        crate::store::apply_migrations(&mut conn).expect("migrate");
+        conn
+    }
+
+    /// SQLite's plan for the page query of `query` (after a cursor when `paged`).
+    fn plan(conn: &Connection, query: &InboxQuery, paged: bool) -> String {
+        let (mut condition, _) = query.filter();
+        let (key, later, order) = query.sort.sql();
+        if paged {
+            let cursor = query
+                .sort
+                .cursor()
+                .replace(":rank", "0")
+                .replace(":at", "0");
+            condition = format!(
+                "{condition} AND {key} {later} {}",
+                cursor.replace(":id", "0")
+            );
+        }
+        let sql = format!(
+            "EXPLAIN QUERY PLAN SELECT c.id FROM conversations c WHERE {condition} \
+             ORDER BY {order} LIMIT 201"
+        );
+        let mut stmt = conn.prepare(&sql).expect("prepare");
+        let mut params: Vec<(&str, &dyn ToSql)> = vec![(":status", &"open")];
+        if sql.contains(":assignee") {
+            params.push((":assignee", &1));
+        }
+        if sql.contains(":site") {
+            params.push((":site", &1));
+        }
+        stmt.query_map(&params[..], |r| r.get::<_, String>(3))
+            .expect("plan")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("rows")
+            .join("\n")
+    }
+
+    #[test]
+    fn the_page_query_walks_an_index_in_order_for_the_common_filters() {
+        let conn = database();
+        let user = InboxAssignee::User(UserId(1));
+        for sort in [InboxSort::Recent, InboxSort::Waiting] {
+            let index = match sort {
+                InboxSort::Recent => "conversations_inbox_recent",
+                InboxSort::Waiting => "conversations_inbox_waiting",
+            };
+            for assignee in [InboxAssignee::Anyone, InboxAssignee::Unassigned, user] {
+                for paged in [false, true] {
+                    let query = InboxQuery {
+                        assignee,
+                        sort,
+                        ..InboxQuery::default()
+                    };
+                    let plan = plan(&conn, &query, paged);
+                    assert!(plan.contains(index), "{query:?} paged {paged}: {plan}");
+                    assert!(!plan.contains("TEMP B-TREE"), "{query:?}: sorts: {plan}");
+                    // A later page seeks to its cursor instead of walking past earlier pages.
+                    assert_eq!(plan.contains("(status=? AND "), paged, "{query:?}: {plan}");
+                }
+            }
+            // With a site, any index narrowing the scan will do; never a full scan.
+            let query = InboxQuery {
+                site: Some(SiteId(1)),
+                sort,
+                ..InboxQuery::default()
+            };
+            let plan = plan(&conn, &query, true);
+            assert!(plan.contains("USING"), "{plan}");
+            assert!(!plan.contains("SCAN c\n") && plan != "SCAN c", "{plan}");
+        }
+    }
+}

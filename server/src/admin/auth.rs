@@ -66,11 +66,20 @@ pub async fn home(State(app): State<AppState>, headers: HeaderMap) -> Result<Res
     if app.accounts.needs_setup().await? {
         return Ok(see_other("/setup"));
     }
-    let signed_in = match read_cookie(&headers, &session_cookie_name(&app)) {
+    let to = if has_session(&app, &headers).await? {
+        "/inbox"
+    } else {
+        "/login"
+    };
+    Ok(see_other(to))
+}
+
+/// Whether the request carries a live session's cookie.
+async fn has_session(app: &AppState, headers: &HeaderMap) -> Result<bool, PageError> {
+    Ok(match read_cookie(headers, &session_cookie_name(app)) {
         Some(value) => app.accounts.find_session(value).await?.is_some(),
         None => false,
-    };
-    Ok(see_other(if signed_in { "/inbox" } else { "/login" }))
+    })
 }
 
 /// `GET /setup`: the first-run form, while no user exists.
@@ -171,6 +180,10 @@ pub async fn login_page(
 ) -> Result<Response, PageError> {
     if app.accounts.needs_setup().await? {
         return Ok(see_other("/setup"));
+    }
+    // Already signed in: where the sign-in would have led.
+    if has_session(&app, &headers).await? {
+        return Ok(see_other(safe_next(&query.next)));
     }
     let (csrf, cookie) = form_token(&app, &headers);
     let notice = NoticeQuery {

@@ -18,4 +18,4 @@ pub mod sites;
 pub mod team;
 mod views;
 
-pub use page::strict_transport;
+pub use page::{not_found_page, strict_transport};

@@ -181,6 +181,11 @@ impl PageError {
     }
 }
 
+/// An unknown URL outside the API: an HTML page people can read (the API answers JSON).
+pub async fn not_found_page() -> Response {
+    PageError::not_found("page").into_response()
+}
+
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let body = porch_app::auth::render_error(porch_app::auth::ErrorView {

@@ -15,6 +15,18 @@ use super::{
     ApiError, api, api_audit, api_deliveries, api_integrations, health, metrics, slack_events,
 };
 
+/// An unknown URL: JSON with a code under the API's prefixes (scripts read it), an HTML page
+/// elsewhere (people do).
+async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let path = uri.path();
+    if path.starts_with("/api/") || path.starts_with("/integrations/") {
+        ApiError::not_found("page").into_response()
+    } else {
+        admin::not_found_page().await
+    }
+}
+
 /// The route table. The websocket route is kept out of the HTTP timeout and compression layers:
 /// an upgraded connection outlives its handler.
 pub fn router(app: AppState) -> Router {
@@ -27,7 +39,7 @@ pub fn router(app: AppState) -> Router {
         .route("/widget/panel.css", get(widget::panel_css))
         .merge(api_routes())
         .merge(admin_routes())
-        .fallback(|| async { ApiError::not_found("page") })
+        .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             admin::strict_transport,

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use porch::accounts::LinkKind;
 
-use crate::helpers::{Answer, TestApp, WAIT, ok_if, wait_until};
+use crate::helpers::{Answer, Exchange as _, TestApp, WAIT, ok_if, wait_until};
 use crate::inbox::{PASSWORD, add_user, form, form_cookie, send, setup_admin, signed_in_from};
 
 async fn sign_in_with_next(app: &TestApp, next: &str) -> Answer {
@@ -211,4 +211,37 @@ async fn an_expired_token_is_refused_and_says_so() {
         &["add", "--user", "ops@example.com", "--expires-in", "soon"],
     );
     assert!(!ok, "a duration that does not parse is refused: {refused}");
+}
+
+#[tokio::test]
+async fn an_unknown_page_is_an_html_page_and_an_unknown_api_url_is_json() {
+    let app = TestApp::spawn(&[]).await;
+    let page = app.http.get("/no/such/page").answer().await;
+    assert_eq!(page.status, 404);
+    assert!(
+        page.header("content-type")
+            .is_some_and(|t| t.starts_with("text/html")),
+        "{:?}",
+        page.headers
+    );
+    assert!(page.body.contains("Not found"), "{}", page.body);
+    let api = app.http.get("/api/v1/no-such-thing").answer().await;
+    assert_eq!(api.status, 404);
+    let body: serde_json::Value = serde_json::from_str(&api.body).expect("JSON");
+    assert_eq!(body["error"]["code"], "not_found", "{body}");
+}
+
+#[tokio::test]
+async fn the_sign_in_page_sends_someone_signed_in_on() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let again = send(&app, "GET", "/login", &admin.cookie, None).await;
+    assert_eq!(again.status, 303, "{}", again.body);
+    assert_eq!(again.header("location"), Some("/inbox"));
+    let onward = send(&app, "GET", "/login?next=/team", &admin.cookie, None).await;
+    assert_eq!(onward.header("location"), Some("/team"));
+    // Not signed in: the form, as before.
+    let form = app.http.get("/login").answer().await;
+    assert_eq!(form.status, 200);
+    assert!(form.body.contains("<form"), "{}", form.body);
 }

@@ -167,7 +167,8 @@ fn headroom_text(headroom: Option<HeadroomView>, traffic_needed: f64) -> AnyView
     let Some(h) = headroom else {
         return view! {
             <p>"No headroom estimate yet: the last hour had too little traffic to measure the CPU \
-                cost per message, and no load test has been recorded. Run "<code>"porch loadtest"</code>
+                cost per message, and no recorded load test measured it (a run against another \
+                server with "<code>"--url"</code>" measures no server CPU). Run "<code>"porch loadtest"</code>
                 " on this box (with this data directory) to measure it."</p>
         }
         .into_any();

@@ -135,3 +135,38 @@ async fn a_recorded_load_test_run_is_listed_and_shown_on_the_capacity_page() {
     let missing = send(&app, "GET", "/capacity/runs/999", &admin.cookie, None).await;
     assert_eq!(missing.status, 404);
 }
+
+#[tokio::test]
+async fn a_listed_run_that_measured_no_server_cpu_is_not_called_missing() {
+    let app = TestApp::spawn(&[]).await;
+    let mut report: porch::loadtest::Report = serde_json::from_str(REPORT).expect("a report");
+    // As a run against another server (`--url`) records it: no server CPU figure.
+    for series in &mut report.series {
+        for stair in &mut series.stairs {
+            stair.server_us_per_msg = None;
+        }
+    }
+    let id = porch::loadtest::record_run(&report, app.data_dir.path())
+        .expect("recorded")
+        .expect("the live database exists");
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let page = send(&app, "GET", "/capacity", &admin.cookie, None).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains(&format!(r#"href="/capacity/runs/{id}""#)),
+        "the run is listed: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("No headroom estimate yet"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("no recorded load test measured it"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("has been recorded"), "{}", page.body);
+}

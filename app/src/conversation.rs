@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::links::linked_text;
 use crate::time::format_time;
 
 /// Where one message stands with one integration (Slack, Discord, a webhook): posted, retrying
@@ -113,7 +114,7 @@ fn Message(message: MessageView) -> impl IntoView {
     view! {
         <li id=id class=format!("message message-{}", message.author) data-id=message.id>
             <div class="bubble">
-                <p class="body">{message.body}</p>
+                <p class="body">{linked_text(&message.body)}</p>
             </div>
             <p class="meta">
                 <span class="author">{label}</span>" · "<time datetime=iso>{text}</time>

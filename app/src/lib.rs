@@ -22,6 +22,7 @@ pub mod deliveries;
 pub mod inbox;
 pub mod integrations;
 pub mod layout;
+pub mod links;
 pub mod sites;
 pub mod team;
 mod time;

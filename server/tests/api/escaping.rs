@@ -78,3 +78,34 @@ async fn site_greeting_and_origins_are_escaped_in_their_textareas() {
         assert_escaped(&refused.body, payload);
     }
 }
+
+#[tokio::test]
+async fn links_in_a_visitors_message_are_links_and_nothing_else_is() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let said = "see https://shop.example/order?id=1&x=2, or javascript:alert(1) <b>now</b>";
+    assert_eq!(widget.say("m1", said).await["type"], "ack");
+    let conversation: i64 = app
+        .db()
+        .query_row("SELECT id FROM conversations", [], |r| r.get(0))
+        .expect("conversation");
+    let page = send(
+        &app,
+        "GET",
+        &format!("/conversations/{conversation}"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains(
+            r#"<a href="https://shop.example/order?id=1&amp;x=2" rel="noopener noreferrer nofollow" target="_blank">https://shop.example/order?id=1&amp;x=2</a>, or javascript:alert(1) &lt;b&gt;now&lt;/b&gt;"#
+        ),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains(r#"href="javascript"#), "{}", page.body);
+}

@@ -257,11 +257,16 @@ impl Chat {
         Ok(HistoryPage { messages, has_more })
     }
 
-    /// The most recently active conversations.
-    pub async fn list_conversations(&self, limit: u32) -> Result<Vec<ConversationRow>, Error> {
+    /// One page of conversations by last activity, newest first, after `before` (the last
+    /// one of the previous page: its `last_message_at` and id).
+    pub async fn list_conversations(
+        &self,
+        before: Option<(i64, ConversationId)>,
+        limit: u32,
+    ) -> Result<Vec<ConversationRow>, Error> {
         Ok(self
             .readers
-            .read(move |c| store::list_conversations(c, limit))
+            .read(move |c| store::list_conversations(c, before, limit))
             .await?)
     }
 

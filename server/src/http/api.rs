@@ -2,7 +2,7 @@
 //! functions; this API exists for automation and tests.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -48,14 +48,62 @@ fn agent(user: &ApiUser) -> Agent {
     }
 }
 
-/// `GET /api/v1/conversations`: the most recently active conversations.
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    /// The previous page's `next`.
+    before: Option<String>,
+    /// Conversations on a page, 1 to [`LIST_LIMIT`] (text, so a bad value gets this API's
+    /// JSON error rather than the framework's).
+    limit: Option<String>,
+}
+
+/// A page cursor: the last conversation's `last_message_at` and id, as `"{ms}.{id}"`.
+fn cursor(c: &ConversationRow) -> String {
+    format!("{}.{}", c.last_message_at, c.id)
+}
+
+fn parse_cursor(raw: &str) -> Option<(i64, ConversationId)> {
+    let (at, id) = raw.split_once('.')?;
+    Some((at.parse().ok()?, ConversationId(id.parse().ok()?)))
+}
+
+/// `GET /api/v1/conversations?before=…&limit=…`: conversations by last activity, newest first,
+/// a page at a time; `next` is the cursor of the following page (`null` on the last).
 pub async fn list_conversations(
     State(app): State<AppState>,
     _user: ApiUser,
+    Query(query): Query<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let conversations = app.chat.list_conversations(LIST_LIMIT).await?;
+    let before = match query.before.as_deref() {
+        None => None,
+        Some(raw) => Some(
+            parse_cursor(raw)
+                .ok_or_else(|| invalid("before must be the `next` value of a previous page."))?,
+        ),
+    };
+    let limit = match query.limit.as_deref() {
+        None => LIST_LIMIT,
+        Some(raw) => raw
+            .parse()
+            .ok()
+            .filter(|n| (1..=LIST_LIMIT).contains(n))
+            .ok_or_else(|| invalid(&format!("limit must be 1 to {LIST_LIMIT}.")))?,
+    };
+    // One more than asked says whether a next page exists, without a count.
+    let mut conversations = app.chat.list_conversations(before, limit + 1).await?;
+    let has_more = conversations.len() > limit as usize;
+    conversations.truncate(limit as usize);
+    let next = conversations.last().filter(|_| has_more).map(cursor);
     let list: Vec<_> = conversations.iter().map(conversation_json).collect();
-    Ok(Json(json!({"conversations": list})).into_response())
+    Ok(Json(json!({"conversations": list, "next": next})).into_response())
+}
+
+fn invalid(message: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid",
+        message.to_owned(),
+    )
 }
 
 /// `GET /api/v1/conversations/{id}/messages`: the whole conversation, notes included.

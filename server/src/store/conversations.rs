@@ -33,13 +33,21 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
     })
 }
 
-/// The most recently active conversations, newest first.
-pub fn list_conversations(conn: &Connection, limit: u32) -> Result<Vec<ConversationRow>, Error> {
+/// Conversations by last activity, newest first (ties by id), `limit` of them, after the one
+/// whose `(last_message_at, id)` is `before` (keyset paging: no conversation is repeated or
+/// skipped between pages, except one that becomes active meanwhile, which moves to the front).
+pub fn list_conversations(
+    conn: &Connection,
+    before: Option<(i64, ConversationId)>,
+    limit: u32,
+) -> Result<Vec<ConversationRow>, Error> {
+    let (at, id) = before.unwrap_or((i64::MAX, ConversationId(i64::MAX)));
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} ORDER BY c.last_message_at DESC LIMIT ?1"
+        "{SELECT} WHERE (c.last_message_at, c.id) < (?1, ?2) \
+         ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3"
     ))?;
     Ok(stmt
-        .query_map([limit], from_row)?
+        .query_map(params![at, id, limit], from_row)?
         .collect::<Result<_, _>>()?)
 }
 

@@ -13,6 +13,7 @@ mod config_doc;
 mod config_validation;
 mod connection_limits;
 mod connections;
+mod conversations_api;
 mod cookie_tossing;
 mod discord;
 mod email;

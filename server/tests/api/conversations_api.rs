@@ -1,0 +1,88 @@
+//! `GET /api/v1/conversations` pages through every conversation by last activity: each exactly
+//! once, newest first, with `next` as the cursor and clear refusals for a bad one.
+
+use serde_json::Value;
+
+use crate::helpers::TestApp;
+
+/// The ids and `next` of one page.
+async fn page(app: &TestApp, token: &str, query: &str) -> (Vec<i64>, Value) {
+    let (status, body) = app
+        .api("GET", &format!("/api/v1/conversations{query}"), token, None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let ids = body["conversations"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|c| c["id"].as_i64().expect("an id"))
+        .collect();
+    (ids, body["next"].clone())
+}
+
+#[tokio::test]
+async fn conversations_are_paged_newest_first_each_once() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "agent");
+    let site = app.add_site("Shop");
+    for n in 0..5 {
+        let (mut widget, _) = app.visitor(&site, None, 0).await;
+        assert_eq!(widget.say(&format!("m{n}"), "hello").await["type"], "ack");
+    }
+    let newest_first: Vec<i64> = {
+        let conn = app.db();
+        let mut stmt = conn
+            .prepare("SELECT id FROM conversations ORDER BY last_message_at DESC, id DESC")
+            .expect("prepare");
+        stmt.query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    };
+    assert_eq!(newest_first.len(), 5);
+
+    let mut seen = Vec::new();
+    let mut query = "?limit=2".to_owned();
+    let mut pages = 0;
+    loop {
+        let (ids, next) = page(&app, &token, &query).await;
+        pages += 1;
+        seen.extend(ids);
+        match next.as_str() {
+            Some(cursor) => query = format!("?limit=2&before={cursor}"),
+            None => break,
+        }
+        assert!(pages < 5, "paging must end");
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen, newest_first, "every conversation once, newest first");
+
+    // Without a limit: one page of everything (up to 200), and no next page.
+    let (all, next) = page(&app, &token, "").await;
+    assert_eq!(all, newest_first);
+    assert!(next.is_null(), "{next}");
+}
+
+#[tokio::test]
+async fn a_bad_cursor_or_limit_is_refused_with_a_code() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "agent");
+    for query in [
+        "?before=yesterday",
+        "?before=12",
+        "?limit=0",
+        "?limit=201",
+        "?limit=ten",
+    ] {
+        let (status, body) = app
+            .api(
+                "GET",
+                &format!("/api/v1/conversations{query}"),
+                &token,
+                None,
+            )
+            .await;
+        assert_eq!(status, 422, "{query}: {body}");
+        assert_eq!(body["error"]["code"], "invalid", "{query}: {body}");
+    }
+}

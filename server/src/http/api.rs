@@ -76,10 +76,9 @@ pub async fn list_conversations(
 ) -> Result<Response, ApiError> {
     let before = match query.before.as_deref() {
         None => None,
-        Some(raw) => Some(
-            parse_cursor(raw)
-                .ok_or_else(|| invalid("before must be the `next` value of a previous page."))?,
-        ),
+        Some(raw) => Some(parse_cursor(raw).ok_or_else(|| {
+            ApiError::invalid("before must be the `next` value of a previous page.")
+        })?),
     };
     let limit = match query.limit.as_deref() {
         None => LIST_LIMIT,
@@ -87,7 +86,7 @@ pub async fn list_conversations(
             .parse()
             .ok()
             .filter(|n| (1..=LIST_LIMIT).contains(n))
-            .ok_or_else(|| invalid(&format!("limit must be 1 to {LIST_LIMIT}.")))?,
+            .ok_or_else(|| ApiError::invalid(format!("limit must be 1 to {LIST_LIMIT}.")))?,
     };
     // One more than asked says whether a next page exists, without a count.
     let mut conversations = app.chat.list_conversations(before, limit + 1).await?;
@@ -96,14 +95,6 @@ pub async fn list_conversations(
     let next = conversations.last().filter(|_| has_more).map(cursor);
     let list: Vec<_> = conversations.iter().map(conversation_json).collect();
     Ok(Json(json!({"conversations": list, "next": next})).into_response())
-}
-
-fn invalid(message: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid",
-        message.to_owned(),
-    )
 }
 
 /// `GET /api/v1/conversations/{id}/messages`: the whole conversation, notes included.

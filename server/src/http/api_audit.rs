@@ -3,7 +3,6 @@
 
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::audit::{AuditQuery, PAGE_SIZE};
@@ -41,9 +40,7 @@ pub async fn list_audit(
     _admin: ApiAdmin,
     Query(query): Query<AuditQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let filter = query
-        .filter()
-        .map_err(|message| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message))?;
+    let filter = query.filter().map_err(ApiError::invalid)?;
     let rows = app
         .readers
         .read(move |c| store::list_audit_events(c, &filter))

@@ -25,10 +25,6 @@ use super::client_ip::ClientIp;
 /// Attempts shown in a delivery log at once.
 const LOG_LIMIT: u32 = 200;
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
-}
-
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
     serde_json::to_string(value).map_err(|_| {
         ApiError::new(
@@ -250,8 +246,9 @@ pub async fn rotate_webhook_secret(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
-    let current: WebhookSecrets = serde_json::from_str(&row.secrets)
-        .map_err(|_| invalid("The endpoint's secret is unreadable; delete and add it again."))?;
+    let current: WebhookSecrets = serde_json::from_str(&row.secrets).map_err(|_| {
+        ApiError::invalid("The endpoint's secret is unreadable; delete and add it again.")
+    })?;
     let now = now_ms();
     let rotated = current.rotated(now);
     let secrets = to_json(&rotated)?;
@@ -324,9 +321,9 @@ pub async fn replay_delivery(
 
 /// The configured SMTP server, or why there is none.
 fn mailer(app: &AppState) -> Result<&Mailer, ApiError> {
-    app.mailer
-        .as_deref()
-        .ok_or_else(|| invalid("Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM."))
+    app.mailer.as_deref().ok_or_else(|| {
+        ApiError::invalid("Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM.")
+    })
 }
 
 /// `POST /api/v1/sites/{key}/integrations/email`: turns on email for a site (the unanswered

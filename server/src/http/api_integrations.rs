@@ -39,7 +39,7 @@ fn job_json(job: &JobRow) -> serde_json::Value {
 impl From<SetupError> for ApiError {
     fn from(err: SetupError) -> Self {
         match err {
-            SetupError::Invalid(why) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", why),
+            SetupError::Invalid(why) => Self::invalid(why),
             SetupError::Refused { code, message } => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
             }

@@ -34,6 +34,11 @@ impl ApiError {
         )
     }
 
+    /// The caller's input is not valid: `422 invalid` with what to change.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
+    }
+
     pub fn not_found(what: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
@@ -110,7 +115,7 @@ impl From<Failure> for ApiError {
     fn from(failure: Failure) -> Self {
         match failure {
             Failure::NotFound(what) => Self::not_found(what),
-            Failure::Invalid(why) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", why),
+            Failure::Invalid(why) => Self::invalid(why),
             Failure::Unavailable => Self::unavailable(),
             Failure::Internal => Self::internal(),
         }

@@ -273,6 +273,11 @@ export async function setupToken(porch) {
 /** Signs in on `page`; waits for the page after the redirect. */
 export async function signIn(page, porch, email, password = PASSWORD) {
   await page.goto(`${porch.url}/login`);
+  // Someone already signed in is sent on from /login: sign them out first.
+  if (!new URL(page.url()).pathname.startsWith("/login")) {
+    await Promise.all([page.waitForURL(/\/login/),
+      page.getByRole("button", { name: "Sign out" }).click()]);
+  }
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(password);
   await Promise.all([page.waitForURL((u) => !u.pathname.startsWith("/login")),

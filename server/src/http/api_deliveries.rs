@@ -14,6 +14,7 @@ use crate::clock::now_ms;
 use crate::integrations::discord::{DiscordSetup, check_discord};
 use crate::integrations::email::{EmailSetup, Mailer, email_config};
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
+use crate::integrations::{insert_integration, replace_integration_settings};
 use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
 use crate::store::{self, IntegrationId, IntegrationRow, JobId, NewIntegration, SiteId};
@@ -70,26 +71,15 @@ async fn insert(
     Ok(app
         .writer
         .write(move |c| {
-            let id = store::insert_integration(
-                c,
-                &NewIntegration {
-                    site_id,
-                    kind,
-                    name,
-                    config: &config,
-                    secrets: &secrets,
-                    now: now_ms(),
-                },
-            )?;
-            let target = Target::integration(id, kind);
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationCreated,
-                &target,
-                &json!({}),
-            )?;
-            Ok(id)
+            let new = NewIntegration {
+                site_id,
+                kind,
+                name,
+                config: &config,
+                secrets: &secrets,
+                now: now_ms(),
+            };
+            insert_integration(c, &actor, &new)
         })
         .await?)
 }
@@ -102,26 +92,10 @@ async fn replace_settings(
     config: String,
     secrets: String,
 ) -> Result<usize, ApiError> {
-    let (id, actor, target) = (
-        row.id,
-        actor.clone(),
-        Target::integration(row.id, &row.kind),
-    );
+    let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
     let resumed = app
         .writer
-        .write(move |c| {
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationUpdated,
-                &target,
-                &json!({}),
-            )?;
-            let now = now_ms();
-            store::update_integration_settings(c, id, &config, &secrets, now)?;
-            store::enable_integration(c, id, now)?;
-            store::resume_integration_jobs(c, id, now)
-        })
+        .write(move |c| replace_integration_settings(c, &actor, (id, &kind), &config, &secrets))
         .await?;
     let count = resumed.len();
     app.jobs.submit(resumed);

@@ -8,6 +8,7 @@ mod delivery;
 mod destinations;
 pub mod discord;
 pub mod email;
+mod settings;
 mod setup_error;
 pub mod slack;
 pub mod ssrf;
@@ -15,4 +16,5 @@ pub mod webhook;
 
 pub use clients::HttpClients;
 pub use destinations::Destinations;
+pub use settings::{insert_integration, replace_integration_settings};
 pub use setup_error::SetupError;

@@ -73,11 +73,22 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<AuditEventRow> {
 
 /// Records one event.
 pub fn insert_audit_event(conn: &Connection, event: &NewAuditEvent<'_>) -> Result<(), Error> {
-    conn.prepare_cached(
+    execute_with_event(
+        conn,
         "INSERT INTO audit_events (at, actor_id, actor, action, target_type, target_id, \
          target_label, ip, detail, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1)",
-    )?
-    .execute(params![
+        event,
+    )
+}
+
+/// Runs `sql` with the event's fields bound as ?1 to ?9 (at, actor id, actor, action, target
+/// type, id and label, ip, detail).
+fn execute_with_event(
+    conn: &Connection,
+    sql: &str,
+    event: &NewAuditEvent<'_>,
+) -> Result<(), Error> {
+    conn.prepare_cached(sql)?.execute(params![
         event.at,
         event.actor_id,
         event.actor,
@@ -97,25 +108,15 @@ pub fn upsert_audit_event_per_minute(
     conn: &Connection,
     event: &NewAuditEvent<'_>,
 ) -> Result<(), Error> {
-    conn.prepare_cached(
+    execute_with_event(
+        conn,
         "INSERT INTO audit_events (at, actor_id, actor, action, target_type, target_id, \
          target_label, ip, detail, last_at, minute) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1, ?1 / 60000) \
          ON CONFLICT (action, actor, ip, minute) WHERE minute IS NOT NULL \
          DO UPDATE SET count = count + 1, last_at = excluded.last_at",
-    )?
-    .execute(params![
-        event.at,
-        event.actor_id,
-        event.actor,
-        event.action,
-        event.target_type,
-        event.target_id,
-        event.target_label,
-        event.ip,
-        event.detail,
-    ])?;
-    Ok(())
+        event,
+    )
 }
 
 /// Events matching `filter`, newest first.

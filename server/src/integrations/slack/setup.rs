@@ -3,14 +3,13 @@
 //! the admin page and the API alike.
 
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::audit::{self, Actor, AuditAction, Target};
+use crate::audit::Actor;
 use crate::clock::now_ms;
-use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId};
+use crate::store::{IntegrationId, IntegrationRow, NewIntegration, SiteId};
 
 use super::{SlackConfig, SlackInbound, SlackIntegration, SlackSecrets};
-use crate::integrations::SetupError;
+use crate::integrations::{SetupError, insert_integration, replace_integration_settings};
 
 /// What an admin provides. Empty secrets on a fix keep the stored ones.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -102,16 +101,7 @@ pub async fn connect_slack(
                 secrets: &secrets,
                 now: now_ms(),
             };
-            let id = store::insert_integration(c, &new)?;
-            let target = Target::integration(id, "slack");
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationCreated,
-                &target,
-                &json!({}),
-            )?;
-            Ok(id)
+            insert_integration(c, &actor, &new)
         })
         .await?;
     slack.rescan.notify_one();
@@ -133,21 +123,10 @@ pub async fn update_slack(
         to_json(&checked.secrets),
         existing.id,
     );
-    let (actor, target) = (actor.clone(), Target::integration(id, "slack"));
+    let actor = actor.clone();
     let resumed = slack
         .writer
-        .write(move |c| {
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationUpdated,
-                &target,
-                &json!({}),
-            )?;
-            let now = now_ms();
-            store::update_integration_settings(c, id, &config, &secrets, now)?;
-            store::resume_integration_jobs(c, id, now)
-        })
+        .write(move |c| replace_integration_settings(c, &actor, (id, "slack"), &config, &secrets))
         .await?;
     let count = resumed.len();
     slack.jobs.submit(resumed);

@@ -154,7 +154,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
     let id = aside.id;
     let status_form = if aside.is_open {
         view! {
-            <form method="post" action=format!("/conversations/{id}/close")>
+            <form method="post" action=format!("/conversations/{id}/close") data-shortcut="close">
                 <CsrfField token=aside.csrf.clone()/>
                 <button type="submit" class="button">"Close conversation"</button>
             </form>
@@ -171,7 +171,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
     };
     let take = (aside.assignee_id != Some(aside.me)).then(|| {
         view! {
-            <form method="post" action=format!("/conversations/{id}/assign")>
+            <form method="post" action=format!("/conversations/{id}/assign") data-shortcut="assign-me">
                 <CsrfField token=aside.csrf.clone()/>
                 <input type="hidden" name="assignee" value=aside.me/>
                 <button type="submit" class="button button-primary">"Assign to me"</button>
@@ -286,11 +286,12 @@ pub fn render_conversation(view: ConversationView) -> String {
                     data-live=format!("/conversations/{id}/events") data-last-id=view.last_id>
                     {messages}
                 </ol>
+                <p class="typing" id="visitor-typing" role="status" hidden>"Visitor is typing…"</p>
                 <form method="post" action=format!("/conversations/{id}/reply") id="reply-form"
-                    class="reply">
+                    class="reply" data-typing=format!("/conversations/{id}/typing")>
                     <CsrfField token=csrf/>
                     <label for="reply-body" class="visually-hidden">"Your reply"</label>
-                    <textarea id="reply-body" name="body" rows="3" required maxlength="4000"
+                    <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus
                         placeholder="Write a reply…" aria-describedby="reply-hint">{crate::textarea_text(&view.draft)}</textarea>
                     <div class="reply-bar">
                         <p class="hint" id="reply-hint">

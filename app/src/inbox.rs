@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{Nav, Notice, NoticeBox, Section, UnreadCount, document_with_skip};
 use crate::time::format_time;
 
 /// The inbox's tabs: shortcuts for a status and an assignee.
@@ -197,7 +197,11 @@ pub fn render_inbox(view: InboxView) -> String {
         .tabs
         .into_iter()
         .map(|(f, href)| {
-            view! { <a href=href aria-current=(Some(f) == current).then_some("page")>{f.label()}</a> }
+            // Closed conversations are never unread in the counts' sense (docs/admin.md).
+            let count = (f != Filter::Closed).then(|| view! { <UnreadCount which=f.slug()/> });
+            view! {
+                <a href=href aria-current=(Some(f) == current).then_some("page")>{f.label()}{count}</a>
+            }
         })
         .collect_view();
     let filters = view.filters;
@@ -233,7 +237,7 @@ pub fn render_inbox(view: InboxView) -> String {
             </div>
         </form>
         <p class="inbox-count" data-count>{view.summary}</p>
-        <ul class="conversations" id="conversations" aria-live="polite"
+        <ul class="conversations" id="conversations" aria-live="polite" tabindex="-1"
             data-live=view.live data-last-id=view.last_id data-sort=view.sort
             data-cursor=view.cursor data-more=view.next.is_some().then_some("true")>
             {items}
@@ -241,7 +245,13 @@ pub fn render_inbox(view: InboxView) -> String {
         <p class="empty" data-empty hidden=!is_empty>{empty_text}</p>
         {pager}
     };
-    document("Inbox", Some(nav), true, content.into_any())
+    document_with_skip(
+        "Inbox",
+        Some(nav),
+        true,
+        Some(("#conversations", "Skip to conversations")),
+        content.into_any(),
+    )
 }
 
 #[cfg(test)]

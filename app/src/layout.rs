@@ -1,5 +1,6 @@
 //! The page shell every admin page shares: document head, the top navigation for signed-in
-//! people, and the main landmark. Also the small form pieces every page uses.
+//! people (with the unread count and the alert switches `notify.js` drives), the keyboard help
+//! dialog, and the main landmark. Also the small form pieces every page uses.
 
 use leptos::prelude::*;
 
@@ -58,6 +59,17 @@ fn nav_link(href: &'static str, label: &'static str, current: bool) -> impl Into
     }
 }
 
+/// The unread count `notify.js` fills in (`data-unread` names which one); hidden until then.
+#[component]
+pub fn UnreadCount(which: &'static str) -> impl IntoView {
+    view! {
+        <span class="count" data-unread=which hidden>
+            <span data-n></span>
+            <span class="visually-hidden">" unread"</span>
+        </span>
+    }
+}
+
 #[component]
 fn TopNav(nav: Nav) -> impl IntoView {
     let admin_links = nav.is_admin.then(|| {
@@ -76,10 +88,20 @@ fn TopNav(nav: Nav) -> impl IntoView {
                 "Porch"
             </a>
             <nav aria-label="Main">
-                {nav_link("/inbox", "Inbox", nav.section == Section::Inbox)}
+                <a href="/inbox" aria-current=(nav.section == Section::Inbox).then_some("page")>
+                    "Inbox"<UnreadCount which="needs"/>
+                </a>
                 {admin_links}
             </nav>
             <div class="account">
+                <div class="alert-switches" data-alert-switches hidden>
+                    <button type="button" class="link-button" data-sound aria-pressed="false">
+                        "Sound"
+                    </button>
+                    <button type="button" class="link-button" data-desktop aria-pressed="false">
+                        "Desktop alerts"
+                    </button>
+                </div>
                 <a href="/account" aria-current=(nav.section == Section::Account).then_some("page")>
                     {nav.name}
                 </a>
@@ -92,29 +114,75 @@ fn TopNav(nav: Nav) -> impl IntoView {
     }
 }
 
+/// The keys `keys.js` answers, listed by `?`. A native modal `<dialog>`: the page behind it is
+/// inert (focus stays inside) and Escape closes it.
+#[component]
+fn KeysHelp() -> impl IntoView {
+    let keys = [
+        ("j", "Next conversation"),
+        ("k", "Previous conversation"),
+        ("e", "Close the conversation"),
+        ("a", "Assign the conversation to me"),
+        ("/", "Search"),
+        ("?", "Show these keys"),
+        (
+            "Esc",
+            "Leave the reply box (then the keys work); close this list",
+        ),
+    ]
+    .into_iter()
+    .map(|(key, what)| view! { <dt><kbd>{key}</kbd></dt><dd>{what}</dd> })
+    .collect_view();
+    view! {
+        <dialog id="keys-help" class="keys-help" aria-labelledby="keys-help-title">
+            <h2 id="keys-help-title">"Keyboard shortcuts"</h2>
+            <p class="hint">"On the inbox and conversation pages, when no text field has focus."</p>
+            <dl class="keys">{keys}</dl>
+            <form method="dialog">
+                <button type="submit" class="button">"Close"</button>
+            </form>
+        </dialog>
+    }
+}
+
 /// Renders a complete HTML document: `title`, the navigation if someone is signed in, and
 /// `content` inside `<main>`. `script` adds the inbox script (live updates, reply keys).
 pub fn document(title: &str, nav: Option<Nav>, script: bool, content: AnyView) -> String {
+    document_with_skip(title, nav, script, None, content)
+}
+
+/// [`document`] with a first skip link (`href`, label) before "Skip to content".
+pub fn document_with_skip(
+    title: &str,
+    nav: Option<Nav>,
+    script: bool,
+    skip: Option<(&'static str, &'static str)>,
+    content: AnyView,
+) -> String {
     let title = format!("{title} · Porch");
-    let shell_class = if nav.is_some() {
-        "app"
-    } else {
-        "app app-plain"
-    };
+    let signed_in = nav.is_some();
+    let shell_class = if signed_in { "app" } else { "app app-plain" };
     let html = view! {
         <html lang="en">
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                <meta name="color-scheme" content="light"/>
+                <meta name="color-scheme" content="light dark"/>
                 <title>{title}</title>
+                <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"/>
                 <link rel="stylesheet" href="/assets/admin.css"/>
                 {script.then(|| view! { <script src="/assets/inbox.js" defer></script> })}
+                {signed_in.then(|| view! {
+                    <script src="/assets/notify.js" defer></script>
+                    <script src="/assets/keys.js" defer></script>
+                })}
             </head>
             <body class=shell_class>
+                {skip.map(|(href, label)| view! { <a class="skip-link" href=href>{label}</a> })}
                 <a class="skip-link" href="#main">"Skip to content"</a>
                 {nav.map(|nav| view! { <TopNav nav/> })}
                 <main id="main" tabindex="-1">{content}</main>
+                {signed_in.then(|| view! { <KeysHelp/> })}
             </body>
         </html>
     }

@@ -1,7 +1,8 @@
 //! Live fan-out of events to open visitor connections (a visitor may have several tabs) and to
-//! agents' inbox connections. Each subscriber has a bounded queue; one that falls behind is
-//! dropped and told so (visitors: their connection closes; inbox: a `Resync` signal), so the
-//! client resumes from its last message id rather than silently missing events.
+//! agents' inbox connections (messages, read marks and visitors' typing). Each subscriber has a
+//! bounded queue; one that falls behind is dropped and told so (visitors: their connection
+//! closes; inbox: a `Resync` signal), so the client resumes from its last message id rather than
+//! silently missing events.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use crate::store::{MessageRow, SiteId, VisitorId};
+use crate::store::{ConversationId, MessageId, MessageRow, SiteId, UserId, VisitorId};
 
 /// Events queued per subscriber before it counts as fallen behind.
 const QUEUE: usize = 64;
@@ -139,10 +140,25 @@ pub struct InboxEvent {
     pub message: Arc<MessageRow>,
 }
 
+/// An agent has seen a conversation up to a message (on any page, in any tab): their other
+/// pages' unread counts drop it.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadMark {
+    pub user: UserId,
+    pub conversation: ConversationId,
+    pub up_to: MessageId,
+}
+
 /// What an inbox subscriber receives next.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum InboxSignal {
     Event(InboxEvent),
+    Read(ReadMark),
+    /// The visitor of a conversation started (`true`) or stopped typing; never stored.
+    VisitorTyping {
+        conversation: ConversationId,
+        active: bool,
+    },
     /// Events were lost because this subscriber fell behind: reload from the last message id it
     /// handled, then subscribe again.
     Resync,
@@ -150,7 +166,8 @@ pub enum InboxSignal {
 
 struct InboxSubscriber {
     id: u64,
-    tx: mpsc::Sender<InboxEvent>,
+    /// Never carries `Resync`: that is what a dropped sender means.
+    tx: mpsc::Sender<InboxSignal>,
     lagged: Arc<AtomicBool>,
 }
 
@@ -158,7 +175,7 @@ struct InboxSubscriber {
 pub struct InboxSubscription {
     hub: Arc<Hub>,
     id: u64,
-    events: mpsc::Receiver<InboxEvent>,
+    events: mpsc::Receiver<InboxSignal>,
     lagged: Arc<AtomicBool>,
 }
 
@@ -167,7 +184,7 @@ impl InboxSubscription {
     /// overflow is still delivered first). After `Resync` the subscription is spent.
     pub async fn recv(&mut self) -> InboxSignal {
         match self.events.recv().await {
-            Some(event) => InboxSignal::Event(event),
+            Some(signal) => signal,
             // The hub dropped our sender: either we lagged, or the hub is gone; both mean
             // "what you have may be incomplete".
             None => InboxSignal::Resync,
@@ -220,13 +237,31 @@ impl Hub {
         }
     }
 
-    /// Queues `event` for every inbox connection. One whose queue is full is dropped and marked
-    /// lagged, so it receives `Resync` instead of silently missing the event.
+    /// Queues `event` for every inbox connection.
     pub fn publish_to_inbox(&self, event: &InboxEvent) {
+        self.broadcast(&InboxSignal::Event(event.clone()));
+    }
+
+    /// Tells every inbox connection that an agent read a conversation up to a message.
+    pub fn publish_read(&self, mark: ReadMark) {
+        self.broadcast(&InboxSignal::Read(mark));
+    }
+
+    /// Tells every inbox connection that a conversation's visitor is (or stopped) typing.
+    pub fn publish_visitor_typing(&self, conversation: ConversationId, active: bool) {
+        self.broadcast(&InboxSignal::VisitorTyping {
+            conversation,
+            active,
+        });
+    }
+
+    /// Queues `signal` for every inbox connection. One whose queue is full is dropped and marked
+    /// lagged, so it receives `Resync` instead of silently missing the signal.
+    fn broadcast(&self, signal: &InboxSignal) {
         let Ok(mut subs) = self.inbox.lock() else {
             return;
         };
-        subs.retain(|s| match s.tx.try_send(event.clone()) {
+        subs.retain(|s| match s.tx.try_send(signal.clone()) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 s.lagged.store(true, Ordering::Relaxed);

@@ -5,6 +5,10 @@
 // - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch,
 //   keeps the text (and a draft in sessionStorage) until the server confirms it stored it, and
 //   inserts only an answer marked as the message fragment.
+// - Typing both ways: the reply box tells the visitor the agent is typing (at most once per 3 s,
+//   stopped on send, blur or 5 s idle), and "Visitor is typing…" shows for 6 s per signal.
+// - Every stream also carries the agent's unread counts and alerts: passed on to notify.js as
+//   porch:counts and porch:alert events.
 // - Copy buttons, local times, site colour swatches.
 // - A section with data-refresh (the capacity graphs) is fetched again every data-refresh-every
 //   seconds while the tab is visible, and replaced by the server's fresh rendering.
@@ -41,9 +45,11 @@
     const connect = () => {
       const sep = list.dataset.live.includes("?") ? "&" : "?";
       const source = new EventSource(`${list.dataset.live}${sep}after=${encodeURIComponent(lastId)}`);
-      source.onopen = () => setLive(true);
+      // data-state says whether the list follows the server right now ("live") or not.
+      source.onopen = () => { setLive(true); list.dataset.state = "live"; };
       source.onerror = () => {
         setLive(false);
+        list.dataset.state = "reconnecting";
         if (source.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
       };
       for (const [name, handle] of Object.entries(handlers)) {
@@ -55,6 +61,12 @@
     };
     connect();
   };
+
+  // Counts and alerts are notify.js's business.
+  const relay = (name) => (data) => {
+    try { document.dispatchEvent(new CustomEvent(name, { detail: JSON.parse(data) })); } catch { /* ignore */ }
+  };
+  const shared = { counts: relay("porch:counts"), alert: relay("porch:alert") };
 
   const conversations = document.getElementById("conversations");
   if (conversations?.dataset.live) {
@@ -69,6 +81,7 @@
       return false;
     };
     follow(conversations, {
+      ...shared,
       conversation: (html) => {
         const item = fromHtml(html);
         document.getElementById(item.id)?.remove();
@@ -93,6 +106,16 @@
     });
   }
 
+  // The visitor's typing: each signal shows the line for 6 s (the protocol's expiry) unless renewed.
+  const visitorTyping = document.getElementById("visitor-typing");
+  let visitorTypingTimer = null;
+  const showVisitorTyping = (on) => {
+    clearTimeout(visitorTypingTimer);
+    if (!visitorTyping) return;
+    visitorTyping.hidden = !on;
+    if (on) visitorTypingTimer = setTimeout(() => showVisitorTyping(false), 6000);
+  };
+
   const messages = document.getElementById("messages");
   const nearBottom = () => messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
   const addMessage = (html) => {
@@ -105,11 +128,14 @@
     const after = [...messages.children].find((m) => Number(m.dataset.id) > id);
     messages.insertBefore(item, after || null);
     if (stick) messages.scrollTop = messages.scrollHeight;
+    if (item.classList.contains("message-visitor")) showVisitorTyping(false);
   };
   if (messages?.dataset.live) {
     messages.scrollTop = messages.scrollHeight;
     follow(messages, {
+      ...shared,
       entry: addMessage,
+      typing: (active) => showVisitorTyping(active === "true"),
       aside: (html) => {
         const aside = fromHtml(html);
         localTime(aside);
@@ -154,6 +180,29 @@
       return a;
     };
     // The sign-in page comes back here, where the draft is restored with a fresh form token.
+    // The agent's typing, shown to the visitor; a lost signal only means a missing "typing…".
+    let typingSince = 0;
+    let typingIdle = null;
+    const sendTyping = (active) => {
+      const body = new URLSearchParams({ csrf: form.elements.csrf.value, active: String(active) });
+      fetch(form.dataset.typing, {
+        method: "POST", body, credentials: "same-origin", redirect: "manual", headers: { "x-porch-fetch": "1" },
+      }).catch(() => {});
+    };
+    const stopTyping = () => {
+      clearTimeout(typingIdle);
+      if (typingSince) { typingSince = 0; sendTyping(false); }
+    };
+    if (form.dataset.typing) {
+      box.addEventListener("input", () => {
+        if (!box.value.trim()) { stopTyping(); return; }
+        if (Date.now() - typingSince >= 3000) { typingSince = Date.now(); sendTyping(true); }
+        clearTimeout(typingIdle);
+        typingIdle = setTimeout(stopTyping, 5000);
+      });
+      box.addEventListener("blur", stopTyping);
+    }
+
     const here = location.pathname + location.search;
     const signIn = () => link(`/login?next=${encodeURIComponent(here)}`, "Sign in");
     const reload = () => link(here, "Reload");
@@ -187,6 +236,7 @@
     const send = async (kind) => {
       if (sending || !box.value.trim()) return;
       sending = true;
+      stopTyping();
       error.replaceChildren();
       const body = new URLSearchParams(new FormData(form));
       body.set("kind", kind);

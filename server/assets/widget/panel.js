@@ -363,6 +363,8 @@
   const onError = (f) => {
     const text = typeof f.message === "string" ? f.message : "Something went wrong.";
     const cid = f.client_id;
+    // A server older than the typing frame answers it with bad_frame (no client_id): not the visitor's concern.
+    if (f.code === "bad_frame" && !cid) return;
     if (f.code === "invalid_message" && !cid && emailWanted) {
       emailWanted = null;
       showError("Please check the email address.");
@@ -407,6 +409,7 @@
     if (!body || stopped) return;
     if (body.length > MAX_BODY) { showError(`Messages can be at most ${MAX_BODY} characters.`); return; }
     const m = { client_id: newClientId(), body };
+    stopTyping();
     input.value = "";
     grow();
     addPending(m);
@@ -418,6 +421,22 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   });
   input.addEventListener("input", grow);
+
+  // The visitor's typing, for the agent (a compatible addition to protocol v1): at most one "typing" per
+  // 3 s while typing, a stop on send, blur or 5 s without a keystroke.
+  let typingSince = 0;
+  let typingIdle = null;
+  const stopTyping = () => {
+    clearTimeout(typingIdle);
+    if (typingSince) { typingSince = 0; sendFrame({ type: "typing", active: false }); }
+  };
+  input.addEventListener("input", () => {
+    if (!input.value.trim()) { stopTyping(); return; }
+    if (Date.now() - typingSince >= 3000) { typingSince = Date.now(); sendFrame({ type: "typing", active: true }); }
+    clearTimeout(typingIdle);
+    typingIdle = setTimeout(stopTyping, 5000);
+  });
+  input.addEventListener("blur", stopTyping);
 
   // Messages left unacked by an earlier page show at once; they are resent after welcome.
   for (const m of pending()) showOwn(m);

@@ -1,10 +1,13 @@
-//! The admin UI's stylesheet and script, embedded in the binary.
+//! The admin UI's stylesheet, scripts and icon, embedded in the binary.
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 const ADMIN_CSS: &str = include_str!("../../assets/admin/admin.css");
 const INBOX_JS: &str = include_str!("../../assets/admin/inbox.js");
+const NOTIFY_JS: &str = include_str!("../../assets/admin/notify.js");
+const KEYS_JS: &str = include_str!("../../assets/admin/keys.js");
+const FAVICON: &str = include_str!("../../assets/admin/favicon.svg");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
@@ -33,4 +36,19 @@ pub async fn admin_css() -> Response {
 /// `GET /assets/inbox.js`.
 pub async fn inbox_js() -> Response {
     asset("text/javascript; charset=utf-8", INBOX_JS)
+}
+
+/// `GET /assets/notify.js`: unread counts, favicon badge, sound and desktop notifications.
+pub async fn notify_js() -> Response {
+    asset("text/javascript; charset=utf-8", NOTIFY_JS)
+}
+
+/// `GET /assets/keys.js`: keyboard shortcuts and their help dialog.
+pub async fn keys_js() -> Response {
+    asset("text/javascript; charset=utf-8", KEYS_JS)
+}
+
+/// `GET /assets/favicon.svg`.
+pub async fn favicon() -> Response {
+    asset("image/svg+xml", FAVICON)
 }

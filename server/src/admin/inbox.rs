@@ -190,7 +190,7 @@ async fn post_reply(
 
 #[derive(Debug, Deserialize)]
 pub struct AssignForm {
-    /// A user id, or empty for nobody.
+    /// A user id, `me` (the keyboard shortcut on the list), or empty for nobody.
     #[serde(default)]
     assignee: String,
 }
@@ -203,6 +203,7 @@ pub async fn assign(
 ) -> Result<Response, PageError> {
     let assignee = match form.assignee.trim() {
         "" => None,
+        "me" => Some(app.chat.find_agent(who.user.id).await?),
         raw => {
             let user = raw
                 .parse::<i64>()

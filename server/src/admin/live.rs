@@ -3,6 +3,8 @@
 //! last message id (`Last-Event-ID` on a reconnect, `?after=` on the first connect), then
 //! streams; events the replay already covered are skipped. A subscriber that fell behind gets
 //! `Resync` from the hub and replays again. Fragments are rendered by the page components.
+//! Every stream also carries the agent's unread counts and alerts (`tally.rs`); pages without a
+//! list of their own follow `/inbox/counts`, which carries only those.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -25,6 +27,7 @@ use crate::values::Author;
 
 use super::inbox_query::{InboxParams, InboxRequest};
 use super::session::SignedIn;
+use super::tally::{Gone, Tally};
 use super::views;
 
 /// How soon a browser reconnects after losing the stream.
@@ -73,9 +76,6 @@ async fn watch(app: &AppState, who: &SignedIn) -> Option<SessionWatch> {
         .ok()
         .flatten()
 }
-
-/// The stream stopped: the browser left, or the server is shutting down.
-struct Gone;
 
 async fn send(tx: &mpsc::Sender<Event>, event: Event) -> Result<(), Gone> {
     tx.send(event).await.map_err(|_| Gone)
@@ -173,6 +173,8 @@ async fn stream_inbox(
 ) -> Result<(), Gone> {
     send(tx, Event::default().retry(RETRY)).await?;
     let mut subscription = app.chat.hub().subscribe_inbox();
+    let mut tally = Tally::load(app, me, None).await?;
+    tally.send_counts(tx).await?;
     // Without a starting point there is nothing to catch up on: start from now.
     let mut covered = if after.0 == 0 {
         app.chat.last_message_id().await.map_err(|_| Gone)?
@@ -181,27 +183,63 @@ async fn stream_inbox(
     };
     let mut last = covered;
     loop {
-        match subscription.recv().await {
-            InboxSignal::Event(event) => {
-                let id = event.message.id;
-                if id <= covered {
-                    continue;
-                }
-                last = last.max(id);
-                send_item(app, tx, me, filter, event.message.conversation_id, last).await?;
+        let signal = subscription.recv().await;
+        if let InboxSignal::Resync = signal {
+            tracing::debug!("live inbox fell behind; replaying");
+            subscription = app.chat.hub().subscribe_inbox();
+            tally.follow(app, tx, &signal).await?;
+            covered = replay_inbox(app, tx, me, filter, last).await?;
+            last = last.max(covered);
+            continue;
+        }
+        tally.follow(app, tx, &signal).await?;
+        if let InboxSignal::Event(event) = signal {
+            let id = event.message.id;
+            if id <= covered {
+                continue;
             }
-            InboxSignal::Resync => {
-                tracing::debug!("live inbox fell behind; replaying");
-                subscription = app.chat.hub().subscribe_inbox();
-                covered = replay_inbox(app, tx, me, filter, last).await?;
-                last = last.max(covered);
-            }
+            last = last.max(id);
+            send_item(app, tx, me, filter, event.message.conversation_id, last).await?;
         }
     }
 }
 
+/// `GET /inbox/counts`: only the agent's unread counts (`counts` events) and alerts (`alert`
+/// events), for admin pages without a live list of their own.
+pub async fn count_events(State(app): State<AppState>, who: SignedIn) -> Response {
+    let (tx, rx) = mpsc::channel(BUFFER);
+    tokio::spawn(async move {
+        let Some(session) = watch(&app, &who).await else {
+            return;
+        };
+        let shutdown = app.shutdown.clone();
+        tokio::select! {
+            _ = stream_counts(&app, who.user.id, &tx) => {}
+            () = shutdown.cancelled() => {}
+            () = tx.closed() => {}
+            () = session.ended() => {}
+        }
+    });
+    sse(rx)
+}
+
+async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Event>) -> Result<(), Gone> {
+    send(tx, Event::default().retry(RETRY)).await?;
+    let mut subscription = app.chat.hub().subscribe_inbox();
+    let mut tally = Tally::load(app, me, None).await?;
+    tally.send_counts(tx).await?;
+    loop {
+        let signal = subscription.recv().await;
+        if let InboxSignal::Resync = signal {
+            subscription = app.chat.hub().subscribe_inbox();
+        }
+        tally.follow(app, tx, &signal).await?;
+    }
+}
+
 /// `GET /conversations/{id}/events?after=…`: `entry` events carry a message to append;
-/// `aside` events the refreshed side panel after a status change.
+/// `aside` events the refreshed side panel after a status change; `typing` events (`true` or
+/// `false`) the visitor's typing.
 pub async fn conversation_events(
     State(app): State<AppState>,
     who: SignedIn,
@@ -287,10 +325,21 @@ async fn stream_conversation(
 ) -> Result<(), Gone> {
     send(tx, Event::default().retry(RETRY)).await?;
     let mut subscription = app.chat.hub().subscribe_inbox();
+    let mut tally = Tally::load(app, who.user.id, Some(conversation)).await?;
+    tally.send_counts(tx).await?;
     let mut covered = replay_conversation(app, tx, who, conversation, after).await?;
     let mut last = covered;
     loop {
-        match subscription.recv().await {
+        let signal = subscription.recv().await;
+        if let InboxSignal::Resync = signal {
+            subscription = app.chat.hub().subscribe_inbox();
+            tally.follow(app, tx, &signal).await?;
+            covered = replay_conversation(app, tx, who, conversation, last).await?;
+            last = last.max(covered);
+            continue;
+        }
+        tally.follow(app, tx, &signal).await?;
+        match signal {
             InboxSignal::Event(event) => {
                 let message = &event.message;
                 if message.conversation_id != conversation || message.id <= covered {
@@ -299,11 +348,14 @@ async fn stream_conversation(
                 last = last.max(message.id);
                 send_entry(app, tx, who, message).await?;
             }
-            InboxSignal::Resync => {
-                subscription = app.chat.hub().subscribe_inbox();
-                covered = replay_conversation(app, tx, who, conversation, last).await?;
-                last = last.max(covered);
+            InboxSignal::VisitorTyping {
+                conversation: typing_in,
+                active,
+            } if typing_in == conversation => {
+                let data = if active { "true" } else { "false" };
+                send(tx, Event::default().event("typing").data(data)).await?;
             }
+            _ => {}
         }
     }
 }

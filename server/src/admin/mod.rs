@@ -15,7 +15,9 @@ pub mod live;
 mod page;
 pub mod session;
 pub mod sites;
+mod tally;
 pub mod team;
+pub mod typing;
 mod views;
 
 pub use page::{not_found_page, strict_transport};

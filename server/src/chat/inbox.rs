@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::clock::now_ms;
-use crate::hub::{Hub, InboxEvent};
+use crate::hub::{Hub, InboxEvent, ReadMark};
 use crate::jobs::ConversationChange;
 use crate::store::{
     self, ConversationId, InboxCursor, InboxItemRow, InboxPage, InboxQuery, MessageId, MessageRow,
@@ -120,16 +120,34 @@ impl Chat {
         Ok(view)
     }
 
-    /// Records that `reader` has seen the conversation up to `message`.
+    /// Records that `reader` has seen the conversation up to `message`, and tells their other
+    /// live pages (their unread counts drop it).
     pub async fn mark_read(
         &self,
         reader: UserId,
         id: ConversationId,
         message: MessageId,
     ) -> Result<(), Error> {
-        Ok(self
-            .writer
+        self.writer
             .write(move |c| store::upsert_conversation_read(c, reader, id, message))
+            .await?;
+        self.hub.publish_read(ReadMark {
+            user: reader,
+            conversation: id,
+            up_to: message,
+        });
+        Ok(())
+    }
+
+    /// Every open conversation with its assignee and, when `reader` has not seen its newest
+    /// visitor message, that message's id: where a live page's unread counts start.
+    pub async fn open_conversation_reads(
+        &self,
+        reader: UserId,
+    ) -> Result<Vec<store::OpenConversationRead>, Error> {
+        Ok(self
+            .readers
+            .read(move |c| store::list_open_conversation_reads(c, reader))
             .await?)
     }
 

@@ -123,6 +123,9 @@ fn admin_routes() -> Router<AppState> {
     Router::new()
         .route("/assets/admin.css", get(admin::assets::admin_css))
         .route("/assets/inbox.js", get(admin::assets::inbox_js))
+        .route("/assets/notify.js", get(admin::assets::notify_js))
+        .route("/assets/keys.js", get(admin::assets::keys_js))
+        .route("/assets/favicon.svg", get(admin::assets::favicon))
         .route(
             "/setup",
             get(admin::auth::setup_page).post(admin::auth::setup),
@@ -144,6 +147,7 @@ fn admin_routes() -> Router<AppState> {
         .route("/account/password", post(admin::auth::change_password))
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
+        .route("/inbox/counts", get(admin::live::count_events))
         .route("/conversations/{id}", get(admin::inbox::conversation_page))
         .route(
             "/conversations/{id}/events",
@@ -153,6 +157,10 @@ fn admin_routes() -> Router<AppState> {
         .route("/conversations/{id}/assign", post(admin::inbox::assign))
         .route("/conversations/{id}/close", post(admin::inbox::close))
         .route("/conversations/{id}/reopen", post(admin::inbox::reopen))
+        .route(
+            "/conversations/{id}/typing",
+            post(admin::typing::agent_typing),
+        )
         .route(
             "/sites",
             get(admin::sites::sites_page).post(admin::sites::create_site),

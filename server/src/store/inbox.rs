@@ -125,6 +125,39 @@ pub fn list_conversations_changed_after(
         .collect::<Result<_, _>>()?)
 }
 
+/// An open conversation as one agent's unread counts see it.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenConversationRead {
+    pub id: ConversationId,
+    pub assignee_id: Option<UserId>,
+    /// The newest visitor message the agent has not seen (`None`: read).
+    pub unread_up_to: Option<MessageId>,
+}
+
+/// Every open conversation, with its assignee and the newest visitor message `reader` has not
+/// seen.
+pub fn list_open_conversation_reads(
+    conn: &Connection,
+    reader: UserId,
+) -> Result<Vec<OpenConversationRead>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.id, c.assignee_id, (SELECT max(m.id) FROM messages m \
+             WHERE m.conversation_id = c.id AND m.author = 'visitor' \
+             AND m.id > coalesce((SELECT r.last_read_id FROM conversation_reads r \
+                                  WHERE r.user_id = ?1 AND r.conversation_id = c.id), 0)) \
+         FROM conversations c WHERE c.status = 'open'",
+    )?;
+    Ok(stmt
+        .query_map([reader], |r| {
+            Ok(OpenConversationRead {
+                id: r.get(0)?,
+                assignee_id: r.get(1)?,
+                unread_up_to: r.get(2)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
+}
+
 /// The newest message id (0 when there are none): where a live stream starts.
 pub fn find_last_message_id(conn: &Connection) -> Result<MessageId, Error> {
     Ok(conn

@@ -94,9 +94,10 @@ pub use writer::{DEFER_LIMIT, Writer, WriterStats};
 // The admin inbox and accounts.
 pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, use_account_link};
 pub use inbox::{
-    InboxItemRow, VisitorDetailsRow, close_conversation, find_inbox_item, find_last_message_id,
-    find_visitor_details, insert_system_message, list_conversations_changed_after,
-    reopen_conversation, update_conversation_assignee, upsert_conversation_read,
+    InboxItemRow, OpenConversationRead, VisitorDetailsRow, close_conversation, find_inbox_item,
+    find_last_message_id, find_visitor_details, insert_system_message,
+    list_conversations_changed_after, list_open_conversation_reads, reopen_conversation,
+    update_conversation_assignee, upsert_conversation_read,
 };
 pub use inbox_list::{
     InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus, list_inbox_page,

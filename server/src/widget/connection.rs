@@ -23,6 +23,7 @@ use crate::values::Author;
 
 use super::brake::Refusal;
 use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
+use super::typing::VisitorTyping;
 use super::wire::{
     Closed, client_id_of_bad_frame, close, close_code, on_read_error, send_error, send_text,
 };
@@ -71,6 +72,8 @@ struct Connection {
     has_conversation: bool,
     /// Identifies this connection in the hub, so its own messages are not echoed to it.
     hub_id: u64,
+    /// Where the visitor's typing goes, and how often.
+    typing: VisitorTyping,
     subscription: Option<VisitorSubscription>,
     /// The highest message id this client has: from `hello.last_id`, then every message sent.
     /// A pushed message at or below it was already sent from the history, so it is dropped.
@@ -108,6 +111,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         visitor_id: None,
         has_conversation: false,
         hub_id,
+        typing: VisitorTyping::default(),
         subscription: None,
         sent_up_to: last_id,
         sent_before_visitor: Vec::new(),
@@ -180,7 +184,7 @@ async fn await_hello(
                 let echoed: String = client_id.chars().take(64).collect();
                 send_error(sink, ErrorCode::HelloRequired, None, Some(&echoed)).await?;
             }
-            Some(ClientFrame::Email { .. }) => {
+            Some(ClientFrame::Email { .. } | ClientFrame::Typing { .. }) => {
                 send_error(sink, ErrorCode::HelloRequired, None, None).await?;
             }
             None => {
@@ -223,6 +227,7 @@ impl Connection {
             Some(visitor) => {
                 self.visitor_id = Some(visitor.id);
                 self.has_conversation = visitor.open_conversation_id.is_some();
+                self.typing.conversation = visitor.open_conversation_id;
                 self.subscribe(visitor.id);
                 self.history_page(visitor.id, last_id).await?
             }
@@ -382,6 +387,13 @@ impl Connection {
                     .await
             }
             Some(ClientFrame::Email { email }) => self.accept_email(&email).await,
+            Some(ClientFrame::Typing { active }) => {
+                if let Some(conversation) = self.typing.admit(active, received) {
+                    let hub = self.app.chat.hub();
+                    hub.publish_visitor_typing(conversation, active);
+                }
+                Ok(())
+            }
             Some(ClientFrame::Hello { .. }) => {
                 send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
             }
@@ -527,6 +539,7 @@ impl Connection {
         };
         self.send(ack.to_json()).await?;
         self.app.meters.record_ack(received.elapsed());
+        self.typing.conversation = Some(stored.conversation_id);
         if self.visitor_id.is_none() {
             // The visitor exists from this message on: subscribe, then send what was committed
             // for them before the subscription (an agent answering within milliseconds).

@@ -5,6 +5,7 @@ pub mod brake;
 mod connection;
 mod endpoint;
 mod protocol;
+mod typing;
 mod wire;
 
 pub use endpoint::{panel_css, panel_js, snippet, upgrade};

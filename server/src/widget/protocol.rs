@@ -30,6 +30,10 @@ pub enum ClientFrame {
     Email {
         email: String,
     },
+    /// The visitor started (`true`) or stopped typing; shown to agents, never stored.
+    Typing {
+        active: bool,
+    },
 }
 
 impl ClientFrame {
@@ -192,6 +196,16 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn typing_parses_and_needs_a_boolean() {
+        assert!(matches!(
+            ClientFrame::parse(r#"{"type":"typing","active":true}"#),
+            Some(ClientFrame::Typing { active: true })
+        ));
+        assert!(ClientFrame::parse(r#"{"type":"typing","active":"yes"}"#).is_none());
+        assert!(ClientFrame::parse(r#"{"type":"typing"}"#).is_none());
     }
 
     #[test]

@@ -37,6 +37,8 @@ mod slack_threads;
 mod slack_wire;
 mod snippet;
 mod throttle_race;
+mod unread_counts;
+mod visitor_typing;
 mod wal_ceiling;
 mod webhooks;
 mod widget_errors;

@@ -15,7 +15,7 @@ use crate::inbox::{
 const WITHIN: Duration = Duration::from_secs(1);
 
 /// An open `GET path` event stream, read up to its first event.
-async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> Response {
+pub(crate) async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> Response {
     let mut stream = request(app, "GET", path, cookie, None)
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .send()

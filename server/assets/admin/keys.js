@@ -1,0 +1,106 @@
+// Porch admin: keyboard shortcuts (docs/admin.md, "Keyboard"). On the inbox and conversation
+// pages: j/k next/previous conversation in the list's order, e close, a assign to me, / search
+// (#inbox-search, when the page has it); ? the list of keys on every page. Never while focus is
+// in a text field (input, textarea, select, contenteditable) or with Ctrl, Alt or Meta; Escape in
+// the reply box leaves it, so the keys work again. The inbox page keeps its order in
+// sessionStorage so that j/k on a conversation page go to the next one of that list.
+(() => {
+  "use strict";
+  const ORDER = "porch-order";
+  const list = document.getElementById("conversations");
+  const here = location.pathname.match(/^\/conversations\/(\d+)$/)?.[1];
+  const help = document.getElementById("keys-help");
+
+  const rows = () => (list ? [...list.querySelectorAll(":scope > li > a")] : []);
+  const saveOrder = () => {
+    try { sessionStorage.setItem(ORDER, JSON.stringify(rows().map((a) => a.parentElement.dataset.id))); } catch { /* blocked */ }
+  };
+  const savedOrder = () => {
+    try { return JSON.parse(sessionStorage.getItem(ORDER)) || []; } catch { return []; }
+  };
+  if (list) {
+    saveOrder();
+    new MutationObserver(saveOrder).observe(list, { childList: true });
+  }
+
+  const isTextField = (el) => !!el && (el.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(el.tagName));
+
+  // The row the keys act on in the list: the focused one.
+  const focusedRow = () => rows().find((a) => a === document.activeElement);
+  const move = (step) => {
+    if (list) {
+      const all = rows();
+      const at = all.indexOf(focusedRow());
+      const next = all[at < 0 ? (step > 0 ? 0 : all.length - 1) : at + step];
+      next?.focus();
+      next?.scrollIntoView({ block: "nearest" });
+    } else if (here) {
+      const order = savedOrder();
+      const at = order.indexOf(here);
+      const next = at < 0 ? undefined : order[at + step];
+      if (next) location.assign(`/conversations/${next}`);
+    }
+  };
+
+  // On the list, e and a post the same forms the conversation page has; the live stream then
+  // updates the row.
+  const post = (id, action, fields) => {
+    const csrf = document.querySelector('input[name="csrf"]')?.value || "";
+    return fetch(`/conversations/${id}/${action}`, {
+      method: "POST", credentials: "same-origin", redirect: "manual",
+      body: new URLSearchParams({ csrf, ...fields }),
+    }).catch(() => {});
+  };
+  const act = (shortcut, action, fields) => {
+    if (here) {
+      document.querySelector(`form[data-shortcut="${shortcut}"]`)?.requestSubmit();
+      return;
+    }
+    const id = focusedRow()?.parentElement.dataset.id;
+    if (id) post(id, action, fields);
+  };
+
+  const inboxPage = !!list || !!here;
+  const keys = {
+    j: () => move(1),
+    k: () => move(-1),
+    e: () => act("close", "close", {}),
+    a: () => act("assign-me", "assign", { assignee: "me" }),
+    "/": () => {
+      const search = document.getElementById("inbox-search");
+      if (!search) return false;
+      search.focus();
+      return true;
+    },
+  };
+
+  // A modal <dialog> makes the page inert, but Tab from its last control would leave for the
+  // browser's own UI: keep it cycling inside.
+  help?.addEventListener("keydown", (e) => {
+    if (e.key !== "Tab") return;
+    const items = [...help.querySelectorAll("button, [href], input, select, textarea, [tabindex]:not([tabindex='-1'])")];
+    if (!items.length) return;
+    const edge = e.shiftKey ? items[0] : items[items.length - 1];
+    if (document.activeElement === edge || !help.contains(document.activeElement)) {
+      e.preventDefault();
+      (e.shiftKey ? items[items.length - 1] : items[0]).focus();
+    }
+  });
+
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
+    const target = e.target;
+    if (isTextField(target)) {
+      if (e.key === "Escape" && target.id === "reply-body") target.blur();
+      return;
+    }
+    if (help?.open) return; // the dialog handles its own keys (Escape closes it)
+    if (e.key === "?" && help) {
+      e.preventDefault();
+      help.showModal();
+      return;
+    }
+    const handle = inboxPage ? keys[e.key] : null;
+    if (handle && handle() !== false) e.preventDefault();
+  });
+})();

@@ -1,0 +1,173 @@
+// Porch admin: never miss a chat. On every signed-in page this keeps the agent's unread counts
+// (the tab title "(3) Inbox · Porch", a dot on the favicon, the navigation and the inbox tabs)
+// and, when the agent turned them on in this browser, a short beep and a desktop notification
+// for a visitor message in an unassigned or own conversation (docs/admin.md, "Never miss a
+// chat"). Counts and alerts come from the page's live stream (inbox.js passes them on as
+// porch:counts and porch:alert events) or, on pages without one, from /inbox/counts.
+(() => {
+  "use strict";
+
+  // Per-browser choices and cross-tab bookkeeping live in localStorage; without it (blocked),
+  // alerts are off and the counts still work.
+  const store = {
+    get: (k) => { try { return localStorage.getItem(k); } catch { return null; } },
+    set: (k, v) => { try { localStorage.setItem(k, v); } catch { /* blocked: nothing kept */ } },
+    remove: (k) => { try { localStorage.removeItem(k); } catch { /* blocked */ } },
+    keys: () => { try { return Object.keys(localStorage); } catch { return []; } },
+  };
+  const SOUND = "porch-sound";
+  const DESKTOP = "porch-desktop";
+  const ALERTED = "porch-alerted"; // the newest message id some tab of this browser alerted for
+  const LOOKING = "porch-looking:"; // + a tab id: {id, at} while that tab shows a conversation
+
+  // --- counts: title, favicon, navigation and tabs
+
+  const baseTitle = document.title;
+  const icon = document.querySelector('link[rel="icon"]');
+  const plainIcon = icon?.getAttribute("href");
+  let badgedIcon = null;
+  const setBadge = async (on) => {
+    if (!icon) return;
+    if (on && !badgedIcon) {
+      try {
+        const svg = await (await fetch(plainIcon, { credentials: "same-origin" })).text();
+        badgedIcon = "data:image/svg+xml," + encodeURIComponent(svg.replace("</svg>",
+          '<circle cx="24" cy="8" r="7" fill="#dc2626" stroke="#fff" stroke-width="2"/></svg>'));
+      } catch { return; }
+    }
+    icon.setAttribute("href", on ? badgedIcon : plainIcon);
+  };
+  document.addEventListener("porch:counts", (e) => {
+    const counts = e.detail || {};
+    for (const el of document.querySelectorAll("[data-unread]")) {
+      const n = Number(counts[el.dataset.unread]) || 0;
+      el.querySelector("[data-n]").textContent = String(n);
+      el.hidden = n === 0;
+    }
+    const needs = Number(counts.needs) || 0;
+    document.body.dataset.needs = String(needs); // the counts are known (and live) from here on
+    document.title = needs > 0 ? `(${needs}) ${baseTitle}` : baseTitle;
+    setBadge(needs > 0);
+  });
+
+  // --- who is looking at which conversation, across this browser's tabs
+
+  const here = location.pathname.match(/^\/conversations\/(\d+)$/)?.[1];
+  const tab = LOOKING + Math.random().toString(36).slice(2);
+  const isShown = (id) => here === String(id) && document.visibilityState === "visible";
+  if (here) {
+    const beat = () => {
+      if (document.visibilityState === "visible") store.set(tab, JSON.stringify({ id: here, at: Date.now() }));
+      else store.remove(tab);
+    };
+    beat();
+    setInterval(beat, 2000);
+    document.addEventListener("visibilitychange", beat);
+    addEventListener("pagehide", () => store.remove(tab));
+  }
+  const someTabShows = (id) => isShown(id) || store.keys().some((k) => {
+    if (!k.startsWith(LOOKING)) return false;
+    try {
+      const v = JSON.parse(store.get(k));
+      return v.id === String(id) && Date.now() - v.at < 5000;
+    } catch { return false; }
+  });
+
+  // --- sound: a short generated beep (Web Audio), no asset
+
+  let audio = null;
+  const beep = () => {
+    try {
+      audio ||= new AudioContext();
+      const t = audio.currentTime;
+      const osc = audio.createOscillator();
+      const gain = audio.createGain();
+      osc.frequency.value = 880;
+      gain.gain.setValueAtTime(0.0001, t);
+      gain.gain.exponentialRampToValueAtTime(0.2, t + 0.02);
+      gain.gain.exponentialRampToValueAtTime(0.0001, t + 0.25);
+      osc.connect(gain).connect(audio.destination);
+      osc.start(t);
+      osc.stop(t + 0.3);
+    } catch { /* no audio here */ }
+  };
+  // Browsers start audio only after a gesture on the page: the first one unlocks it.
+  const unlock = () => { if (store.get(SOUND) === "on") { audio ||= new AudioContext(); audio.resume(); } };
+  addEventListener("pointerdown", unlock, { once: true });
+  addEventListener("keydown", unlock, { once: true });
+
+  // --- desktop notifications
+
+  const canNotify = () => "Notification" in window && Notification.permission === "granted" &&
+    store.get(DESKTOP) === "on";
+  const notify = (a) => {
+    const note = new Notification(a.is_new ? "New conversation" : "New message", {
+      body: a.body, tag: `porch-conversation-${a.conversation}`,
+    });
+    note.onclick = () => {
+      window.focus();
+      location.assign(`/conversations/${a.conversation}`);
+      note.close();
+    };
+  };
+
+  document.addEventListener("porch:alert", (e) => {
+    const a = e.detail;
+    if (!a || typeof a.message !== "number" || someTabShows(a.conversation)) return;
+    // Every open tab gets the alert; the first to claim its message id speaks for them all.
+    if (Number(store.get(ALERTED)) >= a.message) return;
+    store.set(ALERTED, String(a.message));
+    if (store.get(SOUND) === "on") beep();
+    if (canNotify()) notify(a);
+  });
+
+  // --- the switches in the top bar
+
+  const switches = document.querySelector("[data-alert-switches]");
+  if (switches) {
+    const sound = switches.querySelector("[data-sound]");
+    const desktop = switches.querySelector("[data-desktop]");
+    const paint = () => {
+      sound.setAttribute("aria-pressed", String(store.get(SOUND) === "on"));
+      desktop.setAttribute("aria-pressed", String(canNotify()));
+    };
+    sound.addEventListener("click", () => {
+      const on = store.get(SOUND) !== "on";
+      store.set(SOUND, on ? "on" : "off");
+      if (on) beep(); // a sample, and this click unlocks audio
+      paint();
+    });
+    desktop.addEventListener("click", async () => {
+      if (!("Notification" in window)) {
+        desktop.title = "This browser has no desktop notifications.";
+        return;
+      }
+      if (canNotify()) {
+        store.set(DESKTOP, "off");
+      } else {
+        const answer = await Notification.requestPermission();
+        store.set(DESKTOP, answer === "granted" ? "on" : "off");
+        desktop.title = answer === "denied" ? "Notifications are blocked for this site in the browser's settings." : "";
+      }
+      paint();
+    });
+    paint();
+    switches.hidden = false;
+  }
+
+  // --- the stream, on pages without a live list of their own
+
+  if (!document.querySelector("#conversations[data-live], #messages[data-live]")) {
+    const relay = (name) => (e) => {
+      try { document.dispatchEvent(new CustomEvent(name, { detail: JSON.parse(e.data) })); } catch { /* ignore */ }
+    };
+    const connect = () => {
+      const source = new EventSource("/inbox/counts");
+      source.addEventListener("counts", relay("porch:counts"));
+      source.addEventListener("alert", relay("porch:alert"));
+      // EventSource retries network errors itself, not an error answer (signed out): stop then.
+      source.onerror = () => { if (source.readyState === EventSource.CLOSED) setTimeout(connect, 30000); };
+    };
+    connect();
+  }
+})();

@@ -1,0 +1,173 @@
+// Never miss a chat: on any admin page, a visitor's message updates the tab title, the favicon,
+// the navigation's count and the inbox tabs, live; with sound and desktop alerts switched on, a
+// beep and a desktop notification (window.Notification is replaced by a recorder, the permission
+// granted in the context) that opens the conversation on click; none while the agent looks at
+// that conversation.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, visitor, waitFor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana" };
+const world = fixture({ site: "Acme Shop", agent: AGENT });
+
+/** Records notifications and beeps instead of showing and playing them. */
+function recorders() {
+  window.__notes = [];
+  window.__beeps = 0;
+  window.Notification = class {
+    static permission = "granted";
+    static requestPermission() { return Promise.resolve("granted"); }
+    constructor(title, options = {}) {
+      Object.assign(this, { title, body: options.body, tag: options.tag });
+      window.__notes.push(this);
+    }
+    close() {}
+  };
+  window.AudioContext = class {
+    constructor() { this.currentTime = 0; this.destination = {}; }
+    createOscillator() {
+      return { frequency: {}, connect: (next) => next, start: () => { window.__beeps += 1; }, stop() {} };
+    }
+    createGain() {
+      return { gain: { setValueAtTime() {}, exponentialRampToValueAtTime() {} }, connect: (next) => next };
+    }
+    resume() { return Promise.resolve(); }
+  };
+}
+
+const countOf = (page, which) => page.locator(`[data-unread="${which}"]`);
+/** The count shown (0 when hidden); a shown count must also be visible on the page. */
+const shown = async (page, which) => {
+  const el = countOf(page, which);
+  const n = await el.evaluate((e) => (e.hidden ? 0 : Number(e.querySelector("[data-n]").textContent)));
+  if (n > 0) assert.equal(await el.isVisible(), true, `the ${which} count is not visible`);
+  return n;
+};
+
+test("counts, favicon, sound and desktop notifications follow visitors on every admin page",
+  { timeout: 120000 }, async () => {
+    const { porch, browser, host } = world;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.grantPermissions(["notifications"], { origin: porch.url });
+    await context.addInitScript(recorders);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await signIn(page, porch, AGENT.email);
+
+    // On a page that is not the inbox, the agent switches both alerts on.
+    await page.goto(`${porch.url}/team`);
+    await page.locator("body[data-needs]").waitFor({ state: "attached" });
+    await page.getByRole("button", { name: "Sound" }).click();
+    await page.getByRole("button", { name: "Desktop alerts" }).click();
+    assert.equal(await page.getByRole("button", { name: "Sound" }).getAttribute("aria-pressed"), "true");
+    assert.equal(await page.getByRole("button", { name: "Desktop alerts" }).getAttribute("aria-pressed"), "true");
+    const beepsBefore = await page.evaluate(() => window.__beeps);
+    assert.equal(await page.title(), "Team · Porch");
+    assert.equal(await shown(page, "needs"), 0);
+
+    // A visitor writes: the team page's title, favicon and navigation count follow, live.
+    const first = await visitor(browser, host.url);
+    await first.say("Hello, anyone there?");
+    await waitFor("the title count", async () => (await page.title()) === "(1) Team · Porch");
+    assert.equal(await shown(page, "needs"), 1);
+    assert.match(await page.locator('link[rel="icon"]').getAttribute("href"), /^data:image\/svg\+xml,/);
+    const note = await waitFor("a notification", () => page.evaluate(() => window.__notes[0]));
+    assert.equal(note.title, "New conversation");
+    assert.equal(note.body, "Hello, anyone there?");
+    assert.equal(await page.evaluate(() => window.__beeps), beepsBefore + 1);
+
+    // The inbox's tabs count it as open and unassigned, not mine.
+    await page.goto(`${porch.url}/inbox`);
+    await waitFor("the tab counts", async () => (await shown(page, "unassigned")) === 1);
+    assert.equal(await shown(page, "open"), 1);
+    assert.equal(await shown(page, "mine"), 0);
+    assert.equal(await page.title(), "(1) Inbox · Porch");
+
+    // A second message in the same conversation is "New message"; clicking the notification
+    // opens the conversation, which reads it: every count drops.
+    await first.say("Second question");
+    const second = await waitFor("a second notification", () =>
+      page.evaluate(() => window.__notes.find((n) => n.body === "Second question")));
+    assert.equal(second.title, "New message");
+    await Promise.all([page.waitForURL(/\/conversations\/\d+$/),
+      page.evaluate(() => window.__notes.find((n) => n.body === "Second question").onclick())]);
+    const conversationUrl = page.url();
+    await waitFor("the count to clear", async () => !(await page.title()).startsWith("("));
+    assert.equal(await shown(page, "needs"), 0);
+    assert.equal(await page.locator('link[rel="icon"]').getAttribute("href"), "/assets/favicon.svg");
+
+    // While the agent looks at it, a new message there alerts nobody.
+    await first.say("Are you reading this?");
+    await page.locator(".message-visitor", { hasText: "Are you reading this?" }).waitFor();
+    await page.waitForTimeout(500);
+    assert.equal(await page.evaluate(() => window.__notes.length), 0);
+
+    // Another visitor writes while the agent is on that conversation page: its navigation
+    // count and title follow, and the notification names the new conversation.
+    const other = await visitor(browser, host.url);
+    await other.say("I have a question about my order");
+    await waitFor("the nav count on a conversation page", async () => (await shown(page, "needs")) === 1);
+    assert.match(await page.title(), /^\(1\) /);
+    const third = await waitFor("a notification for the other chat", () =>
+      page.evaluate(() => window.__notes.find((n) => n.body === "I have a question about my order")));
+    assert.equal(third.title, "New conversation");
+    assert.notEqual(third.tag, `porch-conversation-${conversationUrl.split("/").pop()}`);
+
+    // Closed, it needs nobody: the count is gone everywhere.
+    await page.goto(`${porch.url}/inbox`);
+    await waitFor("the inbox count", async () => (await shown(page, "unassigned")) === 1);
+    await page.locator("#conversations li", { hasText: "I have a question" }).locator("a").click();
+    await page.waitForURL(/\/conversations\/\d+$/);
+    await page.getByRole("button", { name: "Close conversation" }).click();
+    await page.getByText("closed this conversation").waitFor();
+    await page.goto(`${porch.url}/inbox`);
+    await waitFor("no counts", async () => (await shown(page, "open")) === 0);
+    assert.equal(await page.title(), "Inbox · Porch");
+
+    // Switched off, nothing beeps or pops up.
+    await page.getByRole("button", { name: "Sound" }).click();
+    await page.getByRole("button", { name: "Desktop alerts" }).click();
+    assert.equal(await page.getByRole("button", { name: "Sound" }).getAttribute("aria-pressed"), "false");
+    const beeps = await page.evaluate(() => window.__beeps);
+    await first.say("One more");
+    await waitFor("the count", async () => (await shown(page, "needs")) === 1);
+    await page.waitForTimeout(300);
+    assert.equal(await page.evaluate(() => window.__beeps), beeps);
+    assert.equal(await page.evaluate(() => window.__notes.length), 0);
+
+    await first.context.close();
+    await other.context.close();
+    await context.close();
+  });
+
+test("another agent's conversation counts on the Open tab only", { timeout: 90000 }, async () => {
+  const { porch, browser, host } = world;
+  await porch.cli(["user", "add", "--email", "bo@example.com", "--name", "Bo", "--role", "agent",
+    "--password-stdin"], { input: "correct horse battery staple\n" });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+  const v = await visitor(browser, host.url);
+  await v.say("Who will answer me?");
+  // Bo takes it (through the form, as Bo would).
+  const bo = await browser.newContext();
+  const boPage = await bo.newPage();
+  await signIn(boPage, porch, "bo@example.com");
+  await boPage.goto(`${porch.url}/inbox`);
+  await boPage.locator("#conversations li", { hasText: "Who will answer me?" }).locator("a").click();
+  await boPage.getByRole("button", { name: "Assign to me" }).click();
+  await boPage.getByText("Bo took this conversation").waitFor();
+
+  await page.goto(`${porch.url}/inbox`);
+  await v.say("Still there?");
+  // Bo's chat is unread for Ana too, but it is neither hers nor unassigned.
+  await waitFor("the counts", async () => (await shown(page, "open")) >= 1);
+  const [open, mine, unassigned] = [await shown(page, "open"), await shown(page, "mine"),
+    await shown(page, "unassigned")];
+  assert.equal(open, mine + unassigned + 1, JSON.stringify({ open, mine, unassigned }));
+  assert.equal(await shown(page, "needs"), mine + unassigned);
+  await v.context.close();
+  await bo.close();
+  await context.close();
+});

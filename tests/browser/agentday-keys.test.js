@@ -1,0 +1,141 @@
+// Keyboard and focus: the skip link comes first; j/k move through the list and, on a
+// conversation page, to the next and previous conversation of the list; opening one focuses the
+// reply box; e closes, a assigns to me (on the list and on the page); / focuses the search box
+// when there is one; ? opens an accessible list of the keys (focus kept inside, Escape closes);
+// nothing fires while typing in a field or with a modifier key.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, visitor, waitFor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana" };
+let page;
+const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, browser, host }) => {
+  // Three conversations, newest first in the list: Third, Second, First.
+  for (const text of ["First chat", "Second chat", "Third chat"]) {
+    const v = await visitor(browser, host.url);
+    await v.say(text);
+    await v.context.close();
+  }
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+});
+
+const focused = () => page.evaluate(() => {
+  const el = document.activeElement;
+  return { id: el?.id, tag: el?.tagName, text: el?.textContent?.trim().slice(0, 80) ?? "" };
+});
+const rowIds = () => page.locator("#conversations > li").evaluateAll((lis) => lis.map((li) => li.dataset.id));
+
+test("the skip link is first and leads to the list", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  await page.keyboard.press("Tab");
+  assert.equal((await focused()).text, "Skip to conversations");
+  await page.keyboard.press("Enter");
+  assert.equal((await focused()).id, "conversations");
+});
+
+test("j and k move through the list; Enter opens; the reply box has focus", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  const ids = await rowIds();
+  assert.equal(ids.length, 3);
+  await page.keyboard.press("j");
+  assert.match((await focused()).text, /Third chat/);
+  await page.keyboard.press("j");
+  assert.match((await focused()).text, /Second chat/);
+  await page.keyboard.press("k");
+  assert.match((await focused()).text, /Third chat/);
+  // With a modifier, nothing moves.
+  await page.keyboard.press("Control+j");
+  assert.match((await focused()).text, /Third chat/);
+  await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[0]}$`)), page.keyboard.press("Enter")]);
+  assert.equal((await focused()).id, "reply-body");
+});
+
+test("on a conversation page, j and k go to the next and previous conversation of the list",
+  { timeout: 30000 }, async () => {
+    await page.goto(`${world.porch.url}/inbox`);
+    const ids = await rowIds();
+    await page.goto(`${world.porch.url}/conversations/${ids[0]}`);
+    // Typing j in the reply box types a j.
+    await page.keyboard.press("j");
+    assert.equal(await page.getByLabel("Your reply").inputValue(), "j");
+    assert.match(page.url(), new RegExp(`/conversations/${ids[0]}$`));
+    await page.getByLabel("Your reply").fill("");
+    // Escape leaves the box; then j moves on.
+    await page.keyboard.press("Escape");
+    await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[1]}$`)), page.keyboard.press("j")]);
+    await page.keyboard.press("Escape");
+    await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[2]}$`)), page.keyboard.press("j")]);
+    await page.keyboard.press("Escape");
+    await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[1]}$`)), page.keyboard.press("k")]);
+  });
+
+test("a assigns to me and e closes, on the conversation page", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  const [id] = await rowIds();
+  await page.goto(`${world.porch.url}/conversations/${id}`);
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("a");
+  await page.getByText("Ana took this conversation").waitFor();
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("e");
+  await page.getByText("Ana closed this conversation").waitFor();
+  await page.getByRole("button", { name: "Reopen conversation" }).waitFor();
+});
+
+test("a and e act on the focused row of the list", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  const row = page.locator("#conversations > li", { hasText: "Second chat" });
+  await row.waitFor();
+  await page.keyboard.press("j"); // the first row is now Second chat (Third was closed)
+  assert.match((await focused()).text, /Second chat/);
+  await page.keyboard.press("a");
+  await waitFor("the row to show the assignee", async () =>
+    (await row.locator(".assignee").innerText()) === "You");
+  await row.locator("a").focus();
+  await page.keyboard.press("e");
+  await row.waitFor({ state: "detached" });
+});
+
+test("/ focuses the search box when the page has one", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  await page.keyboard.press("/");
+  assert.notEqual((await focused()).id, "inbox-search");
+  await page.evaluate(() => {
+    const input = document.createElement("input");
+    input.id = "inbox-search";
+    input.type = "search";
+    document.querySelector(".page-head").append(input);
+  });
+  await page.keyboard.press("/");
+  assert.equal((await focused()).id, "inbox-search");
+  // Typing in it types.
+  await page.keyboard.type("j/k");
+  assert.equal(await page.locator("#inbox-search").inputValue(), "j/k");
+});
+
+test("? lists the keys in a dialog that keeps focus and closes with Escape", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  const dialog = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+  assert.equal(await dialog.isVisible(), false);
+  await page.keyboard.press("?");
+  await dialog.waitFor();
+  for (const key of ["j", "k", "e", "a", "/", "?"]) {
+    assert.ok(await dialog.locator("kbd", { hasText: key }).count() >= 1, `the list lacks ${key}`);
+  }
+  for (let i = 0; i < 4; i++) {
+    await page.keyboard.press("Tab");
+    const inside = await page.evaluate(() => document.getElementById("keys-help").contains(document.activeElement));
+    assert.ok(inside, "focus left the dialog");
+  }
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "hidden" });
+  // Keys do nothing while it is open: j did not move focus behind it.
+  await page.keyboard.press("?");
+  await dialog.waitFor();
+  await page.keyboard.press("j");
+  assert.equal(await page.evaluate(() => document.getElementById("keys-help").contains(document.activeElement)), true);
+  await page.keyboard.press("Escape");
+});

@@ -98,19 +98,21 @@ pub fn render_audit(view: AuditView) -> String {
             view! { <p class="muted">"No events match."</p> }.into_any()
         } else {
             view! {
-                <table class="table audit">
-                    <thead>
-                        <tr>
-                            <th scope="col">"When"</th>
-                            <th scope="col">"Who"</th>
-                            <th scope="col">"Action"</th>
-                            <th scope="col">"Target"</th>
-                            <th scope="col">"From"</th>
-                            <th scope="col">"Detail"</th>
-                        </tr>
-                    </thead>
-                    <tbody>{rows}</tbody>
-                </table>
+                <div class="table-scroll">
+                    <table class="table audit">
+                        <thead>
+                            <tr>
+                                <th scope="col">"When"</th>
+                                <th scope="col">"Who"</th>
+                                <th scope="col">"Action"</th>
+                                <th scope="col">"Target"</th>
+                                <th scope="col">"From"</th>
+                                <th scope="col">"Detail"</th>
+                            </tr>
+                        </thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
             }
             .into_any()
         }}

@@ -1,0 +1,151 @@
+// Phones and dark mode: no admin page scrolls sideways at 360 and 390 px; the admin UI and the
+// widget panel follow prefers-color-scheme; the main text/background pairs meet WCAG AA (4.5:1)
+// in both schemes, measured on the rendered pages (including the widget's status line on the
+// site colour and the 403 page's error code).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, visitor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana" };
+const WORKER = { email: "bo@example.com", name: "Bo" };
+let conversationId;
+const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, browser, host }) => {
+  await porch.cli(["user", "add", "--email", WORKER.email, "--name", WORKER.name, "--role", "agent",
+    "--password-stdin"], { input: "correct horse battery staple\n" });
+  const v = await visitor(browser, host.url);
+  // Long words and links are what pushed bubbles wide.
+  await v.say(`Look: https://example.com/${"a".repeat(120)}?q=${"b".repeat(60)} and ${"x".repeat(90)}`);
+  await v.context.close();
+  const list = await porch.api("GET", "/conversations");
+  conversationId = list.body.conversations?.[0]?.id ?? list.body[0]?.id;
+});
+
+/** The admin pages an admin can open (the site's pages by its key). */
+const adminPages = (site) => ["/inbox", `/conversations/${conversationId}`, "/account", "/sites", "/sites/new",
+  `/sites/${site.key}`, `/sites/${site.key}/delete`, `/sites/${site.key}/slack`, "/deliveries", "/team",
+  "/capacity", "/capacity?range=24h", "/audit", "/no-such-page"];
+
+for (const width of [360, 390]) {
+  test(`no admin page scrolls sideways at ${width} px`, { timeout: 120000 }, async () => {
+    const { porch, browser, site } = world;
+    // Not isMobile: a mobile viewport would zoom out to fit a too-wide page and hide the overflow.
+    const context = await browser.newContext({ viewport: { width, height: 780 }, hasTouch: true });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const measure = async (path) => {
+      await page.goto(`${porch.url}${path}`);
+      const { scroll, inner } = await page.evaluate(() =>
+        ({ scroll: document.documentElement.scrollWidth, inner: innerWidth }));
+      assert.equal(inner, width);
+      return { path, scroll, inner };
+    };
+    const wide = [];
+    const check = (m) => { if (m.scroll > m.inner) wide.push(m); };
+    check(await measure("/login"));
+    await signIn(page, porch, AGENT.email);
+    for (const path of adminPages(site)) check(await measure(path));
+    // The 403 page, as an agent.
+    await signIn(page, porch, WORKER.email);
+    check(await measure("/team"));
+    assert.deepEqual(wide, [], `pages wider than ${width} px`);
+    await context.close();
+  });
+}
+
+// Relative luminance and contrast, WCAG 2.x; alpha is blended over the backdrop found by
+// walking up to the first opaque background (through shadow roots). Runs in the page.
+function contrastOf(el) {
+  const parse = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const blend = (top, under) => {
+    const a = top.length > 3 ? top[3] : 1;
+    return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a));
+  };
+  const layers = [];
+  for (let n = el; n && n.nodeType === 1; n = n.parentElement || n.getRootNode().host) {
+    const c = parse(getComputedStyle(n).backgroundColor);
+    if (c.length && (c.length < 4 || c[3] > 0)) {
+      layers.push(c);
+      if (c.length < 4 || c[3] === 1) break;
+    }
+  }
+  let bg = [255, 255, 255];
+  for (const c of layers.reverse()) bg = blend(c, bg);
+  const s = getComputedStyle(el);
+  const color = parse(s.color);
+  const fg = blend([...color.slice(0, 3), (color.length > 3 ? color[3] : 1) * Number(s.opacity)], bg);
+  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return { ratio: (a + 0.05) / (b + 0.05), fg: s.color, bg: `rgb(${bg.map(Math.round).join(",")})` };
+}
+
+/** Contrast of the first element matching each selector; fails if any is under 4.5:1. */
+async function checkContrast(page, selectors, where, failures) {
+  for (const selector of selectors) {
+    const el = page.locator(selector).first();
+    if (!(await el.count())) { failures.push(`${where}: ${selector} not found`); continue; }
+    const r = await el.evaluate(contrastOf);
+    if (r.ratio < 4.5) failures.push(`${where}: ${selector} ${r.fg} on ${r.bg} = ${r.ratio.toFixed(2)}`);
+  }
+}
+
+for (const colorScheme of ["light", "dark"]) {
+  test(`text contrast is AA in the ${colorScheme} scheme, admin UI and widget`, { timeout: 120000 }, async () => {
+    const { porch, browser, site, host } = world;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const failures = [];
+    await page.goto(`${porch.url}/login`);
+    await checkContrast(page, ["h1", "label", ".button-primary"], "login", failures);
+    await signIn(page, porch, AGENT.email);
+
+    const bodyBg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    const dark = (rgb) => rgb.match(/\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b) < 150;
+    assert.equal(dark(bodyBg), colorScheme === "dark", `body background ${bodyBg}`);
+
+    await page.goto(`${porch.url}/inbox`);
+    await checkContrast(page, ["h1", ".topbar nav a", ".tabs a", ".tabs a[aria-current]", ".inbox-count",
+      ".conversation .visitor", ".conversation .preview", ".conversation time", ".conversation .site",
+      ".conversation .assignee", "label[for=inbox-status]", "select", ".button"], "inbox", failures);
+    await page.goto(`${porch.url}/conversations/${conversationId}`);
+    await checkContrast(page, [".message-visitor .body", ".message-visitor .meta", ".aside h2", ".details dt",
+      ".details dd", ".badge-open", ".button-primary", "textarea", ".hint", ".crumb a"], "conversation", failures);
+    // The first scheme's run assigns and replies; the second finds both there.
+    if (await page.getByRole("button", { name: "Assign to me" }).count()) {
+      await page.getByRole("button", { name: "Assign to me" }).click();
+      await page.getByLabel("Your reply").fill("Hello from Ana");
+      await page.getByLabel("Your reply").press("Enter");
+    }
+    await page.locator(".message-system").first().waitFor();
+    await page.locator(".message-agent").first().waitFor();
+    await checkContrast(page, [".message-system p"], "conversation", failures);
+    await checkContrast(page, [".message-agent .body"], "conversation", failures);
+    await page.goto(`${porch.url}/sites/${site.key}`);
+    await checkContrast(page, ["h1", "label", ".hint", "input[type=text]"], "site", failures);
+    await page.goto(`${porch.url}/capacity`);
+    await checkContrast(page, ["h1", ".chart-card figcaption", ".legend"], "capacity", failures);
+
+    await signIn(page, porch, WORKER.email);
+    await page.goto(`${porch.url}/team`);
+    await checkContrast(page, [".error-code", "h1"], "403", failures);
+
+    // The widget panel on the host page, in the same scheme.
+    const v = await context.newPage();
+    await v.goto(host.url);
+    await v.locator("[data-porch=launcher]").click();
+    await v.locator("[data-porch=status][data-state=connected]").waitFor();
+    await v.locator("[data-porch=input]").fill("Contrast check");
+    await v.locator("[data-porch=input]").press("Enter");
+    await v.locator("[data-porch=message][data-status=sent]").waitFor();
+    const panelBg = await v.locator("[data-porch=messages]").evaluate((el) => getComputedStyle(el).backgroundColor);
+    assert.equal(dark(panelBg), colorScheme === "dark", `widget background ${panelBg}`);
+    await checkContrast(v, ["[data-porch=status]", "h2", "[data-porch=greeting] .bubble",
+      "[data-porch=message][data-author=visitor] .bubble", "[data-porch=message] .meta", "[data-porch=input]"],
+      "widget", failures);
+    assert.deepEqual(failures, []);
+    await context.close();
+  });
+}

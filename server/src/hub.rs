@@ -206,13 +206,13 @@ impl Drop for InboxSubscription {
 }
 
 impl Hub {
-    /// True while at least one agent has a live inbox or conversation page open: "someone is
-    /// here to answer".
+    /// True while at least one agent has a live admin page open (every signed-in page follows
+    /// the hub): "someone is here to answer".
     pub fn has_inbox_subscribers(&self) -> bool {
         self.inbox.lock().is_ok_and(|subs| !subs.is_empty())
     }
 
-    /// Open inbox and conversation streams (agents' live pages), for the capacity sampler.
+    /// Open admin streams (agents' live pages), for the capacity sampler.
     pub fn inbox_subscribers(&self) -> usize {
         self.inbox.lock().map_or(0, |subs| subs.len())
     }

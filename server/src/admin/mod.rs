@@ -8,6 +8,9 @@ pub mod audit;
 pub mod auth;
 pub mod capacity;
 pub mod deliveries;
+pub mod destinations;
+pub mod discord;
+pub mod email;
 pub mod inbox;
 mod inbox_query;
 pub mod integrations;
@@ -17,5 +20,6 @@ pub mod session;
 pub mod sites;
 pub mod team;
 mod views;
+pub mod webhooks;
 
 pub use page::{not_found_page, strict_transport};

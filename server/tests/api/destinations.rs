@@ -535,3 +535,58 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
     let mails = sink.wait_for(2).await;
     assert_eq!(mails[1]["headers"]["subject"], "Reset your Porch password");
 }
+
+#[tokio::test]
+async fn destinations_stored_names_and_errors_are_escaped_and_forms_need_the_csrf_token() {
+    let app = TestApp::spawn(&["--allow-private-networks"]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    let payload = "<script>alert(2)</script><img src=x onerror=alert(1)>";
+    let escaped = "&lt;script&gt;alert(2)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;";
+    app.db()
+        .execute("UPDATE sites SET name = ?1", [payload])
+        .expect("name");
+    let (status, _, added) = post(
+        &app,
+        &admin,
+        &format!("/sites/{site}/webhooks"),
+        &[
+            ("url", "http://127.0.0.1:9/hook"),
+            ("conversation.closed", "on"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{added}");
+    let id: i64 = app
+        .db()
+        .query_row("SELECT id FROM integrations", [], |r| r.get(0))
+        .expect("id");
+    app.db()
+        .execute(
+            "UPDATE integrations SET status = 'broken', last_error = ?1",
+            [payload],
+        )
+        .expect("error");
+    for path in [
+        format!("/sites/{site}/discord"),
+        format!("/sites/{site}/email"),
+        format!("/sites/{site}/webhooks"),
+        format!("/sites/{site}/webhooks/{id}"),
+    ] {
+        let page = get(&app, &admin, &path).await;
+        assert!(!page.contains(payload), "raw markup on {path}");
+        assert!(page.contains(escaped), "{path}: {page}");
+    }
+
+    let forged = form(&[("csrf", "forged")]);
+    for path in [
+        format!("/sites/{site}/discord/test"),
+        format!("/sites/{site}/email/test"),
+        format!("/sites/{site}/integrations/{id}/delete"),
+        format!("/sites/{site}/webhooks/{id}/rotate"),
+    ] {
+        let answer = send(&app, "POST", &path, &admin.cookie, Some(&forged)).await;
+        assert_eq!(answer.status, 403, "{path}");
+    }
+    assert_eq!(app.count("SELECT count(*) FROM integrations"), 1);
+}

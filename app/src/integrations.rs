@@ -3,19 +3,21 @@
 
 use leptos::prelude::*;
 
+use crate::destination::{Health, HealthView, IntegrationControls};
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 
 /// A connected Slack integration as the page shows it.
 #[derive(Debug, Clone)]
 pub struct SlackStatusView {
+    pub id: i64,
     pub team_id: String,
     pub channel_id: String,
     /// "Socket Mode", "Events API" or both.
     pub mode: String,
     /// Where Slack sends events in Events API mode.
     pub events_url: String,
-    pub is_broken: bool,
-    pub last_error: Option<String>,
+    pub health: HealthView,
+    pub is_enabled: bool,
     /// Which secrets are stored (never their values).
     pub has_signing_secret: bool,
     pub has_app_token: bool,
@@ -70,21 +72,11 @@ pub fn render_slack(view: SlackPageView) -> String {
     let has_signing_secret = view.status.as_ref().is_some_and(|s| s.has_signing_secret);
     let has_app_token = view.status.as_ref().is_some_and(|s| s.has_app_token);
     let status = view.status.map(|s| {
-        let badge = if s.is_broken {
-            view! { <span class="badge badge-danger">"Broken"</span> }.into_any()
-        } else {
-            view! { <span class="badge badge-open">"Connected"</span> }.into_any()
-        };
-        let error = s.last_error.filter(|_| s.is_broken).map(|e| {
-            view! {
-                <p class="notice notice-error" role="alert">"Slack refused: "{e}
-                    ". Deliveries wait until the settings below are fixed; then they go out in order."</p>
-            }
-        });
+        let base = format!("/sites/{key}/integrations/{}", s.id);
         view! {
             <section class="card" aria-labelledby="status-title">
-                <h2 id="status-title">"Status "{badge}</h2>
-                {error}
+                <h2 id="status-title">"Status"</h2>
+                <Health health=s.health/>
                 <dl class="details">
                     <dt>"Workspace"</dt><dd class="mono">{s.team_id}</dd>
                     <dt>"Channel"</dt><dd class="mono">{s.channel_id}</dd>
@@ -95,6 +87,7 @@ pub fn render_slack(view: SlackPageView) -> String {
                     <CsrfField token=csrf.clone()/>
                     <button type="submit" class="button">"Check connection"</button>
                 </form>
+                <IntegrationControls base is_enabled=s.is_enabled csrf=csrf.clone()/>
             </section>
         }
     });

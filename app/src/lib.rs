@@ -8,6 +8,8 @@
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
 //! - [`sites`], [`team`]: the admin pages.
+//! - [`integrations`] (Slack), [`discord`], [`webhooks`], [`email`]: the destination pages, with
+//!   what they share in [`destination`] (health, test outcome, off/on/delete).
 //! - [`capacity`]: graphs, headroom and load-test runs; [`chart`] draws the SVG line charts.
 
 // Leptos' typed views nest deeply; large pages exceed the default limit of 128.
@@ -19,6 +21,9 @@ pub mod capacity;
 pub mod chart;
 pub mod conversation;
 pub mod deliveries;
+pub mod destination;
+pub mod discord;
+pub mod email;
 pub mod inbox;
 pub mod integrations;
 pub mod layout;
@@ -26,6 +31,7 @@ pub mod links;
 pub mod sites;
 pub mod team;
 mod time;
+pub mod webhooks;
 
 pub use time::format_time;
 

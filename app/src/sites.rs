@@ -140,8 +140,14 @@ fn Integrations(key: String) -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="integrations-title">
             <h2 id="integrations-title">"Integrations"</h2>
-            <p class="hint">"Where this site's conversations are posted besides the inbox."</p>
-            <a class="button" href=format!("/sites/{key}/slack")>"Slack"</a>
+            <p class="hint">"Where this site's conversations are posted besides the inbox. Each page \
+                shows the destination's health."</p>
+            <div class="inline-controls">
+                <a class="button" href=format!("/sites/{key}/slack")>"Slack"</a>
+                <a class="button" href=format!("/sites/{key}/discord")>"Discord"</a>
+                <a class="button" href=format!("/sites/{key}/webhooks")>"Webhooks"</a>
+                <a class="button" href=format!("/sites/{key}/email")>"Email"</a>
+            </div>
         </section>
     }
 }

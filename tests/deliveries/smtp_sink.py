@@ -2,7 +2,9 @@
 prints the port, and writes every message it receives to DIR/<n>.eml (the raw message, as
 sent) and DIR/<n>.json (envelope, headers, and the decoded text and HTML parts, parsed by
 Python's email package so the Rust test need not decode MIME). Refuses the recipient
-refused@… (550). Runs until killed.
+refused@… (550). With SMTP_SINK_TEMPFAIL=N in the environment, the first N messages are
+answered 451 (a temporary failure, as a busy or greylisting server answers) and not stored.
+Runs until killed.
 
 Usage: smtp_sink.py DIR
 """
@@ -22,6 +24,7 @@ class Sink:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.count = 0
+        self.tempfail = int(os.environ.get("SMTP_SINK_TEMPFAIL", "0"))
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802
         # A mailbox named "refused" is refused, as a server refuses an unknown user.
@@ -31,6 +34,9 @@ class Sink:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
+        if self.tempfail > 0:
+            self.tempfail -= 1
+            return "451 4.3.0 try again later"
         self.count += 1
         path = os.path.join(self.directory, f"{self.count:04}.eml")
         raw = envelope.original_content or envelope.content

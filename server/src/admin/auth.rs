@@ -55,6 +55,14 @@ impl NoticeQuery {
             "slack-saved" => "Slack settings saved. Waiting deliveries go out now.",
             "slack-ok" => "Slack accepted the bot token.",
             "retried" => "Queued again. They go out in order; failures show up here again.",
+            "discord-connected" => "Discord is added. New messages are posted to the channel.",
+            "discord-saved" => "Discord settings saved. Waiting deliveries go out now.",
+            "webhook-saved" => "Endpoint saved. Waiting deliveries go out now.",
+            "replayed" => "Replay queued. It shows in the log when it is sent.",
+            "email-saved" => "Email settings saved.",
+            "integration-off" => "Turned off. Deliveries wait until it is turned on again.",
+            "integration-on" => "Turned on. Waiting deliveries go out now.",
+            "integration-deleted" => "Integration deleted.",
             _ => return None,
         };
         Some(Notice::Success(text.to_owned()))

@@ -3,6 +3,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use porch_app::destination::HealthView;
 use porch_app::integrations::{SlackPageView, SlackStatusView, render_slack};
 use porch_app::layout::{Notice, Section};
 
@@ -14,6 +15,7 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
+use super::destinations::load_health;
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 
@@ -32,7 +34,7 @@ async fn load(app: &AppState, key: &str) -> Result<(SiteRow, Option<IntegrationR
     found.ok_or_else(|| PageError::not_found("site"))
 }
 
-fn status(app: &AppState, row: &IntegrationRow) -> Option<SlackStatusView> {
+fn status(app: &AppState, row: &IntegrationRow, health: HealthView) -> Option<SlackStatusView> {
     let slack = SlackIntegration::parse(&row.config, &row.secrets)?;
     let mode = match (
         slack.secrets.app_token.is_some(),
@@ -43,31 +45,36 @@ fn status(app: &AppState, row: &IntegrationRow) -> Option<SlackStatusView> {
         _ => "the Events API",
     };
     Some(SlackStatusView {
+        id: row.id.0,
         team_id: slack.config.team_id,
         channel_id: slack.config.channel_id,
         mode: mode.to_owned(),
         events_url: format!("{}/integrations/slack/{}/events", app.public_url, row.id),
-        is_broken: row.status == "broken",
-        last_error: row.last_error.clone(),
+        health,
+        is_enabled: row.is_enabled,
         has_signing_secret: slack.secrets.signing_secret.is_some(),
         has_app_token: slack.secrets.app_token.is_some(),
     })
 }
 
-fn page(
+async fn page(
     app: &AppState,
     who: &SignedIn,
     site: &SiteRow,
     slack: Option<&IntegrationRow>,
     notice: Option<Notice>,
-) -> String {
-    render_slack(SlackPageView {
+) -> Result<String, PageError> {
+    let status = match slack {
+        Some(row) => status(app, row, load_health(app, row).await?),
+        None => None,
+    };
+    Ok(render_slack(SlackPageView {
         nav: who.nav(Section::Sites),
         site_key: site.key.clone(),
         site_name: site.settings.name.clone(),
-        status: slack.and_then(|row| status(app, row)),
+        status,
         notice,
-    })
+    }))
 }
 
 /// `GET /sites/{key}/slack`.
@@ -78,13 +85,9 @@ pub async fn slack_page(
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
     let (site, slack) = load(&app, &key).await?;
-    Ok(html(page(
-        &app,
-        &who,
-        &site,
-        slack.as_ref(),
-        query.notice(),
-    )))
+    Ok(html(
+        page(&app, &who, &site, slack.as_ref(), query.notice()).await?,
+    ))
 }
 
 /// `POST /sites/{key}/slack`: connects, or saves fixed settings (blocked deliveries resume).
@@ -109,7 +112,7 @@ pub async fn save_slack(
         Err(SetupError::Store(err)) => Err(err.into()),
         Err(err) => {
             let notice = Some(Notice::Error(err.to_string()));
-            let body = page(&app, &who, &site, slack.as_ref(), notice);
+            let body = page(&app, &who, &site, slack.as_ref(), notice).await?;
             Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
         }
     }
@@ -134,7 +137,7 @@ pub async fn check_slack(
             let notice = Some(Notice::Error(format!(
                 "Slack did not accept the bot token: {err}"
             )));
-            Ok(html(page(&app, &who, &site, slack.as_ref(), notice)))
+            Ok(html(page(&app, &who, &site, slack.as_ref(), notice).await?))
         }
     }
 }

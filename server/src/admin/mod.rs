@@ -8,6 +8,9 @@ pub mod audit;
 pub mod auth;
 pub mod capacity;
 pub mod deliveries;
+pub mod destinations;
+pub mod discord;
+pub mod email;
 pub mod inbox;
 mod inbox_query;
 pub mod integrations;
@@ -19,5 +22,6 @@ mod tally;
 pub mod team;
 pub mod typing;
 mod views;
+pub mod webhooks;
 
 pub use page::{not_found_page, strict_transport};

@@ -1,5 +1,5 @@
-//! The team (admins only): invite (a copyable link until SMTP lands), change roles, disable and
-//! enable, and make password-reset links.
+//! The team (admins only): invite (a copyable link, also mailed through the job runner when SMTP
+//! is configured), change roles, disable and enable, and make password-reset links.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -11,7 +11,8 @@ use serde::Deserialize;
 use crate::accounts::{self, LinkKind};
 use crate::audit::Actor;
 use crate::http::ClientIp;
-use crate::integrations::email::{AccountLink, mail_account_link};
+use crate::integrations::email::queue_account_link;
+use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::state::AppState;
 use crate::store::UserId;
 
@@ -83,14 +84,14 @@ pub async fn invite(
     {
         Ok(token) => {
             let url = format!("{}/invitations/{token}", app.public_url);
-            let mailed = mail_account_link(
-                app.mailer.as_deref(),
+            let mailed = mail_link(
+                &app,
                 form.name.trim(),
                 form.email.trim(),
                 AccountLink::Invitation,
                 &url,
             )
-            .await;
+            .await?;
             let link = (
                 form.name.trim().to_owned(),
                 link_title("Invitation link", mailed),
@@ -142,14 +143,7 @@ pub async fn create_link(
         .create_link(who.user.id, target.id, kind)
         .await?;
     let url = format!("{}/{path}/{token}", app.public_url);
-    let mailed = mail_account_link(
-        app.mailer.as_deref(),
-        &target.name,
-        &target.email,
-        mail,
-        &url,
-    )
-    .await;
+    let mailed = mail_link(&app, &target.name, &target.email, mail, &url).await?;
     team_page_with(
         &app,
         &who,
@@ -233,9 +227,30 @@ pub async fn enable(
 }
 
 /// The heading over a new link on the team page; says whether it was also mailed.
+/// Queues the link's mail when email is configured; returns whether it was queued.
+async fn mail_link(
+    app: &AppState,
+    name: &str,
+    email: &str,
+    link: AccountLink,
+    url: &str,
+) -> Result<bool, PageError> {
+    if app.mailer.is_none() {
+        return Ok(false);
+    }
+    let args = AccountLinkArgs {
+        name: name.to_owned(),
+        email: email.to_owned(),
+        link,
+        url: url.to_owned(),
+    };
+    queue_account_link(&app.writer, &app.jobs, args).await?;
+    Ok(true)
+}
+
 fn link_title(what: &str, mailed: bool) -> String {
     if mailed {
-        format!("{what} (also sent by email)")
+        format!("{what} (also being sent by email)")
     } else {
         what.to_owned()
     }

@@ -18,13 +18,16 @@ pub enum AuditAction {
     IntegrationCreated,
     IntegrationUpdated,
     IntegrationSecretRotated,
+    IntegrationDisabled,
+    IntegrationEnabled,
+    IntegrationDeleted,
     TokenCreated,
     TokenRevoked,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 19] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::UserCreated,
@@ -39,6 +42,9 @@ impl AuditAction {
         Self::IntegrationCreated,
         Self::IntegrationUpdated,
         Self::IntegrationSecretRotated,
+        Self::IntegrationDisabled,
+        Self::IntegrationEnabled,
+        Self::IntegrationDeleted,
         Self::TokenCreated,
         Self::TokenRevoked,
     ];
@@ -60,6 +66,9 @@ impl AuditAction {
             Self::IntegrationCreated => "integration.created",
             Self::IntegrationUpdated => "integration.updated",
             Self::IntegrationSecretRotated => "integration.secret_rotated",
+            Self::IntegrationDisabled => "integration.disabled",
+            Self::IntegrationEnabled => "integration.enabled",
+            Self::IntegrationDeleted => "integration.deleted",
             Self::TokenCreated => "token.created",
             Self::TokenRevoked => "token.revoked",
         }

@@ -9,15 +9,17 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::audit::{self, Actor, AuditAction, Target};
+use crate::audit::Actor;
 use crate::clock::now_ms;
 use crate::integrations::discord::{DiscordSetup, check_discord};
 use crate::integrations::email::{EmailSetup, Mailer, email_config};
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
-use crate::integrations::{insert_integration, replace_integration_settings};
+use crate::integrations::{
+    CheckedSettings, add_integration, fix_integration, rotate_webhook_secret as rotate_secret,
+};
 use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
-use crate::store::{self, IntegrationId, IntegrationRow, JobId, NewIntegration, SiteId};
+use crate::store::{self, IntegrationId, IntegrationRow, JobId, SiteId};
 
 use super::ApiError;
 use super::auth::ApiAdmin;
@@ -58,50 +60,6 @@ async fn integration_of_kind(
         .ok_or_else(|| ApiError::not_found("integration"))
 }
 
-async fn insert(
-    app: &AppState,
-    actor: &Actor,
-    site_id: SiteId,
-    kind: &'static str,
-    name: &'static str,
-    config: String,
-    secrets: String,
-) -> Result<IntegrationId, ApiError> {
-    let actor = actor.clone();
-    Ok(app
-        .writer
-        .write(move |c| {
-            let new = NewIntegration {
-                site_id,
-                kind,
-                name,
-                config: &config,
-                secrets: &secrets,
-                now: now_ms(),
-            };
-            insert_integration(c, &actor, &new)
-        })
-        .await?)
-}
-
-/// Saves new settings, turns the integration back on and queues its blocked jobs again.
-async fn replace_settings(
-    app: &AppState,
-    actor: &Actor,
-    row: &IntegrationRow,
-    config: String,
-    secrets: String,
-) -> Result<usize, ApiError> {
-    let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
-    let resumed = app
-        .writer
-        .write(move |c| replace_integration_settings(c, &actor, (id, &kind), &config, &secrets))
-        .await?;
-    let count = resumed.len();
-    app.jobs.submit(resumed);
-    Ok(count)
-}
-
 /// `POST /api/v1/sites/{key}/integrations/discord`: connects a site to a Discord channel webhook.
 pub async fn create_discord(
     State(app): State<AppState>,
@@ -114,16 +72,13 @@ pub async fn create_discord(
     let (config, secrets) =
         check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
     let forum = config.is_forum;
-    let id = insert(
-        &app,
-        &Actor::user(&admin, ip),
-        site,
-        "discord",
-        "Discord",
-        to_json(&config)?,
-        to_json(&secrets)?,
-    )
-    .await?;
+    let settings = CheckedSettings {
+        kind: "discord",
+        name: "Discord",
+        config: to_json(&config)?,
+        secrets: to_json(&secrets)?,
+    };
+    let id = add_integration(&app.writer, &Actor::user(&admin, ip), site, settings).await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({"id": id, "forum": forum, "webhook_id": config.webhook_id})),
@@ -143,8 +98,8 @@ pub async fn update_discord(
     let row = integration_of_kind(&app, id, "discord").await?;
     let (config, secrets) =
         check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
-    let resumed = replace_settings(
-        &app,
+    let resumed = fix_integration(
+        (&app.writer, &app.jobs),
         &Actor::user(&admin, ip),
         &row,
         to_json(&config)?,
@@ -170,16 +125,13 @@ pub async fn create_webhook(
         previous: None,
         previous_until: None,
     };
-    let id = insert(
-        &app,
-        &Actor::user(&admin, ip),
-        site,
-        "webhook",
-        "Webhook",
-        to_json(&config)?,
-        to_json(&secrets)?,
-    )
-    .await?;
+    let settings = CheckedSettings {
+        kind: "webhook",
+        name: "Webhook",
+        config: to_json(&config)?,
+        secrets: to_json(&secrets)?,
+    };
+    let id = add_integration(&app.writer, &Actor::user(&admin, ip), site, settings).await?;
     Ok((
         StatusCode::CREATED,
         Json(
@@ -200,8 +152,8 @@ pub async fn update_webhook(
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
     let config = check_webhook(setup, app.config.allow_private_networks).await?;
-    let resumed = replace_settings(
-        &app,
+    let resumed = fix_integration(
+        (&app.writer, &app.jobs),
         &Actor::user(&admin, ip),
         &row,
         to_json(&config)?,
@@ -220,29 +172,7 @@ pub async fn rotate_webhook_secret(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
-    let current: WebhookSecrets = serde_json::from_str(&row.secrets).map_err(|_| {
-        ApiError::invalid("The endpoint's secret is unreadable; delete and add it again.")
-    })?;
-    let now = now_ms();
-    let rotated = current.rotated(now);
-    let secrets = to_json(&rotated)?;
-    let (config, integration) = (row.config.clone(), row.id);
-    let (actor, target) = (
-        Actor::user(&admin, ip),
-        Target::integration(row.id, &row.kind),
-    );
-    app.writer
-        .write(move |c| {
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationSecretRotated,
-                &target,
-                &json!({}),
-            )?;
-            store::update_integration_settings(c, integration, &config, &secrets, now)
-        })
-        .await?;
+    let rotated = rotate_secret(&app.writer, &Actor::user(&admin, ip), &row).await?;
     Ok(Json(json!({
         "id": row.id,
         "secret": rotated.secret,
@@ -312,16 +242,13 @@ pub async fn create_email(
     mailer(&app)?;
     let site = site_id(&app, &key).await?;
     let config = email_config(&setup);
-    let id = insert(
-        &app,
-        &Actor::user(&admin, ip),
-        site,
-        "email",
-        "Email",
-        config.to_string(),
-        "{}".into(),
-    )
-    .await?;
+    let settings = CheckedSettings {
+        kind: "email",
+        name: "Email",
+        config: config.to_string(),
+        secrets: "{}".into(),
+    };
+    let id = add_integration(&app.writer, &Actor::user(&admin, ip), site, settings).await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({"id": id, "config": config})),

@@ -1,6 +1,5 @@
 //! Admin API for integrations and delivery jobs: connect Slack, fix a broken integration (its
-//! blocked jobs then resume), list and retry failed or blocked jobs. Until the admin pages for
-//! integrations exist, this is how an admin connects Slack.
+//! blocked jobs then resume), list and retry failed or blocked jobs.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

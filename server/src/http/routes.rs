@@ -174,14 +174,7 @@ fn admin_routes() -> Router<AppState> {
             "/sites/{key}/delete",
             get(admin::sites::delete_site_page).post(admin::sites::delete_site),
         )
-        .route(
-            "/sites/{key}/slack",
-            get(admin::integrations::slack_page).post(admin::integrations::save_slack),
-        )
-        .route(
-            "/sites/{key}/slack/check",
-            post(admin::integrations::check_slack),
-        )
+        .merge(destination_routes())
         .route("/deliveries", get(admin::deliveries::deliveries_page))
         .route(
             "/deliveries/retry",
@@ -201,4 +194,58 @@ fn admin_routes() -> Router<AppState> {
         .route("/team/{id}/link", post(admin::team::create_link))
         .route("/team/{id}/disable", post(admin::team::disable))
         .route("/team/{id}/enable", post(admin::team::enable))
+}
+
+/// A site's destination pages (Slack, Discord, webhooks, email) and what they share.
+fn destination_routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/sites/{key}/slack",
+            get(admin::integrations::slack_page).post(admin::integrations::save_slack),
+        )
+        .route(
+            "/sites/{key}/slack/check",
+            post(admin::integrations::check_slack),
+        )
+        .route(
+            "/sites/{key}/discord",
+            get(admin::discord::discord_page).post(admin::discord::save_discord),
+        )
+        .route(
+            "/sites/{key}/discord/test",
+            post(admin::discord::test_discord),
+        )
+        .route(
+            "/sites/{key}/webhooks",
+            get(admin::webhooks::webhooks_page).post(admin::webhooks::add_webhook),
+        )
+        .route(
+            "/sites/{key}/webhooks/{id}",
+            get(admin::webhooks::webhook_page).post(admin::webhooks::save_webhook),
+        )
+        .route(
+            "/sites/{key}/webhooks/{id}/rotate",
+            post(admin::webhooks::rotate_webhook),
+        )
+        .route(
+            "/sites/{key}/webhooks/{id}/deliveries/{job}/replay",
+            post(admin::webhooks::replay_webhook_delivery),
+        )
+        .route(
+            "/sites/{key}/email",
+            get(admin::email::email_page).post(admin::email::save_email),
+        )
+        .route("/sites/{key}/email/test", post(admin::email::test_email))
+        .route(
+            "/sites/{key}/integrations/{id}/disable",
+            post(admin::destinations::disable_integration),
+        )
+        .route(
+            "/sites/{key}/integrations/{id}/enable",
+            post(admin::destinations::enable_integration),
+        )
+        .route(
+            "/sites/{key}/integrations/{id}/delete",
+            post(admin::destinations::remove_integration),
+        )
 }

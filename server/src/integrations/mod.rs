@@ -8,6 +8,7 @@ mod delivery;
 mod destinations;
 pub mod discord;
 pub mod email;
+mod lifecycle;
 mod settings;
 mod setup_error;
 pub mod slack;
@@ -16,5 +17,9 @@ pub mod webhook;
 
 pub use clients::HttpClients;
 pub use destinations::Destinations;
+pub use lifecycle::{
+    CheckedSettings, TURNED_OFF, add_integration, delete_integration, fix_integration,
+    rotate_webhook_secret, settings_json, turn_off_integration, turn_on_integration,
+};
 pub use settings::{insert_integration, replace_integration_settings};
 pub use setup_error::SetupError;

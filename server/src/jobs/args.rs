@@ -20,6 +20,31 @@ pub struct EmailArgs {
     pub message_id: Option<MessageId>,
 }
 
+/// Which account link a mail carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccountLink {
+    Invitation,
+    PasswordReset,
+}
+
+/// An account-link mail (`email.account_link`). The link's token is only in the URL here (the
+/// database keeps its hash otherwise), until the job is pruned; the link works once and
+/// expires (docs/admin.md#team).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AccountLinkArgs {
+    pub name: String,
+    pub email: String,
+    pub link: AccountLink,
+    pub url: String,
+}
+
+/// A test mail (`email.test`): whom to send it to (the admin who asked).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestMailArgs {
+    pub to: String,
+}
+
 /// A webhook event (`webhook.deliver`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WebhookArgs {

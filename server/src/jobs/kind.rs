@@ -20,6 +20,12 @@ pub enum JobKind {
     EmailReply,
     /// The transcript mailed to the visitor when a conversation is closed.
     EmailTranscript,
+    /// An invitation or password-reset link mailed to a team member.
+    EmailAccountLink,
+    /// An admin's test post to a Discord integration (one attempt: the page shows its outcome).
+    DiscordTest,
+    /// An admin's test mail to their own address (one attempt: the page shows its outcome).
+    EmailTest,
 }
 
 /// Attempts before a chat delivery is given up (with its deadline, whichever comes first).
@@ -37,15 +43,21 @@ const WEBHOOK_DEADLINE: Duration = Duration::from_hours(30);
 const EMAIL_MAX_ATTEMPTS: u32 = 10;
 /// An email a day late helps nobody.
 const EMAIL_DEADLINE: Duration = Duration::from_hours(24);
+/// A test answers "does it work now?": its one attempt's outcome is the answer, so it is never
+/// retried later behind the admin's back.
+const TEST_MAX_ATTEMPTS: u32 = 1;
 
 impl JobKind {
-    pub const ALL: [JobKind; 6] = [
+    pub const ALL: [JobKind; 9] = [
         Self::SlackPost,
         Self::DiscordPost,
         Self::WebhookDeliver,
         Self::EmailUnanswered,
         Self::EmailReply,
         Self::EmailTranscript,
+        Self::EmailAccountLink,
+        Self::DiscordTest,
+        Self::EmailTest,
     ];
 
     /// The name stored in `jobs.kind`.
@@ -57,6 +69,9 @@ impl JobKind {
             Self::EmailUnanswered => "email.unanswered",
             Self::EmailReply => "email.reply",
             Self::EmailTranscript => "email.transcript",
+            Self::EmailAccountLink => "email.account_link",
+            Self::DiscordTest => "discord.test",
+            Self::EmailTest => "email.test",
         }
     }
 
@@ -68,14 +83,21 @@ impl JobKind {
     /// The lane it runs in: lanes have their own concurrency, so slow mail never holds up chat.
     pub fn lane(self) -> Lane {
         match self {
-            Self::SlackPost | Self::DiscordPost => Lane::Chat,
+            Self::SlackPost | Self::DiscordPost | Self::DiscordTest => Lane::Chat,
             Self::WebhookDeliver => Lane::Webhook,
-            Self::EmailUnanswered | Self::EmailReply | Self::EmailTranscript => Lane::Email,
+            Self::EmailUnanswered
+            | Self::EmailReply
+            | Self::EmailTranscript
+            | Self::EmailAccountLink
+            | Self::EmailTest => Lane::Email,
         }
     }
 
     /// Attempts before it is given up.
     pub fn max_attempts(self) -> u32 {
+        if matches!(self, Self::DiscordTest | Self::EmailTest) {
+            return TEST_MAX_ATTEMPTS;
+        }
         match self.lane() {
             Lane::Webhook => WEBHOOK_MAX_ATTEMPTS,
             Lane::Email => EMAIL_MAX_ATTEMPTS,

@@ -11,13 +11,16 @@ mod kind;
 mod outcome;
 mod plan;
 mod policy;
+mod requested;
 mod retry;
 mod runner;
 #[cfg(test)]
 mod runner_tests;
 mod stats;
 
-pub use args::{EmailArgs, MessageArgs, WebhookArgs, WebhookFacts};
+pub use args::{
+    AccountLink, AccountLinkArgs, EmailArgs, MessageArgs, TestMailArgs, WebhookArgs, WebhookFacts,
+};
 pub use deliver::{Deliver, Delivery};
 pub use index::Lane;
 pub use kind::JobKind;
@@ -26,6 +29,7 @@ pub use plan::{
     ConversationChange, EmailDelays, NewMessage, WebhookEvent, plan_agent_message,
     plan_conversation_change, plan_retry, plan_visitor_message, plan_webhook_replay, webhook_id,
 };
+pub use requested::{plan_account_link_mail, plan_discord_test, plan_test_mail};
 pub use retry::retry_jobs;
 pub use runner::{JobQueue, Runner, RunnerConfig};
 pub use stats::{Counted, JobStats};

@@ -305,10 +305,7 @@ fn chat_jobs(
     for integration in integrations.iter().filter(|i| Some(i.id) != origin) {
         let (kind, rate_key) = match integration.kind.as_str() {
             "slack" => (JobKind::SlackPost, slack_channel_key(&integration.config)),
-            "discord" => (
-                JobKind::DiscordPost,
-                Some(format!("discord:{}", integration.id)),
-            ),
+            "discord" => (JobKind::DiscordPost, Some(discord_rate_key(integration.id))),
             _ => continue,
         };
         let job = NewJob {
@@ -325,6 +322,11 @@ fn chat_jobs(
         jobs.extend(store::insert_job(conn, &job)?);
     }
     Ok(jobs)
+}
+
+/// A Discord integration's posts (and tests) are paced per webhook.
+pub(super) fn discord_rate_key(integration: IntegrationId) -> String {
+    format!("discord:{integration}")
 }
 
 /// A Slack integration's posts are paced per channel (Slack's limit is about one message a second
@@ -456,7 +458,7 @@ fn email_jobs(
 
 /// A job of `kind` due now, with the kind's attempts and deadline; a broken integration's job
 /// starts blocked.
-fn new_job(
+pub(super) fn new_job(
     kind: JobKind,
     args: String,
     integration: IntegrationId,
@@ -485,6 +487,6 @@ fn conversation_order(conversation: ConversationId, integration: IntegrationId) 
     format!("conv:{conversation}:int:{integration}")
 }
 
-fn millis(duration: Duration) -> i64 {
+pub(super) fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }

@@ -105,6 +105,15 @@ pub fn enable_integration(conn: &Connection, id: IntegrationId, now: i64) -> Res
     Ok(())
 }
 
+/// Deletes an integration; its jobs, their attempts and its Discord threads go with it
+/// (`ON DELETE CASCADE`). Returns whether it existed.
+pub fn delete_integration(conn: &Connection, id: IntegrationId) -> Result<bool, Error> {
+    let deleted = conn
+        .prepare_cached("DELETE FROM integrations WHERE id = ?1")?
+        .execute([id])?;
+    Ok(deleted == 1)
+}
+
 /// The Discord thread of a conversation for an integration (forum channels).
 pub fn find_discord_thread(
     conn: &Connection,

@@ -49,9 +49,9 @@ pub use check::{CheckReport, check_database, is_porch_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
 pub use deliveries::{
-    DeliveryLogRow, WebhookConversation, disable_integration, enable_integration,
-    find_discord_thread, find_user_contact, insert_discord_thread, list_delivery_log,
-    list_site_integrations, load_webhook_conversation,
+    DeliveryLogRow, WebhookConversation, delete_integration, disable_integration,
+    enable_integration, find_discord_thread, find_user_contact, insert_discord_thread,
+    list_delivery_log, list_site_integrations, load_webhook_conversation,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;

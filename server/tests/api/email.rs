@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
 /// The SMTP server, killed when dropped.
-struct Sink {
+pub(crate) struct Sink {
     child: Child,
     dir: tempfile::TempDir,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Sink {
@@ -29,7 +29,12 @@ impl Drop for Sink {
 }
 
 impl Sink {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
+        Self::start_failing(0)
+    }
+
+    /// A server that answers the first `tempfail` messages with 451 (try again later).
+    pub(crate) fn start_failing(tempfail: u32) -> Self {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/deliveries");
         let python = std::env::var("PORCH_TEST_PYTHON")
             .map_or_else(|_| root.join(".venv/bin/python"), PathBuf::from);
@@ -42,6 +47,7 @@ impl Sink {
         let mut child = Command::new(python)
             .arg(root.join("smtp_sink.py"))
             .arg(dir.path())
+            .env("SMTP_SINK_TEMPFAIL", tempfail.to_string())
             .stdout(Stdio::piped())
             .spawn()
             .expect("the SMTP server starts");
@@ -68,7 +74,7 @@ impl Sink {
             .collect()
     }
 
-    async fn wait_for(&self, n: usize) -> Vec<Value> {
+    pub(crate) async fn wait_for(&self, n: usize) -> Vec<Value> {
         wait_until(&format!("{n} mails"), WAIT, async || {
             ok_if(self.mails(), |mails| mails.len() >= n)
         })
@@ -309,59 +315,4 @@ async fn the_digest_goes_to_each_agent_alone_and_a_refused_address_costs_only_it
             .as_str()
             .is_some_and(|t| t.contains("anyone there?"))
     }));
-}
-
-#[tokio::test]
-async fn invitation_and_reset_links_are_mailed_when_smtp_is_configured() {
-    use porch::integrations::email::{AccountLink, mail_account_link};
-
-    let sink = Sink::start();
-    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
-    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
-    let mailer = app.server.as_ref().expect("server").app.mailer.as_deref();
-    let url = "https://chat.example.com/invitations/tok&en";
-    assert!(
-        mail_account_link(
-            mailer,
-            "Ada <Lovelace>",
-            "ada@example.com",
-            AccountLink::Invitation,
-            url
-        )
-        .await
-    );
-    assert!(
-        mail_account_link(
-            mailer,
-            "Ada",
-            "ada@example.com",
-            AccountLink::PasswordReset,
-            "https://chat.example.com/password-resets/x"
-        )
-        .await
-    );
-    let mails = sink.wait_for(2).await;
-    let invite = &mails[0];
-    assert_eq!(invite["rcpt_tos"], json!(["ada@example.com"]));
-    assert_eq!(header(invite, "subject"), "You are invited to Porch");
-    assert_eq!(header(invite, "auto-submitted"), "auto-generated");
-    assert!(invite["text"].as_str().expect("text").contains(url));
-    let html = invite["html"].as_str().expect("html");
-    assert!(html.contains("Ada &lt;Lovelace&gt;"), "{html}");
-    assert!(html.contains("invitations/tok&amp;en"), "{html}");
-    assert_eq!(header(&mails[1], "subject"), "Reset your Porch password");
-
-    // Without SMTP nothing is sent and the team page shows only the link.
-    let plain = TestApp::spawn(&[]).await;
-    let mailer = plain.server.as_ref().expect("server").app.mailer.as_deref();
-    assert!(
-        !mail_account_link(
-            mailer,
-            "Ada",
-            "ada@example.com",
-            AccountLink::Invitation,
-            url
-        )
-        .await
-    );
 }

@@ -415,7 +415,7 @@ async fn inbox_admins_connect_slack_from_the_site_page() {
     )
     .await;
     assert!(
-        page.body.contains("Connected") && page.body.contains("/integrations/slack/"),
+        page.body.contains("data-health=\"healthy\"") && page.body.contains("/integrations/slack/"),
         "{}",
         page.body
     );

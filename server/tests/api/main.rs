@@ -15,6 +15,7 @@ mod connection_limits;
 mod connections;
 mod conversations_api;
 mod cookie_tossing;
+mod destinations;
 mod discord;
 mod email;
 mod escaping;

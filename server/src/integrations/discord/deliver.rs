@@ -24,7 +24,7 @@ pub const CONTENT_LIMIT: usize = 2000;
 /// Discord's limit on `thread_name` and `username`.
 const NAME_LIMIT: usize = 80;
 /// `SUPPRESS_EMBEDS` (1 << 2): links in visitor text do not unfurl.
-const SUPPRESS_EMBEDS: u32 = 1 << 2;
+pub(super) const SUPPRESS_EMBEDS: u32 = 1 << 2;
 /// Used when a 429 carries no readable `retry_after`.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Longest pause between the parts of one split message taken inside the delivery.
@@ -213,18 +213,18 @@ fn post_body(message: &DeliveryMessage, content: &str, thread_name: Option<&str>
 
 /// What one webhook execution came back with.
 #[derive(Debug)]
-struct Posted {
-    message_id: String,
+pub(super) struct Posted {
+    pub(super) message_id: String,
     channel_id: String,
     /// The bucket is empty: wait this long before the next request.
-    pause: Option<Duration>,
+    pub(super) pause: Option<Duration>,
 }
 
 /// A failed execution, classified.
 #[derive(Debug)]
-struct PostError {
-    outcome: Outcome,
-    status: Option<u16>,
+pub(super) struct PostError {
+    pub(super) outcome: Outcome,
+    pub(super) status: Option<u16>,
 }
 
 fn header_secs(headers: &reqwest::header::HeaderMap, name: &str) -> Option<Duration> {
@@ -237,7 +237,7 @@ fn header_secs(headers: &reqwest::header::HeaderMap, name: &str) -> Option<Durat
 }
 
 /// Executes the webhook once.
-async fn execute(
+pub(super) async fn execute(
     http: &reqwest::Client,
     webhook_url: &str,
     thread_id: Option<&str>,

@@ -3,6 +3,8 @@
 
 mod deliver;
 mod setup;
+mod test_post;
 
 pub use deliver::{CONTENT_LIMIT, DiscordConfig, DiscordSecrets, deliver_post, escape, split};
 pub use setup::{DiscordSetup, check_discord};
+pub use test_post::deliver_test;

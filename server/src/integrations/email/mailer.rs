@@ -1,7 +1,7 @@
 //! The SMTP transport (lettre, pooled connections), built once from `PORCH_SMTP_URL` and
 //! `PORCH_MAIL_FROM`: every mail comes from the install's address, carries
 //! `Auto-Submitted: auto-generated` and a stable `Message-ID`, with a text and an HTML part.
-//! Also the account-link mails (invitations, password resets), sent at once.
+//! Also the mails to team members: account links (invitations, password resets) and tests.
 
 use std::time::Duration;
 
@@ -11,11 +11,51 @@ use lettre::transport::smtp::PoolConfig;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use crate::clock::now_ms;
-use crate::store::ConversationId;
+use crate::jobs::{AccountLink, AccountLinkArgs};
+use crate::store::{ConversationId, JobId};
+
+/// The SMTP server as the email page shows it: never the password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmtpSummary {
+    pub host: String,
+    pub port: u16,
+    /// `implicit TLS`, `STARTTLS (required)`, `STARTTLS (if offered)` or `none`.
+    pub tls: &'static str,
+    /// The URL carries a user name and password.
+    pub has_login: bool,
+    /// `PORCH_MAIL_FROM`.
+    pub sender: String,
+}
+
+impl SmtpSummary {
+    /// Reads `PORCH_SMTP_URL` the way lettre does (the same default ports per mode).
+    fn of(smtp_url: &str, from: &Mailbox) -> Option<Self> {
+        let url = reqwest::Url::parse(smtp_url).ok()?;
+        let tls_param = url
+            .query_pairs()
+            .find(|(k, _)| k == "tls")
+            .map(|(_, v)| v.into_owned());
+        let (tls, default_port) = match (url.scheme(), tls_param.as_deref()) {
+            ("smtps", _) => ("implicit TLS", 465),
+            ("smtp", Some("required")) => ("STARTTLS (required)", 587),
+            ("smtp", Some("opportunistic")) => ("STARTTLS (if offered)", 587),
+            _ => ("none", 25),
+        };
+        Some(Self {
+            host: url.host_str()?.to_owned(),
+            port: url.port().unwrap_or(default_port),
+            tls,
+            has_login: url.password().is_some(),
+            sender: from.to_string(),
+        })
+    }
+}
 
 /// The SMTP transport and the install's sender address.
 pub struct Mailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
+    /// What the email page shows of the server.
+    pub summary: Option<SmtpSummary>,
     pub(super) from: Mailbox,
     /// Right-hand side of our `Message-ID`s.
     pub(super) domain: String,
@@ -35,6 +75,7 @@ impl Mailer {
         let domain = from.email.domain().to_owned();
         Ok(Self {
             transport,
+            summary: SmtpSummary::of(smtp_url, &from),
             from,
             domain,
         })
@@ -69,78 +110,50 @@ impl Mailer {
         Ok(response.message().collect::<Vec<_>>().join(" "))
     }
 
-    /// The admin's test-send: a short mail to `to`.
-    pub async fn send_test(&self, to: &str) -> Result<(), String> {
+    /// The admin's test mail to `to`.
+    ///
+    /// # Errors
+    /// `to` is not an address.
+    pub(super) fn test_message(&self, to: &str) -> Result<Message, String> {
         let to: Mailbox = to.parse().map_err(|err| format!("not an address: {err}"))?;
         let id = format!("<porch.test-{}@{}>", now_ms(), self.domain);
-        let message = self
-            .builder(id, None)
+        self.builder(id, None)
             .to(to)
             .subject("Porch test email")
             .multipart(MultiPart::alternative_plain_html(
                 "Porch can send email.".to_owned(),
                 "<p>Porch can send email.</p>".to_owned(),
             ))
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| err.to_string())
+    }
+
+    /// The admin's test mail, sent at once (the API's test; the admin page queues a job).
+    pub async fn send_test(&self, to: &str) -> Result<(), String> {
+        let message = self.test_message(to)?;
         self.send(message)
             .await
             .map(|_| ())
             .map_err(|err| err.to_string())
     }
-}
 
-/// Which account link a mail carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AccountLink {
-    Invitation,
-    PasswordReset,
-}
-
-/// Mails an invitation or password-reset link to a team member, if email is configured
-/// (`PORCH_SMTP_URL`, `PORCH_MAIL_FROM`). Sent at once rather than through a job: the link's
-/// token must not be stored (only its hash is), and the admin sees the link on the team page
-/// anyway if the mail does not go. Returns whether it was sent.
-pub async fn mail_account_link(
-    mailer: Option<&Mailer>,
-    name: &str,
-    email: &str,
-    kind: AccountLink,
-    url: &str,
-) -> bool {
-    let Some(mailer) = mailer else {
-        return false;
-    };
-    let sent = tokio::time::timeout(
-        Duration::from_secs(15),
-        mailer.send_account_link(name, email, kind, url),
-    )
-    .await
-    .unwrap_or_else(|_| Err("timed out".into()));
-    match sent {
-        Ok(()) => true,
-        Err(error) => {
-            tracing::warn!(%error, ?kind, "could not mail an account link");
-            false
-        }
-    }
-}
-
-impl Mailer {
-    /// The invitation or reset mail itself.
-    pub async fn send_account_link(
+    /// An invitation or password-reset mail. Its `Message-ID` is the job's, so a retry after
+    /// an uncertain send is recognisable as the same mail.
+    ///
+    /// # Errors
+    /// The address does not parse.
+    pub(super) fn account_link_message(
         &self,
-        name: &str,
-        email: &str,
-        kind: AccountLink,
-        url: &str,
-    ) -> Result<(), String> {
+        job: JobId,
+        link: &AccountLinkArgs,
+    ) -> Result<Message, String> {
+        let name = link.name.as_str();
         let to = Mailbox::new(
             Some(name.to_owned()),
-            email
+            link.email
                 .parse()
                 .map_err(|err| format!("not an address: {err}"))?,
         );
-        let (subject, what) = match kind {
+        let (subject, what) = match link.link {
             AccountLink::Invitation => (
                 "You are invited to Porch",
                 "You are invited to answer chats in Porch. Choose a password here",
@@ -150,6 +163,7 @@ impl Mailer {
                 "Choose a new Porch password here",
             ),
         };
+        let url = link.url.as_str();
         let text = format!("Hello {name},\n\n{what} (the link works once and expires):\n\n{url}\n");
         let html = format!(
             "<p>Hello {},</p><p>{what} (the link works once and expires):</p>\
@@ -157,21 +171,11 @@ impl Mailer {
             escape_html(name),
             url = escape_html(url),
         );
-        let id = format!(
-            "<porch.account-{}-{}@{}>",
-            now_ms(),
-            rand::random::<u32>(),
-            self.domain
-        );
-        let message = self
-            .builder(id, None)
+        let id = format!("<porch.account-{job}@{}>", self.domain);
+        self.builder(id, None)
             .to(to)
             .subject(subject)
             .multipart(MultiPart::alternative_plain_html(text, html_page(&html)))
-            .map_err(|err| err.to_string())?;
-        self.send(message)
-            .await
-            .map(|_| ())
             .map_err(|err| err.to_string())
     }
 }

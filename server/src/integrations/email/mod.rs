@@ -5,7 +5,9 @@ mod deliver;
 mod digest;
 mod mailer;
 mod setup;
+mod team;
 
 pub use deliver::deliver;
-pub use mailer::{AccountLink, Mailer, escape_html, mail_account_link};
+pub use mailer::{Mailer, SmtpSummary, escape_html};
 pub use setup::{EmailSetup, email_config};
+pub use team::{deliver_team_mail, queue_account_link, queue_test_mail};

@@ -9,7 +9,9 @@ use crate::clock::now_ms;
 use crate::store::{IntegrationId, IntegrationRow, NewIntegration, SiteId};
 
 use super::{SlackConfig, SlackInbound, SlackIntegration, SlackSecrets};
-use crate::integrations::{SetupError, insert_integration, replace_integration_settings};
+use crate::integrations::{
+    SetupError, insert_integration, replace_integration_settings, settings_json,
+};
 
 /// What an admin provides. Empty secrets on a fix keep the stored ones.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -75,11 +77,6 @@ async fn check(
     })
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> String {
-    // Plain structs of strings always serialise.
-    serde_json::to_string(value).unwrap_or_default()
-}
-
 /// Connects a site to a Slack channel; returns the new integration.
 pub async fn connect_slack(
     slack: &SlackInbound,
@@ -88,7 +85,10 @@ pub async fn connect_slack(
     setup: SlackSetup,
 ) -> Result<(IntegrationId, SlackConfig), SetupError> {
     let checked = check(slack, setup, None).await?;
-    let (config, secrets) = (to_json(&checked.config), to_json(&checked.secrets));
+    let (config, secrets) = (
+        settings_json(&checked.config),
+        settings_json(&checked.secrets),
+    );
     let actor = actor.clone();
     let id = slack
         .writer
@@ -119,8 +119,8 @@ pub async fn update_slack(
     let previous = SlackIntegration::parse(&existing.config, &existing.secrets).map(|s| s.secrets);
     let checked = check(slack, setup, previous.as_ref()).await?;
     let (config, secrets, id) = (
-        to_json(&checked.config),
-        to_json(&checked.secrets),
+        settings_json(&checked.config),
+        settings_json(&checked.secrets),
         existing.id,
     );
     let actor = actor.clone();

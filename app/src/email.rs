@@ -1,0 +1,143 @@
+//! A site's email settings (admins only): when the agents' digest and the replies to away
+//! visitors are due, its health, turning it off, on or deleting it; and the server's SMTP
+//! setting (`PORCH_SMTP_URL`, read-only here, never its password) with a test mail to the
+//! signed-in admin.
+
+use leptos::prelude::*;
+
+use crate::destination::{Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+
+/// The SMTP server as configured.
+#[derive(Debug, Clone)]
+pub struct SmtpView {
+    pub host: String,
+    pub port: u16,
+    pub tls: String,
+    pub has_login: bool,
+    pub sender: String,
+}
+
+/// A site's email integration.
+#[derive(Debug, Clone)]
+pub struct EmailSettingsView {
+    pub id: i64,
+    pub is_enabled: bool,
+    pub health: HealthView,
+}
+
+/// The email page of a site.
+#[derive(Debug, Clone)]
+pub struct EmailPageView {
+    pub nav: Nav,
+    pub site_key: String,
+    pub site_name: String,
+    /// `None`: `PORCH_SMTP_URL` (or `PORCH_MAIL_FROM`) is not set.
+    pub smtp: Option<SmtpView>,
+    pub settings: Option<EmailSettingsView>,
+    /// The form's values, in seconds (the stored ones, or the defaults).
+    pub unanswered_after_secs: u32,
+    pub reply_delay_secs: u32,
+    /// Where the test mail goes: the signed-in admin's address.
+    pub admin_email: String,
+    pub test: Option<TestOutcomeView>,
+    pub notice: Option<Notice>,
+}
+
+fn seconds_field(
+    id: &'static str,
+    label: &'static str,
+    hint: &'static str,
+    value: u32,
+) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
+    view! {
+        <div class="field">
+            <label for=id>{label}</label>
+            <input id=id name=id type="number" min="0" max="604800" required value=value.to_string()
+                aria-describedby=hint_id.clone()/>
+            <p class="hint" id=hint_id>{hint}</p>
+        </div>
+    }
+}
+
+/// Renders the email page.
+pub fn render_email(view: EmailPageView) -> String {
+    let csrf = view.nav.csrf.clone();
+    let nav = Nav {
+        section: Section::Sites,
+        ..view.nav
+    };
+    let key = view.site_key;
+    let reload = format!("/sites/{key}/email");
+    let test = view
+        .test
+        .map(|outcome| view! { <TestOutcome outcome reload/> });
+    let smtp = match view.smtp {
+        Some(smtp) => view! {
+            <dl class="details" data-smtp="set">
+                <dt>"Server"</dt><dd class="mono">{format!("{}:{}", smtp.host, smtp.port)}</dd>
+                <dt>"TLS"</dt><dd>{smtp.tls}</dd>
+                <dt>"Login"</dt><dd>{if smtp.has_login { "yes (password not shown)" } else { "none" }}</dd>
+                <dt>"Sender"</dt><dd class="mono">{smtp.sender}</dd>
+            </dl>
+            <form method="post" action=format!("/sites/{key}/email/test")>
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class="button">"Send test mail"</button>
+                <p class="hint">"Goes to "{view.admin_email}" through the job runner; this page shows \
+                    whether the SMTP server took it."</p>
+            </form>
+        }
+        .into_any(),
+        None => view! {
+            <p class="notice notice-error" data-smtp="unset">"Email is not configured: set \
+                PORCH_SMTP_URL and PORCH_MAIL_FROM and restart Porch (docs/configuration.md)."</p>
+        }
+        .into_any(),
+    };
+    let is_on = view.settings.is_some();
+    let status = view.settings.map(|s| {
+        let base = format!("/sites/{key}/integrations/{}", s.id);
+        view! {
+            <section class="card" aria-labelledby="status-title">
+                <h2 id="status-title">"Status"</h2>
+                <Health health=s.health/>
+                <IntegrationControls base is_enabled=s.is_enabled csrf=csrf.clone()/>
+            </section>
+        }
+    });
+    let button = if is_on {
+        "Save email settings"
+    } else {
+        "Turn on email"
+    };
+    let content = view! {
+        <div class="page-head">
+            <p class="crumb"><a href=format!("/sites/{key}")>"← "{view.site_name}</a></p>
+            <h1>"Email"</h1>
+            <p class="muted">"Agents get a digest of conversations nobody answered in time; visitors \
+                who left an address get agents' replies while they are away, and the transcript when \
+                the conversation is closed. Setup steps are in docs/integrations/email.md."</p>
+        </div>
+        <NoticeBox notice=view.notice/>
+        {test}
+        <section class="card" aria-labelledby="smtp-title">
+            <h2 id="smtp-title">"SMTP server"</h2>
+            <p class="hint">"Set by the server's environment (PORCH_SMTP_URL, PORCH_MAIL_FROM) for \
+                every site; it cannot be changed here."</p>
+            {smtp}
+        </section>
+        {status}
+        <form method="post" action=format!("/sites/{key}/email") class="card stack" aria-label="Email settings">
+            <CsrfField token=csrf/>
+            {seconds_field("unanswered_after_secs", "Digest to agents after (seconds)",
+                "A new conversation with no agent reply after this long goes into one mail to every agent.",
+                view.unanswered_after_secs)}
+            {seconds_field("reply_delay_secs", "Mail replies to away visitors after (seconds)",
+                "An agent's reply is mailed to a visitor who left an address if they are still away this long after it.",
+                view.reply_delay_secs)}
+            <button type="submit" class="button button-primary">{button}</button>
+        </form>
+    };
+    document("Email", Some(nav), false, content.into_any())
+}

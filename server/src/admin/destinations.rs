@@ -1,0 +1,173 @@
+//! What the destination pages (Slack, Discord, webhooks, email) share: finding a site and one
+//! of its integrations, an integration's health, a queued test's outcome, and turning any
+//! integration off, on, or deleting it (admins only).
+
+use axum::extract::{Path, State};
+use axum::response::Response;
+use porch_app::destination::{HealthView, TestOutcomeView};
+use serde::Deserialize;
+
+use crate::audit::Actor;
+use crate::http::ClientIp;
+use crate::integrations::{delete_integration, turn_off_integration, turn_on_integration};
+use crate::state::AppState;
+use crate::store::{self, DeliveryLogRow, IntegrationId, IntegrationRow, JobId, SiteRow};
+
+use super::auth::NoFields;
+use super::page::{PageError, see_other};
+use super::session::AdminPosted;
+
+/// The site with this key.
+pub(super) async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
+    let owned = key.to_owned();
+    app.readers
+        .read(move |c| store::find_site_by_key(c, &owned))
+        .await?
+        .ok_or_else(|| PageError::not_found("site"))
+}
+
+/// The site and its integration `id`, which must belong to it (and be of `kind`, if given).
+pub(super) async fn find_site_integration(
+    app: &AppState,
+    key: &str,
+    id: i64,
+    kind: Option<&'static str>,
+) -> Result<(SiteRow, IntegrationRow), PageError> {
+    let site = find_site(app, key).await?;
+    let id = IntegrationId(id);
+    let row = app
+        .readers
+        .read(move |c| store::find_integration(c, id))
+        .await?
+        .filter(|row| row.site_id == site.id && kind.is_none_or(|k| row.kind == k))
+        .ok_or_else(|| PageError::not_found("integration"))?;
+    Ok((site, row))
+}
+
+/// An integration's health from its row and its newest delivery attempt.
+pub(super) fn health(row: &IntegrationRow, last: Option<&DeliveryLogRow>) -> HealthView {
+    if row.status == "broken" || !row.is_enabled {
+        return HealthView::Blocked {
+            reason: row
+                .last_error
+                .clone()
+                .unwrap_or_else(|| "turned off".to_owned()),
+        };
+    }
+    match last {
+        Some(attempt) if matches!(attempt.outcome.as_str(), "retry" | "failed") => {
+            HealthView::Failing {
+                error: attempt
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| attempt.outcome.clone()),
+                at: attempt.started_at,
+            }
+        }
+        _ => HealthView::Healthy,
+    }
+}
+
+/// Reads an integration's newest attempt and returns its health.
+pub(super) async fn load_health(
+    app: &AppState,
+    row: &IntegrationRow,
+) -> Result<HealthView, PageError> {
+    let id = row.id;
+    let last = app
+        .readers
+        .read(move |c| store::list_delivery_log(c, id, 1))
+        .await?;
+    Ok(health(row, last.first()))
+}
+
+/// `?test=<job id>` after an admin queued a test.
+#[derive(Debug, Default, Deserialize)]
+pub struct TestQuery {
+    #[serde(default)]
+    pub test: Option<i64>,
+}
+
+/// The outcome of a test job of `kind` (`None` if there is no such job).
+pub(super) async fn test_outcome(
+    app: &AppState,
+    query: &TestQuery,
+    kind: &'static str,
+) -> Result<Option<TestOutcomeView>, PageError> {
+    let Some(id) = query.test else {
+        return Ok(None);
+    };
+    let job = app
+        .readers
+        .read(move |c| store::find_job(c, JobId(id)))
+        .await?
+        .filter(|job| job.kind == kind);
+    Ok(job.map(|job| match job.state.as_str() {
+        "done" => TestOutcomeView::Sent,
+        "failed" | "blocked" => TestOutcomeView::Failed {
+            error: job
+                .last_error
+                .unwrap_or_else(|| "no reason given".to_owned()),
+        },
+        _ => TestOutcomeView::Queued,
+    }))
+}
+
+/// The page of an integration of this kind, where its forms return to.
+pub(super) fn page_of(key: &str, row: &IntegrationRow) -> String {
+    match row.kind.as_str() {
+        "webhook" => format!("/sites/{key}/webhooks/{}", row.id),
+        kind => format!("/sites/{key}/{kind}"),
+    }
+}
+
+/// `POST /sites/{key}/integrations/{id}/disable`.
+pub async fn disable_integration(
+    State(app): State<AppState>,
+    Path((key, id)): Path<(String, i64)>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    let (_, row) = find_site_integration(&app, &key, id, None).await?;
+    turn_off_integration(&app.writer, &Actor::user(&who.user, ip), &row).await?;
+    app.slack.rescan.notify_one();
+    Ok(see_other(&format!(
+        "{}?notice=integration-off",
+        page_of(&key, &row)
+    )))
+}
+
+/// `POST /sites/{key}/integrations/{id}/enable`.
+pub async fn enable_integration(
+    State(app): State<AppState>,
+    Path((key, id)): Path<(String, i64)>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    let (_, row) = find_site_integration(&app, &key, id, None).await?;
+    turn_on_integration((&app.writer, &app.jobs), &Actor::user(&who.user, ip), &row).await?;
+    app.slack.rescan.notify_one();
+    Ok(see_other(&format!(
+        "{}?notice=integration-on",
+        page_of(&key, &row)
+    )))
+}
+
+/// `POST /sites/{key}/integrations/{id}/delete`: back to the site page (the webhooks list for
+/// an endpoint).
+pub async fn remove_integration(
+    State(app): State<AppState>,
+    Path((key, id)): Path<(String, i64)>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    let (_, row) = find_site_integration(&app, &key, id, None).await?;
+    delete_integration(&app.writer, &Actor::user(&who.user, ip), &row).await?;
+    app.slack.rescan.notify_one();
+    let back = if row.kind == "webhook" {
+        format!("/sites/{key}/webhooks")
+    } else {
+        format!("/sites/{key}")
+    };
+    Ok(see_other(&format!("{back}?notice=integration-deleted")))
+}

@@ -1,0 +1,184 @@
+//! A site's email page (admins only): turn email on with its delays (stored by the same
+//! `email_config` as the API), and the server's SMTP setting with a test mail to the signed-in
+//! admin, sent through the job runner.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use porch_app::email::{EmailPageView, EmailSettingsView, SmtpView, render_email};
+use porch_app::layout::{Notice, Section};
+use serde::Deserialize;
+
+use crate::audit::Actor;
+use crate::http::ClientIp;
+use crate::integrations::email::{EmailSetup, email_config, queue_test_mail};
+use crate::integrations::{CheckedSettings, add_integration, fix_integration};
+use crate::jobs::{EmailDelays, JobKind};
+use crate::state::AppState;
+use crate::store::{self, IntegrationRow, SiteRow};
+
+use super::auth::{NoFields, NoticeQuery};
+use super::destinations::{TestQuery, find_site, load_health, test_outcome};
+use super::page::{PageError, html, html_with_status, see_other};
+use super::session::{Admin, AdminPosted, SignedIn};
+
+/// The longest delay the page takes: a week (a digest later than that helps nobody).
+const MAX_SECS: u32 = 7 * 24 * 3600;
+
+const NOT_CONFIGURED: &str =
+    "Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM and restart Porch.";
+
+async fn load(app: &AppState, key: &str) -> Result<(SiteRow, Option<IntegrationRow>), PageError> {
+    let site = find_site(app, key).await?;
+    let id = site.id;
+    let row = app
+        .readers
+        .read(move |c| store::find_site_integration(c, id, "email"))
+        .await?;
+    Ok((site, row))
+}
+
+fn secs(duration: std::time::Duration) -> u32 {
+    u32::try_from(duration.as_secs()).unwrap_or(MAX_SECS)
+}
+
+async fn page(
+    app: &AppState,
+    who: &SignedIn,
+    (site, row): (&SiteRow, Option<&IntegrationRow>),
+    query: &TestQuery,
+    notice: Option<Notice>,
+) -> Result<String, PageError> {
+    let delays = row.map_or(EmailDelays::DEFAULT, |row| {
+        EmailDelays::from_config(&row.config)
+    });
+    let settings = match row {
+        Some(row) => Some(EmailSettingsView {
+            id: row.id.0,
+            is_enabled: row.is_enabled,
+            health: load_health(app, row).await?,
+        }),
+        None => None,
+    };
+    let smtp = app
+        .mailer
+        .as_ref()
+        .and_then(|mailer| mailer.summary.clone())
+        .map(|s| SmtpView {
+            host: s.host,
+            port: s.port,
+            tls: s.tls.to_owned(),
+            has_login: s.has_login,
+            sender: s.sender,
+        });
+    Ok(render_email(EmailPageView {
+        nav: who.nav(Section::Sites),
+        site_key: site.key.clone(),
+        site_name: site.settings.name.clone(),
+        smtp,
+        settings,
+        unanswered_after_secs: secs(delays.unanswered_after),
+        reply_delay_secs: secs(delays.reply_delay),
+        admin_email: who.user.email.clone(),
+        test: test_outcome(app, query, JobKind::EmailTest.as_str()).await?,
+        notice,
+    }))
+}
+
+/// `GET /sites/{key}/email`.
+pub async fn email_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Path(key): Path<String>,
+    Query(notice): Query<NoticeQuery>,
+    Query(test): Query<TestQuery>,
+) -> Result<Response, PageError> {
+    let (site, row) = load(&app, &key).await?;
+    let body = page(&app, &who, (&site, row.as_ref()), &test, notice.notice()).await?;
+    Ok(html(body))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EmailForm {
+    #[serde(default)]
+    unanswered_after_secs: String,
+    #[serde(default)]
+    reply_delay_secs: String,
+}
+
+fn parse_secs(text: &str, what: &str) -> Result<u32, String> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|s| *s <= MAX_SECS)
+        .ok_or_else(|| format!("{what} must be a whole number of seconds from 0 to {MAX_SECS}."))
+}
+
+/// `POST /sites/{key}/email`: turns email on for the site, or saves its delays.
+pub async fn save_email(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, form }: AdminPosted<EmailForm>,
+) -> Result<Response, PageError> {
+    let (site, row) = load(&app, &key).await?;
+    let checked =
+        parse_secs(&form.unanswered_after_secs, "The digest delay").and_then(|unanswered| {
+            let reply = parse_secs(&form.reply_delay_secs, "The reply delay")?;
+            if row.is_none() && app.mailer.is_none() {
+                return Err(NOT_CONFIGURED.to_owned());
+            }
+            Ok(EmailSetup {
+                unanswered_after_secs: unanswered,
+                reply_delay_secs: reply,
+            })
+        });
+    let setup = match checked {
+        Ok(setup) => setup,
+        Err(message) => {
+            let query = TestQuery::default();
+            let notice = Some(Notice::Error(message));
+            let body = page(&app, &who, (&site, row.as_ref()), &query, notice).await?;
+            return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
+        }
+    };
+    let config = email_config(&setup).to_string();
+    let actor = Actor::user(&who.user, ip);
+    match &row {
+        Some(existing) => {
+            let secrets = existing.secrets.clone();
+            fix_integration((&app.writer, &app.jobs), &actor, existing, config, secrets).await?;
+        }
+        None => {
+            let settings = CheckedSettings {
+                kind: "email",
+                name: "Email",
+                config,
+                secrets: "{}".to_owned(),
+            };
+            add_integration(&app.writer, &actor, site.id, settings).await?;
+        }
+    }
+    Ok(see_other(&format!("/sites/{key}/email?notice=email-saved")))
+}
+
+/// `POST /sites/{key}/email/test`: queues a test mail to the signed-in admin; the page then
+/// shows whether the SMTP server took it.
+pub async fn test_email(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    let (site, row) = load(&app, &key).await?;
+    if app.mailer.is_none() {
+        let (query, notice) = (
+            TestQuery::default(),
+            Some(Notice::Error(NOT_CONFIGURED.into())),
+        );
+        let body = page(&app, &who, (&site, row.as_ref()), &query, notice).await?;
+        return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
+    }
+    let job = queue_test_mail(&app.writer, &app.jobs, who.user.email.clone()).await?;
+    let job = job.map_or(0, |id| id.0);
+    Ok(see_other(&format!("/sites/{key}/email?test={job}")))
+}

@@ -1,0 +1,90 @@
+//! Mails to team members as jobs: invitation and password-reset links (`email.account_link`)
+//! and an admin's test mail (`email.test`). SMTP failures are classified like every other mail's,
+//! so a server that is down for a while delays an invitation instead of losing it.
+
+use lettre::Message;
+
+use super::deliver::classify;
+use super::mailer::Mailer;
+use crate::clock::now_ms;
+use crate::integrations::Destinations;
+use crate::integrations::delivery::{args, blocked, failed, finish};
+use crate::jobs::{
+    AccountLinkArgs, Attempt, JobKind, JobQueue, Outcome, TestMailArgs, plan_account_link_mail,
+    plan_test_mail,
+};
+use crate::store::{self, JobId, JobRow, Writer};
+
+/// Queues an invitation or password-reset mail and hands it to the runner.
+pub async fn queue_account_link(
+    writer: &Writer,
+    jobs: &JobQueue,
+    link: AccountLinkArgs,
+) -> Result<(), store::Error> {
+    let queued = writer
+        .write(move |c| plan_account_link_mail(c, &link, now_ms()))
+        .await?;
+    jobs.submit(queued.into_iter().collect());
+    Ok(())
+}
+
+/// Queues a test mail to `to` and hands it to the runner; returns the job, whose state is the
+/// test's outcome.
+pub async fn queue_test_mail(
+    writer: &Writer,
+    jobs: &JobQueue,
+    to: String,
+) -> Result<Option<JobId>, store::Error> {
+    let queued = writer
+        .write(move |c| plan_test_mail(c, &to, now_ms()))
+        .await?;
+    let id = queued.as_ref().map(|job| job.id);
+    jobs.submit(queued.into_iter().collect());
+    Ok(id)
+}
+
+/// Delivers an `email.account_link` or `email.test` job.
+pub async fn deliver_team_mail(
+    destinations: &Destinations,
+    job: &JobRow,
+    kind: JobKind,
+) -> Attempt {
+    finish(send(destinations, job, kind).await)
+}
+
+async fn send(
+    destinations: &Destinations,
+    job: &JobRow,
+    kind: JobKind,
+) -> Result<Attempt, Attempt> {
+    let mailer = destinations
+        .mailer
+        .as_deref()
+        .ok_or_else(|| blocked("email is not configured (PORCH_SMTP_URL, PORCH_MAIL_FROM)"))?;
+    let message = match kind {
+        JobKind::EmailAccountLink => {
+            let link: AccountLinkArgs = args(job)?;
+            mailer.account_link_message(job.id, &link)
+        }
+        JobKind::EmailTest => {
+            let test: TestMailArgs = args(job)?;
+            mailer.test_message(&test.to)
+        }
+        other => return Err(failed(format!("{other} is not a team mail"))),
+    }
+    .map_err(failed)?;
+    sent(mailer, message).await
+}
+
+async fn sent(mailer: &Mailer, message: Message) -> Result<Attempt, Attempt> {
+    let answer = mailer
+        .send(message)
+        .await
+        .map_err(|err| Attempt::new(classify(&err), None))?;
+    Ok(Attempt::new(
+        Outcome::Delivered {
+            external_ref: Some(answer),
+        },
+        None,
+    ))
+}

@@ -1,0 +1,187 @@
+//! What an admin does to an integration of any kind, the same from the API and the admin pages:
+//! add it, replace its settings (a fix resumes its blocked deliveries), turn it off and on, delete
+//! it, and rotate a webhook endpoint's signing secret. Each change is written with its audit
+//! event in one transaction, and jobs it queues again are handed to the runner.
+
+use serde_json::json;
+
+use crate::audit::{self, Actor, AuditAction, Target};
+use crate::clock::now_ms;
+use crate::jobs::JobQueue;
+use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId, Writer};
+
+use super::webhook::WebhookSecrets;
+use super::{SetupError, insert_integration, replace_integration_settings};
+
+/// Why an admin turned an integration off: the reason its deliveries wait, shown on its page.
+pub const TURNED_OFF: &str = "turned off by an admin";
+
+/// Settings or secrets as stored. They are plain structs of strings, numbers and booleans, which
+/// always serialise.
+pub fn settings_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// A new integration's checked settings, as JSON.
+pub struct CheckedSettings {
+    pub kind: &'static str,
+    /// Shown in lists ("Discord", "Webhook", "Email").
+    pub name: &'static str,
+    pub config: String,
+    pub secrets: String,
+}
+
+/// Stores a new integration of a site with its audit event; returns its id.
+pub async fn add_integration(
+    writer: &Writer,
+    actor: &Actor,
+    site_id: SiteId,
+    settings: CheckedSettings,
+) -> Result<IntegrationId, store::Error> {
+    let actor = actor.clone();
+    writer
+        .write(move |c| {
+            let new = NewIntegration {
+                site_id,
+                kind: settings.kind,
+                name: settings.name,
+                config: &settings.config,
+                secrets: &settings.secrets,
+                now: now_ms(),
+            };
+            insert_integration(c, &actor, &new)
+        })
+        .await
+}
+
+/// Saves new settings, turns the integration back on and queues its blocked jobs again;
+/// returns how many.
+pub async fn fix_integration(
+    (writer, jobs): (&Writer, &JobQueue),
+    actor: &Actor,
+    row: &IntegrationRow,
+    config: String,
+    secrets: String,
+) -> Result<usize, store::Error> {
+    let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
+    let resumed = writer
+        .write(move |c| replace_integration_settings(c, &actor, (id, &kind), &config, &secrets))
+        .await?;
+    let count = resumed.len();
+    jobs.submit(resumed);
+    Ok(count)
+}
+
+/// Turns an integration off: no new deliveries are planned for it, and its queued ones wait
+/// (blocked, with [`TURNED_OFF`] as the reason) until it is turned on again.
+pub async fn turn_off_integration(
+    writer: &Writer,
+    actor: &Actor,
+    row: &IntegrationRow,
+) -> Result<(), store::Error> {
+    let (id, target, actor) = (
+        row.id,
+        Target::integration(row.id, &row.kind),
+        actor.clone(),
+    );
+    writer
+        .write(move |c| {
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationDisabled,
+                &target,
+                &json!({}),
+            )?;
+            store::disable_integration(c, id, TURNED_OFF, now_ms())
+        })
+        .await
+}
+
+/// Turns an integration on again: it is marked healthy and its waiting deliveries are queued
+/// (if its destination still refuses, the next delivery says so); returns how many.
+pub async fn turn_on_integration(
+    (writer, jobs): (&Writer, &JobQueue),
+    actor: &Actor,
+    row: &IntegrationRow,
+) -> Result<usize, store::Error> {
+    let (id, target, actor) = (
+        row.id,
+        Target::integration(row.id, &row.kind),
+        actor.clone(),
+    );
+    let resumed = writer
+        .write(move |c| {
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationEnabled,
+                &target,
+                &json!({}),
+            )?;
+            let now = now_ms();
+            store::enable_integration(c, id, now)?;
+            store::resume_integration_jobs(c, id, now)
+        })
+        .await?;
+    let count = resumed.len();
+    jobs.submit(resumed);
+    Ok(count)
+}
+
+/// Deletes an integration with its unfinished deliveries and its delivery log.
+pub async fn delete_integration(
+    writer: &Writer,
+    actor: &Actor,
+    row: &IntegrationRow,
+) -> Result<(), store::Error> {
+    let (id, target, actor) = (
+        row.id,
+        Target::integration(row.id, &row.kind),
+        actor.clone(),
+    );
+    writer
+        .write(move |c| {
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationDeleted,
+                &target,
+                &json!({}),
+            )?;
+            store::delete_integration(c, id).map(|_| ())
+        })
+        .await
+}
+
+/// Gives a webhook endpoint a new signing secret; the previous one keeps signing alongside it
+/// (two signatures per delivery) for [`super::webhook::ROTATION_OVERLAP_MS`]. Returns the new
+/// secrets.
+pub async fn rotate_webhook_secret(
+    writer: &Writer,
+    actor: &Actor,
+    row: &IntegrationRow,
+) -> Result<WebhookSecrets, SetupError> {
+    let current: WebhookSecrets = serde_json::from_str(&row.secrets).map_err(|_| {
+        SetupError::invalid("The endpoint's secret is unreadable; delete and add it again.")
+    })?;
+    let now = now_ms();
+    let rotated = current.rotated(now);
+    let secrets = serde_json::to_string(&rotated)
+        .map_err(|_| SetupError::invalid("The new secret could not be stored."))?;
+    let (config, id) = (row.config.clone(), row.id);
+    let (actor, target) = (actor.clone(), Target::integration(row.id, &row.kind));
+    writer
+        .write(move |c| {
+            audit::record(
+                c,
+                &actor,
+                AuditAction::IntegrationSecretRotated,
+                &target,
+                &json!({}),
+            )?;
+            store::update_integration_settings(c, id, &config, &secrets, now)
+        })
+        .await?;
+    Ok(rotated)
+}

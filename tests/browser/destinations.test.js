@@ -1,0 +1,172 @@
+// The destination pages as an admin uses them, against stand-ins on loopback: a Discord webhook mock
+// (answers like Discord's webhook API), a webhook receiver that records every request, and the real SMTP
+// server of the Rust tests (aiosmtpd, tests/deliveries/smtp_sink.py). An admin adds Discord from the site
+// page and a visitor's message arrives there; a deleted Discord webhook shows as blocked with its reason;
+// an endpoint is added, its delivery shows in the log and a replay arrives again with the same webhook-id;
+// a test mail reaches the SMTP server.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { PASSWORD, REPO, fixture, setupToken, visitor, waitFor } from "./harness.js";
+
+/** Starts `handler` on a loopback port; returns {url, close}. */
+async function serve(handler) {
+  const server = http.createServer(handler);
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+  };
+}
+
+function body(req) {
+  return new Promise((resolve) => {
+    let data = "";
+    req.on("data", (d) => { data += d; });
+    req.on("end", () => resolve(data));
+  });
+}
+
+// Discord: GET on a webhook URL answers the webhook; POST (?wait=true) records the message. A deleted
+// webhook answers 404 like Discord's "Unknown Webhook".
+const discord = { posts: [], deleted: false };
+const discordMock = await serve(async (req, res) => {
+  const text = await body(req);
+  const known = /^\/api\/webhooks\/111\/tok-abcd(\?|$)/.test(req.url) && !discord.deleted;
+  if (!known) {
+    res.writeHead(404, { "content-type": "application/json" }).end('{"message":"Unknown Webhook","code":10015}');
+    return;
+  }
+  if (req.method === "POST") discord.posts.push(JSON.parse(text));
+  res.writeHead(200, { "content-type": "application/json" })
+    .end(JSON.stringify({ id: String(discord.posts.length), channel_id: "c1" }));
+});
+
+// A webhook receiver: records headers and body, answers 204.
+const received = [];
+const receiver = await serve(async (req, res) => {
+  received.push({ headers: req.headers, body: await body(req) });
+  res.writeHead(204).end();
+});
+
+// The SMTP server: prints its port, writes each mail as DIR/NNNN.json.
+const mailDir = await mkdtemp(path.join(os.tmpdir(), "porch-mail-"));
+const sink = spawn(path.join(REPO, "tests/deliveries/.venv/bin/python"),
+  [path.join(REPO, "tests/deliveries/smtp_sink.py"), mailDir], { stdio: ["ignore", "pipe", "inherit"] });
+const smtpPort = await new Promise((resolve) => sink.stdout.once("data", (d) => resolve(Number(String(d).trim()))));
+async function mails() {
+  return (await readdir(mailDir)).filter((f) => f.endsWith(".json"));
+}
+
+// The server reads these at start-up (the fixture starts it after this module's top level ran).
+process.env.PORCH_DISCORD_API_URL = `${discordMock.url}/api`;
+process.env.PORCH_ALLOW_PRIVATE_NETWORKS = "true";
+process.env.PORCH_SMTP_URL = `smtp://127.0.0.1:${smtpPort}`;
+process.env.PORCH_MAIL_FROM = "Porch <chat@porch.test>";
+
+let page;
+const world = fixture({ site: "Acme Test" }, async ({ browser, porch }) => {
+  page = await (await browser.newContext()).newPage();
+  page.setDefaultTimeout(15000);
+  await page.goto(`${porch.url}/setup`);
+  await page.getByLabel("Setup token").fill(await setupToken(porch));
+  await page.getByLabel("Your name").fill("Ana");
+  await page.getByLabel("Email").fill("ana@example.com");
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Create admin account" }).click();
+  await page.waitForURL(/\/sites\/new/);
+});
+
+after(async () => {
+  sink.kill();
+  await discordMock.close();
+  await receiver.close();
+  await rm(mailDir, { recursive: true, force: true });
+});
+
+/** Reloads until `selector` is on the page. */
+async function reloadUntil(selector) {
+  await waitFor(selector, async () => {
+    await page.reload();
+    return (await page.locator(selector).count()) > 0;
+  });
+}
+
+test("an admin adds Discord from the site page and a visitor's message arrives in the channel", { timeout: 60000 }, async () => {
+  const { porch, site, host, browser } = world;
+  await page.goto(`${porch.url}/sites/${site.key}`);
+  await page.getByRole("link", { name: "Discord" }).click();
+  await page.waitForURL(/\/discord$/);
+  await page.locator("#webhook_url").fill(`${discordMock.url}/api/webhooks/111/tok-abcd`);
+  await page.getByRole("button", { name: "Add Discord" }).click();
+  await page.waitForURL(/notice=discord-connected/);
+  assert.match(await page.locator("[data-hint=webhook]").innerText(), /webhook 111 · token …abcd/);
+  assert.equal(await page.locator("[data-health=healthy]").count(), 1);
+  assert.equal((await page.content()).includes("tok-abcd"), false, "the token is never shown back");
+
+  const alice = await visitor(browser, host.url);
+  await alice.say("Hello from the <b>widget</b>");
+  await waitFor("the message at Discord", () => discord.posts.some((p) => p.content.includes("Hello from the")));
+  const post = discord.posts.find((p) => p.content.includes("Hello from the"));
+  assert.deepEqual(post.allowed_mentions, { parse: [] });
+
+  await page.getByRole("button", { name: "Send test message" }).click();
+  await page.waitForURL(/\?test=\d+/);
+  await reloadUntil("[data-test=sent]");
+  assert.ok(discord.posts.some((p) => p.content.startsWith("Test message from Porch")));
+  await alice.context.close();
+});
+
+test("a Discord webhook deleted on Discord's side shows as blocked with the reason", { timeout: 60000 }, async () => {
+  const { porch, site } = world;
+  discord.deleted = true;
+  await page.goto(`${porch.url}/sites/${site.key}/discord`);
+  await page.getByRole("button", { name: "Send test message" }).click();
+  await reloadUntil("[data-test=failed]");
+  const health = page.locator("[data-health=blocked]");
+  assert.equal(await health.count(), 1);
+  assert.match(await health.innerText(), /HTTP 404: the webhook was deleted or its token is wrong/);
+  discord.deleted = false;
+});
+
+test("an endpoint is added, its delivery is in the log, and a replay arrives with the same webhook-id", { timeout: 60000 }, async () => {
+  const { porch, site, host, browser } = world;
+  await page.goto(`${porch.url}/sites/${site.key}`);
+  await page.getByRole("link", { name: "Webhooks" }).click();
+  await page.locator("#url").fill(`${receiver.url}/hook`);
+  await page.getByLabel("message.created").check();
+  await page.getByRole("button", { name: "Add endpoint" }).click();
+  const secret = await page.locator("#new-secret").inputValue();
+  assert.match(secret, /^whsec_/);
+  // The answer to the post shows the secret; the endpoint's own page is where it lives.
+  const endpoint = await page.getByRole("form", { name: "Endpoint settings" }).getAttribute("action");
+  await page.goto(`${porch.url}${endpoint}`);
+
+  const bob = await visitor(browser, host.url);
+  await bob.say("Webhook me");
+  await waitFor("the delivery", () => received.length >= 1);
+  await reloadUntil("tr[data-outcome=delivered]");
+  assert.equal((await page.content()).includes(secret), false, "the secret is shown once");
+  assert.match(await page.locator("tr[data-outcome=delivered]").first().innerText(), /message\.created/);
+  await page.getByRole("button", { name: "Replay" }).first().click();
+  await page.waitForURL(/notice=replayed/);
+  await waitFor("the replay", () => received.length >= 2);
+  assert.equal(received[1].headers["webhook-id"], received[0].headers["webhook-id"]);
+  assert.equal(received[1].body, received[0].body);
+  await bob.context.close();
+});
+
+test("a test mail from the email page reaches the SMTP server and shows as sent", { timeout: 60000 }, async () => {
+  const { porch, site } = world;
+  await page.goto(`${porch.url}/sites/${site.key}/email`);
+  assert.match(await page.locator("[data-smtp=set]").innerText(), new RegExp(`127\\.0\\.0\\.1:${smtpPort}`));
+  const before = (await mails()).length;
+  await page.getByRole("button", { name: "Send test mail" }).click();
+  await page.waitForURL(/\?test=\d+/);
+  await waitFor("the test mail", async () => (await mails()).length > before);
+  await reloadUntil("[data-test=sent]");
+});

@@ -20,11 +20,17 @@ pub enum AuditAction {
     IntegrationSecretRotated,
     TokenCreated,
     TokenRevoked,
+    TwoFactorEnabled,
+    TwoFactorDisabled,
+    TwoFactorReset,
+    TwoFactorRecoveryUsed,
+    TwoFactorRecoveryRegenerated,
+    TeamTwoFactorRequired,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 22] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::UserCreated,
@@ -41,6 +47,12 @@ impl AuditAction {
         Self::IntegrationSecretRotated,
         Self::TokenCreated,
         Self::TokenRevoked,
+        Self::TwoFactorEnabled,
+        Self::TwoFactorDisabled,
+        Self::TwoFactorReset,
+        Self::TwoFactorRecoveryUsed,
+        Self::TwoFactorRecoveryRegenerated,
+        Self::TeamTwoFactorRequired,
     ];
 
     /// The stable dotted code stored and shown.
@@ -62,6 +74,12 @@ impl AuditAction {
             Self::IntegrationSecretRotated => "integration.secret_rotated",
             Self::TokenCreated => "token.created",
             Self::TokenRevoked => "token.revoked",
+            Self::TwoFactorEnabled => "two_factor.enabled",
+            Self::TwoFactorDisabled => "two_factor.disabled",
+            Self::TwoFactorReset => "two_factor.reset",
+            Self::TwoFactorRecoveryUsed => "two_factor.recovery_used",
+            Self::TwoFactorRecoveryRegenerated => "two_factor.recovery_regenerated",
+            Self::TeamTwoFactorRequired => "team.two_factor_required",
         }
     }
 }

@@ -131,6 +131,14 @@ fn admin_routes() -> Router<AppState> {
             "/login",
             get(admin::auth::login_page).post(admin::auth::login),
         )
+        .route(
+            "/login/two-factor",
+            get(admin::two_factor::second_step_page).post(admin::two_factor::second_step),
+        )
+        .route(
+            "/login/two-factor/setup",
+            get(admin::two_factor::enrol_page).post(admin::two_factor::enrol),
+        )
         .route("/logout", post(admin::auth::logout))
         .route(
             "/invitations/{token}",
@@ -142,6 +150,20 @@ fn admin_routes() -> Router<AppState> {
         )
         .route("/account", get(admin::auth::account_page))
         .route("/account/password", post(admin::auth::change_password))
+        .route("/account/two-factor", get(admin::two_factor::setup_page))
+        .route("/account/two-factor/setup", post(admin::two_factor::begin))
+        .route(
+            "/account/two-factor/confirm",
+            post(admin::two_factor::confirm),
+        )
+        .route(
+            "/account/two-factor/recovery-codes",
+            post(admin::two_factor::regenerate),
+        )
+        .route(
+            "/account/two-factor/disable",
+            post(admin::two_factor::disable),
+        )
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
         .route("/conversations/{id}", get(admin::inbox::conversation_page))
@@ -193,4 +215,9 @@ fn admin_routes() -> Router<AppState> {
         .route("/team/{id}/link", post(admin::team::create_link))
         .route("/team/{id}/disable", post(admin::team::disable))
         .route("/team/{id}/enable", post(admin::team::enable))
+        .route("/team/two-factor", post(admin::team::require_two_factor))
+        .route(
+            "/team/{id}/two-factor/reset",
+            post(admin::team::reset_two_factor),
+        )
 }

@@ -161,7 +161,7 @@ pub fn render_enrolment(view: EnrolmentView) -> String {
             <QrCode qr=view.qr/>
             <p class="hint">"Cannot scan? Enter this key in the app (time-based, 6 digits, 30 seconds):"</p>
             <p><code id="totp-secret" class="secret">{view.secret_text}</code></p>
-            <p class="hint small">"Or open: "<a id="totp-uri" href=view.uri.clone()>{view.uri.clone()}</a></p>
+            <p class="hint small otpauth">"Or open: "<a id="totp-uri" href=view.uri.clone()>{view.uri.clone()}</a></p>
             <form method="post" action=view.action class="stack">
                 <CsrfField token=view.csrf/>
                 <div class="field">

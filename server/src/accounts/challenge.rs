@@ -15,6 +15,7 @@ use crate::store::{self, UserId, UserRow};
 
 use super::Error;
 use super::session::{Accounts, NewSessionSecret, hash_secret, new_secret};
+use super::totp::is_one_time_code;
 use super::two_factor::{
     Enrolment, SecondFactor, confirm_pending, pending_or_new, spend_second_factor,
 };
@@ -43,12 +44,16 @@ pub struct PendingSignIns {
     map: Mutex<HashMap<[u8; 32], PendingSignIn>>,
 }
 
+fn is_live(pending: &PendingSignIn, now: Instant) -> bool {
+    now.saturating_duration_since(pending.started) < SECOND_STEP_LIFETIME
+}
+
 impl PendingSignIns {
-    fn insert(&self, pending: PendingSignIn) -> String {
+    fn insert(&self, pending: PendingSignIn, now: Instant) -> String {
         let token = new_secret();
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if map.len() >= MAX_PENDING {
-            map.retain(|_, p| p.started.elapsed() < SECOND_STEP_LIFETIME);
+            map.retain(|_, p| is_live(p, now));
             if let Some(oldest) = map.iter().min_by_key(|(_, p)| p.started).map(|(k, _)| *k) {
                 map.remove(&oldest);
             }
@@ -57,18 +62,17 @@ impl PendingSignIns {
         token
     }
 
-    fn find(&self, token: &str) -> Option<PendingSignIn> {
+    fn find(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         map.get(&hash_secret(token))
-            .filter(|p| p.started.elapsed() < SECOND_STEP_LIFETIME)
+            .filter(|p| is_live(p, now))
             .cloned()
     }
 
     /// Takes the sign-in out: only one request can finish it.
-    fn take(&self, token: &str) -> Option<PendingSignIn> {
+    fn take(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        map.remove(&hash_secret(token))
-            .filter(|p| p.started.elapsed() < SECOND_STEP_LIFETIME)
+        map.remove(&hash_secret(token)).filter(|p| is_live(p, now))
     }
 }
 
@@ -113,13 +117,15 @@ impl Accounts {
                 self.start_session(user, ip, None).await?,
             ));
         }
-        let token = self.pending.insert(PendingSignIn {
+        let now = Instant::now();
+        let pending = PendingSignIn {
             user: user.id,
             email: user.email.clone(),
             next: next.to_owned(),
             must_enrol: !has_factor,
-            started: Instant::now(),
-        });
+            started: now,
+        };
+        let token = self.pending.insert(pending, now);
         Ok(if has_factor {
             AfterPassword::SecondStep(token)
         } else {
@@ -129,7 +135,7 @@ impl Accounts {
 
     /// The half-finished sign-in behind a token, while it is usable.
     pub fn pending_sign_in(&self, token: &str) -> Option<PendingSignIn> {
-        self.pending.find(token)
+        self.pending.find(token, Instant::now())
     }
 
     /// Finishes a sign-in with a one-time code or a recovery code. A wrong code keeps the
@@ -162,7 +168,7 @@ impl Accounts {
                     }
                     Some(SecondFactor::Totp) => {}
                     None => {
-                        let reason = if super::totp::is_one_time_code(&code) {
+                        let reason = if is_one_time_code(&code) {
                             "bad_code"
                         } else {
                             "bad_recovery_code"
@@ -223,7 +229,7 @@ impl Accounts {
 
     fn usable(&self, token: &str, must_enrol: bool) -> Result<PendingSignIn, Error> {
         self.pending
-            .find(token)
+            .find(token, Instant::now())
             .filter(|p| p.must_enrol == must_enrol)
             .ok_or(Error::SignInExpired)
     }
@@ -244,12 +250,43 @@ impl Accounts {
         how: SecondFactor,
         ip: IpAddr,
     ) -> Result<FinishedSignIn, Error> {
-        let pending = self.pending.take(token).ok_or(Error::SignInExpired)?;
+        let pending = self
+            .pending
+            .take(token, Instant::now())
+            .ok_or(Error::SignInExpired)?;
         self.code_throttle.succeeded(&pending.email, ip);
         let session = self.start_session(user, ip, Some(how)).await?;
         Ok(FinishedSignIn {
             session,
             next: pending.next,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(started: Instant) -> PendingSignIn {
+        PendingSignIn {
+            user: UserId(1),
+            email: "ana@example.com".to_owned(),
+            next: "/inbox".to_owned(),
+            must_enrol: false,
+            started,
+        }
+    }
+
+    #[test]
+    fn a_half_finished_sign_in_lasts_five_minutes_and_finishes_once() {
+        let all = PendingSignIns::default();
+        let start = Instant::now();
+        let token = all.insert(pending(start), start);
+        let almost = start + SECOND_STEP_LIFETIME.saturating_sub(Duration::from_secs(1));
+        assert!(all.find(&token, almost).is_some());
+        assert!(all.find(&token, start + SECOND_STEP_LIFETIME).is_none());
+        assert!(all.find("another token", start).is_none());
+        assert!(all.take(&token, almost).is_some());
+        assert!(all.take(&token, almost).is_none(), "single use");
     }
 }

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 
-use crate::helpers::{Answer, TestApp};
+use crate::helpers::{Answer, Exchange as _, TestApp};
 use crate::inbox::{
     Browser, PASSWORD, add_user, form, form_cookie, send, setup_admin, sign_in, signed_in_from,
 };
@@ -520,4 +520,41 @@ async fn the_command_line_resets_a_locked_out_admin() {
     );
     let (_, answer) = password_step(&app, ADMIN).await;
     assert!(answer.cookie("porch_session").is_some());
+}
+
+#[tokio::test]
+async fn api_tokens_are_not_second_factored() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let token = app.add_user_token("Cy", "agent");
+    enrol(&app, &admin).await;
+    let required = post(&app, &admin, "/team/two-factor", &[("required", "on")]).await;
+    assert_eq!(required.status, 303);
+    let answer = app
+        .http
+        .get("/api/v1/conversations")
+        .bearer_auth(&token)
+        .answer()
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+}
+
+#[tokio::test]
+async fn over_https_the_second_step_cookie_is_host_prefixed_and_strict() {
+    let app = TestApp::spawn(&["--public-url", "https://chat.example.com"]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    enrol(&app, &admin).await;
+    let (_, answer) = password_step(&app, ADMIN).await;
+    let (_, header) = answer.cookie("porch_2fa").expect("the second-step cookie");
+    assert!(header.starts_with("__Host-porch_2fa="), "{header}");
+    for attribute in [
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/",
+        "Max-Age=300",
+        "Secure",
+    ] {
+        assert!(header.contains(attribute), "{header}");
+    }
+    assert!(answer.cookie("porch_session").is_none());
 }

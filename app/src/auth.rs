@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::two_factor::{TwoFactorSection, TwoFactorSummary};
 
 /// The first-run setup form.
 #[derive(Debug, Clone, Default)]
@@ -152,9 +153,10 @@ pub struct AccountView {
     pub email: String,
     pub role: String,
     pub notice: Option<Notice>,
+    pub two_factor: TwoFactorSummary,
 }
 
-/// Renders the account page (change password).
+/// Renders the account page (change password, two-factor sign-in).
 pub fn render_account(view: AccountView) -> String {
     let csrf = view.nav.csrf.clone();
     let nav = Nav {
@@ -171,7 +173,7 @@ pub fn render_account(view: AccountView) -> String {
             <h2 id="password-title">"Change password"</h2>
             <p class="hint">"You stay signed in here; your other sessions are signed out."</p>
             <form method="post" action="/account/password" class="stack">
-                <CsrfField token=csrf/>
+                <CsrfField token=csrf.clone()/>
                 <div class="field">
                     <label for="current">"Current password"</label>
                     <input id="current" name="current" type="password" required
@@ -185,6 +187,7 @@ pub fn render_account(view: AccountView) -> String {
                 <button type="submit" class="button button-primary">"Change password"</button>
             </form>
         </section>
+        <TwoFactorSection summary=view.two_factor csrf=csrf.clone()/>
     };
     document("Your account", Some(nav), false, content.into_any())
 }

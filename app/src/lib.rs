@@ -7,6 +7,7 @@
 //! - [`auth`]: setup, sign-in, invitation and reset links, account, error pages.
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
+//! - [`two_factor`]: setting up two-factor sign-in, recovery codes, the sign-in's second step.
 //! - [`sites`], [`team`]: the admin pages.
 //! - [`integrations`] (Slack), [`discord`], [`webhooks`], [`email`]: the destination pages, with
 //!   what they share in [`destination`] (health, test outcome, off/on/delete).
@@ -31,6 +32,7 @@ pub mod links;
 pub mod sites;
 pub mod team;
 mod time;
+pub mod two_factor;
 pub mod webhooks;
 
 pub use time::format_time;

@@ -5,7 +5,8 @@ use leptos::prelude::*;
 
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 
-/// A member of the team.
+/// A member of the team. Each flag is one independent fact the row shows.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone)]
 pub struct MemberView {
     pub id: i64,
@@ -14,6 +15,7 @@ pub struct MemberView {
     pub is_admin: bool,
     pub is_disabled: bool,
     pub is_me: bool,
+    pub has_two_factor: bool,
 }
 
 /// The team page.
@@ -24,6 +26,8 @@ pub struct TeamView {
     pub notice: Option<Notice>,
     /// A just-made invitation or reset link, shown once: (for whom, what, URL).
     pub new_link: Option<(String, String, String)>,
+    /// The team requires two-factor sign-in.
+    pub two_factor_required: bool,
 }
 
 #[component]
@@ -55,8 +59,17 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
         } else {
             ("disable", "Disable", "button button-danger")
         };
+        let reset = member.has_two_factor.then(|| {
+            view! {
+                <form method="post" action=format!("/team/{id}/two-factor/reset")>
+                    <CsrfField token=csrf.clone()/>
+                    <button type="submit" class="button">"Reset two-factor"</button>
+                </form>
+            }
+        });
         view! {
             {role_form}
+            {reset}
             <form method="post" action=format!("/team/{id}/link")>
                 <CsrfField token=csrf.clone()/>
                 <button type="submit" class="button">"Reset link"</button>
@@ -70,7 +83,8 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
     view! {
         <li class="member" class:disabled=member.is_disabled>
             <div class="member-main">
-                <p class="member-name">{member.name.clone()}{member.is_me.then_some(" (you)")}" "{state}</p>
+                <p class="member-name">{member.name.clone()}{member.is_me.then_some(" (you)")}" "{state}
+                    {member.has_two_factor.then(|| view! { " "<span class="badge">"Two-factor"</span> })}</p>
                 <p class="muted small">{member.email}</p>
             </div>
             <div class="member-actions">{controls}</div>
@@ -108,6 +122,18 @@ pub fn render_team(view: TeamView) -> String {
         <NoticeBox notice=view.notice/>
         {link}
         <ul class="card list">{members}</ul>
+        <section class="card" aria-labelledby="two-factor-title">
+            <h2 id="two-factor-title">"Two-factor sign-in"</h2>
+            <p class="hint">"When required, everyone without it is signed out and sets it up at                 their next sign-in, before anything else. Set it up for yourself first."</p>
+            <form method="post" action="/team/two-factor" class="inline-controls">
+                <CsrfField token=csrf.clone()/>
+                <label>
+                    <input type="checkbox" name="required" value="on" checked=view.two_factor_required/>
+                    " Require two-factor sign-in for the team"
+                </label>
+                <button type="submit" class="button">"Save"</button>
+            </form>
+        </section>
         <section class="card" aria-labelledby="invite-title">
             <h2 id="invite-title">"Invite someone"</h2>
             <p class="hint">"Agents answer chats. Admins also manage sites and the team."</p>

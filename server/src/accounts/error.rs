@@ -14,6 +14,12 @@ pub enum Error {
     /// for all, so the form does not reveal which accounts exist.
     #[error("wrong email or password")]
     BadCredentials,
+    /// A one-time or recovery code was wrong, already used, or nothing waited for one.
+    #[error("wrong code")]
+    BadCode,
+    /// A half-finished sign-in is unknown, finished or older than 5 minutes.
+    #[error("the sign-in expired")]
+    SignInExpired,
     /// Too many failed sign-ins lately (see `throttle`).
     #[error("too many failed sign-ins")]
     Throttled(Duration),

@@ -1,7 +1,9 @@
 //! Accounts of the admin UI: passwords (argon2id), the first-run setup token, sign-in with
-//! throttling, sessions, invitations and reset links, roles and disabling. It decides; `store`
+//! throttling, two-factor sign-in (TOTP), sessions, invitations and reset links, roles and
+//! disabling. It decides; `store`
 //! persists; it knows nothing of HTTP, and of cookies only the session cookie's name.
 
+mod challenge;
 mod error;
 mod identity;
 pub mod password;
@@ -9,7 +11,10 @@ mod revocation;
 mod session;
 mod team;
 mod throttle;
+mod totp;
+mod two_factor;
 
+pub use challenge::{AfterPassword, FinishedSignIn, PendingSignIn, SECOND_STEP_LIFETIME};
 pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};
 pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};
@@ -20,3 +25,5 @@ pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};
 pub use throttle::{
     ACCOUNT_FAILURES, ACCOUNT_FAILURES_ANYWHERE, IP_FAILURES, LoginThrottle, Throttled,
 };
+pub use totp::{DIGITS, SKEW_STEPS, STEP_SECONDS, TotpSecret};
+pub use two_factor::{Enrolment, SecondFactor, TwoFactorStatus, reset_two_factor_in};

@@ -16,10 +16,12 @@ use crate::clock::{millis, now_ms};
 use crate::store::{self, NewSession, NewUser, Readers, SessionRow, UserId, UserRow, Writer};
 
 use super::Error;
+use super::challenge::PendingSignIns;
 use super::identity::{DisplayName, EmailAddress, Role};
 use super::password::{Password, hash_password, verify_password};
 use super::revocation::{Revocations, SessionWatch};
 use super::throttle::LoginThrottle;
+use super::two_factor::SecondFactor;
 
 /// How long a session lasts. Fixed, not sliding: a stolen cookie stops working by itself.
 pub const SESSION_LIFETIME: Duration = Duration::from_hours(14 * 24);
@@ -56,6 +58,11 @@ pub struct Accounts {
     pub(super) writer: Arc<Writer>,
     pub(super) readers: Arc<Readers>,
     pub(super) throttle: LoginThrottle,
+    /// Second-step code attempts, counted apart from passwords: a right password must not
+    /// clear the count of wrong codes, or guessing codes would only cost a password entry.
+    pub(super) code_throttle: LoginThrottle,
+    /// Sign-ins waiting for their second step.
+    pub(super) pending: PendingSignIns,
     /// Open live streams, ended when their session is.
     pub(super) revocations: Revocations,
     /// The first-run setup token, while no user exists. Only in memory: each start of a fresh
@@ -79,6 +86,8 @@ impl Accounts {
             writer,
             readers,
             throttle: LoginThrottle::default(),
+            code_throttle: LoginThrottle::default(),
+            pending: PendingSignIns::default(),
             revocations: Revocations::default(),
             setup_token: Mutex::new(None),
             dummy_hash: OnceLock::new(),
@@ -230,11 +239,13 @@ impl Accounts {
         }
     }
 
-    /// Starts a session for a user who just proved who they are, from `ip`.
+    /// Starts a session for a user who just proved who they are, from `ip` (with a second
+    /// factor, recorded in the audit event, when they have one).
     pub async fn start_session(
         &self,
         user: &UserRow,
         ip: IpAddr,
+        second_factor: Option<SecondFactor>,
     ) -> Result<NewSessionSecret, Error> {
         let secret = NewSessionSecret {
             cookie_value: new_secret(),
@@ -245,9 +256,11 @@ impl Accounts {
         let user_id = user.id;
         let now = now_ms();
         let (actor, target) = (Actor::user(user, ip), Target::user(user));
+        let detail =
+            second_factor.map_or_else(|| json!({}), |how| json!({"second_factor": how.as_str()}));
         self.writer
             .write(move |c| {
-                audit::record(c, &actor, AuditAction::SignedIn, &target, &json!({}))?;
+                audit::record(c, &actor, AuditAction::SignedIn, &target, &detail)?;
                 // Sweeping here keeps the table small without a timer of its own.
                 store::delete_expired_sessions(c, now)?;
                 store::insert_session(

@@ -1,5 +1,6 @@
 //! Getting in and out: `/` (where to go), first-run setup, sign-in and sign-out, choosing a
-//! password through an invitation or reset link, and the account page.
+//! password through an invitation or reset link, and the account page. A right password leads
+//! to a session or, with two-factor sign-in, to its second step (`two_factor`).
 
 use std::net::SocketAddr;
 
@@ -13,15 +14,16 @@ use porch_app::auth::{
 use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
 
-use crate::accounts::{self, LinkKind};
+use crate::accounts::{self, AfterPassword, LinkKind};
 use crate::http::{ClientIp, client_ip};
 use crate::state::AppState;
 
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{
-    Posted, PublicForm, SignedIn, expired_session_cookie, form_token, read_cookie, session_cookie,
-    session_cookie_name, with_cookie,
+    Posted, PublicForm, SignedIn, expired_session_cookie, form_token, read_cookie,
+    second_step_cookie, session_cookie, session_cookie_name, with_cookie,
 };
+use super::two_factor::summary;
 
 /// A form with nothing but its CSRF token.
 #[derive(Debug, Deserialize)]
@@ -63,6 +65,14 @@ impl NoticeQuery {
             "integration-off" => "Turned off. Deliveries wait until it is turned on again.",
             "integration-on" => "Turned on. Waiting deliveries go out now.",
             "integration-deleted" => "Integration deleted.",
+            "two-factor-on" => "Two-factor sign-in is on.",
+            "two-factor-off" => "Two-factor sign-in is off.",
+            "two-factor-reset" => {
+                "Two-factor sign-in reset and their sessions ended. They sign in with their \
+                 password (and set it up again if the team requires it)."
+            }
+            "two-factor-saved" => "Two-factor requirement saved.",
+            "sign-in-expired" => "That sign-in waited too long for its code. Sign in again.",
             _ => return None,
         };
         Some(Notice::Success(text.to_owned()))
@@ -153,7 +163,7 @@ pub async fn setup(
             return Ok(html_with_status(status, page));
         }
     };
-    let session = app.accounts.start_session(&user, ip).await?;
+    let session = app.accounts.start_session(&user, ip, None).await?;
     Ok(with_cookie(
         see_other("/sites/new?notice=welcome"),
         Some(session_cookie(&app, &session.cookie_value)),
@@ -217,11 +227,22 @@ pub struct LoginForm {
     next: String,
 }
 
-fn minutes(wait: std::time::Duration) -> u64 {
-    wait.as_secs().div_ceil(60).max(1)
+/// "1 minute", "3 minutes": how long a throttled person waits.
+pub(super) fn wait_text(wait: std::time::Duration) -> String {
+    let minutes = wait.as_secs().div_ceil(60).max(1);
+    format!("{minutes} minute{}", if minutes == 1 { "" } else { "s" })
 }
 
-/// `POST /login`: checks the password (throttled) and starts a session.
+/// Adds `Retry-After` to a throttled answer.
+pub(super) fn with_retry_after(mut response: Response, wait: std::time::Duration) -> Response {
+    if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// `POST /login`: checks the password (throttled) and starts a session, or sends a user with
+/// two-factor sign-in (or required to set it up) to the second step.
 pub async fn login(
     State(app): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -230,47 +251,50 @@ pub async fn login(
 ) -> Result<Response, PageError> {
     let ip = client_ip(peer, &headers, &app.config.trusted_proxies);
     let next = safe_next(&form.next).to_owned();
-    let (status, message, retry_after) = match app
-        .accounts
-        .sign_in(&form.email, &form.password, ip)
-        .await
-    {
-        Ok(user) => {
-            let session = app.accounts.start_session(&user, ip).await?;
-            return Ok(with_cookie(
-                see_other(&next),
-                Some(session_cookie(&app, &session.cookie_value)),
-            ));
-        }
-        Err(accounts::Error::BadCredentials) => (
-            StatusCode::UNAUTHORIZED,
-            "Wrong email or password.".to_owned(),
-            None,
-        ),
-        Err(accounts::Error::Throttled(wait)) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "Too many failed sign-ins. For your security, wait {} minute{} before trying again.",
-                minutes(wait),
-                if minutes(wait) == 1 { "" } else { "s" }
+    let (status, message, retry_after) =
+        match app.accounts.sign_in(&form.email, &form.password, ip).await {
+            Ok(user) => {
+                return Ok(match app.accounts.after_password(&user, &next, ip).await? {
+                    AfterPassword::Session(session) => with_cookie(
+                        see_other(&next),
+                        Some(session_cookie(&app, &session.cookie_value)),
+                    ),
+                    AfterPassword::SecondStep(token) => with_cookie(
+                        see_other("/login/two-factor"),
+                        Some(second_step_cookie(&app, &token)),
+                    ),
+                    AfterPassword::Enrol(token) => with_cookie(
+                        see_other("/login/two-factor/setup"),
+                        Some(second_step_cookie(&app, &token)),
+                    ),
+                });
+            }
+            Err(accounts::Error::BadCredentials) => (
+                StatusCode::UNAUTHORIZED,
+                "Wrong email or password.".to_owned(),
+                None,
             ),
-            Some(wait),
-        ),
-        Err(err) => return Err(err.into()),
-    };
+            Err(accounts::Error::Throttled(wait)) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "Too many failed sign-ins. For your security, wait {} before trying again.",
+                    wait_text(wait)
+                ),
+                Some(wait),
+            ),
+            Err(err) => return Err(err.into()),
+        };
     let page = render_login(LoginView {
         csrf,
         email: form.email,
         next,
         notice: Some(Notice::Error(message)),
     });
-    let mut response = html_with_status(status, page);
-    if let Some(wait) = retry_after
-        && let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
-    {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    Ok(response)
+    let response = html_with_status(status, page);
+    Ok(match retry_after {
+        Some(wait) => with_retry_after(response, wait),
+        None => response,
+    })
 }
 
 /// `POST /logout`.
@@ -383,14 +407,30 @@ pub async fn complete_reset(
     complete_link(&app, (LinkKind::Reset, ip), &token, form).await
 }
 
-/// `GET /account`.
-pub async fn account_page(who: SignedIn, Query(query): Query<NoticeQuery>) -> Response {
-    html(render_account(AccountView {
+/// The account page for `who`, with `notice` and `status`.
+pub(super) async fn account_page_with(
+    app: &AppState,
+    who: &SignedIn,
+    notice: Option<Notice>,
+    status: StatusCode,
+) -> Result<Response, PageError> {
+    let page = render_account(AccountView {
         nav: who.nav(Section::Account),
         email: who.user.email.clone(),
         role: who.user.role.clone(),
-        notice: query.notice(),
-    }))
+        notice,
+        two_factor: summary(app.accounts.two_factor_status(who.user.id).await?),
+    });
+    Ok(html_with_status(status, page))
+}
+
+/// `GET /account`.
+pub async fn account_page(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    account_page_with(&app, &who, query.notice(), StatusCode::OK).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -428,9 +468,8 @@ pub async fn change_password(
         Err(accounts::Error::Throttled(wait)) => (
             StatusCode::TOO_MANY_REQUESTS,
             format!(
-                "Too many wrong passwords. Wait {} minute{} before trying again.",
-                minutes(wait),
-                if minutes(wait) == 1 { "" } else { "s" }
+                "Too many wrong passwords. Wait {} before trying again.",
+                wait_text(wait)
             ),
         ),
         Err(accounts::Error::Invalid(invalid)) => {
@@ -438,13 +477,5 @@ pub async fn change_password(
         }
         Err(err) => return Err(err.into()),
     };
-    Ok(html_with_status(
-        status,
-        render_account(AccountView {
-            nav: who.nav(Section::Account),
-            email: who.user.email.clone(),
-            role: who.user.role.clone(),
-            notice: Some(Notice::Error(message)),
-        }),
-    ))
+    account_page_with(&app, &who, Some(Notice::Error(message)), status).await
 }

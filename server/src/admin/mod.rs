@@ -20,6 +20,7 @@ pub mod session;
 pub mod sites;
 mod tally;
 pub mod team;
+pub mod two_factor;
 pub mod typing;
 mod views;
 pub mod webhooks;

@@ -240,7 +240,12 @@ impl From<accounts::Error> for PageError {
                 "Already set up",
                 "This Porch server already has an admin. Sign in instead.",
             ),
-            E::BadCredentials | E::BadSetupToken | E::Throttled(_) => Self::new(
+            E::SignInExpired => Self::new(
+                StatusCode::GONE,
+                "Sign-in expired",
+                "That sign-in waited too long for its code. Sign in again.",
+            ),
+            E::BadCredentials | E::BadCode | E::BadSetupToken | E::Throttled(_) => Self::new(
                 StatusCode::UNAUTHORIZED,
                 "Not signed in",
                 "Those details were not accepted.",

@@ -29,27 +29,35 @@ pub const FORM_COOKIE: &str = "porch_form";
 /// http cannot use the prefix (it requires Secure); see "Security" in docs/admin.md. The prefix
 /// stays here with [`cookie`], which sets the attributes a browser demands before it accepts it.
 const HOST_PREFIX: &str = "__Host-";
+/// Between a right password and the second factor: the token of the half-finished sign-in
+/// (`accounts::challenge`), never a session.
+pub const SECOND_STEP_COOKIE: &str = "porch_2fa";
 
 fn is_https(app: &AppState) -> bool {
     app.public_url.starts_with("https://")
 }
 
+fn cookie_name(app: &AppState, base: &str) -> String {
+    if is_https(app) {
+        format!("{HOST_PREFIX}{base}")
+    } else {
+        base.to_owned()
+    }
+}
+
 /// The name of the session cookie for this server.
 pub fn session_cookie_name(app: &AppState) -> String {
-    if is_https(app) {
-        format!("{HOST_PREFIX}{SESSION_COOKIE}")
-    } else {
-        SESSION_COOKIE.to_owned()
-    }
+    cookie_name(app, SESSION_COOKIE)
 }
 
 /// The name of the form cookie for this server.
 pub fn form_cookie_name(app: &AppState) -> String {
-    if is_https(app) {
-        format!("{HOST_PREFIX}{FORM_COOKIE}")
-    } else {
-        FORM_COOKIE.to_owned()
-    }
+    cookie_name(app, FORM_COOKIE)
+}
+
+/// The name of the second-step cookie for this server.
+pub fn second_step_cookie_name(app: &AppState) -> String {
+    cookie_name(app, SECOND_STEP_COOKIE)
 }
 
 /// The value of cookie `name`, if the request has it exactly once. Two cookies of one name
@@ -95,6 +103,29 @@ pub fn session_cookie(app: &AppState, value: &str) -> HeaderValue {
         value,
         SESSION_LIFETIME,
         "Lax",
+    )
+}
+
+/// The cookie of a half-finished sign-in: Strict (only our own pages need it), and gone from
+/// the browser when the sign-in expires on the server.
+pub fn second_step_cookie(app: &AppState, value: &str) -> HeaderValue {
+    cookie(
+        app,
+        &second_step_cookie_name(app),
+        value,
+        crate::accounts::SECOND_STEP_LIFETIME,
+        "Strict",
+    )
+}
+
+/// Clears the second-step cookie (the sign-in finished).
+pub fn expired_second_step_cookie(app: &AppState) -> HeaderValue {
+    cookie(
+        app,
+        &second_step_cookie_name(app),
+        "",
+        std::time::Duration::ZERO,
+        "Strict",
     )
 }
 

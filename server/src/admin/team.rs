@@ -1,5 +1,6 @@
 //! The team (admins only): invite (a copyable link, also mailed through the job runner when SMTP
-//! is configured), change roles, disable and enable, and make password-reset links.
+//! is configured), change roles, disable and enable, make password-reset links, reset someone's
+//! two-factor sign-in, and require it.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -28,11 +29,13 @@ async fn team_page_with(
     status: StatusCode,
 ) -> Result<Response, PageError> {
     let users = app.accounts.list_users().await?;
+    let (with_two_factor, two_factor_required) = app.accounts.team_two_factor().await?;
     let members = users
         .into_iter()
         .map(|u| MemberView {
             id: u.id.0,
             is_me: u.id == who.user.id,
+            has_two_factor: with_two_factor.contains(&u.id),
             name: u.name,
             email: u.email,
             is_admin: u.role == "admin",
@@ -46,6 +49,7 @@ async fn team_page_with(
             members,
             notice,
             new_link,
+            two_factor_required,
         }),
     ))
 }
@@ -226,7 +230,47 @@ pub async fn enable(
     }
 }
 
-/// The heading over a new link on the team page; says whether it was also mailed.
+/// `POST /team/{id}/two-factor/reset`: for a lost phone. Their factor, recovery codes and
+/// sessions go; they sign in with the password alone (or set it up again if required).
+pub async fn reset_two_factor(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    match app
+        .accounts
+        .reset_two_factor(&Actor::user(&who.user, ip), UserId(id))
+        .await
+    {
+        Ok(()) => Ok(see_other("/team?notice=two-factor-reset")),
+        Err(err) => refused(&app, &who, err).await,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RequireForm {
+    /// A checkbox: present (`on`) when ticked, absent otherwise.
+    #[serde(default)]
+    required: Option<String>,
+}
+
+/// `POST /team/two-factor`: requires two-factor sign-in for the team, or stops requiring it.
+pub async fn require_two_factor(
+    State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, form }: AdminPosted<RequireForm>,
+) -> Result<Response, PageError> {
+    match app
+        .accounts
+        .set_two_factor_required(&Actor::user(&who.user, ip), form.required.is_some())
+        .await
+    {
+        Ok(()) => Ok(see_other("/team?notice=two-factor-saved")),
+        Err(err) => refused(&app, &who, err).await,
+    }
+}
+
 /// Queues the link's mail when email is configured; returns whether it was queued.
 async fn mail_link(
     app: &AppState,
@@ -248,6 +292,7 @@ async fn mail_link(
     Ok(true)
 }
 
+/// The heading over a new link on the team page; says whether it was also mailed.
 fn link_title(what: &str, mailed: bool) -> String {
     if mailed {
         format!("{what} (also being sent by email)")

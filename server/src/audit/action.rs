@@ -23,11 +23,17 @@ pub enum AuditAction {
     IntegrationDeleted,
     TokenCreated,
     TokenRevoked,
+    TwoFactorEnabled,
+    TwoFactorDisabled,
+    TwoFactorReset,
+    TwoFactorRecoveryUsed,
+    TwoFactorRecoveryRegenerated,
+    TeamTwoFactorRequired,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 25] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::UserCreated,
@@ -47,6 +53,12 @@ impl AuditAction {
         Self::IntegrationDeleted,
         Self::TokenCreated,
         Self::TokenRevoked,
+        Self::TwoFactorEnabled,
+        Self::TwoFactorDisabled,
+        Self::TwoFactorReset,
+        Self::TwoFactorRecoveryUsed,
+        Self::TwoFactorRecoveryRegenerated,
+        Self::TeamTwoFactorRequired,
     ];
 
     /// The stable dotted code stored and shown.
@@ -71,6 +83,12 @@ impl AuditAction {
             Self::IntegrationDeleted => "integration.deleted",
             Self::TokenCreated => "token.created",
             Self::TokenRevoked => "token.revoked",
+            Self::TwoFactorEnabled => "two_factor.enabled",
+            Self::TwoFactorDisabled => "two_factor.disabled",
+            Self::TwoFactorReset => "two_factor.reset",
+            Self::TwoFactorRecoveryUsed => "two_factor.recovery_used",
+            Self::TwoFactorRecoveryRegenerated => "two_factor.recovery_regenerated",
+            Self::TeamTwoFactorRequired => "team.two_factor_required",
         }
     }
 }

@@ -82,6 +82,15 @@ impl Target {
         }
     }
 
+    /// An install-wide setting by its key.
+    pub fn setting(key: &str) -> Self {
+        Self {
+            kind: "setting",
+            id: key.to_owned(),
+            label: key.to_owned(),
+        }
+    }
+
     /// An API token by its id and name (never the token).
     pub fn token(id: i64, name: &str) -> Self {
         Self {

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use serde_json::json;
 
-use crate::accounts::{Password, hash_password};
+use crate::accounts::{Password, hash_password, reset_two_factor_in};
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::http::auth::{hash_api_token, new_api_token};
@@ -42,6 +42,13 @@ pub enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
     },
+    /// Switch off a user's two-factor sign-in and end their sessions (a lost phone, or the last
+    /// admin locked out); they then sign in with their password alone.
+    #[command(name = "reset-2fa")]
+    Reset2fa {
+        /// The user's email.
+        email: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,12 +80,39 @@ pub enum TokenCommand {
 }
 
 pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
-    let UserCommand::Add {
-        email,
-        name,
-        role,
-        password_stdin,
-    } = command;
+    match command {
+        UserCommand::Add {
+            email,
+            name,
+            role,
+            password_stdin,
+        } => add_user(conn, &email, &name, role, password_stdin),
+        UserCommand::Reset2fa { email } => reset_two_factor(conn, email.trim()),
+    }
+}
+
+fn reset_two_factor(conn: &Connection, email: &str) -> anyhow::Result<()> {
+    // One transaction: the reset, the ended sessions and the audit record commit together.
+    let tx = conn.unchecked_transaction()?;
+    let Some(user) = store::find_user_by_email(&tx, email)? else {
+        bail!("no user has the email {email}");
+    };
+    if !reset_two_factor_in(&tx, &Actor::cli(), &user)? {
+        bail!("{email} has no two-factor sign-in");
+    }
+    tx.commit()?;
+    write_out(&format!(
+        "Two-factor sign-in of {email} is off and their sessions ended; they sign in with their password."
+    ))
+}
+
+fn add_user(
+    conn: &Connection,
+    email: &str,
+    name: &str,
+    role: Role,
+    password_stdin: bool,
+) -> anyhow::Result<()> {
     let email = email.trim();
     if !email.contains('@') {
         bail!("--email must be an email address");

@@ -126,25 +126,7 @@ fn admin_routes() -> Router<AppState> {
         .route("/assets/notify.js", get(admin::assets::notify_js))
         .route("/assets/keys.js", get(admin::assets::keys_js))
         .route("/assets/favicon.svg", get(admin::assets::favicon))
-        .route(
-            "/setup",
-            get(admin::auth::setup_page).post(admin::auth::setup),
-        )
-        .route(
-            "/login",
-            get(admin::auth::login_page).post(admin::auth::login),
-        )
-        .route("/logout", post(admin::auth::logout))
-        .route(
-            "/invitations/{token}",
-            get(admin::auth::invitation_page).post(admin::auth::complete_invitation),
-        )
-        .route(
-            "/password-resets/{token}",
-            get(admin::auth::reset_page).post(admin::auth::complete_reset),
-        )
-        .route("/account", get(admin::auth::account_page))
-        .route("/account/password", post(admin::auth::change_password))
+        .merge(account_routes())
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
         .route("/inbox/counts", get(admin::live::count_events))
@@ -194,6 +176,58 @@ fn admin_routes() -> Router<AppState> {
         .route("/team/{id}/link", post(admin::team::create_link))
         .route("/team/{id}/disable", post(admin::team::disable))
         .route("/team/{id}/enable", post(admin::team::enable))
+        .route("/team/two-factor", post(admin::team::require_two_factor))
+        .route(
+            "/team/{id}/two-factor/reset",
+            post(admin::team::reset_two_factor),
+        )
+}
+
+/// Setting up, signing in (with its second step) and out, invitation and reset links, and the
+/// account page.
+fn account_routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/setup",
+            get(admin::auth::setup_page).post(admin::auth::setup),
+        )
+        .route(
+            "/login",
+            get(admin::auth::login_page).post(admin::auth::login),
+        )
+        .route(
+            "/login/two-factor",
+            get(admin::two_factor::second_step_page).post(admin::two_factor::second_step),
+        )
+        .route(
+            "/login/two-factor/setup",
+            get(admin::two_factor::enrol_page).post(admin::two_factor::enrol),
+        )
+        .route("/logout", post(admin::auth::logout))
+        .route(
+            "/invitations/{token}",
+            get(admin::auth::invitation_page).post(admin::auth::complete_invitation),
+        )
+        .route(
+            "/password-resets/{token}",
+            get(admin::auth::reset_page).post(admin::auth::complete_reset),
+        )
+        .route("/account", get(admin::auth::account_page))
+        .route("/account/password", post(admin::auth::change_password))
+        .route("/account/two-factor", get(admin::two_factor::setup_page))
+        .route("/account/two-factor/setup", post(admin::two_factor::begin))
+        .route(
+            "/account/two-factor/confirm",
+            post(admin::two_factor::confirm),
+        )
+        .route(
+            "/account/two-factor/recovery-codes",
+            post(admin::two_factor::regenerate),
+        )
+        .route(
+            "/account/two-factor/disable",
+            post(admin::two_factor::disable),
+        )
 }
 
 /// A site's destination pages (Slack, Discord, webhooks, email) and what they share.

@@ -28,6 +28,7 @@ mod sessions;
 mod settings;
 mod sites;
 mod slack;
+mod two_factor;
 mod users;
 mod visitors;
 mod write_failures;
@@ -87,6 +88,12 @@ pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
 pub use slack::{
     ThreadStart, begin_slack_thread, find_conversation_by_slack_thread, find_slack_thread,
     insert_slack_event, insert_slack_thread, insert_slack_thread_root, prune_slack_events,
+};
+pub use two_factor::{
+    TotpRow, confirm_totp, count_unused_recovery_codes, delete_sessions_without_two_factor,
+    delete_two_factor, find_two_factor_required, list_two_factor_users, load_totp_secret,
+    replace_recovery_codes, save_totp_secret, update_two_factor_required, use_recovery_code,
+    use_totp_step,
 };
 pub use users::{NewUser, UserRow, find_user_by_email, insert_user, spend_user_links};
 pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};

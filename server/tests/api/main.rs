@@ -38,6 +38,7 @@ mod slack_threads;
 mod slack_wire;
 mod snippet;
 mod throttle_race;
+mod two_factor;
 mod unread_counts;
 mod visitor_typing;
 mod wal_ceiling;

@@ -1,0 +1,292 @@
+//! The second step of signing in. After a right password, a user with two-factor sign-in (or
+//! one the team requires to set it up) gets a half-finished sign-in instead of a session: a
+//! random token, kept in memory for 5 minutes, good for one finished sign-in. No session exists
+//! until a code (or a recovery code) passes; code attempts are throttled like passwords.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::audit::{self, Actor, AuditAction, Target};
+use crate::store::{self, UserId, UserRow};
+
+use super::Error;
+use super::session::{Accounts, NewSessionSecret, hash_secret, new_secret};
+use super::totp::is_one_time_code;
+use super::two_factor::{
+    Enrolment, SecondFactor, confirm_pending, pending_or_new, spend_second_factor,
+};
+
+/// How long a half-finished sign-in waits for its second step.
+pub const SECOND_STEP_LIFETIME: Duration = Duration::from_mins(5);
+/// Half-finished sign-ins kept at most (each needs a right password, so this is generous);
+/// past it expired ones are swept, then the oldest is dropped.
+const MAX_PENDING: usize = 10_000;
+
+/// A password-checked sign-in waiting for its second step.
+#[derive(Debug, Clone)]
+pub struct PendingSignIn {
+    pub user: UserId,
+    pub email: String,
+    /// Where the sign-in leads once finished (already checked to be a local path).
+    pub next: String,
+    /// The team requires two-factor and the user has none: they set it up first.
+    pub must_enrol: bool,
+    started: Instant,
+}
+
+/// Half-finished sign-ins by their token's hash.
+#[derive(Default)]
+pub struct PendingSignIns {
+    map: Mutex<HashMap<[u8; 32], PendingSignIn>>,
+}
+
+fn is_live(pending: &PendingSignIn, now: Instant) -> bool {
+    now.saturating_duration_since(pending.started) < SECOND_STEP_LIFETIME
+}
+
+impl PendingSignIns {
+    fn insert(&self, pending: PendingSignIn, now: Instant) -> String {
+        let token = new_secret();
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= MAX_PENDING {
+            map.retain(|_, p| is_live(p, now));
+            if let Some(oldest) = map.iter().min_by_key(|(_, p)| p.started).map(|(k, _)| *k) {
+                map.remove(&oldest);
+            }
+        }
+        map.insert(hash_secret(&token), pending);
+        token
+    }
+
+    fn find(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(&hash_secret(token))
+            .filter(|p| is_live(p, now))
+            .cloned()
+    }
+
+    /// Takes the sign-in out: only one request can finish it.
+    fn take(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        map.remove(&hash_secret(token)).filter(|p| is_live(p, now))
+    }
+}
+
+/// What a right password leads to.
+#[derive(Debug)]
+pub enum AfterPassword {
+    /// Signed in: no second factor needed.
+    Session(NewSessionSecret),
+    /// The second step's token: a code is needed.
+    SecondStep(String),
+    /// The second step's token: two-factor must be set up first.
+    Enrol(String),
+}
+
+/// A finished sign-in: the session, and where to go.
+#[derive(Debug)]
+pub struct FinishedSignIn {
+    pub session: NewSessionSecret,
+    pub next: String,
+}
+
+impl Accounts {
+    /// Decides what follows a right password for `user`: a session, or a second step.
+    pub async fn after_password(
+        &self,
+        user: &UserRow,
+        next: &str,
+        ip: IpAddr,
+    ) -> Result<AfterPassword, Error> {
+        let id = user.id;
+        let (has_factor, is_required) = self
+            .readers
+            .read(move |c| {
+                Ok((
+                    store::load_totp_secret(c, id)?.is_some_and(|r| r.is_confirmed),
+                    store::find_two_factor_required(c)?,
+                ))
+            })
+            .await?;
+        if !has_factor && !is_required {
+            return Ok(AfterPassword::Session(
+                self.start_session(user, ip, None).await?,
+            ));
+        }
+        let now = Instant::now();
+        let pending = PendingSignIn {
+            user: user.id,
+            email: user.email.clone(),
+            next: next.to_owned(),
+            must_enrol: !has_factor,
+            started: now,
+        };
+        let token = self.pending.insert(pending, now);
+        Ok(if has_factor {
+            AfterPassword::SecondStep(token)
+        } else {
+            AfterPassword::Enrol(token)
+        })
+    }
+
+    /// The half-finished sign-in behind a token, while it is usable.
+    pub fn pending_sign_in(&self, token: &str) -> Option<PendingSignIn> {
+        self.pending.find(token, Instant::now())
+    }
+
+    /// Finishes a sign-in with a one-time code or a recovery code. A wrong code keeps the
+    /// half-finished sign-in (until it expires or the throttle stops it) and is recorded as a
+    /// failed sign-in.
+    pub async fn finish_sign_in(
+        &self,
+        token: &str,
+        code: &str,
+        ip: IpAddr,
+    ) -> Result<FinishedSignIn, Error> {
+        let pending = self.usable(token, false)?;
+        self.reserve_code(&pending, ip)?;
+        let code = code.to_owned();
+        let id = pending.user;
+        let passed = self
+            .writer
+            .write(move |c| {
+                let Some(user) = store::find_user(c, id)?.filter(|u| !u.is_disabled) else {
+                    return Ok(None);
+                };
+                let actor = Actor::user(&user, ip);
+                let passed = spend_second_factor(c, id, &code)?;
+                match passed {
+                    Some(SecondFactor::RecoveryCode) => {
+                        let left = store::count_unused_recovery_codes(c, id)?;
+                        let (action, target) =
+                            (AuditAction::TwoFactorRecoveryUsed, Target::user(&user));
+                        audit::record(c, &actor, action, &target, &json!({"left": left}))?;
+                    }
+                    Some(SecondFactor::Totp) => {}
+                    None => {
+                        let reason = if is_one_time_code(&code) {
+                            "bad_code"
+                        } else {
+                            "bad_recovery_code"
+                        };
+                        let (action, target) = (AuditAction::SignInFailed, Target::user(&user));
+                        audit::record(c, &actor, action, &target, &json!({"reason": reason}))?;
+                    }
+                }
+                Ok(passed.map(|how| (user, how)))
+            })
+            .await?;
+        let Some((user, how)) = passed else {
+            return Err(Error::BadCode);
+        };
+        self.finish(token, &user, how, ip).await
+    }
+
+    /// The pending setup shown to someone the team requires to set up two-factor.
+    pub async fn enrolment_at_sign_in(&self, token: &str) -> Result<Enrolment, Error> {
+        let pending = self.usable(token, true)?;
+        let id = pending.user;
+        self.writer
+            .write(move |c| match store::find_user(c, id)? {
+                Some(user) => pending_or_new(c, &user),
+                None => Ok(None),
+            })
+            .await?
+            .ok_or(Error::SignInExpired)
+    }
+
+    /// Switches two-factor on during a sign-in (first correct code) and finishes the sign-in;
+    /// returns the recovery codes to show once.
+    pub async fn enrol_at_sign_in(
+        &self,
+        token: &str,
+        code: &str,
+        ip: IpAddr,
+    ) -> Result<(FinishedSignIn, Vec<String>), Error> {
+        let pending = self.usable(token, true)?;
+        self.reserve_code(&pending, ip)?;
+        let (code, id) = (code.to_owned(), pending.user);
+        let enrolled = self
+            .writer
+            .write(move |c| {
+                let Some(user) = store::find_user(c, id)?.filter(|u| !u.is_disabled) else {
+                    return Ok(None);
+                };
+                let codes = confirm_pending(c, &Actor::user(&user, ip), &user, &code)?;
+                Ok(codes.map(|codes| (user, codes)))
+            })
+            .await?;
+        let Some((user, codes)) = enrolled else {
+            return Err(Error::BadCode);
+        };
+        let finished = self.finish(token, &user, SecondFactor::Totp, ip).await?;
+        Ok((finished, codes))
+    }
+
+    fn usable(&self, token: &str, must_enrol: bool) -> Result<PendingSignIn, Error> {
+        self.pending
+            .find(token, Instant::now())
+            .filter(|p| p.must_enrol == must_enrol)
+            .ok_or(Error::SignInExpired)
+    }
+
+    /// Reserves a failed code attempt before the code is checked, as the password path does.
+    fn reserve_code(&self, pending: &PendingSignIn, ip: IpAddr) -> Result<(), Error> {
+        self.code_throttle
+            .reserve(&pending.email, ip, Instant::now())
+            .map_err(|t| Error::Throttled(t.retry_after()))
+    }
+
+    /// Spends the half-finished sign-in and starts the session; a second request finishing the
+    /// same one (two codes raced) gets nothing.
+    async fn finish(
+        &self,
+        token: &str,
+        user: &UserRow,
+        how: SecondFactor,
+        ip: IpAddr,
+    ) -> Result<FinishedSignIn, Error> {
+        let pending = self
+            .pending
+            .take(token, Instant::now())
+            .ok_or(Error::SignInExpired)?;
+        self.code_throttle.succeeded(&pending.email, ip);
+        let session = self.start_session(user, ip, Some(how)).await?;
+        Ok(FinishedSignIn {
+            session,
+            next: pending.next,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(started: Instant) -> PendingSignIn {
+        PendingSignIn {
+            user: UserId(1),
+            email: "ana@example.com".to_owned(),
+            next: "/inbox".to_owned(),
+            must_enrol: false,
+            started,
+        }
+    }
+
+    #[test]
+    fn a_half_finished_sign_in_lasts_five_minutes_and_finishes_once() {
+        let all = PendingSignIns::default();
+        let start = Instant::now();
+        let token = all.insert(pending(start), start);
+        let almost = start + SECOND_STEP_LIFETIME.saturating_sub(Duration::from_secs(1));
+        assert!(all.find(&token, almost).is_some());
+        assert!(all.find(&token, start + SECOND_STEP_LIFETIME).is_none());
+        assert!(all.find("another token", start).is_none());
+        assert!(all.take(&token, almost).is_some());
+        assert!(all.take(&token, almost).is_none(), "single use");
+    }
+}

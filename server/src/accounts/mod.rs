@@ -1,12 +1,14 @@
 //! Accounts of the admin UI: passwords (argon2id), the first-run setup token, sign-in with
-//! throttling, sessions, invitations and reset links, roles and disabling. It decides; `store`
-//! persists; it knows nothing of HTTP, and of cookies only the session cookie's name.
+//! throttling, sessions, single sign-on (`sso`), invitations and reset links, roles and
+//! disabling. It decides; `store` persists; it knows nothing of Porch's HTTP (only `sso` calls
+//! the provider), and of cookies only the session cookie's name.
 
 mod error;
 mod identity;
 pub mod password;
 mod revocation;
 mod session;
+pub mod sso;
 mod team;
 mod throttle;
 

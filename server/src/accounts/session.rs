@@ -236,6 +236,16 @@ impl Accounts {
         user: &UserRow,
         ip: IpAddr,
     ) -> Result<NewSessionSecret, Error> {
+        self.open_session(user, ip, json!({})).await
+    }
+
+    /// Starts a session, recording `session.signed_in` with `detail` (how they signed in).
+    pub(super) async fn open_session(
+        &self,
+        user: &UserRow,
+        ip: IpAddr,
+        detail: serde_json::Value,
+    ) -> Result<NewSessionSecret, Error> {
         let secret = NewSessionSecret {
             cookie_value: new_secret(),
             csrf_token: new_secret(),
@@ -247,7 +257,7 @@ impl Accounts {
         let (actor, target) = (Actor::user(user, ip), Target::user(user));
         self.writer
             .write(move |c| {
-                audit::record(c, &actor, AuditAction::SignedIn, &target, &json!({}))?;
+                audit::record(c, &actor, AuditAction::SignedIn, &target, &detail)?;
                 // Sweeping here keeps the table small without a timer of its own.
                 store::delete_expired_sessions(c, now)?;
                 store::insert_session(

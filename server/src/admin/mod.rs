@@ -15,6 +15,7 @@ pub mod live;
 mod page;
 pub mod session;
 pub mod sites;
+pub mod sso;
 pub mod team;
 mod views;
 

@@ -34,22 +34,23 @@ fn is_https(app: &AppState) -> bool {
     app.public_url.starts_with("https://")
 }
 
+/// The name of cookie `base` for this server: with the `__Host-` prefix over https.
+pub fn cookie_name(app: &AppState, base: &str) -> String {
+    if is_https(app) {
+        format!("{HOST_PREFIX}{base}")
+    } else {
+        base.to_owned()
+    }
+}
+
 /// The name of the session cookie for this server.
 pub fn session_cookie_name(app: &AppState) -> String {
-    if is_https(app) {
-        format!("{HOST_PREFIX}{SESSION_COOKIE}")
-    } else {
-        SESSION_COOKIE.to_owned()
-    }
+    cookie_name(app, SESSION_COOKIE)
 }
 
 /// The name of the form cookie for this server.
 pub fn form_cookie_name(app: &AppState) -> String {
-    if is_https(app) {
-        format!("{HOST_PREFIX}{FORM_COOKIE}")
-    } else {
-        FORM_COOKIE.to_owned()
-    }
+    cookie_name(app, FORM_COOKIE)
 }
 
 /// The value of cookie `name`, if the request has it exactly once. Two cookies of one name

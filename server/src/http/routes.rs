@@ -131,6 +131,8 @@ fn admin_routes() -> Router<AppState> {
             "/login",
             get(admin::auth::login_page).post(admin::auth::login),
         )
+        .route("/login/sso", get(admin::sso::start))
+        .route("/login/sso/callback", get(admin::sso::callback))
         .route("/logout", post(admin::auth::logout))
         .route(
             "/invitations/{token}",

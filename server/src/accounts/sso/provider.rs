@@ -241,7 +241,14 @@ impl Sso {
             return Err(Refusal::StateMismatch);
         }
         if let Some(error) = callback.error {
-            tracing::info!(error = %error.chars().take(100).collect::<String>(), "single sign-on: the provider refused");
+            // The provider's code (`access_denied`, …) is for the operator; cut short and without
+            // control characters, since anyone can put text in this URL.
+            let error: String = error
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(100)
+                .collect();
+            tracing::info!(%error, "single sign-on: the provider refused");
             return Err(Refusal::ProviderError);
         }
         let code = callback.code.ok_or(Refusal::ProviderError)?;

@@ -5,7 +5,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import Provider from "oidc-provider";
-import { Porch, freePort, launchBrowser, snap, waitFor } from "./harness.js";
+import { Porch, freePort, launchBrowser, signIn, snap, waitFor } from "./harness.js";
 
 const CLIENT_ID = "porch";
 const CLIENT_SECRET = "a-client-secret-for-the-browser-test";
@@ -17,6 +17,7 @@ const ACCOUNTS = {
   bo: { email: "bo@example.com", email_verified: false, name: "Bo" },
   stranger: { email: "stranger@elsewhere.example", email_verified: true, name: "Stranger" },
   cy: { email: "cy@staff.example", email_verified: true, name: "Cy Young" },
+  dee: { email: "dee@example.com", email_verified: true, name: "Dee" },
 };
 
 /** Starts the provider on `port` with Porch's client; returns {issuer, close}. */
@@ -93,6 +94,7 @@ async function world() {
   // Ana and Bo exist (without passwords: SSO is how they get in); Cy does not.
   await porch.cli(["user", "add", "--email", "ana@example.com", "--name", "Ana"]);
   await porch.cli(["user", "add", "--email", "bo@example.com", "--name", "Bo"]);
+  await porch.cli(["user", "add", "--email", "dee@example.com", "--name", "Dee"]);
   provider = await startProvider(await freePort(), porch.url);
   await porch.start({
     env: {
@@ -240,6 +242,28 @@ test("another provider account with the same email cannot take over a linked use
   await signInAtProvider(page, "ana-twin");
   assert.match(await refusal(page, "sso_subject_mismatch"), /linked to another account/);
   await page.context().close();
+});
+
+test("a user an admin disabled is refused, though the provider still vouches for them", { timeout: 60000 }, async () => {
+  await world();
+  const dee = await newPage();
+  await dee.goto(`${porch.url}/login`);
+  await signInAtProvider(dee, "dee");
+  await dee.waitForURL((u) => u.origin === porch.url && u.pathname === "/inbox");
+  await dee.context().close();
+
+  const admin = await newPage();
+  await signIn(admin, porch, "admin@example.com");
+  await admin.goto(`${porch.url}/team`);
+  await admin.locator("li.member", { hasText: "dee@example.com" }).getByRole("button", { name: "Disable" }).click();
+  await admin.waitForURL(/notice=disabled/);
+  await admin.context().close();
+
+  const again = await newPage();
+  await again.goto(`${porch.url}/login`);
+  await signInAtProvider(again, "dee");
+  assert.match(await refusal(again, "sso_user_disabled"), /Your Porch account is disabled/);
+  await again.context().close();
 });
 
 test("with the provider down at start, the page says so, and the button comes once it is up", { timeout: 90000 }, async () => {

@@ -63,6 +63,19 @@ pub struct LoginView {
     pub email: String,
     pub next: String,
     pub notice: Option<Notice>,
+    /// The single sign-on button, when it is configured.
+    pub sso: Option<SsoButton>,
+}
+
+/// Signing in through the organisation's OpenID Connect provider.
+#[derive(Debug, Clone, Default)]
+pub struct SsoButton {
+    /// The button's text (`PORCH_OIDC_LABEL`).
+    pub label: String,
+    /// `/login/sso` with the `next` page.
+    pub href: String,
+    /// False until Porch has reached the provider: a hint replaces the button.
+    pub is_ready: bool,
 }
 
 /// Renders the sign-in page.
@@ -87,6 +100,22 @@ pub fn render_login(view: LoginView) -> String {
                 </div>
                 <button type="submit" class="button button-primary">"Sign in"</button>
             </form>
+            {view.sso.map(|sso| view! {
+                <div class="sso">
+                    {if sso.is_ready {
+                        view! { <a class="button" id="sso" href=sso.href>{sso.label}</a> }
+                            .into_any()
+                    } else {
+                        view! {
+                            <p class="hint" id="sso-unavailable">
+                                "Single sign-on is not available right now: Porch cannot reach \
+                                 the sign-in provider yet and keeps trying."
+                            </p>
+                        }
+                        .into_any()
+                    }}
+                </div>
+            })}
             <p class="hint">"Forgot your password? Ask an admin for a reset link."</p>
         </section>
     };

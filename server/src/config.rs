@@ -11,8 +11,10 @@ use clap::Args;
 use crate::store::Synchronous;
 
 mod rules;
+mod sso;
 
 pub use rules::{ConfigError, Warning};
+pub use sso::DomainList;
 
 /// Where Porch keeps its data; shared by every command.
 #[derive(Debug, Clone, Args)]
@@ -178,6 +180,44 @@ pub struct Config {
     #[arg(long, env = "PORCH_MAIL_FROM")]
     pub mail_from: Option<String>,
 
+    /// The OpenID Connect provider for single sign-on, as its issuer URL (for example
+    /// `https://id.example.com/realms/staff`); its discovery document is read from
+    /// `<issuer>/.well-known/openid-configuration`. Set together with the client id and secret;
+    /// unset, the sign-in page offers passwords only (see docs/sso.md).
+    #[arg(long, env = "PORCH_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// The client id Porch has at the OpenID Connect provider.
+    #[arg(long, env = "PORCH_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client secret Porch has at the OpenID Connect provider.
+    #[arg(long, env = "PORCH_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<Secret>,
+
+    /// A file holding the OpenID Connect client secret (for Docker secrets); read at start-up.
+    #[arg(
+        long,
+        env = "PORCH_OIDC_CLIENT_SECRET_FILE",
+        conflicts_with = "oidc_client_secret"
+    )]
+    pub oidc_client_secret_file: Option<PathBuf>,
+
+    /// The text of the single sign-on button on the sign-in page.
+    #[arg(long, env = "PORCH_OIDC_LABEL", default_value = "Sign in with SSO")]
+    pub oidc_label: String,
+
+    /// Email domains (comma-separated, such as `example.com,example.org`) whose people may sign
+    /// in through single sign-on without an account: one is created for them, as an agent, on
+    /// their first sign-in. Empty: only existing and invited users may sign in.
+    #[arg(
+        long,
+        env = "PORCH_OIDC_AUTO_PROVISION_DOMAINS",
+        default_value = "",
+        value_parser = sso::parse_domain_list
+    )]
+    pub oidc_auto_provision_domains: DomainList,
+
     /// After SIGTERM, how long to keep serving with `/readyz` at 503 `shutting_down`, so load
     /// balancers take this instance out before it stops accepting.
     #[arg(long, env = "PORCH_DRAIN", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -226,8 +266,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads each `*_FILE` secret (`PORCH_METRICS_TOKEN_FILE`, `PORCH_SMTP_URL_FILE`) into its
-    /// setting, trimmed of white space (files usually end with a newline).
+    /// Reads each `*_FILE` secret (`PORCH_METRICS_TOKEN_FILE`, `PORCH_SMTP_URL_FILE`,
+    /// `PORCH_OIDC_CLIENT_SECRET_FILE`) into its setting, trimmed of white space (files usually end with a newline).
     ///
     /// # Errors
     /// Fails, naming the variable, if a file cannot be read or is empty.
@@ -237,6 +277,10 @@ impl Config {
         }
         if let Some(path) = &self.smtp_url_file {
             self.smtp_url = Some(read_secret_file("PORCH_SMTP_URL_FILE", path)?);
+        }
+        if let Some(path) = &self.oidc_client_secret_file {
+            self.oidc_client_secret =
+                Some(read_secret_file("PORCH_OIDC_CLIENT_SECRET_FILE", path)?);
         }
         Ok(())
     }

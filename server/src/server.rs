@@ -10,6 +10,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::accounts::sso::Sso;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::hub::Hub;
@@ -113,6 +114,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         burst: config.ip_conversations_burst,
     });
     let public_url = config.public_url_or(local_addr);
+    let sso = Sso::from_config(&config, &public_url, http.known_hosts.clone())?;
     let app: AppState = Arc::new(App::new(
         Arc::clone(&config),
         public_url,
@@ -127,6 +129,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         http,
         mailer,
         Arc::new(Capacity::new(config.sampler)),
+        sso,
     ));
 
     app.accounts.prepare_first_run(&app.public_url).await?;
@@ -143,6 +146,9 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     };
     spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
     spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());
+    if let Some(sso) = &app.sso {
+        Arc::clone(sso).spawn_discovery(app.shutdown.clone());
+    }
     spawn_replication_scraper(
         Arc::clone(&app.replication),
         app.http.known_hosts.clone(),

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::accounts::Accounts;
+use crate::accounts::sso::Sso;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::integrations::HttpClients;
@@ -42,6 +43,8 @@ pub struct App {
     pub mailer: Option<Arc<Mailer>>,
     /// The admin UI's accounts: setup, sign-in, sessions, team.
     pub accounts: Accounts,
+    /// Single sign-on, when `PORCH_OIDC_ISSUER` and its client settings are set.
+    pub sso: Option<Arc<Sso>>,
     /// Counters the hot paths bump (acks, connections, heartbeat, job outcomes).
     pub meters: Arc<Meters>,
     /// The sampler's last hour, for the capacity page.
@@ -71,6 +74,7 @@ impl App {
         http: HttpClients,
         mailer: Option<Arc<Mailer>>,
         capacity: Arc<Capacity>,
+        sso: Option<Arc<Sso>>,
     ) -> Self {
         let replication = Arc::new(Replication::new(config.litestream_metrics_url.clone()));
         let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
@@ -85,6 +89,7 @@ impl App {
         ));
         Self {
             accounts,
+            sso,
             config,
             public_url,
             chat,

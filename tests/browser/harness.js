@@ -95,10 +95,11 @@ export class Porch {
     this.token = (await this.cli(["token", "add", "--user", email])).trim();
   }
 
-  async start() {
+  /** Starts `porch serve`; `env` adds environment variables (such as `PORCH_OIDC_*`). */
+  async start({ env = {} } = {}) {
     this.log = "";
     const proc = spawn(PORCH_BIN, ["--data-dir", this.dataDir, "serve", "--listen", `127.0.0.1:${this.port}`,
-      "--public-url", this.url], { stdio: ["ignore", "pipe", "pipe"] });
+      "--public-url", this.url], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
     this.proc = proc;
     proc.stdout.on("data", (d) => { this.log += d; });
     proc.stderr.on("data", (d) => { this.log += d; });

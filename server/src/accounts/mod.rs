@@ -1,7 +1,7 @@
 //! Accounts of the admin UI: passwords (argon2id), the first-run setup token, sign-in with
-//! throttling, two-factor sign-in (TOTP), sessions, invitations and reset links, roles and
-//! disabling. It decides; `store`
-//! persists; it knows nothing of HTTP, and of cookies only the session cookie's name.
+//! throttling, two-factor sign-in (TOTP), sessions, single sign-on (`sso`), invitations and
+//! reset links, roles and disabling. It decides; `store` persists; it knows nothing of Porch's
+//! HTTP (only `sso` calls the provider), and of cookies only the session cookie's name.
 
 mod challenge;
 mod error;
@@ -9,6 +9,7 @@ mod identity;
 pub mod password;
 mod revocation;
 mod session;
+pub mod sso;
 mod team;
 mod throttle;
 mod totp;

@@ -247,6 +247,18 @@ impl Accounts {
         ip: IpAddr,
         second_factor: Option<SecondFactor>,
     ) -> Result<NewSessionSecret, Error> {
+        let detail =
+            second_factor.map_or_else(|| json!({}), |how| json!({"second_factor": how.as_str()}));
+        self.open_session(user, ip, detail).await
+    }
+
+    /// Starts a session, recording `session.signed_in` with `detail` (how they signed in).
+    pub(super) async fn open_session(
+        &self,
+        user: &UserRow,
+        ip: IpAddr,
+        detail: serde_json::Value,
+    ) -> Result<NewSessionSecret, Error> {
         let secret = NewSessionSecret {
             cookie_value: new_secret(),
             csrf_token: new_secret(),
@@ -256,8 +268,6 @@ impl Accounts {
         let user_id = user.id;
         let now = now_ms();
         let (actor, target) = (Actor::user(user, ip), Target::user(user));
-        let detail =
-            second_factor.map_or_else(|| json!({}), |how| json!({"second_factor": how.as_str()}));
         self.writer
             .write(move |c| {
                 audit::record(c, &actor, AuditAction::SignedIn, &target, &detail)?;

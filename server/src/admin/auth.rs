@@ -176,11 +176,14 @@ pub struct LoginQuery {
     next: String,
     #[serde(default)]
     notice: String,
+    /// Why a single sign-on was refused, as a code (`admin::sso`).
+    #[serde(default)]
+    sso_error: String,
 }
 
 /// Only paths on this server: `/x`, never `//host` or `/\host`, which browsers treat as another
 /// site (an open redirect otherwise).
-fn safe_next(next: &str) -> &str {
+pub(super) fn safe_next(next: &str) -> &str {
     // Browsers drop tabs and newlines from a URL (`/\t/evil.example` becomes `//evil.example`),
     // and a control character cannot be a `Location` header at all: refuse them all.
     let is_local = next.starts_with('/')
@@ -204,14 +207,18 @@ pub async fn login_page(
         return Ok(see_other(safe_next(&query.next)));
     }
     let (csrf, cookie) = form_token(&app, &headers);
-    let notice = NoticeQuery {
-        notice: query.notice,
-    }
-    .notice();
+    let notice = super::sso::refusal_notice(&query.sso_error).or_else(|| {
+        NoticeQuery {
+            notice: query.notice,
+        }
+        .notice()
+    });
+    let next = safe_next(&query.next).to_owned();
     let page = render_login(LoginView {
         csrf,
         email: String::new(),
-        next: safe_next(&query.next).to_owned(),
+        sso: super::sso::button(&app, &next),
+        next,
         notice,
     });
     Ok(with_cookie(html(page), cookie))
@@ -287,6 +294,7 @@ pub async fn login(
     let page = render_login(LoginView {
         csrf,
         email: form.email,
+        sso: super::sso::button(&app, &next),
         next,
         notice: Some(Notice::Error(message)),
     });

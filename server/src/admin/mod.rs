@@ -18,6 +18,7 @@ pub mod live;
 mod page;
 pub mod session;
 pub mod sites;
+pub mod sso;
 mod tally;
 pub mod team;
 pub mod two_factor;

@@ -37,7 +37,8 @@ fn is_https(app: &AppState) -> bool {
     app.public_url.starts_with("https://")
 }
 
-fn cookie_name(app: &AppState, base: &str) -> String {
+/// The name of cookie `base` for this server: with the `__Host-` prefix over https.
+pub fn cookie_name(app: &AppState, base: &str) -> String {
     if is_https(app) {
         format!("{HOST_PREFIX}{base}")
     } else {

@@ -134,6 +134,31 @@ pub fn record_sign_in_failure(
     user: Option<UserId>,
     ip: IpAddr,
 ) -> Result<(), store::Error> {
+    record_failure(c, email, user, ip, "{}")
+}
+
+/// Records a refused single sign-on from `ip`: `label` is the email the provider gave, or `sso`
+/// when the refusal came before any (a bad `state`, a token that failed its checks); `reason`
+/// is the refusal's stable code. Aggregated per minute like wrong passwords, since anyone can
+/// call the callback URL.
+pub fn record_sso_failure(
+    c: &Connection,
+    label: &str,
+    user: Option<UserId>,
+    ip: IpAddr,
+    reason: &str,
+) -> Result<(), store::Error> {
+    let detail = serde_json::json!({"method": "sso", "reason": reason}).to_string();
+    record_failure(c, label, user, ip, &detail)
+}
+
+fn record_failure(
+    c: &Connection,
+    email: &str,
+    user: Option<UserId>,
+    ip: IpAddr,
+    detail: &str,
+) -> Result<(), store::Error> {
     let cut = email
         .char_indices()
         .nth(MAX_ATTEMPTED_EMAIL)
@@ -149,7 +174,7 @@ pub fn record_sign_in_failure(
             target_id: None,
             target_label: None,
             ip: &ip.to_string(),
-            detail: "{}",
+            detail,
         },
     )
 }

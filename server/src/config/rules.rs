@@ -155,6 +155,7 @@ impl Config {
         )?;
         api_url("PORCH_DISCORD_API_URL", &self.discord_api_url)?;
         self.validate_mail(&mut warnings)?;
+        self.validate_oidc(&mut warnings)?;
         // 0 stops at once (tests, no load balancer); beyond a minute no balancer needs it.
         duration("PORCH_DRAIN", self.drain, Duration::ZERO, MINUTE)?;
         duration(
@@ -271,9 +272,7 @@ impl Config {
             {
                 return Err(ConfigError::new("PORCH_SMTP_URL", rule));
             }
-            let is_local = url.host_str().is_some_and(|host| {
-                host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-            });
+            let is_local = is_loopback_host(&url);
             let is_encrypted = url.scheme() == "smtps"
                 || url
                     .query_pairs()
@@ -344,7 +343,7 @@ fn count<T: PartialOrd + std::fmt::Display + Copy>(
 }
 
 /// An absolute http(s) URL with a host, no credentials, query or fragment.
-fn http_url(variable: &'static str, raw: &str) -> Result<Url, ConfigError> {
+pub(super) fn http_url(variable: &'static str, raw: &str) -> Result<Url, ConfigError> {
     let rule = |what: &str| {
         ConfigError::new(
             variable,
@@ -362,6 +361,18 @@ fn http_url(variable: &'static str, raw: &str) -> Result<Url, ConfigError> {
         return Err(rule("without a user or password"));
     }
     Ok(url)
+}
+
+/// True if `url` names this host: `localhost` or a loopback address.
+pub(super) fn is_loopback_host(url: &Url) -> bool {
+    // IPv6 hosts come in brackets (`[::1]`).
+    let host = url.host_str().unwrap_or_default();
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn public_url(raw: &str) -> Result<(), ConfigError> {

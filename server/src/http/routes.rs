@@ -195,6 +195,8 @@ fn account_routes() -> Router<AppState> {
             "/login",
             get(admin::auth::login_page).post(admin::auth::login),
         )
+        .route("/login/sso", get(admin::sso::start))
+        .route("/login/sso/callback", get(admin::sso::callback))
         .route(
             "/login/two-factor",
             get(admin::two_factor::second_step_page).post(admin::two_factor::second_step),

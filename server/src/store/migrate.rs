@@ -18,8 +18,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0009_api_token_scope.sql"),
     include_str!("../../../migrations/0010_audit.sql"),
     include_str!("../../../migrations/0011_inbox_waiting.sql"),
-    // 0012 is taken by a branch merged alongside; the list position is the version.
     include_str!("../../../migrations/0012_two_factor.sql"),
+    include_str!("../../../migrations/0013_oidc_links.sql"),
 ];
 
 /// The schema version this binary expects.

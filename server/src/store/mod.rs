@@ -23,6 +23,7 @@ mod lock;
 mod mail;
 mod messages;
 mod migrate;
+mod oidc_links;
 mod readers;
 mod sessions;
 mod settings;
@@ -109,6 +110,7 @@ pub use inbox::{
 pub use inbox_list::{
     InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus, list_inbox_page,
 };
+pub use oidc_links::{OidcLinkRow, find_oidc_link, find_oidc_subject_user, insert_oidc_link};
 pub use sessions::{
     NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,
     find_session, insert_session,

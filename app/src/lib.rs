@@ -7,7 +7,7 @@
 //! - [`auth`]: setup, sign-in, invitation and reset links, account, error pages.
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
-//! - [`sites`], [`team`]: the admin pages.
+//! - [`sites`], [`team`], [`privacy`]: the admin pages.
 //! - [`capacity`]: graphs, headroom and load-test runs; [`chart`] draws the SVG line charts.
 
 // Leptos' typed views nest deeply; large pages exceed the default limit of 128.
@@ -23,6 +23,7 @@ pub mod inbox;
 pub mod integrations;
 pub mod layout;
 pub mod links;
+pub mod privacy;
 pub mod sites;
 pub mod team;
 mod time;

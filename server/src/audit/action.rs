@@ -20,11 +20,13 @@ pub enum AuditAction {
     IntegrationSecretRotated,
     TokenCreated,
     TokenRevoked,
+    PrivacyExported,
+    PrivacyErased,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 18] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::UserCreated,
@@ -41,6 +43,8 @@ impl AuditAction {
         Self::IntegrationSecretRotated,
         Self::TokenCreated,
         Self::TokenRevoked,
+        Self::PrivacyExported,
+        Self::PrivacyErased,
     ];
 
     /// The stable dotted code stored and shown.
@@ -62,6 +66,8 @@ impl AuditAction {
             Self::IntegrationSecretRotated => "integration.secret_rotated",
             Self::TokenCreated => "token.created",
             Self::TokenRevoked => "token.revoked",
+            Self::PrivacyExported => "privacy.exported",
+            Self::PrivacyErased => "privacy.erased",
         }
     }
 }

@@ -37,6 +37,8 @@ pub fn router(app: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/widget/panel.js", get(widget::panel_js))
         .route("/widget/panel.css", get(widget::panel_css))
+        .route("/widget/export", post(widget::export_own_data))
+        .route("/widget/erase", post(widget::erase_own_data))
         .merge(api_routes())
         .merge(admin_routes())
         .fallback(not_found)
@@ -184,6 +186,15 @@ fn admin_routes() -> Router<AppState> {
             post(admin::deliveries::retry_delivery),
         )
         .route("/audit", get(admin::audit::audit_page))
+        .route("/privacy", get(admin::privacy::privacy_page))
+        .route(
+            "/privacy/visitors/{id}/export",
+            post(admin::privacy::export),
+        )
+        .route(
+            "/privacy/visitors/{id}/erase",
+            get(admin::privacy::erase_page).post(admin::privacy::erase),
+        )
         .route("/capacity", get(admin::capacity::capacity_page))
         .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
         .route("/capacity/runs/{id}", get(admin::capacity::run_page))

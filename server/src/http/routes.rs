@@ -12,7 +12,8 @@ use crate::state::AppState;
 use crate::widget;
 
 use super::{
-    ApiError, api, api_audit, api_deliveries, api_integrations, health, metrics, slack_events,
+    ApiError, api, api_audit, api_deliveries, api_integrations, api_sites, health, metrics,
+    slack_events,
 };
 
 /// An unknown URL: JSON with a code under the API's prefixes (scripts read it), an HTML page
@@ -109,6 +110,10 @@ fn api_routes() -> Router<AppState> {
         .route(
             "/api/v1/integrations/{id}/slack",
             put(api_integrations::update_slack),
+        )
+        .route(
+            "/api/v1/sites/{key}/retention",
+            get(api_sites::get_retention).put(api_sites::put_retention),
         )
         .route("/api/v1/audit", get(api_audit::list_audit))
         .route("/api/v1/jobs", get(api_integrations::list_jobs))

@@ -746,3 +746,68 @@ async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
     let after = send(&app, "GET", &erase_path, &admin.cookie, None).await;
     assert_eq!(after.status, 404);
 }
+
+#[tokio::test]
+async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("Ana", "admin");
+    let agent = app.add_user_token("Bo", "agent");
+    let path = format!("/api/v1/sites/{site}/retention");
+    let (status, body) = app.api("GET", &path, &admin, None).await;
+    assert_eq!(
+        (status, body["retention_days"].clone()),
+        (200, serde_json::Value::Null)
+    );
+    let (status, body) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": 30})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["retention_days"].clone()),
+        (200, serde_json::json!(30))
+    );
+    assert_eq!(
+        app.count("SELECT retention_days FROM sites"),
+        30,
+        "stored, other settings untouched"
+    );
+    let (status, _) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": 0})),
+        )
+        .await;
+    assert_eq!(status, 422);
+    let (status, _) = app
+        .api(
+            "PUT",
+            &path,
+            &agent,
+            Some(serde_json::json!({"retention_days": 1})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, body) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": null})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["retention_days"].clone()),
+        (200, serde_json::Value::Null)
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'site.updated'"),
+        2
+    );
+}

@@ -184,8 +184,9 @@ mod tests {
             "INSERT INTO sites (id, key, name, created_at) VALUES (1, 's_1', 'Shop', 0);
              INSERT INTO visitors (id, site_id, token_hash, first_seen_at, last_seen_at)
                   VALUES (1, 1, x'01', 0, 0), (2, 1, x'02', 0, 0);
-             INSERT INTO conversations (id, site_id, visitor_id, created_at, last_message_at)
-                  VALUES (1, 1, 1, 0, 100), (2, 1, 2, 0, 100), (3, 1, 2, 0, 5000);",
+             INSERT INTO conversations (id, site_id, visitor_id, status, created_at, last_message_at)
+                  VALUES (1, 1, 1, 'open', 0, 100), (2, 1, 2, 'closed', 0, 100),
+                         (3, 1, 2, 'open', 0, 5000);",
         )
         .expect("seed");
         for (conversation, visitor) in [(1, 1), (2, 2), (3, 2)] {

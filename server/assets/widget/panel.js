@@ -94,7 +94,7 @@
     h("div", { class: "row" }, emailInput, h("button", { type: "submit", class: "save", text: "Save" })));
   // Your data (docs/widget-protocol.md, "Your data"): a small menu to download it or erase it.
   const dataMenu = h("div", { class: "data-menu", "data-porch": "data-menu", hidden: true });
-  const dataBtn = h("button", { type: "button", class: "close", "aria-label": "Your data", "aria-expanded": "false",
+  const dataBtn = h("button", { type: "button", class: "more", "aria-label": "Your data", "aria-expanded": "false",
     "data-porch": "data-button", onclick: () => showDataMenu(dataMenu.hidden) }, svg("M5 12h.01M12 12h.01M19 12h.01"));
   const panel = h("section", {
     class: c.position === "left" ? "panel left" : "panel", "data-porch": "panel", role: "dialog",

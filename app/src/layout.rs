@@ -13,6 +13,7 @@ pub enum Section {
     Deliveries,
     Capacity,
     Audit,
+    Privacy,
     Account,
 }
 
@@ -79,6 +80,7 @@ fn TopNav(nav: Nav) -> impl IntoView {
             {nav_link("/deliveries", "Deliveries", nav.section == Section::Deliveries)}
             {nav_link("/capacity", "Capacity", nav.section == Section::Capacity)}
             {nav_link("/audit", "Audit log", nav.section == Section::Audit)}
+            {nav_link("/privacy", "Privacy", nav.section == Section::Privacy)}
         }
     });
     view! {

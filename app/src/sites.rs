@@ -34,6 +34,8 @@ pub struct SiteFormValues {
     pub visitor_burst: String,
     pub flood_messages_per_minute: String,
     pub flood_conversations_per_minute: String,
+    /// Days after which conversations are deleted; empty keeps them.
+    pub retention_days: String,
 }
 
 /// The create or edit page.
@@ -119,6 +121,24 @@ fn number_field(
                 aria-describedby=hint_id.clone()/>
             <p class="hint" id=hint_id>{hint}</p>
         </div>
+    }
+}
+
+/// The site's retention setting (docs/privacy.md): empty keeps conversations.
+#[component]
+fn RetentionField(days: String) -> impl IntoView {
+    view! {
+        <fieldset>
+            <legend>"Privacy"</legend>
+            <div class="field">
+                <label for="retention_days">"Delete conversations after (days)"</label>
+                <input id="retention_days" name="retention_days" type="number" min="1" max="36500"
+                    value=days aria-describedby="retention_days-hint"/>
+                <p class="hint" id="retention_days-hint">"Conversations are deleted with their \
+                    messages this many days after their last message or their closing. Empty keeps \
+                    them for ever. Backups keep deleted data for up to 8 days more (see the privacy docs)."</p>
+            </div>
+        </fieldset>
     }
 }
 
@@ -240,6 +260,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
                         "Above this new chats wait.", values.flood_conversations_per_minute)}
                 </div>
             </fieldset>
+            <RetentionField days=values.retention_days/>
             <div class="form-actions">
                 <button type="submit" class="button button-primary">{button}</button>
             </div>

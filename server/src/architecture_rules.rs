@@ -83,6 +83,9 @@ const RULES: &[Rule] = &[
     Rule::new("audit/", "crate::http", "the audit log knows nothing of HTTP"),
     Rule::new("audit/", "crate::admin", "the admin UI reads the audit log, not the reverse"),
     Rule::new("chat/", "crate::integrations", "the domain plans jobs; deliveries are the runner's"),
+    Rule::new("privacy/", "axum", "privacy use cases know nothing of HTTP"),
+    Rule::new("privacy/", "crate::http", "privacy use cases know nothing of HTTP"),
+    Rule::new("privacy/", "crate::admin", "the admin UI uses privacy, not the reverse"),
 ];
 
 /// Whether `path` is `prefix` or lies under it.

@@ -263,6 +263,11 @@ pub struct Config {
     /// flag; tests shorten it.
     #[arg(skip = crate::metrics::SamplerTiming::default())]
     pub sampler: crate::metrics::SamplerTiming,
+
+    /// How often the retention purge looks for conversations past their site's retention (see
+    /// docs/privacy.md). Not a flag; tests shorten it.
+    #[arg(skip = crate::privacy::RETENTION_EVERY)]
+    pub retention_every: Duration,
 }
 
 impl Config {

@@ -16,12 +16,27 @@ use crate::store::{ConversationId, MessageId, MessageRow, SiteId, UserId, Visito
 const QUEUE: usize = 64;
 /// Independent locks, so thousands of connections do not contend on one mutex.
 const SHARDS: usize = 16;
+/// Erasures queued per agent page; one that misses some (a burst of erasures) reloads its page.
+const ERASURES: usize = 16;
 
 /// Something a visitor's open connections should show.
 #[derive(Debug, Clone)]
 pub enum VisitorEvent {
     Message(Arc<MessageRow>),
-    Typing { agent_name: Arc<str>, active: bool },
+    Typing {
+        agent_name: Arc<str>,
+        active: bool,
+    },
+    /// The visitor's data was erased: their connections say so and close.
+    Erased,
+}
+
+/// A visitor whose data was erased (docs/privacy.md), for agents' open pages.
+#[derive(Debug, Clone)]
+pub struct Erasure {
+    pub visitor: VisitorId,
+    /// The conversations that went with them.
+    pub conversations: Vec<ConversationId>,
 }
 
 struct Subscriber {
@@ -37,6 +52,8 @@ pub struct Hub {
     next_id: AtomicU64,
     /// Agents' inbox connections; every one sees every message (a small team, a few tabs each).
     inbox: Mutex<Vec<InboxSubscriber>>,
+    /// Erasures, for agents' open conversation pages (rare, so one broadcast channel).
+    erasures: tokio::sync::broadcast::Sender<Arc<Erasure>>,
 }
 
 impl Default for Hub {
@@ -45,6 +62,7 @@ impl Default for Hub {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             next_id: AtomicU64::new(1),
             inbox: Mutex::default(),
+            erasures: tokio::sync::broadcast::channel(ERASURES).0,
         }
     }
 }
@@ -215,6 +233,18 @@ impl Hub {
     /// Open admin streams (agents' live pages), for the capacity sampler.
     pub fn inbox_subscribers(&self) -> usize {
         self.inbox.lock().map_or(0, |subs| subs.len())
+    }
+
+    /// Tells the visitor's open connections and agents' open pages that a visitor was erased.
+    pub fn publish_erasure(&self, erasure: Erasure) {
+        self.publish_to_visitor(erasure.visitor, &VisitorEvent::Erased, None);
+        // No receiver (no agent page open) is not an error.
+        let _ = self.erasures.send(Arc::new(erasure));
+    }
+
+    /// Erasures from now on, for an agent's open page.
+    pub fn subscribe_erasures(&self) -> tokio::sync::broadcast::Receiver<Arc<Erasure>> {
+        self.erasures.subscribe()
     }
 
     /// Subscribes an agent's connection to every inbox event.

@@ -18,6 +18,7 @@
 //!   settings, setup and delivery.
 //! - [`series`]: the capacity figures sampled each second and their rollups (a leaf).
 //! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
+//! - [`privacy`]: retention per site, finding, exporting and erasing a person's data.
 //! - [`loadtest`]: `porch loadtest`, its echo baseline and the mocks of outside services.
 //!
 //! The layer rules between these (docs/architecture.md) are checked by a test that reads the
@@ -39,6 +40,7 @@ pub mod integrations;
 pub mod jobs;
 pub mod loadtest;
 pub mod metrics;
+pub mod privacy;
 pub mod series;
 mod server;
 pub mod state;

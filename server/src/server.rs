@@ -21,6 +21,7 @@ use crate::jobs::{Lane, Runner, RunnerConfig};
 use crate::metrics::{
     Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
 };
+use crate::privacy::spawn_retention;
 use crate::state::{App, AppState};
 use crate::store::{self, Readers, Writer};
 use crate::widget::brake::{Brakes, IpLimits};
@@ -134,7 +135,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
 
     app.accounts.prepare_first_run(&app.public_url).await?;
     let runner = start_runner(runner, &app, slack_api).await?;
-    spawn_brake_pruning(Arc::clone(&app));
+    spawn_maintenance(&app);
     spawn_heartbeat(Arc::clone(&app.meters), app.shutdown.clone());
     let integrity = Arc::clone(&app.meters.integrity);
     store::spawn_integrity_checks(path.clone(), integrity, app.shutdown.clone());
@@ -244,6 +245,17 @@ async fn open_database(config: &Config) -> anyhow::Result<(rusqlite::Connection,
         Ok((conn, secret))
     })
     .await?
+}
+
+/// The periodic housekeeping: brake pruning, and the retention purge (docs/privacy.md).
+fn spawn_maintenance(app: &AppState) {
+    spawn_brake_pruning(Arc::clone(app));
+    spawn_retention(
+        &app.writer,
+        &app.readers,
+        app.config.retention_every,
+        &app.shutdown,
+    );
 }
 
 fn spawn_brake_pruning(app: AppState) {

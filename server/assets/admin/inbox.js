@@ -55,7 +55,7 @@
       for (const [name, handle] of Object.entries(handlers)) {
         source.addEventListener(name, (e) => {
           if (e.lastEventId) lastId = e.lastEventId;
-          handle(e.data);
+          handle(e.data, source);
         });
       }
     };
@@ -140,6 +140,17 @@
         const aside = fromHtml(html);
         localTime(aside);
         document.getElementById("conversation-aside")?.replaceWith(aside);
+      },
+      // The visitor was erased (docs/privacy.md): nothing of the conversation is left to show.
+      erased: (text, source) => {
+        source.close();
+        const note = document.createElement("p");
+        note.className = "notice notice-error";
+        note.setAttribute("role", "alert");
+        note.textContent = text;
+        messages.replaceChildren();
+        messages.before(note);
+        document.getElementById("reply-form")?.remove();
       },
     });
   }

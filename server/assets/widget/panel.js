@@ -92,10 +92,15 @@
     onsubmit: (e) => { e.preventDefault(); saveEmail(); } },
     h("label", { for: "porch-email", text: "Away when we answer? Get the reply by email:" }),
     h("div", { class: "row" }, emailInput, h("button", { type: "submit", class: "save", text: "Save" })));
+  // Your data (docs/widget-protocol.md, "Your data"): a small menu to download it or erase it.
+  const dataMenu = h("div", { class: "data-menu", "data-porch": "data-menu", hidden: true });
+  const dataBtn = h("button", { type: "button", class: "more", "aria-label": "Your data", "aria-expanded": "false",
+    "data-porch": "data-button", onclick: () => showDataMenu(dataMenu.hidden) }, svg("M5 12h.01M12 12h.01M19 12h.01"));
   const panel = h("section", {
     class: c.position === "left" ? "panel left" : "panel", "data-porch": "panel", role: "dialog",
     "aria-labelledby": "porch-title", hidden: true,
-  }, h("header", {}, h("div", { class: "who" }, title, status), closeBtn), list, typing, error, emailForm, form);
+  }, h("header", {}, h("div", { class: "who" }, title, status), dataBtn, closeBtn), dataMenu, list, typing, error,
+  emailForm, form);
   root.append(css, panel);
 
   // --- open and close
@@ -355,6 +360,9 @@
       case "error":
         onError(f);
         break;
+      case "erased":
+        startAfresh();
+        break;
       default:
         break; // a newer server's frame: ignore
     }
@@ -381,6 +389,61 @@
       if (el) setMeta(el, "failed", "Not sent");
     }
     showError(text);
+  };
+
+  // --- your data: downloads and erasure over HTTP, with the token as a text/plain body (no preflight)
+
+  const menuItem = (text, porch, onclick, cls) => h("button", { type: "button", class: cls, "data-porch": porch,
+    onclick }, text);
+  const showDataMenu = (open) => {
+    dataMenu.hidden = !open;
+    dataBtn.setAttribute("aria-expanded", String(open));
+    if (open) dataMenu.replaceChildren(
+      menuItem("Download this conversation (JSON)", "download-json", () => download("json")),
+      menuItem("Download this conversation (text)", "download-text", () => download("text")),
+      menuItem("Delete my data", "erase", () => dataMenu.replaceChildren(
+        h("p", { text: "Delete all your messages and details from this chat? This cannot be undone." }),
+        menuItem("Delete", "erase-confirm", eraseOwnData, "danger"),
+        menuItem("Cancel", "erase-cancel", () => showDataMenu(false))), "danger"));
+  };
+  const ownData = async (path) => {
+    const token = read(key("token"));
+    if (!token) throw new Error("Nothing is stored about you yet.");
+    const r = await fetch(`${c.url}/widget/${path}site=${encodeURIComponent(c.site)}`, { method: "POST", body: token });
+    if (r.ok) return r;
+    const e = (await r.json().catch(() => null))?.error || {};
+    throw Object.assign(new Error(e.message || "Something went wrong."), { wait: e.retry_after_ms });
+  };
+  const download = async (format) => {
+    showDataMenu(false);
+    try {
+      const blob = await (await ownData(`export?format=${format}&`)).blob();
+      const a = h("a", { href: URL.createObjectURL(blob), download: `conversation.${format === "text" ? "txt" : "json"}` });
+      root.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    } catch (e) { showError(e.message, e.wait); }
+  };
+  const eraseOwnData = async () => {
+    showDataMenu(false);
+    try { await ownData("erase?"); startAfresh(); } catch (e) { showError(e.message, e.wait); }
+  };
+  // After an erasure (asked here, or an `erased` frame when an admin erased us): forget everything this
+  // browser keeps and connect again as a new visitor.
+  const startAfresh = () => {
+    for (const k of ["token", "pending", "email"]) write(key(k), null);
+    byId.clear();
+    byClientId.clear();
+    lastId = 0;
+    list.replaceChildren(greeting);
+    emailForm.hidden = true;
+    const old = ws;
+    ws = null;
+    isReady = false;
+    try { old?.close(); } catch { /* already closed */ }
+    showError("Your data was deleted.");
+    connect();
   };
 
   // --- the offline capture

@@ -7,6 +7,7 @@
 //! list of their own follow `/inbox/counts`, which carries only those.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
@@ -16,11 +17,11 @@ use axum::response::{IntoResponse, Response};
 use porch_app::conversation::{render_conversation_aside, render_message};
 use porch_app::inbox::render_conversation_item;
 use serde::Deserialize;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::accounts::SessionWatch;
 use crate::chat::INBOX_PAGE_SIZE;
-use crate::hub::InboxSignal;
+use crate::hub::{Erasure, InboxSignal};
 use crate::state::AppState;
 use crate::store::{ConversationId, InboxQuery, MessageId, MessageRow, UserId};
 use crate::values::Author;
@@ -316,6 +317,22 @@ async fn replay_conversation(
     Ok(covered)
 }
 
+/// What an open conversation page shows when its visitor was erased.
+const ERASED: &str = "This visitor's data was erased.";
+
+/// Whether an erasure took `conversation`. Erasures missed because many came at once count as
+/// not (the page finds out on its next load); the hub gone ends the stream.
+fn is_erased(
+    erasure: Result<Arc<Erasure>, broadcast::error::RecvError>,
+    conversation: ConversationId,
+) -> Result<bool, Gone> {
+    match erasure {
+        Ok(erasure) => Ok(erasure.conversations.contains(&conversation)),
+        Err(broadcast::error::RecvError::Lagged(_)) => Ok(false),
+        Err(broadcast::error::RecvError::Closed) => Err(Gone),
+    }
+}
+
 async fn stream_conversation(
     app: &AppState,
     who: &SignedIn,
@@ -324,13 +341,24 @@ async fn stream_conversation(
     tx: &mpsc::Sender<Event>,
 ) -> Result<(), Gone> {
     send(tx, Event::default().retry(RETRY)).await?;
+    let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, who.user.id, Some(conversation)).await?;
     tally.send_counts(tx).await?;
     let mut covered = replay_conversation(app, tx, who, conversation, after).await?;
     let mut last = covered;
     loop {
-        let signal = subscription.recv().await;
+        let signal = tokio::select! {
+            signal = subscription.recv() => signal,
+            erasure = erasures.recv() => {
+                if is_erased(erasure, conversation)? {
+                    // The page says so and stops listening (docs/admin.md#live-updates).
+                    let event = Event::default().event("erased").data(ERASED);
+                    return send(tx, event).await;
+                }
+                continue;
+            }
+        };
         if let InboxSignal::Resync = signal {
             subscription = app.chat.hub().subscribe_inbox();
             tally.follow(app, tx, &signal).await?;

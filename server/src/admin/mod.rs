@@ -16,6 +16,7 @@ mod inbox_query;
 pub mod integrations;
 pub mod live;
 mod page;
+pub mod privacy;
 pub mod session;
 pub mod sites;
 pub mod sso;

@@ -33,6 +33,7 @@ fn values(input: SiteSettingsInput) -> SiteFormValues {
         visitor_burst: input.visitor_burst,
         flood_messages_per_minute: input.flood_messages_per_minute,
         flood_conversations_per_minute: input.flood_conversations_per_minute,
+        retention_days: input.retention_days,
     }
 }
 

@@ -29,11 +29,13 @@ pub enum AuditAction {
     TwoFactorRecoveryUsed,
     TwoFactorRecoveryRegenerated,
     TeamTwoFactorRequired,
+    PrivacyExported,
+    PrivacyErased,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 25] = [
+    pub const ALL: [Self; 27] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::UserCreated,
@@ -59,6 +61,8 @@ impl AuditAction {
         Self::TwoFactorRecoveryUsed,
         Self::TwoFactorRecoveryRegenerated,
         Self::TeamTwoFactorRequired,
+        Self::PrivacyExported,
+        Self::PrivacyErased,
     ];
 
     /// The stable dotted code stored and shown.
@@ -89,6 +93,8 @@ impl AuditAction {
             Self::TwoFactorRecoveryUsed => "two_factor.recovery_used",
             Self::TwoFactorRecoveryRegenerated => "two_factor.recovery_regenerated",
             Self::TeamTwoFactorRequired => "team.two_factor_required",
+            Self::PrivacyExported => "privacy.exported",
+            Self::PrivacyErased => "privacy.erased",
         }
     }
 }

@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::store::{self, IntegrationId, NewAuditEvent, UserId, UserRow};
+use crate::store::{self, IntegrationId, NewAuditEvent, UserId, UserRow, VisitorId};
 
 use super::AuditAction;
 
@@ -33,6 +33,15 @@ impl Actor {
         Self {
             user: Some(user.id),
             label: user.email.clone(),
+            from: ip.to_string(),
+        }
+    }
+
+    /// A visitor acting on their own data from the widget, at `ip`.
+    pub fn visitor(id: VisitorId, ip: IpAddr) -> Self {
+        Self {
+            user: None,
+            label: format!("visitor {id}"),
             from: ip.to_string(),
         }
     }
@@ -88,6 +97,24 @@ impl Target {
             kind: "setting",
             id: key.to_owned(),
             label: key.to_owned(),
+        }
+    }
+
+    /// A visitor by their id only: an erased person's name or address must not stay behind.
+    pub fn visitor(id: VisitorId) -> Self {
+        Self {
+            kind: "visitor",
+            id: id.0.to_string(),
+            label: format!("visitor {id}"),
+        }
+    }
+
+    /// Every conversation of the database (`porch export --all`).
+    pub fn all_conversations() -> Self {
+        Self {
+            kind: "database",
+            id: "all".to_owned(),
+            label: "all conversations".to_owned(),
         }
     }
 

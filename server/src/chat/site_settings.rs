@@ -16,6 +16,8 @@ use super::site::{SiteDirectory, new_site_key};
 
 /// Highest brake value accepted, so a typo cannot turn a brake off by accident.
 const MAX_RATE: u32 = 100_000;
+/// Longest retention accepted (100 years, as `migrations/0014_privacy.sql` checks).
+const MAX_RETENTION_DAYS: u32 = 36_500;
 /// Longest greeting, in characters.
 const MAX_GREETING_CHARS: usize = 500;
 
@@ -41,6 +43,9 @@ pub struct SiteSettingsInput {
     pub flood_messages_per_minute: String,
     #[serde(default)]
     pub flood_conversations_per_minute: String,
+    /// Days after which conversations are deleted; empty keeps them.
+    #[serde(default)]
+    pub retention_days: String,
 }
 
 fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
@@ -65,6 +70,9 @@ impl From<&SiteSettings> for SiteSettingsInput {
             visitor_burst: limits.visitor_burst.to_string(),
             flood_messages_per_minute: limits.flood_messages_per_minute.to_string(),
             flood_conversations_per_minute: limits.flood_conversations_per_minute.to_string(),
+            retention_days: settings
+                .retention_days
+                .map_or_else(String::new, |d| d.to_string()),
         }
     }
 }
@@ -112,7 +120,20 @@ impl SiteSettingsInput {
             p @ ("left" | "right") => p.to_owned(),
             _ => return Err(Invalid("The position is left or right.")),
         };
+        let retention_days = match self.retention_days.trim() {
+            "" => None,
+            raw => Some(
+                raw.parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=MAX_RETENTION_DAYS).contains(n))
+                    .ok_or(Invalid(
+                        "Retention is a whole number of days from 1 to 36500, or empty to keep \
+                         conversations.",
+                    ))?,
+            ),
+        };
         Ok(SiteSettings {
+            retention_days,
             name: name.to_owned(),
             origins,
             greeting: greeting.to_owned(),
@@ -242,6 +263,12 @@ mod tests {
             vec!["https://acme.example", "http://localhost:3000"]
         );
         assert_eq!(valid.limits, SiteLimits::DEFAULT);
+        assert_eq!(valid.retention_days, None);
+        let kept = SiteSettingsInput {
+            retention_days: " 30 ".into(),
+            ..input()
+        };
+        assert_eq!(kept.parse().expect("valid").retention_days, Some(30));
     }
 
     #[test]
@@ -253,6 +280,8 @@ mod tests {
             |i: &mut SiteSettingsInput| i.position = "top".into(),
             |i: &mut SiteSettingsInput| i.visitor_burst = "0".into(),
             |i: &mut SiteSettingsInput| i.flood_messages_per_minute = "x".into(),
+            |i: &mut SiteSettingsInput| i.retention_days = "0".into(),
+            |i: &mut SiteSettingsInput| i.retention_days = "36501".into(),
         ] {
             let mut i = input();
             change(&mut i);

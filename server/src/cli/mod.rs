@@ -5,6 +5,7 @@
 mod accounts;
 mod check;
 pub(crate) mod health;
+mod privacy;
 mod sites;
 
 use std::io::{IsTerminal, Write};
@@ -62,6 +63,15 @@ pub enum Command {
     /// Check a database file (integrity, foreign keys, schema version, row counts) without
     /// changing it; fails if anything is wrong. Use it on a restored backup before serving it.
     Check(check::CheckArgs),
+    /// Export a person's data (`--email`, `--visitor`) as JSON, or every conversation (`--all`)
+    /// as NDJSON, to standard output (see docs/privacy.md). Also beside a running server.
+    Export(privacy::ExportArgs),
+    /// Erase a person's data (`--email`, `--visitor`): shows what would go; `--yes` erases it.
+    Erase(privacy::EraseArgs),
+    /// Rewrite the database in incremental auto-vacuum mode, giving back all free space. Only
+    /// with the server stopped; needed once for a database created before that mode was the
+    /// default (see docs/privacy.md).
+    Vacuum,
     /// Probe a running server over HTTP and fail unless it answers 200 (the Docker health check).
     Health(health::HealthArgs),
 }
@@ -178,6 +188,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 cli.data.database_path().display()
             ))
         }
+        Command::Vacuum => {
+            // Never under a running server: VACUUM rewrites the file it is writing to.
+            let _lock = crate::lock_data_dir(&cli.data.data_dir)?;
+            let conn = open_database(&cli.data)?;
+            store::vacuum_into_incremental_mode(&conn)?;
+            write_out(&format!(
+                "database {} vacuumed; freed space is now given back after each purge",
+                cli.data.database_path().display()
+            ))
+        }
+        Command::Export(args) => privacy::export(&mut open_for_management(&cli.data)?, &args),
+        Command::Erase(args) => privacy::erase(&mut open_for_management(&cli.data)?, &args),
         Command::Site(command) => sites::run(&open_for_management(&cli.data)?, command),
         Command::User(command) => accounts::run_user(&open_for_management(&cli.data)?, command),
         Command::Token(command) => accounts::run_token(&open_for_management(&cli.data)?, command),

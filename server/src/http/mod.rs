@@ -5,6 +5,7 @@ mod api;
 mod api_audit;
 mod api_deliveries;
 mod api_integrations;
+mod api_sites;
 pub mod auth;
 mod boot;
 mod client_ip;

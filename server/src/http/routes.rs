@@ -12,7 +12,8 @@ use crate::state::AppState;
 use crate::widget;
 
 use super::{
-    ApiError, api, api_audit, api_deliveries, api_integrations, health, metrics, slack_events,
+    ApiError, api, api_audit, api_deliveries, api_integrations, api_sites, health, metrics,
+    slack_events,
 };
 
 /// An unknown URL: JSON with a code under the API's prefixes (scripts read it), an HTML page
@@ -37,6 +38,8 @@ pub fn router(app: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/widget/panel.js", get(widget::panel_js))
         .route("/widget/panel.css", get(widget::panel_css))
+        .route("/widget/export", post(widget::export_own_data))
+        .route("/widget/erase", post(widget::erase_own_data))
         .merge(api_routes())
         .merge(admin_routes())
         .fallback(not_found)
@@ -108,6 +111,10 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/integrations/{id}/slack",
             put(api_integrations::update_slack),
         )
+        .route(
+            "/api/v1/sites/{key}/retention",
+            get(api_sites::get_retention).put(api_sites::put_retention),
+        )
         .route("/api/v1/audit", get(api_audit::list_audit))
         .route("/api/v1/jobs", get(api_integrations::list_jobs))
         .route("/api/v1/jobs/retry", post(api_integrations::retry_all_jobs))
@@ -167,6 +174,15 @@ fn admin_routes() -> Router<AppState> {
             post(admin::deliveries::retry_delivery),
         )
         .route("/audit", get(admin::audit::audit_page))
+        .route("/privacy", get(admin::privacy::privacy_page))
+        .route(
+            "/privacy/visitors/{id}/export",
+            post(admin::privacy::export),
+        )
+        .route(
+            "/privacy/visitors/{id}/erase",
+            get(admin::privacy::erase_page).post(admin::privacy::erase),
+        )
         .route("/capacity", get(admin::capacity::capacity_page))
         .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
         .route("/capacity/runs/{id}", get(admin::capacity::run_page))

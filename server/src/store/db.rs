@@ -55,6 +55,14 @@ fn configure(conn: &Connection) -> Result<(), Error> {
 pub fn open_write_connection(path: &Path, synchronous: Synchronous) -> Result<Connection, Error> {
     let conn = Connection::open(path)?;
     configure(&conn)?;
+    // On a new, empty file only (an older one keeps its mode until `porch vacuum`, and setting
+    // the pragma on it would wait for the write lock): then space freed by retention and erasure
+    // can be given back in small steps (`store::reclaim_free_pages`) instead of by a VACUUM that
+    // rewrites the whole file.
+    let pages: i64 = conn.pragma_query_value(None, "page_count", |r| r.get(0))?;
+    if pages == 0 {
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    }
     let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::Sqlite(rusqlite::Error::InvalidParameterName(

@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0011_inbox_waiting.sql"),
     include_str!("../../../migrations/0012_two_factor.sql"),
     include_str!("../../../migrations/0013_oidc_links.sql"),
+    include_str!("../../../migrations/0014_privacy.sql"),
 ];
 
 /// The schema version this binary expects.

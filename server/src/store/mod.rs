@@ -13,6 +13,7 @@ mod db;
 mod deliveries;
 mod delivery;
 mod error;
+mod export;
 mod ids;
 mod inbox;
 mod inbox_list;
@@ -24,6 +25,7 @@ mod mail;
 mod messages;
 mod migrate;
 mod oidc_links;
+mod purge;
 mod readers;
 mod sessions;
 mod settings;
@@ -57,6 +59,11 @@ pub use deliveries::{
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
+pub use export::{
+    ConversationRecord, JobRecord, VisitorRecord, find_visitor_record,
+    find_visitor_record_by_token_hash, find_visitors_by_email, list_conversations_after,
+    list_visitor_conversation_ids, list_visitor_conversations, list_visitor_jobs,
+};
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
 pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, find_integration, find_site_integration,
@@ -83,6 +90,10 @@ pub use messages::{
     list_visitor_messages_after,
 };
 pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
+pub use purge::{
+    Deleted, erase_visitor_chunk, list_retention_sites, purge_due_conversations,
+    reclaim_free_pages, vacuum_into_incremental_mode,
+};
 pub use readers::Readers;
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};

@@ -24,7 +24,7 @@ pub struct NewSite<'a> {
 }
 
 const COLUMNS: &str = "id, key, name, greeting, color, position, visitor_messages_per_minute, \
-    visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at";
+    visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at, retention_days";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<SiteRow> {
     Ok(SiteRow {
@@ -42,6 +42,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SiteRow> {
                 flood_conversations_per_minute: row.get(9)?,
             },
             origins: Vec::new(),
+            retention_days: row.get(11)?,
         },
         created_at: row.get(10)?,
     })
@@ -62,8 +63,8 @@ pub fn insert_site(conn: &Connection, new: &NewSite<'_>) -> Result<SiteRow, Erro
     let limits = &settings.limits;
     conn.prepare_cached(
         "INSERT INTO sites (key, name, greeting, color, position, visitor_messages_per_minute, \
-         visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at, \
+         retention_days) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         new.key,
@@ -75,7 +76,8 @@ pub fn insert_site(conn: &Connection, new: &NewSite<'_>) -> Result<SiteRow, Erro
         limits.visitor_burst,
         limits.flood_messages_per_minute,
         limits.flood_conversations_per_minute,
-        new.created_at
+        new.created_at,
+        settings.retention_days
     ])?;
     insert_origins(conn, SiteId(conn.last_insert_rowid()), &settings.origins)?;
     find_site_by_key(conn, new.key)?.ok_or(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows))
@@ -124,7 +126,7 @@ pub fn update_site(conn: &Connection, key: &str, settings: &SiteSettings) -> Res
     conn.prepare_cached(
         "UPDATE sites SET name = ?2, greeting = ?3, color = ?4, position = ?5, \
          visitor_messages_per_minute = ?6, visitor_burst = ?7, flood_messages_per_minute = ?8, \
-         flood_conversations_per_minute = ?9 WHERE id = ?1",
+         flood_conversations_per_minute = ?9, retention_days = ?10 WHERE id = ?1",
     )?
     .execute(params![
         id,
@@ -135,7 +137,8 @@ pub fn update_site(conn: &Connection, key: &str, settings: &SiteSettings) -> Res
         limits.visitor_messages_per_minute,
         limits.visitor_burst,
         limits.flood_messages_per_minute,
-        limits.flood_conversations_per_minute
+        limits.flood_conversations_per_minute,
+        settings.retention_days
     ])?;
     conn.prepare_cached("DELETE FROM site_origins WHERE site_id = ?1")?
         .execute([id])?;

@@ -38,6 +38,9 @@ pub struct SiteSettings {
     /// `left` or `right`.
     pub position: String,
     pub limits: SiteLimits,
+    /// Days after a conversation's last activity when it is deleted; `None` keeps everything
+    /// (the default). See docs/privacy.md.
+    pub retention_days: Option<u32>,
 }
 
 impl SiteSettings {
@@ -59,6 +62,7 @@ impl SiteSettings {
             color: Self::DEFAULT_COLOR.to_owned(),
             position: Self::DEFAULT_POSITION.to_owned(),
             limits: SiteLimits::DEFAULT,
+            retention_days: None,
         }
     }
 }

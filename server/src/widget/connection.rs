@@ -567,7 +567,16 @@ impl Connection {
                 active: *active,
             }
             .to_json(),
+            VisitorEvent::Erased => return self.erased().await,
         };
         self.send(text).await
+    }
+
+    /// The visitor's data was erased: this connection's visitor no longer exists, so it says so
+    /// and closes; the widget starts again as a new visitor (docs/widget-protocol.md).
+    async fn erased(&mut self) -> Result<(), Closed> {
+        self.send(ServerFrame::Erased.to_json()).await?;
+        close(&mut self.sink, close_code::NORMAL, "visitor data erased").await?;
+        Err(Closed)
     }
 }

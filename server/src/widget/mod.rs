@@ -5,7 +5,9 @@ pub mod brake;
 mod connection;
 mod endpoint;
 mod protocol;
+mod self_service;
 mod typing;
 mod wire;
 
 pub use endpoint::{panel_css, panel_js, snippet, upgrade};
+pub use self_service::{erase as erase_own_data, export as export_own_data};

@@ -155,6 +155,8 @@ pub enum ServerFrame<'a> {
     EmailSaved {
         email: &'a str,
     },
+    /// The visitor's data was erased (by them or an admin); the connection closes next.
+    Erased,
     Error {
         code: ErrorCode,
         message: &'a str,

@@ -28,6 +28,7 @@ mod instance_lock;
 mod integrity;
 mod loadtest;
 mod metrics;
+mod privacy;
 mod process;
 mod replication_lag;
 mod revocation;

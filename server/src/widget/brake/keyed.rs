@@ -13,6 +13,11 @@ use crate::values::SiteLimits;
 use super::{FloodBrake, TokenBucket};
 
 const SHARDS: usize = 16;
+/// A visitor's downloads and erasure requests from the widget (docs/widget-protocol.md): bursts
+/// of 5, then one every 2 minutes (30 an hour). Each builds a whole export, so far fewer than
+/// messages.
+const SELF_SERVICE_BURST: f64 = 5.0;
+const SELF_SERVICE_PER_SECOND: f64 = 1.0 / 120.0;
 
 /// Why a message was not let through, and how long to wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +76,8 @@ pub struct Brakes {
     visitors: Sharded<u64, (TokenBucket, f64, f64)>,
     ips: Sharded<IpAddr, TokenBucket>,
     sites: Sharded<SiteId, (FloodBrake, SiteLimits)>,
+    /// Per visitor key: their self-service requests (export, erasure).
+    self_service: Sharded<u64, TokenBucket>,
     ip_limits: IpLimits,
 }
 
@@ -103,6 +110,7 @@ impl Brakes {
             visitors: Sharded::new(),
             ips: Sharded::new(),
             sites: Sharded::new(),
+            self_service: Sharded::new(),
             ip_limits,
         }
     }
@@ -196,6 +204,17 @@ impl Brakes {
         Ok(())
     }
 
+    /// Decides whether a visitor (their stable key) may download or erase their data now;
+    /// `Err` says how long to wait.
+    pub fn admit_self_service(&self, visitor: u64, now: Instant) -> Result<(), Duration> {
+        self.self_service.with(
+            visitor,
+            usize::try_from(visitor % 1024).unwrap_or(0),
+            || TokenBucket::full(SELF_SERVICE_BURST, now),
+            |bucket| bucket.try_take(now, SELF_SERVICE_PER_SECOND, SELF_SERVICE_BURST),
+        )
+    }
+
     /// Forgets state that no longer limits anyone: full buckets and sites back at level 0 with
     /// nothing counted for two minutes.
     pub fn prune(&self, now: Instant) {
@@ -206,6 +225,8 @@ impl Brakes {
         self.ips
             .retain(|bucket| !bucket.is_full(now, ip_rate, ip_burst));
         self.sites.retain(|(brake, _)| !brake.is_idle(now));
+        self.self_service
+            .retain(|bucket| !bucket.is_full(now, SELF_SERVICE_PER_SECOND, SELF_SERVICE_BURST));
     }
 }
 

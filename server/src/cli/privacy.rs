@@ -1,0 +1,168 @@
+//! `porch export` and `porch erase` (docs/privacy.md): a person's data as JSON, every
+//! conversation as NDJSON for a migration, and erasure after a dry run. Each is recorded in the
+//! audit log as done from the command line.
+
+use std::io::Write;
+
+use anyhow::Context;
+use rusqlite::{Connection, TransactionBehavior};
+use serde_json::{Value, json};
+
+use crate::audit::{self, Actor, AuditAction, Target};
+use crate::clock::now_ms;
+use crate::privacy::{self, PersonData, PersonQuery, Requester, Via};
+use crate::store::{self, ConversationId, Deleted, VisitorId, VisitorRecord};
+
+use super::write_out;
+
+/// Conversations read per page of the full export.
+const EXPORT_PAGE: u32 = 200;
+
+/// Who a command is about.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct PersonArgs {
+    /// Every visitor who left this email address (compared without case).
+    #[arg(long)]
+    email: Option<String>,
+    /// The visitor with this id (as `/privacy` and the conversation page show it).
+    #[arg(long)]
+    visitor: Option<i64>,
+}
+
+/// The person named by `--email` or `--visitor`.
+fn query(email: Option<&String>, visitor: Option<i64>) -> anyhow::Result<PersonQuery> {
+    match (email, visitor) {
+        (Some(email), _) => Ok(PersonQuery::Email(email.trim().to_owned())),
+        (None, Some(id)) if id > 0 => Ok(PersonQuery::Visitor(VisitorId(id))),
+        _ => anyhow::bail!("give --email ADDRESS or --visitor ID (a positive number)"),
+    }
+}
+
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct ExportArgs {
+    /// Every visitor who left this email address (compared without case).
+    #[arg(long)]
+    email: Option<String>,
+    /// The visitor with this id (as `/privacy` and the conversation page show it).
+    #[arg(long)]
+    visitor: Option<i64>,
+    /// Every conversation of the database as NDJSON, one per line with its visitor and messages
+    /// (for a migration).
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EraseArgs {
+    #[command(flatten)]
+    person: PersonArgs,
+    /// Erase. Without it, only shows what would be erased.
+    #[arg(long)]
+    yes: bool,
+}
+
+fn cli() -> Requester {
+    Requester {
+        actor: Actor::cli(),
+        via: Via::Cli,
+    }
+}
+
+/// Runs one write in its own immediate transaction (a server may be writing beside us).
+fn write<R>(
+    conn: &mut Connection,
+    work: impl FnOnce(&Connection) -> Result<R, store::Error>,
+) -> anyhow::Result<R> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let result = work(&tx)?;
+    tx.commit()?;
+    Ok(result)
+}
+
+/// `porch export`: a JSON array with one export document per visitor found, or with `--all`
+/// the NDJSON of every conversation.
+pub fn export(conn: &mut Connection, args: &ExportArgs) -> anyhow::Result<()> {
+    if args.all {
+        return export_all(conn);
+    }
+    let found = privacy::find_people(conn, &query(args.email.as_ref(), args.visitor)?)?;
+    let mut documents = Vec::new();
+    for visitor in found {
+        let Some(data) = PersonData::read(conn, visitor.id)? else {
+            continue;
+        };
+        write(conn, |c| privacy::record_export(c, &cli(), &data))?;
+        documents.push(data.to_json(now_ms()));
+    }
+    let text = serde_json::to_string_pretty(&Value::Array(documents))?;
+    write_out(&text)
+}
+
+fn export_all(conn: &mut Connection) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let (mut after, mut conversations, mut messages) = (ConversationId(0), 0_usize, 0_usize);
+    loop {
+        let page = store::list_conversations_after(conn, after, EXPORT_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.id;
+        for conversation in &page {
+            writeln!(out, "{}", privacy::ndjson_line(conn, conversation)?)
+                .context("writing to standard output")?;
+            conversations += 1;
+            messages += conversation.messages.len();
+        }
+    }
+    out.flush().context("writing to standard output")?;
+    write(conn, |c| {
+        audit::record(
+            c,
+            &Actor::cli(),
+            AuditAction::PrivacyExported,
+            &Target::all_conversations(),
+            &json!({"conversations": conversations, "messages": messages, "via": "cli"}),
+        )
+    })
+}
+
+fn describe(visitor: &VisitorRecord) -> String {
+    format!(
+        "visitor {} on {} ({}): {} conversation(s), {} message(s)",
+        visitor.id,
+        visitor.site_name,
+        visitor.email.as_deref().unwrap_or("no email address"),
+        visitor.conversations,
+        visitor.messages
+    )
+}
+
+/// `porch erase`: lists what would go; with `--yes` erases it, chunk by chunk.
+pub fn erase(conn: &mut Connection, args: &EraseArgs) -> anyhow::Result<()> {
+    let person = &args.person;
+    let found = privacy::find_people(conn, &query(person.email.as_ref(), person.visitor)?)?;
+    if found.is_empty() {
+        return write_out("nobody found: nothing to erase");
+    }
+    if !args.yes {
+        let mut lines = vec!["would erase (run again with --yes to erase):".to_owned()];
+        lines.extend(found.iter().map(|v| format!("  {}", describe(v))));
+        return write_out(&lines.join("\n"));
+    }
+    for visitor in &found {
+        let mut total = Deleted::default();
+        loop {
+            let (next, is_done) =
+                write(conn, |c| privacy::erase_step(c, &cli(), visitor.id, total))?;
+            total = next;
+            if is_done {
+                break;
+            }
+        }
+        write_out(&format!(
+            "erased visitor {}: {} conversation(s), {} message(s)",
+            visitor.id, total.conversations, total.messages
+        ))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! A site's retention setting over the API (admins only, docs/api.md): read it, and replace it
+//! with the same validation and audit record (`site.updated`) as the site page.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::audit::Actor;
+use crate::chat::{self, SiteSettingsInput};
+use crate::state::AppState;
+use crate::store::{self, SiteRow};
+
+use super::ApiError;
+use super::auth::ApiAdmin;
+use super::client_ip::ClientIp;
+
+/// The body of `PUT /api/v1/sites/{key}/retention`.
+#[derive(Debug, Deserialize)]
+pub struct RetentionBody {
+    /// Days; `null` keeps conversations for ever.
+    retention_days: Option<u32>,
+}
+
+async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, ApiError> {
+    let owned = key.to_owned();
+    app.readers
+        .read(move |c| store::find_site_by_key(c, &owned))
+        .await?
+        .ok_or_else(|| ApiError::not_found("site"))
+}
+
+fn answer(key: &str, days: Option<u32>) -> Response {
+    Json(json!({"site": key, "retention_days": days})).into_response()
+}
+
+/// `GET /api/v1/sites/{key}/retention`.
+pub async fn get_retention(
+    State(app): State<AppState>,
+    _admin: ApiAdmin,
+    Path(key): Path<String>,
+) -> Result<Response, ApiError> {
+    let site = find_site(&app, &key).await?;
+    Ok(answer(&key, site.settings.retention_days))
+}
+
+/// `PUT /api/v1/sites/{key}/retention` with `{"retention_days": 30}` or `null`.
+pub async fn put_retention(
+    State(app): State<AppState>,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
+    Path(key): Path<String>,
+    Json(body): Json<RetentionBody>,
+) -> Result<Response, ApiError> {
+    let site = find_site(&app, &key).await?;
+    // Through the form's parse, so the API and the page accept exactly the same values.
+    let input = SiteSettingsInput {
+        retention_days: body
+            .retention_days
+            .map_or_else(String::new, |d| d.to_string()),
+        ..SiteSettingsInput::from(&site.settings)
+    };
+    let settings = input
+        .parse()
+        .map_err(|invalid| ApiError::invalid(invalid.0))?;
+    let days = settings.retention_days;
+    chat::update_site(
+        &app.writer,
+        &app.sites,
+        &Actor::user(&admin, ip),
+        &key,
+        settings,
+    )
+    .await?;
+    Ok(answer(&key, days))
+}

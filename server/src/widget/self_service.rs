@@ -1,0 +1,212 @@
+//! A visitor's own data, from the widget (docs/widget-protocol.md, "Your data"): download their
+//! conversations as JSON or as a readable text file, and erase everything about them. Behind
+//! the visitor token (sent as the `text/plain` body, so the browser sends no preflight), from an
+//! allowed origin only, and rate-limited per visitor.
+
+use std::time::Instant;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::audit::Actor;
+use crate::chat::hash_token;
+use crate::clock::now_ms;
+use crate::http::{ApiError, ClientIp};
+use crate::privacy::{self, PersonData, Requester, Via};
+use crate::state::AppState;
+use crate::store;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct SelfServiceQuery {
+    #[serde(default)]
+    site: String,
+    /// `json` (the default) or `text`.
+    #[serde(default)]
+    format: String,
+}
+
+/// A checked request: the origin to allow, and the visitor's token hash.
+struct Checked {
+    origin: HeaderValue,
+    token_hash: [u8; 32],
+}
+
+/// Adds the CORS answer for an allowed origin (the panel runs on the site's pages).
+fn allow(origin: &HeaderValue, mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+    headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Checks the site, the origin, the token and the visitor's rate; the error is the answer.
+async fn check(
+    app: &AppState,
+    site_key: &str,
+    headers: &HeaderMap,
+    token: &str,
+) -> Result<Checked, Response> {
+    let origin = headers.get(header::ORIGIN).cloned();
+    let site = match app.sites.find(site_key).await {
+        Ok(Some(site)) => site,
+        Ok(None) => return Err(ApiError::not_found("site").into_response()),
+        Err(err) => {
+            tracing::error!(error = %err, "site lookup failed");
+            return Err(ApiError::unavailable().into_response());
+        }
+    };
+    let Some(origin) = origin.filter(|o| o.to_str().is_ok_and(|text| site.allows_origin(text)))
+    else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+            "This page's origin may not use the chat of this site.",
+        )
+        .into_response());
+    };
+    let token = token.trim();
+    if !app.tokens.verify(&site.key, token) {
+        return Err(allow(&origin, ApiError::unauthorized().into_response()));
+    }
+    let token_hash = hash_token(token);
+    let visitor_key = u64::from_le_bytes(token_hash[..8].try_into().unwrap_or([0; 8]));
+    if let Err(wait) = app.brakes.admit_self_service(visitor_key, Instant::now()) {
+        let body = json!({"error": {
+            "code": "rate_limited",
+            "message": "Too many requests for your data. Please wait a moment.",
+            "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        }});
+        let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+        return Err(allow(&origin, refused));
+    }
+    Ok(Checked { origin, token_hash })
+}
+
+fn storage_failed(origin: &HeaderValue, err: store::Error) -> Response {
+    allow(
+        origin,
+        ApiError::from(crate::http::Failure::from(err)).into_response(),
+    )
+}
+
+/// `POST /widget/export?site=KEY&format=json|text`, body: the visitor token. What the widget
+/// shows the visitor, as a download; a visitor who never wrote gets an empty export.
+pub async fn export(
+    State(app): State<AppState>,
+    Query(query): Query<SelfServiceQuery>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    token: String,
+) -> Response {
+    let checked = match check(&app, &query.site, &headers, &token).await {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
+    };
+    let hash = checked.token_hash;
+    let found = app
+        .readers
+        .read(
+            move |c| match store::find_visitor_record_by_token_hash(c, &hash)? {
+                Some(v) => PersonData::read(c, v.id),
+                None => Ok(None),
+            },
+        )
+        .await;
+    let data = match found {
+        Ok(Some(data)) => data,
+        Ok(None) => {
+            let nothing = ApiError::new(
+                StatusCode::NOT_FOUND,
+                "nothing_stored",
+                "Nothing is stored about you: you have not written yet.",
+            );
+            return allow(&checked.origin, nothing.into_response());
+        }
+        Err(err) => return storage_failed(&checked.origin, err),
+    };
+    let requester = Requester {
+        actor: Actor::visitor(data.visitor.id, ip),
+        via: Via::Widget,
+    };
+    let recorded = data.clone();
+    if let Err(err) = app
+        .writer
+        .write(move |c| privacy::record_export(c, &requester, &recorded))
+        .await
+    {
+        return storage_failed(&checked.origin, err);
+    }
+    let data = data.as_seen_by_visitor();
+    let (body, content_type, filename) = if query.format == "text" {
+        (
+            data.to_text(),
+            "text/plain; charset=utf-8",
+            "conversation.txt",
+        )
+    } else {
+        let json = serde_json::to_string_pretty(&data.to_json(now_ms())).unwrap_or_default();
+        (json, "application/json; charset=utf-8", "conversation.json")
+    };
+    let mut response = body.into_response();
+    let out = response.headers_mut();
+    out.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\"")) {
+        out.insert(header::CONTENT_DISPOSITION, value);
+    }
+    allow(&checked.origin, response)
+}
+
+/// `POST /widget/erase?site=KEY`, body: the visitor token. Erases everything about the visitor
+/// and answers what went; their open widgets get `erased` and start again as a new visitor.
+pub async fn erase(
+    State(app): State<AppState>,
+    Query(query): Query<SelfServiceQuery>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    token: String,
+) -> Response {
+    let checked = match check(&app, &query.site, &headers, &token).await {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
+    };
+    let hash = checked.token_hash;
+    let visitor = match app
+        .readers
+        .read(move |c| store::find_visitor_record_by_token_hash(c, &hash))
+        .await
+    {
+        Ok(visitor) => visitor,
+        Err(err) => return storage_failed(&checked.origin, err),
+    };
+    let deleted = match visitor {
+        Some(visitor) => {
+            let requester = Requester {
+                actor: Actor::visitor(visitor.id, ip),
+                via: Via::Widget,
+            };
+            match privacy::erase_visitor(
+                &app.writer,
+                &app.readers,
+                app.chat.hub(),
+                &requester,
+                visitor.id,
+            )
+            .await
+            {
+                Ok(deleted) => deleted.unwrap_or_default(),
+                Err(err) => return storage_failed(&checked.origin, err),
+            }
+        }
+        None => store::Deleted::default(),
+    };
+    let body = json!({
+        "erased": true,
+        "conversations": deleted.conversations,
+        "messages": deleted.messages,
+    });
+    allow(&checked.origin, axum::Json(body).into_response())
+}

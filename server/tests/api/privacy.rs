@@ -1,0 +1,813 @@
+//! Privacy (issue #18, docs/privacy.md): retention per site deletes exactly what is due.
+
+use std::time::Duration;
+
+use porch::clock::now_ms;
+use rusqlite::params;
+
+use crate::helpers::{TestApp, WAIT, wait_until};
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// A visitor's conversation, opened over the widget.
+struct Chat {
+    token: String,
+    visitor: i64,
+    conversation: i64,
+    message: i64,
+}
+
+/// A new visitor on `site` says `body`; returns their token and rows.
+async fn chat(app: &TestApp, site: &str, body: &str) -> Chat {
+    let (mut widget, welcome) = app.visitor(site, None, 0).await;
+    let token = welcome["token"].as_str().expect("a token").to_owned();
+    let ack = widget.say("c-1", body).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let message = ack["id"].as_i64().expect("an id");
+    let (visitor, conversation) = app
+        .db()
+        .query_row(
+            "SELECT visitor_id, conversation_id FROM messages WHERE id = ?1",
+            [message],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the message");
+    Chat {
+        token,
+        visitor,
+        conversation,
+        message,
+    }
+}
+
+/// Sets a conversation's last activity (and its messages' times) to `at`.
+fn last_active(app: &TestApp, conversation: i64, at: i64) {
+    let db = app.db();
+    db.execute(
+        "UPDATE conversations SET last_message_at = ?2, created_at = ?2 WHERE id = ?1",
+        params![conversation, at],
+    )
+    .expect("backdate");
+    db.execute(
+        "UPDATE messages SET created_at = ?2 WHERE conversation_id = ?1",
+        params![conversation, at],
+    )
+    .expect("backdate messages");
+}
+
+/// Adds a delivery job naming the message and one naming the conversation, with an attempt.
+fn add_jobs(app: &TestApp, chat: &Chat) {
+    let db = app.db();
+    for args in [
+        format!(r#"{{"message_id":{}}}"#, chat.message),
+        format!(r#"{{"conversation_id":{}}}"#, chat.conversation),
+    ] {
+        db.execute(
+            "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at, \
+             finished_at) VALUES ('email', 'email.transcript', ?1, 'done', 1, 0, 0, 0)",
+            [args],
+        )
+        .expect("job");
+        db.execute(
+            "INSERT INTO job_attempts (job_id, seq, attempt, started_at, finished_at, outcome) \
+             VALUES (last_insert_rowid(), 1, 1, 0, 0, 'delivered')",
+            [],
+        )
+        .expect("attempt");
+    }
+}
+
+fn exists(app: &TestApp, table: &str, id: i64) -> bool {
+    app.count(&format!("SELECT count(*) FROM {table} WHERE id = {id}")) == 1
+}
+
+fn jobs_of(app: &TestApp, chat: &Chat) -> i64 {
+    app.count(&format!(
+        "SELECT count(*) FROM jobs WHERE json_extract(args, '$.message_id') = {} \
+            OR json_extract(args, '$.conversation_id') = {}",
+        chat.message, chat.conversation
+    ))
+}
+
+#[tokio::test]
+async fn retention_deletes_exactly_the_conversations_past_the_cutoff() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let other_site = app.add_site("Keeps everything");
+    app.db()
+        .execute(
+            "UPDATE sites SET retention_days = 30 WHERE key = ?1",
+            [&site],
+        )
+        .expect("retention");
+    let now = now_ms();
+    let cutoff = now - 30 * DAY_MS;
+
+    // Due: last message one second before the cutoff, and exactly at it.
+    let before = chat(&app, &site, "one second before the cutoff").await;
+    last_active(&app, before.conversation, cutoff - 1000);
+    add_jobs(&app, &before);
+    let at = chat(&app, &site, "exactly at the cutoff").await;
+    last_active(&app, at.conversation, cutoff);
+    // Kept: one second after the cutoff; closed after it though its last message is older; a
+    // site without retention; a visitor's other, recent conversation keeps the visitor.
+    let after = chat(&app, &site, "one second after the cutoff").await;
+    last_active(&app, after.conversation, cutoff + 1000);
+    add_jobs(&app, &after);
+    let closed = chat(&app, &site, "closed recently").await;
+    last_active(&app, closed.conversation, cutoff - DAY_MS);
+    app.db()
+        .execute(
+            "UPDATE conversations SET status = 'closed', closed_at = ?2 WHERE id = ?1",
+            params![closed.conversation, cutoff + 1000],
+        )
+        .expect("close");
+    let elsewhere = chat(&app, &other_site, "no retention here").await;
+    last_active(&app, elsewhere.conversation, cutoff - 365 * DAY_MS);
+    let returning = chat(&app, &site, "an old conversation").await;
+    last_active(&app, returning.conversation, cutoff - DAY_MS);
+    let db = app.db();
+    db.execute(
+        "INSERT INTO conversations (site_id, visitor_id, status, created_at, last_message_at) \
+         SELECT site_id, visitor_id, 'closed', ?2, ?2 FROM conversations WHERE id = ?1",
+        params![returning.conversation, now],
+    )
+    .expect("a recent conversation");
+    db.execute(
+        "UPDATE conversations SET status = 'closed', closed_at = ?2 WHERE id = ?1",
+        params![returning.conversation, cutoff - DAY_MS],
+    )
+    .expect("close the old one");
+    let messages_before = app.count("SELECT count(*) FROM messages");
+
+    let server = app.server.as_ref().expect("running");
+    let deleted = porch::privacy::purge_due(&server.app.writer, &server.app.readers, now)
+        .await
+        .expect("purge");
+
+    for gone in [&before, &at] {
+        assert!(!exists(&app, "conversations", gone.conversation));
+        assert!(!exists(&app, "messages", gone.message));
+        assert!(!exists(&app, "visitors", gone.visitor));
+        assert_eq!(jobs_of(&app, gone), 0);
+    }
+    assert!(!exists(&app, "conversations", returning.conversation));
+    assert!(exists(&app, "visitors", returning.visitor));
+    for kept in [&after, &closed, &elsewhere] {
+        assert!(exists(&app, "conversations", kept.conversation));
+        assert!(exists(&app, "messages", kept.message));
+        assert!(exists(&app, "visitors", kept.visitor));
+    }
+    assert_eq!(jobs_of(&app, &after), 2);
+    assert_eq!(
+        app.count("SELECT count(*) FROM job_attempts"),
+        2,
+        "only the kept jobs' attempts remain"
+    );
+    assert_eq!(deleted.messages, 3);
+    assert_eq!(deleted.conversations, 3);
+    assert_eq!(deleted.visitors, 2);
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages"),
+        messages_before - 3
+    );
+    assert!(!before.token.is_empty());
+}
+
+#[tokio::test]
+async fn the_maintenance_loop_purges_due_conversations_on_its_own() {
+    let app = TestApp::spawn_configured(&[], |config| {
+        config.retention_every = Duration::from_millis(50);
+    })
+    .await;
+    let site = app.add_site("Shop");
+    app.db()
+        .execute(
+            "UPDATE sites SET retention_days = 1 WHERE key = ?1",
+            [&site],
+        )
+        .expect("retention");
+    // Both first: a conversation id freed by the purge could otherwise be given to the next.
+    let old = chat(&app, &site, "two days old").await;
+    let fresh = chat(&app, &site, "just now").await;
+    last_active(&app, old.conversation, now_ms() - 2 * DAY_MS);
+    wait_until("the old conversation to be purged", WAIT, async || {
+        if exists(&app, "conversations", old.conversation) {
+            Err("still there")
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    assert!(exists(&app, "conversations", fresh.conversation));
+    assert_eq!(
+        app.db()
+            .query_row("PRAGMA auto_vacuum", [], |r| r.get::<_, i64>(0))
+            .expect("mode"),
+        2,
+        "a new database gives freed pages back in steps"
+    );
+}
+
+/// A visitor with everything Porch can hold about them: messages, an email address, an agent
+/// reply and a note, a delivery job naming them (with the address in its facts), a Slack thread
+/// and an agent's read marker.
+struct Person {
+    chat: Chat,
+    email: String,
+    body: String,
+}
+
+async fn person(app: &TestApp, site: &str, admin_token: &str, tag: &str) -> Person {
+    let body = format!("unique-body-{tag}-7f3a9c");
+    let email = format!("{tag}@example.org");
+    let (mut widget, welcome) = app.visitor(site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let ack = widget.say("c-1", &body).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    widget
+        .send(serde_json::json!({"type": "email", "email": email}))
+        .await;
+    assert_eq!(widget.recv().await["type"], "email_saved");
+    let message = ack["id"].as_i64().expect("id");
+    let (visitor, conversation): (i64, i64) = app
+        .db()
+        .query_row(
+            "SELECT visitor_id, conversation_id FROM messages WHERE id = ?1",
+            [message],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("message");
+    let (status, reply) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{conversation}/messages"),
+            admin_token,
+            Some(serde_json::json!({"body": format!("reply to {tag}")})),
+        )
+        .await;
+    assert_eq!(status, 201, "{reply}");
+    let db = app.db();
+    db.execute(
+        "INSERT INTO messages (conversation_id, author, body, created_at) \
+         VALUES (?1, 'note', 'a private note', 0)",
+        [conversation],
+    )
+    .expect("note");
+    db.execute(
+        "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
+         VALUES ('webhook', 'webhook.deliver', ?1, 'failed', 8, 0, 0)",
+        [format!(
+            r#"{{"event":"message.created","conversation_id":{conversation},"message_id":{message},"facts":{{"status":"open","visitor_email":"{email}","site_name":"Shop"}}}}"#
+        )],
+    )
+    .expect("job");
+    db.execute(
+        "INSERT INTO job_attempts (job_id, seq, attempt, started_at, finished_at, outcome, error) \
+         VALUES (last_insert_rowid(), 1, 1, 0, 0, 'retry', 'HTTP 500')",
+        [],
+    )
+    .expect("attempt");
+    db.execute(
+        "INSERT INTO slack_threads (conversation_id, team_id, channel_id, thread_ts) \
+         VALUES (?1, 'T1', 'C1', ?2)",
+        params![conversation, format!("1700000000.{visitor:06}")],
+    )
+    .expect("thread");
+    db.execute(
+        "INSERT INTO conversation_reads (user_id, conversation_id, last_read_id) \
+         SELECT id, ?1, ?2 FROM users LIMIT 1",
+        params![conversation, message],
+    )
+    .expect("read");
+    Person {
+        chat: Chat {
+            token,
+            visitor,
+            conversation,
+            message,
+        },
+        email,
+        body,
+    }
+}
+
+/// Every (table, column) of the database file holding one of the person's traces: their
+/// visitor id (in `visitor_id` columns and `visitors.id`), their conversation's id (in
+/// `conversation_id` columns), token hash, email address or unique message text, anywhere.
+fn scan(app: &TestApp, person: &Person) -> Vec<(String, String, i64)> {
+    let db = app.db();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .expect("tables")
+        .query_map([], |r| r.get(0))
+        .expect("tables")
+        .collect::<Result<_, _>>()
+        .expect("tables");
+    let token_hash = porch::chat::hash_token(&person.chat.token).to_vec();
+    let mut hits = Vec::new();
+    for table in tables {
+        let columns: Vec<String> = db
+            .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .expect("columns")
+            .query_map([], |r| r.get(0))
+            .expect("columns")
+            .collect::<Result<_, _>>()
+            .expect("columns");
+        for column in columns {
+            let is_visitor_id = column == "visitor_id" || (table == "visitors" && column == "id");
+            let is_conversation_id = column == "conversation_id";
+            let n: i64 = db
+                .query_row(
+                    &format!(
+                        "SELECT count(*) FROM \"{table}\" WHERE instr(CAST(\"{column}\" AS TEXT), ?1) > 0 \
+                            OR instr(lower(CAST(\"{column}\" AS TEXT)), ?2) > 0 \
+                            OR CAST(\"{column}\" AS BLOB) = ?3 \
+                            OR (?4 AND \"{column}\" = ?5) OR (?6 AND \"{column}\" = ?7)"
+                    ),
+                    params![
+                        person.body,
+                        person.email.to_lowercase(),
+                        token_hash,
+                        is_visitor_id,
+                        person.chat.visitor,
+                        is_conversation_id,
+                        person.chat.conversation
+                    ],
+                    |r| r.get(0),
+                )
+                .expect("scan");
+            if n > 0 {
+                hits.push((table.clone(), column, n));
+            }
+        }
+    }
+    hits
+}
+
+fn cli(app: &TestApp, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(app.data_dir.path())
+        .args(args)
+        .output()
+        .expect("run porch");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn ids(values: &serde_json::Value) -> Vec<i64> {
+    values
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|v| v["id"].as_i64().expect("id"))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("Ana", "admin");
+    let ann = person(&app, &site, &admin, "ann").await;
+    let bob = person(&app, &site, &admin, "bob").await;
+
+    // Before: the scan finds the person in the visitor row, their conversation, messages, the job
+    // and what hangs off the conversation, and the export holds each of those rows.
+    let before = scan(&app, &ann);
+    let tables: std::collections::BTreeSet<&str> =
+        before.iter().map(|(t, _, _)| t.as_str()).collect();
+    for table in [
+        "visitors",
+        "conversations",
+        "messages",
+        "jobs",
+        "slack_threads",
+        "conversation_reads",
+    ] {
+        assert!(tables.contains(table), "{table} not found in {before:?}");
+    }
+    let out = cli(&app, &["export", "--email", "ANN@example.org"]);
+    let exports: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let export = &exports[0];
+    assert_eq!(exports.as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(export["porch_export"], 1);
+    assert_eq!(export["visitor"]["id"], ann.chat.visitor);
+    assert_eq!(export["visitor"]["email"], ann.email.as_str());
+    let conversations = &export["conversations"];
+    assert_eq!(ids(conversations), vec![ann.chat.conversation]);
+    let messages = &conversations[0]["messages"];
+    assert_eq!(messages.as_array().map(Vec::len), Some(3), "{messages}");
+    assert!(
+        out.contains(&ann.body) && out.contains("reply to ann") && out.contains("a private note")
+    );
+    assert!(!out.contains(&bob.body) && !out.contains(&bob.email));
+    let db = app.db();
+    for (table, column, _) in &before {
+        // Each row the scan found is in the export: by its own id or its conversation's.
+        let (key, exported) = match table.as_str() {
+            "visitors" => ("id", vec![ann.chat.visitor]),
+            "conversations" => ("id", vec![ann.chat.conversation]),
+            "messages" => ("id", ids(messages)),
+            "jobs" => ("id", ids(&export["deliveries"])),
+            _ => ("conversation_id", vec![ann.chat.conversation]),
+        };
+        let found: Vec<i64> = db
+            .prepare(&format!(
+                "SELECT {key} FROM {table} WHERE instr(CAST({column} AS TEXT), ?1) > 0 \
+                    OR instr(lower(CAST({column} AS TEXT)), ?2) > 0 \
+                    OR ('{column}' IN ('visitor_id', 'id') AND {column} = ?3) \
+                    OR ('{column}' = 'conversation_id' AND {column} = ?4)"
+            ))
+            .expect("rows")
+            .query_map(
+                params![ann.body, ann.email, ann.chat.visitor, ann.chat.conversation],
+                |r| r.get(0),
+            )
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        for id in found {
+            assert!(
+                exported.contains(&id),
+                "{table}.{column}: row {id} is not exported"
+            );
+        }
+    }
+
+    // A dry run changes nothing; then the erasure.
+    let dry = cli(&app, &["erase", "--visitor", &ann.chat.visitor.to_string()]);
+    assert!(dry.contains("would erase"), "{dry}");
+    assert_eq!(scan(&app, &ann), before);
+    let erased = cli(&app, &["erase", "--email", &ann.email, "--yes"]);
+    assert!(erased.contains("erased visitor"), "{erased}");
+
+    assert_eq!(scan(&app, &ann), Vec::new(), "traces left after erasure");
+    assert!(
+        !scan(&app, &bob).is_empty(),
+        "the other visitor is untouched"
+    );
+    assert!(exists(&app, "messages", bob.chat.message));
+    assert_eq!(
+        app.count("SELECT count(*) FROM job_attempts"),
+        1,
+        "only Bob's"
+    );
+    let (detail, target): (String, String) = app
+        .db()
+        .query_row(
+            "SELECT detail, target_label FROM audit_events WHERE action = 'privacy.erased'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("an audit event");
+    assert_eq!(target, format!("visitor {}", ann.chat.visitor));
+    assert!(
+        detail.contains("\"via\":\"cli\"") && detail.contains("\"messages\":3"),
+        "{detail}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'privacy.exported'"),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_full_export_has_one_line_per_conversation() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let first = chat(&app, &site, "first").await;
+    let second = chat(&app, &site, "second").await;
+    let out = cli(&app, &["export", "--all"]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document a line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[0]["id"], first.conversation);
+    assert_eq!(lines[1]["id"], second.conversation);
+    assert_eq!(lines[1]["visitor"]["id"], second.visitor);
+    assert_eq!(lines[1]["messages"][0]["body"], "second");
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM audit_events WHERE action = 'privacy.exported' \
+             AND target_type = 'database'"
+        ),
+        1
+    );
+}
+
+/// A request from the widget on `origin` for the visitor with `token`.
+async fn own_data(app: &TestApp, path: &str, origin: &str, token: &str) -> crate::helpers::Answer {
+    use crate::helpers::Exchange;
+    app.http
+        .request("POST", path)
+        .header("origin", origin)
+        .header("content-type", "text/plain;charset=UTF-8")
+        .body(token.to_owned())
+        .answer()
+        .await
+}
+
+#[tokio::test]
+async fn a_visitor_downloads_their_conversation_and_erases_themselves_from_the_widget() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("Ana", "admin");
+    let ann = person(&app, &site, &admin, "ann").await;
+    let origin = crate::helpers::ORIGIN;
+
+    let json = own_data(
+        &app,
+        &format!("/widget/export?site={site}"),
+        origin,
+        &ann.chat.token,
+    )
+    .await;
+    assert_eq!(json.status, 200, "{}", json.body);
+    assert_eq!(json.header("access-control-allow-origin"), Some(origin));
+    assert!(
+        json.header("content-disposition")
+            .is_some_and(|d| d.contains("attachment"))
+    );
+    let doc = json.json();
+    assert_eq!(doc["visitor"]["email"], ann.email.as_str());
+    let bodies: Vec<&str> = doc["conversations"][0]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["body"].as_str().expect("body"))
+        .collect();
+    assert_eq!(bodies, vec![ann.body.as_str(), "reply to ann"], "no notes");
+    assert_eq!(doc["deliveries"], serde_json::json!([]));
+    let text = own_data(
+        &app,
+        &format!("/widget/export?site={site}&format=text"),
+        origin,
+        &ann.chat.token,
+    )
+    .await;
+    assert_eq!(text.status, 200);
+    assert!(
+        text.body.contains(&format!("You: {}", ann.body)),
+        "{}",
+        text.body
+    );
+    assert!(!text.body.contains("private note"));
+
+    // Not from another origin, nor without a valid token.
+    let elsewhere = own_data(
+        &app,
+        &format!("/widget/export?site={site}"),
+        "https://evil.example",
+        &ann.chat.token,
+    )
+    .await;
+    assert_eq!(elsewhere.status, 403);
+    assert_eq!(elsewhere.header("access-control-allow-origin"), None);
+    let forged = own_data(
+        &app,
+        &format!("/widget/export?site={site}"),
+        origin,
+        "vt1.x.y",
+    )
+    .await;
+    assert_eq!(forged.status, 401);
+
+    // The erasure: the visitor's open widget is told and closed; nothing of them is left.
+    let (mut open_tab, _) = app.visitor(&site, Some(&ann.chat.token), 0).await;
+    let erased = own_data(
+        &app,
+        &format!("/widget/erase?site={site}"),
+        origin,
+        &ann.chat.token,
+    )
+    .await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(erased.json()["messages"], 3);
+    loop {
+        let frame = open_tab.recv().await;
+        if frame["type"] == "erased" {
+            break;
+        }
+    }
+    assert_eq!(open_tab.closed().await, Some(1000));
+    assert_eq!(scan(&app, &ann), Vec::new());
+    let actor: String = app
+        .db()
+        .query_row(
+            "SELECT actor FROM audit_events WHERE action = 'privacy.erased'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("recorded");
+    assert_eq!(actor, format!("visitor {}", ann.chat.visitor));
+
+    // The same token starts afresh: nothing is stored about it any more.
+    let again = own_data(
+        &app,
+        &format!("/widget/export?site={site}"),
+        origin,
+        &ann.chat.token,
+    )
+    .await;
+    assert_eq!(again.status, 404);
+    assert_eq!(again.json()["error"]["code"], "nothing_stored");
+}
+
+#[tokio::test]
+async fn widget_downloads_are_rate_limited_per_visitor() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let ann = chat(&app, &site, "hello").await;
+    let path = format!("/widget/export?site={site}");
+    for _ in 0..5 {
+        let ok = own_data(&app, &path, crate::helpers::ORIGIN, &ann.token).await;
+        assert_eq!(ok.status, 200);
+    }
+    let refused = own_data(&app, &path, crate::helpers::ORIGIN, &ann.token).await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.json()["error"]["code"], "rate_limited");
+    assert!(
+        refused.json()["error"]["retry_after_ms"]
+            .as_u64()
+            .is_some_and(|ms| ms > 0)
+    );
+    let other = chat(&app, &site, "another visitor").await;
+    assert_eq!(
+        own_data(&app, &path, crate::helpers::ORIGIN, &other.token)
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
+    use crate::inbox::{form, send, setup_admin, signed_in_from};
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Shop");
+    let api = app.add_user_token("Api", "admin");
+    let ann = person(&app, &site, &api, "ann").await;
+
+    let found = send(
+        &app,
+        "GET",
+        "/privacy?q=ann%40example.org",
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(found.status, 200);
+    assert!(
+        found.body.contains(&format!("v{}", ann.chat.visitor)),
+        "{}",
+        found.body
+    );
+    let by_id = send(
+        &app,
+        "GET",
+        &format!("/privacy?q=v{}", ann.chat.visitor),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(by_id.body.contains("ann@example.org"));
+
+    let csrf = form(&[("csrf", &admin.csrf)]);
+    let export_path = format!("/privacy/visitors/{}/export", ann.chat.visitor);
+    let refused = send(
+        &app,
+        "POST",
+        &export_path,
+        &admin.cookie,
+        Some("csrf=wrong"),
+    )
+    .await;
+    assert_eq!(refused.status, 403);
+    let download = send(&app, "POST", &export_path, &admin.cookie, Some(&csrf)).await;
+    assert_eq!(download.status, 200);
+    assert!(download.body.contains(&ann.body) && download.body.contains("a private note"));
+
+    // Agents may not.
+    let agent_email = "bo@example.com";
+    crate::inbox::add_user(&app, agent_email, "agent");
+    let agent = signed_in_from(
+        &app,
+        &crate::inbox::sign_in(&app, agent_email, crate::inbox::PASSWORD).await,
+    )
+    .await;
+    let forbidden = send(&app, "GET", "/privacy", &agent.cookie, None).await;
+    assert_eq!(forbidden.status, 403);
+
+    // The confirmation shows what goes; an agent's open conversation page hears of it.
+    let erase_path = format!("/privacy/visitors/{}/erase", ann.chat.visitor);
+    let confirm = send(&app, "GET", &erase_path, &admin.cookie, None).await;
+    assert!(
+        confirm.body.contains("ann@example.org") && confirm.body.contains("3 messages"),
+        "{}",
+        confirm.body
+    );
+    let mut stream = crate::inbox::request(
+        &app,
+        "GET",
+        &format!("/conversations/{}/events", ann.chat.conversation),
+        &agent.cookie,
+        None,
+    )
+    .send()
+    .await
+    .expect("stream");
+    let erased = send(&app, "POST", &erase_path, &admin.cookie, Some(&csrf)).await;
+    assert_eq!(
+        (erased.status, erased.header("location")),
+        (303, Some("/privacy?notice=erased"))
+    );
+    let mut seen = String::new();
+    while !seen.contains("event: erased") {
+        let chunk = tokio::time::timeout(WAIT, stream.chunk())
+            .await
+            .expect("an event in time")
+            .expect("the stream")
+            .expect("more of the stream");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        seen.contains("This visitor&#x27;s data was erased.")
+            || seen.contains("This visitor's data was erased.")
+    );
+    assert_eq!(scan(&app, &ann), Vec::new());
+    let after = send(&app, "GET", &erase_path, &admin.cookie, None).await;
+    assert_eq!(after.status, 404);
+}
+
+#[tokio::test]
+async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("Ana", "admin");
+    let agent = app.add_user_token("Bo", "agent");
+    let path = format!("/api/v1/sites/{site}/retention");
+    let (status, body) = app.api("GET", &path, &admin, None).await;
+    assert_eq!(
+        (status, body["retention_days"].clone()),
+        (200, serde_json::Value::Null)
+    );
+    let (status, body) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": 30})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["retention_days"].clone()),
+        (200, serde_json::json!(30))
+    );
+    assert_eq!(
+        app.count("SELECT retention_days FROM sites"),
+        30,
+        "stored, other settings untouched"
+    );
+    let (status, _) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": 0})),
+        )
+        .await;
+    assert_eq!(status, 422);
+    let (status, _) = app
+        .api(
+            "PUT",
+            &path,
+            &agent,
+            Some(serde_json::json!({"retention_days": 1})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, body) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": null})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["retention_days"].clone()),
+        (200, serde_json::Value::Null)
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'site.updated'"),
+        2
+    );
+}

@@ -14,6 +14,7 @@ use crate::integrations::email::Mailer;
 use crate::integrations::slack::{SlackApi, SlackInbound};
 use crate::jobs::JobQueue;
 use crate::metrics::{Capacity, Meters, Replication};
+use crate::secrets::SecretKey;
 use crate::store::{Readers, Writer};
 use crate::widget::brake::Brakes;
 
@@ -40,6 +41,8 @@ pub struct App {
     pub http: HttpClients,
     /// SMTP, when `PORCH_SMTP_URL` and `PORCH_MAIL_FROM` are set.
     pub mailer: Option<Arc<Mailer>>,
+    /// Seals integration secrets for storing and opens them where one is needed.
+    pub secret_key: Arc<SecretKey>,
     /// The admin UI's accounts: setup, sign-in, sessions, team.
     pub accounts: Accounts,
     /// Counters the hot paths bump (acks, connections, heartbeat, job outcomes).
@@ -71,6 +74,7 @@ impl App {
         http: HttpClients,
         mailer: Option<Arc<Mailer>>,
         capacity: Arc<Capacity>,
+        secret_key: Arc<SecretKey>,
     ) -> Self {
         let replication = Arc::new(Replication::new(config.litestream_metrics_url.clone()));
         let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
@@ -82,6 +86,7 @@ impl App {
             Arc::clone(&writer),
             jobs.clone(),
             Arc::clone(&meters),
+            Arc::clone(&secret_key),
         ));
         Self {
             accounts,
@@ -97,6 +102,7 @@ impl App {
             jobs,
             http,
             mailer,
+            secret_key,
             meters,
             capacity,
             replication,

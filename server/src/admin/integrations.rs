@@ -33,7 +33,7 @@ async fn load(app: &AppState, key: &str) -> Result<(SiteRow, Option<IntegrationR
 }
 
 fn status(app: &AppState, row: &IntegrationRow) -> Option<SlackStatusView> {
-    let slack = SlackIntegration::parse(&row.config, &row.secrets)?;
+    let slack = SlackIntegration::open(&app.secret_key, row)?;
     let mode = match (
         slack.secrets.app_token.is_some(),
         slack.secrets.signing_secret.is_some(),
@@ -124,7 +124,7 @@ pub async fn check_slack(
     let (site, slack) = load(&app, &key).await?;
     let parsed = slack
         .as_ref()
-        .and_then(|row| SlackIntegration::parse(&row.config, &row.secrets));
+        .and_then(|row| SlackIntegration::open(&app.secret_key, row));
     let Some(parsed) = parsed else {
         return Ok(see_other(&format!("/sites/{key}/slack")));
     };

@@ -20,11 +20,12 @@ pub enum AuditAction {
     IntegrationSecretRotated,
     TokenCreated,
     TokenRevoked,
+    SecretsRotated,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::UserCreated,
@@ -41,6 +42,7 @@ impl AuditAction {
         Self::IntegrationSecretRotated,
         Self::TokenCreated,
         Self::TokenRevoked,
+        Self::SecretsRotated,
     ];
 
     /// The stable dotted code stored and shown.
@@ -62,6 +64,7 @@ impl AuditAction {
             Self::IntegrationSecretRotated => "integration.secret_rotated",
             Self::TokenCreated => "token.created",
             Self::TokenRevoked => "token.revoked",
+            Self::SecretsRotated => "secrets.rotated",
         }
     }
 }

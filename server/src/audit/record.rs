@@ -82,6 +82,15 @@ impl Target {
         }
     }
 
+    /// The key that seals integration secrets, by its public id (never the key).
+    pub fn sealing_key(id: &str) -> Self {
+        Self {
+            kind: "key",
+            id: id.to_owned(),
+            label: "sealing key".to_owned(),
+        }
+    }
+
     /// An API token by its id and name (never the token).
     pub fn token(id: i64, name: &str) -> Self {
         Self {

@@ -2,6 +2,8 @@
 //! integration's blocked jobs resume), rotate a webhook secret, read an endpoint's delivery log
 //! and replay a delivery from it.
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -14,7 +16,9 @@ use crate::clock::now_ms;
 use crate::integrations::discord::{DiscordSetup, check_discord};
 use crate::integrations::email::{EmailSetup, Mailer, email_config};
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
-use crate::integrations::{insert_integration, replace_integration_settings};
+use crate::integrations::{
+    insert_integration, open_secrets_as, replace_integration_settings, store_secrets,
+};
 use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
 use crate::store::{self, IntegrationId, IntegrationRow, JobId, NewIntegration, SiteId};
@@ -67,7 +71,7 @@ async fn insert(
     config: String,
     secrets: String,
 ) -> Result<IntegrationId, ApiError> {
-    let actor = actor.clone();
+    let (actor, key) = (actor.clone(), Arc::clone(&app.secret_key));
     Ok(app
         .writer
         .write(move |c| {
@@ -76,26 +80,30 @@ async fn insert(
                 kind,
                 name,
                 config: &config,
-                secrets: &secrets,
                 now: now_ms(),
             };
-            insert_integration(c, &actor, &new)
+            insert_integration(c, &actor, &key, &new, &secrets)
         })
         .await?)
 }
 
-/// Saves new settings, turns the integration back on and queues its blocked jobs again.
+/// Saves new settings (and secrets, if given), turns the integration back on and queues its
+/// blocked jobs again.
 async fn replace_settings(
     app: &AppState,
     actor: &Actor,
     row: &IntegrationRow,
     config: String,
-    secrets: String,
+    secrets: Option<String>,
 ) -> Result<usize, ApiError> {
     let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
+    let key = Arc::clone(&app.secret_key);
     let resumed = app
         .writer
-        .write(move |c| replace_integration_settings(c, &actor, (id, &kind), &config, &secrets))
+        .write(move |c| {
+            let secrets = secrets.as_deref().map(|s| (key.as_ref(), s));
+            replace_integration_settings(c, &actor, (id, &kind), &config, secrets)
+        })
         .await?;
     let count = resumed.len();
     app.jobs.submit(resumed);
@@ -148,7 +156,7 @@ pub async fn update_discord(
         &Actor::user(&admin, ip),
         &row,
         to_json(&config)?,
-        to_json(&secrets)?,
+        Some(to_json(&secrets)?),
     )
     .await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
@@ -205,7 +213,7 @@ pub async fn update_webhook(
         &Actor::user(&admin, ip),
         &row,
         to_json(&config)?,
-        row.secrets.clone(),
+        None,
     )
     .await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
@@ -220,13 +228,18 @@ pub async fn rotate_webhook_secret(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
-    let current: WebhookSecrets = serde_json::from_str(&row.secrets).map_err(|_| {
-        ApiError::invalid("The endpoint's secret is unreadable; delete and add it again.")
-    })?;
     let now = now_ms();
-    let rotated = current.rotated(now);
+    // A secret that no longer opens (its sealing key was lost) is replaced without overlap.
+    let rotated = match open_secrets_as::<WebhookSecrets>(&app.secret_key, &row) {
+        Some(current) => current.rotated(now),
+        None => WebhookSecrets {
+            secret: new_secret(),
+            previous: None,
+            previous_until: None,
+        },
+    };
     let secrets = to_json(&rotated)?;
-    let (config, integration) = (row.config.clone(), row.id);
+    let (key, integration) = (Arc::clone(&app.secret_key), row.id);
     let (actor, target) = (
         Actor::user(&admin, ip),
         Target::integration(row.id, &row.kind),
@@ -240,7 +253,7 @@ pub async fn rotate_webhook_secret(
                 &target,
                 &json!({}),
             )?;
-            store::update_integration_settings(c, integration, &config, &secrets, now)
+            store_secrets(c, &key, integration, &secrets)
         })
         .await?;
     Ok(Json(json!({

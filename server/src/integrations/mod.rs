@@ -8,6 +8,7 @@ mod delivery;
 mod destinations;
 pub mod discord;
 pub mod email;
+mod sealing;
 mod settings;
 mod setup_error;
 pub mod slack;
@@ -16,5 +17,8 @@ pub mod webhook;
 
 pub use clients::HttpClients;
 pub use destinations::Destinations;
+pub use sealing::{
+    SealingError, open_secrets, open_secrets_as, reseal_secrets, seal_clear_secrets, store_secrets,
+};
 pub use settings::{insert_integration, replace_integration_settings};
 pub use setup_error::SetupError;

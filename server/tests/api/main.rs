@@ -30,6 +30,7 @@ mod metrics;
 mod process;
 mod replication_lag;
 mod revocation;
+mod sealed_secrets;
 mod shutdown;
 mod site_add;
 mod slack;

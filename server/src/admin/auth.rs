@@ -268,9 +268,13 @@ pub async fn login(
 /// `POST /logout`.
 pub async fn logout(
     State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
     posted: Posted<NoFields>,
 ) -> Result<Response, PageError> {
-    app.accounts.end_session(&posted.who.cookie_value).await?;
+    let who = &posted.who;
+    app.accounts
+        .end_session(&who.cookie_value, &who.user, ip)
+        .await?;
     Ok(with_cookie(
         see_other("/login?notice=signed-out"),
         Some(expired_session_cookie(&app)),

@@ -6,8 +6,11 @@
 pub enum AuditAction {
     SignedIn,
     SignInFailed,
+    SignInThrottled,
+    SignedOut,
     UserCreated,
     UserInvited,
+    UserLinkCreated,
     UserRoleChanged,
     UserDisabled,
     UserEnabled,
@@ -25,11 +28,14 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 20] = [
         Self::SignedIn,
         Self::SignInFailed,
+        Self::SignInThrottled,
+        Self::SignedOut,
         Self::UserCreated,
         Self::UserInvited,
+        Self::UserLinkCreated,
         Self::UserRoleChanged,
         Self::UserDisabled,
         Self::UserEnabled,
@@ -50,8 +56,11 @@ impl AuditAction {
         match self {
             Self::SignedIn => "session.signed_in",
             Self::SignInFailed => "session.sign_in_failed",
+            Self::SignInThrottled => "session.sign_in_throttled",
+            Self::SignedOut => "session.signed_out",
             Self::UserCreated => "user.created",
             Self::UserInvited => "user.invited",
+            Self::UserLinkCreated => "user.link_created",
             Self::UserRoleChanged => "user.role_changed",
             Self::UserDisabled => "user.disabled",
             Self::UserEnabled => "user.enabled",

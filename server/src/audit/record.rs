@@ -125,11 +125,13 @@ pub fn record(
     )
 }
 
-/// Records a wrong password for `email` from `ip`. Failures of one email from one address in
-/// one minute share a row and count up, so a guessing flood adds rows no faster than minutes
-/// pass (the sign-in throttle already bounds the attempts that get this far).
-pub fn record_sign_in_failure(
+/// Records a sign-in attempt that did not sign in: `SignInFailed` (a wrong password) or
+/// `SignInThrottled` (refused by the throttle before any check), for `email` from `ip`. Attempts
+/// of one kind for one email from one address in one minute share a row and count up, so a
+/// guessing flood adds rows no faster than minutes pass.
+pub fn record_sign_in_attempt(
     c: &Connection,
+    action: AuditAction,
     email: &str,
     user: Option<UserId>,
     ip: IpAddr,
@@ -144,7 +146,7 @@ pub fn record_sign_in_failure(
             at: now_ms(),
             actor_id: user,
             actor: cut,
-            action: AuditAction::SignInFailed.as_str(),
+            action: action.as_str(),
             target_type: None,
             target_id: None,
             target_label: None,

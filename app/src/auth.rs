@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::api_tokens::{ApiTokensSection, ApiTokensView};
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 
 /// The first-run setup form.
@@ -152,11 +153,13 @@ pub struct AccountView {
     pub email: String,
     pub role: String,
     pub notice: Option<Notice>,
+    pub tokens: ApiTokensView,
 }
 
-/// Renders the account page (change password).
+/// Renders the account page (change password, API tokens).
 pub fn render_account(view: AccountView) -> String {
     let csrf = view.nav.csrf.clone();
+    let token_csrf = csrf.clone();
     let nav = Nav {
         section: Section::Account,
         ..view.nav
@@ -185,6 +188,7 @@ pub fn render_account(view: AccountView) -> String {
                 <button type="submit" class="button button-primary">"Change password"</button>
             </form>
         </section>
+        <ApiTokensSection tokens=view.tokens csrf=token_csrf/>
     };
     document("Your account", Some(nav), false, content.into_any())
 }

@@ -2,6 +2,7 @@
 //! throttling, sessions, invitations and reset links, roles and disabling. It decides; `store`
 //! persists; it knows nothing of HTTP, and of cookies only the session cookie's name.
 
+mod api_tokens;
 mod error;
 mod identity;
 pub mod password;
@@ -10,6 +11,9 @@ mod session;
 mod team;
 mod throttle;
 
+pub use api_tokens::{
+    TOKEN_PREFIX, TokenRequest, create_api_token, hash_api_token, new_api_token, revoke_api_token,
+};
 pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};
 pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};

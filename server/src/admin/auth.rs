@@ -7,10 +7,10 @@ use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use porch_app::auth::{
-    AccountView, LoginView, PasswordLinkView, SetupView, render_account, render_login,
-    render_password_link, render_setup,
+    LoginView, PasswordLinkView, SetupView, render_account, render_login, render_password_link,
+    render_setup,
 };
-use porch_app::layout::{Notice, Section};
+use porch_app::layout::Notice;
 use serde::Deserialize;
 
 use crate::accounts::{self, LinkKind};
@@ -41,6 +41,7 @@ impl NoticeQuery {
                 "Your admin account is ready. Create a site to get the chat on your pages."
             }
             "password-changed" => "Password changed. Your other sessions were signed out.",
+            "token-revoked" => "Token revoked. Requests with it now get 401.",
             "password-set" => "Password saved. Sign in with it now.",
             "signed-out" => "You are signed out.",
             "site-created" => "Site created. Paste the snippet below into your pages.",
@@ -380,13 +381,13 @@ pub async fn complete_reset(
 }
 
 /// `GET /account`.
-pub async fn account_page(who: SignedIn, Query(query): Query<NoticeQuery>) -> Response {
-    html(render_account(AccountView {
-        nav: who.nav(Section::Account),
-        email: who.user.email.clone(),
-        role: who.user.role.clone(),
-        notice: query.notice(),
-    }))
+pub async fn account_page(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    let view = super::tokens::account_view(&app, &who, query.notice(), None).await?;
+    Ok(html(render_account(view)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -434,13 +435,6 @@ pub async fn change_password(
         }
         Err(err) => return Err(err.into()),
     };
-    Ok(html_with_status(
-        status,
-        render_account(AccountView {
-            nav: who.nav(Section::Account),
-            email: who.user.email.clone(),
-            role: who.user.role.clone(),
-            notice: Some(Notice::Error(message)),
-        }),
-    ))
+    let view = super::tokens::account_view(&app, &who, Some(Notice::Error(message)), None).await?;
+    Ok(html_with_status(status, render_account(view)))
 }

@@ -16,6 +16,7 @@ mod page;
 pub mod session;
 pub mod sites;
 pub mod team;
+pub mod tokens;
 mod views;
 
 pub use page::{not_found_page, strict_transport};

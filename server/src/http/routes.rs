@@ -142,6 +142,11 @@ fn admin_routes() -> Router<AppState> {
         )
         .route("/account", get(admin::auth::account_page))
         .route("/account/password", post(admin::auth::change_password))
+        .route("/account/tokens", post(admin::tokens::create_token))
+        .route(
+            "/account/tokens/{id}/revoke",
+            get(admin::tokens::confirm_revoke).post(admin::tokens::revoke),
+        )
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
         .route("/conversations/{id}", get(admin::inbox::conversation_page))

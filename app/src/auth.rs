@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::api_tokens::{ApiTokensSection, ApiTokensView};
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 use crate::two_factor::{TwoFactorSection, TwoFactorSummary};
 
@@ -183,11 +184,13 @@ pub struct AccountView {
     pub role: String,
     pub notice: Option<Notice>,
     pub two_factor: TwoFactorSummary,
+    pub tokens: ApiTokensView,
 }
 
-/// Renders the account page (change password, two-factor sign-in).
+/// Renders the account page (change password, two-factor sign-in, API tokens).
 pub fn render_account(view: AccountView) -> String {
     let csrf = view.nav.csrf.clone();
+    let token_csrf = csrf.clone();
     let nav = Nav {
         section: Section::Account,
         ..view.nav
@@ -217,6 +220,7 @@ pub fn render_account(view: AccountView) -> String {
             </form>
         </section>
         <TwoFactorSection summary=view.two_factor csrf=csrf.clone()/>
+        <ApiTokensSection tokens=view.tokens csrf=token_csrf/>
     };
     document("Your account", Some(nav), false, content.into_any())
 }

@@ -16,6 +16,7 @@
 // Leptos' typed views nest deeply; large pages exceed the default limit of 128.
 #![recursion_limit = "256"]
 
+pub mod api_tokens;
 pub mod audit;
 pub mod auth;
 pub mod capacity;

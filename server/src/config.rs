@@ -11,9 +11,11 @@ use clap::Args;
 use crate::store::Synchronous;
 
 mod rules;
+mod secret_key;
 mod sso;
 
 pub use rules::{ConfigError, Warning};
+pub use secret_key::{KeySource, LoadedKey, SecretKeyConfig};
 pub use sso::DomainList;
 
 /// Where Porch keeps its data; shared by every command.
@@ -175,6 +177,10 @@ pub struct Config {
     /// A file holding the SMTP URL (for Docker secrets); read at start-up.
     #[arg(long, env = "PORCH_SMTP_URL_FILE", conflicts_with = "smtp_url")]
     pub smtp_url_file: Option<PathBuf>,
+
+    /// The key that seals integration secrets in the database (see [`SecretKeyConfig`]).
+    #[command(flatten)]
+    pub sealing: SecretKeyConfig,
 
     /// The address email comes from, for example `Porch <chat@example.com>`.
     #[arg(long, env = "PORCH_MAIL_FROM")]

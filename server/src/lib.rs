@@ -9,6 +9,7 @@
 //! - [`values`]: validated values (message bodies, origins, site limits) shared by every layer.
 //! - [`hub`]: live fan-out of events to open connections.
 //! - [`histogram`]: the lock-free latency histogram (a leaf: imports nothing from the crate).
+//! - [`secrets`]: sealing secrets at rest: the key and the cipher's envelope (a leaf).
 //! - [`store`]: SQLite: the group-commit writer, the reader pool, one file per table.
 //! - [`accounts`]: admin UI accounts: passwords, setup token, sign-in throttling, sessions, team.
 //! - [`audit`]: the audit log: action codes, who and from where, recorded with each change.
@@ -41,6 +42,7 @@ pub mod jobs;
 pub mod loadtest;
 pub mod metrics;
 pub mod privacy;
+pub mod secrets;
 pub mod series;
 mod server;
 pub mod state;

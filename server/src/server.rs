@@ -12,11 +12,11 @@ use tokio::task::JoinHandle;
 
 use crate::accounts::sso::Sso;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
-use crate::config::Config;
+use crate::config::{Config, KeySource, LoadedKey};
 use crate::hub::Hub;
 use crate::integrations::email::Mailer;
 use crate::integrations::slack::{SlackApi, spawn_socket_mode};
-use crate::integrations::{Destinations, HttpClients};
+use crate::integrations::{Destinations, HttpClients, SealingError, seal_clear_secrets};
 use crate::jobs::{Lane, Runner, RunnerConfig};
 use crate::metrics::{
     Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
@@ -78,11 +78,12 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     config.load_secret_files()?;
     // Before anything touches the database: a second server must not start at all.
     let lock = lock_data_dir(&config.data_dir)?;
+    let sealing = load_secret_key(&config)?;
     let config = Arc::new(config);
     let local_addr = listener.local_addr().context("reading the bound address")?;
     let booting = crate::http::serve_while_booting(listener, config.header_timeout);
     let path = config.data_dir.join(crate::config::DATABASE_FILE);
-    let opened = open_database(&config).await;
+    let opened = open_database(&config, sealing.clone()).await;
     // Take the listener back before looking at the outcome, so a failed start closes it too.
     let listener = booting.finish().await?;
     let (conn, secret) =
@@ -131,32 +132,12 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         mailer,
         Arc::new(Capacity::new(config.sampler)),
         sso,
+        Arc::new(sealing.key),
     ));
 
     app.accounts.prepare_first_run(&app.public_url).await?;
     let runner = start_runner(runner, &app, slack_api).await?;
-    spawn_maintenance(&app);
-    spawn_heartbeat(Arc::clone(&app.meters), app.shutdown.clone());
-    let integrity = Arc::clone(&app.meters.integrity);
-    store::spawn_integrity_checks(path.clone(), integrity, app.shutdown.clone());
-    let sources = Sources {
-        meters: Arc::clone(&app.meters),
-        writer: Arc::clone(&app.writer),
-        hub: Arc::clone(app.chat.hub()),
-        audit_retention: config.audit_retention,
-    };
-    spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
-    spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());
-    if let Some(sso) = &app.sso {
-        Arc::clone(sso).spawn_discovery(app.shutdown.clone());
-    }
-    spawn_replication_scraper(
-        Arc::clone(&app.replication),
-        app.http.known_hosts.clone(),
-        config.litestream_scrape_every,
-        crate::config::DATABASE_FILE,
-        app.shutdown.clone(),
-    );
+    spawn_background(&app, &path);
     let max_connections = connection_budget(&config);
     let router = crate::http::router(Arc::clone(&app));
     let serve = tokio::spawn(crate::http::serve(
@@ -179,6 +160,33 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     })
 }
 
+/// The server's background tasks: maintenance, the event-loop heartbeat, integrity checks, the
+/// capacity sampler, Slack's Socket Mode, single sign-on discovery and the Litestream scraper.
+fn spawn_background(app: &AppState, path: &std::path::Path) {
+    spawn_maintenance(app);
+    spawn_heartbeat(Arc::clone(&app.meters), app.shutdown.clone());
+    let integrity = Arc::clone(&app.meters.integrity);
+    store::spawn_integrity_checks(path.to_path_buf(), integrity, app.shutdown.clone());
+    let sources = Sources {
+        meters: Arc::clone(&app.meters),
+        writer: Arc::clone(&app.writer),
+        hub: Arc::clone(app.chat.hub()),
+        audit_retention: app.config.audit_retention,
+    };
+    spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
+    spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());
+    if let Some(sso) = &app.sso {
+        Arc::clone(sso).spawn_discovery(app.shutdown.clone());
+    }
+    spawn_replication_scraper(
+        Arc::clone(&app.replication),
+        app.http.known_hosts.clone(),
+        app.config.litestream_scrape_every,
+        crate::config::DATABASE_FILE,
+        app.shutdown.clone(),
+    );
+}
+
 /// Starts the job runner with the lanes sized from the configuration.
 async fn start_runner(
     runner: Runner,
@@ -195,6 +203,7 @@ async fn start_runner(
         readers: Arc::clone(&app.readers),
         writer: Arc::clone(&app.writer),
         public_url: app.public_url.clone(),
+        secret_key: Arc::clone(&app.secret_key),
     });
     let runner_config = RunnerConfig {
         concurrency: [
@@ -221,8 +230,6 @@ async fn start_runner(
         .context("starting the job runner")
 }
 
-/// Creates the data directory, opens the write connection, applies migrations and loads the
-/// visitor-token secret, off the async threads.
 /// Creates the data directory if needed and takes its lock.
 ///
 /// # Errors
@@ -233,7 +240,33 @@ pub fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<store::Instan
     Ok(store::InstanceLock::acquire(data_dir)?)
 }
 
-async fn open_database(config: &Config) -> anyhow::Result<(rusqlite::Connection, Vec<u8>)> {
+/// The key that seals integration secrets, from the configuration or the data directory
+/// (generated there at the first start, with a warning about backups).
+fn load_secret_key(config: &Config) -> anyhow::Result<LoadedKey> {
+    let loaded = config.sealing.load(&config.data_dir)?;
+    if let KeySource::DataDir {
+        path,
+        created: true,
+    } = &loaded.source
+    {
+        tracing::warn!(
+            "generated the key that seals integration secrets into {} (PORCH_SECRET_KEY is \
+             unset): a backup or Litestream replica of the database is only useful together \
+             with this key, which is not in it; keep a copy somewhere safe",
+            path.display()
+        );
+    }
+    tracing::info!(key = loaded.key.id(), source = %loaded.source.describe(), "sealing key");
+    Ok(loaded)
+}
+
+/// Opens the write connection, applies migrations, seals integration secrets left in clear
+/// text (checking that the sealed ones open with this key) and loads the visitor-token secret,
+/// off the async threads.
+async fn open_database(
+    config: &Config,
+    sealing: LoadedKey,
+) -> anyhow::Result<(rusqlite::Connection, Vec<u8>)> {
     let data_dir = config.data_dir.clone();
     let path = data_dir.join(crate::config::DATABASE_FILE);
     let synchronous = config.synchronous;
@@ -241,6 +274,20 @@ async fn open_database(config: &Config) -> anyhow::Result<(rusqlite::Connection,
         let mut conn = store::open_write_connection(&path, synchronous)?;
         let version = store::apply_migrations(&mut conn)?;
         tracing::info!(version, "database schema is current");
+        let sealed = seal_clear_secrets(&conn, &sealing.key).map_err(|err| match err {
+            SealingError::Open { source, .. } => anyhow::anyhow!(
+                "{} does not open the integration secrets sealed in this database ({source}); \
+                 start with the key they were sealed with (see docs/operations.md#the-sealing-key)",
+                sealing.source.describe()
+            ),
+            SealingError::Store(err) => anyhow::Error::new(err).context("sealing secrets"),
+        })?;
+        if sealed > 0 {
+            tracing::info!(
+                integrations = sealed,
+                "sealed integration secrets kept in clear text"
+            );
+        }
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
         Ok((conn, secret))
     })

@@ -15,6 +15,7 @@ use crate::integrations::email::Mailer;
 use crate::integrations::slack::{SlackApi, SlackInbound};
 use crate::jobs::JobQueue;
 use crate::metrics::{Capacity, Meters, Replication};
+use crate::secrets::SecretKey;
 use crate::store::{Readers, Writer};
 use crate::widget::brake::Brakes;
 
@@ -41,6 +42,8 @@ pub struct App {
     pub http: HttpClients,
     /// SMTP, when `PORCH_SMTP_URL` and `PORCH_MAIL_FROM` are set.
     pub mailer: Option<Arc<Mailer>>,
+    /// Seals integration secrets for storing and opens them where one is needed.
+    pub secret_key: Arc<SecretKey>,
     /// The admin UI's accounts: setup, sign-in, sessions, team.
     pub accounts: Accounts,
     /// Single sign-on, when `PORCH_OIDC_ISSUER` and its client settings are set.
@@ -75,6 +78,7 @@ impl App {
         mailer: Option<Arc<Mailer>>,
         capacity: Arc<Capacity>,
         sso: Option<Arc<Sso>>,
+        secret_key: Arc<SecretKey>,
     ) -> Self {
         let replication = Arc::new(Replication::new(config.litestream_metrics_url.clone()));
         let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
@@ -86,6 +90,7 @@ impl App {
             Arc::clone(&writer),
             jobs.clone(),
             Arc::clone(&meters),
+            Arc::clone(&secret_key),
         ));
         Self {
             accounts,
@@ -102,6 +107,7 @@ impl App {
             jobs,
             http,
             mailer,
+            secret_key,
             meters,
             capacity,
             replication,

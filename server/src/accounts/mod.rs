@@ -3,6 +3,7 @@
 //! reset links, roles and disabling. It decides; `store` persists; it knows nothing of Porch's
 //! HTTP (only `sso` calls the provider), and of cookies only the session cookie's name.
 
+mod api_tokens;
 mod challenge;
 mod error;
 mod identity;
@@ -15,6 +16,9 @@ mod throttle;
 mod totp;
 mod two_factor;
 
+pub use api_tokens::{
+    TOKEN_PREFIX, TokenRequest, create_api_token, hash_api_token, new_api_token, revoke_api_token,
+};
 pub use challenge::{AfterPassword, FinishedSignIn, PendingSignIn, SECOND_STEP_LIFETIME};
 pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};

@@ -185,9 +185,11 @@ impl Accounts {
     pub async fn sign_in(&self, email: &str, password: &str, ip: IpAddr) -> Result<UserRow, Error> {
         let email = email.trim().to_owned();
         // Reserved before argon2 runs, so parallel guesses cannot all pass.
-        self.throttle
-            .reserve(&email, ip, Instant::now())
-            .map_err(|t| Error::Throttled(t.retry_after()))?;
+        if let Err(throttled) = self.throttle.reserve(&email, ip, Instant::now()) {
+            self.record_attempt(AuditAction::SignInThrottled, email, None, ip)
+                .await;
+            return Err(Error::Throttled(throttled.retry_after()));
+        }
         let lookup = email.clone();
         let found = self
             .readers
@@ -225,17 +227,28 @@ impl Accounts {
             }
             found => {
                 let user = found.map(|f| f.user.id);
-                // Deferred: a failure needs no commit of its own, and a lost record (the
-                // writer busy or stopping) must not turn a wrong password into a 500.
-                let recorded = self
-                    .writer
-                    .write_deferred(move |c| audit::record_sign_in_failure(c, &email, user, ip))
+                self.record_attempt(AuditAction::SignInFailed, email, user, ip)
                     .await;
-                if let Err(err) = recorded {
-                    tracing::warn!(error = %err, "could not record a failed sign-in");
-                }
                 Err(Error::BadCredentials)
             }
+        }
+    }
+
+    /// Records a failed or throttled sign-in. Deferred: it needs no commit of its own, and a
+    /// lost record (the writer busy or stopping) must not turn the answer into a 500.
+    async fn record_attempt(
+        &self,
+        action: AuditAction,
+        email: String,
+        user: Option<UserId>,
+        ip: IpAddr,
+    ) {
+        let recorded = self
+            .writer
+            .write_deferred(move |c| audit::record_sign_in_attempt(c, action, &email, user, ip))
+            .await;
+        if let Err(err) = recorded {
+            tracing::warn!(error = %err, action = action.as_str(), "could not record a sign-in attempt");
         }
     }
 
@@ -298,11 +311,21 @@ impl Accounts {
             .await?)
     }
 
-    /// Ends the session behind a cookie value (sign out), and its live streams.
-    pub async fn end_session(&self, cookie_value: &str) -> Result<(), Error> {
+    /// Ends the session behind a cookie value (sign out by `user` from `ip`, recorded), and its
+    /// live streams.
+    pub async fn end_session(
+        &self,
+        cookie_value: &str,
+        user: &UserRow,
+        ip: IpAddr,
+    ) -> Result<(), Error> {
         let id_hash = hash_secret(cookie_value);
+        let (actor, target) = (Actor::user(user, ip), Target::user(user));
         self.writer
-            .write(move |c| store::delete_session(c, &id_hash))
+            .write(move |c| {
+                audit::record(c, &actor, AuditAction::SignedOut, &target, &json!({}))?;
+                store::delete_session(c, &id_hash)
+            })
             .await?;
         self.revocations.revoke_session(&id_hash);
         Ok(())

@@ -134,16 +134,19 @@ impl Accounts {
     }
 
     /// Makes a new link for an existing user (a fresh invitation if they never chose a
-    /// password, otherwise a reset); older links of theirs of the same kind stop working.
+    /// password, otherwise a reset), recorded as made by `by` from `ip`; older links of theirs
+    /// of the same kind stop working.
     pub async fn create_link(
         &self,
-        by: UserId,
+        by: &UserRow,
+        ip: IpAddr,
         user: UserId,
         kind: LinkKind,
     ) -> Result<String, Error> {
         let token = new_secret();
         let token_hash = hash_secret(&token);
         let now = now_ms();
+        let (actor, by) = (Actor::user(by, ip), by.id);
         let found = self
             .writer
             .write(move |c| {
@@ -159,6 +162,9 @@ impl Accounts {
                     now,
                     expiry(kind, now),
                 )?;
+                let detail = json!({"kind": kind.as_str()});
+                let target = Target::user(&target);
+                audit::record(c, &actor, AuditAction::UserLinkCreated, &target, &detail)?;
                 Ok(true)
             })
             .await?;

@@ -8,10 +8,10 @@ use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use porch_app::auth::{
-    AccountView, LoginView, PasswordLinkView, SetupView, render_account, render_login,
-    render_password_link, render_setup,
+    LoginView, PasswordLinkView, SetupView, render_account, render_login, render_password_link,
+    render_setup,
 };
-use porch_app::layout::{Notice, Section};
+use porch_app::layout::Notice;
 use serde::Deserialize;
 
 use crate::accounts::{self, AfterPassword, LinkKind};
@@ -23,7 +23,6 @@ use super::session::{
     Posted, PublicForm, SignedIn, expired_session_cookie, form_token, read_cookie,
     second_step_cookie, session_cookie, session_cookie_name, with_cookie,
 };
-use super::two_factor::summary;
 
 /// A form with nothing but its CSRF token.
 #[derive(Debug, Deserialize)]
@@ -43,6 +42,7 @@ impl NoticeQuery {
                 "Your admin account is ready. Create a site to get the chat on your pages."
             }
             "password-changed" => "Password changed. Your other sessions were signed out.",
+            "token-revoked" => "Token revoked. Requests with it now get 401.",
             "password-set" => "Password saved. Sign in with it now.",
             "signed-out" => "You are signed out.",
             "site-created" => "Site created. Paste the snippet below into your pages.",
@@ -308,9 +308,13 @@ pub async fn login(
 /// `POST /logout`.
 pub async fn logout(
     State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
     posted: Posted<NoFields>,
 ) -> Result<Response, PageError> {
-    app.accounts.end_session(&posted.who.cookie_value).await?;
+    let who = &posted.who;
+    app.accounts
+        .end_session(&who.cookie_value, &who.user, ip)
+        .await?;
     Ok(with_cookie(
         see_other("/login?notice=signed-out"),
         Some(expired_session_cookie(&app)),
@@ -422,14 +426,8 @@ pub(super) async fn account_page_with(
     notice: Option<Notice>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
-    let page = render_account(AccountView {
-        nav: who.nav(Section::Account),
-        email: who.user.email.clone(),
-        role: who.user.role.clone(),
-        notice,
-        two_factor: summary(app.accounts.two_factor_status(who.user.id).await?),
-    });
-    Ok(html_with_status(status, page))
+    let view = super::tokens::account_view(app, who, notice, None).await?;
+    Ok(html_with_status(status, render_account(view)))
 }
 
 /// `GET /account`.

@@ -13,7 +13,7 @@ use crate::clock::now_ms;
 use crate::http::ClientIp;
 use crate::integrations::discord::{DiscordConfig, DiscordSecrets, DiscordSetup, check_discord};
 use crate::integrations::{
-    CheckedSettings, SetupError, add_integration, fix_integration, settings_json,
+    CheckedSettings, SetupError, add_integration, fix_integration, open_secrets_as, settings_json,
 };
 use crate::jobs::{JobKind, plan_discord_test};
 use crate::state::AppState;
@@ -55,7 +55,7 @@ fn webhook_hint(config: &DiscordConfig, secrets: &DiscordSecrets) -> String {
 
 async fn status(app: &AppState, row: &IntegrationRow) -> Result<DiscordStatusView, PageError> {
     let config: Option<DiscordConfig> = serde_json::from_str(&row.config).ok();
-    let secrets: Option<DiscordSecrets> = serde_json::from_str(&row.secrets).ok();
+    let secrets: Option<DiscordSecrets> = open_secrets_as(&app.secret_key, row);
     let (webhook_hint, is_forum) = match (&config, &secrets) {
         (Some(config), Some(secrets)) => (webhook_hint(config, secrets), config.is_forum),
         _ => ("unreadable: save the webhook URL again".to_owned(), false),
@@ -123,7 +123,7 @@ pub async fn save_discord(
     let (site, row) = load(&app, &key).await?;
     let stored_url = row
         .as_ref()
-        .and_then(|row| serde_json::from_str::<DiscordSecrets>(&row.secrets).ok())
+        .and_then(|row| open_secrets_as::<DiscordSecrets>(&app.secret_key, row))
         .map(|secrets| secrets.webhook_url);
     let webhook_url = match (form.webhook_url.trim(), stored_url) {
         ("", Some(stored)) => stored,
@@ -140,8 +140,8 @@ pub async fn save_discord(
         let (config, secrets) = (settings_json(&config), settings_json(&secrets));
         match &row {
             Some(existing) => {
-                fix_integration((&app.writer, &app.jobs), &actor, existing, config, secrets)
-                    .await?;
+                let handles = (&*app.writer, &app.jobs, &app.secret_key);
+                fix_integration(handles, &actor, existing, config, Some(secrets)).await?;
                 Ok::<_, SetupError>("discord-saved")
             }
             None => {
@@ -151,7 +151,7 @@ pub async fn save_discord(
                     config,
                     secrets,
                 };
-                add_integration(&app.writer, &actor, site.id, settings).await?;
+                add_integration((&app.writer, &app.secret_key), &actor, site.id, settings).await?;
                 Ok("discord-connected")
             }
         }

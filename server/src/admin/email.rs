@@ -146,8 +146,8 @@ pub async fn save_email(
     let actor = Actor::user(&who.user, ip);
     match &row {
         Some(existing) => {
-            let secrets = existing.secrets.clone();
-            fix_integration((&app.writer, &app.jobs), &actor, existing, config, secrets).await?;
+            let handles = (&*app.writer, &app.jobs, &app.secret_key);
+            fix_integration(handles, &actor, existing, config, None).await?;
         }
         None => {
             let settings = CheckedSettings {
@@ -156,7 +156,7 @@ pub async fn save_email(
                 config,
                 secrets: "{}".to_owned(),
             };
-            add_integration(&app.writer, &actor, site.id, settings).await?;
+            add_integration((&app.writer, &app.secret_key), &actor, site.id, settings).await?;
         }
     }
     Ok(see_other(&format!("/sites/{key}/email?notice=email-saved")))

@@ -35,7 +35,7 @@ async fn load(app: &AppState, key: &str) -> Result<(SiteRow, Option<IntegrationR
 }
 
 fn status(app: &AppState, row: &IntegrationRow, health: HealthView) -> Option<SlackStatusView> {
-    let slack = SlackIntegration::parse(&row.config, &row.secrets)?;
+    let slack = SlackIntegration::open(&app.secret_key, row)?;
     let mode = match (
         slack.secrets.app_token.is_some(),
         slack.secrets.signing_secret.is_some(),
@@ -127,7 +127,7 @@ pub async fn check_slack(
     let (site, slack) = load(&app, &key).await?;
     let parsed = slack
         .as_ref()
-        .and_then(|row| SlackIntegration::parse(&row.config, &row.secrets));
+        .and_then(|row| SlackIntegration::open(&app.secret_key, row));
     let Some(parsed) = parsed else {
         return Ok(see_other(&format!("/sites/{key}/slack")));
     };

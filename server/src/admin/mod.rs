@@ -22,6 +22,7 @@ pub mod sites;
 pub mod sso;
 mod tally;
 pub mod team;
+pub mod tokens;
 pub mod two_factor;
 pub mod typing;
 mod views;

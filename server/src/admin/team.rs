@@ -119,6 +119,7 @@ pub async fn invite(
 pub async fn create_link(
     State(app): State<AppState>,
     Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
     AdminPosted { who, .. }: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
     let users = app.accounts.list_users().await?;
@@ -144,7 +145,7 @@ pub async fn create_link(
     };
     let token = app
         .accounts
-        .create_link(who.user.id, target.id, kind)
+        .create_link(&who.user, ip, target.id, kind)
         .await?;
     let url = format!("{}/{path}/{token}", app.public_url);
     let mailed = mail_link(&app, &target.name, &target.email, mail, &url).await?;

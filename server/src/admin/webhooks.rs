@@ -21,8 +21,8 @@ use crate::integrations::webhook::{
     WebhookConfig, WebhookSecrets, WebhookSetup, check_webhook, new_secret,
 };
 use crate::integrations::{
-    CheckedSettings, SetupError, add_integration, fix_integration, rotate_webhook_secret,
-    settings_json,
+    CheckedSettings, SetupError, add_integration, fix_integration, open_secrets_as,
+    rotate_webhook_secret, settings_json,
 };
 use crate::jobs::{WebhookEvent, plan_webhook_replay};
 use crate::state::AppState;
@@ -155,7 +155,8 @@ pub async fn add_webhook(
             secrets: settings_json(&secrets),
         };
         let actor = Actor::user(&who.user, ip);
-        Ok::<_, SetupError>(add_integration(&app.writer, &actor, site.id, settings).await?)
+        let handles = (&*app.writer, &app.secret_key);
+        Ok::<_, SetupError>(add_integration(handles, &actor, site.id, settings).await?)
     }
     .await;
     match added {
@@ -188,8 +189,7 @@ async fn endpoint_page(
         .read(move |c| store::list_delivery_log(c, id, LOG_LIMIT))
         .await?;
     let config = config_of(row);
-    let previous_valid_until = serde_json::from_str::<WebhookSecrets>(&row.secrets)
-        .ok()
+    let previous_valid_until = open_secrets_as::<WebhookSecrets>(&app.secret_key, row)
         .and_then(|s| s.previous_until)
         .filter(|until| *until > now_ms());
     Ok(render_webhook(WebhookPageView {
@@ -246,13 +246,12 @@ pub async fn save_webhook(
     let saved = async {
         let config = check_webhook(form.setup(), app.config.allow_private_networks).await?;
         let actor = Actor::user(&who.user, ip);
-        let secrets = row.secrets.clone();
         fix_integration(
-            (&app.writer, &app.jobs),
+            (&app.writer, &app.jobs, &app.secret_key),
             &actor,
             &row,
             settings_json(&config),
-            secrets,
+            None,
         )
         .await?;
         Ok::<_, SetupError>(())
@@ -279,15 +278,20 @@ pub async fn rotate_webhook(
     AdminPosted { who, .. }: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
     let (site, row) = find_site_integration(&app, &key, id, Some("webhook")).await?;
-    let (secret, notice) =
-        match rotate_webhook_secret(&app.writer, &Actor::user(&who.user, ip), &row).await {
-            Ok(rotated) => (
-                Some(rotated.secret),
-                Notice::Success("Secret rotated.".to_owned()),
-            ),
-            Err(SetupError::Store(err)) => return Err(err.into()),
-            Err(err) => (None, Notice::Error(err.to_string())),
-        };
+    let (secret, notice) = match rotate_webhook_secret(
+        (&app.writer, &app.secret_key),
+        &Actor::user(&who.user, ip),
+        &row,
+    )
+    .await
+    {
+        Ok(rotated) => (
+            Some(rotated.secret),
+            Notice::Success("Secret rotated.".to_owned()),
+        ),
+        Err(SetupError::Store(err)) => return Err(err.into()),
+        Err(err) => (None, Notice::Error(err.to_string())),
+    };
     let (_, row) = find_site_integration(&app, &key, id, Some("webhook")).await?;
     let body = endpoint_page(&app, &who, (&site, &row), secret, Some(notice)).await?;
     Ok(html(body))

@@ -6,8 +6,11 @@
 pub enum AuditAction {
     SignedIn,
     SignInFailed,
+    SignInThrottled,
+    SignedOut,
     UserCreated,
     UserInvited,
+    UserLinkCreated,
     UserRoleChanged,
     UserDisabled,
     UserEnabled,
@@ -31,15 +34,19 @@ pub enum AuditAction {
     TeamTwoFactorRequired,
     PrivacyExported,
     PrivacyErased,
+    SecretsRotated,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 31] = [
         Self::SignedIn,
         Self::SignInFailed,
+        Self::SignInThrottled,
+        Self::SignedOut,
         Self::UserCreated,
         Self::UserInvited,
+        Self::UserLinkCreated,
         Self::UserRoleChanged,
         Self::UserDisabled,
         Self::UserEnabled,
@@ -63,6 +70,7 @@ impl AuditAction {
         Self::TeamTwoFactorRequired,
         Self::PrivacyExported,
         Self::PrivacyErased,
+        Self::SecretsRotated,
     ];
 
     /// The stable dotted code stored and shown.
@@ -70,8 +78,11 @@ impl AuditAction {
         match self {
             Self::SignedIn => "session.signed_in",
             Self::SignInFailed => "session.sign_in_failed",
+            Self::SignInThrottled => "session.sign_in_throttled",
+            Self::SignedOut => "session.signed_out",
             Self::UserCreated => "user.created",
             Self::UserInvited => "user.invited",
+            Self::UserLinkCreated => "user.link_created",
             Self::UserRoleChanged => "user.role_changed",
             Self::UserDisabled => "user.disabled",
             Self::UserEnabled => "user.enabled",
@@ -95,6 +106,7 @@ impl AuditAction {
             Self::TeamTwoFactorRequired => "team.two_factor_required",
             Self::PrivacyExported => "privacy.exported",
             Self::PrivacyErased => "privacy.erased",
+            Self::SecretsRotated => "secrets.rotated",
         }
     }
 }

@@ -118,6 +118,15 @@ impl Target {
         }
     }
 
+    /// The key that seals integration secrets, by its public id (never the key).
+    pub fn sealing_key(id: &str) -> Self {
+        Self {
+            kind: "key",
+            id: id.to_owned(),
+            label: "sealing key".to_owned(),
+        }
+    }
+
     /// An API token by its id and name (never the token).
     pub fn token(id: i64, name: &str) -> Self {
         Self {
@@ -152,16 +161,18 @@ pub fn record(
     )
 }
 
-/// Records a wrong password for `email` from `ip`. Failures of one email from one address in
-/// one minute share a row and count up, so a guessing flood adds rows no faster than minutes
-/// pass (the sign-in throttle already bounds the attempts that get this far).
-pub fn record_sign_in_failure(
+/// Records a sign-in attempt that did not sign in: `SignInFailed` (a wrong password) or
+/// `SignInThrottled` (refused by the throttle before any check), for `email` from `ip`. Attempts
+/// of one kind for one email from one address in one minute share a row and count up, so a
+/// guessing flood adds rows no faster than minutes pass.
+pub fn record_sign_in_attempt(
     c: &Connection,
+    action: AuditAction,
     email: &str,
     user: Option<UserId>,
     ip: IpAddr,
 ) -> Result<(), store::Error> {
-    record_failure(c, email, user, ip, "{}")
+    record_failure(c, action, email, user, ip, "{}")
 }
 
 /// Records a refused single sign-on from `ip`: `label` is the email the provider gave, or `sso`
@@ -176,11 +187,12 @@ pub fn record_sso_failure(
     reason: &str,
 ) -> Result<(), store::Error> {
     let detail = serde_json::json!({"method": "sso", "reason": reason}).to_string();
-    record_failure(c, label, user, ip, &detail)
+    record_failure(c, AuditAction::SignInFailed, label, user, ip, &detail)
 }
 
 fn record_failure(
     c: &Connection,
+    action: AuditAction,
     email: &str,
     user: Option<UserId>,
     ip: IpAddr,
@@ -196,7 +208,7 @@ fn record_failure(
             at: now_ms(),
             actor_id: user,
             actor: cut,
-            action: AuditAction::SignInFailed.as_str(),
+            action: action.as_str(),
             target_type: None,
             target_id: None,
             target_label: None,

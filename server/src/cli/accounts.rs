@@ -9,10 +9,11 @@ use rusqlite::Connection;
 
 use serde_json::json;
 
-use crate::accounts::{Password, hash_password, reset_two_factor_in};
+use crate::accounts::{
+    Password, TokenRequest, create_api_token, hash_password, reset_two_factor_in, revoke_api_token,
+};
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
-use crate::http::auth::{hash_api_token, new_api_token};
 use crate::store::{self, NewUser};
 use crate::values::TokenScope;
 
@@ -189,29 +190,15 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
         }
         TokenCommand::Revoke { id } => {
             let tx = conn.unchecked_transaction()?;
-            let name = store::list_api_tokens(&tx)?
-                .into_iter()
-                .find(|t| t.id == id)
-                .map(|t| t.name)
-                .unwrap_or_default();
-            if !store::delete_api_token(&tx, id)? {
+            if revoke_api_token(&tx, &Actor::cli(), id)?.is_none() {
                 bail!("no API token has the id {id} (see `porch token list`)");
             }
-            let target = Target::token(id, &name);
-            audit::record(
-                &tx,
-                &Actor::cli(),
-                AuditAction::TokenRevoked,
-                &target,
-                &json!({}),
-            )?;
             tx.commit()?;
             return write_out(&format!("Revoked API token {id}."));
         }
     };
     let found = store::find_user_by_email(conn, user.trim())?
         .with_context(|| format!("no user has the email {user}"))?;
-    let token = new_api_token();
     let now = now_ms();
     let expires_at = expires_in
         .map(|after| i64::try_from(after.as_millis()).map(|ms| now.saturating_add(ms)))
@@ -223,25 +210,13 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
         TokenScope::ReadWrite
     };
     let tx = conn.unchecked_transaction()?;
-    let id = store::insert_api_token(
-        &tx,
-        &store::NewApiToken {
-            user_id: found.id,
-            name: &name,
-            token_hash: &hash_api_token(&token),
-            scope,
-            expires_at,
-            now,
-        },
-    )?;
-    let detail = json!({"user": found.email, "scope": scope.as_str(), "expires_at": expires_at});
-    audit::record(
-        &tx,
-        &Actor::cli(),
-        AuditAction::TokenCreated,
-        &Target::token(id, &name),
-        &detail,
-    )?;
+    let request = TokenRequest {
+        name: &name,
+        scope,
+        expires_at,
+        now,
+    };
+    let (_, token) = create_api_token(&tx, &Actor::cli(), &found, &request)?;
     tx.commit()?;
     write_out(&token)
 }

@@ -1,11 +1,13 @@
 //! The `porch` command line. `serve` runs the server; the other commands manage the database
 //! directly (`site`, `user` and `token` also beside a running server; `migrate` only without
-//! one, see `store::InstanceLock`); `check` and `health` are for operators and the Docker image.
+//! one, see `store::InstanceLock`); `secrets rotate` only without one; `check` and `health` are
+//! for operators and the Docker image.
 
 mod accounts;
 mod check;
 pub(crate) mod health;
 mod privacy;
+mod secrets;
 mod sites;
 
 use std::io::{IsTerminal, Write};
@@ -45,6 +47,9 @@ pub enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(accounts::TokenCommand),
+    /// Manage the key that seals integration secrets in the database.
+    #[command(subcommand)]
+    Secrets(secrets::SecretsCommand),
     /// Run a Slack Web API mock on loopback (for trying Porch out and for load tests).
     SlackMock {
         /// Address to listen on.
@@ -203,6 +208,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Site(command) => sites::run(&open_for_management(&cli.data)?, command),
         Command::User(command) => accounts::run_user(&open_for_management(&cli.data)?, command),
         Command::Token(command) => accounts::run_token(&open_for_management(&cli.data)?, command),
+        Command::Secrets(command) => secrets::run(&cli.data, command),
         Command::SlackMock { listen, delay } => run_slack_mock(listen, delay),
         Command::Loadtest(args) => crate::loadtest::run(&args, &cli.data.data_dir),
         Command::LoadtestEcho(args) => crate::loadtest::run_echo(args.listen),

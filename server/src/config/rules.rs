@@ -90,6 +90,7 @@ impl Config {
             ));
         }
         self.validate_addresses(&mut warnings)?;
+        self.sealing.validate()?;
         if self.synchronous == Synchronous::Normal {
             warnings.push(Warning(
                 "PORCH_SYNCHRONOUS=normal: the last acknowledged messages may be lost on power \

@@ -78,7 +78,13 @@ pub async fn create_discord(
         config: to_json(&config)?,
         secrets: to_json(&secrets)?,
     };
-    let id = add_integration(&app.writer, &Actor::user(&admin, ip), site, settings).await?;
+    let id = add_integration(
+        (&app.writer, &app.secret_key),
+        &Actor::user(&admin, ip),
+        site,
+        settings,
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({"id": id, "forum": forum, "webhook_id": config.webhook_id})),
@@ -99,11 +105,11 @@ pub async fn update_discord(
     let (config, secrets) =
         check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
     let resumed = fix_integration(
-        (&app.writer, &app.jobs),
+        (&app.writer, &app.jobs, &app.secret_key),
         &Actor::user(&admin, ip),
         &row,
         to_json(&config)?,
-        to_json(&secrets)?,
+        Some(to_json(&secrets)?),
     )
     .await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
@@ -131,7 +137,13 @@ pub async fn create_webhook(
         config: to_json(&config)?,
         secrets: to_json(&secrets)?,
     };
-    let id = add_integration(&app.writer, &Actor::user(&admin, ip), site, settings).await?;
+    let id = add_integration(
+        (&app.writer, &app.secret_key),
+        &Actor::user(&admin, ip),
+        site,
+        settings,
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(
@@ -153,11 +165,11 @@ pub async fn update_webhook(
     let row = integration_of_kind(&app, id, "webhook").await?;
     let config = check_webhook(setup, app.config.allow_private_networks).await?;
     let resumed = fix_integration(
-        (&app.writer, &app.jobs),
+        (&app.writer, &app.jobs, &app.secret_key),
         &Actor::user(&admin, ip),
         &row,
         to_json(&config)?,
-        row.secrets.clone(),
+        None,
     )
     .await?;
     Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
@@ -172,7 +184,12 @@ pub async fn rotate_webhook_secret(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
-    let rotated = rotate_secret(&app.writer, &Actor::user(&admin, ip), &row).await?;
+    let rotated = rotate_secret(
+        (&app.writer, &app.secret_key),
+        &Actor::user(&admin, ip),
+        &row,
+    )
+    .await?;
     Ok(Json(json!({
         "id": row.id,
         "secret": rotated.secret,
@@ -248,7 +265,13 @@ pub async fn create_email(
         config: config.to_string(),
         secrets: "{}".into(),
     };
-    let id = add_integration(&app.writer, &Actor::user(&admin, ip), site, settings).await?;
+    let id = add_integration(
+        (&app.writer, &app.secret_key),
+        &Actor::user(&admin, ip),
+        site,
+        settings,
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({"id": id, "config": config})),

@@ -5,9 +5,6 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode, header};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
 
 use crate::clock::now_ms;
 use crate::state::AppState;
@@ -16,20 +13,7 @@ use crate::values::TokenScope;
 
 use super::ApiError;
 
-const TOKEN_PREFIX: &str = "pat_";
-
-/// A new random API token (shown once, never stored in clear).
-pub fn new_api_token() -> String {
-    format!(
-        "{TOKEN_PREFIX}{}",
-        URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
-    )
-}
-
-/// What the database stores for an API token.
-pub fn hash_api_token(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
+pub use crate::accounts::{TOKEN_PREFIX, hash_api_token, new_api_token};
 
 /// How stale a token's `last_used_at` may get before a use writes it again.
 const LAST_USED_EVERY_MS: i64 = 60_000;

@@ -232,6 +232,11 @@ fn account_routes() -> Router<AppState> {
         )
         .route("/account", get(admin::auth::account_page))
         .route("/account/password", post(admin::auth::change_password))
+        .route("/account/tokens", post(admin::tokens::create_token))
+        .route(
+            "/account/tokens/{id}/revoke",
+            get(admin::tokens::confirm_revoke).post(admin::tokens::revoke),
+        )
         .route("/account/two-factor", get(admin::two_factor::setup_page))
         .route("/account/two-factor/setup", post(admin::two_factor::begin))
         .route(

@@ -32,7 +32,7 @@ pub async fn receive(
     let Some(row) = row.filter(|r| r.kind == "slack" && r.is_enabled) else {
         return Err(ApiError::not_found("integration"));
     };
-    let Some(slack) = SlackIntegration::parse(&row.config, &row.secrets) else {
+    let Some(slack) = SlackIntegration::open(&app.secret_key, &row) else {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "not_configured",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::hub::Hub;
 use crate::jobs::{Deliver, Delivery, JobKind};
+use crate::secrets::SecretKey;
 use crate::store::{JobRow, Readers, Writer};
 
 use super::clients::HttpClients;
@@ -26,6 +27,8 @@ pub struct Destinations {
     pub writer: Arc<Writer>,
     /// Base URL of this server, for links back to the inbox.
     pub public_url: String,
+    /// Opens the integrations' sealed secrets, only for the delivery that needs them.
+    pub secret_key: Arc<SecretKey>,
 }
 
 impl Deliver for Destinations {

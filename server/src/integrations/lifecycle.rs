@@ -3,14 +3,18 @@
 //! it, and rotate a webhook endpoint's signing secret. Each change is written with its audit
 //! event in one transaction, and jobs it queues again are handed to the runner.
 
+use std::sync::Arc;
+
 use serde_json::json;
 
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::jobs::JobQueue;
+use crate::secrets::SecretKey;
 use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId, Writer};
 
-use super::webhook::WebhookSecrets;
+use super::sealing::{open_secrets_as, store_secrets};
+use super::webhook::{WebhookSecrets, new_secret};
 use super::{SetupError, insert_integration, replace_integration_settings};
 
 /// Why an admin turned an integration off: the reason its deliveries wait, shown on its page.
@@ -31,14 +35,15 @@ pub struct CheckedSettings {
     pub secrets: String,
 }
 
-/// Stores a new integration of a site with its audit event; returns its id.
+/// Stores a new integration of a site (its secrets sealed under `key`) with its audit event;
+/// returns its id.
 pub async fn add_integration(
-    writer: &Writer,
+    (writer, key): (&Writer, &Arc<SecretKey>),
     actor: &Actor,
     site_id: SiteId,
     settings: CheckedSettings,
 ) -> Result<IntegrationId, store::Error> {
-    let actor = actor.clone();
+    let (actor, key) = (actor.clone(), Arc::clone(key));
     writer
         .write(move |c| {
             let new = NewIntegration {
@@ -46,26 +51,29 @@ pub async fn add_integration(
                 kind: settings.kind,
                 name: settings.name,
                 config: &settings.config,
-                secrets: &settings.secrets,
                 now: now_ms(),
             };
-            insert_integration(c, &actor, &new)
+            insert_integration(c, &actor, &key, &new, &settings.secrets)
         })
         .await
 }
 
-/// Saves new settings, turns the integration back on and queues its blocked jobs again;
-/// returns how many.
+/// Saves new settings (and new secrets, sealed under `key`, when given; `None` keeps the stored
+/// ones), turns the integration back on and queues its blocked jobs again; returns how many.
 pub async fn fix_integration(
-    (writer, jobs): (&Writer, &JobQueue),
+    (writer, jobs, key): (&Writer, &JobQueue, &Arc<SecretKey>),
     actor: &Actor,
     row: &IntegrationRow,
     config: String,
-    secrets: String,
+    secrets: Option<String>,
 ) -> Result<usize, store::Error> {
     let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
+    let key = Arc::clone(key);
     let resumed = writer
-        .write(move |c| replace_integration_settings(c, &actor, (id, &kind), &config, &secrets))
+        .write(move |c| {
+            let secrets = secrets.as_deref().map(|s| (key.as_ref(), s));
+            replace_integration_settings(c, &actor, (id, &kind), &config, secrets)
+        })
         .await?;
     let count = resumed.len();
     jobs.submit(resumed);
@@ -155,21 +163,24 @@ pub async fn delete_integration(
 }
 
 /// Gives a webhook endpoint a new signing secret; the previous one keeps signing alongside it
-/// (two signatures per delivery) for [`super::webhook::ROTATION_OVERLAP_MS`]. Returns the new
-/// secrets.
+/// (two signatures per delivery) for [`super::webhook::ROTATION_OVERLAP_MS`]. A secret that no
+/// longer opens (its sealing key was lost) is replaced without overlap. Returns the new secrets.
 pub async fn rotate_webhook_secret(
-    writer: &Writer,
+    (writer, key): (&Writer, &Arc<SecretKey>),
     actor: &Actor,
     row: &IntegrationRow,
 ) -> Result<WebhookSecrets, SetupError> {
-    let current: WebhookSecrets = serde_json::from_str(&row.secrets).map_err(|_| {
-        SetupError::invalid("The endpoint's secret is unreadable; delete and add it again.")
-    })?;
     let now = now_ms();
-    let rotated = current.rotated(now);
-    let secrets = serde_json::to_string(&rotated)
-        .map_err(|_| SetupError::invalid("The new secret could not be stored."))?;
-    let (config, id) = (row.config.clone(), row.id);
+    let rotated = match open_secrets_as::<WebhookSecrets>(key, row) {
+        Some(current) => current.rotated(now),
+        None => WebhookSecrets {
+            secret: new_secret(),
+            previous: None,
+            previous_until: None,
+        },
+    };
+    let secrets = settings_json(&rotated);
+    let (key, id) = (Arc::clone(key), row.id);
     let (actor, target) = (actor.clone(), Target::integration(row.id, &row.kind));
     writer
         .write(move |c| {
@@ -180,7 +191,7 @@ pub async fn rotate_webhook_secret(
                 &target,
                 &json!({}),
             )?;
-            store::update_integration_settings(c, id, &config, &secrets, now)
+            store_secrets(c, &key, id, &secrets)
         })
         .await?;
     Ok(rotated)

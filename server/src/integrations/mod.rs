@@ -9,6 +9,7 @@ mod destinations;
 pub mod discord;
 pub mod email;
 mod lifecycle;
+mod sealing;
 mod settings;
 mod setup_error;
 pub mod slack;
@@ -20,6 +21,9 @@ pub use destinations::Destinations;
 pub use lifecycle::{
     CheckedSettings, TURNED_OFF, add_integration, delete_integration, fix_integration,
     rotate_webhook_secret, settings_json, turn_off_integration, turn_on_integration,
+};
+pub use sealing::{
+    SealingError, open_secrets, open_secrets_as, reseal_secrets, seal_clear_secrets, store_secrets,
 };
 pub use settings::{insert_integration, replace_integration_settings};
 pub use setup_error::SetupError;

@@ -1,20 +1,27 @@
 //! Saving an integration's settings, the same way for every kind: in one transaction with its
-//! audit event, and (for a fix) turning it back on and queueing its blocked deliveries again.
+//! audit event and its secrets sealed, and (for a fix) turning it back on and queueing its
+//! blocked deliveries again.
 
 use rusqlite::Connection;
 use serde_json::json;
 
+use super::sealing::store_secrets;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
+use crate::secrets::SecretKey;
 use crate::store::{self, IntegrationId, JobRow, NewIntegration};
 
-/// Stores a new integration with its audit event; returns its id.
+/// Stores a new integration with its secrets (JSON, sealed here under `key`) and its audit
+/// event; returns its id.
 pub fn insert_integration(
     conn: &Connection,
     actor: &Actor,
+    key: &SecretKey,
     new: &NewIntegration<'_>,
+    secrets: &str,
 ) -> Result<IntegrationId, store::Error> {
     let id = store::insert_integration(conn, new)?;
+    store_secrets(conn, key, id, secrets)?;
     let target = Target::integration(id, new.kind);
     audit::record(
         conn,
@@ -26,14 +33,15 @@ pub fn insert_integration(
     Ok(id)
 }
 
-/// Replaces an integration's settings with its audit event, turns it back on (a webhook a 410
+/// Replaces an integration's settings with its audit event (and its secrets, sealed under `key`,
+/// when `secrets` is given; `None` keeps the stored ones), turns it back on (a webhook a 410
 /// disabled) and marks it healthy; returns its blocked jobs, queued again, for the runner.
 pub fn replace_integration_settings(
     conn: &Connection,
     actor: &Actor,
     (id, kind): (IntegrationId, &str),
     config: &str,
-    secrets: &str,
+    secrets: Option<(&SecretKey, &str)>,
 ) -> Result<Vec<JobRow>, store::Error> {
     let target = Target::integration(id, kind);
     audit::record(
@@ -44,7 +52,10 @@ pub fn replace_integration_settings(
         &json!({}),
     )?;
     let now = now_ms();
-    store::update_integration_settings(conn, id, config, secrets, now)?;
+    store::update_integration_config(conn, id, config, now)?;
+    if let Some((key, secrets)) = secrets {
+        store_secrets(conn, key, id, secrets)?;
+    }
     store::enable_integration(conn, id, now)?;
     store::resume_integration_jobs(conn, id, now)
 }

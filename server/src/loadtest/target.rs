@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use crate::chat::new_site_key;
+use crate::config::SecretKeyConfig;
 use crate::integrations::slack::{SlackConfig, SlackIntegration, SlackSecrets};
+use crate::integrations::store_secrets;
 use crate::metrics::loadtest_report::Machine;
 use crate::store::{self, NewIntegration, NewSite};
 use crate::values::{SiteLimits, SiteSettings};
@@ -163,6 +165,9 @@ pub fn start_porch(
     }
     let child = cmd
         .env_remove("PORCH_DATA_DIR")
+        // The seeded secrets are sealed with the scratch directory's own key.
+        .env_remove("PORCH_SECRET_KEY")
+        .env_remove("PORCH_SECRET_KEY_FILE")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -217,6 +222,7 @@ fn seed(
     let mut conn = store::open_write_connection(&dir.join("porch.db"), store::Synchronous::Full)
         .context("opening the scratch database")?;
     store::apply_migrations(&mut conn)?;
+    let sealing = SecretKeyConfig::default().load(dir)?;
     let add = |name: &str, limit: Option<u32>| -> anyhow::Result<String> {
         let key = new_site_key();
         let mut settings = SiteSettings::new(name.to_owned(), vec![origin.to_owned()]);
@@ -250,17 +256,18 @@ fn seed(
                     app_token: None,
                 },
             };
-            store::insert_integration(
+            let id = store::insert_integration(
                 &conn,
                 &NewIntegration {
                     site_id: site.id,
                     kind: "slack",
                     name: "Slack",
                     config: &serde_json::to_string(&integration.config)?,
-                    secrets: &serde_json::to_string(&integration.secrets)?,
                     now: 0,
                 },
             )?;
+            let secrets = serde_json::to_string(&integration.secrets)?;
+            store_secrets(&conn, &sealing.key, id, &secrets)?;
         }
         Ok(key)
     };

@@ -37,11 +37,12 @@ pub fn insert_api_token(conn: &Connection, new: &NewApiToken<'_>) -> Result<i64,
     Ok(conn.last_insert_rowid())
 }
 
-/// A token's row, without its hash, for `porch token list`.
+/// A token's row, without its hash, for `porch token list` and the account page.
 #[derive(Debug, Clone)]
 pub struct ApiTokenRow {
     pub id: i64,
     pub name: String,
+    pub user_id: UserId,
     pub user_email: String,
     pub scope: TokenScope,
     pub created_at: i64,
@@ -96,24 +97,47 @@ pub fn touch_api_token(conn: &Connection, id: i64, now: i64) -> Result<(), Error
     Ok(())
 }
 
+const TOKEN_COLUMNS: &str = "t.id, t.name, t.user_id, u.email, t.scope, t.created_at, \
+                             t.expires_at, t.last_used_at";
+
+fn token_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApiTokenRow> {
+    Ok(ApiTokenRow {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        user_id: r.get(2)?,
+        user_email: r.get(3)?,
+        scope: r.get(4)?,
+        created_at: r.get(5)?,
+        expires_at: r.get(6)?,
+        last_used_at: r.get(7)?,
+    })
+}
+
+/// Every token, oldest first; only `user`'s when given.
+pub fn list_api_tokens_of(
+    conn: &Connection,
+    user: Option<UserId>,
+) -> Result<Vec<ApiTokenRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {TOKEN_COLUMNS} FROM api_tokens t JOIN users u ON u.id = t.user_id \
+         WHERE ?1 IS NULL OR t.user_id = ?1 ORDER BY t.id"
+    ))?;
+    let rows = stmt.query_map([user], token_from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Every token, oldest first.
 pub fn list_api_tokens(conn: &Connection) -> Result<Vec<ApiTokenRow>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT t.id, t.name, u.email, t.scope, t.created_at, t.expires_at, t.last_used_at \
-         FROM api_tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(ApiTokenRow {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            user_email: r.get(2)?,
-            scope: r.get(3)?,
-            created_at: r.get(4)?,
-            expires_at: r.get(5)?,
-            last_used_at: r.get(6)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    list_api_tokens_of(conn, None)
+}
+
+/// One token by id.
+pub fn find_api_token(conn: &Connection, id: i64) -> Result<Option<ApiTokenRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {TOKEN_COLUMNS} FROM api_tokens t JOIN users u ON u.id = t.user_id \
+         WHERE t.id = ?1"
+    ))?;
+    Ok(stmt.query_row([id], token_from_row).optional()?)
 }
 
 /// Deletes a token; false if no token has this id.

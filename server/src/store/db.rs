@@ -141,6 +141,28 @@ pub fn open_read_connection(path: &Path) -> Result<Connection, Error> {
     Ok(conn)
 }
 
+/// Runs `work` with SQLite's `secure_delete` on, so the space the rows it rewrites leave behind
+/// is zeroed in the pages written (an overwritten clear value is gone from them, not merely
+/// unlinked), then turns it off again.
+pub fn scrub_free_space<R>(
+    conn: &Connection,
+    work: impl FnOnce(&Connection) -> Result<R, Error>,
+) -> Result<R, Error> {
+    conn.pragma_update(None, "secure_delete", "ON")?;
+    let result = work(conn);
+    conn.pragma_update(None, "secure_delete", "OFF")?;
+    result
+}
+
+/// Copies the WAL into the database file and empties it, so page images from before the last
+/// commit (clear or old-key secrets) are no longer on disk. Done only where nobody reads
+/// (start-up, a command holding the data directory's lock); a checkpoint a reader blocks is
+/// reported as busy rather than waited for.
+pub fn truncate_wal(conn: &Connection) -> Result<bool, Error> {
+    let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+    Ok(busy == 0)
+}
+
 #[cfg(test)]
 mod tests {
     use rusqlite::StatementStatus;

@@ -71,7 +71,7 @@ pub fn disable_integration(
     Ok(())
 }
 
-/// A site's integrations, oldest first (secrets are left empty: they are never listed).
+/// A site's integrations, oldest first (secrets are not read: they are never listed).
 pub fn list_site_integrations(
     conn: &Connection,
     site_id: SiteId,
@@ -88,7 +88,7 @@ pub fn list_site_integrations(
                 kind: r.get(2)?,
                 name: r.get(3)?,
                 config: r.get(4)?,
-                secrets: r.get(5)?,
+                secrets: crate::secrets::Sealed::from_stored(r.get(5)?),
                 is_enabled: r.get(6)?,
                 status: r.get(7)?,
                 last_error: r.get(8)?,

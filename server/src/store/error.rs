@@ -38,6 +38,9 @@ pub enum Error {
     Sqlite(rusqlite::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// A secret could not be sealed for storing (the cipher refused it).
+    #[error("a secret could not be sealed: {0}")]
+    Seal(#[from] crate::secrets::OpenError),
 }
 
 impl From<rusqlite::Error> for Error {

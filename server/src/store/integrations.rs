@@ -1,9 +1,11 @@
-//! The `integrations` table. Config and secrets are JSON text; the destination modules parse
-//! them. Secrets are never selected where they are not needed.
+//! The `integrations` table. Config is JSON text the destination modules parse; secrets are a
+//! [`Sealed`] envelope this module stores and reads but cannot open. Secrets are never selected
+//! where they are not needed.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Error, IntegrationId, SiteId};
+use crate::secrets::Sealed;
 
 /// An integration as stored.
 #[derive(Clone)]
@@ -13,7 +15,8 @@ pub struct IntegrationRow {
     pub kind: String,
     pub name: String,
     pub config: String,
-    pub secrets: String,
+    /// Sealed JSON; opened only where a delivery or a signature check needs it.
+    pub secrets: Sealed,
     pub is_enabled: bool,
     pub status: String,
     pub last_error: Option<String>,
@@ -41,41 +44,62 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<IntegrationRow> {
         kind: row.get(2)?,
         name: row.get(3)?,
         config: row.get(4)?,
-        secrets: row.get(5)?,
+        secrets: Sealed::from_stored(row.get(5)?),
         is_enabled: row.get(6)?,
         status: row.get(7)?,
         last_error: row.get(8)?,
     })
 }
 
-/// What creating an integration takes.
+/// What creating an integration takes. Its secrets follow with
+/// [`update_integration_secrets`] in the same transaction: they are sealed to the new row's id.
 pub struct NewIntegration<'a> {
     pub site_id: SiteId,
     pub kind: &'a str,
     pub name: &'a str,
     pub config: &'a str,
-    pub secrets: &'a str,
     pub now: i64,
 }
 
-/// Creates an integration and returns its id.
+/// Creates an integration (with no secrets yet) and returns its id.
 pub fn insert_integration(
     conn: &Connection,
     new: &NewIntegration<'_>,
 ) -> Result<IntegrationId, Error> {
     conn.prepare_cached(
-        "INSERT INTO integrations (site_id, kind, name, config, secrets, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        "INSERT INTO integrations (site_id, kind, name, config, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
     )?
     .execute(params![
         new.site_id,
         new.kind,
         new.name,
         new.config,
-        new.secrets,
         new.now
     ])?;
     Ok(IntegrationId(conn.last_insert_rowid()))
+}
+
+/// Every integration's id, kind and secrets as stored, for sealing them at start-up and for
+/// re-sealing them under a new key.
+pub fn list_integration_secrets(conn: &Connection) -> Result<Vec<(IntegrationId, Sealed)>, Error> {
+    let mut stmt = conn.prepare_cached("SELECT id, secrets FROM integrations ORDER BY id")?;
+    Ok(stmt
+        .query_map([], |r| Ok((r.get(0)?, Sealed::from_stored(r.get(1)?))))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Replaces an integration's secrets; false if no integration has this id.
+pub fn update_integration_secrets(
+    conn: &Connection,
+    id: IntegrationId,
+    secrets: &Sealed,
+    now: i64,
+) -> Result<bool, Error> {
+    let changed = conn
+        .prepare_cached("UPDATE integrations SET secrets = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, secrets.as_stored(), now])?;
+    Ok(changed == 1)
 }
 
 /// One integration by id.
@@ -132,19 +156,17 @@ pub fn list_active_integrations(
         .collect::<Result<_, _>>()?)
 }
 
-/// Replaces an integration's settings (for example a fixed token or another channel).
-pub fn update_integration_settings(
+/// Replaces an integration's config (for example another channel); secrets are replaced
+/// separately, with [`update_integration_secrets`].
+pub fn update_integration_config(
     conn: &Connection,
     id: IntegrationId,
     config: &str,
-    secrets: &str,
     now: i64,
 ) -> Result<bool, Error> {
     let changed = conn
-        .prepare_cached(
-            "UPDATE integrations SET config = ?2, secrets = ?3, updated_at = ?4 WHERE id = ?1",
-        )?
-        .execute(params![id, config, secrets, now])?;
+        .prepare_cached("UPDATE integrations SET config = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, config, now])?;
     Ok(changed == 1)
 }
 

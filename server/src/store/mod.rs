@@ -38,8 +38,8 @@ mod write_failures;
 mod writer;
 
 pub use api_tokens::{
-    ApiTokenRow, ApiTokenUse, NewApiToken, delete_api_token, find_api_token_use, insert_api_token,
-    list_api_tokens, touch_api_token,
+    ApiTokenRow, ApiTokenUse, NewApiToken, delete_api_token, find_api_token, find_api_token_use,
+    insert_api_token, list_api_tokens, list_api_tokens_of, touch_api_token,
 };
 pub use audit::{
     AuditEventRow, AuditFilter, NewAuditEvent, insert_audit_event, list_audit_events,
@@ -51,7 +51,10 @@ pub use capacity::{
 };
 pub use check::{CheckReport, check_database, is_porch_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
-pub use db::{Synchronous, open_existing_read_only, open_read_connection, open_write_connection};
+pub use db::{
+    Synchronous, open_existing_read_only, open_read_connection, open_write_connection,
+    scrub_free_space, truncate_wal,
+};
 pub use deliveries::{
     DeliveryLogRow, WebhookConversation, delete_integration, disable_integration,
     enable_integration, find_discord_thread, find_user_contact, insert_discord_thread,
@@ -68,7 +71,8 @@ pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, V
 pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, find_integration, find_site_integration,
     insert_integration, list_active_integrations, list_enabled_integrations,
-    mark_integration_broken, update_integration_settings,
+    list_integration_secrets, mark_integration_broken, update_integration_config,
+    update_integration_secrets,
 };
 pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,

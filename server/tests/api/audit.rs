@@ -380,3 +380,79 @@ async fn events_past_the_retention_are_pruned() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn signing_out_is_recorded_with_the_user_and_address() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let fields = form(&[("csrf", admin.csrf.as_str())]);
+    let answer = send(&app, "POST", "/logout", &admin.cookie, Some(&fields)).await;
+    assert_eq!(answer.status, 303);
+    assert_eq!(
+        one(&app, "session.signed_out"),
+        (
+            "ana@example.com".to_owned(),
+            Some("user".into()),
+            Some("ana@example.com".into()),
+            "127.0.0.1".to_owned(),
+            1
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_new_reset_link_is_recorded_with_its_kind_never_its_token() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
+    let answer = admin_post(&app, &admin, &format!("/team/{bo}/link"), &[]).await;
+    let link = answer
+        .body
+        .split("/password-resets/")
+        .nth(1)
+        .and_then(|rest| rest.split(['"', '<']).next())
+        .expect("a reset link on the page")
+        .to_owned();
+    let event = one(&app, "user.link_created");
+    assert_eq!(event.0, "ana@example.com");
+    assert_eq!(event.2.as_deref(), Some("bo@example.com"));
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'user.link_created' AND detail = '{\"kind\":\"reset\"}'"),
+        1
+    );
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM audit_events WHERE detail LIKE '%{link}%'"
+        )),
+        0
+    );
+}
+
+#[tokio::test]
+async fn throttled_sign_ins_are_recorded_and_grouped_like_failures() {
+    let app = TestApp::spawn(&[]).await;
+    add_user(&app, "bo@example.com", "agent");
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(
+            sign_in(&app, "bo@example.com", "wrong password!")
+                .await
+                .status,
+        );
+    }
+    let throttled = statuses.iter().filter(|s| **s == 429).count();
+    assert!(throttled >= 3, "{statuses:?}");
+    let events = events(&app, "session.sign_in_throttled");
+    let total: i64 = events.iter().map(|e| e.4).sum();
+    assert_eq!(
+        usize::try_from(total).expect("count"),
+        throttled,
+        "{events:?}"
+    );
+    assert!(events.len() <= 2, "one row a minute: {events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e.0 == "bo@example.com" && e.3 == "127.0.0.1")
+    );
+}

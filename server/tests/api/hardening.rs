@@ -42,9 +42,16 @@ async fn a_reset_link_made_before_a_disable_is_dead_after_re_enabling() {
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
     let bo = add_user(&app, "bo@example.com", "agent");
     let accounts = &app.server.as_ref().expect("running").app.accounts;
-    let me = porch::store::UserId(1);
+    let me = porch::store::find_user(&app.db(), porch::store::UserId(1))
+        .expect("read")
+        .expect("the admin");
     let token = accounts
-        .create_link(me, bo, LinkKind::Reset)
+        .create_link(
+            &me,
+            std::net::Ipv4Addr::LOCALHOST.into(),
+            bo,
+            LinkKind::Reset,
+        )
         .await
         .expect("a reset link");
     for path in ["disable", "enable"] {

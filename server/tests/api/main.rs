@@ -5,6 +5,7 @@
 // allow-expect-in-tests covers `#[test]` functions only, not the shared helpers they call.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod account_tokens;
 mod attempts;
 mod audit;
 mod brakes;
@@ -32,6 +33,7 @@ mod privacy;
 mod process;
 mod replication_lag;
 mod revocation;
+mod sealed_secrets;
 mod shutdown;
 mod site_add;
 mod slack;

@@ -6,6 +6,7 @@
 //! (`?thread_id=`). Text over 2,000 characters is split. 429 pauses this webhook only, and
 //! `X-RateLimit-Remaining: 0` paces it until the bucket resets.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -13,11 +14,12 @@ use serde_json::{Value, json};
 
 use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, MessageId};
 
-use crate::integrations::Destinations;
 use crate::integrations::delivery::{
     Found, args, author_label, find_post, finish, integration_of, read, visitor_label,
 };
+use crate::integrations::{Destinations, open_secrets_as};
 use crate::jobs::{Attempt, MessageArgs, Outcome};
+use crate::secrets::SecretKey;
 
 /// Discord's limit on `content`, in characters.
 pub const CONTENT_LIMIT: usize = 2000;
@@ -321,8 +323,9 @@ pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt 
 async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
     let MessageArgs { message_id } = args(job)?;
     let integration = integration_of(job)?;
+    let key = Arc::clone(&destinations.secret_key);
     let (config, secrets, message, mut thread) = read(&destinations.readers, move |c| {
-        load(c, integration, message_id)
+        load(c, &key, integration, message_id)
     })
     .await?;
     let parts = split(&escape(&message.body), CONTENT_LIMIT);
@@ -382,13 +385,14 @@ type Loaded = (
 
 fn load(
     conn: &rusqlite::Connection,
+    key: &SecretKey,
     integration: IntegrationId,
     message: MessageId,
 ) -> Result<Found<Loaded>, store::Error> {
     find_post(conn, integration, message)?.and_then(|(row, message)| {
-        let (Ok(config), Ok(secrets)) = (
+        let (Ok(config), Some(secrets)) = (
             serde_json::from_str::<DiscordConfig>(&row.config),
-            serde_json::from_str::<DiscordSecrets>(&row.secrets),
+            open_secrets_as::<DiscordSecrets>(key, &row),
         ) else {
             return Ok(Found::Invalid("the Discord settings are incomplete"));
         };

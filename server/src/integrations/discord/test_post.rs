@@ -2,12 +2,14 @@
 //! the same request, pacing and outcome classification as a visitor's message, so a test that
 //! passes means messages will arrive.
 
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::deliver::{SUPPRESS_EMBEDS, execute};
 use super::{DiscordConfig, DiscordSecrets};
-use crate::integrations::Destinations;
 use crate::integrations::delivery::{Found, finish, integration_of, read};
+use crate::integrations::{Destinations, open_secrets_as};
 use crate::jobs::{Attempt, Outcome};
 use crate::store::{self, JobRow};
 
@@ -21,15 +23,16 @@ pub async fn deliver_test(destinations: &Destinations, job: &JobRow) -> Attempt 
 
 async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
     let integration = integration_of(job)?;
+    let key = Arc::clone(&destinations.secret_key);
     let (config, secrets) = read(&destinations.readers, move |c| {
         let Some(row) = store::find_integration(c, integration)? else {
             return Ok(Found::Gone("integration deleted"));
         };
         match (
             serde_json::from_str::<DiscordConfig>(&row.config),
-            serde_json::from_str::<DiscordSecrets>(&row.secrets),
+            open_secrets_as::<DiscordSecrets>(&key, &row),
         ) {
-            (Ok(config), Ok(secrets)) => Ok(Found::Ready((config, secrets))),
+            (Ok(config), Some(secrets)) => Ok(Found::Ready((config, secrets))),
             _ => Ok(Found::Invalid("the Discord settings are incomplete")),
         }
     })

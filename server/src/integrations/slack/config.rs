@@ -1,6 +1,10 @@
-//! A Slack integration's settings, as stored in `integrations.config` and `.secrets`.
+//! A Slack integration's settings, as stored in `integrations.config` and (sealed) `.secrets`.
 
 use serde::{Deserialize, Serialize};
+
+use crate::integrations::open_secrets_as;
+use crate::secrets::SecretKey;
+use crate::store::IntegrationRow;
 
 /// Non-secret settings.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -49,11 +53,12 @@ pub struct SlackIntegration {
 }
 
 impl SlackIntegration {
-    /// Parses the stored JSON; `None` if it is not a valid Slack integration.
-    pub fn parse(config: &str, secrets: &str) -> Option<Self> {
+    /// Opens the row's sealed secrets with `key` and parses both; `None` if they do not open or
+    /// it is not a valid Slack integration.
+    pub fn open(key: &SecretKey, row: &IntegrationRow) -> Option<Self> {
         Some(Self {
-            config: serde_json::from_str(config).ok()?,
-            secrets: serde_json::from_str(secrets).ok()?,
+            config: serde_json::from_str(&row.config).ok()?,
+            secrets: open_secrets_as(key, row)?,
         })
     }
 }

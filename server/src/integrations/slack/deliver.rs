@@ -4,6 +4,7 @@
 //! before it leaves, so a later attempt looks for it in the channel before posting another.
 
 use std::fmt::Write;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -13,6 +14,7 @@ use crate::integrations::delivery::{
     Found, args, author_label, find_post, finish, integration_of, read, retry, visitor_label,
 };
 use crate::jobs::{Attempt, MessageArgs, Outcome};
+use crate::secrets::SecretKey;
 use crate::store::{self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId};
 use crate::values::Author;
 
@@ -130,8 +132,9 @@ pub async fn deliver_post(destinations: &Destinations, job: &JobRow) -> Attempt 
 async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
     let MessageArgs { message_id } = args(job)?;
     let integration = integration_of(job)?;
+    let key = Arc::clone(&destinations.secret_key);
     let (slack, message, thread) = read(&destinations.readers, move |c| {
-        load(c, integration, message_id)
+        load(c, &key, integration, message_id)
     })
     .await?;
     let api = &destinations.slack;
@@ -278,11 +281,12 @@ type Loaded = (SlackIntegration, DeliveryMessage, Option<String>);
 
 fn load(
     conn: &rusqlite::Connection,
+    key: &SecretKey,
     integration: IntegrationId,
     message: MessageId,
 ) -> Result<Found<Loaded>, store::Error> {
     find_post(conn, integration, message)?.and_then(|(row, message)| {
-        let Some(slack) = SlackIntegration::parse(&row.config, &row.secrets) else {
+        let Some(slack) = SlackIntegration::open(key, &row) else {
             return Ok(Found::Invalid("the Slack settings are incomplete"));
         };
         let thread = store::find_slack_thread(

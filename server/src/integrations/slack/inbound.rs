@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use crate::chat::{self, Agent, Chat, InboundReply, MessageBody};
 use crate::jobs::{JobQueue, Outcome};
 use crate::metrics::Meters;
+use crate::secrets::SecretKey;
 use crate::store::{self, ConversationId, IntegrationId, Readers, Writer};
 
 use super::deliver::classify;
@@ -79,6 +80,8 @@ pub struct SlackInbound {
     pub(super) jobs: JobQueue,
     /// Counts replies that match no conversation.
     meters: Arc<Meters>,
+    /// Opens the integrations' sealed secrets (tokens, signing secrets).
+    pub secret_key: Arc<SecretKey>,
 }
 
 impl SlackInbound {
@@ -89,6 +92,7 @@ impl SlackInbound {
         writer: Arc<Writer>,
         jobs: JobQueue,
         meters: Arc<Meters>,
+        secret_key: Arc<SecretKey>,
     ) -> Self {
         Self {
             api,
@@ -99,6 +103,7 @@ impl SlackInbound {
             writer,
             jobs,
             meters,
+            secret_key,
         }
     }
 

@@ -2,6 +2,8 @@
 //! store the settings, and (for a fix) queue the integration's blocked deliveries again. Used by
 //! the admin page and the API alike.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use crate::audit::Actor;
@@ -89,7 +91,7 @@ pub async fn connect_slack(
         settings_json(&checked.config),
         settings_json(&checked.secrets),
     );
-    let actor = actor.clone();
+    let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
     let id = slack
         .writer
         .write(move |c| {
@@ -98,10 +100,9 @@ pub async fn connect_slack(
                 kind: "slack",
                 name: "Slack",
                 config: &config,
-                secrets: &secrets,
                 now: now_ms(),
             };
-            insert_integration(c, &actor, &new)
+            insert_integration(c, &actor, &key, &new, &secrets)
         })
         .await?;
     slack.rescan.notify_one();
@@ -116,17 +117,20 @@ pub async fn update_slack(
     existing: &IntegrationRow,
     setup: SlackSetup,
 ) -> Result<usize, SetupError> {
-    let previous = SlackIntegration::parse(&existing.config, &existing.secrets).map(|s| s.secrets);
+    let previous = SlackIntegration::open(&slack.secret_key, existing).map(|s| s.secrets);
     let checked = check(slack, setup, previous.as_ref()).await?;
     let (config, secrets, id) = (
         settings_json(&checked.config),
         settings_json(&checked.secrets),
         existing.id,
     );
-    let actor = actor.clone();
+    let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
     let resumed = slack
         .writer
-        .write(move |c| replace_integration_settings(c, &actor, (id, "slack"), &config, &secrets))
+        .write(move |c| {
+            let secrets = Some((key.as_ref(), secrets.as_str()));
+            replace_integration_settings(c, &actor, (id, "slack"), &config, secrets)
+        })
         .await?;
     let count = resumed.len();
     slack.jobs.submit(resumed);

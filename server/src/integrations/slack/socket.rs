@@ -52,7 +52,7 @@ pub fn spawn_socket_mode(slack: Arc<SlackInbound>, shutdown: CancellationToken) 
             };
             let wanted: HashMap<IntegrationId, SlackIntegration> = rows
                 .into_iter()
-                .filter_map(|r| Some((r.id, SlackIntegration::parse(&r.config, &r.secrets)?)))
+                .filter_map(|r| Some((r.id, SlackIntegration::open(&slack.secret_key, &r)?)))
                 .filter(|(_, s)| s.secrets.app_token.is_some())
                 .collect();
             clients.retain(|id, (token, task)| {

@@ -18,8 +18,9 @@ use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, UserId, Webhook
 
 use super::{WebhookConfig, WebhookSecrets, signature_header};
 use crate::integrations::delivery::{Found, args, blocked, failed, finish, integration_of, read};
-use crate::integrations::{Destinations, ssrf};
+use crate::integrations::{Destinations, open_secrets_as, ssrf};
 use crate::jobs::{Attempt, Outcome, WebhookArgs, webhook_id};
+use crate::secrets::SecretKey;
 
 /// Bytes of an endpoint's answer read at most (kept for the delivery log as an excerpt).
 pub const BODY_CAP: usize = 4096;
@@ -77,15 +78,16 @@ struct Loaded {
 
 fn load(
     conn: &rusqlite::Connection,
+    key: &SecretKey,
     integration: IntegrationId,
     args: &WebhookArgs,
 ) -> Result<Found<Loaded>, store::Error> {
     let Some(row) = store::find_integration(conn, integration)? else {
         return Ok(Found::Gone("endpoint deleted"));
     };
-    let (Ok(config), Ok(secrets)) = (
+    let (Ok(config), Some(secrets)) = (
         serde_json::from_str::<WebhookConfig>(&row.config),
-        serde_json::from_str::<WebhookSecrets>(&row.secrets),
+        open_secrets_as::<WebhookSecrets>(key, &row),
     ) else {
         return Ok(Found::Gone("the endpoint's settings are unreadable"));
     };
@@ -147,9 +149,9 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
 async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
     let args: Arc<WebhookArgs> = Arc::new(args(job)?);
     let integration = integration_of(job)?;
-    let read_args = Arc::clone(&args);
+    let (read_args, key) = (Arc::clone(&args), Arc::clone(&destinations.secret_key));
     let loaded = read(&destinations.readers, move |c| {
-        load(c, integration, &read_args)
+        load(c, &key, integration, &read_args)
     })
     .await?;
     if !loaded.is_enabled {

@@ -1,0 +1,330 @@
+//! Integration secrets sealed at rest (issue #14): set up through the API, none of them is in
+//! the database file or its WAL, deliveries still sign and post; a database from before sealing
+//! is sealed at start, once; `porch secrets rotate` re-seals and a restart with the new key still
+//! signs; a wrong key stops the start with a message naming the variable.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use porch::integrations::webhook::sign;
+use porch::loadtest::{DiscordMock, Received, SlackMock, WebhookMock};
+use porch::store;
+use serde_json::json;
+
+use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
+
+const SLACK_BOT_TOKEN: &str = "xoxb-sealed-bot-token-4711";
+const SLACK_SIGNING_SECRET: &str = "sealed-signing-secret-0815";
+const LEGACY_WEBHOOK_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// Every byte of the database file and its WAL.
+fn raw_database(dir: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(dir.join("porch.db")).expect("database file");
+    if let Ok(wal) = std::fs::read(dir.join("porch.db-wal")) {
+        bytes.extend(wal);
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+/// Checks a delivery's `webhook-signature` against `secret`.
+fn is_signed_with(received: &Received, secret: &str) -> bool {
+    let header = |name: &str| received.headers.get(name).cloned().unwrap_or_default();
+    let timestamp: i64 = header("webhook-timestamp").parse().expect("timestamp");
+    let expected = sign(
+        secret,
+        &header("webhook-id"),
+        timestamp,
+        received.body.as_bytes(),
+    )
+    .expect("sign");
+    header("webhook-signature")
+        .split(' ')
+        .any(|signature| signature == expected)
+}
+
+async fn add_webhook(app: &TestApp, admin: &str, site: &str, url: &str) -> String {
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/webhooks"),
+            admin,
+            Some(json!({"url": url, "events": ["message.created"]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    answer["secret"].as_str().expect("secret").to_owned()
+}
+
+async fn stop(mut app: TestApp) -> tempfile::TempDir {
+    app.server.take().expect("running").stop().await;
+    app.data_dir
+}
+
+fn porch_cli(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .env_remove("PORCH_SECRET_KEY")
+        .env_remove("PORCH_SECRET_KEY_FILE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run porch")
+}
+
+#[tokio::test]
+async fn no_integration_secret_is_in_the_database_file_or_its_wal_and_deliveries_still_work() {
+    let slack = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
+        .await
+        .expect("slack mock");
+    let discord = DiscordMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("discord mock");
+    let hooks = WebhookMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("receiver");
+    let (slack_url, discord_url) = (slack.api_url(), discord.api_url());
+    let app = TestApp::spawn(&[
+        "--slack-api-url",
+        &slack_url,
+        "--discord-api-url",
+        &discord_url,
+        "--allow-private-networks",
+    ])
+    .await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let setup = json!({"bot_token": SLACK_BOT_TOKEN, "channel_id": "C1", "signing_secret": SLACK_SIGNING_SECRET});
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/slack"),
+            &admin,
+            Some(setup),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let discord_webhook = discord.add_webhook("H1", false);
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/discord"),
+            &admin,
+            Some(json!({"webhook_url": discord_webhook, "forum": false})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let webhook_secret = add_webhook(&app, &admin, &site, &hooks.url("/hook")).await;
+
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("m1", "hello").await;
+    let received = hooks.wait_for(1, WAIT).await;
+    assert!(is_signed_with(&received[0], &webhook_secret));
+    slack.wait_for_posts(1, WAIT).await;
+    discord.wait_for_posts(1, WAIT).await;
+
+    let raw = raw_database(app.data_dir.path());
+    let discord_token = discord_webhook.rsplit('/').next().expect("token");
+    let secrets = [
+        SLACK_BOT_TOKEN,
+        SLACK_SIGNING_SECRET,
+        discord_webhook.as_str(),
+        discord_token,
+        webhook_secret.as_str(),
+    ];
+    for secret in secrets {
+        assert!(!contains(&raw, secret), "{secret} is in the database file");
+    }
+    // Nor are they shown back: the API's list of the site's integrations has settings only.
+    let (status, list) = app
+        .api(
+            "GET",
+            &format!("/api/v1/sites/{site}/integrations"),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["integrations"].as_array().map(Vec::len), Some(3));
+    for secret in secrets {
+        assert!(!list.to_string().contains(secret), "{secret} in {list}");
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM integrations WHERE secrets NOT LIKE 'v1:%'"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_database_from_before_sealing_is_sealed_at_start_once_and_still_signs() {
+    let hooks = WebhookMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("receiver");
+    let dir = tempfile::tempdir().expect("dir");
+    // The previous version's database: the migrations, and secrets in clear text as it wrote them.
+    {
+        let mut conn =
+            store::open_write_connection(&dir.path().join("porch.db"), store::Synchronous::Full)
+                .expect("open");
+        store::apply_migrations(&mut conn).expect("migrate");
+    }
+    let site = crate::helpers::TestDb::open(dir.path()).add_site("Shop");
+    let legacy = crate::helpers::TestDb::open(dir.path()).db();
+    legacy
+        .execute(
+            "INSERT INTO integrations (site_id, kind, name, config, secrets, created_at, updated_at) \
+             SELECT id, 'webhook', 'Webhook', json_object('url', ?1, 'events', json_array('message.created')), \
+                    json_object('secret', ?2), 0, 0 FROM sites",
+            [hooks.url("/hook"), LEGACY_WEBHOOK_SECRET.to_owned()],
+        )
+        .expect("insert");
+    drop(legacy);
+
+    let app = TestApp::spawn_in(dir, &["--allow-private-networks"]).await;
+    let sealed: String = app
+        .db()
+        .query_row("SELECT secrets FROM integrations", [], |r| r.get(0))
+        .expect("row");
+    assert!(sealed.starts_with("v1:"), "{sealed}");
+    assert!(!contains(
+        &raw_database(app.data_dir.path()),
+        LEGACY_WEBHOOK_SECRET
+    ));
+
+    // A second start seals nothing again: the stored envelope is unchanged.
+    let app = TestApp::spawn_in(stop(app).await, &["--allow-private-networks"]).await;
+    let again: String = app
+        .db()
+        .query_row("SELECT secrets FROM integrations", [], |r| r.get(0))
+        .expect("row");
+    assert_eq!(again, sealed);
+
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("m1", "hello").await;
+    let received = hooks.wait_for(1, WAIT).await;
+    assert!(is_signed_with(&received[0], LEGACY_WEBHOOK_SECRET));
+}
+
+#[tokio::test]
+async fn after_a_rotation_a_restart_with_the_new_key_still_signs_and_the_old_key_is_refused() {
+    let hooks = WebhookMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("receiver");
+    let old_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let new_key = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
+    let flags = ["--allow-private-networks", "--secret-key", old_key];
+    let app = TestApp::spawn(&flags).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let secret = add_webhook(&app, &admin, &site, &hooks.url("/hook")).await;
+    let dir = stop(app).await;
+
+    let out = porch_cli(
+        dir.path(),
+        &["secrets", "rotate"],
+        &[
+            ("PORCH_SECRET_KEY", old_key),
+            ("PORCH_SECRET_KEY_NEW", new_key),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Re-sealed the secrets of 1 integrations"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("PORCH_SECRET_KEY"), "{stdout}");
+
+    // The old key no longer opens them: a clear start-up error naming the variable.
+    let config = crate::helpers::serve_config(dir.path(), &flags);
+    let listener = porch::http::bind(config.listen).expect("bind");
+    let err = porch::start(config, listener)
+        .await
+        .err()
+        .expect("the old key is refused");
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("PORCH_SECRET_KEY does not open"),
+        "{message}"
+    );
+
+    let app = TestApp::spawn_in(dir, &["--allow-private-networks", "--secret-key", new_key]).await;
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("m1", "hello").await;
+    let received = hooks.wait_for(1, WAIT).await;
+    assert!(is_signed_with(&received[0], &secret));
+    let rotated = app
+        .count("SELECT count(*) FROM audit_events WHERE action = 'secrets.rotated' AND ip = 'cli'");
+    assert_eq!(rotated, 1);
+}
+
+#[tokio::test]
+async fn rotating_the_generated_key_replaces_the_key_file_and_restarts_with_it() {
+    let hooks = WebhookMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("receiver");
+    let app = TestApp::spawn(&["--allow-private-networks"]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let secret = add_webhook(&app, &admin, &site, &hooks.url("/hook")).await;
+    let dir = stop(app).await;
+    let key_file = dir.path().join("secret.key");
+    let before = std::fs::read_to_string(&key_file).expect("generated key");
+
+    let out = porch_cli(dir.path(), &["secrets", "rotate"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = std::fs::read_to_string(&key_file).expect("new key");
+    assert_ne!(before, after);
+    assert!(!dir.path().join("secret.key.new").exists());
+
+    let app = TestApp::spawn_in(dir, &["--allow-private-networks"]).await;
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("m1", "hello").await;
+    let received = hooks.wait_for(1, WAIT).await;
+    assert!(is_signed_with(&received[0], &secret));
+}
+
+#[tokio::test]
+async fn a_sealed_value_copied_to_another_integration_does_not_open() {
+    let hooks = WebhookMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("receiver");
+    let app = TestApp::spawn(&["--allow-private-networks"]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    add_webhook(&app, &admin, &site, &hooks.url("/a")).await;
+    add_webhook(&app, &admin, &site, &hooks.url("/b")).await;
+    app.db()
+        .execute(
+            "UPDATE integrations SET secrets = (SELECT secrets FROM integrations WHERE id = \
+             (SELECT min(id) FROM integrations)) WHERE id = (SELECT max(id) FROM integrations)",
+            [],
+        )
+        .expect("copy");
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("m1", "hello").await;
+    wait_until("the copy's delivery to fail", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM jobs WHERE state = 'failed' AND last_error LIKE '%unreadable%'"),
+            |n| *n == 1,
+        )
+    })
+    .await;
+    let paths: Vec<String> = hooks.received().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/a"]);
+}

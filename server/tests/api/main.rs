@@ -37,6 +37,7 @@ mod slack_threads;
 mod slack_wire;
 mod snippet;
 mod throttle_race;
+mod visitor_context;
 mod wal_ceiling;
 mod webhooks;
 mod widget_errors;

@@ -41,6 +41,11 @@ pub struct VisitorDetailsView {
     pub ip: Option<String>,
     pub first_seen_at: Option<i64>,
     pub last_seen_at: Option<i64>,
+    /// The page that linked to the visitor's first chat page: shown as text, never a link.
+    pub referrer: Option<String>,
+    pub language: Option<String>,
+    /// IANA name; the page's script shows the visitor's local time in it.
+    pub time_zone: Option<String>,
 }
 
 /// An agent one can assign to.
@@ -241,6 +246,12 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     {detail("Email", visitor.email)}
                     {page_link}
                     {detail("First page", first_page)}
+                    {detail("Came from", visitor.referrer)}
+                    {detail("Language", visitor.language)}
+                    {visitor.time_zone.map(|zone| view! {
+                        <dt>"Local time"</dt>
+                        <dd><span class="visitor-clock" data-time-zone=zone.clone()>{zone.clone()}</span></dd>
+                    })}
                     {detail("Browser", visitor.browser)}
                     {detail("IP address", visitor.ip)}
                     {time_detail("First seen", visitor.first_seen_at)}

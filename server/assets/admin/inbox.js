@@ -9,7 +9,8 @@
 //   stopped on send, blur or 5 s idle), and "Visitor is typing…" shows for 6 s per signal.
 // - Every stream also carries the agent's unread counts and alerts: passed on to notify.js as
 //   porch:counts and porch:alert events.
-// - Copy buttons, local times, site colour swatches.
+// - Copy buttons, local times, site colour swatches, and the visitor's local time (a
+//   .visitor-clock with data-time-zone; the aside may be replaced live, so each tick looks again).
 // - A section with data-refresh (the capacity graphs) is fetched again every data-refresh-every
 //   seconds while the tab is visible, and replaced by the server's fresh rendering.
 (() => {
@@ -339,6 +340,22 @@
       setTimeout(loop, every);
     };
     setTimeout(loop, every);
+  }
+
+  const visitorClocks = () => {
+    for (const clock of document.querySelectorAll(".visitor-clock[data-time-zone]")) {
+      const zone = clock.dataset.timeZone;
+      try {
+        const time = new Date().toLocaleTimeString([], { timeZone: zone, hour: "2-digit", minute: "2-digit" });
+        clock.textContent = time + " (" + zone + ")";
+      } catch {
+        clock.textContent = zone; // a zone this browser does not know
+      }
+    }
+  };
+  if (document.getElementById("conversation-aside")) {
+    visitorClocks();
+    setInterval(visitorClocks, 15000);
   }
 
   for (const swatch of document.querySelectorAll(".swatch[data-color]")) {

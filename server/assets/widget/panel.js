@@ -280,7 +280,9 @@
     try { sock = new WebSocket(wsUrl); } catch { scheduleReconnect(); return; }
     ws = sock;
     sock.onopen = () => {
-      const hello = { type: "hello", v: 1, last_id: lastId, page: location.href.slice(0, 2048) };
+      const hello = { type: "hello", v: 1, last_id: lastId, page: location.href.slice(0, 2048),
+        referrer: document.referrer.slice(0, 2048) || undefined, language: navigator.language };
+      try { hello.time_zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch { /* old browser */ }
       const token = read(key("token"));
       if (token) hello.token = token;
       sock.send(JSON.stringify(hello));

@@ -159,6 +159,9 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             ip: details.and_then(|d| d.ip.clone()),
             first_seen_at: details.map(|d| d.first_seen_at),
             last_seen_at: details.map(|d| d.last_seen_at),
+            referrer: details.and_then(|d| d.referrer.clone()),
+            language: details.and_then(|d| d.language.clone()),
+            time_zone: details.and_then(|d| d.time_zone.clone()),
         },
     }
 }

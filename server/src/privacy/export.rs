@@ -110,6 +110,9 @@ impl PersonData {
                 "last_page": v.last_page,
                 "user_agent": v.user_agent,
                 "ip": v.ip,
+                "referrer": v.referrer,
+                "language": v.language,
+                "time_zone": v.time_zone,
                 "first_seen_at": v.first_seen_at,
                 "last_seen_at": v.last_seen_at,
             },
@@ -200,6 +203,7 @@ pub fn ndjson_line(conn: &Connection, c: &ConversationRecord) -> Result<String, 
     line["visitor"] = visitor.map_or(Value::Null, |v| {
         json!({"id": v.id, "name": v.name, "email": v.email, "first_page": v.first_page,
                "last_page": v.last_page, "user_agent": v.user_agent, "ip": v.ip,
+               "referrer": v.referrer, "language": v.language, "time_zone": v.time_zone,
                "first_seen_at": v.first_seen_at, "last_seen_at": v.last_seen_at})
     });
     Ok(line.to_string())

@@ -20,6 +20,9 @@ pub struct VisitorRecord {
     pub ip: Option<String>,
     pub first_seen_at: i64,
     pub last_seen_at: i64,
+    pub referrer: Option<String>,
+    pub language: Option<String>,
+    pub time_zone: Option<String>,
     /// Their conversations, and every message in them (agents' replies included).
     pub conversations: i64,
     pub messages: i64,
@@ -53,7 +56,7 @@ pub struct JobRecord {
 }
 
 const VISITOR: &str = "SELECT v.id, s.key, s.name, v.name, v.email, v.first_page, v.last_page, \
-    v.user_agent, v.ip, v.first_seen_at, v.last_seen_at, \
+    v.user_agent, v.ip, v.first_seen_at, v.last_seen_at, v.referrer, v.language, v.time_zone, \
     (SELECT count(*) FROM conversations c WHERE c.visitor_id = v.id), \
     (SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id \
       WHERE c.visitor_id = v.id) \
@@ -72,8 +75,11 @@ fn visitor_from_row(r: &Row<'_>) -> rusqlite::Result<VisitorRecord> {
         ip: r.get(8)?,
         first_seen_at: r.get(9)?,
         last_seen_at: r.get(10)?,
-        conversations: r.get(11)?,
-        messages: r.get(12)?,
+        referrer: r.get(11)?,
+        language: r.get(12)?,
+        time_zone: r.get(13)?,
+        conversations: r.get(14)?,
+        messages: r.get(15)?,
     })
 }
 

@@ -86,6 +86,9 @@ pub struct VisitorDetailsRow {
     pub ip: Option<String>,
     pub first_seen_at: i64,
     pub last_seen_at: i64,
+    pub referrer: Option<String>,
+    pub language: Option<String>,
+    pub time_zone: Option<String>,
 }
 
 /// The visitor's recorded details.
@@ -94,7 +97,8 @@ pub fn find_visitor_details(
     id: VisitorId,
 ) -> Result<Option<VisitorDetailsRow>, Error> {
     let mut stmt = conn.prepare_cached(
-        "SELECT first_page, last_page, user_agent, ip, first_seen_at, last_seen_at \
+        "SELECT first_page, last_page, user_agent, ip, first_seen_at, last_seen_at, \
+                referrer, language, time_zone \
          FROM visitors WHERE id = ?1",
     )?;
     Ok(stmt
@@ -106,6 +110,9 @@ pub fn find_visitor_details(
                 ip: r.get(3)?,
                 first_seen_at: r.get(4)?,
                 last_seen_at: r.get(5)?,
+                referrer: r.get(6)?,
+                language: r.get(7)?,
+                time_zone: r.get(8)?,
             })
         })
         .optional()?)

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::values::{Author, ClientId, MessageBody};
 
 use super::conversations::{open_conversation, touch_conversation};
-use super::visitors::{VisitorDetails, upsert_visitor};
+use super::visitors::{VisitorDetails, refresh_visitor, upsert_visitor};
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 
 /// A message as shown to visitors and agents.
@@ -69,7 +69,12 @@ pub fn insert_visitor_message(
     new: &NewVisitorMessage,
 ) -> Result<StoredVisitorMessage, Error> {
     let visitor_id = match new.visitor_id {
-        Some(id) => id,
+        Some(id) => {
+            if !new.details.is_empty() {
+                refresh_visitor(conn, id, &new.details.context, new.now)?;
+            }
+            id
+        }
         None => upsert_visitor(conn, new.site_id, &new.token_hash, &new.details, new.now)?,
     };
     let earlier = conn

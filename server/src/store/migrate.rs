@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0012_two_factor.sql"),
     include_str!("../../../migrations/0013_oidc_links.sql"),
     include_str!("../../../migrations/0014_privacy.sql"),
+    include_str!("../../../migrations/0015_visitor_context.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -2,6 +2,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::values::VisitorContext;
+
 use super::{ConversationId, Error, SiteId, VisitorId};
 
 /// A visitor as stored, with the id of their open conversation if they have one.
@@ -33,15 +35,25 @@ pub fn find_visitor_by_token_hash(
         .optional()?)
 }
 
-/// Details recorded with a visitor's first message.
+/// Details recorded with a visitor's first message (and, for the context, refreshed by the
+/// first message of each later connection).
 #[derive(Debug, Clone, Default)]
 pub struct VisitorDetails {
-    pub page: Option<String>,
+    pub context: VisitorContext,
     pub user_agent: Option<String>,
     pub ip: Option<String>,
 }
 
+impl VisitorDetails {
+    /// True when there is nothing to record (a later message of the same connection).
+    pub fn is_empty(&self) -> bool {
+        self.context == VisitorContext::default() && self.user_agent.is_none() && self.ip.is_none()
+    }
+}
+
 /// Creates the visitor on their first message, or refreshes `last_seen_at`; returns the id.
+/// The referrer, user agent and address are the first visit's; page, language and time zone
+/// follow the visitor.
 pub(super) fn upsert_visitor(
     conn: &Connection,
     site_id: SiteId,
@@ -51,21 +63,51 @@ pub(super) fn upsert_visitor(
 ) -> Result<VisitorId, Error> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO visitors (site_id, token_hash, first_page, last_page, user_agent, ip, \
-                               first_seen_at, last_seen_at) \
-         VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?6) \
+                               referrer, language, time_zone, first_seen_at, last_seen_at) \
+         VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) \
          ON CONFLICT (token_hash) DO UPDATE SET last_seen_at = excluded.last_seen_at, \
-             last_page = coalesce(excluded.last_page, last_page) \
+             last_page = coalesce(excluded.last_page, last_page), \
+             language = coalesce(excluded.language, language), \
+             time_zone = coalesce(excluded.time_zone, time_zone) \
          RETURNING id",
     )?;
+    let context = &details.context;
     Ok(stmt.query_row(
         params![
             site_id,
             token_hash,
-            details.page,
+            context.page,
             details.user_agent,
             details.ip,
+            context.referrer,
+            context.language,
+            context.time_zone,
             now
         ],
         |r| r.get(0),
     )?)
+}
+
+/// A known visitor is back (a new connection's first message): their current page, language
+/// and time zone replace the old ones where given.
+pub(super) fn refresh_visitor(
+    conn: &Connection,
+    id: VisitorId,
+    context: &VisitorContext,
+    now: i64,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "UPDATE visitors SET last_seen_at = max(last_seen_at, ?2), \
+             last_page = coalesce(?3, last_page), language = coalesce(?4, language), \
+             time_zone = coalesce(?5, time_zone) \
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        now,
+        context.page,
+        context.language,
+        context.time_zone
+    ])?;
+    Ok(())
 }

@@ -5,8 +5,10 @@ mod author;
 mod site;
 mod text;
 mod token_scope;
+mod visitor_context;
 
 pub use author::Author;
 pub use site::{SiteLimits, SiteSettings};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
 pub use token_scope::TokenScope;
+pub use visitor_context::{MAX_URL_CHARS, VisitorContext};

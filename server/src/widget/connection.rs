@@ -19,7 +19,7 @@ use crate::state::AppState;
 use crate::store::{
     self, MessageId, MessageRow, NewVisitorMessage, StoredVisitorMessage, VisitorDetails, VisitorId,
 };
-use crate::values::Author;
+use crate::values::{Author, VisitorContext};
 
 use super::brake::Refusal;
 use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
@@ -33,8 +33,6 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Messages of one connection being written at once; beyond this the connection stops reading
 /// until a write finishes (backpressure instead of unbounded memory).
 const MAX_IN_FLIGHT: usize = 32;
-/// Longest page URL kept.
-const MAX_PAGE_CHARS: usize = 2048;
 /// How long a client should wait after `busy` (a full write queue drains in milliseconds).
 const BUSY_RETRY: Duration = Duration::from_millis(250);
 /// How long a client should wait after a storage failure.
@@ -61,7 +59,10 @@ struct Connection {
     site: Arc<Site>,
     sink: SplitSink<WebSocket, Message>,
     peer: Peer,
-    page: Option<String>,
+    /// What `hello` said about the browser; recorded with this connection's messages until one
+    /// is stored.
+    context: VisitorContext,
+    context_stored: bool,
     token_hash: [u8; 32],
     /// Brake key of this visitor, derived from the token.
     visitor_key: u64,
@@ -94,7 +95,8 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
             return;
         }
     };
-    let Ok(Some((token, last_id, page))) = await_hello(&app, &mut sink, &mut stream).await else {
+    let Ok(Some((token, last_id, context))) = await_hello(&app, &mut sink, &mut stream).await
+    else {
         return;
     };
     let hub_id = app.chat.hub().new_connection_id();
@@ -104,7 +106,8 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         site,
         sink,
         peer,
-        page,
+        context,
+        context_stored: false,
         // Set by `welcome` once the token is checked.
         token_hash: [0; 32],
         visitor_key: 0,
@@ -121,13 +124,13 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
     }
 }
 
-/// Waits for `hello`; returns the token to use, `last_id` and the page, or `None` if the
-/// connection ended first.
+/// Waits for `hello`; returns the token to use, `last_id` and the browser's context, or `None`
+/// if the connection ended first.
 async fn await_hello(
     app: &AppState,
     sink: &mut SplitSink<WebSocket, Message>,
     stream: &mut SplitStream<WebSocket>,
-) -> Result<Option<(String, MessageId, Option<String>)>, Closed> {
+) -> Result<Option<(String, MessageId, VisitorContext)>, Closed> {
     let deadline = tokio::time::sleep(HELLO_TIMEOUT);
     tokio::pin!(deadline);
     loop {
@@ -162,6 +165,9 @@ async fn await_hello(
                 token,
                 last_id,
                 page,
+                referrer,
+                language,
+                time_zone,
             }) => {
                 if v != VERSION {
                     send_error(sink, ErrorCode::UnsupportedVersion, None, None).await?;
@@ -173,11 +179,10 @@ async fn await_hello(
                     .await?;
                     return Ok(None);
                 }
-                let page = page.map(|p| p.chars().take(MAX_PAGE_CHARS).collect());
                 return Ok(Some((
                     token.unwrap_or_default(),
                     MessageId(last_id.unwrap_or(0).max(0)),
-                    page,
+                    VisitorContext::from_hello(page, referrer, language, time_zone),
                 )));
             }
             Some(ClientFrame::Message { client_id, .. }) => {
@@ -478,19 +483,23 @@ impl Connection {
             return send_error(&mut self.sink, code, Some(wait), Some(client_id.as_str())).await;
         }
         self.has_conversation = true;
-        let details = if self.visitor_id.is_none() {
+        if self.visitor_id.is_none() {
             // Bounded: past the cap (only reachable through refused writes) an own message may be
             // echoed, which the protocol allows (the client matches it by client_id).
             if self.sent_before_visitor.len() < 2 * MAX_IN_FLIGHT {
                 self.sent_before_visitor.push(client_id.as_str().to_owned());
             }
+        }
+        // Until one message is stored, each carries the context: a new visitor is created with
+        // it, a returning one gets their current page, language and time zone.
+        let details = if self.context_stored {
+            VisitorDetails::default()
+        } else {
             VisitorDetails {
-                page: self.page.clone(),
+                context: self.context.clone(),
                 user_agent: self.peer.user_agent.clone(),
                 ip: Some(self.peer.ip.to_string()),
             }
-        } else {
-            VisitorDetails::default()
         };
         let new = NewVisitorMessage {
             site_id: site.id,
@@ -540,6 +549,7 @@ impl Connection {
         self.send(ack.to_json()).await?;
         self.app.meters.record_ack(received.elapsed());
         self.typing.conversation = Some(stored.conversation_id);
+        self.context_stored = true;
         if self.visitor_id.is_none() {
             // The visitor exists from this message on: subscribe, then send what was committed
             // for them before the subscription (an agent answering within milliseconds).

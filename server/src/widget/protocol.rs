@@ -21,6 +21,12 @@ pub enum ClientFrame {
         last_id: Option<i64>,
         #[serde(default)]
         page: Option<String>,
+        #[serde(default)]
+        referrer: Option<String>,
+        #[serde(default)]
+        language: Option<String>,
+        #[serde(default)]
+        time_zone: Option<String>,
     },
     Message {
         client_id: String,

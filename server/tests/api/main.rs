@@ -43,6 +43,7 @@ mod snippet;
 mod throttle_race;
 mod two_factor;
 mod unread_counts;
+mod visitor_context;
 mod visitor_typing;
 mod wal_ceiling;
 mod webhooks;

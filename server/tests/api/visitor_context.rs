@@ -1,0 +1,113 @@
+//! What `hello` tells about the visitor's browser (page, referrer, language, time zone) reaches
+//! the agent's conversation page, escaped; a returning visitor's new connection refreshes it;
+//! malformed hints are dropped without costing the visitor their chat.
+
+use serde_json::json;
+
+use crate::helpers::{ORIGIN, TestApp};
+use crate::inbox::{send, setup_admin, signed_in_from};
+
+async fn hello(
+    app: &TestApp,
+    site: &str,
+    token: Option<&str>,
+    fields: serde_json::Value,
+) -> (crate::helpers::Widget, String) {
+    let mut widget = app.connect(site, ORIGIN).await;
+    let mut frame = json!({"type": "hello", "v": 1, "token": token});
+    for (name, value) in fields.as_object().expect("fields") {
+        frame[name] = value.clone();
+    }
+    widget.send(frame).await;
+    let welcome = widget.recv().await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    let token = welcome["token"].as_str().expect("a token").to_owned();
+    (widget, token)
+}
+
+#[tokio::test]
+async fn the_browser_context_from_hello_is_shown_to_agents_and_follows_the_visitor() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+
+    let (mut widget, token) = hello(
+        &app,
+        &site,
+        None,
+        json!({
+            "page": "https://shop.example.com/pricing",
+            "referrer": "https://search.example/?q=<b>porch</b>",
+            "language": "de-DE",
+            "time_zone": "Europe/Berlin",
+        }),
+    )
+    .await;
+    assert_eq!(widget.say("c-1", "Hallo").await["type"], "ack");
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let path = format!("/conversations/{conversation}");
+    let page = send(&app, "GET", &path, &ana.cookie, None).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("https://shop.example.com/pricing"),
+        "the page"
+    );
+    assert!(
+        page.body
+            .contains("https://search.example/?q=&lt;b&gt;porch&lt;/b&gt;"),
+        "the referrer, escaped: {}",
+        page.body
+    );
+    assert!(!page.body.contains("<b>porch"), "never raw");
+    assert!(page.body.contains("<dd>de-DE</dd>"), "the language");
+    assert!(
+        page.body.contains("data-time-zone=\"Europe/Berlin\""),
+        "the time zone for the local clock"
+    );
+    drop(widget);
+
+    // Back later from another page, in another zone, with a malformed language: the page and
+    // zone follow the visitor, the bad hint is dropped (the old language stays), the first
+    // referrer stays.
+    let (mut widget, _) = hello(
+        &app,
+        &site,
+        Some(&token),
+        json!({
+            "page": "https://shop.example.com/checkout",
+            "referrer": "https://other.example/",
+            "language": "<script>",
+            "time_zone": "America/New_York",
+        }),
+    )
+    .await;
+    assert_eq!(widget.say("c-2", "Still there?").await["type"], "ack");
+    let page = send(&app, "GET", &path, &ana.cookie, None).await;
+    assert!(
+        page.body.contains("https://shop.example.com/checkout"),
+        "the new page"
+    );
+    assert!(page.body.contains("data-time-zone=\"America/New_York\""));
+    assert!(page.body.contains("<dd>de-DE</dd>"));
+    assert!(page.body.contains("search.example"), "the first referrer");
+    assert!(!page.body.contains("other.example"));
+    assert!(
+        !page.body.contains("&lt;script&gt;"),
+        "a malformed language is dropped"
+    );
+}
+
+#[tokio::test]
+async fn a_hello_without_the_context_fields_is_served_as_before() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Acme");
+    let (mut plain, _) = hello(&app, &site, None, json!({})).await;
+    assert_eq!(plain.say("c-1", "Hi").await["type"], "ack");
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM visitors \
+             WHERE language IS NULL AND time_zone IS NULL AND referrer IS NULL AND last_page IS NULL"
+        ),
+        1
+    );
+}

@@ -20,10 +20,12 @@ use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::accounts::SessionWatch;
-use crate::chat::INBOX_PAGE_SIZE;
+use crate::chat::{INBOX_PAGE_SIZE, LiveItem};
 use crate::hub::{Erasure, InboxSignal};
 use crate::state::AppState;
-use crate::store::{ConversationId, InboxQuery, MessageId, MessageRow, UserId};
+use crate::store::{
+    ConversationId, InboxItemRow, InboxQuery, InboxSort, MessageId, MessageRow, UserId,
+};
 use crate::values::Author;
 
 use super::inbox_query::{InboxParams, InboxRequest};
@@ -122,23 +124,34 @@ async fn send_item(
     id: MessageId,
 ) -> Result<(), Gone> {
     let event = Event::default().id(id.to_string());
-    let event = match app.chat.inbox_item(me, conversation).await {
-        Ok(item) if filter.matches(&item) => {
-            event
-                .event("conversation")
-                .data(render_conversation_item(views::inbox_item(
-                    item, me, filter,
-                )))
-        }
-        Ok(_) | Err(crate::chat::Error::NotFound(_)) => {
-            event.event("removed").data(conversation.to_string())
-        }
+    let event = match app.chat.live_inbox_item(conversation, id).await {
+        Ok(Some(live)) if filter.matches(&live.row.item) => event
+            .event("conversation")
+            .data(&*rendered_item(&live, me, filter)),
+        Ok(_) => event.event("removed").data(conversation.to_string()),
         Err(err) => {
             tracing::warn!(error = %err, "live inbox: reading a conversation failed");
             return Err(Gone);
         }
     };
     send(tx, event).await
+}
+
+/// The list item `me` sees, rendered once for every agent who sees the same: the only inputs
+/// of [`views::inbox_item`] that differ between agents are the unread state, whether the
+/// conversation is assigned to the reader ("You") and the list's order (the sort key).
+fn rendered_item(live: &LiveItem, me: UserId, filter: &InboxQuery) -> Arc<str> {
+    let is_unread = live.row.is_unread_for(me);
+    let is_mine = live.row.item.assignee_id == Some(me);
+    let by_waiting = filter.sort == InboxSort::Waiting;
+    let variant = usize::from(is_unread) | usize::from(is_mine) << 1 | usize::from(by_waiting) << 2;
+    live.rendering(variant, || {
+        let item = InboxItemRow {
+            is_unread,
+            ..live.row.item.clone()
+        };
+        render_conversation_item(views::inbox_item(item, me, filter))
+    })
 }
 
 /// Sends every conversation changed after `after`; returns the newest message id covered.

@@ -13,6 +13,7 @@ use crate::store::{
 use crate::values::{Author, MessageBody};
 
 use super::Error;
+use super::live_items::LiveItems;
 use super::writes::{store_agent_message, store_visitor_message};
 
 /// Most messages in one page of a returning visitor's history.
@@ -82,6 +83,8 @@ pub struct Chat {
     pub(super) hub: Arc<Hub>,
     /// Takes the deliveries that messages and conversation changes imply.
     pub(super) jobs: JobQueue,
+    /// Conversations behind recent inbox events, read once for every watching agent.
+    pub(super) live: Arc<LiveItems>,
 }
 
 impl Chat {
@@ -91,6 +94,7 @@ impl Chat {
             readers,
             hub,
             jobs,
+            live: Arc::default(),
         }
     }
 

@@ -15,6 +15,7 @@ use crate::values::{Author, Invalid, MessageBody};
 
 use super::Error;
 use super::conversation::{Chat, agent_row};
+use super::live_items::LiveItem;
 use super::writes::{conversation_change_jobs, store_agent_message};
 
 /// Conversations on one page of the inbox list. 200 keeps a busy inbox on one screenful of
@@ -71,6 +72,16 @@ impl Chat {
                 })
             })
             .await?)
+    }
+
+    /// The conversation behind inbox event `event`, as every agent's live inbox shares it
+    /// (`None`: it no longer exists).
+    pub async fn live_inbox_item(
+        &self,
+        conversation: ConversationId,
+        event: MessageId,
+    ) -> Result<Option<Arc<LiveItem>>, Error> {
+        self.live.get(&self.readers, conversation, event).await
     }
 
     /// The newest message id (where a live stream without a starting point begins).

@@ -20,6 +20,7 @@ mod inbox_list;
 mod integrations;
 mod integrity;
 mod jobs;
+mod live_inbox;
 mod lock;
 mod mail;
 mod messages;
@@ -125,6 +126,7 @@ pub use inbox::{
 pub use inbox_list::{
     InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus, list_inbox_page,
 };
+pub use live_inbox::{LiveInboxRow, find_live_inbox_row};
 pub use oidc_links::{OidcLinkRow, find_oidc_link, find_oidc_subject_user, insert_oidc_link};
 pub use sessions::{
     NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,

@@ -27,6 +27,7 @@ mod inbox;
 mod inbox_list;
 mod instance_lock;
 mod integrity;
+mod live_inbox;
 mod loadtest;
 mod metrics;
 mod privacy;

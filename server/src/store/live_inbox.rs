@@ -1,0 +1,64 @@
+//! The live inbox's read: one conversation's summary as no agent in particular sees it, plus
+//! what decides each agent's unread state (the newest visitor message and every read marker).
+//! One such read serves every agent watching, instead of one `find_inbox_item` per agent.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::inbox::{SELECT_ITEM, item_from_row};
+use super::{ConversationId, Error, InboxItemRow, MessageId, UserId};
+
+/// A conversation for the live inbox, with the facts each agent's unread state follows from.
+#[derive(Debug, Clone)]
+pub struct LiveInboxRow {
+    /// The summary; its `is_unread` means "has any visitor message" (read as nobody).
+    pub item: InboxItemRow,
+    /// The newest visitor message (`None`: the visitor has not written).
+    pub last_visitor_message: Option<MessageId>,
+    /// How far each agent who ever opened the conversation has read it.
+    pub reads: Vec<(UserId, MessageId)>,
+}
+
+/// No user has id 0, so the summary's reader-specific part is computed for nobody.
+const NOBODY: UserId = UserId(0);
+
+/// The conversation as the live inbox needs it, or `None` if it is gone.
+pub fn find_live_inbox_row(
+    conn: &Connection,
+    id: ConversationId,
+) -> Result<Option<LiveInboxRow>, Error> {
+    let Some(item) = conn
+        .prepare_cached(&format!("{SELECT_ITEM} WHERE c.id = ?2"))?
+        .query_row(params![NOBODY, id], item_from_row)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let last_visitor_message = conn
+        .prepare_cached(
+            "SELECT max(id) FROM messages WHERE conversation_id = ?1 AND author = 'visitor'",
+        )?
+        .query_row([id], |r| r.get(0))?;
+    let reads = conn
+        .prepare_cached(
+            "SELECT user_id, last_read_id FROM conversation_reads WHERE conversation_id = ?1",
+        )?
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(Some(LiveInboxRow {
+        item,
+        last_visitor_message,
+        reads,
+    }))
+}
+
+impl LiveInboxRow {
+    /// The same rule as the inbox list's SQL: a visitor message newer than `user`'s marker.
+    pub fn is_unread_for(&self, user: UserId) -> bool {
+        let read = self
+            .reads
+            .iter()
+            .find(|(reader, _)| *reader == user)
+            .map_or(MessageId(0), |(_, id)| *id);
+        self.last_visitor_message.is_some_and(|last| last > read)
+    }
+}

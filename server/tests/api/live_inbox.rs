@@ -24,21 +24,38 @@ impl LiveInbox {
             response,
             seen: String::new(),
         };
-        live.event_with("retry:").await;
+        // The stream is subscribed once its first event (the reconnection delay) is out.
+        tokio::time::timeout(WAIT, async {
+            while !live.seen.contains("retry:") {
+                let chunk = live.response.chunk().await.expect("read").expect("open");
+                live.seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await
+        .expect("the stream starts");
         live
     }
 
-    /// Reads on until an event containing `what` has arrived; returns that event, and forgets
-    /// everything up to its end (so the next call looks at newer events only).
-    async fn event_with(&mut self, what: &str) -> String {
+    /// Reads on until a list item (a `conversation` event) containing `what` has arrived;
+    /// returns it, and forgets every event up to it (so the next call looks at newer ones only).
+    /// Other events (counts, alerts) are skipped.
+    async fn item_with(&mut self, what: &str) -> String {
         tokio::time::timeout(WAIT, async {
             loop {
-                if let Some(at) = self.seen.find(what)
-                    && let Some(end) = self.seen[at..].find("\n\n")
-                {
-                    let start = self.seen[..at].rfind("\n\n").map_or(0, |s| s + 2);
-                    let event = self.seen[start..at + end].to_owned();
-                    self.seen.drain(..at + end);
+                let mut consumed = 0;
+                let mut found = None;
+                for event in self.seen.split_inclusive("\n\n") {
+                    if !event.ends_with("\n\n") {
+                        break;
+                    }
+                    consumed += event.len();
+                    if event.contains("event: conversation") && event.contains(what) {
+                        found = Some(event.to_owned());
+                        break;
+                    }
+                }
+                self.seen.drain(..consumed);
+                if let Some(event) = found {
                     return event;
                 }
                 let chunk = self.response.chunk().await.expect("read").expect("open");
@@ -46,7 +63,7 @@ impl LiveInbox {
             }
         })
         .await
-        .unwrap_or_else(|_| panic!("no event with {what:?} in {}", self.seen))
+        .unwrap_or_else(|_| panic!("no list item with {what:?} in {}", self.seen))
     }
 }
 
@@ -63,7 +80,7 @@ async fn agents_watching_together_each_see_their_own_unread_state_and_assignee()
     let (mut visitor, _) = app.visitor(&site, None, 0).await;
     visitor.say("c-1", "Hello there").await;
     for live in [&mut ana_live, &mut bo_live] {
-        let event = live.event_with("Hello there").await;
+        let event = live.item_with("Hello there").await;
         assert!(event.contains("class=\"conversation unread\""), "{event}");
         assert!(event.contains("Unassigned"), "{event}");
     }
@@ -91,12 +108,12 @@ async fn agents_watching_together_each_see_their_own_unread_state_and_assignee()
     .await;
     assert_eq!(assigned.status, 303, "{}", assigned.body);
 
-    let for_ana = ana_live.event_with("class=\"assignee\">You<").await;
+    let for_ana = ana_live.item_with("class=\"assignee\">You<").await;
     assert!(
         for_ana.contains("class=\"conversation\""),
         "Ana has read it: {for_ana}"
     );
-    let for_bo = bo_live.event_with("class=\"assignee\">Ana<").await;
+    let for_bo = bo_live.item_with("class=\"assignee\">Ana<").await;
     assert!(
         for_bo.contains("class=\"conversation unread\""),
         "Bo has not: {for_bo}"
@@ -106,7 +123,7 @@ async fn agents_watching_together_each_see_their_own_unread_state_and_assignee()
     // A new visitor message is unread for both again.
     visitor.say("c-2", "Are you there?").await;
     for live in [&mut ana_live, &mut bo_live] {
-        let event = live.event_with("Are you there?").await;
+        let event = live.item_with("Are you there?").await;
         assert!(event.contains("class=\"conversation unread\""), "{event}");
     }
 }

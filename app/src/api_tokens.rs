@@ -58,6 +58,8 @@ fn TokenTable(tokens: Vec<TokenView>, with_owner: bool, caption: &'static str) -
         })
         .collect_view();
     view! {
+        // Six columns do not fit a phone: the table scrolls inside its box, not the page.
+        <div class="table-scroll">
         <table class="table">
             <caption class="visually-hidden">{caption}</caption>
             <thead>
@@ -73,6 +75,7 @@ fn TokenTable(tokens: Vec<TokenView>, with_owner: bool, caption: &'static str) -
             </thead>
             <tbody>{rows}</tbody>
         </table>
+        </div>
     }
     .into_any()
 }

@@ -53,21 +53,28 @@ test("j and k move through the list; Enter opens; the reply box has focus", { ti
   assert.equal((await focused()).id, "reply-body");
 });
 
+/** A conversation page focuses its reply box once loaded; Escape before that leaves nothing. */
+const replyFocused = () => page.waitForFunction(() => document.activeElement?.tagName === "TEXTAREA");
+
 test("on a conversation page, j and k go to the next and previous conversation of the list",
   { timeout: 30000 }, async () => {
     await page.goto(`${world.porch.url}/inbox`);
     const ids = await rowIds();
     await page.goto(`${world.porch.url}/conversations/${ids[0]}`);
+    await replyFocused();
     // Typing j in the reply box types a j.
     await page.keyboard.press("j");
     assert.equal(await page.getByLabel("Your reply").inputValue(), "j");
     assert.match(page.url(), new RegExp(`/conversations/${ids[0]}$`));
     await page.getByLabel("Your reply").fill("");
     // Escape leaves the box; then j moves on.
+    // Each new page focuses its reply box; Escape must come after that, or it leaves nothing.
     await page.keyboard.press("Escape");
     await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[1]}$`)), page.keyboard.press("j")]);
+    await replyFocused();
     await page.keyboard.press("Escape");
     await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[2]}$`)), page.keyboard.press("j")]);
+    await replyFocused();
     await page.keyboard.press("Escape");
     await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[1]}$`)), page.keyboard.press("k")]);
   });
@@ -76,6 +83,7 @@ test("a assigns to me and e closes, on the conversation page", { timeout: 30000 
   await page.goto(`${world.porch.url}/inbox`);
   const [id] = await rowIds();
   await page.goto(`${world.porch.url}/conversations/${id}`);
+  await replyFocused();
   await page.keyboard.press("Escape");
   await page.keyboard.press("a");
   await page.getByText("Ana took this conversation").waitFor();

@@ -22,8 +22,9 @@ const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, brows
 
 /** The admin pages an admin can open (the site's pages by its key). */
 const adminPages = (site) => ["/inbox", `/conversations/${conversationId}`, "/account", "/sites", "/sites/new",
-  `/sites/${site.key}`, `/sites/${site.key}/delete`, `/sites/${site.key}/slack`, "/deliveries", "/team",
-  "/capacity", "/capacity?range=24h", "/audit", "/no-such-page"];
+  `/sites/${site.key}`, `/sites/${site.key}/delete`, `/sites/${site.key}/slack`, `/sites/${site.key}/discord`,
+  `/sites/${site.key}/webhooks`, `/sites/${site.key}/email`, "/account/two-factor", "/privacy",
+  "/deliveries", "/team", "/capacity", "/capacity?range=24h", "/audit", "/no-such-page"];
 
 for (const width of [360, 390]) {
   test(`no admin page scrolls sideways at ${width} px`, { timeout: 120000 }, async () => {

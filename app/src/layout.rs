@@ -7,6 +7,8 @@ use leptos::prelude::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
     Inbox,
+    Search,
+    Canned,
     Sites,
     Team,
     Deliveries,
@@ -77,6 +79,8 @@ fn TopNav(nav: Nav) -> impl IntoView {
             </a>
             <nav aria-label="Main">
                 {nav_link("/inbox", "Inbox", nav.section == Section::Inbox)}
+                {nav_link("/search", "Search", nav.section == Section::Search)}
+                {nav_link("/canned", "Canned replies", nav.section == Section::Canned)}
                 {admin_links}
             </nav>
             <div class="account">

@@ -7,6 +7,7 @@
 //! - [`auth`]: setup, sign-in, invitation and reset links, account, error pages.
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
+//! - [`search`]: inbox search results; [`canned`]: canned replies.
 //! - [`sites`], [`team`]: the admin pages.
 //! - [`capacity`]: graphs, headroom and load-test runs; [`chart`] draws the SVG line charts.
 
@@ -15,6 +16,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod canned;
 pub mod capacity;
 pub mod chart;
 pub mod conversation;
@@ -23,6 +25,7 @@ pub mod inbox;
 pub mod integrations;
 pub mod layout;
 pub mod links;
+pub mod search;
 pub mod sites;
 pub mod team;
 mod time;

@@ -1,10 +1,11 @@
-//! The admin UI's stylesheet and script, embedded in the binary.
+//! The admin UI's stylesheet and scripts, embedded in the binary.
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 const ADMIN_CSS: &str = include_str!("../../assets/admin/admin.css");
 const INBOX_JS: &str = include_str!("../../assets/admin/inbox.js");
+const CANNED_JS: &str = include_str!("../../assets/admin/canned.js");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
@@ -33,4 +34,9 @@ pub async fn admin_css() -> Response {
 /// `GET /assets/inbox.js`.
 pub async fn inbox_js() -> Response {
     asset("text/javascript; charset=utf-8", INBOX_JS)
+}
+
+/// `GET /assets/canned.js`: the canned-reply picker of the reply box.
+pub async fn canned_js() -> Response {
+    asset("text/javascript; charset=utf-8", CANNED_JS)
 }

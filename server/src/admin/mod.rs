@@ -6,6 +6,7 @@
 pub mod assets;
 pub mod audit;
 pub mod auth;
+pub mod canned;
 pub mod capacity;
 pub mod deliveries;
 pub mod inbox;
@@ -13,6 +14,7 @@ mod inbox_query;
 pub mod integrations;
 pub mod live;
 mod page;
+pub mod search;
 pub mod session;
 pub mod sites;
 pub mod team;

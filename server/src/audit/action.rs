@@ -20,11 +20,14 @@ pub enum AuditAction {
     IntegrationSecretRotated,
     TokenCreated,
     TokenRevoked,
+    CannedReplyCreated,
+    CannedReplyUpdated,
+    CannedReplyDeleted,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 19] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::UserCreated,
@@ -41,6 +44,9 @@ impl AuditAction {
         Self::IntegrationSecretRotated,
         Self::TokenCreated,
         Self::TokenRevoked,
+        Self::CannedReplyCreated,
+        Self::CannedReplyUpdated,
+        Self::CannedReplyDeleted,
     ];
 
     /// The stable dotted code stored and shown.
@@ -62,6 +68,9 @@ impl AuditAction {
             Self::IntegrationSecretRotated => "integration.secret_rotated",
             Self::TokenCreated => "token.created",
             Self::TokenRevoked => "token.revoked",
+            Self::CannedReplyCreated => "canned_reply.created",
+            Self::CannedReplyUpdated => "canned_reply.updated",
+            Self::CannedReplyDeleted => "canned_reply.deleted",
         }
     }
 }

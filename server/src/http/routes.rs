@@ -123,6 +123,7 @@ fn admin_routes() -> Router<AppState> {
     Router::new()
         .route("/assets/admin.css", get(admin::assets::admin_css))
         .route("/assets/inbox.js", get(admin::assets::inbox_js))
+        .route("/assets/canned.js", get(admin::assets::canned_js))
         .route(
             "/setup",
             get(admin::auth::setup_page).post(admin::auth::setup),
@@ -144,6 +145,17 @@ fn admin_routes() -> Router<AppState> {
         .route("/account/password", post(admin::auth::change_password))
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
+        .route("/search", get(admin::search::search_page))
+        .route(
+            "/canned",
+            get(admin::canned::canned_page).post(admin::canned::create),
+        )
+        .route("/canned/{id}", post(admin::canned::update))
+        .route("/canned/{id}/delete", post(admin::canned::delete))
+        .route(
+            "/conversations/{id}/canned",
+            get(admin::canned::conversation_replies),
+        )
         .route("/conversations/{id}", get(admin::inbox::conversation_page))
         .route(
             "/conversations/{id}/events",

@@ -18,6 +18,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0009_api_token_scope.sql"),
     include_str!("../../../migrations/0010_audit.sql"),
     include_str!("../../../migrations/0011_inbox_waiting.sql"),
+    include_str!("../../../migrations/0016_search.sql"),
+    include_str!("../../../migrations/0017_canned_replies.sql"),
 ];
 
 /// The schema version this binary expects.

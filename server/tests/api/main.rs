@@ -8,6 +8,7 @@
 mod attempts;
 mod audit;
 mod brakes;
+mod canned;
 mod capacity_page;
 mod config_doc;
 mod config_validation;
@@ -30,6 +31,7 @@ mod metrics;
 mod process;
 mod replication_lag;
 mod revocation;
+mod search;
 mod shutdown;
 mod site_add;
 mod slack;

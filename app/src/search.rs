@@ -104,7 +104,7 @@ fn MessageHit(hit: MessageHitView) -> impl IntoView {
                     <span class="visitor">{hit.visitor}</span>
                     <time datetime=iso>{text}</time>
                 </div>
-                <p class="snippet">{marked(hit.snippet)}</p>
+                <p class="search-snippet">{marked(hit.snippet)}</p>
                 <div class="row meta">
                     <span class="who">{hit.author}</span>
                     <span class="site">{hit.site}</span>

@@ -20,7 +20,7 @@ pub use error::Error;
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices};
 pub use search::{
     Fragment, MAX_QUERY_CHARS, MAX_QUERY_WORDS, SEARCH_PAGE_SIZE, SearchResults, SearchTerms,
-    fragments,
+    fragments, read_search_page,
 };
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};

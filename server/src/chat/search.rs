@@ -120,6 +120,34 @@ pub struct SearchResults {
     pub has_next: bool,
 }
 
+/// Page `page` (from 1, clamped to the pages the window holds) of the results for `terms`
+/// within `filter`, read on `c`: what the search page shows, and what `porch loadtest-search`
+/// times.
+pub fn read_search_page(
+    c: &rusqlite::Connection,
+    terms: &SearchTerms,
+    filter: &SearchFilter,
+    page: u32,
+) -> Result<SearchResults, store::Error> {
+    let page = page.clamp(1, MESSAGE_WINDOW / SEARCH_PAGE_SIZE);
+    let offset = (page - 1) * SEARCH_PAGE_SIZE;
+    let expr = terms.expr();
+    let found = store::search_messages(c, expr, filter, offset, SEARCH_PAGE_SIZE)?;
+    let visitors = if page == 1 {
+        store::search_visitors(c, expr, filter, VISITOR_HITS)?
+    } else {
+        Vec::new()
+    };
+    Ok(SearchResults {
+        visitors,
+        has_next: found.total > offset + SEARCH_PAGE_SIZE,
+        is_capped: found.total >= MESSAGE_WINDOW,
+        total: found.total,
+        messages: found.hits,
+        page,
+    })
+}
+
 impl Chat {
     /// Page `page` (from 1) of the results for `terms` within `filter`.
     pub async fn search(
@@ -128,27 +156,9 @@ impl Chat {
         filter: SearchFilter,
         page: u32,
     ) -> Result<SearchResults, Error> {
-        let page = page.clamp(1, MESSAGE_WINDOW / SEARCH_PAGE_SIZE);
-        let offset = (page - 1) * SEARCH_PAGE_SIZE;
         Ok(self
             .readers
-            .read(move |c| {
-                let expr = terms.expr();
-                let found = store::search_messages(c, expr, &filter, offset, SEARCH_PAGE_SIZE)?;
-                let visitors = if page == 1 {
-                    store::search_visitors(c, expr, &filter, VISITOR_HITS)?
-                } else {
-                    Vec::new()
-                };
-                Ok(SearchResults {
-                    visitors,
-                    has_next: found.total > offset + SEARCH_PAGE_SIZE,
-                    is_capped: found.total >= MESSAGE_WINDOW,
-                    total: found.total,
-                    messages: found.hits,
-                    page,
-                })
-            })
+            .read(move |c| read_search_page(c, &terms, &filter, page))
             .await?)
     }
 }

@@ -415,3 +415,52 @@ async fn search_is_for_signed_in_agents_and_admins() {
     let inbox = send(&app, "GET", "/inbox", &agent.cookie, None).await;
     assert!(inbox.body.contains("id=\"inbox-search\""), "{}", inbox.body);
 }
+
+#[test]
+fn search_benchmark_seeds_a_scratch_database_and_reports_percentiles() {
+    let scratch = tempfile::tempdir().expect("scratch");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+        .args([
+            "loadtest-search",
+            "--messages",
+            "3000",
+            "--repeat",
+            "2",
+            "--scratch",
+        ])
+        .arg(scratch.path())
+        .output()
+        .expect("run porch");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        report.starts_with("Search over 3000 messages in 150 conversations"),
+        "{report}"
+    );
+    assert!(report.contains("| **all queries** |"), "{report}");
+    // The planted rare word is found once; the absent one never.
+    assert!(report.contains("`xylophone` | 1 messages"), "{report}");
+    assert!(
+        report.contains("`zzyzx` | 0 messages, 0 visitors"),
+        "{report}"
+    );
+    // The email is in the visitor index: found as a visitor.
+    assert!(
+        report.contains("`visitor42@example.com` | 0 messages, 1 visitors"),
+        "{report}"
+    );
+    // The rebuild left the indexes consistent with their content.
+    let db = porch::store::open_write_connection(
+        &scratch.path().join("search-bench.db"),
+        porch::store::Synchronous::Normal,
+    )
+    .expect("open");
+    db.execute_batch(
+        "INSERT INTO message_search (message_search, rank) VALUES ('integrity-check', 1);",
+    )
+    .expect("consistent");
+}

@@ -69,6 +69,16 @@ pub struct MessageHits {
     pub total: u32,
 }
 
+/// The newest matches with their bm25 score. CROSS JOIN keeps the index as the outer loop,
+/// walked in rowid order (no sort), so the LIMIT stops the walk; a test pins the plan.
+const NEWEST_MATCHES: &str = "SELECT f.rowid, bm25(message_search) FROM message_search f \
+    CROSS JOIN messages m ON m.id = f.rowid \
+    CROSS JOIN conversations c ON c.id = m.conversation_id \
+    WHERE message_search MATCH :expr \
+      AND (:site IS NULL OR c.site_id = :site) \
+      AND (:status IS NULL OR c.status = :status) \
+    ORDER BY f.rowid DESC LIMIT :window";
+
 fn status_sql(filter: &SearchFilter) -> Option<&'static str> {
     filter.status.map(InboxStatus::sql)
 }
@@ -85,17 +95,8 @@ pub fn search_messages(
     offset: u32,
     limit: u32,
 ) -> Result<MessageHits, Error> {
-    // CROSS JOIN keeps the index as the outer loop, so the LIMIT stops the walk.
     let mut ranked = conn
-        .prepare_cached(
-            "SELECT f.rowid, bm25(message_search) FROM message_search f \
-             CROSS JOIN messages m ON m.id = f.rowid \
-             CROSS JOIN conversations c ON c.id = m.conversation_id \
-             WHERE message_search MATCH :expr \
-               AND (:site IS NULL OR c.site_id = :site) \
-               AND (:status IS NULL OR c.status = :status) \
-             ORDER BY f.rowid DESC LIMIT :window",
-        )?
+        .prepare_cached(NEWEST_MATCHES)?
         .query_map(
             named_params! {
                 ":expr": expr,
@@ -199,4 +200,31 @@ pub fn search_visitors(
         },
     )?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_matches_are_walked_in_index_order_without_a_sort() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        crate::store::apply_migrations(&mut conn).expect("migrate");
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {NEWEST_MATCHES}"))
+            .expect("prepare");
+        let plan: Vec<String> = stmt
+            .query_map(
+                named_params! {":expr": "\"x\"", ":site": 1, ":status": "open", ":window": 10},
+                |r| r.get(3),
+            )
+            .expect("plan")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert!(plan[0].starts_with("SCAN f VIRTUAL TABLE"), "{plan:?}");
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+    }
 }

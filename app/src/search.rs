@@ -122,7 +122,7 @@ pub fn SearchBox(query: String) -> impl IntoView {
         <form class="search-box" method="get" action="/search" role="search">
             <label for="inbox-search" class="visually-hidden">"Search conversations"</label>
             <input type="search" id="inbox-search" name="q" value=query maxlength="200"
-                placeholder="Search messages, names, emails"/>
+                placeholder="Search conversations"/>
         </form>
     }
 }

@@ -5,6 +5,7 @@
 mod account_links;
 mod api_tokens;
 mod audit;
+mod canned;
 mod capacity;
 mod check;
 mod checkpoint;
@@ -28,6 +29,7 @@ mod migrate;
 mod oidc_links;
 mod purge;
 mod readers;
+mod search;
 mod sessions;
 mod settings;
 mod sites;
@@ -45,6 +47,10 @@ pub use api_tokens::{
 pub use audit::{
     AuditEventRow, AuditFilter, NewAuditEvent, insert_audit_event, list_audit_events,
     prune_audit_events, upsert_audit_event_per_minute,
+};
+pub use canned::{
+    CannedReplyFields, CannedReplyRow, delete_canned_reply, find_canned_reply, insert_canned_reply,
+    list_canned_replies, update_canned_reply,
 };
 pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,
@@ -100,6 +106,10 @@ pub use purge::{
     reclaim_free_pages, vacuum_into_incremental_mode,
 };
 pub use readers::Readers;
+pub use search::{
+    MARK_END, MARK_START, MESSAGE_WINDOW, MessageHitRow, MessageHits, SearchFilter, VisitorHitRow,
+    search_messages, search_visitors,
+};
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
 pub use slack::{

@@ -1,0 +1,78 @@
+-- Forward-only: never edit this file once released.
+
+-- Inbox search (docs/admin.md#search): two FTS5 indexes with external content, so the text is
+-- stored once (in `messages` and `visitors`) and the index holds only tokens.
+-- Tokenizer: unicode61 with remove_diacritics 2, so "resume" finds "résumé" and case never
+-- matters. prefix='2 3' keeps prefix queries of two and three characters (the search box
+-- matches every word as a prefix) as cheap as whole words; longer prefixes scan a narrow range
+-- of terms.
+
+-- Messages an agent can look for: visitor messages, agent replies and private notes. Status
+-- lines ('system') are the server's own words and are left out, so the content is a view.
+CREATE VIEW message_search_content AS
+    SELECT id, body FROM messages WHERE author <> 'system';
+
+CREATE VIRTUAL TABLE message_search USING fts5(
+    body,
+    content = 'message_search_content',
+    content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2',
+    prefix = '2 3'
+);
+
+-- Kept by triggers, so the index changes in the same transaction as the message, whoever
+-- writes it (the writer, a cascade from a deleted conversation or site, the command line).
+-- An external-content index must be told the exact old text to forget it, and only rows it
+-- holds: hence the same WHEN on every trigger.
+CREATE TRIGGER messages_search_insert AFTER INSERT ON messages
+WHEN new.author <> 'system' BEGIN
+    INSERT INTO message_search (rowid, body) VALUES (new.id, new.body);
+END;
+
+CREATE TRIGGER messages_search_delete AFTER DELETE ON messages
+WHEN old.author <> 'system' BEGIN
+    INSERT INTO message_search (message_search, rowid, body) VALUES ('delete', old.id, old.body);
+END;
+
+-- One trigger, so forgetting the old text comes before indexing the new one (SQLite gives no
+-- order between two triggers on the same event).
+CREATE TRIGGER messages_search_update AFTER UPDATE OF body, author ON messages BEGIN
+    INSERT INTO message_search (message_search, rowid, body)
+        SELECT 'delete', old.id, old.body WHERE old.author <> 'system';
+    INSERT INTO message_search (rowid, body)
+        SELECT new.id, new.body WHERE new.author <> 'system';
+END;
+
+-- Visitors by name and email ("jane@example.com" is the tokens jane, example, com; the search
+-- box looks for them as a phrase). Every visitor row is indexed; most have neither field, which
+-- costs one empty entry on their first message.
+CREATE VIRTUAL TABLE visitor_search USING fts5(
+    name,
+    email,
+    content = 'visitors',
+    content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2',
+    prefix = '2 3'
+);
+
+CREATE TRIGGER visitors_search_insert AFTER INSERT ON visitors BEGIN
+    INSERT INTO visitor_search (rowid, name, email) VALUES (new.id, new.name, new.email);
+END;
+
+CREATE TRIGGER visitors_search_delete AFTER DELETE ON visitors BEGIN
+    INSERT INTO visitor_search (visitor_search, rowid, name, email)
+        VALUES ('delete', old.id, old.name, old.email);
+END;
+
+-- Only name and email: the upsert on every first message of a conversation touches
+-- last_seen_at and last_page, which must not cost an index write.
+CREATE TRIGGER visitors_search_update AFTER UPDATE OF name, email ON visitors BEGIN
+    INSERT INTO visitor_search (visitor_search, rowid, name, email)
+        VALUES ('delete', old.id, old.name, old.email);
+    INSERT INTO visitor_search (rowid, name, email) VALUES (new.id, new.name, new.email);
+END;
+
+-- Index what an existing database already holds (one pass over each table; see
+-- docs/capacity.md#search for the time it takes on a large database).
+INSERT INTO message_search (message_search) VALUES ('rebuild');
+INSERT INTO visitor_search (visitor_search) VALUES ('rebuild');

@@ -72,6 +72,12 @@ CREATE TRIGGER visitors_search_update AFTER UPDATE OF name, email ON visitors BE
     INSERT INTO visitor_search (rowid, name, email) VALUES (new.id, new.name, new.email);
 END;
 
+-- An erased or purged message must leave no word behind (docs/privacy.md): with secure-delete
+-- a deletion removes the message's entries from the index pages at once, instead of adding a
+-- delete marker and keeping the old entries until a later merge.
+INSERT INTO message_search (message_search, rank) VALUES ('secure-delete', 1);
+INSERT INTO visitor_search (visitor_search, rank) VALUES ('secure-delete', 1);
+
 -- Index what an existing database already holds (one pass over each table; see
 -- docs/capacity.md#search for the time it takes on a large database).
 INSERT INTO message_search (message_search) VALUES ('rebuild');

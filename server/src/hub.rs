@@ -147,8 +147,10 @@ impl Hub {
     }
 }
 
-/// Events queued per inbox connection before it counts as fallen behind.
-const INBOX_QUEUE: usize = 256;
+/// Events queued per inbox connection before it counts as fallen behind. A live page takes what
+/// arrived in a short window at once (`admin/live.rs`), so this holds several windows of a busy
+/// inbox.
+const INBOX_QUEUE: usize = 1024;
 
 /// A message (from a visitor, an agent, a note or a status line) for agents' inbox connections.
 /// Carries the row itself, so publishing costs no database read.
@@ -206,6 +208,16 @@ impl InboxSubscription {
             // The hub dropped our sender: either we lagged, or the hub is gone; both mean
             // "what you have may be incomplete".
             None => InboxSignal::Resync,
+        }
+    }
+
+    /// The next signal if one is already queued, without waiting: what [`Self::recv`] would
+    /// return, or `None`.
+    pub fn try_recv(&mut self) -> Option<InboxSignal> {
+        match self.events.try_recv() {
+            Ok(signal) => Some(signal),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(InboxSignal::Resync),
         }
     }
 

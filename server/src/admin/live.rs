@@ -4,16 +4,17 @@
 //! streams; events the replay already covered are skipped. A subscriber that fell behind gets
 //! `Resync` from the hub and replays again. Fragments are rendered by the page components.
 //! Every stream also carries the agent's unread counts and alerts (`tally.rs`); pages without a
-//! list of their own follow `/inbox/counts`, which carries only those.
+//! list of their own follow `/inbox/counts`, which carries only those. A stream takes the hub's
+//! signals in bursts: the first one, then whatever else arrived within `GATHER`, all written to
+//! the browser at once (`sse.rs`).
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use porch_app::conversation::{render_conversation_aside, render_message};
 use porch_app::inbox::render_conversation_item;
 use serde::Deserialize;
@@ -21,7 +22,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::accounts::SessionWatch;
 use crate::chat::{INBOX_PAGE_SIZE, LiveItem};
-use crate::hub::{Erasure, InboxSignal};
+use crate::hub::{Erasure, InboxSignal, InboxSubscription};
 use crate::state::AppState;
 use crate::store::{
     ConversationId, InboxItemRow, InboxQuery, InboxSort, MessageId, MessageRow, UserId,
@@ -30,15 +31,17 @@ use crate::values::Author;
 
 use super::inbox_query::{InboxParams, InboxRequest};
 use super::session::SignedIn;
+use super::sse::{self, Batch};
 use super::tally::{Gone, Tally};
 use super::views;
 
 /// How soon a browser reconnects after losing the stream.
 const RETRY: Duration = Duration::from_secs(2);
-/// A comment this often keeps proxies from closing a quiet stream.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// Events rendered ahead of a slow browser before the stream task waits.
-const BUFFER: usize = 64;
+/// How long a stream lets more signals gather after the first of a burst. One write per agent
+/// per window instead of one per event is the difference between a team of agents costing a
+/// socket write per message each and costing almost nothing (docs/capacity.md); a live update
+/// arrives at most this much later.
+const GATHER: Duration = Duration::from_millis(10);
 
 #[derive(Debug, Default, Deserialize)]
 pub struct LiveQuery {
@@ -56,18 +59,22 @@ fn resume_point(headers: &HeaderMap, after: Option<i64>) -> MessageId {
     MessageId(header.or(after).unwrap_or(0).max(0))
 }
 
-fn sse(mut rx: mpsc::Receiver<Event>) -> Response {
-    let stream = futures_util::stream::poll_fn(move |cx| {
-        rx.poll_recv(cx).map(|event| event.map(Ok::<_, Infallible>))
-    });
-    let mut response = Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    // Tells nginx-style proxies not to buffer the stream.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
+/// The rest of a burst that began with `first`: every signal the hub queues for this stream in
+/// the next `GATHER`. Ends at a `Resync` (the subscription is spent then).
+async fn gather(first: InboxSignal, subscription: &mut InboxSubscription) -> Vec<InboxSignal> {
+    let mut signals = vec![first];
+    if matches!(signals[0], InboxSignal::Resync) {
+        return signals;
+    }
+    tokio::time::sleep(GATHER).await;
+    while let Some(signal) = subscription.try_recv() {
+        let spent = matches!(signal, InboxSignal::Resync);
+        signals.push(signal);
+        if spent {
+            break;
+        }
+    }
+    signals
 }
 
 /// Registers a stream with its session, so that signing out, a password change or a disable
@@ -78,10 +85,6 @@ async fn watch(app: &AppState, who: &SignedIn) -> Option<SessionWatch> {
         .await
         .ok()
         .flatten()
-}
-
-async fn send(tx: &mpsc::Sender<Event>, event: Event) -> Result<(), Gone> {
-    tx.send(event).await.map_err(|_| Gone)
 }
 
 /// `GET /inbox/events?status=…&assignee=…&site=…&sort=…&after=…` (the list's filters, as
@@ -95,7 +98,7 @@ pub async fn inbox_events(
     Query(params): Query<InboxParams>,
 ) -> Response {
     let after = resume_point(&headers, query.after);
-    let (tx, rx) = mpsc::channel(BUFFER);
+    let (tx, rx) = sse::channel();
     tokio::spawn(async move {
         let Some(session) = watch(&app, &who).await else {
             return;
@@ -112,29 +115,28 @@ pub async fn inbox_events(
             () = session.ended() => {}
         }
     });
-    sse(rx)
+    sse::response(rx)
 }
 
-async fn send_item(
+async fn add_item(
     app: &AppState,
-    tx: &mpsc::Sender<Event>,
+    batch: &mut Batch,
     me: UserId,
     filter: &InboxQuery,
     conversation: ConversationId,
     id: MessageId,
 ) -> Result<(), Gone> {
-    let event = Event::default().id(id.to_string());
-    let event = match app.chat.live_inbox_item(conversation, id).await {
-        Ok(Some(live)) if filter.matches(&live.row.item) => event
-            .event("conversation")
-            .data(&*rendered_item(&live, me, filter)),
-        Ok(_) => event.event("removed").data(conversation.to_string()),
+    match app.chat.live_inbox_item(conversation, id).await {
+        Ok(Some(live)) if filter.matches(&live.row.item) => {
+            batch.event_with_id(id.0, "conversation", &rendered_item(&live, me, filter));
+        }
+        Ok(_) => batch.event_with_id(id.0, "removed", &conversation.to_string()),
         Err(err) => {
             tracing::warn!(error = %err, "live inbox: reading a conversation failed");
             return Err(Gone);
         }
-    };
-    send(tx, event).await
+    }
+    Ok(())
 }
 
 /// The list item `me` sees, rendered once for every agent who sees the same: the only inputs
@@ -157,7 +159,7 @@ fn rendered_item(live: &LiveItem, me: UserId, filter: &InboxQuery) -> Arc<str> {
 /// Sends every conversation changed after `after`; returns the newest message id covered.
 async fn replay_inbox(
     app: &AppState,
-    tx: &mpsc::Sender<Event>,
+    batch: &mut Batch,
     me: UserId,
     filter: &InboxQuery,
     after: MessageId,
@@ -172,7 +174,7 @@ async fn replay_inbox(
     // show on the next reload (documented in admin.md).
     let skip = changed.len().saturating_sub(INBOX_PAGE_SIZE as usize);
     for (conversation, id) in changed.into_iter().skip(skip) {
-        send_item(app, tx, me, filter, conversation, id).await?;
+        add_item(app, batch, me, filter, conversation, id).await?;
         covered = covered.max(id);
     }
     Ok(covered)
@@ -183,37 +185,39 @@ async fn stream_inbox(
     me: UserId,
     filter: &InboxQuery,
     after: MessageId,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), Gone> {
-    send(tx, Event::default().retry(RETRY)).await?;
+    let mut batch = Batch::default();
+    batch.retry(RETRY);
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, me, None).await?;
-    tally.send_counts(tx).await?;
+    tally.send_counts(&mut batch);
     // Without a starting point there is nothing to catch up on: start from now.
     let mut covered = if after.0 == 0 {
         app.chat.last_message_id().await.map_err(|_| Gone)?
     } else {
-        replay_inbox(app, tx, me, filter, after).await?
+        replay_inbox(app, &mut batch, me, filter, after).await?
     };
     let mut last = covered;
     loop {
-        let signal = subscription.recv().await;
-        if let InboxSignal::Resync = signal {
-            tracing::debug!("live inbox fell behind; replaying");
-            subscription = app.chat.hub().subscribe_inbox();
-            tally.follow(app, tx, &signal).await?;
-            covered = replay_inbox(app, tx, me, filter, last).await?;
-            last = last.max(covered);
-            continue;
-        }
-        tally.follow(app, tx, &signal).await?;
-        if let InboxSignal::Event(event) = signal {
-            let id = event.message.id;
-            if id <= covered {
-                continue;
+        batch.flush(tx).await?;
+        let first = subscription.recv().await;
+        for signal in gather(first, &mut subscription).await {
+            tally.follow(app, &mut batch, &signal).await?;
+            match signal {
+                InboxSignal::Resync => {
+                    tracing::debug!("live inbox fell behind; replaying");
+                    subscription = app.chat.hub().subscribe_inbox();
+                    covered = replay_inbox(app, &mut batch, me, filter, last).await?;
+                    last = last.max(covered);
+                }
+                InboxSignal::Event(event) if event.message.id > covered => {
+                    last = last.max(event.message.id);
+                    let conversation = event.message.conversation_id;
+                    add_item(app, &mut batch, me, filter, conversation, last).await?;
+                }
+                _ => {}
             }
-            last = last.max(id);
-            send_item(app, tx, me, filter, event.message.conversation_id, last).await?;
         }
     }
 }
@@ -221,7 +225,7 @@ async fn stream_inbox(
 /// `GET /inbox/counts`: only the agent's unread counts (`counts` events) and alerts (`alert`
 /// events), for admin pages without a live list of their own.
 pub async fn count_events(State(app): State<AppState>, who: SignedIn) -> Response {
-    let (tx, rx) = mpsc::channel(BUFFER);
+    let (tx, rx) = sse::channel();
     tokio::spawn(async move {
         let Some(session) = watch(&app, &who).await else {
             return;
@@ -234,20 +238,24 @@ pub async fn count_events(State(app): State<AppState>, who: SignedIn) -> Respons
             () = session.ended() => {}
         }
     });
-    sse(rx)
+    sse::response(rx)
 }
 
-async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Event>) -> Result<(), Gone> {
-    send(tx, Event::default().retry(RETRY)).await?;
+async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Bytes>) -> Result<(), Gone> {
+    let mut batch = Batch::default();
+    batch.retry(RETRY);
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, me, None).await?;
-    tally.send_counts(tx).await?;
+    tally.send_counts(&mut batch);
     loop {
-        let signal = subscription.recv().await;
-        if let InboxSignal::Resync = signal {
-            subscription = app.chat.hub().subscribe_inbox();
+        batch.flush(tx).await?;
+        let first = subscription.recv().await;
+        for signal in gather(first, &mut subscription).await {
+            if let InboxSignal::Resync = signal {
+                subscription = app.chat.hub().subscribe_inbox();
+            }
+            tally.follow(app, &mut batch, &signal).await?;
         }
-        tally.follow(app, tx, &signal).await?;
     }
 }
 
@@ -262,7 +270,7 @@ pub async fn conversation_events(
     Query(query): Query<LiveQuery>,
 ) -> Response {
     let after = resume_point(&headers, query.after);
-    let (tx, rx) = mpsc::channel(BUFFER);
+    let (tx, rx) = sse::channel();
     tokio::spawn(async move {
         let Some(session) = watch(&app, &who).await else {
             return;
@@ -275,20 +283,17 @@ pub async fn conversation_events(
             () = session.ended() => {}
         }
     });
-    sse(rx)
+    sse::response(rx)
 }
 
-async fn send_entry(
+async fn add_entry(
     app: &AppState,
-    tx: &mpsc::Sender<Event>,
+    batch: &mut Batch,
     who: &SignedIn,
     message: &MessageRow,
 ) -> Result<(), Gone> {
-    let event = Event::default()
-        .event("entry")
-        .id(message.id.to_string())
-        .data(render_message(views::message(message)));
-    send(tx, event).await?;
+    let entry = render_message(views::message(message));
+    batch.event_with_id(message.id.0, "entry", &entry);
     if message.author == Author::System {
         // A status line means the side panel changed (status, assignee); this also marks read.
         let view = app
@@ -297,7 +302,7 @@ async fn send_entry(
             .await
             .map_err(|_| Gone)?;
         let aside = render_conversation_aside(views::aside(&view, who.user.id, &who.csrf));
-        send(tx, Event::default().event("aside").data(aside)).await?;
+        batch.event("aside", &aside);
     } else if app
         .chat
         .mark_read(who.user.id, message.conversation_id, message.id)
@@ -312,7 +317,7 @@ async fn send_entry(
 
 async fn replay_conversation(
     app: &AppState,
-    tx: &mpsc::Sender<Event>,
+    batch: &mut Batch,
     who: &SignedIn,
     conversation: ConversationId,
     after: MessageId,
@@ -324,7 +329,7 @@ async fn replay_conversation(
         .map_err(|_| Gone)?;
     let mut covered = after;
     for message in &messages {
-        send_entry(app, tx, who, message).await?;
+        add_entry(app, batch, who, message).await?;
         covered = covered.max(message.id);
     }
     Ok(covered)
@@ -351,52 +356,52 @@ async fn stream_conversation(
     who: &SignedIn,
     conversation: ConversationId,
     after: MessageId,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), Gone> {
-    send(tx, Event::default().retry(RETRY)).await?;
+    let mut batch = Batch::default();
+    batch.retry(RETRY);
     let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, who.user.id, Some(conversation)).await?;
-    tally.send_counts(tx).await?;
-    let mut covered = replay_conversation(app, tx, who, conversation, after).await?;
+    tally.send_counts(&mut batch);
+    let mut covered = replay_conversation(app, &mut batch, who, conversation, after).await?;
     let mut last = covered;
     loop {
-        let signal = tokio::select! {
+        batch.flush(tx).await?;
+        let first = tokio::select! {
             signal = subscription.recv() => signal,
             erasure = erasures.recv() => {
                 if is_erased(erasure, conversation)? {
                     // The page says so and stops listening (docs/admin.md#live-updates).
-                    let event = Event::default().event("erased").data(ERASED);
-                    return send(tx, event).await;
+                    batch.event("erased", ERASED);
+                    return batch.flush(tx).await;
                 }
                 continue;
             }
         };
-        if let InboxSignal::Resync = signal {
-            subscription = app.chat.hub().subscribe_inbox();
-            tally.follow(app, tx, &signal).await?;
-            covered = replay_conversation(app, tx, who, conversation, last).await?;
-            last = last.max(covered);
-            continue;
-        }
-        tally.follow(app, tx, &signal).await?;
-        match signal {
-            InboxSignal::Event(event) => {
-                let message = &event.message;
-                if message.conversation_id != conversation || message.id <= covered {
-                    continue;
+        for signal in gather(first, &mut subscription).await {
+            tally.follow(app, &mut batch, &signal).await?;
+            match signal {
+                InboxSignal::Resync => {
+                    subscription = app.chat.hub().subscribe_inbox();
+                    covered = replay_conversation(app, &mut batch, who, conversation, last).await?;
+                    last = last.max(covered);
                 }
-                last = last.max(message.id);
-                send_entry(app, tx, who, message).await?;
+                InboxSignal::Event(event)
+                    if event.message.conversation_id == conversation
+                        && event.message.id > covered =>
+                {
+                    last = last.max(event.message.id);
+                    add_entry(app, &mut batch, who, &event.message).await?;
+                }
+                InboxSignal::VisitorTyping {
+                    conversation: typing_in,
+                    active,
+                } if typing_in == conversation => {
+                    batch.event("typing", if active { "true" } else { "false" });
+                }
+                _ => {}
             }
-            InboxSignal::VisitorTyping {
-                conversation: typing_in,
-                active,
-            } if typing_in == conversation => {
-                let data = if active { "true" } else { "false" };
-                send(tx, Event::default().event("typing").data(data)).await?;
-            }
-            _ => {}
         }
     }
 }

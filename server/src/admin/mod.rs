@@ -21,6 +21,7 @@ pub mod privacy;
 pub mod search;
 pub mod session;
 pub mod sites;
+mod sse;
 pub mod sso;
 mod tally;
 pub mod team;

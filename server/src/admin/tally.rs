@@ -6,10 +6,9 @@
 
 use std::collections::HashMap;
 
-use axum::response::sse::Event;
 use serde::Serialize;
-use tokio::sync::mpsc;
 
+use super::sse::Batch;
 use crate::hub::{InboxSignal, ReadMark};
 use crate::state::AppState;
 use crate::store::{ConversationId, MessageId, MessageRow, UserId};
@@ -103,15 +102,15 @@ impl Tally {
         counts
     }
 
-    /// Follows one hub signal: updates the counts, sends them if they changed (and first of
-    /// all, after loading), and sends an `alert` for a visitor message the agent should see.
+    /// Follows one hub signal: updates the counts, adds them to `batch` if they changed (and
+    /// first of all, after loading), and an `alert` for a visitor message the agent should see.
     ///
     /// # Errors
-    /// `Gone` when the browser left or a reload failed.
+    /// `Gone` when a reload failed.
     pub async fn follow(
         &mut self,
         app: &AppState,
-        tx: &mpsc::Sender<Event>,
+        batch: &mut Batch,
         signal: &InboxSignal,
     ) -> Result<(), Gone> {
         match signal {
@@ -120,7 +119,7 @@ impl Tally {
                 match message.author {
                     Author::Visitor => {
                         if let Some(alert) = self.on_visitor_message(message) {
-                            send_json(tx, "alert", &alert).await?;
+                            add_json(batch, "alert", &alert);
                         }
                     }
                     Author::System => self.on_status_line(app, message).await?,
@@ -131,20 +130,17 @@ impl Tally {
             InboxSignal::VisitorTyping { .. } => {}
             InboxSignal::Resync => self.reload(app).await?,
         }
-        self.send_counts(tx).await
+        self.send_counts(batch);
+        Ok(())
     }
 
-    /// Sends the counts unless the browser already has them.
-    ///
-    /// # Errors
-    /// `Gone` when the browser left.
-    pub async fn send_counts(&mut self, tx: &mpsc::Sender<Event>) -> Result<(), Gone> {
+    /// Adds the counts to `batch` unless the browser already has them.
+    pub fn send_counts(&mut self, batch: &mut Batch) {
         let counts = self.counts();
-        if self.sent == Some(counts) {
-            return Ok(());
+        if self.sent != Some(counts) {
+            self.sent = Some(counts);
+            add_json(batch, "counts", &counts);
         }
-        self.sent = Some(counts);
-        send_json(tx, "counts", &counts).await
     }
 
     fn on_visitor_message(&mut self, message: &MessageRow) -> Option<Alert> {
@@ -204,16 +200,10 @@ impl Tally {
     }
 }
 
-async fn send_json<T: Serialize>(
-    tx: &mpsc::Sender<Event>,
-    name: &'static str,
-    data: &T,
-) -> Result<(), Gone> {
+fn add_json<T: Serialize>(batch: &mut Batch, name: &str, data: &T) {
     // Serialising these plain structs cannot fail.
     let data = serde_json::to_string(data).unwrap_or_default();
-    tx.send(Event::default().event(name).data(data))
-        .await
-        .map_err(|_| Gone)
+    batch.event(name, &data);
 }
 
 #[cfg(test)]

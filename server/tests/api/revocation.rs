@@ -14,8 +14,8 @@ use crate::inbox::{
 /// How soon a revoked session's stream must end.
 const WITHIN: Duration = Duration::from_secs(1);
 
-/// An open `GET path` event stream, read up to its first event.
-pub(crate) async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> Response {
+/// An open `GET path` event stream, read up to its first event, and what was read.
+pub(crate) async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> (Response, String) {
     let mut stream = request(app, "GET", path, cookie, None)
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .send()
@@ -36,8 +36,9 @@ pub(crate) async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> Resp
     })
     .await
     .expect("the first event");
-    // The first event is sent after the stream registered with its session.
-    stream
+    // The first event is sent after the stream registered with its session. Events written
+    // with it may share its chunk: they are handed back, not lost.
+    (stream, String::from_utf8_lossy(&seen).into_owned())
 }
 
 /// The stream ends (the server closes it) within `WITHIN`.
@@ -58,7 +59,7 @@ async fn agent(app: &TestApp) -> Browser {
 async fn signing_out_ends_the_sessions_live_streams() {
     let app = TestApp::spawn(&[]).await;
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let stream = open_stream(&app, "/inbox/events", &admin.cookie).await;
+    let (stream, _) = open_stream(&app, "/inbox/events", &admin.cookie).await;
     let out = send(
         &app,
         "POST",
@@ -78,7 +79,7 @@ async fn a_password_change_ends_the_other_sessions_live_streams() {
     add_user(&app, "bo@example.com", "agent");
     let old_tab = agent(&app).await;
     let new_tab = agent(&app).await;
-    let stream = open_stream(&app, "/inbox/events", &old_tab.cookie).await;
+    let (stream, _) = open_stream(&app, "/inbox/events", &old_tab.cookie).await;
     let changed = send(
         &app,
         "POST",
@@ -107,7 +108,7 @@ async fn disabling_a_user_ends_their_live_streams() {
         widget.say("c1", "hello").await;
         app.count("SELECT max(id) FROM conversations")
     };
-    let stream = open_stream(
+    let (stream, _) = open_stream(
         &app,
         &format!("/conversations/{conversation}/events"),
         &agent.cookie,
@@ -134,7 +135,7 @@ async fn a_stream_ends_when_its_session_expires() {
     app.db()
         .execute("UPDATE sessions SET expires_at = ?1", [expires_at])
         .expect("shorten the session");
-    let stream = open_stream(&app, "/inbox/events", &admin.cookie).await;
+    let (stream, _) = open_stream(&app, "/inbox/events", &admin.cookie).await;
     let ended = tokio::time::timeout(Duration::from_secs(3), async move {
         let mut stream = stream;
         while let Ok(Some(_)) = stream.chunk().await {}

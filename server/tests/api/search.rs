@@ -178,6 +178,46 @@ async fn search_index_follows_edits_and_deletes_in_the_same_transaction() {
     assert_indexes_consistent(&app);
 }
 
+/// How many of the index's pages hold `word`'s bytes.
+fn pages_holding(db: &rusqlite::Connection, word: &str) -> i64 {
+    db.query_row(
+        "SELECT (SELECT count(*) FROM message_search_data WHERE instr(block, CAST(?1 AS BLOB)) > 0)               + (SELECT count(*) FROM visitor_search_data WHERE instr(block, CAST(?1 AS BLOB)) > 0)",
+        [word],
+        |r| r.get(0),
+    )
+    .expect("pages")
+}
+
+#[tokio::test]
+async fn a_deleted_message_or_visitor_leaves_no_word_in_the_index_pages() {
+    // FTS5 normally forgets a row by adding a delete marker and keeps the old entries until a
+    // later merge; secure-delete (set by the migration) removes them at once. An erasure must
+    // leave nothing (docs/privacy.md).
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Acme");
+    let db = app.db();
+    let (conversation, _) = seed(&db, &site, "open", &["my code is qzvkxwjq thanks"]);
+    db.execute(
+        "UPDATE visitors SET name = 'Wxqzvkjp Person' \
+         WHERE id = (SELECT visitor_id FROM conversations WHERE id = ?1)",
+        [conversation],
+    )
+    .expect("name");
+    assert!(pages_holding(&db, "qzvkxwjq") > 0, "the word is indexed");
+    assert!(pages_holding(&db, "wxqzvkjp") > 0, "the name is indexed");
+
+    db.execute_batch(&format!(
+        "CREATE TEMP TABLE gone AS SELECT visitor_id AS id FROM conversations WHERE id = {conversation}; \
+         DELETE FROM messages WHERE conversation_id = {conversation}; \
+         DELETE FROM conversations WHERE id = {conversation}; \
+         DELETE FROM visitors WHERE id IN (SELECT id FROM gone);"
+    ))
+    .expect("delete the messages, the conversation and the visitor");
+    assert_eq!(pages_holding(&db, "qzvkxwjq"), 0);
+    assert_eq!(pages_holding(&db, "wxqzvkjp"), 0);
+    assert_indexes_consistent(&app);
+}
+
 #[tokio::test]
 async fn search_shows_a_message_as_soon_as_it_is_acked() {
     let app = TestApp::spawn(&[]).await;

@@ -20,9 +20,10 @@ struct Events {
 
 impl Events {
     async fn open(app: &TestApp, cookie: &str) -> Self {
+        let (stream, buffer) = open_stream(app, "/inbox/counts", cookie).await;
         Self {
-            stream: open_stream(app, "/inbox/counts", cookie).await,
-            buffer: String::new(),
+            stream,
+            buffer,
             seen: Vec::new(),
         }
     }

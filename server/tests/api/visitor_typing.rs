@@ -55,7 +55,7 @@ async fn a_visitors_typing_reaches_the_conversation_page_unanswered_and_unstored
     assert_eq!(ack["type"], "ack", "{ack}");
     let conversation: i64 = app.count("SELECT id FROM conversations");
     let path = format!("/conversations/{conversation}/events");
-    let mut stream = open_stream(&app, &path, &admin.cookie).await;
+    let (mut stream, _) = open_stream(&app, &path, &admin.cookie).await;
 
     widget.send(json!({"type": "typing", "active": true})).await;
     let seen = read_until(&mut stream, "event: typing").await;
@@ -75,7 +75,7 @@ async fn typing_beyond_the_burst_is_dropped_but_the_stop_passes() {
     widget.say("c1", "Hello").await;
     let conversation: i64 = app.count("SELECT id FROM conversations");
     let path = format!("/conversations/{conversation}/events");
-    let mut stream = open_stream(&app, &path, &admin.cookie).await;
+    let (mut stream, _) = open_stream(&app, &path, &admin.cookie).await;
 
     for _ in 0..5 {
         widget.send(json!({"type": "typing", "active": true})).await;

@@ -1,9 +1,12 @@
 //! The retention purge: every [`RETENTION_EVERY`], each site with a retention period loses the
-//! conversations last active more than that many days ago, [`PURGE_CHUNK`] rows per writer
-//! transaction, and the freed pages are given back to the file system in steps.
+//! conversations last active more than that many days ago, [`PURGE_CHUNK`] rows at a time, and
+//! the freed pages are given back to the file system in steps. The purge is background work
+//! that must not be felt by visitors: each step rides along in a batch the writer commits anyway
+//! (a deferred write: no fsync of its own) and is followed by a pause [`PACE`] times as long as
+//! the step took, so the purge takes at most a quarter of the writer's time however much is due.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
@@ -12,11 +15,15 @@ use crate::store::{self, Deleted, Readers, Writer};
 
 /// How often the purge looks for due conversations.
 pub const RETENTION_EVERY: Duration = Duration::from_mins(1);
-/// Rows deleted per writer transaction: small enough that a widget's message queued behind one
-/// waits a few milliseconds, not seconds.
-pub const PURGE_CHUNK: usize = 500;
-/// Free pages given back per writer transaction (4 MiB with the default 4 KiB page).
-const RECLAIM_STEP: u32 = 1024;
+/// Rows deleted per step (and per erasure transaction): small enough that a widget's message in
+/// the same batch waits about a millisecond more, not tens of milliseconds.
+pub const PURGE_CHUNK: usize = 100;
+/// Free pages given back per step (1 MiB with the default 4 KiB page).
+const RECLAIM_STEP: u32 = 256;
+/// After a step that took the writer `t`, the purge waits `PACE × t` before the next one.
+const PACE: u32 = 3;
+/// The shortest pause between two steps.
+const MIN_PAUSE: Duration = Duration::from_millis(1);
 /// A day in milliseconds, as timestamps are kept.
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
@@ -37,9 +44,10 @@ pub async fn purge_due(
     for (site, days) in sites {
         let cutoff = now.saturating_sub(i64::from(days) * DAY_MS);
         loop {
-            let step = writer
-                .write(move |c| store::purge_due_conversations(c, site, cutoff, PURGE_CHUNK))
-                .await?;
+            let step = paced_step(writer, move |c| {
+                store::purge_due_conversations(c, site, cutoff, PURGE_CHUNK)
+            })
+            .await?;
             total.add(step);
             if step.rows() == 0 {
                 break;
@@ -47,12 +55,30 @@ pub async fn purge_due(
         }
     }
     if total.rows() > 0 {
-        reclaim(writer).await?;
+        while paced_step(writer, |c| store::reclaim_free_pages(c, RECLAIM_STEP)).await? > 0 {}
     }
     Ok(total)
 }
 
-/// Gives free pages back in steps until none is left (or the file is not in incremental mode).
+/// Runs one step of the purge as a deferred write, then pauses in proportion to the time the
+/// step took on the writer thread (not to the wait for its batch).
+async fn paced_step<R: Send + 'static>(
+    writer: &Arc<Writer>,
+    step: impl FnOnce(&rusqlite::Connection) -> Result<R, store::Error> + Send + 'static,
+) -> Result<R, store::Error> {
+    let (result, took) = writer
+        .write_deferred(move |c| {
+            let started = Instant::now();
+            let result = step(c)?;
+            Ok((result, started.elapsed()))
+        })
+        .await?;
+    tokio::time::sleep((took * PACE).max(MIN_PAUSE)).await;
+    Ok(result)
+}
+
+/// Gives free pages back in steps until none is left (or the file is not in incremental mode),
+/// each in a transaction of its own: after an erasure, which someone is waiting for.
 ///
 /// # Errors
 /// A failed write.

@@ -5,6 +5,7 @@ mod conversation;
 mod error;
 mod inbox;
 mod live_items;
+mod receipts;
 mod site;
 mod site_settings;
 mod visitor_token;

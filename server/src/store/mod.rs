@@ -28,6 +28,7 @@ mod migrate;
 mod oidc_links;
 mod purge;
 mod readers;
+mod receipts;
 mod sessions;
 mod settings;
 mod sites;
@@ -100,6 +101,9 @@ pub use purge::{
     reclaim_free_pages, vacuum_into_incremental_mode,
 };
 pub use readers::Readers;
+pub use receipts::{
+    VisitorReceipts, find_agents_read_up_to, find_seen_visitor_message, find_visitor_receipts,
+};
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
 pub use slack::{

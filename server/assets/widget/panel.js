@@ -261,6 +261,7 @@
   let seenEl = null;
   // "Seen" goes under the visitor's newest stored message once an agent has seen it, and only there.
   const markSeen = () => {
+    if (!seenUpTo) return; // nothing seen yet: skip the lookup while the history loads
     const own = list.querySelectorAll("[data-author=visitor][data-id]");
     const last = own[own.length - 1];
     const next = last && Number(last.dataset.id) <= seenUpTo ? last : null;

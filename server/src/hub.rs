@@ -29,6 +29,15 @@ pub enum VisitorEvent {
     },
     /// The visitor's data was erased: their connections say so and close.
     Erased,
+    /// An agent has now seen the visitor's messages up to this one (a read receipt).
+    Read {
+        up_to: MessageId,
+    },
+    /// An agent closed the visitor's conversation; `line` is the status line saying so.
+    Closed {
+        conversation: ConversationId,
+        line: MessageId,
+    },
 }
 
 /// A visitor whose data was erased (docs/privacy.md), for agents' open pages.

@@ -1,9 +1,35 @@
 (function (c) {
-  // Porch launcher, inline in the host page: draws the button, and requests nothing from Porch until the
-  // visitor clicks (or had the chat open in this tab). panel.js takes over. The empty catches are on
-  // purpose: nothing may throw into the host page, and without storage the chat just does not reopen.
+  // Porch launcher, inline in the host page: draws the button and the page's JS API (window.Porch, see
+  // docs/widget.md), and requests nothing from Porch until the visitor clicks, the page calls open() or
+  // toggle(), or the chat was open in this tab. panel.js takes over. The empty catches are on purpose:
+  // nothing may throw into the host page, and without storage the chat just does not reopen.
   try {
     const w = window, d = document, K = "porch:" + c.site + ":open";
+    // Calls queued as Porch.push([name, ...args]) before the snippet ran; a second snippet leaves the first.
+    const q = w.Porch || [];
+    if (!q.push || q.on) return;
+    const H = {}; // event handlers by name
+    let btn, isOpen = false, asked, early, go, opener;
+    // A handler that throws is reported on its own (asynchronously), never to the chat or other handlers.
+    const emit = (n, v) => (H[n] || []).slice().forEach((f) => {
+      try { f(v); } catch (e) { setTimeout(() => { throw e; }); }
+    });
+    // want: true open, false close, undefined toggle. Before the button exists, the last call waits for it.
+    const act = (want) => {
+      if (btn) go(want); else { asked = 1; early = want; }
+    };
+    const api = w.Porch = {
+      open: () => act(true), close: () => act(false), toggle: () => act(),
+      on: (n, f) => { if (typeof f == "function") (H[n] = H[n] || []).push(f); },
+      off: (n, f) => { H[n] = (H[n] || []).filter((g) => g !== f); },
+      // The identity section of docs/widget.md explains the fields; a running panel takes them at once.
+      identify: (u) => {
+        c.user = u;
+        try { w.__porch.identify(u); } catch (e) {} // not loaded yet, or a panel without identity
+      },
+      push: (a) => { try { api[a[0]](...a.slice(1)); } catch (e) {} },
+    };
+    q.forEach(api.push);
     const color = /^#([0-9a-f]{3}){1,2}$/i.test(c.color) ? c.color : "#2563eb";
     let saved = null;
     try { saved = sessionStorage.getItem(K); } catch (e) {}
@@ -31,7 +57,7 @@
           "align-items:center;gap:8px;box-sizing:border-box;height:52px;margin:0;padding:0 20px 0 16px;" +
           "border:0;border-radius:26px;background:var(--pc);color:var(--pf);font:600 15px/1 " + F + ";" +
           "cursor:pointer;box-shadow:0 6px 24px #0003;transition:transform .15s}" +
-          ".l:hover{transform:translateY(-2px)}.l:focus-visible{outline:3px solid #111827;outline-offset:3px;" +
+          ".l[hidden]{display:none}.l:hover{transform:translateY(-2px)}.l:focus-visible{outline:3px solid #111827;outline-offset:3px;" +
           "box-shadow:0 0 0 3px #fff}.l[aria-busy]{cursor:progress;opacity:.85}" +
           ".l svg{width:24px;height:24px}.l[data-unread]::after{content:'';position:absolute;top:0;" + side +
           ":0;width:12px;height:12px;border-radius:50%;background:#dc2626;border:2px solid #fff}" +
@@ -51,7 +77,10 @@
           root.prepend(d.createElement("style"));
           root.firstChild.textContent = css;
         }
-        const btn = root.querySelector("button"), note = root.querySelector("p");
+        const note = root.querySelector("p");
+        btn = root.querySelector("button");
+        // "launcher": false in the config: no button; the site opens the chat with Porch.open().
+        btn.hidden = c.launcher === false;
         const label = String(c.label || "Chat with us");
         btn.lastChild.textContent = label;
         btn.setAttribute("aria-label", label);
@@ -61,6 +90,11 @@
         const state = (open) => {
           btn.setAttribute("aria-expanded", open);
           try { sessionStorage.setItem(K, open ? "open" : "closed"); } catch (e) {}
+          if (open === isOpen) return;
+          isOpen = open;
+          // Without our button, focus goes back to the element that opened the chat (the site's own button).
+          if (!open && btn.hidden && opener) { opener.focus(); opener = null; }
+          emit(open ? "open" : "close");
         };
         const load = (open, focus) => {
           const P = w.__porch;
@@ -69,7 +103,7 @@
           loading = true;
           note.hidden = true;
           btn.setAttribute("aria-busy", "true");
-          w.__porch = { c, root, open, focus, state };
+          w.__porch = { c, root, open, focus, state, emit };
           const s = d.createElement("script");
           s.src = c.url + "/widget/panel.js";
           s.async = true;
@@ -81,9 +115,20 @@
           };
           (d.head || d.body).appendChild(s);
         };
+        go = (want) => {
+          try {
+            const P = w.__porch;
+            if (want === undefined) want = loading ? !P.open : !isOpen;
+            if (want && !isOpen) opener = d.activeElement;
+            if (P && P.toggle) { if (want !== isOpen) P.toggle(); }
+            else if (loading) P.open = P.focus = want;
+            else if (want) load(true, true);
+          } catch (e) {}
+        };
         btn.addEventListener("click", () => { try { load(true, true); } catch (e) {} });
         d.body.appendChild(host);
-        if (saved) load(saved === "open");
+        if (asked) go(early);
+        else if (saved) load(saved === "open");
       } catch (e) {}
     };
     if (d.body) mount(); else d.addEventListener("DOMContentLoaded", mount);

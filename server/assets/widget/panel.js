@@ -97,7 +97,8 @@
   const dataBtn = h("button", { type: "button", class: "more", "aria-label": "Your data", "aria-expanded": "false",
     "data-porch": "data-button", onclick: () => showDataMenu(dataMenu.hidden) }, svg("M5 12h.01M12 12h.01M19 12h.01"));
   const panel = h("section", {
-    class: c.position === "left" ? "panel left" : "panel", "data-porch": "panel", role: "dialog",
+    // "bare": the site started the widget without our button ("launcher": false), so nothing sits below.
+    class: `panel${c.position === "left" ? " left" : ""}${c.launcher === false ? " bare" : ""}`, "data-porch": "panel", role: "dialog",
     "aria-labelledby": "porch-title", hidden: true,
   }, h("header", {}, h("div", { class: "who" }, title, status), dataBtn, closeBtn), dataMenu, list, typing, error,
   emailForm, form);
@@ -170,6 +171,12 @@
     el.append(text.slice(at));
   };
   const timeOf = (at) => new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  // The short local time on a message, with the full date for hover and screen readers.
+  const stamp = (at) => {
+    const t = new Date(at);
+    return h("time", { datetime: t.toISOString(), text: timeOf(at),
+      title: t.toLocaleString([], { dateStyle: "full", timeStyle: "short" }) });
+  };
 
   const bubble = (author, body, agentName) => {
     const text = h("div", { class: "bubble" });
@@ -179,9 +186,12 @@
     el.append(text, h("p", { class: "meta" }));
     return el;
   };
+  // "14:05 \u00b7 Sent" under a stored message (just the time under an agent's), "Sending\u2026" before.
   const setMeta = (el, state, text) => {
     el.dataset.status = state;
-    el.querySelector(".meta").textContent = text;
+    const at = Number(el.dataset.at);
+    el.querySelector(".meta").replaceChildren(...(Number.isFinite(at) && el.dataset.at
+      ? [stamp(at), text ? ` \u00b7 ${text}` : ""] : [text]));
   };
   // Keeps the list in id order, with unacked messages (no id yet) last and the greeting first.
   const place = (el) => {
@@ -202,11 +212,13 @@
   const confirm = (el, cid, id, at) => {
     dropPending(cid);
     el.dataset.id = id;
-    el.title = new Date(at).toLocaleString();
+    el.dataset.at = at;
     setMeta(el, "sent", "Sent");
     byId.set(id, el);
     el.remove();
     place(el);
+    markSeen();
+    tell("visitor", el.querySelector(".bubble").textContent, { id, at });
   };
   const showServerMessage = (m) => {
     if (typeof m.id !== "number") return;
@@ -215,17 +227,57 @@
     if (byId.has(m.id)) return;
     const own = m.author === "visitor" && m.client_id != null ? byClientId.get(m.client_id) : null;
     if (own) { confirm(own, m.client_id, m.id, m.at); return; }
-    const el = bubble(m.author === "agent" ? "agent" : "visitor", m.body ?? "", m.agent_name);
+    const author = m.author === "agent" ? "agent" : "visitor";
+    const el = bubble(author, m.body ?? "", m.agent_name);
     el.dataset.id = m.id;
-    el.title = new Date(m.at).toLocaleString();
-    setMeta(el, "sent", m.author === "agent" ? timeOf(m.at) : "Sent");
+    el.dataset.at = m.at;
+    setMeta(el, "sent", author === "agent" ? "" : "Sent");
     byId.set(m.id, el);
     if (m.client_id != null) byClientId.set(m.client_id, el);
     place(el);
-    if (m.author === "agent") {
+    markSeen();
+    tell(author, String(m.body ?? ""), m);
+    if (author === "agent") {
       setTyping(false);
       if (!isOpen) launcher?.setAttribute("data-unread", "");
+      // An agent answered while the visitor is here: no need to offer replies by email any more.
+      if (live) {
+        agentReplied = true;
+        if (read(key("email")) == null) emailForm.hidden = true;
+      }
     }
+  };
+
+  // --- what agents did: "Seen" (docs/widget-protocol.md, `read`) and the closed notice (`closed`)
+
+  let live = false; // past the first welcome: messages shown from now on are news (Porch.on("message"))
+  let agentReplied = false;
+  // Tells the host page's Porch.on("message") handlers (launchers before the JS API have no emit).
+  const tell = (author, body, m) => {
+    if (live) P.emit?.("message", { id: m.id, author, name: author === "agent" ? m.agent_name || null : null,
+      body, at: m.at });
+  };
+  let seenUpTo = 0;
+  let seenEl = null;
+  // "Seen" goes under the visitor's newest stored message once an agent has seen it, and only there.
+  const markSeen = () => {
+    if (!seenUpTo) return; // nothing seen yet: skip the lookup while the history loads
+    const own = list.querySelectorAll("[data-author=visitor][data-id]");
+    const last = own[own.length - 1];
+    const next = last && Number(last.dataset.id) <= seenUpTo ? last : null;
+    if (seenEl && seenEl !== next && seenEl.dataset.status === "seen") setMeta(seenEl, "sent", "Sent");
+    if (next) setMeta(next, "seen", "Seen");
+    seenEl = next;
+  };
+  const closedShown = new Set();
+  const showClosed = (f) => {
+    if (typeof f.id !== "number" || closedShown.has(f.conversation_id)) return;
+    closedShown.add(f.conversation_id);
+    setTyping(false);
+    const el = h("p", { class: "notice", "data-porch": "closed", role: "status",
+      text: "This conversation was closed. Write again any time to start a new one." });
+    el.dataset.id = f.id;
+    place(el);
   };
 
   let typingTimer = null;
@@ -337,6 +389,7 @@
         }
         setStatus("Connected", "connected");
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
+        live = true;
         resendPending();
         break;
       }
@@ -344,7 +397,7 @@
         const el = byClientId.get(f.client_id);
         if (el && typeof f.id === "number") confirm(el, f.client_id, f.id, f.at);
         else dropPending(f.client_id);
-        if (!agentsOnline && read(key("email")) == null) emailForm.hidden = false;
+        if (!agentsOnline && !agentReplied && read(key("email")) == null) emailForm.hidden = false;
         break;
       }
       case "email_saved":
@@ -364,6 +417,12 @@
         break;
       case "erased":
         startAfresh();
+        break;
+      case "read":
+        if (typeof f.up_to === "number") { seenUpTo = Math.max(seenUpTo, f.up_to); markSeen(); }
+        break;
+      case "closed":
+        showClosed(f);
         break;
       default:
         break; // a newer server's frame: ignore
@@ -437,7 +496,9 @@
     for (const k of ["token", "pending", "email"]) write(key(k), null);
     byId.clear();
     byClientId.clear();
-    lastId = 0;
+    lastId = seenUpTo = 0;
+    seenEl = null;
+    closedShown.clear();
     list.replaceChildren(greeting);
     emailForm.hidden = true;
     const old = ws;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::clock::now_ms;
-use crate::hub::{Hub, InboxEvent, ReadMark};
+use crate::hub::{Hub, InboxEvent, ReadMark, VisitorEvent};
 use crate::jobs::ConversationChange;
 use crate::store::{
     self, ConversationId, InboxCursor, InboxItemRow, InboxPage, InboxQuery, MessageId, MessageRow,
@@ -16,6 +16,7 @@ use crate::values::{Author, Invalid, MessageBody};
 use super::Error;
 use super::conversation::{Chat, agent_row};
 use super::live_items::LiveItem;
+use super::receipts::mark_read_and_find_seen;
 use super::writes::{conversation_change_jobs, store_agent_message};
 
 /// Conversations on one page of the inbox list. 200 keeps a busy inbox on one screenful of
@@ -132,16 +133,21 @@ impl Chat {
     }
 
     /// Records that `reader` has seen the conversation up to `message`, and tells their other
-    /// live pages (their unread counts drop it).
+    /// live pages (their unread counts drop it) and, when it is news, the visitor ("Seen").
     pub async fn mark_read(
         &self,
         reader: UserId,
         id: ConversationId,
         message: MessageId,
     ) -> Result<(), Error> {
-        self.writer
-            .write(move |c| store::upsert_conversation_read(c, reader, id, message))
+        let seen = self
+            .writer
+            .write(move |c| mark_read_and_find_seen(c, reader, id, message))
             .await?;
+        if let Some((visitor, up_to)) = seen {
+            let event = VisitorEvent::Read { up_to };
+            self.hub.publish_to_visitor(visitor, &event, None);
+        }
         self.hub.publish_read(ReadMark {
             user: reader,
             conversation: id,
@@ -244,25 +250,37 @@ impl Chat {
             })
         })
         .await
+        .map(drop)
     }
 
-    /// Closes an open conversation; the visitor's next message starts a new one.
+    /// Closes an open conversation and tells the visitor's widgets; the visitor's next message
+    /// starts a new one.
     pub async fn close_conversation(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
-        let site_id = self.inbox_item(by.id, id).await?.site_id;
+        let item = self.inbox_item(by.id, id).await?;
+        let (site_id, visitor) = (item.site_id, item.visitor_id);
         let now = now_ms();
         let line = format!("{} closed this conversation", by.name);
-        self.change(site_id, id, by, line, move |c| {
-            if store::close_conversation(c, id, now)? {
-                Ok(Some(conversation_change_jobs(
-                    c,
-                    id,
-                    ConversationChange::Closed,
-                )?))
-            } else {
-                Ok(None)
-            }
-        })
-        .await
+        let line = self
+            .change(site_id, id, by, line, move |c| {
+                if store::close_conversation(c, id, now)? {
+                    Ok(Some(conversation_change_jobs(
+                        c,
+                        id,
+                        ConversationChange::Closed,
+                    )?))
+                } else {
+                    Ok(None)
+                }
+            })
+            .await?;
+        if let Some(line) = line {
+            let event = VisitorEvent::Closed {
+                conversation: id,
+                line,
+            };
+            self.hub.publish_to_visitor(visitor, &event, None);
+        }
+        Ok(())
     }
 
     /// Reopens a closed conversation, unless the visitor has started a newer one meanwhile.
@@ -276,7 +294,8 @@ impl Chat {
             .change(item.site_id, id, by, line, move |c| {
                 Ok(store::reopen_conversation(c, id)?.then(Vec::new))
             })
-            .await;
+            .await
+            .map(drop);
         // `change` ignores no-ops; a closed conversation that did not reopen hit the rule
         // "one open conversation per visitor".
         let after = self.inbox_item(by.id, id).await?;
@@ -289,7 +308,8 @@ impl Chat {
     }
 
     /// Applies a status change (`apply` returns `None` for a no-op, else the deliveries it
-    /// implies) and, if it changed anything, records and publishes the line and queues the jobs.
+    /// implies) and, if it changed anything, records and publishes the line and queues the jobs;
+    /// returns the line's id when it changed anything.
     async fn change<F>(
         &self,
         site_id: SiteId,
@@ -297,7 +317,7 @@ impl Chat {
         by: &UserRow,
         line: String,
         apply: F,
-    ) -> Result<(), Error>
+    ) -> Result<Option<MessageId>, Error>
     where
         F: FnOnce(&rusqlite::Connection) -> Result<Option<Vec<store::JobRow>>, store::Error>
             + Send
@@ -332,10 +352,10 @@ impl Chat {
                 },
             )
             .await?;
-        if let Some((_, jobs)) = message {
+        Ok(message.map(|(line, jobs)| {
             self.jobs.submit(jobs);
-        }
-        Ok(())
+            line
+        }))
     }
 
     /// An enabled user by id (an assignee).

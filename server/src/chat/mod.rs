@@ -6,6 +6,7 @@ mod conversation;
 mod error;
 mod inbox;
 mod live_items;
+mod receipts;
 mod search;
 mod site;
 mod site_settings;

@@ -29,6 +29,7 @@ mod migrate;
 mod oidc_links;
 mod purge;
 mod readers;
+mod receipts;
 mod search;
 mod sessions;
 mod settings;
@@ -106,6 +107,9 @@ pub use purge::{
     reclaim_free_pages, vacuum_into_incremental_mode,
 };
 pub use readers::Readers;
+pub use receipts::{
+    VisitorReceipts, find_agents_read_up_to, find_seen_visitor_message, find_visitor_receipts,
+};
 pub use search::{
     MARK_END, MARK_START, MESSAGE_WINDOW, MessageHitRow, MessageHits, SearchFilter, VisitorHitRow,
     search_messages, search_visitors,

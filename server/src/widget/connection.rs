@@ -23,6 +23,7 @@ use crate::values::{Author, VisitorContext};
 
 use super::brake::Refusal;
 use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
+use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
     Closed, client_id_of_bad_frame, close, close_code, on_read_error, send_error, send_text,
@@ -260,10 +261,13 @@ impl Connection {
         if let Some(last) = first.messages.last() {
             self.sent_up_to = self.sent_up_to.max(last.id);
         }
-        match self.visitor_id {
-            Some(visitor) if first.has_more => self.send_after(visitor).await,
-            _ => Ok(()),
+        if let Some(visitor) = self.visitor_id.filter(|_| first.has_more) {
+            self.send_after(visitor).await?;
         }
+        for text in receipts::on_resume(&self.app.chat, self.visitor_id).await {
+            self.send(text).await?;
+        }
+        Ok(())
     }
 
     fn subscribe(&mut self, visitor: VisitorId) {
@@ -444,16 +448,9 @@ impl Connection {
         in_flight: &mut FuturesUnordered<PendingWrite>,
     ) -> Result<(), Closed> {
         let Ok(client_id) = ClientId::parse(raw_client_id) else {
-            {
-                let echoed: String = raw_client_id.chars().take(64).collect();
-                return send_error(
-                    &mut self.sink,
-                    ErrorCode::InvalidMessage,
-                    None,
-                    Some(&echoed),
-                )
-                .await;
-            }
+            let echoed: String = raw_client_id.chars().take(64).collect();
+            let code = ErrorCode::InvalidMessage;
+            return send_error(&mut self.sink, code, None, Some(&echoed)).await;
         };
         let Ok(body) = MessageBody::parse(raw_body) else {
             return send_error(
@@ -578,6 +575,13 @@ impl Connection {
             }
             .to_json(),
             VisitorEvent::Erased => return self.erased().await,
+            other => {
+                let typing = &mut self.typing;
+                match receipts::frame(other, typing, &mut self.has_conversation) {
+                    Some(text) => text,
+                    None => return Ok(()),
+                }
+            }
         };
         self.send(text).await
     }

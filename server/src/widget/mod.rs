@@ -5,6 +5,7 @@ pub mod brake;
 mod connection;
 mod endpoint;
 mod protocol;
+mod receipts;
 mod self_service;
 mod typing;
 mod wire;

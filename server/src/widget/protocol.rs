@@ -163,6 +163,16 @@ pub enum ServerFrame<'a> {
     },
     /// The visitor's data was erased (by them or an admin); the connection closes next.
     Erased,
+    /// An agent has seen the visitor's messages up to `up_to` (a read receipt: "Seen").
+    Read {
+        up_to: MessageId,
+    },
+    /// An agent closed conversation `conversation_id`; `id` is its last message (the status
+    /// line), where the widget places the notice.
+    Closed {
+        conversation_id: ConversationId,
+        id: MessageId,
+    },
     Error {
         code: ErrorCode,
         message: &'a str,

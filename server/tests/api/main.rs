@@ -33,6 +33,7 @@ mod loadtest;
 mod metrics;
 mod privacy;
 mod process;
+mod read_receipts;
 mod replication_lag;
 mod revocation;
 mod sealed_secrets;

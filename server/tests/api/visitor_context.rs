@@ -81,6 +81,8 @@ async fn the_browser_context_from_hello_is_shown_to_agents_and_follows_the_visit
         }),
     )
     .await;
+    // Ana has opened the conversation: the widget hears so (`read`) right after welcome.
+    assert_eq!(widget.recv().await["type"], "read");
     assert_eq!(widget.say("c-2", "Still there?").await["type"], "ack");
     let page = send(&app, "GET", &path, &ana.cookie, None).await;
     assert!(

@@ -56,6 +56,9 @@ async fn a_visitors_typing_reaches_the_conversation_page_unanswered_and_unstored
     let conversation: i64 = app.count("SELECT id FROM conversations");
     let path = format!("/conversations/{conversation}/events");
     let (mut stream, _) = open_stream(&app, &path, &admin.cookie).await;
+    // Opening the page is the agent reading the conversation: the widget hears of it (`read`).
+    let read = widget.recv().await;
+    assert_eq!(read["type"], "read", "{read}");
 
     widget.send(json!({"type": "typing", "active": true})).await;
     let seen = read_until(&mut stream, "event: typing").await;

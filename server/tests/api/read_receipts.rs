@@ -1,0 +1,148 @@
+//! What the widget learns about the agents' side (compatible additions to widget protocol v1):
+//! `read` when an agent has opened the conversation after the visitor's message ("Seen"), live
+//! and again after `welcome` on resume; `closed` when an agent closes the conversation, live and
+//! on resume; and the visitor's next message then starts a new conversation.
+
+use serde_json::Value;
+
+use crate::helpers::{TestApp, Widget};
+use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
+use crate::revocation::open_stream;
+
+async fn admin(app: &TestApp) -> Browser {
+    signed_in_from(app, &setup_admin(app).await).await
+}
+
+fn only_conversation(app: &TestApp) -> i64 {
+    app.count("SELECT id FROM conversations")
+}
+
+/// The next frame of `kind`, skipping `read` frames (an agent's page may mark read on the way).
+async fn next_of(widget: &mut Widget, kind: &str) -> Value {
+    loop {
+        let frame = widget.recv().await;
+        if frame["type"] == kind {
+            return frame;
+        }
+        assert_eq!(frame["type"], "read", "expected {kind}, got {frame}");
+    }
+}
+
+#[tokio::test]
+async fn an_agent_opening_the_conversation_sends_read_live_and_again_on_resume() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin(&app).await;
+    let site = app.add_site("Acme");
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let first = widget.say("c1", "Hello").await;
+    let second = widget.say("c2", "Anyone?").await;
+    assert_eq!(second["type"], "ack", "{second}");
+
+    let page = format!("/conversations/{}", only_conversation(&app));
+    assert_eq!(
+        send(&app, "GET", &page, &admin.cookie, None).await.status,
+        200
+    );
+    let read = widget.recv().await;
+    assert_eq!(read["type"], "read", "{read}");
+    assert_eq!(
+        read["up_to"], second["id"],
+        "the newest visitor message seen"
+    );
+    assert_ne!(read["up_to"], first["id"]);
+
+    // Opening it again tells the visitor nothing new: the next frame is the next ack.
+    send(&app, "GET", &page, &admin.cookie, None).await;
+    assert_eq!(widget.say("c3", "Thanks").await["type"], "ack");
+
+    drop(widget);
+    let last_id = second["id"].as_i64().expect("id");
+    let (mut again, _) = app.visitor(&site, Some(&token), last_id).await;
+    let resumed = again.recv().await;
+    assert_eq!(resumed["type"], "read", "{resumed}");
+    assert_eq!(
+        resumed["up_to"], second["id"],
+        "c3 came after the agent looked"
+    );
+}
+
+#[tokio::test]
+async fn a_message_arriving_while_the_agent_has_the_page_open_is_seen_live() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin(&app).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let first = widget.say("c1", "Hello").await;
+    let events = format!("/conversations/{}/events", only_conversation(&app));
+    let _stream = open_stream(&app, &events, &admin.cookie).await;
+    // Opening the page's live stream is opening the conversation.
+    let opened = widget.recv().await;
+    assert_eq!(opened["type"], "read", "{opened}");
+    assert_eq!(opened["up_to"], first["id"]);
+
+    let ack = widget.say("c2", "Are you there?").await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let read = widget.recv().await;
+    assert_eq!(read["type"], "read", "{read}");
+    assert_eq!(read["up_to"], ack["id"]);
+}
+
+#[tokio::test]
+async fn a_visitor_nobody_has_read_gets_no_read_frame_on_resume() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Acme");
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    widget.say("c1", "Hello").await;
+    drop(widget);
+    let (mut again, _) = app.visitor(&site, Some(&token), 0).await;
+    let next = again.say("c1", "Hello").await;
+    assert_eq!(next["type"], "ack", "{next}");
+}
+
+#[tokio::test]
+async fn closing_sends_closed_live_and_on_resume_and_the_next_message_starts_a_new_conversation() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin(&app).await;
+    let site = app.add_site("Acme");
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    widget.say("c1", "Hello").await;
+    let conversation = only_conversation(&app);
+
+    let close = format!("/conversations/{conversation}/close");
+    let body = form(&[("csrf", &admin.csrf)]);
+    let closed = send(&app, "POST", &close, &admin.cookie, Some(&body)).await;
+    assert_eq!(closed.status, 303, "{}", closed.body);
+    let frame = next_of(&mut widget, "closed").await;
+    let line = app.count("SELECT max(id) FROM messages WHERE author = 'system'");
+    assert_eq!(frame["conversation_id"], conversation, "{frame}");
+    assert_eq!(frame["id"], line, "placed after the status line: {frame}");
+
+    drop(widget);
+    let (mut again, resumed) = app.visitor(&site, Some(&token), 0).await;
+    assert_eq!(resumed["messages"].as_array().map(Vec::len), Some(1));
+    let frame = next_of(&mut again, "closed").await;
+    assert_eq!(frame["conversation_id"], conversation, "{frame}");
+    assert_eq!(frame["id"], line);
+
+    let ack = again.say("c2", "One more question").await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    assert_eq!(app.count("SELECT count(*) FROM conversations"), 2);
+    assert_eq!(
+        app.count("SELECT count(*) FROM conversations WHERE status = 'open'"),
+        1
+    );
+    assert_eq!(
+        app.count("SELECT conversation_id FROM messages WHERE client_id = 'c2'"),
+        conversation + 1,
+        "the new message went to a new conversation"
+    );
+
+    // The new conversation is open, so the next resume says nothing about the old one.
+    drop(again);
+    let (mut third, _) = app.visitor(&site, Some(&token), 0).await;
+    let next = third.say("c3", "Hi").await;
+    assert_eq!(next["type"], "ack", "{next}");
+}

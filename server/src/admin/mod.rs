@@ -6,7 +6,6 @@
 pub mod assets;
 pub mod audit;
 pub mod auth;
-pub mod canned;
 pub mod capacity;
 pub mod deliveries;
 pub mod destinations;
@@ -18,7 +17,6 @@ pub mod integrations;
 pub mod live;
 mod page;
 pub mod privacy;
-pub mod search;
 pub mod session;
 pub mod sites;
 mod sse;

@@ -35,14 +35,11 @@ pub enum AuditAction {
     PrivacyExported,
     PrivacyErased,
     SecretsRotated,
-    CannedReplyCreated,
-    CannedReplyUpdated,
-    CannedReplyDeleted,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 31] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -74,9 +71,6 @@ impl AuditAction {
         Self::PrivacyExported,
         Self::PrivacyErased,
         Self::SecretsRotated,
-        Self::CannedReplyCreated,
-        Self::CannedReplyUpdated,
-        Self::CannedReplyDeleted,
     ];
 
     /// The stable dotted code stored and shown.
@@ -113,9 +107,6 @@ impl AuditAction {
             Self::PrivacyExported => "privacy.exported",
             Self::PrivacyErased => "privacy.erased",
             Self::SecretsRotated => "secrets.rotated",
-            Self::CannedReplyCreated => "canned_reply.created",
-            Self::CannedReplyUpdated => "canned_reply.updated",
-            Self::CannedReplyDeleted => "canned_reply.deleted",
         }
     }
 }

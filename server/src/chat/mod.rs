@@ -1,30 +1,20 @@
 //! The chat domain: sites, visitors, conversations and messages, and the use-case functions the
 //! widget, the API and the inbox call. It decides; `store` persists; `hub` fans out.
 
-mod canned;
 mod conversation;
 mod error;
 mod inbox;
 mod live_items;
 mod receipts;
-mod search;
 mod site;
 mod site_settings;
 mod visitor_token;
 mod writes;
 
-pub use canned::{
-    CannedOutcome, CannedScope, FilledReply, MAX_SHORTCUT_CHARS, Placeholders, Shortcut,
-    fill_placeholders,
-};
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices};
 pub use live_items::LiveItem;
-pub use search::{
-    Fragment, MAX_QUERY_CHARS, MAX_QUERY_WORDS, SEARCH_PAGE_SIZE, SearchResults, SearchTerms,
-    fragments, read_search_page,
-};
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
 pub use visitor_token::{VisitorTokens, hash_token};

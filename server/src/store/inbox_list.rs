@@ -19,8 +19,7 @@ pub enum InboxStatus {
 }
 
 impl InboxStatus {
-    /// The stored `conversations.status` value.
-    pub(super) fn sql(self) -> &'static str {
+    fn sql(self) -> &'static str {
         match self {
             Self::Open => "open",
             Self::Closed => "closed",

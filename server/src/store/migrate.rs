@@ -23,8 +23,6 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0014_privacy.sql"),
     include_str!("../../../migrations/0015_visitor_context.sql"),
     include_str!("../../../migrations/0016_reads_by_conversation.sql"),
-    include_str!("../../../migrations/0017_search.sql"),
-    include_str!("../../../migrations/0018_canned_replies.sql"),
 ];
 
 /// The schema version this binary expects.

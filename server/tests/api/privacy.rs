@@ -412,9 +412,6 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
         // Each row the scan found is in the export: by its own id or its conversation's.
         let (key, exported) = match table.as_str() {
             "visitors" => ("id", vec![ann.chat.visitor]),
-            // The search indexes read their text from visitors and messages, by rowid.
-            "visitor_search" => ("rowid", vec![ann.chat.visitor]),
-            "message_search" => ("rowid", ids(messages)),
             "conversations" => ("id", vec![ann.chat.conversation]),
             "messages" => ("id", ids(messages)),
             "jobs" => ("id", ids(&export["deliveries"])),

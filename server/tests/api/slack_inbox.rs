@@ -350,6 +350,30 @@ async fn socket_mode_shortcuts_and_commands_are_acknowledged_and_done() {
     s.wait_for_header("assigned to Ana").await;
 }
 
+/// A signed request to an integration of another site: its own signature, its own conversations.
+#[tokio::test]
+async fn a_command_finds_only_its_own_sites_conversations() {
+    let s = scene(json!({})).await;
+    let (_, other) = s.fx.site_with_slack("Other", "C2", json!({})).await;
+    let body = form(&command_fields(ANA, &format!("close {}", s.conversation)));
+    let signature = sign(SECRET, now_secs(), body.as_bytes());
+    let status =
+        s.fx.app
+            .http
+            .request("POST", &format!("/integrations/slack/{other}/commands"))
+            .header("X-Slack-Request-Timestamp", now_secs().to_string())
+            .header("X-Slack-Signature", signature)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body)
+            .answer()
+            .await
+            .status;
+    assert_eq!(status, 200);
+    s.answer(&format!("Porch has no conversation #{}", s.conversation))
+        .await;
+    assert_eq!(s.state(), ("open".to_owned(), None));
+}
+
 #[tokio::test]
 async fn bad_or_stale_signatures_are_refused_on_both_endpoints() {
     let s = scene(json!({})).await;

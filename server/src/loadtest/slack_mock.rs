@@ -2,11 +2,11 @@
 //! every post; failures can be injected per channel (429 with `Retry-After`, 5xx, Slack error
 //! codes), and thread headers can be held: recorded at once, answered late (past a client's
 //! timeout). `conversations.history` lists the channel's top-level posts with their metadata;
-//! `auth.test`, `users.info` and `apps.connections.open` answer; `chat.update`,
-//! `chat.postEphemeral` and `views.open` are recorded (`chat.update` can answer 429s); and it
-//! speaks enough Socket Mode (hello, `events_api`, `slash_commands` and `interactive` envelopes,
-//! acks) to test that path. Tokens starting with `xoxb-` are valid
-//! unless revoked; app tokens start with `xapp-`.
+//! `auth.test`, `users.info` and `apps.connections.open` answer; `chat.update` (applied to the
+//! post's text, and able to answer 429s), `chat.postEphemeral` and `views.open` are recorded;
+//! and it speaks enough Socket Mode (hello, `events_api`, `slash_commands` and `interactive`
+//! envelopes, acks) to test that path. Tokens starting with `xoxb-` are valid unless revoked;
+//! app tokens start with `xapp-`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -102,6 +102,7 @@ impl SlackMock {
             .route("/api/chat.update", post(chat_update))
             .route("/api/chat.postEphemeral", post(post_ephemeral))
             .route("/api/views.open", post(views_open))
+            .route("/mock/users", post(add_user))
             .route("/socket", get(socket))
             .with_state(Arc::clone(&state));
         let served = Served::start(addr, app).await?;
@@ -465,6 +466,19 @@ fn recorded(state: &MockState, headers: &HeaderMap, body: Value, method: &'stati
                 .into_response();
         }
     }
+    if method == "chat.update" {
+        // Like Slack, the history shows the new text from now on.
+        let mut posts = lock(&state.posts);
+        if let Some(post) = posts
+            .iter_mut()
+            .find(|p| p.ts == body["ts"].as_str().unwrap_or(""))
+        {
+            body["text"]
+                .as_str()
+                .unwrap_or_default()
+                .clone_into(&mut post.text);
+        }
+    }
     lock(&state.calls).push((method, body));
     state.changed.notify_waiters();
     Json(json!({"ok": true})).into_response()
@@ -492,6 +506,18 @@ async fn views_open(
     Json(body): Json<Value>,
 ) -> Response {
     recorded(&state, &headers, body, "views.open")
+}
+
+/// `POST /mock/users {"id", "name", "email"}`: [`SlackMock::add_user`] for a mock in another
+/// process (`porch slack-mock`, used by the browser tests).
+async fn add_user(State(state): State<Arc<MockState>>, Json(body): Json<Value>) -> StatusCode {
+    let Some(id) = body["id"].as_str() else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let name = body["name"].as_str().unwrap_or(id).to_owned();
+    let email = body["email"].as_str().map(str::to_owned);
+    lock(&state.users).insert(id.to_owned(), (name, email));
+    StatusCode::NO_CONTENT
 }
 
 async fn auth_test(State(state): State<Arc<MockState>>, headers: HeaderMap) -> Response {

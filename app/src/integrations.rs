@@ -16,6 +16,10 @@ pub struct SlackStatusView {
     pub mode: String,
     /// Where Slack sends events in Events API mode.
     pub events_url: String,
+    /// Where Slack sends `/porch` commands and shortcuts in Events API mode (the manifest's
+    /// slash command URL and interactivity request URL).
+    pub commands_url: String,
+    pub interactive_url: String,
     pub health: HealthView,
     pub is_enabled: bool,
     /// Which secrets are stored (never their values).
@@ -82,6 +86,8 @@ pub fn render_slack(view: SlackPageView) -> String {
                     <dt>"Channel"</dt><dd class="mono">{s.channel_id}</dd>
                     <dt>"Replies arrive by"</dt><dd>{s.mode}</dd>
                     <dt>"Events URL"</dt><dd class="mono">{s.events_url}</dd>
+                    <dt>"Slash command URL"</dt><dd class="mono">{s.commands_url}</dd>
+                    <dt>"Interactivity URL"</dt><dd class="mono">{s.interactive_url}</dd>
                 </dl>
                 <form method="post" action=format!("/sites/{key}/slack/check")>
                     <CsrfField token=csrf.clone()/>

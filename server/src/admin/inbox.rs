@@ -161,7 +161,9 @@ async fn post_reply(
         }
     };
     let row = if form.kind == "note" {
-        app.chat.post_note(conversation, &who.user, body).await?
+        app.chat
+            .post_note(conversation, &who.user, body, None)
+            .await?
     } else {
         let agent = Agent {
             user_id: Some(who.user.id),
@@ -212,7 +214,7 @@ pub async fn assign(
         }
     };
     app.chat
-        .assign_conversation(ConversationId(id), &who.user, assignee.as_ref())
+        .assign_conversation(ConversationId(id), &who.user, assignee.as_ref(), None)
         .await?;
     Ok(see_other(&format!("/conversations/{id}")))
 }
@@ -224,7 +226,7 @@ pub async fn close(
     Posted { who, .. }: Posted<super::auth::NoFields>,
 ) -> Result<Response, PageError> {
     app.chat
-        .close_conversation(ConversationId(id), &who.user)
+        .close_conversation(ConversationId(id), &who.user, None)
         .await?;
     Ok(see_other(&format!("/conversations/{id}")))
 }
@@ -237,7 +239,7 @@ pub async fn reopen(
 ) -> Result<Response, PageError> {
     match app
         .chat
-        .reopen_conversation(ConversationId(id), &who.user)
+        .reopen_conversation(ConversationId(id), &who.user, None)
         .await
     {
         Ok(()) => Ok(see_other(&format!("/conversations/{id}"))),

@@ -50,6 +50,11 @@ fn status(app: &AppState, row: &IntegrationRow, health: HealthView) -> Option<Sl
         channel_id: slack.config.channel_id,
         mode: mode.to_owned(),
         events_url: format!("{}/integrations/slack/{}/events", app.public_url, row.id),
+        commands_url: format!("{}/integrations/slack/{}/commands", app.public_url, row.id),
+        interactive_url: format!(
+            "{}/integrations/slack/{}/interactive",
+            app.public_url, row.id
+        ),
         health,
         is_enabled: row.is_enabled,
         has_signing_secret: slack.secrets.signing_secret.is_some(),

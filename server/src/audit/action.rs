@@ -35,11 +35,12 @@ pub enum AuditAction {
     PrivacyExported,
     PrivacyErased,
     SecretsRotated,
+    SlackConversationAction,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 31] = [
+    pub const ALL: [Self; 32] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -71,6 +72,7 @@ impl AuditAction {
         Self::PrivacyExported,
         Self::PrivacyErased,
         Self::SecretsRotated,
+        Self::SlackConversationAction,
     ];
 
     /// The stable dotted code stored and shown.
@@ -107,6 +109,7 @@ impl AuditAction {
             Self::PrivacyExported => "privacy.exported",
             Self::PrivacyErased => "privacy.erased",
             Self::SecretsRotated => "secrets.rotated",
+            Self::SlackConversationAction => "slack.conversation_action",
         }
     }
 }

@@ -8,7 +8,9 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::store::{self, IntegrationId, NewAuditEvent, UserId, UserRow, VisitorId};
+use crate::store::{
+    self, ConversationId, IntegrationId, NewAuditEvent, UserId, UserRow, VisitorId,
+};
 
 use super::AuditAction;
 
@@ -43,6 +45,16 @@ impl Actor {
             user: None,
             label: format!("visitor {id}"),
             from: ip.to_string(),
+        }
+    }
+
+    /// A Porch user acting from Slack as the Slack user `slack_user` of workspace `team`: the
+    /// `ip` column holds `slack:{team}/{user}`, as Slack's requests carry no client address.
+    pub fn slack(user: &UserRow, team: &str, slack_user: &str) -> Self {
+        Self {
+            user: Some(user.id),
+            label: user.email.clone(),
+            from: format!("slack:{team}/{slack_user}"),
         }
     }
 
@@ -97,6 +109,15 @@ impl Target {
             kind: "setting",
             id: key.to_owned(),
             label: key.to_owned(),
+        }
+    }
+
+    /// A conversation by its id.
+    pub fn conversation(id: ConversationId) -> Self {
+        Self {
+            kind: "conversation",
+            id: id.0.to_string(),
+            label: format!("conversation {id}"),
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent, ReadMark, VisitorEvent};
 use crate::jobs::ConversationChange;
@@ -29,6 +30,28 @@ pub struct InboxChoices {
     pub sites: Vec<SiteRow>,
     /// Agents conversations can be assigned to (enabled users).
     pub agents: Vec<UserRow>,
+}
+
+/// A change made outside the inbox (from Slack): recorded in the audit log in the change's own
+/// transaction, so the record exists exactly when the change does.
+#[derive(Debug, Clone)]
+pub struct Via {
+    pub actor: Actor,
+    pub action: AuditAction,
+    /// What the audit row's detail holds (which action, the outside user's ids).
+    pub detail: serde_json::Value,
+}
+
+impl Via {
+    fn record(&self, c: &rusqlite::Connection, id: ConversationId) -> Result<(), store::Error> {
+        audit::record(
+            c,
+            &self.actor,
+            self.action,
+            &Target::conversation(id),
+            &self.detail,
+        )
+    }
 }
 
 /// Everything the conversation page shows.
@@ -198,6 +221,7 @@ impl Chat {
         id: ConversationId,
         by: &UserRow,
         body: MessageBody,
+        via: Option<Via>,
     ) -> Result<MessageRow, Error> {
         let site_id = self.inbox_item(by.id, id).await?.site_id;
         let new = NewAgentMessage {
@@ -214,7 +238,12 @@ impl Chat {
         let (message, _no_jobs) = self
             .writer
             .write_then(
-                move |c| store_agent_message(c, &stored, None),
+                move |c| {
+                    if let Some(via) = &via {
+                        via.record(c, id)?;
+                    }
+                    store_agent_message(c, &stored, None)
+                },
                 move |(message, _): &(MessageId, Vec<store::JobRow>)| {
                     publish(&hub, site_id, agent_row(*message, &published));
                 },
@@ -229,6 +258,7 @@ impl Chat {
         id: ConversationId,
         by: &UserRow,
         assignee: Option<&UserRow>,
+        via: Option<Via>,
     ) -> Result<(), Error> {
         let site_id = self.inbox_item(by.id, id).await?.site_id;
         let target = assignee.map(|a| a.id);
@@ -237,17 +267,13 @@ impl Chat {
             Some(a) => format!("{} assigned this conversation to {}", by.name, a.name),
             None => format!("{} unassigned this conversation", by.name),
         };
-        self.change(site_id, id, by, line, move |c| {
-            let changed = store::update_conversation_assignee(c, id, target)?;
-            Ok(match (changed, target) {
-                (true, Some(assignee)) => Some(conversation_change_jobs(
-                    c,
-                    id,
-                    ConversationChange::Assigned(assignee),
-                )?),
-                (true, None) => Some(Vec::new()),
-                (false, _) => None,
-            })
+        self.change(site_id, id, by, line, via, move |c| {
+            if !store::update_conversation_assignee(c, id, target)? {
+                return Ok(None);
+            }
+            let change =
+                target.map_or(ConversationChange::Unassigned, ConversationChange::Assigned);
+            conversation_change_jobs(c, id, change).map(Some)
         })
         .await
         .map(drop)
@@ -255,13 +281,18 @@ impl Chat {
 
     /// Closes an open conversation and tells the visitor's widgets; the visitor's next message
     /// starts a new one.
-    pub async fn close_conversation(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
+    pub async fn close_conversation(
+        &self,
+        id: ConversationId,
+        by: &UserRow,
+        via: Option<Via>,
+    ) -> Result<(), Error> {
         let item = self.inbox_item(by.id, id).await?;
         let (site_id, visitor) = (item.site_id, item.visitor_id);
         let now = now_ms();
         let line = format!("{} closed this conversation", by.name);
         let line = self
-            .change(site_id, id, by, line, move |c| {
+            .change(site_id, id, by, line, via, move |c| {
                 if store::close_conversation(c, id, now)? {
                     Ok(Some(conversation_change_jobs(
                         c,
@@ -284,15 +315,23 @@ impl Chat {
     }
 
     /// Reopens a closed conversation, unless the visitor has started a newer one meanwhile.
-    pub async fn reopen_conversation(&self, id: ConversationId, by: &UserRow) -> Result<(), Error> {
+    pub async fn reopen_conversation(
+        &self,
+        id: ConversationId,
+        by: &UserRow,
+        via: Option<Via>,
+    ) -> Result<(), Error> {
         let item = self.inbox_item(by.id, id).await?;
         if item.status != "closed" {
             return Ok(());
         }
         let line = format!("{} reopened this conversation", by.name);
         let changed = self
-            .change(item.site_id, id, by, line, move |c| {
-                Ok(store::reopen_conversation(c, id)?.then(Vec::new))
+            .change(item.site_id, id, by, line, via, move |c| {
+                if !store::reopen_conversation(c, id)? {
+                    return Ok(None);
+                }
+                conversation_change_jobs(c, id, ConversationChange::Reopened).map(Some)
             })
             .await
             .map(drop);
@@ -308,14 +347,16 @@ impl Chat {
     }
 
     /// Applies a status change (`apply` returns `None` for a no-op, else the deliveries it
-    /// implies) and, if it changed anything, records and publishes the line and queues the jobs;
-    /// returns the line's id when it changed anything.
+    /// implies) and, if it changed anything, records and publishes the line (and the audit
+    /// event of a change made outside the inbox) and queues the jobs; returns the line's id when
+    /// it changed anything.
     async fn change<F>(
         &self,
         site_id: SiteId,
         id: ConversationId,
         by: &UserRow,
         line: String,
+        via: Option<Via>,
         apply: F,
     ) -> Result<Option<MessageId>, Error>
     where
@@ -342,6 +383,9 @@ impl Chat {
                     let Some(jobs) = apply(c)? else {
                         return Ok(None);
                     };
+                    if let Some(via) = &via {
+                        via.record(c, id)?;
+                    }
                     store::insert_system_message(c, id, user, &stored_name, &stored_line, now)
                         .map(|message| Some((message, jobs)))
                 },

@@ -13,7 +13,7 @@ mod writes;
 
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
-pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices};
+pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};

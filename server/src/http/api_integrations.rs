@@ -61,8 +61,12 @@ pub async fn create_slack(
         .await?
         .ok_or_else(|| ApiError::not_found("site"))?;
     let (id, config) = connect_slack(&app.slack, &Actor::user(&admin, ip), site.id, setup).await?;
-    let events_url = format!("{}/integrations/slack/{id}/events", app.public_url);
-    let body = json!({"id": id, "team_id": config.team_id, "channel_id": config.channel_id, "events_url": events_url});
+    let url = |endpoint: &str| format!("{}/integrations/slack/{id}/{endpoint}", app.public_url);
+    let body = json!({
+        "id": id, "team_id": config.team_id, "channel_id": config.channel_id,
+        "events_url": url("events"), "commands_url": url("commands"),
+        "interactive_url": url("interactive"),
+    });
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 

@@ -14,6 +14,7 @@ mod health;
 mod listener;
 mod metrics;
 mod routes;
+mod slack_actions;
 mod slack_events;
 
 pub use boot::{Booting, serve_while_booting};

@@ -13,7 +13,7 @@ use crate::widget;
 
 use super::{
     ApiError, api, api_audit, api_deliveries, api_integrations, api_sites, health, metrics,
-    slack_events,
+    slack_actions, slack_events,
 };
 
 /// An unknown URL: JSON with a code under the API's prefixes (scripts read it), an HTML page
@@ -122,6 +122,14 @@ fn api_routes() -> Router<AppState> {
         .route(
             "/integrations/slack/{id}/events",
             post(slack_events::receive),
+        )
+        .route(
+            "/integrations/slack/{id}/commands",
+            post(slack_actions::receive_command),
+        )
+        .route(
+            "/integrations/slack/{id}/interactive",
+            post(slack_actions::receive_interaction),
         )
 }
 

@@ -109,11 +109,21 @@ pub fn find_post(
 
 /// Who a chat post shows as the visitor: their name, else their address, else a number.
 pub fn visitor_label(message: &DeliveryMessage) -> String {
-    message
-        .visitor_name
-        .clone()
-        .or_else(|| message.visitor_email.clone())
-        .unwrap_or_else(|| format!("Visitor #{}", message.visitor_id))
+    label_visitor(
+        message.visitor_name.as_deref(),
+        message.visitor_email.as_deref(),
+        message.visitor_id,
+    )
+}
+
+/// A visitor's name, else their email, else "Visitor #12".
+pub fn label_visitor(
+    name: Option<&str>,
+    email: Option<&str>,
+    id: impl std::fmt::Display,
+) -> String {
+    name.or(email)
+        .map_or_else(|| format!("Visitor #{id}"), str::to_owned)
 }
 
 /// The name a chat post is shown under: the agent's (marked as sent from Porch) or the

@@ -39,6 +39,7 @@ impl Deliver for Destinations {
         };
         match kind {
             JobKind::SlackPost => Box::pin(slack::deliver_post(self, job)),
+            JobKind::SlackHeader => Box::pin(slack::deliver_header_update(self, job)),
             JobKind::DiscordPost => Box::pin(discord::deliver_post(self, job)),
             JobKind::WebhookDeliver => Box::pin(webhook::deliver(self, job)),
             JobKind::DiscordTest => Box::pin(discord::deliver_test(self, job)),

@@ -12,6 +12,13 @@ pub struct MessageArgs {
     pub message_id: MessageId,
 }
 
+/// A change of a conversation shown elsewhere (`slack.header`): the conversation, read as it is
+/// when delivering.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct ConversationArgs {
+    pub conversation_id: ConversationId,
+}
+
 /// A mail (`email.*`): the conversation, and for a reply the agent's message.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct EmailArgs {

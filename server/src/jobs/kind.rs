@@ -10,6 +10,8 @@ use super::Lane;
 pub enum JobKind {
     /// A message posted to a Slack channel, in its conversation's thread.
     SlackPost,
+    /// A conversation's Slack thread header rewritten to show its state (status, assignee).
+    SlackHeader,
     /// A message posted to a Discord channel webhook.
     DiscordPost,
     /// One event sent to one outgoing webhook endpoint.
@@ -48,8 +50,9 @@ const EMAIL_DEADLINE: Duration = Duration::from_hours(24);
 const TEST_MAX_ATTEMPTS: u32 = 1;
 
 impl JobKind {
-    pub const ALL: [JobKind; 9] = [
+    pub const ALL: [JobKind; 10] = [
         Self::SlackPost,
+        Self::SlackHeader,
         Self::DiscordPost,
         Self::WebhookDeliver,
         Self::EmailUnanswered,
@@ -64,6 +67,7 @@ impl JobKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::SlackPost => "slack.post",
+            Self::SlackHeader => "slack.header",
             Self::DiscordPost => "discord.post",
             Self::WebhookDeliver => "webhook.deliver",
             Self::EmailUnanswered => "email.unanswered",
@@ -83,7 +87,9 @@ impl JobKind {
     /// The lane it runs in: lanes have their own concurrency, so slow mail never holds up chat.
     pub fn lane(self) -> Lane {
         match self {
-            Self::SlackPost | Self::DiscordPost | Self::DiscordTest => Lane::Chat,
+            Self::SlackPost | Self::SlackHeader | Self::DiscordPost | Self::DiscordTest => {
+                Lane::Chat
+            }
             Self::WebhookDeliver => Lane::Webhook,
             Self::EmailUnanswered
             | Self::EmailReply

@@ -19,7 +19,8 @@ mod runner_tests;
 mod stats;
 
 pub use args::{
-    AccountLink, AccountLinkArgs, EmailArgs, MessageArgs, TestMailArgs, WebhookArgs, WebhookFacts,
+    AccountLink, AccountLinkArgs, ConversationArgs, EmailArgs, MessageArgs, TestMailArgs,
+    WebhookArgs, WebhookFacts,
 };
 pub use deliver::{Deliver, Delivery};
 pub use index::Lane;

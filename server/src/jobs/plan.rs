@@ -13,7 +13,7 @@ use crate::store::{
 };
 
 use super::JobKind;
-use super::args::{EmailArgs, MessageArgs, WebhookArgs, WebhookFacts, to_json};
+use super::args::{ConversationArgs, EmailArgs, MessageArgs, WebhookArgs, WebhookFacts, to_json};
 
 /// The events an outgoing webhook endpoint can subscribe to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,15 +152,19 @@ pub fn plan_agent_message(
     Ok(jobs)
 }
 
-/// A change of a conversation that endpoints may subscribe to.
+/// A change of a conversation's status or assignee.
 #[derive(Debug, Clone, Copy)]
 pub enum ConversationChange {
     Assigned(UserId),
+    Unassigned,
     Closed,
+    Reopened,
 }
 
-/// The deliveries of an assignment or a close (the transcript mail on closing), with the
-/// conversation's facts as of now: the caller changes the conversation first, then plans.
+/// The deliveries of a change of status or assignee, with the conversation's facts as of now
+/// (the caller changes the conversation first, then plans): the webhook events endpoints
+/// subscribe to (assigned, closed), the transcript mail on closing, and the Slack thread
+/// headers to rewrite.
 pub fn plan_conversation_change(
     conn: &Connection,
     conversation_id: ConversationId,
@@ -172,9 +176,11 @@ pub fn plan_conversation_change(
     };
     let site_id = conversation.site_id;
     let integrations = store::list_active_integrations(conn, site_id)?;
+    let mut jobs = slack_header_jobs(conn, &integrations, conversation_id, now)?;
     let (event, assignee_id) = match change {
         ConversationChange::Assigned(user) => (WebhookEvent::ConversationAssigned, Some(user)),
         ConversationChange::Closed => (WebhookEvent::ConversationClosed, None),
+        ConversationChange::Unassigned | ConversationChange::Reopened => return Ok(jobs),
     };
     let event = Event {
         kind: event,
@@ -183,7 +189,7 @@ pub fn plan_conversation_change(
         assignee_id,
         now,
     };
-    let mut jobs = webhook_jobs(conn, &integrations, &event)?;
+    jobs.extend(webhook_jobs(conn, &integrations, &event)?);
     if matches!(change, ConversationChange::Closed) {
         jobs.extend(email_jobs(
             conn,
@@ -194,6 +200,35 @@ pub fn plan_conversation_change(
             None,
             now,
         )?);
+    }
+    Ok(jobs)
+}
+
+/// One header update per enabled Slack integration of the site, in the conversation's order
+/// with its posts (so it never overtakes the post that starts the thread) and paced with them.
+/// Several changes in a row may leave several queued: each shows the state as it is when it
+/// runs, so the last one leaves the header right.
+fn slack_header_jobs(
+    conn: &Connection,
+    integrations: &[ActiveIntegration],
+    conversation_id: ConversationId,
+    now: i64,
+) -> Result<Vec<JobRow>, store::Error> {
+    let args = to_json(&ConversationArgs { conversation_id });
+    let mut jobs = Vec::new();
+    for slack in integrations.iter().filter(|i| i.kind == "slack") {
+        let job = NewJob {
+            order_key: Some(conversation_order(conversation_id, slack.id)),
+            ..new_job(
+                JobKind::SlackHeader,
+                args.clone(),
+                slack.id,
+                slack.is_broken,
+                slack_channel_key(&slack.config),
+                now,
+            )
+        };
+        jobs.extend(store::insert_job(conn, &job)?);
     }
     Ok(jobs)
 }

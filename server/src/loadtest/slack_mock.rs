@@ -2,9 +2,11 @@
 //! every post; failures can be injected per channel (429 with `Retry-After`, 5xx, Slack error
 //! codes), and thread headers can be held: recorded at once, answered late (past a client's
 //! timeout). `conversations.history` lists the channel's top-level posts with their metadata;
-//! `auth.test`, `users.info` and `apps.connections.open` answer; and it speaks enough Socket Mode
-//! (hello, `events_api` envelopes, acks) to test that path. Tokens starting with `xoxb-` are valid
-//! unless revoked; app tokens start with `xapp-`.
+//! `auth.test`, `users.info` and `apps.connections.open` answer; `chat.update` (applied to the
+//! post's text, and able to answer 429s), `chat.postEphemeral` and `views.open` are recorded;
+//! and it speaks enough Socket Mode (hello, `events_api`, `slash_commands` and `interactive`
+//! envelopes, acks) to test that path. Tokens starting with `xoxb-` are valid unless revoked;
+//! app tokens start with `xapp-`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -72,6 +74,10 @@ struct MockState {
     /// History calls still to refuse, and with which Slack error.
     history_failure: Mutex<(u32, String)>,
     history_calls: AtomicU64,
+    /// `chat.update`, `chat.postEphemeral` and `views.open` calls: method and body.
+    calls: Mutex<Vec<(&'static str, Value)>>,
+    /// `chat.update` calls still to answer with 429 (`Retry-After: 1`).
+    updates_rate_limited: Mutex<u32>,
 }
 
 /// A running mock.
@@ -93,6 +99,10 @@ impl SlackMock {
             .route("/api/auth.test", post(auth_test))
             .route("/api/users.info", post(users_info))
             .route("/api/apps.connections.open", post(open_connection))
+            .route("/api/chat.update", post(chat_update))
+            .route("/api/chat.postEphemeral", post(post_ephemeral))
+            .route("/api/views.open", post(views_open))
+            .route("/mock/users", post(add_user))
             .route("/socket", get(socket))
             .with_state(Arc::clone(&state));
         let served = Served::start(addr, app).await?;
@@ -172,13 +182,46 @@ impl SlackMock {
         }
     }
 
+    /// The bodies of the successful calls of `method` (`chat.update`, `chat.postEphemeral`,
+    /// `views.open`) so far.
+    pub fn calls(&self, method: &str) -> Vec<Value> {
+        lock(&self.state.calls)
+            .iter()
+            .filter(|(m, _)| *m == method)
+            .map(|(_, body)| body.clone())
+            .collect()
+    }
+
+    /// Waits until at least `n` calls of `method` succeeded (or `timeout` passed); returns them.
+    pub async fn wait_for_calls(&self, method: &str, n: usize, timeout: Duration) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.state.changed.notified();
+            let calls = self.calls(method);
+            if calls.len() >= n || tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return self.calls(method);
+            }
+        }
+    }
+
+    /// The next `times` `chat.update` calls get HTTP 429 with `Retry-After: 1`.
+    pub fn rate_limit_updates(&self, times: u32) {
+        *lock(&self.state.updates_rate_limited) = times;
+    }
+
     /// Sends an `events_api` envelope to every connected Socket Mode client; returns its
     /// envelope id, or `None` if no client is connected.
     pub fn send_socket_event(&self, payload: &Value) -> Option<String> {
+        self.send_socket_envelope("events_api", payload)
+    }
+
+    /// Sends an envelope of `kind` (`events_api`, `slash_commands`, `interactive`) to every
+    /// connected Socket Mode client; returns its envelope id, or `None` if none is connected.
+    pub fn send_socket_envelope(&self, kind: &str, payload: &Value) -> Option<String> {
         let id = format!("env-{}", self.state.counter.fetch_add(1, Ordering::Relaxed));
         let envelope = json!({
             "envelope_id": id,
-            "type": "events_api",
+            "type": kind,
             "accepts_response_payload": false,
             "retry_attempt": 0,
             "payload": payload,
@@ -403,6 +446,78 @@ async fn history(
         "response_metadata": {"next_cursor": next_cursor},
     }))
     .into_response()
+}
+
+/// A recorded method: answers `ok` (or a 429 for `chat.update` when asked to) and records it.
+fn recorded(state: &MockState, headers: &HeaderMap, body: Value, method: &'static str) -> Response {
+    if !bot_token_ok(state, headers) {
+        return slack_error("invalid_auth");
+    }
+    if method == "chat.update" {
+        let mut left = lock(&state.updates_rate_limited);
+        if *left > 0 {
+            *left -= 1;
+            state.rate_limited.fetch_add(1, Ordering::Relaxed);
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "1")],
+                Json(json!({"ok": false, "error": "ratelimited"})),
+            )
+                .into_response();
+        }
+    }
+    if method == "chat.update" {
+        // Like Slack, the history shows the new text from now on.
+        let mut posts = lock(&state.posts);
+        if let Some(post) = posts
+            .iter_mut()
+            .find(|p| p.ts == body["ts"].as_str().unwrap_or(""))
+        {
+            body["text"]
+                .as_str()
+                .unwrap_or_default()
+                .clone_into(&mut post.text);
+        }
+    }
+    lock(&state.calls).push((method, body));
+    state.changed.notify_waiters();
+    Json(json!({"ok": true})).into_response()
+}
+
+async fn chat_update(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    recorded(&state, &headers, body, "chat.update")
+}
+
+async fn post_ephemeral(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    recorded(&state, &headers, body, "chat.postEphemeral")
+}
+
+async fn views_open(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    recorded(&state, &headers, body, "views.open")
+}
+
+/// `POST /mock/users {"id", "name", "email"}`: [`SlackMock::add_user`] for a mock in another
+/// process (`porch slack-mock`, used by the browser tests).
+async fn add_user(State(state): State<Arc<MockState>>, Json(body): Json<Value>) -> StatusCode {
+    let Some(id) = body["id"].as_str() else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let name = body["name"].as_str().unwrap_or(id).to_owned();
+    let email = body["email"].as_str().map(str::to_owned);
+    lock(&state.users).insert(id.to_owned(), (name, email));
+    StatusCode::NO_CONTENT
 }
 
 async fn auth_test(State(state): State<Arc<MockState>>, headers: HeaderMap) -> Response {

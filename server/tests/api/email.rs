@@ -234,7 +234,7 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
         .expect("admin");
     server_app
         .chat
-        .close_conversation(alice_conversation, &admin_user)
+        .close_conversation(alice_conversation, &admin_user, None)
         .await
         .expect("close");
     let mails = sink.wait_for(4).await;

@@ -419,6 +419,13 @@ async fn inbox_admins_connect_slack_from_the_site_page() {
         "{}",
         page.body
     );
+    for endpoint in ["events", "commands", "interactive"] {
+        assert!(
+            page.body
+                .contains(&format!("/integrations/slack/1/{endpoint}</dd>")),
+            "the page shows the {endpoint} URL for the manifest"
+        );
+    }
     assert!(
         !page.body.contains("xoxb-test"),
         "secrets are never shown back"

@@ -39,6 +39,7 @@ mod sealed_secrets;
 mod shutdown;
 mod site_add;
 mod slack;
+mod slack_inbox;
 mod slack_threads;
 mod slack_wire;
 mod snippet;

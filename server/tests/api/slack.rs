@@ -501,6 +501,15 @@ async fn url_verification_is_answered_and_an_unconfigured_secret_refuses() {
         )
         .await;
     let id = created["id"].as_i64().expect("id");
+    for endpoint in ["events", "commands", "interactive"] {
+        let url = created[format!("{endpoint}_url")]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            url.ends_with(&format!("/integrations/slack/{id}/{endpoint}")),
+            "{created}"
+        );
+    }
     let refused = fx
         .app
         .http

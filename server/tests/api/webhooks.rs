@@ -113,7 +113,7 @@ impl Fixture {
             .expect("read")
             .expect("admin");
         app.chat
-            .close_conversation(conversation, &admin)
+            .close_conversation(conversation, &admin, None)
             .await
             .expect("close");
     }
@@ -207,11 +207,11 @@ async fn every_event_is_signed_and_verifies_with_standardwebhooks_also_after_rot
         .expect("read")
         .expect("admin");
     app.chat
-        .assign_conversation(conversation, &admin, Some(&admin))
+        .assign_conversation(conversation, &admin, Some(&admin), None)
         .await
         .expect("assign");
     app.chat
-        .close_conversation(conversation, &admin)
+        .close_conversation(conversation, &admin, None)
         .await
         .expect("close");
     let received = f.mock.wait_for(5, WAIT).await;

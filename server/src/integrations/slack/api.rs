@@ -216,6 +216,41 @@ impl SlackApi {
         })
     }
 
+    /// `chat.update`: replaces the text (and blocks) of a message the bot posted.
+    pub async fn update_message(&self, token: &str, message: &Value) -> Result<(), CallError> {
+        self.call("chat.update", token, message).await.map(|_| ())
+    }
+
+    /// `chat.postEphemeral`: a message only `user` sees, in `channel` (in a thread if
+    /// `thread_ts` is given).
+    pub async fn post_ephemeral(
+        &self,
+        token: &str,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> Result<(), CallError> {
+        let mut body = serde_json::json!({"channel": channel, "user": user, "text": text});
+        if let Some(thread_ts) = thread_ts {
+            body["thread_ts"] = Value::from(thread_ts);
+        }
+        self.call("chat.postEphemeral", token, &body)
+            .await
+            .map(|_| ())
+    }
+
+    /// `views.open`: shows a modal to the user whose action gave `trigger_id` (valid 3 s).
+    pub async fn open_view(
+        &self,
+        token: &str,
+        trigger_id: &str,
+        view: &Value,
+    ) -> Result<(), CallError> {
+        let body = serde_json::json!({"trigger_id": trigger_id, "view": view});
+        self.call("views.open", token, &body).await.map(|_| ())
+    }
+
     /// `auth.test`: checks a bot token and says whose it is.
     pub async fn auth_test(&self, token: &str) -> Result<AuthInfo, CallError> {
         let answer = self

@@ -3,7 +3,6 @@
 //! message as stored; visitor text is escaped; unfurls are off. A header attempt is recorded
 //! before it leaves, so a later attempt looks for it in the channel before posting another.
 
-use std::fmt::Write;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -11,13 +10,16 @@ use serde_json::{Value, json};
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{
-    Found, args, author_label, find_post, finish, integration_of, read, retry, visitor_label,
+    Found, args, author_label, find_post, finish, integration_of, read, retry,
 };
 use crate::jobs::{Attempt, MessageArgs, Outcome};
 use crate::secrets::SecretKey;
-use crate::store::{self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId};
+use crate::store::{
+    self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId, WebhookConversation,
+};
 use crate::values::Author;
 
+use super::header::header;
 use super::{CallError, HeaderSearch, SlackIntegration, escape, find_headers};
 
 /// Slack errors that only an admin can fix (token, scopes, channel).
@@ -82,31 +84,6 @@ pub fn classify(error: &CallError) -> Outcome {
     }
 }
 
-/// The thread's first post: who, where, and a link to the conversation in the inbox.
-fn header(public_url: &str, channel: &str, message: &DeliveryMessage) -> Value {
-    let mut text = format!(
-        "New conversation on *{}* from {}",
-        escape(&message.site_name),
-        escape(&visitor_label(message))
-    );
-    if let Some(page) = &message.visitor_page {
-        let _ = write!(text, "\nPage: {}", escape(page));
-    }
-    let _ = write!(
-        text,
-        "\n<{public_url}/conversations/{}|Open in Porch> · reply in this thread to answer; \
-         start a reply with `note:` for a private note",
-        message.conversation_id
-    );
-    json!({
-        "channel": channel,
-        "text": text,
-        "unfurl_links": false,
-        "unfurl_media": false,
-        "metadata": {"event_type": "porch_conversation", "event_payload": {"conversation_id": message.conversation_id.0}},
-    })
-}
-
 /// A message as a reply in the conversation's thread.
 fn reply(channel: &str, thread_ts: &str, message: &DeliveryMessage) -> Value {
     let username = author_label(message);
@@ -141,8 +118,10 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
     let token = &slack.secrets.bot_token;
     let channel = &slack.config.channel_id;
     let thread_ts = match thread {
-        Some(ts) => ts,
-        None => start_thread(destinations, &slack, &message, job.attempt).await?,
+        Thread::Started(ts) => ts,
+        Thread::ToStart(conversation) => {
+            start_thread(destinations, &slack, &conversation, job.attempt).await?
+        }
     };
     Ok(
         match api
@@ -169,10 +148,10 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
 async fn start_thread(
     destinations: &Destinations,
     slack: &SlackIntegration,
-    message: &DeliveryMessage,
+    facts: &WebhookConversation,
     attempt: u32,
 ) -> Result<String, Attempt> {
-    let conversation = message.conversation_id;
+    let conversation = facts.id;
     let (team, channel_id) = (
         slack.config.team_id.clone(),
         slack.config.channel_id.clone(),
@@ -235,7 +214,7 @@ async fn start_thread(
             }
         }
     }
-    let parent = header(&destinations.public_url, &slack.config.channel_id, message);
+    let parent = header(&destinations.public_url, &slack.config.channel_id, facts);
     let ts = destinations
         .slack
         .post_message(&slack.secrets.bot_token, &parent)
@@ -276,8 +255,14 @@ async fn save_thread(
         .map_err(|err| retry(format!("could not save the thread: {err}")))
 }
 
+/// The conversation's thread in this channel, or (to start one) the conversation as it is now.
+enum Thread {
+    Started(String),
+    ToStart(Box<WebhookConversation>),
+}
+
 /// The integration's settings, the message and the conversation's thread in this channel.
-type Loaded = (SlackIntegration, DeliveryMessage, Option<String>);
+type Loaded = (SlackIntegration, DeliveryMessage, Thread);
 
 fn load(
     conn: &rusqlite::Connection,
@@ -295,6 +280,13 @@ fn load(
             &slack.config.team_id,
             &slack.config.channel_id,
         )?;
+        let thread = match thread {
+            Some(ts) => Thread::Started(ts),
+            None => match store::load_webhook_conversation(conn, message.conversation_id)? {
+                Some(conversation) => Thread::ToStart(Box::new(conversation)),
+                None => return Ok(Found::Gone("conversation deleted")),
+            },
+        };
         Ok(Found::Ready((slack, message, thread)))
     })
 }

@@ -15,7 +15,7 @@ use crate::chat::{self, Agent, Chat, InboundReply, MessageBody};
 use crate::jobs::{JobQueue, Outcome};
 use crate::metrics::Meters;
 use crate::secrets::SecretKey;
-use crate::store::{self, ConversationId, IntegrationId, Readers, Writer};
+use crate::store::{self, ConversationId, IntegrationId, Readers, UserRow, Writer};
 
 use super::deliver::classify;
 use super::{
@@ -72,8 +72,8 @@ pub struct SlackInbound {
     users: Mutex<HashMap<(String, String), (Instant, SlackUser)>>,
     /// Wakes the Socket Mode supervisor when an integration was saved.
     pub rescan: Notify,
-    /// Stores inbound replies as agent messages.
-    chat: Chat,
+    /// Stores inbound replies as agent messages, and does what agents ask from Slack.
+    pub(super) chat: Chat,
     pub(super) readers: Arc<Readers>,
     pub(super) writer: Arc<Writer>,
     /// Takes a fixed integration's blocked jobs.
@@ -315,18 +315,12 @@ async fn resolve_agent(
         .filter(|s| !s.is_empty())
         .or_else(|| event["user_profile"]["real_name"].as_str())
         .map(str::to_owned);
-    let found = inbound.lookup_user(slack, user).await;
-    if let Some(email) = found.as_ref().and_then(|u| u.email.clone()) {
-        let account = inbound
-            .readers
-            .read(move |c| store::find_user_by_email(c, &email))
-            .await?;
-        if let Some(account) = account.filter(|a| !a.is_disabled) {
-            return Ok(Agent {
-                user_id: Some(account.id),
-                name: account.name,
-            });
-        }
+    let (found, account) = porch_user(inbound, slack, user).await?;
+    if let Some(account) = account {
+        return Ok(Agent {
+            user_id: Some(account.id),
+            name: account.name,
+        });
     }
     let name = found
         .map(|u| u.display_name)
@@ -336,4 +330,23 @@ async fn resolve_agent(
         user_id: None,
         name,
     })
+}
+
+/// The Slack user as Slack describes them (`None` if Slack did not answer in time) and the
+/// enabled Porch user with the same email (`users:read.email`), if there is one.
+pub(super) async fn porch_user(
+    inbound: &SlackInbound,
+    slack: &SlackIntegration,
+    user: &str,
+) -> Result<(Option<SlackUser>, Option<UserRow>), chat::Error> {
+    let found = inbound.lookup_user(slack, user).await;
+    let Some(email) = found.as_ref().and_then(|u| u.email.clone()) else {
+        return Ok((found, None));
+    };
+    let account = inbound
+        .readers
+        .read(move |c| store::find_user_by_email(c, &email))
+        .await?
+        .filter(|a| !a.is_disabled);
+    Ok((found, account))
 }

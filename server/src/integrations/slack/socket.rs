@@ -1,7 +1,8 @@
 //! Socket Mode, for boxes without a public URL: Porch opens a websocket to Slack
 //! (`apps.connections.open` with the app-level token) and receives the same events as the
-//! Events API. Each envelope is acknowledged only after its event is committed; a `disconnect`,
-//! a dead socket or silence reconnects with backoff.
+//! Events API. Each event envelope is acknowledged only after its event is committed; slash
+//! commands and shortcuts are acknowledged at once and done after. A `disconnect`, a dead socket
+//! or silence reconnects with backoff.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::store::{self, IntegrationId};
 
 use super::inbound::{Handled, handle_event_callback};
-use super::{SlackInbound, SlackIntegration};
+use super::{SlackInbound, SlackIntegration, handle_request, parse_command, parse_interaction};
 
 /// How often the set of Socket Mode integrations is compared with the running clients.
 const RESCAN: Duration = Duration::from_secs(30);
@@ -108,7 +109,7 @@ async fn run_client(
 
 /// One websocket session: returns when Slack asks to reconnect, the socket dies, or shutdown.
 async fn serve_connection(
-    inbound: &SlackInbound,
+    inbound: &Arc<SlackInbound>,
     shutdown: &CancellationToken,
     id: IntegrationId,
     slack: &SlackIntegration,
@@ -153,6 +154,32 @@ async fn serve_connection(
         };
         match envelope["type"].as_str() {
             Some("disconnect") => return Ok(()),
+            Some(kind @ ("slash_commands" | "interactive")) => {
+                let Some(envelope_id) = envelope["envelope_id"].as_str() else {
+                    continue;
+                };
+                // Acknowledged first (Slack wants it within 3 s), done after, in its own task:
+                // the answer is an ephemeral message, not the acknowledgement.
+                let ack = json!({"envelope_id": envelope_id}).to_string();
+                socket
+                    .send(Message::Text(ack.into()))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let payload = &envelope["payload"];
+                let request = if kind == "slash_commands" {
+                    parse_command(payload)
+                } else {
+                    parse_interaction(payload)
+                };
+                if let Some(request) = request {
+                    tokio::spawn(handle_request(
+                        Arc::clone(inbound),
+                        id,
+                        slack.clone(),
+                        request,
+                    ));
+                }
+            }
             Some("events_api") => {
                 let Some(envelope_id) = envelope["envelope_id"].as_str() else {
                     continue;

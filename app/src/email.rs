@@ -1,11 +1,12 @@
 //! A site's email settings (admins only): when the agents' digest and the replies to away
 //! visitors are due, its health, turning it off, on or deleting it; and the server's SMTP
 //! setting (`PORCH_SMTP_URL`, read-only here, never its password) with a test mail to the
-//! signed-in admin.
+//! signed-in admin; and replies by email (`email_inbound`).
 
 use leptos::prelude::*;
 
 use crate::destination::{Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView};
+use crate::email_inbound::{InboundView, MailReplies};
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 
 /// The SMTP server as configured.
@@ -41,6 +42,8 @@ pub struct EmailPageView {
     /// Where the test mail goes: the signed-in admin's address.
     pub admin_email: String,
     pub test: Option<TestOutcomeView>,
+    /// Replies by email: the IMAP mailbox, its reader's health and the latest mails.
+    pub inbound: InboundView,
     pub notice: Option<Notice>,
 }
 
@@ -127,6 +130,8 @@ pub fn render_email(view: EmailPageView) -> String {
                 every site; it cannot be changed here."</p>
             {smtp}
         </section>
+        <MailReplies inbound=view.inbound check_action=format!("/sites/{key}/email/check")
+            csrf=csrf.clone()/>
         {status}
         <form method="post" action=format!("/sites/{key}/email") class="card stack" aria-label="Email settings">
             <CsrfField token=csrf/>

@@ -26,6 +26,7 @@ pub mod deliveries;
 pub mod destination;
 pub mod discord;
 pub mod email;
+pub mod email_inbound;
 pub mod inbox;
 pub mod integrations;
 pub mod layout;

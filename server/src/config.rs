@@ -186,6 +186,22 @@ pub struct Config {
     #[arg(long, env = "PORCH_MAIL_FROM")]
     pub mail_from: Option<String>,
 
+    /// The IMAP mailbox visitors' mail replies arrive in (the `PORCH_MAIL_FROM` address's), as a
+    /// URL: `imaps://user:pass@host[:993][/folder]` (implicit TLS) or
+    /// `imap://user:pass@host[:143][/folder]` (in clear, for a server on the same host). User,
+    /// password and folder are URL-encoded; the folder defaults to `INBOX`. Needs
+    /// `PORCH_SMTP_URL` and `PORCH_MAIL_FROM`. Unset, replies by email are not read.
+    #[arg(long, env = "PORCH_IMAP_URL", hide_env_values = true)]
+    pub imap_url: Option<Secret>,
+
+    /// A file holding the IMAP URL (for Docker secrets); read at start-up.
+    #[arg(long, env = "PORCH_IMAP_URL_FILE", conflicts_with = "imap_url")]
+    pub imap_url_file: Option<PathBuf>,
+
+    /// How long the IMAP reader waits between two looks at the mailbox (1 s to 1 h).
+    #[arg(long, env = "PORCH_IMAP_POLL", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub imap_poll: Duration,
+
     /// The OpenID Connect provider for single sign-on, as its issuer URL (for example
     /// `https://id.example.com/realms/staff`); its discovery document is read from
     /// `<issuer>/.well-known/openid-configuration`. Set together with the client id and secret;
@@ -278,7 +294,7 @@ pub struct Config {
 
 impl Config {
     /// Reads each `*_FILE` secret (`PORCH_METRICS_TOKEN_FILE`, `PORCH_SMTP_URL_FILE`,
-    /// `PORCH_OIDC_CLIENT_SECRET_FILE`) into its setting, trimmed of white space (files usually end with a newline).
+    /// `PORCH_IMAP_URL_FILE`, `PORCH_OIDC_CLIENT_SECRET_FILE`) into its setting, trimmed of white space (files usually end with a newline).
     ///
     /// # Errors
     /// Fails, naming the variable, if a file cannot be read or is empty.
@@ -288,6 +304,9 @@ impl Config {
         }
         if let Some(path) = &self.smtp_url_file {
             self.smtp_url = Some(read_secret_file("PORCH_SMTP_URL_FILE", path)?);
+        }
+        if let Some(path) = &self.imap_url_file {
+            self.imap_url = Some(read_secret_file("PORCH_IMAP_URL_FILE", path)?);
         }
         if let Some(path) = &self.oidc_client_secret_file {
             self.oidc_client_secret =

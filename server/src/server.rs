@@ -15,6 +15,7 @@ use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::{Config, KeySource, LoadedKey};
 use crate::hub::Hub;
 use crate::integrations::email::Mailer;
+use crate::integrations::email::inbound::{ImapSettings, MailReader};
 use crate::integrations::slack::{SlackApi, spawn_socket_mode};
 use crate::integrations::{Destinations, HttpClients, SealingError, seal_clear_secrets};
 use crate::jobs::{Lane, Runner, RunnerConfig};
@@ -109,6 +110,20 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         (Some(url), Some(from)) => Some(Arc::new(Mailer::new(url.expose(), from)?)),
         _ => None,
     };
+    let mail_reader = match (&config.imap_url, &mailer) {
+        (Some(url), Some(mailer)) => {
+            let settings = ImapSettings::parse(url.expose(), config.imap_poll)
+                .map_err(|reason| anyhow::anyhow!("PORCH_IMAP_URL: {reason}"))?;
+            let reader = MailReader::new(
+                settings,
+                chat.clone(),
+                Arc::clone(&readers),
+                mailer.domain().to_owned(),
+            );
+            Some(Arc::new(reader))
+        }
+        _ => None,
+    };
     let slack_api = SlackApi::new(http.known_hosts.clone(), &config.slack_api_url)
         .with_timeout(config.slack_timeout);
     let brakes = Brakes::new(IpLimits {
@@ -130,6 +145,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         runner.queue(),
         http,
         mailer,
+        mail_reader,
         Arc::new(Capacity::new(config.sampler)),
         sso,
         Arc::new(sealing.key),
@@ -161,7 +177,8 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
 }
 
 /// The server's background tasks: maintenance, the event-loop heartbeat, integrity checks, the
-/// capacity sampler, Slack's Socket Mode, single sign-on discovery and the Litestream scraper.
+/// capacity sampler, Slack's Socket Mode, single sign-on discovery, the IMAP reader of mail
+/// replies and the Litestream scraper.
 fn spawn_background(app: &AppState, path: &std::path::Path) {
     spawn_maintenance(app);
     spawn_heartbeat(Arc::clone(&app.meters), app.shutdown.clone());
@@ -177,6 +194,9 @@ fn spawn_background(app: &AppState, path: &std::path::Path) {
     spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());
     if let Some(sso) = &app.sso {
         Arc::clone(sso).spawn_discovery(app.shutdown.clone());
+    }
+    if let Some(reader) = &app.mail_reader {
+        Arc::clone(reader).spawn(app.shutdown.clone());
     }
     spawn_replication_scraper(
         Arc::clone(&app.replication),

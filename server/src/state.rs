@@ -12,6 +12,7 @@ use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::Config;
 use crate::integrations::HttpClients;
 use crate::integrations::email::Mailer;
+use crate::integrations::email::inbound::MailReader;
 use crate::integrations::slack::{SlackApi, SlackInbound};
 use crate::jobs::JobQueue;
 use crate::metrics::{Capacity, Meters, Replication};
@@ -42,6 +43,8 @@ pub struct App {
     pub http: HttpClients,
     /// SMTP, when `PORCH_SMTP_URL` and `PORCH_MAIL_FROM` are set.
     pub mailer: Option<Arc<Mailer>>,
+    /// Reads visitors' mail replies, when `PORCH_IMAP_URL` is set.
+    pub mail_reader: Option<Arc<MailReader>>,
     /// Seals integration secrets for storing and opens them where one is needed.
     pub secret_key: Arc<SecretKey>,
     /// The admin UI's accounts: setup, sign-in, sessions, team.
@@ -76,6 +79,7 @@ impl App {
         jobs: JobQueue,
         http: HttpClients,
         mailer: Option<Arc<Mailer>>,
+        mail_reader: Option<Arc<MailReader>>,
         capacity: Arc<Capacity>,
         sso: Option<Arc<Sso>>,
         secret_key: Arc<SecretKey>,
@@ -107,6 +111,7 @@ impl App {
             jobs,
             http,
             mailer,
+            mail_reader,
             secret_key,
             meters,
             capacity,

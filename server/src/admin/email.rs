@@ -1,6 +1,6 @@
 //! A site's email page (admins only): turn email on with its delays (stored by the same
 //! `email_config` as the API), and the server's SMTP setting with a test mail to the signed-in
-//! admin, sent through the job runner.
+//! admin, sent through the job runner. The card on replies by email is `email_inbound`'s.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -81,6 +81,7 @@ async fn page(
         reply_delay_secs: secs(delays.reply_delay),
         admin_email: who.user.email.clone(),
         test: test_outcome(app, query, JobKind::EmailTest.as_str()).await?,
+        inbound: super::email_inbound::inbound_view(app).await?,
         notice,
     }))
 }

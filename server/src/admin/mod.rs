@@ -11,6 +11,7 @@ pub mod deliveries;
 pub mod destinations;
 pub mod discord;
 pub mod email;
+pub mod email_inbound;
 pub mod inbox;
 mod inbox_query;
 pub mod integrations;

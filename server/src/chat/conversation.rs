@@ -53,6 +53,35 @@ fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, row: Message
     });
 }
 
+/// Shows a newly stored visitor message live (nothing for a resend): on the visitor's other open
+/// connections (not `from_connection`, the sender's) and in the agents' inboxes. Runs as a commit
+/// hook, so in id order.
+pub(super) fn publish_visitor_message(
+    hub: &Hub,
+    new: &NewVisitorMessage,
+    stored: &StoredVisitorMessage,
+    from_connection: Option<u64>,
+) {
+    if stored.is_duplicate {
+        return;
+    }
+    let row = Arc::new(MessageRow {
+        id: stored.id,
+        conversation_id: stored.conversation_id,
+        author: Author::Visitor,
+        author_name: None,
+        client_id: Some(new.client_id.as_str().to_owned()),
+        body: new.body.as_str().to_owned(),
+        created_at: stored.created_at,
+    });
+    let event = VisitorEvent::Message(Arc::clone(&row));
+    hub.publish_to_visitor(stored.visitor_id, &event, from_connection);
+    hub.publish_to_inbox(&InboxEvent {
+        site_id: new.site_id,
+        message: row,
+    });
+}
+
 /// One page of what a returning visitor missed, oldest first.
 #[derive(Debug, Clone)]
 pub struct HistoryPage {
@@ -110,27 +139,10 @@ impl Chat {
         new: NewVisitorMessage,
         from_connection: Option<u64>,
     ) -> Result<StoredVisitorMessage, Error> {
-        let (client_id, body, site_id) = (new.client_id.clone(), new.body.clone(), new.site_id);
+        let published = new.clone();
         let hub = Arc::clone(&self.hub);
         let publish = move |(stored, _): &(StoredVisitorMessage, Vec<store::JobRow>)| {
-            if stored.is_duplicate {
-                return;
-            }
-            let row = Arc::new(MessageRow {
-                id: stored.id,
-                conversation_id: stored.conversation_id,
-                author: Author::Visitor,
-                author_name: None,
-                client_id: Some(client_id.into_string()),
-                body: body.into_string(),
-                created_at: stored.created_at,
-            });
-            let event = VisitorEvent::Message(Arc::clone(&row));
-            hub.publish_to_visitor(stored.visitor_id, &event, from_connection);
-            hub.publish_to_inbox(&InboxEvent {
-                site_id,
-                message: row,
-            });
+            publish_visitor_message(&hub, &published, stored, from_connection);
         };
         let (stored, jobs) = self
             .writer

@@ -244,6 +244,42 @@ impl Config {
         Ok(())
     }
 
+    fn validate_imap(&self, warnings: &mut Vec<Warning>) -> Result<(), ConfigError> {
+        duration(
+            "PORCH_IMAP_POLL",
+            self.imap_poll,
+            Duration::from_secs(1),
+            Duration::from_hours(1),
+        )?;
+        let Some(imap) = &self.imap_url else {
+            return Ok(());
+        };
+        if self.smtp_url.is_none() || self.mail_from.is_none() {
+            return Err(ConfigError::new(
+                "PORCH_IMAP_URL",
+                "needs PORCH_SMTP_URL and PORCH_MAIL_FROM (replies answer Porch's mails)",
+            ));
+        }
+        // The reason never quotes the value: it carries the password.
+        let settings =
+            crate::integrations::email::inbound::ImapSettings::parse(imap.expose(), self.imap_poll)
+                .map_err(|reason| {
+                    ConfigError::new(
+                        "PORCH_IMAP_URL",
+                        format!("{reason} (value not shown: a secret)"),
+                    )
+                })?;
+        let is_local = Url::parse(imap.expose()).is_ok_and(|url| is_loopback_host(&url));
+        if !settings.tls && !is_local {
+            warnings.push(Warning(
+                "PORCH_IMAP_URL is unencrypted imap:// to another host: mail and the password \
+                 cross the network in clear (use imaps://)"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_mail(&self, warnings: &mut Vec<Warning>) -> Result<(), ConfigError> {
         match (&self.smtp_url, &self.mail_from) {
             (Some(_), None) => {
@@ -296,7 +332,7 @@ impl Config {
                 format!("must be an address such as `Porch <chat@example.com>` ({err})"),
             ));
         }
-        Ok(())
+        self.validate_imap(warnings)
     }
 }
 

@@ -302,6 +302,10 @@ fn destination_routes() -> Router<AppState> {
         )
         .route("/sites/{key}/email/test", post(admin::email::test_email))
         .route(
+            "/sites/{key}/email/check",
+            post(admin::email_inbound::check_mailbox),
+        )
+        .route(
             "/sites/{key}/integrations/{id}/disable",
             post(admin::destinations::disable_integration),
         )

@@ -23,6 +23,7 @@ mod jobs;
 mod live_inbox;
 mod lock;
 mod mail;
+mod mail_inbound;
 mod messages;
 mod migrate;
 mod oidc_links;
@@ -89,6 +90,10 @@ pub use lock::{InstanceLock, LOCK_FILE, LockError};
 pub use mail::{
     UnansweredRow, find_site_name, has_visitor_email, insert_email_alerts, list_agent_emails,
     list_unanswered, set_visitor_email,
+};
+pub use mail_inbound::{
+    InboundMailRow, MailOutcome, MailThreadRow, delete_inbound_mail_before, ensure_mail_thread,
+    find_mail_thread, has_inbound_mail, insert_inbound_mail, list_inbound_mail,
 };
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,

@@ -385,3 +385,27 @@ async fn config_values_that_do_not_parse_are_refused_in_one_line_naming_the_vari
     assert_refused(&[("PORCH_SYNCHRONOUS", "maybe")], "PORCH_SYNCHRONOUS").await;
     assert_refused(&[("PORCH_LOG_FORMAT", "xml")], "PORCH_LOG_FORMAT").await;
 }
+
+#[tokio::test]
+async fn config_imap_url_needs_smtp_and_must_parse_without_being_quoted() {
+    assert_refused(
+        &[("PORCH_IMAP_URL", "imaps://chat:hunter2@imap.example.com")],
+        "PORCH_IMAP_URL",
+    )
+    .await;
+    let mail = [
+        ("PORCH_SMTP_URL", "smtp://127.0.0.1:25"),
+        ("PORCH_MAIL_FROM", "chat@example.com"),
+    ];
+    for bad in [
+        "pop3://chat:hunter2@mail.example.com",
+        "imaps://chat@imap.example.com",
+    ] {
+        assert_refused(
+            &[mail[0], mail[1], ("PORCH_IMAP_URL", bad)],
+            "PORCH_IMAP_URL",
+        )
+        .await;
+    }
+    assert_refused(&[("PORCH_IMAP_POLL", "0s")], "PORCH_IMAP_POLL").await;
+}

@@ -202,7 +202,16 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     assert_eq!(header(offline, "from"), "Porch <chat@porch.test>");
     assert_eq!(header(offline, "reply-to"), "Porch <chat@porch.test>");
     assert_eq!(header(offline, "auto-submitted"), "auto-generated");
-    let thread = format!("<porch.conversation-{alice_conversation}@porch.test>");
+    let token: String = app
+        .db()
+        .query_row(
+            "SELECT token FROM mail_threads WHERE conversation_id = ?1",
+            [alice_conversation.0],
+            |r| r.get(0),
+        )
+        .expect("the conversation's mail token");
+    assert_eq!(token.len(), 32, "128 random bits in hex");
+    let thread = format!("<porch.conversation-{alice_conversation}.{token}@porch.test>");
     assert_eq!(header(offline, "in-reply-to"), thread);
     assert_eq!(header(offline, "references"), thread);
     let html = offline["html"].as_str().expect("html");
@@ -244,7 +253,7 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     let job = app.count("SELECT id FROM jobs WHERE kind = 'email.transcript'");
     assert_eq!(
         header(transcript, "message-id"),
-        format!("<porch.transcript-{job}@porch.test>"),
+        format!("<porch.transcript-{job}.{token}@porch.test>"),
         "one Message-ID per closing"
     );
     let html = transcript["html"].as_str().expect("html");

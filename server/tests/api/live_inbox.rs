@@ -7,13 +7,13 @@ use crate::helpers::{TestApp, WAIT};
 use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
 
 /// An agent's open `/inbox/events`, and everything it has sent so far.
-struct LiveInbox {
+pub(crate) struct LiveInbox {
     response: reqwest::Response,
     seen: String,
 }
 
 impl LiveInbox {
-    async fn open(app: &TestApp, who: &Browser) -> Self {
+    pub(crate) async fn open(app: &TestApp, who: &Browser) -> Self {
         let response = crate::inbox::request(app, "GET", "/inbox/events", &who.cookie, None)
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()
@@ -39,7 +39,7 @@ impl LiveInbox {
     /// Reads on until a list item (a `conversation` event) containing `what` has arrived;
     /// returns it, and forgets every event up to it (so the next call looks at newer ones only).
     /// Other events (counts, alerts) are skipped.
-    async fn item_with(&mut self, what: &str) -> String {
+    pub(crate) async fn item_with(&mut self, what: &str) -> String {
         tokio::time::timeout(WAIT, async {
             loop {
                 let mut consumed = 0;

@@ -19,6 +19,7 @@ mod cookie_tossing;
 mod destinations;
 mod discord;
 mod email;
+mod email_inbound;
 mod escaping;
 mod hardening;
 mod health;

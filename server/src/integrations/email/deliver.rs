@@ -8,6 +8,7 @@ use lettre::message::{Mailbox, MultiPart};
 
 use super::digest;
 use super::mailer::{Mailer, escape_html, html_page};
+use crate::clock::now_ms;
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{args, blocked, failed, finish, retry};
 use crate::jobs::{Attempt, EmailArgs, JobKind, Outcome};
@@ -113,26 +114,43 @@ async fn reply(
         escape_html(&message.site_name),
         escape_html(&message.body).replace('\n', "<br>")
     );
-    let id = format!("<porch.message-{}@{}>", message.id, mailer.domain);
     let subject = format!("New reply from {}", message.site_name);
-    send_to_visitor(
-        mailer,
-        id,
-        message.conversation_id,
-        to,
-        subject,
-        text,
-        &html,
-    )
-    .await
+    let thread = VisitorThread::of(destinations, message.conversation_id).await?;
+    let id = mailer.visitor_mail_id(&format!("message-{}", message.id), &thread.token);
+    send_to_visitor(mailer, id, &thread, to, subject, text, &html).await
+}
+
+/// A conversation's mail thread: its id and its token (made on the first mail, then kept).
+pub(super) struct VisitorThread {
+    conversation: ConversationId,
+    token: String,
+}
+
+impl VisitorThread {
+    pub(super) async fn of(
+        destinations: &Destinations,
+        conversation: ConversationId,
+    ) -> Result<Self, Attempt> {
+        let candidate = hex::encode(rand::random::<[u8; 16]>());
+        let token = destinations
+            .writer
+            .write(move |c| store::ensure_mail_thread(c, conversation, &candidate, now_ms()))
+            .await
+            .map_err(retry)?;
+        Ok(Self {
+            conversation,
+            token,
+        })
+    }
 }
 
 /// Sends a mail to a visitor in their conversation's thread (replies go to the install's
-/// address); returns the SMTP server's answer.
-async fn send_to_visitor(
+/// address, where the IMAP reader, if configured, reads them back); returns the SMTP server's
+/// answer.
+pub(super) async fn send_to_visitor(
     mailer: &Mailer,
     message_id: String,
-    conversation: ConversationId,
+    thread: &VisitorThread,
     to: Mailbox,
     subject: String,
     text: String,
@@ -141,7 +159,10 @@ async fn send_to_visitor(
     let mail = mailer
         .builder(
             message_id,
-            Some(mailer.conversation_id_header(conversation)),
+            Some(mailer.visitor_mail_id(
+                &format!("conversation-{}", thread.conversation),
+                &thread.token,
+            )),
         )
         .to(to)
         .reply_to(mailer.from.clone())
@@ -216,9 +237,10 @@ async fn transcript(
             escape_html(&m.body).replace('\n', "<br>")
         );
     }
-    let id = format!("<porch.transcript-{}@{}>", job.id, mailer.domain);
     let subject = format!("Your conversation on {}", context.site_name);
-    send_to_visitor(mailer, id, conversation, to, subject, text, &html).await
+    let thread = VisitorThread::of(destinations, conversation).await?;
+    let id = mailer.visitor_mail_id(&format!("transcript-{}", job.id), &thread.token);
+    send_to_visitor(mailer, id, &thread, to, subject, text, &html).await
 }
 
 #[cfg(test)]

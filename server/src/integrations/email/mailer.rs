@@ -12,7 +12,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use crate::clock::now_ms;
 use crate::jobs::{AccountLink, AccountLinkArgs};
-use crate::store::{ConversationId, JobId};
+use crate::store::JobId;
 
 /// The SMTP server as the email page shows it: never the password.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,9 +81,16 @@ impl Mailer {
         })
     }
 
-    /// The thread root of a conversation's mails.
-    pub fn conversation_id_header(&self, conversation: ConversationId) -> String {
-        format!("<porch.conversation-{conversation}@{}>", self.domain)
+    /// A `Message-ID` of a mail to a conversation's visitor: `what` (`conversation-7` for the
+    /// thread root, `message-42`, `transcript-9`) and the conversation's mail token, which a
+    /// reply's `In-Reply-To`/`References` must name to be read back into the conversation.
+    pub fn visitor_mail_id(&self, what: &str, token: &str) -> String {
+        format!("<porch.{what}.{token}@{}>", self.domain)
+    }
+
+    /// The domain of Porch's `Message-ID`s (`PORCH_MAIL_FROM`'s).
+    pub fn domain(&self) -> &str {
+        &self.domain
     }
 
     /// A mail from the install, automatic, threaded under `thread` if given.

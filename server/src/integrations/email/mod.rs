@@ -1,8 +1,10 @@
 //! Email over SMTP: the agents' digest of unanswered conversations, replies to visitors who are
-//! away, transcripts on close, and account links.
+//! away, transcripts on close, and account links; and visitors' replies read back from an IMAP
+//! mailbox (`inbound`).
 
 mod deliver;
 mod digest;
+pub mod inbound;
 mod mailer;
 mod setup;
 mod team;

@@ -1,0 +1,289 @@
+//! The IMAP reader: every poll interval (or at once when an admin asks), it logs in, takes the
+//! folder's unseen mails oldest first, judges each, posts or records it, and only then marks it
+//! seen, so a crash in between re-reads a mail that the `mail_inbound` record then skips.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_imap::Session;
+use async_imap::types::Fetch;
+use futures_util::StreamExt as _;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
+use tokio_util::sync::CancellationToken;
+
+use super::reply::{MAX_MAIL_BYTES, Verdict, judge, parse_mail, record};
+use super::settings::ImapSettings;
+use crate::chat::Chat;
+use crate::clock::now_ms;
+use crate::store::{self, MailOutcome, Readers};
+
+/// At most this many mails per round, so one round stays short; the rest come next round.
+const ROUND_MAILS: usize = 50;
+/// A round (connect, log in, read, mark) that takes longer is abandoned and counted as failing.
+const ROUND_LIMIT: Duration = Duration::from_mins(2);
+/// Inbound mail records are kept this long (30 days).
+const KEEP_RECORDS_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// The reader's state, as the email page shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReaderHealth {
+    /// When the last round ended (ms), if one has.
+    pub checked_at: Option<i64>,
+    /// The last round's error, `None` when it succeeded.
+    pub error: Option<String>,
+    /// Mails the last successful round took from the mailbox.
+    pub last_round_mails: usize,
+}
+
+/// Reads visitors' replies from one IMAP mailbox into their conversations.
+pub struct MailReader {
+    settings: ImapSettings,
+    chat: Chat,
+    readers: Arc<Readers>,
+    /// Right-hand side of Porch's `Message-ID`s (`PORCH_MAIL_FROM`'s domain).
+    domain: String,
+    health: Mutex<ReaderHealth>,
+    /// Set by "Check now": the next round starts at once.
+    wake: Notify,
+}
+
+impl MailReader {
+    pub fn new(settings: ImapSettings, chat: Chat, readers: Arc<Readers>, domain: String) -> Self {
+        Self {
+            settings,
+            chat,
+            readers,
+            domain,
+            health: Mutex::new(ReaderHealth::default()),
+            wake: Notify::new(),
+        }
+    }
+
+    /// The mailbox as the email page shows it (never the password).
+    pub fn settings(&self) -> &ImapSettings {
+        &self.settings
+    }
+
+    /// The last round's outcome.
+    pub fn health(&self) -> ReaderHealth {
+        self.health.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    /// Starts a round now instead of at the next interval.
+    pub fn check_now(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Runs rounds until shutdown.
+    pub fn spawn(self: Arc<Self>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                let outcome = tokio::time::timeout(ROUND_LIMIT, self.round())
+                    .await
+                    .unwrap_or_else(|_| Err("the IMAP server did not finish in time".into()));
+                if let Err(error) = &outcome {
+                    // The error never holds the password: only the server's words and ours.
+                    tracing::warn!(%error, "reading mail replies failed");
+                }
+                if let Ok(mut health) = self.health.lock() {
+                    health.checked_at = Some(now_ms());
+                    match outcome {
+                        Ok(mails) => {
+                            health.error = None;
+                            health.last_round_mails = mails;
+                        }
+                        Err(error) => health.error = Some(error),
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(self.settings.poll) => {}
+                    () = self.wake.notified() => {}
+                    () = shutdown.cancelled() => break,
+                }
+            }
+        })
+    }
+
+    /// One round; returns how many mails it took.
+    async fn round(&self) -> Result<usize, String> {
+        let cutoff = now_ms() - KEEP_RECORDS_MS;
+        self.chat
+            .forget_inbound_mail_before(cutoff)
+            .await
+            .map_err(|err| format!("database: {err}"))?;
+        let address = (self.settings.host.as_str(), self.settings.port);
+        let tcp = TcpStream::connect(address)
+            .await
+            .map_err(|err| format!("cannot connect to {}:{}: {err}", address.0, address.1))?;
+        if self.settings.tls {
+            let name = ServerName::try_from(self.settings.host.clone())
+                .map_err(|err| format!("not a server name: {err}"))?;
+            let tls = tls_connector()?
+                .connect(name, tcp)
+                .await
+                .map_err(|err| format!("TLS with {}: {err}", self.settings.host))?;
+            self.session(tls).await
+        } else {
+            self.session(tcp).await
+        }
+    }
+
+    async fn session<S>(&self, stream: S) -> Result<usize, String>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Debug + Send,
+    {
+        let mut client = async_imap::Client::new(stream);
+        client
+            .read_response()
+            .await
+            .map_err(|err| format!("IMAP greeting: {err}"))?
+            .ok_or("the IMAP server closed the connection before its greeting")?;
+        let mut session = client
+            .login(&self.settings.user, &self.settings.password)
+            .await
+            .map_err(|(err, _)| format!("the IMAP server refused the login: {err}"))?;
+        let folder = &self.settings.folder;
+        session
+            .select(folder)
+            .await
+            .map_err(|err| format!("cannot open the folder {folder}: {err}"))?;
+        let mut uids: Vec<u32> = session
+            .uid_search("UNSEEN")
+            .await
+            .map_err(|err| format!("IMAP SEARCH: {err}"))?
+            .into_iter()
+            .collect();
+        uids.sort_unstable();
+        uids.truncate(ROUND_MAILS);
+        for &uid in &uids {
+            self.take(&mut session, uid).await?;
+            let mut marked = session
+                .uid_store(uid.to_string(), "+FLAGS.SILENT (\\Seen)")
+                .await
+                .map_err(|err| format!("IMAP STORE: {err}"))?;
+            while let Some(answer) = marked.next().await {
+                answer.map_err(|err| format!("IMAP STORE: {err}"))?;
+            }
+        }
+        // The mails are handled; a failed goodbye changes nothing.
+        let _ = session.logout().await;
+        Ok(uids.len())
+    }
+
+    /// Downloads, judges and posts or records one mail. An error (the database or the
+    /// connection failing) leaves it unseen for the next round.
+    async fn take<S>(&self, session: &mut Session<S>, uid: u32) -> Result<(), String>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Debug + Send,
+    {
+        let size = fetch_one(session, uid, "RFC822.SIZE")
+            .await?
+            .and_then(|f| f.size)
+            .unwrap_or(0);
+        let is_oversize = size > MAX_MAIL_BYTES;
+        let query = if is_oversize {
+            "BODY.PEEK[HEADER]"
+        } else {
+            "BODY.PEEK[]"
+        };
+        let Some(fetched) = fetch_one(session, uid, query).await? else {
+            // Expunged meanwhile: nothing to read.
+            return Ok(());
+        };
+        let raw = if is_oversize {
+            fetched.header()
+        } else {
+            fetched.body()
+        };
+        let now = now_ms();
+        let mail = match parse_mail(raw.unwrap_or_default(), &self.domain) {
+            Ok(mail) => mail,
+            Err(reason) => {
+                let raw = raw.unwrap_or_default();
+                let row = super::reply::unreadable(raw, &reason, now);
+                return self.keep(row).await;
+            }
+        };
+        if is_oversize {
+            let reason =
+                format!("too large ({size} bytes; the limit is {MAX_MAIL_BYTES}): not downloaded");
+            return self
+                .keep(record(&mail, MailOutcome::Skipped, reason, now))
+                .await;
+        }
+        let tokens = mail.tokens.clone();
+        let thread = self
+            .readers
+            .read(move |c| {
+                for token in &tokens {
+                    if let Some(thread) = store::find_mail_thread(c, token)? {
+                        return Ok(Some(thread));
+                    }
+                }
+                Ok(None)
+            })
+            .await
+            .map_err(|err| format!("database: {err}"))?;
+        match judge(&mail, thread, now) {
+            Verdict::Post(reply) => {
+                self.chat
+                    .post_mail_reply(*reply)
+                    .await
+                    .map_err(|err| format!("database: {err}"))?;
+                Ok(())
+            }
+            Verdict::Record(row) => self.keep(row).await,
+        }
+    }
+
+    async fn keep(&self, row: store::InboundMailRow) -> Result<(), String> {
+        self.chat
+            .record_inbound_mail(row)
+            .await
+            .map(|_| ())
+            .map_err(|err| format!("database: {err}"))
+    }
+}
+
+/// The one answer to a `UID FETCH` of one mail, if it still exists.
+async fn fetch_one<S>(
+    session: &mut Session<S>,
+    uid: u32,
+    query: &str,
+) -> Result<Option<Fetch>, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Debug + Send,
+{
+    let mut answers = session
+        .uid_fetch(uid.to_string(), query)
+        .await
+        .map_err(|err| format!("IMAP FETCH: {err}"))?;
+    let mut found = None;
+    while let Some(answer) = answers.next().await {
+        let fetch = answer.map_err(|err| format!("IMAP FETCH: {err}"))?;
+        if fetch.uid == Some(uid) {
+            found = Some(fetch);
+        }
+    }
+    Ok(found)
+}
+
+/// TLS with the web's root certificates (like the SMTP client), ring as the provider.
+fn tls_connector() -> Result<TlsConnector, String> {
+    let roots = RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|err| format!("TLS: {err}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    Ok(TlsConnector::from(Arc::new(config)))
+}

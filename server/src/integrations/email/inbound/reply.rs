@@ -1,0 +1,293 @@
+//! One mail from the mailbox, parsed (mail-parser) and judged: posted as the visitor's message
+//! when it answers one of Porch's mails (a token in `In-Reply-To`/`References`) and comes from
+//! the visitor's saved address; otherwise refused or skipped with a reason admins see.
+
+use mail_parser::{MessageParser, MimeHeaders as _, PartType};
+use sha2::{Digest as _, Sha256};
+
+use super::text::{html_to_text, strip_quoted};
+use crate::chat::{ClientId, MAX_BODY_CHARS, MailReply, MessageBody};
+use crate::store::{InboundMailRow, MailOutcome, MailThreadRow};
+
+/// Mails above this size are not downloaded, only recorded as skipped: a reply is text, and
+/// anything this large is attachments Porch would drop anyway.
+pub const MAX_MAIL_BYTES: u32 = 4 * 1024 * 1024;
+
+/// The length of a conversation's mail token (hex of 128 random bits).
+const TOKEN_LEN: usize = 32;
+
+/// What the reader needs from a mail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mail {
+    /// `<Message-ID>`, or `sha256:…` of the raw mail when it has none.
+    pub id: String,
+    /// The `From` address, lower case.
+    pub sender: String,
+    pub subject: String,
+    /// Conversation tokens named by `In-Reply-To` and `References`, nearest first.
+    pub tokens: Vec<String>,
+    /// `Auto-Submitted` (other than `no`) or `Precedence: bulk/junk/list/auto_reply`.
+    pub is_automatic: bool,
+    /// The new text (quoted history stripped); `None` when the mail has no text part.
+    pub text: Option<String>,
+}
+
+/// Parses a raw mail (or only its header, for one too large to download).
+///
+/// # Errors
+/// The reason it cannot be read: not a mail at all, or no sender address.
+pub fn parse_mail(raw: &[u8], domain: &str) -> Result<Mail, String> {
+    let message = MessageParser::default()
+        .parse(raw)
+        .filter(|m| !m.parts.is_empty() && !m.parts[0].headers.is_empty())
+        .ok_or("not a mail (no header could be parsed)")?;
+    let id = message.message_id().map_or_else(
+        || format!("sha256:{}", hex::encode(Sha256::digest(raw))),
+        |id| format!("<{id}>"),
+    );
+    let sender = message
+        .from()
+        .and_then(|from| from.first())
+        .and_then(|addr| addr.address())
+        .map(str::to_lowercase)
+        .ok_or("no sender address (From)")?;
+    let mut tokens = Vec::new();
+    for header in [message.in_reply_to(), message.references()] {
+        for id in header.as_text_list().unwrap_or_default().iter().rev() {
+            if let Some(token) = porch_token(id, domain) {
+                tokens.push(token.to_owned());
+            }
+        }
+    }
+    let header_text = |name: &str| {
+        message
+            .header_raw(name)
+            .map(|v| v.trim().to_ascii_lowercase())
+    };
+    let is_automatic = header_text("Auto-Submitted").is_some_and(|v| v != "no")
+        || header_text("Precedence")
+            .is_some_and(|v| matches!(v.as_str(), "bulk" | "junk" | "list" | "auto_reply"));
+    let text = message
+        .text_body
+        .first()
+        .and_then(|&part| message.part(part))
+        .and_then(|part| match &part.body {
+            PartType::Text(text) => Some(strip_quoted(text)),
+            PartType::Html(html) => Some(strip_quoted(&html_to_text(html))),
+            _ => None,
+        })
+        .or_else(|| {
+            // A lone HTML part that mail-parser did not list as a text body.
+            message
+                .parts
+                .iter()
+                .find(|p| p.is_content_type("text", "html"))
+                .and_then(|p| p.text_contents())
+                .map(|html| strip_quoted(&html_to_text(html)))
+        });
+    Ok(Mail {
+        id,
+        sender,
+        subject: message.subject().unwrap_or_default().to_owned(),
+        tokens,
+        is_automatic,
+        text,
+    })
+}
+
+/// The conversation token in one of our `Message-ID`s (`porch.{what}.{token}@{domain}`).
+fn porch_token<'a>(id: &'a str, domain: &str) -> Option<&'a str> {
+    let id = id.trim().trim_start_matches('<').trim_end_matches('>');
+    let (local, host) = id.rsplit_once('@')?;
+    if !host.eq_ignore_ascii_case(domain) || !local.starts_with("porch.") {
+        return None;
+    }
+    let (_, token) = local.rsplit_once('.')?;
+    (token.len() == TOKEN_LEN && token.bytes().all(|b| b.is_ascii_hexdigit())).then_some(token)
+}
+
+/// What to do with a mail.
+#[derive(Debug)]
+pub enum Verdict {
+    Post(Box<MailReply>),
+    /// Refused or skipped: only recorded, with the reason.
+    Record(InboundMailRow),
+}
+
+/// A record of `mail` with its outcome.
+pub fn record(mail: &Mail, outcome: MailOutcome, reason: String, now: i64) -> InboundMailRow {
+    InboundMailRow {
+        mail_id: mail.id.clone(),
+        sender: mail.sender.clone(),
+        subject: mail.subject.clone(),
+        conversation_id: None,
+        message_id: None,
+        outcome: outcome.as_str().to_owned(),
+        reason,
+        received_at: now,
+    }
+}
+
+/// The record of a mail that cannot be read, under a digest of its bytes (the same mail read
+/// again is recognised).
+pub fn unreadable(raw: &[u8], reason: &str, now: i64) -> InboundMailRow {
+    InboundMailRow {
+        mail_id: format!("sha256:{}", hex::encode(Sha256::digest(raw))),
+        sender: String::new(),
+        subject: String::new(),
+        conversation_id: None,
+        message_id: None,
+        outcome: MailOutcome::Skipped.as_str().to_owned(),
+        reason: format!("unreadable: {reason}"),
+        received_at: now,
+    }
+}
+
+/// Judges a parsed mail against the conversation its token names (`thread`, if any).
+pub fn judge(mail: &Mail, thread: Option<MailThreadRow>, now: i64) -> Verdict {
+    let refuse = |reason: String| Verdict::Record(record(mail, MailOutcome::Refused, reason, now));
+    let skip =
+        |reason: &str| Verdict::Record(record(mail, MailOutcome::Skipped, reason.into(), now));
+    if mail.is_automatic {
+        return skip("an automatic reply (Auto-Submitted or Precedence)");
+    }
+    if mail.tokens.is_empty() {
+        return refuse(
+            "not a reply to a Porch mail (no Porch Message-ID in In-Reply-To or References)".into(),
+        );
+    }
+    let Some(thread) = thread else {
+        return refuse("it answers a conversation that no longer exists".into());
+    };
+    let Some(visitor_email) = thread.visitor_email.as_deref() else {
+        return refuse("the visitor of that conversation has no saved address".into());
+    };
+    if !visitor_email.eq_ignore_ascii_case(&mail.sender) {
+        return refuse(format!(
+            "sent from {}, not from the visitor's address {visitor_email}",
+            mail.sender
+        ));
+    }
+    let Some(text) = mail.text.as_deref().filter(|t| !t.is_empty()) else {
+        return skip("no new text (only quoted history, or no text part)");
+    };
+    let Ok(body) = MessageBody::parse(&clip(text)) else {
+        return skip("no new text (only quoted history, or no text part)");
+    };
+    let digest = hex::encode(Sha256::digest(mail.id.as_bytes()));
+    let Ok(client_id) = ClientId::parse(&format!("mail-{}", &digest[..40])) else {
+        return skip("unreachable: the mail's client id is malformed");
+    };
+    let mut posted = record(mail, MailOutcome::Posted, "posted".into(), now);
+    posted.conversation_id = Some(thread.conversation_id);
+    Verdict::Post(Box::new(MailReply {
+        thread,
+        record: posted,
+        client_id,
+        body,
+    }))
+}
+
+/// The text cut to a message's limit, marked with "…" where it was cut.
+fn clip(text: &str) -> String {
+    if text.chars().count() <= MAX_BODY_CHARS {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(MAX_BODY_CHARS - 1).collect();
+    clipped.push('…');
+    clipped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{ConversationId, SiteId, VisitorId};
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    fn thread(email: Option<&str>) -> MailThreadRow {
+        MailThreadRow {
+            conversation_id: ConversationId(7),
+            visitor_id: VisitorId(3),
+            site_id: SiteId(1),
+            visitor_email: email.map(str::to_owned),
+        }
+    }
+
+    fn mail(from: &str, extra: &str, body: &str) -> Vec<u8> {
+        format!(
+            "From: Ana <{from}>\r\nTo: chat@porch.test\r\nSubject: Re: New reply\r\n\
+             Message-ID: <reply-1@example.org>\r\n\
+             In-Reply-To: <porch.message-9.{TOKEN}@porch.test>\r\n\
+             References: <porch.conversation-7.{TOKEN}@porch.test> <porch.message-9.{TOKEN}@porch.test>\r\n\
+             {extra}Content-Type: text/plain; charset=utf-8\r\n\r\n{body}"
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_reply_from_the_visitor_is_posted_without_its_quote() {
+        let raw = mail(
+            "Ana@Example.org",
+            "",
+            "Blue, please.\r\n\r\nOn Tue, Shop <chat@porch.test> wrote:\r\n> Which colour?\r\n",
+        );
+        let parsed = parse_mail(&raw, "porch.test").expect("parsed");
+        assert_eq!(parsed.id, "<reply-1@example.org>");
+        assert_eq!(parsed.tokens, vec![TOKEN, TOKEN, TOKEN]);
+        match judge(&parsed, Some(thread(Some("ana@example.org"))), 5) {
+            Verdict::Post(reply) => {
+                assert_eq!(reply.body.as_str(), "Blue, please.");
+                assert_eq!(reply.record.conversation_id, Some(ConversationId(7)));
+            }
+            Verdict::Record(row) => panic!("not posted: {}", row.reason),
+        }
+    }
+
+    #[test]
+    fn another_sender_is_refused_with_the_reason() {
+        let parsed =
+            parse_mail(&mail("mallory@evil.test", "", "hi"), "porch.test").expect("parsed");
+        let Verdict::Record(row) = judge(&parsed, Some(thread(Some("ana@example.org"))), 5) else {
+            panic!("posted a forged sender");
+        };
+        assert_eq!(row.outcome, "refused");
+        assert!(row.reason.contains("mallory@evil.test"), "{}", row.reason);
+    }
+
+    #[test]
+    fn other_domains_guessed_tokens_and_automatic_replies_are_not_posted() {
+        assert_eq!(
+            porch_token(&format!("porch.message-9.{TOKEN}@other.test"), "porch.test"),
+            None
+        );
+        assert_eq!(
+            porch_token("porch.conversation-7@porch.test", "porch.test"),
+            None
+        );
+        let auto = mail(
+            "ana@example.org",
+            "Auto-Submitted: auto-replied\r\n",
+            "Away",
+        );
+        let parsed = parse_mail(&auto, "porch.test").expect("parsed");
+        let Verdict::Record(row) = judge(&parsed, Some(thread(Some("ana@example.org"))), 5) else {
+            panic!("posted an automatic reply");
+        };
+        assert_eq!(row.outcome, "skipped");
+    }
+
+    #[test]
+    fn garbage_is_not_a_mail() {
+        assert!(parse_mail(b"\x00\x01\x02", "porch.test").is_err());
+        assert!(parse_mail(b"Subject: no sender\r\n\r\nhi", "porch.test").is_err());
+    }
+
+    #[test]
+    fn a_long_reply_is_clipped_to_a_message() {
+        let long = "a".repeat(MAX_BODY_CHARS + 10);
+        let clipped = clip(&long);
+        assert_eq!(clipped.chars().count(), MAX_BODY_CHARS);
+        assert!(clipped.ends_with('…'));
+    }
+}

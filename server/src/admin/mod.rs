@@ -18,6 +18,7 @@ pub mod live;
 mod page;
 pub mod privacy;
 pub mod session;
+pub mod site_identity;
 pub mod sites;
 pub mod sso;
 mod tally;

@@ -18,6 +18,8 @@ pub enum AuditAction {
     SiteCreated,
     SiteUpdated,
     SiteDeleted,
+    SiteIdentitySecretRotated,
+    SiteIdentitySecretRemoved,
     IntegrationCreated,
     IntegrationUpdated,
     IntegrationSecretRotated,
@@ -39,7 +41,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 31] = [
+    pub const ALL: [Self; 33] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -54,6 +56,8 @@ impl AuditAction {
         Self::SiteCreated,
         Self::SiteUpdated,
         Self::SiteDeleted,
+        Self::SiteIdentitySecretRotated,
+        Self::SiteIdentitySecretRemoved,
         Self::IntegrationCreated,
         Self::IntegrationUpdated,
         Self::IntegrationSecretRotated,
@@ -90,6 +94,8 @@ impl AuditAction {
             Self::SiteCreated => "site.created",
             Self::SiteUpdated => "site.updated",
             Self::SiteDeleted => "site.deleted",
+            Self::SiteIdentitySecretRotated => "site.identity_secret_rotated",
+            Self::SiteIdentitySecretRemoved => "site.identity_secret_removed",
             Self::IntegrationCreated => "integration.created",
             Self::IntegrationUpdated => "integration.updated",
             Self::IntegrationSecretRotated => "integration.secret_rotated",

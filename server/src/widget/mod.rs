@@ -4,6 +4,7 @@
 pub mod brake;
 mod connection;
 mod endpoint;
+mod identity;
 mod protocol;
 mod self_service;
 mod typing;

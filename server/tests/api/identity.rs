@@ -8,6 +8,7 @@ use sha2::Sha256;
 
 use crate::helpers::{ORIGIN, TestApp, Widget};
 use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
+use crate::privacy::cli;
 use crate::sealed_secrets::{porch_cli, stop};
 
 /// What a site's server computes: lower-case hex HMAC-SHA256 of the user id.
@@ -339,4 +340,61 @@ async fn the_identity_secret_still_verifies_after_the_sealing_key_is_rotated() {
         )
         .expect("audited");
     assert!(detail.contains("\"identity_secrets\":1"), "{detail}");
+}
+
+#[tokio::test]
+async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let secret = rotate_secret(&app, &admin, &site).await;
+    let (mut ada, _) = browser_with(
+        &app,
+        &site,
+        json!({"id": "u-42", "name": "Ada", "email": "ada@example.org",
+               "user_hash": user_hash(&secret, "u-42")}),
+    )
+    .await;
+    assert_eq!(ada.say("c-1", "Hi").await["type"], "ack");
+    let (mut eve, _) = browser_with(
+        &app,
+        &site,
+        json!({"id": "u-42", "name": "Eve", "email": "eve@example.org"}),
+    )
+    .await;
+    assert_eq!(eve.say("c-1", "Hi").await["type"], "ack");
+
+    let out = cli(&app, &["export", "--email", "ada@example.org"]);
+    let exports: Value = serde_json::from_str(&out).expect("JSON");
+    let visitor = &exports[0]["visitor"];
+    assert_eq!(
+        (
+            &visitor["user_id"],
+            &visitor["name"],
+            &visitor["claimed_user_id"]
+        ),
+        (&json!("u-42"), &json!("Ada"), &Value::Null),
+        "{visitor}"
+    );
+    let eve_id = app.count("SELECT id FROM visitors WHERE claimed_user_id IS NOT NULL");
+    let out = cli(&app, &["export", "--visitor", &eve_id.to_string()]);
+    let exports: Value = serde_json::from_str(&out).expect("JSON");
+    let visitor = &exports[0]["visitor"];
+    assert_eq!(
+        [
+            &visitor["user_id"],
+            &visitor["claimed_user_id"],
+            &visitor["claimed_name"],
+            &visitor["claimed_email"],
+            &visitor["email"],
+        ],
+        [
+            &Value::Null,
+            &json!("u-42"),
+            &json!("Eve"),
+            &json!("eve@example.org"),
+            &Value::Null
+        ],
+        "{visitor}"
+    );
 }

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, document};
 
 /// The known-visitors page of a site.
 #[derive(Debug, Clone)]
@@ -82,13 +82,5 @@ pub fn render_site_identity(view: SiteIdentityView) -> String {
                 verifying at once. See the widget guide (docs/widget.md, Known visitors)."</p>
         </section>
     };
-    document(
-        &title,
-        Some(Nav {
-            section: Section::Sites,
-            ..view.nav
-        }),
-        true,
-        content.into_any(),
-    )
+    document(&title, Some(view.nav), true, content.into_any())
 }

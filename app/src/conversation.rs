@@ -46,6 +46,10 @@ pub struct VisitorDetailsView {
     pub language: Option<String>,
     /// IANA name; the page's script shows the visitor's local time in it.
     pub time_zone: Option<String>,
+    /// The site's user id, vouched for with a valid `user_hash` (docs/widget.md#known-visitors).
+    pub verified_user: Option<String>,
+    /// What the page claimed without a valid hash (id, name, email on one line).
+    pub unverified_claim: Option<String>,
 }
 
 /// An agent one can assign to.
@@ -243,6 +247,14 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                 <dl class="details">
                     <dt>"Site"</dt>
                     <dd>{visitor.site}</dd>
+                    {visitor.verified_user.map(|id| view! {
+                        <dt>"User"</dt>
+                        <dd data-identity="verified">{id}" "<span class="badge badge-open">"verified"</span></dd>
+                    })}
+                    {visitor.unverified_claim.map(|claim| view! {
+                        <dt>"Says they are"</dt>
+                        <dd data-identity="unverified">{claim}" "<span class="badge badge-muted">"unverified"</span></dd>
+                    })}
                     {detail("Email", visitor.email)}
                     {page_link}
                     {detail("First page", first_page)}

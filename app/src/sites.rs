@@ -209,6 +209,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
         <NoticeBox notice=view.notice/>
         {snippet}
         {integrations}
+        {view.key.as_deref().map(crate::site_identity::known_visitors_link)}
         <form method="post" action=action class="card stack" aria-label="Site settings">
             <CsrfField token=csrf/>
             <fieldset>

@@ -337,6 +337,9 @@
       try { hello.time_zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch { /* old browser */ }
       const token = read(key("token"));
       if (token) hello.token = token;
+      // Known visitors (docs/widget.md): the host page's logged-in user, verified by the server with user_hash.
+      const u = c.user;
+      if (u && typeof u === "object") hello.identity = { id: u.id, name: u.name, email: u.email, user_hash: u.user_hash };
       sock.send(JSON.stringify(hello));
     };
     sock.onmessage = (e) => {
@@ -494,6 +497,12 @@
   // browser keeps and connect again as a new visitor.
   const startAfresh = () => {
     for (const k of ["token", "pending", "email"]) write(key(k), null);
+    restart();
+    showError("Your data was deleted.");
+  };
+  // Another visitor from now on (after an erasure, or Porch.identify with another user): clear the view and
+  // say hello again, so the history shown is the new visitor's, from the start.
+  const restart = () => {
     byId.clear();
     byClientId.clear();
     lastId = seenUpTo = 0;
@@ -505,8 +514,11 @@
     ws = null;
     isReady = false;
     try { old?.close(); } catch { /* already closed */ }
-    showError("Your data was deleted.");
     connect();
+  };
+  P.identify = (u) => {
+    c.user = u || undefined;
+    restart();
   };
 
   // --- the offline capture

@@ -19,6 +19,7 @@ pub mod live;
 mod page;
 pub mod privacy;
 pub mod session;
+pub mod site_identity;
 pub mod sites;
 mod sse;
 pub mod sso;

@@ -7,7 +7,9 @@ use porch_app::conversation::{
 use porch_app::inbox::InboxItemView;
 
 use crate::chat::ConversationView;
-use crate::store::{InboxItemRow, InboxQuery, MessageDelivery, MessageRow, UserId};
+use crate::store::{
+    InboxItemRow, InboxQuery, MessageDelivery, MessageRow, UserId, VisitorIdentityRow,
+};
 use crate::values::Author;
 
 use super::inbox_query::format_cursor;
@@ -162,8 +164,25 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             referrer: details.and_then(|d| d.referrer.clone()),
             language: details.and_then(|d| d.language.clone()),
             time_zone: details.and_then(|d| d.time_zone.clone()),
+            verified_user: view.identity.user_id.clone(),
+            unverified_claim: unverified_claim(&view.identity),
         },
     }
+}
+
+/// What a page claimed without a valid `user_hash`, on one line (id, name, email).
+fn unverified_claim(identity: &VisitorIdentityRow) -> Option<String> {
+    let id = identity.claimed_user_id.as_ref()?;
+    let parts: Vec<&str> = [
+        Some(id),
+        identity.claimed_name.as_ref(),
+        identity.claimed_email.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .collect();
+    Some(parts.join(" \u{b7} "))
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ pub enum AuditAction {
     SiteCreated,
     SiteUpdated,
     SiteDeleted,
+    SiteIdentitySecretRotated,
+    SiteIdentitySecretRemoved,
     IntegrationCreated,
     IntegrationUpdated,
     IntegrationSecretRotated,
@@ -40,7 +42,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 34] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -55,6 +57,8 @@ impl AuditAction {
         Self::SiteCreated,
         Self::SiteUpdated,
         Self::SiteDeleted,
+        Self::SiteIdentitySecretRotated,
+        Self::SiteIdentitySecretRemoved,
         Self::IntegrationCreated,
         Self::IntegrationUpdated,
         Self::IntegrationSecretRotated,
@@ -92,6 +96,8 @@ impl AuditAction {
             Self::SiteCreated => "site.created",
             Self::SiteUpdated => "site.updated",
             Self::SiteDeleted => "site.deleted",
+            Self::SiteIdentitySecretRotated => "site.identity_secret_rotated",
+            Self::SiteIdentitySecretRemoved => "site.identity_secret_removed",
             Self::IntegrationCreated => "integration.created",
             Self::IntegrationUpdated => "integration.updated",
             Self::IntegrationSecretRotated => "integration.secret_rotated",

@@ -59,6 +59,8 @@ impl Via {
 pub struct ConversationView {
     pub item: InboxItemRow,
     pub visitor: Option<VisitorDetailsRow>,
+    /// Who the site says the visitor is, verified or only claimed.
+    pub identity: store::VisitorIdentityRow,
     pub messages: Vec<MessageRow>,
     /// Agents it can be assigned to (enabled users).
     pub agents: Vec<UserRow>,
@@ -138,11 +140,13 @@ impl Chat {
                     return Ok(None);
                 };
                 let visitor = store::find_visitor_details(c, item.visitor_id)?;
+                let identity = store::find_visitor_identity(c, item.visitor_id)?;
                 let messages = store::list_conversation_messages(c, id)?;
                 let agents = enabled_agents(c)?;
                 Ok(Some(ConversationView {
                     item,
                     visitor,
+                    identity,
                     messages,
                     agents,
                 }))

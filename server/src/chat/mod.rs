@@ -3,6 +3,7 @@
 
 mod conversation;
 mod error;
+mod identity;
 mod inbox;
 mod live_items;
 mod mail;
@@ -14,6 +15,10 @@ mod writes;
 
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
+pub use identity::{
+    find_identity_secret, open_identity_secret, remove_identity_secret, reseal_identity_secrets,
+    rotate_identity_secret,
+};
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
 pub use mail::MailReply;

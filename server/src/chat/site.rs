@@ -6,6 +6,7 @@ use std::fmt::Write;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::secrets::Sealed;
 use crate::store::{self, Readers, SiteId, SiteRow};
 use crate::values::{Origin, SiteLimits};
 
@@ -26,6 +27,9 @@ pub struct Site {
     pub position: String,
     pub origins: Vec<Origin>,
     pub limits: SiteLimits,
+    /// The sealed identity secret that verifies known visitors' `user_hash`; `None` when the
+    /// site has not turned known visitors on. Opened only to check a hash.
+    pub identity_secret: Option<Sealed>,
 }
 
 impl Site {
@@ -45,6 +49,7 @@ impl Site {
             greeting: settings.greeting,
             color: settings.color,
             position: settings.position,
+            identity_secret: None,
         }
     }
 
@@ -103,11 +108,22 @@ impl SiteDirectory {
             return Ok(site.clone());
         }
         let owned = key.to_owned();
-        let row = self
+        let found = self
             .readers
-            .read(move |c| store::find_site_by_key(c, &owned))
+            .read(move |c| {
+                let Some(row) = store::find_site_by_key(c, &owned)? else {
+                    return Ok(None);
+                };
+                let secret = store::find_site_identity_secret(c, row.id)?;
+                Ok(Some((row, secret)))
+            })
             .await?;
-        let site = row.map(|r| Arc::new(Site::from_row(r)));
+        let site = found.map(|(row, identity_secret)| {
+            Arc::new(Site {
+                identity_secret,
+                ..Site::from_row(row)
+            })
+        });
         if let Ok(mut cache) = self.cache.write() {
             let misses = cache.values().filter(|(_, s)| s.is_none()).count();
             if site.is_some() || misses < MAX_CACHED_MISSES {

@@ -75,7 +75,10 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
             current.source.describe()
         )
     })?;
-    let detail = json!({"from_key": current.key.id(), "integrations": count});
+    // Sites' identity secrets (known visitors) are sealed with the same key.
+    let sites = crate::chat::reseal_identity_secrets(&tx, &current.key, &new)?;
+    let detail =
+        json!({"from_key": current.key.id(), "integrations": count, "identity_secrets": sites});
     audit::record(
         &tx,
         &Actor::cli(),

@@ -171,6 +171,18 @@ fn admin_routes() -> Router<AppState> {
             "/sites/{key}/delete",
             get(admin::sites::delete_site_page).post(admin::sites::delete_site),
         )
+        .route(
+            "/sites/{key}/identity",
+            get(admin::site_identity::identity_page),
+        )
+        .route(
+            "/sites/{key}/identity/rotate",
+            post(admin::site_identity::rotate_identity),
+        )
+        .route(
+            "/sites/{key}/identity/remove",
+            post(admin::site_identity::remove_identity),
+        )
         .merge(destination_routes())
         .route("/deliveries", get(admin::deliveries::deliveries_page))
         .route(

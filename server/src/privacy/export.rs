@@ -113,6 +113,10 @@ impl PersonData {
                 "referrer": v.referrer,
                 "language": v.language,
                 "time_zone": v.time_zone,
+                "user_id": v.user_id,
+                "claimed_user_id": v.claimed_user_id,
+                "claimed_name": v.claimed_name,
+                "claimed_email": v.claimed_email,
                 "first_seen_at": v.first_seen_at,
                 "last_seen_at": v.last_seen_at,
             },
@@ -204,6 +208,8 @@ pub fn ndjson_line(conn: &Connection, c: &ConversationRecord) -> Result<String, 
         json!({"id": v.id, "name": v.name, "email": v.email, "first_page": v.first_page,
                "last_page": v.last_page, "user_agent": v.user_agent, "ip": v.ip,
                "referrer": v.referrer, "language": v.language, "time_zone": v.time_zone,
+               "user_id": v.user_id, "claimed_user_id": v.claimed_user_id,
+               "claimed_name": v.claimed_name, "claimed_email": v.claimed_email,
                "first_seen_at": v.first_seen_at, "last_seen_at": v.last_seen_at})
     });
     Ok(line.to_string())

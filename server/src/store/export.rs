@@ -23,6 +23,11 @@ pub struct VisitorRecord {
     pub referrer: Option<String>,
     pub language: Option<String>,
     pub time_zone: Option<String>,
+    /// The site's user id of a verified known visitor, and what a page claimed unverified.
+    pub user_id: Option<String>,
+    pub claimed_user_id: Option<String>,
+    pub claimed_name: Option<String>,
+    pub claimed_email: Option<String>,
     /// Their conversations, and every message in them (agents' replies included).
     pub conversations: i64,
     pub messages: i64,
@@ -57,6 +62,7 @@ pub struct JobRecord {
 
 const VISITOR: &str = "SELECT v.id, s.key, s.name, v.name, v.email, v.first_page, v.last_page, \
     v.user_agent, v.ip, v.first_seen_at, v.last_seen_at, v.referrer, v.language, v.time_zone, \
+    v.user_id, v.claimed_user_id, v.claimed_name, v.claimed_email, \
     (SELECT count(*) FROM conversations c WHERE c.visitor_id = v.id), \
     (SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id \
       WHERE c.visitor_id = v.id) \
@@ -78,8 +84,12 @@ fn visitor_from_row(r: &Row<'_>) -> rusqlite::Result<VisitorRecord> {
         referrer: r.get(11)?,
         language: r.get(12)?,
         time_zone: r.get(13)?,
-        conversations: r.get(14)?,
-        messages: r.get(15)?,
+        user_id: r.get(14)?,
+        claimed_user_id: r.get(15)?,
+        claimed_name: r.get(16)?,
+        claimed_email: r.get(17)?,
+        conversations: r.get(18)?,
+        messages: r.get(19)?,
     })
 }
 

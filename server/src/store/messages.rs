@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::values::{Author, ClientId, MessageBody};
 
 use super::conversations::{open_conversation, touch_conversation};
+use super::identity::record_visitor_identity;
 use super::visitors::{VisitorDetails, refresh_visitor, upsert_visitor};
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 
@@ -77,6 +78,9 @@ pub fn insert_visitor_message(
         }
         None => upsert_visitor(conn, new.site_id, &new.token_hash, &new.details, new.now)?,
     };
+    if let Some(identity) = &new.details.context.identity {
+        record_visitor_identity(conn, visitor_id, identity)?;
+    }
     let earlier = conn
         .prepare_cached(
             "SELECT id, conversation_id, created_at FROM messages \

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0015_visitor_context.sql"),
     include_str!("../../../migrations/0016_reads_by_conversation.sql"),
     include_str!("../../../migrations/0017_mail_inbound.sql"),
+    include_str!("../../../migrations/0018_known_visitors.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -14,6 +14,7 @@ mod deliveries;
 mod delivery;
 mod error;
 mod export;
+mod identity;
 mod ids;
 mod inbox;
 mod inbox_list;
@@ -69,6 +70,10 @@ pub use export::{
     ConversationRecord, JobRecord, VisitorRecord, find_visitor_record,
     find_visitor_record_by_token_hash, find_visitors_by_email, list_conversations_after,
     list_visitor_conversation_ids, list_visitor_conversations, list_visitor_jobs,
+};
+pub use identity::{
+    VisitorIdentityRow, delete_site_identity_secret, find_site_identity_secret,
+    find_visitor_identity, list_site_identity_secrets, upsert_site_identity_secret,
 };
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
 pub use integrations::{

@@ -2,12 +2,14 @@
 //! from the crate, so the store may take these types as well as the domain that parses them.
 
 mod author;
+mod identity;
 mod site;
 mod text;
 mod token_scope;
 mod visitor_context;
 
 pub use author::Author;
+pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use site::{SiteLimits, SiteSettings};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
 pub use token_scope::TokenScope;

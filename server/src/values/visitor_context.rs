@@ -3,6 +3,8 @@
 //! conversation, so every field is optional and anything malformed is dropped rather than
 //! refused: a bad hint must never cost the visitor their chat.
 
+use super::VisitorIdentity;
+
 /// Longest page or referrer URL kept, in characters.
 pub const MAX_URL_CHARS: usize = 2048;
 /// Longest language tag kept (BCP 47 tags in practice stay far below).
@@ -21,6 +23,8 @@ pub struct VisitorContext {
     pub language: Option<String>,
     /// The browser's IANA time zone, such as `Europe/Berlin`.
     pub time_zone: Option<String>,
+    /// Who the host page says the visitor is, verified or not; set once `hello` is checked.
+    pub identity: Option<VisitorIdentity>,
 }
 
 impl VisitorContext {
@@ -37,6 +41,7 @@ impl VisitorContext {
             referrer: referrer.and_then(|r| url(&r)),
             language: language.filter(|l| is_language_tag(l)),
             time_zone: time_zone.filter(|z| is_time_zone_name(z)),
+            identity: None,
         }
     }
 }

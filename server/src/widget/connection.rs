@@ -12,7 +12,7 @@ use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 
-use crate::chat::{self, ClientId, HistoryPage, MessageBody, Site, hash_token};
+use crate::chat::{self, ClientId, HistoryPage, MessageBody, Site};
 use crate::clock::now_ms;
 use crate::hub::{VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
@@ -22,6 +22,7 @@ use crate::store::{
 use crate::values::{Author, VisitorContext};
 
 use super::brake::Refusal;
+use super::identity::{IdentityClaim, resolve_identity, visitor_hash};
 use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
 use super::receipts;
 use super::typing::VisitorTyping;
@@ -96,10 +97,12 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
             return;
         }
     };
-    let Ok(Some((token, last_id, context))) = await_hello(&app, &mut sink, &mut stream).await
+    let Ok(Some((token, last_id, mut context, claim))) =
+        await_hello(&app, &mut sink, &mut stream).await
     else {
         return;
     };
+    context.identity = claim.and_then(|claim| resolve_identity(&claim, &site, &app.secret_key));
     let hub_id = app.chat.hub().new_connection_id();
     let _open = app.meters.open_widget();
     let mut conn = Connection {
@@ -131,7 +134,7 @@ async fn await_hello(
     app: &AppState,
     sink: &mut SplitSink<WebSocket, Message>,
     stream: &mut SplitStream<WebSocket>,
-) -> Result<Option<(String, MessageId, VisitorContext)>, Closed> {
+) -> Result<Option<(String, MessageId, VisitorContext, Option<IdentityClaim>)>, Closed> {
     let deadline = tokio::time::sleep(HELLO_TIMEOUT);
     tokio::pin!(deadline);
     loop {
@@ -169,6 +172,7 @@ async fn await_hello(
                 referrer,
                 language,
                 time_zone,
+                identity,
             }) => {
                 if v != VERSION {
                     send_error(sink, ErrorCode::UnsupportedVersion, None, None).await?;
@@ -184,6 +188,7 @@ async fn await_hello(
                     token.unwrap_or_default(),
                     MessageId(last_id.unwrap_or(0).max(0)),
                     VisitorContext::from_hello(page, referrer, language, time_zone),
+                    identity,
                 )));
             }
             Some(ClientFrame::Message { client_id, .. }) => {
@@ -223,7 +228,7 @@ impl Connection {
         } else {
             self.app.tokens.issue(&self.site.key)
         };
-        self.token_hash = hash_token(&token);
+        self.token_hash = visitor_hash(&self.site.key, self.context.identity.as_ref(), &token);
         self.visitor_key = u64::from_le_bytes(self.token_hash[..8].try_into().unwrap_or([0; 8]));
         let visitor = match self.app.chat.find_visitor(self.token_hash).await {
             Ok(visitor) => visitor,

@@ -4,6 +4,7 @@
 pub mod brake;
 mod connection;
 mod endpoint;
+mod identity;
 mod protocol;
 mod receipts;
 mod self_service;

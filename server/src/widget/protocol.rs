@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::store::{ConversationId, MessageId, MessageRow};
 use crate::values::Author;
 
+use super::identity::{IdentityClaim, deserialize_claim};
+
 /// The protocol version this server speaks.
 pub const VERSION: u32 = 1;
 
@@ -27,6 +29,9 @@ pub enum ClientFrame {
         language: Option<String>,
         #[serde(default)]
         time_zone: Option<String>,
+        /// Who the host page says the visitor is (docs/widget.md#known-visitors).
+        #[serde(default, deserialize_with = "deserialize_claim")]
+        identity: Option<IdentityClaim>,
     },
     Message {
         client_id: String,
@@ -211,6 +216,28 @@ mod tests {
                 v: 1,
                 token: None,
                 last_id: None,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn an_identity_of_the_wrong_shape_is_ignored_not_refused() {
+        for identity in [r#"{"name":"no id"}"#, r#"{"id":[1]}"#, r#""text""#, "null"] {
+            let text = format!(r#"{{"type":"hello","v":1,"identity":{identity}}}"#);
+            assert!(
+                matches!(
+                    ClientFrame::parse(&text),
+                    Some(ClientFrame::Hello { identity: None, .. })
+                ),
+                "{text}"
+            );
+        }
+        let text = r#"{"type":"hello","v":1,"identity":{"id":42,"user_hash":"ab"}}"#;
+        assert!(matches!(
+            ClientFrame::parse(text),
+            Some(ClientFrame::Hello {
+                identity: Some(_),
                 ..
             })
         ));

@@ -24,6 +24,7 @@ mod escaping;
 mod hardening;
 mod health;
 mod helpers;
+mod identity;
 mod inbox;
 mod inbox_list;
 mod instance_lock;

@@ -345,7 +345,7 @@ fn scan(app: &TestApp, person: &Person) -> Vec<(String, String, i64)> {
     hits
 }
 
-fn cli(app: &TestApp, args: &[&str]) -> String {
+pub(crate) fn cli(app: &TestApp, args: &[&str]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
         .arg("--data-dir")
         .arg(app.data_dir.path())

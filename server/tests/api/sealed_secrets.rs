@@ -62,12 +62,12 @@ async fn add_webhook(app: &TestApp, admin: &str, site: &str, url: &str) -> Strin
     answer["secret"].as_str().expect("secret").to_owned()
 }
 
-async fn stop(mut app: TestApp) -> tempfile::TempDir {
+pub(crate) async fn stop(mut app: TestApp) -> tempfile::TempDir {
     app.server.take().expect("running").stop().await;
     app.data_dir
 }
 
-fn porch_cli(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+pub(crate) fn porch_cli(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_porch"))
         .arg("--data-dir")
         .arg(dir)

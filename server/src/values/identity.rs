@@ -1,0 +1,103 @@
+//! Who a site says its visitor is (docs/widget.md#known-visitors): the `identity` of `hello`,
+//! with the user id, name and email parsed, and whether the site's `user_hash` vouched for it.
+//! The check of the hash itself is the widget's (it holds the site's secret); this is the value.
+
+/// Longest user id accepted (sites use numbers, UUIDs or e-mail addresses).
+pub const MAX_USER_ID_CHARS: usize = 256;
+/// Longest name kept.
+const MAX_NAME_CHARS: usize = 200;
+/// Longest e-mail address kept (RFC 5321's path limit).
+const MAX_EMAIL_CHARS: usize = 254;
+
+/// A visitor's identity as the host page gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VisitorIdentity {
+    /// The site's own id for the user, as text.
+    pub user_id: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    /// True only when `user_hash` was the HMAC of `user_id` under the site's identity secret.
+    pub is_verified: bool,
+}
+
+impl VisitorIdentity {
+    /// Keeps a claim whose user id is 1 to [`MAX_USER_ID_CHARS`] characters without control
+    /// characters (after trimming); `None` otherwise. A name is cut to 200 characters; an email
+    /// longer than 254 characters or without a single `@` between text is dropped. Not verified
+    /// yet.
+    pub fn parse(user_id: &str, name: Option<&str>, email: Option<&str>) -> Option<Self> {
+        let user_id = user_id.trim();
+        let id_ok = !user_id.is_empty()
+            && user_id.chars().count() <= MAX_USER_ID_CHARS
+            && !user_id.chars().any(char::is_control);
+        id_ok.then(|| Self {
+            user_id: user_id.to_owned(),
+            name: name.and_then(clean_name),
+            email: email.and_then(clean_email),
+            is_verified: false,
+        })
+    }
+
+    /// The same identity, marked as vouched for by the site.
+    #[must_use]
+    pub fn verified(self) -> Self {
+        Self {
+            is_verified: true,
+            ..self
+        }
+    }
+}
+
+fn clean_name(raw: &str) -> Option<String> {
+    let kept: String = raw
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_NAME_CHARS)
+        .collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+fn clean_email(raw: &str) -> Option<String> {
+    let email = raw.trim();
+    let (local, domain) = email.split_once('@')?;
+    let ok = email.len() <= MAX_EMAIL_CHARS
+        && !local.is_empty()
+        && !domain.is_empty()
+        && !domain.contains('@')
+        && !email.chars().any(|c| c.is_control() || c.is_whitespace());
+    ok.then(|| email.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_keeps_what_is_well_formed() {
+        let id = VisitorIdentity::parse(" 42 ", Some(" Ada "), Some("ada@example.org"))
+            .expect("valid id");
+        assert_eq!(id.user_id, "42");
+        assert_eq!(id.name.as_deref(), Some("Ada"));
+        assert_eq!(id.email.as_deref(), Some("ada@example.org"));
+        assert!(!id.is_verified);
+        assert!(id.verified().is_verified);
+    }
+
+    #[test]
+    fn bad_ids_are_refused_and_bad_details_dropped() {
+        assert!(VisitorIdentity::parse("", None, None).is_none());
+        assert!(VisitorIdentity::parse("a\nb", None, None).is_none());
+        assert!(VisitorIdentity::parse(&"x".repeat(257), None, None).is_none());
+        assert!(VisitorIdentity::parse(&"x".repeat(256), None, None).is_some());
+        let id = VisitorIdentity::parse("7", Some("  "), Some("not an email")).expect("id");
+        assert_eq!((id.name, id.email), (None, None));
+        let long = format!("{}@example.org", "a".repeat(250));
+        assert_eq!(
+            VisitorIdentity::parse("7", None, Some(&long))
+                .expect("id")
+                .email,
+            None
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Known visitors (docs/widget.md#known-visitors): the `identity` of `hello`, checked against the
+//! site's identity secret. A verified user is found by a key derived from the site and their id,
+//! not by the browser's token, so every browser that proves the same user reaches the same
+//! history; an unverified claim only labels the token's own visitor.
+
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::chat::{Site, hash_token, open_identity_secret};
+use crate::secrets::SecretKey;
+use crate::values::VisitorIdentity;
+
+/// A user id as sites send it: text, or a JSON number (taken as its decimal text).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ClaimedId {
+    Text(String),
+    Number(i64),
+}
+
+/// `hello.identity` as sent.
+#[derive(Debug, Deserialize)]
+pub struct IdentityClaim {
+    id: ClaimedId,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    user_hash: Option<String>,
+}
+
+/// The `token_hash` the visitor is stored under: a verified user's is [`user_token_hash`] (the
+/// same on every browser); everyone else's is the token's own hash, whatever they claim.
+pub fn visitor_hash(site_key: &str, identity: Option<&VisitorIdentity>, token: &str) -> [u8; 32] {
+    match identity {
+        Some(known) if known.is_verified => user_token_hash(site_key, &known.user_id),
+        _ => hash_token(token),
+    }
+}
+
+/// Reads `hello.identity` leniently: a claim of the wrong shape (no `id`, a number for a name)
+/// is ignored, the visitor then being anonymous, so a site's mistake never costs the chat.
+///
+/// # Errors
+/// Only if the frame is not JSON at all, which the frame's own parse has refused already.
+pub fn deserialize_claim<'de, D>(deserializer: D) -> Result<Option<IdentityClaim>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// What the claim amounts to for this site: `None` for an id that does not parse, verified when
+/// the site has a secret and `user_hash` is the HMAC-SHA256 of the id under it.
+pub fn resolve_identity(
+    claim: &IdentityClaim,
+    site: &Site,
+    key: &SecretKey,
+) -> Option<VisitorIdentity> {
+    let id = match &claim.id {
+        ClaimedId::Text(text) => text.clone(),
+        ClaimedId::Number(n) => n.to_string(),
+    };
+    let identity = VisitorIdentity::parse(&id, claim.name.as_deref(), claim.email.as_deref())?;
+    let secret = site.identity_secret.as_ref().and_then(|sealed| {
+        open_identity_secret(key, site.id, sealed)
+            .inspect_err(
+                |err| tracing::warn!(site = %site.id, %err, "identity secret does not open"),
+            )
+            .ok()
+    });
+    let is_verified = match (secret, claim.user_hash.as_deref()) {
+        (Some(secret), Some(hash)) => hash_matches(&secret, &identity.user_id, hash),
+        _ => false,
+    };
+    Some(if is_verified {
+        identity.verified()
+    } else {
+        identity
+    })
+}
+
+/// True if `user_hash` (hex) is the HMAC-SHA256 of `user_id` keyed with the secret's text. The
+/// comparison is `Mac::verify_slice`, constant-time, so the time taken says nothing about how
+/// much of a guess was right.
+fn hash_matches(secret: &str, user_id: &str, user_hash: &str) -> bool {
+    let Ok(given) = hex::decode(user_hash.trim()) else {
+        return false;
+    };
+    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()) else {
+        return false;
+    };
+    mac.update(user_id.as_bytes());
+    mac.verify_slice(&given).is_ok()
+}
+
+/// The `token_hash` a verified user's visitor row is stored under. No visitor token hashes to
+/// it (that would take a SHA-256 preimage), so only a valid `user_hash` reaches that history.
+fn user_token_hash(site_key: &str, user_id: &str) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"porch-user\0");
+    hasher.update(site_key.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(user_id.as_bytes());
+    hasher.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference_hash(secret: &str, id: &str) -> String {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("key");
+        mac.update(id.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    #[test]
+    fn the_documented_example_hash_matches() {
+        // The example in docs/widget.md#known-visitors.
+        let secret = "9f2c4e6a8b0d1f3e5a7c9e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a3c5e7b9d2f";
+        let hash = reference_hash(secret, "42");
+        assert_eq!(
+            hash,
+            "95a262d3379ef0eaac43b2c04528c963b73c47b87a8a20813a25ec87bfb4155b"
+        );
+        assert!(hash_matches(secret, "42", &hash));
+        assert!(hash_matches(secret, "42", &hash.to_uppercase()));
+        assert!(!hash_matches(secret, "43", &hash));
+        assert!(!hash_matches("other", "42", &hash));
+        assert!(!hash_matches(secret, "42", &hash[..62]));
+        assert!(!hash_matches(secret, "42", "not hex"));
+        assert!(!hash_matches(secret, "42", ""));
+    }
+
+    #[test]
+    fn the_hash_is_compared_in_constant_time() {
+        // Guards the choice above: a plain `==` on strings or bytes would stop at the first
+        // difference. The check must go through the MAC's own constant-time comparison.
+        let source = include_str!("identity.rs");
+        let body = source
+            .split("fn hash_matches")
+            .nth(1)
+            .and_then(|rest| rest.split("\n}\n").next())
+            .expect("hash_matches is here");
+        assert!(body.contains("verify_slice("), "{body}");
+        assert!(!body.contains("=="), "{body}");
+    }
+
+    #[test]
+    fn users_keys_differ_by_site_and_id() {
+        assert_ne!(user_token_hash("s_a", "1"), user_token_hash("s_b", "1"));
+        assert_ne!(user_token_hash("s_a", "1"), user_token_hash("s_a", "2"));
+        assert_eq!(user_token_hash("s_a", "1"), user_token_hash("s_a", "1"));
+    }
+}

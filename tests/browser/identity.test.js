@@ -1,0 +1,79 @@
+// Known visitors (docs/widget.md#known-visitors): an admin turns the identity secret on in the site page;
+// the host page passes its logged-in user with user_hash; the same user in another browser sees their
+// history; a wrong hash stays apart; window.__porch.identify switches an open panel to the user; the
+// agent sees the user as verified and the forger as unverified.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import { fixture, hostPage, signIn, visitor, waitFor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana" };
+// The snippet's config object takes its `user` from the page's ?user= query (JSON), as a site's server
+// would render it for the logged-in user.
+const world = fixture({ site: "Acme", agent: AGENT }, async (w) => {
+  const origin = new URL(w.host.url).origin;
+  await w.host.close();
+  const snippet = w.site.snippet.replace(/\}\);<\/script>$/,
+    ',"user":JSON.parse(new URLSearchParams(location.search).get("user")||"null")});</script>');
+  assert.notEqual(snippet, w.site.snippet, "the snippet ends as expected");
+  w.host = await hostPage(origin, snippet);
+});
+
+const hash = (secret, id) => crypto.createHmac("sha256", secret).update(String(id)).digest("hex");
+const withUser = (user) => `${world.host.url}?user=${encodeURIComponent(JSON.stringify(user))}`;
+const shown = (page) => page.locator("[data-porch=message] .bubble").allInnerTexts();
+
+test("a verified user finds their history in another browser; a forged hash and an anonymous chat stay apart",
+  { timeout: 120000 }, async () => {
+    const { porch, browser, site } = world;
+    const agentContext = await browser.newContext();
+    const admin = await agentContext.newPage();
+    admin.setDefaultTimeout(15000);
+    await signIn(admin, porch, AGENT.email);
+    await admin.goto(`${porch.url}/sites/${site.key}`);
+    await admin.getByRole("link", { name: "Known visitors" }).click();
+    await admin.getByRole("button", { name: "Turn on" }).click();
+    await admin.locator("#identity-secret").waitFor();
+    const secret = await admin.locator("#identity-secret").inputValue();
+    assert.match(secret, /^[0-9a-f]{64}$/);
+
+    const ada = { id: 42, name: "Ada Lovelace", email: "ada@example.org", user_hash: hash(secret, 42) };
+    const laptop = await visitor(browser, withUser(ada));
+    await laptop.say("Where is my order?");
+
+    const phone = await visitor(browser, withUser(ada));
+    await waitFor("the user's history in the second browser", async () =>
+      (await shown(phone.page)).includes("Where is my order?"));
+    await phone.say("Sent from my phone");
+    await waitFor("the phone's message live on the laptop", async () =>
+      (await shown(laptop.page)).includes("Sent from my phone"));
+
+    const mallory = await visitor(browser, withUser({ ...ada, name: "Mallory", user_hash: hash("guess", 42) }));
+    await mallory.say("Let me in");
+    assert.deepEqual(await shown(mallory.page), ["Let me in"], "no history for a forged hash");
+
+    // An anonymous chat, then the page logs the user in without a reload.
+    const later = await visitor(browser, world.host.url);
+    await later.say("Anonymous question");
+    await later.page.evaluate((u) => window.__porch.identify(u), ada);
+    await waitFor("the user's history after identify", async () => {
+      const texts = await shown(later.page);
+      return texts.includes("Where is my order?") && texts.includes("Sent from my phone");
+    });
+    assert.ok(!(await shown(later.page)).includes("Anonymous question"), "the anonymous chat is not merged");
+
+    await admin.goto(`${porch.url}/inbox`);
+    await admin.locator("#conversations li", { hasText: "Sent from my phone" }).locator("a").click();
+    await admin.waitForURL(/\/conversations\/\d+/);
+    const verified = admin.locator("#conversation-aside [data-identity=verified]");
+    assert.match(await verified.innerText(), /^42\s+verified$/);
+    assert.equal(await admin.locator("h1").innerText(), "Ada Lovelace");
+
+    await admin.goto(`${porch.url}/inbox`);
+    await admin.locator("#conversations li", { hasText: "Let me in" }).locator("a").click();
+    await admin.waitForURL(/\/conversations\/\d+/);
+    const claim = admin.locator("#conversation-aside [data-identity=unverified]");
+    assert.match(await claim.innerText(), /^42 \u00b7 Mallory \u00b7 ada@example\.org\s+unverified$/);
+    for (const v of [laptop, phone, mallory, later]) await v.context.close();
+    await agentContext.close();
+  });

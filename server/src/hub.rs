@@ -350,6 +350,7 @@ mod tests {
                 client_id: None,
                 body: "hi".into(),
                 created_at: 0,
+                attachments: Vec::new(),
             }),
         }
     }

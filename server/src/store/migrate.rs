@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0014_privacy.sql"),
     include_str!("../../../migrations/0015_visitor_context.sql"),
     include_str!("../../../migrations/0016_reads_by_conversation.sql"),
+    include_str!("../../../migrations/0021_attachments.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -87,6 +87,12 @@ pub fn erase_visitor_chunk(
     let mut deleted = Deleted::default();
     while deleted.rows() < budget {
         let Some(conversation) = next.query_row([visitor], |r| r.get(0)).optional()? else {
+            // Uploads no message took yet: those a message took went with it (by cascade).
+            conn.prepare_cached(
+                "DELETE FROM attachments WHERE message_id IS NULL \
+                   AND token_hash = (SELECT token_hash FROM visitors WHERE id = ?1)",
+            )?
+            .execute([visitor])?;
             deleted.visitors += conn
                 .prepare_cached("DELETE FROM visitors WHERE id = ?1")?
                 .execute([visitor])?;

@@ -12,7 +12,7 @@ use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 
-use crate::chat::{self, ClientId, HistoryPage, MessageBody, Site, hash_token};
+use crate::chat::{self, ClientId, HistoryPage, Site, hash_token};
 use crate::clock::now_ms;
 use crate::hub::{VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
@@ -387,8 +387,12 @@ impl Connection {
     ) -> Result<(), Closed> {
         let received = Instant::now();
         match ClientFrame::parse(text) {
-            Some(ClientFrame::Message { client_id, body }) => {
-                self.accept_message(&client_id, &body, received, in_flight)
+            Some(ClientFrame::Message {
+                client_id,
+                body,
+                attachments: files,
+            }) => {
+                self.accept_message(&client_id, &body, files, received, in_flight)
                     .await
             }
             Some(ClientFrame::Email { email }) => self.accept_email(&email).await,
@@ -440,6 +444,7 @@ impl Connection {
         &mut self,
         raw_client_id: &str,
         raw_body: &str,
+        attachments: Vec<String>,
         received: Instant,
         in_flight: &mut FuturesUnordered<PendingWrite>,
     ) -> Result<(), Closed> {
@@ -455,7 +460,7 @@ impl Connection {
                 .await;
             }
         };
-        let Ok(body) = MessageBody::parse(raw_body) else {
+        let Ok(body) = super::attachments::message_body(raw_body, &attachments) else {
             return send_error(
                 &mut self.sink,
                 ErrorCode::InvalidMessage,
@@ -508,6 +513,7 @@ impl Connection {
             details,
             client_id: client_id.clone(),
             body,
+            attachments,
             now: now_ms(),
         };
         let chat = self.app.chat.clone();
@@ -531,14 +537,16 @@ impl Connection {
             Ok(stored) => stored,
             Err(err) => {
                 let (code, wait) = match &err {
-                    chat::Error::Store(store::Error::Busy) => (ErrorCode::Busy, BUSY_RETRY),
+                    chat::Error::Store(store::Error::Busy) => (ErrorCode::Busy, Some(BUSY_RETRY)),
+                    chat::Error::Store(store::Error::UnknownAttachment) => {
+                        (ErrorCode::UnknownAttachment, None)
+                    }
                     _ => {
                         tracing::warn!(error = %err, "a visitor message was not stored");
-                        (ErrorCode::Unavailable, UNAVAILABLE_RETRY)
+                        (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))
                     }
                 };
-                return send_error(&mut self.sink, code, Some(wait), Some(client_id.as_str()))
-                    .await;
+                return send_error(&mut self.sink, code, wait, Some(client_id.as_str())).await;
             }
         };
         let ack = ServerFrame::Ack {

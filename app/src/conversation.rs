@@ -17,6 +17,16 @@ pub struct DeliveryView {
     pub detail: Option<String>,
 }
 
+/// A file on a message: an image is shown scaled down, anything else is a download link.
+#[derive(Debug, Clone)]
+pub struct AttachmentView {
+    /// Where the signed-in agent reads it (`/conversations/{id}/attachments/{file}`).
+    pub url: String,
+    pub name: String,
+    pub size: i64,
+    pub is_image: bool,
+}
+
 /// One message.
 #[derive(Debug, Clone)]
 pub struct MessageView {
@@ -27,6 +37,7 @@ pub struct MessageView {
     pub body: String,
     pub at: i64,
     pub deliveries: Vec<DeliveryView>,
+    pub attachments: Vec<AttachmentView>,
 }
 
 /// What is known about the visitor.
@@ -104,6 +115,46 @@ fn Deliveries(deliveries: Vec<DeliveryView>) -> impl IntoView {
     })
 }
 
+/// A size for people: bytes, KB or MB (powers of 1,000, as file managers show them).
+fn size_text(bytes: i64) -> String {
+    match bytes {
+        b if b < 1_000 => format!("{b} bytes"),
+        b if b < 1_000_000 => format!("{} KB", b / 1_000),
+        b => format!("{}.{} MB", b / 1_000_000, b % 1_000_000 / 100_000),
+    }
+}
+
+#[component]
+fn Attachments(attachments: Vec<AttachmentView>) -> impl IntoView {
+    (!attachments.is_empty()).then(|| {
+        let items = attachments
+            .into_iter()
+            .map(|a| {
+                let label = format!("{} ({})", a.name, size_text(a.size));
+                if a.is_image {
+                    let (href, title) = (a.url.clone(), label.clone());
+                    view! {
+                        <li class="attachment attachment-image">
+                            <a href=href title=title>
+                                <img src=a.url alt=label loading="lazy"/>
+                            </a>
+                        </li>
+                    }
+                    .into_any()
+                } else {
+                    view! {
+                        <li class="attachment">
+                            <a href=a.url download=a.name>{label}</a>
+                        </li>
+                    }
+                    .into_any()
+                }
+            })
+            .collect_view();
+        view! { <ul class="attachments" aria-label="Attachments">{items}</ul> }
+    })
+}
+
 #[component]
 fn Message(message: MessageView) -> impl IntoView {
     let (iso, text) = format_time(message.at);
@@ -124,6 +175,7 @@ fn Message(message: MessageView) -> impl IntoView {
         <li id=id class=format!("message message-{}", message.author) data-id=message.id>
             <div class="bubble">
                 <p class="body">{linked_text(&message.body)}</p>
+                <Attachments attachments=message.attachments/>
             </div>
             <p class="meta">
                 <span class="author">{label}</span>" · "<time datetime=iso>{text}</time>

@@ -88,6 +88,9 @@ const RULES: &[Rule] = &[
     Rule::new("privacy/", "axum", "privacy use cases know nothing of HTTP"),
     Rule::new("privacy/", "crate::http", "privacy use cases know nothing of HTTP"),
     Rule::new("privacy/", "crate::admin", "the admin UI uses privacy, not the reverse"),
+    Rule::new("attachments/", "axum", "attachments know nothing of HTTP"),
+    Rule::new("attachments/", "crate::http", "attachments know nothing of HTTP"),
+    Rule::new("attachments/", "crate::widget", "the widget uses attachments, not the reverse"),
 ];
 
 /// Whether `path` is `prefix` or lies under it.

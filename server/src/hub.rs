@@ -371,6 +371,7 @@ mod tests {
                 client_id: None,
                 body: "hi".into(),
                 created_at: 0,
+                attachments: Vec::new(),
             }),
         }
     }

@@ -19,6 +19,8 @@
 //!   settings, setup and delivery.
 //! - [`series`]: the capacity figures sampled each second and their rollups (a leaf).
 //! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
+//! - [`attachments`]: files on messages: type sniffing, metadata stripping, chunked storing,
+//!   the sweep of uploads no message took.
 //! - [`privacy`]: retention per site, finding, exporting and erasing a person's data.
 //! - [`loadtest`]: `porch loadtest`, its echo baseline and the mocks of outside services.
 //!
@@ -29,6 +31,7 @@ pub mod accounts;
 mod admin;
 #[cfg(test)]
 mod architecture_rules;
+pub mod attachments;
 pub mod audit;
 pub mod chat;
 pub mod cli;

@@ -314,7 +314,8 @@ async fn open_database(
     .await?
 }
 
-/// The periodic housekeeping: brake pruning, and the retention purge (docs/privacy.md).
+/// The periodic housekeeping: brake pruning, the retention purge (docs/privacy.md) and the
+/// sweep of uploads no message took (docs/widget.md, "Attachments").
 fn spawn_maintenance(app: &AppState) {
     spawn_brake_pruning(Arc::clone(app));
     spawn_retention(
@@ -323,6 +324,7 @@ fn spawn_maintenance(app: &AppState) {
         app.config.retention_every,
         &app.shutdown,
     );
+    crate::attachments::spawn_sweep(&app.writer, app.config.retention_every, &app.shutdown);
 }
 
 fn spawn_brake_pruning(app: AppState) {

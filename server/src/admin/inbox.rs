@@ -116,6 +116,10 @@ pub struct ReplyForm {
     body: String,
     #[serde(default)]
     kind: String,
+    /// Ids of the agent's uploads the reply takes, separated by commas (the script fills it
+    /// after uploading; see docs/widget.md, "Attachments").
+    #[serde(default)]
+    attachments: String,
 }
 
 /// The header that marks the script's success answer as the fragment it asked for: the script
@@ -142,7 +146,14 @@ async fn post_reply(
     Posted { who, form }: Posted<ReplyForm>,
 ) -> Result<Response, PageError> {
     let conversation = ConversationId(id);
-    let body = match MessageBody::parse(&form.body) {
+    let attachments: Vec<String> = form
+        .attachments
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let body = match MessageBody::parse_beside_attachments(&form.body, !attachments.is_empty()) {
         Ok(body) => body,
         Err(invalid) => {
             if script {
@@ -170,7 +181,7 @@ async fn post_reply(
             name: who.user.name.clone(),
         };
         app.chat
-            .post_agent_message(conversation, &agent, body)
+            .post_agent_message(conversation, &agent, body, attachments)
             .await?
     };
     // One's own message is read by definition.

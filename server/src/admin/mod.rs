@@ -4,6 +4,7 @@
 //! Every URL is listed in `http/routes.rs`.
 
 pub mod assets;
+pub mod attachments;
 pub mod audit;
 pub mod auth;
 pub mod capacity;

@@ -229,6 +229,7 @@ mod tests {
             client_id: None,
             body: "hello".into(),
             created_at: 0,
+            attachments: Vec::new(),
         }
     }
 

@@ -2,10 +2,12 @@
 //! so the full page and the live fragments build items the same way.
 
 use porch_app::conversation::{
-    AgentOption, ConversationAsideView, DeliveryView, MessageView, VisitorDetailsView,
+    AgentOption, AttachmentView, ConversationAsideView, DeliveryView, MessageView,
+    VisitorDetailsView,
 };
 use porch_app::inbox::InboxItemView;
 
+use crate::attachments::Kind;
 use crate::chat::ConversationView;
 use crate::store::{
     InboxItemRow, InboxQuery, MessageDelivery, MessageRow, UserId, VisitorIdentityRow,
@@ -97,6 +99,19 @@ pub fn message(row: &MessageRow) -> MessageView {
         at: row.created_at,
         // Live fragments carry none; the page shows them on load (message_with_deliveries).
         deliveries: Vec::new(),
+        attachments: row
+            .attachments
+            .iter()
+            .map(|a| AttachmentView {
+                url: format!(
+                    "/conversations/{}/attachments/{}",
+                    row.conversation_id, a.id
+                ),
+                name: a.name.clone(),
+                size: a.size,
+                is_image: Kind::from_content_type(&a.content_type).is_some_and(Kind::is_image),
+            })
+            .collect(),
     }
 }
 

@@ -8,7 +8,8 @@ use crate::hub::{Hub, InboxEvent, VisitorEvent};
 use crate::jobs::JobQueue;
 use crate::store::{
     self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
-    NewVisitorMessage, Readers, StoredVisitorMessage, UserId, VisitorId, VisitorRow, Writer,
+    NewVisitorMessage, Readers, StoredAgentMessage, StoredVisitorMessage, UserId, VisitorId,
+    VisitorRow, Writer,
 };
 use crate::values::{Author, MessageBody};
 
@@ -27,15 +28,16 @@ pub struct Agent {
 }
 
 /// The stored row of an agent message, without reading it back.
-pub(super) fn agent_row(id: MessageId, new: &NewAgentMessage) -> MessageRow {
+pub(super) fn agent_row(stored: &StoredAgentMessage, new: &NewAgentMessage) -> MessageRow {
     MessageRow {
-        id,
+        id: stored.id,
         conversation_id: new.conversation_id,
         author: new.author(),
         author_name: Some(new.author_name.clone()),
         client_id: None,
         body: new.body.as_str().to_owned(),
         created_at: new.now,
+        attachments: stored.attachments.clone(),
     }
 }
 
@@ -73,6 +75,7 @@ pub(super) fn publish_visitor_message(
         client_id: Some(new.client_id.as_str().to_owned()),
         body: new.body.as_str().to_owned(),
         created_at: stored.created_at,
+        attachments: stored.attachments.clone(),
     });
     let event = VisitorEvent::Message(Arc::clone(&row));
     hub.publish_to_visitor(stored.visitor_id, &event, from_connection);
@@ -152,13 +155,15 @@ impl Chat {
         Ok(stored)
     }
 
-    /// Posts an agent's reply into a conversation; it reaches the visitor's open connections
-    /// live, later connections through their history, and the site's integrations as jobs.
+    /// Posts an agent's reply, with the agent's uploads `attachments`, into a conversation; it
+    /// reaches the visitor's open connections live, later connections through their history,
+    /// and the site's integrations as jobs.
     pub async fn post_agent_message(
         &self,
         conversation_id: ConversationId,
         agent: &Agent,
         body: MessageBody,
+        attachments: Vec<String>,
     ) -> Result<MessageRow, Error> {
         let conversation = self.find_conversation(conversation_id).await?;
         let new = NewAgentMessage {
@@ -168,22 +173,23 @@ impl Chat {
             author_name: agent.name.clone(),
             body,
             is_note: false,
+            attachments,
             now: now_ms(),
         };
-        let (id, jobs) = {
+        let (stored, jobs) = {
             let (stored, published) = (new.clone(), new.clone());
             let hub = Arc::clone(&self.hub);
             self.writer
                 .write_then(
                     move |c| store_agent_message(c, &stored, None),
-                    move |(id, _): &(MessageId, Vec<store::JobRow>)| {
-                        publish_agent_message(&hub, &conversation, agent_row(*id, &published));
+                    move |(stored, _): &(StoredAgentMessage, Vec<store::JobRow>)| {
+                        publish_agent_message(&hub, &conversation, agent_row(stored, &published));
                     },
                 )
                 .await?
         };
         self.jobs.submit(jobs);
-        Ok(agent_row(id, &new))
+        Ok(agent_row(&stored, &new))
     }
 
     /// Stores a reply that came from an integration, unless its event was handled before
@@ -201,6 +207,7 @@ impl Chat {
             author_name: reply.agent.name.clone(),
             body: reply.body,
             is_note: reply.is_note,
+            attachments: Vec::new(),
             now: now_ms(),
         };
         let stored = {
@@ -215,19 +222,23 @@ impl Chat {
                         }
                         store_agent_message(c, &stored, origin).map(Some)
                     },
-                    move |stored: &Option<(MessageId, Vec<store::JobRow>)>| {
-                        if let Some((id, _)) = stored {
-                            publish_agent_message(&hub, &conversation, agent_row(*id, &published));
+                    move |stored: &Option<(StoredAgentMessage, Vec<store::JobRow>)>| {
+                        if let Some((stored, _)) = stored {
+                            publish_agent_message(
+                                &hub,
+                                &conversation,
+                                agent_row(stored, &published),
+                            );
                         }
                     },
                 )
                 .await?
         };
-        let Some((id, jobs)) = stored else {
+        let Some((stored, jobs)) = stored else {
             return Ok(None);
         };
         self.jobs.submit(jobs);
-        Ok(Some(agent_row(id, &new)))
+        Ok(Some(agent_row(&stored, &new)))
     }
 
     /// Shows (or hides) "agent is typing" to the visitor of a conversation.

@@ -235,6 +235,7 @@ impl Chat {
             author_name: by.name.clone(),
             body,
             is_note: true,
+            attachments: Vec::new(),
             now: now_ms(),
         };
         let (stored, published) = (new.clone(), new.clone());
@@ -248,12 +249,12 @@ impl Chat {
                     }
                     store_agent_message(c, &stored, None)
                 },
-                move |(message, _): &(MessageId, Vec<store::JobRow>)| {
-                    publish(&hub, site_id, agent_row(*message, &published));
+                move |(message, _): &(store::StoredAgentMessage, Vec<store::JobRow>)| {
+                    publish(&hub, site_id, agent_row(message, &published));
                 },
             )
             .await?;
-        Ok(agent_row(message, &new))
+        Ok(agent_row(&message, &new))
     }
 
     /// Assigns the conversation to `assignee` (or nobody).
@@ -379,6 +380,7 @@ impl Chat {
             client_id: None,
             body: line,
             created_at: now,
+            attachments: Vec::new(),
         };
         let message = self
             .writer

@@ -41,6 +41,7 @@ impl Chat {
             details: VisitorDetails::default(),
             client_id: reply.client_id,
             body: reply.body,
+            attachments: Vec::new(),
             now: reply.record.received_at,
         };
         let published = new.clone();

@@ -6,8 +6,8 @@ use rusqlite::Connection;
 use crate::clock::now_ms;
 use crate::jobs::{self, ConversationChange, NewMessage};
 use crate::store::{
-    self, ConversationId, IntegrationId, JobRow, MessageId, NewAgentMessage, NewVisitorMessage,
-    StoredVisitorMessage,
+    self, ConversationId, IntegrationId, JobRow, NewAgentMessage, NewVisitorMessage,
+    StoredAgentMessage, StoredVisitorMessage,
 };
 
 /// Stores a visitor message (nothing new for a resend) with its deliveries.
@@ -38,19 +38,20 @@ pub(super) fn store_agent_message(
     conn: &Connection,
     new: &NewAgentMessage,
     origin: Option<IntegrationId>,
-) -> Result<(MessageId, Vec<JobRow>), store::Error> {
-    let id = store::insert_agent_message(conn, new)?;
+) -> Result<(StoredAgentMessage, Vec<JobRow>), store::Error> {
+    let stored = store::insert_agent_message(conn, new)?;
     if new.is_note {
-        return Ok((id, Vec::new()));
+        return Ok((stored, Vec::new()));
     }
     let message = NewMessage {
         site_id: new.site_id,
         conversation_id: new.conversation_id,
-        message_id: id,
+        message_id: stored.id,
         is_new_conversation: false,
         now: new.now,
     };
-    Ok((id, jobs::plan_agent_message(conn, &message, origin)?))
+    let jobs = jobs::plan_agent_message(conn, &message, origin)?;
+    Ok((stored, jobs))
 }
 
 /// The deliveries of a conversation's assignment or close, after the change was made.

@@ -123,7 +123,7 @@ pub async fn post_message(
     let body = MessageBody::parse(&reply.body).map_err(crate::chat::Error::from)?;
     let row = app
         .chat
-        .post_agent_message(ConversationId(id), &agent(&user), body)
+        .post_agent_message(ConversationId(id), &agent(&user), body, Vec::new())
         .await?;
     Ok((StatusCode::CREATED, Json(message_json(&row))).into_response())
 }

@@ -1,5 +1,6 @@
-//! A site's retention setting over the API (admins only, docs/api.md): read it, and replace it
-//! with the same validation and audit record (`site.updated`) as the site page.
+//! A site's retention setting and attachment size limit over the API (admins only,
+//! docs/api.md): read each, and replace it with the same validation and audit record
+//! (`site.updated`) as the site page.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -7,7 +8,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::audit::Actor;
+use crate::attachments::HARD_CAP_BYTES;
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::chat::{self, SiteSettingsInput};
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
@@ -74,4 +76,56 @@ pub async fn put_retention(
     )
     .await?;
     Ok(answer(&key, days))
+}
+
+/// The body of `PUT /api/v1/sites/{key}/attachments`.
+#[derive(Debug, Deserialize)]
+pub struct AttachmentLimitBody {
+    /// Largest file accepted, in bytes: 0 (no attachments) to 26,214,400 (25 MiB).
+    max_bytes: u64,
+}
+
+fn limit_answer(key: &str, bytes: u64) -> Response {
+    Json(json!({"site": key, "max_bytes": bytes})).into_response()
+}
+
+/// `GET /api/v1/sites/{key}/attachments`: the largest attachment the site accepts.
+pub async fn get_attachment_limit(
+    State(app): State<AppState>,
+    _admin: ApiAdmin,
+    Path(key): Path<String>,
+) -> Result<Response, ApiError> {
+    let site = find_site(&app, &key).await?.id;
+    let bytes = app
+        .readers
+        .read(move |c| store::find_attachment_limit(c, site))
+        .await?;
+    Ok(limit_answer(&key, bytes))
+}
+
+/// `PUT /api/v1/sites/{key}/attachments` with `{"max_bytes": 5242880}`; recorded as
+/// `site.updated`.
+pub async fn put_attachment_limit(
+    State(app): State<AppState>,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
+    Path(key): Path<String>,
+    Json(body): Json<AttachmentLimitBody>,
+) -> Result<Response, ApiError> {
+    if body.max_bytes > HARD_CAP_BYTES {
+        return Err(ApiError::invalid(
+            "max_bytes must be between 0 and 26214400 (25 MiB).",
+        ));
+    }
+    let site = find_site(&app, &key).await?;
+    let (actor, bytes) = (Actor::user(&admin, ip), body.max_bytes);
+    let target = Target::site(&key, &site.settings.name);
+    app.writer
+        .write(move |c| {
+            store::set_attachment_limit(c, site.id, bytes)?;
+            let detail = json!({"attachment_max_bytes": bytes});
+            audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)
+        })
+        .await?;
+    Ok(limit_answer(&key, bytes))
 }

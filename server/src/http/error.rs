@@ -91,7 +91,9 @@ pub enum Failure {
 
 impl From<store::Error> for Failure {
     fn from(err: store::Error) -> Self {
-        if err.is_transient() || matches!(err, store::Error::Stopped) {
+        if matches!(err, store::Error::UnknownAttachment) {
+            Self::Invalid("An attachment is unknown, not yours, or already sent.")
+        } else if err.is_transient() || matches!(err, store::Error::Stopped) {
             tracing::warn!(error = %err, "storage unavailable");
             Self::Unavailable
         } else {

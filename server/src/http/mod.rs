@@ -6,6 +6,7 @@ mod api_audit;
 mod api_deliveries;
 mod api_integrations;
 mod api_sites;
+pub mod attachment;
 pub mod auth;
 mod boot;
 mod client_ip;

@@ -16,6 +16,9 @@ use super::{
     slack_actions, slack_events,
 };
 
+/// The least time an upload may take (a 10 MB file at 1 Mbit/s takes 80 s).
+const UPLOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_mins(5);
+
 /// An unknown URL: JSON with a code under the API's prefixes (scripts read it), an HTML page
 /// elsewhere (people do).
 async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
@@ -40,6 +43,10 @@ pub fn router(app: AppState) -> Router {
         .route("/widget/panel.css", get(widget::panel_css))
         .route("/widget/export", post(widget::export_own_data))
         .route("/widget/erase", post(widget::erase_own_data))
+        .route(
+            "/widget/attachments/{id}",
+            get(widget::download_attachment).options(widget::attachment_preflight),
+        )
         .merge(api_routes())
         .merge(admin_routes())
         .fallback(not_found)
@@ -54,7 +61,30 @@ pub fn router(app: AppState) -> Router {
             app.config.request_timeout,
         ));
     let websocket = Router::new().route("/widget/ws", get(widget::upgrade));
-    websocket.merge(http).with_state(app)
+    websocket.merge(uploads(&app)).merge(http).with_state(app)
+}
+
+/// Attachment uploads: out of the general body limit (each handler reads the body within its
+/// site's limit, refusing early) and with a longer timeout, as a 25 MiB file on a slow line
+/// takes a while (docs/widget.md, "Attachments").
+fn uploads(app: &AppState) -> Router<AppState> {
+    Router::new()
+        .route(
+            "/widget/attachments",
+            post(widget::upload_attachment).options(widget::attachment_preflight),
+        )
+        .route(
+            "/conversations/{id}/attachments",
+            post(admin::attachments::upload),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            admin::strict_transport,
+        ))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            app.config.request_timeout.max(UPLOAD_TIMEOUT),
+        ))
 }
 
 /// The JSON API (bearer tokens) and Slack's Events API endpoint.
@@ -115,6 +145,10 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/sites/{key}/retention",
             get(api_sites::get_retention).put(api_sites::put_retention),
         )
+        .route(
+            "/api/v1/sites/{key}/attachments",
+            get(api_sites::get_attachment_limit).put(api_sites::put_attachment_limit),
+        )
         .route("/api/v1/audit", get(api_audit::list_audit))
         .route("/api/v1/jobs", get(api_integrations::list_jobs))
         .route("/api/v1/jobs/retry", post(api_integrations::retry_all_jobs))
@@ -151,6 +185,10 @@ fn admin_routes() -> Router<AppState> {
             get(admin::live::conversation_events),
         )
         .route("/conversations/{id}/reply", post(admin::inbox::reply))
+        .route(
+            "/conversations/{id}/attachments/{file}",
+            get(admin::attachments::download),
+        )
         .route("/conversations/{id}/assign", post(admin::inbox::assign))
         .route("/conversations/{id}/close", post(admin::inbox::close))
         .route("/conversations/{id}/reopen", post(admin::inbox::reopen))

@@ -8,7 +8,12 @@ use std::fmt::Write as _;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use crate::store::{self, ConversationRecord, JobRecord, MessageRow, VisitorId, VisitorRecord};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use crate::store::{
+    self, AttachmentMeta, ConversationRecord, JobRecord, MessageRow, VisitorId, VisitorRecord,
+};
 use crate::values::Author;
 
 /// The version of the export format, first in every document and line.
@@ -59,6 +64,8 @@ pub struct PersonData {
     pub visitor: VisitorRecord,
     pub conversations: Vec<ConversationRecord>,
     pub jobs: Vec<JobRecord>,
+    /// The bytes of every file in their conversations and of their uploads no message took.
+    pub files: Vec<(AttachmentMeta, Vec<u8>)>,
 }
 
 impl PersonData {
@@ -73,6 +80,7 @@ impl PersonData {
         Ok(Some(Self {
             conversations: store::list_visitor_conversations(conn, visitor)?,
             jobs: store::list_visitor_jobs(conn, visitor)?,
+            files: store::list_visitor_files(conn, visitor)?,
             visitor: record,
         }))
     }
@@ -122,6 +130,13 @@ impl PersonData {
             },
             "conversations": self.conversations.iter().map(conversation_json).collect::<Vec<_>>(),
             "deliveries": self.jobs.iter().map(job_json).collect::<Vec<_>>(),
+            "files": self.files.iter().map(|(meta, data)| json!({
+                "id": meta.id,
+                "name": meta.name,
+                "type": meta.content_type,
+                "size": meta.size,
+                "data_base64": STANDARD.encode(data),
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -148,6 +163,9 @@ impl PersonData {
                     speaker(message),
                     message.body
                 );
+                for file in &message.attachments {
+                    let _ = writeln!(out, "    (file: {}, {} bytes)", file.name, file.size);
+                }
             }
         }
         out
@@ -182,6 +200,9 @@ pub fn conversation_json(c: &ConversationRecord) -> Value {
             "author_name": m.author_name,
             "body": m.body,
             "created_at": m.created_at,
+            "attachments": m.attachments.iter().map(|a| json!({
+                "id": a.id, "name": a.name, "type": a.content_type, "size": a.size,
+            })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
 }

@@ -1,6 +1,8 @@
 //! What a delivery needs to build its payload, read when the delivery is made (never copied into
 //! the job).
 
+use std::fmt::Write as _;
+
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::values::Author;
@@ -24,7 +26,8 @@ pub struct DeliveryMessage {
     pub visitor_page: Option<String>,
 }
 
-/// The message and its context, if it still exists.
+/// The message and its context, if it still exists. Its files are named in the text, one line
+/// each (`[file: invoice.pdf, 48213 bytes]`): destinations get no file upload yet.
 pub fn load_delivery_message(
     conn: &Connection,
     id: MessageId,
@@ -38,7 +41,7 @@ pub fn load_delivery_message(
            JOIN visitors v ON v.id = c.visitor_id \
           WHERE m.id = ?1",
     )?;
-    Ok(stmt
+    let found = stmt
         .query_row([id], |r| {
             Ok(DeliveryMessage {
                 id: r.get(0)?,
@@ -55,5 +58,19 @@ pub fn load_delivery_message(
                 visitor_page: r.get(11)?,
             })
         })
-        .optional()?)
+        .optional()?;
+    let Some(mut message) = found else {
+        return Ok(None);
+    };
+    let mut files = conn
+        .prepare_cached("SELECT name, size FROM attachments WHERE message_id = ?1 ORDER BY id")?;
+    let mut rows = files.query([id])?;
+    while let Some(r) = rows.next()? {
+        let (name, size): (String, i64) = (r.get(0)?, r.get(1)?);
+        if !message.body.is_empty() {
+            message.body.push('\n');
+        }
+        let _ = write!(message.body, "[file: {name}, {size} bytes]");
+    }
+    Ok(Some(message))
 }

@@ -6,6 +6,10 @@ pub enum Error {
     /// The writer's queue is full: admission control, the caller should ask the client to retry.
     #[error("the write queue is full")]
     Busy,
+    /// A message named an upload that is not the sender's, not complete, or already taken by
+    /// another message; nothing of the message was stored.
+    #[error("an attachment is unknown or already used")]
+    UnknownAttachment,
     /// The writer or reader pool has shut down.
     #[error("the database is shutting down")]
     Stopped,

@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::{Author, ClientId, MessageBody};
 
+use super::attachments::{AttachmentMeta, Uploader, attach_to_message, fill_attachments};
 use super::conversations::{open_conversation, touch_conversation};
 use super::identity::record_visitor_identity;
 use super::visitors::{VisitorDetails, refresh_visitor, upsert_visitor};
@@ -20,6 +21,8 @@ pub struct MessageRow {
     pub client_id: Option<String>,
     pub body: String,
     pub created_at: i64,
+    /// Files the message carries, in the order the sender gave them.
+    pub attachments: Vec<AttachmentMeta>,
 }
 
 const COLUMNS: &str =
@@ -34,6 +37,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<MessageRow> {
         client_id: row.get(4)?,
         body: row.get(5)?,
         created_at: row.get(6)?,
+        attachments: Vec::new(),
     })
 }
 
@@ -47,6 +51,8 @@ pub struct NewVisitorMessage {
     pub details: VisitorDetails,
     pub client_id: ClientId,
     pub body: MessageBody,
+    /// Public ids of the visitor's uploads this message takes.
+    pub attachments: Vec<String>,
     pub now: i64,
 }
 
@@ -61,6 +67,8 @@ pub struct StoredVisitorMessage {
     pub is_new_conversation: bool,
     /// The `client_id` was used before: nothing new was stored, `id` is the first row's.
     pub is_duplicate: bool,
+    /// What the message's attachments show (empty for a resend: it was published before).
+    pub attachments: Vec<AttachmentMeta>,
 }
 
 /// Stores a visitor message: visitor, open conversation and message, deduplicated on
@@ -102,6 +110,7 @@ pub fn insert_visitor_message(
             created_at,
             is_new_conversation: false,
             is_duplicate: true,
+            attachments: Vec::new(),
         });
     }
     let (conversation_id, is_new_conversation) =
@@ -121,6 +130,19 @@ pub fn insert_visitor_message(
     if !is_new_conversation {
         touch_conversation(conn, conversation_id, Author::Visitor, new.now)?;
     }
+    let attachments = if new.attachments.is_empty() {
+        Vec::new()
+    } else {
+        let uploader = Uploader::Visitor(new.token_hash);
+        attach_to_message(
+            conn,
+            new.site_id,
+            uploader,
+            id,
+            conversation_id,
+            &new.attachments,
+        )?
+    };
     Ok(StoredVisitorMessage {
         id,
         visitor_id,
@@ -128,6 +150,7 @@ pub fn insert_visitor_message(
         created_at: new.now,
         is_new_conversation,
         is_duplicate: false,
+        attachments,
     })
 }
 
@@ -141,6 +164,9 @@ pub struct NewAgentMessage {
     pub body: MessageBody,
     /// A private note: agents see it, the visitor and the integrations never do.
     pub is_note: bool,
+    /// Public ids of the agent's uploads this message takes (only agents with an account
+    /// upload).
+    pub attachments: Vec<String>,
     pub now: i64,
 }
 
@@ -155,8 +181,22 @@ impl NewAgentMessage {
     }
 }
 
-/// Stores an agent's reply or note; returns its id.
-pub fn insert_agent_message(conn: &Connection, new: &NewAgentMessage) -> Result<MessageId, Error> {
+/// A stored agent reply or note.
+#[derive(Debug, Clone)]
+pub struct StoredAgentMessage {
+    pub id: MessageId,
+    /// What the message's attachments show.
+    pub attachments: Vec<AttachmentMeta>,
+}
+
+/// Stores an agent's reply or note.
+///
+/// # Errors
+/// [`Error::UnknownAttachment`] when an attachment is not this agent's free upload.
+pub fn insert_agent_message(
+    conn: &Connection,
+    new: &NewAgentMessage,
+) -> Result<StoredAgentMessage, Error> {
     conn.prepare_cached(
         "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -171,7 +211,19 @@ pub fn insert_agent_message(conn: &Connection, new: &NewAgentMessage) -> Result<
     ])?;
     let id = MessageId(conn.last_insert_rowid());
     touch_conversation(conn, new.conversation_id, new.author(), new.now)?;
-    Ok(id)
+    let attachments = match (new.attachments.is_empty(), new.user_id) {
+        (true, _) => Vec::new(),
+        (false, None) => return Err(Error::UnknownAttachment),
+        (false, Some(user)) => attach_to_message(
+            conn,
+            new.site_id,
+            Uploader::Agent(user),
+            id,
+            new.conversation_id,
+            &new.attachments,
+        )?,
+    };
+    Ok(StoredAgentMessage { id, attachments })
 }
 
 /// The visitor's messages and agent replies with an id above `after_id`, oldest first. Private
@@ -189,9 +241,11 @@ pub fn list_visitor_messages_after(
          WHERE c.visitor_id = ?1 AND m.id > ?2 AND m.author IN ('visitor', 'agent') \
          ORDER BY m.id LIMIT ?3"
     ))?;
-    Ok(stmt
+    let mut rows: Vec<MessageRow> = stmt
         .query_map(params![visitor_id, after_id, limit], from_row)?
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    fill_attachments(conn, &mut rows)?;
+    Ok(rows)
 }
 
 /// Every message of a conversation, oldest first, private notes included.
@@ -202,9 +256,11 @@ pub fn list_conversation_messages(
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM messages m WHERE m.conversation_id = ?1 ORDER BY m.id"
     ))?;
-    Ok(stmt
+    let mut rows: Vec<MessageRow> = stmt
         .query_map([conversation_id], from_row)?
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    fill_attachments(conn, &mut rows)?;
+    Ok(rows)
 }
 
 /// The conversation's messages with an id above `after`, oldest first, notes included (for
@@ -217,7 +273,9 @@ pub fn list_conversation_messages_after(
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM messages m WHERE m.conversation_id = ?1 AND m.id > ?2 ORDER BY m.id"
     ))?;
-    Ok(stmt
+    let mut rows: Vec<MessageRow> = stmt
         .query_map(params![conversation_id, after], from_row)?
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    fill_attachments(conn, &mut rows)?;
+    Ok(rows)
 }

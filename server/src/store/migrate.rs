@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0016_reads_by_conversation.sql"),
     include_str!("../../../migrations/0017_mail_inbound.sql"),
     include_str!("../../../migrations/0018_known_visitors.sql"),
+    include_str!("../../../migrations/0019_attachments.sql"),
 ];
 
 /// The schema version this binary expects.

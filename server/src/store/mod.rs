@@ -4,6 +4,7 @@
 
 mod account_links;
 mod api_tokens;
+mod attachments;
 mod audit;
 mod capacity;
 mod check;
@@ -44,6 +45,11 @@ mod writer;
 pub use api_tokens::{
     ApiTokenRow, ApiTokenUse, NewApiToken, delete_api_token, find_api_token, find_api_token_use,
     insert_api_token, list_api_tokens, list_api_tokens_of, touch_api_token,
+};
+pub use attachments::{
+    AttachmentMeta, NewAttachment, StoredAttachment, Uploader, delete_unattached_attachments,
+    delete_visitor_uploads, find_attachment, find_attachment_limit, insert_attachment,
+    insert_attachment_chunk, list_visitor_files, read_attachment_data, set_attachment_limit,
 };
 pub use audit::{
     AuditEventRow, AuditFilter, NewAuditEvent, insert_audit_event, list_audit_events,
@@ -101,9 +107,9 @@ pub use mail_inbound::{
     find_mail_thread, has_inbound_mail, insert_inbound_mail, list_inbound_mail,
 };
 pub use messages::{
-    MessageRow, NewAgentMessage, NewVisitorMessage, StoredVisitorMessage, insert_agent_message,
-    insert_visitor_message, list_conversation_messages, list_conversation_messages_after,
-    list_visitor_messages_after,
+    MessageRow, NewAgentMessage, NewVisitorMessage, StoredAgentMessage, StoredVisitorMessage,
+    insert_agent_message, insert_visitor_message, list_conversation_messages,
+    list_conversation_messages_after, list_visitor_messages_after,
 };
 pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
 pub use purge::{

@@ -87,6 +87,18 @@ pub fn erase_visitor_chunk(
     let mut deleted = Deleted::default();
     while deleted.rows() < budget {
         let Some(conversation) = next.query_row([visitor], |r| r.get(0)).optional()? else {
+            // Uploads no message took yet: those a message took went with it (by cascade).
+            conn.prepare_cached(
+                "DELETE FROM attachments WHERE message_id IS NULL \
+                   AND token_hash = (SELECT token_hash FROM visitors WHERE id = ?1)",
+            )?
+            .execute([visitor])?;
+            // Mails from their address that never reached a conversation (refused, skipped).
+            conn.prepare_cached(
+                "DELETE FROM mail_inbound WHERE lower(sender) = \
+                   (SELECT lower(email) FROM visitors WHERE id = ?1)",
+            )?
+            .execute([visitor])?;
             deleted.visitors += conn
                 .prepare_cached("DELETE FROM visitors WHERE id = ?1")?
                 .execute([visitor])?;
@@ -132,6 +144,9 @@ fn delete_conversation_chunk(
         return Ok(deleted);
     }
     conn.prepare_cached("DELETE FROM jobs WHERE json_extract(args, '$.conversation_id') = ?1")?
+        .execute([conversation])?;
+    // The record of a mail reply names its sender; the schema would only unlink it.
+    conn.prepare_cached("DELETE FROM mail_inbound WHERE conversation_id = ?1")?
         .execute([conversation])?;
     deleted.conversations = conn
         .prepare_cached("DELETE FROM conversations WHERE id = ?1")?

@@ -32,6 +32,15 @@ impl MessageBody {
         Ok(Self(trimmed.to_owned()))
     }
 
+    /// Like [`MessageBody::parse`], except that a message carrying attachments may have no
+    /// text (then the body is empty).
+    pub fn parse_beside_attachments(raw: &str, has_attachments: bool) -> Result<Self, Invalid> {
+        if has_attachments && raw.trim().is_empty() {
+            return Ok(Self(String::new()));
+        }
+        Self::parse(raw)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

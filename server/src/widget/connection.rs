@@ -2,6 +2,8 @@
 //! out. Writes are pipelined (up to [`MAX_IN_FLIGHT`] per connection) so one slow commit does not
 //! hold back pings or pushed agent replies.
 
+mod email_capture;
+
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
@@ -12,7 +14,7 @@ use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 
-use crate::chat::{self, ClientId, HistoryPage, MessageBody, Site};
+use crate::chat::{self, ClientId, HistoryPage, Site};
 use crate::clock::now_ms;
 use crate::hub::{VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
@@ -396,8 +398,12 @@ impl Connection {
     ) -> Result<(), Closed> {
         let received = Instant::now();
         match ClientFrame::parse(text) {
-            Some(ClientFrame::Message { client_id, body }) => {
-                self.accept_message(&client_id, &body, received, in_flight)
+            Some(ClientFrame::Message {
+                client_id,
+                body,
+                attachments: files,
+            }) => {
+                self.accept_message(&client_id, &body, files, received, in_flight)
                     .await
             }
             Some(ClientFrame::Email { email }) => self.accept_email(&email).await,
@@ -424,31 +430,12 @@ impl Connection {
         }
     }
 
-    /// Stores the visitor's address (offline capture). The visitor row exists once they have
-    /// written, so an address before the first message is refused.
-    async fn accept_email(&mut self, raw: &str) -> Result<(), Closed> {
-        let email = raw.trim();
-        let valid = email.len() <= 254 && email.parse::<lettre::Address>().is_ok();
-        let (true, Some(visitor)) = (valid, self.visitor_id) else {
-            return send_error(&mut self.sink, ErrorCode::InvalidMessage, None, None).await;
-        };
-        let stored = email.to_owned();
-        let saved = self
-            .app
-            .writer
-            .write(move |c| crate::store::set_visitor_email(c, visitor, &stored))
-            .await;
-        if saved.is_err() {
-            return send_error(&mut self.sink, ErrorCode::Unavailable, None, None).await;
-        }
-        self.send(ServerFrame::EmailSaved { email }.to_json()).await
-    }
-
     /// Validates a visitor message, asks the brakes, and hands it to the writer.
     async fn accept_message(
         &mut self,
         raw_client_id: &str,
         raw_body: &str,
+        attachments: Vec<String>,
         received: Instant,
         in_flight: &mut FuturesUnordered<PendingWrite>,
     ) -> Result<(), Closed> {
@@ -457,7 +444,7 @@ impl Connection {
             let code = ErrorCode::InvalidMessage;
             return send_error(&mut self.sink, code, None, Some(&echoed)).await;
         };
-        let Ok(body) = MessageBody::parse(raw_body) else {
+        let Ok(body) = super::attachments::message_body(raw_body, &attachments) else {
             return send_error(
                 &mut self.sink,
                 ErrorCode::InvalidMessage,
@@ -510,6 +497,7 @@ impl Connection {
             details,
             client_id: client_id.clone(),
             body,
+            attachments,
             now: now_ms(),
         };
         let chat = self.app.chat.clone();
@@ -533,14 +521,16 @@ impl Connection {
             Ok(stored) => stored,
             Err(err) => {
                 let (code, wait) = match &err {
-                    chat::Error::Store(store::Error::Busy) => (ErrorCode::Busy, BUSY_RETRY),
+                    chat::Error::Store(store::Error::Busy) => (ErrorCode::Busy, Some(BUSY_RETRY)),
+                    chat::Error::Store(store::Error::UnknownAttachment) => {
+                        (ErrorCode::UnknownAttachment, None)
+                    }
                     _ => {
                         tracing::warn!(error = %err, "a visitor message was not stored");
-                        (ErrorCode::Unavailable, UNAVAILABLE_RETRY)
+                        (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))
                     }
                 };
-                return send_error(&mut self.sink, code, Some(wait), Some(client_id.as_str()))
-                    .await;
+                return send_error(&mut self.sink, code, wait, Some(client_id.as_str())).await;
             }
         };
         let ack = ServerFrame::Ack {

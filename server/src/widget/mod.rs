@@ -1,6 +1,7 @@
 //! The website widget: the websocket protocol (docs/widget-protocol.md), visitor connections,
 //! the brakes that protect each site, and the widget's assets and embed snippet.
 
+mod attachments;
 pub mod brake;
 mod connection;
 mod endpoint;
@@ -11,5 +12,8 @@ mod self_service;
 mod typing;
 mod wire;
 
+pub use attachments::{
+    download as download_attachment, preflight as attachment_preflight, upload as upload_attachment,
+};
 pub use endpoint::{panel_css, panel_js, snippet, upgrade};
 pub use self_service::{erase as erase_own_data, export as export_own_data};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{ConversationId, MessageId, MessageRow};
+use crate::store::{AttachmentMeta, ConversationId, MessageId, MessageRow};
 use crate::values::Author;
 
 use super::identity::{IdentityClaim, deserialize_claim};
@@ -35,16 +35,17 @@ pub enum ClientFrame {
     },
     Message {
         client_id: String,
+        /// May be empty when the message carries attachments.
+        #[serde(default)]
         body: String,
+        /// Ids of the visitor's uploads (`POST /widget/attachments`) this message takes.
+        #[serde(default)]
+        attachments: Vec<String>,
     },
     /// The visitor's address for replies while away (offline capture).
-    Email {
-        email: String,
-    },
+    Email { email: String },
     /// The visitor started (`true`) or stopped typing; shown to agents, never stored.
-    Typing {
-        active: bool,
-    },
+    Typing { active: bool },
 }
 
 impl ClientFrame {
@@ -77,6 +78,33 @@ pub struct MessageFrame<'a> {
     pub client_id: Option<&'a str>,
     pub body: &'a str,
     pub at: i64,
+    /// Left out when empty, so a plain message's frame is what it always was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentFrame<'a>>,
+}
+
+/// An attachment as a `message` frame carries it; the bytes are at `url` (behind the token).
+#[derive(Debug, Serialize)]
+pub struct AttachmentFrame<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    #[serde(rename = "type")]
+    pub content_type: &'a str,
+    pub size: i64,
+    /// Relative to the server: `/widget/attachments/{id}`.
+    pub url: String,
+}
+
+impl<'a> From<&'a AttachmentMeta> for AttachmentFrame<'a> {
+    fn from(meta: &'a AttachmentMeta) -> Self {
+        Self {
+            id: &meta.id,
+            name: &meta.name,
+            content_type: &meta.content_type,
+            size: meta.size,
+            url: format!("/widget/attachments/{}", meta.id),
+        }
+    }
 }
 
 impl<'a> From<&'a MessageRow> for MessageFrame<'a> {
@@ -99,6 +127,7 @@ impl<'a> From<&'a MessageRow> for MessageFrame<'a> {
             },
             body: &row.body,
             at: row.created_at,
+            attachments: row.attachments.iter().map(AttachmentFrame::from).collect(),
         }
     }
 }
@@ -119,6 +148,7 @@ pub enum ErrorCode {
     SiteBusy,
     Busy,
     Unavailable,
+    UnknownAttachment,
 }
 
 impl ErrorCode {
@@ -137,6 +167,9 @@ impl ErrorCode {
             Self::SiteBusy => "This chat is very busy right now.",
             Self::Busy => "The server is busy.",
             Self::Unavailable => "The message could not be stored right now.",
+            Self::UnknownAttachment => {
+                "An attachment of this message is unknown, not yours, or already sent."
+            }
         }
     }
 }

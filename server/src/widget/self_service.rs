@@ -3,6 +3,7 @@
 //! the visitor token (sent as the `text/plain` body, so the browser sends no preflight), from an
 //! allowed origin only, and rate-limited per visitor.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Query, State};
@@ -12,7 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::audit::Actor;
-use crate::chat::hash_token;
+use crate::chat::{Site, hash_token};
 use crate::clock::now_ms;
 use crate::http::{ApiError, ClientIp};
 use crate::privacy::{self, PersonData, Requester, Via};
@@ -29,13 +30,14 @@ pub struct SelfServiceQuery {
 }
 
 /// A checked request: the origin to allow, and the visitor's token hash.
-struct Checked {
-    origin: HeaderValue,
-    token_hash: [u8; 32],
+pub(super) struct Checked {
+    pub(super) origin: HeaderValue,
+    pub(super) token_hash: [u8; 32],
+    pub(super) site: Arc<Site>,
 }
 
 /// Adds the CORS answer for an allowed origin (the panel runs on the site's pages).
-fn allow(origin: &HeaderValue, mut response: Response) -> Response {
+pub(super) fn allow(origin: &HeaderValue, mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
     headers.insert(header::VARY, HeaderValue::from_static("Origin"));
@@ -50,6 +52,26 @@ async fn check(
     headers: &HeaderMap,
     token: &str,
 ) -> Result<Checked, Response> {
+    let checked = check_visitor(app, site_key, headers, token).await?;
+    let visitor_key = u64::from_le_bytes(checked.token_hash[..8].try_into().unwrap_or([0; 8]));
+    if let Err(wait) = app.brakes.admit_self_service(visitor_key, Instant::now()) {
+        let body = json!({"error": {
+            "code": "rate_limited",
+            "message": "Too many requests for your data. Please wait a moment.",
+            "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        }});
+        let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+        return Err(allow(&checked.origin, refused));
+    }
+    Ok(checked)
+}
+
+/// The site, if `origin` is one of its allowed origins; otherwise the refusal to answer.
+pub(super) async fn allowed_origin(
+    app: &AppState,
+    site_key: &str,
+    headers: &HeaderMap,
+) -> Result<(Arc<Site>, HeaderValue), Response> {
     let origin = headers.get(header::ORIGIN).cloned();
     let site = match app.sites.find(site_key).await {
         Ok(Some(site)) => site,
@@ -68,25 +90,29 @@ async fn check(
         )
         .into_response());
     };
+    Ok((site, origin))
+}
+
+/// Checks the site, the origin and the visitor token; the error is the answer.
+pub(super) async fn check_visitor(
+    app: &AppState,
+    site_key: &str,
+    headers: &HeaderMap,
+    token: &str,
+) -> Result<Checked, Response> {
+    let (site, origin) = allowed_origin(app, site_key, headers).await?;
     let token = token.trim();
     if !app.tokens.verify(&site.key, token) {
         return Err(allow(&origin, ApiError::unauthorized().into_response()));
     }
-    let token_hash = hash_token(token);
-    let visitor_key = u64::from_le_bytes(token_hash[..8].try_into().unwrap_or([0; 8]));
-    if let Err(wait) = app.brakes.admit_self_service(visitor_key, Instant::now()) {
-        let body = json!({"error": {
-            "code": "rate_limited",
-            "message": "Too many requests for your data. Please wait a moment.",
-            "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-        }});
-        let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
-        return Err(allow(&origin, refused));
-    }
-    Ok(Checked { origin, token_hash })
+    Ok(Checked {
+        origin,
+        token_hash: hash_token(token),
+        site,
+    })
 }
 
-fn storage_failed(origin: &HeaderValue, err: store::Error) -> Response {
+pub(super) fn storage_failed(origin: &HeaderValue, err: store::Error) -> Response {
     allow(
         origin,
         ApiError::from(crate::http::Failure::from(err)).into_response(),
@@ -201,7 +227,17 @@ pub async fn erase(
                 Err(err) => return storage_failed(&checked.origin, err),
             }
         }
-        None => store::Deleted::default(),
+        None => {
+            // Someone who never wrote may still have uploaded files; they go too.
+            let uploads = app
+                .writer
+                .write(move |c| store::delete_visitor_uploads(c, &hash))
+                .await;
+            if let Err(err) = uploads {
+                return storage_failed(&checked.origin, err);
+            }
+            store::Deleted::default()
+        }
     };
     let body = json!({
         "erased": true,

@@ -223,7 +223,28 @@ async fn person(app: &TestApp, site: &str, admin_token: &str, tag: &str) -> Pers
     let email = format!("{tag}@example.org");
     let (mut widget, welcome) = app.visitor(site, None, 0).await;
     let token = welcome["token"].as_str().expect("token").to_owned();
-    let ack = widget.say("c-1", &body).await;
+    // A file holding the same text, on the first message: its bytes are a trace too.
+    let file = {
+        use crate::helpers::Exchange;
+        app.http
+            .request(
+                "POST",
+                &format!("/widget/attachments?site={site}&name=notes.txt"),
+            )
+            .header("origin", crate::helpers::ORIGIN)
+            .header("authorization", format!("Bearer {token}"))
+            .body(format!("my notes: {body}"))
+            .answer()
+            .await
+    };
+    assert_eq!(file.status, 201, "{}", file.body);
+    widget
+        .send(
+            serde_json::json!({"type": "message", "client_id": "c-1", "body": body,
+                                 "attachments": [file.json()["id"]]}),
+        )
+        .await;
+    let ack = widget.recv().await;
     assert_eq!(ack["type"], "ack", "{ack}");
     widget
         .send(serde_json::json!({"type": "email", "email": email}))
@@ -360,6 +381,21 @@ pub(crate) fn cli(app: &TestApp, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The row ids of the files an export carries (with their bytes).
+fn exported_file_rows(app: &TestApp, export: &serde_json::Value) -> Vec<i64> {
+    let files = export["files"].as_array().expect("files");
+    files
+        .iter()
+        .filter(|f| f["data_base64"].as_str().is_some_and(|d| !d.is_empty()))
+        .map(|f| {
+            app.count(&format!(
+                "SELECT id FROM attachments WHERE public_id = '{}'",
+                f["id"].as_str().expect("id")
+            ))
+        })
+        .collect()
+}
+
 fn ids(values: &serde_json::Value) -> Vec<i64> {
     values
         .as_array()
@@ -386,6 +422,8 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
         "visitors",
         "conversations",
         "messages",
+        "attachments",
+        "attachment_chunks",
         "jobs",
         "slack_threads",
         "conversation_reads",
@@ -415,6 +453,7 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
             "conversations" => ("id", vec![ann.chat.conversation]),
             "messages" => ("id", ids(messages)),
             "jobs" => ("id", ids(&export["deliveries"])),
+            "attachment_chunks" => ("attachment_id", exported_file_rows(&app, export)),
             _ => ("conversation_id", vec![ann.chat.conversation]),
         };
         let found: Vec<i64> = db

@@ -67,7 +67,7 @@ async fn replies_committed_while_the_visitor_keeps_reconnecting_arrive_once_in_o
                     let body =
                         MessageBody::parse(&format!("reply {n}-{}", ids.len())).expect("body");
                     let row = chat
-                        .post_agent_message(conversation, &agent(), body)
+                        .post_agent_message(conversation, &agent(), body, Vec::new())
                         .await
                         .expect("reply stored");
                     ids.push(row.id.0);
@@ -128,7 +128,7 @@ async fn more_than_a_page_of_missed_messages_arrives_whole_and_oldest_first() {
     for n in 0..620 {
         let body = MessageBody::parse(&format!("answer {n}")).expect("body");
         let row = chat
-            .post_agent_message(conversation, &agent(), body)
+            .post_agent_message(conversation, &agent(), body, Vec::new())
             .await
             .expect("reply stored");
         posted.push(row.id.0);

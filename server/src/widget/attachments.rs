@@ -1,0 +1,179 @@
+//! The widget's attachments over HTTP (docs/widget-protocol.md, "Attachments"): uploading a
+//! file with the visitor token, reading one back, and the CORS preflight both need (the token
+//! goes in an `Authorization` header, never in a URL). A `message` frame then names the upload.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::attachments::{self, MAX_PER_MESSAGE};
+use crate::http::attachment::{attachment_response, read_upload, upload_failed, uploaded};
+use crate::http::{ApiError, ClientIp};
+use crate::state::AppState;
+use crate::store::{self, Uploader};
+use crate::values::{Invalid, MessageBody};
+
+use super::brake::Refusal;
+use super::self_service::{Checked, allow, allowed_origin, check_visitor, storage_failed};
+
+/// Longest upload id a `message` frame may name.
+const MAX_ID_LEN: usize = 64;
+
+/// The body of a `message` frame naming `attachments`: it may be empty when there are some.
+///
+/// # Errors
+/// Too many attachments, an id too long, or a body that is not valid.
+pub(super) fn message_body(raw: &str, attachments: &[String]) -> Result<MessageBody, Invalid> {
+    if attachments.len() > MAX_PER_MESSAGE || attachments.iter().any(|id| id.len() > MAX_ID_LEN) {
+        return Err(Invalid("A message may carry at most 10 attachments."));
+    }
+    MessageBody::parse_beside_attachments(raw, !attachments.is_empty())
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct AttachmentQuery {
+    #[serde(default)]
+    site: String,
+    /// The file's name on the visitor's device (sanitised before it is stored).
+    #[serde(default)]
+    name: String,
+}
+
+/// The visitor token from `Authorization: Bearer …`.
+fn bearer(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("")
+}
+
+/// `OPTIONS /widget/attachments` and `/widget/attachments/{id}`: lets an allowed origin send
+/// the `Authorization` header.
+pub async fn preflight(
+    State(app): State<AppState>,
+    Query(query): Query<AttachmentQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let origin = match allowed_origin(&app, &query.site, &headers).await {
+        Ok((_, origin)) => origin,
+        Err(refused) => return refused,
+    };
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let out = response.headers_mut();
+    out.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST"),
+    );
+    out.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("authorization, content-type"),
+    );
+    out.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    allow(&origin, response)
+}
+
+/// `POST /widget/attachments?site=KEY&name=NAME`, `Authorization: Bearer <visitor token>`, the
+/// file as the body. Answers 201 with the upload's id for a `message` frame.
+pub async fn upload(
+    State(app): State<AppState>,
+    Query(query): Query<AttachmentQuery>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let Checked {
+        origin,
+        token_hash,
+        site,
+    } = match check_visitor(&app, &query.site, &headers, bearer(&headers)).await {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
+    };
+    let site_id = site.id;
+    let limit = match app
+        .readers
+        .read(move |c| store::find_attachment_limit(c, site_id))
+        .await
+    {
+        Ok(limit) => limit.min(attachments::HARD_CAP_BYTES),
+        Err(err) => return storage_failed(&origin, err),
+    };
+    // An upload costs one message of the visitor's rate and counts on the site's flood brake.
+    let visitor_key = u64::from_le_bytes(token_hash[..8].try_into().unwrap_or([0; 8]));
+    let admitted =
+        app.brakes
+            .admit_message(site.id, site.limits, visitor_key, ip, false, Instant::now());
+    if let Err(
+        Refusal::RateLimited(wait) | Refusal::TooManyConversations(wait) | Refusal::SiteBusy(wait),
+    ) = admitted
+    {
+        let body = json!({"error": {
+            "code": "rate_limited",
+            "message": "You are sending too fast. Please wait a moment.",
+            "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        }});
+        let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+        return allow(&origin, refused);
+    }
+    let data = match read_upload(&headers, body, limit).await {
+        Ok(data) => data,
+        Err(refused) => return allow(&origin, refused),
+    };
+    let uploader = Uploader::Visitor(token_hash);
+    match attachments::store_upload(&app.writer, site.id, uploader, &query.name, data).await {
+        Ok(meta) => {
+            let url = format!("/widget/attachments/{}", meta.id);
+            allow(&origin, uploaded(&meta, &url))
+        }
+        Err(err) => allow(&origin, upload_failed(err)),
+    }
+}
+
+/// `GET /widget/attachments/{id}?site=KEY`, `Authorization: Bearer <visitor token>`: the
+/// bytes, for the visitor who uploaded them or whose conversation holds them (an agent's file
+/// on a private note never); anyone else gets 404, as for an id that does not exist.
+pub async fn download(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<AttachmentQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Checked {
+        origin,
+        token_hash,
+        site,
+    } = match check_visitor(&app, &query.site, &headers, bearer(&headers)).await {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
+    };
+    let found = app
+        .readers
+        .read(move |c| {
+            let Some(stored) = store::find_attachment(c, &id)? else {
+                return Ok(None);
+            };
+            let is_own = stored.uploader_token_hash.as_deref() == Some(&token_hash[..]);
+            let is_to_them = stored.conversation_token_hash.as_deref() == Some(&token_hash[..])
+                && !stored.is_on_note;
+            if stored.site_id != site.id || !(is_own || is_to_them) {
+                return Ok(None);
+            }
+            let data = store::read_attachment_data(c, stored.row)?;
+            Ok(Some((stored.meta, data)))
+        })
+        .await;
+    match found {
+        Ok(Some((meta, data))) => allow(&origin, attachment_response(&meta, data)),
+        Ok(None) => allow(&origin, ApiError::not_found("attachment").into_response()),
+        Err(err) => storage_failed(&origin, err),
+    }
+}

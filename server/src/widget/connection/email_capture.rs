@@ -1,0 +1,27 @@
+//! The widget's `email` frame: a visitor leaves their address for replies while no agent is
+//! online (docs/widget-protocol.md). A child of `connection`, so it works on the connection's
+//! own state.
+
+use super::{Closed, Connection, ErrorCode, ServerFrame, send_error};
+
+impl Connection {
+    /// Stores the visitor's address (offline capture). The visitor row exists once they have
+    /// written, so an address before the first message is refused.
+    pub(super) async fn accept_email(&mut self, raw: &str) -> Result<(), Closed> {
+        let email = raw.trim();
+        let valid = email.len() <= 254 && email.parse::<lettre::Address>().is_ok();
+        let (true, Some(visitor)) = (valid, self.visitor_id) else {
+            return send_error(&mut self.sink, ErrorCode::InvalidMessage, None, None).await;
+        };
+        let stored = email.to_owned();
+        let saved = self
+            .app
+            .writer
+            .write(move |c| crate::store::set_visitor_email(c, visitor, &stored))
+            .await;
+        if saved.is_err() {
+            return send_error(&mut self.sink, ErrorCode::Unavailable, None, None).await;
+        }
+        self.send(ServerFrame::EmailSaved { email }.to_json()).await
+    }
+}

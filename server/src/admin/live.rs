@@ -59,6 +59,22 @@ fn resume_point(headers: &HeaderMap, after: Option<i64>) -> MessageId {
     MessageId(header.or(after).unwrap_or(0).max(0))
 }
 
+/// Follows `signal` in the unread counts. After a `Resync` it subscribes again before the
+/// counts are reloaded, so nothing published while they are read is missed (subscribe first,
+/// then read, as at connect).
+async fn follow(
+    app: &AppState,
+    subscription: &mut InboxSubscription,
+    tally: &mut Tally,
+    batch: &mut Batch,
+    signal: &InboxSignal,
+) -> Result<(), Gone> {
+    if let InboxSignal::Resync = signal {
+        *subscription = app.chat.hub().subscribe_inbox();
+    }
+    tally.follow(app, batch, signal).await
+}
+
 /// The rest of a burst that began with `first`: every signal the hub queues for this stream in
 /// the next `GATHER`. Ends at a `Resync` (the subscription is spent then).
 async fn gather(first: InboxSignal, subscription: &mut InboxSubscription) -> Vec<InboxSignal> {
@@ -203,11 +219,10 @@ async fn stream_inbox(
         batch.flush(tx).await?;
         let first = subscription.recv().await;
         for signal in gather(first, &mut subscription).await {
-            tally.follow(app, &mut batch, &signal).await?;
+            follow(app, &mut subscription, &mut tally, &mut batch, &signal).await?;
             match signal {
                 InboxSignal::Resync => {
                     tracing::debug!("live inbox fell behind; replaying");
-                    subscription = app.chat.hub().subscribe_inbox();
                     covered = replay_inbox(app, &mut batch, me, filter, last).await?;
                     last = last.max(covered);
                 }
@@ -251,10 +266,7 @@ async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Bytes>) -> 
         batch.flush(tx).await?;
         let first = subscription.recv().await;
         for signal in gather(first, &mut subscription).await {
-            if let InboxSignal::Resync = signal {
-                subscription = app.chat.hub().subscribe_inbox();
-            }
-            tally.follow(app, &mut batch, &signal).await?;
+            follow(app, &mut subscription, &mut tally, &mut batch, &signal).await?;
         }
     }
 }
@@ -380,10 +392,9 @@ async fn stream_conversation(
             }
         };
         for signal in gather(first, &mut subscription).await {
-            tally.follow(app, &mut batch, &signal).await?;
+            follow(app, &mut subscription, &mut tally, &mut batch, &signal).await?;
             match signal {
                 InboxSignal::Resync => {
-                    subscription = app.chat.hub().subscribe_inbox();
                     covered = replay_conversation(app, &mut batch, who, conversation, last).await?;
                     last = last.max(covered);
                 }

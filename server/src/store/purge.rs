@@ -84,6 +84,13 @@ pub fn erase_visitor_chunk(
 ) -> Result<(Deleted, bool), Error> {
     let mut next = conn
         .prepare_cached("SELECT id FROM conversations WHERE visitor_id = ?1 ORDER BY id LIMIT 1")?;
+    // Records of mails from their address that reached no conversation (refused, skipped), while
+    // the visitor row still says which address that is: the last conversation takes the row.
+    conn.prepare_cached(
+        "DELETE FROM mail_inbound WHERE lower(sender) = \
+           (SELECT lower(email) FROM visitors WHERE id = ?1)",
+    )?
+    .execute([visitor])?;
     let mut deleted = Deleted::default();
     while deleted.rows() < budget {
         let Some(conversation) = next.query_row([visitor], |r| r.get(0)).optional()? else {
@@ -91,12 +98,6 @@ pub fn erase_visitor_chunk(
             conn.prepare_cached(
                 "DELETE FROM attachments WHERE message_id IS NULL \
                    AND token_hash = (SELECT token_hash FROM visitors WHERE id = ?1)",
-            )?
-            .execute([visitor])?;
-            // Mails from their address that never reached a conversation (refused, skipped).
-            conn.prepare_cached(
-                "DELETE FROM mail_inbound WHERE lower(sender) = \
-                   (SELECT lower(email) FROM visitors WHERE id = ?1)",
             )?
             .execute([visitor])?;
             deleted.visitors += conn
@@ -220,6 +221,31 @@ mod tests {
     fn count(conn: &Connection, table: &str) -> i64 {
         conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
             .expect("count")
+    }
+
+    #[test]
+    fn erasure_takes_the_records_of_the_visitors_mail_replies_and_no_one_elses() {
+        let conn = db();
+        conn.execute_batch(
+            "UPDATE visitors SET email = 'Ann@Example.org' WHERE id = 2;
+             INSERT INTO mail_inbound (mail_id, sender, subject, conversation_id, outcome, reason,
+                                       received_at)
+                  VALUES ('<a@x>', 'ann@example.org', 'Re: chat', 2, 'posted', '', 0),
+                         ('<b@x>', 'ANN@example.org', 'Re: chat', NULL, 'refused', 'x', 0),
+                         ('<c@x>', 'bob@example.org', 'Re: chat', 1, 'posted', '', 0),
+                         ('<d@x>', 'eve@example.org', 'Re: chat', NULL, 'refused', 'x', 0);",
+        )
+        .expect("mail records");
+        let (_, is_done) = erase_visitor_chunk(&conn, VisitorId(2), 1000).expect("erase");
+        assert!(is_done);
+        let left: Vec<String> = conn
+            .prepare("SELECT mail_id FROM mail_inbound ORDER BY mail_id")
+            .expect("query")
+            .query_map([], |r| r.get(0))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(left, ["<c@x>", "<d@x>"]);
     }
 
     #[test]

@@ -11,6 +11,11 @@ pub struct LoadtestArgs {
     /// Target rates in visitor messages a second, one stair each (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1000,2000,5000,10000")]
     pub stairs: Vec<u32>,
+    /// How sends are spread in time: `smooth` releases each at its own intended time with a
+    /// precise timer; `ticks` lets each connection sleep on tokio's millisecond timer, so the
+    /// sends due within a millisecond leave in one burst (flattering the server).
+    #[arg(long, value_enum, default_value = "smooth")]
+    pub arrivals: super::pacer::Arrivals,
     /// Sending before each stair's measured window, not counted.
     #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     pub warmup: Duration,

@@ -1,6 +1,9 @@
 //! The load generator: widget websockets sending on fixed open-loop schedules. Connection `i` of
 //! `n` sends message `k` at `t0 + offset_i + k·n/rate`, whatever the server does, and latency is
 //! measured from that *intended* time to the ack (coordinated omission corrected, as wrk2 does).
+//! Sends are released by the pacer's precise timer (smooth arrivals, the default) or by each
+//! connection's millisecond timer (`--arrivals ticks`); either way the lag from the intended
+//! time to the actual send is recorded, so a generator that falls behind shows.
 //! Runs on one current-thread runtime inside a `LocalSet`, so totals are shared without locks.
 
 use std::borrow::Cow;
@@ -21,6 +24,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use super::pacer::{self, Arrivals, Slot};
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -48,6 +53,7 @@ pub struct Plan {
     pub agents: Vec<String>,
     pub rate: u32,
     pub flood_rate: u32,
+    pub arrivals: Arrivals,
     pub warmup: Duration,
     pub duration: Duration,
     /// How long after the last send acks are still awaited.
@@ -64,6 +70,8 @@ pub struct Plan {
 pub struct Totals {
     /// Intended-time ack latency of messages whose intended time fell in the window, in µs.
     pub latency: Histogram<u64>,
+    /// Intended time → the send leaving the generator, for the same messages, in µs.
+    pub send_lag: Histogram<u64>,
     pub sent: u64,
     pub sent_in_window: u64,
     pub acked: u64,
@@ -85,9 +93,11 @@ pub struct Ack {
 
 impl Totals {
     fn new() -> anyhow::Result<Self> {
+        let histogram =
+            || Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).context("creating a histogram");
         Ok(Self {
-            latency: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3)
-                .context("creating a histogram")?,
+            latency: histogram()?,
+            send_lag: histogram()?,
             sent: 0,
             sent_in_window: 0,
             acked: 0,
@@ -165,22 +175,21 @@ async fn run_local(plan: Plan) -> anyhow::Result<Outcome> {
     }
     let visitor_totals = Rc::new(RefCell::new(Totals::new()?));
     let flood_totals = Rc::new(RefCell::new(Totals::new()?));
+    let window = Window {
+        t0,
+        start: window_start,
+        end: window_end,
+        deadline,
+    };
     let mut tasks = Vec::new();
+    let mut pacers = Vec::new();
     for (group, sockets, rate) in [
         (&visitor_totals, visitors, plan.rate),
         (&flood_totals, flood, plan.flood_rate),
     ] {
-        let n = u32::try_from(sockets.len()).unwrap_or(u32::MAX);
-        for (i, ws) in (0u32..).zip(sockets) {
-            let schedule = Schedule::new(i, n, rate, t0, window_start, window_end, deadline);
-            tasks.push(tokio::task::spawn_local(drive(
-                ws,
-                schedule,
-                plan.is_echo,
-                plan.keep_acks,
-                Rc::clone(group),
-            )));
-        }
+        pacers.push(spawn_group(
+            &plan, sockets, rate, &window, group, &mut tasks,
+        ));
     }
     let progress = tokio::task::spawn_local(progress(
         plan.label.clone(),
@@ -195,6 +204,12 @@ async fn run_local(plan: Plan) -> anyhow::Result<Outcome> {
     sleep_until(window_end).await;
     let server_end = plan.server_pid.and_then(super::target::sample_proc);
     let self_end = super::target::sample_proc(std::process::id());
+    for pacer in pacers {
+        pacer
+            .await
+            .context("the pacer stopped")?
+            .context("the pacer's timer failed")?;
+    }
     for task in tasks {
         let _ = task.await;
     }
@@ -228,6 +243,48 @@ async fn run_local(plan: Plan) -> anyhow::Result<Outcome> {
     })
 }
 
+/// The stair's times: sending starts at `t0`, counts from `start` to `end`, acks are awaited
+/// until `deadline`.
+struct Window {
+    t0: Instant,
+    start: Instant,
+    end: Instant,
+    deadline: Instant,
+}
+
+/// Starts one group's connections (pushed onto `tasks`) and, for smooth arrivals, the pacer
+/// releasing their sends (returned).
+fn spawn_group(
+    plan: &Plan,
+    sockets: Vec<Ws>,
+    rate: u32,
+    window: &Window,
+    totals: &Rc<RefCell<Totals>>,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let n = u32::try_from(sockets.len()).unwrap_or(u32::MAX);
+    let mut slots = Vec::new();
+    for (i, ws) in (0u32..).zip(sockets) {
+        let trigger = match plan.arrivals {
+            Arrivals::Ticks => Trigger::Timer,
+            Arrivals::Smooth => {
+                let slot = Rc::new(Slot::default());
+                slots.push(Rc::clone(&slot));
+                Trigger::Paced(slot)
+            }
+        };
+        tasks.push(tokio::task::spawn_local(drive(
+            ws,
+            Schedule::new(i, n, rate, window),
+            trigger,
+            plan.is_echo,
+            plan.keep_acks,
+            Rc::clone(totals),
+        )));
+    }
+    tokio::task::spawn_local(pacer::pace(slots, rate, window.t0, window.end))
+}
+
 /// When a connection sends, and which sends count.
 #[derive(Clone, Copy)]
 struct Schedule {
@@ -239,15 +296,7 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn new(
-        i: u32,
-        n: u32,
-        rate: u32,
-        t0: Instant,
-        window_start: Instant,
-        window_end: Instant,
-        deadline: Instant,
-    ) -> Self {
+    fn new(i: u32, n: u32, rate: u32, window: &Window) -> Self {
         let period = if rate == 0 {
             Duration::MAX
         } else {
@@ -260,11 +309,15 @@ impl Schedule {
         };
         Self {
             // A group without a rate sends nothing: its first send is already past the window.
-            first: if rate == 0 { window_end } else { t0 + offset },
+            first: if rate == 0 {
+                window.end
+            } else {
+                window.t0 + offset
+            },
             period,
-            window_start,
-            window_end,
-            deadline,
+            window_start: window.start,
+            window_end: window.end,
+            deadline: window.deadline,
         }
     }
 
@@ -274,9 +327,27 @@ impl Schedule {
     }
 }
 
+/// What releases a connection's next send.
+enum Trigger {
+    /// Its own millisecond timer at the intended time.
+    Timer,
+    /// The pacer (see [`pacer::pace`]).
+    Paced(Rc<Slot>),
+}
+
+impl Trigger {
+    async fn due(&self, k: u64, at: Instant) {
+        match self {
+            Self::Timer => sleep_until(at).await,
+            Self::Paced(slot) => slot.released(k).await,
+        }
+    }
+}
+
 async fn drive(
     mut ws: Ws,
     schedule: Schedule,
+    trigger: Trigger,
     is_echo: bool,
     keep_acks: bool,
     totals: Rc<RefCell<Totals>>,
@@ -324,7 +395,7 @@ async fn drive(
                     *t.refused.entry(code).or_insert(0) += 1;
                 }
             }
-            () = sleep_until(next.unwrap_or(schedule.deadline)), if next.is_some() => {
+            () = trigger.due(k, next.unwrap_or(schedule.deadline)), if next.is_some() => {
                 frame.clear();
                 let _ = std::fmt::Write::write_fmt(
                     &mut frame,
@@ -336,8 +407,11 @@ async fn drive(
                 }
                 let mut t = totals.borrow_mut();
                 t.sent += 1;
-                if next.is_some_and(|n| n >= schedule.window_start) {
+                if let Some(intended) = next.filter(|n| *n >= schedule.window_start) {
                     t.sent_in_window += 1;
+                    let lag = Instant::now().saturating_duration_since(intended);
+                    let us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
+                    t.send_lag.saturating_record(us.clamp(1, MAX_LATENCY_US));
                 }
                 outstanding += 1;
                 k += 1;

@@ -9,6 +9,7 @@ mod args;
 mod discord_mock;
 mod echo;
 mod generator;
+mod pacer;
 mod record;
 mod report;
 mod run;

@@ -26,9 +26,9 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(md, "### {}\n", series.name);
         let _ = writeln!(
             md,
-            "| target/s | round | achieved/s | p50 ms | p99 ms | max ms | refused | server CPU % | µs/msg | RSS MB | loadgen CPU % | Slack delivered | deliveries/s | job lag p99 ms | pass |"
+            "| target/s | round | achieved/s | p50 ms | p99 ms | max ms | send lag p99 ms | refused | server CPU % | µs/msg | RSS MB | loadgen CPU % | Slack delivered | deliveries/s | job lag p99 ms | pass |"
         );
-        let _ = writeln!(md, "|{}", "---|".repeat(15));
+        let _ = writeln!(md, "|{}", "---|".repeat(16));
         for s in &series.stairs {
             let refused: u64 = s.refused.values().sum();
             let (delivered, dps, lag) = s.slack.as_ref().map_or_else(
@@ -43,13 +43,14 @@ pub fn markdown(r: &Report) -> String {
             );
             let _ = writeln!(
                 md,
-                "| {} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {refused} | {} | {} | {} | {:.0} | {delivered} | {dps} | {lag} | {} |",
+                "| {} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {} | {refused} | {} | {} | {} | {:.0} | {delivered} | {dps} | {lag} | {} |",
                 s.target,
                 s.round,
                 s.achieved,
                 s.p50_ms,
                 s.p99_ms,
                 s.max_ms,
+                opt(s.send_lag_p99_ms, 2),
                 opt(s.server_cpu_pct, 0),
                 opt(s.server_us_per_msg, 1),
                 opt(s.server_rss_mb, 1),
@@ -192,6 +193,16 @@ fn flood_ratios(md: &mut String, flooded: &Series, calm: &Series) {
     let _ = writeln!(md);
 }
 
+fn arrivals(name: &str) -> &str {
+    match name {
+        "smooth" => "smooth (each send released at its own intended time by a precise timer)",
+        "ticks" => {
+            "ticks (tokio's millisecond timer: sends due within a millisecond leave together)"
+        }
+        other => other,
+    }
+}
+
 fn header(md: &mut String, r: &Report) {
     let _ = writeln!(md, "## Load test {}\n", r.started_at);
     let _ = writeln!(md, "- command: `{}`", r.command);
@@ -201,6 +212,7 @@ fn header(md: &mut String, r: &Report) {
         r.machine.cores, r.machine.cpu_model, r.machine.kernel
     );
     let _ = writeln!(md, "- placement: {}", r.placement);
+    let _ = writeln!(md, "- arrivals: {}", arrivals(&r.arrivals));
     let _ = writeln!(
         md,
         "- server settings: {}",

@@ -33,10 +33,18 @@ pub struct Report {
     /// Job lag p99 gate of the Slack stairs.
     #[serde(default)]
     pub gate_job_lag_ms: f64,
+    /// How sends were spread in time (`smooth` or `ticks`); results from before the option
+    /// existed were made with ticks.
+    #[serde(default = "ticks")]
+    pub arrivals: String,
     /// `PORCH_*` settings the scratch servers ran with (defaults otherwise).
     #[serde(default)]
     pub server_env: Vec<String>,
     pub series: Vec<Series>,
+}
+
+fn ticks() -> String {
+    "ticks".to_owned()
 }
 
 /// The stairs against one target: `echo`, `porch`, or `porch+slack`.
@@ -61,6 +69,11 @@ pub struct Stair {
     pub p99_ms: f64,
     pub p999_ms: f64,
     pub max_ms: f64,
+    /// Intended send time → the send leaving the generator (absent in older results).
+    #[serde(default)]
+    pub send_lag_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub send_lag_max_ms: Option<f64>,
     pub server_cpu_pct: Option<f64>,
     pub server_us_per_msg: Option<f64>,
     pub server_rss_mb: Option<f64>,

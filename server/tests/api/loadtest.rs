@@ -60,6 +60,7 @@ fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("read json")).expect("json");
 
+    assert_eq!(report["arrivals"], "smooth", "the default arrival process");
     let names: Vec<&str> = report["series"]
         .as_array()
         .expect("series")
@@ -76,6 +77,12 @@ fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
                 "{name}: not everything acked"
             );
             assert_eq!(stair["broken"], 0, "{name}: a connection broke");
+            // Smooth arrivals release exactly the schedule: 200 a second for warm-up + window.
+            assert_eq!(stair["sent"], 800, "{name}: not the scheduled sends");
+            assert!(
+                stair["send_lag_p99_ms"].as_f64().is_some(),
+                "{name}: no send lag"
+            );
             assert_eq!(stair["refused"], serde_json::json!({}), "{name}: refusals");
         }
     }

@@ -308,6 +308,19 @@ async fn open_database(
                 "sealed integration secrets kept in clear text"
             );
         }
+        let sealed =
+            crate::accounts::seal_clear_totp_secrets(&conn, &sealing.key).map_err(|err| {
+                anyhow::anyhow!(
+                    "{err}; start with the key it was sealed with ({})",
+                    sealing.source.describe()
+                )
+            })?;
+        if sealed > 0 {
+            tracing::info!(
+                users = sealed,
+                "sealed two-factor secrets kept in clear text"
+            );
+        }
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
         Ok((conn, secret))
     })

@@ -85,7 +85,11 @@ impl App {
         secret_key: Arc<SecretKey>,
     ) -> Self {
         let replication = Arc::new(Replication::new(config.litestream_metrics_url.clone()));
-        let accounts = Accounts::new(Arc::clone(&writer), Arc::clone(&readers));
+        let accounts = Accounts::new(
+            Arc::clone(&writer),
+            Arc::clone(&readers),
+            Arc::clone(&secret_key),
+        );
         let meters: Arc<Meters> = Arc::default();
         let slack = Arc::new(SlackInbound::new(
             slack_api,

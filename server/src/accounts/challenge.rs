@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -150,7 +150,7 @@ impl Accounts {
         let pending = self.usable(token, false)?;
         self.reserve_code(&pending, ip)?;
         let code = code.to_owned();
-        let id = pending.user;
+        let (id, key) = (pending.user, Arc::clone(&self.key));
         let passed = self
             .writer
             .write(move |c| {
@@ -158,7 +158,7 @@ impl Accounts {
                     return Ok(None);
                 };
                 let actor = Actor::user(&user, ip);
-                let passed = spend_second_factor(c, id, &code)?;
+                let passed = spend_second_factor(c, &key, id, &code)?;
                 match passed {
                     Some(SecondFactor::RecoveryCode) => {
                         let left = store::count_unused_recovery_codes(c, id)?;
@@ -189,10 +189,10 @@ impl Accounts {
     /// The pending setup shown to someone the team requires to set up two-factor.
     pub async fn enrolment_at_sign_in(&self, token: &str) -> Result<Enrolment, Error> {
         let pending = self.usable(token, true)?;
-        let id = pending.user;
+        let (id, key) = (pending.user, Arc::clone(&self.key));
         self.writer
             .write(move |c| match store::find_user(c, id)? {
-                Some(user) => pending_or_new(c, &user),
+                Some(user) => pending_or_new(c, &key, &user),
                 None => Ok(None),
             })
             .await?
@@ -209,14 +209,14 @@ impl Accounts {
     ) -> Result<(FinishedSignIn, Vec<String>), Error> {
         let pending = self.usable(token, true)?;
         self.reserve_code(&pending, ip)?;
-        let (code, id) = (code.to_owned(), pending.user);
+        let (code, id, key) = (code.to_owned(), pending.user, Arc::clone(&self.key));
         let enrolled = self
             .writer
             .write(move |c| {
                 let Some(user) = store::find_user(c, id)?.filter(|u| !u.is_disabled) else {
                     return Ok(None);
                 };
-                let codes = confirm_pending(c, &Actor::user(&user, ip), &user, &code)?;
+                let codes = confirm_pending(c, &key, (&Actor::user(&user, ip), &user), &code)?;
                 Ok(codes.map(|codes| (user, codes)))
             })
             .await?;

@@ -13,6 +13,7 @@ use subtle::ConstantTimeEq;
 
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::{millis, now_ms};
+use crate::secrets::SecretKey;
 use crate::store::{self, NewSession, NewUser, Readers, SessionRow, UserId, UserRow, Writer};
 
 use super::Error;
@@ -57,6 +58,8 @@ pub struct NewSessionSecret {
 pub struct Accounts {
     pub(super) writer: Arc<Writer>,
     pub(super) readers: Arc<Readers>,
+    /// Seals the TOTP secrets (`totp_sealing`).
+    pub(super) key: Arc<SecretKey>,
     pub(super) throttle: LoginThrottle,
     /// Second-step code attempts, counted apart from passwords: a right password must not
     /// clear the count of wrong codes, or guessing codes would only cost a password entry.
@@ -81,10 +84,11 @@ async fn hash_off_thread(password: Password) -> Result<String, Error> {
 }
 
 impl Accounts {
-    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>) -> Self {
+    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, key: Arc<SecretKey>) -> Self {
         Self {
             writer,
             readers,
+            key,
             throttle: LoginThrottle::default(),
             code_throttle: LoginThrottle::default(),
             pending: PendingSignIns::default(),

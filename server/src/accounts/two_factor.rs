@@ -4,6 +4,7 @@
 //! `challenge`'s; the code arithmetic is `totp`'s.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use rusqlite::Connection;
@@ -11,12 +12,14 @@ use serde_json::json;
 
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
+use crate::secrets::SecretKey;
 use crate::store::{self, UserId, UserRow};
 
 use super::Error;
 use super::password::verify_password;
 use super::session::{Accounts, hash_secret};
 use super::totp::{TotpSecret, is_one_time_code, new_recovery_codes, normalize_recovery_code};
+use super::totp_sealing::{open_totp, seal_totp};
 
 /// A setup waiting for its first code: what the person copies into their app.
 #[derive(Debug, Clone)]
@@ -64,6 +67,7 @@ fn unix_seconds() -> u64 {
 /// used. Runs inside the caller's writer transaction, so two racing uses cannot both pass.
 pub(super) fn spend_second_factor(
     c: &Connection,
+    key: &SecretKey,
     user: UserId,
     code: &str,
 ) -> Result<Option<SecondFactor>, store::Error> {
@@ -71,7 +75,7 @@ pub(super) fn spend_second_factor(
         return Ok(None);
     };
     if is_one_time_code(code) {
-        let secret = TotpSecret::from_bytes(row.secret);
+        let secret = open_totp(key, user, &row.secret)?;
         let after = row.last_step.and_then(|s| u64::try_from(s).ok());
         let Some(step) = secret.matching_step(code, unix_seconds(), after) else {
             return Ok(None);
@@ -88,14 +92,14 @@ pub(super) fn spend_second_factor(
 /// is wrong or nothing is pending.
 pub(super) fn confirm_pending(
     c: &Connection,
-    actor: &Actor,
-    user: &UserRow,
+    key: &SecretKey,
+    (actor, user): (&Actor, &UserRow),
     code: &str,
 ) -> Result<Option<Vec<String>>, store::Error> {
     let Some(row) = store::load_totp_secret(c, user.id)?.filter(|r| !r.is_confirmed) else {
         return Ok(None);
     };
-    let secret = TotpSecret::from_bytes(row.secret);
+    let secret = open_totp(key, user.id, &row.secret)?;
     let Some(step) = secret.matching_step(code, unix_seconds(), None) else {
         return Ok(None);
     };
@@ -129,14 +133,16 @@ fn replace_codes(c: &Connection, user: UserId) -> Result<Vec<String>, store::Err
 /// The user's pending setup, started now if there is none. `None` once the factor is on.
 pub(super) fn pending_or_new(
     c: &Connection,
+    key: &SecretKey,
     user: &UserRow,
 ) -> Result<Option<Enrolment>, store::Error> {
     let secret = match store::load_totp_secret(c, user.id)? {
         Some(row) if row.is_confirmed => return Ok(None),
-        Some(row) => TotpSecret::from_bytes(row.secret),
+        Some(row) => open_totp(key, user.id, &row.secret)?,
         None => {
             let secret = TotpSecret::generate();
-            store::save_totp_secret(c, user.id, secret.as_bytes(), now_ms())?;
+            let sealed = seal_totp(key, user.id, &secret)?;
+            store::save_totp_secret(c, user.id, &sealed, now_ms())?;
             secret
         }
     };
@@ -191,9 +197,9 @@ impl Accounts {
 
     /// Starts (or continues) setting up two-factor sign-in: the pending secret to show.
     pub async fn begin_two_factor(&self, user: &UserRow) -> Result<Enrolment, Error> {
-        let user = user.clone();
+        let (user, key) = (user.clone(), Arc::clone(&self.key));
         self.writer
-            .write(move |c| pending_or_new(c, &user))
+            .write(move |c| pending_or_new(c, &key, &user))
             .await?
             .ok_or(Error::Conflict("Two-factor sign-in is already on."))
     }
@@ -207,8 +213,9 @@ impl Accounts {
         ip: IpAddr,
     ) -> Result<Vec<String>, Error> {
         let (actor, user, code) = (Actor::user(user, ip), user.clone(), code.to_owned());
+        let key = Arc::clone(&self.key);
         self.writer
-            .write(move |c| confirm_pending(c, &actor, &user, &code))
+            .write(move |c| confirm_pending(c, &key, (&actor, &user), &code))
             .await?
             .ok_or(Error::BadCode)
     }
@@ -225,10 +232,11 @@ impl Accounts {
             .reserve(&user.email, ip, Instant::now())
             .map_err(|t| Error::Throttled(t.retry_after()))?;
         let (actor, row, code) = (Actor::user(user, ip), user.clone(), code.to_owned());
+        let key = Arc::clone(&self.key);
         let codes = self
             .writer
             .write(move |c| {
-                if spend_second_factor(c, row.id, &code)?.is_none() {
+                if spend_second_factor(c, &key, row.id, &code)?.is_none() {
                     return Ok(None);
                 }
                 let codes = replace_codes(c, row.id)?;
@@ -271,6 +279,7 @@ impl Accounts {
             return Err(Error::BadCredentials);
         }
         let (actor, row, code) = (Actor::user(user, ip), user.clone(), code.to_owned());
+        let key = Arc::clone(&self.key);
         self.writer
             .write(move |c| {
                 if store::find_two_factor_required(c)? {
@@ -278,7 +287,7 @@ impl Accounts {
                         "The team requires two-factor sign-in; an admin can reset yours instead.",
                     )));
                 }
-                if spend_second_factor(c, row.id, &code)?.is_none() {
+                if spend_second_factor(c, &key, row.id, &code)?.is_none() {
                     return Ok(Err(Error::BadCode));
                 }
                 store::delete_two_factor(c, row.id)?;

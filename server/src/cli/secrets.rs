@@ -77,8 +77,14 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     })?;
     // Sites' identity secrets (known visitors) are sealed with the same key.
     let sites = crate::chat::reseal_identity_secrets(&tx, &current.key, &new)?;
-    let detail =
-        json!({"from_key": current.key.id(), "integrations": count, "identity_secrets": sites});
+    // And two-factor (TOTP) secrets.
+    let users = crate::accounts::reseal_all_totp_secrets(&tx, &current.key, &new)?;
+    let detail = json!({
+        "from_key": current.key.id(),
+        "integrations": count,
+        "identity_secrets": sites,
+        "two_factor_secrets": users,
+    });
     audit::record(
         &tx,
         &Actor::cli(),

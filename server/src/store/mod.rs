@@ -127,9 +127,10 @@ pub use slack::{
     insert_slack_event, insert_slack_thread, insert_slack_thread_root, prune_slack_events,
 };
 pub use two_factor::{
-    TotpRow, confirm_totp, count_unused_recovery_codes, delete_sessions_without_two_factor,
-    delete_two_factor, find_two_factor_required, list_two_factor_users, load_totp_secret,
-    replace_recovery_codes, save_totp_secret, update_two_factor_required, use_recovery_code,
+    StoredTotp, TotpRow, confirm_totp, count_unused_recovery_codes,
+    delete_sessions_without_two_factor, delete_two_factor, find_two_factor_required,
+    list_totp_secrets, list_two_factor_users, load_totp_secret, replace_recovery_codes,
+    save_totp_secret, update_totp_secret, update_two_factor_required, use_recovery_code,
     use_totp_step,
 };
 pub use users::{NewUser, UserRow, find_user_by_email, insert_user, spend_user_links};

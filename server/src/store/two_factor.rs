@@ -1,28 +1,57 @@
 //! The `user_totp` and `recovery_codes` tables, and the team's "require two-factor" setting.
-//! The TOTP secret goes in and out only through `save_totp_secret` / `load_totp_secret`.
+//! The TOTP secret goes in and out only through `save_totp_secret` / `load_totp_secret` (and,
+//! for sealing it at start and re-sealing it under a new key, `list_totp_secrets` /
+//! `update_totp_secret`). It is stored sealed (`accounts/totp_sealing.rs`): the envelope's text
+//! as the bytes of the (STRICT, BLOB) `secret` column. Bytes that are not an envelope are a clear
+//! secret from before sealing (20 random bytes, far too short to be mistaken for one).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Error, UserId};
+use crate::secrets::Sealed;
 
 /// The `settings` key of "the team requires two-factor sign-in" (present means required).
 const REQUIRED_KEY: &str = "two_factor_required";
 
+/// A TOTP secret as stored.
+#[derive(Debug, Clone)]
+pub enum StoredTotp {
+    Sealed(Sealed),
+    /// The raw secret, written before secrets were sealed; sealed at the next start.
+    Clear(Vec<u8>),
+}
+
 /// A user's TOTP factor.
 #[derive(Debug, Clone)]
 pub struct TotpRow {
-    pub secret: Vec<u8>,
+    pub secret: StoredTotp,
     /// False while the setup waits for its first correct code.
     pub is_confirmed: bool,
     /// The last time step a code was accepted for.
     pub last_step: Option<i64>,
 }
 
-/// Stores `secret` as the user's pending (unconfirmed) factor, replacing any earlier one.
+fn stored_totp(row: &Row<'_>, column: usize) -> rusqlite::Result<StoredTotp> {
+    let bytes: Vec<u8> = row.get(column)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => {
+            let sealed = Sealed::from_stored(text);
+            if sealed.is_sealed() {
+                StoredTotp::Sealed(sealed)
+            } else {
+                StoredTotp::Clear(sealed.as_stored().as_bytes().to_vec())
+            }
+        }
+        Err(err) => StoredTotp::Clear(err.into_bytes()),
+    })
+}
+
+/// Stores `secret` (sealed) as the user's pending (unconfirmed) factor, replacing any earlier
+/// one.
 pub fn save_totp_secret(
     conn: &Connection,
     user: UserId,
-    secret: &[u8],
+    secret: &Sealed,
     now: i64,
 ) -> Result<(), Error> {
     conn.prepare_cached(
@@ -30,7 +59,23 @@ pub fn save_totp_secret(
          ON CONFLICT (user_id) DO UPDATE SET secret = excluded.secret, \
          created_at = excluded.created_at, confirmed_at = NULL, last_step = NULL",
     )?
-    .execute(params![user, secret, now])?;
+    .execute(params![user, secret.as_stored().as_bytes(), now])?;
+    Ok(())
+}
+
+/// Every stored factor's secret, pending or confirmed.
+pub fn list_totp_secrets(conn: &Connection) -> Result<Vec<(UserId, StoredTotp)>, Error> {
+    let mut stmt = conn.prepare_cached("SELECT user_id, secret FROM user_totp ORDER BY user_id")?;
+    Ok(stmt
+        .query_map([], |r| Ok((r.get(0)?, stored_totp(r, 1)?)))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Replaces a factor's stored secret with `secret` (the same secret, sealed anew), keeping its
+/// state.
+pub fn update_totp_secret(conn: &Connection, user: UserId, secret: &Sealed) -> Result<(), Error> {
+    conn.prepare_cached("UPDATE user_totp SET secret = ?2 WHERE user_id = ?1")?
+        .execute(params![user, secret.as_stored().as_bytes()])?;
     Ok(())
 }
 
@@ -42,7 +87,7 @@ pub fn load_totp_secret(conn: &Connection, user: UserId) -> Result<Option<TotpRo
         )?
         .query_row([user], |r| {
             Ok(TotpRow {
-                secret: r.get(0)?,
+                secret: stored_totp(r, 0)?,
                 is_confirmed: r.get(1)?,
                 last_step: r.get(2)?,
             })

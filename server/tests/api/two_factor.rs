@@ -558,3 +558,60 @@ async fn over_https_the_second_step_cookie_is_host_prefixed_and_strict() {
     }
     assert!(answer.cookie("porch_session").is_none());
 }
+
+/// Every byte of the database file and its WAL.
+fn raw_database(dir: &std::path::Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(dir.join("porch.db")).expect("database file");
+    if let Ok(wal) = std::fs::read(dir.join("porch.db-wal")) {
+        bytes.extend(wal);
+    }
+    bytes
+}
+
+fn stored_secret(app: &TestApp) -> Vec<u8> {
+    app.db()
+        .query_row("SELECT secret FROM user_totp", [], |r| r.get(0))
+        .expect("the factor's row")
+}
+
+#[tokio::test]
+async fn the_secret_is_sealed_at_rest_through_an_upgrade_and_a_key_rotation() {
+    use crate::sealed_secrets::{porch_cli, stop};
+    let app = TestApp::spawn(&[]).await;
+    let (_, secret, _) = admin_with_two_factor(&app).await;
+    let is_in = |bytes: &[u8]| bytes.windows(secret.len()).any(|w| w == secret.as_slice());
+    assert!(stored_secret(&app).starts_with(b"v1:"), "stored sealed");
+    assert!(
+        !is_in(&raw_database(app.data_dir.path())),
+        "the secret in the file"
+    );
+
+    // A database from before sealing holds the raw secret: the next start seals it.
+    app.db()
+        .execute("UPDATE user_totp SET secret = ?1", [secret.as_slice()])
+        .expect("downgrade");
+    let app = TestApp::spawn_in(stop(app).await, &[]).await;
+    assert!(stored_secret(&app).starts_with(b"v1:"), "sealed at start");
+    assert!(!is_in(&raw_database(app.data_dir.path())), "scrubbed");
+
+    // `porch secrets rotate` re-seals it under the new key; the old envelope no longer opens it.
+    let before = stored_secret(&app);
+    let dir = stop(app).await;
+    let out = porch_cli(dir.path(), &["secrets", "rotate"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = TestApp::spawn_in(dir, &[]).await;
+    assert_ne!(stored_secret(&app), before, "re-sealed");
+    assert!(
+        audit_count(&app, "secrets.rotated", "%\"two_factor_secrets\":1%") == 1,
+        "the rotation counts the secret"
+    );
+
+    // And the factor still works: the setup spent this step's code, the next one signs in.
+    let (cookies, _) = password_step(&app, ADMIN).await;
+    let right = second_step(&app, &cookies, &code(&secret, 1)).await;
+    assert_eq!(right.header("location"), Some("/sites"), "{}", right.body);
+}

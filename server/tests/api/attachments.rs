@@ -381,6 +381,31 @@ async fn an_agent_replies_with_a_file_and_the_visitor_sees_it_live() {
     let id = file["id"].as_str().expect("id");
     assert_eq!(file["type"], "application/pdf");
 
+    // A note carries no files, so naming some does not excuse its empty text.
+    let note = form(&[
+        ("csrf", &agent.csrf),
+        ("body", ""),
+        ("kind", "note"),
+        ("attachments", id),
+    ]);
+    let refused = request(
+        &app,
+        "POST",
+        &format!("/conversations/{conversation}/reply"),
+        &agent.cookie,
+        Some(&note),
+    )
+    .answer()
+    .await;
+    assert_eq!(
+        refused.header("location"),
+        Some(format!("/conversations/{conversation}?error=empty").as_str())
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author = 'note'"),
+        0
+    );
+
     let reply = form(&[("csrf", &agent.csrf), ("body", ""), ("attachments", id)]);
     let posted = request(
         &app,

@@ -17,7 +17,7 @@ pub struct DeliveryView {
     pub detail: Option<String>,
 }
 
-/// A file on a message: an image is shown scaled down, anything else is a download link.
+/// A file on a message: an image is shown by its thumbnail, anything else is a download link.
 #[derive(Debug, Clone)]
 pub struct AttachmentView {
     /// Where the signed-in agent reads it (`/conversations/{id}/attachments/{file}`).
@@ -132,11 +132,12 @@ fn Attachments(attachments: Vec<AttachmentView>) -> impl IntoView {
             .map(|a| {
                 let label = format!("{} ({})", a.name, size_text(a.size));
                 if a.is_image {
-                    let (href, title) = (a.url.clone(), label.clone());
+                    // The thumbnail (at most 320 px a side) shows; the link opens the image.
+                    let (thumbnail, title) = (format!("{}/thumbnail", a.url), label.clone());
                     view! {
                         <li class="attachment attachment-image">
-                            <a href=href title=title>
-                                <img src=a.url alt=label loading="lazy"/>
+                            <a href=a.url title=title>
+                                <img src=thumbnail alt=label loading="lazy"/>
                             </a>
                         </li>
                     }
@@ -363,8 +364,13 @@ pub fn render_conversation(view: ConversationView) -> String {
                 </ol>
                 <p class="typing" id="visitor-typing" role="status" hidden>"Visitor is typing…"</p>
                 <form method="post" action=format!("/conversations/{id}/reply") id="reply-form"
-                    class="reply" data-typing=format!("/conversations/{id}/typing")>
+                    class="reply" data-typing=format!("/conversations/{id}/typing")
+                    data-attachments=format!("/conversations/{id}/attachments")>
                     <CsrfField token=csrf/>
+                    // Files are uploaded by the script (with the CSRF token in a header), which
+                    // shows this control and fills `attachments`; without it a reply is text only.
+                    <input type="hidden" name="attachments" value=""/>
+                    <ul class="reply-files" id="reply-files" aria-label="Files to send" aria-live="polite" hidden></ul>
                     <label for="reply-body" class="visually-hidden">"Your reply"</label>
                     <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus
                         placeholder="Write a reply…" aria-describedby="reply-hint">{crate::textarea_text(&view.draft)}</textarea>
@@ -374,6 +380,11 @@ pub fn render_conversation(view: ConversationView) -> String {
                              notes are never shown to the visitor"
                         </p>
                         <div class="reply-buttons">
+                            <span class="reply-attach" hidden>
+                                <input type="file" id="reply-file" multiple class="visually-hidden"
+                                    accept="image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain"/>
+                                <label for="reply-file" class="button">"Attach files"</label>
+                            </span>
                             <button type="submit" name="kind" value="note" class="button">"Add note"</button>
                             <button type="submit" name="kind" value="reply" class="button button-primary">
                                 "Send reply"

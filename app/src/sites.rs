@@ -36,6 +36,8 @@ pub struct SiteFormValues {
     pub flood_conversations_per_minute: String,
     /// Days after which conversations are deleted; empty keeps them.
     pub retention_days: String,
+    /// The largest attachment, in MB (only on the edit form: a new site has the default).
+    pub attachment_max_mb: String,
 }
 
 /// The create or edit page.
@@ -142,6 +144,24 @@ fn RetentionField(days: String) -> impl IntoView {
     }
 }
 
+/// The largest file the site's visitors and agents may attach (docs/widget.md, "Attachments").
+#[component]
+fn AttachmentField(megabytes: String) -> impl IntoView {
+    view! {
+        <fieldset>
+            <legend>"Attachments"</legend>
+            <div class="field">
+                <label for="attachment_max_mb">"Largest attachment (MB)"</label>
+                <input id="attachment_max_mb" name="attachment_max_mb" type="number" min="0" max="25"
+                    step="0.01" required value=megabytes aria-describedby="attachment_max_mb-hint"/>
+                <p class="hint" id="attachment_max_mb-hint">"The largest file visitors and agents \
+                    may send, from 0 (no attachments) to 25 MB; a MB here is 1,048,576 bytes. New \
+                    sites accept 10 MB."</p>
+            </div>
+        </fieldset>
+    }
+}
+
 /// Deleting the site, behind a confirmation page.
 #[component]
 fn DangerZone(key: String) -> impl IntoView {
@@ -176,6 +196,7 @@ fn Integrations(key: String) -> impl IntoView {
 pub fn render_site_form(view: SiteFormView) -> String {
     let csrf = view.nav.csrf.clone();
     let values = view.values;
+    let is_edit = view.key.is_some();
     let (title, action, button) = match &view.key {
         Some(key) => (values.name.clone(), format!("/sites/{key}"), "Save changes"),
         None => ("New site".to_owned(), "/sites".to_owned(), "Create site"),
@@ -262,6 +283,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
                 </div>
             </fieldset>
             <RetentionField days=values.retention_days/>
+            {is_edit.then(|| view! { <AttachmentField megabytes=values.attachment_max_mb/> })}
             <div class="form-actions">
                 <button type="submit" class="button button-primary">{button}</button>
             </div>

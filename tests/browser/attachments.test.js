@@ -1,8 +1,9 @@
-// Attachments from a real browser (docs/widget-protocol.md, "Attachments"): a page on the site's
-// origin uploads a photo with the visitor token (a CORS request with its preflight) and sends it
-// in a `message` frame; the agent's open conversation page shows it live, loaded with the
-// session, without the metadata the photo carried. The panel has no attach button yet, so the
-// page's own script does what the panel will do.
+// Attachments from a real browser (docs/widget-protocol.md and docs/widget.md, "Attachments"):
+// first the protocol alone (a page on the site's origin uploads a photo with the visitor token, a
+// CORS request with its preflight, and sends it in a `message` frame; the agent's open
+// conversation page shows it live, without the metadata the photo carried), then the panel's
+// attach button, paste and drop, its tray and error words, the inbox's attach control, and the
+// exactly-once resend of a message with files.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
@@ -73,3 +74,210 @@ test("a visitor's photo reaches the agent live, without its metadata", { timeout
   await agentContext.close();
   await ann.context.close();
 });
+
+// --- The panel's own attach button, paste and tray (docs/widget.md, "Attachments").
+
+// A PDF the server accepts (it sniffs `%PDF-`), and a valid 1×1 PNG.
+const PDF = Buffer.from("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n");
+const png = () => Buffer.from(PIXEL, "base64");
+const own = (page) => page.locator("[data-porch=message][data-author=visitor]");
+
+/** Picks files the way a visitor does: the attach button opens the file chooser. */
+async function pick(page, files) {
+  const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.locator("[data-porch=attach]").click()]);
+  await chooser.setFiles(files);
+}
+
+/** Waits until every chip in the tray says it is ready to send. */
+async function uploaded(page, count) {
+  const chips = page.locator("[data-porch=chip]");
+  await waitFor(`${count} uploads`, async () => (await chips.count()) === count
+    && (await page.locator("[data-porch=chip][data-state=done]").count()) === count);
+}
+
+/** The visitor's messages of the site's conversation that holds a message with `text`. */
+async function visitorMessages(porch, siteKey, text) {
+  const { body } = await porch.api("GET", "/conversations");
+  for (const conv of body.conversations.filter((c) => c.site === siteKey)) {
+    const { body: list } = await porch.api("GET", `/conversations/${conv.id}/messages`);
+    if (list.messages.some((m) => m.body === text)) return list.messages.filter((m) => m.author === "visitor");
+  }
+  return [];
+}
+
+test("a visitor attaches an image and a PDF and pastes an image; the agent sees them live and answers with a file",
+  { timeout: 120000 }, async () => {
+    const { porch, host, browser } = world;
+    const ann = await visitor(browser, host.url);
+    await ann.say("Files for you");
+    const agentContext = await browser.newContext();
+    const agent = await agentContext.newPage();
+    agent.setDefaultTimeout(15000);
+    await signIn(agent, porch, AGENT.email);
+    await agent.goto(`${porch.url}/inbox`);
+    await agent.locator("#conversations li", { hasText: "Files for you" }).locator("a").click();
+    await agent.waitForURL(/\/conversations\/\d+/);
+
+    const page = ann.page;
+    const attach = page.locator("[data-porch=attach]");
+    assert.equal(await attach.getAttribute("aria-label"), "Attach files");
+    await pick(page, [{ name: "photo.png", mimeType: "image/png", buffer: png() },
+      { name: "invoice.pdf", mimeType: "application/pdf", buffer: PDF }]);
+    // Pasting an image from the clipboard adds it to the same tray.
+    await page.locator("[data-porch=input]").evaluate((input, b64) => {
+      const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+      const data = new DataTransfer();
+      data.items.add(new File([bytes], "image.png", { type: "image/png" }));
+      input.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    }, PIXEL);
+    await uploaded(page, 3);
+    assert.deepEqual(await page.locator("[data-porch=chip] .fname").allInnerTexts(),
+      ["photo.png", "invoice.pdf", "image.png"]);
+    await page.locator("[data-porch=input]").fill("Here they are");
+    await page.locator("[data-porch=input]").press("Enter");
+    const mine = own(page).filter({ hasText: "Here they are" });
+    await mine.and(page.locator("[data-id]")).waitFor(); // stored ("Seen" at once: the agent has it open)
+    assert.equal(await page.locator("[data-porch=chips]").isHidden(), true, "the tray empties once sent");
+    // The visitor sees their own files: images loaded with the token, the PDF as a link with name and size.
+    await waitFor("the visitor's images to load", () => mine.locator("[data-porch=file-image] img").evaluateAll(
+      (imgs) => imgs.length === 2 && imgs.every((img) => img.complete && img.naturalWidth === 1)));
+    assert.match(await mine.locator("[data-porch=file]").innerText(), /^invoice\.pdf \(\d+ bytes\)$/);
+
+    const stored = await visitorMessages(porch, world.site.key, "Files for you");
+    assert.equal(stored.length, 2, JSON.stringify(stored));
+    // The agent's open conversation shows all three live.
+    const shown = agent.locator(".message-visitor", { hasText: "Here they are" });
+    await shown.waitFor();
+    const thumbs = shown.locator(".attachment-image img");
+    assert.equal(await thumbs.count(), 2);
+    assert.match(await thumbs.first().getAttribute("src"), /\/attachments\/att_\w+\/thumbnail$/);
+    assert.match(await shown.locator(".attachment-image a").first().getAttribute("href"), /\/attachments\/att_\w+$/);
+    await waitFor("the agent's thumbnails to load", () =>
+      thumbs.evaluateAll((imgs) => imgs.every((img) => img.complete && img.naturalWidth === 1)));
+    assert.match(await shown.locator(".attachment a", { hasText: "invoice.pdf" }).innerText(), /invoice\.pdf/);
+
+    // The agent answers with a file from the reply box (no text needed); the visitor sees it live.
+    const [chooser] = await Promise.all([agent.waitForEvent("filechooser"),
+      agent.getByText("Attach files", { exact: true }).click()]);
+    await chooser.setFiles([{ name: "manual.pdf", mimeType: "application/pdf", buffer: PDF }]);
+    await agent.locator("#reply-files li", { hasText: "ready" }).waitFor();
+    await agent.getByRole("button", { name: "Send reply" }).click();
+    await agent.locator(".message-agent .attachment a", { hasText: "manual.pdf" }).waitFor();
+    assert.equal(await agent.locator("#reply-files").isHidden(), true, "the tray empties once sent");
+    const answer = page.locator("[data-porch=message][data-author=agent]").filter({ has: page.locator("[data-porch=file]") });
+    await answer.waitFor();
+    assert.match(await answer.locator("[data-porch=file]").innerText(), /^manual\.pdf \(\d+ bytes\)$/);
+    // A click downloads it with the visitor's token.
+    const [download] = await Promise.all([page.waitForEvent("download"), answer.locator("[data-porch=file]").click()]);
+    assert.equal(download.suggestedFilename(), "manual.pdf");
+    await agentContext.close();
+    await ann.context.close();
+  });
+
+test("a file over the site's limit says so in words and sends nothing", { timeout: 120000 }, async () => {
+  const { porch, host, browser, site } = world;
+  const set = await porch.api("PUT", `/sites/${site.key}/attachments`, { max_bytes: 2048 });
+  assert.equal(set.status, 200, JSON.stringify(set));
+  try {
+    const ann = await visitor(browser, host.url);
+    const page = ann.page;
+    await ann.say("About a big file");
+    await pick(page, [{ name: "big.txt", mimeType: "text/plain", buffer: Buffer.alloc(5000, "a") }]);
+    const chip = page.locator("[data-porch=chip]");
+    await chip.and(page.locator("[data-state=failed]")).waitFor();
+    assert.match(await chip.innerText(), /Too big: files can be at most 2 KB\./);
+    await page.locator("[data-porch=send]").click();
+    assert.equal(await own(page).count(), 1, "nothing more was sent");
+    // Removing it empties the tray; a small file then goes through.
+    await chip.getByRole("button", { name: "Remove big.txt" }).click();
+    assert.equal(await chip.count(), 0);
+    await pick(page, [{ name: "note.txt", mimeType: "text/plain", buffer: Buffer.from("small") }]);
+    await uploaded(page, 1);
+    await page.locator("[data-porch=send]").click();
+    await own(page).nth(1).and(page.locator("[data-status=sent]")).waitFor();
+    const stored = await visitorMessages(porch, site.key, "About a big file");
+    assert.equal(stored.length, 2, JSON.stringify(stored));
+    assert.equal(stored[1].body, "", "a message of just the small file");
+    assert.match(await own(page).nth(1).locator("[data-porch=file]").innerText(), /^note\.txt \(5 bytes\)$/);
+    await ann.context.close();
+  } finally {
+    await porch.api("PUT", `/sites/${site.key}/attachments`, { max_bytes: 10485760 });
+  }
+});
+
+test("a reload after the upload, before the ack, still sends the message exactly once", { timeout: 120000 }, async () => {
+  const { porch, host, browser, site } = world;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  // The websocket goes through the test: once `lose` is set, nothing the server says reaches the panel.
+  let lose = false;
+  await page.routeWebSocket(/\/widget\/ws/, (ws) => {
+    const server = ws.connectToServer();
+    ws.onMessage((m) => server.send(m));
+    server.onMessage((m) => { if (!lose) ws.send(m); });
+  });
+  await page.goto(host.url);
+  await page.locator("[data-porch=launcher]").click();
+  await page.locator("[data-porch=status][data-state=connected]").waitFor();
+  // Dropped on the panel, as from the desktop.
+  const dropped = await page.locator("[data-porch=panel]").evaluate((panel, b64) => {
+    const data = new DataTransfer();
+    data.items.add(new File([Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0))], "receipt.png", { type: "image/png" }));
+    panel.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true, cancelable: true }));
+    const during = panel.classList.contains("drop");
+    panel.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+    return { during, after: panel.classList.contains("drop") };
+  }, PIXEL);
+  assert.deepEqual(dropped, { during: true, after: false }, "the drop target shows while dragging");
+  await uploaded(page, 1);
+  lose = true;
+  await page.locator("[data-porch=input]").fill("Receipt attached");
+  await page.locator("[data-porch=input]").press("Enter");
+  await waitFor("the server to store it", async () =>
+    (await visitorMessages(porch, site.key, "Receipt attached")).length > 0);
+  const kept = await page.evaluate((k) => JSON.parse(localStorage.getItem(k)), `porch:${site.key}:pending`);
+  assert.equal(kept.length, 1);
+  assert.equal(kept[0].attachments[0].name, "receipt.png", "the pending entry names the upload");
+
+  lose = false;
+  await page.reload();
+  const mine = own(page).filter({ hasText: "Receipt attached" });
+  await mine.and(page.locator("[data-status=sent]")).waitFor({ timeout: 30000 });
+  assert.equal(await mine.count(), 1);
+  await waitFor("the image to load after the reload", () => mine.locator("[data-porch=file-image] img")
+    .evaluate((img) => img.complete && img.naturalWidth === 1));
+  assert.equal(await page.evaluate((k) => localStorage.getItem(k), `porch:${site.key}:pending`), null);
+  const stored = await visitorMessages(porch, site.key, "Receipt attached");
+  assert.equal(stored.length, 1, JSON.stringify(stored));
+  await context.close();
+});
+
+test("an admin lowers the site's attachment limit on the site page and the panel enforces it", { timeout: 120000 },
+  async () => {
+    const { porch, host, browser, site } = world;
+    const adminContext = await browser.newContext();
+    const admin = await adminContext.newPage();
+    admin.setDefaultTimeout(15000);
+    await signIn(admin, porch, AGENT.email);
+    await admin.goto(`${porch.url}/sites/${site.key}`);
+    const field = admin.getByLabel("Largest attachment (MB)");
+    assert.equal(await field.inputValue(), "10");
+    await field.fill("0.01");
+    await Promise.all([admin.waitForURL(/notice=site-saved/), admin.getByRole("button", { name: "Save changes" }).click()]);
+    assert.equal(await admin.getByLabel("Largest attachment (MB)").inputValue(), "0.01");
+    assert.deepEqual((await porch.api("GET", `/sites/${site.key}/attachments`)).body, { site: site.key, max_bytes: 10486 });
+    try {
+      const ann = await visitor(browser, host.url);
+      await pick(ann.page, [{ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.alloc(20000, "b") }]);
+      const chip = ann.page.locator("[data-porch=chip][data-state=failed]");
+      await chip.waitFor();
+      assert.match(await chip.innerText(), /Too big: files can be at most 10 KB\./);
+      await ann.context.close();
+    } finally {
+      await field.fill("10");
+      await Promise.all([admin.waitForURL(/notice=site-saved/), admin.getByRole("button", { name: "Save changes" }).click()]);
+      await adminContext.close();
+    }
+    assert.equal((await porch.api("GET", `/sites/${site.key}/attachments`)).body.max_bytes, 10485760);
+  });

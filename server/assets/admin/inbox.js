@@ -4,7 +4,8 @@
 //   server replays what was missed. The inbox places each row by its sort key, within the page.
 // - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch,
 //   keeps the text (and a draft in sessionStorage) until the server confirms it stored it, and
-//   inserts only an answer marked as the message fragment.
+//   inserts only an answer marked as the message fragment. Attach files (shown only with this
+//   script) uploads each picked file with the CSRF token in a header; the reply names them.
 // - Typing both ways: the reply box tells the visitor the agent is typing (at most once per 3 s,
 //   stopped on send, blur or 5 s idle), and "Visitor is typing…" shows for 6 s per signal.
 // - Every stream also carries the agent's unread counts and alerts: passed on to notify.js as
@@ -215,6 +216,60 @@
       box.addEventListener("blur", stopTyping);
     }
 
+    // Files for a reply (docs/widget.md, "Attachments"): each is uploaded when picked, with the form's
+    // CSRF token in a header (the body is the file); the reply then names the uploads in `attachments`.
+    let files = []; // {li, note, id (once stored), busy}
+    const tray = document.getElementById("reply-files");
+    const picker = document.getElementById("reply-file");
+    const sizeText = (n) => (n < 1e3 ? `${n} bytes` : n < 1e6 ? `${Math.round(n / 1e3)} KB` : `${(n / 1e6).toFixed(1)} MB`);
+    const showTray = () => {
+      tray.hidden = !files.length;
+      // A reply may be just files.
+      box.required = !files.some((f) => f.id);
+    };
+    const uploadFile = async (file) => {
+      const note = document.createElement("span");
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "button";
+      remove.textContent = "Remove";
+      remove.setAttribute("aria-label", `Remove ${file.name}`);
+      const li = document.createElement("li");
+      li.append(`${file.name} (${sizeText(file.size)}) `, note, remove);
+      const entry = { li, busy: true };
+      remove.addEventListener("click", () => { files = files.filter((f) => f !== entry); li.remove(); showTray(); });
+      files.push(entry);
+      tray.append(li);
+      showTray();
+      note.textContent = "uploading\u2026";
+      try {
+        const res = await fetch(`${form.dataset.attachments}?name=${encodeURIComponent(file.name)}`, {
+          method: "POST", body: file, credentials: "same-origin", redirect: "manual",
+          headers: { "x-porch-csrf": form.elements.csrf.value },
+        });
+        const answer = await res.json().catch(() => null);
+        if (res.status === 201 && answer?.id) {
+          entry.id = answer.id;
+          note.textContent = "ready";
+        } else {
+          li.dataset.failed = "";
+          note.textContent = `not uploaded: ${answer?.error?.message || `the server answered ${res.status}.`}`;
+        }
+      } catch {
+        li.dataset.failed = "";
+        note.textContent = "not uploaded: no answer from the server.";
+      }
+      entry.busy = false;
+      showTray();
+    };
+    if (tray && picker && form.dataset.attachments) {
+      picker.closest(".reply-attach").hidden = false;
+      picker.addEventListener("change", () => {
+        for (const file of picker.files) uploadFile(file);
+        picker.value = "";
+      });
+    }
+
     const here = location.pathname + location.search;
     const signIn = () => link(`/login?next=${encodeURIComponent(here)}`, "Sign in");
     const reload = () => link(here, "Reload");
@@ -246,12 +301,20 @@
 
     let sending = false;
     const send = async (kind) => {
-      if (sending || !box.value.trim()) return;
+      const ready = files.filter((f) => f.id);
+      if (sending || (!box.value.trim() && (kind === "note" || !ready.length))) return;
+      if (files.some((f) => f.busy)) { error.replaceChildren("Wait until the files are uploaded."); return; }
+      if (kind === "note" && ready.length) {
+        error.replaceChildren("Notes carry no files: send them with a reply, or remove them.");
+        return;
+      }
       sending = true;
       stopTyping();
       error.replaceChildren();
       const body = new URLSearchParams(new FormData(form));
       body.set("kind", kind);
+      body.delete("attachments");
+      if (ready.length) body.set("attachments", ready.map((f) => f.id).join(","));
       // The text stays in the box (read-only meanwhile) until the server confirms it stored it.
       const text = box.value;
       drafts.set(key, text);
@@ -280,6 +343,11 @@
         messages.scrollTop = messages.scrollHeight;
         box.value = "";
         drafts.set(key, "");
+        if (ready.length) {
+          for (const f of ready) f.li.remove();
+          files = files.filter((f) => !ready.includes(f));
+          showTray();
+        }
       } finally {
         box.readOnly = false;
         form.removeAttribute("aria-busy");

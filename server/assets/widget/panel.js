@@ -104,6 +104,145 @@
   emailForm, form);
   root.append(css, panel);
 
+  // --- attachments (docs/widget.md, "Attachments"): each file is uploaded over HTTP with the visitor token
+  // as soon as it is picked, pasted or dropped; the `message` frame then names the uploads' ids. Files are
+  // served only with the token in a header, so they are fetched and shown from blob URLs.
+
+  // Every text the visitor reads about files, in one place (for translation).
+  const FILE_TEXT = {
+    attach: "Attach files",
+    files: "Files to send",
+    remove: "Remove",
+    uploading: "Uploading",
+    ready: "Ready to send",
+    waiting: "Waiting for the connection\u2026",
+    busy: "Please wait until your files are uploaded.",
+    tooMany: "At most 10 files per message.",
+    drop: "Drop files to attach them",
+    too_large: "Too big: files can be at most",
+    unsupported_type: "This kind of file cannot be sent (images, PDF and text only).",
+    damaged_image: "This image is damaged and cannot be sent.",
+    image_too_large: "This image is too large (at most 50 megapixels).",
+    empty_upload: "This file is empty.",
+    attachments_off: "This chat does not accept files.",
+    rate_limited: "Too many files at once. Please try again in a moment.",
+    failed: "Upload failed. Please try again.",
+    unavailable: "This file is no longer available.",
+  };
+  const MAX_FILES = 10; // the protocol's limit per message
+  // Binary units, so the default 10 MiB limit reads "10 MB".
+  const sizeText = (n) => (n < 1024 ? `${n} bytes` : n < 1048576 ? `${Math.round(n / 1024)} KB`
+    : `${+(n / 1048576).toFixed(1)} MB`);
+  const getFile = async (url) => {
+    const r = await fetch(`${c.url}${url}?site=${encodeURIComponent(c.site)}`,
+      { headers: { authorization: `Bearer ${read(key("token"))}` } });
+    if (!r.ok) throw new Error(FILE_TEXT.unavailable);
+    return r.blob();
+  };
+  // A message's files: images by their thumbnail (a click opens the image), others as a link with name and size.
+  const fileList = (files) => h("ul", { class: "files", "data-porch": "files" }, ...files.map((f) => {
+    const label = `${f.name} (${sizeText(f.size)})`;
+    const isImage = /^image\//.test(f.type);
+    const open = (e) => {
+      e.preventDefault();
+      getFile(f.url).then((b) => saveBlob(b, isImage ? null : f.name), (err) => showError(err.message));
+    };
+    if (!isImage) return h("li", {}, h("a", { href: "#", class: "file", "data-porch": "file", onclick: open, text: label }));
+    const img = h("img", { alt: label });
+    getFile(`${f.url}/thumbnail`).then((b) => { img.src = URL.createObjectURL(b); }, () => { img.alt = `${label}: ${FILE_TEXT.unavailable}`; });
+    return h("li", {}, h("a", { href: "#", class: "image", "data-porch": "file-image", title: label, onclick: open }, img));
+  }));
+
+  let uploads = []; // {file, el, note, state: waiting | uploading | done | failed, meta, xhr}
+  const chips = h("ul", { class: "chips", "data-porch": "chips", "aria-label": FILE_TEXT.files, "aria-live": "polite",
+    hidden: true });
+  const picker = h("input", { type: "file", multiple: true, hidden: true, tabindex: "-1", "data-porch": "file-input",
+    accept: "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain",
+    onchange: () => { addFiles(picker.files); picker.value = ""; } });
+  const attachBtn = h("button", { type: "button", class: "attach", "aria-label": FILE_TEXT.attach, title: FILE_TEXT.attach,
+    "data-porch": "attach", onclick: () => picker.click() },
+  svg("M20 11.5l-8.2 8.2a5 5 0 01-7-7L13 4.5a3.3 3.3 0 014.7 4.7l-8.2 8.2a1.7 1.7 0 01-2.4-2.4L14.5 7.6"));
+  form.prepend(attachBtn, picker);
+  form.before(chips);
+  panel.dataset.drop = FILE_TEXT.drop;
+
+  const setChip = (u, state, text) => {
+    u.state = u.el.dataset.state = state;
+    u.note.textContent = text;
+  };
+  const showChips = () => { chips.hidden = !uploads.length; };
+  const addFiles = (files) => {
+    for (const file of files) {
+      if (uploads.length >= MAX_FILES) { showError(FILE_TEXT.tooMany); break; }
+      const u = { file, state: "waiting", note: h("span", { class: "note" }) };
+      u.el = h("li", { class: "chip", "data-porch": "chip" }, h("span", { class: "fname", text: file.name }),
+        h("span", { class: "size", text: sizeText(file.size) }), u.note,
+        h("button", { type: "button", class: "remove", "aria-label": `${FILE_TEXT.remove} ${file.name}`,
+          onclick: () => { u.xhr?.abort(); dropUploads([u]); input.focus(); } }, svg("M6 6l12 12M18 6L6 18")));
+      uploads.push(u);
+      chips.append(u.el);
+    }
+    showChips();
+    startUploads();
+  };
+  const dropUploads = (gone) => {
+    uploads = uploads.filter((u) => !gone.includes(u));
+    for (const u of gone) u.el.remove();
+    showChips();
+  };
+  const startUploads = () => {
+    const token = read(key("token"));
+    for (const u of uploads) {
+      if (u.state !== "waiting") continue;
+      if (!token) setChip(u, "waiting", FILE_TEXT.waiting);
+      else upload(u, token);
+    }
+  };
+  // XMLHttpRequest rather than fetch: it reports the upload's progress.
+  const upload = (u, token) => {
+    const xhr = new XMLHttpRequest();
+    u.xhr = xhr;
+    const progress = (done) => setChip(u, "uploading", `${FILE_TEXT.uploading} ${done}%`);
+    progress(0);
+    xhr.upload.onprogress = (e) => { if (e.lengthComputable) progress(Math.floor((e.loaded * 100) / e.total)); };
+    xhr.onload = () => {
+      let r = null;
+      try { r = JSON.parse(xhr.responseText); } catch { /* not our JSON: a proxy's page */ }
+      if (xhr.status === 201 && r?.id) { u.meta = r; setChip(u, "done", FILE_TEXT.ready); return; }
+      const e = r?.error || {};
+      setChip(u, "failed", e.code === "too_large" ? `${FILE_TEXT.too_large} ${sizeText(e.max_bytes)}.`
+        : FILE_TEXT[e.code] || FILE_TEXT.failed);
+    };
+    xhr.onerror = () => setChip(u, "failed", FILE_TEXT.failed);
+    xhr.open("POST", `${c.url}/widget/attachments?site=${encodeURIComponent(c.site)}&name=${encodeURIComponent(u.file.name)}`);
+    xhr.setRequestHeader("authorization", `Bearer ${token}`);
+    xhr.send(u.file);
+  };
+  // The uploaded files for the message being sent, or null (and a word why) while some are still uploading.
+  const readyFiles = () => {
+    if (uploads.some((u) => u.state === "waiting" || u.state === "uploading")) { showError(FILE_TEXT.busy); return null; }
+    return uploads.filter((u) => u.state === "done").map((u) => u.meta);
+  };
+  // Sent files leave the tray; failed ones stay, with their reason, until the visitor removes them.
+  const dropSentFiles = () => dropUploads(uploads.filter((u) => u.state === "done"));
+
+  input.addEventListener("paste", (e) => {
+    const files = e.clipboardData?.files;
+    if (files?.length) { e.preventDefault(); addFiles(files); }
+  });
+  panel.addEventListener("dragover", (e) => {
+    if (!e.dataTransfer?.types.includes("Files")) return;
+    e.preventDefault();
+    panel.classList.add("drop");
+  });
+  panel.addEventListener("dragleave", (e) => { if (!panel.contains(e.relatedTarget)) panel.classList.remove("drop"); });
+  panel.addEventListener("drop", (e) => {
+    panel.classList.remove("drop");
+    if (!e.dataTransfer?.files.length) return;
+    e.preventDefault();
+    addFiles(e.dataTransfer.files);
+  });
+
   // --- open and close
 
   let isOpen = false;
@@ -178,12 +317,14 @@
       title: t.toLocaleString([], { dateStyle: "full", timeStyle: "short" }) });
   };
 
-  const bubble = (author, body, agentName) => {
-    const text = h("div", { class: "bubble" });
+  const bubble = (author, body, agentName, files) => {
+    const text = h("div", { class: "bubble", hidden: !String(body) }); // a message may be only files
     fillText(text, String(body));
     const el = h("div", { class: `msg ${author}`, "data-porch": "message", "data-author": author });
     if (author === "agent") el.append(h("p", { class: "name", text: agentName || "Agent" }));
-    el.append(text, h("p", { class: "meta" }));
+    el.append(text);
+    if (Array.isArray(files) && files.length) el.append(fileList(files));
+    el.append(h("p", { class: "meta" }));
     return el;
   };
   // "14:05 \u00b7 Sent" under a stored message (just the time under an agent's), "Sending\u2026" before.
@@ -204,7 +345,7 @@
   };
 
   const showOwn = (m) => {
-    const el = bubble("visitor", m.body);
+    const el = bubble("visitor", m.body, null, m.attachments);
     setMeta(el, "sending", "Sending\u2026");
     byClientId.set(m.client_id, el);
     place(el);
@@ -228,7 +369,7 @@
     const own = m.author === "visitor" && m.client_id != null ? byClientId.get(m.client_id) : null;
     if (own) { confirm(own, m.client_id, m.id, m.at); return; }
     const author = m.author === "agent" ? "agent" : "visitor";
-    const el = bubble(author, m.body ?? "", m.agent_name);
+    const el = bubble(author, m.body ?? "", m.agent_name, m.attachments);
     el.dataset.id = m.id;
     el.dataset.at = m.at;
     setMeta(el, "sent", author === "agent" ? "" : "Sent");
@@ -307,7 +448,9 @@
     try { if (ws && isReady) ws.send(JSON.stringify(f)); } catch { /* closing: resent after reconnect */ }
   };
   const transmit = (m) => {
-    if (!holdTimer) sendFrame({ type: "message", client_id: m.client_id, body: m.body });
+    if (!holdTimer) {
+      sendFrame({ type: "message", client_id: m.client_id, body: m.body, attachments: m.attachments?.map((a) => a.id) });
+    }
   };
   // Sends every unacked message (this tab's and any left by another page) with its client_id; the
   // server never stores a client_id twice.
@@ -394,6 +537,7 @@
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
         live = true;
         resendPending();
+        startUploads(); // files picked before the first welcome had no token to upload with
         break;
       }
       case "ack": {
@@ -447,7 +591,7 @@
       if (cid) hold(f.retry_after_ms);
       return;
     }
-    if (f.code === "invalid_message" && cid) {
+    if ((f.code === "invalid_message" || f.code === "unknown_attachment") && cid) {
       dropPending(cid);
       const el = byClientId.get(cid);
       if (el) setMeta(el, "failed", "Not sent");
@@ -482,12 +626,17 @@
     showDataMenu(false);
     try {
       const blob = await (await ownData(`export?format=${format}&`)).blob();
-      const a = h("a", { href: URL.createObjectURL(blob), download: `conversation.${format === "text" ? "txt" : "json"}` });
-      root.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+      saveBlob(blob, `conversation.${format === "text" ? "txt" : "json"}`);
     } catch (e) { showError(e.message, e.wait); }
+  };
+  // Hands a blob to the browser: saved under `name`, or opened in a new tab when `name` is null.
+  const saveBlob = (blob, name) => {
+    const a = h("a", { href: URL.createObjectURL(blob), download: name, target: name ? null : "_blank",
+      rel: "noopener" });
+    root.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
   };
   const eraseOwnData = async () => {
     showDataMenu(false);
@@ -510,6 +659,8 @@
     closedShown.clear();
     list.replaceChildren(greeting);
     emailForm.hidden = true;
+    for (const u of uploads) u.xhr?.abort(); // the files were the old visitor's
+    dropUploads(uploads);
     const old = ws;
     ws = null;
     isReady = false;
@@ -544,9 +695,13 @@
   };
   const submit = () => {
     const body = input.value.trim();
-    if (!body || stopped) return;
+    const files = readyFiles();
+    if (!files || (!body && !files.length) || stopped) return;
     if (body.length > MAX_BODY) { showError(`Messages can be at most ${MAX_BODY} characters.`); return; }
+    // The uploads' ids (and what shows them) go into the pending entry, so a resend names the same files.
     const m = { client_id: newClientId(), body };
+    if (files.length) m.attachments = files;
+    dropSentFiles();
     stopTyping();
     input.value = "";
     grow();

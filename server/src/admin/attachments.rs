@@ -12,7 +12,7 @@ use crate::attachments::{self, HARD_CAP_BYTES};
 use crate::http::attachment::{attachment_response, read_upload, upload_failed, uploaded};
 use crate::http::{ApiError, Failure};
 use crate::state::AppState;
-use crate::store::{self, ConversationId, Uploader};
+use crate::store::{self, AttachmentPart, ConversationId, Uploader};
 
 use super::session::{SignedIn, tokens_match};
 
@@ -82,6 +82,26 @@ pub async fn download(
     who: SignedIn,
     Path((id, file)): Path<(i64, String)>,
 ) -> Response {
+    serve(&app, &who, id, file, AttachmentPart::File).await
+}
+
+/// `GET /conversations/{id}/attachments/{file}/thumbnail`: an image's thumbnail, to the same
+/// agents as [`download`] and with the same headers; 404 for other files.
+pub async fn thumbnail(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Path((id, file)): Path<(i64, String)>,
+) -> Response {
+    serve(&app, &who, id, file, AttachmentPart::Thumbnail).await
+}
+
+async fn serve(
+    app: &AppState,
+    who: &SignedIn,
+    id: i64,
+    file: String,
+    part: AttachmentPart,
+) -> Response {
     let me = who.user.id;
     let found = app
         .readers
@@ -94,8 +114,7 @@ pub async fn download(
             if !(is_here || is_mine) {
                 return Ok(None);
             }
-            let data = store::read_attachment_data(c, stored.row)?;
-            Ok(Some((stored.meta, data)))
+            store::read_attachment_part(c, stored, part)
         })
         .await;
     match found {

@@ -153,7 +153,9 @@ async fn post_reply(
         .filter(|id| !id.is_empty())
         .map(str::to_owned)
         .collect();
-    let body = match MessageBody::parse_beside_attachments(&form.body, !attachments.is_empty()) {
+    // A note carries no files, so files never excuse an empty note.
+    let has_files = !attachments.is_empty() && form.kind != "note";
+    let body = match MessageBody::parse_beside_attachments(&form.body, has_files) {
         Ok(body) => body,
         Err(invalid) => {
             if script {

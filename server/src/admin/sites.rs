@@ -22,8 +22,21 @@ use super::auth::NoticeQuery;
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 
-fn values(input: SiteSettingsInput) -> SiteFormValues {
+/// The edit form: the site's settings and, beside them, its attachment limit (a column of its
+/// own, also set over the API).
+#[derive(Debug, Deserialize)]
+pub struct SiteForm {
+    #[serde(flatten)]
+    settings: SiteSettingsInput,
+    /// Megabytes; see [`chat::parse_attachment_megabytes`]. Left out (a client that predates
+    /// the field), the limit stays as it is.
+    #[serde(default)]
+    attachment_max_mb: String,
+}
+
+fn values(input: SiteSettingsInput, attachment_max_mb: String) -> SiteFormValues {
     SiteFormValues {
+        attachment_max_mb,
         name: input.name,
         origins: input.origins,
         greeting: input.greeting,
@@ -67,17 +80,19 @@ pub async fn sites_page(
     })))
 }
 
+/// The create form (`key` `None`, and no attachment limit: a new site has the default) or a
+/// site's edit form.
 fn form_page(
     who: &SignedIn,
     key: Option<String>,
-    input: SiteSettingsInput,
+    (input, attachment_max_mb): (SiteSettingsInput, String),
     snippet: Option<String>,
     notice: Option<Notice>,
 ) -> String {
     render_site_form(SiteFormView {
         nav: who.nav(Section::Sites),
         key,
-        values: values(input),
+        values: values(input, attachment_max_mb),
         snippet,
         notice,
     })
@@ -88,7 +103,7 @@ pub async fn new_site_page(Admin(who): Admin, Query(query): Query<NoticeQuery>) 
     html(form_page(
         &who,
         None,
-        SiteSettingsInput::new_site(),
+        (SiteSettingsInput::new_site(), String::new()),
         None,
         query.notice(),
     ))
@@ -106,7 +121,7 @@ pub async fn create_site(
             let page = form_page(
                 &who,
                 None,
-                form,
+                (form, String::new()),
                 None,
                 Some(Notice::Error(invalid.0.into())),
             );
@@ -134,44 +149,61 @@ pub async fn site_page(
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
+    let id = site.id;
+    let limit = app
+        .readers
+        .read(move |c| store::find_attachment_limit(c, id))
+        .await?;
     Ok(html(form_page(
         &who,
         Some(site.key.clone()),
-        SiteSettingsInput::from(&site.settings),
+        (
+            SiteSettingsInput::from(&site.settings),
+            chat::attachment_megabytes(limit),
+        ),
         Some(site_snippet(&app, &site)),
         query.notice(),
     )))
 }
 
-/// `POST /sites/{key}`.
+/// `POST /sites/{key}`. The attachment limit is stored (and audited) only when it changed.
 pub async fn update_site(
     State(app): State<AppState>,
     Path(key): Path<String>,
     ClientIp(ip): ClientIp,
-    AdminPosted { who, form }: AdminPosted<SiteSettingsInput>,
+    AdminPosted { who, form }: AdminPosted<SiteForm>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
-    let settings = match form.parse() {
-        Ok(settings) => settings,
+    let parsed = form.settings.parse().and_then(|settings| {
+        let limit = match form.attachment_max_mb.trim() {
+            "" => None,
+            raw => Some(chat::parse_attachment_megabytes(raw)?),
+        };
+        Ok((settings, limit))
+    });
+    let (settings, limit) = match parsed {
+        Ok(parsed) => parsed,
         Err(invalid) => {
             let page = form_page(
                 &who,
                 Some(key),
-                form,
+                (form.settings, form.attachment_max_mb),
                 Some(site_snippet(&app, &site)),
                 Some(Notice::Error(invalid.0.into())),
             );
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
         }
     };
-    chat::update_site(
-        &app.writer,
-        &app.sites,
-        &Actor::user(&who.user, ip),
-        &key,
-        settings,
-    )
-    .await?;
+    let actor = Actor::user(&who.user, ip);
+    chat::update_site(&app.writer, &app.sites, &actor, &key, settings).await?;
+    let id = site.id;
+    let stored = app
+        .readers
+        .read(move |c| store::find_attachment_limit(c, id))
+        .await?;
+    if let Some(limit) = limit.filter(|&limit| limit != stored) {
+        chat::set_attachment_limit(&app.writer, &actor, &site, limit).await?;
+    }
     Ok(see_other(&format!("/sites/{key}?notice=site-saved")))
 }
 

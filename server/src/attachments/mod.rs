@@ -1,11 +1,13 @@
 //! Attachments (issue #16, docs/widget.md "Attachments"): what a file is (sniffed from its
-//! bytes, never from its name or the client's type), stripping image metadata, safe file
-//! names, storing uploads in short chunked writes, and sweeping uploads no message took.
+//! bytes, never from its name or the client's type), stripping image metadata, thumbnails of
+//! images, safe file names, storing uploads in short chunked writes, and sweeping uploads no
+//! message took.
 //! Knows nothing of HTTP; the SQL is in `store/attachments.rs`.
 
 mod kind;
 mod name;
 mod strip;
+mod thumb;
 mod upload;
 
 pub use kind::Kind;

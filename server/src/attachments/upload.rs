@@ -11,6 +11,7 @@ use crate::clock::{millis, now_ms};
 use crate::store::{self, AttachmentMeta, NewAttachment, SiteId, Uploader, Writer};
 
 use super::strip::Malformed;
+use super::thumb::{Thumbnail, TooLarge, make_thumbnail};
 use super::{Kind, sanitise_name, strip_metadata};
 
 /// Bytes per writer transaction of an upload.
@@ -33,6 +34,9 @@ pub enum Error {
     /// An image whose structure does not hold together.
     #[error(transparent)]
     Malformed(#[from] Malformed),
+    /// An image declaring more pixels than Porch decodes (a decompression bomb, or simply huge).
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
     #[error(transparent)]
     Store(#[from] store::Error),
     /// The blocking task that checks the file did not finish (a panic, or shutdown).
@@ -40,18 +44,21 @@ pub enum Error {
     Interrupted,
 }
 
-/// The kind of `data` and its bytes without metadata.
-fn check(data: &[u8]) -> Result<(Kind, Vec<u8>), Error> {
+/// The kind of `data`, its bytes without metadata, and an image's thumbnail.
+fn check(data: &[u8]) -> Result<(Kind, Vec<u8>, Option<Thumbnail>), Error> {
     let kind = Kind::sniff(data).ok_or(Error::Unsupported)?;
-    Ok((kind, strip_metadata(kind, data)?))
+    let clean = strip_metadata(kind, data)?;
+    let thumb = make_thumbnail(kind, &clean)?;
+    Ok((kind, clean, thumb))
 }
 
-/// Sniffs `data`, strips an image's metadata, names it, and stores it in chunks; returns what
-/// a message will show of it. Until its last chunk is written it cannot be attached or served.
+/// Sniffs `data`, strips an image's metadata, makes its thumbnail, names it, and stores it in
+/// chunks; returns what a message will show of it. Until its last chunk is written it cannot be
+/// attached or served.
 ///
 /// # Errors
-/// [`Error::Unsupported`] or [`Error::Malformed`] for the file, [`Error::Store`] when a write
-/// failed (the incomplete upload is then left for the sweep).
+/// [`Error::Unsupported`], [`Error::Malformed`] or [`Error::TooLarge`] for the file,
+/// [`Error::Store`] when a write failed (the incomplete upload is then left for the sweep).
 pub async fn store_upload(
     writer: &Arc<Writer>,
     site: SiteId,
@@ -60,8 +67,9 @@ pub async fn store_upload(
     data: Vec<u8>,
 ) -> Result<AttachmentMeta, Error> {
     // Reading 25 MiB for its type and structure takes long enough to stall the other tasks of
-    // an async worker (measured: a text ack waited 1.6 s behind a 10 MB upload in a debug build).
-    let (kind, clean) = tokio::task::spawn_blocking(move || check(&data))
+    // an async worker (measured: a text ack waited 1.6 s behind a 10 MB upload in a debug build);
+    // decoding and scaling an image for its thumbnail takes longer still.
+    let (kind, clean, thumb) = tokio::task::spawn_blocking(move || check(&data))
         .await
         .map_err(|_| Error::Interrupted)??;
     let random: [u8; 16] = rand::random();
@@ -82,8 +90,15 @@ pub async fn store_upload(
         meta: meta.clone(),
         now: now_ms(),
     };
+    // The thumbnail is written with the row, so a complete upload always has it.
     let row = writer
-        .write(move |c| store::insert_attachment(c, &new))
+        .write(move |c| {
+            let row = store::insert_attachment(c, &new)?;
+            if let Some(thumb) = thumb {
+                store::insert_attachment_thumbnail(c, row, thumb.content_type, &thumb.data)?;
+            }
+            Ok(row)
+        })
         .await?;
     let count = clean.len().div_ceil(CHUNK_BYTES);
     for (seq, chunk) in (0u32..).zip(clean.chunks(CHUNK_BYTES)) {

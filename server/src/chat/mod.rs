@@ -23,7 +23,10 @@ pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
 pub use mail::MailReply;
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
-pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
+pub use site_settings::{
+    SiteSettingsInput, attachment_megabytes, create_site, delete_site, parse_attachment_megabytes,
+    set_attachment_limit, update_site,
+};
 pub use visitor_token::{VisitorTokens, hash_token};
 
 // Parsed here, stored typed: these live in a leaf module that the store may import too.

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::attachments::HARD_CAP_BYTES;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
-use crate::store::{self, NewSite, Writer};
+use crate::store::{self, NewSite, SiteRow, Writer};
 use crate::values::{Invalid, Origin, SiteLimits, SiteSettings};
 
 use super::Error;
@@ -215,6 +216,70 @@ pub async fn update_site(
     }
 }
 
+/// Bytes in the megabyte of the site form's attachment field (a mebibyte, so the default
+/// 10,485,760 bytes reads 10).
+const MEGABYTE: u64 = 1024 * 1024;
+
+/// The attachment limit as the site form shows it: megabytes, with two decimals when the API
+/// set a limit that is not a whole number of them.
+pub fn attachment_megabytes(bytes: u64) -> String {
+    if bytes.is_multiple_of(MEGABYTE) {
+        (bytes / MEGABYTE).to_string()
+    } else {
+        #[allow(clippy::cast_precision_loss)] // at most 25 MiB, exact in an f64
+        let megabytes = bytes as f64 / MEGABYTE as f64;
+        format!("{megabytes:.2}")
+    }
+}
+
+/// Reads the site form's attachment field: megabytes from 0 (no attachments) to 25, up to two
+/// decimals, as bytes.
+///
+/// # Errors
+/// Anything else.
+pub fn parse_attachment_megabytes(raw: &str) -> Result<u64, Invalid> {
+    let invalid =
+        Invalid("The largest attachment is a number of MB from 0 (no attachments) to 25.");
+    let raw = raw.trim();
+    let (whole, fraction) = raw.split_once('.').unwrap_or((raw, ""));
+    // At most two digits before the point: the cap is 25, and the arithmetic cannot overflow.
+    let is_number = (1..=2).contains(&whole.len())
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.len() <= 2
+        && !raw.ends_with('.')
+        && fraction.bytes().all(|b| b.is_ascii_digit());
+    if !is_number {
+        return Err(invalid);
+    }
+    let hundredths = whole.parse::<u64>().map_err(|_| invalid.clone())? * 100
+        + format!("{fraction:0<2}").parse::<u64>().unwrap_or(0);
+    let bytes = (hundredths * MEGABYTE).div_ceil(100);
+    if bytes > HARD_CAP_BYTES {
+        return Err(invalid);
+    }
+    Ok(bytes)
+}
+
+/// Sets the largest attachment a site accepts (the caller checked the range), recorded as
+/// `site.updated` with the new value in its detail.
+pub async fn set_attachment_limit(
+    writer: &Arc<Writer>,
+    actor: &Actor,
+    site: &SiteRow,
+    bytes: u64,
+) -> Result<(), Error> {
+    let (actor, id) = (actor.clone(), site.id);
+    let target = Target::site(&site.key, &site.settings.name);
+    writer
+        .write(move |c| {
+            store::set_attachment_limit(c, id, bytes)?;
+            let detail = json!({"attachment_max_bytes": bytes});
+            audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)
+        })
+        .await?;
+    Ok(())
+}
+
 /// Deletes a site and everything it holds (visitors, conversations, messages).
 pub async fn delete_site(
     writer: &Arc<Writer>,
@@ -286,6 +351,47 @@ mod tests {
             let mut i = input();
             change(&mut i);
             assert!(i.parse().is_err(), "{i:?}");
+        }
+    }
+
+    #[test]
+    fn the_attachment_field_reads_megabytes_up_to_the_cap() {
+        for (raw, bytes) in [
+            ("0", 0),
+            ("10", 10_485_760),
+            (" 0.5 ", 524_288),
+            ("0.01", 10_486),
+            ("25", 26_214_400),
+            ("25.00", 26_214_400),
+        ] {
+            assert_eq!(parse_attachment_megabytes(raw), Ok(bytes), "{raw}");
+        }
+        for raw in [
+            "",
+            "25.01",
+            "26",
+            "100",
+            "99999999999999999999",
+            "-1",
+            "1.234",
+            ".5",
+            "5.",
+            "1e3",
+            "ten",
+            "1,5",
+        ] {
+            assert!(parse_attachment_megabytes(raw).is_err(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn the_attachment_field_shows_what_it_reads_back() {
+        assert_eq!(attachment_megabytes(10_485_760), "10");
+        assert_eq!(attachment_megabytes(0), "0");
+        assert_eq!(attachment_megabytes(524_288), "0.50");
+        for bytes in [10_485_760, 524_288, 26_214_400, 0] {
+            let shown = attachment_megabytes(bytes);
+            assert_eq!(parse_attachment_megabytes(&shown), Ok(bytes), "{shown}");
         }
     }
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::attachments::HARD_CAP_BYTES;
-use crate::audit::{self, Actor, AuditAction, Target};
+use crate::audit::Actor;
 use crate::chat::{self, SiteSettingsInput};
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
@@ -118,14 +118,7 @@ pub async fn put_attachment_limit(
         ));
     }
     let site = find_site(&app, &key).await?;
-    let (actor, bytes) = (Actor::user(&admin, ip), body.max_bytes);
-    let target = Target::site(&key, &site.settings.name);
-    app.writer
-        .write(move |c| {
-            store::set_attachment_limit(c, site.id, bytes)?;
-            let detail = json!({"attachment_max_bytes": bytes});
-            audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)
-        })
-        .await?;
-    Ok(limit_answer(&key, bytes))
+    let actor = Actor::user(&admin, ip);
+    chat::set_attachment_limit(&app.writer, &actor, &site, body.max_bytes).await?;
+    Ok(limit_answer(&key, body.max_bytes))
 }

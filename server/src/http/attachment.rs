@@ -98,6 +98,11 @@ pub fn upload_failed(err: attachments::Error) -> Response {
             "damaged_image",
             "This image is damaged and cannot be sent.",
         ),
+        attachments::Error::TooLarge(_) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "image_too_large",
+            "Images can be at most 50 megapixels.",
+        ),
         attachments::Error::Store(err) => ApiError::from(Failure::from(err)),
         attachments::Error::Interrupted => ApiError::from(Failure::Internal),
     }

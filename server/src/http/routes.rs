@@ -47,6 +47,10 @@ pub fn router(app: AppState) -> Router {
             "/widget/attachments/{id}",
             get(widget::download_attachment).options(widget::attachment_preflight),
         )
+        .route(
+            "/widget/attachments/{id}/thumbnail",
+            get(widget::attachment_thumbnail).options(widget::attachment_preflight),
+        )
         .merge(api_routes())
         .merge(admin_routes())
         .fallback(not_found)
@@ -188,6 +192,10 @@ fn admin_routes() -> Router<AppState> {
         .route(
             "/conversations/{id}/attachments/{file}",
             get(admin::attachments::download),
+        )
+        .route(
+            "/conversations/{id}/attachments/{file}/thumbnail",
+            get(admin::attachments::thumbnail),
         )
         .route("/conversations/{id}/assign", post(admin::inbox::assign))
         .route("/conversations/{id}/close", post(admin::inbox::close))

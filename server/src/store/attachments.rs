@@ -1,6 +1,7 @@
-//! The `attachments` and `attachment_chunks` tables (`migrations/0019_attachments.sql`): uploads
-//! written chunk by chunk, taken by one message, read back for the people allowed to see them,
-//! and swept when no message took them.
+//! The `attachments`, `attachment_chunks` and `attachment_thumbnails` tables
+//! (`migrations/0019_attachments.sql`, `0020_attachment_thumbnails.sql`): uploads written chunk
+//! by chunk, taken by one message, read back (whole or as a thumbnail) for the people allowed
+//! to see them, and swept when no message took them.
 
 use std::collections::HashMap;
 
@@ -217,6 +218,61 @@ pub fn read_attachment_data(conn: &Connection, row: i64) -> Result<Vec<u8>, Erro
         data.extend_from_slice(r.get_ref(0)?.as_blob().map_err(rusqlite::Error::from)?);
     }
     Ok(data)
+}
+
+/// Stores an image's thumbnail beside its upload.
+pub fn insert_attachment_thumbnail(
+    conn: &Connection,
+    row: i64,
+    content_type: &str,
+    data: &[u8],
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO attachment_thumbnails (attachment_id, content_type, data) \
+         VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![row, content_type, data])?;
+    Ok(())
+}
+
+/// Which bytes of an attachment a request wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachmentPart {
+    File,
+    /// An image's thumbnail, or the image itself when none was made (an image the decoder
+    /// could not read, or one uploaded before thumbnails); nothing for other files.
+    Thumbnail,
+}
+
+/// What to serve of `stored` for `part`: its description (with the thumbnail's type and size
+/// for a thumbnail) and its bytes; `None` for the thumbnail of a file that is not an image.
+pub fn read_attachment_part(
+    conn: &Connection,
+    stored: StoredAttachment,
+    part: AttachmentPart,
+) -> Result<Option<(AttachmentMeta, Vec<u8>)>, Error> {
+    if part == AttachmentPart::Thumbnail {
+        if !stored.meta.content_type.starts_with("image/") {
+            return Ok(None);
+        }
+        let thumb: Option<(String, Vec<u8>)> = conn
+            .prepare_cached(
+                "SELECT content_type, data FROM attachment_thumbnails WHERE attachment_id = ?1",
+            )?
+            .query_row([stored.row], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((content_type, data)) = thumb {
+            let size = i64::try_from(data.len()).unwrap_or(i64::MAX);
+            let meta = AttachmentMeta {
+                content_type,
+                size,
+                ..stored.meta
+            };
+            return Ok(Some((meta, data)));
+        }
+    }
+    let data = read_attachment_data(conn, stored.row)?;
+    Ok(Some((stored.meta, data)))
 }
 
 /// Every file of `visitor`'s conversations and their uploads no message took, with the bytes,

@@ -47,9 +47,10 @@ pub use api_tokens::{
     insert_api_token, list_api_tokens, list_api_tokens_of, touch_api_token,
 };
 pub use attachments::{
-    AttachmentMeta, NewAttachment, StoredAttachment, Uploader, delete_unattached_attachments,
-    delete_visitor_uploads, find_attachment, find_attachment_limit, insert_attachment,
-    insert_attachment_chunk, list_visitor_files, read_attachment_data, set_attachment_limit,
+    AttachmentMeta, AttachmentPart, NewAttachment, StoredAttachment, Uploader,
+    delete_unattached_attachments, delete_visitor_uploads, find_attachment, find_attachment_limit,
+    insert_attachment, insert_attachment_chunk, insert_attachment_thumbnail, list_visitor_files,
+    read_attachment_data, read_attachment_part, set_attachment_limit,
 };
 pub use audit::{
     AuditEventRow, AuditFilter, NewAuditEvent, insert_audit_event, list_audit_events,

@@ -15,7 +15,7 @@ use crate::attachments::{self, MAX_PER_MESSAGE};
 use crate::http::attachment::{attachment_response, read_upload, upload_failed, uploaded};
 use crate::http::{ApiError, ClientIp};
 use crate::state::AppState;
-use crate::store::{self, Uploader};
+use crate::store::{self, AttachmentPart, Uploader};
 use crate::values::{Invalid, MessageBody};
 
 use super::brake::Refusal;
@@ -147,11 +147,32 @@ pub async fn download(
     Query(query): Query<AttachmentQuery>,
     headers: HeaderMap,
 ) -> Response {
+    serve(&app, id, &query, &headers, AttachmentPart::File).await
+}
+
+/// `GET /widget/attachments/{id}/thumbnail?site=KEY`: an image's thumbnail, to the same
+/// visitors as [`download`] and with the same headers; 404 for other files.
+pub async fn thumbnail(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<AttachmentQuery>,
+    headers: HeaderMap,
+) -> Response {
+    serve(&app, id, &query, &headers, AttachmentPart::Thumbnail).await
+}
+
+async fn serve(
+    app: &AppState,
+    id: String,
+    query: &AttachmentQuery,
+    headers: &HeaderMap,
+    part: AttachmentPart,
+) -> Response {
     let Checked {
         origin,
         token_hash,
         site,
-    } = match check_visitor(&app, &query.site, &headers, bearer(&headers)).await {
+    } = match check_visitor(app, &query.site, headers, bearer(headers)).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
@@ -167,8 +188,7 @@ pub async fn download(
             if stored.site_id != site.id || !(is_own || is_to_them) {
                 return Ok(None);
             }
-            let data = store::read_attachment_data(c, stored.row)?;
-            Ok(Some((stored.meta, data)))
+            store::read_attachment_part(c, stored, part)
         })
         .await;
     match found {

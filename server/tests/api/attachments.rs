@@ -1,11 +1,13 @@
 //! Attachments (issue #16, docs/widget.md "Attachments"): uploads over HTTP with the visitor
-//! token, types from the bytes, metadata stripped, limits, who may read a file, a message
-//! taking uploads exactly once, agents' files, and the sweep of uploads no message took.
+//! token, types from the bytes, metadata stripped, thumbnails and decompression bombs, limits
+//! (and the site page's field for them), who may read a file, a message taking uploads exactly
+//! once, agents' files, and the sweep of uploads no message took.
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Exchange, ORIGIN, TestApp, Widget};
-use crate::inbox::{Browser, form, request, setup_admin, signed_in_from};
+use crate::audit::SITE_FIELDS;
+use crate::helpers::{Answer, Exchange, ORIGIN, TestApp, Widget};
+use crate::inbox::{Browser, form, request, send, setup_admin, signed_in_from};
 
 /// A PNG whose text chunk names its author and place (what must not leave the device).
 fn png_with_metadata() -> Vec<u8> {
@@ -379,6 +381,31 @@ async fn an_agent_replies_with_a_file_and_the_visitor_sees_it_live() {
     let id = file["id"].as_str().expect("id");
     assert_eq!(file["type"], "application/pdf");
 
+    // A note carries no files, so naming some does not excuse its empty text.
+    let note = form(&[
+        ("csrf", &agent.csrf),
+        ("body", ""),
+        ("kind", "note"),
+        ("attachments", id),
+    ]);
+    let refused = request(
+        &app,
+        "POST",
+        &format!("/conversations/{conversation}/reply"),
+        &agent.cookie,
+        Some(&note),
+    )
+    .answer()
+    .await;
+    assert_eq!(
+        refused.header("location"),
+        Some(format!("/conversations/{conversation}?error=empty").as_str())
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author = 'note'"),
+        0
+    );
+
     let reply = form(&[("csrf", &agent.csrf), ("body", ""), ("attachments", id)]);
     let posted = request(
         &app,
@@ -519,4 +546,220 @@ async fn a_text_message_is_not_held_behind_a_large_upload() {
         "an ack waited {:.0} ms of a {upload_ms:.0} ms upload",
         max(&during)
     );
+}
+
+/// A PNG chunk with its CRC (the decoder checks it).
+fn png_chunk(png: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
+    png.extend(u32::try_from(data.len()).unwrap().to_be_bytes());
+    png.extend_from_slice(kind);
+    png.extend_from_slice(data);
+    let mut crc = flate2::Crc::new();
+    crc.update(kind);
+    crc.update(data);
+    png.extend(crc.sum().to_be_bytes());
+}
+
+/// A valid PNG of `width`×`height` black pixels, 1 bit each, whatever its size compressed.
+fn black_png(width: u32, height: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut header = Vec::new();
+    header.extend(width.to_be_bytes());
+    header.extend(height.to_be_bytes());
+    header.extend([1, 0, 0, 0, 0]); // 1 bit grey, no interlace
+    let row = 1 + width.div_ceil(8) as usize; // a filter byte, then the bits
+    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; row * 64];
+    for _ in 0..height / 64 {
+        zlib.write_all(&zeros).unwrap();
+    }
+    zlib.write_all(&zeros[..row * (height % 64) as usize])
+        .unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png_chunk(&mut png, b"IHDR", &header);
+    png_chunk(&mut png, b"IDAT", &zlib.finish().unwrap());
+    png_chunk(&mut png, b"IEND", b"");
+    png
+}
+
+#[tokio::test]
+async fn an_images_thumbnail_is_served_to_the_same_people_with_the_same_headers() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let mut ann = visitor(&app, &site).await;
+    let bob = visitor(&app, &site).await;
+    let (status, file) = upload(&app, &site, &ann.token, "wide.png", black_png(1000, 500)).await;
+    assert_eq!(status, 201, "{file}");
+    let id = file["id"].as_str().expect("id");
+    let (_, text) = upload(&app, &site, &ann.token, "a.txt", b"words".to_vec()).await;
+    let text_id = text["id"].as_str().expect("id");
+    let ack = send_with(&mut ann.widget, "c-1", "", &[id, text_id]).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+
+    let thumb = format!("{id}/thumbnail");
+    let served = download(&app, &site, &ann.token, &thumb).await;
+    assert_eq!(served.status(), 200);
+    let headers = served.headers().clone();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    assert_eq!(header("content-type"), "image/png");
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    assert_eq!(
+        header("content-security-policy"),
+        "sandbox; default-src 'none'"
+    );
+    let file = download(&app, &site, &ann.token, id).await;
+    for same in ["cache-control", "vary"] {
+        assert_eq!(
+            Some(header(same)),
+            file.headers().get(same).and_then(|v| v.to_str().ok())
+        );
+    }
+    assert_eq!(header("access-control-allow-origin"), ORIGIN);
+    assert!(header("content-disposition").starts_with("inline; filename=\"wide.png\""));
+    let image = image::load_from_memory(&served.bytes().await.expect("bytes")).expect("an image");
+    assert_eq!(
+        (image.width(), image.height()),
+        (320, 160),
+        "scaled to fit 320 px"
+    );
+
+    assert_eq!(
+        download(&app, &site, &bob.token, &thumb).await.status(),
+        404
+    );
+    assert_eq!(download(&app, &site, "", &thumb).await.status(), 401);
+    let not_an_image = format!("{text_id}/thumbnail");
+    assert_eq!(
+        download(&app, &site, &ann.token, &not_an_image)
+            .await
+            .status(),
+        404
+    );
+
+    let conversation = app.count(&format!(
+        "SELECT conversation_id FROM messages WHERE id = {}",
+        ack["id"]
+    ));
+    let agent_path = format!("/conversations/{conversation}/attachments/{thumb}");
+    let signed_out = request(&app, "GET", &agent_path, "", None).answer().await;
+    assert_eq!(signed_out.status, 303, "to the sign-in page");
+    let agent = signed_in_from(&app, &setup_admin(&app).await).await;
+    let read = request(&app, "GET", &agent_path, &agent.cookie, None)
+        .answer()
+        .await;
+    assert_eq!(read.status, 200);
+    assert_eq!(read.header("content-type"), Some("image/png"));
+    assert_eq!(read.header("x-content-type-options"), Some("nosniff"));
+    let wrong = format!("/conversations/{}/attachments/{thumb}", conversation + 1);
+    let read = request(&app, "GET", &wrong, &agent.cookie, None)
+        .answer()
+        .await;
+    assert_eq!(read.status, 404);
+}
+
+#[tokio::test]
+async fn a_decompression_bomb_is_refused_and_nothing_is_stored() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let ann = visitor(&app, &site).await;
+    // 10,000 × 10,000 pixels (100 megapixels, 400 MB decoded as RGBA) in a file of a few KB.
+    let bomb = black_png(10_000, 10_000);
+    assert!(bomb.len() < 100_000, "{} bytes", bomb.len());
+    let (status, answer) = upload(&app, &site, &ann.token, "bomb.png", bomb).await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["code"], "image_too_large");
+    assert_eq!(app.count("SELECT count(*) FROM attachments"), 0);
+    // Just under the limit (7,000 × 7,000 = 49 megapixels) is accepted, with a thumbnail.
+    let (status, answer) =
+        upload(&app, &site, &ann.token, "big.png", black_png(7_000, 7_000)).await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(app.count("SELECT count(*) FROM attachment_thumbnails"), 1);
+}
+
+/// The `value` of the input with `id` on a page.
+fn field_value(page: &str, id: &str) -> String {
+    let tag = &page[page
+        .find(&format!("<input id=\"{id}\""))
+        .expect("the field")..];
+    let tag = &tag[..tag.find('>').expect("the tag's end")];
+    let value = &tag[tag.find("value=\"").expect("a value") + 7..];
+    value[..value.find('"').expect("the value's end")].to_owned()
+}
+
+/// Saves the site form with `attachment_max_mb` (the other fields as they were).
+async fn save_limit(app: &TestApp, admin: &Browser, site: &str, megabytes: &str) -> Answer {
+    let mut fields = vec![
+        ("csrf", admin.csrf.as_str()),
+        ("name", "Shop"),
+        ("origins", ORIGIN),
+        ("attachment_max_mb", megabytes),
+    ];
+    fields.extend_from_slice(&SITE_FIELDS);
+    send(
+        app,
+        "POST",
+        &format!("/sites/{site}"),
+        &admin.cookie,
+        Some(&form(&fields)),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn the_site_page_sets_the_attachment_limit_and_uploads_obey_it() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let ann = visitor(&app, &site).await;
+    let page = send(&app, "GET", &format!("/sites/{site}"), &admin.cookie, None).await;
+    assert_eq!(
+        field_value(&page.body, "attachment_max_mb"),
+        "10",
+        "the default, 10 MiB"
+    );
+
+    assert_eq!(save_limit(&app, &admin, &site, "0.5").await.status, 303);
+    let limit = format!("SELECT attachment_max_bytes FROM sites WHERE key = '{site}'");
+    assert_eq!(app.count(&limit), 524_288);
+    let audited = "SELECT count(*) FROM audit_events WHERE action = 'site.updated' \
+                   AND detail LIKE '%\"attachment_max_bytes\":524288%'";
+    assert_eq!(app.count(audited), 1);
+    let page = send(&app, "GET", &format!("/sites/{site}"), &admin.cookie, None).await;
+    assert_eq!(field_value(&page.body, "attachment_max_mb"), "0.50");
+    let (status, answer) = upload(&app, &site, &ann.token, "a.txt", vec![b'a'; 600_000]).await;
+    assert_eq!(
+        (status, answer["error"]["max_bytes"].as_u64()),
+        (413, Some(524_288)),
+        "{answer}"
+    );
+
+    // Saving the form unchanged records no new limit; out of range is refused and changes nothing.
+    assert_eq!(save_limit(&app, &admin, &site, "0.50").await.status, 303);
+    assert_eq!(app.count(audited), 1);
+    let refused = save_limit(&app, &admin, &site, "25.01").await;
+    assert_eq!(refused.status, 422);
+    assert!(
+        refused.body.contains("from 0 (no attachments) to 25"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        field_value(&refused.body, "attachment_max_mb"),
+        "25.01",
+        "kept to correct"
+    );
+    assert_eq!(app.count(&limit), 524_288);
+
+    assert_eq!(save_limit(&app, &admin, &site, "0").await.status, 303);
+    let (status, answer) = upload(&app, &site, &ann.token, "a.txt", b"hi".to_vec()).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (403, Some("attachments_off"))
+    );
+    assert_eq!(save_limit(&app, &admin, &site, "25").await.status, 303);
+    assert_eq!(app.count(&limit), 26_214_400);
 }

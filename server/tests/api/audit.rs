@@ -39,7 +39,7 @@ fn one(app: &TestApp, action: &str) -> Event {
 }
 
 /// The site form's fields besides name and origins, at their defaults.
-const SITE_FIELDS: [(&str, &str); 7] = [
+pub(crate) const SITE_FIELDS: [(&str, &str); 7] = [
     ("greeting", "Hi!"),
     ("color", "#2563eb"),
     ("position", "right"),

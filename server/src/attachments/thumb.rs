@@ -1,0 +1,155 @@
+//! Thumbnails of images (docs/widget.md, "Attachments"): decoded within fixed limits, scaled
+//! to fit [`THUMB_SIDE`] and encoded again (JPEG for JPEG photos, PNG for the rest). A
+//! decompression bomb is refused from the size its header declares, before a pixel is decoded.
+//! Blocking work: call it from a blocking thread, never on the async runtime.
+
+use std::io::Cursor;
+
+use image::codecs::jpeg::JpegEncoder;
+use image::{DynamicImage, ImageFormat, ImageReader, Limits};
+
+use super::Kind;
+
+/// Longest side of a thumbnail, in pixels.
+pub const THUMB_SIDE: u32 = 320;
+/// Most pixels an accepted image may have: a 48-megapixel phone photo fits; decoding one
+/// takes at most 4 bytes a pixel (200 MB), which bounds what one upload can make us allocate.
+pub const MAX_PIXELS: u64 = 50_000_000;
+/// Longest side an accepted image may have.
+const MAX_SIDE: u32 = 20_000;
+/// JPEG quality of a photo's thumbnail: small, and sharp enough at 320 px.
+const JPEG_QUALITY: u8 = 80;
+
+/// An image's thumbnail, ready to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thumbnail {
+    pub content_type: &'static str,
+    pub data: Vec<u8>,
+}
+
+/// The image declares more than [`MAX_PIXELS`] pixels or a side over 20,000 pixels.
+#[derive(Debug, thiserror::Error)]
+#[error("the image is larger than 50 megapixels")]
+pub struct TooLarge;
+
+/// The thumbnail of an image of `kind`: `Ok(None)` for a file that is not an image, or an
+/// image the decoder cannot read (it is then shown without one).
+///
+/// # Errors
+/// [`TooLarge`] when the image's header declares more pixels than Porch decodes.
+pub fn make_thumbnail(kind: Kind, data: &[u8]) -> Result<Option<Thumbnail>, TooLarge> {
+    let format = match kind {
+        Kind::Png => ImageFormat::Png,
+        Kind::Jpeg => ImageFormat::Jpeg,
+        Kind::Gif => ImageFormat::Gif,
+        Kind::Webp => ImageFormat::WebP,
+        Kind::Pdf | Kind::Text => return Ok(None),
+    };
+    let reader = || {
+        let mut reader = ImageReader::with_format(Cursor::new(data), format);
+        let mut limits = Limits::default();
+        limits.max_image_width = Some(MAX_SIDE);
+        limits.max_image_height = Some(MAX_SIDE);
+        // Room for the decoded pixels plus the decoder's own buffers.
+        limits.max_alloc = Some(MAX_PIXELS * 4 + 64 * 1024 * 1024);
+        reader.limits(limits);
+        reader
+    };
+    let Ok((width, height)) = reader().into_dimensions() else {
+        return Ok(None);
+    };
+    if width > MAX_SIDE || height > MAX_SIDE || u64::from(width) * u64::from(height) > MAX_PIXELS {
+        return Err(TooLarge);
+    }
+    let Ok(image) = reader().decode() else {
+        return Ok(None);
+    };
+    let small = if width <= THUMB_SIDE && height <= THUMB_SIDE {
+        image
+    } else {
+        image.thumbnail(THUMB_SIDE, THUMB_SIDE)
+    };
+    Ok(encode(kind, &small))
+}
+
+/// `small` as JPEG (for a JPEG photo, which has no transparency) or PNG.
+fn encode(kind: Kind, small: &DynamicImage) -> Option<Thumbnail> {
+    let mut data = Vec::new();
+    if kind == Kind::Jpeg {
+        let rgb = DynamicImage::ImageRgb8(small.to_rgb8());
+        JpegEncoder::new_with_quality(&mut data, JPEG_QUALITY)
+            .encode_image(&rgb)
+            .ok()?;
+        return Some(Thumbnail {
+            content_type: "image/jpeg",
+            data,
+        });
+    }
+    small
+        .write_to(&mut Cursor::new(&mut data), ImageFormat::Png)
+        .ok()?;
+    Some(Thumbnail {
+        content_type: "image/png",
+        data,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = DynamicImage::new_rgba8(width, height);
+        let mut data = Vec::new();
+        image
+            .write_to(&mut Cursor::new(&mut data), ImageFormat::Png)
+            .expect("encode");
+        data
+    }
+
+    fn dimensions(thumb: &Thumbnail) -> (u32, u32) {
+        let image = image::load_from_memory(&thumb.data).expect("decode");
+        (image.width(), image.height())
+    }
+
+    #[test]
+    fn a_wide_image_is_scaled_to_fit_keeping_its_shape() {
+        let thumb = make_thumbnail(Kind::Png, &png(1000, 500))
+            .expect("accepted")
+            .expect("made");
+        assert_eq!(thumb.content_type, "image/png");
+        assert_eq!(dimensions(&thumb), (320, 160));
+    }
+
+    #[test]
+    fn a_small_image_is_not_enlarged() {
+        let thumb = make_thumbnail(Kind::Png, &png(40, 30))
+            .expect("accepted")
+            .expect("made");
+        assert_eq!(dimensions(&thumb), (40, 30));
+    }
+
+    #[test]
+    fn a_jpeg_photo_gets_a_jpeg_thumbnail() {
+        let mut data = Vec::new();
+        JpegEncoder::new(&mut data)
+            .encode_image(&DynamicImage::new_rgb8(640, 640))
+            .expect("encode");
+        let thumb = make_thumbnail(Kind::Jpeg, &data)
+            .expect("accepted")
+            .expect("made");
+        assert_eq!(thumb.content_type, "image/jpeg");
+        assert_eq!(dimensions(&thumb), (320, 320));
+    }
+
+    #[test]
+    fn files_that_are_not_images_and_unreadable_images_get_none() {
+        assert!(
+            make_thumbnail(Kind::Pdf, b"%PDF-1.4")
+                .expect("ok")
+                .is_none()
+        );
+        let broken = &png(10, 10)[..40];
+        assert!(make_thumbnail(Kind::Png, broken).expect("ok").is_none());
+    }
+}

@@ -2,6 +2,7 @@
 //! from the crate, so the store may take these types as well as the domain that parses them.
 
 mod author;
+mod hours;
 mod identity;
 mod site;
 mod text;
@@ -9,6 +10,7 @@ mod token_scope;
 mod visitor_context;
 
 pub use author::Author;
+pub use hours::{BusinessHours, DAY_NAMES, InvalidHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use site::{SiteLimits, SiteSettings};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};

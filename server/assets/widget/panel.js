@@ -391,6 +391,7 @@
           greeting.hidden = false;
         }
         setStatus("Connected", "connected");
+        showHours(f);
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
         live = true;
         resendPending();
@@ -400,7 +401,7 @@
         const el = byClientId.get(f.client_id);
         if (el && typeof f.id === "number") confirm(el, f.client_id, f.id, f.at);
         else dropPending(f.client_id);
-        if (!agentsOnline && !agentReplied && read(key("email")) == null) emailForm.hidden = false;
+        if ((afterAck() || !agentsOnline) && !agentReplied && read(key("email")) == null) emailForm.hidden = false;
         break;
       }
       case "email_saved":
@@ -527,10 +528,57 @@
   let agentsOnline = false;
   const saveEmail = () => {
     const email = emailInput.value.trim();
-    if (!email || !isReady) return;
+    if (!email || !isReady || holdEmail(email)) return;
     emailWanted = email;
     showError("");
     sendFrame({ type: "email", email });
+  };
+
+  // --- business hours (docs/widget.md, "Business hours"): while welcome.site.open is false, an away notice
+  // above the messages, and (out_of_hours "email") the email form at once. The email frame needs a stored
+  // message, so an address given before the first one is held and sent after its ack. Every visible string
+  // of this block is in HOURS_TEXT.
+  const HOURS_TEXT = {
+    back: (day, time) => (day ? `We're back on ${day} at ${time}.` : `We're back at ${time}.`),
+    reply: "We'll reply by email.",
+    ask: "We're away. Leave your email and we'll reply there:",
+    held: (email) => `Thanks! Once you've written, replies will also go to ${email}.`,
+  };
+  const away = h("div", { class: "away", "data-porch": "away", role: "status", hidden: true });
+  list.before(away);
+  let isClosed = false;
+  let wrote = false; // a message of this visitor is stored, so the server takes an email frame
+  let heldEmail = null;
+  const emailLabel = emailForm.querySelector("label");
+  const openLabel = emailLabel.textContent;
+  const showHours = (f) => {
+    const site = f.site || {};
+    isClosed = site.open === false;
+    wrote ||= (Array.isArray(f.messages) ? f.messages : []).some((m) => m.author === "visitor");
+    away.hidden = !isClosed;
+    emailLabel.textContent = isClosed && site.out_of_hours !== "accept" ? HOURS_TEXT.ask : openLabel;
+    if (!isClosed) return;
+    const at = typeof site.opens_at === "number" ? new Date(site.opens_at) : null;
+    const time = at?.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const day = at && at.toDateString() !== new Date().toDateString()
+      ? at.toLocaleDateString([], { weekday: "long" }) : "";
+    const asksEmail = site.out_of_hours !== "accept";
+    away.replaceChildren(...[typeof site.away_message === "string" && site.away_message,
+      at && HOURS_TEXT.back(day, time), !asksEmail && HOURS_TEXT.reply]
+      .filter(Boolean).map((text) => h("p", { text })));
+    if (asksEmail && read(key("email")) == null && !agentReplied) emailForm.hidden = false;
+  };
+  // After an ack: send a held address; true while closed, so the email form shows even with agents online.
+  const afterAck = () => {
+    wrote = true;
+    if (heldEmail) { emailWanted = heldEmail; sendFrame({ type: "email", email: heldEmail }); heldEmail = null; }
+    return isClosed;
+  };
+  const holdEmail = (email) => {
+    if (wrote || !emailInput.checkValidity()) return false;
+    heldEmail = email;
+    emailForm.replaceChildren(h("p", { "data-porch": "email-held", text: HOURS_TEXT.held(email) }));
+    return true;
   };
 
   // --- the composer

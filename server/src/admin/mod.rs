@@ -20,6 +20,7 @@ pub mod live;
 mod page;
 pub mod privacy;
 pub mod session;
+pub mod site_hours;
 pub mod site_identity;
 pub mod sites;
 mod sse;

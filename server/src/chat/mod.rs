@@ -3,6 +3,7 @@
 
 mod conversation;
 mod error;
+mod hours;
 mod identity;
 mod inbox;
 mod live_items;
@@ -15,6 +16,9 @@ mod writes;
 
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
+pub use hours::{
+    Availability, SiteHoursInput, availability, find_site_hours, remove_site_hours, save_site_hours,
+};
 pub use identity::{
     find_identity_secret, open_identity_secret, remove_identity_secret, reseal_identity_secrets,
     rotate_identity_secret,

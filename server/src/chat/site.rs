@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::secrets::Sealed;
 use crate::store::{self, Readers, SiteId, SiteRow};
-use crate::values::{Origin, SiteLimits};
+use crate::values::{Origin, SiteHours, SiteLimits};
 
 /// How long a looked-up site (or its absence) is trusted before it is read again; changes made
 /// by another process (the CLI) show within this time.
@@ -30,6 +30,8 @@ pub struct Site {
     /// The sealed identity secret that verifies known visitors' `user_hash`; `None` when the
     /// site has not turned known visitors on. Opened only to check a hash.
     pub identity_secret: Option<Sealed>,
+    /// Business hours; `None` when the site has none (always open).
+    pub hours: Option<SiteHours>,
 }
 
 impl Site {
@@ -50,6 +52,7 @@ impl Site {
             color: settings.color,
             position: settings.position,
             identity_secret: None,
+            hours: None,
         }
     }
 
@@ -115,12 +118,15 @@ impl SiteDirectory {
                     return Ok(None);
                 };
                 let secret = store::find_site_identity_secret(c, row.id)?;
-                Ok(Some((row, secret)))
+                let hours = store::find_site_hours(c, row.id)?;
+                Ok(Some((row, secret, hours)))
             })
             .await?;
-        let site = found.map(|(row, identity_secret)| {
+        let site = found.map(|(row, identity_secret, hours)| {
+            let hours = hours.and_then(|h| super::hours::parse_stored_hours(row.id, &h));
             Arc::new(Site {
                 identity_secret,
+                hours,
                 ..Site::from_row(row)
             })
         });

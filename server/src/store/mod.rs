@@ -15,6 +15,7 @@ mod deliveries;
 mod delivery;
 mod error;
 mod export;
+mod hours;
 mod identity;
 mod ids;
 mod inbox;
@@ -77,6 +78,7 @@ pub use export::{
     find_visitor_record_by_token_hash, find_visitors_by_email, list_conversations_after,
     list_visitor_conversation_ids, list_visitor_conversations, list_visitor_jobs,
 };
+pub use hours::{SiteHoursRow, delete_site_hours, find_site_hours, upsert_site_hours};
 pub use identity::{
     VisitorIdentityRow, delete_site_identity_secret, find_site_identity_secret,
     find_visitor_identity, list_site_identity_secrets, upsert_site_identity_secret,

@@ -212,6 +212,45 @@ impl BusinessHours {
     }
 }
 
+/// What the widget offers while a site is out of hours; chats are accepted either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutOfHours {
+    /// The panel shows the away message and asks for the visitor's email address.
+    Email,
+    /// The panel shows the away message with a note that replies come by email.
+    Accept,
+}
+
+impl OutOfHours {
+    /// The code stored and sent in `welcome.site.out_of_hours`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Email => "email",
+            Self::Accept => "accept",
+        }
+    }
+
+    /// The choice from its code.
+    pub fn parse(raw: &str) -> Result<Self, InvalidHours> {
+        match raw.trim() {
+            "email" => Ok(Self::Email),
+            "accept" => Ok(Self::Accept),
+            _ => Err(InvalidHours(
+                "Choose what the chat does out of hours.".to_owned(),
+            )),
+        }
+    }
+}
+
+/// A site's business hours with what visitors see while it is closed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteHours {
+    pub hours: BusinessHours,
+    /// Shown in the widget while closed (at most 500 characters, may be empty).
+    pub away_message: String,
+    pub out_of_hours: OutOfHours,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

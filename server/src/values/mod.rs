@@ -10,7 +10,7 @@ mod token_scope;
 mod visitor_context;
 
 pub use author::Author;
-pub use hours::{BusinessHours, DAY_NAMES, InvalidHours};
+pub use hours::{BusinessHours, DAY_NAMES, InvalidHours, OutOfHours, SiteHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use site::{SiteLimits, SiteSettings};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};

@@ -25,7 +25,7 @@ use crate::values::{Author, VisitorContext};
 
 use super::brake::Refusal;
 use super::identity::{IdentityClaim, resolve_identity, visitor_hash};
-use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
+use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, VERSION};
 use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
@@ -253,13 +253,11 @@ impl Connection {
         let frame = ServerFrame::Welcome {
             v: VERSION,
             token: &token,
-            site: SiteInfo {
-                name: &site.name,
-                greeting: &site.greeting,
-                color: &site.color,
-                position: &site.position,
-                agents_online: self.app.chat.hub().has_inbox_subscribers(),
-            },
+            site: super::hours::site_info(
+                site,
+                self.app.chat.hub().has_inbox_subscribers(),
+                self.app.wall_clock.now_ms(),
+            ),
             messages: first.messages.iter().map(MessageFrame::from).collect(),
             more: first.has_more,
         };

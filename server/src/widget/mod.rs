@@ -5,6 +5,7 @@ mod attachments;
 pub mod brake;
 mod connection;
 mod endpoint;
+mod hours;
 mod identity;
 mod protocol;
 mod receipts;

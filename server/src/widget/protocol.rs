@@ -64,6 +64,19 @@ pub struct SiteInfo<'a> {
     pub position: &'a str,
     /// Whether an agent has the inbox open right now; the widget offers email capture when not.
     pub agents_online: bool,
+    /// False while the site is out of its business hours; always true for a site without hours.
+    pub open: bool,
+    /// When a closed site opens next, in Unix milliseconds; left out while open (or if it never
+    /// opens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<i64>,
+    /// The admin's away message; only while closed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub away_message: Option<&'a str>,
+    /// `email` (ask for the address) or `accept` (take chats, replies by email); only while
+    /// closed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_hours: Option<&'static str>,
 }
 
 /// A message as the widget shows it.

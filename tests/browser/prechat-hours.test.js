@@ -1,3 +1,5 @@
+// The pre-chat form (docs/widget.md#pre-chat-form): an admin turns it on; the visitor is asked before the first
+// message, cannot send without the required answers, and the agent sees them; a returning visitor is not asked.
 // Business hours (docs/widget.md#business-hours): an admin sets the site's hours on its hours page so the
 // site is closed now; the visitor's panel shows the away message, when it opens again and (out of hours
 // "email") the email form at once; an address given before the first message is sent after that message's
@@ -90,3 +92,60 @@ test("out of hours the panel shows the away message and asks for the email", { t
   await third.context.close();
   await adminContext.close();
 });
+
+test("the pre-chat form is asked before the first message and the agent sees the answers", { timeout: 120000 },
+  async () => {
+    const { porch, browser, site } = world;
+    const adminContext = await browser.newContext();
+    const admin = await adminContext.newPage();
+    admin.setDefaultTimeout(15000);
+    await signIn(admin, porch, AGENT.email);
+    await admin.goto(`${porch.url}/sites/${site.key}`);
+    await admin.getByRole("link", { name: "Pre-chat form" }).click();
+    await admin.locator("input[name=name_field][value=required]").check();
+    await admin.locator("input[name=email_field][value=optional]").check();
+    await admin.getByLabel("Your question", { exact: true }).fill("Order <number>?");
+    await admin.locator("input[name=question_field][value=required]").check();
+    await admin.getByRole("button", { name: "Save form" }).click();
+    await admin.getByText("Pre-chat form saved.").waitFor();
+
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await page.goto(world.host.url);
+    await page.locator("[data-porch=launcher]").click();
+    const form = page.locator("[data-porch=prechat]");
+    await form.waitFor({ state: "visible" });
+    assert.match(await form.innerText(), /Your name/);
+    assert.match(await form.innerText(), /Your email \(optional\)/);
+    assert.match(await form.innerText(), /Order <number>\?/, "the site's question, as text");
+
+    await page.locator("[data-porch=input]").fill("Where is my parcel?");
+    await page.locator("[data-porch=input]").press("Enter");
+    await page.locator("[data-porch=error]").waitFor({ state: "visible" });
+    assert.equal(await page.locator("[data-porch=error]").innerText(), "Please fill in the required fields.");
+    assert.equal(await page.locator("[data-porch=message][data-author=visitor]").count(), 0, "nothing sent");
+
+    await page.locator("[data-porch=prechat-name]").fill("Grace <i>Hopper</i>");
+    await page.locator("[data-porch=prechat-email]").fill("grace@example.org");
+    await page.locator("[data-porch=prechat-answer]").fill("PX-1906");
+    await page.locator("[data-porch=input]").press("Enter");
+    await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").waitFor();
+    assert.equal(await form.isVisible(), false, "the form is gone once answered");
+
+    await admin.goto(`${porch.url}/inbox`);
+    await admin.getByText("Where is my parcel?").first().click();
+    await waitFor("the answers on the conversation page", async () => {
+      const text = await admin.locator("body").innerText();
+      return text.includes("Order <number>?") && text.includes("PX-1906") && text.includes("grace@example.org");
+    });
+
+    // A returning visitor is not asked again.
+    await page.reload();
+    await page.waitForTimeout(1000);
+    if (!(await page.locator("[data-porch=panel]").isVisible())) await page.locator("[data-porch=launcher]").click();
+    await page.locator("[data-porch=status][data-state=connected]").waitFor();
+    assert.equal(await form.isVisible(), false, "asked again after answering");
+    await context.close();
+    await adminContext.close();
+  });

@@ -307,7 +307,7 @@
     try { if (ws && isReady) ws.send(JSON.stringify(f)); } catch { /* closing: resent after reconnect */ }
   };
   const transmit = (m) => {
-    if (!holdTimer) sendFrame({ type: "message", client_id: m.client_id, body: m.body });
+    if (!holdTimer) sendFrame({ type: "message", client_id: m.client_id, body: m.body, prechat: m.prechat });
   };
   // Sends every unacked message (this tab's and any left by another page) with its client_id; the
   // server never stores a client_id twice.
@@ -392,6 +392,7 @@
         }
         setStatus("Connected", "connected");
         showHours(f);
+        showPrechat(f);
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
         live = true;
         resendPending();
@@ -581,6 +582,58 @@
     return true;
   };
 
+  // --- the pre-chat form (docs/widget.md, "Pre-chat form"): while welcome.site.prechat is set and the visitor
+  // has no message yet, its fields sit above the composer; the answers go with the first message (kept with it
+  // among the unacked ones, so a resend carries them too). Every visible string of this block is in PRECHAT_TEXT.
+  const PRECHAT_TEXT = {
+    name: "Your name",
+    email: "Your email",
+    optional: " (optional)",
+    missing: "Please fill in the required fields.",
+    badEmail: "Please check the email address.",
+  };
+  const pre = h("div", { class: "prechat", "data-porch": "prechat", hidden: true });
+  form.before(pre);
+  let preFields = null; // [{key, input, el}] while the form is shown
+  const showPrechat = (f) => {
+    const p = f.site?.prechat;
+    const own = (Array.isArray(f.messages) ? f.messages : []).some((m) => m.author === "visitor");
+    preFields = null;
+    pre.hidden = true;
+    if (!p || own || pending().length) return;
+    const field = (key, label, mode, type, max) => {
+      if (mode !== "optional" && mode !== "required") return null;
+      const id = `porch-pre-${key}`;
+      const input = h("input", { id, type, maxlength: max, "data-porch": `prechat-${key}`,
+        required: mode === "required" });
+      const text = mode === "required" ? label : label + PRECHAT_TEXT.optional;
+      return { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
+    };
+    preFields = [field("name", PRECHAT_TEXT.name, p.name, "text", "100"),
+      field("email", PRECHAT_TEXT.email, p.email, "email", "254"),
+      p.question && field("answer", String(p.question.label ?? ""), p.question.mode, "text", "1000")]
+      .filter(Boolean);
+    pre.replaceChildren(...preFields.map((x) => x.el));
+    pre.hidden = !preFields.length;
+  };
+  // Puts the answers on the first message; false (saying why) while a required field is empty or invalid.
+  const withPrechat = (m) => {
+    if (!preFields) return true;
+    const bad = preFields.find((x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity());
+    if (bad) {
+      showError(bad.key === "email" && bad.input.value.trim() ? PRECHAT_TEXT.badEmail : PRECHAT_TEXT.missing);
+      bad.input.focus();
+      return false;
+    }
+    m.prechat = Object.fromEntries(preFields.map((x) => [x.key, x.input.value.trim()]));
+    // An address given here is the one replies go to: the offline email form need not ask again.
+    if (m.prechat.email) write(key("email"), m.prechat.email);
+    preFields = null;
+    pre.hidden = true;
+    showError("");
+    return true;
+  };
+
   // --- the composer
 
   const grow = () => {
@@ -595,6 +648,7 @@
     if (!body || stopped) return;
     if (body.length > MAX_BODY) { showError(`Messages can be at most ${MAX_BODY} characters.`); return; }
     const m = { client_id: newClientId(), body };
+    if (!withPrechat(m)) return;
     stopTyping();
     input.value = "";
     grow();

@@ -22,6 +22,7 @@ pub mod privacy;
 pub mod session;
 pub mod site_hours;
 pub mod site_identity;
+pub mod site_prechat;
 pub mod sites;
 mod sse;
 pub mod sso;

@@ -8,6 +8,7 @@ mod identity;
 mod inbox;
 mod live_items;
 mod mail;
+mod prechat;
 mod receipts;
 mod site;
 mod site_settings;
@@ -26,6 +27,7 @@ pub use identity::{
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
 pub use mail::MailReply;
+pub use prechat::{SitePrechatInput, find_site_prechat, save_site_prechat};
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
 pub use visitor_token::{VisitorTokens, hash_token};

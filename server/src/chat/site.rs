@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::secrets::Sealed;
 use crate::store::{self, Readers, SiteId, SiteRow};
-use crate::values::{Origin, SiteHours, SiteLimits};
+use crate::values::{Origin, PrechatForm, SiteHours, SiteLimits};
 
 /// How long a looked-up site (or its absence) is trusted before it is read again; changes made
 /// by another process (the CLI) show within this time.
@@ -32,6 +32,8 @@ pub struct Site {
     pub identity_secret: Option<Sealed>,
     /// Business hours; `None` when the site has none (always open).
     pub hours: Option<SiteHours>,
+    /// The pre-chat form; `None` when the site has none.
+    pub prechat: Option<PrechatForm>,
 }
 
 impl Site {
@@ -53,6 +55,7 @@ impl Site {
             position: settings.position,
             identity_secret: None,
             hours: None,
+            prechat: None,
         }
     }
 
@@ -119,14 +122,18 @@ impl SiteDirectory {
                 };
                 let secret = store::find_site_identity_secret(c, row.id)?;
                 let hours = store::find_site_hours(c, row.id)?;
-                Ok(Some((row, secret, hours)))
+                let prechat = store::find_site_prechat(c, row.id)?;
+                Ok(Some((row, secret, (hours, prechat))))
             })
             .await?;
-        let site = found.map(|(row, identity_secret, hours)| {
+        let site = found.map(|(row, identity_secret, (hours, prechat))| {
             let hours = hours.and_then(|h| super::hours::parse_stored_hours(row.id, &h));
             Arc::new(Site {
                 identity_secret,
                 hours,
+                prechat: prechat
+                    .as_ref()
+                    .and_then(super::prechat::parse_stored_prechat),
                 ..Site::from_row(row)
             })
         });

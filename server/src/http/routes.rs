@@ -218,6 +218,10 @@ fn admin_routes() -> Router<AppState> {
             post(admin::site_hours::remove_hours),
         )
         .route(
+            "/sites/{key}/prechat",
+            get(admin::site_prechat::prechat_page).post(admin::site_prechat::save_prechat),
+        )
+        .route(
             "/sites/{key}/identity",
             get(admin::site_identity::identity_page),
         )

@@ -30,6 +30,7 @@ mod mail_inbound;
 mod messages;
 mod migrate;
 mod oidc_links;
+mod prechat;
 mod purge;
 mod readers;
 mod receipts;
@@ -114,6 +115,9 @@ pub use messages::{
     list_conversation_messages_after, list_visitor_messages_after,
 };
 pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
+pub use prechat::{
+    SitePrechatRow, delete_site_prechat, field_mode, find_site_prechat, upsert_site_prechat,
+};
 pub use purge::{
     Deleted, erase_visitor_chunk, list_retention_sites, purge_due_conversations,
     reclaim_free_pages, vacuum_into_incremental_mode,

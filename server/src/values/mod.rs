@@ -4,6 +4,7 @@
 mod author;
 mod hours;
 mod identity;
+mod prechat;
 mod site;
 mod text;
 mod token_scope;
@@ -12,6 +13,7 @@ mod visitor_context;
 pub use author::Author;
 pub use hours::{BusinessHours, DAY_NAMES, InvalidHours, OutOfHours, SiteHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
+pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
 pub use token_scope::TokenScope;

@@ -5,12 +5,12 @@ mod attachments;
 pub mod brake;
 mod connection;
 mod endpoint;
-mod hours;
 mod identity;
 mod protocol;
 mod receipts;
 mod self_service;
 mod typing;
+mod welcome_site;
 mod wire;
 
 pub use attachments::{

@@ -1,6 +1,8 @@
-//! Business hours (docs/widget.md#business-hours): an admin saves a site's hours on its hours
-//! page (validated, admins only, audited); `welcome.site` says whether the site is open at the
-//! server's wall clock, which these tests fix at a boundary instead of waiting for it.
+//! The pre-chat form (docs/widget.md#pre-chat-form): enforced over a real websocket, answers
+//! stored once and shown to agents. Business hours (docs/widget.md#business-hours): an admin
+//! saves a site's hours on its hours page (validated, admins only, audited); `welcome.site` says
+//! whether the site is open at the server's wall clock, which these tests fix at a boundary
+//! instead of waiting for it.
 
 use serde_json::Value;
 
@@ -247,4 +249,177 @@ async fn saving_and_removing_hours_is_audited_escaped_and_for_admins_only() {
         1
     );
     assert_eq!(welcome_site(&app, &site).await["open"], true);
+}
+
+/// Saves the site's pre-chat form on its page: name and question required, email optional.
+async fn save_prechat(app: &TestApp, admin: &Browser, site: &str) {
+    let body = form(&[
+        ("csrf", &admin.csrf),
+        ("name_field", "required"),
+        ("email_field", "optional"),
+        ("question", "Order <number>?"),
+        ("question_field", "required"),
+    ]);
+    let path = format!("/sites/{site}/prechat");
+    let answer = send(app, "POST", &path, &admin.cookie, Some(&body)).await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+}
+
+fn message_with(client_id: &str, body: &str, prechat: Value) -> Value {
+    serde_json::json!({"type": "message", "client_id": client_id, "body": body, "prechat": prechat})
+}
+
+#[tokio::test]
+async fn prechat_required_fields_are_enforced_over_the_websocket() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, site) = admin_with_site(&app).await;
+    save_prechat(&app, &admin, &site).await;
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    let form = &welcome["site"]["prechat"];
+    assert_eq!(form["name"], "required", "{welcome}");
+    assert_eq!(form["email"], "optional");
+    assert_eq!(form["question"]["label"], "Order <number>?");
+    assert_eq!(form["question"]["mode"], "required");
+
+    let refused = widget.say("c1", "Hello").await;
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert_eq!(refused["code"], "invalid_prechat");
+    assert_eq!(refused["client_id"], "c1");
+    let cases = [
+        (
+            serde_json::json!({"answer": "42"}),
+            "Please enter your name.",
+        ),
+        (
+            serde_json::json!({"name": "Ada"}),
+            "Please answer the question.",
+        ),
+        (
+            serde_json::json!({"name": "Ada", "answer": "42", "email": "not-an-address"}),
+            "Please check the email address.",
+        ),
+        (
+            serde_json::json!({"name": "a".repeat(101), "answer": "42"}),
+            "Your name can have at most 100 characters.",
+        ),
+    ];
+    for (answers, message) in cases {
+        widget.send(message_with("c1", "Hello", answers)).await;
+        let refused = widget.recv().await;
+        assert_eq!(refused["code"], "invalid_prechat", "{refused}");
+        assert_eq!(refused["message"], message);
+    }
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+}
+
+#[tokio::test]
+async fn prechat_answers_are_stored_once_and_not_asked_again() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, site) = admin_with_site(&app).await;
+    save_prechat(&app, &admin, &site).await;
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let answers =
+        serde_json::json!({"name": "Ada <b>", "email": "ada@example.org", "answer": "A-42"});
+    widget
+        .send(message_with("c1", "Where is it?", answers))
+        .await;
+    let ack = widget.recv().await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    // A resend of the same message with other answers changes nothing.
+    let other = serde_json::json!({"name": "Eve", "email": "eve@example.org", "answer": "B-1"});
+    widget.send(message_with("c1", "Where is it?", other)).await;
+    assert_eq!(widget.recv().await["id"], ack["id"]);
+    drop(widget);
+    let row: (String, String, String, String) = app
+        .db()
+        .query_row(
+            "SELECT name, email, prechat_question, prechat_answer FROM visitors",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .expect("one visitor");
+    assert_eq!(
+        row,
+        (
+            "Ada <b>".to_owned(),
+            "ada@example.org".to_owned(),
+            "Order <number>?".to_owned(),
+            "A-42".to_owned()
+        )
+    );
+
+    // Back with the same token: no form, and messages go through without answers.
+    let (mut again, welcome) = app.visitor(&site, Some(&token), 0).await;
+    assert!(welcome["site"].get("prechat").is_none(), "{welcome}");
+    assert_eq!(again.say("c2", "Still there?").await["type"], "ack");
+
+    // The agent sees the answers on the conversation page, escaped.
+    let id = app.count("SELECT id FROM conversations");
+    let page = send(
+        &app,
+        "GET",
+        &format!("/conversations/{id}"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Order &lt;number&gt;?"), "{}", page.body);
+    assert!(page.body.contains("A-42"));
+    assert!(page.body.contains("ada@example.org"));
+    assert!(!page.body.contains("Ada <b>"));
+}
+
+#[tokio::test]
+async fn the_prechat_page_is_validated_audited_and_for_admins_only() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, site) = admin_with_site(&app).await;
+    let path = format!("/sites/{site}/prechat");
+    let no_label = form(&[
+        ("csrf", &admin.csrf),
+        ("name_field", "off"),
+        ("email_field", "off"),
+        ("question", " "),
+        ("question_field", "required"),
+    ]);
+    let answer = send(&app, "POST", &path, &admin.cookie, Some(&no_label)).await;
+    assert_eq!(answer.status, 422);
+    assert!(
+        answer.body.contains("Write the question"),
+        "{}",
+        answer.body
+    );
+    assert_eq!(app.count("SELECT count(*) FROM site_prechat"), 0);
+
+    save_prechat(&app, &admin, &site).await;
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'site.updated' AND detail LIKE '%\"prechat\":\"saved\"%'"),
+        1
+    );
+    add_user(&app, "bo@example.com", "agent");
+    let agent = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
+    assert_eq!(
+        send(&app, "GET", &path, &agent.cookie, None).await.status,
+        403
+    );
+    let off = |csrf: &str| {
+        form(&[
+            ("csrf", csrf),
+            ("name_field", "off"),
+            ("email_field", "off"),
+            ("question", ""),
+            ("question_field", "off"),
+        ])
+    };
+    let answer = send(&app, "POST", &path, &agent.cookie, Some(&off(&agent.csrf))).await;
+    assert_eq!(answer.status, 403);
+    assert_eq!(app.count("SELECT count(*) FROM site_prechat"), 1);
+
+    // Every field off is no form.
+    let answer = send(&app, "POST", &path, &admin.cookie, Some(&off(&admin.csrf))).await;
+    assert_eq!(answer.status, 303);
+    assert_eq!(app.count("SELECT count(*) FROM site_prechat"), 0);
+    let (_widget, welcome) = app.visitor(&site, None, 0).await;
+    assert!(welcome["site"].get("prechat").is_none(), "{welcome}");
 }

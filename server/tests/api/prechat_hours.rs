@@ -265,7 +265,7 @@ async fn save_prechat(app: &TestApp, admin: &Browser, site: &str) {
     assert_eq!(answer.status, 303, "{}", answer.body);
 }
 
-fn message_with(client_id: &str, body: &str, prechat: Value) -> Value {
+fn message_with(client_id: &str, body: &str, prechat: &Value) -> Value {
     serde_json::json!({"type": "message", "client_id": client_id, "body": body, "prechat": prechat})
 }
 
@@ -304,7 +304,7 @@ async fn prechat_required_fields_are_enforced_over_the_websocket() {
         ),
     ];
     for (answers, message) in cases {
-        widget.send(message_with("c1", "Hello", answers)).await;
+        widget.send(message_with("c1", "Hello", &answers)).await;
         let refused = widget.recv().await;
         assert_eq!(refused["code"], "invalid_prechat", "{refused}");
         assert_eq!(refused["message"], message);
@@ -322,13 +322,15 @@ async fn prechat_answers_are_stored_once_and_not_asked_again() {
     let answers =
         serde_json::json!({"name": "Ada <b>", "email": "ada@example.org", "answer": "A-42"});
     widget
-        .send(message_with("c1", "Where is it?", answers))
+        .send(message_with("c1", "Where is it?", &answers))
         .await;
     let ack = widget.recv().await;
     assert_eq!(ack["type"], "ack", "{ack}");
     // A resend of the same message with other answers changes nothing.
     let other = serde_json::json!({"name": "Eve", "email": "eve@example.org", "answer": "B-1"});
-    widget.send(message_with("c1", "Where is it?", other)).await;
+    widget
+        .send(message_with("c1", "Where is it?", &other))
+        .await;
     assert_eq!(widget.recv().await["id"], ack["id"]);
     drop(widget);
     let row: (String, String, String, String) = app

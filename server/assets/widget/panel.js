@@ -582,8 +582,8 @@
     return true;
   };
 
-  // --- the pre-chat form (docs/widget.md, "Pre-chat form"): while welcome.site.prechat is set and the visitor
-  // has no message yet, its fields sit above the composer; the answers go with the first message (kept with it
+  // --- the pre-chat form (docs/widget.md, "Pre-chat form"): while welcome.site.prechat is set (the server sends
+  // it until this visitor has answered), its fields sit above the composer; the answers go with the first message (kept with it
   // among the unacked ones, so a resend carries them too). Every visible string of this block is in PRECHAT_TEXT.
   const PRECHAT_TEXT = {
     name: "Your name",
@@ -597,10 +597,9 @@
   let preFields = null; // [{key, input, el}] while the form is shown
   const showPrechat = (f) => {
     const p = f.site?.prechat;
-    const own = (Array.isArray(f.messages) ? f.messages : []).some((m) => m.author === "visitor");
     preFields = null;
     pre.hidden = true;
-    if (!p || own || pending().length) return;
+    if (!p || pending().length) return; // unsent messages go first, with the answers they carry
     const field = (key, label, mode, type, max) => {
       if (mode !== "optional" && mode !== "required") return null;
       const id = `porch-pre-${key}`;

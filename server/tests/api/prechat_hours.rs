@@ -371,6 +371,13 @@ async fn prechat_answers_are_stored_once_and_not_asked_again() {
     assert!(page.body.contains("A-42"));
     assert!(page.body.contains("ada@example.org"));
     assert!(!page.body.contains("Ada <b>"));
+
+    // The visitor's export holds them.
+    let export = crate::privacy::cli(&app, &["export", "--email", "ada@example.org"]);
+    let export: Value = serde_json::from_str(&export).expect("JSON");
+    assert_eq!(export[0]["visitor"]["prechat_question"], "Order <number>?");
+    assert_eq!(export[0]["visitor"]["prechat_answer"], "A-42");
+    assert_eq!(export[0]["visitor"]["name"], "Ada <b>");
 }
 
 #[tokio::test]
@@ -424,4 +431,30 @@ async fn the_prechat_page_is_validated_audited_and_for_admins_only() {
     assert_eq!(app.count("SELECT count(*) FROM site_prechat"), 0);
     let (_widget, welcome) = app.visitor(&site, None, 0).await;
     assert!(welcome["site"].get("prechat").is_none(), "{welcome}");
+}
+
+#[tokio::test]
+async fn a_visitor_who_wrote_before_the_form_is_asked_once_with_the_next_message() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, site) = admin_with_site(&app).await;
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    assert!(welcome["site"].get("prechat").is_none(), "{welcome}");
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(widget.say("c1", "Hi").await["type"], "ack");
+    drop(widget);
+
+    save_prechat(&app, &admin, &site).await;
+    let (mut again, welcome) = app.visitor(&site, Some(&token), 0).await;
+    assert_eq!(welcome["site"]["prechat"]["name"], "required", "{welcome}");
+    assert_eq!(again.say("c2", "Me again").await["code"], "invalid_prechat");
+    let answers = serde_json::json!({"name": "Ada", "answer": "A-1"});
+    let ack = {
+        again.send(message_with("c2", "Me again", &answers)).await;
+        again.recv().await
+    };
+    assert_eq!(ack["type"], "ack", "{ack}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM visitors WHERE prechat_answer = 'A-1'"),
+        1
+    );
 }

@@ -61,6 +61,8 @@ pub struct VisitorDetailsView {
     pub verified_user: Option<String>,
     /// What the page claimed without a valid hash (id, name, email on one line).
     pub unverified_claim: Option<String>,
+    /// The pre-chat form's question and the visitor's answer (docs/widget.md#pre-chat-form).
+    pub prechat: Option<(String, String)>,
 }
 
 /// An agent one can assign to.
@@ -309,6 +311,10 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                         <dd data-identity="unverified">{claim}" "<span class="badge badge-muted">"unverified"</span></dd>
                     })}
                     {detail("Email", visitor.email)}
+                    {visitor.prechat.map(|(question, answer)| view! {
+                        <dt data-prechat="question">{question}</dt>
+                        <dd data-prechat="answer">{answer}</dd>
+                    })}
                     {page_link}
                     {detail("First page", first_page)}
                     {detail("Came from", visitor.referrer)}

@@ -8,7 +8,9 @@
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
 //! - [`two_factor`]: setting up two-factor sign-in, recovery codes, the sign-in's second step.
-//! - [`sites`] (with [`site_identity`], known visitors), [`team`], [`privacy`]: the admin pages.
+//! - [`sites`] (with [`site_identity`], known visitors, [`site_hours`], business hours, and
+//!   [`site_prechat`], the pre-chat form),
+//!   [`team`], [`privacy`]: the admin pages.
 //! - [`integrations`] (Slack), [`discord`], [`webhooks`], [`email`]: the destination pages, with
 //!   what they share in [`destination`] (health, test outcome, off/on/delete).
 //! - [`capacity`]: graphs, headroom and load-test runs; [`chart`] draws the SVG line charts.
@@ -32,7 +34,9 @@ pub mod integrations;
 pub mod layout;
 pub mod links;
 pub mod privacy;
+pub mod site_hours;
 pub mod site_identity;
+pub mod site_prechat;
 pub mod sites;
 pub mod team;
 mod time;

@@ -231,6 +231,8 @@ pub fn render_site_form(view: SiteFormView) -> String {
         {snippet}
         {integrations}
         {view.key.as_deref().map(crate::site_identity::known_visitors_link)}
+        {view.key.as_deref().map(crate::site_hours::business_hours_link)}
+        {view.key.as_deref().map(crate::site_prechat::prechat_link)}
         <form method="post" action=action class="card stack" aria-label="Site settings">
             <CsrfField token=csrf/>
             <fieldset>

@@ -9,6 +9,7 @@ use tokio_util::task::TaskTracker;
 use crate::accounts::Accounts;
 use crate::accounts::sso::Sso;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
+use crate::clock::WallClock;
 use crate::config::Config;
 use crate::integrations::HttpClients;
 use crate::integrations::email::Mailer;
@@ -61,6 +62,8 @@ pub struct App {
     pub shutdown: CancellationToken,
     /// Websocket connections, so shutdown can wait for their in-flight writes.
     pub connections: TaskTracker,
+    /// The clock business hours are judged by; tests fix it at a boundary.
+    pub wall_clock: WallClock,
     is_shutting_down: AtomicBool,
 }
 
@@ -122,6 +125,7 @@ impl App {
             replication,
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
+            wall_clock: WallClock::default(),
             is_shutting_down: AtomicBool::new(false),
         }
     }

@@ -449,7 +449,7 @@
   };
   const transmit = (m) => {
     if (!holdTimer) {
-      sendFrame({ type: "message", client_id: m.client_id, body: m.body, attachments: m.attachments?.map((a) => a.id) });
+      sendFrame({ type: "message", client_id: m.client_id, body: m.body, attachments: m.attachments?.map((a) => a.id), prechat: m.prechat });
     }
   };
   // Sends every unacked message (this tab's and any left by another page) with its client_id; the
@@ -534,6 +534,8 @@
           greeting.hidden = false;
         }
         setStatus("Connected", "connected");
+        showHours(f);
+        showPrechat(f);
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
         live = true;
         resendPending();
@@ -544,7 +546,7 @@
         const el = byClientId.get(f.client_id);
         if (el && typeof f.id === "number") confirm(el, f.client_id, f.id, f.at);
         else dropPending(f.client_id);
-        if (!agentsOnline && !agentReplied && read(key("email")) == null) emailForm.hidden = false;
+        if ((afterAck() || !agentsOnline) && !agentReplied && read(key("email")) == null) emailForm.hidden = false;
         break;
       }
       case "email_saved":
@@ -678,10 +680,108 @@
   let agentsOnline = false;
   const saveEmail = () => {
     const email = emailInput.value.trim();
-    if (!email || !isReady) return;
+    if (!email || !isReady || holdEmail(email)) return;
     emailWanted = email;
     showError("");
     sendFrame({ type: "email", email });
+  };
+
+  // --- business hours (docs/widget.md, "Business hours"): while welcome.site.open is false, an away notice
+  // above the messages, and (out_of_hours "email") the email form at once. The email frame needs a stored
+  // message, so an address given before the first one is held and sent after its ack. Every visible string
+  // of this block is in HOURS_TEXT.
+  const HOURS_TEXT = {
+    back: (day, time) => (day ? `We're back on ${day} at ${time}.` : `We're back at ${time}.`),
+    reply: "We'll reply by email.",
+    ask: "We're away. Leave your email and we'll reply there:",
+    held: (email) => `Thanks! Once you've written, replies will also go to ${email}.`,
+  };
+  const away = h("div", { class: "away", "data-porch": "away", role: "status", hidden: true });
+  list.before(away);
+  let isClosed = false;
+  let wrote = false; // a message of this visitor is stored, so the server takes an email frame
+  let heldEmail = null;
+  const emailLabel = emailForm.querySelector("label");
+  const openLabel = emailLabel.textContent;
+  const showHours = (f) => {
+    const site = f.site || {};
+    isClosed = site.open === false;
+    wrote ||= (Array.isArray(f.messages) ? f.messages : []).some((m) => m.author === "visitor");
+    away.hidden = !isClosed;
+    emailLabel.textContent = isClosed && site.out_of_hours !== "accept" ? HOURS_TEXT.ask : openLabel;
+    if (!isClosed) return;
+    const at = typeof site.opens_at === "number" ? new Date(site.opens_at) : null;
+    const time = at?.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const day = at && at.toDateString() !== new Date().toDateString()
+      ? at.toLocaleDateString([], { weekday: "long" }) : "";
+    const asksEmail = site.out_of_hours !== "accept";
+    away.replaceChildren(...[typeof site.away_message === "string" && site.away_message,
+      at && HOURS_TEXT.back(day, time), !asksEmail && HOURS_TEXT.reply]
+      .filter(Boolean).map((text) => h("p", { text })));
+    if (asksEmail && read(key("email")) == null && !agentReplied) emailForm.hidden = false;
+  };
+  // After an ack: send a held address; true while closed, so the email form shows even with agents online.
+  const afterAck = () => {
+    wrote = true;
+    if (heldEmail) { emailWanted = heldEmail; sendFrame({ type: "email", email: heldEmail }); heldEmail = null; }
+    return isClosed;
+  };
+  const holdEmail = (email) => {
+    if (wrote || !emailInput.checkValidity()) return false;
+    heldEmail = email;
+    emailForm.replaceChildren(h("p", { "data-porch": "email-held", text: HOURS_TEXT.held(email) }));
+    return true;
+  };
+
+  // --- the pre-chat form (docs/widget.md, "Pre-chat form"): while welcome.site.prechat is set (the server sends
+  // it until this visitor has answered), its fields sit above the composer; the answers go with the first message (kept with it
+  // among the unacked ones, so a resend carries them too). Every visible string of this block is in PRECHAT_TEXT.
+  const PRECHAT_TEXT = {
+    name: "Your name",
+    email: "Your email",
+    optional: " (optional)",
+    missing: "Please fill in the required fields.",
+    badEmail: "Please check the email address.",
+  };
+  const pre = h("div", { class: "prechat", "data-porch": "prechat", hidden: true });
+  form.before(pre);
+  let preFields = null; // [{key, input, el}] while the form is shown
+  const showPrechat = (f) => {
+    const p = f.site?.prechat;
+    preFields = null;
+    pre.hidden = true;
+    if (!p || pending().length) return; // unsent messages go first, with the answers they carry
+    const field = (key, label, mode, type, max) => {
+      if (mode !== "optional" && mode !== "required") return null;
+      const id = `porch-pre-${key}`;
+      const input = h("input", { id, type, maxlength: max, "data-porch": `prechat-${key}`,
+        required: mode === "required" });
+      const text = mode === "required" ? label : label + PRECHAT_TEXT.optional;
+      return { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
+    };
+    preFields = [field("name", PRECHAT_TEXT.name, p.name, "text", "100"),
+      field("email", PRECHAT_TEXT.email, p.email, "email", "254"),
+      p.question && field("answer", String(p.question.label ?? ""), p.question.mode, "text", "1000")]
+      .filter(Boolean);
+    pre.replaceChildren(...preFields.map((x) => x.el));
+    pre.hidden = !preFields.length;
+  };
+  // Puts the answers on the first message; false (saying why) while a required field is empty or invalid.
+  const withPrechat = (m) => {
+    if (!preFields) return true;
+    const bad = preFields.find((x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity());
+    if (bad) {
+      showError(bad.key === "email" && bad.input.value.trim() ? PRECHAT_TEXT.badEmail : PRECHAT_TEXT.missing);
+      bad.input.focus();
+      return false;
+    }
+    m.prechat = Object.fromEntries(preFields.map((x) => [x.key, x.input.value.trim()]));
+    // An address given here is the one replies go to: the offline email form need not ask again.
+    if (m.prechat.email) write(key("email"), m.prechat.email);
+    preFields = null;
+    pre.hidden = true;
+    showError("");
+    return true;
   };
 
   // --- the composer
@@ -700,6 +800,7 @@
     if (body.length > MAX_BODY) { showError(`Messages can be at most ${MAX_BODY} characters.`); return; }
     // The uploads' ids (and what shows them) go into the pending entry, so a resend names the same files.
     const m = { client_id: newClientId(), body };
+    if (!withPrechat(m)) return;
     if (files.length) m.attachments = files;
     dropSentFiles();
     stopTyping();

@@ -181,6 +181,7 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             time_zone: details.and_then(|d| d.time_zone.clone()),
             verified_user: view.identity.user_id.clone(),
             unverified_claim: unverified_claim(&view.identity),
+            prechat: details.and_then(|d| d.prechat.clone()),
         },
     }
 }

@@ -3,10 +3,12 @@
 
 mod conversation;
 mod error;
+mod hours;
 mod identity;
 mod inbox;
 mod live_items;
 mod mail;
+mod prechat;
 mod receipts;
 mod site;
 mod site_settings;
@@ -15,6 +17,9 @@ mod writes;
 
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
+pub use hours::{
+    Availability, SiteHoursInput, availability, find_site_hours, remove_site_hours, save_site_hours,
+};
 pub use identity::{
     find_identity_secret, open_identity_secret, remove_identity_secret, reseal_identity_secrets,
     rotate_identity_secret,
@@ -22,6 +27,7 @@ pub use identity::{
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
 pub use mail::MailReply;
+pub use prechat::{SitePrechatInput, find_site_prechat, save_site_prechat};
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{
     SiteSettingsInput, attachment_megabytes, create_site, delete_site, parse_attachment_megabytes,

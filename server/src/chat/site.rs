@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::secrets::Sealed;
 use crate::store::{self, Readers, SiteId, SiteRow};
-use crate::values::{Origin, SiteLimits};
+use crate::values::{Origin, PrechatForm, SiteHours, SiteLimits};
 
 /// How long a looked-up site (or its absence) is trusted before it is read again; changes made
 /// by another process (the CLI) show within this time.
@@ -30,6 +30,10 @@ pub struct Site {
     /// The sealed identity secret that verifies known visitors' `user_hash`; `None` when the
     /// site has not turned known visitors on. Opened only to check a hash.
     pub identity_secret: Option<Sealed>,
+    /// Business hours; `None` when the site has none (always open).
+    pub hours: Option<SiteHours>,
+    /// The pre-chat form; `None` when the site has none.
+    pub prechat: Option<PrechatForm>,
 }
 
 impl Site {
@@ -50,6 +54,8 @@ impl Site {
             color: settings.color,
             position: settings.position,
             identity_secret: None,
+            hours: None,
+            prechat: None,
         }
     }
 
@@ -115,12 +121,19 @@ impl SiteDirectory {
                     return Ok(None);
                 };
                 let secret = store::find_site_identity_secret(c, row.id)?;
-                Ok(Some((row, secret)))
+                let hours = store::find_site_hours(c, row.id)?;
+                let prechat = store::find_site_prechat(c, row.id)?;
+                Ok(Some((row, secret, (hours, prechat))))
             })
             .await?;
-        let site = found.map(|(row, identity_secret)| {
+        let site = found.map(|(row, identity_secret, (hours, prechat))| {
+            let hours = hours.and_then(|h| super::hours::parse_stored_hours(row.id, &h));
             Arc::new(Site {
                 identity_secret,
+                hours,
+                prechat: prechat
+                    .as_ref()
+                    .and_then(super::prechat::parse_stored_prechat),
                 ..Site::from_row(row)
             })
         });

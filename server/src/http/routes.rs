@@ -218,6 +218,18 @@ fn admin_routes() -> Router<AppState> {
             get(admin::sites::delete_site_page).post(admin::sites::delete_site),
         )
         .route(
+            "/sites/{key}/hours",
+            get(admin::site_hours::hours_page).post(admin::site_hours::save_hours),
+        )
+        .route(
+            "/sites/{key}/hours/remove",
+            post(admin::site_hours::remove_hours),
+        )
+        .route(
+            "/sites/{key}/prechat",
+            get(admin::site_prechat::prechat_page).post(admin::site_prechat::save_prechat),
+        )
+        .route(
             "/sites/{key}/identity",
             get(admin::site_identity::identity_page),
         )

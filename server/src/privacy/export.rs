@@ -125,6 +125,8 @@ impl PersonData {
                 "claimed_user_id": v.claimed_user_id,
                 "claimed_name": v.claimed_name,
                 "claimed_email": v.claimed_email,
+                "prechat_question": v.prechat_question,
+                "prechat_answer": v.prechat_answer,
                 "first_seen_at": v.first_seen_at,
                 "last_seen_at": v.last_seen_at,
             },
@@ -231,6 +233,7 @@ pub fn ndjson_line(conn: &Connection, c: &ConversationRecord) -> Result<String, 
                "referrer": v.referrer, "language": v.language, "time_zone": v.time_zone,
                "user_id": v.user_id, "claimed_user_id": v.claimed_user_id,
                "claimed_name": v.claimed_name, "claimed_email": v.claimed_email,
+               "prechat_question": v.prechat_question, "prechat_answer": v.prechat_answer,
                "first_seen_at": v.first_seen_at, "last_seen_at": v.last_seen_at})
     });
     Ok(line.to_string())

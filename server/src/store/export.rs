@@ -28,6 +28,9 @@ pub struct VisitorRecord {
     pub claimed_user_id: Option<String>,
     pub claimed_name: Option<String>,
     pub claimed_email: Option<String>,
+    /// The pre-chat form's question as asked, and the visitor's answer.
+    pub prechat_question: Option<String>,
+    pub prechat_answer: Option<String>,
     /// Their conversations, and every message in them (agents' replies included).
     pub conversations: i64,
     pub messages: i64,
@@ -63,6 +66,7 @@ pub struct JobRecord {
 const VISITOR: &str = "SELECT v.id, s.key, s.name, v.name, v.email, v.first_page, v.last_page, \
     v.user_agent, v.ip, v.first_seen_at, v.last_seen_at, v.referrer, v.language, v.time_zone, \
     v.user_id, v.claimed_user_id, v.claimed_name, v.claimed_email, \
+    v.prechat_question, v.prechat_answer, \
     (SELECT count(*) FROM conversations c WHERE c.visitor_id = v.id), \
     (SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id \
       WHERE c.visitor_id = v.id) \
@@ -88,8 +92,10 @@ fn visitor_from_row(r: &Row<'_>) -> rusqlite::Result<VisitorRecord> {
         claimed_user_id: r.get(15)?,
         claimed_name: r.get(16)?,
         claimed_email: r.get(17)?,
-        conversations: r.get(18)?,
-        messages: r.get(19)?,
+        prechat_question: r.get(18)?,
+        prechat_answer: r.get(19)?,
+        conversations: r.get(20)?,
+        messages: r.get(21)?,
     })
 }
 

@@ -89,6 +89,8 @@ pub struct VisitorDetailsRow {
     pub referrer: Option<String>,
     pub language: Option<String>,
     pub time_zone: Option<String>,
+    /// The pre-chat form's question as asked, and the visitor's answer.
+    pub prechat: Option<(String, String)>,
 }
 
 /// The visitor's recorded details.
@@ -98,7 +100,7 @@ pub fn find_visitor_details(
 ) -> Result<Option<VisitorDetailsRow>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT first_page, last_page, user_agent, ip, first_seen_at, last_seen_at, \
-                referrer, language, time_zone \
+                referrer, language, time_zone, prechat_question, prechat_answer \
          FROM visitors WHERE id = ?1",
     )?;
     Ok(stmt
@@ -113,6 +115,9 @@ pub fn find_visitor_details(
                 referrer: r.get(6)?,
                 language: r.get(7)?,
                 time_zone: r.get(8)?,
+                prechat: r
+                    .get::<_, Option<String>>(9)?
+                    .zip(r.get::<_, Option<String>>(10)?),
             })
         })
         .optional()?)

@@ -8,6 +8,7 @@ use crate::values::{Author, ClientId, MessageBody};
 use super::attachments::{AttachmentMeta, Uploader, attach_to_message, fill_attachments};
 use super::conversations::{open_conversation, touch_conversation};
 use super::identity::record_visitor_identity;
+use super::prechat::record_visitor_prechat;
 use super::visitors::{VisitorDetails, refresh_visitor, upsert_visitor};
 use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
 
@@ -88,6 +89,9 @@ pub fn insert_visitor_message(
     };
     if let Some(identity) = &new.details.context.identity {
         record_visitor_identity(conn, visitor_id, identity)?;
+    }
+    if let Some(answers) = &new.details.context.prechat {
+        record_visitor_prechat(conn, visitor_id, answers, new.now)?;
     }
     let earlier = conn
         .prepare_cached(

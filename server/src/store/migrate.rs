@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0018_known_visitors.sql"),
     include_str!("../../../migrations/0019_attachments.sql"),
     include_str!("../../../migrations/0020_attachment_thumbnails.sql"),
+    include_str!("../../../migrations/0021_prechat_hours.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -15,6 +15,7 @@ mod deliveries;
 mod delivery;
 mod error;
 mod export;
+mod hours;
 mod identity;
 mod ids;
 mod inbox;
@@ -29,6 +30,7 @@ mod mail_inbound;
 mod messages;
 mod migrate;
 mod oidc_links;
+mod prechat;
 mod purge;
 mod readers;
 mod receipts;
@@ -78,6 +80,7 @@ pub use export::{
     find_visitor_record_by_token_hash, find_visitors_by_email, list_conversations_after,
     list_visitor_conversation_ids, list_visitor_conversations, list_visitor_jobs,
 };
+pub use hours::{SiteHoursRow, delete_site_hours, find_site_hours, upsert_site_hours};
 pub use identity::{
     VisitorIdentityRow, delete_site_identity_secret, find_site_identity_secret,
     find_visitor_identity, list_site_identity_secrets, upsert_site_identity_secret,
@@ -113,6 +116,9 @@ pub use messages::{
     list_conversation_messages_after, list_visitor_messages_after,
 };
 pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
+pub use prechat::{
+    SitePrechatRow, delete_site_prechat, field_mode, find_site_prechat, upsert_site_prechat,
+};
 pub use purge::{
     Deleted, erase_visitor_chunk, list_retention_sites, purge_due_conversations,
     reclaim_free_pages, vacuum_into_incremental_mode,

@@ -12,6 +12,8 @@ pub struct VisitorRow {
     pub id: VisitorId,
     pub site_id: SiteId,
     pub open_conversation_id: Option<ConversationId>,
+    /// The visitor answered the pre-chat form: the widget does not ask again.
+    pub has_prechat: bool,
 }
 
 /// The visitor whose token hashes to `token_hash`, if they ever wrote.
@@ -20,7 +22,7 @@ pub fn find_visitor_by_token_hash(
     token_hash: &[u8],
 ) -> Result<Option<VisitorRow>, Error> {
     let mut stmt = conn.prepare_cached(
-        "SELECT v.id, v.site_id, c.id FROM visitors v \
+        "SELECT v.id, v.site_id, c.id, v.prechat_at IS NOT NULL FROM visitors v \
          LEFT JOIN conversations c ON c.visitor_id = v.id AND c.status = 'open' \
          WHERE v.token_hash = ?1",
     )?;
@@ -30,6 +32,7 @@ pub fn find_visitor_by_token_hash(
                 id: r.get(0)?,
                 site_id: r.get(1)?,
                 open_conversation_id: r.get(2)?,
+                has_prechat: r.get(3)?,
             })
         })
         .optional()?)

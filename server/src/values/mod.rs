@@ -2,14 +2,18 @@
 //! from the crate, so the store may take these types as well as the domain that parses them.
 
 mod author;
+mod hours;
 mod identity;
+mod prechat;
 mod site;
 mod text;
 mod token_scope;
 mod visitor_context;
 
 pub use author::Author;
+pub use hours::{BusinessHours, DAY_NAMES, InvalidHours, OutOfHours, SiteHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
+pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
 pub use token_scope::TokenScope;

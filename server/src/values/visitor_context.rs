@@ -3,7 +3,7 @@
 //! conversation, so every field is optional and anything malformed is dropped rather than
 //! refused: a bad hint must never cost the visitor their chat.
 
-use super::VisitorIdentity;
+use super::{PrechatAnswers, VisitorIdentity};
 
 /// Longest page or referrer URL kept, in characters.
 pub const MAX_URL_CHARS: usize = 2048;
@@ -25,6 +25,8 @@ pub struct VisitorContext {
     pub time_zone: Option<String>,
     /// Who the host page says the visitor is, verified or not; set once `hello` is checked.
     pub identity: Option<VisitorIdentity>,
+    /// The pre-chat form's answers, sent with the visitor's first message (stored once).
+    pub prechat: Option<PrechatAnswers>,
 }
 
 impl VisitorContext {
@@ -42,6 +44,7 @@ impl VisitorContext {
             language: language.filter(|l| is_language_tag(l)),
             time_zone: time_zone.filter(|z| is_time_zone_name(z)),
             identity: None,
+            prechat: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! hold back pings or pushed agent replies.
 
 mod email_capture;
+mod prechat;
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -25,7 +26,7 @@ use crate::values::{Author, VisitorContext};
 
 use super::brake::Refusal;
 use super::identity::{IdentityClaim, resolve_identity, visitor_hash};
-use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, SiteInfo, VERSION};
+use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, VERSION};
 use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
@@ -67,6 +68,8 @@ struct Connection {
     /// is stored.
     context: VisitorContext,
     context_stored: bool,
+    /// The site's pre-chat form is still to be answered by this visitor.
+    asks_prechat: bool,
     token_hash: [u8; 32],
     /// Brake key of this visitor, derived from the token.
     visitor_key: u64,
@@ -114,6 +117,7 @@ pub async fn serve_connection(app: AppState, admission: Admission, peer: Peer, s
         peer,
         context,
         context_stored: false,
+        asks_prechat: false,
         // Set by `welcome` once the token is checked.
         token_hash: [0; 32],
         visitor_key: 0,
@@ -236,6 +240,7 @@ impl Connection {
             Ok(visitor) => visitor,
             Err(err) => return Err(self.storage_failed(&err).await),
         };
+        self.asks_prechat = self.prechat_pending_for(visitor.as_ref());
         let first = match visitor {
             Some(visitor) => {
                 self.visitor_id = Some(visitor.id);
@@ -253,13 +258,12 @@ impl Connection {
         let frame = ServerFrame::Welcome {
             v: VERSION,
             token: &token,
-            site: SiteInfo {
-                name: &site.name,
-                greeting: &site.greeting,
-                color: &site.color,
-                position: &site.position,
-                agents_online: self.app.chat.hub().has_inbox_subscribers(),
-            },
+            site: super::welcome_site::site_info(
+                site,
+                self.app.chat.hub().has_inbox_subscribers(),
+                self.app.wall_clock.now_ms(),
+                self.asks_prechat,
+            ),
             messages: first.messages.iter().map(MessageFrame::from).collect(),
             more: first.has_more,
         };
@@ -402,7 +406,11 @@ impl Connection {
                 client_id,
                 body,
                 attachments: files,
+                prechat,
             }) => {
+                if !self.take_prechat(&client_id, prechat).await? {
+                    return Ok(());
+                }
                 self.accept_message(&client_id, &body, files, received, in_flight)
                     .await
             }

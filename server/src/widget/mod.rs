@@ -10,6 +10,7 @@ mod protocol;
 mod receipts;
 mod self_service;
 mod typing;
+mod welcome_site;
 mod wire;
 
 pub use attachments::{

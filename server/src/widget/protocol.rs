@@ -41,11 +41,26 @@ pub enum ClientFrame {
         /// Ids of the visitor's uploads (`POST /widget/attachments`) this message takes.
         #[serde(default)]
         attachments: Vec<String>,
+        /// The pre-chat form's answers, with the first message after the form was shown.
+        #[serde(default)]
+        prechat: Option<PrechatFrame>,
     },
     /// The visitor's address for replies while away (offline capture).
     Email { email: String },
     /// The visitor started (`true`) or stopped typing; shown to agents, never stored.
     Typing { active: bool },
+}
+
+/// The visitor's answers to the pre-chat form (docs/widget-protocol.md#message-client--server).
+#[derive(Debug, Default, Deserialize)]
+pub struct PrechatFrame {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub email: Option<String>,
+    /// The answer to the site's own question.
+    #[serde(default)]
+    pub answer: Option<String>,
 }
 
 impl ClientFrame {
@@ -64,6 +79,40 @@ pub struct SiteInfo<'a> {
     pub position: &'a str,
     /// Whether an agent has the inbox open right now; the widget offers email capture when not.
     pub agents_online: bool,
+    /// False while the site is out of its business hours; always true for a site without hours.
+    pub open: bool,
+    /// When a closed site opens next, in Unix milliseconds; left out while open (or if it never
+    /// opens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<i64>,
+    /// The admin's away message; only while closed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub away_message: Option<&'a str>,
+    /// `email` (ask for the address) or `accept` (take chats, replies by email); only while
+    /// closed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_hours: Option<&'static str>,
+    /// The pre-chat form to show before the first message; left out when the site has none or
+    /// this visitor answered it already.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prechat: Option<PrechatInfo<'a>>,
+}
+
+/// The pre-chat form as `welcome.site.prechat` describes it: each field's mode.
+#[derive(Debug, Serialize)]
+pub struct PrechatInfo<'a> {
+    pub name: &'static str,
+    pub email: &'static str,
+    /// Left out when the site asks no question of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<PrechatQuestion<'a>>,
+}
+
+/// The site's own question: its label and mode (`optional` or `required`).
+#[derive(Debug, Serialize)]
+pub struct PrechatQuestion<'a> {
+    pub label: &'a str,
+    pub mode: &'static str,
 }
 
 /// A message as the widget shows it.
@@ -149,6 +198,7 @@ pub enum ErrorCode {
     Busy,
     Unavailable,
     UnknownAttachment,
+    InvalidPrechat,
 }
 
 impl ErrorCode {
@@ -170,6 +220,7 @@ impl ErrorCode {
             Self::UnknownAttachment => {
                 "An attachment of this message is unknown, not yours, or already sent."
             }
+            Self::InvalidPrechat => "Please check the form.",
         }
     }
 }

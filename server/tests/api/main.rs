@@ -33,6 +33,7 @@ mod integrity;
 mod live_inbox;
 mod loadtest;
 mod metrics;
+mod prechat_hours;
 mod privacy;
 mod process;
 mod read_receipts;

@@ -1,0 +1,117 @@
+//! A site's business hours (admins only): the time zone, each day's opening spans, the away
+//! message and what the chat does while closed; and the card on the site page that leads here.
+
+use leptos::prelude::*;
+
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, document};
+
+/// The form's values, as typed (or as stored).
+#[derive(Debug, Clone, Default)]
+pub struct SiteHoursFormValues {
+    pub time_zone: String,
+    /// Monday first: (field name, day name, spans as typed).
+    pub days: Vec<(&'static str, &'static str, String)>,
+    pub away_message: String,
+    /// `email` or `accept`.
+    pub out_of_hours: String,
+}
+
+/// The business-hours page of a site.
+#[derive(Debug, Clone)]
+pub struct SiteHoursView {
+    pub nav: Nav,
+    pub key: String,
+    pub name: String,
+    /// True when the site has hours stored (the "Remove hours" button shows).
+    pub has_hours: bool,
+    /// "Open now" or "Closed now, opens …", for the admin to check the zone.
+    pub state: String,
+    pub values: SiteHoursFormValues,
+    pub notice: Option<Notice>,
+}
+
+/// The site page's card that leads here.
+pub fn business_hours_link(key: &str) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="business-hours-title">
+            <h2 id="business-hours-title">"Business hours"</h2>
+            <p class="hint">"Say when you answer live; out of hours the chat shows an away \
+                message and offers replies by email."</p>
+            <a class="button" href=format!("/sites/{key}/hours")>"Business hours"</a>
+        </section>
+    }
+}
+
+/// Renders the business-hours page.
+pub fn render_site_hours(view: SiteHoursView) -> String {
+    let key = view.key;
+    let csrf = view.nav.csrf.clone();
+    let values = view.values;
+    let is_email = values.out_of_hours != "accept";
+    let days = values
+        .days
+        .into_iter()
+        .map(|(field, day, spans)| {
+            view! {
+                <div class="field">
+                    <label for=field>{day}</label>
+                    <input id=field name=field type="text" class="mono" value=spans
+                        placeholder="closed" aria-describedby="spans-hint"/>
+                </div>
+            }
+        })
+        .collect_view();
+    let remove = view.has_hours.then(|| {
+        view! {
+            <form method="post" action=format!("/sites/{key}/hours/remove")>
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class="button button-danger">"Remove hours (always open)"</button>
+            </form>
+        }
+    });
+    let title = format!("Business hours: {}", view.name);
+    let content = view! {
+        <div class="page-head">
+            <p class="crumb"><a href=format!("/sites/{key}")>"← "{view.name.clone()}</a></p>
+            <h1>"Business hours"</h1>
+        </div>
+        <NoticeBox notice=view.notice/>
+        <p data-hours-state>{view.state}</p>
+        <form method="post" action=format!("/sites/{key}/hours") class="card stack"
+            aria-label="Business hours">
+            <CsrfField token=csrf/>
+            <div class="field">
+                <label for="time_zone">"Time zone"</label>
+                <input id="time_zone" name="time_zone" type="text" required maxlength="64"
+                    value=values.time_zone aria-describedby="time-zone-hint"/>
+                <p class="hint" id="time-zone-hint">"An IANA name, such as Europe/Berlin or \
+                    America/New_York. Opening times follow its daylight-saving changes."</p>
+            </div>
+            <fieldset>
+                <legend>"Opening times"</legend>
+                <p class="hint" id="spans-hint">"Spans like 09:00-12:00, 13:00-17:30; empty is \
+                    closed all day. A span ending before it starts runs past midnight \
+                    (22:00-02:00); 24:00 is midnight at the end of the day."</p>
+                {days}
+            </fieldset>
+            <div class="field">
+                <label for="away_message">"Away message"</label>
+                <textarea id="away_message" name="away_message" rows="3"
+                    maxlength="500">{crate::textarea_text(&values.away_message)}</textarea>
+                <p class="hint">"Shown in the chat while you are closed."</p>
+            </div>
+            <fieldset>
+                <legend id="out-of-hours-label">"Out of hours"</legend>
+                <div class="radios" role="radiogroup" aria-labelledby="out-of-hours-label">
+                    <label><input type="radio" name="out_of_hours" value="email" checked=is_email/>
+                        " Ask for the visitor's email (chats are still taken)"</label>
+                    <label><input type="radio" name="out_of_hours" value="accept" checked=!is_email/>
+                        " Take chats with a \"we reply by email\" note"</label>
+                </div>
+            </fieldset>
+            <button type="submit" class="button button-primary">"Save hours"</button>
+        </form>
+        {remove}
+    };
+    document(&title, Some(view.nav), true, content.into_any())
+}

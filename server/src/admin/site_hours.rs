@@ -1,0 +1,159 @@
+//! A site's business hours (admins only): show, save and remove them. Each change is validated
+//! (the form comes back with the error), audited, and drops the widget's cached copy of the site.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use porch_app::layout::{Notice, Section};
+use porch_app::site_hours::{SiteHoursFormValues, SiteHoursView, render_site_hours};
+
+use crate::audit::Actor;
+use crate::chat::{self, SiteHoursInput};
+use crate::http::ClientIp;
+use crate::state::AppState;
+use crate::store::{self, SiteRow};
+use crate::values::DAY_NAMES;
+
+use super::auth::{NoFields, NoticeQuery};
+use super::page::{PageError, html, html_with_status, see_other};
+use super::session::{Admin, AdminPosted, SignedIn};
+
+/// The form's field names, Monday first (as `SiteHoursInput` names them).
+const DAY_FIELDS: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
+    let owned = key.to_owned();
+    app.readers
+        .read(move |c| store::find_site_by_key(c, &owned))
+        .await?
+        .ok_or_else(|| PageError::not_found("site"))
+}
+
+/// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone).
+async fn state_text(app: &AppState, site: &SiteRow) -> Result<String, PageError> {
+    let hours = chat::find_site_hours(&app.readers, site.id).await?;
+    let now = chat::availability(hours.as_ref(), app.wall_clock.now_ms());
+    Ok(match (hours.is_some(), now.is_open, now.opens_at) {
+        (false, ..) => "No business hours: the chat is always open.".to_owned(),
+        (true, true, _) => "Open now.".to_owned(),
+        (true, false, Some(at)) => {
+            format!("Closed now; opens {}.", porch_app::format_time(at).1)
+        }
+        (true, false, None) => "Closed now, with no opening times.".to_owned(),
+    })
+}
+
+fn page(
+    who: &SignedIn,
+    site: &SiteRow,
+    (has_hours, state): (bool, String),
+    input: &SiteHoursInput,
+    notice: Option<Notice>,
+) -> String {
+    let days = DAY_FIELDS
+        .into_iter()
+        .zip(DAY_NAMES)
+        .zip(input.days())
+        .map(|((field, day), spans)| (field, day, spans))
+        .collect();
+    render_site_hours(SiteHoursView {
+        nav: who.nav(Section::Sites),
+        key: site.key.clone(),
+        name: site.settings.name.clone(),
+        has_hours,
+        state,
+        values: SiteHoursFormValues {
+            time_zone: input.time_zone.clone(),
+            days,
+            away_message: input.away_message.clone(),
+            out_of_hours: input.out_of_hours.clone(),
+        },
+        notice,
+    })
+}
+
+/// `GET /sites/{key}/hours`.
+pub async fn hours_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Path(key): Path<String>,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    let hours = chat::find_site_hours(&app.readers, site.id).await?;
+    let input = hours
+        .as_ref()
+        .map_or_else(SiteHoursInput::suggested, SiteHoursInput::from);
+    let notice = match query.notice.as_str() {
+        "hours-saved" => Some(Notice::Success("Business hours saved.".to_owned())),
+        "hours-removed" => Some(Notice::Success(
+            "Business hours removed: the chat is always open.".to_owned(),
+        )),
+        _ => None,
+    };
+    let state = state_text(&app, &site).await?;
+    Ok(html(page(
+        &who,
+        &site,
+        (hours.is_some(), state),
+        &input,
+        notice,
+    )))
+}
+
+/// `POST /sites/{key}/hours`: saves them, or shows the form again with what was wrong.
+pub async fn save_hours(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, form }: AdminPosted<SiteHoursInput>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    let hours = match form.parse() {
+        Ok(hours) => hours,
+        Err(invalid) => {
+            let has_hours = chat::find_site_hours(&app.readers, site.id)
+                .await?
+                .is_some();
+            let state = state_text(&app, &site).await?;
+            let notice = Some(Notice::Error(invalid.0));
+            let body = page(&who, &site, (has_hours, state), &form, notice);
+            return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
+        }
+    };
+    chat::save_site_hours(
+        (&app.writer, &app.sites),
+        &Actor::user(&who.user, ip),
+        (site.id, &site.key, &site.settings.name),
+        hours,
+    )
+    .await?;
+    Ok(see_other(&format!("/sites/{key}/hours?notice=hours-saved")))
+}
+
+/// `POST /sites/{key}/hours/remove`: the site is always open again.
+pub async fn remove_hours(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    chat::remove_site_hours(
+        (&app.writer, &app.sites),
+        &Actor::user(&who.user, ip),
+        (site.id, &site.key, &site.settings.name),
+    )
+    .await?;
+    Ok(see_other(&format!(
+        "/sites/{key}/hours?notice=hours-removed"
+    )))
+}

@@ -1,0 +1,84 @@
+//! A site's pre-chat form (admins only): show and save it. A change is validated (the form comes
+//! back with the error), audited, and drops the widget's cached copy of the site.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use porch_app::layout::{Notice, Section};
+use porch_app::site_prechat::{SitePrechatView, render_site_prechat};
+
+use crate::audit::Actor;
+use crate::chat::{self, SitePrechatInput};
+use crate::http::ClientIp;
+use crate::state::AppState;
+use crate::store::{self, SiteRow};
+
+use super::auth::NoticeQuery;
+use super::page::{PageError, html, html_with_status, see_other};
+use super::session::{Admin, AdminPosted, SignedIn};
+
+async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
+    let owned = key.to_owned();
+    app.readers
+        .read(move |c| store::find_site_by_key(c, &owned))
+        .await?
+        .ok_or_else(|| PageError::not_found("site"))
+}
+
+fn page(who: &SignedIn, site: &SiteRow, input: SitePrechatInput, notice: Option<Notice>) -> String {
+    render_site_prechat(SitePrechatView {
+        nav: who.nav(Section::Sites),
+        key: site.key.clone(),
+        name: site.settings.name.clone(),
+        name_field: input.name_field,
+        email_field: input.email_field,
+        question: input.question,
+        question_field: input.question_field,
+        notice,
+    })
+}
+
+/// `GET /sites/{key}/prechat`.
+pub async fn prechat_page(
+    State(app): State<AppState>,
+    Admin(who): Admin,
+    Path(key): Path<String>,
+    Query(query): Query<NoticeQuery>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    let form = chat::find_site_prechat(&app.readers, site.id).await?;
+    let input = form
+        .as_ref()
+        .map_or_else(SitePrechatInput::suggested, SitePrechatInput::from);
+    let notice = (query.notice == "prechat-saved")
+        .then(|| Notice::Success("Pre-chat form saved.".to_owned()));
+    Ok(html(page(&who, &site, input, notice)))
+}
+
+/// `POST /sites/{key}/prechat`: saves it (every field off removes the form), or shows the form
+/// again with what was wrong.
+pub async fn save_prechat(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, form }: AdminPosted<SitePrechatInput>,
+) -> Result<Response, PageError> {
+    let site = find_site(&app, &key).await?;
+    let parsed = match form.parse() {
+        Ok(parsed) => parsed,
+        Err(invalid) => {
+            let body = page(&who, &site, form, Some(Notice::Error(invalid.0.into())));
+            return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
+        }
+    };
+    chat::save_site_prechat(
+        (&app.writer, &app.sites),
+        &Actor::user(&who.user, ip),
+        (site.id, &site.key, &site.settings.name),
+        parsed,
+    )
+    .await?;
+    Ok(see_other(&format!(
+        "/sites/{key}/prechat?notice=prechat-saved"
+    )))
+}

@@ -1,0 +1,68 @@
+//! Business hours (docs/widget.md#business-hours): the `site_hours` table, one row for each site
+//! that has hours. Stored as typed; the domain parses a row back into `SiteHours`.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::values::SiteHours;
+
+use super::{Error, SiteId};
+
+/// A `site_hours` row as stored, before parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteHoursRow {
+    pub time_zone: String,
+    /// Seven lines, Monday first.
+    pub days: String,
+    pub away_message: String,
+    pub out_of_hours: String,
+}
+
+/// The site's hours, if it has any.
+pub fn find_site_hours(conn: &Connection, site: SiteId) -> Result<Option<SiteHoursRow>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT time_zone, days, away_message, out_of_hours FROM site_hours WHERE site_id = ?1",
+        )?
+        .query_row([site], |r| {
+            Ok(SiteHoursRow {
+                time_zone: r.get(0)?,
+                days: r.get(1)?,
+                away_message: r.get(2)?,
+                out_of_hours: r.get(3)?,
+            })
+        })
+        .optional()?)
+}
+
+/// Stores (or replaces) the site's hours.
+pub fn upsert_site_hours(
+    conn: &Connection,
+    site: SiteId,
+    hours: &SiteHours,
+    now: i64,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO site_hours (site_id, time_zone, days, away_message, out_of_hours, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (site_id) DO UPDATE SET \
+         time_zone = excluded.time_zone, days = excluded.days, \
+         away_message = excluded.away_message, out_of_hours = excluded.out_of_hours, \
+         updated_at = excluded.updated_at",
+    )?
+    .execute(params![
+        site,
+        hours.hours.zone_name(),
+        hours.hours.days_text().join("\n"),
+        hours.away_message,
+        hours.out_of_hours.as_str(),
+        now
+    ])?;
+    Ok(())
+}
+
+/// Removes the site's hours (it is always open again); true if it had some.
+pub fn delete_site_hours(conn: &Connection, site: SiteId) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached("DELETE FROM site_hours WHERE site_id = ?1")?
+        .execute([site])?
+        > 0)
+}

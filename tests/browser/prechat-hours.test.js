@@ -1,0 +1,151 @@
+// The pre-chat form (docs/widget.md#pre-chat-form): an admin turns it on; the visitor is asked before the first
+// message, cannot send without the required answers, and the agent sees them; a returning visitor is not asked.
+// Business hours (docs/widget.md#business-hours): an admin sets the site's hours on its hours page so the
+// site is closed now; the visitor's panel shows the away message, when it opens again and (out of hours
+// "email") the email form at once; an address given before the first message is sent after that message's
+// ack and stored. The agent sees the chat. Then "accept": the "we reply by email" note instead.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, visitor, waitFor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana" };
+const world = fixture({ site: "Acme", agent: AGENT });
+
+// A one-hour span every day starting two hours from now (UTC), so the site is closed for the whole test.
+const later = () => {
+  const start = (new Date().getUTCHours() + 2) % 24;
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${pad(start)}:00-${pad((start + 1) % 24)}:00`;
+};
+const DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+
+async function setHours(admin, porch, site, mode) {
+  await admin.goto(`${porch.url}/sites/${site.key}`);
+  await admin.getByRole("link", { name: "Business hours" }).click();
+  await admin.getByLabel("Time zone").fill("UTC");
+  for (const day of DAYS) await admin.getByLabel(day, { exact: true }).fill(later());
+  await admin.getByLabel("Away message").fill("We're out <b>fishing</b>.");
+  await admin.locator(`input[name=out_of_hours][value=${mode}]`).check();
+  await admin.getByRole("button", { name: "Save hours" }).click();
+  await admin.getByText("Business hours saved.").waitFor();
+  assert.match(await admin.locator("[data-hours-state]").innerText(), /^Closed now; opens /);
+}
+
+test("out of hours the panel shows the away message and asks for the email", { timeout: 120000 }, async () => {
+  const { porch, browser, site } = world;
+  const adminContext = await browser.newContext();
+  const admin = await adminContext.newPage();
+  admin.setDefaultTimeout(15000);
+  await signIn(admin, porch, AGENT.email);
+
+  // A wrong zone is refused with the reason, and nothing changes.
+  await admin.goto(`${porch.url}/sites/${site.key}/hours`);
+  await admin.getByLabel("Time zone").fill("Mars/Olympus");
+  await admin.getByRole("button", { name: "Save hours" }).click();
+  await admin.getByText("is not a time zone").waitFor();
+
+  await setHours(admin, porch, site, "email");
+  const { page, context } = await visitor(browser, world.host.url);
+  const away = page.locator("[data-porch=away]");
+  await away.waitFor({ state: "visible" });
+  const text = await away.innerText();
+  assert.match(text, /We're out <b>fishing<\/b>\./, "the away message, as text");
+  assert.match(text, /We're back (on \w+ )?at /);
+  assert.doesNotMatch(text, /reply by email/);
+  const capture = page.locator("[data-porch=email]");
+  assert.equal(await capture.isVisible(), true, "the email form before any message");
+  assert.match(await capture.innerText(), /Leave your email/);
+
+  // The address comes first: held, then sent with the first message.
+  await page.locator("[data-porch=email-input]").fill("walter@example.org");
+  await capture.locator("button").click();
+  await page.locator("[data-porch=email-held]").waitFor();
+  await page.locator("[data-porch=input]").fill("Are you open tomorrow?");
+  await page.locator("[data-porch=input]").press("Enter");
+  await page.locator("[data-porch=email-saved]").waitFor();
+  assert.match(await page.locator("[data-porch=email-saved]").innerText(), /walter@example\.org/);
+
+  // The agent has the chat and the visitor's address.
+  await admin.goto(`${porch.url}/inbox`);
+  await admin.getByText("Are you open tomorrow?").first().click();
+  await waitFor("the visitor's email on the conversation page", async () =>
+    (await admin.locator("body").innerText()).includes("walter@example.org"));
+  await context.close();
+
+  // "accept": the note instead of the early email form.
+  await setHours(admin, porch, site, "accept");
+  const second = await visitor(browser, world.host.url);
+  const note = second.page.locator("[data-porch=away]");
+  await note.waitFor({ state: "visible" });
+  assert.match(await note.innerText(), /We'll reply by email\./);
+  assert.equal(await second.page.locator("[data-porch=email]").isVisible(), false);
+  await second.say("Hello?");
+  await second.page.locator("[data-porch=email]").waitFor({ state: "visible" });
+  await second.context.close();
+
+  // Without hours the notice is gone.
+  await admin.goto(`${porch.url}/sites/${site.key}/hours`);
+  await admin.getByRole("button", { name: "Remove hours (always open)" }).click();
+  await admin.getByText("the chat is always open").first().waitFor();
+  const third = await visitor(browser, world.host.url);
+  assert.equal(await third.page.locator("[data-porch=away]").isVisible(), false);
+  await third.context.close();
+  await adminContext.close();
+});
+
+test("the pre-chat form is asked before the first message and the agent sees the answers", { timeout: 120000 },
+  async () => {
+    const { porch, browser, site } = world;
+    const adminContext = await browser.newContext();
+    const admin = await adminContext.newPage();
+    admin.setDefaultTimeout(15000);
+    await signIn(admin, porch, AGENT.email);
+    await admin.goto(`${porch.url}/sites/${site.key}`);
+    await admin.getByRole("link", { name: "Pre-chat form" }).click();
+    await admin.locator("input[name=name_field][value=required]").check();
+    await admin.locator("input[name=email_field][value=optional]").check();
+    await admin.getByLabel("Your question", { exact: true }).fill("Order <number>?");
+    await admin.locator("input[name=question_field][value=required]").check();
+    await admin.getByRole("button", { name: "Save form" }).click();
+    await admin.getByText("Pre-chat form saved.").waitFor();
+
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await page.goto(world.host.url);
+    await page.locator("[data-porch=launcher]").click();
+    const form = page.locator("[data-porch=prechat]");
+    await form.waitFor({ state: "visible" });
+    assert.match(await form.innerText(), /Your name/);
+    assert.match(await form.innerText(), /Your email \(optional\)/);
+    assert.match(await form.innerText(), /Order <number>\?/, "the site's question, as text");
+
+    await page.locator("[data-porch=input]").fill("Where is my parcel?");
+    await page.locator("[data-porch=input]").press("Enter");
+    await page.locator("[data-porch=error]").waitFor({ state: "visible" });
+    assert.equal(await page.locator("[data-porch=error]").innerText(), "Please fill in the required fields.");
+    assert.equal(await page.locator("[data-porch=message][data-author=visitor]").count(), 0, "nothing sent");
+
+    await page.locator("[data-porch=prechat-name]").fill("Grace <i>Hopper</i>");
+    await page.locator("[data-porch=prechat-email]").fill("grace@example.org");
+    await page.locator("[data-porch=prechat-answer]").fill("PX-1906");
+    await page.locator("[data-porch=input]").press("Enter");
+    await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").waitFor();
+    assert.equal(await form.isVisible(), false, "the form is gone once answered");
+
+    await admin.goto(`${porch.url}/inbox`);
+    await admin.getByText("Where is my parcel?").first().click();
+    await waitFor("the answers on the conversation page", async () => {
+      const text = await admin.locator("body").innerText();
+      return text.includes("Order <number>?") && text.includes("PX-1906") && text.includes("grace@example.org");
+    });
+
+    // A returning visitor is not asked again.
+    await page.reload();
+    await page.waitForTimeout(1000);
+    if (!(await page.locator("[data-porch=panel]").isVisible())) await page.locator("[data-porch=launcher]").click();
+    await page.locator("[data-porch=status][data-state=connected]").waitFor();
+    assert.equal(await form.isVisible(), false, "asked again after answering");
+    await context.close();
+    await adminContext.close();
+  });

@@ -10,7 +10,7 @@ mod visitor_context;
 
 pub use author::Author;
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
-pub use site::{SiteLimits, SiteSettings};
+pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};
 pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin};
 pub use token_scope::TokenScope;
 pub use visitor_context::{MAX_URL_CHARS, VisitorContext};

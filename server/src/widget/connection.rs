@@ -256,6 +256,7 @@ impl Connection {
             site: SiteInfo {
                 name: &site.name,
                 greeting: &site.greeting,
+                greetings: &site.greetings,
                 color: &site.color,
                 position: &site.position,
                 agents_online: self.app.chat.hub().has_inbox_subscribers(),

@@ -38,6 +38,10 @@ pub struct SiteFormValues {
     pub retention_days: String,
     /// The largest attachment, in MB (only on the edit form: a new site has the default).
     pub attachment_max_mb: String,
+    /// The widget's language code; empty: each visitor's browser chooses.
+    pub locale: String,
+    /// Greetings in other languages, one a line: `de: Hallo!`.
+    pub greetings: String,
 }
 
 /// The create or edit page.
@@ -47,6 +51,8 @@ pub struct SiteFormView {
     /// `None` when creating.
     pub key: Option<String>,
     pub values: SiteFormValues,
+    /// The languages the widget speaks (code, name), for the language choice.
+    pub locales: &'static [(&'static str, &'static str)],
     pub snippet: Option<String>,
     pub notice: Option<Notice>,
 }
@@ -192,11 +198,47 @@ fn Integrations(key: String) -> impl IntoView {
     }
 }
 
+/// The widget's language (automatic, or one the widget speaks) and greetings in other languages
+/// (docs/widget.md, "Languages").
+fn language_fields(
+    locale: &str,
+    locales: &[(&'static str, &'static str)],
+    greetings: &str,
+) -> impl IntoView {
+    let options = locales
+        .iter()
+        .map(|&(code, name)| view! { <option value=code selected=locale == code>{name}</option> })
+        .collect_view();
+    view! {
+        <div class="field">
+            <label for="locale">"Widget language"</label>
+            <select id="locale" name="locale" aria-describedby="locale-hint">
+                <option value="" selected=locale.is_empty()>"Automatic: the visitor's browser language"</option>
+                {options}
+            </select>
+            <p class="hint" id="locale-hint">"Automatic uses the first of the visitor's browser languages \
+                the widget speaks, else English. A fixed language is written into the snippet: paste it \
+                again after changing it."</p>
+        </div>
+        <div class="field">
+            <label for="greetings">"Greetings in other languages"</label>
+            <textarea id="greetings" name="greetings" rows="3" aria-describedby="greetings-hint">{crate::textarea_text(greetings)}</textarea>
+            <p class="hint" id="greetings-hint">"Optional, one a line with the language's code, like "
+                <code>"de: Hallo! Wie k\u{f6}nnen wir helfen?"</code>". A widget in that language shows it \
+                instead of the greeting above."</p>
+        </div>
+    }
+}
+
 /// Renders the create or edit form (with the snippet when editing).
 pub fn render_site_form(view: SiteFormView) -> String {
     let csrf = view.nav.csrf.clone();
     let values = view.values;
+<<<<<<< HEAD
     let is_edit = view.key.is_some();
+=======
+    let language = language_fields(&values.locale, view.locales, &values.greetings);
+>>>>>>> locales
     let (title, action, button) = match &view.key {
         Some(key) => (values.name.clone(), format!("/sites/{key}"), "Save changes"),
         None => ("New site".to_owned(), "/sites".to_owned(), "Create site"),
@@ -256,6 +298,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
                     <label for="greeting">"Greeting"</label>
                     <textarea id="greeting" name="greeting" rows="2" maxlength="500">{crate::textarea_text(&values.greeting)}</textarea>
                 </div>
+                {language}
                 <div class="field-row">
                     <div class="field">
                         <label for="color">"Colour"</label>

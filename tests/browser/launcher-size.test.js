@@ -2,7 +2,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { gzipSync } from "node:zlib";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { Porch, REPO } from "./harness.js";
 
@@ -36,6 +36,20 @@ test("the panel's script and styles are at most 16 KiB gzipped together", async 
     total += gzipped;
   }
   assert.ok(total <= PANEL_LIMIT, `the panel is ${total} bytes gzipped, over ${PANEL_LIMIT}`);
+});
+
+// Translations are fetched one at a time, only the visitor's language and only after the click, so they are
+// outside the panel's budget; each has its own.
+const LOCALE_LIMIT = 2048;
+
+test("each translation is at most 2 KiB gzipped", async () => {
+  const dir = path.join(REPO, "server/assets/widget/locales");
+  const names = (await readdir(dir)).filter((n) => n.endsWith(".json"));
+  assert.ok(names.length >= 12, `only ${names.length} translations`);
+  for (const name of names) {
+    const gzipped = gzipSync(await readFile(path.join(dir, name)), { level: 9 }).length;
+    assert.ok(gzipped <= LOCALE_LIMIT, `${name} is ${gzipped} bytes gzipped, over ${LOCALE_LIMIT}`);
+  }
 });
 
 test("the widget's files are pure ASCII, so no host-page charset can garble them", async () => {

@@ -2,8 +2,9 @@
 // launcher's shadow root from window.__porch, draws the panel inside that shadow root and speaks the widget
 // protocol (docs/widget-protocol.md). All server and visitor text goes into the page with textContent
 // (or text nodes) only. Nothing here may throw into the host page. The file is pure ASCII (non-ASCII text
-// as \u escapes), so it reads right whatever charset the host page or a proxy imposes.
-(() => {
+// as \u escapes), so it reads right whatever charset the host page or a proxy imposes. Every visitor-facing
+// string goes through t(key, vars); other languages are fetched once, before the panel is drawn.
+(async () => {
   "use strict";
   const P = window.__porch;
   if (!P || P.toggle) return; // not ours, or already running
@@ -15,6 +16,84 @@
   const FATAL_CLOSE = 1008; // site unknown, origin not allowed, bad version: never reconnect
   const WAIT_CODES = new Set(["rate_limited", "site_busy", "too_many_conversations", "busy", "unavailable"]);
   const key = (name) => `porch:${c.site}:${name}`;
+
+  // --- language (docs/widget.md, "Languages"). EN is the source every locales/*.json file translates, key
+  // for key with the same {placeholders} (server/src/widget/locales.rs tests it); it is JSON so the test
+  // can read it. A key a locale lacks shows in English.
+  const EN = {
+    "launcher": "Chat with us",
+    "close": "Close chat",
+    "your_data": "Your data",
+    "messages": "Messages",
+    "placeholder": "Write a message\u2026",
+    "your_message": "Your message",
+    "send": "Send",
+    "email_offer": "Away when we answer? Get the reply by email:",
+    "save": "Save",
+    "email_saved": "Thanks! Replies will also go to {email}.",
+    "bad_email": "Please check the email address.",
+    "agent": "Agent",
+    "typing": "{name} is typing",
+    "sending": "Sending\u2026",
+    "sent": "Sent",
+    "seen": "Seen",
+    "not_sent": "Not sent",
+    "closed": "This conversation was closed. Write again any time to start a new one.",
+    "connecting": "Connecting\u2026",
+    "connected": "Connected",
+    "reconnecting": "Reconnecting in {s} s\u2026",
+    "unavailable": "Chat is unavailable",
+    "wait": "Please wait {s} s.",
+    "too_long": "Messages can be at most {max} characters.",
+    "download_json": "Download this conversation (JSON)",
+    "download_text": "Download this conversation (text)",
+    "erase": "Delete my data",
+    "erase_ask": "Delete all your messages and details from this chat? This cannot be undone.",
+    "erase_confirm": "Delete",
+    "cancel": "Cancel",
+    "nothing_stored": "Nothing is stored about you yet.",
+    "erased": "Your data was deleted.",
+    "error": "Something went wrong.",
+    "e_invalid_message": "That message cannot be sent.",
+    "e_rate_limited": "You are sending messages too fast.",
+    "e_too_many_conversations": "Too many conversations were started from your network.",
+    "e_site_busy": "This chat is very busy right now.",
+    "e_busy": "The server is busy.",
+    "e_unavailable": "The message could not be stored right now.",
+    "e_site_not_found": "This chat is not set up on the server.",
+    "e_origin_not_allowed": "This chat is not enabled for this website."
+  };
+  const LOCALES = ["en", "de", "fr", "es", "pt", "it", "nl", "pl", "tr", "ja", "zh", "ar", "he"];
+  // The site's choice (c.locale) wins, then the browser's languages in order, matched on the language
+  // alone (pt-BR is pt, zh-CN and zh-Hans are zh); Chinese in the Traditional script is not offered the
+  // Simplified texts. `tag` is what dates are written in: the browser's own tag when it matched (so
+  // en-GB keeps 14:05), else the language.
+  const [wanted, tag] = (() => {
+    for (const want of [c.locale, ...(navigator.languages || [navigator.language])]) {
+      const low = typeof want === "string" ? want.toLowerCase() : "";
+      const base = low.split("-")[0];
+      if (!LOCALES.includes(base) || (base === "zh" && /-(hant|tw|hk|mo)\b/.test(low))) continue;
+      try { return [base, Intl.DateTimeFormat.supportedLocalesOf(want)[0] || base]; } catch { return [base, base]; }
+    }
+    return ["en", "en"];
+  })();
+  // Until the language is here, a click or Porch.open/close only changes what the panel will do.
+  P.state(P.open === true);
+  P.toggle = () => { P.open = !P.open; P.focus = true; P.state(P.open); };
+  let S = {};
+  let lang = "en"; // the language the panel's texts are in, for its lang and dir
+  if (wanted !== "en") {
+    // Blocked (CSP connect-src), missing, slow or broken: English, silently.
+    try {
+      S = await Promise.race([fetch(`${c.url}/widget/locales/${wanted}.json`).then((r) => (r.ok ? r.json() : {})),
+        new Promise((ok) => { setTimeout(ok, 4000, {}); })]) || {};
+      if (typeof S.send === "string") lang = wanted;
+    } catch { /* English */ }
+  }
+  const t = (k, vars = {}) => (typeof S[k] === "string" ? S[k] : EN[k]).replace(/\{(\w+)\}/g, (m, n) => vars[n] ?? m);
+  // A server's error in the visitor's language when the locale knows its code, else as the server wrote it
+  // (the e_* texts of EN are the server's, for translators).
+  const errorText = (code, message) => (typeof S[`e_${code}`] === "string" ? S[`e_${code}`] : message || t("error"));
   const wsUrl = `${c.url.replace(/^http/, "ws")}/widget/ws?site=${encodeURIComponent(c.site)}`;
 
   // --- storage: localStorage may be off or full; the chat still works for this page then.
@@ -68,38 +147,38 @@
 
   const launcher = root.querySelector("[data-porch=launcher]");
   const css = h("link", { rel: "stylesheet", href: `${c.url}/widget/panel.css` });
-  const title = h("h2", { id: "porch-title", text: c.label || "Chat" });
+  const title = h("h2", { id: "porch-title", text: c.label || t("launcher") });
   const status = h("p", { class: "status", "data-porch": "status", "data-state": "connecting" });
-  const closeBtn = h("button", { type: "button", class: "close", "aria-label": "Close chat",
+  const closeBtn = h("button", { type: "button", class: "close", "aria-label": t("close"),
     onclick: () => setOpen(false, true) }, svg("M6 6l12 12M18 6L6 18"));
   const greeting = h("div", { class: "msg agent greeting", "data-porch": "greeting", hidden: true },
     h("div", { class: "bubble" }));
   const list = h("div", { class: "messages", "data-porch": "messages", role: "log", "aria-live": "polite",
-    "aria-label": "Messages", tabindex: "0" }, greeting);
+    "aria-label": t("messages"), tabindex: "0" }, greeting);
   const typing = h("p", { class: "typing", "data-porch": "typing", hidden: true });
   const error = h("p", { class: "error", "data-porch": "error", role: "alert", hidden: true });
   const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1", maxlength: String(MAX_BODY),
-    placeholder: "Write a message\u2026", autocomplete: "off" });
+    placeholder: t("placeholder"), autocomplete: "off" });
   const counter = h("span", { class: "counter", "aria-live": "polite", hidden: true });
-  const sendBtn = h("button", { type: "submit", class: "send", "data-porch": "send" }, "Send");
+  const sendBtn = h("button", { type: "submit", class: "send", "data-porch": "send" }, t("send"));
   const form = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); submit(); } },
-    h("label", { for: "porch-input", class: "sr", text: "Your message" }), input, counter, sendBtn);
+    h("label", { for: "porch-input", class: "sr", text: t("your_message") }), input, counter, sendBtn);
   // Offline capture (docs/widget-protocol.md, "email"): offered once the visitor's first message is stored,
   // so a reply can reach them by email if they have left by then.
   const emailInput = h("input", { id: "porch-email", type: "email", "data-porch": "email-input", maxlength: "254",
     autocomplete: "email", placeholder: "you@example.com" });
   const emailForm = h("form", { class: "email-capture", "data-porch": "email", hidden: true, novalidate: true,
     onsubmit: (e) => { e.preventDefault(); saveEmail(); } },
-    h("label", { for: "porch-email", text: "Away when we answer? Get the reply by email:" }),
-    h("div", { class: "row" }, emailInput, h("button", { type: "submit", class: "save", text: "Save" })));
+    h("label", { for: "porch-email", text: t("email_offer") }),
+    h("div", { class: "row" }, emailInput, h("button", { type: "submit", class: "save", text: t("save") })));
   // Your data (docs/widget-protocol.md, "Your data"): a small menu to download it or erase it.
   const dataMenu = h("div", { class: "data-menu", "data-porch": "data-menu", hidden: true });
-  const dataBtn = h("button", { type: "button", class: "more", "aria-label": "Your data", "aria-expanded": "false",
+  const dataBtn = h("button", { type: "button", class: "more", "aria-label": t("your_data"), "aria-expanded": "false",
     "data-porch": "data-button", onclick: () => showDataMenu(dataMenu.hidden) }, svg("M5 12h.01M12 12h.01M19 12h.01"));
   const panel = h("section", {
     // "bare": the site started the widget without our button ("launcher": false), so nothing sits below.
     class: `panel${c.position === "left" ? " left" : ""}${c.launcher === false ? " bare" : ""}`, "data-porch": "panel", role: "dialog",
-    "aria-labelledby": "porch-title", hidden: true,
+    "aria-labelledby": "porch-title", hidden: true, lang, dir: lang === "ar" || lang === "he" ? "rtl" : "ltr",
   }, h("header", {}, h("div", { class: "who" }, title, status), dataBtn, closeBtn), dataMenu, list, typing, error,
   emailForm, form);
   root.append(css, panel);
@@ -287,7 +366,7 @@
     const tick = () => {
       const s = Math.ceil((until - Date.now()) / 1000);
       if (s <= 0) { clearInterval(errorTimer); errorTimer = null; error.hidden = true; return; }
-      error.textContent = `${text ? `${text} ` : ""}Please wait ${s} s.`;
+      error.textContent = `${text ? `${text} ` : ""}${t("wait", { s })}`;
     };
     tick();
     errorTimer = setInterval(tick, 1000);
@@ -309,19 +388,19 @@
     }
     el.append(text.slice(at));
   };
-  const timeOf = (at) => new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const timeOf = (at) => new Date(at).toLocaleTimeString(tag, { hour: "2-digit", minute: "2-digit" });
   // The short local time on a message, with the full date for hover and screen readers.
   const stamp = (at) => {
     const t = new Date(at);
     return h("time", { datetime: t.toISOString(), text: timeOf(at),
-      title: t.toLocaleString([], { dateStyle: "full", timeStyle: "short" }) });
+      title: t.toLocaleString(tag, { dateStyle: "full", timeStyle: "short" }) });
   };
 
   const bubble = (author, body, agentName, files) => {
     const text = h("div", { class: "bubble", hidden: !String(body) }); // a message may be only files
     fillText(text, String(body));
     const el = h("div", { class: `msg ${author}`, "data-porch": "message", "data-author": author });
-    if (author === "agent") el.append(h("p", { class: "name", text: agentName || "Agent" }));
+    if (author === "agent") el.append(h("p", { class: "name", text: agentName || t("agent") }));
     el.append(text);
     if (Array.isArray(files) && files.length) el.append(fileList(files));
     el.append(h("p", { class: "meta" }));
@@ -346,7 +425,7 @@
 
   const showOwn = (m) => {
     const el = bubble("visitor", m.body, null, m.attachments);
-    setMeta(el, "sending", "Sending\u2026");
+    setMeta(el, "sending", t("sending"));
     byClientId.set(m.client_id, el);
     place(el);
   };
@@ -354,7 +433,7 @@
     dropPending(cid);
     el.dataset.id = id;
     el.dataset.at = at;
-    setMeta(el, "sent", "Sent");
+    setMeta(el, "sent", t("sent"));
     byId.set(id, el);
     el.remove();
     place(el);
@@ -372,7 +451,7 @@
     const el = bubble(author, m.body ?? "", m.agent_name, m.attachments);
     el.dataset.id = m.id;
     el.dataset.at = m.at;
-    setMeta(el, "sent", author === "agent" ? "" : "Sent");
+    setMeta(el, "sent", author === "agent" ? "" : t("sent"));
     byId.set(m.id, el);
     if (m.client_id != null) byClientId.set(m.client_id, el);
     place(el);
@@ -406,8 +485,8 @@
     const own = list.querySelectorAll("[data-author=visitor][data-id]");
     const last = own[own.length - 1];
     const next = last && Number(last.dataset.id) <= seenUpTo ? last : null;
-    if (seenEl && seenEl !== next && seenEl.dataset.status === "seen") setMeta(seenEl, "sent", "Sent");
-    if (next) setMeta(next, "seen", "Seen");
+    if (seenEl && seenEl !== next && seenEl.dataset.status === "seen") setMeta(seenEl, "sent", t("sent"));
+    if (next) setMeta(next, "seen", t("seen"));
     seenEl = next;
   };
   const closedShown = new Set();
@@ -416,7 +495,7 @@
     closedShown.add(f.conversation_id);
     setTyping(false);
     const el = h("p", { class: "notice", "data-porch": "closed", role: "status",
-      text: "This conversation was closed. Write again any time to start a new one." });
+      text: t("closed") });
     el.dataset.id = f.id;
     place(el);
   };
@@ -426,7 +505,7 @@
     clearTimeout(typingTimer);
     typing.hidden = !active;
     if (!active) return;
-    typing.replaceChildren(`${name || "Agent"} is typing`, h("span", { class: "dots", "aria-hidden": "true" },
+    typing.replaceChildren(t("typing", { name: name || t("agent") }), h("span", { class: "dots", "aria-hidden": "true" },
       h("i"), h("i"), h("i")));
     typingTimer = setTimeout(() => { typing.hidden = true; }, TYPING_MS);
   };
@@ -470,7 +549,7 @@
     clearTimeout(reconnectTimer);
     clearInterval(countdown);
     if (ws || stopped) return;
-    setStatus("Connecting\u2026", "connecting");
+    setStatus(t("connecting"), "connecting");
     let sock;
     try { sock = new WebSocket(wsUrl); } catch { scheduleReconnect(); return; }
     ws = sock;
@@ -497,7 +576,7 @@
       setTyping(false);
       if (e.code === FATAL_CLOSE) {
         stopped = true;
-        setStatus("Chat is unavailable", "stopped");
+        setStatus(t("unavailable"), "stopped");
         input.disabled = sendBtn.disabled = true;
         return;
       }
@@ -510,7 +589,7 @@
     const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempt) * (0.75 + Math.random() * 0.25);
     attempt += 1;
     const until = Date.now() + delay;
-    const tick = () => setStatus(`Reconnecting in ${Math.max(1, Math.ceil((until - Date.now()) / 1000))} s\u2026`,
+    const tick = () => setStatus(t("reconnecting", { s: Math.max(1, Math.ceil((until - Date.now()) / 1000)) }),
       "waiting");
     tick();
     countdown = setInterval(tick, 1000);
@@ -529,11 +608,14 @@
         // Nobody in the inbox: offer to answer by email (a missing field counts as nobody).
         agentsOnline = site.agents_online === true;
         if (site.name) title.textContent = site.name;
-        if (site.greeting) {
-          greeting.firstChild.textContent = site.greeting;
+        // The site's greeting in the panel's language if it wrote one (docs/widget.md, "Languages").
+        const text = (site.greetings && typeof site.greetings[wanted] === "string" && site.greetings[wanted])
+          || site.greeting;
+        if (text) {
+          greeting.firstChild.textContent = text;
           greeting.hidden = false;
         }
-        setStatus("Connected", "connected");
+        setStatus(t("connected"), "connected");
         showHours(f);
         showPrechat(f);
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
@@ -553,7 +635,7 @@
         emailWanted = null;
         if (typeof f.email === "string") write(key("email"), f.email);
         emailForm.replaceChildren(h("p", { "data-porch": "email-saved",
-          text: `Thanks! Replies will also go to ${f.email}.` }));
+          text: t("email_saved", { email: f.email }) }));
         break;
       case "message":
         showServerMessage(f);
@@ -579,13 +661,13 @@
   };
 
   const onError = (f) => {
-    const text = typeof f.message === "string" ? f.message : "Something went wrong.";
+    const text = errorText(f.code, typeof f.message === "string" ? f.message : "");
     const cid = f.client_id;
     // A server older than the typing frame answers it with bad_frame (no client_id): not the visitor's concern.
     if (f.code === "bad_frame" && !cid) return;
     if (f.code === "invalid_message" && !cid && emailWanted) {
       emailWanted = null;
-      showError("Please check the email address.");
+      showError(t("bad_email"));
       return;
     }
     if (WAIT_CODES.has(f.code) && f.retry_after_ms > 0) {
@@ -596,7 +678,7 @@
     if ((f.code === "invalid_message" || f.code === "unknown_attachment") && cid) {
       dropPending(cid);
       const el = byClientId.get(cid);
-      if (el) setMeta(el, "failed", "Not sent");
+      if (el) setMeta(el, "failed", t("not_sent"));
     }
     showError(text);
   };
@@ -609,20 +691,20 @@
     dataMenu.hidden = !open;
     dataBtn.setAttribute("aria-expanded", String(open));
     if (open) dataMenu.replaceChildren(
-      menuItem("Download this conversation (JSON)", "download-json", () => download("json")),
-      menuItem("Download this conversation (text)", "download-text", () => download("text")),
-      menuItem("Delete my data", "erase", () => dataMenu.replaceChildren(
-        h("p", { text: "Delete all your messages and details from this chat? This cannot be undone." }),
-        menuItem("Delete", "erase-confirm", eraseOwnData, "danger"),
-        menuItem("Cancel", "erase-cancel", () => showDataMenu(false))), "danger"));
+      menuItem(t("download_json"), "download-json", () => download("json")),
+      menuItem(t("download_text"), "download-text", () => download("text")),
+      menuItem(t("erase"), "erase", () => dataMenu.replaceChildren(
+        h("p", { text: t("erase_ask") }),
+        menuItem(t("erase_confirm"), "erase-confirm", eraseOwnData, "danger"),
+        menuItem(t("cancel"), "erase-cancel", () => showDataMenu(false))), "danger"));
   };
   const ownData = async (path) => {
     const token = read(key("token"));
-    if (!token) throw new Error("Nothing is stored about you yet.");
+    if (!token) throw new Error(t("nothing_stored"));
     const r = await fetch(`${c.url}/widget/${path}site=${encodeURIComponent(c.site)}`, { method: "POST", body: token });
     if (r.ok) return r;
     const e = (await r.json().catch(() => null))?.error || {};
-    throw Object.assign(new Error(e.message || "Something went wrong."), { wait: e.retry_after_ms });
+    throw Object.assign(new Error(errorText(e.code, e.message)), { wait: e.retry_after_ms });
   };
   const download = async (format) => {
     showDataMenu(false);
@@ -649,7 +731,7 @@
   const startAfresh = () => {
     for (const k of ["token", "pending", "email"]) write(key(k), null);
     restart();
-    showError("Your data was deleted.");
+    showError(t("erased"));
   };
   // Another visitor from now on (after an erasure, or Porch.identify with another user): clear the view and
   // say hello again, so the history shown is the new visitor's, from the start.
@@ -797,7 +879,7 @@
     const body = input.value.trim();
     const files = readyFiles();
     if (!files || (!body && !files.length) || stopped) return;
-    if (body.length > MAX_BODY) { showError(`Messages can be at most ${MAX_BODY} characters.`); return; }
+    if (body.length > MAX_BODY) { showError(t("too_long", { max: MAX_BODY })); return; }
     // The uploads' ids (and what shows them) go into the pending entry, so a resend names the same files.
     const m = { client_id: newClientId(), body };
     if (!withPrechat(m)) return;

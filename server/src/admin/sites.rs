@@ -16,6 +16,7 @@ use crate::chat::{self, SiteSettingsInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
+use crate::values::WIDGET_LOCALES;
 use crate::widget::snippet;
 
 use super::auth::NoticeQuery;
@@ -47,6 +48,8 @@ fn values(input: SiteSettingsInput, attachment_max_mb: String) -> SiteFormValues
         flood_messages_per_minute: input.flood_messages_per_minute,
         flood_conversations_per_minute: input.flood_conversations_per_minute,
         retention_days: input.retention_days,
+        locale: input.locale,
+        greetings: input.greetings,
     }
 }
 
@@ -93,6 +96,7 @@ fn form_page(
         nav: who.nav(Section::Sites),
         key,
         values: values(input, attachment_max_mb),
+        locales: WIDGET_LOCALES,
         snippet,
         notice,
     })
@@ -133,12 +137,7 @@ pub async fn create_site(
 }
 
 fn site_snippet(app: &AppState, site: &SiteRow) -> String {
-    snippet(
-        &app.public_url,
-        &site.key,
-        &site.settings.color,
-        &site.settings.position,
-    )
+    snippet(&app.public_url, &site.key, &site.settings)
 }
 
 /// `GET /sites/{key}`: the edit form and the snippet.

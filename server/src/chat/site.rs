@@ -1,7 +1,7 @@
 //! Sites as the widget sees them, and a short-lived in-memory directory of them so the hot path
 //! does not read the database for every connection.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -23,6 +23,8 @@ pub struct Site {
     pub key: String,
     pub name: String,
     pub greeting: String,
+    /// Greetings in other languages by language code (docs/widget.md, "Languages").
+    pub greetings: BTreeMap<String, String>,
     pub color: String,
     pub position: String,
     pub origins: Vec<Origin>,
@@ -51,6 +53,7 @@ impl Site {
             limits: settings.limits,
             name: settings.name,
             greeting: settings.greeting,
+            greetings: settings.greetings,
             color: settings.color,
             position: settings.position,
             identity_secret: None,

@@ -2,6 +2,7 @@
 //! add`'s command line) parsed into [`SiteSettings`], one parse for both, and the use cases that
 //! store them and drop the widget's cached copy so edits apply to the next widget connection.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -10,7 +11,7 @@ use crate::attachments::HARD_CAP_BYTES;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, SiteRow, Writer};
-use crate::values::{Invalid, Origin, SiteLimits, SiteSettings};
+use crate::values::{Invalid, Origin, SiteLimits, SiteSettings, WIDGET_LOCALES};
 
 use super::Error;
 use super::site::{SiteDirectory, new_site_key};
@@ -47,6 +48,35 @@ pub struct SiteSettingsInput {
     /// Days after which conversations are deleted; empty keeps them.
     #[serde(default)]
     pub retention_days: String,
+    /// The widget's language code; empty lets each visitor's browser choose.
+    #[serde(default)]
+    pub locale: String,
+    /// Greetings in other languages, one a line: `de: Hallo!`.
+    #[serde(default)]
+    pub greetings: String,
+}
+
+/// Greetings in other languages, one a line as `code: text`; blank lines are skipped.
+fn parse_greetings(raw: &str) -> Result<BTreeMap<String, String>, Invalid> {
+    let mut greetings = BTreeMap::new();
+    for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (code, text) = line.split_once(':').ok_or(Invalid(
+            "Write each greeting in another language on its own line, as \"de: Hallo!\".",
+        ))?;
+        let (code, text) = (code.trim(), text.trim());
+        if !WIDGET_LOCALES.iter().any(|(c, _)| *c == code) {
+            return Err(Invalid(
+                "A greeting's language code is not one the widget speaks (such as de or fr).",
+            ));
+        }
+        if text.is_empty() || text.chars().count() > MAX_GREETING_CHARS {
+            return Err(Invalid("Each greeting has 1 to 500 characters."));
+        }
+        if greetings.insert(code.to_owned(), text.to_owned()).is_some() {
+            return Err(Invalid("Write one greeting per language."));
+        }
+    }
+    Ok(greetings)
 }
 
 fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
@@ -74,6 +104,13 @@ impl From<&SiteSettings> for SiteSettingsInput {
             retention_days: settings
                 .retention_days
                 .map_or_else(String::new, |d| d.to_string()),
+            locale: settings.locale.clone(),
+            greetings: settings
+                .greetings
+                .iter()
+                .map(|(code, text)| format!("{code}: {text}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
         }
     }
 }
@@ -133,7 +170,15 @@ impl SiteSettingsInput {
                     ))?,
             ),
         };
+        let locale = self.locale.trim();
+        if !locale.is_empty() && !WIDGET_LOCALES.iter().any(|(code, _)| *code == locale) {
+            return Err(Invalid(
+                "The widget's language is empty (each visitor's browser chooses) or one the widget speaks.",
+            ));
+        }
         Ok(SiteSettings {
+            greetings: parse_greetings(&self.greetings)?,
+            locale: locale.to_owned(),
             retention_days,
             name: name.to_owned(),
             origins,
@@ -337,6 +382,29 @@ mod tests {
     }
 
     #[test]
+    fn a_language_and_greetings_in_other_languages_are_parsed_and_shown_back() {
+        let typed = SiteSettingsInput {
+            locale: " fr ".into(),
+            greetings: "\n fr : Bonjour ! Une question ?\nde: Hallo: wie k\u{f6}nnen wir helfen?\n"
+                .into(),
+            ..input()
+        };
+        let settings = typed.parse().expect("valid");
+        assert_eq!(settings.locale, "fr");
+        assert_eq!(settings.greetings["fr"], "Bonjour ! Une question ?");
+        assert_eq!(
+            settings.greetings["de"],
+            "Hallo: wie k\u{f6}nnen wir helfen?"
+        );
+        let shown = SiteSettingsInput::from(&settings);
+        assert_eq!(
+            shown.greetings,
+            "de: Hallo: wie k\u{f6}nnen wir helfen?\nfr: Bonjour ! Une question ?"
+        );
+        assert_eq!(shown.parse().expect("valid"), settings);
+    }
+
+    #[test]
     fn bad_fields_are_refused() {
         for change in [
             |i: &mut SiteSettingsInput| i.origins = String::new(),
@@ -347,6 +415,12 @@ mod tests {
             |i: &mut SiteSettingsInput| i.flood_messages_per_minute = "x".into(),
             |i: &mut SiteSettingsInput| i.retention_days = "0".into(),
             |i: &mut SiteSettingsInput| i.retention_days = "36501".into(),
+            |i: &mut SiteSettingsInput| i.locale = "sv".into(),
+            |i: &mut SiteSettingsInput| i.greetings = "Hallo!".into(),
+            |i: &mut SiteSettingsInput| i.greetings = "sv: Hej!".into(),
+            |i: &mut SiteSettingsInput| i.greetings = "de:".into(),
+            |i: &mut SiteSettingsInput| i.greetings = "de: Hallo!\nde: Guten Tag!".into(),
+            |i: &mut SiteSettingsInput| i.greetings = format!("de: {}", "x".repeat(501)),
         ] {
             let mut i = input();
             change(&mut i);

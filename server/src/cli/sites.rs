@@ -49,12 +49,7 @@ pub enum SiteCommand {
 const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:8080";
 
 fn site_snippet(public_url: &str, site: &SiteRow) -> String {
-    snippet(
-        public_url.trim_end_matches('/'),
-        &site.key,
-        &site.settings.color,
-        &site.settings.position,
-    )
+    snippet(public_url.trim_end_matches('/'), &site.key, &site.settings)
 }
 
 pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {

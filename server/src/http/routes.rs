@@ -41,6 +41,7 @@ pub fn router(app: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/widget/panel.js", get(widget::panel_js))
         .route("/widget/panel.css", get(widget::panel_css))
+        .route("/widget/locales/{file}", get(widget::locale))
         .route("/widget/export", post(widget::export_own_data))
         .route("/widget/erase", post(widget::erase_own_data))
         .route(

@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0019_attachments.sql"),
     include_str!("../../../migrations/0020_attachment_thumbnails.sql"),
     include_str!("../../../migrations/0021_prechat_hours.sql"),
+    include_str!("../../../migrations/0022_site_languages.sql"),
 ];
 
 /// The schema version this binary expects.

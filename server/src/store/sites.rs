@@ -1,5 +1,7 @@
 //! The `sites` and `site_origins` tables.
 
+use std::collections::BTreeMap;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::{SiteLimits, SiteSettings};
@@ -24,7 +26,7 @@ pub struct NewSite<'a> {
 }
 
 const COLUMNS: &str = "id, key, name, greeting, color, position, visitor_messages_per_minute, \
-    visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at, retention_days";
+    visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at, retention_days, locale";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<SiteRow> {
     Ok(SiteRow {
@@ -43,16 +45,23 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<SiteRow> {
             },
             origins: Vec::new(),
             retention_days: row.get(11)?,
+            locale: row.get(12)?,
+            greetings: BTreeMap::new(),
         },
         created_at: row.get(10)?,
     })
 }
 
+/// Fills in the site's allowed origins and its greetings in other languages.
 fn load_origins(conn: &Connection, site: &mut SiteRow) -> Result<(), Error> {
     let mut stmt =
         conn.prepare_cached("SELECT origin FROM site_origins WHERE site_id = ?1 ORDER BY origin")?;
     site.settings.origins = stmt
         .query_map([site.id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    site.settings.greetings = conn
+        .prepare_cached("SELECT locale, greeting FROM site_greetings WHERE site_id = ?1")?
+        .query_map([site.id], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     Ok(())
 }
@@ -64,7 +73,7 @@ pub fn insert_site(conn: &Connection, new: &NewSite<'_>) -> Result<SiteRow, Erro
     conn.prepare_cached(
         "INSERT INTO sites (key, name, greeting, color, position, visitor_messages_per_minute, \
          visitor_burst, flood_messages_per_minute, flood_conversations_per_minute, created_at, \
-         retention_days) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         retention_days, locale) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         new.key,
@@ -77,10 +86,23 @@ pub fn insert_site(conn: &Connection, new: &NewSite<'_>) -> Result<SiteRow, Erro
         limits.flood_messages_per_minute,
         limits.flood_conversations_per_minute,
         new.created_at,
-        settings.retention_days
+        settings.retention_days,
+        settings.locale
     ])?;
-    insert_origins(conn, SiteId(conn.last_insert_rowid()), &settings.origins)?;
+    let id = SiteId(conn.last_insert_rowid());
+    insert_origins(conn, id, &settings.origins)?;
+    insert_greetings(conn, id, settings)?;
     find_site_by_key(conn, new.key)?.ok_or(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows))
+}
+
+fn insert_greetings(conn: &Connection, id: SiteId, settings: &SiteSettings) -> Result<(), Error> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO site_greetings (site_id, locale, greeting) VALUES (?1, ?2, ?3)",
+    )?;
+    for (locale, greeting) in &settings.greetings {
+        insert.execute(params![id, locale, greeting])?;
+    }
+    Ok(())
 }
 
 fn insert_origins(conn: &Connection, id: SiteId, origins: &[String]) -> Result<(), Error> {
@@ -126,7 +148,7 @@ pub fn update_site(conn: &Connection, key: &str, settings: &SiteSettings) -> Res
     conn.prepare_cached(
         "UPDATE sites SET name = ?2, greeting = ?3, color = ?4, position = ?5, \
          visitor_messages_per_minute = ?6, visitor_burst = ?7, flood_messages_per_minute = ?8, \
-         flood_conversations_per_minute = ?9, retention_days = ?10 WHERE id = ?1",
+         flood_conversations_per_minute = ?9, retention_days = ?10, locale = ?11 WHERE id = ?1",
     )?
     .execute(params![
         id,
@@ -138,11 +160,15 @@ pub fn update_site(conn: &Connection, key: &str, settings: &SiteSettings) -> Res
         limits.visitor_burst,
         limits.flood_messages_per_minute,
         limits.flood_conversations_per_minute,
-        settings.retention_days
+        settings.retention_days,
+        settings.locale
     ])?;
     conn.prepare_cached("DELETE FROM site_origins WHERE site_id = ?1")?
         .execute([id])?;
     insert_origins(conn, id, &settings.origins)?;
+    conn.prepare_cached("DELETE FROM site_greetings WHERE site_id = ?1")?
+        .execute([id])?;
+    insert_greetings(conn, id, settings)?;
     Ok(true)
 }
 

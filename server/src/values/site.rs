@@ -2,6 +2,8 @@
 //! writes and reads, and (its limits) the brakes take. The defaults are the schema's column
 //! defaults; a store test holds the two equal.
 
+use std::collections::BTreeMap;
+
 /// Brake settings of a site (see docs/widget-protocol.md, "The flood brake").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SiteLimits {
@@ -41,7 +43,31 @@ pub struct SiteSettings {
     /// Days after a conversation's last activity when it is deleted; `None` keeps everything
     /// (the default). See docs/privacy.md.
     pub retention_days: Option<u32>,
+    /// The widget's language: empty lets each visitor's browser choose (the default), else one
+    /// of [`WIDGET_LOCALES`]' codes.
+    pub locale: String,
+    /// Greetings in other languages, by language code (one of [`WIDGET_LOCALES`]): a panel in
+    /// that language shows its own instead of `greeting`.
+    pub greetings: BTreeMap<String, String>,
 }
+
+/// The languages the widget speaks: code and name in that language, English first (the
+/// widget's files are `server/assets/widget/locales/{code}.json`; a test holds the two lists equal).
+pub const WIDGET_LOCALES: &[(&str, &str)] = &[
+    ("en", "English"),
+    ("de", "Deutsch"),
+    ("fr", "Fran\u{e7}ais"),
+    ("es", "Espa\u{f1}ol"),
+    ("pt", "Portugu\u{ea}s"),
+    ("it", "Italiano"),
+    ("nl", "Nederlands"),
+    ("pl", "Polski"),
+    ("tr", "T\u{fc}rk\u{e7}e"),
+    ("ja", "\u{65e5}\u{672c}\u{8a9e}"),
+    ("zh", "\u{7b80}\u{4f53}\u{4e2d}\u{6587}"),
+    ("ar", "\u{627}\u{644}\u{639}\u{631}\u{628}\u{64a}\u{629}"),
+    ("he", "\u{5e2}\u{5d1}\u{5e8}\u{5d9}\u{5ea}"),
+];
 
 impl SiteSettings {
     /// The greeting of a new site, as the schema gives a row.
@@ -63,6 +89,8 @@ impl SiteSettings {
             position: Self::DEFAULT_POSITION.to_owned(),
             limits: SiteLimits::DEFAULT,
             retention_days: None,
+            locale: String::new(),
+            greetings: BTreeMap::new(),
         }
     }
 }

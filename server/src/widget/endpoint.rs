@@ -1,6 +1,7 @@
 //! The HTTP side of the widget: the websocket upgrade (site and origin checks, buffer limits) and
 //! the static assets.
 
+use std::fmt::Write;
 use std::net::SocketAddr;
 
 use axum::Extension;
@@ -12,7 +13,10 @@ use serde::Deserialize;
 use crate::http::{ConnectionSlot, client_ip};
 use crate::state::AppState;
 
+use crate::values::SiteSettings;
+
 use super::connection::{Admission, Peer, serve_connection};
+use super::locales::{DEFAULT_LABEL, launcher_label};
 use super::protocol::ErrorCode;
 
 /// Read buffer per connection: small, because idle widgets are most of all sockets and each
@@ -76,7 +80,8 @@ const LAUNCHER_JS: &str = include_str!("../../assets/widget/launcher.js");
 const PANEL_JS: &str = include_str!("../../assets/widget/panel.js");
 const PANEL_CSS: &str = include_str!("../../assets/widget/panel.css");
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
+/// A static widget file with the headers every one of them gets.
+pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
@@ -112,17 +117,71 @@ pub async fn panel_css() -> Response {
 }
 
 /// The embed snippet for a site: the launcher inline, so the page makes no request to Porch
-/// before the visitor clicks.
-pub fn snippet(public_url: &str, site_key: &str, color: &str, position: &str) -> String {
-    let config = serde_json::json!({
+/// before the visitor clicks. A site with a fixed language gets it (`locale`) and the button's
+/// label in it; otherwise the label is English (the launcher carries no translations).
+pub fn snippet(public_url: &str, site_key: &str, settings: &SiteSettings) -> String {
+    let mut config = serde_json::json!({
         "url": public_url,
         "site": site_key,
-        "color": color,
-        "position": position,
-        "label": "Chat with us",
+        "color": settings.color,
+        "position": settings.position,
+        "label": launcher_label(&settings.locale).unwrap_or(DEFAULT_LABEL),
     });
-    // `<` escaped so no value can close the script element early.
-    let config = config.to_string().replace('<', "\\u003c");
+    if !settings.locale.is_empty() {
+        config["locale"] = settings.locale.clone().into();
+    }
     let launcher = LAUNCHER_JS.trim().trim_end_matches(';');
-    format!("<script>{launcher}({config});</script>")
+    format!(
+        "<script>{launcher}({});</script>",
+        script_safe(&config.to_string())
+    )
+}
+
+/// JSON made safe to paste into any page: `<` escaped so no value can close the script element
+/// early, and everything outside ASCII written as `\u` escapes (non-ASCII occurs only inside JSON
+/// strings), so the snippet reads right whatever charset the host page has.
+fn script_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c == '<' || !c.is_ascii() {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                // Writing to a String cannot fail.
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_language_is_in_the_snippet_with_its_label_in_ascii() {
+        let mut settings = SiteSettings::new("Acme".into(), vec!["https://a.example".into()]);
+        let auto = snippet("https://chat.example", "s_1", &settings);
+        assert!(auto.contains(r#""label":"Chat with us""#), "{auto}");
+        assert!(!auto.contains("locale"));
+        settings.locale = "fr".into();
+        let french = snippet("https://chat.example", "s_1", &settings);
+        assert!(french.contains(r#""locale":"fr""#), "{french}");
+        assert!(french.contains(r#""label":"Discutons""#), "{french}");
+        settings.locale = "ja".into();
+        let japanese = snippet("https://chat.example", "s_1", &settings);
+        assert!(japanese.is_ascii());
+        assert!(japanese.contains(r#""label":"\u30c1\u30e3"#), "{japanese}");
+    }
+
+    #[test]
+    fn script_safe_escapes_angle_brackets_and_astral_characters() {
+        assert_eq!(
+            script_safe(r#"{"a":"</script>"}"#),
+            r#"{"a":"\u003c/script>"}"#
+        );
+        assert_eq!(script_safe("\u{1f600}"), r"\ud83d\ude00");
+    }
 }

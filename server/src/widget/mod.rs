@@ -6,6 +6,7 @@ pub mod brake;
 mod connection;
 mod endpoint;
 mod identity;
+mod locales;
 mod protocol;
 mod receipts;
 mod self_service;
@@ -18,4 +19,5 @@ pub use attachments::{
     thumbnail as attachment_thumbnail, upload as upload_attachment,
 };
 pub use endpoint::{panel_css, panel_js, snippet, upgrade};
+pub use locales::locale;
 pub use self_service::{erase as erase_own_data, export as export_own_data};

@@ -1,6 +1,8 @@
 //! Frames of widget protocol v1 (docs/widget-protocol.md) as Rust types. Parsing and
 //! serialisation only; no decisions.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::store::{AttachmentMeta, ConversationId, MessageId, MessageRow};
@@ -75,6 +77,9 @@ impl ClientFrame {
 pub struct SiteInfo<'a> {
     pub name: &'a str,
     pub greeting: &'a str,
+    /// Greetings in other languages by code; the panel shows the one in its language instead.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub greetings: &'a BTreeMap<String, String>,
     pub color: &'a str,
     pub position: &'a str,
     /// Whether an agent has the inbox open right now; the widget offers email capture when not.

@@ -21,6 +21,7 @@ pub fn site_info(
     SiteInfo {
         name: &site.name,
         greeting: &site.greeting,
+        greetings: &site.greetings,
         color: &site.color,
         position: &site.position,
         agents_online,

@@ -30,6 +30,7 @@ mod inbox;
 mod inbox_list;
 mod instance_lock;
 mod integrity;
+mod languages;
 mod live_inbox;
 mod loadtest;
 mod metrics;

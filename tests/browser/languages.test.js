@@ -1,0 +1,215 @@
+// Languages (docs/widget.md, "Languages"): the panel speaks the browser's language, a site's fixed language
+// wins over it, Arabic mirrors the panel, a failed translation falls back to English without an error, and
+// only the chosen language's file is fetched, after the click.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, hostOrigin, hostPage, signIn, watch, waitFor } from "./harness.js";
+
+const ADMIN = { email: "a@example.com", name: "Ana" };
+const world = fixture({ agent: ADMIN });
+
+/** A site and a host page on its own origin; `config` is added to the snippet's settings object. */
+async function site(name, config = {}) {
+  const origin = await hostOrigin();
+  const added = await world.porch.addSite(name, origin);
+  const extra = Object.entries(config).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)},`).join("");
+  const snippet = added.snippet.replace(')({"', `)({${extra}"`);
+  const host = await hostPage(origin, snippet);
+  return { host, origin };
+}
+
+/** A visitor whose browser prefers `locale`, with the panel open and connected. */
+async function open(host, locale, prepare = async () => {}) {
+  const context = await world.browser.newContext({ locale, viewport: { width: 1000, height: 760 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await prepare(context);
+  const seen = watch(page, world.porch.url);
+  await page.goto(host.url);
+  const before = seen.requests.length;
+  await page.locator("[data-porch=launcher]").click();
+  await waitFor("the widget to connect", async () =>
+    (await page.locator("[data-porch=status]").getAttribute("data-state")) === "connected");
+  return { page, context, seen, before };
+}
+
+const ui = (page) => page.evaluate(() => {
+  const root = document.getElementById("porch-chat").shadowRoot;
+  const panel = root.querySelector("[data-porch=panel]");
+  return { lang: panel.lang, dir: panel.dir, direction: getComputedStyle(panel).direction,
+    status: root.querySelector("[data-porch=status]").textContent,
+    placeholder: root.querySelector("[data-porch=input]").placeholder,
+    send: root.querySelector("[data-porch=send]").textContent };
+});
+
+async function say(page, text) {
+  await page.locator("[data-porch=input]").fill(text);
+  await page.locator("[data-porch=input]").press("Enter");
+  await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").last().waitFor();
+}
+
+test("a German browser sees German, with dates written the German way, and fetches de.json alone after the click",
+  { timeout: 60000 }, async () => {
+    const { host } = await site("Sprachen");
+    const v = await open(host, "de-DE");
+    try {
+      assert.equal(v.before, 0, "a request before the click");
+      assert.deepEqual(await ui(v.page), { lang: "de", dir: "ltr", direction: "ltr", status: "Verbunden",
+        placeholder: "Nachricht schreiben\u2026", send: "Senden" });
+      const locales = v.seen.requests.filter((u) => u.includes("/widget/locales/"));
+      assert.deepEqual(locales, [`${world.porch.url}/widget/locales/de.json`]);
+      await say(v.page, "Hallo");
+      const meta = await v.page.locator("[data-porch=message][data-author=visitor] .meta").evaluate((m) => {
+        const t = m.querySelector("time");
+        const at = new Date(t.getAttribute("datetime"));
+        return { text: m.textContent, time: t.textContent, title: t.title,
+          wantTime: at.toLocaleTimeString("de-DE", { hour: "2-digit", minute: "2-digit" }),
+          wantTitle: at.toLocaleString("de-DE", { dateStyle: "full", timeStyle: "short" }) };
+      });
+      assert.equal(meta.text, `${meta.wantTime} \u00b7 Gesendet`, JSON.stringify(meta));
+      assert.match(meta.time, /^\d\d:\d\d$/, "German times have 24 hours");
+      assert.equal(meta.title, meta.wantTitle);
+      // The data menu is translated too.
+      await v.page.locator("[data-porch=data-button]").click();
+      assert.equal(await v.page.locator("[data-porch=erase]").textContent(), "Meine Daten l\u00f6schen");
+      assert.deepEqual(v.seen.errors, []);
+    } finally {
+      await v.context.close();
+    }
+  });
+
+test("the site page's greetings in other languages and fixed language reach the panel", { timeout: 90000 },
+  async () => {
+    const { porch, browser } = world;
+    const origin = await hostOrigin();
+    const { key } = await porch.addSite("Polyglot", origin);
+    const admin = await browser.newContext();
+    const page = await admin.newPage();
+    page.setDefaultTimeout(15000);
+    // Saves the site's language settings on its page and returns the snippet shown after saving.
+    const save = async (language, greetings) => {
+      await page.goto(`${porch.url}/sites/${key}`);
+      await page.getByLabel("Widget language").selectOption({ label: language });
+      await page.getByLabel("Greetings in other languages").fill(greetings);
+      await Promise.all([page.waitForURL(/notice=/), page.getByRole("button", { name: "Save changes" }).click()]);
+      return page.locator("#snippet").inputValue();
+    };
+    let host = null;
+    try {
+      await signIn(page, porch, ADMIN.email);
+      host = await hostPage(origin, await save("Automatic: the visitor's browser language",
+        "de: Hallo aus <b>Berlin</b>!\nfr: Bonjour de Paris !"));
+      let v = await open(host, "de-DE");
+      const greeting = (page) => page.locator("[data-porch=greeting]").innerText();
+      assert.equal(await greeting(v.page), "Hallo aus <b>Berlin</b>!");
+      assert.equal((await ui(v.page)).status, "Verbunden");
+      await v.context.close();
+      v = await open(host, "es-ES");
+      assert.equal(await greeting(v.page), "Hi! How can we help?", "another language gets the greeting");
+      await v.context.close();
+
+      const snippet = await save("Fran\u00e7ais", "fr: Bonjour de Paris !");
+      assert.match(snippet, /"locale":"fr"/);
+      await host.close();
+      host = await hostPage(origin, snippet);
+      v = await open(host, "de-DE");
+      const got = await ui(v.page);
+      assert.equal(got.lang, "fr", "the site's language did not win over the browser's");
+      assert.equal(got.status, "Connect\u00e9");
+      assert.equal(await greeting(v.page), "Bonjour de Paris !");
+      assert.equal(await v.page.locator("[data-porch=launcher]").getAttribute("aria-label"), "Discutons");
+      await v.context.close();
+    } finally {
+      await host?.close();
+      await admin.close();
+    }
+  });
+
+test("a fixed language added to the snippet by hand wins over the browser's", { timeout: 60000 }, async () => {
+  const { host } = await site("Langue", { locale: "fr" });
+  const v = await open(host, "de-DE");
+  try {
+    const got = await ui(v.page);
+    assert.equal(got.lang, "fr");
+    assert.equal(got.status, "Connect\u00e9");
+    assert.equal(got.send, "Envoyer");
+  } finally {
+    await v.context.close();
+  }
+});
+
+test("the browser's first supported language is chosen, matched on the language alone", { timeout: 60000 },
+  async () => {
+    const { host } = await site("Portugues");
+    const v = await open(host, "pt-BR");
+    try {
+      const got = await ui(v.page);
+      assert.equal(got.lang, "pt");
+      assert.equal(got.status, "Conectado");
+      assert.equal(got.placeholder, "Escreva uma mensagem\u2026");
+    } finally {
+      await v.context.close();
+    }
+  });
+
+test("an Arabic browser gets a right-to-left panel with the visitor's messages on the left", { timeout: 60000 },
+  async () => {
+    const { host } = await site("Arabic");
+    const v = await open(host, "ar-EG");
+    try {
+      const got = await ui(v.page);
+      assert.equal(got.lang, "ar");
+      assert.equal(got.dir, "rtl");
+      assert.equal(got.direction, "rtl");
+      assert.equal(got.send, "\u0625\u0631\u0633\u0627\u0644");
+      await say(v.page, "\u0645\u0631\u062d\u0628\u0627");
+      const box = await v.page.evaluate(() => {
+        const root = document.getElementById("porch-chat").shadowRoot;
+        const panel = root.querySelector("[data-porch=panel]").getBoundingClientRect();
+        const bubble = root.querySelector("[data-porch=message][data-author=visitor] .bubble")
+          .getBoundingClientRect();
+        const close = root.querySelector("header .close").getBoundingClientRect();
+        return { panelLeft: panel.left, panelRight: panel.right, bubbleLeft: bubble.left, bubbleRight: bubble.right,
+          closeLeft: close.left };
+      });
+      const middle = (box.panelLeft + box.panelRight) / 2;
+      assert.ok(box.bubbleLeft - box.panelLeft < 40 && box.bubbleRight < middle, JSON.stringify(box));
+      assert.ok(box.closeLeft < middle, `the close button is not mirrored: ${JSON.stringify(box)}`);
+    } finally {
+      await v.context.close();
+    }
+  });
+
+test("a translation that cannot be fetched leaves the panel in English, without an error", { timeout: 60000 },
+  async () => {
+    const { host } = await site("Offline texts");
+    let asked = 0;
+    const v = await open(host, "de-DE", (context) => context.route("**/widget/locales/**", (route) => {
+      asked += 1;
+      return route.abort();
+    }));
+    try {
+      assert.equal(asked, 1, "the German file was not asked for");
+      const got = await ui(v.page);
+      assert.equal(got.status, "Connected");
+      assert.equal(got.send, "Send");
+      assert.equal(got.lang, "en", "the panel is marked as the language its texts are in");
+      await say(v.page, "Hello");
+      assert.deepEqual(v.seen.errors, []);
+    } finally {
+      await v.context.close();
+    }
+  });
+
+test("an English browser fetches no translation", { timeout: 60000 }, async () => {
+  const { host } = await site("English");
+  const v = await open(host, "en-GB");
+  try {
+    const got = await ui(v.page);
+    assert.equal(got.lang, "en");
+    assert.equal(got.status, "Connected");
+    assert.deepEqual(v.seen.requests.filter((u) => u.includes("/widget/locales/")), []);
+  } finally {
+    await v.context.close();
+  }
+});

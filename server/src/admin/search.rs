@@ -196,3 +196,37 @@ pub async fn search_page(
     };
     Ok(html(render_search(view)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results(total: u32, unindexed: u32) -> SearchResults {
+        SearchResults {
+            visitors: Vec::new(),
+            messages: Vec::new(),
+            total,
+            unindexed,
+            is_capped: false,
+            page: 1,
+            has_next: false,
+        }
+    }
+
+    #[test]
+    fn the_summary_says_how_many_messages_wait_for_the_indexer() {
+        assert_eq!(summary(&results(0, 0)), "Found no messages.");
+        assert_eq!(
+            summary(&results(0, 1)),
+            "Found no messages. 1 new message is not indexed yet."
+        );
+        assert_eq!(
+            summary(&results(0, 42)),
+            "Found no messages. 42 new messages are not indexed yet."
+        );
+        assert_eq!(
+            summary(&results(0, UNINDEXED_CAP)),
+            "Found no messages. More than 10000 new messages are not indexed yet."
+        );
+    }
+}

@@ -176,6 +176,8 @@ fn Message(message: MessageView) -> impl IntoView {
     };
     view! {
         <li id=id class=format!("message message-{}", message.author) data-id=message.id>
+            // Search results link here (`#m{id}`); CSS highlights the message it sits in.
+            <span class="anchor" id=format!("m{}", message.id)></span>
             <div class="bubble">
                 <p class="body">{linked_text(&message.body)}</p>
                 <Attachments attachments=message.attachments/>
@@ -379,7 +381,12 @@ pub fn render_conversation(view: ConversationView) -> String {
                     <ul class="reply-files" id="reply-files" aria-label="Files to send" aria-live="polite" hidden></ul>
                     <label for="reply-body" class="visually-hidden">"Your reply"</label>
                     <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus
-                        placeholder="Write a reply…" aria-describedby="reply-hint">{crate::textarea_text(&view.draft)}</textarea>
+                        placeholder="Write a reply…" aria-describedby="reply-hint"
+                        aria-autocomplete="list" aria-controls="canned-list"
+                        data-canned=format!("/conversations/{id}/canned")>{crate::textarea_text(&view.draft)}</textarea>
+                    // Filled by canned.js while a `/shortcut` is being typed.
+                    <ul id="canned-list" class="canned-picker" role="listbox"
+                        aria-label="Canned replies" hidden></ul>
                     <div class="reply-bar">
                         <p class="hint" id="reply-hint">
                             <kbd>"Enter"</kbd>" sends · "<kbd>"Shift"</kbd>"+"<kbd>"Enter"</kbd>" new line · \
@@ -401,6 +408,7 @@ pub fn render_conversation(view: ConversationView) -> String {
             </section>
             <ConversationAside aside=view.aside/>
         </div>
+        <script src="/assets/canned.js" defer></script>
     };
     document(&title, Some(nav), true, content.into_any())
 }

@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 use crate::layout::{Nav, Notice, NoticeBox, Section, UnreadCount, document_with_skip};
+use crate::search::SearchBox;
 use crate::time::format_time;
 
 /// The inbox's tabs: shortcuts for a status and an assignee.
@@ -171,8 +172,13 @@ pub fn render_conversation_item(item: InboxItemView) -> String {
     view! { <ConversationItem item/> }.to_html()
 }
 
+/// A labelled `<select>` of a filter form (the inbox's and the search page's).
 #[component]
-fn FilterSelect(name: &'static str, label: &'static str, choices: Vec<Choice>) -> impl IntoView {
+pub fn FilterSelect(
+    name: &'static str,
+    label: &'static str,
+    choices: Vec<Choice>,
+) -> impl IntoView {
     let id = format!("inbox-{name}");
     let options = choices
         .into_iter()
@@ -223,6 +229,7 @@ pub fn render_inbox(view: InboxView) -> String {
     let content = view! {
         <div class="page-head">
             <h1>"Inbox"</h1>
+            <SearchBox query=String::new()/>
             <p class="live-status" data-live-status hidden>"Reconnecting…"</p>
         </div>
         <NoticeBox notice=view.notice/>

@@ -8,6 +8,8 @@ use leptos::prelude::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
     Inbox,
+    Search,
+    Canned,
     Sites,
     Team,
     Deliveries,
@@ -93,6 +95,8 @@ fn TopNav(nav: Nav) -> impl IntoView {
                 <a href="/inbox" aria-current=(nav.section == Section::Inbox).then_some("page")>
                     "Inbox"<UnreadCount which="needs"/>
                 </a>
+                {nav_link("/search", "Search", nav.section == Section::Search)}
+                {nav_link("/canned", "Canned replies", nav.section == Section::Canned)}
                 {admin_links}
             </nav>
             <div class="account">

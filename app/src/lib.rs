@@ -7,6 +7,7 @@
 //! - [`auth`]: setup, sign-in, invitation and reset links, account, error pages.
 //! - [`inbox`]: the conversation list.
 //! - [`conversation`]: one conversation with its details and reply box.
+//! - [`search`]: inbox search results; [`canned`]: canned replies.
 //! - [`two_factor`]: setting up two-factor sign-in, recovery codes, the sign-in's second step.
 //! - [`sites`] (with [`site_identity`], known visitors, [`site_hours`], business hours, and
 //!   [`site_prechat`], the pre-chat form),
@@ -21,6 +22,7 @@
 pub mod api_tokens;
 pub mod audit;
 pub mod auth;
+pub mod canned;
 pub mod capacity;
 pub mod chart;
 pub mod conversation;
@@ -35,6 +37,7 @@ pub mod layout;
 pub mod links;
 pub mod privacy;
 pub mod site_hours;
+pub mod search;
 pub mod site_identity;
 pub mod site_prechat;
 pub mod sites;

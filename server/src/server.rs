@@ -327,8 +327,9 @@ async fn open_database(
     .await?
 }
 
-/// The periodic housekeeping: brake pruning, the retention purge (docs/privacy.md) and the
-/// sweep of uploads no message took (docs/widget.md, "Attachments").
+/// The periodic housekeeping: brake pruning, the retention purge (docs/privacy.md), the
+/// sweep of uploads no message took (docs/widget.md, "Attachments") and the search indexer
+/// (docs/admin.md#search).
 fn spawn_maintenance(app: &AppState) {
     spawn_brake_pruning(Arc::clone(app));
     spawn_retention(
@@ -338,6 +339,7 @@ fn spawn_maintenance(app: &AppState) {
         &app.shutdown,
     );
     crate::attachments::spawn_sweep(&app.writer, app.config.retention_every, &app.shutdown);
+    crate::chat::spawn_search_indexer(&app.writer, &app.readers, &app.shutdown);
 }
 
 fn spawn_brake_pruning(app: AppState) {

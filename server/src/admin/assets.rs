@@ -8,6 +8,7 @@ const INBOX_JS: &str = include_str!("../../assets/admin/inbox.js");
 const NOTIFY_JS: &str = include_str!("../../assets/admin/notify.js");
 const KEYS_JS: &str = include_str!("../../assets/admin/keys.js");
 const FAVICON: &str = include_str!("../../assets/admin/favicon.svg");
+const CANNED_JS: &str = include_str!("../../assets/admin/canned.js");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
@@ -51,4 +52,9 @@ pub async fn keys_js() -> Response {
 /// `GET /assets/favicon.svg`.
 pub async fn favicon() -> Response {
     asset("image/svg+xml", FAVICON)
+}
+
+/// `GET /assets/canned.js`: the canned-reply picker of the reply box.
+pub async fn canned_js() -> Response {
+    asset("text/javascript; charset=utf-8", CANNED_JS)
 }

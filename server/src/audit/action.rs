@@ -38,11 +38,14 @@ pub enum AuditAction {
     PrivacyErased,
     SecretsRotated,
     SlackConversationAction,
+    CannedReplyCreated,
+    CannedReplyUpdated,
+    CannedReplyDeleted,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 37] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -77,6 +80,9 @@ impl AuditAction {
         Self::PrivacyErased,
         Self::SecretsRotated,
         Self::SlackConversationAction,
+        Self::CannedReplyCreated,
+        Self::CannedReplyUpdated,
+        Self::CannedReplyDeleted,
     ];
 
     /// The stable dotted code stored and shown.
@@ -116,6 +122,9 @@ impl AuditAction {
             Self::PrivacyErased => "privacy.erased",
             Self::SecretsRotated => "secrets.rotated",
             Self::SlackConversationAction => "slack.conversation_action",
+            Self::CannedReplyCreated => "canned_reply.created",
+            Self::CannedReplyUpdated => "canned_reply.updated",
+            Self::CannedReplyDeleted => "canned_reply.deleted",
         }
     }
 }

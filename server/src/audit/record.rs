@@ -148,6 +148,15 @@ impl Target {
         }
     }
 
+    /// A canned reply by its id and shortcut.
+    pub fn canned_reply(id: i64, shortcut: &str) -> Self {
+        Self {
+            kind: "canned_reply",
+            id: id.to_string(),
+            label: shortcut.to_owned(),
+        }
+    }
+
     /// An API token by its id and name (never the token).
     pub fn token(id: i64, name: &str) -> Self {
         Self {

@@ -1,6 +1,7 @@
 //! The chat domain: sites, visitors, conversations and messages, and the use-case functions the
 //! widget, the API and the inbox call. It decides; `store` persists; `hub` fans out.
 
+mod canned;
 mod conversation;
 mod error;
 mod hours;
@@ -10,11 +11,17 @@ mod live_items;
 mod mail;
 mod prechat;
 mod receipts;
+mod search;
+mod search_index;
 mod site;
 mod site_settings;
 mod visitor_token;
 mod writes;
 
+pub use canned::{
+    CannedOutcome, CannedScope, FilledReply, MAX_SHORTCUT_CHARS, Placeholders, Shortcut,
+    fill_placeholders,
+};
 pub use conversation::{Agent, Chat, HistoryPage, InboundReply};
 pub use error::Error;
 pub use hours::{
@@ -28,6 +35,11 @@ pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
 pub use mail::MailReply;
 pub use prechat::{SitePrechatInput, find_site_prechat, save_site_prechat};
+pub use search::{
+    Fragment, MAX_QUERY_CHARS, MAX_QUERY_WORDS, SEARCH_PAGE_SIZE, SearchResults, SearchTerms,
+    UNINDEXED_CAP, fragments, read_search_page,
+};
+pub use search_index::spawn_search_indexer;
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{
     SiteSettingsInput, attachment_megabytes, create_site, delete_site, parse_attachment_megabytes,

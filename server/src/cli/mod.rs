@@ -62,6 +62,9 @@ pub enum Command {
     /// Measure capacity: stairs of open-loop widget traffic against a scratch Porch (never the
     /// live database), with the bare websocket echo as baseline; saves JSON and Markdown.
     Loadtest(crate::loadtest::LoadtestArgs),
+    /// Measure search: seed a scratch database (never the live one) with synthetic messages
+    /// through the store and time the search page's read over fixed queries (p50/p95/p99).
+    LoadtestSearch(crate::loadtest::SearchBenchArgs),
     /// The bare websocket echo the load test compares against.
     #[command(hide = true)]
     LoadtestEcho(crate::loadtest::EchoArgs),
@@ -212,6 +215,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::SlackMock { listen, delay } => run_slack_mock(listen, delay),
         Command::Loadtest(args) => crate::loadtest::run(&args, &cli.data.data_dir),
         Command::LoadtestEcho(args) => crate::loadtest::run_echo(args.listen),
+        Command::LoadtestSearch(args) => crate::loadtest::run_search_bench(&args),
         Command::Check(args) => check::run(&cli.data, args),
         Command::Health(args) => health::run(&args),
     }

@@ -180,10 +180,22 @@ fn admin_routes() -> Router<AppState> {
         .route("/assets/notify.js", get(admin::assets::notify_js))
         .route("/assets/keys.js", get(admin::assets::keys_js))
         .route("/assets/favicon.svg", get(admin::assets::favicon))
+        .route("/assets/canned.js", get(admin::assets::canned_js))
         .merge(account_routes())
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
         .route("/inbox/counts", get(admin::live::count_events))
+        .route("/search", get(admin::search::search_page))
+        .route(
+            "/canned",
+            get(admin::canned::canned_page).post(admin::canned::create),
+        )
+        .route("/canned/{id}", post(admin::canned::update))
+        .route("/canned/{id}/delete", post(admin::canned::delete))
+        .route(
+            "/conversations/{id}/canned",
+            get(admin::canned::conversation_replies),
+        )
         .route("/conversations/{id}", get(admin::inbox::conversation_page))
         .route(
             "/conversations/{id}/events",

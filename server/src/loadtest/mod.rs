@@ -1,8 +1,8 @@
 //! Tools for measuring and testing Porch against stand-ins of outside services: a Slack Web API
 //! mock (`porch slack-mock`, used by the integration tests and the load test), a Discord webhook
 //! mock and a webhook receiver (used by the delivery tests), the bare websocket echo baseline
-//! (`porch loadtest-echo`) and the load test itself (`porch loadtest`), which only ever runs
-//! against scratch data or loopback.
+//! (`porch loadtest-echo`), the load test itself (`porch loadtest`) and the search benchmark
+//! (`porch loadtest-search`), which only ever run against scratch data or loopback.
 
 mod agents;
 mod args;
@@ -13,6 +13,7 @@ mod pacer;
 mod record;
 mod report;
 mod run;
+mod search;
 mod served;
 mod slack_mock;
 mod target;
@@ -27,6 +28,7 @@ pub use echo::run_echo;
 pub use record::{Summary, record_run, summarize};
 pub use report::markdown;
 pub use run::run;
+pub use search::{SearchBenchArgs, run_search_bench};
 pub use slack_mock::{BOT_ID, BOT_USER_ID, Failure, Post, SlackMock, TEAM_ID};
 pub use webhook_mock::{Received, WebhookMock};
 

@@ -19,7 +19,8 @@ pub enum InboxStatus {
 }
 
 impl InboxStatus {
-    fn sql(self) -> &'static str {
+    /// The stored `conversations.status` value.
+    pub(super) fn sql(self) -> &'static str {
         match self {
             Self::Open => "open",
             Self::Closed => "closed",

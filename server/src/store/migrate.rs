@@ -29,6 +29,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0020_attachment_thumbnails.sql"),
     include_str!("../../../migrations/0021_prechat_hours.sql"),
     include_str!("../../../migrations/0022_site_languages.sql"),
+    include_str!("../../../migrations/0023_search.sql"),
+    include_str!("../../../migrations/0024_canned_replies.sql"),
 ];
 
 /// The schema version this binary expects.

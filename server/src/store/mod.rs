@@ -6,6 +6,7 @@ mod account_links;
 mod api_tokens;
 mod attachments;
 mod audit;
+mod canned;
 mod capacity;
 mod check;
 mod checkpoint;
@@ -34,6 +35,7 @@ mod prechat;
 mod purge;
 mod readers;
 mod receipts;
+mod search;
 mod sessions;
 mod settings;
 mod sites;
@@ -57,6 +59,10 @@ pub use attachments::{
 pub use audit::{
     AuditEventRow, AuditFilter, NewAuditEvent, insert_audit_event, list_audit_events,
     prune_audit_events, upsert_audit_event_per_minute,
+};
+pub use canned::{
+    CannedReplyFields, CannedReplyRow, delete_canned_reply, find_canned_reply, insert_canned_reply,
+    list_canned_replies, update_canned_reply,
 };
 pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,
@@ -126,6 +132,11 @@ pub use purge::{
 pub use readers::Readers;
 pub use receipts::{
     VisitorReceipts, find_agents_read_up_to, find_seen_visitor_message, find_visitor_receipts,
+};
+pub use search::{
+    IndexStep, MARK_END, MARK_START, MESSAGE_WINDOW, MessageHitRow, MessageHits, SearchFilter,
+    VisitorHitRow, count_unindexed, index_messages, search_messages, search_visitors,
+    search_watermark,
 };
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};

@@ -449,9 +449,10 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
     for (table, column, _) in &before {
         // Each row the scan found is in the export: by its own id or its conversation's.
         let (key, exported) = match table.as_str() {
-            "visitors" => ("id", vec![ann.chat.visitor]),
+            // The search indexes read their text from visitors and messages, by rowid.
+            "visitors" | "visitor_search" => ("rowid", vec![ann.chat.visitor]),
             "conversations" => ("id", vec![ann.chat.conversation]),
-            "messages" => ("id", ids(messages)),
+            "messages" | "message_search" => ("rowid", ids(messages)),
             "jobs" => ("id", ids(&export["deliveries"])),
             "attachment_chunks" => ("attachment_id", exported_file_rows(&app, export)),
             _ => ("conversation_id", vec![ann.chat.conversation]),

@@ -1,0 +1,204 @@
+//! Canned replies: the `/canned` page (list, add, edit, delete; agents manage their personal
+//! replies, admins also the shared ones) and the picker's JSON for one conversation
+//! (`/conversations/{id}/canned`). Every post carries the session's CSRF token (`Posted`).
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use porch_app::canned::{CannedPageView, CannedReplyView, render_canned};
+use porch_app::layout::{Notice, Section};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::audit::Actor;
+use crate::chat::{CannedOutcome, CannedScope, MessageBody, Shortcut};
+use crate::http::ClientIp;
+use crate::state::AppState;
+use crate::store::ConversationId;
+
+use super::auth::NoFields;
+use super::page::{PageError, html_with_status, see_other};
+use super::session::{Posted, SignedIn};
+
+/// A notice after a redirect, by a fixed code (no text comes from the URL).
+#[derive(Debug, Default, Deserialize)]
+pub struct CannedQuery {
+    #[serde(default)]
+    notice: String,
+}
+
+/// The add and edit forms.
+#[derive(Debug, Default, Deserialize)]
+pub struct CannedForm {
+    #[serde(default)]
+    shortcut: String,
+    #[serde(default)]
+    body: String,
+    /// `shared` or `personal` (adding only).
+    #[serde(default)]
+    scope: String,
+}
+
+async fn page_with(
+    app: &AppState,
+    who: &SignedIn,
+    notice: Option<Notice>,
+    draft: Option<&CannedForm>,
+    status: StatusCode,
+) -> Result<Response, PageError> {
+    let rows = app.chat.canned_replies(&who.user).await?;
+    let is_admin = who.is_admin();
+    let replies = rows
+        .into_iter()
+        .map(|row| CannedReplyView {
+            id: row.id,
+            is_shared: row.owner_id.is_none(),
+            may_edit: row.owner_id.is_some() || is_admin,
+            shortcut: row.shortcut,
+            body: row.body,
+        })
+        .collect();
+    Ok(html_with_status(
+        status,
+        render_canned(CannedPageView {
+            nav: who.nav(Section::Canned),
+            replies,
+            notice,
+            draft_shortcut: draft.map(|d| d.shortcut.clone()).unwrap_or_default(),
+            draft_body: draft.map(|d| d.body.clone()).unwrap_or_default(),
+            draft_shared: draft.is_some_and(|d| d.scope == "shared"),
+        }),
+    ))
+}
+
+/// `GET /canned`.
+pub async fn canned_page(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Query(query): Query<CannedQuery>,
+) -> Result<Response, PageError> {
+    let text = match query.notice.as_str() {
+        "created" => Some("Canned reply added."),
+        "saved" => Some("Canned reply saved."),
+        "deleted" => Some("Canned reply deleted."),
+        _ => None,
+    };
+    let notice = text.map(|t| Notice::Success(t.to_owned()));
+    page_with(&app, &who, notice, None, StatusCode::OK).await
+}
+
+/// The page again with what went wrong, or the redirect after a change.
+async fn answer(
+    app: &AppState,
+    who: &SignedIn,
+    outcome: Result<CannedOutcome, crate::chat::Error>,
+    done: &str,
+    draft: Option<&CannedForm>,
+) -> Result<Response, PageError> {
+    let (status, text) = match outcome {
+        Ok(CannedOutcome::Saved) => return Ok(see_other(&format!("/canned?notice={done}"))),
+        Ok(CannedOutcome::NotAllowed) => (
+            StatusCode::FORBIDDEN,
+            "Only admins can add, change or delete shared replies.",
+        ),
+        Ok(CannedOutcome::Taken) => (
+            StatusCode::CONFLICT,
+            "That shortcut is already used: pick another one.",
+        ),
+        Err(crate::chat::Error::Invalid(invalid)) => (StatusCode::UNPROCESSABLE_ENTITY, invalid.0),
+        Err(err) => return Err(err.into()),
+    };
+    page_with(
+        app,
+        who,
+        Some(Notice::Error(text.to_owned())),
+        draft,
+        status,
+    )
+    .await
+}
+
+fn parse(form: &CannedForm) -> Result<(Shortcut, MessageBody), crate::chat::Error> {
+    Ok((
+        Shortcut::parse(&form.shortcut)?,
+        MessageBody::parse(&form.body)?,
+    ))
+}
+
+/// `POST /canned`: adds a personal reply, or a shared one (admins).
+pub async fn create(
+    State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
+    Posted { who, form }: Posted<CannedForm>,
+) -> Result<Response, PageError> {
+    let scope = if form.scope == "shared" {
+        CannedScope::Shared
+    } else {
+        CannedScope::Personal
+    };
+    let outcome = match parse(&form) {
+        Ok((shortcut, body)) => {
+            let actor = Actor::user(&who.user, ip);
+            app.chat
+                .create_canned_reply(&actor, &who.user, scope, shortcut, body)
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    answer(&app, &who, outcome, "created", Some(&form)).await
+}
+
+/// `POST /canned/{id}`: changes a reply's shortcut and text.
+pub async fn update(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
+    Posted { who, form }: Posted<CannedForm>,
+) -> Result<Response, PageError> {
+    let outcome = match parse(&form) {
+        Ok((shortcut, body)) => {
+            let actor = Actor::user(&who.user, ip);
+            app.chat
+                .update_canned_reply(&actor, &who.user, id, shortcut, body)
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    answer(&app, &who, outcome, "saved", None).await
+}
+
+/// `POST /canned/{id}/delete`.
+pub async fn delete(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
+    Posted { who, .. }: Posted<NoFields>,
+) -> Result<Response, PageError> {
+    let actor = Actor::user(&who.user, ip);
+    let outcome = app.chat.delete_canned_reply(&actor, &who.user, id).await;
+    answer(&app, &who, outcome, "deleted", None).await
+}
+
+/// `GET /conversations/{id}/canned`: the replies the signed-in agent may use, with the
+/// placeholders filled for this conversation, as `{"replies": [{shortcut, scope, text}]}`.
+pub async fn conversation_replies(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Path(id): Path<i64>,
+) -> Result<Response, PageError> {
+    let replies = app
+        .chat
+        .filled_canned_replies(&who.user, ConversationId(id))
+        .await?;
+    let replies: Vec<_> = replies
+        .into_iter()
+        .map(|r| json!({ "shortcut": r.shortcut, "scope": r.scope, "text": r.text }))
+        .collect();
+    let mut response = Json(json!({ "replies": replies })).into_response();
+    // Filled with a visitor's details: never cached.
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}

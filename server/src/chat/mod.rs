@@ -21,7 +21,7 @@ pub use identity::{
 };
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
-pub use mail::MailReply;
+pub use mail::{MAX_SUBJECT_CHARS, MailReply, MailSubject};
 pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{SiteSettingsInput, create_site, delete_site, update_site};
 pub use visitor_token::{VisitorTokens, hash_token};

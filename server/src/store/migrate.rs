@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0017_mail_inbound.sql"),
     include_str!("../../../migrations/0018_known_visitors.sql"),
     include_str!("../../../migrations/0019_attachments.sql"),
+    include_str!("../../../migrations/0025_mail_outbound.sql"),
 ];
 
 /// The schema version this binary expects.

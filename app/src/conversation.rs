@@ -38,6 +38,9 @@ pub struct MessageView {
     pub at: i64,
     pub deliveries: Vec<DeliveryView>,
     pub attachments: Vec<AttachmentView>,
+    /// The subject, when an agent sent this message to the visitor by email ("Email the
+    /// visitor"). Filled in on the page's load; live fragments carry none.
+    pub email_subject: Option<String>,
 }
 
 /// What is known about the visitor.
@@ -174,6 +177,9 @@ fn Message(message: MessageView) -> impl IntoView {
         "note" => format!("{} · private note", message.author_name),
         _ => message.author_name,
     };
+    let emailed = message.email_subject.map(|subject| {
+        view! { " · "<span class="emailed" data-emailed>"sent by email: "<q>{subject}</q></span> }
+    });
     view! {
         <li id=id class=format!("message message-{}", message.author) data-id=message.id>
             // Search results link here (`#m{id}`); CSS highlights the message it sits in.
@@ -183,7 +189,7 @@ fn Message(message: MessageView) -> impl IntoView {
                 <Attachments attachments=message.attachments/>
             </div>
             <p class="meta">
-                <span class="author">{label}</span>" · "<time datetime=iso>{text}</time>
+                <span class="author">{label}</span>" · "<time datetime=iso>{text}</time>{emailed}
             </p>
             <Deliveries deliveries=message.deliveries/>
         </li>
@@ -343,6 +349,33 @@ pub fn render_conversation_aside(aside: ConversationAsideView) -> String {
     view! { <ConversationAside aside/> }.to_html()
 }
 
+/// "Email the visitor": a mail from the install's address, threaded so that the visitor's answer
+/// comes back into this conversation (docs/integrations/email.md#emailing-a-visitor). Apart
+/// from the reply box: a mail has a subject and is never a note.
+fn visitor_mail_form(id: i64, csrf: &str, to: String, site: &str) -> impl IntoView + use<> {
+    let subject = format!("Your conversation on {site}");
+    view! {
+        <details class="reply email-visitor" id="email-visitor">
+            <summary>"Email the visitor"</summary>
+            <form method="post" action=format!("/conversations/{id}/email")>
+                <CsrfField token=csrf.to_owned()/>
+                <p class="hint">
+                    "To "<strong>{to}</strong>", from this install's address. It is added here as \
+                     your message; their answer by email comes back into this conversation."
+                </p>
+                <label for="mail-subject">"Subject"</label>
+                <input type="text" id="mail-subject" name="subject" required maxlength="200" value=subject/>
+                <label for="mail-body">"Message"</label>
+                <textarea id="mail-body" name="body" rows="5" required maxlength="4000"></textarea>
+                <div class="reply-bar">
+                    <span></span>
+                    <button type="submit" class="button button-primary">"Send email"</button>
+                </div>
+            </form>
+        </details>
+    }
+}
+
 /// Renders the conversation page.
 pub fn render_conversation(view: ConversationView) -> String {
     let id = view.id;
@@ -357,6 +390,12 @@ pub fn render_conversation(view: ConversationView) -> String {
         .map(|message| view! { <Message message/> })
         .collect_view();
     let title = view.visitor.clone();
+    let email_form = view
+        .aside
+        .visitor
+        .email
+        .clone()
+        .map(|to| visitor_mail_form(id, &csrf, to, &view.aside.visitor.site));
     let content = view! {
         <div class="page-head">
             <p class="crumb"><a href="/inbox">"← Inbox"</a></p>
@@ -405,6 +444,7 @@ pub fn render_conversation(view: ConversationView) -> String {
                         </div>
                     </div>
                 </form>
+                {email_form}
             </section>
             <ConversationAside aside=view.aside/>
         </div>

@@ -89,9 +89,12 @@ pub async fn conversation_page(
     };
     let last_id = view.messages.last().map_or(0, |m| m.id.0);
     let conversation = ConversationId(id);
-    let deliveries = app
+    let (deliveries, mails) = app
         .readers
-        .read(move |c| store::list_conversation_deliveries(c, conversation))
+        .read(move |c| {
+            let deliveries = store::list_conversation_deliveries(c, conversation)?;
+            Ok((deliveries, store::list_outbound_mails(c, conversation)?))
+        })
         .await?;
     let page = ConversationView {
         nav: who.nav(Section::Inbox),
@@ -100,7 +103,7 @@ pub async fn conversation_page(
         messages: view
             .messages
             .iter()
-            .map(|m| views::message_with_deliveries(m, &deliveries))
+            .map(|m| views::message_with_deliveries(m, &deliveries, &mails))
             .collect(),
         aside: views::aside(&view, who.user.id, &who.csrf),
         last_id,

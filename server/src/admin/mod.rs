@@ -34,6 +34,7 @@ pub mod tokens;
 pub mod two_factor;
 pub mod typing;
 mod views;
+pub mod visitor_mail;
 pub mod webhooks;
 
 pub use page::{not_found_page, strict_transport};

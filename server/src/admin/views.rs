@@ -10,7 +10,7 @@ use porch_app::inbox::InboxItemView;
 use crate::attachments::Kind;
 use crate::chat::ConversationView;
 use crate::store::{
-    InboxItemRow, InboxQuery, MessageDelivery, MessageRow, UserId, VisitorIdentityRow,
+    InboxItemRow, InboxQuery, MessageDelivery, MessageId, MessageRow, UserId, VisitorIdentityRow,
 };
 use crate::values::Author;
 
@@ -70,14 +70,22 @@ pub fn delivery(d: &MessageDelivery) -> DeliveryView {
     }
 }
 
-/// One message with its deliveries.
-pub fn message_with_deliveries(row: &MessageRow, deliveries: &[MessageDelivery]) -> MessageView {
+/// One message with its deliveries and, for a mail to the visitor, its subject.
+pub fn message_with_deliveries(
+    row: &MessageRow,
+    deliveries: &[MessageDelivery],
+    mails: &[(MessageId, String)],
+) -> MessageView {
     MessageView {
         deliveries: deliveries
             .iter()
             .filter(|d| d.message_id == row.id)
             .map(delivery)
             .collect(),
+        email_subject: mails
+            .iter()
+            .find(|(id, _)| *id == row.id)
+            .map(|(_, subject)| subject.clone()),
         ..message(row)
     }
 }
@@ -99,6 +107,7 @@ pub fn message(row: &MessageRow) -> MessageView {
         at: row.created_at,
         // Live fragments carry none; the page shows them on load (message_with_deliveries).
         deliveries: Vec::new(),
+        email_subject: None,
         attachments: row
             .attachments
             .iter()

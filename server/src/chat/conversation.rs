@@ -43,7 +43,7 @@ pub(super) fn agent_row(stored: &StoredAgentMessage, new: &NewAgentMessage) -> M
 
 /// Shows an agent message (or note) live: to the agents' inboxes always, to the visitor's open
 /// connections unless it is a private note. Runs as a commit hook, so in id order.
-fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, row: MessageRow) {
+pub(super) fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, row: MessageRow) {
     let shared = Arc::new(row);
     if shared.author != Author::Note {
         let event = VisitorEvent::Message(Arc::clone(&shared));

@@ -1,17 +1,50 @@
-//! A visitor's reply by email, posted as their message through the same writes as a widget
-//! message (so every integration and open inbox sees it alike), exactly once per mail: the
-//! mail's record in `mail_inbound` commits together with the message.
+//! Email as a channel, both ways: a visitor's reply by email, posted as their message through
+//! the same writes as a widget message (so every integration and open inbox sees it alike),
+//! exactly once per mail (the mail's record in `mail_inbound` commits together with the
+//! message); and a mail an agent writes to the visitor, stored as the agent's message with its
+//! `email.agent` job.
 
 use std::sync::Arc;
 
+use crate::clock::now_ms;
 use crate::store::{
-    self, InboundMailRow, MailThreadRow, NewVisitorMessage, StoredVisitorMessage, VisitorDetails,
+    self, ConversationId, InboundMailRow, MailThreadRow, MessageRow, NewAgentMessage,
+    NewVisitorMessage, StoredAgentMessage, StoredVisitorMessage, VisitorDetails,
 };
-use crate::values::{ClientId, MessageBody};
+use crate::values::{ClientId, Invalid, MessageBody};
 
-use super::conversation::publish_visitor_message;
-use super::writes::store_visitor_message;
+use super::conversation::{Agent, agent_row, publish_agent_message, publish_visitor_message};
+use super::writes::{store_agent_mail, store_visitor_message};
 use super::{Chat, Error};
+
+/// Longest subject of a mail an agent writes, in characters.
+pub const MAX_SUBJECT_CHARS: usize = 200;
+
+/// The subject of a mail an agent writes: trimmed, 1 to [`MAX_SUBJECT_CHARS`] characters, no
+/// control characters (a line break would end the header).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailSubject(String);
+
+impl MailSubject {
+    /// Trims white space at both ends and checks the length and characters.
+    pub fn parse(raw: &str) -> Result<Self, Invalid> {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            return Err(Invalid("The subject is empty."));
+        }
+        if trimmed.chars().count() > MAX_SUBJECT_CHARS {
+            return Err(Invalid("The subject is longer than 200 characters."));
+        }
+        if trimmed.chars().any(char::is_control) {
+            return Err(Invalid("The subject must be one line."));
+        }
+        Ok(Self(trimmed.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 /// A checked mail reply, ready to post.
 #[derive(Debug, Clone)]
@@ -73,6 +106,49 @@ impl Chat {
         };
         self.jobs.submit(jobs);
         Ok(Some(stored))
+    }
+
+    /// Mails `body` to the conversation's visitor with `subject`: stored as `agent`'s message
+    /// (shown live to the visitor and the inbox, posted to the chat integrations like any reply)
+    /// marked as sent by email, with an `email.agent` job per enabled email integration, all in
+    /// one transaction.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the visitor left no address or the site's email is not on.
+    pub async fn email_visitor(
+        &self,
+        conversation_id: ConversationId,
+        agent: &Agent,
+        subject: MailSubject,
+        body: MessageBody,
+    ) -> Result<MessageRow, Error> {
+        let conversation = self.find_conversation(conversation_id).await?;
+        let new = NewAgentMessage {
+            conversation_id,
+            site_id: conversation.site_id,
+            user_id: agent.user_id,
+            author_name: agent.name.clone(),
+            body,
+            is_note: false,
+            attachments: Vec::new(),
+            now: now_ms(),
+        };
+        let (stored, published) = (new.clone(), new.clone());
+        let hub = Arc::clone(&self.hub);
+        let written = self
+            .writer
+            .write_then(
+                move |c| store_agent_mail(c, &stored, subject.as_str()),
+                move |written: &Result<(StoredAgentMessage, Vec<store::JobRow>), Invalid>| {
+                    if let Ok((stored, _)) = written {
+                        publish_agent_message(&hub, &conversation, agent_row(stored, &published));
+                    }
+                },
+            )
+            .await?;
+        let (stored, jobs) = written?;
+        self.jobs.submit(jobs);
+        Ok(agent_row(&stored, &new))
     }
 
     /// Records a mail that is not posted (refused or skipped, with the reason admins see);

@@ -33,7 +33,7 @@ pub use identity::{
 };
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
-pub use mail::MailReply;
+pub use mail::{MAX_SUBJECT_CHARS, MailReply, MailSubject};
 pub use prechat::{SitePrechatInput, find_site_prechat, save_site_prechat};
 pub use search::{
     Fragment, MAX_QUERY_CHARS, MAX_QUERY_WORDS, SEARCH_PAGE_SIZE, SearchResults, SearchTerms,

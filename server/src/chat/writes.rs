@@ -9,6 +9,7 @@ use crate::store::{
     self, ConversationId, IntegrationId, JobRow, NewAgentMessage, NewVisitorMessage,
     StoredAgentMessage, StoredVisitorMessage,
 };
+use crate::values::Invalid;
 
 /// Stores a visitor message (nothing new for a resend) with its deliveries.
 pub(super) fn store_visitor_message(
@@ -52,6 +53,36 @@ pub(super) fn store_agent_message(
     };
     let jobs = jobs::plan_agent_message(conn, &message, origin)?;
     Ok((stored, jobs))
+}
+
+/// Stores an agent's mail to the visitor: the message, its subject, and its deliveries with the
+/// `email.agent` job. Refused (nothing written) when the visitor left no address or no email
+/// integration of the site is on, so a stored mail always has a job that sends it.
+pub(super) fn store_agent_mail(
+    conn: &Connection,
+    new: &NewAgentMessage,
+    subject: &str,
+) -> Result<Result<(StoredAgentMessage, Vec<JobRow>), Invalid>, store::Error> {
+    if !store::has_visitor_email(conn, new.conversation_id)? {
+        return Ok(Err(Invalid("The visitor left no email address.")));
+    }
+    let has_email = store::list_active_integrations(conn, new.site_id)?
+        .iter()
+        .any(|i| i.kind == "email");
+    if !has_email {
+        return Ok(Err(Invalid("Email is not turned on for this site.")));
+    }
+    let stored = store::insert_agent_message(conn, new)?;
+    store::insert_outbound_mail(conn, stored.id, subject, new.now)?;
+    let message = NewMessage {
+        site_id: new.site_id,
+        conversation_id: new.conversation_id,
+        message_id: stored.id,
+        is_new_conversation: false,
+        now: new.now,
+    };
+    let jobs = jobs::plan_agent_email(conn, &message)?;
+    Ok(Ok((stored, jobs)))
 }
 
 /// The deliveries of a conversation's assignment or close, after the change was made.

@@ -214,6 +214,10 @@ fn admin_routes() -> Router<AppState> {
         .route("/conversations/{id}/close", post(admin::inbox::close))
         .route("/conversations/{id}/reopen", post(admin::inbox::reopen))
         .route(
+            "/conversations/{id}/email",
+            post(admin::visitor_mail::email_visitor),
+        )
+        .route(
             "/conversations/{id}/typing",
             post(admin::typing::agent_typing),
         )

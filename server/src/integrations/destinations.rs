@@ -43,9 +43,10 @@ impl Deliver for Destinations {
             JobKind::DiscordPost => Box::pin(discord::deliver_post(self, job)),
             JobKind::WebhookDeliver => Box::pin(webhook::deliver(self, job)),
             JobKind::DiscordTest => Box::pin(discord::deliver_test(self, job)),
-            JobKind::EmailUnanswered | JobKind::EmailReply | JobKind::EmailTranscript => {
-                Box::pin(email::deliver(self, job, kind))
-            }
+            JobKind::EmailUnanswered
+            | JobKind::EmailReply
+            | JobKind::EmailTranscript
+            | JobKind::EmailAgent => Box::pin(email::deliver(self, job, kind)),
             JobKind::EmailAccountLink | JobKind::EmailTest => {
                 Box::pin(email::deliver_team_mail(self, job, kind))
             }

@@ -28,6 +28,8 @@ pub enum JobKind {
     DiscordTest,
     /// An admin's test mail to their own address (one attempt: the page shows its outcome).
     EmailTest,
+    /// A mail an agent wrote to a visitor from the conversation page, sent at once.
+    EmailAgent,
 }
 
 /// Attempts before a chat delivery is given up (with its deadline, whichever comes first).
@@ -50,7 +52,7 @@ const EMAIL_DEADLINE: Duration = Duration::from_hours(24);
 const TEST_MAX_ATTEMPTS: u32 = 1;
 
 impl JobKind {
-    pub const ALL: [JobKind; 10] = [
+    pub const ALL: [JobKind; 11] = [
         Self::SlackPost,
         Self::SlackHeader,
         Self::DiscordPost,
@@ -61,6 +63,7 @@ impl JobKind {
         Self::EmailAccountLink,
         Self::DiscordTest,
         Self::EmailTest,
+        Self::EmailAgent,
     ];
 
     /// The name stored in `jobs.kind`.
@@ -76,6 +79,7 @@ impl JobKind {
             Self::EmailAccountLink => "email.account_link",
             Self::DiscordTest => "discord.test",
             Self::EmailTest => "email.test",
+            Self::EmailAgent => "email.agent",
         }
     }
 
@@ -95,7 +99,8 @@ impl JobKind {
             | Self::EmailReply
             | Self::EmailTranscript
             | Self::EmailAccountLink
-            | Self::EmailTest => Lane::Email,
+            | Self::EmailTest
+            | Self::EmailAgent => Lane::Email,
         }
     }
 

@@ -133,6 +133,22 @@ pub fn plan_agent_message(
     new: &NewMessage,
     origin: Option<IntegrationId>,
 ) -> Result<Vec<JobRow>, store::Error> {
+    agent_message_jobs(conn, new, origin, JobKind::EmailReply)
+}
+
+/// The deliveries of a mail an agent wrote to the visitor: those of any reply, except that the
+/// mail is `email.agent`, due at once whether the visitor is online or not (the agent chose to
+/// email), instead of the delayed "reply while away".
+pub fn plan_agent_email(conn: &Connection, new: &NewMessage) -> Result<Vec<JobRow>, store::Error> {
+    agent_message_jobs(conn, new, None, JobKind::EmailAgent)
+}
+
+fn agent_message_jobs(
+    conn: &Connection,
+    new: &NewMessage,
+    origin: Option<IntegrationId>,
+    mail: JobKind,
+) -> Result<Vec<JobRow>, store::Error> {
     let integrations = store::list_active_integrations(conn, new.site_id)?;
     let mut jobs = chat_jobs(conn, &integrations, new, origin)?;
     jobs.extend(webhook_jobs(
@@ -143,7 +159,7 @@ pub fn plan_agent_message(
     jobs.extend(email_jobs(
         conn,
         &integrations,
-        JobKind::EmailReply,
+        mail,
         new.site_id,
         new.conversation_id,
         Some(new.message_id),

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0022_site_languages.sql"),
     include_str!("../../../migrations/0023_search.sql"),
     include_str!("../../../migrations/0024_canned_replies.sql"),
+    include_str!("../../../migrations/0025_mail_outbound.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -28,6 +28,7 @@ mod live_inbox;
 mod lock;
 mod mail;
 mod mail_inbound;
+mod mail_outbound;
 mod messages;
 mod migrate;
 mod oidc_links;
@@ -116,6 +117,7 @@ pub use mail_inbound::{
     InboundMailRow, MailOutcome, MailThreadRow, delete_inbound_mail_before, ensure_mail_thread,
     find_mail_thread, has_inbound_mail, insert_inbound_mail, list_inbound_mail,
 };
+pub use mail_outbound::{find_outbound_mail_subject, insert_outbound_mail, list_outbound_mails};
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredAgentMessage, StoredVisitorMessage,
     insert_agent_message, insert_visitor_message, list_conversation_messages,

@@ -19,7 +19,7 @@ use crate::inbox::{Browser, send, setup_admin, signed_in_from};
 use crate::live_inbox::LiveInbox;
 
 /// The IMAP server, killed when dropped.
-struct Imap {
+pub(crate) struct Imap {
     child: Child,
     port: u16,
 }
@@ -34,7 +34,7 @@ impl Drop for Imap {
 type Session = async_imap::Session<TcpStream>;
 
 impl Imap {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/deliveries");
         let python = std::env::var("PORCH_TEST_PYTHON")
             .map_or_else(|_| root.join(".venv/bin/python"), PathBuf::from);
@@ -52,7 +52,7 @@ impl Imap {
         Self { child, port }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("imap://demouser:demopass@127.0.0.1:{}", self.port)
     }
 
@@ -73,7 +73,7 @@ impl Imap {
     }
 
     /// Delivers a mail into the inbox, unseen.
-    async fn deliver(&self, raw: &str) {
+    pub(crate) async fn deliver(&self, raw: &str) {
         let mut session = self.session().await;
         session
             .append("INBOX", None, None, raw.as_bytes())

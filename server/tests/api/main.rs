@@ -54,6 +54,7 @@ mod throttle_race;
 mod two_factor;
 mod unread_counts;
 mod visitor_context;
+mod visitor_mail;
 mod visitor_typing;
 mod wal_ceiling;
 mod webhooks;

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use lettre::message::{Mailbox, MultiPart};
 
-use super::digest;
 use super::mailer::{Mailer, escape_html, html_page};
+use super::{agent_mail, digest};
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{args, blocked, failed, finish, retry};
@@ -74,6 +74,12 @@ async fn send(
         JobKind::EmailTranscript => {
             transcript(destinations, mailer, args.conversation_id, job).await?
         }
+        JobKind::EmailAgent => {
+            let message = args
+                .message_id
+                .ok_or_else(|| failed("the job names no message"))?;
+            agent_mail::agent_mail(destinations, mailer, message).await?
+        }
         other => return Err(failed(format!("{other} is not a mail"))),
     };
     Ok(done(&note))
@@ -123,7 +129,7 @@ async fn reply(
 /// A conversation's mail thread: its id and its token (made on the first mail, then kept).
 pub(super) struct VisitorThread {
     conversation: ConversationId,
-    token: String,
+    pub(super) token: String,
 }
 
 impl VisitorThread {
@@ -175,7 +181,7 @@ pub(super) async fn send_to_visitor(
         .map_err(|err| Attempt::new(classify(&err), None))
 }
 
-fn visitor_mailbox(message: &DeliveryMessage) -> Option<Mailbox> {
+pub(super) fn visitor_mailbox(message: &DeliveryMessage) -> Option<Mailbox> {
     message.visitor_email.as_deref()?.parse().ok()
 }
 

@@ -1,7 +1,8 @@
 //! Email over SMTP: the agents' digest of unanswered conversations, replies to visitors who are
-//! away, transcripts on close, and account links; and visitors' replies read back from an IMAP
+//! away, transcripts on close, mails agents write to a visitor (`agent_mail`), and account links; and visitors' replies read back from an IMAP
 //! mailbox (`inbound`).
 
+mod agent_mail;
 mod deliver;
 mod digest;
 pub mod inbound;

@@ -230,6 +230,21 @@ fn language_fields(
     }
 }
 
+/// The embed snippet with its copy button (on the edit page).
+fn snippet_card(snippet: &str) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="snippet-title">
+            <h2 id="snippet-title">"Embed snippet"</h2>
+            <p class="hint">"Paste it just before "<code>"</body>"</code>" on every page of the site. \
+                The page makes no request to Porch until a visitor opens the chat."</p>
+            <textarea id="snippet" class="snippet mono" readonly rows="5"
+                aria-label="Embed snippet">{crate::textarea_text(snippet)}</textarea>
+            <button type="button" class="button" data-copy="snippet">"Copy snippet"</button>
+            <span class="copied" role="status" data-copied></span>
+        </section>
+    }
+}
+
 /// Renders the create or edit form (with the snippet when editing).
 pub fn render_site_form(view: SiteFormView) -> String {
     let csrf = view.nav.csrf.clone();
@@ -245,19 +260,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
     } else {
         title
     };
-    let snippet = view.snippet.map(|snippet| {
-        view! {
-            <section class="card" aria-labelledby="snippet-title">
-                <h2 id="snippet-title">"Embed snippet"</h2>
-                <p class="hint">"Paste it just before "<code>"</body>"</code>" on every page of the site. \
-                    The page makes no request to Porch until a visitor opens the chat."</p>
-                <textarea id="snippet" class="snippet mono" readonly rows="5"
-                    aria-label="Embed snippet">{crate::textarea_text(&snippet)}</textarea>
-                <button type="button" class="button" data-copy="snippet">"Copy snippet"</button>
-                <span class="copied" role="status" data-copied></span>
-            </section>
-        }
-    });
+    let snippet = view.snippet.as_deref().map(snippet_card);
     let integrations = view.key.clone().map(|key| view! { <Integrations key/> });
     let danger = view.key.clone().map(|key| view! { <DangerZone key/> });
     let is_left = values.position == "left";

@@ -182,6 +182,47 @@ fn admin_routes() -> Router<AppState> {
         .route("/assets/favicon.svg", get(admin::assets::favicon))
         .route("/assets/canned.js", get(admin::assets::canned_js))
         .merge(account_routes())
+        .merge(conversation_routes())
+        .merge(site_routes())
+        .merge(destination_routes())
+        .route("/deliveries", get(admin::deliveries::deliveries_page))
+        .route(
+            "/deliveries/retry",
+            post(admin::deliveries::retry_all_deliveries),
+        )
+        .route(
+            "/deliveries/{id}/retry",
+            post(admin::deliveries::retry_delivery),
+        )
+        .route("/audit", get(admin::audit::audit_page))
+        .route("/privacy", get(admin::privacy::privacy_page))
+        .route(
+            "/privacy/visitors/{id}/export",
+            post(admin::privacy::export),
+        )
+        .route(
+            "/privacy/visitors/{id}/erase",
+            get(admin::privacy::erase_page).post(admin::privacy::erase),
+        )
+        .route("/capacity", get(admin::capacity::capacity_page))
+        .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
+        .route("/capacity/runs/{id}", get(admin::capacity::run_page))
+        .route("/team", get(admin::team::team_page))
+        .route("/team/invite", post(admin::team::invite))
+        .route("/team/{id}/role", post(admin::team::change_role))
+        .route("/team/{id}/link", post(admin::team::create_link))
+        .route("/team/{id}/disable", post(admin::team::disable))
+        .route("/team/{id}/enable", post(admin::team::enable))
+        .route("/team/two-factor", post(admin::team::require_two_factor))
+        .route(
+            "/team/{id}/two-factor/reset",
+            post(admin::team::reset_two_factor),
+        )
+}
+
+/// The inbox, search, canned replies and conversation pages (agents and admins).
+fn conversation_routes() -> Router<AppState> {
+    Router::new()
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
         .route("/inbox/counts", get(admin::live::count_events))
@@ -221,6 +262,11 @@ fn admin_routes() -> Router<AppState> {
             "/conversations/{id}/typing",
             post(admin::typing::agent_typing),
         )
+}
+
+/// Sites and their own pages (hours, pre-chat form, known visitors; admins).
+fn site_routes() -> Router<AppState> {
+    Router::new()
         .route(
             "/sites",
             get(admin::sites::sites_page).post(admin::sites::create_site),
@@ -257,40 +303,6 @@ fn admin_routes() -> Router<AppState> {
         .route(
             "/sites/{key}/identity/remove",
             post(admin::site_identity::remove_identity),
-        )
-        .merge(destination_routes())
-        .route("/deliveries", get(admin::deliveries::deliveries_page))
-        .route(
-            "/deliveries/retry",
-            post(admin::deliveries::retry_all_deliveries),
-        )
-        .route(
-            "/deliveries/{id}/retry",
-            post(admin::deliveries::retry_delivery),
-        )
-        .route("/audit", get(admin::audit::audit_page))
-        .route("/privacy", get(admin::privacy::privacy_page))
-        .route(
-            "/privacy/visitors/{id}/export",
-            post(admin::privacy::export),
-        )
-        .route(
-            "/privacy/visitors/{id}/erase",
-            get(admin::privacy::erase_page).post(admin::privacy::erase),
-        )
-        .route("/capacity", get(admin::capacity::capacity_page))
-        .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
-        .route("/capacity/runs/{id}", get(admin::capacity::run_page))
-        .route("/team", get(admin::team::team_page))
-        .route("/team/invite", post(admin::team::invite))
-        .route("/team/{id}/role", post(admin::team::change_role))
-        .route("/team/{id}/link", post(admin::team::create_link))
-        .route("/team/{id}/disable", post(admin::team::disable))
-        .route("/team/{id}/enable", post(admin::team::enable))
-        .route("/team/two-factor", post(admin::team::require_two_factor))
-        .route(
-            "/team/{id}/two-factor/reset",
-            post(admin::team::reset_two_factor),
         )
 }
 

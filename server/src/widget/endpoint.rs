@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 use std::net::SocketAddr;
+use std::sync::LazyLock;
 
 use axum::Extension;
 use axum::extract::{ConnectInfo, Query, State, WebSocketUpgrade};
@@ -15,6 +16,7 @@ use crate::state::AppState;
 
 use crate::values::SiteSettings;
 
+use super::compact::{compact_css, compact_js};
 use super::connection::{Admission, Peer, serve_connection};
 use super::locales::{DEFAULT_LABEL, launcher_label};
 use super::protocol::ErrorCode;
@@ -77,8 +79,11 @@ pub async fn upgrade(
 }
 
 const LAUNCHER_JS: &str = include_str!("../../assets/widget/launcher.js");
-const PANEL_JS: &str = include_str!("../../assets/widget/panel.js");
-const PANEL_CSS: &str = include_str!("../../assets/widget/panel.css");
+/// The panel as served: compacted once, on first use (see `compact.rs`).
+static PANEL_JS: LazyLock<String> =
+    LazyLock::new(|| compact_js(include_str!("../../assets/widget/panel.js")));
+static PANEL_CSS: LazyLock<String> =
+    LazyLock::new(|| compact_css(include_str!("../../assets/widget/panel.css")));
 
 /// A static widget file with the headers every one of them gets.
 pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -108,12 +113,12 @@ pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response 
 
 /// `GET /widget/panel.js`: the chat panel, loaded by the launcher on the visitor's click.
 pub async fn panel_js() -> Response {
-    asset("text/javascript; charset=utf-8", PANEL_JS)
+    asset("text/javascript; charset=utf-8", PANEL_JS.as_str())
 }
 
 /// `GET /widget/panel.css`.
 pub async fn panel_css() -> Response {
-    asset("text/css; charset=utf-8", PANEL_CSS)
+    asset("text/css; charset=utf-8", PANEL_CSS.as_str())
 }
 
 /// The embed snippet for a site: the launcher inline, so the page makes no request to Porch

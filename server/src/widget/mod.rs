@@ -3,6 +3,7 @@
 
 mod attachments;
 pub mod brake;
+mod compact;
 mod connection;
 mod endpoint;
 mod identity;

@@ -1,0 +1,115 @@
+//! The panel's script and styles as served: the sources keep their comments and indentation for
+//! the next engineer, and visitors download neither. Compacting once at start-up (not a build
+//! step) keeps the repository's files what runs, and drops about a fifth of the gzipped panel
+//! (docs/widget.md, "Size"), which the panel's 16 KiB budget needs since attachments, hours and
+//! languages.
+//!
+//! The rules are line-based and deliberately small, so they cannot change what the code means:
+//! - JS: each line is trimmed, and empty lines and lines that are only a `//` comment go. Line
+//!   breaks stay (automatic semicolon insertion keeps working), and comments after code stay (a
+//!   `//` there may be inside a string or a URL). This is only sound while no string or template
+//!   literal spans lines, which a test below checks on `panel.js`.
+//! - CSS: `/* … */` comments go (the panel's CSS has no string containing `/*`, also checked), then
+//!   each line is trimmed and empty lines go.
+
+/// `source` without comment-only lines, indentation and empty lines.
+pub fn compact_js(source: &str) -> String {
+    let kept: Vec<&str> = source
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("//"))
+        .collect();
+    kept.join("\n")
+}
+
+/// `source` without comments, indentation and empty lines.
+pub fn compact_css(source: &str) -> String {
+    let mut uncommented = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(start) = rest.find("/*") {
+        uncommented.push_str(&rest[..start]);
+        rest = rest[start..]
+            .find("*/")
+            .map_or("", |end| &rest[start + end + 2..]);
+    }
+    uncommented.push_str(rest);
+    let kept: Vec<&str> = uncommented
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    kept.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PANEL_JS: &str = include_str!("../../assets/widget/panel.js");
+    const PANEL_CSS: &str = include_str!("../../assets/widget/panel.css");
+
+    #[test]
+    fn js_loses_comment_lines_and_indentation_but_keeps_line_breaks_and_trailing_comments() {
+        let source = "// header\n  const a = 1; // why\n\n    // note\n  const b = `x // y`;\n";
+        assert_eq!(
+            compact_js(source),
+            "const a = 1; // why\nconst b = `x // y`;"
+        );
+    }
+
+    #[test]
+    fn css_loses_comments_indentation_and_empty_lines() {
+        let source =
+            "/* a\n  long one */\n.a {\n  color: red; /* why */\n}\n\n.b { content: \"\"; }\n";
+        assert_eq!(
+            compact_css(source),
+            ".a {\ncolor: red;\n}\n.b { content: \"\"; }"
+        );
+        assert_eq!(compact_css("a /* never closed"), "a");
+    }
+
+    /// Trimming lines would change a string or template literal that spans lines, so the panel
+    /// must have none: every line closes each backtick it opens.
+    #[test]
+    fn no_template_literal_in_the_panel_spans_lines() {
+        for (n, line) in PANEL_JS.lines().enumerate() {
+            assert!(
+                line.matches('`').count() % 2 == 0,
+                "panel.js:{} opens a template literal it does not close",
+                n + 1
+            );
+            assert!(
+                !line.trim_end().ends_with('\\'),
+                "panel.js:{} continues a string on the next line",
+                n + 1
+            );
+        }
+    }
+
+    #[test]
+    fn no_css_string_holds_a_comment_opener() {
+        for line in PANEL_CSS.lines() {
+            if let Some((_, string)) = line.split_once('"') {
+                assert!(!string.contains("/*"), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_compacted_panel_is_smaller_and_keeps_every_statement_line() {
+        let js = compact_js(PANEL_JS);
+        assert!(
+            js.len() < PANEL_JS.len() * 9 / 10,
+            "{} of {}",
+            js.len(),
+            PANEL_JS.len()
+        );
+        let code_lines = PANEL_JS
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .count();
+        assert_eq!(js.lines().count(), code_lines);
+        assert!(compact_css(PANEL_CSS).len() < PANEL_CSS.len());
+    }
+}

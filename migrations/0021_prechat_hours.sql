@@ -10,6 +10,9 @@ CREATE TABLE site_hours (
     time_zone    TEXT NOT NULL,
     days         TEXT NOT NULL,
     away_message TEXT NOT NULL DEFAULT '',
+    -- The away message in other languages, as typed on the hours page: `de: …`, one a line
+    -- (codes checked where the page is parsed, as for site_greetings).
+    away_messages TEXT NOT NULL DEFAULT '',
     -- 'email': ask for the visitor's address; 'accept': take chats with a "we reply by email" note.
     out_of_hours TEXT NOT NULL CHECK (out_of_hours IN ('email', 'accept')),
     updated_at   INTEGER NOT NULL

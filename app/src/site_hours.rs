@@ -12,6 +12,8 @@ pub struct SiteHoursFormValues {
     /// Monday first: (field name, day name, spans as typed).
     pub days: Vec<(&'static str, &'static str, String)>,
     pub away_message: String,
+    /// The away message in other languages, one a line as `de: …`.
+    pub away_messages: String,
     /// `email` or `accept`.
     pub out_of_hours: String,
 }
@@ -99,6 +101,14 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                 <textarea id="away_message" name="away_message" rows="3"
                     maxlength="500">{crate::textarea_text(&values.away_message)}</textarea>
                 <p class="hint">"Shown in the chat while you are closed."</p>
+            </div>
+            <div class="field">
+                <label for="away_messages">"Away message in other languages"</label>
+                <textarea id="away_messages" name="away_messages" rows="3"
+                    aria-describedby="away-messages-hint">{crate::textarea_text(&values.away_messages)}</textarea>
+                <p class="hint" id="away-messages-hint">"Optional, one a line with the language's code, like "
+                    <code>"de: Wir sind gerade nicht da."</code>". A widget in that language shows it \
+                    instead of the away message above."</p>
             </div>
             <fieldset>
                 <legend id="out-of-hours-label">"Out of hours"</legend>

@@ -35,10 +35,17 @@ for (const width of [360, 390]) {
     page.setDefaultTimeout(15000);
     const measure = async (path) => {
       await page.goto(`${porch.url}${path}`);
-      const { scroll, inner } = await page.evaluate(() =>
-        ({ scroll: document.documentElement.scrollWidth, inner: innerWidth }));
+      const { scroll, inner, past } = await page.evaluate(() => ({
+        scroll: document.documentElement.scrollWidth,
+        inner: innerWidth,
+        // What sticks out, to name in a failure: the innermost elements past the right edge.
+        past: [...document.body.querySelectorAll("*")]
+          .filter((el) => el.getBoundingClientRect().right > innerWidth + 0.5 && !el.querySelector("*"))
+          .slice(0, 3)
+          .map((el) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ""}.${el.className} (${Math.round(el.getBoundingClientRect().right)} px)`),
+      }));
       assert.equal(inner, width);
-      return { path, scroll, inner };
+      return scroll > inner ? { path, scroll, inner, past } : { path, scroll, inner };
     };
     const wide = [];
     const check = (m) => { if (m.scroll > m.inner) wide.push(m); };

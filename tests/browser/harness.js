@@ -292,8 +292,8 @@ export async function snap(page, name) {
 }
 
 /** Opens the host page in a fresh context and returns a visitor who can send messages. */
-export async function visitor(browser, hostUrl) {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 760 } });
+export async function visitor(browser, hostUrl, { locale } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1000, height: 760 }, ...(locale && { locale }) });
   const page = await context.newPage();
   page.setDefaultTimeout(15000);
   await page.goto(hostUrl);

@@ -1,7 +1,7 @@
 // The pre-chat form (docs/widget.md#pre-chat-form): an admin turns it on; the visitor is asked before the first
 // message, cannot send without the required answers, and the agent sees them; a returning visitor is not asked.
 // Business hours (docs/widget.md#business-hours): an admin sets the site's hours on its hours page so the
-// site is closed now; the visitor's panel shows the away message, when it opens again and (out of hours
+// site is closed now; the visitor's panel shows the away message (a German browser the site's German one), when it opens again and (out of hours
 // "email") the email form at once; an address given before the first message is sent after that message's
 // ack and stored. The agent sees the chat. Then "accept": the "we reply by email" note instead.
 import { test } from "node:test";
@@ -24,7 +24,8 @@ async function setHours(admin, porch, site, mode) {
   await admin.getByRole("link", { name: "Business hours" }).click();
   await admin.getByLabel("Time zone").fill("UTC");
   for (const day of DAYS) await admin.getByLabel(day, { exact: true }).fill(later());
-  await admin.getByLabel("Away message").fill("We're out <b>fishing</b>.");
+  await admin.getByLabel("Away message", { exact: true }).fill("We're out <b>fishing</b>.");
+  await admin.getByLabel("Away message in other languages").fill("de: Wir angeln <i>gerade</i>.");
   await admin.locator(`input[name=out_of_hours][value=${mode}]`).check();
   await admin.getByRole("button", { name: "Save hours" }).click();
   await admin.getByText("Business hours saved.").waitFor();
@@ -55,6 +56,13 @@ test("out of hours the panel shows the away message and asks for the email", { t
   const capture = page.locator("[data-porch=email]");
   assert.equal(await capture.isVisible(), true, "the email form before any message");
   assert.match(await capture.innerText(), /Leave your email/);
+  // A visitor whose browser prefers German reads the site's German away message instead.
+  const german = await visitor(browser, world.host.url, { locale: "de-DE" });
+  const awayDe = german.page.locator("[data-porch=away]");
+  await awayDe.waitFor({ state: "visible" });
+  assert.match(await awayDe.innerText(), /Wir angeln <i>gerade<\/i>\./);
+  assert.doesNotMatch(await awayDe.innerText(), /fishing/);
+  await german.context.close();
 
   // The address comes first: held, then sent with the first message.
   await page.locator("[data-porch=email-input]").fill("walter@example.org");

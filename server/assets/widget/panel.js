@@ -90,6 +90,8 @@
       if (typeof S.send === "string") lang = wanted;
     } catch { /* English */ }
   }
+  // The site's own text (greeting, away message) in the panel's language if it wrote one (docs/widget.md, "Languages").
+  const ownText = (texts, text) => (texts && typeof texts[wanted] === "string" && texts[wanted]) || text;
   const t = (k, vars = {}) => (typeof S[k] === "string" ? S[k] : EN[k]).replace(/\{(\w+)\}/g, (m, n) => vars[n] ?? m);
   // A server's error in the visitor's language when the locale knows its code, else as the server wrote it
   // (the e_* texts of EN are the server's, for translators).
@@ -608,9 +610,7 @@
         // Nobody in the inbox: offer to answer by email (a missing field counts as nobody).
         agentsOnline = site.agents_online === true;
         if (site.name) title.textContent = site.name;
-        // The site's greeting in the panel's language if it wrote one (docs/widget.md, "Languages").
-        const text = (site.greetings && typeof site.greetings[wanted] === "string" && site.greetings[wanted])
-          || site.greeting;
+        const text = ownText(site.greetings, site.greeting);
         if (text) {
           greeting.firstChild.textContent = text;
           greeting.hidden = false;
@@ -797,7 +797,7 @@
     const day = at && at.toDateString() !== new Date().toDateString()
       ? at.toLocaleDateString([], { weekday: "long" }) : "";
     const asksEmail = site.out_of_hours !== "accept";
-    away.replaceChildren(...[typeof site.away_message === "string" && site.away_message,
+    away.replaceChildren(...[ownText(site.away_messages, typeof site.away_message === "string" && site.away_message),
       at && HOURS_TEXT.back(day, time), !asksEmail && HOURS_TEXT.reply]
       .filter(Boolean).map((text) => h("p", { text })));
     if (asksEmail && read(key("email")) == null && !agentReplied) emailForm.hidden = false;

@@ -74,6 +74,7 @@ fn page(
             time_zone: input.time_zone.clone(),
             days,
             away_message: input.away_message.clone(),
+            away_messages: input.away_messages.clone(),
             out_of_hours: input.out_of_hours.clone(),
         },
         notice,

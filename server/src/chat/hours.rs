@@ -9,7 +9,9 @@ use serde_json::json;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, Readers, SiteHoursRow, SiteId, Writer};
-use crate::values::{BusinessHours, InvalidHours, OutOfHours, SiteHours};
+use crate::values::{
+    AWAY_LINES, BusinessHours, InvalidHours, OutOfHours, SiteHours, language_lines,
+};
 
 use super::Error;
 use super::site::SiteDirectory;
@@ -38,6 +40,9 @@ pub struct SiteHoursInput {
     pub sunday: String,
     #[serde(default)]
     pub away_message: String,
+    /// The away message in other languages, one a line as `de: …`.
+    #[serde(default)]
+    pub away_messages: String,
     /// `email` or `accept`.
     #[serde(default)]
     pub out_of_hours: String,
@@ -76,7 +81,7 @@ impl SiteHoursInput {
     }
 
     /// Parses the form: a known time zone, valid spans on every day, an away message of at most
-    /// 500 characters, and a choice for out of hours.
+    /// 500 characters (and as many in other languages), and a choice for out of hours.
     pub fn parse(&self) -> Result<SiteHours, InvalidHours> {
         let hours = BusinessHours::parse(&self.time_zone, &self.days())?;
         let away_message = self.away_message.trim();
@@ -85,9 +90,13 @@ impl SiteHoursInput {
                 "The away message must have at most {MAX_AWAY_CHARS} characters."
             )));
         }
+        let away_messages = AWAY_LINES
+            .parse(&self.away_messages)
+            .map_err(|invalid| InvalidHours(invalid.0.to_owned()))?;
         Ok(SiteHours {
             hours,
             away_message: away_message.to_owned(),
+            away_messages,
             out_of_hours: OutOfHours::parse(&self.out_of_hours)?,
         })
     }
@@ -115,6 +124,7 @@ impl From<&SiteHours> for SiteHoursInput {
             saturday,
             sunday,
             away_message: hours.away_message.clone(),
+            away_messages: language_lines(&hours.away_messages),
             out_of_hours: hours.out_of_hours.as_str().to_owned(),
         }
     }
@@ -158,6 +168,7 @@ pub fn parse_stored_hours(site: SiteId, row: &SiteHoursRow) -> Option<SiteHours>
         saturday: day(),
         sunday: day(),
         away_message: row.away_message.clone(),
+        away_messages: row.away_messages.clone(),
         out_of_hours: row.out_of_hours.clone(),
     };
     input
@@ -232,13 +243,17 @@ mod tests {
 
     #[test]
     fn the_form_round_trips_through_storage() {
-        let hours = SiteHoursInput::suggested().parse().expect("valid");
+        let mut input = SiteHoursInput::suggested();
+        input.away_messages = "fr: Bient\u{f4}t de retour.\nde: Gleich zur\u{fc}ck.".to_owned();
+        let hours = input.parse().expect("valid");
         let row = SiteHoursRow {
             time_zone: hours.hours.zone_name().to_owned(),
             days: hours.hours.days_text().join("\n"),
             away_message: hours.away_message.clone(),
+            away_messages: language_lines(&hours.away_messages),
             out_of_hours: hours.out_of_hours.as_str().to_owned(),
         };
+        assert_eq!(hours.away_messages.len(), 2);
         assert_eq!(parse_stored_hours(SiteId(1), &row), Some(hours));
     }
 

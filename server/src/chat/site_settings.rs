@@ -2,7 +2,6 @@
 //! add`'s command line) parsed into [`SiteSettings`], one parse for both, and the use cases that
 //! store them and drop the widget's cached copy so edits apply to the next widget connection.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -11,7 +10,9 @@ use crate::attachments::HARD_CAP_BYTES;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, SiteRow, Writer};
-use crate::values::{Invalid, Origin, SiteLimits, SiteSettings, WIDGET_LOCALES};
+use crate::values::{
+    GREETING_LINES, Invalid, Origin, SiteLimits, SiteSettings, WIDGET_LOCALES, language_lines,
+};
 
 use super::Error;
 use super::site::{SiteDirectory, new_site_key};
@@ -56,29 +57,6 @@ pub struct SiteSettingsInput {
     pub greetings: String,
 }
 
-/// Greetings in other languages, one a line as `code: text`; blank lines are skipped.
-fn parse_greetings(raw: &str) -> Result<BTreeMap<String, String>, Invalid> {
-    let mut greetings = BTreeMap::new();
-    for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let (code, text) = line.split_once(':').ok_or(Invalid(
-            "Write each greeting in another language on its own line, as \"de: Hallo!\".",
-        ))?;
-        let (code, text) = (code.trim(), text.trim());
-        if !WIDGET_LOCALES.iter().any(|(c, _)| *c == code) {
-            return Err(Invalid(
-                "A greeting's language code is not one the widget speaks (such as de or fr).",
-            ));
-        }
-        if text.is_empty() || text.chars().count() > MAX_GREETING_CHARS {
-            return Err(Invalid("Each greeting has 1 to 500 characters."));
-        }
-        if greetings.insert(code.to_owned(), text.to_owned()).is_some() {
-            return Err(Invalid("Write one greeting per language."));
-        }
-    }
-    Ok(greetings)
-}
-
 fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
     raw.trim()
         .parse::<u32>()
@@ -105,12 +83,7 @@ impl From<&SiteSettings> for SiteSettingsInput {
                 .retention_days
                 .map_or_else(String::new, |d| d.to_string()),
             locale: settings.locale.clone(),
-            greetings: settings
-                .greetings
-                .iter()
-                .map(|(code, text)| format!("{code}: {text}"))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            greetings: language_lines(&settings.greetings),
         }
     }
 }
@@ -177,7 +150,7 @@ impl SiteSettingsInput {
             ));
         }
         Ok(SiteSettings {
-            greetings: parse_greetings(&self.greetings)?,
+            greetings: GREETING_LINES.parse(&self.greetings)?,
             locale: locale.to_owned(),
             retention_days,
             name: name.to_owned(),

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::values::SiteHours;
+use crate::values::{SiteHours, language_lines};
 
 use super::{Error, SiteId};
 
@@ -14,6 +14,8 @@ pub struct SiteHoursRow {
     /// Seven lines, Monday first.
     pub days: String,
     pub away_message: String,
+    /// The away message in other languages, as `de: …` lines.
+    pub away_messages: String,
     pub out_of_hours: String,
 }
 
@@ -21,14 +23,16 @@ pub struct SiteHoursRow {
 pub fn find_site_hours(conn: &Connection, site: SiteId) -> Result<Option<SiteHoursRow>, Error> {
     Ok(conn
         .prepare_cached(
-            "SELECT time_zone, days, away_message, out_of_hours FROM site_hours WHERE site_id = ?1",
+            "SELECT time_zone, days, away_message, away_messages, out_of_hours FROM site_hours \
+             WHERE site_id = ?1",
         )?
         .query_row([site], |r| {
             Ok(SiteHoursRow {
                 time_zone: r.get(0)?,
                 days: r.get(1)?,
                 away_message: r.get(2)?,
-                out_of_hours: r.get(3)?,
+                away_messages: r.get(3)?,
+                out_of_hours: r.get(4)?,
             })
         })
         .optional()?)
@@ -42,10 +46,11 @@ pub fn upsert_site_hours(
     now: i64,
 ) -> Result<(), Error> {
     conn.prepare_cached(
-        "INSERT INTO site_hours (site_id, time_zone, days, away_message, out_of_hours, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (site_id) DO UPDATE SET \
-         time_zone = excluded.time_zone, days = excluded.days, \
-         away_message = excluded.away_message, out_of_hours = excluded.out_of_hours, \
+        "INSERT INTO site_hours (site_id, time_zone, days, away_message, away_messages, \
+         out_of_hours, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (site_id) \
+         DO UPDATE SET time_zone = excluded.time_zone, days = excluded.days, \
+         away_message = excluded.away_message, away_messages = excluded.away_messages, \
+         out_of_hours = excluded.out_of_hours, \
          updated_at = excluded.updated_at",
     )?
     .execute(params![
@@ -53,6 +58,7 @@ pub fn upsert_site_hours(
         hours.hours.zone_name(),
         hours.hours.days_text().join("\n"),
         hours.away_message,
+        language_lines(&hours.away_messages),
         hours.out_of_hours.as_str(),
         now
     ])?;

@@ -7,6 +7,8 @@ use jiff::civil::{Date, Time, Weekday};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
 
+use super::ByLanguage;
+
 /// Day names as the admin page and errors show them, Monday first (as `days` is indexed).
 pub const DAY_NAMES: [&str; 7] = [
     "Monday",
@@ -248,6 +250,8 @@ pub struct SiteHours {
     pub hours: BusinessHours,
     /// Shown in the widget while closed (at most 500 characters, may be empty).
     pub away_message: String,
+    /// The away message in other languages: a panel in one of them shows it instead.
+    pub away_messages: ByLanguage,
     pub out_of_hours: OutOfHours,
 }
 

@@ -2,6 +2,7 @@
 //! from the crate, so the store may take these types as well as the domain that parses them.
 
 mod author;
+mod by_language;
 mod hours;
 mod identity;
 mod prechat;
@@ -11,6 +12,7 @@ mod token_scope;
 mod visitor_context;
 
 pub use author::Author;
+pub use by_language::{AWAY_LINES, ByLanguage, GREETING_LINES, language_lines};
 pub use hours::{BusinessHours, DAY_NAMES, InvalidHours, OutOfHours, SiteHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};

@@ -93,6 +93,10 @@ pub struct SiteInfo<'a> {
     /// The admin's away message; only while closed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub away_message: Option<&'a str>,
+    /// The away message in other languages by code (the panel shows the one in its language
+    /// instead); only while closed, and only when the site wrote some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub away_messages: Option<&'a BTreeMap<String, String>>,
     /// `email` (ask for the address) or `accept` (take chats, replies by email); only while
     /// closed.
     #[serde(skip_serializing_if = "Option::is_none")]

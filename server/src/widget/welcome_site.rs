@@ -28,6 +28,9 @@ pub fn site_info(
         open: now.is_open,
         opens_at: now.opens_at,
         away_message: closed.map(|h| h.away_message.as_str()),
+        away_messages: closed
+            .map(|h| &h.away_messages)
+            .filter(|texts| !texts.is_empty()),
         out_of_hours: closed.map(|h| h.out_of_hours.as_str()),
         prechat: site
             .prechat

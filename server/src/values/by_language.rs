@@ -1,0 +1,102 @@
+//! A site's own texts in other languages (docs/widget.md, "Languages"), typed one a line as
+//! `code: text` (`de: Hallo!`): the greeting on the site page, the away message on the hours
+//! page. The widget shows the one in its language instead of the site's main text.
+
+use std::collections::BTreeMap;
+
+use super::Invalid;
+use super::site::WIDGET_LOCALES;
+
+/// Texts by language code (always one of [`WIDGET_LOCALES`]).
+pub type ByLanguage = BTreeMap<String, String>;
+
+/// What one kind of text is called in its refusals, and how long each may be.
+#[derive(Debug, Clone, Copy)]
+pub struct LanguageLines {
+    pub shape: &'static str,
+    pub unknown_code: &'static str,
+    pub length: &'static str,
+    pub twice: &'static str,
+    pub max_chars: usize,
+}
+
+/// Greetings: 1 to 500 characters each.
+pub const GREETING_LINES: LanguageLines = LanguageLines {
+    shape: "Write each greeting in another language on its own line, as \"de: Hallo!\".",
+    unknown_code: "A greeting's language code is not one the widget speaks (such as de or fr).",
+    length: "Each greeting has 1 to 500 characters.",
+    twice: "Write one greeting per language.",
+    max_chars: 500,
+};
+
+/// Away messages: 1 to 500 characters each, like the main one.
+pub const AWAY_LINES: LanguageLines = LanguageLines {
+    shape: "Write each away message in another language on its own line, as \"de: Wir sind gleich zur\u{fc}ck.\".",
+    unknown_code: "An away message's language code is not one the widget speaks (such as de or fr).",
+    length: "Each away message in another language has 1 to 500 characters.",
+    twice: "Write one away message per language.",
+    max_chars: 500,
+};
+
+impl LanguageLines {
+    /// Parses the lines; blank lines are skipped, code and text trimmed.
+    pub fn parse(&self, raw: &str) -> Result<ByLanguage, Invalid> {
+        let mut texts = ByLanguage::new();
+        for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (code, text) = line.split_once(':').ok_or(Invalid(self.shape))?;
+            let (code, text) = (code.trim(), text.trim());
+            if !WIDGET_LOCALES.iter().any(|(c, _)| *c == code) {
+                return Err(Invalid(self.unknown_code));
+            }
+            if text.is_empty() || text.chars().count() > self.max_chars {
+                return Err(Invalid(self.length));
+            }
+            if texts.insert(code.to_owned(), text.to_owned()).is_some() {
+                return Err(Invalid(self.twice));
+            }
+        }
+        Ok(texts)
+    }
+}
+
+/// The lines that would parse back to `texts` (to fill a form, and as stored).
+pub fn language_lines(texts: &ByLanguage) -> String {
+    texts
+        .iter()
+        .map(|(code, text)| format!("{code}: {text}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_and_show_back_the_same() {
+        let texts = AWAY_LINES
+            .parse("\n fr : Nous sommes absents.\nde: Wir sind weg: bis morgen.\n")
+            .expect("valid");
+        assert_eq!(texts["fr"], "Nous sommes absents.");
+        assert_eq!(texts["de"], "Wir sind weg: bis morgen.");
+        let shown = language_lines(&texts);
+        assert_eq!(
+            shown,
+            "de: Wir sind weg: bis morgen.\nfr: Nous sommes absents."
+        );
+        assert_eq!(AWAY_LINES.parse(&shown), Ok(texts));
+    }
+
+    #[test]
+    fn each_wrong_line_is_refused_with_its_reason() {
+        for (raw, reason) in [
+            ("Hallo!", AWAY_LINES.shape),
+            ("sv: Hej!", AWAY_LINES.unknown_code),
+            ("de:", AWAY_LINES.length),
+            (&format!("de: {}", "x".repeat(501)), AWAY_LINES.length),
+            ("de: Weg\nde: Auch weg", AWAY_LINES.twice),
+        ] {
+            assert_eq!(AWAY_LINES.parse(raw), Err(Invalid(reason)), "{raw}");
+        }
+    }
+}

@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0018_known_visitors.sql"),
     include_str!("../../../migrations/0019_attachments.sql"),
     include_str!("../../../migrations/0025_mail_outbound.sql"),
+    include_str!("../../../migrations/0026_imap_mailbox.sql"),
 ];
 
 /// The schema version this binary expects.

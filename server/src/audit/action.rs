@@ -38,11 +38,14 @@ pub enum AuditAction {
     PrivacyErased,
     SecretsRotated,
     SlackConversationAction,
+    ImapSaved,
+    ImapRemoved,
+    ImapTested,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 37] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -77,6 +80,9 @@ impl AuditAction {
         Self::PrivacyErased,
         Self::SecretsRotated,
         Self::SlackConversationAction,
+        Self::ImapSaved,
+        Self::ImapRemoved,
+        Self::ImapTested,
     ];
 
     /// The stable dotted code stored and shown.
@@ -116,6 +122,9 @@ impl AuditAction {
             Self::PrivacyErased => "privacy.erased",
             Self::SecretsRotated => "secrets.rotated",
             Self::SlackConversationAction => "slack.conversation_action",
+            Self::ImapSaved => "email.imap_saved",
+            Self::ImapRemoved => "email.imap_removed",
+            Self::ImapTested => "email.imap_tested",
         }
     }
 }

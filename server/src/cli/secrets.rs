@@ -77,8 +77,11 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     })?;
     // Sites' identity secrets (known visitors) are sealed with the same key.
     let sites = crate::chat::reseal_identity_secrets(&tx, &current.key, &new)?;
-    let detail =
-        json!({"from_key": current.key.id(), "integrations": count, "identity_secrets": sites});
+    // So is the IMAP mailbox password saved on the email page.
+    let imap =
+        crate::integrations::email::inbound::reseal_mailbox_password(&tx, &current.key, &new)?;
+    let detail = json!({"from_key": current.key.id(), "integrations": count,
+        "identity_secrets": sites, "imap_mailbox": imap});
     audit::record(
         &tx,
         &Actor::cli(),

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 
 use crate::destination::{Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView};
-use crate::email_inbound::{InboundView, MailReplies};
+use crate::email_inbound::{InboundView, mail_replies};
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 
 /// The SMTP server as configured.
@@ -130,8 +130,7 @@ pub fn render_email(view: EmailPageView) -> String {
                 every site; it cannot be changed here."</p>
             {smtp}
         </section>
-        <MailReplies inbound=view.inbound check_action=format!("/sites/{key}/email/check")
-            csrf=csrf.clone()/>
+        {mail_replies(view.inbound, &format!("/sites/{key}/email"), &csrf)}
         {status}
         <form method="post" action=format!("/sites/{key}/email") class="card stack" aria-label="Email settings">
             <CsrfField token=csrf/>

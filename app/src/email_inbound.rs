@@ -1,6 +1,7 @@
 //! The email page's card on replies by email: the IMAP mailbox as configured (never its
 //! password), the reader's health with "Check now", and the latest mails it took, each posted,
-//! refused or skipped with the reason.
+//! refused or skipped with the reason; and the form that sets the mailbox from the page, with
+//! "Test connection" (`mailbox_form`).
 
 use leptos::prelude::*;
 
@@ -44,15 +45,25 @@ pub struct InboundMailView {
     pub conversation_id: Option<i64>,
 }
 
+/// What the reader is doing.
+#[derive(Debug, Clone)]
+pub struct ReadingView {
+    pub mailbox: MailboxView,
+    pub health: ReaderHealthView,
+    pub mails: Vec<InboundMailView>,
+}
+
 /// The card's content.
 #[derive(Debug, Clone)]
 pub enum InboundView {
-    /// `PORCH_IMAP_URL` is not set.
+    /// SMTP is not configured: there are no mails to answer, so nothing to read.
     Off,
-    Reading {
-        mailbox: MailboxView,
-        health: ReaderHealthView,
-        mails: Vec<InboundMailView>,
+    On {
+        /// `PORCH_IMAP_URL` sets the mailbox: it wins, the form is shown disabled.
+        is_from_env: bool,
+        /// `None` while no mailbox is set.
+        reading: Option<Box<ReadingView>>,
+        form: Box<crate::email_mailbox::MailboxFormView>,
     },
 }
 
@@ -104,58 +115,85 @@ fn mail_row(mail: InboundMailView) -> impl IntoView {
     }
 }
 
-/// The "Replies by email" card.
-#[component]
-pub fn MailReplies(inbound: InboundView, check_action: String, csrf: String) -> impl IntoView {
+fn reading_view(reading: ReadingView, check_action: String, csrf: String) -> impl IntoView {
+    let ReadingView {
+        mailbox,
+        health,
+        mails,
+    } = reading;
+    let table = if mails.is_empty() {
+        view! { <p class="hint">"No mail read yet."</p> }.into_any()
+    } else {
+        view! {
+            <div class="table-scroll">
+                <table class="table" aria-label="Latest mails read">
+                    <thead><tr><th>"Received"</th><th>"From"</th><th>"Subject"</th>
+                        <th>"Outcome"</th><th>"Why"</th><th>"Conversation"</th></tr></thead>
+                    <tbody>{mails.into_iter().map(mail_row).collect_view()}</tbody>
+                </table>
+            </div>
+        }
+        .into_any()
+    };
+    view! {
+        <dl class="details" data-imap="set">
+            <dt>"Server"</dt><dd class="mono">{mailbox.server}</dd>
+            <dt>"TLS"</dt><dd>{mailbox.tls}</dd>
+            <dt>"User"</dt><dd class="mono">{mailbox.user}" (password not shown)"</dd>
+            <dt>"Folder"</dt><dd class="mono">{mailbox.folder}</dd>
+            <dt>"Looks every"</dt><dd>{format!("{} s", mailbox.poll_secs)}</dd>
+        </dl>
+        {health_line(health)}
+        <form method="post" action=check_action>
+            <CsrfField token=csrf/>
+            <button type="submit" class="button">"Check now"</button>
+        </form>
+        {table}
+    }
+}
+
+/// The "Replies by email" card; `base` is the email page's path (`/sites/{key}/email`).
+pub fn mail_replies(inbound: InboundView, base: &str, csrf: &str) -> impl IntoView + use<> {
     let body = match inbound {
         InboundView::Off => view! {
-            <p class="hint" data-imap="unset">"Replies are not read: set PORCH_IMAP_URL (the \
-                mailbox of the sender address) and restart Porch (docs/integrations/email.md)."</p>
+            <p class="hint" data-imap="unset">"Replies are not read: they answer Porch's mails, \
+                and SMTP is not configured (PORCH_SMTP_URL, PORCH_MAIL_FROM)."</p>
         }
         .into_any(),
-        InboundView::Reading {
-            mailbox,
-            health,
-            mails,
+        InboundView::On {
+            is_from_env,
+            reading,
+            form,
         } => {
-            let table = if mails.is_empty() {
-                view! { <p class="hint">"No mail read yet."</p> }.into_any()
+            let source = if is_from_env {
+                view! { <p class="hint" data-imap-source="env">"Set by the server's environment \
+                (PORCH_IMAP_URL) for every site: the environment wins over this page, so the \
+                form below is locked. Unset PORCH_IMAP_URL and restart Porch to set the \
+                mailbox here."</p> }
+                .into_any()
             } else {
-                view! {
-                    <div class="table-scroll">
-                        <table class="table" aria-label="Latest mails read">
-                            <thead><tr><th>"Received"</th><th>"From"</th><th>"Subject"</th>
-                                <th>"Outcome"</th><th>"Why"</th><th>"Conversation"</th></tr></thead>
-                            <tbody>{mails.into_iter().map(mail_row).collect_view()}</tbody>
-                        </table>
-                    </div>
-                }
+                view! { <p class="hint" data-imap-source="page">"Set on this page for every site \
+                (PORCH_IMAP_URL is not set; if it were, it would win)."</p> }
                 .into_any()
             };
-            view! {
-                <dl class="details" data-imap="set">
-                    <dt>"Server"</dt><dd class="mono">{mailbox.server}</dd>
-                    <dt>"TLS"</dt><dd>{mailbox.tls}</dd>
-                    <dt>"User"</dt><dd class="mono">{mailbox.user}" (password not shown)"</dd>
-                    <dt>"Folder"</dt><dd class="mono">{mailbox.folder}</dd>
-                    <dt>"Looks every"</dt><dd>{format!("{} s", mailbox.poll_secs)}</dd>
-                </dl>
-                {health_line(health)}
-                <form method="post" action=check_action>
-                    <CsrfField token=csrf/>
-                    <button type="submit" class="button">"Check now"</button>
-                </form>
-                {table}
-            }
-            .into_any()
+            let reading = match reading {
+                Some(reading) => {
+                    reading_view(*reading, format!("{base}/check"), csrf.to_owned()).into_any()
+                }
+                None => view! { <p class="hint" data-imap="unset">"Replies are not read: no \
+                mailbox is set."</p> }
+                .into_any(),
+            };
+            let form = crate::email_mailbox::mailbox_form(*form, base, csrf, is_from_env);
+            view! { {source} {reading} {form} }.into_any()
         }
     };
     view! {
         <section class="card" aria-labelledby="imap-title">
             <h2 id="imap-title">"Replies by email"</h2>
             <p class="hint">"A visitor's answer to Porch's mail is read from this mailbox into \
-                their conversation, if it comes from the address they left. Set by the server's \
-                environment (PORCH_IMAP_URL) for every site."</p>
+                their conversation, if it comes from the address they left. One mailbox for \
+                every site."</p>
             {body}
         </section>
     }

@@ -31,6 +31,7 @@ pub mod destination;
 pub mod discord;
 pub mod email;
 pub mod email_inbound;
+pub mod email_mailbox;
 pub mod inbox;
 pub mod integrations;
 pub mod layout;

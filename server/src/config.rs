@@ -162,9 +162,9 @@ pub struct Config {
     )]
     pub discord_api_url: String,
 
-    /// Let outgoing webhooks reach loopback, private, link-local and other special-purpose
-    /// addresses. Off by default, so a webhook URL cannot be used to probe the network Porch runs
-    /// in (SSRF); turn on for intranet endpoints.
+    /// Let outgoing webhooks, and the IMAP mailbox set on the email page, reach loopback,
+    /// private, link-local and other special-purpose addresses. Off by default, so neither can be
+    /// used to probe the network Porch runs in (SSRF); turn on for intranet endpoints.
     #[arg(long, env = "PORCH_ALLOW_PRIVATE_NETWORKS", default_value_t = false)]
     pub allow_private_networks: bool,
 
@@ -190,7 +190,8 @@ pub struct Config {
     /// URL: `imaps://user:pass@host[:993][/folder]` (implicit TLS) or
     /// `imap://user:pass@host[:143][/folder]` (in clear, for a server on the same host). User,
     /// password and folder are URL-encoded; the folder defaults to `INBOX`. Needs
-    /// `PORCH_SMTP_URL` and `PORCH_MAIL_FROM`. Unset, replies by email are not read.
+    /// `PORCH_SMTP_URL` and `PORCH_MAIL_FROM`. Set, it wins over a mailbox set on the email page;
+    /// unset, the page's mailbox (if any) is read.
     #[arg(long, env = "PORCH_IMAP_URL", hide_env_values = true)]
     pub imap_url: Option<Secret>,
 
@@ -198,7 +199,8 @@ pub struct Config {
     #[arg(long, env = "PORCH_IMAP_URL_FILE", conflicts_with = "imap_url")]
     pub imap_url_file: Option<PathBuf>,
 
-    /// How long the IMAP reader waits between two looks at the mailbox (1 s to 1 h).
+    /// How long the IMAP reader waits between two looks at `PORCH_IMAP_URL`'s mailbox (1 s to
+    /// 1 h; a mailbox set on the email page has its own interval).
     #[arg(long, env = "PORCH_IMAP_POLL", default_value = "60s", value_parser = humantime::parse_duration)]
     pub imap_poll: Duration,
 

@@ -15,7 +15,7 @@ use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::{Config, KeySource, LoadedKey};
 use crate::hub::Hub;
 use crate::integrations::email::Mailer;
-use crate::integrations::email::inbound::{ImapSettings, MailReader};
+use crate::integrations::email::inbound::{ImapSettings, MailReader, MailboxSource, open_mailbox};
 use crate::integrations::slack::{SlackApi, spawn_socket_mode};
 use crate::integrations::{Destinations, HttpClients, SealingError, seal_clear_secrets};
 use crate::jobs::{Lane, Runner, RunnerConfig};
@@ -23,6 +23,7 @@ use crate::metrics::{
     Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
 };
 use crate::privacy::spawn_retention;
+use crate::secrets::SecretKey;
 use crate::state::{App, AppState};
 use crate::store::{self, Readers, Writer};
 use crate::widget::brake::{Brakes, IpLimits};
@@ -110,20 +111,8 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         (Some(url), Some(from)) => Some(Arc::new(Mailer::new(url.expose(), from)?)),
         _ => None,
     };
-    let mail_reader = match (&config.imap_url, &mailer) {
-        (Some(url), Some(mailer)) => {
-            let settings = ImapSettings::parse(url.expose(), config.imap_poll)
-                .map_err(|reason| anyhow::anyhow!("PORCH_IMAP_URL: {reason}"))?;
-            let reader = MailReader::new(
-                settings,
-                chat.clone(),
-                Arc::clone(&readers),
-                mailer.domain().to_owned(),
-            );
-            Some(Arc::new(reader))
-        }
-        _ => None,
-    };
+    let mail_reader =
+        mail_reader(&config, mailer.as_deref(), &chat, &readers, &sealing.key).await?;
     let slack_api = SlackApi::new(http.known_hosts.clone(), &config.slack_api_url)
         .with_timeout(config.slack_timeout);
     let brakes = Brakes::new(IpLimits {
@@ -258,6 +247,42 @@ pub fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<store::Instan
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
     Ok(store::InstanceLock::acquire(data_dir)?)
+}
+
+/// The reader of replies by email. With SMTP there is always one: its mailbox is
+/// `PORCH_IMAP_URL`'s (which wins), the one saved on the email page, or none until an admin saves
+/// one.
+async fn mail_reader(
+    config: &Config,
+    mailer: Option<&Mailer>,
+    chat: &Chat,
+    readers: &Arc<Readers>,
+    key: &SecretKey,
+) -> anyhow::Result<Option<Arc<MailReader>>> {
+    let Some(mailer) = mailer else {
+        return Ok(None);
+    };
+    let (settings, source) = match &config.imap_url {
+        Some(url) => {
+            let settings = ImapSettings::parse(url.expose(), config.imap_poll)
+                .map_err(|reason| anyhow::anyhow!("PORCH_IMAP_URL: {reason}"))?;
+            (Some(settings), MailboxSource::Environment)
+        }
+        None => {
+            let saved = readers.read(store::find_imap_mailbox).await?;
+            let settings = saved.and_then(|row| open_mailbox(key, &row));
+            (settings, MailboxSource::Page)
+        }
+    };
+    let reader = MailReader::new(
+        settings,
+        source,
+        config.allow_private_networks,
+        chat.clone(),
+        Arc::clone(readers),
+        mailer.domain().to_owned(),
+    );
+    Ok(Some(Arc::new(reader)))
 }
 
 /// The key that seals integration secrets, from the configuration or the data directory

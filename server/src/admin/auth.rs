@@ -62,6 +62,8 @@ impl NoticeQuery {
             "webhook-saved" => "Endpoint saved. Waiting deliveries go out now.",
             "replayed" => "Replay queued. It shows in the log when it is sent.",
             "email-saved" => "Email settings saved.",
+            "imap-saved" => "Mailbox saved. Porch looks at it now; reload to see the outcome.",
+            "imap-removed" => "Mailbox removed. Replies by email are no longer read.",
             "mail-queued" => "Mail queued to the visitor; its delivery shows under the message.",
             "imap-checking" => "Checking the mailbox now; reload to see the outcome.",
             "integration-off" => "Turned off. Deliveries wait until it is turned on again.",

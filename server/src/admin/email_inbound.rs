@@ -1,10 +1,23 @@
 //! The email page's card on replies by email (admins only): the IMAP mailbox, the reader's
-//! health and the latest mails it took, and "Check now", which starts a round at once.
+//! health and the latest mails it took, and "Check now", which starts a round at once; and
+//! setting the mailbox from the page (saved, tested, removed, each audited), unless
+//! `PORCH_IMAP_URL` sets it.
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::Response;
-use porch_app::email_inbound::{InboundMailView, InboundView, MailboxView, ReaderHealthView};
+use porch_app::email_inbound::{
+    InboundMailView, InboundView, MailboxView, ReaderHealthView, ReadingView,
+};
+use porch_app::email_mailbox::{MailboxFormView, MailboxTestView};
+use serde::Deserialize;
 
+use crate::audit::Actor;
+use crate::http::ClientIp;
+use crate::integrations::email::inbound::{
+    MailReader, MailboxError, MailboxInput, MailboxSource, record_mailbox_test, remove_mailbox,
+    resolve_mailbox, save_mailbox,
+};
 use crate::state::AppState;
 use crate::store;
 
@@ -16,12 +29,41 @@ use super::session::AdminPosted;
 /// How many of the latest mails the card lists.
 const LATEST_MAILS: u32 = 20;
 
-/// The card's content: off without `PORCH_IMAP_URL`.
+/// The card's content: off without SMTP.
 pub(super) async fn inbound_view(app: &AppState) -> Result<InboundView, PageError> {
     let Some(reader) = &app.mail_reader else {
         return Ok(InboundView::Off);
     };
+    let is_from_env = reader.source() == MailboxSource::Environment;
     let settings = reader.settings();
+    let form = Box::new(match (&settings, is_from_env) {
+        (Some(s), false) => MailboxFormView {
+            host: s.host.clone(),
+            port: s.port.to_string(),
+            is_tls: s.tls,
+            user: s.user.clone(),
+            folder: s.folder.clone(),
+            poll_secs: s.poll.as_secs().to_string(),
+            has_password: true,
+            is_saved: true,
+            last_test: reader.last_test().map(|t| MailboxTestView {
+                at: t.at,
+                error: t.outcome.err(),
+            }),
+        },
+        _ => MailboxFormView {
+            is_tls: true,
+            poll_secs: "60".into(),
+            ..MailboxFormView::default()
+        },
+    });
+    let Some(settings) = settings else {
+        return Ok(InboundView::On {
+            is_from_env,
+            reading: None,
+            form,
+        });
+    };
     let health = reader.health();
     let health = match (health.checked_at, health.error) {
         (None, _) => ReaderHealthView::NotYet,
@@ -32,7 +74,7 @@ pub(super) async fn inbound_view(app: &AppState) -> Result<InboundView, PageErro
         .readers
         .read(|c| store::list_inbound_mail(c, LATEST_MAILS))
         .await?;
-    Ok(InboundView::Reading {
+    let reading = ReadingView {
         mailbox: MailboxView {
             server: format!("{}:{}", settings.host, settings.port),
             tls: if settings.tls { "implicit TLS" } else { "none" },
@@ -52,6 +94,11 @@ pub(super) async fn inbound_view(app: &AppState) -> Result<InboundView, PageErro
                 conversation_id: row.conversation_id.map(|id| id.0),
             })
             .collect(),
+    };
+    Ok(InboundView::On {
+        is_from_env,
+        reading: Some(Box::new(reading)),
+        form,
     })
 }
 
@@ -67,5 +114,120 @@ pub async fn check_mailbox(
     }
     Ok(see_other(&format!(
         "/sites/{key}/email?notice=imap-checking"
+    )))
+}
+
+/// The mailbox form's fields (no `Debug`: it holds the password).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub struct MailboxForm {
+    #[serde(rename = "imap_host")]
+    host: String,
+    #[serde(rename = "imap_port")]
+    port: String,
+    #[serde(rename = "imap_tls")]
+    tls: String,
+    #[serde(rename = "imap_user")]
+    user: String,
+    #[serde(rename = "imap_password")]
+    password: String,
+    #[serde(rename = "imap_folder")]
+    folder: String,
+    #[serde(rename = "imap_poll_secs")]
+    poll_secs: String,
+}
+
+fn not_saved(message: impl Into<String>) -> PageError {
+    PageError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Mailbox not saved",
+        message,
+    )
+}
+
+/// The reader whose mailbox the page may set: refused without SMTP, or when `PORCH_IMAP_URL`
+/// sets it (the environment wins).
+fn page_reader(app: &AppState) -> Result<&MailReader, PageError> {
+    let reader = app.mail_reader.as_deref().ok_or_else(|| {
+        not_saved("SMTP is not configured (PORCH_SMTP_URL, PORCH_MAIL_FROM): replies answer Porch's mails.")
+    })?;
+    if reader.source() == MailboxSource::Environment {
+        return Err(PageError::new(
+            StatusCode::CONFLICT,
+            "Mailbox not saved",
+            "PORCH_IMAP_URL sets the mailbox, and the environment wins over this page.",
+        ));
+    }
+    Ok(reader)
+}
+
+impl From<MailboxError> for PageError {
+    fn from(err: MailboxError) -> Self {
+        match err {
+            MailboxError::Invalid(message) => not_saved(message),
+            MailboxError::Store(err) => err.into(),
+        }
+    }
+}
+
+/// `POST /sites/{key}/email/imap`: saves the mailbox (its password sealed) and reads from it
+/// at once.
+pub async fn save_page_mailbox(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, form }: AdminPosted<MailboxForm>,
+) -> Result<Response, PageError> {
+    find_site(&app, &key).await?;
+    let reader = page_reader(&app)?;
+    let input = MailboxInput {
+        host: form.host,
+        port: form.port,
+        tls: form.tls,
+        user: form.user,
+        password: form.password,
+        folder: form.folder,
+        poll_secs: form.poll_secs,
+    };
+    let settings = input.check(reader.settings().as_ref())?;
+    resolve_mailbox(&settings, reader.guards_private())
+        .await
+        .map_err(not_saved)?;
+    let actor = Actor::user(&who.user, ip);
+    save_mailbox(&app.writer, &app.secret_key, &actor, &settings).await?;
+    reader.replace(Some(settings));
+    Ok(see_other(&format!("/sites/{key}/email?notice=imap-saved")))
+}
+
+/// `POST /sites/{key}/email/imap/test`: logs in and opens the folder now; the card shows the
+/// outcome.
+pub async fn test_page_mailbox(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    find_site(&app, &key).await?;
+    let reader = page_reader(&app)?;
+    let outcome = reader.test().await;
+    let actor = Actor::user(&who.user, ip);
+    record_mailbox_test(&app.writer, &actor, &outcome).await?;
+    Ok(see_other(&format!("/sites/{key}/email#imap-title")))
+}
+
+/// `POST /sites/{key}/email/imap/delete`: forgets the page's mailbox; replies are no longer
+/// read.
+pub async fn remove_page_mailbox(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    find_site(&app, &key).await?;
+    let reader = page_reader(&app)?;
+    remove_mailbox(&app.writer, &Actor::user(&who.user, ip)).await?;
+    reader.replace(None);
+    Ok(see_other(&format!(
+        "/sites/{key}/email?notice=imap-removed"
     )))
 }

@@ -41,11 +41,14 @@ pub enum AuditAction {
     CannedReplyCreated,
     CannedReplyUpdated,
     CannedReplyDeleted,
+    ImapSaved,
+    ImapRemoved,
+    ImapTested,
 }
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 37] = [
+    pub const ALL: [Self; 40] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -83,6 +86,9 @@ impl AuditAction {
         Self::CannedReplyCreated,
         Self::CannedReplyUpdated,
         Self::CannedReplyDeleted,
+        Self::ImapSaved,
+        Self::ImapRemoved,
+        Self::ImapTested,
     ];
 
     /// The stable dotted code stored and shown.
@@ -125,6 +131,9 @@ impl AuditAction {
             Self::CannedReplyCreated => "canned_reply.created",
             Self::CannedReplyUpdated => "canned_reply.updated",
             Self::CannedReplyDeleted => "canned_reply.deleted",
+            Self::ImapSaved => "email.imap_saved",
+            Self::ImapRemoved => "email.imap_removed",
+            Self::ImapTested => "email.imap_tested",
         }
     }
 }

@@ -79,11 +79,15 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     let sites = crate::chat::reseal_identity_secrets(&tx, &current.key, &new)?;
     // And two-factor (TOTP) secrets.
     let users = crate::accounts::reseal_all_totp_secrets(&tx, &current.key, &new)?;
+    // So is the IMAP mailbox password saved on the email page.
+    let imap =
+        crate::integrations::email::inbound::reseal_mailbox_password(&tx, &current.key, &new)?;
     let detail = json!({
         "from_key": current.key.id(),
         "integrations": count,
         "identity_secrets": sites,
         "two_factor_secrets": users,
+        "imap_mailbox": imap,
     });
     audit::record(
         &tx,

@@ -405,6 +405,18 @@ fn destination_routes() -> Router<AppState> {
             post(admin::email_inbound::check_mailbox),
         )
         .route(
+            "/sites/{key}/email/imap",
+            post(admin::email_inbound::save_page_mailbox),
+        )
+        .route(
+            "/sites/{key}/email/imap/test",
+            post(admin::email_inbound::test_page_mailbox),
+        )
+        .route(
+            "/sites/{key}/email/imap/delete",
+            post(admin::email_inbound::remove_page_mailbox),
+        )
+        .route(
             "/sites/{key}/integrations/{id}/disable",
             post(admin::destinations::disable_integration),
         )

@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0023_search.sql"),
     include_str!("../../../migrations/0024_canned_replies.sql"),
     include_str!("../../../migrations/0025_mail_outbound.sql"),
+    include_str!("../../../migrations/0026_imap_mailbox.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -19,6 +19,7 @@ mod export;
 mod hours;
 mod identity;
 mod ids;
+mod imap_mailbox;
 mod inbox;
 mod inbox_list;
 mod integrations;
@@ -93,6 +94,9 @@ pub use identity::{
     find_visitor_identity, list_site_identity_secrets, upsert_site_identity_secret,
 };
 pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
+pub use imap_mailbox::{
+    ImapMailboxRow, delete_imap_mailbox, find_imap_mailbox, upsert_imap_mailbox,
+};
 pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, find_integration, find_site_integration,
     insert_integration, list_active_integrations, list_enabled_integrations,

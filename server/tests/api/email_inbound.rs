@@ -21,7 +21,7 @@ use crate::live_inbox::LiveInbox;
 /// The IMAP server, killed when dropped.
 pub(crate) struct Imap {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Imap {
@@ -82,7 +82,7 @@ impl Imap {
         session.logout().await.expect("logout");
     }
 
-    async fn unseen(&self) -> usize {
+    pub(crate) async fn unseen(&self) -> usize {
         let mut session = self.session().await;
         let unseen = session.uid_search("UNSEEN").await.expect("search").len();
         session.logout().await.expect("logout");

@@ -27,6 +27,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod identity;
+mod imap_settings;
 mod inbox;
 mod inbox_list;
 mod instance_lock;

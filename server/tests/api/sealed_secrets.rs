@@ -19,7 +19,7 @@ const SLACK_SIGNING_SECRET: &str = "sealed-signing-secret-0815";
 const LEGACY_WEBHOOK_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// Every byte of the database file and its WAL.
-fn raw_database(dir: &Path) -> Vec<u8> {
+pub(crate) fn raw_database(dir: &Path) -> Vec<u8> {
     let mut bytes = std::fs::read(dir.join("porch.db")).expect("database file");
     if let Ok(wal) = std::fs::read(dir.join("porch.db-wal")) {
         bytes.extend(wal);
@@ -27,7 +27,7 @@ fn raw_database(dir: &Path) -> Vec<u8> {
     bytes
 }
 
-fn contains(haystack: &[u8], needle: &str) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|window| window == needle.as_bytes())

@@ -1,9 +1,10 @@
 //! The IMAP reader: every poll interval (or at once when an admin asks), it logs in, takes the
 //! folder's unseen mails oldest first, judges each, posts or records it, and only then marks it
-//! seen, so a crash in between re-reads a mail that the `mail_inbound` record then skips.
+//! seen, so a crash in between re-reads a mail that the `mail_inbound` record then skips. Its
+//! mailbox comes from `PORCH_IMAP_URL` (fixed) or the email page (replaced when an admin saves).
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use async_imap::Session;
@@ -17,6 +18,7 @@ use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use tokio_util::sync::CancellationToken;
 
+use super::mailbox::resolve_mailbox;
 use super::reply::{MAX_MAIL_BYTES, Verdict, judge, parse_mail, record};
 use super::settings::ImapSettings;
 use crate::chat::Chat;
@@ -27,6 +29,10 @@ use crate::store::{self, MailOutcome, Readers};
 const ROUND_MAILS: usize = 50;
 /// A round (connect, log in, read, mark) that takes longer is abandoned and counted as failing.
 const ROUND_LIMIT: Duration = Duration::from_mins(2);
+/// An admin's connection test waits this long at most.
+const TEST_LIMIT: Duration = Duration::from_secs(30);
+/// How often a reader with no mailbox wakes up anyway (it is woken when one is saved).
+const IDLE_WAIT: Duration = Duration::from_mins(1);
 /// Inbound mail records are kept this long (30 days).
 const KEEP_RECORDS_MS: i64 = 30 * 24 * 3600 * 1000;
 
@@ -41,9 +47,29 @@ pub struct ReaderHealth {
     pub last_round_mails: usize,
 }
 
+/// Where the reader's mailbox comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailboxSource {
+    /// `PORCH_IMAP_URL`: it wins, the page cannot change it.
+    Environment,
+    /// The email page (or nothing set yet).
+    Page,
+}
+
+/// The outcome of an admin's "Test connection", as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailboxTest {
+    pub at: i64,
+    pub outcome: Result<(), String>,
+}
+
 /// Reads visitors' replies from one IMAP mailbox into their conversations.
 pub struct MailReader {
-    settings: ImapSettings,
+    settings: RwLock<Option<ImapSettings>>,
+    source: MailboxSource,
+    /// A page's mailbox must resolve to public addresses (`mailbox::resolve_mailbox`).
+    guard_private: bool,
+    last_test: Mutex<Option<MailboxTest>>,
     chat: Chat,
     readers: Arc<Readers>,
     /// Right-hand side of Porch's `Message-ID`s (`PORCH_MAIL_FROM`'s domain).
@@ -54,9 +80,21 @@ pub struct MailReader {
 }
 
 impl MailReader {
-    pub fn new(settings: ImapSettings, chat: Chat, readers: Arc<Readers>, domain: String) -> Self {
+    /// A reader of `settings` from `source`; `allow_private` is `PORCH_ALLOW_PRIVATE_NETWORKS`
+    /// (a mailbox set on the page must otherwise be on a public address).
+    pub fn new(
+        settings: Option<ImapSettings>,
+        source: MailboxSource,
+        allow_private: bool,
+        chat: Chat,
+        readers: Arc<Readers>,
+        domain: String,
+    ) -> Self {
         Self {
-            settings,
+            settings: RwLock::new(settings),
+            source,
+            guard_private: source == MailboxSource::Page && !allow_private,
+            last_test: Mutex::new(None),
             chat,
             readers,
             domain,
@@ -65,9 +103,58 @@ impl MailReader {
         }
     }
 
-    /// The mailbox as the email page shows it (never the password).
-    pub fn settings(&self) -> &ImapSettings {
-        &self.settings
+    /// The mailbox (the page shows it without the password), if one is set.
+    pub fn settings(&self) -> Option<ImapSettings> {
+        self.settings.read().ok().and_then(|s| s.clone())
+    }
+
+    /// Where the mailbox comes from.
+    pub fn source(&self) -> MailboxSource {
+        self.source
+    }
+
+    /// Whether a mailbox set on the page must be on a public address.
+    pub fn guards_private(&self) -> bool {
+        self.guard_private
+    }
+
+    /// Reads from `settings` from now on (the page saved or removed its mailbox): the health
+    /// starts over and a round starts at once.
+    pub fn replace(&self, settings: Option<ImapSettings>) {
+        if let Ok(mut current) = self.settings.write() {
+            *current = settings;
+        }
+        if let Ok(mut health) = self.health.lock() {
+            *health = ReaderHealth::default();
+        }
+        if let Ok(mut test) = self.last_test.lock() {
+            *test = None;
+        }
+        self.check_now();
+    }
+
+    /// Logs in and opens the folder, reading nothing (the page's "Test connection"); the
+    /// outcome is kept for the page.
+    pub async fn test(&self) -> Result<(), String> {
+        let outcome = match self.settings() {
+            None => Err("no mailbox is set".to_owned()),
+            Some(settings) => tokio::time::timeout(TEST_LIMIT, self.round(&settings, false))
+                .await
+                .unwrap_or_else(|_| Err("the IMAP server did not answer in time".into()))
+                .map(|_| ()),
+        };
+        if let Ok(mut test) = self.last_test.lock() {
+            *test = Some(MailboxTest {
+                at: now_ms(),
+                outcome: outcome.clone(),
+            });
+        }
+        outcome
+    }
+
+    /// The last connection test since the mailbox was last set.
+    pub fn last_test(&self) -> Option<MailboxTest> {
+        self.last_test.lock().ok().and_then(|t| t.clone())
     }
 
     /// The last round's outcome.
@@ -84,25 +171,15 @@ impl MailReader {
     pub fn spawn(self: Arc<Self>, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             loop {
-                let outcome = tokio::time::timeout(ROUND_LIMIT, self.round())
-                    .await
-                    .unwrap_or_else(|_| Err("the IMAP server did not finish in time".into()));
-                if let Err(error) = &outcome {
-                    // The error never holds the password: only the server's words and ours.
-                    tracing::warn!(%error, "reading mail replies failed");
-                }
-                if let Ok(mut health) = self.health.lock() {
-                    health.checked_at = Some(now_ms());
-                    match outcome {
-                        Ok(mails) => {
-                            health.error = None;
-                            health.last_round_mails = mails;
-                        }
-                        Err(error) => health.error = Some(error),
+                let wait = match self.settings() {
+                    Some(settings) => {
+                        self.round_and_record(&settings).await;
+                        settings.poll
                     }
-                }
+                    None => IDLE_WAIT,
+                };
                 tokio::select! {
-                    () = tokio::time::sleep(self.settings.poll) => {}
+                    () = tokio::time::sleep(wait) => {}
                     () = self.wake.notified() => {}
                     () = shutdown.cancelled() => break,
                 }
@@ -110,31 +187,63 @@ impl MailReader {
         })
     }
 
-    /// One round; returns how many mails it took.
-    async fn round(&self) -> Result<usize, String> {
-        let cutoff = now_ms() - KEEP_RECORDS_MS;
-        self.chat
-            .forget_inbound_mail_before(cutoff)
+    /// One round, its outcome kept as the reader's health.
+    async fn round_and_record(&self, settings: &ImapSettings) {
+        let outcome = tokio::time::timeout(ROUND_LIMIT, self.round(settings, true))
             .await
-            .map_err(|err| format!("database: {err}"))?;
-        let address = (self.settings.host.as_str(), self.settings.port);
-        let tcp = TcpStream::connect(address)
-            .await
-            .map_err(|err| format!("cannot connect to {}:{}: {err}", address.0, address.1))?;
-        if self.settings.tls {
-            let name = ServerName::try_from(self.settings.host.clone())
+            .unwrap_or_else(|_| Err("the IMAP server did not finish in time".into()));
+        if let Err(error) = &outcome {
+            // The error never holds the password: only the server's words and ours.
+            tracing::warn!(%error, "reading mail replies failed");
+        }
+        if let Ok(mut health) = self.health.lock() {
+            health.checked_at = Some(now_ms());
+            match outcome {
+                Ok(mails) => {
+                    health.error = None;
+                    health.last_round_mails = mails;
+                }
+                Err(error) => health.error = Some(error),
+            }
+        }
+    }
+
+    /// One round (or, without `read`, a login and a look at the folder only); returns how many
+    /// mails it took.
+    async fn round(&self, settings: &ImapSettings, read: bool) -> Result<usize, String> {
+        if read {
+            let cutoff = now_ms() - KEEP_RECORDS_MS;
+            self.chat
+                .forget_inbound_mail_before(cutoff)
+                .await
+                .map_err(|err| format!("database: {err}"))?;
+        }
+        let addrs = resolve_mailbox(settings, self.guard_private).await?;
+        let tcp = TcpStream::connect(&addrs[..]).await.map_err(|err| {
+            format!(
+                "cannot connect to {}:{}: {err}",
+                settings.host, settings.port
+            )
+        })?;
+        if settings.tls {
+            let name = ServerName::try_from(settings.host.clone())
                 .map_err(|err| format!("not a server name: {err}"))?;
             let tls = tls_connector()?
                 .connect(name, tcp)
                 .await
-                .map_err(|err| format!("TLS with {}: {err}", self.settings.host))?;
-            self.session(tls).await
+                .map_err(|err| format!("TLS with {}: {err}", settings.host))?;
+            self.session(tls, settings, read).await
         } else {
-            self.session(tcp).await
+            self.session(tcp, settings, read).await
         }
     }
 
-    async fn session<S>(&self, stream: S) -> Result<usize, String>
+    async fn session<S>(
+        &self,
+        stream: S,
+        settings: &ImapSettings,
+        read: bool,
+    ) -> Result<usize, String>
     where
         S: AsyncRead + AsyncWrite + Unpin + Debug + Send,
     {
@@ -145,14 +254,18 @@ impl MailReader {
             .map_err(|err| format!("IMAP greeting: {err}"))?
             .ok_or("the IMAP server closed the connection before its greeting")?;
         let mut session = client
-            .login(&self.settings.user, &self.settings.password)
+            .login(&settings.user, &settings.password)
             .await
             .map_err(|(err, _)| format!("the IMAP server refused the login: {err}"))?;
-        let folder = &self.settings.folder;
+        let folder = &settings.folder;
         session
             .select(folder)
             .await
             .map_err(|err| format!("cannot open the folder {folder}: {err}"))?;
+        if !read {
+            let _ = session.logout().await;
+            return Ok(0);
+        }
         let mut uids: Vec<u32> = session
             .uid_search("UNSEEN")
             .await

@@ -1,12 +1,15 @@
 // Languages (docs/widget.md, "Languages"): the panel speaks the browser's language, a site's fixed language
 // wins over it, Arabic mirrors the panel, a failed translation falls back to English without an error, and
 // only the chosen language's file is fetched, after the click.
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, hostOrigin, hostPage, signIn, watch, waitFor } from "./harness.js";
 
 const ADMIN = { email: "a@example.com", name: "Ana" };
 const world = fixture({ agent: ADMIN });
+// Every host page this file starts, closed at the end: an open one keeps the test process alive.
+const hosts = [];
+after(async () => { for (const host of hosts) await host.close(); });
 
 /** A site and a host page on its own origin; `config` is added to the snippet's settings object. */
 async function site(name, config = {}) {
@@ -15,6 +18,7 @@ async function site(name, config = {}) {
   const extra = Object.entries(config).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)},`).join("");
   const snippet = added.snippet.replace(')({"', `)({${extra}"`);
   const host = await hostPage(origin, snippet);
+  hosts.push(host);
   return { host, origin };
 }
 

@@ -122,12 +122,6 @@ test("/ focuses the search box when the page has one", { timeout: 30000 }, async
   await page.keyboard.type("j/k");
   assert.equal(await page.locator("#inbox-search").inputValue(), "j/k");
 });
-  await page.keyboard.press("/");
-  assert.equal((await focused()).id, "inbox-search");
-  // Typing in it types.
-  await page.keyboard.type("j/k");
-  assert.equal(await page.locator("#inbox-search").inputValue(), "j/k");
-});
 
 test("? lists the keys in a dialog that keeps focus and closes with Escape", { timeout: 30000 }, async () => {
   await page.goto(`${world.porch.url}/inbox`);

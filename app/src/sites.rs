@@ -234,11 +234,8 @@ fn language_fields(
 pub fn render_site_form(view: SiteFormView) -> String {
     let csrf = view.nav.csrf.clone();
     let values = view.values;
-<<<<<<< HEAD
     let is_edit = view.key.is_some();
-=======
     let language = language_fields(&values.locale, view.locales, &values.greetings);
->>>>>>> locales
     let (title, action, button) = match &view.key {
         Some(key) => (values.name.clone(), format!("/sites/{key}"), "Save changes"),
         None => ("New site".to_owned(), "/sites".to_owned(), "Create site"),

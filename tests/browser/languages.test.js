@@ -1,6 +1,7 @@
 // Languages (docs/widget.md, "Languages"): the panel speaks the browser's language, a site's fixed language
 // wins over it, Arabic mirrors the panel, a failed translation falls back to English without an error, and
-// only the chosen language's file is fetched, after the click.
+// only the chosen language's file is fetched, after the click. Attachments, business hours and the pre-chat
+// form speak it too.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, hostOrigin, hostPage, signIn, watch, waitFor } from "./harness.js";
@@ -19,7 +20,7 @@ async function site(name, config = {}) {
   const snippet = added.snippet.replace(')({"', `)({${extra}"`);
   const host = await hostPage(origin, snippet);
   hosts.push(host);
-  return { host, origin };
+  return { host, origin, key: added.key };
 }
 
 /** A visitor whose browser prefers `locale`, with the panel open and connected. */
@@ -126,6 +127,62 @@ test("the site page's greetings in other languages and fixed language reach the 
     } finally {
       await host?.close();
       await admin.close();
+    }
+  });
+
+test("a German visitor reads the attach button, an upload refusal, the pre-chat form and the away notice in German",
+  { timeout: 120000 }, async () => {
+    const { porch, browser } = world;
+    const { host, key } = await site("Dateien");
+    const admin = await browser.newContext();
+    const page = await admin.newPage();
+    page.setDefaultTimeout(15000);
+    let v = null;
+    try {
+      // Closed all day but for an hour starting two hours from now (UTC), so the away notice shows.
+      await signIn(page, porch, ADMIN.email);
+      await page.goto(`${porch.url}/sites/${key}/hours`);
+      await page.getByLabel("Time zone").fill("UTC");
+      const start = (new Date().getUTCHours() + 2) % 24;
+      const span = [start, (start + 1) % 24].map((h) => `${String(h).padStart(2, "0")}:00`).join("-");
+      for (const day of ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]) {
+        await page.getByLabel(day, { exact: true }).fill(span);
+      }
+      await page.locator("input[name=out_of_hours][value=email]").check();
+      await page.getByRole("button", { name: "Save hours" }).click();
+      await page.getByText("Business hours saved.").waitFor();
+      await page.goto(`${porch.url}/sites/${key}/prechat`);
+      await page.locator("input[name=name_field][value=required]").check();
+      await page.locator("input[name=email_field][value=optional]").check();
+      await page.getByRole("button", { name: "Save form" }).click();
+      await page.getByText("Pre-chat form saved.").waitFor();
+      assert.equal((await porch.api("PUT", `/sites/${key}/attachments`, { max_bytes: 2048 })).status, 200);
+
+      v = await open(host, "de-DE");
+      const attach = v.page.locator("[data-porch=attach]");
+      assert.equal(await attach.getAttribute("aria-label"), "Dateien anh\u00e4ngen");
+      // The site's own away message comes first, as written; then the panel's words.
+      assert.match(await v.page.locator("[data-porch=away] p").last().innerText(),
+        /^Wir sind (am (Montag|Dienstag|Mittwoch|Donnerstag|Freitag|Samstag|Sonntag) )?um \d\d:\d\d wieder da\.$/);
+      assert.match(await v.page.locator("[data-porch=email] label").innerText(), /^Wir sind gerade nicht da\./);
+      const form = v.page.locator("[data-porch=prechat]");
+      assert.deepEqual(await form.locator("label").allInnerTexts(), ["Ihr Name", "Ihre E-Mail-Adresse (optional)"]);
+      await v.page.locator("[data-porch=input]").fill("Hallo");
+      await v.page.locator("[data-porch=input]").press("Enter");
+      await v.page.locator("[data-porch=error]").waitFor({ state: "visible" });
+      assert.equal(await v.page.locator("[data-porch=error]").innerText(), "Bitte f\u00fcllen Sie die Pflichtfelder aus.");
+
+      const [chooser] = await Promise.all([v.page.waitForEvent("filechooser"), attach.click()]);
+      await chooser.setFiles([{ name: "gross.txt", mimeType: "text/plain", buffer: Buffer.alloc(5000, "a") }]);
+      const chip = v.page.locator("[data-porch=chip][data-state=failed]");
+      await chip.waitFor();
+      assert.equal(await chip.locator(".note").innerText(), "Zu gro\u00df: Dateien d\u00fcrfen h\u00f6chstens 2 KB gro\u00df sein.");
+      assert.equal(await chip.getByRole("button").getAttribute("aria-label"), "gross.txt entfernen");
+      assert.deepEqual(v.seen.errors, []);
+    } finally {
+      await v?.context.close();
+      await admin.close();
+      await host.close();
     }
   });
 

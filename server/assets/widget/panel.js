@@ -61,7 +61,37 @@
     "e_busy": "The server is busy.",
     "e_unavailable": "The message could not be stored right now.",
     "e_site_not_found": "This chat is not set up on the server.",
-    "e_origin_not_allowed": "This chat is not enabled for this website."
+    "e_origin_not_allowed": "This chat is not enabled for this website.",
+    "attach": "Attach files",
+    "files": "Files to send",
+    "remove_file": "Remove {name}",
+    "uploading": "Uploading {pct}%",
+    "ready": "Ready to send",
+    "upload_waiting": "Waiting for the connection\u2026",
+    "files_busy": "Please wait until your files are uploaded.",
+    "too_many_files": "At most {max} files per message.",
+    "drop": "Drop files to attach them",
+    "file_gone": "This file is no longer available.",
+    "f_too_large": "Too big: files can be at most {max}.",
+    "f_unsupported_type": "This kind of file cannot be sent (images, PDF and text only).",
+    "f_damaged_image": "This image is damaged and cannot be sent.",
+    "f_image_too_large": "This image is too large (at most 50 megapixels).",
+    "f_empty_upload": "This file is empty.",
+    "f_attachments_off": "This chat does not accept files.",
+    "f_rate_limited": "Too many files at once. Please try again in a moment.",
+    "f_failed": "Upload failed. Please try again.",
+    "bytes": "{n} bytes",
+    "kb": "{n} KB",
+    "mb": "{n} MB",
+    "back_on": "We're back on {day} at {time}.",
+    "back_at": "We're back at {time}.",
+    "away_reply": "We'll reply by email.",
+    "away_ask": "We're away. Leave your email and we'll reply there:",
+    "email_held": "Thanks! Once you've written, replies will also go to {email}.",
+    "your_name": "Your name",
+    "your_email": "Your email",
+    "optional": "{label} (optional)",
+    "prechat_missing": "Please fill in the required fields."
   };
   const LOCALES = ["en", "de", "fr", "es", "pt", "it", "nl", "pl", "tr", "ja", "zh", "ar", "he"];
   // The site's choice (c.locale) wins, then the browser's languages in order, matched on the language
@@ -94,7 +124,7 @@
   const ownText = (texts, text) => (texts && typeof texts[wanted] === "string" && texts[wanted]) || text;
   const t = (k, vars = {}) => (typeof S[k] === "string" ? S[k] : EN[k]).replace(/\{(\w+)\}/g, (m, n) => vars[n] ?? m);
   // A server's error in the visitor's language when the locale knows its code, else as the server wrote it
-  // (the e_* texts of EN are the server's, for translators).
+  // (the e_* texts of EN are the server's, for translators; f_* are the panel's words for refused uploads).
   const errorText = (code, message) => (typeof S[`e_${code}`] === "string" ? S[`e_${code}`] : message || t("error"));
   const wsUrl = `${c.url.replace(/^http/, "ws")}/widget/ws?site=${encodeURIComponent(c.site)}`;
 
@@ -189,35 +219,15 @@
   // as soon as it is picked, pasted or dropped; the `message` frame then names the uploads' ids. Files are
   // served only with the token in a header, so they are fetched and shown from blob URLs.
 
-  // Every text the visitor reads about files, in one place (for translation).
-  const FILE_TEXT = {
-    attach: "Attach files",
-    files: "Files to send",
-    remove: "Remove",
-    uploading: "Uploading",
-    ready: "Ready to send",
-    waiting: "Waiting for the connection\u2026",
-    busy: "Please wait until your files are uploaded.",
-    tooMany: "At most 10 files per message.",
-    drop: "Drop files to attach them",
-    too_large: "Too big: files can be at most",
-    unsupported_type: "This kind of file cannot be sent (images, PDF and text only).",
-    damaged_image: "This image is damaged and cannot be sent.",
-    image_too_large: "This image is too large (at most 50 megapixels).",
-    empty_upload: "This file is empty.",
-    attachments_off: "This chat does not accept files.",
-    rate_limited: "Too many files at once. Please try again in a moment.",
-    failed: "Upload failed. Please try again.",
-    unavailable: "This file is no longer available.",
-  };
   const MAX_FILES = 10; // the protocol's limit per message
-  // Binary units, so the default 10 MiB limit reads "10 MB".
-  const sizeText = (n) => (n < 1024 ? `${n} bytes` : n < 1048576 ? `${Math.round(n / 1024)} KB`
-    : `${+(n / 1048576).toFixed(1)} MB`);
+  // Binary units, so the default 10 MiB limit reads "10 MB"; numbers in the chosen language (1,5 MB in German).
+  const num = (x, d) => x.toLocaleString(tag, { maximumFractionDigits: d, useGrouping: false });
+  const sizeText = (n) => (n < 1024 ? t("bytes", { n: num(n, 0) }) : n < 1048576 ? t("kb", { n: num(n / 1024, 0) })
+    : t("mb", { n: num(n / 1048576, 1) }));
   const getFile = async (url) => {
     const r = await fetch(`${c.url}${url}?site=${encodeURIComponent(c.site)}`,
       { headers: { authorization: `Bearer ${read(key("token"))}` } });
-    if (!r.ok) throw new Error(FILE_TEXT.unavailable);
+    if (!r.ok) throw new Error(t("file_gone"));
     return r.blob();
   };
   // A message's files: images by their thumbnail (a click opens the image), others as a link with name and size.
@@ -230,22 +240,22 @@
     };
     if (!isImage) return h("li", {}, h("a", { href: "#", class: "file", "data-porch": "file", onclick: open, text: label }));
     const img = h("img", { alt: label });
-    getFile(`${f.url}/thumbnail`).then((b) => { img.src = URL.createObjectURL(b); }, () => { img.alt = `${label}: ${FILE_TEXT.unavailable}`; });
+    getFile(`${f.url}/thumbnail`).then((b) => { img.src = URL.createObjectURL(b); }, () => { img.alt = `${label}: ${t("file_gone")}`; });
     return h("li", {}, h("a", { href: "#", class: "image", "data-porch": "file-image", title: label, onclick: open }, img));
   }));
 
   let uploads = []; // {file, el, note, state: waiting | uploading | done | failed, meta, xhr}
-  const chips = h("ul", { class: "chips", "data-porch": "chips", "aria-label": FILE_TEXT.files, "aria-live": "polite",
+  const chips = h("ul", { class: "chips", "data-porch": "chips", "aria-label": t("files"), "aria-live": "polite",
     hidden: true });
   const picker = h("input", { type: "file", multiple: true, hidden: true, tabindex: "-1", "data-porch": "file-input",
     accept: "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain",
     onchange: () => { addFiles(picker.files); picker.value = ""; } });
-  const attachBtn = h("button", { type: "button", class: "attach", "aria-label": FILE_TEXT.attach, title: FILE_TEXT.attach,
+  const attachBtn = h("button", { type: "button", class: "attach", "aria-label": t("attach"), title: t("attach"),
     "data-porch": "attach", onclick: () => picker.click() },
   svg("M20 11.5l-8.2 8.2a5 5 0 01-7-7L13 4.5a3.3 3.3 0 014.7 4.7l-8.2 8.2a1.7 1.7 0 01-2.4-2.4L14.5 7.6"));
   form.prepend(attachBtn, picker);
   form.before(chips);
-  panel.dataset.drop = FILE_TEXT.drop;
+  panel.dataset.drop = t("drop");
 
   const setChip = (u, state, text) => {
     u.state = u.el.dataset.state = state;
@@ -254,11 +264,11 @@
   const showChips = () => { chips.hidden = !uploads.length; };
   const addFiles = (files) => {
     for (const file of files) {
-      if (uploads.length >= MAX_FILES) { showError(FILE_TEXT.tooMany); break; }
+      if (uploads.length >= MAX_FILES) { showError(t("too_many_files", { max: MAX_FILES })); break; }
       const u = { file, state: "waiting", note: h("span", { class: "note" }) };
       u.el = h("li", { class: "chip", "data-porch": "chip" }, h("span", { class: "fname", text: file.name }),
         h("span", { class: "size", text: sizeText(file.size) }), u.note,
-        h("button", { type: "button", class: "remove", "aria-label": `${FILE_TEXT.remove} ${file.name}`,
+        h("button", { type: "button", class: "remove", "aria-label": t("remove_file", { name: file.name }),
           onclick: () => { u.xhr?.abort(); dropUploads([u]); input.focus(); } }, svg("M6 6l12 12M18 6L6 18")));
       uploads.push(u);
       chips.append(u.el);
@@ -275,7 +285,7 @@
     const token = read(key("token"));
     for (const u of uploads) {
       if (u.state !== "waiting") continue;
-      if (!token) setChip(u, "waiting", FILE_TEXT.waiting);
+      if (!token) setChip(u, "waiting", t("upload_waiting"));
       else upload(u, token);
     }
   };
@@ -283,25 +293,25 @@
   const upload = (u, token) => {
     const xhr = new XMLHttpRequest();
     u.xhr = xhr;
-    const progress = (done) => setChip(u, "uploading", `${FILE_TEXT.uploading} ${done}%`);
+    const progress = (done) => setChip(u, "uploading", t("uploading", { pct: done }));
     progress(0);
     xhr.upload.onprogress = (e) => { if (e.lengthComputable) progress(Math.floor((e.loaded * 100) / e.total)); };
     xhr.onload = () => {
       let r = null;
       try { r = JSON.parse(xhr.responseText); } catch { /* not our JSON: a proxy's page */ }
-      if (xhr.status === 201 && r?.id) { u.meta = r; setChip(u, "done", FILE_TEXT.ready); return; }
+      if (xhr.status === 201 && r?.id) { u.meta = r; setChip(u, "done", t("ready")); return; }
       const e = r?.error || {};
-      setChip(u, "failed", e.code === "too_large" ? `${FILE_TEXT.too_large} ${sizeText(e.max_bytes)}.`
-        : FILE_TEXT[e.code] || FILE_TEXT.failed);
+      const k = `f_${e.code}`;
+      setChip(u, "failed", t(k in EN ? k : "f_failed", { max: sizeText(e.max_bytes) }));
     };
-    xhr.onerror = () => setChip(u, "failed", FILE_TEXT.failed);
+    xhr.onerror = () => setChip(u, "failed", t("f_failed"));
     xhr.open("POST", `${c.url}/widget/attachments?site=${encodeURIComponent(c.site)}&name=${encodeURIComponent(u.file.name)}`);
     xhr.setRequestHeader("authorization", `Bearer ${token}`);
     xhr.send(u.file);
   };
   // The uploaded files for the message being sent, or null (and a word why) while some are still uploading.
   const readyFiles = () => {
-    if (uploads.some((u) => u.state === "waiting" || u.state === "uploading")) { showError(FILE_TEXT.busy); return null; }
+    if (uploads.some((u) => u.state === "waiting" || u.state === "uploading")) { showError(t("files_busy")); return null; }
     return uploads.filter((u) => u.state === "done").map((u) => u.meta);
   };
   // Sent files leave the tray; failed ones stay, with their reason, until the visitor removes them.
@@ -770,14 +780,7 @@
 
   // --- business hours (docs/widget.md, "Business hours"): while welcome.site.open is false, an away notice
   // above the messages, and (out_of_hours "email") the email form at once. The email frame needs a stored
-  // message, so an address given before the first one is held and sent after its ack. Every visible string
-  // of this block is in HOURS_TEXT.
-  const HOURS_TEXT = {
-    back: (day, time) => (day ? `We're back on ${day} at ${time}.` : `We're back at ${time}.`),
-    reply: "We'll reply by email.",
-    ask: "We're away. Leave your email and we'll reply there:",
-    held: (email) => `Thanks! Once you've written, replies will also go to ${email}.`,
-  };
+  // message, so an address given before the first one is held and sent after its ack.
   const away = h("div", { class: "away", "data-porch": "away", role: "status", hidden: true });
   list.before(away);
   let isClosed = false;
@@ -790,15 +793,16 @@
     isClosed = site.open === false;
     wrote ||= (Array.isArray(f.messages) ? f.messages : []).some((m) => m.author === "visitor");
     away.hidden = !isClosed;
-    emailLabel.textContent = isClosed && site.out_of_hours !== "accept" ? HOURS_TEXT.ask : openLabel;
+    emailLabel.textContent = isClosed && site.out_of_hours !== "accept" ? t("away_ask") : openLabel;
     if (!isClosed) return;
     const at = typeof site.opens_at === "number" ? new Date(site.opens_at) : null;
-    const time = at?.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    // The day and time in the chosen language, like a message's time.
+    const time = at && timeOf(at);
     const day = at && at.toDateString() !== new Date().toDateString()
-      ? at.toLocaleDateString([], { weekday: "long" }) : "";
+      && at.toLocaleDateString(tag, { weekday: "long" });
     const asksEmail = site.out_of_hours !== "accept";
     away.replaceChildren(...[ownText(site.away_messages, typeof site.away_message === "string" && site.away_message),
-      at && HOURS_TEXT.back(day, time), !asksEmail && HOURS_TEXT.reply]
+      at && t(day ? "back_on" : "back_at", { day, time }), !asksEmail && t("away_reply")]
       .filter(Boolean).map((text) => h("p", { text })));
     if (asksEmail && read(key("email")) == null && !agentReplied) emailForm.hidden = false;
   };
@@ -811,20 +815,13 @@
   const holdEmail = (email) => {
     if (wrote || !emailInput.checkValidity()) return false;
     heldEmail = email;
-    emailForm.replaceChildren(h("p", { "data-porch": "email-held", text: HOURS_TEXT.held(email) }));
+    emailForm.replaceChildren(h("p", { "data-porch": "email-held", text: t("email_held", { email }) }));
     return true;
   };
 
   // --- the pre-chat form (docs/widget.md, "Pre-chat form"): while welcome.site.prechat is set (the server sends
   // it until this visitor has answered), its fields sit above the composer; the answers go with the first message (kept with it
-  // among the unacked ones, so a resend carries them too). Every visible string of this block is in PRECHAT_TEXT.
-  const PRECHAT_TEXT = {
-    name: "Your name",
-    email: "Your email",
-    optional: " (optional)",
-    missing: "Please fill in the required fields.",
-    badEmail: "Please check the email address.",
-  };
+  // among the unacked ones, so a resend carries them too).
   const pre = h("div", { class: "prechat", "data-porch": "prechat", hidden: true });
   form.before(pre);
   let preFields = null; // [{key, input, el}] while the form is shown
@@ -838,11 +835,11 @@
       const id = `porch-pre-${key}`;
       const input = h("input", { id, type, maxlength: max, "data-porch": `prechat-${key}`,
         required: mode === "required" });
-      const text = mode === "required" ? label : label + PRECHAT_TEXT.optional;
+      const text = mode === "required" ? label : t("optional", { label });
       return { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
     };
-    preFields = [field("name", PRECHAT_TEXT.name, p.name, "text", "100"),
-      field("email", PRECHAT_TEXT.email, p.email, "email", "254"),
+    preFields = [field("name", t("your_name"), p.name, "text", "100"),
+      field("email", t("your_email"), p.email, "email", "254"),
       p.question && field("answer", String(p.question.label ?? ""), p.question.mode, "text", "1000")]
       .filter(Boolean);
     pre.replaceChildren(...preFields.map((x) => x.el));
@@ -853,7 +850,7 @@
     if (!preFields) return true;
     const bad = preFields.find((x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity());
     if (bad) {
-      showError(bad.key === "email" && bad.input.value.trim() ? PRECHAT_TEXT.badEmail : PRECHAT_TEXT.missing);
+      showError(bad.key === "email" && bad.input.value.trim() ? t("bad_email") : t("prechat_missing"));
       bad.input.focus();
       return false;
     }

@@ -30,6 +30,7 @@ const PANEL_LIMIT = 16384;
 // Measured as served: Porch drops the sources' comments and indentation (server/src/widget/compact.rs).
 test("the panel's script and styles are at most 16 KiB gzipped together, as served", { timeout: 30000 }, async () => {
   porch ??= await Porch.create();
+  if (!porch.proc) await porch.start();
   let total = 0;
   for (const name of ["panel.js", "panel.css"]) {
     const res = await fetch(`${porch.url}/widget/${name}`, { headers: { "accept-encoding": "identity" } });

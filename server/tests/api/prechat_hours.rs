@@ -93,33 +93,68 @@ async fn away_messages_in_other_languages_travel_while_closed_and_come_back_to_t
     let app = TestApp::spawn(&[]).await;
     let (admin, site) = admin_with_site(&app).await;
     let mut body = hours_form(&admin.csrf, "UTC", "09:00-17:00", "Back soon!", "email");
-    body.push_str("&away_messages=de%3A+Gleich+zur%C3%BCck%21%0Afr%3A+%3Cb%3EBient%C3%B4t%3C%2Fb%3E");
+    body.push_str(
+        "&away_messages=de%3A+Gleich+zur%C3%BCck%21%0Afr%3A+%3Cb%3EBient%C3%B4t%3C%2Fb%3E",
+    );
     let saved = save_hours(&app, &admin, &site, &body).await;
     assert_eq!(saved.status, 303, "{}", saved.body);
 
     set_clock(&app, MONDAY_NINE - 1);
     let closed = welcome_site(&app, &site).await;
     assert_eq!(closed["away_message"], "Back soon!", "{closed}");
-    assert_eq!(closed["away_messages"]["de"], "Gleich zur\u{fc}ck!", "{closed}");
-    assert_eq!(closed["away_messages"]["fr"], "<b>Bient\u{f4}t</b>", "{closed}");
+    assert_eq!(
+        closed["away_messages"]["de"], "Gleich zur\u{fc}ck!",
+        "{closed}"
+    );
+    assert_eq!(
+        closed["away_messages"]["fr"], "<b>Bient\u{f4}t</b>",
+        "{closed}"
+    );
     set_clock(&app, MONDAY_NINE);
     let open = welcome_site(&app, &site).await;
-    assert!(open.get("away_messages").is_none(), "only while closed: {open}");
+    assert!(
+        open.get("away_messages").is_none(),
+        "only while closed: {open}"
+    );
 
     // The page shows them back as typed, escaped.
-    let page = send(&app, "GET", &format!("/sites/{site}/hours"), &admin.cookie, None).await;
-    assert!(page.body.contains("de: Gleich zur\u{fc}ck!"), "{}", page.body);
-    assert!(page.body.contains("fr: &lt;b&gt;Bient\u{f4}t&lt;/b&gt;"), "{}", page.body);
+    let page = send(
+        &app,
+        "GET",
+        &format!("/sites/{site}/hours"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(
+        page.body.contains("de: Gleich zur\u{fc}ck!"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("fr: &lt;b&gt;Bient\u{f4}t&lt;/b&gt;"),
+        "{}",
+        page.body
+    );
 
     // A language the widget does not speak is refused, and the saved ones stay.
     let mut body = hours_form(&admin.csrf, "UTC", "09:00-17:00", "Back soon!", "email");
     body.push_str("&away_messages=sv%3A+Strax+tillbaka");
     let refused = save_hours(&app, &admin, &site, &body).await;
     assert_eq!(refused.status, 422);
-    assert!(refused.body.contains("language code is not one the widget speaks"), "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("language code is not one the widget speaks"),
+        "{}",
+        refused.body
+    );
     set_clock(&app, MONDAY_NINE - 1);
     let closed = welcome_site(&app, &site).await;
-    assert_eq!(closed["away_messages"]["de"], "Gleich zur\u{fc}ck!", "{closed}");
+    assert_eq!(
+        closed["away_messages"]["de"], "Gleich zur\u{fc}ck!",
+        "{closed}"
+    );
 }
 
 #[tokio::test]

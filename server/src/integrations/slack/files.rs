@@ -173,6 +173,8 @@ mod tests {
     use super::*;
 
     fn api(base: &str) -> SlackApi {
+        // As at start-up (`HttpClients::build`); ignored when another test installed it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         SlackApi::new(reqwest::Client::new(), base)
     }
 

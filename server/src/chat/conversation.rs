@@ -104,6 +104,9 @@ pub struct InboundReply {
     pub body: MessageBody,
     /// A private note (Slack replies starting with `note:`): never shown to the visitor.
     pub is_note: bool,
+    /// Public ids of the uploads the reply takes: stored as the agent's when `agent` has an
+    /// account, else as [`store::Uploader::Integration`]'s.
+    pub attachments: Vec<String>,
 }
 
 /// The use-case functions of the widget, the API, integrations and the admin inbox (those in
@@ -207,7 +210,7 @@ impl Chat {
             author_name: reply.agent.name.clone(),
             body: reply.body,
             is_note: reply.is_note,
-            attachments: Vec::new(),
+            attachments: reply.attachments,
             now: now_ms(),
         };
         let stored = {

@@ -25,6 +25,9 @@ pub enum Uploader {
     /// A visitor, by the SHA-256 of their token (they may not have a visitor row yet).
     Visitor([u8; 32]),
     Agent(UserId),
+    /// An integration, for a person without an account (a Slack user's file in a thread):
+    /// stored with neither a token hash nor a user, so no visitor or agent can attach it.
+    Integration,
 }
 
 /// An upload's row, before its bytes are written.
@@ -57,10 +60,7 @@ pub struct StoredAttachment {
 
 /// Starts an upload: its row, not yet complete. Returns the row id the chunks name.
 pub fn insert_attachment(conn: &Connection, new: &NewAttachment) -> Result<i64, Error> {
-    let (token_hash, user_id) = match new.uploader {
-        Uploader::Visitor(hash) => (Some(hash.to_vec()), None),
-        Uploader::Agent(user) => (None, Some(user)),
-    };
+    let (token_hash, user_id) = uploader_columns(new.uploader);
     conn.prepare_cached(
         "INSERT INTO attachments (public_id, site_id, token_hash, user_id, name, content_type, \
          size, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -110,14 +110,12 @@ pub fn attach_to_message(
     conversation: ConversationId,
     ids: &[String],
 ) -> Result<Vec<AttachmentMeta>, Error> {
-    let (token_hash, user_id) = match uploader {
-        Uploader::Visitor(hash) => (Some(hash.to_vec()), None),
-        Uploader::Agent(user) => (None, Some(user)),
-    };
+    let (token_hash, user_id) = uploader_columns(uploader);
     let mut take = conn.prepare_cached(
         "UPDATE attachments SET message_id = ?1, conversation_id = ?2 \
          WHERE public_id = ?3 AND site_id = ?4 AND message_id IS NULL AND is_complete = 1 \
-           AND (token_hash = ?5 OR user_id = ?6) \
+           AND (token_hash = ?5 OR user_id = ?6 \
+                OR (?5 IS NULL AND ?6 IS NULL AND token_hash IS NULL AND user_id IS NULL)) \
          RETURNING public_id, name, content_type, size",
     )?;
     let mut metas = Vec::with_capacity(ids.len());
@@ -132,6 +130,15 @@ pub fn attach_to_message(
         metas.push(meta);
     }
     Ok(metas)
+}
+
+/// The `token_hash` and `user_id` columns of an uploader (both NULL for an integration).
+fn uploader_columns(uploader: Uploader) -> (Option<Vec<u8>>, Option<UserId>) {
+    match uploader {
+        Uploader::Visitor(hash) => (Some(hash.to_vec()), None),
+        Uploader::Agent(user) => (None, Some(user)),
+        Uploader::Integration => (None, None),
+    }
 }
 
 fn meta_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttachmentMeta> {

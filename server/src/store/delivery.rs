@@ -27,7 +27,7 @@ pub struct DeliveryMessage {
 }
 
 /// The message and its context, if it still exists. Its files are named in the text, one line
-/// each (`[file: invoice.pdf, 48213 bytes]`): destinations get no file upload yet.
+/// each (`[file: invoice.pdf, 48213 bytes]`); Slack gets the files themselves after the text.
 pub fn load_delivery_message(
     conn: &Connection,
     id: MessageId,

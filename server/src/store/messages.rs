@@ -168,8 +168,8 @@ pub struct NewAgentMessage {
     pub body: MessageBody,
     /// A private note: agents see it, the visitor and the integrations never do.
     pub is_note: bool,
-    /// Public ids of the agent's uploads this message takes (only agents with an account
-    /// upload).
+    /// Public ids of the agent's uploads this message takes (an agent without an account is
+    /// an integration's, whose uploads are [`Uploader::Integration`]'s).
     pub attachments: Vec<String>,
     pub now: i64,
 }
@@ -215,17 +215,20 @@ pub fn insert_agent_message(
     ])?;
     let id = MessageId(conn.last_insert_rowid());
     touch_conversation(conn, new.conversation_id, new.author(), new.now)?;
-    let attachments = match (new.attachments.is_empty(), new.user_id) {
-        (true, _) => Vec::new(),
-        (false, None) => return Err(Error::UnknownAttachment),
-        (false, Some(user)) => attach_to_message(
+    let attachments = if new.attachments.is_empty() {
+        Vec::new()
+    } else {
+        // An agent without an account is an integration's (a Slack user's reply): its files
+        // were stored by the integration.
+        let uploader = new.user_id.map_or(Uploader::Integration, Uploader::Agent);
+        attach_to_message(
             conn,
             new.site_id,
-            Uploader::Agent(user),
+            uploader,
             id,
             new.conversation_id,
             &new.attachments,
-        )?,
+        )?
     };
     Ok(StoredAgentMessage { id, attachments })
 }

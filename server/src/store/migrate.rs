@@ -33,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0024_canned_replies.sql"),
     include_str!("../../../migrations/0025_mail_outbound.sql"),
     include_str!("../../../migrations/0026_imap_mailbox.sql"),
+    include_str!("../../../migrations/0027_slack_file_shares.sql"),
 ];
 
 /// The schema version this binary expects.

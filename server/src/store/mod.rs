@@ -42,6 +42,7 @@ mod sessions;
 mod settings;
 mod sites;
 mod slack;
+mod slack_shares;
 mod two_factor;
 mod users;
 mod visitors;
@@ -149,6 +150,9 @@ pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
 pub use slack::{
     ThreadStart, begin_slack_thread, find_conversation_by_slack_thread, find_slack_thread,
     insert_slack_event, insert_slack_thread, insert_slack_thread_root, prune_slack_events,
+};
+pub use slack_shares::{
+    MessageFile, SLACK_TEXT_PART, insert_slack_share, list_message_files, list_slack_shares,
 };
 pub use two_factor::{
     StoredTotp, TotpRow, confirm_totp, count_unused_recovery_codes,

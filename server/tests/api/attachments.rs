@@ -10,7 +10,7 @@ use crate::helpers::{Answer, Exchange, ORIGIN, TestApp, Widget};
 use crate::inbox::{Browser, form, request, send, setup_admin, signed_in_from};
 
 /// A PNG whose text chunk names its author and place (what must not leave the device).
-fn png_with_metadata() -> Vec<u8> {
+pub(crate) fn png_with_metadata() -> Vec<u8> {
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     for (kind, data) in [
         (&b"IHDR"[..], &b"\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0"[..]),
@@ -27,12 +27,12 @@ fn png_with_metadata() -> Vec<u8> {
     png
 }
 
-struct Visitor {
-    widget: Widget,
-    token: String,
+pub(crate) struct Visitor {
+    pub widget: Widget,
+    pub token: String,
 }
 
-async fn visitor(app: &TestApp, site: &str) -> Visitor {
+pub(crate) async fn visitor(app: &TestApp, site: &str) -> Visitor {
     let (widget, welcome) = app.visitor(site, None, 0).await;
     Visitor {
         widget,
@@ -41,7 +41,13 @@ async fn visitor(app: &TestApp, site: &str) -> Visitor {
 }
 
 /// `POST /widget/attachments` from the site's page with `token`; (status, JSON).
-async fn upload(app: &TestApp, site: &str, token: &str, name: &str, data: Vec<u8>) -> (u16, Value) {
+pub(crate) async fn upload(
+    app: &TestApp,
+    site: &str,
+    token: &str,
+    name: &str,
+    data: Vec<u8>,
+) -> (u16, Value) {
     let answer = app
         .http
         .request(
@@ -58,7 +64,12 @@ async fn upload(app: &TestApp, site: &str, token: &str, name: &str, data: Vec<u8
 }
 
 /// `GET /widget/attachments/{id}` as the widget would, with `token` (none if empty).
-async fn download(app: &TestApp, site: &str, token: &str, id: &str) -> reqwest::Response {
+pub(crate) async fn download(
+    app: &TestApp,
+    site: &str,
+    token: &str,
+    id: &str,
+) -> reqwest::Response {
     let mut request = app
         .http
         .get(&format!("/widget/attachments/{id}?site={site}"))
@@ -101,7 +112,12 @@ async fn chunked_upload(
     String::from_utf8_lossy(&answer).into_owned()
 }
 
-async fn send_with(widget: &mut Widget, client_id: &str, body: &str, ids: &[&str]) -> Value {
+pub(crate) async fn send_with(
+    widget: &mut Widget,
+    client_id: &str,
+    body: &str,
+    ids: &[&str],
+) -> Value {
     widget
         .send(json!({"type": "message", "client_id": client_id, "body": body, "attachments": ids}))
         .await;

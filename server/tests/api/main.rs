@@ -47,6 +47,7 @@ mod search;
 mod shutdown;
 mod site_add;
 mod slack;
+mod slack_files;
 mod slack_inbox;
 mod slack_threads;
 mod slack_wire;

@@ -74,10 +74,10 @@ pub struct HistoryPage {
 /// The Slack Web API at `base` (`https://slack.com/api`, or a mock in tests).
 #[derive(Clone)]
 pub struct SlackApi {
-    http: reqwest::Client,
-    base: String,
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
     /// Bound on one call. A call that runs into it may still have had its effect at Slack.
-    timeout: Duration,
+    pub(super) timeout: Duration,
 }
 
 impl SlackApi {
@@ -111,7 +111,7 @@ impl SlackApi {
     }
 
     /// Sends a prepared request with the token and the timeout; returns the `ok` body.
-    async fn send(
+    pub(super) async fn send(
         &self,
         request: reqwest::RequestBuilder,
         token: &str,
@@ -300,7 +300,7 @@ impl SlackApi {
     }
 }
 
-fn retry_after(response: &reqwest::Response) -> Duration {
+pub(super) fn retry_after(response: &reqwest::Response) -> Duration {
     response
         .headers()
         .get(reqwest::header::RETRY_AFTER)

@@ -1,7 +1,8 @@
 //! Delivering a message to Slack: the conversation's first post starts a thread (a short header
 //! with a link to the inbox), every message is a reply in it. Built when delivered, from the
 //! message as stored; visitor text is escaped; unfurls are off. A header attempt is recorded
-//! before it leaves, so a later attempt looks for it in the channel before posting another.
+//! before it leaves, so a later attempt looks for it in the channel before posting another. A
+//! message's files follow its text into the thread (`share.rs`).
 
 use std::sync::Arc;
 
@@ -15,11 +16,13 @@ use crate::integrations::delivery::{
 use crate::jobs::{Attempt, MessageArgs, Outcome};
 use crate::secrets::SecretKey;
 use crate::store::{
-    self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageId, WebhookConversation,
+    self, ConversationId, DeliveryMessage, IntegrationId, JobRow, MessageFile, MessageId,
+    WebhookConversation,
 };
 use crate::values::Author;
 
 use super::header::header;
+use super::share::{FilePost, post_with_files};
 use super::{CallError, HeaderSearch, SlackIntegration, escape, find_headers};
 
 /// Slack errors that only an admin can fix (token, scopes, channel).
@@ -110,7 +113,13 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
     let MessageArgs { message_id } = args(job)?;
     let integration = integration_of(job)?;
     let key = Arc::clone(&destinations.secret_key);
-    let (slack, message, thread) = read(&destinations.readers, move |c| {
+    let Loaded {
+        slack,
+        message,
+        thread,
+        files,
+        done,
+    } = read(&destinations.readers, move |c| {
         load(c, &key, integration, message_id)
     })
     .await?;
@@ -123,20 +132,28 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
             start_thread(destinations, &slack, &conversation, job.attempt).await?
         }
     };
-    Ok(
-        match api
-            .post_message(token, &reply(channel, &thread_ts, &message))
-            .await
-        {
-            Ok(ts) => Attempt::new(
-                Outcome::Delivered {
-                    external_ref: Some(ts),
-                },
-                Some(200),
-            ),
-            Err(err) => Attempt::new(classify(&err), err.http_status()),
-        },
-    )
+    let body = reply(channel, &thread_ts, &message);
+    if !files.is_empty() {
+        let post = FilePost {
+            integration,
+            message: message_id,
+            slack: &slack,
+            thread_ts: &thread_ts,
+            reply: &body,
+            files,
+            done: done.into_iter().collect(),
+        };
+        return post_with_files(destinations, post).await;
+    }
+    Ok(match api.post_message(token, &body).await {
+        Ok(ts) => Attempt::new(
+            Outcome::Delivered {
+                external_ref: Some(ts),
+            },
+            Some(200),
+        ),
+        Err(err) => Attempt::new(classify(&err), err.http_status()),
+    })
 }
 
 /// Finds or posts the conversation's header and remembers its `ts` as the thread for this channel.
@@ -261,8 +278,15 @@ enum Thread {
     ToStart(Box<WebhookConversation>),
 }
 
-/// The integration's settings, the message and the conversation's thread in this channel.
-type Loaded = (SlackIntegration, DeliveryMessage, Thread);
+/// What a post needs: the integration's settings, the message, the conversation's thread in
+/// this channel, the message's files and the parts of its post already done.
+struct Loaded {
+    slack: SlackIntegration,
+    message: DeliveryMessage,
+    thread: Thread,
+    files: Vec<MessageFile>,
+    done: Vec<(String, String)>,
+}
 
 fn load(
     conn: &rusqlite::Connection,
@@ -287,7 +311,19 @@ fn load(
                 None => return Ok(Found::Gone("conversation deleted")),
             },
         };
-        Ok(Found::Ready((slack, message, thread)))
+        let files = store::list_message_files(conn, message.id)?;
+        let done = if files.is_empty() {
+            Vec::new()
+        } else {
+            store::list_slack_shares(conn, integration, message.id)?
+        };
+        Ok(Found::Ready(Loaded {
+            slack,
+            message,
+            thread,
+            files,
+            done,
+        }))
     })
 }
 

@@ -1,7 +1,8 @@
 //! What to do with a Slack event, however it arrived (Events API or Socket Mode): a human's
 //! reply in one of our threads becomes an agent message (or a private note) for the visitor;
 //! everything else is ignored. A reply in a thread Porch never recorded is traced to its
-//! conversation through the root's metadata; one that cannot be is logged and counted.
+//! conversation through the root's metadata; one that cannot be is logged and counted. A
+//! reply's files come with it (`inbound_files.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -15,9 +16,10 @@ use crate::chat::{self, Agent, Chat, InboundReply, MessageBody};
 use crate::jobs::{JobQueue, Outcome};
 use crate::metrics::Meters;
 use crate::secrets::SecretKey;
-use crate::store::{self, ConversationId, IntegrationId, Readers, UserRow, Writer};
+use crate::store::{self, ConversationId, IntegrationId, Readers, Uploader, UserRow, Writer};
 
 use super::deliver::classify;
+use super::inbound_files::receive_files;
 use super::{
     CallError, SlackApi, SlackIntegration, SlackUser, find_root, header_conversation,
     is_by_our_bot, to_plain,
@@ -213,18 +215,67 @@ pub async fn handle_event_callback(
         }
         _ => (false, trimmed),
     };
-    // A file shared without a comment has no text to pass on.
-    let Ok(body) = MessageBody::parse(body) else {
-        return Ok(Handled::Ignored);
-    };
-    let agent = resolve_agent(inbound, slack, user, event).await?;
-    let reply = InboundReply {
+    let reply = Reply {
         integration_id,
-        event_id: event_id.to_owned(),
+        event_id,
         conversation_id,
-        agent,
+        user,
         body,
         is_note,
+    };
+    post_reply(inbound, slack, event, reply).await
+}
+
+/// A human's reply in one of the conversation's threads, as the event names it.
+struct Reply<'a> {
+    integration_id: IntegrationId,
+    event_id: &'a str,
+    conversation_id: ConversationId,
+    /// The Slack user who wrote it.
+    user: &'a str,
+    /// The text without a `note:` prefix.
+    body: &'a str,
+    is_note: bool,
+}
+
+/// Stores a reply with its files (or, for files not passed on, a line naming each).
+async fn post_reply(
+    inbound: &SlackInbound,
+    slack: &SlackIntegration,
+    event: &Value,
+    reply: Reply<'_>,
+) -> Result<Handled, chat::Error> {
+    let has_files = event["files"].as_array().is_some_and(|f| !f.is_empty());
+    if reply.body.trim().is_empty() && !has_files {
+        return Ok(Handled::Ignored);
+    }
+    let agent = resolve_agent(inbound, slack, reply.user, event).await?;
+    let conversation = inbound
+        .chat
+        .find_conversation(reply.conversation_id)
+        .await?;
+    let uploader = agent.user_id.map_or(Uploader::Integration, Uploader::Agent);
+    let files = receive_files(
+        inbound,
+        slack,
+        conversation.site_id,
+        uploader,
+        event,
+        reply.is_note,
+    )
+    .await?;
+    let text = files.text_with_notes(reply.body);
+    let Ok(body) = MessageBody::parse_beside_attachments(&text, !files.ids.is_empty()) else {
+        return Ok(Handled::Ignored);
+    };
+    let reply = InboundReply {
+        integration_id: reply.integration_id,
+        event_id: reply.event_id.to_owned(),
+        conversation_id: reply.conversation_id,
+        agent,
+        body,
+        is_note: reply.is_note,
+        attachments: files.ids,
     };
     Ok(match inbound.chat.post_inbound_reply(reply).await? {
         Some(_) => Handled::Stored,

@@ -6,7 +6,8 @@
 //! post's text, and able to answer 429s), `chat.postEphemeral` and `views.open` are recorded;
 //! and it speaks enough Socket Mode (hello, `events_api`, `slash_commands` and `interactive`
 //! envelopes, acks) to test that path. Tokens starting with `xoxb-` are valid unless revoked;
-//! app tokens start with `xapp-`.
+//! app tokens start with `xapp-`. Files (external uploads, `url_private_download`) are in
+//! `files.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -14,17 +15,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
-use super::served::{Served, lock};
+use super::files::{self, FileState};
+use super::socket;
+use crate::loadtest::served::{Served, lock};
 
 /// Team and bot identity the mock reports.
 pub const TEAM_ID: &str = "T0MOCK";
@@ -58,17 +59,17 @@ pub struct Post {
 }
 
 #[derive(Default)]
-struct MockState {
+pub(super) struct MockState {
     delay: Mutex<Duration>,
     posts: Mutex<Vec<Post>>,
     failures: Mutex<HashMap<String, Failure>>,
-    revoked: Mutex<HashSet<String>>,
+    pub(super) revoked: Mutex<HashSet<String>>,
     users: Mutex<HashMap<String, (String, Option<String>)>>,
-    sockets: Mutex<Vec<mpsc::UnboundedSender<String>>>,
-    acks: Mutex<Vec<String>>,
+    pub(super) sockets: Mutex<Vec<mpsc::UnboundedSender<String>>>,
+    pub(super) acks: Mutex<Vec<String>>,
     counter: AtomicU64,
-    changed: Notify,
-    rate_limited: AtomicU64,
+    pub(super) changed: Notify,
+    pub(super) rate_limited: AtomicU64,
     /// Thread headers still to hold, and for how long each one's answer waits.
     held_headers: Mutex<(u32, Duration)>,
     /// History calls still to refuse, and with which Slack error.
@@ -78,12 +79,14 @@ struct MockState {
     calls: Mutex<Vec<(&'static str, Value)>>,
     /// `chat.update` calls still to answer with 429 (`Retry-After: 1`).
     updates_rate_limited: Mutex<u32>,
+    /// External uploads, shared files and files served for download.
+    pub(super) files: Mutex<FileState>,
 }
 
 /// A running mock.
 pub struct SlackMock {
     pub addr: SocketAddr,
-    state: Arc<MockState>,
+    pub(super) state: Arc<MockState>,
     /// Serves until the mock is dropped.
     _served: Served,
 }
@@ -103,9 +106,11 @@ impl SlackMock {
             .route("/api/chat.postEphemeral", post(post_ephemeral))
             .route("/api/views.open", post(views_open))
             .route("/mock/users", post(add_user))
-            .route("/socket", get(socket))
+            .route("/socket", get(socket::socket))
+            .merge(files::routes())
             .with_state(Arc::clone(&state));
         let served = Served::start(addr, app).await?;
+        lock(&state.files).base = format!("http://{}", served.addr);
         Ok(Self {
             addr: served.addr,
             state,
@@ -259,7 +264,7 @@ impl SlackMock {
     }
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)?
         .to_str()
@@ -267,11 +272,11 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .strip_prefix("Bearer ")
 }
 
-fn slack_error(error: &str) -> Response {
+pub(super) fn slack_error(error: &str) -> Response {
     Json(json!({"ok": false, "error": error})).into_response()
 }
 
-fn bot_token_ok(state: &MockState, headers: &HeaderMap) -> bool {
+pub(super) fn bot_token_ok(state: &MockState, headers: &HeaderMap) -> bool {
     bearer(headers).is_some_and(|t| t.starts_with("xoxb-") && !lock(&state.revoked).contains(t))
 }
 
@@ -556,41 +561,4 @@ async fn open_connection(headers: HeaderMap) -> Response {
         .and_then(|h| h.to_str().ok())
         .unwrap_or("127.0.0.1");
     Json(json!({"ok": true, "url": format!("ws://{host}/socket")})).into_response()
-}
-
-async fn socket(State(state): State<Arc<MockState>>, ws: WebSocketUpgrade) -> Response {
-    ws.on_upgrade(move |socket| serve_socket(state, socket))
-}
-
-async fn serve_socket(state: Arc<MockState>, socket: WebSocket) {
-    let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let hello =
-        json!({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "AMOCK"}});
-    if sink
-        .send(Message::Text(hello.to_string().into()))
-        .await
-        .is_err()
-    {
-        return;
-    }
-    lock(&state.sockets).push(tx);
-    loop {
-        tokio::select! {
-            outgoing = rx.recv() => match outgoing {
-                Some(text) => if sink.send(Message::Text(text.into())).await.is_err() { break },
-                None => break,
-            },
-            incoming = stream.next() => match incoming {
-                Some(Ok(Message::Text(text))) => {
-                    if let Some(id) = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_owned)) {
-                        lock(&state.acks).push(id);
-                        state.changed.notify_waiters();
-                    }
-                }
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => break,
-            },
-        }
-    }
 }

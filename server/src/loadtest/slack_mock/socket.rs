@@ -1,0 +1,50 @@
+//! Enough Socket Mode for tests: a hello, the envelopes a test sends, and the acks recorded.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::server::MockState;
+use crate::loadtest::served::lock;
+
+pub(super) async fn socket(State(state): State<Arc<MockState>>, ws: WebSocketUpgrade) -> Response {
+    ws.on_upgrade(move |socket| serve_socket(state, socket))
+}
+
+async fn serve_socket(state: Arc<MockState>, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let hello =
+        json!({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "AMOCK"}});
+    if sink
+        .send(Message::Text(hello.to_string().into()))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    lock(&state.sockets).push(tx);
+    loop {
+        tokio::select! {
+            outgoing = rx.recv() => match outgoing {
+                Some(text) => if sink.send(Message::Text(text.into())).await.is_err() { break },
+                None => break,
+            },
+            incoming = stream.next() => match incoming {
+                Some(Ok(Message::Text(text))) => {
+                    if let Some(id) = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_owned)) {
+                        lock(&state.acks).push(id);
+                        state.changed.notify_waiters();
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            },
+        }
+    }
+}

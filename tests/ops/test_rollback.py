@@ -4,7 +4,8 @@ serve`) must take it: check passes with a note, serve migrates it. The older dat
 from the repository's own migrations, as the older Porch built it (one transaction each,
 `user_version` set to its number)."""
 
-import sqlite3
+# Porch's own SQLite generation, not the system's: see requirements.txt.
+from pysqlite3 import dbapi2 as sqlite3
 
 from conftest import REPO, run
 

@@ -16,16 +16,9 @@ use crate::store::{self, DeliveryLogRow, IntegrationId, IntegrationRow, JobId, S
 use super::auth::NoFields;
 use super::page::{PageError, see_other};
 use super::session::AdminPosted;
+use super::sites::find_site;
 
 /// The site with this key.
-pub(super) async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
-    let owned = key.to_owned();
-    app.readers
-        .read(move |c| store::find_site_by_key(c, &owned))
-        .await?
-        .ok_or_else(|| PageError::not_found("site"))
-}
-
 /// The site and its integration `id`, which must belong to it (and be of `kind`, if given).
 pub(super) async fn find_site_integration(
     app: &AppState,

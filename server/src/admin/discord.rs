@@ -20,9 +20,10 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
-use super::destinations::{TestQuery, find_site, load_health, test_outcome};
+use super::destinations::{TestQuery, load_health, test_outcome};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
+use super::sites::find_site;
 
 async fn load(app: &AppState, key: &str) -> Result<(SiteRow, Option<IntegrationRow>), PageError> {
     let site = find_site(app, key).await?;

@@ -18,9 +18,10 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
-use super::destinations::{TestQuery, find_site, load_health, test_outcome};
+use super::destinations::{TestQuery, load_health, test_outcome};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
+use super::sites::find_site;
 
 /// The longest delay the page takes: a week (a digest later than that helps nobody).
 const MAX_SECS: u32 = 7 * 24 * 3600;

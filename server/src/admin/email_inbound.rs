@@ -22,9 +22,9 @@ use crate::state::AppState;
 use crate::store;
 
 use super::auth::NoFields;
-use super::destinations::find_site;
 use super::page::{PageError, see_other};
 use super::session::AdminPosted;
+use super::sites::find_site;
 
 /// How many of the latest mails the card lists.
 const LATEST_MAILS: u32 = 20;

@@ -11,12 +11,13 @@ use crate::audit::Actor;
 use crate::chat::{self, SiteHoursInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
-use crate::store::{self, SiteRow};
+use crate::store::SiteRow;
 use crate::values::DAY_NAMES;
 
 use super::auth::{NoFields, NoticeQuery};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
+use super::sites::find_site;
 
 /// The form's field names, Monday first (as `SiteHoursInput` names them).
 const DAY_FIELDS: [&str; 7] = [
@@ -28,14 +29,6 @@ const DAY_FIELDS: [&str; 7] = [
     "saturday",
     "sunday",
 ];
-
-async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
-    let owned = key.to_owned();
-    app.readers
-        .read(move |c| store::find_site_by_key(c, &owned))
-        .await?
-        .ok_or_else(|| PageError::not_found("site"))
-}
 
 /// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone).
 async fn state_text(app: &AppState, site: &SiteRow) -> Result<String, PageError> {

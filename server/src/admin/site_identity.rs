@@ -10,19 +10,11 @@ use crate::audit::Actor;
 use crate::chat;
 use crate::http::ClientIp;
 use crate::state::AppState;
-use crate::store::{self, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
 use super::page::{PageError, html, see_other};
 use super::session::{Admin, AdminPosted};
-
-async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
-    let owned = key.to_owned();
-    app.readers
-        .read(move |c| store::find_site_by_key(c, &owned))
-        .await?
-        .ok_or_else(|| PageError::not_found("site"))
-}
+use super::sites::find_site;
 
 /// `GET /sites/{key}/identity`.
 pub async fn identity_page(

@@ -11,19 +11,12 @@ use crate::audit::Actor;
 use crate::chat::{self, SitePrechatInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
-use crate::store::{self, SiteRow};
+use crate::store::SiteRow;
 
 use super::auth::NoticeQuery;
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
-
-async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
-    let owned = key.to_owned();
-    app.readers
-        .read(move |c| store::find_site_by_key(c, &owned))
-        .await?
-        .ok_or_else(|| PageError::not_found("site"))
-}
+use super::sites::find_site;
 
 fn page(who: &SignedIn, site: &SiteRow, input: SitePrechatInput, notice: Option<Notice>) -> String {
     render_site_prechat(SitePrechatView {

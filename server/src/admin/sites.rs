@@ -53,7 +53,8 @@ fn values(input: SiteSettingsInput, attachment_max_mb: String) -> SiteFormValues
     }
 }
 
-async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
+/// The site with this key, or the not-found page (every site page starts here).
+pub(super) async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, PageError> {
     let owned = key.to_owned();
     app.readers
         .read(move |c| store::find_site_by_key(c, &owned))

@@ -29,9 +29,10 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, JobId, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
-use super::destinations::{find_site, find_site_integration, health, load_health};
+use super::destinations::{find_site_integration, health, load_health};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
+use super::sites::find_site;
 
 /// Attempts shown in a delivery log at once.
 const LOG_LIMIT: u32 = 200;

@@ -1,7 +1,10 @@
 //! One agent's unread counts on a live page, and the alerts ("a visitor wrote") it sends. Loaded
 //! once when the stream connects (and again after a `Resync`), then kept from the hub's events in
 //! memory: a visitor message or a read mark costs no database read; only a status line (assign,
-//! close, reopen: human-rate) reads its one conversation again. See "Never miss a chat" in
+//! close, reopen: human-rate) reads its one conversation again. The counts themselves are kept
+//! as each conversation changes, never recounted: every agent's stream follows every message,
+//! and recounting an inbox of thousands of unread chats per message per agent is what kept a
+//! team of 20 from keeping up (docs/capacity.md, "Agents watching"). See "Never miss a chat" in
 //! docs/admin.md for what counts as unread.
 
 use std::collections::HashMap;
@@ -27,6 +30,23 @@ pub struct Counts {
     pub needs: usize,
 }
 
+impl Counts {
+    /// Adds (`more`) or takes away one conversation's share.
+    fn apply(&mut self, share: Self, more: bool) {
+        let step = |total: &mut usize, part: usize| {
+            *total = if more {
+                *total + part
+            } else {
+                total.saturating_sub(part)
+            };
+        };
+        step(&mut self.open, share.open);
+        step(&mut self.mine, share.mine);
+        step(&mut self.unassigned, share.unassigned);
+        step(&mut self.needs, share.needs);
+    }
+}
+
 /// A visitor message that should get the agent's attention (sound, desktop notification).
 #[derive(Debug, Serialize)]
 struct Alert {
@@ -50,6 +70,8 @@ pub struct Tally {
     open: HashMap<ConversationId, Option<UserId>>,
     /// Open conversations with a visitor message the agent has not seen: the newest one's id.
     unread: HashMap<ConversationId, MessageId>,
+    /// The counts of `unread` as it stands, kept by [`Self::change`].
+    counts: Counts,
     /// The counts last sent, so an unchanged count is not sent again.
     sent: Option<Counts>,
 }
@@ -66,6 +88,7 @@ impl Tally {
             viewing,
             open: HashMap::new(),
             unread: HashMap::new(),
+            counts: Counts::default(),
             sent: None,
         };
         tally.reload(app).await?;
@@ -84,22 +107,43 @@ impl Tally {
             .filter(|r| Some(r.id) != self.viewing)
             .filter_map(|r| r.unread_up_to.map(|id| (r.id, id)))
             .collect();
+        self.recount();
         self.sent = None;
         Ok(())
     }
 
-    fn counts(&self) -> Counts {
+    /// Counts everything again: after loading only.
+    fn recount(&mut self) {
         let mut counts = Counts::default();
         for id in self.unread.keys() {
-            counts.open += 1;
-            match self.open.get(id) {
-                Some(None) => counts.unassigned += 1,
-                Some(Some(user)) if *user == self.me => counts.mine += 1,
+            counts.apply(self.share(*id), true);
+        }
+        self.counts = counts;
+    }
+
+    /// What conversation `id` adds to the counts.
+    fn share(&self, id: ConversationId) -> Counts {
+        let mut share = Counts::default();
+        if self.unread.contains_key(&id) {
+            share.open = 1;
+            match self.open.get(&id) {
+                Some(None) => share.unassigned = 1,
+                Some(Some(user)) if *user == self.me => share.mine = 1,
                 _ => {}
             }
+            share.needs = share.mine + share.unassigned;
         }
-        counts.needs = counts.mine + counts.unassigned;
-        counts
+        share
+    }
+
+    /// Applies `edit`, which may change only conversation `id`, and keeps the counts.
+    fn change<T>(&mut self, id: ConversationId, edit: impl FnOnce(&mut Self) -> T) -> T {
+        let before = self.share(id);
+        let out = edit(self);
+        let after = self.share(id);
+        self.counts.apply(before, false);
+        self.counts.apply(after, true);
+        out
     }
 
     /// Follows one hub signal: updates the counts, adds them to `batch` if they changed (and
@@ -136,7 +180,7 @@ impl Tally {
 
     /// Adds the counts to `batch` unless the browser already has them.
     pub fn send_counts(&mut self, batch: &mut Batch) {
-        let counts = self.counts();
+        let counts = self.counts;
         if self.sent != Some(counts) {
             self.sent = Some(counts);
             add_json(batch, "counts", &counts);
@@ -148,11 +192,13 @@ impl Tally {
         // A visitor message in a conversation that is not open here opened it: a closed one
         // never takes messages (the next one starts a new conversation).
         let is_new = !self.open.contains_key(&id);
-        let assignee = *self.open.entry(id).or_insert(None);
-        if Some(id) != self.viewing {
-            let newest = self.unread.entry(id).or_insert(message.id);
-            *newest = (*newest).max(message.id);
-        }
+        let assignee = self.change(id, |t| {
+            if Some(id) != t.viewing {
+                let newest = t.unread.entry(id).or_insert(message.id);
+                *newest = (*newest).max(message.id);
+            }
+            *t.open.entry(id).or_insert(None)
+        });
         let for_me = assignee.is_none() || assignee == Some(self.me);
         for_me.then(|| Alert {
             conversation: id,
@@ -165,26 +211,26 @@ impl Tally {
     async fn on_status_line(&mut self, app: &AppState, line: &MessageRow) -> Result<(), Gone> {
         let id = line.conversation_id;
         let item = match app.chat.inbox_item(self.me, id).await {
-            Ok(item) => item,
-            Err(crate::chat::Error::NotFound(_)) => {
-                self.open.remove(&id);
-                self.unread.remove(&id);
-                return Ok(());
-            }
+            Ok(item) => Some(item),
+            Err(crate::chat::Error::NotFound(_)) => None,
             Err(_) => return Err(Gone),
         };
-        if item.status == "open" {
-            self.open.insert(id, item.assignee_id);
-            // The line is newer than any unread visitor message, so reading up to it clears it.
-            if item.is_unread && Some(id) != self.viewing {
-                self.unread.entry(id).or_insert(line.id);
-            } else {
-                self.unread.remove(&id);
+        self.change(id, |t| match item.filter(|item| item.status == "open") {
+            Some(item) => {
+                t.open.insert(id, item.assignee_id);
+                // The line is newer than any unread visitor message, so reading up to it clears
+                // it.
+                if item.is_unread && Some(id) != t.viewing {
+                    t.unread.entry(id).or_insert(line.id);
+                } else {
+                    t.unread.remove(&id);
+                }
             }
-        } else {
-            self.open.remove(&id);
-            self.unread.remove(&id);
-        }
+            None => {
+                t.open.remove(&id);
+                t.unread.remove(&id);
+            }
+        });
         Ok(())
     }
 
@@ -195,7 +241,7 @@ impl Tally {
                 .get(&mark.conversation)
                 .is_some_and(|newest| *newest <= mark.up_to)
         {
-            self.unread.remove(&mark.conversation);
+            self.change(mark.conversation, |t| t.unread.remove(&mark.conversation));
         }
     }
 }
@@ -216,6 +262,7 @@ mod tests {
             viewing: None,
             open: HashMap::new(),
             unread: HashMap::new(),
+            counts: Counts::default(),
             sent: None,
         }
     }
@@ -240,7 +287,7 @@ mod tests {
         let alert = t.on_visitor_message(&row).map(|a| a.is_new);
         assert_eq!(alert, Some(true));
         assert_eq!(
-            t.counts(),
+            t.counts,
             Counts {
                 open: 1,
                 mine: 0,
@@ -256,8 +303,8 @@ mod tests {
         t.open.insert(ConversationId(5), Some(UserId(2)));
         let row = visitor_message(10, 5);
         assert!(t.on_visitor_message(&row).is_none());
-        assert_eq!(t.counts().open, 1);
-        assert_eq!(t.counts().needs, 0);
+        assert_eq!(t.counts.open, 1);
+        assert_eq!(t.counts.needs, 0);
     }
 
     #[test]
@@ -272,9 +319,9 @@ mod tests {
         };
         t.on_read(mark(2, 10));
         t.on_read(mark(1, 9));
-        assert_eq!(t.counts().needs, 1);
+        assert_eq!(t.counts.needs, 1);
         t.on_read(mark(1, 10));
-        assert_eq!(t.counts().needs, 0);
+        assert_eq!(t.counts.needs, 0);
     }
 
     #[test]
@@ -283,6 +330,38 @@ mod tests {
         t.viewing = Some(ConversationId(5));
         let row = visitor_message(10, 5);
         assert!(t.on_visitor_message(&row).is_some());
-        assert_eq!(t.counts().needs, 0);
+        assert_eq!(t.counts.needs, 0);
+    }
+
+    #[test]
+    fn kept_counts_equal_a_recount_after_any_change() {
+        let mut t = tally(1);
+        let mark = |conversation, up_to| ReadMark {
+            user: UserId(1),
+            conversation: ConversationId(conversation),
+            up_to: MessageId(up_to),
+        };
+        for step in 0..200_i64 {
+            let conversation = step % 7;
+            match step % 5 {
+                0 | 1 => {
+                    t.on_visitor_message(&visitor_message(step, conversation));
+                }
+                2 => t.on_read(mark(conversation, step)),
+                // Assigned to me, to someone else, or closed, as a status line would leave it.
+                3 => t.change(ConversationId(conversation), |t| {
+                    let assignee = [None, Some(UserId(1)), Some(UserId(2))][(step % 3) as usize];
+                    t.open.insert(ConversationId(conversation), assignee);
+                }),
+                _ => t.change(ConversationId(conversation), |t| {
+                    t.open.remove(&ConversationId(conversation));
+                    t.unread.remove(&ConversationId(conversation));
+                }),
+            }
+            let kept = t.counts;
+            t.recount();
+            assert_eq!(kept, t.counts, "after step {step}");
+        }
+        assert!(t.counts.open > 0, "the sequence leaves something unread");
     }
 }

@@ -207,7 +207,6 @@ async fn stream_inbox(
     batch.retry(RETRY);
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, me, None).await?;
-    tally.send_counts(&mut batch);
     // Without a starting point there is nothing to catch up on: start from now.
     let mut covered = if after.0 == 0 {
         app.chat.last_message_id().await.map_err(|_| Gone)?
@@ -216,6 +215,8 @@ async fn stream_inbox(
     };
     let mut last = covered;
     loop {
+        // The counts once a burst, after everything it changed.
+        tally.send_counts(&mut batch);
         batch.flush(tx).await?;
         let first = subscription.recv().await;
         for signal in gather(first, &mut subscription).await {
@@ -261,8 +262,9 @@ async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Bytes>) -> 
     batch.retry(RETRY);
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, me, None).await?;
-    tally.send_counts(&mut batch);
     loop {
+        // The counts once a burst, after everything it changed.
+        tally.send_counts(&mut batch);
         batch.flush(tx).await?;
         let first = subscription.recv().await;
         for signal in gather(first, &mut subscription).await {
@@ -375,10 +377,11 @@ async fn stream_conversation(
     let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, who.user.id, Some(conversation)).await?;
-    tally.send_counts(&mut batch);
     let mut covered = replay_conversation(app, &mut batch, who, conversation, after).await?;
     let mut last = covered;
     loop {
+        // The counts once a burst, after everything it changed.
+        tally.send_counts(&mut batch);
         batch.flush(tx).await?;
         let first = tokio::select! {
             signal = subscription.recv() => signal,

@@ -146,8 +146,8 @@ impl Tally {
         out
     }
 
-    /// Follows one hub signal: updates the counts, adds them to `batch` if they changed (and
-    /// first of all, after loading), and an `alert` for a visitor message the agent should see.
+    /// Follows one hub signal: updates the counts, and adds to `batch` an `alert` for a visitor
+    /// message the agent should see. The counts are sent by [`Self::send_counts`], once a burst.
     ///
     /// # Errors
     /// `Gone` when a reload failed.
@@ -174,11 +174,11 @@ impl Tally {
             InboxSignal::VisitorTyping { .. } => {}
             InboxSignal::Resync => self.reload(app).await?,
         }
-        self.send_counts(batch);
         Ok(())
     }
 
-    /// Adds the counts to `batch` unless the browser already has them.
+    /// Adds the counts to `batch` unless the browser already has them (first of all, after
+    /// loading).
     pub fn send_counts(&mut self, batch: &mut Batch) {
         let counts = self.counts;
         if self.sent != Some(counts) {

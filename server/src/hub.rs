@@ -159,7 +159,7 @@ impl Hub {
 /// Events queued per inbox connection before it counts as fallen behind. A live page takes what
 /// arrived in a short window at once (`admin/live.rs`), so this holds several windows of a busy
 /// inbox.
-const INBOX_QUEUE: usize = 1024;
+pub const INBOX_QUEUE: usize = 1024;
 
 /// A message (from a visitor, an agent, a note or a status line) for agents' inbox connections.
 /// Carries the row itself, so publishing costs no database read.

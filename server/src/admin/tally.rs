@@ -49,12 +49,13 @@ impl Counts {
 
 /// A visitor message that should get the agent's attention (sound, desktop notification).
 #[derive(Debug, Serialize)]
-struct Alert {
+struct Alert<'a> {
     conversation: ConversationId,
     message: MessageId,
     /// The message opened the conversation.
     is_new: bool,
-    body: String,
+    /// The message's first [`ALERT_CHARS`] characters.
+    body: &'a str,
 }
 
 /// The stream stopped (the browser left) or could not load its starting point.
@@ -187,7 +188,7 @@ impl Tally {
         }
     }
 
-    fn on_visitor_message(&mut self, message: &MessageRow) -> Option<Alert> {
+    fn on_visitor_message<'m>(&mut self, message: &'m MessageRow) -> Option<Alert<'m>> {
         let id = message.conversation_id;
         // A visitor message in a conversation that is not open here opened it: a closed one
         // never takes messages (the next one starts a new conversation).
@@ -204,7 +205,7 @@ impl Tally {
             conversation: id,
             message: message.id,
             is_new,
-            body: message.body.chars().take(ALERT_CHARS).collect(),
+            body: first_chars(&message.body, ALERT_CHARS),
         })
     }
 
@@ -246,6 +247,14 @@ impl Tally {
     }
 }
 
+/// The first `n` characters of `text` (a slice: every agent's stream alerts for every visitor
+/// message, so no copy is made).
+fn first_chars(text: &str, n: usize) -> &str {
+    text.char_indices()
+        .nth(n)
+        .map_or(text, |(end, _)| &text[..end])
+}
+
 fn add_json<T: Serialize>(batch: &mut Batch, name: &str, data: &T) {
     // Serialising these plain structs cannot fail.
     let data = serde_json::to_string(data).unwrap_or_default();
@@ -278,6 +287,13 @@ mod tests {
             created_at: 0,
             attachments: Vec::new(),
         }
+    }
+
+    #[test]
+    fn an_alert_keeps_the_first_characters_whole() {
+        assert_eq!(first_chars("héllo", 2), "hé");
+        assert_eq!(first_chars("hi", 140), "hi");
+        assert_eq!(first_chars("", 3), "");
     }
 
     #[test]
@@ -350,7 +366,8 @@ mod tests {
                 2 => t.on_read(mark(conversation, step)),
                 // Assigned to me, to someone else, or closed, as a status line would leave it.
                 3 => t.change(ConversationId(conversation), |t| {
-                    let assignee = [None, Some(UserId(1)), Some(UserId(2))][(step % 3) as usize];
+                    let assignee = [None, Some(UserId(1)), Some(UserId(2))]
+                        [usize::try_from(step % 3).unwrap_or(0)];
                     t.open.insert(ConversationId(conversation), assignee);
                 }),
                 _ => t.change(ConversationId(conversation), |t| {

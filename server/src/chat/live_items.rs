@@ -14,8 +14,9 @@ use crate::store::{self, ConversationId, LiveInboxRow, MessageId, Readers};
 use super::Error;
 
 /// Events remembered. Streams reach an event within moments of each other, so this only has
-/// to cover how far the slowest stream may trail the fastest (the hub's inbox queue, 256).
-const REMEMBERED: usize = 1024;
+/// to cover how far the slowest stream may trail the fastest: the hub's queue of a stream (one
+/// further behind is dropped and replays from the database), and the burst it is working on.
+const REMEMBERED: usize = 2 * crate::hub::INBOX_QUEUE;
 
 /// Distinct renderings one conversation can have in the live inbox (see the admin's live view).
 pub const RENDERINGS: usize = 8;

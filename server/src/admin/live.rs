@@ -134,15 +134,20 @@ pub async fn inbox_events(
     sse::response(rx)
 }
 
+/// The events of a burst a live inbox turns into list items: (message id, conversation).
+type Burst = Vec<(MessageId, ConversationId)>;
+
+/// Adds the list item for event `event` of `burst` (read with the rest of the burst), under
+/// the stream's event id `id`.
 async fn add_item(
     app: &AppState,
     batch: &mut Batch,
-    me: UserId,
-    filter: &InboxQuery,
-    conversation: ConversationId,
+    (me, filter): (UserId, &InboxQuery),
+    (event, conversation): (MessageId, ConversationId),
     id: MessageId,
+    burst: &Burst,
 ) -> Result<(), Gone> {
-    match app.chat.live_inbox_item(conversation, id).await {
+    match app.chat.live_inbox_item(event, burst).await {
         Ok(Some(live)) if filter.matches(&live.row.item) => {
             batch.event_with_id(id.0, "conversation", &rendered_item(&live, me, filter));
         }
@@ -189,8 +194,13 @@ async fn replay_inbox(
     // A client away for more changes than a page holds gets the newest ones; older changes
     // show on the next reload (documented in admin.md).
     let skip = changed.len().saturating_sub(INBOX_PAGE_SIZE as usize);
-    for (conversation, id) in changed.into_iter().skip(skip) {
-        add_item(app, batch, me, filter, conversation, id).await?;
+    let burst: Burst = changed
+        .into_iter()
+        .skip(skip)
+        .map(|(conversation, id)| (id, conversation))
+        .collect();
+    for &(id, conversation) in &burst {
+        add_item(app, batch, (me, filter), (id, conversation), id, &burst).await?;
         covered = covered.max(id);
     }
     Ok(covered)
@@ -219,7 +229,17 @@ async fn stream_inbox(
         tally.send_counts(&mut batch);
         batch.flush(tx).await?;
         let first = subscription.recv().await;
-        for signal in gather(first, &mut subscription).await {
+        let signals = gather(first, &mut subscription).await;
+        let burst: Burst = signals
+            .iter()
+            .filter_map(|signal| match signal {
+                InboxSignal::Event(event) if event.message.id > covered => {
+                    Some((event.message.id, event.message.conversation_id))
+                }
+                _ => None,
+            })
+            .collect();
+        for signal in signals {
             follow(app, &mut subscription, &mut tally, &mut batch, &signal).await?;
             match signal {
                 InboxSignal::Resync => {
@@ -229,8 +249,8 @@ async fn stream_inbox(
                 }
                 InboxSignal::Event(event) if event.message.id > covered => {
                     last = last.max(event.message.id);
-                    let conversation = event.message.conversation_id;
-                    add_item(app, &mut batch, me, filter, conversation, last).await?;
+                    let this = (event.message.id, event.message.conversation_id);
+                    add_item(app, &mut batch, (me, filter), this, last, &burst).await?;
                 }
                 _ => {}
             }

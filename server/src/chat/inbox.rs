@@ -101,13 +101,14 @@ impl Chat {
     }
 
     /// The conversation behind inbox event `event`, as every agent's live inbox shares it
-    /// (`None`: it no longer exists).
+    /// (`None`: it no longer exists). `burst` lists the events (with their conversations) the
+    /// caller is working through, `event` among them: they are read together.
     pub async fn live_inbox_item(
         &self,
-        conversation: ConversationId,
         event: MessageId,
+        burst: &[(MessageId, ConversationId)],
     ) -> Result<Option<Arc<LiveItem>>, Error> {
-        self.live.get(&self.readers, conversation, event).await
+        self.live.get(&self.readers, event, burst).await
     }
 
     /// The newest message id (where a live stream without a starting point begins).

@@ -1,8 +1,8 @@
 //! The conversations behind recent inbox events, read once and shared by every agent's live
 //! inbox stream. Without it each open inbox read and rendered every event itself, so each
 //! watching agent added a database read and a render to every visitor message; with it the
-//! first stream to reach an event reads the conversation, the others wait for that read, and
-//! each distinct rendering is made once (see [`LiveItem::rendering`]).
+//! first stream to reach a burst of events reads their conversations in one go, the others wait
+//! for that read, and each distinct rendering is made once (see [`LiveItem::rendering`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,8 +39,51 @@ impl LiveItem {
     }
 }
 
-/// `None`: the conversation no longer exists.
-type Slot = Arc<OnceCell<Option<Arc<LiveItem>>>>;
+/// The events of one burst, read together: one trip to a reader connection for all of them
+/// instead of one each (the hand-off to a blocking thread costs more than the reads). `None`
+/// in the map: the conversation no longer exists.
+struct Group {
+    wanted: Vec<(MessageId, ConversationId)>,
+    read: OnceCell<HashMap<MessageId, Option<Arc<LiveItem>>>>,
+}
+
+impl Group {
+    /// The conversations as of their events (or later): read by the first caller, shared with
+    /// the rest, who wait for it. A failed read is not remembered, so the next caller retries.
+    async fn items(
+        &self,
+        readers: &Arc<Readers>,
+    ) -> Result<&HashMap<MessageId, Option<Arc<LiveItem>>>, Error> {
+        self.read
+            .get_or_try_init(|| async {
+                let wanted = self.wanted.clone();
+                let rows = readers
+                    .read(move |c| {
+                        wanted
+                            .into_iter()
+                            .map(|(event, conversation)| {
+                                Ok((event, store::find_live_inbox_row(c, conversation)?))
+                            })
+                            .collect::<Result<Vec<_>, store::Error>>()
+                    })
+                    .await?;
+                Ok::<_, Error>(
+                    rows.into_iter()
+                        .map(|(event, row)| {
+                            let item = row.map(|row| {
+                                Arc::new(LiveItem {
+                                    row,
+                                    renderings: Default::default(),
+                                })
+                            });
+                            (event, item)
+                        })
+                        .collect(),
+                )
+            })
+            .await
+    }
+}
 
 /// The shared reads, keyed by the event's message id (which names its conversation).
 #[derive(Default)]
@@ -50,51 +93,56 @@ pub struct LiveItems {
 
 #[derive(Default)]
 struct Recent {
-    slots: HashMap<MessageId, Slot>,
+    groups: HashMap<MessageId, Arc<Group>>,
     order: VecDeque<MessageId>,
 }
 
 impl LiveItems {
-    fn slot(&self, event: MessageId) -> Slot {
+    /// The group that reads `event`: the one already planned, else a new one for every event of
+    /// `burst` that has none yet (`event` among them).
+    fn group(&self, event: MessageId, burst: &[(MessageId, ConversationId)]) -> Arc<Group> {
         let Ok(mut recent) = self.recent.lock() else {
             // A poisoned lock only loses the sharing, never the event.
-            return Slot::default();
+            return Arc::new(Group {
+                wanted: burst.iter().filter(|(e, _)| *e == event).copied().collect(),
+                read: OnceCell::new(),
+            });
         };
-        if let Some(slot) = recent.slots.get(&event) {
-            return Arc::clone(slot);
+        if let Some(group) = recent.groups.get(&event) {
+            return Arc::clone(group);
         }
-        if recent.order.len() == REMEMBERED
-            && let Some(oldest) = recent.order.pop_front()
-        {
-            recent.slots.remove(&oldest);
+        let wanted: Vec<_> = burst
+            .iter()
+            .filter(|(e, _)| *e == event || !recent.groups.contains_key(e))
+            .copied()
+            .collect();
+        let group = Arc::new(Group {
+            wanted,
+            read: OnceCell::new(),
+        });
+        for (e, _) in &group.wanted {
+            if recent.order.len() == REMEMBERED
+                && let Some(oldest) = recent.order.pop_front()
+            {
+                recent.groups.remove(&oldest);
+            }
+            recent.order.push_back(*e);
+            recent.groups.insert(*e, Arc::clone(&group));
         }
-        recent.order.push_back(event);
-        Arc::clone(recent.slots.entry(event).or_default())
+        group
     }
 
-    /// The conversation as of event `event` (or later): read by the first caller, shared with
-    /// the rest. A failed read is not remembered, so the next caller tries again.
+    /// The conversation as of event `event` (or later), which must be in `burst`: the events
+    /// the caller is about to ask for, so that one read covers them all.
     pub async fn get(
         &self,
         readers: &Arc<Readers>,
-        conversation: ConversationId,
         event: MessageId,
+        burst: &[(MessageId, ConversationId)],
     ) -> Result<Option<Arc<LiveItem>>, Error> {
-        let slot = self.slot(event);
-        let item = slot
-            .get_or_try_init(|| async {
-                let row = readers
-                    .read(move |c| store::find_live_inbox_row(c, conversation))
-                    .await?;
-                Ok::<_, Error>(row.map(|row| {
-                    Arc::new(LiveItem {
-                        row,
-                        renderings: Default::default(),
-                    })
-                }))
-            })
-            .await?;
-        Ok(item.clone())
+        let group = self.group(event, burst);
+        let items = group.items(readers).await?;
+        Ok(items.get(&event).cloned().flatten())
     }
 }
 
@@ -139,14 +187,40 @@ mod tests {
         assert_eq!(&*item.rendering(3, || "three".into()), "three");
     }
 
+    fn burst(ids: std::ops::RangeInclusive<i64>) -> Vec<(MessageId, ConversationId)> {
+        ids.map(|id| (MessageId(id), ConversationId(id))).collect()
+    }
+
+    #[test]
+    fn a_burst_is_read_as_one_group_and_a_later_burst_adds_only_new_events() {
+        let items = LiveItems::default();
+        let first = items.group(MessageId(1), &burst(1..=3));
+        assert_eq!(first.wanted.len(), 3);
+        assert!(Arc::ptr_eq(
+            &first,
+            &items.group(MessageId(3), &burst(1..=3))
+        ));
+        // Another stream's burst overlapping the first: only 4 and 5 are new.
+        let second = items.group(MessageId(4), &burst(2..=5));
+        let wanted: Vec<_> = second.wanted.iter().map(|(e, _)| e.0).collect();
+        assert_eq!(wanted, [4, 5]);
+        assert!(Arc::ptr_eq(
+            &first,
+            &items.group(MessageId(2), &burst(2..=5))
+        ));
+    }
+
     #[test]
     fn old_events_are_forgotten() {
         let items = LiveItems::default();
-        let first = items.slot(MessageId(1));
-        assert!(Arc::ptr_eq(&first, &items.slot(MessageId(1))));
-        for id in 2..=i64::try_from(REMEMBERED).unwrap_or(i64::MAX) + 1 {
-            items.slot(MessageId(id));
+        let first = items.group(MessageId(1), &burst(1..=1));
+        let last = i64::try_from(REMEMBERED).unwrap_or(i64::MAX) + 1;
+        for id in 2..=last {
+            items.group(MessageId(id), &burst(id..=id));
         }
-        assert!(!Arc::ptr_eq(&first, &items.slot(MessageId(1))));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &items.group(MessageId(1), &burst(1..=1))
+        ));
     }
 }

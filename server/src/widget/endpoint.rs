@@ -9,6 +9,7 @@ use axum::Extension;
 use axum::extract::{ConnectInfo, Query, State, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use serde::Deserialize;
 
 use crate::http::{ConnectionSlot, client_ip};
@@ -70,11 +71,12 @@ pub async fn upgrade(
         .max_message_size(max_message)
         .max_frame_size(max_message)
         .on_upgrade(move |socket| {
-            tracker.track_future(async move {
-                serve_connection(app, admission, peer, socket).await;
-                // The slot counts this websocket against the connection limit until here.
-                drop(slot);
-            })
+            // A combinator rather than an async block, which would hold the connection's future
+            // twice (once captured, once awaited). The slot counts this websocket against the
+            // connection limit until it ends.
+            let connection =
+                serve_connection(app, admission, peer, socket).map(move |()| drop(slot));
+            tracker.track_future(connection)
         })
 }
 

@@ -10,9 +10,14 @@ use axum::extract::WebSocketUpgrade;
 use axum::extract::ws::{Message, WebSocket};
 use axum::response::Response;
 use axum::routing::get;
+use axum::serve::Listener;
+use tokio::net::{TcpListener, TcpStream};
 
-/// The widget socket's settings (`widget::endpoint`), repeated so the baseline pays the same.
-const READ_BUFFER: usize = 4 * 1024;
+use crate::http::read_ahead::ReadAhead;
+
+/// The widget socket's settings (`widget::endpoint`), repeated so the baseline pays the same;
+/// its connections are read ahead in chunks as Porch's are (`http/read_ahead.rs`).
+const READ_BUFFER: usize = 512;
 const MAX_WRITE_BUFFER: usize = 256 * 1024;
 const MAX_MESSAGE: usize = 64 * 1024;
 
@@ -29,8 +34,27 @@ pub fn run_echo(listen: SocketAddr) -> anyhow::Result<()> {
         let listener =
             crate::http::bind(listen).with_context(|| format!("listening on {listen}"))?;
         let app = Router::new().route("/widget/ws", get(upgrade));
-        axum::serve(listener, app).await.context("serving")
+        axum::serve(ReadAheadListener(listener), app)
+            .await
+            .context("serving")
     })
+}
+
+/// A listener whose connections are read ahead, like Porch's.
+struct ReadAheadListener(TcpListener);
+
+impl Listener for ReadAheadListener {
+    type Io = ReadAhead<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr) = Listener::accept(&mut self.0).await;
+        (ReadAhead::new(stream), addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Listener::local_addr(&self.0)
+    }
 }
 
 async fn upgrade(ws: WebSocketUpgrade) -> Response {

@@ -37,6 +37,7 @@ async fn next_event(subscription: &mut Option<VisitorSubscription>) -> Option<Vi
 impl Connection {
     /// The loop as a future that owns the connection. Not an async fn, whose arguments would be
     /// kept twice (see `serve_connection`): the block only borrows what it captures.
+    #[allow(clippy::manual_async_fn)] // The point is not being an async fn (see above).
     pub(super) fn run_to_end(
         mut self,
         mut stream: SplitStream<WebSocket>,

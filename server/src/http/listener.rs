@@ -29,6 +29,7 @@ use tower::ServiceExt;
 
 use crate::state::AppState;
 
+use super::read_ahead::ReadAhead;
 use admission::{Admission, Admitted, Held, Reason};
 
 /// Pending connections the kernel may queue; tokio's default (128) overflows when thousands of
@@ -130,8 +131,10 @@ pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_con
                 }))
             }
         });
+        // Read ahead in chunks, so an upgraded widget socket can keep a small read buffer of
+        // its own (see `read_ahead.rs`).
         let connection = builder
-            .serve_connection(TokioIo::new(stream), service)
+            .serve_connection(TokioIo::new(ReadAhead::new(stream)), service)
             .with_upgrades();
         let shutdown = app.shutdown.clone();
         open.spawn(async move {

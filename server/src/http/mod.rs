@@ -14,6 +14,7 @@ mod error;
 mod health;
 mod listener;
 mod metrics;
+mod read_ahead;
 mod routes;
 mod slack_actions;
 mod slack_events;

@@ -9,6 +9,7 @@ use axum::Extension;
 use axum::extract::{ConnectInfo, Query, State, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use serde::Deserialize;
 
 use crate::http::{ConnectionSlot, client_ip};
@@ -21,9 +22,11 @@ use super::connection::{Admission, Peer, serve_connection};
 use super::locales::{DEFAULT_LABEL, launcher_label};
 use super::protocol::ErrorCode;
 
-/// Read buffer per connection: small, because idle widgets are most of all sockets and each
-/// buffer costs memory (128 KiB by default; see shared/reference/performance.md §3c).
-const READ_BUFFER: usize = 4 * 1024;
+/// Read buffer per connection, kept for the socket's whole life: small, because idle widgets are
+/// most of all sockets (128 KiB by default; shared/reference/performance.md §3c). A frame larger
+/// than this is read in several passes, but from memory: the connection reads the socket ahead
+/// in 4 KiB chunks (`http/read_ahead.rs`), so reads from the socket are as before.
+const READ_BUFFER: usize = 512;
 /// Bytes queued for a client that does not read before the connection is dropped.
 const MAX_WRITE_BUFFER: usize = 256 * 1024;
 
@@ -70,11 +73,12 @@ pub async fn upgrade(
         .max_message_size(max_message)
         .max_frame_size(max_message)
         .on_upgrade(move |socket| {
-            tracker.track_future(async move {
-                serve_connection(app, admission, peer, socket).await;
-                // The slot counts this websocket against the connection limit until here.
-                drop(slot);
-            })
+            // A combinator rather than an async block, which would hold the connection's future
+            // twice (once captured, once awaited). The slot counts this websocket against the
+            // connection limit until it ends.
+            let connection =
+                serve_connection(app, admission, peer, socket).map(move |()| drop(slot));
+            tracker.track_future(connection)
         })
 }
 

@@ -1,0 +1,145 @@
+//! The connection's loop: what wakes it (a frame, a finished write, a hub event, the timer)
+//! and the handling of each wake-up. Waiting is all an idle widget does, so the loop keeps only
+//! what it waits with and handles each wake-up in a box of its own (issue #19 item 7). A child
+//! of `connection`, so it works on the connection's own state.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::extract::ws::{Message, WebSocket};
+use futures_util::stream::{FuturesUnordered, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+
+use crate::hub::{VisitorEvent, VisitorSubscription};
+
+use super::{
+    Closed, Connection, ErrorCode, MAX_IN_FLIGHT, PendingWrite, StoreResult, close, close_code,
+    on_read_error, send_error,
+};
+
+/// What woke a connection's loop (besides shutdown, which the loop handles itself).
+enum Wake {
+    Stored(StoreResult),
+    /// A hub event, or `None` once the hub dropped this subscriber for falling behind.
+    Event(Option<VisitorEvent>),
+    Frame(Option<Result<Message, axum::Error>>),
+    Idle,
+    Ping,
+}
+
+async fn next_event(subscription: &mut Option<VisitorSubscription>) -> Option<VisitorEvent> {
+    match subscription {
+        Some(sub) => sub.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Connection {
+    /// The loop as a future that owns the connection. Not an async fn, whose arguments would be
+    /// kept twice (see `serve_connection`): the block only borrows what it captures.
+    #[allow(clippy::manual_async_fn)] // The point is not being an async fn (see above).
+    pub(super) fn run_to_end(
+        mut self,
+        mut stream: SplitStream<WebSocket>,
+    ) -> impl Future<Output = ()> + Send {
+        async move { self.run(&mut stream).await }
+    }
+
+    async fn run(&mut self, stream: &mut SplitStream<WebSocket>) {
+        let config = Arc::clone(&self.app.config);
+        let started = tokio::time::Instant::now();
+        let mut idle_at = started + config.ws_idle_timeout;
+        let mut ping_at = started + config.ws_ping_interval;
+        // One timer for the ping and the idle deadline, whichever is due first: every idle
+        // widget holds its timers.
+        let timer = tokio::time::sleep_until(idle_at.min(ping_at));
+        tokio::pin!(timer);
+        let mut in_flight: FuturesUnordered<PendingWrite> = FuturesUnordered::new();
+        let shutdown = self.app.shutdown.clone();
+        let mut is_draining = false;
+        loop {
+            let wake = tokio::select! {
+                () = shutdown.cancelled(), if !is_draining => None,
+                Some(stored) = in_flight.next(), if !in_flight.is_empty() => {
+                    Some(Wake::Stored(stored))
+                }
+                event = next_event(&mut self.subscription) => Some(Wake::Event(event)),
+                frame = stream.next(), if !is_draining && in_flight.len() < MAX_IN_FLIGHT => {
+                    idle_at = tokio::time::Instant::now() + config.ws_idle_timeout;
+                    timer.as_mut().reset(idle_at.min(ping_at));
+                    Some(Wake::Frame(frame))
+                }
+                () = &mut timer, if !is_draining => {
+                    let now = tokio::time::Instant::now();
+                    if now >= idle_at {
+                        Some(Wake::Idle)
+                    } else {
+                        ping_at = now + config.ws_ping_interval;
+                        timer.as_mut().reset(idle_at.min(ping_at));
+                        Some(Wake::Ping)
+                    }
+                }
+            };
+            let step = match wake {
+                None => {
+                    // Stop reading; answer the writes already accepted, then say goodbye.
+                    is_draining = true;
+                    Ok(())
+                }
+                // Boxed: handling a wake-up takes several times the state that waiting for one
+                // does, and an idle widget waits for its whole life. One allocation per wake-up
+                // is noise next to the work of a frame.
+                Some(wake) => Box::pin(self.on_wake(wake, &mut in_flight)).await,
+            };
+            if step.is_err() {
+                break;
+            }
+            if is_draining && in_flight.is_empty() {
+                let _ = close(&mut self.sink, close_code::RESTARTING, "server restarting").await;
+                break;
+            }
+        }
+        // Writes still in flight complete on their own (the writer owns them); their acks are
+        // lost with the connection, and the client's resend finds them by client_id.
+    }
+
+    async fn on_wake(
+        &mut self,
+        wake: Wake,
+        in_flight: &mut FuturesUnordered<PendingWrite>,
+    ) -> Result<(), Closed> {
+        match wake {
+            Wake::Stored((client_id, received, result)) => {
+                self.on_stored(&client_id, received, result).await
+            }
+            Wake::Event(Some(event)) => self.push(&event).await,
+            Wake::Event(None) => {
+                let _ = close(
+                    &mut self.sink,
+                    close_code::FELL_BEHIND,
+                    "fell behind, resume",
+                )
+                .await;
+                Err(Closed)
+            }
+            Wake::Frame(Some(Ok(Message::Text(text)))) => self.on_text(&text, in_flight).await,
+            Wake::Frame(Some(Ok(Message::Binary(_)))) => {
+                send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
+            }
+            Wake::Frame(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => Ok(()),
+            Wake::Frame(Some(Ok(Message::Close(_))) | None) => Err(Closed),
+            Wake::Frame(Some(Err(err))) => {
+                on_read_error(&mut self.sink, &err).await;
+                Err(Closed)
+            }
+            Wake::Idle => {
+                let _ = close(&mut self.sink, close_code::NORMAL, "idle timeout").await;
+                Err(Closed)
+            }
+            Wake::Ping => {
+                let ping = Message::Ping(Vec::new().into());
+                self.sink.send(ping).await.map_err(|_| Closed)
+            }
+        }
+    }
+}

@@ -258,7 +258,7 @@ fn run(
     // The writes in `batch` someone waits for come first, deferred ones after them. The search
     // indexer's writes are deferred, and once a batch has written to an FTS5 table SQLite
     // flushes that table at every later savepoint: indexing last costs one flush, not one per
-    // visitor message after it (docs/capacity.md, "Who pays for search").
+    // visitor message after it (docs/capacity.md, "Agents watching, round three").
     let mut urgent = 0;
     let mut failures = Failures::default();
     let mut stopping = false;

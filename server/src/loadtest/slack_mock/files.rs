@@ -103,6 +103,15 @@ impl SlackMock {
     }
 }
 
+/// Why a call to the token-checked `method` is refused, if it is: a wrong bot token, or an
+/// injected failure that is due.
+fn refusal(state: &MockState, headers: &HeaderMap, method: &str) -> Option<Response> {
+    if !bot_token_ok(state, headers) {
+        return Some(slack_error("invalid_auth"));
+    }
+    injected(state, method)
+}
+
 /// The injected failure's answer for `method`, if one is due.
 fn injected(state: &MockState, method: &str) -> Option<Response> {
     let mut files = lock(&state.files);
@@ -137,10 +146,7 @@ async fn get_upload_url(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    if !bot_token_ok(&state, &headers) {
-        return slack_error("invalid_auth");
-    }
-    if let Some(refused) = injected(&state, "files.getUploadURLExternal") {
+    if let Some(refused) = refusal(&state, &headers, "files.getUploadURLExternal") {
         return refused;
     }
     let (Some(filename), Some(length)) = (
@@ -186,10 +192,7 @@ async fn complete_upload(
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    if !bot_token_ok(&state, &headers) {
-        return slack_error("invalid_auth");
-    }
-    if let Some(refused) = injected(&state, "files.completeUploadExternal") {
+    if let Some(refused) = refusal(&state, &headers, "files.completeUploadExternal") {
         return refused;
     }
     let listed: Vec<Value> = form

@@ -2,7 +2,9 @@
 //! agents' inbox connections (messages, read marks and visitors' typing). Each subscriber has a
 //! bounded queue; one that falls behind is dropped and told so (visitors: their connection
 //! closes; inbox: a `Resync` signal), so the client resumes from its last message id rather than
-//! silently missing events.
+//! silently missing events. An observer may follow the inbox's signals as they are published
+//! (the live inbox's summaries, `chat/live_summaries.rs`): it sees them in publication order,
+//! before any subscriber does.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -55,6 +57,16 @@ struct Subscriber {
 
 type Shard = Mutex<HashMap<VisitorId, Vec<Subscriber>>>;
 
+/// Follows what the inbox is told, as it is told: on the publishing thread, before any
+/// subscriber sees it. Messages are published by the writer's commit hooks, so in commit order.
+/// Keep it short: it runs on the writer thread.
+pub trait InboxObserver: Send + Sync {
+    /// A signal about to be queued for every inbox connection.
+    fn signal(&self, signal: &InboxSignal);
+    /// A visitor's data was erased.
+    fn erased(&self, erasure: &Erasure);
+}
+
 /// The fan-out hub.
 pub struct Hub {
     shards: Vec<Shard>,
@@ -63,6 +75,7 @@ pub struct Hub {
     inbox: Mutex<Vec<InboxSubscriber>>,
     /// Erasures, for agents' open conversation pages (rare, so one broadcast channel).
     erasures: tokio::sync::broadcast::Sender<Arc<Erasure>>,
+    observer: Option<Arc<dyn InboxObserver>>,
 }
 
 impl Default for Hub {
@@ -72,6 +85,17 @@ impl Default for Hub {
             next_id: AtomicU64::new(1),
             inbox: Mutex::default(),
             erasures: tokio::sync::broadcast::channel(ERASURES).0,
+            observer: None,
+        }
+    }
+}
+
+impl Hub {
+    /// A hub whose inbox signals and erasures `observer` follows from the first one on.
+    pub fn observed(observer: Arc<dyn InboxObserver>) -> Self {
+        Self {
+            observer: Some(observer),
+            ..Self::default()
         }
     }
 }
@@ -167,6 +191,9 @@ pub const INBOX_QUEUE: usize = 1024;
 pub struct InboxEvent {
     pub site_id: SiteId,
     pub message: Arc<MessageRow>,
+    /// The same write also changed the visitor's name or email (an identity or pre-chat
+    /// answers that came with the message).
+    pub visitor_changed: bool,
 }
 
 /// An agent has seen a conversation up to a message (on any page, in any tab): their other
@@ -258,6 +285,9 @@ impl Hub {
 
     /// Tells the visitor's open connections and agents' open pages that a visitor was erased.
     pub fn publish_erasure(&self, erasure: Erasure) {
+        if let Some(observer) = &self.observer {
+            observer.erased(&erasure);
+        }
         self.publish_to_visitor(erasure.visitor, &VisitorEvent::Erased, None);
         // No receiver (no agent page open) is not an error.
         let _ = self.erasures.send(Arc::new(erasure));
@@ -309,6 +339,9 @@ impl Hub {
     /// Queues `signal` for every inbox connection. One whose queue is full is dropped and marked
     /// lagged, so it receives `Resync` instead of silently missing the signal.
     fn broadcast(&self, signal: &InboxSignal) {
+        if let Some(observer) = &self.observer {
+            observer.signal(signal);
+        }
         let Ok(mut subs) = self.inbox.lock() else {
             return;
         };
@@ -373,6 +406,7 @@ mod tests {
                 created_at: 0,
                 attachments: Vec::new(),
             }),
+            visitor_changed: false,
         }
     }
 

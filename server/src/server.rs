@@ -13,7 +13,6 @@ use tokio::task::JoinHandle;
 use crate::accounts::sso::Sso;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
 use crate::config::{Config, KeySource, LoadedKey};
-use crate::hub::Hub;
 use crate::integrations::email::Mailer;
 use crate::integrations::email::inbound::{ImapSettings, MailReader, MailboxSource, open_mailbox};
 use crate::integrations::slack::{SlackApi, spawn_socket_mode};
@@ -98,14 +97,8 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         config.wal_limit,
     )?);
     let readers = Readers::open(&path, config.readers)?;
-    let hub = Arc::new(Hub::default());
     let runner = Runner::default();
-    let chat = Chat::new(
-        Arc::clone(&writer),
-        Arc::clone(&readers),
-        hub,
-        runner.queue(),
-    );
+    let chat = Chat::new(Arc::clone(&writer), Arc::clone(&readers), runner.queue());
     let http = HttpClients::build(config.allow_private_networks)?;
     let mailer = match (&config.smtp_url, &config.mail_from) {
         (Some(url), Some(from)) => Some(Arc::new(Mailer::new(url.expose(), from)?)),

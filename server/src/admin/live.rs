@@ -147,7 +147,7 @@ async fn add_item(
     id: MessageId,
     burst: &Burst,
 ) -> Result<(), Gone> {
-    match app.chat.live_inbox_item(event, burst).await {
+    match app.chat.live_inbox_item((event, conversation), burst).await {
         Ok(Some(live)) if filter.matches(&live.row.item) => {
             batch.event_with_id(id.0, "conversation", &rendered_item(&live, me, filter));
         }

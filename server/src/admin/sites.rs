@@ -195,7 +195,7 @@ pub async fn update_site(
         }
     };
     let actor = Actor::user(&who.user, ip);
-    chat::update_site(&app.writer, &app.sites, &actor, &key, settings).await?;
+    chat::update_site(&app.chat, &app.sites, &actor, &key, settings).await?;
     let id = site.id;
     let stored = app
         .readers
@@ -248,6 +248,6 @@ pub async fn delete_site(
             "The name you typed does not match the site's name, so nothing was deleted.",
         ));
     }
-    chat::delete_site(&app.writer, &app.sites, &Actor::user(&who.user, ip), &key).await?;
+    chat::delete_site(&app.chat, &app.sites, &Actor::user(&who.user, ip), &key).await?;
     Ok(see_other("/sites?notice=site-deleted"))
 }

@@ -52,6 +52,7 @@ pub(super) fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, r
     hub.publish_to_inbox(&InboxEvent {
         site_id: conversation.site_id,
         message: shared,
+        visitor_changed: false,
     });
 }
 
@@ -79,9 +80,11 @@ pub(super) fn publish_visitor_message(
     });
     let event = VisitorEvent::Message(Arc::clone(&row));
     hub.publish_to_visitor(stored.visitor_id, &event, from_connection);
+    let context = &new.details.context;
     hub.publish_to_inbox(&InboxEvent {
         site_id: new.site_id,
         message: row,
+        visitor_changed: context.identity.is_some() || context.prechat.is_some(),
     });
 }
 
@@ -123,13 +126,16 @@ pub struct Chat {
 }
 
 impl Chat {
-    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, hub: Arc<Hub>, jobs: JobQueue) -> Self {
+    /// The hub is made here, so that the live inbox's summaries follow it from the start.
+    pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, jobs: JobQueue) -> Self {
+        let live = Arc::new(LiveItems::default());
+        let hub = Hub::observed(Arc::clone(live.summaries()) as _);
         Self {
             writer,
             readers,
-            hub,
+            hub: Arc::new(hub),
             jobs,
-            live: Arc::default(),
+            live,
         }
     }
 

@@ -100,12 +100,12 @@ impl Chat {
             .await?)
     }
 
-    /// The conversation behind inbox event `event`, as every agent's live inbox shares it
-    /// (`None`: it no longer exists). `burst` lists the events (with their conversations) the
-    /// caller is working through, `event` among them: they are read together.
+    /// The conversation of inbox event `event`, as every agent's live inbox shares it (`None`:
+    /// it no longer exists). `burst` lists the events (with their conversations) the caller is
+    /// working through, `event` among them: those not followed in memory are read together.
     pub async fn live_inbox_item(
         &self,
-        event: MessageId,
+        event: (MessageId, ConversationId),
         burst: &[(MessageId, ConversationId)],
     ) -> Result<Option<Arc<LiveItem>>, Error> {
         self.live.get(&self.readers, event, burst).await
@@ -432,5 +432,6 @@ fn publish(hub: &Hub, site_id: SiteId, row: MessageRow) {
     hub.publish_to_inbox(&InboxEvent {
         site_id,
         message: Arc::new(row),
+        visitor_changed: false,
     });
 }

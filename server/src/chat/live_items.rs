@@ -1,7 +1,8 @@
-//! The conversations behind recent inbox events, read once and shared by every agent's live
-//! inbox stream. Without it each open inbox read and rendered every event itself, so each
-//! watching agent added a database read and a render to every visitor message; with it the
-//! first stream to reach a burst of events reads their conversations in one go, the others wait
+//! The conversations behind recent inbox events, shared by every agent's live inbox stream.
+//! Without it each open inbox read and rendered every event itself, so each watching agent
+//! added a database read and a render to every visitor message. With it a conversation already
+//! shown is followed in memory (`live_summaries.rs`) and costs no read at all; the first stream
+//! to reach a burst of events reads the others' conversations in one go, the other streams wait
 //! for that read, and each distinct rendering is made once (see [`LiveItem::rendering`]).
 
 use std::collections::{HashMap, VecDeque};
@@ -12,6 +13,7 @@ use tokio::sync::OnceCell;
 use crate::store::{self, ConversationId, LiveInboxRow, MessageId, Readers};
 
 use super::Error;
+use super::live_summaries::Summaries;
 
 /// Events remembered. Streams reach an event within moments of each other, so this only has
 /// to cover how far the slowest stream may trail the fastest: the hub's queue of a stream (one
@@ -29,6 +31,13 @@ pub struct LiveItem {
 }
 
 impl LiveItem {
+    pub fn new(row: LiveInboxRow) -> Self {
+        Self {
+            row,
+            renderings: Default::default(),
+        }
+    }
+
     /// Rendering number `variant` (`< RENDERINGS`), made by `render` on first use. The caller
     /// numbers its renderings so that one number always means the same output.
     pub fn rendering(&self, variant: usize, render: impl FnOnce() -> String) -> Arc<str> {
@@ -49,13 +58,16 @@ struct Group {
 
 impl Group {
     /// The conversations as of their events (or later): read by the first caller, shared with
-    /// the rest, who wait for it. A failed read is not remembered, so the next caller retries.
+    /// the rest, who wait for it, and kept in `summaries`. A failed read is not remembered, so
+    /// the next caller retries.
     async fn items(
         &self,
         readers: &Arc<Readers>,
+        summaries: &Summaries,
     ) -> Result<&HashMap<MessageId, Option<Arc<LiveItem>>>, Error> {
         self.read
             .get_or_try_init(|| async {
+                let ticket = summaries.ticket();
                 let wanted = self.wanted.clone();
                 let rows = readers
                     .read(move |c| {
@@ -70,12 +82,10 @@ impl Group {
                 Ok::<_, Error>(
                     rows.into_iter()
                         .map(|(event, row)| {
-                            let item = row.map(|row| {
-                                Arc::new(LiveItem {
-                                    row,
-                                    renderings: Default::default(),
-                                })
-                            });
+                            let item = row.map(|row| Arc::new(LiveItem::new(row)));
+                            if let Some(item) = &item {
+                                summaries.keep(ticket, item);
+                            }
                             (event, item)
                         })
                         .collect(),
@@ -85,10 +95,12 @@ impl Group {
     }
 }
 
-/// The shared reads, keyed by the event's message id (which names its conversation).
+/// The shared reads, keyed by the event's message id (which names its conversation), and the
+/// summaries that make most reads unnecessary.
 #[derive(Default)]
 pub struct LiveItems {
     recent: Mutex<Recent>,
+    summaries: Arc<Summaries>,
 }
 
 #[derive(Default)]
@@ -98,8 +110,13 @@ struct Recent {
 }
 
 impl LiveItems {
+    /// What must follow the hub's signals to keep the summaries current.
+    pub fn summaries(&self) -> &Arc<Summaries> {
+        &self.summaries
+    }
+
     /// The group that reads `event`: the one already planned, else a new one for every event of
-    /// `burst` that has none yet (`event` among them).
+    /// `burst` that has none yet and whose conversation is not followed (`event` among them).
     fn group(&self, event: MessageId, burst: &[(MessageId, ConversationId)]) -> Arc<Group> {
         let Ok(mut recent) = self.recent.lock() else {
             // A poisoned lock only loses the sharing, never the event.
@@ -113,7 +130,10 @@ impl LiveItems {
         }
         let wanted: Vec<_> = burst
             .iter()
-            .filter(|(e, _)| *e == event || !recent.groups.contains_key(e))
+            .filter(|(e, c)| {
+                *e == event
+                    || (!recent.groups.contains_key(e) && self.summaries.known(*c, *e).is_none())
+            })
             .copied()
             .collect();
         let group = Arc::new(Group {
@@ -132,16 +152,19 @@ impl LiveItems {
         group
     }
 
-    /// The conversation as of event `event` (or later), which must be in `burst`: the events
-    /// the caller is about to ask for, so that one read covers them all.
+    /// The conversation as of event `event` (or later): followed in memory, or read with the
+    /// events of `burst` (those the caller is about to ask for, `event` among them).
     pub async fn get(
         &self,
         readers: &Arc<Readers>,
-        event: MessageId,
+        (event, conversation): (MessageId, ConversationId),
         burst: &[(MessageId, ConversationId)],
     ) -> Result<Option<Arc<LiveItem>>, Error> {
+        if let Some(item) = self.summaries.known(conversation, event) {
+            return Ok(Some(item));
+        }
         let group = self.group(event, burst);
-        let items = group.items(readers).await?;
+        let items = group.items(readers, &self.summaries).await?;
         Ok(items.get(&event).cloned().flatten())
     }
 }
@@ -172,6 +195,7 @@ mod tests {
                     is_unread: false,
                 },
                 last_visitor_message: None,
+                newest: MessageId(0),
                 reads: Vec::new(),
             },
             renderings: Default::default(),

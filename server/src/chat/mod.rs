@@ -8,6 +8,7 @@ mod hours;
 mod identity;
 mod inbox;
 mod live_items;
+mod live_summaries;
 mod mail;
 mod prechat;
 mod receipts;

@@ -14,8 +14,8 @@ use crate::values::{
     GREETING_LINES, Invalid, Origin, SiteLimits, SiteSettings, WIDGET_LOCALES, language_lines,
 };
 
-use super::Error;
 use super::site::{SiteDirectory, new_site_key};
+use super::{Chat, Error};
 
 /// Highest brake value accepted, so a typo cannot turn a brake off by accident.
 const MAX_RATE: u32 = 100_000;
@@ -206,9 +206,10 @@ pub async fn create_site(
     Ok(key)
 }
 
-/// Replaces a site's settings; the widget sees them on its next connection.
+/// Replaces a site's settings; the widget sees them on its next connection, the live inbox
+/// on its next event (it forgets what it followed, which shows the site's name).
 pub async fn update_site(
-    writer: &Arc<Writer>,
+    chat: &Chat,
     directory: &SiteDirectory,
     actor: &Actor,
     key: &str,
@@ -216,7 +217,8 @@ pub async fn update_site(
 ) -> Result<(), Error> {
     let owned = key.to_owned();
     let actor = actor.clone();
-    let found = writer
+    let found = chat
+        .writer
         .write(move |c| {
             let found = store::update_site(c, &owned, &settings)?;
             if found {
@@ -227,6 +229,7 @@ pub async fn update_site(
         })
         .await?;
     directory.invalidate(key);
+    chat.live.summaries().forget_all();
     if found {
         Ok(())
     } else {
@@ -298,16 +301,18 @@ pub async fn set_attachment_limit(
     Ok(())
 }
 
-/// Deletes a site and everything it holds (visitors, conversations, messages).
+/// Deletes a site and everything it holds (visitors, conversations, messages), also from what
+/// the live inbox follows in memory.
 pub async fn delete_site(
-    writer: &Arc<Writer>,
+    chat: &Chat,
     directory: &SiteDirectory,
     actor: &Actor,
     key: &str,
 ) -> Result<(), Error> {
     let owned = key.to_owned();
     let actor = actor.clone();
-    let found = writer
+    let found = chat
+        .writer
         .write(move |c| {
             let Some(site) = store::find_site_by_key(c, &owned)? else {
                 return Ok(false);
@@ -318,6 +323,7 @@ pub async fn delete_site(
         })
         .await?;
     directory.invalidate(key);
+    chat.live.summaries().forget_all();
     if found {
         Ok(())
     } else {

@@ -68,7 +68,7 @@ pub async fn put_retention(
         .map_err(|invalid| ApiError::invalid(invalid.0))?;
     let days = settings.retention_days;
     chat::update_site(
-        &app.writer,
+        &app.chat,
         &app.sites,
         &Actor::user(&admin, ip),
         &key,

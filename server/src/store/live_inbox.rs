@@ -14,6 +14,8 @@ pub struct LiveInboxRow {
     pub item: InboxItemRow,
     /// The newest visitor message (`None`: the visitor has not written).
     pub last_visitor_message: Option<MessageId>,
+    /// The newest message of any kind: what this row is as of.
+    pub newest: MessageId,
     /// How far each agent who ever opened the conversation has read it.
     pub reads: Vec<(UserId, MessageId)>,
 }
@@ -33,11 +35,12 @@ pub fn find_live_inbox_row(
     else {
         return Ok(None);
     };
-    let last_visitor_message = conn
+    let (newest, last_visitor_message) = conn
         .prepare_cached(
-            "SELECT max(id) FROM messages WHERE conversation_id = ?1 AND author = 'visitor'",
+            "SELECT max(id), max(CASE WHEN author = 'visitor' THEN id END) \
+             FROM messages WHERE conversation_id = ?1",
         )?
-        .query_row([id], |r| r.get(0))?;
+        .query_row([id], |r| Ok((r.get::<_, Option<MessageId>>(0)?, r.get(1)?)))?;
     let reads = conn
         .prepare_cached(
             "SELECT user_id, last_read_id FROM conversation_reads WHERE conversation_id = ?1",
@@ -47,6 +50,7 @@ pub fn find_live_inbox_row(
     Ok(Some(LiveInboxRow {
         item,
         last_visitor_message,
+        newest: newest.unwrap_or(MessageId(0)),
         reads,
     }))
 }

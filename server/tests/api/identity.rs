@@ -12,14 +12,14 @@ use crate::privacy::cli;
 use crate::sealed_secrets::{porch_cli, stop};
 
 /// What a site's server computes: lower-case hex HMAC-SHA256 of the user id.
-fn user_hash(secret: &str, user_id: &str) -> String {
+pub(crate) fn user_hash(secret: &str, user_id: &str) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("key");
     mac.update(user_id.as_bytes());
     hex::encode(mac.finalize().into_bytes())
 }
 
 /// Turns known visitors on (or rotates) from the site page and reads the secret it shows.
-async fn rotate_secret(app: &TestApp, admin: &Browser, site: &str) -> String {
+pub(crate) async fn rotate_secret(app: &TestApp, admin: &Browser, site: &str) -> String {
     let body = form(&[("csrf", &admin.csrf)]);
     let path = format!("/sites/{site}/identity/rotate");
     let posted = send(app, "POST", &path, &admin.cookie, Some(&body)).await;

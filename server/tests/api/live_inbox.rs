@@ -1,9 +1,15 @@
 //! The live inbox as several agents see it at once. One read and one rendering of each event
 //! are shared by every open inbox (`chat/live_items.rs`), so this checks that what differs
 //! between agents still differs: the unread state (each agent's own read marker) and "You" for
-//! the assignee.
+//! the assignee. A conversation already shown is followed in memory instead of read again
+//! (`chat/live_summaries.rs`), so this also checks that every live item is exactly the item a
+//! reload of the page shows, whatever changed the conversation.
 
-use crate::helpers::{TestApp, WAIT};
+use serde_json::json;
+
+use crate::audit::SITE_FIELDS;
+use crate::helpers::{ORIGIN, TestApp, WAIT};
+use crate::identity::{rotate_secret, user_hash};
 use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
 
 /// An agent's open `/inbox/events`, and everything it has sent so far.
@@ -126,4 +132,116 @@ async fn agents_watching_together_each_see_their_own_unread_state_and_assignee()
         let event = live.item_with("Are you there?").await;
         assert!(event.contains("class=\"conversation unread\""), "{event}");
     }
+}
+
+/// The `<li>` of conversation `id` in `html` (a page, or a live event's data).
+fn list_item(html: &str, id: i64) -> String {
+    let start = html
+        .find(&format!("<li id=\"conversation-{id}\""))
+        .unwrap_or_else(|| panic!("conversation {id} in {html}"));
+    let end = html[start..].find("</li>").expect("the item ends") + start + "</li>".len();
+    html[start..end].to_owned()
+}
+
+/// Waits for the live item containing `what` and checks it is the one a reload shows `who`.
+async fn live_matches_reload(app: &TestApp, who: &Browser, live: &mut LiveInbox, what: &str) {
+    let event = live.item_with(what).await;
+    let conversation: i64 = event
+        .split("data-id=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("a conversation id in {event}"));
+    let page = send(app, "GET", "/inbox", &who.cookie, None).await;
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        list_item(&event, conversation),
+        list_item(&page.body, conversation),
+        "after {what:?}, live (left) and reloaded (right) differ"
+    );
+}
+
+#[tokio::test]
+async fn a_followed_conversation_shows_live_exactly_as_a_reload_shows_it() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    add_user(&app, "bo@example.com", "agent");
+    let bo = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
+    let site = app.add_site("Acme");
+    let mut live = LiveInbox::open(&app, &ana).await;
+
+    // The first event reads the conversation; the second is followed from the first.
+    let (mut visitor, welcome) = app.visitor(&site, None, 0).await;
+    visitor.say("c-1", "one").await;
+    live_matches_reload(&app, &ana, &mut live, "one").await;
+    visitor.say("c-2", "two").await;
+    live_matches_reload(&app, &ana, &mut live, "two").await;
+    let conversation = app.count("SELECT max(id) FROM conversations");
+
+    // An agent's reply ends the wait; a note changes only the last activity.
+    let post = |kind: &'static str, body: &'static str| {
+        let bo = &bo;
+        let app = &app;
+        async move {
+            let fields = form(&[("csrf", &bo.csrf), ("body", body), ("kind", kind)]);
+            let path = format!("/conversations/{conversation}/reply");
+            let posted = send(app, "POST", &path, &bo.cookie, Some(&fields)).await;
+            assert_eq!(posted.status, 303, "{}", posted.body);
+        }
+    };
+    post("reply", "three").await;
+    live_matches_reload(&app, &ana, &mut live, "three").await;
+    post("note", "four").await;
+    let noted = app.count("SELECT created_at FROM messages WHERE body = 'four'");
+    live_matches_reload(&app, &ana, &mut live, &format!("data-at=\"{noted}\"")).await;
+
+    // Ana reads it (a read mark, no list event); Bo's next reply shows it read for her.
+    let page = send(
+        &app,
+        "GET",
+        &format!("/conversations/{conversation}"),
+        &ana.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200);
+    post("reply", "five").await;
+    live_matches_reload(&app, &ana, &mut live, "five").await;
+
+    // The site's new name shows from the next event on.
+    let mut fields = vec![
+        ("csrf", ana.csrf.as_str()),
+        ("name", "Acme Two"),
+        ("origins", ORIGIN),
+    ];
+    fields.extend_from_slice(&SITE_FIELDS);
+    let path = format!("/sites/{site}");
+    let renamed = send(&app, "POST", &path, &ana.cookie, Some(&form(&fields))).await;
+    assert_eq!(renamed.status, 303, "{}", renamed.body);
+    visitor.say("c-6", "six").await;
+    live_matches_reload(&app, &ana, &mut live, "Acme Two").await;
+
+    // A verified identity that comes with a message names the visitor, also in a conversation
+    // already followed.
+    let secret = rotate_secret(&app, &ana, &site).await;
+    let token = welcome["token"].as_str().expect("token");
+    for (n, name) in ["Vera Visitor", "Vera Renamed"].into_iter().enumerate() {
+        let mut known = app.connect(&site, ORIGIN).await;
+        let hash = user_hash(&secret, "u-9");
+        let identity = json!({"id": "u-9", "name": name, "user_hash": hash});
+        known
+            .send(json!({"type": "hello", "v": 1, "token": token, "identity": identity}))
+            .await;
+        assert_eq!(known.recv().await["type"], "welcome");
+        known.say(&format!("c-7-{n}"), "seven").await;
+        live_matches_reload(&app, &ana, &mut live, name).await;
+    }
+
+    // A status line (here an assignment) is read again.
+    let bo_id = app.count("SELECT id FROM users WHERE email = 'bo@example.com'");
+    let body = form(&[("csrf", &ana.csrf), ("assignee", &bo_id.to_string())]);
+    let path = format!("/conversations/{conversation}/assign");
+    let assigned = send(&app, "POST", &path, &ana.cookie, Some(&body)).await;
+    assert_eq!(assigned.status, 303, "{}", assigned.body);
+    live_matches_reload(&app, &ana, &mut live, "class=\"assignee\">Bo<").await;
 }

@@ -149,7 +149,7 @@ async fn add_item(
 ) -> Result<(), Gone> {
     match app.chat.live_inbox_item((event, conversation), burst).await {
         Ok(Some(live)) if filter.matches(&live.row.item) => {
-            batch.event_with_id(id.0, "conversation", &rendered_item(&live, me, filter));
+            batch.framed_event_with_id(id.0, "conversation", &rendered_item(&live, me, filter));
         }
         Ok(_) => batch.event_with_id(id.0, "removed", &conversation.to_string()),
         Err(err) => {
@@ -160,9 +160,10 @@ async fn add_item(
     Ok(())
 }
 
-/// The list item `me` sees, rendered once for every agent who sees the same: the only inputs
-/// of [`views::inbox_item`] that differ between agents are the unread state, whether the
-/// conversation is assigned to the reader ("You") and the list's order (the sort key).
+/// The list item `me` sees, rendered and framed as an event's data once for every agent who
+/// sees the same: the only inputs of [`views::inbox_item`] that differ between agents are the
+/// unread state, whether the conversation is assigned to the reader ("You") and the list's
+/// order (the sort key).
 fn rendered_item(live: &LiveItem, me: UserId, filter: &InboxQuery) -> Arc<str> {
     let is_unread = live.row.is_unread_for(me);
     let is_mine = live.row.item.assignee_id == Some(me);
@@ -173,7 +174,9 @@ fn rendered_item(live: &LiveItem, me: UserId, filter: &InboxQuery) -> Arc<str> {
             is_unread,
             ..live.row.item.clone()
         };
-        render_conversation_item(views::inbox_item(item, me, filter))
+        sse::data_field(&render_conversation_item(views::inbox_item(
+            item, me, filter,
+        )))
     })
 }
 

@@ -20,6 +20,23 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Batches handed over ahead of a slow browser before the stream task waits.
 const BUFFER: usize = 8;
 
+/// Frames `data` as an event's `data` field(s), for [`Batch::framed_event_with_id`].
+pub fn data_field(data: &str) -> String {
+    let mut field = String::with_capacity(data.len() + 8);
+    push_data_lines(&mut field, data);
+    field
+}
+
+/// One `data:` field per line: a line break of any of the three kinds inside the data would
+/// otherwise end the field early.
+fn push_data_lines(buf: &mut String, data: &str) {
+    for line in data.split("\r\n").flat_map(|l| l.split(['\r', '\n'])) {
+        buf.push_str("data: ");
+        buf.push_str(line);
+        buf.push('\n');
+    }
+}
+
 /// Events framed for the wire, not sent yet.
 #[derive(Debug, Default)]
 pub struct Batch {
@@ -42,18 +59,27 @@ impl Batch {
         let _ = write!(self.buf, "retry: {}\n\n", after.as_millis());
     }
 
-    fn push(&mut self, id: Option<i64>, name: &str, data: &str) {
+    /// Appends an event whose data `field` was framed by [`data_field`]: data many streams
+    /// send is framed once, not once per stream (at 20 agents, framing each copy was a tenth
+    /// of the server's time; docs/capacity.md).
+    pub fn framed_event_with_id(&mut self, id: i64, name: &str, field: &str) {
+        self.head(Some(id), name);
+        self.buf.push_str(field);
+        self.buf.push('\n');
+    }
+
+    fn head(&mut self, id: Option<i64>, name: &str) {
         if let Some(id) = id {
             let _ = writeln!(self.buf, "id: {id}");
         }
-        let _ = writeln!(self.buf, "event: {name}");
-        // One `data:` field per line: a line break of any of the three kinds inside the data
-        // would otherwise end the field early.
-        for line in data.split("\r\n").flat_map(|l| l.split(['\r', '\n'])) {
-            self.buf.push_str("data: ");
-            self.buf.push_str(line);
-            self.buf.push('\n');
-        }
+        self.buf.push_str("event: ");
+        self.buf.push_str(name);
+        self.buf.push('\n');
+    }
+
+    fn push(&mut self, id: Option<i64>, name: &str, data: &str) {
+        self.head(id, name);
+        push_data_lines(&mut self.buf, data);
         self.buf.push('\n');
     }
 
@@ -65,7 +91,10 @@ impl Batch {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        // The next burst is likely as large: start it at this one's size instead of growing
+        // (and copying) its way there again.
+        let next = String::with_capacity(self.buf.len());
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, next));
         tx.send(chunk).await.map_err(|_| Gone)
     }
 }
@@ -110,6 +139,10 @@ mod tests {
             batch.buf,
             "id: 7\nevent: entry\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
         );
+        // Framed once ahead, the same event.
+        let mut framed = Batch::default();
+        framed.framed_event_with_id(7, "entry", &data_field("a\nb\r\nc\rd"));
+        assert_eq!(framed.buf, batch.buf);
     }
 
     #[test]

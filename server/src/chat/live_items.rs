@@ -67,25 +67,33 @@ impl Group {
     ) -> Result<&HashMap<MessageId, Option<Arc<LiveItem>>>, Error> {
         self.read
             .get_or_try_init(|| async {
-                let ticket = summaries.ticket();
+                let ticket = summaries.begin(self.wanted.iter().map(|(_, c)| *c));
                 let wanted = self.wanted.clone();
-                let rows = readers
+                let read = readers
                     .read(move |c| {
                         wanted
                             .into_iter()
                             .map(|(event, conversation)| {
-                                Ok((event, store::find_live_inbox_row(c, conversation)?))
+                                let row = store::find_live_inbox_row(c, conversation)?;
+                                Ok((event, conversation, row))
                             })
                             .collect::<Result<Vec<_>, store::Error>>()
                     })
-                    .await?;
+                    .await;
+                let rows = match read {
+                    Ok(rows) => rows,
+                    Err(err) => {
+                        for (_, conversation) in &self.wanted {
+                            summaries.keep(ticket, *conversation, None);
+                        }
+                        return Err(err.into());
+                    }
+                };
                 Ok::<_, Error>(
                     rows.into_iter()
-                        .map(|(event, row)| {
+                        .map(|(event, conversation, row)| {
                             let item = row.map(|row| Arc::new(LiveItem::new(row)));
-                            if let Some(item) = &item {
-                                summaries.keep(ticket, item);
-                            }
+                            summaries.keep(ticket, conversation, item.as_ref());
                             (event, item)
                         })
                         .collect(),

@@ -9,10 +9,13 @@
 //! again: a status line (the status or assignee changed), a message that came with the visitor's
 //! new name or email, an erasure, and a site's new settings ([`Summaries::forget_all`]).
 //!
-//! A read can race a change: it may begin before a message commits and finish after the message
-//! was published, and then its summary misses the message. So every change is stamped with a
-//! clock, a read takes the clock before it begins, and its summary is kept only if nothing
-//! touched that conversation since.
+//! A read races the changes made while it runs: its snapshot may miss a message published
+//! before the read finished. So a read first marks its conversations as being read; the changes
+//! published meanwhile are collected on the mark, and when the read is kept the ones newer than
+//! its snapshot are applied to it. (Only reads collect: a conversation nobody reads or follows
+//! costs nothing.) A read marked again by a later read, or one whose conversation was forgotten
+//! meanwhile, is not kept. Before reads collected, a read that raced a message was simply
+//! dropped; under load most were, every event read again, and the box never caught up.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,6 +31,9 @@ use super::live_items::LiveItem;
 /// a few KiB) without an eviction order to keep on the writer thread.
 const KEPT: usize = 4096;
 
+/// Changes collected for one read; a read that falls this far behind is not kept.
+const COLLECTED: usize = 256;
+
 /// The summaries, behind one short lock (taken on the writer thread for every message).
 #[derive(Default)]
 pub struct Summaries {
@@ -36,10 +42,8 @@ pub struct Summaries {
 
 #[derive(Default)]
 struct Table {
-    /// Counts the changes seen.
+    /// Counts the reads begun, so that each has its own mark.
     clock: u64,
-    /// Reads that began before this cannot be kept: everything was forgotten since.
-    floor: u64,
     entries: HashMap<ConversationId, Entry>,
 }
 
@@ -49,17 +53,23 @@ enum Entry {
         item: Arc<LiveItem>,
         as_of: MessageId,
     },
-    /// Changed at this tick while its summary was not known or could not be followed.
-    Touched(u64),
+    /// Being read by read number `read`; the changes published since it began, in order.
+    Reading { read: u64, changes: Vec<Change> },
 }
 
-/// When a read began: see [`Summaries::keep`].
+/// A change published while a read ran.
+enum Change {
+    Message(InboxEvent),
+    Read(ReadMark),
+}
+
+/// Which read a summary comes from: see [`Summaries::keep`].
 #[derive(Debug, Clone, Copy)]
 pub struct Ticket(u64);
 
 impl Summaries {
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
-        // Every change is one map insert, which a panic cannot leave half-done.
+        // Every change is one map update, which a panic cannot leave half-done.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -71,111 +81,121 @@ impl Summaries {
         }
     }
 
-    /// Taken before reading a summary from the database.
-    pub fn ticket(&self) -> Ticket {
-        Ticket(self.table().clock)
+    /// Marks `conversations` as being read (those not known already), before the read begins.
+    pub fn begin(&self, conversations: impl IntoIterator<Item = ConversationId>) -> Ticket {
+        let mut table = self.table();
+        table.clock += 1;
+        let read = table.clock;
+        for conversation in conversations {
+            if !matches!(table.entries.get(&conversation), Some(Entry::Known { .. })) {
+                let changes = Vec::new();
+                table
+                    .entries
+                    .insert(conversation, Entry::Reading { read, changes });
+            }
+        }
+        table.bound();
+        Ticket(read)
     }
 
-    /// Keeps a summary read after `ticket` was taken, unless its conversation changed since
-    /// (the read may have missed that change) or a newer summary is kept already.
-    pub fn keep(&self, ticket: Ticket, item: &Arc<LiveItem>) {
+    /// Ends read `ticket` of `conversation`: keeps `item`, the summary it read, brought up to
+    /// date with the changes published meanwhile, unless it cannot be (see the module's
+    /// comment). `None`: the read found nothing, or failed.
+    pub fn keep(&self, ticket: Ticket, conversation: ConversationId, item: Option<&Arc<LiveItem>>) {
         let mut table = self.table();
-        if ticket.0 < table.floor {
+        match table.entries.get(&conversation) {
+            Some(Entry::Reading { read, .. }) if *read == ticket.0 => {}
+            _ => return,
+        }
+        let Some(Entry::Reading { changes, .. }) = table.entries.remove(&conversation) else {
+            return;
+        };
+        let Some(item) = item else {
+            return;
+        };
+        if changes.is_empty() {
+            // The very item the read made, renderings and all.
+            let as_of = item.row.newest;
+            let item = Arc::clone(item);
+            table
+                .entries
+                .insert(conversation, Entry::Known { item, as_of });
             return;
         }
-        let conversation = item.row.item.id;
-        let untouched = match table.entries.get(&conversation) {
-            None => true,
-            Some(Entry::Touched(at)) => *at <= ticket.0,
-            Some(Entry::Known { .. }) => false,
-        };
-        if untouched {
-            table.entries.insert(
-                conversation,
-                Entry::Known {
-                    item: Arc::clone(item),
-                    as_of: item.row.newest,
-                },
-            );
-            table.bound();
+        let mut row = item.row.clone();
+        for change in &changes {
+            let next = match change {
+                // In the read's snapshot already.
+                Change::Message(event) if event.message.id <= row.newest => continue,
+                Change::Message(event) => followed(&row, event),
+                Change::Read(mark) => Some(with_read(&row, *mark)),
+            };
+            let Some(next) = next else {
+                return;
+            };
+            row = next;
         }
+        let as_of = row.newest;
+        let item = Arc::new(LiveItem::new(row));
+        table
+            .entries
+            .insert(conversation, Entry::Known { item, as_of });
     }
 
-    /// Forgets every summary (a site's name may have changed).
+    /// Forgets every summary and every read under way (a site's name may have changed).
     pub fn forget_all(&self) {
-        self.table().forget_all();
+        self.table().entries.clear();
     }
 }
 
 impl Table {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
-    fn forget_all(&mut self) {
-        self.floor = self.tick();
-        self.entries.clear();
-    }
-
     fn bound(&mut self) {
         if self.entries.len() > KEPT {
-            self.forget_all();
+            self.entries.clear();
         }
     }
 
-    /// Replaces the conversation's summary with `follow(summary)`, or marks it touched when it
-    /// is not known or `follow` cannot tell.
-    fn change(
-        &mut self,
-        conversation: ConversationId,
-        follow: impl FnOnce(&LiveInboxRow) -> Option<LiveInboxRow>,
-    ) {
-        let now = self.tick();
-        let next = match self.entries.get(&conversation) {
-            Some(Entry::Known { item, .. }) => follow(&item.row).map(|row| Entry::Known {
-                as_of: row.newest,
-                item: Arc::new(LiveItem::new(row)),
-            }),
-            _ => None,
-        };
-        self.entries
-            .insert(conversation, next.unwrap_or(Entry::Touched(now)));
-        self.bound();
-    }
-
-    fn message(&mut self, event: &InboxEvent) {
-        let message = &event.message;
-        if let Some(Entry::Known { as_of, .. }) = self.entries.get(&message.conversation_id)
-            && *as_of >= message.id
-        {
-            // The summary was read after this message was stored.
+    /// Follows `change` in the conversation's summary, or collects it for the read under way;
+    /// a summary that cannot follow it is forgotten, and so is a read that fell too far behind.
+    fn change(&mut self, conversation: ConversationId, change: Change) {
+        let Some(entry) = self.entries.get_mut(&conversation) else {
             return;
+        };
+        let next = match entry {
+            Entry::Known { item, as_of } => match &change {
+                // The summary was read after this message was stored.
+                Change::Message(event) if event.message.id <= *as_of => return,
+                Change::Message(event) => followed(&item.row, event),
+                Change::Read(mark) => Some(with_read(&item.row, *mark)),
+            },
+            Entry::Reading { changes, .. } if changes.len() < COLLECTED => {
+                changes.push(change);
+                return;
+            }
+            Entry::Reading { .. } => None,
+        };
+        match next {
+            Some(row) => {
+                let as_of = row.newest;
+                let item = Arc::new(LiveItem::new(row));
+                *entry = Entry::Known { item, as_of };
+            }
+            None => {
+                self.entries.remove(&conversation);
+            }
         }
-        self.change(message.conversation_id, |row| {
-            if event.visitor_changed {
-                return None;
-            }
-            followed(row, message)
-        });
-    }
-
-    fn read(&mut self, mark: ReadMark) {
-        self.change(mark.conversation, |row| {
-            let mut next = row.clone();
-            match next.reads.iter_mut().find(|(user, _)| *user == mark.user) {
-                Some((_, up_to)) => *up_to = (*up_to).max(mark.up_to),
-                None => next.reads.push((mark.user, mark.up_to)),
-            }
-            Some(next)
-        });
     }
 }
 
-/// The summary after `message`, by the rules the store follows when it stores one
+/// The summary after the message of `event`, by the rules the store follows when it stores one
 /// (`touch_conversation`, and the inbox item's preview of visitor and agent messages). `None`
-/// for a status line: what it changed is not in the message.
-fn followed(row: &LiveInboxRow, message: &crate::store::MessageRow) -> Option<LiveInboxRow> {
+/// when the message does not tell: a status line (the status or assignee changed), or a message
+/// that came with the visitor's new name or email.
+fn followed(row: &LiveInboxRow, event: &InboxEvent) -> Option<LiveInboxRow> {
+    let message = &event.message;
+    if event.visitor_changed || message.author == Author::System {
+        return None;
+    }
     let mut next = row.clone();
     let item = &mut next.item;
     match message.author {
@@ -191,29 +211,41 @@ fn followed(row: &LiveInboxRow, message: &crate::store::MessageRow) -> Option<Li
             item.preview_body = Some(message.body.clone());
             item.waiting_since = None;
         }
-        Author::Note => {}
-        Author::System => return None,
+        Author::Note | Author::System => {}
     }
     next.item.last_message_at = message.created_at;
     next.newest = message.id;
     Some(next)
 }
 
+/// The summary after `mark`. A marker never moves back, so applying one twice is harmless.
+fn with_read(row: &LiveInboxRow, mark: ReadMark) -> LiveInboxRow {
+    let mut next = row.clone();
+    match next.reads.iter_mut().find(|(user, _)| *user == mark.user) {
+        Some((_, up_to)) => *up_to = (*up_to).max(mark.up_to),
+        None => next.reads.push((mark.user, mark.up_to)),
+    }
+    next
+}
+
 impl InboxObserver for Summaries {
     fn signal(&self, signal: &InboxSignal) {
-        match signal {
-            InboxSignal::Event(event) => self.table().message(event),
-            InboxSignal::Read(mark) => self.table().read(*mark),
-            InboxSignal::VisitorTyping { .. } | InboxSignal::Resync => {}
-        }
+        let (conversation, change) = match signal {
+            InboxSignal::Event(event) => (
+                event.message.conversation_id,
+                Change::Message(event.clone()),
+            ),
+            InboxSignal::Read(mark) => (mark.conversation, Change::Read(*mark)),
+            InboxSignal::VisitorTyping { .. } | InboxSignal::Resync => return,
+        };
+        self.table().change(conversation, change);
     }
 
     fn erased(&self, erasure: &Erasure) {
-        // Marked, not removed: a read still under way must not bring one back.
+        // A read under way is forgotten too: it must not bring the visitor back.
         let mut table = self.table();
         for conversation in &erasure.conversations {
-            let now = table.tick();
-            table.entries.insert(*conversation, Entry::Touched(now));
+            table.entries.remove(conversation);
         }
     }
 }
@@ -250,8 +282,8 @@ mod tests {
         }
     }
 
-    fn event(id: i64, author: Author, body: &str) -> InboxSignal {
-        InboxSignal::Event(InboxEvent {
+    fn message(id: i64, author: Author, body: &str) -> InboxEvent {
+        InboxEvent {
             site_id: SiteId(1),
             message: Arc::new(MessageRow {
                 id: MessageId(id),
@@ -264,12 +296,30 @@ mod tests {
                 attachments: Vec::new(),
             }),
             visitor_changed: false,
+        }
+    }
+
+    fn event(id: i64, author: Author, body: &str) -> InboxSignal {
+        InboxSignal::Event(message(id, author, body))
+    }
+
+    fn read_by(user: i64, up_to: i64) -> InboxSignal {
+        InboxSignal::Read(ReadMark {
+            user: UserId(user),
+            conversation: C,
+            up_to: MessageId(up_to),
         })
     }
 
+    /// A read of the summary as of message `newest`, kept at once.
     fn kept(summaries: &Summaries, newest: i64) {
-        let ticket = summaries.ticket();
-        summaries.keep(ticket, &Arc::new(LiveItem::new(row(newest))));
+        let ticket = summaries.begin([C]);
+        summaries.keep(ticket, C, Some(&Arc::new(LiveItem::new(row(newest)))));
+    }
+
+    fn preview(summaries: &Summaries, event: i64) -> Option<String> {
+        let item = summaries.known(C, MessageId(event))?;
+        item.row.item.preview_body.clone()
     }
 
     #[test]
@@ -292,11 +342,7 @@ mod tests {
         assert_eq!(now.row.last_visitor_message, Some(MessageId(5)));
         assert_eq!(now.row.item.last_message_at, 50);
 
-        summaries.signal(&InboxSignal::Read(ReadMark {
-            user: UserId(3),
-            conversation: C,
-            up_to: MessageId(5),
-        }));
+        summaries.signal(&read_by(3, 5));
         let read = summaries.known(C, MessageId(5)).expect("followed");
         assert!(!read.row.is_unread_for(UserId(3)));
         assert!(read.row.is_unread_for(UserId(4)));
@@ -310,9 +356,7 @@ mod tests {
         assert!(summaries.known(C, MessageId(2)).is_none());
 
         kept(&summaries, 2);
-        let InboxSignal::Event(mut named) = event(3, Author::Visitor, "I am Bo") else {
-            unreachable!()
-        };
+        let mut named = message(3, Author::Visitor, "I am Bo");
         named.visitor_changed = true;
         summaries.signal(&InboxSignal::Event(named));
         assert!(summaries.known(C, MessageId(3)).is_none());
@@ -330,22 +374,62 @@ mod tests {
     }
 
     #[test]
-    fn a_read_that_raced_a_change_is_not_kept() {
+    fn changes_published_during_a_read_are_applied_to_what_it_read() {
         let summaries = Summaries::default();
-        // Read begun, then a message published before the read finished.
-        let ticket = summaries.ticket();
-        summaries.signal(&event(2, Author::Visitor, "missed"));
-        summaries.keep(ticket, &Arc::new(LiveItem::new(row(1))));
-        assert!(summaries.known(C, MessageId(1)).is_none());
-        // A read begun after it is kept.
-        kept(&summaries, 2);
-        assert!(summaries.known(C, MessageId(2)).is_some());
+        let ticket = summaries.begin([C]);
+        // Message 2 is in the read's snapshot, 3 came after it; Ana read up to 3 meanwhile.
+        summaries.signal(&event(2, Author::Visitor, "seen by the read"));
+        summaries.signal(&event(3, Author::Agent, "missed by the read"));
+        summaries.signal(&read_by(1, 3));
+        let mut snapshot = row(2);
+        snapshot.item.preview_body = Some("seen by the read".into());
+        summaries.keep(ticket, C, Some(&Arc::new(LiveItem::new(snapshot))));
+        let item = summaries.known(C, MessageId(3)).expect("kept");
+        assert_eq!(
+            item.row.item.preview_body.as_deref(),
+            Some("missed by the read")
+        );
+        assert_eq!(item.row.newest, MessageId(3));
+        assert!(!item.row.is_unread_for(UserId(1)));
+    }
+
+    #[test]
+    fn a_read_is_not_kept_when_it_cannot_be_brought_up_to_date() {
+        let summaries = Summaries::default();
+        // A status line after the read's snapshot.
+        let ticket = summaries.begin([C]);
+        summaries.signal(&event(2, Author::System, "Ana took it"));
+        summaries.keep(ticket, C, Some(&Arc::new(LiveItem::new(row(1)))));
+        assert!(preview(&summaries, 1).is_none());
+        // A status line inside the snapshot is no reason to refuse it.
+        let ticket = summaries.begin([C]);
+        summaries.signal(&event(2, Author::System, "Ana took it"));
+        summaries.keep(ticket, C, Some(&Arc::new(LiveItem::new(row(2)))));
+        assert_eq!(preview(&summaries, 2).as_deref(), Some("first"));
 
         // Everything forgotten while a read was under way.
-        let ticket = summaries.ticket();
         summaries.forget_all();
-        summaries.keep(ticket, &Arc::new(LiveItem::new(row(2))));
-        assert!(summaries.known(C, MessageId(2)).is_none());
+        let ticket = summaries.begin([C]);
+        summaries.forget_all();
+        summaries.keep(ticket, C, Some(&Arc::new(LiveItem::new(row(2)))));
+        assert!(preview(&summaries, 2).is_none());
+
+        // A later read of the same conversation wins over an earlier one.
+        let first = summaries.begin([C]);
+        let second = summaries.begin([C]);
+        summaries.keep(first, C, Some(&Arc::new(LiveItem::new(row(1)))));
+        assert!(preview(&summaries, 1).is_none());
+        summaries.keep(second, C, Some(&Arc::new(LiveItem::new(row(2)))));
+        assert!(preview(&summaries, 2).is_some());
+
+        // A read that fell too far behind.
+        summaries.forget_all();
+        let ticket = summaries.begin([C]);
+        for id in 0..=i64::try_from(COLLECTED).unwrap_or(i64::MAX) {
+            summaries.signal(&event(10 + id, Author::Visitor, "busy"));
+        }
+        summaries.keep(ticket, C, Some(&Arc::new(LiveItem::new(row(2)))));
+        assert!(preview(&summaries, 2).is_none());
     }
 
     #[test]
@@ -354,19 +438,16 @@ mod tests {
         kept(&summaries, 4);
         // Message 3 committed before the read but published after it: already in the summary.
         summaries.signal(&event(3, Author::Agent, "older"));
-        let item = summaries.known(C, MessageId(4)).expect("kept");
-        assert_eq!(item.row.item.preview_body.as_deref(), Some("first"));
+        assert_eq!(preview(&summaries, 4).as_deref(), Some("first"));
     }
 
     #[test]
-    fn memory_is_bounded() {
+    fn only_read_conversations_are_remembered_and_memory_is_bounded() {
         let summaries = Summaries::default();
+        summaries.signal(&event(1, Author::Visitor, "nobody reads this"));
+        assert!(summaries.table().entries.is_empty());
         for id in 0..=i64::try_from(KEPT).unwrap_or(i64::MAX) {
-            summaries.signal(&InboxSignal::Read(ReadMark {
-                user: UserId(1),
-                conversation: ConversationId(id),
-                up_to: MessageId(1),
-            }));
+            summaries.begin([ConversationId(id)]);
         }
         assert!(summaries.table().entries.len() <= KEPT);
     }

@@ -152,19 +152,24 @@ pub fn list_open_conversation_reads(
     conn: &Connection,
     reader: UserId,
 ) -> Result<Vec<OpenConversationRead>, Error> {
+    // The newest visitor message is found walking the conversation's messages back from the
+    // newest (it is almost always among the last few), not by `max()` over all of them: this
+    // runs for every open conversation whenever a live page starts or catches up.
     let mut stmt = conn.prepare_cached(
-        "SELECT c.id, c.assignee_id, (SELECT max(m.id) FROM messages m \
-             WHERE m.conversation_id = c.id AND m.author = 'visitor' \
-             AND m.id > coalesce((SELECT r.last_read_id FROM conversation_reads r \
-                                  WHERE r.user_id = ?1 AND r.conversation_id = c.id), 0)) \
+        "SELECT c.id, c.assignee_id, (SELECT m.id FROM messages m \
+             WHERE m.conversation_id = c.id AND m.author = 'visitor' ORDER BY m.id DESC LIMIT 1), \
+             (SELECT r.last_read_id FROM conversation_reads r \
+              WHERE r.user_id = ?1 AND r.conversation_id = c.id) \
          FROM conversations c WHERE c.status = 'open'",
     )?;
     Ok(stmt
         .query_map([reader], |r| {
+            let newest: Option<MessageId> = r.get(2)?;
+            let read: Option<MessageId> = r.get(3)?;
             Ok(OpenConversationRead {
                 id: r.get(0)?,
                 assignee_id: r.get(1)?,
-                unread_up_to: r.get(2)?,
+                unread_up_to: newest.filter(|newest| Some(*newest) > read),
             })
         })?
         .collect::<Result<_, _>>()?)

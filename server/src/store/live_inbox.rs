@@ -35,12 +35,17 @@ pub fn find_live_inbox_row(
     else {
         return Ok(None);
     };
-    let (newest, last_visitor_message) = conn
+    // Both found from the newest message back, not by aggregating all of them.
+    let newest: Option<MessageId> = conn
+        .prepare_cached("SELECT max(id) FROM messages WHERE conversation_id = ?1")?
+        .query_row([id], |r| r.get(0))?;
+    let last_visitor_message = conn
         .prepare_cached(
-            "SELECT max(id), max(CASE WHEN author = 'visitor' THEN id END) \
-             FROM messages WHERE conversation_id = ?1",
+            "SELECT id FROM messages WHERE conversation_id = ?1 AND author = 'visitor' \
+             ORDER BY id DESC LIMIT 1",
         )?
-        .query_row([id], |r| Ok((r.get::<_, Option<MessageId>>(0)?, r.get(1)?)))?;
+        .query_row([id], |r| r.get(0))
+        .optional()?;
     let reads = conn
         .prepare_cached(
             "SELECT user_id, last_read_id FROM conversation_reads WHERE conversation_id = ?1",

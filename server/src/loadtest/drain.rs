@@ -72,7 +72,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn post(thread: &str, payload: serde_json::Value) -> Post {
+    fn post(thread: &str, payload: &serde_json::Value) -> Post {
         Post {
             channel: "C000001".into(),
             thread_ts: Some(thread.into()),
@@ -86,7 +86,7 @@ mod tests {
     }
 
     fn message(thread: &str, id: i64) -> Post {
-        post(thread, json!({"message_id": id}))
+        post(thread, &json!({"message_id": id}))
     }
 
     #[test]
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn a_message_or_a_thread_header_posted_twice_is_a_duplicate() {
-        let header = |c: i64| post("", json!({"conversation_id": c}));
+        let header = |c: i64| post("", &json!({"conversation_id": c}));
         let posts = [header(7), message("1.1", 1), message("1.1", 1), header(7)];
         assert_eq!(order(&posts), (0, 2));
     }

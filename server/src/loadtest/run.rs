@@ -253,12 +253,7 @@ fn run_stair(
         .context("starting the generator's runtime")?;
     let outcome = runtime.block_on(generator::run(plan))?;
     let slack = match &mock {
-        Some(mock) => Some(slack_figures(
-            mock,
-            &outcome,
-            args.delivery_timeout,
-            args.slack_channel_limit,
-        )?),
+        Some(mock) => Some(slack_figures(mock, &outcome, args)?),
         None => None,
     };
     let agents = if outcome.agent_events.is_empty() {
@@ -378,15 +373,15 @@ fn figures(
 }
 
 /// Waits until every acked message reached the mock (bounded), then measures job lag: ack →
-/// the mock receiving the post that carries the message id. Past a channel `limit` the
-/// backlog outlasts any wait, so it takes what arrived by the stair's end and what the limit did.
+/// the mock receiving the post that carries the message id. Past a channel limit the backlog
+/// outlasts any wait, so it takes what arrived by the stair's end and what the limit did.
 #[allow(clippy::cast_precision_loss)]
 fn slack_figures(
     mock: &MockThread,
     o: &Outcome,
-    timeout: Duration,
-    limit: Option<ChannelLimit>,
+    args: &LoadtestArgs,
 ) -> anyhow::Result<SlackStair> {
+    let limit = args.slack_channel_limit;
     let acks: Vec<_> = o
         .visitors
         .acks
@@ -395,12 +390,12 @@ fn slack_figures(
         .map(|ack| (ack.id, ack.at.into_std(), ack.in_window))
         .collect();
     let expected = acks.len();
-    let deadline = Instant::now()
-        + if limit.is_some() {
-            Duration::ZERO
-        } else {
-            timeout
-        };
+    let wait = if limit.is_some() {
+        Duration::ZERO
+    } else {
+        args.delivery_timeout
+    };
+    let deadline = Instant::now() + wait;
     let posts = loop {
         let posts = mock.posts();
         if posts.len() >= expected || Instant::now() >= deadline {

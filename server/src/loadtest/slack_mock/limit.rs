@@ -127,7 +127,7 @@ impl ChannelLimits {
         let due = self.due.get(channel).map_or(now, |due| (*due).max(now));
         let tolerance = limit.interval() * limit.burst;
         if due > now + tolerance {
-            let wait = due - tolerance - now;
+            let wait = due.saturating_duration_since(now + tolerance);
             let whole = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             return Err(whole.max(1));
         }
@@ -221,7 +221,9 @@ mod tests {
             assert_eq!(ChannelLimit::parse(&shown), Ok(limit), "{text} → {shown}");
         }
         assert_eq!(
-            ChannelLimit::parse("100/s+0").map(|l| l.to_string()),
+            ChannelLimit::parse("100/s+0")
+                .as_ref()
+                .map(ToString::to_string),
             Ok("100/s".into())
         );
         assert!((ChannelLimit::parse("30/min").expect("valid").per_second() - 0.5).abs() < 1e-12);

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::ChannelLimit;
+
 /// How a load test runs: what it targets, the stairs, and what extra load rides along.
 #[derive(Debug, Clone, Args)]
 pub struct LoadtestArgs {
@@ -45,6 +47,13 @@ pub struct LoadtestArgs {
     /// Points every site at an in-process Slack mock answering after this delay (e.g. `50ms`).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub slack_delay: Option<Duration>,
+    /// With `--slack-delay`, limits the mock's posts per channel the way Slack does: `RATE/s` or
+    /// `RATE/min`, optionally `+BURST` posts more that a rested channel may send at once (`1/s`,
+    /// `1/s+5`); past it the mock answers 429 with `Retry-After`. The backlog then outlasts the
+    /// stair, so the stair is gated on ack p99 and per-conversation order instead of job lag,
+    /// and reports the drain rate, the 429s and the backlog left.
+    #[arg(long, value_name = "RATE/UNIT[+BURST]", value_parser = ChannelLimit::parse)]
+    pub slack_channel_limit: Option<ChannelLimit>,
     /// A stair fails when its ack p99 exceeds this.
     #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
     pub gate_p99: Duration,

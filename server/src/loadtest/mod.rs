@@ -7,6 +7,7 @@
 mod agents;
 mod args;
 mod discord_mock;
+mod drain;
 mod echo;
 mod generator;
 mod pacer;
@@ -29,7 +30,9 @@ pub use record::{Summary, record_run, summarize};
 pub use report::markdown;
 pub use run::run;
 pub use search::{SearchBenchArgs, run_search_bench};
-pub use slack_mock::{BOT_ID, BOT_USER_ID, Failure, Post, SharedFile, SlackMock, TEAM_ID};
+pub use slack_mock::{
+    BOT_ID, BOT_USER_ID, ChannelLimit, Failure, Post, SharedFile, SlackMock, TEAM_ID,
+};
 pub use webhook_mock::{Received, WebhookMock};
 
 /// Prints a result: standard output is the command's interface.

@@ -106,6 +106,7 @@ pub fn markdown(r: &Report) -> String {
             }
             let _ = writeln!(md);
         }
+        channel_limits(&mut md, series);
         if let Some(kib) = series.stairs.iter().find_map(|s| s.idle_kib_per_socket) {
             let _ = writeln!(md, "idle sockets: {kib:.1} KiB of server RSS per socket\n");
         }
@@ -117,6 +118,50 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     md
+}
+
+/// The Slack mock's per-channel limit: how fast the channels drained, what was left, and the
+/// order gate that replaces delivery and job lag for these stairs.
+fn channel_limits(md: &mut String, series: &Series) {
+    let limited: Vec<_> = series
+        .stairs
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s,
+                s.slack.as_ref()?,
+                s.slack.as_ref()?.channel_limit.as_ref()?,
+            ))
+        })
+        .collect();
+    if limited.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "Slack channel limit (the mock answers 429 past it; these stairs are gated on ack p99 and per-conversation order, not on delivery or job lag; the backlog is acked messages not yet posted when the stair ended):\n"
+    );
+    let _ = writeln!(
+        md,
+        "| target/s | round | limit | channels | drained/channel/s | 429s | backlog left | out of order | duplicates |"
+    );
+    let _ = writeln!(md, "|{}", "---|".repeat(9));
+    for (s, slack, l) in limited {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {:.2} | {} | {} | {} | {} |",
+            s.target,
+            s.round,
+            l.limit,
+            l.channels,
+            l.drain_per_channel_per_sec,
+            l.rate_limited,
+            slack.expected.saturating_sub(slack.delivered),
+            l.out_of_order,
+            l.duplicates
+        );
+    }
+    let _ = writeln!(md);
 }
 
 fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {

@@ -12,12 +12,13 @@ use hdrhistogram::Histogram;
 
 use crate::metrics::loadtest_report::{AgentStair, FloodStair, Report, Series, SlackStair, Stair};
 
-use super::SlackMock;
 use super::agents;
 use super::args::LoadtestArgs;
+use super::drain;
 use super::generator::{self, Outcome, Plan};
 use super::report;
 use super::target::{self, ChildServer};
+use super::{ChannelLimit, SlackMock};
 
 /// Flood connections: enough to spread the flood over several visitors of one site.
 const FLOOD_CONNECTIONS: u32 = 10;
@@ -54,6 +55,9 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
     }
     if args.stairs.is_empty() || args.visitors == 0 {
         bail!("--stairs and --visitors must not be empty or zero");
+    }
+    if args.slack_channel_limit.is_some() && args.slack_delay.is_none() {
+        bail!("--slack-channel-limit limits the Slack mock, which only runs with --slack-delay");
     }
     // Read before pinning: pinning narrows what this process sees.
     let machine = target::machine();
@@ -184,7 +188,9 @@ fn run_stair(
     // The Slack mock gets its own thread and runtime, so its work does not delay the
     // generator's sends on the same core.
     let mock = match (kind, args.slack_delay) {
-        (Kind::PorchSlack, Some(delay)) => Some(MockThread::start(delay)?),
+        (Kind::PorchSlack, Some(delay)) => {
+            Some(MockThread::start(delay, args.slack_channel_limit)?)
+        }
         _ => None,
     };
     let mut agent_sessions = Vec::new();
@@ -247,7 +253,7 @@ fn run_stair(
         .context("starting the generator's runtime")?;
     let outcome = runtime.block_on(generator::run(plan))?;
     let slack = match &mock {
-        Some(mock) => Some(slack_figures(mock, &outcome, args.delivery_timeout)?),
+        Some(mock) => Some(slack_figures(mock, &outcome, args)?),
         None => None,
     };
     let agents = if outcome.agent_events.is_empty() {
@@ -322,8 +328,14 @@ fn figures(
         after.saturating_sub(before) as f64 / 1024.0 / f64::from(args.idle.max(1))
     });
     let p99 = ms(&v.latency, 0.99);
-    let slack_ok = slack.as_ref().is_none_or(|s| {
-        s.delivered >= s.expected && s.job_lag_p99_ms <= args.gate_job_lag.as_secs_f64() * 1000.0
+    let slack_ok = slack.as_ref().is_none_or(|s| match &s.channel_limit {
+        // A limited channel cannot deliver everything within the stair; what must hold is
+        // each conversation's order, once each.
+        Some(limit) => limit.out_of_order == 0 && limit.duplicates == 0,
+        None => {
+            s.delivered >= s.expected
+                && s.job_lag_p99_ms <= args.gate_job_lag.as_secs_f64() * 1000.0
+        }
     });
     let passed = achieved / f64::from(rate) >= 0.95
         && p99 <= args.gate_p99.as_secs_f64() * 1000.0
@@ -361,9 +373,15 @@ fn figures(
 }
 
 /// Waits until every acked message reached the mock (bounded), then measures job lag: ack →
-/// the mock receiving the post that carries the message id.
+/// the mock receiving the post that carries the message id. Past a channel limit the backlog
+/// outlasts any wait, so it takes what arrived by the stair's end and what the limit did.
 #[allow(clippy::cast_precision_loss)]
-fn slack_figures(mock: &MockThread, o: &Outcome, timeout: Duration) -> anyhow::Result<SlackStair> {
+fn slack_figures(
+    mock: &MockThread,
+    o: &Outcome,
+    args: &LoadtestArgs,
+) -> anyhow::Result<SlackStair> {
+    let limit = args.slack_channel_limit;
     let acks: Vec<_> = o
         .visitors
         .acks
@@ -372,7 +390,12 @@ fn slack_figures(mock: &MockThread, o: &Outcome, timeout: Duration) -> anyhow::R
         .map(|ack| (ack.id, ack.at.into_std(), ack.in_window))
         .collect();
     let expected = acks.len();
-    let deadline = Instant::now() + timeout;
+    let wait = if limit.is_some() {
+        Duration::ZERO
+    } else {
+        args.delivery_timeout
+    };
+    let deadline = Instant::now() + wait;
     let posts = loop {
         let posts = mock.posts();
         if posts.len() >= expected || Instant::now() >= deadline {
@@ -381,6 +404,9 @@ fn slack_figures(mock: &MockThread, o: &Outcome, timeout: Duration) -> anyhow::R
         std::thread::sleep(Duration::from_millis(100));
     };
     let window = (o.window_start.into_std(), o.window_end.into_std());
+    let channel_limit = limit.and_then(|limit| {
+        mock.with_mock(|m| drain::figures(limit, &m.posts(), m.rate_limited_count(), window))
+    });
     let mut lag = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)?;
     let mut delivered = 0u64;
     let mut in_window = 0u64;
@@ -406,6 +432,7 @@ fn slack_figures(mock: &MockThread, o: &Outcome, timeout: Duration) -> anyhow::R
         job_lag_p50_ms: ms(&lag, 0.5),
         job_lag_p99_ms: ms(&lag, 0.99),
         job_lag_max_ms: lag.max() as f64 / 1000.0,
+        channel_limit,
     })
 }
 
@@ -418,7 +445,7 @@ struct MockThread {
 }
 
 impl MockThread {
-    fn start(delay: Duration) -> anyhow::Result<Self> {
+    fn start(delay: Duration, limit: Option<ChannelLimit>) -> anyhow::Result<Self> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -433,6 +460,7 @@ impl MockThread {
             runtime.block_on(async move {
                 match SlackMock::start(([127, 0, 0, 1], 0).into(), delay).await {
                     Ok(mock) => {
+                        mock.set_channel_limit(limit);
                         let _ = ready_tx.send(Some(mock.api_url()));
                         if let Ok(mut s) = shared.lock() {
                             *s = Some(mock);
@@ -461,12 +489,14 @@ impl MockThread {
         })
     }
 
+    /// `f` of the running mock (`None` once it stopped).
+    fn with_mock<R>(&self, f: impl FnOnce(&SlackMock) -> R) -> Option<R> {
+        self.mock.lock().ok()?.as_ref().map(f)
+    }
+
     /// Message id → when the mock received its post.
     fn posts(&self) -> HashMap<i64, Instant> {
-        let Ok(guard) = self.mock.lock() else {
-            return HashMap::new();
-        };
-        guard.as_ref().map_or_else(HashMap::new, |mock| {
+        self.with_mock(|mock| {
             mock.posts()
                 .into_iter()
                 .filter_map(|p| {
@@ -475,6 +505,7 @@ impl MockThread {
                 })
                 .collect()
         })
+        .unwrap_or_default()
     }
 }
 

@@ -98,6 +98,29 @@ pub struct SlackStair {
     pub job_lag_p50_ms: f64,
     pub job_lag_p99_ms: f64,
     pub job_lag_max_ms: f64,
+    /// With `--slack-channel-limit`: what the mock's limit did; absent otherwise and in older
+    /// results.
+    #[serde(default)]
+    pub channel_limit: Option<ChannelLimitStair>,
+}
+
+/// What a per-channel limit on the Slack mock did in one stair. The backlog left is
+/// `expected - delivered` of the stair's [`SlackStair`], taken as the stair ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChannelLimitStair {
+    /// The limit as given (`1/s`, `1/s+5`).
+    pub limit: String,
+    /// Channels that received posts.
+    pub channels: u64,
+    /// Posts (thread headers and replies) the mock accepted in the window, per channel and
+    /// second: the rate the backlog drains at.
+    pub drain_per_channel_per_sec: f64,
+    /// Posts answered with 429 over the whole stair.
+    pub rate_limited: u64,
+    /// Replies posted after a later message of their thread, and posts made more than once
+    /// (a message or a thread header): the stair's order gate wants both at 0.
+    pub out_of_order: u64,
+    pub duplicates: u64,
 }
 
 /// How the messages acked in the window reached the agents' live inboxes.

@@ -104,3 +104,71 @@ fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
     let left = std::fs::read_dir(live.path()).expect("live dir").count();
     assert_eq!(left, 0, "the load test wrote into the live data directory");
 }
+
+#[test]
+fn a_slack_channel_limit_answers_429s_keeps_each_thread_in_order_and_drains_near_the_limit() {
+    let out = tempfile::tempdir().expect("out dir");
+    let live = tempfile::tempdir().expect("live data dir");
+    let output = Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(live.path())
+        .args([
+            "loadtest",
+            "--stairs",
+            "40",
+            "--warmup",
+            "1s",
+            "--duration",
+            "4s",
+        ])
+        .args([
+            "--sites",
+            "2",
+            "--visitors",
+            "8",
+            "--no-echo",
+            "--slack-only",
+        ])
+        .args([
+            "--slack-delay",
+            "5ms",
+            "--slack-channel-limit",
+            "1/s",
+            "--out",
+        ])
+        .arg(out.path())
+        .env_remove("PORCH_DATA_DIR")
+        .output()
+        .expect("run porch loadtest");
+    assert!(
+        output.status.success(),
+        "porch loadtest failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json = std::fs::read_dir(out.path())
+        .expect("read out dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a results JSON file");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("read json")).expect("json");
+    assert_eq!(report["series"][0]["name"], "porch+slack");
+    let stair = &report["series"][0]["stairs"][0];
+    assert_eq!(stair["acked"], stair["sent"], "not everything acked");
+    let slack = &stair["slack"];
+    let limit = &slack["channel_limit"];
+    assert_eq!(limit["limit"], "1/s");
+    assert_eq!(limit["channels"], 2, "{limit}");
+    assert!(limit["rate_limited"].as_u64() > Some(0), "no 429s: {limit}");
+    assert_eq!(limit["out_of_order"], 0, "{limit}");
+    assert_eq!(limit["duplicates"], 0, "{limit}");
+    // 40 messages a second into two channels of one post a second: most must still wait.
+    let backlog =
+        slack["expected"].as_u64().unwrap_or(0) - slack["delivered"].as_u64().unwrap_or(0);
+    assert!(backlog > 100, "no backlog: {slack}");
+    // A 4 s window holds at most 4 posts a channel plus a token refilled at its start; a
+    // `Retry-After` in whole seconds costs a little under the rate, not half of it.
+    let drain = limit["drain_per_channel_per_sec"].as_f64().unwrap_or(0.0);
+    assert!((0.6..=1.25).contains(&drain), "drain {drain}/s per channel");
+}

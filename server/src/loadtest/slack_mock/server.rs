@@ -1,7 +1,7 @@
 //! A Slack mock on loopback: `chat.postMessage` answers with a `ts` after a set delay and records
 //! every post; failures can be injected per channel (429 with `Retry-After`, 5xx, Slack error
-//! codes), and thread headers can be held: recorded at once, answered late (past a client's
-//! timeout). `conversations.history` lists the channel's top-level posts with their metadata;
+//! codes), a per-channel rate limit like Slack's can be set (`limit.rs`), and thread headers can
+//! be held: recorded at once, answered late (past a client's timeout). `conversations.history` lists the channel's top-level posts with their metadata;
 //! `auth.test`, `users.info` and `apps.connections.open` answer; `chat.update` (applied to the
 //! post's text, and able to answer 429s), `chat.postEphemeral` and `views.open` are recorded;
 //! and it speaks enough Socket Mode (hello, `events_api`, `slash_commands` and `interactive`
@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
 use super::files::{self, FileState};
+use super::limit::{ChannelLimit, ChannelLimits};
 use super::socket;
 use crate::loadtest::served::{Served, lock};
 
@@ -63,6 +64,8 @@ pub(super) struct MockState {
     delay: Mutex<Duration>,
     posts: Mutex<Vec<Post>>,
     failures: Mutex<HashMap<String, Failure>>,
+    /// Slack's per-channel limit on posts, off unless set.
+    channel_limits: Mutex<ChannelLimits>,
     pub(super) revoked: Mutex<HashSet<String>>,
     users: Mutex<HashMap<String, (String, Option<String>)>>,
     pub(super) sockets: Mutex<Vec<mpsc::UnboundedSender<String>>>,
@@ -154,6 +157,13 @@ impl SlackMock {
         };
     }
 
+    /// Limits posts per channel the way Slack does (or with `None` stops limiting): a post
+    /// beyond the limit gets HTTP 429 `ratelimited` with `Retry-After`, counted in
+    /// [`Self::rate_limited_count`].
+    pub fn set_channel_limit(&self, limit: Option<ChannelLimit>) {
+        lock(&self.state.channel_limits).set(limit);
+    }
+
     /// Makes a bot token invalid (`invalid_auth`), as if it had been revoked.
     pub fn revoke_token(&self, token: &str) {
         lock(&self.state.revoked).insert(token.to_owned());
@@ -169,7 +179,7 @@ impl SlackMock {
         lock(&self.state.posts).clone()
     }
 
-    /// How many posts were answered with 429.
+    /// How many posts and updates were answered with 429 (injected or over the channel limit).
     pub fn rate_limited_count(&self) -> u64 {
         self.state.rate_limited.load(Ordering::Relaxed)
     }
@@ -312,20 +322,15 @@ async fn post_message(
     };
     match injected {
         Some((StatusCode::TOO_MANY_REQUESTS, retry_after, _)) => {
-            state.rate_limited.fetch_add(1, Ordering::Relaxed);
-            let mut response = (
-                StatusCode::TOO_MANY_REQUESTS,
-                Json(json!({"ok": false, "error": "ratelimited"})),
-            )
-                .into_response();
-            if let Ok(value) = retry_after.unwrap_or(1).to_string().parse() {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-            return response;
+            return rate_limited(&state, retry_after.unwrap_or(1));
         }
         Some((_, _, Some(error))) => return slack_error(&error),
         Some((status, _, None)) => return (status, "upstream error").into_response(),
         None => {}
+    }
+    // Checked on arrival, like Slack: a refused post never waits for the delay.
+    if let Err(retry_after) = lock(&state.channel_limits).admit(&channel, received_at) {
+        return rate_limited(&state, retry_after);
     }
     let is_header = body["thread_ts"].as_str().is_none();
     let held = {
@@ -363,6 +368,17 @@ async fn post_message(
         tokio::time::sleep(hold).await;
     }
     Json(json!({"ok": true, "channel": channel, "ts": ts})).into_response()
+}
+
+/// Slack's answer past a rate limit: HTTP 429, `ratelimited`, `Retry-After` in whole seconds.
+fn rate_limited(state: &MockState, retry_after_secs: u64) -> Response {
+    state.rate_limited.fetch_add(1, Ordering::Relaxed);
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, retry_after_secs.to_string())],
+        Json(json!({"ok": false, "error": "ratelimited"})),
+    )
+        .into_response()
 }
 
 /// Most messages one history page holds (Slack's documented maximum).
@@ -462,13 +478,7 @@ fn recorded(state: &MockState, headers: &HeaderMap, body: Value, method: &'stati
         let mut left = lock(&state.updates_rate_limited);
         if *left > 0 {
             *left -= 1;
-            state.rate_limited.fetch_add(1, Ordering::Relaxed);
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                [(header::RETRY_AFTER, "1")],
-                Json(json!({"ok": false, "error": "ratelimited"})),
-            )
-                .into_response();
+            return rate_limited(state, 1);
         }
     }
     if method == "chat.update" {

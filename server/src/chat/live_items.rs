@@ -183,31 +183,7 @@ mod tests {
 
     #[test]
     fn a_rendering_is_made_once_per_variant() {
-        let item = LiveItem {
-            row: LiveInboxRow {
-                item: crate::store::InboxItemRow {
-                    id: ConversationId(1),
-                    site_id: crate::store::SiteId(1),
-                    site_name: "Shop".into(),
-                    visitor_id: crate::store::VisitorId(1),
-                    visitor_name: None,
-                    visitor_email: None,
-                    status: "open".into(),
-                    assignee_id: None,
-                    assignee_name: None,
-                    created_at: 0,
-                    last_message_at: 0,
-                    waiting_since: None,
-                    preview_author: None,
-                    preview_body: None,
-                    is_unread: false,
-                },
-                last_visitor_message: None,
-                newest: MessageId(0),
-                reads: Vec::new(),
-            },
-            renderings: Default::default(),
-        };
+        let item = LiveItem::new(super::super::live_summaries::tests::row(1));
         let mut made = 0;
         for _ in 0..3 {
             item.rendering(2, || {

@@ -251,13 +251,14 @@ impl InboxObserver for Summaries {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::store::{InboxItemRow, MessageRow, SiteId, UserId, VisitorId};
 
     const C: ConversationId = ConversationId(7);
 
-    fn row(newest: i64) -> LiveInboxRow {
+    /// A conversation's summary as of message `newest`, for tests.
+    pub(in crate::chat) fn row(newest: i64) -> LiveInboxRow {
         LiveInboxRow {
             item: InboxItemRow {
                 id: C,

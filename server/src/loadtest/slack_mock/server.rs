@@ -1,9 +1,10 @@
 //! A Slack mock on loopback: `chat.postMessage` answers with a `ts` after a set delay and records
 //! every post; failures can be injected per channel (429 with `Retry-After`, 5xx, Slack error
 //! codes), a per-channel rate limit like Slack's can be set (`limit.rs`), and thread headers can
-//! be held: recorded at once, answered late (past a client's timeout). `conversations.history` lists the channel's top-level posts with their metadata;
-//! `auth.test`, `users.info` and `apps.connections.open` answer; `chat.update` (applied to the
-//! post's text, and able to answer 429s), `chat.postEphemeral` and `views.open` are recorded;
+//! be held: recorded at once, answered late (past a client's timeout). `conversations.history`
+//! lists the channel's top-level posts with their metadata; `auth.test`, `users.info` and
+//! `apps.connections.open` answer; `chat.update` (applied to the post's text, and able to answer
+//! 429s), `chat.postEphemeral` and `views.open` are recorded;
 //! and it speaks enough Socket Mode (hello, `events_api`, `slash_commands` and `interactive`
 //! envelopes, acks) to test that path. Tokens starting with `xoxb-` are valid unless revoked;
 //! app tokens start with `xapp-`. Files (external uploads, `url_private_download`) are in

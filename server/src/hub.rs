@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::mpsc;
 
@@ -187,14 +187,39 @@ impl Hub {
 pub const INBOX_QUEUE: usize = 4096;
 
 /// A message (from a visitor, an agent, a note or a status line) for agents' inbox connections.
-/// Carries the row itself, so publishing costs no database read.
-#[derive(Debug, Clone)]
+/// Carries the row itself, so publishing costs no database read. Published once and shared by
+/// every subscriber.
+#[derive(Debug)]
 pub struct InboxEvent {
     pub site_id: SiteId,
     pub message: Arc<MessageRow>,
     /// The same write also changed the visitor's name or email (an identity or pre-chat
     /// answers that came with the message).
     pub visitor_changed: bool,
+    /// The message opened its conversation.
+    pub opened: bool,
+    /// What every agent's page is sent about this event when it is the same for all of them
+    /// (the `alert` of `admin/tally.rs`), made by the first page that sends it: with a team
+    /// watching, making it once per agent was a tenth of the server's time (docs/capacity.md).
+    shared: OnceLock<String>,
+}
+
+impl InboxEvent {
+    /// An event for `message` that neither opened its conversation nor changed its visitor.
+    pub fn new(site_id: SiteId, message: Arc<MessageRow>) -> Self {
+        Self {
+            site_id,
+            message,
+            visitor_changed: false,
+            opened: false,
+            shared: OnceLock::new(),
+        }
+    }
+
+    /// What every page is sent about this event: `make`'s result, made once.
+    pub fn shared(&self, make: impl FnOnce(&Self) -> String) -> &str {
+        self.shared.get_or_init(|| make(self))
+    }
 }
 
 /// An agent has seen a conversation up to a message (on any page, in any tab): their other
@@ -209,7 +234,7 @@ pub struct ReadMark {
 /// What an inbox subscriber receives next.
 #[derive(Debug, Clone)]
 pub enum InboxSignal {
-    Event(InboxEvent),
+    Event(Arc<InboxEvent>),
     Read(ReadMark),
     /// The visitor of a conversation started (`true`) or stopped typing; never stored.
     VisitorTyping {
@@ -320,8 +345,8 @@ impl Hub {
     }
 
     /// Queues `event` for every inbox connection.
-    pub fn publish_to_inbox(&self, event: &InboxEvent) {
-        self.broadcast(&InboxSignal::Event(event.clone()));
+    pub fn publish_to_inbox(&self, event: InboxEvent) {
+        self.broadcast(&InboxSignal::Event(Arc::new(event)));
     }
 
     /// Tells every inbox connection that an agent read a conversation up to a message.
@@ -395,9 +420,9 @@ mod tests {
     }
 
     fn inbox_event(id: i64) -> InboxEvent {
-        InboxEvent {
-            site_id: SiteId(1),
-            message: Arc::new(MessageRow {
+        InboxEvent::new(
+            SiteId(1),
+            Arc::new(MessageRow {
                 id: crate::store::MessageId(id),
                 conversation_id: crate::store::ConversationId(1),
                 author: crate::values::Author::Visitor,
@@ -407,8 +432,7 @@ mod tests {
                 created_at: 0,
                 attachments: Vec::new(),
             }),
-            visitor_changed: false,
-        }
+        )
     }
 
     #[tokio::test]
@@ -417,7 +441,7 @@ mod tests {
         let mut slow = hub.subscribe_inbox();
         let mut fast = hub.subscribe_inbox();
         for id in 1..=i64::try_from(INBOX_QUEUE).expect("small") + 1 {
-            hub.publish_to_inbox(&inbox_event(id));
+            hub.publish_to_inbox(inbox_event(id));
             if let InboxSignal::Event(e) = fast.recv().await {
                 assert_eq!(e.message.id.0, id);
             } else {

@@ -149,7 +149,11 @@ async fn add_item(
 ) -> Result<(), Gone> {
     match app.chat.live_inbox_item((event, conversation), burst).await {
         Ok(Some(live)) if filter.matches(&live.row.item) => {
-            batch.framed_event_with_id(id.0, "conversation", &rendered_item(&live, me, filter));
+            batch.framed_event(
+                Some(id.0),
+                "conversation",
+                &rendered_item(&live, me, filter),
+            );
         }
         Ok(_) => batch.event_with_id(id.0, "removed", &conversation.to_string()),
         Err(err) => {

@@ -20,7 +20,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Batches handed over ahead of a slow browser before the stream task waits.
 const BUFFER: usize = 8;
 
-/// Frames `data` as an event's `data` field(s), for [`Batch::framed_event_with_id`].
+/// Frames `data` as an event's `data` field(s), for [`Batch::framed_event`].
 pub fn data_field(data: &str) -> String {
     let mut field = String::with_capacity(data.len() + 8);
     push_data_lines(&mut field, data);
@@ -59,11 +59,11 @@ impl Batch {
         let _ = write!(self.buf, "retry: {}\n\n", after.as_millis());
     }
 
-    /// Appends an event whose data `field` was framed by [`data_field`]: data many streams
-    /// send is framed once, not once per stream (at 20 agents, framing each copy was a tenth
-    /// of the server's time; docs/capacity.md).
-    pub fn framed_event_with_id(&mut self, id: i64, name: &str, field: &str) {
-        self.head(Some(id), name);
+    /// Appends an event (with an id, or not) whose data `field` was framed by [`data_field`]:
+    /// data many streams send is framed once, not once per stream (at 20 agents, framing each
+    /// copy was a tenth of the server's time; docs/capacity.md).
+    pub fn framed_event(&mut self, id: Option<i64>, name: &str, field: &str) {
+        self.head(id, name);
         self.buf.push_str(field);
         self.buf.push('\n');
     }
@@ -141,7 +141,7 @@ mod tests {
         );
         // Framed once ahead, the same event.
         let mut framed = Batch::default();
-        framed.framed_event_with_id(7, "entry", &data_field("a\nb\r\nc\rd"));
+        framed.framed_event(Some(7), "entry", &data_field("a\nb\r\nc\rd"));
         assert_eq!(framed.buf, batch.buf);
     }
 

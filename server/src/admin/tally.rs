@@ -4,15 +4,16 @@
 //! close, reopen: human-rate) reads its one conversation again. The counts themselves are kept
 //! as each conversation changes, never recounted: every agent's stream follows every message,
 //! and recounting an inbox of thousands of unread chats per message per agent is what kept a
-//! team of 20 from keeping up (docs/capacity.md, "Agents watching"). See "Never miss a chat" in
+//! team of 20 from keeping up (docs/capacity.md, "Agents watching"). For the same reason an
+//! alert is made once per message for every agent (it says the same to each), and a message
+//! costs each agent two lookups in one map with a fast hasher. See "Never miss a chat" in
 //! docs/admin.md for what counts as unread.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::sse::Batch;
-use crate::hub::{InboxSignal, ReadMark};
+use super::sse::{self, Batch};
+use crate::hub::{InboxEvent, InboxSignal, ReadMark};
 use crate::state::AppState;
 use crate::store::{ConversationId, MessageId, MessageRow, UserId};
 use crate::values::Author;
@@ -58,8 +59,50 @@ struct Alert<'a> {
     body: &'a str,
 }
 
+/// The `alert` event's data for a visitor message, framed: the same for every agent it goes to.
+fn alert_field(event: &InboxEvent) -> String {
+    let alert = Alert {
+        conversation: event.message.conversation_id,
+        message: event.message.id,
+        is_new: event.opened,
+        body: first_chars(&event.message.body, ALERT_CHARS),
+    };
+    // Serialising this plain struct cannot fail.
+    sse::data_field(&serde_json::to_string(&alert).unwrap_or_default())
+}
+
 /// The stream stopped (the browser left) or could not load its starting point.
 pub struct Gone;
+
+/// An open conversation, as far as one agent's counts go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Open {
+    assignee: Option<UserId>,
+    /// The newest visitor message the agent has not seen, if any.
+    unread: Option<MessageId>,
+}
+
+impl Open {
+    /// Unassigned, or assigned to `me`: what the agent is alerted about and `needs` counts.
+    fn is_for(self, me: UserId) -> bool {
+        self.assignee.is_none_or(|user| user == me)
+    }
+}
+
+/// What a conversation (`None`: not open) adds to `me`'s counts.
+fn share(open: Option<Open>, me: UserId) -> Counts {
+    let mut share = Counts::default();
+    if let Some(open) = open.filter(|open| open.unread.is_some()) {
+        share.open = 1;
+        match open.assignee {
+            None => share.unassigned = 1,
+            Some(user) if user == me => share.mine = 1,
+            Some(_) => {}
+        }
+        share.needs = share.mine + share.unassigned;
+    }
+    share
+}
 
 /// One agent's view of every open conversation, as far as unread counts go.
 pub struct Tally {
@@ -67,11 +110,10 @@ pub struct Tally {
     /// The conversation this stream's page shows: its messages are read as they arrive (the
     /// page marks them read), so they never count.
     viewing: Option<ConversationId>,
-    /// Open conversations and their assignee.
-    open: HashMap<ConversationId, Option<UserId>>,
-    /// Open conversations with a visitor message the agent has not seen: the newest one's id.
-    unread: HashMap<ConversationId, MessageId>,
-    /// The counts of `unread` as it stands, kept by [`Self::change`].
+    /// Open conversations. Ids are ours and sequential, never chosen by a client, so the fast
+    /// hasher needs no defence against crafted keys.
+    open: FxHashMap<ConversationId, Open>,
+    /// The counts of `open` as it stands, kept by [`Self::change`].
     counts: Counts,
     /// The counts last sent, so an unchanged count is not sent again.
     sent: Option<Counts>,
@@ -87,8 +129,7 @@ impl Tally {
         let mut tally = Self {
             me,
             viewing,
-            open: HashMap::new(),
-            unread: HashMap::new(),
+            open: FxHashMap::default(),
             counts: Counts::default(),
             sent: None,
         };
@@ -102,11 +143,17 @@ impl Tally {
             .open_conversation_reads(self.me)
             .await
             .map_err(|_| Gone)?;
-        self.open = rows.iter().map(|r| (r.id, r.assignee_id)).collect();
-        self.unread = rows
+        let viewing = self.viewing;
+        self.open = rows
             .iter()
-            .filter(|r| Some(r.id) != self.viewing)
-            .filter_map(|r| r.unread_up_to.map(|id| (r.id, id)))
+            .map(|r| {
+                let unread = r.unread_up_to.filter(|_| Some(r.id) != viewing);
+                let open = Open {
+                    assignee: r.assignee_id,
+                    unread,
+                };
+                (r.id, open)
+            })
             .collect();
         self.recount();
         self.sent = None;
@@ -116,35 +163,26 @@ impl Tally {
     /// Counts everything again: after loading only.
     fn recount(&mut self) {
         let mut counts = Counts::default();
-        for id in self.unread.keys() {
-            counts.apply(self.share(*id), true);
+        for open in self.open.values() {
+            counts.apply(share(Some(*open), self.me), true);
         }
         self.counts = counts;
     }
 
-    /// What conversation `id` adds to the counts.
-    fn share(&self, id: ConversationId) -> Counts {
-        let mut share = Counts::default();
-        if self.unread.contains_key(&id) {
-            share.open = 1;
-            match self.open.get(&id) {
-                Some(None) => share.unassigned = 1,
-                Some(Some(user)) if *user == self.me => share.mine = 1,
-                _ => {}
-            }
-            share.needs = share.mine + share.unassigned;
+    /// Sets conversation `id` to what `edit` makes of it (`None`: not open) and keeps the
+    /// counts.
+    fn change(&mut self, id: ConversationId, edit: impl FnOnce(Option<Open>) -> Option<Open>) {
+        let before = self.open.get(&id).copied();
+        let after = edit(before);
+        if after == before {
+            return;
         }
-        share
-    }
-
-    /// Applies `edit`, which may change only conversation `id`, and keeps the counts.
-    fn change<T>(&mut self, id: ConversationId, edit: impl FnOnce(&mut Self) -> T) -> T {
-        let before = self.share(id);
-        let out = edit(self);
-        let after = self.share(id);
-        self.counts.apply(before, false);
-        self.counts.apply(after, true);
-        out
+        self.counts.apply(share(before, self.me), false);
+        self.counts.apply(share(after, self.me), true);
+        match after {
+            Some(open) => self.open.insert(id, open),
+            None => self.open.remove(&id),
+        };
     }
 
     /// Follows one hub signal: updates the counts, and adds to `batch` an `alert` for a visitor
@@ -163,8 +201,8 @@ impl Tally {
                 let message = &event.message;
                 match message.author {
                     Author::Visitor => {
-                        if let Some(alert) = self.on_visitor_message(message) {
-                            add_json(batch, "alert", &alert);
+                        if self.on_visitor_message(message) {
+                            batch.framed_event(None, "alert", event.shared(alert_field));
                         }
                     }
                     Author::System => self.on_status_line(app, message).await?,
@@ -184,29 +222,29 @@ impl Tally {
         let counts = self.counts;
         if self.sent != Some(counts) {
             self.sent = Some(counts);
-            add_json(batch, "counts", &counts);
+            // Serialising this plain struct cannot fail.
+            batch.event(
+                "counts",
+                &serde_json::to_string(&counts).unwrap_or_default(),
+            );
         }
     }
 
-    fn on_visitor_message<'m>(&mut self, message: &'m MessageRow) -> Option<Alert<'m>> {
-        let id = message.conversation_id;
-        // A visitor message in a conversation that is not open here opened it: a closed one
-        // never takes messages (the next one starts a new conversation).
-        let is_new = !self.open.contains_key(&id);
-        let assignee = self.change(id, |t| {
-            if Some(id) != t.viewing {
-                let newest = t.unread.entry(id).or_insert(message.id);
-                *newest = (*newest).max(message.id);
+    /// Counts a visitor message; whether the agent is to be alerted about it. A visitor
+    /// message in a conversation not open here opened it: a closed one never takes messages
+    /// (the next one starts a new conversation).
+    fn on_visitor_message(&mut self, message: &MessageRow) -> bool {
+        let (me, counted) = (self.me, Some(message.conversation_id) != self.viewing);
+        let mut for_me = false;
+        self.change(message.conversation_id, |before| {
+            let mut open = before.unwrap_or_default();
+            if counted {
+                open.unread = Some(open.unread.map_or(message.id, |u| u.max(message.id)));
             }
-            *t.open.entry(id).or_insert(None)
+            for_me = open.is_for(me);
+            Some(open)
         });
-        let for_me = assignee.is_none() || assignee == Some(self.me);
-        for_me.then(|| Alert {
-            conversation: id,
-            message: message.id,
-            is_new,
-            body: first_chars(&message.body, ALERT_CHARS),
-        })
+        for_me
     }
 
     async fn on_status_line(&mut self, app: &AppState, line: &MessageRow) -> Result<(), Gone> {
@@ -216,61 +254,55 @@ impl Tally {
             Err(crate::chat::Error::NotFound(_)) => None,
             Err(_) => return Err(Gone),
         };
-        self.change(id, |t| match item.filter(|item| item.status == "open") {
-            Some(item) => {
-                t.open.insert(id, item.assignee_id);
-                // The line is newer than any unread visitor message, so reading up to it clears
-                // it.
-                if item.is_unread && Some(id) != t.viewing {
-                    t.unread.entry(id).or_insert(line.id);
-                } else {
-                    t.unread.remove(&id);
-                }
-            }
-            None => {
-                t.open.remove(&id);
-                t.unread.remove(&id);
-            }
+        let counted = Some(id) != self.viewing;
+        self.change(id, |before| {
+            let item = item.filter(|item| item.status == "open")?;
+            // The line is newer than any unread visitor message, so reading up to it clears it.
+            let unread = (item.is_unread && counted)
+                .then(|| before.and_then(|open| open.unread).unwrap_or(line.id));
+            Some(Open {
+                assignee: item.assignee_id,
+                unread,
+            })
         });
         Ok(())
     }
 
     fn on_read(&mut self, mark: ReadMark) {
-        if mark.user == self.me
-            && self
-                .unread
-                .get(&mark.conversation)
-                .is_some_and(|newest| *newest <= mark.up_to)
-        {
-            self.change(mark.conversation, |t| t.unread.remove(&mark.conversation));
+        if mark.user != self.me {
+            return;
         }
+        self.change(mark.conversation, |before| {
+            before.map(|open| match open.unread {
+                Some(newest) if newest <= mark.up_to => Open {
+                    unread: None,
+                    ..open
+                },
+                _ => open,
+            })
+        });
     }
 }
 
-/// The first `n` characters of `text` (a slice: every agent's stream alerts for every visitor
-/// message, so no copy is made).
+/// The first `n` characters of `text` (a slice: no copy is made).
 fn first_chars(text: &str, n: usize) -> &str {
     text.char_indices()
         .nth(n)
         .map_or(text, |(end, _)| &text[..end])
 }
 
-fn add_json<T: Serialize>(batch: &mut Batch, name: &str, data: &T) {
-    // Serialising these plain structs cannot fail.
-    let data = serde_json::to_string(data).unwrap_or_default();
-    batch.event(name, &data);
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::store::SiteId;
 
     fn tally(me: i64) -> Tally {
         Tally {
             me: UserId(me),
             viewing: None,
-            open: HashMap::new(),
-            unread: HashMap::new(),
+            open: FxHashMap::default(),
             counts: Counts::default(),
             sent: None,
         }
@@ -289,6 +321,15 @@ mod tests {
         }
     }
 
+    fn assigned(t: &mut Tally, conversation: i64, assignee: Option<i64>) {
+        t.change(ConversationId(conversation), |before| {
+            Some(Open {
+                assignee: assignee.map(UserId),
+                ..before.unwrap_or_default()
+            })
+        });
+    }
+
     #[test]
     fn an_alert_keeps_the_first_characters_whole() {
         assert_eq!(first_chars("héllo", 2), "hé");
@@ -297,11 +338,28 @@ mod tests {
     }
 
     #[test]
+    fn an_alert_says_whether_the_message_opened_its_conversation() {
+        let mut row = visitor_message(10, 5);
+        row.body = "a\nb".repeat(100);
+        let mut event = InboxEvent::new(SiteId(1), Arc::new(row));
+        event.opened = true;
+        let field = alert_field(&event);
+        assert!(!field.trim_end().contains('\n'), "one data line: {field}");
+        let json: serde_json::Value =
+            serde_json::from_str(field.trim_start_matches("data: ").trim_end()).expect("JSON");
+        assert_eq!(json["conversation"], 5);
+        assert_eq!(json["message"], 10);
+        assert_eq!(json["is_new"], true);
+        assert_eq!(
+            json["body"].as_str().map(|b| b.chars().count()),
+            Some(ALERT_CHARS)
+        );
+    }
+
+    #[test]
     fn a_new_conversation_counts_as_unassigned_and_alerts() {
         let mut t = tally(1);
-        let row = visitor_message(10, 5);
-        let alert = t.on_visitor_message(&row).map(|a| a.is_new);
-        assert_eq!(alert, Some(true));
+        assert!(t.on_visitor_message(&visitor_message(10, 5)));
         assert_eq!(
             t.counts,
             Counts {
@@ -316,18 +374,19 @@ mod tests {
     #[test]
     fn someone_elses_conversation_counts_as_open_only_and_does_not_alert() {
         let mut t = tally(1);
-        t.open.insert(ConversationId(5), Some(UserId(2)));
-        let row = visitor_message(10, 5);
-        assert!(t.on_visitor_message(&row).is_none());
+        assigned(&mut t, 5, Some(2));
+        assert!(!t.on_visitor_message(&visitor_message(10, 5)));
         assert_eq!(t.counts.open, 1);
         assert_eq!(t.counts.needs, 0);
+        assigned(&mut t, 5, Some(1));
+        assert!(t.on_visitor_message(&visitor_message(11, 5)));
+        assert_eq!((t.counts.mine, t.counts.needs), (1, 1));
     }
 
     #[test]
     fn a_read_mark_clears_only_what_it_covers_and_only_for_its_agent() {
         let mut t = tally(1);
-        let row = visitor_message(10, 5);
-        t.on_visitor_message(&row);
+        t.on_visitor_message(&visitor_message(10, 5));
         let mark = |user, up_to| ReadMark {
             user: UserId(user),
             conversation: ConversationId(5),
@@ -338,14 +397,16 @@ mod tests {
         assert_eq!(t.counts.needs, 1);
         t.on_read(mark(1, 10));
         assert_eq!(t.counts.needs, 0);
+        // Read, the conversation is still open: someone else's next message does not alert.
+        assigned(&mut t, 5, Some(2));
+        assert!(!t.on_visitor_message(&visitor_message(11, 5)));
     }
 
     #[test]
     fn the_conversation_on_screen_never_counts_but_still_alerts() {
         let mut t = tally(1);
         t.viewing = Some(ConversationId(5));
-        let row = visitor_message(10, 5);
-        assert!(t.on_visitor_message(&row).is_some());
+        assert!(t.on_visitor_message(&visitor_message(10, 5)));
         assert_eq!(t.counts.needs, 0);
     }
 
@@ -365,15 +426,15 @@ mod tests {
                 }
                 2 => t.on_read(mark(conversation, step)),
                 // Assigned to me, to someone else, or closed, as a status line would leave it.
-                3 => t.change(ConversationId(conversation), |t| {
-                    let assignee = [None, Some(UserId(1)), Some(UserId(2))]
-                        [usize::try_from(step % 3).unwrap_or(0)];
-                    t.open.insert(ConversationId(conversation), assignee);
-                }),
-                _ => t.change(ConversationId(conversation), |t| {
-                    t.open.remove(&ConversationId(conversation));
-                    t.unread.remove(&ConversationId(conversation));
-                }),
+                3 => {
+                    let assignee = match step % 3 {
+                        0 => None,
+                        1 => Some(1),
+                        _ => Some(2),
+                    };
+                    assigned(&mut t, conversation, assignee);
+                }
+                _ => t.change(ConversationId(conversation), |_| None),
             }
             let kept = t.counts;
             t.recount();

@@ -49,11 +49,7 @@ pub(super) fn publish_agent_message(hub: &Hub, conversation: &ConversationRow, r
         let event = VisitorEvent::Message(Arc::clone(&shared));
         hub.publish_to_visitor(conversation.visitor_id, &event, None);
     }
-    hub.publish_to_inbox(&InboxEvent {
-        site_id: conversation.site_id,
-        message: shared,
-        visitor_changed: false,
-    });
+    hub.publish_to_inbox(InboxEvent::new(conversation.site_id, shared));
 }
 
 /// Shows a newly stored visitor message live (nothing for a resend): on the visitor's other open
@@ -81,11 +77,10 @@ pub(super) fn publish_visitor_message(
     let event = VisitorEvent::Message(Arc::clone(&row));
     hub.publish_to_visitor(stored.visitor_id, &event, from_connection);
     let context = &new.details.context;
-    hub.publish_to_inbox(&InboxEvent {
-        site_id: new.site_id,
-        message: row,
-        visitor_changed: context.identity.is_some() || context.prechat.is_some(),
-    });
+    let mut published = InboxEvent::new(new.site_id, row);
+    published.visitor_changed = context.identity.is_some() || context.prechat.is_some();
+    published.opened = stored.is_new_conversation;
+    hub.publish_to_inbox(published);
 }
 
 /// One page of what a returning visitor missed, oldest first.

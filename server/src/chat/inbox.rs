@@ -429,9 +429,5 @@ fn enabled_agents(c: &rusqlite::Connection) -> Result<Vec<UserRow>, store::Error
 
 /// Shows a note or a status line on the agents' live pages. Runs as a commit hook, so in id order.
 fn publish(hub: &Hub, site_id: SiteId, row: MessageRow) {
-    hub.publish_to_inbox(&InboxEvent {
-        site_id,
-        message: Arc::new(row),
-        visitor_changed: false,
-    });
+    hub.publish_to_inbox(InboxEvent::new(site_id, Arc::new(row)));
 }

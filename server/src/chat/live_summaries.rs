@@ -17,8 +17,9 @@
 //! meanwhile, is not kept. Before reads collected, a read that raced a message was simply
 //! dropped; under load most were, every event read again, and the box never caught up.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+
+use rustc_hash::FxHashMap;
 
 use crate::hub::{Erasure, InboxEvent, InboxObserver, InboxSignal, ReadMark};
 use crate::store::{ConversationId, LiveInboxRow, MessageId};
@@ -44,7 +45,9 @@ pub struct Summaries {
 struct Table {
     /// Counts the reads begun, so that each has its own mark.
     clock: u64,
-    entries: HashMap<ConversationId, Entry>,
+    /// Looked up by every agent's page for every event: ids are ours, so the fast hasher
+    /// needs no defence against crafted keys.
+    entries: FxHashMap<ConversationId, Entry>,
 }
 
 enum Entry {
@@ -59,7 +62,7 @@ enum Entry {
 
 /// A change published while a read ran.
 enum Change {
-    Message(InboxEvent),
+    Message(Arc<InboxEvent>),
     Read(ReadMark),
 }
 
@@ -233,7 +236,7 @@ impl InboxObserver for Summaries {
         let (conversation, change) = match signal {
             InboxSignal::Event(event) => (
                 event.message.conversation_id,
-                Change::Message(event.clone()),
+                Change::Message(Arc::clone(event)),
             ),
             InboxSignal::Read(mark) => (mark.conversation, Change::Read(*mark)),
             InboxSignal::VisitorTyping { .. } | InboxSignal::Resync => return,
@@ -284,9 +287,9 @@ pub(super) mod tests {
     }
 
     fn message(id: i64, author: Author, body: &str) -> InboxEvent {
-        InboxEvent {
-            site_id: SiteId(1),
-            message: Arc::new(MessageRow {
+        InboxEvent::new(
+            SiteId(1),
+            Arc::new(MessageRow {
                 id: MessageId(id),
                 conversation_id: C,
                 author,
@@ -296,12 +299,11 @@ pub(super) mod tests {
                 created_at: id * 10,
                 attachments: Vec::new(),
             }),
-            visitor_changed: false,
-        }
+        )
     }
 
     fn event(id: i64, author: Author, body: &str) -> InboxSignal {
-        InboxSignal::Event(message(id, author, body))
+        InboxSignal::Event(Arc::new(message(id, author, body)))
     }
 
     fn read_by(user: i64, up_to: i64) -> InboxSignal {
@@ -359,7 +361,7 @@ pub(super) mod tests {
         kept(&summaries, 2);
         let mut named = message(3, Author::Visitor, "I am Bo");
         named.visitor_changed = true;
-        summaries.signal(&InboxSignal::Event(named));
+        summaries.signal(&InboxSignal::Event(Arc::new(named)));
         assert!(summaries.known(C, MessageId(3)).is_none());
 
         kept(&summaries, 3);

@@ -315,28 +315,35 @@ mod tests {
     }
 
     #[test]
-    fn a_slack_channel_starts_a_burst_then_one_job_an_interval_in_order() {
-        let t = SLACK_CHANNEL.interval_ms;
+    fn a_slack_channel_is_not_paced_until_slack_refuses_it() {
         let mut index = Index::default();
         for id in 1..=5 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
-        index.insert(job(6, Some("conv:1"), Some("slack:T:C1"), 0));
-        assert_eq!(ids(&mut index, 0), [1, 2, 3]);
+        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_refused_slack_channel_starts_one_job_an_interval_oldest_first() {
+        let t = SLACK_CHANNEL.interval_ms;
+        let mut index = Index::default();
+        for id in 1..=3 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        index.insert(job(4, Some("conv:1"), Some("slack:T:C1"), 0));
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1]);
         assert_eq!(
             index.next_due(Lane::Chat),
             Some(t),
             "the runner sleeps until then"
         );
         assert!(ids(&mut index, t - 1).is_empty());
+        // conv:1's next message becomes due now, but queues behind the jobs already waiting.
         index.finish(JobId(1));
-        assert_eq!(ids(&mut index, t), [4], "the oldest waiting job goes first");
-        assert_eq!(ids(&mut index, 2 * t), [5]);
-        assert_eq!(
-            ids(&mut index, 3 * t),
-            [6],
-            "conv:1's next message, once its first is done"
-        );
+        assert_eq!(ids(&mut index, t), [2]);
+        assert_eq!(ids(&mut index, 2 * t), [3]);
+        assert_eq!(ids(&mut index, 3 * t), [4]);
     }
 
     #[test]
@@ -346,41 +353,44 @@ mod tests {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
         index.insert(job(5, Some("conv:5"), Some("slack:T:C2"), 0));
-        index.insert(job(6, Some("conv:6"), Some("webhook:9"), 0));
+        index.insert(job(6, Some("conv:6"), Some("slack:T:C2"), 0));
         index.insert(job(7, Some("conv:7"), Some("webhook:9"), 0));
         index.insert(job(8, Some("conv:8"), Some("webhook:9"), 0));
-        index.insert(job(9, Some("conv:9"), Some("webhook:9"), 0));
-        assert_eq!(ids(&mut index, 0), [1, 2, 3, 5, 6, 7, 8, 9]);
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1, 5, 6, 7, 8]);
     }
 
     #[test]
-    fn after_a_429_a_paced_channel_starts_one_job_then_keeps_its_pace() {
+    fn after_a_429_a_slack_channel_starts_one_job_then_keeps_its_pace() {
         let t = SLACK_CHANNEL.interval_ms;
         let mut index = Index::default();
         for id in 1..=4 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
-        assert_eq!(ids(&mut index, 0), [1, 2, 3]);
-        index.reschedule(JobId(2), 5000, 0, true);
+        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4]);
         index.finish(JobId(1));
-        index.finish(JobId(3));
+        index.reschedule(JobId(2), 5000, 0, true);
+        index.reschedule(JobId(3), 5000, 0, true);
+        index.reschedule(JobId(4), 10, 1, false);
         assert!(ids(&mut index, 4999).is_empty());
         assert_eq!(ids(&mut index, 5000), [2], "no burst after the pause");
         assert!(ids(&mut index, 5000 + t - 1).is_empty());
-        assert_eq!(ids(&mut index, 5000 + t), [4]);
+        assert_eq!(ids(&mut index, 5000 + t), [3]);
+        assert_eq!(ids(&mut index, 5000 + 2 * t), [4]);
     }
 
     #[test]
-    fn a_job_that_posted_twice_delays_its_channels_next_start() {
+    fn a_job_that_posted_twice_delays_its_paced_channels_next_start() {
         let t = SLACK_CHANNEL.interval_ms;
         let mut index = Index::default();
-        for id in 1..=5 {
+        for id in 1..=2 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
-        assert_eq!(ids(&mut index, 0), [1, 2, 3]);
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1]);
         index.spend("slack:T:C1", 1, 10);
         assert!(ids(&mut index, t).is_empty());
-        assert_eq!(ids(&mut index, 2 * t), [4]);
+        assert_eq!(ids(&mut index, 2 * t), [2]);
     }
 
     #[test]

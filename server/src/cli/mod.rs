@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 use rusqlite::Connection;
 
 use crate::config::{Config, DataConfig, LogFormat};
+use crate::loadtest::ChannelLimit;
 use crate::store;
 
 /// Self-hosted live chat: a website widget, delivery to Slack, Discord, webhooks and email, and
@@ -58,6 +59,10 @@ pub enum Command {
         /// Delay before each `chat.postMessage` answer.
         #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
         delay: std::time::Duration,
+        /// Answer posts beyond this rate per channel with HTTP 429 and `Retry-After`, as Slack
+        /// does (`1/s`, `20/min`, `1/s+5` for a burst of 5 more); unlimited if not given.
+        #[arg(long, value_name = "RATE/UNIT[+BURST]", value_parser = ChannelLimit::parse)]
+        channel_limit: Option<ChannelLimit>,
     },
     /// Measure capacity: stairs of open-loop widget traffic against a scratch Porch (never the
     /// live database), with the bare websocket echo as baseline; saves JSON and Markdown.
@@ -212,7 +217,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::User(command) => accounts::run_user(&open_for_management(&cli.data)?, command),
         Command::Token(command) => accounts::run_token(&open_for_management(&cli.data)?, command),
         Command::Secrets(command) => secrets::run(&cli.data, command),
-        Command::SlackMock { listen, delay } => run_slack_mock(listen, delay),
+        Command::SlackMock {
+            listen,
+            delay,
+            channel_limit,
+        } => run_slack_mock(listen, delay, channel_limit),
         Command::Loadtest(args) => crate::loadtest::run(&args, &cli.data.data_dir),
         Command::LoadtestEcho(args) => crate::loadtest::run_echo(args.listen),
         Command::LoadtestSearch(args) => crate::loadtest::run_search_bench(&args),
@@ -271,13 +280,18 @@ fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_slack_mock(listen: std::net::SocketAddr, delay: std::time::Duration) -> anyhow::Result<()> {
+fn run_slack_mock(
+    listen: std::net::SocketAddr,
+    delay: std::time::Duration,
+    channel_limit: Option<ChannelLimit>,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
         let mut signals = Signals::install()?;
         let mock = crate::loadtest::SlackMock::start(listen, delay)
             .await
             .context("starting the Slack mock")?;
+        mock.set_channel_limit(channel_limit);
         write_out(&format!(
             "Slack mock on {} (use --slack-api-url {}); Ctrl-C stops it",
             mock.addr,

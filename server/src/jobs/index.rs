@@ -1,11 +1,13 @@
 //! The runner's in-memory view of unfinished jobs: which are ready per lane, in `run_at` order;
 //! only the head of each `order_key` queue is eligible (a conversation's deliveries to one
-//! destination stay in order); a `rate_key` paused by a 429 holds back only its own jobs.
-//! Pure data, no I/O, so it is unit-tested directly.
+//! destination stay in order); a `rate_key` paused by a 429, or paced ([`Pacer`]), holds back
+//! only its own jobs. Pure data, no I/O, so it is unit-tested directly.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use crate::store::{IntegrationId, JobId, JobRow};
+
+use super::pace::Pacer;
 
 /// Delivery lanes; each has its own concurrency limit so a slow kind cannot starve another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,7 +66,13 @@ pub struct Index {
     jobs: HashMap<JobId, Entry>,
     order: HashMap<String, VecDeque<JobId>>,
     ready: [BTreeSet<(i64, JobId)>; 4],
-    paused: HashMap<String, i64>,
+    /// Per rate key, the time its waiting jobs were last moved to (the end of a 429's pause, or
+    /// the pace's next start). A job of the key that is due earlier (the next message of a
+    /// conversation just delivered) is moved there too, so it joins the waiting jobs in
+    /// (`run_at`, id) order instead of overtaking them: no conversation starves a busy channel.
+    held: HashMap<String, i64>,
+    /// How soon each paced rate key may start its next job.
+    pacer: Pacer,
 }
 
 impl Index {
@@ -115,8 +123,9 @@ impl Index {
         );
     }
 
-    /// Takes the next job of `lane` due at `now` and marks it running. Jobs whose rate key is
-    /// paused are moved to the end of the pause.
+    /// Takes the next job of `lane` due at `now` and marks it running (which spends a start of
+    /// its paced rate key). Jobs whose rate key is paused, or paced and not yet allowed to
+    /// start, are moved to when it will be, so the runner sleeps until then.
     pub fn pop_due(&mut self, lane: Lane, now: i64) -> Option<Entry> {
         loop {
             let &(run_at, id) = self.ready[lane.slot()].first()?;
@@ -125,12 +134,23 @@ impl Index {
             }
             self.ready[lane.slot()].remove(&(run_at, id));
             let entry = self.jobs.get_mut(&id)?;
-            if let Some(until) = entry.row.rate_key.as_ref().and_then(|k| self.paused.get(k))
-                && *until > now
-            {
-                entry.row.run_at = *until;
-                self.ready[lane.slot()].insert((*until, id));
-                continue;
+            if let Some(key) = &entry.row.rate_key {
+                // Held first: a job that must wait anyway spends nothing of the key's pace.
+                let until = match self.held.get(key) {
+                    Some(held) if *held > run_at => Some(*held),
+                    _ => match self.pacer.try_start(key, now) {
+                        Ok(()) => None,
+                        Err(next) => {
+                            self.held.insert(key.clone(), next);
+                            Some(next)
+                        }
+                    },
+                };
+                if let Some(until) = until {
+                    entry.row.run_at = until;
+                    self.ready[lane.slot()].insert((until, id));
+                    continue;
+                }
             }
             entry.is_running = true;
             return Some(entry.clone());
@@ -179,11 +199,10 @@ impl Index {
         entry.is_running = false;
         entry.row.run_at = run_at;
         entry.row.attempt = attempt;
-        if pause_rate_key && let Some(key) = &entry.row.rate_key {
-            let until = self.paused.entry(key.clone()).or_insert(run_at);
-            *until = (*until).max(run_at);
-        }
         self.ready[entry.lane.slot()].insert((run_at, id));
+        if pause_rate_key && let Some(key) = entry.row.rate_key.clone() {
+            self.pause(&key, run_at);
+        }
     }
 
     /// Removes every job of an integration (it is blocked until an admin fixes it); returns how
@@ -201,21 +220,31 @@ impl Index {
         ids.len()
     }
 
-    /// Holds back every job of `rate_key` until `until` (the destination's budget is spent).
+    /// Holds back every job of `rate_key` until `until` (the destination's budget is spent);
+    /// a paced key then starts one job at `until` and keeps its pace from there.
     pub fn pause(&mut self, rate_key: &str, until: i64) {
-        let paused = self.paused.entry(rate_key.to_owned()).or_insert(until);
-        *paused = (*paused).max(until);
+        let held = self.held.entry(rate_key.to_owned()).or_insert(until);
+        *held = (*held).max(until);
+        self.pacer.refused_until(rate_key, until);
     }
 
-    /// Forgets pauses that have ended, so the map does not grow.
-    pub fn expire_pauses(&mut self, now: i64) {
-        self.paused.retain(|_, until| *until > now);
+    /// A job of `rate_key` made `calls` more calls than its start was paced for: its key's next
+    /// start comes that much later.
+    pub fn spend(&mut self, rate_key: &str, calls: u32, now: i64) {
+        self.pacer.spend(rate_key, calls, now);
+    }
+
+    /// Forgets pauses that have ended and paced keys that are rested, so the maps do not grow.
+    pub fn expire(&mut self, now: i64) {
+        self.held.retain(|_, until| *until > now);
+        self.pacer.expire(now);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::pace::SLACK_CHANNEL;
 
     fn job(id: i64, order_key: Option<&str>, rate_key: Option<&str>, run_at: i64) -> JobRow {
         JobRow {
@@ -269,20 +298,99 @@ mod tests {
     #[test]
     fn a_paused_rate_key_holds_back_only_its_own_jobs() {
         let mut index = Index::default();
-        index.insert(job(1, Some("conv:1"), Some("slack:C1"), 0));
-        index.insert(job(2, Some("conv:2"), Some("slack:C1"), 0));
-        index.insert(job(3, Some("conv:3"), Some("slack:C2"), 0));
+        index.insert(job(1, Some("conv:1"), Some("discord:1"), 0));
+        index.insert(job(2, Some("conv:2"), Some("discord:1"), 0));
+        index.insert(job(3, Some("conv:3"), Some("discord:2"), 0));
         assert_eq!(ids(&mut index, 0), [1, 2, 3]);
         index.reschedule(JobId(1), 1000, 0, true);
         index.reschedule(JobId(2), 10, 0, false);
         index.finish(JobId(3));
-        index.insert(job(4, Some("conv:4"), Some("slack:C2"), 10));
+        index.insert(job(4, Some("conv:4"), Some("discord:2"), 10));
         assert_eq!(
             ids(&mut index, 10),
             [4],
-            "C1 waits for its pause, C2 does not"
+            "discord:1 waits for its pause, discord:2 does not"
         );
         assert_eq!(ids(&mut index, 1000), [1, 2]);
+    }
+
+    #[test]
+    fn a_slack_channel_is_not_paced_until_slack_refuses_it() {
+        let mut index = Index::default();
+        for id in 1..=5 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_refused_slack_channel_starts_one_job_an_interval_oldest_first() {
+        let t = SLACK_CHANNEL.interval_ms;
+        let mut index = Index::default();
+        for id in 1..=3 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        index.insert(job(4, Some("conv:1"), Some("slack:T:C1"), 0));
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1]);
+        assert_eq!(
+            index.next_due(Lane::Chat),
+            Some(t),
+            "the runner sleeps until then"
+        );
+        assert!(ids(&mut index, t - 1).is_empty());
+        // conv:1's next message becomes due now, but queues behind the jobs already waiting.
+        index.finish(JobId(1));
+        assert_eq!(ids(&mut index, t), [2]);
+        assert_eq!(ids(&mut index, 2 * t), [3]);
+        assert_eq!(ids(&mut index, 3 * t), [4]);
+    }
+
+    #[test]
+    fn a_paced_channel_holds_back_only_its_own_jobs() {
+        let mut index = Index::default();
+        for id in 1..=4 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        index.insert(job(5, Some("conv:5"), Some("slack:T:C2"), 0));
+        index.insert(job(6, Some("conv:6"), Some("slack:T:C2"), 0));
+        index.insert(job(7, Some("conv:7"), Some("webhook:9"), 0));
+        index.insert(job(8, Some("conv:8"), Some("webhook:9"), 0));
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn after_a_429_a_slack_channel_starts_one_job_then_keeps_its_pace() {
+        let t = SLACK_CHANNEL.interval_ms;
+        let mut index = Index::default();
+        for id in 1..=4 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4]);
+        index.finish(JobId(1));
+        index.reschedule(JobId(2), 5000, 0, true);
+        index.reschedule(JobId(3), 5000, 0, true);
+        index.reschedule(JobId(4), 10, 1, false);
+        assert!(ids(&mut index, 4999).is_empty());
+        assert_eq!(ids(&mut index, 5000), [2], "no burst after the pause");
+        assert!(ids(&mut index, 5000 + t - 1).is_empty());
+        assert_eq!(ids(&mut index, 5000 + t), [3]);
+        assert_eq!(ids(&mut index, 5000 + 2 * t), [4]);
+    }
+
+    #[test]
+    fn a_job_that_posted_twice_delays_its_paced_channels_next_start() {
+        let t = SLACK_CHANNEL.interval_ms;
+        let mut index = Index::default();
+        for id in 1..=2 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1]);
+        index.spend("slack:T:C1", 1, 10);
+        assert!(ids(&mut index, t).is_empty());
+        assert_eq!(ids(&mut index, 2 * t), [2]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod deliver;
 mod index;
 mod kind;
 mod outcome;
+mod pace;
 mod plan;
 mod policy;
 mod requested;

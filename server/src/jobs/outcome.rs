@@ -31,6 +31,9 @@ pub struct Attempt {
     /// The destination said its budget is spent (Discord's `X-RateLimit-Remaining: 0`): hold
     /// back the job's rate key this long, whatever the outcome.
     pub pause: Option<Duration>,
+    /// Calls the attempt made against its rate key's budget beyond the one its start was paced
+    /// for (a Slack thread header posted before the reply); the key's pace is charged for them.
+    pub extra_calls: u32,
 }
 
 impl Attempt {
@@ -39,6 +42,7 @@ impl Attempt {
             outcome,
             http_status,
             pause: None,
+            extra_calls: 0,
         }
     }
 
@@ -46,6 +50,13 @@ impl Attempt {
     #[must_use]
     pub fn paced(mut self, pause: Option<Duration>) -> Self {
         self.pause = pause;
+        self
+    }
+
+    /// The same attempt, having made `calls` more calls than the one its start was paced for.
+    #[must_use]
+    pub fn with_extra_calls(mut self, calls: u32) -> Self {
+        self.extra_calls = calls;
         self
     }
 }

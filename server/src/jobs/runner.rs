@@ -352,6 +352,9 @@ impl Dispatcher {
             .record(entry.lane, &attempt.outcome, entry.row.run_at, now);
         let job = &entry.row;
         let http_status = attempt.http_status;
+        if let (calls @ 1.., Some(key)) = (attempt.extra_calls, &job.rate_key) {
+            self.index.spend(key, calls, now);
+        }
         let decision = decide(job, attempt, now, backoff);
         if let (Some(until), Some(key)) = (decision.pause_until, &job.rate_key) {
             self.index.pause(key, until);
@@ -396,7 +399,7 @@ impl Dispatcher {
             }
             Err(err) => tracing::warn!(error = %err, "could not look for new jobs"),
         }
-        self.index.expire_pauses(now_ms());
+        self.index.expire(now_ms());
     }
 
     fn spawn_prune(&self) {

@@ -8,20 +8,23 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::pace::SLACK_CHANNEL;
 use super::{Attempt, Deliver, Delivery, JobKind, Lane, Outcome, Runner, RunnerConfig};
 use crate::clock::now_ms;
 use crate::store::{self, JobId, JobRow, NewJob, Readers, Writer};
 
-/// Answers attempts from a script, and remembers which jobs it was asked to deliver.
+/// Answers attempts from a script, and remembers which jobs it was asked to deliver, and when.
 #[derive(Default)]
 struct Script {
     outcomes: Mutex<VecDeque<Outcome>>,
     asked: Mutex<Vec<JobId>>,
+    asked_at: Mutex<Vec<i64>>,
 }
 
 impl Deliver for Script {
     fn deliver<'a>(&'a self, job: &'a JobRow) -> Delivery<'a> {
         self.asked.lock().expect("lock").push(job.id);
+        self.asked_at.lock().expect("lock").push(now_ms());
         let outcome = self.outcomes.lock().expect("lock").pop_front();
         let outcome = outcome.unwrap_or(Outcome::Failed {
             error: "the script ran out".into(),
@@ -49,6 +52,7 @@ async fn start(outcomes: Vec<Outcome>) -> Harness {
     let script = Arc::new(Script {
         outcomes: Mutex::new(outcomes.into()),
         asked: Mutex::default(),
+        asked_at: Mutex::default(),
     });
     let runner = Runner::default();
     let queue = runner.queue();
@@ -82,6 +86,11 @@ async fn start(outcomes: Vec<Outcome>) -> Harness {
 impl Harness {
     /// Writes a chat job with `max_attempts` and hands it to the runner, as the domain does.
     async fn submit(&self, max_attempts: u32) -> JobId {
+        self.submit_to("test", max_attempts).await
+    }
+
+    /// [`Self::submit`] with the rate key `rate_key`.
+    async fn submit_to(&self, rate_key: &'static str, max_attempts: u32) -> JobId {
         let job = self
             .writer
             .write(move |c| {
@@ -96,7 +105,7 @@ impl Harness {
                         integration_id: None,
                         is_blocked: false,
                         order_key: None,
-                        rate_key: Some("test".into()),
+                        rate_key: Some(rate_key.into()),
                         unique_key: None,
                         max_attempts,
                         run_at: now,
@@ -190,5 +199,39 @@ async fn a_permanent_failure_is_not_tried_again() {
     // Give the runner a moment in which a wrong retry would show.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(harness.script.asked.lock().expect("lock").len(), 1);
+    harness.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_slack_channel_refused_once_is_paced_and_the_runner_wakes_for_its_next_start() {
+    let harness = start(vec![
+        Outcome::RateLimited {
+            retry_after: Duration::from_millis(20),
+        },
+        Outcome::Delivered { external_ref: None },
+        Outcome::Delivered { external_ref: None },
+    ])
+    .await;
+    let first = harness.submit_to("slack:T1:C1", 5).await;
+    harness.wait_for_state(first, "done").await;
+    let second = harness.submit_to("slack:T1:C1", 5).await;
+    harness.wait_for_state(second, "done").await;
+    assert_eq!(
+        *harness.script.asked.lock().expect("lock"),
+        [first, first, second]
+    );
+    let at = harness.script.asked_at.lock().expect("lock").clone();
+    let interval = SLACK_CHANNEL.interval_ms;
+    // After the 429 the channel starts one job an interval: the second waits for its turn, and
+    // no longer than timer and scheduling slack (the runner sleeps until then, it does not poll).
+    // Deliveries start after their round's deferred commit (at most 20 ms), hence the margin.
+    assert!(
+        at[2] - at[1] >= interval - 50,
+        "the second kept the pace: {at:?}"
+    );
+    assert!(
+        at[2] - at[1] < interval + 500,
+        "the runner woke in time: {at:?}"
+    );
     harness.shutdown.cancel();
 }

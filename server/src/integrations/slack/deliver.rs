@@ -126,11 +126,18 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
     let api = &destinations.slack;
     let token = &slack.secrets.bot_token;
     let channel = &slack.config.channel_id;
-    let thread_ts = match thread {
-        Thread::Started(ts) => ts,
+    let (thread_ts, posted_header) = match thread {
+        Thread::Started(ts) => (ts, false),
         Thread::ToStart(conversation) => {
             start_thread(destinations, &slack, &conversation, job.attempt).await?
         }
+    };
+    // The header was a post of its own: the channel's pace is charged for it (unless the reply
+    // was refused with a 429, which Slack does not count, so the header used the job's start).
+    let charged = |attempt: Attempt| match attempt.outcome {
+        Outcome::RateLimited { .. } => attempt,
+        _ if posted_header => attempt.with_extra_calls(1),
+        _ => attempt,
     };
     let body = reply(channel, &thread_ts, &message);
     if !files.is_empty() {
@@ -143,9 +150,12 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
             files,
             done: done.into_iter().collect(),
         };
-        return post_with_files(destinations, post).await;
+        return post_with_files(destinations, post)
+            .await
+            .map(charged)
+            .map_err(charged);
     }
-    Ok(match api.post_message(token, &body).await {
+    Ok(charged(match api.post_message(token, &body).await {
         Ok(ts) => Attempt::new(
             Outcome::Delivered {
                 external_ref: Some(ts),
@@ -153,10 +163,11 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
             Some(200),
         ),
         Err(err) => Attempt::new(classify(&err), err.http_status()),
-    })
+    }))
 }
 
-/// Finds or posts the conversation's header and remembers its `ts` as the thread for this channel.
+/// Finds or posts the conversation's header and remembers its `ts` as the thread for this
+/// channel; says whether it posted one (rather than adopting an earlier one).
 ///
 /// The attempt is committed before the post leaves. If an earlier attempt was recorded (it may
 /// have reached Slack although Porch never saw the answer: a timeout, a crash), the channel's
@@ -167,7 +178,7 @@ async fn start_thread(
     slack: &SlackIntegration,
     facts: &WebhookConversation,
     attempt: u32,
-) -> Result<String, Attempt> {
+) -> Result<(String, bool), Attempt> {
     let conversation = facts.id;
     let (team, channel_id) = (
         slack.config.team_id.clone(),
@@ -191,7 +202,8 @@ async fn start_thread(
         match search {
             Ok(HeaderSearch { mut headers, .. }) if !headers.is_empty() => {
                 let oldest = headers.remove(0);
-                return save_thread(destinations, slack, conversation, oldest, headers).await;
+                let thread = save_thread(destinations, slack, conversation, oldest, headers);
+                return Ok((thread.await?, false));
             }
             // No earlier attempt reached Slack (as far as its history shows): post.
             Ok(HeaderSearch {
@@ -237,7 +249,8 @@ async fn start_thread(
         .post_message(&slack.secrets.bot_token, &parent)
         .await
         .map_err(|err| Attempt::new(classify(&err), err.http_status()))?;
-    save_thread(destinations, slack, conversation, ts, Vec::new()).await
+    let thread = save_thread(destinations, slack, conversation, ts, Vec::new()).await?;
+    Ok((thread, true))
 }
 
 /// Stores `first` as the conversation's thread (unless one is stored already) and every other

@@ -219,7 +219,14 @@ pub async fn replay_webhooks(api: &Api, integration: i64, n: usize) -> usize {
 /// left. Webhook deliveries are not waited for: after two failures (or a kill) the next attempt
 /// is minutes away, holding its conversation's later ones back, and check 4 needs no
 /// delivery to be complete.
-pub async fn drain(api: &Api, deadline: Instant) -> Vec<String> {
+///
+/// It waits as long as the backlog shrinks (up to `deadline`), and gives up once it has not for
+/// `stall`: the chaos's 429s make Porch pace the channel at Slack's documented rate of about a
+/// post a second (docs/jobs.md, "Pacing"), so a run's backlog drains at that rate, and only a
+/// backlog that stops draining is a failure.
+pub async fn drain(api: &Api, stall: Duration, deadline: Instant) -> Vec<String> {
+    let mut fewest = usize::MAX;
+    let mut shrank_at = Instant::now();
     loop {
         let mut left = Vec::new();
         let now = porch::clock::now_ms();
@@ -241,7 +248,12 @@ pub async fn drain(api: &Api, deadline: Instant) -> Vec<String> {
                 _ => left.push(format!("no answer for {state} jobs")),
             }
         }
-        if left.is_empty() || Instant::now() >= deadline {
+        let now = Instant::now();
+        if left.len() < fewest {
+            fewest = left.len();
+            shrank_at = now;
+        }
+        if left.is_empty() || now >= deadline || now.duration_since(shrank_at) >= stall {
             return left;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

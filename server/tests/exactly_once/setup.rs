@@ -215,16 +215,22 @@ pub async fn replay_webhooks(api: &Api, integration: i64, n: usize) -> usize {
     replayed
 }
 
+/// How long the drain waits for the backlog to shrink before it counts as stuck.
+const DRAIN_STALL: Duration = Duration::from_secs(15);
+/// The longest the drain waits in all.
+const DRAIN_AT_MOST: Duration = Duration::from_mins(3);
+
 /// Waits until no job runs and no Slack post is due within a few seconds; returns what is
 /// left. Webhook deliveries are not waited for: after two failures (or a kill) the next attempt
 /// is minutes away, holding its conversation's later ones back, and check 4 needs no
 /// delivery to be complete.
 ///
-/// It waits as long as the backlog shrinks (up to `deadline`), and gives up once it has not for
-/// `stall`: the chaos's 429s make Porch pace the channel at Slack's documented rate of about a
-/// post a second (docs/jobs.md, "Pacing"), so a run's backlog drains at that rate, and only a
-/// backlog that stops draining is a failure.
-pub async fn drain(api: &Api, stall: Duration, deadline: Instant) -> Vec<String> {
+/// It waits as long as the backlog shrinks (up to [`DRAIN_AT_MOST`]), and gives up once it has
+/// not for [`DRAIN_STALL`]: the chaos's 429s make Porch pace the channel at Slack's documented
+/// rate of about a post a second (docs/jobs.md, "Pacing"), so a run's backlog drains at that
+/// rate, and only a backlog that stops draining is a failure.
+pub async fn drain(api: &Api) -> Vec<String> {
+    let deadline = Instant::now() + DRAIN_AT_MOST;
     let mut fewest = usize::MAX;
     let mut shrank_at = Instant::now();
     loop {
@@ -253,7 +259,7 @@ pub async fn drain(api: &Api, stall: Duration, deadline: Instant) -> Vec<String>
             fewest = left.len();
             shrank_at = now;
         }
-        if left.is_empty() || now >= deadline || now.duration_since(shrank_at) >= stall {
+        if left.is_empty() || now >= deadline || now.duration_since(shrank_at) >= DRAIN_STALL {
             return left;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

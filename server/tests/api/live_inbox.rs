@@ -93,15 +93,7 @@ async fn agents_watching_together_each_see_their_own_unread_state_and_assignee()
     let conversation: i64 = app.count("SELECT max(id) FROM conversations");
 
     // Ana reads the conversation, then takes it: the status line is an event for both.
-    let page = send(
-        &app,
-        "GET",
-        &format!("/conversations/{conversation}"),
-        &ana.cookie,
-        None,
-    )
-    .await;
-    assert_eq!(page.status, 200);
+    read_conversation(&app, &ana, conversation).await;
     let ana_id = app.count("SELECT id FROM users WHERE email = 'ana@example.com'");
     let body = form(&[("csrf", &ana.csrf), ("assignee", &ana_id.to_string())]);
     let assigned = send(
@@ -132,6 +124,19 @@ async fn agents_watching_together_each_see_their_own_unread_state_and_assignee()
         let event = live.item_with("Are you there?").await;
         assert!(event.contains("class=\"conversation unread\""), "{event}");
     }
+}
+
+/// `who` opens conversation `id`'s page, which marks it read up to its newest message.
+async fn read_conversation(app: &TestApp, who: &Browser, id: i64) {
+    let page = send(
+        app,
+        "GET",
+        &format!("/conversations/{id}"),
+        &who.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
 }
 
 /// The `<li>` of conversation `id` in `html` (a page, or a live event's data).
@@ -196,15 +201,7 @@ async fn a_followed_conversation_shows_live_exactly_as_a_reload_shows_it() {
     live_matches_reload(&app, &ana, &mut live, &format!("data-at=\"{noted}\"")).await;
 
     // Ana reads it (a read mark, no list event); Bo's next reply shows it read for her.
-    let page = send(
-        &app,
-        "GET",
-        &format!("/conversations/{conversation}"),
-        &ana.cookie,
-        None,
-    )
-    .await;
-    assert_eq!(page.status, 200);
+    read_conversation(&app, &ana, conversation).await;
     post("reply", "five").await;
     live_matches_reload(&app, &ana, &mut live, "five").await;
 

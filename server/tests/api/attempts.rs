@@ -65,3 +65,77 @@ async fn a_run_of_429s_leaves_a_row_each_and_uses_no_attempt() {
         "429s left the budget alone"
     );
 }
+
+/// As docs/integrations/slack.md promises, nothing is given up for being rate-limited: a 429
+/// neither uses an attempt nor checks the deadline, so a post refused past its deadline (moved
+/// into the past while Porch is stopped, as a day of 429s would) still waits and arrives.
+#[tokio::test]
+async fn a_post_rate_limited_past_its_deadline_still_waits_and_arrives() {
+    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
+        .await
+        .expect("mock");
+    let args = ["--slack-api-url", &mock.api_url()];
+    let app = TestApp::spawn(&args).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let path = format!("/api/v1/sites/{site}/integrations/slack");
+    let body = json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": "s"});
+    let (status, answer) = app.api("POST", &path, &admin, Some(body)).await;
+    assert_eq!(status, 201, "{answer}");
+    let refuse = |times| {
+        Some(Failure::RateLimited {
+            times,
+            retry_after_secs: 0,
+        })
+    };
+    mock.set_failure("C1", refuse(u32::MAX));
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("v1", "hello").await;
+    wait_until("a 429 to be recorded", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM job_attempts WHERE outcome = 'rate_limited'"),
+            |n| *n >= 1,
+        )
+    })
+    .await;
+
+    let dir = crate::sealed_secrets::stop(app).await;
+    rusqlite::Connection::open(dir.path().join("porch.db"))
+        .expect("open")
+        .execute("UPDATE jobs SET deadline_at = created_at, run_at = 0", [])
+        .expect("move the deadline");
+    let refused_before = mock.rate_limited_count();
+    mock.set_failure("C1", refuse(2));
+    let app = TestApp::spawn_in(dir, &args).await;
+    wait_until("the post to arrive", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM jobs WHERE state = 'done'"),
+            |n| *n == 1,
+        )
+    })
+    .await;
+    assert_eq!(
+        mock.rate_limited_count(),
+        refused_before + 2,
+        "two more 429s"
+    );
+    let replies: Vec<_> = mock
+        .posts()
+        .into_iter()
+        .filter(|p| p.text.contains("hello"))
+        .collect();
+    assert_eq!(replies.len(), 1, "posted once");
+    assert!(
+        replies[0].thread_ts.is_some(),
+        "in the conversation's thread"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM jobs WHERE state = 'failed'"),
+        0
+    );
+    assert_eq!(
+        app.count("SELECT attempt FROM jobs"),
+        1,
+        "429s used no attempt"
+    );
+}

@@ -8,24 +8,30 @@ use serde_json::json;
 
 use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
+async fn slack_mock() -> SlackMock {
+    SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
+        .await
+        .expect("mock")
+}
+
+/// Adds a site whose Slack integration posts to channel `C1` (of the mock `app` was started
+/// with); returns the app and the site's key.
+async fn shop_posting_to_c1(app: TestApp) -> (TestApp, String) {
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let path = format!("/api/v1/sites/{site}/integrations/slack");
+    let body = json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": "s"});
+    let (status, answer) = app.api("POST", &path, &admin, Some(body)).await;
+    assert_eq!(status, 201, "{answer}");
+    (app, site)
+}
+
 #[tokio::test]
 async fn a_run_of_429s_leaves_a_row_each_and_uses_no_attempt() {
     const LIMITED: u32 = 3;
-    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
-        .await
-        .expect("mock");
-    let app = TestApp::spawn(&["--slack-api-url", &mock.api_url()]).await;
-    let admin = app.add_user_token("Admin", "admin");
-    let site = app.add_site("Shop");
-    let (status, answer) = app
-        .api(
-            "POST",
-            &format!("/api/v1/sites/{site}/integrations/slack"),
-            &admin,
-            Some(json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": "s"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{answer}");
+    let mock = slack_mock().await;
+    let (app, site) =
+        shop_posting_to_c1(TestApp::spawn(&["--slack-api-url", &mock.api_url()]).await).await;
     // `Retry-After: 0`, so the run of 429s takes no time.
     mock.set_failure(
         "C1",
@@ -71,17 +77,10 @@ async fn a_run_of_429s_leaves_a_row_each_and_uses_no_attempt() {
 /// into the past while Porch is stopped, as a day of 429s would) still waits and arrives.
 #[tokio::test]
 async fn a_post_rate_limited_past_its_deadline_still_waits_and_arrives() {
-    let mock = SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
-        .await
-        .expect("mock");
-    let args = ["--slack-api-url", &mock.api_url()];
-    let app = TestApp::spawn(&args).await;
-    let admin = app.add_user_token("Admin", "admin");
-    let site = app.add_site("Shop");
-    let path = format!("/api/v1/sites/{site}/integrations/slack");
-    let body = json!({"bot_token": "xoxb-test", "channel_id": "C1", "signing_secret": "s"});
-    let (status, answer) = app.api("POST", &path, &admin, Some(body)).await;
-    assert_eq!(status, 201, "{answer}");
+    let mock = slack_mock().await;
+    let url = mock.api_url();
+    let args = ["--slack-api-url", url.as_str()];
+    let (app, site) = shop_posting_to_c1(TestApp::spawn(&args).await).await;
     let refuse = |times| {
         Some(Failure::RateLimited {
             times,

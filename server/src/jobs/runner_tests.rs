@@ -17,14 +17,25 @@ use crate::store::{self, JobId, JobRow, NewJob, Readers, Writer};
 #[derive(Default)]
 struct Script {
     outcomes: Mutex<VecDeque<Outcome>>,
-    asked: Mutex<Vec<JobId>>,
-    asked_at: Mutex<Vec<i64>>,
+    /// Each delivery asked for: the job, and when (Unix ms).
+    asked: Mutex<Vec<(JobId, i64)>>,
+}
+
+impl Script {
+    /// The jobs asked for, in order.
+    fn asked_ids(&self) -> Vec<JobId> {
+        self.asked
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|(id, _)| *id)
+            .collect()
+    }
 }
 
 impl Deliver for Script {
     fn deliver<'a>(&'a self, job: &'a JobRow) -> Delivery<'a> {
-        self.asked.lock().expect("lock").push(job.id);
-        self.asked_at.lock().expect("lock").push(now_ms());
+        self.asked.lock().expect("lock").push((job.id, now_ms()));
         let outcome = self.outcomes.lock().expect("lock").pop_front();
         let outcome = outcome.unwrap_or(Outcome::Failed {
             error: "the script ran out".into(),
@@ -52,7 +63,6 @@ async fn start(outcomes: Vec<Outcome>) -> Harness {
     let script = Arc::new(Script {
         outcomes: Mutex::new(outcomes.into()),
         asked: Mutex::default(),
-        asked_at: Mutex::default(),
     });
     let runner = Runner::default();
     let queue = runner.queue();
@@ -168,7 +178,7 @@ async fn a_rate_limited_job_is_tried_again_after_the_pause_and_recorded_once_per
     let (_, outcomes) = harness.wait_for_state(id, "done").await;
     // A 429 gives its attempt back: a budget of one attempt still delivers after it.
     assert_eq!(outcomes, ["rate_limited", "delivered"]);
-    assert_eq!(*harness.script.asked.lock().expect("lock"), [id, id]);
+    assert_eq!(harness.script.asked_ids(), [id, id]);
     harness.shutdown.cancel();
 }
 
@@ -198,7 +208,7 @@ async fn a_permanent_failure_is_not_tried_again() {
     assert_eq!(outcomes, ["failed"]);
     // Give the runner a moment in which a wrong retry would show.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(harness.script.asked.lock().expect("lock").len(), 1);
+    assert_eq!(harness.script.asked_ids().len(), 1);
     harness.shutdown.cancel();
 }
 
@@ -216,11 +226,15 @@ async fn a_slack_channel_refused_once_is_paced_and_the_runner_wakes_for_its_next
     harness.wait_for_state(first, "done").await;
     let second = harness.submit_to("slack:T1:C1", 5).await;
     harness.wait_for_state(second, "done").await;
-    assert_eq!(
-        *harness.script.asked.lock().expect("lock"),
-        [first, first, second]
-    );
-    let at = harness.script.asked_at.lock().expect("lock").clone();
+    assert_eq!(harness.script.asked_ids(), [first, first, second]);
+    let at: Vec<i64> = harness
+        .script
+        .asked
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, at)| *at)
+        .collect();
     let interval = SLACK_CHANNEL.interval_ms;
     // After the 429 the channel starts one job an interval: the second waits for its turn, and
     // no longer than timer and scheduling slack (the runner sleeps until then, it does not poll).

@@ -17,7 +17,7 @@ use crate::integrations::email::Mailer;
 use crate::integrations::email::inbound::{ImapSettings, MailReader, MailboxSource, open_mailbox};
 use crate::integrations::slack::{SlackApi, spawn_socket_mode};
 use crate::integrations::{Destinations, HttpClients, SealingError, seal_clear_secrets};
-use crate::jobs::{Lane, Runner, RunnerConfig};
+use crate::jobs::{Lane, Runner, RunnerConfig, WINDOW};
 use crate::metrics::{
     Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
 };
@@ -218,6 +218,7 @@ async fn start_runner(
         .collect(),
         retention: config.job_retention,
         stats: Arc::clone(&app.meters.jobs),
+        window: WINDOW,
     };
     runner
         .start(

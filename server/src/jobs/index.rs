@@ -1,13 +1,15 @@
 //! The runner's in-memory view of unfinished jobs: which are ready per lane, in `run_at` order;
 //! only the head of each `order_key` queue is eligible (a conversation's deliveries to one
 //! destination stay in order); a `rate_key` paused by a 429, or paced ([`Pacer`]), holds back
-//! only its own jobs. Pure data, no I/O, so it is unit-tested directly.
+//! only its own jobs. Each rate key holds a bounded window of its jobs ([`Windows`]); the rest
+//! wait in SQLite. Pure data, no I/O, so it is unit-tested directly.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use crate::store::{IntegrationId, JobId, JobRow};
 
 use super::pace::Pacer;
+use super::window::{Load, Windows};
 
 /// Delivery lanes; each has its own concurrency limit so a slow kind cannot starve another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,7 +63,7 @@ pub struct Entry {
 
 /// The index. Invariant: a job is in `ready` iff it is not running and is the head of its order
 /// queue (or has none).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Index {
     jobs: HashMap<JobId, Entry>,
     order: HashMap<String, VecDeque<JobId>>,
@@ -73,23 +75,84 @@ pub struct Index {
     held: HashMap<String, i64>,
     /// How soon each paced rate key may start its next job.
     pacer: Pacer,
+    /// How many jobs of each rate key are in memory, and which keys have more in SQLite.
+    windows: Windows,
 }
 
 impl Index {
-    /// Number of unfinished jobs known.
+    /// An empty index holding at most `window` waiting jobs per rate key.
+    pub fn new(window: usize) -> Self {
+        Self {
+            jobs: HashMap::new(),
+            order: HashMap::new(),
+            ready: Default::default(),
+            held: HashMap::new(),
+            pacer: Pacer::default(),
+            windows: Windows::new(window),
+        }
+    }
+
+    /// Number of jobs in memory (running ones included).
     pub fn len(&self) -> usize {
         self.jobs.len()
     }
 
-    /// Adds a queued job (ignored if known or of an unknown lane).
+    /// Adds a queued job handed in by the runner (ignored if known or of an unknown lane). A job
+    /// its rate key's window has no room for is left in SQLite, to be read in its turn.
     pub fn insert(&mut self, row: JobRow) {
-        let Some(lane) = Lane::parse(&row.lane) else {
-            tracing::warn!(job = %row.id, lane = row.lane, "job in an unknown lane ignored");
+        let Some(lane) = self.lane_of_new(&row) else {
             return;
         };
-        if self.jobs.contains_key(&row.id) {
-            return;
+        if self.windows.admit(row.rate_key.as_deref(), row.id) {
+            self.place(row, lane);
         }
+    }
+
+    /// Rate keys with queued jobs in SQLite that are not in memory (at start-up).
+    pub fn expect_stored(&mut self, rate_keys: &[Option<String>]) {
+        for key in rate_keys {
+            self.windows.expect_stored(key.as_deref());
+        }
+    }
+
+    /// The reads of queued jobs to make now: windows half empty with more in SQLite.
+    pub fn take_loads(&mut self) -> Vec<Load> {
+        self.windows.take_loads()
+    }
+
+    /// What a [`Load`] read, oldest first: taken into memory.
+    pub fn insert_loaded(&mut self, load: &Load, rows: Vec<JobRow>) {
+        let (count, last) = (rows.len(), rows.last().map(|row| row.id));
+        for row in rows {
+            if let Some(lane) = self.lane_of_new(&row) {
+                self.windows.admit_loaded(row.rate_key.as_deref());
+                self.place(row, lane);
+            }
+        }
+        self.windows.loaded(load, count, last);
+    }
+
+    /// A [`Load`] could not be read; see [`Self::retry_failed_loads`].
+    pub fn load_failed(&mut self, load: &Load) {
+        self.windows.load_failed(load);
+    }
+
+    /// Asks again for the reads that failed.
+    pub fn retry_failed_loads(&mut self) {
+        self.windows.retry_failed_loads();
+    }
+
+    /// The lane of a job not yet known, or `None` to ignore it.
+    fn lane_of_new(&self, row: &JobRow) -> Option<Lane> {
+        let Some(lane) = Lane::parse(&row.lane) else {
+            tracing::warn!(job = %row.id, lane = row.lane, "job in an unknown lane ignored");
+            return None;
+        };
+        (!self.jobs.contains_key(&row.id)).then_some(lane)
+    }
+
+    /// Puts a job into its order queue and, if it heads it, into its lane's ready set.
+    fn place(&mut self, row: JobRow, lane: Lane) {
         let id = row.id;
         let run_at = row.run_at;
         let is_head = match &row.order_key {
@@ -153,6 +216,7 @@ impl Index {
                 }
             }
             entry.is_running = true;
+            self.windows.started(entry.row.rate_key.as_deref());
             return Some(entry.clone());
         }
     }
@@ -168,6 +232,8 @@ impl Index {
         let Some(entry) = self.jobs.remove(&id) else {
             return;
         };
+        self.windows
+            .forget(entry.row.rate_key.as_deref(), entry.is_running);
         self.ready[entry.lane.slot()].remove(&(entry.row.run_at, id));
         let Some(key) = entry.row.order_key else {
             return;
@@ -196,6 +262,9 @@ impl Index {
         let Some(entry) = self.jobs.get_mut(&id) else {
             return;
         };
+        if entry.is_running {
+            self.windows.stopped(entry.row.rate_key.as_deref());
+        }
         entry.is_running = false;
         entry.row.run_at = run_at;
         entry.row.attempt = attempt;
@@ -274,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_conversation_is_delivered_in_order_and_others_in_parallel() {
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         index.insert(job(1, Some("conv:1"), None, 0));
         index.insert(job(2, Some("conv:1"), None, 0));
         index.insert(job(3, Some("conv:2"), None, 0));
@@ -285,7 +354,7 @@ mod tests {
 
     #[test]
     fn a_retried_head_holds_back_its_queue_until_it_runs_again() {
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         index.insert(job(1, Some("conv:1"), None, 0));
         index.insert(job(2, Some("conv:1"), None, 0));
         assert_eq!(ids(&mut index, 0), [1]);
@@ -297,7 +366,7 @@ mod tests {
 
     #[test]
     fn a_paused_rate_key_holds_back_only_its_own_jobs() {
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         index.insert(job(1, Some("conv:1"), Some("discord:1"), 0));
         index.insert(job(2, Some("conv:2"), Some("discord:1"), 0));
         index.insert(job(3, Some("conv:3"), Some("discord:2"), 0));
@@ -316,7 +385,7 @@ mod tests {
 
     #[test]
     fn a_slack_channel_is_not_paced_until_slack_refuses_it() {
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         for id in 1..=5 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
@@ -326,7 +395,7 @@ mod tests {
     #[test]
     fn a_refused_slack_channel_starts_one_job_an_interval_oldest_first() {
         let t = SLACK_CHANNEL.interval_ms;
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         for id in 1..=3 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
@@ -348,7 +417,7 @@ mod tests {
 
     #[test]
     fn a_paced_channel_holds_back_only_its_own_jobs() {
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         for id in 1..=4 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
@@ -363,7 +432,7 @@ mod tests {
     #[test]
     fn after_a_429_a_slack_channel_starts_one_job_then_keeps_its_pace() {
         let t = SLACK_CHANNEL.interval_ms;
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         for id in 1..=4 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
@@ -382,7 +451,7 @@ mod tests {
     #[test]
     fn a_job_that_posted_twice_delays_its_paced_channels_next_start() {
         let t = SLACK_CHANNEL.interval_ms;
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         for id in 1..=2 {
             index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
         }
@@ -395,7 +464,7 @@ mod tests {
 
     #[test]
     fn an_older_job_reloaded_later_goes_first() {
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         index.insert(job(5, Some("conv:1"), None, 0));
         index.insert(job(4, Some("conv:1"), None, 0));
         assert_eq!(ids(&mut index, 0), [4]);
@@ -403,7 +472,7 @@ mod tests {
 
     #[test]
     fn removing_an_integration_forgets_its_waiting_jobs() {
-        let mut index = Index::default();
+        let mut index = Index::new(64);
         index.insert(job(1, Some("conv:1"), None, 0));
         index.insert(job(2, Some("conv:1"), None, 0));
         assert_eq!(index.remove_integration(IntegrationId(1)), 2);

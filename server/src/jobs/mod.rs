@@ -18,6 +18,7 @@ mod runner;
 #[cfg(test)]
 mod runner_tests;
 mod stats;
+mod window;
 
 pub use args::{
     AccountLink, AccountLinkArgs, ConversationArgs, EmailArgs, MessageArgs, TestMailArgs,
@@ -34,5 +35,5 @@ pub use plan::{
 };
 pub use requested::{plan_account_link_mail, plan_discord_test, plan_test_mail};
 pub use retry::retry_jobs;
-pub use runner::{JobQueue, Runner, RunnerConfig};
+pub use runner::{JobQueue, Runner, RunnerConfig, WINDOW};
 pub use stats::{Counted, JobStats};

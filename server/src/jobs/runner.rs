@@ -1,7 +1,8 @@
 //! The job runner: one dispatcher task owns the in-memory [`Index`]. New jobs arrive in memory
 //! right after the commit that wrote them (no polling); due jobs start as lane capacity allows.
 //! SQLite stays the durable record: at start-up the index is rebuilt from it, and jobs a crash
-//! left `running` are queued again.
+//! left `running` are queued again. Memory holds a bounded window of each rate key's jobs; a
+//! backlog beyond it is read back from SQLite as the window empties (`window.rs`).
 //!
 //! Work reaches SQLite in rounds: one write marks the jobs about to start as running and records
 //! the outcomes gathered since the last round, and only one round is written at a time. While a
@@ -25,6 +26,7 @@ use super::index::{Entry, Index, Lane};
 use super::outcome::Attempt;
 use super::policy::backoff;
 use super::stats::JobStats;
+use super::window::Load;
 
 /// How often the runner looks for jobs written by another process (a CLI command).
 const SAFETY_POLL: Duration = Duration::from_secs(30);
@@ -48,7 +50,14 @@ pub struct RunnerConfig {
     pub retention: Duration,
     /// Where outcomes and job lag are counted (read by the capacity sampler and `/metrics`).
     pub stats: Arc<JobStats>,
+    /// Waiting jobs held in memory per rate key ([`WINDOW`] outside tests).
+    pub window: usize,
 }
+
+/// Waiting jobs held in memory per rate key: a Slack channel paced at one post a second has
+/// minutes of work in memory, a fast destination is read for in pages of at least half of it,
+/// and 100 destinations with a backlog hold 25,600 jobs (about 26 MB) whatever its size.
+pub const WINDOW: usize = 256;
 
 #[allow(clippy::large_enum_variant)] // one per delivery; a box would only add an allocation
 enum Command {
@@ -69,6 +78,11 @@ enum Command {
         starting: Vec<Entry>,
         records: Vec<AttemptRecord>,
         blocked: Vec<(IntegrationId, String)>,
+    },
+    /// A rate key's next queued jobs, read from SQLite for its window.
+    Loaded {
+        load: Load,
+        rows: Result<Vec<JobRow>, store::Error>,
     },
 }
 
@@ -150,10 +164,22 @@ impl Runner {
                 "requeued deliveries interrupted by a crash (they may be sent twice)"
             );
         }
-        let queued = readers.read(store::list_queued_jobs).await?;
-        tracing::info!(jobs = queued.len(), "job runner starting");
-        let mut dispatcher = Dispatcher {
-            index: Index::default(),
+        let (queued, rate_keys, highest) = readers
+            .read(|c| {
+                let rate_keys = store::list_queued_rate_keys(c)?;
+                Ok((
+                    store::count_queued_jobs(c)?,
+                    rate_keys,
+                    store::highest_job_id(c)?,
+                ))
+            })
+            .await?;
+        tracing::info!(jobs = queued, "job runner starting");
+        let mut index = Index::new(config.window);
+        // Read in by the first loads, a window per rate key, not all at once.
+        index.expect_stored(&rate_keys);
+        let dispatcher = Dispatcher {
+            index,
             rx: self.rx,
             tx: self.tx,
             in_flight: HashMap::new(),
@@ -161,12 +187,11 @@ impl Runner {
             destinations,
             writer,
             readers,
-            highest_seen: JobId(0),
+            highest_seen: highest,
             records: Vec::new(),
             blocked: Vec::new(),
             is_round_in_flight: false,
         };
-        dispatcher.add(queued);
         Ok(tokio::spawn(async move {
             dispatcher.run(shutdown, grace).await;
         }))
@@ -205,9 +230,11 @@ impl Dispatcher {
             while let Ok(command) = self.rx.try_recv() {
                 self.apply(command);
             }
+            self.start_loads();
             if !self.is_round_in_flight {
                 self.start_round();
             }
+            self.config.stats.set_in_memory(self.index.len());
         }
         self.drain(grace).await;
     }
@@ -260,6 +287,35 @@ impl Dispatcher {
                 self.records.splice(0..0, records);
                 self.blocked.splice(0..0, blocked);
             }
+            Command::Loaded { load, rows } => match rows {
+                Ok(rows) => {
+                    if let Some(last) = rows.last() {
+                        self.highest_seen = self.highest_seen.max(last.id);
+                    }
+                    self.index.insert_loaded(&load, rows);
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "could not read queued jobs; trying again soon");
+                    self.index.load_failed(&load);
+                }
+            },
+        }
+    }
+
+    /// Reads the next jobs of each rate key whose window is half empty with more in SQLite.
+    fn start_loads(&mut self) {
+        for load in self.index.take_loads() {
+            let readers = Arc::clone(&self.readers);
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                let (key, after, limit) = (load.rate_key.clone(), load.after, load.limit);
+                let rows = readers
+                    .read(move |c| {
+                        store::list_queued_jobs_of_rate_key(c, key.as_deref(), after, limit)
+                    })
+                    .await;
+                let _ = tx.send(Command::Loaded { load, rows });
+            });
         }
     }
 
@@ -387,18 +443,19 @@ impl Dispatcher {
         });
     }
 
-    /// Picks up queued jobs written by another process since the last look.
+    /// Picks up queued jobs written by another process since the last look, and asks again for
+    /// the reads of rate keys' windows that failed.
     async fn poll_database(&mut self) {
-        match self.readers.read(store::list_queued_jobs).await {
-            Ok(jobs) => {
-                let newer: Vec<JobRow> = jobs
-                    .into_iter()
-                    .filter(|j| j.id > self.highest_seen)
-                    .collect();
-                self.add(newer);
-            }
+        let after = self.highest_seen;
+        match self
+            .readers
+            .read(move |c| store::list_queued_jobs_after(c, after))
+            .await
+        {
+            Ok(jobs) => self.add(jobs),
             Err(err) => tracing::warn!(error = %err, "could not look for new jobs"),
         }
+        self.index.retry_failed_loads();
         self.index.expire(now_ms());
     }
 

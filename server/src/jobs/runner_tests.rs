@@ -9,7 +9,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::pace::SLACK_CHANNEL;
-use super::{Attempt, Deliver, Delivery, JobKind, Lane, Outcome, Runner, RunnerConfig};
+use super::{
+    Attempt, Deliver, Delivery, JobKind, JobStats, Lane, Outcome, Runner, RunnerConfig, WINDOW,
+};
 use crate::clock::now_ms;
 use crate::store::{self, JobId, JobRow, NewJob, Readers, Writer};
 
@@ -50,10 +52,16 @@ struct Harness {
     readers: Arc<Readers>,
     script: Arc<Script>,
     queue: super::JobQueue,
+    stats: Arc<JobStats>,
     shutdown: CancellationToken,
 }
 
 async fn start(outcomes: Vec<Outcome>) -> Harness {
+    start_with_window(outcomes, WINDOW).await
+}
+
+/// Lanes of two concurrent deliveries, at most `window` waiting jobs per rate key in memory.
+async fn start_with_window(outcomes: Vec<Outcome>, window: usize) -> Harness {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("jobs.db");
     let mut conn = store::open_write_connection(&path, store::Synchronous::Normal).expect("open");
@@ -67,10 +75,12 @@ async fn start(outcomes: Vec<Outcome>) -> Harness {
     let runner = Runner::default();
     let queue = runner.queue();
     let shutdown = CancellationToken::new();
+    let stats = Arc::new(JobStats::default());
     let config = RunnerConfig {
         concurrency: Lane::ALL.into_iter().map(|lane| (lane, 2)).collect(),
         retention: Duration::from_hours(1),
-        stats: Arc::default(),
+        stats: Arc::clone(&stats),
+        window,
     };
     runner
         .start(
@@ -89,6 +99,7 @@ async fn start(outcomes: Vec<Outcome>) -> Harness {
         readers,
         script,
         queue,
+        stats,
         shutdown,
     }
 }
@@ -101,35 +112,46 @@ impl Harness {
 
     /// [`Self::submit`] with the rate key `rate_key`.
     async fn submit_to(&self, rate_key: &'static str, max_attempts: u32) -> JobId {
-        let job = self
+        self.submit_many(rate_key, None, 1, max_attempts).await[0]
+    }
+
+    /// Writes `count` chat jobs of `rate_key` (in `order_key`, if any) in one transaction and
+    /// hands them to the runner together, as a commit of many messages does.
+    async fn submit_many(
+        &self,
+        rate_key: &'static str,
+        order_key: Option<&'static str>,
+        count: usize,
+        max_attempts: u32,
+    ) -> Vec<JobId> {
+        let jobs = self
             .writer
             .write(move |c| {
                 let now = now_ms();
                 let kind = JobKind::SlackPost;
-                store::insert_job(
-                    c,
-                    &NewJob {
-                        lane: kind.lane().as_str(),
-                        kind: kind.as_str(),
-                        args: "{}".into(),
-                        integration_id: None,
-                        is_blocked: false,
-                        order_key: None,
-                        rate_key: Some(rate_key.into()),
-                        unique_key: None,
-                        max_attempts,
-                        run_at: now,
-                        deadline_at: None,
-                        created_at: now,
-                    },
-                )
+                let job = NewJob {
+                    lane: kind.lane().as_str(),
+                    kind: kind.as_str(),
+                    args: "{}".into(),
+                    integration_id: None,
+                    is_blocked: false,
+                    order_key: order_key.map(Into::into),
+                    rate_key: Some(rate_key.into()),
+                    unique_key: None,
+                    max_attempts,
+                    run_at: now,
+                    deadline_at: None,
+                    created_at: now,
+                };
+                (0..count)
+                    .map(|_| Ok(store::insert_job(c, &job)?.expect("not a duplicate")))
+                    .collect::<Result<Vec<JobRow>, store::Error>>()
             })
             .await
-            .expect("insert")
-            .expect("not a duplicate");
-        let id = job.id;
-        self.queue.submit(vec![job]);
-        id
+            .expect("insert");
+        let ids = jobs.iter().map(|j| j.id).collect();
+        self.queue.submit(jobs);
+        ids
     }
 
     /// The job's state and attempts once it reaches `state` (bounded wait).
@@ -246,6 +268,31 @@ async fn a_slack_channel_refused_once_is_paced_and_the_runner_wakes_for_its_next
     assert!(
         at[2] - at[1] < interval + 500,
         "the runner woke in time: {at:?}"
+    );
+    harness.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_backlog_beyond_the_window_waits_in_sqlite_and_is_delivered_in_order() {
+    let delivered = || Outcome::Delivered { external_ref: None };
+    let harness = start_with_window((0..40).map(|_| delivered()).collect(), 3).await;
+    let ids = harness
+        .submit_many("slack:T1:C1", Some("conv:1"), 40, 5)
+        .await;
+    // Memory holds the window and what is running, never the backlog. Sampled while it drains.
+    let mut most_in_memory = 0;
+    for id in &ids {
+        most_in_memory = most_in_memory.max(harness.stats.in_memory());
+        harness.wait_for_state(*id, "done").await;
+    }
+    assert!(
+        most_in_memory <= 3 + 2,
+        "held {most_in_memory} jobs in memory"
+    );
+    assert_eq!(
+        harness.script.asked_ids(),
+        ids,
+        "each once, in the conversation's order"
     );
     harness.shutdown.cancel();
 }

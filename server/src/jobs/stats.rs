@@ -56,6 +56,8 @@ pub struct JobStats {
     attempts: [[AtomicU64; 3]; 4],
     /// Due (`run_at`) → attempt finished, in microseconds.
     pub lag: LogHistogram,
+    /// Jobs the runner holds in memory (the rest of a backlog waits in SQLite).
+    in_memory: AtomicU64,
 }
 
 impl JobStats {
@@ -70,6 +72,17 @@ impl JobStats {
     /// Attempts so far in `lane` that ended as `counted`.
     pub fn attempts(&self, lane: Lane, counted: Counted) -> u64 {
         self.attempts[lane.slot()][counted.slot()].load(Ordering::Relaxed)
+    }
+
+    /// Sets how many jobs the runner holds in memory.
+    pub fn set_in_memory(&self, jobs: usize) {
+        self.in_memory
+            .store(u64::try_from(jobs).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// How many jobs the runner holds in memory.
+    pub fn in_memory(&self) -> u64 {
+        self.in_memory.load(Ordering::Relaxed)
     }
 
     /// Attempts so far, all lanes, that ended as `counted`.

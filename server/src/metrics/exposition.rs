@@ -44,6 +44,7 @@ struct Figures {
     is_disk_full: bool,
     job_attempts: Vec<(Lane, Counted, u64)>,
     job_lag: Snapshot,
+    jobs_in_memory: u64,
     slack_unmapped_replies: u64,
     refused_per_ip: u64,
     refused_capacity: u64,
@@ -93,6 +94,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
             })
             .collect(),
         job_lag: jobs.lag.snapshot(),
+        jobs_in_memory: jobs.in_memory(),
         slack_unmapped_replies: meters.slack_unmapped_replies.load(Relaxed),
         refused_per_ip: meters.connections_refused_per_ip.load(Relaxed),
         refused_capacity: meters.connections_refused_capacity.load(Relaxed),
@@ -349,6 +351,13 @@ impl Figures {
                 ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
             }
         }
+        gauge(
+            e,
+            "jobs_in_memory",
+            "Queued and running jobs the runner holds in memory (at most 256 waiting per rate key; \
+             the rest of a backlog waits in SQLite).",
+            Some(self.jobs_in_memory),
+        )?;
         counter(
             e,
             "slack_unmapped_replies",

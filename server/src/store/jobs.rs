@@ -137,14 +137,6 @@ pub fn requeue_running_jobs(conn: &Connection, now: i64) -> Result<usize, Error>
         .execute([now])?)
 }
 
-/// Every queued job, oldest first (start-up and the safety poll).
-pub fn list_queued_jobs(conn: &Connection) -> Result<Vec<JobRow>, Error> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM jobs WHERE state = 'queued' ORDER BY id"
-    ))?;
-    Ok(stmt.query_map([], from_row)?.collect::<Result<_, _>>()?)
-}
-
 /// Jobs in a state (for the jobs page and API), newest first.
 pub fn list_jobs_in_state(
     conn: &Connection,

@@ -34,6 +34,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0025_mail_outbound.sql"),
     include_str!("../../../migrations/0026_imap_mailbox.sql"),
     include_str!("../../../migrations/0027_slack_file_shares.sql"),
+    include_str!("../../../migrations/0028_jobs_queued_by_rate_key.sql"),
 ];
 
 /// The schema version this binary expects.

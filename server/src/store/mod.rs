@@ -24,6 +24,7 @@ mod inbox;
 mod inbox_list;
 mod integrations;
 mod integrity;
+mod job_backlog;
 mod jobs;
 mod live_inbox;
 mod lock;
@@ -107,11 +108,15 @@ pub use integrations::{
 pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
 };
+pub use job_backlog::{
+    count_queued_jobs, highest_job_id, list_queued_jobs_after, list_queued_jobs_of_rate_key,
+    list_queued_rate_keys,
+};
 pub use jobs::{
     AttemptRecord, JobRow, JobUpdate, MessageDelivery, NewJob, block_integration_jobs, find_job,
-    insert_job, list_conversation_deliveries, list_jobs_in_state, list_queued_jobs,
-    list_retryable_jobs, mark_jobs_running, prune_done_jobs, record_attempts, requeue_job,
-    requeue_running_jobs, resume_integration_jobs,
+    insert_job, list_conversation_deliveries, list_jobs_in_state, list_retryable_jobs,
+    mark_jobs_running, prune_done_jobs, record_attempts, requeue_job, requeue_running_jobs,
+    resume_integration_jobs,
 };
 pub use lock::{InstanceLock, LOCK_FILE, LockError};
 pub use mail::{

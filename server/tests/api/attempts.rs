@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
-async fn slack_mock() -> SlackMock {
+pub(crate) async fn slack_mock() -> SlackMock {
     SlackMock::start(([127, 0, 0, 1], 0).into(), Duration::ZERO)
         .await
         .expect("mock")
@@ -16,7 +16,7 @@ async fn slack_mock() -> SlackMock {
 
 /// Adds a site whose Slack integration posts to channel `C1` (of the mock `app` was started
 /// with); returns the app and the site's key.
-async fn shop_posting_to_c1(app: TestApp) -> (TestApp, String) {
+pub(crate) async fn shop_posting_to_c1(app: TestApp) -> (TestApp, String) {
     let admin = app.add_user_token("Admin", "admin");
     let site = app.add_site("Shop");
     let path = format!("/api/v1/sites/{site}/integrations/slack");

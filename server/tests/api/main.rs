@@ -9,6 +9,7 @@ mod account_tokens;
 mod attachments;
 mod attempts;
 mod audit;
+mod backlog;
 mod brakes;
 mod canned;
 mod capacity_page;

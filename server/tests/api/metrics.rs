@@ -20,7 +20,7 @@ async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, Strin
 }
 
 /// The value of an unlabelled sample line `name value` in an exposition.
-fn value_of(exposition: &str, name: &str) -> Option<f64> {
+pub(crate) fn value_of(exposition: &str, name: &str) -> Option<f64> {
     exposition
         .lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())

@@ -1,0 +1,343 @@
+//! How many of each rate key's queued jobs the runner holds in memory. A destination that falls
+//! behind (a Slack channel held to one post a second, a webhook that is down) can gather a
+//! backlog of any size; holding it all would cost memory in proportion (about a kilobyte a
+//! job). Each rate key instead keeps at most `cap` waiting jobs in memory, its oldest by id; the
+//! rest wait in SQLite and are read back in id order as the window empties. A key's window is
+//! per key, not one for all: a window of the oldest jobs overall would fill with a slow
+//! channel's backlog and starve every other destination.
+//!
+//! Invariant, per key: every queued job of the key with an id up to `through` is in memory,
+//! except those the runner has finished. Jobs above it are in memory only while the key has not
+//! spilled; once it has, they are read from SQLite (`id > through`, oldest first). A job handed
+//! in with an id at or below `through` (queued again by an admin's retry) is always taken, as no
+//! read would find it.
+
+use std::collections::HashMap;
+
+use crate::store::JobId;
+
+/// A read the runner should make: the next `limit` queued jobs of `rate_key` with ids above
+/// `after`, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Load {
+    pub rate_key: Option<String>,
+    pub after: JobId,
+    pub limit: usize,
+}
+
+/// What SQLite may hold of a key beyond what memory has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stored {
+    /// Nothing: every queued job of the key is in memory.
+    Nothing,
+    /// Queued jobs above `through`; `is_wanted` once listed in `Windows::wanting`.
+    More { is_wanted: bool },
+    /// A [`Load`] is in flight; `missed` once a job was turned away meanwhile (the load may not
+    /// see it).
+    Loading { missed: bool },
+}
+
+/// One rate key's share of memory.
+#[derive(Debug)]
+struct Window {
+    /// Its jobs in memory that are not running: what `cap` bounds.
+    waiting: usize,
+    /// Its jobs in memory that are running (bounded by the lanes' concurrency).
+    running: usize,
+    through: JobId,
+    stored: Stored,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Self {
+            waiting: 0,
+            running: 0,
+            through: JobId(0),
+            stored: Stored::Nothing,
+        }
+    }
+}
+
+/// Jobs without a rate key share one window under this name, which no rate key has.
+const KEYLESS: &str = "";
+
+fn slot(rate_key: Option<&str>) -> &str {
+    rate_key.unwrap_or(KEYLESS)
+}
+
+/// Every rate key's window.
+#[derive(Debug)]
+pub struct Windows {
+    cap: usize,
+    by_key: HashMap<String, Window>,
+    /// Keys whose window is at most half full with more in SQLite, in the order they got there.
+    wanting: Vec<String>,
+}
+
+impl Windows {
+    /// Windows of at most `cap` waiting jobs per rate key (at least 2).
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(2),
+            by_key: HashMap::new(),
+            wanting: Vec::new(),
+        }
+    }
+
+    fn window(&mut self, rate_key: Option<&str>) -> &mut Window {
+        self.by_key.entry(slot(rate_key).to_owned()).or_default()
+    }
+
+    /// A job of `rate_key` handed in (just written, or found by the safety poll): whether it is
+    /// taken into memory. One turned away stays in SQLite and is read when its turn comes.
+    pub fn admit(&mut self, rate_key: Option<&str>, id: JobId) -> bool {
+        let cap = self.cap;
+        let window = self.window(rate_key);
+        if id > window.through {
+            match &mut window.stored {
+                Stored::Nothing if window.waiting < cap => window.through = id,
+                Stored::Nothing => {
+                    window.stored = Stored::More { is_wanted: false };
+                    return false;
+                }
+                Stored::More { .. } => return false,
+                Stored::Loading { missed } => {
+                    *missed = true;
+                    return false;
+                }
+            }
+        }
+        window.waiting += 1;
+        true
+    }
+
+    /// Marks `rate_key` as having queued jobs in SQLite that are not in memory (at start-up).
+    pub fn expect_stored(&mut self, rate_key: Option<&str>) {
+        let window = self.window(rate_key);
+        if window.stored == Stored::Nothing {
+            window.stored = Stored::More { is_wanted: false };
+        }
+        self.settle(slot(rate_key));
+    }
+
+    /// The loads to make now (each key's window is marked as loading until [`Self::loaded`]).
+    pub fn take_loads(&mut self) -> Vec<Load> {
+        let wanting = std::mem::take(&mut self.wanting);
+        wanting
+            .into_iter()
+            .filter_map(|key| {
+                let window = self.by_key.get_mut(&key)?;
+                window.stored = Stored::Loading { missed: false };
+                Some(Load {
+                    after: window.through,
+                    limit: self.cap - window.waiting.min(self.cap),
+                    rate_key: (key != KEYLESS).then_some(key),
+                })
+            })
+            .collect()
+    }
+
+    /// A job read by a load, counted as waiting (the load's limit bounds these).
+    pub fn admit_loaded(&mut self, rate_key: Option<&str>) {
+        self.window(rate_key).waiting += 1;
+    }
+
+    /// A load came back with `count` jobs (each already counted with [`Self::admit_loaded`]),
+    /// the last with id `last`.
+    pub fn loaded(&mut self, load: &Load, count: usize, last: Option<JobId>) {
+        let key = slot(load.rate_key.as_deref());
+        let Some(window) = self.by_key.get_mut(key) else {
+            return;
+        };
+        let missed = matches!(window.stored, Stored::Loading { missed: true });
+        window.through = window.through.max(last.unwrap_or(load.after));
+        window.stored = if count >= load.limit || missed {
+            Stored::More { is_wanted: false }
+        } else {
+            Stored::Nothing
+        };
+        self.settle(key);
+    }
+
+    /// A load failed: its key is asked for again at the next [`Self::retry_failed_loads`].
+    pub fn load_failed(&mut self, load: &Load) {
+        if let Some(window) = self.by_key.get_mut(slot(load.rate_key.as_deref())) {
+            window.stored = Stored::More { is_wanted: false };
+        }
+    }
+
+    /// Asks again for every key with more in SQLite that is neither loading nor listed (after
+    /// failed loads).
+    pub fn retry_failed_loads(&mut self) {
+        let keys: Vec<String> = self
+            .by_key
+            .iter()
+            .filter(|(_, w)| w.stored == Stored::More { is_wanted: false })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in keys {
+            self.settle(&key);
+        }
+    }
+
+    /// A waiting job of `rate_key` started running.
+    pub fn started(&mut self, rate_key: Option<&str>) {
+        if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
+            window.waiting = window.waiting.saturating_sub(1);
+            window.running += 1;
+        }
+        self.settle(slot(rate_key));
+    }
+
+    /// A running job of `rate_key` waits again (a retry, a round that could not be written).
+    pub fn stopped(&mut self, rate_key: Option<&str>) {
+        if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
+            window.running = window.running.saturating_sub(1);
+            window.waiting += 1;
+        }
+    }
+
+    /// A job of `rate_key` left memory for good (finished, or its integration blocked).
+    pub fn forget(&mut self, rate_key: Option<&str>, was_running: bool) {
+        if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
+            let count = if was_running {
+                &mut window.running
+            } else {
+                &mut window.waiting
+            };
+            *count = count.saturating_sub(1);
+        }
+        self.settle(slot(rate_key));
+    }
+
+    /// After a change: lists the key for a load if its window is at most half full and more
+    /// waits in SQLite, or forgets the window once nothing of the key is left anywhere.
+    fn settle(&mut self, key: &str) {
+        let Some(window) = self.by_key.get_mut(key) else {
+            return;
+        };
+        match window.stored {
+            Stored::More { is_wanted: false } if window.waiting <= self.cap / 2 => {
+                window.stored = Stored::More { is_wanted: true };
+                self.wanting.push(key.to_owned());
+            }
+            Stored::Nothing if window.waiting == 0 && window.running == 0 => {
+                self.by_key.remove(key);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Admits ids `from..=to` of `k`, returning those taken.
+    fn admit_all(windows: &mut Windows, k: Option<&str>, from: i64, to: i64) -> Vec<i64> {
+        (from..=to)
+            .filter(|id| windows.admit(k, JobId(*id)))
+            .collect()
+    }
+
+    #[test]
+    fn a_key_takes_up_to_its_cap_and_then_spills_to_sqlite() {
+        let mut windows = Windows::new(4);
+        let slow = Some("slack:T:C1");
+        assert_eq!(admit_all(&mut windows, slow, 1, 10), [1, 2, 3, 4]);
+        assert!(
+            windows.take_loads().is_empty(),
+            "a full window asks for nothing"
+        );
+        // Another key is not held back by the first one's backlog.
+        assert_eq!(admit_all(&mut windows, Some("webhook:1"), 11, 12), [11, 12]);
+    }
+
+    #[test]
+    fn a_half_empty_window_reads_the_next_jobs_in_id_order() {
+        let mut windows = Windows::new(4);
+        let k = Some("slack:T:C1");
+        admit_all(&mut windows, k, 1, 10);
+        windows.started(k);
+        assert!(windows.take_loads().is_empty(), "three of four still wait");
+        windows.started(k);
+        let loads = windows.take_loads();
+        assert_eq!(
+            loads,
+            [Load {
+                rate_key: k.map(Into::into),
+                after: JobId(4),
+                limit: 2
+            }]
+        );
+        assert!(windows.take_loads().is_empty(), "one load at a time");
+        // Jobs handed in while it is spilled wait in SQLite, even with room.
+        windows.forget(k, true);
+        assert!(!windows.admit(k, JobId(11)));
+        for _ in 5..=6 {
+            windows.admit_loaded(k);
+        }
+        windows.loaded(&loads[0], 2, Some(JobId(6)));
+        assert!(
+            windows.take_loads().is_empty(),
+            "a full page leaves it spilled, but it is full again"
+        );
+        assert!(!windows.admit(k, JobId(12)), "still spilled");
+    }
+
+    #[test]
+    fn a_short_load_ends_the_spill_unless_a_job_was_turned_away_meanwhile() {
+        let mut windows = Windows::new(4);
+        let k = Some("slack:T:C1");
+        admit_all(&mut windows, k, 1, 5);
+        for _ in 0..4 {
+            windows.started(k);
+        }
+        let load = windows.take_loads().pop().expect("a load");
+        assert!(!windows.admit(k, JobId(6)), "turned away while loading");
+        windows.admit_loaded(k);
+        windows.loaded(&load, 1, Some(JobId(5)));
+        let again = windows
+            .take_loads()
+            .pop()
+            .expect("read again: the load may have missed 6");
+        assert_eq!(again.after, JobId(5));
+        windows.loaded(&again, 0, None);
+        assert!(
+            windows.admit(k, JobId(7)),
+            "nothing more in SQLite: taken directly"
+        );
+    }
+
+    #[test]
+    fn an_older_job_queued_again_is_always_taken() {
+        let mut windows = Windows::new(2);
+        let k = Some("discord:1");
+        admit_all(&mut windows, k, 5, 9);
+        assert!(windows.admit(k, JobId(3)), "no read would find it");
+    }
+
+    #[test]
+    fn a_key_with_nothing_left_is_forgotten() {
+        let mut windows = Windows::new(2);
+        let k = Some("webhook:1");
+        assert!(windows.admit(k, JobId(1)));
+        windows.started(k);
+        windows.forget(k, true);
+        assert!(windows.by_key.is_empty());
+    }
+
+    #[test]
+    fn start_up_reads_every_key_with_queued_jobs() {
+        let mut windows = Windows::new(8);
+        windows.expect_stored(Some("slack:T:C1"));
+        windows.expect_stored(None);
+        let loads = windows.take_loads();
+        assert_eq!(loads.len(), 2);
+        assert!(loads.iter().all(|l| l.after == JobId(0) && l.limit == 8));
+        windows.load_failed(&loads[1]);
+        windows.retry_failed_loads();
+        assert_eq!(windows.take_loads().len(), 1, "only the failed one again");
+    }
+}

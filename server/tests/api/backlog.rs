@@ -1,0 +1,66 @@
+//! A backlog larger than the runner's window (256 waiting jobs per rate key in memory): after a
+//! restart the runner reads it from SQLite a window at a time, and every job is delivered once.
+
+use crate::attempts::{shop_posting_to_c1, slack_mock};
+use crate::helpers::{Exchange as _, TestApp, WAIT, ok_if, wait_until};
+use crate::metrics::value_of;
+
+/// More than twice the window, so start-up and at least two reads each take a part of it.
+const COPIES: i64 = 600;
+
+#[tokio::test]
+async fn a_backlog_beyond_the_window_is_read_from_sqlite_and_each_job_delivered_once() {
+    let mock = slack_mock().await;
+    let url = mock.api_url();
+    let args = ["--slack-api-url", url.as_str()];
+    let (app, site) = shop_posting_to_c1(TestApp::spawn(&args).await).await;
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("v1", "hello").await;
+    wait_until("the first post", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM jobs WHERE state = 'done'"),
+            |n| *n == 1,
+        )
+    })
+    .await;
+    drop(visitor);
+
+    // While Porch is stopped, the one post becomes a backlog of COPIES more on channel C1, each
+    // in an order queue of its own so nothing but the window holds them back.
+    let dir = crate::sealed_secrets::stop(app).await;
+    let copied = rusqlite::Connection::open(dir.path().join("porch.db"))
+        .expect("open")
+        .execute(
+            "WITH RECURSIVE copy (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM copy WHERE n < ?1) \
+             INSERT INTO jobs (lane, kind, args, integration_id, state, order_key, rate_key, \
+                               max_attempts, run_at, created_at) \
+             SELECT lane, kind, args, integration_id, 'queued', order_key || ':copy:' || n, \
+                    rate_key, max_attempts, 0, created_at FROM jobs, copy",
+            [COPIES],
+        )
+        .expect("copy the job");
+    assert_eq!(copied, usize::try_from(COPIES).expect("small"));
+    let posts_before = mock.posts().len();
+
+    let app = TestApp::spawn_in(dir, &args).await;
+    wait_until("the backlog to drain", WAIT, async || {
+        ok_if(
+            app.count("SELECT count(*) FROM jobs WHERE state = 'done'"),
+            |n| *n == COPIES + 1,
+        )
+    })
+    .await;
+    let posted = mock.posts().len() - posts_before;
+    assert_eq!(posted, usize::try_from(COPIES).expect("small"), "each once");
+    assert_eq!(
+        app.count("SELECT count(*) FROM jobs WHERE state <> 'done'"),
+        0
+    );
+    let metrics = app.http.get("/metrics").answer().await;
+    assert_eq!(
+        value_of(&metrics.body, "porch_jobs_in_memory"),
+        Some(0.0),
+        "nothing left in memory: {}",
+        metrics.body
+    );
+}

@@ -93,7 +93,16 @@ impl Windows {
     /// taken into memory. One turned away stays in SQLite and is read when its turn comes.
     pub fn admit(&mut self, rate_key: Option<&str>, id: JobId) -> bool {
         let cap = self.cap;
-        let window = self.window(rate_key);
+        // Looked up before it is made: the key is copied only for a key with nothing in memory.
+        let Some(window) = self.by_key.get_mut(slot(rate_key)) else {
+            let window = Window {
+                waiting: 1,
+                through: id,
+                ..Window::default()
+            };
+            self.by_key.insert(slot(rate_key).to_owned(), window);
+            return true;
+        };
         if id > window.through {
             match &mut window.stored {
                 Stored::Nothing if window.waiting < cap => window.through = id,

@@ -75,8 +75,8 @@ pub async fn fix_integration(
             replace_integration_settings(c, &actor, (id, &kind), &config, secrets)
         })
         .await?;
-    let count = resumed.len();
-    jobs.submit(resumed);
+    let count = resumed.count;
+    jobs.requeued(resumed);
     Ok(count)
 }
 
@@ -132,8 +132,8 @@ pub async fn turn_on_integration(
             store::resume_integration_jobs(c, id, now)
         })
         .await?;
-    let count = resumed.len();
-    jobs.submit(resumed);
+    let count = resumed.count;
+    jobs.requeued(resumed);
     Ok(count)
 }
 

@@ -9,7 +9,7 @@ use super::sealing::store_secrets;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::secrets::SecretKey;
-use crate::store::{self, IntegrationId, JobRow, NewIntegration};
+use crate::store::{self, IntegrationId, NewIntegration};
 
 /// Stores a new integration with its secrets (JSON, sealed here under `key`) and its audit
 /// event; returns its id.
@@ -42,7 +42,7 @@ pub fn replace_integration_settings(
     (id, kind): (IntegrationId, &str),
     config: &str,
     secrets: Option<(&SecretKey, &str)>,
-) -> Result<Vec<JobRow>, store::Error> {
+) -> Result<store::Requeued, store::Error> {
     let target = Target::integration(id, kind);
     audit::record(
         conn,

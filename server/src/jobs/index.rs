@@ -108,10 +108,11 @@ impl Index {
         }
     }
 
-    /// Rate keys with queued jobs in SQLite that are not in memory (at start-up).
-    pub fn expect_stored(&mut self, rate_keys: &[Option<String>]) {
-        for key in rate_keys {
-            self.windows.expect_stored(key.as_deref());
+    /// Rate keys with queued jobs in SQLite from the id given on, which may not be in memory (at
+    /// start-up, or queued again in bulk): read a window at a time.
+    pub fn expect_stored(&mut self, oldest: &[(Option<String>, JobId)]) {
+        for (key, id) in oldest {
+            self.windows.expect_stored(key.as_deref(), *id);
         }
     }
 

@@ -79,6 +79,8 @@ enum Command {
         records: Vec<AttemptRecord>,
         blocked: Vec<(IntegrationId, String)>,
     },
+    /// Jobs queued again in bulk: per rate key, the oldest; read from SQLite a window at a time.
+    Requeued(Vec<(Option<String>, JobId)>),
     /// A rate key's next queued jobs, read from SQLite for its window.
     Loaded {
         load: Load,
@@ -99,6 +101,14 @@ impl JobQueue {
         if !queued.is_empty() {
             // A closed channel means the runner has stopped; the jobs are safe in SQLite.
             let _ = self.tx.send(Command::Add(queued));
+        }
+    }
+
+    /// Jobs queued again in bulk (an integration fixed or turned on): the runner reads them from
+    /// SQLite, a window per rate key at a time, instead of taking them all at once.
+    pub fn requeued(&self, requeued: store::Requeued) {
+        if !requeued.oldest.is_empty() {
+            let _ = self.tx.send(Command::Requeued(requeued.oldest));
         }
     }
 }
@@ -259,6 +269,7 @@ impl Dispatcher {
     fn apply(&mut self, command: Command) {
         match command {
             Command::Add(jobs) => self.add(jobs),
+            Command::Requeued(oldest) => self.index.expect_stored(&oldest),
             Command::Finished {
                 entry,
                 started_at,

@@ -121,12 +121,17 @@ impl Windows {
         true
     }
 
-    /// Marks `rate_key` as having queued jobs in SQLite that are not in memory (at start-up).
-    pub fn expect_stored(&mut self, rate_key: Option<&str>) {
+    /// Marks `rate_key` as having queued jobs in SQLite from id `oldest` on that may not be in
+    /// memory (at start-up, or queued again in bulk): its next loads read from there. Reading
+    /// jobs already in memory again is harmless (they are known and skipped).
+    pub fn expect_stored(&mut self, rate_key: Option<&str>, oldest: JobId) {
         let window = self.window(rate_key);
-        if window.stored == Stored::Nothing {
-            window.stored = Stored::More { is_wanted: false };
-        }
+        window.through = window.through.min(JobId(oldest.0 - 1));
+        window.stored = match window.stored {
+            Stored::Loading { .. } => Stored::Loading { missed: true },
+            Stored::More { is_wanted } => Stored::More { is_wanted },
+            Stored::Nothing => Stored::More { is_wanted: false },
+        };
         self.settle(slot(rate_key));
     }
 
@@ -160,7 +165,10 @@ impl Windows {
             return;
         };
         let missed = matches!(window.stored, Stored::Loading { missed: true });
-        window.through = window.through.max(last.unwrap_or(load.after));
+        // Unless jobs below the load's start were queued again meanwhile (`through` lowered).
+        if window.through == load.after {
+            window.through = last.unwrap_or(load.after).max(load.after);
+        }
         window.stored = if count >= load.limit || missed {
             Stored::More { is_wanted: false }
         } else {
@@ -340,13 +348,30 @@ mod tests {
     #[test]
     fn start_up_reads_every_key_with_queued_jobs() {
         let mut windows = Windows::new(8);
-        windows.expect_stored(Some("slack:T:C1"));
-        windows.expect_stored(None);
+        windows.expect_stored(Some("slack:T:C1"), JobId(1));
+        windows.expect_stored(None, JobId(7));
         let loads = windows.take_loads();
         assert_eq!(loads.len(), 2);
         assert!(loads.iter().all(|l| l.after == JobId(0) && l.limit == 8));
         windows.load_failed(&loads[1]);
         windows.retry_failed_loads();
         assert_eq!(windows.take_loads().len(), 1, "only the failed one again");
+    }
+
+    #[test]
+    fn jobs_queued_again_below_a_loads_start_are_read_after_it() {
+        let mut windows = Windows::new(4);
+        let k = Some("slack:T:C1");
+        admit_all(&mut windows, k, 50, 60);
+        for _ in 0..4 {
+            windows.started(k);
+        }
+        let load = windows.take_loads().pop().expect("a load");
+        assert_eq!(load.after, JobId(53));
+        // An admin fixes an integration whose blocked jobs on this key start at id 10.
+        windows.expect_stored(k, JobId(10));
+        windows.loaded(&load, 4, Some(JobId(57)));
+        let again = windows.take_loads().pop().expect("read again");
+        assert_eq!(again.after, JobId(9), "from the jobs queued again");
     }
 }

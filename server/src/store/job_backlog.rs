@@ -14,20 +14,21 @@ pub fn count_queued_jobs(conn: &Connection) -> Result<i64, Error> {
         .query_row([], |r| r.get(0))?)
 }
 
-/// The rate keys of queued jobs, read from the `jobs_queued` index alone.
-const QUEUED_RATE_KEYS: &str = "SELECT DISTINCT rate_key FROM jobs WHERE state = 'queued'";
+/// The rate keys of queued jobs with each one's oldest, read from the `jobs_queued` index alone.
+const QUEUED_RATE_KEYS: &str =
+    "SELECT rate_key, min(id) FROM jobs WHERE state = 'queued' GROUP BY rate_key";
 
 /// A rate key's queued jobs above an id, oldest first, through `jobs_queued` (`IS` matches a
 /// `NULL` key too).
 const QUEUED_OF_RATE_KEY: &str =
     "FROM jobs WHERE state = 'queued' AND rate_key IS ?1 AND id > ?2 ORDER BY id LIMIT ?3";
 
-/// The rate keys that have queued jobs (`None` for jobs without one): the runner's start-up
-/// reads each key's oldest jobs, not every queued job.
-pub fn list_queued_rate_keys(conn: &Connection) -> Result<Vec<Option<String>>, Error> {
+/// The rate keys that have queued jobs (`None` for jobs without one), each with its oldest: the
+/// runner's start-up reads each key's oldest jobs, not every queued job.
+pub fn list_queued_rate_keys(conn: &Connection) -> Result<Vec<(Option<String>, JobId)>, Error> {
     let mut stmt = conn.prepare_cached(QUEUED_RATE_KEYS)?;
     Ok(stmt
-        .query_map([], |r| r.get(0))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?)
 }
 
@@ -99,7 +100,10 @@ mod tests {
         assert_eq!(page(None, JobId(0), 3), [keyless]);
         let mut keys = list_queued_rate_keys(&conn).expect("keys");
         keys.sort();
-        assert_eq!(keys, [None, Some("slack:T:C1".to_owned())]);
+        assert_eq!(
+            keys,
+            [(None, keyless), (Some("slack:T:C1".to_owned()), c1[0])]
+        );
         for sql in [
             QUEUED_RATE_KEYS.to_owned(),
             format!("SELECT id {QUEUED_OF_RATE_KEY}"),

@@ -267,23 +267,39 @@ pub fn block_integration_jobs(
         .collect::<Result<_, _>>()?)
 }
 
+/// Jobs queued again in bulk: how many, and from which id on each rate key has them. The runner
+/// reads them from SQLite a window at a time, so a backlog of any size is never one list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requeued {
+    pub count: usize,
+    /// Per rate key (`None`: jobs without one), its oldest queued job of the integration.
+    pub oldest: Vec<(Option<String>, JobId)>,
+}
+
 /// After an admin fixed an integration: marks it healthy and queues its blocked jobs again.
 pub fn resume_integration_jobs(
     conn: &Connection,
     integration_id: IntegrationId,
     now: i64,
-) -> Result<Vec<JobRow>, Error> {
+) -> Result<Requeued, Error> {
     conn.prepare_cached(
         "UPDATE integrations SET status = 'ok', last_error = NULL, updated_at = ?2 WHERE id = ?1",
     )?
     .execute(params![integration_id, now])?;
-    let mut stmt = conn.prepare_cached(&format!(
-        "UPDATE jobs SET state = 'queued', run_at = ?2 \
-          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'blocked' RETURNING {COLUMNS}"
+    let count = conn
+        .prepare_cached(&format!(
+            "UPDATE jobs SET state = 'queued', run_at = ?2 \
+              WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'blocked'"
+        ))?
+        .execute(params![integration_id, now])?;
+    let mut oldest = conn.prepare_cached(&format!(
+        "SELECT rate_key, min(id) FROM jobs \
+          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'queued' GROUP BY rate_key"
     ))?;
-    Ok(stmt
-        .query_map(params![integration_id, now], from_row)?
-        .collect::<Result<_, _>>()?)
+    let oldest = oldest
+        .query_map([integration_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(Requeued { count, oldest })
 }
 
 /// Failed or blocked jobs, one (`Some(id)`) or all, oldest first.

@@ -132,8 +132,8 @@ pub async fn update_slack(
             replace_integration_settings(c, &actor, (id, "slack"), &config, secrets)
         })
         .await?;
-    let count = resumed.len();
-    slack.jobs.submit(resumed);
+    let count = resumed.count;
+    slack.jobs.requeued(resumed);
     slack.rescan.notify_one();
     Ok(count)
 }

@@ -176,12 +176,11 @@ impl Runner {
         }
         let (queued, rate_keys, highest) = readers
             .read(|c| {
+                // The highest id first: a job another process commits after it has a higher id,
+                // which the safety poll reads; one committed before it is in the keys read next.
+                let highest = store::highest_job_id(c)?;
                 let rate_keys = store::list_queued_rate_keys(c)?;
-                Ok((
-                    store::count_queued_jobs(c)?,
-                    rate_keys,
-                    store::highest_job_id(c)?,
-                ))
+                Ok((store::count_queued_jobs(c)?, rate_keys, highest))
             })
             .await?;
         tracing::info!(jobs = queued, "job runner starting");

@@ -32,9 +32,9 @@ enum Stored {
     Nothing,
     /// Queued jobs above `through`; `is_wanted` once listed in `Windows::wanting`.
     More { is_wanted: bool },
-    /// A [`Load`] is in flight; `missed` once a job was turned away meanwhile (the load may not
-    /// see it).
-    Loading { missed: bool },
+    /// A [`Load`] is in flight; `missed` is the lowest id turned away or queued again meanwhile:
+    /// the load's snapshot may not hold it, so the next load starts below it.
+    Loading { missed: Option<JobId> },
 }
 
 /// One rate key's share of memory.
@@ -103,18 +103,24 @@ impl Windows {
             self.by_key.insert(slot(rate_key).to_owned(), window);
             return true;
         };
-        if id > window.through {
-            match &mut window.stored {
-                Stored::Nothing if window.waiting < cap => window.through = id,
-                Stored::Nothing => {
-                    window.stored = Stored::More { is_wanted: false };
-                    return false;
+        let (is_new, has_room) = (id > window.through, window.waiting < cap);
+        match &mut window.stored {
+            Stored::Loading { missed } => {
+                *missed = Some(missed.map_or(id, |m| m.min(id)));
+                return false;
+            }
+            Stored::Nothing if is_new && has_room => window.through = id,
+            // An older job queued again (a retry): no read would find it, so it is taken while
+            // there is room; without room, the next reads start below it.
+            _ if !is_new && has_room => {}
+            stored => {
+                if !is_new {
+                    window.through = JobId(id.0 - 1);
                 }
-                Stored::More { .. } => return false,
-                Stored::Loading { missed } => {
-                    *missed = true;
-                    return false;
+                if *stored == Stored::Nothing {
+                    *stored = Stored::More { is_wanted: false };
                 }
+                return false;
             }
         }
         window.waiting += 1;
@@ -126,12 +132,15 @@ impl Windows {
     /// jobs already in memory again is harmless (they are known and skipped).
     pub fn expect_stored(&mut self, rate_key: Option<&str>, oldest: JobId) {
         let window = self.window(rate_key);
-        window.through = window.through.min(JobId(oldest.0 - 1));
-        window.stored = match window.stored {
-            Stored::Loading { .. } => Stored::Loading { missed: true },
-            Stored::More { is_wanted } => Stored::More { is_wanted },
-            Stored::Nothing => Stored::More { is_wanted: false },
-        };
+        match &mut window.stored {
+            Stored::Loading { missed } => *missed = Some(missed.map_or(oldest, |m| m.min(oldest))),
+            stored => {
+                window.through = window.through.min(JobId(oldest.0 - 1));
+                if *stored == Stored::Nothing {
+                    *stored = Stored::More { is_wanted: false };
+                }
+            }
+        }
         self.settle(slot(rate_key));
     }
 
@@ -142,7 +151,7 @@ impl Windows {
             .into_iter()
             .filter_map(|key| {
                 let window = self.by_key.get_mut(&key)?;
-                window.stored = Stored::Loading { missed: false };
+                window.stored = Stored::Loading { missed: None };
                 Some(Load {
                     after: window.through,
                     limit: self.cap - window.waiting.min(self.cap),
@@ -164,12 +173,15 @@ impl Windows {
         let Some(window) = self.by_key.get_mut(key) else {
             return;
         };
-        let missed = matches!(window.stored, Stored::Loading { missed: true });
-        // Unless jobs below the load's start were queued again meanwhile (`through` lowered).
-        if window.through == load.after {
-            window.through = last.unwrap_or(load.after).max(load.after);
+        let missed = match window.stored {
+            Stored::Loading { missed } => missed,
+            _ => None,
+        };
+        window.through = last.unwrap_or(load.after).max(load.after);
+        if let Some(missed) = missed {
+            window.through = window.through.min(JobId(missed.0 - 1));
         }
-        window.stored = if count >= load.limit || missed {
+        window.stored = if count >= load.limit || missed.is_some() {
             Stored::More { is_wanted: false }
         } else {
             Stored::Nothing
@@ -328,11 +340,45 @@ mod tests {
     }
 
     #[test]
-    fn an_older_job_queued_again_is_always_taken() {
+    fn an_older_job_queued_again_is_taken_while_there_is_room_and_read_later_if_not() {
         let mut windows = Windows::new(2);
         let k = Some("discord:1");
-        admit_all(&mut windows, k, 5, 9);
-        assert!(windows.admit(k, JobId(3)), "no read would find it");
+        assert_eq!(admit_all(&mut windows, k, 5, 6), [5, 6]);
+        windows.started(k);
+        assert!(
+            windows.admit(k, JobId(3)),
+            "room for it, and no read would find it"
+        );
+        // Full: an admin's "retry all" of thousands must not all land in memory.
+        assert!(!windows.admit(k, JobId(2)));
+        windows.started(k);
+        windows.started(k);
+        let load = windows.take_loads().pop().expect("a load");
+        assert_eq!(load.after, JobId(1), "read again from below it");
+    }
+
+    #[test]
+    fn an_older_job_queued_again_during_a_load_is_read_by_the_next_one() {
+        let mut windows = Windows::new(4);
+        let k = Some("slack:T:C1");
+        admit_all(&mut windows, k, 1, 5);
+        for _ in 0..4 {
+            windows.started(k);
+        }
+        let load = windows.take_loads().pop().expect("a load");
+        assert_eq!(load.after, JobId(4));
+        // Job 6 was blocked when the load's snapshot was taken; an admin retries it now.
+        assert!(!windows.admit(k, JobId(6)));
+        for _ in [5, 7, 8] {
+            windows.admit_loaded(k);
+        }
+        windows.loaded(&load, 3, Some(JobId(8)));
+        windows.started(k);
+        let again = windows
+            .take_loads()
+            .pop()
+            .expect("read again once half empty");
+        assert_eq!(again.after, JobId(5), "from just below job 6");
     }
 
     #[test]

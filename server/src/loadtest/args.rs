@@ -60,6 +60,11 @@ pub struct LoadtestArgs {
     /// With `--slack-delay`, a stair also fails when the job lag p99 (ack → post) exceeds this.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub gate_job_lag: Duration,
+    /// Messages already in each scratch server's database before its stair: a history of
+    /// conversations (20 messages each, searchable) on a site of its own, written directly
+    /// through the store as `loadtest-search` does, to see whether costs stay flat as data grows.
+    #[arg(long, default_value_t = 0)]
+    pub seed_messages: u32,
     /// Skips the bare websocket echo baseline (then no ratios are reported).
     #[arg(long)]
     pub no_echo: bool,

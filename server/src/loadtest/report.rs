@@ -258,6 +258,14 @@ fn header(md: &mut String, r: &Report) {
     );
     let _ = writeln!(md, "- placement: {}", r.placement);
     let _ = writeln!(md, "- arrivals: {}", arrivals(&r.arrivals));
+    if r.seeded_messages > 0 {
+        let _ = writeln!(
+            md,
+            "- history: {} messages seeded into each scratch server's database before its stair \
+             (20 a conversation, on a site of their own, indexed for search)",
+            r.seeded_messages
+        );
+    }
     let _ = writeln!(
         md,
         "- server settings: {}",

@@ -129,6 +129,7 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         sites: args.sites,
         idle: args.idle,
         flood_rate: args.flood,
+        seeded_messages: args.seed_messages,
         arrivals: args.arrivals.as_str().to_owned(),
         warmup_ms: millis(args.warmup),
         duration_ms: millis(args.duration),
@@ -210,6 +211,7 @@ fn run_stair(
                 kind == Kind::PorchFlood,
                 &args.origin,
                 mock.as_ref().map(|m| m.api_url.as_str()),
+                args.seed_messages,
             )?;
             agent_sessions = seeded.agent_sessions;
             (Some(server), seeded.sites, seeded.flood_site)

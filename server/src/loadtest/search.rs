@@ -171,15 +171,22 @@ fn insert_messages(
     Ok(())
 }
 
-/// Seeds `args.messages` messages in transactions of [`BATCH`]; returns the time it took.
-fn seed(conn: &mut Connection, site: SiteId, args: &SearchBenchArgs) -> anyhow::Result<Duration> {
+/// Seeds `messages` messages of `site`, `per_conversation` a conversation, in transactions of
+/// [`BATCH`]; returns the time it took. Also the history `porch loadtest --seed-messages` puts
+/// under its stairs.
+pub(super) fn seed(
+    conn: &mut Connection,
+    site: SiteId,
+    messages: u32,
+    per_conversation: u32,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let mut rng = Rng(0x005E_ED0F_9A3C);
     let mut from = 0;
-    while from < args.messages {
-        let to = (from + BATCH).min(args.messages);
+    while from < messages {
+        let to = (from + BATCH).min(messages);
         let tx = conn.transaction()?;
-        insert_messages(&tx, site, args.per_conversation, &mut rng, from..to)?;
+        insert_messages(&tx, site, per_conversation, &mut rng, from..to)?;
         tx.commit()?;
         from = to;
     }
@@ -188,7 +195,7 @@ fn seed(conn: &mut Connection, site: SiteId, args: &SearchBenchArgs) -> anyhow::
 
 /// Indexes every seeded message with the indexer's step, [`INDEX_BATCH`] a transaction as
 /// the background indexer does (without its pauses); returns the time it took.
-fn index_all(conn: &mut Connection) -> anyhow::Result<Duration> {
+pub(super) fn index_all(conn: &mut Connection) -> anyhow::Result<Duration> {
     let started = Instant::now();
     loop {
         let tx = conn.transaction()?;
@@ -293,7 +300,7 @@ pub fn run_search_bench(args: &SearchBenchArgs) -> anyhow::Result<()> {
             created_at: 0,
         },
     )?;
-    let seeded = seed(&mut conn, site.id, args)?;
+    let seeded = seed(&mut conn, site.id, args.messages, args.per_conversation)?;
     let indexed = index_all(&mut conn)?;
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA optimize;")?;
     let table = time_queries(&path, args)?;

@@ -137,6 +137,7 @@ pub fn start_porch(
     flood: bool,
     origin: &str,
     slack_api_url: Option<&str>,
+    history: u32,
 ) -> anyhow::Result<(ChildServer, Seeded)> {
     let dir = tempfile::Builder::new()
         .prefix("porch-loadtest-")
@@ -150,6 +151,9 @@ pub fn start_porch(
         origin,
         slack_api_url.is_some(),
     )?;
+    if history > 0 {
+        seed_history(dir.path(), history)?;
+    }
     let addr = free_port()?;
     let mut cmd = command(core)?;
     cmd.arg("--data-dir")
@@ -290,6 +294,26 @@ fn seed(
     })
 }
 
+/// Seeds `messages` messages of history on a site of their own, indexed for search as the
+/// background indexer would have, so the stair starts on a database that size with nothing
+/// left to catch up on.
+fn seed_history(dir: &Path, messages: u32) -> anyhow::Result<()> {
+    let mut conn = store::open_write_connection(&dir.join("porch.db"), store::Synchronous::Normal)?;
+    let settings = SiteSettings::new("History".to_owned(), vec!["https://history.invalid".into()]);
+    let site = store::insert_site(
+        &conn,
+        &NewSite {
+            key: &new_site_key(),
+            settings: &settings,
+            created_at: 0,
+        },
+    )?;
+    super::search::seed(&mut conn, site.id, messages, 20)?;
+    super::search::index_all(&mut conn)?;
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA optimize;")?;
+    Ok(())
+}
+
 /// Waits until the child accepts connections (bounded: a child that never listens is an error).
 fn wait_for_port(addr: SocketAddr) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -358,5 +382,41 @@ pub fn machine() -> Machine {
         cores: std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
         cpu_model,
         kernel,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The history lands in the scratch database on a site of its own, already searchable, so
+    /// the server starts with nothing for its background indexer to catch up on.
+    #[test]
+    fn history_is_seeded_on_its_own_site_and_indexed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let seeded = seed(dir.path(), 2, 0, false, "https://shop.example", false).expect("seed");
+        seed_history(dir.path(), 250).expect("history");
+        let conn = rusqlite::Connection::open(dir.path().join("porch.db")).expect("open");
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).expect(sql) };
+        assert_eq!(count("SELECT count(*) FROM messages"), 250);
+        assert_eq!(
+            count("SELECT count(DISTINCT conversation_id) FROM messages"),
+            13
+        );
+        let history_sites = count(
+            "SELECT count(DISTINCT s.id) FROM messages m JOIN conversations c \
+             ON c.id = m.conversation_id JOIN sites s ON s.id = c.site_id",
+        );
+        assert_eq!(history_sites, 1);
+        assert_eq!(
+            seeded.sites.len(),
+            2,
+            "the load test's own sites stay empty"
+        );
+        assert_eq!(
+            count("SELECT last_message_id FROM search_watermark"),
+            count("SELECT max(id) FROM messages"),
+            "indexed to the last message"
+        );
     }
 }

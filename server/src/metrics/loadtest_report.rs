@@ -27,6 +27,9 @@ pub struct Report {
     pub sites: u32,
     pub idle: u32,
     pub flood_rate: u32,
+    /// Messages seeded into each scratch server's database before its stair (`--seed-messages`).
+    #[serde(default)]
+    pub seeded_messages: u32,
     pub warmup_ms: u64,
     pub duration_ms: u64,
     pub gate_p99_ms: f64,

@@ -9,8 +9,11 @@
 //! Invariant, per key: every queued job of the key with an id up to `through` is in memory,
 //! except those the runner has finished. Jobs above it are in memory only while the key has not
 //! spilled; once it has, they are read from SQLite (`id > through`, oldest first). A job handed
-//! in with an id at or below `through` (queued again by an admin's retry) is always taken, as no
-//! read would find it.
+//! in with an id at or below `through` (queued again by an admin's retry) is taken while there is
+//! room; otherwise `through` moves below it, so the next read finds it (reading jobs already in
+//! memory again costs a little and changes nothing: they are known and skipped). While a read is
+//! in flight nothing is taken, and the lowest id handed in meanwhile decides where the next read
+//! starts: the read's snapshot may not hold it.
 
 use std::collections::HashMap;
 

@@ -273,6 +273,18 @@ mod tests {
             .collect()
     }
 
+    /// A window of 4 for `k` given jobs `from..=to` (more than fit), its 4 started: it is empty
+    /// with more in SQLite, and its load is in flight.
+    fn loading_after_a_spill(k: Option<&str>, from: i64, to: i64) -> (Windows, Load) {
+        let mut windows = Windows::new(4);
+        admit_all(&mut windows, k, from, to);
+        for _ in 0..4 {
+            windows.started(k);
+        }
+        let load = windows.take_loads().pop().expect("a load");
+        (windows, load)
+    }
+
     #[test]
     fn a_key_takes_up_to_its_cap_and_then_spills_to_sqlite() {
         let mut windows = Windows::new(4);
@@ -320,13 +332,8 @@ mod tests {
 
     #[test]
     fn a_short_load_ends_the_spill_unless_a_job_was_turned_away_meanwhile() {
-        let mut windows = Windows::new(4);
         let k = Some("slack:T:C1");
-        admit_all(&mut windows, k, 1, 5);
-        for _ in 0..4 {
-            windows.started(k);
-        }
-        let load = windows.take_loads().pop().expect("a load");
+        let (mut windows, load) = loading_after_a_spill(k, 1, 5);
         assert!(!windows.admit(k, JobId(6)), "turned away while loading");
         windows.admit_loaded(k);
         windows.loaded(&load, 1, Some(JobId(5)));
@@ -362,13 +369,8 @@ mod tests {
 
     #[test]
     fn an_older_job_queued_again_during_a_load_is_read_by_the_next_one() {
-        let mut windows = Windows::new(4);
         let k = Some("slack:T:C1");
-        admit_all(&mut windows, k, 1, 5);
-        for _ in 0..4 {
-            windows.started(k);
-        }
-        let load = windows.take_loads().pop().expect("a load");
+        let (mut windows, load) = loading_after_a_spill(k, 1, 5);
         assert_eq!(load.after, JobId(4));
         // Job 6 was blocked when the load's snapshot was taken; an admin retries it now.
         assert!(!windows.admit(k, JobId(6)));
@@ -409,13 +411,8 @@ mod tests {
 
     #[test]
     fn jobs_queued_again_below_a_loads_start_are_read_after_it() {
-        let mut windows = Windows::new(4);
         let k = Some("slack:T:C1");
-        admit_all(&mut windows, k, 50, 60);
-        for _ in 0..4 {
-            windows.started(k);
-        }
-        let load = windows.take_loads().pop().expect("a load");
+        let (mut windows, load) = loading_after_a_spill(k, 50, 60);
         assert_eq!(load.after, JobId(53));
         // An admin fixes an integration whose blocked jobs on this key start at id 10.
         windows.expect_stored(k, JobId(10));

@@ -298,12 +298,7 @@ impl Dispatcher {
                 self.blocked.splice(0..0, blocked);
             }
             Command::Loaded { load, rows } => match rows {
-                Ok(rows) => {
-                    if let Some(last) = rows.last() {
-                        self.highest_seen = self.highest_seen.max(last.id);
-                    }
-                    self.index.insert_loaded(&load, rows);
-                }
+                Ok(rows) => self.index.insert_loaded(&load, rows),
                 Err(err) => {
                     tracing::warn!(error = %err, "could not read queued jobs; trying again soon");
                     self.index.load_failed(&load);

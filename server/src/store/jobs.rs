@@ -269,7 +269,7 @@ pub fn block_integration_jobs(
 
 /// Jobs queued again in bulk: how many, and from which id on each rate key has them. The runner
 /// reads them from SQLite a window at a time, so a backlog of any size is never one list.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Requeued {
     pub count: usize,
     /// Per rate key (`None`: jobs without one), its oldest queued job of the integration.

@@ -78,6 +78,9 @@ export class Porch {
         if (err) reject(new Error(`porch ${args.join(" ")} failed: ${err.message}\n${stderr}`));
         else resolve(stdout);
       });
+      // A command that reads no input may exit before its stdin is written, and the write then
+      // fails with EPIPE; the exit status and output above are what count, so only that is ignored.
+      child.stdin.on("error", (err) => { if (err.code !== "EPIPE") reject(err); });
       child.stdin.end(input ?? "");
     });
   }

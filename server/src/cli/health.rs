@@ -50,6 +50,17 @@ fn probe_address(listen: SocketAddr) -> SocketAddr {
 
 /// One plain-HTTP GET of `path`; the answer's status code.
 pub(crate) fn probe(target: SocketAddr, path: &str, timeout: Duration) -> anyhow::Result<u16> {
+    get(target, path, timeout, MAX_ANSWER).map(|(status, _)| status)
+}
+
+/// One plain-HTTP GET of `path`: the status code and the answer's first `max_bytes` bytes,
+/// head included (the body is whole when the server sends it with a length, as Porch does).
+pub(crate) fn get(
+    target: SocketAddr,
+    path: &str,
+    timeout: Duration,
+    max_bytes: u64,
+) -> anyhow::Result<(u16, String)> {
     let mut stream = TcpStream::connect_timeout(&target, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
@@ -58,13 +69,15 @@ pub(crate) fn probe(target: SocketAddr, path: &str, timeout: Duration) -> anyhow
         "GET {path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\nUser-Agent: porch-health\r\n\r\n"
     )?;
     let mut answer = Vec::new();
-    stream.take(MAX_ANSWER).read_to_end(&mut answer)?;
-    let head = String::from_utf8_lossy(&answer);
-    head.lines()
+    stream.take(max_bytes).read_to_end(&mut answer)?;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .lines()
         .next()
         .and_then(|line| line.split(' ').nth(1))
         .and_then(|code| code.parse().ok())
-        .context("the answer has no HTTP status line")
+        .context("the answer has no HTTP status line")?;
+    Ok((status, answer))
 }
 
 #[cfg(test)]

@@ -182,6 +182,7 @@ pub fn start_porch(
         _dir: Some(dir),
     };
     wait_until_ready(addr)?;
+    wait_for_integrity_check(addr)?;
     Ok((server, seeded))
 }
 
@@ -340,6 +341,36 @@ fn wait_until_ready(addr: SocketAddr) -> anyhow::Result<()> {
     bail!("the child server was not ready on {addr} within 30 s")
 }
 
+/// The longest the start-up integrity check may take: it reads the whole file, about 1.4 s a
+/// million messages here, so ten million take well under this.
+const INTEGRITY_CHECK_TIMEOUT: Duration = Duration::from_mins(5);
+
+/// Waits until the server's start-up integrity check has finished (`porch_database_integrity`
+/// is no longer -1). The check reads the whole file and holds a read snapshot while it does, so
+/// the WAL cannot restart meanwhile: on a seeded database it would otherwise run inside the
+/// stair and charge a once-a-day cost to every message (docs/capacity.md, "Flat as data grows?").
+fn wait_for_integrity_check(addr: SocketAddr) -> anyhow::Result<()> {
+    let deadline = Instant::now() + INTEGRITY_CHECK_TIMEOUT;
+    while Instant::now() < deadline {
+        let (_, answer) =
+            crate::cli::health::get(addr, "/metrics", Duration::from_secs(2), 1 << 20)?;
+        match integrity_gauge(&answer) {
+            Some(state) if state >= 0.0 => return Ok(()),
+            Some(_) => std::thread::sleep(Duration::from_millis(100)),
+            None => bail!("the child server's /metrics has no porch_database_integrity"),
+        }
+    }
+    bail!("the child server's integrity check did not finish within 5 minutes")
+}
+
+/// The `porch_database_integrity` gauge in a `/metrics` answer.
+fn integrity_gauge(exposition: &str) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let value = line.strip_prefix("porch_database_integrity ")?;
+        value.trim().parse().ok()
+    })
+}
+
 /// CPU time (user + system) and resident memory of a process, from `/proc`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProcSample {
@@ -388,6 +419,17 @@ pub fn machine() -> Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_integrity_gauge_is_read_from_its_own_line() {
+        let exposition = "# HELP porch_database_integrity The check.\n\
+                          # TYPE porch_database_integrity gauge\n\
+                          porch_database_integrity_checked_at_seconds 1764700000\n\
+                          porch_database_integrity -1.0\n";
+        assert_eq!(integrity_gauge(exposition), Some(-1.0));
+        assert_eq!(integrity_gauge("porch_database_integrity 1.0\n"), Some(1.0));
+        assert_eq!(integrity_gauge("porch_up 1\n"), None);
+    }
 
     /// The history lands in the scratch database on a site of its own, already searchable, so
     /// the server starts with nothing for its background indexer to catch up on.

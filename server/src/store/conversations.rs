@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
-use super::{ConversationId, Error, SiteId, VisitorId};
+use super::{ConversationId, Error, InboxStatus, SiteId, VisitorId};
 
 /// A conversation as listed in the API and, later, the inbox.
 #[derive(Debug, Clone)]
@@ -42,9 +42,22 @@ pub fn list_conversations(
     limit: u32,
 ) -> Result<Vec<ConversationRow>, Error> {
     let (at, id) = before.unwrap_or((i64::MAX, ConversationId(i64::MAX)));
+    // One page per status, merged: each walks `conversations_inbox_recent (status,
+    // last_message_at, id)` and stops after `limit` rows, where one query over every status has
+    // no index in that order and sorts the whole table for each page (26 ms at 50,000
+    // conversations, docs/capacity.md "The agent's read paths"). `InboxStatus` has every value
+    // the table's CHECK allows (`migrations/0001_core.sql`).
+    let page = |status: &str| {
+        format!(
+            "SELECT * FROM ({SELECT} WHERE c.status = '{status}' \
+             AND (c.last_message_at, c.id) < (?1, ?2) \
+             ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3)"
+        )
+    };
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} WHERE (c.last_message_at, c.id) < (?1, ?2) \
-         ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3"
+        "{} UNION ALL {} ORDER BY last_message_at DESC, id DESC LIMIT ?3",
+        page(InboxStatus::Open.sql()),
+        page(InboxStatus::Closed.sql())
     ))?;
     Ok(stmt
         .query_map(params![at, id, limit], from_row)?

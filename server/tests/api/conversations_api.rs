@@ -31,6 +31,15 @@ async fn conversations_are_paged_newest_first_each_once() {
     }
     let newest_first: Vec<i64> = {
         let conn = app.db();
+        // Open and closed conversations interleave, and three share one time, two of them across
+        // a page boundary: the list merges a page per status and must still order ties by id.
+        conn.execute_batch(
+            "UPDATE conversations SET status = 'closed', closed_at = last_message_at \
+                 WHERE id IN (SELECT id FROM conversations ORDER BY id LIMIT 2 OFFSET 1); \
+             UPDATE conversations SET last_message_at = 1000 \
+                 WHERE id IN (SELECT id FROM conversations ORDER BY id LIMIT 3 OFFSET 1);",
+        )
+        .expect("close two and tie three");
         let mut stmt = conn
             .prepare("SELECT id FROM conversations ORDER BY last_message_at DESC, id DESC")
             .expect("prepare");

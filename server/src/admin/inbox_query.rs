@@ -7,7 +7,8 @@ use serde::Deserialize;
 
 use crate::chat::InboxChoices;
 use crate::store::{
-    ConversationId, InboxAssignee, InboxCursor, InboxQuery, InboxSort, InboxStatus, UserId,
+    ConversationId, INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxQuery, InboxSort,
+    InboxStatus, UserId,
 };
 
 /// The raw query string of `/inbox` and `/inbox/events`.
@@ -256,18 +257,24 @@ impl InboxRequest {
             .and_then(|id| choices.sites.iter().find(|s| s.id == id))
             .map(|s| format!(" on {}", s.settings.name))
             .unwrap_or_default();
-        let noun = if total == 1 {
-            "conversation"
-        } else {
-            "conversations"
+        let status = self.status_value();
+        // Past the cap the store stops counting (`store::INBOX_COUNT_CAP`).
+        let what = match total {
+            1 => format!("1 {status} conversation{who}{site}"),
+            n if n > INBOX_COUNT_CAP => {
+                format!("More than {INBOX_COUNT_CAP} {status} conversations{who}{site}")
+            }
+            n => format!("{n} {status} conversations{who}{site}"),
         };
-        let what = format!("{total} {} {noun}{who}{site}", self.status_value());
         if shown == 0 {
             return if total == 0 {
                 format!("{what}.")
             } else {
                 format!("{what}; none after this point.")
             };
+        }
+        if before > INBOX_COUNT_CAP {
+            return format!("{what}, showing {shown} after the first {INBOX_COUNT_CAP}");
         }
         let first = before + 1;
         let last = before + shown as u64;
@@ -289,6 +296,29 @@ mod tests {
     fn parse(query: &str) -> InboxRequest {
         let params: InboxParams = serde_urlencoded::from_str(query).expect("query");
         InboxRequest::parse(&params, UserId(7), &nothing())
+    }
+
+    #[test]
+    fn past_the_count_cap_the_summary_says_more_than() {
+        let choices = nothing();
+        let request = parse("");
+        let capped = INBOX_COUNT_CAP + 1;
+        assert_eq!(
+            request.summary(&choices, capped, 0, 200),
+            "More than 10000 open conversations, showing 1–200"
+        );
+        assert_eq!(
+            request.summary(&choices, capped, 400, 200),
+            "More than 10000 open conversations, showing 401–600"
+        );
+        assert_eq!(
+            request.summary(&choices, capped, capped, 200),
+            "More than 10000 open conversations, showing 200 after the first 10000"
+        );
+        assert_eq!(
+            request.summary(&choices, 1, 0, 1),
+            "1 open conversation, showing 1–1"
+        );
     }
 
     #[test]

@@ -155,13 +155,19 @@ pub struct InboxCursor {
     pub id: ConversationId,
 }
 
+/// Counts stop here: a count reads every row it counts (about 25 ms for 500,000 open
+/// conversations, docs/capacity.md "The agent's read paths"), so past this the list says "more
+/// than" and a page costs the same however large the backlog grows.
+pub const INBOX_COUNT_CAP: u64 = 10_000;
+
 /// One page of the list.
 #[derive(Debug, Clone)]
 pub struct InboxPage {
     pub items: Vec<InboxItemRow>,
-    /// How many conversations match the filters, on every page.
+    /// How many conversations match the filters, on every page; exact up to
+    /// [`INBOX_COUNT_CAP`], and `INBOX_COUNT_CAP + 1` for "more than that".
     pub total: u64,
-    /// How many of them come before this page.
+    /// How many of them come before this page, capped the same way.
     pub before: u64,
     /// Where the next page starts (`None`: this is the last).
     pub next: Option<InboxCursor>,
@@ -171,9 +177,12 @@ fn bind(values: &Bindings) -> Vec<(&'static str, &dyn ToSql)> {
     values.iter().map(|(k, v)| (*k, v.as_ref())).collect()
 }
 
+/// How many conversations match `condition`, counting no further than one past
+/// [`INBOX_COUNT_CAP`].
 fn count(conn: &Connection, condition: &str, values: &Bindings) -> Result<u64, Error> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT count(*) FROM conversations c WHERE {condition}"
+        "SELECT count(*) FROM (SELECT 1 FROM conversations c WHERE {condition} LIMIT {})",
+        INBOX_COUNT_CAP + 1
     ))?;
     let n: i64 = stmt.query_row(&bind(values)[..], |r| r.get(0))?;
     // count(*) is never negative.
@@ -271,6 +280,42 @@ mod tests {
             .collect::<Result<Vec<_>, _>>()
             .expect("rows")
             .join("\n")
+    }
+
+    #[test]
+    fn counts_stop_one_past_the_cap() {
+        let conn = database();
+        let extra = 5;
+        conn.execute_batch(&format!(
+            "INSERT INTO sites (id, key, name, created_at) VALUES (1, 'k', 'Shop', 0); \
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {}) \
+             INSERT INTO visitors (id, site_id, token_hash, first_seen_at, last_seen_at) \
+                 SELECT i, 1, randomblob(32), i, i FROM n; \
+             INSERT INTO conversations (site_id, visitor_id, created_at, last_message_at) \
+                 SELECT 1, id, first_seen_at, first_seen_at FROM visitors;",
+            INBOX_COUNT_CAP + extra
+        ))
+        .expect("conversations");
+        let query = InboxQuery::default();
+        let first = list_inbox_page(&conn, UserId(1), &query, None, 200).expect("page");
+        assert_eq!((first.total, first.before), (INBOX_COUNT_CAP + 1, 0));
+        // After conversation 5 come 4, 3, 2 and 1; the 10,001 others come before (capped).
+        let after_five = InboxCursor {
+            rank: 0,
+            at: 5,
+            id: ConversationId(5),
+        };
+        let last = list_inbox_page(&conn, UserId(1), &query, Some(after_five), 200).expect("page");
+        assert_eq!(last.items.len(), 4);
+        assert_eq!(
+            (last.total, last.before),
+            (INBOX_COUNT_CAP + 1, INBOX_COUNT_CAP + 1)
+        );
+        // Below the cap the counts are exact.
+        conn.execute_batch("DELETE FROM conversations WHERE id > 300")
+            .expect("delete");
+        let small = list_inbox_page(&conn, UserId(1), &query, Some(after_five), 200).expect("page");
+        assert_eq!((small.total, small.before), (300, 296));
     }
 
     #[test]

@@ -178,7 +178,8 @@ pub use inbox::{
     update_conversation_assignee, upsert_conversation_read,
 };
 pub use inbox_list::{
-    InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus, list_inbox_page,
+    INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus,
+    list_inbox_page,
 };
 pub use live_inbox::{LiveInboxRow, find_live_inbox_row};
 pub use oidc_links::{OidcLinkRow, find_oidc_link, find_oidc_subject_user, insert_oidc_link};

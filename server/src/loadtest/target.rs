@@ -172,6 +172,11 @@ pub fn start_porch(
         // The seeded secrets are sealed with the scratch directory's own key.
         .env_remove("PORCH_SECRET_KEY")
         .env_remove("PORCH_SECRET_KEY_FILE")
+        // The stair reads the scratch server's `/metrics` (`wait_for_integrity_check`): a token
+        // or proxy list meant for the live server would make it answer 403.
+        .env_remove("PORCH_METRICS_TOKEN")
+        .env_remove("PORCH_METRICS_TOKEN_FILE")
+        .env_remove("PORCH_TRUSTED_PROXIES")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -351,16 +356,24 @@ const INTEGRITY_CHECK_TIMEOUT: Duration = Duration::from_mins(5);
 /// stair and charge a once-a-day cost to every message (docs/capacity.md, "Flat as data grows?").
 fn wait_for_integrity_check(addr: SocketAddr) -> anyhow::Result<()> {
     let deadline = Instant::now() + INTEGRITY_CHECK_TIMEOUT;
+    let mut last = String::from("no answer yet");
     while Instant::now() < deadline {
-        let (_, answer) =
-            crate::cli::health::get(addr, "/metrics", Duration::from_secs(2), 1 << 20)?;
-        match integrity_gauge(&answer) {
-            Some(state) if state >= 0.0 => return Ok(()),
-            Some(_) => std::thread::sleep(Duration::from_millis(100)),
-            None => bail!("the child server's /metrics has no porch_database_integrity"),
+        // A failed request is tried again, as `wait_until_ready` does; a wrong answer is not.
+        match crate::cli::health::get(addr, "/metrics", Duration::from_secs(2), 1 << 20) {
+            Ok((200, answer)) => match integrity_gauge(&answer) {
+                Some(state) if state >= 0.0 => return Ok(()),
+                Some(_) => {}
+                None => bail!("the child server's /metrics has no porch_database_integrity"),
+            },
+            Ok((status, _)) => bail!("the child server's /metrics answered {status}"),
+            Err(err) => last = format!("{err:#}"),
         }
+        std::thread::sleep(Duration::from_millis(100));
     }
-    bail!("the child server's integrity check did not finish within 5 minutes")
+    bail!(
+        "the child server's start-up integrity check did not finish within 5 minutes (the \
+         gauge stays -1 when the check cannot open the file; last error: {last})"
+    )
 }
 
 /// The `porch_database_integrity` gauge in a `/metrics` answer.

@@ -44,7 +44,7 @@ pub fn list_conversations(
     let (at, id) = before.unwrap_or((i64::MAX, ConversationId(i64::MAX)));
     // One page per status, merged: each walks `conversations_inbox_recent (status,
     // last_message_at, id)` and stops after `limit` rows, where one query over every status has
-    // no index in that order and sorts the whole table for each page (26 ms at 50,000
+    // no index in that order and sorts the whole table for each page (45 ms at 500,000
     // conversations, docs/capacity.md "The agent's read paths"). `InboxStatus` has every value
     // the table's CHECK allows (`migrations/0001_core.sql`).
     let page = |status: &str| {

@@ -31,11 +31,14 @@ async fn conversations_are_paged_newest_first_each_once() {
     }
     let newest_first: Vec<i64> = {
         let conn = app.db();
-        // Open and closed conversations interleave, and three share one time, two of them across
-        // a page boundary: the list merges a page per status and must still order ties by id.
+        // The list merges a page per status, so make them interleave: the 1st and 3rd are
+        // closed, and the 2nd to 4th share one time. Newest first that is 5 (open), 1 (closed),
+        // then the tie by id: 4 (open), 3 (closed), 2 (open), with a page boundary between 3
+        // and 2. Pages taken per status and joined, or ties not ordered by id, fail below.
         conn.execute_batch(
             "UPDATE conversations SET status = 'closed', closed_at = last_message_at \
-                 WHERE id IN (SELECT id FROM conversations ORDER BY id LIMIT 2 OFFSET 1); \
+                 WHERE id IN (SELECT id FROM conversations ORDER BY id LIMIT 1) \
+                    OR id IN (SELECT id FROM conversations ORDER BY id LIMIT 1 OFFSET 2); \
              UPDATE conversations SET last_message_at = 1000 \
                  WHERE id IN (SELECT id FROM conversations ORDER BY id LIMIT 3 OFFSET 1);",
         )

@@ -151,9 +151,10 @@ impl Chat {
         let publish = move |(stored, _): &(StoredVisitorMessage, Vec<store::JobRow>)| {
             publish_visitor_message(&hub, &published, stored, from_connection);
         };
+        // Repeatable: storing the message and planning its jobs only write.
         let (stored, jobs) = self
             .writer
-            .write_then(move |c| store_visitor_message(c, &new), publish)
+            .write_then_repeatable(move |c| store_visitor_message(c, &new), publish)
             .await?;
         self.jobs.submit(jobs);
         Ok(stored)

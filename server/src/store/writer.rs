@@ -32,6 +32,8 @@ pub const DEFER_LIMIT: Duration = Duration::from_millis(20);
 trait WriteOp: Send {
     /// Runs the work; its writes are kept only if it succeeds and the batch commits.
     fn apply(&mut self, conn: &Connection) -> Applied;
+    /// Whether `apply` may run again after its writes were rolled back (see [`apply_all`]).
+    fn is_repeatable(&self) -> bool;
     /// Delivers the outcome once the batch has committed (`None`) or failed (`Some`).
     fn finish(self: Box<Self>, batch_error: Option<Error>);
 }
@@ -46,25 +48,56 @@ enum Applied {
     DiskFull,
 }
 
-struct Op<F, R, P> {
-    work: Option<F>,
+/// The work of an op: runs once, or may run again.
+trait Work<R>: Send {
+    const IS_REPEATABLE: bool;
+    fn run(&mut self, conn: &Connection) -> Result<R, Error>;
+}
+
+/// Work that runs at most once.
+struct Once<F>(Option<F>);
+
+impl<F, R> Work<R> for Once<F>
+where
+    F: FnOnce(&Connection) -> Result<R, Error> + Send,
+{
+    const IS_REPEATABLE: bool = false;
+
+    fn run(&mut self, conn: &Connection) -> Result<R, Error> {
+        self.0.take().map_or(Err(Error::Stopped), |work| work(conn))
+    }
+}
+
+/// Work whose only effects are its writes, so it can run again after a rollback.
+struct Repeatable<F>(F);
+
+impl<F, R> Work<R> for Repeatable<F>
+where
+    F: FnMut(&Connection) -> Result<R, Error> + Send,
+{
+    const IS_REPEATABLE: bool = true;
+
+    fn run(&mut self, conn: &Connection) -> Result<R, Error> {
+        (self.0)(conn)
+    }
+}
+
+struct Op<W, R, P> {
+    work: W,
     result: Option<Result<R, Error>>,
     /// Runs on the writer thread once the batch committed, before the caller is answered.
     on_commit: P,
     reply: oneshot::Sender<Result<R, Error>>,
 }
 
-impl<F, R, P> WriteOp for Op<F, R, P>
+impl<W, R, P> WriteOp for Op<W, R, P>
 where
-    F: FnOnce(&Connection) -> Result<R, Error> + Send,
+    W: Work<R>,
     R: Send,
     P: FnOnce(&R) + Send,
 {
     fn apply(&mut self, conn: &Connection) -> Applied {
-        let result = self
-            .work
-            .take()
-            .map_or(Err(Error::Stopped), |work| work(conn));
+        let result = self.work.run(conn);
         let applied = match &result {
             Ok(_) => Applied::Ok,
             Err(Error::DiskFull) => Applied::DiskFull,
@@ -72,6 +105,10 @@ where
         };
         self.result = Some(result);
         applied
+    }
+
+    fn is_repeatable(&self) -> bool {
+        W::IS_REPEATABLE
     }
 
     fn finish(self: Box<Self>, batch_error: Option<Error>) {
@@ -166,7 +203,7 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
         R: Send + 'static,
     {
-        self.submit(work, |_: &R| {}, false).await
+        self.submit(Once(Some(work)), |_: &R| {}, false).await
     }
 
     /// Like [`Writer::write`], and once the batch has committed, runs `on_commit` with the
@@ -183,7 +220,24 @@ impl Writer {
         R: Send + 'static,
         P: FnOnce(&R) + Send + 'static,
     {
-        self.submit(work, on_commit, false).await
+        self.submit(Once(Some(work)), on_commit, false).await
+    }
+
+    /// Like [`Writer::write_then`] for work that may run more than once: its only effects are
+    /// its writes, and a rerun after they were rolled back does the same. Such writes share
+    /// their batch without a savepoint each, which saves copying every page they touch (5.5 %
+    /// of the writer's CPU per write, docs/capacity.md "Twenty thousand a second"); the hot
+    /// path's visitor messages go this way.
+    ///
+    /// # Errors
+    /// As [`Writer::write`].
+    pub async fn write_then_repeatable<F, R, P>(&self, work: F, on_commit: P) -> Result<R, Error>
+    where
+        F: FnMut(&Connection) -> Result<R, Error> + Send + 'static,
+        R: Send + 'static,
+        P: FnOnce(&R) + Send + 'static,
+    {
+        self.submit(Repeatable(work), on_commit, false).await
     }
 
     /// Like [`Writer::write`], but the batch may wait up to [`DEFER_LIMIT`] for a write that is
@@ -196,18 +250,18 @@ impl Writer {
         F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
         R: Send + 'static,
     {
-        self.submit(work, |_: &R| {}, true).await
+        self.submit(Once(Some(work)), |_: &R| {}, true).await
     }
 
-    async fn submit<F, R, P>(&self, work: F, on_commit: P, is_deferred: bool) -> Result<R, Error>
+    async fn submit<W, R, P>(&self, work: W, on_commit: P, is_deferred: bool) -> Result<R, Error>
     where
-        F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+        W: Work<R> + 'static,
         R: Send + 'static,
         P: FnOnce(&R) + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let op = Box::new(Op {
-            work: Some(work),
+            work,
             result: None,
             on_commit,
             reply,
@@ -258,7 +312,10 @@ fn run(
     // The writes in `batch` someone waits for come first, deferred ones after them. The search
     // indexer's writes are deferred, and once a batch has written to an FTS5 table SQLite
     // flushes that table at every later savepoint: indexing last costs one flush, not one per
-    // visitor message after it (docs/capacity.md, "Agents watching, round three").
+    // visitor message after it (docs/capacity.md, "Agents watching, round three"). Among the
+    // first, repeatable writes lead, as `apply_all` needs them. Within each kind the order is
+    // arrival; across kinds none is owed, as none of these writes waited for another.
+    let mut repeatable = 0;
     let mut urgent = 0;
     let mut failures = Failures::default();
     let mut stopping = false;
@@ -296,6 +353,10 @@ fn run(
             Some(Request::Write { op, is_deferred }) => {
                 if is_deferred {
                     batch.push(op);
+                } else if op.is_repeatable() {
+                    batch.insert(repeatable, op);
+                    repeatable += 1;
+                    urgent += 1;
                 } else {
                     batch.insert(urgent, op);
                     urgent += 1;
@@ -324,6 +385,7 @@ fn run(
             continue;
         }
         deferred_since = None;
+        repeatable = 0;
         urgent = 0;
         stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
         commit_guarded(conn, &mut batch, stats, &mut wal, &mut failures);
@@ -411,10 +473,7 @@ fn commit_batch(
 
 fn run_transaction(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<(), Error> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    let result = batch
-        .iter_mut()
-        .try_for_each(|op| apply_in_savepoint(conn, op.as_mut()));
-    let result = result.and_then(|()| {
+    let result = apply_all(conn, batch).and_then(|()| {
         conn.prepare_cached("COMMIT")?.execute([])?;
         Ok(())
     });
@@ -425,6 +484,35 @@ fn run_transaction(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<
         tracing::error!(error = %err, "rollback failed");
     }
     result
+}
+
+/// Applies the batch inside the open transaction. The repeatable ops at its front run one after
+/// the other with no savepoint: a savepoint copies each page an op touches before changing it,
+/// so one per op cost every message about a dozen page copies. Should one of them fail, its partial
+/// writes cannot be undone alone: the transaction starts over and they run again, each in its
+/// own savepoint, which is exactly what the others would have got. The other ops run in
+/// savepoints, as their work runs only once.
+fn apply_all(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<(), Error> {
+    let repeatable = batch.iter().take_while(|op| op.is_repeatable()).count();
+    let (fast, rest) = batch.split_at_mut(repeatable);
+    for op in fast.iter_mut() {
+        match op.apply(conn) {
+            // SQLite rolls a transaction back by itself after some errors; an op that went on
+            // regardless must not have its later statements committed one by one.
+            Applied::Ok if !conn.is_autocommit() => continue,
+            Applied::DiskFull => return Err(Error::DiskFull),
+            Applied::Ok | Applied::Failed => {}
+        }
+        if !conn.is_autocommit() {
+            conn.prepare_cached("ROLLBACK")?.execute([])?;
+        }
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        fast.iter_mut()
+            .try_for_each(|op| apply_in_savepoint(conn, op.as_mut()))?;
+        break;
+    }
+    rest.iter_mut()
+        .try_for_each(|op| apply_in_savepoint(conn, op.as_mut()))
 }
 
 fn apply_in_savepoint(conn: &Connection, op: &mut dyn WriteOp) -> Result<(), Error> {
@@ -444,101 +532,5 @@ fn apply_in_savepoint(conn: &Connection, op: &mut dyn WriteOp) -> Result<(), Err
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn writer() -> (tempfile::TempDir, Arc<Writer>) {
-        writer_with_queue(16)
-    }
-
-    fn writer_with_queue(capacity: usize) -> (tempfile::TempDir, Arc<Writer>) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let conn = crate::store::open_write_connection(
-            &dir.path().join("w.db"),
-            crate::store::Synchronous::Normal,
-        )
-        .expect("open");
-        conn.execute_batch("CREATE TABLE t (x INTEGER)")
-            .expect("schema");
-        (
-            dir,
-            Arc::new(Writer::start(conn, capacity, 16, u64::MAX).expect("start")),
-        )
-    }
-
-    fn insert(x: i64) -> impl FnOnce(&Connection) -> Result<(), Error> + Send + 'static {
-        move |c| {
-            c.execute("INSERT INTO t VALUES (?1)", [x])?;
-            Ok(())
-        }
-    }
-
-    #[tokio::test]
-    async fn a_deferred_write_alone_is_committed_after_the_limit() {
-        let (_dir, writer) = writer();
-        let started = Instant::now();
-        writer.write_deferred(insert(1)).await.expect("write");
-        assert!(started.elapsed() >= DEFER_LIMIT, "{:?}", started.elapsed());
-        assert_eq!(writer.stats().batches.load(Ordering::SeqCst), 1);
-    }
-
-    #[tokio::test]
-    async fn a_deferred_write_rides_along_with_the_next_write() {
-        let (_dir, writer) = writer();
-        let deferred = tokio::spawn({
-            let writer = Arc::clone(&writer);
-            async move { writer.write_deferred(insert(1)).await }
-        });
-        // The deferred write is held (still counted as queued) until company arrives; a write
-        // that is not deferred would have been committed within these few milliseconds.
-        while writer.stats().queue_depth.load(Ordering::SeqCst) == 0 {
-            tokio::task::yield_now().await;
-        }
-        tokio::time::sleep(Duration::from_millis(3)).await;
-        assert!(
-            !deferred.is_finished(),
-            "a lone deferred write was committed at once"
-        );
-        writer.write(insert(2)).await.expect("write");
-        deferred.await.expect("task").expect("deferred write");
-        assert_eq!(writer.stats().batches.load(Ordering::SeqCst), 1);
-        assert_eq!(writer.stats().writes.load(Ordering::SeqCst), 2);
-        // In the batch the write someone waited for went first, the deferred one after it.
-        let order = writer
-            .write(|c| {
-                let mut stmt = c.prepare("SELECT x FROM t ORDER BY rowid")?;
-                let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
-                Ok(rows.collect::<Result<Vec<_>, _>>()?)
-            })
-            .await
-            .expect("read back");
-        assert_eq!(order, [2, 1]);
-    }
-
-    #[tokio::test]
-    async fn commit_hooks_run_in_commit_order() {
-        // Room for every write at once, so they spread over many batches.
-        let (_dir, writer) = writer_with_queue(256);
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let inserts = (0..200).map(|_| {
-            let (writer, seen) = (Arc::clone(&writer), Arc::clone(&seen));
-            tokio::spawn(async move {
-                writer
-                    .write_then(
-                        |c| {
-                            c.execute("INSERT INTO t VALUES (NULL)", [])?;
-                            Ok(c.last_insert_rowid())
-                        },
-                        move |rowid| seen.lock().expect("lock").push(*rowid),
-                    )
-                    .await
-            })
-        });
-        for insert in futures_util::future::join_all(inserts).await {
-            insert.expect("task").expect("write");
-        }
-        let seen = seen.lock().expect("lock").clone();
-        assert_eq!(seen.len(), 200);
-        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
-    }
-}
+#[path = "writer_tests.rs"]
+mod tests;

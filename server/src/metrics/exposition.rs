@@ -41,6 +41,7 @@ struct Figures {
     commit_latency: Snapshot,
     refused_busy: u64,
     refused_wal_limit: u64,
+    reruns: u64,
     is_disk_full: bool,
     job_attempts: Vec<(Lane, Counted, u64)>,
     job_lag: Snapshot,
@@ -84,6 +85,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
         commit_latency: stats.commit_latency.snapshot(),
         refused_busy: stats.refused_busy.load(Relaxed),
         refused_wal_limit: stats.refused_wal_limit.load(Relaxed),
+        reruns: stats.reruns.load(Relaxed),
         is_disk_full: stats.is_disk_full.load(Relaxed),
         job_attempts: Lane::ALL
             .iter()
@@ -331,6 +333,12 @@ impl Figures {
             "writer_refused_wal_limit",
             "Writes refused because the WAL was past PORCH_WAL_LIMIT and could not be checkpointed.",
             self.refused_wal_limit,
+        )?;
+        counter(
+            e,
+            "writer_reruns",
+            "Batches run a second time because a visitor message in them failed.",
+            self.reruns,
         )?;
         gauge(
             e,

@@ -35,7 +35,6 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0026_imap_mailbox.sql"),
     include_str!("../../../migrations/0027_slack_file_shares.sql"),
     include_str!("../../../migrations/0028_jobs_queued_by_rate_key.sql"),
-    include_str!("../../../migrations/0029_drop_conversations_site_recent.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -42,7 +42,7 @@ trait WriteOp: Send {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Applied {
     Ok,
-    /// The op failed; its savepoint is rolled back, the others go on.
+    /// The op failed; its writes are undone (see [`apply_all`]), the others go on.
     Failed,
     /// The disk is full: nothing of this batch can be committed.
     DiskFull,
@@ -156,6 +156,9 @@ pub struct WriterStats {
     pub is_disk_full: AtomicBool,
     /// Writes refused because the WAL was past `PORCH_WAL_LIMIT` (see `checkpoint.rs`).
     pub refused_wal_limit: AtomicU64,
+    /// Batches whose repeatable writes ran a second time, each in a savepoint, because one of
+    /// them failed (see `apply_all`).
+    pub reruns: AtomicU64,
 }
 
 /// Handle to the writer thread. Cheap to share behind an `Arc`.
@@ -224,8 +227,9 @@ impl Writer {
     }
 
     /// Like [`Writer::write_then`] for work that may run more than once: its only effects are
-    /// its writes, and a rerun after they were rolled back does the same. Such writes share
-    /// their batch without a savepoint each, which saves copying every page they touch (5.5 %
+    /// its writes, a rerun after they were rolled back does the same, and it returns at its
+    /// first error. Such writes share
+    /// their batch without a savepoint each, which saves copying every page they touch (about 5 %
     /// of the writer's CPU per write, docs/capacity.md "Twenty thousand a second"); the hot
     /// path's visitor messages go this way.
     ///
@@ -301,6 +305,59 @@ impl Writer {
     }
 }
 
+/// The writes gathered for the next transaction, in the order they will run: the writes someone
+/// waits for first, deferred ones after them. The search indexer's writes are deferred, and once
+/// a batch has written to an FTS5 table SQLite flushes that table at every later savepoint:
+/// indexing last costs one flush, not one per visitor message after it (docs/capacity.md,
+/// "Agents watching, round three"). Among the first, repeatable writes lead, as `apply_all`
+/// needs them. Within each kind the order is arrival; across kinds none is owed, as none of
+/// these writes waited for another.
+struct Batch {
+    ops: Vec<Box<dyn WriteOp>>,
+    /// How many repeatable writes lead `ops`.
+    repeatable: usize,
+    /// How many writes that are not deferred lead `ops` (the repeatable ones included).
+    urgent: usize,
+}
+
+impl Batch {
+    fn new(capacity: usize) -> Self {
+        Self {
+            ops: Vec::with_capacity(capacity),
+            repeatable: 0,
+            urgent: 0,
+        }
+    }
+
+    fn push(&mut self, op: Box<dyn WriteOp>, is_deferred: bool) {
+        if is_deferred {
+            self.ops.push(op);
+            return;
+        }
+        let at = if op.is_repeatable() {
+            self.repeatable += 1;
+            self.repeatable - 1
+        } else {
+            self.urgent
+        };
+        self.ops.insert(at, op);
+        self.urgent += 1;
+    }
+
+    /// Commits the gathered writes (see [`commit_guarded`]) and starts an empty batch.
+    fn commit(
+        &mut self,
+        conn: &Connection,
+        stats: &WriterStats,
+        wal: &mut WalGuard,
+        failures: &mut Failures,
+    ) {
+        commit_guarded(conn, &mut self.ops, stats, wal, failures);
+        self.repeatable = 0;
+        self.urgent = 0;
+    }
+}
+
 fn run(
     conn: &Connection,
     rx: &Receiver<Request>,
@@ -308,15 +365,7 @@ fn run(
     stats: &WriterStats,
     mut wal: WalGuard,
 ) {
-    let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
-    // The writes in `batch` someone waits for come first, deferred ones after them. The search
-    // indexer's writes are deferred, and once a batch has written to an FTS5 table SQLite
-    // flushes that table at every later savepoint: indexing last costs one flush, not one per
-    // visitor message after it (docs/capacity.md, "Agents watching, round three"). Among the
-    // first, repeatable writes lead, as `apply_all` needs them. Within each kind the order is
-    // arrival; across kinds none is owed, as none of these writes waited for another.
-    let mut repeatable = 0;
-    let mut urgent = 0;
+    let mut batch = Batch::new(max_batch);
     let mut failures = Failures::default();
     let mut stopping = false;
     // Set while `batch` holds only deferred writes: when the first of them arrived.
@@ -349,18 +398,9 @@ fn run(
                 }
             }
         };
-        let mut take = |request: Option<Request>, batch: &mut Vec<Box<dyn WriteOp>>| match request {
+        let mut take = |request: Option<Request>, batch: &mut Batch| match request {
             Some(Request::Write { op, is_deferred }) => {
-                if is_deferred {
-                    batch.push(op);
-                } else if op.is_repeatable() {
-                    batch.insert(repeatable, op);
-                    repeatable += 1;
-                    urgent += 1;
-                } else {
-                    batch.insert(urgent, op);
-                    urgent += 1;
-                }
+                batch.push(op, is_deferred);
                 !is_deferred
             }
             Some(Request::Stop) | None => {
@@ -371,38 +411,38 @@ fn run(
         if !is_due {
             is_due = take(next, &mut batch);
         }
-        while batch.len() < max_batch {
+        while batch.ops.len() < max_batch {
             match rx.try_recv() {
                 Ok(request) => is_due |= take(Some(request), &mut batch),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        if batch.is_empty() {
+        if batch.ops.is_empty() {
             continue;
         }
-        if !is_due && batch.len() < max_batch {
+        if !is_due && batch.ops.len() < max_batch {
             deferred_since.get_or_insert_with(Instant::now);
             continue;
         }
         deferred_since = None;
-        repeatable = 0;
-        urgent = 0;
-        stats.queue_depth.fetch_sub(batch.len(), Ordering::Relaxed);
-        commit_guarded(conn, &mut batch, stats, &mut wal, &mut failures);
+        stats
+            .queue_depth
+            .fetch_sub(batch.ops.len(), Ordering::Relaxed);
+        batch.commit(conn, stats, &mut wal, &mut failures);
         // Between batches, after every caller has been answered: a forced checkpoint here delays
         // the next batch, never an acknowledgement already owed.
         wal.after_commit(conn);
         if stopping {
             // Writes that raced with the stop request still get their turn.
-            while let Ok(Request::Write { op, .. }) = rx.try_recv() {
+            while let Ok(Request::Write { op, is_deferred }) = rx.try_recv() {
                 stats.queue_depth.fetch_sub(1, Ordering::Relaxed);
-                batch.push(op);
-                if batch.len() == max_batch {
-                    commit_guarded(conn, &mut batch, stats, &mut wal, &mut failures);
+                batch.push(op, is_deferred);
+                if batch.ops.len() == max_batch {
+                    batch.commit(conn, stats, &mut wal, &mut failures);
                 }
             }
-            if !batch.is_empty() {
-                commit_guarded(conn, &mut batch, stats, &mut wal, &mut failures);
+            if !batch.ops.is_empty() {
+                batch.commit(conn, stats, &mut wal, &mut failures);
             }
         }
     }
@@ -432,8 +472,8 @@ fn commit_guarded(
     }
 }
 
-/// Runs every op of `batch` in one transaction, each inside a savepoint so that one failing op
-/// leaves no partial writes and does not spoil the others, then answers them all.
+/// Runs every op of `batch` in one transaction (see [`apply_all`]), in which one failing op leaves
+/// no partial writes and does not spoil the others, then answers them all.
 fn commit_batch(
     conn: &Connection,
     batch: &mut Vec<Box<dyn WriteOp>>,
@@ -441,7 +481,7 @@ fn commit_batch(
     failures: &mut Failures,
 ) {
     let started = Instant::now();
-    let outcome = run_transaction(conn, batch);
+    let outcome = run_transaction(conn, batch, stats);
     let size = batch.len() as u64;
     match &outcome {
         Ok(()) => {
@@ -471,9 +511,13 @@ fn commit_batch(
     }
 }
 
-fn run_transaction(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<(), Error> {
+fn run_transaction(
+    conn: &Connection,
+    batch: &mut [Box<dyn WriteOp>],
+    stats: &WriterStats,
+) -> Result<(), Error> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    let result = apply_all(conn, batch).and_then(|()| {
+    let result = apply_all(conn, batch, stats).and_then(|()| {
         conn.prepare_cached("COMMIT")?.execute([])?;
         Ok(())
     });
@@ -488,17 +532,24 @@ fn run_transaction(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<
 
 /// Applies the batch inside the open transaction. The repeatable ops at its front run one after
 /// the other with no savepoint: a savepoint copies each page an op touches before changing it,
-/// so one per op cost every message about a dozen page copies. Should one of them fail, its partial
-/// writes cannot be undone alone: the transaction starts over and they run again, each in its
-/// own savepoint, which is exactly what the others would have got. The other ops run in
-/// savepoints, as their work runs only once.
-fn apply_all(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<(), Error> {
+/// which was 5 % of the server's CPU at 15,000 visitor messages a second. Should one of them
+/// fail, its partial writes cannot be undone alone: the transaction starts over and they run
+/// again, each in its own savepoint, which is exactly what the others would have got. So a
+/// failing visitor message (an upload id that is not theirs, say) costs its batch a second
+/// pass, counted in `reruns`. The other ops run in savepoints, as their work runs only once.
+fn apply_all(
+    conn: &Connection,
+    batch: &mut [Box<dyn WriteOp>],
+    stats: &WriterStats,
+) -> Result<(), Error> {
     let repeatable = batch.iter().take_while(|op| op.is_repeatable()).count();
     let (fast, rest) = batch.split_at_mut(repeatable);
     for op in fast.iter_mut() {
         match op.apply(conn) {
-            // SQLite rolls a transaction back by itself after some errors; an op that went on
-            // regardless must not have its later statements committed one by one.
+            // SQLite rolls a transaction back by itself after some errors (I/O, out of memory);
+            // the ops after one that went on regardless must not run outside a transaction.
+            // (Its own statements after the error were already committed one by one, which is
+            // why repeatable work must return at its first error.)
             Applied::Ok if !conn.is_autocommit() => continue,
             Applied::DiskFull => return Err(Error::DiskFull),
             Applied::Ok | Applied::Failed => {}
@@ -507,6 +558,7 @@ fn apply_all(conn: &Connection, batch: &mut [Box<dyn WriteOp>]) -> Result<(), Er
             conn.prepare_cached("ROLLBACK")?.execute([])?;
         }
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        stats.reruns.fetch_add(1, Ordering::Relaxed);
         fast.iter_mut()
             .try_for_each(|op| apply_in_savepoint(conn, op.as_mut()))?;
         break;

@@ -196,6 +196,7 @@ async fn repeatable_writes_lead_their_batch_and_run_once() {
         "each repeatable write ran once"
     );
     assert_eq!(writer.stats().batches.load(Ordering::SeqCst), 2);
+    assert_eq!(writer.stats().reruns.load(Ordering::SeqCst), 0);
     // The repeatable writes went first, and the hooks still ran in row id order.
     assert_eq!(rows(&dir.path().join("w.db")), [1, 2, 9]);
     let seen = seen.lock().expect("lock").clone();
@@ -234,6 +235,88 @@ async fn a_failing_repeatable_write_is_undone_alone() {
     let runs: Vec<_> = runs.iter().map(|r| r.load(Ordering::SeqCst)).collect();
     assert_eq!(runs, [2, 2, 1]);
     assert_eq!(writer.stats().batches.load(Ordering::SeqCst), 2);
+    assert_eq!(writer.stats().reruns.load(Ordering::SeqCst), 1);
     assert_eq!(rows(&dir.path().join("w.db")), [1, 3, 4]);
-    assert_eq!(seen.lock().expect("lock").len(), 2);
+    // The hooks saw the row ids of the second pass.
+    assert_eq!(*seen.lock().expect("lock"), [1, 2]);
+}
+
+#[tokio::test]
+async fn writes_of_each_kind_keep_their_arrival_order_in_the_batch() {
+    let (dir, writer) = writer();
+    let release = hold(&writer).await;
+    let (runs, seen) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    // Arrival: repeatable 1, once 10, deferred 20, repeatable 2, once 11.
+    let mut queued_writes = Vec::new();
+    for (queued, x) in [1, 10, 20, 2, 11].into_iter().enumerate() {
+        let handle = match x {
+            1 | 2 => counted(&writer, x, false, &runs, &seen),
+            20 => {
+                let writer = Arc::clone(&writer);
+                tokio::spawn(async move { writer.write_deferred(insert(x)).await.map(|()| 0) })
+            }
+            _ => {
+                let writer = Arc::clone(&writer);
+                tokio::spawn(async move { writer.write(insert(x)).await.map(|()| 0) })
+            }
+        };
+        queued_writes.push(handle);
+        until_queued(&writer, queued + 1).await;
+    }
+    release.send(()).expect("release");
+    for write in queued_writes {
+        write.await.expect("task").expect("write");
+    }
+    assert_eq!(rows(&dir.path().join("w.db")), [1, 2, 10, 11, 20]);
+}
+
+#[tokio::test]
+async fn a_transaction_sqlite_rolled_back_under_a_repeatable_write_is_run_again() {
+    let (dir, writer) = writer();
+    let release = hold(&writer).await;
+    let (runs, seen) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let first = counted(&writer, 1, false, &runs, &seen);
+    // Ends the transaction under the batch on its first run, as SQLite does after an I/O error,
+    // and reports success.
+    let rolled_back = tokio::spawn({
+        let writer = Arc::clone(&writer);
+        let mut is_first_run = true;
+        async move {
+            writer
+                .write_then_repeatable(
+                    move |c| {
+                        c.execute("INSERT INTO t VALUES (2)", [])?;
+                        if std::mem::take(&mut is_first_run) {
+                            c.execute_batch("ROLLBACK")?;
+                        }
+                        Ok(())
+                    },
+                    |()| {},
+                )
+                .await
+        }
+    });
+    let after = counted(&writer, 3, false, &runs, &seen);
+    until_queued(&writer, 3).await;
+    release.send(()).expect("release");
+    first.await.expect("task").expect("first write");
+    rolled_back
+        .await
+        .expect("task")
+        .expect("the write under the rollback");
+    after.await.expect("task").expect("the write after it");
+    assert_eq!(writer.stats().reruns.load(Ordering::SeqCst), 1);
+    // Each row once: nothing ran outside the transaction, nothing was lost with it.
+    assert_eq!(rows(&dir.path().join("w.db")), [1, 2, 3]);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "the first ran twice, the last once"
+    );
 }

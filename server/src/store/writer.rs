@@ -228,10 +228,9 @@ impl Writer {
 
     /// Like [`Writer::write_then`] for work that may run more than once: its only effects are
     /// its writes, a rerun after they were rolled back does the same, and it returns at its
-    /// first error. Such writes share
-    /// their batch without a savepoint each, which saves copying every page they touch (about 5 %
-    /// of the writer's CPU per write, docs/capacity.md "Twenty thousand a second"); the hot
-    /// path's visitor messages go this way.
+    /// first error. Such writes share their batch without a savepoint each, which saves copying
+    /// every page they touch (about 5 % of the writer's CPU per write, docs/capacity.md "Twenty
+    /// thousand a second"); the hot path's visitor messages go this way.
     ///
     /// # Errors
     /// As [`Writer::write`].

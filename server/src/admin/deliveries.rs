@@ -5,7 +5,7 @@ use axum::response::Response;
 use porch_app::deliveries::{DeliveriesView, DeliveryItemView, render_deliveries};
 use porch_app::layout::Section;
 
-use crate::jobs::retry_jobs;
+use crate::jobs::{retry_all_jobs, retry_job};
 use crate::state::AppState;
 use crate::store::{self, JobId};
 
@@ -54,7 +54,7 @@ pub async fn retry_delivery(
     Path(id): Path<i64>,
     _admin: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
-    retry_jobs(&app.writer, &app.jobs, Some(JobId(id))).await?;
+    retry_job(&app.writer, &app.jobs, JobId(id)).await?;
     Ok(see_other("/deliveries?notice=retried"))
 }
 
@@ -63,6 +63,6 @@ pub async fn retry_all_deliveries(
     State(app): State<AppState>,
     _admin: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
-    retry_jobs(&app.writer, &app.jobs, None).await?;
+    retry_all_jobs(&app.writer, &app.jobs).await?;
     Ok(see_other("/deliveries?notice=retried"))
 }

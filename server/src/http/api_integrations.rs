@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::audit::Actor;
 use crate::integrations::SetupError;
 use crate::integrations::slack::{self, SlackSetup, connect_slack};
-use crate::jobs::retry_jobs;
+use crate::jobs;
 use crate::state::AppState;
 use crate::store::{self, IntegrationId, JobId, JobRow};
 
@@ -128,7 +128,7 @@ pub async fn retry_job(
     _admin: ApiAdmin,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    if retry_jobs(&app.writer, &app.jobs, Some(JobId(id))).await? == 0 {
+    if !jobs::retry_job(&app.writer, &app.jobs, JobId(id)).await? {
         return Err(ApiError::not_found("failed or blocked job"));
     }
     Ok(Json(json!({"retried": 1})).into_response())
@@ -139,6 +139,6 @@ pub async fn retry_all_jobs(
     State(app): State<AppState>,
     _admin: ApiAdmin,
 ) -> Result<Response, ApiError> {
-    let count = retry_jobs(&app.writer, &app.jobs, None).await?;
+    let count = jobs::retry_all_jobs(&app.writer, &app.jobs).await?;
     Ok(Json(json!({"retried": count})).into_response())
 }

@@ -30,10 +30,10 @@ pub use kind::JobKind;
 pub use outcome::{Attempt, Outcome};
 pub use plan::{
     ConversationChange, EmailDelays, NewMessage, WebhookEvent, plan_agent_email,
-    plan_agent_message, plan_conversation_change, plan_retry, plan_visitor_message,
-    plan_webhook_replay, webhook_id,
+    plan_agent_message, plan_conversation_change, plan_visitor_message, plan_webhook_replay,
+    webhook_id,
 };
 pub use requested::{plan_account_link_mail, plan_discord_test, plan_test_mail};
-pub use retry::retry_jobs;
+pub use retry::{retry_all_jobs, retry_job};
 pub use runner::{JobQueue, Runner, RunnerConfig, WINDOW};
 pub use stats::{Counted, JobStats};

@@ -298,28 +298,6 @@ pub fn webhook_id(args: &WebhookArgs, job: JobId) -> String {
         .unwrap_or_else(|| format!("msg_porch_{job}"))
 }
 
-/// Queues failed or blocked jobs (one, or all) again with a fresh budget: attempts from zero and
-/// a new deadline from now.
-pub fn plan_retry(
-    conn: &Connection,
-    id: Option<JobId>,
-    now: i64,
-) -> Result<Vec<JobRow>, store::Error> {
-    store::list_retryable_jobs(conn, id)?
-        .into_iter()
-        .map(|job| {
-            let deadline =
-                JobKind::parse(&job.kind).map_or(super::kind::DEFAULT_DEADLINE, JobKind::deadline);
-            store::requeue_job(
-                conn,
-                job.id,
-                now,
-                job.deadline_at.map(|_| now + millis(deadline)),
-            )
-        })
-        .collect()
-}
-
 /// A webhook event about to be planned.
 struct Event {
     kind: WebhookEvent,

@@ -302,13 +302,56 @@ pub fn resume_integration_jobs(
     Ok(Requeued { count, oldest })
 }
 
-/// Failed or blocked jobs, one (`Some(id)`) or all, oldest first.
-pub fn list_retryable_jobs(conn: &Connection, id: Option<JobId>) -> Result<Vec<JobRow>, Error> {
+/// The states a manual retry takes jobs from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retryable {
+    Failed,
+    Blocked,
+}
+
+impl Retryable {
+    pub const ALL: [Retryable; 2] = [Self::Failed, Self::Blocked];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Failed => "failed",
+            Self::Blocked => "blocked",
+        }
+    }
+}
+
+/// Job `id` if it is failed or blocked.
+pub fn find_retryable_job(conn: &Connection, id: JobId) -> Result<Option<JobRow>, Error> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM jobs \
-          WHERE state IN ('failed', 'blocked') AND (?1 IS NULL OR id = ?1) ORDER BY id"
+        "SELECT {COLUMNS} FROM jobs WHERE id = ?1 AND state IN ('failed', 'blocked')"
     ))?;
-    Ok(stmt.query_map([id], from_row)?.collect::<Result<_, _>>()?)
+    Ok(stmt.query_row([id], from_row).optional()?)
+}
+
+/// A page of the jobs in `state`: the oldest `limit` with ids above `after`. The state is
+/// written into the SQL (one statement per state, never user input), the partial index
+/// `jobs_unfinished` named and its condition repeated (SQLite matches it literally), so that SQLite walks it in id order and stops at `limit`: a
+/// parameter would not match the index's condition, `state IN (…)` would sort every match for
+/// each page, and a walk of every job by id would pass over all the finished ones.
+pub fn list_retryable_jobs(
+    conn: &Connection,
+    state: Retryable,
+    after: JobId,
+    limit: u32,
+) -> Result<Vec<JobRow>, Error> {
+    Ok(conn
+        .prepare_cached(&retryable_page_sql(state, COLUMNS))?
+        .query_map(params![after, limit], from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+fn retryable_page_sql(state: Retryable, columns: &str) -> String {
+    format!(
+        "SELECT {columns} FROM jobs INDEXED BY jobs_unfinished \
+          WHERE state IN ('running', 'failed', 'blocked') AND state = '{}' AND id > ?1 \
+          ORDER BY id LIMIT ?2",
+        state.as_str()
+    )
 }
 
 /// Queues a job again at `now` with a fresh set of attempts and the given deadline.
@@ -502,16 +545,33 @@ mod tests {
         let conn = migrated();
         let job = queued_job(&conn, 1);
         try_once(&conn, job, 1, JobUpdate::Failed, Some("HTTP 500"));
-        assert_eq!(
-            list_retryable_jobs(&conn, Some(job)).expect("list").len(),
-            1
-        );
+        assert!(find_retryable_job(&conn, job).expect("find").is_some());
         requeue_job(&conn, job, 10, None).expect("requeue");
         try_once(&conn, job, 2, JobUpdate::Done { external_ref: None }, None);
         assert_eq!(
             attempt_rows(&conn, job),
             [(1, "failed".to_owned()), (1, "delivered".to_owned())]
         );
+    }
+
+    /// A page of "retry all" is a walk of the partial index in id order that stops at its limit,
+    /// not a sort of every failed job for each page.
+    #[test]
+    fn a_retry_page_walks_the_unfinished_jobs_index_without_sorting() {
+        let conn = migrated();
+        for state in Retryable::ALL {
+            let sql = format!("EXPLAIN QUERY PLAN {}", retryable_page_sql(state, COLUMNS));
+            let plan: Vec<String> = conn
+                .prepare(&sql)
+                .expect("plan")
+                .query_map(params![0, 10], |r| r.get(3))
+                .expect("rows")
+                .collect::<Result<_, _>>()
+                .expect("plan rows");
+            let plan = plan.join("; ");
+            assert!(plan.contains("jobs_unfinished"), "{plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+        }
     }
 
     /// Blocking and resuming an integration look up its unfinished jobs through the partial

@@ -113,10 +113,10 @@ pub use job_backlog::{
     list_queued_rate_keys,
 };
 pub use jobs::{
-    AttemptRecord, JobRow, JobUpdate, MessageDelivery, NewJob, Requeued, block_integration_jobs,
-    find_job, insert_job, list_conversation_deliveries, list_jobs_in_state, list_retryable_jobs,
-    mark_jobs_running, prune_done_jobs, record_attempts, requeue_job, requeue_running_jobs,
-    resume_integration_jobs,
+    AttemptRecord, JobRow, JobUpdate, MessageDelivery, NewJob, Requeued, Retryable,
+    block_integration_jobs, find_job, find_retryable_job, insert_job, list_conversation_deliveries,
+    list_jobs_in_state, list_retryable_jobs, mark_jobs_running, prune_done_jobs, record_attempts,
+    requeue_job, requeue_running_jobs, resume_integration_jobs,
 };
 pub use lock::{InstanceLock, LOCK_FILE, LockError};
 pub use mail::{

@@ -93,3 +93,15 @@ async fn a_blocked_backlog_beyond_the_window_is_delivered_once_when_the_integrat
     assert_eq!(answer["resumed_jobs"], COPIES, "{answer}");
     each_delivered_once(&mock, &app, posts_before).await;
 }
+
+#[tokio::test]
+async fn a_failed_backlog_beyond_the_window_is_delivered_once_after_retry_all() {
+    let (mock, app, posts_before) = backlog_in("failed").await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(mock.posts().len(), posts_before, "failed jobs wait");
+    let admin = app.add_user_token("Retrier", "admin");
+    let (status, answer) = app.api("POST", "/api/v1/jobs/retry", &admin, None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["retried"], COPIES, "{answer}");
+    each_delivered_once(&mock, &app, posts_before).await;
+}

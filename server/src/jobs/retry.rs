@@ -16,7 +16,7 @@ use crate::store::{self, JobId, JobRow, Requeued, Retryable, Writer};
 
 use super::{JobKind, JobQueue};
 
-/// Jobs queued again per write by "retry all": about 10 ms of the writer's time.
+/// Jobs queued again per write by "retry all" (not timed: small against a backlog of millions).
 const RETRY_PAGE: u32 = 1000;
 
 /// Queues job `id` again if it is failed or blocked; `false` when it is neither.
@@ -33,8 +33,8 @@ pub async fn retry_job(writer: &Writer, queue: &JobQueue, id: JobId) -> Result<b
     Ok(found)
 }
 
-/// Queues every failed and blocked job again, oldest first; returns how many. Each job is taken
-/// once: one that fails again while later pages are written waits for the next retry.
+/// Queues every failed and blocked job again, oldest first; returns how many. A failed job that
+/// fails again while later pages are written waits for the next retry (the walk has passed it).
 pub async fn retry_all_jobs(writer: &Writer, queue: &JobQueue) -> Result<usize, store::Error> {
     let mut count = 0;
     for state in Retryable::ALL {

@@ -330,9 +330,10 @@ pub fn find_retryable_job(conn: &Connection, id: JobId) -> Result<Option<JobRow>
 
 /// A page of the jobs in `state`: the oldest `limit` with ids above `after`. The state is
 /// written into the SQL (one statement per state, never user input), the partial index
-/// `jobs_unfinished` named and its condition repeated (SQLite matches it literally), so that SQLite walks it in id order and stops at `limit`: a
-/// parameter would not match the index's condition, `state IN (…)` would sort every match for
-/// each page, and a walk of every job by id would pass over all the finished ones.
+/// `jobs_unfinished` is named and its condition repeated (SQLite matches it literally), so that
+/// SQLite walks it in id order and stops at `limit`: a parameter would not match the index's
+/// condition, `state IN (…)` would sort every match for each page, and a walk of every job by
+/// id would pass over all the finished ones.
 pub fn list_retryable_jobs(
     conn: &Connection,
     state: Retryable,
@@ -340,14 +341,14 @@ pub fn list_retryable_jobs(
     limit: u32,
 ) -> Result<Vec<JobRow>, Error> {
     Ok(conn
-        .prepare_cached(&retryable_page_sql(state, COLUMNS))?
+        .prepare_cached(&retryable_page_sql(state))?
         .query_map(params![after, limit], from_row)?
         .collect::<Result<_, _>>()?)
 }
 
-fn retryable_page_sql(state: Retryable, columns: &str) -> String {
+fn retryable_page_sql(state: Retryable) -> String {
     format!(
-        "SELECT {columns} FROM jobs INDEXED BY jobs_unfinished \
+        "SELECT {COLUMNS} FROM jobs INDEXED BY jobs_unfinished \
           WHERE state IN ('running', 'failed', 'blocked') AND state = '{}' AND id > ?1 \
           ORDER BY id LIMIT ?2",
         state.as_str()
@@ -560,7 +561,7 @@ mod tests {
     fn a_retry_page_walks_the_unfinished_jobs_index_without_sorting() {
         let conn = migrated();
         for state in Retryable::ALL {
-            let sql = format!("EXPLAIN QUERY PLAN {}", retryable_page_sql(state, COLUMNS));
+            let sql = format!("EXPLAIN QUERY PLAN {}", retryable_page_sql(state));
             let plan: Vec<String> = conn
                 .prepare(&sql)
                 .expect("plan")

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
-use crate::jobs::JobQueue;
+use crate::jobs::{JobQueue, resume_integration};
 use crate::secrets::SecretKey;
 use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId, Writer};
 
@@ -69,15 +69,13 @@ pub async fn fix_integration(
 ) -> Result<usize, store::Error> {
     let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
     let key = Arc::clone(key);
-    let resumed = writer
+    writer
         .write(move |c| {
             let secrets = secrets.as_deref().map(|s| (key.as_ref(), s));
             replace_integration_settings(c, &actor, (id, &kind), &config, secrets)
         })
         .await?;
-    let count = resumed.count;
-    jobs.requeued(resumed);
-    Ok(count)
+    resume_integration(writer, jobs, id).await
 }
 
 /// Turns an integration off: no new deliveries are planned for it, and its queued ones wait
@@ -118,7 +116,7 @@ pub async fn turn_on_integration(
         Target::integration(row.id, &row.kind),
         actor.clone(),
     );
-    let resumed = writer
+    writer
         .write(move |c| {
             audit::record(
                 c,
@@ -127,14 +125,10 @@ pub async fn turn_on_integration(
                 &target,
                 &json!({}),
             )?;
-            let now = now_ms();
-            store::enable_integration(c, id, now)?;
-            store::resume_integration_jobs(c, id, now)
+            store::enable_integration(c, id, now_ms())
         })
         .await?;
-    let count = resumed.count;
-    jobs.requeued(resumed);
-    Ok(count)
+    resume_integration(writer, jobs, id).await
 }
 
 /// Deletes an integration with its unfinished deliveries and its delivery log.

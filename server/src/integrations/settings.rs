@@ -1,6 +1,6 @@
 //! Saving an integration's settings, the same way for every kind: in one transaction with its
-//! audit event and its secrets sealed, and (for a fix) turning it back on and queueing its
-//! blocked deliveries again.
+//! audit event and its secrets sealed, and (for a fix) turning it back on; its blocked
+//! deliveries are then resumed in pages (`jobs::resume_integration`).
 
 use rusqlite::Connection;
 use serde_json::json;
@@ -34,15 +34,15 @@ pub fn insert_integration(
 }
 
 /// Replaces an integration's settings with its audit event (and its secrets, sealed under `key`,
-/// when `secrets` is given; `None` keeps the stored ones), turns it back on (a webhook a 410
-/// disabled) and marks it healthy; returns its blocked jobs, queued again, for the runner.
+/// when `secrets` is given; `None` keeps the stored ones) and turns it back on (a webhook a 410
+/// disabled). It stays broken until `jobs::resume_integration` has queued its blocked jobs.
 pub fn replace_integration_settings(
     conn: &Connection,
     actor: &Actor,
     (id, kind): (IntegrationId, &str),
     config: &str,
     secrets: Option<(&SecretKey, &str)>,
-) -> Result<store::Requeued, store::Error> {
+) -> Result<(), store::Error> {
     let target = Target::integration(id, kind);
     audit::record(
         conn,
@@ -56,6 +56,5 @@ pub fn replace_integration_settings(
     if let Some((key, secrets)) = secrets {
         store_secrets(conn, key, id, secrets)?;
     }
-    store::enable_integration(conn, id, now)?;
-    store::resume_integration_jobs(conn, id, now)
+    store::enable_integration(conn, id, now)
 }

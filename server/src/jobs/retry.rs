@@ -1,23 +1,26 @@
-//! Retrying deliveries an admin asks for: failed or blocked jobs go back to the queue with a
-//! fresh budget (attempts from zero, a new deadline from now).
+//! Queuing deliveries again when an admin asks: a failed or blocked job retried with a fresh
+//! budget (attempts from zero, a new deadline from now), and a fixed integration's blocked
+//! backlog resumed.
 //!
-//! "Retry all" works a page at a time, each page its own write: after a long outage the failed
-//! jobs may number a million, and one statement over all of them would hold the writer (and so
-//! every visitor's acknowledgement) for seconds, and listing them would hold them all in memory.
-//! Each page is handed to the runner as "queued jobs from this id on" per rate key, which it
-//! reads from SQLite a window at a time, as it does a fixed integration's blocked backlog.
-
-use std::collections::HashMap;
+//! Bulk requeues work a page at a time, each page its own write: after a long outage the jobs
+//! may number a million, and one statement over all of them would hold the writer (and so every
+//! visitor's acknowledgement) for seconds (9.3 s for a million blocked jobs in a probe,
+//! docs/capacity.md), and listing them would hold them all in memory. Each page is handed to the
+//! runner as "queued jobs from this id on" per rate key when its write commits, and the runner
+//! reads them from SQLite a window at a time.
 
 use rusqlite::Connection;
 
 use crate::clock::{millis, now_ms};
-use crate::store::{self, JobId, JobRow, Requeued, Retryable, Writer};
+use crate::store::{self, IntegrationId, JobId, JobRow, Requeued, Retryable, Writer};
 
 use super::{JobKind, JobQueue};
 
-/// Jobs queued again per write by "retry all" (not timed: small against a backlog of millions).
-const RETRY_PAGE: u32 = 1000;
+/// Jobs queued again per write (not timed: small against a backlog of millions).
+const PAGE: u32 = 1000;
+
+/// A page written: its jobs, and the id to continue after (`None` once it was the last).
+type Page = (Requeued, Option<JobId>);
 
 /// Queues job `id` again if it is failed or blocked; `false` when it is neither.
 pub async fn retry_job(writer: &Writer, queue: &JobQueue, id: JobId) -> Result<bool, store::Error> {
@@ -38,45 +41,92 @@ pub async fn retry_job(writer: &Writer, queue: &JobQueue, id: JobId) -> Result<b
 pub async fn retry_all_jobs(writer: &Writer, queue: &JobQueue) -> Result<usize, store::Error> {
     let mut count = 0;
     for state in Retryable::ALL {
-        let mut after = JobId(0);
-        loop {
-            let (page, last) = writer
-                .write(move |c| retry_page(c, state, after, RETRY_PAGE, now_ms()))
-                .await?;
-            count += page.count;
-            queue.requeued(page);
-            match last {
-                Some(last) => after = last,
-                None => break,
-            }
-        }
+        count += write_pages(writer, queue, move |c, after| {
+            retry_page(c, state, after, PAGE, now_ms())
+        })
+        .await?;
     }
     Ok(count)
 }
 
-/// Queues the next page of jobs in `state` above `after` again. Returns them as [`Requeued`]
-/// and the id to continue after (`None` once the page was the last).
+/// Resumes integration `id` after an admin fixed it or turned it on (that change already
+/// committed): queues its blocked jobs again, oldest first, and marks it healthy with the last
+/// page; returns how many. Until then it stays broken, so its new jobs start blocked and join
+/// the pages behind the older ones: no conversation's new message is posted before its earlier
+/// ones. Stopped half way (a crash), it stays broken with the rest blocked; saving again resumes
+/// them.
+pub async fn resume_integration(
+    writer: &Writer,
+    queue: &JobQueue,
+    id: IntegrationId,
+) -> Result<usize, store::Error> {
+    write_pages(writer, queue, move |c, after| {
+        resume_page(c, id, after, PAGE, now_ms())
+    })
+    .await
+}
+
+/// Writes `page(after)` from the start until a page is the last; each page reaches the runner
+/// from its write's commit hook, ahead of any job committed after it.
+async fn write_pages<P>(writer: &Writer, queue: &JobQueue, page: P) -> Result<usize, store::Error>
+where
+    P: Fn(&Connection, JobId) -> Result<Page, store::Error> + Clone + Send + 'static,
+{
+    let (mut count, mut after) = (0, Some(JobId(0)));
+    while let Some(from) = after {
+        let (page, queue) = (page.clone(), queue.clone());
+        let (requeued, next) = writer
+            .write_then(
+                move |c| page(c, from),
+                move |(requeued, _): &Page| queue.requeued(requeued),
+            )
+            .await?;
+        count += requeued.count;
+        after = next;
+    }
+    Ok(count)
+}
+
+/// Queues the next page of jobs in `state` above `after` again.
 pub(super) fn retry_page(
     conn: &Connection,
     state: Retryable,
     after: JobId,
     limit: u32,
     now: i64,
-) -> Result<(Requeued, Option<JobId>), store::Error> {
+) -> Result<Page, store::Error> {
     let jobs = store::list_retryable_jobs(conn, state, after, limit)?;
-    let mut oldest: HashMap<Option<String>, JobId> = HashMap::new();
     for job in &jobs {
         requeue(conn, job, now)?;
-        // Pages are in id order: the first job of a key is its oldest.
-        oldest.entry(job.rate_key.clone()).or_insert(job.id);
     }
+    Ok(page_of(
+        jobs.into_iter().map(|job| (job.rate_key, job.id)).collect(),
+        limit,
+    ))
+}
+
+/// Queues the next page of integration `id`'s blocked jobs above `after` again; the last page
+/// marks the integration healthy in the same write.
+pub(super) fn resume_page(
+    conn: &Connection,
+    id: IntegrationId,
+    after: JobId,
+    limit: u32,
+    now: i64,
+) -> Result<Page, store::Error> {
+    let jobs = store::requeue_blocked_jobs_of_integration(conn, id, after, limit, now)?;
+    let page = page_of(jobs, limit);
+    if page.1.is_none() {
+        store::mark_integration_healthy(conn, id, now)?;
+    }
+    Ok(page)
+}
+
+/// A page of `jobs` (rate key, id) read with `limit`: a full one continues after its highest id.
+fn page_of(jobs: Vec<(Option<String>, JobId)>, limit: u32) -> Page {
     let is_full = u32::try_from(jobs.len()).is_ok_and(|n| n == limit);
-    let last = jobs.last().map(|job| job.id).filter(|_| is_full);
-    let requeued = Requeued {
-        count: jobs.len(),
-        oldest: oldest.into_iter().collect(),
-    };
-    Ok((requeued, last))
+    let last = jobs.iter().map(|(_, id)| *id).max().filter(|_| is_full);
+    (Requeued::of(jobs), last)
 }
 
 /// Queues `job` again at `now`; a job that had a deadline gets its kind's from now.
@@ -98,14 +148,87 @@ mod tests {
     }
 
     fn job_in(conn: &Connection, state: &str, rate_key: Option<&str>) -> JobId {
+        job_of(conn, None, state, rate_key)
+    }
+
+    fn job_of(
+        conn: &Connection,
+        integration: Option<IntegrationId>,
+        state: &str,
+        rate_key: Option<&str>,
+    ) -> JobId {
         conn.execute(
-            "INSERT INTO jobs (lane, kind, args, state, rate_key, max_attempts, run_at, \
-                               deadline_at, finished_at, created_at) \
-             VALUES ('chat', 'slack.post', '{}', ?1, ?2, 5, 0, 10, 20, 0)",
-            rusqlite::params![state, rate_key],
+            "INSERT INTO jobs (lane, kind, args, integration_id, state, rate_key, max_attempts, \
+                               run_at, deadline_at, finished_at, created_at) \
+             VALUES ('chat', 'slack.post', '{}', ?1, ?2, ?3, 5, 0, 10, 20, 0)",
+            rusqlite::params![integration, state, rate_key],
         )
         .expect("insert");
         JobId(conn.last_insert_rowid())
+    }
+
+    /// Two broken Slack integrations of one site.
+    fn broken_integrations(conn: &Connection) -> (IntegrationId, IntegrationId) {
+        conn.execute_batch(
+            "INSERT INTO sites (id, key, name, created_at) VALUES (1, 's_1', 'Shop', 0); \
+             INSERT INTO integrations (id, site_id, kind, name, config, status, last_error, \
+                                       created_at, updated_at) \
+             VALUES (1, 1, 'slack', 'a', '{}', 'broken', 'token_revoked', 0, 0), \
+                    (2, 1, 'slack', 'b', '{}', 'broken', 'token_revoked', 0, 0);",
+        )
+        .expect("integrations");
+        (IntegrationId(1), IntegrationId(2))
+    }
+
+    fn status_of(conn: &Connection, id: IntegrationId) -> (String, Option<String>) {
+        conn.query_row(
+            "SELECT status, last_error FROM integrations WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("integration")
+    }
+
+    /// A fixed integration's blocked jobs are queued a page at a time in id order; it stays
+    /// broken (so its new jobs start blocked and join a later page) until the last page, which
+    /// marks it healthy. Other integrations' jobs and its jobs in other states are left alone.
+    #[test]
+    fn resume_pages_queue_the_blocked_jobs_and_the_last_marks_the_integration_healthy() {
+        let conn = db();
+        let (fixed, other) = broken_integrations(&conn);
+        let a1 = job_of(&conn, Some(fixed), "blocked", Some("slack:A"));
+        let theirs = job_of(&conn, Some(other), "blocked", Some("slack:A"));
+        let b1 = job_of(&conn, Some(fixed), "blocked", Some("slack:B"));
+        let failed = job_of(&conn, Some(fixed), "failed", Some("slack:A"));
+        let a2 = job_of(&conn, Some(fixed), "blocked", Some("slack:A"));
+
+        let (first, next) = resume_page(&conn, fixed, JobId(0), 2, 1000).expect("page");
+        assert_eq!(next, Some(b1), "a full page continues after its last job");
+        let mut oldest = first.oldest;
+        oldest.sort();
+        let keys = [
+            (Some("slack:A".to_owned()), a1),
+            (Some("slack:B".to_owned()), b1),
+        ];
+        assert_eq!((first.count, oldest), (2, keys.to_vec()));
+        assert_eq!(status_of(&conn, fixed).0, "broken", "not yet: a2 waits");
+
+        // A new message's job, written while the integration is still broken.
+        let newer = job_of(&conn, Some(fixed), "blocked", Some("slack:A"));
+        let (second, next) = resume_page(&conn, fixed, b1, 2, 1000).expect("page");
+        assert_eq!((second.count, next), (2, Some(newer)));
+        assert_eq!(second.oldest, [(Some("slack:A".to_owned()), a2)]);
+        let (last, next) = resume_page(&conn, fixed, newer, 2, 1000).expect("page");
+        assert_eq!((last.count, next), (0, None), "a short page is the last");
+        assert_eq!(status_of(&conn, fixed), ("ok".to_owned(), None));
+
+        for id in [a1, b1, a2, newer] {
+            assert_eq!(state_of(&conn, id).0, "queued");
+            assert_eq!(state_of(&conn, id).1, 1000, "due now");
+        }
+        assert_eq!(state_of(&conn, failed).0, "failed");
+        assert_eq!(state_of(&conn, theirs).0, "blocked");
+        assert_eq!(status_of(&conn, other).0, "broken");
     }
 
     fn state_of(conn: &Connection, id: JobId) -> (String, i64, Option<i64>) {

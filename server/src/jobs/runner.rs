@@ -104,11 +104,13 @@ impl JobQueue {
         }
     }
 
-    /// Jobs queued again in bulk (an integration fixed or turned on): the runner reads them from
-    /// SQLite, a window per rate key at a time, instead of taking them all at once.
-    pub fn requeued(&self, requeued: store::Requeued) {
+    /// Jobs queued again in bulk (an integration fixed or turned on, "retry all"): the runner
+    /// reads them from SQLite, a window per rate key at a time, instead of taking them all at
+    /// once. Called from the write's commit hook, so a job committed later (a new message's)
+    /// reaches the runner behind them and cannot overtake them.
+    pub fn requeued(&self, requeued: &store::Requeued) {
         if !requeued.oldest.is_empty() {
-            let _ = self.tx.send(Command::Requeued(requeued.oldest));
+            let _ = self.tx.send(Command::Requeued(requeued.oldest.clone()));
         }
     }
 }

@@ -184,6 +184,19 @@ pub fn mark_integration_broken(
     Ok(())
 }
 
+/// Marks an integration healthy again (an admin fixed it and its blocked jobs are queued).
+pub fn mark_integration_healthy(
+    conn: &Connection,
+    id: IntegrationId,
+    now: i64,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "UPDATE integrations SET status = 'ok', last_error = NULL, updated_at = ?2 WHERE id = ?1",
+    )?
+    .execute(params![id, now])?;
+    Ok(())
+}
+
 /// A site's integration of a kind (the first, if several), for its settings page.
 pub fn find_site_integration(
     conn: &Connection,

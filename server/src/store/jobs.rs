@@ -267,109 +267,6 @@ pub fn block_integration_jobs(
         .collect::<Result<_, _>>()?)
 }
 
-/// Jobs queued again in bulk: how many, and from which id on each rate key has them. The runner
-/// reads them from SQLite a window at a time, so a backlog of any size is never one list.
-#[derive(Debug)]
-pub struct Requeued {
-    pub count: usize,
-    /// Per rate key (`None`: jobs without one), its oldest queued job of the integration.
-    pub oldest: Vec<(Option<String>, JobId)>,
-}
-
-/// After an admin fixed an integration: marks it healthy and queues its blocked jobs again.
-pub fn resume_integration_jobs(
-    conn: &Connection,
-    integration_id: IntegrationId,
-    now: i64,
-) -> Result<Requeued, Error> {
-    conn.prepare_cached(
-        "UPDATE integrations SET status = 'ok', last_error = NULL, updated_at = ?2 WHERE id = ?1",
-    )?
-    .execute(params![integration_id, now])?;
-    let count = conn
-        .prepare_cached(&format!(
-            "UPDATE jobs SET state = 'queued', run_at = ?2 \
-              WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'blocked'"
-        ))?
-        .execute(params![integration_id, now])?;
-    let mut oldest = conn.prepare_cached(&format!(
-        "SELECT rate_key, min(id) FROM jobs \
-          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'queued' GROUP BY rate_key"
-    ))?;
-    let oldest = oldest
-        .query_map([integration_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    Ok(Requeued { count, oldest })
-}
-
-/// The states a manual retry takes jobs from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retryable {
-    Failed,
-    Blocked,
-}
-
-impl Retryable {
-    pub const ALL: [Retryable; 2] = [Self::Failed, Self::Blocked];
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Failed => "failed",
-            Self::Blocked => "blocked",
-        }
-    }
-}
-
-/// Job `id` if it is failed or blocked.
-pub fn find_retryable_job(conn: &Connection, id: JobId) -> Result<Option<JobRow>, Error> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM jobs WHERE id = ?1 AND state IN ('failed', 'blocked')"
-    ))?;
-    Ok(stmt.query_row([id], from_row).optional()?)
-}
-
-/// A page of the jobs in `state`: the oldest `limit` with ids above `after`. The state is
-/// written into the SQL (one statement per state, never user input), the partial index
-/// `jobs_unfinished` is named and its condition repeated (SQLite matches it literally), so that
-/// SQLite walks it in id order and stops at `limit`: a parameter would not match the index's
-/// condition, `state IN (…)` would sort every match for each page, and a walk of every job by
-/// id would pass over all the finished ones.
-pub fn list_retryable_jobs(
-    conn: &Connection,
-    state: Retryable,
-    after: JobId,
-    limit: u32,
-) -> Result<Vec<JobRow>, Error> {
-    Ok(conn
-        .prepare_cached(&retryable_page_sql(state))?
-        .query_map(params![after, limit], from_row)?
-        .collect::<Result<_, _>>()?)
-}
-
-fn retryable_page_sql(state: Retryable) -> String {
-    format!(
-        "SELECT {COLUMNS} FROM jobs INDEXED BY jobs_unfinished \
-          WHERE state IN ('running', 'failed', 'blocked') AND state = '{}' AND id > ?1 \
-          ORDER BY id LIMIT ?2",
-        state.as_str()
-    )
-}
-
-/// Queues a job again at `now` with a fresh set of attempts and the given deadline.
-pub fn requeue_job(
-    conn: &Connection,
-    id: JobId,
-    now: i64,
-    deadline_at: Option<i64>,
-) -> Result<JobRow, Error> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "UPDATE jobs SET state = 'queued', run_at = ?2, attempt = 0, finished_at = NULL, \
-                deadline_at = ?3 \
-          WHERE id = ?1 RETURNING {COLUMNS}"
-    ))?;
-    Ok(stmt.query_row(params![id, now, deadline_at], from_row)?)
-}
-
 /// Deletes up to `limit` finished jobs older than `before`; returns how many.
 pub fn prune_done_jobs(conn: &Connection, before: i64, limit: u32) -> Result<usize, Error> {
     Ok(conn
@@ -423,6 +320,7 @@ pub fn list_conversation_deliveries(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{find_retryable_job, requeue_job};
 
     /// Only queued jobs are marked running: one blocked meanwhile must not be delivered.
     #[test]
@@ -555,37 +453,13 @@ mod tests {
         );
     }
 
-    /// A page of "retry all" is a walk of the partial index in id order that stops at its limit,
-    /// not a sort of every failed job for each page.
-    #[test]
-    fn a_retry_page_walks_the_unfinished_jobs_index_without_sorting() {
-        let conn = migrated();
-        for state in Retryable::ALL {
-            let sql = format!("EXPLAIN QUERY PLAN {}", retryable_page_sql(state));
-            let plan: Vec<String> = conn
-                .prepare(&sql)
-                .expect("plan")
-                .query_map(params![0, 10], |r| r.get(3))
-                .expect("rows")
-                .collect::<Result<_, _>>()
-                .expect("plan rows");
-            let plan = plan.join("; ");
-            assert!(plan.contains("jobs_unfinished"), "{plan}");
-            assert!(!plan.contains("TEMP B-TREE"), "{plan}");
-        }
-    }
-
-    /// Blocking and resuming an integration look up its unfinished jobs through the partial
+    /// Blocking and disabling an integration look up its unfinished jobs through the partial
     /// index, never by scanning every job it ever had.
     #[test]
     fn integration_lookups_use_the_unfinished_jobs_index() {
         let mut conn = Connection::open_in_memory().expect("open");
         crate::store::apply_migrations(&mut conn).expect("migrate");
-        for narrower in [
-            "state = 'queued'",
-            "state = 'blocked'",
-            "state <> 'blocked'",
-        ] {
+        for narrower in ["state = 'queued'", "state <> 'blocked'"] {
             let sql = format!(
                 "EXPLAIN QUERY PLAN UPDATE jobs SET last_error = 'x' \
                   WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND {narrower}"

@@ -38,6 +38,7 @@ mod prechat;
 mod purge;
 mod readers;
 mod receipts;
+mod requeue;
 mod search;
 mod sessions;
 mod settings;
@@ -102,8 +103,8 @@ pub use imap_mailbox::{
 pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, find_integration, find_site_integration,
     insert_integration, list_active_integrations, list_enabled_integrations,
-    list_integration_secrets, mark_integration_broken, update_integration_config,
-    update_integration_secrets,
+    list_integration_secrets, mark_integration_broken, mark_integration_healthy,
+    update_integration_config, update_integration_secrets,
 };
 pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
@@ -113,10 +114,9 @@ pub use job_backlog::{
     list_queued_rate_keys,
 };
 pub use jobs::{
-    AttemptRecord, JobRow, JobUpdate, MessageDelivery, NewJob, Requeued, Retryable,
-    block_integration_jobs, find_job, find_retryable_job, insert_job, list_conversation_deliveries,
-    list_jobs_in_state, list_retryable_jobs, mark_jobs_running, prune_done_jobs, record_attempts,
-    requeue_job, requeue_running_jobs, resume_integration_jobs,
+    AttemptRecord, JobRow, JobUpdate, MessageDelivery, NewJob, block_integration_jobs, find_job,
+    insert_job, list_conversation_deliveries, list_jobs_in_state, mark_jobs_running,
+    prune_done_jobs, record_attempts, requeue_running_jobs,
 };
 pub use lock::{InstanceLock, LOCK_FILE, LockError};
 pub use mail::{
@@ -144,6 +144,10 @@ pub use purge::{
 pub use readers::Readers;
 pub use receipts::{
     VisitorReceipts, find_agents_read_up_to, find_seen_visitor_message, find_visitor_receipts,
+};
+pub use requeue::{
+    Requeued, Retryable, find_retryable_job, list_retryable_jobs,
+    requeue_blocked_jobs_of_integration, requeue_job,
 };
 pub use search::{
     IndexStep, MARK_END, MARK_START, MESSAGE_WINDOW, MessageHitRow, MessageHits, SearchFilter,

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::audit::Actor;
 use crate::clock::now_ms;
+use crate::jobs::resume_integration;
 use crate::store::{IntegrationId, IntegrationRow, NewIntegration, SiteId};
 
 use super::{SlackConfig, SlackInbound, SlackIntegration, SlackSecrets};
@@ -125,15 +126,14 @@ pub async fn update_slack(
         existing.id,
     );
     let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
-    let resumed = slack
+    slack
         .writer
         .write(move |c| {
             let secrets = Some((key.as_ref(), secrets.as_str()));
             replace_integration_settings(c, &actor, (id, "slack"), &config, secrets)
         })
         .await?;
-    let count = resumed.count;
-    slack.jobs.requeued(resumed);
+    let count = resume_integration(&slack.writer, &slack.jobs, id).await?;
     slack.rescan.notify_one();
     Ok(count)
 }

@@ -135,6 +135,11 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
 
     app.accounts.prepare_first_run(&app.public_url).await?;
     let runner = start_runner(runner, &app, slack_api).await?;
+    crate::jobs::spawn_interrupted_resumes(
+        Arc::clone(&app.writer),
+        Arc::clone(&app.readers),
+        app.jobs.clone(),
+    );
     spawn_background(&app, &path);
     let max_connections = connection_budget(&config);
     let router = crate::http::router(Arc::clone(&app));

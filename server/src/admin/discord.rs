@@ -141,7 +141,7 @@ pub async fn save_discord(
         let (config, secrets) = (settings_json(&config), settings_json(&secrets));
         match &row {
             Some(existing) => {
-                let handles = (&*app.writer, &app.jobs, &app.secret_key);
+                let handles = (&app.writer, &app.jobs, &app.secret_key);
                 fix_integration(handles, &actor, existing, config, Some(secrets)).await?;
                 Ok::<_, SetupError>("discord-saved")
             }

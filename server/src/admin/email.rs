@@ -148,7 +148,7 @@ pub async fn save_email(
     let actor = Actor::user(&who.user, ip);
     match &row {
         Some(existing) => {
-            let handles = (&*app.writer, &app.jobs, &app.secret_key);
+            let handles = (&app.writer, &app.jobs, &app.secret_key);
             fix_integration(handles, &actor, existing, config, None).await?;
         }
         None => {

@@ -61,7 +61,7 @@ pub async fn add_integration(
 /// Saves new settings (and new secrets, sealed under `key`, when given; `None` keeps the stored
 /// ones), turns the integration back on and queues its blocked jobs again; returns how many.
 pub async fn fix_integration(
-    (writer, jobs, key): (&Writer, &JobQueue, &Arc<SecretKey>),
+    (writer, jobs, key): (&Arc<Writer>, &JobQueue, &Arc<SecretKey>),
     actor: &Actor,
     row: &IntegrationRow,
     config: String,
@@ -107,7 +107,7 @@ pub async fn turn_off_integration(
 /// Turns an integration on again: it is marked healthy and its waiting deliveries are queued
 /// (if its destination still refuses, the next delivery says so); returns how many.
 pub async fn turn_on_integration(
-    (writer, jobs): (&Writer, &JobQueue),
+    (writer, jobs): (&Arc<Writer>, &JobQueue),
     actor: &Actor,
     row: &IntegrationRow,
 ) -> Result<usize, store::Error> {
@@ -125,7 +125,7 @@ pub async fn turn_on_integration(
                 &target,
                 &json!({}),
             )?;
-            store::enable_integration(c, id, now_ms())
+            store::start_resuming_integration(c, id, now_ms())
         })
         .await?;
     resume_integration(writer, jobs, id).await

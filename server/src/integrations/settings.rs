@@ -34,8 +34,9 @@ pub fn insert_integration(
 }
 
 /// Replaces an integration's settings with its audit event (and its secrets, sealed under `key`,
-/// when `secrets` is given; `None` keeps the stored ones) and turns it back on (a webhook a 410
-/// disabled). It stays broken until `jobs::resume_integration` has queued its blocked jobs.
+/// when `secrets` is given; `None` keeps the stored ones), turns it back on (a webhook a 410
+/// disabled) and marks it as resuming: it stays broken until `jobs::resume_integration` has
+/// queued its blocked jobs.
 pub fn replace_integration_settings(
     conn: &Connection,
     actor: &Actor,
@@ -56,5 +57,5 @@ pub fn replace_integration_settings(
     if let Some((key, secrets)) = secrets {
         store_secrets(conn, key, id, secrets)?;
     }
-    store::enable_integration(conn, id, now)
+    store::start_resuming_integration(conn, id, now)
 }

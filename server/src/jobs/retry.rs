@@ -1,23 +1,31 @@
 //! Queuing deliveries again when an admin asks: a failed or blocked job retried with a fresh
 //! budget (attempts from zero, a new deadline from now), and a fixed integration's blocked
-//! backlog resumed.
+//! backlog resumed (at start-up too, when a stop interrupted it).
 //!
 //! Bulk requeues work a page at a time, each page its own write: after a long outage the jobs
 //! may number a million, and one statement over all of them would hold the writer (and so every
-//! visitor's acknowledgement) for seconds (9.3 s for a million blocked jobs in a probe,
-//! docs/capacity.md), and listing them would hold them all in memory. Each page is handed to the
+//! visitor's acknowledgement) for seconds (5 s for a million blocked jobs, docs/capacity.md),
+//! and listing them would hold them all in memory. Each page is handed to the
 //! runner as "queued jobs from this id on" per rate key when its write commits, and the runner
 //! reads them from SQLite a window at a time.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use rusqlite::Connection;
 
 use crate::clock::{millis, now_ms};
-use crate::store::{self, IntegrationId, JobId, JobRow, Requeued, Retryable, Writer};
+use crate::store::{self, IntegrationId, JobId, JobRow, Readers, Requeued, Retryable, Writer};
 
 use super::{JobKind, JobQueue};
 
-/// Jobs queued again per write (not timed: small against a backlog of millions).
+/// Jobs queued again per write (a median of 6–7 ms of the writer in a probe, docs/capacity.md).
 const PAGE: u32 = 1000;
+
+/// How often, and how far apart, a page refused for a passing reason is tried again (about 10 s
+/// in all); then the caller gets the error (a resume goes on at the next start or fix).
+const PAGE_REFUSALS: u32 = 40;
+const PAGE_RETRY: Duration = Duration::from_millis(250);
 
 /// A page written: its jobs, and the id to continue after (`None` once it was the last).
 type Page = (Requeued, Option<JobId>);
@@ -49,40 +57,74 @@ pub async fn retry_all_jobs(writer: &Writer, queue: &JobQueue) -> Result<usize, 
     Ok(count)
 }
 
-/// Resumes integration `id` after an admin fixed it or turned it on (that change already
-/// committed): queues its blocked jobs again, oldest first, and marks it healthy with the last
-/// page; returns how many. Until then it stays broken, so its new jobs start blocked and join
-/// the pages behind the older ones: no conversation's new message is posted before its earlier
-/// ones. Stopped half way (a crash), it stays broken with the rest blocked; saving again resumes
-/// them.
+/// Resumes integration `id` after an admin fixed it or turned it on (that change, which marked
+/// it as resuming, already committed): queues its blocked jobs again, oldest first, and marks it
+/// healthy with the last page; returns how many. Until then it stays broken, so its new jobs
+/// start blocked and join the pages behind the older ones: no conversation's new message is
+/// posted before its earlier ones. A page finds the mark gone when the integration was blocked
+/// again, turned off or deleted meanwhile; the resume then stops there, and its other jobs wait
+/// for the next fix.
+///
+/// The pages are written by a task of their own, so a client that goes away does not stop them.
 pub async fn resume_integration(
-    writer: &Writer,
+    writer: &Arc<Writer>,
     queue: &JobQueue,
     id: IntegrationId,
 ) -> Result<usize, store::Error> {
-    write_pages(writer, queue, move |c, after| {
-        resume_page(c, id, after, PAGE, now_ms())
-    })
-    .await
+    let (writer, queue) = (Arc::clone(writer), queue.clone());
+    let pages = tokio::spawn(async move {
+        write_pages(&writer, &queue, move |c, after| {
+            resume_page(c, id, after, PAGE, now_ms())
+        })
+        .await
+    });
+    pages.await.unwrap_or(Err(store::Error::Stopped))
+}
+
+/// Goes on with the resumes a stop interrupted (integrations still marked as resuming), in the
+/// background; called at start-up, once the runner takes jobs.
+pub fn spawn_interrupted_resumes(writer: Arc<Writer>, readers: Arc<Readers>, queue: JobQueue) {
+    tokio::spawn(async move {
+        let ids = match readers.read(store::list_resuming_integrations).await {
+            Ok(ids) => ids,
+            Err(err) => return tracing::error!(%err, "could not list interrupted resumes"),
+        };
+        for id in ids {
+            match resume_integration(&writer, &queue, id).await {
+                Ok(jobs) => tracing::info!(integration = %id, jobs, "interrupted resume finished"),
+                Err(err) => tracing::error!(integration = %id, %err, "interrupted resume failed"),
+            }
+        }
+    });
 }
 
 /// Writes `page(after)` from the start until a page is the last; each page reaches the runner
-/// from its write's commit hook, ahead of any job committed after it.
+/// from its write's commit hook, ahead of any job committed after it. A page refused for a
+/// passing reason (a full queue or disk) is tried again for a while.
 async fn write_pages<P>(writer: &Writer, queue: &JobQueue, page: P) -> Result<usize, store::Error>
 where
     P: Fn(&Connection, JobId) -> Result<Page, store::Error> + Clone + Send + 'static,
 {
-    let (mut count, mut after) = (0, Some(JobId(0)));
+    let (mut count, mut after, mut refusals) = (0, Some(JobId(0)), 0);
     while let Some(from) = after {
         let (page, queue) = (page.clone(), queue.clone());
-        let (requeued, next) = writer
+        let written = writer
             .write_then(
                 move |c| page(c, from),
                 move |(requeued, _): &Page| queue.requeued(requeued),
             )
-            .await?;
-        count += requeued.count;
-        after = next;
+            .await;
+        match written {
+            Ok((requeued, next)) => {
+                count += requeued.count;
+                after = next;
+            }
+            Err(err) if err.is_transient() && refusals < PAGE_REFUSALS => {
+                refusals += 1;
+                tokio::time::sleep(PAGE_RETRY).await;
+            }
+            Err(err) => return Err(err),
+        }
     }
     Ok(count)
 }
@@ -105,8 +147,8 @@ pub(super) fn retry_page(
     ))
 }
 
-/// Queues the next page of integration `id`'s blocked jobs above `after` again; the last page
-/// marks the integration healthy in the same write.
+/// Queues the next page of integration `id`'s blocked jobs above `after` again while it is
+/// marked as resuming; the last page marks it healthy in the same write.
 pub(super) fn resume_page(
     conn: &Connection,
     id: IntegrationId,
@@ -114,6 +156,9 @@ pub(super) fn resume_page(
     limit: u32,
     now: i64,
 ) -> Result<Page, store::Error> {
+    if !store::is_integration_resuming(conn, id)? {
+        return Ok((Requeued::of([]), None));
+    }
     let jobs = store::requeue_blocked_jobs_of_integration(conn, id, after, limit, now)?;
     let page = page_of(jobs, limit);
     if page.1.is_none() {
@@ -141,12 +186,6 @@ fn requeue(conn: &Connection, job: &JobRow, now: i64) -> Result<JobRow, store::E
 mod tests {
     use super::*;
 
-    fn db() -> Connection {
-        let mut conn = Connection::open_in_memory().expect("open");
-        store::apply_migrations(&mut conn).expect("migrate");
-        conn
-    }
-
     fn job_in(conn: &Connection, state: &str, rate_key: Option<&str>) -> JobId {
         job_of(conn, None, state, rate_key)
     }
@@ -167,7 +206,7 @@ mod tests {
         JobId(conn.last_insert_rowid())
     }
 
-    /// Two broken Slack integrations of one site.
+    /// Two broken Slack integrations of one site; an admin has just fixed the first.
     fn broken_integrations(conn: &Connection) -> (IntegrationId, IntegrationId) {
         conn.execute_batch(
             "INSERT INTO sites (id, key, name, created_at) VALUES (1, 's_1', 'Shop', 0); \
@@ -177,6 +216,7 @@ mod tests {
                     (2, 1, 'slack', 'b', '{}', 'broken', 'token_revoked', 0, 0);",
         )
         .expect("integrations");
+        store::start_resuming_integration(conn, IntegrationId(1), 0).expect("fix");
         (IntegrationId(1), IntegrationId(2))
     }
 
@@ -194,7 +234,7 @@ mod tests {
     /// marks it healthy. Other integrations' jobs and its jobs in other states are left alone.
     #[test]
     fn resume_pages_queue_the_blocked_jobs_and_the_last_marks_the_integration_healthy() {
-        let conn = db();
+        let conn = store::migrated_in_memory();
         let (fixed, other) = broken_integrations(&conn);
         let a1 = job_of(&conn, Some(fixed), "blocked", Some("slack:A"));
         let theirs = job_of(&conn, Some(other), "blocked", Some("slack:A"));
@@ -211,7 +251,8 @@ mod tests {
             (Some("slack:B".to_owned()), b1),
         ];
         assert_eq!((first.count, oldest), (2, keys.to_vec()));
-        assert_eq!(status_of(&conn, fixed).0, "broken", "not yet: a2 waits");
+        let resuming = ("broken".to_owned(), Some(store::RESUMING.to_owned()));
+        assert_eq!(status_of(&conn, fixed), resuming, "not yet: a2 waits");
 
         // A new message's job, written while the integration is still broken.
         let newer = job_of(&conn, Some(fixed), "blocked", Some("slack:A"));
@@ -244,7 +285,7 @@ mod tests {
     /// first page that is not full; other states are left alone.
     #[test]
     fn pages_take_one_state_in_id_order_and_end_at_a_short_page() {
-        let conn = db();
+        let conn = store::migrated_in_memory();
         let a1 = job_in(&conn, "failed", Some("slack:A"));
         let blocked = job_in(&conn, "blocked", Some("slack:A"));
         let b1 = job_in(&conn, "failed", Some("slack:B"));
@@ -282,5 +323,43 @@ mod tests {
         }
         assert_eq!(state_of(&conn, blocked).0, "blocked");
         assert_eq!(state_of(&conn, done).0, "done");
+    }
+
+    /// A runner that blocks the integration again, or an admin who turns it off, between two
+    /// pages ends the resume: the next page queues nothing, the integration keeps that state and
+    /// error, and the jobs still blocked wait for the next fix.
+    #[test]
+    fn a_resume_stops_when_the_integration_is_blocked_again_or_turned_off() {
+        let again = |conn: &Connection, id| {
+            store::mark_integration_broken(conn, id, "not_in_channel", 5).expect("block");
+            store::block_integration_jobs(conn, id, "not_in_channel").expect("block jobs");
+        };
+        let off = |conn: &Connection, id| {
+            store::disable_integration(conn, id, "turned off", 5).expect("turn off");
+        };
+        for (change, error) in [
+            (
+                &again as &dyn Fn(&Connection, IntegrationId),
+                "not_in_channel",
+            ),
+            (&off, "turned off"),
+        ] {
+            let conn = store::migrated_in_memory();
+            let (fixed, _) = broken_integrations(&conn);
+            let first = job_of(&conn, Some(fixed), "blocked", Some("slack:A"));
+            let later = job_of(&conn, Some(fixed), "blocked", Some("slack:A"));
+            let (_, next) = resume_page(&conn, fixed, JobId(0), 1, 1000).expect("page");
+            assert_eq!(next, Some(first));
+            change(&conn, fixed);
+            let (page, next) = resume_page(&conn, fixed, first, 1, 1000).expect("page");
+            assert_eq!((page.count, next), (0, None), "{error}: the resume stops");
+            let status = ("broken".to_owned(), Some(error.to_owned()));
+            assert_eq!(
+                status_of(&conn, fixed),
+                status,
+                "{error}: not marked healthy"
+            );
+            assert_eq!(state_of(&conn, later).0, "blocked", "{error}: waits");
+        }
     }
 }

@@ -97,14 +97,6 @@ pub fn list_site_integrations(
         .collect::<Result<_, _>>()?)
 }
 
-/// Turns an integration back on after an admin fixed it (its blocked jobs are resumed
-/// separately).
-pub fn enable_integration(conn: &Connection, id: IntegrationId, now: i64) -> Result<(), Error> {
-    conn.prepare_cached("UPDATE integrations SET is_enabled = 1, updated_at = ?2 WHERE id = ?1")?
-        .execute(params![id, now])?;
-    Ok(())
-}
-
 /// Deletes an integration; its jobs, their attempts and its Discord threads go with it
 /// (`ON DELETE CASCADE`). Returns whether it existed.
 pub fn delete_integration(conn: &Connection, id: IntegrationId) -> Result<bool, Error> {

@@ -184,7 +184,50 @@ pub fn mark_integration_broken(
     Ok(())
 }
 
-/// Marks an integration healthy again (an admin fixed it and its blocked jobs are queued).
+/// The error an integration shows while its blocked jobs are being queued again, and the mark
+/// each page of that resume checks: a runner that blocks it again, an admin turning it off, or
+/// another fix replaces it, and the resume stops (docs/jobs.md, "Blocking").
+pub const RESUMING: &str = "resuming its blocked deliveries";
+
+/// Turns an integration on after an admin fixed it, and marks it as resuming: it stays broken
+/// (its new jobs start blocked) until the resume's last page marks it healthy.
+pub fn start_resuming_integration(
+    conn: &Connection,
+    id: IntegrationId,
+    now: i64,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "UPDATE integrations SET is_enabled = 1, status = 'broken', last_error = ?2, \
+                updated_at = ?3 WHERE id = ?1",
+    )?
+    .execute(params![id, RESUMING, now])?;
+    Ok(())
+}
+
+/// Whether integration `id` is on and still marked as resuming.
+pub fn is_integration_resuming(conn: &Connection, id: IntegrationId) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM integrations \
+              WHERE id = ?1 AND is_enabled = 1 AND status = 'broken' AND last_error = ?2",
+        )?
+        .query_row(params![id, RESUMING], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// The integrations whose resume a stop interrupted.
+pub fn list_resuming_integrations(conn: &Connection) -> Result<Vec<IntegrationId>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM integrations \
+              WHERE is_enabled = 1 AND status = 'broken' AND last_error = ?1 ORDER BY id",
+        )?
+        .query_map([RESUMING], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Marks an integration healthy: its resume queued the last of its blocked jobs.
 pub fn mark_integration_healthy(
     conn: &Connection,
     id: IntegrationId,

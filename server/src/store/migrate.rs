@@ -46,6 +46,17 @@ pub fn schema_version(conn: &Connection) -> Result<u32, Error> {
     Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
 }
 
+/// A new in-memory database with every migration applied, for unit tests.
+///
+/// # Panics
+/// If SQLite cannot open it or a migration fails: the test cannot go on.
+#[cfg(test)]
+pub fn migrated_in_memory() -> Connection {
+    let mut conn = Connection::open_in_memory().expect("open an in-memory database");
+    apply_migrations(&mut conn).expect("migrate");
+    conn
+}
+
 /// Applies the migrations the database lacks and returns the resulting version.
 ///
 /// # Errors

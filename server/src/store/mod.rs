@@ -81,8 +81,8 @@ pub use db::{
 };
 pub use deliveries::{
     DeliveryLogRow, WebhookConversation, delete_integration, disable_integration,
-    enable_integration, find_discord_thread, find_user_contact, insert_discord_thread,
-    list_delivery_log, list_site_integrations, load_webhook_conversation,
+    find_discord_thread, find_user_contact, insert_discord_thread, list_delivery_log,
+    list_site_integrations, load_webhook_conversation,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use error::Error;
@@ -101,9 +101,10 @@ pub use imap_mailbox::{
     ImapMailboxRow, delete_imap_mailbox, find_imap_mailbox, upsert_imap_mailbox,
 };
 pub use integrations::{
-    ActiveIntegration, IntegrationRow, NewIntegration, find_integration, find_site_integration,
-    insert_integration, list_active_integrations, list_enabled_integrations,
-    list_integration_secrets, mark_integration_broken, mark_integration_healthy,
+    ActiveIntegration, IntegrationRow, NewIntegration, RESUMING, find_integration,
+    find_site_integration, insert_integration, is_integration_resuming, list_active_integrations,
+    list_enabled_integrations, list_integration_secrets, list_resuming_integrations,
+    mark_integration_broken, mark_integration_healthy, start_resuming_integration,
     update_integration_config, update_integration_secrets,
 };
 pub use integrity::{
@@ -133,6 +134,8 @@ pub use messages::{
     insert_agent_message, insert_visitor_message, list_conversation_messages,
     list_conversation_messages_after, list_visitor_messages_after,
 };
+#[cfg(test)]
+pub use migrate::migrated_in_memory;
 pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
 pub use prechat::{
     SitePrechatRow, delete_site_prechat, field_mode, find_site_prechat, upsert_site_prechat,

@@ -12,7 +12,7 @@ use super::{Error, IntegrationId, JobId, JobRow};
 
 /// Jobs queued again in bulk: how many, and from which id on each rate key has them. The runner
 /// reads them from SQLite a window at a time, so a backlog of any size is never one list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Requeued {
     pub count: usize,
     /// Per rate key (`None`: jobs without one), its oldest job queued again.
@@ -151,17 +151,11 @@ mod tests {
         plan.join("; ")
     }
 
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().expect("open");
-        crate::store::apply_migrations(&mut conn).expect("migrate");
-        conn
-    }
-
     /// A page of "retry all" is a walk of the partial index in id order that stops at its limit,
     /// not a sort of every failed job for each page.
     #[test]
     fn a_retry_page_walks_the_unfinished_jobs_index_without_sorting() {
-        let conn = migrated();
+        let conn = crate::store::migrated_in_memory();
         for state in Retryable::ALL {
             let plan = plan_of(&conn, &retryable_page_sql(state), params![0, 10]);
             assert!(plan.contains("jobs_unfinished"), "{plan}");
@@ -173,7 +167,7 @@ mod tests {
     /// id order from the cursor, not every job it ever had, and sorts nothing.
     #[test]
     fn a_resume_page_walks_the_integrations_blocked_jobs_without_sorting() {
-        let conn = migrated();
+        let conn = crate::store::migrated_in_memory();
         let plan = plan_of(&conn, &blocked_page_sql(), params![1, 0, 0, 10]);
         assert!(
             plan.contains("jobs_integration_unfinished (integration_id=? AND rowid>?)"),

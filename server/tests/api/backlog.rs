@@ -39,13 +39,13 @@ struct Backlog {
 /// A [`Backlog`] stopped, with its first post's job copied COPIES times in `state`, each in an
 /// order queue of its own, and restarted.
 async fn backlog_in(state: &str) -> (SlackMock, TestApp, usize) {
-    let backlog = backlog_of(state, COPIES, Queue::OwnEach, false).await;
+    let backlog = backlog_of(state, COPIES, Queue::OwnEach, None).await;
     (backlog.mock, backlog.app, backlog.posts_before)
 }
 
 /// A [`Backlog`] stopped, with its first post's job copied `copies` times in `state` into
-/// `queue`, the integration marked broken if `is_broken`, and restarted.
-async fn backlog_of(state: &str, copies: i64, queue: Queue, is_broken: bool) -> Backlog {
+/// `queue`, the integration marked broken with `error` if one is given, and restarted.
+async fn backlog_of(state: &str, copies: i64, queue: Queue, error: Option<&str>) -> Backlog {
     let mock = slack_mock().await;
     let url = mock.api_url();
     let args = ["--slack-api-url", url.as_str()];
@@ -82,10 +82,10 @@ async fn backlog_of(state: &str, copies: i64, queue: Queue, is_broken: bool) -> 
         )
         .expect("copy the job");
     assert_eq!(inserted, usize::try_from(copies).expect("small"));
-    if is_broken {
+    if let Some(error) = error {
         db.execute(
-            "UPDATE integrations SET status = 'broken', last_error = 'token_revoked'",
-            [],
+            "UPDATE integrations SET status = 'broken', last_error = ?1",
+            [error],
         )
         .expect("break the integration");
     }
@@ -169,7 +169,13 @@ fn integration_status(app: &TestApp) -> (String, Option<String>) {
 /// delivered once, and the integration is healthy at the end.
 #[tokio::test]
 async fn a_broken_integrations_backlog_of_several_pages_resumes_and_each_job_is_delivered_once() {
-    let backlog = backlog_of("blocked", PAGED_COPIES, Queue::OwnEach, true).await;
+    let backlog = backlog_of(
+        "blocked",
+        PAGED_COPIES,
+        Queue::OwnEach,
+        Some("token_revoked"),
+    )
+    .await;
     let app = &backlog.app;
     assert_eq!(integration_status(app).0, "broken");
     let (status, answer) = fix_slack(app).await;
@@ -185,7 +191,13 @@ async fn a_broken_integrations_backlog_of_several_pages_resumes_and_each_job_is_
 #[tokio::test]
 async fn a_message_sent_while_an_integration_resumes_is_posted_after_its_blocked_ones() {
     const QUEUED: i64 = 40;
-    let backlog = backlog_of("blocked", QUEUED, Queue::Conversation, true).await;
+    let backlog = backlog_of(
+        "blocked",
+        QUEUED,
+        Queue::Conversation,
+        Some("token_revoked"),
+    )
+    .await;
     let app = &backlog.app;
     let (mut visitor, _) = app.visitor(&backlog.site, Some(&backlog.token), 0).await;
     let ((status, answer), ack) = tokio::join!(fix_slack(app), visitor.say("v2", "after the fix"));
@@ -218,4 +230,15 @@ async fn a_failed_backlog_beyond_the_window_is_delivered_once_after_retry_all() 
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["retried"], COPIES, "{answer}");
     each_delivered_once(&mock, &app, posts_before).await;
+}
+
+/// A resume the server's stop interrupted (the integration still marked as resuming, some jobs
+/// still blocked) goes on at the next start: each job is delivered once and the integration is
+/// healthy again, with no admin action.
+#[tokio::test]
+async fn a_resume_interrupted_by_a_stop_goes_on_at_the_next_start() {
+    let resuming = Some(porch::store::RESUMING);
+    let backlog = backlog_of("blocked", COPIES, Queue::OwnEach, resuming).await;
+    each_delivered_once(&backlog.mock, &backlog.app, backlog.posts_before).await;
+    assert_eq!(integration_status(&backlog.app), ("ok".to_owned(), None));
 }

@@ -87,6 +87,11 @@ pub struct LoadtestArgs {
     /// CPU cores for the scratch server and for the load generator (needs `taskset`).
     #[arg(long, default_value = "0:1")]
     pub cores: String,
+    /// Leaves the scratch servers and the load generator at normal priority instead of raising
+    /// them to nice -19: on a box whose live Porch must keep its share of the CPU while the test
+    /// runs (the figures then include what the other processes take).
+    #[arg(long)]
+    pub normal_priority: bool,
     /// Stop waiting for Slack deliveries this long after a stair's last ack.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub delivery_timeout: Duration,

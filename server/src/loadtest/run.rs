@@ -17,7 +17,7 @@ use super::args::LoadtestArgs;
 use super::drain;
 use super::generator::{self, Outcome, Plan};
 use super::report;
-use super::target::{self, ChildServer};
+use super::target::{self, ChildServer, Placement};
 use super::{ChannelLimit, SlackMock};
 
 /// Flood connections: enough to spread the flood over several visitors of one site.
@@ -75,9 +75,18 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
     } else {
         "not pinned (needs 2 cores and taskset)".to_owned()
     };
-    let server_core = placement.starts_with("taskset").then_some(server_core);
-    let placement = if args.url.is_none() && target::raise_priority(std::process::id()) {
+    let is_raised =
+        args.url.is_none() && !args.normal_priority && target::raise_priority(std::process::id());
+    let server = Placement {
+        core: placement.starts_with("taskset").then_some(server_core),
+        is_raised,
+    };
+    let placement = if is_raised {
         format!("{placement}; server and load generator at nice -19 (renice)")
+    } else if args.normal_priority {
+        format!("{placement}; normal priority (--normal-priority)")
+    } else if args.url.is_some() {
+        format!("{placement}; load generator at normal priority")
     } else {
         format!("{placement}; normal priority (renice -19 not allowed)")
     };
@@ -113,7 +122,7 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
             for (kind, series) in kinds.iter().zip(&mut series) {
                 let label = format!("{} {rate}/s round {round}", kind.name());
                 series.stairs.push(
-                    run_stair(args, *kind, rate, round, server_core, &label)
+                    run_stair(args, *kind, rate, round, server, &label)
                         .with_context(|| format!("stair {label}"))?,
                 );
             }
@@ -183,7 +192,7 @@ fn run_stair(
     kind: Kind,
     rate: u32,
     round: u32,
-    server_core: Option<&str>,
+    placement: Placement<'_>,
     label: &str,
 ) -> anyhow::Result<Stair> {
     // The Slack mock gets its own thread and runtime, so its work does not delay the
@@ -198,14 +207,14 @@ fn run_stair(
     let (server, sites, flood_site): (Option<ChildServer>, Vec<String>, Option<String>) = match kind
     {
         Kind::Echo => (
-            Some(target::start_echo(server_core)?),
+            Some(target::start_echo(placement)?),
             vec!["echo".into()],
             None,
         ),
         _ if args.url.is_some() => (None, args.site_keys.clone(), None),
         _ => {
             let (server, seeded) = target::start_porch(
-                server_core,
+                placement,
                 args.sites,
                 args.agents,
                 kind == Kind::PorchFlood,

@@ -2,6 +2,7 @@
 //! binary pinned to its own core, seeded on a temporary data directory (never the live
 //! database); or a given running server. Also reads a process's CPU time and RSS from `/proc`.
 
+use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -94,27 +95,38 @@ fn free_port() -> anyhow::Result<SocketAddr> {
     listener.local_addr().context("finding a free port")
 }
 
-/// The child's command line: `taskset -c CORE nice -n -19 porch …`. `nice` before exec so every
-/// thread of the child inherits it (renice on a running process reaches one thread only); where
-/// raising priority is not allowed, `nice` warns and runs the child at normal priority.
-fn command(core: Option<&str>) -> anyhow::Result<Command> {
+/// Where and how a scratch server runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement<'a> {
+    /// The core it is pinned to, if any.
+    pub core: Option<&'a str>,
+    /// Started at nice -19.
+    pub is_raised: bool,
+}
+
+/// The child's command line: `taskset -c CORE nice -n -19 porch …`, without the parts
+/// `placement` does not ask for. `nice` before exec so every thread of the child inherits it
+/// (renice on a running process reaches one thread only); where raising priority is not
+/// allowed, `nice` warns and runs the child at normal priority.
+fn command(placement: Placement<'_>) -> anyhow::Result<Command> {
     let exe = std::env::current_exe().context("finding the porch binary")?;
-    let mut c = match core {
-        Some(core) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", core, "nice"]);
-            c
-        }
-        None => Command::new("nice"),
-    };
-    c.args(["-n", "-19"]).arg(exe);
+    let mut line: Vec<OsString> = Vec::new();
+    if let Some(core) = placement.core {
+        line.extend(["taskset", "-c", core].map(OsString::from));
+    }
+    if placement.is_raised {
+        line.extend(["nice", "-n", "-19"].map(OsString::from));
+    }
+    line.push(exe.into_os_string());
+    let mut c = Command::new(&line[0]);
+    c.args(&line[1..]);
     Ok(c)
 }
 
 /// Starts the echo baseline on its own core.
-pub fn start_echo(core: Option<&str>) -> anyhow::Result<ChildServer> {
+pub fn start_echo(placement: Placement<'_>) -> anyhow::Result<ChildServer> {
     let addr = free_port()?;
-    let child = command(core)?
+    let child = command(placement)?
         .args(["loadtest-echo", "--listen", &addr.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -131,7 +143,7 @@ pub fn start_echo(core: Option<&str>) -> anyhow::Result<ChildServer> {
 
 /// Seeds a fresh scratch data directory and starts Porch on it, on its own core.
 pub fn start_porch(
-    core: Option<&str>,
+    placement: Placement<'_>,
     sites: u32,
     agents: u32,
     flood: bool,
@@ -155,7 +167,7 @@ pub fn start_porch(
         seed_history(dir.path(), history)?;
     }
     let addr = free_port()?;
-    let mut cmd = command(core)?;
+    let mut cmd = command(placement)?;
     cmd.arg("--data-dir")
         .arg(dir.path())
         .args(["serve", "--listen", &addr.to_string(), "--log", "warn"])
@@ -473,5 +485,30 @@ mod tests {
             count("SELECT max(id) FROM messages"),
             "indexed to the last message"
         );
+    }
+
+    /// The child's command line has `taskset` and `nice` only where the placement asks for them
+    /// (`--normal-priority` leaves `nice` out), and always ends in this binary.
+    #[test]
+    fn a_child_is_pinned_and_raised_only_as_placed() {
+        let exe = std::env::current_exe().expect("exe").into_os_string();
+        let line = |core, is_raised| {
+            let c = command(Placement { core, is_raised }).expect("command");
+            let mut line = vec![c.get_program().to_owned()];
+            line.extend(c.get_args().map(ToOwned::to_owned));
+            line
+        };
+        let words = |w: &[&str]| -> Vec<OsString> {
+            let mut v: Vec<OsString> = w.iter().map(OsString::from).collect();
+            v.push(exe.clone());
+            v
+        };
+        assert_eq!(
+            line(Some("0"), true),
+            words(&["taskset", "-c", "0", "nice", "-n", "-19"])
+        );
+        assert_eq!(line(Some("0"), false), words(&["taskset", "-c", "0"]));
+        assert_eq!(line(None, true), words(&["nice", "-n", "-19"]));
+        assert_eq!(line(None, false), words(&[]));
     }
 }

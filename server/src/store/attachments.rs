@@ -5,9 +5,10 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, named_params, params};
 
 use super::{ConversationId, Error, MessageId, MessageRow, SiteId, UserId, VisitorId};
+use crate::values::ClientId;
 
 /// What a message frame, the inbox and an export show of an attachment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,18 +112,18 @@ pub fn attach_to_message(
     ids: &[String],
 ) -> Result<Vec<AttachmentMeta>, Error> {
     let (token_hash, user_id) = uploader_columns(uploader);
-    let mut take = conn.prepare_cached(
-        "UPDATE attachments SET message_id = ?1, conversation_id = ?2 \
-         WHERE public_id = ?3 AND site_id = ?4 AND message_id IS NULL AND is_complete = 1 \
-           AND (token_hash = ?5 OR user_id = ?6 \
-                OR (?5 IS NULL AND ?6 IS NULL AND token_hash IS NULL AND user_id IS NULL)) \
-         RETURNING public_id, name, content_type, size",
-    )?;
+    let mut take = conn.prepare_cached(&format!(
+        "UPDATE attachments SET message_id = :message, conversation_id = :conversation \
+         WHERE {FREE_UPLOAD} RETURNING public_id, name, content_type, size"
+    ))?;
     let mut metas = Vec::with_capacity(ids.len());
     for id in ids {
         let meta = take
             .query_row(
-                params![message, conversation, id, site, token_hash, user_id],
+                named_params! {
+                    ":message": message, ":conversation": conversation, ":id": id,
+                    ":site": site, ":token_hash": token_hash, ":user_id": user_id,
+                },
                 meta_from_row,
             )
             .optional()?
@@ -130,6 +131,51 @@ pub fn attach_to_message(
         metas.push(meta);
     }
     Ok(metas)
+}
+
+/// An upload `:id` of `:site` that is complete, that no message has taken, and whose uploader
+/// is `:token_hash` or `:user_id` (both NULL: an integration's).
+const FREE_UPLOAD: &str = "public_id = :id AND site_id = :site AND message_id IS NULL \
+     AND is_complete = 1 AND (token_hash = :token_hash OR user_id = :user_id \
+          OR (:token_hash IS NULL AND :user_id IS NULL AND token_hash IS NULL AND user_id IS NULL))";
+
+/// Whether a visitor message could take its uploads `ids`, read before its write: it is a resend
+/// of a message already stored under `client_id` (which the write answers as a duplicate), or
+/// every id, each named once, is a free upload of this visitor on this site (see
+/// [`attach_to_message`], which checks again in the write). A message naming someone else's
+/// upload, or a made-up one, is then refused without a write: failing inside its batch would
+/// make the writer run the whole batch again.
+pub fn can_take_visitor_uploads(
+    conn: &Connection,
+    site: SiteId,
+    token_hash: &[u8; 32],
+    client_id: &ClientId,
+    ids: &[String],
+) -> Result<bool, Error> {
+    let is_resend = conn
+        .prepare_cached(
+            "SELECT 1 FROM messages m JOIN visitors v ON v.id = m.visitor_id \
+              WHERE v.token_hash = ?1 AND m.client_id = ?2",
+        )?
+        .query_row(params![token_hash.as_slice(), client_id], |_| Ok(()))
+        .optional()?
+        .is_some();
+    if is_resend {
+        return Ok(true);
+    }
+    let mut free =
+        conn.prepare_cached(&format!("SELECT 1 FROM attachments WHERE {FREE_UPLOAD}"))?;
+    let mut seen = std::collections::HashSet::new();
+    for id in ids {
+        let params = named_params! {
+            ":id": id, ":site": site, ":token_hash": token_hash.as_slice(),
+            ":user_id": None::<UserId>,
+        };
+        if !seen.insert(id) || free.query_row(params, |_| Ok(())).optional()?.is_none() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The `token_hash` and `user_id` columns of an uploader (both NULL for an integration).

@@ -534,8 +534,9 @@ fn run_transaction(
 /// which was 5 % of the server's CPU at 15,000 visitor messages a second. Should one of them
 /// fail, its partial writes cannot be undone alone: the transaction starts over and they run
 /// again, each in its own savepoint, which is exactly what the others would have got. So a
-/// failing visitor message (an upload id that is not theirs, say) costs its batch a second
-/// pass, counted in `reruns`. The other ops run in savepoints, as their work runs only once.
+/// failing visitor message (two racing for one upload, say: ids that are not the visitor's are
+/// refused before the write, `store::can_take_visitor_uploads`) costs its batch a second pass,
+/// counted in `reruns`. The other ops run in savepoints, as their work runs only once.
 fn apply_all(
     conn: &Connection,
     batch: &mut [Box<dyn WriteOp>],

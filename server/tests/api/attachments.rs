@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::audit::SITE_FIELDS;
 use crate::helpers::{Answer, Exchange, ORIGIN, TestApp, Widget};
 use crate::inbox::{Browser, form, request, send, setup_admin, signed_in_from};
+use crate::metrics::value_of;
 
 /// A PNG whose text chunk names its author and place (what must not leave the device).
 pub(crate) fn png_with_metadata() -> Vec<u8> {
@@ -344,7 +345,17 @@ async fn a_message_takes_its_uploads_once_and_a_resend_is_not_duplicated() {
         assert_eq!(refused["code"], "unknown_attachment");
         assert_eq!(refused["client_id"], "c-x");
     }
+    let twice = send_with(&mut ann.widget, "c-z", "", &[mine, mine]).await;
+    assert_eq!(twice["code"], "unknown_attachment", "{twice}");
     assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+    // Refused by a read before the write: none of them cost its writer batch a second pass.
+    let metrics = app.http.get("/metrics").answer().await;
+    assert_eq!(
+        value_of(&metrics.body, "porch_writer_reruns_total"),
+        Some(0.0),
+        "{}",
+        metrics.body
+    );
     let too_many = send_with(&mut ann.widget, "c-y", "", &[mine; 11]).await;
     assert_eq!(too_many["code"], "invalid_message", "{too_many}");
 

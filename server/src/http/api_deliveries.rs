@@ -22,6 +22,7 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationId, IntegrationRow, JobId, SiteId};
 
 use super::ApiError;
+use super::api_integrations::resumed_answer;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
 
@@ -112,7 +113,7 @@ pub async fn update_discord(
         Some(to_json(&secrets)?),
     )
     .await?;
-    Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
+    resumed_answer(&app, row.id, resumed).await
 }
 
 /// `POST /api/v1/sites/{key}/integrations/webhooks`: adds an endpoint; the answer carries its
@@ -172,7 +173,7 @@ pub async fn update_webhook(
         None,
     )
     .await?;
-    Ok(Json(json!({"id": row.id, "status": "ok", "resumed_jobs": resumed})).into_response())
+    resumed_answer(&app, row.id, resumed).await
 }
 
 /// `POST /api/v1/integrations/{id}/webhook/rotate`: a new signing secret; the previous one keeps

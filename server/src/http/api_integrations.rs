@@ -89,7 +89,24 @@ pub async fn update_slack(
         .ok_or_else(|| ApiError::not_found("integration"))?;
     let resumed =
         slack::update_slack(&app.slack, &Actor::user(&admin, ip), &existing, setup).await?;
-    Ok(Json(json!({"id": id, "status": "ok", "resumed_jobs": resumed})).into_response())
+    resumed_answer(&app, id, resumed).await
+}
+
+/// The answer to saving an integration's settings: how many blocked jobs were queued again, and
+/// its status once that ended (`broken` when a delivery blocked it again or an admin turned it
+/// off meanwhile, which stops the resume: docs/jobs.md, "Blocking").
+pub(super) async fn resumed_answer(
+    app: &AppState,
+    id: IntegrationId,
+    resumed: usize,
+) -> Result<Response, ApiError> {
+    let row = app
+        .readers
+        .read(move |c| store::find_integration(c, id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    let answer = json!({"id": id, "status": row.status, "resumed_jobs": resumed});
+    Ok(Json(answer).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -181,6 +181,10 @@ async fn a_broken_integrations_backlog_of_several_pages_resumes_and_each_job_is_
     let (status, answer) = fix_slack(app).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["resumed_jobs"], PAGED_COPIES, "{answer}");
+    assert_eq!(
+        answer["status"], "ok",
+        "the status once the resume ended: {answer}"
+    );
     assert_eq!(integration_status(app), ("ok".to_owned(), None));
     each_of_delivered_once(PAGED_COPIES, &backlog.mock, app, backlog.posts_before).await;
 }

@@ -146,25 +146,6 @@ impl Chat {
         new: NewVisitorMessage,
         from_connection: Option<u64>,
     ) -> Result<StoredVisitorMessage, Error> {
-        if !new.attachments.is_empty() {
-            let check = new.clone();
-            let can_take = self
-                .readers
-                .read(move |c| {
-                    let (site, hash) = (check.site_id, &check.token_hash);
-                    store::can_take_visitor_uploads(
-                        c,
-                        site,
-                        hash,
-                        &check.client_id,
-                        &check.attachments,
-                    )
-                })
-                .await?;
-            if !can_take {
-                return Err(store::Error::UnknownAttachment.into());
-            }
-        }
         let published = new.clone();
         let hub = Arc::clone(&self.hub);
         let publish = move |(stored, _): &(StoredVisitorMessage, Vec<store::JobRow>)| {

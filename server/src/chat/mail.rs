@@ -71,6 +71,8 @@ impl Chat {
             visitor_id: Some(reply.thread.visitor_id),
             // Unused: the visitor exists, so nothing is upserted by token.
             token_hash: [0; 32],
+            // Unused: a mail reply names no uploads.
+            upload_hash: [0; 32],
             details: VisitorDetails::default(),
             client_id: reply.client_id,
             body: reply.body,

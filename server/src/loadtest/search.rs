@@ -150,6 +150,7 @@ fn insert_messages(
                         site_id: site,
                         visitor_id: current.map(|(_, v)| v),
                         token_hash,
+                        upload_hash: token_hash,
                         details: VisitorDetails::default(),
                         client_id: ClientId::parse(&format!("m{n}"))?,
                         body: text,

@@ -106,8 +106,8 @@ pub struct Placement<'a> {
 
 /// The child's command line: `taskset -c CORE nice -n -19 porch …`, without the parts
 /// `placement` does not ask for. `nice` before exec so every thread of the child inherits it
-/// (renice on a running process reaches one thread only); where raising priority is not
-/// allowed, `nice` warns and runs the child at normal priority.
+/// (renice on a running process reaches one thread only); it is asked for only once renicing
+/// the load generator itself succeeded, so raising priority is allowed.
 fn command(placement: Placement<'_>) -> anyhow::Result<Command> {
     let exe = std::env::current_exe().context("finding the porch binary")?;
     let mut line: Vec<OsString> = Vec::new();

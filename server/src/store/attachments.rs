@@ -3,12 +3,13 @@
 //! by chunk, taken by one message, read back (whole or as a thumbnail) for the people allowed
 //! to see them, and swept when no message took them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{Connection, OptionalExtension, named_params, params};
 
-use super::{ConversationId, Error, MessageId, MessageRow, SiteId, UserId, VisitorId};
-use crate::values::ClientId;
+use super::{
+    ConversationId, Error, MessageId, MessageRow, NewVisitorMessage, SiteId, UserId, VisitorId,
+};
 
 /// What a message frame, the inbox and an export show of an attachment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,19 +138,17 @@ pub fn attach_to_message(
 /// is `:token_hash` or `:user_id` (both NULL: an integration's).
 const FREE_UPLOAD: &str = "public_id = :id AND site_id = :site AND message_id IS NULL \
      AND is_complete = 1 AND (token_hash = :token_hash OR user_id = :user_id \
-          OR (:token_hash IS NULL AND :user_id IS NULL AND token_hash IS NULL AND user_id IS NULL))";
+       OR (:token_hash IS NULL AND :user_id IS NULL AND token_hash IS NULL AND user_id IS NULL))";
 
-/// Whether a visitor message could take its uploads `ids`, read before its write: it is a resend
-/// of a message already stored under `client_id` (which the write answers as a duplicate), or
-/// every id, each named once, is a free upload of this visitor on this site (see
-/// [`attach_to_message`], which checks again in the write). A message naming someone else's
-/// upload, or a made-up one, is then refused without a write: failing inside its batch would
-/// make the writer run the whole batch again.
-pub fn can_take_visitor_uploads(
+/// Whether a visitor message can take its uploads `ids`: it is a resend of a message already
+/// stored under its `client_id` (which the write answers as a duplicate), or every id, each
+/// named once, is a free upload of this browser (`upload_hash`) on the message's site (see
+/// [`attach_to_message`]). Checked in
+/// the message's write before it writes anything, so a message naming someone else's upload,
+/// or a made-up one, fails with nothing to undo and costs its writer batch no second pass.
+pub(super) fn can_take_visitor_uploads(
     conn: &Connection,
-    site: SiteId,
-    token_hash: &[u8; 32],
-    client_id: &ClientId,
+    message: &NewVisitorMessage,
     ids: &[String],
 ) -> Result<bool, Error> {
     let is_resend = conn
@@ -157,7 +156,10 @@ pub fn can_take_visitor_uploads(
             "SELECT 1 FROM messages m JOIN visitors v ON v.id = m.visitor_id \
               WHERE v.token_hash = ?1 AND m.client_id = ?2",
         )?
-        .query_row(params![token_hash.as_slice(), client_id], |_| Ok(()))
+        .query_row(
+            params![message.token_hash.as_slice(), message.client_id],
+            |_| Ok(()),
+        )
         .optional()?
         .is_some();
     if is_resend {
@@ -165,10 +167,10 @@ pub fn can_take_visitor_uploads(
     }
     let mut free =
         conn.prepare_cached(&format!("SELECT 1 FROM attachments WHERE {FREE_UPLOAD}"))?;
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     for id in ids {
         let params = named_params! {
-            ":id": id, ":site": site, ":token_hash": token_hash.as_slice(),
+            ":id": id, ":site": message.site_id, ":token_hash": message.upload_hash.as_slice(),
             ":user_id": None::<UserId>,
         };
         if !seen.insert(id) || free.query_row(params, |_| Ok(())).optional()?.is_none() {

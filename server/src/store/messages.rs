@@ -5,7 +5,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::{Author, ClientId, MessageBody};
 
-use super::attachments::{AttachmentMeta, Uploader, attach_to_message, fill_attachments};
+use super::attachments::{
+    AttachmentMeta, Uploader, attach_to_message, can_take_visitor_uploads, fill_attachments,
+};
 use super::conversations::{open_conversation, touch_conversation};
 use super::identity::record_visitor_identity;
 use super::prechat::record_visitor_prechat;
@@ -49,6 +51,9 @@ pub struct NewVisitorMessage {
     /// Known once the visitor has written before; saves the visitor upsert on the hot path.
     pub visitor_id: Option<VisitorId>,
     pub token_hash: [u8; 32],
+    /// What this browser's uploads are stored under: its token's own hash, which differs from
+    /// `token_hash` for a verified user (stored under their user id, the same on every browser).
+    pub upload_hash: [u8; 32],
     pub details: VisitorDetails,
     pub client_id: ClientId,
     pub body: MessageBody,
@@ -74,10 +79,17 @@ pub struct StoredVisitorMessage {
 
 /// Stores a visitor message: visitor, open conversation and message, deduplicated on
 /// `(visitor, client_id)`. Runs inside the writer's transaction.
+///
+/// # Errors
+/// [`Error::UnknownAttachment`], before anything is written, when an attachment is not this
+/// visitor's free upload (the writer then has nothing to undo).
 pub fn insert_visitor_message(
     conn: &Connection,
     new: &NewVisitorMessage,
 ) -> Result<StoredVisitorMessage, Error> {
+    if !new.attachments.is_empty() && !can_take_visitor_uploads(conn, new, &new.attachments)? {
+        return Err(Error::UnknownAttachment);
+    }
     let visitor_id = match new.visitor_id {
         Some(id) => {
             if !new.details.is_empty() {
@@ -137,7 +149,7 @@ pub fn insert_visitor_message(
     let attachments = if new.attachments.is_empty() {
         Vec::new()
     } else {
-        let uploader = Uploader::Visitor(new.token_hash);
+        let uploader = Uploader::Visitor(new.upload_hash);
         attach_to_message(
             conn,
             new.site_id,

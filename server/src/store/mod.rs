@@ -57,10 +57,9 @@ pub use api_tokens::{
 };
 pub use attachments::{
     AttachmentMeta, AttachmentPart, NewAttachment, StoredAttachment, Uploader,
-    can_take_visitor_uploads, delete_unattached_attachments, delete_visitor_uploads,
-    find_attachment, find_attachment_limit, insert_attachment, insert_attachment_chunk,
-    insert_attachment_thumbnail, list_visitor_files, read_attachment_data, read_attachment_part,
-    set_attachment_limit,
+    delete_unattached_attachments, delete_visitor_uploads, find_attachment, find_attachment_limit,
+    insert_attachment, insert_attachment_chunk, insert_attachment_thumbnail, list_visitor_files,
+    read_attachment_data, read_attachment_part, set_attachment_limit,
 };
 pub use audit::{
     AuditEventRow, AuditFilter, NewAuditEvent, insert_audit_event, list_audit_events,

@@ -534,9 +534,9 @@ fn run_transaction(
 /// which was 5 % of the server's CPU at 15,000 visitor messages a second. Should one of them
 /// fail, its partial writes cannot be undone alone: the transaction starts over and they run
 /// again, each in its own savepoint, which is exactly what the others would have got. So a
-/// failing visitor message (two racing for one upload, say: ids that are not the visitor's are
-/// refused before the write, `store::can_take_visitor_uploads`) costs its batch a second pass,
-/// counted in `reruns`. The other ops run in savepoints, as their work runs only once.
+/// visitor message that fails after it wrote costs its batch a second pass, counted in
+/// `reruns`; one refused before it changed a row (an upload id that is not the visitor's:
+/// `insert_visitor_message` checks those first) costs nothing. The other ops run in savepoints, as their work runs only once.
 fn apply_all(
     conn: &Connection,
     batch: &mut [Box<dyn WriteOp>],
@@ -545,6 +545,7 @@ fn apply_all(
     let repeatable = batch.iter().take_while(|op| op.is_repeatable()).count();
     let (fast, rest) = batch.split_at_mut(repeatable);
     for op in fast.iter_mut() {
+        let changes = conn.total_changes();
         match op.apply(conn) {
             // SQLite rolls a transaction back by itself after some errors (I/O, out of memory);
             // the ops after one that went on regardless must not run outside a transaction.
@@ -552,6 +553,11 @@ fn apply_all(
             // why repeatable work must return at its first error.)
             Applied::Ok if !conn.is_autocommit() => continue,
             Applied::DiskFull => return Err(Error::DiskFull),
+            // Refused before it changed a row (a visitor message's checks come first): there is
+            // nothing to undo, and the batch goes on without a second pass.
+            Applied::Failed if !conn.is_autocommit() && conn.total_changes() == changes => {
+                continue;
+            }
             Applied::Ok | Applied::Failed => {}
         }
         if !conn.is_autocommit() {

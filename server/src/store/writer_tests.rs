@@ -241,6 +241,49 @@ async fn a_failing_repeatable_write_is_undone_alone() {
     assert_eq!(*seen.lock().expect("lock"), [1, 2]);
 }
 
+/// A repeatable write refused before it changed a row (as a visitor message naming an upload
+/// that is not theirs) leaves nothing to undo: the batch goes on without a second pass.
+#[tokio::test]
+async fn a_repeatable_write_refused_before_writing_costs_no_second_pass() {
+    let (dir, writer) = writer();
+    let release = hold(&writer).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let runs: Vec<_> = (0..3).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+    let before = counted(&writer, 1, false, &runs[0], &seen);
+    let refused = {
+        let (writer, runs) = (Arc::clone(&writer), Arc::clone(&runs[1]));
+        tokio::spawn(async move {
+            writer
+                .write_then_repeatable(
+                    move |c| {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        let taken: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+                        if taken < 100 {
+                            return Err(Error::UnknownAttachment);
+                        }
+                        Ok(taken)
+                    },
+                    |_| {},
+                )
+                .await
+        })
+    };
+    let after = counted(&writer, 3, false, &runs[2], &seen);
+    until_queued(&writer, 3).await;
+    release.send(()).expect("release");
+    before.await.expect("task").expect("write before");
+    assert!(matches!(
+        refused.await.expect("task"),
+        Err(Error::UnknownAttachment)
+    ));
+    after.await.expect("task").expect("write after");
+    let runs: Vec<_> = runs.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+    assert_eq!(runs, [1, 1, 1], "each ran once");
+    assert_eq!(writer.stats().reruns.load(Ordering::SeqCst), 0);
+    assert_eq!(rows(&dir.path().join("w.db")), [1, 3]);
+    assert_eq!(*seen.lock().expect("lock"), [1, 2]);
+}
+
 #[tokio::test]
 async fn writes_of_each_kind_keep_their_arrival_order_in_the_batch() {
     let (dir, writer) = writer();

@@ -17,7 +17,7 @@ use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{FutureExt, StreamExt};
 
-use crate::chat::{self, ClientId, HistoryPage, Site};
+use crate::chat::{self, ClientId, HistoryPage, Site, hash_token};
 use crate::clock::now_ms;
 use crate::hub::{VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
@@ -73,6 +73,8 @@ struct Connection {
     /// The site's pre-chat form is still to be answered by this visitor.
     asks_prechat: bool,
     token_hash: [u8; 32],
+    /// What this browser's uploads are stored under (see `NewVisitorMessage::upload_hash`).
+    upload_hash: [u8; 32],
     /// Brake key of this visitor, derived from the token.
     visitor_key: u64,
     /// Known once the visitor has written (now or in an earlier visit).
@@ -150,6 +152,7 @@ async fn open(
         asks_prechat: false,
         // Set by `welcome` once the token is checked.
         token_hash: [0; 32],
+        upload_hash: [0; 32],
         visitor_key: 0,
         visitor_id: None,
         has_conversation: false,
@@ -179,6 +182,9 @@ impl Connection {
             self.app.tokens.issue(&self.site.key)
         };
         self.token_hash = visitor_hash(&self.site.key, self.context.identity.as_ref(), &token);
+        // Uploads (`POST /widget/attachments`) carry the token alone, so they are this
+        // browser's, even for a verified user.
+        self.upload_hash = hash_token(&token);
         self.visitor_key = u64::from_le_bytes(self.token_hash[..8].try_into().unwrap_or([0; 8]));
         let visitor = match self.app.chat.find_visitor(self.token_hash).await {
             Ok(visitor) => visitor,
@@ -385,6 +391,7 @@ impl Connection {
             site_id: site.id,
             visitor_id: self.visitor_id,
             token_hash: self.token_hash,
+            upload_hash: self.upload_hash,
             details,
             client_id: client_id.clone(),
             body,

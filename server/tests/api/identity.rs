@@ -6,6 +6,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use crate::attachments::{send_with, upload};
 use crate::helpers::{ORIGIN, TestApp, Widget};
 use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
 use crate::privacy::cli;
@@ -396,5 +397,31 @@ async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
             &Value::Null
         ],
         "{visitor}"
+    );
+}
+
+/// A verified user's messages are stored under their user id, but their uploads under the
+/// browser's token (the upload request carries no identity): the message still takes the file,
+/// and a resend of it is answered as the first.
+#[tokio::test]
+async fn a_verified_user_sends_a_file_uploaded_from_their_browser() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let secret = rotate_secret(&app, &admin, &site).await;
+    let ada = json!({"id": "u-42", "user_hash": user_hash(&secret, "u-42")});
+    let (mut laptop, welcome) = browser_with(&app, &site, ada).await;
+    let token = welcome["token"].as_str().expect("token");
+    let (status, file) = upload(&app, &site, token, "order.txt", b"order 17".to_vec()).await;
+    assert_eq!(status, 201, "{file}");
+    let id = file["id"].as_str().expect("id");
+
+    let ack = send_with(&mut laptop, "c-1", "", &[id]).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let resent = send_with(&mut laptop, "c-1", "", &[id]).await;
+    assert_eq!((&resent["type"], &resent["id"]), (&ack["type"], &ack["id"]));
+    assert_eq!(
+        app.count("SELECT count(*) FROM attachments WHERE message_id IS NOT NULL"),
+        1
     );
 }

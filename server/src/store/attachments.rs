@@ -140,16 +140,15 @@ const FREE_UPLOAD: &str = "public_id = :id AND site_id = :site AND message_id IS
      AND is_complete = 1 AND (token_hash = :token_hash OR user_id = :user_id \
        OR (:token_hash IS NULL AND :user_id IS NULL AND token_hash IS NULL AND user_id IS NULL))";
 
-/// Whether a visitor message can take its uploads `ids`: it is a resend of a message already
+/// Whether a visitor message can take its attachments: it is a resend of a message already
 /// stored under its `client_id` (which the write answers as a duplicate), or every id, each
 /// named once, is a free upload of this browser (`upload_hash`) on the message's site (see
-/// [`attach_to_message`]). Checked in
-/// the message's write before it writes anything, so a message naming someone else's upload,
-/// or a made-up one, fails with nothing to undo and costs its writer batch no second pass.
+/// [`attach_to_message`]). Checked in the message's write before it writes anything, so a
+/// message naming someone else's upload, or a made-up one, fails with nothing to undo and costs
+/// its writer batch no second pass.
 pub(super) fn can_take_visitor_uploads(
     conn: &Connection,
     message: &NewVisitorMessage,
-    ids: &[String],
 ) -> Result<bool, Error> {
     let is_resend = conn
         .prepare_cached(
@@ -168,7 +167,7 @@ pub(super) fn can_take_visitor_uploads(
     let mut free =
         conn.prepare_cached(&format!("SELECT 1 FROM attachments WHERE {FREE_UPLOAD}"))?;
     let mut seen = HashSet::new();
-    for id in ids {
+    for id in &message.attachments {
         let params = named_params! {
             ":id": id, ":site": message.site_id, ":token_hash": message.upload_hash.as_slice(),
             ":user_id": None::<UserId>,

@@ -87,7 +87,7 @@ pub fn insert_visitor_message(
     conn: &Connection,
     new: &NewVisitorMessage,
 ) -> Result<StoredVisitorMessage, Error> {
-    if !new.attachments.is_empty() && !can_take_visitor_uploads(conn, new, &new.attachments)? {
+    if !new.attachments.is_empty() && !can_take_visitor_uploads(conn, new)? {
         return Err(Error::UnknownAttachment);
     }
     let visitor_id = match new.visitor_id {

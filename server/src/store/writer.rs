@@ -536,7 +536,8 @@ fn run_transaction(
 /// again, each in its own savepoint, which is exactly what the others would have got. So a
 /// visitor message that fails after it wrote costs its batch a second pass, counted in
 /// `reruns`; one refused before it changed a row (an upload id that is not the visitor's:
-/// `insert_visitor_message` checks those first) costs nothing. The other ops run in savepoints, as their work runs only once.
+/// `insert_visitor_message` checks those first) costs nothing. The other ops run in
+/// savepoints, as their work runs only once.
 fn apply_all(
     conn: &Connection,
     batch: &mut [Box<dyn WriteOp>],

@@ -1,7 +1,8 @@
 // Known visitors (docs/widget.md#known-visitors): an admin turns the identity secret on in the site page;
 // the host page passes its logged-in user with user_hash; the same user in another browser sees their
 // history; a wrong hash stays apart; window.__porch.identify switches an open panel to the user; the
-// agent sees the user as verified and the forger as unverified.
+// agent sees the user as verified and the forger as unverified; an agent's image opens in every browser of
+// the user (its request proves the user as hello does).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
@@ -21,6 +22,17 @@ const world = fixture({ site: "Acme", agent: AGENT }, async (w) => {
 
 const hash = (secret, id) => crypto.createHmac("sha256", secret).update(String(id)).digest("hex");
 const withUser = (user) => `${world.host.url}?user=${encodeURIComponent(JSON.stringify(user))}`;
+// Turns known visitors on from the site page (if a test before has not) and reads the secret shown.
+const identitySecret = async (admin, site) => {
+  await admin.goto(`${world.porch.url}/sites/${site.key}`);
+  await admin.getByRole("link", { name: "Known visitors" }).click();
+  const turnOn = admin.getByRole("button", { name: "Turn on" });
+  if (await turnOn.count()) await turnOn.click();
+  await admin.locator("#identity-secret").waitFor();
+  const secret = await admin.locator("#identity-secret").inputValue();
+  assert.match(secret, /^[0-9a-f]{64}$/);
+  return secret;
+};
 const shown = (page) => page.locator("[data-porch=message] .bubble").allInnerTexts();
 
 test("a verified user finds their history in another browser; a forged hash and an anonymous chat stay apart",
@@ -30,12 +42,7 @@ test("a verified user finds their history in another browser; a forged hash and 
     const admin = await agentContext.newPage();
     admin.setDefaultTimeout(15000);
     await signIn(admin, porch, AGENT.email);
-    await admin.goto(`${porch.url}/sites/${site.key}`);
-    await admin.getByRole("link", { name: "Known visitors" }).click();
-    await admin.getByRole("button", { name: "Turn on" }).click();
-    await admin.locator("#identity-secret").waitFor();
-    const secret = await admin.locator("#identity-secret").inputValue();
-    assert.match(secret, /^[0-9a-f]{64}$/);
+    const secret = await identitySecret(admin, site);
 
     const ada = { id: 42, name: "Ada Lovelace", email: "ada@example.org", user_hash: hash(secret, 42) };
     const laptop = await visitor(browser, withUser(ada));
@@ -77,3 +84,37 @@ test("a verified user finds their history in another browser; a forged hash and 
     for (const v of [laptop, phone, mallory, later]) await v.context.close();
     await agentContext.close();
   });
+
+// A valid 1x1 PNG.
+const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+test("an agent's image shows in every browser of a verified user", { timeout: 120000 }, async () => {
+  const { porch, browser, site } = world;
+  const agentContext = await browser.newContext();
+  const agent = await agentContext.newPage();
+  agent.setDefaultTimeout(15000);
+  await signIn(agent, porch, AGENT.email);
+  const secret = await identitySecret(agent, site);
+  const bea = { id: "bea-7", name: "Bea", user_hash: hash(secret, "bea-7") };
+  const laptop = await visitor(browser, withUser(bea));
+  await laptop.say("Can you show me where?");
+  const phone = await visitor(browser, withUser(bea));
+
+  await agent.goto(`${porch.url}/inbox`);
+  await agent.locator("#conversations li", { hasText: "Can you show me where?" }).locator("a").click();
+  await agent.waitForURL(/\/conversations\/\d+/);
+  const [chooser] = await Promise.all([agent.waitForEvent("filechooser"),
+    agent.getByText("Attach files", { exact: true }).click()]);
+  await chooser.setFiles([{ name: "here.png", mimeType: "image/png", buffer: Buffer.from(PIXEL, "base64") }]);
+  await agent.locator("#reply-files li", { hasText: "ready" }).waitFor();
+  await agent.getByRole("button", { name: "Send reply" }).click();
+
+  // The laptop's token did not upload it and the phone's neither: each loads it as the user.
+  for (const [name, v] of [["laptop", laptop], ["phone", phone]]) {
+    const image = v.page.locator("[data-porch=message][data-author=agent] [data-porch=file-image] img");
+    await waitFor(`the agent's image to load on the ${name}`, () => image.evaluateAll(
+      (imgs) => imgs.length === 1 && imgs[0].complete && imgs[0].naturalWidth === 1));
+  }
+  for (const v of [laptop, phone]) await v.context.close();
+  await agentContext.close();
+});

@@ -219,14 +219,23 @@
   // as soon as it is picked, pasted or dropped; the `message` frame then names the uploads' ids. Files are
   // served only with the token in a header, so they are fetched and shown from blob URLs.
 
+  // Known visitors (docs/widget.md): the host page's logged-in user, verified by the server with user_hash.
+  const identity = () => {
+    const u = c.user;
+    return u && typeof u === "object" ? { id: u.id, name: u.name, email: u.email, user_hash: u.user_hash } : null;
+  };
+
   const MAX_FILES = 10; // the protocol's limit per message
   // Binary units, so the default 10 MiB limit reads "10 MB"; numbers in the chosen language (1,5 MB in German).
   const num = (x, d) => x.toLocaleString(tag, { maximumFractionDigits: d, useGrouping: false });
   const sizeText = (n) => (n < 1024 ? t("bytes", { n: num(n, 0) }) : n < 1048576 ? t("kb", { n: num(n / 1024, 0) })
     : t("mb", { n: num(n / 1048576, 1) }));
   const getFile = async (url) => {
-    const r = await fetch(`${c.url}${url}?site=${encodeURIComponent(c.site)}`,
-      { headers: { authorization: `Bearer ${read(key("token"))}` } });
+    const headers = { authorization: `Bearer ${read(key("token"))}` };
+    // A known visitor's files are in the user's conversation, not this browser's: proven as in hello.
+    const who = identity();
+    if (who) headers["x-porch-identity"] = encodeURIComponent(JSON.stringify(who));
+    const r = await fetch(`${c.url}${url}?site=${encodeURIComponent(c.site)}`, { headers });
     if (!r.ok) throw new Error(t("file_gone"));
     return r.blob();
   };
@@ -571,9 +580,8 @@
       try { hello.time_zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch { /* old browser */ }
       const token = read(key("token"));
       if (token) hello.token = token;
-      // Known visitors (docs/widget.md): the host page's logged-in user, verified by the server with user_hash.
-      const u = c.user;
-      if (u && typeof u === "object") hello.identity = { id: u.id, name: u.name, email: u.email, user_hash: u.user_hash };
+      const who = identity();
+      if (who) hello.identity = who;
       sock.send(JSON.stringify(hello));
     };
     sock.onmessage = (e) => {

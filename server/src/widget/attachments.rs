@@ -19,7 +19,11 @@ use crate::store::{self, AttachmentPart, Uploader};
 use crate::values::{Invalid, MessageBody};
 
 use super::brake::Refusal;
+use super::identity::verified_user_key;
 use super::self_service::{Checked, allow, allowed_origin, check_visitor, storage_failed};
+
+/// The header a file request proves a known visitor with ([`verified_user_key`]).
+const IDENTITY_HEADER: &str = "x-porch-identity";
 
 /// Longest upload id a `message` frame may name.
 const MAX_ID_LEN: usize = 64;
@@ -54,7 +58,7 @@ fn bearer(headers: &HeaderMap) -> &str {
 }
 
 /// `OPTIONS /widget/attachments` and `/widget/attachments/{id}`: lets an allowed origin send
-/// the `Authorization` header.
+/// the `Authorization` and `X-Porch-Identity` headers.
 pub async fn preflight(
     State(app): State<AppState>,
     Query(query): Query<AttachmentQuery>,
@@ -72,7 +76,7 @@ pub async fn preflight(
     );
     out.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("authorization, content-type"),
+        HeaderValue::from_static("authorization, content-type, x-porch-identity"),
     );
     out.insert(
         header::ACCESS_CONTROL_MAX_AGE,
@@ -138,9 +142,10 @@ pub async fn upload(
     }
 }
 
-/// `GET /widget/attachments/{id}?site=KEY`, `Authorization: Bearer <visitor token>`: the
-/// bytes, for the visitor who uploaded them or whose conversation holds them (an agent's file
-/// on a private note never); anyone else gets 404, as for an id that does not exist.
+/// `GET /widget/attachments/{id}?site=KEY`, `Authorization: Bearer <visitor token>` (and, for
+/// a known visitor, `X-Porch-Identity`): the bytes, for the browser that uploaded them or the
+/// visitor whose conversation holds them (an agent's file on a private note never); anyone else
+/// gets 404, as for an id that does not exist.
 pub async fn download(
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -176,6 +181,8 @@ async fn serve(
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
+    // A verified user's conversation is stored under the user, not this browser's token.
+    let user_key = verified_user_key(headers.get(IDENTITY_HEADER), &site, &app.secret_key);
     let found = app
         .readers
         .read(move |c| {
@@ -183,7 +190,12 @@ async fn serve(
                 return Ok(None);
             };
             let is_own = stored.uploader_token_hash.as_deref() == Some(&token_hash[..]);
-            let is_to_them = stored.conversation_token_hash.as_deref() == Some(&token_hash[..])
+            let is_to_them = stored
+                .conversation_token_hash
+                .as_deref()
+                .is_some_and(|hash| {
+                    hash == token_hash || user_key.is_some_and(|user| hash == user)
+                })
                 && !stored.is_on_note;
             if stored.site_id != site.id || !(is_own || is_to_them) {
                 return Ok(None);

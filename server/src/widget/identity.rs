@@ -3,7 +3,9 @@
 //! not by the browser's token, so every browser that proves the same user reaches the same
 //! history; an unverified claim only labels the token's own visitor.
 
+use axum::http::HeaderValue;
 use hmac::{Hmac, Mac};
+use percent_encoding::percent_decode;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -38,6 +40,24 @@ pub fn visitor_hash(site_key: &str, identity: Option<&VisitorIdentity>, token: &
         Some(known) if known.is_verified => user_token_hash(site_key, &known.user_id),
         _ => hash_token(token),
     }
+}
+
+/// The key of the verified user a file request proves (docs/widget-protocol.md, "Attachments"):
+/// its `X-Porch-Identity` header is `hello.identity` as JSON, percent-encoded (as
+/// `encodeURIComponent` writes it, so any user id fits in a header). `None` when the header is
+/// absent, unreadable or not verified: the request is then the browser token's alone, as a
+/// `hello` with such an identity would be.
+pub fn verified_user_key(
+    header: Option<&HeaderValue>,
+    site: &Site,
+    key: &SecretKey,
+) -> Option<[u8; 32]> {
+    let text = percent_decode(header?.as_bytes()).decode_utf8().ok()?;
+    let claim: IdentityClaim = serde_json::from_str(&text).ok()?;
+    let identity = resolve_identity(&claim, site, key)?;
+    identity
+        .is_verified
+        .then(|| user_token_hash(&site.key, &identity.user_id))
 }
 
 /// Reads `hello.identity` leniently: a claim of the wrong shape (no `id`, a number for a name)

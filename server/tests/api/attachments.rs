@@ -81,6 +81,34 @@ pub(crate) async fn download(
     request.send().await.expect("an answer")
 }
 
+/// An agent's upload to `conversation`, as the reply box makes it; the answer's JSON.
+pub(crate) async fn agent_upload(
+    app: &TestApp,
+    agent: &Browser,
+    conversation: i64,
+    name: &str,
+    data: Vec<u8>,
+) -> Value {
+    let path = format!("/conversations/{conversation}/attachments?name={name}");
+    let uploaded = request(app, "POST", &path, &agent.cookie, None)
+        .header("x-porch-csrf", &agent.csrf)
+        .body(data)
+        .answer()
+        .await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    uploaded.json()
+}
+
+/// An agent's reply carrying the upload `id` and no text.
+pub(crate) async fn agent_reply_with(app: &TestApp, agent: &Browser, conversation: i64, id: &str) {
+    let reply = form(&[("csrf", &agent.csrf), ("body", ""), ("attachments", id)]);
+    let path = format!("/conversations/{conversation}/reply");
+    let posted = request(app, "POST", &path, &agent.cookie, Some(&reply))
+        .answer()
+        .await;
+    assert_eq!(posted.status, 303, "{}", posted.body);
+}
+
 /// An upload of `pieces` chunks of `piece_len` bytes with `Transfer-Encoding: chunked` (no
 /// `Content-Length`), over a raw connection; returns the answer's text.
 async fn chunked_upload(
@@ -398,13 +426,7 @@ async fn an_agent_replies_with_a_file_and_the_visitor_sees_it_live() {
         .answer()
         .await;
     assert_eq!(forged.status, 403, "no CSRF token");
-    let uploaded = request(&app, "POST", &upload_path, &agent.cookie, None)
-        .header("x-porch-csrf", &agent.csrf)
-        .body(pdf.clone())
-        .answer()
-        .await;
-    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
-    let file = uploaded.json();
+    let file = agent_upload(&app, &agent, conversation, "invoice.pdf", pdf.clone()).await;
     let id = file["id"].as_str().expect("id");
     assert_eq!(file["type"], "application/pdf");
 
@@ -433,17 +455,7 @@ async fn an_agent_replies_with_a_file_and_the_visitor_sees_it_live() {
         0
     );
 
-    let reply = form(&[("csrf", &agent.csrf), ("body", ""), ("attachments", id)]);
-    let posted = request(
-        &app,
-        "POST",
-        &format!("/conversations/{conversation}/reply"),
-        &agent.cookie,
-        Some(&reply),
-    )
-    .answer()
-    .await;
-    assert_eq!(posted.status, 303, "{}", posted.body);
+    agent_reply_with(&app, &agent, conversation, id).await;
     let pushed = ann.widget.recv().await;
     assert_eq!(pushed["type"], "message", "{pushed}");
     assert_eq!(pushed["author"], "agent");
@@ -587,7 +599,7 @@ fn png_chunk(png: &mut Vec<u8>, kind: &[u8], data: &[u8]) {
 }
 
 /// A valid PNG of `width`×`height` black pixels, 1 bit each, whatever its size compressed.
-fn black_png(width: u32, height: u32) -> Vec<u8> {
+pub(crate) fn black_png(width: u32, height: u32) -> Vec<u8> {
     use std::io::Write;
     let mut header = Vec::new();
     header.extend(width.to_be_bytes());

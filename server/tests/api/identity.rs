@@ -6,8 +6,8 @@ use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use crate::attachments::{send_with, upload};
-use crate::helpers::{ORIGIN, TestApp, Widget};
+use crate::attachments::{agent_reply_with, agent_upload, black_png, send_with, upload};
+use crate::helpers::{Exchange, ORIGIN, TestApp, Widget};
 use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
 use crate::privacy::cli;
 use crate::sealed_secrets::{porch_cli, stop};
@@ -424,4 +424,107 @@ async fn a_verified_user_sends_a_file_uploaded_from_their_browser() {
         app.count("SELECT count(*) FROM attachments WHERE message_id IS NOT NULL"),
         1
     );
+}
+
+/// `GET /widget/attachments/{id}` with a browser's token and, if given, `X-Porch-Identity` made
+/// as the panel makes it (the identity's JSON, percent-encoded); the status.
+async fn file_status(app: &TestApp, site: &str, token: &str, id: &str, who: Option<&Value>) -> u16 {
+    let mut request = app
+        .http
+        .get(&format!("/widget/attachments/{id}?site={site}"))
+        .header("origin", ORIGIN)
+        .header("authorization", format!("Bearer {token}"));
+    if let Some(who) = who {
+        let json = who.to_string();
+        let encoded =
+            percent_encoding::utf8_percent_encode(&json, percent_encoding::NON_ALPHANUMERIC);
+        request = request.header("x-porch-identity", encoded.to_string());
+    }
+    request.answer().await.status
+}
+
+#[tokio::test]
+async fn a_verified_user_opens_their_conversations_files_from_any_browser() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let secret = rotate_secret(&app, &admin, &site).await;
+    // An id that only fits in a header percent-encoded.
+    let user = "Zoë \"42\" ✓";
+    let ada = json!({"id": user, "user_hash": user_hash(&secret, user)});
+    let (mut laptop, welcome) = browser_with(&app, &site, ada.clone()).await;
+    let laptop_token = welcome["token"].as_str().expect("token").to_owned();
+    let (_, file) = upload(&app, &site, &laptop_token, "a.txt", b"receipt".to_vec()).await;
+    let own = file["id"].as_str().expect("id").to_owned();
+    let ack = send_with(&mut laptop, "c-1", "my receipt", &[&own]).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let sent = agent_upload(&app, &admin, conversation, "chart.png", black_png(40, 20)).await;
+    let agents = sent["id"].as_str().expect("id").to_owned();
+    agent_reply_with(&app, &admin, conversation, &agents).await;
+
+    let (_, welcome) = browser_with(&app, &site, ada.clone()).await;
+    let phone = welcome["token"].as_str().expect("token").to_owned();
+    let eve = json!({"id": "eve", "user_hash": user_hash(&secret, "eve")});
+    let forged = json!({"id": user, "user_hash": user_hash("not the secret", user)});
+    for id in [&own, &agents] {
+        assert_eq!(file_status(&app, &site, &phone, id, Some(&ada)).await, 200);
+        assert_eq!(
+            file_status(&app, &site, &phone, id, None).await,
+            404,
+            "the browser's alone"
+        );
+        assert_eq!(
+            file_status(&app, &site, &phone, id, Some(&forged)).await,
+            404
+        );
+        assert_eq!(file_status(&app, &site, &phone, id, Some(&eve)).await, 404);
+        let unreadable = json!("not an identity");
+        assert_eq!(
+            file_status(&app, &site, &phone, id, Some(&unreadable)).await,
+            404
+        );
+        assert_eq!(
+            file_status(&app, &site, &laptop_token, id, Some(&ada)).await,
+            200
+        );
+    }
+    // The uploading browser keeps its own file without the header; the agent's needs the user.
+    assert_eq!(
+        file_status(&app, &site, &laptop_token, &own, None).await,
+        200
+    );
+    assert_eq!(
+        file_status(&app, &site, &laptop_token, &agents, None).await,
+        404
+    );
+    let thumbnail = format!("{agents}/thumbnail");
+    assert_eq!(
+        file_status(&app, &site, &phone, &thumbnail, Some(&ada)).await,
+        200
+    );
+    assert_eq!(
+        file_status(&app, &site, &phone, &thumbnail, None).await,
+        404
+    );
+
+    let preflight = app
+        .http
+        .request(
+            "OPTIONS",
+            &format!("/widget/attachments/{agents}?site={site}"),
+        )
+        .header("origin", ORIGIN)
+        .header("access-control-request-method", "GET")
+        .header(
+            "access-control-request-headers",
+            "authorization,x-porch-identity",
+        )
+        .answer()
+        .await;
+    assert_eq!(preflight.status, 204);
+    let allowed = preflight
+        .header("access-control-allow-headers")
+        .unwrap_or("");
+    assert!(allowed.contains("x-porch-identity"), "{allowed}");
 }

@@ -125,7 +125,9 @@ pub fn main() -> ExitCode {
 
 /// Answers arguments clap could not parse. Help and version go out as clap writes them; a value
 /// that does not parse gets one line naming the environment variable and the flag, exit 2, like
-/// the rules of `Config::validate` (an operator usually sets `PORCH_*`, not the flag).
+/// the rules of `Config::validate` (an operator usually sets `PORCH_*`, not the flag). Anything
+/// else (an unknown flag, a missing argument or subcommand) gets clap's whole text, exit 2: its
+/// first line alone does not say which argument is missing.
 fn refuse_arguments(err: &clap::Error) -> ExitCode {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if matches!(
@@ -139,15 +141,14 @@ fn refuse_arguments(err: &clap::Error) -> ExitCode {
         Some(ContextValue::String(arg)) => arg.split_whitespace().next().map(str::to_owned),
         _ => None,
     };
-    let variable = flag.as_deref().and_then(env_of_flag);
-    let rendered = err.to_string();
-    let first = rendered.lines().next().unwrap_or_default();
-    let reason = first.strip_prefix("error: ").unwrap_or(first);
-    let line = match (variable, flag) {
-        (Some(variable), Some(flag)) => format!("error: {variable} ({flag}): {reason}"),
-        _ => format!("error: {reason} (see porch --help)"),
-    };
-    let _ = writeln!(std::io::stderr(), "{line}");
+    if let Some((variable, flag)) = flag.as_deref().and_then(|f| Some((env_of_flag(f)?, f))) {
+        let rendered = err.to_string();
+        let first = rendered.lines().next().unwrap_or_default();
+        let reason = first.strip_prefix("error: ").unwrap_or(first);
+        let _ = writeln!(std::io::stderr(), "error: {variable} ({flag}): {reason}");
+    } else {
+        let _ = err.print();
+    }
     ExitCode::from(2)
 }
 

@@ -409,3 +409,24 @@ async fn config_imap_url_needs_smtp_and_must_parse_without_being_quoted() {
     }
     assert_refused(&[("PORCH_IMAP_POLL", "0s")], "PORCH_IMAP_POLL").await;
 }
+
+#[test]
+fn a_missing_argument_or_subcommand_is_named_with_the_usage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = crate::process::run(dir.path(), &["site", "add", "--name", "Shop"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(said.contains("--origin <ORIGINS>"), "{said}");
+    assert!(said.contains("Usage: porch site add"), "{said}");
+
+    let no_subcommand = crate::process::run(dir.path(), &["site"]);
+    assert_eq!(no_subcommand.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&no_subcommand.stderr);
+    for command in ["add", "list", "snippet"] {
+        assert!(said.contains(&format!("\n  {command} ")), "{said}");
+    }
+    assert!(
+        !dir.path().join("porch.db").exists(),
+        "refused before opening anything"
+    );
+}

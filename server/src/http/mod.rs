@@ -12,6 +12,7 @@ mod boot;
 mod client_ip;
 mod error;
 mod health;
+mod json_errors;
 mod listener;
 mod metrics;
 mod read_ahead;

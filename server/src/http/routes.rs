@@ -11,6 +11,7 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
+use super::json_errors::{is_api_path, json_errors};
 use super::{
     ApiError, api, api_audit, api_deliveries, api_integrations, api_sites, health, metrics,
     slack_actions, slack_events,
@@ -23,8 +24,7 @@ const UPLOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_mins(5);
 /// elsewhere (people do).
 async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let path = uri.path();
-    if path.starts_with("/api/") || path.starts_with("/integrations/") {
+    if is_api_path(uri.path()) {
         ApiError::not_found("page").into_response()
     } else {
         admin::not_found_page().await
@@ -59,12 +59,15 @@ pub fn router(app: AppState) -> Router {
             app.clone(),
             admin::strict_transport,
         ))
-        .layer(CompressionLayer::new())
         .layer(RequestBodyLimitLayer::new(app.config.body_limit))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             app.config.request_timeout,
-        ));
+        ))
+        // Outside the limit and the timeout, whose refusals it rewrites; inside compression,
+        // so it reads the refusals' text before any encoding.
+        .layer(axum::middleware::from_fn(json_errors))
+        .layer(CompressionLayer::new());
     let websocket = Router::new().route("/widget/ws", get(widget::upgrade));
     websocket.merge(uploads(&app)).merge(http).with_state(app)
 }

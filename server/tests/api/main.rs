@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod account_tokens;
+mod api_errors;
 mod attachments;
 mod attempts;
 mod audit;

@@ -1,0 +1,78 @@
+//! Under the API's prefixes every error is `{"error": {"code", "message"}}` (docs/api.md,
+//! "Errors"), also those the framework and its layers answer by themselves in plain text or with
+//! no body: a body that is not JSON or not of the expected shape, a path id that is not a number,
+//! a wrong method, a missing `Content-Type`, an oversize body, a timeout. A script reading the
+//! code must never meet a text it cannot parse.
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::ApiError;
+
+/// The most of a plain-text rejection kept as the message; the framework's are a line.
+const MAX_MESSAGE: usize = 4096;
+
+/// True for the prefixes whose answers are JSON: the API, and Slack's endpoints.
+pub fn is_api_path(path: &str) -> bool {
+    path.starts_with("/api/") || path.starts_with("/integrations/")
+}
+
+/// Rewrites a client error that is not JSON into the API's error shape, keeping its status and
+/// headers such as `Allow`; every other answer passes untouched.
+pub async fn json_errors(request: Request, next: Next) -> Response {
+    let is_api = is_api_path(request.uri().path());
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    let status = response.status();
+    if !is_api || !status.is_client_error() || is_json(response.headers()) {
+        return response;
+    }
+    let (code, fallback) = match status {
+        StatusCode::BAD_REQUEST => ("bad_request", "The request could not be read.".to_owned()),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method_not_allowed",
+            format!("This URL does not take {method}; the Allow header lists what it takes."),
+        ),
+        StatusCode::REQUEST_TIMEOUT => (
+            "timeout",
+            "The request took longer than the server allows.".to_owned(),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "too_large",
+            "The body is larger than the server accepts.".to_owned(),
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "unsupported_media_type",
+            "The body must be JSON, sent with Content-Type: application/json.".to_owned(),
+        ),
+        StatusCode::UNPROCESSABLE_ENTITY => ("invalid", "The body is not valid.".to_owned()),
+        _ => ("bad_request", "The request was refused.".to_owned()),
+    };
+    let (parts, body) = response.into_parts();
+    // A body some layer encoded is not text to quote; the fallback then says what happened.
+    let text = if parts.headers.contains_key(header::CONTENT_ENCODING) {
+        String::new()
+    } else {
+        axum::body::to_bytes(body, MAX_MESSAGE)
+            .await
+            .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+            .unwrap_or_default()
+    };
+    let message = if text.is_empty() { fallback } else { text };
+    let mut rewritten = ApiError::new(status, code, message).into_response();
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(value) = parts.headers.get(&name) {
+            rewritten.headers_mut().insert(name, value.clone());
+        }
+    }
+    rewritten
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"))
+}

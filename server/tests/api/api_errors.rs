@@ -1,0 +1,148 @@
+//! Every error under `/api/` is `{"error": {"code", "message"}}` (docs/api.md, "Errors"), also
+//! the refusals the framework and its layers make by themselves: a body that is not JSON or not
+//! of the expected shape, a missing `Content-Type`, a path id that is not a number, a wrong
+//! method, an oversize body, a request that takes too long.
+
+use std::io::Read;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use crate::helpers::{Answer, Exchange, TestApp};
+
+/// The status, code and message of an answer that must be the API's error JSON.
+fn error_of(answer: &Answer) -> (u16, String, String) {
+    assert_eq!(
+        answer.header("content-type"),
+        Some("application/json"),
+        "{}: {}",
+        answer.status,
+        answer.body
+    );
+    let body: Value = serde_json::from_str(&answer.body).expect("JSON");
+    let text = |key: &str| body["error"][key].as_str().expect("a text").to_owned();
+    (answer.status, text("code"), text("message"))
+}
+
+async fn post(app: &TestApp, token: &str, path: &str, kind: Option<&str>, body: &str) -> Answer {
+    let mut request = app.http.request("POST", path).bearer_auth(token);
+    if let Some(kind) = kind {
+        request = request.header("content-type", kind);
+    }
+    request.body(body.to_owned()).answer().await
+}
+
+#[tokio::test]
+async fn the_frameworks_own_refusals_are_the_apis_error_json() {
+    let app = TestApp::spawn(&["--body-limit", "1024"]).await;
+    let token = app.add_agent_token("Ana");
+    let messages = "/api/v1/conversations/1/messages";
+    let json = Some("application/json");
+
+    let (status, code, message) = error_of(&post(&app, &token, messages, json, "{}").await);
+    assert_eq!((status, code.as_str()), (422, "invalid"));
+    assert!(message.contains("missing field `body`"), "{message}");
+    let wrong_type = post(&app, &token, messages, json, r#"{"body": 5}"#).await;
+    assert_eq!(error_of(&wrong_type).1, "invalid");
+
+    let (status, code, _) = error_of(&post(&app, &token, messages, json, "{not json").await);
+    assert_eq!((status, code.as_str()), (400, "bad_request"));
+
+    let untyped = post(&app, &token, messages, None, r#"{"body": "hi"}"#).await;
+    let (status, code, message) = error_of(&untyped);
+    assert_eq!((status, code.as_str()), (415, "unsupported_media_type"));
+    assert!(message.contains("application/json"), "{message}");
+
+    let path_id = app
+        .http
+        .get("/api/v1/conversations/abc/messages")
+        .bearer_auth(&token)
+        .answer()
+        .await;
+    assert_eq!(error_of(&path_id).0, 400);
+    let admin = app.add_user_token("Ada", "admin");
+    let query = app
+        .http
+        .get("/api/v1/audit?before=abc")
+        .bearer_auth(&admin)
+        .answer()
+        .await;
+    assert_eq!(error_of(&query).1, "bad_request");
+
+    let method = app
+        .http
+        .request("DELETE", "/api/v1/conversations")
+        .bearer_auth(&token)
+        .answer()
+        .await;
+    let (status, code, _) = error_of(&method);
+    assert_eq!((status, code.as_str()), (405, "method_not_allowed"));
+    assert_eq!(method.header("allow"), Some("GET,HEAD"));
+
+    let big = format!("{{\"body\": \"{}\"}}", "x".repeat(4096));
+    let (status, code, _) = error_of(&post(&app, &token, messages, json, &big).await);
+    assert_eq!((status, code.as_str()), (413, "too_large"));
+
+    // Outside the API the framework's answers stay as they are.
+    let elsewhere = app.http.request("DELETE", "/healthz").answer().await;
+    assert_eq!(elsewhere.status, 405);
+    assert_ne!(elsewhere.header("content-type"), Some("application/json"));
+}
+
+#[tokio::test]
+async fn a_compressed_refusal_keeps_its_words() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_agent_token("Ana");
+    let response = app
+        .http
+        .request("POST", "/api/v1/conversations/1/messages")
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .header("accept-encoding", "gzip")
+        .body("{}")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), 422);
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let bytes = response.bytes().await.expect("a body");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_string(&mut text)
+        .expect("gzip");
+    assert!(text.contains("missing field `body`"), "{text}");
+}
+
+#[tokio::test]
+async fn a_request_that_takes_too_long_gets_a_timeout_code() {
+    let app = TestApp::spawn(&["--request-timeout", "300ms"]).await;
+    let token = app.add_agent_token("Ana");
+    // Headers that promise a body which never comes: the handler waits on it until the timeout.
+    let mut stream = tokio::net::TcpStream::connect(app.addr)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /api/v1/conversations/1/messages HTTP/1.1\r\nHost: porch\r\n\
+         Authorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\n\r\n{{"
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0; 4096];
+        loop {
+            let n = stream.read(&mut buf).await.expect("read");
+            answer.extend_from_slice(&buf[..n]);
+            if n == 0 || String::from_utf8_lossy(&answer).contains("}}") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains(r#""code":"timeout""#), "{text}");
+}

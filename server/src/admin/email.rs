@@ -1,5 +1,5 @@
-//! A site's email page (admins only): turn email on with its delays (stored by the same
-//! `email_config` as the API), and the server's SMTP setting with a test mail to the signed-in
+//! A site's email page (admins only): turn email on with its delays (checked and saved by the
+//! same `save_email` as the API), and the server's SMTP setting with a test mail to the signed-in
 //! admin, sent through the job runner. The card on replies by email is `email_inbound`'s.
 
 use axum::extract::{Path, Query, State};
@@ -11,8 +11,9 @@ use serde::Deserialize;
 
 use crate::audit::Actor;
 use crate::http::ClientIp;
-use crate::integrations::email::{EmailSetup, email_config, queue_test_mail};
-use crate::integrations::{CheckedSettings, add_integration, fix_integration};
+use crate::integrations::email::{
+    EmailSetup, MAX_DELAY_SECS, delay_rule, queue_test_mail, save_email as save_settings,
+};
 use crate::jobs::{EmailDelays, JobKind};
 use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
@@ -22,9 +23,6 @@ use super::destinations::{TestQuery, load_health, test_outcome};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 use super::sites::find_site;
-
-/// The longest delay the page takes: a week (a digest later than that helps nobody).
-const MAX_SECS: u32 = 7 * 24 * 3600;
 
 const NOT_CONFIGURED: &str =
     "Email is not configured: set PORCH_SMTP_URL and PORCH_MAIL_FROM and restart Porch.";
@@ -40,7 +38,7 @@ async fn load(app: &AppState, key: &str) -> Result<(SiteRow, Option<IntegrationR
 }
 
 fn secs(duration: std::time::Duration) -> u32 {
-    u32::try_from(duration.as_secs()).unwrap_or(MAX_SECS)
+    u32::try_from(duration.as_secs()).unwrap_or(MAX_DELAY_SECS)
 }
 
 async fn page(
@@ -112,8 +110,8 @@ fn parse_secs(text: &str, what: &str) -> Result<u32, String> {
     text.trim()
         .parse::<u32>()
         .ok()
-        .filter(|s| *s <= MAX_SECS)
-        .ok_or_else(|| format!("{what} must be a whole number of seconds from 0 to {MAX_SECS}."))
+        .filter(|s| *s <= MAX_DELAY_SECS)
+        .ok_or_else(|| delay_rule(what))
 }
 
 /// `POST /sites/{key}/email`: turns email on for the site, or saves its delays.
@@ -144,23 +142,9 @@ pub async fn save_email(
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };
-    let config = email_config(&setup).to_string();
     let actor = Actor::user(&who.user, ip);
-    match &row {
-        Some(existing) => {
-            let handles = (&app.writer, &app.jobs, &app.secret_key);
-            fix_integration(handles, &actor, existing, config, None).await?;
-        }
-        None => {
-            let settings = CheckedSettings {
-                kind: "email",
-                name: "Email",
-                config,
-                secrets: "{}".to_owned(),
-            };
-            add_integration((&app.writer, &app.secret_key), &actor, site.id, settings).await?;
-        }
-    }
+    let handles = (&app.writer, &app.jobs, &app.secret_key);
+    save_settings(handles, &actor, site.id, row.as_ref(), &setup).await?;
     Ok(see_other(&format!("/sites/{key}/email?notice=email-saved")))
 }
 

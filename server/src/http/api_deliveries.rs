@@ -12,7 +12,9 @@ use serde_json::json;
 use crate::audit::Actor;
 use crate::clock::now_ms;
 use crate::integrations::discord::{DiscordSetup, check_discord};
-use crate::integrations::email::{EmailSetup, Mailer, email_config};
+use crate::integrations::email::{
+    EmailSetup, MAX_DELAY_SECS, Mailer, delay_rule, email_config, save_email,
+};
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
 use crate::integrations::{
     CheckedSettings, add_integration, fix_integration, rotate_webhook_secret as rotate_secret,
@@ -249,7 +251,8 @@ fn mailer(app: &AppState) -> Result<&Mailer, ApiError> {
 }
 
 /// `POST /api/v1/sites/{key}/integrations/email`: turns on email for a site (the unanswered
-/// digest to agents, replies and transcripts to visitors who left an address).
+/// digest to agents, replies and transcripts to visitors who left an address), 201; on a site
+/// that has it, saves the delays and turns it on again if it was off, 200, as the page does.
 pub async fn create_email(
     State(app): State<AppState>,
     ApiAdmin(admin): ApiAdmin,
@@ -258,26 +261,29 @@ pub async fn create_email(
     Json(setup): Json<EmailSetup>,
 ) -> Result<Response, ApiError> {
     mailer(&app)?;
+    for (secs, field) in [
+        (setup.unanswered_after_secs, "unanswered_after_secs"),
+        (setup.reply_delay_secs, "reply_delay_secs"),
+    ] {
+        if secs > MAX_DELAY_SECS {
+            return Err(ApiError::invalid(delay_rule(field)));
+        }
+    }
     let site = site_id(&app, &key).await?;
-    let config = email_config(&setup);
-    let settings = CheckedSettings {
-        kind: "email",
-        name: "Email",
-        config: config.to_string(),
-        secrets: "{}".into(),
+    let existing = app
+        .readers
+        .read(move |c| store::find_site_integration(c, site, "email"))
+        .await?;
+    let handles = (&app.writer, &app.jobs, &app.secret_key);
+    let actor = Actor::user(&admin, ip);
+    let id = save_email(handles, &actor, site, existing.as_ref(), &setup).await?;
+    let status = if existing.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
     };
-    let id = add_integration(
-        (&app.writer, &app.secret_key),
-        &Actor::user(&admin, ip),
-        site,
-        settings,
-    )
-    .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({"id": id, "config": config})),
-    )
-        .into_response())
+    let config = email_config(&setup);
+    Ok((status, Json(json!({"id": id, "config": config}))).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -21,7 +21,9 @@ use super::client_ip::ClientIp;
 /// The body of `PUT /api/v1/sites/{key}/retention`.
 #[derive(Debug, Deserialize)]
 pub struct RetentionBody {
-    /// Days; `null` keeps conversations for ever.
+    /// Days; `null` keeps conversations for ever. Required, `null` included: a body without it
+    /// (a misspelt key) is refused rather than read as "keep for ever".
+    #[serde(deserialize_with = "Option::deserialize")]
     retention_days: Option<u32>,
 }
 

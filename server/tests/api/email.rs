@@ -110,6 +110,35 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
         )
         .await;
     assert_eq!(status, 201, "{answer}");
+    // Again: the same integration takes the delays (200), a second one would mail twice; a
+    // delay over a week is refused as on the page.
+    let again = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/email"),
+            &admin,
+            Some(json!({"unanswered_after_secs": 1, "reply_delay_secs": 0})),
+        )
+        .await;
+    assert_eq!(
+        (again.0, &again.1["id"]),
+        (200, &answer["id"]),
+        "{}",
+        again.1
+    );
+    let too_late = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/email"),
+            &admin,
+            Some(json!({"unanswered_after_secs": 604_801})),
+        )
+        .await;
+    assert_eq!(too_late.0, 422, "{}", too_late.1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM integrations WHERE kind = 'email'"),
+        1
+    );
 
     // The test-send action.
     let (status, answer) = app

@@ -846,6 +846,18 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
         (status, body["retention_days"].clone()),
         (200, serde_json::Value::Null)
     );
+    // A misspelt or missing key is refused, not read as "keep for ever".
+    for body in [
+        serde_json::json!({"retentionDays": 30}),
+        serde_json::json!({}),
+    ] {
+        let (status, answer) = app.api("PUT", &path, &admin, Some(body)).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (422, Some("invalid")),
+            "{answer}"
+        );
+    }
     assert_eq!(
         app.count("SELECT count(*) FROM audit_events WHERE action = 'site.updated'"),
         2

@@ -1,8 +1,23 @@
-//! Turning on email for a site: when the digest and the replies are due.
+//! Turning on email for a site: when the digest and the replies are due. The admin page and
+//! the API check and save the same way.
+
+use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::jobs::EmailDelays;
+use crate::audit::Actor;
+use crate::integrations::{CheckedSettings, add_integration, fix_integration};
+use crate::jobs::{EmailDelays, JobQueue};
+use crate::secrets::SecretKey;
+use crate::store::{self, IntegrationId, IntegrationRow, SiteId, Writer};
+
+/// The longest delay taken: a week (a digest later than that helps nobody).
+pub const MAX_DELAY_SECS: u32 = 7 * 24 * 3600;
+
+/// The rule a delay breaks, for `what` as the caller names the field.
+pub fn delay_rule(what: &str) -> String {
+    format!("{what} must be a whole number of seconds from 0 to {MAX_DELAY_SECS}.")
+}
 
 /// What an admin provides, in seconds.
 #[derive(Debug, Deserialize)]
@@ -34,4 +49,28 @@ pub fn email_config(setup: &EmailSetup) -> serde_json::Value {
         "unanswered_after_ms": i64::from(setup.unanswered_after_secs) * 1000,
         "reply_delay_ms": i64::from(setup.reply_delay_secs) * 1000,
     })
+}
+
+/// Turns email on for a site with `setup`'s delays, or saves them on its `existing` integration
+/// (turning it on again if it was off): a site has one, as two would mail every digest twice.
+/// Returns its id.
+pub async fn save_email(
+    handles: (&Arc<Writer>, &JobQueue, &Arc<SecretKey>),
+    actor: &Actor,
+    site_id: SiteId,
+    existing: Option<&IntegrationRow>,
+    setup: &EmailSetup,
+) -> Result<IntegrationId, store::Error> {
+    let config = email_config(setup).to_string();
+    if let Some(row) = existing {
+        fix_integration(handles, actor, row, config, None).await?;
+        return Ok(row.id);
+    }
+    let settings = CheckedSettings {
+        kind: "email",
+        name: "Email",
+        config,
+        secrets: "{}".to_owned(),
+    };
+    add_integration((handles.0, handles.2), actor, site_id, settings).await
 }

@@ -45,23 +45,25 @@ pub fn make_thumbnail(kind: Kind, data: &[u8]) -> Result<Option<Thumbnail>, TooL
         Kind::Webp => ImageFormat::WebP,
         Kind::Pdf | Kind::Text => return Ok(None),
     };
-    let reader = || {
+    let reader = |limits: Limits| {
         let mut reader = ImageReader::with_format(Cursor::new(data), format);
-        let mut limits = Limits::default();
-        limits.max_image_width = Some(MAX_SIDE);
-        limits.max_image_height = Some(MAX_SIDE);
-        // Room for the decoded pixels plus the decoder's own buffers.
-        limits.max_alloc = Some(MAX_PIXELS * 4 + 64 * 1024 * 1024);
         reader.limits(limits);
         reader
     };
-    let Ok((width, height)) = reader().into_dimensions() else {
+    // The header alone, read without the side limits: under them a side over 20,000 failed
+    // here like an unreadable image, which is stored and served as it is, bomb and all.
+    let Ok((width, height)) = reader(Limits::no_limits()).into_dimensions() else {
         return Ok(None);
     };
     if width > MAX_SIDE || height > MAX_SIDE || u64::from(width) * u64::from(height) > MAX_PIXELS {
         return Err(TooLarge);
     }
-    let Ok(image) = reader().decode() else {
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    // Room for the decoded pixels plus the decoder's own buffers.
+    limits.max_alloc = Some(MAX_PIXELS * 4 + 64 * 1024 * 1024);
+    let Ok(image) = reader(limits).decode() else {
         return Ok(None);
     };
     let small = if width <= THUMB_SIDE && height <= THUMB_SIDE {
@@ -140,6 +142,44 @@ mod tests {
             .expect("made");
         assert_eq!(thumb.content_type, "image/jpeg");
         assert_eq!(dimensions(&thumb), (320, 320));
+    }
+
+    /// A PNG that declares `width` × `height` and holds no pixels (a bomb's first bytes).
+    fn png_header(width: u32, height: u32) -> Vec<u8> {
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        for (kind, data) in [
+            (
+                &b"IHDR"[..],
+                [
+                    &width.to_be_bytes()[..],
+                    &height.to_be_bytes(),
+                    &[8, 6, 0, 0, 0],
+                ]
+                .concat(),
+            ),
+            (b"IDAT", b"x\x9c\x03\x00\x00\x00\x00\x01".to_vec()),
+            (b"IEND", Vec::new()),
+        ] {
+            png.extend(u32::try_from(data.len()).expect("short").to_be_bytes());
+            let mut crc = flate2::Crc::new();
+            crc.update(kind);
+            crc.update(&data);
+            png.extend_from_slice(kind);
+            png.extend(data);
+            png.extend(crc.sum().to_be_bytes());
+        }
+        png
+    }
+
+    #[test]
+    fn an_image_too_large_by_either_side_or_its_pixels_is_refused_from_its_header() {
+        for (width, height) in [(20_001, 1), (1, 20_001), (60_000, 60_000), (10_000, 10_000)] {
+            let refused = make_thumbnail(Kind::Png, &png_header(width, height));
+            assert!(refused.is_err(), "{width}x{height}: {refused:?}");
+        }
+        // At the limits it is read as an image (this one has no pixels, so no thumbnail).
+        let at_limit = make_thumbnail(Kind::Png, &png_header(20_000, 2_500));
+        assert!(matches!(at_limit, Ok(None)), "{at_limit:?}");
     }
 
     #[test]

@@ -711,6 +711,22 @@ async fn a_decompression_bomb_is_refused_and_nothing_is_stored() {
     let (status, answer) = upload(&app, &site, &ann.token, "bomb.png", bomb).await;
     assert_eq!(status, 422, "{answer}");
     assert_eq!(answer["error"]["code"], "image_too_large");
+    // A side over 20,000 pixels, however few pixels in all (60,000 × 1), or 3.6 gigapixels
+    // declared in a header with no pixel data at all.
+    let mut header_only = b"\x89PNG\r\n\x1a\n".to_vec();
+    let ihdr = [
+        &60_000u32.to_be_bytes()[..],
+        &60_000u32.to_be_bytes(),
+        &[8, 6, 0, 0, 0],
+    ];
+    png_chunk(&mut header_only, b"IHDR", &ihdr.concat());
+    png_chunk(&mut header_only, b"IDAT", b"x\x9c\x03\x00\x00\x00\x00\x01");
+    png_chunk(&mut header_only, b"IEND", b"");
+    for bomb in [black_png(60_000, 1), header_only] {
+        let (status, answer) = upload(&app, &site, &ann.token, "wide.png", bomb).await;
+        assert_eq!(status, 422, "{answer}");
+        assert_eq!(answer["error"]["code"], "image_too_large");
+    }
     assert_eq!(app.count("SELECT count(*) FROM attachments"), 0);
     // Just under the limit (7,000 × 7,000 = 49 megapixels) is accepted, with a thumbnail.
     let (status, answer) =

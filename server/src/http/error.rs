@@ -34,6 +34,15 @@ impl ApiError {
         )
     }
 
+    /// A widget request (a visitor's own data, a file) without the visitor's token.
+    pub fn visitor_unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "A valid visitor token is required.",
+        )
+    }
+
     /// The caller's input is not valid: `422 invalid` with what to change.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)

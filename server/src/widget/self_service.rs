@@ -103,7 +103,10 @@ pub(super) async fn check_visitor(
     let (site, origin) = allowed_origin(app, site_key, headers).await?;
     let token = token.trim();
     if !app.tokens.verify(&site.key, token) {
-        return Err(allow(&origin, ApiError::unauthorized().into_response()));
+        return Err(allow(
+            &origin,
+            ApiError::visitor_unauthorized().into_response(),
+        ));
     }
     Ok(Checked {
         origin,

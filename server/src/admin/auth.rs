@@ -56,7 +56,14 @@ impl NoticeQuery {
             }
             "slack-saved" => "Slack settings saved. Waiting deliveries go out now.",
             "slack-ok" => "Slack accepted the bot token.",
-            "retried" => "Queued again. They go out in order; failures show up here again.",
+            "retried" => {
+                "Queued again. They go out in order; failures show up here again. Deliveries of \
+                 a broken or turned-off integration wait until it is fixed or turned on."
+            }
+            "waits-for-fix" => {
+                "Its integration is broken or turned off: the delivery waits and goes out, in \
+                 order, once the integration is fixed or turned on."
+            }
             "discord-connected" => "Discord is added. New messages are posted to the channel.",
             "discord-saved" => "Discord settings saved. Waiting deliveries go out now.",
             "webhook-saved" => "Endpoint saved. Waiting deliveries go out now.",

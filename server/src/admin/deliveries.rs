@@ -5,7 +5,7 @@ use axum::response::Response;
 use porch_app::deliveries::{DeliveriesView, DeliveryItemView, render_deliveries};
 use porch_app::layout::Section;
 
-use crate::jobs::{retry_all_jobs, retry_job};
+use crate::jobs::{Retried, retry_all_jobs, retry_job};
 use crate::state::AppState;
 use crate::store::{self, JobId};
 
@@ -54,8 +54,11 @@ pub async fn retry_delivery(
     Path(id): Path<i64>,
     _admin: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
-    retry_job(&app.writer, &app.jobs, JobId(id)).await?;
-    Ok(see_other("/deliveries?notice=retried"))
+    let notice = match retry_job(&app.writer, &app.jobs, JobId(id)).await? {
+        Retried::Waits => "waits-for-fix",
+        Retried::Queued | Retried::NotRetryable => "retried",
+    };
+    Ok(see_other(&format!("/deliveries?notice={notice}")))
 }
 
 /// `POST /deliveries/retry`: every failed and blocked delivery.

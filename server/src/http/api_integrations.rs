@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::audit::Actor;
 use crate::integrations::SetupError;
 use crate::integrations::slack::{self, SlackSetup, connect_slack};
-use crate::jobs;
+use crate::jobs::{self, Retried};
 use crate::state::AppState;
 use crate::store::{self, IntegrationId, JobId, JobRow};
 
@@ -145,10 +145,16 @@ pub async fn retry_job(
     _admin: ApiAdmin,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    if !jobs::retry_job(&app.writer, &app.jobs, JobId(id)).await? {
-        return Err(ApiError::not_found("failed or blocked job"));
+    match jobs::retry_job(&app.writer, &app.jobs, JobId(id)).await? {
+        Retried::Queued => Ok(Json(json!({"retried": 1})).into_response()),
+        Retried::Waits => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "integration_broken",
+            "The job's integration is broken or turned off: the job waits, blocked, with a \
+             fresh budget, and is sent when the integration is fixed or turned on.",
+        )),
+        Retried::NotRetryable => Err(ApiError::not_found("failed or blocked job")),
     }
-    Ok(Json(json!({"retried": 1})).into_response())
 }
 
 /// `POST /api/v1/jobs/retry`: queues every failed or blocked job again.

@@ -34,6 +34,8 @@ pub use plan::{
     webhook_id,
 };
 pub use requested::{plan_account_link_mail, plan_discord_test, plan_test_mail};
-pub use retry::{resume_integration, retry_all_jobs, retry_job, spawn_interrupted_resumes};
+pub use retry::{
+    Retried, resume_integration, retry_all_jobs, retry_job, spawn_interrupted_resumes,
+};
 pub use runner::{JobQueue, Runner, RunnerConfig, WINDOW};
 pub use stats::{Counted, JobStats};

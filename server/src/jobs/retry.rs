@@ -30,22 +30,46 @@ const PAGE_RETRY: Duration = Duration::from_millis(250);
 /// A page written: its jobs, and the id to continue after (`None` once it was the last).
 type Page = (Requeued, Option<JobId>);
 
-/// Queues job `id` again if it is failed or blocked; `false` when it is neither.
-pub async fn retry_job(writer: &Writer, queue: &JobQueue, id: JobId) -> Result<bool, store::Error> {
+/// What a retry of one job did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retried {
+    /// Queued again with a fresh budget.
+    Queued,
+    /// Its integration is broken or turned off (or resuming): it waits, blocked, with a fresh
+    /// budget, and the integration's fix queues it in order with the others.
+    Waits,
+    /// No such job, or it is neither failed nor blocked.
+    NotRetryable,
+}
+
+/// Retries job `id` if it is failed or blocked.
+pub async fn retry_job(
+    writer: &Writer,
+    queue: &JobQueue,
+    id: JobId,
+) -> Result<Retried, store::Error> {
     let job = writer
         .write(move |c| {
             store::find_retryable_job(c, id)?
-                .map(|job| requeue(c, &job, now_ms()))
+                .map(|job| retry(c, &job, now_ms()))
                 .transpose()
         })
         .await?;
-    let found = job.is_some();
-    queue.submit(job.into_iter().collect());
-    Ok(found)
+    Ok(match job {
+        None => Retried::NotRetryable,
+        Some(job) if job.state == "queued" => {
+            queue.submit(vec![job]);
+            Retried::Queued
+        }
+        Some(_) => Retried::Waits,
+    })
 }
 
-/// Queues every failed and blocked job again, oldest first; returns how many. A failed job that
-/// fails again while later pages are written waits for the next retry (the walk has passed it).
+/// Queues every failed and blocked job again, oldest first; returns how many were queued. A
+/// job whose integration is broken or off is not: it waits for the fix (see [`Retried::Waits`]),
+/// as running it could only fail or block it again, or post past a turned-off integration or
+/// ahead of a resume's older jobs. A failed job that fails again while later pages are written
+/// waits for the next retry (the walk has passed it).
 pub async fn retry_all_jobs(writer: &Writer, queue: &JobQueue) -> Result<usize, store::Error> {
     let mut count = 0;
     for state in Retryable::ALL {
@@ -138,13 +162,15 @@ pub(super) fn retry_page(
     now: i64,
 ) -> Result<Page, store::Error> {
     let jobs = store::list_retryable_jobs(conn, state, after, limit)?;
+    let next = continue_after(jobs.iter().map(|job| job.id), limit);
+    let mut queued = Vec::new();
     for job in &jobs {
-        requeue(conn, job, now)?;
+        let row = retry(conn, job, now)?;
+        if row.state == "queued" {
+            queued.push((row.rate_key, row.id));
+        }
     }
-    Ok(page_of(
-        jobs.into_iter().map(|job| (job.rate_key, job.id)).collect(),
-        limit,
-    ))
+    Ok((Requeued::of(queued), next))
 }
 
 /// Queues the next page of integration `id`'s blocked jobs above `after` again while it is
@@ -160,26 +186,31 @@ pub(super) fn resume_page(
         return Ok((Requeued::of([]), None));
     }
     let jobs = store::requeue_blocked_jobs_of_integration(conn, id, after, limit, now)?;
-    let page = page_of(jobs, limit);
-    if page.1.is_none() {
+    let next = continue_after(jobs.iter().map(|(_, id)| *id), limit);
+    if next.is_none() {
         store::mark_integration_healthy(conn, id, now)?;
     }
-    Ok(page)
+    Ok((Requeued::of(jobs), next))
 }
 
-/// A page of `jobs` (rate key, id) read with `limit`: a full one continues after its highest id.
-fn page_of(jobs: Vec<(Option<String>, JobId)>, limit: u32) -> Page {
-    let is_full = u32::try_from(jobs.len()).is_ok_and(|n| n == limit);
-    let last = jobs.iter().map(|(_, id)| *id).max().filter(|_| is_full);
-    (Requeued::of(jobs), last)
+/// Where to continue after a page that listed `ids` with `limit`: after its highest id when
+/// it was full, nowhere when it was the last.
+fn continue_after(ids: impl ExactSizeIterator<Item = JobId>, limit: u32) -> Option<JobId> {
+    let is_full = u32::try_from(ids.len()).is_ok_and(|n| n == limit);
+    ids.max().filter(|_| is_full)
 }
 
-/// Queues `job` again at `now`; a job that had a deadline gets its kind's from now.
-fn requeue(conn: &Connection, job: &JobRow, now: i64) -> Result<JobRow, store::Error> {
+/// Gives `job` a fresh budget at `now` (a job that had a deadline gets its kind's from now):
+/// queued, or blocked while its integration does not take deliveries.
+fn retry(conn: &Connection, job: &JobRow, now: i64) -> Result<JobRow, store::Error> {
     let deadline =
         JobKind::parse(&job.kind).map_or(super::kind::DEFAULT_DEADLINE, JobKind::deadline);
     let deadline_at = job.deadline_at.map(|_| now + millis(deadline));
-    store::requeue_job(conn, job.id, now, deadline_at)
+    let waits = match job.integration_id {
+        Some(integration) => !store::integration_takes_deliveries(conn, integration)?,
+        None => false,
+    };
+    store::requeue_job(conn, job.id, now, deadline_at, waits)
 }
 
 #[cfg(test)]
@@ -361,5 +392,49 @@ mod tests {
             );
             assert_eq!(state_of(&conn, later).0, "blocked", "{error}: waits");
         }
+    }
+
+    /// Retrying the jobs of an integration that does not take deliveries (broken, turned off,
+    /// or resuming, whose pages take its blocked jobs in order) queues none of them: each waits,
+    /// blocked, with a fresh budget, for the fix. A healthy integration's jobs are queued.
+    #[test]
+    fn a_retry_leaves_the_jobs_of_a_broken_off_or_resuming_integration_waiting() {
+        let conn = store::migrated_in_memory();
+        let (resuming, broken) = broken_integrations(&conn);
+        conn.execute_batch(
+            "INSERT INTO integrations (id, site_id, kind, name, config, is_enabled, status, \
+                                       created_at, updated_at) \
+             VALUES (3, 1, 'webhook', 'off', '{}', 0, 'broken', 0, 0), \
+                    (4, 1, 'slack', 'ok', '{}', 1, 'ok', 0, 0);",
+        )
+        .expect("integrations");
+        let (off, healthy) = (IntegrationId(3), IntegrationId(4));
+        let waiting: Vec<JobId> = [resuming, broken, off]
+            .into_iter()
+            .flat_map(|i| {
+                [
+                    job_of(&conn, Some(i), "failed", None),
+                    job_of(&conn, Some(i), "blocked", None),
+                ]
+            })
+            .collect();
+        let sent = job_of(&conn, Some(healthy), "failed", Some("slack:A"));
+
+        let mut queued = 0;
+        for state in Retryable::ALL {
+            let (page, next) = retry_page(&conn, state, JobId(0), 100, 1000).expect("page");
+            assert_eq!(next, None);
+            queued += page.count;
+        }
+        assert_eq!(queued, 1, "only the healthy integration's job");
+        assert_eq!(state_of(&conn, sent).0, "queued");
+        let fresh = Some(1000 + millis(JobKind::SlackPost.deadline()));
+        for id in waiting {
+            assert_eq!(state_of(&conn, id).0, "blocked", "{id:?} waits for the fix");
+            assert_eq!(state_of(&conn, id).2, fresh, "{id:?} has a fresh deadline");
+        }
+        // The fix then takes them, as any blocked job.
+        let (page, _) = resume_page(&conn, resuming, JobId(0), 100, 1000).expect("resume");
+        assert_eq!(page.count, 2);
     }
 }

@@ -445,7 +445,7 @@ mod tests {
         let job = queued_job(&conn, 1);
         try_once(&conn, job, 1, JobUpdate::Failed, Some("HTTP 500"));
         assert!(find_retryable_job(&conn, job).expect("find").is_some());
-        requeue_job(&conn, job, 10, None).expect("requeue");
+        requeue_job(&conn, job, 10, None, false).expect("requeue");
         try_once(&conn, job, 2, JobUpdate::Done { external_ref: None }, None);
         assert_eq!(
             attempt_rows(&conn, job),

@@ -149,7 +149,7 @@ pub use receipts::{
     VisitorReceipts, find_agents_read_up_to, find_seen_visitor_message, find_visitor_receipts,
 };
 pub use requeue::{
-    Requeued, Retryable, find_retryable_job, list_retryable_jobs,
+    Requeued, Retryable, find_retryable_job, integration_takes_deliveries, list_retryable_jobs,
     requeue_blocked_jobs_of_integration, requeue_job,
 };
 pub use search::{

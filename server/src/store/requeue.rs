@@ -121,19 +121,33 @@ fn retryable_page_sql(state: Retryable) -> String {
     )
 }
 
-/// Queues a job again at `now` with a fresh set of attempts and the given deadline.
+/// Gives a job a fresh set of attempts and the given deadline, queued at `now`, or blocked when
+/// `waits` (its integration is broken or off: the fix queues it, in order with the others).
 pub fn requeue_job(
     conn: &Connection,
     id: JobId,
     now: i64,
     deadline_at: Option<i64>,
+    waits: bool,
 ) -> Result<JobRow, Error> {
     let mut stmt = conn.prepare_cached(&format!(
-        "UPDATE jobs SET state = 'queued', run_at = ?2, attempt = 0, finished_at = NULL, \
-                deadline_at = ?3 \
+        "UPDATE jobs SET state = iif(?4, 'blocked', 'queued'), run_at = ?2, attempt = 0, \
+                finished_at = NULL, deadline_at = ?3 \
           WHERE id = ?1 RETURNING {COLUMNS}"
     ))?;
-    Ok(stmt.query_row(params![id, now, deadline_at], from_row)?)
+    Ok(stmt.query_row(params![id, now, deadline_at, waits], from_row)?)
+}
+
+/// Whether integration `id` takes deliveries now: on and healthy (not broken, not resuming,
+/// whose resume queues its blocked jobs in order).
+pub fn integration_takes_deliveries(conn: &Connection, id: IntegrationId) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM integrations WHERE id = ?1 AND is_enabled = 1 AND status = 'ok'",
+        )?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some())
 }
 
 #[cfg(test)]

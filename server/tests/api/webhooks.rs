@@ -398,6 +398,40 @@ async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
             .count(),
         1
     );
+
+    // Retrying leaves its delivery waiting for the fix (running it could only fail it, and
+    // the fix would then find nothing to resume); saving the endpoint again sends it.
+    let job = f.app.count(&format!(
+        "SELECT id FROM jobs WHERE integration_id = {gone}"
+    ));
+    let blocked = format!("SELECT count(*) FROM jobs WHERE id = {job} AND state = 'blocked'");
+    assert_eq!(f.app.count(&blocked), 1);
+    let (status, answer) = f
+        .app
+        .api("POST", "/api/v1/jobs/retry", &f.admin, None)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let one = format!("/api/v1/jobs/{job}/retry");
+    let (status, answer) = f.app.api("POST", &one, &f.admin, None).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (409, Some("integration_broken")),
+        "{answer}"
+    );
+    assert_eq!(f.app.count(&blocked), 1, "still waiting");
+    let settings = json!({"url": f.mock.url("/gone"), "events": ["message.created"]});
+    let path = format!("/api/v1/integrations/{gone}/webhook");
+    let (status, answer) = f.app.api("PUT", &path, &f.admin, Some(settings)).await;
+    assert_eq!(
+        (status, answer["resumed_jobs"].as_i64()),
+        (200, Some(1)),
+        "{answer}"
+    );
+    f.wait_for_sql(
+        &format!("SELECT count(*) FROM jobs WHERE id = {job} AND state = 'done'"),
+        1,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -233,8 +233,8 @@
   const getFile = async (url) => {
     const headers = { authorization: `Bearer ${read(key("token"))}` };
     // A known visitor's files are in the user's conversation, not this browser's: proven as in hello.
-    const who = identity();
-    if (who) headers["x-porch-identity"] = encodeURIComponent(JSON.stringify(who));
+    const who = identity(); // only what proves the user: name and email stay out of request logs
+    if (who) headers["x-porch-identity"] = encodeURIComponent(JSON.stringify({ id: who.id, user_hash: who.user_hash }));
     const r = await fetch(`${c.url}${url}?site=${encodeURIComponent(c.site)}`, { headers });
     if (!r.ok) throw new Error(t("file_gone"));
     return r.blob();

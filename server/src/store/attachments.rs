@@ -330,7 +330,8 @@ pub fn read_attachment_part(
 }
 
 /// Every file of `visitor`'s conversations and their uploads no message took, with the bytes,
-/// in upload order (for an export).
+/// in upload order (for an export). A file the browser uploaded for a verified user's message
+/// is the user's, not the browser's anonymous visitor's.
 pub fn list_visitor_files(
     conn: &Connection,
     visitor: VisitorId,
@@ -340,7 +341,8 @@ pub fn list_visitor_files(
             "SELECT a.id, a.public_id, a.name, a.content_type, a.size FROM attachments a \
               WHERE a.is_complete = 1 AND (a.conversation_id IN \
                     (SELECT id FROM conversations WHERE visitor_id = ?1) \
-                 OR a.token_hash = (SELECT token_hash FROM visitors WHERE id = ?1)) \
+                 OR (a.message_id IS NULL \
+                     AND a.token_hash = (SELECT token_hash FROM visitors WHERE id = ?1))) \
               ORDER BY a.id",
         )?
         .query_map([visitor], |r| {

@@ -143,9 +143,9 @@ pub async fn upload(
 }
 
 /// `GET /widget/attachments/{id}?site=KEY`, `Authorization: Bearer <visitor token>` (and, for
-/// a known visitor, `X-Porch-Identity`): the bytes, for the browser that uploaded them or the
-/// visitor whose conversation holds them (an agent's file on a private note never); anyone else
-/// gets 404, as for an id that does not exist.
+/// a known visitor, `X-Porch-Identity`): the bytes, for the browser that uploaded them until a
+/// message takes them, and the visitor whose conversation holds them (an agent's file on a
+/// private note never); anyone else gets 404, as for an id that does not exist.
 pub async fn download(
     State(app): State<AppState>,
     Path(id): Path<String>,
@@ -189,7 +189,11 @@ async fn serve(
             let Some(stored) = store::find_attachment(c, &id)? else {
                 return Ok(None);
             };
-            let is_own = stored.uploader_token_hash.as_deref() == Some(&token_hash[..]);
+            // The uploading browser's until a message takes it; from then on the conversation's,
+            // which is the user's for a verified user: the same browser after the user logged
+            // out (a shared computer) no longer reads it.
+            let is_own = stored.conversation_id.is_none()
+                && stored.uploader_token_hash.as_deref() == Some(&token_hash[..]);
             let is_to_them = stored
                 .conversation_token_hash
                 .as_deref()

@@ -36,10 +36,16 @@ pub struct IdentityClaim {
 /// The `token_hash` the visitor is stored under: a verified user's is [`user_token_hash`] (the
 /// same on every browser); everyone else's is the token's own hash, whatever they claim.
 pub fn visitor_hash(site_key: &str, identity: Option<&VisitorIdentity>, token: &str) -> [u8; 32] {
-    match identity {
-        Some(known) if known.is_verified => user_token_hash(site_key, &known.user_id),
-        _ => hash_token(token),
-    }
+    identity
+        .and_then(|known| verified_key(site_key, known))
+        .unwrap_or_else(|| hash_token(token))
+}
+
+/// A verified user's [`user_token_hash`]; `None` for an unverified claim.
+fn verified_key(site_key: &str, identity: &VisitorIdentity) -> Option<[u8; 32]> {
+    identity
+        .is_verified
+        .then(|| user_token_hash(site_key, &identity.user_id))
 }
 
 /// The key of the verified user a file request proves (docs/widget-protocol.md, "Attachments"):
@@ -54,10 +60,7 @@ pub fn verified_user_key(
 ) -> Option<[u8; 32]> {
     let text = percent_decode(header?.as_bytes()).decode_utf8().ok()?;
     let claim: IdentityClaim = serde_json::from_str(&text).ok()?;
-    let identity = resolve_identity(&claim, site, key)?;
-    identity
-        .is_verified
-        .then(|| user_token_hash(&site.key, &identity.user_id))
+    verified_key(&site.key, &resolve_identity(&claim, site, key)?)
 }
 
 /// Reads `hello.identity` leniently: a claim of the wrong shape (no `id`, a number for a name)

@@ -489,15 +489,11 @@ async fn a_verified_user_opens_their_conversations_files_from_any_browser() {
             200
         );
     }
-    // The uploading browser keeps its own file without the header; the agent's needs the user.
-    assert_eq!(
-        file_status(&app, &site, &laptop_token, &own, None).await,
-        200
-    );
-    assert_eq!(
-        file_status(&app, &site, &laptop_token, &agents, None).await,
-        404
-    );
+    // Once sent, the file is the user's: the uploading browser, too, reads it as the user.
+    for id in [&own, &agents] {
+        let status = file_status(&app, &site, &laptop_token, id, None).await;
+        assert_eq!(status, 404, "{id}: not without the identity");
+    }
     let thumbnail = format!("{agents}/thumbnail");
     assert_eq!(
         file_status(&app, &site, &phone, &thumbnail, Some(&ada)).await,
@@ -507,12 +503,17 @@ async fn a_verified_user_opens_their_conversations_files_from_any_browser() {
         file_status(&app, &site, &phone, &thumbnail, None).await,
         404
     );
+}
 
+#[tokio::test]
+async fn the_file_preflight_allows_the_identity_header() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Acme");
     let preflight = app
         .http
         .request(
             "OPTIONS",
-            &format!("/widget/attachments/{agents}?site={site}"),
+            &format!("/widget/attachments/att_any?site={site}"),
         )
         .header("origin", ORIGIN)
         .header("access-control-request-method", "GET")
@@ -527,4 +528,56 @@ async fn a_verified_user_opens_their_conversations_files_from_any_browser() {
         .header("access-control-allow-headers")
         .unwrap_or("");
     assert!(allowed.contains("x-porch-identity"), "{allowed}");
+}
+
+/// A hello on an existing browser `token`, as the user `identity` or (`Null`) anonymous.
+async fn hello_as(app: &TestApp, site: &str, token: &str, identity: Value) -> Widget {
+    let mut widget = app.connect(site, ORIGIN).await;
+    widget
+        .send(json!({"type": "hello", "v": 1, "token": token, "identity": identity}))
+        .await;
+    let welcome = widget.recv().await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    widget
+}
+
+#[tokio::test]
+async fn after_logout_a_shared_browser_neither_reads_nor_exports_the_users_files() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let secret = rotate_secret(&app, &admin, &site).await;
+    let (mut anonymous, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(anonymous.say("a-1", "just browsing").await["type"], "ack");
+
+    // Ada logs in on this computer and sends her passport scan.
+    let ada = json!({"id": "ada", "user_hash": user_hash(&secret, "ada")});
+    let mut as_ada = hello_as(&app, &site, &token, ada).await;
+    let (_, file) = upload(&app, &site, &token, "passport.txt", b"SECRET".to_vec()).await;
+    let passport = file["id"].as_str().expect("id").to_owned();
+    let ack = send_with(&mut as_ada, "c-1", "", &[&passport]).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+
+    // She logs out; the next person on the computer is the browser's anonymous visitor again.
+    hello_as(&app, &site, &token, Value::Null).await;
+    let (_, pending) = upload(&app, &site, &token, "mine.txt", b"own".to_vec()).await;
+    let pending = pending["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        file_status(&app, &site, &token, &pending, None).await,
+        200,
+        "not yet sent"
+    );
+    assert_eq!(file_status(&app, &site, &token, &passport, None).await, 404);
+    let export = app
+        .http
+        .request("POST", &format!("/widget/export?site={site}"))
+        .header("origin", ORIGIN)
+        .header("content-type", "text/plain;charset=UTF-8")
+        .body(token.clone())
+        .answer()
+        .await;
+    assert_eq!(export.status, 200, "{}", export.body);
+    assert!(export.body.contains("mine.txt"), "{}", export.body);
+    assert!(!export.body.contains("passport"), "{}", export.body);
 }

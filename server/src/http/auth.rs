@@ -96,7 +96,7 @@ impl FromRequestParts<AppState> for ApiAdmin {
             Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                "Only admins manage integrations and jobs.",
+                "This endpoint is for admins only.",
             ))
         }
     }

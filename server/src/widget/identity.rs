@@ -58,9 +58,14 @@ pub fn verified_user_key(
     site: &Site,
     key: &SecretKey,
 ) -> Option<[u8; 32]> {
-    let text = percent_decode(header?.as_bytes()).decode_utf8().ok()?;
-    let claim: IdentityClaim = serde_json::from_str(&text).ok()?;
+    let claim = claim_from_header(header?.as_bytes())?;
     verified_key(&site.key, &resolve_identity(&claim, site, key)?)
+}
+
+/// The identity a percent-encoded JSON header value names; `None` if it is not one.
+fn claim_from_header(value: &[u8]) -> Option<IdentityClaim> {
+    let text = percent_decode(value).decode_utf8().ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// Reads `hello.identity` leniently: a claim of the wrong shape (no `id`, a number for a name)
@@ -171,6 +176,29 @@ mod tests {
             .expect("hash_matches is here");
         assert!(body.contains("verify_slice("), "{body}");
         assert!(!body.contains("=="), "{body}");
+    }
+
+    #[test]
+    fn the_documented_header_names_its_user_and_anything_else_names_none() {
+        // The example of docs/widget-protocol.md, "Known visitors' files".
+        let example = "%7B%22id%22%3A%2242%22%2C%22user_hash%22%3A%2295a262d3379ef0eaac43b2c04528\
+                       c963b73c47b87a8a20813a25ec87bfb4155b%22%7D";
+        let claim = claim_from_header(example.as_bytes()).expect("a claim");
+        assert!(matches!(&claim.id, ClaimedId::Text(id) if id == "42"));
+        assert_eq!(
+            claim.user_hash.as_deref(),
+            Some("95a262d3379ef0eaac43b2c04528c963b73c47b87a8a20813a25ec87bfb4155b")
+        );
+        let number = claim_from_header(b"%7B%22id%22%3A42%7D").expect("a number id");
+        assert!(matches!(number.id, ClaimedId::Number(42)));
+        for unreadable in [
+            &b"%22just%20text%22"[..],
+            b"%7B%22name%22%3A1%7D",
+            b"%FF%FE",
+            b"",
+        ] {
+            assert!(claim_from_header(unreadable).is_none(), "{unreadable:?}");
+        }
     }
 
     #[test]

@@ -57,9 +57,18 @@ impl std::fmt::Debug for DiscordSecrets {
 
 /// Escapes the characters of Discord markdown and mention syntax with a backslash, so visitor
 /// text shows as typed (mentions could not ping anyway: nothing is allowed to be mentioned).
+/// Links are left as typed: Discord makes a link of `http(s)://…` before any markdown, so a
+/// backslash there would become part of the link (`a\_b` opens `a/_b`).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let link = link_at(rest, out.chars().next_back());
+        if link > 0 {
+            out.push_str(&rest[..link]);
+            rest = &rest[link..];
+            continue;
+        }
         if matches!(
             c,
             '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '#' | '-' | '[' | ']' | '(' | ')' | '<'
@@ -67,8 +76,35 @@ pub fn escape(text: &str) -> String {
             out.push('\\');
         }
         out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+/// The length of the link `text` starts with, as Discord finds one: `http://` or `https://`
+/// (any case) after no letter or digit, running to white space or `<`, less the punctuation
+/// Discord leaves out at its end. 0 if there is none. A backslash ends it too, so no
+/// backslash of a link can escape the character after it.
+fn link_at(text: &str, before: Option<char>) -> usize {
+    if before.is_some_and(char::is_alphanumeric) {
+        return 0;
+    }
+    let scheme = ["https://", "http://"].into_iter().find(|scheme| {
+        text.get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    });
+    let Some(scheme) = scheme else {
+        return 0;
+    };
+    let run = text
+        .find(|c: char| c.is_whitespace() || c == '<' || c == '\\')
+        .unwrap_or(text.len());
+    let link = text[..run].trim_end_matches(['.', ',', ':', ';', '"', '\'', ')', ']']);
+    if link.len() > scheme.len() {
+        link.len()
+    } else {
+        0
+    }
 }
 
 /// Splits escaped `text` into parts of at most `limit` characters, at a line break or space when
@@ -413,6 +449,22 @@ mod tests {
     fn markdown_is_escaped() {
         assert_eq!(escape("**hi** @everyone"), "\\*\\*hi\\*\\* @everyone");
         assert_eq!(escape("[x](http://a)"), "\\[x\\]\\(http://a\\)");
+        // Links stay as typed, and what follows them is escaped again.
+        assert_eq!(
+            escape("see https://my-site.example/a_b_c?x=*1*. _ok_"),
+            "see https://my-site.example/a_b_c?x=*1*. \\_ok\\_"
+        );
+        assert_eq!(
+            escape("(HTTPS://a.example/x_y) <http://b.example/_>"),
+            "\\(HTTPS://a.example/x_y\\) \\<http://b.example/_>"
+        );
+        // Not a link: no host, a letter before it, or a backslash that would escape what follows.
+        assert_eq!(escape("http:// _x_"), "http:// \\_x\\_");
+        assert_eq!(escape("xhttp://a_b"), "xhttp://a\\_b");
+        assert_eq!(
+            escape("http://a.example\\<@1>"),
+            "http://a.example\\\\\\<@1\\>"
+        );
     }
 
     #[test]

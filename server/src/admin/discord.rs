@@ -4,6 +4,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use porch_app::destination::TestOutcomeView;
 use porch_app::discord::{DiscordPageView, DiscordStatusView, render_discord};
 use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
@@ -74,7 +75,7 @@ async fn page(
     app: &AppState,
     who: &SignedIn,
     (site, row): (&SiteRow, Option<&IntegrationRow>),
-    query: &TestQuery,
+    test: Option<TestOutcomeView>,
     notice: Option<Notice>,
 ) -> Result<String, PageError> {
     let status = match row {
@@ -86,7 +87,7 @@ async fn page(
         site_key: site.key.clone(),
         site_name: site.settings.name.clone(),
         status,
-        test: test_outcome(app, query, JobKind::DiscordTest.as_str()).await?,
+        test,
         notice,
     }))
 }
@@ -99,8 +100,12 @@ pub async fn discord_page(
     Query(notice): Query<NoticeQuery>,
     Query(test): Query<TestQuery>,
 ) -> Result<Response, PageError> {
+    // The test first: the round that records a test's refusal blocks the integration in the
+    // same write, so the integration read after it is never older than the test's outcome
+    // (read before, the page could show the test failed beside a healthy integration).
+    let test = test_outcome(&app, &test, JobKind::DiscordTest.as_str()).await?;
     let (site, row) = load(&app, &key).await?;
-    let body = page(&app, &who, (&site, row.as_ref()), &test, notice.notice()).await?;
+    let body = page(&app, &who, (&site, row.as_ref()), test, notice.notice()).await?;
     Ok(html(body))
 }
 
@@ -163,8 +168,7 @@ pub async fn save_discord(
         Err(SetupError::Store(err)) => Err(err.into()),
         Err(err) => {
             let notice = Some(Notice::Error(err.to_string()));
-            let query = TestQuery::default();
-            let body = page(&app, &who, (&site, row.as_ref()), &query, notice).await?;
+            let body = page(&app, &who, (&site, row.as_ref()), None, notice).await?;
             Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
         }
     }

@@ -165,7 +165,8 @@ pub struct Config {
     /// Let outgoing webhooks, and the IMAP mailbox set on the email page, reach loopback,
     /// private, link-local and other special-purpose addresses. Off by default, so neither can be
     /// used to probe the network Porch runs in (SSRF); turn on for intranet endpoints.
-    #[arg(long, env = "PORCH_ALLOW_PRIVATE_NETWORKS", default_value_t = false)]
+    #[arg(long, env = "PORCH_ALLOW_PRIVATE_NETWORKS", default_value_t = false,
+          value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_private_networks: bool,
 
     /// The SMTP server for email, as a URL: `smtps://user:pass@host` (implicit TLS, port 465),

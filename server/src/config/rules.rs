@@ -60,18 +60,21 @@ const SECOND: Duration = Duration::from_secs(1);
 const MINUTE: Duration = Duration::from_mins(1);
 const HOUR: Duration = Duration::from_hours(1);
 const DAY: Duration = Duration::from_hours(24);
+/// A year as `humantime` reads `1year` (365.25 days), so the bound an error names is the
+/// bound an operator can type.
+const YEAR: Duration = Duration::from_hours(8766);
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
 impl Config {
     /// How long rows are kept: jobs and the audit log.
     fn validate_retention(&self) -> Result<(), ConfigError> {
-        duration("PORCH_JOB_RETENTION", self.job_retention, MINUTE, 365 * DAY)?;
+        duration("PORCH_JOB_RETENTION", self.job_retention, MINUTE, YEAR)?;
         duration(
             "PORCH_AUDIT_RETENTION",
             self.audit_retention,
             DAY,
-            3650 * DAY,
+            10 * YEAR,
         )?;
         Ok(())
     }
@@ -453,6 +456,20 @@ mod tests {
             err.to_string(),
             "PORCH_WS_PING_INTERVAL (--ws-ping-interval) must be at least 1s (got 0s)"
         );
+    }
+
+    #[test]
+    fn a_year_bound_is_the_year_an_operator_types() {
+        let year = humantime::parse_duration("1year").expect("a duration");
+        assert_eq!(YEAR, year);
+        assert!(duration("PORCH_JOB_RETENTION", year, MINUTE, YEAR).is_ok());
+        let days = humantime::parse_duration("365days").expect("a duration");
+        assert!(duration("PORCH_JOB_RETENTION", days, MINUTE, YEAR).is_ok());
+        let ten = humantime::parse_duration("10years").expect("a duration");
+        assert!(duration("PORCH_AUDIT_RETENTION", ten, DAY, 10 * YEAR).is_ok());
+        let over = humantime::parse_duration("366days").expect("a duration");
+        let refused = duration("PORCH_JOB_RETENTION", over, MINUTE, YEAR).expect_err("over");
+        assert!(refused.to_string().contains("at most 1year"), "{refused}");
     }
 
     #[test]

@@ -50,12 +50,13 @@ pub async fn metrics(
     headers: HeaderMap,
 ) -> Response {
     if !is_allowed(&app, peer, &headers) {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "metrics_forbidden",
-            "Metrics are served to loopback and private addresses, or with the metrics token.",
-        )
-        .into_response();
+        // Says the rule in force: with a token set, loopback needs it too.
+        let rule = if app.config.metrics_token.is_some() {
+            "Metrics need the metrics token: Authorization: Bearer <token>."
+        } else {
+            "Metrics are served to loopback and private addresses only."
+        };
+        return ApiError::new(StatusCode::FORBIDDEN, "metrics_forbidden", rule).into_response();
     }
     match crate::metrics::render(&app.meters, &app.writer, app.chat.hub()) {
         Ok(text) => (

@@ -175,6 +175,18 @@ async fn config_brakes_and_jobs_out_of_bounds_are_refused() {
     .await;
     assert_refused(&[("PORCH_JOB_RETENTION", "0s")], "PORCH_JOB_RETENTION").await;
     assert_refused(&[("PORCH_JOB_RETENTION", "400days")], "PORCH_JOB_RETENTION").await;
+    // A year is humantime's (365.25 days), the bound the error names: one day more is refused.
+    assert_refused(&[("PORCH_JOB_RETENTION", "366days")], "PORCH_JOB_RETENTION").await;
+    assert_refused(
+        &[("PORCH_AUDIT_RETENTION", "11years")],
+        "PORCH_AUDIT_RETENTION",
+    )
+    .await;
+    assert_refused(
+        &[("PORCH_ALLOW_PRIVATE_NETWORKS", "maybe")],
+        "PORCH_ALLOW_PRIVATE_NETWORKS",
+    )
+    .await;
     assert_refused(&[("PORCH_SHUTDOWN_GRACE", "1h")], "PORCH_SHUTDOWN_GRACE").await;
     assert_refused(&[("PORCH_SLACK_TIMEOUT", "0s")], "PORCH_SLACK_TIMEOUT").await;
 }

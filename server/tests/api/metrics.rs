@@ -105,8 +105,9 @@ async fn metrics_need_the_token_when_one_is_configured() {
         status, 403,
         "loopback alone is not enough once a token is set"
     );
-    let (status, _) = get(&app, "/metrics", &[("Authorization", "Bearer wrong")]).await;
+    let (status, body) = get(&app, "/metrics", &[("Authorization", "Bearer wrong")]).await;
     assert_eq!(status, 403);
+    assert!(body.contains("need the metrics token"), "{body}");
     let (status, body) = get(
         &app,
         "/metrics",

@@ -17,6 +17,9 @@ pub const THUMB_SIDE: u32 = 320;
 pub const MAX_PIXELS: u64 = 50_000_000;
 /// Longest side an accepted image may have.
 const MAX_SIDE: u32 = 20_000;
+/// Most bytes reading an image's header may allocate (its metadata, such as an ICC colour
+/// profile, which is rarely over 1 MB).
+const HEADER_ALLOC: u64 = 16 * 1024 * 1024;
 /// JPEG quality of a photo's thumbnail: small, and sharp enough at 320 px.
 const JPEG_QUALITY: u8 = 80;
 
@@ -50,9 +53,12 @@ pub fn make_thumbnail(kind: Kind, data: &[u8]) -> Result<Option<Thumbnail>, TooL
         reader.limits(limits);
         reader
     };
-    // The header alone, read without the side limits: under them a side over 20,000 failed
-    // here like an unreadable image, which is stored and served as it is, bomb and all.
-    let Ok((width, height)) = reader(Limits::no_limits()).into_dimensions() else {
+    // The header alone, read without the side limits (under them a side over 20,000 failed
+    // here like an unreadable image, which is stored and served as it is, bomb and all) but
+    // within an allocation bound: a header can carry a compressed colour profile of any size.
+    let mut header = Limits::no_limits();
+    header.max_alloc = Some(HEADER_ALLOC);
+    let Ok((width, height)) = reader(header).into_dimensions() else {
         return Ok(None);
     };
     if width > MAX_SIDE || height > MAX_SIDE || u64::from(width) * u64::from(height) > MAX_PIXELS {
@@ -180,6 +186,37 @@ mod tests {
         // At the limits it is read as an image (this one has no pixels, so no thumbnail).
         let at_limit = make_thumbnail(Kind::Png, &png_header(20_000, 2_500));
         assert!(matches!(at_limit, Ok(None)), "{at_limit:?}");
+    }
+
+    #[test]
+    fn an_image_whose_profile_is_over_the_header_bound_still_gets_a_thumbnail() {
+        use std::io::Write;
+        // A colour profile of 32 MiB of zeros, compressed to a few dozen KiB, spliced into a
+        // small valid PNG before its pixels: the header read leaves it (it is over
+        // HEADER_ALLOC) and the image is still read. Without the bound the header read
+        // allocated the whole profile: a 640 MiB one took the test to 682 MB of memory, with
+        // the bound 299 MB, the decoder's own limit (measured by hand with `time -v`).
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        let zeros = vec![0u8; 1024 * 1024];
+        for _ in 0..32 {
+            zlib.write_all(&zeros).expect("compress");
+        }
+        let profile = [&b"icc\0\0"[..], &zlib.finish().expect("compress")].concat();
+        let small = png(10, 10);
+        let mut chunk = u32::try_from(profile.len())
+            .expect("short")
+            .to_be_bytes()
+            .to_vec();
+        let mut crc = flate2::Crc::new();
+        crc.update(b"iCCP");
+        crc.update(&profile);
+        chunk.extend_from_slice(b"iCCP");
+        chunk.extend(profile);
+        chunk.extend(crc.sum().to_be_bytes());
+        // After the signature (8 bytes) and IHDR (25).
+        let bomb = [&small[..33], &chunk, &small[33..]].concat();
+        let read = make_thumbnail(Kind::Png, &bomb);
+        assert!(matches!(read, Ok(Some(_))), "{read:?}");
     }
 
     #[test]

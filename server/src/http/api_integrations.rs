@@ -146,13 +146,9 @@ pub async fn retry_job(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     match jobs::retry_job(&app.writer, &app.jobs, JobId(id)).await? {
-        Retried::Queued => Ok(Json(json!({"retried": 1})).into_response()),
-        Retried::Waits => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "integration_broken",
-            "The job's integration is broken or turned off: the job waits, blocked, with a \
-             fresh budget, and is sent when the integration is fixed or turned on.",
-        )),
+        Retried::Queued => Ok(Json(json!({"retried": 1, "waiting": 0})).into_response()),
+        // Its integration is broken or off: it got its fresh budget and waits for the fix.
+        Retried::Waits => Ok(Json(json!({"retried": 0, "waiting": 1})).into_response()),
         Retried::NotRetryable => Err(ApiError::not_found("failed or blocked job")),
     }
 }

@@ -20,7 +20,8 @@ pub fn is_api_path(path: &str) -> bool {
 }
 
 /// Rewrites a client error that is not JSON into the API's error shape, keeping its status and
-/// headers such as `Allow`; every other answer passes untouched.
+/// headers (`Allow`, HSTS); every other answer passes untouched. A refusal this does not know
+/// (none today) gets the code `refused`.
 pub async fn json_errors(request: Request, next: Next) -> Response {
     let is_api = is_api_path(request.uri().path());
     let method = request.method().clone();
@@ -48,7 +49,7 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
             "The body must be JSON, sent with Content-Type: application/json.".to_owned(),
         ),
         StatusCode::UNPROCESSABLE_ENTITY => ("invalid", "The body is not valid.".to_owned()),
-        _ => ("bad_request", "The request was refused.".to_owned()),
+        _ => ("refused", "The request was refused.".to_owned()),
     };
     let (parts, body) = response.into_parts();
     // A body some layer encoded is not text to quote; the fallback then says what happened.
@@ -62,11 +63,16 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
     };
     let message = if text.is_empty() { fallback } else { text };
     let mut rewritten = ApiError::new(status, code, message).into_response();
-    for name in [header::ALLOW, header::RETRY_AFTER] {
-        if let Some(value) = parts.headers.get(&name) {
-            rewritten.headers_mut().insert(name, value.clone());
-        }
+    // Every header the layers within set (Allow, Retry-After, HSTS…) but the old body's own.
+    let mut kept = parts.headers;
+    for name in [
+        header::CONTENT_TYPE,
+        header::CONTENT_LENGTH,
+        header::CONTENT_ENCODING,
+    ] {
+        kept.remove(name);
     }
+    rewritten.headers_mut().extend(kept);
     rewritten
 }
 

@@ -273,6 +273,8 @@ pub fn plan_webhook_replay(
     };
     args.webhook_id = Some(webhook_id(&args, original.id));
     let kind = JobKind::WebhookDeliver;
+    // An endpoint that is off or broken takes nothing now: the replay waits for it, blocked.
+    let waits = !store::integration_takes_deliveries(conn, integration)?;
     store::insert_job(
         conn,
         &NewJob {
@@ -283,7 +285,7 @@ pub fn plan_webhook_replay(
                 kind,
                 to_json(&args),
                 integration,
-                false,
+                waits,
                 original.rate_key,
                 now,
             )

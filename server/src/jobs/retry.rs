@@ -186,9 +186,15 @@ pub(super) fn resume_page(
         return Ok((Requeued::of([]), None));
     }
     let jobs = store::requeue_blocked_jobs_of_integration(conn, id, after, limit, now)?;
-    let next = continue_after(jobs.iter().map(|(_, id)| *id), limit);
+    let mut next = continue_after(jobs.iter().map(|(_, id)| *id), limit);
     if next.is_none() {
-        store::mark_integration_healthy(conn, id, now)?;
+        // A retry meanwhile blocks its job to wait for this resume (see `retry`); one below
+        // where the walk had come to is found by walking again from the start.
+        if store::has_blocked_jobs_of_integration(conn, id)? {
+            next = Some(JobId(0));
+        } else {
+            store::mark_integration_healthy(conn, id, now)?;
+        }
     }
     Ok((Requeued::of(jobs), next))
 }
@@ -436,5 +442,51 @@ mod tests {
         // The fix then takes them, as any blocked job.
         let (page, _) = resume_page(&conn, resuming, JobId(0), 100, 1000).expect("resume");
         assert_eq!(page.count, 2);
+    }
+
+    /// Pages continue after every job they listed, queued or not: a page of jobs that all wait
+    /// does not end the walk before a later job that can go.
+    #[test]
+    fn a_page_of_waiting_jobs_does_not_end_the_walk() {
+        let conn = store::migrated_in_memory();
+        let (_, broken) = broken_integrations(&conn);
+        for _ in 0..3 {
+            job_of(&conn, Some(broken), "failed", None);
+        }
+        let sent = job_in(&conn, "failed", Some("slack:A"));
+        let (mut after, mut queued) = (Some(JobId(0)), 0);
+        while let Some(from) = after {
+            let (page, next) = retry_page(&conn, Retryable::Failed, from, 2, 1000).expect("page");
+            queued += page.count;
+            after = next;
+        }
+        assert_eq!(queued, 1);
+        assert_eq!(state_of(&conn, sent).0, "queued");
+    }
+
+    /// A failed job retried while its integration resumes waits, blocked, behind the resume's
+    /// walk; the last page finds it and walks again rather than leave it blocked under a
+    /// healthy integration.
+    #[test]
+    fn a_job_retried_behind_a_resume_is_resumed_too() {
+        let conn = store::migrated_in_memory();
+        let (resuming, _) = broken_integrations(&conn);
+        let old = job_of(&conn, Some(resuming), "failed", None);
+        let first = job_of(&conn, Some(resuming), "blocked", None);
+        let second = job_of(&conn, Some(resuming), "blocked", None);
+        let (_, next) = resume_page(&conn, resuming, JobId(0), 1, 1000).expect("page");
+        assert_eq!(next, Some(first));
+        let (page, _) = retry_page(&conn, Retryable::Failed, JobId(0), 10, 1000).expect("retry");
+        assert_eq!(page.count, 0, "it waits for the resume");
+        let (_, next) = resume_page(&conn, resuming, first, 1, 1000).expect("page");
+        assert_eq!(next, Some(second));
+        let (_, next) = resume_page(&conn, resuming, second, 1, 1000).expect("page");
+        assert_eq!(next, Some(JobId(0)), "walks again for the job behind it");
+        let (page, next) = resume_page(&conn, resuming, JobId(0), 1, 1000).expect("page");
+        assert_eq!((page.count, next), (1, Some(old)));
+        let (page, next) = resume_page(&conn, resuming, old, 1, 1000).expect("page");
+        assert_eq!((page.count, next), (0, None));
+        assert_eq!(state_of(&conn, old).0, "queued");
+        assert_eq!(status_of(&conn, resuming), ("ok".to_owned(), None));
     }
 }

@@ -149,8 +149,9 @@ pub use receipts::{
     VisitorReceipts, find_agents_read_up_to, find_seen_visitor_message, find_visitor_receipts,
 };
 pub use requeue::{
-    Requeued, Retryable, find_retryable_job, integration_takes_deliveries, list_retryable_jobs,
-    requeue_blocked_jobs_of_integration, requeue_job,
+    Requeued, Retryable, find_retryable_job, has_blocked_jobs_of_integration,
+    integration_takes_deliveries, list_retryable_jobs, requeue_blocked_jobs_of_integration,
+    requeue_job,
 };
 pub use search::{
     IndexStep, MARK_END, MARK_START, MESSAGE_WINDOW, MessageHitRow, MessageHits, SearchFilter,

@@ -138,6 +138,22 @@ pub fn requeue_job(
     Ok(stmt.query_row(params![id, now, deadline_at, waits], from_row)?)
 }
 
+/// Whether integration `id` has a blocked job left (for a resume's last page: one a retry
+/// blocked below where the resume had come to).
+pub fn has_blocked_jobs_of_integration(
+    conn: &Connection,
+    id: IntegrationId,
+) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT 1 FROM jobs INDEXED BY jobs_integration_unfinished \
+              WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'blocked' LIMIT 1"
+        ))?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 /// Whether integration `id` takes deliveries now: on and healthy (not broken, not resuming,
 /// whose resume queues its blocked jobs in order).
 pub fn integration_takes_deliveries(conn: &Connection, id: IntegrationId) -> Result<bool, Error> {

@@ -78,6 +78,10 @@ async fn hsts_is_sent_when_the_public_url_is_https_only() {
     let page = send(&https, "GET", "/login", "", None).await;
     let hsts = page.header("strict-transport-security").unwrap_or("");
     assert!(hsts.starts_with("max-age="), "{hsts:?}");
+    // Also on a refusal the framework made and the API's error layer rewrote.
+    let refused = send(&https, "DELETE", "/api/v1/conversations", "", None).await;
+    assert_eq!(refused.status, 405);
+    assert_eq!(refused.header("strict-transport-security"), Some(hsts));
     let plain = TestApp::spawn(&[]).await;
     let page = send(&plain, "GET", "/login", "", None).await;
     assert_eq!(page.header("strict-transport-security"), None);

@@ -399,8 +399,13 @@ async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
         1
     );
 
-    // Retrying leaves its delivery waiting for the fix (running it could only fail it, and
-    // the fix would then find nothing to resume); saving the endpoint again sends it.
+    retrying_waits_for_the_fix(&f, gone).await;
+}
+
+/// Retrying the deliveries of an endpoint a 410 turned off leaves them waiting for the fix
+/// (running them could only fail them, and the fix would then find nothing to resume);
+/// saving the endpoint again sends them.
+async fn retrying_waits_for_the_fix(f: &Fixture, gone: i64) {
     let job = f.app.count(&format!(
         "SELECT id FROM jobs WHERE integration_id = {gone}"
     ));
@@ -410,26 +415,37 @@ async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
         .app
         .api("POST", "/api/v1/jobs/retry", &f.admin, None)
         .await;
-    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (status, answer["retried"].as_i64()),
+        (200, Some(0)),
+        "{answer}"
+    );
     let one = format!("/api/v1/jobs/{job}/retry");
     let (status, answer) = f.app.api("POST", &one, &f.admin, None).await;
     assert_eq!(
-        (status, answer["error"]["code"].as_str()),
-        (409, Some("integration_broken")),
+        (status, &answer),
+        (200, &json!({"retried": 0, "waiting": 1})),
         "{answer}"
     );
     assert_eq!(f.app.count(&blocked), 1, "still waiting");
+    // A replay meanwhile waits too.
+    let replay = format!("/api/v1/integrations/{gone}/deliveries/{job}/replay");
+    let (status, answer) = f.app.api("POST", &replay, &f.admin, None).await;
+    assert_eq!(status, 202, "{answer}");
+    let waiting =
+        format!("SELECT count(*) FROM jobs WHERE integration_id = {gone} AND state = 'blocked'");
+    assert_eq!(f.app.count(&waiting), 2);
     let settings = json!({"url": f.mock.url("/gone"), "events": ["message.created"]});
     let path = format!("/api/v1/integrations/{gone}/webhook");
     let (status, answer) = f.app.api("PUT", &path, &f.admin, Some(settings)).await;
     assert_eq!(
         (status, answer["resumed_jobs"].as_i64()),
-        (200, Some(1)),
+        (200, Some(2)),
         "{answer}"
     );
     f.wait_for_sql(
-        &format!("SELECT count(*) FROM jobs WHERE id = {job} AND state = 'done'"),
-        1,
+        &format!("SELECT count(*) FROM jobs WHERE integration_id = {gone} AND state = 'done'"),
+        2,
     )
     .await;
 }

@@ -84,22 +84,24 @@ pub fn render_privacy(view: PrivacyView) -> String {
             .map(|person| view! { <PersonRow person csrf=csrf.clone()/> })
             .collect_view();
         view! {
-            <table class="table privacy">
-                <thead>
-                    <tr>
-                        <th scope="col">"Visitor"</th>
-                        <th scope="col">"Site"</th>
-                        <th scope="col">"Name"</th>
-                        <th scope="col">"Email"</th>
-                        <th scope="col">"First seen"</th>
-                        <th scope="col">"Last seen"</th>
-                        <th scope="col">"Conversations"</th>
-                        <th scope="col">"Messages"</th>
-                        <th scope="col">"Actions"</th>
-                    </tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
+            <div class="table-scroll">
+                <table class="table privacy">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Visitor"</th>
+                            <th scope="col">"Site"</th>
+                            <th scope="col">"Name"</th>
+                            <th scope="col">"Email"</th>
+                            <th scope="col">"First seen"</th>
+                            <th scope="col">"Last seen"</th>
+                            <th scope="col">"Conversations"</th>
+                            <th scope="col">"Messages"</th>
+                            <th scope="col">"Actions"</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
         }
         .into_any()
     });

@@ -7,24 +7,45 @@ import assert from "node:assert/strict";
 import { fixture, signIn, visitor } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
-const WORKER = { email: "bo@example.com", name: "Bo" };
+// Long names without spaces are what pushed the assignee filter, headings and tables wide.
+const WORKER = { email: "bo@example.com", name: `Bo ${"Featherstonehaugh-".repeat(3)}Smythe` };
+const LONG_EMAIL = `l${"o".repeat(60)}ng@example.com`;
 let conversationId;
-const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, browser, host }) => {
+let visitorId;
+const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, browser, host, site }) => {
   await porch.cli(["user", "add", "--email", WORKER.email, "--name", WORKER.name, "--role", "agent",
     "--password-stdin"], { input: "correct horse battery staple\n" });
   const v = await visitor(browser, host.url);
   // Long words and links are what pushed bubbles wide.
   await v.say(`Look: https://example.com/${"a".repeat(120)}?q=${"b".repeat(60)} and ${"x".repeat(90)}`);
+  // The visitor leaves a long address (the offline email frame), shown as their name everywhere.
+  await v.page.evaluate(async ({ server, siteKey, email }) => {
+    const token = localStorage.getItem(`porch:${siteKey}:token`);
+    const ws = new WebSocket(`${server.replace("http", "ws")}/widget/ws?site=${siteKey}`);
+    await new Promise((resolve, reject) => {
+      ws.onopen = () => ws.send(JSON.stringify({ type: "hello", v: 1, token }));
+      ws.onmessage = (e) => {
+        const f = JSON.parse(e.data);
+        if (f.type === "welcome") ws.send(JSON.stringify({ type: "email", email }));
+        else if (f.type === "email_saved" || f.type === "error") resolve(f);
+      };
+      ws.onerror = reject;
+    });
+    ws.close();
+  }, { server: porch.url, siteKey: site.key, email: LONG_EMAIL });
   await v.context.close();
   const list = await porch.api("GET", "/conversations");
-  conversationId = list.body.conversations?.[0]?.id ?? list.body[0]?.id;
+  const first = list.body.conversations?.[0] ?? list.body[0];
+  conversationId = first?.id;
+  visitorId = first?.visitor_id;
 });
 
 /** The admin pages an admin can open (the site's pages by its key). */
 const adminPages = (site) => ["/inbox", `/conversations/${conversationId}`, "/account", "/sites", "/sites/new",
   `/sites/${site.key}`, `/sites/${site.key}/delete`, `/sites/${site.key}/slack`, `/sites/${site.key}/discord`,
   `/sites/${site.key}/webhooks`, `/sites/${site.key}/email`, "/account/two-factor", "/privacy",
-  "/deliveries", "/team", "/capacity", "/capacity?range=24h", "/audit", "/no-such-page"];
+  "/deliveries", "/team", "/capacity", "/capacity?range=24h", "/audit", "/no-such-page",
+  `/privacy?q=v${visitorId}`, `/privacy/visitors/${visitorId}/erase`, `/search?q=${LONG_EMAIL}`];
 
 for (const width of [360, 390]) {
   test(`no admin page scrolls sideways at ${width} px`, { timeout: 120000 }, async () => {

@@ -90,6 +90,7 @@ impl PageError {
             StatusCode::UNAUTHORIZED => "unauthorized",
             StatusCode::FORBIDDEN => "forbidden",
             StatusCode::NOT_FOUND => "not_found",
+            StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
             StatusCode::CONFLICT => "conflict",
             StatusCode::GONE => "gone",
             StatusCode::UNPROCESSABLE_ENTITY => "invalid",
@@ -184,6 +185,17 @@ impl PageError {
 /// An unknown URL outside the API: an HTML page people can read (the API answers JSON).
 pub async fn not_found_page() -> Response {
     PageError::not_found("page").into_response()
+}
+
+/// The page for an address opened with a method it does not take (a form's address typed or
+/// reloaded in the address bar), instead of the framework's empty 405.
+pub fn wrong_method_page() -> Response {
+    PageError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Not a page",
+        "This address takes a form's submission, not a visit. Go back and use the page's button.",
+    )
+    .into_response()
 }
 
 impl IntoResponse for PageError {

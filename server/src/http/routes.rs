@@ -11,7 +11,7 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::json_errors::{is_api_path, json_errors};
+use super::refusals::{is_api_path, refusal_bodies};
 use super::{
     ApiError, api, api_audit, api_deliveries, api_integrations, api_sites, health, metrics,
     slack_actions, slack_events,
@@ -66,7 +66,7 @@ pub fn router(app: AppState) -> Router {
         ))
         // Outside the limit and the timeout, whose refusals it rewrites; inside compression,
         // so it reads the refusals' text before any encoding.
-        .layer(axum::middleware::from_fn(json_errors))
+        .layer(axum::middleware::from_fn(refusal_bodies))
         .layer(CompressionLayer::new());
     let websocket = Router::new().route("/widget/ws", get(widget::upgrade));
     websocket.merge(uploads(&app)).merge(http).with_state(app)

@@ -1,7 +1,8 @@
 //! Every error under `/api/` is `{"error": {"code", "message"}}` (docs/api.md, "Errors"), also
 //! the refusals the framework and its layers make by themselves: a body that is not JSON or not
 //! of the expected shape, a missing `Content-Type`, a path id that is not a number, a wrong
-//! method, an oversize body, a request that takes too long.
+//! method, an oversize body, a request that takes too long. A page's form address opened in
+//! the browser gets an HTML page.
 
 use std::io::Read;
 use std::time::Duration;
@@ -145,4 +146,20 @@ async fn a_request_that_takes_too_long_gets_a_timeout_code() {
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains(r#""code":"timeout""#), "{text}");
+}
+
+#[tokio::test]
+async fn a_form_address_opened_in_the_browser_gets_a_page_not_an_empty_answer() {
+    let app = TestApp::spawn(&[]).await;
+    let opened = app.http.get("/team/invite").answer().await;
+    assert_eq!(opened.status, 405);
+    assert_eq!(opened.header("allow"), Some("POST"));
+    assert!(
+        opened
+            .header("content-type")
+            .is_some_and(|kind| kind.starts_with("text/html")),
+        "{:?}",
+        opened.headers
+    );
+    assert!(opened.body.contains("Not a page"), "{}", opened.body);
 }

@@ -1,15 +1,19 @@
-//! Under the API's prefixes every error is `{"error": {"code", "message"}}` (docs/api.md,
-//! "Errors"), also those the framework and its layers answer by themselves in plain text or with
-//! no body: a body that is not JSON or not of the expected shape, a path id that is not a number,
-//! a wrong method, a missing `Content-Type`, an oversize body, a timeout. A script reading the
-//! code must never meet a text it cannot parse.
+//! The framework's own refusals get Porch's bodies. Under the API's prefixes every error is
+//! `{"error": {"code", "message"}}` (docs/api.md, "Errors"), also those the framework and its
+//! layers answer by themselves in plain text or with no body: a body that is not JSON or not of
+//! the expected shape, a path id that is not a number, a wrong method, a missing
+//! `Content-Type`, an oversize body, a timeout. A script reading the code must never meet a text
+//! it cannot parse. On the admin UI's pages a wrong method (opening a form's address) gets an
+//! HTML page instead of an empty answer.
 
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
+use crate::admin::wrong_method_page;
 
 /// The most of a plain-text rejection kept as the message; the framework's are a line.
 const MAX_MESSAGE: usize = 4096;
@@ -19,14 +23,18 @@ pub fn is_api_path(path: &str) -> bool {
     path.starts_with("/api/") || path.starts_with("/integrations/")
 }
 
-/// Rewrites a client error that is not JSON into the API's error shape, keeping its status and
-/// headers (`Allow`, HSTS); every other answer passes untouched. A refusal this does not know
-/// (none today) gets the code `refused`.
-pub async fn json_errors(request: Request, next: Next) -> Response {
-    let is_api = is_api_path(request.uri().path());
+/// Rewrites a client error that is not JSON into the API's error shape, or a wrong method on
+/// a page into an HTML page, keeping its status and headers (`Allow`, HSTS); every other answer
+/// passes untouched. A refusal this does not know (none today) gets the code `refused`.
+pub async fn refusal_bodies(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let (is_api, is_page) = (is_api_path(path), !path.starts_with("/widget/"));
     let method = request.method().clone();
     let response = next.run(request).await;
     let status = response.status();
+    if !is_api && is_page && status == StatusCode::METHOD_NOT_ALLOWED {
+        return with_headers_of(response, wrong_method_page());
+    }
     if !is_api || !status.is_client_error() || is_json(response.headers()) {
         return response;
     }
@@ -62,9 +70,14 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
             .unwrap_or_default()
     };
     let message = if text.is_empty() { fallback } else { text };
-    let mut rewritten = ApiError::new(status, code, message).into_response();
-    // Every header the layers within set (Allow, Retry-After, HSTS…) but the old body's own.
-    let mut kept = parts.headers;
+    let rewritten = ApiError::new(status, code, message).into_response();
+    with_headers_of(Response::from_parts(parts, Body::empty()), rewritten)
+}
+
+/// `rewritten`, with every header of `refused` that the layers within set (Allow, Retry-After,
+/// HSTS…) except those of its old body.
+fn with_headers_of(refused: Response, mut rewritten: Response) -> Response {
+    let mut kept = refused.into_parts().0.headers;
     for name in [
         header::CONTENT_TYPE,
         header::CONTENT_LENGTH,

@@ -196,11 +196,13 @@ pub struct LoginQuery {
 /// site (an open redirect otherwise).
 pub(super) fn safe_next(next: &str) -> &str {
     // Browsers drop tabs and newlines from a URL (`/\t/evil.example` becomes `//evil.example`),
-    // and a control character cannot be a `Location` header at all: refuse them all.
+    // and a control character cannot be a `Location` header at all: refuse them all. A path
+    // Porch sends people back to is a request's, already percent-encoded ASCII, so anything
+    // else (raw Unicode such as `/。evil.example`, spaces) is refused as well.
     let is_local = next.starts_with('/')
         && !next.starts_with("//")
         && !next.contains('\\')
-        && !next.chars().any(char::is_control);
+        && next.chars().all(|c| c.is_ascii_graphic());
     if is_local { next } else { "/inbox" }
 }
 

@@ -20,13 +20,15 @@ async fn sign_in_with_next(app: &TestApp, next: &str) -> Answer {
 }
 
 #[tokio::test]
-async fn next_with_a_tab_or_newline_goes_to_the_inbox() {
+async fn next_with_a_tab_newline_or_raw_unicode_goes_to_the_inbox() {
     let app = TestApp::spawn(&[]).await;
     setup_admin(&app).await;
     for next in [
         "/\t/evil.example",
         "/\n/evil.example",
         "/inbox\r\nSet-Cookie: x=1",
+        "/\u{3002}evil.example",
+        "/search?q=a b",
     ] {
         let answer = sign_in_with_next(&app, next).await;
         assert_eq!(answer.status, 303, "{next:?}");
@@ -34,6 +36,8 @@ async fn next_with_a_tab_or_newline_goes_to_the_inbox() {
     }
     let fine = sign_in_with_next(&app, "/team").await;
     assert_eq!(fine.header("location"), Some("/team"));
+    let encoded = sign_in_with_next(&app, "/search?q=caf%C3%A9").await;
+    assert_eq!(encoded.header("location"), Some("/search?q=caf%C3%A9"));
 }
 
 #[tokio::test]

@@ -12,7 +12,8 @@ use serde::Deserialize;
 use crate::audit::Actor;
 use crate::http::ClientIp;
 use crate::integrations::email::{
-    EmailSetup, MAX_DELAY_SECS, delay_rule, queue_test_mail, save_email as save_settings,
+    EmailSetup, MAX_DELAY_SECS, checked_delay, delay_rule, queue_test_mail,
+    save_email as save_settings,
 };
 use crate::jobs::{EmailDelays, JobKind};
 use crate::state::AppState;
@@ -107,11 +108,8 @@ pub struct EmailForm {
 }
 
 fn parse_secs(text: &str, what: &str) -> Result<u32, String> {
-    text.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|s| *s <= MAX_DELAY_SECS)
-        .ok_or_else(|| delay_rule(what))
+    let secs = text.trim().parse::<u32>().map_err(|_| delay_rule(what))?;
+    checked_delay(secs, what)
 }
 
 /// `POST /sites/{key}/email`: turns email on for the site, or saves its delays.
@@ -144,7 +142,7 @@ pub async fn save_email(
     };
     let actor = Actor::user(&who.user, ip);
     let handles = (&app.writer, &app.jobs, &app.secret_key);
-    save_settings(handles, &actor, site.id, row.as_ref(), &setup).await?;
+    save_settings(handles, &actor, site.id, &setup).await?;
     Ok(see_other(&format!("/sites/{key}/email?notice=email-saved")))
 }
 

@@ -13,7 +13,7 @@ use crate::audit::Actor;
 use crate::clock::now_ms;
 use crate::integrations::discord::{DiscordSetup, check_discord};
 use crate::integrations::email::{
-    EmailSetup, MAX_DELAY_SECS, Mailer, delay_rule, email_config, save_email,
+    EmailSetup, Mailer, Saved, checked_delay, email_config, save_email,
 };
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
 use crate::integrations::{
@@ -265,22 +265,14 @@ pub async fn create_email(
         (setup.unanswered_after_secs, "unanswered_after_secs"),
         (setup.reply_delay_secs, "reply_delay_secs"),
     ] {
-        if secs > MAX_DELAY_SECS {
-            return Err(ApiError::invalid(delay_rule(field)));
-        }
+        checked_delay(secs, field).map_err(ApiError::invalid)?;
     }
     let site = site_id(&app, &key).await?;
-    let existing = app
-        .readers
-        .read(move |c| store::find_site_integration(c, site, "email"))
-        .await?;
     let handles = (&app.writer, &app.jobs, &app.secret_key);
     let actor = Actor::user(&admin, ip);
-    let id = save_email(handles, &actor, site, existing.as_ref(), &setup).await?;
-    let status = if existing.is_some() {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
+    let (status, id) = match save_email(handles, &actor, site, &setup).await? {
+        Saved::Created(id) => (StatusCode::CREATED, id),
+        Saved::Updated(id) => (StatusCode::OK, id),
     };
     let config = email_config(&setup);
     Ok((status, Json(json!({"id": id, "config": config}))).into_response())

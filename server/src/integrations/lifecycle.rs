@@ -45,15 +45,49 @@ pub async fn add_integration(
 ) -> Result<IntegrationId, store::Error> {
     let (actor, key) = (actor.clone(), Arc::clone(key));
     writer
+        .write(move |c| insert_checked(c, (&actor, &key), site_id, &settings))
+        .await
+}
+
+fn insert_checked(
+    c: &rusqlite::Connection,
+    (actor, key): (&Actor, &SecretKey),
+    site_id: SiteId,
+    settings: &CheckedSettings,
+) -> Result<IntegrationId, store::Error> {
+    let new = NewIntegration {
+        site_id,
+        kind: settings.kind,
+        name: settings.name,
+        config: &settings.config,
+        now: now_ms(),
+    };
+    insert_integration(c, actor, key, &new, &settings.secrets)
+}
+
+/// What [`add_sole_integration`] found.
+pub enum Sole {
+    Added(IntegrationId),
+    /// The site's integration of that kind, which was left as it was.
+    Exists(IntegrationRow),
+}
+
+/// Like [`add_integration`] for a kind a site has at most one of: if the site has one, it is
+/// returned instead. The check is in the same transaction as the insert, so two adds at once
+/// cannot both insert.
+pub async fn add_sole_integration(
+    (writer, key): (&Writer, &Arc<SecretKey>),
+    actor: &Actor,
+    site_id: SiteId,
+    settings: CheckedSettings,
+) -> Result<Sole, store::Error> {
+    let (actor, key) = (actor.clone(), Arc::clone(key));
+    writer
         .write(move |c| {
-            let new = NewIntegration {
-                site_id,
-                kind: settings.kind,
-                name: settings.name,
-                config: &settings.config,
-                now: now_ms(),
-            };
-            insert_integration(c, &actor, &key, &new, &settings.secrets)
+            if let Some(row) = store::find_site_integration(c, site_id, settings.kind)? {
+                return Ok(Sole::Exists(row));
+            }
+            insert_checked(c, (&actor, &key), site_id, &settings).map(Sole::Added)
         })
         .await
 }

@@ -354,3 +354,30 @@ async fn the_digest_goes_to_each_agent_alone_and_a_refused_address_costs_only_it
             .is_some_and(|t| t.contains("anyone there?"))
     }));
 }
+
+#[tokio::test]
+async fn saves_at_the_same_time_turn_email_on_once() {
+    let app = TestApp::spawn(&[
+        "--smtp-url",
+        "smtp://127.0.0.1:9",
+        "--mail-from",
+        "chat@porch.test",
+    ])
+    .await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let path = format!("/api/v1/sites/{site}/integrations/email");
+    let body = json!({"unanswered_after_secs": 60, "reply_delay_secs": 0});
+    let saves = (0..8).map(|_| app.api("POST", &path, &admin, Some(body.clone())));
+    let mut statuses: Vec<u16> = futures_util::future::join_all(saves)
+        .await
+        .into_iter()
+        .map(|(status, _)| status)
+        .collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 200, 200, 201]);
+    assert_eq!(
+        app.count("SELECT count(*) FROM integrations WHERE kind = 'email'"),
+        1
+    );
+}

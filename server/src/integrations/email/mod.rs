@@ -12,5 +12,7 @@ mod team;
 
 pub use deliver::deliver;
 pub use mailer::{Mailer, SmtpSummary, escape_html};
-pub use setup::{EmailSetup, MAX_DELAY_SECS, delay_rule, email_config, save_email};
+pub use setup::{
+    EmailSetup, MAX_DELAY_SECS, Saved, checked_delay, delay_rule, email_config, save_email,
+};
 pub use team::{deliver_team_mail, queue_account_link, queue_test_mail};

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::audit::Actor;
-use crate::integrations::{CheckedSettings, add_integration, fix_integration};
+use crate::integrations::{CheckedSettings, Sole, add_sole_integration, fix_integration};
 use crate::jobs::{EmailDelays, JobQueue};
 use crate::secrets::SecretKey;
-use crate::store::{self, IntegrationId, IntegrationRow, SiteId, Writer};
+use crate::store::{self, IntegrationId, SiteId, Writer};
 
 /// The longest delay taken: a week (a digest later than that helps nobody).
 pub const MAX_DELAY_SECS: u32 = 7 * 24 * 3600;
@@ -17,6 +17,15 @@ pub const MAX_DELAY_SECS: u32 = 7 * 24 * 3600;
 /// The rule a delay breaks, for `what` as the caller names the field.
 pub fn delay_rule(what: &str) -> String {
     format!("{what} must be a whole number of seconds from 0 to {MAX_DELAY_SECS}.")
+}
+
+/// `secs` if it is a delay taken, else the rule it breaks.
+pub fn checked_delay(secs: u32, what: &str) -> Result<u32, String> {
+    if secs <= MAX_DELAY_SECS {
+        Ok(secs)
+    } else {
+        Err(delay_rule(what))
+    }
 }
 
 /// What an admin provides, in seconds.
@@ -51,26 +60,35 @@ pub fn email_config(setup: &EmailSetup) -> serde_json::Value {
     })
 }
 
-/// Turns email on for a site with `setup`'s delays, or saves them on its `existing` integration
-/// (turning it on again if it was off): a site has one, as two would mail every digest twice.
-/// Returns its id.
+/// Whether [`save_email`] turned email on or saved onto the site's integration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    Created(IntegrationId),
+    Updated(IntegrationId),
+}
+
+/// Turns email on for a site with `setup`'s delays, or saves them on its integration (turning it
+/// on again if it was off): a site has one, as two would mail every digest twice. Whether it has
+/// one is decided in the writer's transaction, so two saves at once cannot both add one.
 pub async fn save_email(
     handles: (&Arc<Writer>, &JobQueue, &Arc<SecretKey>),
     actor: &Actor,
     site_id: SiteId,
-    existing: Option<&IntegrationRow>,
     setup: &EmailSetup,
-) -> Result<IntegrationId, store::Error> {
+) -> Result<Saved, store::Error> {
     let config = email_config(setup).to_string();
-    if let Some(row) = existing {
-        fix_integration(handles, actor, row, config, None).await?;
-        return Ok(row.id);
-    }
     let settings = CheckedSettings {
         kind: "email",
         name: "Email",
-        config,
+        config: config.clone(),
         secrets: "{}".to_owned(),
     };
-    add_integration((handles.0, handles.2), actor, site_id, settings).await
+    let added = add_sole_integration((handles.0, handles.2), actor, site_id, settings).await?;
+    match added {
+        Sole::Added(id) => Ok(Saved::Created(id)),
+        Sole::Exists(row) => {
+            fix_integration(handles, actor, &row, config, None).await?;
+            Ok(Saved::Updated(row.id))
+        }
+    }
 }

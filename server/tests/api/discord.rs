@@ -293,10 +293,13 @@ async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
 async fn only_discord_webhook_urls_are_accepted() {
     let f = Fixture::start().await;
     let site = f.app.add_site("Shop");
+    // A known webhook, but pinned to one thread: refused rather than stored without its query.
+    let pinned = format!("{}?thread_id=42", f.mock.add_webhook("Hq", false));
     for url in [
         "http://169.254.169.254/latest/meta-data".to_owned(),
         format!("{}/webhooks/only-id", f.mock.api_url()),
         format!("{}/webhooks/H404/token", f.mock.api_url()),
+        pinned,
     ] {
         let (status, answer) = f
             .app

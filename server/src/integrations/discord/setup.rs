@@ -24,7 +24,15 @@ pub async fn check_discord(
 ) -> Result<(DiscordConfig, DiscordSecrets), SetupError> {
     let base = api_base.trim_end_matches('/');
     let url = setup.webhook_url.trim();
-    let url = url.split(['?', '#']).next().unwrap_or(url);
+    // A `?thread_id=` would pin every post to one thread, and Porch picks the thread itself: so
+    // the URL is taken as Discord's "Copy Webhook URL" gives it, and anything more is refused
+    // rather than dropped unseen.
+    if url.contains(['?', '#']) {
+        return Err(SetupError::invalid(
+            "webhook_url must be the URL as Discord gives it, with no ?… or #… part: Porch \
+             chooses the thread (one per conversation in a forum channel).",
+        ));
+    }
     let rest = url
         .strip_prefix(&format!("{base}/webhooks/"))
         .or_else(|| url.strip_prefix("https://discordapp.com/api/webhooks/"))

@@ -40,6 +40,11 @@ pub enum VisitorEvent {
         conversation: ConversationId,
         line: MessageId,
     },
+    /// An agent reopened it; `line` is the status line saying so.
+    Reopened {
+        conversation: ConversationId,
+        line: MessageId,
+    },
 }
 
 /// A visitor whose data was erased (docs/privacy.md), for agents' open pages.

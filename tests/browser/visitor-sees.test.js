@@ -124,11 +124,22 @@ test("an agent closing the conversation shows a notice; the visitor's next messa
         els.map((e) => e.dataset.porch));
       assert.deepEqual(again, ["greeting", "message", "closed"]);
 
+      // The agent reopens it and closes it again: the visitor sees both, in order.
+      await agent.getByRole("button", { name: "Reopen conversation" }).click();
+      const reopened = v.page.locator("[data-porch=reopened]");
+      await reopened.waitFor();
+      assert.equal(await reopened.textContent(), "This conversation was reopened.");
+      await agent.getByRole("button", { name: "Close conversation" }).click();
+      await waitFor("the second closed notice", async () => (await notice.count()) === 2);
+      const reclosed = await v.page.locator("[data-porch=messages] > *").evaluateAll((els) =>
+        els.map((e) => e.dataset.porch));
+      assert.deepEqual(reclosed, ["greeting", "message", "closed", "reopened", "closed"]);
+
       await v.say("Actually, one more thing.");
-      assert.equal(await notice.count(), 1);
+      assert.equal(await notice.count(), 2);
       const after = await v.page.locator("[data-porch=messages] > *").evaluateAll((els) =>
         els.map((e) => e.dataset.porch));
-      assert.deepEqual(after, ["greeting", "message", "closed", "message"]);
+      assert.deepEqual(after, ["greeting", "message", "closed", "reopened", "closed", "message"]);
       const conversations = await waitFor("a new conversation", async () => {
         const { body } = await porch.api("GET", "/conversations");
         const ids = body.conversations.filter((c) => c.site === site.key).map((c) => c.id);

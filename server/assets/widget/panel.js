@@ -39,6 +39,7 @@
     "seen": "Seen",
     "not_sent": "Not sent",
     "closed": "This conversation was closed. Write again any time to start a new one.",
+    "reopened": "This conversation was reopened.",
     "connecting": "Connecting\u2026",
     "connected": "Connected",
     "reconnecting": "Reconnecting in {s} s\u2026",
@@ -510,15 +511,24 @@
     if (next) setMeta(next, "seen", t("seen"));
     seenEl = next;
   };
+  // `closed` comes again after every welcome while the conversation stays closed: shown once. A
+  // reopen ends that, so a later close is shown again.
   const closedShown = new Set();
-  const showClosed = (f) => {
-    if (typeof f.id !== "number" || closedShown.has(f.conversation_id)) return;
-    closedShown.add(f.conversation_id);
-    setTyping(false);
-    const el = h("p", { class: "notice", "data-porch": "closed", role: "status",
-      text: t("closed") });
+  const showStatus = (f, status) => {
+    if (typeof f.id !== "number") return;
+    const el = h("p", { class: "notice", "data-porch": status, role: "status", text: t(status) });
     el.dataset.id = f.id;
     place(el);
+  };
+  const showClosed = (f) => {
+    if (closedShown.has(f.conversation_id)) return;
+    closedShown.add(f.conversation_id);
+    setTyping(false);
+    showStatus(f, "closed");
+  };
+  const showReopened = (f) => {
+    closedShown.delete(f.conversation_id);
+    showStatus(f, "reopened");
   };
 
   let typingTimer = null;
@@ -672,6 +682,9 @@
         break;
       case "closed":
         showClosed(f);
+        break;
+      case "reopened":
+        showReopened(f);
         break;
       default:
         break; // a newer server's frame: ignore

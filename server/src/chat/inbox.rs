@@ -340,7 +340,15 @@ impl Chat {
                 conversation_change_jobs(c, id, ConversationChange::Reopened).map(Some)
             })
             .await
-            .map(drop);
+            .map(|line| {
+                if let Some(line) = line {
+                    let event = VisitorEvent::Reopened {
+                        conversation: id,
+                        line,
+                    };
+                    self.hub.publish_to_visitor(item.visitor_id, &event, None);
+                }
+            });
         // `change` ignores no-ops; a closed conversation that did not reopen hit the rule
         // "one open conversation per visitor".
         let after = self.inbox_item(by.id, id).await?;

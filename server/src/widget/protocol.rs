@@ -271,6 +271,12 @@ pub enum ServerFrame<'a> {
         conversation_id: ConversationId,
         id: MessageId,
     },
+    /// An agent reopened conversation `conversation_id`; `id` is the status line saying so,
+    /// where the widget places the notice. The visitor's next message joins it again.
+    Reopened {
+        conversation_id: ConversationId,
+        id: MessageId,
+    },
     Error {
         code: ErrorCode,
         message: &'a str,

@@ -35,9 +35,9 @@ pub(super) async fn on_resume(chat: &Chat, visitor: Option<VisitorId>) -> Vec<St
         .collect()
 }
 
-/// The frame for a live `Read` or `Closed` event (`None` for any other event). A closed
-/// conversation is no longer the one the visitor's typing goes to, and their next message
-/// starts a new one (which the brakes count as such).
+/// The frame for a live `Read`, `Closed` or `Reopened` event (`None` for any other event). A
+/// closed conversation is no longer the one the visitor's typing goes to, and their next message
+/// starts a new one (which the brakes count as such); a reopened one is theirs again.
 pub(super) fn frame(
     event: &VisitorEvent,
     typing: &mut VisitorTyping,
@@ -51,6 +51,14 @@ pub(super) fn frame(
                 *has_conversation = false;
             }
             ServerFrame::Closed {
+                conversation_id: conversation,
+                id: line,
+            }
+        }
+        VisitorEvent::Reopened { conversation, line } => {
+            typing.conversation = Some(conversation);
+            *has_conversation = true;
+            ServerFrame::Reopened {
                 conversation_id: conversation,
                 id: line,
             }

@@ -146,3 +146,35 @@ async fn closing_sends_closed_live_and_on_resume_and_the_next_message_starts_a_n
     let next = third.say("c3", "Hi").await;
     assert_eq!(next["type"], "ack", "{next}");
 }
+
+#[tokio::test]
+async fn reopening_sends_reopened_live_and_the_next_message_joins_that_conversation() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin(&app).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let conversation = only_conversation(&app);
+    let body = form(&[("csrf", &admin.csrf)]);
+    for action in ["close", "reopen"] {
+        let path = format!("/conversations/{conversation}/{action}");
+        let done = send(&app, "POST", &path, &admin.cookie, Some(&body)).await;
+        assert_eq!(done.status, 303, "{action}: {}", done.body);
+    }
+    next_of(&mut widget, "closed").await;
+    let frame = next_of(&mut widget, "reopened").await;
+    let line = app.count("SELECT max(id) FROM messages WHERE author = 'system'");
+    assert_eq!(frame["conversation_id"], conversation, "{frame}");
+    assert_eq!(
+        frame["id"], line,
+        "placed after the reopen's status line: {frame}"
+    );
+
+    let ack = widget.say("c2", "Thanks for coming back").await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    assert_eq!(app.count("SELECT count(*) FROM conversations"), 1);
+    assert_eq!(
+        app.count("SELECT conversation_id FROM messages WHERE client_id = 'c2'"),
+        conversation
+    );
+}

@@ -9,6 +9,7 @@ use image::codecs::jpeg::JpegEncoder;
 use image::{DynamicImage, ImageFormat, ImageReader, Limits};
 
 use super::Kind;
+use super::strip::Malformed;
 
 /// Longest side of a thumbnail, in pixels.
 pub const THUMB_SIDE: u32 = 320;
@@ -35,12 +36,23 @@ pub struct Thumbnail {
 #[error("the image is larger than 50 megapixels")]
 pub struct TooLarge;
 
+/// Why an image is not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
+    /// Its header does not say its size, so nothing bounds what a browser would decode.
+    #[error(transparent)]
+    Unreadable(#[from] Malformed),
+}
+
 /// The thumbnail of an image of `kind`: `Ok(None)` for a file that is not an image, or an
-/// image the decoder cannot read (it is then shown without one).
+/// image whose pixels the decoder cannot read (it is then shown without one).
 ///
 /// # Errors
-/// [`TooLarge`] when the image's header declares more pixels than Porch decodes.
-pub fn make_thumbnail(kind: Kind, data: &[u8]) -> Result<Option<Thumbnail>, TooLarge> {
+/// [`Refused::TooLarge`] when the image's header declares more pixels than Porch decodes,
+/// [`Refused::Unreadable`] when the header cannot be read.
+pub fn make_thumbnail(kind: Kind, data: &[u8]) -> Result<Option<Thumbnail>, Refused> {
     let format = match kind {
         Kind::Png => ImageFormat::Png,
         Kind::Jpeg => ImageFormat::Jpeg,
@@ -54,15 +66,14 @@ pub fn make_thumbnail(kind: Kind, data: &[u8]) -> Result<Option<Thumbnail>, TooL
         reader
     };
     // The header alone, read without the side limits (under them a side over 20,000 failed
-    // here like an unreadable image, which is stored and served as it is, bomb and all) but
-    // within an allocation bound: a header can carry a compressed colour profile of any size.
+    // here like an unreadable header) but within an allocation bound: a header can carry a
+    // compressed colour profile of any size. An image whose size cannot be read is refused:
+    // stored, it would be served whole to agents' browsers, whatever size they read in it.
     let mut header = Limits::no_limits();
     header.max_alloc = Some(HEADER_ALLOC);
-    let Ok((width, height)) = reader(header).into_dimensions() else {
-        return Ok(None);
-    };
+    let (width, height) = reader(header).into_dimensions().map_err(|_| Malformed)?;
     if width > MAX_SIDE || height > MAX_SIDE || u64::from(width) * u64::from(height) > MAX_PIXELS {
-        return Err(TooLarge);
+        return Err(TooLarge.into());
     }
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
@@ -113,6 +124,15 @@ mod tests {
             .write_to(&mut Cursor::new(&mut data), ImageFormat::Png)
             .expect("encode");
         data
+    }
+
+    /// A PNG chunk: length, type, data and CRC.
+    fn chunk(kind: [u8; 4], data: &[u8]) -> Vec<u8> {
+        let mut crc = flate2::Crc::new();
+        crc.update(&kind);
+        crc.update(data);
+        let length = u32::try_from(data.len()).expect("short").to_be_bytes();
+        [&length[..], &kind, data, &crc.sum().to_be_bytes()].concat()
     }
 
     fn dimensions(thumb: &Thumbnail) -> (u32, u32) {
@@ -203,30 +223,38 @@ mod tests {
         }
         let profile = [&b"icc\0\0"[..], &zlib.finish().expect("compress")].concat();
         let small = png(10, 10);
-        let mut chunk = u32::try_from(profile.len())
-            .expect("short")
-            .to_be_bytes()
-            .to_vec();
-        let mut crc = flate2::Crc::new();
-        crc.update(b"iCCP");
-        crc.update(&profile);
-        chunk.extend_from_slice(b"iCCP");
-        chunk.extend(profile);
-        chunk.extend(crc.sum().to_be_bytes());
         // After the signature (8 bytes) and IHDR (25).
-        let bomb = [&small[..33], &chunk, &small[33..]].concat();
+        let bomb = [&small[..33], &chunk(*b"iCCP", &profile), &small[33..]].concat();
         let read = make_thumbnail(Kind::Png, &bomb);
         assert!(matches!(read, Ok(Some(_))), "{read:?}");
     }
 
     #[test]
-    fn files_that_are_not_images_and_unreadable_images_get_none() {
+    fn files_that_are_not_images_and_images_with_unreadable_pixels_get_none() {
         assert!(
             make_thumbnail(Kind::Pdf, b"%PDF-1.4")
                 .expect("ok")
                 .is_none()
         );
-        let broken = &png(10, 10)[..40];
-        assert!(make_thumbnail(Kind::Png, broken).expect("ok").is_none());
+        // The signature and header of a 10 x 10 image, then pixels that are not zlib data.
+        let header = &png(10, 10)[..33];
+        let broken = [
+            header,
+            &chunk(*b"IDAT", b"\x78\x9c\xff\xff"),
+            &chunk(*b"IEND", b""),
+        ]
+        .concat();
+        assert!(make_thumbnail(Kind::Png, &broken).expect("ok").is_none());
+    }
+
+    #[test]
+    fn an_image_whose_header_cannot_be_read_is_refused() {
+        // A PNG signature and a header chunk too short to hold a size.
+        let headless = &png(10, 10)[..20];
+        let refused = make_thumbnail(Kind::Png, headless);
+        assert!(
+            matches!(refused, Err(Refused::Unreadable(_))),
+            "{refused:?}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use crate::clock::{millis, now_ms};
 use crate::store::{self, AttachmentMeta, NewAttachment, SiteId, Uploader, Writer};
 
 use super::strip::Malformed;
-use super::thumb::{Thumbnail, TooLarge, make_thumbnail};
+use super::thumb::{Refused, Thumbnail, TooLarge, make_thumbnail};
 use super::{Kind, sanitise_name, strip_metadata};
 
 /// Bytes per writer transaction of an upload.
@@ -42,6 +42,15 @@ pub enum Error {
     /// The blocking task that checks the file did not finish (a panic, or shutdown).
     #[error("the file could not be checked")]
     Interrupted,
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::TooLarge(err) => Self::TooLarge(err),
+            Refused::Unreadable(err) => Self::Malformed(err),
+        }
+    }
 }
 
 /// The kind of `data`, its bytes without metadata, and an image's thumbnail.

@@ -20,10 +20,7 @@ pub(crate) fn png_with_metadata() -> Vec<u8> {
         (b"IDAT", b"x\x9cc\xf8\x0f\0\x01\x01\x01\0"),
         (b"IEND", b""),
     ] {
-        png.extend(u32::try_from(data.len()).unwrap().to_be_bytes());
-        png.extend_from_slice(kind);
-        png.extend_from_slice(data);
-        png.extend([0, 0, 0, 0]);
+        png_chunk(&mut png, kind, data);
     }
     png
 }
@@ -252,6 +249,12 @@ async fn types_come_from_the_bytes_not_the_name() {
         b"\x89PNG\r\n\x1a\n\0\0".to_vec(),
     )
     .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["code"], "damaged_image");
+    // Well-formed chunks but no header: nothing says how large a browser would find it.
+    let iend = b"\0\0\0\0IEND\xaeB`\x82";
+    let headless = [&b"\x89PNG\r\n\x1a\n"[..], iend].concat();
+    let (status, refused) = upload(&app, &site, &ann.token, "headless.png", headless).await;
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"]["code"], "damaged_image");
     assert_eq!(app.count("SELECT count(*) FROM attachments"), 1);

@@ -91,15 +91,16 @@ pub fn erase_visitor_chunk(
            (SELECT lower(email) FROM visitors WHERE id = ?1)",
     )?
     .execute([visitor])?;
+    // Uploads no message took yet, likewise while the row says whose token they came with (the
+    // last conversation's chunk deletes it); those a message took go with it, by cascade.
+    conn.prepare_cached(
+        "DELETE FROM attachments WHERE message_id IS NULL \
+           AND token_hash = (SELECT token_hash FROM visitors WHERE id = ?1)",
+    )?
+    .execute([visitor])?;
     let mut deleted = Deleted::default();
     while deleted.rows() < budget {
         let Some(conversation) = next.query_row([visitor], |r| r.get(0)).optional()? else {
-            // Uploads no message took yet: those a message took went with it (by cascade).
-            conn.prepare_cached(
-                "DELETE FROM attachments WHERE message_id IS NULL \
-                   AND token_hash = (SELECT token_hash FROM visitors WHERE id = ?1)",
-            )?
-            .execute([visitor])?;
             deleted.visitors += conn
                 .prepare_cached("DELETE FROM visitors WHERE id = ?1")?
                 .execute([visitor])?;
@@ -277,6 +278,14 @@ mod tests {
     #[test]
     fn erasing_a_visitor_removes_every_conversation_then_the_visitor() {
         let conn = db();
+        // An upload of theirs no message took, and one of the other visitor's.
+        conn.execute_batch(
+            "INSERT INTO attachments (public_id, site_id, token_hash, name, content_type, size,
+                                      is_complete, created_at)
+                  VALUES ('att_a', 1, x'02', 'a.txt', 'text/plain', 1, 1, 0),
+                         ('att_b', 1, x'01', 'b.txt', 'text/plain', 1, 1, 0);",
+        )
+        .expect("uploads");
         let mut done = false;
         while !done {
             (_, done) = erase_visitor_chunk(&conn, VisitorId(2), 2).expect("erase");
@@ -284,5 +293,11 @@ mod tests {
         assert_eq!(count(&conn, "visitors"), 1);
         assert_eq!(count(&conn, "conversations"), 1);
         assert_eq!(count(&conn, "messages"), 3);
+        let left: String = conn
+            .query_row("SELECT group_concat(public_id) FROM attachments", [], |r| {
+                r.get(0)
+            })
+            .expect("uploads");
+        assert_eq!(left, "att_b");
     }
 }

@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0026_imap_mailbox.sql"),
     include_str!("../../../migrations/0027_slack_file_shares.sql"),
     include_str!("../../../migrations/0028_jobs_queued_by_rate_key.sql"),
+    include_str!("../../../migrations/0029_ids_never_reused.sql"),
 ];
 
 /// The schema version this binary expects.
@@ -69,6 +70,17 @@ pub fn apply_migrations(conn: &mut Connection) -> Result<u32, Error> {
             supported: LATEST,
         });
     }
+    // Off while migrating, as SQLite's way of rebuilding a table asks: dropping a table that
+    // others reference would otherwise delete their rows by cascade. A rebuild copies every row
+    // with its id, so references hold (tested below). The pragma is a no-op inside a transaction.
+    let enforced: bool = conn.pragma_query_value(None, "foreign_keys", |r| r.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let applied = apply_each(conn, current);
+    conn.pragma_update(None, "foreign_keys", enforced)?;
+    applied.map(|()| LATEST)
+}
+
+fn apply_each(conn: &mut Connection, current: u32) -> Result<(), Error> {
     for (version, sql) in (1..).zip(MIGRATIONS).skip(current as usize) {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute_batch(sql)
@@ -77,5 +89,70 @@ pub fn apply_migrations(conn: &mut Connection) -> Result<u32, Error> {
         tx.commit()?;
         tracing::info!(version, "applied migration");
     }
-    Ok(LATEST)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(conn: &Connection, sql: &str) -> i64 {
+        conn.query_row(sql, [], |r| r.get(0)).expect("count")
+    }
+
+    #[test]
+    fn rebuilt_tables_keep_their_rows_and_references_and_never_give_an_id_twice() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.pragma_update(None, "foreign_keys", true).expect("fk");
+        for sql in &MIGRATIONS[..28] {
+            conn.execute_batch(sql).expect("migrate");
+        }
+        conn.pragma_update(None, "user_version", 28)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO users (id, email, name, role, created_at) VALUES (1, 'a@x', 'A', 'admin', 0);
+             INSERT INTO api_tokens (user_id, name, token_hash, created_at, scope)
+                  VALUES (1, 'one', x'01', 0, 'read'), (1, 'two', x'02', 0, 'read-write');
+             INSERT INTO jobs (lane, kind, args, max_attempts, run_at, created_at)
+                  VALUES ('webhook', 'webhook', '{}', 8, 0, 0), ('webhook', 'webhook', '{}', 8, 0, 0);
+             INSERT INTO job_attempts (job_id, seq, attempt, started_at, finished_at, outcome)
+                  VALUES (2, 1, 1, 0, 0, 'retry');",
+        )
+        .expect("seed");
+
+        assert_eq!(apply_migrations(&mut conn).expect("migrate"), LATEST);
+        let enforced: bool = conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .expect("pragma");
+        assert!(enforced, "enforcement is back on");
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM job_attempts WHERE job_id = 2"),
+            1
+        );
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM pragma_foreign_key_check"),
+            0
+        );
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT count(*) FROM api_tokens WHERE id = 1 AND scope = 'read'"
+            ),
+            1
+        );
+
+        // The newest rows go (the attempt with its job, by cascade); new ones get new ids.
+        conn.execute_batch("DELETE FROM jobs WHERE id = 2; DELETE FROM api_tokens WHERE id = 2;")
+            .expect("delete");
+        assert_eq!(count(&conn, "SELECT count(*) FROM job_attempts"), 0);
+        conn.execute_batch(
+            "INSERT INTO jobs (lane, kind, args, max_attempts, run_at, created_at)
+                  VALUES ('webhook', 'webhook', '{}', 8, 0, 0);
+             INSERT INTO api_tokens (user_id, name, token_hash, created_at)
+                  VALUES (1, 'three', x'03', 0);",
+        )
+        .expect("insert");
+        assert_eq!(count(&conn, "SELECT max(id) FROM jobs"), 3);
+        assert_eq!(count(&conn, "SELECT max(id) FROM api_tokens"), 3);
+    }
 }

@@ -204,6 +204,8 @@ impl Connection {
                 has_more: false,
             },
         };
+        let fitting = &first.messages[..fitting_welcome(&first.messages)];
+        let more = first.has_more || fitting.len() < first.messages.len();
         let site = &self.site;
         let frame = ServerFrame::Welcome {
             v: VERSION,
@@ -214,15 +216,15 @@ impl Connection {
                 self.app.wall_clock.now_ms(),
                 self.asks_prechat,
             ),
-            messages: first.messages.iter().map(MessageFrame::from).collect(),
-            more: first.has_more,
+            messages: fitting.iter().map(MessageFrame::from).collect(),
+            more,
         };
         let text = frame.to_json();
         self.send(text).await?;
-        if let Some(last) = first.messages.last() {
+        if let Some(last) = fitting.last() {
             self.sent_up_to = self.sent_up_to.max(last.id);
         }
-        if let Some(visitor) = self.visitor_id.filter(|_| first.has_more) {
+        if let Some(visitor) = self.visitor_id.filter(|_| more) {
             self.send_after(visitor).await?;
         }
         for text in receipts::on_resume(&self.app.chat, self.visitor_id).await {
@@ -486,6 +488,23 @@ impl Connection {
         close(&mut self.sink, close_code::NORMAL, "visitor data erased").await?;
         Err(Closed)
     }
+}
+
+/// Bytes of messages a `welcome` carries at most: every frame must fit the connection's write
+/// buffer (`MAX_WRITE_BUFFER`, 256 KiB) whole, and 500 messages of 4,000 characters would not.
+const WELCOME_MESSAGE_BYTES: usize = 128 * 1024;
+
+/// How many of `messages`, from the first, fit in a `welcome` (at least one: a single message
+/// is far below the budget); the rest follow as `message` frames.
+fn fitting_welcome(messages: &[MessageRow]) -> usize {
+    let mut bytes = 0;
+    messages
+        .iter()
+        .position(|row| {
+            bytes += MessageFrame::from(row).to_json().len();
+            bytes > WELCOME_MESSAGE_BYTES
+        })
+        .map_or(messages.len(), |over| over.max(1))
 }
 
 #[cfg(test)]

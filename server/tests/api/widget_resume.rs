@@ -156,6 +156,34 @@ async fn more_than_a_page_of_missed_messages_arrives_whole_and_oldest_first() {
 }
 
 #[tokio::test]
+async fn a_history_too_large_for_one_frame_arrives_whole_after_a_smaller_welcome() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (widget, token, conversation) = visitor_with_conversation(&app, &site).await;
+    drop(widget);
+    let chat = app.server.as_ref().expect("running").app.chat.clone();
+    // 30 replies of 4,000 three-byte characters: 360 KB, more than a connection may queue.
+    let mut posted = Vec::new();
+    for n in 0..30 {
+        let text = format!("{n} {}", "中".repeat(3_990));
+        let body = MessageBody::parse(&text).expect("body");
+        let row = chat
+            .post_agent_message(conversation, &agent(), body, Vec::new())
+            .await
+            .expect("reply stored");
+        posted.push(row.id.0);
+    }
+
+    let (mut widget, welcome) = app.visitor(&site, Some(&token), 0).await;
+    let first_page = welcome["messages"].as_array().expect("messages");
+    assert!(first_page.len() < 31, "{} in welcome", first_page.len());
+    assert_eq!(welcome["more"], true);
+    let mut received = agent_ids(first_page);
+    received.extend(agent_ids(&recv_through(&mut widget, posted[29]).await));
+    assert_eq!(received, posted);
+}
+
+#[tokio::test]
 async fn a_new_visitors_pipelined_first_messages_get_acks_and_are_not_echoed() {
     let app = TestApp::spawn(&[]).await;
     let site = app.add_site("Shop");

@@ -5,7 +5,8 @@
 use rusqlite::ToSql;
 use rusqlite::types::ToSqlOutput;
 
-/// Longest message body, in characters; longer is refused rather than cut.
+/// Longest message body, in characters: longer is refused from the widget and the API, and cut
+/// from a mail or a Slack reply ([`MessageBody::clip`]).
 pub const MAX_BODY_CHARS: usize = 4000;
 /// Longest client-chosen message id.
 pub const MAX_CLIENT_ID_LEN: usize = 64;
@@ -39,6 +40,19 @@ impl MessageBody {
             return Ok(Self(String::new()));
         }
         Self::parse(raw)
+    }
+
+    /// Text from a channel where the sender cannot be told "too long" (a mail, a Slack reply),
+    /// trimmed and cut to [`MAX_BODY_CHARS`], marked with "…" where it was cut, so that it
+    /// parses rather than being lost.
+    pub fn clip(raw: &str) -> String {
+        let trimmed = raw.trim();
+        if trimmed.chars().count() <= MAX_BODY_CHARS {
+            return trimmed.to_owned();
+        }
+        let mut clipped: String = trimmed.chars().take(MAX_BODY_CHARS - 1).collect();
+        clipped.push('…');
+        clipped
     }
 
     pub fn as_str(&self) -> &str {
@@ -132,6 +146,11 @@ mod tests {
         assert!(MessageBody::parse(" \n\t ").is_err());
         assert!(MessageBody::parse(&"é".repeat(MAX_BODY_CHARS)).is_ok());
         assert!(MessageBody::parse(&"é".repeat(MAX_BODY_CHARS + 1)).is_err());
+        let clipped = MessageBody::clip(&format!(" {} ", "a".repeat(MAX_BODY_CHARS + 10)));
+        assert_eq!(clipped.chars().count(), MAX_BODY_CHARS);
+        assert!(clipped.ends_with("a…"));
+        assert!(MessageBody::parse(&clipped).is_ok());
+        assert_eq!(MessageBody::clip(" short "), "short");
     }
 
     #[test]

@@ -386,6 +386,19 @@ async fn a_signed_thread_reply_reaches_the_visitor_as_the_matching_agent() {
 }
 
 #[tokio::test]
+async fn a_thread_reply_longer_than_a_message_is_cut_not_lost() {
+    let (fx, mut widget, integration, thread) = conversation_with_thread(json!({})).await;
+    let long = format!("{} the end", "a".repeat(4_500));
+    let event = reply_event("Ev-long", "C1", &thread, "U-ANY", &long);
+    assert_eq!(fx.send_event(integration, &event, now_secs()).await, 200);
+    let pushed = widget.recv().await;
+    assert_eq!(pushed["type"], "message", "{pushed}");
+    let body = pushed["body"].as_str().expect("body");
+    assert_eq!(body.chars().count(), 4_000);
+    assert!(body.starts_with("aaa") && body.ends_with("a…"), "{body}");
+}
+
+#[tokio::test]
 async fn bad_stale_or_replayed_events_create_nothing() {
     let (fx, _widget, integration, thread) = conversation_with_thread(json!({})).await;
     let messages = || fx.app.count("SELECT count(*) FROM messages");

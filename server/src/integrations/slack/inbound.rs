@@ -264,7 +264,9 @@ async fn post_reply(
         reply.is_note,
     )
     .await?;
-    let text = files.text_with_notes(reply.body);
+    // Slack takes far longer messages than Porch's 4,000 characters, and its sender cannot be
+    // told: the reply is cut, marked with "…", rather than lost.
+    let text = MessageBody::clip(&files.text_with_notes(reply.body));
     let Ok(body) = MessageBody::parse_beside_attachments(&text, !files.ids.is_empty()) else {
         return Ok(Handled::Ignored);
     };

@@ -6,7 +6,7 @@ use mail_parser::{MessageParser, MimeHeaders as _, PartType};
 use sha2::{Digest as _, Sha256};
 
 use super::text::{html_to_text, strip_quoted};
-use crate::chat::{ClientId, MAX_BODY_CHARS, MailReply, MessageBody};
+use crate::chat::{ClientId, MailReply, MessageBody};
 use crate::store::{InboundMailRow, MailOutcome, MailThreadRow};
 
 /// Mails above this size are not downloaded, only recorded as skipped: a reply is text, and
@@ -171,7 +171,7 @@ pub fn judge(mail: &Mail, thread: Option<MailThreadRow>, now: i64) -> Verdict {
     let Some(text) = mail.text.as_deref().filter(|t| !t.is_empty()) else {
         return skip("no new text (only quoted history, or no text part)");
     };
-    let Ok(body) = MessageBody::parse(&clip(text)) else {
+    let Ok(body) = MessageBody::parse(&MessageBody::clip(text)) else {
         return skip("no new text (only quoted history, or no text part)");
     };
     let digest = hex::encode(Sha256::digest(mail.id.as_bytes()));
@@ -186,16 +186,6 @@ pub fn judge(mail: &Mail, thread: Option<MailThreadRow>, now: i64) -> Verdict {
         client_id,
         body,
     }))
-}
-
-/// The text cut to a message's limit, marked with "…" where it was cut.
-fn clip(text: &str) -> String {
-    if text.chars().count() <= MAX_BODY_CHARS {
-        return text.to_owned();
-    }
-    let mut clipped: String = text.chars().take(MAX_BODY_CHARS - 1).collect();
-    clipped.push('…');
-    clipped
 }
 
 #[cfg(test)]
@@ -281,13 +271,5 @@ mod tests {
     fn garbage_is_not_a_mail() {
         assert!(parse_mail(b"\x00\x01\x02", "porch.test").is_err());
         assert!(parse_mail(b"Subject: no sender\r\n\r\nhi", "porch.test").is_err());
-    }
-
-    #[test]
-    fn a_long_reply_is_clipped_to_a_message() {
-        let long = "a".repeat(MAX_BODY_CHARS + 10);
-        let clipped = clip(&long);
-        assert_eq!(clipped.chars().count(), MAX_BODY_CHARS);
-        assert!(clipped.ends_with('…'));
     }
 }

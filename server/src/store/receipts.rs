@@ -38,7 +38,7 @@ pub fn find_seen_visitor_message(
 pub struct VisitorReceipts {
     /// The visitor's newest message in it that an agent has seen.
     pub seen_up_to: Option<MessageId>,
-    /// Set when it is closed: its id and its newest message (the status line saying so).
+    /// Set when it is closed: its id and its newest status line (the one that closed it).
     pub closed: Option<(ConversationId, MessageId)>,
 }
 
@@ -49,8 +49,11 @@ pub fn find_visitor_receipts(
 ) -> Result<VisitorReceipts, Error> {
     let newest = conn
         .prepare_cached(
+            // The newest status line is the one that closed it, where the live `closed` frame
+            // placed the notice: an agent reply after the close stays after it.
             "SELECT c.id, c.status = 'closed', \
-                    (SELECT max(m.id) FROM messages m WHERE m.conversation_id = c.id) \
+                    (SELECT max(m.id) FROM messages m \
+                     WHERE m.conversation_id = c.id AND m.author = 'system') \
              FROM conversations c WHERE c.visitor_id = ?1 ORDER BY c.id DESC LIMIT 1",
         )?
         .query_row([visitor], |r| {

@@ -119,13 +119,19 @@ async fn closing_sends_closed_live_and_on_resume_and_the_next_message_starts_a_n
     let line = app.count("SELECT max(id) FROM messages WHERE author = 'system'");
     assert_eq!(frame["conversation_id"], conversation, "{frame}");
     assert_eq!(frame["id"], line, "placed after the status line: {frame}");
+    // An agent answers the closed conversation (it stays closed): the notice stays before it.
+    let token_of_agent = app.add_user_token("Bo", "agent");
+    let path = format!("/api/v1/conversations/{conversation}/messages");
+    let body = serde_json::json!({"body": "One last thing"});
+    let (status, _) = app.api("POST", &path, &token_of_agent, Some(body)).await;
+    assert_eq!(status, 201);
 
     drop(widget);
     let (mut again, resumed) = app.visitor(&site, Some(&token), 0).await;
-    assert_eq!(resumed["messages"].as_array().map(Vec::len), Some(1));
+    assert_eq!(resumed["messages"].as_array().map(Vec::len), Some(2));
     let frame = next_of(&mut again, "closed").await;
     assert_eq!(frame["conversation_id"], conversation, "{frame}");
-    assert_eq!(frame["id"], line);
+    assert_eq!(frame["id"], line, "the close's line, not the later reply");
 
     let ack = again.say("c2", "One more question").await;
     assert_eq!(ack["type"], "ack", "{ack}");

@@ -19,22 +19,18 @@ pub fn sanitise_name(raw: &str, kind: Kind) -> String {
         .filter(|c| !c.is_control() && !is_direction_control(*c))
         .collect();
     let trimmed = clean.trim_matches(|c: char| c.is_whitespace() || c == '.');
-    let stem: String = trimmed.chars().take(MAX_NAME_CHARS).collect();
-    let stem = if stem.is_empty() {
-        "file".to_owned()
-    } else {
-        stem
-    };
-    let has_ending = stem.rsplit_once('.').is_some_and(|(_, ending)| {
+    let fitting = trimmed.rsplit_once('.').filter(|(_, ending)| {
         kind.extensions()
             .iter()
             .any(|e| e.eq_ignore_ascii_case(ending))
     });
-    if has_ending {
-        stem
-    } else {
-        format!("{stem}.{}", kind.extensions()[0])
-    }
+    let (stem, ending) = fitting.unwrap_or((trimmed, kind.extensions()[0]));
+    // The stem is cut so that the whole name, ending included, fits.
+    let room = MAX_NAME_CHARS - 1 - ending.chars().count();
+    let stem: String = stem.chars().take(room).collect();
+    let stem = stem.trim_end_matches(|c: char| c.is_whitespace() || c == '.');
+    let stem = if stem.is_empty() { "file" } else { stem };
+    format!("{stem}.{ending}")
 }
 
 /// Characters that reorder how text is displayed (RLO and friends): a name like
@@ -87,10 +83,13 @@ mod tests {
         );
         assert_eq!(sanitise_name("  ..  ", Kind::Jpeg), "file.jpg");
         assert_eq!(sanitise_name("page.html", Kind::Text), "page.html.txt");
-        assert_eq!(
-            sanitise_name(&"x".repeat(500), Kind::Gif).chars().count(),
-            124
-        );
+        let long = sanitise_name(&"x".repeat(500), Kind::Gif);
+        assert_eq!((long.chars().count(), long.ends_with("x.gif")), (120, true));
+        let long = sanitise_name(&format!("{}.txt", "c".repeat(118)), Kind::Text);
+        assert_eq!((long.chars().count(), long.ends_with("c.txt")), (120, true));
+        let long = sanitise_name(&format!("{}.html", "b".repeat(119)), Kind::Text);
+        assert_eq!((long.chars().count(), long.ends_with("b.txt")), (120, true));
+        assert_eq!(sanitise_name(".png", Kind::Png), "png.png");
     }
 
     #[test]

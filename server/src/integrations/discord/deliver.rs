@@ -234,6 +234,12 @@ fn display_name(name: &str) -> String {
     }
 }
 
+/// A forum thread's name: "Visitor · Site", the visitor's part cleaned as a username is, so a
+/// name of nothing but "Clyde" still gives "Visitor · Shop".
+fn thread_name(visitor: &str, site: &str) -> String {
+    format!("{} · {site}", display_name(visitor))
+}
+
 /// The body of one post.
 fn post_body(message: &DeliveryMessage, content: &str, thread_name: Option<&str>) -> Value {
     let username = author_label(message);
@@ -373,13 +379,8 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
             // rather than fail half-way and post the first part twice on the retry.
             tokio::time::sleep(std::cmp::min(wait, MAX_INLINE_PAUSE)).await;
         }
-        let thread_name = (config.is_forum && thread.is_none()).then(|| {
-            display_name(&format!(
-                "{} · {}",
-                visitor_label(&message),
-                message.site_name
-            ))
-        });
+        let thread_name = (config.is_forum && thread.is_none())
+            .then(|| thread_name(&visitor_label(&message), &message.site_name));
         let body = post_body(&message, part, thread_name.as_deref());
         let posted = execute(
             &destinations.http.known_hosts,
@@ -562,6 +563,8 @@ mod tests {
         assert_eq!(display_name("disdiscordcord"), "Visitor");
         assert_eq!(display_name("Everyone"), "Visitor");
         assert_eq!(display_name(" here "), "Visitor");
+        assert_eq!(thread_name("  Clyde   DISCORD  ", "Shop"), "Visitor · Shop");
+        assert_eq!(thread_name("Ann  Lee", "Shop"), "Ann Lee · Shop");
         assert_eq!(display_name("here we go"), "here we go");
         assert_eq!(display_name(&"a".repeat(200)).len(), NAME_LIMIT);
     }

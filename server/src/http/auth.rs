@@ -18,6 +18,16 @@ pub use crate::accounts::{TOKEN_PREFIX, hash_api_token, new_api_token};
 /// How stale a token's `last_used_at` may get before a use writes it again.
 const LAST_USED_EVERY_MS: i64 = 60_000;
 
+/// The credentials of `Authorization: Bearer …`, trimmed; the scheme's name in any case, as
+/// HTTP has it (RFC 9110 §11.1).
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, credentials) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credentials.trim())
+}
+
 /// The user behind a valid bearer token.
 pub struct ApiUser(pub UserRow);
 
@@ -28,12 +38,7 @@ impl FromRequestParts<AppState> for ApiUser {
         parts: &mut Parts,
         app: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+        let token = bearer(&parts.headers)
             .filter(|t| t.starts_with(TOKEN_PREFIX))
             .ok_or_else(ApiError::unauthorized)?;
         let hash = hash_api_token(token);

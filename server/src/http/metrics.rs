@@ -30,12 +30,8 @@ fn is_local(ip: IpAddr) -> bool {
 /// Whether this request may read the metrics.
 fn is_allowed(app: &AppState, peer: SocketAddr, headers: &HeaderMap) -> bool {
     if let Some(token) = &app.config.metrics_token {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        return tokens_match(given.trim(), token.expose());
+        let given = super::auth::bearer(headers).unwrap_or("");
+        return tokens_match(given, token.expose());
     }
     let peer_ip = peer.ip().to_canonical();
     let is_proxied = FORWARDING_HEADERS.iter().any(|h| headers.contains_key(*h))

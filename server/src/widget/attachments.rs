@@ -50,11 +50,7 @@ pub struct AttachmentQuery {
 
 /// The visitor token from `Authorization: Bearer …`.
 fn bearer(headers: &HeaderMap) -> &str {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("")
+    crate::http::auth::bearer(headers).unwrap_or("")
 }
 
 /// `OPTIONS /widget/attachments` and `/widget/attachments/{id}`: lets an allowed origin send

@@ -163,3 +163,25 @@ async fn a_form_address_opened_in_the_browser_gets_a_page_not_an_empty_answer() 
     );
     assert!(opened.body.contains("Not a page"), "{}", opened.body);
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_read_in_any_case() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("Ana", "agent");
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let answer = app
+            .http
+            .get("/api/v1/conversations")
+            .header("authorization", format!("{scheme} {token}"))
+            .answer()
+            .await;
+        assert_eq!(answer.status, 200, "{scheme}: {}", answer.body);
+    }
+    let other = app
+        .http
+        .get("/api/v1/conversations")
+        .header("authorization", format!("Basic {token}"))
+        .answer()
+        .await;
+    assert_eq!(error_of(&other).0, 401);
+}

@@ -148,3 +148,21 @@ def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch
             await asyncio.sleep(0.05)
 
     asyncio.run(scenario())
+
+
+def test_a_first_start_on_a_full_disk_leaves_no_key_file_and_starts_once_space_returns(porch_bin, processes, small_disk):
+    """The sealing key is generated at the first start: on a full disk that start fails, and
+    must leave no empty key file behind, which would stop every later start."""
+    data = small_disk / "data"
+    run([porch_bin, "--data-dir", data, "site", "add", "--name", "Full", "--origin", ORIGIN,
+         "--public-url", "http://127.0.0.1"])
+    fill(small_disk)
+    failed = run([porch_bin, "--data-dir", data, "serve", "--listen", "127.0.0.1:0"], check=False)
+    assert failed.returncode != 0, failed.stderr
+    assert "secret.key" in failed.stderr, failed.stderr
+    assert sorted(p.name for p in data.iterdir() if "secret" in p.name) == [], list(data.iterdir())
+
+    (small_disk / "ballast").unlink()
+    server = processes.serve(porch_bin, data)
+    server.wait_ready()
+    assert len((data / "secret.key").read_text().strip()) == 44

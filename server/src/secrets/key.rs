@@ -105,7 +105,9 @@ impl SecretKey {
     }
 
     /// Writes the key to a new file readable by its owner only (mode 0600), flushed to disk
-    /// before this returns; an existing file is never overwritten.
+    /// before this returns; an existing file is never overwritten. The file appears whole or not
+    /// at all: the key goes to a temporary file first, which is then linked to `path` (so a full
+    /// disk leaves no empty key file that would stop every later start).
     ///
     /// # Errors
     /// Fails if the file exists or cannot be written.
@@ -114,13 +116,31 @@ impl SecretKey {
             path: path.display().to_string(),
             source,
         };
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(format!(".{}.partial", std::process::id()));
+        let partial = std::path::PathBuf::from(partial);
+        let written = self.write_partial(&partial).and_then(|()| {
+            // A hard link fails if `path` exists: no key is ever replaced.
+            std::fs::hard_link(&partial, path)
+        });
+        let _ = std::fs::remove_file(&partial);
+        written.map_err(io)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io)?;
+        }
+        Ok(())
+    }
+
+    fn write_partial(&self, partial: &Path) -> std::io::Result<()> {
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
+        options.write(true).create(true).truncate(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(path).map_err(io)?;
-        writeln!(file, "{}", self.to_base64()).map_err(io)?;
-        file.sync_all().map_err(io)
+        let mut file = options.open(partial)?;
+        writeln!(file, "{}", self.to_base64())?;
+        file.sync_all()
     }
 }
 

@@ -203,6 +203,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ))
         }
         Command::Vacuum => {
+            require_database(&cli.data)?;
             // Never under a running server: VACUUM rewrites the file it is writing to.
             let _lock = crate::lock_data_dir(&cli.data.data_dir)?;
             let conn = open_database(&cli.data)?;
@@ -212,12 +213,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 cli.data.database_path().display()
             ))
         }
-        Command::Export(args) => privacy::export(&mut open_for_management(&cli.data)?, &args),
-        Command::Erase(args) => privacy::erase(&mut open_for_management(&cli.data)?, &args),
+        Command::Export(args) => {
+            require_database(&cli.data)?;
+            privacy::export(&mut open_for_management(&cli.data)?, &args)
+        }
+        Command::Erase(args) => {
+            require_database(&cli.data)?;
+            privacy::erase(&mut open_for_management(&cli.data)?, &args)
+        }
         Command::Site(command) => sites::run(&open_for_management(&cli.data)?, command),
         Command::User(command) => accounts::run_user(&open_for_management(&cli.data)?, command),
-        Command::Token(command) => accounts::run_token(&open_for_management(&cli.data)?, command),
-        Command::Secrets(command) => secrets::run(&cli.data, command),
+        Command::Token(command) => {
+            require_database(&cli.data)?;
+            accounts::run_token(&open_for_management(&cli.data)?, command)
+        }
+        Command::Secrets(command) => {
+            require_database(&cli.data)?;
+            secrets::run(&cli.data, command)
+        }
         Command::SlackMock {
             listen,
             delay,
@@ -374,6 +387,20 @@ fn is_held(err: &anyhow::Error) -> bool {
         err.downcast_ref::<store::LockError>(),
         Some(store::LockError::Held { .. })
     )
+}
+
+/// Fails unless the database exists: a command that reads or changes what is stored must not
+/// answer from a new empty database because the data directory was mistyped ("nobody found"
+/// for an erasure request would be wrong, not empty).
+fn require_database(data: &DataConfig) -> anyhow::Result<()> {
+    let path = data.database_path();
+    anyhow::ensure!(
+        path.is_file(),
+        "there is no database at {}: check --data-dir (PORCH_DATA_DIR); `porch serve` or \
+         `porch site add` creates one",
+        path.display()
+    );
+    Ok(())
 }
 
 /// Opens (creating if needed) and migrates the database; the caller holds the lock.

@@ -59,3 +59,24 @@ async fn site_add_refuses_what_the_admin_form_refuses_with_the_same_reason() {
     }
     assert_eq!(app.count("SELECT count(*) FROM sites"), 0);
 }
+
+#[test]
+fn commands_on_stored_data_refuse_a_data_directory_without_a_database() {
+    let parent = tempfile::tempdir().expect("tempdir");
+    let typo = parent.path().join("dtaa");
+    for args in [
+        &["export", "--all"][..],
+        &["erase", "--email", "ann@example.org", "--yes"],
+        &["token", "list"],
+        &["vacuum"],
+    ] {
+        let out = crate::process::run(&typo, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("there is no database at"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+}

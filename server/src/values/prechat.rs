@@ -119,9 +119,11 @@ impl PrechatAnswers {
         email: Option<&str>,
         answer: Option<&str>,
     ) -> Result<Self, Invalid> {
+        // A name shows on one line (the inbox, mail headers' neighbours, digests).
+        let name = name.map(super::one_line);
         let name = field(
             form.name,
-            name,
+            name.as_deref(),
             MAX_NAME_CHARS,
             "Please enter your name.",
             "Your name can have at most 100 characters.",
@@ -173,6 +175,18 @@ mod tests {
         assert_eq!(err.0, "Please answer the question.");
         let ok = PrechatAnswers::parse(&f, Some(" Ada "), Some(""), Some("42")).expect("valid");
         assert_eq!(ok.name.as_deref(), Some("Ada"));
+        let folded =
+            PrechatAnswers::parse(&f, Some("Mal\r\nBcc: x"), None, Some("a\nb")).expect("valid");
+        assert_eq!(
+            folded.name.as_deref(),
+            Some("Mal Bcc: x"),
+            "a name is one line"
+        );
+        assert_eq!(
+            folded.answer.as_deref(),
+            Some("a\nb"),
+            "an answer keeps its lines"
+        );
         assert_eq!(ok.email, None);
         assert_eq!(ok.question.as_deref(), Some("Order number?"));
         assert_eq!(ok.answer.as_deref(), Some("42"));

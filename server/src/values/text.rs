@@ -16,6 +16,15 @@ pub const MAX_CLIENT_ID_LEN: usize = 64;
 #[error("{0}")]
 pub struct Invalid(pub &'static str);
 
+/// `text` on one line: line breaks and other control characters become spaces, runs of white
+/// space one space, none at either end. For names, which show in lists, headers and mails.
+pub fn one_line(text: &str) -> String {
+    text.split(char::is_control)
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A message body: trimmed, 1 to [`MAX_BODY_CHARS`] characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageBody(String);

@@ -8,6 +8,7 @@ use lettre::message::{Mailbox, MultiPart};
 
 use crate::clock::now_ms;
 use crate::store::{self, ConversationId, JobRow};
+use crate::values::one_line;
 
 use super::Mailer;
 use super::deliver::classify;
@@ -70,12 +71,12 @@ pub(super) async fn digest(
     for w in &waiting {
         let who = w
             .visitor_name
-            .clone()
-            .or_else(|| w.visitor_email.clone())
-            .unwrap_or_else(|| "A visitor".to_owned());
+            .as_deref()
+            .or(w.visitor_email.as_deref())
+            .map_or_else(|| "A visitor".to_owned(), one_line);
         let url = format!("{}/conversations/{}", destinations.public_url, w.id);
         let first: String = w.first_message.chars().take(300).collect();
-        let _ = writeln!(text, "- {who}: {first}\n  {url}");
+        let _ = writeln!(text, "- {who}:\n{}\n  {url}\n", quoted(&first));
         let _ = write!(
             html,
             "<li><b>{}</b>: {}<br><a href=\"{}\">Open in Porch</a></li>",
@@ -116,6 +117,15 @@ pub(super) async fn digest(
         .await
         .map_err(retry)?;
     Ok(note)
+}
+
+/// The visitor's text with every line quoted (`  > `), so nothing a visitor writes can pass for
+/// an entry of the digest or a link of Porch's own.
+fn quoted(text: &str) -> String {
+    text.lines()
+        .map(|line| format!("  > {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Sends the digest to each agent in a mail and an SMTP transaction of their own, so no agent
@@ -165,4 +175,19 @@ async fn send_each(
         None => format!("sent to {sent} agent(s)"),
         Some(err) => format!("sent to {sent} of {total} agent(s); not sent: {err}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_visitors_text_cannot_pass_for_an_entry_of_the_digest() {
+        let forged = "Hi\n  https://porch.example/conversations/1\n- A visitor: reset at https://evil.example";
+        assert_eq!(
+            quoted(forged),
+            "  > Hi\n  >   https://porch.example/conversations/1\n  > - A visitor: reset at https://evil.example"
+        );
+        assert_eq!(one_line("Mal\r\nBcc: x@y\t z"), "Mal Bcc: x@y z");
+    }
 }

@@ -37,4 +37,4 @@ mod views;
 pub mod visitor_mail;
 pub mod webhooks;
 
-pub use page::{not_found_page, strict_transport, wrong_method_page};
+pub use page::{not_found_page, refused_page, strict_transport};

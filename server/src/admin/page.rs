@@ -187,15 +187,34 @@ pub async fn not_found_page() -> Response {
     PageError::not_found("page").into_response()
 }
 
-/// The page for an address opened with a method it does not take (a form's address typed or
-/// reloaded in the address bar), instead of the framework's empty 405.
-pub fn wrong_method_page() -> Response {
-    PageError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "Not a page",
-        "This address takes a form's submission, not a visit. Go back and use the page's button.",
-    )
-    .into_response()
+/// The page for a request the framework refused by itself with a bare answer: an address
+/// opened with a method it does not take (a form's address typed or reloaded in the address
+/// bar), a path or query that does not parse (`/conversations/abc`), a form that is not whole.
+pub fn refused_page(status: StatusCode) -> Response {
+    let (title, message) = match status {
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "Not a page",
+            "This address takes a form's submission, not a visit. Go back and use the page's \
+             button.",
+        ),
+        StatusCode::BAD_REQUEST => (
+            "Not a valid address",
+            "Part of this address could not be read. Check the link, or go back and try again.",
+        ),
+        StatusCode::REQUEST_TIMEOUT => (
+            "Too slow",
+            "The request took longer than the server allows. Try again.",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "Too large",
+            "What was sent is larger than the server accepts.",
+        ),
+        _ => (
+            "Not accepted",
+            "The server could not take this request. Go back, reload the page and try again.",
+        ),
+    };
+    PageError::new(status, title, message).into_response()
 }
 
 impl IntoResponse for PageError {

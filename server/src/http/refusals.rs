@@ -3,8 +3,8 @@
 //! layers answer by themselves in plain text or with no body: a body that is not JSON or not of
 //! the expected shape, a path id that is not a number, a wrong method, a missing
 //! `Content-Type`, an oversize body, a timeout. A script reading the code must never meet a text
-//! it cannot parse. On the admin UI's pages a wrong method (opening a form's address) gets an
-//! HTML page instead of an empty answer.
+//! it cannot parse. On the admin UI's pages the same refusals (a wrong method when a form's
+//! address is opened, a path id that is not a number) get an HTML page instead.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
-use crate::admin::wrong_method_page;
+use crate::admin::refused_page;
 
 /// The most of a plain-text rejection kept as the message; the framework's are a line.
 const MAX_MESSAGE: usize = 4096;
@@ -23,19 +23,23 @@ pub fn is_api_path(path: &str) -> bool {
     path.starts_with("/api/") || path.starts_with("/integrations/")
 }
 
-/// Rewrites a client error that is not JSON into the API's error shape, or a wrong method on
-/// a page into an HTML page, keeping its status and headers (`Allow`, HSTS); every other answer
-/// passes untouched. A refusal this does not know (none today) gets the code `refused`.
+/// Rewrites a client error that is not JSON into the API's error shape, or one on a page that
+/// is neither JSON (the inbox script's) nor HTML into an HTML page, keeping its status and
+/// headers (`Allow`, HSTS); every other answer passes untouched. A refusal this does not know
+/// (none today) gets the code `refused`.
 pub async fn refusal_bodies(request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let (is_api, is_page) = (is_api_path(path), !path.starts_with("/widget/"));
     let method = request.method().clone();
     let response = next.run(request).await;
     let status = response.status();
-    if !is_api && is_page && status == StatusCode::METHOD_NOT_ALLOWED {
-        return with_headers_of(response, wrong_method_page());
+    if !status.is_client_error() || is_of_type(response.headers(), "application/json") {
+        return response;
     }
-    if !is_api || !status.is_client_error() || is_json(response.headers()) {
+    if !is_api && is_page && !is_of_type(response.headers(), "text/html") {
+        return with_headers_of(response, refused_page(status));
+    }
+    if !is_api {
         return response;
     }
     let (code, fallback) = match status {
@@ -89,9 +93,9 @@ fn with_headers_of(refused: Response, mut rewritten: Response) -> Response {
     rewritten
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+fn is_of_type(headers: &HeaderMap, kind: &str) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/json"))
+        .is_some_and(|value| value.starts_with(kind))
 }

@@ -165,6 +165,29 @@ async fn a_form_address_opened_in_the_browser_gets_a_page_not_an_empty_answer() 
 }
 
 #[tokio::test]
+async fn a_page_address_that_does_not_parse_gets_an_html_page_with_the_pages_headers() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = crate::inbox::signed_in_from(&app, &crate::inbox::setup_admin(&app).await).await;
+    let opened = crate::inbox::send(&app, "GET", "/conversations/abc", &admin.cookie, None).await;
+    assert_eq!(opened.status, 400, "{}", opened.body);
+    assert!(
+        opened
+            .header("content-type")
+            .is_some_and(|kind| kind.starts_with("text/html")),
+        "{:?}",
+        opened.headers
+    );
+    assert_eq!(opened.header("x-content-type-options"), Some("nosniff"));
+    assert!(opened.header("content-security-policy").is_some());
+    assert!(
+        opened.body.contains("Not a valid address"),
+        "{}",
+        opened.body
+    );
+    assert!(!opened.body.contains("abc"), "the address is not echoed");
+}
+
+#[tokio::test]
 async fn the_bearer_scheme_is_read_in_any_case() {
     let app = TestApp::spawn(&[]).await;
     let token = app.add_user_token("Ana", "agent");

@@ -64,6 +64,15 @@ impl Error {
         }
     }
 
+    /// True when a write named a row that no longer exists (a foreign key): what it belonged to
+    /// was deleted meanwhile, for example a visitor erased by `porch erase` while connected.
+    pub fn names_a_missing_row(&self) -> bool {
+        matches!(self, Self::Sqlite(err)
+        if err.sqlite_error().is_some_and(|e| {
+            e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
+        }))
+    }
+
     /// True for errors where trying again later may succeed (full queue, full disk).
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Busy | Self::DiskFull | Self::CommitFailed(_))

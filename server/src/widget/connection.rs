@@ -425,6 +425,13 @@ impl Connection {
                     chat::Error::Store(store::Error::UnknownAttachment) => {
                         (ErrorCode::UnknownAttachment, None)
                     }
+                    // The visitor was erased by another process (`porch erase`), which could not
+                    // tell this connection: it says so now, as a live erasure would.
+                    chat::Error::Store(err)
+                        if self.visitor_id.is_some() && err.names_a_missing_row() =>
+                    {
+                        return self.erased().await;
+                    }
                     _ => {
                         tracing::warn!(error = %err, "a visitor message was not stored");
                         (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))

@@ -863,3 +863,19 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_visitor_erased_by_the_command_line_while_connected_is_told_on_their_next_message() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    assert_eq!(widget.say("c1", "Hello").await["type"], "ack");
+    let visitor = app.count("SELECT id FROM visitors");
+    cli(&app, &["erase", "--visitor", &visitor.to_string(), "--yes"]);
+
+    // Not "unavailable, retry" forever: the connection says the data is gone and closes.
+    let answer = widget.say("c2", "Still there?").await;
+    assert_eq!(answer["type"], "erased", "{answer}");
+    assert_eq!(widget.closed().await, Some(1000));
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+}

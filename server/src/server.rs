@@ -101,7 +101,9 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let chat = Chat::new(Arc::clone(&writer), Arc::clone(&readers), runner.queue());
     let http = HttpClients::build(config.allow_private_networks)?;
     let mailer = match (&config.smtp_url, &config.mail_from) {
-        (Some(url), Some(from)) => Some(Arc::new(Mailer::new(url.expose(), from)?)),
+        (Some(url), Some(from)) => Some(Arc::new(
+            Mailer::new(url.expose(), from)?.reading_replies(config.imap_url.is_some()),
+        )),
         _ => None,
     };
     let mail_reader =

@@ -369,3 +369,20 @@ async fn a_refused_mail_fails_and_shows_on_the_deliveries_page() {
         deliveries.body
     );
 }
+
+#[tokio::test]
+async fn without_a_mailbox_to_read_the_mail_does_not_invite_an_answer() {
+    let sink = Sink::start();
+    let story = Story::start(&sink, None, Some("ana@example.org"), true).await;
+    let answer = story.email("Your order", "It shipped.").await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    let mails = sink.wait_for(1).await;
+    let text = mails[0]["text"]
+        .as_str()
+        .expect("a text part")
+        .replace("\r\n", "\n");
+    assert!(text.starts_with("It shipped.\n\n-- \n"), "{text}");
+    assert!(!text.contains("Answer this mail"), "{text}");
+    let html = mails[0]["html"].as_str().expect("an HTML part");
+    assert!(!html.contains("Answer this mail"), "{html}");
+}

@@ -38,12 +38,18 @@ pub(super) async fn agent_mail(
         .author_name
         .clone()
         .unwrap_or_else(|| "An agent".into());
+    // An answer is read back only where a mailbox is read; elsewhere nobody would see it.
+    let invite = if mailer.reads_replies {
+        "Answer this mail to reply in the conversation."
+    } else {
+        ""
+    };
     let text = format!(
-        "{}\n\n-- \n{agent}, {}\nAnswer this mail to reply in the conversation.\n",
+        "{}\n\n-- \n{agent}, {}\n{invite}\n",
         message.body, message.site_name
     );
     let html = format!(
-        "<p>{}</p><p>-- <br>{}, {}<br>Answer this mail to reply in the conversation.</p>",
+        "<p>{}</p><p>-- <br>{}, {}<br>{invite}</p>",
         escape_html(&message.body).replace('\n', "<br>"),
         escape_html(&agent),
         escape_html(&message.site_name)

@@ -59,6 +59,9 @@ pub struct Mailer {
     pub(super) from: Mailbox,
     /// Right-hand side of our `Message-ID`s.
     pub(super) domain: String,
+    /// A mailbox is read for visitors' answers (`PORCH_IMAP_URL`): only then may a mail invite
+    /// one.
+    pub(super) reads_replies: bool,
 }
 
 impl Mailer {
@@ -78,7 +81,17 @@ impl Mailer {
             summary: SmtpSummary::of(smtp_url, &from),
             from,
             domain,
+            reads_replies: false,
         })
+    }
+
+    /// Says that visitors' answers are read back (`PORCH_IMAP_URL` is set).
+    #[must_use]
+    pub fn reading_replies(self, reads_replies: bool) -> Self {
+        Self {
+            reads_replies,
+            ..self
+        }
     }
 
     /// A `Message-ID` of a mail to a conversation's visitor: `what` (`conversation-7` for the

@@ -46,7 +46,11 @@ impl NoticeQuery {
             "password-set" => "Password saved. Sign in with it now.",
             "signed-out" => "You are signed out.",
             "site-created" => "Site created. Paste the snippet below into your pages.",
-            "site-saved" => "Changes saved. New chat windows use them at once.",
+            "site-saved" => {
+                "Changes saved. New chat windows use them at once, except the colour, the corner \
+                 and the launcher's language, which the snippet carries: paste the new snippet \
+                 below into your pages after changing those."
+            }
             "site-deleted" => "Site deleted.",
             "role-changed" => "Role changed.",
             "disabled" => "User disabled. Their sessions and API tokens stopped working.",

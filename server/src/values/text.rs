@@ -118,7 +118,8 @@ impl ToSql for ClientId {
 pub struct Origin(String);
 
 impl Origin {
-    /// Accepts `http` and `https` origins; a trailing slash is dropped.
+    /// Accepts `http` and `https` origins; a trailing slash is dropped, and so is the scheme's
+    /// default port, which browsers never send (`https://a.example:443` is `https://a.example`).
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let lowered = raw.trim().trim_end_matches('/').to_ascii_lowercase();
         let rest = lowered
@@ -134,7 +135,13 @@ impl Origin {
                 "An origin is scheme://host[:port], without a path, for example https://www.example.com.",
             ));
         }
-        Ok(Self(lowered))
+        let default_port = if lowered.starts_with("https://") {
+            ":443"
+        } else {
+            ":80"
+        };
+        let origin = lowered.strip_suffix(default_port).unwrap_or(&lowered);
+        Ok(Self(origin.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -180,6 +187,14 @@ mod tests {
             Origin::parse("http://localhost:3000").map(|o| o.0),
             Ok("http://localhost:3000".into())
         );
+        for (given, saved) in [
+            ("https://example.com:443", "https://example.com"),
+            ("http://example.com:80/", "http://example.com"),
+            ("https://example.com:80", "https://example.com:80"),
+            ("http://example.com:8080", "http://example.com:8080"),
+        ] {
+            assert_eq!(Origin::parse(given).map(|o| o.0), Ok(saved.into()), "{given}");
+        }
         assert!(Origin::parse("example.com").is_err());
         assert!(Origin::parse("https://example.com/path").is_err());
         assert!(Origin::parse("https://").is_err());

@@ -50,7 +50,9 @@ pub async fn metrics(
         let rule = if app.config.metrics_token.is_some() {
             "Metrics need the metrics token: Authorization: Bearer <token>."
         } else {
-            "Metrics are served to loopback and private addresses only."
+            "Metrics are served without a token only to a loopback or private address that \
+             talks to Porch directly: not through a proxy (a forwarding header, or a peer listed \
+             in PORCH_TRUSTED_PROXIES). Set PORCH_METRICS_TOKEN to scrape otherwise."
         };
         return ApiError::new(StatusCode::FORBIDDEN, "metrics_forbidden", rule).into_response();
     }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::attachments::{self, HARD_CAP_BYTES};
-use crate::http::attachment::{attachment_response, read_upload, upload_failed, uploaded};
+use crate::http::attachment::{conversation_file, read_upload, upload_failed, uploaded};
 use crate::http::{ApiError, Failure};
 use crate::state::AppState;
 use crate::store::{self, AttachmentPart, ConversationId, Uploader};
@@ -102,24 +102,5 @@ async fn serve(
     file: String,
     part: AttachmentPart,
 ) -> Response {
-    let me = who.user.id;
-    let found = app
-        .readers
-        .read(move |c| {
-            let Some(stored) = store::find_attachment(c, &file)? else {
-                return Ok(None);
-            };
-            let is_here = stored.conversation_id == Some(ConversationId(id));
-            let is_mine = stored.conversation_id.is_none() && stored.user_id == Some(me);
-            if !(is_here || is_mine) {
-                return Ok(None);
-            }
-            store::read_attachment_part(c, stored, part)
-        })
-        .await;
-    match found {
-        Ok(Some((meta, data))) => attachment_response(&meta, data),
-        Ok(None) => ApiError::not_found("attachment").into_response(),
-        Err(err) => ApiError::from(Failure::from(err)).into_response(),
-    }
+    conversation_file(app, id, file, part, Some(who.user.id)).await
 }

@@ -10,9 +10,10 @@ use serde_json::json;
 
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
-use crate::store::{ConversationId, ConversationRow, MessageRow};
+use crate::store::{AttachmentPart, ConversationId, ConversationRow, MessageRow};
 
 use super::ApiError;
+use super::attachment::conversation_file;
 use super::auth::ApiUser;
 
 /// Most conversations listed at once.
@@ -30,6 +31,19 @@ fn conversation_json(c: &ConversationRow) -> serde_json::Value {
 }
 
 fn message_json(m: &MessageRow) -> serde_json::Value {
+    let files: Vec<_> = m
+        .attachments
+        .iter()
+        .map(|a| {
+            json!({
+                "id": a.id,
+                "name": a.name,
+                "type": a.content_type,
+                "size": a.size,
+                "url": format!("/api/v1/conversations/{}/attachments/{}", m.conversation_id, a.id),
+            })
+        })
+        .collect();
     json!({
         "id": m.id,
         "conversation_id": m.conversation_id,
@@ -38,6 +52,7 @@ fn message_json(m: &MessageRow) -> serde_json::Value {
         "client_id": m.client_id,
         "body": m.body,
         "at": m.created_at,
+        "attachments": files,
     })
 }
 
@@ -106,6 +121,16 @@ pub async fn list_messages(
     let messages = app.chat.conversation_messages(ConversationId(id)).await?;
     let list: Vec<_> = messages.iter().map(message_json).collect();
     Ok(Json(json!({"messages": list})).into_response())
+}
+
+/// `GET /api/v1/conversations/{id}/attachments/{file}`: a file of the conversation, with the
+/// headers the inbox serves it with; 404 for a file of another conversation.
+pub async fn download_attachment(
+    State(app): State<AppState>,
+    _user: ApiUser,
+    Path((id, file)): Path<(i64, String)>,
+) -> Response {
+    conversation_file(&app, id, file, AttachmentPart::File, None).await
 }
 
 #[derive(Debug, Deserialize)]

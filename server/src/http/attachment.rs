@@ -9,7 +9,8 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::attachments::{self, Kind, content_disposition};
-use crate::store::AttachmentMeta;
+use crate::state::AppState;
+use crate::store::{self, AttachmentMeta, AttachmentPart, ConversationId, UserId};
 
 use super::{ApiError, Failure};
 
@@ -134,4 +135,37 @@ pub fn attachment_response(meta: &AttachmentMeta, data: Vec<u8>) -> Response {
         HeaderValue::from_static("private, no-store"),
     );
     response
+}
+
+/// A file of conversation `id` (or, named by `own_upload`, that user's upload no message took
+/// yet: an agent's reply box shows it before sending): its bytes or thumbnail as
+/// [`attachment_response`] serves them, or 404 for anything else. The inbox's routes and the
+/// API's read files this one way.
+pub async fn conversation_file(
+    app: &AppState,
+    id: i64,
+    file: String,
+    part: AttachmentPart,
+    own_upload: Option<UserId>,
+) -> Response {
+    let found = app
+        .readers
+        .read(move |c| {
+            let Some(stored) = store::find_attachment(c, &file)? else {
+                return Ok(None);
+            };
+            let is_here = stored.conversation_id == Some(ConversationId(id));
+            let is_mine = stored.conversation_id.is_none()
+                && own_upload.is_some_and(|me| stored.user_id == Some(me));
+            if !(is_here || is_mine) {
+                return Ok(None);
+            }
+            store::read_attachment_part(c, stored, part)
+        })
+        .await;
+    match found {
+        Ok(Some((meta, data))) => attachment_response(&meta, data),
+        Ok(None) => ApiError::not_found("attachment").into_response(),
+        Err(err) => ApiError::from(Failure::from(err)).into_response(),
+    }
 }

@@ -140,6 +140,10 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/conversations/{id}/messages",
             get(api::list_messages).post(api::post_message),
         )
+        .route(
+            "/api/v1/conversations/{id}/attachments/{file}",
+            get(api::download_attachment),
+        )
         .route("/api/v1/conversations/{id}/typing", post(api::post_typing))
         .route(
             "/api/v1/sites/{key}/integrations/slack",

@@ -358,6 +358,40 @@ async fn only_the_conversations_visitor_and_signed_in_agents_read_a_file() {
         .answer()
         .await;
     assert_eq!(read.status, 404);
+
+    // The API lists the file with its message and serves it to a token.
+    let token = app.add_user_token("Bo", "agent");
+    let path = format!("/api/v1/conversations/{conversation}/messages");
+    let (status, listed) = app.api("GET", &path, &token, None).await;
+    assert_eq!(status, 200);
+    let files = &listed["messages"][0]["attachments"];
+    assert_eq!(files[0]["id"], id, "{listed}");
+    assert_eq!(
+        (files[0]["name"].as_str(), files[0]["size"].as_i64()),
+        (Some("a.txt"), Some(15))
+    );
+    let url = files[0]["url"].as_str().expect("url");
+    assert_eq!(
+        url,
+        format!("/api/v1/conversations/{conversation}/attachments/{id}")
+    );
+    let read = app.http.get(url).bearer_auth(&token).answer().await;
+    assert_eq!((read.status, read.body.as_str()), (200, "for agents only"));
+    assert_eq!(read.header("x-content-type-options"), Some("nosniff"));
+    let wrong = format!(
+        "/api/v1/conversations/{}/attachments/{id}",
+        conversation + 1
+    );
+    assert_eq!(
+        app.http
+            .get(&wrong)
+            .bearer_auth(&token)
+            .answer()
+            .await
+            .status,
+        404
+    );
+    assert_eq!(app.http.get(url).answer().await.status, 401);
 }
 
 #[tokio::test]

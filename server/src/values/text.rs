@@ -193,7 +193,11 @@ mod tests {
             ("https://example.com:80", "https://example.com:80"),
             ("http://example.com:8080", "http://example.com:8080"),
         ] {
-            assert_eq!(Origin::parse(given).map(|o| o.0), Ok(saved.into()), "{given}");
+            assert_eq!(
+                Origin::parse(given).map(|o| o.0),
+                Ok(saved.into()),
+                "{given}"
+            );
         }
         assert!(Origin::parse("example.com").is_err());
         assert!(Origin::parse("https://example.com/path").is_err());

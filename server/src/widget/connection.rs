@@ -339,9 +339,8 @@ impl Connection {
         in_flight: &mut FuturesUnordered<PendingWrite>,
     ) -> Result<(), Closed> {
         let Ok(client_id) = ClientId::parse(raw_client_id) else {
-            let echoed: String = raw_client_id.chars().take(64).collect();
             let code = ErrorCode::InvalidMessage;
-            return send_error(&mut self.sink, code, None, Some(&echoed)).await;
+            return send_error(&mut self.sink, code, None, Some(raw_client_id)).await;
         };
         let Ok(body) = super::attachments::message_body(raw_body, &attachments) else {
             return send_error(

@@ -84,5 +84,5 @@ pub(super) fn client_id_of_bad_frame(text: &str) -> Option<String> {
     if value.get("type")?.as_str()? != "message" {
         return None;
     }
-    Some(value.get("client_id")?.as_str()?.chars().take(64).collect())
+    Some(value.get("client_id")?.as_str()?.to_owned())
 }

@@ -61,6 +61,13 @@ async fn invalid_messages_are_refused_with_their_client_id() {
     assert_eq!(long["code"], "invalid_message");
     let bad_id = widget.say("has spaces", "hi").await;
     assert_eq!(bad_id["code"], "invalid_message");
+    // A client_id too long to take is still echoed whole, so the client can match the error.
+    let too_long = "x".repeat(100);
+    let refused = widget.say(&too_long, "hi").await;
+    assert_eq!(
+        (refused["code"].as_str(), refused["client_id"].as_str()),
+        (Some("invalid_message"), Some(too_long.as_str()))
+    );
     assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
 }
 

@@ -88,8 +88,7 @@ pub(super) async fn await_hello(
                 )));
             }
             Some(ClientFrame::Message { client_id, .. }) => {
-                let echoed: String = client_id.chars().take(64).collect();
-                send_error(sink, ErrorCode::HelloRequired, None, Some(&echoed)).await?;
+                send_error(sink, ErrorCode::HelloRequired, None, Some(&client_id)).await?;
             }
             Some(ClientFrame::Email { .. } | ClientFrame::Typing { .. }) => {
                 send_error(sink, ErrorCode::HelloRequired, None, None).await?;

@@ -51,12 +51,11 @@ impl Connection {
                 Ok(true)
             }
             Err(invalid) => {
-                let echoed: String = client_id.chars().take(64).collect();
                 let frame = ServerFrame::Error {
                     code: ErrorCode::InvalidPrechat,
                     message: invalid.0,
                     retry_after_ms: None,
-                    client_id: Some(&echoed),
+                    client_id: Some(client_id),
                 };
                 send_text(&mut self.sink, frame.to_json()).await?;
                 Ok(false)

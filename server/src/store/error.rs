@@ -28,8 +28,9 @@ pub enum Error {
     /// A `-wal` lies beside the file without its `-shm`: reading it would create the `-shm`.
     #[error(
         "{p}-wal exists without {p}-shm (a database copied with its WAL, or not closed cleanly): \
-         reading it would create {p}-shm beside it; copy the file and its -wal to a writable \
-         directory and check the copy",
+         reading it would create {p}-shm beside it. To check it, copy the file (as porch.db) and \
+         its -wal into an empty directory, run `porch --data-dir <that directory> migrate` once \
+         (it takes the WAL into the copy), then check the copy",
         p = .0.display()
     )]
     WalWithoutShm(std::path::PathBuf),

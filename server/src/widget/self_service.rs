@@ -161,6 +161,8 @@ pub async fn export(
         actor: Actor::visitor(data.visitor.id, ip),
         via: Via::Widget,
     };
+    // The record counts what the visitor gets: not agents' notes or status lines.
+    let data = data.as_seen_by_visitor();
     let recorded = data.clone();
     if let Err(err) = app
         .writer
@@ -169,7 +171,6 @@ pub async fn export(
     {
         return storage_failed(&checked.origin, err);
     }
-    let data = data.as_seen_by_visitor();
     let (body, content_type, filename) = if query.format == "text" {
         (
             data.to_text(),

@@ -542,6 +542,19 @@ async fn the_full_export_has_one_line_per_conversation() {
     );
 }
 
+/// The detail of the newest `privacy.exported` audit event.
+fn last_export_detail(app: &TestApp) -> serde_json::Value {
+    let detail: String = app
+        .db()
+        .query_row(
+            "SELECT detail FROM audit_events WHERE action = 'privacy.exported' ORDER BY id DESC",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the export's audit event");
+    serde_json::from_str(&detail).expect("JSON")
+}
+
 /// A request from the widget on `origin` for the visitor with `token`.
 async fn own_data(app: &TestApp, path: &str, origin: &str, token: &str) -> crate::helpers::Answer {
     use crate::helpers::Exchange;
@@ -585,19 +598,8 @@ async fn a_visitor_downloads_their_conversation_and_erases_themselves_from_the_w
         .collect();
     assert_eq!(bodies, vec![ann.body.as_str(), "reply to ann"], "no notes");
     assert_eq!(doc["deliveries"], serde_json::json!([]));
-    let recorded: String = app
-        .db()
-        .query_row(
-            "SELECT detail FROM audit_events WHERE action = 'privacy.exported' ORDER BY id DESC",
-            [],
-            |r| r.get(0),
-        )
-        .expect("the export's audit event");
-    let recorded: serde_json::Value = serde_json::from_str(&recorded).expect("JSON");
-    assert_eq!(
-        recorded["messages"], 2,
-        "counts what was exported: {recorded}"
-    );
+    let recorded = last_export_detail(&app);
+    assert_eq!(recorded["messages"], 2, "what was exported: {recorded}");
     let text = own_data(
         &app,
         &format!("/widget/export?site={site}&format=text"),

@@ -240,14 +240,18 @@ async fn start_runner(
         .context("starting the job runner")
 }
 
-/// Creates the data directory if needed and takes its lock.
+/// Creates the data directory if needed and takes its lock (and, when `porch.db` is a symbolic
+/// link, the lock of the directory it points into).
 ///
 /// # Errors
 /// Fails if the directory cannot be created, or another process holds the lock.
 pub fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<store::InstanceLock> {
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
-    Ok(store::InstanceLock::acquire(data_dir)?)
+    Ok(store::InstanceLock::acquire_for(
+        data_dir,
+        crate::config::DATABASE_FILE,
+    )?)
 }
 
 /// The reader of replies by email. With SMTP there is always one: its mailbox is

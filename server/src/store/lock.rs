@@ -35,6 +35,10 @@ pub enum LockError {
 pub struct InstanceLock {
     /// Kept open: closing the file releases the lock.
     _file: File,
+    /// The lock of the directory the database file really is in, when `porch.db` is a symbolic
+    /// link to another one: a server there, or one reaching the file through another link, holds
+    /// that one too.
+    real: Option<Box<InstanceLock>>,
 }
 
 impl InstanceLock {
@@ -73,13 +77,54 @@ impl InstanceLock {
         file.set_len(0).map_err(io)?;
         file.rewind().map_err(io)?;
         writeln!(file, "{}", std::process::id()).map_err(io)?;
-        Ok(Self { _file: file })
+        Ok(Self {
+            _file: file,
+            real: None,
+        })
+    }
+
+    /// Like [`InstanceLock::acquire`], and when `data_dir`'s `database` file is a symbolic link
+    /// into another directory, that directory's lock too: one server per database file, however
+    /// it is reached.
+    ///
+    /// # Errors
+    /// As [`InstanceLock::acquire`], for either directory.
+    pub fn acquire_for(data_dir: &Path, database: &str) -> Result<Self, LockError> {
+        let mut lock = Self::acquire(data_dir)?;
+        let real_dir = std::fs::canonicalize(data_dir.join(database))
+            .ok()
+            .and_then(|real| real.parent().map(Path::to_path_buf));
+        if let Some(real_dir) = real_dir
+            && std::fs::canonicalize(data_dir).ok().as_ref() != Some(&real_dir)
+        {
+            lock.real = Some(Box::new(Self::acquire(&real_dir)?));
+        }
+        Ok(lock)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_reached_through_a_symbolic_link_is_locked_where_it_is() {
+        let (real, other) = (
+            tempfile::tempdir().expect("dir"),
+            tempfile::tempdir().expect("dir"),
+        );
+        std::fs::write(real.path().join("porch.db"), b"").expect("file");
+        std::os::unix::fs::symlink(real.path().join("porch.db"), other.path().join("porch.db"))
+            .expect("link");
+        let first = InstanceLock::acquire_for(real.path(), "porch.db").expect("first");
+        let second = InstanceLock::acquire_for(other.path(), "porch.db");
+        assert!(matches!(second, Err(LockError::Held { .. })), "{second:?}");
+        drop(first);
+        let through_link = InstanceLock::acquire_for(other.path(), "porch.db").expect("free");
+        let direct = InstanceLock::acquire_for(real.path(), "porch.db");
+        assert!(matches!(direct, Err(LockError::Held { .. })), "{direct:?}");
+        drop(through_link);
+    }
 
     #[test]
     fn a_second_lock_on_the_same_directory_is_refused_until_the_first_is_dropped() {

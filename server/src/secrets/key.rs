@@ -106,8 +106,9 @@ impl SecretKey {
 
     /// Writes the key to a new file readable by its owner only (mode 0600), flushed to disk
     /// before this returns; an existing file is never overwritten. The file appears whole or not
-    /// at all: the key goes to a temporary file first, which is then linked to `path` (so a full
-    /// disk leaves no empty key file that would stop every later start).
+    /// at all: the key goes to a temporary file first, which is then renamed to `path` (so a full
+    /// disk leaves no empty key file that would stop every later start). The caller holds the
+    /// data directory's lock, so nothing else can create `path` between the check and the rename.
     ///
     /// # Errors
     /// Fails if the file exists or cannot be written.
@@ -116,14 +117,18 @@ impl SecretKey {
             path: path.display().to_string(),
             source,
         };
+        if path.exists() {
+            return Err(io(std::io::ErrorKind::AlreadyExists.into()));
+        }
         let mut partial = path.as_os_str().to_owned();
-        partial.push(format!(".{}.partial", std::process::id()));
+        partial.push(".partial");
         let partial = std::path::PathBuf::from(partial);
-        let written = self.write_partial(&partial).and_then(|()| {
-            // A hard link fails if `path` exists: no key is ever replaced.
-            std::fs::hard_link(&partial, path)
-        });
-        let _ = std::fs::remove_file(&partial);
+        let written = self
+            .write_partial(&partial)
+            .and_then(|()| std::fs::rename(&partial, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
         written.map_err(io)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::File::open(dir)

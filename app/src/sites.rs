@@ -64,6 +64,8 @@ pub struct DeleteSiteView {
     pub key: String,
     pub name: String,
     pub conversations: i64,
+    /// Why the last try deleted nothing (a name that did not match), shown above the form.
+    pub error: Option<String>,
 }
 
 fn admin_nav(nav: Nav) -> Nav {
@@ -347,11 +349,14 @@ pub fn render_delete_site(view: DeleteSiteView) -> String {
             <h1 id="delete-title">"Delete “"{view.name.clone()}"”?"</h1>
             <p>"This deletes the site and its "<strong>{view.conversations}" conversations"</strong>
                 " with every message. It cannot be undone. The widget stops working on the site's pages."</p>
+            {view.error.clone().map(|e| view! { <p class="notice notice-error" role="alert" id="confirm-error">{e}</p> })}
             <form method="post" action=format!("/sites/{key}/delete") class="stack">
                 <CsrfField token=csrf/>
                 <div class="field">
                     <label for="confirm">"Type the site's name to confirm"</label>
-                    <input id="confirm" name="confirm" type="text" required autocomplete="off"/>
+                    <input id="confirm" name="confirm" type="text" required autocomplete="off"
+                        aria-invalid=view.error.is_some().then_some("true")
+                        aria-describedby=view.error.is_some().then_some("confirm-error")/>
                 </div>
                 <div class="form-actions">
                     <a class="button" href=format!("/sites/{key}")>"Cancel"</a>

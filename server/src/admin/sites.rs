@@ -214,17 +214,28 @@ pub async fn delete_site_page(
     Path(key): Path<String>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
+    Ok(html(delete_page(&app, &who, key, site, None).await?))
+}
+
+async fn delete_page(
+    app: &AppState,
+    who: &SignedIn,
+    key: String,
+    site: SiteRow,
+    error: Option<String>,
+) -> Result<String, PageError> {
     let owned = key.clone();
     let conversations = app
         .readers
         .read(move |c| store::count_site_conversations(c, &owned))
         .await?;
-    Ok(html(render_delete_site(DeleteSiteView {
+    Ok(render_delete_site(DeleteSiteView {
         nav: who.nav(Section::Sites),
         key,
         name: site.settings.name,
         conversations,
-    })))
+        error,
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -242,11 +253,10 @@ pub async fn delete_site(
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
     if form.confirm.trim() != site.settings.name {
-        return Err(PageError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Not deleted",
-            "The name you typed does not match the site's name, so nothing was deleted.",
-        ));
+        let why = "The name you typed does not match the site's name, so nothing was deleted. \
+                   Type it exactly as shown above.";
+        let page = delete_page(&app, &who, key, site, Some(why.to_owned())).await?;
+        return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
     }
     chat::delete_site(&app.chat, &app.sites, &Actor::user(&who.user, ip), &key).await?;
     Ok(see_other("/sites?notice=site-deleted"))

@@ -558,3 +558,26 @@ async fn inbox_script_writes_after_sign_out_get_401_and_plain_posts_still_redire
         "only the reply sent while signed in was stored"
     );
 }
+
+#[tokio::test]
+async fn a_site_delete_with_the_wrong_name_shows_the_form_again_and_deletes_nothing() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let key = app.add_site("Shop");
+    let path = format!("/sites/{key}/delete");
+    let wrong = form(&[("csrf", &admin.csrf), ("confirm", "shop")]);
+    let refused = send(&app, "POST", &path, &admin.cookie, Some(&wrong)).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("does not match the site"),
+        "{}",
+        refused.body
+    );
+    assert!(refused.body.contains("name=\"confirm\""), "the form again");
+    assert!(refused.body.contains("aria-invalid=\"true\""));
+    assert_eq!(app.count("SELECT count(*) FROM sites"), 1);
+    let right = form(&[("csrf", &admin.csrf), ("confirm", "Shop")]);
+    let deleted = send(&app, "POST", &path, &admin.cookie, Some(&right)).await;
+    assert_eq!(deleted.status, 303, "{}", deleted.body);
+    assert_eq!(app.count("SELECT count(*) FROM sites"), 0);
+}

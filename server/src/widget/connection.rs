@@ -462,6 +462,12 @@ impl Connection {
     async fn push(&mut self, event: &VisitorEvent) -> Result<(), Closed> {
         let text = match event {
             VisitorEvent::Message(row) => {
+                // The visitor wrote from another tab: that conversation is open and theirs, so
+                // this tab's next message joins it (after a close, it does not start another).
+                if row.author == Author::Visitor {
+                    self.has_conversation = true;
+                    self.typing.conversation = Some(row.conversation_id);
+                }
                 // Pushes come in id order (published at commit); what the history already
                 // sent is not sent again.
                 if row.id <= self.sent_up_to {

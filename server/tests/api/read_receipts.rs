@@ -184,3 +184,34 @@ async fn reopening_sends_reopened_live_and_the_next_message_joins_that_conversat
         conversation
     );
 }
+
+#[tokio::test]
+async fn after_a_close_a_tab_joins_the_conversation_another_tab_started() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin(&app).await;
+    let site = app.add_site("Acme");
+    // Two new conversations a minute: a third would be refused as a flood.
+    app.set_site_limits(&site, 1_000, 100, 10_000, 2);
+    let (mut tab_a, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    tab_a.say("a1", "Hello").await;
+    let (mut tab_b, _) = app.visitor(&site, Some(&token), 0).await;
+    let conversation = only_conversation(&app);
+    let close = format!("/conversations/{conversation}/close");
+    let body = form(&[("csrf", &admin.csrf)]);
+    assert_eq!(
+        send(&app, "POST", &close, &admin.cookie, Some(&body))
+            .await
+            .status,
+        303
+    );
+    next_of(&mut tab_a, "closed").await;
+    next_of(&mut tab_b, "closed").await;
+
+    assert_eq!(tab_b.say("b1", "One more thing").await["type"], "ack");
+    let pushed = next_of(&mut tab_a, "message").await;
+    assert_eq!(pushed["client_id"], "b1");
+    let ack = tab_a.say("a2", "And another").await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    assert_eq!(app.count("SELECT count(*) FROM conversations"), 2);
+}

@@ -43,6 +43,15 @@ pub enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
     },
+    /// Set a user's password, read from standard input, and end all their sessions (a forgotten
+    /// password, or the last admin locked out).
+    #[command(name = "set-password")]
+    SetPassword {
+        /// The user's email.
+        email: String,
+    },
+    /// List every user: id, email, name, role, and whether they are disabled.
+    List,
     /// Switch off a user's two-factor sign-in and end their sessions (a lost phone, or the last
     /// admin locked out); they then sign in with their password alone.
     #[command(name = "reset-2fa")]
@@ -88,8 +97,67 @@ pub fn run_user(conn: &Connection, command: UserCommand) -> anyhow::Result<()> {
             role,
             password_stdin,
         } => add_user(conn, &email, &name, role, password_stdin),
+        UserCommand::SetPassword { email } => set_password(conn, email.trim()),
+        UserCommand::List => list_users(conn),
         UserCommand::Reset2fa { email } => reset_two_factor(conn, email.trim()),
     }
+}
+
+fn list_users(conn: &Connection) -> anyhow::Result<()> {
+    let mut out = String::from("ID\tEMAIL\tNAME\tROLE\tSTATE");
+    for user in store::list_users(conn)? {
+        let state = if user.is_disabled {
+            "disabled"
+        } else {
+            "enabled"
+        };
+        let _ = write!(
+            out,
+            "\n{}\t{}\t{}\t{}\t{state}",
+            user.id, user.email, user.name, user.role
+        );
+    }
+    write_out(&out)
+}
+
+/// The password on standard input (one line; its line ending is not part of it), hashed.
+fn password_from_stdin() -> anyhow::Result<String> {
+    let mut password = String::new();
+    std::io::stdin()
+        .read_to_string(&mut password)
+        .context("reading the password")?;
+    let password = password.trim_end_matches(['\r', '\n']);
+    let password = Password::parse(password).map_err(|e| anyhow::anyhow!("{e}"))?;
+    hash_password(&password).map_err(|e| anyhow::anyhow!("hashing the password: {e}"))
+}
+
+fn set_password(conn: &Connection, email: &str) -> anyhow::Result<()> {
+    let Some(user) = store::find_user_by_email(conn, email)? else {
+        bail!("no user has the email {email} (see `porch user list`)");
+    };
+    // Hashed before the transaction: argon2 takes a moment, and the writer must not wait on it.
+    let hashed = password_from_stdin()?;
+    // One transaction: the password, the ended sessions and the audit record commit together.
+    let tx = conn.unchecked_transaction()?;
+    store::update_password_hash(&tx, user.id, &hashed)?;
+    store::delete_user_sessions(&tx, user.id, None)?;
+    let detail = json!({"via": "cli"});
+    audit::record(
+        &tx,
+        &Actor::cli(),
+        AuditAction::UserPasswordChanged,
+        &Target::user(&user),
+        &detail,
+    )?;
+    tx.commit()?;
+    let disabled = if user.is_disabled {
+        " The account is disabled: an admin enables it on /team."
+    } else {
+        ""
+    };
+    write_out(&format!(
+        "Password of {email} set and their sessions ended.{disabled}"
+    ))
 }
 
 fn reset_two_factor(conn: &Connection, email: &str) -> anyhow::Result<()> {
@@ -118,17 +186,10 @@ fn add_user(
     if !email.contains('@') {
         bail!("--email must be an email address");
     }
-    let password_hash = if password_stdin {
-        let mut password = String::new();
-        std::io::stdin()
-            .read_to_string(&mut password)
-            .context("reading the password")?;
-        let password = password.trim_end_matches(['\r', '\n']);
-        let password = Password::parse(password).map_err(|e| anyhow::anyhow!("{e}"))?;
-        Some(hash_password(&password).map_err(|e| anyhow::anyhow!("hashing the password: {e}"))?)
-    } else {
-        None
-    };
+    if store::find_user_by_email(conn, email)?.is_some() {
+        bail!("a user with the email {email} already exists (see `porch user list`)");
+    }
+    let password_hash = password_stdin.then(password_from_stdin).transpose()?;
     let role = match role {
         Role::Admin => "admin",
         Role::Agent => "agent",

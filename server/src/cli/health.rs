@@ -21,7 +21,7 @@ pub struct HealthArgs {
     #[arg(long, env = "PORCH_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// The path to probe: `/healthz` (the process serves HTTP) or `/readyz` (it takes traffic).
-    #[arg(long, default_value = "/healthz")]
+    #[arg(long, default_value = "/healthz", value_parser = ["/healthz", "/readyz"])]
     path: String,
     /// Give up after this long.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]

@@ -307,10 +307,21 @@ impl Config {
             if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none() {
                 return Err(ConfigError::new("PORCH_SMTP_URL", rule));
             }
+            let tls = url.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v);
+            if !matches!(tls.as_deref(), None | Some("required" | "opportunistic")) {
+                return Err(ConfigError::new(
+                    "PORCH_SMTP_URL",
+                    "its `tls` parameter must be `required` (STARTTLS) or `opportunistic` \
+                     (value not shown: a secret)",
+                ));
+            }
             if lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::from_url(smtp.expose())
                 .is_err()
             {
-                return Err(ConfigError::new("PORCH_SMTP_URL", rule));
+                return Err(ConfigError::new(
+                    "PORCH_SMTP_URL",
+                    format!("{rule}; URL-encode the user and the password"),
+                ));
             }
             let is_local = is_loopback_host(&url);
             let is_encrypted = url.scheme() == "smtps"

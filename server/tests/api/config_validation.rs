@@ -42,8 +42,8 @@ async fn wait_for_exit(child: &mut Child, what: &str) -> ExitStatus {
     .await
 }
 
-/// Runs `porch serve` with `env` and checks it was refused, naming `variable`.
-async fn assert_refused(env: &[(&str, &str)], variable: &str) {
+/// Runs `porch serve` with `env` and checks it was refused, naming `variable`; the refusal.
+async fn assert_refused(env: &[(&str, &str)], variable: &str) -> String {
     let dir = tempfile::tempdir().expect("temp dir");
     let what = format!("{env:?}");
     let mut child = Served(porch(dir.path(), env).spawn().expect("porch runs"));
@@ -78,6 +78,7 @@ async fn assert_refused(env: &[(&str, &str)], variable: &str) {
         !dir.path().join("porch.db").exists(),
         "{what}: the database was created"
     );
+    stderr
 }
 
 #[tokio::test]
@@ -249,6 +250,14 @@ async fn config_smtp_url_and_mail_from_must_parse() {
         "PORCH_MAIL_FROM",
     )
     .await;
+    // A misspelt `tls` is named as such, and the URL (with its password) is never shown.
+    let secret = "smtp://u:hunter2hunter2@mail.example.com:587?tls=requierd";
+    let refusal = assert_refused(&[("PORCH_SMTP_URL", secret), from], "PORCH_SMTP_URL").await;
+    assert!(
+        refusal.contains("`tls` parameter must be `required`"),
+        "{refusal}"
+    );
+    assert!(!refusal.contains("hunter2"), "{refusal}");
 }
 
 #[tokio::test]

@@ -96,6 +96,96 @@ async fn a_password_change_ends_the_other_sessions_live_streams() {
     assert_ends(stream, "password change").await;
 }
 
+/// Runs `porch user ARGS` on the app's data directory with `stdin`; its exit status and output.
+fn porch_user(app: &TestApp, args: &[&str], stdin: &str) -> (bool, String) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(app.data_dir.path())
+        .arg("user")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run porch");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write the password");
+    let out = child.wait_with_output().expect("porch ends");
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text.into_owned())
+}
+
+#[tokio::test]
+async fn the_command_line_sets_a_forgotten_password_and_ends_every_session() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    add_user(&app, "bo@example.com", "agent");
+    let tab = agent(&app).await;
+    let (listed, list) = porch_user(&app, &["list"], "");
+    assert!(listed, "{list}");
+    assert!(
+        list.contains("bo@example.com\tBo\tagent\tenabled"),
+        "{list}"
+    );
+
+    let (ok, out) = porch_user(&app, &["set-password", "BO@example.com"], "short\n");
+    assert!(!ok && out.contains("at least 10"), "{out}");
+    let (ok, out) = porch_user(
+        &app,
+        &["set-password", "cy@example.com"],
+        "a new long password\n",
+    );
+    assert!(
+        !ok && out.contains("no user has the email cy@example.com"),
+        "{out}"
+    );
+    assert_eq!(
+        send(&app, "GET", "/inbox", &tab.cookie, None).await.status,
+        200,
+        "untouched"
+    );
+
+    let (ok, out) = porch_user(
+        &app,
+        &["set-password", "BO@example.com"],
+        "a new long password\n",
+    );
+    assert!(ok, "{out}");
+    assert_eq!(
+        send(&app, "GET", "/inbox", &tab.cookie, None).await.status,
+        303,
+        "signed out"
+    );
+    let old = sign_in(&app, "bo@example.com", PASSWORD).await;
+    assert!(
+        old.cookie("porch_session").is_none(),
+        "the old password is refused"
+    );
+    let new = sign_in(&app, "bo@example.com", "a new long password").await;
+    assert!(new.cookie("porch_session").is_some(), "{}", new.body);
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM audit_events WHERE action = 'user.password_changed' \
+             AND actor = 'cli' AND detail = '{\"via\":\"cli\"}'"
+        ),
+        1
+    );
+    let (ok, out) = porch_user(
+        &app,
+        &["add", "--email", "Bo@example.com", "--name", "Bo again"],
+        "",
+    );
+    assert!(
+        !ok && out.contains("a user with the email Bo@example.com already exists"),
+        "{out}"
+    );
+}
+
 #[tokio::test]
 async fn disabling_a_user_ends_their_live_streams() {
     let app = TestApp::spawn(&[]).await;

@@ -225,8 +225,9 @@ mod tests {
             },
             Some(429),
         );
-        // Even on its last attempt: a rate limit is never the job's fault.
-        let decision = decide(&job(4, 5, None), limited, NOW, two_seconds);
+        // Even on its last attempt and past its deadline: a rate limit is never the job's fault
+        // (docs/jobs.md, Retries).
+        let decision = decide(&job(4, 5, Some(NOW - 1)), limited, NOW, two_seconds);
         let run_at = NOW + 30_000;
         assert_eq!(decision.update, JobUpdate::Snooze { run_at });
         assert_eq!(

@@ -94,7 +94,11 @@ test("an admin finds, exports and erases a person; an open conversation page is 
 
   await agentPage.getByText("This visitor's data was erased.").waitFor();
   assert.equal(await agentPage.getByText("please erase me 9902").count(), 0);
-  assert.equal(await agentPage.locator("#reply-form").count(), 0);
+  for (const gone of ["#reply-form", "#conversation-aside", "#email-visitor", "form[action^='/conversations/']"]) {
+    assert.equal(await agentPage.locator(gone).count(), 0, gone);
+  }
+  assert.equal(await agentPage.locator(".page-head h1").innerText(), "Erased visitor");
+  assert.doesNotMatch(await agentPage.locator("body").innerText(), /erase\.me@example\.org/);
   // The visitor's open widget starts again as a new visitor.
   await waitFor("the widget to forget the history", async () =>
     (await v.page.locator("[data-porch=message]").count()) === 0);

@@ -143,7 +143,8 @@
         localTime(aside);
         document.getElementById("conversation-aside")?.replaceWith(aside);
       },
-      // The visitor was erased (docs/privacy.md): nothing of the conversation is left to show.
+      // The visitor was erased (docs/privacy.md): nothing of the conversation is left to show or
+      // to act on, neither its messages nor the visitor's name and details, nor its forms.
       erased: (text, source) => {
         source.close();
         const note = document.createElement("p");
@@ -152,7 +153,11 @@
         note.textContent = text;
         messages.replaceChildren();
         messages.before(note);
-        document.getElementById("reply-form")?.remove();
+        for (const id of ["reply-form", "visitor-typing", "email-visitor", "conversation-aside"]) {
+          document.getElementById(id)?.remove();
+        }
+        const heading = document.querySelector(".page-head h1");
+        if (heading) heading.textContent = "Erased visitor";
       },
     });
   }

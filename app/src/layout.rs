@@ -181,6 +181,7 @@ pub fn document_with_skip(
                 {signed_in.then(|| view! {
                     <script src="/assets/notify.js" defer></script>
                     <script src="/assets/keys.js" defer></script>
+                    <script src="/assets/confirm.js" defer></script>
                 })}
             </head>
             <body class=shell_class>

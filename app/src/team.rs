@@ -54,14 +54,24 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
                 <button type="submit" class="button">"Change role"</button>
             </form>
         };
-        let (action, label, class) = if member.is_disabled {
-            ("enable", "Enable", "button")
+        let (action, label, class, question) = if member.is_disabled {
+            ("enable", "Enable", "button", None)
         } else {
-            ("disable", "Disable", "button button-danger")
+            let question = format!(
+                "Disable {}? They are signed out at once and their API tokens stop working.",
+                member.name
+            );
+            ("disable", "Disable", "button button-danger", Some(question))
         };
+        let reset_question = format!(
+            "Reset the two-factor sign-in of {}? Their sessions end, and they sign in with their \
+             password alone.",
+            member.name
+        );
         let reset = member.has_two_factor.then(|| {
             view! {
-                <form method="post" action=format!("/team/{id}/two-factor/reset")>
+                <form method="post" action=format!("/team/{id}/two-factor/reset")
+                    data-confirm=reset_question>
                     <CsrfField token=csrf.clone()/>
                     <button type="submit" class="button">"Reset two-factor"</button>
                 </form>
@@ -74,7 +84,7 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
                 <CsrfField token=csrf.clone()/>
                 <button type="submit" class="button">"Reset link"</button>
             </form>
-            <form method="post" action=format!("/team/{id}/{action}")>
+            <form method="post" action=format!("/team/{id}/{action}") data-confirm=question>
                 <CsrfField token=csrf.clone()/>
                 <button type="submit" class=class>{label}</button>
             </form>
@@ -125,7 +135,11 @@ pub fn render_team(view: TeamView) -> String {
         <section class="card" aria-labelledby="two-factor-title">
             <h2 id="two-factor-title">"Two-factor sign-in"</h2>
             <p class="hint">"When required, everyone without it is signed out and sets it up at                 their next sign-in, before anything else. Set it up for yourself first."</p>
-            <form method="post" action="/team/two-factor" class="inline-controls">
+            <form method="post" action="/team/two-factor" class="inline-controls"
+                data-confirm=(!view.two_factor_required).then_some(
+                    "Require two-factor sign-in? Everyone without it is signed out now.",
+                )
+                data-confirm-when="required">
                 <CsrfField token=csrf.clone()/>
                 <label>
                     <input type="checkbox" name="required" value="on" checked=view.two_factor_required/>

@@ -189,6 +189,43 @@ test("an invited agent can answer chats but cannot open admin pages", { timeout:
   // The invitation works once.
   const again = await page.goto(link);
   assert.equal(again.status(), 410);
+
+  // Disabling signs Bo out at once, so the admin is asked first; cancelling changes nothing.
+  // A page of its own: the first test's guard dismisses any dialog of teamPage.
+  const teamPage = await admin.newPage();
+  teamPage.setDefaultTimeout(15000);
+  await teamPage.goto(`${porch.url}/team`);
+  const questions = [];
+  let answer = false;
+  const onDialog = async (d) => {
+    questions.push(d.message());
+    await (answer ? d.accept() : d.dismiss());
+  };
+  teamPage.on("dialog", onDialog);
+  const bo = teamPage.locator("li.member", { hasText: AGENT });
+  await bo.getByRole("button", { name: "Disable" }).click();
+  await waitFor("the question", async () => questions.length === 1);
+  assert.match(questions[0], /^Disable Bo\? They are signed out at once/);
+  assert.equal((await page.goto(`${porch.url}/inbox`)).status(), 200, "still signed in");
+  answer = true;
+  await bo.getByRole("button", { name: "Disable" }).click();
+  await teamPage.waitForURL(/notice=disabled/);
+  await page.goto(`${porch.url}/inbox`);
+  assert.equal(new URL(page.url()).pathname, "/login", "signed out");
+  // Enabling, and saving the two-factor setting unticked, ask nothing; requiring it does.
+  await teamPage.locator("li.member", { hasText: AGENT }).getByRole("button", { name: "Enable" }).click();
+  await teamPage.waitForURL(/notice=enabled/);
+  await teamPage.locator("form[action='/team/two-factor']").getByRole("button", { name: "Save" }).click();
+  await teamPage.waitForURL(/notice=/);
+  assert.equal(questions.length, 2);
+  answer = false;
+  await teamPage.getByLabel("Require two-factor sign-in for the team").check();
+  await teamPage.locator("form[action='/team/two-factor']").getByRole("button", { name: "Save" }).click();
+  await waitFor("the question", async () => questions.length === 3);
+  assert.match(questions[2], /^Require two-factor sign-in\? Everyone without it is signed out/);
+  await teamPage.goto(`${porch.url}/team`);
+  assert.equal(await teamPage.getByLabel("Require two-factor sign-in for the team").isChecked(), false);
+  await teamPage.close();
   await context.close();
 });
 

@@ -255,6 +255,7 @@ test("a user an admin disabled is refused, though the provider still vouches for
   const admin = await newPage();
   await signIn(admin, porch, "admin@example.com");
   await admin.goto(`${porch.url}/team`);
+  admin.once("dialog", (d) => d.accept()); // "Disable Dee? …"
   await admin.locator("li.member", { hasText: "dee@example.com" }).getByRole("button", { name: "Disable" }).click();
   await admin.waitForURL(/notice=disabled/);
   await admin.context().close();

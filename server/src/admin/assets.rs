@@ -7,6 +7,7 @@ const ADMIN_CSS: &str = include_str!("../../assets/admin/admin.css");
 const INBOX_JS: &str = include_str!("../../assets/admin/inbox.js");
 const NOTIFY_JS: &str = include_str!("../../assets/admin/notify.js");
 const KEYS_JS: &str = include_str!("../../assets/admin/keys.js");
+const CONFIRM_JS: &str = include_str!("../../assets/admin/confirm.js");
 const FAVICON: &str = include_str!("../../assets/admin/favicon.svg");
 const CANNED_JS: &str = include_str!("../../assets/admin/canned.js");
 
@@ -47,6 +48,11 @@ pub async fn notify_js() -> Response {
 /// `GET /assets/keys.js`: keyboard shortcuts and their help dialog.
 pub async fn keys_js() -> Response {
     asset("text/javascript; charset=utf-8", KEYS_JS)
+}
+
+/// `GET /assets/confirm.js`: a question before a form marked `data-confirm` posts.
+pub async fn confirm_js() -> Response {
+    asset("text/javascript; charset=utf-8", CONFIRM_JS)
 }
 
 /// `GET /assets/favicon.svg`.

@@ -186,6 +186,7 @@ fn admin_routes() -> Router<AppState> {
         .route("/assets/inbox.js", get(admin::assets::inbox_js))
         .route("/assets/notify.js", get(admin::assets::notify_js))
         .route("/assets/keys.js", get(admin::assets::keys_js))
+        .route("/assets/confirm.js", get(admin::assets::confirm_js))
         .route("/assets/favicon.svg", get(admin::assets::favicon))
         .route("/assets/canned.js", get(admin::assets::canned_js))
         .merge(account_routes())

@@ -110,6 +110,19 @@ impl SlackApi {
         self.send(request, token).await
     }
 
+    /// Calls a read `method` with `GET` and its arguments in the query string: Slack's read
+    /// methods (`users.info`, `conversations.history`) do not accept a JSON body.
+    async fn read(
+        &self,
+        method: &str,
+        token: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Value, CallError> {
+        let url = reqwest::Url::parse_with_params(&format!("{}/{method}", self.base), query)
+            .map_err(|e| CallError::Network(e.to_string()))?;
+        self.send(self.http.get(url), token).await
+    }
+
     /// Sends a prepared request with the token and the timeout; returns the `ok` body.
     pub(super) async fn send(
         &self,
@@ -170,8 +183,7 @@ impl SlackApi {
     }
 
     /// `conversations.history` of `channel` from `oldest` up to `latest` (Slack timestamps, both
-    /// inclusive when given), with message metadata. A read method: arguments go in the query
-    /// string, as Slack documents for `GET`. Needs `channels:history` (`groups:history` for
+    /// inclusive when given), with message metadata. Needs `channels:history` (`groups:history` for
     /// private channels).
     pub async fn history(
         &self,
@@ -182,25 +194,21 @@ impl SlackApi {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<HistoryPage, CallError> {
+        let limit = limit.to_string();
         let mut query = vec![
-            ("channel", channel.to_owned()),
-            ("oldest", oldest.to_owned()),
-            ("inclusive", "true".to_owned()),
-            ("include_all_metadata", "true".to_owned()),
-            ("limit", limit.to_string()),
+            ("channel", channel),
+            ("oldest", oldest),
+            ("inclusive", "true"),
+            ("include_all_metadata", "true"),
+            ("limit", limit.as_str()),
         ];
         if let Some(latest) = latest {
-            query.push(("latest", latest.to_owned()));
+            query.push(("latest", latest));
         }
         if let Some(cursor) = cursor.filter(|c| !c.is_empty()) {
-            query.push(("cursor", cursor.to_owned()));
+            query.push(("cursor", cursor));
         }
-        let url = reqwest::Url::parse_with_params(
-            &format!("{}/conversations.history", self.base),
-            &query,
-        )
-        .map_err(|e| CallError::Network(e.to_string()))?;
-        let mut answer = self.send(self.http.get(url), token).await?;
+        let mut answer = self.read("conversations.history", token, &query).await?;
         let messages = match answer.get_mut("messages").map(Value::take) {
             Some(Value::Array(messages)) => messages,
             _ => Vec::new(),
@@ -261,9 +269,7 @@ impl SlackApi {
 
     /// `users.info`: the display name and (with `users:read.email`) the email of a user.
     pub async fn user_info(&self, token: &str, user: &str) -> Result<SlackUser, CallError> {
-        let answer = self
-            .call("users.info", token, &serde_json::json!({"user": user}))
-            .await?;
+        let answer = self.read("users.info", token, &[("user", user)]).await?;
         let profile = &answer["user"]["profile"];
         let pick = |key: &str| {
             profile[key]

@@ -104,7 +104,8 @@ impl SlackMock {
             .route("/api/chat.postMessage", post(post_message))
             .route("/api/conversations.history", get(history))
             .route("/api/auth.test", post(auth_test))
-            .route("/api/users.info", post(users_info))
+            // A read method: `GET` with query arguments only, as Slack takes no JSON body for it.
+            .route("/api/users.info", get(users_info))
             .route("/api/apps.connections.open", post(open_connection))
             .route("/api/chat.update", post(chat_update))
             .route("/api/chat.postEphemeral", post(post_ephemeral))
@@ -547,12 +548,12 @@ async fn auth_test(State(state): State<Arc<MockState>>, headers: HeaderMap) -> R
 async fn users_info(
     State(state): State<Arc<MockState>>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     if !bot_token_ok(&state, &headers) {
         return slack_error("invalid_auth");
     }
-    let id = body["user"].as_str().unwrap_or_default();
+    let id = query.get("user").map_or("", String::as_str);
     match lock(&state.users).get(id) {
         Some((name, email)) => Json(json!({
             "ok": true,

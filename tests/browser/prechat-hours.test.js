@@ -1,5 +1,7 @@
 // The pre-chat form (docs/widget.md#pre-chat-form): an admin turns it on; the visitor is asked before the first
 // message, cannot send without the required answers, and the agent sees them; a returning visitor is not asked.
+// A message the server refuses for its answers (a mistyped address, or none at all: written before the form was
+// known) is kept and waits for the form, which asks again, across a reload, until it is answered.
 // Business hours (docs/widget.md#business-hours): an admin sets the site's hours on its hours page so the
 // site is closed now; the visitor's panel shows the away message (a German browser the site's German one), when it opens again and (out of hours
 // "email") the email form at once; an address given before the first message is sent after that message's
@@ -156,4 +158,71 @@ test("the pre-chat form is asked before the first message and the agent sees the
     assert.equal(await form.isVisible(), false, "asked again after answering");
     await context.close();
     await adminContext.close();
+  });
+
+test("a message refused for its answers waits for the form, which asks again, also after a reload",
+  { timeout: 120000 }, async () => {
+    const { porch, browser, site } = world; // the form of the test above: name and question required
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await page.goto(world.host.url);
+    await page.locator("[data-porch=launcher]").click();
+    const form = page.locator("[data-porch=prechat]");
+    await form.waitFor({ state: "visible" });
+    // The browser's own email check takes "john..doe@…"; the server does not.
+    await page.locator("[data-porch=prechat-name]").fill("John Doe");
+    await page.locator("[data-porch=prechat-email]").fill("john..doe@example.org");
+    await page.locator("[data-porch=prechat-answer]").fill("PX-7");
+    await page.locator("[data-porch=input]").fill("My order never came");
+    await page.locator("[data-porch=input]").press("Enter");
+    await form.waitFor({ state: "visible" });
+    assert.equal(await page.locator("[data-porch=error]").innerText(), "Please check the email address.");
+    const mine = page.locator("[data-porch=message][data-author=visitor]", { hasText: "My order never came" });
+    assert.equal(await mine.getAttribute("data-status"), "sending", "kept, not dropped");
+    assert.equal(await page.locator("[data-porch=prechat-name]").inputValue(), "John Doe", "filled as given");
+
+    // A reload asks again, the message still waiting.
+    await page.reload();
+    await page.waitForTimeout(1000); // the panel reopens by itself after a reload
+    if (!(await page.locator("[data-porch=panel]").isVisible())) await page.locator("[data-porch=launcher]").click();
+    await form.waitFor({ state: "visible" });
+    assert.equal(await mine.count(), 1);
+    assert.equal(await page.locator("[data-porch=prechat-email]").inputValue(), "john..doe@example.org");
+    await page.locator("[data-porch=prechat-email]").fill("john.doe@example.org");
+    await page.locator("[data-porch=send]").click(); // the composer is empty: the waiting message goes
+    await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").waitFor();
+    assert.equal(await form.isVisible(), false);
+    assert.equal(await mine.count(), 1, "sent once");
+
+    // A message left unsent by a page that never saw the form (the server was down) is refused without
+    // answers; it waits for the form in the same way.
+    const stale = await browser.newContext();
+    await stale.addInitScript(([k]) => {
+      if (!localStorage.getItem(k)) {
+        localStorage.setItem(k, JSON.stringify([{ client_id: "stale-1", body: "Written while you were down" }]));
+      }
+    }, [`porch:${site.key}:pending`]);
+    const other = await stale.newPage();
+    other.setDefaultTimeout(15000);
+    await other.goto(world.host.url);
+    await other.locator("[data-porch=launcher]").click();
+    await other.locator("[data-porch=prechat]").waitFor({ state: "visible" });
+    assert.equal(await other.locator("[data-porch=error]").innerText(), "Please fill in the form first.");
+    await other.locator("[data-porch=prechat-name]").fill("Late Larry");
+    await other.locator("[data-porch=prechat-answer]").fill("PX-8");
+    await other.locator("[data-porch=send]").click();
+    await other.locator("[data-porch=message][data-author=visitor][data-status=sent]").waitFor();
+
+    const adminContext = await browser.newContext();
+    const admin = await adminContext.newPage();
+    admin.setDefaultTimeout(15000);
+    await signIn(admin, porch, AGENT.email);
+    await admin.goto(`${porch.url}/inbox`);
+    await admin.getByText("My order never came").first().click();
+    await waitFor("the corrected address on the conversation page", async () =>
+      (await admin.locator("body").innerText()).includes("john.doe@example.org"));
+    await admin.goto(`${porch.url}/inbox`);
+    await admin.getByText("Written while you were down").first().waitFor();
+    await Promise.all([context.close(), stale.close(), adminContext.close()]);
   });

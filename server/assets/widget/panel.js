@@ -558,7 +558,7 @@
     try { if (ws && isReady) ws.send(JSON.stringify(f)); } catch { /* closing: resent after reconnect */ }
   };
   const transmit = (m) => {
-    if (!holdTimer) {
+    if (!holdTimer && !m.awaiting_form) {
       sendFrame({ type: "message", client_id: m.client_id, body: m.body, attachments: m.attachments?.map((a) => a.id), prechat: m.prechat });
     }
   };
@@ -645,7 +645,7 @@
         }
         setStatus(t("connected"), "connected");
         showHours(f);
-        showPrechat(f);
+        showPrechat(site.prechat);
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
         live = true;
         resendPending();
@@ -696,6 +696,7 @@
     const cid = f.client_id;
     // A server older than the typing frame answers it with bad_frame (no client_id): not the visitor's concern.
     if (f.code === "bad_frame" && !cid) return;
+    if (f.code === "invalid_prechat" && cid) { awaitForm(cid, text); return; }
     if (f.code === "invalid_message" && !cid && emailWanted) {
       emailWanted = null;
       showError(t("bad_email"));
@@ -846,16 +847,30 @@
   const pre = h("div", { class: "prechat", "data-porch": "prechat", hidden: true });
   form.before(pre);
   let preFields = null; // [{key, input, el}] while the form is shown
-  const showPrechat = (f) => {
-    const p = f.site?.prechat;
+  let asked = null; // the last welcome's form: what a refused message's answers are asked again with
+  // Shows the form `p` (null: none, or this visitor has answered), filled with `answers` if given.
+  const showPrechat = (p, answers) => {
+    asked = p || null;
     preFields = null;
     pre.hidden = true;
-    if (!p || pending().length) return; // unsent messages go first, with the answers they carry
+    const list = pending();
+    if (!p) {
+      // Nothing to answer any more (answered in another tab, or the form turned off): send what waited.
+      if (list.some((m) => m.awaiting_form)) {
+        setPending(list.map(({ awaiting_form: _, ...m }) => m));
+        resendPending();
+      }
+      return;
+    }
+    const waiting = list.find((m) => m.awaiting_form);
+    if (list.length && !waiting) return; // unsent messages go first, with the answers they carry
+    const before = answers || (typeof waiting?.awaiting_form === "object" ? waiting.awaiting_form : {});
     const field = (key, label, mode, type, max) => {
       if (mode !== "optional" && mode !== "required") return null;
       const id = `porch-pre-${key}`;
       const input = h("input", { id, type, maxlength: max, "data-porch": `prechat-${key}`,
         required: mode === "required" });
+      if (typeof before[key] === "string") input.value = before[key];
       const text = mode === "required" ? label : t("optional", { label });
       return { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
     };
@@ -883,6 +898,39 @@
     showError("");
     return true;
   };
+  // The server refused a message for its answers (a mistyped address, or none: it was written before the
+  // form was known, while the server was down): it stays unsent, and the form asks again, filled with what
+  // was given, until the visitor answers it (the send button then sends the waiting messages first).
+  const awaitForm = (cid, text) => {
+    const list = pending();
+    const m = list.find((p) => p.client_id === cid);
+    if (!m) return;
+    const answers = m.prechat || {};
+    if (answers.email && read(key("email")) === answers.email) write(key("email"), null);
+    delete m.prechat;
+    m.awaiting_form = answers;
+    setPending(list);
+    const el = byClientId.get(cid);
+    if (el) setMeta(el, "sending", t("prechat_missing"));
+    if (!preFields) showPrechat(asked, answers);
+    showError(text);
+  };
+  // Answers the form for the messages that wait for it; false while it is not answered well.
+  const answerWaiting = () => {
+    const list = pending();
+    const first = list.find((m) => m.awaiting_form);
+    if (!first) return true;
+    if (!withPrechat(first)) return false;
+    for (const m of list) {
+      delete m.awaiting_form;
+      const el = byClientId.get(m.client_id);
+      if (el) setMeta(el, "sending", t("sending"));
+    }
+    setPending(list);
+    if (isReady) resendPending();
+    else if (!ws) connect();
+    return true;
+  };
 
   // --- the composer
 
@@ -896,7 +944,8 @@
   const submit = () => {
     const body = input.value.trim();
     const files = readyFiles();
-    if (!files || (!body && !files.length) || stopped) return;
+    if (!files || stopped || !answerWaiting()) return;
+    if (!body && !files.length) return;
     if (body.length > MAX_BODY) { showError(t("too_long", { max: MAX_BODY })); return; }
     // The uploads' ids (and what shows them) go into the pending entry, so a resend names the same files.
     const m = { client_id: newClientId(), body };

@@ -52,6 +52,14 @@ fn strip_png(data: &[u8]) -> Result<Vec<u8>, Malformed> {
         let len = be_u32(data, at)?;
         let whole = slice(data, at, len.checked_add(12).ok_or(Malformed)?)?;
         let kind = &whole[4..8];
+        // Every chunk's CRC (of its type and data): decoders skip the check for chunks they do
+        // not draw with, and a browser may draw a damaged one differently (docs/widget-protocol.md).
+        let (typed, crc) = whole[4..].split_at(whole.len() - 8);
+        let mut sum = flate2::Crc::new();
+        sum.update(typed);
+        if sum.sum().to_be_bytes() != crc {
+            return Err(Malformed);
+        }
         if PNG_KEPT.iter().any(|k| &k[..] == kind) {
             out.extend_from_slice(whole);
         }
@@ -212,7 +220,10 @@ mod tests {
             .to_vec();
         c.extend_from_slice(&kind);
         c.extend_from_slice(data);
-        c.extend_from_slice(&[0, 0, 0, 0]);
+        let mut crc = flate2::Crc::new();
+        crc.update(&kind);
+        crc.update(data);
+        c.extend_from_slice(&crc.sum().to_be_bytes());
         c
     }
 
@@ -233,6 +244,21 @@ mod tests {
         assert!(!text.contains("Ann") && !text.contains("GPS"), "{text}");
         assert!(text.contains("IHDR") && text.contains("pixels") && text.contains("IEND"));
         assert_eq!(strip_png(&png[..png.len() - 3]), Err(Malformed));
+        // A wrong checksum in any chunk, kept or dropped, drawn or not, is damage.
+        for at in ["pixels", "GPS", "IEND"] {
+            let mut bad = png.clone();
+            let end = text_end(&bad, at);
+            bad[end] ^= 1; // the chunk's CRC follows its data
+            assert_eq!(strip_png(&bad), Err(Malformed), "{at}");
+        }
+    }
+
+    /// The index just past the first occurrence of `needle` in `data`.
+    fn text_end(data: &[u8], needle: &str) -> usize {
+        data.windows(needle.len())
+            .position(|w| w == needle.as_bytes())
+            .expect("present")
+            + needle.len()
     }
 
     #[test]

@@ -61,6 +61,9 @@ fn check(data: &[u8]) -> Result<(Kind, Vec<u8>, Option<Thumbnail>), Error> {
     Ok((kind, clean, thumb))
 }
 
+/// Held while a file is checked and its thumbnail made: one at a time in the whole server.
+static CHECKING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
 /// Sniffs `data`, strips an image's metadata, makes its thumbnail, names it, and stores it in
 /// chunks; returns what a message will show of it. Until its last chunk is written it cannot be
 /// attached or served.
@@ -77,10 +80,13 @@ pub async fn store_upload(
 ) -> Result<AttachmentMeta, Error> {
     // Reading 25 MiB for its type and structure takes long enough to stall the other tasks of
     // an async worker (measured: a text ack waited 1.6 s behind a 10 MB upload in a debug build);
-    // decoding and scaling an image for its thumbnail takes longer still.
-    let (kind, clean, thumb) = tokio::task::spawn_blocking(move || check(&data))
-        .await
-        .map_err(|_| Error::Interrupted)??;
+    // decoding and scaling an image for its thumbnail takes longer still. One file at a time: a
+    // decoded image takes up to 4 bytes a pixel (200 MB at the pixel cap) from a file of a few
+    // KB, so uploads at once must queue rather than add up (four took 800 MB).
+    let one_at_a_time = CHECKING.acquire().await.map_err(|_| Error::Interrupted)?;
+    let checked = tokio::task::spawn_blocking(move || check(&data)).await;
+    drop(one_at_a_time);
+    let (kind, clean, thumb) = checked.map_err(|_| Error::Interrupted)??;
     let random: [u8; 16] = rand::random();
     let meta = AttachmentMeta {
         id: format!(

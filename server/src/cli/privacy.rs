@@ -164,5 +164,10 @@ pub fn erase(conn: &mut Connection, args: &EraseArgs) -> anyhow::Result<()> {
             visitor.id, total.conversations, total.messages
         ))?;
     }
+    // The freed pages go back to the file system, as after the admin page's erasure.
+    while write(conn, |c| {
+        store::reclaim_free_pages(c, privacy::RECLAIM_STEP)
+    })? > 0
+    {}
     Ok(())
 }

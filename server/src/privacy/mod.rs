@@ -11,4 +11,4 @@ pub use erasure::{Requester, Via, erase_step, erase_visitor, export_visitor, rec
 pub use export::{
     EXPORT_VERSION, PersonData, PersonQuery, conversation_json, find_people, ndjson_line,
 };
-pub use retention::{PURGE_CHUNK, RETENTION_EVERY, purge_due, spawn_retention};
+pub use retention::{PURGE_CHUNK, RECLAIM_STEP, RETENTION_EVERY, purge_due, spawn_retention};

@@ -19,7 +19,7 @@ pub const RETENTION_EVERY: Duration = Duration::from_mins(1);
 /// the same batch waits about a millisecond more, not tens of milliseconds.
 pub const PURGE_CHUNK: usize = 100;
 /// Free pages given back per step (1 MiB with the default 4 KiB page).
-const RECLAIM_STEP: u32 = 256;
+pub const RECLAIM_STEP: u32 = 256;
 /// After a step that took the writer `t`, the purge waits `PACE × t` before the next one.
 const PACE: u32 = 3;
 /// The shortest pause between two steps.

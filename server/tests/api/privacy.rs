@@ -515,6 +515,27 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
         app.count("SELECT count(*) FROM audit_events WHERE action = 'privacy.exported'"),
         1
     );
+    assert_file_forgets(app, &ann, &bob).await;
+}
+
+/// Nothing of `gone` is left in the database file's bytes (rows are not merely unlinked: their
+/// space is zeroed or given back), while `kept`'s text is found, so the search could find it.
+async fn assert_file_forgets(mut app: TestApp, gone: &Person, kept: &Person) {
+    app.server.take().expect("server").stop().await;
+    let db = app.db();
+    db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+    drop(db);
+    let file = std::fs::read(app.data_dir.path().join("porch.db")).expect("the file");
+    let holds = |text: &str| file.windows(text.len()).any(|w| w == text.as_bytes());
+    assert!(
+        holds(&kept.body) && holds(&kept.email),
+        "the scan finds what is kept"
+    );
+    let tag = gone.email.split('@').next().unwrap_or_default();
+    for trace in [&gone.body, &gone.email, &format!("reply to {tag}")] {
+        assert!(!holds(trace), "{trace:?} is still in the file");
+    }
 }
 
 #[tokio::test]

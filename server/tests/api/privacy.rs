@@ -405,6 +405,19 @@ fn ids(values: &serde_json::Value) -> Vec<i64> {
         .collect()
 }
 
+/// Tables where a person leaves traces: their visitor row, conversation, messages, files, jobs
+/// and what hangs off the conversation.
+const TRACED: [&str; 8] = [
+    "visitors",
+    "conversations",
+    "messages",
+    "attachments",
+    "attachment_chunks",
+    "jobs",
+    "slack_threads",
+    "conversation_reads",
+];
+
 #[tokio::test]
 async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
     let app = TestApp::spawn(&[]).await;
@@ -418,16 +431,7 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
     let before = scan(&app, &ann);
     let tables: std::collections::BTreeSet<&str> =
         before.iter().map(|(t, _, _)| t.as_str()).collect();
-    for table in [
-        "visitors",
-        "conversations",
-        "messages",
-        "attachments",
-        "attachment_chunks",
-        "jobs",
-        "slack_threads",
-        "conversation_reads",
-    ] {
+    for table in TRACED {
         assert!(tables.contains(table), "{table} not found in {before:?}");
     }
     let out = cli(&app, &["export", "--email", "ANN@example.org"]);

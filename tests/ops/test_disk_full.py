@@ -99,8 +99,9 @@ def test_a_full_disk_refuses_without_acking_and_recovers_without_a_restart(porch
 
 
 def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch_bin, processes, small_disk):
-    """While the disk is full, failed batches are summed up instead of logged one by one; once
-    space returns, readiness comes back by itself (a probe), without a message to commit."""
+    """While the disk is full, failed batches and refused messages are summed up instead of logged
+    one by one; once space returns, readiness comes back by itself (a probe), without a message to
+    commit."""
     import time
 
     import websockets
@@ -136,9 +137,10 @@ def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch
                 answer = await send(ws, f"retry-{refused}", "x" * 3900)
                 assert answer.get("code") == "unavailable", answer
                 refused += 1
-            errors = [line for line in server.log[logged:] if " ERROR " in line]
+            # Neither the writer's lines nor the connections' (one per refused message before).
+            errors = [line for line in server.log[logged:] if " ERROR " in line or " WARN " in line]
             assert refused > 100, f"only {refused} refusals: the test proves nothing"
-            assert len(errors) <= 5, f"{len(errors)} ERROR lines for {refused} refusals:\n" + "".join(errors[:20])
+            assert len(errors) <= 5, f"{len(errors)} lines for {refused} refusals:\n" + "".join(errors[:20])
 
         (small_disk / "ballast").unlink()
         # No traffic at all from here on: readiness must come back by itself.

@@ -5,6 +5,7 @@
 mod email_capture;
 mod event_loop;
 mod hello;
+mod not_stored;
 mod prechat;
 
 use std::future::Future;
@@ -432,7 +433,7 @@ impl Connection {
                         return self.erased().await;
                     }
                     _ => {
-                        tracing::warn!(error = %err, "a visitor message was not stored");
+                        not_stored::log_not_stored(&err);
                         (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))
                     }
                 };

@@ -116,15 +116,26 @@ pub fn visitor_label(message: &DeliveryMessage) -> String {
     )
 }
 
-/// A visitor's name, else their email, else "Visitor #12".
+/// A visitor's name, else their email, else "Visitor #12". A name that ends like an agent's
+/// post ("Ana (Porch)") is marked as the visitor's, so a visitor cannot pass for an agent in a
+/// channel where both post under their names.
 pub fn label_visitor(
     name: Option<&str>,
     email: Option<&str>,
     id: impl std::fmt::Display,
 ) -> String {
-    name.or(email)
-        .map_or_else(|| format!("Visitor #{id}"), str::to_owned)
+    let label = name
+        .or(email)
+        .map_or_else(|| format!("Visitor #{id}"), str::to_owned);
+    if label.trim_end().to_lowercase().ends_with(AGENT_MARK) {
+        format!("{label} (visitor)")
+    } else {
+        label
+    }
 }
+
+/// How an agent's name ends in a chat post, lower-cased.
+const AGENT_MARK: &str = "(porch)";
 
 /// The name a chat post is shown under: the agent's (marked as sent from Porch) or the
 /// visitor's.
@@ -142,4 +153,24 @@ pub fn author_label(message: &DeliveryMessage) -> String {
 /// The attempt a delivery ended with, whichever way it ended.
 pub fn finish(result: Result<Attempt, Attempt>) -> Attempt {
     result.unwrap_or_else(|attempt| attempt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_visitor_named_like_an_agents_post_is_marked_as_the_visitor() {
+        assert_eq!(label_visitor(Some("Ada"), None, 3), "Ada");
+        assert_eq!(label_visitor(None, Some("a@x.test"), 3), "a@x.test");
+        assert_eq!(label_visitor(None, None, 3), "Visitor #3");
+        assert_eq!(
+            label_visitor(Some("Ada (Porch)"), None, 3),
+            "Ada (Porch) (visitor)"
+        );
+        assert_eq!(
+            label_visitor(Some("Ada (PORCH) "), None, 3),
+            "Ada (PORCH)  (visitor)"
+        );
+    }
 }

@@ -349,3 +349,35 @@ async fn an_unreachable_discord_leaves_no_webhook_token_in_the_stored_error() {
         .expect("attempts");
     assert!(attempts.iter().all(|e| !e.contains(&token)), "{attempts:?}");
 }
+
+#[tokio::test]
+async fn discord_failing_while_a_webhook_is_checked_is_not_called_a_wrong_webhook() {
+    // A Discord that answers every request 500 (an outage), not the mock.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}/api", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 4096];
+            let _ = socket.read(&mut request).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
+    });
+    let app = TestApp::spawn(&["--discord-api-url", &base]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/discord"),
+            &admin,
+            Some(json!({"webhook_url": format!("{base}/webhooks/1/token")})),
+        )
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["code"], "discord_unreachable", "{answer}");
+}

@@ -63,6 +63,17 @@ pub async fn check_discord(
         .map(|r| r.status());
     match known {
         Ok(status) if status.is_success() => {}
+        // Discord's own trouble (5xx) or its rate limit says nothing about the webhook.
+        Ok(status)
+            if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS =>
+        {
+            return Err(SetupError::Refused {
+                code: "discord_unreachable",
+                message: format!(
+                    "Discord could not check this webhook now (HTTP {status}): try again shortly."
+                ),
+            });
+        }
         Ok(status) => {
             return Err(SetupError::Refused {
                 code: "discord_refused",

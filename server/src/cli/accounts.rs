@@ -10,7 +10,8 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::accounts::{
-    Password, TokenRequest, create_api_token, hash_password, reset_two_factor_in, revoke_api_token,
+    DisplayName, Password, TokenRequest, create_api_token, hash_password, reset_two_factor_in,
+    revoke_api_token,
 };
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
@@ -186,6 +187,8 @@ fn add_user(
     if !email.contains('@') {
         bail!("--email must be an email address");
     }
+    // The same rule as the team page's: 1 to 80 characters.
+    let name = DisplayName::parse(name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     if store::find_user_by_email(conn, email)?.is_some() {
         bail!("a user with the email {email} already exists (see `porch user list`)");
     }
@@ -196,7 +199,7 @@ fn add_user(
     };
     let new = NewUser {
         email,
-        name: name.trim(),
+        name: name.as_str(),
         role,
         password_hash: password_hash.as_deref(),
         created_at: now_ms(),
@@ -261,6 +264,11 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
     let found = store::find_user_by_email(conn, user.trim())?
         .with_context(|| format!("no user has the email {user}"))?;
     let now = now_ms();
+    if expires_in.is_some_and(|after| after.is_zero()) {
+        bail!(
+            "--expires-in must be longer than zero (leave it out for a token that does not expire)"
+        );
+    }
     let expires_at = expires_in
         .map(|after| i64::try_from(after.as_millis()).map(|ms| now.saturating_add(ms)))
         .transpose()

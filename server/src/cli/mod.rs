@@ -221,8 +221,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             require_database(&cli.data)?;
             privacy::erase(&mut open_for_management(&cli.data)?, &args)
         }
-        Command::Site(command) => sites::run(&open_for_management(&cli.data)?, command),
-        Command::User(command) => accounts::run_user(&open_for_management(&cli.data)?, command),
+        // Only `add` may start a new database; the others read or change what is stored.
+        Command::Site(command) => {
+            if !matches!(command, sites::SiteCommand::Add { .. }) {
+                require_database(&cli.data)?;
+            }
+            sites::run(&open_for_management(&cli.data)?, command)
+        }
+        Command::User(command) => {
+            if !matches!(command, accounts::UserCommand::Add { .. }) {
+                require_database(&cli.data)?;
+            }
+            accounts::run_user(&open_for_management(&cli.data)?, command)
+        }
         Command::Token(command) => {
             require_database(&cli.data)?;
             accounts::run_token(&open_for_management(&cli.data)?, command)

@@ -184,6 +184,24 @@ async fn the_command_line_sets_a_forgotten_password_and_ends_every_session() {
         !ok && out.contains("a user with the email Bo@example.com already exists"),
         "{out}"
     );
+    let (ok, out) = porch_user(
+        &app,
+        &["add", "--email", "cy@example.com", "--name", " "],
+        "",
+    );
+    assert!(!ok && out.contains("--name"), "a nameless user: {out}");
+
+    // A mistyped data directory is not a new, empty team.
+    let typo = tempfile::tempdir().expect("dir");
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(typo.path().join("dat"))
+        .args(["user", "list"])
+        .output()
+        .expect("run porch");
+    assert!(!listed.status.success());
+    assert!(String::from_utf8_lossy(&listed.stderr).contains("there is no database"));
+    assert!(!typo.path().join("dat").exists(), "nothing created");
 }
 
 #[tokio::test]

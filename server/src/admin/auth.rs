@@ -482,11 +482,12 @@ pub async fn change_password(
             ip,
         )
         .await;
-    let (status, message) = match result {
+    let (status, message, retry_after) = match result {
         Ok(()) => return Ok(see_other("/account?notice=password-changed")),
         Err(accounts::Error::BadCredentials) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             "Your current password is not right.".to_owned(),
+            None,
         ),
         Err(accounts::Error::Throttled(wait)) => (
             StatusCode::TOO_MANY_REQUESTS,
@@ -494,11 +495,16 @@ pub async fn change_password(
                 "Too many wrong passwords. Wait {} before trying again.",
                 wait_text(wait)
             ),
+            Some(wait),
         ),
         Err(accounts::Error::Invalid(invalid)) => {
-            (StatusCode::UNPROCESSABLE_ENTITY, invalid.0.to_owned())
+            (StatusCode::UNPROCESSABLE_ENTITY, invalid.0.to_owned(), None)
         }
         Err(err) => return Err(err.into()),
     };
-    account_page_with(&app, &who, Some(Notice::Error(message)), status).await
+    let page = account_page_with(&app, &who, Some(Notice::Error(message)), status).await?;
+    Ok(match retry_after {
+        Some(wait) => with_retry_after(page, wait),
+        None => page,
+    })
 }

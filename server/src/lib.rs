@@ -18,6 +18,8 @@
 //! - [`integrations`]: one module per outside service (Slack, Discord, webhooks, email):
 //!   settings, setup and delivery.
 //! - [`series`]: the capacity figures sampled each second and their rollups (a leaf).
+//! - [`log_limit`]: log lines that may repeat hundreds of times a second, written at most
+//!   once per interval (a leaf).
 //! - [`metrics`]: capacity figures: hot-path counters, the per-second sampler, `/metrics`.
 //! - [`attachments`]: files on messages: type sniffing, metadata stripping, chunked storing,
 //!   the sweep of uploads no message took.
@@ -43,6 +45,7 @@ pub mod hub;
 pub mod integrations;
 pub mod jobs;
 pub mod loadtest;
+mod log_limit;
 pub mod metrics;
 pub mod privacy;
 pub mod secrets;

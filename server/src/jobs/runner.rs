@@ -18,7 +18,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{millis, now_ms};
-use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, Readers, Writer};
+use crate::log_limit::Every;
+use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, JobUpdate, Readers, Writer};
 
 use super::decision::{Next, decide};
 use super::deliver::Deliver;
@@ -38,6 +39,8 @@ const PRUNE_CHUNK: u32 = 1000;
 const SLACK_EVENT_RETENTION_MS: i64 = 3600 * 1000;
 /// Wait between attempts to record outcomes while the writer is busy.
 const RECORD_RETRY: Duration = Duration::from_millis(50);
+/// At most one "a delivery failed for good" line per 10 s.
+static GAVE_UP_LOG: Every = Every::new(Duration::from_secs(10));
 /// Wait before jobs of a round that could not be written are tried again.
 const ROUND_RETRY: Duration = Duration::from_secs(1);
 
@@ -439,6 +442,13 @@ impl Dispatcher {
         }
         if let Some(error) = &decision.error {
             tracing::debug!(job = %job.id, kind = job.kind, %error, "delivery attempt did not succeed");
+            // Giving up is for an operator to see (retry from the deliveries page or the API); a
+            // destination's whole backlog may give up at once, so at most a line per 10 s.
+            if decision.update == JobUpdate::Failed
+                && let Some(left_out) = GAVE_UP_LOG.pass()
+            {
+                tracing::warn!(job = %job.id, kind = job.kind, %error, left_out, "a delivery failed for good");
+            }
         }
         self.records.push(AttemptRecord {
             job_id: job.id,

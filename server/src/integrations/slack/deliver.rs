@@ -232,13 +232,19 @@ async fn start_thread(
                         ));
                     }
                     // Never block on the history (a missing `channels:history` scope, …).
-                    _ => tracing::warn!(
-                        conversation = %conversation,
-                        error = %err,
-                        "could not read the Slack channel's history (the app needs \
-                         channels:history or groups:history); posting the header, which may \
-                         duplicate an earlier one"
-                    ),
+                    _ => {
+                        let hint = if matches!(err, CallError::Slack { .. }) {
+                            " (the app needs channels:history or groups:history)"
+                        } else {
+                            ""
+                        };
+                        tracing::warn!(
+                            conversation = %conversation,
+                            error = %err,
+                            "could not read the Slack channel's history{hint}; posting the \
+                             header, which may duplicate an earlier one"
+                        );
+                    }
                 }
             }
         }

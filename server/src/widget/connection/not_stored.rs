@@ -1,29 +1,18 @@
-//! The log line of a visitor message that could not be stored, at most once per
-//! [`LOG_EVERY`]: a full disk refuses every message (hundreds a second under load), and the
-//! writer already logs why, rate-limited the same way (docs/operations.md, Logs).
+//! The log line of a visitor message that could not be stored, at most once per 10 s: a full
+//! disk refuses every message (hundreds a second under load), and the writer already logs why,
+//! rate-limited the same way (docs/operations.md, Logs).
 
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::chat;
+use crate::log_limit::Every;
 
-/// The shortest time between two lines.
-const LOG_EVERY: Duration = Duration::from_secs(10);
-
-/// When the last line was written, and how many refusals were not logged since.
-static LAST: Mutex<(Option<Instant>, u64)> = Mutex::new((None, 0));
+static LIMIT: Every = Every::new(Duration::from_secs(10));
 
 /// Logs that a message was not stored because of `err`, unless a line was written in the last
-/// [`LOG_EVERY`]; the next line counts the refusals left out.
+/// 10 s; the next line counts the refusals left out.
 pub(super) fn log_not_stored(err: &chat::Error) {
-    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
-    let (at, left_out) = &mut *last;
-    let now = Instant::now();
-    if at.is_some_and(|at| now.duration_since(at) < LOG_EVERY) {
-        *left_out += 1;
-        return;
+    if let Some(left_out) = LIMIT.pass() {
+        tracing::warn!(error = %err, left_out, "a visitor message was not stored");
     }
-    tracing::warn!(error = %err, left_out = *left_out, "a visitor message was not stored");
-    *at = Some(now);
-    *left_out = 0;
 }

@@ -1,0 +1,51 @@
+//! A log line that may repeat hundreds of times a second (a full disk refusing every message, a
+//! destination's whole backlog failing at once) written at most once per interval, with the
+//! count of those left out since the last one.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Lets a line through at most once per `every`.
+pub struct Every {
+    every: Duration,
+    /// When the last line was let through, and how many were held back since.
+    last: Mutex<(Option<Instant>, u64)>,
+}
+
+impl Every {
+    pub const fn new(every: Duration) -> Self {
+        Self {
+            every,
+            last: Mutex::new((None, 0)),
+        }
+    }
+
+    /// `Some(left_out)` when a line may be written now (`left_out` were held back since the
+    /// previous one), `None` when it is held back.
+    pub fn pass(&self) -> Option<u64> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let (at, left_out) = &mut *last;
+        let now = Instant::now();
+        if at.is_some_and(|at| now.duration_since(at) < self.every) {
+            *left_out += 1;
+            return None;
+        }
+        *at = Some(now);
+        Some(std::mem::take(left_out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_passes_per_interval_and_the_next_counts_the_rest() {
+        let limit = Every::new(Duration::from_millis(50));
+        assert_eq!(limit.pass(), Some(0));
+        assert_eq!(limit.pass(), None);
+        assert_eq!(limit.pass(), None);
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(limit.pass(), Some(2));
+    }
+}

@@ -82,11 +82,29 @@ test("Seen appears once an agent opens the conversation, and follows the visitor
         (await own.last().getAttribute("data-status")) === "seen");
       assert.deepEqual(await own.evaluateAll((els) => els.map((e) => e.dataset.status)), ["sent", "seen"]);
 
+      // The agent's tab goes to the background: what arrives then is not seen until it is shown.
+      await agent.evaluate(() => {
+        window.__hidden = true;
+        Object.defineProperty(document, "visibilityState", { configurable: true,
+          get: () => (window.__hidden ? "hidden" : "visible") });
+        document.dispatchEvent(new Event("visibilitychange"));
+      });
+      await v.say("Hello? Anyone?");
+      await agent.getByText("Hello? Anyone?").waitFor(); // it did arrive on the page
+      await v.page.waitForTimeout(1000);
+      assert.equal(await own.last().getAttribute("data-status"), "sent", "Seen from a background tab");
+      await agent.evaluate(() => {
+        window.__hidden = false;
+        document.dispatchEvent(new Event("visibilitychange"));
+      });
+      await waitFor("Seen once the tab is shown", async () =>
+        (await own.last().getAttribute("data-status")) === "seen");
+
       // After a reload (resume) the widget still shows it.
       await v.page.reload();
       await v.page.locator("[data-porch=message][data-author=visitor][data-status=seen]").waitFor();
       assert.equal(await v.page.locator("[data-porch=message][data-author=visitor][data-status=seen] .bubble")
-        .textContent(), "It is order 1234.");
+        .textContent(), "Hello? Anyone?");
     } finally {
       await agentContext.close();
       await v.context.close();

@@ -41,23 +41,27 @@
   const setLive = (ok) => { if (status) status.hidden = ok; };
 
   // Opens the stream, and opens it again if the browser gave up (EventSource retries network
-  // errors by itself, but not an HTTP error answer).
+  // errors by itself, but not an HTTP error answer): after 3 s, doubling up to 30 s, unless the
+  // session is gone (notify.js finds out and says so).
   const follow = (list, handlers) => {
     let lastId = list.dataset.lastId || "0";
+    let failures = 0;
     const connect = () => {
       const sep = list.dataset.live.includes("?") ? "&" : "?";
       const source = new EventSource(`${list.dataset.live}${sep}after=${encodeURIComponent(lastId)}`);
       // data-state says whether the list follows the server right now ("live") or not.
-      source.onopen = () => { setLive(true); list.dataset.state = "live"; };
+      source.onopen = () => { failures = 0; setLive(true); list.dataset.state = "live"; };
       source.onerror = () => {
         setLive(false);
         list.dataset.state = "reconnecting";
-        if (source.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+        if (source.readyState !== EventSource.CLOSED) return;
+        const wait = Math.min(30000, 3000 * 2 ** failures++);
+        document.dispatchEvent(new CustomEvent("porch:stream-closed", { detail: () => setTimeout(connect, wait) }));
       };
       for (const [name, handle] of Object.entries(handlers)) {
         source.addEventListener(name, (e) => {
           if (e.lastEventId) lastId = e.lastEventId;
-          handle(e.data, source);
+          handle(e.data, source, e.lastEventId);
         });
       }
     };
@@ -134,9 +138,27 @@
   };
   if (messages?.dataset.live) {
     messages.scrollTop = messages.scrollHeight;
+    // A message that arrives is read when the agent can see it: at once in a visible tab, else
+    // when the tab becomes visible (a background tab must not tell the visitor "Seen", nor take
+    // the conversation off the agent's unread counts).
+    let unseenUpTo = 0;
+    const markRead = () => {
+      const csrf = document.querySelector("input[name=csrf]")?.value;
+      if (!unseenUpTo || document.visibilityState !== "visible" || !csrf) return;
+      const body = new URLSearchParams({ csrf, up_to: String(unseenUpTo) });
+      unseenUpTo = 0;
+      fetch(`${location.pathname}/read`, {
+        method: "POST", body, credentials: "same-origin", redirect: "manual", headers: { "x-porch-fetch": "1" },
+      }).catch(() => {});
+    };
+    document.addEventListener("visibilitychange", markRead);
     follow(messages, {
       ...shared,
-      entry: addMessage,
+      entry: (html, _source, id) => {
+        addMessage(html);
+        unseenUpTo = Math.max(unseenUpTo, Number(id) || 0);
+        markRead();
+      },
       typing: (active) => showVisitorTyping(active === "true"),
       aside: (html) => {
         const aside = fromHtml(html);

@@ -335,23 +335,16 @@ async fn add_entry(
 ) -> Result<(), Gone> {
     let entry = render_message(views::message(message));
     batch.event_with_id(message.id.0, "entry", &entry);
+    // The page marks what it shows read itself, and only while it is visible (admin/read_mark.rs).
     if message.author == Author::System {
-        // A status line means the side panel changed (status, assignee); this also marks read.
+        // A status line means the side panel changed (status, assignee).
         let view = app
             .chat
-            .open_conversation(who.user.id, message.conversation_id)
+            .conversation_view(who.user.id, message.conversation_id)
             .await
             .map_err(|_| Gone)?;
         let aside = render_conversation_aside(views::aside(&view, who.user.id, &who.csrf));
         batch.event("aside", &aside);
-    } else if app
-        .chat
-        .mark_read(who.user.id, message.conversation_id, message.id)
-        .await
-        .is_err()
-    {
-        // Not fatal: the conversation just stays unread in the list.
-        tracing::debug!("could not mark a conversation read");
     }
     Ok(())
 }

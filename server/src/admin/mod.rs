@@ -20,6 +20,7 @@ pub mod integrations;
 pub mod live;
 mod page;
 pub mod privacy;
+pub mod read_mark;
 pub mod search;
 pub mod session;
 pub mod site_hours;

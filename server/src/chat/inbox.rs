@@ -134,8 +134,20 @@ impl Chat {
         reader: UserId,
         id: ConversationId,
     ) -> Result<ConversationView, Error> {
-        let view = self
-            .readers
+        let view = self.conversation_view(reader, id).await?;
+        if let Some(last) = view.messages.last() {
+            self.mark_read(reader, id, last.id).await?;
+        }
+        Ok(view)
+    }
+
+    /// The conversation page's content as `reader` sees it, read or not.
+    pub async fn conversation_view(
+        &self,
+        reader: UserId,
+        id: ConversationId,
+    ) -> Result<ConversationView, Error> {
+        self.readers
             .read(move |c| {
                 let Some(item) = store::find_inbox_item(c, reader, id)? else {
                     return Ok(None);
@@ -153,11 +165,7 @@ impl Chat {
                 }))
             })
             .await?
-            .ok_or(Error::NotFound("conversation"))?;
-        if let Some(last) = view.messages.last() {
-            self.mark_read(reader, id, last.id).await?;
-        }
-        Ok(view)
+            .ok_or(Error::NotFound("conversation"))
     }
 
     /// Records that `reader` has seen the conversation up to `message`, and tells their other

@@ -270,6 +270,10 @@ fn conversation_routes() -> Router<AppState> {
             "/conversations/{id}/typing",
             post(admin::typing::agent_typing),
         )
+        .route(
+            "/conversations/{id}/read",
+            post(admin::read_mark::mark_read),
+        )
 }
 
 /// Sites and their own pages (hours, pre-chat form, known visitors; admins).

@@ -68,21 +68,34 @@ async fn an_agent_opening_the_conversation_sends_read_live_and_again_on_resume()
 }
 
 #[tokio::test]
-async fn a_message_arriving_while_the_agent_has_the_page_open_is_seen_live() {
+async fn a_message_arriving_on_an_open_page_is_seen_when_the_page_says_the_agent_sees_it() {
     let app = TestApp::spawn(&[]).await;
     let admin = admin(&app).await;
     let site = app.add_site("Acme");
     let (mut widget, _) = app.visitor(&site, None, 0).await;
     let first = widget.say("c1", "Hello").await;
-    let events = format!("/conversations/{}/events", only_conversation(&app));
-    let _stream = open_stream(&app, &events, &admin.cookie).await;
-    // Opening the page's live stream is opening the conversation.
+    let page = format!("/conversations/{}", only_conversation(&app));
+    assert_eq!(
+        send(&app, "GET", &page, &admin.cookie, None).await.status,
+        200
+    );
+    let _stream = open_stream(&app, &format!("{page}/events"), &admin.cookie).await;
+    // Opening the page is opening the conversation.
     let opened = widget.recv().await;
     assert_eq!(opened["type"], "read", "{opened}");
     assert_eq!(opened["up_to"], first["id"]);
 
+    // A message arriving on the open page is read when the page says the agent can see it
+    // (its tab is visible), not when the stream carries it: a background tab sees nothing.
     let ack = widget.say("c2", "Are you there?").await;
     assert_eq!(ack["type"], "ack", "{ack}");
+    let quiet = tokio::time::timeout(std::time::Duration::from_millis(500), widget.recv()).await;
+    assert!(quiet.is_err(), "read before the page said so: {quiet:?}");
+    let id = ack["id"].as_i64().expect("id").to_string();
+    let path = format!("/conversations/{}/read", only_conversation(&app));
+    let body = form(&[("csrf", &admin.csrf), ("up_to", &id)]);
+    let marked = send(&app, "POST", &path, &admin.cookie, Some(&body)).await;
+    assert_eq!(marked.status, 204, "{}", marked.body);
     let read = widget.recv().await;
     assert_eq!(read["type"], "read", "{read}");
     assert_eq!(read["up_to"], ack["id"]);

@@ -171,3 +171,40 @@ test("another agent's conversation counts on the Open tab only", { timeout: 9000
   await bo.close();
   await context.close();
 });
+
+test("a page whose session ended says so, once, and stops its counts", { timeout: 90000 }, async () => {
+  const { porch, browser } = world;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const team = await context.newPage();
+  team.setDefaultTimeout(15000);
+  await signIn(team, porch, AGENT.email);
+  await team.goto(`${porch.url}/team`);
+  await team.locator("body[data-needs]").waitFor({ state: "attached" });
+  const inbox = await context.newPage();
+  inbox.setDefaultTimeout(15000);
+  await inbox.goto(`${porch.url}/inbox`);
+  await inbox.locator("#conversations[data-state=live]").waitFor({ state: "attached" });
+  const streams = [];
+  for (const page of [team, inbox]) {
+    page.on("request", (r) => { if (r.url().includes("/events") || r.url().includes("/inbox/counts")) streams.push(r.url()); });
+  }
+
+  // Signed out in a third tab: both pages say so instead of "Reconnecting…" and live counts.
+  const other = await context.newPage();
+  await other.goto(`${porch.url}/account`);
+  await other.getByRole("button", { name: "Sign out" }).click();
+  await other.waitForURL(/\/login/);
+  for (const page of [team, inbox]) {
+    const note = page.locator("[data-signed-out]");
+    await note.waitFor();
+    assert.match(await note.innerText(), /^Signed out: this page is no longer live\. Sign in$/);
+    assert.match(await note.getByRole("link", { name: "Sign in" }).getAttribute("href"), /^\/login\?next=%2F/);
+    assert.doesNotMatch(await page.title(), /^\(\d+\)/);
+    assert.equal(await page.locator("[data-live-status]:visible").count(), 0);
+  }
+  // And they stop asking.
+  const asked = streams.length;
+  await team.waitForTimeout(4000);
+  assert.ok(streams.length <= asked, `reconnected ${streams.length - asked} times after signing out`);
+  await context.close();
+});

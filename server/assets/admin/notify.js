@@ -111,14 +111,26 @@
     };
   };
 
-  document.addEventListener("porch:alert", (e) => {
-    const a = e.detail;
-    if (!a || typeof a.message !== "number" || someTabShows(a.conversation)) return;
-    // Every open tab gets the alert; the first to claim its message id speaks for them all.
+  // Every open tab gets the alert at the same moment; the first to claim its message id speaks
+  // for them all. The claim is a Web Lock named after the message, taken only if free and held a
+  // few seconds (a read then a write of localStorage is not one step across tabs); the id kept in
+  // localStorage stops a tab that hears of the message later.
+  const HOLD_MS = 5000;
+  const speak = (a) => {
     if (Number(store.get(ALERTED)) >= a.message) return;
     store.set(ALERTED, String(a.message));
     if (store.get(SOUND) === "on") beep();
     if (canNotify()) notify(a);
+  };
+  document.addEventListener("porch:alert", (e) => {
+    const a = e.detail;
+    if (!a || typeof a.message !== "number" || someTabShows(a.conversation)) return;
+    if (!navigator.locks) { speak(a); return; }
+    navigator.locks.request(`porch-alert-${a.message}`, { ifAvailable: true }, async (lock) => {
+      if (!lock) return; // another tab has it
+      speak(a);
+      await new Promise((done) => setTimeout(done, HOLD_MS));
+    });
   });
 
   // --- the switches in the top bar
@@ -165,9 +177,44 @@
       const source = new EventSource("/inbox/counts");
       source.addEventListener("counts", relay("porch:counts"));
       source.addEventListener("alert", relay("porch:alert"));
-      // EventSource retries network errors itself, not an error answer (signed out): stop then.
-      source.onerror = () => { if (source.readyState === EventSource.CLOSED) setTimeout(connect, 30000); };
+      source.onerror = () => { if (source.readyState === EventSource.CLOSED) streamClosed(() => setTimeout(connect, 30000)); };
     };
     connect();
   }
+
+  // --- a stream that ended with an error answer: signed out, or the server's trouble
+  // EventSource retries network errors by itself, not an error answer. Each page's stream (this
+  // script's, inbox.js's) reports such an end with `porch:stream-closed` and a function that
+  // reconnects; a request marked X-Porch-Fetch tells which it is (401 when the session is gone).
+  let signedOut = false;
+  const isSignedOut = async () => {
+    try {
+      const r = await fetch(location.pathname, { method: "HEAD", headers: { "X-Porch-Fetch": "1" },
+        redirect: "manual", cache: "no-store" });
+      return r.status === 401 || r.type === "opaqueredirect";
+    } catch { return false; } // no answer: the network, which the reconnect will meet again
+  };
+  // Says so once, instead of the counts and "Reconnecting…": nothing on the page is live any more.
+  const showSignedOut = () => {
+    signedOut = true;
+    document.title = baseTitle;
+    setBadge(false);
+    for (const el of document.querySelectorAll("[data-unread]")) el.hidden = true;
+    for (const el of document.querySelectorAll("[data-live-status]")) el.hidden = true;
+    const note = document.createElement("p");
+    note.className = "notice notice-error";
+    note.setAttribute("role", "alert");
+    note.dataset.signedOut = "";
+    const link = document.createElement("a");
+    link.href = `/login?next=${encodeURIComponent(location.pathname + location.search)}`;
+    link.textContent = "Sign in";
+    note.append("Signed out: this page is no longer live. ", link);
+    document.querySelector("main")?.prepend(note);
+  };
+  const streamClosed = async (reconnect) => {
+    if (signedOut) return;
+    if (await isSignedOut()) showSignedOut();
+    else reconnect();
+  };
+  document.addEventListener("porch:stream-closed", (e) => streamClosed(e.detail));
 })();

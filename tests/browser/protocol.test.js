@@ -314,7 +314,7 @@ test("a message waiting after a reload is shown at once and resent with its clie
 test("works on a page with a strict Content-Security-Policy as docs/widget.md describes", { timeout: 30000 },
   async () => {
     const csp = [`default-src 'none'`, `script-src 'nonce-${NONCE}' ${PORCH}`, `style-src ${PORCH}`,
-      `connect-src ws://porch.test`, `img-src 'none'`].join("; ");
+      `connect-src ws://porch.test`, `img-src blob:`].join("; ");
     const ui = await open({}, { csp });
     await ui.page.locator("[data-porch=greeting]").waitFor();
     await ui.say("Hello under CSP");

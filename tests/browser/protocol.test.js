@@ -113,9 +113,25 @@ test("Enter sends, Shift+Enter starts a new line, blank input sends nothing", { 
   assert.equal(sent.length, 1);
   assert.equal(sent[0].body, "first line\nsecond line");
   assert.match(sent[0].client_id, /^[A-Za-z0-9_-]{1,64}$/);
-  assert.equal(await ui.input.getAttribute("maxlength"), "4000");
   await ui.done();
 });
+
+test("the limit counts characters as the server does: 2,500 emoji go whole, 4,001 letters do not",
+  { timeout: 30000 }, async () => {
+    const ui = await open();
+    await waitFor("welcome", async () => (await ui.status.getAttribute("data-state")) === "connected");
+    const emoji = "\u{1F600}".repeat(2500); // 5,000 UTF-16 units, 2,500 characters
+    await ui.input.fill(emoji);
+    assert.equal(await ui.page.locator(".counter").evaluate((el) => el.textContent), "2500 / 4000");
+    await ui.input.press("Enter");
+    await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor();
+    assert.equal(ui.fake.sent()[0].body, emoji);
+    await ui.input.fill("x".repeat(4001));
+    await ui.input.press("Enter");
+    await ui.error.waitFor({ state: "visible" });
+    assert.equal(ui.fake.sent().length, 1, "too long: not sent");
+    await ui.done();
+  });
 
 test("rate_limited: 'Please wait N s', then the same client_id is resent after retry_after_ms",
   { timeout: 30000 }, async () => {

@@ -169,3 +169,55 @@ test("an agent closing the conversation shows a notice; the visitor's next messa
       await v.context.close();
     }
   });
+
+test("a page whose arrays serialize as strings (Prototype.js 1.6's toJSON) still sends and keeps its queue",
+  { timeout: 60000 }, async () => {
+    const { host, browser } = world;
+    const context = await browser.newContext();
+    await context.addInitScript(() => {
+      Array.prototype.toJSON = function toJSON() { return `[${this.map((x) => JSON.stringify(x)).join(", ")}]`; };
+    });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    try {
+      await page.goto(host.url);
+      await page.locator("[data-porch=launcher]").click();
+      await page.locator("[data-porch=status][data-state=connected]").waitFor();
+      for (const text of ["Hello from an old page", "And again"]) {
+        await page.locator("[data-porch=input]").fill(text);
+        await page.locator("[data-porch=input]").press("Enter");
+      }
+      await waitFor("both acknowledged", async () =>
+        (await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").count()) === 2);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+test("the first reply arrives in view after a long first message and the email offer below it",
+  { timeout: 60000 }, async () => {
+    const { porch, site, host, browser } = world;
+    const v = await visitor(browser, host.url);
+    try {
+      // Longer than the message list, so the list is scrolled to its end; then the email offer
+      // appears under it (nobody is online) and makes the list shorter.
+      await v.say(Array.from({ length: 40 }, (_, i) => `line ${i + 1} of my question`).join("\n"));
+      await v.page.locator("[data-porch=email]").waitFor({ state: "visible" });
+      const { body } = await porch.api("GET", "/conversations");
+      const conv = Math.max(...body.conversations.filter((c) => c.site === site.key).map((c) => c.id));
+      const reply = await porch.api("POST", `/conversations/${conv}/messages`, { body: "Here is your answer." });
+      assert.equal(reply.status, 201, JSON.stringify(reply.body));
+      const theirs = v.page.locator("[data-porch=message][data-author=agent]", { hasText: "Here is your answer." });
+      await theirs.waitFor();
+      await waitFor("the reply in view", async () => theirs.evaluate((el) => {
+        const list = el.closest("[data-porch=messages]").getBoundingClientRect();
+        const box = el.getBoundingClientRect();
+        return box.top >= list.top && box.bottom <= list.bottom + 1;
+      }));
+    } finally {
+      await v.context.close();
+    }
+  });

@@ -140,12 +140,18 @@
       if (v == null) localStorage.removeItem(k); else localStorage.setItem(k, v);
     } catch { memory[k] = v; }
   };
+  // JSON that ignores a host page's Array.prototype.toJSON (Prototype.js 1.6 defines one that turns
+  // every array into a string): each array is given to the serializer as a plain copy.
+  const toJson = (value) => JSON.stringify(value, function (k, v) {
+    const raw = this[k];
+    return Array.isArray(raw) ? Array.from(raw) : v;
+  });
   // Unacked messages [{client_id, body}], shared by this visitor's tabs. Always read fresh, so that two
   // tabs adding and removing entries do not overwrite each other's.
   const pending = () => {
-    try { return JSON.parse(read(key("pending"))) || []; } catch { return []; }
+    try { const list = JSON.parse(read(key("pending"))); return Array.isArray(list) ? list : []; } catch { return []; }
   };
-  const setPending = (list) => write(key("pending"), list.length ? JSON.stringify(list) : null);
+  const setPending = (list) => write(key("pending"), list.length ? toJson(list) : null);
   const addPending = (m) => setPending([...pending().filter((p) => p.client_id !== m.client_id), m]);
   const dropPending = (cid) => setPending(pending().filter((p) => p.client_id !== cid));
 
@@ -188,9 +194,19 @@
     h("div", { class: "bubble" }));
   const list = h("div", { class: "messages", "data-porch": "messages", role: "log", "aria-live": "polite",
     "aria-label": t("messages"), tabindex: "0" }, greeting);
+  // The list keeps to its end while the visitor has not scrolled up, also when what is around it
+  // grows and makes it shorter (the email form after the first ack, the composer, file chips):
+  // otherwise the first reply could arrive below the fold, unseen.
+  let pinned = true;
+  list.addEventListener("scroll", () => {
+    pinned = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  }, { passive: true });
+  if (window.ResizeObserver) new ResizeObserver(() => { if (pinned) list.scrollTop = list.scrollHeight; }).observe(list);
   const typing = h("p", { class: "typing", "data-porch": "typing", hidden: true });
   const error = h("p", { class: "error", "data-porch": "error", role: "alert", hidden: true });
-  const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1", maxlength: String(MAX_BODY),
+  // No maxlength: it counts UTF-16 units, so 2,000 emoji would fill it; the limit is 4,000 characters
+  // (code points), as the server counts, checked on send with the counter beside the box.
+  const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1",
     placeholder: t("placeholder"), autocomplete: "off" });
   const counter = h("span", { class: "counter", "aria-live": "polite", hidden: true });
   const sendBtn = h("button", { type: "submit", class: "send", "data-porch": "send" }, t("send"));
@@ -555,7 +571,7 @@
   let holdUntil = 0;
 
   const sendFrame = (f) => {
-    try { if (ws && isReady) ws.send(JSON.stringify(f)); } catch { /* closing: resent after reconnect */ }
+    try { if (ws && isReady) ws.send(toJson(f)); } catch { /* closing: resent after reconnect */ }
   };
   const transmit = (m) => {
     if (!holdTimer && !m.awaiting_form) {
@@ -853,17 +869,17 @@
     asked = p || null;
     preFields = null;
     pre.hidden = true;
-    const list = pending();
+    const queued = pending();
     if (!p) {
       // Nothing to answer any more (answered in another tab, or the form turned off): send what waited.
-      if (list.some((m) => m.awaiting_form)) {
-        setPending(list.map(({ awaiting_form: _, ...m }) => m));
+      if (queued.some((m) => m.awaiting_form)) {
+        setPending(queued.map(({ awaiting_form: _, ...m }) => m));
         resendPending();
       }
       return;
     }
-    const waiting = list.find((m) => m.awaiting_form);
-    if (list.length && !waiting) return; // unsent messages go first, with the answers they carry
+    const waiting = queued.find((m) => m.awaiting_form);
+    if (queued.length && !waiting) return; // unsent messages go first, with the answers they carry
     const before = answers || (typeof waiting?.awaiting_form === "object" ? waiting.awaiting_form : {});
     const field = (key, label, mode, type, max) => {
       if (mode !== "optional" && mode !== "required") return null;
@@ -902,14 +918,14 @@
   // form was known, while the server was down): it stays unsent, and the form asks again, filled with what
   // was given, until the visitor answers it (the send button then sends the waiting messages first).
   const awaitForm = (cid, text) => {
-    const list = pending();
-    const m = list.find((p) => p.client_id === cid);
+    const queued = pending();
+    const m = queued.find((p) => p.client_id === cid);
     if (!m) return;
     const answers = m.prechat || {};
     if (answers.email && read(key("email")) === answers.email) write(key("email"), null);
     delete m.prechat;
     m.awaiting_form = answers;
-    setPending(list);
+    setPending(queued);
     const el = byClientId.get(cid);
     if (el) setMeta(el, "sending", t("prechat_missing"));
     if (!preFields) showPrechat(asked, answers);
@@ -917,16 +933,16 @@
   };
   // Answers the form for the messages that wait for it; false while it is not answered well.
   const answerWaiting = () => {
-    const list = pending();
-    const first = list.find((m) => m.awaiting_form);
+    const queued = pending();
+    const first = queued.find((m) => m.awaiting_form);
     if (!first) return true;
     if (!withPrechat(first)) return false;
-    for (const m of list) {
+    for (const m of queued) {
       delete m.awaiting_form;
       const el = byClientId.get(m.client_id);
       if (el) setMeta(el, "sending", t("sending"));
     }
-    setPending(list);
+    setPending(queued);
     if (isReady) resendPending();
     else if (!ws) connect();
     return true;
@@ -937,7 +953,7 @@
   const grow = () => {
     input.style.height = "auto";
     input.style.height = `${Math.min(input.scrollHeight, 140)}px`;
-    const n = input.value.length;
+    const n = [...input.value].length;
     counter.hidden = n < MAX_BODY - 500;
     counter.textContent = `${n} / ${MAX_BODY}`;
   };
@@ -946,7 +962,7 @@
     const files = readyFiles();
     if (!files || stopped || !answerWaiting()) return;
     if (!body && !files.length) return;
-    if (body.length > MAX_BODY) { showError(t("too_long", { max: MAX_BODY })); return; }
+    if ([...body].length > MAX_BODY) { showError(t("too_long", { max: MAX_BODY })); return; }
     // The uploads' ids (and what shows them) go into the pending entry, so a resend names the same files.
     const m = { client_id: newClientId(), body };
     if (!withPrechat(m)) return;

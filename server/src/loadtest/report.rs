@@ -58,6 +58,25 @@ pub fn markdown(r: &Report) -> String {
                 if s.passed { "yes" } else { "**no**" }
             );
         }
+        // Why visitors were refused (a running server's own brakes, for example).
+        for s in series
+            .stairs
+            .iter()
+            .filter(|s| s.refused.values().any(|n| *n > 0))
+        {
+            let codes: Vec<String> = s
+                .refused
+                .iter()
+                .map(|(code, n)| format!("`{code}` {n}"))
+                .collect();
+            let _ = writeln!(
+                md,
+                "\nrefused at {}/s, round {}: {}",
+                s.target,
+                s.round,
+                codes.join(", ")
+            );
+        }
         let _ = writeln!(
             md,
             "\ncapacity (highest passing stair): {}\n",

@@ -135,7 +135,12 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         machine,
         placement,
         visitors: args.visitors,
-        sites: args.sites,
+        // Against a running server the visitors spread over the sites named with `--site`.
+        sites: if args.url.is_some() {
+            u32::try_from(args.site_keys.len()).unwrap_or(u32::MAX)
+        } else {
+            args.sites
+        },
         idle: args.idle,
         flood_rate: args.flood,
         seeded_messages: args.seed_messages,

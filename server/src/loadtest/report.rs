@@ -17,6 +17,28 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// Why visitors of `series` were refused, per stair (a running server's own brakes, say).
+fn refusals(md: &mut String, series: &Series) {
+    for s in series
+        .stairs
+        .iter()
+        .filter(|s| s.refused.values().any(|n| *n > 0))
+    {
+        let codes: Vec<String> = s
+            .refused
+            .iter()
+            .map(|(code, n)| format!("`{code}` {n}"))
+            .collect();
+        let _ = writeln!(
+            md,
+            "\nrefused at {}/s, round {}: {}",
+            s.target,
+            s.round,
+            codes.join(", ")
+        );
+    }
+}
+
 /// Renders the report as Markdown: one table per series, then ratios to the echo.
 pub fn markdown(r: &Report) -> String {
     let mut md = String::new();
@@ -58,25 +80,7 @@ pub fn markdown(r: &Report) -> String {
                 if s.passed { "yes" } else { "**no**" }
             );
         }
-        // Why visitors were refused (a running server's own brakes, for example).
-        for s in series
-            .stairs
-            .iter()
-            .filter(|s| s.refused.values().any(|n| *n > 0))
-        {
-            let codes: Vec<String> = s
-                .refused
-                .iter()
-                .map(|(code, n)| format!("`{code}` {n}"))
-                .collect();
-            let _ = writeln!(
-                md,
-                "\nrefused at {}/s, round {}: {}",
-                s.target,
-                s.round,
-                codes.join(", ")
-            );
-        }
+        refusals(&mut md, series);
         let _ = writeln!(
             md,
             "\ncapacity (highest passing stair): {}\n",

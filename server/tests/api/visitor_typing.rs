@@ -9,7 +9,7 @@ use reqwest::Response;
 use serde_json::json;
 
 use crate::helpers::{TestApp, WAIT};
-use crate::inbox::{setup_admin, signed_in_from};
+use crate::inbox::{send, setup_admin, signed_in_from};
 use crate::revocation::open_stream;
 
 /// Reads the stream for `within`, returning what arrived (a quiet stream just times out).
@@ -54,8 +54,12 @@ async fn a_visitors_typing_reaches_the_conversation_page_unanswered_and_unstored
     let ack = widget.say("c1", "Hello").await;
     assert_eq!(ack["type"], "ack", "{ack}");
     let conversation: i64 = app.count("SELECT id FROM conversations");
-    let path = format!("/conversations/{conversation}/events");
-    let (mut stream, _) = open_stream(&app, &path, &admin.cookie).await;
+    let page = format!("/conversations/{conversation}");
+    assert_eq!(
+        send(&app, "GET", &page, &admin.cookie, None).await.status,
+        200
+    );
+    let (mut stream, _) = open_stream(&app, &format!("{page}/events"), &admin.cookie).await;
     // Opening the page is the agent reading the conversation: the widget hears of it (`read`).
     let read = widget.recv().await;
     assert_eq!(read["type"], "read", "{read}");

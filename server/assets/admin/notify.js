@@ -189,7 +189,9 @@
   let signedOut = false;
   const isSignedOut = async () => {
     try {
-      const r = await fetch(location.pathname, { method: "HEAD", headers: { "X-Porch-Fetch": "1" },
+      // `/account`: every signed-in user may open it, and reading it changes nothing (a HEAD of a
+      // conversation page would mark the conversation read).
+      const r = await fetch("/account", { method: "HEAD", headers: { "X-Porch-Fetch": "1" },
         redirect: "manual", cache: "no-store" });
       return r.status === 401 || r.type === "opaqueredirect";
     } catch { return false; } // no answer: the network, which the reconnect will meet again

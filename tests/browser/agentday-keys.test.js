@@ -102,9 +102,12 @@ test("a and e act on the focused row of the list", { timeout: 30000 }, async () 
   await page.keyboard.press("a");
   await waitFor("the row to show the assignee", async () =>
     (await row.locator(".assignee").innerText()) === "You");
-  await row.locator("a").focus();
+  // The live stream replaced the row; the focus stays on it, so e acts on it with no click.
+  await waitFor("the focus back on the row", async () => /Second chat/.test((await focused()).text));
   await page.keyboard.press("e");
   await row.waitFor({ state: "detached" });
+  // The closed row left the list; the focus goes to the one that took its place.
+  await waitFor("the focus on the next row", async () => /First chat/.test((await focused()).text));
 });
 
 test("/ focuses the search box when the page has one", { timeout: 30000 }, async () => {

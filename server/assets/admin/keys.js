@@ -18,15 +18,31 @@
   const savedOrder = () => {
     try { return JSON.parse(sessionStorage.getItem(ORDER)) || []; } catch { return []; }
   };
-  if (list) {
-    saveOrder();
-    new MutationObserver(saveOrder).observe(list, { childList: true });
-  }
-
   const isTextField = (el) => !!el && (el.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(el.tagName));
 
   // The row the keys act on in the list: the focused one.
   const focusedRow = () => rows().find((a) => a === document.activeElement);
+
+  // The live stream replaces a row that changed (after a) and removes one that left the list
+  // (after e), and the focus goes with it. It comes back to the same conversation's new row, or
+  // to the row that took the old one's place, so j goes on from there rather than from the top.
+  let lastRow = null; // {id, index} of the row that had focus last
+  const giveFocusBack = () => {
+    if (!lastRow || (document.activeElement && document.activeElement !== document.body)) return;
+    const all = rows();
+    const again = all.find((a) => a.parentElement.dataset.id === lastRow.id) ||
+      all[Math.min(lastRow.index, all.length - 1)];
+    again?.focus({ preventScroll: true });
+  };
+  if (list) {
+    saveOrder();
+    new MutationObserver(() => { saveOrder(); giveFocusBack(); }).observe(list, { childList: true });
+    // Focus anywhere else (the search box, a link) forgets the row.
+    document.addEventListener("focusin", () => {
+      const row = focusedRow();
+      lastRow = row ? { id: row.parentElement.dataset.id, index: rows().indexOf(row) } : null;
+    });
+  }
   const move = (step) => {
     if (list) {
       const all = rows();

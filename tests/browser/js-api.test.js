@@ -178,3 +178,20 @@ test("calls queued before the snippet run; off() removes a handler; a throwing h
       await host.close();
     }
   });
+
+test("an element with id=\"Porch\" on the page does not stop the widget", { timeout: 60000 }, async () => {
+  const { browser } = world;
+  const { host } = await site("Porch Inc", { extra: `<div id="Porch">Porch Inc, since 1999</div>` });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  try {
+    await page.goto(host.url);
+    await page.locator("[data-porch=launcher]").click();
+    await page.locator("[data-porch=status][data-state=connected]").waitFor();
+    assert.equal(await page.evaluate(() => typeof window.Porch.open), "function");
+  } finally {
+    await context.close();
+    await host.close();
+  }
+});

@@ -6,7 +6,8 @@
   try {
     const w = window, d = document, K = "porch:" + c.site + ":open";
     // Calls queued as Porch.push([name, ...args]) before the snippet ran; a second snippet leaves the first.
-    const q = w.Porch || [];
+    // Anything else called Porch (an element with id="Porch", which browsers expose as window.Porch) is no queue.
+    const P = w.Porch, q = Array.isArray(P) || (P && P.on) ? P : [];
     if (!q.push || q.on) return;
     const H = {}; // event handlers by name
     let btn, isOpen = false, asked, early, go, opener;

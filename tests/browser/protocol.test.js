@@ -359,3 +359,21 @@ test("a reply that arrives while the panel is closed marks the launcher unread",
   assert.equal(ui.fake.conns.length, 1, "closing the panel must not drop the connection");
   await ui.done();
 });
+
+test("links in messages: http(s) only, in a new tab, a closing bracket only when the address opened one",
+  { timeout: 30000 }, async () => {
+    const ui = await open();
+    await waitFor("connected", async () => (await ui.status.getAttribute("data-state")) === "connected");
+    ui.fake.conns[0].send({ type: "message", id: 61, conversation_id: 7, author: "agent", agent_name: "Ana",
+      client_id: null, at: 1764470000000,
+      body: "See https://en.wikipedia.org/wiki/Foo_(bar). Or (https://example.com/x), not javascript:alert(1)" });
+    const reply = ui.theirs.filter({ hasText: "See " });
+    await reply.waitFor();
+    const links = await reply.locator("a").evaluateAll((as) => as.map((a) => [a.getAttribute("href"), a.rel, a.target]));
+    assert.deepEqual(links, [
+      ["https://en.wikipedia.org/wiki/Foo_(bar)", "noopener noreferrer nofollow", "_blank"],
+      ["https://example.com/x", "noopener noreferrer nofollow", "_blank"],
+    ]);
+    assert.match(await reply.innerText(), /\(https:\/\/example\.com\/x\), not javascript:alert\(1\)/);
+    await ui.done();
+  });

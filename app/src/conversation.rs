@@ -389,7 +389,8 @@ pub fn render_conversation(view: ConversationView) -> String {
         .into_iter()
         .map(|message| view! { <Message message/> })
         .collect_view();
-    let title = view.visitor.clone();
+    // Isolated (U+2068 … U+2069), so a right-to-left override in the name cannot turn " · Porch".
+    let title = format!("\u{2068}{}\u{2069}", view.visitor);
     let email_form = view
         .aside
         .visitor
@@ -399,7 +400,7 @@ pub fn render_conversation(view: ConversationView) -> String {
     let content = view! {
         <div class="page-head">
             <p class="crumb"><a href="/inbox">"← Inbox"</a></p>
-            <h1>{view.visitor}</h1>
+            <h1><bdi>{view.visitor}</bdi></h1>
             <p class="live-status" data-live-status hidden>"Reconnecting…"</p>
         </div>
         <NoticeBox notice=view.notice/>

@@ -152,7 +152,8 @@ fn ConversationItem(item: InboxItemView) -> impl IntoView {
                             <span class="dot" aria-hidden="true"></span>
                             <span class="visually-hidden">"Unread: "</span>
                         })}
-                        {item.visitor}
+                        // Isolated: a right-to-left override in a visitor's name stays in it.
+                        <bdi>{item.visitor}</bdi>
                     </span>
                     <time datetime=iso>{text}</time>
                 </div>

@@ -82,7 +82,7 @@ fn VisitorHit(hit: VisitorHitView) -> impl IntoView {
         <li class="search-hit">
             <a href=hit.href>
                 <div class="row">
-                    <span class="visitor">{marked(hit.name)}" "{email}</span>
+                    <span class="visitor"><bdi>{marked(hit.name)}</bdi>" "{email}</span>
                     <time datetime=iso>{text}</time>
                 </div>
                 <div class="row meta">

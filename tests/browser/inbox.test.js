@@ -126,6 +126,12 @@ test("visitor text is shown as text in the inbox and runs nothing", { timeout: 6
   await v.say("<b>still text</b>");
   await page.locator(".message-visitor .body", { hasText: "<b>still text</b>" }).waitFor();
   assert.equal(await page.locator("#messages b").count(), 0);
+  // The visitor's name is isolated wherever it sits beside other text, so a right-to-left override
+  // in it cannot flip what follows: a <bdi> in the heading and the list, U+2068 … U+2069 in the title.
+  assert.equal(await page.locator(".page-head h1 bdi").count(), 1);
+  assert.match(await page.title(), /^(\(\d+\) )?\u2068Visitor #\d+\u2069 · Porch$/);
+  await page.goto(`${porch.url}/inbox`);
+  assert.equal(await page.locator("#conversations li .visitor bdi").first().innerText().then((t) => /^Visitor #/.test(t)), true);
   assert.deepEqual(trouble, [], "a dialog opened or an error was thrown");
   await v.context.close();
 });

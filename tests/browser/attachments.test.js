@@ -30,9 +30,20 @@ test("a visitor's photo reaches the agent live, without its metadata", { timeout
   const sent = await ann.page.evaluate(async ({ server, siteKey, pixel }) => {
     const bytes = Uint8Array.from(atob(pixel), (c) => c.charCodeAt(0));
     const text = new TextEncoder().encode("tEXtLocation\0Secret Street 7");
+    // CRC-32 of the chunk's type and data: a chunk with a wrong one is damage (422).
+    const crc32 = (data) => {
+      let crc = 0xffffffff;
+      for (const byte of data) {
+        let c = (crc ^ byte) & 0xff;
+        for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+        crc = (crc >>> 8) ^ c;
+      }
+      return (crc ^ 0xffffffff) >>> 0;
+    };
     const chunk = new Uint8Array(12 + text.length - 4);
     new DataView(chunk.buffer).setUint32(0, text.length - 4);
     chunk.set(text, 4);
+    new DataView(chunk.buffer).setUint32(chunk.length - 4, crc32(text));
     const png = new Uint8Array(bytes.length + chunk.length);
     png.set(bytes.subarray(0, 33)); // signature and IHDR
     png.set(chunk, 33);

@@ -421,7 +421,7 @@
     let at = 0;
     for (const m of text.matchAll(URL_RE)) {
       let url = m[0];
-      // A closing bracket is the URL's when the URL opened it ("…/wiki/Foo_(bar)"), else the text's.
+      // A closing bracket is the URL's when the URL opened it ("/wiki/Foo_(bar)"), else the text's.
       if (text[m.index + url.length] === ")" && url.split("(").length > url.split(")").length) url += ")";
       el.append(text.slice(at, m.index),
         h("a", { href: url, target: "_blank", rel: "noopener noreferrer nofollow", text: url }));

@@ -151,6 +151,9 @@ test("a form post without a valid CSRF token is refused", { timeout: 30000 }, as
   // A plain HTML form from another origin: no session cookie travels (SameSite=Lax), and no token.
   const page = await admin.newPage();
   await page.goto(host.url);
+  // Wait for the post's own answer before closing: closing a page while a cross-origin navigation
+  // commits can hang Chromium's close for good (crbug.com/536385539).
+  const answer = page.waitForResponse((r) => r.url() === `${porch.url}/sites` && r.request().method() === "POST");
   await page.evaluate((url) => {
     const f = document.createElement("form");
     f.method = "post";
@@ -162,7 +165,8 @@ test("a form post without a valid CSRF token is refused", { timeout: 30000 }, as
     document.body.append(f);
     f.submit();
   }, porch.url);
-  await page.waitForLoadState("load");
+  assert.equal((await answer).status(), 403);
+  await page.waitForURL(`${porch.url}/sites`);
   await page.close();
   await adminPage.goto(`${porch.url}/sites`);
   assert.equal(await adminPage.getByText("Evil").count(), 0, "a forged post created a site");

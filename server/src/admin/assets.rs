@@ -20,10 +20,6 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("public, max-age=300"),
             ),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
         ],
         body,
     )

@@ -50,10 +50,6 @@ pub fn html_with_status(status: StatusCode, body: String) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
     // Pages show private conversations: never keep them in a shared or back-forward cache.
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response

@@ -123,10 +123,6 @@ pub fn attachment_response(meta: &AttachmentMeta, data: Vec<u8>) -> Response {
         out.insert(header::CONTENT_DISPOSITION, value);
     }
     out.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    out.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("sandbox; default-src 'none'"),
     );

@@ -67,6 +67,7 @@ fn router() -> Router {
             );
             response
         })
+        .layer(super::routes::nosniff())
 }
 
 async fn not_ready() -> Response {

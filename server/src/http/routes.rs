@@ -1,10 +1,11 @@
 //! Every URL Porch serves, in one place.
 
 use axum::Router;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::routing::{get, post, put};
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use crate::admin;
@@ -69,7 +70,20 @@ pub fn router(app: AppState) -> Router {
         .layer(axum::middleware::from_fn(refusal_bodies))
         .layer(CompressionLayer::new());
     let websocket = Router::new().route("/widget/ws", get(widget::upgrade));
-    websocket.merge(uploads(&app)).merge(http).with_state(app)
+    websocket
+        .merge(uploads(&app))
+        .merge(http)
+        .layer(nosniff())
+        .with_state(app)
+}
+
+/// `X-Content-Type-Options: nosniff` on every answer, also the framework's own refusals and the
+/// websocket route's: a browser must take a body only as the type it is sent with.
+pub(super) fn nosniff() -> SetResponseHeaderLayer<HeaderValue> {
+    SetResponseHeaderLayer::if_not_present(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    )
 }
 
 /// Attachment uploads: out of the general body limit (each handler reads the body within its

@@ -99,11 +99,6 @@ pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response 
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("public, max-age=300"),
             ),
-            // A browser must run these only as what they say they are.
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
             // The panel is loaded by pages on other origins.
             (
                 header::ACCESS_CONTROL_ALLOW_ORIGIN,

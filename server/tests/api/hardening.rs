@@ -1,5 +1,5 @@
 //! Smaller trust defects: `next` with control characters, reset links surviving a disable, HSTS,
-//! `nosniff` on the widget's scripts, and listing and revoking API tokens.
+//! `nosniff` on every answer, and listing and revoking API tokens.
 
 use std::process::Command;
 
@@ -92,11 +92,23 @@ async fn hsts_is_sent_when_the_public_url_is_https_only() {
 }
 
 #[tokio::test]
-async fn the_widget_scripts_are_nosniff() {
+async fn every_answer_is_nosniff() {
     let app = TestApp::spawn(&[]).await;
-    for path in ["/widget/panel.js", "/widget/panel.css"] {
+    // Scripts, JSON, metrics, and refusals by the framework itself: an unknown widget language,
+    // a websocket URL opened without an upgrade, an unknown API path.
+    for (path, status) in [
+        ("/widget/panel.js", 200),
+        ("/widget/panel.css", 200),
+        ("/assets/inbox.js", 200),
+        ("/healthz", 200),
+        ("/metrics", 200),
+        ("/widget/locales/xx.json", 404),
+        ("/widget/ws", 400),
+        ("/api/v1/nothing", 404),
+        ("/nothing", 404),
+    ] {
         let answer = send(&app, "GET", path, "", None).await;
-        assert_eq!(answer.status, 200);
+        assert_eq!(answer.status, status, "{path}");
         assert_eq!(
             answer.header("x-content-type-options"),
             Some("nosniff"),

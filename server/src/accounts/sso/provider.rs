@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempts::{Attempts, Pending};
 use super::mapping::{Claims, Refusal};
+use crate::clock;
 
 /// Bound on one call to the provider (discovery, keys, token exchange).
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,6 +27,10 @@ const REFRESH_EVERY: Duration = Duration::from_hours(1);
 /// The first and the longest wait before discovery is tried again after a failure.
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_mins(1);
+/// How far ahead of this server's clock an ID token's issue time (`iat`) may be. Clocks drift by
+/// seconds; a token issued further in the future comes from a provider whose clock is wrong, or
+/// was minted to outlive its `exp` check, and is refused.
+const ISSUED_AHEAD_LEEWAY: Duration = Duration::from_mins(5);
 
 /// The callback path, appended to the public URL to make the redirect URI.
 pub const CALLBACK_PATH: &str = "/login/sso/callback";
@@ -263,8 +268,13 @@ impl Sso {
             .map_err(|err| token_failure(&err))?;
         let id_token = openidconnect::TokenResponse::id_token(&token)
             .ok_or_else(|| token_failure(&"no ID token in the token response"))?;
+        let verifier = client
+            .id_token_verifier()
+            .set_issue_time_verifier_fn(|iat| {
+                issued_by_now(iat.timestamp_millis(), clock::now_ms())
+            });
         let claims = id_token
-            .claims(&client.id_token_verifier(), &pending.nonce)
+            .claims(&verifier, &pending.nonce)
             .map_err(|err| token_failure(&err))?;
         let claims = Claims {
             issuer: claims.issuer().to_string(),
@@ -278,6 +288,17 @@ impl Sso {
         };
         Ok((claims, pending.next))
     }
+}
+
+/// Checks an ID token's `iat` against this server's clock, both in Unix milliseconds.
+fn issued_by_now(iat_ms: i64, now_ms: i64) -> Result<(), String> {
+    if iat_ms > now_ms.saturating_add(clock::millis(ISSUED_AHEAD_LEEWAY)) {
+        return Err(format!(
+            "the ID token is issued {} s in the future; check the provider's clock",
+            (iat_ms - now_ms) / 1000
+        ));
+    }
+    Ok(())
 }
 
 /// Logs why the code exchange or the ID token failed (for the operator) and refuses.
@@ -315,4 +336,20 @@ async fn send(http: reqwest::Client, request: HttpRequest) -> Result<HttpRespons
     *answer.status_mut() = status;
     *answer.headers_mut() = headers;
     Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_token_issued_beyond_the_leeway_is_refused() {
+        let now = 1_800_000_000_000;
+        let leeway = clock::millis(ISSUED_AHEAD_LEEWAY);
+        assert_eq!(issued_by_now(now - 3_600_000, now), Ok(()));
+        assert_eq!(issued_by_now(now + leeway, now), Ok(()), "a drifting clock");
+        let refused = issued_by_now(now + leeway + 1000, now).unwrap_err();
+        assert!(refused.contains("301 s in the future"), "{refused}");
+        assert!(issued_by_now(now + 86_400_000, now).is_err());
+    }
 }

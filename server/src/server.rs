@@ -77,9 +77,11 @@ fn connection_budget(config: &Config) -> usize {
 /// opened or migrated.
 pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<Server> {
     config.load_secret_files()?;
+    let data_dir = config.data_dir.clone();
+    let full_disk = |err| store::explain_full_disk(err, &data_dir);
     // Before anything touches the database: a second server must not start at all.
-    let lock = lock_data_dir(&config.data_dir)?;
-    let sealing = load_secret_key(&config)?;
+    let lock = lock_data_dir(&config.data_dir).map_err(full_disk)?;
+    let sealing = load_secret_key(&config).map_err(full_disk)?;
     let config = Arc::new(config);
     let local_addr = listener.local_addr().context("reading the bound address")?;
     let booting = crate::http::serve_while_booting(listener, config.header_timeout);
@@ -87,8 +89,9 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let opened = open_database(&config, sealing.clone()).await;
     // Take the listener back before looking at the outcome, so a failed start closes it too.
     let listener = booting.finish().await?;
-    let (conn, secret) =
-        opened.with_context(|| format!("opening the database {}", path.display()))?;
+    let (conn, secret) = opened
+        .with_context(|| format!("opening the database {}", path.display()))
+        .map_err(full_disk)?;
 
     let writer = Arc::new(Writer::start(
         conn,

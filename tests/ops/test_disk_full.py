@@ -6,6 +6,7 @@ the same message goes through without a restart. Needs root (to mount the tmpfs)
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import uuid
 
@@ -168,3 +169,23 @@ def test_a_first_start_on_a_full_disk_leaves_no_key_file_and_starts_once_space_r
     server = processes.serve(porch_bin, data)
     server.wait_ready()
     assert len((data / "secret.key").read_text().strip()) == 44
+
+
+def test_a_restart_on_a_full_disk_says_the_disk_is_full(porch_bin, processes, small_disk):
+    """A server stopped and started again once the disk filled up: SQLite alone says only
+    "disk I/O error" (it cannot size the -shm file), which sends an operator after a broken
+    disk. The error must name the cause and the directory, and the start must work once space
+    returns."""
+    data = small_disk / "data"
+    server = processes.serve(porch_bin, data)
+    server.wait_ready()
+    server.process.send_signal(signal.SIGTERM)
+    server.process.wait(timeout=WAIT)
+    fill(small_disk)
+    failed = run([porch_bin, "--data-dir", data, "serve", "--listen", "127.0.0.1:0"], check=False)
+    assert failed.returncode != 0, failed.stderr
+    error = failed.stderr.strip().splitlines()[-1]
+    assert error.startswith(f"error: the disk holding {data} is full: free some space on it"), error
+
+    (small_disk / "ballast").unlink()
+    processes.serve(porch_bin, data).wait_ready()

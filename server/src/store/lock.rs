@@ -23,7 +23,8 @@ pub enum LockError {
         dir.display()
     )]
     Held { dir: PathBuf, pid: String },
-    #[error("could not lock {}: {source}", path.display())]
+    // The cause is not repeated here: it is the error's source, printed after it.
+    #[error("could not lock {}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,

@@ -14,6 +14,7 @@ mod conversations;
 mod db;
 mod deliveries;
 mod delivery;
+mod disk_room;
 mod error;
 mod export;
 mod hours;
@@ -85,6 +86,7 @@ pub use deliveries::{
     list_site_integrations, load_webhook_conversation,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
+pub use disk_room::explain_full_disk;
 pub use error::Error;
 pub use export::{
     ConversationRecord, JobRecord, VisitorRecord, find_visitor_record,

@@ -14,11 +14,6 @@ const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// While the disk is full and nothing commits, how often free space is probed, so readiness
 /// recovers without waiting for traffic.
 const DISK_PROBE_INTERVAL: Duration = Duration::from_secs(1);
-/// What the probe must be able to write and sync beside the database for the disk to count as
-/// usable again: room for a few batches' WAL frames.
-const DISK_PROBE_BYTES: usize = 256 * 1024;
-/// The probe's scratch file, in the database's directory (removed straight away).
-const DISK_PROBE_FILE: &str = ".porch-disk-probe";
 
 /// Failed batches since the last commit: the log lines they may still write, and when the disk
 /// is next probed.
@@ -83,15 +78,7 @@ impl Failures {
                     .map(std::path::Path::to_path_buf)
             })
             .unwrap_or_default();
-        let path = dir.join(DISK_PROBE_FILE);
-        let written = std::fs::File::create(&path).and_then(|mut file| {
-            std::io::Write::write_all(&mut file, &vec![0; DISK_PROBE_BYTES])?;
-            file.sync_all()
-        });
-        if let Err(err) = std::fs::remove_file(&path) {
-            tracing::debug!(error = %err, "could not remove the disk probe file");
-        }
-        match written {
+        match super::disk_room::has_room(&dir) {
             Ok(()) => {
                 self.next_probe = None;
                 tracing::warn!("disk space is available again; ready for writes");

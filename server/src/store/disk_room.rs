@@ -1,0 +1,42 @@
+//! Whether the disk holding the database has room: the writer's probe while the disk is full,
+//! and the start-up's explanation of a failure that a full disk caused. SQLite reports a full
+//! disk in many ways (`SQLITE_FULL`, or a bare `disk I/O error` when it cannot size the `-shm`
+//! file), so the disk itself is asked.
+
+use std::io::Write;
+use std::path::Path;
+
+/// What must be writable and syncable beside the database for the disk to count as usable:
+/// room for a few batches' WAL frames.
+const PROBE_BYTES: usize = 256 * 1024;
+/// The probe's scratch file, in the database's directory (removed straight away).
+const PROBE_FILE: &str = ".porch-disk-probe";
+
+/// Writes and syncs a scratch file of [`PROBE_BYTES`] in `dir`, then removes it.
+///
+/// # Errors
+/// The write's error: `ErrorKind::StorageFull` when the disk is full.
+pub fn has_room(dir: &Path) -> std::io::Result<()> {
+    let path = dir.join(PROBE_FILE);
+    let written = std::fs::File::create(&path).and_then(|mut file| {
+        file.write_all(&vec![0; PROBE_BYTES])?;
+        file.sync_all()
+    });
+    if let Err(err) = std::fs::remove_file(&path) {
+        tracing::debug!(error = %err, "could not remove the disk probe file");
+    }
+    written
+}
+
+/// `err`, with the cause said first when the disk holding `dir` is full: "disk I/O error" or a
+/// key file that "cannot be read or written" would otherwise send an operator after a broken
+/// disk or wrong permissions.
+pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
+    match has_room(dir) {
+        Err(full) if full.kind() == std::io::ErrorKind::StorageFull => err.context(format!(
+            "the disk holding {} is full: free some space on it, then start Porch again",
+            dir.display()
+        )),
+        _ => err,
+    }
+}

@@ -26,8 +26,9 @@ pub struct WebhooksPageView {
     pub endpoints: Vec<EndpointItemView>,
     /// Every event an endpoint can subscribe to, in the documented order.
     pub all_events: Vec<String>,
-    /// What the admin typed, when the form is shown again with an error.
+    /// What the admin typed and ticked, when the form is shown again with an error.
     pub url: String,
+    pub events: Vec<String>,
     pub notice: Option<Notice>,
 }
 
@@ -145,7 +146,7 @@ pub fn render_webhooks(view: WebhooksPageView) -> String {
             <h2>"Add an endpoint"</h2>
             <CsrfField token=csrf/>
             {url_field(view.url)}
-            <EventChoices all=view.all_events chosen=Vec::new()/>
+            <EventChoices all=view.all_events chosen=view.events/>
             <button type="submit" class="button button-primary">"Add endpoint"</button>
         </form>
     };

@@ -21,7 +21,7 @@ use crate::integrations::webhook::{
     WebhookConfig, WebhookSecrets, WebhookSetup, check_webhook, new_secret,
 };
 use crate::integrations::{
-    CheckedSettings, SetupError, add_integration, fix_integration, open_secrets_as,
+    CheckedSettings, SetupError, Sole, add_webhook_endpoint, fix_integration, open_secrets_as,
     rotate_webhook_secret, settings_json,
 };
 use crate::jobs::{WebhookEvent, plan_webhook_replay};
@@ -55,7 +55,7 @@ async fn list_page(
     app: &AppState,
     who: &SignedIn,
     site: &SiteRow,
-    url: String,
+    typed: WebhookSetup,
     notice: Option<Notice>,
 ) -> Result<String, PageError> {
     let id = site.id;
@@ -90,7 +90,8 @@ async fn list_page(
         site_name: site.settings.name.clone(),
         endpoints,
         all_events: all_events(),
-        url,
+        url: typed.url,
+        events: typed.events,
         notice,
     }))
 }
@@ -104,7 +105,7 @@ pub async fn webhooks_page(
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
     Ok(html(
-        list_page(&app, &who, &site, String::new(), query.notice()).await?,
+        list_page(&app, &who, &site, WebhookSetup::default(), query.notice()).await?,
     ))
 }
 
@@ -141,14 +142,15 @@ pub async fn add_webhook(
     AdminPosted { who, form }: AdminPosted<EndpointForm>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
-    let url = form.url.clone();
+    // Shown again with a refusal, so nothing typed or ticked is lost.
+    let typed = form.setup();
     let secrets = WebhookSecrets {
         secret: new_secret(),
         previous: None,
         previous_until: None,
     };
     let added = async {
-        let config = check_webhook(form.setup(), app.config.allow_private_networks).await?;
+        let config = check_webhook(typed.clone(), app.config.allow_private_networks).await?;
         let settings = CheckedSettings {
             kind: "webhook",
             name: "Webhook",
@@ -157,11 +159,23 @@ pub async fn add_webhook(
         };
         let actor = Actor::user(&who.user, ip);
         let handles = (&*app.writer, &app.secret_key);
-        Ok::<_, SetupError>(add_integration(handles, &actor, site.id, settings).await?)
+        let url = config.url.clone();
+        Ok::<_, SetupError>(add_webhook_endpoint(handles, &actor, site.id, settings, url).await?)
     }
     .await;
     match added {
-        Ok(id) => {
+        Ok(Sole::Exists(row)) => {
+            // A reload of this form's answer posts it again: say so, and make nothing new.
+            let notice = Some(Notice::Error(format!(
+                "This site already has an endpoint for this URL (endpoint {}). Its signing \
+                 secret is shown only when it is added; rotate it on the endpoint's page if it \
+                 was lost.",
+                row.id.0
+            )));
+            let body = list_page(&app, &who, &site, typed, notice).await?;
+            Ok(html_with_status(StatusCode::CONFLICT, body))
+        }
+        Ok(Sole::Added(id)) => {
             let (_, row) = find_site_integration(&app, &key, id.0, Some("webhook")).await?;
             let notice = Some(Notice::Success("Endpoint added.".to_owned()));
             let body =
@@ -171,7 +185,7 @@ pub async fn add_webhook(
         Err(SetupError::Store(err)) => Err(err.into()),
         Err(err) => {
             let notice = Some(Notice::Error(err.to_string()));
-            let body = list_page(&app, &who, &site, url, notice).await?;
+            let body = list_page(&app, &who, &site, typed, notice).await?;
             Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
         }
     }

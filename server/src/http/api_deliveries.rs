@@ -17,7 +17,8 @@ use crate::integrations::email::{
 };
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
 use crate::integrations::{
-    CheckedSettings, add_integration, fix_integration, rotate_webhook_secret as rotate_secret,
+    CheckedSettings, Sole, add_integration, add_webhook_endpoint, fix_integration,
+    rotate_webhook_secret as rotate_secret,
 };
 use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
@@ -140,13 +141,27 @@ pub async fn create_webhook(
         config: to_json(&config)?,
         secrets: to_json(&secrets)?,
     };
-    let id = add_integration(
+    let added = add_webhook_endpoint(
         (&app.writer, &app.secret_key),
         &Actor::user(&admin, ip),
         site,
         settings,
+        config.url.clone(),
     )
     .await?;
+    let id = match added {
+        Sole::Added(id) => id,
+        Sole::Exists(row) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!(
+                    "This site already has an endpoint for this URL (id {}): change that one.",
+                    row.id.0
+                ),
+            ));
+        }
+    };
     Ok((
         StatusCode::CREATED,
         Json(

@@ -65,10 +65,10 @@ fn insert_checked(
     insert_integration(c, actor, key, &new, &settings.secrets)
 }
 
-/// What [`add_sole_integration`] found.
+/// What [`add_sole_integration`] or [`add_webhook_endpoint`] found.
 pub enum Sole {
     Added(IntegrationId),
-    /// The site's integration of that kind, which was left as it was.
+    /// The integration that stopped the add, which was left as it was.
     Exists(IntegrationRow),
 }
 
@@ -76,15 +76,49 @@ pub enum Sole {
 /// returned instead. The check is in the same transaction as the insert, so two adds at once
 /// cannot both insert.
 pub async fn add_sole_integration(
-    (writer, key): (&Writer, &Arc<SecretKey>),
+    handles: (&Writer, &Arc<SecretKey>),
     actor: &Actor,
     site_id: SiteId,
     settings: CheckedSettings,
 ) -> Result<Sole, store::Error> {
+    let kind = settings.kind;
+    add_unless(handles, actor, site_id, settings, move |c| {
+        store::find_site_integration(c, site_id, kind)
+    })
+    .await
+}
+
+/// Like [`add_integration`] for a webhook endpoint (`settings` checked by `check_webhook`), unless
+/// the site has an endpoint with this URL: that one is returned instead. A reloaded or resent
+/// "Add endpoint" form would otherwise make a second endpoint, and every event would reach the
+/// receiver twice under two `webhook-id`s, which no deduplication catches.
+pub async fn add_webhook_endpoint(
+    handles: (&Writer, &Arc<SecretKey>),
+    actor: &Actor,
+    site_id: SiteId,
+    settings: CheckedSettings,
+    url: String,
+) -> Result<Sole, store::Error> {
+    add_unless(handles, actor, site_id, settings, move |c| {
+        store::find_webhook_with_url(c, site_id, &url)
+    })
+    .await
+}
+
+/// Adds the integration unless `existing` finds one, in one transaction.
+async fn add_unless(
+    (writer, key): (&Writer, &Arc<SecretKey>),
+    actor: &Actor,
+    site_id: SiteId,
+    settings: CheckedSettings,
+    existing: impl Fn(&rusqlite::Connection) -> Result<Option<IntegrationRow>, store::Error>
+    + Send
+    + 'static,
+) -> Result<Sole, store::Error> {
     let (actor, key) = (actor.clone(), Arc::clone(key));
     writer
         .write(move |c| {
-            if let Some(row) = store::find_site_integration(c, site_id, settings.kind)? {
+            if let Some(row) = existing(c)? {
                 return Ok(Sole::Exists(row));
             }
             insert_checked(c, (&actor, &key), site_id, &settings).map(Sole::Added)

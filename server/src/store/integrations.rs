@@ -253,3 +253,16 @@ pub fn find_site_integration(
         .query_row(params![site_id, kind], from_row)
         .optional()?)
 }
+
+/// The site's webhook endpoint posting to `url` (as stored, after the URL check), if any.
+pub fn find_webhook_with_url(
+    conn: &Connection,
+    site_id: SiteId,
+    url: &str,
+) -> Result<Option<IntegrationRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM integrations WHERE site_id = ?1 AND kind = 'webhook' \
+         AND json_extract(config, '$.url') = ?2 ORDER BY id LIMIT 1"
+    ))?;
+    Ok(stmt.query_row(params![site_id, url], from_row).optional()?)
+}

@@ -248,6 +248,54 @@ async fn destinations_turning_an_integration_off_blocks_its_deliveries_with_the_
 }
 
 #[tokio::test]
+async fn destinations_the_webhook_form_keeps_what_was_ticked_and_never_adds_a_url_twice() {
+    let app = TestApp::spawn(&["--allow-private-networks"]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    // A refused URL shows the form again with what was ticked.
+    let refused = post(
+        &app,
+        &admin,
+        &format!("/sites/{site}/webhooks"),
+        &[
+            ("url", "ftp://example.com/hook"),
+            ("conversation.closed", "on"),
+        ],
+    )
+    .await;
+    assert_eq!(refused.0, 422, "{}", refused.2);
+    assert!(
+        refused
+            .2
+            .contains("name=\"conversation.closed\" value=\"on\" checked"),
+        "the ticked event is kept: {}",
+        refused.2
+    );
+
+    let add = async || {
+        post(
+            &app,
+            &admin,
+            &format!("/sites/{site}/webhooks"),
+            &[
+                ("url", "http://127.0.0.1:9/hook"),
+                ("message.created", "on"),
+            ],
+        )
+        .await
+    };
+    assert_eq!(add().await.0, 200);
+    // The same form posted again (a reload of its answer) makes no second endpoint.
+    let (again, _, page) = add().await;
+    assert_eq!(again, 409, "{page}");
+    assert!(
+        page.contains("already has an endpoint for this URL"),
+        "{page}"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM integrations"), 1);
+}
+
+#[tokio::test]
 async fn destinations_a_webhook_secret_is_shown_once_and_a_replay_keeps_its_webhook_id() {
     let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
         .await
@@ -263,7 +311,6 @@ async fn destinations_a_webhook_secret_is_shown_once_and_a_replay_keeps_its_webh
     )
     .await;
     assert_eq!(none.0, 422, "at least one event: {}", none.2);
-
     let (status, _, added) = post(
         &app,
         &admin,

@@ -491,9 +491,28 @@ async fn the_ssrf_guard_refuses_private_addresses_unless_allowed() {
     .await;
     assert!(f.mock.received().is_empty(), "nothing reached loopback");
 
-    // With the per-install setting, the same URL is accepted.
+    // With the per-install setting, the same URL is accepted, once: a second endpoint for it on
+    // the same site is refused, so no event is delivered twice under two ids.
     let f = Fixture::start(&["--allow-private-networks"]).await;
-    f.endpoint("/hook", &["message.created"]).await;
+    let (first, _) = f.endpoint("/hook", &["message.created"]).await;
+    let (status, answer) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{}/integrations/webhooks", f.site),
+            &f.admin,
+            Some(json!({"url": f.mock.url("/hook"), "events": ["conversation.closed"]})),
+        )
+        .await;
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(answer["error"]["code"], "conflict");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("(id {first})"))),
+        "{answer}"
+    );
+    f.endpoint("/other", &["message.created"]).await;
 }
 
 #[tokio::test]

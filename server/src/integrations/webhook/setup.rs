@@ -8,7 +8,7 @@ use crate::integrations::{SetupError, ssrf};
 use crate::jobs::WebhookEvent;
 
 /// What an admin provides.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct WebhookSetup {
     pub url: String,
     pub events: Vec<String>,

@@ -36,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0027_slack_file_shares.sql"),
     include_str!("../../../migrations/0028_jobs_queued_by_rate_key.sql"),
     include_str!("../../../migrations/0029_ids_never_reused.sql"),
+    include_str!("../../../migrations/0030_conversation_and_visitor_ids_never_reused.sql"),
 ];
 
 /// The schema version this binary expects.
@@ -154,5 +155,97 @@ mod tests {
         .expect("insert");
         assert_eq!(count(&conn, "SELECT max(id) FROM jobs"), 3);
         assert_eq!(count(&conn, "SELECT max(id) FROM api_tokens"), 3);
+    }
+
+    #[test]
+    fn conversation_and_visitor_ids_are_never_given_twice_even_ones_erased_before() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.pragma_update(None, "foreign_keys", true).expect("fk");
+        for sql in &MIGRATIONS[..29] {
+            conn.execute_batch(sql).expect("migrate");
+        }
+        conn.pragma_update(None, "user_version", 29)
+            .expect("version");
+        // Two people; a third (visitor 3, conversation 3) was erased, which only the audit log
+        // and a job still name.
+        conn.execute_batch(
+            "INSERT INTO sites (id, key, name, created_at) VALUES (1, 'k', 'Shop', 0);
+             INSERT INTO visitors (site_id, token_hash, name, first_seen_at, last_seen_at)
+                  VALUES (1, x'01', 'Ada Lovelace', 0, 0), (1, x'02', 'Bo', 0, 0);
+             INSERT INTO conversations (site_id, visitor_id, created_at, last_message_at, waiting_since)
+                  VALUES (1, 1, 0, 5, 4), (1, 2, 0, 7, NULL);
+             INSERT INTO messages (conversation_id, author, visitor_id, client_id, body, created_at)
+                  VALUES (1, 'visitor', 1, 'c1', 'hello', 4);
+             INSERT INTO audit_events (at, actor, action, target_type, target_id, ip, last_at)
+                  VALUES (0, 'cli', 'privacy.erased', 'visitor', '3', 'cli', 0);
+             INSERT INTO jobs (lane, kind, args, max_attempts, run_at, created_at)
+                  VALUES ('webhook', 'webhook', '{\"conversation_id\": 3}', 8, 0, 0);",
+        )
+        .expect("seed");
+
+        assert_eq!(apply_migrations(&mut conn).expect("migrate"), LATEST);
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM pragma_foreign_key_check"),
+            0
+        );
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT count(*) FROM messages WHERE conversation_id = 1"
+            ),
+            1
+        );
+        // The generated columns and the name search survive the rebuild.
+        assert_eq!(
+            count(&conn, "SELECT wait_at FROM conversations WHERE id = 1"),
+            4
+        );
+        assert_eq!(
+            count(&conn, "SELECT wait_rank FROM conversations WHERE id = 2"),
+            1
+        );
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT rowid FROM visitor_search WHERE visitor_search MATCH 'lovelace'"
+            ),
+            1
+        );
+
+        conn.execute_batch(
+            "INSERT INTO visitors (site_id, token_hash, name, first_seen_at, last_seen_at)
+                  VALUES (1, x'04', 'Cy', 0, 0);
+             INSERT INTO conversations (site_id, visitor_id, created_at, last_message_at)
+                  VALUES (1, 4, 0, 0);",
+        )
+        .expect("insert");
+        assert_eq!(
+            count(&conn, "SELECT max(id) FROM visitors"),
+            4,
+            "above erased 3"
+        );
+        assert_eq!(
+            count(&conn, "SELECT max(id) FROM conversations"),
+            4,
+            "above erased 3"
+        );
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT rowid FROM visitor_search WHERE visitor_search MATCH 'cy'"
+            ),
+            4
+        );
+        // The newest go; the next get new ids.
+        conn.execute_batch(
+            "DELETE FROM visitors WHERE id = 4;
+             INSERT INTO visitors (site_id, token_hash, first_seen_at, last_seen_at)
+                  VALUES (1, x'05', 0, 0);
+             INSERT INTO conversations (site_id, visitor_id, created_at, last_message_at)
+                  VALUES (1, 5, 0, 0);",
+        )
+        .expect("again");
+        assert_eq!(count(&conn, "SELECT max(id) FROM visitors"), 5);
+        assert_eq!(count(&conn, "SELECT max(id) FROM conversations"), 5);
     }
 }

@@ -98,6 +98,7 @@ test("an admin finds, exports and erases a person; an open conversation page is 
     assert.equal(await agentPage.locator(gone).count(), 0, gone);
   }
   assert.equal(await agentPage.locator(".page-head h1").innerText(), "Erased visitor");
+  assert.match(await agentPage.title(), /^(\(\d+\) )?Erased visitor · Porch$/, "the tab title drops the name");
   assert.doesNotMatch(await agentPage.locator("body").innerText(), /erase\.me@example\.org/);
   // The visitor's open widget starts again as a new visitor.
   await waitFor("the widget to forget the history", async () =>

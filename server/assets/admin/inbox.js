@@ -180,6 +180,9 @@
         }
         const heading = document.querySelector(".page-head h1");
         if (heading) heading.textContent = "Erased visitor";
+        // The tab title named the visitor too (notify.js keeps the count in front of it).
+        document.title = "Erased visitor · Porch";
+        document.dispatchEvent(new CustomEvent("porch:title", { detail: document.title }));
       },
     });
   }

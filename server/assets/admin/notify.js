@@ -22,7 +22,12 @@
 
   // --- counts: title, favicon, navigation and tabs
 
-  const baseTitle = document.title;
+  // The page's own title, which the count goes in front of; a page may change it (an erased
+  // visitor's conversation drops their name) with a `porch:title` event.
+  let baseTitle = document.title;
+  let needs = 0;
+  const showTitle = () => { document.title = needs > 0 ? `(${needs}) ${baseTitle}` : baseTitle; };
+  document.addEventListener("porch:title", (e) => { baseTitle = String(e.detail); showTitle(); });
   const icon = document.querySelector('link[rel="icon"]');
   const plainIcon = icon?.getAttribute("href");
   let badgedIcon = null;
@@ -44,9 +49,9 @@
       el.querySelector("[data-n]").textContent = String(n);
       el.hidden = n === 0;
     }
-    const needs = Number(counts.needs) || 0;
+    needs = Number(counts.needs) || 0;
     document.body.dataset.needs = String(needs); // the counts are known (and live) from here on
-    document.title = needs > 0 ? `(${needs}) ${baseTitle}` : baseTitle;
+    showTitle();
     setBadge(needs > 0);
   });
 
@@ -199,7 +204,8 @@
   // Says so once, instead of the counts and "Reconnecting…": nothing on the page is live any more.
   const showSignedOut = () => {
     signedOut = true;
-    document.title = baseTitle;
+    needs = 0;
+    showTitle();
     setBadge(false);
     for (const el of document.querySelectorAll("[data-unread]")) el.hidden = true;
     for (const el of document.querySelectorAll("[data-live-status]")) el.hidden = true;

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::audit::Actor;
 use crate::clock::now_ms;
-use crate::integrations::discord::{DiscordSetup, check_discord};
+use crate::integrations::discord::{DiscordConfig, DiscordSetup, check_discord};
 use crate::integrations::email::{
     EmailSetup, Mailer, Saved, checked_delay, email_config, save_email,
 };
@@ -103,9 +103,18 @@ pub async fn update_discord(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
-    Json(setup): Json<DiscordSetup>,
+    Json(change): Json<DiscordChange>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "discord").await?;
+    // `forum` left out keeps the stored choice, as a Slack `PUT` keeps what it leaves out: an
+    // admin swapping the URL must not turn a forum's threads into plain posts.
+    let forum = change.forum.unwrap_or_else(|| {
+        serde_json::from_str::<DiscordConfig>(&row.config).is_ok_and(|stored| stored.is_forum)
+    });
+    let setup = DiscordSetup {
+        webhook_url: change.webhook_url,
+        forum,
+    };
     let (config, secrets) =
         check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
     let resumed = fix_integration(
@@ -117,6 +126,13 @@ pub async fn update_discord(
     )
     .await?;
     resumed_answer(&app, row.id, resumed).await
+}
+
+/// The body of `PUT /api/v1/integrations/{id}/discord`.
+#[derive(Deserialize)]
+pub struct DiscordChange {
+    webhook_url: String,
+    forum: Option<bool>,
 }
 
 /// `POST /api/v1/sites/{key}/integrations/webhooks`: adds an endpoint; the answer carries its
@@ -305,6 +321,10 @@ pub async fn test_email(
     Json(test): Json<TestEmail>,
 ) -> Result<Response, ApiError> {
     let mailer = mailer(&app)?;
+    // A mistyped address is the request's fault, not the SMTP server's.
+    if test.to.trim().parse::<lettre::message::Mailbox>().is_err() {
+        return Err(ApiError::invalid("`to` is not an email address."));
+    }
     mailer.send_test(test.to.trim()).await.map_err(|err| {
         ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -279,11 +279,19 @@ async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
             "PUT",
             &format!("/api/v1/integrations/{id}/discord"),
             &f.admin,
-            Some(json!({"webhook_url": new_url, "forum": true})),
+            // `forum` left out keeps the stored choice.
+            Some(json!({"webhook_url": new_url})),
         )
         .await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["resumed_jobs"], 2);
+    assert_eq!(
+        f.count(&format!(
+            "SELECT json_extract(config, '$.is_forum') FROM integrations WHERE id = {id}"
+        )),
+        1,
+        "still a forum"
+    );
     let posts = f.mock.wait_for_posts(2, WAIT).await;
     assert_eq!(posts.len(), 2);
     assert!(posts.iter().all(|p| p.webhook_id == "H9"));

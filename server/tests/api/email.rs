@@ -152,6 +152,20 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     assert_eq!(status, 200, "{answer}");
     let mails = sink.wait_for(1).await;
     assert_eq!(header(&mails[0], "subject"), "Porch test email");
+    // A mistyped address is refused as the request's fault; nothing reaches the SMTP server.
+    let (status, answer) = app
+        .api(
+            "POST",
+            "/api/v1/email/test",
+            &admin,
+            Some(json!({"to": "not-an-address"})),
+        )
+        .await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (422, &json!("invalid")),
+        "{answer}"
+    );
 
     // Alice waits with her address left; Bob is answered at once.
     let (mut alice, _) = app.visitor(&site, None, 0).await;

@@ -186,12 +186,19 @@ pub async fn not_found_page() -> Response {
 /// The page for a request the framework refused by itself with a bare answer: an address
 /// opened with a method it does not take (a form's address typed or reloaded in the address
 /// bar), a path or query that does not parse (`/conversations/abc`), a form that is not whole.
-pub fn refused_page(status: StatusCode) -> Response {
+pub fn refused_page(status: StatusCode, method: &axum::http::Method) -> Response {
+    let is_visit = matches!(*method, axum::http::Method::GET | axum::http::Method::HEAD);
     let (title, message) = match status {
-        StatusCode::METHOD_NOT_ALLOWED => (
+        StatusCode::METHOD_NOT_ALLOWED if is_visit => (
             "Not a page",
             "This address takes a form's submission, not a visit. Go back and use the page's \
              button.",
+        ),
+        // A form or a script sent something to a page that is only for visiting.
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "Not accepted here",
+            "This address is a page to open, not a form to send. Go back, reload the page and \
+             try again.",
         ),
         StatusCode::BAD_REQUEST => (
             "Not a valid address",

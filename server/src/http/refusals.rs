@@ -37,7 +37,7 @@ pub async fn refusal_bodies(request: Request, next: Next) -> Response {
         return response;
     }
     if !is_api && is_page && !is_of_type(response.headers(), "text/html") {
-        return with_headers_of(response, refused_page(status));
+        return with_headers_of(response, refused_page(status, &method));
     }
     if !is_api {
         return response;

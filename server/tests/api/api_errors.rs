@@ -162,6 +162,15 @@ async fn a_form_address_opened_in_the_browser_gets_a_page_not_an_empty_answer() 
         opened.headers
     );
     assert!(opened.body.contains("Not a page"), "{}", opened.body);
+    // The other way round: a post to a page that is only opened is not told to use a form.
+    let posted = app.http.request("POST", "/healthz").answer().await;
+    assert_eq!(posted.status, 405);
+    assert!(posted.body.contains("Not accepted here"), "{}", posted.body);
+    assert!(
+        !posted.body.contains("form's submission"),
+        "{}",
+        posted.body
+    );
 }
 
 #[tokio::test]

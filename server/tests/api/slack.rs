@@ -503,6 +503,24 @@ async fn url_verification_is_answered_and_an_unconfigured_secret_refuses() {
 
     // An integration in Socket Mode has no signing secret: its events URL refuses everything.
     let site = fx.app.add_site("Socket");
+    // A wrong app-level token is refused when saved, not found out later by the connection.
+    fx.mock.revoke_token("xapp-revoked");
+    for (token, code) in [("xoxp-wrong", "invalid"), ("xapp-revoked", "slack_refused")] {
+        let (status, refused) = fx
+            .app
+            .api(
+                "POST",
+                &format!("/api/v1/sites/{site}/integrations/slack"),
+                &fx.admin,
+                Some(json!({"bot_token": "xoxb-test", "channel_id": "C9", "app_token": token})),
+            )
+            .await;
+        assert_eq!(
+            (status, &refused["error"]["code"]),
+            (422, &json!(code)),
+            "{refused}"
+        );
+    }
     let body = json!({"bot_token": "xoxb-test", "channel_id": "C9", "app_token": "xapp-test"});
     let (_, created) = fx
         .app

@@ -51,7 +51,11 @@ async fn check(
         .ok_or_else(|| SetupError::invalid("The bot token (xoxb-…) is required."))?;
     let signing_secret =
         present(setup.signing_secret).or_else(|| previous.and_then(|p| p.signing_secret.clone()));
-    let app_token = present(setup.app_token).or_else(|| previous.and_then(|p| p.app_token.clone()));
+    let new_app_token = present(setup.app_token);
+    if let Some(token) = &new_app_token {
+        check_app_token(slack, token).await?;
+    }
+    let app_token = new_app_token.or_else(|| previous.and_then(|p| p.app_token.clone()));
     if signing_secret.is_none() && app_token.is_none() {
         return Err(SetupError::invalid(
             "Give a signing secret (Events API) or an app-level token (Socket Mode), or replies cannot reach Porch.",
@@ -78,6 +82,27 @@ async fn check(
             app_token,
         },
     })
+}
+
+/// Asks Slack for a Socket Mode connection with a new app-level token, as the connection itself
+/// will: a wrong token saved would leave the page "Healthy" while no reply from Slack could
+/// ever arrive. The URL it answers is not used (Slack lets it expire).
+async fn check_app_token(slack: &SlackInbound, token: &str) -> Result<(), SetupError> {
+    if !token.starts_with("xapp-") {
+        return Err(SetupError::invalid(
+            "The app-level token starts with xapp- (Basic Information → App-Level Tokens, with the \
+             connections:write scope).",
+        ));
+    }
+    slack
+        .api
+        .open_connection(token)
+        .await
+        .map(|_| ())
+        .map_err(|e| SetupError::Refused {
+            code: "slack_refused",
+            message: format!("Slack did not accept the app-level token: {e}"),
+        })
 }
 
 /// Connects a site to a Slack channel; returns the new integration.

@@ -166,7 +166,7 @@ impl SlackMock {
         lock(&self.state.channel_limits).set(limit);
     }
 
-    /// Makes a bot token invalid (`invalid_auth`), as if it had been revoked.
+    /// Makes a bot or app-level token invalid (`invalid_auth`), as if it had been revoked.
     pub fn revoke_token(&self, token: &str) {
         lock(&self.state.revoked).insert(token.to_owned());
     }
@@ -564,8 +564,10 @@ async fn users_info(
     }
 }
 
-async fn open_connection(headers: HeaderMap) -> Response {
-    if !bearer(&headers).is_some_and(|t| t.starts_with("xapp-")) {
+async fn open_connection(State(state): State<Arc<MockState>>, headers: HeaderMap) -> Response {
+    if !bearer(&headers)
+        .is_some_and(|t| t.starts_with("xapp-") && !lock(&state.revoked).contains(t))
+    {
         return slack_error("invalid_auth");
     }
     let host = headers

@@ -77,6 +77,20 @@ pub struct StoredVisitorMessage {
     pub attachments: Vec<AttachmentMeta>,
 }
 
+/// True if the visitor already has a message with this `client_id` (a resend of it is answered
+/// with its first ack, whatever the brakes say).
+pub fn has_visitor_message(
+    conn: &Connection,
+    visitor_id: VisitorId,
+    client_id: &str,
+) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM messages WHERE visitor_id = ?1 AND client_id = ?2")?
+        .query_row(params![visitor_id, client_id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 /// Stores a visitor message: visitor, open conversation and message, deduplicated on
 /// `(visitor, client_id)`. Runs inside the writer's transaction.
 ///

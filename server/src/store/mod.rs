@@ -133,7 +133,7 @@ pub use mail_inbound::{
 pub use mail_outbound::{find_outbound_mail_subject, insert_outbound_mail, list_outbound_mails};
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredAgentMessage, StoredVisitorMessage,
-    insert_agent_message, insert_visitor_message, list_conversation_messages,
+    has_visitor_message, insert_agent_message, insert_visitor_message, list_conversation_messages,
     list_conversation_messages_after, list_visitor_messages_after,
 };
 #[cfg(test)]

@@ -362,7 +362,9 @@ impl Connection {
             starts_conversation,
             Instant::now(),
         );
-        if let Err(refusal) = admitted {
+        if let Err(refusal) = admitted
+            && !self.is_stored(&client_id).await
+        {
             let (code, wait) = match refusal {
                 Refusal::RateLimited(wait) => (ErrorCode::RateLimited, wait),
                 Refusal::TooManyConversations(wait) => (ErrorCode::TooManyConversations, wait),
@@ -407,6 +409,21 @@ impl Connection {
             (client_id, received, result)
         }));
         Ok(())
+    }
+
+    /// True if this visitor's message `client_id` is stored: a resend after a reconnect, which
+    /// gets its first `ack` even while the brakes refuse new messages (the write finds it and
+    /// stores nothing). Read only when a brake refused, so it costs the hot path nothing.
+    async fn is_stored(&self, client_id: &ClientId) -> bool {
+        let Some(visitor) = self.visitor_id else {
+            return false;
+        };
+        let client_id = client_id.as_str().to_owned();
+        self.app
+            .readers
+            .read(move |c| store::has_visitor_message(c, visitor, &client_id))
+            .await
+            .unwrap_or(false)
     }
 
     /// Answers a finished write: `ack` after commit, or an error the client can act on. An ack is

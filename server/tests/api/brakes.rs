@@ -26,6 +26,33 @@ async fn a_visitor_over_their_rate_is_refused_with_retry_after() {
 }
 
 #[tokio::test]
+async fn a_resend_of_a_stored_message_gets_its_ack_even_over_the_rate() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    app.set_site_limits(&site, 6, 3, 600, 60);
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let mut acks = Vec::new();
+    for i in 0..3 {
+        acks.push(widget.say(&format!("ok-{i}"), "hi").await);
+    }
+    assert_eq!(widget.say("over", "too fast").await["code"], "rate_limited");
+    // A reconnect resends what it has no ack for: the stored ones are acked as the first time.
+    drop(widget);
+    let (mut again, _) = app.visitor(&site, Some(&token), 0).await;
+    for (i, first) in acks.iter().enumerate() {
+        let resent = again.say(&format!("ok-{i}"), "hi").await;
+        assert_eq!(resent["type"], "ack", "{resent}");
+        assert_eq!((&resent["id"], &resent["at"]), (&first["id"], &first["at"]));
+    }
+    assert_eq!(
+        again.say("new", "still too fast").await["code"],
+        "rate_limited"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 3);
+}
+
+#[tokio::test]
 async fn new_conversations_from_one_address_are_limited() {
     let app = TestApp::spawn(&[
         "--ip-conversations-burst",

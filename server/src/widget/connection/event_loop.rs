@@ -5,10 +5,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitStream};
 use futures_util::{SinkExt, StreamExt};
+use tokio_util::sync::CancellationToken;
 
 use crate::hub::{VisitorEvent, VisitorSubscription};
 
@@ -16,6 +18,33 @@ use super::{
     Closed, Connection, ErrorCode, MAX_IN_FLIGHT, PendingWrite, StoreResult, close, close_code,
     on_read_error, send_error,
 };
+
+/// How long a connection Porch closed keeps reading for the client's own close. A client answers
+/// at once once it reads the close frame; one closed for falling behind reads everything queued
+/// before it first, and gets as long as an idle connection (`PORCH_WS_IDLE_TIMEOUT`).
+const LINGER: Duration = Duration::from_secs(2);
+
+/// After Porch sent its close: reads (and drops) what the client still sends until its close
+/// frame, at most `limit`, and no longer once shutdown starts. Dropping the socket with unread
+/// bytes in it (a slow reader's pongs) makes the kernel answer with a reset, which discards the
+/// frames the client has not read yet, the close frame and its code (1013: resume) among them.
+async fn linger(
+    stream: &mut SplitStream<WebSocket>,
+    limit: Duration,
+    shutdown: &CancellationToken,
+) {
+    let until_close = async {
+        while let Some(Ok(frame)) = stream.next().await {
+            if matches!(frame, Message::Close(_)) {
+                break;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(limit, until_close) => {}
+        () = shutdown.cancelled() => {}
+    }
+}
 
 /// What woke a connection's loop (besides shutdown, which the loop handles itself).
 enum Wake {
@@ -80,6 +109,10 @@ impl Connection {
                     }
                 }
             };
+            // The client's own close, or its end: nothing left to read.
+            let client_ended =
+                matches!(wake, Some(Wake::Frame(Some(Ok(Message::Close(_))) | None)));
+            let fell_behind = matches!(wake, Some(Wake::Event(None)));
             let step = match wake {
                 None => {
                     // Stop reading; answer the writes already accepted, then say goodbye.
@@ -92,10 +125,20 @@ impl Connection {
                 Some(wake) => Box::pin(self.on_wake(wake, &mut in_flight)).await,
             };
             if step.is_err() {
+                if !client_ended {
+                    let limit = if fell_behind {
+                        config.ws_idle_timeout
+                    } else {
+                        LINGER
+                    };
+                    linger(stream, limit, &shutdown).await;
+                }
                 break;
             }
             if is_draining && in_flight.is_empty() {
                 let _ = close(&mut self.sink, close_code::RESTARTING, "server restarting").await;
+                // Shutdown has started: a moment for the client's close, not the whole limit.
+                let _ = tokio::time::timeout(LINGER, stream.next()).await;
                 break;
             }
         }

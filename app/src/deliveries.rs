@@ -17,6 +17,10 @@ pub struct DeliveryItemView {
     pub attempts: u32,
     pub last_error: Option<String>,
     pub created_at: i64,
+    /// The integration's name ("Slack", "Webhook", …), if the job has one.
+    pub destination: Option<String>,
+    pub site_name: Option<String>,
+    pub conversation_id: Option<i64>,
 }
 
 /// The deliveries page.
@@ -30,6 +34,19 @@ pub struct DeliveriesView {
 #[component]
 fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
     let (iso, text) = format_time(item.created_at);
+    // "Slack · Shop": where it goes, and for which site.
+    let what = match (item.destination, item.site_name) {
+        (Some(destination), Some(site)) => format!("{destination} · {site}"),
+        (Some(destination), None) => destination,
+        _ => "Porch".to_owned(),
+    };
+    let conversation = item.conversation_id.map(|id| {
+        view! { <a href=format!("/conversations/{id}")>{format!("Conversation {id}")}</a>" · " }
+    });
+    let attempts = match item.attempts {
+        1 => "1 attempt".to_owned(),
+        n => format!("{n} attempts"),
+    };
     let badge_class = if item.state == "blocked" {
         "badge badge-danger"
     } else {
@@ -39,10 +56,11 @@ fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
         <li class="member">
             <div class="member-main">
                 <p class="member-name">
-                    <span class="mono">{item.kind}</span>" "<span class=badge_class>{item.state}</span>
+                    {what}" "<span class=badge_class>{item.state}</span>
                 </p>
                 <p class="muted small">
-                    <time datetime=iso>{text}</time>" · "{item.attempts}" attempts"
+                    {conversation}<time datetime=iso>{text}</time>" · "{attempts}" · "
+                    <span class="mono">{item.kind}</span>
                 </p>
                 <p class="small">{item.last_error.unwrap_or_default()}</p>
             </div>

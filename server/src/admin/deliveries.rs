@@ -25,20 +25,25 @@ pub async fn deliveries_page(
     let jobs = app
         .readers
         .read(|c| {
-            let mut jobs = store::list_jobs_in_state(c, "blocked", LIST_LIMIT)?;
-            jobs.extend(store::list_jobs_in_state(c, "failed", LIST_LIMIT)?);
+            let mut jobs = store::list_jobs_in_state_with_context(c, "blocked", LIST_LIMIT)?;
+            jobs.extend(store::list_jobs_in_state_with_context(
+                c, "failed", LIST_LIMIT,
+            )?);
             Ok(jobs)
         })
         .await?;
     let items = jobs
         .into_iter()
-        .map(|job| DeliveryItemView {
-            id: job.id.0,
-            kind: job.kind,
-            state: job.state,
-            attempts: job.attempt,
-            last_error: job.last_error,
-            created_at: job.created_at,
+        .map(|found| DeliveryItemView {
+            id: found.job.id.0,
+            kind: found.job.kind,
+            state: found.job.state,
+            attempts: found.job.attempt,
+            last_error: found.job.last_error,
+            created_at: found.job.created_at,
+            destination: found.destination,
+            site_name: found.site_name,
+            conversation_id: found.conversation_id.map(|id| id.0),
         })
         .collect();
     Ok(html(render_deliveries(DeliveriesView {

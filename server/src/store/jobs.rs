@@ -151,6 +151,51 @@ pub fn list_jobs_in_state(
         .collect::<Result<_, _>>()?)
 }
 
+/// A job with what it is about, for people: its destination, the destination's site and the
+/// conversation (a chat post names its message, other jobs the conversation).
+#[derive(Debug, Clone)]
+pub struct JobInContext {
+    pub job: JobRow,
+    /// The integration's name ("Slack", "Webhook", …), if the job has one.
+    pub destination: Option<String>,
+    pub site_name: Option<String>,
+    pub conversation_id: Option<ConversationId>,
+}
+
+/// Like [`list_jobs_in_state`], each job with its context.
+pub fn list_jobs_in_state_with_context(
+    conn: &Connection,
+    state: &str,
+    limit: u32,
+) -> Result<Vec<JobInContext>, Error> {
+    let jobs = list_jobs_in_state(conn, state, limit)?;
+    let mut destination = conn.prepare_cached(
+        "SELECT i.name, s.name FROM integrations i JOIN sites s ON s.id = i.site_id WHERE i.id = ?1",
+    )?;
+    let mut conversation = conn.prepare_cached(
+        "SELECT coalesce(json_extract(?1, '$.conversation_id'), \
+                (SELECT conversation_id FROM messages WHERE id = json_extract(?1, '$.message_id')))",
+    )?;
+    jobs.into_iter()
+        .map(|job| {
+            let (destination, site_name) = match job.integration_id {
+                Some(id) => destination
+                    .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?
+                    .map_or((None, None), |(d, s)| (Some(d), Some(s))),
+                None => (None, None),
+            };
+            let conversation_id = conversation.query_row([&job.args], |r| r.get(0))?;
+            Ok(JobInContext {
+                job,
+                destination,
+                site_name,
+                conversation_id,
+            })
+        })
+        .collect()
+}
+
 /// Marks queued jobs as running and counts the attempt; returns those it moved, in the order of
 /// `ids`. A job that is no longer queued (its integration was blocked or disabled meanwhile) is
 /// left as it is.

@@ -463,6 +463,15 @@ async fn inbox_admins_see_failed_deliveries_and_retry_them() {
         .query_row("SELECT id FROM conversations", [], |r| r.get(0))
         .expect("conversation");
     let path = format!("/conversations/{conversation}");
+    // Each row says where the delivery goes, for which site and conversation.
+    assert!(
+        deliveries.body.contains("Slack · Shop")
+            && deliveries.body.contains(&format!("href=\"{path}\""))
+            && deliveries.body.contains("1 attempt")
+            && !deliveries.body.contains("1 attempts"),
+        "{}",
+        deliveries.body
+    );
     let page = send(&app, "GET", &path, &admin.cookie, None).await;
     assert!(
         page.body.contains("delivery-failed"),

@@ -79,31 +79,41 @@ pub struct NewJob {
 /// unfinished job already has its `unique_key`.
 pub fn insert_job(conn: &Connection, job: &NewJob) -> Result<Option<JobRow>, Error> {
     let state = if job.is_blocked { "blocked" } else { "queued" };
+    // A job that starts blocked (its integration is broken) carries the integration's reason, as
+    // the jobs it blocked did, so a list of blocked jobs says why each one waits.
     let written = conn
         .prepare_cached(
             "INSERT INTO jobs (lane, kind, args, integration_id, state, order_key, rate_key, \
-                               unique_key, max_attempts, run_at, deadline_at, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
+                               unique_key, max_attempts, run_at, deadline_at, created_at, \
+                               last_error) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+                     CASE WHEN ?5 = 'blocked' \
+                          THEN (SELECT last_error FROM integrations WHERE id = ?4) END) \
+             ON CONFLICT DO NOTHING RETURNING id, last_error",
         )?
-        .execute(params![
-            job.lane,
-            job.kind,
-            job.args,
-            job.integration_id,
-            state,
-            job.order_key,
-            job.rate_key,
-            job.unique_key,
-            job.max_attempts,
-            job.run_at,
-            job.deadline_at,
-            job.created_at
-        ])?;
-    if written == 0 {
+        .query_row(
+            params![
+                job.lane,
+                job.kind,
+                job.args,
+                job.integration_id,
+                state,
+                job.order_key,
+                job.rate_key,
+                job.unique_key,
+                job.max_attempts,
+                job.run_at,
+                job.deadline_at,
+                job.created_at
+            ],
+            |r| Ok((r.get::<_, JobId>(0)?, r.get::<_, Option<String>>(1)?)),
+        )
+        .optional()?;
+    let Some((id, last_error)) = written else {
         return Ok(None);
-    }
+    };
     Ok(Some(JobRow {
-        id: JobId(conn.last_insert_rowid()),
+        id,
         lane: job.lane.to_owned(),
         kind: job.kind.to_owned(),
         args: job.args.clone(),
@@ -116,7 +126,7 @@ pub fn insert_job(conn: &Connection, job: &NewJob) -> Result<Option<JobRow>, Err
         run_at: job.run_at,
         deadline_at: job.deadline_at,
         is_uncertain: false,
-        last_error: None,
+        last_error,
         created_at: job.created_at,
     }))
 }

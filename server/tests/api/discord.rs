@@ -271,6 +271,19 @@ async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
         1
     );
     assert!(f.mock.posts().is_empty());
+    // A message while the integration is broken starts blocked, with the integration's reason.
+    a.say("a3", "anyone?").await;
+    wait_until("the third job, blocked", WAIT, async || {
+        ok_if(
+            f.count("SELECT count(*) FROM jobs WHERE state = 'blocked'"),
+            |n| *n >= 3,
+        )
+    })
+    .await;
+    assert_eq!(
+        f.count("SELECT count(*) FROM jobs WHERE state = 'blocked' AND last_error IS NULL"),
+        0
+    );
 
     let new_url = f.mock.add_webhook("H9", true);
     let (status, answer) = f
@@ -284,7 +297,7 @@ async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
         )
         .await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["resumed_jobs"], 2);
+    assert_eq!(answer["resumed_jobs"], 3);
     assert_eq!(
         f.count(&format!(
             "SELECT json_extract(config, '$.is_forum') FROM integrations WHERE id = {id}"
@@ -292,8 +305,8 @@ async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
         1,
         "still a forum"
     );
-    let posts = f.mock.wait_for_posts(2, WAIT).await;
-    assert_eq!(posts.len(), 2);
+    let posts = f.mock.wait_for_posts(3, WAIT).await;
+    assert_eq!(posts.len(), 3);
     assert!(posts.iter().all(|p| p.webhook_id == "H9"));
 }
 

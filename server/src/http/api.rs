@@ -15,6 +15,7 @@ use crate::store::{AttachmentPart, ConversationId, ConversationRow, MessageRow};
 use super::ApiError;
 use super::attachment::conversation_file;
 use super::auth::ApiUser;
+use super::strict_json::StrictJson;
 
 /// Most conversations listed at once.
 const LIST_LIMIT: u32 = 200;
@@ -143,7 +144,7 @@ pub async fn post_message(
     State(app): State<AppState>,
     user: ApiUser,
     Path(id): Path<i64>,
-    Json(reply): Json<NewReply>,
+    StrictJson(reply): StrictJson<NewReply>,
 ) -> Result<Response, ApiError> {
     let body = MessageBody::parse(&reply.body).map_err(crate::chat::Error::from)?;
     let row = app
@@ -163,7 +164,7 @@ pub async fn post_typing(
     State(app): State<AppState>,
     user: ApiUser,
     Path(id): Path<i64>,
-    Json(typing): Json<Typing>,
+    StrictJson(typing): StrictJson<Typing>,
 ) -> Result<Response, ApiError> {
     app.chat
         .set_agent_typing(ConversationId(id), &agent(&user), typing.active)

@@ -28,6 +28,7 @@ use super::ApiError;
 use super::api_integrations::resumed_answer;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
+use super::strict_json::StrictJson;
 
 /// Attempts shown in a delivery log at once.
 const LOG_LIMIT: u32 = 200;
@@ -70,7 +71,7 @@ pub async fn create_discord(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(key): Path<String>,
-    Json(setup): Json<DiscordSetup>,
+    StrictJson(setup): StrictJson<DiscordSetup>,
 ) -> Result<Response, ApiError> {
     let site = site_id(&app, &key).await?;
     let (config, secrets) =
@@ -103,7 +104,7 @@ pub async fn update_discord(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
-    Json(change): Json<DiscordChange>,
+    StrictJson(change): StrictJson<DiscordChange>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "discord").await?;
     // `forum` left out keeps the stored choice, as a Slack `PUT` keeps what it leaves out: an
@@ -142,7 +143,7 @@ pub async fn create_webhook(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(key): Path<String>,
-    Json(setup): Json<WebhookSetup>,
+    StrictJson(setup): StrictJson<WebhookSetup>,
 ) -> Result<Response, ApiError> {
     let site = site_id(&app, &key).await?;
     let config = check_webhook(setup, app.config.allow_private_networks).await?;
@@ -194,7 +195,7 @@ pub async fn update_webhook(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
-    Json(setup): Json<WebhookSetup>,
+    StrictJson(setup): StrictJson<WebhookSetup>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
     let config = check_webhook(setup, app.config.allow_private_networks).await?;
@@ -289,7 +290,7 @@ pub async fn create_email(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(key): Path<String>,
-    Json(setup): Json<EmailSetup>,
+    StrictJson(setup): StrictJson<EmailSetup>,
 ) -> Result<Response, ApiError> {
     mailer(&app)?;
     for (secs, field) in [
@@ -318,7 +319,7 @@ pub struct TestEmail {
 pub async fn test_email(
     State(app): State<AppState>,
     _admin: ApiAdmin,
-    Json(test): Json<TestEmail>,
+    StrictJson(test): StrictJson<TestEmail>,
 ) -> Result<Response, ApiError> {
     let mailer = mailer(&app)?;
     // A mistyped address is the request's fault, not the SMTP server's.

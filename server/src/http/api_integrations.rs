@@ -18,6 +18,7 @@ use crate::store::{self, IntegrationId, JobId, JobRow};
 use super::ApiError;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
+use super::strict_json::StrictJson;
 
 /// Most jobs listed at once.
 const LIST_LIMIT: u32 = 500;
@@ -53,7 +54,7 @@ pub async fn create_slack(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(key): Path<String>,
-    Json(setup): Json<SlackSetup>,
+    StrictJson(setup): StrictJson<SlackSetup>,
 ) -> Result<Response, ApiError> {
     let site = app
         .sites
@@ -77,7 +78,7 @@ pub async fn update_slack(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
-    Json(setup): Json<SlackSetup>,
+    StrictJson(setup): StrictJson<SlackSetup>,
 ) -> Result<Response, ApiError> {
     let id = IntegrationId(id);
     let existing = app

@@ -17,6 +17,7 @@ use crate::store::{self, SiteRow};
 use super::ApiError;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
+use super::strict_json::StrictJson;
 
 /// The body of `PUT /api/v1/sites/{key}/retention`.
 #[derive(Debug, Deserialize)]
@@ -55,7 +56,7 @@ pub async fn put_retention(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(key): Path<String>,
-    Json(body): Json<RetentionBody>,
+    StrictJson(body): StrictJson<RetentionBody>,
 ) -> Result<Response, ApiError> {
     let site = find_site(&app, &key).await?;
     // Through the form's parse, so the API and the page accept exactly the same values.
@@ -112,7 +113,7 @@ pub async fn put_attachment_limit(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(key): Path<String>,
-    Json(body): Json<AttachmentLimitBody>,
+    StrictJson(body): StrictJson<AttachmentLimitBody>,
 ) -> Result<Response, ApiError> {
     if body.max_bytes > HARD_CAP_BYTES {
         return Err(ApiError::invalid(

@@ -19,6 +19,7 @@ mod refusals;
 mod routes;
 mod slack_actions;
 mod slack_events;
+mod strict_json;
 
 pub use boot::{Booting, serve_while_booting};
 pub use client_ip::{ClientIp, client_ip};

@@ -46,6 +46,18 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
     assert!(message.contains("missing field `body`"), "{message}");
     let wrong_type = post(&app, &token, messages, json, r#"{"body": 5}"#).await;
     assert_eq!(error_of(&wrong_type).1, "invalid");
+    // A field the endpoint does not take is named, not ignored (a typo must not pass silently).
+    let typo = post(
+        &app,
+        &token,
+        messages,
+        json,
+        r#"{"body": "hi", "bodyy": "x"}"#,
+    )
+    .await;
+    let (status, code, message) = error_of(&typo);
+    assert_eq!((status, code.as_str()), (422, "invalid"));
+    assert!(message.contains("Unknown field `bodyy`"), "{message}");
 
     let (status, code, _) = error_of(&post(&app, &token, messages, json, "{not json").await);
     assert_eq!((status, code.as_str()), (400, "bad_request"));

@@ -194,7 +194,7 @@ async fn inbox_waiting_order_follows_visitor_messages_and_agent_replies() {
             "POST",
             &format!("/api/v1/conversations/{a}/messages"),
             &token,
-            Some(json!({"client_id": "r-1", "body": "Hello!"})),
+            Some(json!({"body": "Hello!"})),
         )
         .await;
     assert_eq!(status, 201);

@@ -61,13 +61,27 @@ pub struct Entry {
     is_running: bool,
 }
 
-/// The index. Invariant: a job is in `ready` iff it is not running and is the head of its order
-/// queue (or has none).
+/// How many deliveries of one webhook endpoint (one rate key) may run at once: half the lane, so
+/// an endpoint that never answers holds at most half of it for its timeout, and the others keep
+/// the rest (docs/jobs.md, "Lanes").
+pub const WEBHOOK_KEY_RUNNING: usize = 32;
+
+/// The most jobs of one rate key that may run at once in `lane`, if the lane limits it.
+fn running_cap(lane: Lane) -> Option<usize> {
+    (lane == Lane::Webhook).then_some(WEBHOOK_KEY_RUNNING)
+}
+
+/// The index. Invariant: a job is in `ready`, or in `capped` under its rate key, iff it is not
+/// running and is the head of its order queue (or has none).
 #[derive(Debug)]
 pub struct Index {
     jobs: HashMap<JobId, Entry>,
     order: HashMap<String, VecDeque<JobId>>,
     ready: [BTreeSet<(i64, JobId)>; 4],
+    /// Ready jobs set aside because their rate key runs as many as its lane allows
+    /// ([`running_cap`]); back in `ready` when one of the key's jobs stops running. Kept out of
+    /// `ready`, so the dispatcher never wakes for a job it may not start.
+    capped: HashMap<String, BTreeSet<(i64, JobId)>>,
     /// Per rate key, the time its waiting jobs were last moved to (the end of a 429's pause, or
     /// the pace's next start). A job of the key that is due earlier (the next message of a
     /// conversation just delivered) is moved there too, so it joins the waiting jobs in
@@ -86,6 +100,7 @@ impl Index {
             jobs: HashMap::new(),
             order: HashMap::new(),
             ready: Default::default(),
+            capped: HashMap::new(),
             held: HashMap::new(),
             pacer: Pacer::default(),
             windows: Windows::new(window),
@@ -173,7 +188,12 @@ impl Index {
                 && let Some(entry) = self.jobs.get(&next)
                 && !entry.is_running
             {
-                self.ready[entry.lane.slot()].remove(&(entry.row.run_at, next));
+                let at = (entry.row.run_at, next);
+                let rate_key = entry.row.rate_key.clone();
+                self.ready[entry.lane.slot()].remove(&at);
+                if let Some(rate_key) = rate_key {
+                    self.uncap_one(&rate_key, at);
+                }
             }
             self.ready[lane.slot()].insert((run_at, id));
         }
@@ -198,6 +218,15 @@ impl Index {
             }
             self.ready[lane.slot()].remove(&(run_at, id));
             let entry = self.jobs.get_mut(&id)?;
+            if let Some(key) = &entry.row.rate_key
+                && running_cap(lane).is_some_and(|cap| self.windows.running(key) >= cap)
+            {
+                self.capped
+                    .entry(key.clone())
+                    .or_default()
+                    .insert((run_at, id));
+                continue;
+            }
             if let Some(key) = &entry.row.rate_key {
                 // Held first: a job that must wait anyway spends nothing of the key's pace.
                 let until = match self.held.get(key) {
@@ -236,6 +265,13 @@ impl Index {
         self.windows
             .forget(entry.row.rate_key.as_deref(), entry.is_running);
         self.ready[entry.lane.slot()].remove(&(entry.row.run_at, id));
+        if let Some(key) = &entry.row.rate_key {
+            if entry.is_running {
+                self.uncap(key);
+            } else {
+                self.uncap_one(key, (entry.row.run_at, id));
+            }
+        }
         let Some(key) = entry.row.order_key else {
             return;
         };
@@ -263,15 +299,22 @@ impl Index {
         let Some(entry) = self.jobs.get_mut(&id) else {
             return;
         };
-        if entry.is_running {
+        let was_running = entry.is_running;
+        if was_running {
             self.windows.stopped(entry.row.rate_key.as_deref());
         }
         entry.is_running = false;
         entry.row.run_at = run_at;
         entry.row.attempt = attempt;
         self.ready[entry.lane.slot()].insert((run_at, id));
-        if pause_rate_key && let Some(key) = entry.row.rate_key.clone() {
-            self.pause(&key, run_at);
+        let rate_key = entry.row.rate_key.clone();
+        if let Some(key) = rate_key {
+            if was_running {
+                self.uncap(&key);
+            }
+            if pause_rate_key {
+                self.pause(&key, run_at);
+            }
         }
     }
 
@@ -288,6 +331,30 @@ impl Index {
             self.finish(*id);
         }
         ids.len()
+    }
+
+    /// A job of `rate_key` stopped running: the jobs set aside for its cap are ready again (any
+    /// beyond the cap are set aside again as they come up).
+    fn uncap(&mut self, rate_key: &str) {
+        let Some(set) = self.capped.remove(rate_key) else {
+            return;
+        };
+        for (run_at, id) in set {
+            if let Some(entry) = self.jobs.get(&id) {
+                self.ready[entry.lane.slot()].insert((run_at, id));
+            }
+        }
+    }
+
+    /// Forgets one job set aside for its key's cap (it finished, or is no longer its queue's
+    /// head).
+    fn uncap_one(&mut self, rate_key: &str, at: (i64, JobId)) {
+        if let Some(set) = self.capped.get_mut(rate_key) {
+            set.remove(&at);
+            if set.is_empty() {
+                self.capped.remove(rate_key);
+            }
+        }
     }
 
     /// Holds back every job of `rate_key` until `until` (the destination's budget is spent);
@@ -363,6 +430,44 @@ mod tests {
         assert!(ids(&mut index, 50).is_empty());
         assert_eq!(index.next_due(Lane::Chat), Some(100));
         assert_eq!(ids(&mut index, 100), [1]);
+    }
+
+    #[test]
+    fn one_webhook_endpoint_runs_at_most_its_share_of_the_lane() {
+        let webhook = |id: i64, key: &str| JobRow {
+            lane: "webhook".into(),
+            ..job(id, Some(&format!("conv:{id}")), Some(key), 0)
+        };
+        let mut index = Index::new(256);
+        let cap = i64::try_from(WEBHOOK_KEY_RUNNING).expect("small");
+        for id in 1..=cap + 8 {
+            index.insert(webhook(id, "webhook:1"));
+        }
+        index.insert(webhook(100, "webhook:2"));
+        let pop = |index: &mut Index| {
+            std::iter::from_fn(|| index.pop_due(Lane::Webhook, 0))
+                .map(|e| e.row.id.0)
+                .collect::<Vec<_>>()
+        };
+        let started = pop(&mut index);
+        assert_eq!(started.len(), WEBHOOK_KEY_RUNNING + 1, "{started:?}");
+        assert!(
+            started.contains(&100),
+            "the other endpoint is not held back"
+        );
+        // Set aside, not ready: the dispatcher has nothing due to wake for.
+        assert_eq!(index.next_due(Lane::Webhook), None);
+        // One of the endpoint's deliveries ends (or waits for a retry): one more may start.
+        index.finish(JobId(1));
+        assert_eq!(pop(&mut index), [cap + 1]);
+        index.reschedule(JobId(2), 500, 1, false);
+        assert_eq!(pop(&mut index), [cap + 2]);
+        // Removing the integration's waiting jobs (the six set aside and the one waiting for
+        // its retry) forgets those set aside too: a slot freed later starts none of them.
+        assert_eq!(index.remove_integration(IntegrationId(1)), 7);
+        index.finish(JobId(3));
+        assert!(pop(&mut index).is_empty());
+        assert_eq!(index.next_due(Lane::Webhook), None);
     }
 
     #[test]

@@ -213,6 +213,11 @@ impl Windows {
         }
     }
 
+    /// How many jobs of `rate_key` are running.
+    pub fn running(&self, rate_key: &str) -> usize {
+        self.by_key.get(rate_key).map_or(0, |w| w.running)
+    }
+
     /// A waiting job of `rate_key` started running.
     pub fn started(&mut self, rate_key: Option<&str>) {
         if let Some(window) = self.by_key.get_mut(slot(rate_key)) {

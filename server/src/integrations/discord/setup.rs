@@ -29,8 +29,8 @@ pub async fn check_discord(
     // rather than dropped unseen.
     if url.contains(['?', '#']) {
         return Err(SetupError::invalid(
-            "webhook_url must be the URL as Discord gives it, with no ?… or #… part: Porch \
-             chooses the thread (one per conversation in a forum channel).",
+            "The webhook URL must be the URL as Discord gives it, with no ?… or #… \
+             part: Porch chooses the thread (one per conversation in a forum channel).",
         ));
     }
     let rest = url
@@ -38,21 +38,18 @@ pub async fn check_discord(
         .or_else(|| url.strip_prefix("https://discordapp.com/api/webhooks/"))
         .ok_or_else(|| {
             SetupError::invalid(format!(
-                "webhook_url must be a Discord webhook URL ({base}/webhooks/…)."
+                "The webhook URL must be a Discord webhook URL ({base}/webhooks/…)."
             ))
         })?;
     let mut segments = rest.trim_end_matches('/').split('/');
-    let (Some(webhook_id), Some(token), None) = (segments.next(), segments.next(), segments.next())
-    else {
-        return Err(SetupError::invalid(
-            "webhook_url must end in /webhooks/{id}/{token}.",
-        ));
+    let webhook_id = match (segments.next(), segments.next(), segments.next()) {
+        (Some(id), Some(token), None) if !id.is_empty() && !token.is_empty() => id,
+        _ => {
+            return Err(SetupError::invalid(
+                "The webhook URL must end in /webhooks/{id}/{token}.",
+            ));
+        }
     };
-    if webhook_id.is_empty() || token.is_empty() {
-        return Err(SetupError::invalid(
-            "webhook_url must end in /webhooks/{id}/{token}.",
-        ));
-    }
     // A GET on a webhook URL returns the webhook: a wrong or deleted one is refused now rather
     // than at the first delivery.
     let known = http

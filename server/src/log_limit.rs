@@ -23,11 +23,29 @@ impl Every {
     /// `Some(left_out)` when a line may be written now (`left_out` were held back since the
     /// previous one), `None` when it is held back.
     pub fn pass(&self) -> Option<u64> {
+        self.let_through(true)
+    }
+
+    /// For a periodic check: `Some(count)` of the lines held back once the interval since the
+    /// last line has passed, so a summary is written even when no later line comes to carry the
+    /// count; counts as a line let through. `None` when nothing is held back or it is too soon.
+    pub fn held_back(&self) -> Option<u64> {
+        self.let_through(false)
+    }
+
+    /// `is_line`: a line asks to be written (and is counted when held back), rather than a
+    /// periodic check asking whether held-back lines are owed a summary.
+    fn let_through(&self, is_line: bool) -> Option<u64> {
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         let (at, left_out) = &mut *last;
+        if !is_line && *left_out == 0 {
+            return None;
+        }
         let now = Instant::now();
         if at.is_some_and(|at| now.duration_since(at) < self.every) {
-            *left_out += 1;
+            if is_line {
+                *left_out += 1;
+            }
             return None;
         }
         *at = Some(now);
@@ -47,5 +65,18 @@ mod tests {
         assert_eq!(limit.pass(), None);
         std::thread::sleep(Duration::from_millis(60));
         assert_eq!(limit.pass(), Some(2));
+    }
+
+    #[test]
+    fn lines_held_back_are_summed_up_once_the_interval_passes_without_a_later_line() {
+        let limit = Every::new(Duration::from_millis(50));
+        assert_eq!(limit.held_back(), None, "nothing held back");
+        assert_eq!(limit.pass(), Some(0));
+        assert_eq!(limit.pass(), None);
+        assert_eq!(limit.held_back(), None, "too soon");
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(limit.held_back(), Some(1));
+        assert_eq!(limit.held_back(), None, "said once");
+        assert_eq!(limit.pass(), None, "the summary counts as a line");
     }
 }

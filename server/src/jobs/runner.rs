@@ -41,6 +41,16 @@ const SLACK_EVENT_RETENTION_MS: i64 = 3600 * 1000;
 const RECORD_RETRY: Duration = Duration::from_millis(50);
 /// At most one "a delivery failed for good" line per 10 s.
 static GAVE_UP_LOG: Every = Every::new(Duration::from_secs(10));
+/// Sums up the "failed for good" lines held back when no later failure carried their count.
+fn log_held_back_failures() {
+    if let Some(left_out) = GAVE_UP_LOG.held_back() {
+        tracing::warn!(
+            left_out,
+            "deliveries failed for good without a line of their own: the failed deliveries list them"
+        );
+    }
+}
+
 /// Wait before jobs of a round that could not be written are tried again.
 const ROUND_RETRY: Duration = Duration::from_secs(1);
 
@@ -237,7 +247,10 @@ impl Dispatcher {
                     None => break,
                 },
                 () = tokio::time::sleep_until(wake) => {}
-                _ = poll.tick() => self.poll_database().await,
+                _ = poll.tick() => {
+                    self.poll_database().await;
+                    log_held_back_failures();
+                }
                 _ = prune.tick() => self.spawn_prune(),
                 () = shutdown.cancelled() => break,
             }

@@ -10,6 +10,7 @@ mod index;
 mod kind;
 mod outcome;
 mod pace;
+mod parked;
 mod plan;
 mod policy;
 mod requested;

@@ -296,3 +296,41 @@ async fn a_backlog_beyond_the_window_waits_in_sqlite_and_is_delivered_in_order()
     );
     harness.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn a_conversation_backing_off_for_minutes_does_not_hold_up_a_new_one_behind_the_window() {
+    let delivered = || Outcome::Delivered { external_ref: None };
+    let retry_later = Outcome::Retry {
+        error: "503".into(),
+        not_before: Some(Duration::from_mins(2)),
+    };
+    let harness = start_with_window(vec![retry_later, delivered(), delivered()], 3).await;
+    // Five posts of one conversation fill the endpoint's window of three; its head is refused
+    // and retried in two minutes.
+    let waiting = harness.submit_many("hook:1", Some("conv:a"), 5, 10).await;
+    let head = waiting[0];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while harness.script.asked_ids().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the head never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let new = harness.submit_many("hook:1", Some("conv:b"), 2, 10).await;
+    for id in &new {
+        harness.wait_for_state(*id, "done").await;
+    }
+    assert_eq!(harness.script.asked_ids(), [head, new[0], new[1]]);
+    let states = harness
+        .readers
+        .read(|c| {
+            let mut stmt = c.prepare("SELECT state FROM jobs WHERE order_key = 'conv:a'")?;
+            let states = stmt.query_map([], |r| r.get(0))?;
+            Ok(states.collect::<Result<Vec<String>, _>>()?)
+        })
+        .await
+        .expect("read");
+    assert_eq!(
+        states, ["queued"; 5],
+        "the first conversation waits its turn, whole"
+    );
+    harness.shutdown.cancel();
+}

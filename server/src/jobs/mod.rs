@@ -15,6 +15,7 @@ mod plan;
 mod policy;
 mod requested;
 mod retry;
+mod round;
 mod runner;
 #[cfg(test)]
 mod runner_tests;

@@ -27,6 +27,7 @@ use super::index::{Entry, Index, Lane};
 use super::outcome::Attempt;
 use super::parked::waits_long;
 use super::policy::backoff;
+use super::round::{Round, write_round};
 use super::stats::JobStats;
 use super::window::Load;
 
@@ -38,8 +39,6 @@ const PRUNE_EVERY: Duration = Duration::from_mins(10);
 const PRUNE_CHUNK: u32 = 1000;
 /// Inbound Slack event ids are kept this long (Slack stops retrying after minutes).
 const SLACK_EVENT_RETENTION_MS: i64 = 3600 * 1000;
-/// Wait between attempts to record outcomes while the writer is busy.
-const RECORD_RETRY: Duration = Duration::from_millis(50);
 /// At most one "a delivery failed for good" line per 10 s.
 static GAVE_UP_LOG: Every = Every::new(Duration::from_secs(10));
 /// Sums up the "failed for good" lines held back when no later failure carried their count.
@@ -570,52 +569,5 @@ impl Dispatcher {
             let _ = write_round(&self.writer, round).await;
         }
         tracing::info!(left = self.index.len(), "job runner stopped");
-    }
-}
-
-/// What a round writes: outcomes, integrations to block, and the jobs about to start.
-struct Round {
-    records: Vec<AttemptRecord>,
-    blocked: Vec<(IntegrationId, String)>,
-    starting: Vec<JobId>,
-}
-
-/// Records outcomes, blocks integrations with their queued jobs, and marks jobs running, in one
-/// transaction; returns the jobs marked (only queued ones are). Outcomes go first: a job
-/// rescheduled by one (a short 429 pause) may be starting again in the same round.
-///
-/// The write is deferred: it rides along with the next visitor message's commit (or waits at
-/// most [`store::DEFER_LIMIT`]), so the runner's bookkeeping costs no commits of its own. It is
-/// retried while the writer is busy; on any other failure the round comes back unwritten.
-async fn write_round(writer: &Writer, round: Round) -> Result<Vec<JobId>, Round> {
-    let round = Arc::new(round);
-    loop {
-        let attempt = Arc::clone(&round);
-        let written = writer
-            .write_deferred(move |c| {
-                store::record_attempts(c, &attempt.records)?;
-                let now = now_ms();
-                for (integration, error) in &attempt.blocked {
-                    store::mark_integration_broken(c, *integration, error, now)?;
-                    store::block_integration_jobs(c, *integration, error)?;
-                }
-                store::mark_jobs_running(c, &attempt.starting)
-            })
-            .await;
-        match written {
-            Ok(marked) => return Ok(marked),
-            Err(store::Error::Busy | store::Error::DiskFull | store::Error::CommitFailed(_)) => {
-                tokio::time::sleep(RECORD_RETRY).await;
-            }
-            Err(err) => {
-                tracing::error!(error = %err, "could not record job state");
-                // The writer has answered, so its copy of the round is gone.
-                return Err(Arc::try_unwrap(round).unwrap_or_else(|_| Round {
-                    records: Vec::new(),
-                    blocked: Vec::new(),
-                    starting: Vec::new(),
-                }));
-            }
-        }
     }
 }

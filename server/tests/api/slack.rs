@@ -386,6 +386,27 @@ async fn a_signed_thread_reply_reaches_the_visitor_as_the_matching_agent() {
 }
 
 #[tokio::test]
+async fn people_mentioned_in_a_reply_are_named_for_the_visitor() {
+    let (fx, mut widget, integration, thread) = conversation_with_thread(json!({})).await;
+    fx.app.add_agent_token("Ana");
+    fx.mock
+        .add_user("U-ANA", "ana.slack", Some("ana@example.com"));
+    fx.mock.add_user("U-BEN", "Ben", None);
+    let event = reply_event(
+        "Ev-mention",
+        "C1",
+        &thread,
+        "U-BEN",
+        "<@U-ANA> knows, ask <@U-BEN|benjamin> or <@U-GONE>",
+    );
+    assert_eq!(fx.send_event(integration, &event, now_secs()).await, 200);
+    let pushed = widget.recv().await;
+    // A Porch agent by their Porch name, as replies are signed; a label Slack sent stays; one
+    // Slack cannot name stays its id.
+    assert_eq!(pushed["body"], "@Ana knows, ask @benjamin or @U-GONE");
+}
+
+#[tokio::test]
 async fn a_thread_reply_longer_than_a_message_is_cut_not_lost() {
     let (fx, mut widget, integration, thread) = conversation_with_thread(json!({})).await;
     let long = format!("{} the end", "a".repeat(4_500));

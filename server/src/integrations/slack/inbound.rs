@@ -22,7 +22,7 @@ use super::deliver::classify;
 use super::inbound_files::receive_files;
 use super::{
     CallError, SlackApi, SlackIntegration, SlackUser, find_root, header_conversation,
-    is_by_our_bot, to_plain,
+    is_by_our_bot, to_plain_named, unnamed_mentions,
 };
 
 /// How long a Slack user's name and email are remembered.
@@ -207,7 +207,8 @@ pub async fn handle_event_callback(
         },
     };
 
-    let plain = to_plain(text("text").unwrap_or_default());
+    let raw = text("text").unwrap_or_default();
+    let plain = to_plain_named(raw, &mention_names(inbound, slack, raw).await);
     let trimmed = plain.trim_start();
     let (is_note, body) = match trimmed.get(..NOTE_PREFIX.len()) {
         Some(prefix) if prefix.eq_ignore_ascii_case(NOTE_PREFIX) => {
@@ -354,6 +355,30 @@ fn is_passing(err: &CallError) -> bool {
         classify(err),
         Outcome::Retry { .. } | Outcome::RateLimited { .. }
     )
+}
+
+/// The names of the people a reply mentions by id, as the visitor knows them: a Porch agent's
+/// name when the email matches, as for the reply's author, else the Slack display name. Looked
+/// up together (each bounded by the lookup's timeout, cached); one Slack does not name stays an
+/// id.
+async fn mention_names(
+    inbound: &SlackInbound,
+    slack: &SlackIntegration,
+    text: &str,
+) -> Vec<(String, String)> {
+    let lookups = unnamed_mentions(text).into_iter().map(|user| async move {
+        let name = match porch_user(inbound, slack, user).await {
+            Ok((_, Some(account))) => account.name,
+            Ok((found, None)) => found?.display_name,
+            Err(_) => inbound.lookup_user(slack, user).await?.display_name,
+        };
+        Some((user.to_owned(), name))
+    });
+    futures_util::future::join_all(lookups)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// The agent behind a Slack user: the Porch user with the same email, else the Slack name.

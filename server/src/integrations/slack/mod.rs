@@ -30,7 +30,7 @@ pub use request::{Request, parse_command, parse_interaction};
 pub use setup::{SlackSetup, connect_slack, update_slack};
 pub use signature::{SignatureError, sign, verify};
 pub use socket::spawn_socket_mode;
-pub use text::{escape, to_plain};
+pub use text::{escape, to_plain, to_plain_named, unnamed_mentions};
 pub use thread::{
     CLOCK_MARGIN, HEADER_EVENT_TYPE, HeaderSearch, find_headers, find_root, header_conversation,
     is_by_our_bot,

@@ -1,6 +1,10 @@
 //! Text between Porch and Slack: escaping visitor text for `mrkdwn` (only `&`, `<`, `>` are
 //! control characters), and turning an agent's Slack text back into plain text.
 
+/// At most this many people a reply mentions are looked up by name (each is one `users.info`
+/// call unless cached); others stay as their Slack id.
+const NAMED_MENTIONS: usize = 5;
+
 /// Escapes `&`, `<` and `>` so visitor text cannot mention `@channel`, ping users or mask links.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -18,6 +22,30 @@ pub fn escape(text: &str) -> String {
 /// Plain text from Slack `mrkdwn`: `<url|label>` becomes `label (url)`, `<url>` the url,
 /// `<@U123>` stays readable as `@U123`, and the three entities are decoded.
 pub fn to_plain(text: &str) -> String {
+    to_plain_named(text, &[])
+}
+
+/// The people a text mentions without a name (`<@U123>`, as Slack sends mentions now), each
+/// once and at most [`NAMED_MENTIONS`]: looked up so the visitor reads `@Ana`, not an id.
+pub fn unnamed_mentions(text: &str) -> Vec<&str> {
+    let mut users: Vec<&str> = Vec::new();
+    for piece in text.split("<@").skip(1) {
+        let Some(end) = piece.find('>') else {
+            continue;
+        };
+        let user = &piece[..end];
+        if !user.is_empty() && !user.contains(['|', '<']) && !users.contains(&user) {
+            users.push(user);
+            if users.len() == NAMED_MENTIONS {
+                break;
+            }
+        }
+    }
+    users
+}
+
+/// [`to_plain`], a mention without a label named from `names` (Slack user id, name).
+pub fn to_plain_named(text: &str, names: &[(String, String)]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('<') {
@@ -32,7 +60,9 @@ pub fn to_plain(text: &str) -> String {
             .split_once('|')
             .map_or((inner, None), |(t, l)| (t, Some(l)));
         let readable = if let Some(user) = target.strip_prefix('@') {
-            format!("@{}", label.unwrap_or(user))
+            let known = names.iter().find(|(id, _)| id == user);
+            let name = label.or_else(|| known.map(|(_, name)| name.as_str()));
+            format!("@{}", name.unwrap_or(user))
         } else if let Some(special) = target.strip_prefix('!') {
             format!("@{}", label.unwrap_or(special))
         } else if let Some(channel) = target.strip_prefix('#') {
@@ -73,6 +103,19 @@ mod tests {
         );
         assert_eq!(to_plain("hi <@U123> 1 &lt; 2"), "hi @U123 1 < 2");
         assert_eq!(to_plain("unclosed <tag"), "unclosed <tag");
+    }
+
+    #[test]
+    fn mentions_are_named_when_their_names_are_known() {
+        let text = "<@U1> and <@U2|old> ask <@U1>; <@U3> too, <@> <@U4";
+        assert_eq!(unnamed_mentions(text), ["U1", "U3"]);
+        let names = [("U1".to_owned(), "Ana".to_owned())];
+        assert_eq!(
+            to_plain_named(text, &names),
+            "@Ana and @old ask @Ana; @U3 too, @ <@U4"
+        );
+        let many = "<@U0> <@U1> <@U2> <@U3> <@U4> <@U5> <@U6>";
+        assert_eq!(unnamed_mentions(many).len(), NAMED_MENTIONS);
     }
 
     #[test]

@@ -25,16 +25,44 @@ pub fn one_line(text: &str) -> String {
         .join(" ")
 }
 
-/// A message body: trimmed, 1 to [`MAX_BODY_CHARS`] characters.
+/// Characters that show nothing: a body of these and white space alone reads as empty (zero
+/// width space and joiners, word joiner and invisible operators, byte order mark, soft hyphen,
+/// direction marks and isolates, Hangul fillers).
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}')
+}
+
+/// Whether `text` shows nothing: only white space and invisible characters.
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || is_invisible(c))
+}
+
+/// A control character a message may not hold: all but tab and the line breaks (NUL, escape,
+/// the C1 controls), which no one types and which some destinations choke on.
+fn is_refused_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
+/// A message body: trimmed, 1 to [`MAX_BODY_CHARS`] characters, something visible among them,
+/// and no control characters but tab and line breaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageBody(String);
 
 impl MessageBody {
-    /// Trims white space at both ends and checks the length.
+    /// Trims white space at both ends and checks the length and characters.
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let trimmed = raw.trim();
-        if trimmed.is_empty() {
+        if is_blank(trimmed) {
             return Err(Invalid("The message is empty."));
+        }
+        if trimmed.contains(is_refused_control) {
+            return Err(Invalid(
+                "The message holds a control character (such as NUL); only tab and line breaks \
+                 are allowed.",
+            ));
         }
         if trimmed.chars().count() > MAX_BODY_CHARS {
             return Err(Invalid("The message is longer than 4,000 characters."));
@@ -45,17 +73,19 @@ impl MessageBody {
     /// Like [`MessageBody::parse`], except that a message carrying attachments may have no
     /// text (then the body is empty).
     pub fn parse_beside_attachments(raw: &str, has_attachments: bool) -> Result<Self, Invalid> {
-        if has_attachments && raw.trim().is_empty() {
+        if has_attachments && is_blank(raw) {
             return Ok(Self(String::new()));
         }
         Self::parse(raw)
     }
 
     /// Text from a channel where the sender cannot be told "too long" (a mail, a Slack reply),
-    /// trimmed and cut to [`MAX_BODY_CHARS`], marked with "…" where it was cut, so that it
-    /// parses rather than being lost.
+    /// without the control characters a body may not hold, trimmed and cut to
+    /// [`MAX_BODY_CHARS`], marked with "…" where it was cut, so that it parses rather than being
+    /// lost.
     pub fn clip(raw: &str) -> String {
-        let trimmed = raw.trim();
+        let kept: String = raw.chars().filter(|c| !is_refused_control(*c)).collect();
+        let trimmed = kept.trim();
         if trimmed.chars().count() <= MAX_BODY_CHARS {
             return trimmed.to_owned();
         }
@@ -167,6 +197,29 @@ mod tests {
         assert!(clipped.ends_with("a…"));
         assert!(MessageBody::parse(&clipped).is_ok());
         assert_eq!(MessageBody::clip(" short "), "short");
+    }
+
+    #[test]
+    fn a_body_must_show_something_and_hold_no_control_characters() {
+        for blank in [
+            "\u{200B}",
+            " \u{200B}\u{FEFF} \u{2060}",
+            "\u{3164}",
+            "\u{00AD}\n",
+        ] {
+            assert_eq!(
+                MessageBody::parse(blank),
+                Err(Invalid("The message is empty.")),
+                "{blank:?}"
+            );
+        }
+        for control in ["a\0b", "a\u{1B}[31m", "a\u{85}b", "a\u{7F}"] {
+            assert!(MessageBody::parse(control).is_err(), "{control:?}");
+        }
+        let ok = "line\r\n\tindented \u{200D}\u{1F469}";
+        assert!(MessageBody::parse(ok).is_ok());
+        assert!(MessageBody::parse_beside_attachments("\u{200B}", true).is_ok());
+        assert_eq!(MessageBody::clip("a\0b\u{1B}c "), "abc");
     }
 
     #[test]

@@ -59,6 +59,14 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
     assert_eq!((status, code.as_str()), (422, "invalid"));
     assert!(message.contains("Unknown field `bodyy`"), "{message}");
 
+    // A NUL in the text is refused and said so; a body of only a zero width space is empty.
+    let nul = post(&app, &token, messages, json, r#"{"body": "a\u0000b"}"#).await;
+    let (status, code, message) = error_of(&nul);
+    assert_eq!((status, code.as_str()), (422, "invalid"));
+    assert!(message.contains("control character"), "{message}");
+    let blank = post(&app, &token, messages, json, r#"{"body": "\u200b"}"#).await;
+    assert_eq!(error_of(&blank).2, "The message is empty.");
+
     let (status, code, _) = error_of(&post(&app, &token, messages, json, "{not json").await);
     assert_eq!((status, code.as_str()), (400, "bad_request"));
 

@@ -59,6 +59,11 @@ async fn invalid_messages_are_refused_with_their_client_id() {
     );
     let long = widget.say("e2", &"x".repeat(4001)).await;
     assert_eq!(long["code"], "invalid_message");
+    // Nothing visible (zero width space, byte order mark) is empty; a NUL is refused.
+    let invisible = widget.say("e3", "\u{200B}\u{FEFF}").await;
+    assert_eq!(invisible["code"], "invalid_message", "{invisible}");
+    let nul = widget.say("e4", "a\u{0}b").await;
+    assert_eq!(nul["code"], "invalid_message", "{nul}");
     let bad_id = widget.say("has spaces", "hi").await;
     assert_eq!(bad_id["code"], "invalid_message");
     // A client_id too long to take is still echoed whole, so the client can match the error.

@@ -21,6 +21,7 @@ use crate::store::{self, IntegrationRow, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
 use super::destinations::{TestQuery, load_health, test_outcome};
+use super::email_inbound::MailboxForm;
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 use super::sites::find_site;
@@ -42,12 +43,13 @@ fn secs(duration: std::time::Duration) -> u32 {
     u32::try_from(duration.as_secs()).unwrap_or(MAX_DELAY_SECS)
 }
 
+/// The email page; `typed_mailbox`: a refused mailbox form, shown again as typed.
 async fn page(
     app: &AppState,
     who: &SignedIn,
     (site, row): (&SiteRow, Option<&IntegrationRow>),
     query: &TestQuery,
-    notice: Option<Notice>,
+    (notice, typed_mailbox): (Option<Notice>, Option<&MailboxForm>),
 ) -> Result<String, PageError> {
     let delays = row.map_or(EmailDelays::DEFAULT, |row| {
         EmailDelays::from_config(&row.config)
@@ -81,7 +83,7 @@ async fn page(
         reply_delay_secs: secs(delays.reply_delay),
         admin_email: who.user.email.clone(),
         test: test_outcome(app, query, JobKind::EmailTest.as_str()).await?,
-        inbound: super::email_inbound::inbound_view(app).await?,
+        inbound: super::email_inbound::inbound_view(app, typed_mailbox).await?,
         notice,
     }))
 }
@@ -95,8 +97,30 @@ pub async fn email_page(
     Query(test): Query<TestQuery>,
 ) -> Result<Response, PageError> {
     let (site, row) = load(&app, &key).await?;
-    let body = page(&app, &who, (&site, row.as_ref()), &test, notice.notice()).await?;
+    let body = page(
+        &app,
+        &who,
+        (&site, row.as_ref()),
+        &test,
+        (notice.notice(), None),
+    )
+    .await?;
     Ok(html(body))
+}
+
+/// The email page answering a refused mailbox form: the reason, and the form as typed.
+pub(super) async fn refused_mailbox(
+    app: &AppState,
+    who: &SignedIn,
+    key: &str,
+    typed: &MailboxForm,
+    reason: String,
+) -> Result<Response, PageError> {
+    let (site, row) = load(app, key).await?;
+    let shown = (Some(Notice::Error(reason)), Some(typed));
+    let query = TestQuery::default();
+    let body = page(app, who, (&site, row.as_ref()), &query, shown).await?;
+    Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
 }
 
 #[derive(Debug, Deserialize)]
@@ -136,7 +160,7 @@ pub async fn save_email(
         Err(message) => {
             let query = TestQuery::default();
             let notice = Some(Notice::Error(message));
-            let body = page(&app, &who, (&site, row.as_ref()), &query, notice).await?;
+            let body = page(&app, &who, (&site, row.as_ref()), &query, (notice, None)).await?;
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };
@@ -159,7 +183,7 @@ pub async fn test_email(
             TestQuery::default(),
             Some(Notice::Error(NOT_CONFIGURED.into())),
         );
-        let body = page(&app, &who, (&site, row.as_ref()), &query, notice).await?;
+        let body = page(&app, &who, (&site, row.as_ref()), &query, (notice, None)).await?;
         return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
     }
     let job = queue_test_mail(&app.writer, &app.jobs, who.user.email.clone()).await?;

@@ -29,14 +29,17 @@ use super::sites::find_site;
 /// How many of the latest mails the card lists.
 const LATEST_MAILS: u32 = 20;
 
-/// The card's content: off without SMTP.
-pub(super) async fn inbound_view(app: &AppState) -> Result<InboundView, PageError> {
+/// The card's content: off without SMTP. `typed`: a refused mailbox form, shown again as typed.
+pub(super) async fn inbound_view(
+    app: &AppState,
+    typed: Option<&MailboxForm>,
+) -> Result<InboundView, PageError> {
     let Some(reader) = &app.mail_reader else {
         return Ok(InboundView::Off);
     };
     let is_from_env = reader.source() == MailboxSource::Environment;
     let settings = reader.settings();
-    let form = Box::new(match (&settings, is_from_env) {
+    let mut form = Box::new(match (&settings, is_from_env) {
         (Some(s), false) => MailboxFormView {
             host: s.host.clone(),
             port: s.port.to_string(),
@@ -57,6 +60,9 @@ pub(super) async fn inbound_view(app: &AppState) -> Result<InboundView, PageErro
             ..MailboxFormView::default()
         },
     });
+    if let Some(typed) = typed {
+        typed.show_in(&mut form);
+    }
     let Some(settings) = settings else {
         return Ok(InboundView::On {
             is_from_env,
@@ -137,6 +143,19 @@ pub struct MailboxForm {
     poll_secs: String,
 }
 
+impl MailboxForm {
+    /// Puts what was typed into the card's form, so a refusal loses none of it (the password
+    /// field stays empty: a page never holds a password).
+    fn show_in(&self, form: &mut MailboxFormView) {
+        form.host.clone_from(&self.host);
+        form.port.clone_from(&self.port);
+        form.is_tls = self.tls != "none";
+        form.user.clone_from(&self.user);
+        form.folder.clone_from(&self.folder);
+        form.poll_secs.clone_from(&self.poll_secs);
+    }
+}
+
 fn not_saved(message: impl Into<String>) -> PageError {
     PageError::new(
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -171,28 +190,37 @@ impl From<MailboxError> for PageError {
 }
 
 /// `POST /sites/{key}/email/imap`: saves the mailbox (its password sealed) and reads from it
-/// at once.
+/// at once. A refusal answers the email page with the form as typed and the reason.
 pub async fn save_page_mailbox(
     State(app): State<AppState>,
     Path(key): Path<String>,
     ClientIp(ip): ClientIp,
-    AdminPosted { who, form }: AdminPosted<MailboxForm>,
+    AdminPosted { who, mut form }: AdminPosted<MailboxForm>,
 ) -> Result<Response, PageError> {
     find_site(&app, &key).await?;
     let reader = page_reader(&app)?;
     let input = MailboxInput {
-        host: form.host,
-        port: form.port,
-        tls: form.tls,
-        user: form.user,
-        password: form.password,
-        folder: form.folder,
-        poll_secs: form.poll_secs,
+        host: form.host.clone(),
+        port: form.port.clone(),
+        tls: form.tls.clone(),
+        user: form.user.clone(),
+        password: std::mem::take(&mut form.password),
+        folder: form.folder.clone(),
+        poll_secs: form.poll_secs.clone(),
     };
-    let settings = input.check(reader.settings().as_ref())?;
-    resolve_mailbox(&settings, reader.guards_private())
-        .await
-        .map_err(not_saved)?;
+    let checked = match input.check(reader.settings().as_ref()) {
+        Ok(settings) => resolve_mailbox(&settings, reader.guards_private())
+            .await
+            .map(|_| settings),
+        Err(MailboxError::Invalid(message)) => Err(message.to_owned()),
+        Err(MailboxError::Store(err)) => return Err(err.into()),
+    };
+    let settings = match checked {
+        Ok(settings) => settings,
+        Err(message) => {
+            return super::email::refused_mailbox(&app, &who, &key, &form, message).await;
+        }
+    };
     let actor = Actor::user(&who.user, ip);
     save_mailbox(&app.writer, &app.secret_key, &actor, &settings).await?;
     reader.replace(Some(settings));

@@ -34,6 +34,8 @@ pub struct SlackPageView {
     pub site_key: String,
     pub site_name: String,
     pub status: Option<SlackStatusView>,
+    /// A refused form's channel id, shown again as typed (the secrets never are).
+    pub typed_channel: Option<String>,
     pub notice: Option<Notice>,
 }
 
@@ -69,9 +71,9 @@ pub fn render_slack(view: SlackPageView) -> String {
     let key = view.site_key;
     let is_connected = view.status.is_some();
     let channel = view
-        .status
-        .as_ref()
-        .map(|s| s.channel_id.clone())
+        .typed_channel
+        .clone()
+        .or_else(|| view.status.as_ref().map(|s| s.channel_id.clone()))
         .unwrap_or_default();
     let has_signing_secret = view.status.as_ref().is_some_and(|s| s.has_signing_secret);
     let has_app_token = view.status.as_ref().is_some_and(|s| s.has_app_token);

@@ -62,12 +62,13 @@ fn status(app: &AppState, row: &IntegrationRow, health: HealthView) -> Option<Sl
     })
 }
 
+/// The Slack page; `typed_channel`: a refused form's channel id, shown again as typed.
 async fn page(
     app: &AppState,
     who: &SignedIn,
-    site: &SiteRow,
-    slack: Option<&IntegrationRow>,
+    (site, slack): (&SiteRow, Option<&IntegrationRow>),
     notice: Option<Notice>,
+    typed_channel: Option<String>,
 ) -> Result<String, PageError> {
     let status = match slack {
         Some(row) => status(app, row, load_health(app, row).await?),
@@ -78,6 +79,7 @@ async fn page(
         site_key: site.key.clone(),
         site_name: site.settings.name.clone(),
         status,
+        typed_channel,
         notice,
     }))
 }
@@ -91,7 +93,7 @@ pub async fn slack_page(
 ) -> Result<Response, PageError> {
     let (site, slack) = load(&app, &key).await?;
     Ok(html(
-        page(&app, &who, &site, slack.as_ref(), query.notice()).await?,
+        page(&app, &who, (&site, slack.as_ref()), query.notice(), None).await?,
     ))
 }
 
@@ -104,6 +106,7 @@ pub async fn save_slack(
 ) -> Result<Response, PageError> {
     let (site, slack) = load(&app, &key).await?;
     let actor = Actor::user(&who.user, ip);
+    let typed_channel = form.channel_id.clone();
     let outcome = match &slack {
         Some(existing) => update_slack(&app.slack, &actor, existing, form)
             .await
@@ -117,7 +120,8 @@ pub async fn save_slack(
         Err(SetupError::Store(err)) => Err(err.into()),
         Err(err) => {
             let notice = Some(Notice::Error(err.to_string()));
-            let body = page(&app, &who, &site, slack.as_ref(), notice).await?;
+            let shown = (&site, slack.as_ref());
+            let body = page(&app, &who, shown, notice, Some(typed_channel)).await?;
             Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
         }
     }
@@ -142,7 +146,9 @@ pub async fn check_slack(
             let notice = Some(Notice::Error(format!(
                 "Slack did not accept the bot token: {err}"
             )));
-            Ok(html(page(&app, &who, &site, slack.as_ref(), notice).await?))
+            Ok(html(
+                page(&app, &who, (&site, slack.as_ref()), notice, None).await?,
+            ))
         }
     }
 }

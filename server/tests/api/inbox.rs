@@ -402,6 +402,9 @@ async fn inbox_admins_connect_slack_from_the_site_page() {
     let refused = connect_slack(&app, &admin, &site, "not-a-token").await;
     assert_eq!(refused.status, 422, "a token Slack refuses is not saved");
     assert!(refused.body.contains("invalid_auth"));
+    // The channel id as typed stays in the form; the token Slack refused is not shown.
+    assert!(refused.body.contains("value=\"C1\""), "{}", refused.body);
+    assert!(!refused.body.contains("not-a-token"));
     assert_eq!(
         connect_slack(&app, &admin, &site, "xoxb-test").await.status,
         303

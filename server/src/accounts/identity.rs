@@ -17,7 +17,9 @@ impl EmailAddress {
         if shape_ok {
             Ok(Self(email.to_owned()))
         } else {
-            Err(Invalid("Enter an email address such as ana@example.com."))
+            Err(Invalid::from(
+                "Enter an email address such as ana@example.com.",
+            ))
         }
     }
 
@@ -34,10 +36,10 @@ impl DisplayName {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let name = raw.trim();
         if name.is_empty() {
-            return Err(Invalid("Enter a name."));
+            return Err(Invalid::from("Enter a name."));
         }
         if name.chars().count() > 80 {
-            return Err(Invalid("The name must have at most 80 characters."));
+            return Err(Invalid::from("The name must have at most 80 characters."));
         }
         Ok(Self(name.to_owned()))
     }
@@ -60,7 +62,7 @@ impl Role {
         match raw {
             "admin" => Ok(Self::Admin),
             "agent" => Ok(Self::Agent),
-            _ => Err(Invalid("The role is admin or agent.")),
+            _ => Err(Invalid::from("The role is admin or agent.")),
         }
     }
 

@@ -26,10 +26,14 @@ impl Password {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let chars = raw.chars().count();
         if chars < MIN_PASSWORD_CHARS {
-            return Err(Invalid("The password must have at least 10 characters."));
+            return Err(Invalid::from(
+                "The password must have at least 10 characters.",
+            ));
         }
         if chars > MAX_PASSWORD_CHARS {
-            return Err(Invalid("The password must have at most 256 characters."));
+            return Err(Invalid::from(
+                "The password must have at most 256 characters.",
+            ));
         }
         Ok(Self(raw.to_owned()))
     }

@@ -165,7 +165,7 @@ pub async fn setup(
                         .to_owned(),
                 ),
                 accounts::Error::Invalid(invalid) => {
-                    (StatusCode::UNPROCESSABLE_ENTITY, invalid.0.to_owned())
+                    (StatusCode::UNPROCESSABLE_ENTITY, invalid.to_string())
                 }
                 other => return Err(other.into()),
             };
@@ -408,7 +408,7 @@ async fn complete_link(
                 name: link.name,
                 email: link.email,
                 action: format!("/{}/{token}", link_path(kind)),
-                error: Some(invalid.0.to_owned()),
+                error: Some(invalid.to_string()),
             });
             Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page))
         }
@@ -498,7 +498,7 @@ pub async fn change_password(
             Some(wait),
         ),
         Err(accounts::Error::Invalid(invalid)) => {
-            (StatusCode::UNPROCESSABLE_ENTITY, invalid.0.to_owned(), None)
+            (StatusCode::UNPROCESSABLE_ENTITY, invalid.to_string(), None)
         }
         Err(err) => return Err(err.into()),
     };

@@ -100,11 +100,11 @@ async fn answer(
         Ok(CannedOutcome::Saved) => return Ok(see_other(&format!("/canned?notice={done}"))),
         Ok(CannedOutcome::NotAllowed) => (
             StatusCode::FORBIDDEN,
-            "Only admins can add, change or delete shared replies.",
+            "Only admins can add, change or delete shared replies.".into(),
         ),
         Ok(CannedOutcome::Taken) => (
             StatusCode::CONFLICT,
-            "That shortcut is already used: pick another one.",
+            "That shortcut is already used: pick another one.".into(),
         ),
         Err(crate::chat::Error::Invalid(invalid)) => (StatusCode::UNPROCESSABLE_ENTITY, invalid.0),
         Err(err) => return Err(err.into()),
@@ -112,7 +112,7 @@ async fn answer(
     page_with(
         app,
         who,
-        Some(Notice::Error(text.to_owned())),
+        Some(Notice::Error(text.into_owned())),
         draft,
         status,
     )

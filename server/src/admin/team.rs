@@ -104,7 +104,7 @@ pub async fn invite(
             team_page_with(&app, &who, None, Some(link), StatusCode::OK).await
         }
         Err(accounts::Error::Invalid(invalid)) => {
-            let notice = Some(Notice::Error(invalid.0.to_owned()));
+            let notice = Some(Notice::Error(invalid.to_string()));
             team_page_with(&app, &who, notice, None, StatusCode::UNPROCESSABLE_ENTITY).await
         }
         Err(accounts::Error::Conflict(text)) => {

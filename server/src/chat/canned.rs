@@ -25,13 +25,13 @@ impl Shortcut {
         let trimmed = raw.trim();
         let word = trimmed.strip_prefix('/').unwrap_or(trimmed).to_lowercase();
         if word.is_empty() || word.chars().count() > MAX_SHORTCUT_CHARS {
-            return Err(Invalid("A shortcut has 1 to 32 characters."));
+            return Err(Invalid::from("A shortcut has 1 to 32 characters."));
         }
         if !word
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
         {
-            return Err(Invalid(
+            return Err(Invalid::from(
                 "A shortcut has only letters a to z, digits, '-' and '_'.",
             ));
         }

@@ -92,7 +92,7 @@ impl SiteHoursInput {
         }
         let away_messages = AWAY_LINES
             .parse(&self.away_messages)
-            .map_err(|invalid| InvalidHours(invalid.0.to_owned()))?;
+            .map_err(|invalid| InvalidHours(invalid.to_string()))?;
         Ok(SiteHours {
             hours,
             away_message: away_message.to_owned(),

@@ -361,7 +361,7 @@ impl Chat {
         // "one open conversation per visitor".
         let after = self.inbox_item(by.id, id).await?;
         if after.status == "closed" {
-            return Err(Error::Invalid(Invalid(
+            return Err(Error::Invalid(Invalid::from(
                 "The visitor has started a newer conversation; answer there.",
             )));
         }

@@ -30,13 +30,13 @@ impl MailSubject {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let trimmed = raw.trim();
         if trimmed.is_empty() {
-            return Err(Invalid("The subject is empty."));
+            return Err(Invalid::from("The subject is empty."));
         }
         if trimmed.chars().count() > MAX_SUBJECT_CHARS {
-            return Err(Invalid("The subject is longer than 200 characters."));
+            return Err(Invalid::from("The subject is longer than 200 characters."));
         }
         if trimmed.chars().any(char::is_control) {
-            return Err(Invalid("The subject must be one line."));
+            return Err(Invalid::from("The subject must be one line."));
         }
         Ok(Self(trimmed.to_owned()))
     }

@@ -62,7 +62,7 @@ fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
         .parse::<u32>()
         .ok()
         .filter(|n| (1..=MAX_RATE).contains(n))
-        .ok_or(Invalid(message))
+        .ok_or(Invalid::from(message))
 }
 
 impl From<&SiteSettings> for SiteSettingsInput {
@@ -98,7 +98,7 @@ impl SiteSettingsInput {
     pub fn parse(&self) -> Result<SiteSettings, Invalid> {
         let name = self.name.trim();
         if name.is_empty() || name.chars().count() > 80 {
-            return Err(Invalid("The name must have 1 to 80 characters."));
+            return Err(Invalid::from("The name must have 1 to 80 characters."));
         }
         let mut origins = Vec::new();
         for raw in self
@@ -106,30 +106,36 @@ impl SiteSettingsInput {
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|o| !o.is_empty())
         {
-            let origin = Origin::parse(raw)?.as_str().to_owned();
+            // Named, so the admin knows which line of a list to fix.
+            let origin = Origin::parse(raw)
+                .map_err(|invalid| Invalid::from(format!("{raw}: {invalid}")))?
+                .as_str()
+                .to_owned();
             if !origins.contains(&origin) {
                 origins.push(origin);
             }
         }
         if origins.is_empty() {
-            return Err(Invalid(
+            return Err(Invalid::from(
                 "Add at least one allowed origin, such as https://www.example.com.",
             ));
         }
         let greeting = self.greeting.trim();
         if greeting.chars().count() > MAX_GREETING_CHARS {
-            return Err(Invalid("The greeting must have at most 500 characters."));
+            return Err(Invalid::from(
+                "The greeting must have at most 500 characters.",
+            ));
         }
         let color = self.color.trim().to_ascii_lowercase();
         let is_hex_colour = color.len() == 7
             && color.starts_with('#')
             && color[1..].bytes().all(|b| b.is_ascii_hexdigit());
         if !is_hex_colour {
-            return Err(Invalid("The colour is written like #2563eb."));
+            return Err(Invalid::from("The colour is written like #2563eb."));
         }
         let position = match self.position.trim() {
             p @ ("left" | "right") => p.to_owned(),
-            _ => return Err(Invalid("The position is left or right.")),
+            _ => return Err(Invalid::from("The position is left or right.")),
         };
         let retention_days = match self.retention_days.trim() {
             "" => None,
@@ -137,7 +143,7 @@ impl SiteSettingsInput {
                 raw.parse::<u32>()
                     .ok()
                     .filter(|n| (1..=MAX_RETENTION_DAYS).contains(n))
-                    .ok_or(Invalid(
+                    .ok_or(Invalid::from(
                         "Retention is a whole number of days from 1 to 36500, or empty to keep \
                          conversations.",
                     ))?,
@@ -145,7 +151,7 @@ impl SiteSettingsInput {
         };
         let locale = self.locale.trim();
         if !locale.is_empty() && !WIDGET_LOCALES.iter().any(|(code, _)| *code == locale) {
-            return Err(Invalid(
+            return Err(Invalid::from(
                 "The widget's language is empty (each visitor's browser chooses) or one the widget speaks.",
             ));
         }
@@ -260,7 +266,7 @@ pub fn attachment_megabytes(bytes: u64) -> String {
 /// Anything else.
 pub fn parse_attachment_megabytes(raw: &str) -> Result<u64, Invalid> {
     let invalid =
-        Invalid("The largest attachment is a number of MB from 0 (no attachments) to 25.");
+        Invalid::from("The largest attachment is a number of MB from 0 (no attachments) to 25.");
     let raw = raw.trim();
     let (whole, fraction) = raw.split_once('.').unwrap_or((raw, ""));
     // At most two digits before the point: the cap is 25, and the arithmetic cannot overflow.
@@ -358,6 +364,21 @@ mod tests {
             ..input()
         };
         assert_eq!(kept.parse().expect("valid").retention_days, Some(30));
+    }
+
+    #[test]
+    fn a_refused_origin_is_named() {
+        let typed = SiteSettingsInput {
+            origins: "https://ok.example\nhttps://shop.example/checkout".into(),
+            ..input()
+        };
+        let refused = typed.parse().expect_err("a path");
+        assert!(
+            refused
+                .0
+                .starts_with("https://shop.example/checkout: An origin is"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -64,13 +64,13 @@ pub(super) fn store_agent_mail(
     subject: &str,
 ) -> Result<Result<(StoredAgentMessage, Vec<JobRow>), Invalid>, store::Error> {
     if !store::has_visitor_email(conn, new.conversation_id)? {
-        return Ok(Err(Invalid("The visitor left no email address.")));
+        return Ok(Err(Invalid::from("The visitor left no email address.")));
     }
     let has_email = store::list_active_integrations(conn, new.site_id)?
         .iter()
         .any(|i| i.kind == "email");
     if !has_email {
-        return Ok(Err(Invalid("Email is not turned on for this site.")));
+        return Ok(Err(Invalid::from("Email is not turned on for this site.")));
     }
     let stored = store::insert_agent_message(conn, new)?;
     store::insert_outbound_mail(conn, stored.id, subject, new.now)?;

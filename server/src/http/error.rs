@@ -88,10 +88,10 @@ impl IntoResponse for ApiError {
 
 /// What a storage or domain error means for whoever asked, whatever form the answer takes (JSON
 /// here, an HTML page in the admin UI). Classified once, and logged once, here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     NotFound(&'static str),
-    Invalid(&'static str),
+    Invalid(std::borrow::Cow<'static, str>),
     /// Try again later: full disk, busy writer, shutting down.
     Unavailable,
     /// A bug or an unexpected database error; the details are in the log only.
@@ -101,7 +101,7 @@ pub enum Failure {
 impl From<store::Error> for Failure {
     fn from(err: store::Error) -> Self {
         if matches!(err, store::Error::UnknownAttachment) {
-            Self::Invalid("An attachment is unknown, not yours, or already sent.")
+            Self::Invalid("An attachment is unknown, not yours, or already sent.".into())
         } else if err.is_transient() || matches!(err, store::Error::Stopped) {
             tracing::warn!(error = %err, "storage unavailable");
             Self::Unavailable

@@ -43,16 +43,16 @@ impl LanguageLines {
     pub fn parse(&self, raw: &str) -> Result<ByLanguage, Invalid> {
         let mut texts = ByLanguage::new();
         for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let (code, text) = line.split_once(':').ok_or(Invalid(self.shape))?;
+            let (code, text) = line.split_once(':').ok_or(Invalid::from(self.shape))?;
             let (code, text) = (code.trim(), text.trim());
             if !WIDGET_LOCALES.iter().any(|(c, _)| *c == code) {
-                return Err(Invalid(self.unknown_code));
+                return Err(Invalid::from(self.unknown_code));
             }
             if text.is_empty() || text.chars().count() > self.max_chars {
-                return Err(Invalid(self.length));
+                return Err(Invalid::from(self.length));
             }
             if texts.insert(code.to_owned(), text.to_owned()).is_some() {
-                return Err(Invalid(self.twice));
+                return Err(Invalid::from(self.twice));
             }
         }
         Ok(texts)
@@ -96,7 +96,7 @@ mod tests {
             (&format!("de: {}", "x".repeat(501)), AWAY_LINES.length),
             ("de: Weg\nde: Auch weg", AWAY_LINES.twice),
         ] {
-            assert_eq!(AWAY_LINES.parse(raw), Err(Invalid(reason)), "{raw}");
+            assert_eq!(AWAY_LINES.parse(raw), Err(Invalid::from(reason)), "{raw}");
         }
     }
 }

@@ -35,7 +35,9 @@ impl FieldMode {
             "off" => Ok(Self::Off),
             "optional" => Ok(Self::Optional),
             "required" => Ok(Self::Required),
-            _ => Err(Invalid("Choose off, optional or required for each field.")),
+            _ => Err(Invalid::from(
+                "Choose off, optional or required for each field.",
+            )),
         }
     }
 }
@@ -60,10 +62,12 @@ impl PrechatForm {
     ) -> Result<Self, Invalid> {
         let question = question.trim();
         if question_mode != FieldMode::Off && question.is_empty() {
-            return Err(Invalid("Write the question, or turn it off."));
+            return Err(Invalid::from("Write the question, or turn it off."));
         }
         if question.chars().count() > MAX_ANSWER_CHARS {
-            return Err(Invalid("The question can have at most 1,000 characters."));
+            return Err(Invalid::from(
+                "The question can have at most 1,000 characters.",
+            ));
         }
         Ok(Self {
             name,
@@ -103,8 +107,8 @@ fn field(
     let value = raw.map(str::trim).filter(|v| !v.is_empty());
     match (mode, value) {
         (FieldMode::Off, _) | (FieldMode::Optional, None) => Ok(None),
-        (FieldMode::Required, None) => Err(Invalid(missing)),
-        (_, Some(v)) if v.chars().count() > max => Err(Invalid(too_long)),
+        (FieldMode::Required, None) => Err(Invalid::from(missing)),
+        (_, Some(v)) if v.chars().count() > max => Err(Invalid::from(too_long)),
         (_, Some(v)) => Ok(Some(v.to_owned())),
     }
 }
@@ -139,7 +143,7 @@ impl PrechatAnswers {
             .as_deref()
             .is_some_and(|e| e.parse::<lettre::Address>().is_err())
         {
-            return Err(Invalid("Please check the email address."));
+            return Err(Invalid::from("Please check the email address."));
         }
         let answer = field(
             form.question_mode,

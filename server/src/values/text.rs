@@ -2,6 +2,8 @@
 //! value has one of these types, it is known to be well-formed; the store binds bodies and ids
 //! as they are.
 
+use std::borrow::Cow;
+
 use rusqlite::ToSql;
 use rusqlite::types::ToSqlOutput;
 
@@ -11,10 +13,23 @@ pub const MAX_BODY_CHARS: usize = 4000;
 /// Longest client-chosen message id.
 pub const MAX_CLIENT_ID_LEN: usize = 64;
 
-/// Why a value from outside was refused; the text is shown to the sender.
+/// Why a value from outside was refused; the text is shown to the sender. Mostly a fixed
+/// sentence; owned where it names what was refused (which origin of a list).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct Invalid(pub &'static str);
+pub struct Invalid(pub Cow<'static, str>);
+
+impl From<&'static str> for Invalid {
+    fn from(reason: &'static str) -> Self {
+        Self(Cow::Borrowed(reason))
+    }
+}
+
+impl From<String> for Invalid {
+    fn from(reason: String) -> Self {
+        Self(Cow::Owned(reason))
+    }
+}
 
 /// `text` on one line: line breaks and other control characters become spaces, runs of white
 /// space one space, none at either end. For names, which show in lists, headers and mails.
@@ -56,16 +71,18 @@ impl MessageBody {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let trimmed = raw.trim();
         if is_blank(trimmed) {
-            return Err(Invalid("The message is empty."));
+            return Err(Invalid::from("The message is empty."));
         }
         if trimmed.contains(is_refused_control) {
-            return Err(Invalid(
+            return Err(Invalid::from(
                 "The message holds a control character (such as NUL); only tab and line breaks \
                  are allowed.",
             ));
         }
         if trimmed.chars().count() > MAX_BODY_CHARS {
-            return Err(Invalid("The message is longer than 4,000 characters."));
+            return Err(Invalid::from(
+                "The message is longer than 4,000 characters.",
+            ));
         }
         Ok(Self(trimmed.to_owned()))
     }
@@ -122,7 +139,7 @@ impl ClientId {
         if ok_len && ok_chars {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(Invalid(
+            Err(Invalid::from(
                 "client_id must be 1 to 64 characters of A-Z, a-z, 0-9, - and _.",
             ))
         }
@@ -155,13 +172,13 @@ impl Origin {
         let rest = lowered
             .strip_prefix("https://")
             .or_else(|| lowered.strip_prefix("http://"))
-            .ok_or(Invalid("An origin starts with http:// or https://."))?;
+            .ok_or(Invalid::from("An origin starts with http:// or https://."))?;
         let valid_host = !rest.is_empty()
             && rest
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
         if !valid_host {
-            return Err(Invalid(
+            return Err(Invalid::from(
                 "An origin is scheme://host[:port], without a path, for example https://www.example.com.",
             ));
         }
@@ -209,7 +226,7 @@ mod tests {
         ] {
             assert_eq!(
                 MessageBody::parse(blank),
-                Err(Invalid("The message is empty.")),
+                Err(Invalid::from("The message is empty.")),
                 "{blank:?}"
             );
         }

@@ -34,7 +34,7 @@ const MAX_ID_LEN: usize = 64;
 /// Too many attachments, an id too long, or a body that is not valid.
 pub(super) fn message_body(raw: &str, attachments: &[String]) -> Result<MessageBody, Invalid> {
     if attachments.len() > MAX_PER_MESSAGE || attachments.iter().any(|id| id.len() > MAX_ID_LEN) {
-        return Err(Invalid("A message may carry at most 10 attachments."));
+        return Err(Invalid::from("A message may carry at most 10 attachments."));
     }
     MessageBody::parse_beside_attachments(raw, !attachments.is_empty())
 }

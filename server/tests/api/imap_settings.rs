@@ -241,7 +241,10 @@ async fn the_saved_password_is_kept_only_for_the_same_server_and_user() {
         );
         // The page answering the refusal shows the form as typed.
         for typed in [host, user] {
-            assert!(moved.body.contains(&format!("value=\"{typed}\"")), "{typed}");
+            assert!(
+                moved.body.contains(&format!("value=\"{typed}\"")),
+                "{typed}"
+            );
         }
     }
     assert_eq!(setup.sealed_password(), before, "nothing saved");
@@ -349,7 +352,10 @@ async fn a_private_address_is_refused_when_saved_and_when_connecting_unless_allo
         refused.body
     );
     assert!(refused.body.contains("value=\"demouser\""), "kept as typed");
-    assert!(!refused.body.contains("demopass"), "a page never holds a password");
+    assert!(
+        !refused.body.contains("demopass"),
+        "a page never holds a password"
+    );
     assert_eq!(setup.app.count("SELECT count(*) FROM imap_mailbox"), 0);
     assert!(setup.audit("email.imap_saved").is_empty());
 

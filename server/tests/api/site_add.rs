@@ -35,7 +35,7 @@ async fn site_add_refuses_what_the_admin_form_refuses_with_the_same_reason() {
         (
             "Acme",
             "acme.example",
-            "An origin starts with http:// or https://.",
+            "acme.example: An origin starts with http:// or https://.",
         ),
     ] {
         let page = send(

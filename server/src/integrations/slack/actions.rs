@@ -200,7 +200,7 @@ async fn act(
         }
     };
     match done {
-        Err(chat::Error::Invalid(invalid)) => Ok(invalid.0.to_owned()),
+        Err(chat::Error::Invalid(invalid)) => Ok(invalid.to_string()),
         Err(chat::Error::NotFound(_)) => Ok(format!("Porch has no conversation #{id}.")),
         other => other,
     }

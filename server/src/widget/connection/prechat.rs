@@ -38,7 +38,9 @@ impl Connection {
             .map(Some),
             // Without answers, a form of optional fields only may be skipped.
             None if !required => Ok(None),
-            None => Err(crate::values::Invalid("Please fill in the form first.")),
+            None => Err(crate::values::Invalid::from(
+                "Please fill in the form first.",
+            )),
         };
         match parsed {
             Ok(answers) => {
@@ -53,7 +55,7 @@ impl Connection {
             Err(invalid) => {
                 let frame = ServerFrame::Error {
                     code: ErrorCode::InvalidPrechat,
-                    message: invalid.0,
+                    message: &invalid.0,
                     retry_after_ms: None,
                     client_id: Some(client_id),
                 };

@@ -2,15 +2,13 @@
 //! only the head of each `order_key` queue is eligible (a conversation's deliveries to one
 //! destination stay in order); a `rate_key` paused by a 429, or paced ([`Pacer`]), holds back
 //! only its own jobs. Each rate key holds a bounded window of its jobs ([`Windows`]); the rest
-//! wait in SQLite. A conversation whose head is retried a minute or more ahead leaves memory until
-//! then ([`Parked`]). Pure data, no I/O, so it is unit-tested directly.
+//! wait in SQLite. Pure data, no I/O, so it is unit-tested directly.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use crate::store::{IntegrationId, JobId, JobRow};
 
 use super::pace::Pacer;
-use super::parked::{Parked, waits_long};
 use super::window::{Load, Windows};
 
 /// Delivery lanes; each has its own concurrency limit so a slow kind cannot starve another.
@@ -93,8 +91,6 @@ pub struct Index {
     pacer: Pacer,
     /// How many jobs of each rate key are in memory, and which keys have more in SQLite.
     windows: Windows,
-    /// Conversations set aside while their head waits a long retry.
-    parked: Parked,
 }
 
 impl Index {
@@ -108,7 +104,6 @@ impl Index {
             held: HashMap::new(),
             pacer: Pacer::default(),
             windows: Windows::new(window),
-            parked: Parked::default(),
         }
     }
 
@@ -123,7 +118,7 @@ impl Index {
         let Some(lane) = self.lane_of_new(&row) else {
             return;
         };
-        if self.parked.admits(&row) && self.windows.admit(row.rate_key.as_deref(), row.id) {
+        if self.windows.admit(row.rate_key.as_deref(), row.id) {
             self.place(row, lane);
         }
     }
@@ -136,54 +131,26 @@ impl Index {
         }
     }
 
-    /// The reads of queued jobs to make at `now`: windows half empty with more in SQLite, and
-    /// conversations set aside whose time has come.
-    pub fn take_loads(&mut self, now: i64) -> Vec<Load> {
-        let mut loads = self.windows.take_loads();
-        loads.extend(self.parked.take_due(now));
-        loads
+    /// The reads of queued jobs to make now: windows half empty with more in SQLite.
+    pub fn take_loads(&mut self) -> Vec<Load> {
+        self.windows.take_loads()
     }
 
-    /// When a conversation set aside is next due to be read back.
-    pub fn next_read_back(&self) -> Option<i64> {
-        self.parked.next_due()
-    }
-
-    /// What a [`Load`] read at `now`, oldest first: taken into memory. A rate key's read leaves
-    /// out the jobs of conversations set aside, and sets aside one whose head it finds waiting
-    /// a minute or more (a retry written before a restart).
-    pub fn insert_loaded(&mut self, load: &Load, rows: Vec<JobRow>, now: i64) {
+    /// What a [`Load`] read, oldest first: taken into memory.
+    pub fn insert_loaded(&mut self, load: &Load, rows: Vec<JobRow>) {
         let (count, last) = (rows.len(), rows.last().map(|row| row.id));
         for row in rows {
-            let Some(lane) = self.lane_of_new(&row) else {
-                continue;
-            };
-            if load.order_key.is_none() && !self.parked.admits(&row) {
-                continue;
-            }
-            self.windows.admit_loaded(row.rate_key.as_deref());
-            let (id, run_at) = (row.id, row.run_at);
-            self.place(row, lane);
-            if waits_long(run_at, now) {
-                self.set_aside(id, run_at);
+            if let Some(lane) = self.lane_of_new(&row) {
+                self.windows.admit_loaded(row.rate_key.as_deref());
+                self.place(row, lane);
             }
         }
-        match &load.order_key {
-            Some(key) => {
-                let has_queue = self.order.contains_key(key);
-                self.parked.loaded(load, count, last, has_queue);
-            }
-            None => self.windows.loaded(load, count, last),
-        }
+        self.windows.loaded(load, count, last);
     }
 
-    /// A [`Load`] could not be read: a rate key's is asked for again at the next
-    /// [`Self::retry_failed_loads`], a conversation's at `retry_at`.
-    pub fn load_failed(&mut self, load: &Load, retry_at: i64) {
-        match load.order_key {
-            Some(_) => self.parked.load_failed(load, retry_at),
-            None => self.windows.load_failed(load),
-        }
+    /// A [`Load`] could not be read; see [`Self::retry_failed_loads`].
+    pub fn load_failed(&mut self, load: &Load) {
+        self.windows.load_failed(load);
     }
 
     /// Asks again for the reads that failed.
@@ -322,7 +289,6 @@ impl Index {
             }
             None => {
                 self.order.remove(&key);
-                self.parked.emptied(&key);
             }
         }
     }
@@ -352,50 +318,6 @@ impl Index {
         }
     }
 
-    /// Takes a conversation whose head `head` waits until `until` (a retry a minute or more
-    /// ahead, [`waits_long`], already stored) out of memory, so its posts do not fill its rate
-    /// key's window meanwhile ([`Parked`]). Left in memory when it holds a job of another
-    /// destination (a changed Slack channel): a read back would not find it.
-    pub fn set_aside(&mut self, head: JobId, until: i64) {
-        let Some(entry) = self.jobs.get(&head) else {
-            return;
-        };
-        if entry.row.run_at != until || entry.is_running {
-            return;
-        }
-        let (rate_key, integration) = (entry.row.rate_key.clone(), entry.row.integration_id);
-        let Some(order_key) = entry.row.order_key.clone() else {
-            return;
-        };
-        let Some(queue) = self.order.get(&order_key) else {
-            return;
-        };
-        let is_whole = queue.front() == Some(&head)
-            && queue.iter().all(|id| {
-                self.jobs
-                    .get(id)
-                    .is_some_and(|e| e.row.rate_key == rate_key && !e.is_running)
-            });
-        if !is_whole
-            || !self
-                .parked
-                .park(&order_key, rate_key.as_deref(), integration, until, head)
-        {
-            return;
-        }
-        for id in self.order.remove(&order_key).unwrap_or_default() {
-            let Some(entry) = self.jobs.remove(&id) else {
-                continue;
-            };
-            let at = (entry.row.run_at, id);
-            self.ready[entry.lane.slot()].remove(&at);
-            if let Some(key) = &entry.row.rate_key {
-                self.uncap_one(key, at);
-            }
-            self.windows.forget(entry.row.rate_key.as_deref(), false);
-        }
-    }
-
     /// Removes every job of an integration (it is blocked until an admin fixes it); returns how
     /// many were removed. Running ones are left to finish and are then forgotten by `finish`.
     pub fn remove_integration(&mut self, integration: IntegrationId) -> usize {
@@ -408,7 +330,6 @@ impl Index {
         for id in &ids {
             self.finish(*id);
         }
-        self.parked.forget_integration(integration);
         ids.len()
     }
 
@@ -458,5 +379,210 @@ impl Index {
 }
 
 #[cfg(test)]
-#[path = "index_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+    use crate::jobs::pace::SLACK_CHANNEL;
+
+    fn job(id: i64, order_key: Option<&str>, rate_key: Option<&str>, run_at: i64) -> JobRow {
+        JobRow {
+            id: JobId(id),
+            lane: "chat".into(),
+            kind: "slack.post".into(),
+            args: "{}".into(),
+            integration_id: Some(IntegrationId(1)),
+            state: "queued".into(),
+            order_key: order_key.map(Into::into),
+            rate_key: rate_key.map(Into::into),
+            attempt: 0,
+            max_attempts: 5,
+            run_at,
+            deadline_at: None,
+            is_uncertain: false,
+            last_error: None,
+            created_at: 0,
+        }
+    }
+
+    fn ids(index: &mut Index, now: i64) -> Vec<i64> {
+        std::iter::from_fn(|| index.pop_due(Lane::Chat, now))
+            .map(|e| e.row.id.0)
+            .collect()
+    }
+
+    #[test]
+    fn a_conversation_is_delivered_in_order_and_others_in_parallel() {
+        let mut index = Index::new(64);
+        index.insert(job(1, Some("conv:1"), None, 0));
+        index.insert(job(2, Some("conv:1"), None, 0));
+        index.insert(job(3, Some("conv:2"), None, 0));
+        assert_eq!(ids(&mut index, 0), [1, 3], "one head per conversation");
+        index.finish(JobId(1));
+        assert_eq!(ids(&mut index, 0), [2]);
+    }
+
+    #[test]
+    fn a_retried_head_holds_back_its_queue_until_it_runs_again() {
+        let mut index = Index::new(64);
+        index.insert(job(1, Some("conv:1"), None, 0));
+        index.insert(job(2, Some("conv:1"), None, 0));
+        assert_eq!(ids(&mut index, 0), [1]);
+        index.reschedule(JobId(1), 100, 1, false);
+        assert!(ids(&mut index, 50).is_empty());
+        assert_eq!(index.next_due(Lane::Chat), Some(100));
+        assert_eq!(ids(&mut index, 100), [1]);
+    }
+
+    #[test]
+    fn one_webhook_endpoint_runs_at_most_its_share_of_the_lane() {
+        let webhook = |id: i64, key: &str| JobRow {
+            lane: "webhook".into(),
+            ..job(id, Some(&format!("conv:{id}")), Some(key), 0)
+        };
+        let mut index = Index::new(256);
+        let cap = i64::try_from(WEBHOOK_KEY_RUNNING).expect("small");
+        for id in 1..=cap + 8 {
+            index.insert(webhook(id, "webhook:1"));
+        }
+        index.insert(webhook(100, "webhook:2"));
+        let pop = |index: &mut Index| {
+            std::iter::from_fn(|| index.pop_due(Lane::Webhook, 0))
+                .map(|e| e.row.id.0)
+                .collect::<Vec<_>>()
+        };
+        let started = pop(&mut index);
+        assert_eq!(started.len(), WEBHOOK_KEY_RUNNING + 1, "{started:?}");
+        assert!(
+            started.contains(&100),
+            "the other endpoint is not held back"
+        );
+        // Set aside, not ready: the dispatcher has nothing due to wake for.
+        assert_eq!(index.next_due(Lane::Webhook), None);
+        // One of the endpoint's deliveries ends (or waits for a retry): one more may start.
+        index.finish(JobId(1));
+        assert_eq!(pop(&mut index), [cap + 1]);
+        index.reschedule(JobId(2), 500, 1, false);
+        assert_eq!(pop(&mut index), [cap + 2]);
+        // Removing the integration's waiting jobs (the six set aside and the one waiting for
+        // its retry) forgets those set aside too: a slot freed later starts none of them.
+        assert_eq!(index.remove_integration(IntegrationId(1)), 7);
+        index.finish(JobId(3));
+        assert!(pop(&mut index).is_empty());
+        assert_eq!(index.next_due(Lane::Webhook), None);
+    }
+
+    #[test]
+    fn a_paused_rate_key_holds_back_only_its_own_jobs() {
+        let mut index = Index::new(64);
+        index.insert(job(1, Some("conv:1"), Some("discord:1"), 0));
+        index.insert(job(2, Some("conv:2"), Some("discord:1"), 0));
+        index.insert(job(3, Some("conv:3"), Some("discord:2"), 0));
+        assert_eq!(ids(&mut index, 0), [1, 2, 3]);
+        index.reschedule(JobId(1), 1000, 0, true);
+        index.reschedule(JobId(2), 10, 0, false);
+        index.finish(JobId(3));
+        index.insert(job(4, Some("conv:4"), Some("discord:2"), 10));
+        assert_eq!(
+            ids(&mut index, 10),
+            [4],
+            "discord:1 waits for its pause, discord:2 does not"
+        );
+        assert_eq!(ids(&mut index, 1000), [1, 2]);
+    }
+
+    #[test]
+    fn a_slack_channel_is_not_paced_until_slack_refuses_it() {
+        let mut index = Index::new(64);
+        for id in 1..=5 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_refused_slack_channel_starts_one_job_an_interval_oldest_first() {
+        let t = SLACK_CHANNEL.interval_ms;
+        let mut index = Index::new(64);
+        for id in 1..=3 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        index.insert(job(4, Some("conv:1"), Some("slack:T:C1"), 0));
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1]);
+        assert_eq!(
+            index.next_due(Lane::Chat),
+            Some(t),
+            "the runner sleeps until then"
+        );
+        assert!(ids(&mut index, t - 1).is_empty());
+        // conv:1's next message becomes due now, but queues behind the jobs already waiting.
+        index.finish(JobId(1));
+        assert_eq!(ids(&mut index, t), [2]);
+        assert_eq!(ids(&mut index, 2 * t), [3]);
+        assert_eq!(ids(&mut index, 3 * t), [4]);
+    }
+
+    #[test]
+    fn a_paced_channel_holds_back_only_its_own_jobs() {
+        let mut index = Index::new(64);
+        for id in 1..=4 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        index.insert(job(5, Some("conv:5"), Some("slack:T:C2"), 0));
+        index.insert(job(6, Some("conv:6"), Some("slack:T:C2"), 0));
+        index.insert(job(7, Some("conv:7"), Some("webhook:9"), 0));
+        index.insert(job(8, Some("conv:8"), Some("webhook:9"), 0));
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn after_a_429_a_slack_channel_starts_one_job_then_keeps_its_pace() {
+        let t = SLACK_CHANNEL.interval_ms;
+        let mut index = Index::new(64);
+        for id in 1..=4 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4]);
+        index.finish(JobId(1));
+        index.reschedule(JobId(2), 5000, 0, true);
+        index.reschedule(JobId(3), 5000, 0, true);
+        index.reschedule(JobId(4), 10, 1, false);
+        assert!(ids(&mut index, 4999).is_empty());
+        assert_eq!(ids(&mut index, 5000), [2], "no burst after the pause");
+        assert!(ids(&mut index, 5000 + t - 1).is_empty());
+        assert_eq!(ids(&mut index, 5000 + t), [3]);
+        assert_eq!(ids(&mut index, 5000 + 2 * t), [4]);
+    }
+
+    #[test]
+    fn a_job_that_posted_twice_delays_its_paced_channels_next_start() {
+        let t = SLACK_CHANNEL.interval_ms;
+        let mut index = Index::new(64);
+        for id in 1..=2 {
+            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+        }
+        index.pause("slack:T:C1", 0);
+        assert_eq!(ids(&mut index, 0), [1]);
+        index.spend("slack:T:C1", 1, 10);
+        assert!(ids(&mut index, t).is_empty());
+        assert_eq!(ids(&mut index, 2 * t), [2]);
+    }
+
+    #[test]
+    fn an_older_job_reloaded_later_goes_first() {
+        let mut index = Index::new(64);
+        index.insert(job(5, Some("conv:1"), None, 0));
+        index.insert(job(4, Some("conv:1"), None, 0));
+        assert_eq!(ids(&mut index, 0), [4]);
+    }
+
+    #[test]
+    fn removing_an_integration_forgets_its_waiting_jobs() {
+        let mut index = Index::new(64);
+        index.insert(job(1, Some("conv:1"), None, 0));
+        index.insert(job(2, Some("conv:1"), None, 0));
+        assert_eq!(index.remove_integration(IntegrationId(1)), 2);
+        assert_eq!(index.len(), 0);
+        assert!(ids(&mut index, 0).is_empty());
+    }
+}

@@ -10,7 +10,6 @@ mod index;
 mod kind;
 mod outcome;
 mod pace;
-mod parked;
 mod plan;
 mod policy;
 mod requested;

@@ -25,7 +25,6 @@ use super::decision::{Next, decide};
 use super::deliver::Deliver;
 use super::index::{Entry, Index, Lane};
 use super::outcome::Attempt;
-use super::parked::waits_long;
 use super::policy::backoff;
 use super::round::{Round, write_round};
 use super::stats::JobStats;
@@ -51,8 +50,6 @@ fn log_held_back_failures() {
     }
 }
 
-/// Wait before a conversation's jobs that could not be read back are read again.
-const LOAD_RETRY: Duration = Duration::from_secs(5);
 /// Wait before jobs of a round that could not be written are tried again.
 const ROUND_RETRY: Duration = Duration::from_secs(1);
 
@@ -161,10 +158,6 @@ struct Dispatcher {
     blocked: Vec<(IntegrationId, String)>,
     /// A round is being written; the next one waits for it.
     is_round_in_flight: bool,
-    /// Heads retried a minute or more ahead, with that time: their conversations are set aside
-    /// once the round storing the retry is written (`set_aside_in_round` while it is).
-    set_aside: Vec<(JobId, i64)>,
-    set_aside_in_round: Vec<(JobId, i64)>,
 }
 
 impl Runner {
@@ -221,8 +214,6 @@ impl Runner {
             records: Vec::new(),
             blocked: Vec::new(),
             is_round_in_flight: false,
-            set_aside: Vec::new(),
-            set_aside_in_round: Vec::new(),
         };
         Ok(tokio::spawn(async move {
             dispatcher.run(shutdown, grace).await;
@@ -285,7 +276,6 @@ impl Dispatcher {
             .iter()
             .filter(|lane| self.in_flight.get(lane).copied().unwrap_or(0) < self.capacity(**lane))
             .filter_map(|lane| self.index.next_due(*lane))
-            .chain(self.index.next_read_back())
             .min()
             .unwrap_or(now + 60_000);
         let wait = u64::try_from(due.saturating_sub(now)).unwrap_or(0);
@@ -303,9 +293,6 @@ impl Dispatcher {
             } => self.finished(&entry, started_at, attempt),
             Command::RoundWritten { not_queued } => {
                 self.is_round_in_flight = false;
-                for (head, until) in std::mem::take(&mut self.set_aside_in_round) {
-                    self.index.set_aside(head, until);
-                }
                 for entry in not_queued {
                     self.release(&entry);
                     self.index.finish(entry.row.id);
@@ -326,40 +313,27 @@ impl Dispatcher {
                 // Ahead of what was gathered since, so outcomes stay in order.
                 self.records.splice(0..0, records);
                 self.blocked.splice(0..0, blocked);
-                let set_aside = std::mem::take(&mut self.set_aside_in_round);
-                self.set_aside.splice(0..0, set_aside);
             }
             Command::Loaded { load, rows } => match rows {
-                Ok(rows) => self.index.insert_loaded(&load, rows, now_ms()),
+                Ok(rows) => self.index.insert_loaded(&load, rows),
                 Err(err) => {
                     tracing::warn!(error = %err, "could not read queued jobs; trying again soon");
-                    self.index.load_failed(&load, now_ms() + millis(LOAD_RETRY));
+                    self.index.load_failed(&load);
                 }
             },
         }
     }
 
-    /// Reads the next jobs of each rate key whose window is half empty with more in SQLite, and
-    /// of each conversation set aside whose time has come.
+    /// Reads the next jobs of each rate key whose window is half empty with more in SQLite.
     fn start_loads(&mut self) {
-        for load in self.index.take_loads(now_ms()) {
+        for load in self.index.take_loads() {
             let readers = Arc::clone(&self.readers);
             let tx = self.tx.clone();
             tokio::spawn(async move {
                 let (key, after, limit) = (load.rate_key.clone(), load.after, load.limit);
-                let conversation = load.order_key.clone();
                 let rows = readers
-                    .read(move |c| match conversation {
-                        Some(order_key) => store::list_queued_jobs_of_conversation(
-                            c,
-                            key.as_deref(),
-                            &order_key,
-                            after,
-                            limit,
-                        ),
-                        None => {
-                            store::list_queued_jobs_of_rate_key(c, key.as_deref(), after, limit)
-                        }
+                    .read(move |c| {
+                        store::list_queued_jobs_of_rate_key(c, key.as_deref(), after, limit)
                     })
                     .await;
                 let _ = tx.send(Command::Loaded { load, rows });
@@ -377,7 +351,6 @@ impl Dispatcher {
         }
         self.is_round_in_flight = true;
         let ids: Vec<JobId> = starting.iter().map(|e| e.row.id).collect();
-        self.set_aside_in_round = std::mem::take(&mut self.set_aside);
         let records = std::mem::take(&mut self.records);
         let blocked = std::mem::take(&mut self.blocked);
         let writer = Arc::clone(&self.writer);
@@ -470,14 +443,9 @@ impl Dispatcher {
                 run_at,
                 attempt,
                 pauses_rate_key,
-            } => {
-                self.index
-                    .reschedule(job.id, run_at, attempt, pauses_rate_key);
-                // Once the retry is stored: a read back must find the head queued, not running.
-                if !pauses_rate_key && waits_long(run_at, now) {
-                    self.set_aside.push((job.id, run_at));
-                }
-            }
+            } => self
+                .index
+                .reschedule(job.id, run_at, attempt, pauses_rate_key),
         }
         if let Some((integration, error)) = decision.blocks {
             let removed = self.index.remove_integration(integration);

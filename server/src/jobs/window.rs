@@ -7,8 +7,7 @@
 //! channel's backlog and starve every other destination.
 //!
 //! Invariant, per key: every queued job of the key with an id up to `through` is in memory,
-//! except those the runner has finished and those of conversations set aside
-//! ([`super::parked`]), which are read back by conversation. Jobs above it are in memory only while the key has not
+//! except those the runner has finished. Jobs above it are in memory only while the key has not
 //! spilled; once it has, they are read from SQLite (`id > through`, oldest first). A job handed
 //! in with an id at or below `through` (queued again by an admin's retry) is taken while there is
 //! room; otherwise `through` moves below it, so the next read finds it (reading jobs already in
@@ -21,12 +20,10 @@ use std::collections::HashMap;
 use crate::store::JobId;
 
 /// A read the runner should make: the next `limit` queued jobs of `rate_key` with ids above
-/// `after`, oldest first; with `order_key`, only that conversation's (one set aside,
-/// [`super::parked`]).
+/// `after`, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Load {
     pub rate_key: Option<String>,
-    pub order_key: Option<String>,
     pub after: JobId,
     pub limit: usize,
 }
@@ -159,7 +156,6 @@ impl Windows {
                 let window = self.by_key.get_mut(&key)?;
                 window.stored = Stored::Loading { missed: None };
                 Some(Load {
-                    order_key: None,
                     after: window.through,
                     limit: self.cap - window.waiting.min(self.cap),
                     rate_key: (key != KEYLESS).then_some(key),
@@ -319,7 +315,6 @@ mod tests {
         assert_eq!(
             loads,
             [Load {
-                order_key: None,
                 rate_key: k.map(Into::into),
                 after: JobId(4),
                 limit: 2

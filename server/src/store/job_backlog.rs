@@ -54,29 +54,6 @@ pub fn list_queued_jobs_of_rate_key(
         .collect::<Result<_, _>>()?)
 }
 
-/// One conversation's queued jobs of a rate key above an id, oldest first: the rate key's part
-/// of `jobs_queued` from that id on, filtered.
-const QUEUED_OF_CONVERSATION: &str = "FROM jobs WHERE state = 'queued' AND rate_key IS ?1 \
-                                      AND id > ?2 AND order_key = ?4 ORDER BY id LIMIT ?3";
-
-/// Up to `limit` queued jobs of conversation `order_key` to `rate_key` with ids above `after`,
-/// oldest first: a conversation the runner set aside while its head waited a long retry. It
-/// walks the rate key's queued jobs newer than `after`, so it costs in proportion to the
-/// destination's backlog since the conversation's head, not to the table.
-pub fn list_queued_jobs_of_conversation(
-    conn: &Connection,
-    rate_key: Option<&str>,
-    order_key: &str,
-    after: JobId,
-    limit: usize,
-) -> Result<Vec<JobRow>, Error> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} {QUEUED_OF_CONVERSATION}"))?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    Ok(stmt
-        .query_map(params![rate_key, after, limit, order_key], from_row)?
-        .collect::<Result<_, _>>()?)
-}
-
 /// Queued jobs with ids above `after`, oldest first (the runner's safety poll for jobs another
 /// process wrote).
 pub fn list_queued_jobs_after(conn: &Connection, after: JobId) -> Result<Vec<JobRow>, Error> {
@@ -139,46 +116,5 @@ mod tests {
         let page_sql = format!("SELECT id {QUEUED_OF_RATE_KEY}");
         let page_plan = plan(&page_sql, &[&None::<String>, &0, &1]);
         assert!(page_plan.contains("INDEX jobs_queued"), "{page_plan}");
-    }
-
-    /// A conversation set aside is read back alone: its queued jobs to that destination, in
-    /// pages, through `jobs_queued`.
-    #[test]
-    fn a_conversations_queued_jobs_are_read_in_pages_through_the_rate_keys_index() {
-        let mut conn = Connection::open_in_memory().expect("open");
-        crate::store::apply_migrations(&mut conn).expect("migrate");
-        let job = |rate_key: &str, order_key: &str, state: &str| {
-            conn.execute(
-                "INSERT INTO jobs (lane, kind, args, state, rate_key, order_key, max_attempts, \
-                                   run_at, created_at) \
-                 VALUES ('webhook', 'webhook', '{}', ?1, ?2, ?3, 3, 0, 0)",
-                params![state, rate_key, order_key],
-            )
-            .expect("insert");
-            JobId(conn.last_insert_rowid())
-        };
-        job("hook:1", "conv:1:int:1", "done");
-        let first = job("hook:1", "conv:1:int:1", "queued");
-        job("hook:1", "conv:2:int:1", "queued");
-        let second = job("hook:1", "conv:1:int:1", "queued");
-        job("hook:2", "conv:1:int:1", "queued");
-        let third = job("hook:1", "conv:1:int:1", "queued");
-        let page = |after: JobId, limit: usize| -> Vec<JobId> {
-            list_queued_jobs_of_conversation(&conn, Some("hook:1"), "conv:1:int:1", after, limit)
-                .expect("list")
-                .iter()
-                .map(|j| j.id)
-                .collect()
-        };
-        assert_eq!(page(JobId(0), 2), [first, second]);
-        assert_eq!(page(second, 2), [third]);
-        let plan: String = conn
-            .query_row(
-                &format!("EXPLAIN QUERY PLAN SELECT id {QUEUED_OF_CONVERSATION}"),
-                params![None::<String>, 0, 1, "conv:1"],
-                |r| r.get(3),
-            )
-            .expect("plan");
-        assert!(plan.contains("INDEX jobs_queued"), "{plan}");
     }
 }

@@ -219,6 +219,15 @@ pub fn render_account(view: AccountView) -> String {
                 <button type="submit" class="button button-primary">"Change password"</button>
             </form>
         </section>
+        <section class="card card-narrow" aria-labelledby="sessions-title">
+            <h2 id="sessions-title">"Sessions"</h2>
+            <p class="hint">"Signed in on a computer you no longer use, or lost one? Sign out \
+                everywhere but here; open pages there are signed out at once."</p>
+            <form method="post" action="/account/sessions/sign-out-others">
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class="button">"Sign out everywhere else"</button>
+            </form>
+        </section>
         <TwoFactorSection summary=view.two_factor csrf=csrf.clone()/>
         <ApiTokensSection tokens=view.tokens csrf=token_csrf/>
     };

@@ -1,8 +1,8 @@
-// API tokens from the account page: make one, see it once, use it against the API, revoke it
-// after the confirmation page, and the API now answers 401.
+// The account page: API tokens (make one, see it once, use it against the API, revoke it after
+// the confirmation page, and the API now answers 401), and signing out everywhere else.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PASSWORD, fixture, setupToken, waitFor } from "./harness.js";
+import { PASSWORD, fixture, setupToken, signIn, waitFor } from "./harness.js";
 
 let page;
 const world = fixture({}, async ({ browser }) => {
@@ -58,4 +58,24 @@ test("a user makes a token, sees it once, uses it, revokes it, and the API refus
   await page.waitForURL(/notice=token-revoked/);
   assert.equal(await row.count(), 0);
   assert.equal(await listConversations(porch, token), 401);
+});
+
+test("sign out everywhere else: the other browser's open inbox is signed out, this one stays", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
+  // Ana made her account in the test above; she is signed in on `page` and now on a second browser.
+  const other = await (await browser.newContext()).newPage();
+  other.setDefaultTimeout(15000);
+  await signIn(other, porch, "ana@example.com");
+  await other.goto(`${porch.url}/inbox`);
+  await page.goto(`${porch.url}/account`);
+  await page.getByRole("button", { name: "Sign out everywhere else" }).click();
+  await page.waitForURL(/notice=signed-out-elsewhere/);
+  assert.match(await page.locator("main").innerText(), /Your other sessions were signed out/);
+  // The open inbox there learns it at once from its live stream, without a reload.
+  await other.getByText("Signed out: this page is no longer live.").waitFor();
+  await other.goto(`${porch.url}/inbox`);
+  assert.match(new URL(other.url()).pathname, /^\/login/);
+  await page.goto(`${porch.url}/inbox`);
+  assert.equal(new URL(page.url()).pathname, "/inbox", "this session stays");
+  await other.context().close();
 });

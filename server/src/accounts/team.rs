@@ -277,6 +277,33 @@ impl Accounts {
         Ok(())
     }
 
+    /// Ends every session of `user` but `keep_session` (the one asking), and their live streams:
+    /// "Sign out everywhere else" on the account page.
+    pub async fn sign_out_elsewhere(
+        &self,
+        user: UserId,
+        keep_session: &str,
+        ip: IpAddr,
+    ) -> Result<(), Error> {
+        let keep = hash_secret(keep_session);
+        self.writer
+            .write(move |c| {
+                if let Some(row) = store::find_user(c, user)? {
+                    audit::record(
+                        c,
+                        &Actor::user(&row, ip),
+                        AuditAction::SignedOutElsewhere,
+                        &Target::user(&row),
+                        &json!({}),
+                    )?;
+                }
+                store::delete_user_sessions(c, user, Some(&keep))
+            })
+            .await?;
+        self.revocations.revoke_user(user, Some(&keep));
+        Ok(())
+    }
+
     /// Changes a user's role; the last enabled admin cannot be demoted.
     pub async fn change_role(&self, actor: &Actor, user: UserId, role: &str) -> Result<(), Error> {
         let role = Role::parse(role)?;

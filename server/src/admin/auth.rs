@@ -42,6 +42,9 @@ impl NoticeQuery {
                 "Your admin account is ready. Create a site to get the chat on your pages."
             }
             "password-changed" => "Password changed. Your other sessions were signed out.",
+            "signed-out-elsewhere" => {
+                "Your other sessions were signed out. This one stays signed in."
+            }
             "token-revoked" => "Token revoked. Requests with it now get 401.",
             "password-set" => "Password saved. Sign in with it now.",
             "signed-out" => "You are signed out.",
@@ -454,6 +457,19 @@ pub async fn account_page(
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
     account_page_with(&app, &who, query.notice(), StatusCode::OK).await
+}
+
+/// `POST /account/sessions/sign-out-others`: ends the user's other sessions (a lost laptop, a
+/// shared computer), this one staying signed in.
+pub async fn sign_out_elsewhere(
+    State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
+    Posted { who, .. }: Posted<NoFields>,
+) -> Result<Response, PageError> {
+    app.accounts
+        .sign_out_elsewhere(who.user.id, &who.cookie_value, ip)
+        .await?;
+    Ok(see_other("/account?notice=signed-out-elsewhere"))
 }
 
 #[derive(Debug, Deserialize)]

@@ -8,6 +8,7 @@ pub enum AuditAction {
     SignInFailed,
     SignInThrottled,
     SignedOut,
+    SignedOutElsewhere,
     UserCreated,
     UserInvited,
     UserLinkCreated,
@@ -48,11 +49,12 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 40] = [
+    pub const ALL: [Self; 41] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
         Self::SignedOut,
+        Self::SignedOutElsewhere,
         Self::UserCreated,
         Self::UserInvited,
         Self::UserLinkCreated,
@@ -98,6 +100,7 @@ impl AuditAction {
             Self::SignInFailed => "session.sign_in_failed",
             Self::SignInThrottled => "session.sign_in_throttled",
             Self::SignedOut => "session.signed_out",
+            Self::SignedOutElsewhere => "session.signed_out_elsewhere",
             Self::UserCreated => "user.created",
             Self::UserInvited => "user.invited",
             Self::UserLinkCreated => "user.link_created",

@@ -365,6 +365,10 @@ fn account_routes() -> Router<AppState> {
         )
         .route("/account", get(admin::auth::account_page))
         .route("/account/password", post(admin::auth::change_password))
+        .route(
+            "/account/sessions/sign-out-others",
+            post(admin::auth::sign_out_elsewhere),
+        )
         .route("/account/tokens", post(admin::tokens::create_token))
         .route(
             "/account/tokens/{id}/revoke",

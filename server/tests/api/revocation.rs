@@ -96,6 +96,48 @@ async fn a_password_change_ends_the_other_sessions_live_streams() {
     assert_ends(stream, "password change").await;
 }
 
+#[tokio::test]
+async fn signing_out_everywhere_else_ends_the_other_sessions_and_keeps_this_one() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    add_user(&app, "bo@example.com", "agent");
+    let old_tab = agent(&app).await;
+    let this_tab = agent(&app).await;
+    let (stream, _) = open_stream(&app, "/inbox/events", &old_tab.cookie).await;
+    let path = "/account/sessions/sign-out-others";
+    let forged = send(&app, "POST", path, &this_tab.cookie, Some(&form(&[]))).await;
+    assert_eq!(forged.status, 403, "no CSRF token, no sign-out");
+    let out = send(
+        &app,
+        "POST",
+        path,
+        &this_tab.cookie,
+        Some(&form(&[("csrf", &this_tab.csrf)])),
+    )
+    .await;
+    assert_eq!(out.status, 303, "{}", out.body);
+    assert_ends(stream, "sign-out everywhere else").await;
+    let there = send(&app, "GET", "/inbox", &old_tab.cookie, None).await;
+    assert_eq!(there.status, 303, "the other session is signed out");
+    let here = send(
+        &app,
+        "GET",
+        "/account?notice=signed-out-elsewhere",
+        &this_tab.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(here.status, 200, "this one stays");
+    assert!(here.body.contains("Your other sessions were signed out"));
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM audit_events WHERE action = 'session.signed_out_elsewhere' \
+             AND actor = 'bo@example.com'"
+        ),
+        1
+    );
+}
+
 /// Runs `porch user ARGS` on the app's data directory with `stdin`; its exit status and output.
 fn porch_user(app: &TestApp, args: &[&str], stdin: &str) -> (bool, String) {
     use std::io::Write as _;

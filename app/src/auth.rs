@@ -225,7 +225,7 @@ pub fn render_account(view: AccountView) -> String {
                 everywhere but here; open pages there are signed out at once."</p>
             <form method="post" action="/account/sessions/sign-out-others">
                 <CsrfField token=csrf.clone()/>
-                <button type="submit" class="button">"Sign out everywhere else"</button>
+                <button type="submit" class="button">"End my other sessions"</button>
             </form>
         </section>
         <TwoFactorSection summary=view.two_factor csrf=csrf.clone()/>

@@ -60,7 +60,7 @@ test("a user makes a token, sees it once, uses it, revokes it, and the API refus
   assert.equal(await listConversations(porch, token), 401);
 });
 
-test("sign out everywhere else: the other browser's open inbox is signed out, this one stays", { timeout: 60000 }, async () => {
+test("ending my other sessions: the other browser's open inbox is signed out, this one stays", { timeout: 60000 }, async () => {
   const { porch, browser } = world;
   // Ana made her account in the test above; she is signed in on `page` and now on a second browser.
   const other = await (await browser.newContext()).newPage();
@@ -68,7 +68,7 @@ test("sign out everywhere else: the other browser's open inbox is signed out, th
   await signIn(other, porch, "ana@example.com");
   await other.goto(`${porch.url}/inbox`);
   await page.goto(`${porch.url}/account`);
-  await page.getByRole("button", { name: "Sign out everywhere else" }).click();
+  await page.getByRole("button", { name: "End my other sessions" }).click();
   await page.waitForURL(/notice=signed-out-elsewhere/);
   assert.match(await page.locator("main").innerText(), /Your other sessions were signed out/);
   // The open inbox there learns it at once from its live stream, without a reload.

@@ -278,7 +278,7 @@ impl Accounts {
     }
 
     /// Ends every session of `user` but `keep_session` (the one asking), and their live streams:
-    /// "Sign out everywhere else" on the account page.
+    /// "End my other sessions" on the account page.
     pub async fn sign_out_elsewhere(
         &self,
         user: UserId,

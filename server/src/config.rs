@@ -21,7 +21,8 @@ pub use sso::DomainList;
 /// Where Porch keeps its data; shared by every command.
 #[derive(Debug, Clone, Args)]
 pub struct DataConfig {
-    /// Directory holding the SQLite database (`porch.db`). Created if missing.
+    /// Directory holding the SQLite database (`porch.db`). `serve`, `migrate`, `site add` and
+    /// `user add` create it if missing; the other commands refuse a directory without a database.
     #[arg(long, env = "PORCH_DATA_DIR", default_value = "./data", global = true)]
     pub data_dir: PathBuf,
 }

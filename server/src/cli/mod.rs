@@ -92,7 +92,7 @@ pub enum Command {
 /// Runs the command line; the process exit code is the result: 2 for a setting that breaks a
 /// rule (as clap does for one it cannot parse), 1 for a failure while running.
 pub fn main() -> ExitCode {
-    let mut cli = match Cli::try_parse() {
+    let mut cli = match parse_arguments() {
         Ok(cli) => cli,
         Err(err) => return refuse_arguments(&err),
     };
@@ -121,6 +121,32 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Parses the command line and the `PORCH_*` variables, an empty variable counting as unset:
+/// `PORCH_SMTP_URL=` in a compose `.env` file (or `PORCH_SMTP_URL: ""` in Kubernetes) means "no
+/// SMTP", as it does for most services, not an invalid URL that stops the server.
+fn parse_arguments() -> Result<Cli, clap::Error> {
+    fn without_empty_variables(command: clap::Command) -> clap::Command {
+        let empty: Vec<clap::Id> = command
+            .get_arguments()
+            .filter(|arg| {
+                arg.get_env()
+                    .and_then(std::env::var_os)
+                    .is_some_and(|value| value.is_empty())
+            })
+            .map(|arg| arg.get_id().clone())
+            .collect();
+        empty
+            .into_iter()
+            .fold(command, |command, id| {
+                command.mut_arg(id, |arg| arg.env(None))
+            })
+            .mut_subcommands(without_empty_variables)
+    }
+    let matches =
+        without_empty_variables(<Cli as clap::CommandFactory>::command()).try_get_matches()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
 }
 
 /// Answers arguments clap could not parse. Help and version go out as clap writes them; a value

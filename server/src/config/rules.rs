@@ -440,15 +440,15 @@ fn public_url(raw: &str) -> Result<(), ConfigError> {
 }
 
 /// Litestream's metrics endpoint: plain http (it serves no TLS), absolute, with a host.
+/// The sidecar's metrics: plain http (checked first, so the error shows an example that fits).
 fn litestream_url(raw: &str) -> Result<(), ConfigError> {
-    let url = http_url("PORCH_LITESTREAM_METRICS_URL", raw)?;
-    if url.scheme() != "http" {
+    if !Url::parse(raw).is_ok_and(|url| url.scheme() == "http") {
         return Err(ConfigError::new(
             "PORCH_LITESTREAM_METRICS_URL",
             format!("must be an http:// URL such as http://litestream:9090/metrics (got `{raw}`)"),
         ));
     }
-    Ok(())
+    http_url("PORCH_LITESTREAM_METRICS_URL", raw).map(drop)
 }
 
 fn api_url(variable: &'static str, raw: &str) -> Result<(), ConfigError> {

@@ -351,21 +351,10 @@ async fn config_smtp_url_file_must_be_readable_and_not_empty() {
     .await;
 }
 
-#[test]
-fn json_logs_are_one_object_a_line_and_a_secret_file_is_accepted() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let secret = dir.path().join("smtp-url");
-    std::fs::write(&secret, "smtp://127.0.0.1:2525\n").expect("write");
-    let mut child = porch(
-        dir.path(),
-        &[
-            ("PORCH_LOG_FORMAT", "json"),
-            ("PORCH_SMTP_URL_FILE", secret.to_str().expect("utf-8")),
-            ("PORCH_MAIL_FROM", "chat@example.com"),
-        ],
-    )
-    .spawn()
-    .expect("porch runs");
+/// Starts `porch serve` with `env` in `dir` and returns its log lines up to the one saying it
+/// listens; fails if it exits or stays silent instead.
+fn lines_until_listening(dir: &std::path::Path, env: &[(&str, &str)]) -> Vec<String> {
+    let mut child = porch(dir, env).spawn().expect("porch runs");
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -385,7 +374,23 @@ fn json_logs_are_one_object_a_line_and_a_secret_file_is_accepted() {
     let lines = lines.expect("the server logged that it listens");
     assert!(
         lines.last().is_some_and(|l| l.contains("listening on")),
-        "{lines:?}"
+        "{env:?}: {lines:?}"
+    );
+    lines
+}
+
+#[test]
+fn json_logs_are_one_object_a_line_and_a_secret_file_is_accepted() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let secret = dir.path().join("smtp-url");
+    std::fs::write(&secret, "smtp://127.0.0.1:2525\n").expect("write");
+    let lines = lines_until_listening(
+        dir.path(),
+        &[
+            ("PORCH_LOG_FORMAT", "json"),
+            ("PORCH_SMTP_URL_FILE", secret.to_str().expect("utf-8")),
+            ("PORCH_MAIL_FROM", "chat@example.com"),
+        ],
     );
     for line in &lines {
         let object: serde_json::Value =
@@ -393,6 +398,32 @@ fn json_logs_are_one_object_a_line_and_a_secret_file_is_accepted() {
         assert!(object["level"].is_string(), "{line}");
         assert!(object["fields"].is_object(), "{line}");
     }
+}
+
+/// `PORCH_SMTP_URL=` in a compose `.env` file means no SMTP, not a URL that does not parse.
+#[test]
+fn config_variables_set_to_nothing_count_as_unset() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let empty = [
+        "PORCH_PUBLIC_URL",
+        "PORCH_SMTP_URL",
+        "PORCH_MAIL_FROM",
+        "PORCH_IMAP_URL",
+        "PORCH_METRICS_TOKEN",
+        "PORCH_OIDC_ISSUER",
+        "PORCH_READERS",
+        "PORCH_WS_PING_INTERVAL",
+        "PORCH_SYNCHRONOUS",
+        "PORCH_LOG_FORMAT",
+    ]
+    .map(|name| (name, ""));
+    let lines = lines_until_listening(dir.path(), &empty);
+    // The default holds: the public URL is the bound address.
+    let listening = lines.last().expect("a line");
+    assert!(
+        listening.contains("(public URL http://127.0.0.1:"),
+        "{listening}"
+    );
 }
 
 #[tokio::test]

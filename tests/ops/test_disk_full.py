@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import urllib.request
 import uuid
 
 import pytest
@@ -149,6 +150,55 @@ def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch
         while server.get("/readyz")[0] != 200:
             assert time.monotonic() < deadline, "still not ready 5 s after space returned"
             await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+
+
+def test_a_commit_that_squeezes_in_does_not_make_a_full_disk_ready(porch_bin, processes, small_disk):
+    """A small write can still commit on a disk with a few pages left (or in space the WAL file
+    already holds). That must not make readiness say the box takes traffic again while the next
+    real message cannot be stored: only room for a few batches clears `disk_full`."""
+    import time
+
+    import websockets
+
+    site = json.loads(run([porch_bin, "--data-dir", small_disk, "site", "add", "--name", "Full",
+                           "--origin", ORIGIN, "--public-url", "http://127.0.0.1", "--json"]).stdout)["key"]
+    server = processes.serve(porch_bin, small_disk)
+    server.wait_ready()
+
+    async def scenario():
+        url = f"ws://{server.addr}/widget/ws?site={site}"
+        async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
+            await ws.send(json.dumps({"type": "hello", "v": 1}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
+            fill(small_disk)
+            for i in range(200):
+                if (await send(ws, f"full-{i}", "x" * 3900))["type"] != "ack":
+                    break
+            else:
+                raise AssertionError("the full disk was never noticed")
+            assert server.get("/readyz")[1].get("reason") == "disk_full"
+
+            # Room for a short message, far from the 256 KiB that counts as room again.
+            ballast = small_disk / "ballast"
+            os.truncate(ballast, ballast.stat().st_size - 128 * 1024)
+            small = await send(ws, "squeezed-in", "a")
+            assert small["type"] == "ack", small
+            for _ in range(3):
+                status, body = server.get("/readyz")
+                assert (status, body.get("reason")) == (503, "disk_full"), body
+                await asyncio.sleep(0.5)
+            with urllib.request.urlopen(server.url("/metrics"), timeout=5) as response:
+                metrics = response.read().decode()
+            gauge = [line for line in metrics.splitlines() if line.startswith("porch_writer_disk_full ")]
+            assert gauge == ["porch_writer_disk_full 1"], gauge
+
+            ballast.unlink()
+            deadline = time.monotonic() + 5
+            while server.get("/readyz")[0] != 200:
+                assert time.monotonic() < deadline, "still not ready 5 s after space returned"
+                await asyncio.sleep(0.05)
 
     asyncio.run(scenario())
 

@@ -151,8 +151,8 @@ pub struct WriterStats {
     pub batch_sizes: LogHistogram,
     /// Writes refused because the queue was full.
     pub refused_busy: AtomicU64,
-    /// Set while the last commit failed for lack of disk space; cleared by the next success or
-    /// by a probe that finds space again (about once a second while idle).
+    /// Set when a commit fails for lack of disk space; cleared only by a probe that finds room
+    /// again (after each later commit, and about once a second while idle).
     pub is_disk_full: AtomicBool,
     /// Writes refused because the WAL was past `PORCH_WAL_LIMIT` (see `checkpoint.rs`).
     pub refused_wal_limit: AtomicU64,
@@ -484,8 +484,13 @@ fn commit_batch(
     let size = batch.len() as u64;
     match &outcome {
         Ok(()) => {
-            stats.is_disk_full.store(false, Ordering::Relaxed);
-            failures.committed();
+            // A small commit can fit in space the WAL file already holds while the disk is still
+            // full: only the probe's room clears the flag, so readiness does not flap back.
+            let is_still_full = stats.is_disk_full.load(Ordering::Relaxed) && !failures.probe(conn);
+            if !is_still_full {
+                stats.is_disk_full.store(false, Ordering::Relaxed);
+                failures.committed();
+            }
             stats.batches.fetch_add(1, Ordering::Relaxed);
             stats.writes.fetch_add(size, Ordering::Relaxed);
             let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);

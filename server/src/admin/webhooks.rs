@@ -21,8 +21,8 @@ use crate::integrations::webhook::{
     WebhookConfig, WebhookSecrets, WebhookSetup, check_webhook, new_secret,
 };
 use crate::integrations::{
-    CheckedSettings, SetupError, Sole, add_webhook_endpoint, fix_integration, open_secrets_as,
-    rotate_webhook_secret, settings_json,
+    CheckedSettings, EndpointChange, SetupError, Sole, add_webhook_endpoint, fix_webhook_endpoint,
+    open_secrets_as, rotate_webhook_secret, settings_json,
 };
 use crate::jobs::{WebhookEvent, plan_webhook_replay};
 use crate::state::AppState;
@@ -261,21 +261,26 @@ pub async fn save_webhook(
     let saved = async {
         let config = check_webhook(form.setup(), app.config.allow_private_networks).await?;
         let actor = Actor::user(&who.user, ip);
-        fix_integration(
-            (&app.writer, &app.jobs, &app.secret_key),
-            &actor,
-            &row,
-            settings_json(&config),
-            None,
+        let url = config.url.clone();
+        let handles = (&app.writer, &app.jobs);
+        Ok::<_, SetupError>(
+            fix_webhook_endpoint(handles, &actor, &row, settings_json(&config), url).await?,
         )
-        .await?;
-        Ok::<_, SetupError>(())
     }
     .await;
     match saved {
-        Ok(()) => Ok(see_other(&format!(
+        Ok(EndpointChange::Saved(_)) => Ok(see_other(&format!(
             "/sites/{key}/webhooks/{id}?notice=webhook-saved"
         ))),
+        Ok(EndpointChange::UrlTaken(other)) => {
+            let notice = Some(Notice::Error(format!(
+                "Endpoint {} already posts to this URL: with both, the receiver would get every \
+                 event twice. Change or delete that one instead.",
+                other.id.0
+            )));
+            let body = endpoint_page(&app, &who, (&site, &row), None, notice).await?;
+            Ok(html_with_status(StatusCode::CONFLICT, body))
+        }
         Err(SetupError::Store(err)) => Err(err.into()),
         Err(err) => {
             let notice = Some(Notice::Error(err.to_string()));

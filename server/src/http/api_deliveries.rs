@@ -17,8 +17,8 @@ use crate::integrations::email::{
 };
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
 use crate::integrations::{
-    CheckedSettings, Sole, add_integration, add_webhook_endpoint, fix_integration,
-    rotate_webhook_secret as rotate_secret,
+    CheckedSettings, EndpointChange, Sole, add_integration, add_webhook_endpoint, fix_integration,
+    fix_webhook_endpoint, rotate_webhook_secret as rotate_secret,
 };
 use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
@@ -168,16 +168,7 @@ pub async fn create_webhook(
     .await?;
     let id = match added {
         Sole::Added(id) => id,
-        Sole::Exists(row) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
-                format!(
-                    "This site already has an endpoint for this URL (id {}): change that one.",
-                    row.id.0
-                ),
-            ));
-        }
+        Sole::Exists(row) => return Err(url_taken(&row)),
     };
     Ok((
         StatusCode::CREATED,
@@ -199,15 +190,31 @@ pub async fn update_webhook(
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, "webhook").await?;
     let config = check_webhook(setup, app.config.allow_private_networks).await?;
-    let resumed = fix_integration(
-        (&app.writer, &app.jobs, &app.secret_key),
+    let changed = fix_webhook_endpoint(
+        (&app.writer, &app.jobs),
         &Actor::user(&admin, ip),
         &row,
         to_json(&config)?,
-        None,
+        config.url.clone(),
     )
     .await?;
-    resumed_answer(&app, row.id, resumed).await
+    match changed {
+        EndpointChange::Saved(resumed) => resumed_answer(&app, row.id, resumed).await,
+        EndpointChange::UrlTaken(other) => Err(url_taken(&other)),
+    }
+}
+
+/// The answer to an add or a change that would give a second endpoint of the site the URL of
+/// `other`: every event would reach that receiver twice.
+fn url_taken(other: &IntegrationRow) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "conflict",
+        format!(
+            "This site already has an endpoint for this URL (id {}): change that one.",
+            other.id.0
+        ),
+    )
 }
 
 /// `POST /api/v1/integrations/{id}/webhook/rotate`: a new signing secret; the previous one keeps

@@ -100,7 +100,7 @@ pub async fn add_webhook_endpoint(
     url: String,
 ) -> Result<Sole, store::Error> {
     add_unless(handles, actor, site_id, settings, move |c| {
-        store::find_webhook_with_url(c, site_id, &url)
+        store::find_webhook_with_url(c, site_id, &url, None)
     })
     .await
 }
@@ -144,6 +144,43 @@ pub async fn fix_integration(
         })
         .await?;
     resume_integration(writer, jobs, id).await
+}
+
+/// What [`fix_webhook_endpoint`] did.
+pub enum EndpointChange {
+    /// Saved; this many blocked deliveries were queued again.
+    Saved(usize),
+    /// Another endpoint of the site already posts to the new URL (returned); nothing changed.
+    UrlTaken(IntegrationRow),
+}
+
+/// Like [`fix_integration`] for a webhook endpoint (`config` checked by `check_webhook`, posting
+/// to `url`), unless another endpoint of the site posts to that URL: moved onto it, this one
+/// would send the receiver every event a second time, under other `webhook-id`s. The check is
+/// in the same transaction as the change.
+pub async fn fix_webhook_endpoint(
+    (writer, jobs): (&Arc<Writer>, &JobQueue),
+    actor: &Actor,
+    row: &IntegrationRow,
+    config: String,
+    url: String,
+) -> Result<EndpointChange, store::Error> {
+    let (id, site_id, actor) = (row.id, row.site_id, actor.clone());
+    let taken = writer
+        .write(move |c| {
+            let taken = store::find_webhook_with_url(c, site_id, &url, Some(id))?;
+            if taken.is_none() {
+                replace_integration_settings(c, &actor, (id, "webhook"), &config, None)?;
+            }
+            Ok(taken)
+        })
+        .await?;
+    match taken {
+        Some(other) => Ok(EndpointChange::UrlTaken(other)),
+        None => Ok(EndpointChange::Saved(
+            resume_integration(writer, jobs, id).await?,
+        )),
+    }
 }
 
 /// Turns an integration off: no new deliveries are planned for it, and its queued ones wait

@@ -19,9 +19,9 @@ pub mod webhook;
 pub use clients::HttpClients;
 pub use destinations::Destinations;
 pub use lifecycle::{
-    CheckedSettings, Sole, TURNED_OFF, add_integration, add_sole_integration, add_webhook_endpoint,
-    delete_integration, fix_integration, rotate_webhook_secret, settings_json,
-    turn_off_integration, turn_on_integration,
+    CheckedSettings, EndpointChange, Sole, TURNED_OFF, add_integration, add_sole_integration,
+    add_webhook_endpoint, delete_integration, fix_integration, fix_webhook_endpoint,
+    rotate_webhook_secret, settings_json, turn_off_integration, turn_on_integration,
 };
 pub use sealing::{
     SealingError, open_secrets, open_secrets_as, reseal_secrets, seal_clear_secrets, store_secrets,

@@ -18,6 +18,8 @@ pub enum Refused {
     Scheme,
     #[error("credentials in the URL are not allowed")]
     Credentials,
+    #[error("a #fragment is never sent to the server; remove it")]
+    Fragment,
     #[error("the host does not resolve: {0}")]
     Unresolvable(String),
     #[error("the host resolves to a private or special-purpose address ({0})")]
@@ -97,6 +99,11 @@ pub async fn check_url(raw: &str, allow_private: bool) -> Result<Url, Refused> {
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(Refused::Credentials);
+    }
+    // Stored with a fragment, the URL would look like another endpoint's while requesting the
+    // same one: two endpoints, every event twice.
+    if url.fragment().is_some() {
+        return Err(Refused::Fragment);
     }
     let host = url.host_str().ok_or(Refused::Invalid)?.to_owned();
     let port = url.port_or_known_default().unwrap_or(443);
@@ -274,6 +281,10 @@ mod tests {
         assert_eq!(
             check_url("https://u:p@example.com/", true).await,
             Err(Refused::Credentials)
+        );
+        assert_eq!(
+            check_url("https://example.com/hook#a", true).await,
+            Err(Refused::Fragment)
         );
         assert!(matches!(
             check_url("http://127.0.0.1:9/hook", false).await,

@@ -254,15 +254,19 @@ pub fn find_site_integration(
         .optional()?)
 }
 
-/// The site's webhook endpoint posting to `url` (as stored, after the URL check), if any.
+/// The site's webhook endpoint posting to `url` (as stored, after the URL check), other than
+/// `except` (the endpoint being changed), if any.
 pub fn find_webhook_with_url(
     conn: &Connection,
     site_id: SiteId,
     url: &str,
+    except: Option<IntegrationId>,
 ) -> Result<Option<IntegrationRow>, Error> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM integrations WHERE site_id = ?1 AND kind = 'webhook' \
-         AND json_extract(config, '$.url') = ?2 ORDER BY id LIMIT 1"
+         AND json_extract(config, '$.url') = ?2 AND id IS NOT ?3 ORDER BY id LIMIT 1"
     ))?;
-    Ok(stmt.query_row(params![site_id, url], from_row).optional()?)
+    Ok(stmt
+        .query_row(params![site_id, url, except], from_row)
+        .optional()?)
 }

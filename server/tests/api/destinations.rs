@@ -388,6 +388,29 @@ async fn destinations_a_webhook_secret_is_shown_once_and_a_replay_keeps_its_webh
         "a new secret"
     );
     assert!(rotated.contains("The previous secret also signs every delivery until"));
+
+    // A second endpoint cannot be moved onto the first one's URL from its page either.
+    let (status, _, _) = post(
+        &app,
+        &admin,
+        &format!("/sites/{site}/webhooks"),
+        &[("url", &mock.url("/second")), ("message.created", "on")],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let second = format!("/sites/{site}/webhooks/{}", id + 1);
+    let (status, _, refused) = post(
+        &app,
+        &admin,
+        &second,
+        &[("url", &mock.url("/hook")), ("message.created", "on")],
+    )
+    .await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused.contains(&format!("Endpoint {id} already posts to this URL")),
+        "{refused}"
+    );
 }
 
 #[tokio::test]

@@ -512,7 +512,62 @@ async fn the_ssrf_guard_refuses_private_addresses_unless_allowed() {
             .is_some_and(|m| m.contains(&format!("(id {first})"))),
         "{answer}"
     );
-    f.endpoint("/other", &["message.created"]).await;
+    let (other, _) = f.endpoint("/other", &["message.created"]).await;
+
+    // Nor can another endpoint be moved onto that URL, or reach it with a #fragment (which
+    // is never sent, so it would post to the same place under a different-looking URL).
+    let (status, answer) = f
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/integrations/{other}/webhook"),
+            &f.admin,
+            Some(json!({"url": f.mock.url("/hook"), "events": ["message.created"]})),
+        )
+        .await;
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("(id {first})"))),
+        "{answer}"
+    );
+    let stored: String = f
+        .app
+        .db()
+        .query_row(
+            "SELECT json_extract(config, '$.url') FROM integrations WHERE id = ?1",
+            [other],
+            |row| row.get(0),
+        )
+        .expect("the endpoint");
+    assert_eq!(
+        stored,
+        f.mock.url("/other"),
+        "the refused change left it as it was"
+    );
+    let (status, answer) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{}/integrations/webhooks", f.site),
+            &f.admin,
+            Some(json!({"url": format!("{}#again", f.mock.url("/hook")), "events": ["message.created"]})),
+        )
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["code"], "url_refused");
+    // An endpoint keeps its own URL when only its events change.
+    let (status, answer) = f
+        .app
+        .api(
+            "PUT",
+            &format!("/api/v1/integrations/{first}/webhook"),
+            &f.admin,
+            Some(json!({"url": f.mock.url("/hook"), "events": ["conversation.closed"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
 }
 
 #[tokio::test]

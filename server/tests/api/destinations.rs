@@ -388,22 +388,34 @@ async fn destinations_a_webhook_secret_is_shown_once_and_a_replay_keeps_its_webh
         "a new secret"
     );
     assert!(rotated.contains("The previous secret also signs every delivery until"));
+}
 
-    // A second endpoint cannot be moved onto the first one's URL from its page either.
-    let (status, _, _) = post(
-        &app,
-        &admin,
-        &format!("/sites/{site}/webhooks"),
-        &[("url", &mock.url("/second")), ("message.created", "on")],
-    )
-    .await;
-    assert_eq!(status, 200);
+#[tokio::test]
+async fn destinations_an_endpoint_cannot_be_moved_onto_another_ones_url() {
+    let app = TestApp::spawn(&["--allow-private-networks"]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    let url = |path: &str| format!("http://127.0.0.1:9/{path}");
+    for path in ["hook", "second"] {
+        let (status, _, _) = post(
+            &app,
+            &admin,
+            &format!("/sites/{site}/webhooks"),
+            &[("url", &url(path)), ("message.created", "on")],
+        )
+        .await;
+        assert_eq!(status, 200, "{path}");
+    }
+    let id: i64 = app
+        .db()
+        .query_row("SELECT min(id) FROM integrations", [], |r| r.get(0))
+        .expect("id");
     let second = format!("/sites/{site}/webhooks/{}", id + 1);
     let (status, _, refused) = post(
         &app,
         &admin,
         &second,
-        &[("url", &mock.url("/hook")), ("message.created", "on")],
+        &[("url", &url("hook")), ("message.created", "on")],
     )
     .await;
     assert_eq!(status, 409, "{refused}");

@@ -512,10 +512,16 @@ async fn the_ssrf_guard_refuses_private_addresses_unless_allowed() {
             .is_some_and(|m| m.contains(&format!("(id {first})"))),
         "{answer}"
     );
-    let (other, _) = f.endpoint("/other", &["message.created"]).await;
+    f.endpoint("/other", &["message.created"]).await;
+}
 
-    // Nor can another endpoint be moved onto that URL, or reach it with a #fragment (which
-    // is never sent, so it would post to the same place under a different-looking URL).
+/// Nor can another endpoint be moved onto a URL the site posts to, or reach it with a #fragment
+/// (never sent, so it would post to the same place under a different-looking URL).
+#[tokio::test]
+async fn one_endpoint_per_url_holds_for_changes_and_a_fragment_is_refused() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (first, _) = f.endpoint("/hook", &["message.created"]).await;
+    let (other, _) = f.endpoint("/other", &["message.created"]).await;
     let (status, answer) = f
         .app
         .api(

@@ -5,7 +5,8 @@
 // Business hours (docs/widget.md#business-hours): an admin sets the site's hours on its hours page so the
 // site is closed now; the visitor's panel shows the away message (a German browser the site's German one), when it opens again and (out of hours
 // "email") the email form at once; an address given before the first message is sent after that message's
-// ack and stored. The agent sees the chat. Then "accept": the "we reply by email" note instead.
+// ack and stored. The agent sees the chat. Then "accept": the "we reply by email" note instead. With both,
+// the form's email field is the only one asked, and an address given there is never asked for again.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
@@ -225,4 +226,48 @@ test("a message refused for its answers waits for the form, which asks again, al
     await admin.goto(`${porch.url}/inbox`);
     await admin.getByText("Written while you were down").first().waitFor();
     await Promise.all([context.close(), stale.close(), adminContext.close()]);
+  });
+
+test("out of hours, an address given in the pre-chat form is the one replies go to: nothing asks for it again",
+  { timeout: 120000 }, async () => {
+    const { porch, browser, site } = world; // the form of the tests above: email optional
+    const adminContext = await browser.newContext();
+    const admin = await adminContext.newPage();
+    admin.setDefaultTimeout(15000);
+    await signIn(admin, porch, AGENT.email);
+    await setHours(admin, porch, site, "email");
+
+    const { page, context } = await visitor(browser, world.host.url);
+    await page.locator("[data-porch=away]").waitFor({ state: "visible" });
+    await page.locator("[data-porch=prechat]").waitFor({ state: "visible" });
+    const capture = page.locator("[data-porch=email]");
+    assert.equal(await capture.isVisible(), false, "one email field, the form's, not two");
+    await page.locator("[data-porch=prechat-name]").fill("Ada");
+    await page.locator("[data-porch=prechat-email]").fill("ada@example.org");
+    await page.locator("[data-porch=prechat-answer]").fill("PX-9");
+    await page.locator("[data-porch=input]").fill("Anyone there?");
+    await page.locator("[data-porch=input]").press("Enter");
+    await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").waitFor();
+    assert.equal(await capture.isVisible(), false, "not asked again after the message");
+    await page.reload();
+    await page.waitForTimeout(1000);
+    if (!(await page.locator("[data-porch=panel]").isVisible())) await page.locator("[data-porch=launcher]").click();
+    await page.locator("[data-porch=status][data-state=connected]").waitFor();
+    await page.locator("[data-porch=away]").waitFor({ state: "visible" });
+    assert.equal(await capture.isVisible(), false, "not asked again after a reload");
+    await context.close();
+
+    // Left empty, the optional address is asked for once the message is stored, as without a form.
+    const other = await visitor(browser, world.host.url);
+    await other.page.locator("[data-porch=prechat]").waitFor({ state: "visible" });
+    await other.page.locator("[data-porch=prechat-name]").fill("Bo");
+    await other.page.locator("[data-porch=prechat-answer]").fill("PX-10");
+    await other.say("Hello?");
+    await other.page.locator("[data-porch=email]").waitFor({ state: "visible" });
+    await other.context.close();
+
+    await admin.goto(`${porch.url}/sites/${site.key}/hours`);
+    await admin.getByRole("button", { name: "Remove hours (always open)" }).click();
+    await admin.getByText("the chat is always open").first().waitFor();
+    await adminContext.close();
   });

@@ -845,7 +845,9 @@
     away.replaceChildren(...[ownText(site.away_messages, typeof site.away_message === "string" && site.away_message),
       at && t(day ? "back_on" : "back_at", { day, time }), !asksEmail && t("away_reply")]
       .filter(Boolean).map((text) => h("p", { text })));
-    if (asksEmail && read(key("email")) == null && !agentReplied) emailForm.hidden = false;
+    // A pre-chat form that asks for the address is where it is given: one email field, not two.
+    const formAsksEmail = ["optional", "required"].includes(site.prechat?.email);
+    if (asksEmail && read(key("email")) == null && !agentReplied && !formAsksEmail) emailForm.hidden = false;
   };
   // After an ack: send a held address; true while closed, so the email form shows even with agents online.
   const afterAck = () => {
@@ -911,7 +913,10 @@
     }
     m.prechat = Object.fromEntries(preFields.map((x) => [x.key, x.input.value.trim()]));
     // An address given here is the one replies go to: the offline email form need not ask again.
-    if (m.prechat.email) write(key("email"), m.prechat.email);
+    if (m.prechat.email) {
+      write(key("email"), m.prechat.email);
+      emailForm.hidden = true;
+    }
     preFields = null;
     pre.hidden = true;
     showError("");

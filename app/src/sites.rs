@@ -347,7 +347,8 @@ pub fn render_delete_site(view: DeleteSiteView) -> String {
     let content = view! {
         <section class="card card-narrow card-danger" aria-labelledby="delete-title">
             <h1 id="delete-title">"Delete “"{view.name.clone()}"”?"</h1>
-            <p>"This deletes the site and its "<strong>{view.conversations}" conversations"</strong>
+            <p>"This deletes the site and its "<strong>{view.conversations}
+                {if view.conversations == 1 { " conversation" } else { " conversations" }}</strong>
                 " with every message. It cannot be undone. The widget stops working on the site's pages."</p>
             {view.error.clone().map(|e| view! { <p class="notice notice-error" role="alert" id="confirm-error">{e}</p> })}
             <form method="post" action=format!("/sites/{key}/delete") class="stack">

@@ -16,7 +16,10 @@ use super::session::Admin;
 
 fn event_view(row: AuditEventRow) -> AuditEventView {
     let target = match (row.target_type, row.target_id, row.target_label) {
-        (Some(kind), Some(id), Some(label)) if !label.is_empty() => {
+        // A label that only repeats the kind and id ("visitor 2") is not said twice.
+        (Some(kind), Some(id), Some(label))
+            if !label.is_empty() && label != format!("{kind} {id}") =>
+        {
             format!("{kind} {id} ({label})")
         }
         (Some(kind), Some(id), _) => format!("{kind} {id}"),

@@ -100,6 +100,8 @@ pub struct ConversationView {
     pub notice: Option<Notice>,
     /// What the agent had typed, kept when a post failed.
     pub draft: String,
+    /// Whether the site's email is on: without it, a visitor's address cannot be mailed.
+    pub can_email: bool,
 }
 
 #[component]
@@ -391,12 +393,20 @@ pub fn render_conversation(view: ConversationView) -> String {
         .collect_view();
     // Isolated (U+2068 … U+2069), so a right-to-left override in the name cannot turn " · Porch".
     let title = format!("\u{2068}{}\u{2069}", view.visitor);
-    let email_form = view
-        .aside
-        .visitor
-        .email
-        .clone()
-        .map(|to| visitor_mail_form(id, &csrf, to, &view.aside.visitor.site));
+    let email_form = view.aside.visitor.email.clone().map(|to| {
+        if view.can_email {
+            visitor_mail_form(id, &csrf, to, &view.aside.visitor.site).into_any()
+        } else {
+            // Said up front rather than refused after the agent has written the mail.
+            view! {
+                <p class="hint email-visitor-off">
+                    "Email is off for this site, so the visitor cannot be emailed from here: an \
+                     admin turns it on on the site's Email page."
+                </p>
+            }
+            .into_any()
+        }
+    });
     let content = view! {
         <div class="page-head">
             <p class="crumb"><a href="/inbox">"← Inbox"</a></p>

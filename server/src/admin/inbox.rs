@@ -109,6 +109,7 @@ pub async fn conversation_page(
         last_id,
         notice,
         draft: String::new(),
+        can_email: view.can_email,
     };
     Ok(html(render_conversation(page)))
 }

@@ -64,6 +64,8 @@ pub struct ConversationView {
     pub messages: Vec<MessageRow>,
     /// Agents it can be assigned to (enabled users).
     pub agents: Vec<UserRow>,
+    /// Whether the site's email is on, so an agent can email the visitor.
+    pub can_email: bool,
 }
 
 /// The admin inbox's use cases, on the same handle as the widget's and the API's.
@@ -156,12 +158,14 @@ impl Chat {
                 let identity = store::find_visitor_identity(c, item.visitor_id)?;
                 let messages = store::list_conversation_messages(c, id)?;
                 let agents = enabled_agents(c)?;
+                let can_email = store::has_active_email(c, item.site_id)?;
                 Ok(Some(ConversationView {
                     item,
                     visitor,
                     identity,
                     messages,
                     agents,
+                    can_email,
                 }))
             })
             .await?

@@ -66,10 +66,7 @@ pub(super) fn store_agent_mail(
     if !store::has_visitor_email(conn, new.conversation_id)? {
         return Ok(Err(Invalid::from("The visitor left no email address.")));
     }
-    let has_email = store::list_active_integrations(conn, new.site_id)?
-        .iter()
-        .any(|i| i.kind == "email");
-    if !has_email {
+    if !store::has_active_email(conn, new.site_id)? {
         return Ok(Err(Invalid::from("Email is not turned on for this site.")));
     }
     let stored = store::insert_agent_message(conn, new)?;

@@ -135,6 +135,14 @@ pub struct ActiveIntegration {
     pub config: String,
 }
 
+/// Whether the site has an email integration turned on: what an agent's mail to the visitor
+/// needs.
+pub fn has_active_email(conn: &Connection, site_id: SiteId) -> Result<bool, Error> {
+    Ok(list_active_integrations(conn, site_id)?
+        .iter()
+        .any(|i| i.kind == "email"))
+}
+
 /// A site's enabled integrations, oldest first: what a change on the site may be delivered to.
 pub fn list_active_integrations(
     conn: &Connection,

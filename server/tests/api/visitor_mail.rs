@@ -290,8 +290,12 @@ async fn a_mail_is_refused_with_the_reason_and_nothing_stored_without_an_address
     assert_eq!(story.agent_messages(), 0);
     drop(story);
 
-    // An address, but email is not on for the site.
+    // An address, but email is not on for the site: the page says so instead of the form, and
+    // a post (from a page loaded before email was turned off) is refused.
     let story = Story::start(&sink, None, Some("ana@example.org"), false).await;
+    let page = story.page().await;
+    assert!(!page.contains("Email the visitor"), "{page}");
+    assert!(page.contains("Email is off for this site"), "{page}");
     let answer = story.email("Hello", "Are you there?").await;
     assert_eq!(answer.status, 422, "{}", answer.body);
     assert!(

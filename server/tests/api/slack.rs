@@ -623,3 +623,30 @@ async fn socket_mode_delivers_a_reply_and_acknowledges_it_after_commit() {
         "the envelope was acknowledged"
     );
 }
+
+/// Slack not answering says nothing about the token: the check is refused as
+/// `slack_unreachable` (try again), not `slack_refused` (fix the token).
+#[tokio::test]
+async fn a_token_check_slack_does_not_answer_is_unreachable_not_refused() {
+    // Nothing listens on port 9 of loopback (discard): every call fails to connect.
+    let app = TestApp::spawn(&["--slack-api-url", "http://127.0.0.1:9/api/"]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("olive@example.com", "admin");
+    let (status, refused) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/slack"),
+            &admin,
+            Some(json!({"bot_token": "xoxb-test", "channel_id": "C9", "signing_secret": "s"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["code"], "slack_unreachable", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("try again")),
+        "{refused}"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM integrations"), 0);
+}

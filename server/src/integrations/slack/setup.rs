@@ -11,7 +11,7 @@ use crate::clock::now_ms;
 use crate::jobs::resume_integration;
 use crate::store::{IntegrationId, IntegrationRow, NewIntegration, SiteId};
 
-use super::{SlackConfig, SlackInbound, SlackIntegration, SlackSecrets};
+use super::{CallError, SlackConfig, SlackInbound, SlackIntegration, SlackSecrets};
 use crate::integrations::{
     SetupError, insert_integration, replace_integration_settings, settings_json,
 };
@@ -65,10 +65,7 @@ async fn check(
         .api
         .auth_test(&bot_token)
         .await
-        .map_err(|e| SetupError::Refused {
-            code: "slack_refused",
-            message: format!("Slack did not accept the bot token: {e}"),
-        })?;
+        .map_err(|e| not_accepted("bot token", &e))?;
     Ok(SlackIntegration {
         config: SlackConfig {
             team_id: auth.team_id,
@@ -99,10 +96,41 @@ async fn check_app_token(slack: &SlackInbound, token: &str) -> Result<(), SetupE
         .open_connection(token)
         .await
         .map(|_| ())
-        .map_err(|e| SetupError::Refused {
+        .map_err(|e| not_accepted("app-level token", &e))
+}
+
+/// A failed check of a token (`what`): refused by Slack, or not checked at all because Slack did
+/// not answer, answered 5xx or rate-limited the check, which says nothing about the token (a
+/// script retries `slack_unreachable`, and fixes the token on `slack_refused`).
+fn not_accepted(what: &str, err: &CallError) -> SetupError {
+    let is_unreachable = match err {
+        CallError::Network(_) | CallError::RateLimited { .. } => true,
+        CallError::Http { status } => *status >= 500,
+        // Slack's own trouble, answered as an error code.
+        CallError::Slack { error, status } => {
+            *status >= 500
+                || [
+                    "internal_error",
+                    "fatal_error",
+                    "service_unavailable",
+                    "request_timeout",
+                ]
+                .contains(&error.as_str())
+        }
+    };
+    if is_unreachable {
+        SetupError::Refused {
+            code: "slack_unreachable",
+            message: format!(
+                "Could not check the {what} with Slack now ({err}): try again shortly."
+            ),
+        }
+    } else {
+        SetupError::Refused {
             code: "slack_refused",
-            message: format!("Slack did not accept the app-level token: {e}"),
-        })
+            message: format!("Slack did not accept the {what}: {err}"),
+        }
+    }
 }
 
 /// Connects a site to a Slack channel; returns the new integration.

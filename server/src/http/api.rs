@@ -2,7 +2,7 @@
 //! functions; this API exists for automation and tests.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -16,6 +16,7 @@ use super::ApiError;
 use super::attachment::conversation_file;
 use super::auth::ApiUser;
 use super::strict_json::StrictJson;
+use super::strict_query::StrictQuery;
 
 /// Most conversations listed at once.
 const LIST_LIMIT: u32 = 200;
@@ -88,7 +89,7 @@ fn parse_cursor(raw: &str) -> Option<(i64, ConversationId)> {
 pub async fn list_conversations(
     State(app): State<AppState>,
     _user: ApiUser,
-    Query(query): Query<ListQuery>,
+    StrictQuery(query): StrictQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
     let before = match query.before.as_deref() {
         None => None,

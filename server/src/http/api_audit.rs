@@ -2,7 +2,7 @@
 //! keyset paging (`next_before`).
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use serde_json::{Value, json};
 
 use crate::audit::{AuditQuery, PAGE_SIZE};
@@ -11,6 +11,7 @@ use crate::store::{self, AuditEventRow};
 
 use super::ApiError;
 use super::auth::ApiAdmin;
+use super::strict_query::StrictQuery;
 
 fn event_json(row: AuditEventRow) -> Value {
     // The detail is stored as JSON text by `audit::record`; a row that does not parse (never
@@ -38,7 +39,7 @@ fn event_json(row: AuditEventRow) -> Value {
 pub async fn list_audit(
     State(app): State<AppState>,
     _admin: ApiAdmin,
-    Query(query): Query<AuditQuery>,
+    StrictQuery(query): StrictQuery<AuditQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = query.filter().map_err(ApiError::invalid)?;
     let rows = app

@@ -2,7 +2,7 @@
 //! blocked jobs then resume), list and retry failed or blocked jobs.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -19,6 +19,7 @@ use super::ApiError;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
 use super::strict_json::StrictJson;
+use super::strict_query::StrictQuery;
 
 /// Most jobs listed at once.
 const LIST_LIMIT: u32 = 500;
@@ -124,7 +125,7 @@ fn failed() -> String {
 pub async fn list_jobs(
     State(app): State<AppState>,
     _admin: ApiAdmin,
-    Query(filter): Query<JobFilter>,
+    StrictQuery(filter): StrictQuery<JobFilter>,
 ) -> Result<Response, ApiError> {
     if !["queued", "running", "done", "failed", "blocked"].contains(&filter.state.as_str()) {
         return Err(ApiError::new(

@@ -20,6 +20,7 @@ mod routes;
 mod slack_actions;
 mod slack_events;
 mod strict_json;
+mod strict_query;
 
 pub use boot::{Booting, serve_while_booting};
 pub use client_ip::{ClientIp, client_ip};

@@ -237,3 +237,29 @@ async fn the_bearer_scheme_is_read_in_any_case() {
         .await;
     assert_eq!(error_of(&other).0, 401);
 }
+
+/// A misspelled query parameter is refused, naming it, rather than ignored: ignoring it answered
+/// a plausible page for a question that was not asked.
+#[tokio::test]
+async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = app.add_user_token("Ada", "admin");
+    for (path, unknown) in [
+        ("/api/v1/conversations?limt=1", "limt"),
+        ("/api/v1/jobs?State=done", "State"),
+        ("/api/v1/audit?actor=cli&page=2", "page"),
+    ] {
+        let answer = app.http.get(path).bearer_auth(&admin).answer().await;
+        let (status, code, message) = error_of(&answer);
+        assert_eq!((status, code.as_str()), (422, "invalid"), "{path}");
+        assert!(message.contains(&format!("`{unknown}`")), "{path}: {message}");
+    }
+    for path in [
+        "/api/v1/conversations?limit=1",
+        "/api/v1/jobs?state=done",
+        "/api/v1/audit?actor=cli&action=user&since=2026-01-01",
+    ] {
+        let answer = app.http.get(path).bearer_auth(&admin).answer().await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.body);
+    }
+}

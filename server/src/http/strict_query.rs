@@ -1,0 +1,39 @@
+//! The API's query strings, read as axum's `Query` reads them (the same 400 for a value that does
+//! not parse or a repeated parameter), except that a parameter the endpoint does not take is
+//! refused (422 `invalid`, naming it) instead of ignored: `?limt=1` answered every conversation,
+//! and `?State=done` the failed jobs, plausible answers to a question that was not asked.
+
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+
+/// A query string of type `T` with no parameter `T` does not know.
+pub struct StrictQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Query(query) = Query::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let raw = parts.uri.query().unwrap_or_default();
+        let mut unknown = Vec::new();
+        // It parsed above, so only the unknown names are of interest here.
+        let _ = serde_ignored::deserialize::<_, _, T>(
+            serde_urlencoded::Deserializer::new(form_urlencoded::parse(raw.as_bytes())),
+            |path| unknown.push(format!("`{path}`")),
+        );
+        if unknown.is_empty() {
+            return Ok(Self(query));
+        }
+        Err(ApiError::invalid(format!(
+            "Unknown query parameter {}: this endpoint does not take it (docs/api.md).",
+            unknown.join(", ")
+        ))
+        .into_response())
+    }
+}

@@ -50,6 +50,18 @@ async def send(ws, client_id: str, body: str) -> dict:
     return json.loads(await asyncio.wait_for(ws.recv(), WAIT))
 
 
+async def fill_until_refused(ws, disk, server) -> None:
+    """Fills the disk, then sends large messages until one is refused (SQLite's page cache takes
+    the first few); readiness then says `disk_full`."""
+    fill(disk)
+    for i in range(200):
+        if (await send(ws, f"full-{i}", "x" * 3900))["type"] != "ack":
+            break
+    else:
+        raise AssertionError("the full disk was never noticed")
+    assert server.get("/readyz")[1].get("reason") == "disk_full"
+
+
 def test_a_full_disk_refuses_without_acking_and_recovers_without_a_restart(porch_bin, processes, small_disk):
     import websockets
 
@@ -123,13 +135,7 @@ def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch
         async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
             await ws.send(json.dumps({"type": "hello", "v": 1}))
             assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
-            fill(small_disk)
-            for i in range(200):
-                if (await send(ws, f"full-{i}", "x" * 3900))["type"] != "ack":
-                    break
-            else:
-                raise AssertionError("the full disk was never noticed")
-            assert server.get("/readyz")[1].get("reason") == "disk_full"
+            await fill_until_refused(ws, small_disk, server)
 
             # Two seconds of a full disk with a visitor retrying all the time.
             logged = len(server.log)
@@ -172,13 +178,7 @@ def test_a_commit_that_squeezes_in_does_not_make_a_full_disk_ready(porch_bin, pr
         async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
             await ws.send(json.dumps({"type": "hello", "v": 1}))
             assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
-            fill(small_disk)
-            for i in range(200):
-                if (await send(ws, f"full-{i}", "x" * 3900))["type"] != "ack":
-                    break
-            else:
-                raise AssertionError("the full disk was never noticed")
-            assert server.get("/readyz")[1].get("reason") == "disk_full"
+            await fill_until_refused(ws, small_disk, server)
 
             # Room for a short message, far from the 256 KiB that counts as room again.
             ballast = small_disk / "ballast"

@@ -252,7 +252,10 @@ async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
         let answer = app.http.get(path).bearer_auth(&admin).answer().await;
         let (status, code, message) = error_of(&answer);
         assert_eq!((status, code.as_str()), (422, "invalid"), "{path}");
-        assert!(message.contains(&format!("`{unknown}`")), "{path}: {message}");
+        assert!(
+            message.contains(&format!("`{unknown}`")),
+            "{path}: {message}"
+        );
     }
     for path in [
         "/api/v1/conversations?limit=1",

@@ -69,7 +69,8 @@ fn Reply(reply: CannedReplyView, csrf: String) -> impl IntoView {
                     <button type="submit" class="button">"Save"</button>
                 </div>
             </form>
-            <form method="post" action=format!("/canned/{id}/delete")>
+            <form method="post" action=format!("/canned/{id}/delete")
+                data-confirm=format!("Delete the canned reply /{}? This cannot be undone.", reply.shortcut)>
                 <CsrfField token=csrf/>
                 <button type="submit" class="button button-danger">
                     {format!("Delete /{}", reply.shortcut)}

@@ -87,3 +87,25 @@ test("type /thanks in the reply box, pick with the keyboard, Enter inserts the f
     assert.equal(await list.isHidden(), true);
     await v.context.close();
   });
+
+test("deleting a canned reply asks first; cancelling keeps it", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
+  const context = await browser.newContext();
+  const admin = await context.newPage();
+  admin.setDefaultTimeout(15000);
+  await signIn(admin, porch, AGENT.email);
+  await admin.goto(`${porch.url}/canned`);
+  const questions = [];
+  let answer = false;
+  admin.on("dialog", async (d) => { questions.push(d.message()); await (answer ? d.accept() : d.dismiss()); });
+  const remove = admin.getByRole("button", { name: "Delete /hours" });
+  await remove.click();
+  await waitFor("the question", async () => questions.length === 1);
+  assert.match(questions[0], /^Delete the canned reply \/hours\? This cannot be undone\.$/);
+  await admin.reload();
+  assert.equal(await remove.count(), 1, "kept after cancelling");
+  answer = true;
+  await Promise.all([admin.waitForURL(/notice=/), remove.click()]);
+  assert.equal(await remove.count(), 0, "deleted once confirmed");
+  await context.close();
+});

@@ -39,20 +39,26 @@ pub const AWAY_LINES: LanguageLines = LanguageLines {
 };
 
 impl LanguageLines {
-    /// Parses the lines; blank lines are skipped, code and text trimmed.
+    /// Parses the lines; blank lines are skipped, code and text trimmed. A refusal starts with
+    /// the line it is about (its first 40 characters), so the admin knows which one to fix.
     pub fn parse(&self, raw: &str) -> Result<ByLanguage, Invalid> {
         let mut texts = ByLanguage::new();
         for line in raw.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let (code, text) = line.split_once(':').ok_or(Invalid::from(self.shape))?;
+            let refused = |reason: &str| {
+                let shown: String = line.chars().take(40).collect();
+                let more = if shown.len() < line.len() { "…" } else { "" };
+                Invalid::from(format!("{shown}{more}: {reason}"))
+            };
+            let (code, text) = line.split_once(':').ok_or_else(|| refused(self.shape))?;
             let (code, text) = (code.trim(), text.trim());
             if !WIDGET_LOCALES.iter().any(|(c, _)| *c == code) {
-                return Err(Invalid::from(self.unknown_code));
+                return Err(refused(self.unknown_code));
             }
             if text.is_empty() || text.chars().count() > self.max_chars {
-                return Err(Invalid::from(self.length));
+                return Err(refused(self.length));
             }
             if texts.insert(code.to_owned(), text.to_owned()).is_some() {
-                return Err(Invalid::from(self.twice));
+                return Err(refused(self.twice));
             }
         }
         Ok(texts)
@@ -89,14 +95,17 @@ mod tests {
 
     #[test]
     fn each_wrong_line_is_refused_with_its_reason() {
-        for (raw, reason) in [
-            ("Hallo!", AWAY_LINES.shape),
-            ("sv: Hej!", AWAY_LINES.unknown_code),
-            ("de:", AWAY_LINES.length),
-            (&format!("de: {}", "x".repeat(501)), AWAY_LINES.length),
-            ("de: Weg\nde: Auch weg", AWAY_LINES.twice),
+        let long = format!("de: {}", "x".repeat(501));
+        let long_shown = format!("de: {}…", "x".repeat(36));
+        for (raw, line, reason) in [
+            ("Hallo!", "Hallo!", AWAY_LINES.shape),
+            ("sv: Hej!", "sv: Hej!", AWAY_LINES.unknown_code),
+            ("de:", "de:", AWAY_LINES.length),
+            (long.as_str(), long_shown.as_str(), AWAY_LINES.length),
+            ("de: Weg\nde: Auch weg", "de: Auch weg", AWAY_LINES.twice),
         ] {
-            assert_eq!(AWAY_LINES.parse(raw), Err(Invalid::from(reason)), "{raw}");
+            let named = Invalid::from(format!("{line}: {reason}"));
+            assert_eq!(AWAY_LINES.parse(raw), Err(named), "{raw}");
         }
     }
 }

@@ -145,7 +145,7 @@ async fn away_messages_in_other_languages_travel_while_closed_and_come_back_to_t
     assert!(
         refused
             .body
-            .contains("language code is not one the widget speaks"),
+            .contains("sv: Strax tillbaka: An away message's language code is not one"),
         "{}",
         refused.body
     );

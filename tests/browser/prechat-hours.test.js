@@ -136,6 +136,12 @@ test("the pre-chat form is asked before the first message and the agent sees the
     await page.locator("[data-porch=error]").waitFor({ state: "visible" });
     assert.equal(await page.locator("[data-porch=error]").innerText(), "Please fill in the required fields.");
     assert.equal(await page.locator("[data-porch=message][data-author=visitor]").count(), 0, "nothing sent");
+    // The field at fault has the focus, is marked invalid and points at the error.
+    const name = page.locator("[data-porch=prechat-name]");
+    assert.equal(await name.getAttribute("aria-invalid"), "true");
+    assert.equal(await name.getAttribute("aria-describedby"), "porch-error");
+    assert.equal(await name.evaluate((el) => el === el.getRootNode().activeElement), true, "focused");
+    assert.equal(await page.locator("[data-porch=prechat-email]").getAttribute("aria-invalid"), null);
 
     await page.locator("[data-porch=prechat-name]").fill("Grace <i>Hopper</i>");
     await page.locator("[data-porch=prechat-email]").fill("grace@example.org");

@@ -203,7 +203,7 @@
   }, { passive: true });
   if (window.ResizeObserver) new ResizeObserver(() => { if (pinned) list.scrollTop = list.scrollHeight; }).observe(list);
   const typing = h("p", { class: "typing", "data-porch": "typing", hidden: true });
-  const error = h("p", { class: "error", "data-porch": "error", role: "alert", hidden: true });
+  const error = h("p", { id: "porch-error", class: "error", "data-porch": "error", role: "alert", hidden: true });
   // No maxlength: it counts UTF-16 units, so 2,000 emoji would fill it; the limit is 4,000 characters
   // (code points), as the server counts, checked on send with the counter beside the box.
   const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1",
@@ -906,6 +906,12 @@
   const withPrechat = (m) => {
     if (!preFields) return true;
     const bad = preFields.find((x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity());
+    // The field at fault is marked for screen readers and pointed at the error that says why.
+    for (const x of preFields) {
+      for (const [name, value] of [["aria-invalid", "true"], ["aria-describedby", "porch-error"]]) {
+        if (x === bad) x.input.setAttribute(name, value); else x.input.removeAttribute(name);
+      }
+    }
     if (bad) {
       showError(bad.key === "email" && bad.input.value.trim() ? t("bad_email") : t("prechat_missing"));
       bad.input.focus();

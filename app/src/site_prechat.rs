@@ -17,6 +17,8 @@ pub struct SitePrechatView {
     pub email_field: String,
     pub question: String,
     pub question_field: String,
+    /// Whether the site has a form now; without one, the fields show a suggestion.
+    pub is_on: bool,
     pub notice: Option<Notice>,
 }
 
@@ -69,6 +71,11 @@ pub fn render_site_prechat(view: SitePrechatView) -> String {
         <form method="post" action=format!("/sites/{key}/prechat") class="card stack"
             aria-label="Pre-chat form">
             <CsrfField token=view.nav.csrf.clone()/>
+            <p data-prechat-state=if view.is_on { "on" } else { "off" }><strong>{if view.is_on {
+                "On: the widget asks these before a visitor's first message."
+            } else {
+                "No pre-chat form: the widget asks nothing. Below is a suggestion; Save form turns it on."
+            }}</strong></p>
             <p class="hint">"Shown before a visitor's first message; a visitor who answered is not \
                 asked again. With every field off there is no form."</p>
             {modes("name_field", "Name", &view.name_field)}

@@ -113,12 +113,15 @@ test("the pre-chat form is asked before the first message and the agent sees the
     await signIn(admin, porch, AGENT.email);
     await admin.goto(`${porch.url}/sites/${site.key}`);
     await admin.getByRole("link", { name: "Pre-chat form" }).click();
+    // A site without a form says so: the ticked choices are only a suggestion until saved.
+    assert.match(await admin.locator("[data-prechat-state=off]").innerText(), /^No pre-chat form: the widget asks nothing/);
     await admin.locator("input[name=name_field][value=required]").check();
     await admin.locator("input[name=email_field][value=optional]").check();
     await admin.getByLabel("Your question", { exact: true }).fill("Order <number>?");
     await admin.locator("input[name=question_field][value=required]").check();
     await admin.getByRole("button", { name: "Save form" }).click();
     await admin.getByText("Pre-chat form saved.").waitFor();
+    await admin.locator("[data-prechat-state=on]").waitFor();
 
     const context = await browser.newContext();
     const page = await context.newPage();

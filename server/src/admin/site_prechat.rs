@@ -18,7 +18,12 @@ use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 use super::sites::find_site;
 
-fn page(who: &SignedIn, site: &SiteRow, input: SitePrechatInput, notice: Option<Notice>) -> String {
+fn page(
+    who: &SignedIn,
+    site: &SiteRow,
+    (input, is_on): (SitePrechatInput, bool),
+    notice: Option<Notice>,
+) -> String {
     render_site_prechat(SitePrechatView {
         nav: who.nav(Section::Sites),
         key: site.key.clone(),
@@ -27,6 +32,7 @@ fn page(who: &SignedIn, site: &SiteRow, input: SitePrechatInput, notice: Option<
         email_field: input.email_field,
         question: input.question,
         question_field: input.question_field,
+        is_on,
         notice,
     })
 }
@@ -45,7 +51,7 @@ pub async fn prechat_page(
         .map_or_else(SitePrechatInput::suggested, SitePrechatInput::from);
     let notice = (query.notice == "prechat-saved")
         .then(|| Notice::Success("Pre-chat form saved.".to_owned()));
-    Ok(html(page(&who, &site, input, notice)))
+    Ok(html(page(&who, &site, (input, form.is_some()), notice)))
 }
 
 /// `POST /sites/{key}/prechat`: saves it (every field off removes the form), or shows the form
@@ -60,7 +66,11 @@ pub async fn save_prechat(
     let parsed = match form.parse() {
         Ok(parsed) => parsed,
         Err(invalid) => {
-            let body = page(&who, &site, form, Some(Notice::Error(invalid.0.into())));
+            let is_on = chat::find_site_prechat(&app.readers, site.id)
+                .await?
+                .is_some();
+            let notice = Some(Notice::Error(invalid.0.into()));
+            let body = page(&who, &site, (form, is_on), notice);
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };

@@ -16,6 +16,8 @@ pub struct MemberView {
     pub is_disabled: bool,
     pub is_me: bool,
     pub has_two_factor: bool,
+    /// False until they have a password or a single sign-on link: invited, not yet joined.
+    pub has_joined: bool,
 }
 
 /// The team page.
@@ -94,7 +96,10 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
         <li class="member" class:disabled=member.is_disabled>
             <div class="member-main">
                 <p class="member-name">{member.name.clone()}{member.is_me.then_some(" (you)")}" "{state}
-                    {member.has_two_factor.then(|| view! { " "<span class="badge">"Two-factor"</span> })}</p>
+                    {member.has_two_factor.then(|| view! { " "<span class="badge">"Two-factor"</span> })}
+                    {(!member.has_joined).then(|| view! {
+                        " "<span class="badge badge-muted" title="They have not set a password yet">"Invited"</span>
+                    })}</p>
                 <p class="muted small">{member.email}</p>
             </div>
             <div class="member-actions">{controls}</div>

@@ -181,6 +181,10 @@ test("an invited agent can answer chats but cannot open admin pages", { timeout:
   const link = await adminPage.locator("#new-link").inputValue();
   assert.match(link, /\/invitations\//);
   await snap(adminPage, "team");
+  // Until Bo takes the invitation up, the team page says he is only invited.
+  const invited = adminPage.locator(".member", { hasText: AGENT });
+  assert.match(await invited.innerText(), /Invited/);
+  assert.doesNotMatch(await adminPage.locator(".member", { hasText: "(you)" }).innerText(), /Invited/);
 
   const context = await browser.newContext();
   const page = await context.newPage();
@@ -188,6 +192,8 @@ test("an invited agent can answer chats but cannot open admin pages", { timeout:
   await page.getByLabel("New password").fill(PASSWORD);
   await page.getByRole("button", { name: "Create my account" }).click();
   await page.waitForURL(/\/login/);
+  await adminPage.reload();
+  assert.doesNotMatch(await invited.innerText(), /Invited/, "joined once the password is set");
   await signIn(page, porch, AGENT);
   assert.equal(new URL(page.url()).pathname, "/inbox");
   assert.equal(await page.getByRole("link", { name: "Sites" }).count(), 0);

@@ -15,7 +15,7 @@ use crate::http::ClientIp;
 use crate::integrations::email::queue_account_link;
 use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::state::AppState;
-use crate::store::UserId;
+use crate::store::{self, UserId};
 
 use super::auth::{NoFields, NoticeQuery};
 use super::page::{PageError, html_with_status, see_other};
@@ -30,12 +30,14 @@ async fn team_page_with(
 ) -> Result<Response, PageError> {
     let users = app.accounts.list_users().await?;
     let (with_two_factor, two_factor_required) = app.accounts.team_two_factor().await?;
+    let not_joined = app.readers.read(store::list_users_not_joined).await?;
     let members = users
         .into_iter()
         .map(|u| MemberView {
             id: u.id.0,
             is_me: u.id == who.user.id,
             has_two_factor: with_two_factor.contains(&u.id),
+            has_joined: !not_joined.contains(&u.id),
             name: u.name,
             email: u.email,
             is_admin: u.role == "admin",

@@ -202,6 +202,6 @@ pub use sessions::{
 pub use sites::{count_site_conversations, delete_site, update_site};
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
-    find_user_credentials, list_users, update_password_hash, update_user_disabled,
-    update_user_role,
+    find_user_credentials, list_users, list_users_not_joined, update_password_hash,
+    update_user_disabled, update_user_role,
 };

@@ -151,3 +151,15 @@ pub fn spend_user_links(conn: &Connection, user_id: UserId, now: i64) -> Result<
     .execute(params![user_id, now])?;
     Ok(())
 }
+
+/// The users who cannot have signed in yet: no password (an invitation not taken up, or a user
+/// added without one) and no single sign-on link. The team page marks them as invited.
+pub fn list_users_not_joined(conn: &Connection) -> Result<Vec<UserId>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM users WHERE password_hash IS NULL \
+          AND id NOT IN (SELECT user_id FROM oidc_links)",
+    )?;
+    Ok(stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}

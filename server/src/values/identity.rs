@@ -65,7 +65,10 @@ fn clean_email(raw: &str) -> Option<String> {
         && !local.is_empty()
         && !domain.is_empty()
         && !domain.contains('@')
-        && !email.chars().any(|c| c.is_control() || c.is_whitespace());
+        // Invisible characters too: a direction override would show agents another address.
+        && !email
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || super::text::is_invisible(c));
     ok.then(|| email.to_owned())
 }
 
@@ -92,6 +95,8 @@ mod tests {
         assert!(VisitorIdentity::parse(&"x".repeat(256), None, None).is_some());
         let id = VisitorIdentity::parse("7", Some("  "), Some("not an email")).expect("id");
         assert_eq!((id.name, id.email), (None, None));
+        let spoofed = VisitorIdentity::parse("7", None, Some("ceo\u{202E}moc.knab@x.test"));
+        assert_eq!(spoofed.expect("id").email, None, "a direction override");
         let long = format!("{}@example.org", "a".repeat(250));
         assert_eq!(
             VisitorIdentity::parse("7", None, Some(&long))

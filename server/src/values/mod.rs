@@ -17,6 +17,8 @@ pub use hours::{BusinessHours, DAY_NAMES, InvalidHours, OutOfHours, SiteHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};
-pub use text::{ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, one_line};
+pub use text::{
+    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, is_visitor_email, one_line,
+};
 pub use token_scope::TokenScope;
 pub use visitor_context::{MAX_URL_CHARS, VisitorContext};

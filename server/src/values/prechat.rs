@@ -141,7 +141,7 @@ impl PrechatAnswers {
         )?;
         if email
             .as_deref()
-            .is_some_and(|e| e.parse::<lettre::Address>().is_err())
+            .is_some_and(|e| !super::is_visitor_email(e))
         {
             return Err(Invalid::from("Please check the email address."));
         }
@@ -206,6 +206,8 @@ mod tests {
         let f = form(Optional, Optional, Optional);
         assert!(PrechatAnswers::parse(&f, None, Some("not-an-address"), None).is_err());
         assert!(PrechatAnswers::parse(&f, None, Some("ada@example.org"), None).is_ok());
+        let spoofed = Some("ceo\u{202E}moc.knab@x.test");
+        assert!(PrechatAnswers::parse(&f, None, spoofed, None).is_err());
         let long = "a".repeat(101);
         assert!(PrechatAnswers::parse(&f, Some(&long), None, None).is_err());
         let long = "a".repeat(1001);

@@ -43,11 +43,19 @@ pub fn one_line(text: &str) -> String {
 /// Characters that show nothing: a body of these and white space alone reads as empty (zero
 /// width space and joiners, word joiner and invisible operators, byte order mark, soft hyphen,
 /// direction marks and isolates, Hangul fillers).
-fn is_invisible(c: char) -> bool {
+pub(super) fn is_invisible(c: char) -> bool {
     matches!(c,
         '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180E}'
         | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
         | '\u{2066}'..='\u{2069}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}')
+}
+
+/// Whether `raw` is an address a visitor may give (the pre-chat form, the offline email form):
+/// RFC 5321 syntax within its 254-character path, and nothing invisible. Agents read it as
+/// typed, and a direction override would show `ceo\u{202E}moc.knab@x.test` as
+/// `ceotset.x@bank.com`, an address the mail does not go to.
+pub fn is_visitor_email(raw: &str) -> bool {
+    raw.len() <= 254 && !raw.chars().any(is_invisible) && raw.parse::<lettre::Address>().is_ok()
 }
 
 /// Whether `text` shows nothing: only white space and invisible characters.
@@ -199,6 +207,23 @@ impl Origin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_visitor_email_is_well_formed_and_shows_what_it_is() {
+        assert!(is_visitor_email("ada@example.org"));
+        for bad in [
+            "not-an-address",
+            "ceo\u{202E}moc.knab@x.test",
+            "ada\u{200B}@example.org",
+            "a'\u{2066}evil@x.test",
+        ] {
+            assert!(!is_visitor_email(bad), "{bad:?}");
+        }
+        assert!(!is_visitor_email(&format!(
+            "{}@example.org",
+            "a".repeat(250)
+        )));
+    }
 
     #[test]
     fn body_is_trimmed_and_bounded() {

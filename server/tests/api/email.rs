@@ -170,6 +170,11 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     // Alice waits with her address left; Bob is answered at once.
     let (mut alice, _) = app.visitor(&site, None, 0).await;
     alice.say("a1", "<b>Help</b> & \"more\"").await;
+    // An address that would show agents another one (a direction override) is refused.
+    alice
+        .send(json!({"type": "email", "email": "ceo\u{202E}moc.knab@x.test"}))
+        .await;
+    assert_eq!(alice.recv().await["code"], "invalid_message");
     alice
         .send(json!({"type": "email", "email": "alice@example.org"}))
         .await;

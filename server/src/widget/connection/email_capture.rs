@@ -9,7 +9,7 @@ impl Connection {
     /// written, so an address before the first message is refused.
     pub(super) async fn accept_email(&mut self, raw: &str) -> Result<(), Closed> {
         let email = raw.trim();
-        let valid = email.len() <= 254 && email.parse::<lettre::Address>().is_ok();
+        let valid = crate::values::is_visitor_email(email);
         let (true, Some(visitor)) = (valid, self.visitor_id) else {
             return send_error(&mut self.sink, ErrorCode::InvalidMessage, None, None).await;
         };

@@ -7,13 +7,18 @@ const world = fixture({ site: "Acme Outage", agent: { email: "a@example.com", na
 
 const bubble = (page, text) => page.locator("[data-porch=message][data-author=visitor]", { hasText: text });
 
+// What visitors of the site have sent, as stored, oldest conversation first. Each test is its own visitor.
 async function storedBodies() {
   const { porch, site } = world;
   const { body } = await porch.api("GET", "/conversations");
-  const convs = body.conversations.filter((c) => c.site === site.key);
-  assert.equal(convs.length, 1, JSON.stringify(body));
-  const { body: list } = await porch.api("GET", `/conversations/${convs[0].id}/messages`);
-  return list.messages.filter((m) => m.author === "visitor").map((m) => m.body);
+  const convs = body.conversations.filter((c) => c.site === site.key).sort((a, b) => a.id - b.id);
+  assert.ok(convs.length > 0, JSON.stringify(body));
+  const bodies = [];
+  for (const c of convs) {
+    const { body: list } = await porch.api("GET", `/conversations/${c.id}/messages`);
+    bodies.push(...list.messages.filter((m) => m.author === "visitor").map((m) => m.body));
+  }
+  return bodies;
 }
 
 test("a message sent during an outage is kept and delivered once when the server is back", { timeout: 150000 },
@@ -80,5 +85,73 @@ test("a message sent during an outage is kept and delivered once when the server
     assert.deepEqual(await storedBodies(), expected);
 
     assert.deepEqual(seen.errors, [], "uncaught errors in the page");
+    await context.close();
+  });
+
+// A visitor whose network goes away: the panel says so at once rather than "Connected", keeps what is
+// written meanwhile, and sends it once when the network is back.
+test("offline, the panel says so and sends what was written once the network is back", { timeout: 60000 },
+  async () => {
+    const { porch, host, browser } = world;
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const seen = watch(page, porch.url);
+    const status = page.locator("[data-porch=status]");
+    await page.goto(host.url);
+    await page.locator("[data-porch=launcher]").click();
+    await waitFor("connected", async () => (await status.getAttribute("data-state")) === "connected");
+
+    await context.setOffline(true);
+    await waitFor("offline", async () => (await status.getAttribute("data-state")) === "offline");
+    assert.equal(await status.innerText(), "Offline, waiting for the network…");
+    await page.locator("[data-porch=input]").fill("Written in a tunnel");
+    await page.locator("[data-porch=input]").press("Enter");
+    const written = bubble(page, "Written in a tunnel");
+    await written.waitFor();
+    assert.equal(await written.getAttribute("data-status"), "sending");
+    await page.waitForTimeout(1500); // no reconnect countdown while offline
+    assert.equal(await status.getAttribute("data-state"), "offline");
+
+    await context.setOffline(false);
+    await written.and(page.locator("[data-status=sent]")).waitFor();
+    assert.equal(await status.getAttribute("data-state"), "connected");
+    assert.equal((await storedBodies()).filter((b) => b === "Written in a tunnel").length, 1);
+    assert.deepEqual(seen.errors, [], "uncaught errors in the page");
+    await context.close();
+  });
+
+// A connection that dies without a word (the server frozen here, a dropped proxy or a sleeping laptop in
+// life) keeps the browser's socket open for minutes. The panel notices that its message got no answer,
+// connects again and resends; the server, back, stores the message once though it may get it twice.
+test("a message that gets no answer is sent again on a new connection and stored once", { timeout: 90000 },
+  async () => {
+    const { porch, host, browser } = world;
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const status = page.locator("[data-porch=status]");
+    await page.goto(host.url);
+    await page.locator("[data-porch=launcher]").click();
+    await waitFor("connected", async () => (await status.getAttribute("data-state")) === "connected");
+
+    porch.proc.kill("SIGSTOP");
+    try {
+      await page.locator("[data-porch=input]").fill("Sent into the silence");
+      await page.locator("[data-porch=input]").press("Enter");
+      const written = bubble(page, "Sent into the silence");
+      await written.waitFor();
+      const askedAt = Date.now();
+      // 10 s without an answer, then the socket is given up: the status leaves "Connected".
+      await waitFor("the panel gives up the silent socket", async () =>
+        (await status.getAttribute("data-state")) !== "connected", { timeoutMs: 20000 });
+      assert.ok(Date.now() - askedAt >= 9000, `gave up after ${Date.now() - askedAt} ms`);
+      assert.equal(await written.getAttribute("data-status"), "sending");
+    } finally {
+      porch.proc.kill("SIGCONT");
+    }
+    await bubble(page, "Sent into the silence").and(page.locator("[data-status=sent]")).waitFor({ timeout: 40000 });
+    assert.equal((await storedBodies()).filter((b) => b === "Sent into the silence").length, 1);
+    assert.equal(await bubble(page, "Sent into the silence").count(), 1);
     await context.close();
   });

@@ -13,6 +13,7 @@
   const TYPING_MS = 6000; // the protocol: typing expires after 6 s unless repeated
   const MAX_BODY = 4000;
   const MAX_BACKOFF_MS = 30000;
+  const ANSWER_WAIT_MS = 10000; // no welcome or ack this long after asking: the socket is presumed dead
   const FATAL_CLOSE = 1008; // site unknown, origin not allowed, bad version: never reconnect
   const WAIT_CODES = new Set(["rate_limited", "site_busy", "too_many_conversations", "busy", "unavailable"]);
   const key = (name) => `porch:${c.site}:${name}`;
@@ -43,6 +44,7 @@
     "connecting": "Connecting\u2026",
     "connected": "Connected",
     "reconnecting": "Reconnecting in {s} s\u2026",
+    "offline": "Offline, waiting for the network\u2026",
     "unavailable": "Chat is unavailable",
     "wait": "Please wait {s} s.",
     "too_long": "Messages can be at most {max} characters.",
@@ -579,6 +581,7 @@
   const transmit = (m) => {
     if (!holdTimer && !m.awaiting_form) {
       sendFrame({ type: "message", client_id: m.client_id, body: m.body, attachments: m.attachments?.map((a) => a.id), prechat: m.prechat });
+      if (isReady) expectAnswer();
     }
   };
   // Sends every unacked message (this tab's and any left by another page) with its client_id; the
@@ -595,6 +598,30 @@
     holdTimer = setTimeout(() => { holdTimer = null; resendPending(); }, holdUntil - Date.now());
   };
 
+  // A network that goes away without a word (a train's tunnel, a sleeping laptop, a dropped proxy) leaves
+  // the browser's socket open for minutes, saying nothing. So when an answer is due (the welcome after
+  // connecting, an ack after a message) and nothing at all arrives within ANSWER_WAIT_MS, the socket is
+  // given up and a new one made; resending is safe, as the server never stores a client_id twice.
+  let answerTimer = null;
+  const heard = () => { clearTimeout(answerTimer); answerTimer = null; };
+  const expectAnswer = () => {
+    if (answerTimer || !ws) return;
+    const sock = ws;
+    answerTimer = setTimeout(() => {
+      answerTimer = null;
+      if (ws === sock) { drop(); scheduleReconnect(); }
+    }, ANSWER_WAIT_MS);
+  };
+  // Forgets the current socket without waiting for its close handshake, which a dead network never ends.
+  const drop = () => {
+    const sock = ws;
+    ws = null;
+    isReady = false;
+    heard();
+    setTyping(false);
+    try { sock?.close(); } catch { /* already closed */ }
+  };
+
   const connect = () => {
     clearTimeout(reconnectTimer);
     clearInterval(countdown);
@@ -603,6 +630,7 @@
     let sock;
     try { sock = new WebSocket(wsUrl); } catch { scheduleReconnect(); return; }
     ws = sock;
+    expectAnswer();
     sock.onopen = () => {
       const hello = { type: "hello", v: 1, last_id: lastId, page: location.href.slice(0, 2048),
         referrer: document.referrer.slice(0, 2048) || undefined, language: navigator.language };
@@ -614,15 +642,14 @@
       sock.send(JSON.stringify(hello));
     };
     sock.onmessage = (e) => {
+      if (ws === sock) heard();
       let f;
       try { f = JSON.parse(e.data); } catch { return; }
       if (ws === sock && f && typeof f === "object") onFrame(f);
     };
     sock.onclose = (e) => {
       if (ws !== sock) return;
-      ws = null;
-      isReady = false;
-      setTyping(false);
+      drop();
       if (e.code === FATAL_CLOSE) {
         stopped = true;
         setStatus(t("unavailable"), "stopped");
@@ -635,6 +662,10 @@
   // 1 s, 2 s, 4 s ... 30 s, each shortened by up to a quarter at random so that visitors of a restarted
   // server do not all come back in the same second.
   const scheduleReconnect = () => {
+    clearTimeout(reconnectTimer);
+    clearInterval(countdown);
+    // Offline, a timer would only fail: the "online" event below connects instead.
+    if (navigator.onLine === false) { setStatus(t("offline"), "offline"); return; }
     const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempt) * (0.75 + Math.random() * 0.25);
     attempt += 1;
     const until = Date.now() + delay;
@@ -646,6 +677,13 @@
   };
   // The browser says the network is back: try now rather than at the end of a long backoff.
   window.addEventListener("online", () => { if (!ws && !stopped) connect(); });
+  // The browser says the network is gone: the socket is dead even if it has not noticed yet. Messages
+  // written meanwhile wait as "Sending" and go when the network is back.
+  window.addEventListener("offline", () => {
+    if (stopped) return;
+    drop();
+    scheduleReconnect();
+  });
 
   const onFrame = (f) => {
     switch (f.type) {
@@ -796,10 +834,7 @@
     emailForm.hidden = true;
     for (const u of uploads) u.xhr?.abort(); // the files were the old visitor's
     dropUploads(uploads);
-    const old = ws;
-    ws = null;
-    isReady = false;
-    try { old?.close(); } catch { /* already closed */ }
+    drop();
     connect();
   };
   P.identify = (u) => {

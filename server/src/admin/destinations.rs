@@ -9,9 +9,9 @@ use serde::Deserialize;
 
 use crate::audit::Actor;
 use crate::http::ClientIp;
-use crate::integrations::{delete_integration, turn_off_integration, turn_on_integration};
+use crate::integrations::{Health, delete_integration, turn_off_integration, turn_on_integration};
 use crate::state::AppState;
-use crate::store::{self, DeliveryLogRow, IntegrationId, IntegrationRow, JobId, SiteRow};
+use crate::store::{self, IntegrationId, IntegrationRow, JobId, SiteRow};
 
 use super::auth::NoFields;
 use super::page::{PageError, see_other};
@@ -37,27 +37,12 @@ pub(super) async fn find_site_integration(
     Ok((site, row))
 }
 
-/// An integration's health from its row and its newest delivery attempt.
-pub(super) fn health(row: &IntegrationRow, last: Option<&DeliveryLogRow>) -> HealthView {
-    if row.status == "broken" || !row.is_enabled {
-        return HealthView::Blocked {
-            reason: row
-                .last_error
-                .clone()
-                .unwrap_or_else(|| "turned off".to_owned()),
-        };
-    }
-    match last {
-        Some(attempt) if matches!(attempt.outcome.as_str(), "retry" | "failed") => {
-            HealthView::Failing {
-                error: attempt
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| attempt.outcome.clone()),
-                at: attempt.started_at,
-            }
-        }
-        _ => HealthView::Healthy,
+/// How a page shows an integration's health.
+pub(super) fn health_view(health: Health) -> HealthView {
+    match health {
+        Health::Healthy => HealthView::Healthy,
+        Health::Blocked { reason } => HealthView::Blocked { reason },
+        Health::Failing { error, at } => HealthView::Failing { error, at },
     }
 }
 
@@ -66,12 +51,9 @@ pub(super) async fn load_health(
     app: &AppState,
     row: &IntegrationRow,
 ) -> Result<HealthView, PageError> {
-    let id = row.id;
-    let last = app
-        .readers
-        .read(move |c| store::list_delivery_log(c, id, 1))
-        .await?;
-    Ok(health(row, last.first()))
+    let row = row.clone();
+    let health = app.readers.read(move |c| Health::read(c, &row)).await?;
+    Ok(health_view(health))
 }
 
 /// `?test=<job id>` after an admin queued a test.

@@ -21,15 +21,15 @@ use crate::integrations::webhook::{
     WebhookConfig, WebhookSecrets, WebhookSetup, check_webhook, new_secret,
 };
 use crate::integrations::{
-    CheckedSettings, EndpointChange, SetupError, Sole, add_webhook_endpoint, fix_webhook_endpoint,
-    open_secrets_as, rotate_webhook_secret, settings_json,
+    CheckedSettings, EndpointChange, Health, SetupError, Sole, add_webhook_endpoint,
+    fix_webhook_endpoint, open_secrets_as, rotate_webhook_secret, settings_json,
 };
 use crate::jobs::{WebhookEvent, plan_webhook_replay};
 use crate::state::AppState;
 use crate::store::{self, IntegrationRow, JobId, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
-use super::destinations::{find_site_integration, health, load_health};
+use super::destinations::{find_site_integration, health_view, load_health};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 use super::sites::find_site;
@@ -66,21 +66,21 @@ async fn list_page(
             rows.into_iter()
                 .filter(|row| row.kind == "webhook")
                 .map(|row| {
-                    let last = store::list_delivery_log(c, row.id, 1)?;
-                    Ok((row, last))
+                    let health = Health::read(c, &row)?;
+                    Ok((row, health))
                 })
                 .collect::<Result<Vec<_>, store::Error>>()
         })
         .await?;
     let endpoints = rows
         .iter()
-        .map(|(row, last)| {
+        .map(|(row, health)| {
             let config = config_of(row);
             EndpointItemView {
                 id: row.id.0,
                 url: config.url,
                 events: config.events,
-                health: health(row, last.first()),
+                health: health_view(health.clone()),
             }
         })
         .collect();

@@ -4,12 +4,14 @@
 //! message took.
 //! Knows nothing of HTTP; the SQL is in `store/attachments.rs`.
 
+mod described;
 mod kind;
 mod name;
 mod strip;
 mod thumb;
 mod upload;
 
+pub use described::file_json;
 pub use kind::Kind;
 pub use name::{content_disposition, sanitise_name};
 pub use strip::strip_metadata;

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::attachments::file_json;
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
 use crate::store::{AttachmentPart, ConversationId, ConversationRow, MessageRow};
@@ -36,15 +37,7 @@ fn message_json(m: &MessageRow) -> serde_json::Value {
     let files: Vec<_> = m
         .attachments
         .iter()
-        .map(|a| {
-            json!({
-                "id": a.id,
-                "name": a.name,
-                "type": a.content_type,
-                "size": a.size,
-                "url": format!("/api/v1/conversations/{}/attachments/{}", m.conversation_id, a.id),
-            })
-        })
+        .map(|a| file_json("", m.conversation_id, a))
         .collect();
     json!({
         "id": m.id,

@@ -17,8 +17,8 @@ use crate::integrations::email::{
 };
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
 use crate::integrations::{
-    CheckedSettings, EndpointChange, Sole, add_integration, add_webhook_endpoint, fix_integration,
-    fix_webhook_endpoint, rotate_webhook_secret as rotate_secret,
+    CheckedSettings, EndpointChange, Health, Sole, add_integration, add_webhook_endpoint,
+    fix_integration, fix_webhook_endpoint, rotate_webhook_secret as rotate_secret,
 };
 use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
@@ -253,11 +253,13 @@ pub async fn list_deliveries(
         .readers
         .read(move |c| store::list_delivery_log(c, integration, LOG_LIMIT))
         .await?;
+    let health = Health::of(&row, log.first());
     Ok(Json(json!({
         "id": row.id,
         "is_enabled": row.is_enabled,
         "status": row.status,
         "last_error": row.last_error,
+        "health": health_json(&health),
         "deliveries": log,
     }))
     .into_response())
@@ -353,11 +355,16 @@ pub async fn list_integrations(
     let site = site_id(&app, &key).await?;
     let rows = app
         .readers
-        .read(move |c| store::list_site_integrations(c, site))
+        .read(move |c| {
+            let rows = store::list_site_integrations(c, site)?;
+            rows.into_iter()
+                .map(|row| Ok((Health::read(c, &row)?, row)))
+                .collect::<Result<Vec<_>, store::Error>>()
+        })
         .await?;
     let integrations: Vec<serde_json::Value> = rows
         .iter()
-        .map(|row| {
+        .map(|(health, row)| {
             json!({
                 "id": row.id,
                 "kind": row.kind,
@@ -366,8 +373,20 @@ pub async fn list_integrations(
                 "is_enabled": row.is_enabled,
                 "status": row.status,
                 "last_error": row.last_error,
+                "health": health_json(health),
             })
         })
         .collect();
     Ok(Json(json!({"integrations": integrations})).into_response())
+}
+
+/// An integration's health as the destination pages judge it: `{"state": "healthy"}`,
+/// `{"state": "blocked", "reason"}` or `{"state": "failing", "error", "at"}` (`at` in Unix
+/// milliseconds, when the failed attempt started).
+fn health_json(health: &Health) -> serde_json::Value {
+    match health {
+        Health::Healthy => json!({"state": "healthy"}),
+        Health::Blocked { reason } => json!({"state": "blocked", "reason": reason}),
+        Health::Failing { error, at } => json!({"state": "failing", "error": error, "at": at}),
+    }
 }

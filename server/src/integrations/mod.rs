@@ -8,6 +8,7 @@ mod delivery;
 mod destinations;
 pub mod discord;
 pub mod email;
+mod health;
 mod lifecycle;
 mod sealing;
 mod settings;
@@ -18,6 +19,7 @@ pub mod webhook;
 
 pub use clients::HttpClients;
 pub use destinations::Destinations;
+pub use health::Health;
 pub use lifecycle::{
     CheckedSettings, EndpointChange, Sole, TURNED_OFF, add_integration, add_sole_integration,
     add_webhook_endpoint, delete_integration, fix_integration, fix_webhook_endpoint,

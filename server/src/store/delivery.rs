@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::values::Author;
 
-use super::{ConversationId, Error, MessageId, SiteId, VisitorId};
+use super::{AttachmentMeta, ConversationId, Error, MessageId, SiteId, VisitorId};
 
 /// A message with its conversation's context.
 #[derive(Debug, Clone)]
@@ -24,10 +24,13 @@ pub struct DeliveryMessage {
     pub visitor_name: Option<String>,
     pub visitor_email: Option<String>,
     pub visitor_page: Option<String>,
+    /// Its files in their order, also named in `body`.
+    pub files: Vec<AttachmentMeta>,
 }
 
-/// The message and its context, if it still exists. Its files are named in the text, one line
-/// each (`[file: invoice.pdf, 48213 bytes]`); Slack gets the files themselves after the text.
+/// The message and its context, if it still exists. Its files are listed in `files` and named in
+/// the text, one line each (`[file: invoice.pdf, 48213 bytes]`), for destinations that show
+/// only text; Slack gets the files themselves after the text.
 pub fn load_delivery_message(
     conn: &Connection,
     id: MessageId,
@@ -56,21 +59,30 @@ pub fn load_delivery_message(
                 visitor_name: r.get(9)?,
                 visitor_email: r.get(10)?,
                 visitor_page: r.get(11)?,
+                files: Vec::new(),
             })
         })
         .optional()?;
     let Some(mut message) = found else {
         return Ok(None);
     };
-    let mut files = conn
-        .prepare_cached("SELECT name, size FROM attachments WHERE message_id = ?1 ORDER BY id")?;
+    let mut files = conn.prepare_cached(
+        "SELECT public_id, name, content_type, size FROM attachments \
+          WHERE message_id = ?1 ORDER BY id",
+    )?;
     let mut rows = files.query([id])?;
     while let Some(r) = rows.next()? {
-        let (name, size): (String, i64) = (r.get(0)?, r.get(1)?);
+        let file = AttachmentMeta {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            content_type: r.get(2)?,
+            size: r.get(3)?,
+        };
         if !message.body.is_empty() {
             message.body.push('\n');
         }
-        let _ = write!(message.body, "[file: {name}, {size} bytes]");
+        let _ = write!(message.body, "[file: {}, {} bytes]", file.name, file.size);
+        message.files.push(file);
     }
     Ok(Some(message))
 }

@@ -235,6 +235,7 @@ async fn every_event_is_signed_and_verifies_with_standardwebhooks_also_after_rot
         visitor_message["data"]["message"]["body"],
         "Hello <b>there</b>"
     );
+    assert_eq!(visitor_message["data"]["message"]["attachments"], json!([]));
     assert_eq!(payload(&received[2])["data"]["message"]["author"], "agent");
     assert_eq!(payload(&received[3])["data"]["assignee"]["name"], "Admin");
     assert_eq!(
@@ -313,6 +314,11 @@ async fn a_5xx_is_retried_with_the_same_webhook_id_and_logged() {
     assert!(error.starts_with("HTTP 500"), "{error}");
     assert!(error.len() < 1000, "the answer is capped in the log");
     assert!(attempts[0]["latency_ms"].as_i64().is_some());
+    assert_eq!(
+        log["health"],
+        json!({"state": "healthy"}),
+        "delivered at last"
+    );
 
     // Replay from the log: a new job, same webhook-id.
     let job = attempts[0]["job_id"].as_i64().expect("job id");
@@ -347,6 +353,14 @@ async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
     let log = f.log(moved).await;
     let error = log["deliveries"][0]["error"].as_str().expect("error");
     assert!(error.contains("redirect"), "{error}");
+    // Retried on its schedule: enabled, not broken, and failing, as its page says.
+    assert_eq!(
+        (&log["is_enabled"], &log["status"]),
+        (&json!(true), &json!("ok"))
+    );
+    assert_eq!(log["health"]["state"], "failing", "{log}");
+    assert_eq!(log["health"]["error"], error);
+    assert_eq!(log["health"]["at"], log["deliveries"][0]["started_at"]);
     assert!(
         f.mock.received().iter().all(|r| r.path != "/elsewhere"),
         "the redirect was not followed"
@@ -375,6 +389,10 @@ async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["integrations"][0]["is_enabled"], false);
     assert_eq!(listed["integrations"][0]["status"], "broken");
+    assert_eq!(listed["integrations"][0]["health"]["state"], "blocked");
+    let moved_listed = &listed["integrations"][1];
+    assert_eq!(moved_listed["id"], moved);
+    assert_eq!(moved_listed["health"]["state"], "failing", "{listed}");
     assert!(
         !listed.to_string().contains("whsec_"),
         "secrets are never listed"
@@ -699,4 +717,69 @@ async fn a_replay_after_the_conversation_closed_carries_the_original_body_and_id
     assert_eq!(payload(replayed)["data"]["conversation"]["status"], "open");
     assert!(signed_at(replayed) >= signed_at(original));
     verify_with_referee(&secret, &received).expect("the replay verifies");
+}
+
+/// A message's files reach a receiver as the API lists them (`id`, `name`, `type`, `size`), with
+/// `url` the absolute API address a token reads the bytes from; `body` still names them.
+#[tokio::test]
+async fn a_message_with_files_lists_them_as_the_api_does_with_absolute_urls() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    f.endpoint("/hook", &["message.created"]).await;
+    let mut visitor = crate::attachments::visitor(&f.app, &f.site).await;
+    let (status, file) = crate::attachments::upload(
+        &f.app,
+        &f.site,
+        &visitor.token,
+        "notes.txt",
+        b"twelve bytes".to_vec(),
+    )
+    .await;
+    assert_eq!(status, 201, "{file}");
+    let id = file["id"].as_str().expect("id");
+    let ack = crate::attachments::send_with(&mut visitor.widget, "v1", "See the file", &[id]).await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+
+    let received = f.mock.wait_for(1, WAIT).await;
+    let data = &payload(&received[0])["data"];
+    assert_eq!(
+        data["message"]["body"],
+        "See the file\n[file: notes.txt, 12 bytes]"
+    );
+    let conversation = data["conversation"]["id"].as_i64().expect("id");
+    let (status, listed) = f
+        .app
+        .api(
+            "GET",
+            &format!("/api/v1/conversations/{conversation}/messages"),
+            &f.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    let mut expected = listed["messages"][0]["attachments"].clone();
+    let path = expected[0]["url"].as_str().expect("url").to_owned();
+    assert_eq!(
+        path,
+        format!("/api/v1/conversations/{conversation}/attachments/{id}")
+    );
+    let (public_url, _) = data["conversation"]["url"]
+        .as_str()
+        .expect("url")
+        .rsplit_once("/conversations/")
+        .expect("a conversation URL");
+    expected[0]["url"] = json!(format!("{public_url}{path}"));
+    assert_eq!(data["message"]["attachments"], expected);
+    assert_eq!(expected[0]["name"], "notes.txt");
+    assert_eq!(expected[0]["size"], 12);
+
+    let bytes = f
+        .app
+        .http
+        .get(&path)
+        .header("authorization", format!("Bearer {}", f.admin))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(bytes.status(), 200);
+    assert_eq!(&bytes.bytes().await.expect("bytes")[..], b"twelve bytes");
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use crate::attachments::file_json;
 use crate::clock::now_ms;
 use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, UserId, WebhookConversation};
 
@@ -56,13 +57,19 @@ fn conversation_json(public_url: &str, c: &WebhookConversation) -> Value {
     })
 }
 
-fn message_json(m: &DeliveryMessage) -> Value {
+fn message_json(public_url: &str, m: &DeliveryMessage) -> Value {
+    let files: Vec<_> = m
+        .files
+        .iter()
+        .map(|f| file_json(public_url, m.conversation_id, f))
+        .collect();
     json!({
         "id": m.id,
         "author": m.author.as_str(),
         "author_name": m.author_name,
         "body": m.body,
         "created_at": rfc3339(m.created_at),
+        "attachments": files,
     })
 }
 
@@ -130,7 +137,7 @@ fn payload(public_url: &str, event: &str, created_at: i64, loaded: &Loaded) -> V
     if let Some(message) = &loaded.message
         && event == "message.created"
     {
-        data["message"] = message_json(message);
+        data["message"] = message_json(public_url, message);
     }
     if event == "conversation.assigned" {
         data["assignee"] = loaded.assignee.as_ref().map_or(

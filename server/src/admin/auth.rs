@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::accounts::{self, AfterPassword, LinkKind};
 use crate::http::{ClientIp, client_ip};
 use crate::state::AppState;
+use crate::store::UserRow;
 
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{
@@ -46,7 +47,6 @@ impl NoticeQuery {
                 "Your other sessions were signed out. This one stays signed in."
             }
             "token-revoked" => "Token revoked. Requests with it now get 401.",
-            "password-set" => "Password saved. Sign in with it now.",
             "signed-out" => "You are signed out.",
             "site-created" => "Site created. Paste the snippet below into your pages.",
             "site-saved" => {
@@ -280,22 +280,7 @@ pub async fn login(
     let next = safe_next(&form.next).to_owned();
     let (status, message, retry_after) =
         match app.accounts.sign_in(&form.email, &form.password, ip).await {
-            Ok(user) => {
-                return Ok(match app.accounts.after_password(&user, &next, ip).await? {
-                    AfterPassword::Session(session) => with_cookie(
-                        see_other(&next),
-                        Some(session_cookie(&app, &session.cookie_value)),
-                    ),
-                    AfterPassword::SecondStep(token) => with_cookie(
-                        see_other("/login/two-factor"),
-                        Some(second_step_cookie(&app, &token)),
-                    ),
-                    AfterPassword::Enrol(token) => with_cookie(
-                        see_other("/login/two-factor/setup"),
-                        Some(second_step_cookie(&app, &token)),
-                    ),
-                });
-            }
+            Ok(user) => return signed_in(&app, &user, &next, ip).await,
             Err(accounts::Error::BadCredentials) => (
                 StatusCode::UNAUTHORIZED,
                 "Wrong email or password.".to_owned(),
@@ -339,6 +324,30 @@ pub async fn logout(
         see_other("/login?notice=signed-out"),
         Some(expired_session_cookie(&app)),
     ))
+}
+
+/// Where a person whose password was just proven (or chosen) goes: into a session at `next`, or
+/// to the second step (their code, or setting one up where the team requires it).
+async fn signed_in(
+    app: &AppState,
+    user: &UserRow,
+    next: &str,
+    ip: std::net::IpAddr,
+) -> Result<Response, PageError> {
+    Ok(match app.accounts.after_password(user, next, ip).await? {
+        AfterPassword::Session(session) => with_cookie(
+            see_other(next),
+            Some(session_cookie(app, &session.cookie_value)),
+        ),
+        AfterPassword::SecondStep(token) => with_cookie(
+            see_other("/login/two-factor"),
+            Some(second_step_cookie(app, &token)),
+        ),
+        AfterPassword::Enrol(token) => with_cookie(
+            see_other("/login/two-factor/setup"),
+            Some(second_step_cookie(app, &token)),
+        ),
+    })
 }
 
 fn link_path(kind: LinkKind) -> &'static str {
@@ -402,7 +411,9 @@ async fn complete_link(
         .complete_link(token, kind, &form.password, ip)
         .await
     {
-        Ok(_) => Ok(see_other("/login?notice=password-set")),
+        // The link proved the mailbox and the password was just chosen: signed in, with the
+        // second step a sign-in would ask (a password reset does not skip two-factor).
+        Ok(user) => signed_in(app, &user, "/", ip).await,
         Err(accounts::Error::Invalid(invalid)) => {
             let link = app.accounts.find_link(token, kind).await?;
             let page = render_password_link(PasswordLinkView {

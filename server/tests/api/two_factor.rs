@@ -615,3 +615,64 @@ async fn the_secret_is_sealed_at_rest_through_an_upgrade_and_a_key_rotation() {
     let right = second_step(&app, &cookies, &code(&secret, 1)).await;
     assert_eq!(right.header("location"), Some("/sites"), "{}", right.body);
 }
+
+/// The token of the link (`/invitations/…` or `/password-resets/…`) shown on `page`.
+fn link_in(page: &str, prefix: &str) -> String {
+    let token = page
+        .split(prefix)
+        .nth(1)
+        .and_then(|rest| rest.split(['"', '<']).next())
+        .expect("a link on the page");
+    format!("{prefix}{token}")
+}
+
+/// Opens a link's page and chooses `PASSWORD` there; the answer to that form.
+async fn choose_password(app: &TestApp, link: &str) -> Answer {
+    let (cookie, csrf) = form_cookie(app, link).await;
+    let body = form(&[("csrf", &csrf), ("password", PASSWORD)]);
+    send(app, "POST", link, &cookie, Some(&body)).await
+}
+
+/// Choosing a password from a link signs the person in, with the second step a sign-in would
+/// ask: someone invited lands in the app; a reset of an account with two-factor asks its code.
+#[tokio::test]
+async fn a_password_chosen_from_a_link_signs_in_but_never_skips_two_factor() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, _, _) = admin_with_two_factor(&app).await;
+    let invited = post(
+        &app,
+        &admin,
+        "/team/invite",
+        &[
+            ("name", "Bo"),
+            ("email", "bo@example.com"),
+            ("role", "agent"),
+        ],
+    )
+    .await;
+    assert_eq!(invited.status, 200, "{}", invited.body);
+    let joined = choose_password(&app, &link_in(&invited.body, "/invitations/")).await;
+    assert_eq!((joined.status, joined.header("location")), (303, Some("/")));
+    let bo = signed_in_from(&app, &joined).await;
+    let account = send(&app, "GET", "/account", &bo.cookie, None).await;
+    assert!(account.body.contains("bo@example.com"), "{}", account.body);
+
+    let (secret, _) = enrol(&app, &bo).await;
+    let bo_id = app.count("SELECT id FROM users WHERE email = 'bo@example.com'");
+    let reset = post(&app, &admin, &format!("/team/{bo_id}/link"), &[]).await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    let chosen = choose_password(&app, &link_in(&reset.body, "/password-resets/")).await;
+    assert_eq!(
+        (chosen.status, chosen.header("location")),
+        (303, Some("/login/two-factor"))
+    );
+    assert!(chosen.cookie("porch_session").is_none(), "no session yet");
+    let (pending, _) = chosen.cookie("porch_2fa").expect("the second step");
+    let (form_pair, _) = form_cookie(&app, "/login").await;
+    let done = second_step(&app, &format!("{form_pair}; {pending}"), &code(&secret, 1)).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert!(
+        done.cookie("porch_session").is_some(),
+        "signed in with the code"
+    );
+}

@@ -102,6 +102,8 @@ pub struct ConversationView {
     pub draft: String,
     /// Whether the site's email is on: without it, a visitor's address cannot be mailed.
     pub can_email: bool,
+    /// Whether a mailbox is read for visitors' answers, so that a mail's answer comes back.
+    pub reads_replies: bool,
 }
 
 #[component]
@@ -204,11 +206,13 @@ pub fn render_message(message: MessageView) -> String {
     view! { <Message message/> }.to_html()
 }
 
+/// A line of what the visitor's browser or page told: in `<bdi>`, so that right-to-left text or a
+/// stray direction character in it cannot reorder what follows (a badge, the next line's label).
 fn detail(label: &'static str, value: Option<String>) -> impl IntoView {
     value.map(|value| {
         view! {
             <dt>{label}</dt>
-            <dd>{value}</dd>
+            <dd><bdi>{value}</bdi></dd>
         }
     })
 }
@@ -266,9 +270,10 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         let safe = url.starts_with("https://") || url.starts_with("http://");
         let link = if safe {
             let href = url.clone();
-            view! { <a href=href rel="noopener noreferrer" target="_blank">{url}</a> }.into_any()
+            view! { <a href=href rel="noopener noreferrer" target="_blank"><bdi>{url}</bdi></a> }
+                .into_any()
         } else {
-            view! { <span>{url}</span> }.into_any()
+            view! { <bdi>{url}</bdi> }.into_any()
         };
         view! { <dt>"Page"</dt><dd class="break">{link}</dd> }
     });
@@ -314,16 +319,16 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     <dd>{visitor.site}</dd>
                     {visitor.verified_user.map(|id| view! {
                         <dt>"User"</dt>
-                        <dd data-identity="verified">{id}" "<span class="badge badge-open">"verified"</span></dd>
+                        <dd data-identity="verified"><bdi>{id}</bdi>" "<span class="badge badge-open">"verified"</span></dd>
                     })}
                     {visitor.unverified_claim.map(|claim| view! {
                         <dt>"Says they are"</dt>
-                        <dd data-identity="unverified">{claim}" "<span class="badge badge-muted">"unverified"</span></dd>
+                        <dd data-identity="unverified"><bdi>{claim}</bdi>" "<span class="badge badge-muted">"unverified"</span></dd>
                     })}
                     {detail("Email", visitor.email)}
                     {visitor.prechat.map(|(question, answer)| view! {
                         <dt data-prechat="question">{question}</dt>
-                        <dd data-prechat="answer">{answer}</dd>
+                        <dd data-prechat="answer"><bdi>{answer}</bdi></dd>
                     })}
                     {page_link}
                     {detail("First page", first_page)}
@@ -354,16 +359,27 @@ pub fn render_conversation_aside(aside: ConversationAsideView) -> String {
 /// "Email the visitor": a mail from the install's address, threaded so that the visitor's answer
 /// comes back into this conversation (docs/integrations/email.md#emailing-a-visitor). Apart
 /// from the reply box: a mail has a subject and is never a note.
-fn visitor_mail_form(id: i64, csrf: &str, to: String, site: &str) -> impl IntoView + use<> {
+fn visitor_mail_form(
+    id: i64,
+    csrf: &str,
+    (to, site): (String, &str),
+    reads_replies: bool,
+) -> impl IntoView + use<> {
     let subject = format!("Your conversation on {site}");
+    let answers = if reads_replies {
+        "their answer by email comes back into this conversation."
+    } else {
+        "no mailbox is read for answers, so an answer by email reaches only this install's \
+         address, not this conversation."
+    };
     view! {
         <details class="reply email-visitor" id="email-visitor">
             <summary>"Email the visitor"</summary>
             <form method="post" action=format!("/conversations/{id}/email")>
                 <CsrfField token=csrf.to_owned()/>
                 <p class="hint">
-                    "To "<strong>{to}</strong>", from this install's address. It is added here as \
-                     your message; their answer by email comes back into this conversation."
+                    "To "<strong><bdi>{to}</bdi></strong>", from this install's address. It is \
+                     added here as your message; "{answers}
                 </p>
                 <label for="mail-subject">"Subject"</label>
                 <input type="text" id="mail-subject" name="subject" required maxlength="200" value=subject/>
@@ -395,7 +411,13 @@ pub fn render_conversation(view: ConversationView) -> String {
     let title = format!("\u{2068}{}\u{2069}", view.visitor);
     let email_form = view.aside.visitor.email.clone().map(|to| {
         if view.can_email {
-            visitor_mail_form(id, &csrf, to, &view.aside.visitor.site).into_any()
+            visitor_mail_form(
+                id,
+                &csrf,
+                (to, &view.aside.visitor.site),
+                view.reads_replies,
+            )
+            .into_any()
         } else {
             // Said up front rather than refused after the agent has written the mail.
             view! {

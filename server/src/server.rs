@@ -104,9 +104,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let chat = Chat::new(Arc::clone(&writer), Arc::clone(&readers), runner.queue());
     let http = HttpClients::build(config.allow_private_networks)?;
     let mailer = match (&config.smtp_url, &config.mail_from) {
-        (Some(url), Some(from)) => Some(Arc::new(
-            Mailer::new(url.expose(), from)?.reading_replies(config.imap_url.is_some()),
-        )),
+        (Some(url), Some(from)) => Some(Arc::new(Mailer::new(url.expose(), from)?)),
         _ => None,
     };
     let mail_reader =
@@ -286,9 +284,8 @@ async fn mail_reader(
         settings,
         source,
         config.allow_private_networks,
-        chat.clone(),
-        Arc::clone(readers),
-        mailer.domain().to_owned(),
+        (chat.clone(), Arc::clone(readers)),
+        mailer,
     );
     Ok(Some(Arc::new(reader)))
 }

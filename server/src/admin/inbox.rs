@@ -110,6 +110,7 @@ pub async fn conversation_page(
         notice,
         draft: String::new(),
         can_email: view.can_email,
+        reads_replies: app.mailer.as_ref().is_some_and(|m| m.reads_replies()),
     };
     Ok(html(render_conversation(page)))
 }

@@ -6,8 +6,6 @@
 pub const MAX_USER_ID_CHARS: usize = 256;
 /// Longest name kept.
 const MAX_NAME_CHARS: usize = 200;
-/// Longest e-mail address kept (RFC 5321's path limit).
-const MAX_EMAIL_CHARS: usize = 254;
 
 /// A visitor's identity as the host page gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,27 +47,15 @@ impl VisitorIdentity {
 }
 
 fn clean_name(raw: &str) -> Option<String> {
-    let kept: String = raw
-        .trim()
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_NAME_CHARS)
-        .collect();
+    let kept: String = super::one_line(raw).chars().take(MAX_NAME_CHARS).collect();
     (!kept.is_empty()).then_some(kept)
 }
 
+/// The same rule as an address the visitor types: one replies can be mailed to, with nothing
+/// invisible (a direction override would show agents another address).
 fn clean_email(raw: &str) -> Option<String> {
     let email = raw.trim();
-    let (local, domain) = email.split_once('@')?;
-    let ok = email.len() <= MAX_EMAIL_CHARS
-        && !local.is_empty()
-        && !domain.is_empty()
-        && !domain.contains('@')
-        // Invisible characters too: a direction override would show agents another address.
-        && !email
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace() || super::text::is_invisible(c));
-    ok.then(|| email.to_owned())
+    super::is_visitor_email(email).then(|| email.to_owned())
 }
 
 #[cfg(test)]
@@ -97,6 +83,8 @@ mod tests {
         assert_eq!((id.name, id.email), (None, None));
         let spoofed = VisitorIdentity::parse("7", None, Some("ceo\u{202E}moc.knab@x.test"));
         assert_eq!(spoofed.expect("id").email, None, "a direction override");
+        let turned = VisitorIdentity::parse("7", Some("Ana\u{202E}tnega\u{2066}\nX"), None);
+        assert_eq!(turned.expect("id").name.as_deref(), Some("Anatnega X"));
         let long = format!("{}@example.org", "a".repeat(250));
         assert_eq!(
             VisitorIdentity::parse("7", None, Some(&long))

@@ -32,12 +32,29 @@ impl From<String> for Invalid {
 }
 
 /// `text` on one line: line breaks and other control characters become spaces, runs of white
-/// space one space, none at either end. For names, which show in lists, headers and mails.
+/// space one space, none at either end, and direction overrides, embeddings and isolates are
+/// dropped. For names, which show in lists, headers and mails: an override would turn the rest
+/// of the line around (`Ana\u{202E}tnega` reads as "Ana agent"), where no mark of ours can
+/// fence it (a Slack message, a mail subject).
 pub fn one_line(text: &str) -> String {
     text.split(char::is_control)
         .flat_map(str::split_whitespace)
         .collect::<Vec<_>>()
         .join(" ")
+        .replace(is_direction_control, "")
+}
+
+/// Bidirectional embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069): they
+/// change the direction of the text after them, unlike the direction marks, which only weigh
+/// as a letter would.
+fn is_direction_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Whether `c` belongs in a URL as sent: a browser's `location.href` percent-encodes control and
+/// invisible characters, so a raw one is a hand-made hint, dropped before agents read it.
+pub(super) fn is_url_char(c: char) -> bool {
+    !c.is_control() && !is_invisible(c)
 }
 
 /// Characters that show nothing: a body of these and white space alone reads as empty (zero
@@ -55,7 +72,20 @@ pub(super) fn is_invisible(c: char) -> bool {
 /// typed, and a direction override would show `ceo\u{202E}moc.knab@x.test` as
 /// `ceotset.x@bank.com`, an address the mail does not go to.
 pub fn is_visitor_email(raw: &str) -> bool {
-    raw.len() <= 254 && !raw.chars().any(is_invisible) && raw.parse::<lettre::Address>().is_ok()
+    raw.len() <= 254
+        && !raw.chars().any(is_invisible)
+        && raw.parse::<lettre::Address>().is_ok_and(is_mailable)
+}
+
+/// Whether a mail can be addressed to `address`. The parser takes some addresses (a quoted
+/// local part, `"a b"@example.org`) that a message's envelope then refuses: a reply to one could
+/// never be sent, so it is not taken in the first place.
+fn is_mailable(address: lettre::Address) -> bool {
+    lettre::Message::builder()
+        .from(lettre::message::Mailbox::new(None, address.clone()))
+        .to(lettre::message::Mailbox::new(None, address))
+        .body(String::new())
+        .is_ok()
 }
 
 /// Whether `text` shows nothing: only white space and invisible characters.
@@ -211,11 +241,16 @@ mod tests {
     #[test]
     fn a_visitor_email_is_well_formed_and_shows_what_it_is() {
         assert!(is_visitor_email("ada@example.org"));
+        assert!(
+            is_visitor_email("\"john.doe\"@example.org"),
+            "quoted, and mailable"
+        );
         for bad in [
             "not-an-address",
             "ceo\u{202E}moc.knab@x.test",
             "ada\u{200B}@example.org",
             "a'\u{2066}evil@x.test",
+            "\"<!channel> *x*\"@example.org",
         ] {
             assert!(!is_visitor_email(bad), "{bad:?}");
         }

@@ -53,7 +53,7 @@ fn url(raw: &str) -> Option<String> {
     let kept: String = raw
         .trim()
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|&c| super::text::is_url_char(c))
         .take(MAX_URL_CHARS)
         .collect();
     (!kept.is_empty()).then_some(kept)
@@ -115,7 +115,7 @@ mod tests {
         let long = format!("https://example.com/{}", "a".repeat(3000));
         let kept = VisitorContext::from_hello(
             Some(long),
-            Some(" https://search.example/?q=a\nb ".into()),
+            Some(" https://search.example/?q=a\nb\u{202E}\u{200B} ".into()),
             None,
             None,
         );

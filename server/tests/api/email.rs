@@ -400,3 +400,75 @@ async fn saves_at_the_same_time_turn_email_on_once() {
         1
     );
 }
+
+/// An address the widget takes is one a mail can go to: a quoted local part is mailed, and one
+/// a message's envelope refuses is refused when left (once, such a reply went nowhere while its
+/// job said done).
+#[tokio::test]
+async fn a_quoted_address_the_widget_took_gets_its_replies() {
+    let sink = Sink::start();
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/email"),
+            &admin,
+            Some(json!({"unanswered_after_secs": 1, "reply_delay_secs": 0})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let quoted = "\"john.doe\"@example.org";
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("v1", "mail me").await;
+    visitor
+        .send(json!({"type": "email", "email": "\"<!channel> *x*\"@example.org"}))
+        .await;
+    let refused = visitor.recv().await;
+    assert_eq!(
+        (&refused["code"], &refused["message"]),
+        (
+            &json!("invalid_message"),
+            &json!("Please check the email address.")
+        )
+    );
+    visitor
+        .send(json!({"type": "email", "email": quoted}))
+        .await;
+    assert_eq!(
+        visitor.recv().await,
+        json!({"type": "email_saved", "email": quoted})
+    );
+    // The quotes say nothing here, and the mail goes out without them.
+    let mailed = "john.doe@example.org";
+    let digest = sink.wait_for(1).await;
+    assert_eq!(header(&digest[0], "reply-to"), mailed, "{:?}", digest[0]);
+
+    visitor.ws.close(None).await.expect("close");
+    drop(visitor);
+    let hub = app.server.as_ref().expect("server").app.chat.hub().clone();
+    let id = porch::store::VisitorId(app.count("SELECT max(id) FROM visitors"));
+    wait_until("the widget to disconnect", WAIT, async || {
+        ok_if(hub.is_visitor_connected(id), |connected| !connected)
+    })
+    .await;
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{conversation}/messages"),
+            &admin,
+            Some(json!({"body": "Here it is"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let mails = sink.wait_for(2).await;
+    assert_eq!(mails[1]["rcpt_tos"], json!([mailed]), "{:?}", mails[1]);
+    assert!(
+        mails[1]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Here it is"))
+    );
+}

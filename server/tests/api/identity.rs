@@ -111,7 +111,7 @@ async fn a_verified_user_finds_their_history_on_another_browser_and_agents_see_w
 
     let page = conversation_page(&app, &admin).await;
     assert!(
-        page.contains("data-identity=\"verified\">u-42"),
+        page.contains("data-identity=\"verified\"><bdi>u-42"),
         "the verified user id: {page}"
     );
     assert!(page.contains("Ada &lt;Lovelace&gt;"), "the name, escaped");
@@ -168,7 +168,7 @@ async fn a_wrong_or_missing_user_hash_is_unverified_and_never_merges_histories()
     );
     let page = conversation_page(&app, &admin).await;
     assert!(
-        page.contains("data-identity=\"unverified\">u-42 \u{b7} Mallory"),
+        page.contains("data-identity=\"unverified\"><bdi>u-42 \u{b7} Mallory"),
         "the claim, marked: {page}"
     );
     assert!(!page.contains("data-identity=\"verified\""));

@@ -269,6 +269,19 @@ async fn answers_are_read_from_the_page_mailbox_at_once_and_after_a_restart() {
         .await;
     assert_eq!(saved.status, 303, "{}", saved.body);
     let (conversation, message_id) = setup.mail_a_visitor(&sink).await;
+    // A mailbox saved on the page is read as one from PORCH_IMAP_URL is: the mail and the
+    // conversation page say an answer comes back.
+    let mail = &sink.wait_for(1).await[0];
+    let text = mail["text"].as_str().expect("a text part");
+    assert!(text.contains("Answer this mail to reply"), "{text}");
+    let path = format!("/conversations/{conversation}");
+    let page = send(&setup.app, "GET", &path, &setup.browser.cookie, None).await;
+    assert!(
+        page.body
+            .contains("their answer by email comes back into this conversation"),
+        "{}",
+        page.body
+    );
     imap.deliver(&answer(1, &message_id, "Thanks!")).await;
     setup.wait_for_visitor_messages(conversation, 2).await;
 

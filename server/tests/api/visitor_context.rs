@@ -59,7 +59,10 @@ async fn the_browser_context_from_hello_is_shown_to_agents_and_follows_the_visit
         page.body
     );
     assert!(!page.body.contains("<b>porch"), "never raw");
-    assert!(page.body.contains("<dd>de-DE</dd>"), "the language");
+    assert!(
+        page.body.contains("<dd><bdi>de-DE</bdi></dd>"),
+        "the language"
+    );
     assert!(
         page.body.contains("data-time-zone=\"Europe/Berlin\""),
         "the time zone for the local clock"
@@ -90,7 +93,7 @@ async fn the_browser_context_from_hello_is_shown_to_agents_and_follows_the_visit
         "the new page"
     );
     assert!(page.body.contains("data-time-zone=\"America/New_York\""));
-    assert!(page.body.contains("<dd>de-DE</dd>"));
+    assert!(page.body.contains("<dd><bdi>de-DE</bdi></dd>"));
     assert!(page.body.contains("search.example"), "the first referrer");
     assert!(!page.body.contains("other.example"));
     assert!(
@@ -112,4 +115,47 @@ async fn a_hello_without_the_context_fields_is_served_as_before() {
         ),
         1
     );
+}
+
+/// A direction override turns the text after it around: `invoice\u{202E}fdp.exe` reads as
+/// "invoiceexe.pdf". Names and URLs from the page lose such characters before agents see them,
+/// and what stays is shown fenced in `<bdi>`, so it cannot turn the line's badge around either.
+#[tokio::test]
+async fn direction_overrides_do_not_reach_agents_in_names_and_urls() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = hello(
+        &app,
+        &site,
+        None,
+        json!({
+            "page": "https://shop.example.com/invoice\u{202E}fdp.exe",
+            "referrer": "https://search.example/\u{2066}x\u{200B}y",
+            "identity": {"id": "u-9", "name": "Ana\u{202E}tnega"},
+        }),
+    )
+    .await;
+    assert_eq!(widget.say("c-1", "Hallo").await["type"], "ack");
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let page = send(
+        &app,
+        "GET",
+        &format!("/conversations/{conversation}"),
+        &ana.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains("<bdi>https://shop.example.com/invoicefdp.exe</bdi>"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<bdi>https://search.example/xy</bdi>"));
+    assert!(page.body.contains("<bdi>u-9 \u{b7} Anatnega</bdi>"));
+    for c in ['\u{202E}', '\u{2066}', '\u{200B}'] {
+        assert!(!page.body.contains(c), "{c:?} reached the page");
+    }
 }

@@ -148,7 +148,7 @@ async fn an_agent_mails_the_visitor_and_her_answer_comes_back_into_the_conversat
     let page = story.page().await;
     assert!(page.contains("Email the visitor"), "{page}");
     assert!(
-        page.contains("To <strong>ana@example.org</strong>"),
+        page.contains("To <strong><bdi>ana@example.org</bdi></strong>"),
         "{page}"
     );
 
@@ -389,4 +389,13 @@ async fn without_a_mailbox_to_read_the_mail_does_not_invite_an_answer() {
     assert!(!text.contains("Answer this mail"), "{text}");
     let html = mails[0]["html"].as_str().expect("an HTML part");
     assert!(!html.contains("Answer this mail"), "{html}");
+    // The form says so before the agent writes.
+    let path = format!("/conversations/{}", story.conversation);
+    let page = send(&story.app, "GET", &path, &story.browser.cookie, None).await;
+    assert!(
+        page.body.contains("no mailbox is read for answers"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("comes back into this conversation"));
 }

@@ -32,14 +32,13 @@ pub(super) async fn agent_mail(
         return Ok("message deleted".into());
     };
     let subject = subject.ok_or_else(|| failed("the message is not a mail (no subject)"))?;
-    let to =
-        visitor_mailbox(&message).ok_or_else(|| failed("the visitor left no valid address"))?;
+    let to = visitor_mailbox(&message)?.ok_or_else(|| failed("the visitor left no address"))?;
     let agent = message
         .author_name
         .clone()
         .unwrap_or_else(|| "An agent".into());
     // An answer is read back only where a mailbox is read; elsewhere nobody would see it.
-    let invite = if mailer.reads_replies {
+    let invite = if mailer.reads_replies() {
         "Answer this mail to reply in the conversation."
     } else {
         ""

@@ -103,8 +103,8 @@ async fn reply(
     if destinations.hub.is_visitor_connected(message.visitor_id) {
         return Ok("the visitor is online".into());
     }
-    let Some(to) = visitor_mailbox(&message) else {
-        return Ok("the visitor left no valid address".into());
+    let Some(to) = visitor_mailbox(&message)? else {
+        return Ok("the visitor left no address".into());
     };
     let agent = message
         .author_name
@@ -181,8 +181,26 @@ pub(super) async fn send_to_visitor(
         .map_err(|err| Attempt::new(classify(&err), None))
 }
 
-pub(super) fn visitor_mailbox(message: &DeliveryMessage) -> Option<Mailbox> {
-    message.visitor_email.as_deref()?.parse().ok()
+/// A visitor's address as a mailbox. Parsed as the address it is (an RFC 5321 path, which the
+/// widget checked it to be, `"a <b>"@example.org` included), never as a `Name <address>` line,
+/// which would misread such an address.
+pub(super) fn mailbox_of(email: &str) -> Option<Mailbox> {
+    email
+        .parse::<lettre::Address>()
+        .ok()
+        .map(|address| Mailbox::new(None, address))
+}
+
+/// Where a mail to the message's visitor goes: none when they left no address; a failed attempt,
+/// shown and retryable, when the address they left cannot be mailed (a host page's `identity`
+/// address is checked less strictly than a typed one), rather than a mail quietly not sent.
+pub(super) fn visitor_mailbox(message: &DeliveryMessage) -> Result<Option<Mailbox>, Attempt> {
+    let Some(email) = message.visitor_email.as_deref() else {
+        return Ok(None);
+    };
+    mailbox_of(email)
+        .map(Some)
+        .ok_or_else(|| failed("the address the visitor left cannot be mailed"))
 }
 
 /// The conversation's visitor messages and agent replies up to the closing (the job's creation),
@@ -215,8 +233,8 @@ async fn transcript(
     let (rows, Some(context)) = loaded else {
         return Ok("no visitor message".into());
     };
-    let Some(to) = visitor_mailbox(&context) else {
-        return Ok("the visitor left no valid address".into());
+    let Some(to) = visitor_mailbox(&context)? else {
+        return Ok("the visitor left no address".into());
     };
     let visible: Vec<&MessageRow> = rows
         .iter()

@@ -11,7 +11,7 @@ use crate::store::{self, ConversationId, JobRow};
 use crate::values::one_line;
 
 use super::Mailer;
-use super::deliver::classify;
+use super::deliver::{classify, mailbox_of};
 use super::mailer::{escape_html, html_page};
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{failed, integration_of, retry};
@@ -89,10 +89,7 @@ pub(super) async fn digest(
     // With a single conversation from a visitor who left an address, answering the mail
     // reaches the visitor.
     let reply_to = match waiting.as_slice() {
-        [only] => only
-            .visitor_email
-            .as_deref()
-            .and_then(|email| email.parse::<Mailbox>().ok()),
+        [only] => only.visitor_email.as_deref().and_then(mailbox_of),
         _ => None,
     };
     let subject = format!(

@@ -3,6 +3,8 @@
 //! `Auto-Submitted: auto-generated` and a stable `Message-ID`, with a text and an HTML part.
 //! Also the mails to team members: account links (invitations, password resets) and tests.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use lettre::message::header::{HeaderName, HeaderValue};
@@ -59,9 +61,9 @@ pub struct Mailer {
     pub(super) from: Mailbox,
     /// Right-hand side of our `Message-ID`s.
     pub(super) domain: String,
-    /// A mailbox is read for visitors' answers (`PORCH_IMAP_URL`): only then may a mail invite
-    /// one.
-    pub(super) reads_replies: bool,
+    /// Whether a mailbox is read for visitors' answers (`PORCH_IMAP_URL`, or the one the email
+    /// page saved), as the mail reader keeps it: only then may a mail invite one.
+    reads_replies: Arc<AtomicBool>,
 }
 
 impl Mailer {
@@ -81,17 +83,18 @@ impl Mailer {
             summary: SmtpSummary::of(smtp_url, &from),
             from,
             domain,
-            reads_replies: false,
+            reads_replies: Arc::new(AtomicBool::new(false)),
         })
     }
 
-    /// Says that visitors' answers are read back (`PORCH_IMAP_URL` is set).
-    #[must_use]
-    pub fn reading_replies(self, reads_replies: bool) -> Self {
-        Self {
-            reads_replies,
-            ..self
-        }
+    /// Whether visitors' answers by mail are read back into their conversations now.
+    pub fn reads_replies(&self) -> bool {
+        self.reads_replies.load(Ordering::Relaxed)
+    }
+
+    /// The flag behind [`Self::reads_replies`], for the mail reader to keep.
+    pub(super) fn replies_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.reads_replies)
     }
 
     /// A `Message-ID` of a mail to a conversation's visitor: `what` (`conversation-7` for the

@@ -2,7 +2,7 @@
 //! online (docs/widget-protocol.md). A child of `connection`, so it works on the connection's
 //! own state.
 
-use super::{Closed, Connection, ErrorCode, ServerFrame, send_error};
+use super::{Closed, Connection, ErrorCode, ServerFrame, send_error, send_text};
 
 impl Connection {
     /// Stores the visitor's address (offline capture). The visitor row exists once they have
@@ -10,9 +10,19 @@ impl Connection {
     pub(super) async fn accept_email(&mut self, raw: &str) -> Result<(), Closed> {
         let email = raw.trim();
         let valid = crate::values::is_visitor_email(email);
-        let (true, Some(visitor)) = (valid, self.visitor_id) else {
+        let Some(visitor) = self.visitor_id else {
             return send_error(&mut self.sink, ErrorCode::InvalidMessage, None, None).await;
         };
+        if !valid {
+            // The code's own text speaks of a message; this one names what is wrong.
+            let frame = ServerFrame::Error {
+                code: ErrorCode::InvalidMessage,
+                message: "Please check the email address.",
+                retry_after_ms: None,
+                client_id: None,
+            };
+            return send_text(&mut self.sink, frame.to_json()).await;
+        }
         let stored = email.to_owned();
         let saved = self
             .app

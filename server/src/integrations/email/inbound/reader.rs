@@ -4,6 +4,7 @@
 //! mailbox comes from `PORCH_IMAP_URL` (fixed) or the email page (replaced when an admin saves).
 
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use super::reply::{MAX_MAIL_BYTES, Verdict, judge, parse_mail, record};
 use super::settings::ImapSettings;
 use crate::chat::Chat;
 use crate::clock::now_ms;
+use crate::integrations::email::Mailer;
 use crate::store::{self, MailOutcome, Readers};
 
 /// At most this many mails per round, so one round stays short; the rest come next round.
@@ -74,22 +76,26 @@ pub struct MailReader {
     readers: Arc<Readers>,
     /// Right-hand side of Porch's `Message-ID`s (`PORCH_MAIL_FROM`'s domain).
     domain: String,
+    /// The mailer's: whether a mailbox is set, so mails may invite an answer.
+    reads_replies: Arc<AtomicBool>,
     health: Mutex<ReaderHealth>,
     /// Set by "Check now": the next round starts at once.
     wake: Notify,
 }
 
 impl MailReader {
-    /// A reader of `settings` from `source`; `allow_private` is `PORCH_ALLOW_PRIVATE_NETWORKS`
-    /// (a mailbox set on the page must otherwise be on a public address).
+    /// A reader of `settings` from `source` for the answers to `mailer`'s mails;
+    /// `allow_private` is `PORCH_ALLOW_PRIVATE_NETWORKS` (a mailbox set on the page must
+    /// otherwise be on a public address).
     pub fn new(
         settings: Option<ImapSettings>,
         source: MailboxSource,
         allow_private: bool,
-        chat: Chat,
-        readers: Arc<Readers>,
-        domain: String,
+        (chat, readers): (Chat, Arc<Readers>),
+        mailer: &Mailer,
     ) -> Self {
+        let reads_replies = mailer.replies_flag();
+        reads_replies.store(settings.is_some(), Ordering::Relaxed);
         Self {
             settings: RwLock::new(settings),
             source,
@@ -97,7 +103,8 @@ impl MailReader {
             last_test: Mutex::new(None),
             chat,
             readers,
-            domain,
+            domain: mailer.domain().to_owned(),
+            reads_replies,
             health: Mutex::new(ReaderHealth::default()),
             wake: Notify::new(),
         }
@@ -121,6 +128,8 @@ impl MailReader {
     /// Reads from `settings` from now on (the page saved or removed its mailbox): the health
     /// starts over and a round starts at once.
     pub fn replace(&self, settings: Option<ImapSettings>) {
+        self.reads_replies
+            .store(settings.is_some(), Ordering::Relaxed);
         if let Ok(mut current) = self.settings.write() {
             *current = settings;
         }

@@ -89,6 +89,8 @@ pub struct HistoryPage {
     pub messages: Vec<MessageRow>,
     /// More messages follow the last one of this page.
     pub has_more: bool,
+    /// When the page is empty: the newest message id stored, for anyone's conversation.
+    pub newest_id: Option<MessageId>,
 }
 
 /// A reply that arrived from an integration (a Slack thread), deduplicated on the event id.
@@ -280,13 +282,25 @@ impl Chat {
     ) -> Result<HistoryPage, Error> {
         // One row beyond the page says whether there is more, without a count.
         let limit = u32::try_from(HISTORY_PAGE + 1).unwrap_or(u32::MAX);
-        let mut messages = self
+        let (mut messages, newest_id) = self
             .readers
-            .read(move |c| store::list_visitor_messages_after(c, visitor, after, limit))
+            .read(move |c| {
+                let rows = store::list_visitor_messages_after(c, visitor, after, limit)?;
+                let newest = if rows.is_empty() {
+                    Some(store::find_newest_message_id(c)?)
+                } else {
+                    None
+                };
+                Ok((rows, newest))
+            })
             .await?;
         let has_more = messages.len() > HISTORY_PAGE;
         messages.truncate(HISTORY_PAGE);
-        Ok(HistoryPage { messages, has_more })
+        Ok(HistoryPage {
+            messages,
+            has_more,
+            newest_id,
+        })
     }
 
     /// One page of conversations by last activity, newest first, after `before` (the last

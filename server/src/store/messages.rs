@@ -281,6 +281,13 @@ pub fn list_visitor_messages_after(
     Ok(rows)
 }
 
+/// The id of the newest message stored (0 before the first).
+pub fn find_newest_message_id(conn: &Connection) -> Result<MessageId, Error> {
+    Ok(conn
+        .prepare_cached("SELECT coalesce(max(id), 0) FROM messages")?
+        .query_row([], |r| r.get(0))?)
+}
+
 /// Every message of a conversation, oldest first, private notes included.
 pub fn list_conversation_messages(
     conn: &Connection,

@@ -20,9 +20,9 @@ pub struct VisitorIdentity {
 
 impl VisitorIdentity {
     /// Keeps a claim whose user id is 1 to [`MAX_USER_ID_CHARS`] characters without control
-    /// characters (after trimming); `None` otherwise. A name is cut to 200 characters; an email
-    /// longer than 254 characters or without a single `@` between text is dropped. Not verified
-    /// yet.
+    /// characters (after trimming); `None` otherwise. A name is put on one line without direction
+    /// overrides and cut to 200 characters; an email a visitor could not type (see
+    /// [`super::is_visitor_email`]) is dropped. Not verified yet.
     pub fn parse(user_id: &str, name: Option<&str>, email: Option<&str>) -> Option<Self> {
         let user_id = user_id.trim();
         let id_ok = !user_id.is_empty()

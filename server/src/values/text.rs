@@ -57,24 +57,39 @@ pub(super) fn is_url_char(c: char) -> bool {
     !c.is_control() && !is_invisible(c)
 }
 
-/// Characters that show nothing: a body of these and white space alone reads as empty (zero
-/// width space and joiners, word joiner and invisible operators, byte order mark, soft hyphen,
-/// direction marks and isolates, Hangul fillers).
+/// Characters that show nothing: a body of these and white space alone reads as empty. Unicode's
+/// default-ignorable code points (zero width space and joiners, word joiner and invisible
+/// operators, byte order mark, soft hyphen, direction marks, overrides and isolates, variation
+/// selectors, tags, Hangul fillers, Mongolian and Khmer format characters, musical formatting)
+/// and the blank braille pattern, which fonts draw as nothing.
 pub(super) fn is_invisible(c: char) -> bool {
     matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180E}'
-        | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{2069}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}')
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}'
+        | '\u{17B5}' | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{2800}' | '\u{3164}'
+        | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}'
+        | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// Whether `raw` is an address a visitor may give (the pre-chat form, the offline email form):
-/// RFC 5321 syntax within its 254-character path, and nothing invisible. Agents read it as
+/// RFC 5321 syntax within its 254-character path, a domain with a dot, one a mail can be
+/// addressed to, and nothing invisible. Agents read it as
 /// typed, and a direction override would show `ceo\u{202E}moc.knab@x.test` as
 /// `ceotset.x@bank.com`, an address the mail does not go to.
 pub fn is_visitor_email(raw: &str) -> bool {
     raw.len() <= 254
         && !raw.chars().any(is_invisible)
-        && raw.parse::<lettre::Address>().is_ok_and(is_mailable)
+        && raw
+            .parse::<lettre::Address>()
+            .is_ok_and(|a| has_internet_domain(&a) && is_mailable(a))
+}
+
+/// Whether the domain is one mail on the internet can reach: a name with a dot in it
+/// (`example.org`, not `a@b`, which is nearly always a typo) or an address literal (`[192.0.2.1]`).
+fn has_internet_domain(address: &lettre::Address) -> bool {
+    let domain = address.domain();
+    domain.starts_with('[')
+        || (domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.'))
 }
 
 /// Whether a mail can be addressed to `address`. The parser takes some addresses (a quoted
@@ -251,6 +266,8 @@ mod tests {
             "ada\u{200B}@example.org",
             "a'\u{2066}evil@x.test",
             "\"<!channel> *x*\"@example.org",
+            "a@b",
+            "a@example.",
         ] {
             assert!(!is_visitor_email(bad), "{bad:?}");
         }
@@ -283,6 +300,10 @@ mod tests {
             " \u{200B}\u{FEFF} \u{2060}",
             "\u{3164}",
             "\u{00AD}\n",
+            "\u{FE0F}",
+            "\u{E0020}\u{E0041}",
+            "\u{2800}",
+            "\u{1D173}",
         ] {
             assert_eq!(
                 MessageBody::parse(blank),
@@ -293,7 +314,7 @@ mod tests {
         for control in ["a\0b", "a\u{1B}[31m", "a\u{85}b", "a\u{7F}"] {
             assert!(MessageBody::parse(control).is_err(), "{control:?}");
         }
-        let ok = "line\r\n\tindented \u{200D}\u{1F469}";
+        let ok = "line\r\n\tindented \u{200D}\u{1F469} \u{2764}\u{FE0F}";
         assert!(MessageBody::parse(ok).is_ok());
         assert!(MessageBody::parse_beside_attachments("\u{200B}", true).is_ok());
         assert_eq!(MessageBody::clip("a\0b\u{1B}c "), "abc");

@@ -198,11 +198,18 @@ impl Connection {
                 self.has_conversation = visitor.open_conversation_id.is_some();
                 self.typing.conversation = visitor.open_conversation_id;
                 self.subscribe(visitor.id);
-                self.history_page(visitor.id, last_id).await?
+                let page = self.history_page(visitor.id, last_id).await?;
+                // A `last_id` beyond every stored id (a client's bug: counting acks, say)
+                // would hold back each live message with a lower id: start from the newest.
+                if let Some(newest) = page.newest_id {
+                    self.sent_up_to = self.sent_up_to.min(newest);
+                }
+                page
             }
             None => HistoryPage {
                 messages: Vec::new(),
                 has_more: false,
+                newest_id: None,
             },
         };
         let fitting = &first.messages[..fitting_welcome(&first.messages)];

@@ -13,12 +13,20 @@ use super::identity::{IdentityClaim, deserialize_claim};
 /// The protocol version this server speaks.
 pub const VERSION: u32 = 1;
 
+/// Whether `hello.v` names [`VERSION`]: any JSON number equal to it, `1.0` too (some encoders
+/// write every number so); `1.5`, `-1` or `2` do not.
+#[allow(clippy::float_cmp)] // exact on purpose: small whole numbers are exact in f64
+pub fn speaks_version(v: &serde_json::Number) -> bool {
+    v.as_f64() == Some(f64::from(VERSION))
+}
+
 /// A frame from the client.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientFrame {
     Hello {
-        v: u32,
+        /// Any JSON number: one that is not [`VERSION`] is `unsupported_version`, not a bad frame.
+        v: serde_json::Number,
         #[serde(default)]
         token: Option<String>,
         #[serde(default)]
@@ -307,16 +315,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_version_is_any_number_equal_to_one() {
+        for (v, speaks) in [
+            ("1", true),
+            ("1.0", true),
+            ("1.5", false),
+            ("2", false),
+            ("-1", false),
+        ] {
+            let n: serde_json::Number = serde_json::from_str(v).expect("a number");
+            assert_eq!(speaks_version(&n), speaks, "{v}");
+        }
+    }
+
+    #[test]
     fn hello_parses_with_optional_fields_missing() {
         let frame = ClientFrame::parse(r#"{"type":"hello","v":1}"#);
         assert!(matches!(
             frame,
             Some(ClientFrame::Hello {
-                v: 1,
+                ref v,
                 token: None,
                 last_id: None,
                 ..
-            })
+            }) if speaks_version(v)
         ));
     }
 

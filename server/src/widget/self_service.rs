@@ -135,6 +135,14 @@ pub async fn export(
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
+    if !matches!(query.format.as_str(), "" | "json" | "text") {
+        let unknown = ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            "format must be json or text.",
+        );
+        return allow(&checked.origin, unknown.into_response());
+    }
     let hash = checked.token_hash;
     let found = app
         .readers

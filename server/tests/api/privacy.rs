@@ -593,6 +593,27 @@ async fn own_data(app: &TestApp, path: &str, origin: &str, token: &str) -> crate
 }
 
 #[tokio::test]
+async fn an_export_in_an_unknown_format_is_refused() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("Ana", "admin");
+    let ann = person(&app, &site, &admin, "ann").await;
+    let unknown = own_data(
+        &app,
+        &format!("/widget/export?site={site}&format=xml"),
+        crate::helpers::ORIGIN,
+        &ann.chat.token,
+    )
+    .await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert_eq!(unknown.json()["error"]["code"], "invalid");
+    assert_eq!(
+        unknown.header("access-control-allow-origin"),
+        Some(crate::helpers::ORIGIN)
+    );
+}
+
+#[tokio::test]
 async fn a_visitor_downloads_their_conversation_and_erases_themselves_from_the_widget() {
     let app = TestApp::spawn(&[]).await;
     let site = app.add_site("Shop");

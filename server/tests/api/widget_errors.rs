@@ -101,6 +101,14 @@ async fn messages_before_hello_are_refused_and_a_wrong_version_closes() {
     widget.send(json!({"type": "hello", "v": 2})).await;
     assert_eq!(widget.recv().await["code"], "unsupported_version");
     assert_eq!(widget.closed().await, Some(1008));
+    // Any number other than 1 is a wrong version, not a bad frame; 1.0 is 1.
+    let mut widget = app.connect(&site, ORIGIN).await;
+    widget.send(json!({"type": "hello", "v": 1.5})).await;
+    assert_eq!(widget.recv().await["code"], "unsupported_version");
+    assert_eq!(widget.closed().await, Some(1008));
+    let mut widget = app.connect(&site, ORIGIN).await;
+    widget.send(json!({"type": "hello", "v": 1.0})).await;
+    assert_eq!(widget.recv().await["type"], "welcome");
 }
 
 #[tokio::test]

@@ -212,3 +212,24 @@ async fn a_new_visitors_pipelined_first_messages_get_acks_and_are_not_echoed() {
         "nothing more, in particular no echo of our own messages"
     );
 }
+
+/// A `last_id` beyond every stored id (a client that counted its acks, say) is not a reason to
+/// hold back what comes next: the next reply still arrives live.
+#[tokio::test]
+async fn a_last_id_from_the_future_does_not_mute_the_connection() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (widget, token, conversation) = visitor_with_conversation(&app, &site).await;
+    drop(widget);
+    let (mut widget, welcome) = app.visitor(&site, Some(&token), 1_000_000).await;
+    assert_eq!(welcome["messages"], serde_json::json!([]));
+    let chat = app.server.as_ref().expect("running").app.chat.clone();
+    let body = MessageBody::parse("Still here?").expect("body");
+    let row = chat
+        .post_agent_message(conversation, &agent(), body, Vec::new())
+        .await
+        .expect("reply stored");
+    let pushed = widget.recv().await;
+    assert_eq!(pushed["type"], "message", "{pushed}");
+    assert_eq!(pushed["id"], row.id.0);
+}

@@ -12,7 +12,7 @@ use crate::store::MessageId;
 use crate::values::VisitorContext;
 
 use super::super::identity::IdentityClaim;
-use super::super::protocol::{ClientFrame, ErrorCode, VERSION};
+use super::super::protocol::{ClientFrame, ErrorCode, speaks_version};
 use super::super::wire::{
     Closed, client_id_of_bad_frame, close, close_code, on_read_error, send_error,
 };
@@ -70,7 +70,7 @@ pub(super) async fn await_hello(
                 time_zone,
                 identity,
             }) => {
-                if v != VERSION {
+                if !speaks_version(&v) {
                     send_error(sink, ErrorCode::UnsupportedVersion, None, None).await?;
                     close(
                         sink,

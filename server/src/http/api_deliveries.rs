@@ -11,14 +11,14 @@ use serde_json::json;
 
 use crate::audit::Actor;
 use crate::clock::now_ms;
-use crate::integrations::discord::{DiscordConfig, DiscordSetup, check_discord};
+use crate::integrations::discord::{DiscordConfig, DiscordSecrets, DiscordSetup, check_discord};
 use crate::integrations::email::{
     EmailSetup, Mailer, Saved, checked_delay, email_config, save_email,
 };
 use crate::integrations::webhook::{WebhookSecrets, WebhookSetup, check_webhook, new_secret};
 use crate::integrations::{
     CheckedSettings, EndpointChange, Health, Sole, add_integration, add_webhook_endpoint,
-    fix_integration, fix_webhook_endpoint, rotate_webhook_secret as rotate_secret,
+    fix_integration, fix_webhook_endpoint, open_secrets_as, rotate_webhook_secret as rotate_secret,
 };
 use crate::jobs::plan_webhook_replay;
 use crate::state::AppState;
@@ -112,10 +112,16 @@ pub async fn update_discord(
     let forum = change.forum.unwrap_or_else(|| {
         serde_json::from_str::<DiscordConfig>(&row.config).is_ok_and(|stored| stored.is_forum)
     });
-    let setup = DiscordSetup {
-        webhook_url: change.webhook_url,
-        forum,
+    // A URL left out (or empty) keeps the stored one, as the page's empty field does: changing
+    // only `forum` needs no copy of the secret URL.
+    let stored = || open_secrets_as::<DiscordSecrets>(&app.secret_key, &row).map(|s| s.webhook_url);
+    let webhook_url = match change.webhook_url.filter(|url| !url.trim().is_empty()) {
+        Some(given) => given,
+        None => stored().ok_or_else(|| {
+            ApiError::invalid("webhook_url is required: no webhook is stored to keep.")
+        })?,
     };
+    let setup = DiscordSetup { webhook_url, forum };
     let (config, secrets) =
         check_discord(&app.http.known_hosts, &app.config.discord_api_url, setup).await?;
     let resumed = fix_integration(
@@ -132,7 +138,7 @@ pub async fn update_discord(
 /// The body of `PUT /api/v1/integrations/{id}/discord`.
 #[derive(Deserialize)]
 pub struct DiscordChange {
-    webhook_url: String,
+    webhook_url: Option<String>,
     forum: Option<bool>,
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use porch::loadtest::{DiscordFailure, DiscordMock};
 use serde_json::json;
 
-use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
+use crate::helpers::{TestApp, WAIT, Widget, ok_if, wait_until};
 
 struct Fixture {
     app: TestApp,
@@ -308,6 +308,27 @@ async fn a_deleted_webhook_blocks_the_integration_until_replaced() {
     let posts = f.mock.wait_for_posts(3, WAIT).await;
     assert_eq!(posts.len(), 3);
     assert!(posts.iter().all(|p| p.webhook_id == "H9"));
+    forum_alone_keeps_the_webhook(&f, id, &mut a).await;
+}
+
+/// `{"forum": …}` alone keeps the stored webhook URL (H9 is a forum channel's webhook, so the
+/// choice stays a forum: without threads Discord would refuse the posts).
+async fn forum_alone_keeps_the_webhook(f: &Fixture, id: i64, visitor: &mut Widget) {
+    let path = format!("/api/v1/integrations/{id}/discord");
+    let (status, answer) = f
+        .app
+        .api("PUT", &path, &f.admin, Some(json!({"forum": true})))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        f.count(&format!(
+            "SELECT json_extract(config, '$.is_forum') FROM integrations WHERE id = {id}"
+        )),
+        1
+    );
+    visitor.say("a4", "after the switch").await;
+    let posts = f.mock.wait_for_posts(4, WAIT).await;
+    assert_eq!(posts[3].webhook_id, "H9", "the stored webhook");
 }
 
 #[tokio::test]
@@ -333,6 +354,21 @@ async fn only_discord_webhook_urls_are_accepted() {
             .await;
         assert_eq!(status, 422, "{url}: {answer}");
     }
+    // Scheme and host compare in any case, as they do in a browser.
+    let shouting = f
+        .mock
+        .add_webhook("Hup", false)
+        .replacen("http://", "HTTP://", 1);
+    let (status, answer) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/discord"),
+            &f.admin,
+            Some(json!({"webhook_url": shouting})),
+        )
+        .await;
+    assert_eq!(status, 201, "{shouting}: {answer}");
 }
 
 #[tokio::test]

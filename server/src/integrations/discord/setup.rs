@@ -22,8 +22,10 @@ pub async fn check_discord(
     api_base: &str,
     setup: DiscordSetup,
 ) -> Result<(DiscordConfig, DiscordSecrets), SetupError> {
-    let base = api_base.trim_end_matches('/');
-    let url = setup.webhook_url.trim();
+    let base = normalized(api_base);
+    let base = base.trim_end_matches('/');
+    let url = normalized(setup.webhook_url.trim());
+    let url = url.as_str();
     // A `?thread_id=` would pin every post to one thread, and Porch picks the thread itself: so
     // the URL is taken as Discord's "Copy Webhook URL" gives it, and anything more is refused
     // rather than dropped unseen.
@@ -93,6 +95,13 @@ pub async fn check_discord(
             webhook_url: url.to_owned(),
         },
     ))
+}
+
+/// `url` with its scheme and host in lower case, as they compare (`HTTPS://Discord.com/api/…` is a
+/// Discord webhook too); the path, which holds the token, is kept. Not a URL: as given, for the
+/// checks below to refuse.
+fn normalized(url: &str) -> String {
+    reqwest::Url::parse(url).map_or_else(|_| url.to_owned(), String::from)
 }
 
 /// Bound on the check: the admin is waiting for the answer.

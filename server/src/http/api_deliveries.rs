@@ -52,16 +52,17 @@ async fn site_id(app: &AppState, key: &str) -> Result<SiteId, ApiError> {
         .id)
 }
 
-async fn integration_of_kind(
+/// Integration `id`, of `kind` when given: any other is 404, as a missing one is.
+pub(super) async fn integration_of_kind(
     app: &AppState,
     id: i64,
-    kind: &'static str,
+    kind: Option<&'static str>,
 ) -> Result<IntegrationRow, ApiError> {
     let id = IntegrationId(id);
     app.readers
         .read(move |c| store::find_integration(c, id))
         .await?
-        .filter(|row| row.kind == kind)
+        .filter(|row| kind.is_none_or(|k| row.kind == k))
         .ok_or_else(|| ApiError::not_found("integration"))
 }
 
@@ -106,7 +107,7 @@ pub async fn update_discord(
     Path(id): Path<i64>,
     StrictJson(change): StrictJson<DiscordChange>,
 ) -> Result<Response, ApiError> {
-    let row = integration_of_kind(&app, id, "discord").await?;
+    let row = integration_of_kind(&app, id, Some("discord")).await?;
     // `forum` left out keeps the stored choice, as a Slack `PUT` keeps what it leaves out: an
     // admin swapping the URL must not turn a forum's threads into plain posts.
     let forum = change.forum.unwrap_or_else(|| {
@@ -194,7 +195,7 @@ pub async fn update_webhook(
     Path(id): Path<i64>,
     StrictJson(setup): StrictJson<WebhookSetup>,
 ) -> Result<Response, ApiError> {
-    let row = integration_of_kind(&app, id, "webhook").await?;
+    let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let config = check_webhook(setup, app.config.allow_private_networks).await?;
     let changed = fix_webhook_endpoint(
         (&app.writer, &app.jobs),
@@ -231,7 +232,7 @@ pub async fn rotate_webhook_secret(
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    let row = integration_of_kind(&app, id, "webhook").await?;
+    let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let rotated = rotate_secret(
         (&app.writer, &app.secret_key),
         &Actor::user(&admin, ip),
@@ -253,7 +254,7 @@ pub async fn list_deliveries(
     _admin: ApiAdmin,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    let row = integration_of_kind(&app, id, "webhook").await?;
+    let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let integration = row.id;
     let log = app
         .readers
@@ -278,7 +279,7 @@ pub async fn replay_delivery(
     _admin: ApiAdmin,
     Path((id, job)): Path<(i64, i64)>,
 ) -> Result<Response, ApiError> {
-    let row = integration_of_kind(&app, id, "webhook").await?;
+    let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let integration = row.id;
     let replay = app
         .writer

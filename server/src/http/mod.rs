@@ -4,6 +4,7 @@
 mod api;
 mod api_audit;
 mod api_deliveries;
+mod api_integration_state;
 mod api_integrations;
 mod api_sites;
 pub mod attachment;

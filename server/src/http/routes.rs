@@ -2,7 +2,7 @@
 
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -14,8 +14,8 @@ use crate::widget;
 
 use super::refusals::{is_api_path, refusal_bodies};
 use super::{
-    ApiError, api, api_audit, api_deliveries, api_integrations, api_sites, health, metrics,
-    slack_actions, slack_events,
+    ApiError, api, api_audit, api_deliveries, api_integration_state, api_integrations, api_sites,
+    health, metrics, slack_actions, slack_events,
 };
 
 /// The least time an upload may take (a 10 MB file at 1 Mbit/s takes 80 s).
@@ -131,6 +131,18 @@ fn api_routes() -> Router<AppState> {
         .route(
             "/api/v1/integrations/{id}/webhook/rotate",
             post(api_deliveries::rotate_webhook_secret),
+        )
+        .route(
+            "/api/v1/integrations/{id}",
+            delete(api_integration_state::delete),
+        )
+        .route(
+            "/api/v1/integrations/{id}/turn-off",
+            post(api_integration_state::turn_off),
+        )
+        .route(
+            "/api/v1/integrations/{id}/turn-on",
+            post(api_integration_state::turn_on),
         )
         .route(
             "/api/v1/integrations/{id}/deliveries",

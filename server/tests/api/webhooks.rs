@@ -783,3 +783,54 @@ async fn a_message_with_files_lists_them_as_the_api_does_with_absolute_urls() {
     assert_eq!(bytes.status(), 200);
     assert_eq!(&bytes.bytes().await.expect("bytes")[..], b"twelve bytes");
 }
+
+/// Turning an integration off and on, and deleting it, through the API as the page's buttons
+/// do: off plans nothing for it, on sends again, delete removes it; agents are refused.
+#[tokio::test]
+async fn the_api_turns_an_integration_off_and_on_and_deletes_it() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (id, _) = f.endpoint("/hook", &["message.created"]).await;
+    let call = async |method: &str, path: &str, token: &str| {
+        let path = format!("/api/v1/integrations/{id}{path}");
+        f.app.api(method, &path, token, None).await
+    };
+    let agent = f.app.add_agent_token("Bo");
+    assert_eq!(call("POST", "/turn-off", &agent).await.0, 403);
+    assert_eq!(call("DELETE", "", &agent).await.0, 403);
+
+    let (status, off) = call("POST", "/turn-off", &f.admin).await;
+    assert_eq!((status, &off["is_enabled"]), (200, &json!(false)), "{off}");
+    // Off, nothing is planned for it (docs/integrations/webhooks.md).
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "while off").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(f.app.count("SELECT count(*) FROM jobs"), 0);
+    assert!(f.mock.received().is_empty(), "nothing sent while off");
+    let log = f.log(id).await;
+    assert_eq!(log["health"]["state"], "blocked", "{log}");
+
+    let (status, on) = call("POST", "/turn-on", &f.admin).await;
+    assert_eq!(status, 200, "{on}");
+    assert_eq!(
+        (&on["is_enabled"], &on["resumed_jobs"]),
+        (&json!(true), &json!(0))
+    );
+    visitor.say("v2", "back on").await;
+    let received = f.mock.wait_for(1, WAIT).await;
+    assert_eq!(payload(&received[0])["data"]["message"]["body"], "back on");
+
+    let (status, deleted) = call("DELETE", "", &f.admin).await;
+    assert_eq!(
+        (status, &deleted["deleted"]),
+        (200, &json!(true)),
+        "{deleted}"
+    );
+    assert_eq!(call("DELETE", "", &f.admin).await.0, 404, "gone");
+    assert_eq!(
+        f.app.count(
+            "SELECT count(*) FROM audit_events WHERE action IN \
+             ('integration.disabled', 'integration.enabled', 'integration.deleted')"
+        ),
+        3
+    );
+}

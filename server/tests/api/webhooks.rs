@@ -807,7 +807,10 @@ async fn the_api_turns_an_integration_off_and_on_and_deletes_it() {
     assert_eq!(f.app.count("SELECT count(*) FROM jobs"), 0);
     assert!(f.mock.received().is_empty(), "nothing sent while off");
     let log = f.log(id).await;
-    assert_eq!(log["health"]["state"], "blocked", "{log}");
+    assert_eq!(
+        log["health"],
+        json!({"state": "blocked", "reason": "turned off by an admin"})
+    );
 
     let (status, on) = call("POST", "/turn-on", &f.admin).await;
     assert_eq!(status, 200, "{on}");

@@ -59,7 +59,7 @@ fn TokenTable(tokens: Vec<TokenView>, with_owner: bool, caption: &'static str) -
         .collect_view();
     view! {
         // Six columns do not fit a phone: the table scrolls inside its box, not the page.
-        <div class="table-scroll">
+        <div class="table-scroll" tabindex="0" role="region" aria-label="API tokens">
         <table class="table">
             <caption class="visually-hidden">{caption}</caption>
             <thead>

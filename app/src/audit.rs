@@ -98,7 +98,7 @@ pub fn render_audit(view: AuditView) -> String {
             view! { <p class="muted">"No events match."</p> }.into_any()
         } else {
             view! {
-                <div class="table-scroll">
+                <div class="table-scroll" tabindex="0" role="region" aria-label="Audit events">
                     <table class="table audit">
                         <thead>
                             <tr>

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::api_tokens::{ApiTokensSection, ApiTokensView};
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, KeysSwitch, Nav, Notice, NoticeBox, Section, document};
 use crate::two_factor::{TwoFactorSection, TwoFactorSummary};
 
 /// The first-run setup form.
@@ -227,6 +227,13 @@ pub fn render_account(view: AccountView) -> String {
                 <CsrfField token=csrf.clone()/>
                 <button type="submit" class="button">"End my other sessions"</button>
             </form>
+        </section>
+        <section class="card card-narrow" aria-labelledby="keys-title">
+            <h2 id="keys-title">"Keyboard shortcuts"</h2>
+            <p class="hint">"The inbox and conversation pages answer single keys (the list is \
+                under ?). Turn them off if you use speech input or they get in your way; this \
+                browser remembers it."</p>
+            <p><KeysSwitch/></p>
         </section>
         <TwoFactorSection summary=view.two_factor csrf=csrf.clone()/>
         <ApiTokensSection tokens=view.tokens csrf=token_csrf/>

@@ -421,10 +421,11 @@ fn SeriesTable(series: SeriesView) -> impl IntoView {
             }
         })
         .collect_view();
+    let label = format!("Stairs of {}", series.name);
     view! {
         <div class="card">
             <h2><span class="mono">{series.name}</span>" · "{capacity}</h2>
-            <div class="table-scroll">
+            <div class="table-scroll" tabindex="0" role="region" aria-label=label>
                 <table class="table stairs">
                     <thead><tr>
                         <th>"Target/s"</th><th>"Round"</th><th>"Achieved/s"</th><th>"p50 ms"</th>

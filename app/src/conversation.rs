@@ -189,7 +189,7 @@ fn Message(message: MessageView) -> impl IntoView {
             // Search results link here (`#m{id}`); CSS highlights the message it sits in.
             <span class="anchor" id=format!("m{}", message.id)></span>
             <div class="bubble">
-                <p class="body">{linked_text(&message.body)}</p>
+                <p class="body" dir="auto">{linked_text(&message.body)}</p>
                 <Attachments attachments=message.attachments/>
             </div>
             <p class="meta">
@@ -433,7 +433,7 @@ pub fn render_conversation(view: ConversationView) -> String {
         <div class="page-head">
             <p class="crumb"><a href="/inbox">"← Inbox"</a></p>
             <h1><bdi>{view.visitor}</bdi></h1>
-            <p class="live-status" data-live-status hidden>"Reconnecting…"</p>
+            <p class="live-status" role="status" data-live-status hidden>"Reconnecting…"</p>
         </div>
         <NoticeBox notice=view.notice/>
         <div class="conversation-layout">

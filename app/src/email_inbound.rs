@@ -125,7 +125,7 @@ fn reading_view(reading: ReadingView, check_action: String, csrf: String) -> imp
         view! { <p class="hint">"No mail read yet."</p> }.into_any()
     } else {
         view! {
-            <div class="table-scroll">
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Latest mails read">
                 <table class="table" aria-label="Latest mails read">
                     <thead><tr><th>"Received"</th><th>"From"</th><th>"Subject"</th>
                         <th>"Outcome"</th><th>"Why"</th><th>"Conversation"</th></tr></thead>

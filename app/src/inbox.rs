@@ -231,7 +231,7 @@ pub fn render_inbox(view: InboxView) -> String {
         <div class="page-head">
             <h1>"Inbox"</h1>
             <SearchBox query=String::new()/>
-            <p class="live-status" data-live-status hidden>"Reconnecting…"</p>
+            <p class="live-status" role="status" data-live-status hidden>"Reconnecting…"</p>
         </div>
         <NoticeBox notice=view.notice/>
         <nav class="tabs" aria-label="Filter conversations">{tabs}</nav>

@@ -144,10 +144,21 @@ fn KeysHelp() -> impl IntoView {
             <h2 id="keys-help-title">"Keyboard shortcuts"</h2>
             <p class="hint">"On the inbox and conversation pages, when no text field has focus."</p>
             <dl class="keys">{keys}</dl>
+            <p><KeysSwitch/></p>
             <form method="dialog">
                 <button type="submit" class="button">"Close"</button>
             </form>
         </dialog>
+    }
+}
+
+/// The switch for the single-key shortcuts, kept in this browser by keys.js: off, no single key
+/// does anything (for speech input, or a stray keystroke that would close a conversation).
+#[component]
+pub fn KeysSwitch() -> impl IntoView {
+    view! {
+        <label><input type="checkbox" data-keys-switch checked/>
+            " Single-key shortcuts (j, k, e, a, / and ?)"</label>
     }
 }
 

@@ -84,7 +84,7 @@ pub fn render_privacy(view: PrivacyView) -> String {
             .map(|person| view! { <PersonRow person csrf=csrf.clone()/> })
             .collect_view();
         view! {
-            <div class="table-scroll">
+            <div class="table-scroll" tabindex="0" role="region" aria-label="People found">
                 <table class="table privacy">
                     <thead>
                         <tr>

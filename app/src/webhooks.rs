@@ -250,7 +250,7 @@ pub fn render_webhook(view: WebhookPageView) -> String {
             <h2 id="log-title">"Delivery log"</h2>
             <p class="hint">"Newest first, one row per attempt. Replay sends a finished delivery again \
                 with the same webhook-id and a fresh signature."</p>
-            <div class="table-scroll">
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Delivery log">
                 <table class="table" aria-labelledby="log-title">
                     <thead><tr><th>"Time"</th><th>"Event"</th><th>"Status"</th><th>"Attempt"</th>
                         <th>"Last error"</th><th></th></tr></thead>

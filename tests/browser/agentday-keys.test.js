@@ -149,3 +149,31 @@ test("? lists the keys in a dialog that keeps focus and closes with Escape", { t
   assert.equal(await page.evaluate(() => document.getElementById("keys-help").contains(document.activeElement)), true);
   await page.keyboard.press("Escape");
 });
+
+test("the single-key shortcuts can be turned off, in the dialog or on the account page", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  const dialog = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+  await page.keyboard.press("?");
+  await dialog.waitFor();
+  const inDialog = dialog.getByRole("checkbox", { name: /Single-key shortcuts/ });
+  assert.equal(await inDialog.isChecked(), true);
+  await inDialog.uncheck();
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "hidden" });
+  await page.locator("body").focus();
+  // Off: neither j nor ? does anything, also after a reload.
+  await page.reload();
+  await page.keyboard.press("j");
+  assert.notEqual((await focused()).tag, "A", "j moved focus to a row");
+  await page.keyboard.press("?");
+  assert.equal(await dialog.isVisible(), false);
+
+  await page.goto(`${world.porch.url}/account`);
+  const onAccount = page.getByRole("checkbox", { name: /Single-key shortcuts/ });
+  assert.equal(await onAccount.isChecked(), false, "the account page shows the same setting");
+  await onAccount.check();
+  await page.goto(`${world.porch.url}/inbox`);
+  await page.keyboard.press("j");
+  assert.equal(await rowIds().then((ids) => ids.length > 0), true);
+  await waitFor("j to focus a row", async () => (await focused()).tag === "A");
+});

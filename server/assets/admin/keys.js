@@ -7,6 +7,7 @@
 (() => {
   "use strict";
   const ORDER = "porch-order";
+  const OFF = "porch-keys-off"; // localStorage: "1" while the single-key shortcuts are off
   const list = document.getElementById("conversations");
   const here = location.pathname.match(/^\/conversations\/(\d+)$/)?.[1];
   const help = document.getElementById("keys-help");
@@ -18,7 +19,10 @@
   const savedOrder = () => {
     try { return JSON.parse(sessionStorage.getItem(ORDER)) || []; } catch { return []; }
   };
-  const isTextField = (el) => !!el && (el.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(el.tagName));
+  // Where a key types (or picks): a checkbox or a button takes no letters, so the keys stay on.
+  const NOT_TYPED = ["checkbox", "radio", "button", "submit", "reset", "range", "color", "file", "image"];
+  const isTextField = (el) => !!el && (el.isContentEditable || ["TEXTAREA", "SELECT"].includes(el.tagName) ||
+    (el.tagName === "INPUT" && !NOT_TYPED.includes(el.type)));
 
   // The row the keys act on in the list: the focused one.
   const focusedRow = () => rows().find((a) => a === document.activeElement);
@@ -76,6 +80,24 @@
     if (id) post(id, action, fields);
   };
 
+  // The switches (the keys dialog, the account page) turn every single-key shortcut off, "?"
+  // too: WCAG 2.1.4 asks that they can be, for speech input and stray keystrokes.
+  const keysOff = () => {
+    try { return localStorage.getItem(OFF) === "1"; } catch { return false; }
+  };
+  const switches = [...document.querySelectorAll("[data-keys-switch]")];
+  for (const box of switches) {
+    box.checked = !keysOff();
+    box.addEventListener("change", () => {
+      try {
+        if (box.checked) localStorage.removeItem(OFF);
+        else localStorage.setItem(OFF, "1");
+      } catch { /* storage blocked: the switch lasts for this page */ }
+      for (const other of switches) other.checked = box.checked;
+    });
+  }
+  const keysOn = () => switches.length ? switches[0].checked : !keysOff();
+
   const inboxPage = !!list || !!here;
   const keys = {
     j: () => move(1),
@@ -111,6 +133,7 @@
       return;
     }
     if (help?.open) return; // the dialog handles its own keys (Escape closes it)
+    if (!keysOn()) return;
     if (e.key === "?" && help) {
       e.preventDefault();
       help.showModal();

@@ -83,6 +83,39 @@ pub fn format_number(value: f64) -> String {
     }
 }
 
+/// What a screen reader says for `chart`, which it cannot see: the title, the range, and per line
+/// its latest and highest value (or that it has none), so the picture's facts are in words too.
+fn spoken(chart: &Chart) -> String {
+    let lines: Vec<String> = chart
+        .lines
+        .iter()
+        .map(|line| {
+            let values: Vec<f64> = line
+                .points
+                .iter()
+                .filter_map(|(_, y)| y.filter(|v| v.is_finite()))
+                .collect();
+            match values.last() {
+                Some(latest) => format!(
+                    "{}: latest {}, highest {}",
+                    line.label,
+                    format_number(*latest),
+                    format_number(values.iter().copied().fold(f64::MIN, f64::max))
+                ),
+                None => format!("{}: no data", line.label),
+            }
+        })
+        .collect();
+    format!(
+        "{} ({}), {} to {}. {}.",
+        chart.title,
+        chart.unit,
+        chart.x_labels.0,
+        chart.x_labels.1,
+        lines.join("; ")
+    )
+}
+
 /// Renders `chart` as an `<svg>` element. `data-points` says how many points it draws (the
 /// browser test reads it).
 pub fn render_svg(chart: &Chart) -> String {
@@ -101,10 +134,11 @@ pub fn render_svg(chart: &Chart) -> String {
     let x = |v: f64| LEFT + (v - chart.x_min) / span * plot_w;
     let y = |v: f64| TOP + plot_h - (v / y_top).clamp(0.0, 1.0) * plot_h;
     let title = escape(&format!("{} ({})", chart.title, chart.unit));
+    let said = escape(&spoken(chart));
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{title}" data-points="{}"><title>{title}</title>"#,
+        r#"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{said}" data-points="{}"><title>{title}</title>"#,
         chart.point_count()
     );
     for fraction in [0.0, 0.5, 1.0] {
@@ -196,6 +230,11 @@ mod tests {
         assert!(svg.contains("Messages &lt;per&gt; second"));
         assert!(svg.contains("acked &amp; stored"));
         assert!(!svg.contains("<per>"));
+        // The facts in words for a screen reader: latest and highest of each line.
+        assert!(
+            svg.contains("acked &amp; stored: latest 3, highest 3."),
+            "{svg}"
+        );
     }
 
     #[test]

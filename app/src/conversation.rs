@@ -435,7 +435,7 @@ pub fn render_conversation(view: ConversationView) -> String {
             <h1><bdi>{view.visitor}</bdi></h1>
             <p class="live-status" role="status" data-live-status hidden>"Reconnecting…"</p>
         </div>
-        <NoticeBox notice=view.notice/>
+        <NoticeBox notice=view.notice keeps_focus=true/>
         <div class="conversation-layout">
             <section class="thread" aria-label="Messages">
                 <ol class="messages" id="messages" aria-live="polite"

@@ -41,16 +41,22 @@ pub fn CsrfField(token: String) -> impl IntoView {
     view! { <input type="hidden" name="csrf" value=token/> }
 }
 
-/// A notice, announced to screen readers.
+/// A notice, announced to screen readers. An error takes the focus when the page loads (it is
+/// the first `autofocus`), so whoever sent a refused form hears why and goes on from there,
+/// unless `keeps_focus` leaves it where the page puts it (the reply box, with the draft).
 #[component]
-pub fn NoticeBox(notice: Option<Notice>) -> impl IntoView {
+pub fn NoticeBox(notice: Option<Notice>, #[prop(optional)] keeps_focus: bool) -> impl IntoView {
     notice.map(|notice| match notice {
         Notice::Success(text) => view! {
             <p class="notice notice-success" role="status">{text}</p>
         }
         .into_any(),
-        Notice::Error(text) => view! {
+        Notice::Error(text) if keeps_focus => view! {
             <p class="notice notice-error" role="alert">{text}</p>
+        }
+        .into_any(),
+        Notice::Error(text) => view! {
+            <p class="notice notice-error" role="alert" tabindex="-1" autofocus>{text}</p>
         }
         .into_any(),
     })

@@ -7,6 +7,21 @@ const world = fixture({ site: "Acme Outage", agent: { email: "a@example.com", na
 
 const bubble = (page, text) => page.locator("[data-porch=message][data-author=visitor]", { hasText: text });
 
+// A new visitor with the chat open and connected: their browser context, page, what the page
+// asked of Porch, and the status line.
+async function openChat() {
+  const { porch, host, browser } = world;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  const seen = watch(page, porch.url);
+  const status = page.locator("[data-porch=status]");
+  await page.goto(host.url);
+  await page.locator("[data-porch=launcher]").click();
+  await waitFor("connected", async () => (await status.getAttribute("data-state")) === "connected");
+  return { context, page, seen, status };
+}
+
 // What visitors of the site have sent, as stored, oldest conversation first. Each test is its own visitor.
 async function storedBodies() {
   const { porch, site } = world;
@@ -23,15 +38,8 @@ async function storedBodies() {
 
 test("a message sent during an outage is kept and delivered once when the server is back", { timeout: 150000 },
   async () => {
-    const { porch, site, host, browser } = world;
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    page.setDefaultTimeout(15000);
-    const seen = watch(page, porch.url);
-    const status = page.locator("[data-porch=status]");
-    await page.goto(host.url);
-    await page.locator("[data-porch=launcher]").click();
-    await waitFor("connected", async () => (await status.getAttribute("data-state")) === "connected");
+    const { porch, site } = world;
+    const { context, page, seen, status } = await openChat();
     await page.locator("[data-porch=input]").fill("Before the outage");
     await page.locator("[data-porch=send]").click();
     await bubble(page, "Before the outage").and(page.locator("[data-status=sent]")).waitFor();
@@ -92,15 +100,7 @@ test("a message sent during an outage is kept and delivered once when the server
 // written meanwhile, and sends it once when the network is back.
 test("offline, the panel says so and sends what was written once the network is back", { timeout: 60000 },
   async () => {
-    const { porch, host, browser } = world;
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    page.setDefaultTimeout(15000);
-    const seen = watch(page, porch.url);
-    const status = page.locator("[data-porch=status]");
-    await page.goto(host.url);
-    await page.locator("[data-porch=launcher]").click();
-    await waitFor("connected", async () => (await status.getAttribute("data-state")) === "connected");
+    const { context, page, seen, status } = await openChat();
 
     await context.setOffline(true);
     await waitFor("offline", async () => (await status.getAttribute("data-state")) === "offline");
@@ -126,14 +126,8 @@ test("offline, the panel says so and sends what was written once the network is 
 // connects again and resends; the server, back, stores the message once though it may get it twice.
 test("a message that gets no answer is sent again on a new connection and stored once", { timeout: 90000 },
   async () => {
-    const { porch, host, browser } = world;
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    page.setDefaultTimeout(15000);
-    const status = page.locator("[data-porch=status]");
-    await page.goto(host.url);
-    await page.locator("[data-porch=launcher]").click();
-    await waitFor("connected", async () => (await status.getAttribute("data-state")) === "connected");
+    const { porch } = world;
+    const { context, page, status } = await openChat();
 
     porch.proc.kill("SIGSTOP");
     try {

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use porch::store::{ConversationId, UserId};
+use porch::store::{ConversationId, UserId, VisitorId};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
+use crate::helpers::{TestApp, WAIT, Widget, ok_if, wait_until};
 
 /// The SMTP server, killed when dropped.
 pub(crate) struct Sink {
@@ -80,6 +80,18 @@ impl Sink {
         })
         .await
     }
+}
+
+/// Closes the visitor's widget and waits until the server has seen it go, so that a reply sent
+/// next finds them away.
+pub(crate) async fn leave(app: &TestApp, mut widget: Widget, visitor: VisitorId) {
+    widget.ws.close(None).await.expect("close");
+    drop(widget);
+    let hub = app.server.as_ref().expect("server").app.chat.hub().clone();
+    wait_until("the widget to disconnect", WAIT, async || {
+        ok_if(hub.is_visitor_connected(visitor), |connected| !connected)
+    })
+    .await;
 }
 
 fn header<'a>(mail: &'a Value, name: &str) -> &'a str {
@@ -233,16 +245,10 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
         ok_if(done, |n| *n >= 1)
     })
     .await;
-    alice.ws.close(None).await.expect("close");
-    drop(alice);
-    let hub = app.server.as_ref().expect("server").app.chat.hub().clone();
-    let visitor = porch::store::VisitorId(app.count(&format!(
+    let visitor = VisitorId(app.count(&format!(
         "SELECT visitor_id FROM conversations WHERE id = {alice_conversation}"
     )));
-    wait_until("the widget to disconnect", WAIT, async || {
-        ok_if(hub.is_visitor_connected(visitor), |connected| !connected)
-    })
-    .await;
+    leave(&app, alice, visitor).await;
     assert_eq!(reply("We <3 you & will mail").await.0, 201);
     let mails = sink.wait_for(3).await;
     let offline = &mails[2];
@@ -446,13 +452,11 @@ async fn a_quoted_address_the_widget_took_gets_its_replies() {
     let digest = sink.wait_for(1).await;
     assert_eq!(header(&digest[0], "reply-to"), mailed, "{:?}", digest[0]);
 
-    visitor.ws.close(None).await.expect("close");
-    drop(visitor);
-    let hub = app.server.as_ref().expect("server").app.chat.hub().clone();
-    let id = porch::store::VisitorId(app.count("SELECT max(id) FROM visitors"));
-    wait_until("the widget to disconnect", WAIT, async || {
-        ok_if(hub.is_visitor_connected(id), |connected| !connected)
-    })
+    leave(
+        &app,
+        visitor,
+        VisitorId(app.count("SELECT max(id) FROM visitors")),
+    )
     .await;
     let conversation = app.count("SELECT max(id) FROM conversations");
     let (status, _) = app

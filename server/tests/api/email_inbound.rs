@@ -170,15 +170,9 @@ impl Story {
         ana.send(json!({"type": "email", "email": "ana@example.org"}))
             .await;
         ana.recv().await;
-        ana.ws.close(None).await.expect("close");
-        drop(ana);
         let conversation = ConversationId(app.count("SELECT max(id) FROM conversations"));
         let visitor = VisitorId(app.count("SELECT max(id) FROM visitors"));
-        let hub = app.server.as_ref().expect("server").app.chat.hub().clone();
-        wait_until("the widget to disconnect", WAIT, async || {
-            ok_if(hub.is_visitor_connected(visitor), |connected| !connected)
-        })
-        .await;
+        crate::email::leave(&app, ana, visitor).await;
         let (status, _) = app
             .api(
                 "POST",

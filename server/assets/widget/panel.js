@@ -94,7 +94,11 @@
     "your_name": "Your name",
     "your_email": "Your email",
     "optional": "{label} (optional)",
-    "prechat_missing": "Please fill in the required fields."
+    "prechat_missing": "Please fill in the required fields.",
+    "unread": "{label} (new reply)",
+    "new_reply": "New reply from {name}.",
+    "chars_left": "{n} characters left.",
+    "reconnect": "Reconnecting\u2026"
   };
   const LOCALES = ["en", "de", "fr", "es", "pt", "it", "nl", "pl", "tr", "ja", "zh", "ar", "he"];
   // The site's choice (c.locale) wins, then the browser's languages in order, matched on the language
@@ -176,6 +180,10 @@
     el.append(...kids);
     return el;
   };
+  // Sets an attribute, or removes it when `value` is null or false.
+  const attr = (el, name, value) => {
+    if (value == null || value === false) el.removeAttribute(name); else el.setAttribute(name, value);
+  };
   const svg = (path) => {
     const el = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     el.setAttribute("viewBox", "0 0 24 24");
@@ -189,13 +197,16 @@
   const launcher = root.querySelector("[data-porch=launcher]");
   const css = h("link", { rel: "stylesheet", href: `${c.url}/widget/panel.css` });
   const title = h("h2", { id: "porch-title", text: c.label || t("launcher") });
-  const status = h("p", { class: "status", "data-porch": "status", "data-state": "connecting" });
+  // A role="status" region: screen readers hear each change of state (setStatus keeps the countdown out of it).
+  const status = h("p", { class: "status", "data-porch": "status", "data-state": "connecting", role: "status" });
   const closeBtn = h("button", { type: "button", class: "close", "aria-label": t("close"),
     onclick: () => setOpen(false, true) }, svg("M6 6l12 12M18 6L6 18"));
   const greeting = h("div", { class: "msg agent greeting", "data-porch": "greeting", hidden: true },
-    h("div", { class: "bubble" }));
+    h("div", { class: "bubble", dir: "auto" }));
+  // Only messages added are news: a message's meta line changes in place later ("Sent", "Seen"), and that
+  // is not to be read out as new content (see setMeta for why that alone is not relied on).
   const list = h("div", { class: "messages", "data-porch": "messages", role: "log", "aria-live": "polite",
-    "aria-label": t("messages"), tabindex: "0" }, greeting);
+    "aria-relevant": "additions", "aria-label": t("messages"), tabindex: "0" }, greeting);
   // The list keeps to its end while the visitor has not scrolled up, also when what is around it
   // grows and makes it shorter (the email form after the first ack, the composer, file chips):
   // otherwise the first reply could arrive below the fold, unseen.
@@ -210,7 +221,8 @@
   // (code points), as the server counts, checked on send with the counter beside the box.
   const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1",
     placeholder: t("placeholder"), autocomplete: "off" });
-  const counter = h("span", { class: "counter", "aria-live": "polite", hidden: true });
+  // Not a live region: read with the box (its aria-describedby while shown); thresholds are announced (grow).
+  const counter = h("span", { id: "porch-counter", class: "counter", hidden: true });
   const sendBtn = h("button", { type: "submit", class: "send", "data-porch": "send" }, t("send"));
   const form = h("form", { class: "composer", onsubmit: (e) => { e.preventDefault(); submit(); } },
     h("label", { for: "porch-input", class: "sr", text: t("your_message") }), input, counter, sendBtn);
@@ -232,7 +244,17 @@
     "aria-labelledby": "porch-title", hidden: true, lang, dir: lang === "ar" || lang === "he" ? "rtl" : "ltr",
   }, h("header", {}, h("div", { class: "who" }, title, status), dataBtn, closeBtn), dataMenu, list, typing, error,
   emailForm, form);
-  root.append(css, panel);
+  // One polite region outside the panel, so that it also speaks while the panel is closed: what a visitor
+  // would otherwise only see (a reply behind the launcher's dot, the message box nearing its limit).
+  const announcer = h("p", { class: "sr", "data-porch": "announce", role: "status" });
+  root.append(css, panel, announcer);
+  let announceTimer = null;
+  const announce = (text) => {
+    clearTimeout(announceTimer);
+    announcer.textContent = "";
+    // Emptied first and filled a moment later, so that the same words twice are spoken twice.
+    if (text) announceTimer = setTimeout(() => { announcer.textContent = text; }, 100);
+  };
 
   // --- attachments (docs/widget.md, "Attachments"): each file is uploaded over HTTP with the visitor token
   // as soon as it is picked, pasted or dropped; the `message` frame then names the uploads' ids. Files are
@@ -371,12 +393,14 @@
     panel.hidden = !(open && cssReady); // no flash of an unstyled panel
     P.state(open);
     if (open) {
-      launcher?.removeAttribute("data-unread");
+      setUnread(false);
       if (!ws && !stopped) connect();
       list.scrollTop = list.scrollHeight;
       if (byVisitor && cssReady) input.focus();
-    } else if (byVisitor) {
-      launcher?.focus();
+    } else {
+      // Reopened, the panel shows the chat, not a menu left open.
+      showDataMenu(false);
+      if (byVisitor) launcher?.focus();
     }
   };
   let focusWhenReady = false;
@@ -386,14 +410,62 @@
   };
   P.toggle = () => { focusWhenReady = true; setOpen(!isOpen, true); };
   panel.addEventListener("keydown", (e) => {
-    if (e.key === "Escape") { e.stopPropagation(); setOpen(false, true); }
+    if (e.key === "Escape") {
+      e.stopPropagation();
+      // One layer at a time: an open "Your data" menu closes first, the panel on the next Escape.
+      if (dataMenu.hidden) setOpen(false, true);
+      else { showDataMenu(false); dataBtn.focus(); }
+    } else if (e.key === "Tab" && fullScreen?.matches) {
+      keepFocusIn(e);
+    }
   });
+
+  // Below 481 px the panel covers the whole page (panel.css), so there it is a modal dialog: Tab and
+  // Shift+Tab cycle inside it, as nothing else on the screen can be seen. Wider, it sits beside the page
+  // and stays non-modal: Tab leaves it for the page like any other part of it.
+  const fullScreen = window.matchMedia?.("(max-width: 480px)");
+  const setModal = () => attr(panel, "aria-modal", !!fullScreen?.matches && "true");
+  setModal();
+  // Again when that changes: a phone turned sideways, a window resized.
+  fullScreen?.addEventListener?.("change", setModal);
+  const tabbable = () => [...panel.querySelectorAll("a[href], button, input, textarea, [tabindex]")]
+    .filter((el) => el.tabIndex >= 0 && !el.disabled && el.getClientRects().length);
+  const keepFocusIn = (e) => {
+    const all = tabbable();
+    const at = root.activeElement;
+    const edge = e.shiftKey ? all[0] : all[all.length - 1];
+    if (all.length && at === edge) {
+      e.preventDefault();
+      (e.shiftKey ? all[all.length - 1] : all[0]).focus();
+    }
+  };
+
+  // A reply while the panel is closed: the launcher's dot, its name (what a screen reader says on it) and,
+  // once, a word in the announcer; all reset when the panel opens. Replies in the history a page loads
+  // with mark the launcher too, but are not announced: they are not news to this page.
+  const launcherLabel = launcher?.getAttribute("aria-label") || t("launcher");
+  const setUnread = (unread) => {
+    if (!launcher) return;
+    attr(launcher, "data-unread", unread && "");
+    launcher.setAttribute("aria-label", unread ? t("unread", { label: launcherLabel }) : launcherLabel);
+    if (!unread) announce("");
+  };
 
   // --- status line and errors
 
-  const setStatus = (text, state) => {
-    status.textContent = text;
+  // `steady`, when given, is what screen readers get instead of `text`: the reconnect countdown changes
+  // every second, and a role="status" region would read out each tick. Its visible words are then hidden
+  // from them and one steady "Reconnecting..." stands in, changed in place only when it changes, so
+  // the whole wait (ticks and attempts alike) is announced once.
+  const setStatus = (text, state, steady) => {
     status.dataset.state = state;
+    if (!steady) { status.textContent = text; return; }
+    if (status.children.length !== 2) {
+      status.replaceChildren(h("span", { "aria-hidden": "true" }), h("span", { class: "sr" }));
+    }
+    const [shown, spoken] = status.children;
+    shown.textContent = text;
+    if (spoken.textContent !== steady) spoken.textContent = steady;
   };
   let errorTimer = null;
   // Shows a message near the composer; with waitMs, counts down "Please wait N s" and then clears itself.
@@ -432,42 +504,65 @@
     el.append(text.slice(at));
   };
   const timeOf = (at) => new Date(at).toLocaleTimeString(tag, { hour: "2-digit", minute: "2-digit" });
+  // Changes a text in place (the element's one text node), so no node is added: see setMeta.
+  const setText = (el, text) => {
+    if (el.textContent === text) return;
+    if (el.firstChild) el.firstChild.data = text; else el.append(text);
+  };
   // The short local time on a message, with the full date for hover and screen readers.
-  const stamp = (at) => {
-    const t = new Date(at);
-    return h("time", { datetime: t.toISOString(), text: timeOf(at),
-      title: t.toLocaleString(tag, { dateStyle: "full", timeStyle: "short" }) });
+  const setStamp = (time, at) => {
+    if (!Number.isFinite(at)) return;
+    const d = new Date(at);
+    time.dateTime = d.toISOString();
+    time.title = d.toLocaleString(tag, { dateStyle: "full", timeStyle: "short" });
+    setText(time, timeOf(at));
   };
 
-  const bubble = (author, body, agentName, files) => {
-    const text = h("div", { class: "bubble", hidden: !String(body) }); // a message may be only files
+  // `at`: the server's time of a stored message; the visitor's own clock for one not stored yet, which the
+  // server's replaces on the ack (the same minute, as a rule, so nothing visibly changes).
+  const bubble = (author, body, agentName, files, at) => {
+    // dir="auto": each message takes the direction of its own first strong letter, so Arabic in an English
+    // panel (or English in an Arabic one) reads and aligns right, whatever the panel's dir.
+    // Hidden when empty: a message may be only files.
+    const text = h("div", { class: "bubble", dir: "auto", hidden: !String(body) });
     fillText(text, String(body));
     const el = h("div", { class: `msg ${author}`, "data-porch": "message", "data-author": author });
     if (author === "agent") el.append(h("p", { class: "name", text: agentName || t("agent") }));
     el.append(text);
     if (Array.isArray(files) && files.length) el.append(fileList(files));
-    el.append(h("p", { class: "meta" }));
+    const time = h("time", {});
+    setStamp(time, at);
+    el.append(h("p", { class: "meta" }, time, h("span", { class: "state", "aria-hidden": "true" })));
     return el;
   };
-  // "14:05 \u00b7 Sent" under a stored message (just the time under an agent's), "Sending\u2026" before.
+  // "14:05 \u00b7 Sent" under a visitor's message ("Sending\u2026", "Seen", "Not sent"), the time under an
+  // agent's. The list is a live region: what changes in a message already in it must not be read out as
+  // new. aria-relevant="additions" says so, but not every screen reader honours it (NVDA reads text
+  // changes regardless), so the meta line is built once with the bubble and only changed in place, and
+  // the state word, the one part that changes, is aria-hidden: screen readers hear a message once, with
+  // its time. A message that is not sent says so through the error line (role="alert").
   const setMeta = (el, state, text) => {
     el.dataset.status = state;
-    const at = Number(el.dataset.at);
-    el.querySelector(".meta").replaceChildren(...(Number.isFinite(at) && el.dataset.at
-      ? [stamp(at), text ? ` \u00b7 ${text}` : ""] : [text]));
+    const [time, word] = el.querySelector(".meta").children;
+    if (el.dataset.at) setStamp(time, Number(el.dataset.at));
+    setText(word, text ? ` \u00b7 ${text}` : "");
   };
-  // Keeps the list in id order, with unacked messages (no id yet) last and the greeting first.
+  // Keeps the list in id order, with unacked messages (no id yet) last and the greeting first. A message
+  // already in the list moves only when its place changes: a move is a removal and an addition, which the
+  // live region would read out again.
   const place = (el) => {
     const id = Number(el.dataset.id) || Infinity;
     let prev = list.lastElementChild;
-    while (prev !== greeting && (Number(prev.dataset.id) || Infinity) > id) prev = prev.previousElementSibling;
+    while (prev !== greeting && (prev === el || (Number(prev.dataset.id) || Infinity) > id)) {
+      prev = prev.previousElementSibling;
+    }
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
-    prev.after(el);
+    if (prev.nextElementSibling !== el) prev.after(el);
     if (atBottom || el.dataset.author === "visitor") list.scrollTop = list.scrollHeight;
   };
 
   const showOwn = (m) => {
-    const el = bubble("visitor", m.body, null, m.attachments);
+    const el = bubble("visitor", m.body, null, m.attachments, Date.now());
     setMeta(el, "sending", t("sending"));
     byClientId.set(m.client_id, el);
     place(el);
@@ -478,7 +573,6 @@
     el.dataset.at = at;
     setMeta(el, "sent", t("sent"));
     byId.set(id, el);
-    el.remove();
     place(el);
     markSeen();
     tell("visitor", el.querySelector(".bubble").textContent, { id, at });
@@ -491,7 +585,7 @@
     const own = m.author === "visitor" && m.client_id != null ? byClientId.get(m.client_id) : null;
     if (own) { confirm(own, m.client_id, m.id, m.at); return; }
     const author = m.author === "agent" ? "agent" : "visitor";
-    const el = bubble(author, m.body ?? "", m.agent_name, m.attachments);
+    const el = bubble(author, m.body ?? "", m.agent_name, m.attachments, m.at);
     el.dataset.id = m.id;
     el.dataset.at = m.at;
     setMeta(el, "sent", author === "agent" ? "" : t("sent"));
@@ -502,7 +596,10 @@
     tell(author, String(m.body ?? ""), m);
     if (author === "agent") {
       setTyping(false);
-      if (!isOpen) launcher?.setAttribute("data-unread", "");
+      if (!isOpen) {
+        setUnread(true);
+        if (live && !launcher?.hidden) announce(t("new_reply", { name: m.agent_name || t("agent") }));
+      }
       // An agent answered while the visitor is here: no need to offer replies by email any more.
       if (live) {
         agentReplied = true;
@@ -626,7 +723,7 @@
     clearTimeout(reconnectTimer);
     clearInterval(countdown);
     if (ws || stopped) return;
-    setStatus(t("connecting"), "connecting");
+    setStatus(t("connecting"), "connecting", attempt ? t("reconnect") : null);
     let sock;
     try { sock = new WebSocket(wsUrl); } catch { scheduleReconnect(); return; }
     ws = sock;
@@ -670,7 +767,7 @@
     attempt += 1;
     const until = Date.now() + delay;
     const tick = () => setStatus(t("reconnecting", { s: Math.max(1, Math.ceil((until - Date.now()) / 1000)) }),
-      "waiting");
+      "waiting", t("reconnect"));
     tick();
     countdown = setInterval(tick, 1000);
     reconnectTimer = setTimeout(connect, delay);
@@ -719,8 +816,7 @@
       case "email_saved":
         emailWanted = null;
         if (typeof f.email === "string") write(key("email"), f.email);
-        emailForm.replaceChildren(h("p", { "data-porch": "email-saved",
-          text: t("email_saved", { email: f.email }) }));
+        confirmEmail("email-saved", t("email_saved", { email: f.email }));
         break;
       case "message":
         showServerMessage(f);
@@ -757,6 +853,7 @@
     if (f.code === "invalid_message" && !cid && emailWanted) {
       emailWanted = null;
       showError(t("bad_email"));
+      markInvalid(emailInput, true);
       return;
     }
     if (WAIT_CODES.has(f.code) && f.retry_after_ms > 0) {
@@ -777,15 +874,24 @@
   const menuItem = (text, porch, onclick, cls) => h("button", { type: "button", class: cls, "data-porch": porch,
     onclick }, text);
   const showDataMenu = (open) => {
+    // Focus on an item that goes away would fall to the host page's body: it goes back to the button.
+    if (!open && dataMenu.contains(root.activeElement)) dataBtn.focus();
     dataMenu.hidden = !open;
     dataBtn.setAttribute("aria-expanded", String(open));
     if (open) dataMenu.replaceChildren(
       menuItem(t("download_json"), "download-json", () => download("json")),
       menuItem(t("download_text"), "download-text", () => download("text")),
-      menuItem(t("erase"), "erase", () => dataMenu.replaceChildren(
-        h("p", { text: t("erase_ask") }),
-        menuItem(t("erase_confirm"), "erase-confirm", eraseOwnData, "danger"),
-        menuItem(t("cancel"), "erase-cancel", () => showDataMenu(false))), "danger"));
+      menuItem(t("erase"), "erase", askErase, "danger"));
+  };
+  // The question replaces the menu, and with it the button that had focus. Focus goes to Cancel, the safe
+  // answer, inside an alertdialog described by the question, so screen readers read the question out.
+  const askErase = () => {
+    const cancel = menuItem(t("cancel"), "erase-cancel", () => showDataMenu(false));
+    dataMenu.replaceChildren(h("div", { class: "ask", "data-porch": "erase-ask", role: "alertdialog",
+      "aria-label": t("erase"), "aria-describedby": "porch-erase-ask" },
+    h("p", { id: "porch-erase-ask", text: t("erase_ask") }),
+    menuItem(t("erase_confirm"), "erase-confirm", eraseOwnData, "danger"), cancel));
+    cancel.focus();
   };
   const ownData = async (path) => {
     const token = read(key("token"));
@@ -813,6 +919,8 @@
   };
   const eraseOwnData = async () => {
     showDataMenu(false);
+    // The menu is gone; the fresh chat is what comes next.
+    input.focus();
     try { await ownData("erase?"); startAfresh(); } catch (e) { showError(e.message, e.wait); }
   };
   // After an erasure (asked here, or an `erased` frame when an admin erased us): forget everything this
@@ -847,6 +955,8 @@
   let emailWanted = null;
   let agentsOnline = false;
   const saveEmail = () => {
+    // Asked again: the server's answer marks it anew.
+    markInvalid(emailInput, false);
     const email = emailInput.value.trim();
     if (!email || !isReady || holdEmail(email)) return;
     emailWanted = email;
@@ -893,9 +1003,24 @@
   const holdEmail = (email) => {
     if (wrote || !emailInput.checkValidity()) return false;
     heldEmail = email;
-    emailForm.replaceChildren(h("p", { "data-porch": "email-held", text: t("email_held", { email }) }));
+    confirmEmail("email-held", t("email_held", { email }));
     return true;
   };
+  // The email form gives way to a confirmation. If focus was in the form (the field, or Save) it would
+  // fall to the host page's body: it goes to the confirmation (tabindex=-1), which screen readers then
+  // read; role="status" tells those whose focus was elsewhere.
+  const confirmEmail = (porch, text) => {
+    const hadFocus = emailForm.contains(root.activeElement);
+    const note = h("p", { "data-porch": porch, role: "status", tabindex: "-1", text });
+    emailForm.replaceChildren(note);
+    if (hadFocus) note.focus();
+  };
+  // A field the error line explains is marked for screen readers and points at it, until it is fixed.
+  const markInvalid = (field, invalid) => {
+    attr(field, "aria-invalid", invalid && "true");
+    attr(field, "aria-describedby", invalid && "porch-error");
+  };
+  emailInput.addEventListener("input", () => { if (emailInput.checkValidity()) markInvalid(emailInput, false); });
 
   // --- the pre-chat form (docs/widget.md, "Pre-chat form"): while welcome.site.prechat is set (the server sends
   // it until this visitor has answered), its fields sit above the composer; the answers go with the first message (kept with it
@@ -928,7 +1053,9 @@
         required: mode === "required" });
       if (typeof before[key] === "string") input.value = before[key];
       const text = mode === "required" ? label : t("optional", { label });
-      return { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
+      const x = { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
+      input.addEventListener("input", () => { if (!isBadAnswer(x)) markInvalid(input, false); });
+      return x;
     };
     preFields = [field("name", t("your_name"), p.name, "text", "100"),
       field("email", t("your_email"), p.email, "email", "254"),
@@ -937,19 +1064,18 @@
     pre.replaceChildren(...preFields.map((x) => x.el));
     pre.hidden = !preFields.length;
   };
+  const isBadAnswer = (x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity();
   // Puts the answers on the first message; false (saying why) while a required field is empty or invalid.
   const withPrechat = (m) => {
     if (!preFields) return true;
-    const bad = preFields.find((x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity());
-    // The field at fault is marked for screen readers and pointed at the error that says why.
-    for (const x of preFields) {
-      for (const [name, value] of [["aria-invalid", "true"], ["aria-describedby", "porch-error"]]) {
-        if (x === bad) x.input.setAttribute(name, value); else x.input.removeAttribute(name);
-      }
-    }
-    if (bad) {
-      showError(bad.key === "email" && bad.input.value.trim() ? t("bad_email") : t("prechat_missing"));
-      bad.input.focus();
+    // Every field at fault is marked and pointed at the error line, which says what is wrong with each
+    // kind; the others lose a mark an earlier try left. Focus goes to the first.
+    const bad = preFields.filter(isBadAnswer);
+    for (const x of preFields) markInvalid(x.input, bad.includes(x));
+    if (bad.length) {
+      const why = bad.map((x) => (x.key === "email" && x.input.value.trim() ? t("bad_email") : t("prechat_missing")));
+      showError([...new Set(why)].join(" "));
+      bad[0].input.focus();
       return false;
     }
     m.prechat = Object.fromEntries(preFields.map((x) => [x.key, x.input.value.trim()]));
@@ -980,6 +1106,14 @@
     if (!preFields) showPrechat(asked, answers);
     showError(text);
   };
+  // Enter in a field of the form sends, as in the message box. Once answered the form is gone, and with an
+  // empty box nothing is sent: either way the message box is where the visitor goes on.
+  pre.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || e.isComposing) return;
+    e.preventDefault();
+    submit();
+    if (pre.hidden || !input.value.trim()) input.focus();
+  });
   // Answers the form for the messages that wait for it; false while it is not answered well.
   const answerWaiting = () => {
     const queued = pending();
@@ -1005,6 +1139,19 @@
     const n = [...input.value].length;
     counter.hidden = n < MAX_BODY - 500;
     counter.textContent = `${n} / ${MAX_BODY}`;
+    attr(input, "aria-describedby", !counter.hidden && "porch-counter");
+    announceLeft(MAX_BODY - n);
+  };
+  // The counter changes with every keystroke, far too often to be spoken: the announcer speaks only when
+  // the text crosses into 200 left, 50 left or the limit (again after it went back under a threshold).
+  const LEFT_STEPS = [0, 50, 200];
+  let leftStep = null;
+  const announceLeft = (left) => {
+    const step = LEFT_STEPS.find((s) => left <= s) ?? null;
+    if (step !== null && (leftStep === null || step < leftStep)) {
+      announce(step ? t("chars_left", { n: num(left, 0) }) : t("too_long", { max: MAX_BODY }));
+    }
+    leftStep = step;
   };
   const submit = () => {
     const body = input.value.trim();

@@ -73,14 +73,14 @@ async fn list_page(
         })
         .await?;
     let endpoints = rows
-        .iter()
+        .into_iter()
         .map(|(row, health)| {
-            let config = config_of(row);
+            let config = config_of(&row);
             EndpointItemView {
                 id: row.id.0,
                 url: config.url,
                 events: config.events,
-                health: health_view(health.clone()),
+                health: health_view(health),
             }
         })
         .collect();

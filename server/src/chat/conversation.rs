@@ -89,7 +89,8 @@ pub struct HistoryPage {
     pub messages: Vec<MessageRow>,
     /// More messages follow the last one of this page.
     pub has_more: bool,
-    /// When the page is empty: the newest message id stored, for anyone's conversation.
+    /// When the page after a positive id is empty: the newest message id stored, for anyone's
+    /// conversation (a resume from beyond it must not hold back what comes next).
     pub newest_id: Option<MessageId>,
 }
 
@@ -286,7 +287,7 @@ impl Chat {
             .readers
             .read(move |c| {
                 let rows = store::list_visitor_messages_after(c, visitor, after, limit)?;
-                let newest = if rows.is_empty() {
+                let newest = if rows.is_empty() && after.0 > 0 {
                     Some(store::find_newest_message_id(c)?)
                 } else {
                     None

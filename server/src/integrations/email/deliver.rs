@@ -182,8 +182,8 @@ pub(super) async fn send_to_visitor(
 }
 
 /// A visitor's address as a mailbox. Parsed as the address it is (an RFC 5321 path, which the
-/// widget checked it to be, `"a <b>"@example.org` included), never as a `Name <address>` line,
-/// which would misread such an address.
+/// widget checked it to be, a quoted local part such as `"john.doe"@example.org` included),
+/// never as a `Name <address>` line, which would misread such an address.
 pub(super) fn mailbox_of(email: &str) -> Option<Mailbox> {
     email
         .parse::<lettre::Address>()
@@ -192,8 +192,8 @@ pub(super) fn mailbox_of(email: &str) -> Option<Mailbox> {
 }
 
 /// Where a mail to the message's visitor goes: none when they left no address; a failed attempt,
-/// shown and retryable, when the address they left cannot be mailed (a host page's `identity`
-/// address is checked less strictly than a typed one), rather than a mail quietly not sent.
+/// shown and retryable, when the address they left cannot be mailed (every address taken now
+/// can be, but an older version stored some that cannot), rather than a mail quietly not sent.
 pub(super) fn visitor_mailbox(message: &DeliveryMessage) -> Result<Option<Mailbox>, Attempt> {
     let Some(email) = message.visitor_email.as_deref() else {
         return Ok(None);

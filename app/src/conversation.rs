@@ -100,6 +100,8 @@ pub struct ConversationView {
     pub notice: Option<Notice>,
     /// What the agent had typed, kept when a post failed.
     pub draft: String,
+    /// The reply form's id for its message, so that the form sent twice stores one message.
+    pub reply_id: String,
     /// Whether the site's email is on: without it, a visitor's address cannot be mailed.
     pub can_email: bool,
     /// Whether a mailbox is read for visitors' answers, so that a mail's answer comes back.
@@ -450,6 +452,8 @@ pub fn render_conversation(view: ConversationView) -> String {
                     // Files are uploaded by the script (with the CSRF token in a header), which
                     // shows this control and fills `attachments`; without it a reply is text only.
                     <input type="hidden" name="attachments" value=""/>
+                    // The script makes a new one for each message it sends.
+                    <input type="hidden" name="client_id" value=view.reply_id/>
                     <ul class="reply-files" id="reply-files" aria-label="Files to send" aria-live="polite" hidden></ul>
                     <label for="reply-body" class="visually-hidden">"Your reply"</label>
                     <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus

@@ -422,5 +422,18 @@ test("a reply refused for a stale form, a server error or a lost connection keep
     await page.locator(".message-agent", { hasText: "Sent while the server is in trouble" }).waitFor();
     await waitFor("the box to empty", async () => (await box.inputValue()) === "");
     assert.equal(await alert.innerText(), "", "the error stayed after a successful send");
+
+    // The server stores the reply but its answer is lost: sent again, it is still stored once.
+    const LOST = "Stored, but the answer was lost";
+    await page.route(reply, async (route) => { await route.fetch(); await route.abort(); });
+    await box.fill(LOST);
+    await box.press("Enter");
+    await alert.getByText("it will not be posted twice").waitFor();
+    await page.unroute(reply);
+    await box.press("Enter");
+    await waitFor("the box to empty", async () => (await box.inputValue()) === "");
+    await page.reload();
+    assert.equal(await page.locator(".message-agent", { hasText: LOST }).count(), 1,
+      "sent twice, stored once");
     assert.deepEqual(trouble, []);
   });

@@ -329,6 +329,12 @@
       return [`Not sent: ${message || `the server answered ${res.status}.`} Your text is kept.`];
     };
 
+    // Each message has its own id (the page's first one is in the form): a resend of the same
+    // text after a lost answer stores nothing new, and edited text is a new message.
+    const newId = () => Array.from(crypto.getRandomValues(new Uint8Array(16)),
+      (b) => b.toString(16).padStart(2, "0")).join("");
+    let idTried = null; // what was last sent under the current id
+
     let sending = false;
     const send = async (kind) => {
       const ready = files.filter((f) => f.id);
@@ -345,6 +351,10 @@
       body.set("kind", kind);
       body.delete("attachments");
       if (ready.length) body.set("attachments", ready.map((f) => f.id).join(","));
+      const attempt = [kind, body.get("attachments"), box.value].join("\n");
+      if (idTried !== null && idTried !== attempt) form.elements.client_id.value = newId();
+      body.set("client_id", form.elements.client_id.value);
+      idTried = attempt;
       // The text stays in the box (read-only meanwhile) until the server confirms it stored it.
       const text = box.value;
       drafts.set(key, text);
@@ -359,8 +369,8 @@
           });
         } catch {
           // The request may or may not have reached the server: the live stream shows it if so.
-          error.append("No answer from the server: check your connection. Your text is kept; " +
-            "if your message does not show above, send it again.");
+          error.append("No answer from the server: check your connection. Your text is kept: " +
+            "send it again, it will not be posted twice.");
           return;
         }
         const item = res.status === 200 && res.headers.get("x-porch-fragment") === "message"
@@ -371,6 +381,8 @@
         }
         addMessage(item.outerHTML);
         messages.scrollTop = messages.scrollHeight;
+        form.elements.client_id.value = newId();
+        idTried = null;
         box.value = "";
         drafts.set(key, "");
         if (ready.length) {

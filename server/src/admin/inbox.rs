@@ -14,6 +14,7 @@ use serde::Deserialize;
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
 use crate::store::{self, ConversationId, UserId};
+use crate::values::ClientId;
 
 use super::auth::NoticeQuery;
 use super::inbox_query::{InboxParams, InboxRequest, format_cursor};
@@ -109,10 +110,17 @@ pub async fn conversation_page(
         last_id,
         notice,
         draft: String::new(),
+        reply_id: fresh_reply_id(),
         can_email: view.can_email,
         reads_replies: app.mailer.as_ref().is_some_and(|m| m.reads_replies()),
     };
     Ok(html(render_conversation(page)))
+}
+
+/// A reply form's id for its message: 128 random bits, in the `client_id` alphabet.
+fn fresh_reply_id() -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 16]>())
 }
 
 #[derive(Debug, Deserialize)]
@@ -125,6 +133,10 @@ pub struct ReplyForm {
     /// after uploading; see docs/widget.md, "Attachments").
     #[serde(default)]
     attachments: String,
+    /// The page's id for this message (a new one with each page and each sent message), so a
+    /// form sent twice (a double click, a resend after a lost answer) stores one message.
+    #[serde(default)]
+    client_id: String,
 }
 
 /// The header that marks the script's success answer as the fragment it asked for: the script
@@ -178,9 +190,13 @@ async fn post_reply(
             return Ok(see_other(&format!("/conversations/{id}?error={code}")));
         }
     };
+    let client_id = match form.client_id.as_str() {
+        "" => None,
+        raw => Some(ClientId::parse(raw).map_err(crate::chat::Error::from)?),
+    };
     let row = if form.kind == "note" {
         app.chat
-            .post_note(conversation, &who.user, body, None)
+            .post_note(conversation, &who.user, body, client_id, None)
             .await?
     } else {
         let agent = Agent {
@@ -188,9 +204,10 @@ async fn post_reply(
             name: who.user.name.clone(),
         };
         app.chat
-            .post_agent_message(conversation, &agent, body, attachments)
+            .post_agent_message(conversation, &agent, body, attachments, client_id)
             .await?
-    };
+    }
+    .row;
     // One's own message is read by definition.
     app.chat
         .mark_read(who.user.id, conversation, row.id)

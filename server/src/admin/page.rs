@@ -237,6 +237,11 @@ impl From<Failure> for PageError {
         match failure {
             Failure::NotFound(what) => Self::not_found(what),
             Failure::Invalid(why) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", why),
+            Failure::ClientIdReused => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Not sent",
+                "This form already sent another message: reload the page.",
+            ),
             Failure::Unavailable => Self::unavailable(),
             Failure::Internal => Self::internal(),
         }

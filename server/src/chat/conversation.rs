@@ -11,11 +11,14 @@ use crate::store::{
     NewVisitorMessage, Readers, StoredAgentMessage, StoredVisitorMessage, UserId, VisitorId,
     VisitorRow, Writer,
 };
-use crate::values::{Author, MessageBody};
+use crate::values::{Author, ClientId, MessageBody};
 
 use super::Error;
 use super::live_items::LiveItems;
-use super::writes::{store_agent_message, store_visitor_message};
+use super::writes::{
+    AgentPosting, ClientIdReused, store_agent_message, store_agent_message_once,
+    store_visitor_message,
+};
 
 /// Most messages in one page of a returning visitor's history.
 const HISTORY_PAGE: usize = 500;
@@ -34,11 +37,18 @@ pub(super) fn agent_row(stored: &StoredAgentMessage, new: &NewAgentMessage) -> M
         conversation_id: new.conversation_id,
         author: new.author(),
         author_name: Some(new.author_name.clone()),
-        client_id: None,
+        client_id: new.client_id.as_ref().map(|id| id.as_str().to_owned()),
         body: new.body.as_str().to_owned(),
         created_at: new.now,
         attachments: stored.attachments.clone(),
     }
+}
+
+/// A posted agent message, and whether it had been stored before (a resend of its client id).
+#[derive(Debug, Clone)]
+pub struct PostedMessage {
+    pub row: MessageRow,
+    pub was_stored_before: bool,
 }
 
 /// Shows an agent message (or note) live: to the agents' inboxes always, to the visitor's open
@@ -165,14 +175,17 @@ impl Chat {
 
     /// Posts an agent's reply, with the agent's uploads `attachments`, into a conversation; it
     /// reaches the visitor's open connections live, later connections through their history,
-    /// and the site's integrations as jobs.
+    /// and the site's integrations as jobs. With a `client_id` the agent stored before, nothing
+    /// new is stored or sent: the answer is the earlier message ([`Error::ClientIdReused`] if
+    /// that id named another message).
     pub async fn post_agent_message(
         &self,
         conversation_id: ConversationId,
         agent: &Agent,
         body: MessageBody,
         attachments: Vec<String>,
-    ) -> Result<MessageRow, Error> {
+        client_id: Option<ClientId>,
+    ) -> Result<PostedMessage, Error> {
         let conversation = self.find_conversation(conversation_id).await?;
         let new = NewAgentMessage {
             conversation_id,
@@ -182,22 +195,40 @@ impl Chat {
             body,
             is_note: false,
             attachments,
+            client_id,
             now: now_ms(),
         };
-        let (stored, jobs) = {
-            let (stored, published) = (new.clone(), new.clone());
-            let hub = Arc::clone(&self.hub);
-            self.writer
-                .write_then(
-                    move |c| store_agent_message(c, &stored, None),
-                    move |(stored, _): &(StoredAgentMessage, Vec<store::JobRow>)| {
+        let (stored, published) = (new.clone(), new.clone());
+        let hub = Arc::clone(&self.hub);
+        let posting = self
+            .writer
+            .write_then(
+                move |c| store_agent_message_once(c, &stored),
+                move |posting: &Result<AgentPosting, ClientIdReused>| {
+                    if let Ok(AgentPosting::Stored(stored, _)) = posting {
                         publish_agent_message(&hub, &conversation, agent_row(stored, &published));
-                    },
-                )
-                .await?
-        };
-        self.jobs.submit(jobs);
-        Ok(agent_row(&stored, &new))
+                    }
+                },
+            )
+            .await??;
+        Ok(self.posted(posting, &new))
+    }
+
+    /// What [`store_agent_message_once`] did, once committed: its jobs are run.
+    pub(super) fn posted(&self, posting: AgentPosting, new: &NewAgentMessage) -> PostedMessage {
+        match posting {
+            AgentPosting::Stored(stored, jobs) => {
+                self.jobs.submit(jobs);
+                PostedMessage {
+                    row: agent_row(&stored, new),
+                    was_stored_before: false,
+                }
+            }
+            AgentPosting::Earlier(row) => PostedMessage {
+                row,
+                was_stored_before: true,
+            },
+        }
     }
 
     /// Stores a reply that came from an integration, unless its event was handled before
@@ -216,6 +247,7 @@ impl Chat {
             body: reply.body,
             is_note: reply.is_note,
             attachments: reply.attachments,
+            client_id: None,
             now: now_ms(),
         };
         let stored = {

@@ -10,6 +10,10 @@ pub enum Error {
     NotFound(&'static str),
     #[error(transparent)]
     Invalid(#[from] Invalid),
+    /// The agent's client id names an earlier message with another conversation, kind, text or
+    /// files: a new message needs a new id.
+    #[error("client id used for another message")]
+    ClientIdReused,
     #[error(transparent)]
     Store(#[from] store::Error),
 }

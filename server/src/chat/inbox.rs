@@ -12,13 +12,15 @@ use crate::store::{
     self, ConversationId, InboxCursor, InboxItemRow, InboxPage, InboxQuery, MessageId, MessageRow,
     NewAgentMessage, SiteId, SiteRow, UserId, UserRow, VisitorDetailsRow,
 };
-use crate::values::{Author, Invalid, MessageBody};
+use crate::values::{Author, ClientId, Invalid, MessageBody};
 
 use super::Error;
-use super::conversation::{Chat, agent_row};
+use super::conversation::{Chat, PostedMessage, agent_row};
 use super::live_items::LiveItem;
 use super::receipts::mark_read_and_find_seen;
-use super::writes::{conversation_change_jobs, store_agent_message};
+use super::writes::{
+    AgentPosting, ClientIdReused, conversation_change_jobs, store_agent_message_once,
+};
 
 /// Conversations on one page of the inbox list. 200 keeps a busy inbox on one screenful of
 /// scrolling while the page stays light (one row each, no history).
@@ -238,8 +240,9 @@ impl Chat {
         id: ConversationId,
         by: &UserRow,
         body: MessageBody,
+        client_id: Option<ClientId>,
         via: Option<Via>,
-    ) -> Result<MessageRow, Error> {
+    ) -> Result<PostedMessage, Error> {
         let site_id = self.inbox_item(by.id, id).await?.site_id;
         let new = NewAgentMessage {
             conversation_id: id,
@@ -249,25 +252,28 @@ impl Chat {
             body,
             is_note: true,
             attachments: Vec::new(),
+            client_id,
             now: now_ms(),
         };
         let (stored, published) = (new.clone(), new.clone());
         let hub = Arc::clone(&self.hub);
-        let (message, _no_jobs) = self
+        let posting = self
             .writer
             .write_then(
                 move |c| {
                     if let Some(via) = &via {
                         via.record(c, id)?;
                     }
-                    store_agent_message(c, &stored, None)
+                    store_agent_message_once(c, &stored)
                 },
-                move |(message, _): &(store::StoredAgentMessage, Vec<store::JobRow>)| {
-                    publish(&hub, site_id, agent_row(message, &published));
+                move |posting: &Result<AgentPosting, ClientIdReused>| {
+                    if let Ok(AgentPosting::Stored(message, _)) = posting {
+                        publish(&hub, site_id, agent_row(message, &published));
+                    }
                 },
             )
-            .await?;
-        Ok(agent_row(&message, &new))
+            .await??;
+        Ok(self.posted(posting, &new))
     }
 
     /// Assigns the conversation to `assignee` (or nobody).

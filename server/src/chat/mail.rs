@@ -133,6 +133,7 @@ impl Chat {
             body,
             is_note: false,
             attachments: Vec::new(),
+            client_id: None,
             now: now_ms(),
         };
         let (stored, published) = (new.clone(), new.clone());

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::clock::now_ms;
 use crate::jobs::{self, ConversationChange, NewMessage};
 use crate::store::{
-    self, ConversationId, IntegrationId, JobRow, NewAgentMessage, NewVisitorMessage,
+    self, ConversationId, IntegrationId, JobRow, MessageRow, NewAgentMessage, NewVisitorMessage,
     StoredAgentMessage, StoredVisitorMessage,
 };
 use crate::values::Invalid;
@@ -53,6 +53,53 @@ pub(super) fn store_agent_message(
     };
     let jobs = jobs::plan_agent_message(conn, &message, origin)?;
     Ok((stored, jobs))
+}
+
+/// What posting an agent's message did.
+pub(super) enum AgentPosting {
+    /// Stored it, with these deliveries.
+    Stored(StoredAgentMessage, Vec<JobRow>),
+    /// Found it: the agent stored it before under the same client id (a resend after an answer
+    /// was lost), so nothing new was written and nothing is shown or delivered again.
+    Earlier(MessageRow),
+}
+
+/// Stores an agent's reply or note as [`store_agent_message`] does, unless the agent stored it
+/// before under the same client id. That id with another conversation, kind, text or files is
+/// refused: a resend is the same message, never a different one that would silently vanish.
+pub(super) fn store_agent_message_once(
+    conn: &Connection,
+    new: &NewAgentMessage,
+) -> Result<Result<AgentPosting, ClientIdReused>, store::Error> {
+    if let (Some(user), Some(client_id)) = (new.user_id, &new.client_id)
+        && let Some(earlier) = store::find_agent_message_by_client_id(conn, user, client_id)?
+    {
+        let same = earlier.conversation_id == new.conversation_id
+            && earlier.author == new.author()
+            && earlier.body == new.body.as_str()
+            && earlier
+                .attachments
+                .iter()
+                .map(|a| &a.id)
+                .eq(&new.attachments);
+        return Ok(if same {
+            Ok(AgentPosting::Earlier(earlier))
+        } else {
+            Err(ClientIdReused)
+        });
+    }
+    let (stored, jobs) = store_agent_message(conn, new, None)?;
+    Ok(Ok(AgentPosting::Stored(stored, jobs)))
+}
+
+/// [`store_agent_message_once`]'s refusal: the client id names another message.
+#[derive(Debug)]
+pub(super) struct ClientIdReused;
+
+impl From<ClientIdReused> for super::Error {
+    fn from(_: ClientIdReused) -> Self {
+        Self::ClientIdReused
+    }
 }
 
 /// Stores an agent's mail to the visitor: the message, its subject, and its deliveries with the

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
@@ -12,6 +12,7 @@ use crate::attachments::file_json;
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
 use crate::store::{AttachmentPart, ConversationId, ConversationRow, MessageRow};
+use crate::values::ClientId;
 
 use super::ApiError;
 use super::attachment::conversation_file;
@@ -133,19 +134,55 @@ pub struct NewReply {
     body: String,
 }
 
-/// `POST /api/v1/conversations/{id}/messages`: an agent reply, pushed to the visitor live.
+/// `POST /api/v1/conversations/{id}/messages`: an agent reply, pushed to the visitor live. With
+/// an `Idempotency-Key`, a resend of the same reply (after a timeout, a lost connection) is
+/// answered with the first one and stores nothing new (docs/api.md).
 pub async fn post_message(
     State(app): State<AppState>,
     user: ApiUser,
     Path(id): Path<i64>,
+    headers: HeaderMap,
     StrictJson(reply): StrictJson<NewReply>,
 ) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
     let body = MessageBody::parse(&reply.body).map_err(crate::chat::Error::from)?;
-    let row = app
+    let posted = app
         .chat
-        .post_agent_message(ConversationId(id), &agent(&user), body, Vec::new())
+        .post_agent_message(ConversationId(id), &agent(&user), body, Vec::new(), key)
         .await?;
-    Ok((StatusCode::CREATED, Json(message_json(&row))).into_response())
+    let mut response = (StatusCode::CREATED, Json(message_json(&posted.row))).into_response();
+    if posted.was_stored_before {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    Ok(response)
+}
+
+/// The request's `Idempotency-Key`, bare (`k1`) or as the draft standard's quoted string
+/// (`"k1"`), held to a widget `client_id`'s rules; several are refused rather than one picked.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<ClientId>, ApiError> {
+    let mut keys = headers.get_all("idempotency-key").iter();
+    let Some(raw) = keys.next() else {
+        return Ok(None);
+    };
+    if keys.next().is_some() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "Send one Idempotency-Key header.",
+        ));
+    }
+    let text = raw.to_str().unwrap_or_default().trim();
+    let bare = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    ClientId::parse(bare).map(Some).map_err(|_| {
+        ApiError::invalid(
+            "Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, - and _ (a UUID is fine).",
+        )
+    })
 }
 
 #[derive(Debug, Deserialize)]

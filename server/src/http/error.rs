@@ -92,6 +92,8 @@ impl IntoResponse for ApiError {
 pub enum Failure {
     NotFound(&'static str),
     Invalid(std::borrow::Cow<'static, str>),
+    /// An agent's client id (an API reply's `Idempotency-Key`) names another message.
+    ClientIdReused,
     /// Try again later: full disk, busy writer, shutting down.
     Unavailable,
     /// A bug or an unexpected database error; the details are in the log only.
@@ -117,6 +119,7 @@ impl From<chat::Error> for Failure {
         match err {
             chat::Error::NotFound(what) => Self::NotFound(what),
             chat::Error::Invalid(invalid) => Self::Invalid(invalid.0),
+            chat::Error::ClientIdReused => Self::ClientIdReused,
             chat::Error::Store(err) => err.into(),
         }
     }
@@ -127,6 +130,12 @@ impl From<Failure> for ApiError {
         match failure {
             Failure::NotFound(what) => Self::not_found(what),
             Failure::Invalid(why) => Self::invalid(why),
+            Failure::ClientIdReused => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "This Idempotency-Key was sent before with another message; a new message needs \
+                 a new key.",
+            ),
             Failure::Unavailable => Self::unavailable(),
             Failure::Internal => Self::internal(),
         }

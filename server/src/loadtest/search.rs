@@ -136,6 +136,7 @@ fn insert_messages(
                         body: text,
                         is_note: false,
                         attachments: Vec::new(),
+                        client_id: None,
                         now: i64::from(n),
                     },
                 )?;

@@ -197,6 +197,9 @@ pub struct NewAgentMessage {
     /// Public ids of the agent's uploads this message takes (an agent without an account is
     /// an integration's, whose uploads are [`Uploader::Integration`]'s).
     pub attachments: Vec<String>,
+    /// The agent's own id for this message (an API reply's `Idempotency-Key`, the inbox form's
+    /// id), unique per agent, so that a resend after a lost answer finds the first.
+    pub client_id: Option<ClientId>,
     pub now: i64,
 }
 
@@ -228,14 +231,15 @@ pub fn insert_agent_message(
     new: &NewAgentMessage,
 ) -> Result<StoredAgentMessage, Error> {
     conn.prepare_cached(
-        "INSERT INTO messages (conversation_id, author, user_id, author_name, body, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO messages (conversation_id, author, user_id, author_name, client_id, body, \
+         created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
         new.conversation_id,
         new.author(),
         new.user_id,
         new.author_name,
+        new.client_id,
         new.body,
         new.now
     ])?;
@@ -257,6 +261,30 @@ pub fn insert_agent_message(
         )?
     };
     Ok(StoredAgentMessage { id, attachments })
+}
+
+/// The message `user` stored under `client_id` earlier, with its files.
+///
+/// # Errors
+/// A failing database.
+pub fn find_agent_message_by_client_id(
+    conn: &Connection,
+    user: UserId,
+    client_id: &ClientId,
+) -> Result<Option<MessageRow>, Error> {
+    let found = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages m WHERE m.user_id = ?1 AND m.client_id = ?2"
+        ))?
+        .query_row(params![user, client_id], from_row)
+        .optional()?;
+    let Some(row) = found else {
+        return Ok(None);
+    };
+    let mut rows = [row];
+    fill_attachments(conn, &mut rows)?;
+    let [row] = rows;
+    Ok(Some(row))
 }
 
 /// The visitor's messages and agent replies with an id above `after_id`, oldest first. Private

@@ -135,8 +135,9 @@ pub use mail_inbound::{
 pub use mail_outbound::{find_outbound_mail_subject, insert_outbound_mail, list_outbound_mails};
 pub use messages::{
     MessageRow, NewAgentMessage, NewVisitorMessage, StoredAgentMessage, StoredVisitorMessage,
-    find_newest_message_id, has_visitor_message, insert_agent_message, insert_visitor_message,
-    list_conversation_messages, list_conversation_messages_after, list_visitor_messages_after,
+    find_agent_message_by_client_id, find_newest_message_id, has_visitor_message,
+    insert_agent_message, insert_visitor_message, list_conversation_messages,
+    list_conversation_messages_after, list_visitor_messages_after,
 };
 #[cfg(test)]
 pub use migrate::migrated_in_memory;

@@ -43,6 +43,7 @@ mod privacy;
 mod process;
 mod read_receipts;
 mod replication_lag;
+mod resends;
 mod revocation;
 mod sealed_secrets;
 mod search;

@@ -67,9 +67,10 @@ async fn replies_committed_while_the_visitor_keeps_reconnecting_arrive_once_in_o
                     let body =
                         MessageBody::parse(&format!("reply {n}-{}", ids.len())).expect("body");
                     let row = chat
-                        .post_agent_message(conversation, &agent(), body, Vec::new())
+                        .post_agent_message(conversation, &agent(), body, Vec::new(), None)
                         .await
-                        .expect("reply stored");
+                        .expect("reply stored")
+                        .row;
                     ids.push(row.id.0);
                 }
                 ids
@@ -128,9 +129,10 @@ async fn more_than_a_page_of_missed_messages_arrives_whole_and_oldest_first() {
     for n in 0..620 {
         let body = MessageBody::parse(&format!("answer {n}")).expect("body");
         let row = chat
-            .post_agent_message(conversation, &agent(), body, Vec::new())
+            .post_agent_message(conversation, &agent(), body, Vec::new(), None)
             .await
-            .expect("reply stored");
+            .expect("reply stored")
+            .row;
         posted.push(row.id.0);
     }
 
@@ -168,9 +170,10 @@ async fn a_history_too_large_for_one_frame_arrives_whole_after_a_smaller_welcome
         let text = format!("{n} {}", "中".repeat(3_990));
         let body = MessageBody::parse(&text).expect("body");
         let row = chat
-            .post_agent_message(conversation, &agent(), body, Vec::new())
+            .post_agent_message(conversation, &agent(), body, Vec::new(), None)
             .await
-            .expect("reply stored");
+            .expect("reply stored")
+            .row;
         posted.push(row.id.0);
     }
 
@@ -226,9 +229,10 @@ async fn a_last_id_from_the_future_does_not_mute_the_connection() {
     let chat = app.server.as_ref().expect("running").app.chat.clone();
     let body = MessageBody::parse("Still here?").expect("body");
     let row = chat
-        .post_agent_message(conversation, &agent(), body, Vec::new())
+        .post_agent_message(conversation, &agent(), body, Vec::new(), None)
         .await
-        .expect("reply stored");
+        .expect("reply stored")
+        .row;
     let pushed = widget.recv().await;
     assert_eq!(pushed["type"], "message", "{pushed}");
     assert_eq!(pushed["id"], row.id.0);

@@ -194,7 +194,7 @@ async fn act(
                     crate::chat::MAX_BODY_CHARS
                 ));
             };
-            chat.post_note(id, agent, body, Some(via))
+            chat.post_note(id, agent, body, None, Some(via))
                 .await
                 .map(|_| format!("Your private note is on conversation #{id}."))
         }

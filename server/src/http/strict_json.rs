@@ -4,22 +4,31 @@
 //! answered 200 and kept the old token, and a misspelled email delay saved the default.
 
 use axum::Json;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::response::{IntoResponse, Response};
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 use super::ApiError;
 
-/// A JSON body of type `T` with no field `T` does not know.
+/// A JSON body of type `T` with no field `T` does not know, and no key given twice in an object.
 pub struct StrictJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
-        let Json(value) = Json::<serde_json::Value>::from_request(request, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
+        let Json(Unique(value)) = Json::<Unique>::from_request(request, state).await.map_err(
+            |rejection| match rejection {
+                // A key given twice: the rejection's text names it and where.
+                JsonRejection::JsonDataError(err) => {
+                    ApiError::invalid(err.body_text()).into_response()
+                }
+                other => other.into_response(),
+            },
+        )?;
         let mut unknown = Vec::new();
         let body = serde_ignored::deserialize(value, |path| unknown.push(path.to_string()))
             .map_err(|err| ApiError::invalid(err.to_string()).into_response())?;
@@ -35,5 +44,107 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
             .into_response());
         }
         Ok(Self(body))
+    }
+}
+
+/// Any JSON, read like `serde_json::Value` except that an object with a key twice is refused.
+/// `Value` keeps the last of the two, so `{"body": "a", "body": "b"}` was the reply "b", where a
+/// proxy or a log that reads the first saw "a": what was checked would not be what was stored.
+struct Unique(Value);
+
+impl<'de> Deserialize<'de> for Unique {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        // JSON has no NaN or infinity, so every number read is finite.
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "the key `{key}` is given twice"
+                )));
+            }
+            let Unique(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Unique;
+
+    fn read(json: &str) -> Result<serde_json::Value, String> {
+        serde_json::from_str::<Unique>(json)
+            .map(|Unique(v)| v)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn reads_json_as_serde_json_does() {
+        let text = r#"{"a": [1, -2, 2.5, "x", true, null, {"b": {}}], "c": 18446744073709551615}"#;
+        assert_eq!(read(text), Ok(serde_json::from_str(text).expect("json")));
+    }
+
+    #[test]
+    fn refuses_a_key_given_twice_at_any_depth() {
+        for text in [
+            r#"{"body": "a", "body": "b"}"#,
+            r#"{"x": [{"k": 1, "k": 1}]}"#,
+        ] {
+            let err = read(text).expect_err(text);
+            assert!(err.contains("given twice"), "{err}");
+        }
+        // The same key in two objects is two keys.
+        assert!(read(r#"[{"k": 1}, {"k": 2}]"#).is_ok());
     }
 }

@@ -58,6 +58,11 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
     let (status, code, message) = error_of(&typo);
     assert_eq!((status, code.as_str()), (422, "invalid"));
     assert!(message.contains("Unknown field `bodyy`"), "{message}");
+    // A key given twice is refused: which one was meant is not for the server to guess.
+    let twice = r#"{"body": "checked", "body": "stored"}"#;
+    let (status, code, message) = error_of(&post(&app, &token, messages, json, twice).await);
+    assert_eq!((status, code.as_str()), (422, "invalid"));
+    assert!(message.contains("`body` is given twice"), "{message}");
 
     // A NUL in the text is refused and said so; a body of only a zero width space is empty.
     let nul = post(&app, &token, messages, json, r#"{"body": "a\u0000b"}"#).await;

@@ -102,6 +102,8 @@ pub struct ConversationView {
     pub draft: String,
     /// The reply form's id for its message, so that the form sent twice stores one message.
     pub reply_id: String,
+    /// The same for the form that emails the visitor.
+    pub mail_id: String,
     /// Whether the site's email is on: without it, a visitor's address cannot be mailed.
     pub can_email: bool,
     /// Whether a mailbox is read for visitors' answers, so that a mail's answer comes back.
@@ -362,7 +364,7 @@ pub fn render_conversation_aside(aside: ConversationAsideView) -> String {
 /// comes back into this conversation (docs/integrations/email.md#emailing-a-visitor). Apart
 /// from the reply box: a mail has a subject and is never a note.
 fn visitor_mail_form(
-    id: i64,
+    (id, mail_id): (i64, &str),
     csrf: &str,
     (to, site): (String, &str),
     reads_replies: bool,
@@ -379,6 +381,7 @@ fn visitor_mail_form(
             <summary>"Email the visitor"</summary>
             <form method="post" action=format!("/conversations/{id}/email")>
                 <CsrfField token=csrf.to_owned()/>
+                <input type="hidden" name="client_id" value=mail_id.to_owned()/>
                 <p class="hint">
                     "To "<strong><bdi>{to}</bdi></strong>", from this install's address. It is \
                      added here as your message; "{answers}
@@ -414,7 +417,7 @@ pub fn render_conversation(view: ConversationView) -> String {
     let email_form = view.aside.visitor.email.clone().map(|to| {
         if view.can_email {
             visitor_mail_form(
-                id,
+                (id, &view.mail_id),
                 &csrf,
                 (to, &view.aside.visitor.site),
                 view.reads_replies,

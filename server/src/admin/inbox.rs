@@ -110,15 +110,16 @@ pub async fn conversation_page(
         last_id,
         notice,
         draft: String::new(),
-        reply_id: fresh_reply_id(),
+        reply_id: fresh_form_id(),
+        mail_id: fresh_form_id(),
         can_email: view.can_email,
         reads_replies: app.mailer.as_ref().is_some_and(|m| m.reads_replies()),
     };
     Ok(html(render_conversation(page)))
 }
 
-/// A reply form's id for its message: 128 random bits, in the `client_id` alphabet.
-fn fresh_reply_id() -> String {
+/// A form's id for the message it sends: 128 random bits, in the `client_id` alphabet.
+fn fresh_form_id() -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 16]>())
 }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::chat::{Agent, MailSubject, MessageBody};
 use crate::state::AppState;
 use crate::store::ConversationId;
+use crate::values::ClientId;
 
 use super::page::{PageError, see_other};
 use super::session::Posted;
@@ -20,6 +21,9 @@ pub struct VisitorMailForm {
     subject: String,
     #[serde(default)]
     body: String,
+    /// The page's id for this mail, so that the form sent twice (a double click) mails once.
+    #[serde(default)]
+    client_id: String,
 }
 
 /// Stores the mail as the agent's message and queues its `email.agent` job.
@@ -38,10 +42,15 @@ pub async fn email_visitor(
         user_id: Some(who.user.id),
         name: who.user.name.clone(),
     };
+    let client_id = match form.client_id.as_str() {
+        "" => None,
+        raw => Some(ClientId::parse(raw).map_err(refused)?),
+    };
     let row = app
         .chat
-        .email_visitor(conversation, &agent, subject, body)
-        .await?;
+        .email_visitor(conversation, &agent, subject, body, client_id)
+        .await?
+        .row;
     // One's own message is read by definition.
     app.chat
         .mark_read(who.user.id, conversation, row.id)

@@ -8,13 +8,15 @@ use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::store::{
-    self, ConversationId, InboundMailRow, MailThreadRow, MessageRow, NewAgentMessage,
-    NewVisitorMessage, StoredAgentMessage, StoredVisitorMessage, VisitorDetails,
+    self, ConversationId, InboundMailRow, MailThreadRow, NewAgentMessage, NewVisitorMessage,
+    StoredVisitorMessage, VisitorDetails,
 };
 use crate::values::{ClientId, Invalid, MessageBody};
 
-use super::conversation::{Agent, agent_row, publish_agent_message, publish_visitor_message};
-use super::writes::{store_agent_mail, store_visitor_message};
+use super::conversation::{
+    Agent, PostedMessage, agent_row, publish_agent_message, publish_visitor_message,
+};
+use super::writes::{AgentPosting, store_agent_mail, store_visitor_message};
 use super::{Chat, Error};
 
 /// Longest subject of a mail an agent writes, in characters.
@@ -123,7 +125,8 @@ impl Chat {
         agent: &Agent,
         subject: MailSubject,
         body: MessageBody,
-    ) -> Result<MessageRow, Error> {
+        client_id: Option<ClientId>,
+    ) -> Result<PostedMessage, Error> {
         let conversation = self.find_conversation(conversation_id).await?;
         let new = NewAgentMessage {
             conversation_id,
@@ -133,7 +136,7 @@ impl Chat {
             body,
             is_note: false,
             attachments: Vec::new(),
-            client_id: None,
+            client_id,
             now: now_ms(),
         };
         let (stored, published) = (new.clone(), new.clone());
@@ -142,16 +145,14 @@ impl Chat {
             .writer
             .write_then(
                 move |c| store_agent_mail(c, &stored, subject.as_str()),
-                move |written: &Result<(StoredAgentMessage, Vec<store::JobRow>), Invalid>| {
-                    if let Ok((stored, _)) = written {
+                move |written: &Result<AgentPosting, Error>| {
+                    if let Ok(AgentPosting::Stored(stored, _)) = written {
                         publish_agent_message(&hub, &conversation, agent_row(stored, &published));
                     }
                 },
             )
             .await?;
-        let (stored, jobs) = written?;
-        self.jobs.submit(jobs);
-        Ok(agent_row(&stored, &new))
+        Ok(self.posted(written?, &new))
     }
 
     /// Records a mail that is not posted (refused or skipped, with the reason admins see);

@@ -65,31 +65,44 @@ pub(super) enum AgentPosting {
 }
 
 /// Stores an agent's reply or note as [`store_agent_message`] does, unless the agent stored it
-/// before under the same client id. That id with another conversation, kind, text or files is
-/// refused: a resend is the same message, never a different one that would silently vanish.
+/// before under the same client id.
 pub(super) fn store_agent_message_once(
     conn: &Connection,
     new: &NewAgentMessage,
 ) -> Result<Result<AgentPosting, ClientIdReused>, store::Error> {
-    if let (Some(user), Some(client_id)) = (new.user_id, &new.client_id)
-        && let Some(earlier) = store::find_agent_message_by_client_id(conn, user, client_id)?
-    {
-        let same = earlier.conversation_id == new.conversation_id
-            && earlier.author == new.author()
-            && earlier.body == new.body.as_str()
-            && earlier
-                .attachments
-                .iter()
-                .map(|a| &a.id)
-                .eq(&new.attachments);
-        return Ok(if same {
-            Ok(AgentPosting::Earlier(earlier))
-        } else {
-            Err(ClientIdReused)
-        });
+    if let Some(earlier) = earlier_agent_message(conn, new)? {
+        return Ok(earlier.map(AgentPosting::Earlier));
     }
     let (stored, jobs) = store_agent_message(conn, new, None)?;
     Ok(Ok(AgentPosting::Stored(stored, jobs)))
+}
+
+/// The message the agent stored before under `new`'s client id, if any: `Ok` when `new` repeats
+/// it, `Err` when it has another conversation, kind, text or files. A resend is the same message,
+/// never a different one that would silently vanish.
+fn earlier_agent_message(
+    conn: &Connection,
+    new: &NewAgentMessage,
+) -> Result<Option<Result<MessageRow, ClientIdReused>>, store::Error> {
+    let (Some(user), Some(client_id)) = (new.user_id, &new.client_id) else {
+        return Ok(None);
+    };
+    let Some(earlier) = store::find_agent_message_by_client_id(conn, user, client_id)? else {
+        return Ok(None);
+    };
+    let same = earlier.conversation_id == new.conversation_id
+        && earlier.author == new.author()
+        && earlier.body == new.body.as_str()
+        && earlier
+            .attachments
+            .iter()
+            .map(|a| &a.id)
+            .eq(&new.attachments);
+    Ok(Some(if same {
+        Ok(earlier)
+    } else {
+        Err(ClientIdReused)
+    }))
 }
 
 /// [`store_agent_message_once`]'s refusal: the client id names another message.
@@ -103,18 +116,26 @@ impl From<ClientIdReused> for super::Error {
 }
 
 /// Stores an agent's mail to the visitor: the message, its subject, and its deliveries with the
-/// `email.agent` job. Refused (nothing written) when the visitor left no address or no email
+/// `email.agent` job, unless the agent stored it before under the same client id (a form sent
+/// twice mails once). Refused (nothing written) when the visitor left no address or no email
 /// integration of the site is on, so a stored mail always has a job that sends it.
 pub(super) fn store_agent_mail(
     conn: &Connection,
     new: &NewAgentMessage,
     subject: &str,
-) -> Result<Result<(StoredAgentMessage, Vec<JobRow>), Invalid>, store::Error> {
+) -> Result<Result<AgentPosting, super::Error>, store::Error> {
+    if let Some(earlier) = earlier_agent_message(conn, new)? {
+        return Ok(earlier.map(AgentPosting::Earlier).map_err(Into::into));
+    }
     if !store::has_visitor_email(conn, new.conversation_id)? {
-        return Ok(Err(Invalid::from("The visitor left no email address.")));
+        return Ok(Err(
+            Invalid::from("The visitor left no email address.").into()
+        ));
     }
     if !store::has_active_email(conn, new.site_id)? {
-        return Ok(Err(Invalid::from("Email is not turned on for this site.")));
+        return Ok(Err(
+            Invalid::from("Email is not turned on for this site.").into()
+        ));
     }
     let stored = store::insert_agent_message(conn, new)?;
     store::insert_outbound_mail(conn, stored.id, subject, new.now)?;
@@ -126,7 +147,7 @@ pub(super) fn store_agent_mail(
         now: new.now,
     };
     let jobs = jobs::plan_agent_email(conn, &message)?;
-    Ok(Ok((stored, jobs)))
+    Ok(Ok(AgentPosting::Stored(stored, jobs)))
 }
 
 /// The deliveries of a conversation's assignment or close, after the change was made.

@@ -91,10 +91,16 @@ impl Story {
     }
 
     async fn email(&self, subject: &str, body: &str) -> Answer {
+        self.email_with_id("", subject, body).await
+    }
+
+    /// The mail form sent with `client_id`, the page's id for the mail ("" as without one).
+    async fn email_with_id(&self, client_id: &str, subject: &str, body: &str) -> Answer {
         let fields = form(&[
             ("csrf", &self.browser.csrf),
             ("subject", subject),
             ("body", body),
+            ("client_id", client_id),
         ]);
         send(
             &self.app,
@@ -398,4 +404,41 @@ async fn without_a_mailbox_to_read_the_mail_does_not_invite_an_answer() {
         page.body
     );
     assert!(!page.body.contains("comes back into this conversation"));
+}
+
+#[tokio::test]
+async fn the_mail_form_sent_twice_mails_once() {
+    let sink = Sink::start();
+    let story = Story::start(&sink, None, Some("ana@example.org"), true).await;
+    let page = story.page().await;
+    let mail_form = &page[page.find("/email\"").expect("the mail form")..];
+    let at = mail_form
+        .find("name=\"client_id\" value=\"")
+        .expect("its id")
+        + 24;
+    let id = mail_form[at..]
+        .split('"')
+        .next()
+        .expect("a value")
+        .to_owned();
+    assert!(id.len() >= 22, "{id}");
+
+    // A double click: both posts arrive, both are answered with the one stored mail.
+    let first = story.email_with_id(&id, "Your order", "It shipped.").await;
+    let again = story.email_with_id(&id, "Your order", "It shipped.").await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    assert_eq!(again.header("location"), first.header("location"));
+    assert_eq!(story.agent_messages(), 1);
+    assert_eq!(story.job_state().await.0, "done");
+    assert_eq!(
+        story
+            .app
+            .count("SELECT count(*) FROM jobs WHERE kind = 'email.agent'"),
+        1
+    );
+    assert_eq!(sink.wait_for(1).await.len(), 1);
+    // The same id with other text is another mail: refused, nothing stored.
+    let other = story.email_with_id(&id, "Your order", "It is late.").await;
+    assert_eq!(other.status, 422, "{}", other.body);
+    assert_eq!(story.agent_messages(), 1);
 }

@@ -8,7 +8,9 @@
 //!   timeout so a pinned WAL costs a stalled writer at most that long;
 //! - past the ceiling (`PORCH_WAL_LIMIT`), the writer refuses whole batches (callers get a
 //!   transient error: visitors `unavailable`, jobs retry) until a TRUNCATE checkpoint succeeds,
-//!   tried at most once a second. Refusing is the only hard ceiling there is: no checkpoint can
+//!   tried at most once a second, or the WAL restarted (Litestream's checkpoint does that).
+//!
+//! Sizes are the WAL frames in use, not the file's length: a restarted WAL keeps its file. Refusing is the only hard ceiling there is: no checkpoint can
 //!   take frames from under another process's read transaction, so Porch cannot force its way
 //!   past a stuck Litestream, only stop the WAL (and the disk) from growing.
 
@@ -26,18 +28,23 @@ const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// Least time between two forced checkpoints, so a WAL pinned by a reader does not stall every
 /// batch.
 const RETRY_INTERVAL: Duration = Duration::from_mins(1);
+/// The WAL file's header, and each frame's header before its page (sqlite.org/fileformat.html).
+const WAL_HEADER_BYTES: u64 = 32;
+const WAL_FRAME_HEADER_BYTES: u64 = 24;
 /// How long a forced checkpoint waits for readers before giving up (it blocks the writer).
 const CHECKPOINT_BUSY_TIMEOUT: Duration = Duration::from_millis(500);
 /// The connection's usual busy timeout, restored afterwards (see `db.rs`).
 const NORMAL_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Watches the WAL file's size from the writer thread.
+/// Watches the WAL's size from the writer thread.
 pub struct WalGuard {
     /// `<database>-wal`; `None` for an in-memory database.
     wal_path: Option<PathBuf>,
     bound: u64,
     /// The ceiling past which writes are refused.
     limit: u64,
+    /// The database's page size, for the bytes of WAL frames in use.
+    page_size: u64,
     next_check: Instant,
     next_attempt: Instant,
     /// Set while the WAL is past the ceiling: batches are refused without looking until
@@ -69,6 +76,11 @@ impl WalGuard {
                 .map(|path| PathBuf::from(format!("{path}-wal"))),
             bound,
             limit,
+            page_size: conn
+                .pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0))
+                .ok()
+                .and_then(|size| u64::try_from(size).ok())
+                .unwrap_or(4096),
             next_check: now,
             next_attempt: now,
             is_over_limit: false,
@@ -83,6 +95,20 @@ impl WalGuard {
             .map(|m| m.len())
     }
 
+    /// The WAL's size when it is larger than `threshold` bytes, counting only the frames in use.
+    /// The file alone overstates it: a WAL restarted by another connection (Litestream's writes
+    /// after its checkpoints, which set no `journal_size_limit`) keeps its largest size and is
+    /// written again from its start, so a 160 MB file may hold a few pages. Judged by the file,
+    /// a healthy Litestream, whose read transaction never lets a TRUNCATE finish, looked stuck
+    /// for ever. The `stat` comes first, as it is what almost every call needs.
+    fn wal_past(&self, conn: &Connection, threshold: u64) -> Option<u64> {
+        let file = self.wal_len().filter(|&len| len > threshold)?;
+        let in_use = frames_in_use(conn).map_or(file, |frames| {
+            WAL_HEADER_BYTES + frames * (self.page_size + WAL_FRAME_HEADER_BYTES)
+        });
+        Some(in_use).filter(|&bytes| bytes > threshold)
+    }
+
     /// Called by the writer before each batch: false if the batch must be refused because the
     /// WAL is past the ceiling and could not be truncated.
     pub fn admit(&mut self, conn: &Connection) -> bool {
@@ -93,7 +119,7 @@ impl WalGuard {
         // A stat a second while under the ceiling; while over it, one checkpoint attempt a second
         // (each may block the writer for the busy timeout, and refused writes cost nothing).
         self.next_limit_check = now + CHECK_INTERVAL;
-        let Some(size) = self.wal_len().filter(|&size| size > self.limit) else {
+        let Some(size) = self.wal_past(conn, self.limit) else {
             self.recovered();
             return true;
         };
@@ -130,12 +156,9 @@ impl WalGuard {
             return Outcome::Idle;
         }
         self.next_check = now + CHECK_INTERVAL;
-        let Some(size) = self.wal_len() else {
+        let Some(size) = self.wal_past(conn, self.bound) else {
             return Outcome::Idle;
         };
-        if size <= self.bound {
-            return Outcome::Idle;
-        }
         self.next_attempt = now + RETRY_INTERVAL;
         let outcome = truncate(conn);
         match &outcome {
@@ -160,6 +183,15 @@ impl WalGuard {
             }
         }
     }
+}
+
+/// Frames in the WAL since it last restarted, from a PASSIVE checkpoint (which waits for
+/// nobody, and does what SQLite's automatic checkpoint would); `None` if unknown (another
+/// connection is checkpointing at the moment).
+fn frames_in_use(conn: &Connection) -> Option<u64> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
+        .ok()
+        .and_then(|frames| u64::try_from(frames).ok())
 }
 
 /// Runs `wal_checkpoint(TRUNCATE)`; true if it completed (SQLite reports busy as a row, not an
@@ -243,6 +275,37 @@ mod tests {
             "no second try at once"
         );
         reader.execute_batch("COMMIT").expect("end read");
+    }
+
+    /// What a healthy Litestream does after a stall: it checkpoints, writes (which restarts the
+    /// WAL from its start but leaves the file at its size) and reads again, so no TRUNCATE can
+    /// finish. The WAL in use is small again, and writes must resume.
+    #[test]
+    fn past_the_ceiling_writes_resume_once_the_wal_restarted_though_the_file_kept_its_size() {
+        let (dir, conn) = database();
+        let mut guard = WalGuard::new(&conn, u64::MAX, 150_000);
+        let stuck = pin_snapshot(dir.path());
+        conn.execute("INSERT INTO t VALUES (zeroblob(100000))", [])
+            .expect("write");
+        assert!(!guard.admit(&conn), "pinned past the ceiling");
+
+        stuck.execute_batch("COMMIT").expect("end read");
+        // A plain connection, as Litestream's: no `journal_size_limit`.
+        let litestream = Connection::open(dir.path().join("porch.db")).expect("open");
+        litestream
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .expect("checkpoint");
+        litestream
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS seq (n INTEGER); INSERT INTO seq VALUES (1);",
+            )
+            .expect("a write restarts the WAL");
+        let _reading_again = pin_snapshot(dir.path());
+        assert!(wal_len(&dir) > 150_000, "the file keeps its size");
+
+        guard.next_limit_check = Instant::now();
+        assert!(guard.admit(&conn), "the WAL in use is small: writes resume");
+        conn.execute("INSERT INTO t VALUES (1)", []).expect("write");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::jobs::{Attempt, Outcome};
 use crate::store::{
     self, DeliveryMessage, IntegrationId, IntegrationRow, JobRow, MessageId, Readers,
 };
-use crate::values::Author;
+use crate::values::{Author, is_invisible};
 
 /// This job can never succeed.
 pub fn failed(error: impl Into<String>) -> Attempt {
@@ -116,9 +116,8 @@ pub fn visitor_label(message: &DeliveryMessage) -> String {
     )
 }
 
-/// A visitor's name, else their email, else "Visitor #12". A name that ends like an agent's
-/// post ("Ana (Porch)") is marked as the visitor's, so a visitor cannot pass for an agent in a
-/// channel where both post under their names.
+/// A visitor's name, else their email, else "Visitor #12", marked as the visitor's when it reads
+/// like an agent's post (see [`marked_visitor_name`]).
 pub fn label_visitor(
     name: Option<&str>,
     email: Option<&str>,
@@ -127,15 +126,42 @@ pub fn label_visitor(
     let label = name
         .or(email)
         .map_or_else(|| format!("Visitor #{id}"), str::to_owned);
-    if label.trim_end().to_lowercase().ends_with(AGENT_MARK) {
-        format!("{label} (visitor)")
-    } else {
-        label
-    }
+    marked_visitor_name(&label, usize::MAX)
 }
 
 /// How an agent's name ends in a chat post, lower-cased.
 const AGENT_MARK: &str = "(porch)";
+/// What a visitor's name that reads like an agent's post gets after it.
+const VISITOR_MARK: &str = "(visitor)";
+
+/// `shown`, a visitor's name exactly as a destination will show it, with " (visitor)" after it
+/// when it reads like an agent's post ("Ana (Porch)"), cut so that the mark fits in `limit`
+/// characters. Checked on the name as shown: a destination's own clean-up (Discord removes
+/// "discord" from names and cuts them at 80) must not make an agent's name after the check.
+pub fn marked_visitor_name(shown: &str, limit: usize) -> String {
+    if !reads_as_agent(shown) {
+        return shown.to_owned();
+    }
+    let room = limit.saturating_sub(VISITOR_MARK.len() + 1);
+    let base: String = shown.chars().take(room).collect();
+    format!("{} {VISITOR_MARK}", base.trim_end())
+}
+
+/// Whether a name, as people read it, ends like an agent's post: white space and invisible
+/// characters (a zero width space, a blank braille pattern) are not read, and full-width letters
+/// read as their ASCII ones.
+fn reads_as_agent(name: &str) -> bool {
+    let read: String = name
+        .chars()
+        .filter(|&c| !c.is_whitespace() && !is_invisible(c))
+        .map(|c| match c {
+            '\u{FF01}'..='\u{FF5E}' => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
+            _ => c,
+        })
+        .flat_map(char::to_lowercase)
+        .collect();
+    read.ends_with(AGENT_MARK)
+}
 
 /// The name a chat post is shown under: the agent's (marked as sent from Porch) or the
 /// visitor's.
@@ -170,7 +196,30 @@ mod tests {
         );
         assert_eq!(
             label_visitor(Some("Ada (PORCH) "), None, 3),
-            "Ada (PORCH)  (visitor)"
+            "Ada (PORCH) (visitor)"
         );
+        // What people would read as the mark: behind invisible characters, spaced out, full
+        // width.
+        for name in [
+            "Ada (Porch)\u{200b}",
+            "Ada (Porch)\u{2800}",
+            "Ada ( Porch )",
+            "Ada \u{ff08}\u{ff30}orch\u{ff09}",
+        ] {
+            assert_eq!(
+                label_visitor(Some(name), None, 3),
+                format!("{} (visitor)", name.trim_end()),
+                "{name:?}"
+            );
+        }
+        assert_eq!(label_visitor(Some("Porch fan"), None, 3), "Porch fan");
+    }
+
+    #[test]
+    fn the_mark_fits_within_the_destinations_limit() {
+        let shown = format!("{} Agent (Porch)", "A".repeat(66));
+        let marked = marked_visitor_name(&shown, 80);
+        assert_eq!(marked.chars().count(), 80, "{marked}");
+        assert!(marked.ends_with(" Age (visitor)"), "{marked}");
     }
 }

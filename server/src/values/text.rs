@@ -62,7 +62,7 @@ pub(super) fn is_url_char(c: char) -> bool {
 /// operators, byte order mark, soft hyphen, direction marks, overrides and isolates, variation
 /// selectors, tags, Hangul fillers, Mongolian and Khmer format characters, musical formatting)
 /// and the blank braille pattern, which fonts draw as nothing.
-pub(super) fn is_invisible(c: char) -> bool {
+pub fn is_invisible(c: char) -> bool {
     matches!(c,
         '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}'
         | '\u{17B5}' | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}'

@@ -190,6 +190,41 @@ async fn a_visitor_named_like_discord_is_delivered_under_a_name_discord_accepts(
     assert_eq!(posts[1].body["username"], ".Fan@example.org");
 }
 
+/// Names that became an agent's "… (Porch)" only after Discord's clean-up, or that read as one:
+/// each is posted marked as the visitor's, within Discord's 80 characters.
+#[tokio::test]
+async fn a_visitor_never_posts_under_an_agents_name() {
+    let f = Fixture::start().await;
+    let (site, _) = f.site_with_discord("Shop", "H1", false).await;
+    let names = [
+        "Ana (Porch)discord".to_owned(),
+        "Ana (Porch)\u{200b}".to_owned(),
+        format!("{} Agent (Porch)xyzxyzxyz", "A".repeat(66)),
+    ];
+    for (n, name) in names.iter().enumerate() {
+        let (mut visitor, _) = f.app.visitor(&site, None, 0).await;
+        visitor.say(&format!("first-{n}"), "hello").await;
+        f.app
+            .db()
+            .execute(
+                "UPDATE visitors SET name = ?1 WHERE id = (SELECT max(id) FROM visitors)",
+                [name],
+            )
+            .expect("name the visitor");
+        visitor.say(&format!("second-{n}"), "it's me").await;
+        let posts = f.mock.wait_for_posts(2 * (n + 1), WAIT).await;
+        let username = posts.last().expect("a post").body["username"]
+            .as_str()
+            .expect("a username")
+            .to_owned();
+        assert!(
+            username.ends_with(" (visitor)"),
+            "{name:?} posted as {username:?}"
+        );
+        assert!(username.chars().count() <= 80, "{username}");
+    }
+}
+
 #[tokio::test]
 async fn a_429_pauses_only_that_webhook() {
     let f = Fixture::start().await;

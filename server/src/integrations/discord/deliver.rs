@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, MessageId};
+use crate::values::Author;
 
 use crate::integrations::delivery::{
-    Found, args, author_label, find_post, finish, integration_of, read, visitor_label,
+    Found, args, author_label, find_post, finish, integration_of, marked_visitor_name, read,
+    visitor_label,
 };
 use crate::integrations::{Destinations, open_secrets_as};
 use crate::jobs::{Attempt, MessageArgs, Outcome};
@@ -242,10 +244,17 @@ fn thread_name(visitor: &str, site: &str) -> String {
 
 /// The body of one post.
 fn post_body(message: &DeliveryMessage, content: &str, thread_name: Option<&str>) -> Value {
-    let username = author_label(message);
+    // A visitor's name is marked on what Discord will show: its clean-up of names could
+    // otherwise turn "Ana (Porch)discord" into an agent's "Ana (Porch)" after the check.
+    let shown = display_name(&author_label(message));
+    let username = if message.author == Author::Agent {
+        shown
+    } else {
+        marked_visitor_name(&shown, NAME_LIMIT)
+    };
     let mut body = json!({
         "content": content,
-        "username": display_name(&username),
+        "username": username,
         "allowed_mentions": {"parse": []},
         "flags": SUPPRESS_EMBEDS,
     });

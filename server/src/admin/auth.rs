@@ -80,7 +80,10 @@ impl NoticeQuery {
             "imap-removed" => "Mailbox removed. Replies by email are no longer read.",
             "mail-queued" => "Mail queued to the visitor; its delivery shows under the message.",
             "imap-checking" => "Checking the mailbox now; reload to see the outcome.",
-            "integration-off" => "Turned off. Deliveries wait until it is turned on again.",
+            "integration-off" => {
+                "Turned off. Messages written while it is off are not sent to it; deliveries \
+                 already waiting are kept and go out when it is turned on again."
+            }
             "integration-on" => "Turned on. Waiting deliveries go out now.",
             "integration-deleted" => "Integration deleted.",
             "two-factor-on" => "Two-factor sign-in is on.",

@@ -104,7 +104,7 @@ pub async fn disable_integration(
     AdminPosted { who, .. }: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
     let (_, row) = find_site_integration(&app, &key, id, None).await?;
-    turn_off_integration(&app.writer, &Actor::user(&who.user, ip), &row).await?;
+    turn_off_integration((&app.writer, &app.jobs), &Actor::user(&who.user, ip), &row).await?;
     app.slack.rescan.notify_one();
     Ok(see_other(&format!(
         "{}?notice=integration-off",

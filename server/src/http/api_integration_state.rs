@@ -24,7 +24,7 @@ pub async fn turn_off(
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, None).await?;
-    turn_off_integration(&app.writer, &Actor::user(&admin, ip), &row).await?;
+    turn_off_integration((&app.writer, &app.jobs), &Actor::user(&admin, ip), &row).await?;
     // A Socket Mode integration's connection closes.
     app.slack.rescan.notify_one();
     Ok(Json(json!({"id": row.id, "is_enabled": false})).into_response())

@@ -184,9 +184,10 @@ pub async fn fix_webhook_endpoint(
 }
 
 /// Turns an integration off: no new deliveries are planned for it, and its queued ones wait
-/// (blocked, with [`TURNED_OFF`] as the reason) until it is turned on again.
+/// (blocked, with [`TURNED_OFF`] as the reason) until it is turned on again. The runner forgets
+/// them too, so that turning it on starts them at once, not at the retry time they had.
 pub async fn turn_off_integration(
-    writer: &Writer,
+    (writer, jobs): (&Writer, &JobQueue),
     actor: &Actor,
     row: &IntegrationRow,
 ) -> Result<(), store::Error> {
@@ -195,17 +196,21 @@ pub async fn turn_off_integration(
         Target::integration(row.id, &row.kind),
         actor.clone(),
     );
+    let jobs = jobs.clone();
     writer
-        .write(move |c| {
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationDisabled,
-                &target,
-                &json!({}),
-            )?;
-            store::disable_integration(c, id, TURNED_OFF, now_ms())
-        })
+        .write_then(
+            move |c| {
+                audit::record(
+                    c,
+                    &actor,
+                    AuditAction::IntegrationDisabled,
+                    &target,
+                    &json!({}),
+                )?;
+                store::disable_integration(c, id, TURNED_OFF, now_ms())
+            },
+            move |()| jobs.integration_off(id),
+        )
         .await
 }
 

@@ -93,6 +93,9 @@ enum Command {
     },
     /// Jobs queued again in bulk: per rate key, the oldest; read from SQLite a window at a time.
     Requeued(Vec<(Option<String>, JobId)>),
+    /// An integration was turned off: its jobs in memory are forgotten (they are blocked in
+    /// SQLite, and read again when it is turned on).
+    IntegrationOff(IntegrationId),
     /// A rate key's next queued jobs, read from SQLite for its window.
     Loaded {
         load: Load,
@@ -124,6 +127,11 @@ impl JobQueue {
         if !requeued.oldest.is_empty() {
             let _ = self.tx.send(Command::Requeued(requeued.oldest.clone()));
         }
+    }
+
+    /// Integration `id` was turned off (called from the write's commit hook).
+    pub fn integration_off(&self, id: IntegrationId) {
+        let _ = self.tx.send(Command::IntegrationOff(id));
     }
 }
 
@@ -286,6 +294,9 @@ impl Dispatcher {
         match command {
             Command::Add(jobs) => self.add(jobs),
             Command::Requeued(oldest) => self.index.expect_stored(&oldest),
+            Command::IntegrationOff(id) => {
+                self.index.remove_integration(id);
+            }
             Command::Finished {
                 entry,
                 started_at,

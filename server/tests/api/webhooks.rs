@@ -837,3 +837,35 @@ async fn the_api_turns_an_integration_off_and_on_and_deletes_it() {
         3
     );
 }
+
+/// A delivery retrying on the Standard Webhooks schedule (5 minutes after its second failure):
+/// turned off and on again, it goes out at once, as the page says ("Waiting deliveries go out
+/// now"), not when its retry was due. The runner used to keep it at that time.
+#[tokio::test]
+async fn a_retrying_delivery_goes_out_at_once_when_its_webhook_is_turned_on_again() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (id, _) = f.endpoint("/hook", &["message.created"]).await;
+    f.mock.answer("/hook", &[500, 500]);
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "after the outage").await;
+    f.mock.wait_for(2, WAIT + WAIT).await;
+    f.wait_for_sql(
+        "SELECT count(*) FROM jobs WHERE attempt = 2 AND state = 'queued' \
+         AND run_at > (unixepoch('subsec') * 1000) + 60000",
+        1,
+    )
+    .await;
+
+    for action in ["turn-off", "turn-on"] {
+        let path = format!("/api/v1/integrations/{id}/{action}");
+        let (status, answer) = f.app.api("POST", &path, &f.admin, None).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let received = f.mock.wait_for(3, Duration::from_secs(10)).await;
+    assert_eq!(received.len(), 3, "not sent within 10 s of turning it on");
+    assert_eq!(received[2].status, 200);
+    assert_eq!(
+        payload(&received[2])["data"]["message"]["body"],
+        "after the outage"
+    );
+}

@@ -30,6 +30,9 @@ pub struct SiteHoursView {
     pub state: String,
     pub values: SiteHoursFormValues,
     pub notice: Option<Notice>,
+    /// Whether a visitor's address gets replies by email (SMTP configured, the site's email on):
+    /// without it the widget asks for none and promises none, which the page says.
+    pub mails_replies: bool,
 }
 
 /// The site page's card that leads here.
@@ -50,6 +53,7 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
     let csrf = view.nav.csrf.clone();
     let values = view.values;
     let is_email = values.out_of_hours != "accept";
+    let mails_replies = view.mails_replies;
     let days = values
         .days
         .into_iter()
@@ -118,6 +122,13 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                     <label><input type="radio" name="out_of_hours" value="accept" checked=!is_email/>
                         " Take chats with a \"we reply by email\" note"</label>
                 </div>
+                {(!mails_replies).then(|| view! {
+                    <p class="hint warning">
+                        "Email is off for this site, so the chat does neither: it asks for no \
+                         address and promises no reply by email. Turn it on on the site's "
+                        <a href=format!("/sites/{key}/email")>"Email page"</a>"."
+                    </p>
+                })}
             </fieldset>
             <button type="submit" class="button button-primary">"Save hours"</button>
         </form>

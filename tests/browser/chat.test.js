@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { fixture, watch, waitFor, ARTIFACTS } from "./harness.js";
+import { fixture, watch, waitFor, visitor, ARTIFACTS } from "./harness.js";
 
 const world = fixture({ site: "Acme Test", agent: { email: "a@example.com", name: "Ana" } });
 
@@ -138,3 +138,17 @@ test("on a phone the open panel fills the screen", { timeout: 60000 }, async () 
   await page.screenshot({ path: path.join(ARTIFACTS, "panel-phone.png") });
   await context.close();
 });
+
+test("without email for the site the panel never asks for an address nor promises a reply by email",
+  { timeout: 60000 }, async () => {
+    const { host, browser } = world;
+    // Nobody in the inbox, first message stored: where email is on, the address form shows now.
+    const v = await visitor(browser, host.url);
+    try {
+      await v.say("Anyone there?");
+      assert.equal(await v.page.locator("[data-porch=email]").isHidden(), true);
+      assert.doesNotMatch(await v.page.locator("[data-porch=panel]").innerText(), /by email/i);
+    } finally {
+      await v.context.close();
+    }
+  });

@@ -140,6 +140,16 @@ export class Porch {
     await rm(this.dataDir, { recursive: true, force: true });
   }
 
+  /**
+   * Turns email on for site `key` (a started server with SMTP, see smtpSink), so that an address a
+   * visitor leaves gets replies and the widget asks for one (welcome.site.mails_replies).
+   */
+  async turnOnEmail(key) {
+    if (!this.token) await this.addAgent("mail-admin@example.org", "Mail Admin");
+    const { status, body } = await this.api("POST", `/sites/${key}/integrations/email`, {});
+    if (status !== 201) throw new Error(`email not turned on: ${status} ${JSON.stringify(body)}`);
+  }
+
   /** Calls the JSON API as the agent; returns {status, body}. */
   async api(method, urlPath, body) {
     const res = await fetch(`${this.url}/api/v1${urlPath}`, {
@@ -244,14 +254,16 @@ export function watch(page, origin) {
  * Returns the object the `before` hook fills in: {porch, site, host, browser}. A test may set `host`
  * itself; the `after` hook closes whatever is there.
  */
-export function fixture({ site, agent, start = true } = {}, more = async () => {}) {
-  const world = { porch: null, site: null, host: null, browser: null };
+export function fixture({ site, agent, start = true, email = false } = {}, more = async () => {}) {
+  const world = { porch: null, site: null, host: null, browser: null, smtp: null };
   before(async () => {
     world.porch = await Porch.create();
     const origin = site ? await hostOrigin() : null;
     if (site) world.site = await world.porch.addSite(site, origin);
     if (agent) await world.porch.addAgent(agent.email, agent.name);
-    if (start) await world.porch.start();
+    if (email) world.smtp = await smtpSink();
+    if (start) await world.porch.start({ env: world.smtp ? world.smtp.env : {} });
+    if (email && site) await world.porch.turnOnEmail(world.site.key);
     if (site) world.host = await hostPage(origin, world.site.snippet);
     world.browser = await launchBrowser();
     await more(world);
@@ -260,8 +272,25 @@ export function fixture({ site, agent, start = true } = {}, more = async () => {
     await world.browser?.close();
     await world.host?.close();
     await world.porch?.dispose();
+    world.smtp?.proc.kill();
   });
   return world;
+}
+
+/**
+ * The SMTP server of the Rust tests (tests/deliveries/smtp_sink.py, aiosmtpd), writing each mail it
+ * accepts into a temp dir as NNNN.json; returns {proc, port, dir, env}, `env` being what points porch
+ * at it.
+ */
+export async function smtpSink() {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "porch-mail-"));
+  const proc = spawn(path.join(REPO, "tests/deliveries/.venv/bin/python"),
+    [path.join(REPO, "tests/deliveries/smtp_sink.py"), dir], { stdio: ["ignore", "pipe", "inherit"] });
+  running.add(proc);
+  proc.on("exit", () => running.delete(proc));
+  const port = await new Promise((resolve) => proc.stdout.once("data", (d) => resolve(Number(String(d).trim()))));
+  return { proc, port, dir,
+    env: { PORCH_SMTP_URL: `smtp://127.0.0.1:${port}`, PORCH_MAIL_FROM: "Porch <chat@porch.test>" } };
 }
 
 export const PASSWORD = "correct horse battery staple";

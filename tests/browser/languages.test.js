@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { fixture, hostOrigin, hostPage, signIn, watch, waitFor } from "./harness.js";
 
 const ADMIN = { email: "a@example.com", name: "Ana" };
-const world = fixture({ agent: ADMIN });
+const world = fixture({ agent: ADMIN, email: true });
 // Every host page this file starts, closed at the end: an open one keeps the test process alive.
 const hosts = [];
 after(async () => { for (const host of hosts) await host.close(); });
@@ -134,6 +134,7 @@ test("a German visitor reads the attach button, an upload refusal, the pre-chat 
   { timeout: 120000 }, async () => {
     const { porch, browser } = world;
     const { host, key } = await site("Dateien");
+    await porch.turnOnEmail(key); // the panel asks for an address only when replies can be mailed
     const admin = await browser.newContext();
     const page = await admin.newPage();
     page.setDefaultTimeout(15000);

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture } from "./harness.js";
 
-const world = fixture({ site: "Acme Test" });
+const world = fixture({ site: "Acme Test", email: true });
 
 test("a visitor leaves an email address after the first message", { timeout: 60000 }, async () => {
   const { host, browser } = world;

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
-const world = fixture({ site: "Acme", agent: AGENT });
+const world = fixture({ site: "Acme", agent: AGENT, email: true });
 
 // A one-hour span every day starting two hours from now (UTC), so the site is closed for the whole test.
 const later = () => {

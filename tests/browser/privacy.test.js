@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
 
-const world = fixture({ site: "Acme Privacy", agent: { email: "ana@example.com", name: "Ana" } });
+const world = fixture({ site: "Acme Privacy", agent: { email: "ana@example.com", name: "Ana" }, email: true });
 
 /** The id of the visitor's conversation, through the API. */
 async function conversationOf(porch, body) {

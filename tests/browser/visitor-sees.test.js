@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
 
-const world = fixture({ site: "Acme Sees", agent: { email: "a@example.com", name: "Ana" } });
+const world = fixture({ site: "Acme Sees", agent: { email: "a@example.com", name: "Ana" }, email: true });
 
 const metaOf = (page, author) => page.locator(`[data-porch=message][data-author=${author}] .meta`);
 

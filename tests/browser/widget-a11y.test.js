@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
-const world = fixture({ site: "Acme A11y", agent: AGENT });
+const world = fixture({ site: "Acme A11y", agent: AGENT, email: true });
 
 /** What has focus inside the widget: the focused element's data-porch (or tag), and whether it is in the panel. */
 const focused = (page) => page.evaluate(() => {

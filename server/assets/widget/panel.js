@@ -791,6 +791,8 @@
         const site = f.site || {};
         // Nobody in the inbox: offer to answer by email (a missing field counts as nobody).
         agentsOnline = site.agents_online === true;
+        // No email to send replies with: never ask for an address, nor promise a reply by email.
+        mailsReplies = site.mails_replies === true;
         if (site.name) title.textContent = site.name;
         const text = ownText(site.greetings, site.greeting);
         if (text) {
@@ -810,7 +812,7 @@
         const el = byClientId.get(f.client_id);
         if (el && typeof f.id === "number") confirm(el, f.client_id, f.id, f.at);
         else dropPending(f.client_id);
-        if ((afterAck() || !agentsOnline) && !agentReplied && read(key("email")) == null) emailForm.hidden = false;
+        if ((afterAck() || !agentsOnline) && mailsReplies && !agentReplied && read(key("email")) == null) emailForm.hidden = false;
         break;
       }
       case "email_saved":
@@ -954,6 +956,7 @@
 
   let emailWanted = null;
   let agentsOnline = false;
+  let mailsReplies = false;
   const saveEmail = () => {
     // Asked again: the server's answer marks it anew.
     markInvalid(emailInput, false);
@@ -986,9 +989,9 @@
     const time = at && timeOf(at);
     const day = at && at.toDateString() !== new Date().toDateString()
       && at.toLocaleDateString(tag, { weekday: "long" });
-    const asksEmail = site.out_of_hours !== "accept";
+    const asksEmail = site.out_of_hours !== "accept" && mailsReplies;
     away.replaceChildren(...[ownText(site.away_messages, typeof site.away_message === "string" && site.away_message),
-      at && t(day ? "back_on" : "back_at", { day, time }), !asksEmail && t("away_reply")]
+      at && t(day ? "back_on" : "back_at", { day, time }), !asksEmail && mailsReplies && t("away_reply")]
       .filter(Boolean).map((text) => h("p", { text })));
     // A pre-chat form that asks for the address is where it is given: one email field, not two.
     const formAsksEmail = ["optional", "required"].includes(site.prechat?.email);

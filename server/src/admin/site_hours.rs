@@ -11,7 +11,7 @@ use crate::audit::Actor;
 use crate::chat::{self, SiteHoursInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
-use crate::store::SiteRow;
+use crate::store::{self, SiteRow};
 use crate::values::DAY_NAMES;
 
 use super::auth::{NoFields, NoticeQuery};
@@ -30,24 +30,31 @@ const DAY_FIELDS: [&str; 7] = [
     "sunday",
 ];
 
-/// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone).
-async fn state_text(app: &AppState, site: &SiteRow) -> Result<String, PageError> {
+/// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone), and whether
+/// a visitor's address gets replies by email (what "out of hours" offers depends on it).
+async fn page_state(app: &AppState, site: &SiteRow) -> Result<(String, bool), PageError> {
     let hours = chat::find_site_hours(&app.readers, site.id).await?;
+    let id = site.id;
+    let email_on = app
+        .readers
+        .read(move |c| store::has_active_email(c, id))
+        .await?;
     let now = chat::availability(hours.as_ref(), app.wall_clock.now_ms());
-    Ok(match (hours.is_some(), now.is_open, now.opens_at) {
+    let text = match (hours.is_some(), now.is_open, now.opens_at) {
         (false, ..) => "No business hours: the chat is always open.".to_owned(),
         (true, true, _) => "Open now.".to_owned(),
         (true, false, Some(at)) => {
             format!("Closed now; opens {}.", porch_app::format_time(at).1)
         }
         (true, false, None) => "Closed now, with no opening times.".to_owned(),
-    })
+    };
+    Ok((text, email_on && app.mailer.is_some()))
 }
 
 fn page(
     who: &SignedIn,
     site: &SiteRow,
-    (has_hours, state): (bool, String),
+    (has_hours, state, mails_replies): (bool, String, bool),
     input: &SiteHoursInput,
     notice: Option<Notice>,
 ) -> String {
@@ -71,6 +78,7 @@ fn page(
             out_of_hours: input.out_of_hours.clone(),
         },
         notice,
+        mails_replies,
     })
 }
 
@@ -93,11 +101,11 @@ pub async fn hours_page(
         )),
         _ => None,
     };
-    let state = state_text(&app, &site).await?;
+    let (state, mails_replies) = page_state(&app, &site).await?;
     Ok(html(page(
         &who,
         &site,
-        (hours.is_some(), state),
+        (hours.is_some(), state, mails_replies),
         &input,
         notice,
     )))
@@ -117,9 +125,15 @@ pub async fn save_hours(
             let has_hours = chat::find_site_hours(&app.readers, site.id)
                 .await?
                 .is_some();
-            let state = state_text(&app, &site).await?;
+            let (state, mails_replies) = page_state(&app, &site).await?;
             let notice = Some(Notice::Error(invalid.0));
-            let body = page(&who, &site, (has_hours, state), &form, notice);
+            let body = page(
+                &who,
+                &site,
+                (has_hours, state, mails_replies),
+                &form,
+                notice,
+            );
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };

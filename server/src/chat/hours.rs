@@ -59,7 +59,7 @@ impl SiteHoursInput {
             wednesday: weekday.clone(),
             thursday: weekday.clone(),
             friday: weekday,
-            away_message: "We're away right now. Leave a message and we'll reply by email."
+            away_message: "We're away right now. Leave a message and we'll get back to you."
                 .to_owned(),
             out_of_hours: OutOfHours::Email.as_str().to_owned(),
             ..Self::default()

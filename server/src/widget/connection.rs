@@ -215,12 +215,22 @@ impl Connection {
         let fitting = &first.messages[..fitting_welcome(&first.messages)];
         let more = first.has_more || fitting.len() < first.messages.len();
         let site = &self.site;
+        // Read at each welcome, not cached with the site: turning email on or off takes effect
+        // for the next visitor to connect. A failed read only means no offer of email.
+        let site_id = site.id;
+        let mails_replies = self.app.mailer.is_some()
+            && self
+                .app
+                .readers
+                .read(move |c| store::has_active_email(c, site_id))
+                .await
+                .is_ok_and(|on| on);
         let frame = ServerFrame::Welcome {
             v: VERSION,
             token: &token,
             site: super::welcome_site::site_info(
                 site,
-                self.app.chat.hub().has_inbox_subscribers(),
+                (self.app.chat.hub().has_inbox_subscribers(), mails_replies),
                 self.app.wall_clock.now_ms(),
                 self.asks_prechat,
             ),

@@ -92,6 +92,10 @@ pub struct SiteInfo<'a> {
     pub position: &'a str,
     /// Whether an agent has the inbox open right now; the widget offers email capture when not.
     pub agents_online: bool,
+    /// Whether an address the visitor leaves gets replies by email: SMTP is configured and an
+    /// email integration of the site is on. When false the widget never asks for one, nor
+    /// promises a reply by email.
+    pub mails_replies: bool,
     /// False while the site is out of its business hours; always true for a site without hours.
     pub open: bool,
     /// When a closed site opens next, in Unix milliseconds; left out while open (or if it never

@@ -8,10 +8,11 @@ use crate::values::{FieldMode, PrechatForm};
 use super::protocol::{PrechatInfo, PrechatQuestion, SiteInfo};
 
 /// The `site` object of `welcome` for `site` at `now_ms` (the app's wall clock, which tests fix);
-/// `asks_prechat` when this visitor has not answered the site's pre-chat form.
+/// `asks_prechat` when this visitor has not answered the site's pre-chat form; `mails_replies`
+/// when an address the visitor leaves gets replies by email.
 pub fn site_info(
     site: &Site,
-    agents_online: bool,
+    (agents_online, mails_replies): (bool, bool),
     now_ms: i64,
     asks_prechat: bool,
 ) -> SiteInfo<'_> {
@@ -25,6 +26,7 @@ pub fn site_info(
         color: &site.color,
         position: &site.position,
         agents_online,
+        mails_replies,
         open: now.is_open,
         opens_at: now.opens_at,
         away_message: closed.map(|h| h.away_message.as_str()),

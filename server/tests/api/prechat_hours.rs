@@ -265,6 +265,12 @@ async fn saving_and_removing_hours_is_audited_escaped_and_for_admins_only() {
     )
     .await;
     assert_eq!(page.status, 200);
+    // No SMTP here: the page says the out-of-hours choice asks for and promises nothing.
+    assert!(
+        page.body.contains("Email is off for this site"),
+        "{}",
+        page.body
+    );
     assert!(
         page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
         "{}",

@@ -442,3 +442,32 @@ async fn the_mail_form_sent_twice_mails_once() {
     assert_eq!(other.status, 422, "{}", other.body);
     assert_eq!(story.agent_messages(), 1);
 }
+
+/// `welcome.site.mails_replies`: the widget asks for an address, and promises replies by email,
+/// only when SMTP is configured and the site's email is on; read at each welcome, so turning email
+/// off reaches the next visitor at once.
+#[tokio::test]
+async fn the_widget_is_told_whether_an_address_gets_replies() {
+    let bare = TestApp::spawn(&[]).await;
+    let (_visitor, welcome) = bare.visitor(&bare.add_site("Shop"), None, 0).await;
+    assert_eq!(welcome["site"]["mails_replies"], false, "no SMTP");
+
+    let sink = Sink::start();
+    let story = Story::start(&sink, None, None, true).await;
+    let key: String = story
+        .app
+        .db()
+        .query_row("SELECT key FROM sites", [], |r| r.get(0))
+        .expect("the site");
+    let (_visitor, welcome) = story.app.visitor(&key, None, 0).await;
+    assert_eq!(welcome["site"]["mails_replies"], true, "SMTP and email on");
+
+    let id = story
+        .app
+        .count("SELECT id FROM integrations WHERE kind = 'email'");
+    let admin = story.app.add_user_token("Admin2", "admin");
+    let path = format!("/api/v1/integrations/{id}/turn-off");
+    assert_eq!(story.app.api("POST", &path, &admin, None).await.0, 200);
+    let (_visitor, welcome) = story.app.visitor(&key, None, 0).await;
+    assert_eq!(welcome["site"]["mails_replies"], false, "email turned off");
+}

@@ -197,18 +197,45 @@ fn env_of_flag(flag: &str) -> Option<String> {
     None
 }
 
+/// Libraries whose debug and trace lines carry what must never be logged: websocket frames (a
+/// visitor's token, message text), HTTP headers and bodies (tokens, webhook secrets), the SMTP
+/// and IMAP conversations (passwords) and TLS. An operator found `PORCH_LOG=trace` writing
+/// visitor tokens; these stay at `info` whatever `PORCH_LOG` says.
+const QUIET_TARGETS: [&str; 10] = [
+    "tungstenite",
+    "tokio_tungstenite",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "reqwest",
+    "lettre",
+    "async_imap",
+    "imap_proto",
+    "rustls",
+];
+
 /// Installs the log subscriber; `filter` is `PORCH_LOG`, which `Config::validate` has parsed
-/// (other commands pass a fixed filter).
+/// (other commands pass a fixed filter), and [`QUIET_TARGETS`] are held at `info` beneath it.
 fn init_tracing(filter: &str, format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let quiet = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::Level::TRACE)
+        .with_targets(QUIET_TARGETS.map(|target| (target, tracing::Level::INFO)));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match format {
         // Colour codes only for a terminal, not in `docker compose logs` or journald.
-        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
-        LogFormat::Json => logs.json().init(),
+        LogFormat::Text => logs
+            .with_ansi(std::io::stderr().is_terminal())
+            .finish()
+            .with(quiet)
+            .init(),
+        LogFormat::Json => logs.json().finish().with(quiet).init(),
     }
 }
 

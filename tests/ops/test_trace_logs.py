@@ -1,0 +1,43 @@
+"""Secrets never reach the log, even at `PORCH_LOG=trace`: an operator's drill found the websocket
+library's trace lines writing each frame, with the visitor's token (which reads their conversation)
+and the message text. The libraries that log such things are held at `info` beneath any filter.
+"""
+
+import asyncio
+import json
+import subprocess
+import time
+
+from conftest import WAIT, Server, run
+
+ORIGIN = "https://trace.example"
+
+
+def test_trace_logs_carry_no_visitor_token_and_no_message_text(porch_bin, processes, tmp_path):
+    import websockets
+
+    data = tmp_path / "data"
+    site = json.loads(run([porch_bin, "--data-dir", data, "site", "add", "--name", "Trace",
+                           "--origin", ORIGIN, "--public-url", "http://127.0.0.1", "--json"]).stdout)["key"]
+    server = Server(processes.start(
+        [porch_bin, "--data-dir", data, "serve", "--listen", "127.0.0.1:0", "--log", "trace"],
+        stderr=subprocess.PIPE))
+    server.wait_ready()
+    body = "secret-body-7f3a9c"
+
+    async def visit() -> str:
+        url = f"ws://{server.addr}/widget/ws?site={site}"
+        async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
+            await ws.send(json.dumps({"type": "hello", "v": 1}))
+            welcome = json.loads(await asyncio.wait_for(ws.recv(), WAIT))
+            await ws.send(json.dumps({"type": "message", "client_id": "t1", "body": body}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "ack"
+            return welcome["token"]
+
+    token = asyncio.run(visit())
+    time.sleep(0.5)  # the last lines of the exchange are written
+    log = "".join(server.log)
+    assert " DEBUG porch" in log, "the filter lets everything of porch through"
+    assert token not in log, "the visitor token was logged"
+    assert token.split(".")[-1] not in log, "the visitor token's secret part was logged"
+    assert body not in log, "the message text was logged"

@@ -164,6 +164,15 @@ async fn post_reply(
     Posted { who, form }: Posted<ReplyForm>,
 ) -> Result<Response, PageError> {
     let conversation = ConversationId(id);
+    // Anything but these two is a mistake, never a reply: `Note` sent as a public reply would show
+    // a private note to the visitor.
+    if !matches!(form.kind.as_str(), "reply" | "note" | "") {
+        return Err(PageError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Not sent",
+            "kind must be reply or note.",
+        ));
+    }
     let attachments: Vec<String> = form
         .attachments
         .split(',')

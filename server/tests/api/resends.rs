@@ -215,3 +215,24 @@ async fn the_inbox_form_sent_twice_stores_one_message() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_reply_form_of_an_unknown_kind_is_refused_never_sent_as_a_reply() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let (_widget, id) = conversation(&app).await;
+    for kind in ["Note", "notes", "private"] {
+        let answer = post_form(
+            &app,
+            &admin,
+            id,
+            &[("body", "Internal only"), ("kind", kind)],
+        )
+        .await;
+        assert_eq!(answer.status, 422, "{kind}: {}", answer.body);
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author <> 'visitor'"),
+        0
+    );
+}

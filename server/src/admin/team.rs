@@ -211,7 +211,11 @@ pub async fn disable(
         .set_disabled(&Actor::user(&who.user, ip), UserId(id), true)
         .await
     {
-        Ok(()) => Ok(see_other("/team?notice=disabled")),
+        Ok(()) => {
+            // Nobody would answer them: back to the team, as unassigned.
+            app.chat.unassign_all_of(UserId(id), &who.user).await?;
+            Ok(see_other("/team?notice=disabled"))
+        }
         Err(err) => refused(&app, &who, err).await,
     }
 }

@@ -303,6 +303,20 @@ impl Chat {
         .map(drop)
     }
 
+    /// Unassigns every open conversation of `user`, who was just disabled and will answer none
+    /// of them: each gets `by`'s "unassigned" line, its integrations hear of it, and it counts as
+    /// unassigned again in every inbox, live. Returns how many.
+    pub async fn unassign_all_of(&self, user: UserId, by: &UserRow) -> Result<usize, Error> {
+        let ids = self
+            .readers
+            .read(move |c| store::list_open_conversations_assigned_to(c, user))
+            .await?;
+        for id in &ids {
+            self.assign_conversation(*id, by, None, None).await?;
+        }
+        Ok(ids.len())
+    }
+
     /// Closes an open conversation and tells the visitor's widgets; the visitor's next message
     /// starts a new one.
     pub async fn close_conversation(

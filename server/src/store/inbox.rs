@@ -212,6 +212,19 @@ pub fn update_conversation_assignee(
         == 1)
 }
 
+/// The open conversations assigned to `user`, oldest first.
+pub fn list_open_conversations_assigned_to(
+    conn: &Connection,
+    user: UserId,
+) -> Result<Vec<ConversationId>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM conversations WHERE assignee_id = ?1 AND status = 'open' ORDER BY id",
+        )?
+        .query_map([user], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
 /// Closes an open conversation; returns false if it was not open.
 pub fn close_conversation(conn: &Connection, id: ConversationId, now: i64) -> Result<bool, Error> {
     Ok(conn

@@ -297,3 +297,54 @@ async fn a_stream_ends_when_its_session_expires() {
         "the stream ended before the session expired"
     );
 }
+
+/// A disabled agent answers nothing: their open conversations go back to the team, unassigned,
+/// with the admin's line in each (a new user found them gone from every count and alert).
+#[tokio::test]
+async fn disabling_a_user_unassigns_their_open_conversations() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
+    let site = app.add_site("Shop");
+    for n in 0..3 {
+        let (mut widget, _) = app.visitor(&site, None, 0).await;
+        widget.say(&format!("c{n}"), "hello").await;
+    }
+    // Bo has two open ones and a closed one; the third open one is nobody's.
+    app.db()
+        .execute_batch(&format!(
+            "UPDATE conversations SET assignee_id = {bo} WHERE id IN (1, 2, 3); \
+             UPDATE conversations SET assignee_id = NULL WHERE id = 3; \
+             UPDATE conversations SET status = 'closed', closed_at = 1 WHERE id = 2;"
+        ))
+        .expect("assign");
+    let disabled = send(
+        &app,
+        "POST",
+        &format!("/team/{bo}/disable"),
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(disabled.status, 303, "{}", disabled.body);
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM conversations WHERE status = 'open' AND assignee_id IS NOT NULL"
+        ),
+        0
+    );
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM conversations WHERE id = 2 AND assignee_id = {bo}"
+        )),
+        1,
+        "a closed conversation keeps who had it"
+    );
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM messages WHERE author = 'system' \
+             AND body = 'Ana unassigned this conversation'"
+        ),
+        1
+    );
+}

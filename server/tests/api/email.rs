@@ -287,6 +287,18 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
             [alice_conversation.0, porch::clock::now_ms() + 3_600_000],
         )
         .expect("a later message");
+    // A visitor's text laid out as an agent's line stays inside the visitor's message.
+    app.db()
+        .execute(
+            "INSERT INTO messages (conversation_id, author, visitor_id, client_id, body, created_at) \
+             SELECT id, 'visitor', visitor_id, 'forged1', ?2, ?3 FROM conversations WHERE id = ?1",
+            rusqlite::params![
+                alice_conversation.0,
+                "Thanks.\n\nAdmin: Please confirm your card at https://x.example",
+                porch::clock::now_ms()
+            ],
+        )
+        .expect("a forged line");
     let server_app = &app.server.as_ref().expect("server").app;
     let admin_id = UserId(app.count("SELECT id FROM users WHERE name = 'Admin'"));
     let admin_user = server_app
@@ -312,6 +324,15 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     );
     let html = transcript["html"].as_str().expect("html");
     assert!(!html.contains("written after closing"), "{html}");
+    let text = transcript["text"]
+        .as_str()
+        .expect("text")
+        .replace("\r\n", "\n");
+    assert!(
+        text.contains("You:\n  Thanks.\n  \n  Admin: Please confirm"),
+        "{text}"
+    );
+    assert!(!text.contains("\nAdmin: Please"), "{text}");
     for part in [
         "&lt;b&gt;Help&lt;/b&gt;",
         "Seen live",

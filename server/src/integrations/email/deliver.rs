@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use lettre::message::{Mailbox, MultiPart};
 
-use super::mailer::{Mailer, escape_html, html_page};
+use super::mailer::{Mailer, escape_html, html_page, indented};
 use super::{agent_mail, digest};
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
@@ -253,7 +253,9 @@ async fn transcript(
         } else {
             "You".to_owned()
         };
-        let _ = writeln!(text, "{who}: {}\n", m.body);
+        // The name alone on its line, the text indented under it: a visitor's "\n\nAna: …" stays
+        // inside their own message instead of passing for an agent's reply.
+        let _ = writeln!(text, "{who}:\n{}\n", indented(&m.body, "  "));
         let _ = write!(
             html,
             "<p><b>{}</b><br>{}</p>",

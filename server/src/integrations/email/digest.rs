@@ -12,6 +12,7 @@ use crate::values::one_line;
 
 use super::Mailer;
 use super::deliver::{classify, mailbox_of};
+use super::mailer::indented;
 use super::mailer::{escape_html, html_page};
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{failed, integration_of, retry};
@@ -76,7 +77,7 @@ pub(super) async fn digest(
             .map_or_else(|| "A visitor".to_owned(), one_line);
         let url = format!("{}/conversations/{}", destinations.public_url, w.id);
         let first: String = w.first_message.chars().take(300).collect();
-        let _ = writeln!(text, "- {who}:\n{}\n  {url}\n", quoted(&first));
+        let _ = writeln!(text, "- {who}:\n{}\n  {url}\n", indented(&first, "  > "));
         let _ = write!(
             html,
             "<li><b>{}</b>: {}<br><a href=\"{}\">Open in Porch</a></li>",
@@ -114,15 +115,6 @@ pub(super) async fn digest(
         .await
         .map_err(retry)?;
     Ok(note)
-}
-
-/// The visitor's text with every line quoted (`  > `), so nothing a visitor writes can pass for
-/// an entry of the digest or a link of Porch's own.
-fn quoted(text: &str) -> String {
-    text.lines()
-        .map(|line| format!("  > {line}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Sends the digest to each agent in a mail and an SMTP transaction of their own, so no agent
@@ -182,7 +174,7 @@ mod tests {
     fn a_visitors_text_cannot_pass_for_an_entry_of_the_digest() {
         let forged = "Hi\n  https://porch.example/conversations/1\n- A visitor: reset at https://evil.example";
         assert_eq!(
-            quoted(forged),
+            indented(forged, "  > "),
             "  > Hi\n  >   https://porch.example/conversations/1\n  > - A visitor: reset at https://evil.example"
         );
         assert_eq!(one_line("Mal\r\nBcc: x@y\t z"), "Mal Bcc: x@y z");

@@ -224,6 +224,16 @@ impl lettre::message::header::Header for AutoSubmitted {
 /// Escapes text for HTML (shared with the admin UI's string-built markup).
 pub use porch_app::escape_html;
 
+/// `text` with `prefix` before every line, for the text part of a mail: a header of Porch's own
+/// starts a line, so nothing a visitor writes can pass for one (an entry of the digest, a link,
+/// an agent's line in a transcript).
+pub fn indented(text: &str, prefix: &str) -> String {
+    text.lines()
+        .map(|line| format!("{prefix}{line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub(super) fn html_page(body: &str) -> String {
     format!("<!doctype html><html><body style=\"font-family: sans-serif\">{body}</body></html>")
 }

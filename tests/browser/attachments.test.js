@@ -292,3 +292,65 @@ test("an admin lowers the site's attachment limit on the site page and the panel
     }
     assert.equal((await porch.api("GET", `/sites/${site.key}/attachments`)).body.max_bytes, 10485760);
   });
+
+/** A tall PNG (120×600), drawn by the page's own canvas. */
+async function tallPng(page) {
+  const b64 = await page.evaluate(async () => {
+    const canvas = new OffscreenCanvas(120, 600);
+    const g = canvas.getContext("2d");
+    g.fillStyle = "#2563eb";
+    g.fillRect(0, 0, 120, 600);
+    const bytes = new Uint8Array(await (await canvas.convertToBlob({ type: "image/png" })).arrayBuffer());
+    return btoa(String.fromCharCode(...bytes));
+  });
+  return Buffer.from(b64, "base64");
+}
+
+/** Whether a scrolled box shows its end. */
+const atEnd = (box) => box.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 4);
+
+test("a picture that loads after its message keeps the thread at its end, in the inbox and in the panel",
+  { timeout: 120000 }, async () => {
+    const { porch, host, browser } = world;
+    const ann = await visitor(browser, host.url);
+    // Few messages (each counts on the visitor's rate, as the upload will), but tall ones.
+    for (let n = 1; n <= 5; n += 1) await ann.say(`Part ${n}\nof\na\nlong\nstory`);
+    const agentContext = await browser.newContext({ viewport: { width: 1200, height: 700 } });
+    const agent = await agentContext.newPage();
+    agent.setDefaultTimeout(15000);
+    await signIn(agent, porch, AGENT.email);
+    await agent.goto(`${porch.url}/inbox`);
+    await agent.locator("#conversations li", { hasText: "Part 5" }).locator("a").click();
+    await agent.waitForURL(/\/conversations\/\d+/);
+    const thread = agent.locator("#messages");
+    await waitFor("the agent's thread to open at its end", () => atEnd(thread));
+    // Pictures arrive a little after their message, as over a real network.
+    const slow = async (route) => {
+      if (route.request().method() === "GET") await new Promise((r) => setTimeout(r, 400));
+      await route.continue();
+    };
+    await agent.route("**/thumbnail", slow);
+    await ann.page.route("**/widget/attachments/**", slow);
+
+    await pick(ann.page, [{ name: "tall.png", mimeType: "image/png", buffer: await tallPng(ann.page) }]);
+    await uploaded(ann.page, 1);
+    await ann.page.locator("[data-porch=input]").fill("This one");
+    await ann.page.locator("[data-porch=input]").press("Enter");
+    const thumb = agent.locator(".message-visitor", { hasText: "This one" }).locator(".attachment-image img");
+    await waitFor("the agent's thumbnail to load", () => thumb.evaluate((img) => img.complete && img.naturalWidth > 0));
+    await waitFor("the agent's thread to stay at its end", () => atEnd(thread), { timeoutMs: 3000 });
+
+    // The agent answers with a picture; the visitor's panel keeps to its end too.
+    const [chooser] = await Promise.all([agent.waitForEvent("filechooser"),
+      agent.getByText("Attach files", { exact: true }).click()]);
+    await chooser.setFiles([{ name: "answer.png", mimeType: "image/png", buffer: await tallPng(agent) }]);
+    await agent.locator("#reply-files li", { hasText: "ready" }).waitFor();
+    await agent.getByRole("button", { name: "Send reply" }).click();
+    const list = ann.page.locator("[data-porch=messages]");
+    const picture = ann.page.locator("[data-porch=message][data-author=agent] [data-porch=file-image] img");
+    await waitFor("the visitor's picture to load", () =>
+      picture.evaluate((img) => img.complete && img.naturalWidth > 0).catch(() => false));
+    await waitFor("the panel to stay at its end", () => atEnd(list), { timeoutMs: 3000 });
+    await agentContext.close();
+    await ann.context.close();
+  });

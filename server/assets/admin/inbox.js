@@ -124,6 +124,16 @@
 
   const messages = document.getElementById("messages");
   const nearBottom = () => messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
+  // An image that loads after its message was placed makes the thread longer: keep to the end if the
+  // agent was there (load events do not bubble, so they are caught on the way down).
+  let atEnd = true;
+  messages?.addEventListener("scroll", () => { atEnd = nearBottom(); }, { passive: true });
+  messages?.addEventListener("load", (e) => {
+    // At the end but for the image's own height counts too (a scroll event on the way may have said not).
+    if (atEnd || messages.scrollHeight - messages.scrollTop - messages.clientHeight - e.target.offsetHeight < 80) {
+      messages.scrollTop = messages.scrollHeight;
+    }
+  }, true);
   const addMessage = (html) => {
     const item = fromHtml(html);
     if (!item || document.getElementById(item.id)) return; // already shown (own reply, replay)

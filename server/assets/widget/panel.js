@@ -214,7 +214,14 @@
   list.addEventListener("scroll", () => {
     pinned = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
   }, { passive: true });
-  if (window.ResizeObserver) new ResizeObserver(() => { if (pinned) list.scrollTop = list.scrollHeight; }).observe(list);
+  const keepEnd = () => { if (pinned) list.scrollTop = list.scrollHeight; };
+  if (window.ResizeObserver) new ResizeObserver(keepEnd).observe(list);
+  // An image loading after its message was placed makes the content taller, not the list: it was at
+  // the end if it is but for the image's own height (a scroll event on the way may have said otherwise).
+  list.addEventListener("load", (e) => {
+    pinned ||= list.scrollHeight - list.scrollTop - list.clientHeight - e.target.offsetHeight < 40;
+    keepEnd();
+  }, true);
   const typing = h("p", { class: "typing", "data-porch": "typing", hidden: true });
   const error = h("p", { id: "porch-error", class: "error", "data-porch": "error", role: "alert", hidden: true });
   // No maxlength: it counts UTF-16 units, so 2,000 emoji would fill it; the limit is 4,000 characters

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import urllib.request
+import time
 import uuid
 
 import pytest
@@ -239,3 +240,33 @@ def test_a_restart_on_a_full_disk_says_the_disk_is_full(porch_bin, processes, sm
 
     (small_disk / "ballast").unlink()
     processes.serve(porch_bin, data).wait_ready()
+
+
+def test_a_restart_that_opens_on_a_full_disk_is_not_ready_until_there_is_room(porch_bin, processes, small_disk):
+    """Killed (its -wal and -shm left in place), then started again on a disk filled meanwhile:
+    SQLite opens the database without growing a file, so the start works. It must not say ready
+    while nothing can be stored (an operator's drill found /readyz at 200 until the first write
+    failed), and it must become ready by itself once space returns."""
+    data = small_disk / "data"
+    server = processes.serve(porch_bin, data)
+    server.wait_ready()
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(timeout=WAIT)
+    fill(small_disk)
+    again = processes.serve(porch_bin, data)
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            status, body = again.get("/readyz")
+            break
+        except OSError:
+            if again.process.poll() is not None:
+                pytest.skip("this SQLite could not open the database on the full disk: "
+                            "the start fails as the test above checks")
+            assert time.monotonic() < deadline, "".join(again.log)
+            time.sleep(0.05)
+    assert (status, body.get("reason")) == (503, "disk_full"), body
+    assert any("the disk holding the database is full" in line for line in again.log), "".join(again.log)
+
+    (small_disk / "ballast").unlink()
+    again.wait_ready()

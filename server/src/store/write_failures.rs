@@ -70,14 +70,7 @@ impl Failures {
     /// Writes and syncs a scratch file beside the database; true if that works: the disk has
     /// room again and readiness can be restored (the next batch confirms it or fails again).
     pub(super) fn probe(&mut self, conn: &Connection) -> bool {
-        let dir = conn
-            .path()
-            .and_then(|path| {
-                std::path::Path::new(path)
-                    .parent()
-                    .map(std::path::Path::to_path_buf)
-            })
-            .unwrap_or_default();
+        let dir = database_dir(conn).unwrap_or_default();
         match super::disk_room::has_room(&dir) {
             Ok(()) => {
                 self.next_probe = None;
@@ -91,4 +84,36 @@ impl Failures {
             }
         }
     }
+
+    /// At start: true, said once and probed from now on, when the disk has no room (a restart of
+    /// an install whose disk filled). The server starts all the same, serves what it has and is
+    /// not ready until there is room, as when the disk fills while it runs.
+    pub(super) fn starts_full(&mut self, conn: &Connection) -> bool {
+        let Some(dir) = database_dir(conn) else {
+            return false;
+        };
+        match super::disk_room::has_room(&dir) {
+            Err(err) if err.kind() == std::io::ErrorKind::StorageFull => {
+                tracing::error!(
+                    dir = %dir.display(),
+                    "the disk holding the database is full: nothing can be stored, and /readyz \
+                     says disk_full, until there is room (no restart needed)"
+                );
+                self.next_probe = Some(Instant::now() + DISK_PROBE_INTERVAL);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The directory of the database file; `None` for an in-memory database.
+fn database_dir(conn: &Connection) -> Option<std::path::PathBuf> {
+    conn.path()
+        .filter(|path| !path.is_empty())
+        .and_then(|path| {
+            std::path::Path::new(path)
+                .parent()
+                .map(std::path::Path::to_path_buf)
+        })
 }

@@ -270,3 +270,20 @@ def test_a_restart_that_opens_on_a_full_disk_is_not_ready_until_there_is_room(po
 
     (small_disk / "ballast").unlink()
     again.wait_ready()
+
+
+def test_commands_on_a_full_disk_say_the_disk_is_full(porch_bin, small_disk):
+    """An operator's commands on a full disk named SQLite's words only ("database or disk is
+    full: Error code 13", "disk I/O error"); each says the cause and the directory first."""
+    data = small_disk / "data"
+    run([porch_bin, "--data-dir", data, "site", "add", "--name", "Full", "--origin", ORIGIN,
+         "--public-url", "http://127.0.0.1"])
+    fill(small_disk)
+    for args in (["user", "add", "--email", "a@example.org", "--name", "A", "--role", "admin"],
+                 ["token", "add", "--user", "a@example.org"],
+                 ["migrate"]):
+        failed = subprocess.run([str(porch_bin), "--data-dir", str(data), *args], input="pw-long-enough-1\n",
+                                capture_output=True, text=True, timeout=WAIT)
+        assert failed.returncode != 0, failed.stderr
+        error = failed.stderr.strip().splitlines()[-1]
+        assert error.startswith(f"error: the disk holding {data} is full"), (args, error)

@@ -114,9 +114,17 @@ pub fn main() -> ExitCode {
     for warning in warnings {
         tracing::warn!("{warning}");
     }
+    // `serve` says so itself, before its own context is added.
+    let full_disk_said = matches!(cli.command, Command::Serve(_));
+    let data_dir = cli.data.data_dir.clone();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
+            let err = if full_disk_said {
+                err
+            } else {
+                store::explain_full_disk(err, &data_dir)
+            };
             let _ = writeln!(std::io::stderr(), "error: {err:#}");
             ExitCode::FAILURE
         }

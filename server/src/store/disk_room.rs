@@ -28,13 +28,13 @@ pub fn has_room(dir: &Path) -> std::io::Result<()> {
     written
 }
 
-/// `err`, with the cause said first when the disk holding `dir` is full: "disk I/O error" or a
-/// key file that "cannot be read or written" would otherwise send an operator after a broken
-/// disk or wrong permissions.
+/// `err`, with the cause said first when the disk holding `dir` is full: "disk I/O error", "Error
+/// code 13" or a key file that "cannot be read or written" would otherwise send an operator
+/// after a broken disk or wrong permissions. For `serve` and every other command.
 pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
     match has_room(dir) {
         Err(full) if full.kind() == std::io::ErrorKind::StorageFull => err.context(format!(
-            "the disk holding {} is full: free some space on it, then start Porch again",
+            "the disk holding {} is full: free some space on it, then try again",
             dir.display()
         )),
         _ => err,

@@ -41,3 +41,22 @@ def test_trace_logs_carry_no_visitor_token_and_no_message_text(porch_bin, proces
     assert token not in log, "the visitor token was logged"
     assert token.split(".")[-1] not in log, "the visitor token's secret part was logged"
     assert body not in log, "the message text was logged"
+
+
+def test_with_json_logs_the_line_that_says_why_serve_stopped_is_json(porch_bin, tmp_path):
+    """A log collector reading `PORCH_LOG_FORMAT=json` got a plain `error: …` line for the one
+    event it most needed: why the server did not start."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        failed = run([porch_bin, "--data-dir", tmp_path / "data", "serve", "--listen", f"127.0.0.1:{port}"],
+                     env={"PORCH_LOG_FORMAT": "json"}, check=False)
+    assert failed.returncode == 1, failed.stderr
+    lines = failed.stderr.strip().splitlines()
+    parsed = [json.loads(line) for line in lines]  # every line is JSON
+    assert parsed[-1]["level"] == "ERROR", parsed[-1]
+    assert parsed[-1]["fields"]["message"] == "porch stopped", parsed[-1]
+    assert str(port) in parsed[-1]["fields"]["error"], parsed[-1]

@@ -125,7 +125,12 @@ pub fn main() -> ExitCode {
             } else {
                 store::explain_full_disk(err, &data_dir)
             };
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            // With JSON logs the last line is JSON too: it is the one a log collector most needs.
+            if matches!(format, LogFormat::Json) {
+                tracing::error!(error = format!("{err:#}"), "porch stopped");
+            } else {
+                let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            }
             ExitCode::FAILURE
         }
     }

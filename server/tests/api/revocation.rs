@@ -264,15 +264,7 @@ async fn disabling_a_user_ends_their_live_streams() {
         &agent.cookie,
     )
     .await;
-    let disabled = send(
-        &app,
-        "POST",
-        &format!("/team/{bo}/disable"),
-        &admin.cookie,
-        Some(&form(&[("csrf", &admin.csrf)])),
-    )
-    .await;
-    assert_eq!(disabled.status, 303, "{}", disabled.body);
+    disable(&app, &admin, bo).await;
     assert_ends(stream, "disable").await;
 }
 
@@ -318,15 +310,7 @@ async fn disabling_a_user_unassigns_their_open_conversations() {
              UPDATE conversations SET status = 'closed', closed_at = 1 WHERE id = 2;"
         ))
         .expect("assign");
-    let disabled = send(
-        &app,
-        "POST",
-        &format!("/team/{bo}/disable"),
-        &admin.cookie,
-        Some(&form(&[("csrf", &admin.csrf)])),
-    )
-    .await;
-    assert_eq!(disabled.status, 303, "{}", disabled.body);
+    disable(&app, &admin, bo).await;
     assert_eq!(
         app.count(
             "SELECT count(*) FROM conversations WHERE status = 'open' AND assignee_id IS NOT NULL"
@@ -347,4 +331,17 @@ async fn disabling_a_user_unassigns_their_open_conversations() {
         ),
         1
     );
+}
+
+/// An admin disables user `id` on the team page.
+async fn disable(app: &TestApp, admin: &Browser, id: porch::store::UserId) {
+    let disabled = send(
+        app,
+        "POST",
+        &format!("/team/{id}/disable"),
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(disabled.status, 303, "{}", disabled.body);
 }

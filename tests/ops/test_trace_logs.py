@@ -52,8 +52,12 @@ def test_with_json_logs_the_line_that_says_why_serve_stopped_is_json(porch_bin, 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        failed = run([porch_bin, "--data-dir", tmp_path / "data", "serve", "--listen", f"127.0.0.1:{port}"],
-                     env={"PORCH_LOG_FORMAT": "json"}, check=False)
+        serve = [porch_bin, "--data-dir", tmp_path / "data", "serve", "--listen", f"127.0.0.1:{port}"]
+        failed = run(serve, env={"PORCH_LOG_FORMAT": "json"}, check=False)
+        # With every log line filtered out, the reason still reaches standard error.
+        silenced = run(serve, env={"PORCH_LOG_FORMAT": "json", "PORCH_LOG": "off"}, check=False)
+    assert silenced.returncode == 1, silenced.stderr
+    assert silenced.stderr.strip().splitlines()[-1].startswith("error: "), silenced.stderr
     assert failed.returncode == 1, failed.stderr
     lines = failed.stderr.strip().splitlines()
     parsed = [json.loads(line) for line in lines]  # every line is JSON

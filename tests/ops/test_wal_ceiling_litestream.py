@@ -106,7 +106,8 @@ def test_writes_resume_once_a_stuck_litestream_is_restarted(porch_bin, litestrea
             assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
             litestream = start_litestream(processes, litestream_bin, env, log_path)
             assert (await send(ws, "before the stall"))["type"] == "ack"
-            time.sleep(3)  # Litestream has attached and taken its read transaction
+            # Litestream gives no signal that it holds its read transaction: give it its start-up.
+            await asyncio.sleep(3)
             assert litestream.poll() is None, log_path.read_text()
 
             litestream.send_signal(signal.SIGSTOP)
@@ -125,7 +126,7 @@ def test_writes_resume_once_a_stuck_litestream_is_restarted(porch_bin, litestrea
                 restart_wal(db)
                 assert wal.stat().st_size > LIMIT, "the restarted WAL keeps its file"
                 start_litestream(processes, litestream_bin, env, log_path)
-                time.sleep(3)
+                await asyncio.sleep(3)
             finally:
                 server.process.send_signal(signal.SIGCONT)
 

@@ -129,8 +129,10 @@
   let atEnd = true;
   messages?.addEventListener("scroll", () => { atEnd = nearBottom(); }, { passive: true });
   messages?.addEventListener("load", (e) => {
-    // At the end but for the image's own height counts too (a scroll event on the way may have said not).
-    if (atEnd || messages.scrollHeight - messages.scrollTop - messages.clientHeight - e.target.offsetHeight < 80) {
+    // In the newest message, at the end but for the image's own height counts too (a scroll event on the
+    // way may have said not); an older thumbnail loading (they load lazily) never pulls a reader down.
+    const newest = e.target.closest("li") === messages.lastElementChild;
+    if (atEnd || (newest && messages.scrollHeight - messages.scrollTop - messages.clientHeight - e.target.offsetHeight < 80)) {
       messages.scrollTop = messages.scrollHeight;
     }
   }, true);

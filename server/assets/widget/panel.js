@@ -216,10 +216,12 @@
   }, { passive: true });
   const keepEnd = () => { if (pinned) list.scrollTop = list.scrollHeight; };
   if (window.ResizeObserver) new ResizeObserver(keepEnd).observe(list);
-  // An image loading after its message was placed makes the content taller, not the list: it was at
-  // the end if it is but for the image's own height (a scroll event on the way may have said otherwise).
+  // An image loading after its message was placed makes the content taller, not the list. One in the
+  // newest message counts as at the end if it is but for the image's own height (a scroll event on the
+  // way may have said otherwise); an older one loading never pulls a reader down.
   list.addEventListener("load", (e) => {
-    pinned ||= list.scrollHeight - list.scrollTop - list.clientHeight - e.target.offsetHeight < 40;
+    pinned ||= e.target.closest("[data-porch=message]") === list.lastElementChild
+      && list.scrollHeight - list.scrollTop - list.clientHeight - e.target.offsetHeight < 40;
     keepEnd();
   }, true);
   const typing = h("p", { class: "typing", "data-porch": "typing", hidden: true });

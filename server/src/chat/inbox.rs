@@ -305,16 +305,28 @@ impl Chat {
 
     /// Unassigns every open conversation of `user`, who was just disabled and will answer none
     /// of them: each gets `by`'s "unassigned" line, its integrations hear of it, and it counts as
-    /// unassigned again in every inbox, live. Returns how many.
+    /// unassigned again in every inbox, live. One that was taken or closed meanwhile is left as
+    /// it is now. Returns how many were unassigned.
     pub async fn unassign_all_of(&self, user: UserId, by: &UserRow) -> Result<usize, Error> {
         let ids = self
             .readers
             .read(move |c| store::list_open_conversations_assigned_to(c, user))
             .await?;
-        for id in &ids {
-            self.assign_conversation(*id, by, None, None).await?;
+        let mut unassigned = 0;
+        for id in ids {
+            let site_id = self.inbox_item(by.id, id).await?.site_id;
+            let line = format!("{} unassigned this conversation", by.name);
+            let changed = self
+                .change(site_id, id, by, line, None, move |c| {
+                    if !store::unassign_open_conversation_of(c, id, user)? {
+                        return Ok(None);
+                    }
+                    conversation_change_jobs(c, id, ConversationChange::Unassigned).map(Some)
+                })
+                .await?;
+            unassigned += usize::from(changed.is_some());
         }
-        Ok(ids.len())
+        Ok(unassigned)
     }
 
     /// Closes an open conversation and tells the visitor's widgets; the visitor's next message

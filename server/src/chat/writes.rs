@@ -93,16 +93,23 @@ fn earlier_agent_message(
     let same = earlier.conversation_id == new.conversation_id
         && earlier.author == new.author()
         && earlier.body == new.body.as_str()
-        && earlier
-            .attachments
-            .iter()
-            .map(|a| &a.id)
-            .eq(&new.attachments);
+        && same_files(&earlier.attachments, &new.attachments);
     Ok(Some(if same {
         Ok(earlier)
     } else {
         Err(ClientIdReused)
     }))
+}
+
+/// Whether a message's stored files are the uploads a resend names. Compared as sets: the stored
+/// ones come back in the order their uploads finished, which a resend of files uploaded side by
+/// side need not repeat.
+fn same_files(stored: &[store::AttachmentMeta], named: &[String]) -> bool {
+    let mut stored: Vec<&str> = stored.iter().map(|a| a.id.as_str()).collect();
+    let mut named: Vec<&str> = named.iter().map(String::as_str).collect();
+    stored.sort_unstable();
+    named.sort_unstable();
+    stored == named
 }
 
 /// [`store_agent_message_once`]'s refusal: the client id names another message.

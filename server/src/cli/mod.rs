@@ -126,7 +126,7 @@ pub fn main() -> ExitCode {
                 store::explain_full_disk(err, &data_dir)
             };
             // With JSON logs the last line is JSON too: it is the one a log collector most needs.
-            if matches!(format, LogFormat::Json) {
+            if matches!(format, LogFormat::Json) && tracing::enabled!(tracing::Level::ERROR) {
                 tracing::error!(error = format!("{err:#}"), "porch stopped");
             } else {
                 let _ = writeln!(std::io::stderr(), "error: {err:#}");

@@ -9,10 +9,13 @@
 //! - past the ceiling (`PORCH_WAL_LIMIT`), the writer refuses whole batches (callers get a
 //!   transient error: visitors `unavailable`, jobs retry) until a TRUNCATE checkpoint succeeds,
 //!   tried at most once a second, or the WAL restarted (Litestream's checkpoint does that).
+//!   Refusing is the only hard ceiling there is: no checkpoint can take frames from under
+//!   another process's read transaction, so Porch cannot force its way past a stuck
+//!   Litestream, only stop the WAL (and the disk) from growing.
 //!
-//! Sizes are the WAL frames in use, not the file's length: a restarted WAL keeps its file. Refusing is the only hard ceiling there is: no checkpoint can
-//!   take frames from under another process's read transaction, so Porch cannot force its way
-//!   past a stuck Litestream, only stop the WAL (and the disk) from growing.
+//! Sizes are the WAL frames in use, not the file's length: a restarted WAL keeps its file. While
+//! the file is past a threshold, telling them costs a PASSIVE checkpoint a second on the writer
+//! thread (what SQLite's automatic checkpoint would do anyway); under it, a `stat`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -116,7 +119,7 @@ impl WalGuard {
         if now < self.next_limit_check {
             return !self.is_over_limit;
         }
-        // A stat a second while under the ceiling; while over it, one checkpoint attempt a second
+        // A look a second while under the ceiling; while over it, one checkpoint attempt a second
         // (each may block the writer for the busy timeout, and refused writes cost nothing).
         self.next_limit_check = now + CHECK_INTERVAL;
         let Some(size) = self.wal_past(conn, self.limit) else {

@@ -225,6 +225,21 @@ pub fn list_open_conversations_assigned_to(
         .collect::<Result<_, _>>()?)
 }
 
+/// Unassigns conversation `id` if it is open and `user`'s; returns false if not (any more).
+pub fn unassign_open_conversation_of(
+    conn: &Connection,
+    id: ConversationId,
+    user: UserId,
+) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE conversations SET assignee_id = NULL \
+             WHERE id = ?1 AND assignee_id = ?2 AND status = 'open'",
+        )?
+        .execute(params![id, user])?
+        == 1)
+}
+
 /// Closes an open conversation; returns false if it was not open.
 pub fn close_conversation(conn: &Connection, id: ConversationId, now: i64) -> Result<bool, Error> {
     Ok(conn

@@ -188,8 +188,8 @@ pub use inbox::{
     InboxItemRow, OpenConversationRead, VisitorDetailsRow, close_conversation, find_inbox_item,
     find_last_message_id, find_visitor_details, insert_system_message,
     list_conversations_changed_after, list_open_conversation_reads,
-    list_open_conversations_assigned_to, reopen_conversation, update_conversation_assignee,
-    upsert_conversation_read,
+    list_open_conversations_assigned_to, reopen_conversation, unassign_open_conversation_of,
+    update_conversation_assignee, upsert_conversation_read,
 };
 pub use inbox_list::{
     INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus,

@@ -2,6 +2,7 @@
 //! summary per interval, so a full disk does not flood the log) and the free-space probe that
 //! lets readiness recover while no traffic arrives to commit.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -85,10 +86,19 @@ impl Failures {
         }
     }
 
-    /// At start: true, said once and probed from now on, when the disk has no room (a restart of
-    /// an install whose disk filled). The server starts all the same, serves what it has and is
-    /// not ready until there is room, as when the disk fills while it runs.
-    pub(super) fn starts_full(&mut self, conn: &Connection) -> bool {
+    /// The writer's failures as it starts; `is_disk_full` is set when the disk has no room (a
+    /// restart of an install whose disk filled): the server starts all the same, serves what it
+    /// has and is not ready until there is room, as when the disk fills while it runs.
+    pub(super) fn at_start(conn: &Connection, is_disk_full: &AtomicBool) -> Self {
+        let mut failures = Self::default();
+        if failures.starts_full(conn) {
+            is_disk_full.store(true, Ordering::Relaxed);
+        }
+        failures
+    }
+
+    /// True, said once and probed from now on, when the disk has no room.
+    fn starts_full(&mut self, conn: &Connection) -> bool {
         let Some(dir) = database_dir(conn) else {
             return false;
         };

@@ -365,10 +365,7 @@ fn run(
     mut wal: WalGuard,
 ) {
     let mut batch = Batch::new(max_batch);
-    let mut failures = Failures::default();
-    if failures.starts_full(conn) {
-        stats.is_disk_full.store(true, Ordering::Relaxed);
-    }
+    let mut failures = Failures::at_start(conn, &stats.is_disk_full);
     let mut stopping = false;
     // Set while `batch` holds only deferred writes: when the first of them arrived.
     let mut deferred_since: Option<Instant> = None;

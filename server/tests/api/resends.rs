@@ -236,3 +236,48 @@ async fn a_reply_form_of_an_unknown_kind_is_refused_never_sent_as_a_reply() {
         0
     );
 }
+
+/// Files uploaded side by side finish in any order: a resend of the form is the same message,
+/// whatever order its files were stored in.
+#[tokio::test]
+async fn a_resend_with_files_is_the_same_message_whatever_their_order() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let (_widget, id) = conversation(&app).await;
+    let mut ids = Vec::new();
+    for name in ["a.txt", "b.txt"] {
+        let uploaded =
+            crate::attachments::agent_upload(&app, &admin, id, name, b"plain text".to_vec()).await;
+        ids.push(uploaded["id"].as_str().expect("an id").to_owned());
+    }
+    let send = async |files: &str| {
+        let fields = [
+            ("body", "Both files"),
+            ("kind", "reply"),
+            ("client_id", "files-1"),
+            ("attachments", files),
+        ];
+        post_form(&app, &admin, id, &fields).await
+    };
+    // Named the second first, as when the second upload finished first: stored in upload order,
+    // they come back the other way round. The resend is the same form, the same order.
+    let named = format!("{},{}", ids[1], ids[0]);
+    let stored = send(&named).await;
+    let again = send(&named).await;
+    assert_eq!(stored.status, 200, "{}", stored.body);
+    assert_eq!(again.status, 200, "{}", again.body);
+    for file in ["a.txt", "b.txt"] {
+        assert!(
+            again.body.contains(&format!("download=\"{file}\"")),
+            "{}",
+            again.body
+        );
+    }
+    assert!(stored.body.contains("id=\"message-2\""), "{}", stored.body);
+    assert!(
+        again.body.contains("id=\"message-2\""),
+        "the same message: {}",
+        again.body
+    );
+    assert_eq!(agent_messages(&app), 1);
+}

@@ -228,7 +228,9 @@ pub use porch_app::escape_html;
 /// starts a line, so nothing a visitor writes can pass for one (an entry of the digest, a link,
 /// an agent's line in a transcript).
 pub fn indented(text: &str, prefix: &str) -> String {
-    text.lines()
+    // Every break a mail client may show as one: a lone CR and the Unicode separators too.
+    text.replace("\r\n", "\n")
+        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
         .map(|line| format!("{prefix}{line}"))
         .collect::<Vec<_>>()
         .join("\n")
@@ -236,4 +238,17 @@ pub fn indented(text: &str, prefix: &str) -> String {
 
 pub(super) fn html_page(body: &str) -> String {
     format!("<!doctype html><html><body style=\"font-family: sans-serif\">{body}</body></html>")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::indented;
+
+    #[test]
+    fn every_break_a_mail_client_may_show_starts_an_indented_line() {
+        assert_eq!(
+            indented("a\r\nb\rc\u{2028}d\u{2029}e\nf", "  > "),
+            "  > a\n  > b\n  > c\n  > d\n  > e\n  > f"
+        );
+    }
 }

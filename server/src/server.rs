@@ -64,6 +64,15 @@ fn connection_budget(config: &Config) -> usize {
     } else {
         config.max_connections.min(budget)
     };
+    if max < config.max_connections {
+        tracing::warn!(
+            asked = config.max_connections,
+            max_connections = max,
+            fd_limit = limit,
+            "PORCH_MAX_CONNECTIONS is more than the file-descriptor limit allows; raise the \
+             limit (ulimit -n, or ulimits: nofile in the compose file) to serve that many"
+        );
+    }
     tracing::info!(fd_limit = limit, max_connections = max, "connection budget");
     max
 }

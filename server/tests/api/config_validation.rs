@@ -482,3 +482,27 @@ fn a_missing_argument_or_subcommand_is_named_with_the_usage() {
         "refused before opening anything"
     );
 }
+
+#[test]
+fn a_connection_cap_above_the_descriptor_limit_is_lowered_with_a_warning() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lines = lines_until_listening(dir.path(), &[("PORCH_MAX_CONNECTIONS", "16777216")]);
+    let warning = lines
+        .iter()
+        .find(|l| l.contains("WARN") && l.contains("PORCH_MAX_CONNECTIONS"))
+        .unwrap_or_else(|| panic!("a warning: {lines:?}"));
+    assert!(warning.contains("asked=16777216"), "{warning}");
+    assert!(!warning.contains("max_connections=16777216"), "{warning}");
+    // An attainable cap is taken as it is, without a warning.
+    let lines = lines_until_listening(dir.path(), &[("PORCH_MAX_CONNECTIONS", "100")]);
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("PORCH_MAX")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("max_connections=100")),
+        "{lines:?}"
+    );
+}

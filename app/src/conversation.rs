@@ -86,6 +86,54 @@ pub struct ConversationAsideView {
     pub me: i64,
     pub agents: Vec<AgentOption>,
     pub visitor: VisitorDetailsView,
+    /// The visitor's other conversations, the newest first.
+    pub others: Vec<OtherConversationView>,
+    /// The visitor has more than those listed.
+    pub more_others: bool,
+}
+
+/// Another conversation of the same visitor, linked from the side panel.
+#[derive(Debug, Clone)]
+pub struct OtherConversationView {
+    pub id: i64,
+    pub is_open: bool,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// The start of the visitor's first message.
+    pub opening: Option<String>,
+}
+
+/// The side panel's list of the visitor's other conversations (none: no panel).
+fn other_conversations(others: Vec<OtherConversationView>, more: bool) -> impl IntoView {
+    let shown = others.len();
+    let rows = others
+        .into_iter()
+        .map(|other| {
+            let (iso, text) = format_time(other.created_at);
+            view! {
+                <li>
+                    <a href=format!("/conversations/{}", other.id)>{format!("Conversation {}", other.id)}</a>
+                    " "
+                    {if other.is_open {
+                        view! { <span class="badge badge-open">"Open"</span> }.into_any()
+                    } else {
+                        view! { <span class="badge badge-muted">"Closed"</span> }.into_any()
+                    }}
+                    <br/><time class="muted small" datetime=iso>{text}</time>
+                    {other.opening.map(|text| view! { <p class="opening"><bdi>{text}</bdi></p> })}
+                </li>
+            }
+        })
+        .collect_view();
+    (shown > 0).then(|| {
+        view! {
+            <section class="panel" aria-labelledby="others-title">
+                <h2 id="others-title">"Other conversations"</h2>
+                <ul class="other-conversations">{rows}</ul>
+                {more.then(|| view! { <p class="hint">{format!("The {shown} latest are listed.")}</p> })}
+            </section>
+        }
+    })
 }
 
 /// The conversation page.
@@ -351,6 +399,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     <details class="ua"><summary>"User agent"</summary><p class="mono">{ua}</p></details>
                 })}
             </section>
+            {other_conversations(aside.others, aside.more_others)}
         </aside>
     }
 }

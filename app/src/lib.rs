@@ -57,6 +57,15 @@ pub fn textarea_text(text: &str) -> String {
     escape_html(text)
 }
 
+/// "1 message", "3 messages": a count with its noun, plural but for one.
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Escapes text for HTML content and attribute values (for markup built as a string: the SVG
 /// charts, and the server's HTML email).
 pub fn escape_html(text: &str) -> String {
@@ -72,4 +81,14 @@ pub fn escape_html(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(super::counted(1, "message"), "1 message");
+        assert_eq!(super::counted(0, "message"), "0 messages");
+        assert_eq!(super::counted(3, "message"), "3 messages");
+    }
 }

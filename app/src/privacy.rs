@@ -133,7 +133,7 @@ pub fn render_erase(view: EraseView) -> String {
         .map(|(conversation, started, messages)| {
             view! {
                 <li>{format!("Conversation {conversation}, started ")}{time(started)}
-                    {format!(": {}", counted(messages, "message"))}</li>
+                    {format!(": {}", crate::counted(messages, "message"))}</li>
             }
         })
         .collect_view();
@@ -160,23 +160,4 @@ pub fn render_erase(view: EraseView) -> String {
         </section>
     };
     document("Erase visitor", Some(view.nav), false, content.into_any())
-}
-
-/// "1 message", "3 messages".
-fn counted(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn one_is_singular() {
-        assert_eq!(super::counted(1, "message"), "1 message");
-        assert_eq!(super::counted(0, "message"), "0 messages");
-        assert_eq!(super::counted(3, "message"), "3 messages");
-    }
 }

@@ -12,6 +12,9 @@ pub struct SiteSummaryView {
     pub name: String,
     pub origins: Vec<String>,
     pub color: String,
+    /// How many origins were refused its chat since the server started (see
+    /// [`RefusedOriginView`]).
+    pub refused: usize,
 }
 
 /// The sites page.
@@ -54,7 +57,19 @@ pub struct SiteFormView {
     /// The languages the widget speaks (code, name), for the language choice.
     pub locales: &'static [(&'static str, &'static str)],
     pub snippet: Option<String>,
+    /// Origins whose pages were refused the chat (edit page only), the latest first.
+    pub refused: Vec<RefusedOriginView>,
     pub notice: Option<Notice>,
+}
+
+/// An origin whose pages were refused the chat, since the server started: the usual reason a
+/// widget does not open is an origin missing from the list (`www.`, `http`, a port).
+#[derive(Debug, Clone)]
+pub struct RefusedOriginView {
+    pub origin: String,
+    pub count: u64,
+    /// When last, in Unix milliseconds.
+    pub last_ms: i64,
 }
 
 /// The delete confirmation page.
@@ -82,6 +97,13 @@ pub fn render_sites(view: SitesView) -> String {
         .sites
         .into_iter()
         .map(|site| {
+            let refused = (site.refused > 0).then(|| {
+                view! {
+                    <a class="refused-hint" href=format!("/sites/{}#refused-title", site.key)>
+                        {crate::counted(site.refused, "refused origin")}
+                    </a>
+                }
+            });
             view! {
                 <li class="site-row">
                     <span class="swatch" data-color=site.color.clone() aria-hidden="true"></span>
@@ -90,6 +112,7 @@ pub fn render_sites(view: SitesView) -> String {
                         <p class="muted mono small">{site.key}</p>
                     </div>
                     <p class="origins">{site.origins.join(", ")}</p>
+                    {refused}
                 </li>
             }
         })
@@ -232,6 +255,30 @@ fn language_fields(
     }
 }
 
+/// The origins refused the chat, with what to do about it (on the edit page, when there are any).
+fn refused_card(refused: Vec<RefusedOriginView>) -> impl IntoView {
+    let rows = refused
+        .into_iter()
+        .map(|r| {
+            let (iso, text) = crate::time::format_time(r.last_ms);
+            view! {
+                <li>
+                    <code>{r.origin}</code>" · "
+                    {crate::counted(usize::try_from(r.count).unwrap_or(usize::MAX), "time")}
+                    ", last "<time datetime=iso>{text}</time>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="card card-warning" aria-labelledby="refused-title">
+            <h2 id="refused-title">"Pages refused the chat"</h2>
+            <p>"Pages on these origins tried to open the chat and were refused: they are not among                 the allowed origins. If they are your pages, add them to Allowed origins below.                 Listed since Porch last started."</p>
+            <ul class="refused-origins">{rows}</ul>
+        </section>
+    }
+}
+
 /// The embed snippet with its copy button (on the edit page).
 fn snippet_card(snippet: &str) -> impl IntoView {
     view! {
@@ -263,6 +310,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
         title
     };
     let snippet = view.snippet.as_deref().map(snippet_card);
+    let refused = (!view.refused.is_empty()).then(|| refused_card(view.refused));
     let integrations = view.key.clone().map(|key| view! { <Integrations key/> });
     let danger = view.key.clone().map(|key| view! { <DangerZone key/> });
     let is_left = values.position == "left";
@@ -272,6 +320,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
             <h1>{title.clone()}</h1>
         </div>
         <NoticeBox notice=view.notice/>
+        {refused}
         {snippet}
         {integrations}
         {view.key.as_deref().map(crate::site_identity::known_visitors_link)}

@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use porch_app::layout::{Notice, Section};
 use porch_app::sites::{
-    DeleteSiteView, SiteFormValues, SiteFormView, SiteSummaryView, SitesView, render_delete_site,
-    render_site_form, render_sites,
+    DeleteSiteView, RefusedOriginView, SiteFormValues, SiteFormView, SiteSummaryView, SitesView,
+    render_delete_site, render_site_form, render_sites,
 };
 use serde::Deserialize;
 
@@ -74,6 +74,7 @@ pub async fn sites_page(
         sites: sites
             .into_iter()
             .map(|s| SiteSummaryView {
+                refused: refused_origins(&app, &s).len(),
                 key: s.key,
                 name: s.settings.name,
                 origins: s.settings.origins,
@@ -84,21 +85,51 @@ pub async fn sites_page(
     })))
 }
 
-/// The create form (`key` `None`, and no attachment limit: a new site has the default) or a
-/// site's edit form.
+/// The origins refused the site's chat that it still does not allow (docs/widget.md).
+fn refused_origins(app: &AppState, site: &SiteRow) -> Vec<RefusedOriginView> {
+    app.sites
+        .refused_origins(&chat::Site::from_row(site.clone()))
+        .into_iter()
+        .map(|r| RefusedOriginView {
+            origin: r.origin,
+            count: r.count,
+            last_ms: r.last_ms,
+        })
+        .collect()
+}
+
+/// What the edit form shows beside the settings: the snippet and the refused origins.
+struct EditExtras {
+    snippet: String,
+    refused: Vec<RefusedOriginView>,
+}
+
+impl EditExtras {
+    fn of(app: &AppState, site: &SiteRow) -> Self {
+        Self {
+            snippet: snippet(&app.public_url, &site.key, &site.settings),
+            refused: refused_origins(app, site),
+        }
+    }
+}
+
+/// The create form (`key` `None`, no extras and no attachment limit: a new site has the
+/// default) or a site's edit form.
 fn form_page(
     who: &SignedIn,
     key: Option<String>,
     (input, attachment_max_mb): (SiteSettingsInput, String),
-    snippet: Option<String>,
+    extras: Option<EditExtras>,
     notice: Option<Notice>,
 ) -> String {
+    let (snippet, refused) = extras.map_or((None, Vec::new()), |e| (Some(e.snippet), e.refused));
     render_site_form(SiteFormView {
         nav: who.nav(Section::Sites),
         key,
         values: values(input, attachment_max_mb),
         locales: WIDGET_LOCALES,
         snippet,
+        refused,
         notice,
     })
 }
@@ -137,10 +168,6 @@ pub async fn create_site(
     Ok(see_other(&format!("/sites/{key}?notice=site-created")))
 }
 
-fn site_snippet(app: &AppState, site: &SiteRow) -> String {
-    snippet(&app.public_url, &site.key, &site.settings)
-}
-
 /// `GET /sites/{key}`: the edit form and the snippet.
 pub async fn site_page(
     State(app): State<AppState>,
@@ -161,7 +188,7 @@ pub async fn site_page(
             SiteSettingsInput::from(&site.settings),
             chat::attachment_megabytes(limit),
         ),
-        Some(site_snippet(&app, &site)),
+        Some(EditExtras::of(&app, &site)),
         query.notice(),
     )))
 }
@@ -188,7 +215,7 @@ pub async fn update_site(
                 &who,
                 Some(key),
                 (form.settings, form.attachment_max_mb),
-                Some(site_snippet(&app, &site)),
+                Some(EditExtras::of(&app, &site)),
                 Some(Notice::Error(invalid.0.into())),
             );
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));

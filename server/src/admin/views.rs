@@ -3,12 +3,12 @@
 
 use porch_app::conversation::{
     AgentOption, AttachmentView, ConversationAsideView, DeliveryView, MessageView,
-    VisitorDetailsView,
+    OtherConversationView, VisitorDetailsView,
 };
 use porch_app::inbox::InboxItemView;
 
 use crate::attachments::Kind;
-use crate::chat::ConversationView;
+use crate::chat::{ConversationView, OTHER_CONVERSATIONS};
 use crate::store::{
     InboxItemRow, InboxQuery, MessageDelivery, MessageId, MessageRow, UserId, VisitorIdentityRow,
 };
@@ -192,6 +192,18 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             unverified_claim: unverified_claim(&view.identity),
             prechat: details.and_then(|d| d.prechat.clone()),
         },
+        others: view
+            .others
+            .iter()
+            .take(usize::try_from(OTHER_CONVERSATIONS).unwrap_or(usize::MAX))
+            .map(|other| OtherConversationView {
+                id: other.id.0,
+                is_open: other.status == "open",
+                created_at: other.created_at,
+                opening: other.opening.clone(),
+            })
+            .collect(),
+        more_others: view.others.len() > usize::try_from(OTHER_CONVERSATIONS).unwrap_or(usize::MAX),
     }
 }
 

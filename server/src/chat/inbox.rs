@@ -68,7 +68,13 @@ pub struct ConversationView {
     pub agents: Vec<UserRow>,
     /// Whether the site's email is on, so an agent can email the visitor.
     pub can_email: bool,
+    /// The visitor's other conversations, the newest first: up to [`OTHER_CONVERSATIONS`],
+    /// one more when there are more.
+    pub others: Vec<store::OtherConversationRow>,
 }
+
+/// How many of a visitor's other conversations the conversation page lists.
+pub const OTHER_CONVERSATIONS: u32 = 10;
 
 /// The admin inbox's use cases, on the same handle as the widget's and the API's.
 impl Chat {
@@ -161,6 +167,12 @@ impl Chat {
                 let messages = store::list_conversation_messages(c, id)?;
                 let agents = enabled_agents(c)?;
                 let can_email = store::has_active_email(c, item.site_id)?;
+                let others = store::list_other_conversations_of_visitor(
+                    c,
+                    item.visitor_id,
+                    id,
+                    OTHER_CONVERSATIONS + 1,
+                )?;
                 Ok(Some(ConversationView {
                     item,
                     visitor,
@@ -168,6 +180,7 @@ impl Chat {
                     messages,
                     agents,
                     can_email,
+                    others,
                 }))
             })
             .await?

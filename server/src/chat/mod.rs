@@ -12,6 +12,7 @@ mod live_summaries;
 mod mail;
 mod prechat;
 mod receipts;
+mod refused_origins;
 mod search;
 mod search_index;
 mod site;
@@ -32,10 +33,11 @@ pub use identity::{
     find_identity_secret, open_identity_secret, remove_identity_secret, reseal_identity_secrets,
     rotate_identity_secret,
 };
-pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
+pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, OTHER_CONVERSATIONS, Via};
 pub use live_items::LiveItem;
 pub use mail::{MAX_SUBJECT_CHARS, MailReply, MailSubject};
 pub use prechat::{SitePrechatInput, find_site_prechat, save_site_prechat};
+pub use refused_origins::RefusedOrigin;
 pub use search::{
     Fragment, MAX_QUERY_CHARS, MAX_QUERY_WORDS, SEARCH_PAGE_SIZE, SearchResults, SearchTerms,
     UNINDEXED_CAP, fragments, read_search_page,

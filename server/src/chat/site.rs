@@ -6,6 +6,7 @@ use std::fmt::Write;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use super::refused_origins::{RefusedOrigin, RefusedOrigins};
 use crate::secrets::Sealed;
 use crate::store::{self, Readers, SiteId, SiteRow};
 use crate::values::{Origin, PrechatForm, SiteHours, SiteLimits};
@@ -95,6 +96,8 @@ type CachedSite = (Instant, Option<Arc<Site>>);
 pub struct SiteDirectory {
     readers: Arc<Readers>,
     cache: RwLock<HashMap<String, CachedSite>>,
+    /// Origins refused the chat, shown on the site page.
+    refused: RefusedOrigins,
 }
 
 impl SiteDirectory {
@@ -102,6 +105,7 @@ impl SiteDirectory {
         Self {
             readers,
             cache: RwLock::new(HashMap::new()),
+            refused: RefusedOrigins::default(),
         }
     }
 
@@ -156,6 +160,22 @@ impl SiteDirectory {
         if let Ok(mut cache) = self.cache.write() {
             cache.remove(key);
         }
+    }
+
+    /// Notes that a page at `origin` was refused the chat of `site` (docs/widget.md, "Allowed
+    /// origins"). A missing `Origin` (not a browser) is not a page and is not noted.
+    pub fn note_refused_origin(&self, site: &Site, origin: &str) {
+        if !origin.is_empty() {
+            self.refused.note(site.id, origin, crate::clock::now_ms());
+        }
+    }
+
+    /// The origins refused the chat of `site` since the server started, the latest first,
+    /// without those the site allows by now.
+    pub fn refused_origins(&self, site: &Site) -> Vec<RefusedOrigin> {
+        let mut refused = self.refused.of(site.id);
+        refused.retain(|r| !site.allows_origin(&r.origin));
+        refused
     }
 }
 

@@ -77,6 +77,44 @@ pub fn find_inbox_item(
         .optional()?)
 }
 
+/// Another conversation of the same visitor, for the conversation page's side panel.
+#[derive(Debug, Clone)]
+pub struct OtherConversationRow {
+    pub id: ConversationId,
+    pub status: String,
+    pub created_at: i64,
+    /// The visitor's first message, cut to a line's worth (`None`: the visitor wrote nothing).
+    pub opening: Option<String>,
+}
+
+/// Characters of a conversation's opening message the side panel shows.
+const OPENING_CHARS: i64 = 120;
+
+/// Up to `limit` other conversations of `visitor` besides `except`, the newest first. A known
+/// visitor is one row whatever the browser, so this spans their devices too.
+pub fn list_other_conversations_of_visitor(
+    conn: &Connection,
+    visitor: VisitorId,
+    except: ConversationId,
+    limit: u32,
+) -> Result<Vec<OtherConversationRow>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.id, c.status, c.created_at, \
+             (SELECT substr(m.body, 1, ?4) FROM messages m \
+              WHERE m.conversation_id = c.id AND m.author = 'visitor' ORDER BY m.id LIMIT 1) \
+         FROM conversations c WHERE c.visitor_id = ?1 AND c.id <> ?2 ORDER BY c.id DESC LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![visitor, except, limit, OPENING_CHARS], |row| {
+        Ok(OtherConversationRow {
+            id: row.get(0)?,
+            status: row.get(1)?,
+            created_at: row.get(2)?,
+            opening: row.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// What the conversation page shows about the visitor.
 #[derive(Debug, Clone)]
 pub struct VisitorDetailsRow {

@@ -51,7 +51,10 @@ pub async fn upgrade(
         .unwrap_or("");
     let admission = match app.sites.find(&query.site).await {
         Ok(Some(site)) if site.allows_origin(origin) => Admission::Allowed(site),
-        Ok(Some(_)) => Admission::Refused(ErrorCode::OriginNotAllowed),
+        Ok(Some(site)) => {
+            app.sites.note_refused_origin(&site, origin);
+            Admission::Refused(ErrorCode::OriginNotAllowed)
+        }
         Ok(None) => Admission::Refused(ErrorCode::SiteNotFound),
         Err(err) => {
             tracing::error!(error = %err, "site lookup failed");

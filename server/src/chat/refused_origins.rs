@@ -1,0 +1,110 @@
+//! Origins whose pages the widget refused, per site, so the site page can say why the chat does
+//! not open (the usual set-up slip: `www.` missing, `http` for `https`, a port). Kept in memory
+//! only: it is a hint for the person setting up, lost on restart, and a refused connection must
+//! cost no write. Bounded: a few origins per site, each cut short; a page that sends junk origins
+//! can push real ones out, which costs the hint and nothing else.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::store::SiteId;
+
+/// Origins remembered per site; the one refused longest ago makes room for a new one.
+const PER_SITE: usize = 5;
+/// Longer `Origin` values are cut (a real origin is a scheme, a host and a port).
+const MAX_ORIGIN_CHARS: usize = 200;
+
+/// A refused origin: how often, and when last (Unix milliseconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedOrigin {
+    pub origin: String,
+    pub count: u64,
+    pub last_ms: i64,
+}
+
+/// The refused origins of every site.
+#[derive(Debug, Default)]
+pub struct RefusedOrigins {
+    by_site: Mutex<HashMap<SiteId, Vec<RefusedOrigin>>>,
+}
+
+impl RefusedOrigins {
+    /// Notes that a page at `origin` was refused the chat of `site`.
+    pub fn note(&self, site: SiteId, origin: &str, now_ms: i64) {
+        let origin: String = origin.chars().take(MAX_ORIGIN_CHARS).collect();
+        let Ok(mut by_site) = self.by_site.lock() else {
+            return;
+        };
+        let refused = by_site.entry(site).or_default();
+        if let Some(known) = refused.iter_mut().find(|r| r.origin == origin) {
+            known.count += 1;
+            known.last_ms = now_ms;
+            return;
+        }
+        let entry = RefusedOrigin {
+            origin,
+            count: 1,
+            last_ms: now_ms,
+        };
+        if refused.len() < PER_SITE {
+            refused.push(entry);
+        } else if let Some(oldest) = refused.iter_mut().min_by_key(|r| r.last_ms) {
+            *oldest = entry;
+        }
+    }
+
+    /// The site's refused origins, the latest first.
+    pub fn of(&self, site: SiteId) -> Vec<RefusedOrigin> {
+        let mut refused = self
+            .by_site
+            .lock()
+            .ok()
+            .and_then(|by_site| by_site.get(&site).cloned())
+            .unwrap_or_default();
+        refused.sort_by_key(|r| std::cmp::Reverse(r.last_ms));
+        refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_refused_again_is_counted_not_repeated() {
+        let refused = RefusedOrigins::default();
+        refused.note(SiteId(1), "https://example.com", 10);
+        refused.note(SiteId(1), "https://example.com", 20);
+        refused.note(SiteId(2), "https://other.example", 15);
+        let site = refused.of(SiteId(1));
+        assert_eq!(site.len(), 1);
+        assert_eq!((site[0].count, site[0].last_ms), (2, 20));
+        assert_eq!(refused.of(SiteId(3)), Vec::new());
+    }
+
+    #[test]
+    fn a_new_origin_replaces_the_one_refused_longest_ago() {
+        let refused = RefusedOrigins::default();
+        for i in 0..=PER_SITE {
+            let at = i64::try_from(i).unwrap_or_default();
+            refused.note(SiteId(1), &format!("https://{i}.example"), 100 - at);
+        }
+        let origins: Vec<String> = refused
+            .of(SiteId(1))
+            .into_iter()
+            .map(|r| r.origin)
+            .collect();
+        assert_eq!(origins.len(), PER_SITE);
+        // The first was the latest; the fifth (at 96) was the oldest kept until the sixth came.
+        assert_eq!(origins[0], "https://0.example");
+        assert!(origins.contains(&"https://5.example".to_owned()));
+        assert!(!origins.contains(&"https://4.example".to_owned()));
+    }
+
+    #[test]
+    fn a_long_origin_is_cut() {
+        let refused = RefusedOrigins::default();
+        refused.note(SiteId(1), &"x".repeat(1000), 1);
+        assert_eq!(refused.of(SiteId(1))[0].origin.len(), MAX_ORIGIN_CHARS);
+    }
+}

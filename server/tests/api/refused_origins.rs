@@ -1,0 +1,77 @@
+//! The site page names the origins whose pages were refused the chat (docs/widget.md,
+//! "Embedding"), so a missing `www.` is found without reading logs.
+
+use crate::helpers::{ORIGIN, TestApp};
+use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
+
+const STRANGER: &str = "https://www.shop.example.com";
+
+/// Opens the widget from `origin` and reads its first frame (the refusal, or nothing for `hello`).
+async fn knock(app: &TestApp, site: &str, origin: &str) -> serde_json::Value {
+    let mut widget = app.connect(site, origin).await;
+    widget.recv().await
+}
+
+async fn page(app: &TestApp, admin: &Browser, path: &str) -> String {
+    let page = send(app, "GET", path, &admin.cookie, None).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    // Without Leptos's `<!>` markers, which fall between text pieces.
+    page.body.replace("<!>", "")
+}
+
+#[tokio::test]
+async fn the_site_page_names_refused_origins_until_they_are_allowed() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Shop");
+    let edit = format!("/sites/{site}");
+    assert!(
+        !page(&app, &admin, &edit)
+            .await
+            .contains("Pages refused the chat")
+    );
+
+    for _ in 0..2 {
+        assert_eq!(
+            knock(&app, &site, STRANGER).await["code"],
+            "origin_not_allowed"
+        );
+    }
+    // Neither a connection without an origin (not a page) nor an allowed one is listed.
+    assert_eq!(knock(&app, &site, "").await["code"], "origin_not_allowed");
+    let mut allowed = app.connect(&site, ORIGIN).await;
+    allowed.hello(None, 0).await;
+
+    let body = page(&app, &admin, &edit).await;
+    assert!(body.contains("Pages refused the chat"), "{body}");
+    assert!(
+        body.contains(&format!("<code>{STRANGER}</code> · 2 times")),
+        "{body}"
+    );
+    assert!(!body.contains(&format!("<code>{ORIGIN}</code>")), "{body}");
+    let list = page(&app, &admin, "/sites").await;
+    assert!(list.contains("1 refused origin<"), "{list}");
+
+    let origins = format!("{ORIGIN}\n{STRANGER}");
+    let fields = [
+        ("csrf", admin.csrf.as_str()),
+        ("name", "Shop"),
+        ("origins", origins.as_str()),
+        ("greeting", "Hi!"),
+        ("color", "#2563eb"),
+        ("position", "right"),
+        ("visitor_messages_per_minute", "30"),
+        ("visitor_burst", "10"),
+        ("flood_messages_per_minute", "600"),
+        ("flood_conversations_per_minute", "60"),
+    ];
+    let saved = send(&app, "POST", &edit, &admin.cookie, Some(&form(&fields))).await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let body = page(&app, &admin, &edit).await;
+    assert!(!body.contains("Pages refused the chat"), "{body}");
+    assert!(
+        !page(&app, &admin, "/sites")
+            .await
+            .contains("refused origin")
+    );
+}

@@ -41,7 +41,8 @@ pub fn Health(health: HealthView) -> impl IntoView {
             Some(
                 view! {
                     <p class="notice notice-error" role="alert">"Failing: "{error}" ("
-                        <time datetime=iso>{text}</time>"). Porch keeps retrying on its schedule."</p>
+                        <time datetime=iso>{text}</time>"). Porch retries on its schedule; a \
+                        delivery that ran out of tries waits on the "<a href="/deliveries">"Deliveries"</a>" page."</p>
                 }
                 .into_any(),
             )

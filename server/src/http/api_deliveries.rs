@@ -256,11 +256,14 @@ pub async fn list_deliveries(
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let integration = row.id;
-    let log = app
+    let judged = row.clone();
+    let (log, health) = app
         .readers
-        .read(move |c| store::list_delivery_log(c, integration, LOG_LIMIT))
+        .read(move |c| {
+            let log = store::list_delivery_log(c, integration, LOG_LIMIT)?;
+            Ok((log, Health::read(c, &judged)?))
+        })
         .await?;
-    let health = Health::of(&row, log.first());
     Ok(Json(json!({
         "id": row.id,
         "is_enabled": row.is_enabled,

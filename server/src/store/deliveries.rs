@@ -20,34 +20,75 @@ pub struct DeliveryLogRow {
     pub error: Option<String>,
 }
 
+/// The columns of a [`DeliveryLogRow`], for `jobs j JOIN job_attempts a`.
+const LOG_COLUMNS: &str = "j.id, json_extract(j.args, '$.event'), j.state, a.attempt, \
+    a.started_at, a.finished_at - a.started_at, a.outcome, a.http_status, a.error";
+
+/// Test messages (`discord.test`, `email.test`) answer "does it work now?" on their page; they
+/// are not deliveries, so they do not count towards an integration's health.
+const NOT_A_TEST: &str = "j.kind NOT LIKE '%.test'";
+
+fn log_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryLogRow> {
+    Ok(DeliveryLogRow {
+        job_id: r.get(0)?,
+        event: r.get(1)?,
+        job_state: r.get(2)?,
+        attempt: r.get(3)?,
+        started_at: r.get(4)?,
+        latency_ms: r.get(5)?,
+        outcome: r.get(6)?,
+        http_status: r.get(7)?,
+        error: r.get(8)?,
+    })
+}
+
 /// The newest attempts of an integration's deliveries, newest first.
 pub fn list_delivery_log(
     conn: &Connection,
     integration: IntegrationId,
     limit: u32,
 ) -> Result<Vec<DeliveryLogRow>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT j.id, json_extract(j.args, '$.event'), j.state, a.attempt, a.started_at, \
-                a.finished_at - a.started_at, a.outcome, a.http_status, a.error \
-           FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
-          WHERE j.integration_id = ?1 \
-          ORDER BY j.id DESC, a.seq DESC LIMIT ?2",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {LOG_COLUMNS} FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
+          WHERE j.integration_id = ?1 ORDER BY j.id DESC, a.seq DESC LIMIT ?2"
+    ))?;
     Ok(stmt
-        .query_map(params![integration, limit], |r| {
-            Ok(DeliveryLogRow {
-                job_id: r.get(0)?,
-                event: r.get(1)?,
-                job_state: r.get(2)?,
-                attempt: r.get(3)?,
-                started_at: r.get(4)?,
-                latency_ms: r.get(5)?,
-                outcome: r.get(6)?,
-                http_status: r.get(7)?,
-                error: r.get(8)?,
-            })
-        })?
+        .query_map(params![integration, limit], log_row)?
         .collect::<Result<_, _>>()?)
+}
+
+/// The newest attempt of an integration's deliveries, tests left out.
+pub fn find_newest_delivery_attempt(
+    conn: &Connection,
+    integration: IntegrationId,
+) -> Result<Option<DeliveryLogRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {LOG_COLUMNS} FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
+          WHERE j.integration_id = ?1 AND {NOT_A_TEST} ORDER BY j.id DESC, a.seq DESC LIMIT 1"
+    ))?;
+    Ok(stmt.query_row(params![integration], log_row).optional()?)
+}
+
+/// The last attempt of the integration's oldest delivery that waits to be tried again after an
+/// error (outcome `retry`; a 429's wait is pacing, not failure), tests left out.
+pub fn find_retrying_delivery(
+    conn: &Connection,
+    integration: IntegrationId,
+) -> Result<Option<DeliveryLogRow>, Error> {
+    let mut stmt = conn.prepare_cached(&retrying_sql())?;
+    Ok(stmt.query_row(params![integration], log_row).optional()?)
+}
+
+/// [`find_retrying_delivery`]'s query. `state = 'queued' AND attempt > 0`, as written, is what
+/// lets SQLite use the partial index `jobs_integration_retrying` (0031).
+fn retrying_sql() -> String {
+    format!(
+        "SELECT {LOG_COLUMNS} FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
+          WHERE j.integration_id = ?1 AND j.state = 'queued' AND j.attempt > 0 AND {NOT_A_TEST} \
+            AND a.seq = (SELECT max(b.seq) FROM job_attempts b WHERE b.job_id = j.id) \
+            AND a.outcome = 'retry' \
+          ORDER BY j.id LIMIT 1"
+    )
 }
 
 /// Turns an integration off for good (a webhook endpoint answered 410 Gone): no new jobs are
@@ -194,4 +235,26 @@ pub fn find_user_contact(conn: &Connection, id: UserId) -> Result<Option<(String
         .prepare_cached("SELECT name, email FROM users WHERE id = ?1")?
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Judging health reads the few jobs that wait for another try, in id order, not every
+    /// unfinished job of a backlog.
+    #[test]
+    fn the_retrying_delivery_is_found_through_its_own_index() {
+        let conn = crate::store::migrated_in_memory();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", retrying_sql()))
+            .expect("plan")
+            .query_map([1], |r| r.get(3))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
+        let plan = plan.join("; ");
+        assert!(plan.contains("jobs_integration_retrying"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+    }
 }

@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0028_jobs_queued_by_rate_key.sql"),
     include_str!("../../../migrations/0029_ids_never_reused.sql"),
     include_str!("../../../migrations/0030_conversation_and_visitor_ids_never_reused.sql"),
+    include_str!("../../../migrations/0031_jobs_retrying.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -4,7 +4,7 @@
 //! log, turning an integration off (blocked with the reason) and on, deleting it, the audit
 //! events, and agents refused.
 
-use porch::loadtest::{DiscordMock, WebhookMock};
+use porch::loadtest::{DiscordFailure, DiscordMock, WebhookMock};
 
 use crate::email::Sink;
 use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
@@ -671,4 +671,34 @@ async fn destinations_stored_names_and_errors_are_escaped_and_forms_need_the_csr
         assert_eq!(answer.status, 403, "{path}");
     }
     assert_eq!(app.count("SELECT count(*) FROM integrations"), 1);
+}
+
+/// A test message answers "does it work now?" once; it is not a delivery, so a failed test
+/// shows as a failed test and leaves the health as the deliveries made it.
+#[tokio::test]
+async fn destinations_a_failed_test_message_does_not_make_the_health_failing() {
+    let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("mock");
+    let app = TestApp::spawn(&["--discord-api-url", &mock.api_url()]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    let url = mock.add_webhook("H1", false);
+    post(
+        &app,
+        &admin,
+        &format!("/sites/{site}/discord"),
+        &[("webhook_url", &url)],
+    )
+    .await;
+    mock.set_failure("H1", Some(DiscordFailure::ServerError { times: 1 }));
+    let (_, location, _) = post(&app, &admin, &format!("/sites/{site}/discord/test"), &[]).await;
+    let page = wait_until("the test to fail", WAIT, async || {
+        ok_if(get(&app, &admin, &location).await, |p| {
+            p.contains("data-test=\"failed\"")
+        })
+    })
+    .await;
+    assert!(page.contains("data-health=\"healthy\""), "{page}");
+    assert!(!page.contains("keeps retrying"), "{page}");
 }

@@ -869,3 +869,28 @@ async fn a_retrying_delivery_goes_out_at_once_when_its_webhook_is_turned_on_agai
         "after the outage"
     );
 }
+
+/// A delivery waiting for its next try keeps the endpoint failing although a newer one went out:
+/// it is on no other page while it retries (docs/admin.md, "health").
+#[tokio::test]
+async fn a_retrying_delivery_keeps_the_endpoint_failing_after_a_newer_one_went_out() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    let (id, _) = f.endpoint("/hook", &["message.created"]).await;
+    f.mock.answer("/hook", &[500, 500]);
+    let (mut first, _) = f.app.visitor(&f.site, None, 0).await;
+    first.say("v1", "retry me").await;
+    // Its first try and the one 5 seconds later fail; the next is minutes away.
+    f.mock.wait_for(2, WAIT + WAIT).await;
+    let (mut second, _) = f.app.visitor(&f.site, None, 0).await;
+    second.say("v2", "I go out").await;
+    f.wait_for_sql("SELECT count(*) FROM jobs WHERE state = 'done'", 1)
+        .await;
+
+    let log = f.log(id).await;
+    assert_eq!(log["deliveries"][0]["outcome"], "delivered", "{log}");
+    let retrying = &log["deliveries"][1];
+    assert_eq!(retrying["outcome"], "retry", "{log}");
+    assert_eq!(log["health"]["state"], "failing", "{log}");
+    assert_eq!(log["health"]["error"], retrying["error"]);
+    assert_eq!(log["health"]["at"], retrying["started_at"]);
+}

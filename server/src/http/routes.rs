@@ -15,7 +15,7 @@ use crate::widget;
 use super::refusals::{is_api_path, refusal_bodies};
 use super::{
     ApiError, api, api_audit, api_deliveries, api_integration_state, api_integrations, api_sites,
-    health, metrics, slack_actions, slack_events,
+    health, metrics, slack_actions, slack_events, strict_query,
 };
 
 /// The least time an upload may take (a 10 MB file at 1 Mbit/s takes 80 s).
@@ -111,7 +111,8 @@ fn uploads(app: &AppState) -> Router<AppState> {
 
 /// The JSON API (bearer tokens) and Slack's Events API endpoint.
 fn api_routes() -> Router<AppState> {
-    Router::new()
+    // The calls that take a query string read it with `StrictQuery`; every other one refuses any.
+    let without_query = Router::new()
         .route(
             "/api/v1/sites/{key}/integrations/discord",
             post(api_deliveries::create_discord),
@@ -161,7 +162,6 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/integrations/{id}/deliveries/{job}/replay",
             post(api_deliveries::replay_delivery),
         )
-        .route("/api/v1/conversations", get(api::list_conversations))
         .route(
             "/api/v1/conversations/{id}/messages",
             get(api::list_messages).post(api::post_message),
@@ -187,10 +187,14 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/sites/{key}/attachments",
             get(api_sites::get_attachment_limit).put(api_sites::put_attachment_limit),
         )
-        .route("/api/v1/audit", get(api_audit::list_audit))
-        .route("/api/v1/jobs", get(api_integrations::list_jobs))
         .route("/api/v1/jobs/retry", post(api_integrations::retry_all_jobs))
         .route("/api/v1/jobs/{id}/retry", post(api_integrations::retry_job))
+        .route_layer(axum::middleware::from_fn(strict_query::refuse_query));
+    Router::new()
+        .route("/api/v1/conversations", get(api::list_conversations))
+        .route("/api/v1/audit", get(api_audit::list_audit))
+        .route("/api/v1/jobs", get(api_integrations::list_jobs))
+        .merge(without_query)
         .route(
             "/integrations/slack/{id}/events",
             post(slack_events::receive),

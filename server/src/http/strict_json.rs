@@ -29,9 +29,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
                 other => other.into_response(),
             },
         )?;
+        // Every body the API takes is an object; serde would also read an array as the fields
+        // in order, so `["Yes"]` would be a reply.
+        if !value.is_object() {
+            return Err(
+                ApiError::invalid("The body must be a JSON object (docs/api.md).").into_response(),
+            );
+        }
         let mut unknown = Vec::new();
-        let body = serde_ignored::deserialize(value, |path| unknown.push(path.to_string()))
-            .map_err(|err| ApiError::invalid(err.to_string()).into_response())?;
+        let body = serde_ignored::deserialize(value, |path| unknown.push(path.to_string()));
+        // A misspelled field is named before the field it then lacks: `{"bdy": …}` is about
+        // `bdy`, not a missing `body`.
         if !unknown.is_empty() {
             let fields = unknown
                 .iter()
@@ -43,7 +51,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
             ))
             .into_response());
         }
-        Ok(Self(body))
+        body.map(Self)
+            .map_err(|err| ApiError::invalid(err.to_string()).into_response())
     }
 }
 

@@ -3,8 +3,9 @@
 //! refused (422 `invalid`, naming it) instead of ignored: `?limt=1` answered every conversation,
 //! and `?State=done` the failed jobs, plausible answers to a question that was not asked.
 
-use axum::extract::{FromRequestParts, Query};
+use axum::extract::{FromRequestParts, Query, Request};
 use axum::http::request::Parts;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
@@ -36,4 +37,26 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T>
         ))
         .into_response())
     }
+}
+
+/// Refuses a query string on a call that takes none (422 `invalid`, naming the parameters), as
+/// [`StrictQuery`] does for the calls that take some: `POST …/messages?limt=5` stored the reply
+/// as if the parameter meant something.
+pub async fn refuse_query(request: Request, next: Next) -> Response {
+    let raw = request.uri().query().unwrap_or_default();
+    let mut names: Vec<String> = Vec::new();
+    for (name, _) in form_urlencoded::parse(raw.as_bytes()) {
+        let name = format!("`{name}`");
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        return next.run(request).await;
+    }
+    ApiError::invalid(format!(
+        "Unknown query parameter {}: this endpoint takes none (docs/api.md).",
+        names.join(", ")
+    ))
+    .into_response()
 }

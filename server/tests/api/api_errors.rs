@@ -58,6 +58,18 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
     let (status, code, message) = error_of(&typo);
     assert_eq!((status, code.as_str()), (422, "invalid"));
     assert!(message.contains("Unknown field `bodyy`"), "{message}");
+    // Misspelled, a field is named as such, not as the field that is then missing.
+    let (_, _, message) = error_of(&post(&app, &token, messages, json, r#"{"bdy": "x"}"#).await);
+    assert!(message.contains("Unknown field `bdy`"), "{message}");
+    // An array is not the object the endpoint takes, though serde would read it as the fields.
+    for array in [r#"["hi"]"#, "[]", "\"hi\"", "null"] {
+        let (status, code, message) = error_of(&post(&app, &token, messages, json, array).await);
+        assert_eq!((status, code.as_str()), (422, "invalid"), "{array}");
+        assert!(
+            message.contains("must be a JSON object"),
+            "{array}: {message}"
+        );
+    }
     // A key given twice is refused: which one was meant is not for the server to guess.
     let twice = r#"{"body": "checked", "body": "stored"}"#;
     let (status, code, message) = error_of(&post(&app, &token, messages, json, twice).await);
@@ -262,6 +274,56 @@ async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
             "{path}: {message}"
         );
     }
+    // A call that takes no query string refuses any, before it does anything.
+    let site = app.add_site("Shop");
+    for (method, path) in [
+        ("POST", "/api/v1/conversations/1/messages?limt=5".to_owned()),
+        ("GET", "/api/v1/conversations/1/messages?limt=5".to_owned()),
+        ("POST", "/api/v1/jobs/retry?x=1".to_owned()),
+        ("GET", format!("/api/v1/sites/{site}/integrations?x=1&x=2")),
+        ("PUT", format!("/api/v1/sites/{site}/retention?bogus")),
+    ] {
+        let mut request = app.http.request(method, &path).bearer_auth(&admin);
+        if method != "GET" {
+            request = request
+                .header("content-type", "application/json")
+                .body(r#"{"body": "x", "retention_days": null}"#.to_owned());
+        }
+        let (status, code, message) = error_of(&request.answer().await);
+        assert_eq!((status, code.as_str()), (422, "invalid"), "{method} {path}");
+        let name = if path.contains("limt") {
+            "`limt`"
+        } else if path.contains("bogus") {
+            "`bogus`"
+        } else {
+            "`x`"
+        };
+        assert!(
+            message.ends_with(&format!(
+                "parameter {name}: this endpoint takes none (docs/api.md)."
+            )),
+            "{path}: {message}"
+        );
+    }
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+    // Before the token is looked at (docs/api.md, "Errors").
+    let anonymous = app
+        .http
+        .request("POST", "/api/v1/jobs/1/retry?x=1")
+        .answer()
+        .await;
+    assert_eq!(error_of(&anonymous).0, 422, "{}", anonymous.body);
+    let answer = app
+        .http
+        .get(&format!("/api/v1/sites/{site}/integrations?"))
+        .bearer_auth(&admin)
+        .answer()
+        .await;
+    assert_eq!(
+        answer.status, 200,
+        "an empty query string is none: {}",
+        answer.body
+    );
     for path in [
         "/api/v1/conversations?limit=1",
         "/api/v1/jobs?state=done",

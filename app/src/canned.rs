@@ -30,7 +30,8 @@ pub struct CannedPageView {
 }
 
 const PLACEHOLDER_HINT: &str = "Placeholders: {visitor.name}, {visitor.email}, {agent.name}, \
-    {site.name}; an unknown visitor name or email becomes empty.";
+    {site.name}. An unknown visitor name or email becomes empty, or what follows a bar: \
+    {visitor.name|there}.";
 
 #[component]
 fn Reply(reply: CannedReplyView, csrf: String) -> impl IntoView {
@@ -130,7 +131,7 @@ pub fn render_canned(view: CannedPageView) -> String {
                 <div class="field">
                     <label for="canned-new-body">"Text"</label>
                     <textarea id="canned-new-body" name="body" rows="3" required maxlength="4000"
-                        placeholder="Thanks {visitor.name}, happy to help!">{crate::textarea_text(&view.draft_body)}</textarea>
+                        placeholder="Thanks {visitor.name|there}, happy to help!">{crate::textarea_text(&view.draft_body)}</textarea>
                 </div>
                 {scope}
                 <div class="actions">

@@ -90,32 +90,38 @@ pub struct Placeholders {
 }
 
 /// `body` with `{visitor.name}`, `{visitor.email}`, `{agent.name}` and `{site.name}` replaced
-/// in one pass (a value that looks like a placeholder is not replaced again). An unknown
-/// visitor name or email becomes empty; any other text in braces stays as written.
+/// in one pass (a value that looks like a placeholder is not replaced again). A placeholder may
+/// say what stands in for an unknown value after a bar, `{visitor.name|there}`; without one an
+/// unknown visitor name or email becomes empty. Any other text in braces stays as written.
 pub fn fill_placeholders(body: &str, values: &Placeholders) -> String {
-    let table: [(&str, &str); 4] = [
-        (
-            "{visitor.name}",
-            values.visitor_name.as_deref().unwrap_or(""),
-        ),
-        (
-            "{visitor.email}",
-            values.visitor_email.as_deref().unwrap_or(""),
-        ),
-        ("{agent.name}", &values.agent_name),
-        ("{site.name}", &values.site_name),
+    let table: [(&str, Option<&str>); 4] = [
+        ("visitor.name", values.visitor_name.as_deref()),
+        ("visitor.email", values.visitor_email.as_deref()),
+        ("agent.name", Some(&values.agent_name)),
+        ("site.name", Some(&values.site_name)),
     ];
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
     while let Some(at) = rest.find('{') {
         out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        if let Some((key, value)) = table.iter().find(|(key, _)| tail.starts_with(key)) {
-            out.push_str(value);
-            rest = &tail[key.len()..];
-        } else {
-            out.push('{');
-            rest = &tail[1..];
+        let tail = &rest[at + 1..];
+        // `name}` or `name|fallback}`, up to the first `}`; a fallback holds no `{`.
+        let filled = tail.find('}').and_then(|end| {
+            let (name, fallback) = match tail[..end].split_once('|') {
+                Some((name, fallback)) if !fallback.contains('{') => (name, Some(fallback)),
+                Some(_) => return None,
+                None => (&tail[..end], None),
+            };
+            let (_, value) = table.iter().find(|(key, _)| *key == name)?;
+            out.push_str(value.or(fallback).unwrap_or(""));
+            Some(end + 1)
+        });
+        match filled {
+            Some(used) => rest = &tail[used..],
+            None => {
+                out.push('{');
+                rest = tail;
+            }
         }
     }
     out.push_str(rest);
@@ -321,6 +327,20 @@ mod tests {
             &values(),
         );
         assert_eq!(filled, "Hi Ana {agent.name}, Bo of Acme here. {x} {");
+    }
+
+    #[test]
+    fn a_fallback_stands_in_for_an_unknown_value_only() {
+        let filled = fill_placeholders(
+            "Thanks {visitor.name|there}, {visitor.email|no email} {agent.name|x} {visitor.name|a{b}",
+            &values(),
+        );
+        assert_eq!(
+            filled,
+            "Thanks Ana {agent.name}, no email Bo {visitor.name|a{b}"
+        );
+        assert_eq!(fill_placeholders("{site.name|}", &values()), "Acme");
+        assert_eq!(fill_placeholders("{visitor.email|}", &values()), "");
     }
 
     #[test]

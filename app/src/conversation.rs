@@ -279,6 +279,90 @@ fn time_detail(label: &'static str, at: Option<i64>) -> impl IntoView {
     })
 }
 
+/// The side panel's visitor details.
+#[component]
+fn VisitorPanel(visitor: VisitorDetailsView) -> impl IntoView {
+    let page_link = visitor.last_page.clone().map(|url| {
+        let safe = url.starts_with("https://") || url.starts_with("http://");
+        let link = if safe {
+            let href = url.clone();
+            view! { <a href=href rel="noopener noreferrer" target="_blank"><bdi>{url}</bdi></a> }
+                .into_any()
+        } else {
+            view! { <bdi>{url}</bdi> }.into_any()
+        };
+        view! { <dt>"Page"</dt><dd class="break">{link}</dd> }
+    });
+    let first_page = visitor
+        .first_page
+        .filter(|first| Some(first) != visitor.last_page.as_ref());
+    view! {
+        <section class="panel">
+            <h2>"Visitor"</h2>
+            <dl class="details">
+                <dt>"Site"</dt>
+                <dd>{visitor.site}</dd>
+                {visitor.verified_user.map(|id| view! {
+                    <dt>"User"</dt>
+                    <dd data-identity="verified"><bdi>{id}</bdi>" "<span class="badge badge-open">"verified"</span></dd>
+                })}
+                {visitor.unverified_claim.map(|claim| view! {
+                    <dt>"Says they are"</dt>
+                    <dd data-identity="unverified"><bdi>{claim}</bdi>" "<span class="badge badge-muted">"unverified"</span></dd>
+                })}
+                {detail("Email", visitor.email)}
+                {visitor.prechat.map(|(question, answer)| view! {
+                    <dt data-prechat="question">{question}</dt>
+                    <dd data-prechat="answer"><bdi>{answer}</bdi></dd>
+                })}
+                {page_link}
+                {detail("First page", first_page)}
+                {detail("Came from", visitor.referrer)}
+                {detail("Language", visitor.language)}
+                {visitor.time_zone.map(|zone| view! {
+                    <dt>"Local time"</dt>
+                    <dd><span class="visitor-clock" data-time-zone=zone.clone()>{zone.clone()}</span></dd>
+                })}
+                {detail("Browser", visitor.browser)}
+                {detail("IP address", visitor.ip)}
+                {time_detail("First seen", visitor.first_seen_at)}
+                {time_detail("Last seen", visitor.last_seen_at)}
+            </dl>
+            {visitor.user_agent.map(|ua| view! {
+                <details class="ua"><summary>"User agent"</summary><p class="mono">{ua}</p></details>
+            })}
+        </section>
+    }
+}
+
+/// The visitor's conversation started after conversation `id`, the newest, if any.
+fn newer_conversation(id: i64, others: &[OtherConversationView]) -> Option<i64> {
+    others
+        .iter()
+        .map(|other| other.id)
+        .find(|&other| other > id)
+}
+
+/// What the reply box says on a closed conversation (shown by the script while the side panel
+/// says closed): a reply still reaches the visitor, but their answer goes elsewhere.
+fn closed_hint(is_open: bool, newer: Option<i64>) -> impl IntoView {
+    let text = match newer {
+        Some(newer) => view! {
+            "This conversation is closed and the visitor has started a newer one: answer in "
+            <a href=format!("/conversations/{newer}")>{format!("Conversation {newer}")}</a>
+            ". A reply here reaches the visitor, but their answer goes there."
+        }
+        .into_any(),
+        None => view! {
+            "This conversation is closed. A reply still reaches the visitor, but their answer \
+             starts a new conversation: reopen it to continue here."
+        }
+        .into_any(),
+    };
+    view! { <p class="notice notice-warning" id="closed-hint" hidden=is_open>{text}</p> }
+}
+
+/// The side panel: status and assignment, the visitor, their other conversations.
 #[component]
 fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
     let id = aside.id;
@@ -288,6 +372,13 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                 <CsrfField token=aside.csrf.clone()/>
                 <button type="submit" class="button">"Close conversation"</button>
             </form>
+        }
+        .into_any()
+    } else if let Some(newer) = newer_conversation(id, &aside.others) {
+        // Reopening would be refused: the visitor's next messages go to the newer one.
+        view! {
+            <p class="hint">"The visitor has started a newer conversation: "
+                <a href=format!("/conversations/{newer}")>{format!("Conversation {newer}")}</a>"."</p>
         }
         .into_any()
     } else {
@@ -317,23 +408,9 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
             }
         })
         .collect_view();
-    let visitor = aside.visitor;
-    let page_link = visitor.last_page.clone().map(|url| {
-        let safe = url.starts_with("https://") || url.starts_with("http://");
-        let link = if safe {
-            let href = url.clone();
-            view! { <a href=href rel="noopener noreferrer" target="_blank"><bdi>{url}</bdi></a> }
-                .into_any()
-        } else {
-            view! { <bdi>{url}</bdi> }.into_any()
-        };
-        view! { <dt>"Page"</dt><dd class="break">{link}</dd> }
-    });
-    let first_page = visitor
-        .first_page
-        .filter(|first| Some(first) != visitor.last_page.as_ref());
     view! {
-        <aside id="conversation-aside" class="aside" aria-label="Conversation details">
+        <aside id="conversation-aside" class="aside" aria-label="Conversation details"
+            data-open=aside.is_open.to_string()>
             <section class="panel">
                 <h2>"Status"</h2>
                 <p>
@@ -364,41 +441,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     </div>
                 </form>
             </section>
-            <section class="panel">
-                <h2>"Visitor"</h2>
-                <dl class="details">
-                    <dt>"Site"</dt>
-                    <dd>{visitor.site}</dd>
-                    {visitor.verified_user.map(|id| view! {
-                        <dt>"User"</dt>
-                        <dd data-identity="verified"><bdi>{id}</bdi>" "<span class="badge badge-open">"verified"</span></dd>
-                    })}
-                    {visitor.unverified_claim.map(|claim| view! {
-                        <dt>"Says they are"</dt>
-                        <dd data-identity="unverified"><bdi>{claim}</bdi>" "<span class="badge badge-muted">"unverified"</span></dd>
-                    })}
-                    {detail("Email", visitor.email)}
-                    {visitor.prechat.map(|(question, answer)| view! {
-                        <dt data-prechat="question">{question}</dt>
-                        <dd data-prechat="answer"><bdi>{answer}</bdi></dd>
-                    })}
-                    {page_link}
-                    {detail("First page", first_page)}
-                    {detail("Came from", visitor.referrer)}
-                    {detail("Language", visitor.language)}
-                    {visitor.time_zone.map(|zone| view! {
-                        <dt>"Local time"</dt>
-                        <dd><span class="visitor-clock" data-time-zone=zone.clone()>{zone.clone()}</span></dd>
-                    })}
-                    {detail("Browser", visitor.browser)}
-                    {detail("IP address", visitor.ip)}
-                    {time_detail("First seen", visitor.first_seen_at)}
-                    {time_detail("Last seen", visitor.last_seen_at)}
-                </dl>
-                {visitor.user_agent.map(|ua| view! {
-                    <details class="ua"><summary>"User agent"</summary><p class="mono">{ua}</p></details>
-                })}
-            </section>
+            <VisitorPanel visitor=aside.visitor/>
             {other_conversations(aside.others, aside.more_others)}
         </aside>
     }
@@ -461,6 +504,10 @@ pub fn render_conversation(view: ConversationView) -> String {
         .into_iter()
         .map(|message| view! { <Message message/> })
         .collect_view();
+    let closed = closed_hint(
+        view.aside.is_open,
+        newer_conversation(id, &view.aside.others),
+    );
     // Isolated (U+2068 … U+2069), so a right-to-left override in the name cannot turn " · Porch".
     let title = format!("\u{2068}{}\u{2069}", view.visitor);
     let email_form = view.aside.visitor.email.clone().map(|to| {
@@ -500,6 +547,7 @@ pub fn render_conversation(view: ConversationView) -> String {
                 <form method="post" action=format!("/conversations/{id}/reply") id="reply-form"
                     class="reply" data-typing=format!("/conversations/{id}/typing")
                     data-attachments=format!("/conversations/{id}/attachments")>
+                    {closed}
                     <CsrfField token=csrf/>
                     // Files are uploaded by the script (with the CSRF token in a header), which
                     // shows this control and fills `attachments`; without it a reply is text only.

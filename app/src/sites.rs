@@ -273,7 +273,9 @@ fn refused_card(refused: Vec<RefusedOriginView>) -> impl IntoView {
     view! {
         <section class="card card-warning" aria-labelledby="refused-title">
             <h2 id="refused-title">"Pages refused the chat"</h2>
-            <p>"Pages on these origins tried to open the chat and were refused: they are not among                 the allowed origins. If they are your pages, add them to Allowed origins below.                 Listed since Porch last started."</p>
+            <p>"Pages on these origins tried to open the chat and were refused: they are not among \
+                the allowed origins. If they are your pages, add them to Allowed origins below. \
+                Listed since Porch last started."</p>
             <ul class="refused-origins">{rows}</ul>
         </section>
     }

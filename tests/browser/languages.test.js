@@ -68,7 +68,7 @@ test("a German browser sees German, with dates written the German way, and fetch
         const t = m.querySelector("time");
         const at = new Date(t.getAttribute("datetime"));
         return { text: m.textContent, time: t.textContent, title: t.title,
-          wantTime: at.toLocaleTimeString("de-DE", { hour: "2-digit", minute: "2-digit" }),
+          wantTime: at.toLocaleTimeString("de-DE", { timeStyle: "short" }),
           wantTitle: at.toLocaleString("de-DE", { dateStyle: "full", timeStyle: "short" }) };
       });
       assert.equal(meta.text, `${meta.wantTime} \u00b7 Gesendet`, JSON.stringify(meta));
@@ -275,3 +275,27 @@ test("an English browser fetches no translation", { timeout: 60000 }, async () =
     await v.context.close();
   }
 });
+
+test("an American browser writes a short time as it does elsewhere: 6:05 AM, not 06:05 AM",
+  { timeout: 60000 }, async () => {
+    const { host } = await site("American");
+    // A zone where the hour is now 1 to 9 on a 12-hour clock, where a padded hour would show.
+    const zones = ["Pacific/Honolulu", "America/Los_Angeles", "America/New_York", "UTC", "Europe/Berlin",
+      "Asia/Dubai", "Asia/Kolkata", "Asia/Bangkok", "Asia/Tokyo", "Australia/Sydney", "Pacific/Auckland"];
+    const hourIn = (timeZone) => Number(new Intl.DateTimeFormat("en-US", { timeZone, hour: "numeric",
+      hour12: true }).formatToParts(new Date()).find((p) => p.type === "hour").value);
+    const timezoneId = zones.find((zone) => hourIn(zone) >= 1 && hourIn(zone) <= 8);
+    assert.ok(timezoneId, "some zone has a one-digit hour now");
+    const context = await world.browser.newContext({ locale: "en-US", timezoneId });
+    try {
+      const page = await context.newPage();
+      page.setDefaultTimeout(15000);
+      await page.goto(host.url);
+      await page.locator("[data-porch=launcher]").click();
+      await say(page, "Hello");
+      const time = await page.locator("[data-porch=message][data-author=visitor] .meta time").textContent();
+      assert.match(time, /^[1-9]:\d\d\s?[AP]M$/, `${time} in ${timezoneId}`);
+    } finally {
+      await context.close();
+    }
+  });

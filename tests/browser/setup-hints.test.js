@@ -28,6 +28,10 @@ test("a page on an origin the site does not allow is named on the site's page", 
     await page.goto(stray.url);
     await page.locator("[data-porch=launcher]").click();
     await page.getByText("This chat is not enabled for this website.").waitFor();
+    // Nothing of the chat can work there, so nothing of it stays usable (docs/widget.md).
+    for (const control of ["input", "send", "attach", "data-button"]) {
+      assert.ok(await page.locator(`[data-porch=${control}]`).isDisabled(), `${control} is disabled`);
+    }
   } finally {
     await context.close();
     await stray.close();
@@ -53,6 +57,8 @@ test("a conversation page links the visitor's earlier conversation", async () =>
   assert.equal(await page.getByRole("region", { name: "Other conversations" }).count(), 0);
   await page.getByRole("button", { name: "Close conversation" }).click();
   await page.getByRole("button", { name: "Reopen conversation" }).waitFor();
+  // The reply box says what a reply to a closed conversation does.
+  await page.locator("#closed-hint").getByText("their answer starts a new conversation").waitFor();
   await v.say("Me again");
   const second = await waitFor("a second conversation", async () =>
     (await conversations()).find((c) => c.id !== first)?.id);
@@ -63,6 +69,7 @@ test("a conversation page links the visitor's earlier conversation", async () =>
   const panel = page.getByRole("region", { name: "Other conversations" });
   await Promise.all([page.waitForURL(new RegExp(`/conversations/${second}$`)),
     panel.getByRole("link", { name: `Conversation ${second}` }).click()]);
+  assert.ok(await page.locator("#closed-hint").isHidden(), "the open one's reply box has no closed hint");
   const back = page.getByRole("region", { name: "Other conversations" });
   assert.match(await back.textContent(), /Closed.*Where is my parcel\?/s);
   await back.getByRole("link", { name: `Conversation ${first}` }).waitFor();

@@ -10,7 +10,7 @@ const world = fixture({ site: "Acme", agent: AGENT });
 
 /** HH:MM in `timeZone` at `at`, as an en-GB browser shows it. */
 const clock = (timeZone, at) =>
-  new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit" }).format(at);
+  new Intl.DateTimeFormat("en-GB", { timeZone, timeStyle: "short" }).format(at);
 
 test("the agent sees the visitor's language, referrer and local time from the widget's hello",
   { timeout: 90000 }, async () => {

@@ -31,9 +31,9 @@
       if (Number.isNaN(at.getTime())) continue;
       el.title = at.toLocaleString();
       el.textContent = at.toDateString() === today
-        ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+        ? at.toLocaleTimeString([], { timeStyle: "short" })
         : at.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " +
-          at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+          at.toLocaleTimeString([], { timeStyle: "short" });
     }
   };
 
@@ -176,6 +176,8 @@
         const aside = fromHtml(html);
         localTime(aside);
         document.getElementById("conversation-aside")?.replaceWith(aside);
+        // The reply box says what a reply does while the conversation is closed.
+        document.getElementById("closed-hint")?.toggleAttribute("hidden", aside.dataset.open === "true");
       },
       // The visitor was erased (docs/privacy.md): nothing of the conversation is left to show or
       // to act on, neither its messages nor the visitor's name and details, nor its forms.
@@ -468,7 +470,7 @@
     for (const clock of document.querySelectorAll(".visitor-clock[data-time-zone]")) {
       const zone = clock.dataset.timeZone;
       try {
-        const time = new Date().toLocaleTimeString([], { timeZone: zone, hour: "2-digit", minute: "2-digit" });
+        const time = new Date().toLocaleTimeString([], { timeZone: zone, timeStyle: "short" });
         clock.textContent = time + " (" + zone + ")";
       } catch {
         clock.textContent = zone; // a zone this browser does not know

@@ -512,7 +512,7 @@
     }
     el.append(text.slice(at));
   };
-  const timeOf = (at) => new Date(at).toLocaleTimeString(tag, { hour: "2-digit", minute: "2-digit" });
+  const timeOf = (at) => new Date(at).toLocaleTimeString(tag, { timeStyle: "short" });
   // Changes a text in place (the element's one text node), so no node is added: see setMeta.
   const setText = (el, text) => {
     if (el.textContent === text) return;
@@ -759,7 +759,7 @@
       if (e.code === FATAL_CLOSE) {
         stopped = true;
         setStatus(t("unavailable"), "stopped");
-        input.disabled = sendBtn.disabled = true;
+        input.disabled = sendBtn.disabled = attachBtn.disabled = dataBtn.disabled = true;
         return;
       }
       scheduleReconnect();

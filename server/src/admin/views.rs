@@ -8,7 +8,7 @@ use porch_app::conversation::{
 use porch_app::inbox::InboxItemView;
 
 use crate::attachments::Kind;
-use crate::chat::{ConversationView, OTHER_CONVERSATIONS};
+use crate::chat::ConversationView;
 use crate::store::{
     InboxItemRow, InboxQuery, MessageDelivery, MessageId, MessageRow, UserId, VisitorIdentityRow,
 };
@@ -195,7 +195,6 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
         others: view
             .others
             .iter()
-            .take(usize::try_from(OTHER_CONVERSATIONS).unwrap_or(usize::MAX))
             .map(|other| OtherConversationView {
                 id: other.id.0,
                 is_open: other.status == "open",
@@ -203,7 +202,7 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
                 opening: other.opening.clone(),
             })
             .collect(),
-        more_others: view.others.len() > usize::try_from(OTHER_CONVERSATIONS).unwrap_or(usize::MAX),
+        more_others: view.more_others,
     }
 }
 

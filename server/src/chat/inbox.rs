@@ -68,13 +68,14 @@ pub struct ConversationView {
     pub agents: Vec<UserRow>,
     /// Whether the site's email is on, so an agent can email the visitor.
     pub can_email: bool,
-    /// The visitor's other conversations, the newest first: up to [`OTHER_CONVERSATIONS`],
-    /// one more when there are more.
+    /// The visitor's other conversations, the newest first: up to [`OTHER_CONVERSATIONS`].
     pub others: Vec<store::OtherConversationRow>,
+    /// The visitor has more other conversations than those.
+    pub more_others: bool,
 }
 
 /// How many of a visitor's other conversations the conversation page lists.
-pub const OTHER_CONVERSATIONS: u32 = 10;
+const OTHER_CONVERSATIONS: usize = 10;
 
 /// The admin inbox's use cases, on the same handle as the widget's and the API's.
 impl Chat {
@@ -167,12 +168,15 @@ impl Chat {
                 let messages = store::list_conversation_messages(c, id)?;
                 let agents = enabled_agents(c)?;
                 let can_email = store::has_active_email(c, item.site_id)?;
-                let others = store::list_other_conversations_of_visitor(
+                // One more than is shown says whether there are more.
+                let mut others = store::list_other_conversations_of_visitor(
                     c,
                     item.visitor_id,
                     id,
                     OTHER_CONVERSATIONS + 1,
                 )?;
+                let more_others = others.len() > OTHER_CONVERSATIONS;
+                others.truncate(OTHER_CONVERSATIONS);
                 Ok(Some(ConversationView {
                     item,
                     visitor,
@@ -181,6 +185,7 @@ impl Chat {
                     agents,
                     can_email,
                     others,
+                    more_others,
                 }))
             })
             .await?

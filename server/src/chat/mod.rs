@@ -33,7 +33,7 @@ pub use identity::{
     find_identity_secret, open_identity_secret, remove_identity_secret, reseal_identity_secrets,
     rotate_identity_secret,
 };
-pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, OTHER_CONVERSATIONS, Via};
+pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;
 pub use mail::{MAX_SUBJECT_CHARS, MailReply, MailSubject};
 pub use prechat::{SitePrechatInput, find_site_prechat, save_site_prechat};

@@ -162,8 +162,8 @@ impl SiteDirectory {
         }
     }
 
-    /// Notes that a page at `origin` was refused the chat of `site` (docs/widget.md, "Allowed
-    /// origins"). A missing `Origin` (not a browser) is not a page and is not noted.
+    /// Notes that a page at `origin` was refused the chat of `site` (docs/widget.md,
+    /// "Embedding"). A missing `Origin` (not a browser) is not a page and is not noted.
     pub fn note_refused_origin(&self, site: &Site, origin: &str) {
         if !origin.is_empty() {
             self.refused.note(site.id, origin, crate::clock::now_ms());

@@ -41,22 +41,41 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T>
 
 /// Refuses a query string on a call that takes none (422 `invalid`, naming the parameters), as
 /// [`StrictQuery`] does for the calls that take some: `POST …/messages?limt=5` stored the reply
-/// as if the parameter meant something.
+/// as if the parameter meant something. It runs before the token is checked, so its answer names
+/// at most [`NAMED`] parameters, with control characters left out, and counts the rest.
 pub async fn refuse_query(request: Request, next: Next) -> Response {
     let raw = request.uri().query().unwrap_or_default();
-    let mut names: Vec<String> = Vec::new();
+    let mut named: Vec<String> = Vec::new();
+    let mut more = std::collections::HashSet::new();
     for (name, _) in form_urlencoded::parse(raw.as_bytes()) {
-        let name = format!("`{name}`");
-        if !names.contains(&name) {
-            names.push(name);
+        let name: String = name.chars().filter(|c| !c.is_control()).collect();
+        if named.contains(&name) {
+            continue;
+        }
+        if named.len() < NAMED {
+            named.push(name);
+        } else {
+            more.insert(name);
         }
     }
-    if names.is_empty() {
+    if named.is_empty() {
         return next.run(request).await;
     }
+    let list = named
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (noun, rest) = match (named.len(), more.len()) {
+        (1, _) => ("parameter", String::new()),
+        (_, 0) => ("parameters", String::new()),
+        (_, n) => ("parameters", format!(" and {n} more")),
+    };
     ApiError::invalid(format!(
-        "Unknown query parameter {}: this endpoint takes none (docs/api.md).",
-        names.join(", ")
+        "Unknown query {noun} {list}{rest}: this endpoint takes none (docs/api.md)."
     ))
     .into_response()
 }
+
+/// How many unknown parameters a refusal names.
+const NAMED: usize = 3;

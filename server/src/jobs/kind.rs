@@ -143,4 +143,19 @@ mod tests {
         }
         assert_eq!(JobKind::parse("slack.reply"), None);
     }
+
+    /// Health leaves test messages out by their name (`store::deliveries`, `*.test`): exactly
+    /// the test kinds are named so.
+    #[test]
+    fn only_test_messages_are_named_as_tests() {
+        for kind in JobKind::ALL {
+            let is_test = matches!(kind, JobKind::DiscordTest | JobKind::EmailTest);
+            // As SQL's LIKE reads `%.test`: without regard to case.
+            let named = kind
+                .as_str()
+                .rsplit_once('.')
+                .is_some_and(|(_, last)| last.eq_ignore_ascii_case("test"));
+            assert_eq!(named, is_test, "{}", kind.as_str());
+        }
+    }
 }

@@ -24,8 +24,9 @@ pub struct DeliveryLogRow {
 const LOG_COLUMNS: &str = "j.id, json_extract(j.args, '$.event'), j.state, a.attempt, \
     a.started_at, a.finished_at - a.started_at, a.outcome, a.http_status, a.error";
 
-/// Test messages (`discord.test`, `email.test`) answer "does it work now?" on their page; they
-/// are not deliveries, so they do not count towards an integration's health.
+/// Test messages answer "does it work now?" on their page; they are not deliveries, so they do
+/// not count towards an integration's health. Test kinds are the ones named `*.test` (a unit test
+/// of `JobKind` holds every kind to that).
 const NOT_A_TEST: &str = "j.kind NOT LIKE '%.test'";
 
 fn log_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryLogRow> {
@@ -70,7 +71,8 @@ pub fn find_newest_delivery_attempt(
 }
 
 /// The last attempt of the integration's oldest delivery that waits to be tried again after an
-/// error (outcome `retry`; a 429's wait is pacing, not failure), tests left out.
+/// error, or is being tried again (outcome `retry`; a 429's wait is pacing, not failure), tests
+/// left out.
 pub fn find_retrying_delivery(
     conn: &Connection,
     integration: IntegrationId,
@@ -79,12 +81,31 @@ pub fn find_retrying_delivery(
     Ok(stmt.query_row(params![integration], log_row).optional()?)
 }
 
-/// [`find_retrying_delivery`]'s query. `state = 'queued' AND attempt > 0`, as written, is what
-/// lets SQLite use the partial index `jobs_integration_retrying` (0031).
+/// The last attempt of the integration's delivery that was given up for good most recently,
+/// tests left out. Failed jobs are few (each waits for an admin), so they are read through the
+/// index of unfinished states rather than walking every job of the integration.
+pub fn find_newest_failed_delivery(
+    conn: &Connection,
+    integration: IntegrationId,
+) -> Result<Option<DeliveryLogRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {LOG_COLUMNS} FROM jobs j INDEXED BY jobs_unfinished \
+           JOIN job_attempts a ON a.job_id = j.id \
+          WHERE j.state IN ('running', 'failed', 'blocked') AND j.state = 'failed' \
+            AND j.integration_id = ?1 AND {NOT_A_TEST} \
+          ORDER BY a.started_at DESC LIMIT 1"
+    ))?;
+    Ok(stmt.query_row(params![integration], log_row).optional()?)
+}
+
+/// [`find_retrying_delivery`]'s query. The condition on `state` and `attempt`, written as the
+/// partial index `jobs_integration_retrying` (0031) states it, is what lets SQLite use it.
 fn retrying_sql() -> String {
     format!(
         "SELECT {LOG_COLUMNS} FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
-          WHERE j.integration_id = ?1 AND j.state = 'queued' AND j.attempt > 0 AND {NOT_A_TEST} \
+          WHERE j.integration_id = ?1 \
+            AND ((j.state = 'queued' AND j.attempt > 0) OR (j.state = 'running' AND j.attempt > 1)) \
+            AND {NOT_A_TEST} \
             AND a.seq = (SELECT max(b.seq) FROM job_attempts b WHERE b.job_id = j.id) \
             AND a.outcome = 'retry' \
           ORDER BY j.id LIMIT 1"

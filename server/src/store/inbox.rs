@@ -96,7 +96,7 @@ pub fn list_other_conversations_of_visitor(
     conn: &Connection,
     visitor: VisitorId,
     except: ConversationId,
-    limit: u32,
+    limit: usize,
 ) -> Result<Vec<OtherConversationRow>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.status, c.created_at, \
@@ -104,6 +104,7 @@ pub fn list_other_conversations_of_visitor(
               WHERE m.conversation_id = c.id AND m.author = 'visitor' ORDER BY m.id LIMIT 1) \
          FROM conversations c WHERE c.visitor_id = ?1 AND c.id <> ?2 ORDER BY c.id DESC LIMIT ?3",
     )?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = stmt.query_map(params![visitor, except, limit, OPENING_CHARS], |row| {
         Ok(OtherConversationRow {
             id: row.get(0)?,

@@ -276,9 +276,13 @@ async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
     }
     // A call that takes no query string refuses any, before it does anything.
     let site = app.add_site("Shop");
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("c1", "Hello").await;
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let messages = format!("/api/v1/conversations/{conversation}/messages?limt=5");
     for (method, path) in [
-        ("POST", "/api/v1/conversations/1/messages?limt=5".to_owned()),
-        ("GET", "/api/v1/conversations/1/messages?limt=5".to_owned()),
+        ("POST", messages.clone()),
+        ("GET", messages.clone()),
         ("POST", "/api/v1/jobs/retry?x=1".to_owned()),
         ("GET", format!("/api/v1/sites/{site}/integrations?x=1&x=2")),
         ("PUT", format!("/api/v1/sites/{site}/retention?bogus")),
@@ -287,7 +291,7 @@ async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
         if method != "GET" {
             request = request
                 .header("content-type", "application/json")
-                .body(r#"{"body": "x", "retention_days": null}"#.to_owned());
+                .body(r#"{"body": "x", "retention_days": 1}"#.to_owned());
         }
         let (status, code, message) = error_of(&request.answer().await);
         assert_eq!((status, code.as_str()), (422, "invalid"), "{method} {path}");
@@ -305,7 +309,12 @@ async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
             "{path}: {message}"
         );
     }
-    assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
+    // Nothing was done: no reply stored, the retention left as it was.
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM sites WHERE retention_days IS NOT NULL"),
+        0
+    );
     // Before the token is looked at (docs/api.md, "Errors").
     let anonymous = app
         .http
@@ -313,6 +322,18 @@ async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
         .answer()
         .await;
     assert_eq!(error_of(&anonymous).0, 422, "{}", anonymous.body);
+    // Many names: the first three, and how many more.
+    let many = app
+        .http
+        .get(&format!("/api/v1/sites/{site}/integrations?a&b&c&d&e&a"))
+        .bearer_auth(&admin)
+        .answer()
+        .await;
+    let (_, _, message) = error_of(&many);
+    assert!(
+        message.contains("parameters `a`, `b`, `c` and 2 more:"),
+        "{message}"
+    );
     let answer = app
         .http
         .get(&format!("/api/v1/sites/{site}/integrations?"))

@@ -486,23 +486,44 @@ fn a_missing_argument_or_subcommand_is_named_with_the_usage() {
 #[test]
 fn a_connection_cap_above_the_descriptor_limit_is_lowered_with_a_warning() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let lines = lines_until_listening(dir.path(), &[("PORCH_MAX_CONNECTIONS", "16777216")]);
-    let warning = lines
-        .iter()
-        .find(|l| l.contains("WARN") && l.contains("PORCH_MAX_CONNECTIONS"))
-        .unwrap_or_else(|| panic!("a warning: {lines:?}"));
-    assert!(warning.contains("asked=16777216"), "{warning}");
-    assert!(!warning.contains("max_connections=16777216"), "{warning}");
-    // An attainable cap is taken as it is, without a warning.
+    // An attainable cap is taken as it is, without a warning; the log says the limit.
     let lines = lines_until_listening(dir.path(), &[("PORCH_MAX_CONNECTIONS", "100")]);
+    let budget = lines
+        .iter()
+        .find(|l| l.contains("connection budget"))
+        .unwrap_or_else(|| panic!("the budget line: {lines:?}"));
+    assert!(budget.contains("max_connections=100"), "{budget}");
     assert!(
         !lines
             .iter()
             .any(|l| l.contains("WARN") && l.contains("PORCH_MAX")),
         "{lines:?}"
     );
+    let fd_limit: u64 = budget
+        .split("fd_limit=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("fd_limit in {budget}"));
+    // The largest cap the setting takes, beyond a descriptor limit of this machine's kind; a
+    // machine whose limit is higher still cannot be asked for more than it allows.
+    let asked = 16_777_216;
+    if fd_limit >= asked {
+        eprintln!("skipped: the descriptor limit {fd_limit} allows any cap");
+        return;
+    }
+    let lines = lines_until_listening(dir.path(), &[("PORCH_MAX_CONNECTIONS", "16777216")]);
+    let warning = lines
+        .iter()
+        .find(|l| l.contains("WARN") && l.contains("PORCH_MAX_CONNECTIONS"))
+        .unwrap_or_else(|| panic!("a warning: {lines:?}"));
+    assert!(warning.contains(&format!("asked={asked}")), "{warning}");
     assert!(
-        lines.iter().any(|l| l.contains("max_connections=100")),
-        "{lines:?}"
+        warning.contains(&format!("fd_limit={fd_limit}")),
+        "{warning}"
+    );
+    assert!(
+        !warning.contains(&format!("max_connections={asked}")),
+        "{warning}"
     );
 }

@@ -85,4 +85,40 @@ async fn a_conversation_page_links_the_visitors_other_conversations() {
         "href=\"/conversations/{second}\">Conversation {second}</a> <span class=\"badge badge-open\">Open"
     );
     assert!(older.contains(&link), "{older}");
+    // It offers no Reopen (which would be refused), and its reply box says where to answer.
+    assert!(!older.contains("Reopen conversation"), "{older}");
+    assert!(
+        older.contains("The visitor has started a newer conversation: "),
+        "{older}"
+    );
+    let hint = format!(
+        "<p id=\"closed-hint\" class=\"notice notice-warning\">This conversation is closed and \
+         the visitor has started a newer one: answer in <a href=\"/conversations/{second}\">"
+    );
+    assert!(older.contains(&hint), "{older}");
+    // The open one's hint is there for the script, hidden.
+    assert!(
+        newer.contains("<p id=\"closed-hint\" hidden class=\"notice notice-warning\">"),
+        "{newer}"
+    );
+}
+
+#[tokio::test]
+async fn a_closed_conversation_says_a_reply_reaches_the_visitor_but_their_answer_goes_elsewhere() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    said(&mut widget, "c1", "Hello").await;
+    let id = app.count("SELECT max(id) FROM conversations");
+    close(&app, &admin, id).await;
+    let closed = page(&app, &admin, id).await;
+    assert!(closed.contains("Reopen conversation"), "{closed}");
+    assert!(
+        closed.contains(
+            "<p id=\"closed-hint\" class=\"notice notice-warning\">This conversation is closed. \
+             A reply still reaches the visitor, but their answer starts a new conversation"
+        ),
+        "{closed}"
+    );
 }

@@ -52,6 +52,20 @@ async fn the_site_page_names_refused_origins_until_they_are_allowed() {
     let list = page(&app, &admin, "/sites").await;
     assert!(list.contains("1 refused origin<"), "{list}");
 
+    // What a program sends as `Origin` is shown as text, never as markup.
+    knock(&app, &site, "https://a.example/<b>x").await;
+    let body = page(&app, &admin, &edit).await;
+    assert!(
+        body.contains("<code>https://a.example/&lt;b&gt;x</code>"),
+        "{body}"
+    );
+    assert!(!body.contains("<b>x"), "{body}");
+    assert!(
+        page(&app, &admin, "/sites")
+            .await
+            .contains("2 refused origins<")
+    );
+
     let origins = format!("{ORIGIN}\n{STRANGER}");
     let fields = [
         ("csrf", admin.csrf.as_str()),
@@ -67,11 +81,16 @@ async fn the_site_page_names_refused_origins_until_they_are_allowed() {
     ];
     let saved = send(&app, "POST", &edit, &admin.cookie, Some(&form(&fields))).await;
     assert_eq!(saved.status, 303, "{}", saved.body);
+    // The allowed one drops off; the stranger's `<b>` stays.
     let body = page(&app, &admin, &edit).await;
-    assert!(!body.contains("Pages refused the chat"), "{body}");
     assert!(
-        !page(&app, &admin, "/sites")
+        !body.contains(&format!("<code>{STRANGER}</code>")),
+        "{body}"
+    );
+    assert!(body.contains("&lt;b&gt;"), "{body}");
+    assert!(
+        page(&app, &admin, "/sites")
             .await
-            .contains("refused origin")
+            .contains("1 refused origin<")
     );
 }

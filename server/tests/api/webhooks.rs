@@ -871,7 +871,7 @@ async fn a_retrying_delivery_goes_out_at_once_when_its_webhook_is_turned_on_agai
 }
 
 /// A delivery waiting for its next try keeps the endpoint failing although a newer one went out:
-/// it is on no other page while it retries (docs/admin.md, "health").
+/// it is on no other page while it retries (docs/admin.md, "Destination health").
 #[tokio::test]
 async fn a_retrying_delivery_keeps_the_endpoint_failing_after_a_newer_one_went_out() {
     let f = Fixture::start(&["--allow-private-networks"]).await;
@@ -880,7 +880,11 @@ async fn a_retrying_delivery_keeps_the_endpoint_failing_after_a_newer_one_went_o
     let (mut first, _) = f.app.visitor(&f.site, None, 0).await;
     first.say("v1", "retry me").await;
     // Its first try and the one 5 seconds later fail; the next is minutes away.
-    f.mock.wait_for(2, WAIT + WAIT).await;
+    f.wait_for_sql(
+        "SELECT count(*) FROM job_attempts WHERE outcome = 'retry'",
+        2,
+    )
+    .await;
     let (mut second, _) = f.app.visitor(&f.site, None, 0).await;
     second.say("v2", "I go out").await;
     f.wait_for_sql("SELECT count(*) FROM jobs WHERE state = 'done'", 1)

@@ -33,6 +33,25 @@ async fn get(app: &TestApp, admin: &Browser, path: &str) -> String {
     page.body
 }
 
+/// A running server with site "Shop" posting to Discord webhook `H1` of a mock, and its admin.
+async fn discord_site() -> (DiscordMock, TestApp, Browser, String) {
+    let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("mock");
+    let app = TestApp::spawn(&["--discord-api-url", &mock.api_url()]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    let url = mock.add_webhook("H1", false);
+    post(
+        &app,
+        &admin,
+        &format!("/sites/{site}/discord"),
+        &[("webhook_url", &url)],
+    )
+    .await;
+    (mock, app, admin, site)
+}
+
 #[tokio::test]
 async fn destinations_discord_is_added_from_its_page_and_the_test_post_goes_through_the_runner() {
     let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
@@ -123,20 +142,7 @@ async fn destinations_discord_is_added_from_its_page_and_the_test_post_goes_thro
 
 #[tokio::test]
 async fn destinations_a_deleted_discord_webhook_shows_blocked_with_the_reason_and_the_test_fails() {
-    let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
-        .await
-        .expect("mock");
-    let app = TestApp::spawn(&["--discord-api-url", &mock.api_url()]).await;
-    let admin = admin_of(&app).await;
-    let site = app.add_site("Shop");
-    let url = mock.add_webhook("H1", false);
-    post(
-        &app,
-        &admin,
-        &format!("/sites/{site}/discord"),
-        &[("webhook_url", &url)],
-    )
-    .await;
+    let (mock, app, admin, site) = discord_site().await;
     mock.delete_webhook("H1");
     let (_, location, _) = post(&app, &admin, &format!("/sites/{site}/discord/test"), &[]).await;
     let page = wait_until("the test to fail", WAIT, async || {
@@ -155,20 +161,7 @@ async fn destinations_a_deleted_discord_webhook_shows_blocked_with_the_reason_an
 #[tokio::test]
 async fn destinations_turning_an_integration_off_blocks_its_deliveries_with_the_reason_until_it_is_on()
  {
-    let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
-        .await
-        .expect("mock");
-    let app = TestApp::spawn(&["--discord-api-url", &mock.api_url()]).await;
-    let admin = admin_of(&app).await;
-    let site = app.add_site("Shop");
-    let url = mock.add_webhook("H1", false);
-    post(
-        &app,
-        &admin,
-        &format!("/sites/{site}/discord"),
-        &[("webhook_url", &url)],
-    )
-    .await;
+    let (mock, app, admin, site) = discord_site().await;
     let id: i64 = app
         .db()
         .query_row("SELECT id FROM integrations", [], |r| r.get(0))
@@ -677,20 +670,7 @@ async fn destinations_stored_names_and_errors_are_escaped_and_forms_need_the_csr
 /// shows as a failed test and leaves the health as the deliveries made it.
 #[tokio::test]
 async fn destinations_a_failed_test_message_does_not_make_the_health_failing() {
-    let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
-        .await
-        .expect("mock");
-    let app = TestApp::spawn(&["--discord-api-url", &mock.api_url()]).await;
-    let admin = admin_of(&app).await;
-    let site = app.add_site("Shop");
-    let url = mock.add_webhook("H1", false);
-    post(
-        &app,
-        &admin,
-        &format!("/sites/{site}/discord"),
-        &[("webhook_url", &url)],
-    )
-    .await;
+    let (mock, app, admin, site) = discord_site().await;
     mock.set_failure("H1", Some(DiscordFailure::ServerError { times: 1 }));
     let (_, location, _) = post(&app, &admin, &format!("/sites/{site}/discord/test"), &[]).await;
     let page = wait_until("the test to fail", WAIT, async || {

@@ -2,7 +2,8 @@
 //! "Embedding"), so a missing `www.` is found without reading logs.
 
 use crate::helpers::{ORIGIN, TestApp};
-use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
+use crate::inbox::{Browser, send, setup_admin, signed_in_from};
+use crate::site_add::site_form;
 
 const STRANGER: &str = "https://www.shop.example.com";
 
@@ -67,19 +68,8 @@ async fn the_site_page_names_refused_origins_until_they_are_allowed() {
     );
 
     let origins = format!("{ORIGIN}\n{STRANGER}");
-    let fields = [
-        ("csrf", admin.csrf.as_str()),
-        ("name", "Shop"),
-        ("origins", origins.as_str()),
-        ("greeting", "Hi!"),
-        ("color", "#2563eb"),
-        ("position", "right"),
-        ("visitor_messages_per_minute", "30"),
-        ("visitor_burst", "10"),
-        ("flood_messages_per_minute", "600"),
-        ("flood_conversations_per_minute", "60"),
-    ];
-    let saved = send(&app, "POST", &edit, &admin.cookie, Some(&form(&fields))).await;
+    let fields = site_form(&admin.csrf, "Shop", &origins);
+    let saved = send(&app, "POST", &edit, &admin.cookie, Some(&fields)).await;
     assert_eq!(saved.status, 303, "{}", saved.body);
     // The allowed one drops off; the stranger's `<b>` stays.
     let body = page(&app, &admin, &edit).await;

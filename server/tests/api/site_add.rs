@@ -5,8 +5,9 @@ use crate::helpers::TestApp;
 use crate::inbox::{form, send, setup_admin, signed_in_from};
 use crate::process::run;
 
-/// The new-site form with this name and these origins, every other field at its default.
-fn site_form(csrf: &str, name: &str, origins: &str) -> String {
+/// The new-site form with this name and these origins, every other field at its default (also
+/// the edit form: it takes the same fields).
+pub(crate) fn site_form(csrf: &str, name: &str, origins: &str) -> String {
     form(&[
         ("csrf", csrf),
         ("name", name),

@@ -319,6 +319,31 @@ test("the character counter is tied to the box and speaks only at 200 left, 50 l
     }
   });
 
+test("the character counter covers none of the thread, at 1000 px and at 360 px", { timeout: 60000 },
+  async () => {
+    const { host, browser } = world;
+    const v = await visitor(browser, host.url);
+    try {
+      const { page } = v;
+      for (const text of ["One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight"]) await v.say(text);
+      for (const width of [1000, 360]) {
+        await page.setViewportSize({ width, height: 740 });
+        await page.locator("[data-porch=input]").fill("x".repeat(3600));
+        const counter = page.locator("[data-porch=panel] .counter");
+        await counter.waitFor({ state: "visible" });
+        await page.waitForTimeout(200); // the thread keeps its end after the box grows
+        const box = await counter.boundingBox();
+        const meta = await page.locator("[data-porch=message]").last().locator(".meta").boundingBox();
+        const thread = await page.locator("[data-porch=messages]").boundingBox();
+        assert.ok(box.y >= thread.y + thread.height - 1, `at ${width} px the counter (y ${box.y}) is below the thread (ends ${thread.y + thread.height})`);
+        assert.ok(meta.y + meta.height <= box.y, `at ${width} px the last status line (ends ${meta.y + meta.height}) is above the counter (${box.y})`);
+        await page.locator("[data-porch=input]").fill("");
+      }
+    } finally {
+      await v.context.close();
+    }
+  });
+
 test("each message takes its own direction: Arabic in an English panel, English in an Arabic one",
   { timeout: 60000 }, async () => {
     const { porch, host, browser } = world;

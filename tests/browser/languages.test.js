@@ -276,6 +276,27 @@ test("an English browser fetches no translation", { timeout: 60000 }, async () =
   }
 });
 
+test("on a phone, a long placeholder (German, French, Spanish, Portuguese) stays on one line",
+  { timeout: 90000 }, async () => {
+    const { host } = await site("Phone");
+    // The box's scroll height with each placeholder; English's short one is the one-line height.
+    const heights = {};
+    for (const locale of ["en-GB", "de-DE", "fr-FR", "es-ES", "pt-BR"]) {
+      const v = await open(host, locale);
+      try {
+        await v.page.setViewportSize({ width: 360, height: 740 });
+        heights[locale] = await v.page.locator("[data-porch=input]").evaluate((el) =>
+          `${el.scrollHeight} px: ${el.placeholder}`);
+      } finally {
+        await v.context.close();
+      }
+    }
+    const oneLine = parseInt(heights["en-GB"], 10);
+    for (const [locale, height] of Object.entries(heights)) {
+      assert.equal(parseInt(height, 10), oneLine, `${locale} ${height}, English ${heights["en-GB"]}`);
+    }
+  });
+
 test("an American browser writes a short time as it does elsewhere: 6:05 AM, not 06:05 AM",
   { timeout: 60000 }, async () => {
     const { host } = await site("American");

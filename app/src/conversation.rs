@@ -103,6 +103,15 @@ pub struct OtherConversationView {
     pub opening: Option<String>,
 }
 
+/// A conversation's status as a badge: Open or Closed.
+fn status_badge(is_open: bool) -> impl IntoView {
+    if is_open {
+        view! { <span class="badge badge-open">"Open"</span> }.into_any()
+    } else {
+        view! { <span class="badge badge-muted">"Closed"</span> }.into_any()
+    }
+}
+
 /// The side panel's list of the visitor's other conversations (none: no panel).
 fn other_conversations(others: Vec<OtherConversationView>, more: bool) -> impl IntoView {
     let shown = others.len();
@@ -114,11 +123,7 @@ fn other_conversations(others: Vec<OtherConversationView>, more: bool) -> impl I
                 <li>
                     <a href=format!("/conversations/{}", other.id)>{format!("Conversation {}", other.id)}</a>
                     " "
-                    {if other.is_open {
-                        view! { <span class="badge badge-open">"Open"</span> }.into_any()
-                    } else {
-                        view! { <span class="badge badge-muted">"Closed"</span> }.into_any()
-                    }}
+                    {status_badge(other.is_open)}
                     <br/><time class="muted small" datetime=iso>{text}</time>
                     {other.opening.map(|text| view! { <p class="opening"><bdi>{text}</bdi></p> })}
                 </li>
@@ -414,11 +419,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
             <section class="panel">
                 <h2>"Status"</h2>
                 <p>
-                    {if aside.is_open {
-                        view! { <span class="badge badge-open">"Open"</span> }.into_any()
-                    } else {
-                        view! { <span class="badge badge-muted">"Closed"</span> }.into_any()
-                    }}
+                    {status_badge(aside.is_open)}
                     " "
                     {match aside.assignee {
                         Some(name) => view! { <span>"Assigned to "<strong>{name}</strong></span> }.into_any(),

@@ -8,14 +8,14 @@ use crate::store::{self, DeliveryLogRow, IntegrationRow};
 /// An integration's health.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Health {
-    /// No delivery waits for another try after an error, and the newest attempt did not fail for
-    /// good (or none was tried yet).
+    /// No delivery is being retried after an error, and none was given up since the latest that
+    /// went out (or none was tried yet).
     Healthy,
     /// Deliveries wait until an admin acts: the destination refused Porch in a way only an admin
     /// can fix, or an admin turned it off. `reason` says which.
     Blocked { reason: String },
-    /// A delivery waits to be tried again after an error, or the newest one failed for good: that
-    /// attempt's error and when it started, in Unix milliseconds.
+    /// A delivery is being retried after an error, or one was given up since the latest that
+    /// went out: that attempt's error and when it started, in Unix milliseconds.
     Failing { error: String, at: i64 },
 }
 

@@ -556,6 +556,13 @@ pub fn render_conversation(view: ConversationView) -> String {
                     // The script makes a new one for each message it sends.
                     <input type="hidden" name="client_id" value=view.reply_id/>
                     <ul class="reply-files" id="reply-files" aria-label="Files to send" aria-live="polite" hidden></ul>
+                    // The mode is chosen before writing, so that a note in progress never tells
+                    // the visitor "typing…" (inbox.js sends typing in reply mode only).
+                    <fieldset class="reply-mode">
+                        <legend class="visually-hidden">"Write a"</legend>
+                        <label><input type="radio" name="kind" value="reply" checked/>" Reply"</label>
+                        <label><input type="radio" name="kind" value="note"/>" Private note"</label>
+                    </fieldset>
                     <label for="reply-body" class="visually-hidden">"Your reply"</label>
                     <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus
                         placeholder="Write a reply…" aria-describedby="reply-hint"
@@ -575,10 +582,9 @@ pub fn render_conversation(view: ConversationView) -> String {
                                     accept="image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain"/>
                                 <label for="reply-file" class="button">"Attach files"</label>
                             </span>
-                            <button type="submit" name="kind" value="note" class="button">"Add note"</button>
-                            <button type="submit" name="kind" value="reply" class="button button-primary">
-                                "Send reply"
-                            </button>
+                            // One of the two shows, after the mode (admin.css).
+                            <button type="submit" class="button button-primary reply-send">"Send reply"</button>
+                            <button type="submit" class="button button-primary note-send">"Add note"</button>
                         </div>
                     </div>
                 </form>

@@ -1,6 +1,7 @@
 // Typing both ways, with the real widget and the real inbox: the visitor's typing shows on the
 // agent's conversation page as "Visitor is typing…" and goes away when the message arrives; the
-// agent's typing in the reply box shows in the widget as "Ana is typing" until the reply.
+// agent's typing in the reply box shows in the widget as "Ana is typing" until the reply, and a
+// private note being written never does.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
@@ -57,6 +58,50 @@ test("visitor and agent see each other typing", { timeout: 90000 }, async () => 
   await box.pressSequentially("One more thing", { delay: 20 });
   await widgetTyping.waitFor({ state: "visible" });
   await waitFor("the agent's typing to stop", () => widgetTyping.isHidden(), { timeoutMs: 9000 });
+  await v.context.close();
+  await context.close();
+});
+
+test("a private note being written never tells the visitor the agent is typing", { timeout: 90000 }, async () => {
+  const { porch, browser, host } = world;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+  const signals = [];
+  page.on("request", (r) => { if (r.url().endsWith("/typing")) signals.push(r.postData()); });
+
+  const v = await visitor(browser, host.url);
+  await v.say("Is my order on its way?");
+  await page.goto(`${porch.url}/inbox`);
+  await page.locator("#conversations li", { hasText: "my order" }).locator("a").click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+  await page.locator("body[data-needs]").waitFor({ state: "attached" });
+  const box = page.getByLabel("Your reply");
+  const widgetTyping = v.page.locator("[data-porch=typing]");
+
+  // Note mode: the box and its button say so, and nothing about it reaches the visitor.
+  await page.getByRole("radio", { name: "Private note" }).check();
+  assert.equal(await page.getByRole("button", { name: "Send reply" }).isHidden(), true);
+  assert.equal(await page.getByRole("button", { name: "Add note" }).isVisible(), true);
+  assert.match(await box.getAttribute("placeholder"), /private note/);
+  await box.pressSequentially("VIP customer, refund without asking", { delay: 25 });
+  await box.press("Enter");
+  await page.locator(".message-note", { hasText: "refund without asking" }).waitFor();
+  assert.deepEqual(signals.filter((s) => s.includes("active=true")), [], "a note announced typing");
+  assert.equal(await widgetTyping.isHidden(), true);
+
+  // A reply begun and then turned into a note: the visitor's indicator is withdrawn at once.
+  await page.getByRole("radio", { name: "Reply" }).check();
+  await box.pressSequentially("Let me check", { delay: 30 });
+  await widgetTyping.waitFor({ state: "visible" });
+  await page.getByRole("radio", { name: "Private note" }).check();
+  await widgetTyping.waitFor({ state: "hidden", timeout: 3000 });
+  await box.press("Enter");
+  await page.locator(".message-note", { hasText: "Let me check" }).waitFor();
+  await v.page.waitForTimeout(300);
+  assert.equal(await v.page.getByText("refund without asking").count(), 0, "a note reached the visitor");
+  assert.equal(await v.page.getByText("Let me check").count(), 0, "a note reached the visitor");
   await v.context.close();
   await context.close();
 });

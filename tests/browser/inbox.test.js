@@ -92,8 +92,10 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
     assert.equal(await theirs.locator(".bubble").innerText(), "Hi, this is Ana. Yes, we do!");
 
     // 6. A private note is shown to agents only; the visitor's next message arrives live.
+    await page.getByRole("radio", { name: "Private note" }).check();
     await page.getByLabel("Your reply").fill("Customer from the Oslo store");
     await page.getByRole("button", { name: "Add note" }).click();
+    await page.getByRole("radio", { name: "Reply" }).check();
     await page.locator(".message-note", { hasText: "Oslo store" }).waitFor();
     await v.say("Great, thanks!");
     await page.locator(".message-visitor", { hasText: "Great, thanks!" }).waitFor();
@@ -358,9 +360,11 @@ test("a reply or note written after the session ended is kept, explained, and se
     await v.page.locator("[data-porch=message][data-author=agent]", { hasText: REPLY }).waitFor();
 
     const NOTE = "Asked about opening hours; send them the holiday list.";
+    await page.getByRole("radio", { name: "Private note" }).check();
     const addNote = () => page.getByRole("button", { name: "Add note" }).click();
     await refusedWhileSignedOut(NOTE, async function note() { await addNote(); });
     await signInAgain(NOTE);
+    await page.getByRole("radio", { name: "Private note" }).check(); // a fresh page starts on Reply
     await addNote();
     await page.locator(".message-note", { hasText: NOTE }).waitFor();
     await waitFor("the box to empty", async () => (await box.inputValue()) === "");

@@ -6,8 +6,9 @@
 //   keeps the text (and a draft in sessionStorage) until the server confirms it stored it, and
 //   inserts only an answer marked as the message fragment. Attach files (shown only with this
 //   script) uploads each picked file with the CSRF token in a header; the reply names them.
-// - Typing both ways: the reply box tells the visitor the agent is typing (at most once per 3 s,
-//   stopped on send, blur or 5 s idle), and "Visitor is typing…" shows for 6 s per signal.
+// - Typing both ways: the reply box, in reply mode only (never while a private note is written),
+//   tells the visitor the agent is typing (at most once per 3 s, stopped on send, blur, 5 s idle
+//   or a switch to note), and "Visitor is typing…" shows for 6 s per signal.
 // - Every stream also carries the agent's unread counts and alerts: passed on to notify.js as
 //   porch:counts and porch:alert events.
 // - Copy buttons, local times, site colour swatches, and the visitor's local time (a
@@ -250,9 +251,22 @@
       clearTimeout(typingIdle);
       if (typingSince) { typingSince = 0; sendTyping(false); }
     };
+    // Reply or private note: chosen before writing, and only a reply is announced as typing.
+    const mode = () => form.elements.kind.value;
+    const showMode = () => {
+      box.placeholder = mode() === "note" ? "Write a private note (only your team sees it)\u2026" : "Write a reply\u2026";
+    };
+    for (const radio of form.elements.kind) {
+      radio.addEventListener("change", () => {
+        showMode();
+        if (mode() === "note") stopTyping();
+        box.focus();
+      });
+    }
+    showMode();
     if (form.dataset.typing) {
       box.addEventListener("input", () => {
-        if (!box.value.trim()) { stopTyping(); return; }
+        if (!box.value.trim() || mode() !== "reply") { stopTyping(); return; }
         if (Date.now() - typingSince >= 3000) { typingSince = Date.now(); sendTyping(true); }
         clearTimeout(typingIdle);
         typingIdle = setTimeout(stopTyping, 5000);
@@ -414,12 +428,12 @@
     box.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
         e.preventDefault();
-        send("reply");
+        send(mode());
       }
     });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      send(e.submitter?.value === "note" ? "note" : "reply");
+      send(mode());
     });
   }
 

@@ -25,8 +25,8 @@ pub async fn deliveries_page(
     let jobs = app
         .readers
         .read(|c| {
-            let mut jobs = store::list_jobs_in_state_with_context(c, "blocked", LIST_LIMIT)?;
-            jobs.extend(store::list_jobs_in_state_with_context(
+            let mut jobs = store::list_deliveries_in_state_with_context(c, "blocked", LIST_LIMIT)?;
+            jobs.extend(store::list_deliveries_in_state_with_context(
                 c, "failed", LIST_LIMIT,
             )?);
             Ok(jobs)

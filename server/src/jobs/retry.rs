@@ -65,7 +65,8 @@ pub async fn retry_job(
     })
 }
 
-/// Queues every failed and blocked job again, oldest first; returns how many were queued. A
+/// Queues every failed and blocked delivery (test messages left out) again, oldest first;
+/// returns how many were queued. A
 /// job whose integration is broken or off is not: it waits for the fix (see [`Retried::Waits`]),
 /// as running it could only fail or block it again, or post past a turned-off integration or
 /// ahead of a resume's older jobs. A failed job that fails again while later pages are written
@@ -316,6 +317,24 @@ mod tests {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .expect("job")
+    }
+
+    /// "Retry all" sends deliveries again, not test messages: a failed test answered "does it
+    /// work now?" when it was sent, and posting it later would only puzzle the channel.
+    #[test]
+    fn pages_leave_test_messages_alone() {
+        let conn = store::migrated_in_memory();
+        let post = job_in(&conn, "failed", Some("discord:1"));
+        let test = job_in(&conn, "failed", Some("discord:1"));
+        conn.execute(
+            "UPDATE jobs SET kind = 'discord.test' WHERE id = ?1",
+            [test],
+        )
+        .expect("kind");
+        let (page, last) = retry_page(&conn, Retryable::Failed, JobId(0), 10, 1000).expect("page");
+        assert_eq!((page.count, last), (1, None));
+        assert_eq!(state_of(&conn, post).0, "queued");
+        assert_eq!(state_of(&conn, test).0, "failed");
     }
 
     /// Pages walk one state in id order, name each rate key's oldest job, and stop at the

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::jobs::UNFINISHED_JOBS_OF_INTEGRATION;
+use super::jobs::{NOT_A_TEST, UNFINISHED_JOBS_OF_INTEGRATION};
 use super::{ConversationId, Error, IntegrationId, JobId, SiteId, UserId};
 
 /// One attempt in an endpoint's delivery log.
@@ -23,11 +23,6 @@ pub struct DeliveryLogRow {
 /// The columns of a [`DeliveryLogRow`], for `jobs j JOIN job_attempts a`.
 const LOG_COLUMNS: &str = "j.id, json_extract(j.args, '$.event'), j.state, a.attempt, \
     a.started_at, a.finished_at - a.started_at, a.outcome, a.http_status, a.error";
-
-/// Test messages answer "does it work now?" on their page; they are not deliveries, so they do
-/// not count towards an integration's health. Test kinds are the ones named `*.test` (a unit test
-/// of `JobKind` holds every kind to that).
-const NOT_A_TEST: &str = "j.kind NOT LIKE '%.test'";
 
 fn log_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryLogRow> {
     Ok(DeliveryLogRow {

@@ -161,6 +161,12 @@ pub fn list_jobs_in_state(
         .collect::<Result<_, _>>()?)
 }
 
+/// Test messages answer "does it work now?" on their page; they are not deliveries, so they do
+/// not count towards an integration's health, are not listed on the Deliveries page and are not
+/// sent again by "retry all". Test kinds are the ones named `*.test` (a unit test of `JobKind`
+/// holds every kind to that). For queries that name `jobs` as `j`.
+pub(super) const NOT_A_TEST: &str = "j.kind NOT LIKE '%.test'";
+
 /// A job with what it is about, for people: its destination, the destination's site and the
 /// conversation (a chat post names its message, other jobs the conversation).
 #[derive(Debug, Clone)]
@@ -172,13 +178,19 @@ pub struct JobInContext {
     pub conversation_id: Option<ConversationId>,
 }
 
-/// Like [`list_jobs_in_state`], each job with its context.
-pub fn list_jobs_in_state_with_context(
+/// The deliveries in a state (test messages left out), newest first, each with its context.
+pub fn list_deliveries_in_state_with_context(
     conn: &Connection,
     state: &str,
     limit: u32,
 ) -> Result<Vec<JobInContext>, Error> {
-    let jobs = list_jobs_in_state(conn, state, limit)?;
+    let jobs = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM jobs j WHERE state = ?1 AND {NOT_A_TEST} \
+              ORDER BY id DESC LIMIT ?2"
+        ))?
+        .query_map(params![state, limit], from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
     let mut destination = conn.prepare_cached(
         "SELECT i.name, s.name FROM integrations i JOIN sites s ON s.id = i.site_id WHERE i.id = ?1",
     )?;
@@ -376,6 +388,27 @@ pub fn list_conversation_deliveries(
 mod tests {
     use super::*;
     use crate::store::{find_retryable_job, requeue_job};
+
+    /// The Deliveries page lists deliveries: a failed test message answered on its own page.
+    #[test]
+    fn deliveries_leave_test_messages_out() {
+        let conn = crate::store::migrated_in_memory();
+        for kind in ["slack.post", "discord.test", "email.test"] {
+            conn.execute(
+                "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
+                 VALUES ('chat', ?1, '{}', 'failed', 3, 0, 0)",
+                [kind],
+            )
+            .expect("insert");
+        }
+        let listed = list_deliveries_in_state_with_context(&conn, "failed", 10).expect("list");
+        let kinds: Vec<_> = listed.iter().map(|found| found.job.kind.as_str()).collect();
+        assert_eq!(kinds, ["slack.post"]);
+        assert_eq!(
+            list_jobs_in_state(&conn, "failed", 10).expect("all").len(),
+            3
+        );
+    }
 
     /// Only queued jobs are marked running: one blocked meanwhile must not be delivered.
     #[test]

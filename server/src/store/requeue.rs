@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::jobs::{COLUMNS, UNFINISHED_JOBS_OF_INTEGRATION, from_row};
+use super::jobs::{COLUMNS, NOT_A_TEST, UNFINISHED_JOBS_OF_INTEGRATION, from_row};
 use super::{Error, IntegrationId, JobId, JobRow};
 
 /// Jobs queued again in bulk: how many, and from which id on each rate key has them. The runner
@@ -94,7 +94,8 @@ pub fn find_retryable_job(conn: &Connection, id: JobId) -> Result<Option<JobRow>
     Ok(stmt.query_row([id], from_row).optional()?)
 }
 
-/// A page of the jobs in `state`: the oldest `limit` with ids above `after`. The state is
+/// A page of the jobs in `state`, test messages left out (a test is sent anew from its page):
+/// the oldest `limit` with ids above `after`. The state is
 /// written into the SQL (one statement per state, never user input), the partial index
 /// `jobs_unfinished` is named and its condition repeated (SQLite matches it literally), so that
 /// SQLite walks it in id order and stops at `limit`: a parameter would not match the index's
@@ -114,8 +115,9 @@ pub fn list_retryable_jobs(
 
 fn retryable_page_sql(state: Retryable) -> String {
     format!(
-        "SELECT {COLUMNS} FROM jobs INDEXED BY jobs_unfinished \
+        "SELECT {COLUMNS} FROM jobs AS j INDEXED BY jobs_unfinished \
           WHERE state IN ('running', 'failed', 'blocked') AND state = '{}' AND id > ?1 \
+            AND {NOT_A_TEST} \
           ORDER BY id LIMIT ?2",
         state.as_str()
     )

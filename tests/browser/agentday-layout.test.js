@@ -81,6 +81,30 @@ for (const width of [360, 390]) {
   });
 }
 
+test("on a phone the inbox starts with its conversations and the bar keeps its place", { timeout: 90000 }, async () => {
+  const { porch, browser } = world;
+  const context = await browser.newContext({ viewport: { width: 360, height: 780 }, hasTouch: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+  await page.goto(`${porch.url}/inbox`);
+  // The first row is on the first screen, with room to read it (it was at 740 px of 780).
+  const row = await page.locator("#conversations li").first().boundingBox();
+  assert.ok(row.y + row.height <= 700, `the first conversation ends at ${Math.round(row.y + row.height)} px`);
+  const bar = page.locator(".topbar nav");
+  const one = await bar.evaluate((nav) => [...nav.children].every((a) => a.offsetTop === nav.children[0].offsetTop));
+  assert.ok(one, "the navigation wraps onto several rows");
+  // Far along the bar, the current section is scrolled into view.
+  await page.goto(`${porch.url}/audit`);
+  const shown = await bar.evaluate((nav) => {
+    const box = nav.getBoundingClientRect();
+    const current = nav.querySelector("[aria-current=page]").getBoundingClientRect();
+    return current.left >= box.left && current.right <= box.right;
+  });
+  assert.ok(shown, "the current section is out of view");
+  await context.close();
+});
+
 // Relative luminance and contrast, WCAG 2.x; alpha is blended over the backdrop found by
 // walking up to the first opaque background (through shadow roots). Runs in the page.
 function contrastOf(el) {

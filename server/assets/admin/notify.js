@@ -3,9 +3,17 @@
 // and, when the agent turned them on in this browser, a short beep and a desktop notification
 // for a visitor message in an unassigned or own conversation (docs/admin.md, "Never miss a
 // chat"). Counts and alerts come from the page's live stream (inbox.js passes them on as
-// porch:counts and porch:alert events) or, on pages without one, from /inbox/counts.
+// porch:counts and porch:alert events) or, on pages without one, from /inbox/counts. It also
+// keeps the navigation's current section in view where the bar scrolls sideways (phones).
 (() => {
   "use strict";
+
+  const bar = document.querySelector(".topbar nav");
+  const current = bar?.querySelector("[aria-current=page]");
+  if (current && bar.scrollWidth > bar.clientWidth) {
+    const from = bar.getBoundingClientRect().left;
+    bar.scrollLeft += current.getBoundingClientRect().left - from - (bar.clientWidth - current.offsetWidth) / 2;
+  }
 
   // Per-browser choices and cross-tab bookkeeping live in localStorage; without it (blocked),
   // alerts are off and the counts still work.

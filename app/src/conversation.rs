@@ -395,12 +395,20 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         }
         .into_any()
     };
+    // Each assignment names the assignee it was shown with (`from`): one a colleague changed
+    // meanwhile is refused, not silently overridden. The `a` key takes only an unassigned one.
+    let from = aside.assignee_id.map(|a| a.to_string()).unwrap_or_default();
     let take = (aside.assignee_id != Some(aside.me)).then(|| {
+        let (label, shortcut) = match &aside.assignee {
+            Some(name) => (format!("Take over from {name}"), None),
+            None => ("Assign to me".to_owned(), Some("assign-me")),
+        };
         view! {
-            <form method="post" action=format!("/conversations/{id}/assign") data-shortcut="assign-me">
+            <form method="post" action=format!("/conversations/{id}/assign") data-shortcut=shortcut>
                 <CsrfField token=aside.csrf.clone()/>
                 <input type="hidden" name="assignee" value=aside.me/>
-                <button type="submit" class="button button-primary">"Assign to me"</button>
+                <input type="hidden" name="from" value=from.clone()/>
+                <button type="submit" class="button button-primary">{label}</button>
             </form>
         }
     });
@@ -432,6 +440,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                 </div>
                 <form method="post" action=format!("/conversations/{id}/assign") class="inline-form">
                     <CsrfField token=aside.csrf.clone()/>
+                    <input type="hidden" name="from" value=from/>
                     <label for="assignee">"Assignee"</label>
                     <div class="inline-controls">
                         <select id="assignee" name="assignee">

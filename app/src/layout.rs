@@ -134,7 +134,7 @@ fn KeysHelp() -> impl IntoView {
         ("j", "Next conversation"),
         ("k", "Previous conversation"),
         ("e", "Close the conversation"),
-        ("a", "Assign the conversation to me"),
+        ("a", "Assign an unassigned conversation to me"),
         ("/", "Search"),
         ("?", "Show these keys"),
         (

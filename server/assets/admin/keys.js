@@ -1,6 +1,7 @@
 // Porch admin: keyboard shortcuts (docs/admin.md, "Keyboard"). On the inbox and conversation
-// pages: j/k next/previous conversation in the list's order, e close, a assign to me, / search
-// (#inbox-search, when the page has it); ? the list of keys on every page. Never while focus is
+// pages: j/k next/previous conversation in the list's order, e close, a assign to me (an
+// unassigned one), / search (#inbox-search, when the page has it); ? the list of keys on every
+// page. Never while focus is
 // in a text field (input, textarea, select, contenteditable) or with Ctrl, Alt or Meta; Escape in
 // the reply box leaves it, so the keys work again. The inbox page keeps its order in
 // sessionStorage so that j/k on a conversation page go to the next one of that list.
@@ -103,7 +104,8 @@
     j: () => move(1),
     k: () => move(-1),
     e: () => act("close", "close", {}),
-    a: () => act("assign-me", "assign", { assignee: "me" }),
+    // Only an unassigned conversation: a colleague's is taken over with the page's button.
+    a: () => act("assign-me", "assign", { assignee: "me", from: "" }),
     "/": () => {
       const search = document.getElementById("inbox-search");
       if (!search) return false;

@@ -86,6 +86,10 @@ pub async fn conversation_page(
         "newer" => Some(Notice::Error(
             "The visitor has started a newer conversation; answer there.".into(),
         )),
+        "assigned" => Some(Notice::Error(
+            "Someone changed the assignee meanwhile, so nothing changed: it is as shown below."
+                .into(),
+        )),
         _ => query.notice.notice(),
     };
     let last_id = view.messages.last().map_or(0, |m| m.id.0);
@@ -240,6 +244,20 @@ pub struct AssignForm {
     /// A user id, `me` (the keyboard shortcut on the list), or empty for nobody.
     #[serde(default)]
     assignee: String,
+    /// The assignee the form was shown with (a user id, or empty for nobody): if someone changed
+    /// it meanwhile, nothing changes and the page says so. Without it, whoever has it.
+    from: Option<String>,
+}
+
+/// Reads an [`AssignForm`] user field: empty for nobody, else a user id.
+fn user_field(raw: &str) -> Result<Option<UserId>, PageError> {
+    match raw.trim() {
+        "" => Ok(None),
+        raw => raw
+            .parse::<i64>()
+            .map(|id| Some(UserId(id)))
+            .map_err(|_| PageError::not_found("agent")),
+    }
 }
 
 /// `POST /conversations/{id}/assign`.
@@ -248,19 +266,29 @@ pub async fn assign(
     Path(id): Path<i64>,
     Posted { who, form }: Posted<AssignForm>,
 ) -> Result<Response, PageError> {
-    let assignee = match form.assignee.trim() {
-        "" => None,
-        "me" => Some(app.chat.find_agent(who.user.id).await?),
-        raw => {
-            let user = raw
-                .parse::<i64>()
-                .map_err(|_| PageError::not_found("agent"))?;
-            Some(app.chat.find_agent(UserId(user)).await?)
-        }
+    let target = match form.assignee.trim() {
+        "me" => Some(who.user.id),
+        raw => user_field(raw)?,
     };
-    app.chat
-        .assign_conversation(ConversationId(id), &who.user, assignee.as_ref(), None)
+    let assignee = match target {
+        Some(user) => Some(app.chat.find_agent(user).await?),
+        None => None,
+    };
+    let expected = match form.from.as_deref() {
+        Some(from) => store::Expected::Is(user_field(from)?),
+        None => store::Expected::Any,
+    };
+    let conversation = ConversationId(id);
+    let changed = app
+        .chat
+        .assign_conversation(conversation, &who.user, assignee.as_ref(), expected, None)
         .await?;
+    if !changed && expected != store::Expected::Any {
+        let now = app.chat.inbox_item(who.user.id, conversation).await?;
+        if now.assignee_id != target {
+            return Ok(see_other(&format!("/conversations/{id}?error=assigned")));
+        }
+    }
     Ok(see_other(&format!("/conversations/{id}")))
 }
 

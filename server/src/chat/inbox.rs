@@ -294,14 +294,16 @@ impl Chat {
         Ok(self.posted(posting, &new))
     }
 
-    /// Assigns the conversation to `assignee` (or nobody).
+    /// Assigns the conversation to `assignee` (or nobody) if it is assigned as `expected`;
+    /// returns whether it changed (not when it was already so, or not as expected).
     pub async fn assign_conversation(
         &self,
         id: ConversationId,
         by: &UserRow,
         assignee: Option<&UserRow>,
+        expected: store::Expected,
         via: Option<Via>,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
         let site_id = self.inbox_item(by.id, id).await?.site_id;
         let target = assignee.map(|a| a.id);
         let line = match assignee {
@@ -310,7 +312,7 @@ impl Chat {
             None => format!("{} unassigned this conversation", by.name),
         };
         self.change(site_id, id, by, line, via, move |c| {
-            if !store::update_conversation_assignee(c, id, target)? {
+            if !store::update_conversation_assignee(c, id, target, expected)? {
                 return Ok(None);
             }
             let change =
@@ -318,7 +320,7 @@ impl Chat {
             conversation_change_jobs(c, id, change).map(Some)
         })
         .await
-        .map(drop)
+        .map(|line| line.is_some())
     }
 
     /// Unassigns every open conversation of `user`, who was just disabled and will answer none

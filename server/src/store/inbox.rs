@@ -237,18 +237,35 @@ pub fn upsert_conversation_read(
     Ok(())
 }
 
-/// Sets or clears the conversation's assignee; returns false if it was already so.
+/// Sets or clears the conversation's assignee; returns false if it was already so, or if it is
+/// not assigned as `expected`.
 pub fn update_conversation_assignee(
     conn: &Connection,
     id: ConversationId,
     assignee: Option<UserId>,
+    expected: Expected,
 ) -> Result<bool, Error> {
+    let (check, was) = match expected {
+        Expected::Any => (false, None),
+        Expected::Is(was) => (true, was),
+    };
     Ok(conn
         .prepare_cached(
-            "UPDATE conversations SET assignee_id = ?2 WHERE id = ?1 AND assignee_id IS NOT ?2",
+            "UPDATE conversations SET assignee_id = ?2 \
+              WHERE id = ?1 AND assignee_id IS NOT ?2 AND (NOT ?3 OR assignee_id IS ?4)",
         )?
-        .execute(params![id, assignee])?
+        .execute(params![id, assignee, check, was])?
         == 1)
+}
+
+/// Who a change expects the conversation to be assigned to: a form shown with "Unassigned"
+/// must not silently take a conversation from the colleague who took it meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// Whoever has it (an API call, Slack's "take").
+    Any,
+    /// Exactly this assignee, `None` being nobody.
+    Is(Option<UserId>),
 }
 
 /// The open conversations assigned to `user`, oldest first.

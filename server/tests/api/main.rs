@@ -7,6 +7,7 @@
 
 mod account_tokens;
 mod api_errors;
+mod assignment;
 mod attachments;
 mod attempts;
 mod audit;

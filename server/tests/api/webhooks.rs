@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use porch::loadtest::{Received, WebhookMock};
-use porch::store::{ConversationId, UserId};
+use porch::store::{ConversationId, Expected, UserId};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
@@ -207,7 +207,7 @@ async fn every_event_is_signed_and_verifies_with_standardwebhooks_also_after_rot
         .expect("read")
         .expect("admin");
     app.chat
-        .assign_conversation(conversation, &admin, Some(&admin), None)
+        .assign_conversation(conversation, &admin, Some(&admin), Expected::Any, None)
         .await
         .expect("assign");
     app.chat

@@ -184,9 +184,9 @@ async fn act(
             .await
             .map(|()| format!("Conversation #{id} is open.")),
         Action::Assign => chat
-            .assign_conversation(id, agent, Some(agent), Some(via))
+            .assign_conversation(id, agent, Some(agent), store::Expected::Any, Some(via))
             .await
-            .map(|()| format!("Conversation #{id} is assigned to you.")),
+            .map(|_| format!("Conversation #{id} is assigned to you.")),
         Action::Note(text) => {
             let Ok(body) = MessageBody::parse(text) else {
                 return Ok(format!(

@@ -1,0 +1,85 @@
+//! Taking a conversation from the inbox: each assignment form names the assignee its page showed
+//! (`from`), so two agents pressing "Assign to me" at once, or a stale page, never silently take
+//! a conversation from a colleague; taking one over is its own, named button.
+
+use crate::helpers::TestApp;
+use crate::inbox::{add_user, form, send, setup_admin, sign_in, signed_in_from};
+
+#[tokio::test]
+async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    add_user(&app, "bo@example.com", "agent");
+    let bo = signed_in_from(
+        &app,
+        &sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await,
+    )
+    .await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hi").await;
+    let id: i64 = app.count("SELECT id FROM conversations");
+    let ana_id = app.count("SELECT id FROM users WHERE email = 'ana@example.com'");
+    let page = format!("/conversations/{id}");
+    let path = format!("{page}/assign");
+    let assignee = || {
+        app.count(&format!(
+            "SELECT coalesce(assignee_id, 0) FROM conversations WHERE id = {id}"
+        ))
+    };
+    let took = || {
+        app.count("SELECT count(*) FROM messages WHERE author = 'system' AND body LIKE '% took %'")
+    };
+
+    // Both saw it unassigned; Ana's press lands first.
+    let shown = send(&app, "GET", &page, &bo.cookie, None).await;
+    assert!(shown.body.contains("Assign to me") && shown.body.contains(r#"name="from" value="""#));
+    let as_shown = |csrf: &str| form(&[("csrf", csrf), ("assignee", "me"), ("from", "")]);
+    let first = send(&app, "POST", &path, &ana.cookie, Some(&as_shown(&ana.csrf))).await;
+    assert_eq!(
+        (first.status, first.header("location")),
+        (303, Some(page.as_str()))
+    );
+    let second = send(&app, "POST", &path, &bo.cookie, Some(&as_shown(&bo.csrf))).await;
+    let refused = format!("{page}?error=assigned");
+    assert_eq!(
+        (second.status, second.header("location")),
+        (303, Some(refused.as_str()))
+    );
+    assert_eq!((assignee(), took()), (ana_id, 1), "Bo took it from Ana");
+    let told = send(&app, "GET", &refused, &bo.cookie, None).await;
+    assert!(
+        told.body.contains("Someone changed the assignee meanwhile"),
+        "{}",
+        told.body
+    );
+
+    // Bo's page now names the colleague, and taking it over is that button's explicit act.
+    assert!(told.body.contains("Take over from Ana"), "{}", told.body);
+    assert!(
+        told.body
+            .contains(&format!(r#"name="from" value="{ana_id}""#))
+    );
+    let over = form(&[
+        ("csrf", &bo.csrf),
+        ("assignee", "me"),
+        ("from", &ana_id.to_string()),
+    ]);
+    let taken = send(&app, "POST", &path, &bo.cookie, Some(&over)).await;
+    assert_eq!(
+        (taken.status, taken.header("location")),
+        (303, Some(page.as_str()))
+    );
+    assert_ne!(assignee(), ana_id);
+    // Pressed twice: already his, so no complaint.
+    let again = send(&app, "POST", &path, &bo.cookie, Some(&over)).await;
+    assert_eq!(again.header("location"), Some(page.as_str()));
+
+    // A post without `from` assigns whoever has it (the documented old form).
+    let plain = form(&[("csrf", &ana.csrf), ("assignee", "me")]);
+    let back = send(&app, "POST", &path, &ana.cookie, Some(&plain)).await;
+    assert_eq!(
+        (back.header("location"), assignee()),
+        (Some(page.as_str()), ana_id)
+    );
+}

@@ -319,9 +319,9 @@ fn load_secret_key(config: &Config) -> anyhow::Result<LoadedKey> {
     Ok(loaded)
 }
 
-/// Opens the write connection, applies migrations, seals integration secrets left in clear
-/// text (checking that the sealed ones open with this key) and loads the visitor-token secret,
-/// off the async threads.
+/// Opens the write connection, applies migrations, seals integration and two-factor secrets
+/// left in clear text (checking that the sealed ones, and the sites' identity secrets, open with
+/// this key) and loads the visitor-token secret, off the async threads.
 async fn open_database(
     config: &Config,
     sealing: LoadedKey,
@@ -360,6 +360,12 @@ async fn open_database(
                 "sealed two-factor secrets kept in clear text"
             );
         }
+        crate::chat::check_identity_secrets(&conn, &sealing.key).map_err(|err| {
+            anyhow::anyhow!(
+                "{err}; start with the key it was sealed with ({})",
+                sealing.source.describe()
+            )
+        })?;
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
         Ok((conn, secret))
     })

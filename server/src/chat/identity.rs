@@ -121,14 +121,45 @@ pub fn reseal_identity_secrets(
     tx: &Connection,
     old: &SecretKey,
     new: &SecretKey,
-) -> Result<usize, store::Error> {
+) -> Result<usize, IdentitySecretError> {
     let rows = store::list_site_identity_secrets(tx)?;
     for (site, sealed) in &rows {
-        let clear = open_identity_secret(old, *site, sealed)?;
-        let resealed = secrets::seal(new, &clear, &owner(*site))?;
+        let clear = open_identity_secret(old, *site, sealed).map_err(|source| {
+            IdentitySecretError::Open {
+                site: *site,
+                source,
+            }
+        })?;
+        let resealed = secrets::seal(new, &clear, &owner(*site)).map_err(store::Error::from)?;
         store::upsert_site_identity_secret(tx, *site, &resealed, now_ms())?;
     }
     Ok(rows.len())
+}
+
+/// A site's identity secret that does not open with the key given.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentitySecretError {
+    #[error("the identity secret of site {site} does not open: {source}")]
+    Open { site: SiteId, source: OpenError },
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+/// Checks at start-up that every site's identity secret opens with `key`: started with another
+/// key, Porch would quietly treat every known visitor as unverified, and the site page would
+/// invite an admin to make a new secret that breaks every page's `user_hash`.
+///
+/// # Errors
+/// The first site whose secret does not open, or the store's error.
+pub fn check_identity_secrets(
+    conn: &Connection,
+    key: &SecretKey,
+) -> Result<(), IdentitySecretError> {
+    for (site, sealed) in store::list_site_identity_secrets(conn)? {
+        open_identity_secret(key, site, &sealed)
+            .map_err(|source| IdentitySecretError::Open { site, source })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -30,8 +30,8 @@ pub use hours::{
     Availability, SiteHoursInput, availability, find_site_hours, remove_site_hours, save_site_hours,
 };
 pub use identity::{
-    find_identity_secret, open_identity_secret, remove_identity_secret, reseal_identity_secrets,
-    rotate_identity_secret,
+    IdentitySecretError, check_identity_secrets, find_identity_secret, open_identity_secret,
+    remove_identity_secret, reseal_identity_secrets, rotate_identity_secret,
 };
 pub use inbox::{ConversationView, INBOX_PAGE_SIZE, InboxChoices, Via};
 pub use live_items::LiveItem;

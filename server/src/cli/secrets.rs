@@ -1,14 +1,15 @@
-//! `porch secrets rotate`: re-seals every integration secret under a new key in one transaction,
+//! `porch secrets rotate`: re-seals every sealed value (integration, site identity and two-factor
+//! secrets, the IMAP password) under a new key in one transaction,
 //! with the server stopped (it holds the key in memory), and tells the operator what to change.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::audit::{self, Actor, AuditAction, Target};
-use crate::config::{DataConfig, KeySource, Secret, SecretKeyConfig};
+use crate::config::{DataConfig, KeySource, LoadedKey, Secret, SecretKeyConfig};
 use crate::integrations::reseal_secrets;
 use crate::secrets::{KEY_FILE, NEW_KEY_FILE, SecretKey};
 use crate::store;
@@ -39,7 +40,15 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     // A running server keeps the old key in memory and would fail on every re-sealed value.
     let _lock = crate::lock_data_dir(&data.data_dir)
         .context("stop the server before rotating the sealing key")?;
-    let current = args.current.load(&data.data_dir)?;
+    // The key the database is sealed with: a generated one would open nothing.
+    let current = args.current.find(&data.data_dir)?.with_context(|| {
+        format!(
+            "there is no sealing key: PORCH_SECRET_KEY and PORCH_SECRET_KEY_FILE are unset and \
+             {} does not exist. Rotating needs the key this database is sealed with: restore \
+             it first (if it is lost, see docs/operations.md#a-lost-key); nothing was changed",
+            data.data_dir.join(KEY_FILE).display()
+        )
+    })?;
     let given = match (&args.new_key, &args.new_key_file) {
         (Some(text), _) => {
             Some(SecretKey::parse(text.expose()).context("PORCH_SECRET_KEY_NEW (--new-key)")?)
@@ -50,6 +59,7 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
         (None, None) => None,
     };
     let new_file = data.data_dir.join(NEW_KEY_FILE);
+    let generated = given.is_none();
     let new = match given {
         Some(key) => key,
         None => {
@@ -67,44 +77,113 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     if new.id() == current.key.id() {
         bail!("the new key is the current key ({})", new.id());
     }
-    let conn = open_database(data)?;
+    // Until the commit nothing in the database changed: a generated key then opens nothing,
+    // and its file left behind would refuse the next try.
+    let forget_new_key = |_: &anyhow::Error| {
+        if generated {
+            let _ = std::fs::remove_file(&new_file);
+        }
+    };
+    let conn = open_database(data).inspect_err(forget_new_key)?;
     let tx = conn.unchecked_transaction()?;
-    let count = reseal_secrets(&tx, &current.key, &new).map_err(|err| {
+    let count = reseal_everything(&tx, &current, &new).inspect_err(forget_new_key)?;
+    tx.commit()?;
+    // The old envelopes leave the WAL: with the old key, they would still open.
+    store::truncate_wal(&conn)?;
+    let next = next_step(&current.source, generated, &new_file)?;
+    write_out(&format!(
+        "Re-sealed {}: key {} replaces key {}.\n{next}",
+        count.describe(),
+        new.id(),
+        current.key.id()
+    ))
+}
+
+/// What a rotation re-sealed.
+struct Resealed {
+    integrations: usize,
+    identity_secrets: usize,
+    two_factor_secrets: usize,
+    imap_mailbox: bool,
+}
+
+impl Resealed {
+    fn describe(&self) -> String {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut parts = vec![
+            plural(
+                self.integrations,
+                "integration's secrets",
+                "integrations' secrets",
+            ),
+            plural(
+                self.identity_secrets,
+                "site identity secret",
+                "site identity secrets",
+            ),
+            plural(
+                self.two_factor_secrets,
+                "two-factor secret",
+                "two-factor secrets",
+            ),
+        ];
+        if self.imap_mailbox {
+            parts.push("the IMAP mailbox password".to_owned());
+        }
+        parts.join(", ")
+    }
+}
+
+/// Re-seals every sealed value from `current` to `new` in the caller's transaction, audited;
+/// fails if any does not open with `current`.
+fn reseal_everything(
+    tx: &rusqlite::Transaction<'_>,
+    current: &LoadedKey,
+    new: &SecretKey,
+) -> anyhow::Result<Resealed> {
+    let wrong_key = |err: &dyn std::fmt::Display| {
         anyhow::anyhow!(
             "{err}: {} is not the key this database was sealed with; nothing was changed",
             current.source.describe()
         )
-    })?;
-    // Sites' identity secrets (known visitors) are sealed with the same key.
-    let sites = crate::chat::reseal_identity_secrets(&tx, &current.key, &new)?;
-    // And two-factor (TOTP) secrets.
-    let users = crate::accounts::reseal_all_totp_secrets(&tx, &current.key, &new)?;
-    // So is the IMAP mailbox password saved on the email page.
-    let imap =
-        crate::integrations::email::inbound::reseal_mailbox_password(&tx, &current.key, &new)?;
+    };
+    let old = &current.key;
+    let count = Resealed {
+        integrations: reseal_secrets(tx, old, new).map_err(|e| wrong_key(&e))?,
+        // Sites' identity secrets (known visitors) are sealed with the same key.
+        identity_secrets: crate::chat::reseal_identity_secrets(tx, old, new)
+            .map_err(|e| wrong_key(&e))?,
+        // And two-factor (TOTP) secrets.
+        two_factor_secrets: crate::accounts::reseal_all_totp_secrets(tx, old, new)
+            .map_err(|e| wrong_key(&e))?,
+        // So is the IMAP mailbox password saved on the email page.
+        imap_mailbox: crate::integrations::email::inbound::reseal_mailbox_password(tx, old, new)
+            .map_err(|e| wrong_key(&e))?,
+    };
     let detail = json!({
-        "from_key": current.key.id(),
-        "integrations": count,
-        "identity_secrets": sites,
-        "two_factor_secrets": users,
-        "imap_mailbox": imap,
+        "from_key": old.id(),
+        "integrations": count.integrations,
+        "identity_secrets": count.identity_secrets,
+        "two_factor_secrets": count.two_factor_secrets,
+        "imap_mailbox": count.imap_mailbox,
     });
     audit::record(
-        &tx,
+        tx,
         &Actor::cli(),
         AuditAction::SecretsRotated,
         &Target::sealing_key(new.id()),
         &detail,
     )?;
-    tx.commit()?;
-    // The old envelopes leave the WAL: with the old key, they would still open.
-    store::truncate_wal(&conn)?;
-    let next = match (
-        &current.source,
-        args.new_key.is_some() || args.new_key_file.is_some(),
-    ) {
-        (KeySource::DataDir { path, .. }, false) => {
-            std::fs::rename(&new_file, path).with_context(|| {
+    Ok(count)
+}
+
+/// Puts a generated key where the next start reads it (the data directory's key file), or says
+/// where it is; returns what the operator has to change.
+fn next_step(source: &KeySource, generated: bool, new_file: &Path) -> anyhow::Result<String> {
+    Ok(match (source, generated) {
+        (KeySource::DataDir { path, .. }, true) => {
+            std::fs::rename(new_file, path).with_context(|| {
                 format!(
                     "the database is sealed with the new key in {}; move it to {} yourself",
                     new_file.display(),
@@ -117,22 +196,17 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
                 path.display()
             )
         }
-        (_, false) => format!(
+        (_, true) => format!(
             "The new key is in {}: give it to porch serve as PORCH_SECRET_KEY or \
              PORCH_SECRET_KEY_FILE instead of the old one, then delete that file.",
             new_file.display()
         ),
-        (KeySource::DataDir { .. }, true) => format!(
+        (KeySource::DataDir { .. }, false) => format!(
             "Start porch serve with PORCH_SECRET_KEY or PORCH_SECRET_KEY_FILE set to the new key \
              (or write it to {KEY_FILE} in the data directory, replacing the old key)."
         ),
-        (_, true) => "Give porch serve the new key as PORCH_SECRET_KEY or PORCH_SECRET_KEY_FILE \
-                      instead of the old one before starting it."
+        (_, false) => "Give porch serve the new key as PORCH_SECRET_KEY or PORCH_SECRET_KEY_FILE \
+                       instead of the old one before starting it."
             .to_owned(),
-    };
-    write_out(&format!(
-        "Re-sealed the secrets of {count} integrations: key {} replaces key {}.\n{next}",
-        new.id(),
-        current.key.id()
-    ))
+    })
 }

@@ -94,31 +94,13 @@ impl SecretKeyConfig {
     /// # Errors
     /// Names the variable whose key is malformed, or the key file that cannot be read or made.
     pub fn load(&self, data_dir: &Path) -> Result<LoadedKey, ConfigError> {
-        if let Some(loaded) = self.configured()? {
+        if let Some(loaded) = self.find(data_dir)? {
             return Ok(loaded);
         }
         let path = data_dir.join(KEY_FILE);
-        let unusable = |err: crate::secrets::KeyError| {
-            ConfigError::new(
-                "PORCH_SECRET_KEY",
-                format!(
-                    "is unset and the key file {} is unusable: {err}",
-                    path.display()
-                ),
-            )
-        };
-        if path.exists() {
-            let key = SecretKey::read_file(&path).map_err(unusable)?;
-            return Ok(LoadedKey {
-                key,
-                source: KeySource::DataDir {
-                    path,
-                    created: false,
-                },
-            });
-        }
         let key = SecretKey::generate();
-        key.write_new_file(&path).map_err(unusable)?;
+        key.write_new_file(&path)
+            .map_err(|err| unusable_key_file(&path, &err))?;
         Ok(LoadedKey {
             key,
             source: KeySource::DataDir {
@@ -127,6 +109,39 @@ impl SecretKeyConfig {
             },
         })
     }
+
+    /// The configured key, or else the data directory's `secret.key` if there is one: for
+    /// commands that need the key a database is sealed with, where a new one would not do.
+    ///
+    /// # Errors
+    /// Names the variable whose key is malformed, or the key file that cannot be read.
+    pub fn find(&self, data_dir: &Path) -> Result<Option<LoadedKey>, ConfigError> {
+        if let Some(loaded) = self.configured()? {
+            return Ok(Some(loaded));
+        }
+        let path = data_dir.join(KEY_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let key = SecretKey::read_file(&path).map_err(|err| unusable_key_file(&path, &err))?;
+        Ok(Some(LoadedKey {
+            key,
+            source: KeySource::DataDir {
+                path,
+                created: false,
+            },
+        }))
+    }
+}
+
+fn unusable_key_file(path: &Path, err: &crate::secrets::KeyError) -> ConfigError {
+    ConfigError::new(
+        "PORCH_SECRET_KEY",
+        format!(
+            "is unset and the key file {} is unusable: {err}",
+            path.display()
+        ),
+    )
 }
 
 #[cfg(test)]

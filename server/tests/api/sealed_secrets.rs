@@ -241,7 +241,9 @@ async fn after_a_rotation_a_restart_with_the_new_key_still_signs_and_the_old_key
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("Re-sealed the secrets of 1 integrations"),
+        stdout.contains(
+            "Re-sealed 1 integration's secrets, 0 site identity secrets, 0 two-factor secrets:"
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("PORCH_SECRET_KEY"), "{stdout}");
@@ -327,4 +329,82 @@ async fn a_sealed_value_copied_to_another_integration_does_not_open() {
     .await;
     let paths: Vec<String> = hooks.received().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/a"]);
+}
+
+/// A site's identity secret is checked at start like an integration's: with another key the
+/// start fails, instead of every known visitor silently turning unverified.
+#[tokio::test]
+async fn a_key_that_does_not_open_a_sites_identity_secret_stops_the_start() {
+    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let app = TestApp::spawn(&["--secret-key", key]).await;
+    let admin = crate::inbox::signed_in_from(&app, &crate::inbox::setup_admin(&app).await).await;
+    let site = app.add_site("Shop");
+    crate::identity::rotate_secret(&app, &admin, &site).await;
+    let dir = stop(app).await;
+
+    let other = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
+    let config = crate::helpers::serve_config(dir.path(), &["--secret-key", other]);
+    let listener = porch::http::bind(config.listen).expect("bind");
+    let err = porch::start(config, listener)
+        .await
+        .err()
+        .expect("another key is refused");
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("the identity secret of site 1 does not open")
+            && message.contains("start with the key it was sealed with (PORCH_SECRET_KEY"),
+        "{message}"
+    );
+    TestApp::spawn_in(dir, &["--secret-key", key]).await;
+}
+
+/// A rotation needs the key the database is sealed with: without one it generates none, and
+/// with the wrong one it leaves no new key file behind to refuse the next try.
+#[tokio::test]
+async fn a_rotation_without_the_right_key_changes_nothing_and_leaves_no_key_files() {
+    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let app = TestApp::spawn(&["--secret-key", key]).await;
+    let admin = crate::inbox::signed_in_from(&app, &crate::inbox::setup_admin(&app).await).await;
+    let site = app.add_site("Shop");
+    crate::identity::rotate_secret(&app, &admin, &site).await;
+    let dir = stop(app).await;
+    let files = |dir: &Path| ["secret.key", "secret.key.new"].map(|name| dir.join(name).exists());
+
+    let none = porch_cli(dir.path(), &["secrets", "rotate"], &[]);
+    let said = String::from_utf8_lossy(&none.stderr);
+    assert!(!none.status.success());
+    assert!(said.contains("there is no sealing key"), "{said}");
+    assert_eq!(files(dir.path()), [false, false], "{said}");
+
+    let other = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
+    let wrong = porch_cli(
+        dir.path(),
+        &["secrets", "rotate"],
+        &[("PORCH_SECRET_KEY", other)],
+    );
+    let said = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success());
+    assert!(
+        said.contains("PORCH_SECRET_KEY is not the key this database was sealed with")
+            && !said.contains("could not be sealed"),
+        "{said}"
+    );
+    assert_eq!(files(dir.path()), [false, false], "{said}");
+
+    // With the right key it goes through, and says what it re-sealed.
+    let right = porch_cli(
+        dir.path(),
+        &["secrets", "rotate"],
+        &[("PORCH_SECRET_KEY", key)],
+    );
+    let said = String::from_utf8_lossy(&right.stdout);
+    assert!(
+        right.status.success(),
+        "{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
+    assert!(
+        said.contains("0 integrations' secrets, 1 site identity secret,"),
+        "{said}"
+    );
 }

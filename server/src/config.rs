@@ -170,6 +170,13 @@ pub struct Config {
           value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_private_networks: bool,
 
+    /// Send nothing out: no job is delivered (Slack, Discord, webhooks, email stay queued), and
+    /// Slack's Socket Mode and the IMAP reader of mail replies do not start. For a restored copy
+    /// (the restore drill), which would otherwise deliver production's queued jobs a second time.
+    #[arg(long, env = "PORCH_PAUSE_DELIVERIES", default_value_t = false,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub pause_deliveries: bool,
+
     /// The SMTP server for email, as a URL: `smtps://user:pass@host` (implicit TLS, port 465),
     /// `smtp://user:pass@host:587?tls=required` (STARTTLS), `smtp://host:25` (unencrypted, for a
     /// local relay). Credentials are URL-encoded. Unset, Porch sends no email.

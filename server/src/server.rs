@@ -190,12 +190,19 @@ fn spawn_background(app: &AppState, path: &std::path::Path) {
         audit_retention: app.config.audit_retention,
     };
     spawn_sampler(sources, Arc::clone(&app.capacity), app.shutdown.clone());
-    spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());
     if let Some(sso) = &app.sso {
         Arc::clone(sso).spawn_discovery(app.shutdown.clone());
     }
-    if let Some(reader) = &app.mail_reader {
-        Arc::clone(reader).spawn(app.shutdown.clone());
+    if app.config.pause_deliveries {
+        tracing::warn!(
+            "deliveries are paused (PORCH_PAUSE_DELIVERIES): nothing is posted to Slack, Discord, \
+             webhooks or email, and Slack's Socket Mode and the IMAP reader are not started"
+        );
+    } else {
+        spawn_socket_mode(Arc::clone(&app.slack), app.shutdown.clone());
+        if let Some(reader) = &app.mail_reader {
+            Arc::clone(reader).spawn(app.shutdown.clone());
+        }
     }
     spawn_replication_scraper(
         Arc::clone(&app.replication),
@@ -224,12 +231,14 @@ async fn start_runner(
         public_url: app.public_url.clone(),
         secret_key: Arc::clone(&app.secret_key),
     });
+    // Paused, no lane has room: jobs are still written and wait, in order, for a start without it.
+    let room = |lane: usize| if config.pause_deliveries { 0 } else { lane };
     let runner_config = RunnerConfig {
         concurrency: [
-            (Lane::Chat, config.chat_concurrency.max(1)),
-            (Lane::Webhook, WEBHOOK_CONCURRENCY),
-            (Lane::Email, EMAIL_CONCURRENCY),
-            (Lane::Maint, 1),
+            (Lane::Chat, room(config.chat_concurrency.max(1))),
+            (Lane::Webhook, room(WEBHOOK_CONCURRENCY)),
+            (Lane::Email, room(EMAIL_CONCURRENCY)),
+            (Lane::Maint, room(1)),
         ]
         .into_iter()
         .collect(),

@@ -127,10 +127,11 @@ class Processes:
         self.started.append(process)
         return process
 
-    def serve(self, porch_bin: Path, data_dir: Path) -> Server:
+    def serve(self, porch_bin: Path, data_dir: Path, *flags: str) -> Server:
         # Porch itself stays on loopback: port 0, and the address it prints.
         return Server(self.start(
-            [porch_bin, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--log", "info"],
+            [porch_bin, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--log", "info",
+             *flags],
             stderr=subprocess.PIPE,
         ))
 

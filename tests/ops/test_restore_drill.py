@@ -93,7 +93,8 @@ def read_back(porch_bin, processes, data_dir: Path) -> dict:
          "--name", "Drill", "--role", "agent"])
     token = run([porch_bin, "--data-dir", data_dir, "token", "add", "--user",
                  email]).stdout.strip()
-    server = processes.serve(porch_bin, data_dir)
+    # As the drill says: a restored copy must not deliver production's queued jobs again.
+    server = processes.serve(porch_bin, data_dir, "--pause-deliveries")
     server.wait_ready()
     status, listing = server.get("/api/v1/conversations", token)
     assert status == 200, listing

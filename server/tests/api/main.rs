@@ -40,6 +40,7 @@ mod live_inbox;
 mod loadtest;
 mod metrics;
 mod other_conversations;
+mod paused_deliveries;
 mod prechat_hours;
 mod privacy;
 mod process;

@@ -49,7 +49,7 @@ fn is_signed_with(received: &Received, secret: &str) -> bool {
         .any(|signature| signature == expected)
 }
 
-async fn add_webhook(app: &TestApp, admin: &str, site: &str, url: &str) -> String {
+pub(crate) async fn add_webhook(app: &TestApp, admin: &str, site: &str, url: &str) -> String {
     let (status, answer) = app
         .api(
             "POST",

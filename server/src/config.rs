@@ -14,7 +14,7 @@ mod rules;
 mod secret_key;
 mod sso;
 
-pub use rules::{ConfigError, Warning};
+pub use rules::{ConfigError, Warning, public_url_arg};
 pub use secret_key::{KeySource, LoadedKey, SecretKeyConfig};
 pub use sso::DomainList;
 

@@ -23,7 +23,7 @@ pub enum SiteCommand {
         #[arg(long = "origin", required = true)]
         origins: Vec<String>,
         /// URL at which browsers reach Porch, baked into the snippet.
-        #[arg(long, env = "PORCH_PUBLIC_URL")]
+        #[arg(long, env = "PORCH_PUBLIC_URL", value_parser = crate::config::public_url_arg)]
         public_url: Option<String>,
         /// Print JSON (`{"key", "snippet"}`) instead of text.
         #[arg(long)]
@@ -39,7 +39,8 @@ pub enum SiteCommand {
         #[arg(
             long,
             env = "PORCH_PUBLIC_URL",
-            default_value = "http://127.0.0.1:8080"
+            default_value = "http://127.0.0.1:8080",
+            value_parser = crate::config::public_url_arg
         )]
         public_url: String,
     },

@@ -426,6 +426,17 @@ pub(super) fn is_loopback_host(url: &Url) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// `PORCH_PUBLIC_URL`'s rule as a clap value parser, for the commands that bake the URL into a
+/// snippet (`site add`, `site snippet`): the same input is refused as `serve` refuses it.
+///
+/// # Errors
+/// The rule the value breaks, as `serve` words it.
+pub fn public_url_arg(raw: &str) -> Result<String, String> {
+    public_url(raw)
+        .map(|()| raw.to_owned())
+        .map_err(|err| err.rule)
+}
+
 fn public_url(raw: &str) -> Result<(), ConfigError> {
     let url = http_url("PORCH_PUBLIC_URL", raw)?;
     // Browsers cannot open a wildcard address.

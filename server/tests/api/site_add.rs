@@ -81,3 +81,54 @@ fn commands_on_stored_data_refuse_a_data_directory_without_a_database() {
         assert!(!typo.exists(), "{args:?} created {}", typo.display());
     }
 }
+
+/// A snippet carries the public URL browsers will load the widget from: `site add` and
+/// `site snippet` hold it to `serve`'s rule instead of printing a snippet that cannot work.
+#[tokio::test]
+async fn snippet_commands_refuse_a_public_url_serve_would_refuse() {
+    let app = TestApp::spawn(&[]).await;
+    let dir = app.data_dir.path();
+    let added = run(
+        dir,
+        &[
+            "site",
+            "add",
+            "--name",
+            "Ok",
+            "--origin",
+            "https://ok.example",
+        ],
+    );
+    assert!(added.status.success());
+    let key = app
+        .db()
+        .query_row("SELECT key FROM sites", [], |r| r.get::<_, String>(0))
+        .expect("key");
+    for (url, reason) in [
+        ("ftp://x?y#z", "must be an absolute http:// or https:// URL"),
+        ("", "must be an absolute http:// or https:// URL"),
+        ("http://0.0.0.0:1", "must name a host browsers can reach"),
+    ] {
+        let add = [
+            "site",
+            "add",
+            "--name",
+            "Z",
+            "--origin",
+            "https://z.example",
+            "--public-url",
+            url,
+        ];
+        let snippet = ["site", "snippet", key.as_str(), "--public-url", url];
+        for args in [&add[..], &snippet[..]] {
+            let out = run(dir, args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?} was taken");
+            assert!(
+                stderr.contains("PORCH_PUBLIC_URL") && stderr.contains(reason),
+                "{stderr}"
+            );
+        }
+    }
+    assert_eq!(app.count("SELECT count(*) FROM sites"), 1);
+}

@@ -332,8 +332,8 @@ impl Accounts {
             .await?
     }
 
-    /// Disables (or re-enables) a user. A disabled user's sessions end in the same transaction
-    /// and their API tokens stop working at once (every lookup checks `is_disabled`).
+    /// Disables (or re-enables) a user. A disabled user's sessions, unused links and API tokens
+    /// are deleted in the same transaction, so a re-enable brings none of them back.
     pub async fn set_disabled(
         &self,
         actor: &Actor,
@@ -357,6 +357,7 @@ impl Accounts {
                     // Re-enabling must not bring old sign-ins or reset links back.
                     store::delete_user_sessions(c, user, None)?;
                     store::spend_user_links(c, user, now_ms())?;
+                    store::delete_api_tokens_of(c, user)?;
                 }
                 let action = if is_disabled {
                     AuditAction::UserDisabled

@@ -147,3 +147,11 @@ pub fn delete_api_token(conn: &Connection, id: i64) -> Result<bool, Error> {
         .execute([id])?
         > 0)
 }
+
+/// Deletes every token of a user (on disable: a token made before must not work again after a
+/// re-enable); returns how many.
+pub fn delete_api_tokens_of(conn: &Connection, user_id: UserId) -> Result<usize, Error> {
+    Ok(conn
+        .prepare_cached("DELETE FROM api_tokens WHERE user_id = ?1")?
+        .execute([user_id])?)
+}

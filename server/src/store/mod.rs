@@ -53,8 +53,8 @@ mod write_failures;
 mod writer;
 
 pub use api_tokens::{
-    ApiTokenRow, ApiTokenUse, NewApiToken, delete_api_token, find_api_token, find_api_token_use,
-    insert_api_token, list_api_tokens, list_api_tokens_of, touch_api_token,
+    ApiTokenRow, ApiTokenUse, NewApiToken, delete_api_token, delete_api_tokens_of, find_api_token,
+    find_api_token_use, insert_api_token, list_api_tokens, list_api_tokens_of, touch_api_token,
 };
 pub use attachments::{
     AttachmentMeta, AttachmentPart, NewAttachment, StoredAttachment, Uploader,

@@ -345,3 +345,37 @@ async fn disable(app: &TestApp, admin: &Browser, id: porch::store::UserId) {
     .await;
     assert_eq!(disabled.status, 303, "{}", disabled.body);
 }
+
+/// A re-enable brings back none of what a disable ended: the API tokens are gone for good, as
+/// the sessions and links are (an outside check found an old token working again).
+#[tokio::test]
+async fn a_re_enabled_users_old_api_tokens_stay_dead() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let token = app.add_user_token("Bo", "agent");
+    let bo = porch::store::UserId(app.count("SELECT id FROM users WHERE email = 'bo@example.com'"));
+    let status = async || {
+        app.api("GET", "/api/v1/conversations", &token, None)
+            .await
+            .0
+    };
+    assert_eq!(status().await, 200);
+    disable(&app, &admin, bo).await;
+    assert_eq!(status().await, 401);
+    let enabled = send(
+        &app,
+        "POST",
+        &format!("/team/{bo}/enable"),
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(enabled.status, 303, "{}", enabled.body);
+    assert_eq!(status().await, 401, "the old token works again");
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM api_tokens WHERE user_id = {bo}"
+        )),
+        0
+    );
+}

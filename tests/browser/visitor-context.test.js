@@ -43,6 +43,16 @@ test("the agent sees the visitor's language, referrer and local time from the wi
     const expected = [now - 60000, now].map((at) => `${clock("Asia/Tokyo", at)} (Asia/Tokyo)`);
     assert.ok(expected.includes(shown), `${shown} is not one of ${expected.join(", ")}`);
     assert.notEqual(shown.slice(0, 5), clock("America/Sao_Paulo", now), "the visitor's zone, not the agent's");
+
+    // A live change replaces the side panel: its clock shows the time at once (it showed only
+    // "Asia/Tokyo" until the next 15 s tick).
+    await agent.locator("body[data-needs]").waitFor({ state: "attached" });
+    const other = await agentContext.newPage(); // the same agent in another tab takes it
+    await other.goto(agent.url());
+    await other.getByRole("button", { name: "Assign to me" }).click();
+    await agent.locator("#conversation-aside", { hasText: "Assigned to" }).waitFor();
+    const again = await value("Local time").textContent();
+    assert.match(again, /^\d\d:\d\d \(Asia\/Tokyo\)$/, `after a live update: ${again}`);
     await visitorContext.close();
     await agentContext.close();
   });

@@ -177,6 +177,7 @@
         const aside = fromHtml(html);
         localTime(aside);
         document.getElementById("conversation-aside")?.replaceWith(aside);
+        visitorClocks(); // the new panel's clock shows the time at once, not at the next tick
         // The reply box says what a reply does while the conversation is closed.
         document.getElementById("closed-hint")?.toggleAttribute("hidden", aside.dataset.open === "true");
       },
@@ -480,7 +481,8 @@
     setTimeout(loop, every);
   }
 
-  const visitorClocks = () => {
+  // A declaration, so the live aside handler above can call it too.
+  function visitorClocks() {
     for (const clock of document.querySelectorAll(".visitor-clock[data-time-zone]")) {
       const zone = clock.dataset.timeZone;
       try {
@@ -490,7 +492,7 @@
         clock.textContent = zone; // a zone this browser does not know
       }
     }
-  };
+  }
   if (document.getElementById("conversation-aside")) {
     visitorClocks();
     setInterval(visitorClocks, 15000);

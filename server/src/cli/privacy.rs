@@ -25,17 +25,27 @@ pub struct PersonArgs {
     /// Every visitor who left this email address (compared without case).
     #[arg(long)]
     email: Option<String>,
-    /// The visitor with this id (as `/privacy` and the conversation page show it).
-    #[arg(long)]
+    /// The visitor with this id: `42`, or `v42` as `/privacy` and the conversation page show it.
+    #[arg(long, value_parser = visitor_id)]
     visitor: Option<i64>,
+}
+
+/// A visitor id as given to `--visitor`: its number, with or without the `v` the pages show.
+fn visitor_id(raw: &str) -> Result<i64, String> {
+    let digits = raw.trim().strip_prefix(['v', 'V']).unwrap_or(raw.trim());
+    digits
+        .parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| "a visitor id is a positive number, such as 42 or v42".to_owned())
 }
 
 /// The person named by `--email` or `--visitor`.
 fn query(email: Option<&String>, visitor: Option<i64>) -> anyhow::Result<PersonQuery> {
     match (email, visitor) {
         (Some(email), _) => Ok(PersonQuery::Email(email.trim().to_owned())),
-        (None, Some(id)) if id > 0 => Ok(PersonQuery::Visitor(VisitorId(id))),
-        _ => anyhow::bail!("give --email ADDRESS or --visitor ID (a positive number)"),
+        (None, Some(id)) => Ok(PersonQuery::Visitor(VisitorId(id))),
+        (None, None) => anyhow::bail!("give --email ADDRESS or --visitor ID"),
     }
 }
 
@@ -45,8 +55,8 @@ pub struct ExportArgs {
     /// Every visitor who left this email address (compared without case).
     #[arg(long)]
     email: Option<String>,
-    /// The visitor with this id (as `/privacy` and the conversation page show it).
-    #[arg(long)]
+    /// The visitor with this id: `42`, or `v42` as `/privacy` and the conversation page show it.
+    #[arg(long, value_parser = visitor_id)]
     visitor: Option<i64>,
     /// Every conversation of the database as NDJSON, one per line with its visitor and messages
     /// (for a migration).
@@ -170,4 +180,19 @@ pub fn erase(conn: &mut Connection, args: &EraseArgs) -> anyhow::Result<()> {
     })? > 0
     {}
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_visitor_id_is_taken_as_the_pages_show_it_or_bare() {
+        assert_eq!(visitor_id("v42"), Ok(42));
+        assert_eq!(visitor_id("V7"), Ok(7));
+        assert_eq!(visitor_id("42"), Ok(42));
+        for bad in ["", "v", "v0", "-3", "x42", "vv42"] {
+            assert!(visitor_id(bad).is_err(), "{bad}");
+        }
+    }
 }

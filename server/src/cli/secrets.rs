@@ -88,8 +88,14 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     let tx = conn.unchecked_transaction()?;
     let count = reseal_everything(&tx, &current, &new).inspect_err(forget_new_key)?;
     tx.commit()?;
-    // The old envelopes leave the WAL: with the old key, they would still open.
-    store::truncate_wal(&conn)?;
+    // The old envelopes leave the WAL: with the old key, they would still open. A reader (the
+    // Litestream sidecar) keeps it from being emptied; its next checkpoint does it.
+    if !store::truncate_wal(&conn)? {
+        tracing::warn!(
+            "the WAL could not be emptied while another process reads the database (Litestream): \
+             it holds the old envelopes until that process's next checkpoint"
+        );
+    }
     let next = next_step(&current.source, generated, &new_file)?;
     write_out(&format!(
         "Re-sealed {}: key {} replaces key {}.\n{next}",

@@ -180,6 +180,7 @@ pub fn render_password_link(view: PasswordLinkView) -> String {
 #[derive(Debug, Clone)]
 pub struct AccountView {
     pub nav: Nav,
+    pub name: String,
     pub email: String,
     pub role: String,
     pub notice: Option<Notice>,
@@ -201,6 +202,20 @@ pub fn render_account(view: AccountView) -> String {
             <p class="muted">{view.email}" · "{view.role}</p>
         </div>
         <NoticeBox notice=view.notice/>
+        <section class="card card-narrow" aria-labelledby="name-title">
+            <h2 id="name-title">"Your name"</h2>
+            <p class="hint" id="name-hint">"Visitors see it next to your replies, and your team in \
+                the inbox. Earlier messages keep the name they were sent with."</p>
+            <form method="post" action="/account/name" class="stack">
+                <CsrfField token=csrf.clone()/>
+                <div class="field">
+                    <label for="account-name">"Name"</label>
+                    <input id="account-name" name="name" type="text" required maxlength="80"
+                        autocomplete="name" value=view.name aria-describedby="name-hint"/>
+                </div>
+                <button type="submit" class="button">"Save name"</button>
+            </form>
+        </section>
         <section class="card card-narrow" aria-labelledby="password-title">
             <h2 id="password-title">"Change password"</h2>
             <p class="hint">"You stay signed in here; your other sessions are signed out."</p>

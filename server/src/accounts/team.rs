@@ -332,6 +332,33 @@ impl Accounts {
             .await?
     }
 
+    /// Changes a user's own display name (what visitors see next to their replies from now on;
+    /// earlier messages keep the name they were sent with).
+    pub async fn rename(&self, actor: &Actor, user: UserId, name: &str) -> Result<(), Error> {
+        let name = DisplayName::parse(name)?;
+        let actor = actor.clone();
+        self.writer
+            .write(move |c| {
+                let Some(target) = store::find_user(c, user)? else {
+                    return Ok(Err(Error::NotFound("user")));
+                };
+                if target.name == name.as_str() {
+                    return Ok(Ok(()));
+                }
+                store::update_user_name(c, user, name.as_str())?;
+                let detail = json!({"from": target.name, "to": name.as_str()});
+                audit::record(
+                    c,
+                    &actor,
+                    AuditAction::UserRenamed,
+                    &Target::user(&target),
+                    &detail,
+                )?;
+                Ok(Ok(()))
+            })
+            .await?
+    }
+
     /// Disables (or re-enables) a user. A disabled user's sessions, unused links and API tokens
     /// are deleted in the same transaction, so a re-enable brings none of them back.
     pub async fn set_disabled(

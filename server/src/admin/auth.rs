@@ -43,6 +43,9 @@ impl NoticeQuery {
                 "Your admin account is ready. Create a site to get the chat on your pages."
             }
             "password-changed" => "Password changed. Your other sessions were signed out.",
+            "name-changed" => {
+                "Name saved. Your next replies carry it; earlier ones keep the name they were sent with."
+            }
             "signed-out-elsewhere" => {
                 "Your other sessions were signed out. This one stays signed in."
             }

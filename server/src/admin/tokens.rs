@@ -63,6 +63,7 @@ pub async fn account_view(
     let (mine, others): (Vec<_>, Vec<_>) = all.into_iter().partition(|t| t.user_id == who.user.id);
     Ok(AccountView {
         nav: who.nav(Section::Account),
+        name: who.user.name.clone(),
         email: who.user.email.clone(),
         role: who.user.role.clone(),
         notice,

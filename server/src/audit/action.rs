@@ -13,6 +13,7 @@ pub enum AuditAction {
     UserInvited,
     UserLinkCreated,
     UserRoleChanged,
+    UserRenamed,
     UserDisabled,
     UserEnabled,
     UserPasswordChanged,
@@ -49,7 +50,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 41] = [
+    pub const ALL: [Self; 42] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -59,6 +60,7 @@ impl AuditAction {
         Self::UserInvited,
         Self::UserLinkCreated,
         Self::UserRoleChanged,
+        Self::UserRenamed,
         Self::UserDisabled,
         Self::UserEnabled,
         Self::UserPasswordChanged,
@@ -105,6 +107,7 @@ impl AuditAction {
             Self::UserInvited => "user.invited",
             Self::UserLinkCreated => "user.link_created",
             Self::UserRoleChanged => "user.role_changed",
+            Self::UserRenamed => "user.renamed",
             Self::UserDisabled => "user.disabled",
             Self::UserEnabled => "user.enabled",
             Self::UserPasswordChanged => "user.password_changed",

@@ -381,6 +381,7 @@ fn account_routes() -> Router<AppState> {
         )
         .route("/account", get(admin::auth::account_page))
         .route("/account/password", post(admin::auth::change_password))
+        .route("/account/name", post(admin::account_name::change_name))
         .route(
             "/account/sessions/sign-out-others",
             post(admin::auth::sign_out_elsewhere),

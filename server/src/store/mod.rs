@@ -206,5 +206,5 @@ pub use sites::{count_site_conversations, delete_site, update_site};
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
     find_user_credentials, list_users, list_users_not_joined, update_password_hash,
-    update_user_disabled, update_user_role,
+    update_user_disabled, update_user_name, update_user_role,
 };

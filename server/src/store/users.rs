@@ -124,6 +124,13 @@ pub fn update_password_hash(conn: &Connection, id: UserId, hash: &str) -> Result
     Ok(())
 }
 
+/// Sets a user's display name.
+pub fn update_user_name(conn: &Connection, id: UserId, name: &str) -> Result<(), Error> {
+    conn.prepare_cached("UPDATE users SET name = ?2 WHERE id = ?1")?
+        .execute(params![id, name])?;
+    Ok(())
+}
+
 /// Sets a user's role (`admin` or `agent`; the schema refuses anything else).
 pub fn update_user_role(conn: &Connection, id: UserId, role: &str) -> Result<(), Error> {
     conn.prepare_cached("UPDATE users SET role = ?2 WHERE id = ?1")?

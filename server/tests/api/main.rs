@@ -5,6 +5,7 @@
 // allow-expect-in-tests covers `#[test]` functions only, not the shared helpers they call.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod account_name;
 mod account_tokens;
 mod api_errors;
 mod assignment;

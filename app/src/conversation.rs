@@ -554,49 +554,9 @@ pub fn render_conversation(view: ConversationView) -> String {
                     {messages}
                 </ol>
                 <p class="typing" id="visitor-typing" role="status" hidden>"Visitor is typing…"</p>
-                <form method="post" action=format!("/conversations/{id}/reply") id="reply-form"
-                    class="reply" data-typing=format!("/conversations/{id}/typing")
-                    data-attachments=format!("/conversations/{id}/attachments")>
-                    {closed}
-                    <CsrfField token=csrf/>
-                    // Files are uploaded by the script (with the CSRF token in a header), which
-                    // shows this control and fills `attachments`; without it a reply is text only.
-                    <input type="hidden" name="attachments" value=""/>
-                    // The script makes a new one for each message it sends.
-                    <input type="hidden" name="client_id" value=view.reply_id/>
-                    <ul class="reply-files" id="reply-files" aria-label="Files to send" aria-live="polite" hidden></ul>
-                    // The mode is chosen before writing, so that a note in progress never tells
-                    // the visitor "typing…" (inbox.js sends typing in reply mode only).
-                    <fieldset class="reply-mode">
-                        <legend class="visually-hidden">"Write a"</legend>
-                        <label><input type="radio" name="kind" value="reply" checked/>" Reply"</label>
-                        <label><input type="radio" name="kind" value="note"/>" Private note"</label>
-                    </fieldset>
-                    <label for="reply-body" class="visually-hidden">"Your reply"</label>
-                    <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus
-                        placeholder="Write a reply…" aria-describedby="reply-hint"
-                        aria-autocomplete="list" aria-controls="canned-list"
-                        data-canned=format!("/conversations/{id}/canned")>{crate::textarea_text(&view.draft)}</textarea>
-                    // Filled by canned.js while a `/shortcut` is being typed.
-                    <ul id="canned-list" class="canned-picker" role="listbox"
-                        aria-label="Canned replies" hidden></ul>
-                    <div class="reply-bar">
-                        <p class="hint" id="reply-hint">
-                            <kbd>"Enter"</kbd>" sends · "<kbd>"Shift"</kbd>"+"<kbd>"Enter"</kbd>" new line · \
-                             notes are never shown to the visitor"
-                        </p>
-                        <div class="reply-buttons">
-                            <span class="reply-attach" hidden>
-                                <input type="file" id="reply-file" multiple class="visually-hidden"
-                                    accept="image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain"/>
-                                <label for="reply-file" class="button">"Attach files"</label>
-                            </span>
-                            // One of the two shows, after the mode (admin.css).
-                            <button type="submit" class="button button-primary reply-send">"Send reply"</button>
-                            <button type="submit" class="button button-primary note-send">"Add note"</button>
-                        </div>
-                    </div>
-                </form>
+                <crate::reply::ReplyForm id csrf=csrf.clone() reply_id=view.reply_id
+                    draft=crate::textarea_text(&view.draft)
+                    closed=closed.into_any()/>
                 {email_form}
             </section>
             <ConversationAside aside=view.aside/>

@@ -37,6 +37,7 @@ pub mod integrations;
 pub mod layout;
 pub mod links;
 pub mod privacy;
+pub mod reply;
 pub mod search;
 pub mod site_hours;
 pub mod site_identity;

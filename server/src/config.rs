@@ -170,9 +170,9 @@ pub struct Config {
           value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_private_networks: bool,
 
-    /// Send nothing out: no job is delivered (Slack, Discord, webhooks, email stay queued), and
-    /// Slack's Socket Mode and the IMAP reader of mail replies do not start. For a restored copy
-    /// (the restore drill), which would otherwise deliver production's queued jobs a second time.
+    /// Deliver no job (Slack, Discord, webhooks, email stay queued), and start neither Slack's
+    /// Socket Mode nor the IMAP reader of mail replies. For a restored copy (the restore drill),
+    /// which would otherwise deliver production's queued jobs a second time.
     #[arg(long, env = "PORCH_PAUSE_DELIVERIES", default_value_t = false,
           value_parser = clap::builder::BoolishValueParser::new())]
     pub pause_deliveries: bool,

@@ -342,6 +342,13 @@ async fn open_database(
         let mut conn = store::open_write_connection(&path, synchronous)?;
         let version = store::apply_migrations(&mut conn)?;
         tracing::info!(version, "database schema is current");
+        // Checked first, as it writes nothing: a key that fails it must not seal anything.
+        crate::chat::check_identity_secrets(&conn, &sealing.key).map_err(|err| {
+            anyhow::anyhow!(
+                "{err}; start with the key it was sealed with ({})",
+                sealing.source.describe()
+            )
+        })?;
         let sealed = seal_clear_secrets(&conn, &sealing.key).map_err(|err| match err {
             SealingError::Open { source, .. } => anyhow::anyhow!(
                 "{} does not open the integration secrets sealed in this database ({source}); \
@@ -369,12 +376,6 @@ async fn open_database(
                 "sealed two-factor secrets kept in clear text"
             );
         }
-        crate::chat::check_identity_secrets(&conn, &sealing.key).map_err(|err| {
-            anyhow::anyhow!(
-                "{err}; start with the key it was sealed with ({})",
-                sealing.source.describe()
-            )
-        })?;
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
         Ok((conn, secret))
     })

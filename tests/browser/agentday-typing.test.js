@@ -77,7 +77,7 @@ test("a private note being written never tells the visitor the agent is typing",
   await page.locator("#conversations li", { hasText: "my order" }).locator("a").click();
   await page.waitForURL(/\/conversations\/\d+$/);
   await page.locator("body[data-needs]").waitFor({ state: "attached" });
-  const box = page.getByLabel("Your reply");
+  const box = page.locator("#reply-body");
   const widgetTyping = v.page.locator("[data-porch=typing]");
 
   // Note mode: the box and its button say so, and nothing about it reaches the visitor.
@@ -85,6 +85,7 @@ test("a private note being written never tells the visitor the agent is typing",
   assert.equal(await page.getByRole("button", { name: "Send reply" }).isHidden(), true);
   assert.equal(await page.getByRole("button", { name: "Add note" }).isVisible(), true);
   assert.match(await box.getAttribute("placeholder"), /private note/);
+  assert.equal(await page.getByLabel("Your private note").count(), 1, "the box is not named a note");
   await box.pressSequentially("VIP customer, refund without asking", { delay: 25 });
   await box.press("Enter");
   await page.locator(".message-note", { hasText: "refund without asking" }).waitFor();

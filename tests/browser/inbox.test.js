@@ -93,7 +93,7 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
 
     // 6. A private note is shown to agents only; the visitor's next message arrives live.
     await page.getByRole("radio", { name: "Private note" }).check();
-    await page.getByLabel("Your reply").fill("Customer from the Oslo store");
+    await page.getByLabel("Your private note").fill("Customer from the Oslo store");
     await page.getByRole("button", { name: "Add note" }).click();
     await page.getByRole("radio", { name: "Reply" }).check();
     await page.locator(".message-note", { hasText: "Oslo store" }).waitFor();
@@ -313,7 +313,7 @@ test("a reply or note written after the session ended is kept, explained, and se
     await page.waitForURL(/\/conversations\/\d+/);
     const conversation = new URL(page.url()).pathname;
     afterHours = conversation;
-    const box = page.getByLabel("Your reply");
+    const box = page.locator("#reply-body"); // labelled after the mode: reply or private note
     const alert = page.locator(".reply-error");
 
     /** Signs Ana out in another tab of the same browser. */
@@ -364,7 +364,8 @@ test("a reply or note written after the session ended is kept, explained, and se
     const addNote = () => page.getByRole("button", { name: "Add note" }).click();
     await refusedWhileSignedOut(NOTE, async function note() { await addNote(); });
     await signInAgain(NOTE);
-    await page.getByRole("radio", { name: "Private note" }).check(); // a fresh page starts on Reply
+    // The draft came back as what it was: a note (sent as a reply, it would reach the visitor).
+    assert.equal(await page.getByRole("radio", { name: "Private note" }).isChecked(), true);
     await addNote();
     await page.locator(".message-note", { hasText: NOTE }).waitFor();
     await waitFor("the box to empty", async () => (await box.inputValue()) === "");

@@ -252,17 +252,25 @@
       clearTimeout(typingIdle);
       if (typingSince) { typingSince = 0; sendTyping(false); }
     };
-    // Reply or private note: chosen before writing, and only a reply is announced as typing.
+    // Reply or private note: chosen before writing, and only a reply is announced as typing. The
+    // choice is kept beside the draft, so a note restored after signing in again is still a note.
+    const modeKey = key + "#kind";
     const mode = () => form.elements.kind.value;
+    const label = form.querySelector("label[for=reply-body]");
     const showMode = () => {
-      box.placeholder = mode() === "note" ? "Write a private note (only your team sees it)\u2026" : "Write a reply\u2026";
+      const note = mode() === "note";
+      box.placeholder = note ? "Write a private note (only your team sees it)\u2026" : "Write a reply\u2026";
+      label.textContent = note ? "Your private note" : "Your reply";
     };
+    if (drafts.get(modeKey) === "note") form.querySelector("[name=kind][value=note]").checked = true;
     for (const radio of form.elements.kind) {
       radio.addEventListener("change", () => {
         showMode();
+        drafts.set(modeKey, mode() === "note" ? "note" : "");
         if (mode() === "note") stopTyping();
-        box.focus();
       });
+      // A click takes the agent on to writing; arrow keys stay in the group (announced there).
+      radio.addEventListener("click", (e) => { if (e.detail > 0) box.focus(); });
     }
     showMode();
     if (form.dataset.typing) {
@@ -434,7 +442,9 @@
     });
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      send(mode());
+      // The pressed button decides where a browser without :has() shows both (admin.css).
+      const pressed = e.submitter?.classList;
+      send(pressed?.contains("note-send") ? "note" : pressed?.contains("reply-send") ? "reply" : mode());
     });
   }
 

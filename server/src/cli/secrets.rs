@@ -8,9 +8,12 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use crate::accounts::{TotpSealingError, reseal_all_totp_secrets};
 use crate::audit::{self, Actor, AuditAction, Target};
+use crate::chat::{IdentitySecretError, reseal_identity_secrets};
 use crate::config::{DataConfig, KeySource, LoadedKey, Secret, SecretKeyConfig};
-use crate::integrations::reseal_secrets;
+use crate::integrations::email::inbound::reseal_mailbox_password;
+use crate::integrations::{SealingError, reseal_secrets};
 use crate::secrets::{KEY_FILE, NEW_KEY_FILE, SecretKey};
 use crate::store;
 
@@ -18,8 +21,8 @@ use super::{open_database, write_out};
 
 #[derive(Debug, Subcommand)]
 pub enum SecretsCommand {
-    /// Re-seal every integration secret under a new key, in one transaction. Stop the server
-    /// first; the current key is taken like `porch serve` takes it.
+    /// Re-seal every sealed secret under a new key, in one transaction. Stop the server first;
+    /// the current key is taken like `porch serve` takes it, but never generated.
     Rotate(RotateArgs),
 }
 
@@ -148,6 +151,7 @@ fn reseal_everything(
     current: &LoadedKey,
     new: &SecretKey,
 ) -> anyhow::Result<Resealed> {
+    // A value that does not open names the key as the cause; a storage error is itself.
     let wrong_key = |err: &dyn std::fmt::Display| {
         anyhow::anyhow!(
             "{err}: {} is not the key this database was sealed with; nothing was changed",
@@ -156,16 +160,27 @@ fn reseal_everything(
     };
     let old = &current.key;
     let count = Resealed {
-        integrations: reseal_secrets(tx, old, new).map_err(|e| wrong_key(&e))?,
+        integrations: reseal_secrets(tx, old, new).map_err(|e| match e {
+            SealingError::Open { .. } => wrong_key(&e),
+            SealingError::Store(e) => e.into(),
+        })?,
         // Sites' identity secrets (known visitors) are sealed with the same key.
-        identity_secrets: crate::chat::reseal_identity_secrets(tx, old, new)
-            .map_err(|e| wrong_key(&e))?,
+        identity_secrets: reseal_identity_secrets(tx, old, new).map_err(|e| match e {
+            IdentitySecretError::Open { .. } => wrong_key(&e),
+            IdentitySecretError::Store(e) => e.into(),
+        })?,
         // And two-factor (TOTP) secrets.
-        two_factor_secrets: crate::accounts::reseal_all_totp_secrets(tx, old, new)
-            .map_err(|e| wrong_key(&e))?,
+        two_factor_secrets: reseal_all_totp_secrets(tx, old, new).map_err(|e| match e {
+            TotpSealingError::Open { .. } => wrong_key(&e),
+            TotpSealingError::Store(e) => e.into(),
+        })?,
         // So is the IMAP mailbox password saved on the email page.
-        imap_mailbox: crate::integrations::email::inbound::reseal_mailbox_password(tx, old, new)
-            .map_err(|e| wrong_key(&e))?,
+        imap_mailbox: reseal_mailbox_password(tx, old, new).map_err(|e| match e {
+            store::Error::Seal(open) => {
+                wrong_key(&format!("the IMAP mailbox password does not open: {open}"))
+            }
+            e => e.into(),
+        })?,
     };
     let detail = json!({
         "from_key": old.id(),

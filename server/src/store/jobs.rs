@@ -147,14 +147,24 @@ pub fn requeue_running_jobs(conn: &Connection, now: i64) -> Result<usize, Error>
         .execute([now])?)
 }
 
-/// Jobs in a state (for the jobs page and API), newest first.
+/// Jobs in a state (for the API), newest first.
 pub fn list_jobs_in_state(
     conn: &Connection,
     state: &str,
     limit: u32,
 ) -> Result<Vec<JobRow>, Error> {
+    jobs_in_state(conn, state, "TRUE", limit)
+}
+
+/// Jobs in a state that also meet `filter` (SQL over `jobs j`, never user input), newest first.
+fn jobs_in_state(
+    conn: &Connection,
+    state: &str,
+    filter: &str,
+    limit: u32,
+) -> Result<Vec<JobRow>, Error> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM jobs WHERE state = ?1 ORDER BY id DESC LIMIT ?2"
+        "SELECT {COLUMNS} FROM jobs j WHERE state = ?1 AND {filter} ORDER BY id DESC LIMIT ?2"
     ))?;
     Ok(stmt
         .query_map(params![state, limit], from_row)?
@@ -184,13 +194,7 @@ pub fn list_deliveries_in_state_with_context(
     state: &str,
     limit: u32,
 ) -> Result<Vec<JobInContext>, Error> {
-    let jobs = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM jobs j WHERE state = ?1 AND {NOT_A_TEST} \
-              ORDER BY id DESC LIMIT ?2"
-        ))?
-        .query_map(params![state, limit], from_row)?
-        .collect::<Result<Vec<_>, _>>()?;
+    let jobs = jobs_in_state(conn, state, NOT_A_TEST, limit)?;
     let mut destination = conn.prepare_cached(
         "SELECT i.name, s.name FROM integrations i JOIN sites s ON s.id = i.site_id WHERE i.id = ?1",
     )?;

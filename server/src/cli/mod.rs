@@ -184,7 +184,16 @@ fn refuse_arguments(err: &clap::Error) -> ExitCode {
         let rendered = err.to_string();
         let first = rendered.lines().next().unwrap_or_default();
         let reason = first.strip_prefix("error: ").unwrap_or(first);
-        let _ = writeln!(std::io::stderr(), "error: {variable} ({flag}): {reason}");
+        // A choice (`--synchronous`, `--log-format`) names what it takes: clap says so below
+        // the first line, which is all that is kept.
+        let choices = match err.get(ContextKind::ValidValue) {
+            Some(ContextValue::Strings(values)) => format!(" (one of: {})", values.join(", ")),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {variable} ({flag}): {reason}{choices}"
+        );
     } else {
         let _ = err.print();
     }

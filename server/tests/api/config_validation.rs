@@ -192,6 +192,15 @@ async fn config_brakes_and_jobs_out_of_bounds_are_refused() {
     assert_refused(&[("PORCH_SLACK_TIMEOUT", "0s")], "PORCH_SLACK_TIMEOUT").await;
 }
 
+/// A choice names what it takes (an operator found only "invalid value 'off'").
+#[tokio::test]
+async fn config_a_choice_that_is_not_one_names_the_choices() {
+    let said = assert_refused(&[("PORCH_SYNCHRONOUS", "off")], "PORCH_SYNCHRONOUS").await;
+    assert!(said.contains("(one of: full, normal)"), "{said}");
+    let said = assert_refused(&[("PORCH_LOG_FORMAT", "xml")], "PORCH_LOG_FORMAT").await;
+    assert!(said.contains("(one of: text, json)"), "{said}");
+}
+
 #[tokio::test]
 async fn config_log_filter_that_does_not_parse_is_refused() {
     assert_refused(&[("PORCH_LOG", "garbage[[")], "PORCH_LOG").await;

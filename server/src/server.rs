@@ -90,6 +90,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let full_disk = |err| store::explain_full_disk(err, &data_dir);
     // Before anything touches the database: a second server must not start at all.
     let lock = lock_data_dir(&config.data_dir).map_err(full_disk)?;
+    check_database_writable(&config.data_dir)?;
     let sealing = load_secret_key(&config).map_err(full_disk)?;
     let config = Arc::new(config);
     let local_addr = listener.local_addr().context("reading the bound address")?;
@@ -257,6 +258,22 @@ async fn start_runner(
         )
         .await
         .context("starting the job runner")
+}
+
+/// Refuses a database (or its `-wal` or `-shm`) that this user may not write, naming owner and
+/// fix: SQLite would open it read-only and fail at the first write ("attempt to write a readonly
+/// database", Error code 8), naming neither.
+fn check_database_writable(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    for suffix in ["", "-wal", "-shm"] {
+        let path = data_dir.join(format!("{}{suffix}", crate::config::DATABASE_FILE));
+        match std::fs::OpenOptions::new().write(true).open(&path) {
+            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+                anyhow::bail!(store::not_writable(&path));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Creates the data directory if needed and takes its lock (and, when `porch.db` is a symbolic

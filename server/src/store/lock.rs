@@ -29,6 +29,29 @@ pub enum LockError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Most often a restore done as root, with the `chown` forgotten.
+    #[error("{}", not_writable(path))]
+    NotWritable { path: PathBuf },
+}
+
+/// Says who may not write `path` and who owns it, and what fixes it.
+pub fn not_writable(path: &Path) -> String {
+    let me = rustix::process::getuid().as_raw();
+    let owner = std::fs::metadata(path)
+        .or_else(|_| std::fs::metadata(path.parent().unwrap_or(path)))
+        .map_or_else(
+            |_| "unknown owner".to_owned(),
+            |m| {
+                use std::os::unix::fs::MetadataExt;
+                format!("uid {}, mode {:o}", m.uid(), m.mode() & 0o7777)
+            },
+        );
+    format!(
+        "{} cannot be written by uid {me} ({owner}): the data directory and every file in it \
+         must belong to the user porch runs as (the image runs as uid 10001: \
+         chown -R 10001:10001 on the volume)",
+        path.display()
+    )
 }
 
 /// The held lock; dropping it (or the process ending) releases it.
@@ -50,9 +73,15 @@ impl InstanceLock {
     /// be opened or written (for example a read-only data directory).
     pub fn acquire(data_dir: &Path) -> Result<Self, LockError> {
         let path = data_dir.join(LOCK_FILE);
-        let io = |source| LockError::Io {
-            path: path.clone(),
-            source,
+        let io = |source: std::io::Error| {
+            if source.kind() == std::io::ErrorKind::PermissionDenied {
+                LockError::NotWritable { path: path.clone() }
+            } else {
+                LockError::Io {
+                    path: path.clone(),
+                    source,
+                }
+            }
         };
         let mut file = OpenOptions::new()
             .read(true)

@@ -1,0 +1,59 @@
+"""A data directory restored as root with the `chown` forgotten: `porch serve`, run as the image's
+uid 10001, names the file it cannot write, its owner and the fix, instead of SQLite's "attempt to
+write a readonly database" (Error code 8) from deep in the start, or a bare "Permission denied".
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import WAIT, run
+
+UID = 10001
+
+
+@pytest.fixture
+def open_dir():
+    """A directory every user can reach (pytest's tmp_path is root's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="porch-owner-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def serve_as_other_user(porch: Path, data: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", porch,
+         "--data-dir", data, "serve", "--listen", "127.0.0.1:0"],
+        capture_output=True, text=True, timeout=WAIT)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv to run porch as another user")
+def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, open_dir):
+    porch = open_dir / "porch"  # the build may sit where uid 10001 cannot reach it
+    try:
+        os.link(porch_bin, porch)
+    except OSError:
+        shutil.copy2(porch_bin, porch)
+    porch.chmod(0o755)
+    data = open_dir / "data"
+    run([porch, "--data-dir", data, "migrate"])  # as root: root owns everything
+
+    # The directory itself is root's: the lock file cannot be made.
+    refused = serve_as_other_user(porch, data)
+    assert refused.returncode != 0
+    assert f"porch.lock cannot be written by uid {UID} (uid 0" in refused.stderr, refused.stderr
+    assert "chown -R 10001:10001" in refused.stderr, refused.stderr
+
+    # The directory was chowned, the database inside it was not.
+    os.chown(data, UID, UID)
+    (data / "porch.lock").unlink()
+    refused = serve_as_other_user(porch, data)
+    assert refused.returncode != 0
+    assert f"porch.db cannot be written by uid {UID} (uid 0, mode 644)" in refused.stderr, refused.stderr
+    assert "readonly database" not in refused.stderr, refused.stderr

@@ -10,10 +10,14 @@ pub enum Error {
     /// A submitted value was malformed; the text says what to fix.
     #[error(transparent)]
     Invalid(#[from] Invalid),
-    /// Unknown email, wrong password, disabled user, or a user without a password: one answer
-    /// for all, so the form does not reveal which accounts exist.
+    /// Unknown email, wrong password, or a user without a password: one answer for all, so the
+    /// form does not reveal which accounts exist.
     #[error("wrong email or password")]
     BadCredentials,
+    /// The right password of a disabled user: only someone who knows it learns the account is
+    /// disabled, and is told whom to ask instead of hunting for a typo.
+    #[error("this account is disabled")]
+    Disabled,
     /// A one-time or recovery code was wrong, already used, or nothing waited for one.
     #[error("wrong code")]
     BadCode,

@@ -199,10 +199,7 @@ impl Accounts {
             .readers
             .read(move |c| store::find_user_credentials(c, &lookup))
             .await?;
-        let stored = found
-            .as_ref()
-            .filter(|f| !f.user.is_disabled)
-            .and_then(|f| f.password_hash.clone());
+        let stored = found.as_ref().and_then(|f| f.password_hash.clone());
         let dummy = self.dummy_hash.get().cloned();
         let candidate = password.to_owned();
         let (is_match, dummy) = tokio::task::spawn_blocking(move || match stored {
@@ -225,6 +222,12 @@ impl Accounts {
             let _ = self.dummy_hash.set(dummy);
         }
         match found {
+            Some(found) if is_match && found.user.is_disabled => {
+                let user = Some(found.user.id);
+                self.record_attempt(AuditAction::SignInFailed, email, user, ip)
+                    .await;
+                Err(Error::Disabled)
+            }
             Some(found) if is_match => {
                 self.throttle.succeeded(&email, ip);
                 Ok(found.user)

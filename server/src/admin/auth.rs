@@ -292,6 +292,12 @@ pub async fn login(
                 "Wrong email or password.".to_owned(),
                 None,
             ),
+            Err(accounts::Error::Disabled) => (
+                StatusCode::FORBIDDEN,
+                "This account is disabled. Ask an admin of your team to enable it again."
+                    .to_owned(),
+                None,
+            ),
             Err(accounts::Error::Throttled(wait)) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 format!(

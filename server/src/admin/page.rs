@@ -284,6 +284,11 @@ impl From<accounts::Error> for PageError {
                 "Sign-in expired",
                 "That sign-in waited too long for its code. Sign in again.",
             ),
+            E::Disabled => Self::new(
+                StatusCode::FORBIDDEN,
+                "Account disabled",
+                "This account is disabled. Ask an admin of your team to enable it again.",
+            ),
             E::BadCredentials | E::BadCode | E::BadSetupToken | E::Throttled(_) => Self::new(
                 StatusCode::UNAUTHORIZED,
                 "Not signed in",

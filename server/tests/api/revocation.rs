@@ -379,3 +379,28 @@ async fn a_re_enabled_users_old_api_tokens_stay_dead() {
         0
     );
 }
+
+/// A disabled user signing in with the right password is told the account is disabled (not
+/// "wrong password", which sent people hunting for a typo); a wrong password still gets the
+/// answer that reveals nothing.
+#[tokio::test]
+async fn a_disabled_user_signing_in_is_told_so_only_with_the_right_password() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
+    disable(&app, &admin, bo).await;
+    let right = crate::inbox::sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await;
+    assert_eq!(right.status, 403, "{}", right.body);
+    assert!(
+        right.body.contains("This account is disabled."),
+        "{}",
+        right.body
+    );
+    assert!(
+        right.cookie("porch_session").is_none(),
+        "a disabled user got a session"
+    );
+    let wrong = crate::inbox::sign_in(&app, "bo@example.com", "not the password at all").await;
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.body.contains("Wrong email or password.") && !wrong.body.contains("disabled"));
+}

@@ -1,6 +1,7 @@
 // Keyboard and focus: the skip link comes first; j/k move through the list and, on a
 // conversation page, to the next and previous conversation of the list; opening one focuses the
-// reply box; e closes, a assigns to me (on the list and on the page); / focuses the search box
+// reply box; e closes, a assigns to me (on the list and on the page) an unassigned conversation
+// and says why it leaves a colleague's alone; / focuses the search box
 // when there is one; ? opens an accessible list of the keys (focus kept inside, Escape closes);
 // nothing fires while typing in a field or with a modifier key.
 import { test } from "node:test";
@@ -108,6 +109,30 @@ test("a and e act on the focused row of the list", { timeout: 30000 }, async () 
   await row.waitFor({ state: "detached" });
   // The closed row left the list; the focus goes to the one that took its place.
   await waitFor("the focus on the next row", async () => /First chat/.test((await focused()).text));
+});
+
+test("a leaves a colleague's conversation alone and says so", { timeout: 60000 }, async () => {
+  const { porch } = world;
+  await porch.cli(["user", "add", "--email", "bo@example.com", "--name", "Bo", "--role", "agent",
+    "--password-stdin"], { input: "correct horse battery staple\n" });
+  await page.goto(`${porch.url}/inbox`);
+  const row = page.locator("#conversations > li", { hasText: "First chat" });
+  await row.locator("a").click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+  await page.getByLabel("Assignee").selectOption({ label: "Bo" });
+  await page.getByRole("button", { name: "Assign", exact: true }).click();
+  await page.getByText("Ana assigned this conversation to Bo").waitFor();
+
+  await page.locator("body").click({ position: { x: 5, y: 5 } }); // focus out of the reply box
+  await page.keyboard.press("a");
+  await page.locator("#keys-said", { hasText: "Take over from Bo" }).waitFor();
+  await page.goto(`${porch.url}/inbox`);
+  await row.waitFor();
+  await row.locator("a").focus();
+  await page.keyboard.press("a");
+  await page.locator("#keys-said", { hasText: "Assigned to Bo" }).waitFor();
+  await page.waitForTimeout(500);
+  assert.equal(await row.locator(".assignee").innerText(), "Bo", "the key took a colleague's conversation");
 });
 
 test("/ focuses the search box when the page has one", { timeout: 30000 }, async () => {

@@ -72,6 +72,18 @@
       body: new URLSearchParams({ csrf, ...fields }),
     }).catch(() => {});
   };
+  // A key that cannot act says why, where the page's notices go.
+  const say = (text) => {
+    let said = document.getElementById("keys-said");
+    if (!said) {
+      said = document.createElement("p");
+      said.id = "keys-said";
+      said.className = "notice";
+      said.setAttribute("role", "status");
+      document.querySelector("main .page-head")?.after(said);
+    }
+    said.textContent = text;
+  };
   const act = (shortcut, action, fields) => {
     if (here) {
       document.querySelector(`form[data-shortcut="${shortcut}"]`)?.requestSubmit();
@@ -104,8 +116,16 @@
     j: () => move(1),
     k: () => move(-1),
     e: () => act("close", "close", {}),
-    // Only an unassigned conversation: a colleague's is taken over with the page's button.
-    a: () => act("assign-me", "assign", { assignee: "me", from: "" }),
+    // Only an unassigned conversation: a colleague's is taken over with the page's button, and
+    // the key says so rather than doing nothing in silence.
+    a: () => {
+      const over = here && [...document.querySelectorAll("#conversation-aside button")]
+        .find((b) => b.textContent.startsWith("Take over"));
+      const name = !here && focusedRow()?.parentElement.querySelector(".assignee:not(.assignee-none)")?.textContent;
+      if (over) say(`A colleague has this conversation: press \u201c${over.textContent}\u201d to take it.`);
+      else if (name && name !== "You") say(`Assigned to ${name}: open the conversation to take it over.`);
+      else act("assign-me", "assign", { assignee: "me", from: "" });
+    },
     "/": () => {
       const search = document.getElementById("inbox-search");
       if (!search) return false;

@@ -351,7 +351,10 @@ async fn inbox_a_disabled_user_is_locked_out_at_once() {
             .0,
         401
     );
-    assert_eq!(sign_in(&app, "bo@example.com", PASSWORD).await.status, 401);
+    // The right password is told the account is disabled, and gets no session.
+    let again = sign_in(&app, "bo@example.com", PASSWORD).await;
+    assert_eq!(again.status, 403);
+    assert!(again.cookie("porch_session").is_none());
 }
 
 /// A server wired to a Slack mock, its admin signed in, and a site.

@@ -209,7 +209,7 @@ pub fn render_account(view: AccountView) -> String {
             <form method="post" action="/account/name" class="stack">
                 <CsrfField token=csrf.clone()/>
                 <div class="field">
-                    <label for="account-name">"Name"</label>
+                    <label for="account-name">"Display name"</label>
                     <input id="account-name" name="name" type="text" required maxlength="80"
                         autocomplete="name" value=view.name aria-describedby="name-hint"/>
                 </div>

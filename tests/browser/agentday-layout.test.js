@@ -102,6 +102,20 @@ test("on a phone the inbox starts with its conversations and the bar keeps its p
     return current.left >= box.left && current.right <= box.right;
   });
   assert.ok(shown, "the current section is out of view");
+
+  // A colleague with a long name has the conversation: "Take over from …" wraps in the panel.
+  await page.goto(`${porch.url}/conversations/${conversationId}`);
+  const assign = async (label) => {
+    await page.getByLabel("Assignee").selectOption({ label });
+    await page.getByRole("button", { name: "Assign", exact: true }).click();
+    await page.waitForLoadState();
+  };
+  await assign(WORKER.name);
+  const over = page.getByRole("button", { name: /^Take over from / });
+  await over.waitFor();
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  await assign("Nobody"); // as the tests after this one expect it
+  assert.ok(width <= 360, `the page is ${width} px wide with "Take over from ${WORKER.name}"`);
   await context.close();
 });
 

@@ -8,12 +8,18 @@
 (() => {
   "use strict";
 
+  // Centred once the bar has its final width: the first counts widen it (a badge), as the
+  // fonts may; later counts leave alone a bar the agent may have scrolled.
   const bar = document.querySelector(".topbar nav");
   const current = bar?.querySelector("[aria-current=page]");
-  if (current && bar.scrollWidth > bar.clientWidth) {
+  const showCurrent = () => {
+    if (!current || bar.scrollWidth <= bar.clientWidth) return;
     const from = bar.getBoundingClientRect().left;
     bar.scrollLeft += current.getBoundingClientRect().left - from - (bar.clientWidth - current.offsetWidth) / 2;
-  }
+  };
+  showCurrent();
+  addEventListener("load", showCurrent, { once: true });
+  document.addEventListener("porch:counts", () => requestAnimationFrame(showCurrent), { once: true });
 
   // Per-browser choices and cross-tab bookkeeping live in localStorage; without it (blocked),
   // alerts are off and the counts still work.

@@ -263,6 +263,10 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
     };
     let found = store::find_user_by_email(conn, user.trim())?
         .with_context(|| format!("no user has the email {user}"))?;
+    if found.is_disabled {
+        // It would work the moment they are enabled again, which nobody would expect.
+        bail!("{user} is disabled: enable them on the team page first");
+    }
     let now = now_ms();
     if expires_in.is_some_and(|after| after.is_zero()) {
         bail!(

@@ -188,6 +188,10 @@ fn refuse_arguments(err: &clap::Error) -> ExitCode {
         // the first line, which is all that is kept.
         let choices = match err.get(ContextKind::ValidValue) {
             Some(ContextValue::Strings(values)) => format!(" (one of: {})", values.join(", ")),
+            // A switch (BoolishValueParser) says only "value was not a boolean".
+            _ if reason.ends_with("value was not a boolean") => {
+                " (one of: true, yes, on, 1, false, no, off, 0)".to_owned()
+            }
             _ => String::new(),
         };
         let _ = writeln!(

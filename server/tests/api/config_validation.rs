@@ -199,6 +199,15 @@ async fn config_a_choice_that_is_not_one_names_the_choices() {
     assert!(said.contains("(one of: full, normal)"), "{said}");
     let said = assert_refused(&[("PORCH_LOG_FORMAT", "xml")], "PORCH_LOG_FORMAT").await;
     assert!(said.contains("(one of: text, json)"), "{said}");
+    let said = assert_refused(
+        &[("PORCH_PAUSE_DELIVERIES", "maybe")],
+        "PORCH_PAUSE_DELIVERIES",
+    )
+    .await;
+    assert!(
+        said.contains("(one of: true, yes, on, 1, false, no, off, 0)"),
+        "{said}"
+    );
 }
 
 #[tokio::test]

@@ -362,6 +362,16 @@ async fn a_re_enabled_users_old_api_tokens_stay_dead() {
     assert_eq!(status().await, 200);
     disable(&app, &admin, bo).await;
     assert_eq!(status().await, 401);
+    // Nor can a new one be made for them meanwhile, to come alive at the re-enable.
+    let made = crate::process::run(
+        app.data_dir.path(),
+        &["token", "add", "--user", "bo@example.com"],
+    );
+    let said = String::from_utf8_lossy(&made.stderr);
+    assert!(
+        !made.status.success() && said.contains("is disabled"),
+        "{said}"
+    );
     let enabled = send(
         &app,
         "POST",

@@ -331,16 +331,22 @@ async fn a_sealed_value_copied_to_another_integration_does_not_open() {
     assert_eq!(paths, ["/a"]);
 }
 
-/// A site's identity secret is checked at start like an integration's: with another key the
-/// start fails, instead of every known visitor silently turning unverified.
-#[tokio::test]
-async fn a_key_that_does_not_open_a_sites_identity_secret_stops_the_start() {
+/// A stopped server's data directory whose only sealed value is a site's identity secret, and
+/// the key it is sealed with.
+async fn stopped_with_an_identity_secret() -> (&'static str, tempfile::TempDir) {
     let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
     let app = TestApp::spawn(&["--secret-key", key]).await;
     let admin = crate::inbox::signed_in_from(&app, &crate::inbox::setup_admin(&app).await).await;
     let site = app.add_site("Shop");
     crate::identity::rotate_secret(&app, &admin, &site).await;
-    let dir = stop(app).await;
+    (key, stop(app).await)
+}
+
+/// A site's identity secret is checked at start like an integration's: with another key the
+/// start fails, instead of every known visitor silently turning unverified.
+#[tokio::test]
+async fn a_key_that_does_not_open_a_sites_identity_secret_stops_the_start() {
+    let (key, dir) = stopped_with_an_identity_secret().await;
 
     let other = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
     let config = crate::helpers::serve_config(dir.path(), &["--secret-key", other]);
@@ -362,12 +368,7 @@ async fn a_key_that_does_not_open_a_sites_identity_secret_stops_the_start() {
 /// with the wrong one it leaves no new key file behind to refuse the next try.
 #[tokio::test]
 async fn a_rotation_without_the_right_key_changes_nothing_and_leaves_no_key_files() {
-    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-    let app = TestApp::spawn(&["--secret-key", key]).await;
-    let admin = crate::inbox::signed_in_from(&app, &crate::inbox::setup_admin(&app).await).await;
-    let site = app.add_site("Shop");
-    crate::identity::rotate_secret(&app, &admin, &site).await;
-    let dir = stop(app).await;
+    let (key, dir) = stopped_with_an_identity_secret().await;
     let files = |dir: &Path| ["secret.key", "secret.key.new"].map(|name| dir.join(name).exists());
 
     let none = porch_cli(dir.path(), &["secrets", "rotate"], &[]);

@@ -1,5 +1,5 @@
-//! The team (admins only): everyone with their role and state, inviting, changing roles,
-//! disabling, and making reset links. Links are shown once, with a copy button.
+//! The team (admins only): everyone with their role and state, inviting, changing roles and
+//! names, disabling, and making reset links. Links are shown once, with a copy button.
 
 use leptos::prelude::*;
 
@@ -79,8 +79,24 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
                 </form>
             }
         });
+        // Closed by default: a name is rarely changed, and the row stays one line.
+        let rename_form = view! {
+            <details class="rename">
+                <summary class="button">"Rename"</summary>
+                <form method="post" action=format!("/team/{id}/name") class="inline-controls">
+                    <CsrfField token=csrf.clone()/>
+                    <label for=format!("name-{id}") class="visually-hidden">
+                        "New name for "{member.name.clone()}
+                    </label>
+                    <input id=format!("name-{id}") name="name" type="text" required maxlength="80"
+                        value=member.name.clone()/>
+                    <button type="submit" class="button">"Save name"</button>
+                </form>
+            </details>
+        };
         view! {
             {role_form}
+            {rename_form}
             {reset}
             <form method="post" action=format!("/team/{id}/link")>
                 <CsrfField token=csrf.clone()/>

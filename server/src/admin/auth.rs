@@ -59,6 +59,7 @@ impl NoticeQuery {
             }
             "site-deleted" => "Site deleted.",
             "role-changed" => "Role changed.",
+            "renamed" => "Name changed. Earlier messages keep the name they were sent with.",
             "disabled" => "User disabled. Their sessions and API tokens stopped working.",
             "enabled" => "User enabled again.",
             "slack-connected" => {

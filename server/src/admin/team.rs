@@ -177,7 +177,32 @@ async fn refused(
             let notice = Some(Notice::Error(text.to_owned()));
             team_page_with(app, who, notice, None, StatusCode::CONFLICT).await
         }
+        accounts::Error::Invalid(invalid) => {
+            let notice = Some(Notice::Error(invalid.0.into_owned()));
+            team_page_with(app, who, notice, None, StatusCode::UNPROCESSABLE_ENTITY).await
+        }
         other => Err(other.into()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NameForm {
+    #[serde(default)]
+    name: String,
+}
+
+/// `POST /team/{id}/name`: an admin corrects a colleague's name (an invitation's typo before
+/// they ever sign in, say); audited as `user.renamed` like a change on `/account`.
+pub async fn rename(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, form }: AdminPosted<NameForm>,
+) -> Result<Response, PageError> {
+    let actor = Actor::user(&who.user, ip);
+    match app.accounts.rename(&actor, UserId(id), &form.name).await {
+        Ok(()) => Ok(see_other("/team?notice=renamed")),
+        Err(err) => refused(&app, &who, err).await,
     }
 }
 

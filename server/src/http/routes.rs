@@ -248,6 +248,7 @@ fn admin_routes() -> Router<AppState> {
         .route("/team", get(admin::team::team_page))
         .route("/team/invite", post(admin::team::invite))
         .route("/team/{id}/role", post(admin::team::change_role))
+        .route("/team/{id}/name", post(admin::team::rename))
         .route("/team/{id}/link", post(admin::team::create_link))
         .route("/team/{id}/disable", post(admin::team::disable))
         .route("/team/{id}/enable", post(admin::team::enable))

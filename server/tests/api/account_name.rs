@@ -74,3 +74,58 @@ async fn a_user_renames_themselves_and_their_next_reply_carries_it() {
     );
     assert_eq!(audited, 1);
 }
+
+/// An admin corrects a colleague's name on the team page (an invitation's typo, before they ever
+/// sign in); an agent cannot.
+#[tokio::test]
+async fn an_admin_renames_a_colleague_and_an_agent_cannot() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = crate::inbox::add_user(&app, "bo@example.com", "agent");
+    let path = format!("/team/{bo}/name");
+    let named = |csrf: &str, name: &str| form(&[("csrf", csrf), ("name", name)]);
+    let refused = send(
+        &app,
+        "POST",
+        &path,
+        &ana.cookie,
+        Some(&named(&ana.csrf, "")),
+    )
+    .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("Enter a name."), "{}", refused.body);
+    let saved = send(
+        &app,
+        "POST",
+        &path,
+        &ana.cookie,
+        Some(&named(&ana.csrf, "Bo Lindqvist")),
+    )
+    .await;
+    assert_eq!(
+        (saved.status, saved.header("location")),
+        (303, Some("/team?notice=renamed"))
+    );
+    let name = app
+        .db()
+        .query_row("SELECT name FROM users WHERE id = ?1", [bo], |r| {
+            r.get::<_, String>(0)
+        });
+    assert_eq!(name.expect("user"), "Bo Lindqvist");
+
+    let agent = crate::inbox::signed_in_from(
+        &app,
+        &crate::inbox::sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await,
+    )
+    .await;
+    let own = format!("/team/{bo}/name");
+    let denied = send(
+        &app,
+        "POST",
+        &own,
+        &agent.cookie,
+        Some(&named(&agent.csrf, "Boss")),
+    )
+    .await;
+    assert_eq!(denied.status, 403, "{}", denied.body);
+}

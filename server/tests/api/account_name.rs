@@ -118,14 +118,17 @@ async fn an_admin_renames_a_colleague_and_an_agent_cannot() {
         &crate::inbox::sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await,
     )
     .await;
-    let own = format!("/team/{bo}/name");
     let denied = send(
         &app,
         "POST",
-        &own,
+        &path,
         &agent.cookie,
         Some(&named(&agent.csrf, "Boss")),
     )
     .await;
     assert_eq!(denied.status, 403, "{}", denied.body);
+    assert_eq!(
+        app.count("SELECT count(*) FROM users WHERE name = 'Boss'"),
+        0
+    );
 }

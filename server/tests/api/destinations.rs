@@ -33,14 +33,20 @@ async fn get(app: &TestApp, admin: &Browser, path: &str) -> String {
     page.body
 }
 
-/// A running server with site "Shop" posting to Discord webhook `H1` of a mock, and its admin.
-async fn discord_site() -> (DiscordMock, TestApp, Browser, String) {
+/// A running server pointed at a Discord mock, its admin, and site "Shop" with no Discord yet.
+async fn discord_app() -> (DiscordMock, TestApp, Browser, String) {
     let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
         .await
         .expect("mock");
     let app = TestApp::spawn(&["--discord-api-url", &mock.api_url()]).await;
     let admin = admin_of(&app).await;
     let site = app.add_site("Shop");
+    (mock, app, admin, site)
+}
+
+/// A running server with site "Shop" posting to Discord webhook `H1` of a mock, and its admin.
+async fn discord_site() -> (DiscordMock, TestApp, Browser, String) {
+    let (mock, app, admin, site) = discord_app().await;
     let url = mock.add_webhook("H1", false);
     post(
         &app,
@@ -54,12 +60,7 @@ async fn discord_site() -> (DiscordMock, TestApp, Browser, String) {
 
 #[tokio::test]
 async fn destinations_discord_is_added_from_its_page_and_the_test_post_goes_through_the_runner() {
-    let mock = DiscordMock::start(([127, 0, 0, 1], 0).into())
-        .await
-        .expect("mock");
-    let app = TestApp::spawn(&["--discord-api-url", &mock.api_url()]).await;
-    let admin = admin_of(&app).await;
-    let site = app.add_site("Shop");
+    let (mock, app, admin, site) = discord_app().await;
     let page = get(&app, &admin, &format!("/sites/{site}/discord")).await;
     assert!(page.contains("Add Discord"), "{page}");
 

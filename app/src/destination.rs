@@ -56,9 +56,17 @@ pub fn Health(health: HealthView) -> impl IntoView {
     }
 }
 
-/// A test the admin queued (a test post or a test mail), as its job stands now.
+/// The latest test an admin queued (a test post or a test mail), as its job stands now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TestOutcomeView {
+pub struct TestOutcomeView {
+    /// When it was queued (Unix milliseconds).
+    pub queued_at: i64,
+    pub state: TestState,
+}
+
+/// Where a test stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestState {
     /// Queued or being sent: reload to see the outcome.
     Queued,
     Sent,
@@ -67,21 +75,30 @@ pub enum TestOutcomeView {
     },
 }
 
-/// The outcome of the admin's test, announced to screen readers.
+/// The id of the latest test's outcome on its page, where a test's form returns to.
+pub const TEST_OUTCOME: &str = "test-outcome";
+
+/// The outcome of the latest test, announced to screen readers. It stays on the page until the
+/// next test, with the time it was queued, so "did it work?" can be answered later too.
 #[component]
 pub fn TestOutcome(outcome: TestOutcomeView, reload: String) -> impl IntoView {
-    match outcome {
-        TestOutcomeView::Queued => view! {
-            <p class="notice notice-success" role="status" data-test="queued">
-                "Test queued. "<a href=reload>"Reload"</a>" to see whether it was sent."</p>
+    let (iso, text) = format_time(outcome.queued_at);
+    let when = view! { <time datetime=iso>{text}</time> };
+    match outcome.state {
+        TestState::Queued => view! {
+            <p class="notice notice-success" role="status" data-test="queued" id=TEST_OUTCOME>
+                "Test queued ("{when}"). "<a href=reload>"Reload"</a>
+                " to see whether it was sent."</p>
         }
         .into_any(),
-        TestOutcomeView::Sent => view! {
-            <p class="notice notice-success" role="status" data-test="sent">"Test sent."</p>
+        TestState::Sent => view! {
+            <p class="notice notice-success" role="status" data-test="sent" id=TEST_OUTCOME>
+                "Latest test ("{when}"): sent."</p>
         }
         .into_any(),
-        TestOutcomeView::Failed { error } => view! {
-            <p class="notice notice-error" role="alert" data-test="failed">"Test failed: "{error}</p>
+        TestState::Failed { error } => view! {
+            <p class="notice notice-error" role="alert" data-test="failed" id=TEST_OUTCOME>
+                "Latest test ("{when}") failed: "{error}</p>
         }
         .into_any(),
     }

@@ -25,7 +25,7 @@ pub struct DiscordPageView {
     pub site_key: String,
     pub site_name: String,
     pub status: Option<DiscordStatusView>,
-    /// The test post the admin just queued.
+    /// The latest test post, if any.
     pub test: Option<TestOutcomeView>,
     pub notice: Option<Notice>,
 }

@@ -41,6 +41,7 @@ pub struct EmailPageView {
     pub reply_delay_secs: u32,
     /// Where the test mail goes: the signed-in admin's address.
     pub admin_email: String,
+    /// The latest test mail (any admin's: SMTP is the server's), if any.
     pub test: Option<TestOutcomeView>,
     /// Replies by email: the IMAP mailbox, its reader's health and the latest mails.
     pub inbound: InboundView,

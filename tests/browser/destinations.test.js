@@ -115,7 +115,7 @@ test("an admin adds Discord from the site page and a visitor's message arrives i
   assert.deepEqual(post.allowed_mentions, { parse: [] });
 
   await page.getByRole("button", { name: "Send test message" }).click();
-  await page.waitForURL(/\?test=\d+/);
+  await page.waitForURL(/#test-outcome$/);
   await reloadUntil("[data-test=sent]");
   assert.ok(discord.posts.some((p) => p.content.startsWith("Test message from Porch")));
   await alice.context.close();
@@ -166,7 +166,15 @@ test("a test mail from the email page reaches the SMTP server and shows as sent"
   assert.match(await page.locator("[data-smtp=set]").innerText(), new RegExp(`127\\.0\\.0\\.1:${smtpPort}`));
   const before = (await mails()).length;
   await page.getByRole("button", { name: "Send test mail" }).click();
-  await page.waitForURL(/\?test=\d+/);
+  await page.waitForURL(/#test-outcome$/);
   await waitFor("the test mail", async () => (await mails()).length > before);
   await reloadUntil("[data-test=sent]");
+  // The outcome stays, with its time, for whoever opens the page later.
+  await page.goto(`${porch.url}/sites/${site.key}/email`);
+  const outcome = page.locator("[data-test=sent]");
+  assert.match(await outcome.innerText(), /^Latest test \(.+\): sent\.$/);
+  // In the reader's time zone, as on every signed-in page (the UTC text is for no scripts).
+  const time = outcome.locator("time[datetime]");
+  assert.doesNotMatch(await time.innerText(), /UTC/);
+  assert.ok(await time.getAttribute("title"), "the full local date and time as the tooltip");
 });

@@ -25,18 +25,8 @@
     return t.content.firstElementChild;
   };
 
-  const localTime = (root) => {
-    const today = new Date().toDateString();
-    for (const el of root.querySelectorAll("time[datetime]")) {
-      const at = new Date(el.getAttribute("datetime"));
-      if (Number.isNaN(at.getTime())) continue;
-      el.title = at.toLocaleString();
-      el.textContent = at.toDateString() === today
-        ? at.toLocaleTimeString([], { timeStyle: "short" })
-        : at.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " +
-          at.toLocaleTimeString([], { timeStyle: "short" });
-    }
-  };
+  // time.js, loaded first, shows times in the reader's zone.
+  const localTime = window.porchLocalTime;
 
   const status = document.querySelector("[data-live-status]");
   const setLive = (ok) => { if (status) status.hidden = ok; };
@@ -511,5 +501,4 @@
   for (const swatch of document.querySelectorAll(".swatch[data-color]")) {
     swatch.style.backgroundColor = swatch.dataset.color;
   }
-  localTime(document);
 })();

@@ -4,6 +4,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 const ADMIN_CSS: &str = include_str!("../../assets/admin/admin.css");
+const TIME_JS: &str = include_str!("../../assets/admin/time.js");
 const INBOX_JS: &str = include_str!("../../assets/admin/inbox.js");
 const NOTIFY_JS: &str = include_str!("../../assets/admin/notify.js");
 const KEYS_JS: &str = include_str!("../../assets/admin/keys.js");
@@ -29,6 +30,11 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 /// `GET /assets/admin.css`.
 pub async fn admin_css() -> Response {
     asset("text/css; charset=utf-8", ADMIN_CSS)
+}
+
+/// `GET /assets/time.js`: times in the reader's time zone, on every signed-in page.
+pub async fn time_js() -> Response {
+    asset("text/javascript; charset=utf-8", TIME_JS)
 }
 
 /// `GET /assets/inbox.js`.

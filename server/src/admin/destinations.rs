@@ -4,14 +4,14 @@
 
 use axum::extract::{Path, State};
 use axum::response::Response;
-use porch_app::destination::{HealthView, TestOutcomeView};
-use serde::Deserialize;
+use porch_app::destination::{HealthView, TestOutcomeView, TestState};
 
 use crate::audit::Actor;
 use crate::http::ClientIp;
 use crate::integrations::{Health, delete_integration, turn_off_integration, turn_on_integration};
+use crate::jobs::JobKind;
 use crate::state::AppState;
-use crate::store::{self, IntegrationId, IntegrationRow, JobId, SiteRow};
+use crate::store::{self, IntegrationId, IntegrationRow, SiteRow};
 
 use super::auth::NoFields;
 use super::page::{PageError, see_other};
@@ -57,34 +57,25 @@ pub(super) async fn load_health(
 }
 
 /// `?test=<job id>` after an admin queued a test.
-#[derive(Debug, Default, Deserialize)]
-pub struct TestQuery {
-    #[serde(default)]
-    pub test: Option<i64>,
-}
-
-/// The outcome of a test job of `kind` (`None` if there is no such job).
-pub(super) async fn test_outcome(
-    app: &AppState,
-    query: &TestQuery,
-    kind: &'static str,
-) -> Result<Option<TestOutcomeView>, PageError> {
-    let Some(id) = query.test else {
-        return Ok(None);
-    };
-    let job = app
-        .readers
-        .read(move |c| store::find_job(c, JobId(id)))
-        .await?
-        .filter(|job| job.kind == kind);
-    Ok(job.map(|job| match job.state.as_str() {
-        "done" => TestOutcomeView::Sent,
-        "failed" | "blocked" => TestOutcomeView::Failed {
-            error: job
-                .last_error
-                .unwrap_or_else(|| "no reason given".to_owned()),
+/// The latest test of `kind` through `integration` (`None`: the server's own test mail), as its
+/// job stands now.
+pub(super) fn latest_test(
+    conn: &rusqlite::Connection,
+    kind: JobKind,
+    integration: Option<IntegrationId>,
+) -> Result<Option<TestOutcomeView>, store::Error> {
+    let job = store::latest_test_job(conn, kind.as_str(), integration)?;
+    Ok(job.map(|job| TestOutcomeView {
+        queued_at: job.created_at,
+        state: match job.state.as_str() {
+            "done" => TestState::Sent,
+            "failed" | "blocked" => TestState::Failed {
+                error: job
+                    .last_error
+                    .unwrap_or_else(|| "no reason given".to_owned()),
+            },
+            _ => TestState::Queued,
         },
-        _ => TestOutcomeView::Queued,
     }))
 }
 

@@ -4,7 +4,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use porch_app::destination::TestOutcomeView;
+use porch_app::destination::{TEST_OUTCOME, TestOutcomeView};
 use porch_app::discord::{DiscordPageView, DiscordStatusView, render_discord};
 use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
@@ -21,20 +21,32 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
-use super::destinations::{TestQuery, load_health, test_outcome};
+use super::destinations::{latest_test, load_health};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 use super::sites::find_site;
 
-async fn load(app: &AppState, key: &str) -> Result<(SiteRow, Option<IntegrationRow>), PageError> {
+/// The site, its Discord destination and the destination's latest test, read together: the
+/// round that records a test's refusal blocks the integration in the same write, so the page
+/// never shows a failed test beside a healthy integration.
+async fn load(app: &AppState, key: &str) -> Result<Loaded, PageError> {
     let site = find_site(app, key).await?;
     let id = site.id;
-    let row = app
+    let (row, test) = app
         .readers
-        .read(move |c| store::find_site_integration(c, id, "discord"))
+        .read(move |c| {
+            let row = store::find_site_integration(c, id, "discord")?;
+            let test = match &row {
+                Some(row) => latest_test(c, JobKind::DiscordTest, Some(row.id))?,
+                None => None,
+            };
+            Ok((row, test))
+        })
         .await?;
-    Ok((site, row))
+    Ok((site, row, test))
 }
+
+type Loaded = (SiteRow, Option<IntegrationRow>, Option<TestOutcomeView>);
 
 /// Which webhook is stored, without its token: host, webhook id and the token's last four
 /// characters (enough to tell two webhooks apart).
@@ -98,13 +110,8 @@ pub async fn discord_page(
     Admin(who): Admin,
     Path(key): Path<String>,
     Query(notice): Query<NoticeQuery>,
-    Query(test): Query<TestQuery>,
 ) -> Result<Response, PageError> {
-    // The test first: the round that records a test's refusal blocks the integration in the
-    // same write, so the integration read after it is never older than the test's outcome
-    // (read before, the page could show the test failed beside a healthy integration).
-    let test = test_outcome(&app, &test, JobKind::DiscordTest.as_str()).await?;
-    let (site, row) = load(&app, &key).await?;
+    let (site, row, test) = load(&app, &key).await?;
     let body = page(&app, &who, (&site, row.as_ref()), test, notice.notice()).await?;
     Ok(html(body))
 }
@@ -126,7 +133,7 @@ pub async fn save_discord(
     ClientIp(ip): ClientIp,
     AdminPosted { who, form }: AdminPosted<DiscordForm>,
 ) -> Result<Response, PageError> {
-    let (site, row) = load(&app, &key).await?;
+    let (site, row, test) = load(&app, &key).await?;
     let stored_url = row
         .as_ref()
         .and_then(|row| open_secrets_as::<DiscordSecrets>(&app.secret_key, row))
@@ -168,26 +175,26 @@ pub async fn save_discord(
         Err(SetupError::Store(err)) => Err(err.into()),
         Err(err) => {
             let notice = Some(Notice::Error(err.to_string()));
-            let body = page(&app, &who, (&site, row.as_ref()), None, notice).await?;
+            let body = page(&app, &who, (&site, row.as_ref()), test, notice).await?;
             Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
         }
     }
 }
 
-/// `POST /sites/{key}/discord/test`: queues a test post; the page then shows its outcome.
+/// `POST /sites/{key}/discord/test`: queues a test post; the page then shows its outcome
+/// (scrolled to it).
 pub async fn test_discord(
     State(app): State<AppState>,
     Path(key): Path<String>,
     _admin: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
-    let (_, row) = load(&app, &key).await?;
+    let (_, row, _) = load(&app, &key).await?;
     let row = row.ok_or_else(|| PageError::not_found("Discord destination"))?;
     let id = row.id;
     let queued = app
         .writer
         .write(move |c| plan_discord_test(c, id, now_ms()))
         .await?;
-    let job = queued.as_ref().map_or(0, |job| job.id.0);
     app.jobs.submit(queued.into_iter().collect());
-    Ok(see_other(&format!("/sites/{key}/discord?test={job}")))
+    Ok(see_other(&format!("/sites/{key}/discord#{TEST_OUTCOME}")))
 }

@@ -5,6 +5,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use porch_app::destination::TEST_OUTCOME;
 use porch_app::email::{EmailPageView, EmailSettingsView, SmtpView, render_email};
 use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
@@ -20,7 +21,7 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
-use super::destinations::{TestQuery, load_health, test_outcome};
+use super::destinations::{latest_test, load_health};
 use super::email_inbound::MailboxForm;
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
@@ -48,12 +49,15 @@ async fn page(
     app: &AppState,
     who: &SignedIn,
     (site, row): (&SiteRow, Option<&IntegrationRow>),
-    query: &TestQuery,
     (notice, typed_mailbox): (Option<Notice>, Option<&MailboxForm>),
 ) -> Result<String, PageError> {
     let delays = row.map_or(EmailDelays::DEFAULT, |row| {
         EmailDelays::from_config(&row.config)
     });
+    let test = app
+        .readers
+        .read(|c| latest_test(c, JobKind::EmailTest, None))
+        .await?;
     let settings = match row {
         Some(row) => Some(EmailSettingsView {
             id: row.id.0,
@@ -82,7 +86,7 @@ async fn page(
         unanswered_after_secs: secs(delays.unanswered_after),
         reply_delay_secs: secs(delays.reply_delay),
         admin_email: who.user.email.clone(),
-        test: test_outcome(app, query, JobKind::EmailTest.as_str()).await?,
+        test,
         inbound: super::email_inbound::inbound_view(app, typed_mailbox).await?,
         notice,
     }))
@@ -94,17 +98,9 @@ pub async fn email_page(
     Admin(who): Admin,
     Path(key): Path<String>,
     Query(notice): Query<NoticeQuery>,
-    Query(test): Query<TestQuery>,
 ) -> Result<Response, PageError> {
     let (site, row) = load(&app, &key).await?;
-    let body = page(
-        &app,
-        &who,
-        (&site, row.as_ref()),
-        &test,
-        (notice.notice(), None),
-    )
-    .await?;
+    let body = page(&app, &who, (&site, row.as_ref()), (notice.notice(), None)).await?;
     Ok(html(body))
 }
 
@@ -118,8 +114,7 @@ pub(super) async fn refused_mailbox(
 ) -> Result<Response, PageError> {
     let (site, row) = load(app, key).await?;
     let shown = (Some(Notice::Error(reason)), Some(typed));
-    let query = TestQuery::default();
-    let body = page(app, who, (&site, row.as_ref()), &query, shown).await?;
+    let body = page(app, who, (&site, row.as_ref()), shown).await?;
     Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
 }
 
@@ -158,9 +153,8 @@ pub async fn save_email(
     let setup = match checked {
         Ok(setup) => setup,
         Err(message) => {
-            let query = TestQuery::default();
             let notice = Some(Notice::Error(message));
-            let body = page(&app, &who, (&site, row.as_ref()), &query, (notice, None)).await?;
+            let body = page(&app, &who, (&site, row.as_ref()), (notice, None)).await?;
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };
@@ -171,7 +165,7 @@ pub async fn save_email(
 }
 
 /// `POST /sites/{key}/email/test`: queues a test mail to the signed-in admin; the page then
-/// shows whether the SMTP server took it.
+/// shows whether the SMTP server took it (scrolled to it).
 pub async fn test_email(
     State(app): State<AppState>,
     Path(key): Path<String>,
@@ -179,14 +173,10 @@ pub async fn test_email(
 ) -> Result<Response, PageError> {
     let (site, row) = load(&app, &key).await?;
     if app.mailer.is_none() {
-        let (query, notice) = (
-            TestQuery::default(),
-            Some(Notice::Error(NOT_CONFIGURED.into())),
-        );
-        let body = page(&app, &who, (&site, row.as_ref()), &query, (notice, None)).await?;
+        let notice = Some(Notice::Error(NOT_CONFIGURED.into()));
+        let body = page(&app, &who, (&site, row.as_ref()), (notice, None)).await?;
         return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
     }
-    let job = queue_test_mail(&app.writer, &app.jobs, who.user.email.clone()).await?;
-    let job = job.map_or(0, |id| id.0);
-    Ok(see_other(&format!("/sites/{key}/email?test={job}")))
+    queue_test_mail(&app.writer, &app.jobs, who.user.email.clone()).await?;
+    Ok(see_other(&format!("/sites/{key}/email#{TEST_OUTCOME}")))
 }

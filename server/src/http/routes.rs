@@ -213,6 +213,7 @@ fn api_routes() -> Router<AppState> {
 fn admin_routes() -> Router<AppState> {
     Router::new()
         .route("/assets/admin.css", get(admin::assets::admin_css))
+        .route("/assets/time.js", get(admin::assets::time_js))
         .route("/assets/inbox.js", get(admin::assets::inbox_js))
         .route("/assets/notify.js", get(admin::assets::notify_js))
         .route("/assets/keys.js", get(admin::assets::keys_js))

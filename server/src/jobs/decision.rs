@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::millis;
 use crate::store::{IntegrationId, JobRow, JobUpdate};
 
+use super::JobKind;
 use super::outcome::{Attempt, Outcome};
 
 /// What happens to a job after an attempt.
@@ -96,10 +97,20 @@ pub fn decide(
             }
         }
         Outcome::Failed { error } => finish(JobUpdate::Failed, Some(error)),
-        Outcome::Blocked { error } => Decision {
-            blocks: job.integration_id.map(|i| (i, error.clone())),
-            ..finish(JobUpdate::Blocked, Some(error))
-        },
+        Outcome::Blocked { error } => {
+            // A test that is refused reports it and blocks the integration as a real delivery
+            // would, but is itself over: waiting blocked, it would go out at the fix.
+            let is_test = JobKind::parse(&job.kind).is_some_and(JobKind::is_test);
+            let update = if is_test {
+                JobUpdate::Failed
+            } else {
+                JobUpdate::Blocked
+            };
+            Decision {
+                blocks: job.integration_id.map(|i| (i, error.clone())),
+                ..finish(update, Some(error))
+            }
+        }
     }
 }
 
@@ -255,6 +266,27 @@ mod tests {
             Some((IntegrationId(3), "Slack refused: invalid_auth".into()))
         );
         assert_eq!(decision.next, Next::Finish);
+    }
+
+    #[test]
+    fn a_refused_test_blocks_the_integration_but_is_itself_failed() {
+        let refused = Attempt::new(
+            Outcome::Blocked {
+                error: "Discord answered 404".into(),
+            },
+            Some(404),
+        );
+        let test = JobRow {
+            kind: "discord.test".into(),
+            ..job(0, 1, None)
+        };
+        let decision = decide(&test, refused, NOW, two_seconds);
+        assert_eq!(decision.update, JobUpdate::Failed);
+        assert_eq!(
+            decision.blocks,
+            Some((IntegrationId(3), "Discord answered 404".into()))
+        );
+        assert_eq!(decision.error.as_deref(), Some("Discord answered 404"));
     }
 
     #[test]

@@ -104,9 +104,15 @@ impl JobKind {
         }
     }
 
+    /// An admin's test message: it answers "does it work now?", so it is tried once, never
+    /// waits blocked for a fix, and is left out of the delivery pages and "retry all".
+    pub fn is_test(self) -> bool {
+        matches!(self, Self::DiscordTest | Self::EmailTest)
+    }
+
     /// Attempts before it is given up.
     pub fn max_attempts(self) -> u32 {
-        if matches!(self, Self::DiscordTest | Self::EmailTest) {
+        if self.is_test() {
             return TEST_MAX_ATTEMPTS;
         }
         match self.lane() {
@@ -149,13 +155,12 @@ mod tests {
     #[test]
     fn only_test_messages_are_named_as_tests() {
         for kind in JobKind::ALL {
-            let is_test = matches!(kind, JobKind::DiscordTest | JobKind::EmailTest);
             // As SQL's LIKE reads `%.test`: without regard to case.
             let named = kind
                 .as_str()
                 .rsplit_once('.')
                 .is_some_and(|(_, last)| last.eq_ignore_ascii_case("test"));
-            assert_eq!(named, is_test, "{}", kind.as_str());
+            assert_eq!(named, kind.is_test(), "{}", kind.as_str());
         }
     }
 }

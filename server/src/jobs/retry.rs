@@ -388,7 +388,7 @@ mod tests {
     fn a_resume_stops_when_the_integration_is_blocked_again_or_turned_off() {
         let again = |conn: &Connection, id| {
             store::mark_integration_broken(conn, id, "not_in_channel", 5).expect("block");
-            store::block_integration_jobs(conn, id, "not_in_channel").expect("block jobs");
+            store::block_integration_jobs(conn, id, "not_in_channel", 0).expect("block jobs");
         };
         let off = |conn: &Connection, id| {
             store::disable_integration(conn, id, "turned off", 5).expect("turn off");

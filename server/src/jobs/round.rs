@@ -34,7 +34,7 @@ pub async fn write_round(writer: &Writer, round: Round) -> Result<Vec<JobId>, Ro
                 let now = now_ms();
                 for (integration, error) in &attempt.blocked {
                     store::mark_integration_broken(c, *integration, error, now)?;
-                    store::block_integration_jobs(c, *integration, error)?;
+                    store::block_integration_jobs(c, *integration, error, now)?;
                 }
                 store::mark_jobs_running(c, &attempt.starting)
             })

@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0029_ids_never_reused.sql"),
     include_str!("../../../migrations/0030_conversation_and_visitor_ids_never_reused.sql"),
     include_str!("../../../migrations/0031_jobs_retrying.sql"),
+    include_str!("../../../migrations/0032_tests_never_blocked.sql"),
 ];
 
 /// The schema version this binary expects.

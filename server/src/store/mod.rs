@@ -120,7 +120,7 @@ pub use job_backlog::{
 };
 pub use jobs::{
     AttemptRecord, JobInContext, JobRow, JobUpdate, MessageDelivery, NewJob,
-    block_integration_jobs, find_job, insert_job, list_conversation_deliveries,
+    block_integration_jobs, find_job, insert_job, latest_test_job, list_conversation_deliveries,
     list_deliveries_in_state_with_context, list_jobs_in_state, mark_jobs_running, prune_done_jobs,
     record_attempts, requeue_running_jobs,
 };

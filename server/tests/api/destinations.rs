@@ -104,7 +104,7 @@ async fn destinations_discord_is_added_from_its_page_and_the_test_post_goes_thro
     let (status, location, _) =
         post(&app, &admin, &format!("/sites/{site}/discord/test"), &[]).await;
     assert_eq!(status, 303);
-    assert!(location.contains("?test="), "{location}");
+    assert!(location.ends_with("/discord#test-outcome"), "{location}");
     let posts = mock.wait_for_posts(1, WAIT).await;
     assert!(
         posts[0].body["content"]
@@ -122,7 +122,10 @@ async fn destinations_discord_is_added_from_its_page_and_the_test_post_goes_thro
         })
     })
     .await;
-    assert!(shown.contains("Test sent."));
+    assert!(
+        shown.contains("Latest test (") && shown.contains("): sent."),
+        "{shown}"
+    );
 
     // An empty URL keeps the stored webhook; the forum box changes the setting.
     let (status, _, _) = post(
@@ -157,6 +160,22 @@ async fn destinations_a_deleted_discord_webhook_shows_blocked_with_the_reason_an
         page.contains("the webhook was deleted or its token is wrong"),
         "{page}"
     );
+
+    // The refused test is over: not blocked, so turning the integration off and on (which
+    // queues blocked deliveries again) does not send it; the page still shows its outcome.
+    let failed_tests = "SELECT count(*) FROM jobs WHERE kind = 'discord.test' AND state = 'failed'";
+    assert_eq!(app.count(failed_tests), 1);
+    let id: i64 = app
+        .db()
+        .query_row("SELECT id FROM integrations", [], |r| r.get(0))
+        .expect("id");
+    for action in ["disable", "enable"] {
+        let path = format!("/sites/{site}/integrations/{id}/{action}");
+        assert_eq!(post(&app, &admin, &path, &[]).await.0, 303, "{action}");
+    }
+    assert_eq!(app.count(failed_tests), 1);
+    let later = get(&app, &admin, &format!("/sites/{site}/discord")).await;
+    assert!(later.contains("data-test=\"failed\""), "{later}");
 }
 
 #[tokio::test]
@@ -476,7 +495,7 @@ async fn destinations_the_email_page_shows_the_smtp_server_without_its_password_
         })
     })
     .await;
-    assert!(failed.contains("Test failed: "), "{failed}");
+    assert!(failed.contains(") failed: "), "{failed}");
 
     let plain = TestApp::spawn(&[
         "--smtp-url",

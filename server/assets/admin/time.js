@@ -1,0 +1,24 @@
+// Porch admin: times in the reader's own time zone. Pages render every time as
+// <time datetime="…Z">1 Dec 2026, 14:05 UTC</time> (readable without scripts); on every
+// signed-in page this rewrites them to the browser's local time: the time alone for today,
+// the day and the time otherwise, the full local date and time as the tooltip. inbox.js calls
+// porchLocalTime on the fragments its live stream adds.
+(() => {
+  "use strict";
+
+  const localTime = (root) => {
+    const today = new Date().toDateString();
+    for (const el of root.querySelectorAll("time[datetime]")) {
+      const at = new Date(el.getAttribute("datetime"));
+      if (Number.isNaN(at.getTime())) continue;
+      el.title = at.toLocaleString();
+      el.textContent = at.toDateString() === today
+        ? at.toLocaleTimeString([], { timeStyle: "short" })
+        : at.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " +
+          at.toLocaleTimeString([], { timeStyle: "short" });
+    }
+  };
+
+  window.porchLocalTime = localTime;
+  localTime(document);
+})();

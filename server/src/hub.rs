@@ -14,6 +14,9 @@ use tokio::sync::mpsc;
 
 use crate::store::{ConversationId, MessageId, MessageRow, SiteId, UserId, VisitorId};
 
+mod newcomers;
+pub use newcomers::NewcomerWait;
+
 /// Events queued per subscriber before it counts as fallen behind.
 const QUEUE: usize = 64;
 /// Independent locks, so thousands of connections do not contend on one mutex.
@@ -81,6 +84,8 @@ pub struct Hub {
     /// Erasures, for agents' open conversation pages (rare, so one broadcast channel).
     erasures: tokio::sync::broadcast::Sender<Arc<Erasure>>,
     observer: Option<Arc<dyn InboxObserver>>,
+    /// Connections whose visitor is not stored yet, by visitor hash (`newcomers.rs`).
+    newcomers: newcomers::Waiting,
 }
 
 impl Default for Hub {
@@ -91,6 +96,7 @@ impl Default for Hub {
             inbox: Mutex::default(),
             erasures: tokio::sync::broadcast::channel(ERASURES).0,
             observer: None,
+            newcomers: Mutex::default(),
         }
     }
 }

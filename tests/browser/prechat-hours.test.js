@@ -280,3 +280,44 @@ test("out of hours, an address given in the pre-chat form is the one replies go 
     await admin.getByText("the chat is always open").first().waitFor();
     await adminContext.close();
   });
+
+test("two tabs opened before the first message: the other tab shows it and the reply live, and its form goes",
+  { timeout: 120000 }, async () => {
+    const { porch, browser } = world; // the form of the tests above: name and question required
+    const context = await browser.newContext();
+    const open = async () => {
+      const tab = await context.newPage();
+      tab.setDefaultTimeout(15000);
+      await tab.goto(world.host.url);
+      await tab.locator("[data-porch=launcher]").click();
+      await tab.locator("[data-porch=status][data-state=connected]").waitFor();
+      await tab.locator("[data-porch=prechat]").waitFor({ state: "visible" });
+      return tab;
+    };
+    const first = await open();
+    const second = await open();
+
+    await first.locator("[data-porch=prechat-name]").fill("Tabby");
+    await first.locator("[data-porch=prechat-answer]").fill("PX-11");
+    await first.locator("[data-porch=input]").fill("Written in the first tab");
+    await first.locator("[data-porch=input]").press("Enter");
+    await first.locator("[data-porch=message][data-author=visitor][data-status=sent]").waitFor();
+    await second.locator("[data-porch=message][data-author=visitor]", { hasText: "Written in the first tab" }).waitFor();
+    await second.locator("[data-porch=prechat]").waitFor({ state: "hidden" });
+
+    const { body: list } = await porch.api("GET", "/conversations");
+    const conv = list.conversations[0].id; // the latest activity: this one
+    assert.equal((await porch.api("POST", `/conversations/${conv}/messages`, { body: "Hello Tabby" })).status, 201);
+    for (const tab of [first, second]) {
+      await tab.locator("[data-porch=message][data-author=agent]", { hasText: "Hello Tabby" }).waitFor();
+    }
+    // The second tab writes without the form: the chat has begun.
+    await second.locator("[data-porch=input]").fill("And from the second");
+    await second.locator("[data-porch=input]").press("Enter");
+    await second.locator("[data-porch=message][data-author=visitor][data-status=sent]", { hasText: "And from the second" }).waitFor();
+    await first.locator("[data-porch=message][data-author=visitor]", { hasText: "And from the second" }).waitFor();
+    const { body: stored } = await porch.api("GET", `/conversations/${conv}/messages`);
+    assert.deepEqual(stored.messages.map((m) => m.body),
+      ["Written in the first tab", "Hello Tabby", "And from the second"]);
+    await context.close();
+  });

@@ -831,6 +831,8 @@
         break;
       case "message":
         showServerMessage(f);
+        // Written in another tab: the chat has begun, so this tab's form is not asked any more.
+        if (f.author === "visitor" && asked) showPrechat(null);
         break;
       case "typing":
         setTyping(f.active === true, f.agent_name);

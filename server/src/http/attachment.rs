@@ -30,6 +30,14 @@ fn too_large(limit: u64) -> Response {
 /// # Errors
 /// The answer to send: 413 `too_large`, 403 `attachments_off` for a limit of 0, or 400 when
 /// the body broke off or was empty.
+/// The body's length as its `Content-Length` declares it, if it does.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
 pub async fn read_upload(headers: &HeaderMap, body: Body, limit: u64) -> Result<Vec<u8>, Response> {
     if limit == 0 {
         return Err(ApiError::new(
@@ -39,10 +47,7 @@ pub async fn read_upload(headers: &HeaderMap, body: Body, limit: u64) -> Result<
         )
         .into_response());
     }
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared = declared_length(headers);
     if declared.is_some_and(|length| length > limit) {
         return Err(too_large(limit));
     }

@@ -12,7 +12,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::attachments::{self, MAX_PER_MESSAGE};
-use crate::http::attachment::{attachment_response, read_upload, upload_failed, uploaded};
+use crate::http::attachment::{
+    attachment_response, declared_length, read_upload, upload_failed, uploaded,
+};
 use crate::http::{ApiError, ClientIp};
 use crate::state::AppState;
 use crate::store::{self, AttachmentPart, Uploader};
@@ -107,7 +109,15 @@ pub async fn upload(
         Ok(limit) => limit.min(attachments::HARD_CAP_BYTES),
         Err(err) => return storage_failed(&origin, err),
     };
-    // An upload costs one message of the visitor's rate and counts on the site's flood brake.
+    // The address's upload budget is charged the most this file may be (its declared length,
+    // else the site's limit); what it did not use comes back below.
+    let charged = declared_length(&headers).unwrap_or(limit).min(limit);
+    let uploads = &app.brakes.uploads;
+    if let Err(wait) = uploads.admit(ip, charged, Instant::now()) {
+        return allow(&origin, too_fast(wait));
+    }
+    // An upload also costs one message of the visitor's rate and counts on the site's flood
+    // brake.
     let visitor_key = u64::from_le_bytes(token_hash[..8].try_into().unwrap_or([0; 8]));
     let admitted =
         app.brakes
@@ -116,18 +126,18 @@ pub async fn upload(
         Refusal::RateLimited(wait) | Refusal::TooManyConversations(wait) | Refusal::SiteBusy(wait),
     ) = admitted
     {
-        let body = json!({"error": {
-            "code": "rate_limited",
-            "message": "You are sending too fast. Please wait a moment.",
-            "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-        }});
-        let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
-        return allow(&origin, refused);
+        uploads.give_back(ip, charged, true);
+        return allow(&origin, too_fast(wait));
     }
     let data = match read_upload(&headers, body, limit).await {
         Ok(data) => data,
-        Err(refused) => return allow(&origin, refused),
+        Err(refused) => {
+            uploads.give_back(ip, charged, true);
+            return allow(&origin, refused);
+        }
     };
+    let unused = charged.saturating_sub(u64::try_from(data.len()).unwrap_or(u64::MAX));
+    uploads.give_back(ip, unused, false);
     let uploader = Uploader::Visitor(token_hash);
     match attachments::store_upload(&app.writer, site.id, uploader, &query.name, data).await {
         Ok(meta) => {
@@ -136,6 +146,16 @@ pub async fn upload(
         }
         Err(err) => allow(&origin, upload_failed(err)),
     }
+}
+
+/// 429 `rate_limited`, with how long to wait.
+fn too_fast(wait: std::time::Duration) -> Response {
+    let body = json!({"error": {
+        "code": "rate_limited",
+        "message": "You are sending too fast. Please wait a moment.",
+        "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+    }});
+    (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
 }
 
 /// `GET /widget/attachments/{id}?site=KEY`, `Authorization: Bearer <visitor token>` (and, for

@@ -5,6 +5,7 @@
 mod email_capture;
 mod event_loop;
 mod hello;
+mod newcomer;
 mod not_stored;
 mod prechat;
 
@@ -20,7 +21,7 @@ use futures_util::{FutureExt, StreamExt};
 
 use crate::chat::{self, ClientId, HistoryPage, Site, hash_token};
 use crate::clock::now_ms;
-use crate::hub::{VisitorEvent, VisitorSubscription};
+use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
 use crate::store::{
     self, MessageId, MessageRow, NewVisitorMessage, StoredVisitorMessage, VisitorDetails, VisitorId,
@@ -33,7 +34,8 @@ use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, VERSION
 use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
-    Closed, client_id_of_bad_frame, close, close_code, on_read_error, send_error, send_text,
+    Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error, send_error,
+    send_text,
 };
 
 /// Messages of one connection being written at once; beyond this the connection stops reading
@@ -88,6 +90,8 @@ struct Connection {
     /// Where the visitor's typing goes, and how often.
     typing: VisitorTyping,
     subscription: Option<VisitorSubscription>,
+    /// Until the visitor is stored: the wait to hear another connection stored them.
+    newcomer: Option<NewcomerWait>,
     /// The highest message id this client has: from `hello.last_id`, then every message sent.
     /// A pushed message at or below it was already sent from the history, so it is dropped.
     sent_up_to: MessageId,
@@ -160,6 +164,7 @@ async fn open(
         hub_id,
         typing: VisitorTyping::default(),
         subscription: None,
+        newcomer: None,
         sent_up_to: last_id,
         sent_before_visitor: Vec::new(),
     };
@@ -187,17 +192,8 @@ impl Connection {
         // browser's, even for a verified user.
         self.upload_hash = hash_token(&token);
         self.visitor_key = u64::from_le_bytes(self.token_hash[..8].try_into().unwrap_or([0; 8]));
-        let visitor = match self.app.chat.find_visitor(self.token_hash).await {
-            Ok(visitor) => visitor,
-            Err(err) => return Err(self.storage_failed(&err).await),
-        };
-        self.asks_prechat = self.prechat_pending_for(visitor.as_ref());
-        let first = match visitor {
+        let first = match self.follow_visitor().await? {
             Some(visitor) => {
-                self.visitor_id = Some(visitor.id);
-                self.has_conversation = visitor.open_conversation_id.is_some();
-                self.typing.conversation = visitor.open_conversation_id;
-                self.subscribe(visitor.id);
                 let page = self.history_page(visitor.id, last_id).await?;
                 // A `last_id` beyond every stored id (a client's bug: counting acks, say)
                 // would hold back each live message with a lower id: start from the newest.
@@ -382,11 +378,7 @@ impl Connection {
         if let Err(refusal) = admitted
             && !self.is_stored(&client_id).await
         {
-            let (code, wait) = match refusal {
-                Refusal::RateLimited(wait) => (ErrorCode::RateLimited, wait),
-                Refusal::TooManyConversations(wait) => (ErrorCode::TooManyConversations, wait),
-                Refusal::SiteBusy(wait) => (ErrorCode::SiteBusy, wait),
-            };
+            let (code, wait) = refused_as(refusal);
             return send_error(&mut self.sink, code, Some(wait), Some(client_id.as_str())).await;
         }
         self.has_conversation = true;
@@ -488,6 +480,9 @@ impl Connection {
             // for them before the subscription (an agent answering within milliseconds).
             self.visitor_id = Some(stored.visitor_id);
             self.subscribe(stored.visitor_id);
+            // The visitor's other tabs, waiting for this, follow them from now on.
+            self.newcomer = None;
+            self.app.chat.hub().visitor_stored(&self.token_hash);
             self.send_after(stored.visitor_id).await?;
             self.sent_before_visitor = Vec::new();
         }
@@ -534,6 +529,15 @@ impl Connection {
         self.send(ServerFrame::Erased.to_json()).await?;
         close(&mut self.sink, close_code::NORMAL, "visitor data erased").await?;
         Err(Closed)
+    }
+}
+
+/// The error a brake's refusal is answered with, and the wait it names.
+fn refused_as(refusal: Refusal) -> (ErrorCode, Duration) {
+    match refusal {
+        Refusal::RateLimited(wait) => (ErrorCode::RateLimited, wait),
+        Refusal::TooManyConversations(wait) => (ErrorCode::TooManyConversations, wait),
+        Refusal::SiteBusy(wait) => (ErrorCode::SiteBusy, wait),
     }
 }
 

@@ -61,6 +61,13 @@ pub(super) async fn close(
         .map_err(|_| Closed)
 }
 
+/// Answers the client's close with a close (RFC 6455 5.5.1: the library queued the reply, with
+/// the client's code, when it read the close; closing the sink sends it). Without it a client
+/// sees its own clean close end as 1006.
+pub(super) async fn answer_close(sink: &mut SplitSink<WebSocket, Message>) {
+    let _ = sink.close().await;
+}
+
 /// The close frame owed for a read error caused by the client: a message or frame over the
 /// size limit, or a text frame that is not UTF-8 (RFC 6455 §8.1 says: fail with 1007).
 fn close_for(err: &axum::Error) -> Option<(u16, &'static str)> {

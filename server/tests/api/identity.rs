@@ -127,6 +127,37 @@ async fn a_verified_user_finds_their_history_on_another_browser_and_agents_see_w
     );
 }
 
+/// Both browsers open before the user's first message: the one that did not write still gets
+/// it, and the reply, live.
+#[tokio::test]
+async fn a_verified_users_other_browser_open_before_the_first_message_follows_it_live() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let secret = rotate_secret(&app, &admin, &site).await;
+    let ada = json!({"id": "777", "user_hash": user_hash(&secret, "777")});
+    let (mut laptop, _) = browser_with(&app, &site, ada.clone()).await;
+    let (mut phone, welcome) = browser_with(&app, &site, ada).await;
+    assert!(bodies(&welcome).is_empty());
+
+    assert_eq!(laptop.say("c-1", "Hello?").await["type"], "ack");
+    let pushed = phone.recv().await;
+    assert_eq!(
+        (&pushed["type"], &pushed["body"]),
+        (&json!("message"), &json!("Hello?"))
+    );
+    let agent = app.add_agent_token("Bea");
+    let conversation = app.count("SELECT id FROM conversations");
+    let path = format!("/api/v1/conversations/{conversation}/messages");
+    let (status, _) = app
+        .api("POST", &path, &agent, Some(json!({"body": "agent to 777"})))
+        .await;
+    assert_eq!(status, 201);
+    for browser in [&mut laptop, &mut phone] {
+        assert_eq!(browser.recv().await["body"], "agent to 777");
+    }
+}
+
 #[tokio::test]
 async fn a_wrong_or_missing_user_hash_is_unverified_and_never_merges_histories() {
     let app = TestApp::spawn(&[]).await;

@@ -167,3 +167,53 @@ async fn a_text_frame_that_is_not_utf8_closes_with_1007() {
     widget.send_raw(Message::Frame(invalid)).await;
     assert_eq!(widget.closed().await, Some(1007));
 }
+
+/// RFC 6455 5.5.1: the server answers a client's close with a close (before `hello` and after),
+/// so a page that closes its socket sees a clean 1000, not 1006.
+#[tokio::test]
+async fn a_clients_close_is_answered_with_a_close() {
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    for says_hello in [false, true] {
+        let (mut widget, _) = if says_hello {
+            app.visitor(&site, None, 0).await
+        } else {
+            (app.connect(&site, ORIGIN).await, serde_json::Value::Null)
+        };
+        let bye = CloseFrame {
+            code: CloseCode::Away,
+            reason: "page left".into(),
+        };
+        widget.send_raw(Message::Close(Some(bye))).await;
+        assert_eq!(widget.closed().await, Some(1001), "hello: {says_hello}");
+    }
+}
+
+/// Each `email` frame stored is a write: a loop of them is held to the visitor's rate, like
+/// messages, and refused in memory.
+#[tokio::test]
+async fn a_loop_of_email_frames_is_held_to_the_visitors_rate() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    assert_eq!(widget.say("q", "Hello").await["type"], "ack");
+    // The default burst is 10: the message took one.
+    for n in 0..9 {
+        let email = format!("ana{n}@example.org");
+        widget.send(json!({"type": "email", "email": email})).await;
+        assert_eq!(widget.recv().await["type"], "email_saved", "{n}");
+    }
+    widget
+        .send(json!({"type": "email", "email": "ana9@example.org"}))
+        .await;
+    let refused = widget.recv().await;
+    assert_eq!(refused["code"], "rate_limited", "{refused}");
+    assert!(refused["retry_after_ms"].as_u64().is_some_and(|ms| ms > 0));
+    assert_eq!(
+        app.count("SELECT count(*) FROM visitors WHERE email = 'ana8@example.org'"),
+        1
+    );
+}

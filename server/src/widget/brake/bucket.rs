@@ -27,13 +27,25 @@ impl TokenBucket {
 
     /// Takes a token, or says how long until one is there.
     pub fn try_take(&mut self, now: Instant, per_second: f64, burst: f64) -> Result<(), Duration> {
+        self.try_take_many(now, 1.0, per_second, burst)
+    }
+
+    /// Takes `amount` tokens (at most `burst`), or says how long until they are there.
+    pub fn try_take_many(
+        &mut self,
+        now: Instant,
+        amount: f64,
+        per_second: f64,
+        burst: f64,
+    ) -> Result<(), Duration> {
         self.refill(now, per_second, burst);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
+        let amount = amount.min(burst);
+        if self.tokens >= amount {
+            self.tokens -= amount;
             Ok(())
         } else {
             Err(Duration::from_secs_f64(
-                (1.0 - self.tokens) / per_second.max(f64::MIN_POSITIVE),
+                (amount - self.tokens) / per_second.max(f64::MIN_POSITIVE),
             ))
         }
     }
@@ -41,7 +53,12 @@ impl TokenBucket {
     /// Returns a token taken for an event that was refused further on, so only admitted events
     /// are charged.
     pub fn give_back(&mut self, burst: f64) {
-        self.tokens = (self.tokens + 1.0).min(burst);
+        self.give_back_many(1.0, burst);
+    }
+
+    /// Returns `amount` tokens taken for what was not used after all.
+    pub fn give_back_many(&mut self, amount: f64, burst: f64) {
+        self.tokens = (self.tokens + amount).min(burst);
     }
 
     /// True once the bucket has refilled completely: it then holds no information and can be

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::store::SiteId;
 use crate::values::SiteLimits;
 
-use super::{FloodBrake, TokenBucket};
+use super::{FloodBrake, TokenBucket, UploadBrake};
 
 const SHARDS: usize = 16;
 /// A visitor's downloads and erasure requests from the widget (docs/widget-protocol.md): bursts
@@ -79,6 +79,8 @@ pub struct Brakes {
     /// Per visitor key: their self-service requests (export, erasure).
     self_service: Sharded<u64, TokenBucket>,
     ip_limits: IpLimits,
+    /// Per IP: what uploads may store.
+    pub uploads: UploadBrake,
 }
 
 /// IPv6 clients usually hold a whole /64, so they are limited per /64 (here and at accept).
@@ -112,6 +114,7 @@ impl Brakes {
             sites: Sharded::new(),
             self_service: Sharded::new(),
             ip_limits,
+            uploads: UploadBrake::default(),
         }
     }
 
@@ -227,6 +230,7 @@ impl Brakes {
         self.sites.retain(|(brake, _)| !brake.is_idle(now));
         self.self_service
             .retain(|bucket| !bucket.is_full(now, SELF_SERVICE_PER_SECOND, SELF_SERVICE_BURST));
+        self.uploads.prune(now);
     }
 }
 

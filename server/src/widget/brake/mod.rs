@@ -1,10 +1,13 @@
 //! Brakes: in-memory, O(1) decisions on whether a visitor message may go to the database. Per
-//! visitor a token bucket, per IP a bucket on new conversations, per site the flood brake.
+//! visitor a token bucket, per IP a bucket on new conversations and budgets for uploads, per site
+//! the flood brake.
 
 mod bucket;
 mod flood;
 mod keyed;
+mod uploads;
 
 pub use bucket::TokenBucket;
 pub use flood::FloodBrake;
 pub use keyed::{Brakes, IpLimits, Refusal, ip_key};
+pub use uploads::UploadBrake;

@@ -2,7 +2,9 @@
 //! online (docs/widget-protocol.md). A child of `connection`, so it works on the connection's
 //! own state.
 
-use super::{Closed, Connection, ErrorCode, ServerFrame, send_error, send_text};
+use std::time::Instant;
+
+use super::{Closed, Connection, ErrorCode, ServerFrame, refused_as, send_error, send_text};
 
 impl Connection {
     /// Stores the visitor's address (offline capture). The visitor row exists once they have
@@ -22,6 +24,21 @@ impl Connection {
                 client_id: None,
             };
             return send_text(&mut self.sink, frame.to_json()).await;
+        }
+        // Each address stored is a write: charged to the visitor's rate like a message, so a
+        // loop of `email` frames is refused in memory and costs other sites nothing.
+        let site = &self.site;
+        let admitted = self.app.brakes.admit_message(
+            site.id,
+            site.limits,
+            self.visitor_key,
+            self.peer.ip,
+            false,
+            Instant::now(),
+        );
+        if let Err(refusal) = admitted {
+            let (code, wait) = refused_as(refusal);
+            return send_error(&mut self.sink, code, Some(wait), None).await;
         }
         let stored = email.to_owned();
         let saved = self

@@ -12,11 +12,11 @@ use futures_util::stream::{FuturesUnordered, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::{VisitorEvent, VisitorSubscription};
+use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
 
 use super::{
-    Closed, Connection, ErrorCode, MAX_IN_FLIGHT, PendingWrite, StoreResult, close, close_code,
-    on_read_error, send_error,
+    Closed, Connection, ErrorCode, MAX_IN_FLIGHT, PendingWrite, StoreResult, answer_close, close,
+    close_code, on_read_error, send_error,
 };
 
 /// How long a connection Porch closed keeps reading for the client's own close. A client answers
@@ -51,15 +51,26 @@ enum Wake {
     Stored(StoreResult),
     /// A hub event, or `None` once the hub dropped this subscriber for falling behind.
     Event(Option<VisitorEvent>),
+    /// Another connection stored this browser's visitor (their first message).
+    VisitorStored,
     Frame(Option<Result<Message, axum::Error>>),
     Idle,
     Ping,
 }
 
-async fn next_event(subscription: &mut Option<VisitorSubscription>) -> Option<VisitorEvent> {
-    match subscription {
-        Some(sub) => sub.events.recv().await,
-        None => std::future::pending().await,
+/// The visitor's next event, or the news that they were stored (while they are not).
+async fn next_event(
+    subscription: &mut Option<VisitorSubscription>,
+    newcomer: &mut Option<NewcomerWait>,
+) -> Wake {
+    match (subscription, newcomer) {
+        (Some(sub), _) => Wake::Event(sub.events.recv().await),
+        // An error means the hub never took the wait (it cannot fail otherwise): no news.
+        (None, Some(wait)) => match (&mut wait.stored).await {
+            Ok(()) => Wake::VisitorStored,
+            Err(_) => std::future::pending().await,
+        },
+        (None, None) => std::future::pending().await,
     }
 }
 
@@ -92,7 +103,7 @@ impl Connection {
                 Some(stored) = in_flight.next(), if !in_flight.is_empty() => {
                     Some(Wake::Stored(stored))
                 }
-                event = next_event(&mut self.subscription) => Some(Wake::Event(event)),
+                event = next_event(&mut self.subscription, &mut self.newcomer) => Some(event),
                 frame = stream.next(), if !is_draining && in_flight.len() < MAX_IN_FLIGHT => {
                     idle_at = tokio::time::Instant::now() + config.ws_idle_timeout;
                     timer.as_mut().reset(idle_at.min(ping_at));
@@ -156,6 +167,7 @@ impl Connection {
                 self.on_stored(&client_id, received, result).await
             }
             Wake::Event(Some(event)) => self.push(&event).await,
+            Wake::VisitorStored => self.on_visitor_stored().await,
             Wake::Event(None) => {
                 let _ = close(
                     &mut self.sink,
@@ -170,7 +182,11 @@ impl Connection {
                 send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
             }
             Wake::Frame(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => Ok(()),
-            Wake::Frame(Some(Ok(Message::Close(_))) | None) => Err(Closed),
+            Wake::Frame(Some(Ok(Message::Close(_)))) => {
+                answer_close(&mut self.sink).await;
+                Err(Closed)
+            }
+            Wake::Frame(None) => Err(Closed),
             Wake::Frame(Some(Err(err))) => {
                 on_read_error(&mut self.sink, &err).await;
                 Err(Closed)

@@ -14,7 +14,7 @@ use crate::values::VisitorContext;
 use super::super::identity::IdentityClaim;
 use super::super::protocol::{ClientFrame, ErrorCode, speaks_version};
 use super::super::wire::{
-    Closed, client_id_of_bad_frame, close, close_code, on_read_error, send_error,
+    Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error, send_error,
 };
 
 /// Time a client has to say `hello` after connecting.
@@ -53,7 +53,11 @@ pub(super) async fn await_hello(
                 continue;
             }
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-            Some(Ok(Message::Close(_))) | None => return Ok(None),
+            Some(Ok(Message::Close(_))) => {
+                answer_close(sink).await;
+                return Ok(None);
+            }
+            None => return Ok(None),
             Some(Err(err)) => {
                 on_read_error(sink, &err).await;
                 return Ok(None);

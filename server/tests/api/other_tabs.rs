@@ -1,0 +1,108 @@
+//! A visitor's other tabs (docs/widget-protocol.md): every connection of the visitor gets their
+//! messages live, also one that said hello before the visitor's first message stored them.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, Widget};
+
+/// The next frame, which must be a `message`.
+async fn next_message(widget: &mut Widget) -> Value {
+    let frame = widget.recv().await;
+    assert_eq!(frame["type"], "message", "{frame}");
+    frame
+}
+
+#[tokio::test]
+async fn a_tab_opened_before_the_first_message_gets_it_and_every_reply_live() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let agent = app.add_agent_token("Ana");
+    let (mut first, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let (mut second, welcome) = app.visitor(&site, Some(&token), 0).await;
+    assert_eq!(welcome["messages"], json!([]));
+
+    let ack = first.say("q-1", "Hello from the first tab").await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let pushed = next_message(&mut second).await;
+    assert_eq!(
+        (&pushed["id"], &pushed["body"], &pushed["author"]),
+        (
+            &ack["id"],
+            &json!("Hello from the first tab"),
+            &json!("visitor")
+        )
+    );
+
+    // The agent's typing and reply reach both tabs.
+    let conversation = app.count("SELECT id FROM conversations");
+    let path = format!("/api/v1/conversations/{conversation}");
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("{path}/typing"),
+            &agent,
+            Some(json!({"active": true})),
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (status, reply) = app
+        .api(
+            "POST",
+            &format!("{path}/messages"),
+            &agent,
+            Some(json!({"body": "Hi!"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{reply}");
+    for tab in [&mut first, &mut second] {
+        let typing = tab.recv().await;
+        assert_eq!(typing["type"], "typing", "{typing}");
+        let pushed = next_message(tab).await;
+        assert_eq!(
+            (&pushed["id"], &pushed["body"]),
+            (&reply["id"], &json!("Hi!"))
+        );
+    }
+
+    // The second tab's message joins the conversation and reaches the first tab.
+    let ack = second.say("q-2", "And from the second").await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let pushed = next_message(&mut first).await;
+    assert_eq!(pushed["id"], ack["id"]);
+    assert_eq!(app.count("SELECT count(*) FROM conversations"), 1);
+    assert_eq!(app.count("SELECT count(*) FROM visitors"), 1);
+}
+
+#[tokio::test]
+async fn tabs_opened_before_the_first_message_each_get_every_message_once_whoever_writes() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut writer, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        readers.push(app.visitor(&site, Some(&token), 0).await.0);
+    }
+    // Pipelined: the later messages are stored while the readers are being told of the first.
+    for n in 0..5 {
+        writer
+            .send(
+                json!({"type": "message", "client_id": format!("m-{n}"), "body": format!("n{n}")}),
+            )
+            .await;
+    }
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let ack = writer.recv().await;
+        assert_eq!(ack["type"], "ack", "{ack}");
+        ids.push(ack["id"].clone());
+    }
+    for reader in &mut readers {
+        let mut got = Vec::new();
+        for _ in 0..5 {
+            got.push(next_message(reader).await["id"].clone());
+        }
+        assert_eq!(got, ids, "every message once, in order");
+    }
+}

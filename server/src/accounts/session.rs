@@ -21,8 +21,12 @@ use super::challenge::PendingSignIns;
 use super::identity::{DisplayName, EmailAddress, Role};
 use super::password::{Password, hash_password, verify_password};
 use super::revocation::{Revocations, SessionWatch};
-use super::throttle::LoginThrottle;
+use super::throttle::{LoginThrottle, Throttled};
 use super::two_factor::SecondFactor;
+
+/// The audit actor of sign-ins refused because their address is over its limit: the emails such
+/// a flood types are the attacker's choice (docs/admin.md, "Failed and throttled sign-ins").
+pub const ANY_EMAIL: &str = "(any email)";
 
 /// How long a session lasts. Fixed, not sliding: a stolen cookie stops working by itself.
 pub const SESSION_LIFETIME: Duration = Duration::from_hours(14 * 24);
@@ -190,7 +194,13 @@ impl Accounts {
         let email = email.trim().to_owned();
         // Reserved before argon2 runs, so parallel guesses cannot all pass.
         if let Err(throttled) = self.throttle.reserve(&email, ip, Instant::now()) {
-            self.record_attempt(AuditAction::SignInThrottled, email, None, ip)
+            // An address over its own limit is recorded whatever email it typed: a flood of
+            // made-up emails then adds one row a minute, not one per email.
+            let actor = match throttled {
+                Throttled::Address(_) => ANY_EMAIL.to_owned(),
+                Throttled::Account(_) => email,
+            };
+            self.record_attempt(AuditAction::SignInThrottled, actor, None, ip)
                 .await;
             return Err(Error::Throttled(throttled.retry_after()));
         }

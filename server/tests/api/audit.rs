@@ -456,3 +456,36 @@ async fn throttled_sign_ins_are_recorded_and_grouped_like_failures() {
             .all(|e| e.0 == "bo@example.com" && e.3 == "127.0.0.1")
     );
 }
+
+/// An address over its own limit typing a new made-up email each time adds one row a minute,
+/// not one per email: the emails are the attacker's choice.
+#[tokio::test]
+async fn a_throttled_address_typing_made_up_emails_adds_one_row_a_minute() {
+    let app = TestApp::spawn(&[]).await;
+    add_user(&app, "bo@example.com", "agent");
+    let mut statuses = Vec::new();
+    for n in 0..40 {
+        statuses.push(
+            sign_in(&app, &format!("guess{n}@example.com"), "wrong password!")
+                .await
+                .status,
+        );
+    }
+    let throttled = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(throttled, 20, "20 failures per address first: {statuses:?}");
+    let events = events(&app, "session.sign_in_throttled");
+    assert!(events.len() <= 2, "one row a minute: {events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e.0 == "(any email)" && e.3 == "127.0.0.1"),
+        "{events:?}"
+    );
+    let total: i64 = events.iter().map(|e| e.4).sum();
+    assert_eq!(total, 20);
+    // The failures before the limit are each recorded with the email typed.
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'session.sign_in_failed'"),
+        20
+    );
+}

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::clock::now_ms;
+use crate::jobs::{ConversationChange, plan_conversation_change};
 use crate::store::{
     self, ConversationId, InboundMailRow, MailThreadRow, NewAgentMessage, NewVisitorMessage,
     StoredVisitorMessage, VisitorDetails,
@@ -91,8 +92,14 @@ impl Chat {
                     if store::has_inbound_mail(c, &record.mail_id)? {
                         return Ok(None);
                     }
-                    store::reopen_conversation(c, conversation)?;
-                    let (stored, jobs) = store_visitor_message(c, &new)?;
+                    let reopened = store::reopen_conversation(c, conversation)?;
+                    let (stored, mut jobs) = store_visitor_message(c, &new)?;
+                    if reopened {
+                        // Slack's thread header says "Closed" until rewritten, as for an agent's
+                        // reopen (after the post, in the conversation's order).
+                        let change = ConversationChange::Reopened;
+                        jobs.extend(plan_conversation_change(c, conversation, change, new.now)?);
+                    }
                     record.conversation_id = Some(stored.conversation_id);
                     record.message_id = Some(stored.id);
                     store::insert_inbound_mail(c, &record)?;

@@ -403,6 +403,17 @@ async fn a_reply_to_a_closed_conversation_reopens_it() {
             [story.conversation.0],
         )
         .expect("closed");
+    // A Slack destination: its thread header says "Closed" and must be rewritten. (No Slack
+    // answers here; the job is what is checked.)
+    story
+        .app
+        .db()
+        .execute(
+            "INSERT INTO integrations (site_id, kind, name, created_at, updated_at) \
+             SELECT id, 'slack', 'Slack', 0, 0 FROM sites WHERE key = ?1",
+            [&story.site],
+        )
+        .expect("slack");
     let reply = story.reply("late-1", "ana@example.org", PLAIN, "One more thing.");
     story.imap.deliver(&reply).await;
     story.imap.wait_all_seen().await;
@@ -417,6 +428,15 @@ async fn a_reply_to_a_closed_conversation_reopens_it() {
         )
         .expect("status");
     assert_eq!(status, "open");
+    assert_eq!(
+        story.app.count(&format!(
+            "SELECT count(*) FROM jobs WHERE kind = 'slack.header' \
+               AND json_extract(args, '$.conversation_id') = {}",
+            story.conversation.0
+        )),
+        1,
+        "the thread header is rewritten to Open"
+    );
 }
 
 #[tokio::test]

@@ -469,10 +469,15 @@ fn email_jobs(
         } else {
             (format!("mail:conv:{conversation_id}"), None)
         };
+        let due = now + millis(delay);
         let job = NewJob {
             order_key: Some(order_key),
             unique_key,
-            run_at: now + millis(delay),
+            run_at: if is_digest {
+                digest_time(due, delay)
+            } else {
+                due
+            },
             ..new_job(
                 kind,
                 args.clone(),
@@ -485,6 +490,20 @@ fn email_jobs(
         jobs.extend(store::insert_job(conn, &job)?);
     }
     Ok(jobs)
+}
+
+/// When a digest of a conversation due at `due` goes out: at the next whole multiple of the
+/// site's `delay` since the epoch. Every conversation due in between waits for the same moment
+/// and the first of their jobs lists them all (the jobs run one at a time per site; the others
+/// find them listed), so a site gets at most one digest per `delay`, and a conversation waits at
+/// most `delay` more. Without it, each conversation's job ran as it came due and listed only
+/// itself: a busy hour mailed every agent once per conversation.
+fn digest_time(due: i64, delay: Duration) -> i64 {
+    let every = millis(delay);
+    if every == 0 {
+        return due;
+    }
+    due.div_euclid(every) * every + if due.rem_euclid(every) == 0 { 0 } else { every }
 }
 
 /// A job of `kind` due now, with the kind's attempts and deadline; a broken integration's job
@@ -520,4 +539,22 @@ fn conversation_order(conversation: ConversationId, integration: IntegrationId) 
 
 pub(super) fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_of_a_site_wait_for_the_next_multiple_of_its_delay() {
+        let five_minutes = Duration::from_mins(5);
+        let mark = 300_000 * 5_000_000;
+        // Conversations coming due anywhere up to a mark share it; one due on it goes then.
+        for due in [mark - 299_999, mark - 1_000, mark] {
+            assert_eq!(digest_time(due, five_minutes), mark, "{due}");
+        }
+        assert_eq!(digest_time(mark + 1, five_minutes), mark + 300_000);
+        // No delay: at once.
+        assert_eq!(digest_time(mark + 1, Duration::ZERO), mark + 1);
+    }
 }

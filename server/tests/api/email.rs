@@ -497,3 +497,47 @@ async fn a_quoted_address_the_widget_took_gets_its_replies() {
             .is_some_and(|t| t.contains("Here it is"))
     );
 }
+
+/// Conversations that come due close together share one digest: a site's digests go out at
+/// most once per its delay (docs/integrations/email.md).
+#[tokio::test]
+async fn conversations_started_close_together_share_one_digest() {
+    let sink = Sink::start();
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/email"),
+            &admin,
+            Some(json!({"unanswered_after_secs": 4})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    // Start just after a whole multiple of 4 s; four conversations 0.7 s apart all come due
+    // before the next multiple. Each came due on its own before: four digests.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis();
+    let into = u64::try_from(now % 4000).expect("small");
+    tokio::time::sleep(Duration::from_millis(4050 - into)).await;
+    let mut visitors = Vec::new();
+    for n in 0..4 {
+        let (mut visitor, _) = app.visitor(&site, None, 0).await;
+        visitor
+            .say(&format!("v{n}"), &format!("question {n}"))
+            .await;
+        visitors.push(visitor);
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    sink.wait_for(1).await;
+    // Later jobs of the four find them listed.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mails = sink.mails();
+    assert_eq!(mails.len(), 1, "one digest for the admin: {mails:?}");
+    let text = mails[0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("4 conversation(s)"), "{text}");
+}

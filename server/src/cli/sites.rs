@@ -5,6 +5,7 @@ use clap::Subcommand;
 use rusqlite::Connection;
 use serde_json::json;
 
+use crate::audit::{self, Actor, AuditAction, Target};
 use crate::chat::{SiteSettingsInput, new_site_key};
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, SiteRow};
@@ -77,8 +78,18 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
             .parse()
             .map_err(|invalid| anyhow::anyhow!("the site was not created: {invalid}"))?;
             let key = new_site_key();
+            // One transaction: the site and its audit record commit together.
+            let tx = conn.unchecked_transaction()?;
+            let target = Target::site(&key, &settings.name);
+            audit::record(
+                &tx,
+                &Actor::cli(),
+                AuditAction::SiteCreated,
+                &target,
+                &json!({}),
+            )?;
             let site = store::insert_site(
-                conn,
+                &tx,
                 &NewSite {
                     key: &key,
                     settings: &settings,
@@ -86,6 +97,7 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
                 },
             )
             .context("creating the site")?;
+            tx.commit()?;
             let snippet = site_snippet(&public_url, &site);
             if json {
                 write_out(&json!({"key": site.key, "snippet": snippet}).to_string())

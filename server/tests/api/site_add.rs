@@ -59,6 +59,41 @@ async fn site_add_refuses_what_the_admin_form_refuses_with_the_same_reason() {
         assert!(stderr.contains(reason), "{stderr}");
     }
     assert_eq!(app.count("SELECT count(*) FROM sites"), 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'site.created'"),
+        0
+    );
+
+    // A site the command adds is in the audit log, by `cli`, like one the page adds.
+    let added = run(
+        app.data_dir.path(),
+        &[
+            "site",
+            "add",
+            "--name",
+            "Acme",
+            "--origin",
+            "https://acme.example",
+        ],
+    );
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let key: String = app
+        .db()
+        .query_row("SELECT key FROM sites", [], |r| r.get(0))
+        .expect("the site");
+    let (actor, target): (String, String) = app
+        .db()
+        .query_row(
+            "SELECT actor, target_id FROM audit_events WHERE action = 'site.created'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("recorded");
+    assert_eq!((actor.as_str(), target), ("cli", key));
 }
 
 #[test]

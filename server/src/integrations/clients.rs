@@ -35,6 +35,8 @@ impl HttpClients {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let known_hosts = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
+            // Discord asks API clients to name themselves; Slack too, for its logs.
+            .user_agent(concat!("Porch/", env!("CARGO_PKG_VERSION")))
             .redirect(reqwest::redirect::Policy::none())
             .pool_max_idle_per_host(1024)
             .build()

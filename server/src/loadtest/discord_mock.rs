@@ -40,6 +40,8 @@ pub struct DiscordPost {
     pub body: Value,
     pub message_id: String,
     pub at: Instant,
+    /// The `User-Agent` it came with.
+    pub user_agent: Option<String>,
 }
 
 /// A 429 answered, and when.
@@ -210,6 +212,7 @@ async fn execute(
     State(state): State<Arc<MockState>>,
     Path((id, token)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
     let Some((is_forum, exhausted_for)) = known(&state, &id, &token) else {
@@ -288,6 +291,10 @@ async fn execute(
         body: body.clone(),
         message_id: message_id.clone(),
         at: Instant::now(),
+        user_agent: headers
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     });
     state.changed.notify_waiters();
     let mut response = Json(json!({

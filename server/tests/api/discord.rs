@@ -68,6 +68,11 @@ async fn a_forum_channel_gets_one_thread_per_conversation_and_nobody_is_pinged()
 
     let first = &posts[0];
     assert_eq!(first.query.get("wait").map(String::as_str), Some("true"));
+    assert_eq!(
+        first.user_agent.as_deref(),
+        Some(concat!("Porch/", env!("CARGO_PKG_VERSION"))),
+        "Discord asks clients to name themselves"
+    );
     assert!(first.body["thread_name"].is_string(), "{}", first.body);
     assert_eq!(first.body["allowed_mentions"], json!({"parse": []}));
     assert_eq!(first.body["flags"], json!(4), "embeds suppressed");

@@ -208,6 +208,11 @@ fn refused_username(name: &str) -> bool {
         || ["everyone", "here", "system message"].contains(&lower.trim())
 }
 
+fn user_agent(headers: &axum::http::HeaderMap) -> Option<String> {
+    let value = headers.get(axum::http::header::USER_AGENT)?;
+    value.to_str().ok().map(str::to_owned)
+}
+
 async fn execute(
     State(state): State<Arc<MockState>>,
     Path((id, token)): Path<(String, String)>,
@@ -291,10 +296,7 @@ async fn execute(
         body: body.clone(),
         message_id: message_id.clone(),
         at: Instant::now(),
-        user_agent: headers
-            .get(axum::http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
+        user_agent: user_agent(&headers),
     });
     state.changed.notify_waiters();
     let mut response = Json(json!({

@@ -73,9 +73,12 @@ fn cursor(c: &ConversationRow) -> String {
     format!("{}.{}", c.last_message_at, c.id)
 }
 
+/// A page's `next`: the last activity (Unix ms) and id of its last conversation, neither
+/// negative (no `next` ever is).
 fn parse_cursor(raw: &str) -> Option<(i64, ConversationId)> {
     let (at, id) = raw.split_once('.')?;
-    Some((at.parse().ok()?, ConversationId(id.parse().ok()?)))
+    let (at, id): (i64, i64) = (at.parse().ok()?, id.parse().ok()?);
+    (at >= 0 && id >= 0).then_some((at, ConversationId(id)))
 }
 
 /// `GET /api/v1/conversations?before=…&limit=…`: conversations by last activity, newest first,

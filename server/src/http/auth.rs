@@ -21,7 +21,12 @@ const LAST_USED_EVERY_MS: i64 = 60_000;
 /// The credentials of `Authorization: Bearer …`, trimmed; the scheme's name in any case, as
 /// HTTP has it (RFC 9110 §11.1).
 pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let mut all = headers.get_all(header::AUTHORIZATION).iter();
+    let value = all.next()?.to_str().ok()?;
+    // Two credentials are none: which one was meant is not ours to guess.
+    if all.next().is_some() {
+        return None;
+    }
     let (scheme, credentials) = value.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
@@ -38,6 +43,13 @@ impl FromRequestParts<AppState> for ApiUser {
         parts: &mut Parts,
         app: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        if parts.headers.get_all(header::AUTHORIZATION).iter().count() > 1 {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "Send one Authorization header.",
+            ));
+        }
         let token = bearer(&parts.headers)
             .filter(|t| t.starts_with(TOKEN_PREFIX))
             .ok_or_else(ApiError::unauthorized)?;

@@ -20,6 +20,27 @@ pub fn speaks_version(v: &serde_json::Number) -> bool {
     v.as_f64() == Some(f64::from(VERSION))
 }
 
+/// `hello.last_id`: any whole JSON number. One beyond what an id can be is clamped rather than
+/// refused, as the protocol promises for any id too high (the newest stored is used) or
+/// negative (0).
+fn deserialize_last_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if let Some(id) = n.as_i64() {
+        return Ok(Some(id));
+    }
+    if n.as_u64().is_some() {
+        return Ok(Some(i64::MAX));
+    }
+    match n.as_f64() {
+        // Beyond i64 (serde_json reads those as floats): the cast saturates.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(f) if f.fract() == 0.0 => Ok(Some(f as i64)),
+        _ => Err(serde::de::Error::custom("last_id must be a whole number")),
+    }
+}
+
 /// A frame from the client.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -29,7 +50,7 @@ pub enum ClientFrame {
         v: serde_json::Number,
         #[serde(default)]
         token: Option<String>,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "deserialize_last_id")]
         last_id: Option<i64>,
         #[serde(default)]
         page: Option<String>,
@@ -344,6 +365,26 @@ mod tests {
                 ..
             }) if speaks_version(v)
         ));
+    }
+
+    #[test]
+    fn last_id_is_any_whole_number_clamped_to_what_an_id_can_be() {
+        let last_id = |raw: &str| match ClientFrame::parse(&format!(
+            r#"{{"type":"hello","v":1,"last_id":{raw}}}"#
+        )) {
+            Some(ClientFrame::Hello { last_id, .. }) => Some(last_id),
+            _ => None,
+        };
+        assert_eq!(last_id("1042"), Some(Some(1042)));
+        assert_eq!(last_id("null"), Some(None));
+        assert_eq!(last_id("-5"), Some(Some(-5)), "made 0 by the connection");
+        for huge in ["9223372036854775808", "1180591620717411303424", "1e30"] {
+            assert_eq!(last_id(huge), Some(Some(i64::MAX)), "{huge}");
+        }
+        assert_eq!(last_id("-1180591620717411303424"), Some(Some(i64::MIN)));
+        for bad in ["1.5", r#""12""#, "true"] {
+            assert_eq!(last_id(bad), None, "{bad}: bad_frame");
+        }
     }
 
     #[test]

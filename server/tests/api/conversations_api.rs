@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::TestApp;
+use crate::helpers::{Exchange, TestApp};
 
 /// The ids and `next` of one page.
 async fn page(app: &TestApp, token: &str, query: &str) -> (Vec<i64>, Value) {
@@ -82,6 +82,8 @@ async fn a_bad_cursor_or_limit_is_refused_with_a_code() {
     for query in [
         "?before=yesterday",
         "?before=12",
+        "?before=-1.-1",
+        "?before=1764470100456.-7",
         "?limit=0",
         "?limit=201",
         "?limit=ten",
@@ -97,4 +99,20 @@ async fn a_bad_cursor_or_limit_is_refused_with_a_code() {
         assert_eq!(status, 422, "{query}: {body}");
         assert_eq!(body["error"]["code"], "invalid", "{query}: {body}");
     }
+}
+
+/// Two credentials are none: the API does not pick one (as with two `Idempotency-Key`s).
+#[tokio::test]
+async fn two_authorization_headers_are_refused_even_when_one_is_good() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "agent");
+    let answer = app
+        .http
+        .get("/api/v1/conversations")
+        .header("authorization", format!("Bearer {token}"))
+        .header("authorization", "Bearer x")
+        .answer()
+        .await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert_eq!(answer.json()["error"]["code"], "bad_request");
 }

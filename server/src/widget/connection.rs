@@ -35,7 +35,7 @@ use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
     Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error, send_error,
-    send_text,
+    send_invalid, send_text,
 };
 
 /// Messages of one connection being written at once; beyond this the connection stops reading
@@ -352,18 +352,15 @@ impl Connection {
         received: Instant,
         in_flight: &mut FuturesUnordered<PendingWrite>,
     ) -> Result<(), Closed> {
-        let Ok(client_id) = ClientId::parse(raw_client_id) else {
-            let code = ErrorCode::InvalidMessage;
-            return send_error(&mut self.sink, code, None, Some(raw_client_id)).await;
+        let client_id = match ClientId::parse(raw_client_id) {
+            Ok(id) => id,
+            Err(why) => return send_invalid(&mut self.sink, &why.0, Some(raw_client_id)).await,
         };
-        let Ok(body) = super::attachments::message_body(raw_body, &attachments) else {
-            return send_error(
-                &mut self.sink,
-                ErrorCode::InvalidMessage,
-                None,
-                Some(client_id.as_str()),
-            )
-            .await;
+        let body = match super::attachments::message_body(raw_body, &attachments) {
+            Ok(body) => body,
+            Err(why) => {
+                return send_invalid(&mut self.sink, &why.0, Some(client_id.as_str())).await;
+            }
         };
         let site = &self.site;
         let starts_conversation = !self.has_conversation;

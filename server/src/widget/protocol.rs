@@ -247,7 +247,10 @@ impl ErrorCode {
     /// The default English text for people.
     pub fn message(self) -> &'static str {
         match self {
-            Self::BadFrame => "That frame is not valid protocol JSON.",
+            Self::BadFrame => {
+                "That frame does not fit the protocol: not a JSON object, an unknown type, a \
+                 field of the wrong type, or a second hello."
+            }
             Self::HelloRequired => "Send hello first.",
             Self::HelloTimeout => "No hello arrived in time.",
             Self::UnsupportedVersion => "This server speaks widget protocol version 1.",

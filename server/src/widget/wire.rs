@@ -47,6 +47,22 @@ pub(super) async fn send_error(
     send_text(sink, frame.to_json()).await
 }
 
+/// An `invalid_message` error whose `message` says which rule was broken (the code's own text
+/// only says the message cannot be sent).
+pub(super) async fn send_invalid(
+    sink: &mut SplitSink<WebSocket, Message>,
+    message: &str,
+    client_id: Option<&str>,
+) -> Result<(), Closed> {
+    let frame = ServerFrame::Error {
+        code: ErrorCode::InvalidMessage,
+        message,
+        retry_after_ms: None,
+        client_id,
+    };
+    send_text(sink, frame.to_json()).await
+}
+
 pub(super) async fn close(
     sink: &mut SplitSink<WebSocket, Message>,
     code: u16,

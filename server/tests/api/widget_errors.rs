@@ -217,3 +217,28 @@ async fn a_loop_of_email_frames_is_held_to_the_visitors_rate() {
         1
     );
 }
+
+/// An `invalid_message` says which rule the message broke, so a client can tell its user.
+#[tokio::test]
+async fn an_invalid_message_names_the_rule_it_broke() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let long = "x".repeat(4001);
+    for (client_id, body, says) in [
+        ("e1", "   ", "The message is empty."),
+        (
+            "e2",
+            long.as_str(),
+            "The message is longer than 4,000 characters.",
+        ),
+        ("e3", "a\u{0}b", "control character"),
+        ("bad id!", "hi", "client_id must be 1 to 64 characters"),
+    ] {
+        let refused = widget.say(client_id, body).await;
+        assert_eq!(refused["code"], "invalid_message", "{refused}");
+        assert_eq!(refused["client_id"], client_id);
+        let message = refused["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{client_id}: {message}");
+    }
+}

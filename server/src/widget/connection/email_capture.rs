@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{Closed, Connection, ErrorCode, ServerFrame, refused_as, send_error, send_text};
+use super::{Closed, Connection, ErrorCode, ServerFrame, refused_as, send_error, send_invalid};
 
 impl Connection {
     /// Stores the visitor's address (offline capture). The visitor row exists once they have
@@ -13,17 +13,11 @@ impl Connection {
         let email = raw.trim();
         let valid = crate::values::is_visitor_email(email);
         let Some(visitor) = self.visitor_id else {
-            return send_error(&mut self.sink, ErrorCode::InvalidMessage, None, None).await;
+            let why = "An address is taken once the visitor has sent a message.";
+            return send_invalid(&mut self.sink, why, None).await;
         };
         if !valid {
-            // The code's own text speaks of a message; this one names what is wrong.
-            let frame = ServerFrame::Error {
-                code: ErrorCode::InvalidMessage,
-                message: "Please check the email address.",
-                retry_after_ms: None,
-                client_id: None,
-            };
-            return send_text(&mut self.sink, frame.to_json()).await;
+            return send_invalid(&mut self.sink, "Please check the email address.", None).await;
         }
         // Each address stored is a write: charged to the visitor's rate like a message, so a
         // loop of `email` frames is refused in memory and costs other sites nothing.

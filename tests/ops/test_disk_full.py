@@ -287,3 +287,48 @@ def test_commands_on_a_full_disk_say_the_disk_is_full(porch_bin, small_disk):
         assert failed.returncode != 0, failed.stderr
         error = failed.stderr.strip().splitlines()[-1]
         assert error.startswith(f"error: the disk holding {data} is full"), (args, error)
+
+
+def test_uploads_stop_short_of_a_full_disk_while_messages_go_on(porch_bin, processes, small_disk):
+    """Visitors' files are what strangers can store in bulk: with less than the reserve left (5 %
+    of this 8 MiB disk), an upload is refused with 503 `unavailable`, while messages are still
+    acknowledged; once space returns, uploads are taken again."""
+    import websockets
+
+    site = json.loads(run([porch_bin, "--data-dir", small_disk, "site", "add", "--name", "Full",
+                           "--origin", ORIGIN, "--public-url", "http://127.0.0.1", "--json"]).stdout)["key"]
+    server = processes.serve(porch_bin, small_disk)
+    server.wait_ready()
+
+    def upload(token: str) -> int:
+        request = urllib.request.Request(
+            f"http://{server.addr}/widget/attachments?site={site}&name=note.txt",
+            data=b"a small file\n" * 80, method="POST",
+            headers={"Origin": ORIGIN, "Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT) as answer:
+                return answer.status
+        except urllib.error.HTTPError as refused:
+            assert refused.status != 503 or json.loads(refused.read())["error"]["code"] == "unavailable"
+            return refused.status
+
+    async def scenario():
+        url = f"ws://{server.addr}/widget/ws?site={site}"
+        async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
+            await ws.send(json.dumps({"type": "hello", "v": 1}))
+            token = json.loads(await asyncio.wait_for(ws.recv(), WAIT))["token"]
+            assert upload(token) == 201
+
+            # Leave about 300 KiB: under the reserve (5 % of 8 MiB is 410 KiB), room for messages.
+            stats = os.statvfs(small_disk)
+            ballast = stats.f_bavail * stats.f_frsize - 300 * 1024
+            with open(small_disk / "ballast", "wb") as f:
+                f.write(b"\0" * ballast)
+            assert upload(token) == 503
+            answer = await send(ws, "while-low", "a message still goes through")
+            assert answer["type"] == "ack", answer
+
+            (small_disk / "ballast").unlink()
+            assert upload(token) == 201
+
+    asyncio.run(scenario())

@@ -28,6 +28,26 @@ pub fn has_room(dir: &Path) -> std::io::Result<()> {
     written
 }
 
+/// Room a widget upload must leave free on the disk holding the database: 1 GiB, or 5 % of a
+/// disk smaller than 20 GiB. Visitors' files are the one thing strangers can store in bulk; a
+/// disk they filled would refuse every message of every site, so they stop short of it.
+pub const UPLOAD_RESERVE_BYTES: u64 = 1024 * 1024 * 1024;
+const UPLOAD_RESERVE_PERCENT: u64 = 5;
+
+/// Whether storing `bytes` more in `dir`'s file system leaves the room uploads must leave
+/// ([`UPLOAD_RESERVE_BYTES`]). Asked of the file system (`statvfs`); when it cannot say, the
+/// upload goes ahead and the writer's own full-disk handling applies.
+pub fn upload_leaves_room(dir: &Path, bytes: u64) -> bool {
+    let Ok(stats) = rustix::fs::statvfs(dir) else {
+        return true;
+    };
+    let block = stats.f_frsize.max(1);
+    let free = stats.f_bavail.saturating_mul(block);
+    let total = stats.f_blocks.saturating_mul(block);
+    let reserve = UPLOAD_RESERVE_BYTES.min(total / 100 * UPLOAD_RESERVE_PERCENT);
+    free.saturating_sub(bytes) >= reserve
+}
+
 /// `err`, with the cause said first when the disk holding `dir` is full: "disk I/O error", "Error
 /// code 13" or a key file that "cannot be read or written" would otherwise send an operator
 /// after a broken disk or wrong permissions. For `serve` and every other command.

@@ -112,6 +112,9 @@ pub async fn upload(
     // The address's upload budget is charged the most this file may be (its declared length,
     // else the site's limit); what it did not use comes back below.
     let charged = declared_length(&headers).unwrap_or(limit).min(limit);
+    if !store::upload_leaves_room(&app.config.data_dir, charged) {
+        return allow(&origin, disk_nearly_full());
+    }
     let uploads = &app.brakes.uploads;
     if let Err(wait) = uploads.admit(ip, charged, Instant::now()) {
         return allow(&origin, too_fast(wait));
@@ -146,6 +149,20 @@ pub async fn upload(
         }
         Err(err) => allow(&origin, upload_failed(err)),
     }
+}
+
+/// 503 `unavailable`: the disk is nearly full, and what room is left is for messages.
+fn disk_nearly_full() -> Response {
+    let mut refused = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "Files cannot be stored right now. Please send your message without it.",
+    )
+    .into_response();
+    refused
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+    refused
 }
 
 /// 429 `rate_limited`, with how long to wait.

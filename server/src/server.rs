@@ -1,6 +1,8 @@
 //! Starting and stopping the server: open the database, apply migrations, start the writer and
 //! readers, serve, and on shutdown drain connections and flush the writer.
 
+mod sealed_values;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use crate::config::{Config, KeySource, LoadedKey};
 use crate::integrations::email::Mailer;
 use crate::integrations::email::inbound::{ImapSettings, MailReader, MailboxSource, open_mailbox};
 use crate::integrations::slack::{SlackApi, spawn_socket_mode};
-use crate::integrations::{Destinations, HttpClients, SealingError, seal_clear_secrets};
+use crate::integrations::{Destinations, HttpClients};
 use crate::jobs::{Lane, Runner, RunnerConfig, WINDOW};
 use crate::metrics::{
     Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
@@ -359,40 +361,7 @@ async fn open_database(
         let mut conn = store::open_write_connection(&path, synchronous)?;
         let version = store::apply_migrations(&mut conn)?;
         tracing::info!(version, "database schema is current");
-        // Checked first, as it writes nothing: a key that fails it must not seal anything.
-        crate::chat::check_identity_secrets(&conn, &sealing.key).map_err(|err| {
-            anyhow::anyhow!(
-                "{err}; start with the key it was sealed with ({})",
-                sealing.source.describe()
-            )
-        })?;
-        let sealed = seal_clear_secrets(&conn, &sealing.key).map_err(|err| match err {
-            SealingError::Open { source, .. } => anyhow::anyhow!(
-                "{} does not open the integration secrets sealed in this database ({source}); \
-                 start with the key they were sealed with (see docs/operations.md#the-sealing-key)",
-                sealing.source.describe()
-            ),
-            SealingError::Store(err) => anyhow::Error::new(err).context("sealing secrets"),
-        })?;
-        if sealed > 0 {
-            tracing::info!(
-                integrations = sealed,
-                "sealed integration secrets kept in clear text"
-            );
-        }
-        let sealed =
-            crate::accounts::seal_clear_totp_secrets(&conn, &sealing.key).map_err(|err| {
-                anyhow::anyhow!(
-                    "{err}; start with the key it was sealed with ({})",
-                    sealing.source.describe()
-                )
-            })?;
-        if sealed > 0 {
-            tracing::info!(
-                users = sealed,
-                "sealed two-factor secrets kept in clear text"
-            );
-        }
+        sealed_values::check_then_seal(&conn, &sealing)?;
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
         Ok((conn, secret))
     })

@@ -32,5 +32,7 @@ pub use throttle::{
     ACCOUNT_FAILURES, ACCOUNT_FAILURES_ANYWHERE, IP_FAILURES, LoginThrottle, Throttled,
 };
 pub use totp::{DIGITS, SKEW_STEPS, STEP_SECONDS, TotpSecret};
-pub use totp_sealing::{TotpSealingError, reseal_all_totp_secrets, seal_clear_totp_secrets};
+pub use totp_sealing::{
+    TotpSealingError, check_totp_secrets, reseal_all_totp_secrets, seal_clear_totp_secrets,
+};
 pub use two_factor::{Enrolment, SecondFactor, TwoFactorStatus, reset_two_factor_in};

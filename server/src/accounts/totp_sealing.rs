@@ -44,6 +44,18 @@ pub fn open_totp(
     }
 }
 
+/// Checks that every two-factor secret opens with `key` (a clear one always does), writing
+/// nothing.
+///
+/// # Errors
+/// The first secret that does not open with `key`, or the store's.
+pub fn check_totp_secrets(conn: &Connection, key: &SecretKey) -> Result<(), TotpSealingError> {
+    for (user, stored) in store::list_totp_secrets(conn)? {
+        open_totp(key, user, &stored).map_err(|source| TotpSealingError::Open { user, source })?;
+    }
+    Ok(())
+}
+
 /// At start-up, in one transaction: seals every TOTP secret still in clear text and checks that
 /// every sealed one opens with `key`, so a wrong key stops the start instead of the next
 /// sign-in. Returns how many were sealed now; when any were, the clear text is also scrubbed from

@@ -80,15 +80,11 @@ pub fn store_secrets(
 /// The first row that does not open with `key`; nothing is changed then.
 pub fn seal_clear_secrets(conn: &Connection, key: &SecretKey) -> Result<usize, SealingError> {
     let tx = conn.unchecked_transaction().map_err(store::Error::from)?;
-    let mut clear = Vec::new();
-    for (id, stored) in store::list_integration_secrets(&tx)? {
-        if stored.is_sealed() {
-            secrets::open(key, &stored, &owner(id))
-                .map_err(|source| SealingError::Open { id, source })?;
-        } else {
-            clear.push((id, stored));
-        }
-    }
+    check_sealed_secrets(&tx, key)?;
+    let clear: Vec<_> = store::list_integration_secrets(&tx)?
+        .into_iter()
+        .filter(|(_, stored)| !stored.is_sealed())
+        .collect();
     if clear.is_empty() {
         return Ok(0);
     }
@@ -105,6 +101,20 @@ pub fn seal_clear_secrets(conn: &Connection, key: &SecretKey) -> Result<usize, S
         );
     }
     Ok(clear.len())
+}
+
+/// Checks that every sealed integration secret opens with `key`, writing nothing.
+///
+/// # Errors
+/// The first row that does not open with `key`, or the store's.
+pub fn check_sealed_secrets(conn: &Connection, key: &SecretKey) -> Result<(), SealingError> {
+    for (id, stored) in store::list_integration_secrets(conn)? {
+        if stored.is_sealed() {
+            secrets::open(key, &stored, &owner(id))
+                .map_err(|source| SealingError::Open { id, source })?;
+        }
+    }
+    Ok(())
 }
 
 /// Re-seals every integration's secrets from `old` to `new` (clear rows are sealed too), in the

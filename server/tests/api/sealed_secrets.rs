@@ -409,3 +409,62 @@ async fn a_rotation_without_the_right_key_changes_nothing_and_leaves_no_key_file
         "{said}"
     );
 }
+
+/// Every sealed value is checked before anything is sealed: a wrong key that does not open a
+/// two-factor secret leaves clear integration secrets in clear, not sealed with the wrong key
+/// (no single key would then open the database).
+#[tokio::test]
+async fn a_wrong_key_seals_nothing_when_a_two_factor_secret_does_not_open() {
+    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let app = TestApp::spawn(&["--secret-key", key]).await;
+    crate::two_factor::admin_with_two_factor(&app).await;
+    let site = app.add_site("Shop");
+    let dir = stop(app).await;
+    // An integration from before sealing, its secrets in clear text.
+    crate::helpers::TestDb::open(dir.path())
+        .db()
+        .execute(
+            "INSERT INTO integrations (site_id, kind, name, config, secrets, created_at, updated_at) \
+             SELECT id, 'webhook', 'Webhook', '{}', json_object('secret', ?1), 0, 0 \
+               FROM sites WHERE key = ?2",
+            [LEGACY_WEBHOOK_SECRET, site.as_str()],
+        )
+        .expect("insert");
+
+    let other = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
+    let config = crate::helpers::serve_config(dir.path(), &["--secret-key", other]);
+    let listener = porch::http::bind(config.listen).expect("bind");
+    let err = porch::start(config, listener)
+        .await
+        .err()
+        .expect("another key is refused");
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("two-factor secret of user 1 does not open"),
+        "{message}"
+    );
+    let clear = "SELECT count(*) FROM integrations WHERE secrets NOT LIKE 'v1:%'";
+    assert_eq!(crate::helpers::TestDb::open(dir.path()).count(clear), 1);
+
+    // The right key opens everything, and seals what was clear.
+    let app = TestApp::spawn_in(dir, &["--secret-key", key]).await;
+    assert_eq!(app.count(clear), 0);
+}
+
+/// A start that generated the key file and then found sealed values it does not open removes
+/// the key again: nothing was sealed with it.
+#[tokio::test]
+async fn a_generated_key_that_opens_nothing_is_removed_again() {
+    let (_, dir) = stopped_with_an_identity_secret().await;
+    let config = crate::helpers::serve_config(dir.path(), &[]);
+    let listener = porch::http::bind(config.listen).expect("bind");
+    let err = porch::start(config, listener)
+        .await
+        .err()
+        .expect("a new key opens nothing");
+    assert!(format!("{err:#}").contains("does not open"), "{err:#}");
+    assert!(
+        !dir.path().join("secret.key").exists(),
+        "the generated key is gone"
+    );
+}

@@ -120,7 +120,7 @@ async fn second_step(app: &TestApp, cookies: &str, code: &str) -> Answer {
     send(app, "POST", "/login/two-factor", cookies, Some(&body)).await
 }
 
-async fn admin_with_two_factor(app: &TestApp) -> (Browser, Vec<u8>, Vec<String>) {
+pub(crate) async fn admin_with_two_factor(app: &TestApp) -> (Browser, Vec<u8>, Vec<String>) {
     let admin = signed_in_from(app, &setup_admin(app).await).await;
     let (secret, codes) = enrol(app, &admin).await;
     (admin, secret, codes)

@@ -1,0 +1,78 @@
+//! The start's dealings with sealed values (docs/operations.md, "The sealing key"): first a
+//! read-only pass over every value sealed with the install's key that the start depends on
+//! (sites' identity secrets, integration secrets, two-factor secrets; an IMAP password that does
+//! not open is only logged, by the mail reader), then the sealing of values still in clear
+//! text. The pass comes first so that a wrong key changes nothing: sealing
+//! clear integration secrets with it and only then finding a two-factor secret it does not open
+//! would leave a database that no single key opens.
+
+use rusqlite::Connection;
+
+use crate::config::{KeySource, LoadedKey};
+use crate::integrations::{SealingError, check_sealed_secrets, seal_clear_secrets};
+
+/// Checks that every sealed value opens with the key, then seals what is still in clear text.
+/// A key this start generated is removed again when the check fails: nothing was sealed with it.
+///
+/// # Errors
+/// The first value that does not open (named, with the key's source), or the store's.
+pub(super) fn check_then_seal(conn: &Connection, sealing: &LoadedKey) -> anyhow::Result<()> {
+    if let Err(err) = check_every_value(conn, sealing) {
+        if let KeySource::DataDir {
+            path,
+            created: true,
+        } = &sealing.source
+            && let Err(remove) = std::fs::remove_file(path)
+        {
+            tracing::warn!(error = %remove, path = %path.display(), "could not remove the key this start generated");
+        }
+        return Err(err);
+    }
+    let sealed = seal_clear_secrets(conn, &sealing.key).map_err(|err| match err {
+        SealingError::Open { source, .. } => integrations_do_not_open(&source, sealing),
+        SealingError::Store(err) => anyhow::Error::new(err).context("sealing secrets"),
+    })?;
+    if sealed > 0 {
+        tracing::info!(
+            integrations = sealed,
+            "sealed integration secrets kept in clear text"
+        );
+    }
+    let sealed = crate::accounts::seal_clear_totp_secrets(conn, &sealing.key)
+        .map_err(|err| wrong_key(&err, sealing))?;
+    if sealed > 0 {
+        tracing::info!(
+            users = sealed,
+            "sealed two-factor secrets kept in clear text"
+        );
+    }
+    Ok(())
+}
+
+/// The read-only pass: every sealed value must open with the key.
+fn check_every_value(conn: &Connection, sealing: &LoadedKey) -> anyhow::Result<()> {
+    let key = &sealing.key;
+    crate::chat::check_identity_secrets(conn, key).map_err(|err| wrong_key(&err, sealing))?;
+    check_sealed_secrets(conn, key).map_err(|err| match err {
+        SealingError::Open { source, .. } => integrations_do_not_open(&source, sealing),
+        SealingError::Store(err) => anyhow::Error::new(err).context("reading sealed secrets"),
+    })?;
+    crate::accounts::check_totp_secrets(conn, key).map_err(|err| wrong_key(&err, sealing))
+}
+
+fn integrations_do_not_open(source: &dyn std::fmt::Display, sealing: &LoadedKey) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} does not open the integration secrets sealed in this database ({source}); start with \
+         the key they were sealed with (see docs/operations.md#the-sealing-key)",
+        sealing.source.describe()
+    )
+}
+
+/// `err` (a value that does not open), with what to do about it.
+fn wrong_key(err: &dyn std::fmt::Display, sealing: &LoadedKey) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{err}; start with the key it was sealed with ({}; see \
+         docs/operations.md#the-sealing-key)",
+        sealing.source.describe()
+    )
+}

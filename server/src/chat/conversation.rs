@@ -86,6 +86,11 @@ pub(super) fn publish_visitor_message(
     });
     let event = VisitorEvent::Message(Arc::clone(&row));
     hub.publish_to_visitor(stored.visitor_id, &event, from_connection);
+    if new.visitor_id.is_none() {
+        // Maybe the visitor's first message: their tabs that are waiting for them to be stored
+        // follow them from now on. Told at commit, so also when the sending tab is gone.
+        hub.visitor_stored(&new.token_hash);
+    }
     let context = &new.details.context;
     let mut published = InboxEvent::new(new.site_id, row);
     published.visitor_changed = context.identity.is_some() || context.prechat.is_some();

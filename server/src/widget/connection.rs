@@ -202,11 +202,15 @@ impl Connection {
                 }
                 page
             }
-            None => HistoryPage {
-                messages: Vec::new(),
-                has_more: false,
-                newest_id: None,
-            },
+            None => {
+                // Nothing is stored for a visitor not stored yet: any `last_id` is beyond it.
+                self.sent_up_to = MessageId(0);
+                HistoryPage {
+                    messages: Vec::new(),
+                    has_more: false,
+                    newest_id: None,
+                }
+            }
         };
         let fitting = &first.messages[..fitting_welcome(&first.messages)];
         let more = first.has_more || fitting.len() < first.messages.len();
@@ -477,9 +481,8 @@ impl Connection {
             // for them before the subscription (an agent answering within milliseconds).
             self.visitor_id = Some(stored.visitor_id);
             self.subscribe(stored.visitor_id);
-            // The visitor's other tabs, waiting for this, follow them from now on.
+            // Its other tabs were told at the commit (`publish_visitor_message`).
             self.newcomer = None;
-            self.app.chat.hub().visitor_stored(&self.token_hash);
             self.send_after(stored.visitor_id).await?;
             self.sent_before_visitor = Vec::new();
         }

@@ -106,3 +106,54 @@ async fn tabs_opened_before_the_first_message_each_get_every_message_once_whoeve
         assert_eq!(got, ids, "every message once, in order");
     }
 }
+
+/// The other tabs hear of the first message at its commit, not from the tab that sent it: that
+/// tab may be gone before its ack.
+#[tokio::test]
+async fn the_other_tab_follows_even_when_the_writing_tab_closes_before_its_ack() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let agent = app.add_agent_token("Ana");
+    let (mut first, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let (mut second, _) = app.visitor(&site, Some(&token), 0).await;
+    first
+        .send(json!({"type": "message", "client_id": "q-1", "body": "sent, then the tab closed"}))
+        .await;
+    drop(first);
+    assert_eq!(
+        next_message(&mut second).await["body"],
+        "sent, then the tab closed"
+    );
+    let conversation = app.count("SELECT id FROM conversations");
+    let path = format!("/api/v1/conversations/{conversation}/messages");
+    let (status, _) = app
+        .api("POST", &path, &agent, Some(json!({"body": "Still there?"})))
+        .await;
+    assert_eq!(status, 201);
+    assert_eq!(next_message(&mut second).await["body"], "Still there?");
+}
+
+/// A new visitor's `last_id` (a client's bug, or a token reused on another server) is beyond
+/// everything stored for them: what comes after still arrives.
+#[tokio::test]
+async fn a_new_visitors_last_id_beyond_every_message_holds_nothing_back() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let agent = app.add_agent_token("Ana");
+    for last_id in [json!(5000), json!(1e30)] {
+        let mut widget = app.connect(&site, crate::helpers::ORIGIN).await;
+        widget
+            .send(json!({"type": "hello", "v": 1, "last_id": last_id}))
+            .await;
+        assert_eq!(widget.recv().await["type"], "welcome");
+        assert_eq!(widget.say("q", "hello").await["type"], "ack");
+        let conversation = app.count("SELECT max(id) FROM conversations");
+        let path = format!("/api/v1/conversations/{conversation}/messages");
+        let (status, _) = app
+            .api("POST", &path, &agent, Some(json!({"body": "Hi!"})))
+            .await;
+        assert_eq!(status, 201);
+        assert_eq!(next_message(&mut widget).await["body"], "Hi!", "{last_id}");
+    }
+}

@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 use crate::layout::{CsrfField, Nav, Section, document};
+use crate::time::time_view;
 
 /// One token as listed: never its value.
 #[derive(Debug, Clone)]
@@ -15,11 +16,18 @@ pub struct TokenView {
     pub owner: String,
     /// `read` or `read-write`.
     pub scope: String,
-    pub created: String,
-    /// A time, or "never".
-    pub expires: String,
-    /// A time, or "never".
-    pub last_used: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+}
+
+/// A time, or "never".
+fn when(ms: Option<i64>) -> AnyView {
+    match ms {
+        Some(ms) => time_view(ms).into_any(),
+        None => "never".into_any(),
+    }
 }
 
 /// The tokens section of the account page.
@@ -46,9 +54,9 @@ fn TokenTable(tokens: Vec<TokenView>, with_owner: bool, caption: &'static str) -
                     <td>{t.name.clone()}</td>
                     {owner}
                     <td>{t.scope.clone()}</td>
-                    <td>{t.created.clone()}</td>
-                    <td>{t.expires.clone()}</td>
-                    <td>{t.last_used.clone()}</td>
+                    <td>{time_view(t.created_at)}</td>
+                    <td>{when(t.expires_at)}</td>
+                    <td>{when(t.last_used_at)}</td>
                     <td>
                         <a class="button button-danger" href=format!("/account/tokens/{}/revoke", t.id)
                             aria-label=format!("Revoke {}", t.name)>"Revoke"</a>
@@ -150,7 +158,7 @@ pub fn render_revoke_token(view: RevokeTokenView) -> String {
     let content = view! {
         <section class="card card-narrow" aria-labelledby="revoke-title">
             <h1 id="revoke-title">"Revoke “"{token.name.clone()}"”?"</h1>
-            <p>"Owner: "{token.owner}" · scope "{token.scope}" · last used "{token.last_used}</p>
+            <p>"Owner: "{token.owner}" · scope "{token.scope}" · last used "{when(token.last_used_at)}</p>
             <p>"Anything using it gets 401 from its next request. This cannot be undone."</p>
             <form method="post" action=format!("/account/tokens/{}/revoke", token.id) class="stack">
                 <CsrfField token=csrf/>

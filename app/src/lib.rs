@@ -48,7 +48,7 @@ mod time;
 pub mod two_factor;
 pub mod webhooks;
 
-pub use time::format_time;
+pub use time::{format_time, time_view};
 
 /// Text for the inside of a `<textarea>`. Leptos writes a textarea's children unescaped (it treats
 /// the element like `<script>`), so a stored `</textarea><meta http-equiv=refresh …>` would end

@@ -4,8 +4,8 @@
 
 use leptos::prelude::*;
 
-use crate::format_time;
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::time_view;
 
 /// A visitor as found.
 #[derive(Debug, Clone)]
@@ -42,11 +42,6 @@ pub struct EraseView {
     pub jobs: usize,
 }
 
-fn time(ms: i64) -> impl IntoView {
-    let (iso, text) = format_time(ms);
-    view! { <time datetime=iso>{text}</time> }
-}
-
 #[component]
 fn PersonRow(person: PersonView, csrf: String) -> impl IntoView {
     let id = person.id;
@@ -56,8 +51,8 @@ fn PersonRow(person: PersonView, csrf: String) -> impl IntoView {
             <td>{person.site_name}</td>
             <td>{person.name.unwrap_or_default()}</td>
             <td>{person.email.unwrap_or_default()}</td>
-            <td>{time(person.first_seen_at)}</td>
-            <td>{time(person.last_seen_at)}</td>
+            <td>{time_view(person.first_seen_at)}</td>
+            <td>{time_view(person.last_seen_at)}</td>
             <td>{person.conversations}</td>
             <td>{person.messages}</td>
             <td class="actions">
@@ -132,7 +127,7 @@ pub fn render_erase(view: EraseView) -> String {
         .into_iter()
         .map(|(conversation, started, messages)| {
             view! {
-                <li>{format!("Conversation {conversation}, started ")}{time(started)}
+                <li>{format!("Conversation {conversation}, started ")}{time_view(started)}
                     {format!(": {}", crate::counted(messages, "message"))}</li>
             }
         })

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, document};
+use crate::time::time_view;
 
 /// The form's values, as typed (or as stored).
 #[derive(Debug, Clone, Default)]
@@ -26,13 +27,34 @@ pub struct SiteHoursView {
     pub name: String,
     /// True when the site has hours stored (the "Remove hours" button shows).
     pub has_hours: bool,
-    /// "Open now" or "Closed now, opens …", for the admin to check the zone.
-    pub state: String,
+    /// Open now or when it opens, for the admin to check the zone.
+    pub state: HoursState,
     pub values: SiteHoursFormValues,
     pub notice: Option<Notice>,
     /// Whether a visitor's address gets replies by email (SMTP configured, the site's email on):
     /// without it the widget asks for none and promises none, which the page says.
     pub mails_replies: bool,
+}
+
+/// Whether the chat is open now, by the site's hours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoursState {
+    /// No hours stored.
+    AlwaysOpen,
+    OpenNow,
+    /// Closed; opens at this time (Unix milliseconds).
+    ClosedUntil(i64),
+    /// Closed, and no span opens it.
+    ClosedForGood,
+}
+
+fn state_view(state: HoursState) -> AnyView {
+    match state {
+        HoursState::AlwaysOpen => "No business hours: the chat is always open.".into_any(),
+        HoursState::OpenNow => "Open now.".into_any(),
+        HoursState::ClosedUntil(at) => view! { "Closed now; opens "{time_view(at)}"." }.into_any(),
+        HoursState::ClosedForGood => "Closed now, with no opening times.".into_any(),
+    }
 }
 
 /// The site page's card that leads here.
@@ -82,7 +104,7 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
             <h1>"Business hours"</h1>
         </div>
         <NoticeBox notice=view.notice/>
-        <p data-hours-state>{view.state}</p>
+        <p data-hours-state>{state_view(view.state)}</p>
         <form method="post" action=format!("/sites/{key}/hours") class="card stack"
             aria-label="Business hours">
             <CsrfField token=csrf/>

@@ -19,6 +19,13 @@ pub fn format_time(ms: i64) -> (String, String) {
     )
 }
 
+/// A `<time>` for Unix milliseconds, in UTC text that `time.js` shows in the reader's zone.
+pub fn time_view(ms: i64) -> impl leptos::prelude::IntoView {
+    use leptos::prelude::*;
+    let (iso, text) = format_time(ms);
+    view! { <time datetime=iso>{text}</time> }
+}
+
 /// Howard Hinnant's `civil_from_days`: the proleptic Gregorian date of a day count since 1970.
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;

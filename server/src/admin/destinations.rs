@@ -56,7 +56,6 @@ pub(super) async fn load_health(
     Ok(health_view(health))
 }
 
-/// `?test=<job id>` after an admin queued a test.
 /// The latest test of `kind` through `integration` (`None`: the server's own test mail), as its
 /// job stands now.
 pub(super) fn latest_test(

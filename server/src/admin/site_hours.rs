@@ -5,7 +5,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use porch_app::layout::{Notice, Section};
-use porch_app::site_hours::{SiteHoursFormValues, SiteHoursView, render_site_hours};
+use porch_app::site_hours::{HoursState, SiteHoursFormValues, SiteHoursView, render_site_hours};
 
 use crate::audit::Actor;
 use crate::chat::{self, SiteHoursInput};
@@ -32,7 +32,7 @@ const DAY_FIELDS: [&str; 7] = [
 
 /// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone), and whether
 /// a visitor's address gets replies by email (what "out of hours" offers depends on it).
-async fn page_state(app: &AppState, site: &SiteRow) -> Result<(String, bool), PageError> {
+async fn page_state(app: &AppState, site: &SiteRow) -> Result<(HoursState, bool), PageError> {
     let hours = chat::find_site_hours(&app.readers, site.id).await?;
     let id = site.id;
     let email_on = app
@@ -40,21 +40,19 @@ async fn page_state(app: &AppState, site: &SiteRow) -> Result<(String, bool), Pa
         .read(move |c| store::has_active_email(c, id))
         .await?;
     let now = chat::availability(hours.as_ref(), app.wall_clock.now_ms());
-    let text = match (hours.is_some(), now.is_open, now.opens_at) {
-        (false, ..) => "No business hours: the chat is always open.".to_owned(),
-        (true, true, _) => "Open now.".to_owned(),
-        (true, false, Some(at)) => {
-            format!("Closed now; opens {}.", porch_app::format_time(at).1)
-        }
-        (true, false, None) => "Closed now, with no opening times.".to_owned(),
+    let state = match (hours.is_some(), now.is_open, now.opens_at) {
+        (false, ..) => HoursState::AlwaysOpen,
+        (true, true, _) => HoursState::OpenNow,
+        (true, false, Some(at)) => HoursState::ClosedUntil(at),
+        (true, false, None) => HoursState::ClosedForGood,
     };
-    Ok((text, email_on && app.mailer.is_some()))
+    Ok((state, email_on && app.mailer.is_some()))
 }
 
 fn page(
     who: &SignedIn,
     site: &SiteRow,
-    (has_hours, state, mails_replies): (bool, String, bool),
+    (has_hours, state, mails_replies): (bool, HoursState, bool),
     input: &SiteHoursInput,
     notice: Option<Notice>,
 ) -> String {

@@ -32,19 +32,15 @@ fn invalid(message: &str) -> PageError {
     PageError::new(StatusCode::UNPROCESSABLE_ENTITY, "Not made", message)
 }
 
-fn when(ms: Option<i64>) -> String {
-    ms.map_or_else(|| "never".to_owned(), |ms| porch_app::format_time(ms).1)
-}
-
 fn token_view(t: ApiTokenRow) -> TokenView {
     TokenView {
         id: t.id,
         name: t.name,
         owner: t.user_email,
         scope: t.scope.as_str().to_owned(),
-        created: when(Some(t.created_at)),
-        expires: when(t.expires_at),
-        last_used: when(t.last_used_at),
+        created_at: t.created_at,
+        expires_at: t.expires_at,
+        last_used_at: t.last_used_at,
     }
 }
 

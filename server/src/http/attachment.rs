@@ -24,12 +24,6 @@ fn too_large(limit: u64) -> Response {
     (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response()
 }
 
-/// Reads an upload's bytes, at most `limit` of them. A `Content-Length` over the limit is
-/// refused before any byte is read; a body without one is cut off once it passes the limit.
-///
-/// # Errors
-/// The answer to send: 413 `too_large`, 403 `attachments_off` for a limit of 0, or 400 when
-/// the body broke off or was empty.
 /// The body's length as its `Content-Length` declares it, if it does.
 pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers
@@ -38,6 +32,12 @@ pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.parse::<u64>().ok())
 }
 
+/// Reads an upload's bytes, at most `limit` of them. A `Content-Length` over the limit is
+/// refused before any byte is read; a body without one is cut off once it passes the limit.
+///
+/// # Errors
+/// The answer to send: 413 `too_large`, 403 `attachments_off` for a limit of 0, or 400 when
+/// the body broke off or was empty.
 pub async fn read_upload(headers: &HeaderMap, body: Body, limit: u64) -> Result<Vec<u8>, Response> {
     if limit == 0 {
         return Err(ApiError::new(

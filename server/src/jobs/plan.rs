@@ -470,21 +470,23 @@ fn email_jobs(
             (format!("mail:conv:{conversation_id}"), None)
         };
         let due = now + millis(delay);
+        let run_at = if is_digest {
+            digest_time(due, delay)
+        } else {
+            due
+        };
+        // Due later, so its deadline counts from then (a delay may be longer than it).
         let job = NewJob {
             order_key: Some(order_key),
             unique_key,
-            run_at: if is_digest {
-                digest_time(due, delay)
-            } else {
-                due
-            },
+            created_at: now,
             ..new_job(
                 kind,
                 args.clone(),
                 mailer.id,
                 mailer.is_broken,
                 Some("email".to_owned()),
-                now,
+                run_at,
             )
         };
         jobs.extend(store::insert_job(conn, &job)?);

@@ -349,9 +349,12 @@ pub fn block_integration_jobs(
     now: i64,
 ) -> Result<Vec<JobId>, Error> {
     fail_waiting_tests(conn, integration_id, error, now)?;
+    // Nor is a running test blocked: it records its own outcome (blocked, a crash before that
+    // would leave it to go out at the fix).
     let mut stmt = conn.prepare_cached(&format!(
-        "UPDATE jobs SET state = 'blocked', last_error = ?2 \
-          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state <> 'blocked' RETURNING id"
+        "UPDATE jobs AS j SET state = 'blocked', last_error = ?2 \
+          WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state <> 'blocked' AND {NOT_A_TEST} \
+          RETURNING id"
     ))?;
     Ok(stmt
         .query_map(params![integration_id, error], |r| r.get(0))?
@@ -360,7 +363,8 @@ pub fn block_integration_jobs(
 
 /// Fails an integration's queued test messages with `error`, the reason it is being blocked or
 /// turned off: a test answers "does it work now?", so it never waits blocked to go out at the
-/// fix. (A running one records its own outcome.)
+/// fix. (A running one records its own outcome; one a crash cut short is tried again at the
+/// start, as every running job is.)
 pub(super) fn fail_waiting_tests(
     conn: &Connection,
     integration_id: IntegrationId,
@@ -506,9 +510,13 @@ mod tests {
             .expect("job")
         };
         let (post, test) = (job(1, "discord.post"), job(1, "discord.test"));
+        let running = job(1, "discord.test");
+        conn.execute("UPDATE jobs SET state = 'running' WHERE id = ?1", [running])
+            .expect("running");
         let blocked =
             block_integration_jobs(&conn, IntegrationId(1), "HTTP 404", 50).expect("block");
         assert_eq!(blocked, [post]);
+        assert_eq!(state(running).0, "running", "it records its own outcome");
         assert_eq!(state(post).0, "blocked");
         assert_eq!(
             state(test),

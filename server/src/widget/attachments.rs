@@ -35,8 +35,13 @@ const MAX_ID_LEN: usize = 64;
 /// # Errors
 /// Too many attachments, an id too long, or a body that is not valid.
 pub(super) fn message_body(raw: &str, attachments: &[String]) -> Result<MessageBody, Invalid> {
-    if attachments.len() > MAX_PER_MESSAGE || attachments.iter().any(|id| id.len() > MAX_ID_LEN) {
+    if attachments.len() > MAX_PER_MESSAGE {
         return Err(Invalid::from("A message may carry at most 10 attachments."));
+    }
+    if attachments.iter().any(|id| id.len() > MAX_ID_LEN) {
+        return Err(Invalid::from(
+            "An attachment id is at most 64 characters: the id an upload answered with.",
+        ));
     }
     MessageBody::parse_beside_attachments(raw, !attachments.is_empty())
 }
@@ -139,15 +144,19 @@ pub async fn upload(
             return allow(&origin, refused);
         }
     };
-    let unused = charged.saturating_sub(u64::try_from(data.len()).unwrap_or(u64::MAX));
-    uploads.give_back(ip, unused, false);
+    let size = u64::try_from(data.len()).unwrap_or(u64::MAX);
+    uploads.give_back(ip, charged.saturating_sub(size), false);
     let uploader = Uploader::Visitor(token_hash);
     match attachments::store_upload(&app.writer, site.id, uploader, &query.name, data).await {
         Ok(meta) => {
             let url = format!("/widget/attachments/{}", meta.id);
             allow(&origin, uploaded(&meta, &url))
         }
-        Err(err) => allow(&origin, upload_failed(err)),
+        Err(err) => {
+            // Not stored (a damaged image, a full disk): it costs nothing.
+            uploads.give_back(ip, size, true);
+            allow(&origin, upload_failed(err))
+        }
     }
 }
 

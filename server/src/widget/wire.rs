@@ -81,8 +81,12 @@ pub(super) async fn close(
 /// the client's code, when it read the close; closing the sink sends it). Without it a client
 /// sees its own clean close end as 1006.
 pub(super) async fn answer_close(sink: &mut SplitSink<WebSocket, Message>) {
-    let _ = sink.close().await;
+    // Bounded: a client that closed and stopped reading must not hold the task.
+    let _ = tokio::time::timeout(CLOSE_ANSWER, sink.close()).await;
 }
+
+/// How long answering a client's close may take.
+const CLOSE_ANSWER: Duration = Duration::from_secs(2);
 
 /// The close frame owed for a read error caused by the client: a message or frame over the
 /// size limit, or a text frame that is not UTF-8 (RFC 6455 §8.1 says: fail with 1007).

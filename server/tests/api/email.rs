@@ -540,4 +540,12 @@ async fn conversations_started_close_together_share_one_digest() {
     assert_eq!(mails.len(), 1, "one digest for the admin: {mails:?}");
     let text = mails[0]["text"].as_str().unwrap_or_default();
     assert!(text.starts_with("4 conversation(s)"), "{text}");
+    // Due later than planned, each has its full day from when it is due.
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM jobs WHERE kind = 'email.unanswered' \
+               AND deadline_at - run_at = 86400000"
+        ),
+        4
+    );
 }

@@ -13,7 +13,7 @@ use crate::jobs::{
     AccountLinkArgs, Attempt, JobKind, JobQueue, Outcome, TestMailArgs, plan_account_link_mail,
     plan_test_mail,
 };
-use crate::store::{self, JobId, JobRow, Writer};
+use crate::store::{self, JobRow, Writer};
 
 /// Queues an invitation or password-reset mail and hands it to the runner.
 pub async fn queue_account_link(
@@ -28,19 +28,18 @@ pub async fn queue_account_link(
     Ok(())
 }
 
-/// Queues a test mail to `to` and hands it to the runner; returns the job, whose state is the
-/// test's outcome.
+/// Queues a test mail to `to` and hands it to the runner; its job's state is the test's
+/// outcome (the email page shows the latest).
 pub async fn queue_test_mail(
     writer: &Writer,
     jobs: &JobQueue,
     to: String,
-) -> Result<Option<JobId>, store::Error> {
+) -> Result<(), store::Error> {
     let queued = writer
         .write(move |c| plan_test_mail(c, &to, now_ms()))
         .await?;
-    let id = queued.as_ref().map(|job| job.id);
     jobs.submit(queued.into_iter().collect());
-    Ok(id)
+    Ok(())
 }
 
 /// Delivers an `email.account_link` or `email.test` job.

@@ -94,6 +94,19 @@ pub(crate) async fn leave(app: &TestApp, mut widget: Widget, visitor: VisitorId)
     .await;
 }
 
+/// A server mailing through `sink`, an admin's API token, and a site with email on and these
+/// delays: (app, admin token, site key).
+async fn site_with_email(sink: &Sink, delays: Value) -> (TestApp, String, String) {
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let path = format!("/api/v1/sites/{site}/integrations/email");
+    let (status, answer) = app.api("POST", &path, &admin, Some(delays)).await;
+    assert_eq!(status, 201, "{answer}");
+    (app, admin, site)
+}
+
 fn header<'a>(mail: &'a Value, name: &str) -> &'a str {
     mail["headers"][name].as_str().unwrap_or_default()
 }
@@ -434,19 +447,11 @@ async fn saves_at_the_same_time_turn_email_on_once() {
 #[tokio::test]
 async fn a_quoted_address_the_widget_took_gets_its_replies() {
     let sink = Sink::start();
-    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
-    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
-    let admin = app.add_user_token("Admin", "admin");
-    let site = app.add_site("Shop");
-    let (status, answer) = app
-        .api(
-            "POST",
-            &format!("/api/v1/sites/{site}/integrations/email"),
-            &admin,
-            Some(json!({"unanswered_after_secs": 1, "reply_delay_secs": 0})),
-        )
-        .await;
-    assert_eq!(status, 201, "{answer}");
+    let (app, admin, site) = site_with_email(
+        &sink,
+        json!({"unanswered_after_secs": 1, "reply_delay_secs": 0}),
+    )
+    .await;
     let quoted = "\"john.doe\"@example.org";
     let (mut visitor, _) = app.visitor(&site, None, 0).await;
     visitor.say("v1", "mail me").await;
@@ -503,19 +508,7 @@ async fn a_quoted_address_the_widget_took_gets_its_replies() {
 #[tokio::test]
 async fn conversations_started_close_together_share_one_digest() {
     let sink = Sink::start();
-    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
-    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
-    let admin = app.add_user_token("Admin", "admin");
-    let site = app.add_site("Shop");
-    let (status, answer) = app
-        .api(
-            "POST",
-            &format!("/api/v1/sites/{site}/integrations/email"),
-            &admin,
-            Some(json!({"unanswered_after_secs": 4})),
-        )
-        .await;
-    assert_eq!(status, 201, "{answer}");
+    let (app, _, site) = site_with_email(&sink, json!({"unanswered_after_secs": 4})).await;
     // Start just after a whole multiple of 4 s; four conversations 0.7 s apart all come due
     // before the next multiple. Each came due on its own before: four digests.
     let now = std::time::SystemTime::now()

@@ -249,13 +249,7 @@ async fn after_a_rotation_a_restart_with_the_new_key_still_signs_and_the_old_key
     assert!(stdout.contains("PORCH_SECRET_KEY"), "{stdout}");
 
     // The old key no longer opens them: a clear start-up error naming the variable.
-    let config = crate::helpers::serve_config(dir.path(), &flags);
-    let listener = porch::http::bind(config.listen).expect("bind");
-    let err = porch::start(config, listener)
-        .await
-        .err()
-        .expect("the old key is refused");
-    let message = format!("{err:#}");
+    let message = refused_start(dir.path(), &flags).await;
     assert!(
         message.contains("PORCH_SECRET_KEY does not open"),
         "{message}"
@@ -331,6 +325,20 @@ async fn a_sealed_value_copied_to_another_integration_does_not_open() {
     assert_eq!(paths, ["/a"]);
 }
 
+/// A key no test database is sealed with.
+const OTHER_KEY: &str = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
+
+/// Starts a server on `dir` with `flags`, which must fail; the error as `porch serve` shows it.
+async fn refused_start(dir: &std::path::Path, flags: &[&str]) -> String {
+    let config = crate::helpers::serve_config(dir, flags);
+    let listener = porch::http::bind(config.listen).expect("bind");
+    let err = porch::start(config, listener)
+        .await
+        .err()
+        .expect("the start is refused");
+    format!("{err:#}")
+}
+
 /// A stopped server's data directory whose only sealed value is a site's identity secret, and
 /// the key it is sealed with.
 async fn stopped_with_an_identity_secret() -> (&'static str, tempfile::TempDir) {
@@ -348,14 +356,7 @@ async fn stopped_with_an_identity_secret() -> (&'static str, tempfile::TempDir) 
 async fn a_key_that_does_not_open_a_sites_identity_secret_stops_the_start() {
     let (key, dir) = stopped_with_an_identity_secret().await;
 
-    let other = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
-    let config = crate::helpers::serve_config(dir.path(), &["--secret-key", other]);
-    let listener = porch::http::bind(config.listen).expect("bind");
-    let err = porch::start(config, listener)
-        .await
-        .err()
-        .expect("another key is refused");
-    let message = format!("{err:#}");
+    let message = refused_start(dir.path(), &["--secret-key", OTHER_KEY]).await;
     assert!(
         message.contains("the identity secret of site 1 does not open")
             && message.contains("start with the key it was sealed with (PORCH_SECRET_KEY"),
@@ -377,11 +378,10 @@ async fn a_rotation_without_the_right_key_changes_nothing_and_leaves_no_key_file
     assert!(said.contains("there is no sealing key"), "{said}");
     assert_eq!(files(dir.path()), [false, false], "{said}");
 
-    let other = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
     let wrong = porch_cli(
         dir.path(),
         &["secrets", "rotate"],
-        &[("PORCH_SECRET_KEY", other)],
+        &[("PORCH_SECRET_KEY", OTHER_KEY)],
     );
     let said = String::from_utf8_lossy(&wrong.stderr);
     assert!(!wrong.status.success());
@@ -431,14 +431,7 @@ async fn a_wrong_key_seals_nothing_when_a_two_factor_secret_does_not_open() {
         )
         .expect("insert");
 
-    let other = "f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f";
-    let config = crate::helpers::serve_config(dir.path(), &["--secret-key", other]);
-    let listener = porch::http::bind(config.listen).expect("bind");
-    let err = porch::start(config, listener)
-        .await
-        .err()
-        .expect("another key is refused");
-    let message = format!("{err:#}");
+    let message = refused_start(dir.path(), &["--secret-key", OTHER_KEY]).await;
     assert!(
         message.contains("two-factor secret of user 1 does not open"),
         "{message}"
@@ -456,13 +449,8 @@ async fn a_wrong_key_seals_nothing_when_a_two_factor_secret_does_not_open() {
 #[tokio::test]
 async fn a_generated_key_that_opens_nothing_is_removed_again() {
     let (_, dir) = stopped_with_an_identity_secret().await;
-    let config = crate::helpers::serve_config(dir.path(), &[]);
-    let listener = porch::http::bind(config.listen).expect("bind");
-    let err = porch::start(config, listener)
-        .await
-        .err()
-        .expect("a new key opens nothing");
-    assert!(format!("{err:#}").contains("does not open"), "{err:#}");
+    let message = refused_start(dir.path(), &[]).await;
+    assert!(message.contains("does not open"), "{message}");
     assert!(
         !dir.path().join("secret.key").exists(),
         "the generated key is gone"

@@ -218,7 +218,7 @@ test("a message refused for its answers waits for the form, which asks again, al
     await other.goto(world.host.url);
     await other.locator("[data-porch=launcher]").click();
     await other.locator("[data-porch=prechat]").waitFor({ state: "visible" });
-    assert.equal(await other.locator("[data-porch=error]").innerText(), "Please fill in the form first.");
+    assert.equal(await other.locator("[data-porch=error]").innerText(), "Please enter your name.");
     await other.locator("[data-porch=prechat-name]").fill("Late Larry");
     await other.locator("[data-porch=prechat-answer]").fill("PX-8");
     await other.locator("[data-porch=send]").click();

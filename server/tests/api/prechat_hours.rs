@@ -360,6 +360,8 @@ async fn prechat_required_fields_are_enforced_over_the_websocket() {
     assert_eq!(refused["type"], "error", "{refused}");
     assert_eq!(refused["code"], "invalid_prechat");
     assert_eq!(refused["client_id"], "c1");
+    // Without answers, the first required field is named, as with empty ones.
+    assert_eq!(refused["message"], "Please enter your name.");
     let cases = [
         (
             serde_json::json!({"answer": "42"}),

@@ -1,5 +1,6 @@
 //! Bad input gets a clear error code and loses nothing.
 
+use futures_util::SinkExt;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -241,4 +242,29 @@ async fn an_invalid_message_names_the_rule_it_broke() {
         let message = refused["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{client_id}: {message}");
     }
+}
+
+/// A message that arrived before the client's close is stored, even though its ack cannot be
+/// sent any more (the client's resend would find it by `client_id`).
+#[tokio::test]
+async fn a_message_sent_just_before_the_close_is_stored() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    for n in 0..12 {
+        let (mut widget, _) = app.visitor(&site, None, 0).await;
+        let frame = json!({"type": "message", "client_id": format!("last-{n}"), "body": "bye"});
+        // One TCP write, as a page that sends and closes at once makes.
+        let text = Message::Text(frame.to_string().into());
+        widget.ws.feed(text).await.expect("feed");
+        widget.ws.feed(Message::Close(None)).await.expect("feed");
+        widget.ws.flush().await.expect("flush");
+        widget.closed().await;
+    }
+    crate::helpers::wait_until("every message stored", crate::helpers::WAIT, async || {
+        crate::helpers::ok_if(
+            app.count("SELECT count(*) FROM messages WHERE client_id LIKE 'last-%'"),
+            |n| *n == 12,
+        )
+    })
+    .await;
 }

@@ -153,8 +153,13 @@ impl Connection {
                 break;
             }
         }
-        // Writes still in flight complete on their own (the writer owns them); their acks are
-        // lost with the connection, and the client's resend finds them by client_id.
+        // Writes still in flight are finished without the connection: each is a future that
+        // reaches the writer only when polled, so dropping them would lose a message that
+        // arrived just before the client's close. Their acks are lost with the connection; the
+        // client's resend finds them by client_id.
+        if !in_flight.is_empty() {
+            tokio::spawn(async move { while in_flight.next().await.is_some() {} });
+        }
     }
 
     async fn on_wake(

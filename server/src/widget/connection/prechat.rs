@@ -29,18 +29,16 @@ impl Connection {
         };
         let required = [form.name, form.email, form.question_mode].contains(&FieldMode::Required);
         let parsed = match frame {
-            Some(f) => PrechatAnswers::parse(
-                form,
-                f.name.as_deref(),
-                f.email.as_deref(),
-                f.answer.as_deref(),
-            )
-            .map(Some),
             // Without answers, a form of optional fields only may be skipped.
             None if !required => Ok(None),
-            None => Err(crate::values::Invalid::from(
-                "Please fill in the form first.",
-            )),
+            // Else no answers are checked as empty ones, so the refusal names the first
+            // required field.
+            frame => {
+                let f = frame.unwrap_or_default();
+                let (name, email, answer) = (f.name, f.email, f.answer);
+                PrechatAnswers::parse(form, name.as_deref(), email.as_deref(), answer.as_deref())
+                    .map(Some)
+            }
         };
         match parsed {
             Ok(answers) => {

@@ -120,7 +120,7 @@ pub fn disable_integration(
                 updated_at = ?3 WHERE id = ?1",
     )?
     .execute(params![id, error, now])?;
-    super::jobs::fail_waiting_tests(conn, id, error, now)?;
+    super::test_messages::fail_waiting_tests(conn, id, error, now)?;
     conn.prepare_cached(&format!(
         "UPDATE jobs SET state = 'blocked', last_error = ?2 \
           WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'queued'"

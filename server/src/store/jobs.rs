@@ -137,24 +137,6 @@ pub fn find_job(conn: &Connection, id: JobId) -> Result<Option<JobRow>, Error> {
     Ok(stmt.query_row([id], from_row).optional()?)
 }
 
-/// The latest test message of `kind` through `integration` (`None`: one without, the server's
-/// test mail). Read through `jobs_tests`, which holds only tests, so however many deliveries an
-/// integration made since its last test, this is one step.
-pub fn latest_test_job(
-    conn: &Connection,
-    kind: &str,
-    integration: Option<IntegrationId>,
-) -> Result<Option<JobRow>, Error> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM jobs INDEXED BY jobs_tests \
-          WHERE kind LIKE '%.test' AND kind = ?1 AND integration_id IS ?2 \
-          ORDER BY id DESC LIMIT 1"
-    ))?;
-    Ok(stmt
-        .query_row(params![kind, integration], from_row)
-        .optional()?)
-}
-
 /// At start-up: jobs left `running` by a crash go back to the queue, flagged as possibly
 /// delivered already. Returns how many.
 pub fn requeue_running_jobs(conn: &Connection, now: i64) -> Result<usize, Error> {
@@ -348,7 +330,7 @@ pub fn block_integration_jobs(
     error: &str,
     now: i64,
 ) -> Result<Vec<JobId>, Error> {
-    fail_waiting_tests(conn, integration_id, error, now)?;
+    super::test_messages::fail_waiting_tests(conn, integration_id, error, now)?;
     // Nor is a running test blocked: it records its own outcome (blocked, a crash before that
     // would leave it to go out at the fix).
     let mut stmt = conn.prepare_cached(&format!(
@@ -359,24 +341,6 @@ pub fn block_integration_jobs(
     Ok(stmt
         .query_map(params![integration_id, error], |r| r.get(0))?
         .collect::<Result<_, _>>()?)
-}
-
-/// Fails an integration's queued test messages with `error`, the reason it is being blocked or
-/// turned off: a test answers "does it work now?", so it never waits blocked to go out at the
-/// fix. (A running one records its own outcome; one a crash cut short is tried again at the
-/// start, as every running job is.)
-pub(super) fn fail_waiting_tests(
-    conn: &Connection,
-    integration_id: IntegrationId,
-    error: &str,
-    now: i64,
-) -> Result<usize, Error> {
-    Ok(conn
-        .prepare_cached(&format!(
-            "UPDATE jobs AS j SET state = 'failed', last_error = ?2, finished_at = ?3 \
-              WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND state = 'queued' AND NOT ({NOT_A_TEST})"
-        ))?
-        .execute(params![integration_id, error, now])?)
 }
 
 /// Deletes up to `limit` finished jobs older than `before`; returns how many.
@@ -478,59 +442,6 @@ mod tests {
             })
             .expect("state");
         assert_eq!(state, "blocked");
-    }
-
-    /// A refused delivery blocks its integration's queued posts, and turning it off does too;
-    /// a queued test fails with the reason instead, so it is not sent at the fix.
-    #[test]
-    fn blocking_or_turning_off_fails_queued_tests_and_blocks_the_rest() {
-        let conn = migrated();
-        conn.execute_batch(
-            "INSERT INTO sites (id, key, name, created_at) VALUES (1, 's_1', 'Shop', 0); \
-             INSERT INTO integrations (id, site_id, kind, name, config, created_at, updated_at) \
-             VALUES (1, 1, 'discord', 'a', '{}', 0, 0), (2, 1, 'discord', 'b', '{}', 0, 0);",
-        )
-        .expect("integrations");
-        let job = |integration: i64, kind: &str| {
-            conn.execute(
-                "INSERT INTO jobs (lane, kind, args, integration_id, state, max_attempts, \
-                                   run_at, created_at) \
-                 VALUES ('chat', ?1, '{}', ?2, 'queued', 3, 0, 0)",
-                params![kind, integration],
-            )
-            .expect("insert");
-            JobId(conn.last_insert_rowid())
-        };
-        let state = |id: JobId| -> (String, Option<String>, Option<i64>) {
-            conn.query_row(
-                "SELECT state, last_error, finished_at FROM jobs WHERE id = ?1",
-                [id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .expect("job")
-        };
-        let (post, test) = (job(1, "discord.post"), job(1, "discord.test"));
-        let running = job(1, "discord.test");
-        conn.execute("UPDATE jobs SET state = 'running' WHERE id = ?1", [running])
-            .expect("running");
-        let blocked =
-            block_integration_jobs(&conn, IntegrationId(1), "HTTP 404", 50).expect("block");
-        assert_eq!(blocked, [post]);
-        assert_eq!(state(running).0, "running", "it records its own outcome");
-        assert_eq!(state(post).0, "blocked");
-        assert_eq!(
-            state(test),
-            ("failed".into(), Some("HTTP 404".into()), Some(50))
-        );
-
-        let (post, test) = (job(2, "discord.post"), job(2, "discord.test"));
-        crate::store::disable_integration(&conn, IntegrationId(2), "turned off", 60)
-            .expect("turn off");
-        assert_eq!(state(post).0, "blocked");
-        assert_eq!(
-            state(test),
-            ("failed".into(), Some("turned off".into()), Some(60))
-        );
     }
 
     fn migrated() -> Connection {

@@ -46,6 +46,7 @@ mod settings;
 mod sites;
 mod slack;
 mod slack_shares;
+mod test_messages;
 mod two_factor;
 mod users;
 mod visitors;
@@ -120,7 +121,7 @@ pub use job_backlog::{
 };
 pub use jobs::{
     AttemptRecord, JobInContext, JobRow, JobUpdate, MessageDelivery, NewJob,
-    block_integration_jobs, find_job, insert_job, latest_test_job, list_conversation_deliveries,
+    block_integration_jobs, find_job, insert_job, list_conversation_deliveries,
     list_deliveries_in_state_with_context, list_jobs_in_state, mark_jobs_running, prune_done_jobs,
     record_attempts, requeue_running_jobs,
 };
@@ -173,6 +174,7 @@ pub use slack::{
 pub use slack_shares::{
     MessageFile, SLACK_TEXT_PART, insert_slack_share, list_message_files, list_slack_shares,
 };
+pub use test_messages::latest_test_job;
 pub use two_factor::{
     StoredTotp, TotpRow, confirm_totp, count_unused_recovery_codes,
     delete_sessions_without_two_factor, delete_two_factor, find_two_factor_required,

@@ -39,6 +39,7 @@ pub fn plan_discord_test(
     now: i64,
 ) -> Result<Option<JobRow>, store::Error> {
     let kind = JobKind::DiscordTest;
+    store::forget_earlier_tests(conn, kind.as_str(), Some(integration))?;
     let job = new_job(
         kind,
         "{}".to_owned(),
@@ -57,6 +58,7 @@ pub fn plan_test_mail(
     now: i64,
 ) -> Result<Option<JobRow>, store::Error> {
     let args = to_json(&TestMailArgs { to: to.to_owned() });
+    store::forget_earlier_tests(conn, JobKind::EmailTest.as_str(), None)?;
     store::insert_job(conn, &server_mail(JobKind::EmailTest, args, now))
 }
 

@@ -174,7 +174,7 @@ pub use slack::{
 pub use slack_shares::{
     MessageFile, SLACK_TEXT_PART, insert_slack_share, list_message_files, list_slack_shares,
 };
-pub use test_messages::latest_test_job;
+pub use test_messages::{forget_earlier_tests, latest_test_job};
 pub use two_factor::{
     StoredTotp, TotpRow, confirm_totp, count_unused_recovery_codes,
     delete_sessions_without_two_factor, delete_two_factor, find_two_factor_required,

@@ -24,6 +24,24 @@ pub fn latest_test_job(
         .optional()?)
 }
 
+/// Deletes the finished test messages of `kind` through `integration` (`None`: the server's
+/// test mail), before a new one is queued: the page shows only the latest, so one row of each
+/// is kept, however old (finished deliveries are pruned after a day; a test is not, or the page
+/// would show an older test as the latest).
+pub fn forget_earlier_tests(
+    conn: &Connection,
+    kind: &str,
+    integration: Option<IntegrationId>,
+) -> Result<usize, Error> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM jobs INDEXED BY jobs_tests \
+              WHERE kind LIKE '%.test' AND kind = ?1 AND integration_id IS ?2 \
+                AND state IN ('done', 'failed')",
+        )?
+        .execute(params![kind, integration])?)
+}
+
 /// Fails an integration's queued test messages with `error`, the reason it is being blocked or
 /// turned off: a test answers "does it work now?", so it never waits blocked to go out at the
 /// fix. (A running one records its own outcome; one a crash cut short is tried again at the
@@ -45,7 +63,35 @@ pub(super) fn fail_waiting_tests(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{JobId, block_integration_jobs};
+    use crate::store::{JobId, block_integration_jobs, prune_done_jobs};
+
+    /// The latest test stays on record past the deliveries' pruning, and only the latest.
+    #[test]
+    fn a_new_test_replaces_the_finished_ones_and_pruning_leaves_it() {
+        let conn = crate::store::migrated_in_memory();
+        let test = |state: &str| {
+            conn.execute(
+                "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, finished_at, \
+                                   created_at) \
+                 VALUES ('email', 'email.test', '{}', ?1, 1, 0, 0, 0)",
+                [state],
+            )
+            .expect("insert");
+            JobId(conn.last_insert_rowid())
+        };
+        let (failed, sent) = (test("failed"), test("done"));
+        assert_eq!(prune_done_jobs(&conn, i64::MAX, 100).expect("prune"), 0);
+        let latest = latest_test_job(&conn, "email.test", None).expect("read");
+        assert_eq!(latest.map(|j| j.id), Some(sent));
+        assert_eq!(
+            forget_earlier_tests(&conn, "email.test", None).expect("forget"),
+            2
+        );
+        let queued = test("queued");
+        let latest = latest_test_job(&conn, "email.test", None).expect("read");
+        assert_eq!(latest.map(|j| j.id), Some(queued));
+        assert_ne!(queued, failed);
+    }
 
     /// A refused delivery blocks its integration's queued posts, and turning it off does too;
     /// a queued test fails with the reason instead, so it is not sent at the fix.

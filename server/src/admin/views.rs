@@ -58,10 +58,16 @@ pub fn delivery(d: &MessageDelivery) -> DeliveryView {
         "blocked" => "blocked",
         _ => "failed",
     };
-    let integration = if d.integration_name.is_empty() {
-        d.integration_kind.clone()
+    let name = if d.integration_name.is_empty() {
+        &d.integration_kind
     } else {
-        d.integration_name.clone()
+        &d.integration_name
+    };
+    // One webhook endpoint can take both `conversation.created` and `message.created` for a
+    // conversation's first message: the event tells the two rows apart.
+    let integration = match &d.event {
+        Some(event) => format!("{name} ({event})"),
+        None => name.clone(),
     };
     DeliveryView {
         integration,

@@ -362,6 +362,9 @@ pub struct MessageDelivery {
     pub message_id: MessageId,
     pub integration_kind: String,
     pub integration_name: String,
+    /// The webhook event the job carries (`conversation.created`, `message.created`): one
+    /// endpoint can take several for the same message. `None` for the other integrations.
+    pub event: Option<String>,
     pub state: String,
     pub attempt: u32,
     pub last_error: Option<String>,
@@ -374,7 +377,8 @@ pub fn list_conversation_deliveries(
     conversation_id: ConversationId,
 ) -> Result<Vec<MessageDelivery>, Error> {
     let mut stmt = conn.prepare_cached(
-        "SELECT json_extract(j.args, '$.message_id'), i.kind, i.name, j.state, j.attempt, j.last_error \
+        "SELECT json_extract(j.args, '$.message_id'), i.kind, i.name, json_extract(j.args, '$.event'), \
+                j.state, j.attempt, j.last_error \
            FROM jobs j JOIN integrations i ON i.id = j.integration_id \
           WHERE json_extract(j.args, '$.message_id') IN \
                 (SELECT id FROM messages WHERE conversation_id = ?1) \
@@ -387,9 +391,10 @@ pub fn list_conversation_deliveries(
                 message_id: r.get(0)?,
                 integration_kind: r.get(1)?,
                 integration_name: r.get(2)?,
-                state: r.get(3)?,
-                attempt: r.get(4)?,
-                last_error: r.get(5)?,
+                event: r.get(3)?,
+                state: r.get(4)?,
+                attempt: r.get(5)?,
+                last_error: r.get(6)?,
             })
         })?
         .collect::<Result<_, _>>()?;

@@ -702,3 +702,39 @@ async fn destinations_a_failed_test_message_does_not_make_the_health_failing() {
     assert!(page.contains("data-health=\"healthy\""), "{page}");
     assert!(!page.contains("Failing:"), "{page}");
 }
+
+/// One endpoint taking both `conversation.created` and `message.created` gets two deliveries
+/// for a conversation's first message; the message's delivery list names the event of each.
+#[tokio::test]
+async fn destinations_a_webhook_taking_two_events_for_one_message_lists_each_by_its_event() {
+    let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("receiver");
+    let app = TestApp::spawn(&["--allow-private-networks"]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    let (status, _, added) = post(
+        &app,
+        &admin,
+        &format!("/sites/{site}/webhooks"),
+        &[
+            ("url", &mock.url("/hook")),
+            ("conversation.created", "on"),
+            ("message.created", "on"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{added}");
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("m1", "hello").await;
+    mock.wait_for(2, WAIT).await;
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let page = wait_until("both deliveries posted", WAIT, async || {
+        let page = get(&app, &admin, &format!("/conversations/{conversation}")).await;
+        ok_if(page, |p| p.matches("delivery delivery-posted").count() == 2)
+    })
+    .await;
+    for event in ["conversation.created", "message.created"] {
+        assert!(page.contains(&format!("Webhook ({event})")), "{page}");
+    }
+}

@@ -11,6 +11,8 @@ use crate::store::{
     InboxStatus, UserId,
 };
 
+use super::views::agent_label;
+
 /// The raw query string of `/inbox` and `/inbox/events`.
 #[derive(Debug, Default, Deserialize)]
 pub struct InboxParams {
@@ -210,13 +212,10 @@ impl InboxRequest {
             choice("me", "Me", &assignee),
             choice("unassigned", "Nobody (unassigned)", &assignee),
         ];
-        assignees.extend(
-            choices
-                .agents
-                .iter()
-                .filter(|a| a.id != self.me)
-                .map(|a| choice(&a.id.0.to_string(), &a.name, &assignee)),
-        );
+        assignees.extend(choices.agents.iter().filter(|a| a.id != self.me).map(|a| {
+            let label = agent_label(a, &choices.agents);
+            choice(&a.id.0.to_string(), &label, &assignee)
+        }));
         let mut sites = vec![choice("", "All sites", site)];
         sites.extend(
             choices
@@ -248,7 +247,7 @@ impl InboxRequest {
                 .agents
                 .iter()
                 .find(|a| a.id == user)
-                .map(|a| format!(" assigned to {}", a.name))
+                .map(|a| format!(" assigned to {}", agent_label(a, &choices.agents)))
                 .unwrap_or_default(),
         };
         let site = self

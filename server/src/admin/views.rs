@@ -10,7 +10,8 @@ use porch_app::inbox::InboxItemView;
 use crate::attachments::Kind;
 use crate::chat::ConversationView;
 use crate::store::{
-    InboxItemRow, InboxQuery, MessageDelivery, MessageId, MessageRow, UserId, VisitorIdentityRow,
+    InboxItemRow, InboxQuery, MessageDelivery, MessageId, MessageRow, UserId, UserRow,
+    VisitorIdentityRow,
 };
 use crate::values::Author;
 
@@ -176,7 +177,7 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             .iter()
             .map(|a| AgentOption {
                 id: a.id.0,
-                name: a.name.clone(),
+                name: agent_label(a, &view.agents),
             })
             .collect(),
         visitor: VisitorDetailsView {
@@ -212,6 +213,20 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
     }
 }
 
+/// How an agent is named where one picks among the team (assignee menus, the inbox filter):
+/// their name, with their email when another enabled agent has the same name, so two Anas can
+/// be told apart.
+pub fn agent_label(agent: &UserRow, team: &[UserRow]) -> String {
+    let shared = team
+        .iter()
+        .any(|other| other.id != agent.id && other.name.eq_ignore_ascii_case(&agent.name));
+    if shared {
+        format!("{} ({})", agent.name, agent.email)
+    } else {
+        agent.name.clone()
+    }
+}
+
 /// What a page claimed without a valid `user_hash`, on one line (id, name, email).
 fn unverified_claim(identity: &VisitorIdentityRow) -> Option<String> {
     let id = identity.claimed_user_id.as_ref()?;
@@ -239,5 +254,24 @@ mod tests {
         let edge = "Mozilla/5.0 (Windows NT 10.0) Chrome/120.0 Safari/537.36 Edg/120.0";
         assert_eq!(browser_summary(edge).as_deref(), Some("Edge on Windows"));
         assert_eq!(browser_summary("curl/8"), None);
+    }
+
+    #[test]
+    fn agents_sharing_a_name_are_told_apart_by_email() {
+        let agent = |id, name: &str, email: &str| UserRow {
+            id: UserId(id),
+            email: email.into(),
+            name: name.into(),
+            role: "agent".into(),
+            is_disabled: false,
+        };
+        let team = [
+            agent(1, "Ana", "ana@a.test"),
+            agent(2, "ana", "ana@b.test"),
+            agent(3, "Bo", "bo@a.test"),
+        ];
+        assert_eq!(agent_label(&team[0], &team), "Ana (ana@a.test)");
+        assert_eq!(agent_label(&team[1], &team), "ana (ana@b.test)");
+        assert_eq!(agent_label(&team[2], &team), "Bo");
     }
 }

@@ -209,6 +209,9 @@ pub struct InboxEvent {
     pub visitor_changed: bool,
     /// The message opened its conversation.
     pub opened: bool,
+    /// Who wrote a status line (assigned, closed, reopened): the agents it concerns are alerted
+    /// (`admin/tally.rs`), never its author.
+    pub by: Option<UserId>,
     /// What every agent's page is sent about this event when it is the same for all of them
     /// (the `alert` of `admin/tally.rs`), made by the first page that sends it: with a team
     /// watching, making it once per agent was a tenth of the server's time (docs/capacity.md).
@@ -223,6 +226,7 @@ impl InboxEvent {
             message,
             visitor_changed: false,
             opened: false,
+            by: None,
             shared: OnceLock::new(),
         }
     }

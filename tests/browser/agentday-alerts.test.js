@@ -2,7 +2,7 @@
 // the navigation's count and the inbox tabs, live; with sound and desktop alerts switched on, a
 // beep and a desktop notification (window.Notification is replaced by a recorder, the permission
 // granted in the context) that opens the conversation on click; none while the agent looks at
-// that conversation.
+// that conversation; a colleague taking your conversation or assigning you one alerts you too.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
@@ -208,3 +208,67 @@ test("a page whose session ended says so, once, and stops its counts", { timeout
   assert.ok(streams.length <= asked, `reconnected ${streams.length - asked} times after signing out`);
   await context.close();
 });
+
+test("a colleague taking your conversation or assigning you one alerts you, your own changes do not",
+  { timeout: 90000 }, async () => {
+    const { porch, browser, host } = world;
+    await porch.cli(["user", "add", "--email", "cy@example.com", "--name", "Cy", "--role", "agent",
+      "--password-stdin"], { input: "correct horse battery staple\n" });
+    // Ana's desk: alerts on, waiting on the team page.
+    const desk = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await desk.grantPermissions(["notifications"], { origin: porch.url });
+    await desk.addInitScript(recorders);
+    const ana = await desk.newPage();
+    ana.setDefaultTimeout(15000);
+    await signIn(ana, porch, AGENT.email);
+    await ana.goto(`${porch.url}/team`);
+    await ana.locator("body[data-needs]").waitFor({ state: "attached" });
+    await ana.getByRole("button", { name: "Desktop alerts" }).click();
+    await ana.getByRole("button", { name: "Sound" }).click();
+    const notes = () => ana.evaluate(() => window.__notes.map((n) => ({ ...n })));
+    const v = await visitor(browser, host.url);
+    await v.say("Can someone help with a refund?");
+    await waitFor("the new conversation's notification", async () => (await notes()).length === 1);
+    const beeps = await ana.evaluate(() => window.__beeps);
+
+    // On her phone (another browser), Ana takes the conversation herself: no alert for that.
+    const phone = await browser.newContext();
+    const anaPhone = await phone.newPage();
+    anaPhone.setDefaultTimeout(15000);
+    await signIn(anaPhone, porch, AGENT.email);
+    await anaPhone.goto(`${porch.url}/inbox`);
+    await anaPhone.locator("#conversations li", { hasText: "help with a refund" }).locator("a").click();
+    await anaPhone.waitForURL(/\/conversations\/\d+$/);
+    const id = anaPhone.url().split("/").pop();
+    await anaPhone.getByRole("button", { name: "Assign to me" }).click();
+    await anaPhone.getByText("Ana took this conversation").waitFor();
+
+    // Cy takes it over with the page's button: Ana's desk hears of that (and of nothing before).
+    const cy = await browser.newContext();
+    const cyPage = await cy.newPage();
+    cyPage.setDefaultTimeout(15000);
+    await signIn(cyPage, porch, "cy@example.com");
+    await cyPage.goto(`${porch.url}/conversations/${id}`);
+    await cyPage.getByRole("button", { name: "Take over from Ana" }).click();
+    await cyPage.getByText("Cy took this conversation").waitFor();
+    await waitFor("a notification of the take-over", async () => (await notes()).length === 2);
+    const [, taken] = await notes();
+    assert.equal(taken.title, "No longer yours", "her own assignment alerted nothing before it");
+    assert.match(taken.body, /: Cy took this conversation$/);
+    assert.equal(taken.tag, `porch-conversation-${id}`);
+    assert.equal(await ana.evaluate(() => window.__beeps), beeps + 1);
+
+    // Cy gives it back with the Assignee picker: Ana hears of that too, and a click opens it.
+    await cyPage.getByLabel("Assignee").selectOption({ label: "Ana" });
+    await cyPage.getByRole("button", { name: "Assign", exact: true }).click();
+    await cyPage.getByText("Cy assigned this conversation to Ana").waitFor();
+    await waitFor("a notification of the assignment", async () => (await notes()).length === 3);
+    const given = (await notes())[2];
+    assert.equal(given.title, "Assigned to you");
+    assert.match(given.body, /: Cy assigned this conversation to Ana$/);
+    await Promise.all([ana.waitForURL(new RegExp(`/conversations/${id}$`)),
+      ana.evaluate(() => window.__notes[2].onclick())]);
+
+    await v.context.close();
+    await Promise.all([phone.close(), cy.close(), desk.close()]);
+  });

@@ -1,8 +1,8 @@
 // Porch admin: never miss a chat. On every signed-in page this keeps the agent's unread counts
 // (the tab title "(3) Inbox · Porch", a dot on the favicon, the navigation and the inbox tabs)
 // and, when the agent turned them on in this browser, a short beep and a desktop notification
-// for a visitor message in an unassigned or own conversation (docs/admin.md, "Never miss a
-// chat"). Counts and alerts come from the page's live stream (inbox.js passes them on as
+// for a visitor message in an unassigned or own conversation, or a colleague assigning you a
+// conversation or taking yours (docs/admin.md, "Never miss a chat"). Counts and alerts come from the page's live stream (inbox.js passes them on as
 // porch:counts and porch:alert events) or, on pages without one, from /inbox/counts. It also
 // keeps the navigation's current section in view where the bar scrolls sideways (phones).
 (() => {
@@ -119,8 +119,10 @@
 
   const canNotify = () => "Notification" in window && Notification.permission === "granted" &&
     store.get(DESKTOP) === "on";
+  // A colleague giving you a conversation or taking yours (the body names visitor and change).
+  const TITLES = { assigned: "Assigned to you", unassigned: "No longer yours" };
   const notify = (a) => {
-    const note = new Notification(a.is_new ? "New conversation" : "New message", {
+    const note = new Notification(TITLES[a.kind] || (a.is_new ? "New conversation" : "New message"), {
       body: a.body, tag: `porch-conversation-${a.conversation}`,
     });
     note.onclick = () => {

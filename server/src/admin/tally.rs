@@ -13,9 +13,10 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::sse::{self, Batch};
+use super::views::visitor_label;
 use crate::hub::{InboxEvent, InboxSignal, ReadMark};
 use crate::state::AppState;
-use crate::store::{ConversationId, MessageId, MessageRow, UserId};
+use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, UserId};
 use crate::values::Author;
 
 /// Longest alert text, in characters (a desktop notification shows about two lines).
@@ -48,27 +49,67 @@ impl Counts {
     }
 }
 
-/// A visitor message that should get the agent's attention (sound, desktop notification).
+/// What should get the agent's attention (sound, desktop notification): a visitor message, or a
+/// colleague giving them a conversation or taking one from them.
 #[derive(Debug, Serialize)]
 struct Alert<'a> {
+    /// `message` (a visitor wrote), `assigned` (someone else assigned the conversation to the
+    /// agent) or `unassigned` (someone else took it from them or unassigned it).
+    kind: &'static str,
     conversation: ConversationId,
     message: MessageId,
     /// The message opened the conversation.
     is_new: bool,
-    /// The message's first [`ALERT_CHARS`] characters.
+    /// The message's first [`ALERT_CHARS`] characters; for a change of assignee, the visitor
+    /// and the status line ("Visitor #3: Ben took this conversation").
     body: &'a str,
+}
+
+impl Alert<'_> {
+    /// The `alert` event's data, framed.
+    fn field(&self) -> String {
+        // Serialising this plain struct cannot fail.
+        sse::data_field(&serde_json::to_string(self).unwrap_or_default())
+    }
 }
 
 /// The `alert` event's data for a visitor message, framed: the same for every agent it goes to.
 fn alert_field(event: &InboxEvent) -> String {
-    let alert = Alert {
+    Alert {
+        kind: "message",
         conversation: event.message.conversation_id,
         message: event.message.id,
         is_new: event.opened,
         body: first_chars(&event.message.body, ALERT_CHARS),
+    }
+    .field()
+}
+
+/// The `alert` event's data for a status line that changed whether an open conversation is
+/// `me`'s (`before` and `after` are its assignees), unless `me` wrote the line: an agent hears
+/// of a colleague giving them a conversation or taking it over while they may be answering it.
+fn assignment_alert(
+    me: UserId,
+    event: &InboxEvent,
+    item: &InboxItemRow,
+    before: Option<UserId>,
+) -> Option<String> {
+    let after = item.assignee_id.filter(|_| item.status == "open");
+    let kind = match (before == Some(me), after == Some(me)) {
+        _ if event.by == Some(me) => return None,
+        (false, true) => "assigned",
+        (true, false) if item.status == "open" => "unassigned",
+        _ => return None,
     };
-    // Serialising this plain struct cannot fail.
-    sse::data_field(&serde_json::to_string(&alert).unwrap_or_default())
+    let body = format!("{}: {}", visitor_label(item), event.message.body);
+    let alert = Alert {
+        kind,
+        conversation: item.id,
+        message: event.message.id,
+        is_new: false,
+        body: first_chars(&body, ALERT_CHARS),
+    };
+    Some(alert.field())
 }
 
 /// The stream stopped (the browser left) or could not load its starting point.
@@ -205,7 +246,11 @@ impl Tally {
                             batch.framed_event(None, "alert", event.shared(alert_field));
                         }
                     }
-                    Author::System => self.on_status_line(app, message).await?,
+                    Author::System => {
+                        if let Some(alert) = self.on_status_line(app, event).await? {
+                            batch.framed_event(None, "alert", &alert);
+                        }
+                    }
                     Author::Agent | Author::Note => {}
                 }
             }
@@ -247,13 +292,24 @@ impl Tally {
         for_me
     }
 
-    async fn on_status_line(&mut self, app: &AppState, line: &MessageRow) -> Result<(), Gone> {
+    /// Follows a status line's change of its conversation; the alert for the agent, if it gave
+    /// them the conversation or took it from them.
+    async fn on_status_line(
+        &mut self,
+        app: &AppState,
+        event: &InboxEvent,
+    ) -> Result<Option<String>, Gone> {
+        let line = &event.message;
         let id = line.conversation_id;
         let item = match app.chat.inbox_item(self.me, id).await {
             Ok(item) => Some(item),
             Err(crate::chat::Error::NotFound(_)) => None,
             Err(_) => return Err(Gone),
         };
+        let before = self.open.get(&id).and_then(|open| open.assignee);
+        let alert = item
+            .as_ref()
+            .and_then(|item| assignment_alert(self.me, event, item, before));
         let counted = Some(id) != self.viewing;
         self.change(id, |before| {
             let item = item.filter(|item| item.status == "open")?;
@@ -265,7 +321,7 @@ impl Tally {
                 unread,
             })
         });
-        Ok(())
+        Ok(alert)
     }
 
     fn on_read(&mut self, mark: ReadMark) {
@@ -350,9 +406,72 @@ mod tests {
         assert_eq!(json["conversation"], 5);
         assert_eq!(json["message"], 10);
         assert_eq!(json["is_new"], true);
+        assert_eq!(json["kind"], "message");
         assert_eq!(
             json["body"].as_str().map(|b| b.chars().count()),
             Some(ALERT_CHARS)
+        );
+    }
+
+    #[test]
+    fn a_colleague_giving_or_taking_a_conversation_alerts_but_ones_own_change_does_not() {
+        let item = |status: &str, assignee: Option<i64>| InboxItemRow {
+            id: ConversationId(5),
+            site_id: SiteId(1),
+            site_name: "Shop".into(),
+            visitor_id: crate::store::VisitorId(9),
+            visitor_name: Some("Dee".into()),
+            visitor_email: None,
+            status: status.into(),
+            assignee_id: assignee.map(UserId),
+            assignee_name: None,
+            created_at: 0,
+            last_message_at: 0,
+            waiting_since: None,
+            preview_author: None,
+            preview_body: None,
+            is_unread: false,
+        };
+        let line = |by: i64, body: &str| {
+            let mut row = visitor_message(12, 5);
+            (row.author, row.body) = (Author::System, body.into());
+            let mut event = InboxEvent::new(SiteId(1), Arc::new(row));
+            event.by = Some(UserId(by));
+            event
+        };
+        let kind = |alert: Option<String>| {
+            let json: serde_json::Value =
+                serde_json::from_str(alert.as_deref()?.trim_start_matches("data: ").trim_end())
+                    .expect("JSON");
+            Some(json["kind"].as_str().expect("kind").to_owned())
+        };
+        let me = UserId(1);
+        let taken = line(2, "Cy took this conversation");
+        let alert = assignment_alert(me, &taken, &item("open", Some(2)), Some(me));
+        assert!(
+            alert
+                .as_deref()
+                .unwrap_or("")
+                .contains("Dee: Cy took this conversation")
+        );
+        assert_eq!(kind(alert).as_deref(), Some("unassigned"));
+        let given = line(2, "Cy assigned this conversation to Ana");
+        let alert = assignment_alert(me, &given, &item("open", Some(1)), Some(UserId(2)));
+        assert_eq!(kind(alert).as_deref(), Some("assigned"));
+        // One's own change, a change between others, and closing one's conversation: nothing.
+        let mine = line(1, "Ana took this conversation");
+        assert_eq!(
+            assignment_alert(me, &mine, &item("open", Some(1)), None),
+            None
+        );
+        assert_eq!(
+            assignment_alert(me, &taken, &item("open", Some(2)), Some(UserId(3))),
+            None
+        );
+        let closed = line(2, "Cy closed this conversation");
+        assert_eq!(
+            assignment_alert(me, &closed, &item("closed", Some(1)), Some(me)),
+            None
         );
     }
 

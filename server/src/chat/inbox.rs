@@ -470,7 +470,9 @@ impl Chat {
                 },
                 move |stored: &Option<(MessageId, Vec<store::JobRow>)>| {
                     if let Some((message, _)) = stored {
-                        publish(&hub, site_id, published(*message));
+                        let mut event = InboxEvent::new(site_id, Arc::new(published(*message)));
+                        event.by = Some(user);
+                        hub.publish_to_inbox(event);
                     }
                 },
             )

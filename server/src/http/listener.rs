@@ -10,6 +10,7 @@ mod admission;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -191,7 +192,8 @@ fn refusal(reason: Reason) -> Response<axum::body::Body> {
 }
 
 /// Serves one request of a refused connection from the reserve: the probes for real, anything
-/// else a 503. Bounded by [`REFUSAL_DEADLINE`] twice over, whatever the client does.
+/// else a 503, also to a client whose request head did not arrive in time. Bounded by
+/// [`REFUSAL_DEADLINE`] twice over, whatever the client does.
 async fn answer_refused(
     stream: TcpStream,
     peer: SocketAddr,
@@ -217,9 +219,17 @@ async fn answer_refused(
             Ok(router.oneshot(request).await.unwrap_or_else(|e| match e {}))
         }
     });
+    // hyper drops a connection whose head is late without a word. A second descriptor of the
+    // socket (which stays open until both are closed) gives it the 503 then.
+    let spare = rustix::io::dup(&stream).ok();
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     match tokio::time::timeout(2 * REFUSAL_DEADLINE, connection).await {
         Ok(Ok(())) => {}
+        Ok(Err(err)) if err.is_timeout() => {
+            if let Some(spare) = spare {
+                refuse_now(spare, reason);
+            }
+        }
         Ok(Err(err)) => tracing::debug!(error = %err, "refused connection ended with an error"),
         Err(_) => tracing::debug!("refused connection ran out of time"),
     }
@@ -229,12 +239,14 @@ async fn answer_refused(
 /// Answers without reading when even the reserve is taken: one non-blocking write of the 503
 /// into an empty send buffer, then close. A client whose request was still arriving may see a
 /// reset instead, which is still an immediate answer.
-fn refuse_now(stream: &TcpStream, reason: Reason) {
+/// Works on the socket's descriptor, so it also serves one that hyper has given up on; the
+/// socket is non-blocking either way.
+fn refuse_now(socket: impl AsFd, reason: Reason) {
     let body = refusal_text(reason);
     // Reading what already arrived makes the close a FIN rather than a reset more often.
     let mut scratch = [0u8; 4096];
     for _ in 0..4 {
-        if !matches!(stream.try_read(&mut scratch), Ok(n) if n > 0) {
+        if !matches!(rustix::io::read(&socket, &mut scratch), Ok(n) if n > 0) {
             break;
         }
     }
@@ -242,7 +254,7 @@ fn refuse_now(stream: &TcpStream, reason: Reason) {
         "HTTP/1.1 503 Service Unavailable\r\nretry-after: {RETRY_AFTER_SECONDS}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
-    if let Err(err) = stream.try_write(head.as_bytes()) {
+    if let Err(err) = rustix::io::write(&socket, head.as_bytes()) {
         tracing::debug!(error = %err, "could not answer a refused connection");
     }
 }

@@ -129,3 +129,27 @@ async fn with_every_slot_taken_a_new_connection_is_refused_at_once_and_probes_st
     );
     drop(held);
 }
+
+/// A refused connection that sends nothing, or only part of a request head, still gets its 503
+/// when its time in the reserve is up, not a silent close.
+#[tokio::test]
+async fn a_refused_connection_that_sends_nothing_or_half_a_head_still_gets_the_503() {
+    let app = TestApp::spawn(&["--max-connections-per-ip", "3"]).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(hold_slot(FIRST, app.addr).await);
+    }
+    for sent in [&b""[..], b"GET / HTTP/1.1\r\nHost: por"] {
+        let mut stream = connect_from(FIRST, app.addr).await;
+        stream.write_all(sent).await.expect("write");
+        let mut answer = Vec::new();
+        tokio::time::timeout(WAIT, stream.read_to_end(&mut answer))
+            .await
+            .expect("an answer within the reserve's deadlines")
+            .expect("read");
+        let answer = String::from_utf8_lossy(&answer);
+        assert_refused(&answer);
+        assert!(answer.ends_with("Too many connections from your address; retry shortly.\n"));
+    }
+    drop(held);
+}

@@ -230,7 +230,7 @@ test("an Arabic browser gets a right-to-left panel with the visitor's messages o
         const panel = root.querySelector("[data-porch=panel]").getBoundingClientRect();
         const bubble = root.querySelector("[data-porch=message][data-author=visitor] .bubble")
           .getBoundingClientRect();
-        const close = root.querySelector("header .close").getBoundingClientRect();
+        const close = root.querySelector(".head .close").getBoundingClientRect();
         return { panelLeft: panel.left, panelRight: panel.right, bubbleLeft: bubble.left, bubbleRight: bubble.right,
           closeLeft: close.left };
       });

@@ -170,6 +170,37 @@ test("the pre-chat form is asked before the first message and the agent sees the
     await adminContext.close();
   });
 
+test("on a short screen (a page zoomed to 200%) the form scrolls, the message box stays, and focus starts in the form",
+  { timeout: 60000 }, async () => {
+    const context = await world.browser.newContext({ viewport: { width: 640, height: 360 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await page.goto(world.host.url);
+    await page.locator("[data-porch=launcher]").focus();
+    await page.keyboard.press("Enter");
+    await page.locator("[data-porch=prechat]").waitFor({ state: "visible" });
+    const name = page.locator("[data-porch=prechat-name]");
+    await waitFor("focus in the form's first field", () =>
+      name.evaluate((el) => el === el.getRootNode().activeElement));
+    assert.equal(await name.getAttribute("autocomplete"), "name");
+    assert.equal(await page.locator("[data-porch=prechat-email]").getAttribute("autocomplete"), "email");
+    const box = async (sel) => page.locator(sel).evaluate((el) => {
+      const r = el.getBoundingClientRect();
+      return { top: r.top, bottom: r.bottom };
+    });
+    const panel = await box("[data-porch=panel]");
+    for (const sel of ["[data-porch=input]", "[data-porch=send]", "[data-porch=status]", "[data-porch=messages]"]) {
+      const el = await box(sel);
+      assert.ok(el.top >= panel.top && el.bottom <= panel.bottom + 0.5,
+        `${sel} ${JSON.stringify(el)} outside the panel ${JSON.stringify(panel)}`);
+    }
+    // The form scrolls within what is left: its last field can be brought into view and filled.
+    assert.equal(await page.locator("[data-porch=prechat]").evaluate((el) => el.scrollHeight > el.clientHeight), true);
+    await page.locator("[data-porch=prechat-answer]").fill("PX-short");
+    assert.equal(await page.locator("[data-porch=prechat-answer]").isVisible(), true);
+    await context.close();
+  });
+
 test("a message refused for its answers waits for the form, which asks again, also after a reload",
   { timeout: 120000 }, async () => {
     const { porch, browser, site } = world; // the form of the test above: name and question required

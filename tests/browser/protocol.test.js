@@ -148,8 +148,17 @@ test("rate_limited: 'Please wait N s', then the same client_id is resent after r
     await ui.error.waitFor({ state: "visible" });
     assert.equal(await ui.error.innerText(), "You are sending messages too fast. Please wait 3 s.");
     assert.equal(await ui.mine.getAttribute("data-status"), "sending");
+    // The alert is read once: what screen readers get (all but the aria-hidden countdown) is one node
+    // that the ticks leave alone.
+    const spoken = () => ui.error.evaluate((el) => {
+      const said = [...el.childNodes].filter((n) => !(n.nodeType === 1 && n.getAttribute("aria-hidden") === "true"));
+      el.__said ??= said[0];
+      return { text: said.map((n) => n.textContent).join(""), same: said[0] === el.__said };
+    });
+    assert.deepEqual(await spoken(), { text: "You are sending messages too fast. ", same: true });
     await ui.page.clock.runFor(1000);
     assert.match(await ui.error.innerText(), /Please wait 2 s\./);
+    assert.deepEqual(await spoken(), { text: "You are sending messages too fast. ", same: true });
     await ui.page.clock.runFor(1500);
     assert.equal(ui.fake.sent().length, 1, "resent before retry_after_ms");
     await ui.page.clock.runFor(600);
@@ -205,6 +214,9 @@ test("after close code 1008 the error shows and the widget never reconnects", { 
   await waitFor("stopped", async () => (await ui.status.getAttribute("data-state")) === "stopped");
   assert.equal(await ui.error.innerText(), "This website may not use this chat.");
   assert.equal(await ui.input.isDisabled(), true);
+  // Focus was in the message box, now disabled: it is on Close chat, not on the host page's body.
+  assert.equal(await ui.page.locator("[data-porch=panel] .close").evaluate((el) => el === el.getRootNode().activeElement),
+    true);
   await ui.page.clock.runFor(120000);
   assert.equal(ui.fake.conns.length, 1, "reconnected after 1008");
   await ui.done();

@@ -251,7 +251,7 @@
     // "bare": the site started the widget without our button ("launcher": false), so nothing sits below.
     class: `panel${c.position === "left" ? " left" : ""}${c.launcher === false ? " bare" : ""}`, "data-porch": "panel", role: "dialog",
     "aria-labelledby": "porch-title", hidden: true, lang, dir: lang === "ar" || lang === "he" ? "rtl" : "ltr",
-  }, h("header", {}, h("div", { class: "who" }, title, status), dataBtn, closeBtn), dataMenu, list, typing, error,
+  }, h("div", { class: "head" }, h("div", { class: "who" }, title, status), dataBtn, closeBtn), dataMenu, list, typing, error,
   emailForm, form);
   // One polite region outside the panel, so that it also speaks while the panel is closed: what a visitor
   // would otherwise only see (a reply behind the launcher's dot, the message box nearing its limit).
@@ -478,16 +478,21 @@
   };
   let errorTimer = null;
   // Shows a message near the composer; with waitMs, counts down "Please wait N s" and then clears itself.
+  // The line is an alert, and rewriting one cuts speech off: the ticking words are hidden from screen
+  // readers (who hear the message once), and the same message again while counting only moves the end.
   const showError = (text, waitMs) => {
+    const again = errorTimer && waitMs && error.dataset.said === text;
     clearInterval(errorTimer);
     errorTimer = null;
     error.hidden = !text && !waitMs;
+    error.dataset.said = waitMs ? text : "";
     if (!waitMs) { error.textContent = text || ""; return; }
+    if (!again) error.replaceChildren(text ? `${text} ` : "", h("span", { "aria-hidden": "true" }));
     const until = Date.now() + waitMs;
     const tick = () => {
       const s = Math.ceil((until - Date.now()) / 1000);
       if (s <= 0) { clearInterval(errorTimer); errorTimer = null; error.hidden = true; return; }
-      error.textContent = `${text ? `${text} ` : ""}${t("wait", { s })}`;
+      error.lastChild.textContent = t("wait", { s });
     };
     tick();
     errorTimer = setInterval(tick, 1000);
@@ -759,7 +764,10 @@
       if (e.code === FATAL_CLOSE) {
         stopped = true;
         setStatus(t("unavailable"), "stopped");
-        input.disabled = sendBtn.disabled = attachBtn.disabled = dataBtn.disabled = true;
+        // Focus in a control about to be disabled would fall to the host page: Close chat takes it.
+        const controls = [input, sendBtn, attachBtn, dataBtn];
+        if (controls.includes(root.activeElement)) closeBtn.focus();
+        for (const el of controls) el.disabled = true;
         return;
       }
       scheduleReconnect();
@@ -1064,7 +1072,7 @@
       if (mode !== "optional" && mode !== "required") return null;
       const id = `porch-pre-${key}`;
       const input = h("input", { id, type, maxlength: max, "data-porch": `prechat-${key}`,
-        required: mode === "required" });
+        required: mode === "required", autocomplete: { name: "name", email: "email" }[key] || "off" });
       if (typeof before[key] === "string") input.value = before[key];
       const text = mode === "required" ? label : t("optional", { label });
       const x = { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
@@ -1077,6 +1085,9 @@
       .filter(Boolean);
     pre.replaceChildren(...preFields.map((x) => x.el));
     pre.hidden = !preFields.length;
+    // The form arrives after the panel opened with focus in the message box, below it: a visitor who
+    // has not begun writing is taken to the form, so it is heard before the box and not only on a refusal.
+    if (preFields.length && root.activeElement === input && !input.value) preFields[0].input.focus();
   };
   const isBadAnswer = (x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity();
   // Puts the answers on the first message; false (saying why) while a required field is empty or invalid.

@@ -6,9 +6,10 @@
 //!
 //! The rules are line-based and deliberately small, so they cannot change what the code means:
 //! - JS: each line is trimmed, and empty lines and lines that are only a `//` comment go. Line
-//!   breaks stay (automatic semicolon insertion keeps working), and comments after code stay (a
-//!   `//` there may be inside a string or a URL). This is only sound while no string or template
-//!   literal spans lines, which a test below checks on `panel.js`.
+//!   breaks stay (automatic semicolon insertion keeps working). A comment after code goes only
+//!   when the code before it has no quote, backtick or slash: a `//` inside a string, a template
+//!   or a regular expression always has one of those before it on its line. This is only sound
+//!   while no string or template literal spans lines, which a test below checks on `panel.js`.
 //! - CSS: `/* … */` comments go (the panel's CSS has no string containing `/*`, also checked), then
 //!   each line is trimmed and empty lines go.
 
@@ -18,8 +19,18 @@ pub fn compact_js(source: &str) -> String {
         .lines()
         .map(str::trim)
         .filter(|line| !line.is_empty() && !line.starts_with("//"))
+        .map(without_trailing_comment)
         .collect();
     kept.join("\n")
+}
+
+/// `line` without a `//` comment after its code, when nothing before the comment could hold a
+/// `//` of its own (a string, a template, a regular expression).
+fn without_trailing_comment(line: &str) -> &str {
+    match line.split_once(" //") {
+        Some((code, _)) if !code.contains(['"', '\'', '`', '/']) => code.trim_end(),
+        _ => line,
+    }
 }
 
 /// `source` without comments, indentation and empty lines.
@@ -49,12 +60,19 @@ mod tests {
     const PANEL_CSS: &str = include_str!("../../assets/widget/panel.css");
 
     #[test]
-    fn js_loses_comment_lines_and_indentation_but_keeps_line_breaks_and_trailing_comments() {
+    fn js_loses_comments_and_indentation_but_keeps_line_breaks_and_anything_in_a_literal() {
         let source = "// header\n  const a = 1; // why\n\n    // note\n  const b = `x // y`;\n";
-        assert_eq!(
-            compact_js(source),
-            "const a = 1; // why\nconst b = `x // y`;"
-        );
+        assert_eq!(compact_js(source), "const a = 1;\nconst b = `x // y`;");
+        // A `//` after a quote, a backtick or a slash may be inside a literal: it stays.
+        for kept in [
+            "const u = \"http://x\"; // why",
+            "const u = 'a' + b; // why",
+            "f(`${a}`); // why",
+            "const r = /a\\/ //b/; // why",
+            "a = b / c; // why",
+        ] {
+            assert_eq!(compact_js(kept), kept);
+        }
     }
 
     #[test]

@@ -108,12 +108,10 @@ fn reseal_totp_secrets(
             opened.push((user, secret));
         }
     }
-    store::scrub_free_space(tx, |tx| {
-        for (user, secret) in &opened {
-            store::update_totp_secret(tx, *user, &seal_totp(new, *user, secret)?)?;
-        }
-        Ok(())
-    })?;
+    for (user, secret) in &opened {
+        let sealed = seal_totp(new, *user, secret).map_err(store::Error::from)?;
+        store::update_totp_secret(tx, *user, &sealed)?;
+    }
     Ok(opened.len())
 }
 

@@ -74,7 +74,7 @@ pub fn store_secrets(
 /// database from before sealing existed) and checks that every sealed one opens with `key`, so a
 /// wrong key stops the start instead of the first delivery. Returns how many were sealed now; a
 /// second run seals none. When it sealed any, the clear text is also scrubbed from the file's
-/// free space and the WAL (see [`store::scrub_free_space`]).
+/// free space (the writer's `secure_delete`, see `store::open_write_connection`) and the WAL.
 ///
 /// # Errors
 /// The first row that does not open with `key`; nothing is changed then.
@@ -88,12 +88,9 @@ pub fn seal_clear_secrets(conn: &Connection, key: &SecretKey) -> Result<usize, S
     if clear.is_empty() {
         return Ok(0);
     }
-    store::scrub_free_space(&tx, |tx| {
-        for (id, stored) in &clear {
-            store_secrets(tx, key, *id, stored.as_stored())?;
-        }
-        Ok(())
-    })?;
+    for (id, stored) in &clear {
+        store_secrets(&tx, key, *id, stored.as_stored())?;
+    }
     tx.commit().map_err(store::Error::from)?;
     if !store::truncate_wal(conn)? {
         tracing::warn!(
@@ -139,11 +136,8 @@ pub fn reseal_secrets(
         };
         opened.push((id, clear));
     }
-    store::scrub_free_space(tx, |tx| {
-        for (id, clear) in &opened {
-            store_secrets(tx, new, *id, clear)?;
-        }
-        Ok(())
-    })?;
+    for (id, clear) in &opened {
+        store_secrets(tx, new, *id, clear)?;
+    }
     Ok(opened.len())
 }

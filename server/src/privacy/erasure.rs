@@ -52,10 +52,9 @@ pub fn erase_step(
     visitor: VisitorId,
     so_far: Deleted,
 ) -> Result<(Deleted, bool), store::Error> {
-    // With SQLite's secure_delete on, the erased rows' bytes are overwritten with zeros in the
-    // pages that keep other rows, not merely unlinked: a copy of the file must not hold them.
-    let (step, is_done) =
-        store::scrub_free_space(c, |c| store::erase_visitor_chunk(c, visitor, PURGE_CHUNK))?;
+    // The writer runs with SQLite's secure_delete on (`store::open_write_connection`): the erased
+    // rows' bytes are overwritten with zeros, not merely unlinked.
+    let (step, is_done) = store::erase_visitor_chunk(c, visitor, PURGE_CHUNK)?;
     let mut total = so_far;
     total.add(step);
     if is_done && total.visitors > 0 {

@@ -78,8 +78,7 @@ pub use capacity::{
 pub use check::{CheckReport, check_database, is_porch_database};
 pub use conversations::{ConversationRow, find_conversation, list_conversations};
 pub use db::{
-    Synchronous, open_existing_read_only, open_read_connection, open_write_connection,
-    scrub_free_space, truncate_wal,
+    Synchronous, open_existing_read_only, open_read_connection, open_write_connection, truncate_wal,
 };
 pub use deliveries::{
     DeliveryLogRow, WebhookConversation, delete_integration, disable_integration,

@@ -940,3 +940,40 @@ async fn a_visitor_erased_by_the_command_line_while_connected_is_told_on_their_n
     assert_eq!(widget.closed().await, Some(1000));
     assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
 }
+
+/// Rows are rewritten before an erasure (an email given after the first message, pages split as
+/// visitors arrive): the older copies' bytes must not outlive the erasure in the file either.
+#[tokio::test]
+async fn an_erasure_leaves_no_older_copy_of_the_persons_rows_in_the_file() {
+    let mut app = TestApp::spawn(&["--ip-conversations-burst", "100"]).await;
+    let site = app.add_site("Shop");
+    app.set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
+    for n in 0..60 {
+        let mut widget = app.connect(&site, crate::helpers::ORIGIN).await;
+        widget
+            .send(serde_json::json!({"type": "hello", "v": 1, "last_id": 0,
+                "page": format!("https://shop.example/account?user=PAGE-p{n}x")}))
+            .await;
+        assert_eq!(widget.recv().await["type"], "welcome");
+        let ack = widget.say("c-1", &format!("first MSG-p{n}x text")).await;
+        assert_eq!(ack["type"], "ack", "{ack}");
+        widget
+            .send(serde_json::json!({"type": "email", "email": format!("p{n}x@example.org")}))
+            .await;
+        assert_eq!(widget.recv().await["type"], "email_saved");
+    }
+    let erased = cli(&app, &["erase", "--email", "p7x@example.org", "--yes"]);
+    assert!(erased.contains("erased visitor"), "{erased}");
+
+    app.server.take().expect("server").stop().await;
+    let db = app.db();
+    db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+    drop(db);
+    let file = std::fs::read(app.data_dir.path().join("porch.db")).expect("the file");
+    let holds = |text: &str| file.windows(text.len()).any(|w| w == text.as_bytes());
+    assert!(holds("PAGE-p8x") && holds("MSG-p8x") && holds("p8x@example.org"));
+    for trace in ["PAGE-p7x", "MSG-p7x", "p7x@example.org"] {
+        assert!(!holds(trace), "{trace:?} is still in the file");
+    }
+}

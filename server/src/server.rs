@@ -6,6 +6,7 @@ mod sealed_values;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -357,15 +358,30 @@ async fn open_database(
     let data_dir = config.data_dir.clone();
     let path = data_dir.join(crate::config::DATABASE_FILE);
     let synchronous = config.synchronous;
+    // A start-up that is abandoned (a stop signal) drops this future, and with it the guard: the
+    // blocking work, which runs on, then stops before its next migration.
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let _guard = SetOnDrop(Arc::clone(&abandoned));
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let mut conn = store::open_write_connection(&path, synchronous)?;
-        let version = store::apply_migrations(&mut conn)?;
+        let go_on = || !abandoned.load(Ordering::Relaxed);
+        let version = store::apply_migrations_while(&mut conn, &go_on)?;
+        anyhow::ensure!(go_on(), "start-up abandoned at schema version {version}");
         tracing::info!(version, "database schema is current");
         sealed_values::check_then_seal(&conn, &sealing)?;
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
         Ok((conn, secret))
     })
     .await?
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The periodic housekeeping: brake pruning, the retention purge (docs/privacy.md), the

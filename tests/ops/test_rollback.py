@@ -4,6 +4,9 @@ serve`) must take it: check passes with a note, serve migrates it. The older dat
 from the repository's own migrations, as the older Porch built it (one transaction each,
 `user_version` set to its number)."""
 
+import signal
+import time
+
 # Porch's own SQLite generation, not the system's: see requirements.txt.
 from pysqlite3 import dbapi2 as sqlite3
 
@@ -51,3 +54,46 @@ def test_check_refuses_a_newer_schema(tmp_path, porch_bin):
     check = run([porch_bin, "check", "--db", path], check=False)
     assert check.returncode != 0
     assert "comes from a newer Porch" in check.stdout
+
+
+def test_a_stop_during_an_upgrade_waits_for_the_migration_under_way_not_for_every_one_left(
+        tmp_path, porch_bin, processes):
+    """docs/operations.md, "Stopping": a signal while migrating lets the migration under way
+    commit, then stops before the next one; the next start carries on from there."""
+    latest = len(MIGRATIONS)
+    data = tmp_path / "data"
+    data.mkdir()
+    older_database(data / "porch.db", 28)
+    # Enough jobs that rebuilding their table (migration 29) takes a moment to stop in.
+    conn = sqlite3.connect(data / "porch.db")
+    conn.executemany(
+        "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) "
+        "VALUES ('webhook', 'webhook.deliver', ?, 'done', 8, 0, 0)",
+        ((f'{{"event":"message.created","conversation_id":{n}}}',) for n in range(300_000)))
+    conn.commit()
+    conn.close()
+
+    server = processes.serve(porch_bin, data)
+    deadline = time.monotonic() + 30
+    while not any("sealing key" in line for line in server.log):
+        assert server.process.poll() is None and time.monotonic() < deadline, "".join(server.log)
+        time.sleep(0.01)
+    time.sleep(0.2)
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=60) == 0
+    time.sleep(0.2)  # the log reader catches up
+    log = "".join(server.log)
+    assert "stopped before serving" in log, log
+    assert "migrating stopped between migrations" in log, log
+    conn = sqlite3.connect(data / "porch.db")
+    reached = conn.execute("PRAGMA user_version").fetchone()[0]
+    conn.close()
+    assert 28 < reached < latest, f"stopped at {reached}:\n{log}"
+
+    # The next start finishes the upgrade.
+    server = processes.serve(porch_bin, data)
+    server.wait_ready()
+    server.process.terminate()
+    server.process.wait(timeout=30)
+    check = run([porch_bin, "check", "--db", data / "porch.db"])
+    assert f"schema version  {latest} (ok)" in check.stdout, check.stdout

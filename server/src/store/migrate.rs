@@ -66,6 +66,19 @@ pub fn migrated_in_memory() -> Connection {
 /// # Errors
 /// Fails if a migration fails (it is rolled back) or if the database is newer than this binary.
 pub fn apply_migrations(conn: &mut Connection) -> Result<u32, Error> {
+    apply_migrations_while(conn, &|| true)
+}
+
+/// Like [`apply_migrations`], but before each migration asks `go_on`, and stops (returning the
+/// version reached) when it says no: a stop requested during an upgrade waits for the migration
+/// under way, not for every one still to come.
+///
+/// # Errors
+/// As [`apply_migrations`].
+pub fn apply_migrations_while(
+    conn: &mut Connection,
+    go_on: &dyn Fn() -> bool,
+) -> Result<u32, Error> {
     let current = schema_version(conn)?;
     if current > LATEST {
         return Err(Error::NewerSchema {
@@ -78,21 +91,27 @@ pub fn apply_migrations(conn: &mut Connection) -> Result<u32, Error> {
     // with its id, so references hold (tested below). The pragma is a no-op inside a transaction.
     let enforced: bool = conn.pragma_query_value(None, "foreign_keys", |r| r.get(0))?;
     conn.pragma_update(None, "foreign_keys", false)?;
-    let applied = apply_each(conn, current);
+    let applied = apply_each(conn, current, go_on);
     conn.pragma_update(None, "foreign_keys", enforced)?;
-    applied.map(|()| LATEST)
+    applied
 }
 
-fn apply_each(conn: &mut Connection, current: u32) -> Result<(), Error> {
+fn apply_each(conn: &mut Connection, current: u32, go_on: &dyn Fn() -> bool) -> Result<u32, Error> {
+    let mut reached = current;
     for (version, sql) in (1..).zip(MIGRATIONS).skip(current as usize) {
+        if !go_on() {
+            tracing::info!(version = reached, "migrating stopped between migrations");
+            break;
+        }
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute_batch(sql)
             .map_err(|source| Error::Migration { version, source })?;
         tx.pragma_update(None, "user_version", version)?;
         tx.commit()?;
         tracing::info!(version, "applied migration");
+        reached = version;
     }
-    Ok(())
+    Ok(reached)
 }
 
 #[cfg(test)]

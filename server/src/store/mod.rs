@@ -142,7 +142,9 @@ pub use messages::{
 };
 #[cfg(test)]
 pub use migrate::migrated_in_memory;
-pub use migrate::{LATEST as LATEST_SCHEMA, apply_migrations, schema_version};
+pub use migrate::{
+    LATEST as LATEST_SCHEMA, apply_migrations, apply_migrations_while, schema_version,
+};
 pub use prechat::{
     SitePrechatRow, delete_site_prechat, field_mode, find_site_prechat, upsert_site_prechat,
 };

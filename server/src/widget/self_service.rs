@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::audit::Actor;
 use crate::chat::{Site, hash_token};
 use crate::clock::now_ms;
-use crate::http::{ApiError, ClientIp};
+use crate::http::ApiError;
 use crate::privacy::{self, PersonData, Requester, Via};
 use crate::state::AppState;
 use crate::store;
@@ -127,7 +127,6 @@ pub(super) fn storage_failed(origin: &HeaderValue, err: store::Error) -> Respons
 pub async fn export(
     State(app): State<AppState>,
     Query(query): Query<SelfServiceQuery>,
-    ClientIp(ip): ClientIp,
     headers: HeaderMap,
     token: String,
 ) -> Response {
@@ -166,7 +165,7 @@ pub async fn export(
         Err(err) => return storage_failed(&checked.origin, err),
     };
     let requester = Requester {
-        actor: Actor::visitor(data.visitor.id, ip),
+        actor: Actor::visitor(data.visitor.id),
         via: Via::Widget,
     };
     // The record counts what the visitor gets: not agents' notes or status lines.
@@ -203,7 +202,6 @@ pub async fn export(
 pub async fn erase(
     State(app): State<AppState>,
     Query(query): Query<SelfServiceQuery>,
-    ClientIp(ip): ClientIp,
     headers: HeaderMap,
     token: String,
 ) -> Response {
@@ -223,7 +221,7 @@ pub async fn erase(
     let deleted = match visitor {
         Some(visitor) => {
             let requester = Requester {
-                actor: Actor::visitor(visitor.id, ip),
+                actor: Actor::visitor(visitor.id),
                 via: Via::Widget,
             };
             match privacy::erase_visitor(

@@ -699,15 +699,21 @@ async fn a_visitor_downloads_their_conversation_and_erases_themselves_from_the_w
     }
     assert_eq!(open_tab.closed().await, Some(1000));
     assert_eq!(scan(&app, &ann), Vec::new());
-    let actor: String = app
+    let (actor, ip): (String, String) = app
         .db()
         .query_row(
-            "SELECT actor FROM audit_events WHERE action = 'privacy.erased'",
+            "SELECT actor, ip FROM audit_events WHERE action = 'privacy.erased'",
             [],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .expect("recorded");
     assert_eq!(actor, format!("visitor {}", ann.chat.visitor));
+    // The log outlives the erasure: the visitor's address is not in it, for the export either.
+    assert_eq!(ip, "widget");
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE ip LIKE '127.%'"),
+        0
+    );
 
     // The same token starts afresh: nothing is stored about it any more.
     let again = own_data(

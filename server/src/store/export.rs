@@ -99,10 +99,13 @@ fn visitor_from_row(r: &Row<'_>) -> rusqlite::Result<VisitorRecord> {
     })
 }
 
-/// The visitors who gave this email address (any case), across sites, oldest first.
+/// The visitors who gave this email address (any case), across sites, oldest first: as their
+/// address, or as one a page claimed for them without a valid `user_hash` (still their data).
+/// The claimed one has no index: a privacy lookup is rare, and reads the table once.
 pub fn find_visitors_by_email(conn: &Connection, email: &str) -> Result<Vec<VisitorRecord>, Error> {
     let mut stmt = conn.prepare_cached(&format!(
-        "{VISITOR} WHERE v.email = ?1 COLLATE NOCASE ORDER BY v.id LIMIT 100"
+        "{VISITOR} WHERE v.email = ?1 COLLATE NOCASE OR v.claimed_email = ?1 COLLATE NOCASE \
+         ORDER BY v.id LIMIT 100"
     ))?;
     Ok(stmt
         .query_map([email.trim()], visitor_from_row)?

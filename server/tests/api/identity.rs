@@ -429,6 +429,15 @@ async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
         ],
         "{visitor}"
     );
+    // The claimed address is Eve's data too: a lookup by it finds her, as `porch erase` does.
+    let out = cli(&app, &["export", "--email", "EVE@example.org"]);
+    let exports: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(exports[0]["visitor"]["id"], eve_id, "{out}");
+    let dry = cli(&app, &["erase", "--email", "eve@example.org"]);
+    assert!(
+        dry.contains(&format!("  visitor {eve_id} on Acme")),
+        "{dry}"
+    );
 }
 
 /// A verified user's messages are stored under their user id, but their uploads under the

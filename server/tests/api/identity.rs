@@ -374,6 +374,12 @@ async fn the_identity_secret_still_verifies_after_the_sealing_key_is_rotated() {
     assert!(detail.contains("\"identity_secrets\":1"), "{detail}");
 }
 
+/// What `porch export` prints for `args`, as JSON.
+fn exported(app: &TestApp, args: &[&str]) -> Value {
+    let out = cli(app, &[&["export"], args].concat());
+    serde_json::from_str(&out).expect("JSON")
+}
+
 #[tokio::test]
 async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
     let app = TestApp::spawn(&[]).await;
@@ -396,8 +402,7 @@ async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
     .await;
     assert_eq!(eve.say("c-1", "Hi").await["type"], "ack");
 
-    let out = cli(&app, &["export", "--email", "ada@example.org"]);
-    let exports: Value = serde_json::from_str(&out).expect("JSON");
+    let exports = exported(&app, &["--email", "ada@example.org"]);
     let visitor = &exports[0]["visitor"];
     assert_eq!(
         (
@@ -409,8 +414,7 @@ async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
         "{visitor}"
     );
     let eve_id = app.count("SELECT id FROM visitors WHERE claimed_user_id IS NOT NULL");
-    let out = cli(&app, &["export", "--visitor", &eve_id.to_string()]);
-    let exports: Value = serde_json::from_str(&out).expect("JSON");
+    let exports = exported(&app, &["--visitor", &eve_id.to_string()]);
     let visitor = &exports[0]["visitor"];
     assert_eq!(
         [
@@ -430,9 +434,8 @@ async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
         "{visitor}"
     );
     // The claimed address is Eve's data too: a lookup by it finds her, as `porch erase` does.
-    let out = cli(&app, &["export", "--email", "EVE@example.org"]);
-    let exports: Value = serde_json::from_str(&out).expect("JSON");
-    assert_eq!(exports[0]["visitor"]["id"], eve_id, "{out}");
+    let exports = exported(&app, &["--email", "EVE@example.org"]);
+    assert_eq!(exports[0]["visitor"]["id"], eve_id, "{exports}");
     let dry = cli(&app, &["erase", "--email", "eve@example.org"]);
     assert!(
         dry.contains(&format!("  visitor {eve_id} on Acme")),

@@ -406,7 +406,10 @@ pub fn render_delete_site(view: DeleteSiteView) -> String {
                 <CsrfField token=csrf/>
                 <div class="field">
                     <label for="confirm">"Type the site's name to confirm"</label>
+                    // After a wrong name, focus goes to the field, which reads out the error it
+                    // is described by (an alert already in the page on load is not announced).
                     <input id="confirm" name="confirm" type="text" required autocomplete="off"
+                        autofocus=view.error.is_some()
                         aria-invalid=view.error.is_some().then_some("true")
                         aria-describedby=view.error.is_some().then_some("confirm-error")/>
                 </div>

@@ -51,6 +51,10 @@ test("type /thanks in the reply box, pick with the keyboard, Enter inserts the f
     const options = list.getByRole("option");
     assert.deepEqual((await options.allInnerTexts()).map((t) => t.split(" ")[0]), ["/thanks", "/thanks-bye"]);
     assert.match(await activeOption(), /^\/thanks shared/);
+    // A screen reader hears the list open (a textarea cannot be a combobox): a polite status.
+    const status = page.locator("[data-canned-status]");
+    assert.equal(await status.getAttribute("role"), "status");
+    assert.equal(await status.textContent(), "2 canned replies: Up and Down to choose, Enter to insert.");
     await page.keyboard.press("ArrowDown");
     assert.match(await activeOption(), /^\/thanks-bye personal/);
     assert.equal(await options.nth(1).getAttribute("aria-selected"), "true");
@@ -59,6 +63,7 @@ test("type /thanks in the reply box, pick with the keyboard, Enter inserts the f
     await snap(page, "canned-picker");
     await page.keyboard.press("Enter");
     assert.equal(await list.isHidden(), true);
+    assert.equal(await status.textContent(), "", "closed, it says nothing");
     assert.equal(await box.inputValue(), "Thanks for waiting! Ana from Acme Shop here.");
     assert.equal(await page.evaluate(() => document.activeElement.id), "reply-body");
     // Enter inserted: nothing was sent.

@@ -3,7 +3,10 @@
 // what follows the slash; Up/Down move, Enter or Tab inserts the reply in place of "/word"
 // (placeholders already filled by the server), Escape closes. The list is a role="listbox";
 // the reply box points at the active option with aria-activedescendant, so focus never leaves
-// the box. The replies are fetched once, on the first "/", from the box's data-canned URL.
+// the box. A textarea cannot be a combobox, so screen readers would not hear the list open: a
+// polite status beside it says how many replies it offers and how to choose, when that number
+// changes (not on every key). The replies are fetched once, on the first "/", from the box's
+// data-canned URL.
 // Every piece of text is set with textContent: nothing from a reply is ever parsed as HTML.
 (() => {
   "use strict";
@@ -16,6 +19,15 @@
   let shown = []; // the replies on the list, in order
   let active = -1;
   let word = null; // { start, end, query } of the "/word" at the caret
+  const said = document.createElement("p");
+  said.className = "visually-hidden";
+  said.setAttribute("role", "status");
+  said.dataset.cannedStatus = "";
+  list.after(said);
+  const say = (n) => {
+    const text = n === 0 ? "" : `${n} canned ${n === 1 ? "reply" : "replies"}: Up and Down to choose, Enter to insert.`;
+    if (said.textContent !== text) said.textContent = text;
+  };
 
   const load = () => {
     loading ??= fetch(box.dataset.canned, {
@@ -61,6 +73,7 @@
     active = -1;
     word = null;
     box.removeAttribute("aria-activedescendant");
+    say(0);
   };
 
   const highlight = (index) => {
@@ -112,6 +125,7 @@
       return item;
     }));
     list.hidden = false;
+    say(shown.length);
     highlight(0);
   };
 

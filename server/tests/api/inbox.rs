@@ -580,6 +580,8 @@ async fn a_site_delete_with_the_wrong_name_shows_the_form_again_and_deletes_noth
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
     let key = app.add_site("Shop");
     let path = format!("/sites/{key}/delete");
+    let first = send(&app, "GET", &path, &admin.cookie, None).await;
+    assert!(!first.body.contains("autofocus"), "nothing to say yet");
     let wrong = form(&[("csrf", &admin.csrf), ("confirm", "shop")]);
     let refused = send(&app, "POST", &path, &admin.cookie, Some(&wrong)).await;
     assert_eq!(refused.status, 422, "{}", refused.body);
@@ -590,6 +592,12 @@ async fn a_site_delete_with_the_wrong_name_shows_the_form_again_and_deletes_noth
     );
     assert!(refused.body.contains("name=\"confirm\""), "the form again");
     assert!(refused.body.contains("aria-invalid=\"true\""));
+    let field = refused
+        .body
+        .split("id=\"confirm\"")
+        .nth(1)
+        .and_then(|f| f.split('>').next());
+    assert!(field.is_some_and(|f| f.contains("autofocus")), "{field:?}");
     assert_eq!(app.count("SELECT count(*) FROM sites"), 1);
     let right = form(&[("csrf", &admin.csrf), ("confirm", "Shop")]);
     let deleted = send(&app, "POST", &path, &admin.cookie, Some(&right)).await;

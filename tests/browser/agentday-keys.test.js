@@ -3,7 +3,8 @@
 // reply box; e closes, a assigns to me (on the list and on the page) an unassigned conversation
 // and says why it leaves a colleague's alone; / focuses the search box
 // when there is one; ? opens an accessible list of the keys (focus kept inside, Escape closes);
-// nothing fires while typing in a field or with a modifier key.
+// nothing fires while typing in a field or with a modifier key; a live change of the side panel
+// keeps the focus in it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
@@ -201,4 +202,34 @@ test("the single-key shortcuts can be turned off, in the dialog or on the accoun
   await page.keyboard.press("j");
   assert.equal(await rowIds().then((ids) => ids.length > 0), true);
   await waitFor("j to focus a row", async () => (await focused()).tag === "A");
+});
+
+test("a live change of the side panel keeps the keyboard focus in it", { timeout: 60000 }, async () => {
+  const { porch, browser, host } = world;
+  await porch.cli(["user", "add", "--email", "cy@example.com", "--name", "Cy", "--role", "agent",
+    "--password-stdin"], { input: "correct horse battery staple\n" });
+  const v = await visitor(browser, host.url);
+  await v.say("Panel chat");
+  await page.goto(`${porch.url}/inbox`);
+  await page.locator("#conversations > li", { hasText: "Panel chat" }).locator("a").click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+  const url = page.url();
+  const close = page.getByRole("button", { name: "Close conversation" });
+  await close.focus();
+
+  // Cy takes the conversation in another browser: Ana's panel is replaced live.
+  const cy = await browser.newContext();
+  const cyPage = await cy.newPage();
+  cyPage.setDefaultTimeout(15000);
+  await signIn(cyPage, porch, "cy@example.com");
+  await cyPage.goto(url);
+  await cyPage.getByRole("button", { name: "Assign to me" }).click();
+  await page.getByRole("button", { name: "Take over from Cy" }).waitFor();
+  const focused = await page.evaluate(() => ({
+    inAside: Boolean(document.activeElement?.closest("#conversation-aside")),
+    text: document.activeElement?.textContent.trim(),
+  }));
+  assert.deepEqual(focused, { inAside: true, text: "Close conversation" }, "the same control has the focus");
+  await cy.close();
+  await v.context.close();
 });

@@ -166,7 +166,19 @@
       aside: (html) => {
         const aside = fromHtml(html);
         localTime(aside);
-        document.getElementById("conversation-aside")?.replaceWith(aside);
+        const old = document.getElementById("conversation-aside");
+        // Replaced under the keyboard, the panel would drop its focus to the page's body: the
+        // same control of the new panel takes it (its id, or the button of the form posting to
+        // the same place), else the panel's first control.
+        const had = old?.contains(document.activeElement) ? document.activeElement : null;
+        const action = had?.form?.getAttribute("action");
+        const same = had && (had.id ? `#${CSS.escape(had.id)}`
+          : action ? `form[action="${CSS.escape(action)}"] ${had.localName}` : null);
+        old?.replaceWith(aside);
+        if (had) {
+          const again = (same && aside.querySelector(same)) || aside.querySelector("button, select, a[href]");
+          again?.focus();
+        }
         visitorClocks(); // the new panel's clock shows the time at once, not at the next tick
         // The reply box says what a reply does while the conversation is closed.
         document.getElementById("closed-hint")?.toggleAttribute("hidden", aside.dataset.open === "true");

@@ -365,7 +365,12 @@ async fn open_database(
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let mut conn = store::open_write_connection(&path, synchronous)?;
         let go_on = || !abandoned.load(Ordering::Relaxed);
-        let version = store::apply_migrations_while(&mut conn, &go_on)?;
+        let migrated = store::apply_migrations_while(&mut conn, &go_on);
+        if !migrated.as_ref().is_ok_and(|_| go_on()) {
+            // A newer schema, a failed migration or a stop: nothing was sealed with the key.
+            sealed_values::forget_generated_key(&sealing);
+        }
+        let version = migrated?;
         anyhow::ensure!(go_on(), "start-up abandoned at schema version {version}");
         tracing::info!(version, "database schema is current");
         sealed_values::check_then_seal(&conn, &sealing)?;

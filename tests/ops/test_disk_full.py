@@ -278,15 +278,28 @@ def test_commands_on_a_full_disk_say_the_disk_is_full(porch_bin, small_disk):
     data = small_disk / "data"
     run([porch_bin, "--data-dir", data, "site", "add", "--name", "Full", "--origin", ORIGIN,
          "--public-url", "http://127.0.0.1"])
+    subprocess.run([str(porch_bin), "--data-dir", str(data), "user", "add", "--email", "b@example.org",
+                    "--name", "B", "--role", "admin", "--password-stdin"], input="pw-long-enough-1\n",
+                   capture_output=True, text=True, timeout=WAIT, check=True)
     fill(small_disk)
-    for args in (["user", "add", "--email", "a@example.org", "--name", "A", "--role", "admin"],
-                 ["token", "add", "--user", "a@example.org"],
-                 ["migrate"]):
+
+    def last_error(args):
         failed = subprocess.run([str(porch_bin), "--data-dir", str(data), *args], input="pw-long-enough-1\n",
                                 capture_output=True, text=True, timeout=WAIT)
         assert failed.returncode != 0, failed.stderr
-        error = failed.stderr.strip().splitlines()[-1]
+        return failed.stderr.strip().splitlines()[-1]
+
+    for args in (["user", "add", "--email", "a@example.org", "--name", "A", "--role", "admin"],
+                 ["token", "add", "--user", "b@example.org"],
+                 ["migrate"]):
+        error = last_error(args)
         assert error.startswith(f"error: the disk holding {data} is full"), (args, error)
+    # Nearly full (room to open the database, not for the disk probe's 256 KiB): a refusal that
+    # is not the disk's is not blamed on it.
+    ballast = small_disk / "ballast"
+    os.truncate(ballast, ballast.stat().st_size - 128 * 1024)
+    assert last_error(["token", "add", "--user", "nobody@example.org"]) == \
+        "error: no user has the email nobody@example.org"
 
 
 def test_uploads_stop_short_of_a_full_disk_while_messages_go_on(porch_bin, processes, small_disk):

@@ -18,14 +18,7 @@ use crate::integrations::{SealingError, check_sealed_secrets, seal_clear_secrets
 /// The first value that does not open (named, with the key's source), or the store's.
 pub(super) fn check_then_seal(conn: &Connection, sealing: &LoadedKey) -> anyhow::Result<()> {
     if let Err(err) = check_every_value(conn, sealing) {
-        if let KeySource::DataDir {
-            path,
-            created: true,
-        } = &sealing.source
-            && let Err(remove) = std::fs::remove_file(path)
-        {
-            tracing::warn!(error = %remove, path = %path.display(), "could not remove the key this start generated");
-        }
+        forget_generated_key(sealing);
         return Err(err);
     }
     let sealed = seal_clear_secrets(conn, &sealing.key).map_err(|err| match err {
@@ -47,6 +40,20 @@ pub(super) fn check_then_seal(conn: &Connection, sealing: &LoadedKey) -> anyhow:
         );
     }
     Ok(())
+}
+
+/// Removes the key file this start generated, for a start that failed before sealing anything
+/// with it: the next start generates one again, and a data directory is not left with a key that
+/// belongs to nothing (docs/operations.md, "The sealing key").
+pub(super) fn forget_generated_key(sealing: &LoadedKey) {
+    if let KeySource::DataDir {
+        path,
+        created: true,
+    } = &sealing.source
+        && let Err(remove) = std::fs::remove_file(path)
+    {
+        tracing::warn!(error = %remove, path = %path.display(), "could not remove the key this start generated");
+    }
 }
 
 /// The read-only pass: every sealed value must open with the key.

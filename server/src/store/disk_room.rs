@@ -52,6 +52,9 @@ pub fn upload_leaves_room(dir: &Path, bytes: u64) -> bool {
 /// code 13" or a key file that "cannot be read or written" would otherwise send an operator
 /// after a broken disk or wrong permissions. For `serve` and every other command.
 pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
+    if !may_come_from_the_disk(&err) {
+        return err;
+    }
     match has_room(dir) {
         Err(full) if full.kind() == std::io::ErrorKind::StorageFull => err.context(format!(
             "the disk holding {} is full: free some space on it, then try again",
@@ -59,4 +62,26 @@ pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
         )),
         _ => err,
     }
+}
+
+/// Whether `err` is one a full disk can cause: an I/O error or one of SQLite's, somewhere in its
+/// chain. "No user has the email …" on a full disk is not about the disk, and saying it is sent
+/// an operator to free space for nothing.
+fn may_come_from_the_disk(err: &anyhow::Error) -> bool {
+    use super::Error;
+    err.chain().any(|cause| {
+        cause.is::<std::io::Error>()
+            || cause.is::<rusqlite::Error>()
+            // Transparent over SQLite's error, so the chain holds this one, not SQLite's.
+            || cause.downcast_ref::<Error>().is_some_and(|e| {
+                matches!(
+                    e,
+                    Error::Sqlite(_)
+                        | Error::Io(_)
+                        | Error::DiskFull
+                        | Error::CommitFailed(_)
+                        | Error::Migration { .. }
+                )
+            })
+    })
 }

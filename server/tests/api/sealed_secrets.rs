@@ -456,3 +456,20 @@ async fn a_generated_key_that_opens_nothing_is_removed_again() {
         "the generated key is gone"
     );
 }
+
+/// A first start refused for a database from a newer Porch leaves no key behind either: it
+/// generated one, but sealed nothing with it.
+#[tokio::test]
+async fn a_start_refused_for_a_newer_schema_removes_the_key_it_generated() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = rusqlite::Connection::open(dir.path().join("porch.db")).expect("db");
+    db.pragma_update(None, "user_version", porch::store::LATEST_SCHEMA + 1)
+        .expect("version");
+    drop(db);
+    let message = refused_start(dir.path(), &[]).await;
+    assert!(message.contains("newer"), "{message}");
+    assert!(
+        !dir.path().join("secret.key").exists(),
+        "the generated key is gone"
+    );
+}

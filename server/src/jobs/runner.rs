@@ -50,6 +50,14 @@ fn log_held_back_failures() {
     }
 }
 
+/// What the log says of a delivery's error: Porch's own words before the first `": "` ("HTTP
+/// 500", "the SMTP server refused the mail"). What follows is the service's answer, which may
+/// quote the payload (a visitor's words, an address); it stays with the job, where the failed
+/// deliveries list shows it, so `PORCH_LOG=trace` still carries no visitor's words.
+fn loggable(error: &str) -> &str {
+    error.split_once(": ").map_or(error, |(ours, _)| ours)
+}
+
 /// Wait before jobs of a round that could not be written are tried again.
 const ROUND_RETRY: Duration = Duration::from_secs(1);
 
@@ -464,13 +472,14 @@ impl Dispatcher {
             self.blocked.push((integration, error));
         }
         if let Some(error) = &decision.error {
-            tracing::debug!(job = %job.id, kind = job.kind, %error, "delivery attempt did not succeed");
+            let error = loggable(error);
+            tracing::debug!(job = %job.id, kind = job.kind, error, "delivery attempt did not succeed");
             // Giving up is for an operator to see (retry from the deliveries page or the API); a
             // destination's whole backlog may give up at once, so at most a line per 10 s.
             if decision.update == JobUpdate::Failed
                 && let Some(left_out) = GAVE_UP_LOG.pass()
             {
-                tracing::warn!(job = %job.id, kind = job.kind, %error, left_out, "a delivery failed for good");
+                tracing::warn!(job = %job.id, kind = job.kind, error, left_out, "a delivery failed for good");
             }
         }
         self.records.push(AttemptRecord {

@@ -226,10 +226,12 @@ pub async fn update_site(
     let found = chat
         .writer
         .write(move |c| {
+            let before = store::find_site_by_key(c, &owned)?;
             let found = store::update_site(c, &owned, &settings)?;
-            if found {
+            if let (true, Some(before)) = (found, before) {
                 let target = Target::site(&owned, &settings.name);
-                audit::record(c, &actor, AuditAction::SiteUpdated, &target, &json!({}))?;
+                let detail = settings_changes(&before.settings, &settings);
+                audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)?;
             }
             Ok(found)
         })
@@ -285,6 +287,35 @@ pub fn parse_attachment_megabytes(raw: &str) -> Result<u64, Invalid> {
         return Err(invalid);
     }
     Ok(bytes)
+}
+
+/// What a save of the site's settings changed, for its audit record: the names of the fields
+/// that differ (`changed`), and the retention's new value when it changed (`retention_days`,
+/// `null` for keeping everything), since a shorter one deletes conversations.
+fn settings_changes(before: &SiteSettings, after: &SiteSettings) -> serde_json::Value {
+    let fields = [
+        ("name", before.name != after.name),
+        ("origins", before.origins != after.origins),
+        ("greeting", before.greeting != after.greeting),
+        ("color", before.color != after.color),
+        ("position", before.position != after.position),
+        ("limits", before.limits != after.limits),
+        (
+            "retention_days",
+            before.retention_days != after.retention_days,
+        ),
+        ("locale", before.locale != after.locale),
+        ("greetings", before.greetings != after.greetings),
+    ];
+    let changed: Vec<&str> = fields
+        .into_iter()
+        .filter_map(|(name, differs)| differs.then_some(name))
+        .collect();
+    let mut detail = json!({ "changed": changed });
+    if before.retention_days != after.retention_days {
+        detail["retention_days"] = json!(after.retention_days);
+    }
+    detail
 }
 
 /// Sets the largest attachment a site accepts (the caller checked the range), recorded as

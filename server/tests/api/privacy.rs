@@ -932,9 +932,21 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
             "{answer}"
         );
     }
+    // Each change is recorded with the new value (a shorter retention deletes conversations).
+    let details: Vec<String> = app
+        .db()
+        .prepare("SELECT detail FROM audit_events WHERE action = 'site.updated' ORDER BY id")
+        .expect("query")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("details");
     assert_eq!(
-        app.count("SELECT count(*) FROM audit_events WHERE action = 'site.updated'"),
-        2
+        details,
+        [
+            r#"{"changed":["retention_days"],"retention_days":30}"#,
+            r#"{"changed":["retention_days"],"retention_days":null}"#
+        ]
     );
 }
 

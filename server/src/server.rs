@@ -267,6 +267,14 @@ async fn start_runner(
 /// fix: SQLite would open it read-only and fail at the first write ("attempt to write a readonly
 /// database", Error code 8), naming neither.
 fn check_database_writable(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    // SQLite creates its `-wal` and `-shm` beside the file: files that are ours in a directory
+    // that is not (root's, after a copy) failed with "attempt to write a readonly database".
+    if let Err(rustix::io::Errno::ACCESS) = rustix::fs::access(
+        data_dir,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    ) {
+        anyhow::bail!(store::not_writable(data_dir));
+    }
     for suffix in ["", "-wal", "-shm"] {
         let path = data_dir.join(format!("{}{suffix}", crate::config::DATABASE_FILE));
         match std::fs::OpenOptions::new().write(true).open(&path) {

@@ -3,6 +3,7 @@ uid 10001, names the file it cannot write, its owner and the fix, instead of SQL
 write a readonly database" (Error code 8) from deep in the start, or a bare "Permission denied".
 """
 
+import base64
 import os
 import shutil
 import subprocess
@@ -56,4 +57,18 @@ def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, ope
     refused = serve_as_other_user(porch, data)
     assert refused.returncode != 0
     assert f"porch.db cannot be written by uid {UID} (uid 0, mode 644)" in refused.stderr, refused.stderr
+    assert "readonly database" not in refused.stderr, refused.stderr
+
+    # The files were chowned, the directory (root's again, as after a copy) was not: SQLite could
+    # not create its -wal and -shm in it.
+    (data / "secret.key").write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    (data / "secret.key").chmod(0o600)
+    for name in ("porch.db", "porch.lock", "secret.key"):
+        os.chown(data / name, UID, UID)
+    for name in ("porch.db-wal", "porch.db-shm"):
+        (data / name).unlink(missing_ok=True)
+    os.chown(data, 0, 0)
+    refused = serve_as_other_user(porch, data)
+    assert refused.returncode != 0
+    assert f"{data} cannot be written by uid {UID} (uid 0" in refused.stderr, refused.stderr
     assert "readonly database" not in refused.stderr, refused.stderr

@@ -460,10 +460,12 @@ fn open_for_management(data: &DataConfig) -> anyhow::Result<Connection> {
             let conn = store::open_write_connection(&path, store::Synchronous::Full)
                 .with_context(|| format!("opening {}", path.display()))?;
             let version = store::schema_version(&conn)?;
+            // Older: the server may be migrating it now (its /readyz says so); newer: it is.
             anyhow::ensure!(
                 version == store::LATEST_SCHEMA,
-                "the running server uses schema version {version} and this porch expects \
-                 {}: run this command with the server's own binary",
+                "the database is at schema version {version} and this porch expects {}: if the \
+                 server is starting (migrating), retry once its /readyz answers 200; otherwise \
+                 run this command with the server's own binary",
                 store::LATEST_SCHEMA
             );
             Ok(conn)

@@ -112,3 +112,21 @@ async fn an_in_process_server_refuses_a_directory_in_use() {
         "{err:#}"
     );
 }
+
+/// A management command beside a server whose database is at another schema (the server still
+/// migrating it, or a server of another version) is refused with what to do in either case.
+#[tokio::test]
+async fn a_command_beside_a_server_at_another_schema_says_to_wait_or_use_its_binary() {
+    let app = TestApp::spawn(&[]).await;
+    app.db()
+        .pragma_update(None, "user_version", porch::store::LATEST_SCHEMA - 1)
+        .expect("as if still migrating");
+    let output = run(app.data_dir.path(), &["site", "list"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("retry once its /readyz answers 200")
+            && stderr.contains("run this command with the server's own binary"),
+        "{stderr}"
+    );
+}

@@ -196,16 +196,23 @@ pub fn conversation_json(c: &ConversationRecord) -> Value {
         "created_at": c.created_at,
         "last_message_at": c.last_message_at,
         "closed_at": c.closed_at,
-        "messages": c.messages.iter().map(|m| json!({
-            "id": m.id,
-            "author": m.author.as_str(),
-            "author_name": m.author_name,
-            "body": m.body,
-            "created_at": m.created_at,
-            "attachments": m.attachments.iter().map(|a| json!({
-                "id": a.id, "name": a.name, "type": a.content_type, "size": a.size,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
+        "messages": c.messages.iter().map(|m| {
+            let mut message = json!({
+                "id": m.id,
+                "author": m.author.as_str(),
+                "author_name": m.author_name,
+                "body": m.body,
+                "created_at": m.created_at,
+                "attachments": m.attachments.iter().map(|a| json!({
+                    "id": a.id, "name": a.name, "type": a.content_type, "size": a.size,
+                })).collect::<Vec<_>>(),
+            });
+            // A reply an agent sent by email also has the subject they typed.
+            if let Some((_, subject)) = c.mail_subjects.iter().find(|(id, _)| *id == m.id) {
+                message["email_subject"] = json!(subject);
+            }
+            message
+        }).collect::<Vec<_>>(),
     })
 }
 

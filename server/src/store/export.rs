@@ -4,7 +4,7 @@
 use rusqlite::{Connection, Row};
 
 use super::messages::list_conversation_messages;
-use super::{ConversationId, Error, JobId, MessageRow, VisitorId};
+use super::{ConversationId, Error, JobId, MessageId, MessageRow, VisitorId};
 
 /// A visitor with what identifies them and how much they wrote.
 #[derive(Debug, Clone)]
@@ -47,6 +47,8 @@ pub struct ConversationRecord {
     pub last_message_at: i64,
     pub closed_at: Option<i64>,
     pub messages: Vec<MessageRow>,
+    /// The subjects of the messages an agent sent by email ("Email the visitor").
+    pub mail_subjects: Vec<(MessageId, String)>,
 }
 
 /// A delivery job that names one of a visitor's conversations or messages.
@@ -145,6 +147,7 @@ fn conversation_from_row(r: &Row<'_>) -> rusqlite::Result<ConversationRecord> {
         last_message_at: r.get(5)?,
         closed_at: r.get(6)?,
         messages: Vec::new(),
+        mail_subjects: Vec::new(),
     })
 }
 
@@ -154,6 +157,7 @@ fn with_messages(
 ) -> Result<Vec<ConversationRecord>, Error> {
     for conversation in &mut conversations {
         conversation.messages = list_conversation_messages(conn, conversation.id)?;
+        conversation.mail_subjects = super::list_outbound_mails(conn, conversation.id)?;
     }
     Ok(conversations)
 }

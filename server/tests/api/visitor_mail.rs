@@ -471,3 +471,26 @@ async fn the_widget_is_told_whether_an_address_gets_replies() {
     let (_visitor, welcome) = story.app.visitor(&key, None, 0).await;
     assert_eq!(welcome["site"]["mails_replies"], false, "email turned off");
 }
+
+/// The subject an agent typed is the visitor's data too: their export carries it on the message.
+#[tokio::test]
+async fn the_visitors_export_carries_the_subject_of_a_mail_to_them() {
+    let sink = Sink::start();
+    let story = Story::start(&sink, None, Some("dee@example.org"), true).await;
+    let answer = story.email("Your order 4417", "It shipped.").await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    let out = crate::privacy::cli(&story.app, &["export", "--email", "dee@example.org"]);
+    let exports: Value = serde_json::from_str(&out).expect("JSON");
+    let messages = exports[0]["conversations"][0]["messages"]
+        .as_array()
+        .expect("messages");
+    let mailed: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m.get("email_subject").is_some())
+        .collect();
+    assert_eq!(mailed.len(), 1, "{out}");
+    assert_eq!(
+        (&mailed[0]["email_subject"], &mailed[0]["body"]),
+        (&json!("Your order 4417"), &json!("It shipped."))
+    );
+}

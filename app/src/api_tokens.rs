@@ -67,7 +67,7 @@ fn TokenTable(tokens: Vec<TokenView>, with_owner: bool, caption: &'static str) -
         .collect_view();
     view! {
         // Six columns do not fit a phone: the table scrolls inside its box, not the page.
-        <div class="table-scroll" tabindex="0" role="region" aria-label="API tokens">
+        <div class="table-scroll" tabindex="0" role="region" aria-label="Your tokens, table">
         <table class="table">
             <caption class="visually-hidden">{caption}</caption>
             <thead>

@@ -136,7 +136,10 @@ pub fn render_team(view: TeamView) -> String {
                 <h2 id="link-title">{what}" for "{who}</h2>
                 <p class="hint">"Send this link to them yourself. It works once and is shown only now."</p>
                 <div class="copy-row">
-                    <input id="new-link" class="mono" type="text" readonly value=url aria-label="Link"/>
+                    // Focused on arrival (the page's news), named by the heading: "Invitation
+                    // link for Ben".
+                    <input id="new-link" class="mono" type="text" readonly value=url
+                        aria-labelledby="link-title" autofocus/>
                     <button type="button" class="button" data-copy="new-link">"Copy link"</button>
                     <span class="copied" role="status" data-copied></span>
                 </div>

@@ -374,12 +374,14 @@ async fn open_database(
         let mut conn = store::open_write_connection(&path, synchronous)?;
         let go_on = || !abandoned.load(Ordering::Relaxed);
         let migrated = store::apply_migrations_while(&mut conn, &go_on);
-        if !migrated.as_ref().is_ok_and(|_| go_on()) {
+        // Read once: a stop landing between two reads would abandon the start but keep the key.
+        let going_on = go_on();
+        if migrated.is_err() || !going_on {
             // A newer schema, a failed migration or a stop: nothing was sealed with the key.
             sealed_values::forget_generated_key(&sealing);
         }
         let version = migrated?;
-        anyhow::ensure!(go_on(), "start-up abandoned at schema version {version}");
+        anyhow::ensure!(going_on, "start-up abandoned at schema version {version}");
         tracing::info!(version, "database schema is current");
         sealed_values::check_then_seal(&conn, &sealing)?;
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;

@@ -210,6 +210,12 @@ test("Escape closes the Your data menu first, then the panel; a closed panel reo
       await panel.waitFor({ state: "visible" });
       assert.equal(await menu.isVisible(), false, "the menu was still open");
       assert.equal(await dataButton.getAttribute("aria-expanded"), "false");
+
+      // Escape on the button itself closes the panel it opened.
+      await page.locator("[data-porch=launcher]").focus();
+      await page.keyboard.press("Escape");
+      await panel.waitFor({ state: "hidden" });
+      assert.equal((await focused(page)).porch, "launcher");
     } finally {
       await v.context.close();
     }

@@ -214,6 +214,7 @@ def test_a_first_start_on_a_full_disk_leaves_no_key_file_and_starts_once_space_r
     failed = run([porch_bin, "--data-dir", data, "serve", "--listen", "127.0.0.1:0"], check=False)
     assert failed.returncode != 0, failed.stderr
     assert "secret.key" in failed.stderr, failed.stderr
+    assert f"the disk holding {data} is full" in failed.stderr, failed.stderr
     assert sorted(p.name for p in data.iterdir() if "secret" in p.name) == [], list(data.iterdir())
 
     (small_disk / "ballast").unlink()

@@ -168,16 +168,18 @@
         localTime(aside);
         const old = document.getElementById("conversation-aside");
         // Replaced under the keyboard, the panel would drop its focus to the page's body: the
-        // same control of the new panel takes it (its id, or the button of the form posting to
-        // the same place), else the panel's first control.
+        // same control of the new panel takes it (its id, or a button of a form posting to the
+        // same place with the same words), else the panel itself. Never another control: Enter
+        // on "Take over" where "Assign" was would do what the agent did not choose.
         const had = old?.contains(document.activeElement) ? document.activeElement : null;
         const action = had?.form?.getAttribute("action");
-        const same = had && (had.id ? `#${CSS.escape(had.id)}`
-          : action ? `form[action="${CSS.escape(action)}"] ${had.localName}` : null);
         old?.replaceWith(aside);
         if (had) {
-          const again = (same && aside.querySelector(same)) || aside.querySelector("button, select, a[href]");
-          again?.focus();
+          const again = (had.id && aside.querySelector(`#${CSS.escape(had.id)}`))
+            || (action && [...aside.querySelectorAll(`form[action="${CSS.escape(action)}"] ${had.localName}`)]
+              .find((el) => el.textContent === had.textContent));
+          if (!again) aside.tabIndex = -1;
+          (again || aside).focus();
         }
         visitorClocks(); // the new panel's clock shows the time at once, not at the next tick
         // The reply box says what a reply does while the conversation is closed.

@@ -418,6 +418,8 @@
     if (isOpen) setOpen(true, focusWhenReady);
   };
   P.toggle = () => { focusWhenReady = true; setOpen(!isOpen, true); };
+  // Escape on our button closes the panel it opened (Tab from the panel reaches the button first).
+  launcher?.addEventListener("keydown", (e) => { if (e.key === "Escape" && isOpen) setOpen(false, true); });
   panel.addEventListener("keydown", (e) => {
     if (e.key === "Escape") {
       e.stopPropagation();

@@ -295,7 +295,8 @@ pub fn parse_attachment_megabytes(raw: &str) -> Result<u64, Invalid> {
 fn settings_changes(before: &SiteSettings, after: &SiteSettings) -> serde_json::Value {
     let fields = [
         ("name", before.name != after.name),
-        ("origins", before.origins != after.origins),
+        // Stored in order, typed in any: the same set in another order is no change.
+        ("origins", sorted(&before.origins) != sorted(&after.origins)),
         ("greeting", before.greeting != after.greeting),
         ("color", before.color != after.color),
         ("position", before.position != after.position),
@@ -316,6 +317,12 @@ fn settings_changes(before: &SiteSettings, after: &SiteSettings) -> serde_json::
         detail["retention_days"] = json!(after.retention_days);
     }
     detail
+}
+
+fn sorted(origins: &[String]) -> Vec<&str> {
+    let mut sorted: Vec<&str> = origins.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted
 }
 
 /// Sets the largest attachment a site accepts (the caller checked the range), recorded as

@@ -50,12 +50,21 @@ fn log_held_back_failures() {
     }
 }
 
-/// What the log says of a delivery's error: Porch's own words before the first `": "` ("HTTP
-/// 500", "the SMTP server refused the mail"). What follows is the service's answer, which may
-/// quote the payload (a visitor's words, an address); it stays with the job, where the failed
-/// deliveries list shows it, so `PORCH_LOG=trace` still carries no visitor's words.
+/// What the log says of a delivery's error: Porch's own words, up to the first `": "` after
+/// "gave up after N attempts: " ("HTTP 500", "the SMTP server refused the mail"). What follows
+/// is the service's answer, which may quote the payload (a visitor's words, an address); it
+/// stays with the job, where the failed deliveries list shows it, so `PORCH_LOG=trace` still
+/// carries no visitor's words.
 fn loggable(error: &str) -> &str {
-    error.split_once(": ").map_or(error, |(ours, _)| ours)
+    let gave_up = error
+        .strip_prefix("gave up after ")
+        .and_then(|rest| rest.split_once(" attempts: "))
+        .map_or(0, |(tries, _)| {
+            "gave up after ".len() + tries.len() + " attempts: ".len()
+        });
+    error[gave_up..]
+        .split_once(": ")
+        .map_or(error, |(ours, _)| &error[..gave_up + ours.len()])
 }
 
 /// Wait before jobs of a round that could not be written are tried again.
@@ -557,5 +566,24 @@ impl Dispatcher {
             let _ = write_round(&self.writer, round).await;
         }
         tracing::info!(left = self.index.len(), "job runner stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loggable;
+
+    #[test]
+    fn a_logged_error_keeps_porchs_words_and_drops_the_services_answer() {
+        assert_eq!(loggable("HTTP 500: {\"page\":\"x\"}"), "HTTP 500");
+        assert_eq!(
+            loggable("gave up after 8 attempts: HTTP 500: {\"page\":\"x\"}"),
+            "gave up after 8 attempts: HTTP 500"
+        );
+        assert_eq!(
+            loggable("the SMTP server refused the mail: 550 <a@b.c>"),
+            "the SMTP server refused the mail"
+        );
+        assert_eq!(loggable("timed out"), "timed out");
     }
 }

@@ -72,6 +72,10 @@ fn may_come_from_the_disk(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.is::<std::io::Error>()
             || cause.is::<rusqlite::Error>()
+            // The key file that could not be read or made: its error keeps only the words.
+            || cause
+                .downcast_ref::<crate::config::ConfigError>()
+                .is_some_and(|e| e.variable == "PORCH_SECRET_KEY" && e.rule.contains("key file"))
             // Transparent over SQLite's error, so the chain holds this one, not SQLite's.
             || cause.downcast_ref::<Error>().is_some_and(|e| {
                 matches!(

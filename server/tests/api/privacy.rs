@@ -522,15 +522,20 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
     assert_file_forgets(app, &ann, &bob).await;
 }
 
-/// Nothing of `gone` is left in the database file's bytes (rows are not merely unlinked: their
-/// space is zeroed or given back), while `kept`'s text is found, so the search could find it.
-async fn assert_file_forgets(mut app: TestApp, gone: &Person, kept: &Person) {
+/// The database file's bytes once the server stopped and the WAL was checkpointed and emptied.
+async fn stopped_file(mut app: TestApp) -> Vec<u8> {
     app.server.take().expect("server").stop().await;
     let db = app.db();
     db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .expect("checkpoint");
     drop(db);
-    let file = std::fs::read(app.data_dir.path().join("porch.db")).expect("the file");
+    std::fs::read(app.data_dir.path().join("porch.db")).expect("the file")
+}
+
+/// Nothing of `gone` is left in the database file's bytes (rows are not merely unlinked: their
+/// space is zeroed or given back), while `kept`'s text is found, so the search could find it.
+async fn assert_file_forgets(app: TestApp, gone: &Person, kept: &Person) {
+    let file = stopped_file(app).await;
     let holds = |text: &str| file.windows(text.len()).any(|w| w == text.as_bytes());
     assert!(
         holds(&kept.body) && holds(&kept.email),
@@ -970,7 +975,7 @@ async fn a_visitor_erased_by_the_command_line_while_connected_is_told_on_their_n
 /// visitors arrive): the older copies' bytes must not outlive the erasure in the file either.
 #[tokio::test]
 async fn an_erasure_leaves_no_older_copy_of_the_persons_rows_in_the_file() {
-    let mut app = TestApp::spawn(&["--ip-conversations-burst", "100"]).await;
+    let app = TestApp::spawn(&["--ip-conversations-burst", "100"]).await;
     let site = app.add_site("Shop");
     app.set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
     for n in 0..60 {
@@ -990,12 +995,7 @@ async fn an_erasure_leaves_no_older_copy_of_the_persons_rows_in_the_file() {
     let erased = cli(&app, &["erase", "--email", "p7x@example.org", "--yes"]);
     assert!(erased.contains("erased visitor"), "{erased}");
 
-    app.server.take().expect("server").stop().await;
-    let db = app.db();
-    db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .expect("checkpoint");
-    drop(db);
-    let file = std::fs::read(app.data_dir.path().join("porch.db")).expect("the file");
+    let file = stopped_file(app).await;
     let holds = |text: &str| file.windows(text.len()).any(|w| w == text.as_bytes());
     assert!(holds("PAGE-p8x") && holds("MSG-p8x") && holds("p8x@example.org"));
     for trace in ["PAGE-p7x", "MSG-p7x", "p7x@example.org"] {

@@ -94,7 +94,9 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     // Before anything touches the database: a second server must not start at all.
     let lock = lock_data_dir(&config.data_dir).map_err(full_disk)?;
     check_database_writable(&config.data_dir)?;
-    let sealing = load_secret_key(&config).map_err(full_disk)?;
+    // The key file's error keeps only its words: a full disk is asked about whatever it says.
+    let sealing =
+        load_secret_key(&config).map_err(|err| store::explain_a_file_error(err, &data_dir))?;
     let config = Arc::new(config);
     let local_addr = listener.local_addr().context("reading the bound address")?;
     let booting = crate::http::serve_while_booting(listener, config.header_timeout);

@@ -48,13 +48,20 @@ pub fn upload_leaves_room(dir: &Path, bytes: u64) -> bool {
     free.saturating_sub(bytes) >= reserve
 }
 
-/// `err`, with the cause said first when the disk holding `dir` is full: "disk I/O error", "Error
-/// code 13" or a key file that "cannot be read or written" would otherwise send an operator
-/// after a broken disk or wrong permissions. For `serve` and every other command.
+/// `err`, with the cause said first when it is a file or database error and the disk holding
+/// `dir` is full: "disk I/O error" or "Error code 13" would otherwise send an operator after a
+/// broken disk or wrong permissions. For `serve` and every other command.
 pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
-    if !may_come_from_the_disk(&err) {
-        return err;
+    if may_come_from_the_disk(&err) {
+        explain_a_file_error(err, dir)
+    } else {
+        err
     }
+}
+
+/// Like [`explain_full_disk`], for an error known to be about a file whose own error keeps only
+/// the words (the sealing key file: "cannot be read or written").
+pub fn explain_a_file_error(err: anyhow::Error, dir: &Path) -> anyhow::Error {
     match has_room(dir) {
         Err(full) if full.kind() == std::io::ErrorKind::StorageFull => err.context(format!(
             "the disk holding {} is full: free some space on it, then try again",
@@ -72,10 +79,6 @@ fn may_come_from_the_disk(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.is::<std::io::Error>()
             || cause.is::<rusqlite::Error>()
-            // The key file that could not be read or made: its error keeps only the words.
-            || cause
-                .downcast_ref::<crate::config::ConfigError>()
-                .is_some_and(|e| e.variable == "PORCH_SECRET_KEY" && e.rule.contains("key file"))
             // Transparent over SQLite's error, so the chain holds this one, not SQLite's.
             || cause.downcast_ref::<Error>().is_some_and(|e| {
                 matches!(

@@ -87,7 +87,9 @@ pub use deliveries::{
     list_site_integrations, load_webhook_conversation,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
-pub use disk_room::{UPLOAD_RESERVE_BYTES, explain_full_disk, upload_leaves_room};
+pub use disk_room::{
+    UPLOAD_RESERVE_BYTES, explain_a_file_error, explain_full_disk, upload_leaves_room,
+};
 pub use error::Error;
 pub use export::{
     ConversationRecord, JobRecord, VisitorRecord, find_visitor_record,

@@ -24,6 +24,14 @@ def older_database(path, version: int) -> None:
     conn.close()
 
 
+def serve_until_ready_then_stop(porch_bin, processes, data) -> None:
+    """Starts `porch serve` on `data`, waits until it is ready (migrated), and stops it."""
+    server = processes.serve(porch_bin, data)
+    server.wait_ready()
+    server.process.terminate()
+    server.process.wait(timeout=30)
+
+
 def test_check_accepts_an_older_schema_and_serve_migrates_it(tmp_path, porch_bin, processes):
     latest = len(MIGRATIONS)
     data = tmp_path / "data"
@@ -36,10 +44,7 @@ def test_check_accepts_an_older_schema_and_serve_migrates_it(tmp_path, porch_bin
             "will be migrated on start)") in check.stdout, check.stdout
     assert "result          ok" in check.stdout
 
-    server = processes.serve(porch_bin, data)
-    server.wait_ready()
-    server.process.terminate()
-    server.process.wait(timeout=30)
+    serve_until_ready_then_stop(porch_bin, processes, data)
     check = run([porch_bin, "check", "--db", data / "porch.db"])
     assert f"schema version  {latest} (ok)" in check.stdout, check.stdout
 
@@ -91,9 +96,6 @@ def test_a_stop_during_an_upgrade_waits_for_the_migration_under_way_not_for_ever
     assert 28 < reached < latest, f"stopped at {reached}:\n{log}"
 
     # The next start finishes the upgrade.
-    server = processes.serve(porch_bin, data)
-    server.wait_ready()
-    server.process.terminate()
-    server.process.wait(timeout=30)
+    serve_until_ready_then_stop(porch_bin, processes, data)
     check = run([porch_bin, "check", "--db", data / "porch.db"])
     assert f"schema version  {latest} (ok)" in check.stdout, check.stdout

@@ -2,8 +2,9 @@
 // (the tab title "(3) Inbox · Porch", a dot on the favicon, the navigation and the inbox tabs)
 // and, when the agent turned them on in this browser, a short beep and a desktop notification
 // for a visitor message in an unassigned or own conversation, or a colleague assigning you a
-// conversation or taking yours (docs/admin.md, "Never miss a chat"). Counts and alerts come from the page's live stream (inbox.js passes them on as
-// porch:counts and porch:alert events) or, on pages without one, from /inbox/counts. It also
+// conversation or taking yours (docs/admin.md, "Never miss a chat"). Counts and alerts come
+// from the page's live stream (inbox.js passes them on as porch:counts and porch:alert events)
+// or, on pages without one, from /inbox/counts. It also
 // keeps the navigation's current section in view where the bar scrolls sideways (phones).
 (() => {
   "use strict";

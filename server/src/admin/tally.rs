@@ -94,11 +94,12 @@ fn assignment_alert(
     item: &InboxItemRow,
     before: Option<UserId>,
 ) -> Option<String> {
-    let after = item.assignee_id.filter(|_| item.status == "open");
-    let kind = match (before == Some(me), after == Some(me)) {
-        _ if event.by == Some(me) => return None,
+    if event.by == Some(me) || item.status != "open" {
+        return None;
+    }
+    let kind = match (before == Some(me), item.assignee_id == Some(me)) {
         (false, true) => "assigned",
-        (true, false) if item.status == "open" => "unassigned",
+        (true, false) => "unassigned",
         _ => return None,
     };
     let body = format!("{}: {}", visitor_label(item), event.message.body);

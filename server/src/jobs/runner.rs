@@ -56,15 +56,16 @@ fn log_held_back_failures() {
 /// stays with the job, where the failed deliveries list shows it, so `PORCH_LOG=trace` still
 /// carries no visitor's words.
 fn loggable(error: &str) -> &str {
-    let gave_up = error
-        .strip_prefix("gave up after ")
-        .and_then(|rest| rest.split_once(" attempts: "))
-        .map_or(0, |(tries, _)| {
-            "gave up after ".len() + tries.len() + " attempts: ".len()
-        });
-    error[gave_up..]
-        .split_once(": ")
-        .map_or(error, |(ours, _)| &error[..gave_up + ours.len()])
+    let ours = if error.starts_with("gave up after ") {
+        2
+    } else {
+        1
+    };
+    let end = error
+        .match_indices(": ")
+        .nth(ours - 1)
+        .map_or(error.len(), |(at, _)| at);
+    &error[..end]
 }
 
 /// Wait before jobs of a round that could not be written are tried again.

@@ -44,6 +44,18 @@ async fn discord_app() -> (DiscordMock, TestApp, Browser, String) {
     (mock, app, admin, site)
 }
 
+/// A running server that may post to a webhook receiver on loopback, its admin, and site "Shop"
+/// with no endpoint yet.
+async fn webhook_app() -> (WebhookMock, TestApp, Browser, String) {
+    let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
+        .await
+        .expect("receiver");
+    let app = TestApp::spawn(&["--allow-private-networks"]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    (mock, app, admin, site)
+}
+
 /// A running server with site "Shop" posting to Discord webhook `H1` of a mock, and its admin.
 async fn discord_site() -> (DiscordMock, TestApp, Browser, String) {
     let (mock, app, admin, site) = discord_app().await;
@@ -310,12 +322,7 @@ async fn destinations_the_webhook_form_keeps_what_was_ticked_and_never_adds_a_ur
 
 #[tokio::test]
 async fn destinations_a_webhook_secret_is_shown_once_and_a_replay_keeps_its_webhook_id() {
-    let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
-        .await
-        .expect("receiver");
-    let app = TestApp::spawn(&["--allow-private-networks"]).await;
-    let admin = admin_of(&app).await;
-    let site = app.add_site("Shop");
+    let (mock, app, admin, site) = webhook_app().await;
     let none = post(
         &app,
         &admin,
@@ -707,12 +714,7 @@ async fn destinations_a_failed_test_message_does_not_make_the_health_failing() {
 /// for a conversation's first message; the message's delivery list names the event of each.
 #[tokio::test]
 async fn destinations_a_webhook_taking_two_events_for_one_message_lists_each_by_its_event() {
-    let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
-        .await
-        .expect("receiver");
-    let app = TestApp::spawn(&["--allow-private-networks"]).await;
-    let admin = admin_of(&app).await;
-    let site = app.add_site("Shop");
+    let (mock, app, admin, site) = webhook_app().await;
     let (status, _, added) = post(
         &app,
         &admin,

@@ -133,6 +133,14 @@ test("the limit counts characters as the server does: 2,500 emoji go whole, 4,00
     await ui.done();
   });
 
+/** What screen readers get of the error line (all but its aria-hidden countdown), and whether it is
+ * still the node first seen there (an alert rewritten is read again, cutting speech off). */
+const spokenPart = (error) => error.evaluate((el) => {
+  const said = [...el.childNodes].filter((n) => !(n.nodeType === 1 && n.getAttribute("aria-hidden") === "true"));
+  el.__said ??= said[0];
+  return { text: said.map((n) => n.textContent).join(""), same: said[0] === el.__said };
+});
+
 test("rate_limited: 'Please wait N s', then the same client_id is resent after retry_after_ms",
   { timeout: 30000 }, async () => {
     let refused = false;
@@ -150,11 +158,7 @@ test("rate_limited: 'Please wait N s', then the same client_id is resent after r
     assert.equal(await ui.mine.getAttribute("data-status"), "sending");
     // The alert is read once: what screen readers get (all but the aria-hidden countdown) is one node
     // that the ticks leave alone.
-    const spoken = () => ui.error.evaluate((el) => {
-      const said = [...el.childNodes].filter((n) => !(n.nodeType === 1 && n.getAttribute("aria-hidden") === "true"));
-      el.__said ??= said[0];
-      return { text: said.map((n) => n.textContent).join(""), same: said[0] === el.__said };
-    });
+    const spoken = () => spokenPart(ui.error);
     assert.deepEqual(await spoken(), { text: "You are sending messages too fast. ", same: true });
     await ui.page.clock.runFor(1000);
     assert.match(await ui.error.innerText(), /Please wait 2 s\./);

@@ -4,7 +4,8 @@
 // never falls to the host page when a form or the erase question replaces what had it; the danger button
 // contrasts in both schemes; errors are tied to every field at fault; the message log and the counter do not
 // re-announce; the status line speaks states, not countdown ticks; messages take their own direction; Escape
-// closes the menu before the panel.
+// closes the menu before the panel; the message box's focus survives forced colours and its edge contrasts;
+// the panel adds no banner landmark.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, visitor, waitFor } from "./harness.js";
@@ -461,5 +462,37 @@ test("the status line is a status region that speaks the reconnect state once, n
       assert.equal(await status.ariaSnapshot(), "- status: Connected");
     } finally {
       await v.context.close();
+    }
+  });
+
+test("the message box keeps a visible focus in forced colours, its edge contrasts, and the panel adds no banner",
+  { timeout: 60000 }, async () => {
+    const { host, browser } = world;
+    for (const forcedColors of ["none", "active"]) {
+      const { page, context } = await open(browser, host.url, { forcedColors, colorScheme: "light" });
+      try {
+        await page.locator("[data-porch=input]").focus();
+        const seen = await page.evaluate(() => {
+          const root = document.getElementById("porch-chat").shadowRoot;
+          const input = root.querySelector("[data-porch=input]");
+          const s = getComputedStyle(input);
+          const lum = (c) => {
+            const [r, g, b] = c.match(/\d+/g).slice(0, 3).map(Number).map((v) => {
+              v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+            });
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+          };
+          const panelBg = getComputedStyle(root.querySelector("[data-porch=panel]")).backgroundColor;
+          const [a, b] = [lum(s.borderTopColor), lum(panelBg)].sort((x, y) => y - x);
+          return { outline: s.outlineStyle, edge: (a + 0.05) / (b + 0.05),
+            banners: root.querySelectorAll("header, [role=banner]").length };
+        });
+        // Forced colours drop the box shadow the normal scheme draws focus with; the outline stays.
+        assert.equal(seen.outline, "solid", `${forcedColors}: ${JSON.stringify(seen)}`);
+        assert.equal(seen.banners, 0, "a second banner landmark on the host page");
+        if (forcedColors === "none") assert.ok(seen.edge >= 3, `the box's edge is ${seen.edge.toFixed(2)}:1`);
+      } finally {
+        await context.close();
+      }
     }
   });

@@ -418,7 +418,7 @@
     if (isOpen) setOpen(true, focusWhenReady);
   };
   P.toggle = () => { focusWhenReady = true; setOpen(!isOpen, true); };
-  // Escape on our button closes the panel it opened (Tab from the panel reaches the button first).
+  // Escape on our button closes the panel it opened, as Escape inside the panel does.
   launcher?.addEventListener("keydown", (e) => { if (e.key === "Escape" && isOpen) setOpen(false, true); });
   panel.addEventListener("keydown", (e) => {
     if (e.key === "Escape") {
@@ -481,15 +481,13 @@
   let errorTimer = null;
   // Shows a message near the composer; with waitMs, counts down "Please wait N s" and then clears itself.
   // The line is an alert, and rewriting one cuts speech off: the ticking words are hidden from screen
-  // readers (who hear the message once), and the same message again while counting only moves the end.
+  // readers, who hear the message once.
   const showError = (text, waitMs) => {
-    const again = errorTimer && waitMs && error.dataset.said === text;
     clearInterval(errorTimer);
     errorTimer = null;
     error.hidden = !text && !waitMs;
-    error.dataset.said = waitMs ? text : "";
     if (!waitMs) { error.textContent = text || ""; return; }
-    if (!again) error.replaceChildren(text ? `${text} ` : "", h("span", { "aria-hidden": "true" }));
+    error.replaceChildren(text ? `${text} ` : "", h("span", { "aria-hidden": "true" }));
     const until = Date.now() + waitMs;
     const tick = () => {
       const s = Math.ceil((until - Date.now()) / 1000);

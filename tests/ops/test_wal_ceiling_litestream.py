@@ -9,11 +9,13 @@ for as long as Litestream ran; judged by the frames in use, writes resume at onc
 
 import asyncio
 import json
+import os
 import signal
 import sqlite3
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 from conftest import REPO, WAIT, Server, run
 
@@ -75,6 +77,44 @@ def pause_outside_a_checkpoint(process, db_path) -> None:
     db.close()
 
 
+def holds_a_wal_reader(process, db_path) -> bool:
+    """Whether `process` holds a read transaction that pins the WAL, read from the kernel's lock
+    table: a reader of the WAL holds a shared lock on one of the read-mark bytes 124 to 127 of
+    the `-shm` file (byte 123 is a reader of the database file alone, which pins nothing)."""
+    shm = os.stat(f"{db_path}-shm")
+    inode = f"{os.major(shm.st_dev):02x}:{os.minor(shm.st_dev):02x}:{shm.st_ino}"
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if fields[-4:-2] == [str(process.pid), inode] and fields[-5] == "READ":
+            start, end = int(fields[-2]), fields[-1]
+            if start <= 127 and (end == "EOF" or int(end) >= 124):
+                return True
+    return False
+
+
+def wait_for_its_reader(process, db_path, log_path) -> None:
+    """Litestream gives no signal that it took its read transaction; the lock table does."""
+    deadline = time.monotonic() + WAIT
+    while not holds_a_wal_reader(process, db_path):
+        assert process.poll() is None, log_path.read_text()
+        assert time.monotonic() < deadline, "Litestream never took its read transaction"
+        time.sleep(0.1)
+
+
+def freeze_holding_its_reader(process, db_path, log_path) -> None:
+    """Freezes Litestream (SIGSTOP) while it holds its read transaction. It lets go of it for a
+    moment in each of its own checkpoints, so freeze, check, and thaw and retry if the freeze
+    caught it without one."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        wait_for_its_reader(process, db_path, log_path)
+        process.send_signal(signal.SIGSTOP)
+        if holds_a_wal_reader(process, db_path):
+            return
+        process.send_signal(signal.SIGCONT)
+        assert time.monotonic() < deadline, "Litestream never froze holding its read transaction"
+
+
 def start_litestream(processes, litestream_bin, env, log_path):
     with open(log_path, "a") as log:
         return processes.start(
@@ -106,11 +146,7 @@ def test_writes_resume_once_a_stuck_litestream_is_restarted(porch_bin, litestrea
             assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
             litestream = start_litestream(processes, litestream_bin, env, log_path)
             assert (await send(ws, "before the stall"))["type"] == "ack"
-            # Litestream gives no signal that it holds its read transaction: give it its start-up.
-            await asyncio.sleep(3)
-            assert litestream.poll() is None, log_path.read_text()
-
-            litestream.send_signal(signal.SIGSTOP)
+            freeze_holding_its_reader(litestream, db, log_path)
             grow_wal(db, 140)
             assert wal.stat().st_size > LIMIT
             refused = await send(ws, "while the WAL is past the ceiling")
@@ -125,8 +161,7 @@ def test_writes_resume_once_a_stuck_litestream_is_restarted(porch_bin, litestrea
                 litestream.wait(timeout=WAIT)
                 restart_wal(db)
                 assert wal.stat().st_size > LIMIT, "the restarted WAL keeps its file"
-                start_litestream(processes, litestream_bin, env, log_path)
-                await asyncio.sleep(3)
+                wait_for_its_reader(start_litestream(processes, litestream_bin, env, log_path), db, log_path)
             finally:
                 server.process.send_signal(signal.SIGCONT)
 

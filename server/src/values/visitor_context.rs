@@ -30,8 +30,8 @@ pub struct VisitorContext {
 }
 
 impl VisitorContext {
-    /// Keeps what is well-formed: URLs cut to [`MAX_URL_CHARS`] without control characters, a
-    /// language tag of letters, digits and `-`, a time zone name of letters, digits and `_+-/`.
+    /// Keeps what is well-formed: URLs without control characters or credentials, cut to
+    /// [`MAX_URL_CHARS`], a language tag of letters, digits and `-`, a time zone name of letters, digits and `_+-/`.
     pub fn from_hello(
         page: Option<String>,
         referrer: Option<String>,
@@ -54,9 +54,99 @@ fn url(raw: &str) -> Option<String> {
         .trim()
         .chars()
         .filter(|&c| super::text::is_url_char(c))
-        .take(MAX_URL_CHARS)
         .collect();
+    let kept: String = without_secrets(&kept).chars().take(MAX_URL_CHARS).collect();
     (!kept.is_empty()).then_some(kept)
+}
+
+/// Parameter names, or parts of them, whose values are credentials or personal data: the
+/// token of a password-reset or sign-in link, an OAuth code or state, a signed URL's
+/// signature, an address an email link carries.
+const SECRET_WORDS: &[&str] = &[
+    "auth",
+    "code",
+    "credential",
+    "credentials",
+    "email",
+    "jwt",
+    "key",
+    "nonce",
+    "otp",
+    "pass",
+    "passwd",
+    "password",
+    "pwd",
+    "secret",
+    "session",
+    "sessionid",
+    "sid",
+    "sig",
+    "signature",
+    "state",
+    "ticket",
+    "token",
+];
+
+/// The URL as agents may see it and Porch may keep it (docs/privacy.md#page-addresses): the
+/// user name and password of `https://user:pw@host/` dropped, the value of each query
+/// parameter named like a credential replaced by `redacted`, and the fragment dropped unless it
+/// is a single-page app's route (`#/pricing`, `#!/pricing`), which is cleaned the same way.
+fn without_secrets(url: &str) -> String {
+    let (before_fragment, fragment) = match url.split_once('#') {
+        Some((head, fragment)) => (head, Some(fragment)),
+        None => (url, None),
+    };
+    let mut cleaned = redact_query(&without_user_info(before_fragment));
+    if let Some(route) = fragment.filter(|f| f.starts_with('/') || f.starts_with("!/")) {
+        cleaned.push('#');
+        cleaned.push_str(&redact_query(route));
+    }
+    cleaned
+}
+
+fn without_user_info(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+fn redact_query(url: &str) -> String {
+    let Some((path, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let parameters: Vec<String> = query
+        .split('&')
+        .map(|parameter| match parameter.split_once('=') {
+            Some((name, _)) if names_a_secret(name) => format!("{name}=redacted"),
+            _ => parameter.to_owned(),
+        })
+        .collect();
+    format!("{path}?{}", parameters.join("&"))
+}
+
+/// Whether a parameter name, split into words at punctuation and at lower-to-upper case
+/// changes (`reset_token`, `access-token`, `apiKey`, `user[email]`), has a word of
+/// [`SECRET_WORDS`]. Whole words only, so `keyword`, `zipcode` and `page` stay.
+fn names_a_secret(name: &str) -> bool {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() || (c.is_ascii_uppercase() && previous_lower) {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        }
+        previous_lower = c.is_ascii_lowercase();
+    }
+    words.push(word);
+    words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
 }
 
 fn is_language_tag(tag: &str) -> bool {
@@ -127,6 +217,58 @@ mod tests {
         assert_eq!(
             VisitorContext::from_hello(Some("  ".into()), None, None, None).page,
             None
+        );
+    }
+
+    fn page(url: &str) -> Option<String> {
+        VisitorContext::from_hello(Some(url.into()), None, None, None).page
+    }
+
+    #[test]
+    fn credentials_in_urls_are_not_kept() {
+        for (sent, kept) in [
+            (
+                "https://shop.example/reset?token=abc123&lang=de",
+                "https://shop.example/reset?token=redacted&lang=de",
+            ),
+            (
+                "https://ann:hunter2@shop.example/a?x=1",
+                "https://shop.example/a?x=1",
+            ),
+            (
+                "https://shop.example/cb?code=q&state=s&utm_source=mail",
+                "https://shop.example/cb?code=redacted&state=redacted&utm_source=mail",
+            ),
+            (
+                "https://shop.example/?apiKey=k&reset-token=t&user[email]=a%40b.c",
+                "https://shop.example/?apiKey=redacted&reset-token=redacted&user[email]=redacted",
+            ),
+            (
+                "https://shop.example/a#access_token=t&id_token=u",
+                "https://shop.example/a",
+            ),
+            (
+                "https://shop.example/#/invite?ticket=t&ref=x",
+                "https://shop.example/#/invite?ticket=redacted&ref=x",
+            ),
+            (
+                "https://shop.example/s?keyword=shoes&zipcode=10115&page=2#!/cart",
+                "https://shop.example/s?keyword=shoes&zipcode=10115&page=2#!/cart",
+            ),
+            ("https://a.example/@ann?q=1", "https://a.example/@ann?q=1"),
+        ] {
+            assert_eq!(page(sent).as_deref(), Some(kept), "{sent}");
+        }
+        let referrer = VisitorContext::from_hello(
+            None,
+            Some("https://mail.example/open?session=s".into()),
+            None,
+            None,
+        )
+        .referrer;
+        assert_eq!(
+            referrer.as_deref(),
+            Some("https://mail.example/open?session=redacted")
         );
     }
 }

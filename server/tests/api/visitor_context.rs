@@ -159,3 +159,44 @@ async fn direction_overrides_do_not_reach_agents_in_names_and_urls() {
         assert!(!page.body.contains(c), "{c:?} reached the page");
     }
 }
+
+/// A visitor who opens the chat on a password-reset link must not hand its token to every agent,
+/// Slack channel and webhook: the address is kept with the token's value redacted
+/// (docs/privacy.md#page-addresses), and so is the referrer.
+#[tokio::test]
+async fn a_reset_links_token_is_not_kept_from_the_page_address() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = hello(
+        &app,
+        &site,
+        None,
+        json!({
+            "page": "https://ann:pw-9@shop.example.com/reset?token=SECRET-RESET-1&lang=de#access_token=SECRET-OAUTH-2",
+            "referrer": "https://mail.example/open?sessionId=SECRET-SESSION-3",
+        }),
+    )
+    .await;
+    assert_eq!(widget.say("c-1", "The link fails").await["type"], "ack");
+    let stored: (String, String) = app
+        .db()
+        .query_row("SELECT last_page, referrer FROM visitors", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .expect("the visitor");
+    assert_eq!(
+        stored,
+        (
+            "https://shop.example.com/reset?token=redacted&lang=de".to_owned(),
+            "https://mail.example/open?sessionId=redacted".to_owned()
+        )
+    );
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let path = format!("/conversations/{conversation}");
+    let page = send(&app, "GET", &path, &ana.cookie, None).await;
+    assert!(page.body.contains("/reset?token=redacted&amp;lang=de"));
+    for secret in ["SECRET-", "pw-9"] {
+        assert!(!page.body.contains(secret), "{secret} reached the page");
+    }
+}

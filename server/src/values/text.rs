@@ -84,12 +84,22 @@ pub fn is_visitor_email(raw: &str) -> bool {
             .is_ok_and(|a| has_internet_domain(&a) && is_mailable(a))
 }
 
-/// Whether the domain is one mail on the internet can reach: a name with a dot in it
-/// (`example.org`, not `a@b`, which is nearly always a typo) or an address literal (`[192.0.2.1]`).
+/// Whether the domain is a host name mail on the internet can reach: labels of letters, digits
+/// and inner hyphens (RFC 5321's, with letters of any script for internationalised names), at
+/// least two of them (`a@b` is nearly always a typo), the last not all digits (`example.123` is
+/// no top-level domain). An address literal (`a@[192.0.2.1]`) is not taken: no mail server
+/// Porch relays through would deliver to one, and no visitor has one.
 fn has_internet_domain(address: &lettre::Address) -> bool {
-    let domain = address.domain();
-    domain.starts_with('[')
-        || (domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.'))
+    let labels: Vec<&str> = address.domain().split('.').collect();
+    let is_label = |label: &&str| {
+        (1..=63).contains(&label.len())
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+    };
+    labels.len() >= 2
+        && labels.iter().all(is_label)
+        && !labels[labels.len() - 1].chars().all(|c| c.is_ascii_digit())
 }
 
 /// Whether a mail can be addressed to `address`. The parser takes some addresses (a quoted
@@ -256,6 +266,11 @@ mod tests {
     #[test]
     fn a_visitor_email_is_well_formed_and_shows_what_it_is() {
         assert!(is_visitor_email("ada@example.org"));
+        assert!(is_visitor_email("ada@mail.example-shop.co.uk"));
+        assert!(
+            is_visitor_email("jörg@bücher.example"),
+            "an international name"
+        );
         assert!(
             is_visitor_email("\"john.doe\"@example.org"),
             "quoted, and mailable"
@@ -268,6 +283,11 @@ mod tests {
             "\"<!channel> *x*\"@example.org",
             "a@b",
             "a@example.",
+            "a@ex_ample.org",
+            "a@example.123",
+            "a@-example.org",
+            "a@[192.0.2.1]",
+            "a@[IPv6:2001:db8::1]",
         ] {
             assert!(!is_visitor_email(bad), "{bad:?}");
         }

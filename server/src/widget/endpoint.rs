@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::LazyLock;
 
 use axum::Extension;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{ConnectInfo, Query, State, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -41,15 +42,18 @@ pub async fn upgrade(
     State(app): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Extension(slot): Extension<ConnectionSlot>,
-    Query(query): Query<WsQuery>,
+    // A query that does not parse (`site` given twice, say) names no site: the client still
+    // gets the upgrade and the documented `site_not_found`, not a bare 400.
+    query: Result<Query<WsQuery>, QueryRejection>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let site_key = query.map(|Query(q)| q.site).unwrap_or_default();
     let origin = headers
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let admission = match app.sites.find(&query.site).await {
+    let admission = match app.sites.find(&site_key).await {
         Ok(Some(site)) if site.allows_origin(origin) => Admission::Allowed(site),
         Ok(Some(site)) => {
             app.sites.note_refused_origin(&site, origin);

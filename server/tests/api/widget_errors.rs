@@ -20,7 +20,9 @@ async fn a_wrong_origin_is_refused_with_a_policy_close() {
 #[tokio::test]
 async fn an_unknown_site_gets_a_clear_error() {
     let app = TestApp::spawn(&[]).await;
-    for key in ["s_0000000000000000", "not-a-key", ""] {
+    // `site` twice names no one site: still the upgrade and the error, not a bare HTTP 400.
+    let twice = format!("{0}&site={0}", app.add_site("Shop"));
+    for key in ["s_0000000000000000", "not-a-key", "", &twice] {
         let mut widget = app.connect(key, ORIGIN).await;
         let error = widget.recv().await;
         assert_eq!(error["code"], "site_not_found", "{key}");

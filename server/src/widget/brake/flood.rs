@@ -48,7 +48,10 @@ impl SlidingMinute {
         f64::from(self.previous) * self.previous_weight(now) + f64::from(self.current)
     }
 
-    /// How long until the count drops below `limit` if nothing else arrives.
+    /// How long until one more event fits under `limit` if nothing else arrives, as this very
+    /// count will judge it then: a client told to wait that long is let in when it comes back.
+    /// Until the window ends the previous window's share decays; after it, the current window
+    /// becomes the previous one and decays in turn, so the wait can be up to two minutes.
     fn wait_below(&self, now: Instant, limit: f64) -> Duration {
         let excess = self.count(now) + 1.0 - limit;
         if excess <= 0.0 {
@@ -56,12 +59,20 @@ impl SlidingMinute {
         }
         let to_window_end = MINUTE.saturating_sub(now.saturating_duration_since(self.window_start));
         let decay_per_second = f64::from(self.previous) / 60.0;
-        let wait = if decay_per_second > 0.0 {
-            Duration::from_secs_f64(excess / decay_per_second).min(to_window_end)
+        if decay_per_second > 0.0 {
+            let within = Duration::from_secs_f64(excess / decay_per_second);
+            if within <= to_window_end {
+                return within.max(MIN_RETRY);
+            }
+        }
+        // After the window ends the count is `current × (1 − s/60)` at `s` seconds past it.
+        let current = f64::from(self.current);
+        let past_window_end = if current > limit - 1.0 {
+            Duration::from_secs_f64(60.0 * (1.0 - (limit - 1.0) / current))
         } else {
-            to_window_end
+            Duration::ZERO
         };
-        wait.clamp(MIN_RETRY, MINUTE)
+        (to_window_end + past_window_end).clamp(MIN_RETRY, 2 * MINUTE)
     }
 }
 
@@ -123,18 +134,16 @@ impl FloodBrake {
         } else {
             f64::from(messages_per_minute)
         };
-        let conversation_limit = f64::from(conversations_per_minute);
-        if starts_conversation {
-            if self.level >= 2 {
-                return Err(self.refuse(now, MINUTE));
-            }
-            if self.conversations.count(now) + 1.0 > conversation_limit {
-                let wait = self.conversations.wait_below(now, conversation_limit);
-                return Err(self.refuse(now, wait));
-            }
+        if starts_conversation && self.level >= 2 {
+            return Err(self.refuse(now, MINUTE));
         }
-        if self.messages.count(now) + 1.0 > message_limit {
-            let wait = self.messages.wait_below(now, message_limit);
+        // The longer of the two waits, so that the message fits both counts when it comes back.
+        let mut wait = self.messages.wait_below(now, message_limit);
+        if starts_conversation {
+            let conversation_limit = f64::from(conversations_per_minute);
+            wait = wait.max(self.conversations.wait_below(now, conversation_limit));
+        }
+        if !wait.is_zero() {
             return Err(self.refuse(now, wait));
         }
         self.messages.current += 1;
@@ -231,6 +240,46 @@ mod tests {
         // More than a minute in level 1, no refusal for a minute, and counters well below half.
         assert!(brake.admit(at(start, 200.0), 10, 5, false).is_ok());
         assert_eq!(brake.level(), 0);
+    }
+
+    /// Whatever the count, a resend after the wait the refusal named is let in when nothing
+    /// else arrived meanwhile (an outside client found a resend after `retry_after_ms` refused
+    /// again: the wait ended at the window's end, while the count still weighed the old window).
+    #[test]
+    fn a_resend_after_the_named_wait_is_let_in() {
+        for (limit, burst_at) in [(3, 0.0), (3, 30.0), (10, 59.0), (1, 12.5), (40, 45.0)] {
+            let start = Instant::now();
+            let mut brake = FloodBrake::new(start);
+            let mut t = 0.0;
+            // A window that held traffic before, then a burst up to the limit.
+            for _ in 0..limit / 2 {
+                assert!(brake.admit(at(start, t), 1000, limit, true).is_ok());
+                t += 0.5;
+            }
+            t = 60.0 + burst_at;
+            while brake.admit(at(start, t), 1000, limit, true).is_ok() {
+                t += 0.1;
+            }
+            let refused = brake.admit(at(start, t), 1000, limit, true).unwrap_err();
+            let back = t + refused.retry_after.as_secs_f64() + 0.001;
+            assert!(
+                brake.admit(at(start, back), 1000, limit, true).is_ok(),
+                "limit {limit}: refused at {t:.1} s, told to wait {:?}",
+                refused.retry_after
+            );
+        }
+    }
+
+    #[test]
+    fn a_new_conversation_waits_for_both_counts() {
+        let start = Instant::now();
+        let mut brake = FloodBrake::new(start);
+        for i in 0..3 {
+            assert!(brake.admit(at(start, f64::from(i)), 3, 3, true).is_ok());
+        }
+        let held = brake.admit(at(start, 10.0), 3, 3, true).unwrap_err();
+        let back = at(start, 10.0) + held.retry_after + Duration::from_millis(1);
+        assert!(brake.admit(back, 3, 3, true).is_ok());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use rusqlite::Connection;
 use serde_json::json;
 
+use super::discord::DiscordConfig;
 use super::sealing::store_secrets;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
@@ -52,10 +53,30 @@ pub fn replace_integration_settings(
         &target,
         &json!({}),
     )?;
+    if kind == "discord" && moves_to_another_discord_webhook(conn, id, config)? {
+        store::forget_discord_threads(conn, id)?;
+    }
     let now = now_ms();
     store::update_integration_config(conn, id, config, now)?;
     if let Some((key, secrets)) = secrets {
         store_secrets(conn, key, id, secrets)?;
     }
     store::start_resuming_integration(conn, id, now)
+}
+
+/// Whether `config` names another Discord webhook than the stored one: another webhook may post
+/// to another channel, where the conversations' threads do not exist, so they start anew there
+/// (docs/integrations/discord.md, "Forum channels").
+fn moves_to_another_discord_webhook(
+    conn: &Connection,
+    id: IntegrationId,
+    config: &str,
+) -> Result<bool, store::Error> {
+    let webhook_id = |config: &str| {
+        serde_json::from_str::<DiscordConfig>(config)
+            .map(|c| c.webhook_id)
+            .ok()
+    };
+    let stored = store::find_integration(conn, id)?.map(|row| row.config);
+    Ok(stored.as_deref().and_then(webhook_id) != webhook_id(config))
 }

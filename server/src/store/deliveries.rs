@@ -178,6 +178,14 @@ pub fn find_discord_thread(
         .optional()?)
 }
 
+/// Forgets an integration's Discord threads: they belong to the channel of the webhook that
+/// created them, and Discord refuses a `thread_id` of another channel.
+pub fn forget_discord_threads(conn: &Connection, integration: IntegrationId) -> Result<(), Error> {
+    conn.prepare_cached("DELETE FROM discord_threads WHERE integration_id = ?1")?
+        .execute([integration])?;
+    Ok(())
+}
+
 /// Remembers the thread a conversation's first post created.
 pub fn insert_discord_thread(
     conn: &Connection,

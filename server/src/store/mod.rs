@@ -83,8 +83,8 @@ pub use db::{
 pub use deliveries::{
     DeliveryLogRow, WebhookConversation, delete_integration, disable_integration,
     find_discord_thread, find_newest_delivery_attempt, find_newest_failed_delivery,
-    find_retrying_delivery, find_user_contact, insert_discord_thread, list_delivery_log,
-    list_site_integrations, load_webhook_conversation,
+    find_retrying_delivery, find_user_contact, forget_discord_threads, insert_discord_thread,
+    list_delivery_log, list_site_integrations, load_webhook_conversation,
 };
 pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use disk_room::{

@@ -371,6 +371,42 @@ async fn forum_alone_keeps_the_webhook(f: &Fixture, id: i64, visitor: &mut Widge
     assert_eq!(posts[3].webhook_id, "H9", "the stored webhook");
 }
 
+/// A thread belongs to the channel of the webhook that created it: moved to another webhook, an
+/// open conversation starts a new thread there (Discord refuses a `thread_id` of another
+/// channel), while saving the same webhook again keeps the conversation's thread.
+#[tokio::test]
+async fn another_webhook_starts_new_threads_and_the_same_one_keeps_them() {
+    let f = Fixture::start().await;
+    let (site, id) = f.site_with_discord("Shop", "H1", true).await;
+    let (mut a, _) = f.app.visitor(&site, None, 0).await;
+    a.say("a1", "first").await;
+    let thread = f.mock.wait_for_posts(1, WAIT).await[0]
+        .thread_id
+        .clone()
+        .expect("a thread");
+    wait_until("the thread to be saved", WAIT, async || {
+        ok_if(f.count("SELECT count(*) FROM discord_threads"), |n| *n == 1)
+    })
+    .await;
+    let path = format!("/api/v1/integrations/{id}/discord");
+    let put = async |body| {
+        let (status, answer) = f.app.api("PUT", &path, &f.admin, Some(body)).await;
+        assert_eq!(status, 200, "{answer}");
+    };
+
+    put(json!({"forum": true})).await;
+    a.say("a2", "same webhook").await;
+    let posts = f.mock.wait_for_posts(2, WAIT).await;
+    assert_eq!(posts[1].query.get("thread_id"), Some(&thread));
+
+    put(json!({"webhook_url": f.mock.add_webhook("H2", true)})).await;
+    a.say("a3", "another webhook").await;
+    let posts = f.mock.wait_for_posts(3, WAIT).await;
+    assert_eq!(posts[2].webhook_id, "H2");
+    assert_eq!(posts[2].query.get("thread_id"), None, "{:?}", posts[2]);
+    assert!(posts[2].body["thread_name"].is_string(), "a new thread");
+}
+
 #[tokio::test]
 async fn only_discord_webhook_urls_are_accepted() {
     let f = Fixture::start().await;

@@ -10,6 +10,16 @@ use crate::store::{IntegrationId, JobRow, JobUpdate};
 use super::JobKind;
 use super::outcome::{Attempt, Outcome};
 
+/// The longest a destination's answer can make a job wait (a `Retry-After`, Discord's
+/// `retry_after` or `X-RateLimit-Reset-After`): an hour. The value is the receiver's, so it can
+/// be anything, up to `u64::MAX` seconds, and the runner's clock is `i64` milliseconds.
+pub const MAX_DESTINATION_WAIT: Duration = Duration::from_hours(1);
+
+/// `now` plus a wait a destination named, at most [`MAX_DESTINATION_WAIT`].
+fn after_destination_wait(now: i64, wait: Duration) -> i64 {
+    now.saturating_add(millis(wait.min(MAX_DESTINATION_WAIT)))
+}
+
 /// What happens to a job after an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -52,7 +62,7 @@ pub fn decide(
     let pause_until = attempt
         .pause
         .filter(|_| job.rate_key.is_some())
-        .map(|pause| now + millis(pause));
+        .map(|pause| after_destination_wait(now, pause));
     let finish = |update, error: Option<String>| Decision {
         update,
         error,
@@ -63,7 +73,7 @@ pub fn decide(
     match attempt.outcome {
         Outcome::Delivered { external_ref } => finish(JobUpdate::Done { external_ref }, None),
         Outcome::RateLimited { retry_after } => {
-            let run_at = now + millis(retry_after);
+            let run_at = after_destination_wait(now, retry_after);
             Decision {
                 update: JobUpdate::Snooze { run_at },
                 error: Some("rate limited by the destination".to_owned()),
@@ -82,8 +92,10 @@ pub fn decide(
             Some(format!("gave up after {tries} attempts: {error}")),
         ),
         Outcome::Retry { error, not_before } => {
+            // `not_before` holds a schedule of the destination's own (a webhook's, which bounds
+            // the receiver's `Retry-After` by [`MAX_DESTINATION_WAIT`]), so it is not cut here.
             let wait = backoff(tries).max(not_before.unwrap_or_default());
-            let run_at = now + millis(wait);
+            let run_at = now.saturating_add(millis(wait));
             Decision {
                 update: JobUpdate::Retry { run_at },
                 error: Some(error),
@@ -298,5 +310,26 @@ mod tests {
         let mut keyless = job(0, 5, None);
         keyless.rate_key = None;
         assert_eq!(decide(&keyless, paced, NOW, two_seconds).pause_until, None);
+    }
+
+    /// A receiver's `Retry-After: 18446744073709551615` once overflowed the runner's clock and
+    /// stopped every delivery of the server (found by an attacker's receiver): a destination's
+    /// wait counts for an hour at most, and no wait overflows.
+    #[test]
+    fn a_destinations_wait_is_an_hour_at_most_and_never_overflows() {
+        let forever = Duration::from_secs(u64::MAX);
+        let hour = i64::try_from(MAX_DESTINATION_WAIT.as_millis()).expect("an hour");
+        let limited = Attempt::new(
+            Outcome::RateLimited {
+                retry_after: forever,
+            },
+            Some(429),
+        )
+        .paced(Some(forever));
+        let decision = decide(&job(0, 5, None), limited, NOW, two_seconds);
+        assert_eq!(decision.update, JobUpdate::Snooze { run_at: NOW + hour });
+        assert_eq!(decision.pause_until, Some(NOW + hour));
+        let decision = decide(&job(0, 5, None), retry(Some(forever)), NOW, two_seconds);
+        assert_eq!(decision.update, JobUpdate::Retry { run_at: i64::MAX });
     }
 }

@@ -25,6 +25,7 @@ pub use args::{
     AccountLink, AccountLinkArgs, ConversationArgs, EmailArgs, MessageArgs, TestMailArgs,
     WebhookArgs, WebhookFacts,
 };
+pub use decision::MAX_DESTINATION_WAIT;
 pub use deliver::{Deliver, Delivery};
 pub use index::Lane;
 pub use kind::JobKind;

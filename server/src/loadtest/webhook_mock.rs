@@ -28,10 +28,14 @@ pub struct Received {
     pub at: Instant,
 }
 
+/// A status to answer with, and a `Retry-After` value or none.
+type Answer = (u16, Option<String>);
+
 #[derive(Default)]
 struct MockState {
     received: Mutex<Vec<Received>>,
-    answers: Mutex<HashMap<String, VecDeque<u16>>>,
+    /// Per path, the answers to give next.
+    answers: Mutex<HashMap<String, VecDeque<Answer>>>,
     changed: Notify,
 }
 
@@ -68,7 +72,16 @@ impl WebhookMock {
         lock(&self.state.answers)
             .entry(path.to_owned())
             .or_default()
-            .extend(statuses);
+            .extend(statuses.iter().map(|&status| (status, None)));
+    }
+
+    /// The next request to `path` is answered with `status` and this `Retry-After` header
+    /// (whatever it says: a receiver can send anything).
+    pub fn answer_with_retry_after(&self, path: &str, status: u16, retry_after: &str) {
+        lock(&self.state.answers)
+            .entry(path.to_owned())
+            .or_default()
+            .push_back((status, Some(retry_after.to_owned())));
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -96,10 +109,10 @@ async fn receive(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_owned();
-    let status = lock(&state.answers)
+    let (status, retry_after) = lock(&state.answers)
         .get_mut(&path)
         .and_then(VecDeque::pop_front)
-        .unwrap_or(200);
+        .unwrap_or((200, None));
     let headers = headers
         .iter()
         .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
@@ -118,6 +131,9 @@ async fn receive(
         && let Ok(location) = "http://127.0.0.1:9/elsewhere".parse()
     {
         response.headers_mut().insert("location", location);
+    }
+    if let Some(value) = retry_after.and_then(|v| v.parse().ok()) {
+        response.headers_mut().insert("retry-after", value);
     }
     response
 }

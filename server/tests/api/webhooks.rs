@@ -331,6 +331,51 @@ async fn a_5xx_is_retried_with_the_same_webhook_id_and_logged() {
     assert_eq!(received[2].body, received[1].body);
 }
 
+/// A receiver's `Retry-After` is its own to choose, however large: it once overflowed the
+/// runner's clock, and the panic stopped every delivery of every site until a restart (which
+/// met the same job again). Now it counts for an hour at most, and the other endpoint's
+/// deliveries go on.
+#[tokio::test]
+async fn a_huge_retry_after_waits_an_hour_and_stops_no_other_delivery() {
+    let f = Fixture::start(&["--allow-private-networks"]).await;
+    f.endpoint("/huge", &["message.created"]).await;
+    f.endpoint("/other", &["message.created"]).await;
+    f.mock
+        .answer_with_retry_after("/huge", 500, &u64::MAX.to_string());
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    visitor.say("v1", "first").await;
+    f.wait_for_sql(
+        "SELECT count(*) FROM jobs WHERE state = 'queued' AND attempt = 1",
+        1,
+    )
+    .await;
+    visitor.say("v2", "second").await;
+    wait_until(
+        "the second message at the other endpoint",
+        WAIT,
+        async || {
+            let bodies: Vec<String> = f
+                .mock
+                .received()
+                .into_iter()
+                .filter(|r| r.path == "/other")
+                .map(|r| r.body)
+                .collect();
+            ok_if(bodies, |b| b.iter().any(|body| body.contains("second")))
+        },
+    )
+    .await;
+    let wait_ms = f.app.count(
+        "SELECT j.run_at - a.finished_at FROM jobs j JOIN job_attempts a ON a.job_id = j.id \
+         WHERE j.state = 'queued' AND j.attempt = 1",
+    );
+    let hour = 3_600_000;
+    assert!(
+        (hour - 5_000..=hour + 5_000).contains(&wait_ms),
+        "waits an hour: {wait_ms} ms"
+    );
+}
+
 #[tokio::test]
 async fn a_410_disables_the_endpoint_and_redirects_are_not_followed() {
     let f = Fixture::start(&["--allow-private-networks"]).await;

@@ -285,8 +285,7 @@ fn header_secs(headers: &reqwest::header::HeaderMap, name: &str) -> Option<Durat
         .get(name)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
 }
 
 /// Executes the webhook once.
@@ -341,8 +340,7 @@ pub(super) async fn execute(
             let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             let retry_after = body["retry_after"]
                 .as_f64()
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(Duration::from_secs_f64)
+                .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
                 .or_else(|| header_secs(&headers, "retry-after"))
                 .unwrap_or(DEFAULT_RETRY_AFTER);
             Err(fail(Outcome::RateLimited { retry_after }))

@@ -20,7 +20,7 @@ use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, UserId, Webhook
 use super::{WebhookConfig, WebhookSecrets, signature_header};
 use crate::integrations::delivery::{Found, args, blocked, failed, finish, integration_of, read};
 use crate::integrations::{Destinations, open_secrets_as, ssrf};
-use crate::jobs::{Attempt, Outcome, WebhookArgs, webhook_id};
+use crate::jobs::{Attempt, MAX_DESTINATION_WAIT, Outcome, WebhookArgs, webhook_id};
 use crate::secrets::SecretKey;
 
 /// Bytes of an endpoint's answer read at most (kept for the delivery log as an excerpt).
@@ -244,7 +244,7 @@ async fn send(
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
+        .map(|secs| Duration::from_secs(secs).min(MAX_DESTINATION_WAIT));
     let excerpt = read_capped(&mut response).await;
     let code = status.as_u16();
     let outcome = if status.is_success() {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::accounts::sso::Sso;
 use crate::chat::{Chat, SiteDirectory, VisitorTokens};
@@ -47,7 +48,10 @@ pub struct Server {
     /// The address actually bound (useful with port 0).
     pub local_addr: SocketAddr,
     serve: JoinHandle<()>,
+    /// The job runner's watcher (see [`watch_runner`]).
     runner: JoinHandle<()>,
+    /// Cancelled if the job runner ended by a panic: `porch serve` then stops the process.
+    pub runner_failed: CancellationToken,
     /// This process owns the data directory until the server has stopped.
     _lock: store::InstanceLock,
 }
@@ -152,7 +156,11 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     ));
 
     app.accounts.prepare_first_run(&app.public_url).await?;
-    let runner = start_runner(runner, &app, slack_api).await?;
+    let runner_failed = CancellationToken::new();
+    let runner = watch_runner(
+        start_runner(runner, &app, slack_api).await?,
+        runner_failed.clone(),
+    );
     crate::jobs::spawn_interrupted_resumes(
         Arc::clone(&app.writer),
         Arc::clone(&app.readers),
@@ -177,7 +185,24 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         local_addr,
         serve,
         runner,
+        runner_failed,
         _lock: lock,
+    })
+}
+
+/// Watches the job runner's task. Should it end by a panic (a bug), the widget would still take
+/// messages and write their jobs, which nothing would send: so `failed` is cancelled, and
+/// `porch serve` stops as if told to, with a failure exit status, for its supervisor (Docker's
+/// `restart: unless-stopped`, systemd's `Restart=`) to start it again. The new runner requeues
+/// what was running; nothing waiting is lost, as jobs are rows.
+fn watch_runner(runner: JoinHandle<()>, failed: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        if runner.await.is_err() {
+            tracing::error!(
+                "the job runner panicked: stopping, to be restarted (deliveries wait in the database)"
+            );
+            failed.cancel();
+        }
     })
 }
 
@@ -446,10 +471,9 @@ impl Server {
         {
             tracing::warn!("some widget connections did not close within the grace period");
         }
-        // The runner lets running deliveries finish and records them before the writer stops.
-        if self.runner.await.is_err() {
-            tracing::error!("the job runner panicked");
-        }
+        // The runner lets running deliveries finish and records them before the writer stops
+        // (the watcher ends with it, and reports a panic itself).
+        let _ = self.runner.await;
         let writer = Arc::clone(&self.app.writer);
         if tokio::task::spawn_blocking(move || writer.shutdown())
             .await
@@ -474,4 +498,23 @@ pub async fn run(
     shutdown.await;
     server.stop().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_runner_that_panics_asks_for_a_stop_and_one_that_ends_does_not() {
+        let failed = CancellationToken::new();
+        let panics = tokio::spawn(async { panic!("a bug in the runner") });
+        watch_runner(panics, failed.clone()).await.expect("watched");
+        assert!(failed.is_cancelled());
+
+        let stopped = CancellationToken::new();
+        watch_runner(tokio::spawn(async {}), stopped.clone())
+            .await
+            .expect("watched");
+        assert!(!stopped.is_cancelled(), "a shutdown is not a failure");
+    }
 }

@@ -361,7 +361,11 @@ fn serve(config: Config) -> anyhow::Result<()> {
             "next: open {} to sign in (or, on a fresh install, to create the first admin)",
             server.app.public_url
         );
-        let signal = signals.recv().await;
+        let failed = server.runner_failed.clone();
+        let signal = tokio::select! {
+            signal = signals.recv() => signal,
+            () = failed.cancelled() => "the job runner's failure",
+        };
         tracing::info!(
             signal,
             drain = %humantime::format_duration(drain),
@@ -373,6 +377,10 @@ fn serve(config: Config) -> anyhow::Result<()> {
             signal = signals.recv() => tracing::info!(signal, "second stop request: drain cut short"),
         }
         server.stop().await;
+        anyhow::ensure!(
+            !failed.is_cancelled(),
+            "stopped because the job runner panicked (see the log above); start Porch again"
+        );
         Ok::<_, anyhow::Error>(true)
     });
     // Dropping the runtime waits for blocking work already running (migrations under way run

@@ -162,6 +162,17 @@ pub fn browser_summary(user_agent: &str) -> Option<String> {
     })
 }
 
+/// When the visitor was last seen: the visitor row's time (their latest connection's first
+/// message; it is not rewritten on every message, which would cost each message a second row
+/// write), or their newest message shown here, whichever is later.
+fn last_seen_at(stored: i64, messages: &[MessageRow]) -> i64 {
+    messages
+        .iter()
+        .filter(|m| m.author == Author::Visitor)
+        .map(|m| m.created_at)
+        .fold(stored, i64::max)
+}
+
 /// The side panel of a conversation.
 pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsideView {
     let details = view.visitor.as_ref();
@@ -191,7 +202,7 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             user_agent: details.and_then(|d| d.user_agent.clone()),
             ip: details.and_then(|d| d.ip.clone()),
             first_seen_at: details.map(|d| d.first_seen_at),
-            last_seen_at: details.map(|d| d.last_seen_at),
+            last_seen_at: details.map(|d| last_seen_at(d.last_seen_at, &view.messages)),
             referrer: details.and_then(|d| d.referrer.clone()),
             language: details.and_then(|d| d.language.clone()),
             time_zone: details.and_then(|d| d.time_zone.clone()),

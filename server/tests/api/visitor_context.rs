@@ -200,3 +200,44 @@ async fn a_reset_links_token_is_not_kept_from_the_page_address() {
         assert!(!page.body.contains(secret), "{secret} reached the page");
     }
 }
+
+/// "Last seen" follows the visitor's messages, not only the first message of their connection
+/// (which is when the visitor row is written): a new user saw "Last seen 11:00" beside messages
+/// the visitor wrote at 11:04.
+#[tokio::test]
+async fn last_seen_is_the_visitors_newest_message() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = hello(&app, &site, None, json!({})).await;
+    assert_eq!(widget.say("c-1", "Hello").await["type"], "ack");
+    // As if that first message was written two hours ago.
+    app.db()
+        .execute_batch(
+            "UPDATE visitors SET first_seen_at = first_seen_at - 7200000, \
+                                 last_seen_at = last_seen_at - 7200000; \
+             UPDATE messages SET created_at = created_at - 7200000;",
+        )
+        .expect("back in time");
+    let newest = widget.say("c-2", "Still there?").await;
+    assert_eq!(newest["type"], "ack");
+    let at = newest["at"].as_i64().expect("the ack's time");
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let page = send(
+        &app,
+        "GET",
+        &format!("/conversations/{conversation}"),
+        &ana.cookie,
+        None,
+    )
+    .await;
+    let at = std::time::UNIX_EPOCH
+        + std::time::Duration::from_millis(u64::try_from(at).expect("after 1970"));
+    let iso = humantime::format_rfc3339_seconds(at);
+    assert!(
+        page.body
+            .contains(&format!("<dt>Last seen</dt><dd><time datetime=\"{iso}\">")),
+        "{}",
+        page.body
+    );
+}

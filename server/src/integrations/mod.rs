@@ -11,6 +11,7 @@ pub mod email;
 mod health;
 mod lifecycle;
 mod sealing;
+pub mod send_error;
 mod settings;
 mod setup_error;
 pub mod slack;

@@ -152,7 +152,7 @@ impl Sso {
         let call = self.caller();
         let metadata = CoreProviderMetadata::discover_async(self.issuer.clone(), &call)
             .await
-            .map_err(|err| error_chain(&err))?;
+            .map_err(|err| crate::integrations::send_error::error_chain(&err))?;
         let client = CoreClient::from_provider_metadata(
             metadata,
             ClientId::new(self.settings.client_id.clone()),
@@ -305,18 +305,6 @@ fn issued_by_now(iat_ms: i64, now_ms: i64) -> Result<(), String> {
 fn token_failure(err: &dyn std::fmt::Display) -> Refusal {
     tracing::warn!(error = %err, "single sign-on: code exchange or ID token check failed");
     Refusal::TokenInvalid
-}
-
-/// An error with its causes, on one line, for the log.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The crate's HTTP calls, made with our reqwest client (one TLS stack for the whole binary).

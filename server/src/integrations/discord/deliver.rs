@@ -309,7 +309,10 @@ pub(super) async fn execute(
     let response = request.send().await.map_err(|err| PostError {
         outcome: Outcome::Retry {
             // The URL holds the webhook's token: never in an error that is stored or shown.
-            error: format!("no answer from Discord: {}", err.without_url()),
+            error: format!(
+                "Discord: {}",
+                crate::integrations::send_error::describe(err)
+            ),
             not_before: None,
         },
         status: None,

@@ -55,7 +55,10 @@ pub async fn check_discord(
         Err(err) => {
             return Err(SetupError::Refused {
                 code: "discord_unreachable",
-                message: format!("Could not reach Discord: {}", err.without_url()),
+                message: format!(
+                    "Could not reach Discord: {}",
+                    crate::integrations::send_error::describe(err)
+                ),
             });
         }
     }

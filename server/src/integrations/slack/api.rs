@@ -7,6 +7,8 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::integrations::send_error;
+
 /// Bound on one Slack call unless configured (`PORCH_SLACK_TIMEOUT`); Slack normally answers in
 /// well under a second.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,7 +44,7 @@ impl std::fmt::Display for CallError {
             Self::RateLimited { retry_after } => write!(f, "rate limited for {retry_after:?}"),
             Self::Slack { error, .. } => write!(f, "Slack answered {error}"),
             Self::Http { status } => write!(f, "HTTP {status} from Slack"),
-            Self::Network(e) => write!(f, "no answer from Slack: {e}"),
+            Self::Network(e) => write!(f, "Slack: {e}"),
         }
     }
 }
@@ -134,7 +136,7 @@ impl SlackApi {
             .timeout(self.timeout)
             .send()
             .await
-            .map_err(|e| CallError::Network(e.without_url().to_string()))?;
+            .map_err(|e| CallError::Network(send_error::describe(e)))?;
         let status = response.status();
         if status == StatusCode::TOO_MANY_REQUESTS {
             return Err(CallError::RateLimited {
@@ -149,7 +151,7 @@ impl SlackApi {
         let value: Value = response
             .json()
             .await
-            .map_err(|e| CallError::Network(e.without_url().to_string()))?;
+            .map_err(|e| CallError::Network(send_error::describe(e)))?;
         if value.get("ok").and_then(Value::as_bool) == Some(true) {
             return Ok(value);
         }

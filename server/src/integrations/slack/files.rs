@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::api::retry_after;
 use super::{CallError, SlackApi};
+use crate::integrations::send_error;
 
 /// Slack's API host; any other base is a mock (or a proxy) whose own host serves the files.
 const SLACK_API_HOST: &str = "slack.com";
@@ -114,7 +115,7 @@ impl SlackApi {
             .timeout(self.timeout)
             .send()
             .await
-            .map_err(|e| CallError::Network(e.without_url().to_string()))?;
+            .map_err(|e| CallError::Network(send_error::describe(e)))?;
         match response.status() {
             StatusCode::TOO_MANY_REQUESTS => Err(CallError::RateLimited {
                 retry_after: retry_after(&response),
@@ -139,7 +140,7 @@ impl SlackApi {
         limit: u64,
     ) -> Result<Vec<u8>, DownloadError> {
         let url = self.file_url(raw_url).ok_or(DownloadError::Refused)?;
-        let failed = |e: reqwest::Error| DownloadError::Failed(e.without_url().to_string());
+        let failed = |e: reqwest::Error| DownloadError::Failed(send_error::describe(e));
         let mut response = self
             .http
             .get(url)

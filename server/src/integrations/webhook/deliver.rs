@@ -19,7 +19,7 @@ use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, UserId, Webhook
 
 use super::{WebhookConfig, WebhookSecrets, signature_header};
 use crate::integrations::delivery::{Found, args, blocked, failed, finish, integration_of, read};
-use crate::integrations::{Destinations, open_secrets_as, ssrf};
+use crate::integrations::{Destinations, open_secrets_as, send_error, ssrf};
 use crate::jobs::{Attempt, MAX_DESTINATION_WAIT, Outcome, WebhookArgs, webhook_id};
 use crate::secrets::SecretKey;
 
@@ -231,7 +231,7 @@ async fn send(
             return Attempt::new(
                 Outcome::Retry {
                     // An endpoint URL may carry a secret in its query: keep it out.
-                    error: format!("no answer: {}", error_chain(&err.without_url())),
+                    error: send_error::describe(err),
                     not_before: Some(schedule),
                 },
                 None,
@@ -296,16 +296,4 @@ async fn read_capped(response: &mut reqwest::Response) -> String {
         .collect::<String>()
         .trim()
         .to_owned()
-}
-
-/// The error and its causes, so "error sending request" says why (refused address, timeout).
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

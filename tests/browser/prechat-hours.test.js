@@ -201,6 +201,23 @@ test("on a short screen (a page zoomed to 200%) the form scrolls, the message bo
     await context.close();
   });
 
+test("on a phone every field of the panel is at least 16 px, below which iOS zooms the page on focus",
+  { timeout: 60000 }, async () => {
+    const context = await world.browser.newContext({ viewport: { width: 390, height: 844 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await page.goto(world.host.url);
+    await page.locator("[data-porch=launcher]").click();
+    await page.locator("[data-porch=prechat]").waitFor({ state: "visible" });
+    const sizes = await page.locator("[data-porch=panel]").evaluate((panel) =>
+      [...panel.querySelectorAll("input:not([type=file]), textarea")]
+        .filter((el) => el.getClientRects().length > 0)
+        .map((el) => [el.dataset.porch, parseFloat(getComputedStyle(el).fontSize)]));
+    assert.ok(sizes.length >= 4, JSON.stringify(sizes));
+    for (const [field, size] of sizes) assert.ok(size >= 16, `${field}: ${size}px`);
+    await context.close();
+  });
+
 test("a message refused for its answers waits for the form, which asks again, also after a reload",
   { timeout: 120000 }, async () => {
     const { porch, browser, site } = world; // the form of the test above: name and question required

@@ -205,6 +205,9 @@ impl Accounts {
                     return Ok(None);
                 }
                 store::update_password_hash(c, link.user_id, &hashed)?;
+                // Any other link made for them (a second reset) is spent too: the password it
+                // would set has just been chosen.
+                store::spend_user_links(c, link.user_id, now)?;
                 store::delete_user_sessions(c, link.user_id, None)?;
                 let user = store::find_user(c, link.user_id)?;
                 if let Some(user) = &user {
@@ -260,6 +263,9 @@ impl Accounts {
         self.writer
             .write(move |c| {
                 store::update_password_hash(c, user, &hashed)?;
+                // A reset link made before, perhaps for someone who took the account over, must
+                // not undo the change.
+                store::spend_user_links(c, user, now_ms())?;
                 if let Some(row) = store::find_user(c, user)? {
                     let (actor, detail) = (Actor::user(&row, ip), json!({"via": "account"}));
                     audit::record(

@@ -149,8 +149,9 @@ pub fn update_user_disabled(conn: &Connection, id: UserId, is_disabled: bool) ->
     Ok(())
 }
 
-/// Spends a user's unused invitation and reset links (on disable: a link made before must not
-/// work again after a re-enable).
+/// Spends a user's unused invitation and reset links: on disable (a link made before must not
+/// work again after a re-enable), and when their password is set (a link made before must not
+/// undo it).
 pub fn spend_user_links(conn: &Connection, user_id: UserId, now: i64) -> Result<(), Error> {
     conn.prepare_cached(
         "UPDATE account_links SET used_at = ?2 WHERE user_id = ?1 AND used_at IS NULL",

@@ -414,3 +414,38 @@ async fn a_disabled_user_signing_in_is_told_so_only_with_the_right_password() {
     assert_eq!(wrong.status, 401);
     assert!(wrong.body.contains("Wrong email or password.") && !wrong.body.contains("disabled"));
 }
+
+/// A reset link stays good for days; someone who took the account over may have made it. Once the
+/// owner changes their password, such a link must not set another one (an attacker found it did,
+/// and signed in with it).
+#[tokio::test]
+async fn a_password_change_spends_the_reset_links_made_before() {
+    use crate::two_factor::{link_in, post};
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
+    let reset = post(&app, &admin, &format!("/team/{}/link", bo.0), &[]).await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    let link = link_in(&reset.body, "/password-resets/");
+
+    let bo = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
+    let changed = post(
+        &app,
+        &bo,
+        "/account/password",
+        &[("current", PASSWORD), ("new", "another long password")],
+    )
+    .await;
+    assert_eq!(changed.status, 303, "{}", changed.body);
+
+    let spent = send(&app, "GET", &link, "", None).await;
+    assert_eq!(spent.status, 410, "{}", spent.body);
+    assert!(spent.body.contains("already used or has expired"));
+    assert_eq!(
+        sign_in(&app, "bo@example.com", "another long password")
+            .await
+            .status,
+        303,
+        "the owner's password stands"
+    );
+}

@@ -69,7 +69,12 @@ fn has_qr_code(page: &str) -> bool {
         && page.contains("<path d=\"M")
 }
 
-async fn post(app: &TestApp, who: &Browser, path: &str, fields: &[(&str, &str)]) -> Answer {
+pub(crate) async fn post(
+    app: &TestApp,
+    who: &Browser,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> Answer {
     let mut all = vec![("csrf", who.csrf.as_str())];
     all.extend_from_slice(fields);
     send(app, "POST", path, &who.cookie, Some(&form(&all))).await
@@ -617,7 +622,7 @@ async fn the_secret_is_sealed_at_rest_through_an_upgrade_and_a_key_rotation() {
 }
 
 /// The token of the link (`/invitations/…` or `/password-resets/…`) shown on `page`.
-fn link_in(page: &str, prefix: &str) -> String {
+pub(crate) fn link_in(page: &str, prefix: &str) -> String {
     let token = page
         .split(prefix)
         .nth(1)

@@ -98,6 +98,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     // Before anything touches the database: a second server must not start at all.
     let lock = lock_data_dir(&config.data_dir).map_err(full_disk)?;
     check_database_writable(&config.data_dir)?;
+    warn_if_anyone_can_read(&config.data_dir);
     // The key file's error keeps only its words: a full disk is asked about whatever it says.
     let sealing =
         load_secret_key(&config).map_err(|err| store::explain_a_file_error(err, &data_dir))?;
@@ -293,6 +294,22 @@ async fn start_runner(
 /// Refuses a database (or its `-wal` or `-shm`) that this user may not write, naming owner and
 /// fix: SQLite would open it read-only and fail at the first write ("attempt to write a readonly
 /// database", Error code 8), naming neither.
+/// Says so when every user of the machine can read the database: Porch creates it without that
+/// (see `cli::keep_new_files_from_other_users`), but one made by an older version, or copied in,
+/// can have it. Not changed here: the permissions are the operator's.
+fn warn_if_anyone_can_read(data_dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = data_dir.join(crate::config::DATABASE_FILE);
+    if std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o004 != 0) {
+        tracing::warn!(
+            "{} is readable by every user of this machine; `chmod o-rwx {}/porch.db*` keeps \
+             them out (Porch creates its files without that access)",
+            path.display(),
+            data_dir.display()
+        );
+    }
+}
+
 fn check_database_writable(data_dir: &std::path::Path) -> anyhow::Result<()> {
     // SQLite creates its `-wal` and `-shm` beside the file: files that are ours in a directory
     // that is not (root's, after a copy) failed with "attempt to write a readonly database".

@@ -56,7 +56,7 @@ def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, ope
     (data / "porch.lock").unlink()
     refused = serve_as_other_user(porch, data)
     assert refused.returncode != 0
-    assert f"porch.db cannot be written by uid {UID} (uid 0, mode 644)" in refused.stderr, refused.stderr
+    assert f"porch.db cannot be written by uid {UID} (uid 0, mode 640)" in refused.stderr, refused.stderr
     assert "readonly database" not in refused.stderr, refused.stderr
 
     # The files were chowned, the directory (root's again, as after a copy) was not: SQLite could
@@ -68,6 +68,7 @@ def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, ope
     for name in ("porch.db-wal", "porch.db-shm"):
         (data / name).unlink(missing_ok=True)
     os.chown(data, 0, 0)
+    data.chmod(0o755)  # as a copy made by root leaves it
     refused = serve_as_other_user(porch, data)
     assert refused.returncode != 0
     assert f"{data} cannot be written by uid {UID} (uid 0" in refused.stderr, refused.stderr

@@ -111,6 +111,7 @@ pub fn main() -> ExitCode {
         _ => ("warn".to_owned(), LogFormat::Text, Vec::new()),
     };
     init_tracing(&filter, format);
+    keep_new_files_from_other_users();
     for warning in warnings {
         tracing::warn!("{warning}");
     }
@@ -332,6 +333,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check(args) => check::run(&cli.data, args),
         Command::Health(args) => health::run(&args),
     }
+}
+
+/// Files Porch creates (the database and its `-wal` and `-shm`, uploads, the data directory)
+/// hold every transcript: no other user of the machine may read them. The group keeps read
+/// access, for a backup user in it; the sealing key is tighter still (0600, `secrets::key`).
+fn keep_new_files_from_other_users() {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o027));
 }
 
 fn serve(config: Config) -> anyhow::Result<()> {

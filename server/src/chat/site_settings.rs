@@ -94,26 +94,31 @@ impl SiteSettingsInput {
         Self::from(&SiteSettings::new(String::new(), Vec::new()))
     }
 
-    /// Checks every field; the first problem found is reported.
+    /// Checks every field; the first field found wrong is reported (with every refused origin,
+    /// when that is the origins).
     pub fn parse(&self) -> Result<SiteSettings, Invalid> {
         let name = self.name.trim();
         if name.is_empty() || name.chars().count() > 80 {
             return Err(Invalid::from("The name must have 1 to 80 characters."));
         }
         let mut origins = Vec::new();
+        let mut refused = Vec::new();
         for raw in self
             .origins
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|o| !o.is_empty())
         {
-            // Named, so the admin knows which line of a list to fix.
-            let origin = Origin::parse(raw)
-                .map_err(|invalid| Invalid::from(format!("{raw}: {invalid}")))?
-                .as_str()
-                .to_owned();
-            if !origins.contains(&origin) {
-                origins.push(origin);
+            match Origin::parse(raw) {
+                Ok(origin) if !origins.contains(&origin.as_str().to_owned()) => {
+                    origins.push(origin.as_str().to_owned());
+                }
+                Ok(_) => {}
+                // Each named, and all at once, so a list is fixed in one go.
+                Err(invalid) => refused.push(format!("{raw}: {invalid}")),
             }
+        }
+        if !refused.is_empty() {
+            return Err(Invalid::from(refused.join(" ")));
         }
         if origins.is_empty() {
             return Err(Invalid::from(

@@ -38,6 +38,13 @@ async fn site_add_refuses_what_the_admin_form_refuses_with_the_same_reason() {
             "acme.example",
             "acme.example: An origin starts with http:// or https://.",
         ),
+        // Every refused origin of a list is named at once, not one per try.
+        (
+            "Acme",
+            "acme.example, https://ok.example, https://acme.example/checkout",
+            "acme.example: An origin starts with http:// or https://. \
+             https://acme.example/checkout: An origin is scheme://host[:port]",
+        ),
     ] {
         let page = send(
             &app,

@@ -89,7 +89,10 @@ pub async fn upgrade(
         })
 }
 
-const LAUNCHER_JS: &str = include_str!("../../assets/widget/launcher.js");
+/// The launcher as pasted into the site's pages: compacted like the panel, so no developer's
+/// comment lands in every page of the site.
+static LAUNCHER_JS: LazyLock<String> =
+    LazyLock::new(|| compact_js(include_str!("../../assets/widget/launcher.js")));
 /// The panel as served: compacted once, on first use (see `compact.rs`).
 static PANEL_JS: LazyLock<String> =
     LazyLock::new(|| compact_js(include_str!("../../assets/widget/panel.js")));
@@ -185,6 +188,17 @@ mod tests {
         let japanese = snippet("https://chat.example", "s_1", &settings);
         assert!(japanese.is_ascii());
         assert!(japanese.contains(r#""label":"\u30c1\u30e3"#), "{japanese}");
+    }
+
+    /// A new user found the launcher's comments ("The empty catches are on purpose…") in the
+    /// snippet they paste into every page.
+    #[test]
+    fn the_snippet_carries_no_comment_of_the_source() {
+        let settings = SiteSettings::new("Acme".into(), vec!["https://a.example".into()]);
+        let pasted = snippet("https://chat.example", "s_1", &settings);
+        assert!(!pasted.contains("on purpose"), "{pasted}");
+        assert!(!pasted.contains("\n//"), "a comment line: {pasted}");
+        assert!(!pasted.contains("\n "), "indentation: {pasted}");
     }
 
     #[test]

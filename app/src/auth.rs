@@ -148,7 +148,12 @@ pub fn render_password_link(view: PasswordLinkView) -> String {
     } else {
         (
             "Choose a new password",
-            format!("Choose a new password for {}.", view.name),
+            // "Ben B." takes no second full stop.
+            format!(
+                "Choose a new password for {}{}",
+                view.name,
+                if view.name.ends_with('.') { "" } else { "." }
+            ),
             "Save password",
         )
     };
@@ -276,4 +281,26 @@ pub fn render_error(view: ErrorView) -> String {
         </section>
     };
     document(&view.title, view.nav, false, content.into_any())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reset_page(name: &str) -> String {
+        render_password_link(PasswordLinkView {
+            csrf: "t".into(),
+            is_invitation: false,
+            name: name.into(),
+            email: "ben@example.com".into(),
+            action: "/password-resets/x".into(),
+            error: None,
+        })
+    }
+
+    #[test]
+    fn a_name_ending_in_a_full_stop_gets_no_second_one() {
+        assert!(reset_page("Ben B.").contains("Choose a new password for Ben B.<"));
+        assert!(reset_page("Ben").contains("Choose a new password for Ben.<"));
+    }
 }

@@ -77,6 +77,13 @@ pub struct InviteForm {
 
 /// `POST /team/invite`: creates the user and shows their invitation link once. The page is
 /// the answer to the post (not a redirect), because the link exists nowhere else.
+/// `GET /team/invite` and `GET /team/{id}/link`: the page a link was shown on stays at the form's
+/// address; opened again (a bookmark, a reload that does not post), it is the team page. The link
+/// itself is shown once, by the `POST`.
+pub async fn back_to_team(_: Admin) -> Response {
+    see_other("/team")
+}
+
 pub async fn invite(
     State(app): State<AppState>,
     ClientIp(ip): ClientIp,

@@ -247,10 +247,16 @@ fn admin_routes() -> Router<AppState> {
         .route("/capacity/graphs", get(admin::capacity::capacity_graphs))
         .route("/capacity/runs/{id}", get(admin::capacity::run_page))
         .route("/team", get(admin::team::team_page))
-        .route("/team/invite", post(admin::team::invite))
+        .route(
+            "/team/invite",
+            get(admin::team::back_to_team).post(admin::team::invite),
+        )
         .route("/team/{id}/role", post(admin::team::change_role))
         .route("/team/{id}/name", post(admin::team::rename))
-        .route("/team/{id}/link", post(admin::team::create_link))
+        .route(
+            "/team/{id}/link",
+            get(admin::team::back_to_team).post(admin::team::create_link),
+        )
         .route("/team/{id}/disable", post(admin::team::disable))
         .route("/team/{id}/enable", post(admin::team::enable))
         .route("/team/two-factor", post(admin::team::require_two_factor))

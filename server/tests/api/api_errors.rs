@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use crate::helpers::{Answer, Exchange, TestApp};
+use crate::inbox::{add_user, send, setup_admin, signed_in_from};
 
 /// The status, code and message of an answer that must be the API's error JSON.
 fn error_of(answer: &Answer) -> (u16, String, String) {
@@ -188,7 +189,7 @@ async fn a_request_that_takes_too_long_gets_a_timeout_code() {
 #[tokio::test]
 async fn a_form_address_opened_in_the_browser_gets_a_page_not_an_empty_answer() {
     let app = TestApp::spawn(&[]).await;
-    let opened = app.http.get("/team/invite").answer().await;
+    let opened = app.http.get("/team/1/role").answer().await;
     assert_eq!(opened.status, 405);
     assert_eq!(opened.header("allow"), Some("POST"));
     assert!(
@@ -208,6 +209,23 @@ async fn a_form_address_opened_in_the_browser_gets_a_page_not_an_empty_answer() 
         "{}",
         posted.body
     );
+}
+
+/// The address an invitation or a reset link was shown at, opened again (a new user did, and got
+/// "405 Not a page"), is the team page: the link was shown once, by the form's answer.
+#[tokio::test]
+async fn the_address_a_link_was_shown_at_leads_back_to_the_team() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
+    for path in ["/team/invite".to_owned(), format!("/team/{}/link", bo.0)] {
+        let opened = send(&app, "GET", &path, &admin.cookie, None).await;
+        assert_eq!(
+            (opened.status, opened.header("location")),
+            (303, Some("/team")),
+            "{path}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -101,6 +101,8 @@ pub struct InboxView {
     pub first: Option<String>,
     /// The live stream's URL (the same filters).
     pub live: String,
+    /// The count line's URL (the same filters and cursor), asked again as rows come and go.
+    pub summary_href: String,
     /// `recent` or `waiting`: how the script orders live updates.
     pub sort: &'static str,
     /// The sort key this page starts after (empty on the first page).
@@ -244,7 +246,7 @@ pub fn render_inbox(view: InboxView) -> String {
                 <button type="submit" class="button">"Show"</button>
             </div>
         </form>
-        <p class="inbox-count" data-count>{view.summary}</p>
+        <p class="inbox-count" data-count data-summary=view.summary_href>{view.summary}</p>
         <ul class="conversations" id="conversations" aria-live="polite" tabindex="-1"
             data-live=view.live data-last-id=view.last_id data-sort=view.sort
             data-cursor=view.cursor data-more=view.next.is_some().then_some("true")>

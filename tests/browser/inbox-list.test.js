@@ -105,6 +105,16 @@ test("the live list honours the filters: a new chat on the chosen site appears, 
       // Newest activity first: the new Beta chat goes to the top.
       await rows.first().filter({ hasText: "Hello from Beta" }).waitFor();
       assert.equal(await page.getByText("Hello from Acme").count(), 0);
+      // The count line follows the list (a new user saw "0 open conversations" above a live row).
+      const line = page.locator("[data-count]");
+      await line.filter({ hasText: "13 open conversations unassigned on Beta <i>Store</i>, showing 1–13" })
+        .waitFor();
+      // Closed from the list (e): the row goes, and so does its count.
+      await rows.first().locator("a").first().focus();
+      await page.keyboard.press("e");
+      await line.filter({ hasText: "12 open conversations unassigned on Beta <i>Store</i>, showing 1–12" })
+        .waitFor();
+      assert.equal(await page.getByText("Hello from Beta").count(), 0);
       await elsewhere.context.close();
       await here.context.close();
     } finally {

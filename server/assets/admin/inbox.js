@@ -77,11 +77,27 @@
       for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return descending ? a[i] > b[i] : a[i] < b[i];
       return false;
     };
+    // The count line above the list is the server's words (docs/admin.md, "The count"), asked
+    // for again, at most once a second, when rows came or went, so that it agrees with the list.
+    const line = document.querySelector("[data-count][data-summary]");
+    let recount = null;
+    const countAgain = () => {
+      if (!line || recount) return;
+      recount = setTimeout(async () => {
+        recount = null;
+        try {
+          const res = await fetch(`${line.dataset.summary}&shown=${conversations.children.length}`,
+            { credentials: "same-origin" });
+          if (res.ok) line.textContent = await res.text();
+        } catch { /* offline: the next change asks again */ }
+      }, 1000);
+    };
     follow(conversations, {
       ...shared,
       conversation: (html) => {
         const item = fromHtml(html);
-        document.getElementById(item.id)?.remove();
+        const had = document.getElementById(item.id);
+        had?.remove();
         const key = keyOf(item.dataset.key);
         const start = conversations.dataset.cursor;
         // A row that now sorts before this page's start belongs to an earlier page, one after
@@ -89,16 +105,19 @@
         const next = [...conversations.children].find((li) => precedes(key, keyOf(li.dataset.key)));
         if ((start && !precedes(keyOf(start), key)) || (!next && conversations.dataset.more)) {
           showEmpty();
+          countAgain();
           return;
         }
         localTime(item);
         item.classList.add("arrived");
         conversations.insertBefore(item, next || null);
         showEmpty();
+        if (!had) countAgain();
       },
       removed: (id) => {
         document.getElementById(`conversation-${id}`)?.remove();
         showEmpty();
+        countAgain();
       },
     });
   }

@@ -4,8 +4,8 @@
 //! `X-Porch-Fragment: message`) or an error as JSON instead.
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse as _, Response};
 use porch_app::conversation::{ConversationView, render_conversation, render_message};
 use porch_app::inbox::{InboxView, render_inbox};
 use porch_app::layout::{Notice, Section};
@@ -45,6 +45,7 @@ pub async fn inbox_page(
         next: page.next.map(|c| request.page_href(Some(c))),
         first: request.cursor.map(|_| request.page_href(None)),
         live: request.live_href(),
+        summary_href: request.summary_href(),
         sort: request.sort_value(),
         cursor: request.cursor.map(format_cursor).unwrap_or_default(),
         items: page
@@ -120,6 +121,37 @@ pub async fn conversation_page(
         reads_replies: app.mailer.as_ref().is_some_and(|m| m.reads_replies()),
     };
     Ok(html(render_conversation(page)))
+}
+
+/// The part of `/inbox/summary`'s query beside the list's own ([`InboxParams`]).
+#[derive(Debug, Deserialize)]
+pub struct Shown {
+    /// How many rows the page shows now.
+    #[serde(default)]
+    shown: usize,
+}
+
+/// `GET /inbox/summary?…&shown=N`: the line above the list ("12 open conversations, showing
+/// 1–12") for the page's filters and cursor, with `shown` rows. The inbox script asks for it when
+/// the live stream has added or removed rows, so the line agrees with the list.
+pub async fn inbox_summary(
+    State(app): State<AppState>,
+    who: SignedIn,
+    Query(params): Query<InboxParams>,
+    Query(Shown { shown }): Query<Shown>,
+) -> Result<Response, PageError> {
+    let choices = app.chat.inbox_choices().await?;
+    let request = InboxRequest::parse(&params, who.user.id, &choices);
+    let (total, before) = app.chat.count_inbox(request.query, request.cursor).await?;
+    let line = request.summary(&choices, total, before, shown);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        line,
+    )
+        .into_response())
 }
 
 /// A form's id for the message it sends: 128 random bits, in the `client_id` alphabet.

@@ -179,6 +179,18 @@ impl InboxRequest {
         }
     }
 
+    /// The count line of this page (`shown` rows then added by the script).
+    pub fn summary_href(&self) -> String {
+        match self.cursor {
+            Some(c) => format!(
+                "/inbox/summary?{}&cursor={}",
+                self.filters(),
+                format_cursor(c)
+            ),
+            None => format!("/inbox/summary?{}", self.filters()),
+        }
+    }
+
     /// The live stream of these filters.
     pub fn live_href(&self) -> String {
         format!("/inbox/events?{}", self.filters())

@@ -98,6 +98,18 @@ impl Chat {
             .await?)
     }
 
+    /// The counts of the list's line above a page (see [`store::count_inbox`]).
+    pub async fn count_inbox(
+        &self,
+        query: InboxQuery,
+        after: Option<InboxCursor>,
+    ) -> Result<(u64, u64), Error> {
+        Ok(self
+            .readers
+            .read(move |c| store::count_inbox(c, &query, after))
+            .await?)
+    }
+
     /// The sites and agents the inbox list can be filtered by.
     pub async fn inbox_choices(&self) -> Result<InboxChoices, Error> {
         Ok(self

@@ -271,6 +271,7 @@ fn conversation_routes() -> Router<AppState> {
     Router::new()
         .route("/inbox", get(admin::inbox::inbox_page))
         .route("/inbox/events", get(admin::live::inbox_events))
+        .route("/inbox/summary", get(admin::inbox::inbox_summary))
         .route("/inbox/counts", get(admin::live::count_events))
         .route("/search", get(admin::search::search_page))
         .route(

@@ -189,6 +189,29 @@ fn count(conn: &Connection, condition: &str, values: &Bindings) -> Result<u64, E
     Ok(n.unsigned_abs())
 }
 
+/// How many conversations match `query` (`total`), and how many of them come before the page
+/// after `after` (`before`), each capped as [`InboxPage`] says.
+pub fn count_inbox(
+    conn: &Connection,
+    query: &InboxQuery,
+    after: Option<InboxCursor>,
+) -> Result<(u64, u64), Error> {
+    let (condition, values) = query.filter();
+    let total = count(conn, &condition, &values)?;
+    let before = match after {
+        Some(cursor) => {
+            let (key, later, _) = query.sort.sql();
+            let earlier = if later == "<" { ">=" } else { "<=" };
+            let condition = format!("{condition} AND {key} {earlier} {}", query.sort.cursor());
+            let mut values = values;
+            query.sort.push_cursor(&mut values, cursor);
+            count(conn, &condition, &values)?
+        }
+        None => 0,
+    };
+    Ok((total, before))
+}
+
 /// The page of at most `limit` conversations matching `query` that comes after `after` (the
 /// first page when `None`), as `reader` sees them, with the counts.
 pub fn list_inbox_page(
@@ -198,19 +221,9 @@ pub fn list_inbox_page(
     after: Option<InboxCursor>,
     limit: u32,
 ) -> Result<InboxPage, Error> {
+    let (total, before) = count_inbox(conn, query, after)?;
     let (mut condition, mut values) = query.filter();
-    let total = count(conn, &condition, &values)?;
     let (key, later, order) = query.sort.sql();
-    let before = match after {
-        Some(cursor) => {
-            let earlier = if later == "<" { ">=" } else { "<=" };
-            let condition = format!("{condition} AND {key} {earlier} {}", query.sort.cursor());
-            let mut values = query.filter().1;
-            query.sort.push_cursor(&mut values, cursor);
-            count(conn, &condition, &values)?
-        }
-        None => 0,
-    };
     if let Some(cursor) = after {
         condition = format!("{condition} AND {key} {later} {}", query.sort.cursor());
         query.sort.push_cursor(&mut values, cursor);

@@ -199,7 +199,7 @@ pub use inbox::{
 };
 pub use inbox_list::{
     INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus,
-    list_inbox_page,
+    count_inbox, list_inbox_page,
 };
 pub use live_inbox::{LiveInboxRow, find_live_inbox_row};
 pub use oidc_links::{OidcLinkRow, find_oidc_link, find_oidc_subject_user, insert_oidc_link};

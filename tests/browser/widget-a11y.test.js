@@ -93,8 +93,18 @@ test("a reply while the panel is closed renames the launcher and is announced; o
       assert.deepEqual(await announcer.evaluate((el) => ({ role: el.getAttribute("role"),
         hidden: !!el.closest("[hidden], [aria-hidden=true]") })), { role: "status", hidden: false });
 
-      await launcher.click();
+      // Its first lines show above the launcher, as text (a visitor saw only a small dot before),
+      // kept from screen readers and Tab, which have the announcement and the launcher's name.
+      const peek = page.locator("[data-porch=peek]");
+      await peek.waitFor({ state: "visible" });
+      assert.equal(await peek.textContent(), "Ana: We are here.");
+      assert.deepEqual(await peek.evaluate((el) => [el.getAttribute("aria-hidden"), el.tabIndex]), ["true", -1]);
+      const [peekBox, launcherBox] = [await peek.boundingBox(), await launcher.boundingBox()];
+      assert.ok(peekBox.y + peekBox.height <= launcherBox.y, "above the launcher, not over it");
+
+      await peek.click();
       await page.locator("[data-porch=panel]").waitFor({ state: "visible" });
+      assert.equal(await peek.isVisible(), false);
       assert.equal(await launcher.getAttribute("aria-label"), "Chat with us");
       assert.equal(await launcher.getAttribute("data-unread"), null);
       assert.equal(await announcer.textContent(), "");

@@ -256,7 +256,11 @@
   // One polite region outside the panel, so that it also speaks while the panel is closed: what a visitor
   // would otherwise only see (a reply behind the launcher's dot, the message box nearing its limit).
   const announcer = h("p", { class: "sr", "data-porch": "announce", role: "status" });
-  root.append(css, panel, announcer);
+  // A reply's first lines above the closed launcher, as a click target that opens the chat. Screen
+  // readers and the keyboard have the announcer and the launcher's name for it, so it is hidden from them.
+  const peek = h("button", { type: "button", class: `peek${c.position === "left" ? " left" : ""}`, "data-porch": "peek",
+    "aria-hidden": "true", tabindex: "-1", hidden: true, onclick: () => launcher?.click() });
+  root.append(css, panel, announcer, peek);
   let announceTimer = null;
   const announce = (text) => {
     clearTimeout(announceTimer);
@@ -459,7 +463,7 @@
     if (!launcher) return;
     attr(launcher, "data-unread", unread && "");
     launcher.setAttribute("aria-label", unread ? t("unread", { label: launcherLabel }) : launcherLabel);
-    if (!unread) announce("");
+    if (!unread) { announce(""); peek.hidden = true; }
   };
 
   // --- status line and errors
@@ -612,7 +616,12 @@
       setTyping(false);
       if (!isOpen) {
         setUnread(true);
-        if (live && !launcher?.hidden) announce(t("new_reply", { name: m.agent_name || t("agent") }));
+        if (live && !launcher?.hidden) {
+          const said = t("new_reply", { name: m.agent_name || t("agent") });
+          announce(said);
+          peek.textContent = m.body ? `${m.agent_name || t("agent")}: ${m.body}` : said;
+          peek.hidden = false;
+        }
       }
       // An agent answered while the visitor is here: no need to offer replies by email any more.
       if (live) {

@@ -3,7 +3,7 @@
 //! the visitor's answer is read back into the conversation by the IMAP reader.
 
 use super::deliver::{VisitorThread, send_to_visitor, visitor_mailbox};
-use super::mailer::{Mailer, escape_html};
+use super::mailer::{Mailer, escape_html, html_lines};
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{failed, retry};
 use crate::jobs::Attempt;
@@ -49,7 +49,7 @@ pub(super) async fn agent_mail(
     );
     let html = format!(
         "<p>{}</p><p>-- <br>{}, {}<br>{invite}</p>",
-        escape_html(&message.body).replace('\n', "<br>"),
+        html_lines(&message.body),
         escape_html(&agent),
         escape_html(&message.site_name)
     );

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use lettre::message::{Mailbox, MultiPart};
 
-use super::mailer::{Mailer, escape_html, html_page, indented};
+use super::mailer::{Mailer, escape_html, html_lines, html_page, indented};
 use super::{agent_mail, digest};
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
@@ -118,7 +118,7 @@ async fn reply(
         "<p><b>{}</b> replied to your conversation on {}:</p><blockquote>{}</blockquote>",
         escape_html(&agent),
         escape_html(&message.site_name),
-        escape_html(&message.body).replace('\n', "<br>")
+        html_lines(&message.body)
     );
     let subject = format!("New reply from {}", message.site_name);
     let thread = VisitorThread::of(destinations, message.conversation_id).await?;
@@ -260,7 +260,7 @@ async fn transcript(
             html,
             "<p><b>{}</b><br>{}</p>",
             escape_html(&who),
-            escape_html(&m.body).replace('\n', "<br>")
+            html_lines(&m.body)
         );
     }
     let subject = format!("Your conversation on {}", context.site_name);

@@ -13,7 +13,7 @@ use crate::values::one_line;
 use super::Mailer;
 use super::deliver::{classify, mailbox_of};
 use super::mailer::indented;
-use super::mailer::{escape_html, html_page};
+use super::mailer::{escape_html, html_lines, html_page};
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{failed, integration_of, retry};
 use crate::jobs::{Attempt, EmailDelays};
@@ -82,7 +82,7 @@ pub(super) async fn digest(
             html,
             "<li><b>{}</b>: {}<br><a href=\"{}\">Open in Porch</a></li>",
             escape_html(&who),
-            escape_html(&first),
+            html_lines(&first),
             escape_html(&url)
         );
     }
@@ -178,5 +178,15 @@ mod tests {
             "  > Hi\n  >   https://porch.example/conversations/1\n  > - A visitor: reset at https://evil.example"
         );
         assert_eq!(one_line("Mal\r\nBcc: x@y\t z"), "Mal Bcc: x@y z");
+    }
+
+    /// The HTML part keeps a visitor's lines apart as the text part does (an integrator saw
+    /// "hello2\r\nSubject: injected" run together on one line in the digest's HTML).
+    #[test]
+    fn html_lines_break_where_the_text_does() {
+        assert_eq!(
+            html_lines("hello2\r\nSubject: <b>x</b>\rthird\u{2028}fourth"),
+            "hello2<br>Subject: &lt;b&gt;x&lt;/b&gt;<br>third<br>fourth"
+        );
     }
 }

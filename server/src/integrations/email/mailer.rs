@@ -236,6 +236,16 @@ pub fn indented(text: &str, prefix: &str) -> String {
         .join("\n")
 }
 
+/// Text for a mail's HTML part: escaped, each line break (as [`indented`] counts them) a `<br>`,
+/// so its lines stand as the text part shows them.
+pub fn html_lines(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
+        .map(escape_html)
+        .collect::<Vec<_>>()
+        .join("<br>")
+}
+
 pub(super) fn html_page(body: &str) -> String {
     format!("<!doctype html><html><body style=\"font-family: sans-serif\">{body}</body></html>")
 }

@@ -25,6 +25,21 @@ async fn hello(
     (widget, token)
 }
 
+/// The newest conversation's page, as `cookie`'s agent opens it.
+async fn newest_conversation_page(app: &TestApp, cookie: &str) -> crate::helpers::Answer {
+    let conversation = app.count("SELECT max(id) FROM conversations");
+    let page = send(
+        app,
+        "GET",
+        &format!("/conversations/{conversation}"),
+        cookie,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    page
+}
+
 #[tokio::test]
 async fn the_browser_context_from_hello_is_shown_to_agents_and_follows_the_visitor() {
     let app = TestApp::spawn(&[]).await;
@@ -44,10 +59,7 @@ async fn the_browser_context_from_hello_is_shown_to_agents_and_follows_the_visit
     )
     .await;
     assert_eq!(widget.say("c-1", "Hallo").await["type"], "ack");
-    let conversation = app.count("SELECT max(id) FROM conversations");
-    let path = format!("/conversations/{conversation}");
-    let page = send(&app, "GET", &path, &ana.cookie, None).await;
-    assert_eq!(page.status, 200);
+    let page = newest_conversation_page(&app, &ana.cookie).await;
     assert!(
         page.body.contains("https://shop.example.com/pricing"),
         "the page"
@@ -87,7 +99,7 @@ async fn the_browser_context_from_hello_is_shown_to_agents_and_follows_the_visit
     // Ana has opened the conversation: the widget hears so (`read`) right after welcome.
     assert_eq!(widget.recv().await["type"], "read");
     assert_eq!(widget.say("c-2", "Still there?").await["type"], "ack");
-    let page = send(&app, "GET", &path, &ana.cookie, None).await;
+    let page = newest_conversation_page(&app, &ana.cookie).await;
     assert!(
         page.body.contains("https://shop.example.com/checkout"),
         "the new page"
@@ -137,16 +149,7 @@ async fn direction_overrides_do_not_reach_agents_in_names_and_urls() {
     )
     .await;
     assert_eq!(widget.say("c-1", "Hallo").await["type"], "ack");
-    let conversation = app.count("SELECT max(id) FROM conversations");
-    let page = send(
-        &app,
-        "GET",
-        &format!("/conversations/{conversation}"),
-        &ana.cookie,
-        None,
-    )
-    .await;
-    assert_eq!(page.status, 200);
+    let page = newest_conversation_page(&app, &ana.cookie).await;
     assert!(
         page.body
             .contains("<bdi>https://shop.example.com/invoicefdp.exe</bdi>"),
@@ -192,9 +195,7 @@ async fn a_reset_links_token_is_not_kept_from_the_page_address() {
             "https://mail.example/open?sessionId=redacted".to_owned()
         )
     );
-    let conversation = app.count("SELECT max(id) FROM conversations");
-    let path = format!("/conversations/{conversation}");
-    let page = send(&app, "GET", &path, &ana.cookie, None).await;
+    let page = newest_conversation_page(&app, &ana.cookie).await;
     assert!(page.body.contains("/reset?token=redacted&amp;lang=de"));
     for secret in ["SECRET-", "pw-9"] {
         assert!(!page.body.contains(secret), "{secret} reached the page");
@@ -222,15 +223,7 @@ async fn last_seen_is_the_visitors_newest_message() {
     let newest = widget.say("c-2", "Still there?").await;
     assert_eq!(newest["type"], "ack");
     let at = newest["at"].as_i64().expect("the ack's time");
-    let conversation = app.count("SELECT max(id) FROM conversations");
-    let page = send(
-        &app,
-        "GET",
-        &format!("/conversations/{conversation}"),
-        &ana.cookie,
-        None,
-    )
-    .await;
+    let page = newest_conversation_page(&app, &ana.cookie).await;
     let at = std::time::UNIX_EPOCH
         + std::time::Duration::from_millis(u64::try_from(at).expect("after 1970"));
     let iso = humantime::format_rfc3339_seconds(at);

@@ -77,6 +77,9 @@ pub fn render_email(view: EmailPageView) -> String {
     let test = view
         .test
         .map(|outcome| view! { <TestOutcome outcome reload/> });
+    // Without SMTP the server refuses the settings (nothing could be sent): the button says so
+    // before the admin tries.
+    let has_smtp = view.smtp.is_some();
     let smtp = match view.smtp {
         Some(smtp) => view! {
             <dl class="details" data-smtp="set">
@@ -141,7 +144,12 @@ pub fn render_email(view: EmailPageView) -> String {
             {seconds_field("reply_delay_secs", "Mail replies to away visitors after (seconds)",
                 "An agent's reply is mailed to a visitor who left an address if they are still away this long after it.",
                 view.reply_delay_secs)}
-            <button type="submit" class="button button-primary">{button}</button>
+            <button type="submit" class="button button-primary" disabled=!has_smtp
+                aria-describedby=(!has_smtp).then_some("no-smtp-hint")>{button}</button>
+            {(!has_smtp).then(|| view! {
+                <p class="hint" id="no-smtp-hint">"Needs the SMTP server above: set it, restart Porch, \
+                    then turn email on here."</p>
+            })}
         </form>
     };
     document("Email", Some(nav), false, content.into_any())

@@ -160,7 +160,9 @@ fn reads_as_agent(name: &str) -> bool {
         })
         .flat_map(char::to_lowercase)
         .collect();
-    read.ends_with(AGENT_MARK)
+    // A cut can fall just before the closing parenthesis: "… (Porch" reads as the mark too.
+    read.trim_end_matches(')')
+        .ends_with(AGENT_MARK.trim_end_matches(')'))
 }
 
 /// The name a chat post is shown under: the agent's (marked as sent from Porch) or the
@@ -213,6 +215,18 @@ mod tests {
             );
         }
         assert_eq!(label_visitor(Some("Porch fan"), None, 3), "Porch fan");
+        // A name cut by the destination's limit just before the closing parenthesis (an
+        // integrator's "x"×73 + " (Porch)yyyy" posted to Discord as "xxx… (Porch").
+        assert_eq!(
+            label_visitor(Some("Ada (Porch"), None, 3),
+            "Ada (Porch (visitor)"
+        );
+        let cut = format!("{} (Porch)yyyy", "x".repeat(73));
+        let shown: String = cut.chars().take(80).collect();
+        assert!(
+            marked_visitor_name(&shown, 80).ends_with(" (visitor)"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -493,6 +493,7 @@ async fn destinations_the_email_page_shows_the_smtp_server_without_its_password_
         "{page}"
     );
     assert!(page.contains("chat@porch.test"));
+    assert!(!page.contains("no-smtp-hint"), "email can be turned on");
 
     // This sink offers no AUTH, so a server with a login fails the test, and the page says why.
     let (_, location, _) = post(&app, &admin, &format!("/sites/{site}/email/test"), &[]).await;
@@ -739,4 +740,22 @@ async fn destinations_a_webhook_taking_two_events_for_one_message_lists_each_by_
     for event in ["conversation.created", "message.created"] {
         assert!(page.contains(&format!("Webhook ({event})")), "{page}");
     }
+}
+
+/// Without SMTP the server refuses email's settings: the page's button says so before the admin
+/// tries (a new user was offered "Turn on email" and then refused).
+#[tokio::test]
+async fn without_smtp_the_email_page_cannot_turn_email_on() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin_of(&app).await;
+    let site = app.add_site("Shop");
+    let page = get(&app, &admin, &format!("/sites/{site}/email")).await;
+    assert!(page.contains("data-smtp=\"unset\""), "{page}");
+    assert!(
+        page.contains(
+            "<button type=\"submit\" disabled aria-describedby=\"no-smtp-hint\" class=\"button button-primary\">Turn on email</button>"
+        ),
+        "{page}"
+    );
+    assert!(page.contains("id=\"no-smtp-hint\""), "{page}");
 }

@@ -86,8 +86,9 @@
       recount = setTimeout(async () => {
         recount = null;
         try {
+          // A session that ended answers with a redirect to the sign-in page: not a count line.
           const res = await fetch(`${line.dataset.summary}&shown=${conversations.children.length}`,
-            { credentials: "same-origin" });
+            { credentials: "same-origin", redirect: "manual" });
           if (res.ok) line.textContent = await res.text();
         } catch { /* offline: the next change asks again */ }
       }, 1000);

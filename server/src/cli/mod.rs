@@ -335,8 +335,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// Files Porch creates (the database and its `-wal` and `-shm`, uploads, the data directory)
-/// hold every transcript: no other user of the machine may read them. The group keeps read
+/// Files Porch creates (the data directory, the database with its `-wal` and `-shm`, which hold
+/// every transcript and upload, and `porch.lock`): no other user of the machine may read them. The group keeps read
 /// access, for a backup user in it; the sealing key is tighter still (0600, `secrets::key`).
 fn keep_new_files_from_other_users() {
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o027));

@@ -471,7 +471,7 @@ async fn an_unreachable_discord_leaves_no_webhook_token_in_the_stored_error() {
     })
     .await;
     assert!(
-        error.starts_with("Discord: could not connect: connection refused"),
+        error.starts_with("no answer from Discord: could not connect: connection refused"),
         "{error}"
     );
     assert!(!error.contains(&token), "the token leaked: {error}");

@@ -310,7 +310,7 @@ pub(super) async fn execute(
         outcome: Outcome::Retry {
             // The URL holds the webhook's token: never in an error that is stored or shown.
             error: format!(
-                "Discord: {}",
+                "no answer from Discord: {}",
                 crate::integrations::send_error::describe(err)
             ),
             not_before: None,

@@ -44,7 +44,7 @@ impl std::fmt::Display for CallError {
             Self::RateLimited { retry_after } => write!(f, "rate limited for {retry_after:?}"),
             Self::Slack { error, .. } => write!(f, "Slack answered {error}"),
             Self::Http { status } => write!(f, "HTTP {status} from Slack"),
-            Self::Network(e) => write!(f, "Slack: {e}"),
+            Self::Network(e) => write!(f, "no answer from Slack: {e}"),
         }
     }
 }

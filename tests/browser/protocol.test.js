@@ -22,7 +22,8 @@ after(async () => { await browser?.close(); });
  * Opens the shop page with the widget and a fake Porch. `script.hello(conn, frame)` and
  * `script.message(conn, frame, fake)` may answer frames; by default hello gets a welcome and a message an ack.
  */
-async function open(script = {}, { csp } = {}) {
+// `stylesAfter`, a promise, holds the panel's stylesheet back until it settles.
+async function open(script = {}, { csp, stylesAfter } = {}) {
   const launcher = await readFile(path.join(ASSETS, "launcher.js"), "utf8");
   const config = { url: PORCH, site: SITE, color: "#2563eb", position: "right", label: "Chat with us" };
   const nonce = csp ? ` nonce="${NONCE}"` : "";
@@ -33,6 +34,7 @@ async function open(script = {}, { csp } = {}) {
     body: `<!doctype html><meta charset=utf-8><title>Shop</title><h1>Shop</h1>${snippet}` }));
   await context.route(`${PORCH}/widget/*`, async (r) => {
     const name = new URL(r.request().url()).pathname.split("/").pop();
+    if (name.endsWith(".css")) await stylesAfter;
     r.fulfill({ contentType: name.endsWith(".js") ? "text/javascript" : "text/css",
       body: await readFile(path.join(ASSETS, name), "utf8") });
   });
@@ -223,6 +225,22 @@ test("after close code 1008 the error shows and the widget never reconnects", { 
     true);
   await ui.page.clock.runFor(120000);
   assert.equal(ui.fake.conns.length, 1, "reconnected after 1008");
+  await ui.done();
+});
+
+test("a chat stopped before its styles arrive opens with focus on Close chat", { timeout: 30000 }, async () => {
+  let closed;
+  const stylesAfter = new Promise((resolve) => { closed = resolve; });
+  const ui = await open({
+    hello(conn) {
+      conn.send({ type: "error", code: "origin_not_allowed", message: "This website may not use this chat." });
+      conn.close(1008);
+      setTimeout(closed, 200);
+    },
+  }, { stylesAfter });
+  assert.equal(await ui.status.getAttribute("data-state"), "stopped");
+  assert.equal(await ui.page.locator("[data-porch=panel] .close").evaluate((el) => el === el.getRootNode().activeElement),
+    true);
   await ui.done();
 });
 

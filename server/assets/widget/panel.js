@@ -409,7 +409,8 @@
       setUnread(false);
       if (!ws && !stopped) connect();
       list.scrollTop = list.scrollHeight;
-      if (byVisitor && cssReady) input.focus();
+      // After a stop the box is disabled and cannot take focus: Close chat takes it.
+      if (byVisitor && cssReady) (stopped ? closeBtn : input).focus();
     } else {
       // Reopened, the panel shows the chat, not a menu left open.
       showDataMenu(false);

@@ -375,7 +375,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
                     {number_field("visitor_burst", "Visitor burst",
                         "Messages a visitor may send at once.", values.visitor_burst)}
                     {number_field("flood_messages_per_minute", "Site messages per minute",
-                        "Above this the site holds back all visitors.", values.flood_messages_per_minute)}
+                        "Above this the site holds back all visitors; one address may use three quarters at most.", values.flood_messages_per_minute)}
                     {number_field("flood_conversations_per_minute", "New conversations per minute",
                         "Above this new chats wait.", values.flood_conversations_per_minute)}
                 </div>

@@ -293,6 +293,14 @@ impl TestApp {
         let welcome = widget.hello(token, last_id).await;
         (widget, welcome)
     }
+
+    /// A new visitor whose connection comes through a proxy for `address` (for a server that
+    /// trusts 127.0.0.1 as a proxy); returns the widget after its welcome.
+    pub async fn visitor_from(&self, site: &str, address: &str) -> Widget {
+        let mut widget = Widget::open(self.addr, site, ORIGIN, Some(address)).await;
+        widget.hello(None, 0).await;
+        widget
+    }
 }
 
 /// The database file of a server, opened as another process would.
@@ -390,11 +398,18 @@ pub struct Widget {
 impl Widget {
     /// Opens a widget websocket to the server at `addr` for `site` with `origin`.
     pub async fn connect(addr: SocketAddr, site: &str, origin: &str) -> Self {
+        Self::open(addr, site, origin, None).await
+    }
+
+    /// Opens a widget websocket, through a proxy for `forwarded_for` if given.
+    async fn open(addr: SocketAddr, site: &str, origin: &str, forwarded_for: Option<&str>) -> Self {
         let url = format!("ws://{addr}/widget/ws?site={site}");
         let mut request = url.into_client_request().expect("request");
-        request
-            .headers_mut()
-            .insert("origin", origin.parse().expect("origin header"));
+        let headers = request.headers_mut();
+        headers.insert("origin", origin.parse().expect("origin header"));
+        if let Some(address) = forwarded_for {
+            headers.insert("x-forwarded-for", address.parse().expect("address header"));
+        }
         let (ws, _) = tokio_tungstenite::connect_async(request)
             .await
             .expect("websocket connects");

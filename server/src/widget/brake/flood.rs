@@ -4,77 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-const MINUTE: Duration = Duration::from_mins(1);
-/// Shortest wait suggested to a refused client, so retries do not spin.
-const MIN_RETRY: Duration = Duration::from_millis(250);
-
-/// Counts events over a sliding minute, approximated by two fixed windows (the previous
-/// window's count weighted by how much of it still overlaps the last 60 s).
-#[derive(Debug, Clone)]
-struct SlidingMinute {
-    window_start: Instant,
-    previous: u32,
-    current: u32,
-}
-
-impl SlidingMinute {
-    fn new(now: Instant) -> Self {
-        Self {
-            window_start: now,
-            previous: 0,
-            current: 0,
-        }
-    }
-
-    fn roll(&mut self, now: Instant) {
-        let elapsed = now.saturating_duration_since(self.window_start);
-        if elapsed >= 2 * MINUTE {
-            *self = Self::new(now);
-        } else if elapsed >= MINUTE {
-            self.previous = self.current;
-            self.current = 0;
-            self.window_start += MINUTE;
-        }
-    }
-
-    fn previous_weight(&self, now: Instant) -> f64 {
-        1.0 - now
-            .saturating_duration_since(self.window_start)
-            .as_secs_f64()
-            / 60.0
-    }
-
-    fn count(&self, now: Instant) -> f64 {
-        f64::from(self.previous) * self.previous_weight(now) + f64::from(self.current)
-    }
-
-    /// How long until one more event fits under `limit` if nothing else arrives, as this very
-    /// count will judge it then: a client told to wait that long is let in when it comes back.
-    /// Until the window ends the previous window's share decays; after it, the current window
-    /// becomes the previous one and decays in turn, so the wait can be up to two minutes.
-    fn wait_below(&self, now: Instant, limit: f64) -> Duration {
-        let excess = self.count(now) + 1.0 - limit;
-        if excess <= 0.0 {
-            return Duration::ZERO;
-        }
-        let to_window_end = MINUTE.saturating_sub(now.saturating_duration_since(self.window_start));
-        let decay_per_second = f64::from(self.previous) / 60.0;
-        if decay_per_second > 0.0 {
-            let within = Duration::from_secs_f64(excess / decay_per_second);
-            if within <= to_window_end {
-                return within.max(MIN_RETRY);
-            }
-        }
-        // After the window ends the count is `current × (1 − s/60)` at `s` seconds past it.
-        let current = f64::from(self.current);
-        let past_window_end = if current > limit - 1.0 {
-            Duration::from_secs_f64(60.0 * (1.0 - (limit - 1.0) / current))
-        } else {
-            Duration::ZERO
-        };
-        (to_window_end + past_window_end).clamp(MIN_RETRY, 2 * MINUTE)
-    }
-}
+use super::share::AddressShare;
+use super::sliding_minute::{MIN_RETRY, MINUTE, SlidingMinute};
 
 /// Why the site refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,22 +42,23 @@ impl FloodBrake {
     /// True when the brake holds nothing worth keeping: level 0 and nothing counted for two
     /// minutes.
     pub fn is_idle(&self, now: Instant) -> bool {
-        self.level == 0
-            && now.saturating_duration_since(self.messages.window_start) >= 2 * MINUTE
-            && now.saturating_duration_since(self.conversations.window_start) >= 2 * MINUTE
+        self.level == 0 && self.messages.is_idle(now) && self.conversations.is_idle(now)
     }
 
-    /// Decides on one message (which starts a conversation when `starts_conversation`), counting
-    /// it if allowed. Limits are per minute.
+    /// Decides on one message (which starts a conversation when `starts_conversation`) from the
+    /// address whose `share` of this site is given, counting it in both if allowed. Limits are per
+    /// minute.
     pub fn admit(
         &mut self,
         now: Instant,
         messages_per_minute: u32,
         conversations_per_minute: u32,
         starts_conversation: bool,
+        share: &mut AddressShare,
     ) -> Result<(), HeldBack> {
         self.messages.roll(now);
         self.conversations.roll(now);
+        share.roll(now);
         self.update_level(now, messages_per_minute, conversations_per_minute);
 
         let message_limit = if self.level >= 2 {
@@ -138,18 +70,25 @@ impl FloodBrake {
             return Err(self.refuse(now, MINUTE));
         }
         // The longer of the two waits, so that the message fits both counts when it comes back.
+        let conversations = starts_conversation
+            .then_some((&self.conversations, f64::from(conversations_per_minute)));
         let mut wait = self.messages.wait_below(now, message_limit);
-        if starts_conversation {
-            let conversation_limit = f64::from(conversations_per_minute);
-            wait = wait.max(self.conversations.wait_below(now, conversation_limit));
+        if let Some((count, limit)) = conversations {
+            wait = wait.max(count.wait_below(now, limit));
         }
         if !wait.is_zero() {
             return Err(self.refuse(now, wait));
         }
-        self.messages.current += 1;
-        if starts_conversation {
-            self.conversations.current += 1;
+        // An address held to its share is not a flood: the level and its clock stay as they are.
+        let kept = share.reserve_wait(now, (&self.messages, message_limit), conversations);
+        if !kept.is_zero() {
+            return Err(HeldBack { retry_after: kept });
         }
+        self.messages.add();
+        if starts_conversation {
+            self.conversations.add();
+        }
+        share.add(starts_conversation);
         Ok(())
     }
 
@@ -200,18 +139,26 @@ mod tests {
         start + Duration::from_secs_f64(secs)
     }
 
+    /// Each message from another address, so no address's share decides: the site's count does.
+    fn admit(
+        brake: &mut FloodBrake,
+        now: Instant,
+        messages: u32,
+        conversations: u32,
+        starts: bool,
+    ) -> Result<(), HeldBack> {
+        let mut share = AddressShare::new(now);
+        brake.admit(now, messages, conversations, starts, &mut share)
+    }
+
     #[test]
     fn holds_back_past_the_limit_and_steps_up() {
         let start = Instant::now();
         let mut brake = FloodBrake::new(start);
         for i in 0..10 {
-            assert!(
-                brake
-                    .admit(at(start, f64::from(i) * 0.1), 10, 5, false)
-                    .is_ok()
-            );
+            assert!(admit(&mut brake, at(start, f64::from(i) * 0.1), 10, 5, false).is_ok());
         }
-        let held = brake.admit(at(start, 1.0), 10, 5, false).unwrap_err();
+        let held = admit(&mut brake, at(start, 1.0), 10, 5, false).unwrap_err();
         assert!(held.retry_after >= MIN_RETRY);
         assert_eq!(brake.level(), 1);
     }
@@ -222,11 +169,11 @@ mod tests {
         let mut brake = FloodBrake::new(start);
         let mut t = 0.0;
         while t < 65.0 {
-            let _ = brake.admit(at(start, t), 10, 5, false);
+            let _ = admit(&mut brake, at(start, t), 10, 5, false);
             t += 0.05;
         }
         assert_eq!(brake.level(), 2);
-        assert!(brake.admit(at(start, 65.0), 10, 5, true).is_err());
+        assert!(admit(&mut brake, at(start, 65.0), 10, 5, true).is_err());
     }
 
     #[test]
@@ -234,11 +181,11 @@ mod tests {
         let start = Instant::now();
         let mut brake = FloodBrake::new(start);
         for i in 0..20 {
-            let _ = brake.admit(at(start, f64::from(i) * 0.01), 10, 5, false);
+            let _ = admit(&mut brake, at(start, f64::from(i) * 0.01), 10, 5, false);
         }
         assert_eq!(brake.level(), 1);
         // More than a minute in level 1, no refusal for a minute, and counters well below half.
-        assert!(brake.admit(at(start, 200.0), 10, 5, false).is_ok());
+        assert!(admit(&mut brake, at(start, 200.0), 10, 5, false).is_ok());
         assert_eq!(brake.level(), 0);
     }
 
@@ -253,17 +200,17 @@ mod tests {
             let mut t = 0.0;
             // A window that held traffic before, then a burst up to the limit.
             for _ in 0..limit / 2 {
-                assert!(brake.admit(at(start, t), 1000, limit, true).is_ok());
+                assert!(admit(&mut brake, at(start, t), 1000, limit, true).is_ok());
                 t += 0.5;
             }
             t = 60.0 + burst_at;
-            while brake.admit(at(start, t), 1000, limit, true).is_ok() {
+            while admit(&mut brake, at(start, t), 1000, limit, true).is_ok() {
                 t += 0.1;
             }
-            let refused = brake.admit(at(start, t), 1000, limit, true).unwrap_err();
+            let refused = admit(&mut brake, at(start, t), 1000, limit, true).unwrap_err();
             let back = t + refused.retry_after.as_secs_f64() + 0.001;
             assert!(
-                brake.admit(at(start, back), 1000, limit, true).is_ok(),
+                admit(&mut brake, at(start, back), 1000, limit, true).is_ok(),
                 "limit {limit}: refused at {t:.1} s, told to wait {:?}",
                 refused.retry_after
             );
@@ -275,11 +222,11 @@ mod tests {
         let start = Instant::now();
         let mut brake = FloodBrake::new(start);
         for i in 0..3 {
-            assert!(brake.admit(at(start, f64::from(i)), 3, 3, true).is_ok());
+            assert!(admit(&mut brake, at(start, f64::from(i)), 3, 3, true).is_ok());
         }
-        let held = brake.admit(at(start, 10.0), 3, 3, true).unwrap_err();
+        let held = admit(&mut brake, at(start, 10.0), 3, 3, true).unwrap_err();
         let back = at(start, 10.0) + held.retry_after + Duration::from_millis(1);
-        assert!(brake.admit(back, 3, 3, true).is_ok());
+        assert!(admit(&mut brake, back, 3, 3, true).is_ok());
     }
 
     #[test]
@@ -287,10 +234,10 @@ mod tests {
         let start = Instant::now();
         let mut brake = FloodBrake::new(start);
         for _ in 0..5 {
-            assert!(brake.admit(start, 100, 5, true).is_ok());
+            assert!(admit(&mut brake, start, 100, 5, true).is_ok());
         }
-        assert!(brake.admit(start, 100, 5, true).is_err());
+        assert!(admit(&mut brake, start, 100, 5, true).is_err());
         // Messages in existing conversations still pass at level 1.
-        assert!(brake.admit(start, 100, 5, false).is_ok());
+        assert!(admit(&mut brake, start, 100, 5, false).is_ok());
     }
 }

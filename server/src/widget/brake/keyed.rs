@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::store::SiteId;
 use crate::values::SiteLimits;
 
+use super::share::AddressShare;
 use super::{FloodBrake, TokenBucket, UploadBrake};
 
 const SHARDS: usize = 16;
@@ -76,6 +77,8 @@ pub struct Brakes {
     visitors: Sharded<u64, (TokenBucket, f64, f64)>,
     ips: Sharded<IpAddr, TokenBucket>,
     sites: Sharded<SiteId, (FloodBrake, SiteLimits)>,
+    /// Per site and address (per /64 for IPv6): what it sent of the site's minute.
+    shares: Sharded<(SiteId, IpAddr), AddressShare>,
     /// Per visitor key: their self-service requests (export, erasure).
     self_service: Sharded<u64, TokenBucket>,
     ip_limits: IpLimits,
@@ -112,6 +115,7 @@ impl Brakes {
             visitors: Sharded::new(),
             ips: Sharded::new(),
             sites: Sharded::new(),
+            shares: Sharded::new(),
             self_service: Sharded::new(),
             ip_limits,
             uploads: UploadBrake::default(),
@@ -129,9 +133,10 @@ impl Brakes {
         starts_conversation: bool,
         now: Instant,
     ) -> Result<(), Refusal> {
+        let site_shard = usize::try_from(site.0.unsigned_abs()).unwrap_or(0);
         let site_level = self.sites.with(
             site,
-            usize::try_from(site.0.unsigned_abs()).unwrap_or(0),
+            site_shard,
             || (FloodBrake::new(now), limits),
             |(brake, _)| brake.level(),
         );
@@ -176,17 +181,26 @@ impl Brakes {
                 return Err(Refusal::TooManyConversations(wait));
             }
         }
-        let admitted = self.sites.with(
-            site,
-            usize::try_from(site.0.unsigned_abs()).unwrap_or(0),
-            || (FloodBrake::new(now), limits),
-            |(brake, stored)| {
-                *stored = limits;
-                brake.admit(
-                    now,
-                    limits.flood_messages_per_minute,
-                    limits.flood_conversations_per_minute,
-                    starts_conversation,
+        // Always the address's share first, then the site: one order, so no two locks deadlock.
+        let admitted = self.shares.with(
+            (site, ip_key),
+            site_shard ^ shard_of_ip(ip_key),
+            || AddressShare::new(now),
+            |share| {
+                self.sites.with(
+                    site,
+                    site_shard,
+                    || (FloodBrake::new(now), limits),
+                    |(brake, stored)| {
+                        *stored = limits;
+                        brake.admit(
+                            now,
+                            limits.flood_messages_per_minute,
+                            limits.flood_conversations_per_minute,
+                            starts_conversation,
+                            share,
+                        )
+                    },
                 )
             },
         );
@@ -228,6 +242,7 @@ impl Brakes {
         self.ips
             .retain(|bucket| !bucket.is_full(now, ip_rate, ip_burst));
         self.sites.retain(|(brake, _)| !brake.is_idle(now));
+        self.shares.retain(|share| !share.is_idle(now));
         self.self_service
             .retain(|bucket| !bucket.is_full(now, SELF_SERVICE_PER_SECOND, SELF_SERVICE_BURST));
         self.uploads.prune(now);
@@ -320,6 +335,13 @@ mod tests {
             .map(|s| s.lock().map_or(0, |m| m.len()))
             .sum();
         assert_eq!(remaining, 0);
+        let shares: usize = brakes
+            .shares
+            .shards
+            .iter()
+            .map(|s| s.lock().map_or(0, |m| m.len()))
+            .sum();
+        assert_eq!(shares, 0);
     }
 
     #[test]

@@ -68,10 +68,9 @@ fn kept_for_others(
     address: &SlidingMinute,
     limit: f64,
 ) -> Duration {
-    let reserve_from = limit * RESERVE_FROM;
-    // Never less than one message, so a tiny limit still lets each address in.
-    let share = (limit * SHARE).max(1.0);
-    if site.count(now) + 1.0 <= reserve_from || address.count(now) + 1.0 <= share {
+    let (reserve_from, share) = (limit * RESERVE_FROM, limit * SHARE);
+    // A limit under four has no quarter to keep: it is not split.
+    if share < 1.0 || site.count(now) + 1.0 <= reserve_from || address.count(now) + 1.0 <= share {
         return Duration::ZERO;
     }
     site.wait_below(now, reserve_from)
@@ -118,13 +117,16 @@ mod tests {
     }
 
     #[test]
-    fn a_tiny_limit_still_lets_each_address_in() {
+    fn a_limit_under_four_is_not_split() {
         let now = Instant::now();
         let mut brake = FloodBrake::new(now);
+        let mut only = AddressShare::new(now);
+        assert_eq!(fill(&mut brake, &mut only, now, 3).0, 3);
+        let mut brake = FloodBrake::new(now);
         let mut first = AddressShare::new(now);
-        assert_eq!(fill(&mut brake, &mut first, now, 3).0, 2);
+        assert_eq!(fill(&mut brake, &mut first, now, 4).0, 3);
         let mut second = AddressShare::new(now);
-        assert!(brake.admit(now, 3, 1000, false, &mut second).is_ok());
+        assert!(brake.admit(now, 4, 1000, false, &mut second).is_ok());
     }
 
     #[test]

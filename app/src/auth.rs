@@ -1,4 +1,4 @@
-//! Pages for getting in: first-run setup, sign-in, choosing a password through an invitation or
+//! Pages for getting in: first-run setup, sign-in, asking for a reset link, choosing a password through an invitation or
 //! reset link, the account page (change password), and the error page.
 
 use leptos::prelude::*;
@@ -117,10 +117,69 @@ pub fn render_login(view: LoginView) -> String {
                     }}
                 </div>
             })}
-            <p class="hint">"Forgot your password? Ask an admin for a reset link."</p>
+            <p class="hint"><a href="/password-resets">"Forgot your password?"</a></p>
         </section>
     };
     document("Sign in", None, false, content.into_any())
+}
+
+/// The "Forgot your password?" page.
+#[derive(Debug, Clone, Default)]
+pub struct ForgotView {
+    pub csrf: String,
+    /// False when the server has no SMTP: the page says whom to ask instead of a form.
+    pub can_mail: bool,
+    pub email: String,
+    /// The address a request was just taken for.
+    pub sent_to: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Renders the page that mails a link to choose a new password.
+pub fn render_forgot(view: ForgotView) -> String {
+    let body = if let Some(email) = view.sent_to {
+        view! {
+            <div class="notice notice-success" role="status">
+                <p>"If " <strong>{email}</strong> " is the address of an account here, a link to \
+                    choose a new password is on its way. It works once and expires."</p>
+                <p>"Nothing within a few minutes? Look in the spam folder, check the address, or \
+                    ask an admin of your team for a link."</p>
+            </div>
+            <p><a href="/login">"Back to sign in"</a></p>
+        }
+        .into_any()
+    } else if view.can_mail {
+        view! {
+            <p class="lead">"Enter the address you sign in with. We mail you a link to choose \
+                a new password."</p>
+            <NoticeBox notice=view.error.map(Notice::Error)/>
+            <form method="post" action="/password-resets" class="stack">
+                <CsrfField token=view.csrf/>
+                <div class="field">
+                    <label for="email">"Email"</label>
+                    <input id="email" name="email" type="email" required autocomplete="username"
+                        autofocus value=view.email/>
+                </div>
+                <button type="submit" class="button button-primary">"Mail me a link"</button>
+            </form>
+            <p><a href="/login">"Back to sign in"</a></p>
+        }
+        .into_any()
+    } else {
+        view! {
+            <p class="lead">"This server cannot send email, so ask an admin of your team for a \
+                reset link: they make one on the Team page."</p>
+            <p><a href="/login">"Back to sign in"</a></p>
+        }
+        .into_any()
+    };
+    let content = view! {
+        <section class="card card-narrow" aria-labelledby="forgot-title">
+            <h1 id="forgot-title">"Forgot your password?"</h1>
+            {body}
+        </section>
+    };
+    document("Forgot your password?", None, false, content.into_any())
 }
 
 /// Choosing a password through an invitation or reset link.

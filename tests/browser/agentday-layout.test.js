@@ -71,6 +71,7 @@ for (const width of [360, 390]) {
     const wide = [];
     const check = (m) => { if (m.scroll > m.inner) wide.push(m); };
     check(await measure("/login"));
+    check(await measure("/password-resets"));
     await signIn(page, porch, AGENT.email);
     for (const path of adminPages(site)) check(await measure(path));
     // The 403 page, as an agent.

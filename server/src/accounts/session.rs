@@ -20,6 +20,7 @@ use super::Error;
 use super::challenge::PendingSignIns;
 use super::identity::{DisplayName, EmailAddress, Role};
 use super::password::{Password, hash_password, verify_password};
+use super::reset_request::ResetRequests;
 use super::revocation::{Revocations, SessionWatch};
 use super::throttle::{LoginThrottle, Throttled};
 use super::two_factor::SecondFactor;
@@ -68,6 +69,8 @@ pub struct Accounts {
     /// Second-step code attempts, counted apart from passwords: a right password must not
     /// clear the count of wrong codes, or guessing codes would only cost a password entry.
     pub(super) code_throttle: LoginThrottle,
+    /// "Forgot your password?" requests per address and links per account.
+    pub(super) reset_requests: ResetRequests,
     /// Sign-ins waiting for their second step.
     pub(super) pending: PendingSignIns,
     /// Open live streams, ended when their session is.
@@ -95,6 +98,7 @@ impl Accounts {
             key,
             throttle: LoginThrottle::default(),
             code_throttle: LoginThrottle::default(),
+            reset_requests: ResetRequests::default(),
             pending: PendingSignIns::default(),
             revocations: Revocations::default(),
             setup_token: Mutex::new(None),

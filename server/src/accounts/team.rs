@@ -30,7 +30,7 @@ pub enum LinkKind {
 }
 
 impl LinkKind {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::Invite => "invite",
             Self::Reset => "reset",
@@ -45,7 +45,7 @@ impl LinkKind {
     }
 }
 
-fn expiry(kind: LinkKind, now: i64) -> i64 {
+pub(super) fn expiry(kind: LinkKind, now: i64) -> i64 {
     now.saturating_add(i64::try_from(kind.lifetime().as_millis()).unwrap_or(i64::MAX))
 }
 

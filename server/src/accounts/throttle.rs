@@ -25,7 +25,7 @@ pub const WINDOW: Duration = Duration::from_mins(15);
 const MAX_ENTRIES: usize = 50_000;
 
 #[derive(Debug, Clone, Copy)]
-struct Failures {
+pub(super) struct Failures {
     first: Instant,
     count: u32,
 }
@@ -58,7 +58,8 @@ pub struct LoginThrottle {
     counters: Mutex<Counters>,
 }
 
-fn wait_for<K: Hash + Eq>(
+/// How long `key` waits, if it has reached `limit` within the window.
+pub(super) fn wait_for<K: Hash + Eq>(
     map: &HashMap<K, Failures>,
     key: &K,
     limit: u32,
@@ -69,7 +70,8 @@ fn wait_for<K: Hash + Eq>(
     (entry.count >= limit && ends > now).then(|| ends - now)
 }
 
-fn count<K: Hash + Eq>(map: &mut HashMap<K, Failures>, key: K, now: Instant) {
+/// Counts one more for `key`, starting its window again once the old one has ended.
+pub(super) fn count<K: Hash + Eq>(map: &mut HashMap<K, Failures>, key: K, now: Instant) {
     if map.len() >= MAX_ENTRIES {
         map.retain(|_, f| f.first + WINDOW > now);
     }

@@ -363,7 +363,8 @@ async fn signed_in(
     })
 }
 
-fn link_path(kind: LinkKind) -> &'static str {
+/// Where the links of `kind` are opened: `/{path}/{token}`.
+pub(super) fn link_path(kind: LinkKind) -> &'static str {
     match kind {
         LinkKind::Invite => "invitations",
         LinkKind::Reset => "password-resets",

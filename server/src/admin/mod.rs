@@ -15,6 +15,7 @@ pub mod destinations;
 pub mod discord;
 pub mod email;
 pub mod email_inbound;
+pub mod forgot_password;
 pub mod inbox;
 mod inbox_query;
 pub mod integrations;

@@ -17,6 +17,7 @@ pub enum AuditAction {
     UserDisabled,
     UserEnabled,
     UserPasswordChanged,
+    UserPasswordResetRequested,
     SiteCreated,
     SiteUpdated,
     SiteDeleted,
@@ -50,7 +51,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 42] = [
+    pub const ALL: [Self; 43] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -64,6 +65,7 @@ impl AuditAction {
         Self::UserDisabled,
         Self::UserEnabled,
         Self::UserPasswordChanged,
+        Self::UserPasswordResetRequested,
         Self::SiteCreated,
         Self::SiteUpdated,
         Self::SiteDeleted,
@@ -111,6 +113,7 @@ impl AuditAction {
             Self::UserDisabled => "user.disabled",
             Self::UserEnabled => "user.enabled",
             Self::UserPasswordChanged => "user.password_changed",
+            Self::UserPasswordResetRequested => "user.password_reset_requested",
             Self::SiteCreated => "site.created",
             Self::SiteUpdated => "site.updated",
             Self::SiteDeleted => "site.deleted",

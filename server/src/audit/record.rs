@@ -39,6 +39,16 @@ impl Actor {
         }
     }
 
+    /// Someone at `ip` who typed `email` before signing in, not proven to be its user (the
+    /// "Forgot your password?" form): the `user` column stays empty.
+    pub fn unproven(email: &str, ip: IpAddr) -> Self {
+        Self {
+            user: None,
+            label: email.to_owned(),
+            from: ip.to_string(),
+        }
+    }
+
     /// A visitor acting on their own data from the widget. Their address is not kept (the `ip`
     /// column says `widget`): an erasure deletes it everywhere else, and the audit log outlives
     /// the erasure by a year.

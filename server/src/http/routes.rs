@@ -357,8 +357,8 @@ fn site_routes() -> Router<AppState> {
         )
 }
 
-/// Setting up, signing in (with its second step) and out, invitation and reset links, and the
-/// account page.
+/// Setting up, signing in (with its second step) and out, asking for a reset link, invitation
+/// and reset links, and the account page.
 fn account_routes() -> Router<AppState> {
     Router::new()
         .route(
@@ -383,6 +383,10 @@ fn account_routes() -> Router<AppState> {
         .route(
             "/invitations/{token}",
             get(admin::auth::invitation_page).post(admin::auth::complete_invitation),
+        )
+        .route(
+            "/password-resets",
+            get(admin::forgot_password::forgot_page).post(admin::forgot_password::request_link),
         )
         .route(
             "/password-resets/{token}",

@@ -32,7 +32,10 @@ pub struct EmailArgs {
 #[serde(rename_all = "snake_case")]
 pub enum AccountLink {
     Invitation,
+    /// Made by an admin on `/team`.
     PasswordReset,
+    /// Asked for on the "Forgot your password?" form, maybe by someone else.
+    RequestedReset,
 }
 
 /// An account-link mail (`email.account_link`). The link's token is only in the URL here (the

@@ -27,6 +27,7 @@ mod discord;
 mod email;
 mod email_inbound;
 mod escaping;
+mod forgot_password;
 mod hardening;
 mod health;
 mod helpers;

@@ -176,22 +176,42 @@ impl Mailer {
                 .parse()
                 .map_err(|err| format!("not an address: {err}"))?,
         );
-        let (subject, what) = match link.link {
+        let (subject, what, after) = match link.link {
             AccountLink::Invitation => (
                 "You are invited to Porch",
                 "You are invited to answer chats in Porch. Choose a password here",
+                "",
             ),
             AccountLink::PasswordReset => (
                 "Reset your Porch password",
                 "Choose a new Porch password here",
+                "",
+            ),
+            AccountLink::RequestedReset => (
+                "Reset your Porch password",
+                "Someone asked to reset the password of your Porch account. If that was you, \
+                 choose a new one here",
+                "If it was not you, ignore this mail: your password stays as it is.",
             ),
         };
         let url = link.url.as_str();
-        let text = format!("Hello {name},\n\n{what} (the link works once and expires):\n\n{url}\n");
+        let text = format!(
+            "Hello {name},\n\n{what} (the link works once and expires):\n\n{url}\n{}",
+            if after.is_empty() {
+                String::new()
+            } else {
+                format!("\n{after}\n")
+            }
+        );
         let html = format!(
             "<p>Hello {},</p><p>{what} (the link works once and expires):</p>\
-             <p><a href=\"{url}\">{url}</a></p>",
+             <p><a href=\"{url}\">{url}</a></p>{}",
             escape_html(name),
+            if after.is_empty() {
+                String::new()
+            } else {
+                format!("<p>{after}</p>")
+            },
             url = escape_html(url),
         );
         let id = format!("<porch.account-{job}@{}>", self.domain);

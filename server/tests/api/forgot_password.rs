@@ -1,0 +1,146 @@
+//! "Forgot your password?" over real HTTP against a real SMTP server: the mailed link sets a new
+//! password, the answer is the same for an address with no account, an address that asks too
+//! often waits, an account is sent few links whoever asks, and without SMTP the page says whom
+//! to ask.
+// Helpers outside #[test] functions: a failed expectation is a failed test.
+#![allow(clippy::expect_used)]
+
+use crate::email::Sink;
+use crate::helpers::{Answer, TestApp};
+use crate::inbox::{PASSWORD, form, form_cookie, send, setup_admin, sign_in};
+
+const NEW_PASSWORD: &str = "a brand new passphrase";
+
+async fn ask_for_link(app: &TestApp, email: &str) -> Answer {
+    let (cookie, csrf) = form_cookie(app, "/password-resets").await;
+    let body = form(&[("csrf", &csrf), ("email", email)]);
+    send(app, "POST", "/password-resets", &cookie, Some(&body)).await
+}
+
+async fn with_smtp(sink: &Sink) -> TestApp {
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&[
+        "--smtp-url",
+        &smtp,
+        "--mail-from",
+        "chat@porch.test",
+        "--trusted-proxies",
+        "127.0.0.1",
+    ])
+    .await;
+    assert_eq!(setup_admin(&app).await.status, 303);
+    app
+}
+
+fn link_in(mail: &serde_json::Value) -> String {
+    let text = mail["text"].as_str().expect("a text part");
+    let at = text.find("/password-resets/").expect("a reset link");
+    text[at..]
+        .split_whitespace()
+        .next()
+        .expect("link")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_mailed_link_sets_a_new_password_and_an_unknown_address_gets_the_same_answer() {
+    let sink = Sink::start();
+    let app = with_smtp(&sink).await;
+
+    let unknown = ask_for_link(&app, "nobody@example.com").await;
+    let known = ask_for_link(&app, "ana@example.com").await;
+    assert_eq!((unknown.status, known.status), (200, 200));
+    assert_eq!(
+        unknown
+            .body
+            .replace("nobody@example.com", "ana@example.com"),
+        known.body,
+        "the answer does not tell whether an account exists"
+    );
+    assert!(known.body.contains("is on its way"), "{}", known.body);
+
+    let mails = sink.wait_for(1).await;
+    assert_eq!(mails[0]["rcpt_tos"], serde_json::json!(["ana@example.com"]));
+    let text = mails[0]["text"].as_str().expect("text");
+    assert!(
+        text.contains("If it was not you, ignore this mail"),
+        "{text}"
+    );
+    let path = link_in(&mails[0]);
+
+    let page = send(&app, "GET", &path, "", None).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let (cookie, csrf) = form_cookie(&app, &path).await;
+    let body = form(&[("csrf", &csrf), ("password", NEW_PASSWORD)]);
+    let chosen = send(&app, "POST", &path, &cookie, Some(&body)).await;
+    assert_eq!(chosen.status, 303, "{}", chosen.body);
+    assert_eq!(sign_in(&app, "ana@example.com", PASSWORD).await.status, 401);
+    assert_eq!(
+        sign_in(&app, "ana@example.com", NEW_PASSWORD).await.status,
+        303
+    );
+    // The link worked once.
+    assert_eq!(send(&app, "GET", &path, "", None).await.status, 410);
+
+    // Only one mail went out: none for the unknown address. The request is in the audit log,
+    // with the address it came from and no user (nobody proved being Ana).
+    assert_eq!(sink.wait_for(1).await.len(), 1);
+    let (user, ip): (Option<i64>, String) = app
+        .db()
+        .query_row(
+            "SELECT actor_id, ip FROM audit_events WHERE action = 'user.password_reset_requested'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("one audit row");
+    assert_eq!((user, ip.as_str()), (None, "127.0.0.1"));
+}
+
+#[tokio::test]
+async fn an_address_that_asks_too_often_waits_and_an_account_gets_three_links_at_most() {
+    let sink = Sink::start();
+    let app = with_smtp(&sink).await;
+    let from = |address: &'static str| {
+        let app = &app;
+        async move {
+            let (cookie, csrf) = form_cookie(app, "/password-resets").await;
+            let body = form(&[("csrf", &csrf), ("email", "ana@example.com")]);
+            crate::inbox::request(app, "POST", "/password-resets", &cookie, Some(&body))
+                .header("X-Forwarded-For", address)
+                .send()
+                .await
+                .expect("answer")
+        }
+    };
+    for _ in 0..5 {
+        assert_eq!(from("203.0.113.9").await.status(), 200);
+    }
+    let refused = from("203.0.113.9").await;
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    // Another address is answered as usual, but Ana had her three links already.
+    assert_eq!(from("198.51.100.7").await.status(), 200);
+    let mails = sink.wait_for(3).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(sink.wait_for(3).await.len(), 3, "{mails:?}");
+}
+
+#[tokio::test]
+async fn without_smtp_the_page_says_whom_to_ask() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    let page = send(&app, "GET", "/password-resets", "", None).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("ask an admin of your team"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("Mail me a link"), "{}", page.body);
+    let login = send(&app, "GET", "/login", "", None).await;
+    assert!(
+        login.body.contains("href=\"/password-resets\""),
+        "{}",
+        login.body
+    );
+}

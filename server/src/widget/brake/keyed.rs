@@ -63,6 +63,14 @@ impl<K: Hash + Eq, V> Sharded<K, V> {
         f(shard.entry(key).or_insert_with(make))
     }
 
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().map_or(0, |m| m.len()))
+            .sum()
+    }
+
     fn retain(&self, mut keep: impl FnMut(&mut V) -> bool) {
         for shard in &self.shards {
             if let Ok(mut map) = shard.lock() {
@@ -328,20 +336,8 @@ mod tests {
                 .is_ok()
         );
         brakes.prune(now + Duration::from_hours(1));
-        let remaining: usize = brakes
-            .visitors
-            .shards
-            .iter()
-            .map(|s| s.lock().map_or(0, |m| m.len()))
-            .sum();
-        assert_eq!(remaining, 0);
-        let shares: usize = brakes
-            .shares
-            .shards
-            .iter()
-            .map(|s| s.lock().map_or(0, |m| m.len()))
-            .sum();
-        assert_eq!(shares, 0);
+        assert_eq!(brakes.visitors.len(), 0);
+        assert_eq!(brakes.shares.len(), 0);
     }
 
     #[test]

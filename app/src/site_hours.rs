@@ -110,8 +110,11 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
             <CsrfField token=csrf/>
             <div class="field">
                 <label for="time_zone">"Time zone"</label>
+                // Before any hours are saved the suggested zone is UTC; the page's script puts the
+                // browser's own zone there instead (`data-guess-zone`, time.js).
                 <input id="time_zone" name="time_zone" type="text" required maxlength="64"
-                    value=values.time_zone aria-describedby="time-zone-hint"/>
+                    value=values.time_zone aria-describedby="time-zone-hint"
+                    data-guess-zone=(!view.has_hours).then_some("")/>
                 <p class="hint" id="time-zone-hint">"An IANA name, such as Europe/Berlin or \
                     America/New_York. Opening times follow its daylight-saving changes."</p>
             </div>

@@ -37,18 +37,23 @@ async function setHours(admin, porch, site, mode) {
 
 test("out of hours the panel shows the away message and asks for the email", { timeout: 120000 }, async () => {
   const { porch, browser, site } = world;
-  const adminContext = await browser.newContext();
+  const adminContext = await browser.newContext({ timezoneId: "Europe/Berlin" });
   const admin = await adminContext.newPage();
   admin.setDefaultTimeout(15000);
   await signIn(admin, porch, AGENT.email);
 
-  // A wrong zone is refused with the reason, and nothing changes.
+  // Before any hours are saved, the zone suggested is the browser's.
   await admin.goto(`${porch.url}/sites/${site.key}/hours`);
+  assert.equal(await admin.getByLabel("Time zone").inputValue(), "Europe/Berlin");
+  // A wrong zone is refused with the reason, and nothing changes.
   await admin.getByLabel("Time zone").fill("Mars/Olympus");
   await admin.getByRole("button", { name: "Save hours" }).click();
   await admin.getByText("is not a time zone").waitFor();
 
   await setHours(admin, porch, site, "email");
+  // Saved hours keep their zone, whatever the browser's.
+  await admin.reload();
+  assert.equal(await admin.getByLabel("Time zone").inputValue(), "UTC");
   const { page, context } = await visitor(browser, world.host.url);
   const away = page.locator("[data-porch=away]");
   await away.waitFor({ state: "visible" });

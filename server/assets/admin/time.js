@@ -2,7 +2,9 @@
 // <time datetime="…Z">1 Dec 2026, 14:05 UTC</time> (readable without scripts); on every
 // signed-in page this rewrites them to the browser's local time: the time alone for today,
 // the day and the time otherwise, the full local date and time as the tooltip. inbox.js calls
-// porchLocalTime on the fragments its live stream adds.
+// porchLocalTime on the fragments its live stream adds. A time-zone field still holding the
+// suggested UTC (a site's hours page before any hours are saved, `data-guess-zone`) gets the
+// browser's own zone instead: most teams set hours where they sit.
 (() => {
   "use strict";
 
@@ -21,4 +23,8 @@
 
   window.porchLocalTime = localTime;
   localTime(document);
+
+  const zone = document.querySelector("input[data-guess-zone]");
+  const guess = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (zone && zone.value === "UTC" && guess) zone.value = guess;
 })();

@@ -25,7 +25,7 @@ pub use challenge::{AfterPassword, FinishedSignIn, PendingSignIn, SECOND_STEP_LI
 pub use error::Error;
 pub use identity::{DisplayName, EmailAddress, Role};
 pub use password::{MIN_PASSWORD_CHARS, Password, hash_password, verify_password};
-pub use reset_request::{RESET_LINKS_PER_ACCOUNT, RESET_REQUESTS_PER_ADDRESS, RequestedLink};
+pub use reset_request::RequestedLink;
 pub use revocation::{Revocations, SessionWatch};
 pub use session::{Accounts, NewSessionSecret, SESSION_COOKIE, SESSION_LIFETIME, new_form_token};
 pub(crate) use session::{hash_secret, new_secret};

@@ -21,9 +21,9 @@ use super::team::{LinkKind, expiry};
 use super::throttle::{Failures, count, wait_for};
 
 /// Requests one client address may make in the throttle's window (15 minutes).
-pub const RESET_REQUESTS_PER_ADDRESS: u32 = 5;
+const RESET_REQUESTS_PER_ADDRESS: u32 = 5;
 /// Links one account is sent in that window, whoever asks; later requests send nothing.
-pub const RESET_LINKS_PER_ACCOUNT: u32 = 3;
+const RESET_LINKS_PER_ACCOUNT: u32 = 3;
 
 #[derive(Default)]
 struct Counters {

@@ -90,6 +90,9 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
     const theirs = v.page.locator("[data-porch=message][data-author=agent]");
     await theirs.first().waitFor();
     assert.equal(await theirs.locator(".bubble").innerText(), "Hi, this is Ana. Yes, we do!");
+    // Replying took the unassigned conversation, as Assign to me would have.
+    await page.getByText("Ana took this conversation").waitFor();
+    await page.getByRole("button", { name: "Assign to me" }).waitFor({ state: "detached" });
 
     // 6. A private note is shown to agents only; the visitor's next message arrives live.
     await page.getByRole("radio", { name: "Private note" }).check();
@@ -99,8 +102,6 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
     await page.locator(".message-note", { hasText: "Oslo store" }).waitFor();
     await v.say("Great, thanks!");
     await page.locator(".message-visitor", { hasText: "Great, thanks!" }).waitFor();
-    await page.getByRole("button", { name: "Assign to me" }).click();
-    await page.getByText("Ana took this conversation").waitFor();
     await snap(page, "conversation");
     await v.page.waitForTimeout(300);
     assert.equal(await v.page.getByText("Oslo store").count(), 0, "a private note reached the visitor");

@@ -85,7 +85,9 @@ pub async fn conversation_page(
             "The reply is longer than 4,000 characters.".into(),
         )),
         "newer" => Some(Notice::Error(
-            "The visitor has started a newer conversation; answer there.".into(),
+            "The older conversation stays closed: the visitor has started this one since. \
+             Answer here."
+                .into(),
         )),
         "assigned" => Some(Notice::Error(
             "Someone changed the assignee meanwhile, so nothing changed: it is as shown below."
@@ -244,16 +246,22 @@ async fn post_reply(
         app.chat
             .post_note(conversation, &who.user, body, client_id, None)
             .await?
+            .row
     } else {
         let agent = Agent {
             user_id: Some(who.user.id),
             name: who.user.name.clone(),
         };
-        app.chat
+        let posted = app
+            .chat
             .post_agent_message(conversation, &agent, body, attachments, client_id)
-            .await?
-    }
-    .row;
+            .await?;
+        // A resend of a stored reply took it the first time, if it was free.
+        if !posted.was_stored_before {
+            app.chat.take_on_reply(conversation, &who.user).await?;
+        }
+        posted.row
+    };
     // One's own message is read by definition.
     app.chat
         .mark_read(who.user.id, conversation, row.id)
@@ -348,8 +356,16 @@ pub async fn reopen(
         .await
     {
         Ok(()) => Ok(see_other(&format!("/conversations/{id}"))),
+        // The visitor started a newer conversation meanwhile: the agent is taken there.
         Err(crate::chat::Error::Invalid(_)) => {
-            Ok(see_other(&format!("/conversations/{id}?error=newer")))
+            let newer = app
+                .chat
+                .open_conversation_of_visitor_of(ConversationId(id))
+                .await?;
+            Ok(see_other(&match newer {
+                Some(newer) => format!("/conversations/{}?error=newer", newer.0),
+                None => format!("/conversations/{id}"),
+            }))
         }
         Err(err) => Err(err.into()),
     }

@@ -335,6 +335,18 @@ impl Chat {
         .map(|line| line.is_some())
     }
 
+    /// A reply from the inbox takes an open conversation that nobody has, as *Assign to me* would:
+    /// the same status line, events and integrations' notices (docs/admin.md, "Replying takes the
+    /// conversation"). Returns whether it did; a colleague's conversation, a closed one, or one
+    /// taken meanwhile is left as it is.
+    pub async fn take_on_reply(&self, id: ConversationId, by: &UserRow) -> Result<bool, Error> {
+        if self.find_conversation(id).await?.status != "open" {
+            return Ok(false);
+        }
+        self.assign_conversation(id, by, Some(by), store::Expected::Is(None), None)
+            .await
+    }
+
     /// Unassigns every open conversation of `user`, who was just disabled and will answer none
     /// of them: each gets `by`'s "unassigned" line, its integrations hear of it, and it counts as
     /// unassigned again in every inbox, live. One that was taken or closed meanwhile is left as
@@ -394,6 +406,19 @@ impl Chat {
             self.hub.publish_to_visitor(visitor, &event, None);
         }
         Ok(())
+    }
+
+    /// The conversation the visitor of `id` has open now, if any: where a refused reopen sends the
+    /// agent.
+    pub async fn open_conversation_of_visitor_of(
+        &self,
+        id: ConversationId,
+    ) -> Result<Option<ConversationId>, Error> {
+        let visitor = self.find_conversation(id).await?.visitor_id;
+        Ok(self
+            .readers
+            .read(move |c| store::find_open_conversation_of(c, visitor))
+            .await?)
     }
 
     /// Reopens a closed conversation, unless the visitor has started a newer one meanwhile.

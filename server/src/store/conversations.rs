@@ -73,6 +73,17 @@ pub fn find_conversation(
     Ok(stmt.query_row([id], from_row).optional()?)
 }
 
+/// The visitor's open conversation, if any (a visitor has one at most).
+pub fn find_open_conversation_of(
+    conn: &Connection,
+    visitor_id: VisitorId,
+) -> Result<Option<ConversationId>, Error> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM conversations WHERE visitor_id = ?1 AND status = 'open'")?
+        .query_row([visitor_id], |r| r.get(0))
+        .optional()?)
+}
+
 /// The visitor's open conversation, creating one if there is none. Returns `(id, created)`.
 pub(super) fn open_conversation(
     conn: &Connection,
@@ -80,11 +91,7 @@ pub(super) fn open_conversation(
     visitor_id: VisitorId,
     now: i64,
 ) -> Result<(ConversationId, bool), Error> {
-    let existing: Option<ConversationId> = conn
-        .prepare_cached("SELECT id FROM conversations WHERE visitor_id = ?1 AND status = 'open'")?
-        .query_row([visitor_id], |r| r.get(0))
-        .optional()?;
-    if let Some(id) = existing {
+    if let Some(id) = find_open_conversation_of(conn, visitor_id)? {
         return Ok((id, false));
     }
     conn.prepare_cached(

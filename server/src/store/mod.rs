@@ -76,7 +76,9 @@ pub use capacity::{
     insert_metrics_minute, list_loadtest_runs, list_metrics_spans, prune_metrics_minutes,
 };
 pub use check::{CheckReport, check_database, is_porch_database};
-pub use conversations::{ConversationRow, find_conversation, list_conversations};
+pub use conversations::{
+    ConversationRow, find_conversation, find_open_conversation_of, list_conversations,
+};
 pub use db::{
     Synchronous, open_existing_read_only, open_read_connection, open_write_connection, truncate_wal,
 };

@@ -83,3 +83,120 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
         (Some(page.as_str()), ana_id)
     );
 }
+
+/// The reply form of the conversation page, as `who` posts it.
+fn reply(who: &crate::inbox::Browser, kind: &str, client_id: &str) -> String {
+    form(&[
+        ("csrf", &who.csrf),
+        ("kind", kind),
+        ("body", "Hello there"),
+        ("client_id", client_id),
+    ])
+}
+
+#[tokio::test]
+async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
+    let app = TestApp::spawn(&[]).await;
+    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
+    add_user(&app, "bo@example.com", "agent");
+    let bo = signed_in_from(
+        &app,
+        &sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await,
+    )
+    .await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hi").await;
+    let id: i64 = app.count("SELECT id FROM conversations");
+    let ana_id = app.count("SELECT id FROM users WHERE email = 'ana@example.com'");
+    let path = format!("/conversations/{id}/reply");
+    let assignee = || {
+        app.count(&format!(
+            "SELECT coalesce(assignee_id, 0) FROM conversations WHERE id = {id}"
+        ))
+    };
+    let took = || {
+        app.count("SELECT count(*) FROM messages WHERE author = 'system' AND body = 'Ana took this conversation'")
+    };
+
+    // A private note takes nothing.
+    let note = send(
+        &app,
+        "POST",
+        &path,
+        &ana.cookie,
+        Some(&reply(&ana, "note", "n1")),
+    )
+    .await;
+    assert_eq!(note.status, 303, "{}", note.body);
+    assert_eq!(assignee(), 0);
+
+    // Ana's reply takes it, with the line Assign to me writes.
+    let first = send(
+        &app,
+        "POST",
+        &path,
+        &ana.cookie,
+        Some(&reply(&ana, "reply", "r1")),
+    )
+    .await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    assert_eq!((assignee(), took()), (ana_id, 1));
+
+    // Bo's reply leaves it with Ana; Ana's resend changes nothing either.
+    send(
+        &app,
+        "POST",
+        &path,
+        &bo.cookie,
+        Some(&reply(&bo, "reply", "b1")),
+    )
+    .await;
+    send(
+        &app,
+        "POST",
+        &path,
+        &ana.cookie,
+        Some(&reply(&ana, "reply", "r1")),
+    )
+    .await;
+    assert_eq!((assignee(), took()), (ana_id, 1));
+
+    // Unassigned again, a reply through the API takes nothing (a bot's answer is nobody's work).
+    let unassign = form(&[("csrf", &ana.csrf), ("assignee", "")]);
+    let assign = format!("/conversations/{id}/assign");
+    send(&app, "POST", &assign, &ana.cookie, Some(&unassign)).await;
+    assert_eq!(assignee(), 0);
+    let token = app.add_user_token("Cy", "agent");
+    let api = format!("/api/v1/conversations/{id}/messages");
+    let (status, _) = app
+        .api(
+            "POST",
+            &api,
+            &token,
+            Some(serde_json::json!({"body": "From the API"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    assert_eq!(assignee(), 0);
+
+    // A closed conversation is not taken by a reply.
+    let close = format!("/conversations/{id}/close");
+    send(
+        &app,
+        "POST",
+        &close,
+        &ana.cookie,
+        Some(&form(&[("csrf", &ana.csrf)])),
+    )
+    .await;
+    send(
+        &app,
+        "POST",
+        &path,
+        &ana.cookie,
+        Some(&reply(&ana, "reply", "r2")),
+    )
+    .await;
+    assert_eq!(assignee(), 0);
+}

@@ -101,6 +101,22 @@ async fn a_conversation_page_links_the_visitors_other_conversations() {
         newer.contains("<p id=\"closed-hint\" hidden class=\"notice notice-warning\">"),
         "{newer}"
     );
+    // A Reopen from a page loaded before the visitor came back is refused, and leads to the newer
+    // conversation, which says why.
+    let reopen = format!("/conversations/{first}/reopen");
+    let body = form(&[("csrf", &admin.csrf)]);
+    let refused = send(&app, "POST", &reopen, &admin.cookie, Some(&body)).await;
+    let there = format!("/conversations/{second}?error=newer");
+    assert_eq!(
+        (refused.status, refused.header("location")),
+        (303, Some(there.as_str()))
+    );
+    let told = send(&app, "GET", &there, &admin.cookie, None).await;
+    assert!(
+        told.body.contains("The older conversation stays closed"),
+        "{}",
+        told.body
+    );
 }
 
 #[tokio::test]

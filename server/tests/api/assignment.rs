@@ -3,10 +3,18 @@
 //! a conversation from a colleague; taking one over is its own, named button.
 
 use crate::helpers::TestApp;
-use crate::inbox::{add_user, form, send, setup_admin, sign_in, signed_in_from};
+use crate::inbox::{Browser, add_user, form, send, setup_admin, sign_in, signed_in_from};
 
-#[tokio::test]
-async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
+/// Ana (admin) and Bo (agent) signed in, and a visitor's new conversation (`id`) on a site.
+struct Team {
+    app: TestApp,
+    ana: Browser,
+    bo: Browser,
+    id: i64,
+    ana_id: i64,
+}
+
+async fn team_and_a_chat() -> Team {
     let app = TestApp::spawn(&[]).await;
     let ana = signed_in_from(&app, &setup_admin(&app).await).await;
     add_user(&app, "bo@example.com", "agent");
@@ -18,8 +26,26 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
     let site = app.add_site("Acme");
     let (mut widget, _) = app.visitor(&site, None, 0).await;
     widget.say("c1", "Hi").await;
-    let id: i64 = app.count("SELECT id FROM conversations");
+    let id = app.count("SELECT id FROM conversations");
     let ana_id = app.count("SELECT id FROM users WHERE email = 'ana@example.com'");
+    Team {
+        app,
+        ana,
+        bo,
+        id,
+        ana_id,
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
+    let Team {
+        app,
+        ana,
+        bo,
+        id,
+        ana_id,
+    } = team_and_a_chat().await;
     let page = format!("/conversations/{id}");
     let path = format!("{page}/assign");
     let assignee = || {
@@ -85,7 +111,7 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
 }
 
 /// The reply form of the conversation page, as `who` posts it.
-fn reply(who: &crate::inbox::Browser, kind: &str, client_id: &str) -> String {
+fn reply(who: &Browser, kind: &str, client_id: &str) -> String {
     form(&[
         ("csrf", &who.csrf),
         ("kind", kind),
@@ -96,19 +122,13 @@ fn reply(who: &crate::inbox::Browser, kind: &str, client_id: &str) -> String {
 
 #[tokio::test]
 async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
-    let app = TestApp::spawn(&[]).await;
-    let ana = signed_in_from(&app, &setup_admin(&app).await).await;
-    add_user(&app, "bo@example.com", "agent");
-    let bo = signed_in_from(
-        &app,
-        &sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await,
-    )
-    .await;
-    let site = app.add_site("Acme");
-    let (mut widget, _) = app.visitor(&site, None, 0).await;
-    widget.say("c1", "Hi").await;
-    let id: i64 = app.count("SELECT id FROM conversations");
-    let ana_id = app.count("SELECT id FROM users WHERE email = 'ana@example.com'");
+    let Team {
+        app,
+        ana,
+        bo,
+        id,
+        ana_id,
+    } = team_and_a_chat().await;
     let path = format!("/conversations/{id}/reply");
     let assignee = || {
         app.count(&format!(

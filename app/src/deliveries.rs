@@ -67,7 +67,8 @@ fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
             <div class="member-actions">
                 <form method="post" action=format!("/deliveries/{}/retry", item.id)>
                     <CsrfField token=csrf/>
-                    <button type="submit" class="button">"Retry"</button>
+                    <button type="submit" class="button"
+                        aria-label=format!("Retry delivery {}", item.id)>"Retry"</button>
                 </form>
             </div>
         </li>

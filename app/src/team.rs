@@ -53,7 +53,8 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
                     <option value="agent" selected=!member.is_admin>"Agent"</option>
                     <option value="admin" selected=member.is_admin>"Admin"</option>
                 </select>
-                <button type="submit" class="button">"Change role"</button>
+                <button type="submit" class="button"
+                    aria-label=format!("Change role of {}", member.name)>"Change role"</button>
             </form>
         };
         let (action, label, class, question) = if member.is_disabled {
@@ -75,14 +76,15 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
                 <form method="post" action=format!("/team/{id}/two-factor/reset")
                     data-confirm=reset_question>
                     <CsrfField token=csrf.clone()/>
-                    <button type="submit" class="button">"Reset two-factor"</button>
+                    <button type="submit" class="button"
+                        aria-label=format!("Reset two-factor of {}", member.name)>"Reset two-factor"</button>
                 </form>
             }
         });
         // Closed by default: a name is rarely changed, and the row stays one line.
         let rename_form = view! {
             <details class="rename">
-                <summary class="button">"Rename"</summary>
+                <summary class="button" aria-label=format!("Rename {}", member.name)>"Rename"</summary>
                 <form method="post" action=format!("/team/{id}/name") class="inline-controls">
                     <CsrfField token=csrf.clone()/>
                     <label for=format!("name-{id}") class="visually-hidden">
@@ -90,7 +92,8 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
                     </label>
                     <input id=format!("name-{id}") name="name" type="text" required maxlength="80"
                         value=member.name.clone()/>
-                    <button type="submit" class="button">"Save name"</button>
+                    <button type="submit" class="button"
+                        aria-label=format!("Save name of {}", member.name)>"Save name"</button>
                 </form>
             </details>
         };
@@ -100,11 +103,13 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
             {reset}
             <form method="post" action=format!("/team/{id}/link")>
                 <CsrfField token=csrf.clone()/>
-                <button type="submit" class="button">"Reset link"</button>
+                <button type="submit" class="button"
+                    aria-label=format!("Reset link for {}", member.name)>"Reset link"</button>
             </form>
             <form method="post" action=format!("/team/{id}/{action}") data-confirm=question>
                 <CsrfField token=csrf.clone()/>
-                <button type="submit" class=class>{label}</button>
+                <button type="submit" class=class
+                    aria-label=format!("{label} {}", member.name)>{label}</button>
             </form>
         }
     });

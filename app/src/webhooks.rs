@@ -163,7 +163,8 @@ fn Attempt(item: DeliveryAttemptView, replay_base: String, csrf: String) -> impl
         view! {
             <form method="post" action=format!("{replay_base}/{}/replay", item.job_id)>
                 <CsrfField token=csrf/>
-                <button type="submit" class="button">"Replay"</button>
+                <button type="submit" class="button"
+                    aria-label=format!("Replay delivery {}", item.job_id)>"Replay"</button>
             </form>
         }
     });

@@ -223,6 +223,10 @@ test("an invited agent can answer chats but cannot open admin pages", { timeout:
   };
   teamPage.on("dialog", onDialog);
   const bo = teamPage.locator("li.member", { hasText: AGENT });
+  // Each row's buttons name the member, so a screen reader's list of buttons tells them apart.
+  for (const name of ["Change role of Bo", "Reset link for Bo", "Disable Bo"]) {
+    assert.equal(await teamPage.getByRole("button", { name, exact: true }).count(), 1, name);
+  }
   await bo.getByRole("button", { name: "Disable" }).click();
   await waitFor("the question", async () => questions.length === 1);
   assert.match(questions[0], /^Disable Bo\? They are signed out at once/);

@@ -1,6 +1,6 @@
 //! "Forgot your password?": anyone may ask for a link to be mailed to an account's own address.
 //! The answer never says whether an account exists (the caller answers the same either way, and
-//! does the work after answering); requests are limited per client address, and links per
+//! does the work in the background); requests are limited per client address, and links per
 //! account, so the form cannot flood a mailbox (docs/admin.md, "Forgotten passwords").
 
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
 //! `/password-resets`: "Forgot your password?". The page answers the same whether or not the
-//! address belongs to an account, and the link is made and mailed after the answer, so neither
-//! the words nor the time taken tell who has an account here. Only a client address that asks
+//! address belongs to an account, and the link is made and mailed in the background, apart from
+//! the answer, so neither the words nor the time taken tell who has an account here. Only a client address that asks
 //! too often is refused (429), which says nothing about accounts.
 
 use std::net::IpAddr;

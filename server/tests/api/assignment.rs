@@ -14,6 +14,18 @@ struct Team {
     ana_id: i64,
 }
 
+/// Who has conversation `id` (0: nobody).
+fn assignee_of(app: &TestApp, id: i64) -> i64 {
+    app.count(&format!(
+        "SELECT coalesce(assignee_id, 0) FROM conversations WHERE id = {id}"
+    ))
+}
+
+/// How many "… took this conversation" lines there are.
+fn took_lines(app: &TestApp) -> i64 {
+    app.count("SELECT count(*) FROM messages WHERE author = 'system' AND body LIKE '% took %'")
+}
+
 async fn team_and_a_chat() -> Team {
     let app = TestApp::spawn(&[]).await;
     let ana = signed_in_from(&app, &setup_admin(&app).await).await;
@@ -48,14 +60,8 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
     } = team_and_a_chat().await;
     let page = format!("/conversations/{id}");
     let path = format!("{page}/assign");
-    let assignee = || {
-        app.count(&format!(
-            "SELECT coalesce(assignee_id, 0) FROM conversations WHERE id = {id}"
-        ))
-    };
-    let took = || {
-        app.count("SELECT count(*) FROM messages WHERE author = 'system' AND body LIKE '% took %'")
-    };
+    let assignee = || assignee_of(&app, id);
+    let took = || took_lines(&app);
 
     // Both saw it unassigned; Ana's press lands first.
     let shown = send(&app, "GET", &page, &bo.cookie, None).await;
@@ -130,14 +136,8 @@ async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
         ana_id,
     } = team_and_a_chat().await;
     let path = format!("/conversations/{id}/reply");
-    let assignee = || {
-        app.count(&format!(
-            "SELECT coalesce(assignee_id, 0) FROM conversations WHERE id = {id}"
-        ))
-    };
-    let took = || {
-        app.count("SELECT count(*) FROM messages WHERE author = 'system' AND body = 'Ana took this conversation'")
-    };
+    let assignee = || assignee_of(&app, id);
+    let took = || took_lines(&app);
 
     // A private note takes nothing.
     let note = send(

@@ -180,38 +180,30 @@ impl Mailer {
             AccountLink::Invitation => (
                 "You are invited to Porch",
                 "You are invited to answer chats in Porch. Choose a password here",
-                "",
+                None,
             ),
             AccountLink::PasswordReset => (
                 "Reset your Porch password",
                 "Choose a new Porch password here",
-                "",
+                None,
             ),
             AccountLink::RequestedReset => (
                 "Reset your Porch password",
                 "Someone asked to reset the password of your Porch account. If that was you, \
                  choose a new one here",
-                "If it was not you, ignore this mail: your password stays as it is.",
+                Some("If it was not you, ignore this mail: your password stays as it is."),
             ),
         };
         let url = link.url.as_str();
+        let text_after = after.map(|a| format!("\n{a}\n")).unwrap_or_default();
         let text = format!(
-            "Hello {name},\n\n{what} (the link works once and expires):\n\n{url}\n{}",
-            if after.is_empty() {
-                String::new()
-            } else {
-                format!("\n{after}\n")
-            }
+            "Hello {name},\n\n{what} (the link works once and expires):\n\n{url}\n{text_after}"
         );
         let html = format!(
             "<p>Hello {},</p><p>{what} (the link works once and expires):</p>\
              <p><a href=\"{url}\">{url}</a></p>{}",
             escape_html(name),
-            if after.is_empty() {
-                String::new()
-            } else {
-                format!("<p>{after}</p>")
-            },
+            after.map(|a| format!("<p>{a}</p>")).unwrap_or_default(),
             url = escape_html(url),
         );
         let id = format!("<porch.account-{job}@{}>", self.domain);

@@ -50,8 +50,8 @@ test("an agent emails a visitor from the conversation page", { timeout: 90000 },
   await page.getByRole("button", { name: "Turn on email" }).click();
   await page.waitForURL(/notice=/);
   // Then the visitor: the widget offers to take an address only while no agent has the inbox open.
-  // The server learns that the admin page's live stream is gone when it next writes to it (a
-  // keep-alive at the latest): wait for that, or the widget is told an agent is online.
+  // Leaving the page closes its live stream; wait until the server has seen the close (tens of
+  // milliseconds), or the widget is told an agent is online.
   await page.goto("about:blank");
   await waitFor("the admin page's stream to end", async () =>
     /^porch_agent_connections 0$/m.test(await (await fetch(`${porch.url}/metrics`)).text()), { timeoutMs: 30000 });

@@ -15,7 +15,9 @@ use tokio::sync::mpsc;
 
 use super::tally::Gone;
 
-/// A comment this often keeps proxies from closing a quiet stream.
+/// A comment this often keeps proxies from closing a quiet stream. It is also what lets the
+/// kernel notice a browser that vanished without closing: a write that goes unacknowledged ends
+/// the connection after `TCP_USER_TIMEOUT` (`http/listener.rs`).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Batches handed over ahead of a slow browser before the stream task waits.
 const BUFFER: usize = 8;

@@ -58,6 +58,22 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// Sets an accepted socket's options: `TCP_NODELAY`, and `TCP_USER_TIMEOUT` so that the kernel
+/// drops a connection whose peer has acknowledged nothing it was sent for `dead_after` (the widget's
+/// idle timeout). Without it a peer that vanished without a FIN (a laptop put to sleep, a phone
+/// off the network) keeps its connection through about 15 minutes of retransmissions: an admin
+/// page's live stream, whose keep-alive is only written, never answered, would keep telling
+/// visitors an agent is online all that time (docs/configuration.md, `PORCH_WS_IDLE_TIMEOUT`).
+fn tune(stream: &TcpStream, dead_after: Duration) {
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(error = %err, "could not set TCP_NODELAY");
+    }
+    let millis = u32::try_from(dead_after.as_millis()).unwrap_or(u32::MAX);
+    if let Err(err) = rustix::net::sockopt::set_tcp_user_timeout(stream, millis) {
+        tracing::debug!(error = %err, "could not set TCP_USER_TIMEOUT");
+    }
+}
+
 /// One of the limited connection slots. Held by the connection task and, after a websocket
 /// upgrade, by the websocket task, so upgraded connections count too.
 #[derive(Clone)]
@@ -96,9 +112,7 @@ pub async fn serve(listener: TcpListener, router: Router, app: AppState, max_con
             },
             () = app.shutdown.cancelled() => break,
         };
-        if let Err(err) = stream.set_nodelay(true) {
-            tracing::debug!(error = %err, "could not set TCP_NODELAY");
-        }
+        tune(&stream, app.config.ws_idle_timeout);
         let held = match admission.admit(peer.ip()) {
             Admitted::Slot(held) => held,
             Admitted::Reserve(held, reason) => {

@@ -20,8 +20,9 @@ pub enum HealthView {
 }
 
 /// The health of an integration: a badge and, when something is wrong, what and since when.
+/// `id` ([`HEALTH`]) on a page with a test, whose outcome may change it.
 #[component]
-pub fn Health(health: HealthView) -> impl IntoView {
+pub fn Health(health: HealthView, #[prop(optional)] id: Option<&'static str>) -> impl IntoView {
     let (name, badge_class, badge) = match &health {
         HealthView::Healthy => ("healthy", "badge badge-open", "Healthy"),
         HealthView::Blocked { .. } => ("blocked", "badge badge-danger", "Blocked"),
@@ -49,7 +50,7 @@ pub fn Health(health: HealthView) -> impl IntoView {
         }
     };
     view! {
-        <div class="health" data-health=name>
+        <div class="health" data-health=name id=id>
             <p>"Health "<span class=badge_class>{badge}</span></p>
             {detail}
         </div>
@@ -67,7 +68,8 @@ pub struct TestOutcomeView {
 /// Where a test stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TestState {
-    /// Queued or being sent: reload to see the outcome.
+    /// Queued or being sent: the page's script fetches the outcome again until it is known
+    /// (a reload does the same without scripts).
     Queued,
     Sent,
     Failed {
@@ -77,18 +79,29 @@ pub enum TestState {
 
 /// The id of the latest test's outcome on its page, where a test's form returns to.
 pub const TEST_OUTCOME: &str = "test-outcome";
+/// The id of a destination's health on a page with a test ([`TestOutcome`] updates it too).
+pub const HEALTH: &str = "destination-health";
+
+/// Seconds between the page's fetches of a queued test's outcome.
+const TEST_REFRESH_SECS: &str = "2";
 
 /// The outcome of the latest test, announced to screen readers. It stays on the page until the
-/// next test, with the time it was queued, so "did it work?" can be answered later too.
+/// next test, with the time it was queued, so "did it work?" can be answered later too. While
+/// the test is queued, inbox.js fetches `reload` (the page) every few seconds and updates the
+/// outcome in place, with the destination's health it may have changed, so the result appears
+/// without a reload (the element stays the same live region, which is what gets the change
+/// announced).
 #[component]
 pub fn TestOutcome(outcome: TestOutcomeView, reload: String) -> impl IntoView {
     let (iso, text) = format_time(outcome.queued_at);
     let when = view! { <time datetime=iso>{text}</time> };
+    let page = reload.clone();
     match outcome.state {
         TestState::Queued => view! {
-            <p class="notice notice-success" role="status" data-test="queued" id=TEST_OUTCOME>
-                "Test queued ("{when}"). "<a href=reload>"Reload"</a>
-                " to see whether it was sent."</p>
+            <p class="notice notice-success" role="status" data-test="queued" id=TEST_OUTCOME
+                data-refresh=page data-refresh-every=TEST_REFRESH_SECS data-refresh-with=HEALTH>
+                "Test queued ("{when}"), sending\u{2026} The result shows here; "
+                <a href=reload>"reload"</a>" if it does not."</p>
         }
         .into_any(),
         TestState::Sent => view! {

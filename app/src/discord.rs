@@ -4,7 +4,9 @@
 
 use leptos::prelude::*;
 
-use crate::destination::{Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView};
+use crate::destination::{
+    HEALTH, Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView,
+};
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 
 /// A stored Discord destination as the page shows it.
@@ -54,7 +56,7 @@ pub fn render_discord(view: DiscordPageView) -> String {
         view! {
             <section class="card" aria-labelledby="status-title">
                 <h2 id="status-title">"Status"</h2>
-                <Health health=s.health/>
+                <Health health=s.health id=HEALTH/>
                 <dl class="details">
                     <dt>"Webhook"</dt><dd class="mono" data-hint="webhook">{s.webhook_hint}</dd>
                     <dt>"Posts into"</dt><dd>{channel}</dd>
@@ -103,5 +105,5 @@ pub fn render_discord(view: DiscordPageView) -> String {
             <button type="submit" class="button button-primary">{button}</button>
         </form>
     };
-    document("Discord", Some(nav), false, content.into_any())
+    document("Discord", Some(nav), true, content.into_any())
 }

@@ -5,7 +5,9 @@
 
 use leptos::prelude::*;
 
-use crate::destination::{Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView};
+use crate::destination::{
+    HEALTH, Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView,
+};
 use crate::email_inbound::{InboundView, mail_replies};
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
 
@@ -108,7 +110,7 @@ pub fn render_email(view: EmailPageView) -> String {
         view! {
             <section class="card" aria-labelledby="status-title">
                 <h2 id="status-title">"Status"</h2>
-                <Health health=s.health/>
+                <Health health=s.health id=HEALTH/>
                 <IntegrationControls base is_enabled=s.is_enabled csrf=csrf.clone()/>
             </section>
         }
@@ -152,5 +154,5 @@ pub fn render_email(view: EmailPageView) -> String {
             })}
         </form>
     };
-    document("Email", Some(nav), false, content.into_any())
+    document("Email", Some(nav), true, content.into_any())
 }

@@ -32,10 +32,11 @@ function body(req) {
 }
 
 // Discord: GET on a webhook URL answers the webhook; POST (?wait=true) records the message. A deleted
-// webhook answers 404 like Discord's "Unknown Webhook".
-const discord = { posts: [], deleted: false };
+// webhook answers 404 like Discord's "Unknown Webhook". While `held` is a promise, posts wait for it.
+const discord = { posts: [], deleted: false, held: null };
 const discordMock = await serve(async (req, res) => {
   const text = await body(req);
+  if (req.method === "POST") await discord.held;
   const known = /^\/api\/webhooks\/111\/tok-abcd(\?|$)/.test(req.url) && !discord.deleted;
   if (!known) {
     res.writeHead(404, { "content-type": "application/json" }).end('{"message":"Unknown Webhook","code":10015}');
@@ -88,6 +89,28 @@ after(async () => {
   await rm(mailDir, { recursive: true, force: true });
 });
 
+/** Clicks `button` (a test) with Discord holding its answer: the page shows the test as queued. */
+async function testWhileDiscordHolds(button) {
+  let release;
+  discord.held = new Promise((resolve) => { release = resolve; });
+  await page.getByRole("button", { name: button }).click();
+  await page.waitForURL(/#test-outcome$/);
+  assert.match(await page.locator("#test-outcome[data-test=queued]").innerText(), /^Test queued \(.+\), sending/);
+  return () => { discord.held = null; release(); };
+}
+
+/** Waits, without reloading, until a test's outcome is `state` on the page: the outcome of a
+ * queued test updates by itself, in the same element (the live region screen readers follow). */
+async function outcomeBecomes(state, release = () => {}) {
+  const outcome = page.locator("#test-outcome");
+  await outcome.evaluate((el) => { el.porchSeen = "before"; window.porchNotReloaded = true; });
+  release();
+  await page.locator(`#test-outcome[data-test=${state}]`).waitFor({ timeout: 20000 });
+  assert.equal(await outcome.evaluate((el) => el.porchSeen), "before", "the same element, updated");
+  assert.equal(await page.evaluate(() => window.porchNotReloaded), true, "no reload");
+  assert.equal(await outcome.getAttribute("data-refresh"), null, "and it stops fetching");
+}
+
 /** Reloads until `selector` is on the page. */
 async function reloadUntil(selector) {
   await waitFor(selector, async () => {
@@ -114,9 +137,7 @@ test("an admin adds Discord from the site page and a visitor's message arrives i
   const post = discord.posts.find((p) => p.content.includes("Hello from the"));
   assert.deepEqual(post.allowed_mentions, { parse: [] });
 
-  await page.getByRole("button", { name: "Send test message" }).click();
-  await page.waitForURL(/#test-outcome$/);
-  await reloadUntil("[data-test=sent]");
+  await outcomeBecomes("sent", await testWhileDiscordHolds("Send test message"));
   assert.ok(discord.posts.some((p) => p.content.startsWith("Test message from Porch")));
   await alice.context.close();
 });
@@ -125,8 +146,7 @@ test("a Discord webhook deleted on Discord's side shows as blocked with the reas
   const { porch, site } = world;
   discord.deleted = true;
   await page.goto(`${porch.url}/sites/${site.key}/discord`);
-  await page.getByRole("button", { name: "Send test message" }).click();
-  await reloadUntil("[data-test=failed]");
+  await outcomeBecomes("failed", await testWhileDiscordHolds("Send test message"));
   const health = page.locator("[data-health=blocked]");
   assert.equal(await health.count(), 1);
   assert.match(await health.innerText(), /HTTP 404: the webhook was deleted or its token is wrong/);
@@ -168,7 +188,7 @@ test("a test mail from the email page reaches the SMTP server and shows as sent"
   await page.getByRole("button", { name: "Send test mail" }).click();
   await page.waitForURL(/#test-outcome$/);
   await waitFor("the test mail", async () => (await mails()).length > before);
-  await reloadUntil("[data-test=sent]");
+  await outcomeBecomes("sent");
   // The outcome stays, with its time, for whoever opens the page later.
   await page.goto(`${porch.url}/sites/${site.key}/email`);
   const outcome = page.locator("[data-test=sent]");

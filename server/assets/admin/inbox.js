@@ -13,8 +13,11 @@
 //   porch:counts and porch:alert events.
 // - Copy buttons, local times, site colour swatches, and the visitor's local time (a
 //   .visitor-clock with data-time-zone; the aside may be replaced live, so each tick looks again).
-// - A section with data-refresh (the capacity graphs) is fetched again every data-refresh-every
-//   seconds while the tab is visible, and replaced by the server's fresh rendering.
+// - An element with data-refresh (the capacity graphs, a queued test's outcome) is fetched again
+//   every data-refresh-every seconds while the tab is visible, and updated in place from the
+//   element of the same id in the server's fresh rendering (a fragment or the whole page), with
+//   the elements data-refresh-with names, until a rendering comes without data-refresh (the
+//   test's outcome is known).
 (() => {
   "use strict";
 
@@ -486,31 +489,47 @@
     });
   }
 
+  // The same element keeps its place (and stays the live region a screen reader follows): only
+  // its attributes and children change.
+  const updateInPlace = (current, fresh) => {
+    for (const { name } of [...current.attributes]) {
+      if (!fresh.hasAttribute(name)) current.removeAttribute(name);
+    }
+    for (const { name, value } of fresh.attributes) current.setAttribute(name, value);
+    current.replaceChildren(...fresh.childNodes);
+  };
+
   const refreshing = document.querySelector("[data-refresh]");
   if (refreshing) {
     const every = Math.max(1, Number(refreshing.dataset.refreshEvery) || 5) * 1000;
     // Each refresh is scheduled after the previous one finished, so a slow answer can never be
     // overtaken by a newer one and then replace it.
     const refresh = async () => {
-      const current = document.getElementById(refreshing.id);
-      if (!current || document.hidden) return;
+      if (document.hidden) return;
       try {
-        const res = await fetch(current.dataset.refresh, { credentials: "same-origin" });
+        const res = await fetch(refreshing.dataset.refresh, { credentials: "same-origin" });
         // A redirect means the session ended: keep what is shown rather than a sign-in page.
         if (!res.ok || res.redirected) { setLive(false); return; }
-        const fresh = fromHtml(await res.text());
-        if (fresh?.id === current.id) {
-          localTime(fresh);
-          current.replaceWith(fresh);
-          setLive(true);
+        const html = new DOMParser().parseFromString(await res.text(), "text/html");
+        // data-refresh-with names more elements the same rendering brings (a destination's
+        // health beside its test's outcome), read before the update may take the attribute away.
+        const also = (refreshing.dataset.refreshWith || "").split(" ").filter(Boolean);
+        for (const id of [refreshing.id, ...also]) {
+          const current = document.getElementById(id);
+          const fresh = html.getElementById(id);
+          if (current && fresh) {
+            localTime(fresh);
+            updateInPlace(current, fresh);
+          }
         }
+        setLive(true);
       } catch {
         setLive(false);
       }
     };
     const loop = async () => {
       await refresh();
-      setTimeout(loop, every);
+      if (refreshing.dataset.refresh) setTimeout(loop, every);
     };
     setTimeout(loop, every);
   }

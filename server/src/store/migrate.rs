@@ -39,6 +39,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0030_conversation_and_visitor_ids_never_reused.sql"),
     include_str!("../../../migrations/0031_jobs_retrying.sql"),
     include_str!("../../../migrations/0032_tests_never_blocked.sql"),
+    include_str!("../../../migrations/0033_integration_and_canned_ids_never_reused.sql"),
 ];
 
 /// The schema version this binary expects.
@@ -268,5 +269,65 @@ mod tests {
         .expect("again");
         assert_eq!(count(&conn, "SELECT max(id) FROM visitors"), 5);
         assert_eq!(count(&conn, "SELECT max(id) FROM conversations"), 5);
+    }
+
+    #[test]
+    fn integration_and_canned_reply_ids_are_never_given_twice_even_ones_deleted_before() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.pragma_update(None, "foreign_keys", true).expect("fk");
+        for sql in &MIGRATIONS[..32] {
+            conn.execute_batch(sql).expect("migrate");
+        }
+        conn.pragma_update(None, "user_version", 32)
+            .expect("version");
+        // Integration 3 and canned reply 3 were deleted before: only the audit log names them.
+        conn.execute_batch(
+            "INSERT INTO sites (id, key, name, created_at) VALUES (1, 'k', 'Shop', 0);
+             INSERT INTO users (id, email, name, role, created_at) VALUES (1, 'a@x', 'A', 'admin', 0);
+             INSERT INTO integrations (site_id, kind, created_at, updated_at)
+                  VALUES (1, 'slack', 0, 0), (1, 'webhook', 0, 0);
+             INSERT INTO jobs (lane, kind, args, max_attempts, run_at, created_at, integration_id)
+                  VALUES ('webhook', 'webhook', '{}', 8, 0, 0, 2);
+             INSERT INTO canned_replies (owner_id, shortcut, body, created_at, updated_at)
+                  VALUES (NULL, 'hi', 'Hello', 0, 0), (1, 'bye', 'Bye', 0, 0);
+             INSERT INTO audit_events (at, actor, action, target_type, target_id, ip, last_at)
+                  VALUES (0, 'cli', 'integration.deleted', 'integration', '3', 'cli', 0),
+                         (0, 'cli', 'canned_reply.deleted', 'canned_reply', '3', 'cli', 0);",
+        )
+        .expect("seed");
+
+        assert_eq!(apply_migrations(&mut conn).expect("migrate"), LATEST);
+        assert_eq!(
+            count(&conn, "SELECT count(*) FROM pragma_foreign_key_check"),
+            0
+        );
+        assert_eq!(
+            count(&conn, "SELECT integration_id FROM jobs"),
+            2,
+            "the job keeps its integration"
+        );
+        // The newest go (the job with its integration, by cascade); new ones get new ids.
+        conn.execute_batch(
+            "DELETE FROM integrations WHERE id = 2; DELETE FROM canned_replies WHERE id = 2;",
+        )
+        .expect("delete");
+        assert_eq!(count(&conn, "SELECT count(*) FROM jobs"), 0);
+        conn.execute_batch(
+            "INSERT INTO integrations (site_id, kind, created_at, updated_at)
+                  VALUES (1, 'webhook', 0, 0);
+             INSERT INTO canned_replies (owner_id, shortcut, body, created_at, updated_at)
+                  VALUES (NULL, 'thanks', 'Thanks', 0, 0);",
+        )
+        .expect("insert");
+        assert_eq!(
+            count(&conn, "SELECT max(id) FROM integrations"),
+            4,
+            "above deleted 3"
+        );
+        assert_eq!(
+            count(&conn, "SELECT max(id) FROM canned_replies"),
+            4,
+            "above deleted 3"
+        );
     }
 }

@@ -297,26 +297,30 @@ async fn destinations_the_webhook_form_keeps_what_was_ticked_and_never_adds_a_ur
         refused.2
     );
 
-    let add = async || {
+    let add = async |url: &str| {
         post(
             &app,
             &admin,
             &format!("/sites/{site}/webhooks"),
-            &[
-                ("url", "http://127.0.0.1:9/hook"),
-                ("message.created", "on"),
-            ],
+            &[("url", url), ("message.created", "on")],
         )
         .await
     };
-    assert_eq!(add().await.0, 200);
-    // The same form posted again (a reload of its answer) makes no second endpoint.
-    let (again, _, page) = add().await;
-    assert_eq!(again, 409, "{page}");
-    assert!(
-        page.contains("already has an endpoint for this URL"),
-        "{page}"
-    );
+    assert_eq!(add("http://127.0.0.1:9/hook").await.0, 200);
+    // The same form posted again (a reload of its answer) makes no second endpoint, nor do other
+    // ways of writing the same URL.
+    for same in [
+        "http://127.0.0.1:9/hook",
+        "HTTP://127.0.0.1:9/hook?",
+        "http://127.0.0.1:9/hook?",
+    ] {
+        let (again, _, page) = add(same).await;
+        assert_eq!(again, 409, "{same}: {page}");
+        assert!(
+            page.contains("already has an endpoint for this URL"),
+            "{page}"
+        );
+    }
     assert_eq!(app.count("SELECT count(*) FROM integrations"), 1);
 }
 

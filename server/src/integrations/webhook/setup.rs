@@ -37,12 +37,17 @@ pub async fn check_webhook(
             known()
         )));
     }
-    let url = ssrf::check_url(&setup.url, allow_private_networks)
+    let mut url = ssrf::check_url(&setup.url, allow_private_networks)
         .await
         .map_err(|refused| SetupError::Refused {
             code: "url_refused",
             message: format!("The URL is refused: {refused}."),
         })?;
+    // Stored as parsed (scheme and host in lower case, no default port) and without an empty
+    // query, so that one endpoint per URL holds for the ways of writing the same URL.
+    if url.query() == Some("") {
+        url.set_query(None);
+    }
     let mut events = setup.events;
     events.sort();
     events.dedup();

@@ -99,7 +99,7 @@ pub struct Fragment {
     pub is_match: bool,
 }
 
-/// Splits text marked by the store into fragments. A stray marker (a visitor can type one)
+/// Splits text marked by the store into fragments. A stray marker (none should reach here)
 /// only starts or ends a match; nothing here is markup, the page escapes every fragment.
 pub fn fragments(marked: &str) -> Vec<Fragment> {
     let mut out: Vec<Fragment> = Vec::new();

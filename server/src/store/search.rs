@@ -9,12 +9,13 @@ use crate::values::Author;
 
 use super::{ConversationId, Error, InboxStatus, MessageId, SiteId, VisitorId};
 
-/// Starts a matched word in snippets and highlights. A private-use character, so it never
-/// collides with markup; a visitor can type it, which only moves a highlight (the text is
-/// escaped either way).
-pub const MARK_START: char = '\u{E000}';
-/// Ends a matched word in snippets and highlights.
-pub const MARK_END: char = '\u{E001}';
+/// Starts a matched word in snippets and highlights. A control character (STX), which no
+/// searched text can hold: message bodies refuse control characters but tab and line breaks
+/// (`MessageBody`), and names are made one line. A character a visitor could type (a
+/// private-use one was used before) let them show any words of theirs as a match.
+pub const MARK_START: char = '\u{2}';
+/// Ends a matched word in snippets and highlights (ETX).
+pub const MARK_END: char = '\u{3}';
 
 /// Matching messages are counted up to this many, the newest ones. It bounds a search for a
 /// word found in half the database to the cost of this many rows (see

@@ -329,8 +329,9 @@ async fn search_snippets_escape_hostile_text_and_mark_only_matches() {
     let app = TestApp::spawn(&[]).await;
     let who = admin(&app).await;
     let site = app.add_site("Acme");
-    // A visitor can type the private-use characters the snippet marks matches with.
-    let hostile = "<script>x</script></mark><img onerror=y> refund &amp; <b>bold</b> \u{E000} tail";
+    // A visitor can type private-use characters, which once marked matches in snippets: they
+    // must not make other words look like a match.
+    let hostile = "<script>x</script></mark><img onerror=y> refund &amp; <b>bold</b> \u{E000}APPROVED\u{E001} tail";
     seed(&app.db(), &site, "open", &[hostile]);
     let page = search(&app, &who, "refund", "").await;
     assert_eq!(hits(&page).len(), 1, "{page}");
@@ -341,10 +342,12 @@ async fn search_snippets_escape_hostile_text_and_mark_only_matches() {
     assert!(page.contains("&lt;/mark&gt;"), "{page}");
     assert!(page.contains("<mark>refund</mark>"), "{page}");
     assert!(page.contains("&amp;amp;"), "{page}");
-    assert_eq!(
-        page.matches("<mark>").count(),
-        page.matches("</mark>").count()
+    assert!(
+        page.contains("\u{E000}APPROVED\u{E001}"),
+        "shown as typed: {page}"
     );
+    assert_eq!(page.matches("<mark>").count(), 1, "only the match: {page}");
+    assert_eq!(page.matches("</mark>").count(), 1, "{page}");
 }
 
 #[tokio::test]

@@ -162,29 +162,24 @@ pub fn render_svg(chart: &Chart) -> String {
         escape(&chart.x_labels.1)
     );
     for (i, line) in chart.lines.iter().enumerate() {
-        let mut path = String::new();
-        let mut is_drawing = false;
-        let mut last = None;
-        for (px, py) in &line.points {
-            match py.filter(|v| v.is_finite()) {
-                Some(v) => {
-                    let command = if is_drawing { 'L' } else { 'M' };
-                    let _ = write!(path, "{command}{:.1} {:.1}", x(*px), y(v));
-                    is_drawing = true;
-                    last = Some((x(*px), y(v)));
-                }
-                None => is_drawing = false,
-            }
-        }
-        if path.is_empty() {
+        let stroke = Stroke::of(&line.points, x, y);
+        if stroke.path.is_empty() {
             continue;
         }
         let _ = write!(
             svg,
-            r#"<path class="series series-{i}" d="{path}"><title>{}</title></path>"#,
+            r#"<path class="series series-{i}" d="{}"><title>{}</title></path>"#,
+            stroke.path,
             escape(&line.label)
         );
-        if let Some((lx, ly)) = last {
+        for (lx, ly) in stroke.lone {
+            let _ = write!(
+                svg,
+                r#"<circle class="series-dot series-{i}" data-lone="" cx="{lx:.1}" cy="{ly:.1}" r="2"/>"#
+            );
+        }
+        // The latest value.
+        if let Some((lx, ly)) = stroke.last {
             let _ = write!(
                 svg,
                 r#"<circle class="series-dot series-{i}" cx="{lx:.1}" cy="{ly:.1}" r="2.5"/>"#
@@ -193,6 +188,46 @@ pub fn render_svg(chart: &Chart) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// A line's path in plot coordinates: one stroke per run of samples, a gap where one is missing.
+struct Stroke {
+    path: String,
+    /// Samples with a gap on both sides (a spike on a quiet server, say): a run of one has no
+    /// length to stroke, so each gets a dot, or it would not show at all.
+    lone: Vec<(f64, f64)>,
+    last: Option<(f64, f64)>,
+}
+
+impl Stroke {
+    fn of(points: &[(f64, Option<f64>)], x: impl Fn(f64) -> f64, y: impl Fn(f64) -> f64) -> Self {
+        let mut stroke = Self {
+            path: String::new(),
+            lone: Vec::new(),
+            last: None,
+        };
+        let mut run = 0;
+        let mut first = (0.0, 0.0);
+        for (px, py) in points {
+            if let Some(v) = py.filter(|v| v.is_finite()) {
+                let at = (x(*px), y(v));
+                let command = if run == 0 { 'M' } else { 'L' };
+                let _ = write!(stroke.path, "{command}{:.1} {:.1}", at.0, at.1);
+                if run == 0 {
+                    first = at;
+                }
+                run += 1;
+                stroke.last = Some(at);
+            } else {
+                if run == 1 {
+                    stroke.lone.push(first);
+                }
+                run = 0;
+            }
+        }
+        // A lone sample at the end is the latest one, which has its dot already.
+        stroke
+    }
 }
 
 #[cfg(test)]
@@ -235,6 +270,34 @@ mod tests {
             svg.contains("acked &amp; stored: latest 3, highest 3."),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn a_sample_with_gaps_on_both_sides_is_drawn_as_a_dot() {
+        let svg = render_svg(&chart(vec![
+            (0.0, None),
+            (1.0, Some(16.0)),
+            (2.0, None),
+            (3.0, Some(1.0)),
+            (4.0, Some(2.0)),
+            (5.0, None),
+            (6.0, Some(3.0)),
+        ]));
+        // The spike at 1 s: its own dot, at its height (the top of the axis, 20).
+        assert_eq!(svg.matches("data-lone").count(), 1, "{svg}");
+        let spike = svg.split("data-lone").nth(1).unwrap_or_default();
+        let cy = spike
+            .split(r#"cy=""#)
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|v| v.parse::<f64>().ok());
+        let top = TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - 16.0 / 20.0);
+        assert!(
+            cy.is_some_and(|cy| (cy - top).abs() < 0.1),
+            "{cy:?} {top} {svg}"
+        );
+        // The last sample, alone too, has the latest value's dot only.
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
     }
 
     #[test]

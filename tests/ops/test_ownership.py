@@ -45,15 +45,24 @@ def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, ope
     data = open_dir / "data"
     run([porch, "--data-dir", data, "migrate"])  # as root: root owns everything
 
-    # The directory itself is root's: the lock file cannot be made.
+    # The directory itself is root's: the lock file cannot be made, and the directory is named.
+    (data / "porch.lock").unlink()
     refused = serve_as_other_user(porch, data)
     assert refused.returncode != 0
-    assert f"porch.lock cannot be written by uid {UID} (uid 0" in refused.stderr, refused.stderr
+    assert f"{data} cannot be written by uid {UID} (uid 0" in refused.stderr, refused.stderr
     assert "chown -R 10001:10001" in refused.stderr, refused.stderr
 
-    # The directory was chowned, the database inside it was not.
+    # The directory is the user's already, but not writable: the mode is the fix, not a chown.
     os.chown(data, UID, UID)
-    (data / "porch.lock").unlink()
+    data.chmod(0o550)
+    refused = serve_as_other_user(porch, data)
+    assert refused.returncode != 0
+    assert (f"{data} cannot be written by uid {UID}, its owner (mode 550): give the owner write "
+            "access (chmod u+rwx on this directory)") in refused.stderr, refused.stderr
+    data.chmod(0o750)
+
+    # The directory was chowned, the database inside it was not.
+    (data / "porch.lock").unlink(missing_ok=True)
     refused = serve_as_other_user(porch, data)
     assert refused.returncode != 0
     assert f"porch.db cannot be written by uid {UID} (uid 0, mode 640)" in refused.stderr, refused.stderr

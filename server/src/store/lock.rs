@@ -34,25 +34,48 @@ pub enum LockError {
     NotWritable { path: PathBuf },
 }
 
-/// Says who may not write `path` and who owns it, and what fixes it.
+/// Says who may not write `path` and who owns it, and what fixes it. A file not made yet (the
+/// lock file of a new directory) is not named: its directory refused it, so that is.
 pub fn not_writable(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
     let me = rustix::process::getuid().as_raw();
-    let owner = std::fs::metadata(path)
-        .or_else(|_| std::fs::metadata(path.parent().unwrap_or(path)))
-        .map_or_else(
-            |_| "unknown owner".to_owned(),
-            |m| {
-                use std::os::unix::fs::MetadataExt;
-                format!("uid {}, mode {:o}", m.uid(), m.mode() & 0o7777)
-            },
+    let (path, meta) = match std::fs::metadata(path) {
+        Ok(meta) => (path, Some(meta)),
+        Err(_) => {
+            let dir = path.parent().unwrap_or(path);
+            (dir, std::fs::metadata(dir).ok())
+        }
+    };
+    let Some(meta) = meta else {
+        return format!(
+            "{} cannot be written by uid {me} (unknown owner): {CHOWN_FIX}",
+            path.display()
         );
+    };
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() == me {
+        // Porch's already: the mode is what refuses it, and a chown would change nothing.
+        let (what, fix) = if meta.is_dir() {
+            ("directory", "u+rwx")
+        } else {
+            ("file", "u+rw")
+        };
+        return format!(
+            "{} cannot be written by uid {me}, its owner (mode {mode:o}): give the owner write \
+             access (chmod {fix} on this {what})",
+            path.display()
+        );
+    }
     format!(
-        "{} cannot be written by uid {me} ({owner}): the data directory and every file in it \
-         must belong to the user porch runs as (the image runs as uid 10001: \
-         chown -R 10001:10001 on the volume)",
-        path.display()
+        "{} cannot be written by uid {me} (uid {}, mode {mode:o}): {CHOWN_FIX}",
+        path.display(),
+        meta.uid()
     )
 }
+
+/// The fix for files of another user, most often a restore done as root.
+const CHOWN_FIX: &str = "the data directory and every file in it must belong to the user porch \
+                         runs as (the image runs as uid 10001: chown -R 10001:10001 on the volume)";
 
 /// The held lock; dropping it (or the process ending) releases it.
 #[derive(Debug)]

@@ -141,6 +141,7 @@ def test_the_restore_variant_restores_before_porch_starts(compose):
     assert "-if-db-not-exists" in script and "-if-replica-exists" in script
     assert "$${PORCH_DATA_DIR}/porch.db" in script
     assert "chown -R 10001:10001" in script
+    assert script.startswith("umask 027 && "), script  # the file 0640, not 0644
     assert restore["volumes"] == compose["services"]["litestream"]["volumes"][:2]
     assert restore["environment"] == compose["services"]["litestream"]["environment"]
     condition = override["services"]["porch"]["depends_on"]["restore"]["condition"]

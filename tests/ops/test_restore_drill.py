@@ -7,6 +7,7 @@ acknowledged before Litestream's last confirmed sync is read back through the HT
 
 import asyncio
 import json
+import os
 import re
 import shlex
 import time
@@ -124,8 +125,15 @@ def test_messages_acked_before_the_last_sync_survive_kill_and_restore(
     processes.kill_all()
 
     started = time.monotonic()
-    pair.restore(restored / "porch.db")
+    # Under the umask the drill sets: Litestream creates the copy with it, so no other user of
+    # the machine can read it.
+    umask = os.umask(0o077)
+    try:
+        pair.restore(restored / "porch.db")
+    finally:
+        os.umask(umask)
     timings["restore_s"] = time.monotonic() - started
+    assert (restored / "porch.db").stat().st_mode & 0o777 == 0o600
     check = run([porch_bin, "check", "--db", restored / "porch.db"], check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "result          ok" in check.stdout

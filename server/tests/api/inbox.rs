@@ -388,7 +388,7 @@ async fn connect_slack(app: &TestApp, admin: &Browser, site: &str, token: &str) 
 
 #[tokio::test]
 async fn inbox_admins_connect_slack_from_the_site_page() {
-    let (app, _mock, admin, site) = slack_admin().await;
+    let (app, mock, admin, site) = slack_admin().await;
     let page = send(
         &app,
         "GET",
@@ -402,12 +402,21 @@ async fn inbox_admins_connect_slack_from_the_site_page() {
         "{}",
         page.body
     );
+    // Not a bot token at all: said before Slack is asked.
     let refused = connect_slack(&app, &admin, &site, "not-a-token").await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("The bot token starts with xoxb-"),
+        "{}",
+        refused.body
+    );
+    mock.revoke_token("xoxb-revoked");
+    let refused = connect_slack(&app, &admin, &site, "xoxb-revoked").await;
     assert_eq!(refused.status, 422, "a token Slack refuses is not saved");
     assert!(refused.body.contains("invalid_auth"));
     // The channel id as typed stays in the form; the token Slack refused is not shown.
     assert!(refused.body.contains("value=\"C1\""), "{}", refused.body);
-    assert!(!refused.body.contains("not-a-token"));
+    assert!(!refused.body.contains("xoxb-revoked"));
     assert_eq!(
         connect_slack(&app, &admin, &site, "xoxb-test").await.status,
         303

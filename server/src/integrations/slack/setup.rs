@@ -46,7 +46,19 @@ async fn check(
             "The channel id is required (it starts with C or G).",
         ));
     }
-    let bot_token = present(Some(setup.bot_token))
+    let new_bot_token = present(Some(setup.bot_token));
+    // Before asking Slack: a user token (xoxp-), an app-level one or a paste of the wrong
+    // field would only come back as Slack's bare `invalid_auth`.
+    if new_bot_token
+        .as_ref()
+        .is_some_and(|t| !t.starts_with("xoxb-"))
+    {
+        return Err(SetupError::invalid(
+            "The bot token starts with xoxb- (OAuth & Permissions → Bot User OAuth Token, after \
+             installing the app to the workspace).",
+        ));
+    }
+    let bot_token = new_bot_token
         .or_else(|| previous.map(|p| p.bot_token.clone()))
         .ok_or_else(|| SetupError::invalid("The bot token (xoxb-…) is required."))?;
     let signing_secret =

@@ -34,9 +34,8 @@ pub fn prechat_link(key: &str) -> impl IntoView {
     }
 }
 
-/// Three radio buttons (off, optional, required) for the field `field`.
-fn modes(field: &'static str, legend: &'static str, current: &str) -> impl IntoView {
-    let id = format!("{field}-label");
+/// Three radio buttons (off, optional, required) for the field `field`, labelled by `label_id`.
+fn choices(field: &'static str, label_id: String, current: &str) -> impl IntoView {
     let choices = [
         ("off", "Off"),
         ("optional", "Optional"),
@@ -50,10 +49,36 @@ fn modes(field: &'static str, legend: &'static str, current: &str) -> impl IntoV
         }
     })
     .collect_view();
+    view! { <div class="radios" role="radiogroup" aria-labelledby=label_id>{choices}</div> }
+}
+
+/// A field's fieldset: its legend and its three choices.
+fn modes(field: &'static str, legend: &'static str, current: &str) -> impl IntoView {
+    let id = format!("{field}-label");
     view! {
         <fieldset>
             <legend id=id.clone()>{legend}</legend>
-            <div class="radios" role="radiogroup" aria-labelledby=id>{choices}</div>
+            {choices(field, id, current)}
+        </fieldset>
+    }
+}
+
+/// The site's own question: its text, then its three choices, under one legend (the text box
+/// once had a label of its own beside a legend that read as unfinished, "Your question is").
+fn question(text: String, current: &str) -> impl IntoView {
+    let id = "question_field-label".to_owned();
+    view! {
+        <fieldset class="stack">
+            <legend id=id.clone()>"Your own question"</legend>
+            <div class="field">
+                <label for="question">"Question text"</label>
+                <input id="question" name="question" type="text" maxlength="1000" value=text
+                    placeholder="For example: What is your order number?"
+                    aria-describedby="question-hint"/>
+                <p class="hint" id="question-hint">"Asked after name and email, as you write it \
+                    here. Write it before choosing Optional or Required."</p>
+            </div>
+            {choices("question_field", id, current)}
         </fieldset>
     }
 }
@@ -80,12 +105,7 @@ pub fn render_site_prechat(view: SitePrechatView) -> String {
                 asked again. With every field off there is no form."</p>
             {modes("name_field", "Name", &view.name_field)}
             {modes("email_field", "Email", &view.email_field)}
-            <div class="field">
-                <label for="question">"Your question"</label>
-                <input id="question" name="question" type="text" maxlength="1000"
-                    value=view.question placeholder="Order number?"/>
-            </div>
-            {modes("question_field", "Your question is", &view.question_field)}
+            {question(view.question, &view.question_field)}
             <button type="submit" class="button button-primary">"Save form"</button>
         </form>
     };

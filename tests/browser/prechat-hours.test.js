@@ -122,7 +122,7 @@ test("the pre-chat form is asked before the first message and the agent sees the
     assert.match(await admin.locator("[data-prechat-state=off]").innerText(), /^No pre-chat form: the widget asks nothing/);
     await admin.locator("input[name=name_field][value=required]").check();
     await admin.locator("input[name=email_field][value=optional]").check();
-    await admin.getByLabel("Your question", { exact: true }).fill("Order <number>?");
+    await admin.getByLabel("Question text", { exact: true }).fill("Order <number>?");
     await admin.locator("input[name=question_field][value=required]").check();
     await admin.getByRole("button", { name: "Save form" }).click();
     await admin.getByText("Pre-chat form saved.").waitFor();

@@ -403,7 +403,7 @@ test("the pre-chat form marks every field at fault, unmarks each once fixed, and
       await admin.goto(`${porch.url}/sites/${site.key}/prechat`);
       await admin.locator("input[name=name_field][value=required]").check();
       await admin.locator("input[name=email_field][value=optional]").check();
-      await admin.getByLabel("Your question", { exact: true }).fill("Order number?");
+      await admin.getByLabel("Question text", { exact: true }).fill("Order number?");
       await admin.locator("input[name=question_field][value=required]").check();
       await admin.getByRole("button", { name: "Save form" }).click();
       await admin.getByText("Pre-chat form saved.").waitFor();

@@ -331,12 +331,18 @@ pub struct ErrorView {
 
 /// Renders an error page.
 pub fn render_error(view: ErrorView) -> String {
+    // Someone signed out (a used invitation, say) would only be sent on to the sign-in page.
+    let (href, text) = if view.nav.is_some() {
+        ("/", "Go to the inbox")
+    } else {
+        ("/login", "Sign in")
+    };
     let content = view! {
         <section class="card card-narrow error-page" aria-labelledby="error-title">
             <p class="error-code">{view.status}</p>
             <h1 id="error-title">{view.title.clone()}</h1>
             <p>{view.message}</p>
-            <p><a class="button" href="/">"Go to the inbox"</a></p>
+            <p><a class="button" href=href>{text}</a></p>
         </section>
     };
     document(&view.title, view.nav, false, content.into_any())

@@ -441,6 +441,14 @@ async fn a_password_change_spends_the_reset_links_made_before() {
     let spent = send(&app, "GET", &link, "", None).await;
     assert_eq!(spent.status, 410, "{}", spent.body);
     assert!(spent.body.contains("already used or has expired"));
+    // Opened signed out: the way on is signing in, not an inbox that would send there anyway.
+    assert!(
+        spent
+            .body
+            .contains(r#"<a href="/login" class="button">Sign in</a>"#),
+        "{}",
+        spent.body
+    );
     assert_eq!(
         sign_in(&app, "bo@example.com", "another long password")
             .await

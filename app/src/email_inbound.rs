@@ -189,7 +189,7 @@ pub fn mail_replies(inbound: InboundView, base: &str, csrf: &str) -> impl IntoVi
         }
     };
     view! {
-        <section class="card" aria-labelledby="imap-title">
+        <section class="card stack" aria-labelledby="imap-title">
             <h2 id="imap-title">"Replies by email"</h2>
             <p class="hint">"A visitor's answer to Porch's mail is read from this mailbox into \
                 their conversation, if it comes from the address they left. One mailbox for \

@@ -32,16 +32,21 @@ pub struct MailboxFormView {
     pub last_test: Option<MailboxTestView>,
 }
 
+/// A labelled input with its hint below, as on every other form.
 fn field(
-    id: &'static str,
-    label: &'static str,
+    (id, label, hint): (&'static str, &'static str, &'static str),
     value: String,
     kind: &'static str,
     locked: bool,
 ) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
     view! {
-        <label for=id>{label}</label>
-        <input type=kind id=id name=id value=value disabled=locked/>
+        <div class="field">
+            <label for=id>{label}</label>
+            <input type=kind id=id name=id value=value disabled=locked
+                aria-describedby=hint_id.clone()/>
+            <p class="hint" id=hint_id>{hint}</p>
+        </div>
     }
 }
 
@@ -67,9 +72,9 @@ fn test_line(last: Option<MailboxTestView>) -> impl IntoView {
 /// `PORCH_IMAP_URL` sets the mailbox.
 pub fn mailbox_form(form: MailboxFormView, base: &str, csrf: &str, locked: bool) -> impl IntoView {
     let password_hint = if form.has_password {
-        "saved, not shown: leave empty to keep it"
+        "Saved, not shown: leave empty to keep it."
     } else {
-        "an app password where the provider has them"
+        "An app password where the provider has them."
     };
     let tested = (form.is_saved && !locked).then(|| {
         view! {
@@ -87,19 +92,29 @@ pub fn mailbox_form(form: MailboxFormView, base: &str, csrf: &str, locked: bool)
         {test_line(form.last_test)}
         <form method="post" action=format!("{base}/imap") class="stack" aria-label="Mailbox">
             <CsrfField token=csrf.to_owned()/>
-            {field("imap_host", "IMAP server", form.host, "text", locked)}
-            <label for="imap_tls">"TLS"</label>
-            <select id="imap_tls" name="imap_tls" disabled=locked>
-                <option value="implicit" selected=form.is_tls>"Implicit TLS (port 993)"</option>
-                <option value="none" selected=!form.is_tls>"None (same host only, port 143)"</option>
-            </select>
-            {field("imap_port", "Port (empty: the TLS mode's)", form.port, "text", locked)}
-            {field("imap_user", "User", form.user, "text", locked)}
-            <label for="imap_password">"Password"</label>
-            <input type="password" id="imap_password" name="imap_password" autocomplete="new-password"
-                placeholder=password_hint disabled=locked/>
-            {field("imap_folder", "Folder (empty: INBOX)", form.folder, "text", locked)}
-            {field("imap_poll_secs", "Look every (seconds, 1 to 3600)", form.poll_secs, "text", locked)}
+            {field(("imap_host", "IMAP server", "Its host name, such as imap.example.com."),
+                form.host, "text", locked)}
+            <div class="field">
+                <label for="imap_tls">"TLS"</label>
+                <select id="imap_tls" name="imap_tls" disabled=locked aria-describedby="imap_tls-hint">
+                    <option value="implicit" selected=form.is_tls>"Implicit TLS (port 993)"</option>
+                    <option value="none" selected=!form.is_tls>"None (same host only, port 143)"</option>
+                </select>
+                <p class="hint" id="imap_tls-hint">"Without TLS the password would cross the \
+                    network readable, so only a server on this host is taken."</p>
+            </div>
+            {field(("imap_port", "Port", "Empty: the TLS mode's port (993, or 143 without TLS)."),
+                form.port, "text", locked)}
+            {field(("imap_user", "User", "Usually the mailbox's address."), form.user, "text", locked)}
+            <div class="field">
+                <label for="imap_password">"Password"</label>
+                <input type="password" id="imap_password" name="imap_password"
+                    autocomplete="new-password" disabled=locked aria-describedby="imap_password-hint"/>
+                <p class="hint" id="imap_password-hint">{password_hint}</p>
+            </div>
+            {field(("imap_folder", "Folder", "Empty: INBOX."), form.folder, "text", locked)}
+            {field(("imap_poll_secs", "Look every (seconds)", "1 to 3600: replies reach the inbox \
+                within about this long."), form.poll_secs, "text", locked)}
             <button type="submit" class="button button-primary" disabled=locked>"Save mailbox"</button>
         </form>
         {tested}

@@ -158,7 +158,13 @@ test("an endpoint is added, its delivery is in the log, and a replay arrives wit
   await page.goto(`${porch.url}/sites/${site.key}`);
   await page.getByRole("link", { name: "Webhooks" }).click();
   await page.locator("#url").fill(`${receiver.url}/hook`);
-  await page.getByLabel("message.created").check();
+  // A new endpoint starts with every event ticked; this one wants messages only.
+  for (const event of ["conversation.created", "conversation.assigned", "conversation.closed"]) {
+    const box = page.getByLabel(event);
+    assert.equal(await box.isChecked(), true, `${event} is ticked on a new form`);
+    await box.uncheck();
+  }
+  assert.equal(await page.getByLabel("message.created").isChecked(), true);
   await page.getByRole("button", { name: "Add endpoint" }).click();
   const secret = await page.locator("#new-secret").inputValue();
   assert.match(secret, /^whsec_/);

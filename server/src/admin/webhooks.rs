@@ -104,8 +104,14 @@ pub async fn webhooks_page(
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
+    // A new endpoint starts with every event ticked: what most receivers want, and untick is
+    // one click, where an empty choice was refused after the whole form was filled in.
+    let fresh = WebhookSetup {
+        url: String::new(),
+        events: all_events(),
+    };
     Ok(html(
-        list_page(&app, &who, &site, WebhookSetup::default(), query.notice()).await?,
+        list_page(&app, &who, &site, fresh, query.notice()).await?,
     ))
 }
 

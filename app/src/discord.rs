@@ -83,8 +83,8 @@ pub fn render_discord(view: DiscordPageView) -> String {
             <p class="crumb"><a href=format!("/sites/{key}")>"← "{view.site_name}</a></p>
             <h1>"Discord"</h1>
             <p class="muted">"Every visitor message and agent reply is posted to a Discord channel \
-                through a webhook. Replies from Discord do not reach the visitor. Setup steps are in \
-                docs/integrations/discord.md."</p>
+                through a webhook. Replies from Discord do not reach the visitor. Setup steps are in "
+                <a href="/docs/integrations/discord.md">"the Discord guide"</a>"."</p>
         </div>
         <NoticeBox notice=view.notice/>
         {test}

@@ -100,7 +100,8 @@ pub fn render_email(view: EmailPageView) -> String {
         .into_any(),
         None => view! {
             <p class="notice notice-error" data-smtp="unset">"Email is not configured: set \
-                PORCH_SMTP_URL and PORCH_MAIL_FROM and restart Porch (docs/configuration.md)."</p>
+                PORCH_SMTP_URL and PORCH_MAIL_FROM and restart Porch ("
+                <a href="/docs/configuration.md">"configuration"</a>")."</p>
         }
         .into_any(),
     };
@@ -126,7 +127,8 @@ pub fn render_email(view: EmailPageView) -> String {
             <h1>"Email"</h1>
             <p class="muted">"Agents get a digest of conversations nobody answered in time; visitors \
                 who left an address get agents' replies while they are away, and the transcript when \
-                the conversation is closed. Setup steps are in docs/integrations/email.md."</p>
+                the conversation is closed. Setup steps are in "
+                <a href="/docs/integrations/email.md">"the email guide"</a>"."</p>
         </div>
         <NoticeBox notice=view.notice/>
         {test}

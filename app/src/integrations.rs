@@ -110,7 +110,8 @@ pub fn render_slack(view: SlackPageView) -> String {
             <h1>"Slack"</h1>
             <p class="muted">"Every conversation becomes a thread in one channel; a reply in the thread \
                 reaches the visitor, and a reply starting with "<code>"note:"</code>" stays private. \
-                Setup steps and the app manifest are in docs/integrations/slack.md."</p>
+                Setup steps and the app manifest are in "
+                <a href="/docs/integrations/slack.md">"the Slack guide"</a>"."</p>
         </div>
         <NoticeBox notice=view.notice/>
         {status}

@@ -17,6 +17,7 @@ pub enum Section {
     Audit,
     Privacy,
     Account,
+    Docs,
 }
 
 /// Who is signed in, for the navigation and the forms' CSRF field.
@@ -114,6 +115,7 @@ fn TopNav(nav: Nav) -> impl IntoView {
                         "Desktop alerts"
                     </button>
                 </div>
+                <a href="/docs" aria-current=(nav.section == Section::Docs).then_some("page")>"Help"</a>
                 <a href="/account" aria-current=(nav.section == Section::Account).then_some("page")>
                     {nav.name}
                 </a>

@@ -29,6 +29,7 @@ pub mod conversation;
 pub mod deliveries;
 pub mod destination;
 pub mod discord;
+pub mod docs;
 pub mod email;
 pub mod email_inbound;
 pub mod email_mailbox;

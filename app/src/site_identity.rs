@@ -79,7 +79,8 @@ pub fn render_site_identity(view: SiteIdentityView) -> String {
                 {remove}
             </div>
             <p class="hint">"Rotating makes a new secret; hashes made with the old one stop \
-                verifying at once. See the widget guide (docs/widget.md, Known visitors)."</p>
+                verifying at once. See "<a href="/docs/widget.md#known-visitors">"Known visitors"</a>
+                " in the widget guide."</p>
         </section>
     };
     document(&title, Some(view.nav), true, content.into_any())

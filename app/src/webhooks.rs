@@ -134,8 +134,8 @@ pub fn render_webhooks(view: WebhooksPageView) -> String {
             <p class="crumb"><a href=format!("/sites/{key}")>"← "{view.site_name}</a></p>
             <h1>"Webhooks"</h1>
             <p class="muted">"Porch posts the chosen events as JSON to each endpoint, signed per \
-                Standard Webhooks, retried for about 27 hours. Setup steps and the payloads are in \
-                docs/integrations/webhooks.md."</p>
+                Standard Webhooks, retried for about 27 hours. Setup steps and the payloads are in "
+                <a href="/docs/integrations/webhooks.md">"the webhooks guide"</a>"."</p>
         </div>
         <NoticeBox notice=view.notice/>
         <section class="card" aria-labelledby="endpoints-title">

@@ -45,7 +45,22 @@ const adminPages = (site) => ["/inbox", `/conversations/${conversationId}`, "/ac
   `/sites/${site.key}`, `/sites/${site.key}/delete`, `/sites/${site.key}/slack`, `/sites/${site.key}/discord`,
   `/sites/${site.key}/webhooks`, `/sites/${site.key}/email`, "/account/two-factor", "/privacy",
   "/deliveries", "/team", "/capacity", "/capacity?range=24h", "/audit", "/no-such-page",
-  `/privacy?q=v${visitorId}`, `/privacy/visitors/${visitorId}/erase`, `/search?q=${LONG_EMAIL}`];
+  `/privacy?q=v${visitorId}`, `/privacy/visitors/${visitorId}/erase`, `/search?q=${LONG_EMAIL}`,
+  // The docs: the widest tables and code blocks (each scrolls on its own, the page does not).
+  "/docs", "/docs/widget-protocol.md", "/docs/configuration.md", "/docs/capacity.md"];
+
+test("an admin's top bar is one row on a 1280 px laptop", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await signIn(page, porch, AGENT.email);
+  await page.goto(`${porch.url}/inbox`);
+  const tops = await page.locator(".topbar nav a, .topbar .account > *").evaluateAll(
+    (items) => [...new Set(items.filter((el) => el.offsetParent).map((el) => Math.round((el.getBoundingClientRect().top + el.getBoundingClientRect().height / 2) / 20)))]);
+  assert.equal(tops.length, 1, `the bar's items sit on one row: rows at ${tops}`);
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 1280);
+  await context.close();
+});
 
 for (const width of [360, 390]) {
   test(`no admin page scrolls sideways at ${width} px`, { timeout: 120000 }, async () => {

@@ -197,3 +197,38 @@ def test_porch_scrapes_the_metrics_address_litestream_serves(compose):
     assert addr == f":{port}", (addr, url)
     # Not published on the host: only Porch, on compose's network, reads it.
     assert "ports" not in litestream
+
+
+def in_build_context(path: Path) -> bool:
+    """Whether .dockerignore lets `path` (relative to the repository) into the build context:
+    its rules in order, the last that matches a leading part of the path wins."""
+    kept = False
+    for line in (REPO / ".dockerignore").read_text().splitlines():
+        rule = line.strip()
+        if not rule or rule.startswith("#"):
+            continue
+        keep = rule.startswith("!")
+        pattern = rule.lstrip("!").rstrip("/")
+        parts = path.parts
+        if pattern == "*" or any("/".join(parts[:n]) == pattern for n in range(1, len(parts) + 1)):
+            kept = keep
+    return kept
+
+
+def test_the_build_context_holds_every_file_the_sources_compile_in():
+    # include_str!/include_bytes! with a literal path, and the docs the admin UI serves
+    # (app/src/docs.rs names them through a macro: "../../docs/" + each path).
+    included = re.compile(r'include_(?:str|bytes)!\(\s*"([^"]+)"')
+    wanted = []
+    for source in [*REPO.glob("server/src/**/*.rs"), *REPO.glob("app/src/**/*.rs")]:
+        text = source.read_text()
+        for relative in included.findall(text):
+            wanted.append((source.parent / relative).resolve().relative_to(REPO))
+        if '"../../docs/"' in text:
+            wanted += [doc.relative_to(REPO) for doc in REPO.glob("docs/**/*.md")
+                       if "capacity-results" not in doc.parts]
+    assert len(wanted) > 40, wanted
+    missing = [str(p) for p in wanted if not in_build_context(p)]
+    assert not missing, f".dockerignore leaves out what the build compiles in: {missing}"
+    assert not in_build_context(Path("docs/capacity-results/x.json")), "results stay out"
+    assert not in_build_context(Path("tests/browser/package.json"))

@@ -13,6 +13,7 @@ pub mod capacity;
 pub mod deliveries;
 pub mod destinations;
 pub mod discord;
+pub mod docs;
 pub mod email;
 pub mod email_inbound;
 pub mod forgot_password;

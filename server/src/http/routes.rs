@@ -392,6 +392,8 @@ fn account_routes() -> Router<AppState> {
             "/password-resets/{token}",
             get(admin::auth::reset_page).post(admin::auth::complete_reset),
         )
+        .route("/docs", get(admin::docs::docs_index))
+        .route("/docs/{*path}", get(admin::docs::doc_page))
         .route("/account", get(admin::auth::account_page))
         .route("/account/password", post(admin::auth::change_password))
         .route("/account/name", post(admin::account_name::change_name))

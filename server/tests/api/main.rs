@@ -24,6 +24,7 @@ mod conversations_api;
 mod cookie_tossing;
 mod destinations;
 mod discord;
+mod docs_pages;
 mod email;
 mod email_inbound;
 mod escaping;

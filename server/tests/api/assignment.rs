@@ -116,16 +116,6 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
     );
 }
 
-/// The reply form of the conversation page, as `who` posts it.
-fn reply(who: &Browser, kind: &str, client_id: &str) -> String {
-    form(&[
-        ("csrf", &who.csrf),
-        ("kind", kind),
-        ("body", "Hello there"),
-        ("client_id", client_id),
-    ])
-}
-
 #[tokio::test]
 async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
     let Team {
@@ -138,48 +128,30 @@ async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
     let path = format!("/conversations/{id}/reply");
     let assignee = || assignee_of(&app, id);
     let took = || took_lines(&app);
+    // The conversation page's reply form, as `who` posts it.
+    let post_reply = async |who: &Browser, kind: &str, client_id: &str| {
+        let body = form(&[
+            ("csrf", &who.csrf),
+            ("kind", kind),
+            ("body", "Hello there"),
+            ("client_id", client_id),
+        ]);
+        send(&app, "POST", &path, &who.cookie, Some(&body)).await
+    };
 
     // A private note takes nothing.
-    let note = send(
-        &app,
-        "POST",
-        &path,
-        &ana.cookie,
-        Some(&reply(&ana, "note", "n1")),
-    )
-    .await;
+    let note = post_reply(&ana, "note", "n1").await;
     assert_eq!(note.status, 303, "{}", note.body);
     assert_eq!(assignee(), 0);
 
     // Ana's reply takes it, with the line Assign to me writes.
-    let first = send(
-        &app,
-        "POST",
-        &path,
-        &ana.cookie,
-        Some(&reply(&ana, "reply", "r1")),
-    )
-    .await;
+    let first = post_reply(&ana, "reply", "r1").await;
     assert_eq!(first.status, 303, "{}", first.body);
     assert_eq!((assignee(), took()), (ana_id, 1));
 
     // Bo's reply leaves it with Ana; Ana's resend changes nothing either.
-    send(
-        &app,
-        "POST",
-        &path,
-        &bo.cookie,
-        Some(&reply(&bo, "reply", "b1")),
-    )
-    .await;
-    send(
-        &app,
-        "POST",
-        &path,
-        &ana.cookie,
-        Some(&reply(&ana, "reply", "r1")),
-    )
-    .await;
+    post_reply(&bo, "reply", "b1").await;
+    post_reply(&ana, "reply", "r1").await;
     assert_eq!((assignee(), took()), (ana_id, 1));
 
     // Unassigned again, a reply through the API takes nothing (a bot's answer is nobody's work).
@@ -210,13 +182,6 @@ async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
         Some(&form(&[("csrf", &ana.csrf)])),
     )
     .await;
-    send(
-        &app,
-        "POST",
-        &path,
-        &ana.cookie,
-        Some(&reply(&ana, "reply", "r2")),
-    )
-    .await;
+    post_reply(&ana, "reply", "r2").await;
     assert_eq!(assignee(), 0);
 }

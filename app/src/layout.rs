@@ -136,6 +136,7 @@ fn KeysHelp() -> impl IntoView {
         ("j", "Next conversation"),
         ("k", "Previous conversation"),
         ("e", "Close the conversation"),
+        ("z", "Undo the last close made with e on the inbox list"),
         ("a", "Assign an unassigned conversation to me"),
         ("/", "Search"),
         ("?", "Show these keys"),
@@ -166,7 +167,7 @@ fn KeysHelp() -> impl IntoView {
 pub fn KeysSwitch() -> impl IntoView {
     view! {
         <label><input type="checkbox" data-keys-switch checked/>
-            " Single-key shortcuts (j, k, e, a, / and ?)"</label>
+            " Single-key shortcuts (j, k, e, z, a, / and ?)"</label>
     }
 }
 

@@ -1,7 +1,8 @@
 // Keyboard and focus: the skip link comes first; j/k move through the list and, on a
 // conversation page, to the next and previous conversation of the list; opening one focuses the
 // reply box; e closes, a assigns to me (on the list and on the page) an unassigned conversation
-// and says why it leaves a colleague's alone; / focuses the search box
+// and says why it leaves a colleague's alone; each says what it did (on the list, e with Undo,
+// and z undoes), or why not; / focuses the search box
 // when there is one; ? opens an accessible list of the keys (focus kept inside, Escape closes);
 // nothing fires while typing in a field or with a modifier key; a live change of the side panel
 // keeps the focus in it.
@@ -28,6 +29,8 @@ const focused = () => page.evaluate(() => {
   const el = document.activeElement;
   return { id: el?.id, tag: el?.tagName, text: el?.textContent?.trim().slice(0, 80) ?? "" };
 });
+// What the keys said, under the heading.
+const said = () => page.locator("#keys-said");
 const rowIds = () => page.locator("#conversations > li").evaluateAll((lis) => lis.map((li) => li.dataset.id));
 
 test("the skip link is first and leads to the list", { timeout: 30000 }, async () => {
@@ -89,9 +92,11 @@ test("a assigns to me and e closes, on the conversation page", { timeout: 30000 
   await page.keyboard.press("Escape");
   await page.keyboard.press("a");
   await page.getByText("Ana took this conversation").waitFor();
+  await page.getByRole("status").filter({ hasText: "Assigned to you." }).waitFor();
   await page.keyboard.press("Escape");
   await page.keyboard.press("e");
   await page.getByText("Ana closed this conversation").waitFor();
+  await page.getByRole("status").filter({ hasText: "Conversation closed. Reopen undoes it" }).waitFor();
   await page.getByRole("button", { name: "Reopen conversation" }).waitFor();
 });
 
@@ -104,13 +109,61 @@ test("a and e act on the focused row of the list", { timeout: 30000 }, async () 
   await page.keyboard.press("a");
   await waitFor("the row to show the assignee", async () =>
     (await row.locator(".assignee").innerText()) === "You");
+  await said().filter({ hasText: /^Assigned the conversation with Visitor #\d+ to you\.$/ }).waitFor();
   // The live stream replaced the row; the focus stays on it, so e acts on it with no click.
   await waitFor("the focus back on the row", async () => /Second chat/.test((await focused()).text));
   await page.keyboard.press("e");
   await row.waitFor({ state: "detached" });
   // The closed row left the list; the focus goes to the one that took its place.
   await waitFor("the focus on the next row", async () => /First chat/.test((await focused()).text));
+  await said().filter({ hasText: /^Closed the conversation with Visitor #\d+\. Undo$/ }).waitFor();
+
+  // z undoes it: the row comes back, with the focus.
+  await page.keyboard.press("z");
+  await row.waitFor();
+  await said().filter({ hasText: /^Reopened the conversation with Visitor #\d+\.$/ }).waitFor();
+  await waitFor("the focus on the reopened row", async () => /Second chat/.test((await focused()).text));
+  // Nothing more to undo: z does nothing.
+  await page.keyboard.press("z");
+  await page.waitForTimeout(300);
+  assert.equal(await row.count(), 1);
+
+  // And so does the notice's Undo button.
+  await page.keyboard.press("e");
+  await row.waitFor({ state: "detached" });
+  await said().getByRole("button", { name: "Undo" }).click();
+  await row.waitFor();
+  await waitFor("the focus on the reopened row", async () => /Second chat/.test((await focused()).text));
+  await page.keyboard.press("e");
+  await row.waitFor({ state: "detached" });
 });
+
+test("on the Closed tab e says the row is closed already; Undo after the visitor wrote says why it stays closed",
+  { timeout: 60000 }, async () => {
+    const { porch, browser, host } = world;
+    await page.goto(`${porch.url}/inbox?filter=closed`);
+    const closedRow = page.locator("#conversations > li", { hasText: "Second chat" });
+    await closedRow.locator("a").focus();
+    await page.keyboard.press("e");
+    await said().filter({ hasText: /is already closed\.$/ }).waitFor();
+    assert.equal(await closedRow.count(), 1);
+
+    const v = await visitor(browser, host.url);
+    await v.say("Fourth chat");
+    await page.goto(`${porch.url}/inbox`);
+    const fourth = page.locator("#conversations > li", { hasText: "Fourth chat" });
+    await fourth.locator("a").focus();
+    await page.keyboard.press("e");
+    await fourth.waitFor({ state: "detached" });
+    await said().getByRole("button", { name: "Undo" }).waitFor();
+    // The visitor writes again before the Undo: their message starts a newer conversation.
+    await v.say("Still there?");
+    await page.locator("#conversations > li", { hasText: "Still there?" }).waitFor();
+    await page.keyboard.press("z");
+    await said().filter({ hasText: /^Could not reopen the conversation with Visitor #\d+\. The visitor has started a newer conversation since/ }).waitFor();
+    assert.equal(await fourth.count(), 0);
+    await v.context.close();
+  });
 
 test("a leaves a colleague's conversation alone and says so", { timeout: 60000 }, async () => {
   const { porch } = world;
@@ -158,7 +211,7 @@ test("? lists the keys in a dialog that keeps focus and closes with Escape", { t
   assert.equal(await dialog.isVisible(), false);
   await page.keyboard.press("?");
   await dialog.waitFor();
-  for (const key of ["j", "k", "e", "a", "/", "?"]) {
+  for (const key of ["j", "k", "e", "z", "a", "/", "?"]) {
     assert.ok(await dialog.locator("kbd", { hasText: key }).count() >= 1, `the list lacks ${key}`);
   }
   for (let i = 0; i < 4; i++) {

@@ -1,7 +1,7 @@
 // Porch admin: keyboard shortcuts (docs/admin.md, "Keyboard"). On the inbox and conversation
-// pages: j/k next/previous conversation in the list's order, e close, a assign to me (an
-// unassigned one), / search (#inbox-search, when the page has it); ? the list of keys on every
-// page. Never while focus is
+// pages: j/k next/previous conversation in the list's order, e close (on the list: with Undo,
+// and z undoes), a assign to me (an unassigned one), / search (#inbox-search, when the page has
+// it); ? the list of keys on every page. Never while focus is
 // in a text field (input, textarea, select, contenteditable) or with Ctrl, Alt or Meta; Escape in
 // the reply box leaves it, so the keys work again. The inbox page keeps its order in
 // sessionStorage so that j/k on a conversation page go to the next one of that list.
@@ -41,7 +41,14 @@
   };
   if (list) {
     saveOrder();
-    new MutationObserver(() => { saveOrder(); giveFocusBack(); }).observe(list, { childList: true });
+    new MutationObserver(() => {
+      saveOrder();
+      const back = refocus && document.getElementById(`conversation-${refocus}`)?.querySelector("a");
+      if (back) {
+        refocus = null;
+        back.focus();
+      } else giveFocusBack();
+    }).observe(list, { childList: true });
     // Focus anywhere else (the search box, a link) forgets the row.
     document.addEventListener("focusin", () => {
       const row = focusedRow();
@@ -63,17 +70,28 @@
     }
   };
 
-  // On the list, e and a post the same forms the conversation page has; the live stream then
-  // updates the row.
-  const post = (id, action, fields) => {
+  // On the list, e and a post the same forms the conversation page has, marked as the
+  // script's (the answer is 204 when done, else the error as JSON); the live stream then
+  // updates the row. Resolves to null when done, else to the reason it was not (a sentence).
+  const post = async (id, action, fields) => {
     const csrf = document.querySelector('input[name="csrf"]')?.value || "";
-    return fetch(`/conversations/${id}/${action}`, {
-      method: "POST", credentials: "same-origin", redirect: "manual",
-      body: new URLSearchParams({ csrf, ...fields }),
-    }).catch(() => {});
+    try {
+      const res = await fetch(`/conversations/${id}/${action}`, {
+        method: "POST", credentials: "same-origin", redirect: "manual",
+        headers: { "x-porch-fetch": "1" },
+        body: new URLSearchParams({ csrf, ...fields }),
+      });
+      if (res.status === 204) return null;
+      if (res.status === 401 || res.type === "opaqueredirect") return "You are signed out: sign in again.";
+      let message = "";
+      try { message = (await res.json()).error.message; } catch { /* not ours */ }
+      return message || `The server answered ${res.status}.`;
+    } catch {
+      return "No answer from the server: check your connection.";
+    }
   };
-  // A key that cannot act says why, where the page's notices go.
-  const say = (text) => {
+  // What a key did, or why it could not, where the page's notices go; `undo` adds a button.
+  const say = (text, undo) => {
     let said = document.getElementById("keys-said");
     if (!said) {
       said = document.createElement("p");
@@ -83,14 +101,57 @@
       document.querySelector("main .page-head")?.after(said);
     }
     said.textContent = text;
+    if (undo) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "button";
+      button.textContent = "Undo";
+      button.addEventListener("click", undo);
+      said.append(" ", button);
+    }
   };
-  const act = (shortcut, action, fields) => {
+  const nameOf = (row) => row.querySelector(".visitor bdi")?.textContent || `conversation ${row.dataset.id}`;
+
+  // The last conversation e closed from this list, which Undo (or z) reopens; its row comes
+  // back through the live stream and takes the focus.
+  let undoable = null;
+  let refocus = null;
+  const reopen = async () => {
+    if (!undoable) return;
+    const { id, name } = undoable;
+    undoable = null;
+    refocus = id;
+    setTimeout(() => { if (refocus === id) refocus = null; }, 5000); // a row on another page never comes
+    const failed = await post(id, "reopen", {});
+    if (failed) refocus = null;
+    say(failed ? `Could not reopen the conversation with ${name}. ${failed}` : `Reopened the conversation with ${name}.`);
+  };
+  const closeRow = async (row) => {
+    const name = nameOf(row);
+    if (row.querySelector(".badge-muted")) {
+      say(`The conversation with ${name} is already closed.`);
+      return;
+    }
+    const failed = await post(row.dataset.id, "close", {});
+    if (failed) {
+      say(`Could not close the conversation with ${name}. ${failed}`);
+      return;
+    }
+    undoable = { id: row.dataset.id, name };
+    say(`Closed the conversation with ${name}.`, reopen);
+  };
+  const assignRow = async (row) => {
+    const name = nameOf(row);
+    const failed = await post(row.dataset.id, "assign", { assignee: "me", from: "" });
+    say(failed ? `Could not assign the conversation with ${name} to you. ${failed}` : `Assigned the conversation with ${name} to you.`);
+  };
+  const act = (shortcut, onRow) => {
     if (here) {
       document.querySelector(`form[data-shortcut="${shortcut}"]`)?.requestSubmit();
       return;
     }
-    const id = focusedRow()?.parentElement.dataset.id;
-    if (id) post(id, action, fields);
+    const row = focusedRow()?.parentElement;
+    if (row) onRow(row);
   };
 
   // The switches (the keys dialog, the account page) turn every single-key shortcut off, "?"
@@ -115,7 +176,12 @@
   const keys = {
     j: () => move(1),
     k: () => move(-1),
-    e: () => act("close", "close", {}),
+    e: () => act("close", closeRow),
+    z: () => {
+      if (!undoable) return false;
+      reopen();
+      return true;
+    },
     // Only an unassigned conversation: a colleague's is taken over with the page's button, and
     // the key says so rather than doing nothing in silence.
     a: () => {
@@ -124,7 +190,7 @@
       const name = !here && focusedRow()?.parentElement.querySelector(".assignee:not(.assignee-none)")?.textContent;
       if (over) say(`A colleague has this conversation: press \u201c${over.textContent}\u201d to take it.`);
       else if (name && name !== "You") say(`Assigned to ${name}: open the conversation to take it over.`);
-      else act("assign-me", "assign", { assignee: "me", from: "" });
+      else act("assign-me", assignRow);
     },
     "/": () => {
       const search = document.getElementById("inbox-search");

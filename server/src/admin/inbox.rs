@@ -1,5 +1,5 @@
-//! The inbox list and the conversation page with its actions: reply or note, assign, close,
-//! reopen. Every action is a plain form post answered with a redirect; the inbox script posts
+//! The inbox list and the conversation page with its reply or note (the other actions are in
+//! `actions`). The reply is a plain form post answered with a redirect; the inbox script posts
 //! the reply form with `X-Porch-Fetch: 1` and gets the new message's fragment (marked
 //! `X-Porch-Fragment: message`) or an error as JSON instead.
 
@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
-use crate::store::{self, ConversationId, UserId};
+use crate::store::{self, ConversationId};
 use crate::values::ClientId;
 
 use super::auth::NoticeQuery;
@@ -93,7 +93,8 @@ pub async fn conversation_page(
             "Someone changed the assignee meanwhile, so nothing changed: it is as shown below."
                 .into(),
         )),
-        _ => query.notice.notice(),
+        _ => super::actions::done_notice(&query.notice.notice, &view.item, who.user.id)
+            .or_else(|| query.notice.notice()),
     };
     let last_id = view.messages.last().map_or(0, |m| m.id.0);
     let conversation = ConversationId(id);
@@ -277,96 +278,4 @@ async fn post_reply(
         "/conversations/{id}#message-{}",
         row.id
     )))
-}
-
-#[derive(Debug, Deserialize)]
-pub struct AssignForm {
-    /// A user id, `me` (the keyboard shortcut on the list), or empty for nobody.
-    #[serde(default)]
-    assignee: String,
-    /// The assignee the form was shown with (a user id, or empty for nobody): if someone changed
-    /// it meanwhile, nothing changes and the page says so. Without it, whoever has it.
-    from: Option<String>,
-}
-
-/// Reads an [`AssignForm`] user field: empty for nobody, else a user id.
-fn user_field(raw: &str) -> Result<Option<UserId>, PageError> {
-    match raw.trim() {
-        "" => Ok(None),
-        raw => raw
-            .parse::<i64>()
-            .map(|id| Some(UserId(id)))
-            .map_err(|_| PageError::not_found("agent")),
-    }
-}
-
-/// `POST /conversations/{id}/assign`.
-pub async fn assign(
-    State(app): State<AppState>,
-    Path(id): Path<i64>,
-    Posted { who, form }: Posted<AssignForm>,
-) -> Result<Response, PageError> {
-    let target = match form.assignee.trim() {
-        "me" => Some(who.user.id),
-        raw => user_field(raw)?,
-    };
-    let assignee = match target {
-        Some(user) => Some(app.chat.find_agent(user).await?),
-        None => None,
-    };
-    let expected = match form.from.as_deref() {
-        Some(from) => store::Expected::Is(user_field(from)?),
-        None => store::Expected::Any,
-    };
-    let conversation = ConversationId(id);
-    let changed = app
-        .chat
-        .assign_conversation(conversation, &who.user, assignee.as_ref(), expected, None)
-        .await?;
-    if !changed && expected != store::Expected::Any {
-        let now = app.chat.inbox_item(who.user.id, conversation).await?;
-        if now.assignee_id != target {
-            return Ok(see_other(&format!("/conversations/{id}?error=assigned")));
-        }
-    }
-    Ok(see_other(&format!("/conversations/{id}")))
-}
-
-/// `POST /conversations/{id}/close`.
-pub async fn close(
-    State(app): State<AppState>,
-    Path(id): Path<i64>,
-    Posted { who, .. }: Posted<super::auth::NoFields>,
-) -> Result<Response, PageError> {
-    app.chat
-        .close_conversation(ConversationId(id), &who.user, None)
-        .await?;
-    Ok(see_other(&format!("/conversations/{id}")))
-}
-
-/// `POST /conversations/{id}/reopen`.
-pub async fn reopen(
-    State(app): State<AppState>,
-    Path(id): Path<i64>,
-    Posted { who, .. }: Posted<super::auth::NoFields>,
-) -> Result<Response, PageError> {
-    match app
-        .chat
-        .reopen_conversation(ConversationId(id), &who.user, None)
-        .await
-    {
-        Ok(()) => Ok(see_other(&format!("/conversations/{id}"))),
-        // The visitor started a newer conversation meanwhile: the agent is taken there.
-        Err(crate::chat::Error::Invalid(_)) => {
-            let newer = app
-                .chat
-                .open_conversation_of_visitor_of(ConversationId(id))
-                .await?;
-            Ok(see_other(&match newer {
-                Some(newer) => format!("/conversations/{}?error=newer", newer.0),
-                None => format!("/conversations/{id}"),
-            }))
-        }
-        Err(err) => Err(err.into()),
-    }
 }

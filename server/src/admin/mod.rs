@@ -4,6 +4,7 @@
 //! Every URL is listed in `http/routes.rs`.
 
 pub mod account_name;
+pub mod actions;
 pub mod assets;
 pub mod attachments;
 pub mod audit;

@@ -298,9 +298,9 @@ fn conversation_routes() -> Router<AppState> {
             "/conversations/{id}/attachments/{file}/thumbnail",
             get(admin::attachments::thumbnail),
         )
-        .route("/conversations/{id}/assign", post(admin::inbox::assign))
-        .route("/conversations/{id}/close", post(admin::inbox::close))
-        .route("/conversations/{id}/reopen", post(admin::inbox::reopen))
+        .route("/conversations/{id}/assign", post(admin::actions::assign))
+        .route("/conversations/{id}/close", post(admin::actions::close))
+        .route("/conversations/{id}/reopen", post(admin::actions::reopen))
         .route(
             "/conversations/{id}/email",
             post(admin::visitor_mail::email_visitor),

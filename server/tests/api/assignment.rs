@@ -60,6 +60,7 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
     } = team_and_a_chat().await;
     let page = format!("/conversations/{id}");
     let path = format!("{page}/assign");
+    let done = format!("{page}?notice=assignee");
     let assignee = || assignee_of(&app, id);
     let took = || took_lines(&app);
 
@@ -70,8 +71,10 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
     let first = send(&app, "POST", &path, &ana.cookie, Some(&as_shown(&ana.csrf))).await;
     assert_eq!(
         (first.status, first.header("location")),
-        (303, Some(page.as_str()))
+        (303, Some(done.as_str()))
     );
+    let said = send(&app, "GET", &done, &ana.cookie, None).await;
+    assert!(said.body.contains("Assigned to you."), "{}", said.body);
     let second = send(&app, "POST", &path, &bo.cookie, Some(&as_shown(&bo.csrf))).await;
     let refused = format!("{page}?error=assigned");
     assert_eq!(
@@ -100,19 +103,25 @@ async fn a_conversation_taken_meanwhile_is_not_taken_again_silently() {
     let taken = send(&app, "POST", &path, &bo.cookie, Some(&over)).await;
     assert_eq!(
         (taken.status, taken.header("location")),
-        (303, Some(page.as_str()))
+        (303, Some(done.as_str()))
+    );
+    let seen_by_ana = send(&app, "GET", &done, &ana.cookie, None).await;
+    assert!(
+        seen_by_ana.body.contains("Assigned to Bo."),
+        "{}",
+        seen_by_ana.body
     );
     assert_ne!(assignee(), ana_id);
     // Pressed twice: already his, so no complaint.
     let again = send(&app, "POST", &path, &bo.cookie, Some(&over)).await;
-    assert_eq!(again.header("location"), Some(page.as_str()));
+    assert_eq!(again.header("location"), Some(done.as_str()));
 
     // A post without `from` assigns whoever has it (the documented old form).
     let plain = form(&[("csrf", &ana.csrf), ("assignee", "me")]);
     let back = send(&app, "POST", &path, &ana.cookie, Some(&plain)).await;
     assert_eq!(
         (back.header("location"), assignee()),
-        (Some(page.as_str()), ana_id)
+        (Some(done.as_str()), ana_id)
     );
 }
 

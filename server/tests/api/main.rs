@@ -20,6 +20,7 @@ mod config_doc;
 mod config_validation;
 mod connection_limits;
 mod connections;
+mod conversation_actions;
 mod conversations_api;
 mod cookie_tossing;
 mod destinations;

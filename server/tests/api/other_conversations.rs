@@ -28,8 +28,8 @@ async fn close(app: &TestApp, admin: &Browser, id: i64) {
 }
 
 /// Sends a message and waits for its ack past the frames an agent's actions push (`read`,
-/// `closed`).
-async fn said(widget: &mut Widget, client_id: &str, body: &str) {
+/// `closed`, `reopened`).
+pub(crate) async fn said(widget: &mut Widget, client_id: &str, body: &str) {
     widget
         .send(json!({"type": "message", "client_id": client_id, "body": body}))
         .await;
@@ -39,7 +39,7 @@ async fn said(widget: &mut Widget, client_id: &str, body: &str) {
             return;
         }
         assert!(
-            ["read", "closed"].contains(&frame["type"].as_str().unwrap_or_default()),
+            ["read", "closed", "reopened"].contains(&frame["type"].as_str().unwrap_or_default()),
             "{frame}"
         );
     }

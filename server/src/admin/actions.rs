@@ -1,0 +1,203 @@
+//! A conversation's actions: assign, close, reopen. A browser's own form post is answered with
+//! a redirect to the conversation page, which then says what was done (`?notice=`) or why
+//! nothing was (`?error=`). The inbox script (the `e` and `a` keys and *Undo* on the inbox list,
+//! docs/admin.md "Keyboard") sends `X-Porch-Fetch: 1` and gets `204 No Content` when done, or
+//! the error as JSON, so that it can say which it was without leaving the list.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse as _, Response};
+use porch_app::layout::Notice;
+use serde::Deserialize;
+
+use crate::state::AppState;
+use crate::store::{self, ConversationId, UserId};
+
+use super::auth::NoFields;
+use super::page::{PageError, see_other};
+use super::session::{Posted, is_script, reject};
+
+/// What the conversation page says after one of these actions (`?notice=`), so that the change
+/// is confirmed in words, not only by the side panel changing. The assignee named is the one
+/// the page shows now.
+pub fn done_notice(code: &str, item: &store::InboxItemRow, me: UserId) -> Option<Notice> {
+    let text = match code {
+        "closed" => "Conversation closed. Reopen undoes it until the visitor writes again: their \
+                     next message starts a new conversation."
+            .to_owned(),
+        "reopened" => "Conversation reopened.".to_owned(),
+        "assignee" => match (item.assignee_id, &item.assignee_name) {
+            (Some(id), _) if id == me => "Assigned to you.".to_owned(),
+            (Some(_), Some(name)) => format!("Assigned to {name}."),
+            _ => "Unassigned: nobody has this conversation now.".to_owned(),
+        },
+        _ => return None,
+    };
+    Some(Notice::Success(text))
+}
+
+/// How an action is answered, by who sent it.
+struct Answer {
+    script: bool,
+    id: i64,
+}
+
+impl Answer {
+    fn new(headers: &HeaderMap, id: i64) -> Self {
+        Self {
+            script: is_script(headers),
+            id,
+        }
+    }
+
+    /// Done: the conversation page with `notice`, or `204` to the script.
+    fn done(&self, notice: &str) -> Response {
+        if self.script {
+            StatusCode::NO_CONTENT.into_response()
+        } else {
+            see_other(&format!("/conversations/{}?notice={notice}", self.id))
+        }
+    }
+
+    /// Nothing was done because the conversation changed meanwhile: the page at `location`
+    /// (which says why), or `409` with `code` and `message` to the script.
+    fn conflict(&self, location: &str, code: &'static str, message: &str) -> Response {
+        if self.script {
+            let err = PageError {
+                code,
+                ..PageError::new(StatusCode::CONFLICT, "Changed meanwhile", message)
+            };
+            err.into_script_response()
+        } else {
+            see_other(location)
+        }
+    }
+
+    fn refused(&self, err: PageError) -> Response {
+        reject(self.script, err)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AssignForm {
+    /// A user id, `me` (the keyboard shortcut on the list), or empty for nobody.
+    #[serde(default)]
+    assignee: String,
+    /// The assignee the form was shown with (a user id, or empty for nobody): if someone changed
+    /// it meanwhile, nothing changes and the page says so. Without it, whoever has it.
+    from: Option<String>,
+}
+
+/// Reads an [`AssignForm`] user field: empty for nobody, else a user id.
+fn user_field(raw: &str) -> Result<Option<UserId>, PageError> {
+    match raw.trim() {
+        "" => Ok(None),
+        raw => raw
+            .parse::<i64>()
+            .map(|id| Some(UserId(id)))
+            .map_err(|_| PageError::not_found("agent")),
+    }
+}
+
+/// `POST /conversations/{id}/assign`.
+pub async fn assign(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    posted: Posted<AssignForm>,
+) -> Response {
+    let answer = Answer::new(&headers, id);
+    post_assign(&app, &answer, posted)
+        .await
+        .unwrap_or_else(|err| answer.refused(err))
+}
+
+async fn post_assign(
+    app: &AppState,
+    answer: &Answer,
+    Posted { who, form }: Posted<AssignForm>,
+) -> Result<Response, PageError> {
+    let target = match form.assignee.trim() {
+        "me" => Some(who.user.id),
+        raw => user_field(raw)?,
+    };
+    let assignee = match target {
+        Some(user) => Some(app.chat.find_agent(user).await?),
+        None => None,
+    };
+    let expected = match form.from.as_deref() {
+        Some(from) => store::Expected::Is(user_field(from)?),
+        None => store::Expected::Any,
+    };
+    let conversation = ConversationId(answer.id);
+    let changed = app
+        .chat
+        .assign_conversation(conversation, &who.user, assignee.as_ref(), expected, None)
+        .await?;
+    if !changed && expected != store::Expected::Any {
+        let now = app.chat.inbox_item(who.user.id, conversation).await?;
+        if now.assignee_id != target {
+            return Ok(answer.conflict(
+                &format!("/conversations/{}?error=assigned", answer.id),
+                "assignee_changed",
+                "Someone changed the assignee meanwhile, so nothing changed.",
+            ));
+        }
+    }
+    Ok(answer.done("assignee"))
+}
+
+/// `POST /conversations/{id}/close`.
+pub async fn close(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Posted { who, .. }: Posted<NoFields>,
+) -> Response {
+    let answer = Answer::new(&headers, id);
+    match app
+        .chat
+        .close_conversation(ConversationId(id), &who.user, None)
+        .await
+    {
+        Ok(()) => answer.done("closed"),
+        Err(err) => answer.refused(err.into()),
+    }
+}
+
+/// `POST /conversations/{id}/reopen`.
+pub async fn reopen(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Posted { who, .. }: Posted<NoFields>,
+) -> Response {
+    let answer = Answer::new(&headers, id);
+    match app
+        .chat
+        .reopen_conversation(ConversationId(id), &who.user, None)
+        .await
+    {
+        Ok(()) => answer.done("reopened"),
+        // The visitor started a newer conversation meanwhile: the agent is taken there.
+        Err(crate::chat::Error::Invalid(_)) => {
+            match app
+                .chat
+                .open_conversation_of_visitor_of(ConversationId(id))
+                .await
+            {
+                Ok(newer) => answer.conflict(
+                    &match newer {
+                        Some(newer) => format!("/conversations/{}?error=newer", newer.0),
+                        None => format!("/conversations/{id}"),
+                    },
+                    "newer_conversation",
+                    "The visitor has started a newer conversation since, so this one stays \
+                     closed. Answer in the newer one.",
+                ),
+                Err(err) => answer.refused(err.into()),
+            }
+        }
+        Err(err) => answer.refused(err.into()),
+    }
+}

@@ -18,6 +18,8 @@ pub enum Section {
     Privacy,
     Account,
     Docs,
+    /// A page of no section (an error page): nothing is highlighted.
+    None,
 }
 
 /// Who is signed in, for the navigation and the forms' CSRF field.

@@ -17,6 +17,7 @@ pub mod discord;
 pub mod docs;
 pub mod email;
 pub mod email_inbound;
+pub mod error_pages;
 pub mod forgot_password;
 pub mod inbox;
 mod inbox_query;

@@ -220,15 +220,37 @@ pub fn refused_page(status: StatusCode, method: &axum::http::Method) -> Response
     PageError::new(status, title, message).into_response()
 }
 
-impl IntoResponse for PageError {
-    fn into_response(self) -> Response {
-        let body = porch_app::auth::render_error(porch_app::auth::ErrorView {
-            nav: None,
+/// An error page's parts, kept in its response's extensions so that
+/// [`super::error_pages::with_navigation`] can render it again for whoever is signed in.
+#[derive(Debug, Clone)]
+pub struct ErrorPage {
+    pub status: StatusCode,
+    pub title: &'static str,
+    pub message: String,
+}
+
+impl ErrorPage {
+    /// The page, with the top bar of `nav`'s person when someone is signed in.
+    pub fn render(&self, nav: Option<porch_app::layout::Nav>) -> String {
+        porch_app::auth::render_error(porch_app::auth::ErrorView {
+            nav,
             status: self.status.as_u16(),
             title: self.title.to_owned(),
+            message: self.message.clone(),
+        })
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let page = ErrorPage {
+            status: self.status,
+            title: self.title,
             message: self.message,
-        });
-        html_with_status(self.status, body)
+        };
+        let mut response = html_with_status(self.status, page.render(None));
+        response.extensions_mut().insert(page);
+        response
     }
 }
 

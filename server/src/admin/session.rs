@@ -233,6 +233,18 @@ async fn signed_in(parts: &Parts, app: &AppState) -> Result<SignedIn, Response> 
     }
 }
 
+/// Who is signed in with the session cookie among `headers`, if anyone: for a page that is
+/// shown either way (an error page).
+pub async fn session_of(headers: &HeaderMap, app: &AppState) -> Option<SignedIn> {
+    let value = read_cookie(headers, &session_cookie_name(app))?;
+    let session = app.accounts.find_session(value).await.ok()??;
+    Some(SignedIn {
+        user: session.user,
+        csrf: session.csrf_token,
+        cookie_value: value.to_owned(),
+    })
+}
+
 impl FromRequestParts<AppState> for SignedIn {
     type Rejection = Response;
 

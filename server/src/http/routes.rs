@@ -68,6 +68,11 @@ pub fn router(app: AppState) -> Router {
         // Outside the limit and the timeout, whose refusals it rewrites; inside compression,
         // so it reads the refusals' text before any encoding.
         .layer(axum::middleware::from_fn(refusal_bodies))
+        // Outside the refusals' rewriting, so their pages get the top bar too.
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            admin::error_pages::with_navigation,
+        ))
         .layer(CompressionLayer::new());
     let websocket = Router::new().route("/widget/ws", get(widget::upgrade));
     websocket

@@ -187,6 +187,46 @@ async fn a_request_that_takes_too_long_gets_a_timeout_code() {
 }
 
 #[tokio::test]
+async fn an_error_page_seen_signed_in_has_the_top_bar_and_signed_out_a_sign_in_link() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    add_user(&app, "bo@example.com", "agent");
+    let bo = signed_in_from(
+        &app,
+        &crate::inbox::sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await,
+    )
+    .await;
+    // An extractor's refusal (admins only), a missing page, the framework's own refusals (a
+    // form's address opened, a path id that is not a number).
+    for (path, status) in [
+        ("/team", 403),
+        ("/no-such-page", 404),
+        ("/team/1/role", 405),
+        ("/conversations/abc", 400),
+    ] {
+        let page = send(&app, "GET", path, &bo.cookie, None).await;
+        assert_eq!(page.status, status, "{path}: {}", page.body);
+        assert!(
+            page.body.contains(r#"<nav aria-label="Main">"#)
+                && page
+                    .body
+                    .contains(r#"<a href="/" class="button">Go to the inbox</a>"#)
+                && !page.body.contains("Sign in</a>"),
+            "{path}: {}",
+            page.body
+        );
+        let signed_out = send(&app, "GET", path, "", None).await;
+        if signed_out.status == status {
+            assert!(
+                !signed_out.body.contains("<nav") && signed_out.body.contains(">Sign in</a>"),
+                "{path}: {}",
+                signed_out.body
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_form_address_opened_in_the_browser_gets_a_page_not_an_empty_answer() {
     let app = TestApp::spawn(&[]).await;
     let opened = app.http.get("/team/1/role").answer().await;

@@ -14,6 +14,7 @@ use crate::http::{ApiError, Failure};
 use crate::state::AppState;
 use crate::store::{self, AttachmentPart, ConversationId, Uploader};
 
+use super::page::PageError;
 use super::session::{SignedIn, tokens_match};
 
 /// The header carrying the session's CSRF token on an upload.
@@ -102,5 +103,8 @@ async fn serve(
     file: String,
     part: AttachmentPart,
 ) -> Response {
-    conversation_file(app, id, file, part, Some(who.user.id)).await
+    // Opened in a tab, or an <img> of the page: a missing file gets the page people can read.
+    conversation_file(app, id, file, part, Some(who.user.id))
+        .await
+        .unwrap_or_else(|failure| PageError::from(failure).into_response())
 }

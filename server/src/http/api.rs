@@ -129,7 +129,9 @@ pub async fn download_attachment(
     _user: ApiUser,
     Path((id, file)): Path<(i64, String)>,
 ) -> Response {
-    conversation_file(&app, id, file, AttachmentPart::File, None).await
+    conversation_file(&app, id, file, AttachmentPart::File, None)
+        .await
+        .unwrap_or_else(|failure| ApiError::from(failure).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -140,15 +140,16 @@ pub fn attachment_response(meta: &AttachmentMeta, data: Vec<u8>) -> Response {
 
 /// A file of conversation `id` (or, named by `own_upload`, that user's upload no message took
 /// yet: an agent's reply box shows it before sending): its bytes or thumbnail as
-/// [`attachment_response`] serves them, or 404 for anything else. The inbox's routes and the
-/// API's read files this one way.
+/// [`attachment_response`] serves them, or [`Failure::NotFound`] for anything else. The inbox's
+/// routes and the API's read files this one way, and each answers a failure in its own shape
+/// (a page, JSON).
 pub async fn conversation_file(
     app: &AppState,
     id: i64,
     file: String,
     part: AttachmentPart,
     own_upload: Option<UserId>,
-) -> Response {
+) -> Result<Response, Failure> {
     let found = app
         .readers
         .read(move |c| {
@@ -165,8 +166,8 @@ pub async fn conversation_file(
         })
         .await;
     match found {
-        Ok(Some((meta, data))) => attachment_response(&meta, data),
-        Ok(None) => ApiError::not_found("attachment").into_response(),
-        Err(err) => ApiError::from(Failure::from(err)).into_response(),
+        Ok(Some((meta, data))) => Ok(attachment_response(&meta, data)),
+        Ok(None) => Err(Failure::NotFound("attachment")),
+        Err(err) => Err(Failure::from(err)),
     }
 }

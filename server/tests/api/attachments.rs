@@ -357,7 +357,16 @@ async fn only_the_conversations_visitor_and_signed_in_agents_read_a_file() {
     let read = request(&app, "GET", &wrong, &agent.cookie, None)
         .answer()
         .await;
-    assert_eq!(read.status, 404);
+    // Opened in a browser tab, a missing file gets the page people read, with a way on.
+    assert_eq!(
+        (read.status, read.header("content-type")),
+        (404, Some("text/html; charset=utf-8"))
+    );
+    assert!(
+        read.body.contains("There is no such attachment"),
+        "{}",
+        read.body
+    );
 
     // The API lists the file with its message and serves it to a token.
     let token = app.add_user_token("Bo", "agent");
@@ -382,14 +391,12 @@ async fn only_the_conversations_visitor_and_signed_in_agents_read_a_file() {
         "/api/v1/conversations/{}/attachments/{id}",
         conversation + 1
     );
-    assert_eq!(
-        app.http
-            .get(&wrong)
-            .bearer_auth(&token)
-            .answer()
-            .await
-            .status,
-        404
+    let missing = app.http.get(&wrong).bearer_auth(&token).answer().await;
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.body.contains(r#""code":"not_found""#),
+        "{}",
+        missing.body
     );
     assert_eq!(app.http.get(url).answer().await.status, 401);
 }

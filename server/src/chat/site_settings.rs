@@ -233,9 +233,12 @@ pub async fn update_site(
         .write(move |c| {
             let before = store::find_site_by_key(c, &owned)?;
             let found = store::update_site(c, &owned, &settings)?;
-            if let (true, Some(before)) = (found, before) {
+            // A save that changes nothing (the form sent back as it was, the API's PUT of the
+            // value already set) is not an event worth a line of the audit log.
+            if let (true, Some(before)) = (found, before)
+                && let Some(detail) = settings_changes(&before.settings, &settings)
+            {
                 let target = Target::site(&owned, &settings.name);
-                let detail = settings_changes(&before.settings, &settings);
                 audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)?;
             }
             Ok(found)
@@ -297,7 +300,7 @@ pub fn parse_attachment_megabytes(raw: &str) -> Result<u64, Invalid> {
 /// What a save of the site's settings changed, for its audit record: the names of the fields
 /// that differ (`changed`), and the retention's new value when it changed (`retention_days`,
 /// `null` for keeping everything), since a shorter one deletes conversations.
-fn settings_changes(before: &SiteSettings, after: &SiteSettings) -> serde_json::Value {
+fn settings_changes(before: &SiteSettings, after: &SiteSettings) -> Option<serde_json::Value> {
     let fields = [
         ("name", before.name != after.name),
         // Stored in order, typed in any: the same set in another order is no change.
@@ -317,11 +320,14 @@ fn settings_changes(before: &SiteSettings, after: &SiteSettings) -> serde_json::
         .into_iter()
         .filter_map(|(name, differs)| differs.then_some(name))
         .collect();
+    if changed.is_empty() {
+        return None;
+    }
     let mut detail = json!({ "changed": changed });
     if before.retention_days != after.retention_days {
         detail["retention_days"] = json!(after.retention_days);
     }
-    detail
+    Some(detail)
 }
 
 fn sorted(origins: &[String]) -> Vec<&str> {

@@ -925,6 +925,19 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
         (status, body["retention_days"].clone()),
         (200, serde_json::Value::Null)
     );
+    // The value already set again: answered the same, and nothing to record.
+    let (status, body) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": null})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["retention_days"].clone()),
+        (200, serde_json::Value::Null)
+    );
     // A misspelt or missing key is refused, not read as "keep for ever".
     for body in [
         serde_json::json!({"retentionDays": 30}),
@@ -937,7 +950,8 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
             "{answer}"
         );
     }
-    // Each change is recorded with the new value (a shorter retention deletes conversations).
+    // Each change is recorded with the new value (a shorter retention deletes conversations);
+    // the repeat is not.
     let details: Vec<String> = app
         .db()
         .prepare("SELECT detail FROM audit_events WHERE action = 'site.updated' ORDER BY id")

@@ -98,6 +98,9 @@ struct Connection {
     /// Client ids this connection sent before the visitor existed (a few, until the first
     /// ack): the catch-up after that ack must not echo them, they get acks.
     sent_before_visitor: Vec<String>,
+    /// The client ids of this connection's messages being written (up to [`MAX_IN_FLIGHT`]): a
+    /// resend of one of them gets its `ack` too, even while the brakes refuse new messages.
+    writing: Vec<ClientId>,
 }
 
 /// Runs a widget connection to its end.
@@ -167,6 +170,7 @@ async fn open(
         newcomer: None,
         sent_up_to: last_id,
         sent_before_visitor: Vec::new(),
+        writing: Vec::new(),
     };
     conn.welcome(&token, last_id).await.ok()?;
     Some((conn, stream))
@@ -377,6 +381,7 @@ impl Connection {
             Instant::now(),
         );
         if let Err(refusal) = admitted
+            && !self.writing.contains(&client_id)
             && !self.is_stored(&client_id).await
         {
             let (code, wait) = refused_as(refusal);
@@ -412,6 +417,7 @@ impl Connection {
             attachments,
             now: now_ms(),
         };
+        self.writing.push(client_id.clone());
         let chat = self.app.chat.clone();
         let from = Some(self.hub_id);
         in_flight.push(Box::pin(async move {
@@ -444,6 +450,9 @@ impl Connection {
         received: Instant,
         result: Result<StoredVisitorMessage, chat::Error>,
     ) -> Result<(), Closed> {
+        if let Some(at) = self.writing.iter().position(|id| id == client_id) {
+            self.writing.swap_remove(at);
+        }
         let stored = match result {
             Ok(stored) => stored,
             Err(err) => {

@@ -53,6 +53,37 @@ async fn a_resend_of_a_stored_message_gets_its_ack_even_over_the_rate() {
 }
 
 #[tokio::test]
+async fn a_resend_while_the_first_copy_is_being_written_gets_its_ack_even_over_the_rate() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    app.set_site_limits(&site, 6, 3, 600, 60);
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    // Sent back to back: the resend of ok-2, over the rate, comes before ok-2 is committed.
+    for id in ["ok-0", "ok-1", "ok-2", "ok-2"] {
+        widget
+            .send(serde_json::json!({"type": "message", "client_id": id, "body": "hi"}))
+            .await;
+    }
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        answers.push(widget.recv().await);
+    }
+    for answer in &answers {
+        assert_eq!(answer["type"], "ack", "{answers:?}");
+    }
+    let twice: Vec<_> = answers
+        .iter()
+        .filter(|a| a["client_id"] == "ok-2")
+        .collect();
+    assert_eq!(twice.len(), 2, "{answers:?}");
+    assert_eq!(
+        (&twice[0]["id"], &twice[0]["at"]),
+        (&twice[1]["id"], &twice[1]["at"])
+    );
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 3);
+}
+
+#[tokio::test]
 async fn new_conversations_from_one_address_are_limited() {
     let app = TestApp::spawn(&[
         "--ip-conversations-burst",

@@ -48,6 +48,7 @@ pub mod loadtest;
 mod log_limit;
 pub mod metrics;
 pub mod privacy;
+mod refusal_log;
 pub mod secrets;
 pub mod series;
 mod server;

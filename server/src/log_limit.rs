@@ -33,6 +33,14 @@ impl Every {
         self.let_through(false)
     }
 
+    /// The count of lines held back, however recent the last line (at a stop, so none is
+    /// lost); `None` when there is none.
+    pub fn take_held_back(&self) -> Option<u64> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let left_out = std::mem::take(&mut last.1);
+        (left_out > 0).then_some(left_out)
+    }
+
     /// `is_line`: a line asks to be written (and is counted when held back), rather than a
     /// periodic check asking whether held-back lines are owed a summary.
     fn let_through(&self, is_line: bool) -> Option<u64> {
@@ -78,5 +86,7 @@ mod tests {
         assert_eq!(limit.held_back(), Some(1));
         assert_eq!(limit.held_back(), None, "said once");
         assert_eq!(limit.pass(), None, "the summary counts as a line");
+        assert_eq!(limit.take_held_back(), Some(1), "at a stop, however recent");
+        assert_eq!(limit.take_held_back(), None);
     }
 }

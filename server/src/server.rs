@@ -443,11 +443,12 @@ impl Drop for SetOnDrop {
     }
 }
 
-/// The periodic housekeeping: brake pruning, the retention purge (docs/privacy.md), the
-/// sweep of uploads no message took (docs/widget.md, "Attachments") and the search indexer
-/// (docs/admin.md#search).
+/// The periodic housekeeping: brake pruning, the refusals' log summaries, the retention purge
+/// (docs/privacy.md), the sweep of uploads no message took (docs/widget.md, "Attachments") and
+/// the search indexer (docs/admin.md#search).
 fn spawn_maintenance(app: &AppState) {
     spawn_brake_pruning(Arc::clone(app));
+    crate::refusal_log::spawn_summaries(app.shutdown.clone());
     spawn_retention(
         &app.writer,
         &app.readers,
@@ -498,6 +499,7 @@ impl Server {
         {
             tracing::error!("the writer did not shut down cleanly");
         }
+        crate::refusal_log::at_stop();
         tracing::info!("stopped");
     }
 }

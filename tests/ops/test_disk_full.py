@@ -113,16 +113,42 @@ def test_a_full_disk_refuses_without_acking_and_recovers_without_a_restart(porch
     assert {a["id"] for a in acked} <= stored, "every acknowledged message is on disk"
 
 
+def counted(log: list[str], line: str, summary: str) -> int:
+    """The refusals `log` accounts for: one per `line`, plus the `left_out` field of each `line`
+    and `summary` (the ones held back since the previous line)."""
+    import re
+
+    found = [entry for entry in log if line in entry or summary in entry]
+    counts = [int(m.group(1)) for entry in found if (m := re.search(r"left_out=(\d+)", entry))]
+    assert len(counts) == len(found), "a line without left_out:\n" + "".join(found)
+    return sum(1 for entry in found if line in entry) + sum(counts)
+
+
+def api_post(server, token: str, path: str, body: dict) -> int:
+    request = urllib.request.Request(server.url(path), data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
 def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch_bin, processes, small_disk):
-    """While the disk is full, failed batches and refused messages are summed up instead of logged
-    one by one; once space returns, readiness comes back by itself (a probe), without a message to
-    commit."""
+    """While the disk is full, failed batches and refused messages and requests are summed up
+    instead of logged one by one, and every refusal is counted by the time the server stops; once
+    space returns, readiness comes back by itself (a probe), without a message to commit."""
     import time
 
     import websockets
 
     site = json.loads(run([porch_bin, "--data-dir", small_disk, "site", "add", "--name", "Full",
                            "--origin", ORIGIN, "--public-url", "http://127.0.0.1", "--json"]).stdout)["key"]
+    subprocess.run([str(porch_bin), "--data-dir", str(small_disk), "user", "add", "--email", "ana@example.com",
+                    "--name", "Ana", "--role", "admin", "--password-stdin"],
+                   input="correct horse battery staple\n", text=True, capture_output=True, timeout=WAIT, check=True)
+    token = run([porch_bin, "--data-dir", small_disk, "token", "add", "--user", "ana@example.com"]).stdout.strip()
     # No brakes: every retry below must reach the writer and fail there, as under real load.
     import sqlite3
     with sqlite3.connect(small_disk / "porch.db") as db:
@@ -136,9 +162,11 @@ def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch
         async with websockets.connect(url, origin=ORIGIN, open_timeout=WAIT) as ws:
             await ws.send(json.dumps({"type": "hello", "v": 1}))
             assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["type"] == "welcome"
+            # The conversation the API client answers in.
+            assert (await send(ws, "before", "stored before the disk fills"))["type"] == "ack"
             await fill_until_refused(ws, small_disk, server)
 
-            # Two seconds of a full disk with a visitor retrying all the time.
+            # Two seconds of a full disk with a visitor retrying all the time, and an API client.
             logged = len(server.log)
             refused = 0
             end = time.monotonic() + 2
@@ -146,19 +174,32 @@ def test_a_full_disk_logs_few_errors_and_readiness_returns_without_traffic(porch
                 answer = await send(ws, f"retry-{refused}", "x" * 3900)
                 assert answer.get("code") == "unavailable", answer
                 refused += 1
-            # Neither the writer's lines nor the connections' (one per refused message before).
+            posted = [api_post(server, token, "/api/v1/conversations/1/messages", {"body": f"reply {i}"})
+                      for i in range(30)]
+            assert posted == [503] * 30, posted
+            # Neither the writer's lines nor the connections' and requests' (one per refusal before).
             errors = [line for line in server.log[logged:] if " ERROR " in line or " WARN " in line]
             assert refused > 100, f"only {refused} refusals: the test proves nothing"
-            assert len(errors) <= 5, f"{len(errors)} lines for {refused} refusals:\n" + "".join(errors[:20])
+            assert len(errors) <= 6, f"{len(errors)} lines for {refused + 30} refusals:\n" + "".join(errors[:20])
+            return refused + 1  # and the one that found the disk full
 
-        (small_disk / "ballast").unlink()
-        # No traffic at all from here on: readiness must come back by itself.
-        deadline = time.monotonic() + 5
-        while server.get("/readyz")[0] != 200:
-            assert time.monotonic() < deadline, "still not ready 5 s after space returned"
-            await asyncio.sleep(0.05)
 
-    asyncio.run(scenario())
+    refused = asyncio.run(scenario())
+    (small_disk / "ballast").unlink()
+    # No traffic at all from here on: readiness must come back by itself.
+    deadline = time.monotonic() + 5
+    while server.get("/readyz")[0] != 200:
+        assert time.monotonic() < deadline, "still not ready 5 s after space returned"
+        time.sleep(0.05)
+    # Stopped within seconds, so before any 10 s summary: what was held back is told at the stop.
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=30) == 0
+    time.sleep(0.2)  # the log reader's last lines
+    told = counted(server.log, "a visitor message was not stored",
+                   "visitor messages not stored, without a line of their own")
+    assert told == refused, f"the log counts {told} of {refused} refused messages:\n" + "".join(server.log)
+    told = counted(server.log, "storage unavailable error=", "requests refused (storage unavailable)")
+    assert told == 30, f"the log counts {told} of 30 refused requests:\n" + "".join(server.log)
 
 
 def test_a_commit_that_squeezes_in_does_not_make_a_full_disk_ready(porch_bin, processes, small_disk):

@@ -105,7 +105,7 @@ impl From<store::Error> for Failure {
         if matches!(err, store::Error::UnknownAttachment) {
             Self::Invalid("An attachment is unknown, not yours, or already sent.".into())
         } else if err.is_transient() || matches!(err, store::Error::Stopped) {
-            tracing::warn!(error = %err, "storage unavailable");
+            crate::refusal_log::request_refused(&err);
             Self::Unavailable
         } else {
             tracing::error!(error = %err, "storage error");

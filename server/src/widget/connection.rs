@@ -6,7 +6,6 @@ mod email_capture;
 mod event_loop;
 mod hello;
 mod newcomer;
-mod not_stored;
 mod prechat;
 
 use std::future::Future;
@@ -469,7 +468,7 @@ impl Connection {
                         return self.erased().await;
                     }
                     _ => {
-                        not_stored::log_not_stored(&err);
+                        crate::refusal_log::visitor_message_not_stored(&err);
                         (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))
                     }
                 };

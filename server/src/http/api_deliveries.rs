@@ -28,7 +28,7 @@ use super::ApiError;
 use super::api_integrations::resumed_answer;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
-use super::strict_json::StrictJson;
+use super::strict_json::{NoBody, StrictJson};
 
 /// Attempts shown in a delivery log at once.
 const LOG_LIMIT: u32 = 200;
@@ -231,6 +231,7 @@ pub async fn rotate_webhook_secret(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let rotated = rotate_secret(
@@ -281,6 +282,7 @@ pub async fn replay_delivery(
     State(app): State<AppState>,
     _admin: ApiAdmin,
     Path((id, job)): Path<(i64, i64)>,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let integration = row.id;

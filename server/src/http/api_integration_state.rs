@@ -14,6 +14,7 @@ use super::ApiError;
 use super::api_deliveries::integration_of_kind;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
+use super::strict_json::NoBody;
 
 /// `POST /api/v1/integrations/{id}/turn-off`: nothing more is sent; new deliveries wait, blocked,
 /// until it is turned on.
@@ -22,6 +23,7 @@ pub async fn turn_off(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, None).await?;
     turn_off_integration((&app.writer, &app.jobs), &Actor::user(&admin, ip), &row).await?;
@@ -36,6 +38,7 @@ pub async fn turn_on(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, None).await?;
     let resumed =
@@ -51,6 +54,7 @@ pub async fn delete(
     ApiAdmin(admin): ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, None).await?;
     delete_integration(&app.writer, &Actor::user(&admin, ip), &row).await?;

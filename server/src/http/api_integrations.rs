@@ -18,7 +18,7 @@ use crate::store::{self, IntegrationId, JobId, JobRow};
 use super::ApiError;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
-use super::strict_json::StrictJson;
+use super::strict_json::{NoBody, StrictJson};
 use super::strict_query::StrictQuery;
 
 /// Most jobs listed at once.
@@ -146,6 +146,7 @@ pub async fn retry_job(
     State(app): State<AppState>,
     _admin: ApiAdmin,
     Path(id): Path<i64>,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     match jobs::retry_job(&app.writer, &app.jobs, JobId(id)).await? {
         Retried::Queued => Ok(Json(json!({"retried": 1, "waiting": 0})).into_response()),
@@ -159,6 +160,7 @@ pub async fn retry_job(
 pub async fn retry_all_jobs(
     State(app): State<AppState>,
     _admin: ApiAdmin,
+    _: NoBody,
 ) -> Result<Response, ApiError> {
     let count = jobs::retry_all_jobs(&app.writer, &app.jobs).await?;
     Ok(Json(json!({"retried": count})).into_response())

@@ -4,6 +4,7 @@
 //! answered 200 and kept the old token, and a misspelled email delay saved the default.
 
 use axum::Json;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::response::{IntoResponse, Response};
@@ -53,6 +54,36 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
         }
         body.map(Self)
             .map_err(|err| ApiError::invalid(err.to_string()).into_response())
+    }
+}
+
+/// The body of an endpoint that takes none: nothing, or a JSON object without fields (`{}`,
+/// which some clients send by habit). Anything else is refused as [`StrictJson`] refuses it, so
+/// `{"id": 7}` sent to `POST /api/v1/jobs/retry` (which retries every job) is a 422 naming `id`,
+/// never a silent retry of everything.
+pub struct NoBody;
+
+/// No field at all: what [`NoBody`] reads a body as.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Nothing {}
+
+impl<S: Send + Sync> FromRequest<S> for NoBody {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let headers = request.headers().clone();
+        // The body limit's and a stalled body's refusals, as for any other body.
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        if bytes.is_empty() {
+            return Ok(Self);
+        }
+        let mut request = Request::new(Body::from(bytes));
+        *request.headers_mut() = headers;
+        StrictJson::<Nothing>::from_request(request, state).await?;
+        Ok(Self)
     }
 }
 

@@ -187,6 +187,59 @@ async fn a_request_that_takes_too_long_gets_a_timeout_code() {
 }
 
 #[tokio::test]
+async fn a_call_that_takes_no_body_refuses_a_field_instead_of_ignoring_it() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("Ana", "admin");
+    // Meant to retry job 7 alone; this call retries every job, so it must not run.
+    let (status, body) = app
+        .api(
+            "POST",
+            "/api/v1/jobs/retry",
+            &token,
+            Some(serde_json::json!({"id": 7})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("invalid")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`id`")),
+        "{body}"
+    );
+    let (status, body) = app
+        .api(
+            "DELETE",
+            "/api/v1/integrations/1",
+            &token,
+            Some(serde_json::json!(["x"])),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    // No body, or an empty object, is what these calls take.
+    for body in [None, Some(serde_json::json!({}))] {
+        let (status, answer) = app.api("POST", "/api/v1/jobs/retry", &token, body).await;
+        assert_eq!(
+            (status, answer["retried"].as_i64()),
+            (200, Some(0)),
+            "{answer}"
+        );
+    }
+    let broken = app
+        .http
+        .request("POST", "/api/v1/jobs/retry")
+        .bearer_auth(&token)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body("{not json")
+        .answer()
+        .await;
+    assert_eq!(error_of(&broken).0, 400);
+}
+
+#[tokio::test]
 async fn an_error_page_seen_signed_in_has_the_top_bar_and_signed_out_a_sign_in_link() {
     let app = TestApp::spawn(&[]).await;
     setup_admin(&app).await;

@@ -291,9 +291,6 @@ async fn start_runner(
         .context("starting the job runner")
 }
 
-/// Refuses a database (or its `-wal` or `-shm`) that this user may not write, naming owner and
-/// fix: SQLite would open it read-only and fail at the first write ("attempt to write a readonly
-/// database", Error code 8), naming neither.
 /// Says so when every user of the machine can read the database: Porch creates it without that
 /// (see `cli::keep_new_files_from_other_users`), but one made by an older version, or copied in,
 /// can have it. Not changed here: the permissions are the operator's.
@@ -302,14 +299,17 @@ fn warn_if_anyone_can_read(data_dir: &std::path::Path) {
     let path = data_dir.join(crate::config::DATABASE_FILE);
     if std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o004 != 0) {
         tracing::warn!(
-            "{} is readable by every user of this machine; `chmod o-rwx {}/porch.db*` keeps \
-             them out (Porch creates its files without that access)",
+            "{} is readable by every user of this machine; `chmod o-rwx {dir} {dir}/porch.db*` \
+             keeps them out (Porch creates its files without that access)",
             path.display(),
-            data_dir.display()
+            dir = data_dir.display()
         );
     }
 }
 
+/// Refuses a database (or its `-wal` or `-shm`) that this user may not write, naming owner and
+/// fix: SQLite would open it read-only and fail at the first write ("attempt to write a readonly
+/// database", Error code 8), naming neither.
 fn check_database_writable(data_dir: &std::path::Path) -> anyhow::Result<()> {
     // SQLite creates its `-wal` and `-shm` beside the file: files that are ours in a directory
     // that is not (root's, after a copy) failed with "attempt to write a readonly database".

@@ -33,5 +33,5 @@ def test_porch_creates_its_files_out_of_other_users_reach(porch_bin, processes, 
     again = processes.serve(porch_bin, data)
     again.wait_ready()
     assert any("porch.db is readable by every user of this machine" in line
-               and "chmod o-rwx" in line for line in again.log), "".join(again.log)
+               and f"chmod o-rwx {data} {data}/porch.db*" in line for line in again.log), "".join(again.log)
     assert mode(data / "porch.db") == 0o644, "the operator's permissions are left as they are"

@@ -23,9 +23,19 @@ pub struct HealthArgs {
     /// The path to probe: `/healthz` (the process serves HTTP) or `/readyz` (it takes traffic).
     #[arg(long, default_value = "/healthz", value_parser = ["/healthz", "/readyz"])]
     path: String,
-    /// Give up after this long.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    /// Give up after this long (more than zero).
+    #[arg(long, default_value = "3s", value_parser = positive_duration)]
     timeout: Duration,
+}
+
+/// A duration over zero: a socket timeout of zero is no timeout at all to the OS, so the
+/// standard library refuses it, and the probe would fail with its words instead of a usage error.
+fn positive_duration(raw: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(raw) {
+        Ok(duration) if duration.is_zero() => Err("must be more than zero, such as 3s".to_owned()),
+        Ok(duration) => Ok(duration),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 /// Probes the server; succeeds only on a 200 answer.
@@ -83,6 +93,13 @@ pub(crate) fn get(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zero_timeout_is_a_usage_error() {
+        assert_eq!(positive_duration("2s"), Ok(Duration::from_secs(2)));
+        assert!(positive_duration("0s").is_err_and(|why| why.contains("more than zero")));
+        assert!(positive_duration("soon").is_err());
+    }
 
     #[test]
     fn an_unspecified_listen_address_is_probed_on_loopback() {

@@ -393,17 +393,46 @@ fn count<T: PartialOrd + std::fmt::Display + Copy>(
     }
 }
 
+/// The schemes a URL setting takes, as its rule says them, with an example.
+struct Schemes {
+    allowed: &'static [&'static str],
+    said: &'static str,
+    example: &'static str,
+}
+
+const HTTP_OR_HTTPS: Schemes = Schemes {
+    allowed: &["http", "https"],
+    said: "http:// or https://",
+    example: "https://chat.example.com",
+};
+
+/// Litestream serves its metrics over plain HTTP only.
+const PLAIN_HTTP: Schemes = Schemes {
+    allowed: &["http"],
+    said: "http://",
+    example: "http://litestream:9090/metrics",
+};
+
 /// An absolute http(s) URL with a host, no credentials, query or fragment.
 pub(super) fn http_url(variable: &'static str, raw: &str) -> Result<Url, ConfigError> {
+    url_of(variable, raw, &HTTP_OR_HTTPS)
+}
+
+/// [`http_url`] of `schemes`, which every refusal names.
+fn url_of(variable: &'static str, raw: &str, schemes: &Schemes) -> Result<Url, ConfigError> {
     let rule = |what: &str| {
         ConfigError::new(
             variable,
-            format!("must be an absolute http:// or https:// URL {what} (got `{raw}`)"),
+            format!(
+                "must be an absolute {} URL {what} (got `{raw}`)",
+                schemes.said
+            ),
         )
     };
-    let url = Url::parse(raw).map_err(|_| rule("such as https://chat.example.com"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(rule("such as https://chat.example.com"));
+    let such_as = format!("such as {}", schemes.example);
+    let url = Url::parse(raw).map_err(|_| rule(&such_as))?;
+    if !schemes.allowed.contains(&url.scheme()) || url.host_str().is_none() {
+        return Err(rule(&such_as));
     }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(rule("without a query (?) or fragment (#)"));
@@ -453,13 +482,7 @@ fn public_url(raw: &str) -> Result<(), ConfigError> {
 /// Litestream's metrics endpoint: plain http (it serves no TLS), absolute, with a host.
 /// The sidecar's metrics: plain http (checked first, so the error shows an example that fits).
 fn litestream_url(raw: &str) -> Result<(), ConfigError> {
-    if !Url::parse(raw).is_ok_and(|url| url.scheme() == "http") {
-        return Err(ConfigError::new(
-            "PORCH_LITESTREAM_METRICS_URL",
-            format!("must be an http:// URL such as http://litestream:9090/metrics (got `{raw}`)"),
-        ));
-    }
-    http_url("PORCH_LITESTREAM_METRICS_URL", raw).map(drop)
+    url_of("PORCH_LITESTREAM_METRICS_URL", raw, &PLAIN_HTTP).map(drop)
 }
 
 fn api_url(variable: &'static str, raw: &str) -> Result<(), ConfigError> {
@@ -503,7 +526,12 @@ mod tests {
             "http://litestream:9090/metrics?x=1",
             "/metrics",
         ] {
-            assert!(litestream_url(bad).is_err(), "{bad} accepted");
+            let refused = litestream_url(bad).expect_err(bad).rule;
+            assert!(
+                refused.starts_with("must be an absolute http:// URL ")
+                    && !refused.contains("or https"),
+                "{refused}"
+            );
         }
     }
 

@@ -305,4 +305,35 @@ mod tests {
             broken.join("\n")
         );
     }
+
+    /// The pages' own links into the docs (an integration page's guide, the hours page's
+    /// section), read from this crate's source: each names a served document and a heading of it.
+    #[test]
+    fn every_link_of_the_pages_into_the_docs_lands_on_a_document_and_heading() {
+        let dir = format!("{}/src", env!("CARGO_MANIFEST_DIR"));
+        let rendered: HashMap<&str, String> = DOCS.iter().map(|d| (d.path, render(d))).collect();
+        let mut checked = 0;
+        let mut broken = Vec::new();
+        let pages = std::fs::read_dir(dir).expect("src").filter_map(Result::ok);
+        // This file's own samples are not links of a page.
+        for entry in pages.filter(|e| e.file_name() != "docs.rs") {
+            let source = std::fs::read_to_string(entry.path()).expect("source");
+            for link in source.split(r#"href="/docs/"#).skip(1) {
+                let link = link.split('"').next().unwrap_or_default();
+                let (path, fragment) = link.split_once('#').unwrap_or((link, ""));
+                let lands = rendered.get(path).is_some_and(|html| {
+                    fragment.is_empty() || html.contains(&format!(r#"id="{fragment}""#))
+                });
+                if !lands {
+                    broken.push(format!("{}: /docs/{link}", entry.path().display()));
+                }
+                checked += 1;
+            }
+        }
+        assert!(
+            checked >= 5,
+            "only {checked} links found: the test reads the wrong files"
+        );
+        assert!(broken.is_empty(), "broken:\n{}", broken.join("\n"));
+    }
 }

@@ -102,6 +102,9 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
         <div class="page-head">
             <p class="crumb"><a href=format!("/sites/{key}")>"← "{view.name.clone()}</a></p>
             <h1>"Business hours"</h1>
+            <p class="muted">"How the chat tells visitors when you answer, and what it does out \
+                of hours: "<a href="/docs/widget.md#business-hours">"Business hours"</a>
+                " in the widget guide."</p>
         </div>
         <NoticeBox notice=view.notice/>
         <p data-hours-state>{state_view(view.state)}</p>

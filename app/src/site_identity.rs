@@ -78,8 +78,11 @@ pub fn render_site_identity(view: SiteIdentityView) -> String {
                 </form>
                 {remove}
             </div>
-            <p class="hint">"Rotating makes a new secret; hashes made with the old one stop \
-                verifying at once. See "<a href="/docs/widget.md#known-visitors">"Known visitors"</a>
+            <p class="hint">{if is_on {
+                "Rotating makes a new secret; hashes made with the old one stop verifying at once. "
+            } else {
+                "Turning on makes a secret your server signs user ids with. "
+            }}"See "<a href="/docs/widget.md#known-visitors">"Known visitors"</a>
                 " in the widget guide."</p>
         </section>
     };

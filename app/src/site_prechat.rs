@@ -91,6 +91,8 @@ pub fn render_site_prechat(view: SitePrechatView) -> String {
         <div class="page-head">
             <p class="crumb"><a href=format!("/sites/{key}")>"← "{view.name.clone()}</a></p>
             <h1>"Pre-chat form"</h1>
+            <p class="muted">"What visitors see and where the answers go: "
+                <a href="/docs/widget.md#pre-chat-form">"Pre-chat form"</a>" in the widget guide."</p>
         </div>
         <NoticeBox notice=view.notice/>
         <form method="post" action=format!("/sites/{key}/prechat") class="card stack"

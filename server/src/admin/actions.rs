@@ -154,15 +154,12 @@ pub async fn close(
     headers: HeaderMap,
     Posted { who, .. }: Posted<NoFields>,
 ) -> Response {
-    let answer = Answer::new(&headers, id);
-    match app
+    let closed = app
         .chat
         .close_conversation(ConversationId(id), &who.user, None)
-        .await
-    {
-        Ok(()) => answer.done("closed"),
-        Err(err) => answer.refused(err.into()),
-    }
+        .await;
+    let answer = Answer::new(&headers, id);
+    closed.map_or_else(|err| answer.refused(err.into()), |()| answer.done("closed"))
 }
 
 /// `POST /conversations/{id}/reopen`.

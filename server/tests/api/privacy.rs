@@ -913,31 +913,21 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
         )
         .await;
     assert_eq!(status, 403);
-    let (status, body) = app
-        .api(
-            "PUT",
-            &path,
-            &admin,
-            Some(serde_json::json!({"retention_days": null})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["retention_days"].clone()),
-        (200, serde_json::Value::Null)
-    );
-    // The value already set again: answered the same, and nothing to record.
-    let (status, body) = app
-        .api(
-            "PUT",
-            &path,
-            &admin,
-            Some(serde_json::json!({"retention_days": null})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["retention_days"].clone()),
-        (200, serde_json::Value::Null)
-    );
+    // Set, then the value already set again: answered the same, and nothing more to record.
+    for _ in 0..2 {
+        let (status, body) = app
+            .api(
+                "PUT",
+                &path,
+                &admin,
+                Some(serde_json::json!({"retention_days": null})),
+            )
+            .await;
+        assert_eq!(
+            (status, body["retention_days"].clone()),
+            (200, serde_json::Value::Null)
+        );
+    }
     // A misspelt or missing key is refused, not read as "keep for ever".
     for body in [
         serde_json::json!({"retentionDays": 30}),

@@ -247,8 +247,13 @@ async fn post_reply(
     reply: Reply<'_>,
 ) -> Result<Handled, chat::Error> {
     let has_files = event["files"].as_array().is_some_and(|f| !f.is_empty());
+    // A reply with nothing to pass on (`note:` alone, only invisible characters) is no message.
+    let empty = |event_id: &str| {
+        tracing::debug!(event_id, "a Slack reply with nothing in it was not stored");
+        Ok(Handled::Ignored)
+    };
     if reply.body.trim().is_empty() && !has_files {
-        return Ok(Handled::Ignored);
+        return empty(reply.event_id);
     }
     let agent = resolve_agent(inbound, slack, reply.user, event).await?;
     let conversation = inbound
@@ -269,7 +274,7 @@ async fn post_reply(
     // told: the reply is cut, marked with "…", rather than lost.
     let text = MessageBody::clip(&files.text_with_notes(reply.body));
     let Ok(body) = MessageBody::parse_beside_attachments(&text, !files.ids.is_empty()) else {
-        return Ok(Handled::Ignored);
+        return empty(reply.event_id);
     };
     let reply = InboundReply {
         integration_id: reply.integration_id,

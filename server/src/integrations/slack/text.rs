@@ -62,11 +62,11 @@ pub fn to_plain_named(text: &str, names: &[(String, String)]) -> String {
         let readable = if let Some(user) = target.strip_prefix('@') {
             let known = names.iter().find(|(id, _)| id == user);
             let name = label.or_else(|| known.map(|(_, name)| name.as_str()));
-            format!("@{}", name.unwrap_or(user))
+            marked('@', name.unwrap_or(user))
         } else if let Some(special) = target.strip_prefix('!') {
-            format!("@{}", label.unwrap_or(special))
+            special_mention(special, label)
         } else if let Some(channel) = target.strip_prefix('#') {
-            format!("#{}", label.unwrap_or(channel))
+            marked('#', label.unwrap_or(channel))
         } else {
             let url = target.strip_prefix("mailto:").unwrap_or(target);
             match label {
@@ -81,6 +81,30 @@ pub fn to_plain_named(text: &str, names: &[(String, String)]) -> String {
     out.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&")
+}
+
+/// `name` after `mark` (`@Ana`, `#general`), unless it already starts with it, as some labels do.
+fn marked(mark: char, name: &str) -> String {
+    if name.starts_with(mark) {
+        name.to_owned()
+    } else {
+        format!("{mark}{name}")
+    }
+}
+
+/// A `<!…>` token as Slack's clients show it: its label when it has one, written out (`@here`,
+/// a group's `@team`, a date's fallback text such as `Feb 18, 2014`); without one, `@here`,
+/// `@channel` or `@everyone`, `@group` for a user group, and for a date, whose label Slack
+/// requires, `a date`.
+fn special_mention(special: &str, label: Option<&str>) -> String {
+    if let Some(label) = label {
+        return label.to_owned();
+    }
+    match special.split('^').next().unwrap_or_default() {
+        "subteam" => "@group".to_owned(),
+        "date" => "a date".to_owned(),
+        name => marked('@', name),
+    }
 }
 
 #[cfg(test)]
@@ -116,6 +140,17 @@ mod tests {
         );
         let many = "<@U0> <@U1> <@U2> <@U3> <@U4> <@U5> <@U6>";
         assert_eq!(unnamed_mentions(many).len(), NAMED_MENTIONS);
+    }
+
+    #[test]
+    fn special_mentions_read_as_slack_shows_them() {
+        let text = "A <!subteam^S1|@team> B <!subteam^S2> C <!here|@here> D \
+                    <!date^1392734382^{date}|Feb 18, 2014> E <@U123|bob> F <#C1> G <!channel> \
+                    <#C2|#general>";
+        assert_eq!(
+            to_plain(text),
+            "A @team B @group C @here D Feb 18, 2014 E @bob F #C1 G @channel #general"
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ impl EmailAddress {
     }
 }
 
-/// A name shown to visitors and colleagues: trimmed, 1 to 80 characters.
+/// A name shown to visitors and colleagues: trimmed, 1 to 80 characters, no control characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DisplayName(String);
 
@@ -40,6 +40,16 @@ impl DisplayName {
         }
         if name.chars().count() > 80 {
             return Err(Invalid::from("The name must have at most 80 characters."));
+        }
+        // A line break in a name would end a mail header it is written into (an invitation's
+        // `To`), and no one is called that.
+        if name
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+        {
+            return Err(Invalid::from(
+                "A name cannot hold line breaks, tabs or other control characters.",
+            ));
         }
         Ok(Self(name.to_owned()))
     }
@@ -94,6 +104,25 @@ mod tests {
         ] {
             assert!(EmailAddress::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn names_are_one_line_of_1_to_80_characters() {
+        assert_eq!(
+            DisplayName::parse("  Ana Lima ").map(|n| n.as_str().to_owned()),
+            Ok("Ana Lima".to_owned())
+        );
+        for bad in [
+            "",
+            "Carl\r\nBcc: evil@x.com",
+            "Dana\nReply-To: x@evil.com",
+            "tab\there",
+            "n\u{85}el",
+            "line\u{2028}sep",
+        ] {
+            assert!(DisplayName::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(DisplayName::parse(&"a".repeat(81)).is_err());
     }
 
     #[test]

@@ -60,3 +60,46 @@ impl Attempt {
         self
     }
 }
+
+/// The attempt `delivery` makes, or, if it panics (a bug), a failed one: the job then shows as
+/// failed on the deliveries page, where it can be retried, and its lane's slot is given back,
+/// where a panic would otherwise leave the job running and the slot taken for good.
+pub async fn caught(delivery: impl std::future::Future<Output = Attempt>, job: i64) -> Attempt {
+    use futures_util::FutureExt as _;
+    std::panic::AssertUnwindSafe(delivery)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| {
+            tracing::error!(job, "a delivery panicked: the job is marked failed");
+            Attempt::new(
+                Outcome::Failed {
+                    error: "Porch failed while delivering this (a bug; the server log has the \
+                            details). Retry it once Porch is updated."
+                        .to_owned(),
+                },
+                None,
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_delivery_is_a_failed_attempt() {
+        let fine = caught(
+            async { Attempt::new(Outcome::Delivered { external_ref: None }, None) },
+            1,
+        );
+        assert_eq!(
+            fine.await.outcome,
+            Outcome::Delivered { external_ref: None }
+        );
+        let crashed = caught(async { panic!("a bug") }, 2).await;
+        assert!(
+            matches!(&crashed.outcome, Outcome::Failed { error } if error.contains("a bug; the server log")),
+            "{crashed:?}"
+        );
+    }
+}

@@ -24,7 +24,7 @@ use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, JobUpdate,
 use super::decision::{Next, decide};
 use super::deliver::Deliver;
 use super::index::{Entry, Index, Lane};
-use super::outcome::Attempt;
+use super::outcome::{Attempt, caught};
 use super::policy::backoff;
 use super::round::{Round, write_round};
 use super::stats::JobStats;
@@ -412,7 +412,7 @@ impl Dispatcher {
                 let tx = tx.clone();
                 tokio::spawn(async move {
                     let started_at = now_ms();
-                    let attempt = destinations.deliver(&entry.row).await;
+                    let attempt = caught(destinations.deliver(&entry.row), entry.row.id.0).await;
                     let _ = tx.send(Command::Finished {
                         entry,
                         started_at,

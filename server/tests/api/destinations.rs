@@ -641,6 +641,38 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
     assert_eq!(status, 200);
     let mails = sink.wait_for(2).await;
     assert_eq!(mails[1]["headers"]["subject"], "Reset your Porch password");
+
+    // A name with a line break is refused now; one stored before that rule still gets its
+    // mail, with a `To` that is one header (lettre panicked on it, and the job hung running).
+    let (status, _, refused) = post(
+        &app,
+        &admin,
+        "/team/invite",
+        &[
+            ("email", "carl@example.com"),
+            ("name", "Carl\r\nBcc: evil@example.com"),
+            ("role", "agent"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused.contains("cannot hold line breaks"), "{refused}");
+    app.db()
+        .execute(
+            "UPDATE users SET name = 'Ana\r\nBcc: evil@example.com' WHERE id = ?1",
+            [ana],
+        )
+        .expect("an old name");
+    let (status, _, _) = post(&app, &admin, &format!("/team/{ana}/link"), &[]).await;
+    assert_eq!(status, 200);
+    let mails = sink.wait_for(3).await;
+    assert_eq!(mails[2]["rcpt_tos"], serde_json::json!(["ana@example.com"]));
+    let to = mails[2]["headers"]["to"].as_str().unwrap_or_default();
+    assert!(
+        !to.contains('\n') && to.contains("ana@example.com"),
+        "{to:?}"
+    );
+    assert!(mails[2]["headers"].get("bcc").is_none(), "{}", mails[2]);
 }
 
 #[tokio::test]

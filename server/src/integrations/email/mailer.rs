@@ -170,8 +170,11 @@ impl Mailer {
         link: &AccountLinkArgs,
     ) -> Result<Message, String> {
         let name = link.name.as_str();
+        // Names are refused with control characters, but one stored before that rule must not
+        // break the header (lettre panics on a line break in a display name).
+        let printable: String = name.chars().filter(|c| !c.is_control()).collect();
         let to = Mailbox::new(
-            Some(name.to_owned()),
+            Some(printable).filter(|n| !n.trim().is_empty()),
             link.email
                 .parse()
                 .map_err(|err| format!("not an address: {err}"))?,

@@ -384,9 +384,16 @@ async fn a_refused_mail_fails_and_shows_on_the_deliveries_page() {
 async fn without_a_mailbox_to_read_the_mail_does_not_invite_an_answer() {
     let sink = Sink::start();
     let story = Story::start(&sink, None, Some("ana@example.org"), true).await;
-    let answer = story.email("Your order", "It shipped.").await;
+    // A subject holding what reads as an encoded word arrives as typed, never decoded into a
+    // line break and a header.
+    let subject = "Your order =?utf-8?q?A=0D=0ABcc:_evil@example.com?= shipped";
+    let answer = story.email(subject, "It shipped.").await;
     assert_eq!(answer.status, 303, "{}", answer.body);
     let mails = sink.wait_for(1).await;
+    assert_eq!(
+        header(&mails[0], "subject").replace('\u{2060}', ""),
+        subject
+    );
     let text = mails[0]["text"]
         .as_str()
         .expect("a text part")

@@ -172,7 +172,7 @@ pub(super) async fn send_to_visitor(
         )
         .to(to)
         .reply_to(mailer.from.clone())
-        .subject(subject)
+        .subject(Mailer::subject(&subject))
         .multipart(MultiPart::alternative_plain_html(text, html_page(html)))
         .map_err(|err| failed(err.to_string()))?;
     mailer

@@ -137,7 +137,7 @@ async fn send_each(
                 format!("<porch.alert-{}.{n}@{}>", job.id, mailer.domain),
                 None,
             )
-            .subject(subject)
+            .subject(Mailer::subject(subject))
             .to(to);
         if let Some(visitor) = reply_to {
             builder = builder.reply_to(visitor.clone());

@@ -125,6 +125,14 @@ impl Mailer {
         builder
     }
 
+    /// A `Subject` as typed: a word like `=?utf-8?q?…?=` would be decoded by mail programs as
+    /// an encoded word (RFC 2047) into other text, even a line break, so a word joiner (U+2060,
+    /// invisible) goes between its `=` and `?`; the word then has a character beyond ASCII, and
+    /// lettre encodes it as a whole, to be shown as written.
+    pub(super) fn subject(text: &str) -> String {
+        text.replace("=?", "=\u{2060}?")
+    }
+
     pub(super) async fn send(
         &self,
         message: Message,
@@ -212,7 +220,7 @@ impl Mailer {
         let id = format!("<porch.account-{job}@{}>", self.domain);
         self.builder(id, None)
             .to(to)
-            .subject(subject)
+            .subject(Self::subject(subject))
             .multipart(MultiPart::alternative_plain_html(text, html_page(&html)))
             .map_err(|err| err.to_string())
     }

@@ -24,7 +24,7 @@ use super::strict_query::StrictQuery;
 /// Most jobs listed at once.
 const LIST_LIMIT: u32 = 500;
 
-fn job_json(job: &JobRow) -> serde_json::Value {
+fn job_json((job, external_ref): &(JobRow, Option<String>)) -> serde_json::Value {
     json!({
         "id": job.id,
         "kind": job.kind,
@@ -33,6 +33,7 @@ fn job_json(job: &JobRow) -> serde_json::Value {
         "attempt": job.attempt,
         "run_at": job.run_at,
         "last_error": job.last_error,
+        "external_ref": external_ref,
         "created_at": job.created_at,
     })
 }

@@ -152,8 +152,17 @@ pub fn list_jobs_in_state(
     conn: &Connection,
     state: &str,
     limit: u32,
-) -> Result<Vec<JobRow>, Error> {
-    jobs_in_state(conn, state, "TRUE", limit)
+) -> Result<Vec<(JobRow, Option<String>)>, Error> {
+    // `external_ref` only here: a `JobRow` is held for every queued job, and only the API's
+    // list shows what a destination answered.
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS}, external_ref FROM jobs WHERE state = ?1 ORDER BY id DESC LIMIT ?2"
+    ))?;
+    Ok(stmt
+        .query_map(params![state, limit], |row| {
+            Ok((from_row(row)?, row.get(15)?))
+        })?
+        .collect::<Result<_, _>>()?)
 }
 
 /// Jobs in a state that also meet `filter` (SQL over `jobs j`, never user input), newest first.

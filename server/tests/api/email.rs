@@ -412,6 +412,20 @@ async fn the_digest_goes_to_each_agent_alone_and_a_refused_address_costs_only_it
             .as_str()
             .is_some_and(|t| t.contains("anyone there?"))
     }));
+    // Done, and the one missed is told where an admin reads deliveries.
+    let (status, done) = app
+        .api("GET", "/api/v1/jobs?state=done", &admin, None)
+        .await;
+    assert_eq!(status, 200, "{done}");
+    let digest = done["jobs"]
+        .as_array()
+        .and_then(|jobs| jobs.iter().find(|j| j["kind"] == "email.unanswered"))
+        .expect("the digest job");
+    let note = digest["external_ref"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("sent to 2 of 3 agent(s); not sent: "),
+        "{digest}"
+    );
 }
 
 #[tokio::test]

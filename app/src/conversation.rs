@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, KeysSaid, Nav, Notice, NoticeBox, Section, document};
 use crate::links::linked_text;
 use crate::time::format_time;
 
@@ -546,6 +546,7 @@ pub fn render_conversation(view: ConversationView) -> String {
             <h1><bdi>{view.visitor}</bdi></h1>
             <p class="live-status" role="status" data-live-status hidden>"Reconnecting…"</p>
         </div>
+        <KeysSaid/>
         <NoticeBox notice=view.notice keeps_focus=true/>
         <div class="conversation-layout">
             <section class="thread" aria-label="Messages">

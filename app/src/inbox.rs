@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{Nav, Notice, NoticeBox, Section, UnreadCount, document_with_skip};
+use crate::layout::{KeysSaid, Nav, Notice, NoticeBox, Section, UnreadCount, document_with_skip};
 use crate::search::SearchBox;
 use crate::time::format_time;
 
@@ -235,6 +235,7 @@ pub fn render_inbox(view: InboxView) -> String {
             <SearchBox query=String::new()/>
             <p class="live-status" role="status" data-live-status hidden>"Reconnecting…"</p>
         </div>
+        <KeysSaid/>
         <NoticeBox notice=view.notice/>
         <nav class="tabs" aria-label="Filter conversations">{tabs}</nav>
         <form class="inbox-filters" method="get" action="/inbox" aria-label="Filters">

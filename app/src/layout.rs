@@ -163,6 +163,13 @@ fn KeysHelp() -> impl IntoView {
     }
 }
 
+/// Where keys.js says what a key did (or why it could not): rendered empty, since screen readers
+/// announce what comes into a status region that was already there, not one made with its text.
+#[component]
+pub fn KeysSaid() -> impl IntoView {
+    view! { <div id="keys-said" role="status"></div> }
+}
+
 /// The switch for the single-key shortcuts, kept in this browser by keys.js: off, no single key
 /// does anything (for speech input, or a stray keystroke that would close a conversation).
 #[component]

@@ -5,6 +5,9 @@
 //! [`spawn_summaries`] writes a count no later refusal carried within 20 s, and [`at_stop`] the
 //! rest, so an incident's refusals are told in its own time, never in the next incident's line
 //! (docs/operations.md, Logs).
+//!
+//! The counters are the process's, as its log is: `From<store::Error>` for an HTTP failure has no
+//! state to carry them, and the widget's connections share them.
 
 use std::fmt::Display;
 use std::time::Duration;

@@ -98,6 +98,15 @@ test("a assigns to me and e closes, on the conversation page", { timeout: 30000 
   await page.getByText("Ana closed this conversation").waitFor();
   await page.getByRole("status").filter({ hasText: "Conversation closed. Reopen undoes it" }).waitFor();
   await page.getByRole("button", { name: "Reopen conversation" }).waitFor();
+  // The notice is news once: the address drops it, so a reload does not say it again.
+  await page.waitForURL(new RegExp(`/conversations/${id}$`));
+  await page.reload();
+  await page.getByRole("button", { name: "Reopen conversation" }).waitFor();
+  assert.equal(await page.getByText("Conversation closed. Reopen undoes it").count(), 0);
+  // Closed already: e says so.
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("e");
+  await said().filter({ hasText: "This conversation is closed already." }).waitFor();
 });
 
 test("a and e act on the focused row of the list", { timeout: 30000 }, async () => {
@@ -123,10 +132,10 @@ test("a and e act on the focused row of the list", { timeout: 30000 }, async () 
   await row.waitFor();
   await said().filter({ hasText: /^Reopened the conversation with Visitor #\d+\.$/ }).waitFor();
   await waitFor("the focus on the reopened row", async () => /Second chat/.test((await focused()).text));
-  // Nothing more to undo: z does nothing.
+  // Nothing more to undo: z does nothing (it posts nothing, so nothing is pending either).
   await page.keyboard.press("z");
-  await page.waitForTimeout(300);
   assert.equal(await row.count(), 1);
+  assert.match(await said().innerText(), /^Reopened /);
 
   // And so does the notice's Undo button.
   await page.keyboard.press("e");
@@ -227,6 +236,20 @@ test("? lists the keys in a dialog that keeps focus and closes with Escape", { t
   await page.keyboard.press("j");
   assert.equal(await page.evaluate(() => document.getElementById("keys-help").contains(document.activeElement)), true);
   await page.keyboard.press("Escape");
+});
+
+test("turned off in another tab, the keys stop in a tab already open", { timeout: 30000 }, async () => {
+  await page.goto(`${world.porch.url}/inbox`);
+  const other = await page.context().newPage();
+  await other.goto(`${world.porch.url}/account`);
+  await other.getByRole("checkbox", { name: /Single-key shortcuts/ }).uncheck();
+  await page.bringToFront();
+  await page.keyboard.press("j");
+  assert.notEqual((await focused()).tag, "A", "j moved focus to a row in the tab opened before");
+  await other.getByRole("checkbox", { name: /Single-key shortcuts/ }).check();
+  await other.close();
+  await page.keyboard.press("j");
+  await waitFor("j to focus a row again", async () => (await focused()).tag === "A");
 });
 
 test("the single-key shortcuts can be turned off, in the dialog or on the account page", { timeout: 30000 }, async () => {

@@ -32,19 +32,25 @@
   // (after e), and the focus goes with it. It comes back to the same conversation's new row, or
   // to the row that took the old one's place, so j goes on from there rather than from the top.
   let lastRow = null; // {id, index} of the row that had focus last
+  // The conversation Undo (or z) reopened: its row takes the focus when the stream brings it
+  // back, unless the agent has gone elsewhere meanwhile (typing in the search box, say).
+  let refocus = null;
+  const focusIsFree = () => !document.activeElement || document.activeElement === document.body ||
+    !!focusedRow() || !!document.activeElement.closest("#keys-said");
   const giveFocusBack = () => {
     if (!lastRow || (document.activeElement && document.activeElement !== document.body)) return;
     const all = rows();
     const again = all.find((a) => a.parentElement.dataset.id === lastRow.id) ||
       all[Math.min(lastRow.index, all.length - 1)];
-    again?.focus({ preventScroll: true });
+    // The last row left: the list itself keeps the place (it takes focus, tabindex -1).
+    (again || list).focus({ preventScroll: true });
   };
   if (list) {
     saveOrder();
     new MutationObserver(() => {
       saveOrder();
       const back = refocus && document.getElementById(`conversation-${refocus}`)?.querySelector("a");
-      if (back) {
+      if (back && focusIsFree()) {
         refocus = null;
         back.focus();
       } else giveFocusBack();
@@ -90,32 +96,36 @@
       return "No answer from the server: check your connection.";
     }
   };
-  // What a key did, or why it could not, where the page's notices go; `undo` adds a button.
+  // What a key did, or why it could not, in the page's status region (#keys-said, rendered
+  // empty under the heading so that screen readers announce what comes into it). `undo`
+  // ({label, run}) adds a button; a notice without one ends the last Undo's offer. If the focus
+  // was in the notice (its Undo pressed), it stays there rather than falling to the page.
   const say = (text, undo) => {
-    let said = document.getElementById("keys-said");
-    if (!said) {
-      said = document.createElement("p");
-      said.id = "keys-said";
-      said.className = "notice";
-      said.setAttribute("role", "status");
-      document.querySelector("main .page-head")?.after(said);
-    }
-    said.textContent = text;
+    const region = document.getElementById("keys-said");
+    if (!region) return;
+    const hadFocus = region.contains(document.activeElement);
+    if (!undo) undoable = null;
+    const notice = document.createElement("p");
+    notice.className = "notice";
+    notice.tabIndex = -1;
+    notice.textContent = text;
     if (undo) {
       const button = document.createElement("button");
       button.type = "button";
       button.className = "button";
       button.textContent = "Undo";
-      button.addEventListener("click", undo);
-      said.append(" ", button);
+      button.setAttribute("aria-label", undo.label);
+      button.addEventListener("click", undo.run);
+      notice.append(" ", button);
     }
+    region.replaceChildren(notice);
+    if (hadFocus) notice.focus();
   };
   const nameOf = (row) => row.querySelector(".visitor bdi")?.textContent || `conversation ${row.dataset.id}`;
 
   // The last conversation e closed from this list, which Undo (or z) reopens; its row comes
   // back through the live stream and takes the focus.
   let undoable = null;
-  let refocus = null;
   const reopen = async () => {
     if (!undoable) return;
     const { id, name } = undoable;
@@ -137,17 +147,22 @@
       say(`Could not close the conversation with ${name}. ${failed}`);
       return;
     }
+    say(`Closed the conversation with ${name}.`,
+      { label: `Undo closing the conversation with ${name}`, run: reopen });
     undoable = { id: row.dataset.id, name };
-    say(`Closed the conversation with ${name}.`, reopen);
   };
   const assignRow = async (row) => {
     const name = nameOf(row);
     const failed = await post(row.dataset.id, "assign", { assignee: "me", from: "" });
     say(failed ? `Could not assign the conversation with ${name} to you. ${failed}` : `Assigned the conversation with ${name} to you.`);
   };
-  const act = (shortcut, onRow) => {
+  // On a conversation page the key submits the page's own form, and says why when the page
+  // has none (`missing`: closed already, yours already).
+  const act = (shortcut, onRow, missing) => {
     if (here) {
-      document.querySelector(`form[data-shortcut="${shortcut}"]`)?.requestSubmit();
+      const form = document.querySelector(`form[data-shortcut="${shortcut}"]`);
+      if (form) form.requestSubmit();
+      else say(missing);
       return;
     }
     const row = focusedRow()?.parentElement;
@@ -155,13 +170,16 @@
   };
 
   // The switches (the keys dialog, the account page) turn every single-key shortcut off, "?"
-  // too: WCAG 2.1.4 asks that they can be, for speech input and stray keystrokes.
-  const keysOff = () => {
-    try { return localStorage.getItem(OFF) === "1"; } catch { return false; }
-  };
+  // too: WCAG 2.1.4 asks that they can be, for speech input and stray keystrokes. The setting
+  // is read at each key, so a switch turned in another tab counts here at once; where storage
+  // is blocked, this page's switch decides.
   const switches = [...document.querySelectorAll("[data-keys-switch]")];
+  const keysOn = () => {
+    try { return localStorage.getItem(OFF) !== "1"; } catch { return switches.length ? switches[0].checked : true; }
+  };
+  const showSetting = () => { for (const box of switches) box.checked = keysOn(); };
+  showSetting();
   for (const box of switches) {
-    box.checked = !keysOff();
     box.addEventListener("change", () => {
       try {
         if (box.checked) localStorage.removeItem(OFF);
@@ -170,13 +188,27 @@
       for (const other of switches) other.checked = box.checked;
     });
   }
-  const keysOn = () => switches.length ? switches[0].checked : !keysOff();
+  window.addEventListener("storage", (e) => { if (e.key === OFF || e.key === null) showSetting(); });
+
+  // A conversation page's done-notice (`?notice=closed`, …) says what its form just did: the
+  // address drops it, so a reload or Back does not show it again as news, and its text comes
+  // in again once the page is loaded, when screen readers announce it (text already there at
+  // load is not announced, and the focus is in the reply box).
+  if (here && new URLSearchParams(location.search).has("notice")) {
+    history.replaceState(history.state, "", location.pathname + location.hash);
+    const done = document.querySelector("main .notice-success[role='status']");
+    if (done) {
+      const text = done.textContent;
+      done.textContent = "";
+      setTimeout(() => { done.textContent = text; }, 100);
+    }
+  }
 
   const inboxPage = !!list || !!here;
   const keys = {
     j: () => move(1),
     k: () => move(-1),
-    e: () => act("close", closeRow),
+    e: () => act("close", closeRow, "This conversation is closed already."),
     z: () => {
       if (!undoable) return false;
       reopen();
@@ -190,7 +222,7 @@
       const name = !here && focusedRow()?.parentElement.querySelector(".assignee:not(.assignee-none)")?.textContent;
       if (over) say(`A colleague has this conversation: press \u201c${over.textContent}\u201d to take it.`);
       else if (name && name !== "You") say(`Assigned to ${name}: open the conversation to take it over.`);
-      else act("assign-me", assignRow);
+      else act("assign-me", assignRow, "This conversation is assigned to you already.");
     },
     "/": () => {
       const search = document.getElementById("inbox-search");

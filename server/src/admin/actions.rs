@@ -154,12 +154,22 @@ pub async fn close(
     headers: HeaderMap,
     Posted { who, .. }: Posted<NoFields>,
 ) -> Response {
-    let closed = app
+    let answer = Answer::new(&headers, id);
+    match app
         .chat
         .close_conversation(ConversationId(id), &who.user, None)
-        .await;
-    let answer = Answer::new(&headers, id);
-    closed.map_or_else(|err| answer.refused(err.into()), |()| answer.done("closed"))
+        .await
+    {
+        Ok(true) => answer.done("closed"),
+        // A colleague closed it meanwhile: the page shows it closed, and the script must not
+        // offer an Undo that would reopen the colleague's close.
+        Ok(false) => answer.conflict(
+            &format!("/conversations/{id}"),
+            "already_closed",
+            "Someone closed it already.",
+        ),
+        Err(err) => answer.refused(err.into()),
+    }
 }
 
 /// `POST /conversations/{id}/reopen`.

@@ -4,8 +4,10 @@
 //! navigation when the request carries a live session, so a signed-in agent who meets a 404 or
 //! an admins-only page goes on from the top bar, as on every other page.
 
+use std::time::Duration;
+
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 use porch_app::layout::Section;
@@ -13,23 +15,34 @@ use porch_app::layout::Section;
 use crate::state::AppState;
 
 use super::page::ErrorPage;
-use super::session::session_of;
+use super::session::{session_cookie_value, session_of_cookie};
 
-/// The layer (`axum::middleware::from_fn_with_state`); it reads the session only for an error
-/// page, so other answers cost nothing more.
+/// The longest the session lookup may add to an error page: past it, the page goes out as it
+/// is (this layer runs outside the request timeout).
+const LOOKUP_BUDGET: Duration = Duration::from_millis(250);
+
+/// The layer (`axum::middleware::from_fn_with_state`). It reads the session only for a 4xx
+/// page other than a timeout's: a 5xx or a 408 means the server is struggling (a busy or full
+/// disk), when one more read is the last thing to add.
 pub async fn with_navigation(
     State(app): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
-    let cookies: HeaderMap = (request.headers().get_all(header::COOKIE).iter())
-        .map(|value| (header::COOKIE, value.clone()))
-        .collect();
+    let cookie = session_cookie_value(request.headers(), &app);
     let response = next.run(request).await;
+    let Some(cookie) = cookie else {
+        return response;
+    };
+    let status = response.status();
+    if !status.is_client_error() || status == axum::http::StatusCode::REQUEST_TIMEOUT {
+        return response;
+    }
     let Some(page) = response.extensions().get::<ErrorPage>().cloned() else {
         return response;
     };
-    let Some(who) = session_of(&cookies, &app).await else {
+    let Ok(Some(who)) = tokio::time::timeout(LOOKUP_BUDGET, session_of_cookie(&cookie, &app)).await
+    else {
         return response;
     };
     let (mut parts, _) = response.into_parts();

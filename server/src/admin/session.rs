@@ -222,27 +222,38 @@ async fn signed_in(parts: &Parts, app: &AppState) -> Result<SignedIn, Response> 
     let Some(value) = read_cookie(&parts.headers, &session_cookie_name(app)) else {
         return Err(to_login(parts));
     };
-    match app.accounts.find_session(value).await {
-        Ok(Some(session)) => Ok(SignedIn {
-            user: session.user,
-            csrf: session.csrf_token,
-            cookie_value: value.to_owned(),
-        }),
+    match find_signed_in(value, app).await {
+        Ok(Some(who)) => Ok(who),
         Ok(None) => Err(to_login(parts)),
         Err(err) => Err(reject(is_script(&parts.headers), err.into())),
     }
 }
 
-/// Who is signed in with the session cookie among `headers`, if anyone: for a page that is
-/// shown either way (an error page).
-pub async fn session_of(headers: &HeaderMap, app: &AppState) -> Option<SignedIn> {
-    let value = read_cookie(headers, &session_cookie_name(app))?;
-    let session = app.accounts.find_session(value).await.ok()??;
-    Some(SignedIn {
-        user: session.user,
-        csrf: session.csrf_token,
-        cookie_value: value.to_owned(),
-    })
+/// Who the session cookie `value` signs in, if it names a live session.
+async fn find_signed_in(
+    value: &str,
+    app: &AppState,
+) -> Result<Option<SignedIn>, crate::accounts::Error> {
+    Ok(app
+        .accounts
+        .find_session(value)
+        .await?
+        .map(|session| SignedIn {
+            user: session.user,
+            csrf: session.csrf_token,
+            cookie_value: value.to_owned(),
+        }))
+}
+
+/// The session cookie's value among `headers`, if there is one (kept past the request for a
+/// page shown either way, an error page).
+pub fn session_cookie_value(headers: &HeaderMap, app: &AppState) -> Option<String> {
+    read_cookie(headers, &session_cookie_name(app)).map(str::to_owned)
+}
+
+/// Who the session cookie `value` signs in, if anyone; a failed read counts as nobody.
+pub async fn session_of_cookie(value: &str, app: &AppState) -> Option<SignedIn> {
+    find_signed_in(value, app).await.ok().flatten()
 }
 
 impl FromRequestParts<AppState> for SignedIn {

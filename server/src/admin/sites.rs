@@ -223,12 +223,7 @@ pub async fn update_site(
     };
     let actor = Actor::user(&who.user, ip);
     chat::update_site(&app.chat, &app.sites, &actor, &key, settings).await?;
-    let id = site.id;
-    let stored = app
-        .readers
-        .read(move |c| store::find_attachment_limit(c, id))
-        .await?;
-    if let Some(limit) = limit.filter(|&limit| limit != stored) {
+    if let Some(limit) = limit {
         chat::set_attachment_limit(&app.writer, &actor, &site, limit).await?;
     }
     Ok(see_other(&format!("/sites/{key}?notice=site-saved")))

@@ -374,13 +374,13 @@ impl Chat {
     }
 
     /// Closes an open conversation and tells the visitor's widgets; the visitor's next message
-    /// starts a new one.
+    /// starts a new one. False when it was closed already (nothing changed).
     pub async fn close_conversation(
         &self,
         id: ConversationId,
         by: &UserRow,
         via: Option<Via>,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
         let item = self.inbox_item(by.id, id).await?;
         let (site_id, visitor) = (item.site_id, item.visitor_id);
         let now = now_ms();
@@ -398,14 +398,15 @@ impl Chat {
                 }
             })
             .await?;
-        if let Some(line) = line {
-            let event = VisitorEvent::Closed {
-                conversation: id,
-                line,
-            };
-            self.hub.publish_to_visitor(visitor, &event, None);
-        }
-        Ok(())
+        let Some(line) = line else {
+            return Ok(false);
+        };
+        let event = VisitorEvent::Closed {
+            conversation: id,
+            line,
+        };
+        self.hub.publish_to_visitor(visitor, &event, None);
+        Ok(true)
     }
 
     /// The conversation the visitor of `id` has open now, if any: where a refused reopen sends the

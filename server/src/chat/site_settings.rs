@@ -299,8 +299,21 @@ pub fn parse_attachment_megabytes(raw: &str) -> Result<u64, Invalid> {
 
 /// What a save of the site's settings changed, for its audit record: the names of the fields
 /// that differ (`changed`), and the retention's new value when it changed (`retention_days`,
-/// `null` for keeping everything), since a shorter one deletes conversations.
+/// `null` for keeping everything), since a shorter one deletes conversations; `None` when
+/// nothing differs.
 fn settings_changes(before: &SiteSettings, after: &SiteSettings) -> Option<serde_json::Value> {
+    // Every field named, so that a new one does not compile until it is compared here.
+    let SiteSettings {
+        name: _,
+        origins: _,
+        greeting: _,
+        color: _,
+        position: _,
+        limits: _,
+        retention_days: _,
+        locale: _,
+        greetings: _,
+    } = after;
     let fields = [
         ("name", before.name != after.name),
         // Stored in order, typed in any: the same set in another order is no change.
@@ -337,7 +350,7 @@ fn sorted(origins: &[String]) -> Vec<&str> {
 }
 
 /// Sets the largest attachment a site accepts (the caller checked the range), recorded as
-/// `site.updated` with the new value in its detail.
+/// `site.updated` with the new value in its detail when it changed.
 pub async fn set_attachment_limit(
     writer: &Arc<Writer>,
     actor: &Actor,
@@ -348,6 +361,11 @@ pub async fn set_attachment_limit(
     let target = Target::site(&site.key, &site.settings.name);
     writer
         .write(move |c| {
+            // Compared in the write, so that the limit already set records nothing, whoever
+            // changed it a moment before.
+            if store::find_attachment_limit(c, id)? == bytes {
+                return Ok(());
+            }
             store::set_attachment_limit(c, id, bytes)?;
             let detail = json!({"attachment_max_bytes": bytes});
             audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)

@@ -406,7 +406,6 @@ const HTTP_OR_HTTPS: Schemes = Schemes {
     example: "https://chat.example.com",
 };
 
-/// Litestream serves its metrics over plain HTTP only.
 const PLAIN_HTTP: Schemes = Schemes {
     allowed: &["http"],
     said: "http://",
@@ -479,8 +478,8 @@ fn public_url(raw: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Litestream's metrics endpoint: plain http (it serves no TLS), absolute, with a host.
-/// The sidecar's metrics: plain http (checked first, so the error shows an example that fits).
+/// Litestream's metrics endpoint: plain http (it serves no TLS), absolute, with a host, and every
+/// refusal says so with an example that fits.
 fn litestream_url(raw: &str) -> Result<(), ConfigError> {
     url_of("PORCH_LITESTREAM_METRICS_URL", raw, &PLAIN_HTTP).map(drop)
 }

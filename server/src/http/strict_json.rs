@@ -7,6 +7,7 @@ use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -72,7 +73,7 @@ impl<S: Send + Sync> FromRequest<S> for NoBody {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
-        let headers = request.headers().clone();
+        let content_type = request.headers().get(header::CONTENT_TYPE).cloned();
         // The body limit's and a stalled body's refusals, as for any other body.
         let bytes = Bytes::from_request(request, state)
             .await
@@ -80,8 +81,13 @@ impl<S: Send + Sync> FromRequest<S> for NoBody {
         if bytes.is_empty() {
             return Ok(Self);
         }
+        // A body is JSON like every other: `{}` too needs its `Content-Type`, or gets 415.
         let mut request = Request::new(Body::from(bytes));
-        *request.headers_mut() = headers;
+        if let Some(content_type) = content_type {
+            request
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, content_type);
+        }
         StrictJson::<Nothing>::from_request(request, state).await?;
         Ok(Self)
     }

@@ -97,9 +97,18 @@ struct Connection {
     /// Client ids this connection sent before the visitor existed (a few, until the first
     /// ack): the catch-up after that ack must not echo them, they get acks.
     sent_before_visitor: Vec<String>,
-    /// The client ids of this connection's messages being written (up to [`MAX_IN_FLIGHT`]): a
-    /// resend of one of them gets its `ack` too, even while the brakes refuse new messages.
-    writing: Vec<ClientId>,
+    /// The client ids of this connection's messages being written (up to [`MAX_IN_FLIGHT`]), as
+    /// [`written_key`]s: a resend of one of them gets its `ack` too, even while the brakes
+    /// refuse new messages.
+    writing: Vec<u64>,
+}
+
+/// A client id as [`Connection::writing`] keeps it: a hash, so that tracking a write costs no
+/// allocation on the hot path. Two ids of one connection's few writes in flight sharing one
+/// (odds of about 2^-64) would only let that resend skip the brakes; it is still stored once.
+fn written_key(client_id: &ClientId) -> u64 {
+    use std::hash::BuildHasher as _;
+    rustc_hash::FxBuildHasher.hash_one(client_id.as_str())
 }
 
 /// Runs a widget connection to its end.
@@ -380,7 +389,7 @@ impl Connection {
             Instant::now(),
         );
         if let Err(refusal) = admitted
-            && !self.writing.contains(&client_id)
+            && !self.writing.contains(&written_key(&client_id))
             && !self.is_stored(&client_id).await
         {
             let (code, wait) = refused_as(refusal);
@@ -416,7 +425,7 @@ impl Connection {
             attachments,
             now: now_ms(),
         };
-        self.writing.push(client_id.clone());
+        self.writing.push(written_key(&client_id));
         let chat = self.app.chat.clone();
         let from = Some(self.hub_id);
         in_flight.push(Box::pin(async move {
@@ -449,7 +458,8 @@ impl Connection {
         received: Instant,
         result: Result<StoredVisitorMessage, chat::Error>,
     ) -> Result<(), Closed> {
-        if let Some(at) = self.writing.iter().position(|id| id == client_id) {
+        let key = written_key(client_id);
+        if let Some(at) = self.writing.iter().position(|&id| id == key) {
             self.writing.swap_remove(at);
         }
         let stored = match result {

@@ -72,6 +72,14 @@ async fn the_inbox_script_gets_204_when_done_and_a_409_that_says_why_not() {
     let closed = by_script(&app, &admin, id, "close", &[]).await;
     assert_eq!(closed.status, 204, "{}", closed.body);
     assert_eq!(status_of(&app, id), format!("closed/{me}"));
+    // A row still shown open that someone closed meanwhile: no Undo may reopen their close.
+    let again = by_script(&app, &admin, id, "close", &[]).await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert!(
+        again.body.contains(r#""code":"already_closed""#),
+        "{}",
+        again.body
+    );
     let undone = by_script(&app, &admin, id, "reopen", &[]).await;
     assert_eq!(undone.status, 204, "{}", undone.body);
     assert_eq!(status_of(&app, id), format!("open/{me}"));

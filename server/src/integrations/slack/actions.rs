@@ -178,7 +178,7 @@ async fn act(
         Action::Close => chat
             .close_conversation(id, agent, Some(via))
             .await
-            .map(|()| format!("Conversation #{id} is closed.")),
+            .map(|_| format!("Conversation #{id} is closed.")),
         Action::Reopen => chat
             .reopen_conversation(id, agent, Some(via))
             .await

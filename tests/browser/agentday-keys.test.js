@@ -170,6 +170,8 @@ test("on the Closed tab e says the row is closed already; Undo after the visitor
     await page.locator("#conversations > li", { hasText: "Still there?" }).waitFor();
     await page.keyboard.press("z");
     await said().filter({ hasText: /^Could not reopen the conversation with Visitor #\d+\. The visitor has started a newer conversation since/ }).waitFor();
+    const newer = said().getByRole("link", { name: "Open the newer conversation" });
+    assert.match(await newer.getAttribute("href"), /^\/conversations\/\d+\?error=newer$/);
     assert.equal(await fourth.count(), 0);
     await v.context.close();
   });

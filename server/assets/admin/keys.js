@@ -78,7 +78,8 @@
 
   // On the list, e and a post the same forms the conversation page has, marked as the
   // script's (the answer is 204 when done, else the error as JSON); the live stream then
-  // updates the row. Resolves to null when done, else to the reason it was not (a sentence).
+  // updates the row. Resolves to null when done, else to why not: {text} (a sentence), with
+  // `href` when the server names a page to go on to.
   const post = async (id, action, fields) => {
     const csrf = document.querySelector('input[name="csrf"]')?.value || "";
     try {
@@ -88,19 +89,22 @@
         body: new URLSearchParams({ csrf, ...fields }),
       });
       if (res.status === 204) return null;
-      if (res.status === 401 || res.type === "opaqueredirect") return "You are signed out: sign in again.";
-      let message = "";
-      try { message = (await res.json()).error.message; } catch { /* not ours */ }
-      return message || `The server answered ${res.status}.`;
+      if (res.status === 401 || res.type === "opaqueredirect") return { text: "You are signed out: sign in again." };
+      let error = {};
+      try { error = (await res.json()).error || {}; } catch { /* not ours */ }
+      const text = error.message || `The server answered ${res.status}.`;
+      const href = typeof error.href === "string" && error.href.startsWith("/conversations/") ? error.href : null;
+      return { text, href };
     } catch {
-      return "No answer from the server: check your connection.";
+      return { text: "No answer from the server: check your connection." };
     }
   };
   // What a key did, or why it could not, in the page's status region (#keys-said, rendered
   // empty under the heading so that screen readers announce what comes into it). `undo`
-  // ({label, run}) adds a button; a notice without one ends the last Undo's offer. If the focus
-  // was in the notice (its Undo pressed), it stays there rather than falling to the page.
-  const say = (text, undo) => {
+  // ({label, run}) adds a button, `link` ({text, href}) a link; a notice without Undo ends the
+  // last Undo's offer. If the focus was in the notice (its Undo pressed), it stays there rather
+  // than falling to the page.
+  const say = (text, undo, link) => {
     const region = document.getElementById("keys-said");
     if (!region) return;
     const hadFocus = region.contains(document.activeElement);
@@ -118,6 +122,12 @@
       button.addEventListener("click", undo.run);
       notice.append(" ", button);
     }
+    if (link) {
+      const a = document.createElement("a");
+      a.href = link.href;
+      a.textContent = link.text;
+      notice.append(" ", a);
+    }
     region.replaceChildren(notice);
     if (hadFocus) notice.focus();
   };
@@ -133,8 +143,14 @@
     refocus = id;
     setTimeout(() => { if (refocus === id) refocus = null; }, 5000); // a row on another page never comes
     const failed = await post(id, "reopen", {});
-    if (failed) refocus = null;
-    say(failed ? `Could not reopen the conversation with ${name}. ${failed}` : `Reopened the conversation with ${name}.`);
+    if (!failed) {
+      say(`Reopened the conversation with ${name}.`);
+      return;
+    }
+    refocus = null;
+    // A newer conversation of the visitor's: the server names it, and the notice links it.
+    say(`Could not reopen the conversation with ${name}. ${failed.text}`, null,
+      failed.href && { text: "Open the newer conversation", href: failed.href });
   };
   const closeRow = async (row) => {
     const name = nameOf(row);
@@ -144,7 +160,7 @@
     }
     const failed = await post(row.dataset.id, "close", {});
     if (failed) {
-      say(`Could not close the conversation with ${name}. ${failed}`);
+      say(`Could not close the conversation with ${name}. ${failed.text}`);
       return;
     }
     say(`Closed the conversation with ${name}.`,
@@ -154,7 +170,7 @@
   const assignRow = async (row) => {
     const name = nameOf(row);
     const failed = await post(row.dataset.id, "assign", { assignee: "me", from: "" });
-    say(failed ? `Could not assign the conversation with ${name} to you. ${failed}` : `Assigned the conversation with ${name} to you.`);
+    say(failed ? `Could not assign the conversation with ${name} to you. ${failed.text}` : `Assigned the conversation with ${name} to you.`);
   };
   // On a conversation page the key submits the page's own form, and says why when the page
   // has none (`missing`: closed already, yours already).

@@ -60,14 +60,17 @@ impl Answer {
     }
 
     /// Nothing was done because the conversation changed meanwhile: the page at `location`
-    /// (which says why), or `409` with `code` and `message` to the script.
+    /// (which says why), or `409` with `code` and `message` to the script, and `location` as
+    /// `href` when it is another conversation's page.
     fn conflict(&self, location: &str, code: &'static str, message: &str) -> Response {
         if self.script {
             let err = PageError {
                 code,
                 ..PageError::new(StatusCode::CONFLICT, "Changed meanwhile", message)
             };
-            err.into_script_response()
+            let own = format!("/conversations/{}", self.id);
+            let elsewhere = !location.starts_with(&format!("{own}?")) && location != own;
+            err.into_script_response_pointing(elsewhere.then_some(location))
         } else {
             see_other(location)
         }

@@ -150,7 +150,17 @@ impl PageError {
     /// `{"error": {"code", "message"}}` like the API's errors, never a page it could mistake
     /// for the fragment it asked for.
     pub fn into_script_response(self) -> Response {
-        let body = serde_json::json!({ "error": { "code": self.code, "message": self.message } });
+        self.into_script_response_pointing(None)
+    }
+
+    /// [`Self::into_script_response`] with `href`, the page where the agent goes on (the newer
+    /// conversation of a refused reopen), which the script offers as a link.
+    pub fn into_script_response_pointing(self, href: Option<&str>) -> Response {
+        let mut error = serde_json::json!({ "code": self.code, "message": self.message });
+        if let Some(href) = href {
+            error["href"] = href.into();
+        }
+        let body = serde_json::json!({ "error": error });
         let mut response = (self.status, body.to_string()).into_response();
         let headers = response.headers_mut();
         headers.insert(

@@ -100,6 +100,15 @@ async fn the_inbox_script_gets_204_when_done_and_a_409_that_says_why_not() {
         "{}",
         refused.body
     );
+    // And names where to go on: the newer conversation's page, which says why.
+    let newer = app.count("SELECT max(id) FROM conversations");
+    assert!(
+        refused
+            .body
+            .contains(&format!(r#""href":"/conversations/{newer}?error=newer""#)),
+        "{}",
+        refused.body
+    );
     assert_eq!(status_of(&app, id), format!("closed/{me}"));
 
     // A session's form from elsewhere is refused as JSON too, never with a page.

@@ -260,6 +260,19 @@ mod tests {
         );
     }
 
+    /// Every document's HTML, by path.
+    fn rendered() -> HashMap<&'static str, String> {
+        DOCS.iter().map(|d| (d.path, render(d))).collect()
+    }
+
+    /// Whether a link to `path`, at `fragment` (empty: the top), lands on a served document and,
+    /// with a fragment, on a heading of it.
+    fn lands(rendered: &HashMap<&str, String>, path: &str, fragment: &str) -> bool {
+        rendered.get(path).is_some_and(|html| {
+            fragment.is_empty() || html.contains(&format!(r#"id="{fragment}""#))
+        })
+    }
+
     #[test]
     fn every_document_is_served_and_every_link_between_them_lands_on_a_heading() {
         let mut on_disk: Vec<String> = ["", "integrations/"]
@@ -283,18 +296,17 @@ mod tests {
         served.sort();
         assert_eq!(served, on_disk, "DOCS lists every document");
 
-        let anchors: HashMap<&str, String> = DOCS.iter().map(|d| (d.path, render(d))).collect();
+        let rendered = rendered();
         let mut broken = Vec::new();
         for doc in DOCS {
-            for href in anchors[doc.path].split(r#"href=""#).skip(1) {
+            for href in rendered[doc.path].split(r#"href=""#).skip(1) {
                 let href = href.split('"').next().unwrap_or_default();
                 let (target, fragment) = match href.split_once('#') {
                     Some(("", f)) => (doc.path, f),
                     Some((t, f)) if t.starts_with("/docs/") => (&t[6..], f),
                     _ => continue,
                 };
-                let id = format!(r#"id="{fragment}""#);
-                if !anchors.get(target).is_some_and(|html| html.contains(&id)) {
+                if !lands(&rendered, target, fragment) {
                     broken.push(format!("{}: {href}", doc.path));
                 }
             }
@@ -311,7 +323,7 @@ mod tests {
     #[test]
     fn every_link_of_the_pages_into_the_docs_lands_on_a_document_and_heading() {
         let dir = format!("{}/src", env!("CARGO_MANIFEST_DIR"));
-        let rendered: HashMap<&str, String> = DOCS.iter().map(|d| (d.path, render(d))).collect();
+        let rendered = rendered();
         let mut checked = 0;
         let mut broken = Vec::new();
         let pages = std::fs::read_dir(dir).expect("src").filter_map(Result::ok);
@@ -321,10 +333,7 @@ mod tests {
             for link in source.split(r#"href="/docs/"#).skip(1) {
                 let link = link.split('"').next().unwrap_or_default();
                 let (path, fragment) = link.split_once('#').unwrap_or((link, ""));
-                let lands = rendered.get(path).is_some_and(|html| {
-                    fragment.is_empty() || html.contains(&format!(r#"id="{fragment}""#))
-                });
-                if !lands {
+                if !lands(&rendered, path, fragment) {
                     broken.push(format!("{}: /docs/{link}", entry.path().display()));
                 }
                 checked += 1;

@@ -9,7 +9,7 @@ use crate::destination::{
     HEALTH, Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView,
 };
 use crate::email_inbound::{InboundView, mail_replies};
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, hinted_field};
 
 /// The SMTP server as configured.
 #[derive(Debug, Clone)]
@@ -56,15 +56,12 @@ fn seconds_field(
     hint: &'static str,
     value: u32,
 ) -> impl IntoView {
-    let hint_id = format!("{id}-hint");
-    view! {
-        <div class="field">
-            <label for=id>{label}</label>
+    hinted_field((id, label, hint), move |hint_id| {
+        view! {
             <input id=id name=id type="number" min="0" max="604800" required value=value.to_string()
-                aria-describedby=hint_id.clone()/>
-            <p class="hint" id=hint_id>{hint}</p>
-        </div>
-    }
+                aria-describedby=hint_id/>
+        }
+    })
 }
 
 /// Renders the email page.

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::CsrfField;
+use crate::layout::{CsrfField, hinted_field};
 use crate::time::format_time;
 
 /// An admin's last connection test.
@@ -32,22 +32,19 @@ pub struct MailboxFormView {
     pub last_test: Option<MailboxTestView>,
 }
 
-/// A labelled input with its hint below, as on every other form.
+/// A text input of the mailbox form, with its hint.
 fn field(
-    (id, label, hint): (&'static str, &'static str, &'static str),
+    named: (&'static str, &'static str, &'static str),
     value: String,
     kind: &'static str,
     locked: bool,
 ) -> impl IntoView {
-    let hint_id = format!("{id}-hint");
-    view! {
-        <div class="field">
-            <label for=id>{label}</label>
-            <input type=kind id=id name=id value=value disabled=locked
-                aria-describedby=hint_id.clone()/>
-            <p class="hint" id=hint_id>{hint}</p>
-        </div>
-    }
+    let id = named.0;
+    hinted_field(named, move |hint_id| {
+        view! {
+            <input type=kind id=id name=id value=value disabled=locked aria-describedby=hint_id/>
+        }
+    })
 }
 
 fn test_line(last: Option<MailboxTestView>) -> impl IntoView {
@@ -94,24 +91,20 @@ pub fn mailbox_form(form: MailboxFormView, base: &str, csrf: &str, locked: bool)
             <CsrfField token=csrf.to_owned()/>
             {field(("imap_host", "IMAP server", "Its host name, such as imap.example.com."),
                 form.host, "text", locked)}
-            <div class="field">
-                <label for="imap_tls">"TLS"</label>
-                <select id="imap_tls" name="imap_tls" disabled=locked aria-describedby="imap_tls-hint">
+            {hinted_field(("imap_tls", "TLS", "Without TLS the password would cross the network \
+                readable, so only a server on this host is taken."), move |hint_id| view! {
+                <select id="imap_tls" name="imap_tls" disabled=locked aria-describedby=hint_id>
                     <option value="implicit" selected=form.is_tls>"Implicit TLS (port 993)"</option>
                     <option value="none" selected=!form.is_tls>"None (same host only, port 143)"</option>
                 </select>
-                <p class="hint" id="imap_tls-hint">"Without TLS the password would cross the \
-                    network readable, so only a server on this host is taken."</p>
-            </div>
+            })}
             {field(("imap_port", "Port", "Empty: the TLS mode's port (993, or 143 without TLS)."),
                 form.port, "text", locked)}
             {field(("imap_user", "User", "Usually the mailbox's address."), form.user, "text", locked)}
-            <div class="field">
-                <label for="imap_password">"Password"</label>
+            {hinted_field(("imap_password", "Password", password_hint), move |hint_id| view! {
                 <input type="password" id="imap_password" name="imap_password"
-                    autocomplete="new-password" disabled=locked aria-describedby="imap_password-hint"/>
-                <p class="hint" id="imap_password-hint">{password_hint}</p>
-            </div>
+                    autocomplete="new-password" disabled=locked aria-describedby=hint_id/>
+            })}
             {field(("imap_folder", "Folder", "Empty: INBOX."), form.folder, "text", locked)}
             {field(("imap_poll_secs", "Look every (seconds)", "1 to 3600: replies reach the inbox \
                 within about this long."), form.poll_secs, "text", locked)}

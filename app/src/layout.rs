@@ -38,6 +38,22 @@ pub enum Notice {
     Error(String),
 }
 
+/// A labelled control with its hint below, which describes it (`aria-describedby`): the forms'
+/// one shape of a field. `control` is given the hint's id.
+pub fn hinted_field<V: IntoView>(
+    (id, label, hint): (&'static str, &'static str, &'static str),
+    control: impl FnOnce(String) -> V,
+) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
+    view! {
+        <div class="field">
+            <label for=id>{label}</label>
+            {control(hint_id.clone())}
+            <p class="hint" id=hint_id>{hint}</p>
+        </div>
+    }
+}
+
 /// The hidden field carrying the CSRF token; every form has one.
 #[component]
 pub fn CsrfField(token: String) -> impl IntoView {

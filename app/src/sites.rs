@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, hinted_field};
 
 /// A site in the list.
 #[derive(Debug, Clone)]
@@ -146,15 +146,12 @@ fn number_field(
     hint: &'static str,
     value: String,
 ) -> impl IntoView {
-    let hint_id = format!("{id}-hint");
-    view! {
-        <div class="field">
-            <label for=id>{label}</label>
+    hinted_field((id, label, hint), move |hint_id| {
+        view! {
             <input id=id name=id type="number" min="1" max="100000" required value=value
-                aria-describedby=hint_id.clone()/>
-            <p class="hint" id=hint_id>{hint}</p>
-        </div>
-    }
+                aria-describedby=hint_id/>
+        }
+    })
 }
 
 /// The site's retention setting (docs/privacy.md): empty keeps conversations.

@@ -20,9 +20,6 @@ const EVERY: Duration = Duration::from_secs(10);
 static VISITOR_MESSAGES: Every = Every::new(EVERY);
 static REQUESTS: Every = Every::new(EVERY);
 
-const VISITOR_LINE: &str = "visitor messages not stored, without a line of their own";
-const REQUEST_LINE: &str = "requests refused (storage unavailable), without a line of their own";
-
 /// A visitor message was not stored because of `error` (the widget answers `unavailable`).
 pub fn visitor_message_not_stored(error: &dyn Display) {
     if let Some(left_out) = VISITOR_MESSAGES.pass() {
@@ -37,20 +34,36 @@ pub fn request_refused(error: &dyn Display) {
     }
 }
 
+/// Each kind's limit and the line that sums up its refusals held back.
+fn kinds() -> [(&'static Every, &'static str); 2] {
+    [
+        (
+            &VISITOR_MESSAGES,
+            "visitor messages not stored, without a line of their own",
+        ),
+        (
+            &REQUESTS,
+            "requests refused (storage unavailable), without a line of their own",
+        ),
+    ]
+}
+
+/// Writes each kind's held-back count that `take` gives.
+fn sum_up(take: impl Fn(&Every) -> Option<u64>) {
+    for (limit, line) in kinds() {
+        if let Some(left_out) = take(limit) {
+            tracing::warn!(left_out, "{line}");
+        }
+    }
+}
+
 /// Every 10 s, the refusals held back since their kind's last line, once its interval passed.
 pub fn spawn_summaries(shutdown: CancellationToken) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         loop {
             tokio::select! {
-                _ = tick.tick() => {
-                    if let Some(left_out) = VISITOR_MESSAGES.held_back() {
-                        tracing::warn!(left_out, "{VISITOR_LINE}");
-                    }
-                    if let Some(left_out) = REQUESTS.held_back() {
-                        tracing::warn!(left_out, "{REQUEST_LINE}");
-                    }
-                }
+                _ = tick.tick() => sum_up(Every::held_back),
                 () = shutdown.cancelled() => break,
             }
         }
@@ -59,10 +72,5 @@ pub fn spawn_summaries(shutdown: CancellationToken) {
 
 /// At a stop: whatever is still held back, however recent.
 pub fn at_stop() {
-    if let Some(left_out) = VISITOR_MESSAGES.take_held_back() {
-        tracing::warn!(left_out, "{VISITOR_LINE}");
-    }
-    if let Some(left_out) = REQUESTS.take_held_back() {
-        tracing::warn!(left_out, "{REQUEST_LINE}");
-    }
+    sum_up(Every::take_held_back);
 }

@@ -29,7 +29,10 @@ pub async fn with_navigation(
     request: Request,
     next: Next,
 ) -> Response {
-    let cookie = session_cookie_value(request.headers(), &app);
+    // Most requests (API calls, the widget's, probes) carry no cookie at all: nothing to keep.
+    let cookie = (request.headers().contains_key(header::COOKIE))
+        .then(|| session_cookie_value(request.headers(), &app))
+        .flatten();
     let response = next.run(request).await;
     let Some(cookie) = cookie else {
         return response;

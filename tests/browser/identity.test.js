@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { fixture, hostPage, signIn, visitor, waitFor } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
@@ -118,3 +119,40 @@ test("an agent's image shows in every browser of a verified user", { timeout: 12
   for (const v of [laptop, phone]) await v.context.close();
   await agentContext.close();
 });
+
+test("a verified user downloads and deletes their history from the menu of another browser", { timeout: 120000 },
+  async () => {
+    const { porch, browser, site } = world;
+    const agentContext = await browser.newContext();
+    const agent = await agentContext.newPage();
+    agent.setDefaultTimeout(15000);
+    await signIn(agent, porch, AGENT.email);
+    const secret = await identitySecret(agent, site);
+    const cy = { id: "cy-3", name: "Cy", user_hash: hash(secret, "cy-3") };
+    const laptop = await visitor(browser, withUser(cy));
+    await laptop.say("Cy's question from the laptop");
+    const phone = await visitor(browser, withUser(cy));
+    const { page } = phone;
+    await waitFor("the user's history on the phone", async () =>
+      (await shown(page)).includes("Cy's question from the laptop"));
+
+    await page.locator("[data-porch=data-button]").click();
+    const [json] = await Promise.all([page.waitForEvent("download"), page.locator("[data-porch=download-json]").click()]);
+    const doc = JSON.parse(await readFile(await json.path(), "utf8"));
+    assert.equal(doc.visitor.user_id, "cy-3");
+    assert.deepEqual(doc.conversations[0].messages.map((m) => m.body), ["Cy's question from the laptop"]);
+
+    await page.locator("[data-porch=data-button]").click();
+    await page.locator("[data-porch=erase]").click();
+    await page.locator("[data-porch=erase-confirm]").click();
+    await page.locator("[data-porch=error]", { hasText: "Your data was deleted." }).waitFor();
+    for (const v of [phone, laptop]) {
+      await waitFor("the history gone in both browsers", async () => (await shown(v.page)).length === 0);
+    }
+    // Still the user afterwards, with nothing stored: a new tab shows an empty history.
+    const again = await visitor(browser, withUser(cy));
+    await again.page.locator("[data-porch=status][data-state=connected]").waitFor();
+    assert.deepEqual(await shown(again.page), []);
+    for (const v of [laptop, phone, again]) await v.context.close();
+    await agentContext.close();
+  });

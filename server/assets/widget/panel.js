@@ -284,11 +284,15 @@
   const num = (x, d) => x.toLocaleString(tag, { maximumFractionDigits: d, useGrouping: false });
   const sizeText = (n) => (n < 1024 ? t("bytes", { n: num(n, 0) }) : n < 1048576 ? t("kb", { n: num(n / 1024, 0) })
     : t("mb", { n: num(n / 1048576, 1) }));
-  const getFile = async (url) => {
-    const headers = { authorization: `Bearer ${read(key("token"))}` };
-    // A known visitor's files are in the user's conversation, not this browser's: proven as in hello.
-    const who = identity(); // only what proves the user: name and email stay out of request logs
+  // A known visitor's conversations are the user's, not this browser's: file and data requests prove the
+  // user as hello does, with only what proves them (name and email stay out of request logs).
+  const proof = (headers) => {
+    const who = identity();
     if (who) headers["x-porch-identity"] = encodeURIComponent(JSON.stringify({ id: who.id, user_hash: who.user_hash }));
+    return headers;
+  };
+  const getFile = async (url) => {
+    const headers = proof({ authorization: `Bearer ${read(key("token"))}` });
     const r = await fetch(`${c.url}${url}?site=${encodeURIComponent(c.site)}`, { headers });
     if (!r.ok) throw new Error(t("file_gone"));
     return r.blob();
@@ -927,7 +931,8 @@
   const ownData = async (path) => {
     const token = read(key("token"));
     if (!token) throw new Error(t("nothing_stored"));
-    const r = await fetch(`${c.url}/widget/${path}site=${encodeURIComponent(c.site)}`, { method: "POST", body: token });
+    const r = await fetch(`${c.url}/widget/${path}site=${encodeURIComponent(c.site)}`, { method: "POST", body: token,
+      headers: proof({}) });
     if (r.ok) return r;
     const e = (await r.json().catch(() => null))?.error || {};
     throw Object.assign(new Error(errorText(e.code, e.message)), { wait: e.retry_after_ms });

@@ -43,15 +43,21 @@ pub fn router(app: AppState) -> Router {
         .route("/widget/panel.js", get(widget::panel_js))
         .route("/widget/panel.css", get(widget::panel_css))
         .route("/widget/locales/{file}", get(widget::locale))
-        .route("/widget/export", post(widget::export_own_data))
-        .route("/widget/erase", post(widget::erase_own_data))
+        .route(
+            "/widget/export",
+            post(widget::export_own_data).options(widget::preflight),
+        )
+        .route(
+            "/widget/erase",
+            post(widget::erase_own_data).options(widget::preflight),
+        )
         .route(
             "/widget/attachments/{id}",
-            get(widget::download_attachment).options(widget::attachment_preflight),
+            get(widget::download_attachment).options(widget::preflight),
         )
         .route(
             "/widget/attachments/{id}/thumbnail",
-            get(widget::attachment_thumbnail).options(widget::attachment_preflight),
+            get(widget::attachment_thumbnail).options(widget::preflight),
         )
         .merge(api_routes())
         .merge(admin_routes())
@@ -98,7 +104,7 @@ fn uploads(app: &AppState) -> Router<AppState> {
     Router::new()
         .route(
             "/widget/attachments",
-            post(widget::upload_attachment).options(widget::attachment_preflight),
+            post(widget::upload_attachment).options(widget::preflight),
         )
         .route(
             "/conversations/{id}/attachments",

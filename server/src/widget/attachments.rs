@@ -22,10 +22,7 @@ use crate::values::{Invalid, MessageBody};
 
 use super::brake::Refusal;
 use super::identity::verified_user_key;
-use super::self_service::{Checked, allow, allowed_origin, check_visitor, storage_failed};
-
-/// The header a file request proves a known visitor with ([`verified_user_key`]).
-const IDENTITY_HEADER: &str = "x-porch-identity";
+use super::self_service::{Checked, IDENTITY_HEADER, allow, check_visitor, storage_failed};
 
 /// Longest upload id a `message` frame may name.
 const MAX_ID_LEN: usize = 64;
@@ -58,34 +55,6 @@ pub struct AttachmentQuery {
 /// The visitor token from `Authorization: Bearer …`.
 fn bearer(headers: &HeaderMap) -> &str {
     crate::http::auth::bearer(headers).unwrap_or("")
-}
-
-/// `OPTIONS /widget/attachments` and `/widget/attachments/{id}`: lets an allowed origin send
-/// the `Authorization` and `X-Porch-Identity` headers.
-pub async fn preflight(
-    State(app): State<AppState>,
-    Query(query): Query<AttachmentQuery>,
-    headers: HeaderMap,
-) -> Response {
-    let origin = match allowed_origin(&app, &query.site, &headers).await {
-        Ok((_, origin)) => origin,
-        Err(refused) => return refused,
-    };
-    let mut response = StatusCode::NO_CONTENT.into_response();
-    let out = response.headers_mut();
-    out.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET, POST"),
-    );
-    out.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("authorization, content-type, x-porch-identity"),
-    );
-    out.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static("600"),
-    );
-    allow(&origin, response)
 }
 
 /// `POST /widget/attachments?site=KEY&name=NAME`, `Authorization: Bearer <visitor token>`, the

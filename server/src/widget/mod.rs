@@ -16,9 +16,8 @@ mod welcome_site;
 mod wire;
 
 pub use attachments::{
-    download as download_attachment, preflight as attachment_preflight,
-    thumbnail as attachment_thumbnail, upload as upload_attachment,
+    download as download_attachment, thumbnail as attachment_thumbnail, upload as upload_attachment,
 };
 pub use endpoint::{panel_css, panel_js, snippet, upgrade};
 pub use locales::locale;
-pub use self_service::{erase as erase_own_data, export as export_own_data};
+pub use self_service::{erase as erase_own_data, export as export_own_data, preflight};

@@ -1,7 +1,8 @@
 //! A visitor's own data, from the widget (docs/widget-protocol.md, "Your data"): download their
 //! conversations as JSON or as a readable text file, and erase everything about them. Behind
 //! the visitor token (sent as the `text/plain` body, so the browser sends no preflight), from an
-//! allowed origin only, and rate-limited per visitor.
+//! allowed origin only, and rate-limited per visitor. A known visitor also proves the user with
+//! `X-Porch-Identity`, as for files: their conversations are the user's, not the browser's.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::identity::verified_user_key;
 use crate::audit::Actor;
 use crate::chat::{Site, hash_token};
 use crate::clock::now_ms;
@@ -28,6 +30,9 @@ pub struct SelfServiceQuery {
     #[serde(default)]
     format: String,
 }
+
+/// The header a request proves a known visitor with ([`verified_user_key`]).
+pub(super) const IDENTITY_HEADER: &str = "x-porch-identity";
 
 /// A checked request: the origin to allow, and the visitor's token hash.
 pub(super) struct Checked {
@@ -46,14 +51,19 @@ pub(super) fn allow(origin: &HeaderValue, mut response: Response) -> Response {
 }
 
 /// Checks the site, the origin, the token and the visitor's rate; the error is the answer.
+/// Answers with the `token_hash` the visitor is stored under: a verified user's when the request
+/// proves one (the rate is then counted per user, as for messages), else the token's own.
 async fn check(
     app: &AppState,
     site_key: &str,
     headers: &HeaderMap,
     token: &str,
-) -> Result<Checked, Response> {
+) -> Result<(Checked, [u8; 32]), Response> {
     let checked = check_visitor(app, site_key, headers, token).await?;
-    let visitor_key = u64::from_le_bytes(checked.token_hash[..8].try_into().unwrap_or([0; 8]));
+    let visitor_hash =
+        verified_user_key(headers.get(IDENTITY_HEADER), &checked.site, &app.secret_key)
+            .unwrap_or(checked.token_hash);
+    let visitor_key = u64::from_le_bytes(visitor_hash[..8].try_into().unwrap_or([0; 8]));
     if let Err(wait) = app.brakes.admit_self_service(visitor_key, Instant::now()) {
         let body = json!({"error": {
             "code": "rate_limited",
@@ -63,7 +73,7 @@ async fn check(
         let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
         return Err(allow(&checked.origin, refused));
     }
-    Ok(checked)
+    Ok((checked, visitor_hash))
 }
 
 /// The site, if `origin` is one of its allowed origins; otherwise the refusal to answer.
@@ -115,6 +125,34 @@ pub(super) async fn check_visitor(
     })
 }
 
+/// `OPTIONS` of the widget's HTTP endpoints: lets an allowed origin send the `Authorization`
+/// and `X-Porch-Identity` headers (the self-service calls need it only with the identity).
+pub async fn preflight(
+    State(app): State<AppState>,
+    Query(query): Query<SelfServiceQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let origin = match allowed_origin(&app, &query.site, &headers).await {
+        Ok((_, origin)) => origin,
+        Err(refused) => return refused,
+    };
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let out = response.headers_mut();
+    out.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST"),
+    );
+    out.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("authorization, content-type, x-porch-identity"),
+    );
+    out.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    allow(&origin, response)
+}
+
 pub(super) fn storage_failed(origin: &HeaderValue, err: store::Error) -> Response {
     allow(
         origin,
@@ -130,7 +168,7 @@ pub async fn export(
     headers: HeaderMap,
     token: String,
 ) -> Response {
-    let checked = match check(&app, &query.site, &headers, &token).await {
+    let (checked, hash) = match check(&app, &query.site, &headers, &token).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
@@ -142,7 +180,6 @@ pub async fn export(
         );
         return allow(&checked.origin, unknown.into_response());
     }
-    let hash = checked.token_hash;
     let found = app
         .readers
         .read(
@@ -205,11 +242,10 @@ pub async fn erase(
     headers: HeaderMap,
     token: String,
 ) -> Response {
-    let checked = match check(&app, &query.site, &headers, &token).await {
+    let (checked, hash) = match check(&app, &query.site, &headers, &token).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
-    let hash = checked.token_hash;
     let visitor = match app
         .readers
         .read(move |c| store::find_visitor_record_by_token_hash(c, &hash))
@@ -218,6 +254,7 @@ pub async fn erase(
         Ok(visitor) => visitor,
         Err(err) => return storage_failed(&checked.origin, err),
     };
+    let uploads_left = visitor.is_none() || hash != checked.token_hash;
     let deleted = match visitor {
         Some(visitor) => {
             let requester = Requester {
@@ -237,18 +274,20 @@ pub async fn erase(
                 Err(err) => return storage_failed(&checked.origin, err),
             }
         }
-        None => {
-            // Someone who never wrote may still have uploaded files; they go too.
-            let uploads = app
-                .writer
-                .write(move |c| store::delete_visitor_uploads(c, &hash))
-                .await;
-            if let Err(err) = uploads {
-                return storage_failed(&checked.origin, err);
-            }
-            store::Deleted::default()
-        }
+        None => store::Deleted::default(),
     };
+    // Uploads no message took carry the browser's token: an anonymous visitor's went with the
+    // erasure; someone who never wrote, or a verified user, may still have some here.
+    if uploads_left {
+        let token_hash = checked.token_hash;
+        let uploads = app
+            .writer
+            .write(move |c| store::delete_visitor_uploads(c, &token_hash))
+            .await;
+        if let Err(err) = uploads {
+            return storage_failed(&checked.origin, err);
+        }
+    }
     let body = json!({
         "erased": true,
         "conversations": deleted.conversations,

@@ -46,7 +46,7 @@ pub(crate) async fn rotate_secret(app: &TestApp, admin: &Browser, site: &str) ->
 }
 
 /// A new browser (no token) saying hello with `identity`; returns the widget and welcome.
-async fn browser_with(app: &TestApp, site: &str, identity: Value) -> (Widget, Value) {
+pub(crate) async fn browser_with(app: &TestApp, site: &str, identity: Value) -> (Widget, Value) {
     let mut widget = app.connect(site, ORIGIN).await;
     widget
         .send(json!({"type": "hello", "v": 1, "identity": identity}))

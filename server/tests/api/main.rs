@@ -34,6 +34,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod identity;
+mod identity_own_data;
 mod imap_settings;
 mod inbox;
 mod inbox_list;

@@ -1,0 +1,107 @@
+//! A known visitor's own data from the widget (docs/widget-protocol.md, "Your data"): the
+//! download and the erasure prove the user with `X-Porch-Identity`, as file requests do, and
+//! then reach the user's history from any browser; without it, or with a forged one, only the
+//! browser's own (anonymous) visitor.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Answer, Exchange, ORIGIN, TestApp};
+use crate::identity::{browser_with, rotate_secret, user_hash};
+use crate::inbox::{setup_admin, signed_in_from};
+
+/// `POST /widget/{call}?site=…` with the browser's token as the body and, when given, the
+/// identity header the Porch widget sends.
+async fn own_data(
+    app: &TestApp,
+    call: &str,
+    site: &str,
+    token: &str,
+    who: Option<&Value>,
+) -> Answer {
+    let mut request = app
+        .http
+        .request("POST", &format!("/widget/{call}?site={site}"))
+        .header("origin", ORIGIN)
+        .header("content-type", "text/plain;charset=UTF-8")
+        .body(token.to_owned());
+    if let Some(who) = who {
+        let json = who.to_string();
+        let encoded =
+            percent_encoding::utf8_percent_encode(&json, percent_encoding::NON_ALPHANUMERIC);
+        request = request.header("x-porch-identity", encoded.to_string());
+    }
+    request.answer().await
+}
+
+#[tokio::test]
+async fn a_verified_user_downloads_and_erases_their_history_from_any_browser() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let secret = rotate_secret(&app, &admin, &site).await;
+    let ada = json!({"id": "ada", "user_hash": user_hash(&secret, "ada")});
+    let (mut laptop, _) = browser_with(&app, &site, ada.clone()).await;
+    assert_eq!(laptop.say("c-1", "ada-from-laptop").await["type"], "ack");
+    let (_, welcome) = browser_with(&app, &site, ada.clone()).await;
+    let phone = welcome["token"].as_str().expect("token").to_owned();
+
+    // The phone's token alone, a forged proof and another user reach nothing of Ada's.
+    let forged = json!({"id": "ada", "user_hash": user_hash("not the secret", "ada")});
+    let eve = json!({"id": "eve", "user_hash": user_hash(&secret, "eve")});
+    for who in [None, Some(&forged), Some(&eve)] {
+        let export = own_data(&app, "export", &site, &phone, who).await;
+        assert_eq!(export.status, 404, "{who:?}: {}", export.body);
+        assert_eq!(export.json()["error"]["code"], "nothing_stored");
+    }
+    let erased = own_data(&app, "erase", &site, &phone, Some(&eve)).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(erased.json()["messages"], 0);
+
+    let export = own_data(&app, "export", &site, &phone, Some(&ada)).await;
+    assert_eq!(export.status, 200, "{}", export.body);
+    assert!(export.body.contains("ada-from-laptop"), "{}", export.body);
+    assert_eq!(export.json()["visitor"]["user_id"], "ada");
+
+    let erased = own_data(&app, "erase", &site, &phone, Some(&ada)).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(erased.json()["conversations"], 1);
+    assert_eq!(erased.json()["messages"], 1);
+    assert_eq!(
+        laptop.recv().await["type"],
+        "erased",
+        "the user's other browser"
+    );
+    let left = app.count("SELECT count(*) FROM messages WHERE body = 'ada-from-laptop'");
+    assert_eq!(left, 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM visitors WHERE user_id = 'ada'"),
+        0
+    );
+    let recorded = app.count("SELECT count(*) FROM audit_events WHERE action = 'privacy.erased'");
+    assert_eq!(recorded, 1);
+}
+
+#[tokio::test]
+async fn the_own_data_preflight_allows_the_identity_header() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Acme");
+    for call in ["export", "erase"] {
+        let preflight = app
+            .http
+            .request("OPTIONS", &format!("/widget/{call}?site={site}"))
+            .header("origin", ORIGIN)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "x-porch-identity")
+            .answer()
+            .await;
+        assert_eq!(preflight.status, 204, "{call}");
+        assert_eq!(
+            preflight.header("access-control-allow-origin"),
+            Some(ORIGIN)
+        );
+        let allowed = preflight
+            .header("access-control-allow-headers")
+            .unwrap_or("");
+        assert!(allowed.contains("x-porch-identity"), "{call}: {allowed}");
+    }
+}

@@ -166,6 +166,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         Arc::clone(&app.writer),
         Arc::clone(&app.readers),
         app.jobs.clone(),
+        app.mailer.is_some(),
     );
     spawn_background(&app, &path);
     let max_connections = connection_budget(&config);

@@ -107,9 +107,23 @@ pub async fn resume_integration(
 }
 
 /// Goes on with the resumes a stop interrupted (integrations still marked as resuming), in the
-/// background; called at start-up, once the runner takes jobs.
-pub fn spawn_interrupted_resumes(writer: Arc<Writer>, readers: Arc<Readers>, queue: JobQueue) {
+/// background; called at start-up, once the runner takes jobs. `with_smtp`: SMTP is configured,
+/// so blocked email integrations are resumed too (see [`store::start_resuming_email`]).
+pub fn spawn_interrupted_resumes(
+    writer: Arc<Writer>,
+    readers: Arc<Readers>,
+    queue: JobQueue,
+    with_smtp: bool,
+) {
     tokio::spawn(async move {
+        if with_smtp {
+            let marked = writer
+                .write(|c| store::start_resuming_email(c, now_ms()))
+                .await;
+            if let Err(err) = marked {
+                tracing::error!(%err, "could not resume the blocked email integrations");
+            }
+        }
         let ids = match readers.read(store::list_resuming_integrations).await {
             Ok(ids) => ids,
             Err(err) => return tracing::error!(%err, "could not list interrupted resumes"),

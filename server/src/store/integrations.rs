@@ -212,6 +212,20 @@ pub fn start_resuming_integration(
     Ok(())
 }
 
+/// Marks every email integration that is on and broken as resuming, at a start with SMTP
+/// configured: what blocks email (SMTP not configured, or its login refused) is the server's
+/// own settings, which a restart is the way to change, so each start gives them another try
+/// (a login still refused blocks them again). Answers how many.
+pub fn start_resuming_email(conn: &Connection, now: i64) -> Result<usize, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE integrations SET last_error = ?1, updated_at = ?2 \
+              WHERE kind = 'email' AND is_enabled = 1 AND status = 'broken' \
+                AND last_error IS NOT ?1",
+        )?
+        .execute(params![RESUMING, now])?)
+}
+
 /// Whether integration `id` is on and still marked as resuming.
 pub fn is_integration_resuming(conn: &Connection, id: IntegrationId) -> Result<bool, Error> {
     Ok(conn

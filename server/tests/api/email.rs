@@ -96,7 +96,7 @@ pub(crate) async fn leave(app: &TestApp, mut widget: Widget, visitor: VisitorId)
 
 /// A server mailing through `sink`, an admin's API token, and a site with email on and these
 /// delays: (app, admin token, site key).
-async fn site_with_email(sink: &Sink, delays: Value) -> (TestApp, String, String) {
+pub(crate) async fn site_with_email(sink: &Sink, delays: Value) -> (TestApp, String, String) {
     let smtp = format!("smtp://127.0.0.1:{}", sink.port);
     let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
     let admin = app.add_user_token("Admin", "admin");

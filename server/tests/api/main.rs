@@ -28,6 +28,7 @@ mod discord;
 mod docs_pages;
 mod email;
 mod email_inbound;
+mod email_restart;
 mod escaping;
 mod forgot_password;
 mod hardening;

@@ -259,3 +259,38 @@ fn record_failure(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::migrated_in_memory;
+
+    fn rows(c: &Connection) -> Vec<(String, i64)> {
+        let mut stmt = c
+            .prepare("SELECT detail, count FROM audit_events ORDER BY id")
+            .expect("prepare");
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)));
+        rows.expect("query").map(|r| r.expect("row")).collect()
+    }
+
+    #[test]
+    fn failures_of_one_kind_share_a_row_and_another_reason_gets_its_own() {
+        let c = migrated_in_memory();
+        let ip: IpAddr = [192, 0, 2, 7].into();
+        // A cheap refusal first, then forged tokens, then wrong passwords, in one minute.
+        record_sso_failure(&c, "sso", None, ip, "sso_state_mismatch").expect("record");
+        for _ in 0..3 {
+            record_sso_failure(&c, "sso", None, ip, "sso_token_invalid").expect("record");
+        }
+        for _ in 0..2 {
+            let failed = AuditAction::SignInFailed;
+            record_sign_in_attempt(&c, failed, "sso", None, ip).expect("record");
+        }
+        let state = r#"{"method":"sso","reason":"sso_state_mismatch"}"#;
+        let token = r#"{"method":"sso","reason":"sso_token_invalid"}"#;
+        assert_eq!(
+            rows(&c),
+            [(state.into(), 1), (token.into(), 3), ("{}".into(), 2)]
+        );
+    }
+}

@@ -102,8 +102,8 @@ fn execute_with_event(
     Ok(())
 }
 
-/// Records an event that repeats: within one minute, the same action by the same actor from the
-/// same address adds to one row's `count` instead of adding a row.
+/// Records an event that repeats: within one minute, the same action with the same detail by the
+/// same actor from the same address adds to one row's `count` instead of adding a row.
 pub fn upsert_audit_event_per_minute(
     conn: &Connection,
     event: &NewAuditEvent<'_>,
@@ -113,7 +113,7 @@ pub fn upsert_audit_event_per_minute(
         "INSERT INTO audit_events (at, actor_id, actor, action, target_type, target_id, \
          target_label, ip, detail, last_at, minute) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1, ?1 / 60000) \
-         ON CONFLICT (action, actor, ip, minute) WHERE minute IS NOT NULL \
+         ON CONFLICT (action, actor, ip, minute, detail) WHERE minute IS NOT NULL \
          DO UPDATE SET count = count + 1, last_at = excluded.last_at",
         event,
     )

@@ -40,6 +40,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0031_jobs_retrying.sql"),
     include_str!("../../../migrations/0032_tests_never_blocked.sql"),
     include_str!("../../../migrations/0033_integration_and_canned_ids_never_reused.sql"),
+    include_str!("../../../migrations/0034_audit_failures_by_detail.sql"),
 ];
 
 /// The schema version this binary expects.

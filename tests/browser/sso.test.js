@@ -235,6 +235,30 @@ test("a tampered state is refused, and so is a callback in another browser", { t
   await other.context().close();
 });
 
+test("a refusal by the provider keeps the page asked for, and its words go to the log only", { timeout: 60000 },
+  async () => {
+    await world();
+    const page = await newPage();
+    provider.held.on = true;
+    provider.held.url = null;
+    await page.goto(`${porch.url}/account`);
+    await page.waitForURL(/\/login\?next=/);
+    await signInAtProvider(page, "ana");
+    const callback = await waitFor("the provider's redirect to the callback", () => provider.held.url);
+    provider.held.on = false;
+    // The provider refuses instead (its answer for a cancelled or denied sign-in), in this browser.
+    const refused = new URL(callback);
+    refused.searchParams.delete("code");
+    refused.searchParams.set("error", "access_denied");
+    refused.searchParams.set("error_description", "<b>policy says no</b> WORDS-7731");
+    await page.goto(refused.toString());
+    assert.match(await refusal(page, "sso_provider_error"), /did not sign you in/);
+    assert.equal(new URL(page.url()).searchParams.get("next"), "/account");
+    assert.doesNotMatch(await page.content(), /WORDS-7731/);
+    await waitFor("the provider's words in Porch's log", () => porch.log.includes("WORDS-7731"));
+    await page.context().close();
+  });
+
 test("another provider account with the same email cannot take over a linked user", { timeout: 60000 }, async () => {
   await world();
   const page = await newPage();

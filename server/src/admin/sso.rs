@@ -69,6 +69,7 @@ pub struct CallbackQuery {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,
+    error_description: Option<String>,
 }
 
 /// `GET /login/sso/callback`: the provider sends the browser back here.
@@ -87,13 +88,16 @@ pub async fn callback(
         code: query.code,
         state: query.state,
         error: query.error,
+        error_description: query.error_description,
     };
-    let response = match sso.finish(attempt, callback).await {
+    let (finished, next) = sso.finish(attempt, callback).await;
+    let next = next.unwrap_or_else(|| "/inbox".to_owned());
+    let response = match finished {
         Err(refusal) => {
             app.accounts.record_sso_refusal(refusal, ip).await;
-            to_login(refusal, "/inbox")
+            to_login(refusal, &next)
         }
-        Ok((claims, next)) => {
+        Ok(claims) => {
             let domains = sso.settings().provision_domains.clone();
             match app.accounts.sign_in_sso(claims, domains, ip).await? {
                 Ok(user) => {

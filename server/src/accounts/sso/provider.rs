@@ -64,8 +64,10 @@ pub struct SsoSettings {
 pub struct Callback {
     pub code: Option<String>,
     pub state: Option<String>,
-    /// Set when the provider refused or the person cancelled; never shown.
+    /// Set when the provider refused or the person cancelled; logged, never shown.
     pub error: Option<String>,
+    /// The provider's words for `error`; logged with it, never shown.
+    pub error_description: Option<String>,
 }
 
 /// Single sign-on against one provider, shared by every request.
@@ -226,19 +228,22 @@ impl Sso {
     }
 
     /// Finishes a sign-in: takes the browser's attempt (single use), checks `state`, exchanges
-    /// the code with the PKCE verifier and verifies the ID token. Returns the claims and the
-    /// attempt's `next`.
-    ///
-    /// # Errors
-    /// The [`Refusal`] to show; the provider's own text is only logged.
+    /// the code with the PKCE verifier and verifies the ID token. Returns the claims, or the
+    /// [`Refusal`] to show (the provider's own text is only logged), and the attempt's `next`
+    /// (none when there was no attempt of this browser), kept for a refusal too.
     pub async fn finish(
         &self,
         attempt: Option<&str>,
         callback: Callback,
-    ) -> Result<(Claims, String), Refusal> {
-        let pending = attempt
-            .and_then(|id| self.attempts.take(id))
-            .ok_or(Refusal::StateMismatch)?;
+    ) -> (Result<Claims, Refusal>, Option<String>) {
+        let Some(pending) = attempt.and_then(|id| self.attempts.take(id)) else {
+            return (Err(Refusal::StateMismatch), None);
+        };
+        let next = pending.next.clone();
+        (self.complete(pending, callback).await, Some(next))
+    }
+
+    async fn complete(&self, pending: Pending, callback: Callback) -> Result<Claims, Refusal> {
         let state_ok = callback.state.as_deref().is_some_and(|state| {
             bool::from(state.as_bytes().ct_eq(pending.state.secret().as_bytes()))
         });
@@ -246,14 +251,11 @@ impl Sso {
             return Err(Refusal::StateMismatch);
         }
         if let Some(error) = callback.error {
-            // The provider's code (`access_denied`, …) is for the operator; cut short and without
-            // control characters, since anyone can put text in this URL.
-            let error: String = error
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(100)
-                .collect();
-            tracing::info!(%error, "single sign-on: the provider refused");
+            // The provider's code (`access_denied`, …) and words are for the operator; cut
+            // short and without control characters, since anyone can put text in this URL.
+            let error = loggable(&error);
+            let description = loggable(callback.error_description.as_deref().unwrap_or(""));
+            tracing::info!(%error, %description, "single sign-on: the provider refused");
             return Err(Refusal::ProviderError);
         }
         let code = callback.code.ok_or(Refusal::ProviderError)?;
@@ -286,8 +288,14 @@ impl Sso {
                 .and_then(|name| name.get(None))
                 .map(|name| name.to_string()),
         };
-        Ok((claims, pending.next))
+        Ok(claims)
     }
+}
+
+/// Text from the callback's URL as it may go to the log: at most 200 characters, none of them
+/// control characters (no forged log lines).
+fn loggable(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).take(200).collect()
 }
 
 /// Checks an ID token's `iat` against this server's clock, both in Unix milliseconds.

@@ -3,6 +3,8 @@
 //! setting the mailbox from the page (saved, tested, removed, each audited), unless
 //! `PORCH_IMAP_URL` sets it.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -166,8 +168,8 @@ fn not_saved(message: impl Into<String>) -> PageError {
 
 /// The reader whose mailbox the page may set: refused without SMTP, or when `PORCH_IMAP_URL`
 /// sets it (the environment wins).
-fn page_reader(app: &AppState) -> Result<&MailReader, PageError> {
-    let reader = app.mail_reader.as_deref().ok_or_else(|| {
+fn page_reader(app: &AppState) -> Result<&Arc<MailReader>, PageError> {
+    let reader = app.mail_reader.as_ref().ok_or_else(|| {
         not_saved("SMTP is not configured (PORCH_SMTP_URL, PORCH_MAIL_FROM): replies answer Porch's mails.")
     })?;
     if reader.source() == MailboxSource::Environment {
@@ -237,9 +239,18 @@ pub async fn test_page_mailbox(
 ) -> Result<Response, PageError> {
     find_site(&app, &key).await?;
     let reader = page_reader(&app)?;
-    let outcome = reader.test().await;
+    let (reader, writer) = (Arc::clone(reader), Arc::clone(&app.writer));
     let actor = Actor::user(&who.user, ip);
-    record_mailbox_test(&app.writer, &actor, &outcome).await?;
+    // A task of its own, so a request cut short (its timeout, a closed tab) still leaves the
+    // outcome on the card and in the audit log.
+    let tested = tokio::spawn(async move {
+        let outcome = reader.test().await;
+        record_mailbox_test(&writer, &actor, &outcome).await
+    });
+    match tested.await {
+        Ok(recorded) => recorded?,
+        Err(_) => return Err(PageError::internal()),
+    }
     Ok(see_other(&format!("/sites/{key}/email#imap-title")))
 }
 

@@ -179,7 +179,7 @@ impl PageError {
         )
     }
 
-    fn internal() -> Self {
+    pub(super) fn internal() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Something went wrong",

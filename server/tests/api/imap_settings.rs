@@ -474,3 +474,38 @@ async fn rotating_the_key_reseals_the_saved_password_and_the_reader_still_logs_i
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_test_cut_short_by_the_request_timeout_still_shows_its_outcome_and_is_audited() {
+    // A server that accepts and never says a word.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+        }
+    });
+    let sink = Sink::start();
+    let setup = start(
+        &sink,
+        &["--allow-private-networks", "--request-timeout", "1s"],
+    )
+    .await;
+    let saved = setup.save("127.0.0.1", port, "demouser", "pw").await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+
+    let tested = setup.post("/imap/test", &[]).await;
+    assert_eq!(tested.status, 408, "the request gives up first");
+    let waited = std::time::Duration::from_secs(20);
+    wait_until("the test's outcome", waited, async || {
+        ok_if(setup.audit("email.imap_tested"), |events| events.len() == 1)
+    })
+    .await;
+    let page = setup.page().await;
+    assert!(page.contains("data-imap-test=\"failed\""), "{page}");
+    assert!(page.contains("did not answer in time"), "{page}");
+    held.abort();
+}

@@ -32,7 +32,7 @@ const ROUND_MAILS: usize = 50;
 /// A round (connect, log in, read, mark) that takes longer is abandoned and counted as failing.
 const ROUND_LIMIT: Duration = Duration::from_mins(2);
 /// An admin's connection test waits this long at most.
-const TEST_LIMIT: Duration = Duration::from_secs(30);
+const TEST_LIMIT: Duration = Duration::from_secs(10);
 /// How often a reader with no mailbox wakes up anyway (it is woken when one is saved).
 const IDLE_WAIT: Duration = Duration::from_mins(1);
 /// Inbound mail records are kept this long (30 days).

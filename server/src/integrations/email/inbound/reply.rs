@@ -2,7 +2,7 @@
 //! when it answers one of Porch's mails (a token in `In-Reply-To`/`References`) and comes from
 //! the visitor's saved address; otherwise refused or skipped with a reason admins see.
 
-use mail_parser::{MessageParser, MimeHeaders as _, PartType};
+use mail_parser::{HeaderValue, MessageParser, MimeHeaders as _, PartType};
 use sha2::{Digest as _, Sha256};
 
 use super::text::{html_to_text, strip_quoted};
@@ -30,6 +30,14 @@ pub struct Mail {
     pub is_automatic: bool,
     /// The new text (quoted history stripped); `None` when the mail has no text part.
     pub text: Option<String>,
+    /// Another author the header names beside `sender` (a second `From` address, or a `Sender`
+    /// that is someone else): only the visitor may write into their conversation.
+    pub other_author: Option<String>,
+    /// The receiving server's `Authentication-Results` (the topmost) says `dmarc=fail`: the
+    /// `From` domain's owner disowns the mail.
+    pub fails_dmarc: bool,
+    /// Files the mail carried; they are not posted.
+    pub attachments: usize,
 }
 
 /// Parses a raw mail (or only its header, for one too large to download).
@@ -51,6 +59,13 @@ pub fn parse_mail(raw: &[u8], domain: &str) -> Result<Mail, String> {
         .and_then(|addr| addr.address())
         .map(str::to_lowercase)
         .ok_or("no sender address (From)")?;
+    let other_author = message
+        .header_values("From")
+        .chain(message.header_values("Sender"))
+        .filter_map(HeaderValue::as_address)
+        .flat_map(|address| address.iter())
+        .filter_map(|addr| addr.address().map(str::to_lowercase))
+        .find(|address| *address != sender);
     let mut tokens = Vec::new();
     for header in [message.in_reply_to(), message.references()] {
         for id in header.as_text_list().unwrap_or_default().iter().rev() {
@@ -64,6 +79,17 @@ pub fn parse_mail(raw: &[u8], domain: &str) -> Result<Mail, String> {
             .header_raw(name)
             .map(|v| v.trim().to_ascii_lowercase())
     };
+    // Only the topmost: the one the mailbox's own server added (a sender's own claim of
+    // `fail` below it would only refuse their own mail). `header_raw` reads the lowest.
+    let fails_dmarc = message
+        .header_values("Authentication-Results")
+        .next()
+        .and_then(HeaderValue::as_text)
+        .is_some_and(|v| {
+            v.to_ascii_lowercase()
+                .split([';', ' ', '\t', '\r', '\n'])
+                .any(|part| part == "dmarc=fail")
+        });
     let is_automatic = header_text("Auto-Submitted").is_some_and(|v| v != "no")
         || header_text("Precedence")
             .is_some_and(|v| matches!(v.as_str(), "bulk" | "junk" | "list" | "auto_reply"));
@@ -92,6 +118,9 @@ pub fn parse_mail(raw: &[u8], domain: &str) -> Result<Mail, String> {
         tokens,
         is_automatic,
         text,
+        other_author,
+        fails_dmarc,
+        attachments: message.attachment_count(),
     })
 }
 
@@ -157,7 +186,10 @@ pub fn judge(mail: &Mail, thread: Option<MailThreadRow>, now: i64) -> Verdict {
         );
     }
     let Some(thread) = thread else {
-        return refuse("it answers a conversation that no longer exists".into());
+        return refuse(
+            "its Porch Message-ID names no conversation here (deleted, or never one of ours)"
+                .into(),
+        );
     };
     let Some(visitor_email) = thread.visitor_email.as_deref() else {
         return refuse("the visitor of that conversation has no saved address".into());
@@ -167,6 +199,18 @@ pub fn judge(mail: &Mail, thread: Option<MailThreadRow>, now: i64) -> Verdict {
             "sent from {}, not from the visitor's address {visitor_email}",
             mail.sender
         ));
+    }
+    if let Some(other) = &mail.other_author {
+        return refuse(format!(
+            "it names another author too ({other} beside {}): only the visitor writes here",
+            mail.sender
+        ));
+    }
+    if mail.fails_dmarc {
+        return refuse(
+            "the receiving mail server found its From forged (dmarc=fail in Authentication-Results)"
+                .into(),
+        );
     }
     let Some(text) = mail.text.as_deref().filter(|t| !t.is_empty()) else {
         return skip("no new text (only quoted history, or no text part)");
@@ -178,7 +222,11 @@ pub fn judge(mail: &Mail, thread: Option<MailThreadRow>, now: i64) -> Verdict {
     let Ok(client_id) = ClientId::parse(&format!("mail-{}", &digest[..40])) else {
         return skip("unreachable: the mail's client id is malformed");
     };
-    let mut posted = record(mail, MailOutcome::Posted, "posted".into(), now);
+    let reason = match mail.attachments {
+        0 => "posted".to_owned(),
+        n => format!("posted, without its {n} attached file(s): files are not taken from mail"),
+    };
+    let mut posted = record(mail, MailOutcome::Posted, reason, now);
     posted.conversation_id = Some(thread.conversation_id);
     Verdict::Post(Box::new(MailReply {
         thread,
@@ -265,6 +313,59 @@ mod tests {
             panic!("posted an automatic reply");
         };
         assert_eq!(row.outcome, "skipped");
+    }
+
+    fn refusal(raw: &[u8]) -> String {
+        let parsed = parse_mail(raw, "porch.test").expect("parsed");
+        match judge(&parsed, Some(thread(Some("ana@example.org"))), 5) {
+            Verdict::Record(row) => format!("{}: {}", row.outcome, row.reason),
+            Verdict::Post(reply) => format!("posted: {}", reply.record.reason),
+        }
+    }
+
+    #[test]
+    fn a_second_author_or_a_forged_from_is_refused() {
+        for (extra, from) in [
+            ("Sender: mallory@evil.test\r\n", "ana@example.org"),
+            ("From: mallory@evil.test\r\n", "ana@example.org"),
+            ("", "ana@example.org>, Mallory <mallory@evil.test"),
+        ] {
+            let said = refusal(&mail(from, extra, "It is me"));
+            assert!(said.starts_with("refused: "), "{extra}{from}: {said}");
+            assert!(said.contains("mallory@evil.test"), "{said}");
+        }
+        // The mailbox's server (topmost) found it forged; one the sender wrote below is not read.
+        let forged = "Authentication-Results: mx.porch.test; spf=fail; dmarc=fail header.from=example.org\r\n\
+                      Authentication-Results: evil.test; dmarc=pass\r\n";
+        let said = refusal(&mail("ana@example.org", forged, "It is me"));
+        assert!(said.contains("dmarc=fail"), "{said}");
+        let passed = "Authentication-Results: mx.porch.test; dmarc=pass\r\n\
+                      Authentication-Results: evil.test; dmarc=fail\r\n";
+        let said = refusal(&mail("ana@example.org", passed, "It is me"));
+        assert_eq!(said, "posted: posted");
+        let same = refusal(&mail(
+            "ana@example.org",
+            "Sender: ANA@example.org\r\n",
+            "Me",
+        ));
+        assert_eq!(same, "posted: posted");
+    }
+
+    #[test]
+    fn files_in_a_reply_are_named_in_its_record() {
+        let raw = format!(
+            "From: ana@example.org\r\nMessage-ID: <r2@example.org>\r\n\
+             In-Reply-To: <porch.message-9.{TOKEN}@porch.test>\r\n\
+             Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n\
+             --b\r\nContent-Type: text/plain\r\n\r\nHere it is\r\n\
+             --b\r\nContent-Type: application/pdf\r\n\
+             Content-Disposition: attachment; filename=\"a.pdf\"\r\n\r\n%PDF-1.4\r\n--b--\r\n"
+        );
+        let said = refusal(raw.as_bytes());
+        assert!(
+            said.starts_with("posted: posted, without its 1 attached file"),
+            "{said}"
+        );
     }
 
     #[test]

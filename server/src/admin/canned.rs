@@ -16,6 +16,7 @@ use crate::chat::{CannedOutcome, CannedScope, MessageBody, Shortcut};
 use crate::http::ClientIp;
 use crate::state::AppState;
 use crate::store::ConversationId;
+use crate::values::Invalid;
 
 use super::auth::NoFields;
 use super::page::{PageError, html_with_status, see_other};
@@ -132,13 +133,17 @@ pub async fn create(
     ClientIp(ip): ClientIp,
     Posted { who, form }: Posted<CannedForm>,
 ) -> Result<Response, PageError> {
-    let scope = if form.scope == "shared" {
-        CannedScope::Shared
-    } else {
-        CannedScope::Personal
+    // The form's radio sends `personal` or `shared`; an agent's form, which has no choice,
+    // sends none. Anything else is a mistake, never silently a personal reply.
+    let scope = match form.scope.as_str() {
+        "shared" => Ok(CannedScope::Shared),
+        "personal" | "" => Ok(CannedScope::Personal),
+        _ => Err(crate::chat::Error::Invalid(Invalid::from(
+            "The scope must be personal or shared.",
+        ))),
     };
-    let outcome = match parse(&form) {
-        Ok((shortcut, body)) => {
+    let outcome = match scope.and_then(|scope| Ok((scope, parse(&form)?))) {
+        Ok((scope, (shortcut, body))) => {
             let actor = Actor::user(&who.user, ip);
             app.chat
                 .create_canned_reply(&actor, &who.user, scope, shortcut, body)

@@ -184,6 +184,14 @@ async fn canned_shortcuts_are_checked_and_unique_per_owner() {
     let bo = agent(&app, "bo@example.com").await;
     assert_eq!(post(&app, &bo, "/canned", &first).await, 303);
     assert_eq!(app.count("SELECT count(*) FROM canned_replies"), 3);
+    // A scope misspelt is refused, never saved as a personal reply the team cannot see.
+    for scope in ["SHARED", "team", " shared"] {
+        let typo = [("shortcut", "typo"), ("body", "Hi all"), ("scope", scope)];
+        assert_eq!(post(&app, &ana, "/canned", &typo).await, 422, "{scope:?}");
+    }
+    let personal = [("shortcut", "mine"), ("body", "Hi"), ("scope", "personal")];
+    assert_eq!(post(&app, &ana, "/canned", &personal).await, 303);
+    assert_eq!(app.count("SELECT count(*) FROM canned_replies"), 4);
 }
 
 #[tokio::test]

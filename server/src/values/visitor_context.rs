@@ -3,6 +3,10 @@
 //! conversation, so every field is optional and anything malformed is dropped rather than
 //! refused: a bad hint must never cost the visitor their chat.
 
+use std::borrow::Cow;
+
+use percent_encoding::percent_decode_str;
+
 use super::{PrechatAnswers, VisitorIdentity};
 
 /// Longest page or referrer URL kept, in characters.
@@ -69,12 +73,15 @@ const SECRET_WORDS: &[&str] = &[
     "credentials",
     "email",
     "jwt",
+    "jsessionid",
     "key",
+    "mail",
     "nonce",
     "otp",
     "pass",
     "passwd",
     "password",
+    "phpsessid",
     "pwd",
     "secret",
     "session",
@@ -88,18 +95,20 @@ const SECRET_WORDS: &[&str] = &[
 ];
 
 /// The URL as agents may see it and Porch may keep it (docs/privacy.md#page-addresses): the
-/// user name and password of `https://user:pw@host/` dropped, the value of each query
-/// parameter named like a credential replaced by `redacted`, and the fragment dropped unless it
-/// is a single-page app's route (`#/pricing`, `#!/pricing`), which is cleaned the same way.
+/// user name and password of `https://user:pw@host/` dropped, the value of each parameter named
+/// like a credential (or holding an address that carries one) replaced by `redacted`, and the
+/// fragment dropped unless it is a single-page app's route (`#/pricing`, `#!/pricing`), which is
+/// cleaned the same way, to its own second `#`.
 fn without_secrets(url: &str) -> String {
     let (before_fragment, fragment) = match url.split_once('#') {
         Some((head, fragment)) => (head, Some(fragment)),
         None => (url, None),
     };
-    let mut cleaned = redact_query(&without_user_info(before_fragment));
+    let mut cleaned = redact_parameters(&without_user_info(before_fragment));
     if let Some(route) = fragment.filter(|f| f.starts_with('/') || f.starts_with("!/")) {
+        let route = route.split('#').next().unwrap_or_default();
         cleaned.push('#');
-        cleaned.push_str(&redact_query(route));
+        cleaned.push_str(&redact_parameters(route));
     }
     cleaned
 }
@@ -115,18 +124,50 @@ fn without_user_info(url: &str) -> String {
     }
 }
 
-fn redact_query(url: &str) -> String {
-    let Some((path, query)) = url.split_once('?') else {
-        return url.to_owned();
+/// Where a `name=value` pair may start: a query (`?`, `&`), a path parameter
+/// (`;jsessionid=…`), and in a route also its path (`#/access_token=…&state=…`, the shape of
+/// an OAuth sign-in on a hash-routed app).
+const PAIR_SEPARATORS: [char; 3] = ['?', '&', ';'];
+
+fn redact_parameters(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for piece in text.split_inclusive(PAIR_SEPARATORS) {
+        let (pair, separator) = match piece.strip_suffix(PAIR_SEPARATORS) {
+            Some(pair) => (pair, &piece[pair.len()..]),
+            None => (piece, ""),
+        };
+        out.push_str(&redact_pair(pair));
+        out.push_str(separator);
+    }
+    out
+}
+
+/// `pair` with its value replaced by `redacted` when its name (the part after a path's last
+/// `/`, percent-decoded: `%74oken` is `token`) is a secret's, or its value is an address that
+/// carries one (`redirect=https%3A%2F%2Fx%2F%3Ftoken%3D…`).
+fn redact_pair(pair: &str) -> Cow<'_, str> {
+    let Some((name, value)) = pair.split_once('=') else {
+        return pair.into();
     };
-    let parameters: Vec<String> = query
-        .split('&')
-        .map(|parameter| match parameter.split_once('=') {
-            Some((name, _)) if names_a_secret(name) => format!("{name}=redacted"),
-            _ => parameter.to_owned(),
-        })
-        .collect();
-    format!("{path}?{}", parameters.join("&"))
+    let bare = name.rsplit('/').next().unwrap_or(name);
+    if names_a_secret(&percent_decode_str(bare).decode_utf8_lossy()) || carries_a_secret(value) {
+        format!("{name}=redacted").into()
+    } else {
+        pair.into()
+    }
+}
+
+/// Whether a value, percent-decoded, is an address (absolute, or a path) with credentials in
+/// it by the same rules. Each nested value is shorter than the one holding it, so this ends.
+fn carries_a_secret(value: &str) -> bool {
+    let decoded = percent_decode_str(value).decode_utf8_lossy();
+    if !(decoded.contains("://") || decoded.starts_with('/')) {
+        return false;
+    }
+    without_user_info(&decoded) != decoded
+        || decoded
+            .split(['?', '&', ';', '#'])
+            .any(|pair| matches!(redact_pair(pair), Cow::Owned(_)))
 }
 
 /// Whether a parameter name, split into words at punctuation and at lower-to-upper case
@@ -256,6 +297,48 @@ mod tests {
                 "https://shop.example/s?keyword=shoes&zipcode=10115&page=2#!/cart",
             ),
             ("https://a.example/@ann?q=1", "https://a.example/@ann?q=1"),
+            // An OAuth sign-in on a hash-routed app, and a route's own fragment.
+            (
+                "https://a.example/#/access_token=T1&token_type=Bearer&state=S1",
+                "https://a.example/#/access_token=redacted&token_type=redacted&state=redacted",
+            ),
+            (
+                "https://a.example/app#!/cb&code=C1",
+                "https://a.example/app#!/cb&code=redacted",
+            ),
+            (
+                "https://a.example/p#/route#access_token=T2",
+                "https://a.example/p#/route",
+            ),
+            // Encoded names, path parameters, more words, and addresses inside values.
+            (
+                "https://a.example/?%74oken=E1",
+                "https://a.example/?%74oken=redacted",
+            ),
+            (
+                "https://a.example/p;jsessionid=J1?x=1",
+                "https://a.example/p;jsessionid=redacted?x=1",
+            ),
+            (
+                "https://a.example/?e-mail=a%40b.c&mail=d%40e.f&PHPSESSID=P",
+                "https://a.example/?e-mail=redacted&mail=redacted&PHPSESSID=redacted",
+            ),
+            (
+                "https://a.example/?redirect=https%3A%2F%2Fx.test%2F%3Ftoken%3DN1&next=%2Fdocs%23install",
+                "https://a.example/?redirect=redacted&next=%2Fdocs%23install",
+            ),
+            (
+                "https://a.example/?r=%2Fa%3Fnext%3D%252Fb%253Fcode%253DN2",
+                "https://a.example/?r=redacted",
+            ),
+            (
+                "https://a.example/?back=https%3A%2F%2Fu%3Apw%40x.test%2F",
+                "https://a.example/?back=redacted",
+            ),
+            (
+                "https://a.example/search?q=email+marketing&page=2",
+                "https://a.example/search?q=email+marketing&page=2",
+            ),
         ] {
             assert_eq!(page(sent).as_deref(), Some(kept), "{sent}");
         }

@@ -205,6 +205,10 @@ impl MailReader {
             // The error never holds the password: only the server's words and ours.
             tracing::warn!(%error, "reading mail replies failed");
         }
+        if self.settings().as_ref() != Some(settings) {
+            // Saved anew while this round ran: its outcome is the old mailbox's.
+            return;
+        }
         if let Ok(mut health) = self.health.lock() {
             health.checked_at = Some(now_ms());
             match outcome {
@@ -265,12 +269,14 @@ impl MailReader {
         let mut session = client
             .login(&settings.user, &settings.password)
             .await
-            .map_err(|(err, _)| format!("the IMAP server refused the login: {err}"))?;
+            .map_err(|(err, _)| {
+                format!("the IMAP server refused the login: {}", server_said(&err))
+            })?;
         let folder = &settings.folder;
         session
             .select(folder)
             .await
-            .map_err(|err| format!("cannot open the folder {folder}: {err}"))?;
+            .map_err(|err| format!("cannot open the folder {folder}: {}", server_said(&err)))?;
         if !read {
             let _ = session.logout().await;
             return Ok(0);
@@ -278,7 +284,7 @@ impl MailReader {
         let mut uids: Vec<u32> = session
             .uid_search("UNSEEN")
             .await
-            .map_err(|err| format!("IMAP SEARCH: {err}"))?
+            .map_err(|err| format!("IMAP SEARCH: {}", server_said(&err)))?
             .into_iter()
             .collect();
         uids.sort_unstable();
@@ -288,9 +294,9 @@ impl MailReader {
             let mut marked = session
                 .uid_store(uid.to_string(), "+FLAGS.SILENT (\\Seen)")
                 .await
-                .map_err(|err| format!("IMAP STORE: {err}"))?;
+                .map_err(|err| format!("IMAP STORE: {}", server_said(&err)))?;
             while let Some(answer) = marked.next().await {
-                answer.map_err(|err| format!("IMAP STORE: {err}"))?;
+                answer.map_err(|err| format!("IMAP STORE: {}", server_said(&err)))?;
             }
         }
         // The mails are handled; a failed goodbye changes nothing.
@@ -385,10 +391,10 @@ where
     let mut answers = session
         .uid_fetch(uid.to_string(), query)
         .await
-        .map_err(|err| format!("IMAP FETCH: {err}"))?;
+        .map_err(|err| format!("IMAP FETCH: {}", server_said(&err)))?;
     let mut found = None;
     while let Some(answer) = answers.next().await {
-        let fetch = answer.map_err(|err| format!("IMAP FETCH: {err}"))?;
+        let fetch = answer.map_err(|err| format!("IMAP FETCH: {}", server_said(&err)))?;
         if fetch.uid == Some(uid) {
             found = Some(fetch);
         }
@@ -408,4 +414,37 @@ fn tls_connector() -> Result<TlsConnector, String> {
             .with_root_certificates(roots)
             .with_no_client_auth();
     Ok(TlsConnector::from(Arc::new(config)))
+}
+/// The server's own words in a NO or BAD answer, which async-imap keeps in a debug string
+/// (`code: None, info: Some("[AUTHENTICATIONFAILED] Invalid credentials")`); other errors as
+/// async-imap words them.
+fn server_said(err: &async_imap::error::Error) -> String {
+    use async_imap::error::Error;
+    let (Error::No(debug) | Error::Bad(debug)) = err else {
+        return err.to_string();
+    };
+    debug
+        .split_once("info: Some(\"")
+        .and_then(|(_, rest)| rest.strip_suffix("\")"))
+        .map_or_else(|| debug.clone(), |words| words.replace("\\\"", "\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use async_imap::error::Error;
+
+    use super::server_said;
+
+    #[test]
+    fn a_refusal_reads_as_the_servers_words() {
+        let words = Some(r#"[AUTHENTICATIONFAILED] Invalid "demo" credentials."#);
+        let refused = Error::No(format!("code: {:?}, info: {words:?}", None::<u8>));
+        assert_eq!(
+            server_said(&refused),
+            r#"[AUTHENTICATIONFAILED] Invalid "demo" credentials."#
+        );
+        let bare = Error::Bad("code: None, info: None".into());
+        assert_eq!(server_said(&bare), "code: None, info: None");
+        assert_eq!(server_said(&Error::ConnectionLost), "connection lost");
+    }
 }

@@ -278,6 +278,8 @@ impl Sso {
         let claims = id_token
             .claims(&verifier, &pending.nonce)
             .map_err(|err| token_failure(&err))?;
+        let party = claims.authorized_party().map(|party| party.as_str());
+        issued_to(party, &self.settings.client_id).map_err(|err| token_failure(&err))?;
         let claims = Claims {
             issuer: claims.issuer().to_string(),
             subject: claims.subject().to_string(),
@@ -289,6 +291,18 @@ impl Sso {
                 .map(|name| name.to_string()),
         };
         Ok(claims)
+    }
+}
+
+/// OpenID Connect Core 3.1.3.7: a token issued to another party (`azp`) is not ours, even when
+/// our client id is among its audiences; the crate leaves this check to us.
+fn issued_to(authorized_party: Option<&str>, client_id: &str) -> Result<(), String> {
+    match authorized_party {
+        Some(party) if party != client_id => Err(format!(
+            "the ID token was issued to {} (azp), not to this client",
+            loggable(party)
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -347,5 +361,13 @@ mod tests {
         let refused = issued_by_now(now + leeway + 1000, now).unwrap_err();
         assert!(refused.contains("301 s in the future"), "{refused}");
         assert!(issued_by_now(now + 86_400_000, now).is_err());
+    }
+
+    #[test]
+    fn a_token_issued_to_another_party_is_refused() {
+        assert_eq!(issued_to(None, "porch"), Ok(()));
+        assert_eq!(issued_to(Some("porch"), "porch"), Ok(()));
+        let refused = issued_to(Some("other-app"), "porch").unwrap_err();
+        assert!(refused.contains("other-app"), "{refused}");
     }
 }

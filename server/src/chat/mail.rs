@@ -38,7 +38,11 @@ impl MailSubject {
         if trimmed.chars().count() > MAX_SUBJECT_CHARS {
             return Err(Invalid::from("The subject is longer than 200 characters."));
         }
-        if trimmed.chars().any(char::is_control) {
+        // The Unicode line and paragraph separators break a line as a control character does.
+        if trimmed
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+        {
             return Err(Invalid::from("The subject must be one line."));
         }
         Ok(Self(trimmed.to_owned()))

@@ -34,7 +34,7 @@
     const color = /^#([0-9a-f]{3}){1,2}$/i.test(c.color) ? c.color : "#2563eb";
     let saved = null;
     try { saved = sessionStorage.getItem(K); } catch (e) {}
-    // White or near-black text on the site colour, whichever contrasts more (WCAG luminance).
+    // White or black text on the site colour, whichever contrasts more (WCAG luminance).
     const hex = color.length < 5 ? color.replace(/\w/g, "$&$&") : color;
     const lum = [1, 3, 5].reduce((s, i, j) => {
       const v = parseInt(hex.substr(i, 2), 16) / 255;
@@ -52,7 +52,8 @@
         host.style.cssText = "all:initial!important;position:fixed!important;z-index:2147483000!important;" +
           "display:block!important;visibility:visible!important;opacity:1!important";
         host.style.setProperty("--pc", color, "important");
-        host.style.setProperty("--pf", lum > 0.4 ? "#111827" : "#fff", "important");
+        // Contrast with white is 1.05/(L+.05), with black (L+.05)/.05: the better is 4.58:1 at least.
+        host.style.setProperty("--pf", 1.05 / (lum + 0.05) < (lum + 0.05) / 0.05 ? "#000" : "#fff", "important");
         const root = host.attachShadow({ mode: "open" });
         const css = ".l{position:fixed;bottom:20px;" + side + ":20px;z-index:1;display:flex;" +
           "align-items:center;gap:8px;box-sizing:border-box;height:52px;margin:0;padding:0 20px 0 16px;" +

@@ -132,6 +132,11 @@ test("the limit counts characters as the server does: 2,500 emoji go whole, 4,00
     await ui.input.press("Enter");
     await ui.error.waitFor({ state: "visible" });
     assert.equal(ui.fake.sent().length, 1, "too long: not sent");
+    // Shortened and sent, the refusal no longer applies and goes.
+    await ui.input.press("Backspace");
+    await ui.input.press("Enter");
+    await waitFor("the shortened message sent", async () => ui.fake.sent().length === 2);
+    await ui.error.waitFor({ state: "hidden" });
     await ui.done();
   });
 

@@ -3,8 +3,8 @@
 // full-screen panel on a phone; a reply behind the closed panel renames the launcher and is announced; focus
 // never falls to the host page when a form or the erase question replaces what had it; the danger button
 // contrasts in both schemes; errors are tied to every field at fault; the message log and the counter do not
-// re-announce; the status line speaks states, not countdown ticks; messages take their own direction; Escape
-// closes the menu before the panel; the message box's focus survives forced colours and its edge contrasts;
+// re-announce; the status line speaks states, not countdown ticks; messages take their own direction; Tab
+// goes from the Your data button into its menu, and Escape closes the menu before the panel; the message box's focus survives forced colours and its edge contrasts;
 // the panel adds no banner landmark.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -198,9 +198,20 @@ test("Escape closes the Your data menu first, then the panel; a closed panel reo
       const dataButton = page.locator("[data-porch=data-button]");
       const menu = page.locator("[data-porch=data-menu]");
       const panel = page.locator("[data-porch=panel]");
-      await dataButton.click();
+      await dataButton.focus();
+      await page.keyboard.press("Enter");
       await menu.waitFor({ state: "visible" });
-      await page.locator("[data-porch=download-json]").focus();
+      // Tab goes from the button into its menu (not to Close chat, which comes between them in the page),
+      // and Shift+Tab from the first item back to the button.
+      await page.keyboard.press("Tab");
+      assert.equal((await focused(page)).porch, "download-json");
+      await page.keyboard.press("Shift+Tab");
+      assert.equal((await focused(page)).porch, "data-button");
+      await page.keyboard.press("Tab");
+      await page.keyboard.press("Tab");
+      assert.equal((await focused(page)).porch, "download-text");
+      await page.keyboard.press("Shift+Tab");
+      assert.equal((await focused(page)).porch, "download-json");
       await page.keyboard.press("Escape");
       await menu.waitFor({ state: "hidden" });
       assert.equal(await panel.isVisible(), true, "the first Escape closed the panel");

@@ -918,6 +918,18 @@
       menuItem(t("download_text"), "download-text", () => download("text")),
       menuItem(t("erase"), "erase", askErase, "danger"));
   };
+  // The open menu shows below the header but comes after Close chat in the page: Tab from the button goes
+  // into the menu, and Shift+Tab from its first item back to the button, so the menu follows its button.
+  dataBtn.addEventListener("keydown", (e) => {
+    const first = dataMenu.querySelector("button");
+    if (e.key === "Tab" && !e.shiftKey && !dataMenu.hidden && first) { e.preventDefault(); first.focus(); }
+  });
+  dataMenu.addEventListener("keydown", (e) => {
+    if (e.key === "Tab" && e.shiftKey && e.target === dataMenu.querySelector("button")) {
+      e.preventDefault();
+      dataBtn.focus();
+    }
+  });
   // The question replaces the menu, and with it the button that had focus. Focus goes to Cancel, the safe
   // answer, inside an alertdialog described by the question, so screen readers read the question out.
   const askErase = () => {
@@ -1203,6 +1215,8 @@
     const m = { client_id: newClientId(), body };
     if (!withPrechat(m)) return;
     if (files.length) m.attachments = files;
+    // A refusal of what the box held (too long) no longer applies; a rate limit's countdown still does.
+    if (!errorTimer) showError("");
     dropSentFiles();
     stopTyping();
     input.value = "";

@@ -54,10 +54,13 @@ impl VisitorContext {
 }
 
 fn url(raw: &str) -> Option<String> {
+    // Cut before cleaning, so the cleaning's work is bounded by the kept length, not by the
+    // frame's (whatever is kept is cleaned all the same).
     let kept: String = raw
         .trim()
         .chars()
         .filter(|&c| super::text::is_url_char(c))
+        .take(MAX_URL_CHARS)
         .collect();
     let kept: String = without_secrets(&kept).chars().take(MAX_URL_CHARS).collect();
     (!kept.is_empty()).then_some(kept)
@@ -113,13 +116,18 @@ fn without_secrets(url: &str) -> String {
     cleaned
 }
 
+/// `url` without the `user:password@` of its authority (`https://…` or protocol-relative
+/// `//…`).
 fn without_user_info(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+    let start = match url.find("://") {
+        Some(at) => at + 3,
+        None if url.starts_with("//") => 2,
+        None => return url.to_owned(),
     };
+    let rest = &url[start..];
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        Some(at) => format!("{}{}", &url[..start], &rest[at + 1..]),
         None => url.to_owned(),
     }
 }
@@ -129,6 +137,10 @@ fn without_user_info(url: &str) -> String {
 /// an OAuth sign-in on a hash-routed app).
 const PAIR_SEPARATORS: [char; 3] = ['?', '&', ';'];
 
+/// How many addresses deep a value is read (`redirect=` an address whose `next=` is an address
+/// …); a value nested deeper that is an address is redacted unread.
+const MAX_NESTING: u8 = 3;
+
 fn redact_parameters(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for piece in text.split_inclusive(PAIR_SEPARATORS) {
@@ -136,7 +148,7 @@ fn redact_parameters(text: &str) -> String {
             Some(pair) => (pair, &piece[pair.len()..]),
             None => (piece, ""),
         };
-        out.push_str(&redact_pair(pair));
+        out.push_str(&redact_pair(pair, MAX_NESTING));
         out.push_str(separator);
     }
     out
@@ -144,30 +156,43 @@ fn redact_parameters(text: &str) -> String {
 
 /// `pair` with its value replaced by `redacted` when its name (the part after a path's last
 /// `/`, percent-decoded: `%74oken` is `token`) is a secret's, or its value is an address that
-/// carries one (`redirect=https%3A%2F%2Fx%2F%3Ftoken%3D…`).
-fn redact_pair(pair: &str) -> Cow<'_, str> {
+/// carries one (`redirect=https%3A%2F%2Fx%2F%3Ftoken%3D…`), read `depth` addresses deep.
+fn redact_pair(pair: &str, depth: u8) -> Cow<'_, str> {
     let Some((name, value)) = pair.split_once('=') else {
         return pair.into();
     };
     let bare = name.rsplit('/').next().unwrap_or(name);
-    if names_a_secret(&percent_decode_str(bare).decode_utf8_lossy()) || carries_a_secret(value) {
+    if names_a_secret(&percent_decode_str(bare).decode_utf8_lossy())
+        || carries_a_secret(value, depth)
+    {
         format!("{name}=redacted").into()
     } else {
         pair.into()
     }
 }
 
-/// Whether a value, percent-decoded, is an address (absolute, or a path) with credentials in
-/// it by the same rules. Each nested value is shorter than the one holding it, so this ends.
-fn carries_a_secret(value: &str) -> bool {
-    let decoded = percent_decode_str(value).decode_utf8_lossy();
+/// Whether a value, percent-decoded (again while that changes it, for an address encoded
+/// twice), is an address (absolute, protocol-relative, or a path) with credentials in it by the
+/// same rules. At `depth` 0 an address is taken to carry one: nesting is not followed further.
+fn carries_a_secret(value: &str, depth: u8) -> bool {
+    let mut decoded = value.to_owned();
+    for _ in 0..MAX_NESTING {
+        let once = percent_decode_str(&decoded)
+            .decode_utf8_lossy()
+            .into_owned();
+        if once == decoded {
+            break;
+        }
+        decoded = once;
+    }
     if !(decoded.contains("://") || decoded.starts_with('/')) {
         return false;
     }
-    without_user_info(&decoded) != decoded
+    depth == 0
+        || without_user_info(&decoded) != decoded
         || decoded
             .split(['?', '&', ';', '#'])
-            .any(|pair| matches!(redact_pair(pair), Cow::Owned(_)))
+            .any(|pair| matches!(redact_pair(pair, depth - 1), Cow::Owned(_)))
 }
 
 /// Whether a parameter name, split into words at punctuation and at lower-to-upper case
@@ -266,6 +291,19 @@ mod tests {
     }
 
     #[test]
+    fn an_address_nested_without_end_is_cut_and_cleaned_in_bounded_work() {
+        // Each `/=` a level deeper: read without a bound, 16 KB overflowed a worker's stack.
+        let deep = format!("https://a.example/?r={}", "/=".repeat(32 * 1024));
+        let kept = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || page(&deep))
+            .expect("a thread")
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(kept.as_deref(), Some("https://a.example/?r=redacted"));
+    }
+
+    #[test]
     fn credentials_in_urls_are_not_kept() {
         for (sent, kept) in [
             (
@@ -338,6 +376,15 @@ mod tests {
             (
                 "https://a.example/search?q=email+marketing&page=2",
                 "https://a.example/search?q=email+marketing&page=2",
+            ),
+            // Encoded twice, and protocol-relative with a user and password.
+            (
+                "https://a.example/?r=https%253A%252F%252Fx.test%252F%253Ftoken%253DN1",
+                "https://a.example/?r=redacted",
+            ),
+            (
+                "https://a.example/?back=%2F%2Fu%3Apw%40x.test%2F",
+                "https://a.example/?back=redacted",
             ),
         ] {
             assert_eq!(page(sent).as_deref(), Some(kept), "{sent}");

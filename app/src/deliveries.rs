@@ -23,11 +23,24 @@ pub struct DeliveryItemView {
     pub conversation_id: Option<i64>,
 }
 
+/// A state with more deliveries than the page lists.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliveriesCut {
+    /// `blocked` or `failed`.
+    pub state: &'static str,
+    pub shown: u32,
+    /// How many there are (the count's cap when `is_more`).
+    pub total: u32,
+    pub is_more: bool,
+}
+
 /// The deliveries page.
 #[derive(Debug, Clone)]
 pub struct DeliveriesView {
     pub nav: Nav,
     pub items: Vec<DeliveryItemView>,
+    /// The states whose list is cut to the newest.
+    pub cut: Vec<DeliveriesCut>,
     pub notice: Option<Notice>,
 }
 
@@ -111,7 +124,23 @@ pub fn render_deliveries(view: DeliveriesView) -> String {
             {retry_all}
         </div>
         <NoticeBox notice=view.notice/>
+        {view.cut.into_iter().map(cut_note).collect_view()}
         {list}
     };
     document("Deliveries", Some(nav), false, content.into_any())
+}
+
+/// "Showing the newest 200 of 621 failed deliveries": a list cut short says so, and how to reach
+/// the rest.
+fn cut_note(cut: DeliveriesCut) -> impl IntoView {
+    let more = if cut.is_more { "more than " } else { "" };
+    let total = crate::chart::format_number(f64::from(cut.total));
+    view! {
+        <p class="card hint" data-cut=cut.state>
+            {format!("Showing the newest {} of {more}{total} {} deliveries. ", cut.shown, cut.state)}
+            "Retry all reaches every one of them; "
+            <code>{format!("GET /api/v1/jobs?state={}", cut.state)}</code>
+            " lists the newest 500."
+        </p>
+    }
 }

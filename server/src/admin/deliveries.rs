@@ -2,7 +2,7 @@
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use porch_app::deliveries::{DeliveriesView, DeliveryItemView, render_deliveries};
+use porch_app::deliveries::{DeliveriesCut, DeliveriesView, DeliveryItemView, render_deliveries};
 use porch_app::layout::Section;
 
 use crate::jobs::{Retried, retry_all_jobs, retry_job};
@@ -15,6 +15,8 @@ use super::session::{Admin, AdminPosted};
 
 /// Most deliveries listed per state.
 const LIST_LIMIT: u32 = 200;
+/// Deliveries in a state are counted up to this many; the page then says "more than".
+const COUNT_CAP: u32 = 10_000;
 
 /// `GET /deliveries`.
 pub async fn deliveries_page(
@@ -22,14 +24,25 @@ pub async fn deliveries_page(
     Admin(who): Admin,
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
-    let jobs = app
+    let (jobs, totals) = app
         .readers
         .read(|c| {
-            let mut jobs = store::list_deliveries_in_state_with_context(c, "blocked", LIST_LIMIT)?;
-            jobs.extend(store::list_deliveries_in_state_with_context(
-                c, "failed", LIST_LIMIT,
-            )?);
-            Ok(jobs)
+            let mut jobs = Vec::new();
+            let mut totals = Vec::new();
+            for state in ["blocked", "failed"] {
+                let listed = store::list_deliveries_in_state_with_context(c, state, LIST_LIMIT)?;
+                let total = store::count_deliveries_in_state(c, state, COUNT_CAP + 1)?;
+                if total > LIST_LIMIT {
+                    totals.push(DeliveriesCut {
+                        state,
+                        shown: LIST_LIMIT,
+                        total: total.min(COUNT_CAP),
+                        is_more: total > COUNT_CAP,
+                    });
+                }
+                jobs.extend(listed);
+            }
+            Ok((jobs, totals))
         })
         .await?;
     let items = jobs
@@ -49,6 +62,7 @@ pub async fn deliveries_page(
     Ok(html(render_deliveries(DeliveriesView {
         nav: who.nav(Section::Deliveries),
         items,
+        cut: totals,
         notice: query.notice(),
     })))
 }

@@ -186,6 +186,16 @@ fn jobs_in_state(
 /// holds every kind to that). For queries that name `jobs` as `j`.
 pub(super) const NOT_A_TEST: &str = "j.kind NOT LIKE '%.test'";
 
+/// How many deliveries are in `state` (test messages left out), counted up to `cap` at most: a
+/// backlog of a million blocked jobs is not walked to say it is more than the page shows.
+pub fn count_deliveries_in_state(conn: &Connection, state: &str, cap: u32) -> Result<u32, Error> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE state = ?1 AND {NOT_A_TEST} LIMIT ?2)"
+        ))?
+        .query_row(params![state, cap], |r| r.get(0))?)
+}
+
 /// A job with what it is about, for people: its destination, the destination's site and the
 /// conversation (a chat post names its message, other jobs the conversation).
 #[derive(Debug, Clone)]

@@ -124,9 +124,9 @@ pub use job_backlog::{
 };
 pub use jobs::{
     AttemptRecord, JobInContext, JobRow, JobUpdate, MessageDelivery, NewJob,
-    block_integration_jobs, find_job, insert_job, list_conversation_deliveries,
-    list_deliveries_in_state_with_context, list_jobs_in_state, mark_jobs_running, prune_done_jobs,
-    record_attempts, requeue_running_jobs,
+    block_integration_jobs, count_deliveries_in_state, find_job, insert_job,
+    list_conversation_deliveries, list_deliveries_in_state_with_context, list_jobs_in_state,
+    mark_jobs_running, prune_done_jobs, record_attempts, requeue_running_jobs,
 };
 pub use lock::{InstanceLock, LOCK_FILE, LockError, not_writable};
 pub use mail::{

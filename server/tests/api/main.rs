@@ -23,6 +23,7 @@ mod connections;
 mod conversation_actions;
 mod conversations_api;
 mod cookie_tossing;
+mod deliveries_page;
 mod destinations;
 mod discord;
 mod docs_pages;

@@ -162,12 +162,6 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
         start_runner(runner, &app, slack_api).await?,
         runner_failed.clone(),
     );
-    crate::jobs::spawn_interrupted_resumes(
-        Arc::clone(&app.writer),
-        Arc::clone(&app.readers),
-        app.jobs.clone(),
-        app.mailer.is_some(),
-    );
     spawn_background(&app, &path);
     let max_connections = connection_budget(&config);
     let router = crate::http::router(Arc::clone(&app));
@@ -208,10 +202,17 @@ fn watch_runner(runner: JoinHandle<()>, failed: CancellationToken) -> JoinHandle
     })
 }
 
-/// The server's background tasks: maintenance, the event-loop heartbeat, integrity checks, the
-/// capacity sampler, Slack's Socket Mode, single sign-on discovery, the IMAP reader of mail
-/// replies and the Litestream scraper.
+/// The server's background tasks (once the runner takes jobs): the resumes a stop interrupted
+/// (and blocked email's, with SMTP configured), maintenance, the event-loop heartbeat,
+/// integrity checks, the capacity sampler, Slack's Socket Mode, single sign-on discovery, the
+/// IMAP reader of mail replies and the Litestream scraper.
 fn spawn_background(app: &AppState, path: &std::path::Path) {
+    crate::jobs::spawn_interrupted_resumes(
+        Arc::clone(&app.writer),
+        Arc::clone(&app.readers),
+        app.jobs.clone(),
+        app.mailer.is_some(),
+    );
     spawn_maintenance(app);
     spawn_heartbeat(Arc::clone(&app.meters), app.shutdown.clone());
     let integrity = Arc::clone(&app.meters.integrity);

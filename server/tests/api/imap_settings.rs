@@ -499,11 +499,16 @@ async fn a_test_cut_short_by_the_request_timeout_still_shows_its_outcome_and_is_
 
     let tested = setup.post("/imap/test", &[]).await;
     assert_eq!(tested.status, 408, "the request gives up first");
+    // A second click while the first test runs starts no second login.
+    let again = setup.post("/imap/test", &[]).await;
+    assert_eq!(again.status, 303, "{}", again.body);
     let waited = std::time::Duration::from_secs(20);
-    wait_until("the test's outcome", waited, async || {
-        ok_if(setup.audit("email.imap_tested"), |events| events.len() == 1)
+    let events = wait_until("the test's outcome", waited, async || {
+        ok_if(setup.audit("email.imap_tested"), |events| events.len() == 2)
     })
     .await;
+    assert!(events[0].contains("already running"), "{events:?}");
+    assert!(events[1].contains("did not answer in time"), "{events:?}");
     let page = setup.page().await;
     assert!(page.contains("data-imap-test=\"failed\""), "{page}");
     assert!(page.contains("did not answer in time"), "{page}");

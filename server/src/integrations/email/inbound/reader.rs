@@ -72,6 +72,8 @@ pub struct MailReader {
     /// A page's mailbox must resolve to public addresses (`mailbox::resolve_mailbox`).
     guard_private: bool,
     last_test: Mutex<Option<MailboxTest>>,
+    /// Set while a connection test runs: clicks while it does start no more logins.
+    testing: AtomicBool,
     chat: Chat,
     readers: Arc<Readers>,
     /// Right-hand side of Porch's `Message-ID`s (`PORCH_MAIL_FROM`'s domain).
@@ -101,6 +103,7 @@ impl MailReader {
             source,
             guard_private: source == MailboxSource::Page && !allow_private,
             last_test: Mutex::new(None),
+            testing: AtomicBool::new(false),
             chat,
             readers,
             domain: mailer.domain().to_owned(),
@@ -145,14 +148,22 @@ impl MailReader {
     /// Logs in and opens the folder, reading nothing (the page's "Test connection"); the
     /// outcome is kept for the page.
     pub async fn test(&self) -> Result<(), String> {
-        let outcome = match self.settings() {
+        if self.testing.swap(true, Ordering::AcqRel) {
+            return Err("a test of the mailbox is already running: wait for its outcome".into());
+        }
+        let _running = Running(&self.testing);
+        let settings = self.settings();
+        let outcome = match &settings {
             None => Err("no mailbox is set".to_owned()),
-            Some(settings) => tokio::time::timeout(TEST_LIMIT, self.round(&settings, false))
+            Some(settings) => tokio::time::timeout(TEST_LIMIT, self.round(settings, false))
                 .await
                 .unwrap_or_else(|_| Err("the IMAP server did not answer in time".into()))
                 .map(|_| ()),
         };
-        if let Ok(mut test) = self.last_test.lock() {
+        // Saved anew while the test ran: its outcome is the old mailbox's, not for the card.
+        if self.settings() == settings
+            && let Ok(mut test) = self.last_test.lock()
+        {
             *test = Some(MailboxTest {
                 at: now_ms(),
                 outcome: outcome.clone(),
@@ -415,6 +426,15 @@ fn tls_connector() -> Result<TlsConnector, String> {
             .with_no_client_auth();
     Ok(TlsConnector::from(Arc::new(config)))
 }
+/// Clears the reader's `testing` mark when its test ends, however it ends.
+struct Running<'a>(&'a AtomicBool);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// The server's own words in a NO or BAD answer, which async-imap keeps in a debug string
 /// (`code: None, info: Some("[AUTHENTICATIONFAILED] Invalid credentials")`); other errors as
 /// async-imap words them.

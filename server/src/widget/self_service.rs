@@ -246,39 +246,28 @@ pub async fn erase(
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
-    let visitor = match app
-        .readers
-        .read(move |c| store::find_visitor_record_by_token_hash(c, &hash))
-        .await
-    {
-        Ok(visitor) => visitor,
-        Err(err) => return storage_failed(&checked.origin, err),
-    };
-    let uploads_left = visitor.is_none() || hash != checked.token_hash;
-    let deleted = match visitor {
-        Some(visitor) => {
-            let requester = Requester {
-                actor: Actor::visitor(visitor.id),
-                via: Via::Widget,
-            };
-            match privacy::erase_visitor(
-                &app.writer,
-                &app.readers,
-                app.chat.hub(),
-                &requester,
-                visitor.id,
-            )
-            .await
-            {
-                Ok(deleted) => deleted.unwrap_or_default(),
-                Err(err) => return storage_failed(&checked.origin, err),
+    // A verified user's history, and this browser's own anonymous one (their chats before they
+    // signed in, which the widget cannot reach once it forgets the token below).
+    let mut whose = vec![hash];
+    if hash != checked.token_hash {
+        whose.push(checked.token_hash);
+    }
+    let mut deleted = store::Deleted::default();
+    let mut browser_erased = false;
+    for hash in whose {
+        match erase_stored(&app, hash).await {
+            Ok(Some(gone)) => {
+                deleted.conversations += gone.conversations;
+                deleted.messages += gone.messages;
+                browser_erased |= hash == checked.token_hash;
             }
+            Ok(None) => {}
+            Err(err) => return storage_failed(&checked.origin, err),
         }
-        None => store::Deleted::default(),
-    };
+    }
     // Uploads no message took carry the browser's token: an anonymous visitor's went with the
-    // erasure; someone who never wrote, or a verified user, may still have some here.
-    if uploads_left {
+    // erasure; someone who never wrote may still have some.
+    if !browser_erased {
         let token_hash = checked.token_hash;
         let uploads = app
             .writer
@@ -294,4 +283,26 @@ pub async fn erase(
         "messages": deleted.messages,
     });
     allow(&checked.origin, axum::Json(body).into_response())
+}
+
+/// Erases the visitor stored under `hash`, as they asked from the widget; `None` when there is
+/// none.
+async fn erase_stored(
+    app: &AppState,
+    hash: [u8; 32],
+) -> Result<Option<store::Deleted>, store::Error> {
+    let found = app
+        .readers
+        .read(move |c| store::find_visitor_record_by_token_hash(c, &hash))
+        .await?;
+    let Some(visitor) = found else {
+        return Ok(None);
+    };
+    let requester = Requester {
+        actor: Actor::visitor(visitor.id),
+        via: Via::Widget,
+    };
+    let hub = app.chat.hub();
+    let erased = privacy::erase_visitor(&app.writer, &app.readers, hub, &requester, visitor.id);
+    Ok(Some(erased.await?.unwrap_or_default()))
 }

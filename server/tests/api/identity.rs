@@ -574,7 +574,7 @@ async fn the_file_preflight_allows_the_identity_header() {
 }
 
 /// A hello on an existing browser `token`, as the user `identity` or (`Null`) anonymous.
-async fn hello_as(app: &TestApp, site: &str, token: &str, identity: Value) -> Widget {
+pub(crate) async fn hello_as(app: &TestApp, site: &str, token: &str, identity: Value) -> Widget {
     let mut widget = app.connect(site, ORIGIN).await;
     widget
         .send(json!({"type": "hello", "v": 1, "token": token, "identity": identity}))

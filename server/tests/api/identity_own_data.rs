@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::helpers::{Answer, Exchange, ORIGIN, TestApp};
-use crate::identity::{browser_with, rotate_secret, user_hash};
+use crate::identity::{browser_with, hello_as, rotate_secret, user_hash};
 use crate::inbox::{setup_admin, signed_in_from};
 
 /// `POST /widget/{call}?site=…` with the browser's token as the body and, when given, the
@@ -104,4 +104,27 @@ async fn the_own_data_preflight_allows_the_identity_header() {
             .unwrap_or("");
         assert!(allowed.contains("x-porch-identity"), "{call}: {allowed}");
     }
+}
+
+#[tokio::test]
+async fn a_verified_users_erasure_takes_the_browsers_chats_from_before_the_sign_in_too() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let secret = rotate_secret(&app, &admin, &site).await;
+    // Anonymous first, then signed in on the same browser.
+    let (mut anonymous, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(anonymous.say("a-1", "before-sign-in").await["type"], "ack");
+    let bo = json!({"id": "bo", "user_hash": user_hash(&secret, "bo")});
+    let mut signed_in = hello_as(&app, &site, &token, bo.clone()).await;
+    assert_eq!(signed_in.say("b-1", "after-sign-in").await["type"], "ack");
+
+    let erased = own_data(&app, "erase", &site, &token, Some(&bo)).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(erased.json()["conversations"], 2);
+    assert_eq!(erased.json()["messages"], 2);
+    let left = "SELECT count(*) FROM messages WHERE body IN ('before-sign-in', 'after-sign-in')";
+    assert_eq!(app.count(left), 0);
+    assert_eq!(app.count("SELECT count(*) FROM visitors"), 0);
 }

@@ -227,10 +227,9 @@ async fn headroom(app: &AppState) -> Result<Option<HeadroomView>, PageError> {
         })
         .await?;
     // Minutes not yet written (the current one) count too.
-    let minute = millis(app.capacity.timing.rollup_every);
     let recent_busiest = app
         .capacity
-        .spans(day_ago, minute)
+        .minutes(day_ago)
         .iter()
         .filter_map(|r| r.mean[Series::Messages.index()])
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));

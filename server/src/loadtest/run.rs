@@ -17,6 +17,7 @@ use super::args::LoadtestArgs;
 use super::drain;
 use super::generator::{self, Outcome, Plan};
 use super::report;
+use super::scratch::Scratch;
 use super::target::{self, ChildServer, Placement};
 use super::{ChannelLimit, SlackMock};
 
@@ -75,11 +76,14 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
     } else {
         "not pinned (needs 2 cores and taskset)".to_owned()
     };
+    let scratch = Scratch::default();
+    scratch.stop_on_signal()?;
     let is_raised =
         args.url.is_none() && !args.normal_priority && target::raise_priority(std::process::id());
     let server = Placement {
         core: placement.starts_with("taskset").then_some(server_core),
         is_raised,
+        scratch: &scratch,
     };
     let placement = if is_raised {
         format!("{placement}; server and load generator at nice -19 (renice)")
@@ -92,19 +96,7 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
     };
     let _ = rlimit::increase_nofile_limit(u64::MAX);
 
-    let mut kinds = Vec::new();
-    if !args.no_echo && args.url.is_none() {
-        kinds.push(Kind::Echo);
-    }
-    if args.slack_delay.is_none() || !args.slack_only {
-        kinds.push(Kind::Porch);
-    }
-    if args.flood > 0 && args.url.is_none() {
-        kinds.push(Kind::PorchFlood);
-    }
-    if args.slack_delay.is_some() && args.url.is_none() {
-        kinds.push(Kind::PorchSlack);
-    }
+    let kinds = kinds(args);
 
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // Interleaved: each stair and round runs every kind back to back, so a ratio compares runs
@@ -153,6 +145,24 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         series,
     };
     save(&report, &args.out, data_dir, &started_at)
+}
+
+/// The series the flags ask for, in the order they run within a stair.
+fn kinds(args: &LoadtestArgs) -> Vec<Kind> {
+    let mut kinds = Vec::new();
+    if !args.no_echo && args.url.is_none() {
+        kinds.push(Kind::Echo);
+    }
+    if args.slack_delay.is_none() || !args.slack_only {
+        kinds.push(Kind::Porch);
+    }
+    if args.flood > 0 && args.url.is_none() {
+        kinds.push(Kind::PorchFlood);
+    }
+    if args.slack_delay.is_some() && args.url.is_none() {
+        kinds.push(Kind::PorchSlack);
+    }
+    kinds
 }
 
 /// The `PORCH_*` settings the scratch servers inherit (they change what is measured, such as

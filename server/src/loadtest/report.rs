@@ -289,20 +289,20 @@ fn header(md: &mut String, r: &Report) {
             r.seeded_messages
         );
     }
-    let _ = writeln!(
-        md,
-        "- server settings: {}",
-        if r.server_env.is_empty() {
-            "defaults (synchronous=FULL)".to_owned()
-        } else {
-            r.server_env.join(" ")
+    let settings = match (&r.url, r.server_env.is_empty()) {
+        (Some(url), _) => {
+            format!("not known (the server at {url} was not started by the load test)")
         }
-    );
+        (None, true) => "defaults (synchronous=FULL)".to_owned(),
+        (None, false) => r.server_env.join(" "),
+    };
+    let _ = writeln!(md, "- server settings: {settings}");
     let _ = writeln!(
         md,
-        "- {} visitor sockets over {} sites, {} idle sockets, flood {} msg/s; warm-up {} ms, window {} ms; gate: achieved/target ≥ 0.95 and ack p99 ≤ {} ms (with Slack also every message delivered and job lag p99 ≤ {} ms)\n",
+        "- {} visitor sockets over {} {}, {} idle sockets, flood {} msg/s; warm-up {} ms, window {} ms; gate: achieved/target ≥ 0.95 and ack p99 ≤ {} ms (with Slack also every message delivered and job lag p99 ≤ {} ms)\n",
         r.visitors,
         r.sites,
+        if r.sites == 1 { "site" } else { "sites" },
         r.idle,
         r.flood_rate,
         r.warmup_ms,
@@ -310,4 +310,35 @@ fn header(md: &mut String, r: &Report) {
         r.gate_p99_ms,
         r.gate_job_lag_ms
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(url: Option<&str>, sites: u32) -> Report {
+        serde_json::from_value(serde_json::json!({
+            "started_at": "2026-12-05T10:00:00Z", "command": "porch loadtest",
+            "machine": {"cores": 2, "cpu_model": "x", "kernel": "y"}, "placement": "p",
+            "visitors": 10, "sites": sites, "idle": 0, "flood_rate": 0, "warmup_ms": 1,
+            "duration_ms": 1, "gate_p99_ms": 50.0, "url": url, "series": []
+        }))
+        .expect("a report")
+    }
+
+    #[test]
+    fn a_run_against_a_given_server_does_not_claim_its_settings() {
+        let md = markdown(&report(Some("ws://127.0.0.1:19900"), 1));
+        assert!(
+            md.contains(
+                "- server settings: not known (the server at ws://127.0.0.1:19900 was not \
+                 started by the load test)\n"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("10 visitor sockets over 1 site, "), "{md}");
+        let scratch = markdown(&report(None, 8));
+        assert!(scratch.contains("- server settings: defaults (synchronous=FULL)\n"));
+        assert!(scratch.contains("over 8 sites, "), "{scratch}");
+    }
 }

@@ -141,7 +141,13 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         duration_ms: millis(args.duration),
         gate_p99_ms: args.gate_p99.as_secs_f64() * 1000.0,
         gate_job_lag_ms: args.gate_job_lag.as_secs_f64() * 1000.0,
-        server_env: server_env(),
+        // This process's environment says nothing of a server it did not start.
+        server_env: if args.url.is_some() {
+            Vec::new()
+        } else {
+            server_env()
+        },
+        url: args.url.clone(),
         series,
     };
     save(&report, &args.out, data_dir, &started_at)

@@ -43,6 +43,10 @@ pub struct Report {
     /// `PORCH_*` settings the scratch servers ran with (defaults otherwise).
     #[serde(default)]
     pub server_env: Vec<String>,
+    /// The running server given with `--url`, whose settings the load test cannot know; `None`
+    /// when it ran scratch servers (and in results from before the field).
+    #[serde(default)]
+    pub url: Option<String>,
     pub series: Vec<Series>,
 }
 

@@ -103,10 +103,12 @@ impl Series {
     }
 
     /// Whether a span is best drawn by its worst second (latencies, peaks) rather than its mean.
+    /// The commit's mean latency is the one latency drawn as a mean, as its line's label says.
     pub fn is_peak(self) -> bool {
         matches!(
             self,
-            Self::AckP99
+            Self::AckP50
+                | Self::AckP99
                 | Self::AckMax
                 | Self::LoopLagP99
                 | Self::LoopLagMax
@@ -321,5 +323,30 @@ mod tests {
         assert_eq!(minutes[0].mean[Series::Cpu.index()], Some(40.0));
         let seen = roll_up(&samples, 60_000, Over::Samples);
         assert!((rate(&seen[0]) - 8_800.0 / 34.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_ack_latency_line_draws_a_span_by_its_worst_second() {
+        let mut samples = Vec::new();
+        // (p50, p99, max) of three seconds: the middle one holds the span's highest p50.
+        for (at, ack) in [
+            (1_000, [0.4, 0.9, 2.0]),
+            (2_000, [1.81, 3.0, 9.0]),
+            (3_000, [0.8, 4.0, 5.0]),
+        ] {
+            let mut s = sample(at, Some(100.0));
+            for (series, ms) in [Series::AckP50, Series::AckP99, Series::AckMax]
+                .iter()
+                .zip(ack)
+            {
+                s.values[series.index()] = Some(ms);
+            }
+            samples.push(s);
+        }
+        let span = &roll_up(&samples, 60_000, Over::Samples)[0];
+        assert_eq!(span.plotted(Series::AckP50), Some(1.81));
+        assert_eq!(span.plotted(Series::AckP99), Some(4.0));
+        assert_eq!(span.plotted(Series::AckMax), Some(9.0));
+        assert_eq!(span.plotted(Series::Messages), Some(100.0));
     }
 }

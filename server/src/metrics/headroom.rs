@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use crate::series::{Sample, Series};
 
+use super::loadtest_report::median;
+
 /// A second counts as busy from this rate on; below it the idle baseline dominates its CPU.
 pub const BUSY_RATE: f64 = 20.0;
 /// Traffic needed before the live estimate is trusted over a load test.
@@ -65,9 +67,8 @@ pub fn traffic_cost<'a>(
     if busy_seconds < MIN_BUSY_SECONDS || messages < MIN_MESSAGES {
         return Err(shortfall);
     }
-    idle.sort_by(f64::total_cmp);
     // Without idle seconds the baseline is unknown; 0 attributes it all to messages (errs high).
-    let baseline_pct = idle.get(idle.len() / 2).copied().unwrap_or(0.0);
+    let baseline_pct = median(idle).unwrap_or(0.0);
     let cpu_seconds = busy
         .iter()
         .map(|(_, cpu)| (cpu - baseline_pct).max(0.0) / 100.0 * every)

@@ -178,18 +178,23 @@ impl Series {
 
     /// Median over rounds of a figure at a target.
     pub fn at(&self, target: u32, f: impl Fn(&Stair) -> Option<f64>) -> Option<f64> {
-        let mut v: Vec<f64> = self
-            .stairs
-            .iter()
-            .filter(|s| s.target == target)
-            .filter_map(&f)
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let mid = v.len() / 2;
-        match v.len() {
-            0 => None,
-            n if n % 2 == 0 => Some(f64::midpoint(v[mid - 1], v[mid])),
-            _ => Some(v[mid]),
-        }
+        median(
+            self.stairs
+                .iter()
+                .filter(|s| s.target == target)
+                .filter_map(&f)
+                .collect(),
+        )
+    }
+}
+
+/// The median: the middle value, or the mean of the middle two of an even count.
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    match values.len() {
+        0 => None,
+        n if n % 2 == 0 => Some(f64::midpoint(values[mid - 1], values[mid])),
+        _ => Some(values[mid]),
     }
 }

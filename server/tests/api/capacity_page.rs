@@ -118,7 +118,7 @@ async fn a_recorded_load_test_run_is_listed_and_shown_on_the_capacity_page() {
     assert!(page.body.contains("5,000 msg/s"));
     assert!(page.body.contains("all stairs passed"));
     // No live traffic: the headroom comes from the run (median cost of its passing stairs).
-    assert!(page.body.contains("(52 µs)"), "{}", page.body);
+    assert!(page.body.contains("(51 µs)"), "{}", page.body);
     assert!(page.body.contains("comes from the newest"));
 
     let run = send(

@@ -209,8 +209,8 @@ fn a_load_test_run_is_recorded_in_the_live_database_with_its_summary() {
     assert_eq!(row.1, 5000, "the highest passing porch stair");
     assert!(row.2);
     assert!(
-        (row.3 - 52.0).abs() < 1e-9,
-        "median µs/msg of the passing stairs"
+        (row.3 - 51.0).abs() < 1e-9,
+        "median µs/msg of the passing stairs (50 and 52: the mean of the two)"
     );
     assert!(row.4.contains("Test CPU"));
 }

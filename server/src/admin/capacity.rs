@@ -40,7 +40,7 @@ type ChartSpec = (
 const CHARTS: &[ChartSpec] = &[
     (
         "Visitor messages",
-        "acked per second",
+        "stored per second",
         &[(Series::Messages, "messages")],
     ),
     (

@@ -123,7 +123,7 @@ pub struct Sources {
 /// Cumulative counters at one moment; a sample is the difference of two.
 struct Reading {
     at: Instant,
-    acked: u64,
+    stored: u64,
     ack: Snapshot,
     lag: Snapshot,
     job_lag: Snapshot,
@@ -149,7 +149,7 @@ fn read(sources: &Sources) -> Reading {
     let jobs = &meters.jobs;
     Reading {
         at: Instant::now(),
-        acked: meters.acked(),
+        stored: meters.stored(),
         ack: meters.ack_latency.snapshot(),
         lag: meters.loop_lag.snapshot(),
         job_lag: jobs.lag.snapshot(),
@@ -193,7 +193,7 @@ fn sample_between(before: &Reading, now: &Reading, sources: &Sources, at_ms: i64
     let has_acks = acks.count() > 0;
     set(
         Series::Messages,
-        Some(per_sec(now.acked, before.acked, seconds)),
+        Some(per_sec(now.stored, before.stored, seconds)),
     );
     set(Series::AckP50, acks.quantile(0.5).map(ms));
     set(Series::AckP99, acks.quantile(0.99).map(ms));

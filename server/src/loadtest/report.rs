@@ -59,7 +59,7 @@ pub fn markdown(r: &Report) -> String {
                     (
                         format!("{}/{}", k.delivered, k.expected),
                         format!("{:.0}", k.deliveries_per_sec),
-                        format!("{:.1}", k.job_lag_p99_ms),
+                        opt(k.job_lag_p99_ms, 1),
                     )
                 },
             );
@@ -316,14 +316,38 @@ fn header(md: &mut String, r: &Report) {
 mod tests {
     use super::*;
 
-    fn report(url: Option<&str>, sites: u32) -> Report {
+    fn report_of(url: Option<&str>, sites: u32, series: &serde_json::Value) -> Report {
         serde_json::from_value(serde_json::json!({
             "started_at": "2026-12-05T10:00:00Z", "command": "porch loadtest",
             "machine": {"cores": 2, "cpu_model": "x", "kernel": "y"}, "placement": "p",
             "visitors": 10, "sites": sites, "idle": 0, "flood_rate": 0, "warmup_ms": 1,
-            "duration_ms": 1, "gate_p99_ms": 50.0, "url": url, "series": []
+            "duration_ms": 1, "gate_p99_ms": 50.0, "url": url, "series": series
         }))
         .expect("a report")
+    }
+
+    fn report(url: Option<&str>, sites: u32) -> Report {
+        report_of(url, sites, &serde_json::json!([]))
+    }
+
+    #[test]
+    fn a_job_lag_nothing_measured_shows_as_a_dash() {
+        let slack = serde_json::json!({
+            "expected": 200, "delivered": 32, "deliveries_per_sec": 8.0,
+            "job_lag_p50_ms": null, "job_lag_p99_ms": null, "job_lag_max_ms": null
+        });
+        let md = markdown(&report_of(
+            None,
+            2,
+            &serde_json::json!([{"name": "porch+slack", "stairs": [{
+                "target": 40, "round": 1, "achieved": 40.0, "sent": 200, "acked": 200,
+                "refused": {}, "broken": 0, "p50_ms": 1.0, "p90_ms": 1.0, "p99_ms": 1.0,
+                "p999_ms": 1.0, "max_ms": 1.0, "server_cpu_pct": 5.0, "server_us_per_msg": 9.0,
+                "server_rss_mb": 20.0, "loadgen_cpu_pct": 1.0, "idle_kib_per_socket": null,
+                "connect_ms": 1, "slack": slack, "flood": null, "passed": true
+            }]}]),
+        ));
+        assert!(md.contains("| 32/200 | 8 | – | yes |"), "{md}");
     }
 
     #[test]

@@ -366,7 +366,8 @@ fn figures(
         Some(limit) => limit.out_of_order == 0 && limit.duplicates == 0,
         None => {
             s.delivered >= s.expected
-                && s.job_lag_p99_ms <= args.gate_job_lag.as_secs_f64() * 1000.0
+                && s.job_lag_p99_ms
+                    .is_none_or(|lag| lag <= args.gate_job_lag.as_secs_f64() * 1000.0)
         }
     });
     let passed = achieved / f64::from(rate) >= 0.95
@@ -456,14 +457,15 @@ fn slack_figures(
             in_window += 1;
         }
     }
+    let measured = !lag.is_empty();
     Ok(SlackStair {
         expected: expected as u64,
         delivered,
         deliveries_per_sec: in_window as f64
             / o.window_end.duration_since(o.window_start).as_secs_f64(),
-        job_lag_p50_ms: ms(&lag, 0.5),
-        job_lag_p99_ms: ms(&lag, 0.99),
-        job_lag_max_ms: lag.max() as f64 / 1000.0,
+        job_lag_p50_ms: measured.then(|| ms(&lag, 0.5)),
+        job_lag_p99_ms: measured.then(|| ms(&lag, 0.99)),
+        job_lag_max_ms: measured.then(|| lag.max() as f64 / 1000.0),
         channel_limit,
     })
 }

@@ -102,9 +102,11 @@ pub struct SlackStair {
     pub expected: u64,
     pub delivered: u64,
     pub deliveries_per_sec: f64,
-    pub job_lag_p50_ms: f64,
-    pub job_lag_p99_ms: f64,
-    pub job_lag_max_ms: f64,
+    /// Job lag of the window's messages; `None` when none of them reached the mock (as past a
+    /// tight channel limit), so nothing was measured. Older results hold 0 there.
+    pub job_lag_p50_ms: Option<f64>,
+    pub job_lag_p99_ms: Option<f64>,
+    pub job_lag_max_ms: Option<f64>,
     /// With `--slack-channel-limit`: what the mock's limit did; absent otherwise and in older
     /// results.
     #[serde(default)]

@@ -54,12 +54,7 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         let report: Report = serde_json::from_str(&text).context("parsing the results")?;
         return super::write_stdout(&report::markdown(&report));
     }
-    if args.stairs.is_empty() || args.visitors == 0 {
-        bail!("--stairs and --visitors must not be empty or zero");
-    }
-    if args.slack_channel_limit.is_some() && args.slack_delay.is_none() {
-        bail!("--slack-channel-limit limits the Slack mock, which only runs with --slack-delay");
-    }
+    check_flags(args)?;
     // Read before pinning: pinning narrows what this process sees.
     let machine = target::machine();
     let (server_core, load_core) = args
@@ -151,6 +146,33 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         series,
     };
     save(&report, &args.out, data_dir, &started_at)
+}
+
+/// Refuses flags that cannot work together, rather than ignoring one.
+fn check_flags(args: &LoadtestArgs) -> anyhow::Result<()> {
+    if args.stairs.is_empty() || args.visitors == 0 {
+        bail!("--stairs and --visitors must not be empty or zero");
+    }
+    if args.slack_channel_limit.is_some() && args.slack_delay.is_none() {
+        bail!("--slack-channel-limit limits the Slack mock, which only runs with --slack-delay");
+    }
+    // These set up the scratch servers' database or their Slack; a given server has its own.
+    let scratch_only: Vec<&str> = [
+        ("--agents", args.agents > 0),
+        ("--flood", args.flood > 0),
+        ("--slack-delay", args.slack_delay.is_some()),
+        ("--seed-messages", args.seed_messages > 0),
+    ]
+    .into_iter()
+    .filter_map(|(flag, is_given)| is_given.then_some(flag))
+    .collect();
+    if args.url.is_some() && !scratch_only.is_empty() {
+        bail!(
+            "{} set up the load test's own scratch servers, so they do not work with --url",
+            scratch_only.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// The series the flags ask for, in the order they run within a stair.

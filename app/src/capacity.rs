@@ -207,8 +207,9 @@ fn headroom_text(headroom: Option<HeadroomView>, shortfall: Option<TrafficShortf
     let Some(h) = headroom else {
         return view! {
             <p>"No headroom estimate yet: the last hour's traffic could not measure the CPU cost \
-                per message ("{short}"), and no recorded load test measured it (a run against \
-                another server with "<code>"--url"</code>" measures no server CPU). Run "<code>"porch loadtest"</code>
+                per message ("{short}"), and no recorded load test measured it (only the Porch \
+                stairs that passed count, and a run against another server with "<code>"--url"</code>
+                " measures no server CPU). Run "<code>"porch loadtest"</code>
                 " on this box (with this data directory) to measure it."</p>
         }
         .into_any();
@@ -320,6 +321,16 @@ pub fn render_capacity_graphs(view: GraphsView) -> String {
     view! { <Graphs view/> }.to_html()
 }
 
+/// A run's result in the list: without a capacity found, no Porch stair passed, which "some
+/// stairs failed" would understate.
+fn run_result(is_passed: bool, capacity: Option<u32>) -> &'static str {
+    match (is_passed, capacity) {
+        (true, _) => "all stairs passed",
+        (false, Some(_)) => "some stairs failed",
+        (false, None) => "no Porch stair passed",
+    }
+}
+
 #[component]
 fn Runs(runs: Vec<RunItemView>) -> impl IntoView {
     if runs.is_empty() {
@@ -337,7 +348,7 @@ fn Runs(runs: Vec<RunItemView>) -> impl IntoView {
                 || "none passed".to_owned(),
                 |c| format!("{} msg/s", format_number(f64::from(c))),
             );
-            let result = if run.is_passed { "all stairs passed" } else { "some stairs failed" };
+            let result = run_result(run.is_passed, run.capacity);
             let badge = if run.is_passed { "badge badge-open" } else { "badge badge-danger" };
             let cost = run
                 .us_per_msg
@@ -526,6 +537,13 @@ mod tests {
             messages,
             messages_needed: 5_000.0,
         }
+    }
+
+    #[test]
+    fn a_run_whose_porch_stairs_all_failed_says_so() {
+        assert_eq!(run_result(true, Some(5000)), "all stairs passed");
+        assert_eq!(run_result(false, Some(5000)), "some stairs failed");
+        assert_eq!(run_result(false, None), "no Porch stair passed");
     }
 
     #[test]

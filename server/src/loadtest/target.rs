@@ -296,6 +296,18 @@ fn seed(
     } else {
         None
     };
+    // An admin (who cannot sign in: no password), so the scratch server does not take itself
+    // for a fresh install and log a setup token into the load test's output.
+    store::insert_user(
+        &conn,
+        &store::NewUser {
+            email: "admin@loadtest.invalid",
+            name: "Load test",
+            role: "admin",
+            password_hash: None,
+            created_at: 0,
+        },
+    )?;
     let agent_sessions = (0..agents)
         .map(|i| seed_agent(&conn, i))
         .collect::<anyhow::Result<_>>()?;

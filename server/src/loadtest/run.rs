@@ -168,7 +168,7 @@ fn check_flags(args: &LoadtestArgs) -> anyhow::Result<()> {
     .collect();
     if args.url.is_some() && !scratch_only.is_empty() {
         bail!(
-            "{} set up the load test's own scratch servers, so they do not work with --url",
+            "{}: only for the load test's own scratch servers, not with --url",
             scratch_only.join(", ")
         );
     }

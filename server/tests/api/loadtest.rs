@@ -194,7 +194,7 @@ fn flags_that_need_scratch_servers_are_refused_with_url() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("--agents, --flood set up the load test's own scratch servers"),
+        stderr.contains("--agents, --flood: only for the load test's own scratch servers"),
         "{stderr}"
     );
 }

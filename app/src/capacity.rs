@@ -44,6 +44,45 @@ pub struct HeadroomView {
     pub busiest: Option<f64>,
 }
 
+/// What the last hour's traffic held when it gave no cost estimate, against what one takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrafficShortfall {
+    pub busy_seconds: usize,
+    pub busy_seconds_needed: usize,
+    /// Messages a second from which a second counts as busy.
+    pub busy_rate: f64,
+    /// Messages in the busy seconds.
+    pub messages: f64,
+    pub messages_needed: f64,
+}
+
+impl TrafficShortfall {
+    /// What fell short, in words: only the criteria missed, so the reader knows what to wait for.
+    fn describe(&self) -> String {
+        let mut missing = Vec::new();
+        if self.busy_seconds < self.busy_seconds_needed {
+            missing.push(format!(
+                "{} busy seconds ({} or more messages a second) where it takes {}",
+                self.busy_seconds,
+                rate(self.busy_rate),
+                self.busy_seconds_needed
+            ));
+        }
+        if self.messages < self.messages_needed {
+            missing.push(format!(
+                "{} messages in its busy seconds where it takes {}",
+                rate(self.messages),
+                rate(self.messages_needed)
+            ));
+        }
+        if missing.is_empty() {
+            "its busy seconds took no CPU above the idle baseline".to_owned()
+        } else {
+            format!("it held {}", missing.join(" and "))
+        }
+    }
+}
+
 /// The live part of the page.
 #[derive(Debug, Clone)]
 pub struct GraphsView {
@@ -54,8 +93,8 @@ pub struct GraphsView {
     pub headroom: Option<HeadroomView>,
     /// Seconds between refreshes while the page is open.
     pub refresh_secs: u32,
-    /// Messages an hour of traffic must hold before it is trusted over a load test.
-    pub traffic_needed: f64,
+    /// Why the last hour's traffic gave no estimate; `None` when it gave one.
+    pub shortfall: Option<TrafficShortfall>,
 }
 
 /// A recorded load-test run in the list.
@@ -163,12 +202,14 @@ fn rate(value: f64) -> String {
     format_number(value.round())
 }
 
-fn headroom_text(headroom: Option<HeadroomView>, traffic_needed: f64) -> AnyView {
+fn headroom_text(headroom: Option<HeadroomView>, shortfall: Option<TrafficShortfall>) -> AnyView {
+    let short = shortfall.map_or_else(String::new, |s| s.describe());
     let Some(h) = headroom else {
         return view! {
-            <p>"No headroom estimate yet: the last hour had too little traffic to measure the CPU \
-                cost per message, and no recorded load test measured it (a run against another \
-                server with "<code>"--url"</code>" measures no server CPU). Run "<code>"porch loadtest"</code>
+            <p>"No headroom estimate yet: the last hour's traffic could not measure the CPU cost \
+                per message ("{short}"), and no recorded load test measured it (only the Porch \
+                stairs that passed count, and a run against another server with "<code>"--url"</code>
+                " measures no server CPU). Run "<code>"porch loadtest"</code>
                 " on this box (with this data directory) to measure it."</p>
         }
         .into_any();
@@ -212,8 +253,8 @@ fn headroom_text(headroom: Option<HeadroomView>, traffic_needed: f64) -> AnyView
             );
             view! {
                 <p class="muted small">
-                    "The last hour had too little traffic to measure (it takes "
-                    {rate(traffic_needed)}" messages), so the cost comes from the newest "
+                    "The last hour's traffic could not measure the cost ("{short}"), so it \
+                    comes from the newest "
                     <a href=format!("/capacity/runs/{run_id}")>"load test"</a>", run "
                     <time datetime=iso>{when}</time>" ("{found}")."
                 </p>
@@ -268,7 +309,7 @@ fn Graphs(view: GraphsView) -> impl IntoView {
         <section id="capacity-graphs" data-refresh=refresh data-refresh-every=view.refresh_secs.to_string()>
             <div class="card">
                 <h2>"Headroom"</h2>
-                {headroom_text(view.headroom, view.traffic_needed)}
+                {headroom_text(view.headroom, view.shortfall)}
             </div>
             <div class="charts">{charts}</div>
         </section>
@@ -278,6 +319,16 @@ fn Graphs(view: GraphsView) -> impl IntoView {
 /// The graphs section alone (the page's live refresh replaces it).
 pub fn render_capacity_graphs(view: GraphsView) -> String {
     view! { <Graphs view/> }.to_html()
+}
+
+/// A run's result in the list: without a capacity found, no Porch stair passed, which "some
+/// stairs failed" would understate.
+fn run_result(is_passed: bool, capacity: Option<u32>) -> &'static str {
+    match (is_passed, capacity) {
+        (true, _) => "all stairs passed",
+        (false, Some(_)) => "some stairs failed",
+        (false, None) => "no Porch stair passed",
+    }
 }
 
 #[component]
@@ -297,7 +348,7 @@ fn Runs(runs: Vec<RunItemView>) -> impl IntoView {
                 || "none passed".to_owned(),
                 |c| format!("{} msg/s", format_number(f64::from(c))),
             );
-            let result = if run.is_passed { "all stairs passed" } else { "some stairs failed" };
+            let result = run_result(run.is_passed, run.capacity);
             let badge = if run.is_passed { "badge badge-open" } else { "badge badge-danger" };
             let cost = run
                 .us_per_msg
@@ -472,4 +523,43 @@ pub fn render_run(view: RunView) -> String {
         {series}
     };
     document("Load test", Some(nav), true, content.into_any())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shortfall(busy_seconds: usize, messages: f64) -> TrafficShortfall {
+        TrafficShortfall {
+            busy_seconds,
+            busy_seconds_needed: 30,
+            busy_rate: 20.0,
+            messages,
+            messages_needed: 5_000.0,
+        }
+    }
+
+    #[test]
+    fn a_run_whose_porch_stairs_all_failed_says_so() {
+        assert_eq!(run_result(true, Some(5000)), "all stairs passed");
+        assert_eq!(run_result(false, Some(5000)), "some stairs failed");
+        assert_eq!(run_result(false, None), "no Porch stair passed");
+    }
+
+    #[test]
+    fn a_shortfall_names_only_the_criteria_missed() {
+        assert_eq!(
+            shortfall(22, 8_800.0).describe(),
+            "it held 22 busy seconds (20 or more messages a second) where it takes 30"
+        );
+        assert_eq!(
+            shortfall(40, 1_200.0).describe(),
+            "it held 1,200 messages in its busy seconds where it takes 5,000"
+        );
+        assert!(shortfall(3, 90.0).describe().contains(" and 90 messages"));
+        assert_eq!(
+            shortfall(40, 8_800.0).describe(),
+            "its busy seconds took no CPU above the idle baseline"
+        );
+    }
 }

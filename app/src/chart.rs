@@ -60,6 +60,8 @@ pub fn nice_ceiling(value: f64) -> f64 {
 
 /// A y-axis label: whole numbers with separators, small ones with a decimal.
 pub fn format_number(value: f64) -> String {
+    // An empty f64 sum is -0.0, which would print as "-0"; adding 0.0 makes it +0.0.
+    let value = value + 0.0;
     if value.abs() >= 1000.0 {
         #[allow(clippy::cast_possible_truncation)]
         let whole = value.round() as i64;
@@ -307,5 +309,6 @@ mod tests {
         assert!((nice_ceiling(1234.0) - 2000.0).abs() < f64::EPSILON);
         assert_eq!(format_number(12_345.0), "12,345");
         assert_eq!(format_number(2.5), "2.5");
+        assert_eq!(format_number(-0.0), "0");
     }
 }

@@ -103,10 +103,12 @@ impl Series {
     }
 
     /// Whether a span is best drawn by its worst second (latencies, peaks) rather than its mean.
+    /// The commit's mean latency is the one latency drawn as a mean, as its line's label says.
     pub fn is_peak(self) -> bool {
         matches!(
             self,
-            Self::AckP99
+            Self::AckP50
+                | Self::AckP99
                 | Self::AckMax
                 | Self::LoopLagP99
                 | Self::LoopLagMax
@@ -114,6 +116,21 @@ impl Series {
                 | Self::JobLagP99
                 | Self::JobLagMax
                 | Self::WriterQueue
+        )
+    }
+
+    /// Whether the series counts events a second, so that a span's mean is its events ÷ its length.
+    fn is_rate(self) -> bool {
+        matches!(
+            self,
+            Self::Messages
+                | Self::WriterBusy
+                | Self::DeliveriesChat
+                | Self::DeliveriesWebhook
+                | Self::DeliveriesEmail
+                | Self::DeliveriesMaint
+                | Self::RateLimited
+                | Self::Failures
         )
     }
 }
@@ -152,6 +169,16 @@ impl Rollup {
             self.mean[series.index()]
         }
     }
+}
+
+/// What a rate series' mean is taken over (see [`Series`]'s rates: messages, deliveries, refusals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// The samples taken: a graph point of the seconds seen so far.
+    Samples,
+    /// The whole span, which holds this many samples, sampled or not: a minute's messages ÷ 60 s,
+    /// so a minute the server sampled only in part (it started or stopped in it) is not inflated.
+    Span(u32),
 }
 
 /// Accumulates samples into a [`Rollup`].
@@ -195,9 +222,14 @@ impl RollupBuilder {
         self.samples == 0
     }
 
-    pub fn finish(&self) -> Rollup {
+    pub fn finish(&self, over: Over) -> Rollup {
         let mean = std::array::from_fn(|i| {
-            (self.count[i] > 0).then(|| self.sum[i] / f64::from(self.count[i]))
+            let divisor = match over {
+                // More samples than the span holds (a tick late, then one early) are all counted.
+                Over::Span(slots) if Series::ALL[i].is_rate() => slots.max(self.count[i]),
+                _ => self.count[i],
+            };
+            (self.count[i] > 0).then(|| self.sum[i] / f64::from(divisor))
         });
         Rollup {
             at_ms: self.at_ms,
@@ -209,20 +241,24 @@ impl RollupBuilder {
 }
 
 /// Rolls `samples` (oldest first) up into spans of `step_ms` aligned to multiples of it.
-pub fn roll_up<'a>(samples: impl IntoIterator<Item = &'a Sample>, step_ms: i64) -> Vec<Rollup> {
+pub fn roll_up<'a>(
+    samples: impl IntoIterator<Item = &'a Sample>,
+    step_ms: i64,
+    over: Over,
+) -> Vec<Rollup> {
     let step_ms = step_ms.max(1);
     let mut out = Vec::new();
     let mut current: Option<RollupBuilder> = None;
     for sample in samples {
         let at = sample.at_ms.div_euclid(step_ms) * step_ms;
         if current.as_ref().is_some_and(|b| b.at_ms() != at) {
-            out.extend(current.take().map(|b| b.finish()));
+            out.extend(current.take().map(|b| b.finish(over)));
         }
         current
             .get_or_insert_with(|| RollupBuilder::new(at))
             .add(sample);
     }
-    out.extend(current.map(|b| b.finish()));
+    out.extend(current.map(|b| b.finish(over)));
     out
 }
 
@@ -254,7 +290,7 @@ mod tests {
             sample(3_000, Some(30.0)),
             sample(61_000, Some(5.0)),
         ];
-        let spans = roll_up(&samples, 60_000);
+        let spans = roll_up(&samples, 60_000, Over::Samples);
         assert_eq!(spans.len(), 2);
         assert_eq!(spans[0].at_ms, 0);
         assert_eq!(spans[0].samples, 3);
@@ -262,5 +298,55 @@ mod tests {
         assert_eq!(spans[0].max[Series::Messages.index()], Some(30.0));
         assert_eq!(spans[0].mean[Series::Cpu.index()], None);
         assert_eq!(spans[1].plotted(Series::Messages), Some(5.0));
+    }
+
+    #[test]
+    fn a_minute_sampled_in_part_spreads_its_messages_over_the_whole_minute() {
+        // The server started 26 s into the minute: 8,800 messages in the 34 s it sampled.
+        let mut samples: Vec<Sample> = (26..60)
+            .map(|s| {
+                let mut sample = sample(s * 1000, Some(8_800.0 / 34.0));
+                sample.values[Series::Cpu.index()] = Some(40.0);
+                sample
+            })
+            .collect();
+        // Then 4,800 messages in the first 6 s of the next minute, the one still going.
+        samples.extend((60..66).map(|s| sample(s * 1000, Some(800.0))));
+        let minutes = roll_up(&samples, 60_000, Over::Span(60));
+        let rate = |r: &Rollup| r.mean[Series::Messages.index()].expect("a rate");
+        assert!(
+            (rate(&minutes[0]) - 8_800.0 / 60.0).abs() < 1e-9,
+            "{minutes:?}"
+        );
+        assert!((rate(&minutes[1]) - 80.0).abs() < 1e-9, "{minutes:?}");
+        // What is not a count of events stays the mean of the seconds sampled.
+        assert_eq!(minutes[0].mean[Series::Cpu.index()], Some(40.0));
+        let seen = roll_up(&samples, 60_000, Over::Samples);
+        assert!((rate(&seen[0]) - 8_800.0 / 34.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_ack_latency_line_draws_a_span_by_its_worst_second() {
+        let mut samples = Vec::new();
+        // (p50, p99, max) of three seconds: the middle one holds the span's highest p50.
+        for (at, ack) in [
+            (1_000, [0.4, 0.9, 2.0]),
+            (2_000, [1.81, 3.0, 9.0]),
+            (3_000, [0.8, 4.0, 5.0]),
+        ] {
+            let mut s = sample(at, Some(100.0));
+            for (series, ms) in [Series::AckP50, Series::AckP99, Series::AckMax]
+                .iter()
+                .zip(ack)
+            {
+                s.values[series.index()] = Some(ms);
+            }
+            samples.push(s);
+        }
+        let span = &roll_up(&samples, 60_000, Over::Samples)[0];
+        assert_eq!(span.plotted(Series::AckP50), Some(1.81));
+        assert_eq!(span.plotted(Series::AckP99), Some(4.0));
+        assert_eq!(span.plotted(Series::AckMax), Some(9.0));
+        assert_eq!(span.plotted(Series::Messages), Some(100.0));
     }
 }

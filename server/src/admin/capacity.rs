@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use porch_app::capacity::{
     Basis, CapacityView, GraphsView, HeadroomView, ReplicationView, RunItemView, RunView,
-    SeriesView, StairView, render_capacity, render_capacity_graphs, render_run,
+    SeriesView, StairView, TrafficShortfall, render_capacity, render_capacity_graphs, render_run,
 };
 use porch_app::chart::{Chart, Line};
 use porch_app::layout::Section;
@@ -15,7 +15,9 @@ use serde::Deserialize;
 use crate::clock::{millis, now_ms};
 use crate::metrics::loadtest_report::{Report, Stair};
 use crate::metrics::replication::{STALE_AFTER_SECS, age_secs};
-use crate::metrics::{MIN_MESSAGES, messages_per_core, traffic_cost};
+use crate::metrics::{
+    BUSY_RATE, MIN_BUSY_SECONDS, MIN_MESSAGES, Shortfall, messages_per_core, traffic_cost,
+};
 use crate::series::{Rollup, Series};
 use crate::state::AppState;
 use crate::store;
@@ -38,7 +40,7 @@ type ChartSpec = (
 const CHARTS: &[ChartSpec] = &[
     (
         "Visitor messages",
-        "acked per second",
+        "stored per second",
         &[(Series::Messages, "messages")],
     ),
     (
@@ -209,9 +211,22 @@ fn charts(spans: &[Rollup], since: i64, range: Range) -> Vec<Chart> {
         .collect()
 }
 
+/// The last hour's shortfall as the page words it.
+fn shortfall_view(short: &Shortfall) -> TrafficShortfall {
+    TrafficShortfall {
+        busy_seconds: short.busy_seconds,
+        busy_seconds_needed: MIN_BUSY_SECONDS,
+        busy_rate: BUSY_RATE,
+        messages: short.messages,
+        messages_needed: MIN_MESSAGES,
+    }
+}
+
 /// The headroom statement's figures: from the last hour's traffic if there was enough, else
-/// from the newest load test with a measured cost.
-async fn headroom(app: &AppState) -> Result<Option<HeadroomView>, PageError> {
+/// from the newest load test with a measured cost; and what the traffic lacked, if it did.
+async fn headroom(
+    app: &AppState,
+) -> Result<(Option<HeadroomView>, Option<TrafficShortfall>), PageError> {
     let every = app.capacity.timing.every;
     let traffic = app
         .capacity
@@ -227,10 +242,9 @@ async fn headroom(app: &AppState) -> Result<Option<HeadroomView>, PageError> {
         })
         .await?;
     // Minutes not yet written (the current one) count too.
-    let minute = millis(app.capacity.timing.rollup_every);
     let recent_busiest = app
         .capacity
-        .spans(day_ago, minute)
+        .minutes(day_ago)
         .iter()
         .filter_map(|r| r.mean[Series::Messages.index()])
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
@@ -238,7 +252,8 @@ async fn headroom(app: &AppState) -> Result<Option<HeadroomView>, PageError> {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
     };
-    let (us_per_msg, basis) = if let Some(cost) = traffic {
+    let shortfall = traffic.as_ref().err().map(shortfall_view);
+    let (us_per_msg, basis) = if let Ok(cost) = traffic {
         let basis = Basis::Traffic {
             messages: cost.messages,
             busy_seconds: cost.busy_seconds,
@@ -253,14 +268,15 @@ async fn headroom(app: &AppState) -> Result<Option<HeadroomView>, PageError> {
         };
         (cost, basis)
     } else {
-        return Ok(None);
+        return Ok((None, shortfall));
     };
-    Ok(Some(HeadroomView {
+    let view = HeadroomView {
         us_per_msg,
         per_second: messages_per_core(us_per_msg),
         basis,
         busiest,
-    }))
+    };
+    Ok((Some(view), shortfall))
 }
 
 async fn graphs(app: &AppState, range: Range) -> Result<GraphsView, PageError> {
@@ -273,12 +289,13 @@ async fn graphs(app: &AppState, range: Range) -> Result<GraphsView, PageError> {
             .read(move |c| store::list_metrics_spans(c, since, step))
             .await?
     };
+    let (headroom, shortfall) = headroom(app).await?;
     Ok(GraphsView {
         range: range.key().to_owned(),
         charts: charts(&spans, since, range),
-        headroom: headroom(app).await?,
+        headroom,
         refresh_secs: range.refresh_secs(),
-        traffic_needed: MIN_MESSAGES,
+        shortfall,
     })
 }
 

@@ -66,6 +66,11 @@ pub enum Command {
     },
     /// Measure capacity: stairs of open-loop widget traffic against a scratch Porch (never the
     /// live database), with the bare websocket echo as baseline; saves JSON and Markdown.
+    ///
+    /// Exit status: 0 when the run finished and its results were saved, whether or not its
+    /// stairs passed (each stair's `passed` in the JSON says; a stair search expects its upper
+    /// stairs to fail); 1 when it could not run or save; 2 for a bad flag; 130 or 143 when SIGINT
+    /// or SIGTERM stopped it, after stopping its scratch servers and removing their directories.
     Loadtest(crate::loadtest::LoadtestArgs),
     /// Measure search: seed a scratch database (never the live one) with synthetic messages
     /// through the store and time the search page's read over fixed queries (p50/p95/p99).

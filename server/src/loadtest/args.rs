@@ -72,7 +72,8 @@ pub struct LoadtestArgs {
     #[arg(long)]
     pub slack_only: bool,
     /// Target an already running Porch at this loopback websocket base URL (`ws://127.0.0.1:8080`)
-    /// instead of a scratch server; `--site` must then name its sites.
+    /// instead of a scratch server; `--site` must then name its sites. `--agents`, `--flood`,
+    /// `--slack-delay` and `--seed-messages` set up scratch servers and are refused with it.
     #[arg(long)]
     pub url: Option<String>,
     /// A site key of the `--url` target (repeatable).

@@ -14,6 +14,7 @@ mod pacer;
 mod record;
 mod report;
 mod run;
+mod scratch;
 mod search;
 mod served;
 mod slack_mock;

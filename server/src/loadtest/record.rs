@@ -7,11 +7,12 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::config::DATABASE_FILE;
-use crate::metrics::loadtest_report::{Report, Series};
+use crate::metrics::loadtest_report::{Report, Series, median};
 use crate::store::{self, NewLoadtestRun, Synchronous};
 
-/// The series whose figures stand for Porch (the echo is only the baseline).
-const PORCH_SERIES: &str = "porch";
+/// The series whose figures stand for Porch (the echo is only the baseline), the first the run
+/// has: its plain stairs, else (a `--slack-only` run) its stairs posting to the Slack mock.
+const PORCH_SERIES: [&str; 2] = ["porch", "porch+slack"];
 
 /// What the run list shows without parsing the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +23,7 @@ pub struct Summary {
     pub us_per_msg: Option<f64>,
 }
 
-/// Summarises `report`: the `porch` series' capacity and median CPU µs per message over its
+/// Summarises `report`: the Porch series' capacity and median CPU µs per message over its
 /// passing stairs; passed if every stair of every series passed.
 pub fn summarize(report: &Report) -> Summary {
     let started_at = humantime::parse_rfc3339(&report.started_at)
@@ -31,8 +32,8 @@ pub fn summarize(report: &Report) -> Summary {
         .map_or_else(crate::clock::now_ms, |d| {
             i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
         });
-    let porch = report.series(PORCH_SERIES);
-    let mut costs: Vec<f64> = porch
+    let porch = PORCH_SERIES.iter().find_map(|name| report.series(name));
+    let costs: Vec<f64> = porch
         .map(|s| {
             s.stairs
                 .iter()
@@ -41,7 +42,6 @@ pub fn summarize(report: &Report) -> Summary {
                 .collect()
         })
         .unwrap_or_default();
-    costs.sort_by(f64::total_cmp);
     Summary {
         started_at,
         capacity: porch.and_then(Series::capacity),
@@ -49,7 +49,7 @@ pub fn summarize(report: &Report) -> Summary {
             .series
             .iter()
             .all(|s| s.stairs.iter().all(|t| t.passed)),
-        us_per_msg: costs.get(costs.len() / 2).copied(),
+        us_per_msg: median(costs),
     }
 }
 
@@ -105,4 +105,59 @@ pub fn record_and_tell(report: &Report, data_dir: &Path) {
         Err(err) => format!("not recorded for the capacity page: {err:#}"),
     };
     let _ = super::write_stdout(&said);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(series: &str, stairs: &[serde_json::Value]) -> Report {
+        serde_json::from_value(serde_json::json!({
+            "started_at": "2026-12-05T10:00:00Z", "command": "porch loadtest",
+            "machine": {"cores": 2, "cpu_model": "x", "kernel": "y"}, "placement": "p",
+            "visitors": 10, "sites": 1, "idle": 0, "flood_rate": 0, "warmup_ms": 1,
+            "duration_ms": 1, "gate_p99_ms": 50.0,
+            "series": [{"name": series, "stairs": stairs}]
+        }))
+        .expect("a report")
+    }
+
+    fn stair(target: u32, us_per_msg: f64, passed: bool) -> serde_json::Value {
+        serde_json::json!({
+            "target": target, "round": 1, "achieved": f64::from(target), "sent": 1,
+            "acked": 1, "refused": {}, "broken": 0, "p50_ms": 1.0, "p90_ms": 1.0,
+            "p99_ms": 1.0, "p999_ms": 1.0, "max_ms": 1.0, "server_cpu_pct": 50.0,
+            "server_us_per_msg": us_per_msg, "server_rss_mb": 20.0, "loadgen_cpu_pct": 1.0,
+            "idle_kib_per_socket": null, "connect_ms": 1, "slack": null, "flood": null,
+            "passed": passed
+        })
+    }
+
+    #[test]
+    fn the_cost_of_an_even_number_of_passing_stairs_is_the_mean_of_the_middle_two() {
+        let report = report(
+            "porch",
+            &[
+                stair(1000, 353.3, true),
+                stair(2000, 313.3, true),
+                stair(5000, 90.0, false),
+            ],
+        );
+        let summary = summarize(&report);
+        let cost = summary.us_per_msg.expect("a cost");
+        assert!((cost - 333.3).abs() < 1e-9, "{cost}");
+        assert_eq!(summary.capacity, Some(2000));
+    }
+
+    #[test]
+    fn a_slack_only_run_is_summed_up_by_its_stairs_with_slack() {
+        let report = report(
+            "porch+slack",
+            &[stair(1000, 400.0, true), stair(3000, 250.0, false)],
+        );
+        let summary = summarize(&report);
+        assert_eq!(summary.capacity, Some(1000));
+        assert_eq!(summary.us_per_msg, Some(400.0));
+        assert!(!summary.is_passed);
+    }
 }

@@ -59,7 +59,7 @@ pub fn markdown(r: &Report) -> String {
                     (
                         format!("{}/{}", k.delivered, k.expected),
                         format!("{:.0}", k.deliveries_per_sec),
-                        format!("{:.1}", k.job_lag_p99_ms),
+                        opt(k.job_lag_p99_ms, 1),
                     )
                 },
             );
@@ -289,20 +289,20 @@ fn header(md: &mut String, r: &Report) {
             r.seeded_messages
         );
     }
-    let _ = writeln!(
-        md,
-        "- server settings: {}",
-        if r.server_env.is_empty() {
-            "defaults (synchronous=FULL)".to_owned()
-        } else {
-            r.server_env.join(" ")
+    let settings = match (&r.url, r.server_env.is_empty()) {
+        (Some(url), _) => {
+            format!("not known (the server at {url} was not started by the load test)")
         }
-    );
+        (None, true) => "defaults (synchronous=FULL)".to_owned(),
+        (None, false) => r.server_env.join(" "),
+    };
+    let _ = writeln!(md, "- server settings: {settings}");
     let _ = writeln!(
         md,
-        "- {} visitor sockets over {} sites, {} idle sockets, flood {} msg/s; warm-up {} ms, window {} ms; gate: achieved/target ≥ 0.95 and ack p99 ≤ {} ms (with Slack also every message delivered and job lag p99 ≤ {} ms)\n",
+        "- {} visitor sockets over {} {}, {} idle sockets, flood {} msg/s; warm-up {} ms, window {} ms; gate: achieved/target ≥ 0.95 and ack p99 ≤ {} ms (with Slack also every message delivered and job lag p99 ≤ {} ms)\n",
         r.visitors,
         r.sites,
+        if r.sites == 1 { "site" } else { "sites" },
         r.idle,
         r.flood_rate,
         r.warmup_ms,
@@ -310,4 +310,59 @@ fn header(md: &mut String, r: &Report) {
         r.gate_p99_ms,
         r.gate_job_lag_ms
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report_of(url: Option<&str>, sites: u32, series: &serde_json::Value) -> Report {
+        serde_json::from_value(serde_json::json!({
+            "started_at": "2026-12-05T10:00:00Z", "command": "porch loadtest",
+            "machine": {"cores": 2, "cpu_model": "x", "kernel": "y"}, "placement": "p",
+            "visitors": 10, "sites": sites, "idle": 0, "flood_rate": 0, "warmup_ms": 1,
+            "duration_ms": 1, "gate_p99_ms": 50.0, "url": url, "series": series
+        }))
+        .expect("a report")
+    }
+
+    fn report(url: Option<&str>, sites: u32) -> Report {
+        report_of(url, sites, &serde_json::json!([]))
+    }
+
+    #[test]
+    fn a_job_lag_nothing_measured_shows_as_a_dash() {
+        let slack = serde_json::json!({
+            "expected": 200, "delivered": 32, "deliveries_per_sec": 8.0,
+            "job_lag_p50_ms": null, "job_lag_p99_ms": null, "job_lag_max_ms": null
+        });
+        let md = markdown(&report_of(
+            None,
+            2,
+            &serde_json::json!([{"name": "porch+slack", "stairs": [{
+                "target": 40, "round": 1, "achieved": 40.0, "sent": 200, "acked": 200,
+                "refused": {}, "broken": 0, "p50_ms": 1.0, "p90_ms": 1.0, "p99_ms": 1.0,
+                "p999_ms": 1.0, "max_ms": 1.0, "server_cpu_pct": 5.0, "server_us_per_msg": 9.0,
+                "server_rss_mb": 20.0, "loadgen_cpu_pct": 1.0, "idle_kib_per_socket": null,
+                "connect_ms": 1, "slack": slack, "flood": null, "passed": true
+            }]}]),
+        ));
+        assert!(md.contains("| 32/200 | 8 | – | yes |"), "{md}");
+    }
+
+    #[test]
+    fn a_run_against_a_given_server_does_not_claim_its_settings() {
+        let md = markdown(&report(Some("ws://127.0.0.1:19900"), 1));
+        assert!(
+            md.contains(
+                "- server settings: not known (the server at ws://127.0.0.1:19900 was not \
+                 started by the load test)\n"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("10 visitor sockets over 1 site, "), "{md}");
+        let scratch = markdown(&report(None, 8));
+        assert!(scratch.contains("- server settings: defaults (synchronous=FULL)\n"));
+        assert!(scratch.contains("over 8 sites, "), "{scratch}");
+    }
 }

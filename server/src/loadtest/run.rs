@@ -17,6 +17,7 @@ use super::args::LoadtestArgs;
 use super::drain;
 use super::generator::{self, Outcome, Plan};
 use super::report;
+use super::scratch::Scratch;
 use super::target::{self, ChildServer, Placement};
 use super::{ChannelLimit, SlackMock};
 
@@ -53,12 +54,7 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         let report: Report = serde_json::from_str(&text).context("parsing the results")?;
         return super::write_stdout(&report::markdown(&report));
     }
-    if args.stairs.is_empty() || args.visitors == 0 {
-        bail!("--stairs and --visitors must not be empty or zero");
-    }
-    if args.slack_channel_limit.is_some() && args.slack_delay.is_none() {
-        bail!("--slack-channel-limit limits the Slack mock, which only runs with --slack-delay");
-    }
+    check_flags(args)?;
     // Read before pinning: pinning narrows what this process sees.
     let machine = target::machine();
     let (server_core, load_core) = args
@@ -75,11 +71,14 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
     } else {
         "not pinned (needs 2 cores and taskset)".to_owned()
     };
+    let scratch = Scratch::default();
+    scratch.stop_on_signal()?;
     let is_raised =
         args.url.is_none() && !args.normal_priority && target::raise_priority(std::process::id());
     let server = Placement {
         core: placement.starts_with("taskset").then_some(server_core),
         is_raised,
+        scratch: &scratch,
     };
     let placement = if is_raised {
         format!("{placement}; server and load generator at nice -19 (renice)")
@@ -92,19 +91,7 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
     };
     let _ = rlimit::increase_nofile_limit(u64::MAX);
 
-    let mut kinds = Vec::new();
-    if !args.no_echo && args.url.is_none() {
-        kinds.push(Kind::Echo);
-    }
-    if args.slack_delay.is_none() || !args.slack_only {
-        kinds.push(Kind::Porch);
-    }
-    if args.flood > 0 && args.url.is_none() {
-        kinds.push(Kind::PorchFlood);
-    }
-    if args.slack_delay.is_some() && args.url.is_none() {
-        kinds.push(Kind::PorchSlack);
-    }
+    let kinds = kinds(args);
 
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     // Interleaved: each stair and round runs every kind back to back, so a ratio compares runs
@@ -149,10 +136,61 @@ pub fn run(args: &LoadtestArgs, data_dir: &Path) -> anyhow::Result<()> {
         duration_ms: millis(args.duration),
         gate_p99_ms: args.gate_p99.as_secs_f64() * 1000.0,
         gate_job_lag_ms: args.gate_job_lag.as_secs_f64() * 1000.0,
-        server_env: server_env(),
+        // This process's environment says nothing of a server it did not start.
+        server_env: if args.url.is_some() {
+            Vec::new()
+        } else {
+            server_env()
+        },
+        url: args.url.clone(),
         series,
     };
     save(&report, &args.out, data_dir, &started_at)
+}
+
+/// Refuses flags that cannot work together, rather than ignoring one.
+fn check_flags(args: &LoadtestArgs) -> anyhow::Result<()> {
+    if args.stairs.is_empty() || args.visitors == 0 {
+        bail!("--stairs and --visitors must not be empty or zero");
+    }
+    if args.slack_channel_limit.is_some() && args.slack_delay.is_none() {
+        bail!("--slack-channel-limit limits the Slack mock, which only runs with --slack-delay");
+    }
+    // These set up the scratch servers' database or their Slack; a given server has its own.
+    let scratch_only: Vec<&str> = [
+        ("--agents", args.agents > 0),
+        ("--flood", args.flood > 0),
+        ("--slack-delay", args.slack_delay.is_some()),
+        ("--seed-messages", args.seed_messages > 0),
+    ]
+    .into_iter()
+    .filter_map(|(flag, is_given)| is_given.then_some(flag))
+    .collect();
+    if args.url.is_some() && !scratch_only.is_empty() {
+        bail!(
+            "{}: only for the load test's own scratch servers, not with --url",
+            scratch_only.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The series the flags ask for, in the order they run within a stair.
+fn kinds(args: &LoadtestArgs) -> Vec<Kind> {
+    let mut kinds = Vec::new();
+    if !args.no_echo && args.url.is_none() {
+        kinds.push(Kind::Echo);
+    }
+    if args.slack_delay.is_none() || !args.slack_only {
+        kinds.push(Kind::Porch);
+    }
+    if args.flood > 0 && args.url.is_none() {
+        kinds.push(Kind::PorchFlood);
+    }
+    if args.slack_delay.is_some() && args.url.is_none() {
+        kinds.push(Kind::PorchSlack);
+    }
+    kinds
 }
 
 /// The `PORCH_*` settings the scratch servers inherit (they change what is measured, such as
@@ -350,7 +388,8 @@ fn figures(
         Some(limit) => limit.out_of_order == 0 && limit.duplicates == 0,
         None => {
             s.delivered >= s.expected
-                && s.job_lag_p99_ms <= args.gate_job_lag.as_secs_f64() * 1000.0
+                && s.job_lag_p99_ms
+                    .is_none_or(|lag| lag <= args.gate_job_lag.as_secs_f64() * 1000.0)
         }
     });
     let passed = achieved / f64::from(rate) >= 0.95
@@ -440,14 +479,15 @@ fn slack_figures(
             in_window += 1;
         }
     }
+    let measured = !lag.is_empty();
     Ok(SlackStair {
         expected: expected as u64,
         delivered,
         deliveries_per_sec: in_window as f64
             / o.window_end.duration_since(o.window_start).as_secs_f64(),
-        job_lag_p50_ms: ms(&lag, 0.5),
-        job_lag_p99_ms: ms(&lag, 0.99),
-        job_lag_max_ms: lag.max() as f64 / 1000.0,
+        job_lag_p50_ms: measured.then(|| ms(&lag, 0.5)),
+        job_lag_p99_ms: measured.then(|| ms(&lag, 0.99)),
+        job_lag_max_ms: measured.then(|| lag.max() as f64 / 1000.0),
         channel_limit,
     })
 }

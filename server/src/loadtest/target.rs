@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -18,28 +18,23 @@ use crate::metrics::loadtest_report::Machine;
 use crate::store::{self, NewIntegration, NewSite};
 use crate::values::{SiteLimits, SiteSettings};
 
+use super::scratch::{Registered, Scratch};
+
 /// The brakes of the seeded sites: far above any stair, so a stair measures capacity, not the
 /// brakes (the flood site keeps the defaults on purpose).
 const HIGH_LIMIT: u32 = 10_000_000;
 
-/// A child server process; killed when dropped so no stair leaves one behind.
+/// A child server process; it and its scratch directory go when dropped (or when the load test
+/// is interrupted, see `scratch`), so no stair leaves one behind.
 pub struct ChildServer {
-    child: Child,
+    _registered: Registered,
+    pid: u32,
     pub addr: SocketAddr,
-    /// Keeps the scratch data directory until the child is gone.
-    _dir: Option<tempfile::TempDir>,
 }
 
 impl ChildServer {
     pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for ChildServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.pid
     }
 }
 
@@ -102,6 +97,8 @@ pub struct Placement<'a> {
     pub core: Option<&'a str>,
     /// Started at nice -19.
     pub is_raised: bool,
+    /// Where it registers, to be stopped and removed even if the load test is interrupted.
+    pub scratch: &'a Scratch,
 }
 
 /// The child's command line: `taskset -c CORE nice -n -19 porch …`, without the parts
@@ -126,16 +123,19 @@ fn command(placement: Placement<'_>) -> anyhow::Result<Command> {
 /// Starts the echo baseline on its own core.
 pub fn start_echo(placement: Placement<'_>) -> anyhow::Result<ChildServer> {
     let addr = free_port()?;
-    let child = command(placement)?
-        .args(["loadtest-echo", "--listen", &addr.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
+    let registered = placement.scratch.server()?;
+    let pid = registered
+        .spawn(
+            command(placement)?
+                .args(["loadtest-echo", "--listen", &addr.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit()),
+        )
         .context("starting the echo baseline")?;
     let server = ChildServer {
-        child,
+        _registered: registered,
+        pid,
         addr,
-        _dir: None,
     };
     wait_for_port(addr)?;
     Ok(server)
@@ -151,25 +151,19 @@ pub fn start_porch(
     slack_api_url: Option<&str>,
     history: u32,
 ) -> anyhow::Result<(ChildServer, Seeded)> {
-    let dir = tempfile::Builder::new()
-        .prefix("porch-loadtest-")
-        .tempdir()
-        .context("creating the scratch data directory")?;
-    let seeded = seed(
-        dir.path(),
-        sites,
-        agents,
-        flood,
-        origin,
-        slack_api_url.is_some(),
-    )?;
+    let registered = placement.scratch.dir()?;
+    let dir = registered
+        .dir
+        .clone()
+        .context("a scratch directory registration has its directory")?;
+    let seeded = seed(&dir, sites, agents, flood, origin, slack_api_url.is_some())?;
     if history > 0 {
-        seed_history(dir.path(), history)?;
+        seed_history(&dir, history)?;
     }
     let addr = free_port()?;
     let mut cmd = command(placement)?;
     cmd.arg("--data-dir")
-        .arg(dir.path())
+        .arg(&dir)
         .args(["serve", "--listen", &addr.to_string(), "--log", "warn"])
         // Every visitor comes from 127.0.0.1; the per-IP brake and connection limit would stop
         // the test, not Porch.
@@ -179,8 +173,7 @@ pub fn start_porch(
     if let Some(url) = slack_api_url {
         cmd.args(["--slack-api-url", url]);
     }
-    let child = cmd
-        .env_remove("PORCH_DATA_DIR")
+    cmd.env_remove("PORCH_DATA_DIR")
         // The seeded secrets are sealed with the scratch directory's own key.
         .env_remove("PORCH_SECRET_KEY")
         .env_remove("PORCH_SECRET_KEY_FILE")
@@ -190,13 +183,14 @@ pub fn start_porch(
         .env_remove("PORCH_METRICS_TOKEN_FILE")
         .env_remove("PORCH_TRUSTED_PROXIES")
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
+        .stderr(Stdio::inherit());
+    let pid = registered
+        .spawn(&mut cmd)
         .context("starting the scratch server")?;
     let server = ChildServer {
-        child,
+        _registered: registered,
+        pid,
         addr,
-        _dir: Some(dir),
     };
     wait_until_ready(addr)?;
     wait_for_integrity_check(addr)?;
@@ -302,6 +296,18 @@ fn seed(
     } else {
         None
     };
+    // An admin (who cannot sign in: no password), so the scratch server does not take itself
+    // for a fresh install and log a setup token into the load test's output.
+    store::insert_user(
+        &conn,
+        &store::NewUser {
+            email: "admin@loadtest.invalid",
+            name: "Load test",
+            role: "admin",
+            password_hash: None,
+            created_at: 0,
+        },
+    )?;
     let agent_sessions = (0..agents)
         .map(|i| seed_agent(&conn, i))
         .collect::<anyhow::Result<_>>()?;
@@ -492,8 +498,14 @@ mod tests {
     #[test]
     fn a_child_is_pinned_and_raised_only_as_placed() {
         let exe = std::env::current_exe().expect("exe").into_os_string();
+        let scratch = Scratch::default();
         let line = |core, is_raised| {
-            let c = command(Placement { core, is_raised }).expect("command");
+            let c = command(Placement {
+                core,
+                is_raised,
+                scratch: &scratch,
+            })
+            .expect("command");
             let mut line = vec![c.get_program().to_owned()];
             line.extend(c.get_args().map(ToOwned::to_owned));
             line

@@ -27,6 +27,7 @@ pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CON
 #[derive(Debug)]
 struct Figures {
     acked: u64,
+    stored: u64,
     ack_latency: Snapshot,
     widget_connections: u64,
     agent_connections: u64,
@@ -69,6 +70,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
     let jobs = &meters.jobs;
     let figures = Figures {
         acked: meters.acked(),
+        stored: meters.stored(),
         ack_latency: meters.ack_latency.snapshot(),
         widget_connections: meters.widget_connections(),
         agent_connections: hub.inbox_subscribers() as u64,
@@ -179,8 +181,14 @@ impl Collector for Figures {
         counter(
             &mut e,
             "visitor_messages_acked",
-            "Visitor messages committed and acknowledged.",
+            "Acks of visitor messages written: newly stored ones and resends of stored ones.",
             self.acked,
+        )?;
+        counter(
+            &mut e,
+            "visitor_messages_stored",
+            "Visitor messages newly stored (committed) and acknowledged; resends not counted.",
+            self.stored,
         )?;
         histogram(
             &mut e,

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use crate::series::{Sample, Series};
 
+use super::loadtest_report::median;
+
 /// A second counts as busy from this rate on; below it the idle baseline dominates its CPU.
-const BUSY_RATE: f64 = 20.0;
+pub const BUSY_RATE: f64 = 20.0;
 /// Traffic needed before the live estimate is trusted over a load test.
 pub const MIN_MESSAGES: f64 = 5_000.0;
 /// Busy seconds needed, so one burst does not decide.
-const MIN_BUSY_SECONDS: usize = 30;
+pub const MIN_BUSY_SECONDS: usize = 30;
 
 /// CPU cost per message measured from live traffic.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,12 +26,23 @@ pub struct TrafficCost {
     pub baseline_pct: f64,
 }
 
-/// Estimates the cost from samples taken `every` (the last hour). `None` when traffic was too
-/// light.
+/// What the traffic held when it gave no estimate: fewer busy seconds or messages than needed,
+/// or (with both met) no CPU above the idle baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shortfall {
+    pub busy_seconds: usize,
+    /// Messages in the busy seconds.
+    pub messages: f64,
+}
+
+/// Estimates the cost from samples taken `every` (the last hour).
+///
+/// # Errors
+/// What the traffic held, when it gave no estimate.
 pub fn traffic_cost<'a>(
     samples: impl IntoIterator<Item = &'a Sample>,
     every: Duration,
-) -> Option<TrafficCost> {
+) -> Result<TrafficCost, Shortfall> {
     let every = every.as_secs_f64();
     let mut idle: Vec<f64> = Vec::new();
     let mut busy: Vec<(f64, f64)> = Vec::new();
@@ -47,23 +60,30 @@ pub fn traffic_cost<'a>(
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
     #[allow(clippy::cast_sign_loss)]
     let busy_seconds = (busy.len() as f64 * every) as usize;
+    let shortfall = Shortfall {
+        busy_seconds,
+        messages,
+    };
     if busy_seconds < MIN_BUSY_SECONDS || messages < MIN_MESSAGES {
-        return None;
+        return Err(shortfall);
     }
-    idle.sort_by(f64::total_cmp);
     // Without idle seconds the baseline is unknown; 0 attributes it all to messages (errs high).
-    let baseline_pct = idle.get(idle.len() / 2).copied().unwrap_or(0.0);
+    let baseline_pct = median(idle).unwrap_or(0.0);
     let cpu_seconds = busy
         .iter()
         .map(|(_, cpu)| (cpu - baseline_pct).max(0.0) / 100.0 * every)
         .sum::<f64>();
     let us_per_msg = cpu_seconds * 1e6 / messages;
-    (us_per_msg > 0.0).then_some(TrafficCost {
-        us_per_msg,
-        messages,
-        busy_seconds,
-        baseline_pct,
-    })
+    if us_per_msg > 0.0 {
+        Ok(TrafficCost {
+            us_per_msg,
+            messages,
+            busy_seconds,
+            baseline_pct,
+        })
+    } else {
+        Err(shortfall)
+    }
 }
 
 /// Messages a second one core takes at `us_per_msg`.
@@ -103,8 +123,18 @@ mod tests {
     #[test]
     fn light_traffic_gives_no_estimate() {
         let samples: Vec<Sample> = (0..600).map(|_| second(5.0, 1.0)).collect();
-        assert_eq!(traffic_cost(&samples, SECOND), None);
+        let light = traffic_cost(&samples, SECOND).expect_err("too light");
+        assert_eq!(light.busy_seconds, 0);
         let burst: Vec<Sample> = (0..10).map(|_| second(5000.0, 30.0)).collect();
-        assert_eq!(traffic_cost(&burst, SECOND), None);
+        assert!(traffic_cost(&burst, SECOND).is_err());
+    }
+
+    #[test]
+    fn enough_messages_in_too_few_busy_seconds_says_which_fell_short() {
+        // 8,800 messages in 22 busy seconds: messages enough, busy seconds not.
+        let samples: Vec<Sample> = (0..22).map(|_| second(400.0, 30.0)).collect();
+        let short = traffic_cost(&samples, SECOND).expect_err("too few busy seconds");
+        assert_eq!(short.busy_seconds, 22);
+        assert!((short.messages - 8_800.0).abs() < 1e-9, "{short:?}");
     }
 }

@@ -43,6 +43,10 @@ pub struct Report {
     /// `PORCH_*` settings the scratch servers ran with (defaults otherwise).
     #[serde(default)]
     pub server_env: Vec<String>,
+    /// The running server given with `--url`, whose settings the load test cannot know; `None`
+    /// when it ran scratch servers (and in results from before the field).
+    #[serde(default)]
+    pub url: Option<String>,
     pub series: Vec<Series>,
 }
 
@@ -98,9 +102,11 @@ pub struct SlackStair {
     pub expected: u64,
     pub delivered: u64,
     pub deliveries_per_sec: f64,
-    pub job_lag_p50_ms: f64,
-    pub job_lag_p99_ms: f64,
-    pub job_lag_max_ms: f64,
+    /// Job lag of the window's messages; `None` when none of them reached the mock (as past a
+    /// tight channel limit), so nothing was measured. Older results hold 0 there.
+    pub job_lag_p50_ms: Option<f64>,
+    pub job_lag_p99_ms: Option<f64>,
+    pub job_lag_max_ms: Option<f64>,
     /// With `--slack-channel-limit`: what the mock's limit did; absent otherwise and in older
     /// results.
     #[serde(default)]
@@ -174,18 +180,23 @@ impl Series {
 
     /// Median over rounds of a figure at a target.
     pub fn at(&self, target: u32, f: impl Fn(&Stair) -> Option<f64>) -> Option<f64> {
-        let mut v: Vec<f64> = self
-            .stairs
-            .iter()
-            .filter(|s| s.target == target)
-            .filter_map(&f)
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let mid = v.len() / 2;
-        match v.len() {
-            0 => None,
-            n if n % 2 == 0 => Some(f64::midpoint(v[mid - 1], v[mid])),
-            _ => Some(v[mid]),
-        }
+        median(
+            self.stairs
+                .iter()
+                .filter(|s| s.target == target)
+                .filter_map(&f)
+                .collect(),
+        )
+    }
+}
+
+/// The median: the middle value, or the mean of the middle two of an even count.
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    match values.len() {
+        0 => None,
+        n if n % 2 == 0 => Some(f64::midpoint(values[mid - 1], values[mid])),
+        _ => Some(values[mid]),
     }
 }

@@ -1,4 +1,4 @@
-//! The counters hot paths bump: acked visitor messages with their ack latency, open widget
+//! The counters hot paths bump: acked and stored visitor messages with their ack latency, open widget
 //! connections, and the event-loop heartbeat's lag. Atomics only, so recording never waits on a
 //! lock and never allocates; the sampler and `/metrics` read them.
 
@@ -13,8 +13,12 @@ use crate::store::IntegrityStatus;
 /// Shared by the whole server (in `AppState`).
 #[derive(Debug, Default)]
 pub struct Meters {
-    /// Visitor messages acknowledged (committed and acked) since start.
+    /// Acks of visitor messages written since start: newly stored ones and resends of stored
+    /// ones (a reconnecting widget resends what it saw no ack for).
     acked: AtomicU64,
+    /// Visitor messages newly stored (committed) and acked since start: what the capacity page
+    /// counts, since a resend's ack writes nothing.
+    stored: AtomicU64,
     /// Frame received → ack written, per acked message, in microseconds.
     pub ack_latency: LogHistogram,
     /// Widget websockets open right now.
@@ -36,15 +40,24 @@ pub struct Meters {
 }
 
 impl Meters {
-    /// Counts one acknowledged message whose frame arrived `latency` before its ack was written.
-    pub fn record_ack(&self, latency: Duration) {
+    /// Counts one ack whose frame arrived `latency` before it was written; `is_new` when the
+    /// message was stored by this frame rather than found stored (a resend).
+    pub fn record_ack(&self, latency: Duration, is_new: bool) {
         self.acked.fetch_add(1, Ordering::Relaxed);
+        if is_new {
+            self.stored.fetch_add(1, Ordering::Relaxed);
+        }
         self.ack_latency.record(latency);
     }
 
-    /// Acknowledged messages since start.
+    /// Acks written since start, resends included.
     pub fn acked(&self) -> u64 {
         self.acked.load(Ordering::Relaxed)
+    }
+
+    /// Visitor messages newly stored and acked since start.
+    pub fn stored(&self) -> u64 {
+        self.stored.load(Ordering::Relaxed)
     }
 
     /// Counts a widget connection as open until the guard is dropped.

@@ -15,7 +15,10 @@ mod sampler;
 // (`jobs` times its lag with it) still find it here beside `Meters`.
 pub use crate::histogram::LogHistogram;
 pub use exposition::{CONTENT_TYPE, render};
-pub use headroom::{MIN_MESSAGES, TrafficCost, messages_per_core, traffic_cost};
+pub use headroom::{
+    BUSY_RATE, MIN_BUSY_SECONDS, MIN_MESSAGES, Shortfall, TrafficCost, messages_per_core,
+    traffic_cost,
+};
 pub use heartbeat::spawn_heartbeat;
 pub use meters::{Meters, OpenConnection};
 pub use replication::{Replication, spawn_replication_scraper};

@@ -13,7 +13,7 @@ use crate::clock::{millis, now_ms};
 use crate::histogram::Snapshot;
 use crate::hub::Hub;
 use crate::jobs::{Counted, Lane};
-use crate::series::{Rollup, RollupBuilder, SERIES, Sample, Series, roll_up};
+use crate::series::{Over, Rollup, RollupBuilder, SERIES, Sample, Series, roll_up};
 use crate::store::{self, Writer};
 
 use super::{Meters, process};
@@ -31,6 +31,15 @@ const IN_MEMORY: Duration = Duration::from_hours(1);
 pub struct SamplerTiming {
     pub every: Duration,
     pub rollup_every: Duration,
+}
+
+impl SamplerTiming {
+    /// What a minute's rates are taken over: the whole minute, sampled or not.
+    fn minute_span(self) -> Over {
+        let every = millis(self.every).max(1);
+        let slots = (millis(self.rollup_every) / every).max(1);
+        Over::Span(u32::try_from(slots).unwrap_or(u32::MAX))
+    }
 }
 
 impl Default for SamplerTiming {
@@ -70,9 +79,27 @@ impl Capacity {
         }
     }
 
-    /// Samples since `since_ms` merged into spans of `step_ms`, oldest first.
+    /// Samples since `since_ms` merged into spans of `step_ms` (graph points), oldest first.
     pub fn spans(&self, since_ms: i64, step_ms: i64) -> Vec<Rollup> {
-        self.with_recent(|recent| roll_up(recent.iter().filter(|s| s.at_ms > since_ms), step_ms))
+        self.with_recent(|recent| {
+            roll_up(
+                recent.iter().filter(|s| s.at_ms > since_ms),
+                step_ms,
+                Over::Samples,
+            )
+        })
+    }
+
+    /// Samples since `since_ms` rolled up as the stored minutes are (the current one included).
+    pub fn minutes(&self, since_ms: i64) -> Vec<Rollup> {
+        let minute = millis(self.timing.rollup_every).max(1);
+        self.with_recent(|recent| {
+            roll_up(
+                recent.iter().filter(|s| s.at_ms > since_ms),
+                minute,
+                self.timing.minute_span(),
+            )
+        })
     }
 
     /// Runs `f` over the samples in memory (oldest first) under the lock: keep it short.
@@ -96,7 +123,7 @@ pub struct Sources {
 /// Cumulative counters at one moment; a sample is the difference of two.
 struct Reading {
     at: Instant,
-    acked: u64,
+    stored: u64,
     ack: Snapshot,
     lag: Snapshot,
     job_lag: Snapshot,
@@ -122,7 +149,7 @@ fn read(sources: &Sources) -> Reading {
     let jobs = &meters.jobs;
     Reading {
         at: Instant::now(),
-        acked: meters.acked(),
+        stored: meters.stored(),
         ack: meters.ack_latency.snapshot(),
         lag: meters.loop_lag.snapshot(),
         job_lag: jobs.lag.snapshot(),
@@ -166,7 +193,7 @@ fn sample_between(before: &Reading, now: &Reading, sources: &Sources, at_ms: i64
     let has_acks = acks.count() > 0;
     set(
         Series::Messages,
-        Some(per_sec(now.acked, before.acked, seconds)),
+        Some(per_sec(now.stored, before.stored, seconds)),
     );
     set(Series::AckP50, acks.quantile(0.5).map(ms));
     set(Series::AckP99, acks.quantile(0.99).map(ms));
@@ -307,7 +334,7 @@ impl Sampler {
         let Some(minute) = self.minute.take().filter(|m| !m.is_empty()) else {
             return;
         };
-        let rollup = minute.finish();
+        let rollup = minute.finish(self.capacity.timing.minute_span());
         let writer = Arc::clone(&self.sources.writer);
         let before = now_ms() - millis(RETENTION);
         let audit_before = now_ms() - millis(self.sources.audit_retention);

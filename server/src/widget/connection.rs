@@ -491,7 +491,9 @@ impl Connection {
             at: stored.created_at,
         };
         self.send(ack.to_json()).await?;
-        self.app.meters.record_ack(received.elapsed());
+        self.app
+            .meters
+            .record_ack(received.elapsed(), !stored.is_duplicate);
         self.typing.conversation = Some(stored.conversation_id);
         self.context_stored = true;
         if self.visitor_id.is_none() {

@@ -48,6 +48,9 @@ fn low_rate_loadtest_acks_and_delivers_everything_and_writes_results() {
         started.elapsed() < Duration::from_mins(1),
         "the smoke run took too long"
     );
+    // The scratch servers are no fresh install: they log no setup token into the output.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("setup token"), "{stderr}");
 
     let json = std::fs::read_dir(out.path())
         .expect("read out dir")
@@ -171,4 +174,27 @@ fn a_slack_channel_limit_answers_429s_keeps_each_thread_in_order_and_drains_near
     // `Retry-After` in whole seconds costs a little under the rate, not half of it.
     let drain = limit["drain_per_channel_per_sec"].as_f64().unwrap_or(0.0);
     assert!((0.6..=1.25).contains(&drain), "drain {drain}/s per channel");
+}
+
+#[test]
+fn flags_that_need_scratch_servers_are_refused_with_url() {
+    let output = Command::new(env!("CARGO_BIN_EXE_porch"))
+        .args(["--data-dir", "/nonexistent", "loadtest"])
+        .args([
+            "--url",
+            "ws://127.0.0.1:19949",
+            "--site",
+            "s_x",
+            "--no-echo",
+        ])
+        .args(["--agents", "2", "--flood", "100"])
+        .env_remove("PORCH_DATA_DIR")
+        .output()
+        .expect("run porch loadtest");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--agents, --flood: only for the load test's own scratch servers"),
+        "{stderr}"
+    );
 }

@@ -45,6 +45,7 @@ mod integrity;
 mod languages;
 mod live_inbox;
 mod loadtest;
+mod loadtest_interrupt;
 mod metrics;
 mod other_conversations;
 mod other_tabs;

@@ -323,11 +323,7 @@ async fn a_mail_is_refused_with_the_reason_and_nothing_stored_without_an_address
             "Hi",
             "The subject must be one line.",
         ),
-        (
-            "Hello\u{2028}again",
-            "Hi",
-            "The subject must be one line.",
-        ),
+        ("Hello\u{2028}again", "Hi", "The subject must be one line."),
         ("Hello", " ", "The message is empty."),
     ] {
         let answer = story.email(subject, body).await;

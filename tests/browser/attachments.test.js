@@ -193,10 +193,12 @@ test("a file over the site's limit says so in words and sends nothing", { timeou
     const ann = await visitor(browser, host.url);
     const page = ann.page;
     await ann.say("About a big file");
-    await pick(page, [{ name: "big.txt", mimeType: "text/plain", buffer: Buffer.alloc(5000, "a") }]);
+    // One byte over: its size reads above the limit (rounded up), the limit as it is (rounded down).
+    await pick(page, [{ name: "big.txt", mimeType: "text/plain", buffer: Buffer.alloc(2049, "a") }]);
     const chip = page.locator("[data-porch=chip]");
     await chip.and(page.locator("[data-state=failed]")).waitFor();
     assert.match(await chip.innerText(), /Too big: files can be at most 2 KB\./);
+    assert.match(await chip.locator(".size").innerText(), /^3 KB$/);
     await page.locator("[data-porch=send]").click();
     assert.equal(await own(page).count(), 1, "nothing more was sent");
     // Removing it empties the tray; a small file then goes through.

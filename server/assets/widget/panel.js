@@ -282,8 +282,10 @@
   const MAX_FILES = 10; // the protocol's limit per message
   // Binary units, so the default 10 MiB limit reads "10 MB"; numbers in the chosen language (1,5 MB in German).
   const num = (x, d) => x.toLocaleString(tag, { maximumFractionDigits: d, useGrouping: false });
-  const sizeText = (n) => (n < 1024 ? t("bytes", { n: num(n, 0) }) : n < 1048576 ? t("kb", { n: num(n / 1024, 0) })
-    : t("mb", { n: num(n / 1048576, 1) }));
+  // A file's size rounded up and a limit down, so a file just over the limit never reads as the limit
+  // ("1.1 MB" too big for "1 MB").
+  const sizeText = (n, round = Math.ceil) => (n < 1024 ? t("bytes", { n: num(n, 0) })
+    : n < 1048576 ? t("kb", { n: num(round(n / 1024), 0) }) : t("mb", { n: num(round(n / 104857.6) / 10, 1) }));
   // A known visitor's conversations are the user's, not this browser's: file and data requests prove the
   // user as hello does, with only what proves them (name and email stay out of request logs).
   const proof = (headers) => {
@@ -369,7 +371,7 @@
       if (xhr.status === 201 && r?.id) { u.meta = r; setChip(u, "done", t("ready")); return; }
       const e = r?.error || {};
       const k = `f_${e.code}`;
-      setChip(u, "failed", t(k in EN ? k : "f_failed", { max: sizeText(e.max_bytes) }));
+      setChip(u, "failed", t(k in EN ? k : "f_failed", { max: sizeText(e.max_bytes, Math.floor) }));
     };
     xhr.onerror = () => setChip(u, "failed", t("f_failed"));
     xhr.open("POST", `${c.url}/widget/attachments?site=${encodeURIComponent(c.site)}&name=${encodeURIComponent(u.file.name)}`);

@@ -34,6 +34,14 @@ const identitySecret = async (admin, site) => {
   assert.match(secret, /^[0-9a-f]{64}$/);
   return secret;
 };
+// The agent, signed in in a context of their own, and the site's identity secret.
+const agentWithSecret = async () => {
+  const agentContext = await world.browser.newContext();
+  const agent = await agentContext.newPage();
+  agent.setDefaultTimeout(15000);
+  await signIn(agent, world.porch, AGENT.email);
+  return { agentContext, agent, secret: await identitySecret(agent, world.site) };
+};
 const shown = (page) => page.locator("[data-porch=message] .bubble").allInnerTexts();
 
 test("a verified user finds their history in another browser; a forged hash and an anonymous chat stay apart",
@@ -90,12 +98,8 @@ test("a verified user finds their history in another browser; a forged hash and 
 const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 test("an agent's image shows in every browser of a verified user", { timeout: 120000 }, async () => {
-  const { porch, browser, site } = world;
-  const agentContext = await browser.newContext();
-  const agent = await agentContext.newPage();
-  agent.setDefaultTimeout(15000);
-  await signIn(agent, porch, AGENT.email);
-  const secret = await identitySecret(agent, site);
+  const { porch, browser } = world;
+  const { agentContext, agent, secret } = await agentWithSecret();
   const bea = { id: "bea-7", name: "Bea", user_hash: hash(secret, "bea-7") };
   const laptop = await visitor(browser, withUser(bea));
   await laptop.say("Can you show me where?");
@@ -122,12 +126,8 @@ test("an agent's image shows in every browser of a verified user", { timeout: 12
 
 test("a verified user downloads and deletes their history from the menu of another browser", { timeout: 120000 },
   async () => {
-    const { porch, browser, site } = world;
-    const agentContext = await browser.newContext();
-    const agent = await agentContext.newPage();
-    agent.setDefaultTimeout(15000);
-    await signIn(agent, porch, AGENT.email);
-    const secret = await identitySecret(agent, site);
+    const { browser } = world;
+    const { agentContext, secret } = await agentWithSecret();
     const cy = { id: "cy-3", name: "Cy", user_hash: hash(secret, "cy-3") };
     const laptop = await visitor(browser, withUser(cy));
     await laptop.say("Cy's question from the laptop");

@@ -33,12 +33,18 @@ async fn own_data(
     request.answer().await
 }
 
-#[tokio::test]
-async fn a_verified_user_downloads_and_erases_their_history_from_any_browser() {
+/// A server with a site whose known visitors are on: (app, site key, identity secret).
+async fn known_site() -> (TestApp, String, String) {
     let app = TestApp::spawn(&[]).await;
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
     let site = app.add_site("Acme");
     let secret = rotate_secret(&app, &admin, &site).await;
+    (app, site, secret)
+}
+
+#[tokio::test]
+async fn a_verified_user_downloads_and_erases_their_history_from_any_browser() {
+    let (app, site, secret) = known_site().await;
     let ada = json!({"id": "ada", "user_hash": user_hash(&secret, "ada")});
     let (mut laptop, _) = browser_with(&app, &site, ada.clone()).await;
     assert_eq!(laptop.say("c-1", "ada-from-laptop").await["type"], "ack");
@@ -108,10 +114,7 @@ async fn the_own_data_preflight_allows_the_identity_header() {
 
 #[tokio::test]
 async fn a_verified_users_erasure_takes_the_browsers_chats_from_before_the_sign_in_too() {
-    let app = TestApp::spawn(&[]).await;
-    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let site = app.add_site("Acme");
-    let secret = rotate_secret(&app, &admin, &site).await;
+    let (app, site, secret) = known_site().await;
     // Anonymous first, then signed in on the same browser.
     let (mut anonymous, welcome) = app.visitor(&site, None, 0).await;
     let token = welcome["token"].as_str().expect("token").to_owned();

@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::attachments::upload;
 use crate::helpers::{Answer, Exchange, ORIGIN, TestApp};
 use crate::identity::{browser_with, hello_as, rotate_secret, user_hash};
 use crate::inbox::{setup_admin, signed_in_from};
@@ -59,9 +60,11 @@ async fn a_verified_user_downloads_and_erases_their_history_from_any_browser() {
         assert_eq!(export.status, 404, "{who:?}: {}", export.body);
         assert_eq!(export.json()["error"]["code"], "nothing_stored");
     }
-    let erased = own_data(&app, "erase", &site, &phone, Some(&eve)).await;
-    assert_eq!(erased.status, 200, "{}", erased.body);
-    assert_eq!(erased.json()["messages"], 0);
+    for who in [&forged, &eve] {
+        let erased = own_data(&app, "erase", &site, &phone, Some(who)).await;
+        assert_eq!(erased.status, 200, "{}", erased.body);
+        assert_eq!(erased.json()["messages"], 0, "{who}");
+    }
 
     let export = own_data(&app, "export", &site, &phone, Some(&ada)).await;
     assert_eq!(export.status, 200, "{}", export.body);
@@ -130,4 +133,42 @@ async fn a_verified_users_erasure_takes_the_browsers_chats_from_before_the_sign_
     let left = "SELECT count(*) FROM messages WHERE body IN ('before-sign-in', 'after-sign-in')";
     assert_eq!(app.count(left), 0);
     assert_eq!(app.count("SELECT count(*) FROM visitors"), 0);
+}
+
+#[tokio::test]
+async fn the_rate_is_the_users_across_browsers_and_their_unsent_uploads_go_with_them() {
+    let (app, site, secret) = known_site().await;
+    let cy = json!({"id": "cy", "user_hash": user_hash(&secret, "cy")});
+    let (mut laptop, welcome) = browser_with(&app, &site, cy.clone()).await;
+    let laptop_token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(laptop.say("c-1", "cy-asks").await["type"], "ack");
+    let (_, welcome) = browser_with(&app, &site, cy.clone()).await;
+    let phone = welcome["token"].as_str().expect("token").to_owned();
+
+    // A burst of 5 for the user, whichever browser asks; the phone's own token has its own.
+    for token in [&laptop_token, &laptop_token, &phone, &phone, &phone] {
+        let export = own_data(&app, "export", &site, token, Some(&cy)).await;
+        assert_eq!(export.status, 200, "{}", export.body);
+    }
+    let over = own_data(&app, "export", &site, &laptop_token, Some(&cy)).await;
+    assert_eq!(over.status, 429, "{}", over.body);
+    assert_eq!(over.json()["error"]["code"], "rate_limited");
+    let own = own_data(&app, "export", &site, &phone, None).await;
+    assert_eq!(own.status, 404, "the token's own visitor: {}", own.body);
+}
+
+#[tokio::test]
+async fn a_verified_users_erasure_takes_the_browsers_unsent_uploads() {
+    let (app, site, secret) = known_site().await;
+    let di = json!({"id": "di", "user_hash": user_hash(&secret, "di")});
+    let (mut laptop, welcome) = browser_with(&app, &site, di.clone()).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(laptop.say("c-1", "di-asks").await["type"], "ack");
+    let (status, _) = upload(&app, &site, &token, "draft.txt", b"UNSENT".to_vec()).await;
+    assert_eq!(status, 201);
+    assert_eq!(app.count("SELECT count(*) FROM attachments"), 1);
+
+    let erased = own_data(&app, "erase", &site, &token, Some(&di)).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(app.count("SELECT count(*) FROM attachments"), 0);
 }

@@ -446,7 +446,26 @@ fn server_said(err: &async_imap::error::Error) -> String {
     debug
         .split_once("info: Some(\"")
         .and_then(|(_, rest)| rest.strip_suffix("\")"))
-        .map_or_else(|| debug.clone(), |words| words.replace("\\\"", "\""))
+        .map_or_else(|| debug.clone(), unescape_debug)
+}
+
+/// Text as Rust's `{:?}` escaped it, back to one line: `\"` and `\\` are their character, a
+/// line break or tab is a space.
+fn unescape_debug(escaped: &str) -> String {
+    let mut text = String::with_capacity(escaped.len());
+    let mut chars = escaped.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            text.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n' | 'r' | 't') => text.push(' '),
+            Some(other) => text.push(other),
+            None => {}
+        }
+    }
+    text
 }
 
 #[cfg(test)]
@@ -463,6 +482,8 @@ mod tests {
             server_said(&refused),
             r#"[AUTHENTICATIONFAILED] Invalid "demo" credentials."#
         );
+        let escaped = Error::No(format!("code: None, info: {:?}", Some("a\\b\nc")));
+        assert_eq!(server_said(&escaped), "a\\b c");
         let bare = Error::Bad("code: None, info: None".into());
         assert_eq!(server_said(&bare), "code: None, info: None");
         assert_eq!(server_said(&Error::ConnectionLost), "connection lost");

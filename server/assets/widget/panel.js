@@ -285,7 +285,8 @@
   // A file's size rounded up and a limit down, so a file just over the limit never reads as the limit
   // ("1.1 MB" too big for "1 MB").
   const sizeText = (n, round = Math.ceil) => (n < 1024 ? t("bytes", { n: num(n, 0) })
-    : n < 1048576 ? t("kb", { n: num(round(n / 1024), 0) }) : t("mb", { n: num(round(n / 104857.6) / 10, 1) }));
+    : n < 1048576 ? t("kb", { n: num(round(n / 1024), 0) })
+      : t("mb", { n: num(round((n * 10) / 1048576) / 10, 1) }));
   // A known visitor's conversations are the user's, not this browser's: file and data requests prove the
   // user as hello does, with only what proves them (name and email stay out of request logs).
   const proof = (headers) => {

@@ -163,9 +163,9 @@ pub fn render_team(view: TeamView) -> String {
         <ul class="card list">{members}</ul>
         <section class="card" aria-labelledby="two-factor-title">
             <h2 id="two-factor-title">"Two-factor sign-in"</h2>
-            <p class="hint">"When required, everyone without it is signed out and sets it up at their next sign-in, \
-                before anything else. Set it up for yourself first. Single sign-on asks for no \
-                code: the sign-in provider's own two-factor covers it."</p>
+            <p class="hint">"When required, everyone without it is signed out and sets it up at \
+                their next sign-in, before anything else. Set it up for yourself first. Single \
+                sign-on asks for no code: the sign-in provider's own two-factor covers it."</p>
             <form method="post" action="/team/two-factor" class="inline-controls"
                 data-confirm=(!view.two_factor_required).then_some(
                     "Require two-factor sign-in? Everyone without it is signed out now.",

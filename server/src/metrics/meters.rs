@@ -1,6 +1,6 @@
-//! The counters hot paths bump: acked and stored visitor messages with their ack latency, open widget
-//! connections, and the event-loop heartbeat's lag. Atomics only, so recording never waits on a
-//! lock and never allocates; the sampler and `/metrics` read them.
+//! The counters hot paths bump: acked and stored visitor messages with their ack latency, open
+//! widget connections, and the event-loop heartbeat's lag. Atomics only, so recording never
+//! waits on a lock and never allocates; the sampler and `/metrics` read them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

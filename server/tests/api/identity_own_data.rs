@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::attachments::upload;
-use crate::helpers::{Answer, Exchange, ORIGIN, TestApp};
+use crate::helpers::{Answer, Exchange, ORIGIN, TestApp, Widget};
 use crate::identity::{browser_with, hello_as, rotate_secret, user_hash};
 use crate::inbox::{setup_admin, signed_in_from};
 
@@ -34,6 +34,21 @@ async fn own_data(
     request.answer().await
 }
 
+/// A verified `user` on a new browser who has written `text`: (their identity, the browser's
+/// widget, its token).
+async fn user_who_wrote(
+    app: &TestApp,
+    (site, secret): (&str, &str),
+    user: &str,
+    text: &str,
+) -> (Value, Widget, String) {
+    let who = json!({"id": user, "user_hash": user_hash(secret, user)});
+    let (mut widget, welcome) = browser_with(app, site, who.clone()).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(widget.say("c-1", text).await["type"], "ack");
+    (who, widget, token)
+}
+
 /// A server with a site whose known visitors are on: (app, site key, identity secret).
 async fn known_site() -> (TestApp, String, String) {
     let app = TestApp::spawn(&[]).await;
@@ -46,9 +61,8 @@ async fn known_site() -> (TestApp, String, String) {
 #[tokio::test]
 async fn a_verified_user_downloads_and_erases_their_history_from_any_browser() {
     let (app, site, secret) = known_site().await;
-    let ada = json!({"id": "ada", "user_hash": user_hash(&secret, "ada")});
-    let (mut laptop, _) = browser_with(&app, &site, ada.clone()).await;
-    assert_eq!(laptop.say("c-1", "ada-from-laptop").await["type"], "ack");
+    let (ada, mut laptop, _) =
+        user_who_wrote(&app, (&site, &secret), "ada", "ada-from-laptop").await;
     let (_, welcome) = browser_with(&app, &site, ada.clone()).await;
     let phone = welcome["token"].as_str().expect("token").to_owned();
 
@@ -136,12 +150,9 @@ async fn a_verified_users_erasure_takes_the_browsers_chats_from_before_the_sign_
 }
 
 #[tokio::test]
-async fn the_rate_is_the_users_across_browsers_and_their_unsent_uploads_go_with_them() {
+async fn the_own_data_rate_is_the_users_across_browsers() {
     let (app, site, secret) = known_site().await;
-    let cy = json!({"id": "cy", "user_hash": user_hash(&secret, "cy")});
-    let (mut laptop, welcome) = browser_with(&app, &site, cy.clone()).await;
-    let laptop_token = welcome["token"].as_str().expect("token").to_owned();
-    assert_eq!(laptop.say("c-1", "cy-asks").await["type"], "ack");
+    let (cy, _laptop, laptop_token) = user_who_wrote(&app, (&site, &secret), "cy", "cy-asks").await;
     let (_, welcome) = browser_with(&app, &site, cy.clone()).await;
     let phone = welcome["token"].as_str().expect("token").to_owned();
 
@@ -160,10 +171,7 @@ async fn the_rate_is_the_users_across_browsers_and_their_unsent_uploads_go_with_
 #[tokio::test]
 async fn a_verified_users_erasure_takes_the_browsers_unsent_uploads() {
     let (app, site, secret) = known_site().await;
-    let di = json!({"id": "di", "user_hash": user_hash(&secret, "di")});
-    let (mut laptop, welcome) = browser_with(&app, &site, di.clone()).await;
-    let token = welcome["token"].as_str().expect("token").to_owned();
-    assert_eq!(laptop.say("c-1", "di-asks").await["type"], "ack");
+    let (di, _laptop, token) = user_who_wrote(&app, (&site, &secret), "di", "di-asks").await;
     let (status, _) = upload(&app, &site, &token, "draft.txt", b"UNSENT".to_vec()).await;
     assert_eq!(status, 201);
     assert_eq!(app.count("SELECT count(*) FROM attachments"), 1);

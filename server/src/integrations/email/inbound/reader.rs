@@ -426,6 +426,7 @@ fn tls_connector() -> Result<TlsConnector, String> {
             .with_no_client_auth();
     Ok(TlsConnector::from(Arc::new(config)))
 }
+
 /// Clears the reader's `testing` mark when its test ends, however it ends.
 struct Running<'a>(&'a AtomicBool);
 

@@ -176,10 +176,10 @@ async fn a_conversation_gets_one_thread_and_its_messages_reply_in_order() {
 #[tokio::test]
 async fn a_429_pauses_only_its_channel_and_the_paused_posts_arrive_after_retry_after() {
     let fx = Fixture::start().await;
-    let (limited, _) = fx.site_with_slack("Limited", "C-LIMITED", json!({})).await;
-    let (free, _) = fx.site_with_slack("Free", "C-FREE", json!({})).await;
+    let (limited, _) = fx.site_with_slack("Limited", "CLIMITED", json!({})).await;
+    let (free, _) = fx.site_with_slack("Free", "CFREE", json!({})).await;
     fx.mock.set_failure(
-        "C-LIMITED",
+        "CLIMITED",
         Some(Failure::RateLimited {
             times: 1,
             retry_after_secs: 2,
@@ -194,7 +194,7 @@ async fn a_429_pauses_only_its_channel_and_the_paused_posts_arrive_after_retry_a
 
     wait_until("both posts in the free channel", WAIT, async || {
         let posts = fx.mock.posts();
-        let free: Vec<_> = posts.iter().filter(|p| p.channel == "C-FREE").collect();
+        let free: Vec<_> = posts.iter().filter(|p| p.channel == "CFREE").collect();
         ok_if(free.len(), |n| *n == 2)
     })
     .await;
@@ -204,12 +204,12 @@ async fn a_429_pauses_only_its_channel_and_the_paused_posts_arrive_after_retry_a
         started.elapsed()
     );
     assert!(
-        fx.mock.posts().iter().all(|p| p.channel != "C-LIMITED"),
+        fx.mock.posts().iter().all(|p| p.channel != "CLIMITED"),
         "the limited channel waits"
     );
 
     let posts = fx.mock.wait_for_posts(4, WAIT).await;
-    assert_eq!(posts.iter().filter(|p| p.channel == "C-LIMITED").count(), 2);
+    assert_eq!(posts.iter().filter(|p| p.channel == "CLIMITED").count(), 2);
     assert!(
         started.elapsed() >= Duration::from_secs(2),
         "Retry-After was honoured"

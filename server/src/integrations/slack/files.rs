@@ -32,11 +32,13 @@ impl SlackApi {
     /// so a crafted event cannot make Porch send its bot token, or a request, elsewhere.
     pub fn file_url(&self, raw: &str) -> Option<Url> {
         let url = Url::parse(raw).ok()?;
+        // User info would replace the bot token with the event's own credentials.
+        if !url.username().is_empty() || url.password().is_some() {
+            return None;
+        }
         let is_slack = url.scheme() == "https"
             && url.host_str() == Some(SLACK_FILE_HOST)
-            && url.port().is_none()
-            && url.username().is_empty()
-            && url.password().is_none();
+            && url.port().is_none();
         let base = Url::parse(&self.base).ok()?;
         let is_mock = base.host_str() != Some(SLACK_API_HOST) && url.origin() == base.origin();
         (is_slack || is_mock).then_some(url)
@@ -208,5 +210,9 @@ mod tests {
         assert!(mock.file_url("https://files.slack.com/a.png").is_some());
         assert!(mock.file_url("http://127.0.0.1:4001/files/F1").is_none());
         assert!(mock.file_url("http://localhost:4000/files/F1").is_none());
+        assert!(
+            mock.file_url("http://user:pw@127.0.0.1:4000/files/F1")
+                .is_none()
+        );
     }
 }

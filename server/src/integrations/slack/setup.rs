@@ -46,6 +46,12 @@ async fn check(
             "The channel id is required (it starts with C or G).",
         ));
     }
+    if !is_channel_id(channel) {
+        return Err(SetupError::invalid(
+            "The channel id is a C or G and capital letters and digits, such as C0123456789 \
+             (channel details → About; not the channel's name).",
+        ));
+    }
     let new_bot_token = present(Some(setup.bot_token));
     // Before asking Slack: a user token (xoxp-), an app-level one or a paste of the wrong
     // field would only come back as Slack's bare `invalid_auth`.
@@ -91,6 +97,18 @@ async fn check(
             app_token,
         },
     })
+}
+
+/// Whether `id` has the shape of a public (`C…`) or private (`G…`, older) channel's id, so a
+/// channel name or a paste of something else is refused here rather than blocking every post on
+/// `channel_not_found`.
+fn is_channel_id(id: &str) -> bool {
+    id.len() <= 32
+        && id.starts_with(['C', 'G'])
+        && id.len() > 1
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
 }
 
 /// Asks Slack for a Socket Mode connection with a new app-level token, as the connection itself
@@ -201,4 +219,21 @@ pub async fn update_slack(
     let count = resume_integration(&slack.writer, &slack.jobs, id).await?;
     slack.rescan.notify_one();
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_channel_id;
+
+    #[test]
+    fn a_channel_id_is_c_or_g_then_capitals_and_digits() {
+        for id in ["C0123456789", "G01ABCDEF", "C1"] {
+            assert!(is_channel_id(id), "{id}");
+        }
+        for id in [
+            "", "C", "general", "#general", "c0123", "D0123456", "C-FREE", "C 1", "Cé1",
+        ] {
+            assert!(!is_channel_id(id), "{id}");
+        }
+    }
 }

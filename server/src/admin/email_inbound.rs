@@ -211,7 +211,7 @@ pub async fn save_page_mailbox(
         poll_secs: form.poll_secs.clone(),
     };
     let checked = match input.check(reader.settings().as_ref()) {
-        Ok(settings) => resolve_mailbox(&settings, reader.guards_private())
+        Ok(settings) => resolve_mailbox(&settings, reader.reach())
             .await
             .map(|_| settings),
         Err(MailboxError::Invalid(message)) => Err(message.to_owned()),

@@ -388,6 +388,27 @@ async fn a_private_address_is_refused_when_saved_and_when_connecting_unless_allo
 }
 
 #[tokio::test]
+async fn a_server_without_tls_is_taken_on_this_host_only() {
+    let sink = Sink::start();
+    // Allowed private networks let a loopback server through (above); they do not let the
+    // password travel in clear to any other address, public or private.
+    let setup = start(&sink, &["--allow-private-networks"]).await;
+    for far in ["192.0.2.7", "10.1.2.3", "1.1.1.1"] {
+        let refused = setup.save(far, 143, "demouser", "demopass").await;
+        assert_eq!(refused.status, 422, "{far}: {}", refused.body);
+        assert!(
+            refused.body.contains(&format!(
+                "{far} is not on this host: without TLS the password and the mail would cross"
+            )),
+            "{far}: {}",
+            refused.body
+        );
+    }
+    assert_eq!(setup.app.count("SELECT count(*) FROM imap_mailbox"), 0);
+    assert!(setup.audit("email.imap_saved").is_empty());
+}
+
+#[tokio::test]
 async fn agents_and_forms_without_the_csrf_token_cannot_save_test_or_remove_the_mailbox() {
     let sink = Sink::start();
     let imap = Imap::start();

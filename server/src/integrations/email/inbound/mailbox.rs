@@ -140,15 +140,26 @@ impl MailboxInput {
     }
 }
 
-/// The addresses the mailbox's server resolves to; with `guard` (a mailbox set on the page,
-/// without `PORCH_ALLOW_PRIVATE_NETWORKS`) every one must be public, so the form cannot be used
-/// to probe the network Porch runs in (as for webhooks).
+/// Where a mailbox's server may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// `PORCH_IMAP_URL`: anywhere, the operator's choice (an `imap://` to another host is
+    /// warned about at start).
+    Anywhere,
+    /// A mailbox set on the page: on public addresses unless `allow_private`
+    /// (`PORCH_ALLOW_PRIVATE_NETWORKS`), so the form cannot be used to probe the network Porch
+    /// runs in (as for webhooks); and without TLS on this host only, so the password and the
+    /// mail never cross a network readable.
+    Page { allow_private: bool },
+}
+
+/// The addresses the mailbox's server resolves to, each one where `reach` allows.
 ///
 /// # Errors
-/// The name does not resolve, or resolves to a private address under the guard.
+/// The name does not resolve, or resolves to an address `reach` does not allow.
 pub async fn resolve_mailbox(
     settings: &ImapSettings,
-    guard: bool,
+    reach: Reach,
 ) -> Result<Vec<SocketAddr>, String> {
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((settings.host.as_str(), settings.port))
         .await
@@ -157,7 +168,19 @@ pub async fn resolve_mailbox(
     if addrs.is_empty() {
         return Err(format!("cannot resolve {}", settings.host));
     }
-    if guard && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+    let Reach::Page { allow_private } = reach else {
+        return Ok(addrs);
+    };
+    if !settings.tls
+        && let Some(far) = addrs.iter().find(|a| !a.ip().is_loopback())
+    {
+        return Err(format!(
+            "{} is not on this host: without TLS the password and the mail would cross the \
+             network readable, so choose Implicit TLS",
+            far.ip()
+        ));
+    }
+    if !allow_private && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
         return Err(format!(
             "{} is a private address (set PORCH_ALLOW_PRIVATE_NETWORKS=true to allow it, or use \
              PORCH_IMAP_URL)",

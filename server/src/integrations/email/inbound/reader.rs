@@ -19,7 +19,7 @@ use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use tokio_util::sync::CancellationToken;
 
-use super::mailbox::resolve_mailbox;
+use super::mailbox::{Reach, resolve_mailbox};
 use super::reply::{MAX_MAIL_BYTES, Verdict, judge, parse_mail, record};
 use super::settings::ImapSettings;
 use crate::chat::Chat;
@@ -69,8 +69,8 @@ pub struct MailboxTest {
 pub struct MailReader {
     settings: RwLock<Option<ImapSettings>>,
     source: MailboxSource,
-    /// A page's mailbox must resolve to public addresses (`mailbox::resolve_mailbox`).
-    guard_private: bool,
+    /// Where the mailbox's server may be (`mailbox::resolve_mailbox`).
+    reach: Reach,
     last_test: Mutex<Option<MailboxTest>>,
     /// Set while a connection test runs: clicks while it does start no more logins.
     testing: AtomicBool,
@@ -101,7 +101,10 @@ impl MailReader {
         Self {
             settings: RwLock::new(settings),
             source,
-            guard_private: source == MailboxSource::Page && !allow_private,
+            reach: match source {
+                MailboxSource::Page => Reach::Page { allow_private },
+                MailboxSource::Environment => Reach::Anywhere,
+            },
             last_test: Mutex::new(None),
             testing: AtomicBool::new(false),
             chat,
@@ -123,9 +126,9 @@ impl MailReader {
         self.source
     }
 
-    /// Whether a mailbox set on the page must be on a public address.
-    pub fn guards_private(&self) -> bool {
-        self.guard_private
+    /// Where the mailbox's server may be.
+    pub fn reach(&self) -> Reach {
+        self.reach
     }
 
     /// Reads from `settings` from now on (the page saved or removed its mailbox): the health
@@ -242,7 +245,7 @@ impl MailReader {
                 .await
                 .map_err(|err| format!("database: {err}"))?;
         }
-        let addrs = resolve_mailbox(settings, self.guard_private).await?;
+        let addrs = resolve_mailbox(settings, self.reach).await?;
         let tcp = TcpStream::connect(&addrs[..]).await.map_err(|err| {
             format!(
                 "cannot connect to {}:{}: {err}",

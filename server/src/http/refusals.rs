@@ -23,6 +23,19 @@ pub fn is_api_path(path: &str) -> bool {
     path.starts_with("/api/") || path.starts_with("/integrations/")
 }
 
+/// The framework's texts that name its own parts (`Cannot parse … to a i64`), said
+/// as what the caller sent; any other text is kept as it is.
+fn plain_words(text: &str) -> String {
+    if let Some(rest) = text.strip_prefix("Invalid URL: Cannot parse ") {
+        let value = rest.split(" to a ").next().unwrap_or(rest);
+        return format!("The URL has {value} where a number belongs (docs/api.md).");
+    }
+    if let Some(rest) = text.strip_prefix("Failed to deserialize query string: ") {
+        return format!("The query string cannot be read: {rest} (docs/api.md).");
+    }
+    text.to_owned()
+}
+
 /// Rewrites a client error that is not JSON into the API's error shape, or one on a page that
 /// is neither JSON (the inbox script's) nor HTML into an HTML page, keeping its status and
 /// headers (`Allow`, HSTS); every other answer passes untouched. A refusal this does not know
@@ -73,7 +86,11 @@ pub async fn refusal_bodies(request: Request, next: Next) -> Response {
             .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
             .unwrap_or_default()
     };
-    let message = if text.is_empty() { fallback } else { text };
+    let message = if text.is_empty() || status == StatusCode::PAYLOAD_TOO_LARGE {
+        fallback
+    } else {
+        plain_words(&text)
+    };
     let rewritten = ApiError::new(status, code, message).into_response();
     with_headers_of(Response::from_parts(parts, Body::empty()), rewritten)
 }

@@ -39,7 +39,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
             );
         }
         let mut unknown = Vec::new();
-        let body = serde_ignored::deserialize(value, |path| unknown.push(path.to_string()));
+        let mut note_unknown = |path: serde_ignored::Path<'_>| unknown.push(path.to_string());
+        let body = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(
+            value,
+            &mut note_unknown,
+        ));
         // A misspelled field is named before the field it then lacks: `{"bdy": …}` is about
         // `bdy`, not a missing `body`.
         if !unknown.is_empty() {
@@ -54,7 +58,30 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
             .into_response());
         }
         body.map(Self)
-            .map_err(|err| ApiError::invalid(err.to_string()).into_response())
+            .map_err(|err| ApiError::invalid(misfit(&err)).into_response())
+    }
+}
+
+/// Why a body does not fit, for people: the field it is about and serde's words, with Rust's
+/// integer type names (`expected u32`) said as what they accept.
+fn misfit(err: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let mut words = err.inner().to_string();
+    for (rust, plain) in [
+        ("u8", "a whole number from 0 to 255"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u32", "a whole number from 0 to 4294967295"),
+        ("u64", "a whole number of 0 or more"),
+        ("usize", "a whole number of 0 or more"),
+        ("i32", "a whole number"),
+        ("i64", "a whole number"),
+    ] {
+        if let Some(start) = words.strip_suffix(&format!("expected {rust}")) {
+            words = format!("{start}expected {plain}");
+        }
+    }
+    match err.path().to_string().as_str() {
+        "." => format!("{words} (docs/api.md)."),
+        field => format!("Field `{field}`: {words} (docs/api.md)."),
     }
 }
 
@@ -65,8 +92,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
 pub struct NoBody;
 
 /// No field at all: what [`NoBody`] reads a body as.
+/// Not `deny_unknown_fields`: a field is then named by [`StrictJson`]'s own refusal.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Nothing {}
 
 impl<S: Send + Sync> FromRequest<S> for NoBody {

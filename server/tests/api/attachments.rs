@@ -283,6 +283,16 @@ async fn uploads_over_the_sites_limit_are_refused_early() {
         .api("PUT", &path, &admin, Some(json!({"max_bytes": 30_000_000})))
         .await;
     assert_eq!(status, 422);
+    // A value of the wrong kind names its field and what it takes, in words.
+    let (status, negative) = app
+        .api("PUT", &path, &admin, Some(json!({"max_bytes": -1})))
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        negative["error"]["message"],
+        "Field `max_bytes`: invalid value: integer `-1`, expected a whole number of 0 or more \
+         (docs/api.md)."
+    );
     assert_eq!(
         app.count("SELECT count(*) FROM audit_events WHERE action = 'site.updated'"),
         1

@@ -212,18 +212,19 @@ impl Chat {
         id: ConversationId,
         message: MessageId,
     ) -> Result<(), Error> {
-        let seen = self
+        let marked = self
             .writer
             .write(move |c| mark_read_and_find_seen(c, reader, id, message))
-            .await?;
-        if let Some((visitor, up_to)) = seen {
+            .await?
+            .ok_or(Error::NotFound("conversation"))?;
+        if let Some((visitor, up_to)) = marked.seen {
             let event = VisitorEvent::Read { up_to };
             self.hub.publish_to_visitor(visitor, &event, None);
         }
         self.hub.publish_read(ReadMark {
             user: reader,
             conversation: id,
-            up_to: message,
+            up_to: marked.up_to,
         });
         Ok(())
     }

@@ -8,22 +8,36 @@ use crate::store::{self, ConversationId, MessageId, UserId, VisitorId, VisitorRe
 use super::Error;
 use super::conversation::Chat;
 
-/// Records that `reader` has read conversation `id` up to `message`; returns the visitor and
-/// their newest message now seen when that is newer than what agents had seen before.
+/// What recording a read mark did.
+pub(super) struct Marked {
+    /// The mark as recorded: the message asked for, or the conversation's newest if that is
+    /// older (a mark past it would take the unread state from messages still to come).
+    pub up_to: MessageId,
+    /// The visitor and their newest message now seen, when newer than what agents had seen.
+    pub seen: Option<(VisitorId, MessageId)>,
+}
+
+/// Records that `reader` has read conversation `id` up to `message`; `None` when there is no
+/// such conversation.
 pub(super) fn mark_read_and_find_seen(
     c: &rusqlite::Connection,
     reader: UserId,
     id: ConversationId,
     message: MessageId,
-) -> Result<Option<(VisitorId, MessageId)>, store::Error> {
-    let before = store::find_agents_read_up_to(c, id)?;
-    store::upsert_conversation_read(c, reader, id, message)?;
-    if message <= before {
+) -> Result<Option<Marked>, store::Error> {
+    let Some(newest) = store::find_conversation_newest_message(c, id)? else {
         return Ok(None);
+    };
+    let up_to = message.min(newest);
+    let before = store::find_agents_read_up_to(c, id)?;
+    store::upsert_conversation_read(c, reader, id, up_to)?;
+    if up_to <= before {
+        return Ok(Some(Marked { up_to, seen: None }));
     }
     let was = store::find_seen_visitor_message(c, id, before)?;
-    let now = store::find_seen_visitor_message(c, id, message)?;
-    Ok(now.filter(|&(_, seen)| was.is_none_or(|(_, old)| old < seen)))
+    let now = store::find_seen_visitor_message(c, id, up_to)?;
+    let seen = now.filter(|&(_, seen)| was.is_none_or(|(_, old)| old < seen));
+    Ok(Some(Marked { up_to, seen }))
 }
 
 impl Chat {

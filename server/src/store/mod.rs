@@ -158,7 +158,8 @@ pub use purge::{
 };
 pub use readers::Readers;
 pub use receipts::{
-    VisitorReceipts, find_agents_read_up_to, find_seen_visitor_message, find_visitor_receipts,
+    VisitorReceipts, find_agents_read_up_to, find_conversation_newest_message,
+    find_seen_visitor_message, find_visitor_receipts,
 };
 pub use requeue::{
     Requeued, Retryable, find_retryable_job, has_blocked_jobs_of_integration,

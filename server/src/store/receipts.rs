@@ -15,6 +15,21 @@ pub fn find_agents_read_up_to(conn: &Connection, id: ConversationId) -> Result<M
         .query_row([id], |r| r.get(0))?)
 }
 
+/// The id of the conversation's newest message (0 when it has none), or `None` when there is no
+/// such conversation: how far a read mark can go.
+pub fn find_conversation_newest_message(
+    conn: &Connection,
+    id: ConversationId,
+) -> Result<Option<MessageId>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT (SELECT coalesce(max(m.id), 0) FROM messages m WHERE m.conversation_id = c.id) \
+             FROM conversations c WHERE c.id = ?1",
+        )?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
+}
+
 /// The conversation's visitor and their newest message with an id at most `up_to`, if any:
 /// what a read mark at `up_to` lets the visitor see as "Seen".
 pub fn find_seen_visitor_message(

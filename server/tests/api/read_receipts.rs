@@ -102,6 +102,36 @@ async fn a_message_arriving_on_an_open_page_is_seen_when_the_page_says_the_agent
 }
 
 #[tokio::test]
+async fn a_read_mark_stops_at_the_newest_message_and_needs_the_conversation() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin(&app).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let first = widget.say("c1", "Hello").await;
+    let conversation = only_conversation(&app);
+    let mark = |conversation: i64, up_to: i64| {
+        let body = form(&[("csrf", &admin.csrf), ("up_to", &up_to.to_string())]);
+        let path = format!("/conversations/{conversation}/read");
+        let cookie = admin.cookie.clone();
+        let app = &app;
+        async move { send(app, "POST", &path, &cookie, Some(&body)).await }
+    };
+    // A conversation that is not there (deleted while its page was open) is a 404.
+    let gone = mark(conversation + 1000, 1).await;
+    assert_eq!(gone.status, 404, "{}", gone.body);
+
+    // A mark past the newest message is kept at it: the next message is still unread.
+    let first_id = first["id"].as_i64().expect("id");
+    assert_eq!(mark(conversation, first_id + 1_000_000).await.status, 204);
+    assert_eq!(
+        app.count("SELECT last_read_id FROM conversation_reads"),
+        first_id
+    );
+    let read = widget.recv().await;
+    assert_eq!(read["up_to"], first["id"], "{read}");
+}
+
+#[tokio::test]
 async fn a_visitor_nobody_has_read_gets_no_read_frame_on_resume() {
     let app = TestApp::spawn(&[]).await;
     let site = app.add_site("Acme");

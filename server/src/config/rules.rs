@@ -417,14 +417,30 @@ pub(super) fn http_url(variable: &'static str, raw: &str) -> Result<Url, ConfigE
     url_of(variable, raw, &HTTP_OR_HTTPS)
 }
 
+/// `raw` as a refusal quotes it: a user and password in it are left out, as the refusal for
+/// them is the one time such a setting holds them, and the error goes to the log.
+fn shown(raw: &str) -> String {
+    let Some(start) = raw.find("://").map(|i| i + 3) else {
+        return raw.to_owned();
+    };
+    let end = raw[start..]
+        .find(['/', '?', '#'])
+        .map_or(raw.len(), |i| start + i);
+    match raw[start..end].rfind('@') {
+        Some(at) => format!("{}…@{}", &raw[..start], &raw[start + at + 1..]),
+        None => raw.to_owned(),
+    }
+}
+
 /// [`http_url`] of `schemes`, which every refusal names.
 fn url_of(variable: &'static str, raw: &str, schemes: &Schemes) -> Result<Url, ConfigError> {
     let rule = |what: &str| {
         ConfigError::new(
             variable,
             format!(
-                "must be an absolute {} URL {what} (got `{raw}`)",
-                schemes.said
+                "must be an absolute {} URL {what} (got `{}`)",
+                schemes.said,
+                shown(raw)
             ),
         )
     };
@@ -500,6 +516,24 @@ mod tests {
             err.to_string(),
             "PORCH_WS_PING_INTERVAL (--ws-ping-interval) must be at least 1s (got 0s)"
         );
+    }
+
+    #[test]
+    fn a_refused_url_is_quoted_without_its_user_and_password() {
+        let err = http_url(
+            "PORCH_PUBLIC_URL",
+            "https://ann:S3cret@chat.example.com/x?q=a@b",
+        )
+        .expect_err("credentials are refused");
+        assert!(!err.to_string().contains("S3cret"), "{err}");
+        assert!(!err.to_string().contains("ann"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("(got `https://…@chat.example.com/x?q=a@b`)"),
+            "{err}"
+        );
+        let plain = http_url("PORCH_PUBLIC_URL", "ftp://chat.example.com").expect_err("ftp");
+        assert!(plain.to_string().contains("(got `ftp://chat.example.com`)"));
     }
 
     #[test]

@@ -112,6 +112,8 @@ pub fn render(doc: &Doc) -> String {
     let mut seen: HashMap<String, usize> = HashMap::new();
     // For each open link: whether it was kept (a dropped one's text stays, unlinked).
     let mut links = Vec::new();
+    // The section a table or code block is in, which names its scrolling box.
+    let mut section = String::from("Document");
     let mut i = 0;
     while i < events.len() {
         match &events[i] {
@@ -128,6 +130,20 @@ pub fn render(doc: &Doc) -> String {
                     })
                     .collect();
                 out.push(heading(*level, &text, &mut seen));
+                section.clone_from(&text);
+            }
+            Event::Start(tag @ (Tag::Table(_) | Tag::CodeBlock(_))) => {
+                let what = if matches!(tag, Tag::Table(_)) {
+                    "Table"
+                } else {
+                    "Example"
+                };
+                out.push(scroll_box_start(what, &section));
+                out.push(events[i].clone());
+            }
+            Event::End(TagEnd::Table | TagEnd::CodeBlock) => {
+                out.push(events[i].clone());
+                out.push(Event::Html(CowStr::from("</div>")));
             }
             Event::Start(Tag::Link {
                 link_type,
@@ -159,6 +175,20 @@ pub fn render(doc: &Doc) -> String {
     let mut html = String::with_capacity(doc.text.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, out.into_iter());
     html
+}
+
+/// The opening of the box a wide table or code block scrolls in: Tab reaches it, so the arrow
+/// keys scroll it, and it is named for screen readers by what it is and its section (as the
+/// admin pages' wide tables, docs/admin.md).
+fn scroll_box_start(what: &str, section: &str) -> Event<'static> {
+    let label = format!("{what} in “{section}”");
+    let label = label
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    Event::Html(CowStr::from(format!(
+        "<div class=\"table-scroll doc-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{label}\">"
+    )))
 }
 
 /// A heading's start with its anchor; a repeated anchor gets `-1`, `-2`, … as on GitHub.
@@ -258,6 +288,20 @@ mod tests {
             html.contains(" the code and &lt;b&gt;this&lt;/b&gt;."),
             "{html}"
         );
+    }
+
+    #[test]
+    fn tables_and_code_scroll_in_boxes_that_tab_reaches_and_that_are_named() {
+        let html = render(&Doc {
+            path: "x.md",
+            text: "# Top\n\n## The \"rules\" & more\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\nporch serve\n```\n",
+        });
+        let table = r#"<div class="table-scroll doc-scroll" tabindex="0" role="region" aria-label="Table in “The &quot;rules&quot; &amp; more”"><table>"#;
+        assert!(html.contains(table), "{html}");
+        let code = "aria-label=\"Example in “The &quot;rules&quot; &amp; more”\">\n<pre><code class=\"language-sh\">porch serve";
+        assert!(html.contains(code), "{html}");
+        assert_eq!(html.matches("</div>").count(), 2, "{html}");
+        assert!(html.contains("</table>\n</div>"), "{html}");
     }
 
     /// Every document's HTML, by path.

@@ -71,9 +71,16 @@ for (const width of [360, 390]) {
     page.setDefaultTimeout(15000);
     const measure = async (path) => {
       await page.goto(`${porch.url}${path}`);
-      const { scroll, inner, past } = await page.evaluate(() => ({
+      const { scroll, inner, past, unreachable } = await page.evaluate(() => ({
         scroll: document.documentElement.scrollWidth,
         inner: innerWidth,
+        // Boxes that scroll sideways: Tab must reach each (or something in it), or a keyboard
+        // cannot scroll it (axe's scrollable-region-focusable).
+        unreachable: [...document.body.querySelectorAll("*")]
+          .filter((el) => el.scrollWidth > el.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(el).overflowX))
+          .filter((el) => el.tabIndex < 0 && !el.querySelector("a[href], button, input, select, textarea, [tabindex]:not([tabindex='-1'])"))
+          .slice(0, 3)
+          .map((el) => `${el.tagName.toLowerCase()}.${el.className}: ${el.textContent.slice(0, 40)}`),
         // What sticks out, to name in a failure: the innermost elements past the right edge.
         past: [...document.body.querySelectorAll("*")]
           .filter((el) => el.getBoundingClientRect().right > innerWidth + 0.5 && !el.querySelector("*"))
@@ -81,10 +88,14 @@ for (const width of [360, 390]) {
           .map((el) => `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ""}.${el.className} (${Math.round(el.getBoundingClientRect().right)} px)`),
       }));
       assert.equal(inner, width);
-      return scroll > inner ? { path, scroll, inner, past } : { path, scroll, inner };
+      return scroll > inner ? { path, scroll, inner, past, unreachable } : { path, scroll, inner, unreachable };
     };
     const wide = [];
-    const check = (m) => { if (m.scroll > m.inner) wide.push(m); };
+    const unreachable = [];
+    const check = (m) => {
+      if (m.scroll > m.inner) wide.push(m);
+      if (m.unreachable.length) unreachable.push({ path: m.path, boxes: m.unreachable });
+    };
     check(await measure("/login"));
     check(await measure("/password-resets"));
     await signIn(page, porch, AGENT.email);
@@ -93,6 +104,7 @@ for (const width of [360, 390]) {
     await signIn(page, porch, WORKER.email);
     check(await measure("/team"));
     assert.deepEqual(wide, [], `pages wider than ${width} px`);
+    assert.deepEqual(unreachable, [], `boxes that scroll sideways but Tab cannot reach at ${width} px`);
     await context.close();
   });
 }

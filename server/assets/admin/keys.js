@@ -248,6 +248,19 @@
     },
   };
 
+  // A conversation opened at a message (a search result's #m…): browsers give no autofocus to a
+  // page opened at a fragment, and once loaded they move the focus to the fragment's target (or,
+  // as a message takes none, to the page). So the reply box takes it after that, the view left
+  // on the message, unless the focus went somewhere meanwhile.
+  const reply = document.getElementById("reply-body");
+  if (here && reply && location.hash) {
+    const take = () => {
+      if (!document.activeElement || document.activeElement === document.body) reply.focus({ preventScroll: true });
+    };
+    if (document.readyState === "complete") setTimeout(take);
+    else window.addEventListener("load", () => setTimeout(take), { once: true });
+  }
+
   // A modal <dialog> makes the page inert, but Tab from its last control would leave for the
   // browser's own UI: keep it cycling inside.
   help?.addEventListener("keydown", (e) => {
@@ -275,7 +288,8 @@
       help.showModal();
       return;
     }
-    const handle = inboxPage ? keys[e.key] : null;
+    // `/` wherever the search box is (the search page too); the others on the inbox's pages.
+    const handle = inboxPage || e.key === "/" ? keys[e.key] : null;
     if (handle && handle() !== false) e.preventDefault();
   });
 })();

@@ -86,7 +86,7 @@ pub fn quick_check(conn: &Connection) -> Result<Vec<String>, Error> {
                 .collect::<Result<Vec<_>, _>>()
         });
     match lines {
-        Ok(lines) => Ok(lines.into_iter().filter(|line| line != "ok").collect()),
+        Ok(rows) => Ok(problems(&rows)),
         Err(err)
             if matches!(
                 err.sqlite_error_code(),
@@ -97,6 +97,18 @@ pub fn quick_check(conn: &Connection) -> Result<Vec<String>, Error> {
         }
         Err(err) => Err(Error::from(err)),
     }
+}
+
+/// The problems in `quick_check`'s rows. A row can hold several on lines of their own under a
+/// heading (`*** in database main ***`): each is one problem, so the log stays one line and the
+/// count is of problems.
+fn problems(rows: &[String]) -> Vec<String> {
+    rows.iter()
+        .flat_map(|row| row.lines())
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && *line != "ok" && !line.starts_with("***"))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Checks the database at `path` now and then every [`INTEGRITY_CHECK_INTERVAL`] until
@@ -170,5 +182,29 @@ async fn check_once(
         Err(err) => {
             tracing::error!(error = %err, "database integrity check panicked");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::problems;
+
+    #[test]
+    fn each_problem_is_one_whatever_rows_sqlite_puts_them_in() {
+        let rows = [
+            "*** in database main ***\nTree 20 page 112 cell 3: invalid page number 9\n\
+             Tree 20 page 112 cell 4: 2nd reference to page 8"
+                .to_owned(),
+            "Page 40: never used".to_owned(),
+        ];
+        assert_eq!(
+            problems(&rows),
+            [
+                "Tree 20 page 112 cell 3: invalid page number 9",
+                "Tree 20 page 112 cell 4: 2nd reference to page 8",
+                "Page 40: never used",
+            ]
+        );
+        assert!(problems(&["ok".to_owned()]).is_empty());
     }
 }

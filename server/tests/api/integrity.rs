@@ -140,6 +140,8 @@ async fn a_damaged_database_makes_readiness_503_corrupt_with_the_gauge_at_0_and_
         .find(|line| line.contains("database integrity check FAILED"))
         .unwrap_or_else(|| panic!("no integrity line in the log:\n{logged}"));
     assert!(line.contains("ERROR"), "{line}");
+    // One line, the problem count on it too.
+    assert!(line.contains("problems="), "{logged}");
     // The liveness probe stays up: the process is fine, only its file is not.
     assert_eq!(get(&http, "/healthz").await.map(|(s, _)| s), Some(200));
 }

@@ -103,8 +103,13 @@ fn summary(results: &SearchResults) -> String {
     };
     let first = (results.page - 1) * crate::chat::SEARCH_PAGE_SIZE + 1;
     let shown = u32::try_from(results.messages.len()).unwrap_or(0);
-    let range = if shown == 0 || results.total == 0 {
+    let range = if results.total == 0 {
         String::new()
+    } else if shown == 0 {
+        format!(
+            ", none on this page (the last is page {})",
+            last_page(results)
+        )
     } else {
         format!(", showing {first}–{}", first + shown - 1)
     };
@@ -117,6 +122,11 @@ fn summary(results: &SearchResults) -> String {
         n => format!(" {n} new messages are not indexed yet."),
     };
     format!("Found {visitors}{messages}{range}.{unindexed}")
+}
+
+/// The number of the last page with messages (1 when there are none).
+fn last_page(results: &SearchResults) -> u32 {
+    results.total.div_ceil(crate::chat::SEARCH_PAGE_SIZE).max(1)
 }
 
 /// `GET /search?q=…&site=…&status=…&page=…`.
@@ -178,10 +188,11 @@ pub async fn search_page(
             }
             None => "Nothing to look for: type a word with letters or digits.".to_owned(),
         },
+        // Past the last page (an old link, a typed number), back goes to the last one.
         previous: results
             .as_ref()
             .filter(|r| r.page > 1)
-            .map(|r| href(r.page - 1)),
+            .map(|r| href((r.page - 1).min(last_page(r)))),
         next: results
             .as_ref()
             .filter(|r| r.has_next)

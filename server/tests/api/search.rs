@@ -445,6 +445,14 @@ async fn search_pages_through_matches_twenty_at_a_time() {
             .await
             .contains("Found 45 messages, showing 1–20.")
     );
+    // Past the last page: it says which is the last, and back goes there.
+    let past = search(&app, &who, "zebra", "&page=9").await;
+    assert!(hits(&past).is_empty());
+    assert!(
+        past.contains("Found 45 messages, none on this page (the last is page 3)."),
+        "{past}"
+    );
+    assert!(past.contains("page=3\" rel=\"prev\""), "{past}");
     // Newest first, each exactly once.
     ids.reverse();
     assert_eq!(seen, ids);

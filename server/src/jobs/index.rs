@@ -2,14 +2,25 @@
 //! only the head of each `order_key` queue is eligible (a conversation's deliveries to one
 //! destination stay in order); a `rate_key` paused by a 429, or paced ([`Pacer`]), holds back
 //! only its own jobs. Each rate key holds a bounded window of its jobs ([`Windows`]); the rest
-//! wait in SQLite. Pure data, no I/O, so it is unit-tested directly.
+//! wait in SQLite. A conversation holds a few jobs; the rest of its queue is held as ids
+//! ([`Tails`]). Pure data, no I/O, so it is unit-tested directly (`index_tests`).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use crate::store::{IntegrationId, JobId, JobRow};
 
 use super::pace::Pacer;
+use super::tails::{Fill, PER_ORDER, Tails};
 use super::window::{Load, Windows};
+
+/// A read of queued jobs the runner makes for the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// A rate key's next jobs in id order: its window is half empty with more in SQLite.
+    Page(Load),
+    /// A conversation's next jobs from its tail, by id.
+    Fill(Fill),
+}
 
 /// Delivery lanes; each has its own concurrency limit so a slow kind cannot starve another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -91,6 +102,8 @@ pub struct Index {
     pacer: Pacer,
     /// How many jobs of each rate key are in memory, and which keys have more in SQLite.
     windows: Windows,
+    /// Each conversation's jobs beyond its first [`PER_ORDER`], as ids.
+    tails: Tails,
 }
 
 impl Index {
@@ -104,6 +117,7 @@ impl Index {
             held: HashMap::new(),
             pacer: Pacer::default(),
             windows: Windows::new(window),
+            tails: Tails::default(),
         }
     }
 
@@ -118,7 +132,24 @@ impl Index {
         let Some(lane) = self.lane_of_new(&row) else {
             return;
         };
-        if self.windows.admit(row.rate_key.as_deref(), row.id) {
+        let as_tail = self.joins_tail(&row);
+        if self.windows.admit(row.rate_key.as_deref(), row.id, as_tail) {
+            self.take(row, lane, as_tail);
+        }
+    }
+
+    /// Whether a job joins its conversation's tail: the conversation has one already, or holds
+    /// [`PER_ORDER`] jobs in memory.
+    fn joins_tail(&self, row: &JobRow) -> bool {
+        row.order_key.as_deref().is_some_and(|key| {
+            self.tails.has(key) || self.order.get(key).is_some_and(|q| q.len() >= PER_ORDER)
+        })
+    }
+
+    fn take(&mut self, row: JobRow, lane: Lane, as_tail: bool) {
+        if as_tail {
+            self.tails.push(&row);
+        } else {
             self.place(row, lane);
         }
     }
@@ -131,31 +162,79 @@ impl Index {
         }
     }
 
-    /// The reads of queued jobs to make now: windows half empty with more in SQLite.
-    pub fn take_loads(&mut self) -> Vec<Load> {
-        self.windows.take_loads()
+    /// The reads of queued jobs to make now: windows half empty with more in SQLite, and
+    /// conversations whose jobs in memory are down to half with more in their tails.
+    pub fn take_loads(&mut self) -> Vec<Read> {
+        let pages = self.windows.take_loads().into_iter().map(Read::Page);
+        let fills = self.tails.take_fills().into_iter().map(Read::Fill);
+        pages.chain(fills).collect()
     }
 
-    /// What a [`Load`] read, oldest first: taken into memory.
-    pub fn insert_loaded(&mut self, load: &Load, rows: Vec<JobRow>) {
-        let (count, last) = (rows.len(), rows.last().map(|row| row.id));
+    /// What a [`Read`] read, oldest first: taken into memory.
+    pub fn insert_loaded(&mut self, read: &Read, rows: Vec<JobRow>) {
+        match read {
+            Read::Page(load) => self.insert_page(load, rows),
+            Read::Fill(fill) => self.insert_fill(fill, rows),
+        }
+    }
+
+    /// A window's page: each job taken as a job or into its conversation's tail, until the
+    /// tails are full (the rest is read again once they have room).
+    fn insert_page(&mut self, load: &Load, rows: Vec<JobRow>) {
+        let count = rows.len();
+        let (mut last, mut stopped) = (None, false);
+        for row in rows {
+            let id = row.id;
+            if let Some(lane) = self.lane_of_new(&row) {
+                let as_tail = self.joins_tail(&row);
+                if !self.windows.admit_loaded(row.rate_key.as_deref(), as_tail) {
+                    stopped = true;
+                    break;
+                }
+                self.take(row, lane, as_tail);
+            }
+            last = Some(id);
+        }
+        self.windows.loaded(load, count, last, stopped);
+    }
+
+    /// A tail's next jobs (the window counted them as waiting when the fill was made); one no
+    /// longer queued (delivered by another process, blocked meanwhile) is forgotten.
+    fn insert_fill(&mut self, fill: &Fill, rows: Vec<JobRow>) {
+        self.tails.filled(fill);
+        let mut found = Vec::with_capacity(rows.len());
         for row in rows {
             if let Some(lane) = self.lane_of_new(&row) {
-                self.windows.admit_loaded(row.rate_key.as_deref());
+                found.push(row.id);
                 self.place(row, lane);
             }
         }
-        self.windows.loaded(load, count, last);
+        for (_, rate_key) in fill.ids.iter().filter(|(id, _)| !found.contains(id)) {
+            self.windows.forget(rate_key.as_deref(), false);
+        }
+        self.refill(&fill.order_key);
     }
 
-    /// A [`Load`] could not be read; see [`Self::retry_failed_loads`].
-    pub fn load_failed(&mut self, load: &Load) {
-        self.windows.load_failed(load);
+    /// A [`Read`] could not be made; see [`Self::retry_failed_loads`].
+    pub fn load_failed(&mut self, read: &Read) {
+        match read {
+            Read::Page(load) => self.windows.load_failed(load),
+            Read::Fill(fill) => self.tails.fill_failed(fill.clone()),
+        }
     }
 
     /// Asks again for the reads that failed.
     pub fn retry_failed_loads(&mut self) {
         self.windows.retry_failed_loads();
+        self.tails.retry_failed();
+    }
+
+    /// Reads the next jobs of `order_key`'s tail when those in memory are down to half.
+    fn refill(&mut self, order_key: &str) {
+        let held = self.order.get(order_key).map_or(0, VecDeque::len);
+        for (rate_key, count) in self.tails.refill(order_key, held) {
+            self.windows.read_from_tail(rate_key.as_deref(), count);
+        }
     }
 
     /// The lane of a job not yet known, or `None` to ignore it.
@@ -164,7 +243,12 @@ impl Index {
             tracing::warn!(job = %row.id, lane = row.lane, "job in an unknown lane ignored");
             return None;
         };
-        (!self.jobs.contains_key(&row.id)).then_some(lane)
+        let is_known = self.jobs.contains_key(&row.id)
+            || row
+                .order_key
+                .as_deref()
+                .is_some_and(|key| self.tails.knows(key, row.id));
+        (!is_known).then_some(lane)
     }
 
     /// Puts a job into its order queue and, if it heads it, into its lane's ready set.
@@ -291,6 +375,7 @@ impl Index {
                 self.order.remove(&key);
             }
         }
+        self.refill(&key);
     }
 
     /// The job will run again at `run_at` (it stays at the head of its order queue). With
@@ -321,6 +406,10 @@ impl Index {
     /// Removes every job of an integration (it is blocked until an admin fixes it); returns how
     /// many were removed. Running ones are left to finish and are then forgotten by `finish`.
     pub fn remove_integration(&mut self, integration: IntegrationId) -> usize {
+        // The tails first, so no job of the integration is read back as the others leave.
+        for (rate_key, count) in self.tails.remove_integration(integration) {
+            self.windows.forget_tail(rate_key.as_deref(), count);
+        }
         let ids: Vec<JobId> = self
             .jobs
             .iter()
@@ -375,214 +464,5 @@ impl Index {
     pub fn expire(&mut self, now: i64) {
         self.held.retain(|_, until| *until > now);
         self.pacer.expire(now);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::jobs::pace::SLACK_CHANNEL;
-
-    fn job(id: i64, order_key: Option<&str>, rate_key: Option<&str>, run_at: i64) -> JobRow {
-        JobRow {
-            id: JobId(id),
-            lane: "chat".into(),
-            kind: "slack.post".into(),
-            args: "{}".into(),
-            integration_id: Some(IntegrationId(1)),
-            state: "queued".into(),
-            order_key: order_key.map(Into::into),
-            rate_key: rate_key.map(Into::into),
-            attempt: 0,
-            max_attempts: 5,
-            run_at,
-            deadline_at: None,
-            is_uncertain: false,
-            last_error: None,
-            created_at: 0,
-        }
-    }
-
-    fn ids(index: &mut Index, now: i64) -> Vec<i64> {
-        std::iter::from_fn(|| index.pop_due(Lane::Chat, now))
-            .map(|e| e.row.id.0)
-            .collect()
-    }
-
-    #[test]
-    fn a_conversation_is_delivered_in_order_and_others_in_parallel() {
-        let mut index = Index::new(64);
-        index.insert(job(1, Some("conv:1"), None, 0));
-        index.insert(job(2, Some("conv:1"), None, 0));
-        index.insert(job(3, Some("conv:2"), None, 0));
-        assert_eq!(ids(&mut index, 0), [1, 3], "one head per conversation");
-        index.finish(JobId(1));
-        assert_eq!(ids(&mut index, 0), [2]);
-    }
-
-    #[test]
-    fn a_retried_head_holds_back_its_queue_until_it_runs_again() {
-        let mut index = Index::new(64);
-        index.insert(job(1, Some("conv:1"), None, 0));
-        index.insert(job(2, Some("conv:1"), None, 0));
-        assert_eq!(ids(&mut index, 0), [1]);
-        index.reschedule(JobId(1), 100, 1, false);
-        assert!(ids(&mut index, 50).is_empty());
-        assert_eq!(index.next_due(Lane::Chat), Some(100));
-        assert_eq!(ids(&mut index, 100), [1]);
-    }
-
-    #[test]
-    fn one_webhook_endpoint_runs_at_most_its_share_of_the_lane() {
-        let webhook = |id: i64, key: &str| JobRow {
-            lane: "webhook".into(),
-            ..job(id, Some(&format!("conv:{id}")), Some(key), 0)
-        };
-        let mut index = Index::new(256);
-        let cap = i64::try_from(WEBHOOK_KEY_RUNNING).expect("small");
-        for id in 1..=cap + 8 {
-            index.insert(webhook(id, "webhook:1"));
-        }
-        index.insert(webhook(100, "webhook:2"));
-        let pop = |index: &mut Index| {
-            std::iter::from_fn(|| index.pop_due(Lane::Webhook, 0))
-                .map(|e| e.row.id.0)
-                .collect::<Vec<_>>()
-        };
-        let started = pop(&mut index);
-        assert_eq!(started.len(), WEBHOOK_KEY_RUNNING + 1, "{started:?}");
-        assert!(
-            started.contains(&100),
-            "the other endpoint is not held back"
-        );
-        // Set aside, not ready: the dispatcher has nothing due to wake for.
-        assert_eq!(index.next_due(Lane::Webhook), None);
-        // One of the endpoint's deliveries ends (or waits for a retry): one more may start.
-        index.finish(JobId(1));
-        assert_eq!(pop(&mut index), [cap + 1]);
-        index.reschedule(JobId(2), 500, 1, false);
-        assert_eq!(pop(&mut index), [cap + 2]);
-        // Removing the integration's waiting jobs (the six set aside and the one waiting for
-        // its retry) forgets those set aside too: a slot freed later starts none of them.
-        assert_eq!(index.remove_integration(IntegrationId(1)), 7);
-        index.finish(JobId(3));
-        assert!(pop(&mut index).is_empty());
-        assert_eq!(index.next_due(Lane::Webhook), None);
-    }
-
-    #[test]
-    fn a_paused_rate_key_holds_back_only_its_own_jobs() {
-        let mut index = Index::new(64);
-        index.insert(job(1, Some("conv:1"), Some("discord:1"), 0));
-        index.insert(job(2, Some("conv:2"), Some("discord:1"), 0));
-        index.insert(job(3, Some("conv:3"), Some("discord:2"), 0));
-        assert_eq!(ids(&mut index, 0), [1, 2, 3]);
-        index.reschedule(JobId(1), 1000, 0, true);
-        index.reschedule(JobId(2), 10, 0, false);
-        index.finish(JobId(3));
-        index.insert(job(4, Some("conv:4"), Some("discord:2"), 10));
-        assert_eq!(
-            ids(&mut index, 10),
-            [4],
-            "discord:1 waits for its pause, discord:2 does not"
-        );
-        assert_eq!(ids(&mut index, 1000), [1, 2]);
-    }
-
-    #[test]
-    fn a_slack_channel_is_not_paced_until_slack_refuses_it() {
-        let mut index = Index::new(64);
-        for id in 1..=5 {
-            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
-        }
-        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4, 5]);
-    }
-
-    #[test]
-    fn a_refused_slack_channel_starts_one_job_an_interval_oldest_first() {
-        let t = SLACK_CHANNEL.interval_ms;
-        let mut index = Index::new(64);
-        for id in 1..=3 {
-            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
-        }
-        index.insert(job(4, Some("conv:1"), Some("slack:T:C1"), 0));
-        index.pause("slack:T:C1", 0);
-        assert_eq!(ids(&mut index, 0), [1]);
-        assert_eq!(
-            index.next_due(Lane::Chat),
-            Some(t),
-            "the runner sleeps until then"
-        );
-        assert!(ids(&mut index, t - 1).is_empty());
-        // conv:1's next message becomes due now, but queues behind the jobs already waiting.
-        index.finish(JobId(1));
-        assert_eq!(ids(&mut index, t), [2]);
-        assert_eq!(ids(&mut index, 2 * t), [3]);
-        assert_eq!(ids(&mut index, 3 * t), [4]);
-    }
-
-    #[test]
-    fn a_paced_channel_holds_back_only_its_own_jobs() {
-        let mut index = Index::new(64);
-        for id in 1..=4 {
-            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
-        }
-        index.insert(job(5, Some("conv:5"), Some("slack:T:C2"), 0));
-        index.insert(job(6, Some("conv:6"), Some("slack:T:C2"), 0));
-        index.insert(job(7, Some("conv:7"), Some("webhook:9"), 0));
-        index.insert(job(8, Some("conv:8"), Some("webhook:9"), 0));
-        index.pause("slack:T:C1", 0);
-        assert_eq!(ids(&mut index, 0), [1, 5, 6, 7, 8]);
-    }
-
-    #[test]
-    fn after_a_429_a_slack_channel_starts_one_job_then_keeps_its_pace() {
-        let t = SLACK_CHANNEL.interval_ms;
-        let mut index = Index::new(64);
-        for id in 1..=4 {
-            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
-        }
-        assert_eq!(ids(&mut index, 0), [1, 2, 3, 4]);
-        index.finish(JobId(1));
-        index.reschedule(JobId(2), 5000, 0, true);
-        index.reschedule(JobId(3), 5000, 0, true);
-        index.reschedule(JobId(4), 10, 1, false);
-        assert!(ids(&mut index, 4999).is_empty());
-        assert_eq!(ids(&mut index, 5000), [2], "no burst after the pause");
-        assert!(ids(&mut index, 5000 + t - 1).is_empty());
-        assert_eq!(ids(&mut index, 5000 + t), [3]);
-        assert_eq!(ids(&mut index, 5000 + 2 * t), [4]);
-    }
-
-    #[test]
-    fn a_job_that_posted_twice_delays_its_paced_channels_next_start() {
-        let t = SLACK_CHANNEL.interval_ms;
-        let mut index = Index::new(64);
-        for id in 1..=2 {
-            index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
-        }
-        index.pause("slack:T:C1", 0);
-        assert_eq!(ids(&mut index, 0), [1]);
-        index.spend("slack:T:C1", 1, 10);
-        assert!(ids(&mut index, t).is_empty());
-        assert_eq!(ids(&mut index, 2 * t), [2]);
-    }
-
-    #[test]
-    fn an_older_job_reloaded_later_goes_first() {
-        let mut index = Index::new(64);
-        index.insert(job(5, Some("conv:1"), None, 0));
-        index.insert(job(4, Some("conv:1"), None, 0));
-        assert_eq!(ids(&mut index, 0), [4]);
-    }
-
-    #[test]
-    fn removing_an_integration_forgets_its_waiting_jobs() {
-        let mut index = Index::new(64);
-        index.insert(job(1, Some("conv:1"), None, 0));
-        index.insert(job(2, Some("conv:1"), None, 0));
-        assert_eq!(index.remove_integration(IntegrationId(1)), 2);
-        assert_eq!(index.len(), 0);
-        assert!(ids(&mut index, 0).is_empty());
     }
 }

@@ -7,6 +7,8 @@ mod args;
 mod decision;
 mod deliver;
 mod index;
+#[cfg(test)]
+mod index_tests;
 mod kind;
 mod outcome;
 mod pace;
@@ -19,6 +21,7 @@ mod runner;
 #[cfg(test)]
 mod runner_tests;
 mod stats;
+mod tails;
 mod window;
 
 pub use args::{

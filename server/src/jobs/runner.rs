@@ -23,12 +23,11 @@ use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, JobUpdate,
 
 use super::decision::{Next, decide};
 use super::deliver::Deliver;
-use super::index::{Entry, Index, Lane};
+use super::index::{Entry, Index, Lane, Read};
 use super::outcome::{Attempt, caught};
 use super::policy::backoff;
 use super::round::{Round, write_round};
 use super::stats::JobStats;
-use super::window::Load;
 
 /// How often the runner looks for jobs written by another process (a CLI command).
 const SAFETY_POLL: Duration = Duration::from_secs(30);
@@ -116,7 +115,7 @@ enum Command {
     IntegrationOff(IntegrationId),
     /// A rate key's next queued jobs, read from SQLite for its window.
     Loaded {
-        load: Load,
+        load: Read,
         rows: Result<Vec<JobRow>, store::Error>,
     },
 }
@@ -358,11 +357,20 @@ impl Dispatcher {
         for load in self.index.take_loads() {
             let readers = Arc::clone(&self.readers);
             let tx = self.tx.clone();
+            let read = load.clone();
             tokio::spawn(async move {
-                let (key, after, limit) = (load.rate_key.clone(), load.after, load.limit);
                 let rows = readers
-                    .read(move |c| {
-                        store::list_queued_jobs_of_rate_key(c, key.as_deref(), after, limit)
+                    .read(move |c| match &read {
+                        Read::Page(page) => store::list_queued_jobs_of_rate_key(
+                            c,
+                            page.rate_key.as_deref(),
+                            page.after,
+                            page.limit,
+                        ),
+                        Read::Fill(fill) => {
+                            let ids: Vec<_> = fill.ids.iter().map(|(id, _)| *id).collect();
+                            store::list_queued_jobs_by_id(c, &ids)
+                        }
                     })
                     .await;
                 let _ = tx.send(Command::Loaded { load, rows });

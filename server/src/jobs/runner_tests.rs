@@ -296,3 +296,29 @@ async fn a_backlog_beyond_the_window_waits_in_sqlite_and_is_delivered_in_order()
     );
     harness.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn a_long_conversation_at_a_destination_does_not_hold_up_another() {
+    let delivered = || Outcome::Delivered { external_ref: None };
+    let harness = start_with_window((0..301).map(|_| delivered()).collect(), 16).await;
+    let long = harness
+        .submit_many("webhook:1", Some("conv:1"), 300, 5)
+        .await;
+    let other = harness.submit_many("webhook:1", Some("conv:2"), 1, 5).await[0];
+    let mut most_in_memory = 0;
+    for id in long.iter().chain([&other]) {
+        most_in_memory = most_in_memory.max(harness.stats.in_memory());
+        harness.wait_for_state(*id, "done").await;
+    }
+    let asked = harness.script.asked_ids();
+    let at = asked.iter().position(|id| *id == other).expect("asked");
+    // Before, the window held the long conversation's oldest 16, so the other waited for 285.
+    assert!(at < 10, "the other conversation's post went at {at}");
+    let in_order: Vec<JobId> = asked.into_iter().filter(|id| *id != other).collect();
+    assert_eq!(in_order, long, "the long one each once, in order");
+    assert!(
+        most_in_memory <= 16 + 2,
+        "held {most_in_memory} jobs in memory"
+    );
+    harness.shutdown.cancel();
+}

@@ -47,6 +47,11 @@ struct Window {
     waiting: usize,
     /// Its jobs in memory that are running (bounded by the lanes' concurrency).
     running: usize,
+    /// Its jobs held as ids in conversations' tails (`super::tails`): what the tail cap bounds.
+    tails: usize,
+    /// A job was turned away because the tails were full: no read is made until some leave,
+    /// as it would turn the same job away again.
+    tails_full: bool,
     through: JobId,
     stored: Stored,
 }
@@ -56,11 +61,18 @@ impl Default for Window {
         Self {
             waiting: 0,
             running: 0,
+            tails: 0,
+            tails_full: false,
             through: JobId(0),
             stored: Stored::Nothing,
         }
     }
 }
+
+/// Ids a rate key holds in tails, per job its window holds: 8,192 for the window of 256, a few
+/// hundred kilobytes. Only a conversation with more queued at one destination than that (its
+/// first jobs and its tail) holds up the destination's others again.
+const TAILS_PER_WINDOW_JOB: usize = 32;
 
 /// Jobs without a rate key share one window under this name, which no rate key has.
 const KEYLESS: &str = "";
@@ -73,6 +85,7 @@ fn slot(rate_key: Option<&str>) -> &str {
 #[derive(Debug)]
 pub struct Windows {
     cap: usize,
+    tail_cap: usize,
     by_key: HashMap<String, Window>,
     /// Keys whose window is at most half full with more in SQLite, in the order they got there.
     wanting: Vec<String>,
@@ -83,6 +96,7 @@ impl Windows {
     pub fn new(cap: usize) -> Self {
         Self {
             cap: cap.max(2),
+            tail_cap: cap.max(2) * TAILS_PER_WINDOW_JOB,
             by_key: HashMap::new(),
             wanting: Vec::new(),
         }
@@ -93,20 +107,28 @@ impl Windows {
     }
 
     /// A job of `rate_key` handed in (just written, or found by the safety poll): whether it is
-    /// taken into memory. One turned away stays in SQLite and is read when its turn comes.
-    pub fn admit(&mut self, rate_key: Option<&str>, id: JobId) -> bool {
-        let cap = self.cap;
+    /// taken into memory, as a job or, `as_tail`, as an id in its conversation's tail. One
+    /// turned away stays in SQLite and is read when its turn comes.
+    pub fn admit(&mut self, rate_key: Option<&str>, id: JobId, as_tail: bool) -> bool {
+        let (cap, tail_cap) = (self.cap, self.tail_cap);
         // Looked up before it is made: the key is copied only for a key with nothing in memory.
         let Some(window) = self.by_key.get_mut(slot(rate_key)) else {
             let window = Window {
-                waiting: 1,
+                waiting: usize::from(!as_tail),
+                tails: usize::from(as_tail),
                 through: id,
                 ..Window::default()
             };
             self.by_key.insert(slot(rate_key).to_owned(), window);
             return true;
         };
-        let (is_new, has_room) = (id > window.through, window.waiting < cap);
+        let has_room = if as_tail {
+            window.tails < tail_cap
+        } else {
+            window.waiting < cap
+        };
+        window.tails_full |= as_tail && !has_room;
+        let is_new = id > window.through;
         match &mut window.stored {
             Stored::Loading { missed } => {
                 *missed = Some(missed.map_or(id, |m| m.min(id)));
@@ -126,7 +148,11 @@ impl Windows {
                 return false;
             }
         }
-        window.waiting += 1;
+        if as_tail {
+            window.tails += 1;
+        } else {
+            window.waiting += 1;
+        }
         true
     }
 
@@ -164,14 +190,26 @@ impl Windows {
             .collect()
     }
 
-    /// A job read by a load, counted as waiting (the load's limit bounds these).
-    pub fn admit_loaded(&mut self, rate_key: Option<&str>) {
-        self.window(rate_key).waiting += 1;
+    /// A job read by a load, counted as waiting (the load's limit bounds these), or `as_tail`
+    /// as held in a tail while the tails have room. False when they have none: the load stops
+    /// before it ([`Self::loaded`] with `stopped`).
+    pub fn admit_loaded(&mut self, rate_key: Option<&str>, as_tail: bool) -> bool {
+        let tail_cap = self.tail_cap;
+        let window = self.window(rate_key);
+        if !as_tail {
+            window.waiting += 1;
+        } else if window.tails < tail_cap {
+            window.tails += 1;
+        } else {
+            window.tails_full = true;
+            return false;
+        }
+        true
     }
 
-    /// A load came back with `count` jobs (each already counted with [`Self::admit_loaded`]),
-    /// the last with id `last`.
-    pub fn loaded(&mut self, load: &Load, count: usize, last: Option<JobId>) {
+    /// A load came back: `count` jobs read, those up to id `last` taken (each counted with
+    /// [`Self::admit_loaded`]); `stopped` when it stopped short for lack of room in the tails.
+    pub fn loaded(&mut self, load: &Load, count: usize, last: Option<JobId>, stopped: bool) {
         let key = slot(load.rate_key.as_deref());
         let Some(window) = self.by_key.get_mut(key) else {
             return;
@@ -184,7 +222,7 @@ impl Windows {
         if let Some(missed) = missed {
             window.through = window.through.min(JobId(missed.0 - 1));
         }
-        window.stored = if count >= load.limit || missed.is_some() {
+        window.stored = if count >= load.limit || missed.is_some() || stopped {
             Stored::More { is_wanted: false }
         } else {
             Stored::Nothing
@@ -211,6 +249,26 @@ impl Windows {
         for key in keys {
             self.settle(&key);
         }
+    }
+
+    /// `count` ids of `rate_key` left a tail to be read back as jobs: counted as waiting from
+    /// now (so the read's jobs are), and the tails have room again.
+    pub fn read_from_tail(&mut self, rate_key: Option<&str>, count: usize) {
+        if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
+            window.tails = window.tails.saturating_sub(count);
+            window.waiting += count;
+            window.tails_full = false;
+        }
+        self.settle(slot(rate_key));
+    }
+
+    /// `count` ids of `rate_key` left a tail for good (their integration was blocked).
+    pub fn forget_tail(&mut self, rate_key: Option<&str>, count: usize) {
+        if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
+            window.tails = window.tails.saturating_sub(count);
+            window.tails_full = false;
+        }
+        self.settle(slot(rate_key));
     }
 
     /// How many jobs of `rate_key` are running.
@@ -255,11 +313,13 @@ impl Windows {
             return;
         };
         match window.stored {
-            Stored::More { is_wanted: false } if window.waiting <= self.cap / 2 => {
+            Stored::More { is_wanted: false }
+                if window.waiting <= self.cap / 2 && !window.tails_full =>
+            {
                 window.stored = Stored::More { is_wanted: true };
                 self.wanting.push(key.to_owned());
             }
-            Stored::Nothing if window.waiting == 0 && window.running == 0 => {
+            Stored::Nothing if window.waiting == 0 && window.running == 0 && window.tails == 0 => {
                 self.by_key.remove(key);
             }
             _ => {}
@@ -274,7 +334,7 @@ mod tests {
     /// Admits ids `from..=to` of `k`, returning those taken.
     fn admit_all(windows: &mut Windows, k: Option<&str>, from: i64, to: i64) -> Vec<i64> {
         (from..=to)
-            .filter(|id| windows.admit(k, JobId(*id)))
+            .filter(|id| windows.admit(k, JobId(*id), false))
             .collect()
     }
 
@@ -323,33 +383,36 @@ mod tests {
         assert!(windows.take_loads().is_empty(), "one load at a time");
         // Jobs handed in while it is spilled wait in SQLite, even with room.
         windows.forget(k, true);
-        assert!(!windows.admit(k, JobId(11)));
+        assert!(!windows.admit(k, JobId(11), false));
         for _ in 5..=6 {
-            windows.admit_loaded(k);
+            windows.admit_loaded(k, false);
         }
-        windows.loaded(&loads[0], 2, Some(JobId(6)));
+        windows.loaded(&loads[0], 2, Some(JobId(6)), false);
         assert!(
             windows.take_loads().is_empty(),
             "a full page leaves it spilled, but it is full again"
         );
-        assert!(!windows.admit(k, JobId(12)), "still spilled");
+        assert!(!windows.admit(k, JobId(12), false), "still spilled");
     }
 
     #[test]
     fn a_short_load_ends_the_spill_unless_a_job_was_turned_away_meanwhile() {
         let k = Some("slack:T:C1");
         let (mut windows, load) = loading_after_a_spill(k, 1, 5);
-        assert!(!windows.admit(k, JobId(6)), "turned away while loading");
-        windows.admit_loaded(k);
-        windows.loaded(&load, 1, Some(JobId(5)));
+        assert!(
+            !windows.admit(k, JobId(6), false),
+            "turned away while loading"
+        );
+        windows.admit_loaded(k, false);
+        windows.loaded(&load, 1, Some(JobId(5)), false);
         let again = windows
             .take_loads()
             .pop()
             .expect("read again: the load may have missed 6");
         assert_eq!(again.after, JobId(5));
-        windows.loaded(&again, 0, None);
+        windows.loaded(&again, 0, None, false);
         assert!(
-            windows.admit(k, JobId(7)),
+            windows.admit(k, JobId(7), false),
             "nothing more in SQLite: taken directly"
         );
     }
@@ -361,11 +424,11 @@ mod tests {
         assert_eq!(admit_all(&mut windows, k, 5, 6), [5, 6]);
         windows.started(k);
         assert!(
-            windows.admit(k, JobId(3)),
+            windows.admit(k, JobId(3), false),
             "room for it, and no read would find it"
         );
         // Full: an admin's "retry all" of thousands must not all land in memory.
-        assert!(!windows.admit(k, JobId(2)));
+        assert!(!windows.admit(k, JobId(2), false));
         windows.started(k);
         windows.started(k);
         let load = windows.take_loads().pop().expect("a load");
@@ -378,11 +441,11 @@ mod tests {
         let (mut windows, load) = loading_after_a_spill(k, 1, 5);
         assert_eq!(load.after, JobId(4));
         // Job 6 was blocked when the load's snapshot was taken; an admin retries it now.
-        assert!(!windows.admit(k, JobId(6)));
+        assert!(!windows.admit(k, JobId(6), false));
         for _ in [5, 7, 8] {
-            windows.admit_loaded(k);
+            windows.admit_loaded(k, false);
         }
-        windows.loaded(&load, 3, Some(JobId(8)));
+        windows.loaded(&load, 3, Some(JobId(8)), false);
         windows.started(k);
         let again = windows
             .take_loads()
@@ -395,7 +458,7 @@ mod tests {
     fn a_key_with_nothing_left_is_forgotten() {
         let mut windows = Windows::new(2);
         let k = Some("webhook:1");
-        assert!(windows.admit(k, JobId(1)));
+        assert!(windows.admit(k, JobId(1), false));
         windows.started(k);
         windows.forget(k, true);
         assert!(windows.by_key.is_empty());
@@ -421,7 +484,7 @@ mod tests {
         assert_eq!(load.after, JobId(53));
         // An admin fixes an integration whose blocked jobs on this key start at id 10.
         windows.expect_stored(k, JobId(10));
-        windows.loaded(&load, 4, Some(JobId(57)));
+        windows.loaded(&load, 4, Some(JobId(57)), false);
         let again = windows.take_loads().pop().expect("read again");
         assert_eq!(again.after, JobId(9), "from the jobs queued again");
     }

@@ -54,6 +54,18 @@ pub fn list_queued_jobs_of_rate_key(
         .collect::<Result<_, _>>()?)
 }
 
+/// Those of the jobs `ids` that are still queued, oldest first: a conversation's next jobs from
+/// its tail (by primary key, however long the backlog around them).
+pub fn list_queued_jobs_by_id(conn: &Connection, ids: &[JobId]) -> Result<Vec<JobRow>, Error> {
+    let ids = serde_json::to_string(&ids.iter().map(|id| id.0).collect::<Vec<_>>())
+        .unwrap_or_else(|_| "[]".to_owned());
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) \
+         AND state = 'queued' ORDER BY id"
+    ))?;
+    Ok(stmt.query_map([ids], from_row)?.collect::<Result<_, _>>()?)
+}
+
 /// Queued jobs with ids above `after`, oldest first (the runner's safety poll for jobs another
 /// process wrote).
 pub fn list_queued_jobs_after(conn: &Connection, after: JobId) -> Result<Vec<JobRow>, Error> {

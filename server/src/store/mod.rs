@@ -119,8 +119,8 @@ pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
 };
 pub use job_backlog::{
-    count_queued_jobs, highest_job_id, list_queued_jobs_after, list_queued_jobs_of_rate_key,
-    list_queued_rate_keys,
+    count_queued_jobs, highest_job_id, list_queued_jobs_after, list_queued_jobs_by_id,
+    list_queued_jobs_of_rate_key, list_queued_rate_keys,
 };
 pub use jobs::{
     AttemptRecord, JobInContext, JobRow, JobUpdate, MessageDelivery, NewJob,

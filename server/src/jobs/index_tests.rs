@@ -1,0 +1,328 @@
+//! The index's bookkeeping without I/O: order, lanes, pauses, pacing, windows and tails.
+
+use super::index::{Index, Lane, Read, WEBHOOK_KEY_RUNNING};
+use crate::jobs::pace::SLACK_CHANNEL;
+use crate::store::{IntegrationId, JobId, JobRow};
+
+fn job(id: i64, order_key: Option<&str>, rate_key: Option<&str>, run_at: i64) -> JobRow {
+    JobRow {
+        id: JobId(id),
+        lane: "chat".into(),
+        kind: "slack.post".into(),
+        args: "{}".into(),
+        integration_id: Some(IntegrationId(1)),
+        state: "queued".into(),
+        order_key: order_key.map(Into::into),
+        rate_key: rate_key.map(Into::into),
+        attempt: 0,
+        max_attempts: 5,
+        run_at,
+        deadline_at: None,
+        is_uncertain: false,
+        last_error: None,
+        created_at: 0,
+    }
+}
+
+fn ids(index: &mut Index, now: i64) -> Vec<i64> {
+    std::iter::from_fn(|| index.pop_due(Lane::Chat, now))
+        .map(|e| e.row.id.0)
+        .collect()
+}
+
+#[test]
+fn a_conversation_is_delivered_in_order_and_others_in_parallel() {
+    let mut index = Index::new(64);
+    index.insert(job(1, Some("conv:1"), None, 0));
+    index.insert(job(2, Some("conv:1"), None, 0));
+    index.insert(job(3, Some("conv:2"), None, 0));
+    assert_eq!(ids(&mut index, 0), [1, 3], "one head per conversation");
+    index.finish(JobId(1));
+    assert_eq!(ids(&mut index, 0), [2]);
+}
+
+#[test]
+fn a_retried_head_holds_back_its_queue_until_it_runs_again() {
+    let mut index = Index::new(64);
+    index.insert(job(1, Some("conv:1"), None, 0));
+    index.insert(job(2, Some("conv:1"), None, 0));
+    assert_eq!(ids(&mut index, 0), [1]);
+    index.reschedule(JobId(1), 100, 1, false);
+    assert!(ids(&mut index, 50).is_empty());
+    assert_eq!(index.next_due(Lane::Chat), Some(100));
+    assert_eq!(ids(&mut index, 100), [1]);
+}
+
+#[test]
+fn one_webhook_endpoint_runs_at_most_its_share_of_the_lane() {
+    let webhook = |id: i64, key: &str| JobRow {
+        lane: "webhook".into(),
+        ..job(id, Some(&format!("conv:{id}")), Some(key), 0)
+    };
+    let mut index = Index::new(256);
+    let cap = i64::try_from(WEBHOOK_KEY_RUNNING).expect("small");
+    for id in 1..=cap + 8 {
+        index.insert(webhook(id, "webhook:1"));
+    }
+    index.insert(webhook(100, "webhook:2"));
+    let pop = |index: &mut Index| {
+        std::iter::from_fn(|| index.pop_due(Lane::Webhook, 0))
+            .map(|e| e.row.id.0)
+            .collect::<Vec<_>>()
+    };
+    let started = pop(&mut index);
+    assert_eq!(started.len(), WEBHOOK_KEY_RUNNING + 1, "{started:?}");
+    assert!(
+        started.contains(&100),
+        "the other endpoint is not held back"
+    );
+    // Set aside, not ready: the dispatcher has nothing due to wake for.
+    assert_eq!(index.next_due(Lane::Webhook), None);
+    // One of the endpoint's deliveries ends (or waits for a retry): one more may start.
+    index.finish(JobId(1));
+    assert_eq!(pop(&mut index), [cap + 1]);
+    index.reschedule(JobId(2), 500, 1, false);
+    assert_eq!(pop(&mut index), [cap + 2]);
+    // Removing the integration's waiting jobs (the six set aside and the one waiting for
+    // its retry) forgets those set aside too: a slot freed later starts none of them.
+    assert_eq!(index.remove_integration(IntegrationId(1)), 7);
+    index.finish(JobId(3));
+    assert!(pop(&mut index).is_empty());
+    assert_eq!(index.next_due(Lane::Webhook), None);
+}
+
+#[test]
+fn a_paused_rate_key_holds_back_only_its_own_jobs() {
+    let mut index = Index::new(64);
+    index.insert(job(1, Some("conv:1"), Some("discord:1"), 0));
+    index.insert(job(2, Some("conv:2"), Some("discord:1"), 0));
+    index.insert(job(3, Some("conv:3"), Some("discord:2"), 0));
+    assert_eq!(ids(&mut index, 0), [1, 2, 3]);
+    index.reschedule(JobId(1), 1000, 0, true);
+    index.reschedule(JobId(2), 10, 0, false);
+    index.finish(JobId(3));
+    index.insert(job(4, Some("conv:4"), Some("discord:2"), 10));
+    assert_eq!(
+        ids(&mut index, 10),
+        [4],
+        "discord:1 waits for its pause, discord:2 does not"
+    );
+    assert_eq!(ids(&mut index, 1000), [1, 2]);
+}
+
+#[test]
+fn a_slack_channel_is_not_paced_until_slack_refuses_it() {
+    let mut index = Index::new(64);
+    for id in 1..=5 {
+        index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+    }
+    assert_eq!(ids(&mut index, 0), [1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn a_refused_slack_channel_starts_one_job_an_interval_oldest_first() {
+    let t = SLACK_CHANNEL.interval_ms;
+    let mut index = Index::new(64);
+    for id in 1..=3 {
+        index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+    }
+    index.insert(job(4, Some("conv:1"), Some("slack:T:C1"), 0));
+    index.pause("slack:T:C1", 0);
+    assert_eq!(ids(&mut index, 0), [1]);
+    assert_eq!(
+        index.next_due(Lane::Chat),
+        Some(t),
+        "the runner sleeps until then"
+    );
+    assert!(ids(&mut index, t - 1).is_empty());
+    // conv:1's next message becomes due now, but queues behind the jobs already waiting.
+    index.finish(JobId(1));
+    assert_eq!(ids(&mut index, t), [2]);
+    assert_eq!(ids(&mut index, 2 * t), [3]);
+    assert_eq!(ids(&mut index, 3 * t), [4]);
+}
+
+#[test]
+fn a_paced_channel_holds_back_only_its_own_jobs() {
+    let mut index = Index::new(64);
+    for id in 1..=4 {
+        index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+    }
+    index.insert(job(5, Some("conv:5"), Some("slack:T:C2"), 0));
+    index.insert(job(6, Some("conv:6"), Some("slack:T:C2"), 0));
+    index.insert(job(7, Some("conv:7"), Some("webhook:9"), 0));
+    index.insert(job(8, Some("conv:8"), Some("webhook:9"), 0));
+    index.pause("slack:T:C1", 0);
+    assert_eq!(ids(&mut index, 0), [1, 5, 6, 7, 8]);
+}
+
+#[test]
+fn after_a_429_a_slack_channel_starts_one_job_then_keeps_its_pace() {
+    let t = SLACK_CHANNEL.interval_ms;
+    let mut index = Index::new(64);
+    for id in 1..=4 {
+        index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+    }
+    assert_eq!(ids(&mut index, 0), [1, 2, 3, 4]);
+    index.finish(JobId(1));
+    index.reschedule(JobId(2), 5000, 0, true);
+    index.reschedule(JobId(3), 5000, 0, true);
+    index.reschedule(JobId(4), 10, 1, false);
+    assert!(ids(&mut index, 4999).is_empty());
+    assert_eq!(ids(&mut index, 5000), [2], "no burst after the pause");
+    assert!(ids(&mut index, 5000 + t - 1).is_empty());
+    assert_eq!(ids(&mut index, 5000 + t), [3]);
+    assert_eq!(ids(&mut index, 5000 + 2 * t), [4]);
+}
+
+#[test]
+fn a_job_that_posted_twice_delays_its_paced_channels_next_start() {
+    let t = SLACK_CHANNEL.interval_ms;
+    let mut index = Index::new(64);
+    for id in 1..=2 {
+        index.insert(job(id, Some(&format!("conv:{id}")), Some("slack:T:C1"), 0));
+    }
+    index.pause("slack:T:C1", 0);
+    assert_eq!(ids(&mut index, 0), [1]);
+    index.spend("slack:T:C1", 1, 10);
+    assert!(ids(&mut index, t).is_empty());
+    assert_eq!(ids(&mut index, 2 * t), [2]);
+}
+
+#[test]
+fn an_older_job_reloaded_later_goes_first() {
+    let mut index = Index::new(64);
+    index.insert(job(5, Some("conv:1"), None, 0));
+    index.insert(job(4, Some("conv:1"), None, 0));
+    assert_eq!(ids(&mut index, 0), [4]);
+}
+
+#[test]
+fn removing_an_integration_forgets_its_waiting_jobs() {
+    let mut index = Index::new(64);
+    index.insert(job(1, Some("conv:1"), None, 0));
+    index.insert(job(2, Some("conv:1"), None, 0));
+    assert_eq!(index.remove_integration(IntegrationId(1)), 2);
+    assert_eq!(index.len(), 0);
+    assert!(ids(&mut index, 0).is_empty());
+}
+
+/// Answers the index's reads from `stored`, the queued rows as SQLite holds them, until it asks
+/// for nothing more.
+fn serve_reads(index: &mut Index, stored: &[JobRow]) {
+    loop {
+        let reads = index.take_loads();
+        if reads.is_empty() {
+            return;
+        }
+        for read in reads {
+            let rows = match &read {
+                Read::Page(load) => stored
+                    .iter()
+                    .filter(|r| r.rate_key == load.rate_key && r.id > load.after)
+                    .take(load.limit)
+                    .cloned()
+                    .collect(),
+                Read::Fill(fill) => stored
+                    .iter()
+                    .filter(|r| fill.ids.iter().any(|(id, _)| *id == r.id))
+                    .cloned()
+                    .collect(),
+            };
+            index.insert_loaded(&read, rows);
+        }
+    }
+}
+
+/// Writes `jobs` (into `stored` and handed to the index, as the writer does), then delivers
+/// whatever is due, one round at a time, until nothing is left: the ids in the order they
+/// started, per round.
+fn deliver_all(index: &mut Index, stored: &mut Vec<JobRow>, jobs: Vec<JobRow>) -> Vec<Vec<i64>> {
+    for row in jobs {
+        stored.push(row.clone());
+        index.insert(row);
+    }
+    let mut rounds = Vec::new();
+    loop {
+        serve_reads(index, stored);
+        let started = ids(index, 0);
+        if started.is_empty() {
+            break;
+        }
+        for id in &started {
+            stored.retain(|r| r.id.0 != *id);
+            index.finish(JobId(*id));
+        }
+        rounds.push(started);
+    }
+    rounds
+}
+
+#[test]
+fn a_long_conversation_does_not_hold_up_the_others_at_its_destination() {
+    // A window of 8 (tails of 256): one conversation with 100 posts queued, then another's.
+    let key = Some("webhook:1");
+    let mut jobs: Vec<JobRow> = (1..=100)
+        .map(|id| job(id, Some("conv:a"), key, 0))
+        .collect();
+    jobs.push(job(101, Some("conv:b"), key, 0));
+    let (mut index, mut stored) = (Index::new(8), Vec::new());
+    let rounds = deliver_all(&mut index, &mut stored, jobs);
+    assert_eq!(
+        rounds[0],
+        [1, 101],
+        "the other conversation starts with the first"
+    );
+    let a: Vec<i64> = rounds
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|id| *id <= 100)
+        .collect();
+    assert_eq!(a, (1..=100).collect::<Vec<_>>(), "in order, each once");
+    assert!(stored.is_empty() && index.len() == 0);
+}
+
+#[test]
+fn past_the_tails_cap_the_others_wait_their_turn_and_nothing_is_lost() {
+    // A window of 8 holds tails of 256: a conversation of 300 fills them, so the other one's
+    // post waits until the rest of the long one fits, then goes, well before it ends.
+    let key = Some("slack:T:C1");
+    let mut jobs: Vec<JobRow> = (1..=300)
+        .map(|id| job(id, Some("conv:a"), key, 0))
+        .collect();
+    jobs.push(job(301, Some("conv:b"), key, 0));
+    let (mut index, mut stored) = (Index::new(8), Vec::new());
+    let rounds = deliver_all(&mut index, &mut stored, jobs);
+    let all: Vec<i64> = rounds.iter().flatten().copied().collect();
+    let a: Vec<i64> = all.iter().copied().filter(|id| *id <= 300).collect();
+    assert_eq!(a, (1..=300).collect::<Vec<_>>());
+    let b_at = all.iter().position(|id| *id == 301).expect("delivered");
+    assert!(
+        (30..=60).contains(&b_at),
+        "once 300 - 4 - 256 have gone: at {b_at}"
+    );
+    assert!(stored.is_empty() && index.len() == 0);
+}
+
+#[test]
+fn a_blocked_integrations_tail_leaves_and_its_window_forgets_it() {
+    let key = Some("webhook:1");
+    let (mut index, mut stored) = (Index::new(8), Vec::new());
+    for id in 1..=20 {
+        stored.push(job(id, Some("conv:a"), key, 0));
+        index.insert(job(id, Some("conv:a"), key, 0));
+    }
+    serve_reads(&mut index, &stored);
+    assert_eq!(
+        index.remove_integration(IntegrationId(1)),
+        4,
+        "its jobs in memory"
+    );
+    stored.clear();
+    serve_reads(&mut index, &stored);
+    assert_eq!(index.len(), 0);
+    // Nothing of it is held: a new job of the key is taken at once.
+    index.insert(job(21, Some("conv:b"), key, 0));
+    assert_eq!(ids(&mut index, 0), [21]);
+}

@@ -139,10 +139,15 @@ impl Index {
     }
 
     /// Whether a job joins its conversation's tail: the conversation has one already, or holds
-    /// [`PER_ORDER`] jobs in memory.
+    /// [`PER_ORDER`] jobs in memory; not a job older than those in memory (queued again by an
+    /// admin), which goes in front of them as it would without a tail.
     fn joins_tail(&self, row: &JobRow) -> bool {
         row.order_key.as_deref().is_some_and(|key| {
-            self.tails.has(key) || self.order.get(key).is_some_and(|q| q.len() >= PER_ORDER)
+            let queue = self.order.get(key);
+            let is_older = queue
+                .and_then(VecDeque::back)
+                .is_some_and(|newest| row.id < *newest);
+            !is_older && (self.tails.has(key) || queue.is_some_and(|q| q.len() >= PER_ORDER))
         })
     }
 
@@ -202,14 +207,28 @@ impl Index {
     /// longer queued (delivered by another process, blocked meanwhile) is forgotten.
     fn insert_fill(&mut self, fill: &Fill, rows: Vec<JobRow>) {
         self.tails.filled(fill);
+        // Those whose integration was blocked during the read: dropped, already counted out.
+        let cancelled: Vec<JobId> = fill
+            .ids
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| self.tails.take_cancelled(*id))
+            .collect();
         let mut found = Vec::with_capacity(rows.len());
         for row in rows {
+            if cancelled.contains(&row.id) {
+                continue;
+            }
             if let Some(lane) = self.lane_of_new(&row) {
                 found.push(row.id);
                 self.place(row, lane);
             }
         }
-        for (_, rate_key) in fill.ids.iter().filter(|(id, _)| !found.contains(id)) {
+        let missing = fill
+            .ids
+            .iter()
+            .filter(|(id, _)| !found.contains(id) && !cancelled.contains(id));
+        for (_, rate_key) in missing {
             self.windows.forget(rate_key.as_deref(), false);
         }
         self.refill(&fill.order_key);
@@ -258,7 +277,8 @@ impl Index {
         let is_head = match &row.order_key {
             Some(key) => {
                 let queue = self.order.entry(key.clone()).or_default();
-                // Ids grow with creation; a reloaded older job goes in front of newer ones.
+                // Ids grow with creation; a reloaded older job goes in front of newer ones (never
+                // into a tail behind them, `joins_tail`).
                 let at = queue.partition_point(|other| *other < id);
                 queue.insert(at, id);
                 at == 0
@@ -407,8 +427,14 @@ impl Index {
     /// many were removed. Running ones are left to finish and are then forgotten by `finish`.
     pub fn remove_integration(&mut self, integration: IntegrationId) -> usize {
         // The tails first, so no job of the integration is read back as the others leave.
-        for (rate_key, count) in self.tails.remove_integration(integration) {
+        let removed = self.tails.remove_integration(integration);
+        for (rate_key, count) in removed.from_tails {
             self.windows.forget_tail(rate_key.as_deref(), count);
+        }
+        for (rate_key, count) in removed.from_reads {
+            for _ in 0..count {
+                self.windows.forget(rate_key.as_deref(), false);
+            }
         }
         let ids: Vec<JobId> = self
             .jobs

@@ -54,7 +54,7 @@ fn log_held_back_failures() {
 /// is the service's answer, which may quote the payload (a visitor's words, an address); it
 /// stays with the job, where the failed deliveries list shows it, so `PORCH_LOG=trace` still
 /// carries no visitor's words.
-fn loggable(error: &str) -> &str {
+pub(super) fn loggable(error: &str) -> &str {
     let ours = if error.starts_with("gave up after ") {
         2
     } else {
@@ -113,7 +113,8 @@ enum Command {
     /// An integration was turned off: its jobs in memory are forgotten (they are blocked in
     /// SQLite, and read again when it is turned on).
     IntegrationOff(IntegrationId),
-    /// A rate key's next queued jobs, read from SQLite for its window.
+    /// Queued jobs read from SQLite: a rate key's next ones for its window, or a conversation's
+    /// from its tail.
     Loaded {
         load: Read,
         rows: Result<Vec<JobRow>, store::Error>,
@@ -352,7 +353,8 @@ impl Dispatcher {
         }
     }
 
-    /// Reads the next jobs of each rate key whose window is half empty with more in SQLite.
+    /// Makes the index's reads: the next jobs of each rate key whose window is half empty with
+    /// more in SQLite, and of each conversation whose tail is to be read back.
     fn start_loads(&mut self) {
         for load in self.index.take_loads() {
             let readers = Arc::clone(&self.readers);
@@ -575,24 +577,5 @@ impl Dispatcher {
             let _ = write_round(&self.writer, round).await;
         }
         tracing::info!(left = self.index.len(), "job runner stopped");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::loggable;
-
-    #[test]
-    fn a_logged_error_keeps_porchs_words_and_drops_the_services_answer() {
-        assert_eq!(loggable("HTTP 500: {\"page\":\"x\"}"), "HTTP 500");
-        assert_eq!(
-            loggable("gave up after 8 attempts: HTTP 500: {\"page\":\"x\"}"),
-            "gave up after 8 attempts: HTTP 500"
-        );
-        assert_eq!(
-            loggable("the SMTP server refused the mail: 550 <a@b.c>"),
-            "the SMTP server refused the mail"
-        );
-        assert_eq!(loggable("timed out"), "timed out");
     }
 }

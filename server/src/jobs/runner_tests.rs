@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::pace::SLACK_CHANNEL;
+use super::runner::loggable;
 use super::{
     Attempt, Deliver, Delivery, JobKind, JobStats, Lane, Outcome, Runner, RunnerConfig, WINDOW,
 };
@@ -321,4 +322,18 @@ async fn a_long_conversation_at_a_destination_does_not_hold_up_another() {
         "held {most_in_memory} jobs in memory"
     );
     harness.shutdown.cancel();
+}
+
+#[test]
+fn a_logged_error_keeps_porchs_words_and_drops_the_services_answer() {
+    assert_eq!(loggable("HTTP 500: {\"page\":\"x\"}"), "HTTP 500");
+    assert_eq!(
+        loggable("gave up after 8 attempts: HTTP 500: {\"page\":\"x\"}"),
+        "gave up after 8 attempts: HTTP 500"
+    );
+    assert_eq!(
+        loggable("the SMTP server refused the mail: 550 <a@b.c>"),
+        "the SMTP server refused the mail"
+    );
+    assert_eq!(loggable("timed out"), "timed out");
 }

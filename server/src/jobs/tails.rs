@@ -7,7 +7,7 @@
 //! rate key by the window's tail cap), and read back by id a few at a time as its head moves on.
 //! The window's reads go on past the tail to the other conversations.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::store::{IntegrationId, JobId, JobRow};
 
@@ -41,8 +41,8 @@ struct Tail {
     rate_keys: Vec<Option<String>>,
     /// In id order.
     ids: VecDeque<Held>,
-    /// Ids being read by a [`Fill`].
-    filling: Vec<JobId>,
+    /// Being read by a [`Fill`].
+    filling: Vec<Held>,
 }
 
 impl Tail {
@@ -61,12 +61,24 @@ impl Tail {
     }
 }
 
+/// What [`Tails::remove_integration`] took away, per rate key, for the windows' counts.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Ids that were in tails.
+    pub from_tails: PerRateKey,
+    /// Ids being read back (counted as waiting): their rows are dropped when the read returns.
+    pub from_reads: PerRateKey,
+}
+
 /// Every order key's tail, and the fills to make.
 #[derive(Debug, Default)]
 pub struct Tails {
     by_order: HashMap<String, Tail>,
     fills: Vec<Fill>,
     failed: Vec<Fill>,
+    /// Ids of a read under way whose integration was blocked meanwhile: the read's rows for them
+    /// are dropped (they are read again, in order, when it is fixed).
+    cancelled: HashSet<JobId>,
 }
 
 impl Tails {
@@ -78,7 +90,8 @@ impl Tails {
     /// Whether job `id` of `order_key` is in its tail or being read from it.
     pub fn knows(&self, order_key: &str, id: JobId) -> bool {
         self.by_order.get(order_key).is_some_and(|tail| {
-            tail.filling.contains(&id) || tail.ids.binary_search_by_key(&id, |h| h.id).is_ok()
+            tail.filling.iter().any(|h| h.id == id)
+                || tail.ids.binary_search_by_key(&id, |h| h.id).is_ok()
         })
     }
 
@@ -116,7 +129,7 @@ impl Tails {
         }
         let count = (PER_ORDER - held).min(tail.ids.len());
         let taken: Vec<Held> = tail.ids.drain(..count).collect();
-        tail.filling = taken.iter().map(|h| h.id).collect();
+        tail.filling.clone_from(&taken);
         let ids = taken
             .iter()
             .map(|h| (h.id, tail.rate_keys[h.rate].clone()))
@@ -139,11 +152,18 @@ impl Tails {
     /// A fill came back: its ids are no longer the tail's; a tail with nothing left goes.
     pub fn filled(&mut self, fill: &Fill) {
         if let Some(tail) = self.by_order.get_mut(&fill.order_key) {
-            tail.filling.clear();
-            if tail.ids.is_empty() {
+            tail.filling
+                .retain(|h| !fill.ids.iter().any(|(id, _)| *id == h.id));
+            if tail.ids.is_empty() && tail.filling.is_empty() {
                 self.by_order.remove(&fill.order_key);
             }
         }
+    }
+
+    /// Whether job `id` of a returning fill was cancelled (its integration was blocked while it
+    /// was read): its row is then dropped, and its count was already given back.
+    pub fn take_cancelled(&mut self, id: JobId) -> bool {
+        self.cancelled.remove(&id)
     }
 
     /// A fill could not be read: it is made again at [`Self::retry_failed`].
@@ -156,17 +176,20 @@ impl Tails {
         self.fills.append(&mut self.failed);
     }
 
-    /// Drops the ids of `integration`'s jobs (it is blocked: they are read again when it is
-    /// fixed); returns how many left per rate key, for the windows' counts.
-    pub fn remove_integration(&mut self, integration: IntegrationId) -> PerRateKey {
-        let mut removed = Vec::new();
+    /// Drops the ids of `integration`'s jobs, also those being read back (it is blocked: they
+    /// are read again, in order, when it is fixed).
+    pub fn remove_integration(&mut self, integration: IntegrationId) -> Removed {
+        let mut removed = Removed::default();
+        let cancelled = &mut self.cancelled;
         self.by_order.retain(|_, tail| {
-            let (gone, kept): (Vec<Held>, Vec<Held>) = tail
-                .ids
-                .iter()
-                .partition(|h| h.integration == Some(integration));
-            removed.extend(tail.count(gone.into_iter()));
+            let of_it = |h: &Held| h.integration == Some(integration);
+            let (gone, kept): (Vec<Held>, Vec<Held>) = tail.ids.iter().partition(|h| of_it(h));
+            removed.from_tails.extend(tail.count(gone.into_iter()));
             tail.ids = kept.into();
+            let (gone, kept): (Vec<Held>, Vec<Held>) = tail.filling.iter().partition(|h| of_it(h));
+            cancelled.extend(gone.iter().map(|h| h.id));
+            removed.from_reads.extend(tail.count(gone.into_iter()));
+            tail.filling = kept;
             !tail.ids.is_empty() || !tail.filling.is_empty()
         });
         removed
@@ -241,13 +264,36 @@ mod tests {
         tails.retry_failed();
         assert_eq!(tails.take_fills(), std::slice::from_ref(&fill));
         assert_eq!(
-            tails.remove_integration(IntegrationId(2)),
+            tails.remove_integration(IntegrationId(2)).from_tails,
             [(Some("slack:T:C1".into()), 1)]
         );
         assert!(!tails.has("conv:2"));
         assert!(tails.has("conv:1"), "its fill is still being read");
         tails.filled(&fill);
         assert!(!tails.has("conv:1"));
+        assert!(
+            !tails.take_cancelled(JobId(1)),
+            "nothing of it was cancelled"
+        );
+    }
+
+    #[test]
+    fn a_read_under_way_when_its_integration_is_blocked_is_cancelled() {
+        let mut tails = Tails::default();
+        for id in 5..=8 {
+            tails.push(&row(id, "conv:1", 1));
+        }
+        tails.refill("conv:1", 2);
+        let fill = tails.take_fills().pop().expect("a fill");
+        assert_eq!(ids(&fill), [5, 6]);
+        let removed = tails.remove_integration(IntegrationId(1));
+        assert_eq!(removed.from_tails, [(Some("slack:T:C1".into()), 2)]);
+        assert_eq!(removed.from_reads, [(Some("slack:T:C1".into()), 2)]);
+        // Gone at once: the jobs read again after the fix are not taken for known ones.
+        assert!(!tails.has("conv:1") && !tails.knows("conv:1", JobId(5)));
+        tails.filled(&fill);
+        assert!(tails.take_cancelled(JobId(5)) && tails.take_cancelled(JobId(6)));
+        assert!(!tails.take_cancelled(JobId(5)), "once");
     }
 
     #[test]

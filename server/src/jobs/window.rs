@@ -1,13 +1,15 @@
 //! How many of each rate key's queued jobs the runner holds in memory. A destination that falls
 //! behind (a Slack channel held to one post a second, a webhook that is down) can gather a
 //! backlog of any size; holding it all would cost memory in proportion (about a kilobyte a
-//! job). Each rate key instead keeps at most `cap` waiting jobs in memory, its oldest by id; the
-//! rest wait in SQLite and are read back in id order as the window empties. A key's window is
-//! per key, not one for all: a window of the oldest jobs overall would fill with a slow
-//! channel's backlog and starve every other destination.
+//! job). Each rate key instead keeps at most `cap` waiting jobs in memory, its oldest by id (a
+//! conversation's tail read back may take it a few past that), and up to `tail_cap` more as ids
+//! in conversations' tails (`super::tails`); the rest wait in SQLite and are read back in id
+//! order as the window empties. A key's window is per key, not one for all: a window of the
+//! oldest jobs overall would fill with a slow channel's backlog and starve every other
+//! destination.
 //!
-//! Invariant, per key: every queued job of the key with an id up to `through` is in memory,
-//! except those the runner has finished. Jobs above it are in memory only while the key has not
+//! Invariant, per key: every queued job of the key with an id up to `through` is in memory, as
+//! a job or as an id in a tail, except those the runner has finished. Jobs above it are in memory only while the key has not
 //! spilled; once it has, they are read from SQLite (`id > through`, oldest first). A job handed
 //! in with an id at or below `through` (queued again by an admin's retry) is taken while there is
 //! room; otherwise `through` moves below it, so the next read finds it (reading jobs already in
@@ -65,6 +67,16 @@ impl Default for Window {
             tails_full: false,
             through: JobId(0),
             stored: Stored::Nothing,
+        }
+    }
+}
+
+impl Window {
+    /// Full tails take more only once down to half: a read made when two ids left would read a
+    /// page to take two.
+    fn note_tail_room(&mut self, tail_cap: usize) {
+        if self.tails <= tail_cap / 2 {
+            self.tails_full = false;
         }
     }
 }
@@ -254,19 +266,21 @@ impl Windows {
     /// `count` ids of `rate_key` left a tail to be read back as jobs: counted as waiting from
     /// now (so the read's jobs are), and the tails have room again.
     pub fn read_from_tail(&mut self, rate_key: Option<&str>, count: usize) {
+        let tail_cap = self.tail_cap;
         if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
             window.tails = window.tails.saturating_sub(count);
             window.waiting += count;
-            window.tails_full = false;
+            window.note_tail_room(tail_cap);
         }
         self.settle(slot(rate_key));
     }
 
     /// `count` ids of `rate_key` left a tail for good (their integration was blocked).
     pub fn forget_tail(&mut self, rate_key: Option<&str>, count: usize) {
+        let tail_cap = self.tail_cap;
         if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
             window.tails = window.tails.saturating_sub(count);
-            window.tails_full = false;
+            window.note_tail_room(tail_cap);
         }
         self.settle(slot(rate_key));
     }

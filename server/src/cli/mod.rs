@@ -170,9 +170,11 @@ fn parse_arguments() -> Result<Cli, clap::Error> {
 
 /// Answers arguments clap could not parse. Help and version go out as clap writes them; a value
 /// that does not parse gets one line naming the environment variable and the flag, exit 2, like
-/// the rules of `Config::validate` (an operator usually sets `PORCH_*`, not the flag). Anything
-/// else (an unknown flag, a missing argument or subcommand) gets clap's whole text, exit 2: its
-/// first line alone does not say which argument is missing.
+/// the rules of `Config::validate` (an operator usually sets `PORCH_*`, not the flag). A flag
+/// given without its value names the flag only (an empty variable counts as unset, so it came
+/// from the command line). Anything else (an unknown flag, also a command's flag put before the
+/// command, a missing argument or subcommand) gets clap's whole text, exit 2: its first line
+/// alone does not say which argument is missing, and its tip says where a flag goes.
 fn refuse_arguments(err: &clap::Error) -> ExitCode {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if matches!(
@@ -186,27 +188,34 @@ fn refuse_arguments(err: &clap::Error) -> ExitCode {
         Some(ContextValue::String(arg)) => arg.split_whitespace().next().map(str::to_owned),
         _ => None,
     };
-    if let Some((variable, flag)) = flag.as_deref().and_then(|f| Some((env_of_flag(f)?, f))) {
-        let rendered = err.to_string();
-        let first = rendered.lines().next().unwrap_or_default();
-        let reason = first.strip_prefix("error: ").unwrap_or(first);
-        // A choice (`--synchronous`, `--log-format`) names what it takes: clap says so below
-        // the first line, which is all that is kept.
-        let choices = match err.get(ContextKind::ValidValue) {
-            Some(ContextValue::Strings(values)) => format!(" (one of: {})", values.join(", ")),
-            // A switch (BoolishValueParser) says only "value was not a boolean".
-            _ if reason.ends_with("value was not a boolean") => {
-                " (one of: true, yes, on, 1, false, no, off, 0)".to_owned()
-            }
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: {variable} ({flag}): {reason}{choices}"
-        );
-    } else {
+    let named = flag.as_deref().and_then(|f| Some((env_of_flag(f)?, f)));
+    let Some((variable, flag)) = named.filter(|_| err.kind() != ErrorKind::UnknownArgument) else {
         let _ = err.print();
+        return ExitCode::from(2);
+    };
+    let rendered = err.to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    let reason = first.strip_prefix("error: ").unwrap_or(first);
+    if reason.ends_with("but none was supplied") {
+        let _ = writeln!(std::io::stderr(), "error: {flag}: {reason}");
+        return ExitCode::from(2);
     }
+    // A choice (`--synchronous`, `--log-format`) names what it takes: clap says so below the
+    // first line, which is all that is kept.
+    let choices = match err.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => {
+            format!(" (one of: {})", values.join(", "))
+        }
+        // A switch (BoolishValueParser) says only "value was not a boolean".
+        _ if reason.ends_with("value was not a boolean") => {
+            " (one of: true, yes, on, 1, false, no, off, 0)".to_owned()
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "error: {variable} ({flag}): {reason}{choices}"
+    );
     ExitCode::from(2)
 }
 

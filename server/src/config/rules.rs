@@ -257,9 +257,15 @@ impl Config {
         let Some(imap) = &self.imap_url else {
             return Ok(());
         };
+        // The setting the operator wrote: the file's, when the URL came from one.
+        let variable = if self.imap_url_file.is_some() {
+            "PORCH_IMAP_URL_FILE"
+        } else {
+            "PORCH_IMAP_URL"
+        };
         if self.smtp_url.is_none() || self.mail_from.is_none() {
             return Err(ConfigError::new(
-                "PORCH_IMAP_URL",
+                variable,
                 "needs PORCH_SMTP_URL and PORCH_MAIL_FROM (replies answer Porch's mails)",
             ));
         }
@@ -267,10 +273,7 @@ impl Config {
         let settings =
             crate::integrations::email::inbound::ImapSettings::parse(imap.expose(), self.imap_poll)
                 .map_err(|reason| {
-                    ConfigError::new(
-                        "PORCH_IMAP_URL",
-                        format!("{reason} (value not shown: a secret)"),
-                    )
+                    ConfigError::new(variable, format!("{reason} (value not shown: a secret)"))
                 })?;
         let is_local = Url::parse(imap.expose()).is_ok_and(|url| is_loopback_host(&url));
         if !settings.tls && !is_local {
@@ -300,17 +303,21 @@ impl Config {
             _ => {}
         }
         if let Some(smtp) = &self.smtp_url {
+            let variable = if self.smtp_url_file.is_some() {
+                "PORCH_SMTP_URL_FILE"
+            } else {
+                "PORCH_SMTP_URL"
+            };
             // Never print the value: it carries the credentials.
             let rule = "must be an smtp:// or smtps:// URL with a host (value not shown: a secret)";
-            let url =
-                Url::parse(smtp.expose()).map_err(|_| ConfigError::new("PORCH_SMTP_URL", rule))?;
+            let url = Url::parse(smtp.expose()).map_err(|_| ConfigError::new(variable, rule))?;
             if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none() {
-                return Err(ConfigError::new("PORCH_SMTP_URL", rule));
+                return Err(ConfigError::new(variable, rule));
             }
             let tls = url.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v);
             if !matches!(tls.as_deref(), None | Some("required" | "opportunistic")) {
                 return Err(ConfigError::new(
-                    "PORCH_SMTP_URL",
+                    variable,
                     "its `tls` parameter must be `required` (STARTTLS) or `opportunistic` \
                      (value not shown: a secret)",
                 ));
@@ -319,7 +326,7 @@ impl Config {
                 .is_err()
             {
                 return Err(ConfigError::new(
-                    "PORCH_SMTP_URL",
+                    variable,
                     format!("{rule}; URL-encode the user and the password"),
                 ));
             }
@@ -420,13 +427,10 @@ pub(super) fn http_url(variable: &'static str, raw: &str) -> Result<Url, ConfigE
 /// `raw` as a refusal quotes it: a user and password in it are left out, as the refusal for
 /// them is the one time such a setting holds them, and the error goes to the log.
 fn shown(raw: &str) -> String {
-    let Some(start) = raw.find("://").map(|i| i + 3) else {
-        return raw.to_owned();
-    };
-    let end = raw[start..]
-        .find(['/', '?', '#'])
-        .map_or(raw.len(), |i| start + i);
-    match raw[start..end].rfind('@') {
+    // Up to the last `@`: a password may hold `/`, `?` or `#` (the very URLs that do not parse),
+    // and leaving out part of a path or query too costs nothing in an error.
+    let start = raw.find("://").map_or(0, |i| i + 3);
+    match raw[start..].rfind('@') {
         Some(at) => format!("{}…@{}", &raw[..start], &raw[start + at + 1..]),
         None => raw.to_owned(),
     }
@@ -520,18 +524,25 @@ mod tests {
 
     #[test]
     fn a_refused_url_is_quoted_without_its_user_and_password() {
-        let err = http_url(
-            "PORCH_PUBLIC_URL",
-            "https://ann:S3cret@chat.example.com/x?q=a@b",
-        )
-        .expect_err("credentials are refused");
-        assert!(!err.to_string().contains("S3cret"), "{err}");
-        assert!(!err.to_string().contains("ann"), "{err}");
-        assert!(
-            err.to_string()
-                .contains("(got `https://…@chat.example.com/x?q=a@b`)"),
-            "{err}"
-        );
+        for (raw, quoted) in [
+            (
+                "https://ann:S3cret@chat.example.com/x",
+                "https://…@chat.example.com/x",
+            ),
+            (
+                "https://ann:S3/cr#et@chat.example.com",
+                "https://…@chat.example.com",
+            ),
+            ("ann:S3cret@chat.example.com", "…@chat.example.com"),
+        ] {
+            let err = http_url("PORCH_PUBLIC_URL", raw).expect_err("refused");
+            assert!(!err.to_string().contains("S3"), "{err}");
+            assert!(!err.to_string().contains("ann"), "{err}");
+            assert!(
+                err.to_string().contains(&format!("(got `{quoted}`)")),
+                "{err}"
+            );
+        }
         let plain = http_url("PORCH_PUBLIC_URL", "ftp://chat.example.com").expect_err("ftp");
         assert!(plain.to_string().contains("(got `ftp://chat.example.com`)"));
     }

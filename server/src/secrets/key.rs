@@ -33,8 +33,13 @@ pub enum KeyError {
          output of `openssl rand -base64 32`"
     )]
     Malformed,
-    #[error("cannot be read or written ({path}: {source})")]
-    Io {
+    #[error("cannot be read ({path}: {source})")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot be written ({path}: {source})")]
+    Write {
         path: String,
         source: std::io::Error,
     },
@@ -97,7 +102,7 @@ impl SecretKey {
     /// # Errors
     /// Fails if it cannot be read or does not hold a key.
     pub fn read_file(path: &Path) -> Result<Self, KeyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
+        let text = std::fs::read_to_string(path).map_err(|source| KeyError::Read {
             path: path.display().to_string(),
             source,
         })?;
@@ -113,7 +118,7 @@ impl SecretKey {
     /// # Errors
     /// Fails if the file exists or cannot be written.
     pub fn write_new_file(&self, path: &Path) -> Result<(), KeyError> {
-        let io = |source| KeyError::Io {
+        let io = |source| KeyError::Write {
             path: path.display().to_string(),
             source,
         };

@@ -60,7 +60,7 @@ pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
 }
 
 /// Like [`explain_full_disk`], for an error known to be about a file whose own error keeps only
-/// the words (the sealing key file: "cannot be read or written").
+/// the words (the sealing key file: "cannot be written").
 pub fn explain_a_file_error(err: anyhow::Error, dir: &Path) -> anyhow::Error {
     match has_room(dir) {
         Err(full) if full.kind() == std::io::ErrorKind::StorageFull => err.context(format!(

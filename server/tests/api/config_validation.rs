@@ -356,17 +356,52 @@ async fn config_smtp_url_file_must_be_readable_and_not_empty() {
         "PORCH_SMTP_URL_FILE",
     )
     .await;
-    // The file's content is held to the same rules as the variable.
+    // The file's content is held to the same rules as the variable, and a refusal names the
+    // setting that was written: the file's.
     let wrong = dir.path().join("wrong");
-    std::fs::write(&wrong, "ftp://mail.example.com\n").expect("write");
-    assert_refused(
+    std::fs::write(&wrong, "smtp://mail.example.com?tls=bogus\n").expect("write");
+    let said = assert_refused(
         &[
             ("PORCH_SMTP_URL_FILE", wrong.to_str().expect("utf-8")),
             ("PORCH_MAIL_FROM", "chat@example.com"),
         ],
-        "PORCH_SMTP_URL",
+        "PORCH_SMTP_URL_FILE",
     )
     .await;
+    assert!(said.contains("`tls` parameter"), "{said}");
+}
+
+/// Runs `porch` with `args` alone and returns its exit code and stderr.
+fn porch_args(args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+        .args(args)
+        .env_remove("PORCH_DATA_DIR")
+        .env_remove("PORCH_READERS")
+        .env_remove("PORCH_LISTEN")
+        .stdin(Stdio::null())
+        .output()
+        .expect("porch runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn config_a_flag_in_the_wrong_place_or_without_its_value_is_named_as_typed() {
+    // Before the command: clap's text, with its tip on where the flag goes; no variable blamed.
+    let (code, said) = porch_args(&["--listen", "127.0.0.1:1", "serve"]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(!said.contains("PORCH_LISTEN"), "{said}");
+    assert!(said.contains("unexpected argument '--listen'"), "{said}");
+    assert!(said.contains("Usage: porch"), "{said}");
+    // Without its value: the flag, not its variable, and no empty list of choices.
+    let (code, said) = porch_args(&["serve", "--readers"]);
+    assert_eq!(code, Some(2), "{said}");
+    assert_eq!(
+        said.trim(),
+        "error: --readers: a value is required for '--readers <READERS>' but none was supplied"
+    );
 }
 
 /// Starts `porch serve` with `env` in `dir` and returns its log lines up to the one saying it

@@ -27,7 +27,14 @@ pub fn is_api_path(path: &str) -> bool {
 /// as what the caller sent; any other text is kept as it is.
 fn plain_words(text: &str) -> String {
     if let Some(rest) = text.strip_prefix("Invalid URL: Cannot parse ") {
-        let value = rest.split(" to a ").next().unwrap_or(rest);
+        // `abc` to a `i64`, or for a path of several parts, value at index 1 with value `abc`
+        // to a `i64` (or `key` with value …).
+        let value = rest
+            .split_once("with value ")
+            .map_or(rest, |(_, value)| value);
+        let value = value
+            .rsplit_once(" to a `")
+            .map_or(value, |(value, _)| value);
         return format!("The URL has {value} where a number belongs (docs/api.md).");
     }
     if let Some(rest) = text.strip_prefix("Failed to deserialize query string: ") {

@@ -112,7 +112,24 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
         .bearer_auth(&admin)
         .answer()
         .await;
-    assert_eq!(error_of(&query).1, "bad_request");
+    let (_, code, message) = error_of(&query);
+    assert_eq!(code, "bad_request");
+    assert!(
+        message.starts_with("The query string cannot be read: ")
+            && message.ends_with("(docs/api.md)."),
+        "{message}"
+    );
+    // A path of two numbers names the value, not the framework's index.
+    let replay = app
+        .http
+        .request("POST", "/api/v1/integrations/1/deliveries/abc/replay")
+        .bearer_auth(&admin)
+        .answer()
+        .await;
+    assert_eq!(
+        error_of(&replay).2,
+        "The URL has `abc` where a number belongs (docs/api.md)."
+    );
 
     let method = app
         .http
@@ -125,8 +142,9 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
     assert_eq!(method.header("allow"), Some("GET,HEAD"));
 
     let big = format!("{{\"body\": \"{}\"}}", "x".repeat(4096));
-    let (status, code, _) = error_of(&post(&app, &token, messages, json, &big).await);
+    let (status, code, message) = error_of(&post(&app, &token, messages, json, &big).await);
     assert_eq!((status, code.as_str()), (413, "too_large"));
+    assert_eq!(message, "The body is larger than the server accepts.");
 
     // Outside the API the framework's answers stay as they are.
     let elsewhere = app.http.request("DELETE", "/healthz").answer().await;

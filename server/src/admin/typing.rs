@@ -10,11 +10,12 @@ use crate::chat::Agent;
 use crate::state::AppState;
 use crate::store::ConversationId;
 
+use super::page::PageError;
 use super::session::{Posted, is_script, reject};
 
 #[derive(Debug, Deserialize)]
 pub struct TypingForm {
-    /// `true` while typing; anything else means stopped.
+    /// `true` while typing, `false` once stopped.
     #[serde(default)]
     active: String,
 }
@@ -26,13 +27,25 @@ pub async fn agent_typing(
     headers: HeaderMap,
     Posted { who, form }: Posted<TypingForm>,
 ) -> Response {
+    let active = match form.active.as_str() {
+        "true" => true,
+        "false" => false,
+        _ => {
+            let refused = PageError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Not understood",
+                "`active` is `true` or `false`.",
+            );
+            return reject(is_script(&headers), refused);
+        }
+    };
     let agent = Agent {
         user_id: Some(who.user.id),
         name: who.user.name.clone(),
     };
     match app
         .chat
-        .set_agent_typing(ConversationId(id), &agent, form.active == "true")
+        .set_agent_typing(ConversationId(id), &agent, active)
         .await
     {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),

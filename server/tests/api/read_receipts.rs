@@ -258,3 +258,21 @@ async fn after_a_close_a_tab_joins_the_conversation_another_tab_started() {
     assert_eq!(ack["type"], "ack", "{ack}");
     assert_eq!(app.count("SELECT count(*) FROM conversations"), 2);
 }
+
+#[tokio::test]
+async fn an_agents_typing_is_true_or_false_and_nothing_else() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = admin(&app).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let path = format!("/conversations/{}/typing", only_conversation(&app));
+    let typing = |active: &str| form(&[("csrf", &admin.csrf), ("active", active)]);
+    let maybe = send(&app, "POST", &path, &admin.cookie, Some(&typing("maybe"))).await;
+    assert_eq!(maybe.status, 422, "{}", maybe.body);
+    let yes = send(&app, "POST", &path, &admin.cookie, Some(&typing("true"))).await;
+    assert_eq!(yes.status, 204, "{}", yes.body);
+    // The refused one told the visitor nothing: the first frame is the accepted one.
+    let frame = next_of(&mut widget, "typing").await;
+    assert_eq!(frame["active"], true, "{frame}");
+}

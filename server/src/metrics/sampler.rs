@@ -349,9 +349,14 @@ impl Sampler {
                     store::prune_metrics_minutes(c, before)
                 })
                 .await;
-            if let Err(err) = written {
+            match written {
+                Ok(_) => {}
+                // A minute that ended as the server stops: expected, not worth a warning.
+                Err(store::Error::Stopped) => {
+                    tracing::debug!("the capacity minute was not stored: shutting down");
+                }
                 // A lost minute leaves a gap in the graphs, nothing worse.
-                tracing::warn!(error = %err, "could not store the capacity minute");
+                Err(err) => tracing::warn!(error = %err, "could not store the capacity minute"),
             }
         });
     }

@@ -38,6 +38,13 @@ pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
     }
     let conn = store::open_existing_read_only(&path).with_context(|| format!("opening {shown}"))?;
     if !store::is_porch_database(&conn).with_context(|| format!("reading {shown}"))? {
+        if store::has_no_tables(&conn)? {
+            bail!(
+                "{shown} is a SQLite database with no tables yet: a start that stopped before \
+                 its first migration leaves one, and the next `porch serve` or `porch migrate` \
+                 sets it up; if you expected data, check the path"
+            );
+        }
         let version = store::schema_version(&conn)?;
         bail!(
             "{shown} is a SQLite database but not a Porch database (no Porch tables, schema \

@@ -54,6 +54,17 @@ pub fn is_porch_database(conn: &Connection) -> Result<bool, Error> {
     Ok(true)
 }
 
+/// Whether the file holds no table at all: a SQLite file made and never migrated (a first
+/// `porch serve` stopped before its first migration), as opposed to another application's.
+pub fn has_no_tables(conn: &Connection) -> Result<bool, Error> {
+    let count: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(count == 0)
+}
+
 /// Runs every check on `conn`.
 pub fn check_database(conn: &Connection) -> Result<CheckReport, Error> {
     let integrity_errors = integrity_errors(conn)?;

@@ -75,7 +75,7 @@ pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,
     insert_metrics_minute, list_loadtest_runs, list_metrics_spans, prune_metrics_minutes,
 };
-pub use check::{CheckReport, check_database, is_porch_database};
+pub use check::{CheckReport, check_database, has_no_tables, is_porch_database};
 pub use conversations::{
     ConversationRow, find_conversation, find_open_conversation_of, list_conversations,
 };

@@ -222,6 +222,23 @@ fn check_on_another_applications_sqlite_file_says_it_is_not_a_porch_database() {
         "{message}"
     );
     assert!(!message.contains("migrate"), "{message}");
+
+    // A SQLite file with no tables at all is most likely Porch's own, never migrated.
+    let fresh = dir.path().join("porch.db");
+    rusqlite::Connection::open(&fresh)
+        .expect("open")
+        .execute_batch("PRAGMA user_version = 0; VACUUM")
+        .expect("a file");
+    let output = run(
+        dir.path(),
+        &["check", "--db", fresh.to_str().expect("utf-8")],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(
+        message.contains("is a SQLite database with no tables yet: a start that stopped before its first migration"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -313,14 +313,31 @@ fn forgets(index: &mut Index, key: Option<&str>, id: i64) -> bool {
     ids(index, 0) == [id]
 }
 
+/// Writes jobs `ids` of conversation `conv:a` at `key`, as the writer hands them in.
+fn written(
+    index: &mut Index,
+    stored: &mut Vec<JobRow>,
+    ids: std::ops::RangeInclusive<i64>,
+    key: Option<&str>,
+) {
+    for id in ids {
+        stored.push(job(id, Some("conv:a"), key, 0));
+        index.insert(job(id, Some("conv:a"), key, 0));
+    }
+}
+
+/// Starts job `id`, the only one due, and delivers it.
+fn deliver_one(index: &mut Index, stored: &mut Vec<JobRow>, id: i64) {
+    assert_eq!(ids(index, 0), [id]);
+    stored.retain(|r| r.id.0 != id);
+    index.finish(JobId(id));
+}
+
 #[test]
 fn a_blocked_integrations_tail_leaves_and_its_window_forgets_it() {
     let key = Some("webhook:1");
     let (mut index, mut stored) = (Index::new(8), Vec::new());
-    for id in 1..=20 {
-        stored.push(job(id, Some("conv:a"), key, 0));
-        index.insert(job(id, Some("conv:a"), key, 0));
-    }
+    written(&mut index, &mut stored, 1..=20, key);
     serve_reads(&mut index, &stored);
     assert_eq!(
         index.remove_integration(IntegrationId(1)),
@@ -337,14 +354,9 @@ fn a_blocked_integrations_tail_leaves_and_its_window_forgets_it() {
 fn a_tail_read_under_way_when_the_integration_is_blocked_and_fixed_keeps_the_order() {
     let key = Some("webhook:1");
     let (mut index, mut stored) = (Index::new(8), Vec::new());
-    for id in 1..=10 {
-        stored.push(job(id, Some("conv:a"), key, 0));
-        index.insert(job(id, Some("conv:a"), key, 0));
-    }
+    written(&mut index, &mut stored, 1..=10, key);
     for id in [1, 2] {
-        assert_eq!(ids(&mut index, 0), [id]);
-        stored.retain(|r| r.id.0 != id);
-        index.finish(JobId(id));
+        deliver_one(&mut index, &mut stored, id);
     }
     let in_flight = index
         .take_loads()
@@ -363,9 +375,7 @@ fn a_tail_read_under_way_when_the_integration_is_blocked_and_fixed_keeps_the_ord
         .collect();
     index.insert_loaded(&in_flight, late);
     // A round now starts the oldest, not the read's.
-    assert_eq!(ids(&mut index, 0), [3]);
-    stored.retain(|r| r.id.0 != 3);
-    index.finish(JobId(3));
+    deliver_one(&mut index, &mut stored, 3);
     let rounds = deliver_all(&mut index, &mut stored, Vec::new());
     let order: Vec<i64> = rounds.into_iter().flatten().collect();
     assert_eq!(order, (4..=10).collect::<Vec<_>>());
@@ -376,14 +386,9 @@ fn a_tail_read_under_way_when_the_integration_is_blocked_and_fixed_keeps_the_ord
 fn a_failed_tail_read_is_made_again_and_a_retried_older_job_goes_first() {
     let key = Some("webhook:1");
     let (mut index, mut stored) = (Index::new(8), Vec::new());
-    for id in 10..=20 {
-        stored.push(job(id, Some("conv:a"), key, 0));
-        index.insert(job(id, Some("conv:a"), key, 0));
-    }
+    written(&mut index, &mut stored, 10..=20, key);
     for id in [10, 11] {
-        assert_eq!(ids(&mut index, 0), [id]);
-        stored.retain(|r| r.id.0 != id);
-        index.finish(JobId(id));
+        deliver_one(&mut index, &mut stored, id);
     }
     let read = index.take_loads().pop().expect("a tail read");
     index.load_failed(&read);

@@ -201,44 +201,38 @@ async fn check_beside_a_running_server_reads_its_wal_and_creates_nothing() {
 }
 
 #[test]
-fn check_on_another_applications_sqlite_file_says_it_is_not_a_porch_database() {
+fn check_names_another_applications_sqlite_file_and_one_never_migrated() {
     let dir = tempfile::tempdir().expect("dir");
-    let other = dir.path().join("notes.db");
-    rusqlite::Connection::open(&other)
-        .expect("open")
-        .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
-        .expect("schema");
-
-    let output = run(
-        dir.path(),
-        &["check", "--db", other.to_str().expect("utf-8")],
-    );
-    assert_eq!(output.status.code(), Some(1));
-    let message = stderr(&output);
-    assert!(
-        message.contains(
-            "is a SQLite database but not a Porch database (no Porch tables, schema version 0)"
+    for (name, schema, expected) in [
+        (
+            "notes.db",
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)",
+            "is a SQLite database but not a Porch database (no Porch tables, schema version 0)",
         ),
-        "{message}"
-    );
-    assert!(!message.contains("migrate"), "{message}");
-
-    // A SQLite file with no tables at all is most likely Porch's own, never migrated.
-    let fresh = dir.path().join("porch.db");
-    rusqlite::Connection::open(&fresh)
-        .expect("open")
-        .execute_batch("PRAGMA user_version = 0; VACUUM")
-        .expect("a file");
-    let output = run(
-        dir.path(),
-        &["check", "--db", fresh.to_str().expect("utf-8")],
-    );
-    assert_eq!(output.status.code(), Some(1));
-    let message = stderr(&output);
-    assert!(
-        message.contains("is a SQLite database with no tables yet: a start that stopped before its first migration"),
-        "{message}"
-    );
+        // A SQLite file with no tables at all is most likely Porch's own, never migrated.
+        (
+            "porch.db",
+            "PRAGMA user_version = 0; VACUUM",
+            "is a SQLite database with no tables yet: a start that stopped before its first \
+             migration",
+        ),
+    ] {
+        let file = dir.path().join(name);
+        rusqlite::Connection::open(&file)
+            .expect("open")
+            .execute_batch(schema)
+            .expect("schema");
+        let output = run(
+            dir.path(),
+            &["check", "--db", file.to_str().expect("utf-8")],
+        );
+        assert_eq!(output.status.code(), Some(1));
+        let message = stderr(&output);
+        assert!(message.contains(expected), "{message}");
+        if name == "notes.db" {
+            assert!(!message.contains("migrate"), "{message}");
+        }
+    }
 }
 
 #[test]

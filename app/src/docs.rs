@@ -179,7 +179,9 @@ pub fn render(doc: &Doc) -> String {
 
 /// The opening of the box a wide table or code block scrolls in: Tab reaches it, so the arrow
 /// keys scroll it, and it is named for screen readers by what it is and its section (as the
-/// admin pages' wide tables, docs/admin.md).
+/// admin pages' wide tables, docs/admin.md). `keys.js` keeps that only on the boxes that do
+/// scroll, so a long document is not dozens of tab stops and landmarks; `data-label` keeps the
+/// name for when a narrower window makes one scroll.
 fn scroll_box_start(what: &str, section: &str) -> Event<'static> {
     let label = format!("{what} in “{section}”");
     let label = label
@@ -187,7 +189,7 @@ fn scroll_box_start(what: &str, section: &str) -> Event<'static> {
         .replace('"', "&quot;")
         .replace('<', "&lt;");
     Event::Html(CowStr::from(format!(
-        "<div class=\"table-scroll doc-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{label}\">"
+        "<div class=\"table-scroll doc-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{label}\" data-label=\"{label}\">"
     )))
 }
 
@@ -296,9 +298,9 @@ mod tests {
             path: "x.md",
             text: "# Top\n\n## The \"rules\" & more\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\nporch serve\n```\n",
         });
-        let table = r#"<div class="table-scroll doc-scroll" tabindex="0" role="region" aria-label="Table in “The &quot;rules&quot; &amp; more”"><table>"#;
+        let table = r#"<div class="table-scroll doc-scroll" tabindex="0" role="region" aria-label="Table in “The &quot;rules&quot; &amp; more”" data-label="Table in “The &quot;rules&quot; &amp; more”"><table>"#;
         assert!(html.contains(table), "{html}");
-        let code = "aria-label=\"Example in “The &quot;rules&quot; &amp; more”\">\n<pre><code class=\"language-sh\">porch serve";
+        let code = "data-label=\"Example in “The &quot;rules&quot; &amp; more”\">\n<pre><code class=\"language-sh\">porch serve";
         assert!(html.contains(code), "{html}");
         assert_eq!(html.matches("</div>").count(), 2, "{html}");
         assert!(html.contains("</table>\n</div>"), "{html}");

@@ -62,6 +62,29 @@ test("an admin's top bar is one row on a 1280 px laptop", { timeout: 60000 }, as
   await context.close();
 });
 
+test("in the docs only the boxes that scroll sideways are tab stops and named regions", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await signIn(page, porch, AGENT.email);
+  await page.goto(`${porch.url}/docs/configuration.md`);
+  const boxes = () => page.locator(".doc-scroll").evaluateAll((all) => all.map((box) => ({
+    scrolls: box.scrollWidth > box.clientWidth + 1,
+    stop: box.getAttribute("tabindex") === "0" && box.getAttribute("role") === "region" && !!box.getAttribute("aria-label"),
+    bare: !box.hasAttribute("tabindex") && !box.hasAttribute("role") && !box.hasAttribute("aria-label"),
+  })));
+  const wide = await boxes();
+  assert.ok(wide.some((b) => !b.scrolls), "some fit at 1280 px");
+  assert.ok(wide.every((b) => (b.scrolls ? b.stop : b.bare)), JSON.stringify(wide));
+  // Narrower, more of them scroll, and each one that does becomes a tab stop.
+  await page.setViewportSize({ width: 360, height: 780 });
+  await page.waitForFunction(() => [...document.querySelectorAll(".doc-scroll")]
+    .every((b) => (b.scrollWidth > b.clientWidth + 1) === (b.getAttribute("tabindex") === "0")));
+  const narrow = await boxes();
+  assert.ok(narrow.filter((b) => b.stop).length > wide.filter((b) => b.stop).length);
+  await context.close();
+});
+
 for (const width of [360, 390]) {
   test(`no admin page scrolls sideways at ${width} px`, { timeout: 120000 }, async () => {
     const { porch, browser, site } = world;

@@ -261,6 +261,26 @@
     else window.addEventListener("load", () => setTimeout(take), { once: true });
   }
 
+  // The docs' tables and examples: a box is a tab stop and a named region only while it scrolls
+  // sideways (the HTML makes every one so, for readers without the script), so a long document
+  // is not dozens of tab stops and landmarks.
+  const boxes = [...document.querySelectorAll(".doc-scroll")];
+  const fitBoxes = () => {
+    for (const box of boxes) {
+      if (box.scrollWidth > box.clientWidth + 1) {
+        box.tabIndex = 0;
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", box.dataset.label);
+      } else {
+        for (const name of ["tabindex", "role", "aria-label"]) box.removeAttribute(name);
+      }
+    }
+  };
+  if (boxes.length) {
+    fitBoxes();
+    window.addEventListener("resize", fitBoxes);
+  }
+
   // A modal <dialog> makes the page inert, but Tab from its last control would leave for the
   // browser's own UI: keep it cycling inside.
   help?.addEventListener("keydown", (e) => {

@@ -13,10 +13,12 @@ use crate::store::Synchronous;
 mod rules;
 mod secret_key;
 mod sso;
+mod url_rules;
 
-pub use rules::{ConfigError, Warning, public_url_arg};
+pub use rules::{ConfigError, Warning};
 pub use secret_key::{KeySource, LoadedKey, SecretKeyConfig};
 pub use sso::DomainList;
+pub use url_rules::public_url_arg;
 
 /// Where Porch keeps its data; shared by every command.
 #[derive(Debug, Clone, Args)]

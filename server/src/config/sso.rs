@@ -1,7 +1,7 @@
 //! The single sign-on settings (`PORCH_OIDC_*`): the domain list's parser and the rules the
 //! issuer, client and provisioning settings must meet together.
 
-use super::rules::{http_url, is_loopback_host};
+use super::url_rules::{http_url, is_loopback_host};
 use super::{Config, ConfigError, Warning};
 
 /// A comma-separated list of email domains, lower-cased; empty means none.

@@ -155,6 +155,17 @@ impl Harness {
         ids
     }
 
+    /// Waits for each of `ids` to be done, sampling the jobs in memory while they drain; the
+    /// most seen.
+    async fn drain_sampling_memory(&self, ids: &[JobId]) -> u64 {
+        let mut most = 0;
+        for id in ids {
+            most = most.max(self.stats.in_memory());
+            self.wait_for_state(*id, "done").await;
+        }
+        most
+    }
+
     /// The job's state and attempts once it reaches `state` (bounded wait).
     async fn wait_for_state(&self, id: JobId, state: &'static str) -> (String, Vec<String>) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -280,12 +291,8 @@ async fn a_backlog_beyond_the_window_waits_in_sqlite_and_is_delivered_in_order()
     let ids = harness
         .submit_many("slack:T1:C1", Some("conv:1"), 40, 5)
         .await;
-    // Memory holds the window and what is running, never the backlog. Sampled while it drains.
-    let mut most_in_memory = 0;
-    for id in &ids {
-        most_in_memory = most_in_memory.max(harness.stats.in_memory());
-        harness.wait_for_state(*id, "done").await;
-    }
+    // Memory holds the window and what is running, never the backlog.
+    let most_in_memory = harness.drain_sampling_memory(&ids).await;
     assert!(
         most_in_memory <= 3 + 2,
         "held {most_in_memory} jobs in memory"
@@ -306,11 +313,8 @@ async fn a_long_conversation_at_a_destination_does_not_hold_up_another() {
         .submit_many("webhook:1", Some("conv:1"), 300, 5)
         .await;
     let other = harness.submit_many("webhook:1", Some("conv:2"), 1, 5).await[0];
-    let mut most_in_memory = 0;
-    for id in long.iter().chain([&other]) {
-        most_in_memory = most_in_memory.max(harness.stats.in_memory());
-        harness.wait_for_state(*id, "done").await;
-    }
+    let all: Vec<JobId> = long.iter().copied().chain([other]).collect();
+    let most_in_memory = harness.drain_sampling_memory(&all).await;
     let asked = harness.script.asked_ids();
     let at = asked.iter().position(|id| *id == other).expect("asked");
     // Before, the window held the long conversation's oldest 16, so the other waited for 285.

@@ -200,6 +200,13 @@ async fn check_beside_a_running_server_reads_its_wal_and_creates_nothing() {
     assert_eq!(listing(app.data_dir.path()), before);
 }
 
+/// Runs `porch check --db file` (from `dir`), which must refuse it: what it says.
+fn check_refusal(dir: &Path, file: &Path) -> String {
+    let output = run(dir, &["check", "--db", file.to_str().expect("utf-8")]);
+    assert_eq!(output.status.code(), Some(1));
+    stderr(&output)
+}
+
 #[test]
 fn check_names_another_applications_sqlite_file_and_one_never_migrated() {
     let dir = tempfile::tempdir().expect("dir");
@@ -222,12 +229,7 @@ fn check_names_another_applications_sqlite_file_and_one_never_migrated() {
             .expect("open")
             .execute_batch(schema)
             .expect("schema");
-        let output = run(
-            dir.path(),
-            &["check", "--db", file.to_str().expect("utf-8")],
-        );
-        assert_eq!(output.status.code(), Some(1));
-        let message = stderr(&output);
+        let message = check_refusal(dir.path(), &file);
         assert!(message.contains(expected), "{message}");
         if name == "notes.db" {
             assert!(!message.contains("migrate"), "{message}");
@@ -247,12 +249,7 @@ fn check_on_an_empty_file_or_a_text_file_says_so_in_one_line() {
         (&empty, "is empty (0 bytes): not a Porch database"),
         (&text, "is not a SQLite database"),
     ] {
-        let output = run(
-            dir.path(),
-            &["check", "--db", file.to_str().expect("utf-8")],
-        );
-        assert_eq!(output.status.code(), Some(1));
-        let message = stderr(&output);
+        let message = check_refusal(dir.path(), file);
         assert!(message.contains(expected), "{message}");
         assert_eq!(message.trim().lines().count(), 1, "{message}");
     }

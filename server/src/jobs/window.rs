@@ -9,8 +9,9 @@
 //! destination.
 //!
 //! Invariant, per key: every queued job of the key with an id up to `through` is in memory, as
-//! a job or as an id in a tail, except those the runner has finished. Jobs above it are in memory only while the key has not
-//! spilled; once it has, they are read from SQLite (`id > through`, oldest first). A job handed
+//! a job or as an id in a tail, except those the runner has finished. Jobs above it are in
+//! memory only while the key has not spilled; once it has, they are read from SQLite
+//! (`id > through`, oldest first). A job handed
 //! in with an id at or below `through` (queued again by an admin's retry) is taken while there is
 //! room; otherwise `through` moves below it, so the next read finds it (reading jobs already in
 //! memory again costs a little and changes nothing: they are known and skipped). While a read is
@@ -51,8 +52,8 @@ struct Window {
     running: usize,
     /// Its jobs held as ids in conversations' tails (`super::tails`): what the tail cap bounds.
     tails: usize,
-    /// A job was turned away because the tails were full: no read is made until some leave,
-    /// as it would turn the same job away again.
+    /// A job was turned away because the tails were full: no read is made until they are down
+    /// to half, as one made sooner would read a page to take the few ids that left.
     tails_full: bool,
     through: JobId,
     stored: Stored,
@@ -71,19 +72,9 @@ impl Default for Window {
     }
 }
 
-impl Window {
-    /// Full tails take more only once down to half: a read made when two ids left would read a
-    /// page to take two.
-    fn note_tail_room(&mut self, tail_cap: usize) {
-        if self.tails <= tail_cap / 2 {
-            self.tails_full = false;
-        }
-    }
-}
-
 /// Ids a rate key holds in tails, per job its window holds: 8,192 for the window of 256, a few
-/// hundred kilobytes. Only a conversation with more queued at one destination than that (its
-/// first jobs and its tail) holds up the destination's others again.
+/// hundred kilobytes, shared by the destination's conversations; past that, newer conversations
+/// wait for room as they did before tails.
 const TAILS_PER_WINDOW_JOB: usize = 32;
 
 /// Jobs without a rate key share one window under this name, which no rate key has.
@@ -266,21 +257,23 @@ impl Windows {
     /// `count` ids of `rate_key` left a tail to be read back as jobs: counted as waiting from
     /// now (so the read's jobs are), and the tails have room again.
     pub fn read_from_tail(&mut self, rate_key: Option<&str>, count: usize) {
-        let tail_cap = self.tail_cap;
-        if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
-            window.tails = window.tails.saturating_sub(count);
-            window.waiting += count;
-            window.note_tail_room(tail_cap);
-        }
-        self.settle(slot(rate_key));
+        self.leave_tails(rate_key, count, count);
     }
 
     /// `count` ids of `rate_key` left a tail for good (their integration was blocked).
     pub fn forget_tail(&mut self, rate_key: Option<&str>, count: usize) {
+        self.leave_tails(rate_key, count, 0);
+    }
+
+    /// `count` ids left `rate_key`'s tails, `waiting` of them to be read back as jobs.
+    fn leave_tails(&mut self, rate_key: Option<&str>, count: usize, waiting: usize) {
         let tail_cap = self.tail_cap;
         if let Some(window) = self.by_key.get_mut(slot(rate_key)) {
             window.tails = window.tails.saturating_sub(count);
-            window.note_tail_room(tail_cap);
+            window.waiting += waiting;
+            if window.tails <= tail_cap / 2 {
+                window.tails_full = false;
+            }
         }
         self.settle(slot(rate_key));
     }

@@ -180,9 +180,16 @@ test("on a short screen (a page zoomed to 200%) the form scrolls, the message bo
     const context = await world.browser.newContext({ viewport: { width: 640, height: 360 } });
     const page = await context.newPage();
     page.setDefaultTimeout(15000);
+    // The stylesheet is held until the form has arrived, the order a slow network gives (CI once did):
+    // the form then came while the panel was hidden, and focus went to the message box.
+    let releaseCss;
+    const cssHeld = new Promise((resolve) => { releaseCss = resolve; });
+    await page.route("**/widget/panel.css", async (route) => { await cssHeld; await route.continue(); });
     await page.goto(world.host.url);
     await page.locator("[data-porch=launcher]").focus();
     await page.keyboard.press("Enter");
+    await page.locator("[data-porch=prechat-name]").waitFor({ state: "attached" });
+    releaseCss();
     await page.locator("[data-porch=prechat]").waitFor({ state: "visible" });
     const name = page.locator("[data-porch=prechat-name]");
     await waitFor("focus in the form's first field", () =>

@@ -416,13 +416,19 @@
       setUnread(false);
       if (!ws && !stopped) connect();
       list.scrollTop = list.scrollHeight;
-      // After a stop the box is disabled and cannot take focus: Close chat takes it.
-      if (byVisitor && cssReady) (stopped ? closeBtn : input).focus();
+      if (byVisitor && cssReady) startField().focus();
     } else {
       // Reopened, the panel shows the chat, not a menu left open.
       showDataMenu(false);
       if (byVisitor) launcher?.focus();
     }
+  };
+  // Where an opening puts focus. After a stop the box is disabled and cannot take it: Close chat does.
+  // A form above an empty box comes first, so it is heard before the box (the form may have arrived
+  // before the stylesheet, while the panel was still hidden and could not take focus).
+  const startField = () => {
+    if (stopped) return closeBtn;
+    return preFields?.length && !input.value ? preFields[0].input : input;
   };
   let focusWhenReady = false;
   css.onload = css.onerror = () => {
@@ -1117,7 +1123,7 @@
     pre.hidden = !preFields.length;
     // The form arrives after the panel opened with focus in the message box, below it: a visitor who
     // has not begun writing is taken to the form, so it is heard before the box and not only on a refusal.
-    if (preFields.length && root.activeElement === input && !input.value) preFields[0].input.focus();
+    if (root.activeElement === input) startField().focus();
   };
   const isBadAnswer = (x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity();
   // Puts the answers on the first message; false (saying why) while a required field is empty or invalid.

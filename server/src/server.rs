@@ -111,6 +111,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let listener = booting.finish().await?;
     let (conn, secret) = opened
         .with_context(|| format!("opening the database {}", path.display()))
+        .map_err(|err| store::explain_damage(err, &path))
         .map_err(full_disk)?;
 
     let writer = Arc::new(Writer::start(
@@ -417,16 +418,18 @@ async fn open_database(
     let abandoned = Arc::new(AtomicBool::new(false));
     let _guard = SetOnDrop(Arc::clone(&abandoned));
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let mut conn = store::open_write_connection(&path, synchronous)?;
         let go_on = || !abandoned.load(Ordering::Relaxed);
-        let migrated = store::apply_migrations_while(&mut conn, &go_on);
+        let opened = store::open_write_connection(&path, synchronous).and_then(|mut conn| {
+            store::apply_migrations_while(&mut conn, &go_on).map(|version| (conn, version))
+        });
         // Read once: a stop landing between two reads would abandon the start but keep the key.
         let going_on = go_on();
-        if migrated.is_err() || !going_on {
-            // A newer schema, a failed migration or a stop: nothing was sealed with the key.
+        if opened.is_err() || !going_on {
+            // A file that does not open, a newer schema, a failed migration or a stop: nothing
+            // was sealed with the key.
             sealed_values::forget_generated_key(&sealing);
         }
-        let version = migrated?;
+        let (conn, version) = opened?;
         anyhow::ensure!(going_on, "start-up abandoned at schema version {version}");
         tracing::info!(version, "database schema is current");
         sealed_values::check_then_seal(&conn, &sealing)?;

@@ -37,7 +37,10 @@ pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
         bail!("{shown} is not a SQLite database (it does not start with the SQLite header)");
     }
     let conn = store::open_existing_read_only(&path).with_context(|| format!("opening {shown}"))?;
-    if !store::is_porch_database(&conn).with_context(|| format!("reading {shown}"))? {
+    let is_porch = store::is_porch_database(&conn)
+        .with_context(|| format!("reading {shown}"))
+        .map_err(|err| store::explain_damage(err, &path))?;
+    if !is_porch {
         if store::has_no_tables(&conn)? {
             bail!(
                 "{shown} is a SQLite database with no tables yet: a start that stopped before \

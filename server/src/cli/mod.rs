@@ -488,7 +488,8 @@ fn open_for_management(data: &DataConfig) -> anyhow::Result<Connection> {
         Err(err) if is_held(&err) => {
             let path = data.database_path();
             let conn = store::open_write_connection(&path, store::Synchronous::Full)
-                .with_context(|| format!("opening {}", path.display()))?;
+                .with_context(|| format!("opening {}", path.display()))
+                .map_err(|err| store::explain_damage(err, &path))?;
             let version = store::schema_version(&conn)?;
             // Older: the server may be migrating it now (its /readyz says so); newer: it is.
             anyhow::ensure!(
@@ -530,10 +531,14 @@ fn open_database(data: &DataConfig) -> anyhow::Result<Connection> {
     std::fs::create_dir_all(&data.data_dir)
         .with_context(|| format!("creating the data directory {}", data.data_dir.display()))?;
     let path = data.database_path();
-    let mut conn = store::open_write_connection(&path, store::Synchronous::Full)
-        .with_context(|| format!("opening {}", path.display()))?;
-    store::apply_migrations(&mut conn)?;
-    Ok(conn)
+    let opened =
+        store::open_write_connection(&path, store::Synchronous::Full).and_then(|mut conn| {
+            store::apply_migrations(&mut conn)?;
+            Ok(conn)
+        });
+    opened
+        .with_context(|| format!("opening {}", path.display()))
+        .map_err(|err| store::explain_damage(err, &path))
 }
 
 /// Prints a command's result: standard output is the command's interface.

@@ -11,6 +11,7 @@ mod capacity;
 mod check;
 mod checkpoint;
 mod conversations;
+mod damage;
 mod db;
 mod deliveries;
 mod delivery;
@@ -79,6 +80,7 @@ pub use check::{CheckReport, check_database, has_no_tables, is_porch_database};
 pub use conversations::{
     ConversationRow, find_conversation, find_open_conversation_of, list_conversations,
 };
+pub use damage::explain_damage;
 pub use db::{
     Synchronous, open_existing_read_only, open_read_connection, open_write_connection, truncate_wal,
 };

@@ -282,3 +282,41 @@ fn a_newer_schema_is_named_plainly_by_serve_migrate_and_check() {
         assert!(!message.contains("Invalid parameter name"), "{args:?}");
     }
 }
+
+/// A file whose first page, SQLite's list of tables, is overwritten cannot be opened at all: every
+/// command names the file and what to do, in SQLite's words once, and the start removes the
+/// sealing key it generated for it (nothing was sealed with it).
+#[test]
+fn a_file_sqlite_cannot_read_is_named_plainly_by_every_command() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = porch_database_with_messages(dir.path(), 10);
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[200..4096].fill(0xAB);
+    std::fs::write(&path, bytes).expect("damage page 1");
+    let expected = format!(
+        "{} is damaged: SQLite cannot read it (database disk image is malformed). Porch cannot \
+         open it: restore a backup that `porch check` passes",
+        path.display()
+    );
+
+    for args in [
+        &["serve", "--listen", "127.0.0.1:0"][..],
+        &["migrate"],
+        &["check"],
+        &["site", "list"],
+    ] {
+        let output = run(dir.path(), args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let message = stderr(&output);
+        assert!(message.contains(&expected), "{args:?}: {message}");
+        assert_eq!(
+            message.matches("malformed").count(),
+            1,
+            "{args:?}: {message}"
+        );
+    }
+    assert!(
+        !dir.path().join("secret.key").exists(),
+        "the key serve generated is gone"
+    );
+}

@@ -32,8 +32,12 @@ pub enum VisitorEvent {
         agent_name: Arc<str>,
         active: bool,
     },
-    /// The visitor's data was erased: their connections say so and close.
-    Erased,
+    /// The visitor's data was erased: their connections say so and close. `by_the_visitor`:
+    /// they asked themselves (the widget's Delete my data), so each browser open as them also
+    /// erases its own anonymous chats from before they signed in (docs/widget-protocol.md).
+    Erased {
+        by_the_visitor: bool,
+    },
     /// An agent has now seen the visitor's messages up to this one (a read receipt).
     Read {
         up_to: MessageId,
@@ -56,6 +60,8 @@ pub struct Erasure {
     pub visitor: VisitorId,
     /// The conversations that went with them.
     pub conversations: Vec<ConversationId>,
+    /// They asked for it themselves, from the widget.
+    pub by_the_visitor: bool,
 }
 
 struct Subscriber {
@@ -329,7 +335,10 @@ impl Hub {
         if let Some(observer) = &self.observer {
             observer.erased(&erasure);
         }
-        self.publish_to_visitor(erasure.visitor, &VisitorEvent::Erased, None);
+        let event = VisitorEvent::Erased {
+            by_the_visitor: erasure.by_the_visitor,
+        };
+        self.publish_to_visitor(erasure.visitor, &event, None);
         // No receiver (no agent page open) is not an error.
         let _ = self.erasures.send(Arc::new(erasure));
     }

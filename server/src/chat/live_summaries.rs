@@ -368,6 +368,7 @@ pub(super) mod tests {
         summaries.erased(&Erasure {
             visitor: VisitorId(1),
             conversations: vec![C],
+            by_the_visitor: false,
         });
         assert!(summaries.known(C, MessageId(3)).is_none());
 

@@ -136,14 +136,17 @@ fn export_all(conn: &mut Connection) -> anyhow::Result<()> {
     })
 }
 
+/// One line per person found: the address they were found by, an unverified page's claim
+/// said as such (a search by email finds those too, docs/privacy.md).
 fn describe(visitor: &VisitorRecord) -> String {
+    let address = match (&visitor.email, &visitor.claimed_email) {
+        (Some(email), _) => email.clone(),
+        (None, Some(claimed)) => format!("{claimed}, claimed by a page, unverified"),
+        (None, None) => "no email address".to_owned(),
+    };
     format!(
-        "visitor {} on {} ({}): {} conversation(s), {} message(s)",
-        visitor.id,
-        visitor.site_name,
-        visitor.email.as_deref().unwrap_or("no email address"),
-        visitor.conversations,
-        visitor.messages
+        "visitor {} on {} ({address}): {} conversation(s), {} message(s)",
+        visitor.id, visitor.site_name, visitor.conversations, visitor.messages
     )
 }
 

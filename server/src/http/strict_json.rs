@@ -63,10 +63,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
 }
 
 /// Why a body does not fit, for people: the field it is about and serde's words, with Rust's
-/// integer type names (`expected u32`) said as what they accept.
+/// integer type names (`expected u32`) said as what they accept. A value of the wrong kind
+/// (`1.5`, `"7"`) is told only that it must be a whole number: the type's range is not the
+/// field's (`retention_days` takes 1 to 36,500, which its own check says), so naming it would
+/// mislead; a whole number beyond the type is told the type's range, the most it can be.
 fn misfit(err: &serde_path_to_error::Error<serde_json::Error>) -> String {
     let mut words = err.inner().to_string();
-    for (rust, plain) in [
+    let is_wrong_kind = words.starts_with("invalid type");
+    for (rust, ranged) in [
         ("u8", "a whole number from 0 to 255"),
         ("u16", "a whole number from 0 to 65535"),
         ("u32", "a whole number from 0 to 4294967295"),
@@ -76,6 +80,11 @@ fn misfit(err: &serde_path_to_error::Error<serde_json::Error>) -> String {
         ("i64", "a whole number"),
     ] {
         if let Some(start) = words.strip_suffix(&format!("expected {rust}")) {
+            let plain = if is_wrong_kind {
+                "a whole number"
+            } else {
+                ranged
+            };
             words = format!("{start}expected {plain}");
         }
     }

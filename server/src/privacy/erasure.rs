@@ -132,9 +132,35 @@ pub async fn erase_visitor(
     hub.publish_erasure(Erasure {
         visitor,
         conversations,
+        by_the_visitor: requester.via == Via::Widget,
     });
     super::retention::reclaim(writer).await?;
     Ok(Some(total))
+}
+
+/// Erases the visitor stored under the token hash `hash`, who asked for it from the widget
+/// (audited as theirs); `None` when there is none.
+///
+/// # Errors
+/// As [`erase_visitor`].
+pub async fn erase_visitor_of_token(
+    writer: &Arc<Writer>,
+    readers: &Arc<Readers>,
+    hub: &Hub,
+    hash: [u8; 32],
+) -> Result<Option<Deleted>, store::Error> {
+    let found = readers
+        .read(move |c| store::find_visitor_record_by_token_hash(c, &hash))
+        .await?;
+    let Some(visitor) = found else {
+        return Ok(None);
+    };
+    let requester = Requester {
+        actor: Actor::visitor(visitor.id),
+        via: Via::Widget,
+    };
+    let erased = erase_visitor(writer, readers, hub, &requester, visitor.id).await?;
+    Ok(Some(erased.unwrap_or_default()))
 }
 
 /// Exports everything about `visitor` and records `privacy.exported`. `None` if there is no

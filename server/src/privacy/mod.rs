@@ -7,7 +7,10 @@ mod erasure;
 mod export;
 mod retention;
 
-pub use erasure::{Requester, Via, erase_step, erase_visitor, export_visitor, record_export};
+pub use erasure::{
+    Requester, Via, erase_step, erase_visitor, erase_visitor_of_token, export_visitor,
+    record_export,
+};
 pub use export::{
     EXPORT_VERSION, PersonData, PersonQuery, conversation_json, find_people, ndjson_line,
 };

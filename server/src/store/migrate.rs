@@ -331,4 +331,39 @@ mod tests {
             "above deleted 3"
         );
     }
+
+    /// docs/privacy.md's "What Porch stores" is a site owner's answer to "what do you keep":
+    /// a table a migration adds must be in it (an FTS index's shadow tables go with the index).
+    #[test]
+    fn the_privacy_docs_name_every_table() {
+        let docs = include_str!("../../../docs/privacy.md");
+        let mut conn = Connection::open_in_memory().expect("open");
+        apply_migrations(&mut conn).expect("migrate");
+        let mut statement = conn
+            .prepare(
+                "SELECT name, sql LIKE 'CREATE VIRTUAL TABLE%' FROM sqlite_schema \
+                  WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            )
+            .expect("prepare");
+        let tables: Vec<(String, bool)> = statement
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("tables")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let indexes: Vec<&str> = tables
+            .iter()
+            .filter(|(_, virtual_table)| *virtual_table)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        for (name, _) in &tables {
+            let shadow = indexes.iter().any(|index| {
+                name.strip_prefix(index)
+                    .is_some_and(|rest| rest.starts_with('_'))
+            });
+            assert!(
+                shadow || docs.contains(&format!("`{name}`")),
+                "docs/privacy.md does not say what `{name}` holds"
+            );
+        }
+    }
 }

@@ -71,6 +71,7 @@ fn url(raw: &str) -> Option<String> {
 /// signature, an address an email link carries.
 const SECRET_WORDS: &[&str] = &[
     "auth",
+    "authorization",
     "code",
     "credential",
     "credentials",
@@ -82,6 +83,7 @@ const SECRET_WORDS: &[&str] = &[
     "nonce",
     "otp",
     "pass",
+    "passcode",
     "passwd",
     "password",
     "phpsessid",
@@ -141,7 +143,29 @@ const PAIR_SEPARATORS: [char; 3] = ['?', '&', ';'];
 /// …); a value nested deeper that is an address is redacted unread.
 const MAX_NESTING: u8 = 3;
 
+/// `text` (an address without its fragment, or a route) with its parameters redacted. A pair of
+/// the query is first read whole, as a browser reads it (`&` alone ends a value, so
+/// `redirect=https://x/cb?a=1%26token%3D…` is one address carrying a token); a pair that passes
+/// is then read split at every separator too, as some servers read it (`a=1;token=…`).
 fn redact_parameters(text: &str) -> String {
+    let Some((path, query)) = text.split_once('?') else {
+        return redact_split_pairs(text);
+    };
+    let mut out = redact_split_pairs(path);
+    out.push('?');
+    for piece in query.split_inclusive('&') {
+        let pair = piece.strip_suffix('&').unwrap_or(piece);
+        match redact_pair(pair, MAX_NESTING) {
+            Cow::Owned(redacted) => out.push_str(&redacted),
+            Cow::Borrowed(_) => out.push_str(&redact_split_pairs(pair)),
+        }
+        out.push_str(&piece[pair.len()..]);
+    }
+    out
+}
+
+/// `text` with each pair between [`PAIR_SEPARATORS`] redacted on its own.
+fn redact_split_pairs(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for piece in text.split_inclusive(PAIR_SEPARATORS) {
         let (pair, separator) = match piece.strip_suffix(PAIR_SEPARATORS) {
@@ -198,6 +222,18 @@ fn carries_a_secret(value: &str, depth: u8) -> bool {
 /// Whether a parameter name, split into words at punctuation and at lower-to-upper case
 /// changes (`reset_token`, `access-token`, `apiKey`, `user[email]`), has a word of
 /// [`SECRET_WORDS`]. Whole words only, so `keyword`, `zipcode` and `page` stay.
+/// Endings that make a word a secret's name too, when it is written as one word
+/// (`accesstoken`, `resettoken`, `SESSID`, `apikey`): none of them ends a common harmless word.
+const SECRET_ENDINGS: &[&str] = &[
+    "apikey",
+    "passwd",
+    "password",
+    "secret",
+    "sessid",
+    "sessionid",
+    "token",
+];
+
 fn names_a_secret(name: &str) -> bool {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -212,7 +248,9 @@ fn names_a_secret(name: &str) -> bool {
         previous_lower = c.is_ascii_lowercase();
     }
     words.push(word);
-    words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
+    words.iter().any(|w| {
+        SECRET_WORDS.contains(&w.as_str()) || SECRET_ENDINGS.iter().any(|end| w.ends_with(end))
+    })
 }
 
 fn is_language_tag(tag: &str) -> bool {
@@ -301,6 +339,29 @@ mod tests {
             .join()
             .expect("no stack overflow");
         assert_eq!(kept.as_deref(), Some("https://a.example/?r=redacted"));
+    }
+
+    #[test]
+    fn values_and_names_are_read_as_browsers_and_servers_read_them() {
+        for (sent, kept) in [
+            // An address in a value with only its own `&` encoded, as a browser reads it, and a
+            // `;` or a second `?` inside a value, as some servers read them.
+            (
+                "https://a.example/login?redirect=https://b.example/cb?x=1%26token%3DS16&lang=de",
+                "https://a.example/login?redirect=redacted&lang=de",
+            ),
+            (
+                "https://a.example/?a=1;token=S17&b=2?code=S18",
+                "https://a.example/?a=1;token=redacted&b=2?code=redacted",
+            ),
+            // Names written as one word, ending in a secret's word.
+            (
+                "https://a.example/?accesstoken=T3&resetToken=T4&SESSID=S19&apikey=K1&passcode=P1&authorization=A1&topic=x",
+                "https://a.example/?accesstoken=redacted&resetToken=redacted&SESSID=redacted&apikey=redacted&passcode=redacted&authorization=redacted&topic=x",
+            ),
+        ] {
+            assert_eq!(page(sent).as_deref(), Some(kept), "{sent}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! hold back pings or pushed agent replies.
 
 mod email_capture;
+mod erased;
 mod event_loop;
 mod hello;
 mod newcomer;
@@ -475,7 +476,7 @@ impl Connection {
                     chat::Error::Store(err)
                         if self.visitor_id.is_some() && err.names_a_missing_row() =>
                     {
-                        return self.erased().await;
+                        return self.erased(false).await;
                     }
                     _ => {
                         crate::refusal_log::visitor_message_not_stored(&err);
@@ -531,7 +532,7 @@ impl Connection {
                 active: *active,
             }
             .to_json(),
-            VisitorEvent::Erased => return self.erased().await,
+            VisitorEvent::Erased { by_the_visitor } => return self.erased(*by_the_visitor).await,
             other => {
                 let typing = &mut self.typing;
                 match receipts::frame(other, typing, &mut self.has_conversation) {
@@ -541,14 +542,6 @@ impl Connection {
             }
         };
         self.send(text).await
-    }
-
-    /// The visitor's data was erased: this connection's visitor no longer exists, so it says so
-    /// and closes; the widget starts again as a new visitor (docs/widget-protocol.md).
-    async fn erased(&mut self) -> Result<(), Closed> {
-        self.send(ServerFrame::Erased.to_json()).await?;
-        close(&mut self.sink, close_code::NORMAL, "visitor data erased").await?;
-        Err(Closed)
     }
 }
 

@@ -247,15 +247,19 @@ pub async fn erase(
         Err(refused) => return refused,
     };
     // A verified user's history, and this browser's own anonymous one (their chats before they
-    // signed in, which the widget cannot reach once it forgets the token below).
-    let mut whose = vec![hash];
+    // signed in, which the widget cannot reach once it forgets the token below). The browser's
+    // goes first: the user's open connections erase their own browser's when told of the
+    // user's erasure, and this one's would then be missing from the counts answered.
+    let mut whose = vec![checked.token_hash];
     if hash != checked.token_hash {
-        whose.push(checked.token_hash);
+        whose.push(hash);
     }
     let mut deleted = store::Deleted::default();
     let mut browser_erased = false;
     for hash in whose {
-        match erase_stored(&app, hash).await {
+        let erased =
+            privacy::erase_visitor_of_token(&app.writer, &app.readers, app.chat.hub(), hash);
+        match erased.await {
             Ok(Some(gone)) => {
                 deleted.conversations += gone.conversations;
                 deleted.messages += gone.messages;
@@ -283,26 +287,4 @@ pub async fn erase(
         "messages": deleted.messages,
     });
     allow(&checked.origin, axum::Json(body).into_response())
-}
-
-/// Erases the visitor stored under `hash`, as they asked from the widget; `None` when there is
-/// none.
-async fn erase_stored(
-    app: &AppState,
-    hash: [u8; 32],
-) -> Result<Option<store::Deleted>, store::Error> {
-    let found = app
-        .readers
-        .read(move |c| store::find_visitor_record_by_token_hash(c, &hash))
-        .await?;
-    let Some(visitor) = found else {
-        return Ok(None);
-    };
-    let requester = Requester {
-        actor: Actor::visitor(visitor.id),
-        via: Via::Widget,
-    };
-    let hub = app.chat.hub();
-    let erased = privacy::erase_visitor(&app.writer, &app.readers, hub, &requester, visitor.id);
-    Ok(Some(erased.await?.unwrap_or_default()))
 }

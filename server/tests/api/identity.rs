@@ -438,7 +438,9 @@ async fn the_export_holds_the_verified_user_id_and_the_unverified_claims() {
     assert_eq!(exports[0]["visitor"]["id"], eve_id, "{exports}");
     let dry = cli(&app, &["erase", "--email", "eve@example.org"]);
     assert!(
-        dry.contains(&format!("  visitor {eve_id} on Acme")),
+        dry.contains(&format!(
+            "  visitor {eve_id} on Acme (eve@example.org, claimed by a page, unverified)"
+        )),
         "{dry}"
     );
 }

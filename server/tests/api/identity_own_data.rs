@@ -149,6 +149,57 @@ async fn a_verified_users_erasure_takes_the_browsers_chats_from_before_the_sign_
     assert_eq!(app.count("SELECT count(*) FROM visitors"), 0);
 }
 
+/// A browser that wrote anonymously, then signed in as `who` and is still connected: (its widget,
+/// its token).
+async fn signed_in_after(app: &TestApp, site: &str, who: &Value, text: &str) -> (Widget, String) {
+    let (mut anonymous, welcome) = app.visitor(site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(anonymous.say("a-1", text).await["type"], "ack");
+    (hello_as(app, site, &token, who.clone()).await, token)
+}
+
+#[tokio::test]
+async fn the_erasure_takes_the_pre_sign_in_chats_of_each_browser_connected_as_the_user() {
+    let (app, site, secret) = known_site().await;
+    let cy = json!({"id": "cy", "user_hash": user_hash(&secret, "cy")});
+    let (mut tablet, _) = signed_in_after(&app, &site, &cy, "tablet-before").await;
+    let (closed, closed_token) = signed_in_after(&app, &site, &cy, "closed-before").await;
+    drop(closed);
+    let (_, _, phone) = user_who_wrote(&app, (&site, &secret), "cy", "cy-after").await;
+
+    let erased = own_data(&app, "erase", &site, &phone, Some(&cy)).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(
+        erased.json()["messages"],
+        1,
+        "the user's history: {}",
+        erased.body
+    );
+    // The tablet forgets its token on `erased`: its chats from before the sign-in went first.
+    // (Before it, the phone's message reached the tablet live, as the same user's.)
+    let mut frame = tablet.recv().await;
+    while frame["type"] == "message" {
+        frame = tablet.recv().await;
+    }
+    assert_eq!(frame["type"], "erased", "{frame}");
+    let left = |body: &str| {
+        app.count(&format!(
+            "SELECT count(*) FROM messages WHERE body = '{body}'"
+        ))
+    };
+    assert_eq!(left("tablet-before"), 0);
+    // A browser not connected keeps its token, and its own request reaches both.
+    assert_eq!(left("closed-before"), 1);
+    let later = own_data(&app, "erase", &site, &closed_token, Some(&cy)).await;
+    assert_eq!(later.json()["messages"], 1, "{}", later.body);
+    assert_eq!(app.count("SELECT count(*) FROM visitors"), 0);
+    let recorded = app.count("SELECT count(*) FROM audit_events WHERE action = 'privacy.erased'");
+    assert_eq!(
+        recorded, 3,
+        "the user, the tablet's visitor, the closed browser's"
+    );
+}
+
 #[tokio::test]
 async fn the_own_data_rate_is_the_users_across_browsers() {
     let (app, site, secret) = known_site().await;

@@ -904,6 +904,22 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
         )
         .await;
     assert_eq!(status, 422);
+    // A fraction is told it must be a whole number, not the range of a Rust type that the
+    // field's own 1 to 36,500 contradicts.
+    let (status, body) = app
+        .api(
+            "PUT",
+            &path,
+            &admin,
+            Some(serde_json::json!({"retention_days": 1.5})),
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        body["error"]["message"],
+        "Field `retention_days`: invalid type: floating point `1.5`, expected a whole number \
+         (docs/api.md)."
+    );
     let (status, _) = app
         .api(
             "PUT",

@@ -36,6 +36,10 @@ pub struct PendingSignIn {
     /// The team requires two-factor and the user has none: they set it up first.
     pub must_enrol: bool,
     started: Instant,
+    /// Codes sent for this sign-in are checked one at a time: a racer (a double-click, a retry
+    /// on a slow link) waits for the first, then finds the sign-in finished and spends nothing.
+    /// Checked together, every racer spent its recovery code and only one made a session.
+    turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Half-finished sign-ins by their token's hash.
@@ -124,6 +128,7 @@ impl Accounts {
             next: next.to_owned(),
             must_enrol: !has_factor,
             started: now,
+            turn: Arc::default(),
         };
         let token = self.pending.insert(pending, now);
         Ok(if has_factor {
@@ -147,15 +152,15 @@ impl Accounts {
         code: &str,
         ip: IpAddr,
     ) -> Result<FinishedSignIn, Error> {
-        let pending = self.usable(token, false)?;
-        self.reserve_code(&pending, ip)?;
+        let (_turn, pending) = self.take_turn(token, false, ip).await?;
         let code = code.to_owned();
         let (id, key) = (pending.user, Arc::clone(&self.key));
         let passed = self
             .writer
             .write(move |c| {
-                let Some(user) = store::find_user(c, id)?.filter(|u| !u.is_disabled) else {
-                    return Ok(None);
+                let user = match enabled_user(c, id, ip)? {
+                    Ok(user) => user,
+                    Err(refused) => return Ok(Err(refused)),
                 };
                 let actor = Actor::user(&user, ip);
                 let passed = spend_second_factor(c, &key, id, &code)?;
@@ -177,12 +182,10 @@ impl Accounts {
                         audit::record(c, &actor, action, &target, &json!({"reason": reason}))?;
                     }
                 }
-                Ok(passed.map(|how| (user, how)))
+                Ok(passed.map(|how| (user, how)).ok_or(Error::BadCode))
             })
             .await?;
-        let Some((user, how)) = passed else {
-            return Err(Error::BadCode);
-        };
+        let (user, how) = self.refused_ends_disabled(token, passed)?;
         self.finish(token, &user, how, ip).await
     }
 
@@ -207,22 +210,20 @@ impl Accounts {
         code: &str,
         ip: IpAddr,
     ) -> Result<(FinishedSignIn, Vec<String>), Error> {
-        let pending = self.usable(token, true)?;
-        self.reserve_code(&pending, ip)?;
+        let (_turn, pending) = self.take_turn(token, true, ip).await?;
         let (code, id, key) = (code.to_owned(), pending.user, Arc::clone(&self.key));
         let enrolled = self
             .writer
             .write(move |c| {
-                let Some(user) = store::find_user(c, id)?.filter(|u| !u.is_disabled) else {
-                    return Ok(None);
+                let user = match enabled_user(c, id, ip)? {
+                    Ok(user) => user,
+                    Err(refused) => return Ok(Err(refused)),
                 };
                 let codes = confirm_pending(c, &key, (&Actor::user(&user, ip), &user), &code)?;
-                Ok(codes.map(|codes| (user, codes)))
+                Ok(codes.map(|codes| (user, codes)).ok_or(Error::BadCode))
             })
             .await?;
-        let Some((user, codes)) = enrolled else {
-            return Err(Error::BadCode);
-        };
+        let (user, codes) = self.refused_ends_disabled(token, enrolled)?;
         let finished = self.finish(token, &user, SecondFactor::Totp, ip).await?;
         Ok((finished, codes))
     }
@@ -234,11 +235,40 @@ impl Accounts {
             .ok_or(Error::SignInExpired)
     }
 
-    /// Reserves a failed code attempt before the code is checked, as the password path does.
-    fn reserve_code(&self, pending: &PendingSignIn, ip: IpAddr) -> Result<(), Error> {
-        self.code_throttle
+    /// Waits for this sign-in's turn to check a code (see [`PendingSignIn::turn`]), then
+    /// reserves a failed code attempt before the code is checked, as the password path does; a
+    /// refusal by the throttle is recorded like a password's. Returns the turn, held until the
+    /// code is checked and the sign-in finished, and the sign-in as it is then.
+    async fn take_turn(
+        &self,
+        token: &str,
+        must_enrol: bool,
+        ip: IpAddr,
+    ) -> Result<(tokio::sync::OwnedMutexGuard<()>, PendingSignIn), Error> {
+        let turn = Arc::clone(&self.usable(token, must_enrol)?.turn)
+            .lock_owned()
+            .await;
+        // The one before may have finished it, or it may have expired while waiting.
+        let pending = self.usable(token, must_enrol)?;
+        if let Err(throttled) = self
+            .code_throttle
             .reserve(&pending.email, ip, Instant::now())
-            .map_err(|t| Error::Throttled(t.retry_after()))
+        {
+            let (action, email) = (AuditAction::SignInThrottled, pending.email.clone());
+            self.record_attempt(action, email, Some(pending.user), ip)
+                .await;
+            return Err(Error::Throttled(throttled.retry_after()));
+        }
+        Ok((turn, pending))
+    }
+
+    /// `checked`, with the half-finished sign-in of a user disabled meanwhile ended: their next
+    /// attempt starts again with the password, and is refused there.
+    fn refused_ends_disabled<T>(&self, token: &str, checked: Result<T, Error>) -> Result<T, Error> {
+        if matches!(checked, Err(Error::Disabled)) {
+            self.pending.take(token, Instant::now());
+        }
+        checked
     }
 
     /// Spends the half-finished sign-in and starts the session; a second request finishing the
@@ -263,6 +293,26 @@ impl Accounts {
     }
 }
 
+/// The user behind a half-finished sign-in, unless disabled since the password step: then the
+/// attempt is recorded as a failed sign-in (`reason: disabled`) and refused as a disabled
+/// account's right password is.
+fn enabled_user(
+    c: &rusqlite::Connection,
+    id: UserId,
+    ip: IpAddr,
+) -> Result<Result<UserRow, Error>, store::Error> {
+    let Some(user) = store::find_user(c, id)? else {
+        return Ok(Err(Error::SignInExpired));
+    };
+    if user.is_disabled {
+        let (action, target) = (AuditAction::SignInFailed, Target::user(&user));
+        let detail = json!({"reason": "disabled"});
+        audit::record(c, &Actor::user(&user, ip), action, &target, &detail)?;
+        return Ok(Err(Error::Disabled));
+    }
+    Ok(Ok(user))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +324,7 @@ mod tests {
             next: "/inbox".to_owned(),
             must_enrol: false,
             started,
+            turn: Arc::default(),
         }
     }
 

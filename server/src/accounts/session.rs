@@ -257,7 +257,7 @@ impl Accounts {
 
     /// Records a failed or throttled sign-in. Deferred: it needs no commit of its own, and a
     /// lost record (the writer busy or stopping) must not turn the answer into a 500.
-    async fn record_attempt(
+    pub(super) async fn record_attempt(
         &self,
         action: AuditAction,
         email: String,

@@ -170,9 +170,14 @@ fn reset_two_factor(conn: &Connection, email: &str) -> anyhow::Result<()> {
     if !reset_two_factor_in(&tx, &Actor::cli(), &user)? {
         bail!("{email} has no two-factor sign-in");
     }
+    let next = if store::find_two_factor_required(&tx)? {
+        "the team requires two-factor, so after their password they set it up again"
+    } else {
+        "they sign in with their password alone"
+    };
     tx.commit()?;
     write_out(&format!(
-        "Two-factor sign-in of {email} is off and their sessions ended; they sign in with their password."
+        "Two-factor sign-in of {email} is off and their sessions ended; {next}."
     ))
 }
 

@@ -338,6 +338,64 @@ async fn code_guesses_are_throttled_and_a_right_password_does_not_reset_the_coun
     let refused = second_step(&app, &cookies, &code(&secret, 1)).await;
     assert_eq!(refused.status, 429);
     assert!(refused.header("retry-after").is_some());
+    // The refused guesses show in the audit log, as refused passwords do (a row a minute).
+    assert!(audit_count(&app, "session.sign_in_throttled", "%") >= 1);
+}
+
+/// A double-click (or a retry on a slow link) sends several codes for one half-finished sign-in:
+/// one signs in, and the others spend nothing.
+#[tokio::test]
+async fn recovery_codes_sent_together_sign_in_once_and_spend_one_code() {
+    let app = TestApp::spawn(&[]).await;
+    let (_, _, codes) = admin_with_two_factor(&app).await;
+    let (cookies, _) = password_step(&app, ADMIN).await;
+    let racers = codes[..3].iter().map(|code| {
+        let (app, cookies) = (&app, &cookies);
+        async move { second_step_post_only(app, cookies, code).await }
+    });
+    let answers = futures_util::future::join_all(racers).await;
+    let sessions = answers
+        .iter()
+        .filter(|a| a.cookie("porch_session").is_some())
+        .count();
+    assert_eq!(
+        sessions,
+        1,
+        "{:?}",
+        answers.iter().map(|a| a.status).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM recovery_codes WHERE used_at IS NOT NULL"),
+        1
+    );
+    assert_eq!(audit_count(&app, "two_factor.recovery_used", "%"), 1);
+}
+
+/// Disabled between the password and the code: told so, recorded, and the sign-in ends.
+#[tokio::test]
+async fn a_user_disabled_after_the_password_step_is_told_so_at_the_code() {
+    let app = TestApp::spawn(&[]).await;
+    let (_, secret, _) = admin_with_two_factor(&app).await;
+    let (cookies, _) = password_step(&app, ADMIN).await;
+    let page = send(&app, "GET", "/login/two-factor", &cookies, None).await;
+    let csrf = crate::inbox::csrf_in(&page.body);
+    app.db()
+        .execute("UPDATE users SET is_disabled = 1", [])
+        .expect("disable");
+    let body = form(&[("csrf", &csrf), ("code", &code(&secret, 1))]);
+    let refused = send(&app, "POST", "/login/two-factor", &cookies, Some(&body)).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body.contains("This account is disabled."),
+        "{}",
+        refused.body
+    );
+    assert_eq!(audit_count(&app, "session.sign_in_failed", "%disabled%"), 1);
+    let again = send(&app, "POST", "/login/two-factor", &cookies, Some(&body)).await;
+    assert_eq!(
+        again.header("location"),
+        Some("/login?notice=sign-in-expired")
+    );
 }
 
 #[tokio::test]
@@ -501,10 +559,8 @@ async fn an_admin_resets_a_lost_phone_and_an_agent_cannot() {
     );
 }
 
-#[tokio::test]
-async fn the_command_line_resets_a_locked_out_admin() {
-    let app = TestApp::spawn(&[]).await;
-    admin_with_two_factor(&app).await;
+/// `porch user reset-2fa ADMIN`: what it printed.
+fn reset_from_the_command_line(app: &TestApp) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_porch"))
         .arg("--data-dir")
         .arg(app.data_dir.path())
@@ -516,6 +572,18 @@ async fn the_command_line_resets_a_locked_out_admin() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn the_command_line_resets_a_locked_out_admin() {
+    let app = TestApp::spawn(&[]).await;
+    admin_with_two_factor(&app).await;
+    let said = reset_from_the_command_line(&app);
+    assert!(
+        said.contains("they sign in with their password alone"),
+        "{said}"
+    );
     assert_eq!(app.count("SELECT count(*) FROM user_totp"), 0);
     assert_eq!(
         app.count(
@@ -525,6 +593,22 @@ async fn the_command_line_resets_a_locked_out_admin() {
     );
     let (_, answer) = password_step(&app, ADMIN).await;
     assert!(answer.cookie("porch_session").is_some());
+}
+
+/// Under the team's requirement the reset leads to setting two-factor up again, as it says.
+#[tokio::test]
+async fn the_command_lines_reset_says_the_team_requirement_leads_to_setup() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, ..) = admin_with_two_factor(&app).await;
+    let required = post(&app, &admin, "/team/two-factor", &[("required", "on")]).await;
+    assert_eq!(required.status, 303);
+    let said = reset_from_the_command_line(&app);
+    assert!(
+        said.contains("after their password they set it up again"),
+        "{said}"
+    );
+    let (_, answer) = password_step(&app, ADMIN).await;
+    assert_eq!(answer.header("location"), Some("/login/two-factor/setup"));
 }
 
 #[tokio::test]

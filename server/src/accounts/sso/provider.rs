@@ -283,7 +283,9 @@ impl Sso {
         let claims = Claims {
             issuer: claims.issuer().to_string(),
             subject: claims.subject().to_string(),
-            email: claims.email().map(|email| email.to_string()),
+            // Trimmed once here, so the lookup, the provisioned domains and a new account all
+            // read the same address: a trailing space was refused where a leading one passed.
+            email: claims.email().map(|email| email.trim().to_owned()),
             email_verified: claims.email_verified(),
             name: claims
                 .name()

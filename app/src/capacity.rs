@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use crate::chart::{Chart, format_number, render_svg};
 use crate::layout::{Nav, Section, document};
-use crate::time::format_time;
+use crate::time::{format_time, time_view};
 
 /// The ranges offered: (query value, label).
 pub const RANGES: [(&str, &str); 4] = [
@@ -95,6 +95,9 @@ pub struct GraphsView {
     pub refresh_secs: u32,
     /// Why the last hour's traffic gave no estimate; `None` when it gave one.
     pub shortfall: Option<TrafficShortfall>,
+    /// When Porch started, if less than an hour ago: what it keeps in memory (the last hour)
+    /// begins there, so the headroom from traffic and the short ranges say so.
+    pub started_at: Option<i64>,
 }
 
 /// A recorded load-test run in the list.
@@ -202,11 +205,23 @@ fn rate(value: f64) -> String {
     format_number(value.round())
 }
 
-fn headroom_text(headroom: Option<HeadroomView>, shortfall: Option<TrafficShortfall>) -> AnyView {
+/// The traffic the headroom is measured from: the last hour, or what came since a start within it.
+fn traffic_span(started_at: Option<i64>) -> AnyView {
+    match started_at {
+        Some(at) => view! { "the traffic since Porch started ("{time_view(at)}")" }.into_any(),
+        None => "the last hour's traffic".into_any(),
+    }
+}
+
+fn headroom_text(
+    headroom: Option<HeadroomView>,
+    shortfall: Option<TrafficShortfall>,
+    started_at: Option<i64>,
+) -> AnyView {
     let short = shortfall.map_or_else(String::new, |s| s.describe());
     let Some(h) = headroom else {
         return view! {
-            <p>"No headroom estimate yet: the last hour's traffic could not measure the CPU cost \
+            <p>"No headroom estimate yet: "{traffic_span(started_at)}" could not measure the CPU cost \
                 per message ("{short}"), and no recorded load test measured it (only the Porch \
                 stairs that passed count, and a run against another server with "<code>"--url"</code>
                 " measures no server CPU). Run "<code>"porch loadtest"</code>
@@ -234,27 +249,32 @@ fn headroom_text(headroom: Option<HeadroomView>, shortfall: Option<TrafficShortf
             busy_seconds,
             baseline_pct,
         } => view! {
-            <p class="muted small">{format!(
-                "Measured from the last hour's traffic: {} messages in {busy_seconds} busy seconds, \
-                 counting the CPU above the idle baseline ({baseline_pct:.1} % of a core).",
+            <p class="muted small">"Measured from "{traffic_span(started_at)}{format!(
+                ": {} messages in {busy_seconds} busy seconds, counting the CPU above the idle \
+                 baseline ({baseline_pct:.1} % of a core).",
                 rate(messages)
             )}</p>
         }
         .into_any(),
         Basis::LoadTest {
             run_id,
-            started_at,
+            started_at: run_started_at,
             capacity,
         } => {
-            let (iso, when) = format_time(started_at);
+            let (iso, when) = format_time(run_started_at);
             let found = capacity.map_or_else(
                 || "no stair passed".to_owned(),
-                |c| format!("capacity found {} messages a second", format_number(f64::from(c))),
+                |c| {
+                    format!(
+                        "capacity found {} messages a second",
+                        format_number(f64::from(c))
+                    )
+                },
             );
             view! {
                 <p class="muted small">
-                    "The last hour's traffic could not measure the cost ("{short}"), so it \
-                    comes from the newest "
+                    "The cost could not be measured from "{traffic_span(started_at)}" ("{short}"), \
+                    so it comes from the newest "
                     <a href=format!("/capacity/runs/{run_id}")>"load test"</a>", run "
                     <time datetime=iso>{when}</time>" ("{found}")."
                 </p>
@@ -309,8 +329,13 @@ fn Graphs(view: GraphsView) -> impl IntoView {
         <section id="capacity-graphs" data-refresh=refresh data-refresh-every=view.refresh_secs.to_string()>
             <div class="card">
                 <h2>"Headroom"</h2>
-                {headroom_text(view.headroom, view.shortfall)}
+                {headroom_text(view.headroom, view.shortfall, view.started_at)}
             </div>
+            {view.started_at.map(|at| view! {
+                <p class="muted small" data-capacity="restarted">"Porch started "{time_view(at)}
+                    ": the last hour is kept in memory only, so the 15-minute and 1-hour graphs \
+                    begin there; the 24-hour and 7-day ones keep the minutes stored before."</p>
+            })}
             <div class="charts">{charts}</div>
         </section>
     }
@@ -319,6 +344,17 @@ fn Graphs(view: GraphsView) -> impl IntoView {
 /// The graphs section alone (the page's live refresh replaces it).
 pub fn render_capacity_graphs(view: GraphsView) -> String {
     view! { <Graphs view/> }.to_html()
+}
+
+/// A capacity found, as a limit only when a stair above it failed: when every stair passed, the
+/// highest is just the fastest rate asked for, and the box takes that much or more.
+fn at_least(capacity: u32, every_stair_passed: bool) -> String {
+    let rate = format_number(f64::from(capacity));
+    if every_stair_passed {
+        format!("{rate} msg/s or more")
+    } else {
+        format!("{rate} msg/s")
+    }
 }
 
 /// A run's result in the list: without a capacity found, no Porch stair passed, which "some
@@ -346,7 +382,7 @@ fn Runs(runs: Vec<RunItemView>) -> impl IntoView {
             let (iso, when) = format_time(run.started_at);
             let capacity = run.capacity.map_or_else(
                 || "none passed".to_owned(),
-                |c| format!("{} msg/s", format_number(f64::from(c))),
+                |c| at_least(c, run.is_passed),
             );
             let result = run_result(run.is_passed, run.capacity);
             let badge = if run.is_passed { "badge badge-open" } else { "badge badge-danger" };
@@ -365,7 +401,7 @@ fn Runs(runs: Vec<RunItemView>) -> impl IntoView {
         .collect_view();
     view! {
         <table class="table" id="loadtest-runs">
-            <thead><tr><th>"Run"</th><th>"Capacity found"</th><th>"Result"</th><th>"CPU per message"</th></tr></thead>
+            <thead><tr><th>"Run"</th><th>"Highest stair passed"</th><th>"Result"</th><th>"CPU per message"</th></tr></thead>
             <tbody>{rows}</tbody>
         </table>
     }
@@ -447,9 +483,10 @@ fn opt(value: Option<f64>, digits: usize) -> String {
 
 #[component]
 fn SeriesTable(series: SeriesView) -> impl IntoView {
+    let every_stair_passed = series.stairs.iter().all(|s| s.passed);
     let capacity = series.capacity.map_or_else(
         || "no stair passed".to_owned(),
-        |c| format!("capacity {} msg/s", format_number(f64::from(c))),
+        |c| format!("capacity {}", at_least(c, every_stair_passed)),
     );
     let rows = series
         .stairs

@@ -145,6 +145,17 @@ impl Snapshot {
         None
     }
 
+    /// [`Self::quantile`], but no higher than `max`, the largest value recorded over the same
+    /// interval: a bucket's upper bound can lie above every value in it, and a p99 shown above
+    /// the max beside it reads as a bug. A `max` below the quantile's bucket (a value counted
+    /// in this interval whose max was taken with the previous one) is ignored: never lower.
+    pub fn quantile_within(&self, q: f64, max: u64) -> Option<u64> {
+        self.quantile(q).map(|value| {
+            let (low, _) = bucket_bounds(bucket_of(value));
+            if max >= low { value.min(max) } else { value }
+        })
+    }
+
     /// Counts of values below each power-of-two microsecond bound from 2^`from` to 2^`to`
     /// (per bucket, not cumulative), plus the rest: the coarse buckets `/metrics` shows.
     pub fn power_of_two_buckets(&self, from: u32, to: u32) -> Vec<(u64, u64)> {
@@ -189,6 +200,24 @@ mod tests {
         assert!((9900..=9900 * 9 / 8).contains(&p99), "p99 {p99}");
         assert_eq!(h.take_max(), 10_000);
         assert_eq!(h.take_max(), 0);
+    }
+
+    #[test]
+    fn a_quantile_within_the_max_never_exceeds_it() {
+        let h = LogHistogram::default();
+        for v in [22_971, 22_971, 22_971] {
+            h.record_value(v);
+        }
+        let s = h.snapshot();
+        let max = h.take_max();
+        assert!(
+            s.quantile(0.99).expect("values") > max,
+            "the bucket's top is above the value"
+        );
+        assert_eq!(s.quantile_within(0.99, max), Some(22_971));
+        assert_eq!(s.quantile_within(0.5, max), Some(22_971));
+        // A max taken before the interval's values reached it does not pull the quantile down.
+        assert_eq!(s.quantile_within(0.99, 100), s.quantile(0.99));
     }
 
     #[test]

@@ -296,6 +296,7 @@ async fn graphs(app: &AppState, range: Range) -> Result<GraphsView, PageError> {
         headroom,
         refresh_secs: range.refresh_secs(),
         shortfall,
+        started_at: app.capacity.started_within_memory(),
     })
 }
 

@@ -153,6 +153,13 @@ fn check_flags(args: &LoadtestArgs) -> anyhow::Result<()> {
     if args.stairs.is_empty() || args.visitors == 0 {
         bail!("--stairs and --visitors must not be empty or zero");
     }
+    match (&args.url, args.site_keys.is_empty()) {
+        (Some(_), true) => bail!("--url needs at least one --site: a site key of that server"),
+        (None, false) => {
+            bail!("--site names sites of a --url target; scratch servers make their own")
+        }
+        _ => {}
+    }
     if args.slack_channel_limit.is_some() && args.slack_delay.is_none() {
         bail!("--slack-channel-limit limits the Slack mock, which only runs with --slack-delay");
     }
@@ -274,9 +281,6 @@ fn run_stair(
         (None, Some(url)) => loopback_url(url)?,
         (None, None) => bail!("no target"),
     };
-    if sites.is_empty() {
-        bail!("--url needs at least one --site");
-    }
     let pick = |n: u32, keys: &[String]| -> Vec<String> {
         (0..n as usize)
             .map(|i| keys[i % keys.len()].clone())

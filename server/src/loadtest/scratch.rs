@@ -98,16 +98,19 @@ impl Scratch {
     /// until the exit, so the run cannot start another server meanwhile.
     fn stop_all_and_exit(&self, signal: &str, code: i32) -> ! {
         let mut entries = self.lock();
+        // A run against `--url` has none to speak of.
+        let stopped = if entries.live.is_empty() {
+            ""
+        } else {
+            "stopped its scratch servers and removed their data directories; "
+        };
         for (_, entry) in entries.live.drain() {
             entry.stop();
         }
         let _ = std::io::Write::write_all(
             &mut std::io::stderr(),
-            format!(
-                "porch loadtest: interrupted by {signal}; stopped its scratch servers and removed \
-                 their data directories; no results were saved\n"
-            )
-            .as_bytes(),
+            format!("porch loadtest: interrupted by {signal}; {stopped}no results were saved\n")
+                .as_bytes(),
         );
         std::process::exit(code);
     }

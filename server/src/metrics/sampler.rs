@@ -57,6 +57,8 @@ pub struct Capacity {
     recent: Mutex<VecDeque<Sample>>,
     keep: usize,
     pub timing: SamplerTiming,
+    /// When this process began sampling (Unix ms): the samples in memory begin there.
+    started_at_ms: i64,
 }
 
 impl Capacity {
@@ -67,7 +69,14 @@ impl Capacity {
             recent: Mutex::new(VecDeque::with_capacity(keep.min(4096))),
             keep,
             timing,
+            started_at_ms: now_ms(),
         }
+    }
+
+    /// When this process began sampling, if less than the span kept in memory ago: what is in
+    /// memory (the short ranges, the headroom from traffic) begins there rather than an hour ago.
+    pub fn started_within_memory(&self) -> Option<i64> {
+        (now_ms() - self.started_at_ms < millis(IN_MEMORY)).then_some(self.started_at_ms)
     }
 
     fn push(&self, sample: Sample) {
@@ -195,8 +204,8 @@ fn sample_between(before: &Reading, now: &Reading, sources: &Sources, at_ms: i64
         Series::Messages,
         Some(per_sec(now.stored, before.stored, seconds)),
     );
-    set(Series::AckP50, acks.quantile(0.5).map(ms));
-    set(Series::AckP99, acks.quantile(0.99).map(ms));
+    set(Series::AckP50, acks.quantile_within(0.5, ack_max).map(ms));
+    set(Series::AckP99, acks.quantile_within(0.99, ack_max).map(ms));
     set(Series::AckMax, has_acks.then(|| ms(ack_max)));
     #[allow(clippy::cast_precision_loss)]
     {
@@ -227,7 +236,10 @@ fn sample_between(before: &Reading, now: &Reading, sources: &Sources, at_ms: i64
 
     let lag = now.lag.since(&before.lag);
     let lag_max = meters.loop_lag.take_max();
-    set(Series::LoopLagP99, lag.quantile(0.99).map(ms));
+    set(
+        Series::LoopLagP99,
+        lag.quantile_within(0.99, lag_max).map(ms),
+    );
     set(Series::LoopLagMax, (lag.count() > 0).then(|| ms(lag_max)));
     if now.workers > 0 {
         let busy = now.busy.saturating_sub(before.busy).as_secs_f64();
@@ -276,7 +288,10 @@ fn sample_work(
 
     let job_lag = now.job_lag.since(&before.job_lag);
     let job_lag_max = meters.jobs.lag.take_max();
-    set(Series::JobLagP99, job_lag.quantile(0.99).map(ms));
+    set(
+        Series::JobLagP99,
+        job_lag.quantile_within(0.99, job_lag_max).map(ms),
+    );
     set(
         Series::JobLagMax,
         (job_lag.count() > 0).then(|| ms(job_lag_max)),

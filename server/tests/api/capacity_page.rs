@@ -32,6 +32,18 @@ async fn the_capacity_page_is_for_admins_only() {
         page.body
     );
     assert!(page.body.contains("No load test recorded yet"));
+    // Started moments ago: the hour kept in memory begins at the start, and the page says so.
+    assert!(
+        page.body
+            .contains("No headroom estimate yet: <!>the traffic since Porch started (<time"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains(r#"data-capacity="restarted""#),
+        "{}",
+        page.body
+    );
     assert!(
         page.body
             .contains(r#"<a href="/capacity" aria-current="page">Capacity</a>"#)

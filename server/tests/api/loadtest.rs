@@ -198,3 +198,33 @@ fn flags_that_need_scratch_servers_are_refused_with_url() {
         "{stderr}"
     );
 }
+
+/// `--url` and `--site` go together: either alone is refused before anything starts, naming
+/// the missing half, rather than at the first stair or silently.
+#[test]
+fn url_and_site_are_refused_one_without_the_other() {
+    for (flags, expected) in [
+        (
+            &["--url", "ws://127.0.0.1:19949"][..],
+            "--url needs at least one --site: a site key of that server",
+        ),
+        (
+            &["--site", "s_x"][..],
+            "--site names sites of a --url target; scratch servers make their own",
+        ),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_porch"))
+            .args(["--data-dir", "/nonexistent", "loadtest", "--no-echo"])
+            .args(flags)
+            .env_remove("PORCH_DATA_DIR")
+            .output()
+            .expect("run porch loadtest");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{flags:?}: {stderr}");
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+        assert!(
+            !stderr.contains("stair"),
+            "refused before a stair: {stderr}"
+        );
+    }
+}

@@ -31,9 +31,19 @@ pub struct SiteHoursView {
     pub state: HoursState,
     pub values: SiteHoursFormValues,
     pub notice: Option<Notice>,
-    /// Whether a visitor's address gets replies by email (SMTP configured, the site's email on):
-    /// without it the widget asks for none and promises none, which the page says.
-    pub mails_replies: bool,
+    /// Whether a visitor's address gets replies by email: without it the widget asks for none
+    /// and promises none, which the page says, with the reason.
+    pub mails_replies: MailReplies,
+}
+
+/// Whether replies can go to visitors by email, and if not, what is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailReplies {
+    On,
+    /// SMTP is configured; the site's email is off.
+    SiteEmailOff,
+    /// The server has no SMTP settings, so no site can send mail.
+    NotConfigured,
 }
 
 /// Whether the chat is open now, by the site's hours.
@@ -66,6 +76,36 @@ pub fn business_hours_link(key: &str) -> impl IntoView {
                 message and offers replies by email."</p>
             <a class="button" href=format!("/sites/{key}/hours")>"Business hours"</a>
         </section>
+    }
+}
+
+/// Under the out-of-hours choice, when replies cannot go by email: why, and where to fix it.
+fn mail_replies_hint(mails_replies: MailReplies, key: &str) -> Option<AnyView> {
+    match mails_replies {
+        MailReplies::On => None,
+        MailReplies::SiteEmailOff => Some(
+            view! {
+                <p class="hint warning" data-mail-replies="site-off">
+                    "Email is off for this site, so the chat does neither: it asks for no \
+                     address and promises no reply by email. Turn it on on the site's "
+                    <a href=format!("/sites/{key}/email")>"Email page"</a>"."
+                </p>
+            }
+            .into_any(),
+        ),
+        MailReplies::NotConfigured => Some(
+            view! {
+                <p class="hint warning" data-mail-replies="no-smtp">
+                    "Email is not configured on this server, so the chat does neither: it \
+                     asks for no address and promises no reply by email. Set "
+                    <code>"PORCH_SMTP_URL"</code>" and "<code>"PORCH_MAIL_FROM"</code>
+                    " and restart Porch ("<a href="/docs/configuration.md">"configuration"</a>
+                    "), then turn email on on the site's "
+                    <a href=format!("/sites/{key}/email")>"Email page"</a>"."
+                </p>
+            }
+            .into_any(),
+        ),
     }
 }
 
@@ -138,8 +178,8 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                 <label for="away_messages">"Away message in other languages"</label>
                 <textarea id="away_messages" name="away_messages" rows="3"
                     aria-describedby="away-messages-hint">{crate::textarea_text(&values.away_messages)}</textarea>
-                <p class="hint" id="away-messages-hint">"Optional, one a line with the language's code, like "
-                    <code>"de: Wir sind gerade nicht da."</code>". A widget in that language shows it \
+                <p class="hint" id="away-messages-hint">"Optional, one a line with the language's code first ("
+                    <code>"de: Wir sind gerade nicht da."</code>"). A widget in that language shows it \
                     instead of the away message above."</p>
             </div>
             <fieldset>
@@ -150,13 +190,7 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                     <label><input type="radio" name="out_of_hours" value="accept" checked=!is_email/>
                         " Take chats with a \"we reply by email\" note"</label>
                 </div>
-                {(!mails_replies).then(|| view! {
-                    <p class="hint warning">
-                        "Email is off for this site, so the chat does neither: it asks for no \
-                         address and promises no reply by email. Turn it on on the site's "
-                        <a href=format!("/sites/{key}/email")>"Email page"</a>"."
-                    </p>
-                })}
+                {mail_replies_hint(mails_replies, &key)}
             </fieldset>
             <button type="submit" class="button button-primary">"Save hours"</button>
         </form>

@@ -245,9 +245,9 @@ fn language_fields(
         <div class="field">
             <label for="greetings">"Greetings in other languages"</label>
             <textarea id="greetings" name="greetings" rows="3" aria-describedby="greetings-hint">{crate::textarea_text(greetings)}</textarea>
-            <p class="hint" id="greetings-hint">"Optional, one a line with the language's code, like "
-                <code>"de: Hallo! Wie k\u{f6}nnen wir helfen?"</code>". A widget in that language shows it \
-                instead of the greeting above."</p>
+            <p class="hint" id="greetings-hint">"Optional, one a line with the language's code first ("
+                <code>"de: Hallo! Wie k\u{f6}nnen wir helfen?"</code>"). A widget in that language shows \
+                it instead of the greeting above."</p>
         </div>
     }
 }

@@ -242,6 +242,35 @@ test("an Arabic browser gets a right-to-left panel with the visitor's messages o
     }
   });
 
+test("the launcher takes its label's direction, not the page's: English on a right-to-left page, Arabic on any",
+  { timeout: 60000 }, async () => {
+    const english = await site("Launcher on RTL");
+    // The site's own label, as an owner writes it on the site page (the snippet carries it).
+    const origin = await hostOrigin();
+    const added = await world.porch.addSite("Arabic label", origin);
+    const label = JSON.stringify("\u062a\u062d\u062f\u062b \u0645\u0639\u0646\u0627");
+    const snippet = added.snippet.replace(/"label":"[^"]*"/, `"label":${label}`);
+    assert.notEqual(snippet, added.snippet, "the snippet carries a label");
+    const arabic = { host: await hostPage(origin, snippet) };
+    hosts.push(arabic.host);
+    const context = await world.browser.newContext({ locale: "en-US" });
+    try {
+      const page = await context.newPage();
+      const launcher = async (url, pageDir) => {
+        await page.goto(url);
+        await page.evaluate((dir) => { document.documentElement.dir = dir; }, pageDir);
+        return page.locator("[data-porch=launcher]").evaluate((b) => ({
+          direction: getComputedStyle(b).direction,
+          iconFirst: b.querySelector("svg").getBoundingClientRect().left < b.querySelector("span").getBoundingClientRect().left,
+        }));
+      };
+      assert.deepEqual(await launcher(english.host.url, "rtl"), { direction: "ltr", iconFirst: true });
+      assert.deepEqual(await launcher(arabic.host.url, "ltr"), { direction: "rtl", iconFirst: false });
+    } finally {
+      await context.close();
+    }
+  });
+
 test("a translation that cannot be fetched leaves the panel in English, without an error", { timeout: 60000 },
   async () => {
     const { host } = await site("Offline texts");

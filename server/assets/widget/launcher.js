@@ -66,8 +66,10 @@
           ".n{position:fixed;bottom:82px;" + side + ":20px;max-width:260px;margin:0;padding:10px 14px;" +
           "border-radius:10px;background:#111827;color:#fff;font:14px/1.4 " + F + ";box-shadow:0 4px 16px #0003}" +
           ".n[hidden]{display:none}@media (max-width:480px){.l{padding:0 14px}.l span{display:none}}";
-        root.innerHTML = "<p class=n data-porch=unavailable role=status hidden>Chat is unavailable, try again</p>" +
-          "<button class=l type=button data-porch=launcher aria-expanded=false><svg viewBox='0 0 24 24' " +
+        // dir=auto: the label's own direction, not the page's (all:initial keeps the page's `direction`), so an
+        // English label stays icon-first on a right-to-left page and an Arabic one mirrors on any page.
+        root.innerHTML = "<p class=n data-porch=unavailable role=status dir=auto hidden>Chat is unavailable, try again</p>" +
+          "<button class=l type=button data-porch=launcher aria-expanded=false dir=auto><svg viewBox='0 0 24 24' " +
           "fill=none stroke=currentColor stroke-width=2 stroke-linejoin=round aria-hidden=true>" +
           "<path d='M21 12a8 8 0 0 1-11.8 7L4 20.5l1.5-4.9A8 8 0 1 1 21 12z'/></svg><span></span></button>";
         // A constructed sheet, not a <style> element: a strict CSP (no style-src 'unsafe-inline') allows it.

@@ -54,8 +54,8 @@ impl NoticeQuery {
             "site-created" => "Site created. Paste the snippet below into your pages.",
             "site-saved" => {
                 "Changes saved. New chat windows use them at once, except the colour, the corner \
-                 and the launcher's language, which the snippet carries: paste the new snippet \
-                 below into your pages after changing those."
+                 and the widget language, which the snippet carries: paste the new snippet below \
+                 into your pages after changing those."
             }
             "site-deleted" => "Site deleted.",
             "role-changed" => "Role changed.",

@@ -5,7 +5,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use porch_app::layout::{Notice, Section};
-use porch_app::site_hours::{HoursState, SiteHoursFormValues, SiteHoursView, render_site_hours};
+use porch_app::site_hours::{
+    HoursState, MailReplies, SiteHoursFormValues, SiteHoursView, render_site_hours,
+};
 
 use crate::audit::Actor;
 use crate::chat::{self, SiteHoursInput};
@@ -32,7 +34,10 @@ const DAY_FIELDS: [&str; 7] = [
 
 /// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone), and whether
 /// a visitor's address gets replies by email (what "out of hours" offers depends on it).
-async fn page_state(app: &AppState, site: &SiteRow) -> Result<(HoursState, bool), PageError> {
+async fn page_state(
+    app: &AppState,
+    site: &SiteRow,
+) -> Result<(HoursState, MailReplies), PageError> {
     let hours = chat::find_site_hours(&app.readers, site.id).await?;
     let id = site.id;
     let email_on = app
@@ -46,13 +51,18 @@ async fn page_state(app: &AppState, site: &SiteRow) -> Result<(HoursState, bool)
         (true, false, Some(at)) => HoursState::ClosedUntil(at),
         (true, false, None) => HoursState::ClosedForGood,
     };
-    Ok((state, email_on && app.mailer.is_some()))
+    let mails_replies = match (app.mailer.is_some(), email_on) {
+        (false, _) => MailReplies::NotConfigured,
+        (true, false) => MailReplies::SiteEmailOff,
+        (true, true) => MailReplies::On,
+    };
+    Ok((state, mails_replies))
 }
 
 fn page(
     who: &SignedIn,
     site: &SiteRow,
-    (has_hours, state, mails_replies): (bool, HoursState, bool),
+    (has_hours, state, mails_replies): (bool, HoursState, MailReplies),
     input: &SiteHoursInput,
     notice: Option<Notice>,
 ) -> String {

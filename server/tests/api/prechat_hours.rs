@@ -265,12 +265,15 @@ async fn saving_and_removing_hours_is_audited_escaped_and_for_admins_only() {
     )
     .await;
     assert_eq!(page.status, 200);
-    // No SMTP here: the page says the out-of-hours choice asks for and promises nothing.
+    // No SMTP here: the page says the out-of-hours choice asks for and promises nothing, and
+    // names what is missing, not the site's email setting nothing could turn on.
     assert!(
-        page.body.contains("Email is off for this site"),
+        page.body.contains("Email is not configured on this server")
+            && page.body.contains("<code>PORCH_SMTP_URL</code>"),
         "{}",
         page.body
     );
+    assert!(!page.body.contains("Email is off for this site"));
     assert!(
         page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
         "{}",

@@ -14,8 +14,23 @@ pub fn describe(err: reqwest::Error) -> String {
     described(&error_chain(&err.without_url()), is_timeout)
 }
 
-/// [`describe`] on an error's chain of texts.
-fn described(chain: &str, is_timeout: bool) -> String {
+/// Certificate refusals rustls names only by their Rust variant
+/// (`invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))`), in words.
+const CERTIFICATE_WORDS: [(&str, &str); 4] = [
+    (
+        "CaUsedAsEndEntity",
+        "the server shows a certificate authority's certificate as its own (a self-signed one?)",
+    ),
+    (
+        "UnknownIssuer",
+        "it is issued by an authority this server does not trust (a self-signed one?)",
+    ),
+    ("Expired", "it has expired"),
+    ("NotValidYet", "it is not valid yet (check the clocks)"),
+];
+
+/// [`describe`] on an error's chain of texts (also for a mail server that gave no SMTP answer).
+pub fn described(chain: &str, is_timeout: bool) -> String {
     let lower = chain.to_lowercase();
     let deepest = chain.rsplit(": ").next().unwrap_or_default();
     let text = if is_timeout {
@@ -24,6 +39,10 @@ fn described(chain: &str, is_timeout: bool) -> String {
         // "…: invalid peer certificate: certificate not valid for name "x"; certificate is only
         // valid for DnsName(…), …": the deepest cause, without the list.
         let why = deepest.split("; ").next().unwrap_or_default();
+        let why = CERTIFICATE_WORDS
+            .iter()
+            .find(|(variant, _)| why.contains(variant))
+            .map_or(why, |(_, words)| words);
         format!("the TLS certificate was refused: {why}")
     } else if lower.contains("connection refused") {
         "could not connect: connection refused".to_owned()
@@ -59,6 +78,17 @@ mod tests {
         assert_eq!(
             described(chain, false),
             "the TLS certificate was refused: certificate not valid for name \"93.184.215.14\""
+        );
+    }
+
+    #[test]
+    fn a_certificate_refusal_rustls_names_by_its_variant_is_said_in_words() {
+        let chain = "Connection error: Connection error: invalid peer certificate: \
+                     Other(OtherError(CaUsedAsEndEntity))";
+        assert_eq!(
+            described(chain, false),
+            "the TLS certificate was refused: the server shows a certificate authority's \
+             certificate as its own (a self-signed one?)"
         );
     }
 

@@ -556,3 +556,37 @@ async fn conversations_started_close_together_share_one_digest() {
         4
     );
 }
+
+/// A mail server that gives no SMTP answer is described in words, not as lettre's chain of
+/// errors ("Connection error: Connection error: …").
+#[tokio::test]
+async fn a_failed_connection_to_the_smtp_server_is_said_in_words() {
+    let sink = Sink::start();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let closed_port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    for (url, expected) in [
+        (
+            format!("smtp://127.0.0.1:{closed_port}"),
+            "The test mail was not sent: could not connect: connection refused",
+        ),
+        (
+            format!("smtp://127.0.0.1:{}?tls=required", sink.port),
+            "The test mail was not sent: the SMTP server does not offer STARTTLS, and the SMTP URL \
+             requires TLS",
+        ),
+    ] {
+        let app = TestApp::spawn(&["--smtp-url", &url, "--mail-from", "chat@porch.test"]).await;
+        let admin = app.add_user_token("Ana", "admin");
+        let (status, answer) = app
+            .api(
+                "POST",
+                "/api/v1/email/test",
+                &admin,
+                Some(json!({"to": "admin@example.com"})),
+            )
+            .await;
+        assert_eq!(status, 422, "{answer}");
+        assert_eq!(answer["error"]["message"], expected, "{url}");
+    }
+}

@@ -74,13 +74,25 @@ pub fn escape(text: &str) -> String {
         if matches!(
             c,
             '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '#' | '-' | '[' | ']' | '(' | ')' | '<'
-        ) {
+        ) || (c == '.' && rest[1..].starts_with(' ') && numbers_a_line(&out))
+        {
             out.push('\\');
         }
         out.push(c);
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+/// Whether `out` ends in a line's number and nothing before it but spaces (`  12`): a `.` and
+/// a space after it would make the line an ordered list, which Discord renumbers.
+fn numbers_a_line(out: &str) -> bool {
+    let line = out
+        .rsplit('\n')
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches(' ');
+    !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The length of the link `text` starts with, as Discord finds one: `http://` or `https://`
@@ -239,7 +251,9 @@ fn display_name(name: &str) -> String {
 /// A forum thread's name: "Visitor · Site", the visitor's part cleaned as a username is, so a
 /// name of nothing but "Clyde" still gives "Visitor · Shop".
 fn thread_name(visitor: &str, site: &str) -> String {
-    format!("{} · {site}", display_name(visitor))
+    // Marked after the clean-up, as a post's username is: "Ana (Porch)discord" is "Ana (Porch)".
+    let shown = marked_visitor_name(&display_name(visitor), NAME_LIMIT);
+    format!("{shown} · {site}")
 }
 
 /// The body of one post.
@@ -459,6 +473,9 @@ mod tests {
     #[test]
     fn markdown_is_escaped() {
         assert_eq!(escape("**hi** @everyone"), "\\*\\*hi\\*\\* @everyone");
+        // A numbered line would be an ordered list; a number elsewhere stays as typed.
+        assert_eq!(escape("1. one\n  12. two"), "1\\. one\n  12\\. two");
+        assert_eq!(escape("v1. x 3.5 a 2. b"), "v1. x 3.5 a 2. b");
         assert_eq!(escape("[x](http://a)"), "\\[x\\]\\(http://a\\)");
         // Links stay as typed, and what follows them is escaped again.
         assert_eq!(
@@ -575,6 +592,10 @@ mod tests {
         assert_eq!(display_name(" here "), "Visitor");
         assert_eq!(thread_name("  Clyde   DISCORD  ", "Shop"), "Visitor · Shop");
         assert_eq!(thread_name("Ann  Lee", "Shop"), "Ann Lee · Shop");
+        assert_eq!(
+            thread_name("Ana (Porch)discord", "Shop"),
+            "Ana (Porch) (visitor) · Shop"
+        );
         assert_eq!(display_name("here we go"), "here we go");
         assert_eq!(display_name(&"a".repeat(200)).len(), NAME_LIMIT);
     }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use lettre::message::{Mailbox, MultiPart};
 
-use super::mailer::{Mailer, escape_html, html_lines, html_page, indented};
+use super::mailer::{Mailer, escape_html, html_lines, html_page, indented, smtp_words};
 use super::{agent_mail, digest};
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
@@ -33,7 +33,7 @@ pub(super) fn classify(err: &lettre::transport::smtp::Error) -> Outcome {
         }
     } else {
         Outcome::Retry {
-            error: format!("SMTP: {err}"),
+            error: format!("SMTP: {}", smtp_words(err)),
             not_before: None,
         }
     }

@@ -76,7 +76,7 @@ pub(super) async fn digest(
             .or(w.visitor_email.as_deref())
             .map_or_else(|| "A visitor".to_owned(), one_line);
         let url = format!("{}/conversations/{}", destinations.public_url, w.id);
-        let first: String = w.first_message.chars().take(300).collect();
+        let first = opening(&w.first_message);
         let _ = writeln!(text, "- {who}:\n{}\n  {url}\n", indented(&first, "  > "));
         let _ = write!(
             html,
@@ -166,9 +166,33 @@ async fn send_each(
     })
 }
 
+/// Characters of a conversation's first message a digest shows.
+const OPENING_CHARS: usize = 300;
+
+/// The start of a first message, marked with "…" when it goes on, so an agent knows there is
+/// more to read in Porch.
+fn opening(first_message: &str) -> String {
+    let mut shown: String = first_message.chars().take(OPENING_CHARS).collect();
+    if shown.len() < first_message.len() {
+        shown.push('…');
+    }
+    shown
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_first_message_is_shown_cut_and_marked() {
+        let long = "word ".repeat(100);
+        let shown = opening(&long);
+        assert_eq!(shown.chars().count(), OPENING_CHARS + 1);
+        assert!(shown.ends_with('…'), "{shown}");
+        assert_eq!(opening("Where is my parcel?"), "Where is my parcel?");
+        let exactly = "é".repeat(OPENING_CHARS);
+        assert_eq!(opening(&exactly), exactly, "cut nothing, mark nothing");
+    }
 
     #[test]
     fn a_visitors_text_cannot_pass_for_an_entry_of_the_digest() {

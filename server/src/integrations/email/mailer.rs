@@ -164,7 +164,7 @@ impl Mailer {
         self.send(message)
             .await
             .map(|_| ())
-            .map_err(|err| err.to_string())
+            .map_err(|err| smtp_words(&err))
     }
 
     /// An invitation or password-reset mail. Its `Message-ID` is the job's, so a retry after
@@ -267,6 +267,21 @@ pub fn html_lines(text: &str) -> String {
         .map(escape_html)
         .collect::<Vec<_>>()
         .join("<br>")
+}
+
+/// An SMTP failure in words. The server's own answer (`permanent error (550): …`) is kept as
+/// lettre says it; a failure before any answer (no connection, a refused certificate, no
+/// STARTTLS) is said the way HTTP destinations' are, rather than as lettre's chain
+/// ("Connection error: Connection error: invalid peer certificate: Other(OtherError(…))").
+pub(super) fn smtp_words(err: &lettre::transport::smtp::Error) -> String {
+    if err.status().is_some() {
+        return err.to_string();
+    }
+    let chain = crate::integrations::send_error::error_chain(err);
+    if chain.contains("STARTTLS is not supported") {
+        return "the SMTP server does not offer STARTTLS, and the SMTP URL requires TLS".to_owned();
+    }
+    crate::integrations::send_error::described(&chain, err.is_timeout())
 }
 
 pub(super) fn html_page(body: &str) -> String {

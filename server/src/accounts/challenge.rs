@@ -15,7 +15,7 @@ use crate::store::{self, UserId, UserRow};
 
 use super::Error;
 use super::session::{Accounts, NewSessionSecret, hash_secret, new_secret};
-use super::totp::is_one_time_code;
+use super::totp::{is_one_time_code, normalize_recovery_code};
 use super::two_factor::{
     Enrolment, SecondFactor, confirm_pending, pending_or_new, spend_second_factor,
 };
@@ -40,6 +40,27 @@ pub struct PendingSignIn {
     /// on a slow link) waits for the first, then finds the sign-in finished and spends nothing.
     /// Checked together, every racer spent its recovery code and only one made a session.
     turn: Arc<tokio::sync::Mutex<()>>,
+    /// Once finished: what it handed out, kept until the sign-in would have expired.
+    finished: Option<Arc<Finished>>,
+}
+
+/// A finished sign-in, for a repeat of its code from the same browser. A double-click sends the
+/// code twice, and the browser shows the answer to the second request only: that answer must
+/// sign in too (and show the recovery codes of a setup), not say the sign-in expired while the
+/// session it made went to an answer nobody saw.
+#[derive(Debug)]
+struct Finished {
+    /// The hash of the code that finished it, as typed once normalized.
+    code: [u8; 32],
+    signed_in: FinishedSignIn,
+    /// A setup's new recovery codes (empty for a sign-in with a code).
+    recovery_codes: Vec<String>,
+}
+
+/// The hash a finishing code is remembered by: spaces, dashes and case as a recovery code
+/// ignores them.
+fn code_key(code: &str) -> [u8; 32] {
+    hash_secret(&normalize_recovery_code(code))
 }
 
 /// Half-finished sign-ins by their token's hash.
@@ -66,14 +87,32 @@ impl PendingSignIns {
         token
     }
 
-    fn find(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
+    /// The live sign-in behind `token`, finished or not.
+    fn find_any(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         map.get(&hash_secret(token))
             .filter(|p| is_live(p, now))
             .cloned()
     }
 
-    /// Takes the sign-in out: only one request can finish it.
+    /// The live sign-in behind `token` while it still waits for its second step.
+    fn find(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
+        self.find_any(token, now).filter(|p| p.finished.is_none())
+    }
+
+    /// Marks the sign-in finished with what it handed out; false if it is gone or was finished.
+    fn finish(&self, token: &str, finished: Finished, now: Instant) -> bool {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        match map.get_mut(&hash_secret(token)) {
+            Some(pending) if is_live(pending, now) && pending.finished.is_none() => {
+                pending.finished = Some(Arc::new(finished));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends the sign-in unfinished (its user was disabled meanwhile).
     fn take(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         map.remove(&hash_secret(token)).filter(|p| is_live(p, now))
@@ -92,7 +131,7 @@ pub enum AfterPassword {
 }
 
 /// A finished sign-in: the session, and where to go.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FinishedSignIn {
     pub session: NewSessionSecret,
     pub next: String,
@@ -129,6 +168,7 @@ impl Accounts {
             must_enrol: !has_factor,
             started: now,
             turn: Arc::default(),
+            finished: None,
         };
         let token = self.pending.insert(pending, now);
         Ok(if has_factor {
@@ -152,7 +192,11 @@ impl Accounts {
         code: &str,
         ip: IpAddr,
     ) -> Result<FinishedSignIn, Error> {
-        let (_turn, pending) = self.take_turn(token, false, ip).await?;
+        let (_turn, pending) = match self.take_turn(token, code, false, ip).await? {
+            Turn::Yours(turn, pending) => (turn, pending),
+            Turn::Repeat(done) => return Ok(done.signed_in.clone()),
+        };
+        let key_of_code = code_key(code);
         let code = code.to_owned();
         let (id, key) = (pending.user, Arc::clone(&self.key));
         let passed = self
@@ -186,7 +230,8 @@ impl Accounts {
             })
             .await?;
         let (user, how) = self.refused_ends_disabled(token, passed)?;
-        self.finish(token, &user, how, ip).await
+        self.finish(token, (&user, how, key_of_code), Vec::new(), ip)
+            .await
     }
 
     /// The pending setup shown to someone the team requires to set up two-factor.
@@ -210,7 +255,11 @@ impl Accounts {
         code: &str,
         ip: IpAddr,
     ) -> Result<(FinishedSignIn, Vec<String>), Error> {
-        let (_turn, pending) = self.take_turn(token, true, ip).await?;
+        let (_turn, pending) = match self.take_turn(token, code, true, ip).await? {
+            Turn::Yours(turn, pending) => (turn, pending),
+            Turn::Repeat(done) => return Ok((done.signed_in.clone(), done.recovery_codes.clone())),
+        };
+        let key_of_code = code_key(code);
         let (code, id, key) = (code.to_owned(), pending.user, Arc::clone(&self.key));
         let enrolled = self
             .writer
@@ -224,7 +273,8 @@ impl Accounts {
             })
             .await?;
         let (user, codes) = self.refused_ends_disabled(token, enrolled)?;
-        let finished = self.finish(token, &user, SecondFactor::Totp, ip).await?;
+        let how = (&user, SecondFactor::Totp, key_of_code);
+        let finished = self.finish(token, how, codes.clone(), ip).await?;
         Ok((finished, codes))
     }
 
@@ -235,20 +285,32 @@ impl Accounts {
             .ok_or(Error::SignInExpired)
     }
 
-    /// Waits for this sign-in's turn to check a code (see [`PendingSignIn::turn`]), then
+    /// Waits for this sign-in's turn to check a code (see [`PendingSignIn::turn`]). Finished
+    /// by then with this same code (a double-click): what it handed out, again. Otherwise
     /// reserves a failed code attempt before the code is checked, as the password path does; a
     /// refusal by the throttle is recorded like a password's. Returns the turn, held until the
     /// code is checked and the sign-in finished, and the sign-in as it is then.
     async fn take_turn(
         &self,
         token: &str,
+        code: &str,
         must_enrol: bool,
         ip: IpAddr,
-    ) -> Result<(tokio::sync::OwnedMutexGuard<()>, PendingSignIn), Error> {
-        let turn = Arc::clone(&self.usable(token, must_enrol)?.turn)
+    ) -> Result<Turn, Error> {
+        let found = self.pending.find_any(token, Instant::now());
+        let found = found.filter(|p| p.must_enrol == must_enrol);
+        let turn = Arc::clone(&found.ok_or(Error::SignInExpired)?.turn)
             .lock_owned()
             .await;
         // The one before may have finished it, or it may have expired while waiting.
+        let now = self.pending.find_any(token, Instant::now());
+        if let Some(done) = now.and_then(|p| p.finished) {
+            return if done.code == code_key(code) {
+                Ok(Turn::Repeat(done))
+            } else {
+                Err(Error::SignInExpired)
+            };
+        }
         let pending = self.usable(token, must_enrol)?;
         if let Err(throttled) = self
             .code_throttle
@@ -259,7 +321,7 @@ impl Accounts {
                 .await;
             return Err(Error::Throttled(throttled.retry_after()));
         }
-        Ok((turn, pending))
+        Ok(Turn::Yours(turn, pending))
     }
 
     /// `checked`, with the half-finished sign-in of a user disabled meanwhile ended: their next
@@ -271,26 +333,44 @@ impl Accounts {
         checked
     }
 
-    /// Spends the half-finished sign-in and starts the session; a second request finishing the
-    /// same one (two codes raced) gets nothing.
+    /// Starts the session and marks the half-finished sign-in finished with it (`by` the user,
+    /// the factor and the code's key), so a repeat of the code gets the same answer. Called
+    /// with the sign-in's turn held, so nothing else finishes it meanwhile.
     async fn finish(
         &self,
         token: &str,
-        user: &UserRow,
-        how: SecondFactor,
+        (user, how, code): (&UserRow, SecondFactor, [u8; 32]),
+        recovery_codes: Vec<String>,
         ip: IpAddr,
     ) -> Result<FinishedSignIn, Error> {
         let pending = self
             .pending
-            .take(token, Instant::now())
+            .find(token, Instant::now())
             .ok_or(Error::SignInExpired)?;
         self.code_throttle.succeeded(&pending.email, ip);
         let session = self.start_session(user, ip, Some(how)).await?;
-        Ok(FinishedSignIn {
+        let signed_in = FinishedSignIn {
             session,
             next: pending.next,
-        })
+        };
+        let finished = Finished {
+            code,
+            signed_in: signed_in.clone(),
+            recovery_codes,
+        };
+        if !self.pending.finish(token, finished, Instant::now()) {
+            return Err(Error::SignInExpired);
+        }
+        Ok(signed_in)
     }
+}
+
+/// Whose turn it is to check a code for a half-finished sign-in.
+enum Turn {
+    /// This request's: the turn, held until it is done, and the sign-in.
+    Yours(tokio::sync::OwnedMutexGuard<()>, PendingSignIn),
+    /// Finished with this same code by the request before.
+    Repeat(Arc<Finished>),
 }
 
 /// The user behind a half-finished sign-in, unless disabled since the password step: then the
@@ -325,6 +405,7 @@ mod tests {
             must_enrol: false,
             started,
             turn: Arc::default(),
+            finished: None,
         }
     }
 
@@ -337,7 +418,27 @@ mod tests {
         assert!(all.find(&token, almost).is_some());
         assert!(all.find(&token, start + SECOND_STEP_LIFETIME).is_none());
         assert!(all.find("another token", start).is_none());
+        let finished = || Finished {
+            code: code_key("123 456"),
+            signed_in: FinishedSignIn {
+                session: NewSessionSecret {
+                    cookie_value: "s".to_owned(),
+                    csrf_token: "c".to_owned(),
+                },
+                next: "/inbox".to_owned(),
+            },
+            recovery_codes: Vec::new(),
+        };
+        assert!(all.finish(&token, finished(), almost));
+        assert!(!all.finish(&token, finished(), almost), "finished once");
+        assert!(all.find(&token, almost).is_none(), "no longer waiting");
+        let kept = all.find_any(&token, almost).and_then(|p| p.finished);
+        assert_eq!(
+            kept.map(|f| f.code),
+            Some(code_key("123456")),
+            "kept for a repeat"
+        );
         assert!(all.take(&token, almost).is_some());
-        assert!(all.take(&token, almost).is_none(), "single use");
+        assert!(all.take(&token, almost).is_none(), "ended");
     }
 }

@@ -280,6 +280,15 @@ pub async fn second_step_page(
     }
 }
 
+/// Runs a second step to its end even if the browser drops the request: a double-click aborts
+/// the first submission, and a step cut off after spending its code but before marking the
+/// sign-in finished would leave the repeat (the answer the browser shows) nothing to find.
+async fn to_the_end<T: Send + 'static>(
+    step: impl Future<Output = Result<T, accounts::Error>> + Send + 'static,
+) -> Result<Result<T, accounts::Error>, PageError> {
+    tokio::spawn(step).await.map_err(|_| PageError::internal())
+}
+
 /// `POST /login/two-factor`: a code or a recovery code finishes the sign-in.
 pub async fn second_step(
     State(app): State<AppState>,
@@ -290,7 +299,12 @@ pub async fn second_step(
     let Some(token) = pending_token(&app, &headers) else {
         return Ok(start_again(&app));
     };
-    match app.accounts.finish_sign_in(&token, &form.code, ip).await {
+    let (runner, step_token, code) = (app.clone(), token.clone(), form.code.clone());
+    let finished = to_the_end(async move {
+        let accounts = &runner.accounts;
+        accounts.finish_sign_in(&step_token, &code, ip).await
+    });
+    match finished.await? {
         Ok(finished) => Ok(signed_in(&app, see_other(&finished.next), &finished)),
         Err(accounts::Error::SignInExpired) => Ok(start_again(&app)),
         Err(err) => {
@@ -340,7 +354,12 @@ pub async fn enrol(
     let Some(token) = pending_token(&app, &headers) else {
         return Ok(start_again(&app));
     };
-    match app.accounts.enrol_at_sign_in(&token, &form.code, ip).await {
+    let (runner, step_token, code) = (app.clone(), token.clone(), form.code.clone());
+    let enrolled = to_the_end(async move {
+        let accounts = &runner.accounts;
+        accounts.enrol_at_sign_in(&step_token, &code, ip).await
+    });
+    match enrolled.await? {
         Ok((finished, codes)) => {
             let page = html(render_recovery_codes(RecoveryCodesView {
                 nav: None,

@@ -342,33 +342,67 @@ async fn code_guesses_are_throttled_and_a_right_password_does_not_reset_the_coun
     assert!(audit_count(&app, "session.sign_in_throttled", "%") >= 1);
 }
 
-/// A double-click (or a retry on a slow link) sends several codes for one half-finished sign-in:
-/// one signs in, and the others spend nothing.
+/// A double-click (or a retry on a slow link) sends the code twice for one half-finished sign-in,
+/// and the browser shows the answer to the last: every answer with that code signs in, with the
+/// one session the first made. Another code sent meanwhile finds the sign-in finished and spends
+/// nothing.
 #[tokio::test]
-async fn recovery_codes_sent_together_sign_in_once_and_spend_one_code() {
+async fn codes_sent_together_sign_in_once_and_spend_one_code() {
     let app = TestApp::spawn(&[]).await;
     let (_, _, codes) = admin_with_two_factor(&app).await;
     let (cookies, _) = password_step(&app, ADMIN).await;
-    let racers = codes[..3].iter().map(|code| {
+    let sessions_before = app.count("SELECT count(*) FROM sessions");
+    let sent = [&codes[0], &codes[0], &codes[0], &codes[1], &codes[2]];
+    let racers = sent.iter().map(|code| {
         let (app, cookies) = (&app, &cookies);
         async move { second_step_post_only(app, cookies, code).await }
     });
     let answers = futures_util::future::join_all(racers).await;
-    let sessions = answers
+    let sessions: std::collections::HashSet<String> = answers
         .iter()
-        .filter(|a| a.cookie("porch_session").is_some())
-        .count();
+        .filter_map(|a| a.cookie("porch_session").map(|(pair, _)| pair))
+        .collect();
     assert_eq!(
-        sessions,
+        sessions.len(),
         1,
-        "{:?}",
-        answers.iter().map(|a| a.status).collect::<Vec<_>>()
+        "one session, however many answers carry it"
     );
+    for answer in &answers {
+        let location = answer.header("location").unwrap_or_default();
+        assert!(
+            answer.cookie("porch_session").is_some() || location == "/login?notice=sign-in-expired",
+            "{} {location}",
+            answer.status
+        );
+    }
     assert_eq!(
         app.count("SELECT count(*) FROM recovery_codes WHERE used_at IS NOT NULL"),
         1
     );
     assert_eq!(audit_count(&app, "two_factor.recovery_used", "%"), 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM sessions"),
+        sessions_before + 1
+    );
+
+    // In turn: the code that finished it, again, gets the same session; another does not.
+    let (cookies, _) = password_step(&app, ADMIN).await;
+    let first = second_step_post_only(&app, &cookies, &codes[5]).await;
+    let again = second_step_post_only(&app, &cookies, &codes[5].to_uppercase()).await;
+    assert_eq!(
+        first.cookie("porch_session").map(|(pair, _)| pair),
+        again.cookie("porch_session").map(|(pair, _)| pair)
+    );
+    assert!(again.cookie("porch_session").is_some());
+    let other = second_step_post_only(&app, &cookies, &codes[6]).await;
+    assert_eq!(
+        other.header("location"),
+        Some("/login?notice=sign-in-expired")
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM recovery_codes WHERE used_at IS NOT NULL"),
+        2
+    );
 }
 
 /// Disabled between the password and the code: told so, recorded, and the sign-in ends.

@@ -73,6 +73,11 @@ test("an admin finds, exports and erases a person; an open conversation page is 
   await signIn(agentPage, porch, "ana@example.com");
   await agentPage.goto(`${porch.url}/conversations/${id}`);
   await agentPage.getByText("please erase me 9902").waitFor();
+  // A reply begun when the erasure comes: its draft goes with the page's reply box.
+  await agentPage.locator("#reply-form textarea").fill("a reply never sent");
+  const drafts = () => agentPage.evaluate(() =>
+    Object.keys(sessionStorage).filter((key) => key.startsWith("porch-draft:")).length);
+  assert.equal(await drafts(), 1);
 
   const admin = await context.newPage();
   admin.setDefaultTimeout(15000);
@@ -94,9 +99,11 @@ test("an admin finds, exports and erases a person; an open conversation page is 
 
   await agentPage.getByText("This visitor's data was erased.").waitFor();
   assert.equal(await agentPage.getByText("please erase me 9902").count(), 0);
-  for (const gone of ["#reply-form", "#conversation-aside", "#email-visitor", "form[action^='/conversations/']"]) {
+  for (const gone of ["#reply-form", "#conversation-aside", "#email-visitor", ".email-visitor-off",
+    "form[action^='/conversations/']"]) {
     assert.equal(await agentPage.locator(gone).count(), 0, gone);
   }
+  assert.equal(await drafts(), 0, "the draft to the erased visitor is kept");
   assert.equal(await agentPage.locator(".page-head h1").innerText(), "Erased visitor");
   assert.match(await agentPage.title(), /^(\(\d+\) )?Erased visitor · Porch$/, "the tab title drops the name");
   assert.doesNotMatch(await agentPage.locator("body").innerText(), /erase\.me@example\.org/);

@@ -218,9 +218,15 @@
         note.textContent = text;
         messages.replaceChildren();
         messages.before(note);
+        // A draft to the erased visitor has no box left to send or clear it from.
+        const reply = document.getElementById("reply-form");
+        if (reply) drafts.set(new URL(reply.action, location.href).pathname, "");
         for (const id of ["reply-form", "visitor-typing", "email-visitor", "conversation-aside"]) {
           document.getElementById(id)?.remove();
         }
+        document.querySelector(".email-visitor-off")?.remove();
+        // The keys (keys.js) then say why nothing can be done here, not "closed already".
+        document.body.dataset.erased = "true";
         const heading = document.querySelector(".page-head h1");
         if (heading) heading.textContent = "Erased visitor";
         // The tab title named the visitor too (notify.js keeps the count in front of it).

@@ -178,7 +178,7 @@
     if (here) {
       const form = document.querySelector(`form[data-shortcut="${shortcut}"]`);
       if (form) form.requestSubmit();
-      else say(missing);
+      else say(document.body.dataset.erased ? "This visitor's data was erased: nothing is left to act on." : missing);
       return;
     }
     const row = focusedRow()?.parentElement;

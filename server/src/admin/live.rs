@@ -75,6 +75,27 @@ async fn follow(
     tally.follow(app, batch, signal).await
 }
 
+/// Follows an erasure in the counts: the erased visitor's conversations count no more. Missed
+/// erasures (many at once) read the counts again; the hub gone ends the stream. The erasure, if
+/// one was read, for the stream to tell its page.
+async fn follow_erasure(
+    app: &AppState,
+    tally: &mut Tally,
+    erasure: Result<Arc<Erasure>, broadcast::error::RecvError>,
+) -> Result<Option<Arc<Erasure>>, Gone> {
+    match erasure {
+        Ok(erasure) => {
+            tally.on_erased(&erasure);
+            Ok(Some(erasure))
+        }
+        Err(broadcast::error::RecvError::Lagged(_)) => {
+            tally.reload(app).await?;
+            Ok(None)
+        }
+        Err(broadcast::error::RecvError::Closed) => Err(Gone),
+    }
+}
+
 /// The rest of a burst that began with `first`: every signal the hub queues for this stream in
 /// the next `GATHER`. Ends at a `Resync` (the subscription is spent then).
 async fn gather(first: InboxSignal, subscription: &mut InboxSubscription) -> Vec<InboxSignal> {
@@ -222,6 +243,7 @@ async fn stream_inbox(
 ) -> Result<(), Gone> {
     let mut batch = Batch::default();
     batch.retry(RETRY);
+    let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, me, None).await?;
     // Without a starting point there is nothing to catch up on: start from now.
@@ -235,7 +257,18 @@ async fn stream_inbox(
         // The counts once a burst, after everything it changed.
         tally.send_counts(&mut batch);
         batch.flush(tx).await?;
-        let first = subscription.recv().await;
+        let first = tokio::select! {
+            signal = subscription.recv() => signal,
+            erasure = erasures.recv() => {
+                // An erased visitor's rows leave the list, as their counts leave the tally.
+                if let Some(erasure) = follow_erasure(app, &mut tally, erasure).await? {
+                    for id in &erasure.conversations {
+                        batch.event("removed", &id.to_string());
+                    }
+                }
+                continue;
+            }
+        };
         let signals = gather(first, &mut subscription).await;
         let burst: Burst = signals
             .iter()
@@ -287,13 +320,20 @@ pub async fn count_events(State(app): State<AppState>, who: SignedIn) -> Respons
 async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Bytes>) -> Result<(), Gone> {
     let mut batch = Batch::default();
     batch.retry(RETRY);
+    let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, me, None).await?;
     loop {
         // The counts once a burst, after everything it changed.
         tally.send_counts(&mut batch);
         batch.flush(tx).await?;
-        let first = subscription.recv().await;
+        let first = tokio::select! {
+            signal = subscription.recv() => signal,
+            erasure = erasures.recv() => {
+                follow_erasure(app, &mut tally, erasure).await?;
+                continue;
+            }
+        };
         for signal in gather(first, &mut subscription).await {
             follow(app, &mut subscription, &mut tally, &mut batch, &signal).await?;
         }
@@ -372,19 +412,6 @@ async fn replay_conversation(
 /// What an open conversation page shows when its visitor was erased.
 const ERASED: &str = "This visitor's data was erased.";
 
-/// Whether an erasure took `conversation`. Erasures missed because many came at once count as
-/// not (the page finds out on its next load); the hub gone ends the stream.
-fn is_erased(
-    erasure: Result<Arc<Erasure>, broadcast::error::RecvError>,
-    conversation: ConversationId,
-) -> Result<bool, Gone> {
-    match erasure {
-        Ok(erasure) => Ok(erasure.conversations.contains(&conversation)),
-        Err(broadcast::error::RecvError::Lagged(_)) => Ok(false),
-        Err(broadcast::error::RecvError::Closed) => Err(Gone),
-    }
-}
-
 async fn stream_conversation(
     app: &AppState,
     who: &SignedIn,
@@ -406,7 +433,8 @@ async fn stream_conversation(
         let first = tokio::select! {
             signal = subscription.recv() => signal,
             erasure = erasures.recv() => {
-                if is_erased(erasure, conversation)? {
+                let erasure = follow_erasure(app, &mut tally, erasure).await?;
+                if erasure.is_some_and(|e| e.conversations.contains(&conversation)) {
                     // The page says so and stops listening (docs/admin.md#live-updates).
                     batch.event("erased", ERASED);
                     return batch.flush(tx).await;

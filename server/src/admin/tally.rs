@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::sse::{self, Batch};
 use super::views::visitor_label;
-use crate::hub::{InboxEvent, InboxSignal, ReadMark};
+use crate::hub::{Erasure, InboxEvent, InboxSignal, ReadMark};
 use crate::state::AppState;
 use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, UserId};
 use crate::values::Author;
@@ -179,7 +179,8 @@ impl Tally {
         Ok(tally)
     }
 
-    async fn reload(&mut self, app: &AppState) -> Result<(), Gone> {
+    /// Reads where the agent stands again (after missing signals or erasures).
+    pub async fn reload(&mut self, app: &AppState) -> Result<(), Gone> {
         let rows = app
             .chat
             .open_conversation_reads(self.me)
@@ -323,6 +324,13 @@ impl Tally {
             })
         });
         Ok(alert)
+    }
+
+    /// A visitor was erased: their conversations are gone, and with them what they counted.
+    pub fn on_erased(&mut self, erasure: &Erasure) {
+        for &id in &erasure.conversations {
+            self.change(id, |_| None);
+        }
     }
 
     fn on_read(&mut self, mark: ReadMark) {
@@ -501,6 +509,20 @@ mod tests {
         assigned(&mut t, 5, Some(1));
         assert!(t.on_visitor_message(&visitor_message(11, 5)));
         assert_eq!((t.counts.mine, t.counts.needs), (1, 1));
+    }
+
+    #[test]
+    fn an_erased_visitors_conversations_count_no_more() {
+        let mut t = tally(1);
+        t.on_visitor_message(&visitor_message(10, 5));
+        t.on_visitor_message(&visitor_message(11, 6));
+        assert_eq!((t.counts.open, t.counts.needs), (2, 2));
+        t.on_erased(&Erasure {
+            visitor: crate::store::VisitorId(3),
+            conversations: vec![ConversationId(5)],
+            by_the_visitor: false,
+        });
+        assert_eq!((t.counts.open, t.counts.needs), (1, 1));
     }
 
     #[test]

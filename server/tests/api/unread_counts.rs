@@ -6,7 +6,7 @@
 use reqwest::Response;
 use serde_json::Value;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::{Exchange as _, TestApp, WAIT};
 use crate::inbox::{add_user, form, send, setup_admin, signed_in_from};
 use crate::revocation::open_stream;
 
@@ -142,5 +142,28 @@ async fn another_agents_conversation_counts_as_open_and_closing_clears_it() {
             .status,
         303
     );
+    assert_eq!(events.next("counts").await, counts(0, 0, 0));
+}
+
+#[tokio::test]
+async fn an_erased_visitors_conversation_leaves_the_counts_of_open_pages() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Please forget me").await;
+    let mut events = Events::open(&app, &admin.cookie).await;
+    assert_eq!(events.next("counts").await, counts(1, 0, 1));
+
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    let erased = app
+        .http
+        .request("POST", &format!("/widget/erase?site={site}"))
+        .header("origin", crate::helpers::ORIGIN)
+        .header("content-type", "text/plain;charset=UTF-8")
+        .body(token)
+        .answer()
+        .await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
     assert_eq!(events.next("counts").await, counts(0, 0, 0));
 }

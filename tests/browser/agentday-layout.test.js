@@ -153,6 +153,15 @@ test("on a phone the inbox starts with its conversations and the bar keeps its p
     return current.left >= box.left && current.right <= box.right;
   });
   assert.ok(shown, "the current section is out of view");
+  // So is the inbox's current tab, the last of its row.
+  await page.goto(`${porch.url}/inbox?filter=closed`);
+  await page.waitForLoadState("load");
+  const tab = await page.locator("nav.tabs").evaluate((tabs) => {
+    const box = tabs.getBoundingClientRect();
+    const current = tabs.querySelector("[aria-current=page]").getBoundingClientRect();
+    return { scrolls: tabs.scrollWidth > tabs.clientWidth, shown: current.left >= box.left && current.right <= box.right };
+  });
+  assert.ok(tab.shown, `the current tab is out of view (the row scrolls: ${tab.scrolls})`);
 
   // A colleague with a long name has the conversation: "Take over from …" wraps in the panel.
   await page.goto(`${porch.url}/conversations/${conversationId}`);

@@ -5,18 +5,21 @@
 // conversation or taking yours (docs/admin.md, "Never miss a chat"). Counts and alerts come
 // from the page's live stream (inbox.js passes them on as porch:counts and porch:alert events)
 // or, on pages without one, from /inbox/counts. It also
-// keeps the navigation's current section in view where the bar scrolls sideways (phones).
+// keeps the navigation's current section, and a page's current tab, in view where their bar
+// scrolls sideways (phones).
 (() => {
   "use strict";
 
   // Centred once the bar has its final width: the first counts widen it (a badge), as the
   // fonts may; later counts leave alone a bar the agent may have scrolled.
-  const bar = document.querySelector(".topbar nav");
-  const current = bar?.querySelector("[aria-current=page]");
+  const bars = [...document.querySelectorAll(".topbar nav, nav.tabs")];
   const showCurrent = () => {
-    if (!current || bar.scrollWidth <= bar.clientWidth) return;
-    const from = bar.getBoundingClientRect().left;
-    bar.scrollLeft += current.getBoundingClientRect().left - from - (bar.clientWidth - current.offsetWidth) / 2;
+    for (const bar of bars) {
+      const current = bar.querySelector("[aria-current=page]");
+      if (!current || bar.scrollWidth <= bar.clientWidth) continue;
+      const from = bar.getBoundingClientRect().left;
+      bar.scrollLeft += current.getBoundingClientRect().left - from - (bar.clientWidth - current.offsetWidth) / 2;
+    }
   };
   showCurrent();
   addEventListener("load", showCurrent, { once: true });

@@ -110,21 +110,11 @@ pub fn export(conn: &mut Connection, args: &ExportArgs) -> anyhow::Result<()> {
     write_out(&text)
 }
 
+/// Streams every conversation, then records the export with what was written: also when the
+/// output was cut short (`| head`, a closed pipe), since part of it may have been read.
 fn export_all(conn: &mut Connection) -> anyhow::Result<()> {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let (mut after, mut conversations, mut messages) = (ConversationId(0), 0_usize, 0_usize);
-    loop {
-        let page = store::list_conversations_after(conn, after, EXPORT_PAGE)?;
-        let Some(last) = page.last() else { break };
-        after = last.id;
-        for conversation in &page {
-            writeln!(out, "{}", privacy::ndjson_line(conn, conversation)?)
-                .context("writing to standard output")?;
-            conversations += 1;
-            messages += conversation.messages.len();
-        }
-    }
-    out.flush().context("writing to standard output")?;
+    let (mut conversations, mut messages) = (0_usize, 0_usize);
+    let streamed = stream_all(conn, &mut conversations, &mut messages);
     write(conn, |c| {
         audit::record(
             c,
@@ -133,7 +123,30 @@ fn export_all(conn: &mut Connection) -> anyhow::Result<()> {
             &Target::all_conversations(),
             &json!({"conversations": conversations, "messages": messages, "via": "cli"}),
         )
-    })
+    })?;
+    streamed
+}
+
+/// Writes every conversation as a line of NDJSON, counting what was written.
+fn stream_all(
+    conn: &Connection,
+    conversations: &mut usize,
+    messages: &mut usize,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut after = ConversationId(0);
+    loop {
+        let page = store::list_conversations_after(conn, after, EXPORT_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.id;
+        for conversation in &page {
+            writeln!(out, "{}", privacy::ndjson_line(conn, conversation)?)
+                .context("writing to standard output")?;
+            *conversations += 1;
+            *messages += conversation.messages.len();
+        }
+    }
+    out.flush().context("writing to standard output")
 }
 
 /// One line per person found: the address they were found by, an unverified page's claim

@@ -337,6 +337,16 @@ mod tests {
     #[test]
     fn the_privacy_docs_name_every_table() {
         let docs = include_str!("../../../docs/privacy.md");
+        // The first cells of the rows of "What Porch stores", where a table is said to be kept.
+        let section = docs
+            .split("\n## What Porch stores")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .expect("the section");
+        let named: Vec<&str> = section
+            .lines()
+            .filter_map(|line| line.strip_prefix('|')?.split('|').next())
+            .collect();
         let mut conn = Connection::open_in_memory().expect("open");
         apply_migrations(&mut conn).expect("migrate");
         let mut statement = conn
@@ -360,9 +370,10 @@ mod tests {
                 name.strip_prefix(index)
                     .is_some_and(|rest| rest.starts_with('_'))
             });
+            let cell = format!("`{name}`");
             assert!(
-                shadow || docs.contains(&format!("`{name}`")),
-                "docs/privacy.md does not say what `{name}` holds"
+                shadow || named.iter().any(|first| first.contains(&cell)),
+                "docs/privacy.md's \"What Porch stores\" does not say what `{name}` holds"
             );
         }
     }

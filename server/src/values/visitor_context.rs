@@ -219,9 +219,6 @@ fn carries_a_secret(value: &str, depth: u8) -> bool {
             .any(|pair| matches!(redact_pair(pair, depth - 1), Cow::Owned(_)))
 }
 
-/// Whether a parameter name, split into words at punctuation and at lower-to-upper case
-/// changes (`reset_token`, `access-token`, `apiKey`, `user[email]`), has a word of
-/// [`SECRET_WORDS`]. Whole words only, so `keyword`, `zipcode` and `page` stay.
 /// Endings that make a word a secret's name too, when it is written as one word
 /// (`accesstoken`, `resettoken`, `SESSID`, `apikey`): none of them ends a common harmless word.
 const SECRET_ENDINGS: &[&str] = &[
@@ -234,6 +231,10 @@ const SECRET_ENDINGS: &[&str] = &[
     "token",
 ];
 
+/// Whether a parameter name, split into words at punctuation and at lower-to-upper case
+/// changes (`reset_token`, `access-token`, `apiKey`, `user[email]`), has a word of
+/// [`SECRET_WORDS`], or a word ending in one of [`SECRET_ENDINGS`]. Otherwise whole words only,
+/// so `keyword`, `zipcode` and `page` stay.
 fn names_a_secret(name: &str) -> bool {
     let mut words = Vec::new();
     let mut word = String::new();

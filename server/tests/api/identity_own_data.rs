@@ -165,6 +165,11 @@ async fn the_erasure_takes_the_pre_sign_in_chats_of_each_browser_connected_as_th
     let (mut tablet, _) = signed_in_after(&app, &site, &cy, "tablet-before").await;
     let (closed, closed_token) = signed_in_after(&app, &site, &cy, "closed-before").await;
     drop(closed);
+    // Closed as far as the server knows (the tablet's alone is open), or it would be told too.
+    crate::metrics::metrics_until(&app, "the closed browser to be gone", |body| {
+        crate::metrics::value_of(body, "porch_widget_connections") == Some(1.0)
+    })
+    .await;
     let (_, _, phone) = user_who_wrote(&app, (&site, &secret), "cy", "cy-after").await;
 
     let erased = own_data(&app, "erase", &site, &phone, Some(&cy)).await;

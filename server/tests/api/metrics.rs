@@ -27,7 +27,11 @@ pub(crate) fn value_of(exposition: &str, name: &str) -> Option<f64> {
 }
 
 /// Polls `/metrics` until `check` holds, failing after [`WAIT`].
-async fn metrics_until(app: &TestApp, what: &str, check: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn metrics_until(
+    app: &TestApp,
+    what: &str,
+    check: impl Fn(&str) -> bool,
+) -> String {
     wait_until(what, WAIT, async || {
         let (status, body) = get(app, "/metrics", &[]).await;
         assert_eq!(status, 200, "{body}");

@@ -333,8 +333,9 @@ fn Graphs(view: GraphsView) -> impl IntoView {
             </div>
             {view.started_at.map(|at| view! {
                 <p class="muted small" data-capacity="restarted">"Porch started "{time_view(at)}
-                    ": the last hour is kept in memory only, so the 15-minute and 1-hour graphs \
-                    begin there; the 24-hour and 7-day ones keep the minutes stored before."</p>
+                    ": the last hour is kept in memory only, so the 1-hour graph (and for 15 \
+                    minutes the 15-minute one) begins there; the 24-hour and 7-day ones keep the \
+                    minutes stored before."</p>
             })}
             <div class="charts">{charts}</div>
         </section>

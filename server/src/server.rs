@@ -111,7 +111,6 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let listener = booting.finish().await?;
     let (conn, secret) = opened
         .with_context(|| format!("opening the database {}", path.display()))
-        .map_err(|err| store::explain_damage(err, &path))
         .map_err(full_disk)?;
 
     let writer = Arc::new(Writer::start(
@@ -419,9 +418,14 @@ async fn open_database(
     let _guard = SetOnDrop(Arc::clone(&abandoned));
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let go_on = || !abandoned.load(Ordering::Relaxed);
-        let opened = store::open_write_connection(&path, synchronous).and_then(|mut conn| {
-            store::apply_migrations_while(&mut conn, &go_on).map(|version| (conn, version))
-        });
+        // Only the open is asked whether SQLite could read the file at all: damage a migration
+        // meets deeper in it keeps the migration's own words.
+        let opened = store::open_write_connection(&path, synchronous)
+            .map_err(|err| store::explain_damage(err.into(), &path))
+            .and_then(|mut conn| {
+                let version = store::apply_migrations_while(&mut conn, &go_on)?;
+                Ok((conn, version))
+            });
         // Read once: a stop landing between two reads would abandon the start but keep the key.
         let going_on = go_on();
         if opened.is_err() || !going_on {

@@ -531,14 +531,11 @@ fn open_database(data: &DataConfig) -> anyhow::Result<Connection> {
     std::fs::create_dir_all(&data.data_dir)
         .with_context(|| format!("creating the data directory {}", data.data_dir.display()))?;
     let path = data.database_path();
-    let opened =
-        store::open_write_connection(&path, store::Synchronous::Full).and_then(|mut conn| {
-            store::apply_migrations(&mut conn)?;
-            Ok(conn)
-        });
-    opened
+    let mut conn = store::open_write_connection(&path, store::Synchronous::Full)
         .with_context(|| format!("opening {}", path.display()))
-        .map_err(|err| store::explain_damage(err, &path))
+        .map_err(|err| store::explain_damage(err, &path))?;
+    store::apply_migrations(&mut conn)?;
+    Ok(conn)
 }
 
 /// Prints a command's result: standard output is the command's interface.

@@ -15,8 +15,9 @@ pub fn describe(err: reqwest::Error) -> String {
 }
 
 /// Certificate refusals rustls names only by their Rust variant
-/// (`invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))`), in words.
-const CERTIFICATE_WORDS: [(&str, &str); 4] = [
+/// (`invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))`), in words. The first
+/// that the text holds wins, so a longer name goes before a shorter one it contains.
+const CERTIFICATE_WORDS: [(&str, &str); 5] = [
     (
         "CaUsedAsEndEntity",
         "the server shows a certificate authority's certificate as its own (a self-signed one?)",
@@ -24,6 +25,10 @@ const CERTIFICATE_WORDS: [(&str, &str); 4] = [
     (
         "UnknownIssuer",
         "it is issued by an authority this server does not trust (a self-signed one?)",
+    ),
+    (
+        "ExpiredRevocationList",
+        "the revocation list it was checked against has expired",
     ),
     ("Expired", "it has expired"),
     ("NotValidYet", "it is not valid yet (check the clocks)"),

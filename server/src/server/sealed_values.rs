@@ -50,9 +50,16 @@ pub(super) fn forget_generated_key(sealing: &LoadedKey) {
         path,
         created: true,
     } = &sealing.source
-        && let Err(remove) = std::fs::remove_file(path)
     {
-        tracing::warn!(error = %remove, path = %path.display(), "could not remove the key this start generated");
+        match std::fs::remove_file(path) {
+            // Said, since the start logged that it generated the key and asked to keep a copy.
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "removed the key this start generated: the start failed before anything was sealed with it");
+            }
+            Err(remove) => {
+                tracing::warn!(error = %remove, path = %path.display(), "could not remove the key this start generated");
+            }
+        }
     }
 }
 

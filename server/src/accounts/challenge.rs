@@ -48,13 +48,19 @@ pub struct PendingSignIn {
 /// code twice, and the browser shows the answer to the second request only: that answer must
 /// sign in too (and show the recovery codes of a setup), not say the sign-in expired while the
 /// session it made went to an answer nobody saw.
-#[derive(Debug)]
 struct Finished {
     /// The hash of the code that finished it, as typed once normalized.
     code: [u8; 32],
     signed_in: FinishedSignIn,
     /// A setup's new recovery codes (empty for a sign-in with a code).
     recovery_codes: Vec<String>,
+}
+
+/// Never the secrets it holds (a session cookie, recovery codes), should a sign-in be logged.
+impl std::fmt::Debug for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Finished { .. }")
+    }
 }
 
 /// The hash a finishing code is remembered by: spaces, dashes and case as a recovery code
@@ -77,11 +83,12 @@ impl PendingSignIns {
     fn insert(&self, pending: PendingSignIn, now: Instant) -> String {
         let token = new_secret();
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= MAX_PENDING {
-            map.retain(|_, p| is_live(p, now));
-            if let Some(oldest) = map.iter().min_by_key(|(_, p)| p.started).map(|(k, _)| *k) {
-                map.remove(&oldest);
-            }
+        // Expired ones go at every insert: a finished one holds its session's secret until then.
+        map.retain(|_, p| is_live(p, now));
+        if map.len() >= MAX_PENDING
+            && let Some(oldest) = map.iter().min_by_key(|(_, p)| p.started).map(|(k, _)| *k)
+        {
+            map.remove(&oldest);
         }
         map.insert(hash_secret(&token), pending);
         token
@@ -101,10 +108,12 @@ impl PendingSignIns {
     }
 
     /// Marks the sign-in finished with what it handed out; false if it is gone or was finished.
-    fn finish(&self, token: &str, finished: Finished, now: Instant) -> bool {
+    /// Its lifetime is not checked again: its code is spent and its session made, so a sign-in
+    /// that ran out meanwhile still finishes rather than leave that session to nobody.
+    fn finish(&self, token: &str, finished: Finished) -> bool {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         match map.get_mut(&hash_secret(token)) {
-            Some(pending) if is_live(pending, now) && pending.finished.is_none() => {
+            Some(pending) if pending.finished.is_none() => {
                 pending.finished = Some(Arc::new(finished));
                 true
             }
@@ -112,7 +121,7 @@ impl PendingSignIns {
         }
     }
 
-    /// Ends the sign-in unfinished (its user was disabled meanwhile).
+    /// Ends the sign-in (its user was disabled meanwhile, or another code came after it finished).
     fn take(&self, token: &str, now: Instant) -> Option<PendingSignIn> {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         map.remove(&hash_secret(token)).filter(|p| is_live(p, now))
@@ -305,11 +314,13 @@ impl Accounts {
         // The one before may have finished it, or it may have expired while waiting.
         let now = self.pending.find_any(token, Instant::now());
         if let Some(done) = now.and_then(|p| p.finished) {
-            return if done.code == code_key(code) {
-                Ok(Turn::Repeat(done))
-            } else {
-                Err(Error::SignInExpired)
-            };
+            if done.code == code_key(code) {
+                return Ok(Turn::Repeat(done));
+            }
+            // Another code for a finished sign-in ends it: the token is then worth nothing,
+            // rather than a way to guess the code that finished it, unthrottled.
+            self.pending.take(token, Instant::now());
+            return Err(Error::SignInExpired);
         }
         let pending = self.usable(token, must_enrol)?;
         if let Err(throttled) = self
@@ -358,7 +369,7 @@ impl Accounts {
             signed_in: signed_in.clone(),
             recovery_codes,
         };
-        if !self.pending.finish(token, finished, Instant::now()) {
+        if !self.pending.finish(token, finished) {
             return Err(Error::SignInExpired);
         }
         Ok(signed_in)
@@ -429,8 +440,8 @@ mod tests {
             },
             recovery_codes: Vec::new(),
         };
-        assert!(all.finish(&token, finished(), almost));
-        assert!(!all.finish(&token, finished(), almost), "finished once");
+        assert!(all.finish(&token, finished()));
+        assert!(!all.finish(&token, finished()), "finished once");
         assert!(all.find(&token, almost).is_none(), "no longer waiting");
         let kept = all.find_any(&token, almost).and_then(|p| p.finished);
         assert_eq!(

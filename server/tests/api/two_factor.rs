@@ -399,6 +399,9 @@ async fn codes_sent_together_sign_in_once_and_spend_one_code() {
         other.header("location"),
         Some("/login?notice=sign-in-expired")
     );
+    // That ended it: no more guessing at the code that finished it with this token.
+    let after = second_step_post_only(&app, &cookies, &codes[5]).await;
+    assert!(after.cookie("porch_session").is_none());
     assert_eq!(
         app.count("SELECT count(*) FROM recovery_codes WHERE used_at IS NOT NULL"),
         2
@@ -530,16 +533,34 @@ async fn a_team_requirement_sends_users_without_it_to_set_it_up_before_anything_
     .await;
     assert_eq!(refused.status, 401);
     let right = form(&[("csrf", &csrf), ("code", &code(&secret, 0))]);
-    let done = send(
-        &app,
-        "POST",
-        "/login/two-factor/setup",
-        &cookies,
-        Some(&right),
-    )
-    .await;
+    // Sent twice (a double-click): both answers sign in and show the same recovery codes,
+    // and two-factor is switched on once.
+    let setup = || {
+        send(
+            &app,
+            "POST",
+            "/login/two-factor/setup",
+            &cookies,
+            Some(&right),
+        )
+    };
+    let (done, repeat) = tokio::join!(setup(), setup());
     assert_eq!(done.status, 200, "{}", done.body);
+    assert_eq!(repeat.status, 200, "{}", repeat.body);
     assert_eq!(recovery_codes_in(&done.body).len(), 10);
+    assert_eq!(
+        recovery_codes_in(&done.body),
+        recovery_codes_in(&repeat.body)
+    );
+    assert_eq!(
+        done.cookie("porch_session").map(|(pair, _)| pair),
+        repeat.cookie("porch_session").map(|(pair, _)| pair)
+    );
+    assert_eq!(
+        audit_count(&app, "two_factor.enabled", "%"),
+        2,
+        "the admin's and Bo's"
+    );
     assert!(
         done.body.contains("href=\"/sites\""),
         "continue where the sign-in led"

@@ -21,7 +21,8 @@ pub use newcomers::NewcomerWait;
 const QUEUE: usize = 64;
 /// Independent locks, so thousands of connections do not contend on one mutex.
 const SHARDS: usize = 16;
-/// Erasures queued per agent page; one that misses some (a burst of erasures) reloads its page.
+/// Erasures queued per agent page; one that misses some (a burst of erasures) reads its counts
+/// again, and shows the rest of what they took on its next load.
 const ERASURES: usize = 16;
 
 /// Something a visitor's open connections should show.

@@ -172,6 +172,34 @@ test("another agent's conversation counts on the Open tab only", { timeout: 9000
   await context.close();
 });
 
+test("a conversation read in another tab loses its unread mark in the open list at once", { timeout: 90000 },
+  async () => {
+    const { porch, browser, host } = world;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const list = await context.newPage();
+    list.setDefaultTimeout(15000);
+    await signIn(list, porch, AGENT.email);
+    await list.goto(`${porch.url}/inbox`);
+    const v = await visitor(browser, host.url);
+    await v.say("Read me in the other tab");
+    const first = list.locator("#conversations li", { hasText: "Read me in the other tab" });
+    await waitFor("the unread row", async () => (await first.getAttribute("class"))?.includes("unread"));
+    const id = await first.getAttribute("data-id");
+    const row = list.locator(`#conversation-${id}`); // its preview changes with the next message
+    const other = await context.newPage();
+    await other.goto(`${porch.url}/conversations/${id}`);
+    await other.getByText("Read me in the other tab").waitFor();
+    await waitFor("the row's unread mark to go", async () =>
+      !(await row.getAttribute("class")).includes("unread") && (await row.locator(".dot").count()) === 0);
+    assert.doesNotMatch(await row.innerText(), /Unread:/);
+    // Once the other tab is gone, the visitor's next message makes it unread again.
+    await other.close();
+    await v.say("And once more");
+    await waitFor("the row unread again", async () => (await row.getAttribute("class"))?.includes("unread"));
+    await v.context.close();
+    await context.close();
+  });
+
 test("a page whose session ended says so, once, and stops its counts", { timeout: 90000 }, async () => {
   const { porch, browser } = world;
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });

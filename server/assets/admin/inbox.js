@@ -123,6 +123,14 @@
         showEmpty();
         countAgain();
       },
+      // Read by this agent, here or in another tab: the row is no longer unread.
+      read: (id) => {
+        const row = document.getElementById(`conversation-${id}`);
+        if (!row) return;
+        row.classList.remove("unread");
+        row.querySelector(".visitor .dot")?.remove();
+        row.querySelector(".visitor .visually-hidden")?.remove();
+      },
     });
   }
 
@@ -220,7 +228,11 @@
         messages.before(note);
         // A draft to the erased visitor has no box left to send or clear it from.
         const reply = document.getElementById("reply-form");
-        if (reply) drafts.set(new URL(reply.action, location.href).pathname, "");
+        if (reply) {
+          const key = new URL(reply.action, location.href).pathname;
+          drafts.set(key, "");
+          drafts.set(key + "#kind", ""); // reply or note, kept beside the text
+        }
         for (const id of ["reply-form", "visitor-typing", "email-visitor", "conversation-aside"]) {
           document.getElementById(id)?.remove();
         }

@@ -258,6 +258,8 @@ async fn stream_inbox(
         tally.send_counts(&mut batch);
         batch.flush(tx).await?;
         let first = tokio::select! {
+            // Signals first: a message queued before an erasure must not be counted after it.
+            biased;
             signal = subscription.recv() => signal,
             erasure = erasures.recv() => {
                 // An erased visitor's rows leave the list, as their counts leave the tally.
@@ -291,6 +293,10 @@ async fn stream_inbox(
                     last = last.max(event.message.id);
                     let this = (event.message.id, event.message.conversation_id);
                     add_item(app, &mut batch, (me, filter), this, last, &burst).await?;
+                }
+                // Read by this agent (in any tab): the row's unread mark goes, as the counts'.
+                InboxSignal::Read(mark) if mark.user == me && tally.is_read(mark.conversation) => {
+                    batch.event("read", &mark.conversation.to_string());
                 }
                 _ => {}
             }
@@ -328,6 +334,8 @@ async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Bytes>) -> 
         tally.send_counts(&mut batch);
         batch.flush(tx).await?;
         let first = tokio::select! {
+            // Signals first: a message queued before an erasure must not be counted after it.
+            biased;
             signal = subscription.recv() => signal,
             erasure = erasures.recv() => {
                 follow_erasure(app, &mut tally, erasure).await?;
@@ -431,6 +439,8 @@ async fn stream_conversation(
         tally.send_counts(&mut batch);
         batch.flush(tx).await?;
         let first = tokio::select! {
+            // Signals first: a message queued before an erasure must not be counted after it.
+            biased;
             signal = subscription.recv() => signal,
             erasure = erasures.recv() => {
                 let erasure = follow_erasure(app, &mut tally, erasure).await?;

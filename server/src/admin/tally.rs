@@ -326,6 +326,11 @@ impl Tally {
         Ok(alert)
     }
 
+    /// Whether the agent has read all of conversation `id` (or it is not open).
+    pub fn is_read(&self, id: ConversationId) -> bool {
+        self.open.get(&id).is_none_or(|open| open.unread.is_none())
+    }
+
     /// A visitor was erased: their conversations are gone, and with them what they counted.
     pub fn on_erased(&mut self, erasure: &Erasure) {
         for &id in &erasure.conversations {

@@ -46,6 +46,11 @@ impl LiveInbox {
     /// returns it, and forgets every event up to it (so the next call looks at newer ones only).
     /// Other events (counts, alerts) are skipped.
     pub(crate) async fn item_with(&mut self, what: &str) -> String {
+        self.event_with("event: conversation", what).await
+    }
+
+    /// As [`Self::item_with`], for the first event that holds both `kind` and `what`.
+    async fn event_with(&mut self, kind: &str, what: &str) -> String {
         tokio::time::timeout(WAIT, async {
             loop {
                 let mut consumed = 0;
@@ -55,7 +60,7 @@ impl LiveInbox {
                         break;
                     }
                     consumed += event.len();
-                    if event.contains("event: conversation") && event.contains(what) {
+                    if event.contains(kind) && event.contains(what) {
                         found = Some(event.to_owned());
                         break;
                     }
@@ -69,7 +74,7 @@ impl LiveInbox {
             }
         })
         .await
-        .unwrap_or_else(|_| panic!("no list item with {what:?} in {}", self.seen))
+        .unwrap_or_else(|_| panic!("no {kind:?} event with {what:?} in {}", self.seen))
     }
 }
 
@@ -106,6 +111,10 @@ async fn agents_watching_together_each_see_their_own_unread_state_and_assignee()
     .await;
     assert_eq!(assigned.status, 303, "{}", assigned.body);
 
+    // Read in another tab: her list's row loses its unread mark at once (Bo's stays, below).
+    ana_live
+        .event_with("event: read\n", &format!("data: {conversation}\n"))
+        .await;
     let for_ana = ana_live.item_with("class=\"assignee\">You<").await;
     assert!(
         for_ana.contains("class=\"conversation\""),

@@ -110,7 +110,14 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     // Take the listener back before looking at the outcome, so a failed start closes it too.
     let listener = booting.finish().await?;
     let (conn, secret) = opened
-        .with_context(|| format!("opening the database {}", path.display()))
+        .map_err(|err| {
+            // A damaged file's message names it already.
+            if err.is::<store::DamagedFile>() {
+                err
+            } else {
+                err.context(format!("opening the database {}", path.display()))
+            }
+        })
         .map_err(full_disk)?;
 
     let writer = Arc::new(Writer::start(

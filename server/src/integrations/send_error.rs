@@ -97,6 +97,18 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_expired_revocation_list_is_not_called_an_expired_certificate() {
+        let said = described("invalid peer certificate: ExpiredRevocationList", false);
+        assert_eq!(
+            said,
+            "the TLS certificate was refused: the revocation list it was checked against has \
+             expired"
+        );
+        let said = described("invalid peer certificate: Expired", false);
+        assert_eq!(said, "the TLS certificate was refused: it has expired");
+    }
+
     #[tokio::test]
     async fn a_refused_connection_and_a_silent_server_are_told_apart() {
         let http = crate::integrations::HttpClients::build(true)

@@ -9,8 +9,14 @@ use std::path::Path;
 
 use rusqlite::ErrorCode;
 
+/// A file SQLite cannot read, said with its path and what to do: the whole message, so a caller
+/// adds no "opening …" of its own before it (`is::<DamagedFile>()`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DamagedFile(String);
+
 /// `err`, replaced by what happened and what to do when somewhere in its chain SQLite reported
-/// `path` damaged or not a database; any other error is returned as it was.
+/// `path` damaged or not a database ([`DamagedFile`]); any other error is returned as it was.
 pub fn explain_damage(err: anyhow::Error, path: &Path) -> anyhow::Error {
     let code = err
         .chain()
@@ -28,12 +34,12 @@ pub fn explain_damage(err: anyhow::Error, path: &Path) -> anyhow::Error {
         .split_once(": ")
         .filter(|(code, _)| code.starts_with("Error code"))
         .map_or(sqlite.as_str(), |(_, words)| words);
-    anyhow::anyhow!(
+    anyhow::Error::new(DamagedFile(format!(
         "{} {what}: SQLite cannot read it ({words}). Porch cannot open it: restore a backup that \
          `porch check` passes (docs/operations.md, \"Restore\"), and keep this file aside for a \
          closer look",
         path.display(),
-    )
+    )))
 }
 
 #[cfg(test)]

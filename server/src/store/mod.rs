@@ -80,7 +80,7 @@ pub use check::{CheckReport, check_database, has_no_tables, is_porch_database};
 pub use conversations::{
     ConversationRow, find_conversation, find_open_conversation_of, list_conversations,
 };
-pub use damage::explain_damage;
+pub use damage::{DamagedFile, explain_damage};
 pub use db::{
     Synchronous, open_existing_read_only, open_read_connection, open_write_connection, truncate_wal,
 };

@@ -314,6 +314,12 @@ fn a_file_sqlite_cannot_read_is_named_plainly_by_every_command() {
             1,
             "{args:?}: {message}"
         );
+        let named = format!("{}", path.display());
+        assert_eq!(
+            message.matches(&named).count(),
+            1,
+            "the path once: {args:?}: {message}"
+        );
     }
     assert!(
         !dir.path().join("secret.key").exists(),

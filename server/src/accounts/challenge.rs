@@ -239,7 +239,7 @@ impl Accounts {
             })
             .await?;
         let (user, how) = self.refused_ends_disabled(token, passed)?;
-        self.finish(token, (&user, how, key_of_code), Vec::new(), ip)
+        self.finish((token, pending), (&user, how, key_of_code), Vec::new(), ip)
             .await
     }
 
@@ -283,7 +283,9 @@ impl Accounts {
             .await?;
         let (user, codes) = self.refused_ends_disabled(token, enrolled)?;
         let how = (&user, SecondFactor::Totp, key_of_code);
-        let finished = self.finish(token, how, codes.clone(), ip).await?;
+        let finished = self
+            .finish((token, pending), how, codes.clone(), ip)
+            .await?;
         Ok((finished, codes))
     }
 
@@ -344,20 +346,18 @@ impl Accounts {
         checked
     }
 
-    /// Starts the session and marks the half-finished sign-in finished with it (`by` the user,
-    /// the factor and the code's key), so a repeat of the code gets the same answer. Called
-    /// with the sign-in's turn held, so nothing else finishes it meanwhile.
+    /// Starts the session and marks the half-finished sign-in `pending` finished with it (`by`
+    /// the user, the factor and the code's key), so a repeat of the code gets the same answer.
+    /// Called with the sign-in's turn held, so nothing else finishes it meanwhile, and once its
+    /// code is spent: so its lifetime is not asked again, or a code checked in its last moment
+    /// would be spent for no session.
     async fn finish(
         &self,
-        token: &str,
+        (token, pending): (&str, PendingSignIn),
         (user, how, code): (&UserRow, SecondFactor, [u8; 32]),
         recovery_codes: Vec<String>,
         ip: IpAddr,
     ) -> Result<FinishedSignIn, Error> {
-        let pending = self
-            .pending
-            .find(token, Instant::now())
-            .ok_or(Error::SignInExpired)?;
         self.code_throttle.succeeded(&pending.email, ip);
         let session = self.start_session(user, ip, Some(how)).await?;
         let signed_in = FinishedSignIn {

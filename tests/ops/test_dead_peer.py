@@ -84,7 +84,11 @@ def _drill(porch: str, scratch: Path) -> dict:
         stream = http.client.HTTPConnection(addr, timeout=5)
         stream.request("GET", "/inbox/counts", headers={"Cookie": _sign_in(addr, "ana@example.com")})
         assert stream.getresponse().status == 200
-        seen = {"while_connected": _agent_connections(addr)}
+        # The headers come first; the stream counts once it has subscribed, a moment later.
+        deadline = time.monotonic() + 5
+        while (count := _agent_connections(addr)) != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen = {"while_connected": count}
         subprocess.run(["ip", "link", "set", "lo", "down"], check=True)
         # The next keep-alive goes out and is never acknowledged; the kernel gives up on the
         # connection IDLE_TIMEOUT later.

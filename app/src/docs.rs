@@ -372,15 +372,27 @@ mod tests {
         let rendered = rendered();
         let mut checked = 0;
         let mut broken = Vec::new();
-        let pages = std::fs::read_dir(dir).expect("src").filter_map(Result::ok);
+        // Every source file, in the modules' directories too (`capacity/run.rs`).
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(dir)];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).expect("src").filter_map(Result::ok) {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
         // This file's own samples are not links of a page.
-        for entry in pages.filter(|e| e.file_name() != "docs.rs") {
-            let source = std::fs::read_to_string(entry.path()).expect("source");
+        for file in files.iter().filter(|p| !p.ends_with("src/docs.rs")) {
+            let source = std::fs::read_to_string(file).expect("source");
             for link in source.split(r#"href="/docs/"#).skip(1) {
                 let link = link.split('"').next().unwrap_or_default();
                 let (path, fragment) = link.split_once('#').unwrap_or((link, ""));
                 if !lands(&rendered, path, fragment) {
-                    broken.push(format!("{}: /docs/{link}", entry.path().display()));
+                    broken.push(format!("{}: /docs/{link}", file.display()));
                 }
                 checked += 1;
             }

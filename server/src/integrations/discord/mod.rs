@@ -4,7 +4,9 @@
 mod deliver;
 mod setup;
 mod test_post;
+mod text;
 
-pub use deliver::{CONTENT_LIMIT, DiscordConfig, DiscordSecrets, deliver_post, escape, split};
+pub use deliver::{DiscordConfig, DiscordSecrets, deliver_post};
 pub use setup::{DiscordSetup, check_discord};
 pub use test_post::deliver_test;
+pub use text::{CONTENT_LIMIT, escape, split};

@@ -110,14 +110,7 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     // Take the listener back before looking at the outcome, so a failed start closes it too.
     let listener = booting.finish().await?;
     let (conn, secret) = opened
-        .map_err(|err| {
-            // A damaged file's message names it already.
-            if err.is::<store::DamagedFile>() {
-                err
-            } else {
-                err.context(format!("opening the database {}", path.display()))
-            }
-        })
+        .map_err(|err| store::in_context(err, format!("opening the database {}", path.display())))
         .map_err(full_disk)?;
 
     let writer = Arc::new(Writer::start(
@@ -427,12 +420,10 @@ async fn open_database(
         let go_on = || !abandoned.load(Ordering::Relaxed);
         // Only the open is asked whether SQLite could read the file at all: damage a migration
         // meets deeper in it keeps the migration's own words.
-        let opened = store::open_write_connection(&path, synchronous)
-            .map_err(|err| store::explain_damage(err.into(), &path))
-            .and_then(|mut conn| {
-                let version = store::apply_migrations_while(&mut conn, &go_on)?;
-                Ok((conn, version))
-            });
+        let opened = store::open_porch_database(&path, synchronous).and_then(|mut conn| {
+            let version = store::apply_migrations_while(&mut conn, &go_on)?;
+            Ok((conn, version))
+        });
         // Read once: a stop landing between two reads would abandon the start but keep the key.
         let going_on = go_on();
         if opened.is_err() || !going_on {

@@ -28,11 +28,9 @@ pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
     if !path.is_file() {
         bail!("{shown} does not exist or is not a file");
     }
+    store::refuse_empty_file(&path)?;
     let mut header = [0_u8; SQLITE_HEADER.len()];
     let header_len = read_prefix(&path, &mut header).with_context(|| format!("reading {shown}"))?;
-    if header_len == 0 {
-        bail!("{shown} is empty (0 bytes): not a Porch database");
-    }
     if header[..header_len] != SQLITE_HEADER[..] {
         bail!("{shown} is not a SQLite database (it does not start with the SQLite header)");
     }
@@ -48,11 +46,7 @@ pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
                  sets it up; if you expected data, check the path"
             );
         }
-        let version = store::schema_version(&conn)?;
-        bail!(
-            "{shown} is a SQLite database but not a Porch database (no Porch tables, schema \
-             version {version}); check the path"
-        );
+        store::refuse_other_database(&conn, &path)?;
     }
     let report = store::check_database(&conn).with_context(|| format!("checking {shown}"))?;
     write_out(&render(&shown.to_string(), &report))?;

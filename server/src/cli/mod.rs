@@ -486,10 +486,7 @@ fn open_for_management(data: &DataConfig) -> anyhow::Result<Connection> {
     match crate::lock_data_dir(&data.data_dir) {
         Ok(_lock) => open_database(data),
         Err(err) if is_held(&err) => {
-            let path = data.database_path();
-            let conn = store::open_write_connection(&path, store::Synchronous::Full)
-                .with_context(|| format!("opening {}", path.display()))
-                .map_err(|err| store::explain_damage(err, &path))?;
+            let conn = open_file(data)?;
             let version = store::schema_version(&conn)?;
             // Older: the server may be migrating it now (its /readyz says so); newer: it is.
             anyhow::ensure!(
@@ -530,12 +527,16 @@ fn require_database(data: &DataConfig) -> anyhow::Result<()> {
 fn open_database(data: &DataConfig) -> anyhow::Result<Connection> {
     std::fs::create_dir_all(&data.data_dir)
         .with_context(|| format!("creating the data directory {}", data.data_dir.display()))?;
-    let path = data.database_path();
-    let mut conn = store::open_write_connection(&path, store::Synchronous::Full)
-        .with_context(|| format!("opening {}", path.display()))
-        .map_err(|err| store::explain_damage(err, &path))?;
+    let mut conn = open_file(data)?;
     store::apply_migrations(&mut conn)?;
     Ok(conn)
+}
+
+/// Opens the database file, refusing one that is not Porch's (`store::open_porch_database`).
+fn open_file(data: &DataConfig) -> anyhow::Result<Connection> {
+    let path = data.database_path();
+    store::open_porch_database(&path, store::Synchronous::Full)
+        .map_err(|err| store::in_context(err, format!("opening {}", path.display())))
 }
 
 /// Prints a command's result: standard output is the command's interface.

@@ -13,7 +13,7 @@ use rusqlite::ErrorCode;
 /// adds no "opening …" of its own before it (`is::<DamagedFile>()`).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct DamagedFile(String);
+pub struct DamagedFile(pub(super) String);
 
 /// `err`, replaced by what happened and what to do when somewhere in its chain SQLite reported
 /// `path` damaged or not a database ([`DamagedFile`]); any other error is returned as it was.

@@ -28,7 +28,7 @@ impl Synchronous {
 }
 
 /// Litestream and our own writer both take the write lock; wait instead of failing at once.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Truncate the WAL back to this size after a checkpoint so it does not stay large after a burst.
 const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 

@@ -16,9 +16,12 @@ async fn get(http: &Http, path: &str) -> (u16, Value) {
 async fn readiness_is_false_while_migrating_and_liveness_stays_true() {
     let data_dir = tempfile::tempdir().expect("temp dir");
     // Another process (as Litestream can) holds the database locked, so opening and migrating
-    // waits on SQLite's busy timeout: the start-up phase lasts until the lock is released.
+    // waits on SQLite's busy timeout: the start-up phase lasts until the lock is released. The
+    // file is a SQLite file with no tables yet (an empty file would be refused outright).
     let blocker = rusqlite::Connection::open(data_dir.path().join("porch.db")).expect("open");
-    blocker.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    blocker
+        .execute_batch("PRAGMA user_version = 0; VACUUM; BEGIN EXCLUSIVE")
+        .expect("lock");
     let config = serve_config(data_dir.path(), &[]);
     let listener = porch::http::bind(config.listen).expect("bind");
     let client = Http::new(listener.local_addr().expect("addr"));

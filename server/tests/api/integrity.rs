@@ -5,9 +5,10 @@
 use std::io::{Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
+use std::time::Duration;
 
 use crate::helpers::{Exchange as _, Http, TestApp, WAIT, ok_if, wait_until};
-use crate::process::{Served, porch, run};
+use crate::process::{Served, porch, run, run_within};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -280,6 +281,55 @@ fn a_newer_schema_is_named_plainly_by_serve_migrate_and_check() {
         let message = stderr(&output);
         assert!(message.contains(&expected), "{args:?}: {message}");
         assert!(!message.contains("Invalid parameter name"), "{args:?}");
+    }
+}
+
+/// A 0-byte `porch.db` (a failed copy; an on-boot restore skips a directory that has one) and
+/// another application's SQLite file are refused by every command as `porch check` refuses them,
+/// and left as they were: SQLite would have taken the first as a new database and migrated
+/// Porch's tables into the second, answering as a fresh install. The start removes the sealing
+/// key it generated.
+#[test]
+fn an_empty_file_or_another_applications_file_is_refused_by_every_command() {
+    let other_schema = "CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine');";
+    for (schema, expected) in [
+        (None, "is empty (0 bytes): not a Porch database."),
+        (
+            Some(other_schema),
+            "is a SQLite database but not a Porch database (no Porch tables, schema version 0)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("porch.db");
+        std::fs::write(&path, b"").expect("file");
+        if let Some(schema) = schema {
+            let conn = rusqlite::Connection::open(&path).expect("open");
+            conn.execute_batch(schema).expect("schema");
+        }
+        let before = std::fs::read(&path).expect("read");
+        for args in [
+            &["serve", "--listen", "127.0.0.1:0"][..],
+            &["migrate"],
+            &["check"],
+            &["site", "list"],
+            &["user", "list"],
+            &["export", "--all"],
+        ] {
+            let output = run_within(dir.path(), args, Duration::from_mins(1));
+            assert_eq!(output.status.code(), Some(1), "{args:?}");
+            let message = stderr(&output);
+            let named = format!("{} {expected}", path.display());
+            assert!(message.contains(&named), "{args:?}: {message}");
+        }
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            before,
+            "left as it was"
+        );
+        assert!(
+            !dir.path().join("secret.key").exists(),
+            "the key serve generated is gone"
+        );
     }
 }
 

@@ -7,7 +7,7 @@ use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent, VisitorEvent};
 use crate::jobs::JobQueue;
 use crate::store::{
-    self, ConversationId, ConversationRow, IntegrationId, MessageId, MessageRow, NewAgentMessage,
+    self, ConversationId, ConversationRow, MessageId, MessageRow, NewAgentMessage,
     NewVisitorMessage, Readers, StoredAgentMessage, StoredVisitorMessage, UserId, VisitorId,
     VisitorRow, Writer,
 };
@@ -112,7 +112,8 @@ pub struct HistoryPage {
 /// A reply that arrived from an integration (a Slack thread), deduplicated on the event id.
 #[derive(Debug, Clone)]
 pub struct InboundReply {
-    pub integration_id: IntegrationId,
+    /// Where it was typed: the reply is not posted back there.
+    pub channel: crate::jobs::SlackChannel,
     /// The integration's own id for the event; a second delivery of it creates nothing.
     pub event_id: String,
     pub conversation_id: ConversationId,
@@ -257,7 +258,7 @@ impl Chat {
         };
         let stored = {
             let (stored, published, event_id) = (new.clone(), new.clone(), reply.event_id);
-            let origin = Some(reply.integration_id);
+            let origin = reply.channel;
             let hub = Arc::clone(&self.hub);
             self.writer
                 .write_then(
@@ -265,7 +266,7 @@ impl Chat {
                         if !store::insert_slack_event(c, &event_id, stored.now)? {
                             return Ok(None);
                         }
-                        store_agent_message(c, &stored, origin).map(Some)
+                        store_agent_message(c, &stored, Some(&origin)).map(Some)
                     },
                     move |stored: &Option<(StoredAgentMessage, Vec<store::JobRow>)>| {
                         if let Some((stored, _)) = stored {

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use crate::clock::now_ms;
 use crate::jobs::{self, ConversationChange, NewMessage};
 use crate::store::{
-    self, ConversationId, IntegrationId, JobRow, MessageRow, NewAgentMessage, NewVisitorMessage,
+    self, ConversationId, JobRow, MessageRow, NewAgentMessage, NewVisitorMessage,
     StoredAgentMessage, StoredVisitorMessage,
 };
 use crate::values::Invalid;
@@ -33,12 +33,12 @@ pub(super) fn store_visitor_message(
     Ok((stored, jobs))
 }
 
-/// Stores an agent's reply with its deliveries (none back to `origin`, the integration it came
-/// from), or a private note, which is delivered nowhere.
+/// Stores an agent's reply with its deliveries (none back to `origin`, the Slack channel it was
+/// typed in), or a private note, which is delivered nowhere.
 pub(super) fn store_agent_message(
     conn: &Connection,
     new: &NewAgentMessage,
-    origin: Option<IntegrationId>,
+    origin: Option<&jobs::SlackChannel>,
 ) -> Result<(StoredAgentMessage, Vec<JobRow>), store::Error> {
     let stored = store::insert_agent_message(conn, new)?;
     if new.is_note {

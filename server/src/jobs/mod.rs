@@ -34,7 +34,7 @@ pub use index::Lane;
 pub use kind::JobKind;
 pub use outcome::{Attempt, Outcome};
 pub use plan::{
-    ConversationChange, EmailDelays, NewMessage, WebhookEvent, plan_agent_email,
+    ConversationChange, EmailDelays, NewMessage, SlackChannel, WebhookEvent, plan_agent_email,
     plan_agent_message, plan_conversation_change, plan_visitor_message, plan_webhook_replay,
     webhook_id,
 };

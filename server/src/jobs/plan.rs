@@ -126,12 +126,12 @@ pub fn plan_visitor_message(
     Ok(jobs)
 }
 
-/// The deliveries of an agent's reply: the chat posts (not back to `origin`, the integration
-/// it came from), webhooks, and the mail to a visitor who left an address.
+/// The deliveries of an agent's reply: the chat posts (not back to `origin`, the Slack channel
+/// it was typed in), webhooks, and the mail to a visitor who left an address.
 pub fn plan_agent_message(
     conn: &Connection,
     new: &NewMessage,
-    origin: Option<IntegrationId>,
+    origin: Option<&SlackChannel>,
 ) -> Result<Vec<JobRow>, store::Error> {
     agent_message_jobs(conn, new, origin, JobKind::EmailReply)
 }
@@ -146,7 +146,7 @@ pub fn plan_agent_email(conn: &Connection, new: &NewMessage) -> Result<Vec<JobRo
 fn agent_message_jobs(
     conn: &Connection,
     new: &NewMessage,
-    origin: Option<IntegrationId>,
+    origin: Option<&SlackChannel>,
     mail: JobKind,
 ) -> Result<Vec<JobRow>, store::Error> {
     let integrations = store::list_active_integrations(conn, new.site_id)?;
@@ -327,18 +327,22 @@ fn chat_jobs(
     conn: &Connection,
     integrations: &[ActiveIntegration],
     new: &NewMessage,
-    origin: Option<IntegrationId>,
+    origin: Option<&SlackChannel>,
 ) -> Result<Vec<JobRow>, store::Error> {
     let args = to_json(&MessageArgs {
         message_id: new.message_id,
     });
+    let came_from = origin.map(SlackChannel::rate_key);
     let mut jobs = Vec::new();
-    for integration in integrations.iter().filter(|i| Some(i.id) != origin) {
+    for integration in integrations {
         let (kind, rate_key) = match integration.kind.as_str() {
             "slack" => (JobKind::SlackPost, slack_channel_key(&integration.config)),
             "discord" => (JobKind::DiscordPost, Some(discord_rate_key(integration.id))),
             _ => continue,
         };
+        if kind == JobKind::SlackPost && came_from.is_some() && rate_key == came_from {
+            continue;
+        }
         let job = NewJob {
             order_key: Some(conversation_order(new.conversation_id, integration.id)),
             ..new_job(
@@ -364,13 +368,24 @@ pub(super) fn discord_rate_key(integration: IntegrationId) -> String {
 /// per channel), whichever integrations post there. `None` when its settings are incomplete: its
 /// delivery then blocks it with a clear error.
 fn slack_channel_key(config: &str) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Channel {
-        team_id: String,
-        channel_id: String,
+    serde_json::from_str::<SlackChannel>(config)
+        .ok()
+        .map(|channel| channel.rate_key())
+}
+
+/// A Slack channel, as a Slack integration's settings name it. An agent's reply typed in one of
+/// its threads is already there: no Slack integration that posts to it gets the reply again,
+/// whichever integration's Events URL the reply came to (one Slack app may serve several).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SlackChannel {
+    pub team_id: String,
+    pub channel_id: String,
+}
+
+impl SlackChannel {
+    fn rate_key(&self) -> String {
+        format!("slack:{}:{}", self.team_id, self.channel_id)
     }
-    let channel: Channel = serde_json::from_str(config).ok()?;
-    Some(format!("slack:{}:{}", channel.team_id, channel.channel_id))
 }
 
 /// One delivery per enabled endpoint subscribed to the event, with the conversation's facts

@@ -385,6 +385,50 @@ async fn a_signed_thread_reply_reaches_the_visitor_as_the_matching_agent() {
     assert_eq!(fx.mock.posts().len(), 2);
 }
 
+/// One Slack app serving two of a site's channels sends every event to one Events URL: a reply
+/// typed in the second channel's thread but received at the first integration's URL is not
+/// posted back into its own thread, and is posted into the first channel's thread
+/// (docs/integrations/slack.md). The channel it was typed in decides, not the URL.
+#[tokio::test]
+async fn a_reply_is_posted_to_the_sites_other_channel_whichever_url_it_came_to() {
+    let fx = Fixture::start().await;
+    let (site, first) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    let body = json!({"bot_token": "xoxb-test", "channel_id": "C2", "signing_secret": SECRET});
+    let path = format!("/api/v1/sites/{site}/integrations/slack");
+    let (status, answer) = fx.app.api("POST", &path, &fx.admin, Some(body)).await;
+    assert_eq!(status, 201, "{answer}");
+    let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
+    widget.say("q", "is anyone there?").await;
+    // A header and the message in each channel.
+    let posts = fx.mock.wait_for_posts(4, WAIT).await;
+    let root_in = |channel: &str| {
+        posts
+            .iter()
+            .find(|p| p.channel == channel && p.thread_ts.is_none())
+            .map(|p| p.ts.clone())
+            .expect("a header")
+    };
+    let (first_thread, second_thread) = (root_in("C1"), root_in("C2"));
+
+    let event = reply_event("Ev-C2", "C2", &second_thread, "U-ANA", "typed in C2");
+    assert_eq!(fx.send_event(first, &event, now_secs()).await, 200);
+    assert_eq!(widget.recv().await["body"], "typed in C2");
+    let posts = fx.mock.wait_for_posts(5, WAIT).await;
+    fx.wait_until_settled().await;
+    let replies: Vec<_> = fx
+        .mock
+        .posts()
+        .into_iter()
+        .filter(|p| p.text.contains("typed in C2"))
+        .map(|p| (p.channel, p.thread_ts))
+        .collect();
+    assert_eq!(
+        replies,
+        [("C1".to_owned(), Some(first_thread))],
+        "into the other channel's thread only: {posts:?}"
+    );
+}
+
 #[tokio::test]
 async fn people_mentioned_in_a_reply_are_named_for_the_visitor() {
     let (fx, mut widget, integration, thread) = conversation_with_thread(json!({})).await;

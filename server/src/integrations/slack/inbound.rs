@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::chat::{self, Agent, Chat, InboundReply, MessageBody};
-use crate::jobs::{JobQueue, Outcome};
+use crate::jobs::{JobQueue, Outcome, SlackChannel};
 use crate::metrics::Meters;
 use crate::secrets::SecretKey;
 use crate::store::{self, ConversationId, IntegrationId, Readers, Uploader, UserRow, Writer};
@@ -217,7 +217,10 @@ pub async fn handle_event_callback(
         _ => (false, trimmed),
     };
     let reply = Reply {
-        integration_id,
+        channel: SlackChannel {
+            team_id: slack.config.team_id.clone(),
+            channel_id: channel.to_owned(),
+        },
         event_id,
         conversation_id,
         user,
@@ -229,7 +232,9 @@ pub async fn handle_event_callback(
 
 /// A human's reply in one of the conversation's threads, as the event names it.
 struct Reply<'a> {
-    integration_id: IntegrationId,
+    /// Where it was typed (not necessarily the channel of the integration whose URL the event
+    /// came to: one Slack app may serve several).
+    channel: SlackChannel,
     event_id: &'a str,
     conversation_id: ConversationId,
     /// The Slack user who wrote it.
@@ -277,7 +282,7 @@ async fn post_reply(
         return empty(reply.event_id);
     };
     let reply = InboundReply {
-        integration_id: reply.integration_id,
+        channel: reply.channel,
         event_id: reply.event_id.to_owned(),
         conversation_id: reply.conversation_id,
         agent,

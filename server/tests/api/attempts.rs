@@ -72,6 +72,37 @@ async fn a_run_of_429s_leaves_a_row_each_and_uses_no_attempt() {
     );
 }
 
+/// Slack's older form of a rate limit, `ratelimited` in a 200, waits its `Retry-After` as a 429
+/// does (it waited 1 s whatever the header said).
+#[tokio::test]
+async fn a_rate_limit_in_a_200_waits_its_retry_after() {
+    let mock = slack_mock().await;
+    let (app, site) =
+        shop_posting_to_c1(TestApp::spawn(&["--slack-api-url", &mock.api_url()]).await).await;
+    mock.set_failure(
+        "C1",
+        Some(Failure::RateLimitedIn200 {
+            times: 1,
+            retry_after_secs: 3,
+        }),
+    );
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    let sent = std::time::Instant::now();
+    visitor.say("v1", "hello").await;
+    let posts = mock.wait_for_posts(1, WAIT).await;
+    assert_eq!(posts.len(), 1, "delivered after the wait");
+    assert_eq!(mock.rate_limited_count(), 1);
+    let waited = posts[0].received_at.duration_since(sent);
+    assert!(
+        waited >= Duration::from_millis(2900),
+        "waited only {waited:?}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM job_attempts WHERE outcome = 'rate_limited'"),
+        1
+    );
+}
+
 /// As docs/integrations/slack.md promises, nothing is given up for being rate-limited: a 429
 /// neither uses an attempt nor checks the deadline, so a post refused past its deadline (moved
 /// into the past while Porch is stopped, as a day of 429s would) still waits and arrives.

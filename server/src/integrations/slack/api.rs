@@ -138,10 +138,10 @@ impl SlackApi {
             .await
             .map_err(|e| CallError::Network(send_error::describe(e)))?;
         let status = response.status();
+        // Read before the body takes the response: a `ratelimited` error in a 200 carries it too.
+        let wait = retry_after(&response);
         if status == StatusCode::TOO_MANY_REQUESTS {
-            return Err(CallError::RateLimited {
-                retry_after: retry_after(&response),
-            });
+            return Err(CallError::RateLimited { retry_after: wait });
         }
         if !status.is_success() {
             return Err(CallError::Http {
@@ -161,9 +161,7 @@ impl SlackApi {
             .unwrap_or("unknown_error")
             .to_owned();
         if error == "ratelimited" || error == "rate_limited" {
-            return Err(CallError::RateLimited {
-                retry_after: DEFAULT_RETRY_AFTER,
-            });
+            return Err(CallError::RateLimited { retry_after: wait });
         }
         Err(CallError::Slack {
             error,

@@ -39,6 +39,9 @@ pub const BOT_ID: &str = "BBOT";
 pub enum Failure {
     /// The next `times` posts get HTTP 429 with `Retry-After: retry_after_secs`.
     RateLimited { times: u32, retry_after_secs: u64 },
+    /// The next `times` posts get Slack's older form of a rate limit: HTTP 200 with
+    /// `{"ok": false, "error": "ratelimited"}` and `Retry-After: retry_after_secs`.
+    RateLimitedIn200 { times: u32, retry_after_secs: u64 },
     /// The next `times` posts get HTTP 500.
     ServerError { times: u32 },
     /// Every post gets `{"ok": false, "error": …}` until cleared.
@@ -314,6 +317,13 @@ async fn post_message(
                 *times -= 1;
                 Some((StatusCode::TOO_MANY_REQUESTS, Some(*retry_after_secs), None))
             }
+            Some(Failure::RateLimitedIn200 {
+                times,
+                retry_after_secs,
+            }) if *times > 0 => {
+                *times -= 1;
+                Some((StatusCode::OK, Some(*retry_after_secs), None))
+            }
             Some(Failure::ServerError { times }) if *times > 0 => {
                 *times -= 1;
                 Some((StatusCode::INTERNAL_SERVER_ERROR, None, None))
@@ -325,6 +335,9 @@ async fn post_message(
     match injected {
         Some((StatusCode::TOO_MANY_REQUESTS, retry_after, _)) => {
             return rate_limited(&state, retry_after.unwrap_or(1));
+        }
+        Some((StatusCode::OK, Some(retry_after), None)) => {
+            return rate_limited_as(&state, StatusCode::OK, retry_after);
         }
         Some((_, _, Some(error))) => return slack_error(&error),
         Some((status, _, None)) => return (status, "upstream error").into_response(),
@@ -374,9 +387,14 @@ async fn post_message(
 
 /// Slack's answer past a rate limit: HTTP 429, `ratelimited`, `Retry-After` in whole seconds.
 fn rate_limited(state: &MockState, retry_after_secs: u64) -> Response {
+    rate_limited_as(state, StatusCode::TOO_MANY_REQUESTS, retry_after_secs)
+}
+
+/// A rate limit answered with `status` (Slack's older API answered 200).
+fn rate_limited_as(state: &MockState, status: StatusCode, retry_after_secs: u64) -> Response {
     state.rate_limited.fetch_add(1, Ordering::Relaxed);
     (
-        StatusCode::TOO_MANY_REQUESTS,
+        status,
         [(header::RETRY_AFTER, retry_after_secs.to_string())],
         Json(json!({"ok": false, "error": "ratelimited"})),
     )

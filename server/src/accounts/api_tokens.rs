@@ -28,9 +28,27 @@ pub fn hash_api_token(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// The longest token name: it labels a row, not a document.
+const MAX_TOKEN_NAME_CHARS: usize = 100;
+
+/// A token's name as the account page and `porch token add` both take it: trimmed, 1 to 100
+/// characters, on one line (it is shown in a list row and a tab-separated listing). The error is
+/// the sentence to show.
+pub fn token_name(raw: &str) -> Result<&str, &'static str> {
+    let name = raw.trim();
+    if name.is_empty() || name.chars().count() > MAX_TOKEN_NAME_CHARS {
+        return Err("A token needs a name of 1 to 100 characters.");
+    }
+    if name.chars().any(char::is_control) {
+        return Err("A token's name is one line of text, without control characters.");
+    }
+    Ok(name)
+}
+
 /// What a new token is.
 #[derive(Debug, Clone, Copy)]
 pub struct TokenRequest<'a> {
+    /// Checked with `token_name`.
     pub name: &'a str,
     pub scope: TokenScope,
     /// Milliseconds since the epoch; `None` never expires.

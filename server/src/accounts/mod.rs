@@ -20,6 +20,7 @@ mod two_factor;
 
 pub use api_tokens::{
     TOKEN_PREFIX, TokenRequest, create_api_token, hash_api_token, new_api_token, revoke_api_token,
+    token_name,
 };
 pub use challenge::{AfterPassword, FinishedSignIn, PendingSignIn, SECOND_STEP_LIFETIME};
 pub use error::Error;

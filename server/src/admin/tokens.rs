@@ -10,7 +10,7 @@ use porch_app::auth::{AccountView, render_account};
 use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
 
-use crate::accounts::{TokenRequest, create_api_token, revoke_api_token};
+use crate::accounts::{TokenRequest, create_api_token, revoke_api_token, token_name};
 use crate::audit::Actor;
 use crate::clock::now_ms;
 use crate::http::ClientIp;
@@ -23,8 +23,6 @@ use super::page::{PageError, html, see_other};
 use super::session::{Posted, SignedIn};
 use super::two_factor::summary;
 
-/// The longest token name: it labels a row, not a document.
-const MAX_NAME_CHARS: usize = 100;
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// A form the page's own controls cannot send (a hand-made request): 422.
@@ -91,10 +89,7 @@ pub async fn create_token(
     ClientIp(ip): ClientIp,
     Posted { who, form }: Posted<NewTokenForm>,
 ) -> Result<Response, PageError> {
-    let name = form.name.trim().to_owned();
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(invalid("A token needs a name of 1 to 100 characters."));
-    }
+    let name = token_name(&form.name).map_err(invalid)?.to_owned();
     let scope = TokenScope::parse(&form.scope)
         .ok_or_else(|| invalid("The scope is read or read-write."))?;
     let now = now_ms();

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::accounts::{
     DisplayName, Password, TokenRequest, create_api_token, hash_password, reset_two_factor_in,
-    revoke_api_token,
+    revoke_api_token, token_name,
 };
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
@@ -272,6 +272,7 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
         // It would work the moment they are enabled again, which nobody would expect.
         bail!("{user} is disabled: enable them on the team page first");
     }
+    let name = token_name(&name).map_err(|refused| anyhow::anyhow!("--name: {refused}"))?;
     let now = now_ms();
     if expires_in.is_some_and(|after| after.is_zero()) {
         bail!(
@@ -289,7 +290,7 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
     };
     let tx = conn.unchecked_transaction()?;
     let request = TokenRequest {
-        name: &name,
+        name,
         scope,
         expires_at,
         now,

@@ -2,7 +2,7 @@
 //! unexpected is a 500 that reveals nothing of the internals; the details go to the log once.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -77,10 +77,21 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message}});
         let mut response = (self.status, Json(body)).into_response();
+        let headers = response.headers_mut();
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            response
-                .headers_mut()
-                .insert("retry-after", axum::http::HeaderValue::from_static("2"));
+            headers.insert("retry-after", HeaderValue::from_static("2"));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            // RFC 6750: a 401 names the scheme it wants; an expired token is an invalid one.
+            let challenge = if self.code == "token_expired" {
+                r#"Bearer realm="porch", error="invalid_token""#
+            } else {
+                r#"Bearer realm="porch""#
+            };
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
         }
         response
     }

@@ -175,6 +175,34 @@ async fn api_tokens_can_be_listed_with_their_last_use_and_revoked() {
     assert!(!ok, "{again}");
 }
 
+/// `porch token add` takes a name by the account page's rule (`api_tokens::token_name`): a blank,
+/// a 101-character or a two-line name is refused and makes no token.
+#[tokio::test]
+async fn the_command_line_refuses_the_names_the_account_page_refuses() {
+    let app = TestApp::spawn(&[]).await;
+    app.add_user_token("ops", "admin");
+    let long = "n".repeat(101);
+    for name in ["", "   ", long.as_str(), "two\nlines"] {
+        let add = ["add", "--user", "ops@example.com", "--name", name];
+        let (ok, out) = porch_token(&app, &add);
+        assert!(!ok, "{name:?} was taken: {out}");
+        assert!(out.contains("--name:"), "{out}");
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM api_tokens WHERE name != 'test'"),
+        0
+    );
+    let (ok, out) = porch_token(
+        &app,
+        &["add", "--user", "ops@example.com", "--name", " ci "],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM api_tokens WHERE name = 'ci'"),
+        1
+    );
+}
+
 /// A token from `porch token add` with `args`, for the user `ops@example.com` (an admin).
 fn ops_token(app: &TestApp, args: &[&str]) -> String {
     app.add_user_token("ops", "admin");
@@ -230,9 +258,25 @@ async fn an_expired_token_is_refused_and_says_so() {
             [porch::clock::now_ms() - 1],
         )
         .expect("expire");
-    let (status, body) = app.api("GET", "/api/v1/conversations", &token, None).await;
-    assert_eq!(status, 401, "{body}");
-    assert_eq!(body["error"]["code"], "token_expired", "{body}");
+    let answer = app
+        .http
+        .get("/api/v1/conversations")
+        .bearer_auth(&token)
+        .answer()
+        .await;
+    assert_eq!(answer.status, 401, "{}", answer.body);
+    assert_eq!(answer.json()["error"]["code"], "token_expired");
+    // RFC 6750's challenge names the scheme and why the token was refused.
+    assert_eq!(
+        answer.headers["www-authenticate"],
+        r#"Bearer realm="porch", error="invalid_token""#
+    );
+    let unknown = app.http.get("/api/v1/conversations").answer().await;
+    assert_eq!(unknown.status, 401);
+    assert_eq!(
+        unknown.headers["www-authenticate"],
+        r#"Bearer realm="porch""#
+    );
     let (ok, refused) = porch_token(
         &app,
         &["add", "--user", "ops@example.com", "--expires-in", "soon"],

@@ -52,18 +52,43 @@ async fn site_id(app: &AppState, key: &str) -> Result<SiteId, ApiError> {
         .id)
 }
 
-/// Integration `id`, of `kind` when given: any other is 404, as a missing one is.
+/// Integration `id`, of `kind` when given: one of another kind is 404, as a missing one is (this
+/// URL names nothing), with a message that says what it is instead.
 pub(super) async fn integration_of_kind(
     app: &AppState,
     id: i64,
     kind: Option<&'static str>,
 ) -> Result<IntegrationRow, ApiError> {
     let id = IntegrationId(id);
-    app.readers
+    let row = app
+        .readers
         .read(move |c| store::find_integration(c, id))
         .await?
-        .filter(|row| kind.is_none_or(|k| row.kind == k))
-        .ok_or_else(|| ApiError::not_found("integration"))
+        .ok_or_else(|| ApiError::not_found("integration"))?;
+    match kind {
+        Some(kind) if row.kind != kind => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!(
+                "Integration {} is {}, not {}.",
+                row.id,
+                kind_words(&row.kind),
+                kind_words(kind)
+            ),
+        )),
+        _ => Ok(row),
+    }
+}
+
+/// An integration kind as a sentence names it.
+fn kind_words(kind: &str) -> &str {
+    match kind {
+        "slack" => "a Slack integration",
+        "discord" => "a Discord integration",
+        "webhook" => "a webhook endpoint",
+        "email" => "an email integration",
+        other => other,
+    }
 }
 
 /// `POST /api/v1/sites/{key}/integrations/discord`: connects a site to a Discord channel webhook.

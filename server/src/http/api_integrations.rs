@@ -16,6 +16,7 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationId, JobId, JobRow};
 
 use super::ApiError;
+use super::api_deliveries::integration_of_kind;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
 use super::strict_json::{NoBody, StrictJson};
@@ -82,14 +83,8 @@ pub async fn update_slack(
     Path(id): Path<i64>,
     StrictJson(setup): StrictJson<SlackSetup>,
 ) -> Result<Response, ApiError> {
-    let id = IntegrationId(id);
-    let existing = app
-        .readers
-        .read(move |c| store::find_integration(c, id))
-        .await?;
-    let existing = existing
-        .filter(|row| row.kind == "slack")
-        .ok_or_else(|| ApiError::not_found("integration"))?;
+    let existing = integration_of_kind(&app, id, Some("slack")).await?;
+    let id = existing.id;
     let resumed =
         slack::update_slack(&app.slack, &Actor::user(&admin, ip), &existing, setup).await?;
     resumed_answer(&app, id, resumed).await

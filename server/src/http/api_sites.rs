@@ -23,9 +23,10 @@ use super::strict_json::StrictJson;
 #[derive(Debug, Deserialize)]
 pub struct RetentionBody {
     /// Days; `null` keeps conversations for ever. Required, `null` included: a body without it
-    /// (a misspelt key) is refused rather than read as "keep for ever".
+    /// (a misspelt key) is refused rather than read as "keep for ever". Read as any whole number,
+    /// so `-1` is told the field's range (the form's check) rather than a Rust type's.
     #[serde(deserialize_with = "Option::deserialize")]
-    retention_days: Option<u32>,
+    retention_days: Option<i64>,
 }
 
 async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, ApiError> {

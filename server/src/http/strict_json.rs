@@ -7,7 +7,7 @@ use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -22,11 +22,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        refuse_encoded(&request).map_err(IntoResponse::into_response)?;
         let Json(Unique(value)) = Json::<Unique>::from_request(request, state).await.map_err(
             |rejection| match rejection {
                 // A key given twice: the rejection's text names it and where.
                 JsonRejection::JsonDataError(err) => {
-                    ApiError::invalid(err.body_text()).into_response()
+                    let text = err.body_text();
+                    let words = text
+                        .strip_prefix("Failed to deserialize the JSON body into the target type: ")
+                        .unwrap_or(&text);
+                    ApiError::invalid(format!("{} (docs/api.md).", capitalised(words)))
+                        .into_response()
                 }
                 other => other.into_response(),
             },
@@ -60,6 +66,33 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
         body.map(Self)
             .map_err(|err| ApiError::invalid(misfit(&err)).into_response())
     }
+}
+
+/// A body sent compressed (`Content-Encoding: gzip`) is refused as a media type Porch does not
+/// take (415), before it is read: parsed as its compressed bytes, it was a misleading 400 "not
+/// JSON".
+fn refuse_encoded(request: &Request) -> Result<(), ApiError> {
+    let encoded = request
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|coding| !coding.as_bytes().eq_ignore_ascii_case(b"identity"));
+    if !encoded {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "Porch takes request bodies uncompressed: send this one without Content-Encoding \
+         (docs/api.md).",
+    ))
+}
+
+/// `words` with its first letter in capitals, to start a sentence.
+fn capitalised(words: &str) -> String {
+    let mut chars = words.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// Why a body does not fit, for people: the field it is about and serde's words, with Rust's
@@ -109,6 +142,7 @@ impl<S: Send + Sync> FromRequest<S> for NoBody {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        refuse_encoded(&request).map_err(IntoResponse::into_response)?;
         let content_type = request.headers().get(header::CONTENT_TYPE).cloned();
         // The body limit's and a stalled body's refusals, as for any other body.
         let bytes = Bytes::from_request(request, state)

@@ -71,11 +71,6 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
             "{array}: {message}"
         );
     }
-    // A key given twice is refused: which one was meant is not for the server to guess.
-    let twice = r#"{"body": "checked", "body": "stored"}"#;
-    let (status, code, message) = error_of(&post(&app, &token, messages, json, twice).await);
-    assert_eq!((status, code.as_str()), (422, "invalid"));
-    assert!(message.contains("`body` is given twice"), "{message}");
 
     // A NUL in the text is refused and said so; a body of only a zero width space is empty.
     let nul = post(&app, &token, messages, json, r#"{"body": "a\u0000b"}"#).await;
@@ -174,6 +169,63 @@ async fn a_compressed_refusal_keeps_its_words() {
         .read_to_string(&mut text)
         .expect("gzip");
     assert!(text.contains("missing field `body`"), "{text}");
+}
+
+/// A key given twice is refused: which one was meant is not for the server to guess. The message
+/// is a sentence of Porch's, as every other refusal of a body.
+#[tokio::test]
+async fn a_key_given_twice_is_refused_by_name() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_agent_token("Ana");
+    let twice = r#"{"body": "checked", "body": "stored"}"#;
+    let messages = "/api/v1/conversations/1/messages";
+    let answer = post(&app, &token, messages, Some("application/json"), twice).await;
+    let (status, code, message) = error_of(&answer);
+    assert_eq!((status, code.as_str()), (422, "invalid"));
+    assert!(
+        message.starts_with("The key `body` is given twice"),
+        "{message}"
+    );
+    assert!(message.ends_with("(docs/api.md)."), "{message}");
+}
+
+/// A compressed request body is a media type the API does not take (415), said before it is
+/// read, not a 400 "not JSON" about its compressed bytes; `identity` is no compression.
+#[tokio::test]
+async fn a_compressed_request_body_is_refused_as_such() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("Ops", "admin");
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gzip, br#"{"body": "hi"}"#).expect("gzip");
+    let compressed = gzip.finish().expect("gzip");
+    for path in ["/api/v1/conversations/1/messages", "/api/v1/jobs/retry"] {
+        let answer = app
+            .http
+            .request("POST", path)
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .header("content-encoding", "gzip")
+            .body(compressed.clone())
+            .answer()
+            .await;
+        let (status, code, message) = error_of(&answer);
+        assert_eq!(
+            (status, code.as_str()),
+            (415, "unsupported_media_type"),
+            "{path}"
+        );
+        assert!(message.contains("without Content-Encoding"), "{message}");
+    }
+    let plain = app
+        .http
+        .request("POST", "/api/v1/conversations/1/messages")
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .header("content-encoding", "identity")
+        .body("{}")
+        .answer()
+        .await;
+    assert_eq!(error_of(&plain).0, 422, "read as any other body");
 }
 
 #[tokio::test]

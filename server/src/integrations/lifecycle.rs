@@ -200,6 +200,15 @@ pub async fn turn_off_integration(
     writer
         .write_then(
             move |c| {
+                // Turning off what an admin already turned off changes nothing, so it records
+                // nothing (a retried call does not fill the audit log).
+                let current = store::find_integration(c, id)?;
+                let already_off = current.is_some_and(|row| {
+                    !row.is_enabled && row.last_error.as_deref() == Some(TURNED_OFF)
+                });
+                if already_off {
+                    return Ok(());
+                }
                 audit::record(
                     c,
                     &actor,
@@ -215,7 +224,8 @@ pub async fn turn_off_integration(
 }
 
 /// Turns an integration on again: it is marked healthy and its waiting deliveries are queued
-/// (if its destination still refuses, the next delivery says so); returns how many.
+/// (if its destination still refuses, the next delivery says so); returns how many. One that is
+/// on and healthy is left as it is (0).
 pub async fn turn_on_integration(
     (writer, jobs): (&Arc<Writer>, &JobQueue),
     actor: &Actor,
@@ -226,8 +236,13 @@ pub async fn turn_on_integration(
         Target::integration(row.id, &row.kind),
         actor.clone(),
     );
-    writer
+    let changed = writer
         .write(move |c| {
+            // On and healthy: nothing waits and nothing changes, so nothing is recorded.
+            let current = store::find_integration(c, id)?;
+            if current.is_some_and(|row| row.is_enabled && row.status == "ok") {
+                return Ok(false);
+            }
             audit::record(
                 c,
                 &actor,
@@ -235,9 +250,13 @@ pub async fn turn_on_integration(
                 &target,
                 &json!({}),
             )?;
-            store::start_resuming_integration(c, id, now_ms())
+            store::start_resuming_integration(c, id, now_ms())?;
+            Ok(true)
         })
         .await?;
+    if !changed {
+        return Ok(0);
+    }
     resume_integration(writer, jobs, id).await
 }
 

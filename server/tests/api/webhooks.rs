@@ -830,7 +830,8 @@ async fn a_message_with_files_lists_them_as_the_api_does_with_absolute_urls() {
 }
 
 /// Turning an integration off and on, and deleting it, through the API as the page's buttons
-/// do: off plans nothing for it, on sends again, delete removes it; agents are refused.
+/// do: off plans nothing for it, on sends again, delete removes it; agents are refused. Turning
+/// off or on what already is records nothing in the audit log.
 #[tokio::test]
 async fn the_api_turns_an_integration_off_and_on_and_deletes_it() {
     let f = Fixture::start(&["--allow-private-networks"]).await;
@@ -841,10 +842,24 @@ async fn the_api_turns_an_integration_off_and_on_and_deletes_it() {
     };
     let agent = f.app.add_agent_token("Bo");
     assert_eq!(call("POST", "/turn-off", &agent).await.0, 403);
+    // A call for another kind names nothing (404) and says what the id is instead.
+    let slack = format!("/api/v1/integrations/{id}/slack");
+    let (status, wrong) = f.app.api("PUT", &slack, &f.admin, Some(json!({}))).await;
+    assert_eq!(
+        (status, &wrong["error"]["code"]),
+        (404, &json!("not_found"))
+    );
+    assert_eq!(
+        wrong["error"]["message"],
+        format!("Integration {id} is a webhook endpoint, not a Slack integration.")
+    );
     assert_eq!(call("DELETE", "", &agent).await.0, 403);
 
-    let (status, off) = call("POST", "/turn-off", &f.admin).await;
-    assert_eq!((status, &off["is_enabled"]), (200, &json!(false)), "{off}");
+    // Turned off twice (a retried call): the second changes nothing and records nothing.
+    for _ in 0..2 {
+        let (status, off) = call("POST", "/turn-off", &f.admin).await;
+        assert_eq!((status, &off["is_enabled"]), (200, &json!(false)), "{off}");
+    }
     // Off, nothing is planned for it (docs/integrations/webhooks.md).
     let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
     visitor.say("v1", "while off").await;
@@ -862,6 +877,12 @@ async fn the_api_turns_an_integration_off_and_on_and_deletes_it() {
     assert_eq!(
         (&on["is_enabled"], &on["resumed_jobs"]),
         (&json!(true), &json!(0))
+    );
+    let (status, again) = call("POST", "/turn-on", &f.admin).await;
+    assert_eq!(
+        (status, &again["resumed_jobs"]),
+        (200, &json!(0)),
+        "{again}"
     );
     visitor.say("v2", "back on").await;
     let received = f.mock.wait_for(1, WAIT).await;

@@ -285,7 +285,9 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
             thread = Some(posted.channel_id.clone());
         }
         pause = posted.pause;
-        last = Some(posted.message_id);
+        // A 2xx without a message id (a proxy's plain "ok") leaves nothing to refer to: null,
+        // not "".
+        last = Some(posted.message_id).filter(|id| !id.is_empty());
     }
     Ok(Attempt::new(Outcome::Delivered { external_ref: last }, Some(200)).paced(pause))
 }

@@ -1,6 +1,7 @@
 //! Validated account fields: email addresses, display names and roles.
 
 use crate::chat::Invalid;
+use crate::values::{is_direction_control, is_invisible};
 
 /// An email address, trimmed; checked only for shape (the mailer will find out the rest).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,18 @@ impl DisplayName {
             return Err(Invalid::from(
                 "A name cannot hold line breaks, tabs or other control characters.",
             ));
+        }
+        // Shown beside other text (a status line, the visitor's header, a search hit), an
+        // override turns that text around ("…noitasrevnoc siht koot"); names in any script read
+        // right without one.
+        if name.chars().any(is_direction_control) {
+            return Err(Invalid::from(
+                "A name cannot hold direction overrides, embeddings or isolates \
+                 (U+202A to U+202E, U+2066 to U+2069).",
+            ));
+        }
+        if name.chars().all(|c| c.is_whitespace() || is_invisible(c)) {
+            return Err(Invalid::from("A name needs a visible character."));
         }
         Ok(Self(name.to_owned()))
     }
@@ -112,6 +125,14 @@ mod tests {
             DisplayName::parse("  Ana Lima ").map(|n| n.as_str().to_owned()),
             Ok("Ana Lima".to_owned())
         );
+        // Any script, and a direction mark (which weighs as a letter would), is a name.
+        for good in [
+            "\u{5D3}\u{5E0}\u{5D4}",
+            "\u{645}\u{631}\u{64A}\u{645}",
+            "Ana\u{200F}",
+        ] {
+            assert!(DisplayName::parse(good).is_ok(), "{good:?} refused");
+        }
         for bad in [
             "",
             "Carl\r\nBcc: evil@x.com",
@@ -119,6 +140,10 @@ mod tests {
             "tab\there",
             "n\u{85}el",
             "line\u{2028}sep",
+            "Ann\u{202E}",
+            "\u{2067}Ann",
+            "\u{200B}\u{200B}",
+            "\u{2800}",
         ] {
             assert!(DisplayName::parse(bad).is_err(), "{bad:?} accepted");
         }

@@ -71,6 +71,10 @@ impl NoticeQuery {
                 "Queued again. They go out in order; failures show up here again. Deliveries of \
                  a broken or turned-off integration wait until it is fixed or turned on."
             }
+            "not-retried" => {
+                "Nothing was queued again: that delivery is no longer failed or blocked (it was \
+                 retried already, or is gone with its integration)."
+            }
             "waits-for-fix" => {
                 "Its integration is broken or turned off: the delivery waits and goes out, in \
                  order, once the integration is fixed or turned on."

@@ -75,7 +75,9 @@ pub async fn retry_delivery(
 ) -> Result<Response, PageError> {
     let notice = match retry_job(&app.writer, &app.jobs, JobId(id)).await? {
         Retried::Waits => "waits-for-fix",
-        Retried::Queued | Retried::NotRetryable => "retried",
+        Retried::Queued => "retried",
+        // Retried meanwhile by someone else, or never there: saying "queued" would be wrong.
+        Retried::NotRetryable => "not-retried",
     };
     Ok(see_other(&format!("/deliveries?notice={notice}")))
 }

@@ -47,7 +47,7 @@ pub fn one_line(text: &str) -> String {
 /// Bidirectional embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069): they
 /// change the direction of the text after them, unlike the direction marks, which only weigh
 /// as a letter would.
-fn is_direction_control(c: char) -> bool {
+pub fn is_direction_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 

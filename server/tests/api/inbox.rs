@@ -508,6 +508,20 @@ async fn inbox_admins_see_failed_deliveries_and_retry_them() {
         303
     );
     assert_eq!(mock.wait_for_posts(2, WAIT).await.len(), 2);
+    // A delivery that is not (or no longer) failed is not said to be queued again.
+    let gone = send(
+        &app,
+        "POST",
+        "/deliveries/99999/retry",
+        &admin.cookie,
+        Some(&retry),
+    )
+    .await;
+    assert_eq!(gone.status, 303);
+    assert_eq!(
+        gone.header("location"),
+        Some("/deliveries?notice=not-retried")
+    );
     wait_until("the message shown as posted", WAIT, async || {
         let page = send(&app, "GET", &path, &admin.cookie, None).await;
         if page.body.contains("delivery-posted") {

@@ -41,6 +41,10 @@ fn deserialize_last_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<
     }
 }
 
+fn null_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Option::<Vec<String>>::deserialize(d).map(Option::unwrap_or_default)
+}
+
 /// A frame from the client.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -69,8 +73,9 @@ pub enum ClientFrame {
         /// May be empty when the message carries attachments.
         #[serde(default)]
         body: String,
-        /// Ids of the visitor's uploads (`POST /widget/attachments`) this message takes.
-        #[serde(default)]
+        /// Ids of the visitor's uploads (`POST /widget/attachments`) this message takes; `null`
+        /// is none, as `null` is "left out" for every other optional field.
+        #[serde(default, deserialize_with = "null_as_none")]
         attachments: Vec<String>,
         /// The pre-chat form's answers, with the first message after the form was shown.
         #[serde(default)]
@@ -410,6 +415,22 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// `attachments: null` is none, as `null` is for every other optional field; a list of
+    /// something else than ids is still a bad frame.
+    #[test]
+    fn null_attachments_are_none() {
+        let text = r#"{"type":"message","client_id":"a","body":"x","attachments":null}"#;
+        assert!(
+            matches!(
+                ClientFrame::parse(text),
+                Some(ClientFrame::Message { ref attachments, .. }) if attachments.is_empty()
+            ),
+            "{text}"
+        );
+        let text = r#"{"type":"message","client_id":"a","body":"x","attachments":[1]}"#;
+        assert!(ClientFrame::parse(text).is_none(), "{text}");
     }
 
     #[test]

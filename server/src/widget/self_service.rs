@@ -50,30 +50,49 @@ pub(super) fn allow(origin: &HeaderValue, mut response: Response) -> Response {
     response
 }
 
-/// Checks the site, the origin, the token and the visitor's rate; the error is the answer.
-/// Answers with the `token_hash` the visitor is stored under: a verified user's when the request
-/// proves one (the rate is then counted per user, as for messages), else the token's own.
-async fn check(
+/// The two self-service calls. Each has a budget of its own, so exports (a click each) never
+/// keep a visitor from erasing their data.
+#[derive(Debug, Clone, Copy)]
+enum Call {
+    Export,
+    Erase,
+}
+
+impl Call {
+    /// Mixed into the visitor's brake key, so each call is braked apart.
+    fn salt(self) -> u64 {
+        match self {
+            Self::Export => 0,
+            Self::Erase => 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+}
+
+/// Asks the visitor's brake for `call`, after the request was found valid (one refused for its
+/// own fault costs nothing); the error is the answer. Answers with the `token_hash` the visitor
+/// is stored under: a verified user's when the request proves one (the rate is then counted per
+/// user, as for messages), else the token's own.
+fn admit(
     app: &AppState,
-    site_key: &str,
+    checked: &Checked,
     headers: &HeaderMap,
-    token: &str,
-) -> Result<(Checked, [u8; 32]), Response> {
-    let checked = check_visitor(app, site_key, headers, token).await?;
+    call: Call,
+) -> Result<[u8; 32], Box<Response>> {
     let visitor_hash =
         verified_user_key(headers.get(IDENTITY_HEADER), &checked.site, &app.secret_key)
             .unwrap_or(checked.token_hash);
     let visitor_key = u64::from_le_bytes(visitor_hash[..8].try_into().unwrap_or([0; 8]));
-    if let Err(wait) = app.brakes.admit_self_service(visitor_key, Instant::now()) {
+    let key = visitor_key ^ call.salt();
+    if let Err(wait) = app.brakes.admit_self_service(key, Instant::now()) {
         let body = json!({"error": {
             "code": "rate_limited",
             "message": "Too many requests for your data. Please wait a moment.",
             "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
         }});
         let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
-        return Err(allow(&checked.origin, refused));
+        return Err(Box::new(allow(&checked.origin, refused)));
     }
-    Ok((checked, visitor_hash))
+    Ok(visitor_hash)
 }
 
 /// The site, if `origin` is one of its allowed origins; otherwise the refusal to answer.
@@ -168,7 +187,7 @@ pub async fn export(
     headers: HeaderMap,
     token: String,
 ) -> Response {
-    let (checked, hash) = match check(&app, &query.site, &headers, &token).await {
+    let checked = match check_visitor(&app, &query.site, &headers, &token).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
@@ -180,6 +199,10 @@ pub async fn export(
         );
         return allow(&checked.origin, unknown.into_response());
     }
+    let hash = match admit(&app, &checked, &headers, Call::Export) {
+        Ok(hash) => hash,
+        Err(refused) => return *refused,
+    };
     let found = app
         .readers
         .read(
@@ -242,9 +265,13 @@ pub async fn erase(
     headers: HeaderMap,
     token: String,
 ) -> Response {
-    let (checked, hash) = match check(&app, &query.site, &headers, &token).await {
+    let checked = match check_visitor(&app, &query.site, &headers, &token).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
+    };
+    let hash = match admit(&app, &checked, &headers, Call::Erase) {
+        Ok(hash) => hash,
+        Err(refused) => return *refused,
     };
     // A verified user's history, and this browser's own anonymous one (their chats before they
     // signed in, which the widget cannot reach once it forgets the token below). The browser's

@@ -764,6 +764,22 @@ async fn widget_downloads_are_rate_limited_per_visitor() {
             .status,
         200
     );
+    // A request refused for its own fault costs nothing.
+    let wrong = format!("/widget/export?site={site}&format=xml");
+    for _ in 0..6 {
+        let refused = own_data(&app, &wrong, crate::helpers::ORIGIN, &other.token).await;
+        assert_eq!(refused.status, 422);
+    }
+    assert_eq!(
+        own_data(&app, &path, crate::helpers::ORIGIN, &other.token)
+            .await
+            .status,
+        200
+    );
+    // Exports do not use up the erasure's budget: the visitor can still delete their data.
+    let erase = format!("/widget/erase?site={site}");
+    let erased = own_data(&app, &erase, crate::helpers::ORIGIN, &ann.token).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
 }
 
 #[tokio::test]

@@ -1,18 +1,27 @@
 //! Origins whose pages the widget refused, per site, so the site page can say why the chat does
 //! not open (the usual set-up slip: `www.` missing, `http` for `https`, a port). Kept in memory
 //! only: it is a hint for the person setting up, lost on restart, and a refused connection must
-//! cost no write. Bounded: a few origins per site, each cut short; a page that sends junk origins
-//! can push real ones out, which costs the hint and nothing else.
+//! cost no write. Bounded: a few origins per site. A program can send any `Origin`, so only what a
+//! browser could send is noted (an `http`/`https` origin, or `null`), and a new origin takes the
+//! place of the one refused least often: a stranger's one-off origins take turns in one place,
+//! and the site's own misconfigured page, refused on every visit, stays listed.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::store::SiteId;
 
-/// Origins remembered per site; the one refused longest ago makes room for a new one.
+/// Origins remembered per site; the one refused least often (of those, longest ago) makes room
+/// for a new one.
 const PER_SITE: usize = 5;
 /// Longer `Origin` values are cut (a real origin is a scheme, a host and a port).
 const MAX_ORIGIN_CHARS: usize = 200;
+
+/// Whether a browser could have sent `origin`: `null` (a page opened from a file, a sandboxed
+/// frame), or a parsable `http` or `https` origin.
+fn is_browser_origin(origin: &str) -> bool {
+    origin == "null" || crate::values::Origin::parse(origin).is_ok()
+}
 
 /// A refused origin: how often, and when last (Unix milliseconds).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +40,9 @@ pub struct RefusedOrigins {
 impl RefusedOrigins {
     /// Notes that a page at `origin` was refused the chat of `site`.
     pub fn note(&self, site: SiteId, origin: &str, now_ms: i64) {
+        if !is_browser_origin(origin) {
+            return;
+        }
         let origin: String = origin.chars().take(MAX_ORIGIN_CHARS).collect();
         let Ok(mut by_site) = self.by_site.lock() else {
             return;
@@ -48,8 +60,8 @@ impl RefusedOrigins {
         };
         if refused.len() < PER_SITE {
             refused.push(entry);
-        } else if let Some(oldest) = refused.iter_mut().min_by_key(|r| r.last_ms) {
-            *oldest = entry;
+        } else if let Some(least) = refused.iter_mut().min_by_key(|r| (r.count, r.last_ms)) {
+            *least = entry;
         }
     }
 
@@ -83,7 +95,7 @@ mod tests {
     }
 
     #[test]
-    fn a_new_origin_replaces_the_one_refused_longest_ago() {
+    fn a_new_origin_replaces_the_one_refused_longest_ago_among_the_least_refused() {
         let refused = RefusedOrigins::default();
         for i in 0..=PER_SITE {
             let at = i64::try_from(i).unwrap_or_default();
@@ -101,10 +113,49 @@ mod tests {
         assert!(!origins.contains(&"https://4.example".to_owned()));
     }
 
+    /// The site's own page, refused on every visit, is not pushed off the card by a flood of
+    /// one-off origins from a program.
+    #[test]
+    fn origins_refused_often_stay_through_a_flood_of_new_ones() {
+        let refused = RefusedOrigins::default();
+        for at in 0..3 {
+            refused.note(SiteId(1), "https://www.myshop.example", at);
+        }
+        for i in 0..50 {
+            refused.note(SiteId(1), &format!("https://fake{i}.example"), 100 + i);
+        }
+        let listed = refused.of(SiteId(1));
+        assert_eq!(listed.len(), PER_SITE);
+        assert!(
+            listed
+                .iter()
+                .any(|r| r.origin == "https://www.myshop.example" && r.count == 3),
+            "{listed:?}"
+        );
+    }
+
+    #[test]
+    fn only_what_a_browser_could_send_is_noted() {
+        let refused = RefusedOrigins::default();
+        for junk in [
+            "javascript:alert(1)",
+            "</textarea>",
+            "shop.example",
+            "ftp://x.example",
+        ] {
+            refused.note(SiteId(1), junk, 1);
+        }
+        assert_eq!(refused.of(SiteId(1)), Vec::new());
+        refused.note(SiteId(1), "null", 2);
+        refused.note(SiteId(1), "http://localhost:3000", 3);
+        assert_eq!(refused.of(SiteId(1)).len(), 2);
+    }
+
     #[test]
     fn a_long_origin_is_cut() {
         let refused = RefusedOrigins::default();
-        refused.note(SiteId(1), &"x".repeat(1000), 1);
+        let long = format!("https://{}.example", "x".repeat(1000));
+        refused.note(SiteId(1), &long, 1);
         assert_eq!(refused.of(SiteId(1))[0].origin.len(), MAX_ORIGIN_CHARS);
     }
 }

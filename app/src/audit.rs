@@ -43,6 +43,25 @@ pub struct AuditView {
     pub notice: Option<Notice>,
 }
 
+/// `text` with every direction control and zero-width character written out (`<U+202E>`): the
+/// log shows what was typed (a failed sign-in's email is anyone's text), and an override would
+/// otherwise show `\u{202E}moc.elpmaxe@nimda` as "admin@example.com".
+fn plainly(text: String) -> String {
+    let hidden = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}');
+    if !text.contains(hidden) {
+        return text;
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                format!("<U+{:04X}>", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 #[component]
 fn EventRow(event: AuditEventView) -> impl IntoView {
     let (iso, text) = format_time(event.at);
@@ -50,11 +69,11 @@ fn EventRow(event: AuditEventView) -> impl IntoView {
     view! {
         <tr>
             <td><time datetime=iso>{text}</time></td>
-            <td>{event.actor}</td>
+            <td>{plainly(event.actor)}</td>
             <td><code>{event.action}</code>{count}</td>
-            <td>{event.target}</td>
+            <td>{plainly(event.target)}</td>
             <td>{event.ip}</td>
-            <td><code class="small">{event.detail}</code></td>
+            <td><code class="small">{plainly(event.detail)}</code></td>
         </tr>
     }
 }
@@ -119,4 +138,22 @@ pub fn render_audit(view: AuditView) -> String {
         {view.older.map(|href| view! { <p><a href=href rel="next">"Older events"</a></p> })}
     };
     document("Audit log", Some(view.nav), false, content.into_any())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn direction_controls_and_invisible_characters_are_written_out() {
+        assert_eq!(
+            plainly("\u{202E}moc.elpmaxe@nimda".to_owned()),
+            "<U+202E>moc.elpmaxe@nimda"
+        );
+        assert_eq!(
+            plainly("a\u{200B}b\u{2066}".to_owned()),
+            "a<U+200B>b<U+2066>"
+        );
+        assert_eq!(plainly("Ana Lima".to_owned()), "Ana Lima");
+    }
 }

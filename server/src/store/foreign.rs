@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{
@@ -23,20 +24,47 @@ use super::{
 /// [`explain_damage`] does.
 pub fn open_porch_database(path: &Path, synchronous: Synchronous) -> anyhow::Result<Connection> {
     refuse_empty_file(path)?;
-    if path.exists() {
-        // Looked at through a bare connection first: the write connection's settings would
-        // already change another application's file (it would be switched to WAL).
-        let bare = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|err| explain_damage(Error::from(err).into(), path))?;
-        // Beside a running server (a management command), its checkpoint may hold a lock.
-        bare.busy_timeout(super::db::BUSY_TIMEOUT)
-            .map_err(|err| explain_damage(Error::from(err).into(), path))?;
-        refuse_other_database(&bare, path)?;
+    let existed = path.exists();
+    if existed {
+        look_before_opening(path)?;
     }
-    open_write_connection(path, synchronous).map_err(|err| explain_damage(err.into(), path))
+    open_write_connection(path, synchronous).map_err(|err| {
+        // SQLite creates the file empty and writes its first page only at the write
+        // connection's settings: a failure in between would leave an empty file that the next
+        // start refuses. A file this call created goes again.
+        if !existed {
+            remove_if_empty(path);
+        }
+        explain_damage(err.into(), path)
+    })
+}
+
+/// Refuses another application's file through a bare connection that changes nothing: the write
+/// connection's settings would switch it to WAL, and a last connection's close would checkpoint
+/// its WAL into it. Beside a running server (a management command), a checkpoint may hold a lock
+/// for a moment, so it waits as long as any connection does.
+fn look_before_opening(path: &Path) -> anyhow::Result<()> {
+    let bare = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .and_then(|bare| {
+        bare.busy_timeout(super::db::BUSY_TIMEOUT)?;
+        bare.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+        bare.pragma_update(None, "query_only", "ON")?;
+        Ok(bare)
+    })
+    .map_err(|err| explain_damage(Error::from(err).into(), path))?;
+    refuse_other_database(&bare, path)
+}
+
+/// Removes `path` if it is an empty file (one SQLite created for a connection that then failed).
+fn remove_if_empty(path: &Path) {
+    let is_empty = std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() == 0);
+    if is_empty && let Err(err) = std::fs::remove_file(path) {
+        let path = path.display();
+        tracing::warn!(error = %err, %path, "could not remove an empty database file");
+    }
 }
 
 /// `err` after `context` (such as "opening the database …"), unless it names the file already
@@ -130,6 +158,48 @@ mod tests {
             .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
             .expect("count");
         assert_eq!(tables, 1, "nothing migrated into it");
+        let mode: String = other
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .expect("mode");
+        assert_eq!(mode, "delete", "not switched to WAL");
+        assert!(!dir.path().join("porch.db-wal").exists());
+    }
+
+    /// Another application's WAL file keeps its WAL: the look at it does not checkpoint it.
+    #[test]
+    fn another_applications_wal_is_not_checkpointed_into_its_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("porch.db");
+        let other = Connection::open(&path).expect("open");
+        other
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; \
+                 CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine');",
+            )
+            .expect("notes");
+        // Closed without a checkpoint, as a crashed application leaves it: the rows are in the
+        // WAL only.
+        other
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .expect("config");
+        drop(other);
+        let wal = dir.path().join("porch.db-wal");
+        let before = std::fs::metadata(&wal).expect("a WAL").len();
+        assert!(before > 0);
+        refusal(&path);
+        assert_eq!(std::fs::metadata(&wal).expect("the WAL").len(), before);
+    }
+
+    #[test]
+    fn an_empty_file_left_by_a_failed_first_open_is_removed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("porch.db");
+        std::fs::write(&path, b"").expect("empty");
+        remove_if_empty(&path);
+        assert!(!path.exists());
+        std::fs::write(&path, b"data").expect("data");
+        remove_if_empty(&path);
+        assert!(path.exists(), "a file with data is never removed");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::chars::is_invisible;
 use crate::format_time;
 use crate::layout::{Nav, Notice, NoticeBox, Section, document};
 
@@ -43,17 +44,16 @@ pub struct AuditView {
     pub notice: Option<Notice>,
 }
 
-/// `text` with every direction control and zero-width character written out (`<U+202E>`): the
-/// log shows what was typed (a failed sign-in's email is anyone's text), and an override would
-/// otherwise show `\u{202E}moc.elpmaxe@nimda` as "admin@example.com".
+/// `text` with every character that shows nothing or turns the text around written out
+/// (`<U+202E>`): the log shows what was typed (a failed sign-in's email is anyone's text), and
+/// an override would otherwise show `\u{202E}moc.elpmaxe@nimda` as "admin@example.com".
 fn plainly(text: String) -> String {
-    let hidden = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}');
-    if !text.contains(hidden) {
+    if !text.contains(is_invisible) {
         return text;
     }
     text.chars()
         .map(|c| {
-            if hidden(c) {
+            if is_invisible(c) {
                 format!("<U+{:04X}>", u32::from(c))
             } else {
                 c.to_string()
@@ -154,6 +154,7 @@ mod tests {
             plainly("a\u{200B}b\u{2066}".to_owned()),
             "a<U+200B>b<U+2066>"
         );
+        assert_eq!(plainly("tag\u{E0041}".to_owned()), "tag<U+E0041>");
         assert_eq!(plainly("Ana Lima".to_owned()), "Ana Lima");
     }
 }

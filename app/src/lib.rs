@@ -24,6 +24,7 @@ pub mod audit;
 pub mod auth;
 pub mod canned;
 pub mod capacity;
+pub mod chars;
 pub mod chart;
 pub mod conversation;
 pub mod deliveries;

@@ -39,7 +39,7 @@ pub fn token_name(raw: &str) -> Result<&str, &'static str> {
     if name.is_empty() || name.chars().count() > MAX_TOKEN_NAME_CHARS {
         return Err("A token needs a name of 1 to 100 characters.");
     }
-    if name.chars().any(char::is_control) {
+    if name.chars().any(crate::values::breaks_the_line) {
         return Err("A token's name is one line of text, without control characters.");
     }
     Ok(name)

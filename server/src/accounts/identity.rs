@@ -44,10 +44,7 @@ impl DisplayName {
         }
         // A line break in a name would end a mail header it is written into (an invitation's
         // `To`), and no one is called that.
-        if name
-            .chars()
-            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
-        {
+        if name.chars().any(crate::values::breaks_the_line) {
             return Err(Invalid::from(
                 "A name cannot hold line breaks, tabs or other control characters.",
             ));

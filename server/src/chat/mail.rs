@@ -39,10 +39,7 @@ impl MailSubject {
             return Err(Invalid::from("The subject is longer than 200 characters."));
         }
         // The Unicode line and paragraph separators break a line as a control character does.
-        if trimmed
-            .chars()
-            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
-        {
+        if trimmed.chars().any(crate::values::breaks_the_line) {
             return Err(Invalid::from("The subject must be one line."));
         }
         Ok(Self(trimmed.to_owned()))

@@ -18,8 +18,8 @@ pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};
 pub use text::{
-    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, is_direction_control, is_invisible,
-    is_visitor_email, one_line,
+    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, breaks_the_line, is_direction_control,
+    is_invisible, is_visitor_email, one_line,
 };
 pub use token_scope::TokenScope;
 pub use visitor_context::{MAX_URL_CHARS, VisitorContext};

@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 
+pub use porch_app::chars::{is_direction_control, is_invisible};
+
 use rusqlite::ToSql;
 use rusqlite::types::ToSqlOutput;
 
@@ -44,31 +46,16 @@ pub fn one_line(text: &str) -> String {
         .replace(is_direction_control, "")
 }
 
-/// Bidirectional embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069): they
-/// change the direction of the text after them, unlike the direction marks, which only weigh
-/// as a letter would.
-pub fn is_direction_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+/// Whether `c` breaks a one-line value: a control character (line breaks, tab) or Unicode's line
+/// and paragraph separators, which end a mail header as a line break would.
+pub fn breaks_the_line(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 /// Whether `c` belongs in a URL as sent: a browser's `location.href` percent-encodes control and
 /// invisible characters, so a raw one is a hand-made hint, dropped before agents read it.
 pub(super) fn is_url_char(c: char) -> bool {
     !c.is_control() && !is_invisible(c)
-}
-
-/// Characters that show nothing: a body of these and white space alone reads as empty. Unicode's
-/// default-ignorable code points (zero width space and joiners, word joiner and invisible
-/// operators, byte order mark, soft hyphen, direction marks, overrides and isolates, variation
-/// selectors, tags, Hangul fillers, Mongolian and Khmer format characters, musical formatting)
-/// and the blank braille pattern, which fonts draw as nothing.
-pub fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}'
-        | '\u{17B5}' | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{2800}' | '\u{3164}'
-        | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}'
-        | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// Whether `raw` is an address a visitor may give (the pre-chat form, the offline email form):

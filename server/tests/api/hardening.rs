@@ -182,7 +182,7 @@ async fn the_command_line_refuses_the_names_the_account_page_refuses() {
     let app = TestApp::spawn(&[]).await;
     app.add_user_token("ops", "admin");
     let long = "n".repeat(101);
-    for name in ["", "   ", long.as_str(), "two\nlines"] {
+    for name in ["", "   ", long.as_str(), "two\nlines", "line\u{2028}sep"] {
         let add = ["add", "--user", "ops@example.com", "--name", name];
         let (ok, out) = porch_token(&app, &add);
         assert!(!ok, "{name:?} was taken: {out}");

@@ -72,10 +72,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
 /// take (415), before it is read: parsed as its compressed bytes, it was a misleading 400 "not
 /// JSON".
 fn refuse_encoded(request: &Request) -> Result<(), ApiError> {
+    // Every coding of every `Content-Encoding` header: `identity, gzip` is compressed too.
     let encoded = request
         .headers()
-        .get(header::CONTENT_ENCODING)
-        .is_some_and(|coding| !coding.as_bytes().eq_ignore_ascii_case(b"identity"));
+        .get_all(header::CONTENT_ENCODING)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .any(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity"));
     if !encoded {
         return Ok(());
     }

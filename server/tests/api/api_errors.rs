@@ -226,6 +226,19 @@ async fn a_compressed_request_body_is_refused_as_such() {
         .answer()
         .await;
     assert_eq!(error_of(&plain).0, 422, "read as any other body");
+    // A coding after `identity`, in the same header or a second one, is a coding all the same.
+    for codings in [&["identity, gzip"][..], &["identity", "gzip"]] {
+        let mut request = app
+            .http
+            .request("POST", "/api/v1/conversations/1/messages")
+            .bearer_auth(&token)
+            .header("content-type", "application/json");
+        for coding in codings {
+            request = request.header("content-encoding", *coding);
+        }
+        let answer = request.body("{}").answer().await;
+        assert_eq!(error_of(&answer).0, 415, "{codings:?}");
+    }
 }
 
 #[tokio::test]

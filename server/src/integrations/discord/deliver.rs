@@ -285,9 +285,11 @@ async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Atte
             thread = Some(posted.channel_id.clone());
         }
         pause = posted.pause;
-        // A 2xx without a message id (a proxy's plain "ok") leaves nothing to refer to: null,
-        // not "".
-        last = Some(posted.message_id).filter(|id| !id.is_empty());
+        // A 2xx without a message id (a proxy's plain "ok") leaves nothing to refer to: the
+        // reference stays the last real id, or null, never "".
+        if !posted.message_id.is_empty() {
+            last = Some(posted.message_id);
+        }
     }
     Ok(Attempt::new(Outcome::Delivered { external_ref: last }, Some(200)).paced(pause))
 }

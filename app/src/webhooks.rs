@@ -251,10 +251,10 @@ pub fn render_webhook(view: WebhookPageView) -> String {
             <h2 id="log-title">"Delivery log"</h2>
             <p class="hint">"Newest first, one row per attempt. Replay sends a finished delivery again \
                 with the same webhook-id and a fresh signature."</p>
-            <div class="table-scroll" tabindex="0" role="region" aria-label="Delivery log">
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Delivery log, table">
                 <table class="table" aria-labelledby="log-title">
                     <thead><tr><th>"Time"</th><th>"Event"</th><th>"Status"</th><th>"Attempt"</th>
-                        <th>"Last error"</th><th></th></tr></thead>
+                        <th>"Last error"</th><th><span class="visually-hidden">"Actions"</span></th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
             </div>

@@ -13,6 +13,14 @@ const LONG_EMAIL = `l${"o".repeat(60)}ng@example.com`;
 let conversationId;
 let visitorId;
 const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, browser, host, site }) => {
+  // A webhook endpoint with a long URL, listed on the site's webhooks page (a loopback address,
+  // so the server is started again allowing it; nothing listens there and nothing is sent, as
+  // it hears only of closed conversations).
+  await porch.stop();
+  await porch.start({ env: { PORCH_ALLOW_PRIVATE_NETWORKS: "1" } });
+  const hook = await porch.api("POST", `/sites/${site.key}/integrations/webhooks`,
+    { url: `http://127.0.0.1:9/${"y".repeat(150)}`, events: ["conversation.closed"] });
+  assert.equal(hook.status, 201, JSON.stringify(hook.body));
   await porch.cli(["user", "add", "--email", WORKER.email, "--name", WORKER.name, "--role", "agent",
     "--password-stdin"], { input: "correct horse battery staple\n" });
   const v = await visitor(browser, host.url);

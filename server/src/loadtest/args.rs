@@ -10,8 +10,14 @@ use super::ChannelLimit;
 /// How a load test runs: what it targets, the stairs, and what extra load rides along.
 #[derive(Debug, Clone, Args)]
 pub struct LoadtestArgs {
-    /// Target rates in visitor messages a second, one stair each (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "1000,2000,5000,10000")]
+    /// Target rates in visitor messages a second, one stair each (comma-separated), each at
+    /// least 1 (a stair of 0 sends nothing and would record a run that measured nothing).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,2000,5000,10000",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
     pub stairs: Vec<u32>,
     /// How sends are spread in time: `smooth` releases each at its own intended time with a
     /// precise timer; `ticks` lets each connection sleep on tokio's millisecond timer, so the

@@ -221,11 +221,15 @@ fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {
         series.capacity().map(f64::from),
         echo.capacity().map(f64::from),
     );
-    let _ = writeln!(
-        md,
-        "\ncapacity ÷ echo capacity: {} (the echo's capacity is a floor: only the stairs run were tried)\n",
-        opt(cap, 2)
-    );
+    // The echo's capacity is only a floor when it passed every stair tried: a failed stair
+    // found its limit.
+    let echo_passed_all = echo.stairs.iter().all(|s| s.passed);
+    let floor = if cap.is_some() && echo_passed_all {
+        " (the echo's capacity is a floor: it passed every stair tried)"
+    } else {
+        ""
+    };
+    let _ = writeln!(md, "\ncapacity ÷ echo capacity: {}{floor}\n", opt(cap, 2));
     let idle = |s: &Series| s.stairs.iter().find_map(|s| s.idle_kib_per_socket);
     if let Some(r) = ratio(idle(series), idle(echo)) {
         let _ = writeln!(md, "idle KiB per socket ÷ echo: {r:.2}\n");
@@ -328,6 +332,40 @@ mod tests {
 
     fn report(url: Option<&str>, sites: u32) -> Report {
         report_of(url, sites, &serde_json::json!([]))
+    }
+
+    /// One stair of a series, as the JSON has it.
+    fn stair(target: u32, passed: bool) -> serde_json::Value {
+        serde_json::json!({
+            "target": target, "round": 1, "achieved": f64::from(target), "sent": 10, "acked": 10,
+            "refused": {}, "broken": 0, "p50_ms": 1.0, "p90_ms": 1.0, "p99_ms": 1.0,
+            "p999_ms": 1.0, "max_ms": 1.0, "server_cpu_pct": 5.0, "server_us_per_msg": 9.0,
+            "server_rss_mb": 20.0, "loadgen_cpu_pct": 1.0, "idle_kib_per_socket": null,
+            "connect_ms": 1, "slack": null, "flood": null, "passed": passed
+        })
+    }
+
+    /// The echo's capacity is called a floor only when the echo passed every stair: one it
+    /// failed found its limit.
+    #[test]
+    fn the_echos_capacity_is_a_floor_only_when_it_passed_every_stair() {
+        let with_echo = |echo_passed_2000: bool| {
+            markdown(&report_of(
+                None,
+                2,
+                &serde_json::json!([
+                    {"name": "echo", "stairs": [stair(1000, true), stair(2000, echo_passed_2000)]},
+                    {"name": "porch", "stairs": [stair(1000, true), stair(2000, false)]}
+                ]),
+            ))
+        };
+        assert!(with_echo(true).contains("a floor"), "{}", with_echo(true));
+        let found = with_echo(false);
+        assert!(
+            found.contains("capacity ÷ echo capacity: 1.00\n"),
+            "{found}"
+        );
+        assert!(!found.contains("a floor"), "{found}");
     }
 
     #[test]

@@ -228,3 +228,23 @@ fn url_and_site_are_refused_one_without_the_other() {
         );
     }
 }
+
+/// A stair of 0 messages a second sends nothing: refused as a bad flag (2), before a scratch
+/// server starts or a run is recorded.
+#[test]
+fn a_stair_of_zero_is_a_bad_flag() {
+    let output = Command::new(env!("CARGO_BIN_EXE_porch"))
+        .args([
+            "--data-dir",
+            "/nonexistent",
+            "loadtest",
+            "--stairs",
+            "1000,0",
+        ])
+        .env_remove("PORCH_DATA_DIR")
+        .output()
+        .expect("run porch loadtest");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--stairs"), "{stderr}");
+}

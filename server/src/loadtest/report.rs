@@ -80,14 +80,7 @@ pub fn markdown(r: &Report) -> String {
                 if s.passed { "yes" } else { "**no**" }
             );
         }
-        refusals(&mut md, series);
-        let _ = writeln!(
-            md,
-            "\ncapacity (highest passing stair): {}\n",
-            series
-                .capacity()
-                .map_or_else(|| "none passed".to_owned(), |c| format!("{c} msg/s"))
-        );
+        under_the_table(&mut md, series, r.gate_p99_ms);
         if series.stairs.iter().any(|s| s.flood.is_some()) {
             let _ = writeln!(
                 md,
@@ -145,6 +138,42 @@ pub fn markdown(r: &Report) -> String {
 
 /// The Slack mock's per-channel limit: how fast the channels drained, what was left, and the
 /// order gate that replaces delivery and job lag for these stairs.
+/// What follows a series' table: its refusals, stairs the generator fell behind on, and its
+/// capacity.
+fn under_the_table(md: &mut String, series: &Series, gate_p99_ms: f64) {
+    refusals(md, series);
+    generator_behind(md, series, gate_p99_ms);
+    let _ = writeln!(
+        md,
+        "\ncapacity (highest passing stair): {}\n",
+        series
+            .capacity()
+            .map_or_else(|| "none passed".to_owned(), |c| format!("{c} msg/s"))
+    );
+}
+
+/// Stairs whose sends left the generator late: a send lag p99 above a fifth of the p99 gate
+/// means the load generator, not the server, fell behind (a busy box, another load), so the
+/// stair's latency and verdict say little about the server (docs/capacity.md, "Arrivals").
+fn generator_behind(md: &mut String, series: &Series, gate_p99_ms: f64) {
+    let behind: Vec<String> = series
+        .stairs
+        .iter()
+        .filter_map(|s| {
+            let lag = s.send_lag_p99_ms.filter(|lag| *lag > gate_p99_ms / 5.0)?;
+            Some(format!("{}/s (round {}): {lag:.1} ms", s.target, s.round))
+        })
+        .collect();
+    if !behind.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n**The load generator fell behind** (send lag p99 above {:.0} ms) at {}: those stairs' figures and verdicts are not to be trusted; run them again on a quieter box, or with fewer stairs per run.",
+            gate_p99_ms / 5.0,
+            behind.join(", ")
+        );
+    }
+}
+
 fn channel_limits(md: &mut String, series: &Series) {
     let limited: Vec<_> = series
         .stairs
@@ -366,6 +395,23 @@ mod tests {
             "{found}"
         );
         assert!(!found.contains("a floor"), "{found}");
+    }
+
+    /// A stair whose sends left late is named as not to be trusted; one on time is not.
+    #[test]
+    fn a_stair_whose_generator_fell_behind_is_flagged() {
+        let mut late = stair(2000, false);
+        late["send_lag_p99_ms"] = serde_json::json!(234.0);
+        let mut on_time = stair(1000, true);
+        on_time["send_lag_p99_ms"] = serde_json::json!(0.4);
+        let md = markdown(&report_of(
+            None,
+            2,
+            &serde_json::json!([{"name": "porch", "stairs": [on_time, late]}]),
+        ));
+        assert!(md.contains("**The load generator fell behind**"), "{md}");
+        assert!(md.contains("at 2000/s (round 1): 234.0 ms"), "{md}");
+        assert!(!md.contains("1000/s (round 1)"), "{md}");
     }
 
     #[test]

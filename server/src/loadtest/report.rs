@@ -416,7 +416,10 @@ mod tests {
                 {"name": "porch+flood", "stairs": [with(13.0)]}
             ]),
         ));
-        assert!(md.contains("| 5000 | 10.00 | 13.00 | 1.30 | **no** |"), "{md}");
+        assert!(
+            md.contains("| 5000 | 10.00 | 13.00 | 1.30 | **no** |"),
+            "{md}"
+        );
     }
 
     /// A stair whose sends left late is named as not to be trusted; one on time is not.

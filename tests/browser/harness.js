@@ -4,7 +4,7 @@
 import { before, after } from "node:test";
 import { spawn, execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
@@ -17,16 +17,33 @@ export const PORCH_BIN = process.env.PORCH_BIN || path.join(REPO, "target/debug/
 export const CHROMIUM = process.env.CHROMIUM_BIN || "/usr/bin/chromium";
 export const ARTIFACTS = path.join(REPO, "tests/browser/artifacts");
 
-/** A port nothing listens on right now (bound on port 0, then released). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
+// Linux gives outgoing connections (and port-0 binds) local ports from ip_local_port_range (32768-60999
+// by default). A port picked there and released could be taken by any connection (Chromium's, porch's,
+// this process's own) before its server listens on it again, as a CI run once saw, so free ports are
+// picked from the 10,000 ports below that range, where the kernel hands nothing out on its own.
+const LOW_PORTS = (() => {
+  let first = 32768;
+  try {
+    first = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || first;
+  } catch { /* not Linux: the default range */ }
+  return { from: Math.max(1024, first - 10000), to: first - 1 };
+})();
+
+function tryListen(port) {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
+}
+
+/** A port nothing listens on right now, outside the range the kernel hands out on its own. */
+export async function freePort() {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = LOW_PORTS.from + Math.floor(Math.random() * (LOW_PORTS.to - LOW_PORTS.from + 1));
+    if (await tryListen(port)) return port;
+  }
+  throw new Error(`no free port in ${LOW_PORTS.from}-${LOW_PORTS.to} after 200 tries`);
 }
 
 /** Polls `check` until it returns a truthy value or the deadline passes. */

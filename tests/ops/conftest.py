@@ -6,8 +6,10 @@ test ends, so a failing test never leaves a server or a Litestream behind.
 
 import json
 import os
+import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +23,27 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # How long any single wait in these tests may take.
 WAIT = 30.0
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on, for a server that must be told its port before it starts.
+
+    Picked below ip_local_port_range: a port from that range (what binding port 0 gives) can be taken
+    as the local port of any outgoing connection between its release here and the server's own bind.
+    """
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768
+    for _ in range(200):
+        port = random.randint(max(1024, first - 10000), first - 1)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free loopback port below the ephemeral range after 200 tries")
 
 
 def _venv_binary(name: str) -> Path:

@@ -4,11 +4,10 @@ with the `db` label ending in porch.db.
 """
 
 import re
-import socket
 import time
 import urllib.request
 
-from conftest import REPO, run
+from conftest import REPO, free_port, run
 
 WAIT = 15
 
@@ -18,12 +17,6 @@ def parsed_names() -> list[str]:
     names = re.findall(r'^pub const [A-Z_]+: &str = "(litestream_[a-z_]+)";', source, re.MULTILINE)
     assert len(names) == 4, names
     return names
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_litestream_serves_the_metrics_porch_parses(porch_bin, litestream_bin, processes, tmp_path):

@@ -5,7 +5,6 @@ replicated and restores; without it, Litestream finds no credentials and nothing
 Instance metadata (the credential chain's last resort) is switched off, so nothing leaves the
 machine."""
 
-import socket
 import sqlite3
 import time
 import urllib.request
@@ -13,16 +12,10 @@ from pathlib import Path
 
 import yaml
 
-from conftest import REPO, WAIT, _venv_binary, run
+from conftest import REPO, WAIT, _venv_binary, free_port, run
 
 DOCKER = REPO / "docker"
 BUCKET = "porch-backups"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_s3(processes, tmp_path) -> str:

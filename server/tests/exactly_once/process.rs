@@ -58,10 +58,24 @@ pub fn cli(data_dir: &Path, args: &[&str]) -> String {
 }
 
 /// A free loopback port, kept for every restart so clients reconnect to the same URL.
+///
+/// Picked below the kernel's ephemeral range (what binding port 0 gives): while the server is down,
+/// a port from that range can be taken as the local port of a client's reconnect attempt, even the
+/// client's own connection to itself, and the restart would then fail to bind.
 pub fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
+    let first = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let low = first.saturating_sub(10_000).max(1024);
+    (0..200)
+        .map(|_| rand::random_range(low..first))
+        .find_map(|port| {
+            std::net::TcpListener::bind(("127.0.0.1", port))
+                .and_then(|l| l.local_addr())
+                .ok()
+        })
+        .expect("a free port below the ephemeral range")
 }
 
 /// The server process and how to start it again.

@@ -44,7 +44,7 @@ async function conversationOf(porch, body) {
   });
 }
 
-test("on a narrow screen the full-screen panel is modal and keeps Tab inside; wider it is not",
+test("on a narrow or short screen the full-screen panel is modal and keeps Tab inside; larger it is not",
   { timeout: 60000 }, async () => {
     const { host, browser } = world;
     const { page, context } = await open(browser, host.url, { viewport: { width: 390, height: 844 } });
@@ -65,6 +65,13 @@ test("on a narrow screen the full-screen panel is modal and keeps Tab inside; wi
       assert.equal((await focused(page)).inPanel, false, "Tab from Send stays in the desktop panel");
       await page.setViewportSize({ width: 390, height: 844 });
       await waitFor("aria-modal back", async () => (await panel.getAttribute("aria-modal")) === "true");
+      // The phone turned sideways is short: still the whole screen, still modal.
+      await page.setViewportSize({ width: 844, height: 390 });
+      await page.waitForTimeout(300);
+      assert.equal(await panel.getAttribute("aria-modal"), "true", "modal when held sideways");
+      await page.locator("[data-porch=send]").focus();
+      await page.keyboard.press("Tab");
+      assert.deepEqual(await focused(page), { porch: "data-button", inPanel: true }, "Tab wraps when held sideways");
     } finally {
       await context.close();
     }

@@ -449,10 +449,10 @@
     }
   });
 
-  // Below 481 px the panel covers the whole page (panel.css), so there it is a modal dialog: Tab and
-  // Shift+Tab cycle inside it, as nothing else on the screen can be seen. Wider, it sits beside the page
-  // and stays non-modal: Tab leaves it for the page like any other part of it.
-  const fullScreen = window.matchMedia?.("(max-width: 480px)");
+  // Below 481 px wide or tall the panel covers the whole page (panel.css), so there it is a modal dialog:
+  // Tab and Shift+Tab cycle inside it, as nothing else on the screen can be seen. Larger, it sits beside
+  // the page and stays non-modal: Tab leaves it for the page like any other part of it.
+  const fullScreen = window.matchMedia?.("(max-width: 480px), (max-height: 480px)");
   const setModal = () => attr(panel, "aria-modal", !!fullScreen?.matches && "true");
   setModal();
   // Again when that changes: a phone turned sideways, a window resized.

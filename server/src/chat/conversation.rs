@@ -342,16 +342,17 @@ impl Chat {
         })
     }
 
-    /// One page of conversations by last activity, newest first, after `before` (the last
-    /// one of the previous page: its `last_message_at` and id).
+    /// One page of conversations (of `status`, or all) by last activity, newest first, after
+    /// `before` (the last one of the previous page: its `last_message_at` and id).
     pub async fn list_conversations(
         &self,
+        status: Option<store::InboxStatus>,
         before: Option<(i64, ConversationId)>,
         limit: u32,
     ) -> Result<Vec<ConversationRow>, Error> {
         Ok(self
             .readers
-            .read(move |c| store::list_conversations(c, before, limit))
+            .read(move |c| store::list_conversations(c, status, before, limit))
             .await?)
     }
 

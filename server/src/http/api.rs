@@ -11,14 +11,14 @@ use serde_json::json;
 use crate::attachments::file_json;
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
-use crate::store::{AttachmentPart, ConversationId, ConversationRow, MessageRow};
+use crate::store::{AttachmentPart, ConversationId, ConversationRow, InboxStatus, MessageRow};
 use crate::values::ClientId;
 
-use super::ApiError;
 use super::attachment::conversation_file;
 use super::auth::ApiUser;
-use super::strict_json::StrictJson;
+use super::strict_json::{NoBody, StrictJson};
 use super::strict_query::StrictQuery;
+use super::{ApiError, paging};
 
 /// Most conversations listed at once.
 const LIST_LIMIT: u32 = 200;
@@ -31,6 +31,8 @@ fn conversation_json(c: &ConversationRow) -> serde_json::Value {
         "status": c.status,
         "created_at": c.created_at,
         "last_message_at": c.last_message_at,
+        "closed_at": c.closed_at,
+        "assignee": c.assignee.as_ref().map(|(id, name, email)| json!({"id": id, "name": name, "email": email})),
     })
 }
 
@@ -61,6 +63,8 @@ fn agent(user: &ApiUser) -> Agent {
 
 #[derive(Debug, Deserialize)]
 pub struct ListQuery {
+    /// `open` or `closed`: only those.
+    status: Option<String>,
     /// The previous page's `next`.
     before: Option<String>,
     /// Conversations on a page, 1 to [`LIST_LIMIT`] (text, so a bad value gets this API's
@@ -81,34 +85,83 @@ fn parse_cursor(raw: &str) -> Option<(i64, ConversationId)> {
     (at >= 0 && id >= 0).then_some((at, ConversationId(id)))
 }
 
-/// `GET /api/v1/conversations?before=…&limit=…`: conversations by last activity, newest first,
-/// a page at a time; `next` is the cursor of the following page (`null` on the last).
+/// `GET /api/v1/conversations?status=…&before=…&limit=…`: conversations (all, or the open or
+/// closed ones) by last activity, newest first, a page at a time; `next` is the cursor of the
+/// following page (`null` on the last).
 pub async fn list_conversations(
     State(app): State<AppState>,
     _user: ApiUser,
     StrictQuery(query): StrictQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
+    let status = match query.status.as_deref() {
+        None => None,
+        Some("open") => Some(InboxStatus::Open),
+        Some("closed") => Some(InboxStatus::Closed),
+        Some(_) => return Err(ApiError::invalid("status must be open or closed.")),
+    };
     let before = match query.before.as_deref() {
         None => None,
         Some(raw) => Some(parse_cursor(raw).ok_or_else(|| {
             ApiError::invalid("before must be the `next` value of a previous page.")
         })?),
     };
-    let limit = match query.limit.as_deref() {
-        None => LIST_LIMIT,
-        Some(raw) => raw
-            .parse()
-            .ok()
-            .filter(|n| (1..=LIST_LIMIT).contains(n))
-            .ok_or_else(|| ApiError::invalid(format!("limit must be 1 to {LIST_LIMIT}.")))?,
-    };
-    // One more than asked says whether a next page exists, without a count.
-    let mut conversations = app.chat.list_conversations(before, limit + 1).await?;
-    let has_more = conversations.len() > limit as usize;
-    conversations.truncate(limit as usize);
-    let next = conversations.last().filter(|_| has_more).map(cursor);
+    let limit = paging::limit(query.limit.as_deref(), LIST_LIMIT)?;
+    let rows = app
+        .chat
+        .list_conversations(status, before, paging::rows_to_read(limit))
+        .await?;
+    let (conversations, next) = paging::page(rows, limit, cursor);
     let list: Vec<_> = conversations.iter().map(conversation_json).collect();
     Ok(Json(json!({"conversations": list, "next": next})).into_response())
+}
+
+/// `GET /api/v1/conversations/{id}`: one conversation, as the list shows it.
+pub async fn get_conversation(
+    State(app): State<AppState>,
+    _user: ApiUser,
+    Path(id): Path<i64>,
+) -> Result<Response, ApiError> {
+    let conversation = app.chat.find_conversation(ConversationId(id)).await?;
+    Ok(Json(conversation_json(&conversation)).into_response())
+}
+
+/// `POST /api/v1/conversations/{id}/close`: closes it as *Close* in the inbox does (the visitor's
+/// widget is told, the integrations hear of it); closing a closed one changes nothing. Answers
+/// the conversation as it is now.
+pub async fn close_conversation(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    _: NoBody,
+) -> Result<Response, ApiError> {
+    let id = ConversationId(id);
+    app.chat.close_conversation(id, &user.0, None).await?;
+    Ok(Json(conversation_json(&app.chat.find_conversation(id).await?)).into_response())
+}
+
+/// `POST /api/v1/conversations/{id}/reopen`: reopens a closed conversation as *Reopen* in the
+/// inbox does; an open one is left as it is. `409 conflict` when the visitor has started a newer
+/// conversation since (a visitor has one open at most): the message names it.
+pub async fn reopen_conversation(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    _: NoBody,
+) -> Result<Response, ApiError> {
+    let id = ConversationId(id);
+    match app.chat.reopen_conversation(id, &user.0, None).await {
+        Err(crate::chat::Error::Invalid(_)) => {
+            let newer = app.chat.open_conversation_of_visitor_of(id).await?;
+            let which = newer.map_or_else(String::new, |n| format!(" (#{n})"));
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("The visitor has started a newer conversation{which}; answer there."),
+            ));
+        }
+        done => done?,
+    }
+    Ok(Json(conversation_json(&app.chat.find_conversation(id).await?)).into_response())
 }
 
 /// `GET /api/v1/conversations/{id}/messages`: the whole conversation, notes included.

@@ -15,12 +15,12 @@ use crate::jobs::{self, Retried};
 use crate::state::AppState;
 use crate::store::{self, IntegrationId, JobId, JobRow};
 
-use super::ApiError;
 use super::api_deliveries::integration_of_kind;
 use super::auth::ApiAdmin;
 use super::client_ip::ClientIp;
 use super::strict_json::{NoBody, StrictJson};
 use super::strict_query::StrictQuery;
+use super::{ApiError, paging};
 
 /// Most jobs listed at once.
 const LIST_LIMIT: u32 = 500;
@@ -111,13 +111,18 @@ pub(super) async fn resumed_answer(
 pub struct JobFilter {
     #[serde(default = "failed")]
     state: String,
+    /// Jobs on a page, 1 to [`LIST_LIMIT`] (text, so a bad value gets this API's JSON error).
+    limit: Option<String>,
+    /// The previous page's `next`: the id of its last job.
+    before: Option<String>,
 }
 
 fn failed() -> String {
     "failed".to_owned()
 }
 
-/// `GET /api/v1/jobs?state=failed|blocked|queued|running|done`: deliveries in a state.
+/// `GET /api/v1/jobs?state=failed|blocked|queued|running|done&limit=…&before=…`: deliveries in
+/// a state, newest first, a page at a time; `next` is the cursor of the following page.
 pub async fn list_jobs(
     State(app): State<AppState>,
     _admin: ApiAdmin,
@@ -130,11 +135,30 @@ pub async fn list_jobs(
             "Unknown job state.",
         ));
     }
-    let jobs = app
+    let limit = paging::limit(filter.limit.as_deref(), LIST_LIMIT)?;
+    let before = match filter.before.as_deref() {
+        None => None,
+        Some(raw) => Some(
+            raw.parse::<i64>()
+                .ok()
+                .filter(|id| *id > 0)
+                .map(JobId)
+                .ok_or_else(|| {
+                    ApiError::invalid("before must be the `next` value of a previous page.")
+                })?,
+        ),
+    };
+    let rows = app
         .readers
-        .read(move |c| store::list_jobs_in_state(c, &filter.state, LIST_LIMIT))
+        .read(move |c| {
+            store::list_jobs_in_state(c, &filter.state, before, paging::rows_to_read(limit))
+        })
         .await?;
-    Ok(Json(json!({"jobs": jobs.iter().map(job_json).collect::<Vec<_>>()})).into_response())
+    let (jobs, next) = paging::page(rows, limit, |(job, _)| job.id.to_string());
+    Ok(
+        Json(json!({"jobs": jobs.iter().map(job_json).collect::<Vec<_>>(), "next": next}))
+            .into_response(),
+    )
 }
 
 /// `POST /api/v1/jobs/{id}/retry`: queues one failed or blocked job again.

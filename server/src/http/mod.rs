@@ -15,6 +15,7 @@ mod error;
 mod health;
 mod listener;
 mod metrics;
+mod paging;
 mod read_ahead;
 mod refusals;
 mod routes;

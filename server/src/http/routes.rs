@@ -120,6 +120,29 @@ fn uploads(app: &AppState) -> Router<AppState> {
         ))
 }
 
+/// The API's calls on one conversation (none takes a query string).
+fn one_conversation_api() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/conversations/{id}", get(api::get_conversation))
+        .route(
+            "/api/v1/conversations/{id}/messages",
+            get(api::list_messages).post(api::post_message),
+        )
+        .route(
+            "/api/v1/conversations/{id}/attachments/{file}",
+            get(api::download_attachment),
+        )
+        .route("/api/v1/conversations/{id}/typing", post(api::post_typing))
+        .route(
+            "/api/v1/conversations/{id}/close",
+            post(api::close_conversation),
+        )
+        .route(
+            "/api/v1/conversations/{id}/reopen",
+            post(api::reopen_conversation),
+        )
+}
+
 /// The JSON API (bearer tokens) and Slack's Events API endpoint.
 fn api_routes() -> Router<AppState> {
     // The calls that take a query string read it with `StrictQuery`; every other one refuses any.
@@ -173,15 +196,7 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/integrations/{id}/deliveries/{job}/replay",
             post(api_deliveries::replay_delivery),
         )
-        .route(
-            "/api/v1/conversations/{id}/messages",
-            get(api::list_messages).post(api::post_message),
-        )
-        .route(
-            "/api/v1/conversations/{id}/attachments/{file}",
-            get(api::download_attachment),
-        )
-        .route("/api/v1/conversations/{id}/typing", post(api::post_typing))
+        .merge(one_conversation_api())
         .route(
             "/api/v1/sites/{key}/integrations/slack",
             post(api_integrations::create_slack),

@@ -4,9 +4,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
-use super::{ConversationId, Error, InboxStatus, SiteId, VisitorId};
+use super::{ConversationId, Error, InboxStatus, SiteId, UserId, VisitorId};
 
-/// A conversation as listed in the API and, later, the inbox.
+/// A conversation as the API lists it.
 #[derive(Debug, Clone)]
 pub struct ConversationRow {
     pub id: ConversationId,
@@ -16,12 +16,21 @@ pub struct ConversationRow {
     pub status: String,
     pub created_at: i64,
     pub last_message_at: i64,
+    /// When it was closed; `None` while it is open.
+    pub closed_at: Option<i64>,
+    /// Who has it: `(id, name, email)`, `None` while nobody does.
+    pub assignee: Option<(UserId, String, String)>,
 }
 
 const SELECT: &str = "SELECT c.id, c.site_id, s.key, c.visitor_id, c.status, c.created_at, \
-    c.last_message_at FROM conversations c JOIN sites s ON s.id = c.site_id";
+    c.last_message_at, c.closed_at, c.assignee_id, u.name, u.email \
+    FROM conversations c JOIN sites s ON s.id = c.site_id LEFT JOIN users u ON u.id = c.assignee_id";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
+    let assignee = match row.get::<_, Option<UserId>>(8)? {
+        Some(id) => Some((id, row.get(9)?, row.get(10)?)),
+        None => None,
+    };
     Ok(ConversationRow {
         id: row.get(0)?,
         site_id: row.get(1)?,
@@ -30,14 +39,18 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
         status: row.get(4)?,
         created_at: row.get(5)?,
         last_message_at: row.get(6)?,
+        closed_at: row.get(7)?,
+        assignee,
     })
 }
 
 /// Conversations by last activity, newest first (ties by id), `limit` of them, after the one
 /// whose `(last_message_at, id)` is `before` (keyset paging: no conversation is repeated or
-/// skipped between pages, except one that becomes active meanwhile, which moves to the front).
+/// skipped between pages, except one that becomes active meanwhile, which moves to the front);
+/// only those of `status` when it is given.
 pub fn list_conversations(
     conn: &Connection,
+    status: Option<InboxStatus>,
     before: Option<(i64, ConversationId)>,
     limit: u32,
 ) -> Result<Vec<ConversationRow>, Error> {
@@ -47,18 +60,23 @@ pub fn list_conversations(
     // no index in that order and sorts the whole table for each page (45 ms at 500,000
     // conversations, docs/capacity.md "The agent's read paths"). `InboxStatus` has every value
     // the table's CHECK allows (`migrations/0001_core.sql`).
-    let page = |status: &str| {
+    let page = |status: InboxStatus| {
         format!(
-            "SELECT * FROM ({SELECT} WHERE c.status = '{status}' \
+            "SELECT * FROM ({SELECT} WHERE c.status = '{}' \
              AND (c.last_message_at, c.id) < (?1, ?2) \
-             ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3)"
+             ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3)",
+            status.sql()
         )
     };
-    let mut stmt = conn.prepare_cached(&format!(
-        "{} UNION ALL {} ORDER BY last_message_at DESC, id DESC LIMIT ?3",
-        page(InboxStatus::Open.sql()),
-        page(InboxStatus::Closed.sql())
-    ))?;
+    let sql = match status {
+        Some(status) => page(status),
+        None => format!(
+            "{} UNION ALL {} ORDER BY last_message_at DESC, id DESC LIMIT ?3",
+            page(InboxStatus::Open),
+            page(InboxStatus::Closed)
+        ),
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
     Ok(stmt
         .query_map(params![at, id, limit], from_row)?
         .collect::<Result<_, _>>()?)

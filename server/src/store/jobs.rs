@@ -151,15 +151,18 @@ pub fn requeue_running_jobs(conn: &Connection, now: i64) -> Result<usize, Error>
 pub fn list_jobs_in_state(
     conn: &Connection,
     state: &str,
+    before: Option<JobId>,
     limit: u32,
 ) -> Result<Vec<(JobRow, Option<String>)>, Error> {
     // `external_ref` only here: a `JobRow` is held for every queued job, and only the API's
     // list shows what a destination answered.
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS}, external_ref FROM jobs WHERE state = ?1 ORDER BY id DESC LIMIT ?2"
+        "SELECT {COLUMNS}, external_ref FROM jobs WHERE state = ?1 AND id < ?2 \
+         ORDER BY id DESC LIMIT ?3"
     ))?;
+    let before = before.map_or(i64::MAX, |id| id.0);
     Ok(stmt
-        .query_map(params![state, limit], |row| {
+        .query_map(params![state, before, limit], |row| {
             Ok((from_row(row)?, row.get(15)?))
         })?
         .collect::<Result<_, _>>()?)
@@ -441,7 +444,9 @@ mod tests {
         let kinds: Vec<_> = listed.iter().map(|found| found.job.kind.as_str()).collect();
         assert_eq!(kinds, ["slack.post"]);
         assert_eq!(
-            list_jobs_in_state(&conn, "failed", 10).expect("all").len(),
+            list_jobs_in_state(&conn, "failed", None, 10)
+                .expect("all")
+                .len(),
             3
         );
     }

@@ -1,9 +1,10 @@
 //! `GET /api/v1/conversations` pages through every conversation by last activity: each exactly
-//! once, newest first, with `next` as the cursor and clear refusals for a bad one.
+//! once, newest first, with `next` as the cursor and clear refusals for a bad one. One
+//! conversation is read, closed and reopened through the API as from the inbox.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::helpers::{Exchange, TestApp};
+use crate::helpers::{Exchange, TestApp, Widget};
 
 /// The ids and `next` of one page.
 async fn page(app: &TestApp, token: &str, query: &str) -> (Vec<i64>, Value) {
@@ -115,4 +116,220 @@ async fn two_authorization_headers_are_refused_even_when_one_is_good() {
         .await;
     assert_eq!(answer.status, 400, "{}", answer.body);
     assert_eq!(answer.json()["error"]["code"], "bad_request");
+}
+
+/// The conversation of a visitor's first message: its id, once the message is acked.
+async fn first_conversation(app: &TestApp, site: &str, token: &str) -> (Widget, i64) {
+    let (mut widget, _) = app.visitor(site, None, 0).await;
+    assert_eq!(widget.say("m1", "hello").await["type"], "ack");
+    let (_, body) = app
+        .api("GET", "/api/v1/conversations?status=open", token, None)
+        .await;
+    let id = body["conversations"][0]["id"].as_i64().expect("an id");
+    (widget, id)
+}
+
+/// The next frame of `kind`, skipping the others (`read`, `typing`, …).
+async fn frame_of(widget: &mut Widget, kind: &str) -> Value {
+    loop {
+        let frame = widget.recv().await;
+        if frame["type"] == kind {
+            return frame;
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_conversation_is_read_closed_and_reopened_through_the_api() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "agent");
+    let site = app.add_site("Shop");
+    let (mut widget, id) = first_conversation(&app, &site, &token).await;
+    let path = format!("/api/v1/conversations/{id}");
+
+    let (status, open) = app.api("GET", &path, &token, None).await;
+    assert_eq!(status, 200, "{open}");
+    assert_eq!(open["id"], id);
+    assert_eq!(open["site"], site);
+    assert_eq!(open["status"], "open");
+    assert!(
+        open["closed_at"].is_null() && open["assignee"].is_null(),
+        "{open}"
+    );
+    // A reply from the inbox would take it; through the API nobody has it (docs/api.md).
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("{path}/messages"),
+            &token,
+            Some(json!({"body": "Hi"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+
+    // Closing tells the visitor's widget, is listed as closed, and again changes nothing.
+    let (status, closed) = app
+        .api("POST", &format!("{path}/close"), &token, None)
+        .await;
+    assert_eq!(status, 200, "{closed}");
+    assert_eq!(closed["status"], "closed");
+    assert!(
+        closed["closed_at"].as_i64().expect("closed_at")
+            >= open["created_at"].as_i64().expect("created_at")
+    );
+    assert_eq!(frame_of(&mut widget, "closed").await["conversation_id"], id);
+    let (status, again) = app
+        .api("POST", &format!("{path}/close"), &token, None)
+        .await;
+    assert_eq!(
+        (status, &again),
+        (200, &closed),
+        "a second close is a no-op"
+    );
+    let (_, listed) = app
+        .api("GET", "/api/v1/conversations?status=closed", &token, None)
+        .await;
+    assert_eq!(listed["conversations"], json!([closed]));
+    let (_, none_open) = app
+        .api("GET", "/api/v1/conversations?status=open", &token, None)
+        .await;
+    assert_eq!(none_open["conversations"], json!([]));
+    let lines = app.count(&format!(
+        "SELECT count(*) FROM messages WHERE conversation_id = {id} AND body = 'ana closed this conversation'"
+    ));
+    assert_eq!(lines, 1, "one status line, as from the inbox");
+
+    let (status, reopened) = app
+        .api("POST", &format!("{path}/reopen"), &token, None)
+        .await;
+    assert_eq!(status, 200, "{reopened}");
+    assert_eq!(reopened["status"], "open");
+    assert!(reopened["closed_at"].is_null(), "{reopened}");
+    assert_eq!(
+        frame_of(&mut widget, "reopened").await["conversation_id"],
+        id
+    );
+}
+
+#[tokio::test]
+async fn a_conversation_the_visitor_has_moved_on_from_is_not_reopened() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "agent");
+    let site = app.add_site("Shop");
+    let (mut widget, first) = first_conversation(&app, &site, &token).await;
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{first}/close"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    frame_of(&mut widget, "closed").await;
+    assert_eq!(widget.say("m2", "one more thing").await["type"], "ack");
+    let (_, open) = app
+        .api("GET", "/api/v1/conversations?status=open", &token, None)
+        .await;
+    let second = open["conversations"][0]["id"]
+        .as_i64()
+        .expect("a new conversation");
+    assert_ne!(second, first);
+
+    let (status, body) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{first}/reopen"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "conflict");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("a message")
+            .contains(&format!("#{second}")),
+        "{body}"
+    );
+    let (_, still) = app
+        .api(
+            "GET",
+            &format!("/api/v1/conversations/{first}"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(still["status"], "closed");
+}
+
+#[tokio::test]
+async fn unknown_conversations_statuses_and_bodies_are_refused() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "agent");
+    let site = app.add_site("Shop");
+    let (_widget, id) = first_conversation(&app, &site, &token).await;
+    for (method, path, body, status, code) in [
+        (
+            "GET",
+            "/api/v1/conversations/999".to_owned(),
+            None,
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            "/api/v1/conversations/999/close".to_owned(),
+            None,
+            404,
+            "not_found",
+        ),
+        (
+            "POST",
+            "/api/v1/conversations/999/reopen".to_owned(),
+            None,
+            404,
+            "not_found",
+        ),
+        (
+            "GET",
+            "/api/v1/conversations?status=pending".to_owned(),
+            None,
+            422,
+            "invalid",
+        ),
+        (
+            "POST",
+            format!("/api/v1/conversations/{id}/close"),
+            Some(json!({"status": "closed"})),
+            422,
+            "invalid",
+        ),
+        (
+            "POST",
+            format!("/api/v1/conversations/{id}/close?now=1"),
+            None,
+            422,
+            "invalid",
+        ),
+        (
+            "GET",
+            format!("/api/v1/conversations/{id}?status=open"),
+            None,
+            422,
+            "invalid",
+        ),
+    ] {
+        let (got, answer) = app.api(method, &path, &token, body).await;
+        assert_eq!(
+            (got, answer["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{method} {path}: {answer}"
+        );
+    }
+    let (_, still) = app
+        .api("GET", &format!("/api/v1/conversations/{id}"), &token, None)
+        .await;
+    assert_eq!(still["status"], "open", "nothing refused changed anything");
 }

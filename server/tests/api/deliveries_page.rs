@@ -1,5 +1,6 @@
 //! The Deliveries page lists the newest 200 failed and 200 blocked deliveries; a longer list
-//! says so, with how many there are and how to reach the rest (docs/admin.md, "Pages").
+//! says so, with how many there are and how to reach the rest (docs/admin.md, "Pages"), which
+//! the API's `GET /api/v1/jobs` pages through.
 
 use crate::helpers::TestApp;
 use crate::inbox::{send, setup_admin, signed_in_from};
@@ -47,4 +48,75 @@ async fn a_list_cut_to_the_newest_says_how_many_there_are() {
         !page.body.contains("data-cut=\"blocked\""),
         "no blocked ones"
     );
+}
+
+/// The ids of one page of `GET /api/v1/jobs?state=failed…` and its `next`.
+async fn jobs_page(app: &TestApp, token: &str, query: &str) -> (Vec<i64>, serde_json::Value) {
+    let (status, body) = app
+        .api(
+            "GET",
+            &format!("/api/v1/jobs?state=failed{query}"),
+            token,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{query}: {body}");
+    let ids = body["jobs"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|j| j["id"].as_i64().expect("an id"))
+        .collect();
+    (ids, body["next"].clone())
+}
+
+#[tokio::test]
+async fn the_api_pages_through_every_failed_delivery_newest_first() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ops", "admin");
+    failed_jobs(&app, 1203);
+    let (first, next) = jobs_page(&app, &token, "").await;
+    assert_eq!(first.len(), 500, "500 when no limit is given");
+    assert!(next.is_string(), "{next}");
+
+    let mut seen = Vec::new();
+    let mut query = "&limit=500".to_owned();
+    for _ in 0..4 {
+        let (ids, next) = jobs_page(&app, &token, &query).await;
+        seen.extend(ids);
+        match next.as_str() {
+            Some(cursor) => query = format!("&limit=500&before={cursor}"),
+            None => break,
+        }
+    }
+    let mut every: Vec<i64> = (1..=1203).collect();
+    every.reverse();
+    assert_eq!(
+        seen, every,
+        "each of the 1,203 once, newest first, in three pages"
+    );
+    let (last, next) = jobs_page(&app, &token, "&limit=3&before=4").await;
+    assert_eq!((last, next), (vec![3, 2, 1], serde_json::Value::Null));
+
+    for query in [
+        "&limit=0",
+        "&limit=501",
+        "&before=x",
+        "&before=-5",
+        "&before=0",
+    ] {
+        let (status, body) = app
+            .api(
+                "GET",
+                &format!("/api/v1/jobs?state=failed{query}"),
+                &token,
+                None,
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (422, Some("invalid")),
+            "{query}: {body}"
+        );
+    }
 }

@@ -83,6 +83,19 @@ pub struct InboxFilters {
     pub sort: Vec<Choice>,
 }
 
+impl InboxFilters {
+    /// What the selects say now, as the folded filters' summary: "Open · Anyone · All sites ·
+    /// Latest activity".
+    fn summary(&self) -> String {
+        [&self.status, &self.assignee, &self.site, &self.sort]
+            .iter()
+            .filter_map(|choices| choices.iter().find(|c| c.is_selected).or(choices.first()))
+            .map(|c| c.label.as_str())
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
+}
+
 /// The inbox page.
 #[derive(Debug, Clone)]
 pub struct InboxView {
@@ -214,6 +227,7 @@ pub fn render_inbox(view: InboxView) -> String {
         })
         .collect_view();
     let filters = view.filters;
+    let filters_said = filters.summary();
     let is_empty = view.items.is_empty();
     let items = view
         .items
@@ -238,15 +252,20 @@ pub fn render_inbox(view: InboxView) -> String {
         <KeysSaid/>
         <NoticeBox notice=view.notice/>
         <nav class="tabs" aria-label="Filter conversations">{tabs}</nav>
-        <form class="inbox-filters" method="get" action="/inbox" aria-label="Filters">
-            <FilterSelect name="status" label="Status" choices=filters.status/>
-            <FilterSelect name="assignee" label="Assignee" choices=filters.assignee/>
-            <FilterSelect name="site" label="Site" choices=filters.site/>
-            <FilterSelect name="sort" label="Order" choices=filters.sort/>
-            <div class="field field-end">
-                <button type="submit" class="button">"Show"</button>
-            </div>
-        </form>
+        // Folded into its summary on a phone, so the list starts on the first screen; shown in
+        // full on a larger one (admin.css, "filter-box").
+        <details class="filter-box">
+            <summary>"Filters: "{filters_said}</summary>
+            <form class="inbox-filters" method="get" action="/inbox" aria-label="Filters">
+                <FilterSelect name="status" label="Status" choices=filters.status/>
+                <FilterSelect name="assignee" label="Assignee" choices=filters.assignee/>
+                <FilterSelect name="site" label="Site" choices=filters.site/>
+                <FilterSelect name="sort" label="Order" choices=filters.sort/>
+                <div class="field field-end">
+                    <button type="submit" class="button">"Show"</button>
+                </div>
+            </form>
+        </details>
         <p class="inbox-count" data-count data-summary=view.summary_href>{view.summary}</p>
         <ul class="conversations" id="conversations" aria-live="polite" tabindex="-1"
             data-live=view.live data-last-id=view.last_id data-sort=view.sort

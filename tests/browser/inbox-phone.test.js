@@ -1,0 +1,73 @@
+// The inbox on a phone, upright and sideways (docs/admin.md, "Phones and dark mode"): the filters
+// fold into a line that says what they are, so the first conversations show on the first screen,
+// and they unfold and work on a tap; on a larger screen they show in full, as before.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, visitor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana Agent" };
+const world = fixture({ site: "Acme", agent: AGENT }, async ({ browser, host }) => {
+  for (let i = 1; i <= 5; i++) {
+    const v = await visitor(browser, host.url);
+    await v.say(`Hello number ${i}, where is my parcel?`);
+    await v.context.close();
+  }
+});
+
+/** The inbox at `width` x `height`, signed in, on a touch screen below 1000 px. */
+async function inbox(width, height) {
+  const { porch, browser } = world;
+  const context = await browser.newContext({ viewport: { width, height }, hasTouch: width < 1000 });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+  await page.goto(`${porch.url}/inbox`);
+  return { page, context };
+}
+
+/** How many conversations show whole on the first screen, and where the first one starts. */
+const firstScreen = (page) => page.locator("#conversations li").evaluateAll((rows) => ({
+  whole: rows.filter((li) => li.getBoundingClientRect().bottom <= innerHeight).length,
+  firstTop: rows[0].getBoundingClientRect().top,
+}));
+
+for (const [width, height, whole] of [[360, 640, 2], [390, 844, 4], [640, 360, 0], [844, 390, 1]]) {
+  test(`at ${width}x${height} the filters are folded and ${whole || "the first"} conversation${whole === 1 ? "" : "s"} show on the first screen`,
+    { timeout: 60000 }, async () => {
+      const { page, context } = await inbox(width, height);
+      const summary = page.locator(".filter-box > summary");
+      assert.equal(await summary.innerText(), "Filters: Open · Anyone · All sites · Newest activity first");
+      assert.equal(await page.getByLabel("Assignee").isVisible(), false, "the selects are folded");
+      const seen = await firstScreen(page);
+      assert.ok(seen.whole >= whole, `${seen.whole} whole conversations on the first screen`);
+      // Sideways, at least the first conversation's name is on the first screen.
+      assert.ok(seen.firstTop + 40 <= height, `the first conversation starts at ${seen.firstTop} px`);
+
+      // A tap unfolds them; they work as on a larger screen, and say what they now are.
+      await summary.tap();
+      await page.getByLabel("Order").selectOption({ label: "Longest waiting first" });
+      await page.getByRole("button", { name: "Show" }).tap();
+      await page.waitForURL(/sort=/);
+      assert.equal(await page.locator(".filter-box > summary").innerText(),
+        "Filters: Open · Anyone · All sites · Longest waiting first");
+      assert.match(await page.locator("#conversations li").first().innerText(), /Hello number 1,/);
+      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), width, "nothing scrolls sideways");
+      await context.close();
+    });
+}
+
+test("on a larger screen the filters show in full, without the summary, also to screen readers", { timeout: 60000 },
+  async () => {
+    const { page, context } = await inbox(1280, 800);
+    assert.equal(await page.locator(".filter-box > summary").isVisible(), false);
+    for (const name of ["Status", "Assignee", "Site", "Order"]) {
+      assert.equal(await page.getByLabel(name).isVisible(), true, `${name} shows`);
+    }
+    // What Chromium gives assistive technology, not what the page's DOM holds.
+    const cdp = await context.newCDPSession(page);
+    const { nodes } = await cdp.send("Accessibility.getFullAXTree");
+    const exposed = nodes.filter((n) => n.role?.value === "combobox" && !n.ignored).map((n) => n.name?.value);
+    assert.deepEqual(exposed, ["Status", "Assignee", "Site", "Order"]);
+    assert.equal((await firstScreen(page)).whole, 5);
+    await context.close();
+  });

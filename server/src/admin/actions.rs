@@ -193,7 +193,7 @@ pub async fn reopen(
         Err(crate::chat::Error::Invalid(_)) => {
             match app
                 .chat
-                .open_conversation_of_visitor_of(ConversationId(id))
+                .conversation_to_answer_instead_of(ConversationId(id))
                 .await
             {
                 Ok(newer) => answer.conflict(

@@ -410,16 +410,15 @@ impl Chat {
         Ok(true)
     }
 
-    /// The conversation the visitor of `id` has open now, if any: where a refused reopen sends the
-    /// agent.
-    pub async fn open_conversation_of_visitor_of(
+    /// Where a refused reopen of `id` sends the agent: the visitor's open conversation, or else
+    /// their newest one.
+    pub async fn conversation_to_answer_instead_of(
         &self,
         id: ConversationId,
     ) -> Result<Option<ConversationId>, Error> {
-        let visitor = self.find_conversation(id).await?.visitor_id;
         Ok(self
             .readers
-            .read(move |c| store::find_open_conversation_of(c, visitor))
+            .read(move |c| store::find_conversation_to_answer_instead_of(c, id))
             .await?)
     }
 
@@ -452,8 +451,8 @@ impl Chat {
                     self.hub.publish_to_visitor(item.visitor_id, &event, None);
                 }
             });
-        // `change` ignores no-ops; a closed conversation that did not reopen hit the rule
-        // "one open conversation per visitor".
+        // `change` ignores no-ops; a closed conversation that did not reopen is not the
+        // visitor's newest, or another one of theirs is open.
         let after = self.inbox_item(by.id, id).await?;
         if after.status == "closed" {
             return Err(Error::Invalid(Invalid::from(

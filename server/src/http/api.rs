@@ -151,7 +151,7 @@ pub async fn reopen_conversation(
     let id = ConversationId(id);
     match app.chat.reopen_conversation(id, &user.0, None).await {
         Err(crate::chat::Error::Invalid(_)) => {
-            let newer = app.chat.open_conversation_of_visitor_of(id).await?;
+            let newer = app.chat.conversation_to_answer_instead_of(id).await?;
             let which = newer.map_or_else(String::new, |n| format!(" (#{n})"));
             return Err(ApiError::new(
                 StatusCode::CONFLICT,

@@ -307,18 +307,42 @@ pub fn close_conversation(conn: &Connection, id: ConversationId, now: i64) -> Re
         == 1)
 }
 
-/// Reopens a closed conversation; returns false if it is not closed or if the visitor has
-/// another open conversation (a visitor has at most one).
+/// Reopens a closed conversation; returns false if it is not closed, or not the visitor's newest
+/// (once the visitor has written again, the old one stays closed, whatever became of the new one:
+/// reopening it would leave the widget showing the newest one closed while the visitor's next
+/// message joined an older one), or if the visitor has another open conversation (a visitor has
+/// at most one). An assignee disabled meanwhile is let go: a reopened conversation is the team's
+/// again, as a disabled user's open ones became when they were disabled.
 pub fn reopen_conversation(conn: &Connection, id: ConversationId) -> Result<bool, Error> {
     Ok(conn
         .prepare_cached(
-            "UPDATE conversations SET status = 'open', closed_at = NULL \
+            "UPDATE conversations SET status = 'open', closed_at = NULL, \
+                 assignee_id = CASE WHEN EXISTS (SELECT 1 FROM users u \
+                     WHERE u.id = conversations.assignee_id AND u.is_disabled = 1) \
+                     THEN NULL ELSE assignee_id END \
              WHERE id = ?1 AND status = 'closed' AND NOT EXISTS (\
                  SELECT 1 FROM conversations o \
-                 WHERE o.visitor_id = conversations.visitor_id AND o.status = 'open')",
+                 WHERE o.visitor_id = conversations.visitor_id \
+                   AND (o.status = 'open' OR o.id > conversations.id))",
         )?
         .execute([id])?
         == 1)
+}
+
+/// Where a refused reopen of `id` sends the agent: the visitor's open conversation, or else
+/// their newest one, if either is another than `id`.
+pub fn find_conversation_to_answer_instead_of(
+    conn: &Connection,
+    id: ConversationId,
+) -> Result<Option<ConversationId>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT o.id FROM conversations c JOIN conversations o ON o.visitor_id = c.visitor_id \
+             WHERE c.id = ?1 AND o.id != c.id \
+             ORDER BY o.status = 'open' DESC, o.id DESC LIMIT 1",
+        )?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
 }
 
 /// Stores a line of the conversation's own history ("Ana closed the conversation"); visitors

@@ -199,8 +199,9 @@ pub use writer::{DEFER_LIMIT, Writer, WriterStats};
 pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, use_account_link};
 pub use inbox::{
     Expected, InboxItemRow, OpenConversationRead, OtherConversationRow, VisitorDetailsRow,
-    close_conversation, find_inbox_item, find_last_message_id, find_visitor_details,
-    insert_system_message, list_conversations_changed_after, list_open_conversation_reads,
+    close_conversation, find_conversation_to_answer_instead_of, find_inbox_item,
+    find_last_message_id, find_visitor_details, insert_system_message,
+    list_conversations_changed_after, list_open_conversation_reads,
     list_open_conversations_assigned_to, list_other_conversations_of_visitor, reopen_conversation,
     unassign_open_conversation_of, update_conversation_assignee, upsert_conversation_read,
 };

@@ -262,6 +262,94 @@ async fn a_conversation_the_visitor_has_moved_on_from_is_not_reopened() {
         )
         .await;
     assert_eq!(still["status"], "closed");
+
+    // With the newer one closed too, the old one still stays closed: only the newest reopens
+    // (else the widget would show the newest closed while the next message joined the old one).
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{second}/close"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{first}/reopen"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("a message")
+            .contains(&format!("#{second}")),
+        "{body}"
+    );
+    let (status, newest) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{second}/reopen"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, newest["status"].as_str()),
+        (200, Some("open")),
+        "{newest}"
+    );
+}
+
+/// Disabling an agent gives their open conversations back to the team; a closed one of theirs
+/// reopened later comes back to the team too, not to the disabled agent.
+#[tokio::test]
+async fn a_conversation_reopened_after_its_agent_was_disabled_is_nobodys() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "admin");
+    let site = app.add_site("Shop");
+    let (_widget, id) = first_conversation(&app, &site, &token).await;
+    let bo = app.add_user_token("bo", "agent");
+    let (status, _) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{id}/close"),
+            &bo,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    {
+        let db = app.db();
+        db.execute(
+            "UPDATE conversations SET assignee_id = (SELECT id FROM users WHERE name = 'bo') WHERE id = ?1",
+            [id],
+        )
+        .expect("bo had it");
+        db.execute("UPDATE users SET is_disabled = 1 WHERE name = 'bo'", [])
+            .expect("bo is disabled");
+    }
+    let (_, closed) = app
+        .api("GET", &format!("/api/v1/conversations/{id}"), &token, None)
+        .await;
+    assert_eq!(
+        closed["assignee"]["name"], "bo",
+        "a closed one keeps who had it"
+    );
+    let (status, reopened) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{id}/reopen"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{reopened}");
+    assert!(reopened["assignee"].is_null(), "{reopened}");
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::refusals::{is_api_path, refusal_bodies};
+use super::refusals::{close_after_unread_body, is_api_path, refusal_bodies};
 use super::{
     ApiError, api, api_audit, api_deliveries, api_integration_state, api_integrations, api_sites,
     health, metrics, slack_actions, slack_events, strict_query,
@@ -85,6 +85,7 @@ pub fn router(app: AppState) -> Router {
         .merge(uploads(&app))
         .merge(http)
         .layer(nosniff())
+        .layer(axum::middleware::map_response(close_after_unread_body))
         .with_state(app)
 }
 

@@ -137,9 +137,13 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
     assert_eq!(method.header("allow"), Some("GET,HEAD"));
 
     let big = format!("{{\"body\": \"{}\"}}", "x".repeat(4096));
-    let (status, code, message) = error_of(&post(&app, &token, messages, json, &big).await);
+    let too_large = post(&app, &token, messages, json, &big).await;
+    let (status, code, message) = error_of(&too_large);
     assert_eq!((status, code.as_str()), (413, "too_large"));
     assert_eq!(message, "The body is larger than the server accepts.");
+    // The rest of the body is not read, so the connection closes: said, so a client's next
+    // request goes on a new one.
+    assert_eq!(too_large.header("connection"), Some("close"));
 
     // Outside the API the framework's answers stay as they are.
     let elsewhere = app.http.request("DELETE", "/healthz").answer().await;
@@ -272,6 +276,7 @@ async fn a_request_that_takes_too_long_gets_a_timeout_code() {
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains(r#""code":"timeout""#), "{text}");
+    assert!(text.to_lowercase().contains("\r\nconnection: close\r\n"), "{text}");
 }
 
 #[tokio::test]

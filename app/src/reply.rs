@@ -44,9 +44,11 @@ pub fn ReplyForm(
             <ul id="canned-list" class="canned-picker" role="listbox"
                 aria-label="Canned replies" hidden></ul>
             <div class="reply-bar">
+                // On a touch screen Enter starts a new line (a phone's keyboard has no Shift+Enter)
+                // and the button sends, so the keys are not said there (admin.css, inbox.js).
                 <p class="hint" id="reply-hint">
-                    <kbd>"Enter"</kbd>" sends · "<kbd>"Shift"</kbd>"+"<kbd>"Enter"</kbd>" new line · \
-                     notes are never shown to the visitor"
+                    <span class="enter-keys"><kbd>"Enter"</kbd>" sends · "<kbd>"Shift"</kbd>"+"
+                    <kbd>"Enter"</kbd>" new line · "</span>"notes are never shown to the visitor"
                 </p>
                 <div class="reply-buttons">
                     <span class="reply-attach" hidden>

@@ -71,3 +71,32 @@ test("on a larger screen the filters show in full, without the summary, also to 
     assert.equal((await firstScreen(page)).whole, 5);
     await context.close();
   });
+
+test("on a touch screen Enter starts a new line in the reply box and the Send button sends", { timeout: 60000 },
+  async () => {
+    const { porch, browser } = world;
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await signIn(page, porch, AGENT.email);
+    await page.goto(`${porch.url}/inbox`);
+    assert.equal(await page.evaluate(() => matchMedia("(pointer: coarse) and (not (any-pointer: fine))").matches), true,
+      "the emulated phone has only a coarse pointer");
+    await page.locator("#conversations li a").first().tap();
+    const box = page.locator("#reply-body");
+    await box.waitFor();
+    assert.equal(await page.locator("#reply-hint").innerText(), "notes are never shown to the visitor");
+    await box.tap();
+    await page.keyboard.type("First line");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("second line");
+    assert.equal(await box.inputValue(), "First line\nsecond line", "Enter made a new line, sent nothing");
+    // The buttons sit right under the box, before the hint.
+    const send = await page.getByRole("button", { name: "Send reply" }).boundingBox();
+    const hint = await page.locator("#reply-hint").boundingBox();
+    assert.ok(send.y < hint.y, `Send at ${send.y} px, the hint at ${hint.y} px`);
+    await page.getByRole("button", { name: "Send reply" }).tap();
+    await page.locator(".message", { hasText: "second line" }).waitFor();
+    assert.equal(await box.inputValue(), "");
+    await context.close();
+  });

@@ -2,7 +2,8 @@
 // - A list with data-live (inbox or conversation) follows a Server-Sent Events stream of HTML
 //   fragments rendered by the server; on reconnect the browser sends Last-Event-ID and the
 //   server replays what was missed. The inbox places each row by its sort key, within the page.
-// - The reply box: Enter sends, Shift+Enter starts a new line; posts the same form with fetch,
+// - The reply box: Enter sends, Shift+Enter starts a new line (on a touch screen Enter starts a
+//   new line and the button sends); posts the same form with fetch,
 //   keeps the text (and a draft in sessionStorage) until the server confirms it stored it, and
 //   inserts only an answer marked as the message fragment. Attach files (shown only with this
 //   script) uploads each picked file with the CSRF token in a header; the reply names them.
@@ -479,8 +480,11 @@
         box.focus();
       }
     };
+    // A touch screen's only pointer is coarse (a phone, a tablet): its keyboard has no
+    // Shift+Enter, so there Enter starts a new line and the Send button sends.
+    const touchOnly = window.matchMedia("(pointer: coarse) and (not (any-pointer: fine))");
     box.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !touchOnly.matches) {
         e.preventDefault();
         send(mode());
       }

@@ -276,7 +276,10 @@ async fn a_request_that_takes_too_long_gets_a_timeout_code() {
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains(r#""code":"timeout""#), "{text}");
-    assert!(text.to_lowercase().contains("\r\nconnection: close\r\n"), "{text}");
+    assert!(
+        text.to_lowercase().contains("\r\nconnection: close\r\n"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -136,12 +136,17 @@ pub async fn close_conversation(
 ) -> Result<Response, ApiError> {
     let id = ConversationId(id);
     app.chat.close_conversation(id, &user.0, None).await?;
+    conversation_now(&app, id).await
+}
+
+/// The conversation as it is now, as the close and reopen calls answer.
+async fn conversation_now(app: &AppState, id: ConversationId) -> Result<Response, ApiError> {
     Ok(Json(conversation_json(&app.chat.find_conversation(id).await?)).into_response())
 }
 
 /// `POST /api/v1/conversations/{id}/reopen`: reopens a closed conversation as *Reopen* in the
 /// inbox does; an open one is left as it is. `409 conflict` when the visitor has started a newer
-/// conversation since (a visitor has one open at most): the message names it.
+/// conversation since (only the newest can be reopened): the message names where to answer.
 pub async fn reopen_conversation(
     State(app): State<AppState>,
     user: ApiUser,
@@ -161,7 +166,7 @@ pub async fn reopen_conversation(
         }
         done => done?,
     }
-    Ok(Json(conversation_json(&app.chat.find_conversation(id).await?)).into_response())
+    conversation_now(&app, id).await
 }
 
 /// `GET /api/v1/conversations/{id}/messages`: the whole conversation, notes included.

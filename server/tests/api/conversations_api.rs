@@ -129,6 +129,26 @@ async fn first_conversation(app: &TestApp, site: &str, token: &str) -> (Widget, 
     (widget, id)
 }
 
+/// `POST /api/v1/conversations/{id}/{action}` (`close`, `reopen`) with no body.
+async fn act(app: &TestApp, token: &str, id: i64, action: &str) -> (u16, Value) {
+    app.api(
+        "POST",
+        &format!("/api/v1/conversations/{id}/{action}"),
+        token,
+        None,
+    )
+    .await
+}
+
+/// A refused reopen: `409 conflict`, naming conversation `instead` as where to answer.
+fn assert_refused_for(answer: &(u16, Value), instead: i64) {
+    let (status, body) = answer;
+    assert_eq!(*status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "conflict");
+    let message = body["error"]["message"].as_str().expect("a message");
+    assert!(message.contains(&format!("#{instead}")), "{body}");
+}
+
 /// The next frame of `kind`, skipping the others (`read`, `typing`, …).
 async fn frame_of(widget: &mut Widget, kind: &str) -> Value {
     loop {
@@ -168,9 +188,7 @@ async fn one_conversation_is_read_closed_and_reopened_through_the_api() {
     assert_eq!(status, 201);
 
     // Closing tells the visitor's widget, is listed as closed, and again changes nothing.
-    let (status, closed) = app
-        .api("POST", &format!("{path}/close"), &token, None)
-        .await;
+    let (status, closed) = act(&app, &token, id, "close").await;
     assert_eq!(status, 200, "{closed}");
     assert_eq!(closed["status"], "closed");
     assert!(
@@ -178,9 +196,7 @@ async fn one_conversation_is_read_closed_and_reopened_through_the_api() {
             >= open["created_at"].as_i64().expect("created_at")
     );
     assert_eq!(frame_of(&mut widget, "closed").await["conversation_id"], id);
-    let (status, again) = app
-        .api("POST", &format!("{path}/close"), &token, None)
-        .await;
+    let (status, again) = act(&app, &token, id, "close").await;
     assert_eq!(
         (status, &again),
         (200, &closed),
@@ -199,9 +215,7 @@ async fn one_conversation_is_read_closed_and_reopened_through_the_api() {
     ));
     assert_eq!(lines, 1, "one status line, as from the inbox");
 
-    let (status, reopened) = app
-        .api("POST", &format!("{path}/reopen"), &token, None)
-        .await;
+    let (status, reopened) = act(&app, &token, id, "reopen").await;
     assert_eq!(status, 200, "{reopened}");
     assert_eq!(reopened["status"], "open");
     assert!(reopened["closed_at"].is_null(), "{reopened}");
@@ -217,14 +231,7 @@ async fn a_conversation_the_visitor_has_moved_on_from_is_not_reopened() {
     let token = app.add_user_token("ana", "agent");
     let site = app.add_site("Shop");
     let (mut widget, first) = first_conversation(&app, &site, &token).await;
-    let (status, _) = app
-        .api(
-            "POST",
-            &format!("/api/v1/conversations/{first}/close"),
-            &token,
-            None,
-        )
-        .await;
+    let (status, _) = act(&app, &token, first, "close").await;
     assert_eq!(status, 200);
     frame_of(&mut widget, "closed").await;
     assert_eq!(widget.say("m2", "one more thing").await["type"], "ack");
@@ -236,23 +243,7 @@ async fn a_conversation_the_visitor_has_moved_on_from_is_not_reopened() {
         .expect("a new conversation");
     assert_ne!(second, first);
 
-    let (status, body) = app
-        .api(
-            "POST",
-            &format!("/api/v1/conversations/{first}/reopen"),
-            &token,
-            None,
-        )
-        .await;
-    assert_eq!(status, 409, "{body}");
-    assert_eq!(body["error"]["code"], "conflict");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .expect("a message")
-            .contains(&format!("#{second}")),
-        "{body}"
-    );
+    assert_refused_for(&act(&app, &token, first, "reopen").await, second);
     let (_, still) = app
         .api(
             "GET",
@@ -265,39 +256,10 @@ async fn a_conversation_the_visitor_has_moved_on_from_is_not_reopened() {
 
     // With the newer one closed too, the old one still stays closed: only the newest reopens
     // (else the widget would show the newest closed while the next message joined the old one).
-    let (status, _) = app
-        .api(
-            "POST",
-            &format!("/api/v1/conversations/{second}/close"),
-            &token,
-            None,
-        )
-        .await;
+    let (status, _) = act(&app, &token, second, "close").await;
     assert_eq!(status, 200);
-    let (status, body) = app
-        .api(
-            "POST",
-            &format!("/api/v1/conversations/{first}/reopen"),
-            &token,
-            None,
-        )
-        .await;
-    assert_eq!(status, 409, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .expect("a message")
-            .contains(&format!("#{second}")),
-        "{body}"
-    );
-    let (status, newest) = app
-        .api(
-            "POST",
-            &format!("/api/v1/conversations/{second}/reopen"),
-            &token,
-            None,
-        )
-        .await;
+    assert_refused_for(&act(&app, &token, first, "reopen").await, second);
+    let (status, newest) = act(&app, &token, second, "reopen").await;
     assert_eq!(
         (status, newest["status"].as_str()),
         (200, Some("open")),
@@ -314,14 +276,7 @@ async fn a_conversation_reopened_after_its_agent_was_disabled_is_nobodys() {
     let site = app.add_site("Shop");
     let (_widget, id) = first_conversation(&app, &site, &token).await;
     let bo = app.add_user_token("bo", "agent");
-    let (status, _) = app
-        .api(
-            "POST",
-            &format!("/api/v1/conversations/{id}/close"),
-            &bo,
-            None,
-        )
-        .await;
+    let (status, _) = act(&app, &bo, id, "close").await;
     assert_eq!(status, 200);
     {
         let db = app.db();
@@ -340,14 +295,7 @@ async fn a_conversation_reopened_after_its_agent_was_disabled_is_nobodys() {
         closed["assignee"]["name"], "bo",
         "a closed one keeps who had it"
     );
-    let (status, reopened) = app
-        .api(
-            "POST",
-            &format!("/api/v1/conversations/{id}/reopen"),
-            &token,
-            None,
-        )
-        .await;
+    let (status, reopened) = act(&app, &token, id, "reopen").await;
     assert_eq!(status, 200, "{reopened}");
     assert!(reopened["assignee"].is_null(), "{reopened}");
 }

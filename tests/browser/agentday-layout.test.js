@@ -284,3 +284,26 @@ for (const colorScheme of ["light", "dark"]) {
     await context.close();
   });
 }
+
+test("on a phone the small controls a finger must hit are at least 24 px tall", { timeout: 90000 }, async () => {
+  const { porch, browser, site } = world;
+  const context = await browser.newContext({ viewport: { width: 360, height: 780 }, hasTouch: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+  const small = [];
+  const measure = async (path, selectors) => {
+    await page.goto(`${porch.url}${path}`);
+    for (const selector of selectors) {
+      const heights = await page.locator(selector).evaluateAll((els) =>
+        els.filter((el) => el.getClientRects().length).map((el) => el.getBoundingClientRect().height));
+      assert.ok(heights.length, `${selector} on ${path}`);
+      for (const h of heights) if (h < 24) small.push(`${selector} on ${path}: ${h.toFixed(1)} px`);
+    }
+  };
+  // WCAG 2.5.8: the way back on a page, the top bar's account links, a radio's label, a disclosure.
+  await measure(`/conversations/${conversationId}`, [".crumb a", ".account > a", ".ua summary"]);
+  await measure(`/sites/${site.key}/prechat`, [".crumb a", ".radios label"]);
+  assert.deepEqual(small, []);
+  await context.close();
+});

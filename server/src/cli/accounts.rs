@@ -128,6 +128,12 @@ fn password_from_stdin() -> anyhow::Result<String> {
         .read_to_string(&mut password)
         .context("reading the password")?;
     let password = password.trim_end_matches(['\r', '\n']);
+    if password.is_empty() {
+        bail!(
+            "no password on standard input: pipe it in, e.g. \
+             `printf '%s\\n' \"$PASSWORD\" | porch user …`, or type it and end with Ctrl-D"
+        );
+    }
     let password = Password::parse(password).map_err(|e| anyhow::anyhow!("{e}"))?;
     hash_password(&password).map_err(|e| anyhow::anyhow!("hashing the password: {e}"))
 }
@@ -224,7 +230,15 @@ fn add_user(
         )?;
     }
     tx.commit()?;
-    write_out(&format!("Created {role} {email}."))
+    if password_hash.is_some() {
+        return write_out(&format!("Created {role} {email}."));
+    }
+    // Without a password nobody can sign in as them yet: say how they get one.
+    write_out(&format!(
+        "Created {role} {email}, without a password: they cannot sign in yet. Set one with \
+         `porch user set-password {email}` (read from standard input), or make them an \
+         invitation link on the Team page."
+    ))
 }
 
 /// A time in milliseconds since the epoch, as RFC 3339 UTC.

@@ -177,6 +177,12 @@ async fn the_command_line_sets_a_forgotten_password_and_ends_every_session() {
 
     let (ok, out) = porch_user(&app, &["set-password", "BO@example.com"], "short\n");
     assert!(!ok && out.contains("at least 10"), "{out}");
+    // Nothing piped in is said as such, not as a password too short.
+    let (ok, out) = porch_user(&app, &["set-password", "BO@example.com"], "");
+    assert!(
+        !ok && out.contains("no password on standard input"),
+        "{out}"
+    );
     let (ok, out) = porch_user(
         &app,
         &["set-password", "cy@example.com"],
@@ -232,6 +238,18 @@ async fn the_command_line_sets_a_forgotten_password_and_ends_every_session() {
         "",
     );
     assert!(!ok && out.contains("--name"), "a nameless user: {out}");
+    // A user made without a password is told how they get one.
+    let (ok, out) = porch_user(
+        &app,
+        &["add", "--email", "dee@example.com", "--name", "Dee"],
+        "",
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("without a password")
+            && out.contains("porch user set-password dee@example.com"),
+        "{out}"
+    );
 
     // A mistyped data directory is not a new, empty team.
     let typo = tempfile::tempdir().expect("dir");

@@ -114,6 +114,9 @@ pub fn render(doc: &Doc) -> String {
     let mut links = Vec::new();
     // The section a table or code block is in, which names its scrolling box.
     let mut section = String::from("Document");
+    // How many boxes each name has had, so that a second one in a section is "… (2)": two
+    // regions of one name cannot be told apart in a screen reader's list of landmarks.
+    let mut box_names: HashMap<String, usize> = HashMap::new();
     let mut i = 0;
     while i < events.len() {
         match &events[i] {
@@ -138,7 +141,13 @@ pub fn render(doc: &Doc) -> String {
                 } else {
                     "Example"
                 };
-                out.push(scroll_box_start(what, &section));
+                let mut name = format!("{what} in “{section}”");
+                let count = box_names.entry(name.clone()).or_insert(0);
+                *count += 1;
+                if *count > 1 {
+                    name = format!("{name} ({count})");
+                }
+                out.push(scroll_box_start(&name));
                 out.push(events[i].clone());
             }
             Event::End(TagEnd::Table | TagEnd::CodeBlock) => {
@@ -179,12 +188,12 @@ pub fn render(doc: &Doc) -> String {
 
 /// The opening of the box a wide table or code block scrolls in: Tab reaches it, so the arrow
 /// keys scroll it, and it is named for screen readers by what it is and its section (as the
-/// admin pages' wide tables, docs/admin.md). `keys.js` keeps that only on the boxes that do
+/// admin pages' wide tables, docs/admin.md), numbered from the second of a name on. `keys.js`
+/// keeps that only on the boxes that do
 /// scroll, so a long document is not dozens of tab stops and landmarks; `data-label` keeps the
 /// name for when a narrower window makes one scroll.
-fn scroll_box_start(what: &str, section: &str) -> Event<'static> {
-    let label = format!("{what} in “{section}”");
-    let label = label
+fn scroll_box_start(name: &str) -> Event<'static> {
+    let label = name
         .replace('&', "&amp;")
         .replace('"', "&quot;")
         .replace('<', "&lt;");
@@ -304,6 +313,44 @@ mod tests {
         assert!(html.contains(code), "{html}");
         assert_eq!(html.matches("</div>").count(), 2, "{html}");
         assert!(html.contains("</table>\n</div>"), "{html}");
+    }
+
+    #[test]
+    fn two_boxes_of_a_section_have_names_of_their_own() {
+        let html = render(&Doc {
+            path: "x.md",
+            text: "# Top
+
+## Run
+
+```sh
+a
+```
+
+```sh
+b
+```
+
+## Run
+
+```sh
+c
+```
+",
+        });
+        let names: Vec<&str> = html
+            .split("aria-label=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Example in “Run”",
+                "Example in “Run” (2)",
+                "Example in “Run” (3)"
+            ]
+        );
     }
 
     /// Every document's HTML, by path.

@@ -388,6 +388,7 @@ pub async fn run_page(
             .map(|s| SeriesView {
                 name: s.name.clone(),
                 capacity: s.capacity(),
+                every_stair_passed: s.every_stair_passed(),
                 stairs: s
                     .stairs
                     .iter()

@@ -252,7 +252,7 @@ fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {
     );
     // The echo's capacity is only a floor when it passed every stair tried: a failed stair
     // found its limit.
-    let echo_passed_all = echo.stairs.iter().all(|s| s.passed);
+    let echo_passed_all = echo.every_stair_passed();
     let floor = if cap.is_some() && echo_passed_all {
         " (the echo's capacity is a floor: it passed every stair tried)"
     } else {

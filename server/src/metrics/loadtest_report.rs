@@ -161,8 +161,8 @@ impl Report {
 }
 
 impl Series {
-    /// Highest target whose rounds passed by majority.
-    pub fn capacity(&self) -> Option<u32> {
+    /// Each target and whether its stair passed: by a majority of its rounds.
+    fn stairs_passed(&self) -> BTreeMap<u32, bool> {
         let mut by_target: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
         for s in &self.stairs {
             let e = by_target.entry(s.target).or_default();
@@ -173,9 +173,23 @@ impl Series {
         }
         by_target
             .into_iter()
-            .filter(|(_, (passed, total))| passed * 2 > *total)
+            .map(|(target, (passed, total))| (target, passed * 2 > total))
+            .collect()
+    }
+
+    /// Highest target whose rounds passed by majority.
+    pub fn capacity(&self) -> Option<u32> {
+        self.stairs_passed()
+            .into_iter()
+            .filter(|(_, passed)| *passed)
             .map(|(t, _)| t)
             .max()
+    }
+
+    /// Whether every stair tried passed (each by a majority of its rounds, as [`Self::capacity`]
+    /// counts them: one failed round of three does not fail its stair).
+    pub fn every_stair_passed(&self) -> bool {
+        self.stairs_passed().values().all(|passed| *passed)
     }
 
     /// Median over rounds of a figure at a target.

@@ -439,6 +439,56 @@ async fn a_reply_to_a_closed_conversation_reopens_it() {
     );
 }
 
+/// Only a visitor's newest conversation is reopened: a reply by mail to an older one, after the
+/// visitor started (and an agent closed) a newer one, goes where a widget message would, into a
+/// new conversation, and both closed ones stay closed.
+#[tokio::test]
+async fn a_reply_to_an_older_conversation_starts_a_new_one() {
+    let story = Story::start().await;
+    let old = story.conversation.0;
+    let newer: i64 = {
+        let db = story.app.db();
+        db.execute(
+            "UPDATE conversations SET status = 'closed', closed_at = 1 WHERE id = ?1",
+            [old],
+        )
+        .expect("closed");
+        db.execute(
+            "INSERT INTO conversations (site_id, visitor_id, status, created_at, last_message_at, \
+                 closed_at) \
+             SELECT site_id, visitor_id, 'closed', 2, 2, 2 FROM conversations WHERE id = ?1",
+            [old],
+        )
+        .expect("a newer, closed conversation");
+        db.last_insert_rowid()
+    };
+    let reply = story.reply("older-1", "ana@example.org", PLAIN, "About my old order.");
+    story.imap.deliver(&reply).await;
+    story.imap.wait_all_seen().await;
+    let statuses: Vec<(i64, String)> = {
+        let db = story.app.db();
+        let mut stmt = db
+            .prepare("SELECT id, status FROM conversations ORDER BY id")
+            .expect("prepare");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    };
+    assert_eq!(statuses.len(), 3, "{statuses:?}");
+    assert_eq!(statuses[0], (old, "closed".to_owned()));
+    assert_eq!(statuses[1], (newer, "closed".to_owned()));
+    let new = statuses[2].0;
+    assert_eq!(statuses[2].1, "open");
+    assert_eq!(
+        story.app.count(&format!(
+            "SELECT count(*) FROM messages WHERE conversation_id = {new} \
+               AND body = 'About my old order.'"
+        )),
+        1
+    );
+}
+
 #[tokio::test]
 async fn malformed_and_oversize_mails_are_skipped_with_the_reason_and_the_reader_goes_on() {
     let story = Story::start().await;

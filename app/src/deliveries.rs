@@ -140,7 +140,7 @@ fn cut_note(cut: DeliveriesCut) -> impl IntoView {
             {format!("Showing the newest {} of {more}{total} {} deliveries. ", cut.shown, cut.state)}
             "Retry all reaches every one of them; "
             <code>{format!("GET /api/v1/jobs?state={}", cut.state)}</code>
-    " lists them all, 500 at a time."
+            " lists them all, 500 at a time."
         </p>
     }
 }

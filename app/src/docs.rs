@@ -189,9 +189,8 @@ pub fn render(doc: &Doc) -> String {
 /// The opening of the box a wide table or code block scrolls in: Tab reaches it, so the arrow
 /// keys scroll it, and it is named for screen readers by what it is and its section (as the
 /// admin pages' wide tables, docs/admin.md), numbered from the second of a name on. `keys.js`
-/// keeps that only on the boxes that do
-/// scroll, so a long document is not dozens of tab stops and landmarks; `data-label` keeps the
-/// name for when a narrower window makes one scroll.
+/// keeps that only on the boxes that do scroll, so a long document is not dozens of tab stops
+/// and landmarks; `data-label` keeps the name for when a narrower window makes one scroll.
 fn scroll_box_start(name: &str) -> Event<'static> {
     let label = name
         .replace('&', "&amp;")

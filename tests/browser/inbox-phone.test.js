@@ -32,7 +32,9 @@ const firstScreen = (page) => page.locator("#conversations li").evaluateAll((row
 }));
 
 for (const [width, height, whole] of [[360, 640, 2], [390, 844, 4], [640, 360, 0], [844, 390, 1]]) {
-  test(`at ${width}x${height} the filters are folded and ${whole || "the first"} conversation${whole === 1 ? "" : "s"} show on the first screen`,
+  const shown = whole === 0 ? "the first conversation's name shows"
+    : `${whole} whole conversation${whole === 1 ? "" : "s"} show`;
+  test(`at ${width}x${height} the filters are folded and ${shown} on the first screen`,
     { timeout: 60000 }, async () => {
       const { page, context } = await inbox(width, height);
       const summary = page.locator(".filter-box > summary");

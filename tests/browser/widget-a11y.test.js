@@ -63,15 +63,17 @@ test("on a narrow or short screen the full-screen panel is modal and keeps Tab i
       await page.locator("[data-porch=send]").focus();
       await page.keyboard.press("Tab");
       assert.equal((await focused(page)).inPanel, false, "Tab from Send stays in the desktop panel");
-      await page.setViewportSize({ width: 390, height: 844 });
-      await waitFor("aria-modal back", async () => (await panel.getAttribute("aria-modal")) === "true");
-      // The phone turned sideways is short: still the whole screen, still modal.
+      // A phone held sideways is wide but short: from the desktop size, only the height makes it
+      // full-screen again, and modal.
       await page.setViewportSize({ width: 844, height: 390 });
-      await page.waitForTimeout(300);
-      assert.equal(await panel.getAttribute("aria-modal"), "true", "modal when held sideways");
+      await waitFor("aria-modal held sideways", async () => (await panel.getAttribute("aria-modal")) === "true");
       await page.locator("[data-porch=send]").focus();
       await page.keyboard.press("Tab");
       assert.deepEqual(await focused(page), { porch: "data-button", inPanel: true }, "Tab wraps when held sideways");
+      await page.setViewportSize({ width: 1000, height: 760 });
+      await waitFor("aria-modal gone again", async () => (await panel.getAttribute("aria-modal")) === null);
+      await page.setViewportSize({ width: 390, height: 844 });
+      await waitFor("aria-modal back", async () => (await panel.getAttribute("aria-modal")) === "true");
     } finally {
       await context.close();
     }

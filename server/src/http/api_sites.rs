@@ -1,6 +1,7 @@
-//! A site's retention setting and attachment size limit over the API (admins only,
-//! docs/api.md): read each, and replace it with the same validation and audit record
-//! (`site.updated`) as the site page.
+//! Sites over the API (docs/api.md): the list and one site for any token, so a script can name
+//! the `site` of a conversation; a site's retention setting and attachment size limit (admins
+//! only), each read and replaced with the same validation and audit record (`site.updated`) as
+//! the site page.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -15,7 +16,7 @@ use crate::state::AppState;
 use crate::store::{self, SiteRow};
 
 use super::ApiError;
-use super::auth::ApiAdmin;
+use super::auth::{ApiAdmin, ApiUser};
 use super::client_ip::ClientIp;
 use super::strict_json::StrictJson;
 
@@ -35,6 +36,32 @@ async fn find_site(app: &AppState, key: &str) -> Result<SiteRow, ApiError> {
         .read(move |c| store::find_site_by_key(c, &owned))
         .await?
         .ok_or_else(|| ApiError::not_found("site"))
+}
+
+/// A site as the API shows it: what a script needs to name and place it, not its look or limits.
+fn site_json(site: &SiteRow) -> serde_json::Value {
+    json!({
+        "key": site.key,
+        "name": site.settings.name,
+        "origins": site.settings.origins,
+        "created_at": site.created_at,
+    })
+}
+
+/// `GET /api/v1/sites`: every site, oldest first.
+pub async fn list_sites(State(app): State<AppState>, _user: ApiUser) -> Result<Response, ApiError> {
+    let sites = app.readers.read(store::list_sites).await?;
+    let sites: Vec<_> = sites.iter().map(site_json).collect();
+    Ok(Json(json!({ "sites": sites })).into_response())
+}
+
+/// `GET /api/v1/sites/{key}`: one site, in the shape of the list's items.
+pub async fn get_site(
+    State(app): State<AppState>,
+    _user: ApiUser,
+    Path(key): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(Json(site_json(&find_site(&app, &key).await?)).into_response())
 }
 
 fn answer(key: &str, days: Option<u32>) -> Response {

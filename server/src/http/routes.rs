@@ -206,6 +206,8 @@ fn api_routes() -> Router<AppState> {
             "/api/v1/integrations/{id}/slack",
             put(api_integrations::update_slack),
         )
+        .route("/api/v1/sites", get(api_sites::list_sites))
+        .route("/api/v1/sites/{key}", get(api_sites::get_site))
         .route(
             "/api/v1/sites/{key}/retention",
             get(api_sites::get_retention).put(api_sites::put_retention),

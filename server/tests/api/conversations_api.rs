@@ -1,6 +1,7 @@
 //! `GET /api/v1/conversations` pages through every conversation by last activity: each exactly
 //! once, newest first, with `next` as the cursor and clear refusals for a bad one. One
-//! conversation is read, closed and reopened through the API as from the inbox.
+//! conversation is read, closed and reopened through the API as from the inbox. The sites their
+//! `site` names are listed.
 
 use serde_json::{Value, json};
 
@@ -368,4 +369,46 @@ async fn unknown_conversations_statuses_and_bodies_are_refused() {
         .api("GET", &format!("/api/v1/conversations/{id}"), &token, None)
         .await;
     assert_eq!(still["status"], "open", "nothing refused changed anything");
+}
+
+/// The sites a conversation's `site` names: the list and one site, for agents as for admins,
+/// never a secret or a limit; an unknown key is 404.
+#[tokio::test]
+async fn sites_are_listed_and_read_by_key() {
+    let app = TestApp::spawn(&[]).await;
+    let agent = app.add_user_token("ana", "agent");
+    let shop = app.add_site("Shop");
+    let blog = app.add_site("Blog");
+
+    let (status, body) = app.api("GET", "/api/v1/sites", &agent, None).await;
+    assert_eq!(status, 200, "{body}");
+    let sites = body["sites"].as_array().expect("a list");
+    let keys: Vec<&str> = sites
+        .iter()
+        .map(|s| s["key"].as_str().expect("a key"))
+        .collect();
+    assert_eq!(keys, [shop.as_str(), blog.as_str()], "oldest first");
+    assert_eq!(sites[0]["name"], "Shop");
+    assert_eq!(sites[0]["origins"], json!([crate::helpers::ORIGIN]));
+    assert_eq!(sites[0]["created_at"], 0, "as the test stored it");
+    let mut fields: Vec<&str> = sites[0]
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["created_at", "key", "name", "origins"]);
+
+    let (status, one) = app
+        .api("GET", &format!("/api/v1/sites/{blog}"), &agent, None)
+        .await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one, sites[1]);
+
+    let (status, missing) = app.api("GET", "/api/v1/sites/s_nope", &agent, None).await;
+    assert_eq!(status, 404, "{missing}");
+    assert_eq!(missing["error"]["code"], "not_found");
+    let (status, refused) = app.api("GET", "/api/v1/sites?limit=1", &agent, None).await;
+    assert_eq!(status, 422, "{refused}");
 }

@@ -905,12 +905,15 @@
       if (cid) hold(f.retry_after_ms);
       return;
     }
-    if ((f.code === "invalid_message" || f.code === "unknown_attachment") && cid) {
-      dropPending(cid);
-      const el = byClientId.get(cid);
-      if (el) setMeta(el, "failed", t("not_sent"));
-    }
+    if ((f.code === "invalid_message" || f.code === "unknown_attachment") && cid) notSent(cid);
+    // The site was deleted or this page's origin taken off it: what waits can never be sent.
+    if (f.code === "site_not_found" || f.code === "origin_not_allowed") for (const m of pending()) notSent(m.client_id);
     showError(text);
+  };
+  const notSent = (cid) => {
+    dropPending(cid);
+    const el = byClientId.get(cid);
+    if (el) setMeta(el, "failed", t("not_sent"));
   };
 
   // --- your data: downloads and erasure over HTTP, with the token as a text/plain body (no preflight)

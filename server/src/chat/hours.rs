@@ -210,7 +210,7 @@ pub async fn save_site_hours(
             audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)
         })
         .await?;
-    directory.invalidate(site_key);
+    directory.reload(site_key).await;
     Ok(())
 }
 
@@ -233,7 +233,7 @@ pub async fn remove_site_hours(
             Ok(())
         })
         .await?;
-    directory.invalidate(site_key);
+    directory.reload(site_key).await;
     Ok(())
 }
 

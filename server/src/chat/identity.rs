@@ -80,7 +80,7 @@ pub async fn rotate_identity_secret(
             )
         })
         .await?;
-    directory.invalidate(site_key);
+    directory.reload(site_key).await;
     Ok(())
 }
 
@@ -108,7 +108,7 @@ pub async fn remove_identity_secret(
             Ok(())
         })
         .await?;
-    directory.invalidate(site_key);
+    directory.reload(site_key).await;
     Ok(())
 }
 

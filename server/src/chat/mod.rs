@@ -43,7 +43,7 @@ pub use search::{
     UNINDEXED_CAP, fragments, read_search_page,
 };
 pub use search_index::spawn_search_indexer;
-pub use site::{Site, SiteDirectory, is_site_key, new_site_key};
+pub use site::{Site, SiteChange, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{
     SiteSettingsInput, attachment_megabytes, create_site, delete_site, parse_attachment_megabytes,
     set_attachment_limit, update_site,

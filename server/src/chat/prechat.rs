@@ -111,6 +111,6 @@ pub async fn save_site_prechat(
             audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)
         })
         .await?;
-    directory.invalidate(site_key);
+    directory.reload(site_key).await;
     Ok(())
 }

@@ -6,6 +6,8 @@ use std::fmt::Write;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use tokio::sync::broadcast;
+
 use super::refused_origins::{RefusedOrigin, RefusedOrigins};
 use crate::secrets::Sealed;
 use crate::store::{self, Readers, SiteId, SiteRow};
@@ -16,6 +18,9 @@ use crate::values::{Origin, PrechatForm, SiteHours, SiteLimits};
 const CACHE_TTL: Duration = Duration::from_secs(10);
 /// Bound on cached "no such site" answers, so random keys cannot grow memory without limit.
 const MAX_CACHED_MISSES: usize = 10_000;
+/// Site changes a widget connection may fall behind by before it reads its site again itself.
+/// Admins change sites by hand, a few a minute at most.
+const CHANGES_BUFFER: usize = 16;
 
 /// A site with its parsed allowed origins.
 #[derive(Debug, Clone)]
@@ -92,12 +97,21 @@ pub fn new_site_key() -> String {
 /// When a site (or its absence) was read, and what was found.
 type CachedSite = (Instant, Option<Arc<Site>>);
 
-/// Cached lookups of sites by key.
+/// A site as an admin just saved it, or `None` once it was deleted: open widget connections of
+/// the site take it at once (docs/widget-protocol.md, "Session").
+#[derive(Debug)]
+pub struct SiteChange {
+    pub key: String,
+    pub site: Option<Arc<Site>>,
+}
+
+/// Cached lookups of sites by key, and the news of their changes.
 pub struct SiteDirectory {
     readers: Arc<Readers>,
     cache: RwLock<HashMap<String, CachedSite>>,
     /// Origins refused the chat, shown on the site page.
     refused: RefusedOrigins,
+    changes: broadcast::Sender<Arc<SiteChange>>,
 }
 
 impl SiteDirectory {
@@ -106,7 +120,13 @@ impl SiteDirectory {
             readers,
             cache: RwLock::new(HashMap::new()),
             refused: RefusedOrigins::default(),
+            changes: broadcast::channel(CHANGES_BUFFER).0,
         }
+    }
+
+    /// The changes saved from now on, of every site (a connection skips the others').
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<SiteChange>> {
+        self.changes.subscribe()
     }
 
     /// The site with this key, from the cache if fresh.
@@ -155,10 +175,24 @@ impl SiteDirectory {
 }
 
 impl SiteDirectory {
-    /// Forgets the cached copy of a site, so the next lookup reads what was just stored.
-    pub fn invalidate(&self, key: &str) {
+    /// Reads a site just saved or deleted again, and tells the open connections: called after
+    /// every change an admin makes to a site or what the widget reads with it (hours, pre-chat
+    /// form, identity secret). A failed read leaves them with what they have; new connections
+    /// read the site afresh either way.
+    pub async fn reload(&self, key: &str) {
         if let Ok(mut cache) = self.cache.write() {
             cache.remove(key);
+        }
+        match self.find(key).await {
+            Ok(site) => {
+                let change = SiteChange {
+                    key: key.to_owned(),
+                    site,
+                };
+                // An error only means no connection listens.
+                let _ = self.changes.send(Arc::new(change));
+            }
+            Err(err) => tracing::warn!(error = %err, "a changed site could not be read again"),
         }
     }
 

@@ -244,7 +244,7 @@ pub async fn update_site(
             Ok(found)
         })
         .await?;
-    directory.invalidate(key);
+    directory.reload(key).await;
     chat.live.summaries().forget_all();
     if found {
         Ok(())
@@ -395,7 +395,7 @@ pub async fn delete_site(
             store::delete_site(c, &owned)
         })
         .await?;
-    directory.invalidate(key);
+    directory.reload(key).await;
     chat.live.summaries().forget_all();
     if found {
         Ok(())

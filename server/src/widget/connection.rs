@@ -8,6 +8,7 @@ mod event_loop;
 mod hello;
 mod newcomer;
 mod prechat;
+mod site_change;
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -18,8 +19,9 @@ use std::time::{Duration, Instant};
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{FutureExt, StreamExt};
+use tokio::sync::broadcast;
 
-use crate::chat::{self, ClientId, HistoryPage, Site, hash_token};
+use crate::chat::{self, ClientId, HistoryPage, Site, SiteChange, hash_token};
 use crate::clock::now_ms;
 use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
@@ -48,13 +50,16 @@ const UNAVAILABLE_RETRY: Duration = Duration::from_secs(2);
 
 /// The outcome of checking the upgrade request.
 pub enum Admission {
-    Allowed(Arc<Site>),
+    /// The site, and the news of its changes from before it was read.
+    Allowed(Arc<Site>, broadcast::Receiver<Arc<SiteChange>>),
     Refused(ErrorCode),
 }
 
 /// Who is on the other end, from the upgrade request.
 pub struct Peer {
     pub ip: IpAddr,
+    /// The page's `Origin`, checked again when the site's allowed origins change.
+    pub origin: String,
     pub user_agent: Option<String>,
 }
 
@@ -67,6 +72,8 @@ struct Connection {
     _open: crate::metrics::OpenConnection,
     app: AppState,
     site: Arc<Site>,
+    /// Sites saved or deleted since the connection opened: its own site's news is taken at once.
+    site_changes: broadcast::Receiver<Arc<SiteChange>>,
     sink: SplitSink<WebSocket, Message>,
     peer: Peer,
     /// What `hello` said about the browser; recorded with this connection's messages until one
@@ -143,8 +150,8 @@ async fn open(
     mut sink: SplitSink<WebSocket, Message>,
     mut stream: SplitStream<WebSocket>,
 ) -> Option<(Connection, SplitStream<WebSocket>)> {
-    let site = match admission {
-        Admission::Allowed(site) => site,
+    let (site, site_changes) = match admission {
+        Admission::Allowed(site, changes) => (site, changes),
         Admission::Refused(code) => {
             let _ = send_error(&mut sink, code, None, None).await;
             let _ = close(&mut sink, close_code::POLICY, code.message()).await;
@@ -162,6 +169,7 @@ async fn open(
         _open: app.meters.open_widget(),
         app,
         site,
+        site_changes,
         sink,
         peer,
         context,

@@ -53,8 +53,10 @@ pub async fn upgrade(
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    // Subscribed before the site is read, so no change saved after that read is missed.
+    let changes = app.sites.subscribe();
     let admission = match app.sites.find(&site_key).await {
-        Ok(Some(site)) if site.allows_origin(origin) => Admission::Allowed(site),
+        Ok(Some(site)) if site.allows_origin(origin) => Admission::Allowed(site, changes),
         Ok(Some(site)) => {
             app.sites.note_refused_origin(&site, origin);
             Admission::Refused(ErrorCode::OriginNotAllowed)
@@ -67,6 +69,7 @@ pub async fn upgrade(
     };
     let peer = Peer {
         ip: client_ip(peer, &headers, &app.config.trusted_proxies),
+        origin: origin.to_owned(),
         user_agent: headers
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())

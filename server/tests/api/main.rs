@@ -62,6 +62,7 @@ mod sealed_secrets;
 mod search;
 mod shutdown;
 mod site_add;
+mod site_changes;
 mod slack;
 mod slack_files;
 mod slack_inbox;

@@ -10,8 +10,10 @@ use std::time::Duration;
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::stream::{FuturesUnordered, SplitStream};
 use futures_util::{SinkExt, StreamExt};
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use crate::chat::SiteChange;
 use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
 
 use super::{
@@ -54,6 +56,8 @@ enum Wake {
     /// Another connection stored this browser's visitor (their first message).
     VisitorStored,
     Frame(Option<Result<Message, axum::Error>>),
+    /// A site was saved or deleted (this one's or another's).
+    Site(Result<Arc<SiteChange>, RecvError>),
     Idle,
     Ping,
 }
@@ -104,6 +108,8 @@ impl Connection {
                     Some(Wake::Stored(stored))
                 }
                 event = next_event(&mut self.subscription, &mut self.newcomer) => Some(event),
+                // Never closed: the directory sending it lives in `self.app`.
+                change = self.site_changes.recv(), if !is_draining => Some(Wake::Site(change)),
                 frame = stream.next(), if !is_draining && in_flight.len() < MAX_IN_FLIGHT => {
                     idle_at = tokio::time::Instant::now() + config.ws_idle_timeout;
                     timer.as_mut().reset(idle_at.min(ping_at));
@@ -173,6 +179,7 @@ impl Connection {
             }
             Wake::Event(Some(event)) => self.push(&event).await,
             Wake::VisitorStored => self.on_visitor_stored().await,
+            Wake::Site(change) => self.on_site_change(change, in_flight).await,
             Wake::Event(None) => {
                 let _ = close(
                     &mut self.sink,

@@ -1,0 +1,53 @@
+//! A change an admin saved to the connection's site (docs/widget-protocol.md, "Session"): the
+//! connection takes the new settings (brakes, hours, the pre-chat form, the identity secret) for
+//! its next messages, and ends as a new connection would be refused, with `site_not_found` or
+//! `origin_not_allowed` and close 1008, once the site is deleted or its page's origin is no
+//! longer allowed. A child of `connection`, so it works on the connection's own state.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::chat::SiteChange;
+
+use super::{Closed, Connection, ErrorCode, PendingWrite, close, close_code, send_error};
+
+impl Connection {
+    pub(super) async fn on_site_change(
+        &mut self,
+        change: Result<Arc<SiteChange>, RecvError>,
+        in_flight: &mut FuturesUnordered<PendingWrite>,
+    ) -> Result<(), Closed> {
+        let site = match change {
+            Ok(change) if change.key == self.site.key => change.site.clone(),
+            Ok(_) | Err(RecvError::Closed) => return Ok(()),
+            // More changes than the buffer holds went by: read the site as it is now.
+            Err(RecvError::Lagged(_)) => match self.app.sites.find(&self.site.key).await {
+                Ok(site) => site,
+                Err(_) => return Ok(()),
+            },
+        };
+        let refusal = match site {
+            None => ErrorCode::SiteNotFound,
+            Some(site) if !site.allows_origin(&self.peer.origin) => {
+                // Counted with the pages refused at connecting: the admin sees which page lost it.
+                self.app.sites.note_refused_origin(&site, &self.peer.origin);
+                ErrorCode::OriginNotAllowed
+            }
+            Some(site) => {
+                self.site = site;
+                return Ok(());
+            }
+        };
+        // The messages being written are answered first, so every message the client sent
+        // before the refusal has its ack or error, and it knows which are still to be sent.
+        while let Some((client_id, received, result)) = in_flight.next().await {
+            self.on_stored(&client_id, received, result).await?;
+        }
+        let _ = send_error(&mut self.sink, refusal, None, None).await;
+        let _ = close(&mut self.sink, close_code::POLICY, refusal.message()).await;
+        Err(Closed)
+    }
+}

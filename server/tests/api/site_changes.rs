@@ -1,0 +1,120 @@
+//! An admin's save reaches the site's open widgets at once (docs/widget-protocol.md, "Session"):
+//! a page whose origin is no longer allowed, or any page of a deleted site, is told so as a new
+//! connection would be (`origin_not_allowed`, `site_not_found`, close 1008) instead of having
+//! its messages kept or retried for ever; new brakes apply to the next message. Other sites'
+//! widgets are untouched.
+
+use crate::audit::SITE_FIELDS;
+use crate::helpers::{ORIGIN, TestApp, Widget};
+use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
+
+/// Saves the site form of `site` with these origins and fields (others at their defaults).
+async fn save_site(
+    app: &TestApp,
+    admin: &Browser,
+    site: &str,
+    origins: &str,
+    extra: &[(&str, &str)],
+) {
+    let mut fields = vec![
+        ("csrf", admin.csrf.as_str()),
+        ("name", "Shop"),
+        ("origins", origins),
+    ];
+    let overridden: Vec<&str> = extra.iter().map(|(name, _)| *name).collect();
+    fields.extend(
+        SITE_FIELDS
+            .iter()
+            .filter(|(name, _)| !overridden.contains(name)),
+    );
+    fields.extend_from_slice(extra);
+    let answer = send(
+        app,
+        "POST",
+        &format!("/sites/{site}"),
+        &admin.cookie,
+        Some(&form(&fields)),
+    )
+    .await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+}
+
+/// The next frame is the refusal `code`, then the close 1008.
+async fn refused(widget: &mut Widget, code: &str) {
+    let error = widget.recv().await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["code"], code, "{error}");
+    assert_eq!(widget.closed().await, Some(1008));
+}
+
+#[tokio::test]
+async fn removing_a_pages_origin_ends_its_open_widgets() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let shop = app.add_site("Shop");
+    let other = app.add_site("Other");
+    // One visitor who has written, one who has only opened the panel, one on another site.
+    let (mut talking, _) = app.visitor(&shop, None, 0).await;
+    assert_eq!(talking.say("a1", "hello").await["type"], "ack");
+    let (mut idle, _) = app.visitor(&shop, None, 0).await;
+    let (mut elsewhere, _) = app.visitor(&other, None, 0).await;
+
+    // A save that keeps the origin (another greeting) changes nothing for them.
+    save_site(&app, &admin, &shop, ORIGIN, &[("greeting", "Hello again")]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(talking.say("a2", "still here").await["type"], "ack");
+
+    save_site(&app, &admin, &shop, "https://new-shop.example.com", &[]).await;
+    refused(&mut talking, "origin_not_allowed").await;
+    refused(&mut idle, "origin_not_allowed").await;
+    assert_eq!(elsewhere.say("b1", "hi").await["type"], "ack");
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE body = 'still here'"),
+        1
+    );
+    // The site page names the page that lost the chat, as it names pages refused at connecting.
+    let page = send(&app, "GET", &format!("/sites/{shop}"), &admin.cookie, None).await;
+    assert!(page.body.contains(ORIGIN), "{}", page.body);
+}
+
+#[tokio::test]
+async fn deleting_a_site_ends_its_open_widgets() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let shop = app.add_site("Shop");
+    let other = app.add_site("Other");
+    let (mut talking, _) = app.visitor(&shop, None, 0).await;
+    assert_eq!(talking.say("a1", "hello").await["type"], "ack");
+    let (mut idle, _) = app.visitor(&shop, None, 0).await;
+    let (mut elsewhere, _) = app.visitor(&other, None, 0).await;
+
+    let path = format!("/sites/{shop}/delete");
+    let fields = form(&[("csrf", admin.csrf.as_str()), ("confirm", "Shop")]);
+    let answer = send(&app, "POST", &path, &admin.cookie, Some(&fields)).await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    refused(&mut talking, "site_not_found").await;
+    refused(&mut idle, "site_not_found").await;
+    assert_eq!(elsewhere.say("b1", "hi").await["type"], "ack");
+}
+
+#[tokio::test]
+async fn new_brakes_apply_to_an_open_widgets_next_message() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let shop = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&shop, None, 0).await;
+    assert_eq!(widget.say("a1", "one").await["type"], "ack");
+    assert_eq!(widget.say("a2", "two").await["type"], "ack");
+
+    // One message a minute and a bucket of one: the next message empties it, the one after is
+    // refused (of the old burst of ten, eight were left).
+    let brakes = [("visitor_messages_per_minute", "1"), ("visitor_burst", "1")];
+    save_site(&app, &admin, &shop, ORIGIN, &brakes).await;
+    // The news was sent before the save answered; the connection takes it as soon as it runs,
+    // and a frame arriving at the same moment could be read first.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(widget.say("a3", "three").await["type"], "ack");
+    let answer = widget.say("a4", "four").await;
+    assert_eq!(answer["type"], "error", "{answer}");
+    assert_eq!(answer["code"], "rate_limited", "{answer}");
+}

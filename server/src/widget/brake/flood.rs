@@ -69,18 +69,19 @@ impl FloodBrake {
         if starts_conversation && self.level >= 2 {
             return Err(self.refuse(now, MINUTE));
         }
-        // The longer of the two waits, so that the message fits both counts when it comes back.
+        // The longest of the waits, so that the message fits both counts and the address's share
+        // when it comes back: each wait is until its count fits if nothing else arrives.
         let conversations = starts_conversation
             .then_some((&self.conversations, f64::from(conversations_per_minute)));
         let mut wait = self.messages.wait_below(now, message_limit);
         if let Some((count, limit)) = conversations {
             wait = wait.max(count.wait_below(now, limit));
         }
+        let kept = share.reserve_wait(now, (&self.messages, message_limit), conversations);
         if !wait.is_zero() {
-            return Err(self.refuse(now, wait));
+            return Err(self.refuse(now, wait.max(kept)));
         }
         // An address held to its share is not a flood: the level and its clock stay as they are.
-        let kept = share.reserve_wait(now, (&self.messages, message_limit), conversations);
         if !kept.is_zero() {
             return Err(HeldBack { retry_after: kept });
         }

@@ -141,6 +141,25 @@ mod tests {
         assert!(brake.admit(back, 40, 1000, false, &mut flooder).is_ok());
     }
 
+    /// The site's count refuses first, but once it has room the address is still past its share:
+    /// the wait named is until both let the message in, not the first only.
+    #[test]
+    fn a_wait_for_the_sites_count_also_covers_the_addresss_share() {
+        let start = Instant::now();
+        let mut brake = FloodBrake::new(start);
+        let mut first = AddressShare::new(start);
+        let mut second = AddressShare::new(start);
+        assert_eq!(fill(&mut brake, &mut first, start, 20).0, 15);
+        let later = start + Duration::from_secs(1);
+        let (admitted, wait) = fill(&mut brake, &mut second, later, 20);
+        assert_eq!(admitted, 5, "the quarter kept for others");
+        let back = later + wait + Duration::from_millis(1);
+        assert!(
+            brake.admit(back, 20, 1000, false, &mut second).is_ok(),
+            "told to wait {wait:?}"
+        );
+    }
+
     #[test]
     fn a_new_conversation_is_held_to_the_share_of_conversations() {
         let now = Instant::now();

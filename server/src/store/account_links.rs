@@ -64,6 +64,23 @@ pub fn find_account_link(
         .optional()?)
 }
 
+/// Whether the link with this token hash still works: not used, not replaced by a newer one (which
+/// marks it used), not expired.
+pub fn is_account_link_usable(
+    conn: &Connection,
+    token_hash: &[u8],
+    now: i64,
+) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM account_links \
+             WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
+        )?
+        .query_row(params![token_hash, now], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 /// Marks a link used; returns false if it was already used or expired (a race lost).
 pub fn use_account_link(
     conn: &Connection,

@@ -196,7 +196,10 @@ pub use users::{NewUser, UserRow, find_user_by_email, insert_user, spend_user_li
 pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};
 pub use writer::{DEFER_LIMIT, Writer, WriterStats};
 // The admin inbox and accounts.
-pub use account_links::{AccountLinkRow, find_account_link, insert_account_link, use_account_link};
+pub use account_links::{
+    AccountLinkRow, find_account_link, insert_account_link, is_account_link_usable,
+    use_account_link,
+};
 pub use inbox::{
     Expected, InboxItemRow, OpenConversationRead, OtherConversationRow, VisitorDetailsRow,
     close_conversation, find_conversation_to_answer_instead_of, find_inbox_item,

@@ -5,8 +5,10 @@
 // Helpers outside #[test] functions: a failed expectation is a failed test.
 #![allow(clippy::expect_used)]
 
+use std::time::Duration;
+
 use crate::email::Sink;
-use crate::helpers::{Answer, TestApp};
+use crate::helpers::{Answer, TestApp, WAIT};
 use crate::inbox::{PASSWORD, form, form_cookie, send, setup_admin, sign_in};
 
 const NEW_PASSWORD: &str = "a brand new passphrase";
@@ -120,9 +122,59 @@ async fn an_address_that_asks_too_often_waits_and_an_account_gets_three_links_at
     assert!(refused.headers().contains_key("retry-after"));
     // Another address is answered as usual, but Ana had her three links already.
     assert_eq!(from("198.51.100.7").await.status(), 200);
-    let mails = sink.wait_for(3).await;
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    assert_eq!(sink.wait_for(3).await.len(), 3, "{mails:?}");
+    let links = || app.count("SELECT count(*) FROM account_links WHERE kind = 'reset'");
+    crate::helpers::wait_until("three links", WAIT, async || {
+        crate::helpers::ok_if(links(), |n| *n >= 3)
+    })
+    .await;
+    // Each newer link replaced the one before: only a link that still works is mailed, so the
+    // last mail to arrive is never a dead link, however the mails were ordered on the way.
+    sink.wait_for(1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(links(), 3);
+    let mails = sink.wait_for(1).await;
+    assert!(mails.len() <= 3, "{mails:?}");
+    let newest = link_in(mails.last().expect("a mail"));
+    assert_eq!(send(&app, "GET", &newest, "", None).await.status, 200);
+    for older in &mails[..mails.len() - 1] {
+        assert_eq!(
+            send(&app, "GET", &link_in(older), "", None).await.status,
+            410
+        );
+    }
+}
+
+/// A mail held back by the SMTP server (451) is retried after its link was replaced: it is not
+/// sent then, so the last mail Ana gets holds the link that works.
+#[tokio::test]
+async fn a_mail_whose_link_was_replaced_meanwhile_is_not_sent() {
+    let sink = Sink::start_failing(1);
+    let app = with_smtp(&sink).await;
+    let first_job = "SELECT count(*) FROM jobs WHERE kind = 'email.account_link' AND attempt >= 1 \
+                     AND state IN ('queued', 'running') AND last_error IS NOT NULL";
+    assert_eq!(ask_for_link(&app, "ana@example.com").await.status, 200);
+    crate::helpers::wait_until("the first mail to be refused for now", WAIT, async || {
+        crate::helpers::ok_if(app.count(first_job), |n| *n == 1)
+    })
+    .await;
+    assert_eq!(ask_for_link(&app, "ana@example.com").await.status, 200);
+    let mails = sink.wait_for(1).await;
+    let newest = link_in(&mails[0]);
+
+    let skipped = "SELECT count(*) FROM jobs WHERE kind = 'email.account_link' AND state = 'done' \
+                   AND external_ref LIKE 'not sent: the link was replaced%'";
+    crate::helpers::wait_until(
+        "the held mail's retry",
+        Duration::from_mins(1),
+        async || crate::helpers::ok_if(app.count(skipped), |n| *n == 1),
+    )
+    .await;
+    assert_eq!(
+        sink.wait_for(1).await.len(),
+        1,
+        "the replaced link was not mailed"
+    );
+    assert_eq!(send(&app, "GET", &newest, "", None).await.status, 200);
 }
 
 #[tokio::test]

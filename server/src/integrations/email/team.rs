@@ -6,9 +6,10 @@ use lettre::Message;
 
 use super::deliver::classify;
 use super::mailer::Mailer;
+use crate::accounts::hash_secret;
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
-use crate::integrations::delivery::{args, blocked, failed, finish};
+use crate::integrations::delivery::{args, blocked, failed, finish, retry};
 use crate::jobs::{
     AccountLinkArgs, Attempt, JobKind, JobQueue, Outcome, TestMailArgs, plan_account_link_mail,
     plan_test_mail,
@@ -63,6 +64,19 @@ async fn send(
     let message = match kind {
         JobKind::EmailAccountLink => {
             let link: AccountLinkArgs = args(job)?;
+            if !is_usable(destinations, &link).await? {
+                // Asked for twice in a row, the mails could go out in either order, and the
+                // last to arrive would then be a dead link: only a working link is mailed.
+                return Ok(Attempt::new(
+                    Outcome::Delivered {
+                        external_ref: Some(
+                            "not sent: the link was replaced by a newer one, used or expired"
+                                .to_owned(),
+                        ),
+                    },
+                    None,
+                ));
+            }
             mailer.account_link_message(job.id, &link)
         }
         JobKind::EmailTest => {
@@ -73,6 +87,17 @@ async fn send(
     }
     .map_err(failed)?;
     sent(mailer, message).await
+}
+
+/// Whether the link a mail carries still works (its token is the last part of its URL).
+async fn is_usable(destinations: &Destinations, link: &AccountLinkArgs) -> Result<bool, Attempt> {
+    let token = link.url.rsplit('/').next().unwrap_or_default();
+    let hash = hash_secret(token);
+    destinations
+        .readers
+        .read(move |c| store::is_account_link_usable(c, &hash, now_ms()))
+        .await
+        .map_err(retry)
 }
 
 async fn sent(mailer: &Mailer, message: Message) -> Result<Attempt, Attempt> {

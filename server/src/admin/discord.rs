@@ -21,6 +21,7 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
+use super::checkbox::Checkbox;
 use super::destinations::{latest_test, load_health};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
@@ -120,9 +121,8 @@ pub async fn discord_page(
 pub struct DiscordForm {
     #[serde(default)]
     webhook_url: String,
-    /// A checkbox: present when ticked.
     #[serde(default)]
-    forum: Option<String>,
+    forum: Checkbox,
 }
 
 /// `POST /sites/{key}/discord`: adds the destination, or saves a changed one (an empty URL keeps
@@ -144,7 +144,7 @@ pub async fn save_discord(
     };
     let setup = DiscordSetup {
         webhook_url,
-        forum: form.forum.is_some(),
+        forum: form.forum.0,
     };
     let actor = Actor::user(&who.user, ip);
     let saved = async {

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod auth;
 pub mod canned;
 pub mod capacity;
+mod checkbox;
 pub mod deliveries;
 pub mod destinations;
 pub mod discord;

@@ -18,6 +18,7 @@ use crate::state::AppState;
 use crate::store::{self, UserId};
 
 use super::auth::{NoFields, NoticeQuery};
+use super::checkbox::Checkbox;
 use super::page::{PageError, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
 
@@ -289,9 +290,8 @@ pub async fn reset_two_factor(
 
 #[derive(Debug, Deserialize)]
 pub struct RequireForm {
-    /// A checkbox: present (`on`) when ticked, absent otherwise.
     #[serde(default)]
-    required: Option<String>,
+    required: Checkbox,
 }
 
 /// `POST /team/two-factor`: requires two-factor sign-in for the team, or stops requiring it.
@@ -302,7 +302,7 @@ pub async fn require_two_factor(
 ) -> Result<Response, PageError> {
     match app
         .accounts
-        .set_two_factor_required(&Actor::user(&who.user, ip), form.required.is_some())
+        .set_two_factor_required(&Actor::user(&who.user, ip), form.required.0)
         .await
     {
         Ok(()) => Ok(see_other("/team?notice=two-factor-saved")),

@@ -473,6 +473,25 @@ async fn turning_it_off_needs_the_password_and_a_code() {
     assert!(answer.cookie("porch_session").is_some());
 }
 
+/// A script's `required=false` is not a ticked box: refused, and nobody is signed out.
+#[tokio::test]
+async fn a_requirement_sent_as_anything_but_on_is_refused() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    add_user(&app, "bo@example.com", "agent");
+    let bo = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
+    enrol(&app, &admin).await;
+    for value in ["false", "off", "0", ""] {
+        let refused = post(&app, &admin, "/team/two-factor", &[("required", value)]).await;
+        assert_eq!(refused.status, 400, "required={value}");
+    }
+    assert_eq!(
+        send(&app, "GET", "/inbox", &bo.cookie, None).await.status,
+        200,
+        "Bo is still signed in"
+    );
+}
+
 #[tokio::test]
 async fn a_team_requirement_sends_users_without_it_to_set_it_up_before_anything_else() {
     let app = TestApp::spawn(&[]).await;

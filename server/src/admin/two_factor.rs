@@ -326,6 +326,15 @@ pub async fn enrol_page(
     let Some(token) = pending_token(&app, &headers) else {
         return Ok(start_again(&app));
     };
+    // A sign-in waiting for a code, not a setup: its page, with the sign-in kept (as the code
+    // page sends a setup here).
+    if app
+        .accounts
+        .pending_sign_in(&token)
+        .is_some_and(|p| !p.must_enrol)
+    {
+        return Ok(see_other("/login/two-factor"));
+    }
     match app.accounts.enrolment_at_sign_in(&token).await {
         Ok(enrolment) => {
             let (csrf, cookie) = form_token(&app, &headers);

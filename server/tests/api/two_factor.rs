@@ -204,6 +204,11 @@ async fn signing_in_needs_a_code_after_the_password_and_sets_no_session_before()
     let inbox = send(&app, "GET", "/inbox", &cookies, None).await;
     assert_eq!(inbox.status, 303);
 
+    // The setup page of a sign-in that waits for a code sends it to the code, keeping it.
+    let detour = send(&app, "GET", "/login/two-factor/setup", &cookies, None).await;
+    assert_eq!(detour.header("location"), Some("/login/two-factor"));
+    assert!(detour.cookie("porch_2fa").is_none(), "the sign-in is kept");
+
     let wrong = second_step(&app, &cookies, "123456").await;
     assert_eq!(wrong.status, 401);
     assert!(wrong.cookie("porch_session").is_none());

@@ -544,7 +544,8 @@ pub fn render_conversation(view: ConversationView) -> String {
         <div class="page-head">
             <p class="crumb"><a href="/inbox">"← Inbox"</a></p>
             <h1><bdi>{view.visitor}</bdi></h1>
-            <p class="live-status" role="status" data-live-status hidden>"Reconnecting…"</p>
+            // Empty while the stream is live: inbox.js puts "Reconnecting…" in (admin.css).
+            <p class="live-status" role="status" data-live-status></p>
         </div>
         <KeysSaid/>
         <NoticeBox notice=view.notice keeps_focus=true/>
@@ -554,7 +555,9 @@ pub fn render_conversation(view: ConversationView) -> String {
                     data-live=format!("/conversations/{id}/events") data-last-id=view.last_id>
                     {messages}
                 </ol>
-                <p class="typing" id="visitor-typing" role="status" hidden>"Visitor is typing…"</p>
+                // Empty until inbox.js says "Visitor is typing…" (a status region that is already
+                // there is announced; admin.css gives an empty one no room).
+                <p class="typing" id="visitor-typing" role="status"></p>
                 <crate::reply::ReplyForm id csrf=csrf.clone() reply_id=view.reply_id
                     draft=crate::textarea_text(&view.draft)
                     closed=closed.into_any()/>

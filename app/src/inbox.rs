@@ -247,7 +247,8 @@ pub fn render_inbox(view: InboxView) -> String {
         <div class="page-head">
             <h1>"Inbox"</h1>
             <SearchBox query=String::new()/>
-            <p class="live-status" role="status" data-live-status hidden>"Reconnecting…"</p>
+            // Empty while the stream is live: inbox.js puts "Reconnecting…" in (admin.css).
+            <p class="live-status" role="status" data-live-status></p>
         </div>
         <KeysSaid/>
         <NoticeBox notice=view.notice/>
@@ -272,7 +273,8 @@ pub fn render_inbox(view: InboxView) -> String {
             data-cursor=view.cursor data-more=view.next.is_some().then_some("true")>
             {items}
         </ul>
-        <p class="empty" data-empty hidden=!is_empty>{empty_text}</p>
+        // Takes the focus when the list is empty and the skip link or `e` leads there (inbox.js).
+        <p class="empty" data-empty tabindex="-1" hidden=!is_empty>{empty_text}</p>
         {pager}
     };
     document_with_skip(

@@ -37,7 +37,7 @@ pub fn ReplyForm(
             </fieldset>
             <label for="reply-body" class="visually-hidden">"Your reply"</label>
             <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus
-                placeholder="Write a reply…" aria-describedby="reply-hint"
+                placeholder="Write a reply…" aria-describedby="reply-hint reply-error"
                 aria-autocomplete="list" aria-controls="canned-list"
                 data-canned=format!("/conversations/{id}/canned")>{draft}</textarea>
             // Filled by canned.js while a `/shortcut` is being typed.
@@ -61,6 +61,10 @@ pub fn ReplyForm(
                     <button type="submit" class="button button-primary note-send">"Add note"</button>
                 </div>
             </div>
+            // Why a send failed, filled by inbox.js and emptied when the box is edited: in the
+            // page from the start, as screen readers announce what comes into an alert already
+            // there; it describes the box (empty, it adds nothing to the description).
+            <p class="reply-error" id="reply-error" role="alert"></p>
         </form>
     }
 }

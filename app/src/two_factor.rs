@@ -195,8 +195,11 @@ pub fn render_recovery_codes(view: RecoveryCodesView) -> String {
     let content = view! {
         <section class="card card-narrow card-highlight" aria-labelledby="codes-title">
             <h1 id="codes-title">"Your recovery codes"</h1>
-            <p class="lead">"Two-factor sign-in is on. Keep these codes somewhere safe: each one \
-                signs you in once if you lose your phone. They are shown only now."</p>
+            // The focus starts on the news (after the form, it would start nowhere), so a screen
+            // reader says at once that it worked.
+            <p class="lead" tabindex="-1" autofocus>"Two-factor sign-in is on. Keep these codes \
+                somewhere safe: each one signs you in once if you lose your phone. They are shown \
+                only now."</p>
             <ol class="recovery-codes" id="recovery-codes">{codes}</ol>
             <p><a class="button button-primary" href=view.continue_to>"Continue"</a></p>
         </section>

@@ -32,8 +32,13 @@
   // time.js, loaded first, shows times in the reader's zone.
   const localTime = window.porchLocalTime;
 
+  // Status regions are in the page from the start and only their text changes (screen readers
+  // announce text coming into a region, not a region appearing); the same text is not put in
+  // again, or every retry would be announced anew.
+  const say = (region, text) => { if (region && region.textContent !== text) region.textContent = text; };
+
   const status = document.querySelector("[data-live-status]");
-  const setLive = (ok) => { if (status) status.hidden = ok; };
+  const setLive = (ok) => say(status, ok ? "" : "Reconnecting\u2026");
 
   // Opens the stream, and opens it again if the browser gave up (EventSource retries network
   // errors by itself, but not an HTTP error answer): after 3 s, doubling up to 30 s, unless the
@@ -72,7 +77,15 @@
   const conversations = document.getElementById("conversations");
   if (conversations?.dataset.live) {
     const empty = document.querySelector("[data-empty]");
-    const showEmpty = () => { if (empty) empty.hidden = conversations.children.length > 0; };
+    const showEmpty = () => {
+      if (!empty) return;
+      empty.hidden = conversations.children.length > 0;
+      // A row came while the focus was on the sentence: the list takes it, not the page's body.
+      if (empty.hidden && document.activeElement === empty) conversations.focus({ preventScroll: true });
+    };
+    // The empty list shows nothing (admin.css): the focus the skip link or e (keys.js) gives it
+    // goes on to the sentence saying why it is empty, which a screen reader then reads.
+    conversations.addEventListener("focus", () => { if (!conversations.children.length) empty?.focus(); });
     // Sort keys are "rank.at.id" (see docs/admin.md); `recent` lists them descending, `waiting`
     // ascending, as the server's ORDER BY does.
     const keyOf = (text) => text.split(".").map(Number);
@@ -140,8 +153,7 @@
   let visitorTypingTimer = null;
   const showVisitorTyping = (on) => {
     clearTimeout(visitorTypingTimer);
-    if (!visitorTyping) return;
-    visitorTyping.hidden = !on;
+    say(visitorTyping, on ? "Visitor is typing\u2026" : "");
     if (on) visitorTypingTimer = setTimeout(() => showVisitorTyping(false), 6000);
   };
 
@@ -273,11 +285,17 @@
     const box = form.querySelector("textarea");
     const key = new URL(form.action, location.href).pathname;
     if (!box.value) box.value = drafts.get(key) || "";
-    box.addEventListener("input", () => drafts.set(key, box.value));
-    const error = document.createElement("p");
-    error.className = "reply-error";
-    error.setAttribute("role", "alert");
-    form.append(error);
+    // Why the last send failed (reply.rs; it describes the box). An edit answers it: it goes, and
+    // the box is no longer marked invalid.
+    const error = document.getElementById("reply-error");
+    const clearError = () => {
+      error.replaceChildren();
+      box.removeAttribute("aria-invalid");
+    };
+    box.addEventListener("input", () => {
+      drafts.set(key, box.value);
+      clearError();
+    });
     const link = (href, text) => {
       const a = document.createElement("a");
       a.href = href;
@@ -421,7 +439,12 @@
     let sending = false;
     const send = async (kind) => {
       const ready = files.filter((f) => f.id);
-      if (sending || (!box.value.trim() && (kind === "note" || !ready.length))) return;
+      if (sending) return;
+      // Nothing to send: Enter does nothing, but an earlier failure is no longer news.
+      if (!box.value.trim() && (kind === "note" || !ready.length)) {
+        clearError();
+        return;
+      }
       if (files.some((f) => f.busy)) { error.replaceChildren("Wait until the files are uploaded."); return; }
       if (kind === "note" && ready.length) {
         error.replaceChildren("Notes carry no files: send them with a reply, or remove them.");
@@ -429,7 +452,7 @@
       }
       sending = true;
       stopTyping();
-      error.replaceChildren();
+      clearError();
       const body = new URLSearchParams(new FormData(form));
       body.set("kind", kind);
       body.delete("attachments");
@@ -460,6 +483,8 @@
           ? fromHtml(await res.text()) : null;
         if (!item?.matches("li.message[id^='message-']")) {
           error.append(...await failure(res));
+          // 422: the server refused the text itself (empty or too long), so the box is invalid.
+          if (res.status === 422) box.setAttribute("aria-invalid", "true");
           return;
         }
         addMessage(item.outerHTML);

@@ -35,14 +35,16 @@
   // The conversation Undo (or z) reopened: its row takes the focus when the stream brings it
   // back, unless the agent has gone elsewhere meanwhile (typing in the search box, say).
   let refocus = null;
+  // Where e left the focus counts as free too: the list, or the sentence saying it is empty.
   const focusIsFree = () => !document.activeElement || document.activeElement === document.body ||
-    !!focusedRow() || !!document.activeElement.closest("#keys-said");
+    !!focusedRow() || !!document.activeElement.closest("#keys-said, #conversations, [data-empty]");
   const giveFocusBack = () => {
     if (!lastRow || (document.activeElement && document.activeElement !== document.body)) return;
     const all = rows();
     const again = all.find((a) => a.parentElement.dataset.id === lastRow.id) ||
       all[Math.min(lastRow.index, all.length - 1)];
-    // The last row left: the list itself keeps the place (it takes focus, tabindex -1).
+    // The last row left: the list itself keeps the place (it takes focus, tabindex -1, and
+    // inbox.js passes it on to the sentence saying the list is empty).
     (again || list).focus({ preventScroll: true });
   };
   if (list) {

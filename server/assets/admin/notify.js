@@ -228,7 +228,7 @@
     showTitle();
     setBadge(false);
     for (const el of document.querySelectorAll("[data-unread]")) el.hidden = true;
-    for (const el of document.querySelectorAll("[data-live-status]")) el.hidden = true;
+    for (const el of document.querySelectorAll("[data-live-status]")) el.textContent = "";
     const note = document.createElement("p");
     note.className = "notice notice-error";
     note.setAttribute("role", "alert");

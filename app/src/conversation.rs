@@ -421,6 +421,13 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
             }
         })
         .collect_view();
+    // An assignee who is no longer an agent to pick (disabled since: their closed conversations
+    // keep them) is still shown as the one selected, so *Assign* pressed as it is changes nothing.
+    let former = aside
+        .assignee_id
+        .filter(|id| !aside.agents.iter().any(|a| a.id == *id))
+        .zip(aside.assignee.clone())
+        .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
     view! {
         <aside id="conversation-aside" class="aside" aria-label="Conversation details"
             data-open=aside.is_open.to_string()>
@@ -445,6 +452,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     <div class="inline-controls">
                         <select id="assignee" name="assignee">
                             <option value="" selected=aside.assignee_id.is_none()>"Nobody"</option>
+                            {former}
                             {options}
                         </select>
                         <button type="submit" class="button">"Assign"</button>

@@ -124,13 +124,18 @@ async fn post_assign(
         "me" => Some(who.user.id),
         raw => user_field(raw)?,
     };
-    let assignee = match target {
-        Some(user) => Some(app.chat.find_agent(user).await?),
-        None => None,
-    };
     let expected = match form.from.as_deref() {
         Some(from) => store::Expected::Is(user_field(from)?),
         None => store::Expected::Any,
+    };
+    // The assignee the page showed, sent back as it was: nothing to change. Also when that is
+    // someone disabled since, who could not be assigned anew.
+    if expected == store::Expected::Is(target) {
+        return Ok(answer.done("assignee"));
+    }
+    let assignee = match target {
+        Some(user) => Some(app.chat.find_agent(user).await?),
+        None => None,
     };
     let conversation = ConversationId(answer.id);
     let changed = app

@@ -194,3 +194,65 @@ async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
     post_reply(&ana, "reply", "r2").await;
     assert_eq!(assignee(), 0);
 }
+
+/// A closed conversation keeps the agent who had it after they are disabled: its page shows them
+/// as the one selected, and *Assign* pressed as it is changes nothing (it unassigned it).
+#[tokio::test]
+async fn a_disabled_assignee_stays_selected_and_an_unchanged_assign_keeps_them() {
+    let Team {
+        app, ana, bo, id, ..
+    } = team_and_a_chat().await;
+    let page = format!("/conversations/{id}");
+    let bo_id = app.count("SELECT id FROM users WHERE email = 'bo@example.com'");
+    let take = form(&[("csrf", &bo.csrf), ("assignee", "me"), ("from", "")]);
+    send(
+        &app,
+        "POST",
+        &format!("{page}/assign"),
+        &bo.cookie,
+        Some(&take),
+    )
+    .await;
+    send(
+        &app,
+        "POST",
+        &format!("{page}/close"),
+        &bo.cookie,
+        Some(&form(&[("csrf", &bo.csrf)])),
+    )
+    .await;
+    let disable = form(&[("csrf", &ana.csrf)]);
+    let disabled = send(
+        &app,
+        "POST",
+        &format!("/team/{bo_id}/disable"),
+        &ana.cookie,
+        Some(&disable),
+    )
+    .await;
+    assert_eq!(disabled.status, 303);
+    assert_eq!(
+        assignee_of(&app, id),
+        bo_id,
+        "a closed conversation keeps its assignee"
+    );
+
+    let shown = send(&app, "GET", &page, &ana.cookie, None).await;
+    let selected = format!(r#"<option value="{bo_id}" selected>Bo (disabled)</option>"#);
+    assert!(shown.body.contains(&selected), "{}", shown.body);
+    let unchanged = form(&[
+        ("csrf", &ana.csrf),
+        ("assignee", &bo_id.to_string()),
+        ("from", &bo_id.to_string()),
+    ]);
+    let answer = send(
+        &app,
+        "POST",
+        &format!("{page}/assign"),
+        &ana.cookie,
+        Some(&unchanged),
+    )
+    .await;
+    assert_eq!(answer.status, 303);
+    assert_eq!(assignee_of(&app, id), bo_id, "still Bo's");
+}

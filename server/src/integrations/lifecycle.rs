@@ -5,9 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
-use crate::audit::{self, Actor, AuditAction, Target};
+use crate::audit::{Actor, AuditAction};
 use crate::clock::now_ms;
 use crate::jobs::{JobQueue, resume_integration};
 use crate::secrets::SecretKey;
@@ -15,7 +13,7 @@ use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId, 
 
 use super::sealing::{open_secrets_as, store_secrets};
 use super::webhook::{WebhookSecrets, new_secret};
-use super::{SetupError, insert_integration, replace_integration_settings};
+use super::{SetupError, insert_integration, replace_integration_settings, settings};
 
 /// Why an admin turned an integration off: the reason its deliveries wait, shown on its page.
 pub const TURNED_OFF: &str = "turned off by an admin";
@@ -191,11 +189,7 @@ pub async fn turn_off_integration(
     actor: &Actor,
     row: &IntegrationRow,
 ) -> Result<(), store::Error> {
-    let (id, target, actor) = (
-        row.id,
-        Target::integration(row.id, &row.kind),
-        actor.clone(),
-    );
+    let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
     let jobs = jobs.clone();
     writer
         .write_then(
@@ -209,13 +203,7 @@ pub async fn turn_off_integration(
                 if already_off {
                     return Ok(());
                 }
-                audit::record(
-                    c,
-                    &actor,
-                    AuditAction::IntegrationDisabled,
-                    &target,
-                    &json!({}),
-                )?;
+                settings::record(c, &actor, AuditAction::IntegrationDisabled, (id, &kind))?;
                 store::disable_integration(c, id, TURNED_OFF, now_ms())
             },
             move |()| jobs.integration_off(id),
@@ -231,11 +219,7 @@ pub async fn turn_on_integration(
     actor: &Actor,
     row: &IntegrationRow,
 ) -> Result<usize, store::Error> {
-    let (id, target, actor) = (
-        row.id,
-        Target::integration(row.id, &row.kind),
-        actor.clone(),
-    );
+    let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
     let changed = writer
         .write(move |c| {
             // On and healthy: nothing waits and nothing changes, so nothing is recorded.
@@ -243,13 +227,7 @@ pub async fn turn_on_integration(
             if current.is_some_and(|row| row.is_enabled && row.status == "ok") {
                 return Ok(false);
             }
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationEnabled,
-                &target,
-                &json!({}),
-            )?;
+            settings::record(c, &actor, AuditAction::IntegrationEnabled, (id, &kind))?;
             store::start_resuming_integration(c, id, now_ms())?;
             Ok(true)
         })
@@ -266,20 +244,10 @@ pub async fn delete_integration(
     actor: &Actor,
     row: &IntegrationRow,
 ) -> Result<(), store::Error> {
-    let (id, target, actor) = (
-        row.id,
-        Target::integration(row.id, &row.kind),
-        actor.clone(),
-    );
+    let (id, kind, actor) = (row.id, row.kind.clone(), actor.clone());
     writer
         .write(move |c| {
-            audit::record(
-                c,
-                &actor,
-                AuditAction::IntegrationDeleted,
-                &target,
-                &json!({}),
-            )?;
+            settings::record(c, &actor, AuditAction::IntegrationDeleted, (id, &kind))?;
             store::delete_integration(c, id).map(|_| ())
         })
         .await
@@ -304,15 +272,14 @@ pub async fn rotate_webhook_secret(
     };
     let secrets = settings_json(&rotated);
     let (key, id) = (Arc::clone(key), row.id);
-    let (actor, target) = (actor.clone(), Target::integration(row.id, &row.kind));
+    let (actor, kind) = (actor.clone(), row.kind.clone());
     writer
         .write(move |c| {
-            audit::record(
+            settings::record(
                 c,
                 &actor,
                 AuditAction::IntegrationSecretRotated,
-                &target,
-                &json!({}),
+                (id, &kind),
             )?;
             store_secrets(c, &key, id, &secrets)
         })

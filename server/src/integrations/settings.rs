@@ -23,15 +23,23 @@ pub fn insert_integration(
 ) -> Result<IntegrationId, store::Error> {
     let id = store::insert_integration(conn, new)?;
     store_secrets(conn, key, id, secrets)?;
-    let target = Target::integration(id, new.kind);
-    audit::record(
-        conn,
-        actor,
-        AuditAction::IntegrationCreated,
-        &target,
-        &json!({}),
-    )?;
+    record(conn, actor, AuditAction::IntegrationCreated, (id, new.kind))?;
     Ok(id)
+}
+
+/// Records `action` on integration `id` of `kind`, naming its site in the detail (`site`,
+/// `site_name`), so the log still says whose it was after the site is gone.
+pub(super) fn record(
+    conn: &Connection,
+    actor: &Actor,
+    action: AuditAction,
+    (id, kind): (IntegrationId, &str),
+) -> Result<(), store::Error> {
+    let detail = match store::find_integration_site(conn, id)? {
+        Some((site, site_name)) => json!({ "site": site, "site_name": site_name }),
+        None => json!({}),
+    };
+    audit::record(conn, actor, action, &Target::integration(id, kind), &detail)
 }
 
 /// Replaces an integration's settings with its audit event (and its secrets, sealed under `key`,
@@ -45,14 +53,7 @@ pub fn replace_integration_settings(
     config: &str,
     secrets: Option<(&SecretKey, &str)>,
 ) -> Result<(), store::Error> {
-    let target = Target::integration(id, kind);
-    audit::record(
-        conn,
-        actor,
-        AuditAction::IntegrationUpdated,
-        &target,
-        &json!({}),
-    )?;
+    record(conn, actor, AuditAction::IntegrationUpdated, (id, kind))?;
     if kind == "discord" && moves_to_another_discord_webhook(conn, id, config)? {
         store::forget_discord_threads(conn, id)?;
     }

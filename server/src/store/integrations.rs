@@ -112,6 +112,20 @@ pub fn find_integration(
     Ok(stmt.query_row([id], from_row).optional()?)
 }
 
+/// The key and name of the site integration `id` belongs to.
+pub fn find_integration_site(
+    conn: &Connection,
+    id: IntegrationId,
+) -> Result<Option<(String, String)>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT s.key, s.name FROM integrations i JOIN sites s ON s.id = i.site_id \
+             WHERE i.id = ?1",
+        )?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
 /// Every enabled integration of a kind (for start-up tasks such as Socket Mode clients).
 pub fn list_enabled_integrations(
     conn: &Connection,

@@ -113,11 +113,11 @@ pub use imap_mailbox::{
 };
 pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, RESUMING, find_integration,
-    find_site_integration, find_webhook_with_url, has_active_email, insert_integration,
-    is_integration_resuming, list_active_integrations, list_enabled_integrations,
-    list_integration_secrets, list_resuming_integrations, mark_integration_broken,
-    mark_integration_healthy, start_resuming_email, start_resuming_integration,
-    update_integration_config, update_integration_secrets,
+    find_integration_site, find_site_integration, find_webhook_with_url, has_active_email,
+    insert_integration, is_integration_resuming, list_active_integrations,
+    list_enabled_integrations, list_integration_secrets, list_resuming_integrations,
+    mark_integration_broken, mark_integration_healthy, start_resuming_email,
+    start_resuming_integration, update_integration_config, update_integration_secrets,
 };
 pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,

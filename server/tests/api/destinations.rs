@@ -270,6 +270,13 @@ async fn destinations_turning_an_integration_off_blocks_its_deliveries_with_the_
             "integration.deleted"
         ]
     );
+    // Each names the site it belonged to, which the log must still say once it is deleted.
+    let sites = app.count(&format!(
+        "SELECT count(*) FROM audit_events WHERE action LIKE 'integration.%' \
+           AND json_extract(detail, '$.site') = '{site}' \
+           AND json_extract(detail, '$.site_name') = 'Shop'"
+    ));
+    assert_eq!(sites, 4);
 }
 
 #[tokio::test]

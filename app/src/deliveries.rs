@@ -1,5 +1,5 @@
-//! Deliveries that need an admin (admins only): failed and blocked jobs with their errors, and
-//! retrying one or all of them.
+//! Deliveries that need an admin (admins only): failed and blocked jobs with their errors,
+//! retrying one or all of them, and dismissing failed ones.
 
 use leptos::prelude::*;
 
@@ -65,6 +65,16 @@ fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
     } else {
         "badge badge-muted"
     };
+    // A blocked delivery waits for its integration's fix; only one given up can be dismissed.
+    let dismiss = (item.state == "failed").then(|| {
+        view! {
+            <form method="post" action=format!("/deliveries/{}/dismiss", item.id)>
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class="button"
+                    aria-label=format!("Dismiss delivery {}", item.id)>"Dismiss"</button>
+            </form>
+        }
+    });
     view! {
         <li class="member">
             <div class="member-main">
@@ -83,6 +93,7 @@ fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
                     <button type="submit" class="button"
                         aria-label=format!("Retry delivery {}", item.id)>"Retry"</button>
                 </form>
+                {dismiss}
             </div>
         </li>
     }
@@ -103,6 +114,15 @@ pub fn render_deliveries(view: DeliveriesView) -> String {
             </form>
         }
     });
+    let dismiss_all = view.items.iter().any(|i| i.state == "failed").then(|| {
+        view! {
+            <form method="post" action="/deliveries/dismiss"
+                data-confirm="Dismiss every failed delivery? They are deleted and will not be sent.">
+                <CsrfField token=csrf.clone()/>
+                <button type="submit" class="button">"Dismiss all failed"</button>
+            </form>
+        }
+    });
     let list = if view.items.is_empty() {
         view! {
             <p class="card muted">"Nothing waits for you: every delivery went out or is still being retried on its own."</p>
@@ -120,8 +140,10 @@ pub fn render_deliveries(view: DeliveriesView) -> String {
         <div class="page-head">
             <h1>"Deliveries"</h1>
             <p class="muted">"Posts to Slack and other destinations that failed for good, or wait \
-                for an integration to be fixed. Fixing an integration sends its blocked deliveries by itself."</p>
-            {retry_all}
+                for an integration to be fixed. Fixing an integration sends its blocked deliveries by itself. \
+                A failed delivery nobody will want (an address that does not exist) can be dismissed: \
+                it is deleted, and its destination's health no longer counts it."</p>
+            <div class="head-actions">{retry_all}{dismiss_all}</div>
         </div>
         <NoticeBox notice=view.notice/>
         {view.cut.into_iter().map(cut_note).collect_view()}

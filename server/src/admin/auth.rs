@@ -75,6 +75,11 @@ impl NoticeQuery {
                 "Nothing was queued again: that delivery is no longer failed or blocked (it was \
                  retried already, or is gone with its integration)."
             }
+            "dismissed" => "Dismissed: deleted with its attempts, and recorded in the audit log.",
+            "not-dismissed" => {
+                "Nothing was dismissed: that delivery is no longer failed (it was retried or \
+                 dismissed already, or is gone with its integration)."
+            }
             "waits-for-fix" => {
                 "Its integration is broken or turned off: the delivery waits and goes out, in \
                  order, once the integration is fixed or turned on."

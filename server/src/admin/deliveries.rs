@@ -1,11 +1,14 @@
-//! Deliveries that need an admin (admins only): failed and blocked jobs, retry one or all.
+//! Deliveries that need an admin (admins only): failed and blocked jobs, retry one or all, and
+//! dismiss failed ones.
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use porch_app::deliveries::{DeliveriesCut, DeliveriesView, DeliveryItemView, render_deliveries};
 use porch_app::layout::Section;
 
-use crate::jobs::{Retried, retry_all_jobs, retry_job};
+use crate::audit::Actor;
+use crate::http::ClientIp;
+use crate::jobs::{Retried, dismiss_failed_jobs, dismiss_job, retry_all_jobs, retry_job};
 use crate::state::AppState;
 use crate::store::{self, JobId};
 
@@ -89,4 +92,31 @@ pub async fn retry_all_deliveries(
 ) -> Result<Response, PageError> {
     retry_all_jobs(&app.writer, &app.jobs).await?;
     Ok(see_other("/deliveries?notice=retried"))
+}
+
+/// `POST /deliveries/{id}/dismiss`: deletes one failed delivery.
+pub async fn dismiss_delivery(
+    State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
+    Path(id): Path<i64>,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    let actor = Actor::user(&who.user, ip);
+    let notice = if dismiss_job(&app.writer, &actor, JobId(id)).await? {
+        "dismissed"
+    } else {
+        // Retried or dismissed meanwhile, or gone with its integration.
+        "not-dismissed"
+    };
+    Ok(see_other(&format!("/deliveries?notice={notice}")))
+}
+
+/// `POST /deliveries/dismiss`: deletes every failed delivery (test messages left out).
+pub async fn dismiss_all_deliveries(
+    State(app): State<AppState>,
+    ClientIp(ip): ClientIp,
+    AdminPosted { who, .. }: AdminPosted<NoFields>,
+) -> Result<Response, PageError> {
+    dismiss_failed_jobs(&app.writer, &Actor::user(&who.user, ip)).await?;
+    Ok(see_other("/deliveries?notice=dismissed"))
 }

@@ -29,6 +29,7 @@ pub enum AuditAction {
     IntegrationDisabled,
     IntegrationEnabled,
     IntegrationDeleted,
+    DeliveryDismissed,
     TokenCreated,
     TokenRevoked,
     TwoFactorEnabled,
@@ -51,7 +52,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the docs list them.
-    pub const ALL: [Self; 43] = [
+    pub const ALL: [Self; 44] = [
         Self::SignedIn,
         Self::SignInFailed,
         Self::SignInThrottled,
@@ -77,6 +78,7 @@ impl AuditAction {
         Self::IntegrationDisabled,
         Self::IntegrationEnabled,
         Self::IntegrationDeleted,
+        Self::DeliveryDismissed,
         Self::TokenCreated,
         Self::TokenRevoked,
         Self::TwoFactorEnabled,
@@ -125,6 +127,7 @@ impl AuditAction {
             Self::IntegrationDisabled => "integration.disabled",
             Self::IntegrationEnabled => "integration.enabled",
             Self::IntegrationDeleted => "integration.deleted",
+            Self::DeliveryDismissed => "delivery.dismissed",
             Self::TokenCreated => "token.created",
             Self::TokenRevoked => "token.revoked",
             Self::TwoFactorEnabled => "two_factor.enabled",

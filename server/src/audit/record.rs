@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::clock::now_ms;
 use crate::store::{
-    self, ConversationId, IntegrationId, NewAuditEvent, UserId, UserRow, VisitorId,
+    self, ConversationId, IntegrationId, JobId, NewAuditEvent, UserId, UserRow, VisitorId,
 };
 
 use super::AuditAction;
@@ -112,6 +112,24 @@ impl Target {
             kind: "integration",
             id: id.0.to_string(),
             label: kind.to_owned(),
+        }
+    }
+
+    /// A delivery by its job id and kind (`webhook.deliver`, …).
+    pub fn job(id: JobId, kind: &str) -> Self {
+        Self {
+            kind: "job",
+            id: id.0.to_string(),
+            label: kind.to_owned(),
+        }
+    }
+
+    /// Every failed delivery at once (*Dismiss all failed*).
+    pub fn failed_deliveries() -> Self {
+        Self {
+            kind: "jobs",
+            id: "failed".to_owned(),
+            label: "every failed delivery".to_owned(),
         }
     }
 

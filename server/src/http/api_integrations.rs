@@ -185,3 +185,29 @@ pub async fn retry_all_jobs(
     let count = jobs::retry_all_jobs(&app.writer, &app.jobs).await?;
     Ok(Json(json!({"retried": count})).into_response())
 }
+
+/// `DELETE /api/v1/jobs/{id}`: dismisses one failed job (deleted, with an audit event).
+pub async fn dismiss_job(
+    State(app): State<AppState>,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
+    Path(id): Path<i64>,
+    _: NoBody,
+) -> Result<Response, ApiError> {
+    if jobs::dismiss_job(&app.writer, &Actor::user(&admin, ip), JobId(id)).await? {
+        Ok(Json(json!({"id": id, "dismissed": true})).into_response())
+    } else {
+        Err(ApiError::not_found("failed job"))
+    }
+}
+
+/// `POST /api/v1/jobs/dismiss`: dismisses every failed job but test messages.
+pub async fn dismiss_failed_jobs(
+    State(app): State<AppState>,
+    ApiAdmin(admin): ApiAdmin,
+    ClientIp(ip): ClientIp,
+    _: NoBody,
+) -> Result<Response, ApiError> {
+    let count = jobs::dismiss_failed_jobs(&app.writer, &Actor::user(&admin, ip)).await?;
+    Ok(Json(json!({"dismissed": count})).into_response())
+}

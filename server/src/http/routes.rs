@@ -218,6 +218,11 @@ fn api_routes() -> Router<AppState> {
         )
         .route("/api/v1/jobs/retry", post(api_integrations::retry_all_jobs))
         .route("/api/v1/jobs/{id}/retry", post(api_integrations::retry_job))
+        .route(
+            "/api/v1/jobs/dismiss",
+            post(api_integrations::dismiss_failed_jobs),
+        )
+        .route("/api/v1/jobs/{id}", delete(api_integrations::dismiss_job))
         .route_layer(axum::middleware::from_fn(strict_query::refuse_query));
     Router::new()
         .route("/api/v1/conversations", get(api::list_conversations))
@@ -259,8 +264,16 @@ fn admin_routes() -> Router<AppState> {
             post(admin::deliveries::retry_all_deliveries),
         )
         .route(
+            "/deliveries/dismiss",
+            post(admin::deliveries::dismiss_all_deliveries),
+        )
+        .route(
             "/deliveries/{id}/retry",
             post(admin::deliveries::retry_delivery),
+        )
+        .route(
+            "/deliveries/{id}/dismiss",
+            post(admin::deliveries::dismiss_delivery),
         )
         .route("/audit", get(admin::audit::audit_page))
         .route("/privacy", get(admin::privacy::privacy_page))

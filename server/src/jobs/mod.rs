@@ -6,6 +6,7 @@
 mod args;
 mod decision;
 mod deliver;
+mod dismiss;
 mod index;
 #[cfg(test)]
 mod index_tests;
@@ -30,6 +31,7 @@ pub use args::{
 };
 pub use decision::MAX_DESTINATION_WAIT;
 pub use deliver::{Deliver, Delivery};
+pub use dismiss::{dismiss_failed_jobs, dismiss_job};
 pub use index::Lane;
 pub use kind::JobKind;
 pub use outcome::{Attempt, Outcome};

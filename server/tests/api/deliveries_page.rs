@@ -3,7 +3,7 @@
 //! the API's `GET /api/v1/jobs` pages through.
 
 use crate::helpers::TestApp;
-use crate::inbox::{send, setup_admin, signed_in_from};
+use crate::inbox::{form, send, setup_admin, signed_in_from};
 
 /// `n` failed webhook deliveries, as rows (what the runner leaves after giving up on them).
 fn failed_jobs(app: &TestApp, n: usize) {
@@ -119,4 +119,122 @@ async fn the_api_pages_through_every_failed_delivery_newest_first() {
             "{query}: {body}"
         );
     }
+}
+
+/// A blocked delivery, as a row.
+fn blocked_job(app: &TestApp) -> i64 {
+    let db = app.db();
+    db.execute(
+        "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
+         VALUES ('webhook', 'webhook.deliver', '{}', 'blocked', 8, 0, 0)",
+        [],
+    )
+    .expect("job");
+    db.last_insert_rowid()
+}
+
+/// Dismissing deletes failed deliveries, one (page or API) or all (page or API, a page of 1,000
+/// at a time), each recorded in the audit log; a blocked one is not dismissed.
+#[tokio::test]
+async fn failed_deliveries_are_dismissed_one_or_all_and_recorded() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let token = app.add_user_token("ops", "admin");
+    let agent = app.add_user_token("bo", "agent");
+    failed_jobs(&app, 3);
+    let blocked = blocked_job(&app);
+    let failed = |app: &TestApp| app.count("SELECT count(*) FROM jobs WHERE state = 'failed'");
+
+    let page = send(&app, "GET", "/deliveries", &admin.cookie, None).await;
+    assert_eq!(
+        page.body.matches("aria-label=\"Dismiss delivery ").count(),
+        3,
+        "not the blocked one"
+    );
+    assert!(page.body.contains("Dismiss all failed"));
+    let one = send(
+        &app,
+        "POST",
+        "/deliveries/1/dismiss",
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(one.header("location"), Some("/deliveries?notice=dismissed"));
+    assert_eq!(failed(&app), 2);
+    let again = send(
+        &app,
+        "POST",
+        "/deliveries/1/dismiss",
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(
+        again.header("location"),
+        Some("/deliveries?notice=not-dismissed")
+    );
+
+    let (status, body) = app.api("DELETE", "/api/v1/jobs/2", &token, None).await;
+    assert_eq!(
+        (status, body),
+        (200, serde_json::json!({"id": 2, "dismissed": true}))
+    );
+    let (status, body) = app
+        .api("DELETE", &format!("/api/v1/jobs/{blocked}"), &token, None)
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    assert_eq!(
+        app.api("DELETE", "/api/v1/jobs/3", &agent, None).await.0,
+        403
+    );
+
+    failed_jobs(&app, 1500);
+    let (status, body) = app.api("POST", "/api/v1/jobs/dismiss", &token, None).await;
+    assert_eq!(
+        (status, body),
+        (200, serde_json::json!({"dismissed": 1501}))
+    );
+    assert_eq!(failed(&app), 0);
+    assert_eq!(
+        app.count("SELECT count(*) FROM jobs WHERE state = 'blocked'"),
+        1
+    );
+    failed_jobs(&app, 2);
+    let all = send(
+        &app,
+        "POST",
+        "/deliveries/dismiss",
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(all.header("location"), Some("/deliveries?notice=dismissed"));
+    assert_eq!(failed(&app), 0);
+
+    let recorded: Vec<(String, String, String)> = app
+        .db()
+        .prepare(
+            "SELECT target_type, target_id, detail FROM audit_events \
+             WHERE action = 'delivery.dismissed' ORDER BY id",
+        )
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let expected = [
+        ("job", "1", r#"{"integration":null}"#),
+        ("job", "2", r#"{"integration":null}"#),
+        ("jobs", "failed", r#"{"count":1501}"#),
+        ("jobs", "failed", r#"{"count":2}"#),
+    ];
+    let recorded: Vec<(&str, &str, &str)> = recorded
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    assert_eq!(recorded, expected);
 }

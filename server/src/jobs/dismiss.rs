@@ -1,0 +1,57 @@
+//! Failed deliveries an admin dismisses (docs/jobs.md, "Dismissing"): a delivery given up for
+//! good that will never be wanted (a visitor's address that does not exist, a message a
+//! destination will never take) would otherwise stay on the Deliveries page, in
+//! `GET /api/v1/jobs?state=failed` and in its integration's health for ever. Dismissing deletes
+//! it with its attempt log and records who did it.
+
+use serde_json::json;
+
+use crate::audit::{self, Actor, AuditAction, Target};
+use crate::store::{self, JobId, Writer};
+
+/// Failed jobs deleted per write, so a large backlog never holds the writer for long.
+const PAGE: u32 = 1000;
+
+/// Dismisses job `id` if it is failed; returns whether it did (it may have been retried or
+/// dismissed meanwhile, or never have been failed).
+pub async fn dismiss_job(writer: &Writer, actor: &Actor, id: JobId) -> Result<bool, store::Error> {
+    let actor = actor.clone();
+    writer
+        .write(move |c| {
+            let Some(job) = store::dismiss_failed_job(c, id)? else {
+                return Ok(false);
+            };
+            let detail = json!({ "integration": job.integration_id.map(|i| i.0) });
+            let target = Target::job(job.id, &job.kind);
+            audit::record(c, &actor, AuditAction::DeliveryDismissed, &target, &detail)?;
+            Ok(true)
+        })
+        .await
+}
+
+/// Dismisses every failed delivery but test messages (each destination's page shows its latest
+/// test), a page at a time, oldest first; returns how many. One audit event says how many, in
+/// the last page's write.
+pub async fn dismiss_failed_jobs(writer: &Writer, actor: &Actor) -> Result<usize, store::Error> {
+    let mut count = 0;
+    loop {
+        let (actor, before) = (actor.clone(), count);
+        let (deleted, last) = writer
+            .write(move |c| {
+                let deleted = store::dismiss_failed_jobs_page(c, PAGE)?;
+                let last = deleted < usize::try_from(PAGE).unwrap_or(usize::MAX);
+                let total = before + deleted;
+                if last && total > 0 {
+                    let detail = json!({ "count": total });
+                    let target = Target::failed_deliveries();
+                    audit::record(c, &actor, AuditAction::DeliveryDismissed, &target, &detail)?;
+                }
+                Ok((deleted, last))
+            })
+            .await?;
+        count += deleted;
+        if last {
+            return Ok(count);
+        }
+    }
+}

@@ -175,6 +175,16 @@ mod tests {
     }
 
     #[test]
+    fn a_dismissed_delivery_no_longer_counts() {
+        let (conn, row) = webhook();
+        job(&conn, ("webhook.deliver", "done", 1), 100, &["delivered"]);
+        let lost = job(&conn, ("webhook.deliver", "failed", 1), 200, &["failed"]);
+        assert!(matches!(health(&conn, &row), Health::Failing { .. }));
+        store::dismiss_failed_job(&conn, store::JobId(lost)).expect("dismiss");
+        assert_eq!(health(&conn, &row), Health::Healthy);
+    }
+
+    #[test]
     fn test_messages_and_a_429s_wait_do_not_make_it_failing() {
         let (conn, row) = webhook();
         job(&conn, ("webhook.deliver", "done", 1), 100, &["delivered"]);

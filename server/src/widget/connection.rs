@@ -9,6 +9,7 @@ mod hello;
 mod newcomer;
 mod prechat;
 mod site_change;
+mod welcome;
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -21,7 +22,7 @@ use futures_util::stream::{FuturesUnordered, SplitSink, SplitStream};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::broadcast;
 
-use crate::chat::{self, ClientId, HistoryPage, Site, SiteChange, hash_token};
+use crate::chat::{self, ClientId, HistoryPage, Site, SiteChange};
 use crate::clock::now_ms;
 use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
@@ -31,8 +32,8 @@ use crate::store::{
 use crate::values::{Author, VisitorContext};
 
 use super::brake::Refusal;
-use super::identity::{resolve_identity, visitor_hash};
-use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame, VERSION};
+use super::identity::resolve_identity;
+use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame};
 use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
@@ -198,80 +199,6 @@ impl Connection {
         send_text(&mut self.sink, text).await
     }
 
-    /// Checks the token and sends `welcome` with the first page of what the visitor missed,
-    /// then the rest as `message` frames, oldest first. The subscription comes before the
-    /// read: a message committed meanwhile is in the read, in the subscription, or in both
-    /// (then `sent_up_to` drops the repeat), never in neither.
-    async fn welcome(&mut self, token: &str, last_id: MessageId) -> Result<(), Closed> {
-        let token = if self.app.tokens.verify(&self.site.key, token) {
-            token.to_owned()
-        } else {
-            self.app.tokens.issue(&self.site.key)
-        };
-        self.token_hash = visitor_hash(&self.site.key, self.context.identity.as_ref(), &token);
-        // Uploads (`POST /widget/attachments`) carry the token alone, so they are this
-        // browser's, even for a verified user.
-        self.upload_hash = hash_token(&token);
-        self.visitor_key = u64::from_le_bytes(self.token_hash[..8].try_into().unwrap_or([0; 8]));
-        let first = match self.follow_visitor().await? {
-            Some(visitor) => {
-                let page = self.history_page(visitor.id, last_id).await?;
-                // A `last_id` beyond every stored id (a client's bug: counting acks, say)
-                // would hold back each live message with a lower id: start from the newest.
-                if let Some(newest) = page.newest_id {
-                    self.sent_up_to = self.sent_up_to.min(newest);
-                }
-                page
-            }
-            None => {
-                // Nothing is stored for a visitor not stored yet: any `last_id` is beyond it.
-                self.sent_up_to = MessageId(0);
-                HistoryPage {
-                    messages: Vec::new(),
-                    has_more: false,
-                    newest_id: None,
-                }
-            }
-        };
-        let fitting = &first.messages[..fitting_welcome(&first.messages)];
-        let more = first.has_more || fitting.len() < first.messages.len();
-        let site = &self.site;
-        // Read at each welcome, not cached with the site: turning email on or off takes effect
-        // for the next visitor to connect. A failed read only means no offer of email.
-        let site_id = site.id;
-        let mails_replies = self.app.mailer.is_some()
-            && self
-                .app
-                .readers
-                .read(move |c| store::has_active_email(c, site_id))
-                .await
-                .is_ok_and(|on| on);
-        let frame = ServerFrame::Welcome {
-            v: VERSION,
-            token: &token,
-            site: super::welcome_site::site_info(
-                site,
-                (self.app.chat.hub().has_inbox_subscribers(), mails_replies),
-                self.app.wall_clock.now_ms(),
-                self.asks_prechat,
-            ),
-            messages: fitting.iter().map(MessageFrame::from).collect(),
-            more,
-        };
-        let text = frame.to_json();
-        self.send(text).await?;
-        if let Some(last) = fitting.last() {
-            self.sent_up_to = self.sent_up_to.max(last.id);
-        }
-        if let Some(visitor) = self.visitor_id.filter(|_| more) {
-            self.send_after(visitor).await?;
-        }
-        for text in receipts::on_resume(&self.app.chat, self.visitor_id).await {
-            self.send(text).await?;
-        }
-        Ok(())
-    }
-
     fn subscribe(&mut self, visitor: VisitorId) {
         self.subscription = Some(self.app.chat.hub().subscribe_visitor(visitor, self.hub_id));
     }
@@ -325,6 +252,18 @@ impl Connection {
         }
     }
 
+    /// Waits for the messages being written and answers each (its `ack` or `error`), in the
+    /// order they finish.
+    async fn answer_writes(
+        &mut self,
+        in_flight: &mut FuturesUnordered<PendingWrite>,
+    ) -> Result<(), Closed> {
+        while let Some((client_id, received, result)) = in_flight.next().await {
+            self.on_stored(&client_id, received, result).await?;
+        }
+        Ok(())
+    }
+
     async fn on_text(
         &mut self,
         text: &str,
@@ -344,7 +283,14 @@ impl Connection {
                 self.accept_message(&client_id, &body, files, received, in_flight)
                     .await
             }
-            Some(ClientFrame::Email { email }) => self.accept_email(&email).await,
+            Some(ClientFrame::Email { email }) => {
+                // Sent right behind the visitor's first message, before its ack: that message's
+                // write stores the visitor the address belongs to, so it is answered first.
+                if self.visitor_id.is_none() {
+                    self.answer_writes(in_flight).await?;
+                }
+                self.accept_email(&email).await
+            }
             Some(ClientFrame::Typing { active }) => {
                 if let Some(conversation) = self.typing.admit(active, received) {
                     let hub = self.app.chat.hub();
@@ -560,23 +506,6 @@ fn refused_as(refusal: Refusal) -> (ErrorCode, Duration) {
         Refusal::TooManyConversations(wait) => (ErrorCode::TooManyConversations, wait),
         Refusal::SiteBusy(wait) => (ErrorCode::SiteBusy, wait),
     }
-}
-
-/// Bytes of messages a `welcome` carries at most: every frame must fit the connection's write
-/// buffer (`MAX_WRITE_BUFFER`, 256 KiB) whole, and 500 messages of 4,000 characters would not.
-const WELCOME_MESSAGE_BYTES: usize = 128 * 1024;
-
-/// How many of `messages`, from the first, fit in a `welcome` (at least one: a single message
-/// is far below the budget); the rest follow as `message` frames.
-fn fitting_welcome(messages: &[MessageRow]) -> usize {
-    let mut bytes = 0;
-    messages
-        .iter()
-        .position(|row| {
-            bytes += MessageFrame::from(row).to_json().len();
-            bytes > WELCOME_MESSAGE_BYTES
-        })
-        .map_or(messages.len(), |over| over.max(1))
 }
 
 #[cfg(test)]

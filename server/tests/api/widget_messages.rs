@@ -203,3 +203,30 @@ async fn welcome_says_whether_an_agent_has_the_inbox_open() {
     let (_, gone) = app.visitor(&site, None, 0).await;
     assert_eq!(gone["site"]["agents_online"], false);
 }
+
+/// An `email` frame may follow the visitor's first message at once, without waiting for its ack:
+/// the message is answered first, then the address is taken. Before any message, it is refused.
+#[tokio::test]
+async fn an_address_sent_right_behind_the_first_message_is_taken() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let email = json!({"type": "email", "email": "ann@example.org"});
+    let (mut early, _) = app.visitor(&site, None, 0).await;
+    early.send(email.clone()).await;
+    assert_eq!(early.recv().await["code"], "invalid_message");
+
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget
+        .send(json!({"type": "message", "client_id": "m1", "body": "Hi"}))
+        .await;
+    widget.send(email).await;
+    assert_eq!(widget.recv().await["type"], "ack");
+    assert_eq!(
+        widget.recv().await,
+        json!({"type": "email_saved", "email": "ann@example.org"})
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM visitors WHERE email = 'ann@example.org'"),
+        1
+    );
+}

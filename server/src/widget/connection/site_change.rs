@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -43,9 +42,7 @@ impl Connection {
         };
         // The messages being written are answered first, so every message the client sent
         // before the refusal has its ack or error, and it knows which are still to be sent.
-        while let Some((client_id, received, result)) = in_flight.next().await {
-            self.on_stored(&client_id, received, result).await?;
-        }
+        self.answer_writes(in_flight).await?;
         let _ = send_error(&mut self.sink, refusal, None, None).await;
         let _ = close(&mut self.sink, close_code::POLICY, refusal.message()).await;
         Err(Closed)

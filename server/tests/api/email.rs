@@ -237,6 +237,14 @@ async fn digest_offline_reply_and_transcript_reach_a_real_smtp_server() {
     );
     assert!(!html.contains("<b>Help</b>"));
     assert!(text.contains("<b>Help</b> & \"more\""), "{text}");
+    assert_eq!(
+        header(digest, "subject"),
+        "[Shop] 1 conversation waiting for an answer"
+    );
+    assert!(
+        text.starts_with("1 conversation on Shop is waiting"),
+        "{text}"
+    );
     assert!(text.contains(&format!("/conversations/{alice_conversation}")));
     assert!(
         !text.contains(&format!("/conversations/{bob_conversation}")),
@@ -546,7 +554,10 @@ async fn conversations_started_close_together_share_one_digest() {
     let mails = sink.mails();
     assert_eq!(mails.len(), 1, "one digest for the admin: {mails:?}");
     let text = mails[0]["text"].as_str().unwrap_or_default();
-    assert!(text.starts_with("4 conversation(s)"), "{text}");
+    assert!(
+        text.starts_with("4 conversations on Shop are waiting"),
+        "{text}"
+    );
     // Due later than planned, each has its full day from when it is due.
     assert_eq!(
         app.count(

@@ -60,13 +60,10 @@ pub(super) async fn digest(
     if recipients.is_empty() {
         return Ok("no agent has an address".into());
     }
-    let mut text = format!(
-        "{} conversation(s) on {site} are waiting for an answer:\n\n",
-        waiting.len()
-    );
+    let (count, are) = counted(waiting.len());
+    let mut text = format!("{count} on {site} {are} waiting for an answer:\n\n");
     let mut html = format!(
-        "<p>{} conversation(s) on <b>{}</b> are waiting for an answer:</p><ul>",
-        waiting.len(),
+        "<p>{count} on <b>{}</b> {are} waiting for an answer:</p><ul>",
         escape_html(&site)
     );
     for w in &waiting {
@@ -93,10 +90,7 @@ pub(super) async fn digest(
         [only] => only.visitor_email.as_deref().and_then(mailbox_of),
         _ => None,
     };
-    let subject = format!(
-        "[{site}] {} conversation(s) waiting for an answer",
-        waiting.len()
-    );
+    let subject = format!("[{site}] {count} waiting for an answer");
     let html = html_page(&html);
     let note = send_each(
         mailer,
@@ -168,6 +162,15 @@ async fn send_each(
 
 /// Characters of a conversation's first message a digest shows.
 const OPENING_CHARS: usize = 300;
+
+/// "1 conversation" and "is", or "4 conversations" and "are".
+fn counted(n: usize) -> (String, &'static str) {
+    if n == 1 {
+        ("1 conversation".to_owned(), "is")
+    } else {
+        (format!("{n} conversations"), "are")
+    }
+}
 
 /// The start of a first message, marked with "…" when it goes on, so an agent knows there is
 /// more to read in Porch.

@@ -97,6 +97,7 @@ const SECRET_WORDS: &[&str] = &[
     "state",
     "ticket",
     "token",
+    "verifier",
 ];
 
 /// The URL as agents may see it and Porch may keep it (docs/privacy.md#page-addresses): the
@@ -357,8 +358,8 @@ mod tests {
             ),
             // Names written as one word, ending in a secret's word.
             (
-                "https://a.example/?accesstoken=T3&resetToken=T4&SESSID=S19&apikey=K1&passcode=P1&authorization=A1&topic=x",
-                "https://a.example/?accesstoken=redacted&resetToken=redacted&SESSID=redacted&apikey=redacted&passcode=redacted&authorization=redacted&topic=x",
+                "https://a.example/?accesstoken=T3&resetToken=T4&SESSID=S19&apikey=K1&passcode=P1&authorization=A1&oauth_verifier=V1&topic=x",
+                "https://a.example/?accesstoken=redacted&resetToken=redacted&SESSID=redacted&apikey=redacted&passcode=redacted&authorization=redacted&oauth_verifier=redacted&topic=x",
             ),
         ] {
             assert_eq!(page(sent).as_deref(), Some(kept), "{sent}");

@@ -116,6 +116,9 @@ pub struct InboundReply {
     pub channel: crate::jobs::SlackChannel,
     /// The integration's own id for the event; a second delivery of it creates nothing.
     pub event_id: String,
+    /// The message's own id in its channel (Slack's `ts`): the same message delivered as two
+    /// events (an app subscribed to both `message.channels` and `app_mention`) creates one.
+    pub message_ts: String,
     pub conversation_id: ConversationId,
     pub agent: Agent,
     pub body: MessageBody,
@@ -259,11 +262,18 @@ impl Chat {
         let stored = {
             let (stored, published, event_id) = (new.clone(), new.clone(), reply.event_id);
             let origin = reply.channel;
+            // Kept beside the event ids, for as long (Slack resends within minutes).
+            let message_key = format!(
+                "ts:{}:{}:{}",
+                origin.team_id, origin.channel_id, reply.message_ts
+            );
             let hub = Arc::clone(&self.hub);
             self.writer
                 .write_then(
                     move |c| {
-                        if !store::insert_slack_event(c, &event_id, stored.now)? {
+                        if !store::insert_slack_event(c, &event_id, stored.now)?
+                            || !store::insert_slack_event(c, &message_key, stored.now)?
+                        {
                             return Ok(None);
                         }
                         store_agent_message(c, &stored, Some(&origin)).map(Some)

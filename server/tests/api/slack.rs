@@ -112,6 +112,7 @@ pub(crate) fn now_secs() -> i64 {
     porch::clock::now_ms() / 1000
 }
 
+/// A reply event; each is a new message with a `ts` of its own, as in Slack.
 pub(crate) fn reply_event(
     event_id: &str,
     channel: &str,
@@ -119,12 +120,14 @@ pub(crate) fn reply_event(
     user: &str,
     text: &str,
 ) -> Value {
+    static MESSAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(100);
+    let n = MESSAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     json!({
         "type": "event_callback",
         "team_id": "T0MOCK",
         "event_id": event_id,
         "event": {"type": "message", "channel": channel, "user": user, "text": text,
-                  "ts": "1999999999.000100", "thread_ts": thread_ts},
+                  "ts": format!("1999999999.{n:06}"), "thread_ts": thread_ts},
     })
 }
 
@@ -505,6 +508,16 @@ async fn bad_stale_or_replayed_events_create_nothing() {
         "a retry is acknowledged"
     );
     assert_eq!(messages(), before + 1, "but stored once");
+
+    // The same message as another event (an app subscribed to both message.channels and
+    // app_mention gets two): stored once too.
+    let mut mention = event.clone();
+    mention["event_id"] = json!("Ev1-as-mention");
+    assert_eq!(fx.send_event(integration, &mention, now_secs()).await, 200);
+    assert_eq!(messages(), before + 1, "one message, whatever the event");
+    let next = reply_event("Ev2", "C1", &thread, "U1", "hi again");
+    assert_eq!(fx.send_event(integration, &next, now_secs()).await, 200);
+    assert_eq!(messages(), before + 2, "another message is stored");
 }
 
 #[tokio::test]

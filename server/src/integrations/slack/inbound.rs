@@ -222,6 +222,7 @@ pub async fn handle_event_callback(
             channel_id: channel.to_owned(),
         },
         event_id,
+        ts,
         conversation_id,
         user,
         body,
@@ -236,6 +237,8 @@ struct Reply<'a> {
     /// came to: one Slack app may serve several).
     channel: SlackChannel,
     event_id: &'a str,
+    /// The message's id in its channel.
+    ts: &'a str,
     conversation_id: ConversationId,
     /// The Slack user who wrote it.
     user: &'a str,
@@ -284,6 +287,7 @@ async fn post_reply(
     let reply = InboundReply {
         channel: reply.channel,
         event_id: reply.event_id.to_owned(),
+        message_ts: reply.ts.to_owned(),
         conversation_id: reply.conversation_id,
         agent,
         body,

@@ -112,6 +112,9 @@ pub struct SiteDirectory {
     /// Origins refused the chat, shown on the site page.
     refused: RefusedOrigins,
     changes: broadcast::Sender<Arc<SiteChange>>,
+    /// One reload at a time, so two quick saves are read and sent in the order they were made:
+    /// the last news a connection takes is the site as it is.
+    reloads: tokio::sync::Mutex<()>,
 }
 
 impl SiteDirectory {
@@ -121,6 +124,7 @@ impl SiteDirectory {
             cache: RwLock::new(HashMap::new()),
             refused: RefusedOrigins::default(),
             changes: broadcast::channel(CHANGES_BUFFER).0,
+            reloads: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -180,6 +184,7 @@ impl SiteDirectory {
     /// form, identity secret). A failed read leaves them with what they have; new connections
     /// read the site afresh either way.
     pub async fn reload(&self, key: &str) {
+        let _one_at_a_time = self.reloads.lock().await;
         if let Ok(mut cache) = self.cache.write() {
             cache.remove(key);
         }

@@ -330,7 +330,7 @@ async fn saving_and_removing_hours_is_audited_escaped_and_for_admins_only() {
 }
 
 /// Saves the site's pre-chat form on its page: name and question required, email optional.
-async fn save_prechat(app: &TestApp, admin: &Browser, site: &str) {
+pub(crate) async fn save_prechat(app: &TestApp, admin: &Browser, site: &str) {
     let body = form(&[
         ("csrf", &admin.csrf),
         ("name_field", "required"),

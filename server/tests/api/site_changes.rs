@@ -4,9 +4,13 @@
 //! its messages kept or retried for ever; new brakes apply to the next message. Other sites'
 //! widgets are untouched.
 
+use serde_json::json;
+
 use crate::audit::SITE_FIELDS;
 use crate::helpers::{ORIGIN, TestApp, Widget};
+use crate::identity::{browser_with, rotate_secret, user_hash};
 use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
+use crate::prechat_hours::save_prechat;
 
 /// Saves the site form of `site` with these origins and fields (others at their defaults).
 async fn save_site(
@@ -61,7 +65,6 @@ async fn removing_a_pages_origin_ends_its_open_widgets() {
 
     // A save that keeps the origin (another greeting) changes nothing for them.
     save_site(&app, &admin, &shop, ORIGIN, &[("greeting", "Hello again")]).await;
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(talking.say("a2", "still here").await["type"], "ack");
 
     save_site(&app, &admin, &shop, "https://new-shop.example.com", &[]).await;
@@ -110,11 +113,30 @@ async fn new_brakes_apply_to_an_open_widgets_next_message() {
     // refused (of the old burst of ten, eight were left).
     let brakes = [("visitor_messages_per_minute", "1"), ("visitor_burst", "1")];
     save_site(&app, &admin, &shop, ORIGIN, &brakes).await;
-    // The news was sent before the save answered; the connection takes it as soon as it runs,
-    // and a frame arriving at the same moment could be read first.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The news was sent before the save answered, so it is taken before the next frame.
     assert_eq!(widget.say("a3", "three").await["type"], "ack");
     let answer = widget.say("a4", "four").await;
     assert_eq!(answer["type"], "error", "{answer}");
     assert_eq!(answer["code"], "rate_limited", "{answer}");
+}
+
+/// A new pre-chat form, or a replaced secret for a known visitor, changes what `welcome` settled:
+/// the open connection is closed with 1012 so the client connects again and is told anew. An
+/// anonymous visitor's connection stays open when only the secret changes.
+#[tokio::test]
+async fn a_new_form_or_secret_makes_open_widgets_connect_again() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let shop = app.add_site("Shop");
+    let secret = rotate_secret(&app, &admin, &shop).await;
+    let identity = json!({"id": "u1", "user_hash": user_hash(&secret, "u1")});
+    let (mut known, _) = browser_with(&app, &shop, identity).await;
+    let (mut anonymous, _) = app.visitor(&shop, None, 0).await;
+
+    rotate_secret(&app, &admin, &shop).await;
+    assert_eq!(known.closed().await, Some(1012));
+    assert_eq!(anonymous.say("a1", "still here").await["type"], "ack");
+
+    save_prechat(&app, &admin, &shop).await;
+    assert_eq!(anonymous.closed().await, Some(1012));
 }

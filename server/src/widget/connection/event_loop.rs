@@ -103,6 +103,8 @@ impl Connection {
         let mut is_draining = false;
         loop {
             let wake = tokio::select! {
+                // In this order: a site change saved before a frame arrived applies to it.
+                biased;
                 () = shutdown.cancelled(), if !is_draining => None,
                 Some(stored) = in_flight.next(), if !in_flight.is_empty() => {
                     Some(Wake::Stored(stored))

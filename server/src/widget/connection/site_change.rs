@@ -1,15 +1,17 @@
-//! A change an admin saved to the connection's site (docs/widget-protocol.md, "Session"): the
-//! connection takes the new settings (brakes, hours, the pre-chat form, the identity secret) for
-//! its next messages, and ends as a new connection would be refused, with `site_not_found` or
+//! A change an admin saved to the connection's site (docs/widget-protocol.md, "Connecting"): the
+//! connection ends as a new connection would be refused, with `site_not_found` or
 //! `origin_not_allowed` and close 1008, once the site is deleted or its page's origin is no
-//! longer allowed. A child of `connection`, so it works on the connection's own state.
+//! longer allowed; it asks the client to connect again (close 1012) when what `welcome` settled
+//! changed (the pre-chat form the panel shows, the secret that verified a known visitor); other
+//! settings (brakes, hours) it takes for its next messages. A child of `connection`, so it works
+//! on the connection's own state.
 
 use std::sync::Arc;
 
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::chat::SiteChange;
+use crate::chat::{Site, SiteChange};
 
 use super::{Closed, Connection, ErrorCode, PendingWrite, close, close_code, send_error};
 
@@ -35,6 +37,13 @@ impl Connection {
                 self.app.sites.note_refused_origin(&site, &self.peer.origin);
                 ErrorCode::OriginNotAllowed
             }
+            Some(site) if self.unsettles_welcome(&site) => {
+                // The messages read are answered first; the client then connects again and
+                // gets a `welcome` with the new form, or its visitor verified anew.
+                self.answer_writes(in_flight).await?;
+                let _ = close(&mut self.sink, close_code::RESTARTING, "site changed").await;
+                return Err(Closed);
+            }
             Some(site) => {
                 self.site = site;
                 return Ok(());
@@ -46,5 +55,14 @@ impl Connection {
         let _ = send_error(&mut self.sink, refusal, None, None).await;
         let _ = close(&mut self.sink, close_code::POLICY, refusal.message()).await;
         Err(Closed)
+    }
+
+    /// Whether `site` changed what this connection's `welcome` settled: the pre-chat form (the
+    /// panel asks the one it was told), or, for a known visitor, the identity secret (a visitor
+    /// verified with a replaced or removed secret must not stay verified).
+    fn unsettles_welcome(&self, site: &Site) -> bool {
+        site.prechat != self.site.prechat
+            || (self.context.identity.is_some()
+                && site.identity_secret != self.site.identity_secret)
     }
 }

@@ -128,29 +128,30 @@ async fn post_assign(
         Some(from) => store::Expected::Is(user_field(from)?),
         None => store::Expected::Any,
     };
-    // The assignee the page showed, sent back as it was: nothing to change. Also when that is
-    // someone disabled since, who could not be assigned anew.
-    if expected == store::Expected::Is(target) {
-        return Ok(answer.done("assignee"));
-    }
-    let assignee = match target {
-        Some(user) => Some(app.chat.find_agent(user).await?),
-        None => None,
-    };
     let conversation = ConversationId(answer.id);
-    let changed = app
-        .chat
-        .assign_conversation(conversation, &who.user, assignee.as_ref(), expected, None)
-        .await?;
-    if !changed && expected != store::Expected::Any {
-        let now = app.chat.inbox_item(who.user.id, conversation).await?;
-        if now.assignee_id != target {
-            return Ok(answer.conflict(
-                &format!("/conversations/{}?error=assigned", answer.id),
-                "assignee_changed",
-                "Someone changed the assignee meanwhile, so nothing changed.",
-            ));
+    // The assignee the page showed, sent back as it was: nothing to change (also when that is
+    // someone disabled since, who could not be assigned anew), unless it changed meanwhile.
+    let unchanged = expected == store::Expected::Is(target);
+    if !unchanged {
+        let assignee = match target {
+            Some(user) => Some(app.chat.find_agent(user).await?),
+            None => None,
+        };
+        let changed = app
+            .chat
+            .assign_conversation(conversation, &who.user, assignee.as_ref(), expected, None)
+            .await?;
+        if changed || expected == store::Expected::Any {
+            return Ok(answer.done("assignee"));
         }
+    }
+    let now = app.chat.inbox_item(who.user.id, conversation).await?;
+    if now.assignee_id != target {
+        return Ok(answer.conflict(
+            &format!("/conversations/{}?error=assigned", answer.id),
+            "assignee_changed",
+            "Someone changed the assignee meanwhile, so nothing changed.",
+        ));
     }
     Ok(answer.done("assignee"))
 }

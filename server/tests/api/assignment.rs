@@ -255,4 +255,30 @@ async fn a_disabled_assignee_stays_selected_and_an_unchanged_assign_keeps_them()
     .await;
     assert_eq!(answer.status, 303);
     assert_eq!(assignee_of(&app, id), bo_id, "still Bo's");
+
+    // The same unchanged form from a page older than a colleague's change is told so.
+    let take = form(&[
+        ("csrf", &ana.csrf),
+        ("assignee", "me"),
+        ("from", &bo_id.to_string()),
+    ]);
+    send(
+        &app,
+        "POST",
+        &format!("{page}/assign"),
+        &ana.cookie,
+        Some(&take),
+    )
+    .await;
+    let stale = send(
+        &app,
+        "POST",
+        &format!("{page}/assign"),
+        &ana.cookie,
+        Some(&unchanged),
+    )
+    .await;
+    let refused = format!("{page}?error=assigned");
+    assert_eq!(stale.header("location"), Some(refused.as_str()));
+    assert_ne!(assignee_of(&app, id), bo_id);
 }

@@ -75,7 +75,8 @@ impl NoticeQuery {
                 "Nothing was queued again: that delivery is no longer failed or blocked (it was \
                  retried already, or is gone with its integration)."
             }
-            "dismissed" => "Dismissed: deleted with its attempts, and recorded in the audit log.",
+            "dismissed" => "Dismissed: deleted with their attempts, and recorded in the audit log.",
+            "none-failed" => "Nothing was dismissed: no delivery is failed now.",
             "not-dismissed" => {
                 "Nothing was dismissed: that delivery is no longer failed (it was retried or \
                  dismissed already, or is gone with its integration)."

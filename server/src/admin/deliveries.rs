@@ -117,6 +117,9 @@ pub async fn dismiss_all_deliveries(
     ClientIp(ip): ClientIp,
     AdminPosted { who, .. }: AdminPosted<NoFields>,
 ) -> Result<Response, PageError> {
-    dismiss_failed_jobs(&app.writer, &Actor::user(&who.user, ip)).await?;
-    Ok(see_other("/deliveries?notice=dismissed"))
+    let notice = match dismiss_failed_jobs(&app.writer, &Actor::user(&who.user, ip)).await? {
+        0 => "none-failed",
+        _ => "dismissed",
+    };
+    Ok(see_other(&format!("/deliveries?notice={notice}")))
 }

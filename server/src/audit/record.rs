@@ -124,12 +124,12 @@ impl Target {
         }
     }
 
-    /// Every failed delivery at once (*Dismiss all failed*).
+    /// The failed deliveries of *Dismiss all failed* (test messages are left out).
     pub fn failed_deliveries() -> Self {
         Self {
             kind: "jobs",
             id: "failed".to_owned(),
-            label: "every failed delivery".to_owned(),
+            label: "failed deliveries".to_owned(),
         }
     }
 

@@ -30,27 +30,29 @@ pub async fn dismiss_job(writer: &Writer, actor: &Actor, id: JobId) -> Result<bo
 }
 
 /// Dismisses every failed delivery but test messages (each destination's page shows its latest
-/// test), a page at a time, oldest first; returns how many. One audit event says how many, in
-/// the last page's write.
+/// test) that failed before the call, a page at a time, oldest first; returns how many. Each
+/// page's write records how many it deleted, so what was deleted is in the log however far the
+/// walk got.
 pub async fn dismiss_failed_jobs(writer: &Writer, actor: &Actor) -> Result<usize, store::Error> {
+    let Some(last) = writer.write(store::newest_failed_job).await? else {
+        return Ok(0);
+    };
     let mut count = 0;
     loop {
-        let (actor, before) = (actor.clone(), count);
-        let (deleted, last) = writer
+        let actor = actor.clone();
+        let deleted = writer
             .write(move |c| {
-                let deleted = store::dismiss_failed_jobs_page(c, PAGE)?;
-                let last = deleted < usize::try_from(PAGE).unwrap_or(usize::MAX);
-                let total = before + deleted;
-                if last && total > 0 {
-                    let detail = json!({ "count": total });
+                let deleted = store::dismiss_failed_jobs_page(c, last, PAGE)?;
+                if deleted > 0 {
+                    let detail = json!({ "count": deleted });
                     let target = Target::failed_deliveries();
                     audit::record(c, &actor, AuditAction::DeliveryDismissed, &target, &detail)?;
                 }
-                Ok((deleted, last))
+                Ok(deleted)
             })
             .await?;
         count += deleted;
-        if last {
+        if deleted < usize::try_from(PAGE).unwrap_or(usize::MAX) {
             return Ok(count);
         }
     }

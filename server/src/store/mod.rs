@@ -96,7 +96,7 @@ pub use delivery::{DeliveryMessage, load_delivery_message};
 pub use disk_room::{
     UPLOAD_RESERVE_BYTES, explain_a_file_error, explain_full_disk, upload_leaves_room,
 };
-pub use dismissed::{dismiss_failed_job, dismiss_failed_jobs_page};
+pub use dismissed::{dismiss_failed_job, dismiss_failed_jobs_page, newest_failed_job};
 pub use error::Error;
 pub use export::{
     ConversationRecord, JobRecord, VisitorRecord, find_visitor_record,

@@ -133,8 +133,23 @@ fn blocked_job(app: &TestApp) -> i64 {
     db.last_insert_rowid()
 }
 
+/// The `delivery.dismissed` events: target type, target id and detail, oldest first.
+fn dismissals(app: &TestApp) -> Vec<(String, String, String)> {
+    app.db()
+        .prepare(
+            "SELECT target_type, target_id, detail FROM audit_events \
+             WHERE action = 'delivery.dismissed' ORDER BY id",
+        )
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
 /// Dismissing deletes failed deliveries, one (page or API) or all (page or API, a page of 1,000
-/// at a time), each recorded in the audit log; a blocked one is not dismissed.
+/// at a time, each page recorded), each recorded in the audit log; a blocked one is not
+/// dismissed.
 #[tokio::test]
 async fn failed_deliveries_are_dismissed_one_or_all_and_recorded() {
     let app = TestApp::spawn(&[]).await;
@@ -214,27 +229,66 @@ async fn failed_deliveries_are_dismissed_one_or_all_and_recorded() {
     .await;
     assert_eq!(all.header("location"), Some("/deliveries?notice=dismissed"));
     assert_eq!(failed(&app), 0);
+    let none = send(
+        &app,
+        "POST",
+        "/deliveries/dismiss",
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(
+        none.header("location"),
+        Some("/deliveries?notice=none-failed")
+    );
 
-    let recorded: Vec<(String, String, String)> = app
-        .db()
-        .prepare(
-            "SELECT target_type, target_id, detail FROM audit_events \
-             WHERE action = 'delivery.dismissed' ORDER BY id",
+    assert_eq!(
+        dismissals(&app),
+        [
+            ("job", "1", r#"{"integration":null}"#),
+            ("job", "2", r#"{"integration":null}"#),
+            ("jobs", "failed", r#"{"count":1000}"#),
+            ("jobs", "failed", r#"{"count":501}"#),
+            ("jobs", "failed", r#"{"count":2}"#),
+        ]
+        .map(|(a, b, c)| (a.to_owned(), b.to_owned(), c.to_owned()))
+    );
+}
+
+/// The dismiss forms are an admin's, with the session's form token.
+#[tokio::test]
+async fn dismissing_takes_an_admin_and_the_form_token() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    crate::inbox::add_user(&app, "bo@example.com", "agent");
+    let bo = signed_in_from(
+        &app,
+        &crate::inbox::sign_in(&app, "bo@example.com", crate::inbox::PASSWORD).await,
+    )
+    .await;
+    failed_jobs(&app, 1);
+    for path in ["/deliveries/1/dismiss", "/deliveries/dismiss"] {
+        let agent = send(
+            &app,
+            "POST",
+            path,
+            &bo.cookie,
+            Some(&form(&[("csrf", &bo.csrf)])),
         )
-        .expect("prepare")
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .expect("query")
-        .collect::<Result<_, _>>()
-        .expect("rows");
-    let expected = [
-        ("job", "1", r#"{"integration":null}"#),
-        ("job", "2", r#"{"integration":null}"#),
-        ("jobs", "failed", r#"{"count":1501}"#),
-        ("jobs", "failed", r#"{"count":2}"#),
-    ];
-    let recorded: Vec<(&str, &str, &str)> = recorded
-        .iter()
-        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
-        .collect();
-    assert_eq!(recorded, expected);
+        .await;
+        assert_eq!(agent.status, 403, "{path}");
+        let forged = send(
+            &app,
+            "POST",
+            path,
+            &admin.cookie,
+            Some(&form(&[("csrf", "nope")])),
+        )
+        .await;
+        assert_eq!(forged.status, 403, "{path}");
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM jobs WHERE state = 'failed'"),
+        1
+    );
 }

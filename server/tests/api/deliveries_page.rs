@@ -2,8 +2,8 @@
 //! says so, with how many there are and how to reach the rest (docs/admin.md, "Pages"), which
 //! the API's `GET /api/v1/jobs` pages through.
 
-use crate::helpers::TestApp;
-use crate::inbox::{form, send, setup_admin, signed_in_from};
+use crate::helpers::{Answer, TestApp};
+use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
 
 /// `n` failed webhook deliveries, as rows (what the runner leaves after giving up on them).
 fn failed_jobs(app: &TestApp, n: usize) {
@@ -133,6 +133,18 @@ fn blocked_job(app: &TestApp) -> i64 {
     db.last_insert_rowid()
 }
 
+/// A form post of the admin's with nothing but the form token.
+async fn post(app: &TestApp, admin: &Browser, path: &str) -> Answer {
+    send(
+        app,
+        "POST",
+        path,
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await
+}
+
 /// The `delivery.dismissed` events: target type, target id and detail, oldest first.
 fn dismissals(app: &TestApp) -> Vec<(String, String, String)> {
     app.db()
@@ -167,24 +179,10 @@ async fn failed_deliveries_are_dismissed_one_or_all_and_recorded() {
         "not the blocked one"
     );
     assert!(page.body.contains("Dismiss all failed"));
-    let one = send(
-        &app,
-        "POST",
-        "/deliveries/1/dismiss",
-        &admin.cookie,
-        Some(&form(&[("csrf", &admin.csrf)])),
-    )
-    .await;
+    let one = post(&app, &admin, "/deliveries/1/dismiss").await;
     assert_eq!(one.header("location"), Some("/deliveries?notice=dismissed"));
     assert_eq!(failed(&app), 2);
-    let again = send(
-        &app,
-        "POST",
-        "/deliveries/1/dismiss",
-        &admin.cookie,
-        Some(&form(&[("csrf", &admin.csrf)])),
-    )
-    .await;
+    let again = post(&app, &admin, "/deliveries/1/dismiss").await;
     assert_eq!(
         again.header("location"),
         Some("/deliveries?notice=not-dismissed")
@@ -219,24 +217,10 @@ async fn failed_deliveries_are_dismissed_one_or_all_and_recorded() {
         1
     );
     failed_jobs(&app, 2);
-    let all = send(
-        &app,
-        "POST",
-        "/deliveries/dismiss",
-        &admin.cookie,
-        Some(&form(&[("csrf", &admin.csrf)])),
-    )
-    .await;
+    let all = post(&app, &admin, "/deliveries/dismiss").await;
     assert_eq!(all.header("location"), Some("/deliveries?notice=dismissed"));
     assert_eq!(failed(&app), 0);
-    let none = send(
-        &app,
-        "POST",
-        "/deliveries/dismiss",
-        &admin.cookie,
-        Some(&form(&[("csrf", &admin.csrf)])),
-    )
-    .await;
+    let none = post(&app, &admin, "/deliveries/dismiss").await;
     assert_eq!(
         none.header("location"),
         Some("/deliveries?notice=none-failed")

@@ -98,7 +98,7 @@ pub fn new_site_key() -> String {
 type CachedSite = (Instant, Option<Arc<Site>>);
 
 /// A site as an admin just saved it, or `None` once it was deleted: open widget connections of
-/// the site take it at once (docs/widget-protocol.md, "Session").
+/// the site take it at once (docs/widget-protocol.md, "Connecting").
 #[derive(Debug)]
 pub struct SiteChange {
     pub key: String,

@@ -60,7 +60,8 @@ pub(super) async fn digest(
     if recipients.is_empty() {
         return Ok("no agent has an address".into());
     }
-    let (count, are) = counted(waiting.len());
+    let count = porch_app::counted(waiting.len(), "conversation");
+    let are = if waiting.len() == 1 { "is" } else { "are" };
     let mut text = format!("{count} on {site} {are} waiting for an answer:\n\n");
     let mut html = format!(
         "<p>{count} on <b>{}</b> {are} waiting for an answer:</p><ul>",
@@ -162,15 +163,6 @@ async fn send_each(
 
 /// Characters of a conversation's first message a digest shows.
 const OPENING_CHARS: usize = 300;
-
-/// "1 conversation" and "is", or "4 conversations" and "are".
-fn counted(n: usize) -> (String, &'static str) {
-    if n == 1 {
-        ("1 conversation".to_owned(), "is")
-    } else {
-        (format!("{n} conversations"), "are")
-    }
-}
 
 /// The start of a first message, marked with "…" when it goes on, so an agent knows there is
 /// more to read in Porch.

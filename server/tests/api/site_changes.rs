@@ -51,17 +51,46 @@ async fn refused(widget: &mut Widget, code: &str) {
     assert_eq!(widget.closed().await, Some(1008));
 }
 
-#[tokio::test]
-async fn removing_a_pages_origin_ends_its_open_widgets() {
+/// A signed-in admin, the site "Shop" and three open widgets: one visitor of Shop who has
+/// written, one who has only opened the panel, and one on another site.
+struct Open {
+    app: TestApp,
+    admin: Browser,
+    shop: String,
+    talking: Widget,
+    idle: Widget,
+    elsewhere: Widget,
+}
+
+async fn open_widgets() -> Open {
     let app = TestApp::spawn(&[]).await;
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
     let shop = app.add_site("Shop");
     let other = app.add_site("Other");
-    // One visitor who has written, one who has only opened the panel, one on another site.
     let (mut talking, _) = app.visitor(&shop, None, 0).await;
     assert_eq!(talking.say("a1", "hello").await["type"], "ack");
-    let (mut idle, _) = app.visitor(&shop, None, 0).await;
-    let (mut elsewhere, _) = app.visitor(&other, None, 0).await;
+    let (idle, _) = app.visitor(&shop, None, 0).await;
+    let (elsewhere, _) = app.visitor(&other, None, 0).await;
+    Open {
+        app,
+        admin,
+        shop,
+        talking,
+        idle,
+        elsewhere,
+    }
+}
+
+#[tokio::test]
+async fn removing_a_pages_origin_ends_its_open_widgets() {
+    let Open {
+        app,
+        admin,
+        shop,
+        mut talking,
+        mut idle,
+        mut elsewhere,
+    } = open_widgets().await;
 
     // A save that keeps the origin (another greeting) changes nothing for them.
     save_site(&app, &admin, &shop, ORIGIN, &[("greeting", "Hello again")]).await;
@@ -77,19 +106,24 @@ async fn removing_a_pages_origin_ends_its_open_widgets() {
     );
     // The site page names the page that lost the chat, as it names pages refused at connecting.
     let page = send(&app, "GET", &format!("/sites/{shop}"), &admin.cookie, None).await;
-    assert!(page.body.contains(ORIGIN), "{}", page.body);
+    let card = &page.body[page.body.find("Pages refused the chat").expect("the card")..];
+    assert!(
+        card.contains(&format!("<code>{ORIGIN}</code>")),
+        "{}",
+        page.body
+    );
 }
 
 #[tokio::test]
 async fn deleting_a_site_ends_its_open_widgets() {
-    let app = TestApp::spawn(&[]).await;
-    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let shop = app.add_site("Shop");
-    let other = app.add_site("Other");
-    let (mut talking, _) = app.visitor(&shop, None, 0).await;
-    assert_eq!(talking.say("a1", "hello").await["type"], "ack");
-    let (mut idle, _) = app.visitor(&shop, None, 0).await;
-    let (mut elsewhere, _) = app.visitor(&other, None, 0).await;
+    let Open {
+        app,
+        admin,
+        shop,
+        mut talking,
+        mut idle,
+        mut elsewhere,
+    } = open_widgets().await;
 
     let path = format!("/sites/{shop}/delete");
     let fields = form(&[("csrf", admin.csrf.as_str()), ("confirm", "Shop")]);

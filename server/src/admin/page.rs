@@ -89,6 +89,7 @@ impl PageError {
             StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
             StatusCode::CONFLICT => "conflict",
             StatusCode::GONE => "gone",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
             StatusCode::UNPROCESSABLE_ENTITY => "invalid",
             StatusCode::TOO_MANY_REQUESTS => "rate_limited",
             StatusCode::SERVICE_UNAVAILABLE => "unavailable",

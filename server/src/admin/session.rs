@@ -302,7 +302,29 @@ fn parse_form<T: DeserializeOwned>(body: &Bytes, expected: &str) -> Result<T, Pa
     })
 }
 
-async fn body_bytes(req: Request, app: &AppState) -> Result<Bytes, Response> {
+/// True for `application/x-www-form-urlencoded`, with or without parameters. Only such a body
+/// is read as a form: a `text/plain` post (which a page elsewhere can send without a preflight)
+/// that happens to look like one is refused, not guessed at.
+fn is_url_encoded(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(FORM_TYPE))
+}
+
+const FORM_TYPE: &str = "application/x-www-form-urlencoded";
+
+/// The body of a form post, refused with 415 unless it is sent as a form.
+async fn form_body(req: Request, app: &AppState) -> Result<Bytes, Response> {
+    if !is_url_encoded(req.headers()) {
+        let err = PageError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Form not understood",
+            format!("A form is sent as {FORM_TYPE}. Go back and try again."),
+        );
+        return Err(reject(is_script(req.headers()), err));
+    }
     Bytes::from_request(req, app)
         .await
         .map_err(IntoResponse::into_response)
@@ -321,7 +343,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Posted<T> {
         let (mut parts, body) = req.into_parts();
         let script = is_script(&parts.headers);
         let who = SignedIn::from_request_parts(&mut parts, app).await?;
-        let bytes = body_bytes(Request::from_parts(parts, body), app).await?;
+        let bytes = form_body(Request::from_parts(parts, body), app).await?;
         let form = parse_form(&bytes, &who.csrf).map_err(|err| reject(script, err))?;
         Ok(Self { who, form })
     }
@@ -340,7 +362,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for AdminPosted<T> {
         let (mut parts, body) = req.into_parts();
         let script = is_script(&parts.headers);
         let Admin(who) = Admin::from_request_parts(&mut parts, app).await?;
-        let bytes = body_bytes(Request::from_parts(parts, body), app).await?;
+        let bytes = form_body(Request::from_parts(parts, body), app).await?;
         let form = parse_form(&bytes, &who.csrf).map_err(|err| reject(script, err))?;
         Ok(Self { who, form })
     }
@@ -360,7 +382,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for PublicForm<T> {
         let expected = read_cookie(req.headers(), &form_cookie_name(app))
             .unwrap_or("")
             .to_owned();
-        let bytes = body_bytes(req, app).await?;
+        let bytes = form_body(req, app).await?;
         let form = parse_form(&bytes, &expected).map_err(IntoResponse::into_response)?;
         Ok(Self {
             form,

@@ -598,6 +598,56 @@ async fn inbox_script_writes_after_sign_out_get_401_and_plain_posts_still_redire
 }
 
 #[tokio::test]
+async fn a_form_is_read_only_when_sent_as_a_form() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let (mut widget, _) = app.visitor(&app.add_site("Shop"), None, 0).await;
+    widget.say("m", "hello").await;
+    let reply = format!(
+        "/conversations/{}/reply",
+        app.count("SELECT id FROM conversations")
+    );
+    let body = form(&[("csrf", &admin.csrf), ("body", "Hi there")]);
+    // A page elsewhere can post `text/plain` without a preflight; a body that looks like a form
+    // is still not one, even with the right token in it.
+    let typed = |content_type: &'static str| {
+        request(&app, "POST", &reply, &admin.cookie, None)
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body.clone())
+    };
+    let page = typed("text/plain").answer().await;
+    assert_eq!(page.status, 415, "{}", page.body);
+    assert!(page.body.contains("Form not understood"), "{}", page.body);
+    let script = typed("text/plain;charset=UTF-8")
+        .header("X-Porch-Fetch", "1")
+        .answer()
+        .await;
+    assert_eq!(script.status, 415);
+    assert!(
+        script.body.contains(r#""code":"unsupported_media_type""#),
+        "{}",
+        script.body
+    );
+    let bare = request(&app, "POST", &reply, &admin.cookie, None)
+        .body(body.clone())
+        .answer()
+        .await;
+    assert_eq!(bare.status, 415, "no content type at all");
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author = 'agent'"),
+        0
+    );
+    let sent = typed("Application/X-WWW-Form-Urlencoded; charset=utf-8")
+        .answer()
+        .await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author = 'agent'"),
+        1
+    );
+}
+
+#[tokio::test]
 async fn a_site_delete_with_the_wrong_name_shows_the_form_again_and_deletes_nothing() {
     let app = TestApp::spawn(&[]).await;
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;

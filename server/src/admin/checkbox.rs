@@ -9,17 +9,23 @@ use serde::{Deserialize, Deserializer, de};
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Checkbox(pub bool);
 
-impl<'de> Deserialize<'de> for Checkbox {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = String::deserialize(deserializer)?;
+impl Checkbox {
+    /// A ticked box from the value of its field; the caller treats an absent field as unticked.
+    pub fn ticked(value: &str) -> Result<Self, String> {
         if value == "on" {
             Ok(Self(true))
         } else {
-            Err(de::Error::invalid_value(
-                de::Unexpected::Str(&value),
-                &"`on` (leave the field out for an unticked box)",
+            Err(format!(
+                "`{value}` is not a checkbox value: send `on`, or leave the field out for an \
+                 unticked box"
             ))
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for Checkbox {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Self::ticked(&String::deserialize(deserializer)?).map_err(de::Error::custom)
     }
 }
 

@@ -29,6 +29,7 @@ use crate::state::AppState;
 use crate::store::{self, IntegrationRow, JobId, SiteRow};
 
 use super::auth::{NoFields, NoticeQuery};
+use super::checkbox::Checkbox;
 use super::destinations::{find_site_integration, health_view, load_health};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{Admin, AdminPosted, SignedIn};
@@ -115,27 +116,36 @@ pub async fn webhooks_page(
     ))
 }
 
-/// The endpoint form: the URL and one checkbox per event (named after it).
+/// The endpoint form: the URL and one checkbox per event (named after it). A box sent with any
+/// value but `on` refuses the form (400), as every admin checkbox does.
 #[derive(Debug, Deserialize)]
-pub struct EndpointForm {
+#[serde(try_from = "EndpointFields")]
+pub struct EndpointForm(WebhookSetup);
+
+/// The endpoint form's fields as posted: the URL, the ticked events, and the `csrf` field.
+#[derive(Debug, Deserialize)]
+struct EndpointFields {
     #[serde(default)]
     url: String,
     #[serde(flatten)]
     fields: HashMap<String, String>,
 }
 
-impl EndpointForm {
-    fn setup(self) -> WebhookSetup {
-        let events = WebhookEvent::ALL
-            .iter()
-            .map(|e| e.as_str())
-            .filter(|e| self.fields.contains_key(*e))
-            .map(str::to_owned)
-            .collect();
-        WebhookSetup {
-            url: self.url,
-            events,
+impl TryFrom<EndpointFields> for EndpointForm {
+    type Error = String;
+
+    fn try_from(form: EndpointFields) -> Result<Self, String> {
+        let mut events = Vec::new();
+        for event in WebhookEvent::ALL.iter().map(|e| e.as_str()) {
+            if let Some(value) = form.fields.get(event) {
+                Checkbox::ticked(value)?;
+                events.push(event.to_owned());
+            }
         }
+        Ok(Self(WebhookSetup {
+            url: form.url,
+            events,
+        }))
     }
 }
 
@@ -149,7 +159,7 @@ pub async fn add_webhook(
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
     // Shown again with a refusal, so nothing typed or ticked is lost.
-    let typed = form.setup();
+    let typed = form.0;
     let secrets = WebhookSecrets {
         secret: new_secret(),
         previous: None,
@@ -265,7 +275,7 @@ pub async fn save_webhook(
 ) -> Result<Response, PageError> {
     let (site, row) = find_site_integration(&app, &key, id, Some("webhook")).await?;
     let saved = async {
-        let config = check_webhook(form.setup(), app.config.allow_private_networks).await?;
+        let config = check_webhook(form.0, app.config.allow_private_networks).await?;
         let actor = Actor::user(&who.user, ip);
         let url = config.url.clone();
         let handles = (&app.writer, &app.jobs);

@@ -313,6 +313,19 @@ async fn destinations_the_webhook_form_keeps_what_was_ticked_and_never_adds_a_ur
         )
         .await
     };
+    // A script's `message.created=false` is not a ticked box.
+    let unticked = post(
+        &app,
+        &admin,
+        &format!("/sites/{site}/webhooks"),
+        &[
+            ("url", "http://127.0.0.1:9/hook"),
+            ("message.created", "false"),
+        ],
+    )
+    .await;
+    assert_eq!(unticked.0, 400, "{}", unticked.2);
+    assert_eq!(app.count("SELECT count(*) FROM integrations"), 0);
     assert_eq!(add("http://127.0.0.1:9/hook").await.0, 200);
     // The same form posted again (a reload of its answer) makes no second endpoint, nor do other
     // ways of writing the same URL.

@@ -16,7 +16,7 @@ const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '
 
 /// Splits `text` into plain runs and URLs. A URL starts with `http://` or `https://` (any case)
 /// at the start of the text or after a space or an opening bracket or quote, runs to the next
-/// whitespace, and leaves out trailing punctuation (a closing parenthesis stays when the URL
+/// whitespace, `<`, `>` or `"`, and leaves out trailing punctuation (a closing parenthesis stays when the URL
 /// opened one, as in Wikipedia links).
 pub fn segments(text: &str) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
@@ -24,7 +24,7 @@ pub fn segments(text: &str) -> Vec<Segment<'_>> {
     let mut at = 0;
     while let Some(found) = next_url_start(text, at) {
         let end = text[found..]
-            .find(char::is_whitespace)
+            .find(ends_url)
             .map_or(text.len(), |n| found + n);
         let url = trim_trailing(&text[found..end]);
         let is_https = url
@@ -46,6 +46,12 @@ pub fn segments(text: &str) -> Vec<Segment<'_>> {
         out.push(Segment::Text(&text[plain_from..]));
     }
     out
+}
+
+/// True for a character no URL in a message runs over: whitespace, and the `<`, `>` and `"`
+/// that a URL can never hold unencoded (the widget's panel stops at the same ones).
+fn ends_url(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '<' | '>' | '"')
 }
 
 /// Where the next URL starts at or after byte `from`.
@@ -114,6 +120,16 @@ mod tests {
                 Segment::Text("("),
                 Segment::Link("http://x.example/wiki/A_(b)"),
                 Segment::Text(")"),
+            ]
+        );
+        // Where the widget's panel stops too: a quote or angle bracket ends the URL.
+        assert_eq!(
+            segments(r#"https://e.example/a"b <https://f.example/c>"#),
+            [
+                Segment::Link("https://e.example/a"),
+                Segment::Text(r#""b <"#),
+                Segment::Link("https://f.example/c"),
+                Segment::Text(">"),
             ]
         );
     }

@@ -128,7 +128,8 @@ fn without_user_info(url: &str) -> String {
         None => return url.to_owned(),
     };
     let rest = &url[start..];
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    // Where a browser ends the authority: `\` counts as `/` in http(s) addresses (WHATWG URL).
+    let authority_end = rest.find(['/', '\\', '?']).unwrap_or(rest.len());
     match rest[..authority_end].rfind('@') {
         Some(at) => format!("{}{}", &url[..start], &rest[at + 1..]),
         None => url.to_owned(),
@@ -398,6 +399,12 @@ mod tests {
                 "https://shop.example/s?keyword=shoes&zipcode=10115&page=2#!/cart",
             ),
             ("https://a.example/@ann?q=1", "https://a.example/@ann?q=1"),
+            // A browser reads `\` as `/` in an http(s) address: the host is `a.example`, so the
+            // `@` is in the path and nothing before it is a user name.
+            (
+                r"https://a.example\@evil.example/",
+                r"https://a.example\@evil.example/",
+            ),
             // An OAuth sign-in on a hash-routed app, and a route's own fragment.
             (
                 "https://a.example/#/access_token=T1&token_type=Bearer&state=S1",

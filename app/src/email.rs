@@ -143,7 +143,8 @@ pub fn render_email(view: EmailPageView) -> String {
                 "A new conversation with no agent reply after this long goes into one mail to every agent.",
                 view.unanswered_after_secs)}
             {seconds_field("reply_delay_secs", "Mail replies to away visitors after (seconds)",
-                "An agent's reply is mailed to a visitor who left an address if they are still away this long after it.",
+                "An agent's reply is mailed to a visitor who left an address if they are still away this long after it. \
+                 The transcript of a closing waits as long, so a close undone meanwhile mails nothing.",
                 view.reply_delay_secs)}
             <button type="submit" class="button button-primary" disabled=!has_smtp
                 aria-describedby=(!has_smtp).then_some("no-smtp-hint")>{button}</button>

@@ -473,7 +473,8 @@ fn email_jobs(
         let delays = EmailDelays::from_config(&mailer.config);
         let delay = match kind {
             JobKind::EmailUnanswered => delays.unanswered_after,
-            JobKind::EmailReply => delays.reply_delay,
+            // A closing waits as a reply does, so an Undo or a quick reopen sends nothing.
+            JobKind::EmailReply | JobKind::EmailTranscript => delays.reply_delay,
             _ => Duration::ZERO,
         };
         let (order_key, unique_key) = if is_digest {

@@ -107,7 +107,7 @@ pub(crate) async fn site_with_email(sink: &Sink, delays: Value) -> (TestApp, Str
     (app, admin, site)
 }
 
-fn header<'a>(mail: &'a Value, name: &str) -> &'a str {
+pub(crate) fn header<'a>(mail: &'a Value, name: &str) -> &'a str {
     mail["headers"][name].as_str().unwrap_or_default()
 }
 

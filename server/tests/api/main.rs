@@ -70,6 +70,7 @@ mod slack_threads;
 mod slack_wire;
 mod snippet;
 mod throttle_race;
+mod transcripts;
 mod two_factor;
 mod unread_counts;
 mod upload_brake;

@@ -207,6 +207,13 @@ pub(super) fn visitor_mailbox(message: &DeliveryMessage) -> Result<Option<Mailbo
 /// mailed to the visitor. A retry carries the same messages under the same `Message-ID`, even if
 /// the conversation was reopened and written to meanwhile; closing it again is another job, so
 /// another mail with its own `Message-ID`.
+/// True while the closing a transcript job was made for stands: the conversation is closed, and
+/// not by a later closing (a reopen and a close again make a job of their own). The job is made
+/// with the closing, a moment after `closed_at` was taken.
+fn is_still_closed(conversation: &store::ConversationRow, closing: i64) -> bool {
+    conversation.closed_at.is_some_and(|at| at <= closing)
+}
+
 async fn transcript(
     destinations: &Destinations,
     mailer: &Mailer,
@@ -217,6 +224,10 @@ async fn transcript(
     let loaded = destinations
         .readers
         .read(move |c| {
+            let found = store::find_conversation(c, conversation)?;
+            if found.is_some_and(|found| !is_still_closed(&found, closed_at)) {
+                return Ok(None);
+            }
             let rows = store::list_conversation_messages(c, conversation)?;
             let first = rows
                 .iter()
@@ -226,11 +237,14 @@ async fn transcript(
                 Some(id) => store::load_delivery_message(c, id)?,
                 None => None,
             };
-            Ok((rows, context))
+            Ok(Some((rows, context)))
         })
         .await
         .map_err(retry)?;
-    let (rows, Some(context)) = loaded else {
+    let Some((rows, context)) = loaded else {
+        return Ok("not sent: the conversation was reopened".into());
+    };
+    let Some(context) = context else {
         return Ok("no visitor message".into());
     };
     let Some(to) = visitor_mailbox(&context)? else {

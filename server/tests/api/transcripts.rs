@@ -1,0 +1,88 @@
+//! The transcript mail of a closing waits as a reply mail does (`reply_delay_secs`), so a close
+//! undone at once (the inbox's *Undo*, a quick *Reopen*) mails nothing, and a close, reopen and
+//! close again mails one transcript, the last closing's. Against a real SMTP server.
+
+use serde_json::{Value, json};
+
+use crate::email::{Sink, header};
+use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
+
+/// The done job of kind `email.transcript` with id `id`, once it is done.
+async fn done_transcript(app: &TestApp, admin: &str, id: i64) -> Value {
+    wait_until("the transcript job done", WAIT, async || {
+        let (_, done) = app.api("GET", "/api/v1/jobs?state=done", admin, None).await;
+        let job = done["jobs"]
+            .as_array()
+            .and_then(|jobs| jobs.iter().find(|j| j["id"] == id).cloned());
+        ok_if(job, Option::is_some)
+    })
+    .await
+    .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_close_undone_before_the_mail_is_due_mails_no_transcript() {
+    let sink = Sink::start();
+    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
+    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
+    let admin = app.add_user_token("Admin", "admin");
+    let site = app.add_site("Shop");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/email"),
+            &admin,
+            Some(json!({"reply_delay_secs": 2})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let (mut visitor, _) = app.visitor(&site, None, 0).await;
+    visitor.say("a1", "Is the jumper in stock?").await;
+    visitor
+        .send(json!({"type": "email", "email": "ana@example.org"}))
+        .await;
+    visitor.recv().await;
+    let id = app.count("SELECT id FROM conversations");
+    let act = async |action: &str| {
+        let path = format!("/api/v1/conversations/{id}/{action}");
+        let (status, answer) = app.api("POST", &path, &admin, None).await;
+        assert_eq!(status, 200, "{action}: {answer}");
+    };
+
+    act("close").await;
+    assert_eq!(
+        app.count("SELECT run_at - created_at FROM jobs WHERE kind = 'email.transcript'"),
+        2_000,
+        "due reply_delay_secs after the closing"
+    );
+    act("reopen").await;
+    let undone = app.count("SELECT max(id) FROM jobs WHERE kind = 'email.transcript'");
+    let job = done_transcript(&app, &admin, undone).await;
+    assert_eq!(
+        job["external_ref"], "not sent: the conversation was reopened",
+        "{job}"
+    );
+
+    act("close").await;
+    act("reopen").await;
+    act("close").await;
+    let last = app.count("SELECT max(id) FROM jobs WHERE kind = 'email.transcript'");
+    let mails = sink.wait_for(1).await;
+    let job = done_transcript(&app, &admin, last).await;
+    assert_eq!(job["state"], "done", "{job}");
+    // Every closing before the last one is done without a mail by then: they were due first.
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM jobs WHERE kind = 'email.transcript' \
+             AND external_ref = 'not sent: the conversation was reopened'"
+        ),
+        2
+    );
+    assert_eq!(mails.len(), 1, "{mails:?}");
+    assert_eq!(mails[0]["rcpt_tos"], json!(["ana@example.org"]));
+    assert!(
+        header(&mails[0], "message-id").starts_with(&format!("<porch.transcript-{last}.")),
+        "the last closing's transcript: {}",
+        header(&mails[0], "message-id")
+    );
+}

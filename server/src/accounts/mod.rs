@@ -30,7 +30,7 @@ pub use reset_request::RequestedLink;
 pub use revocation::{Revocations, SessionWatch};
 pub use session::{Accounts, NewSessionSecret, SESSION_COOKIE, SESSION_LIFETIME, new_form_token};
 pub(crate) use session::{hash_secret, new_secret};
-pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME};
+pub use team::{INVITE_LIFETIME, LinkKind, RESET_LIFETIME, link_token};
 pub use throttle::{
     ACCOUNT_FAILURES, ACCOUNT_FAILURES_ANYWHERE, IP_FAILURES, LoginThrottle, Throttled,
 };

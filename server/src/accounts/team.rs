@@ -37,12 +37,30 @@ impl LinkKind {
         }
     }
 
+    /// Where the links of this kind are opened: `/{path}/{token}`.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Invite => "invitations",
+            Self::Reset => "password-resets",
+        }
+    }
+
+    /// The address a link of this kind is sent as: `{public_url}/{path}/{token}`.
+    pub fn url(self, public_url: &str, token: &str) -> String {
+        format!("{public_url}/{}/{token}", self.path())
+    }
+
     fn lifetime(self) -> Duration {
         match self {
             Self::Invite => INVITE_LIFETIME,
             Self::Reset => RESET_LIFETIME,
         }
     }
+}
+
+/// The token of an address made by [`LinkKind::url`]: its last segment.
+pub fn link_token(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or_default()
 }
 
 pub(super) fn expiry(kind: LinkKind, now: i64) -> i64 {
@@ -405,5 +423,19 @@ impl Accounts {
             self.revocations.revoke_user(user, None);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_s_token_is_read_back_from_the_address_it_is_sent_as() {
+        for kind in [LinkKind::Invite, LinkKind::Reset] {
+            let url = kind.url("https://chat.example.org/porch", "t0k3n");
+            assert!(url.starts_with("https://chat.example.org/porch/"), "{url}");
+            assert_eq!(link_token(&url), "t0k3n", "{url}");
+        }
     }
 }

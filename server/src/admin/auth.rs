@@ -373,14 +373,6 @@ async fn signed_in(
     })
 }
 
-/// Where the links of `kind` are opened: `/{path}/{token}`.
-pub(super) fn link_path(kind: LinkKind) -> &'static str {
-    match kind {
-        LinkKind::Invite => "invitations",
-        LinkKind::Reset => "password-resets",
-    }
-}
-
 async fn link_page(
     app: &AppState,
     headers: &HeaderMap,
@@ -394,7 +386,7 @@ async fn link_page(
         is_invitation: kind == LinkKind::Invite,
         name: link.name,
         email: link.email,
-        action: format!("/{}/{token}", link_path(kind)),
+        action: format!("/{}/{token}", kind.path()),
         error: None,
     });
     Ok(with_cookie(html(page), cookie))
@@ -445,7 +437,7 @@ async fn complete_link(
                 is_invitation: kind == LinkKind::Invite,
                 name: link.name,
                 email: link.email,
-                action: format!("/{}/{token}", link_path(kind)),
+                action: format!("/{}/{token}", kind.path()),
                 error: Some(invalid.to_string()),
             });
             Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page))

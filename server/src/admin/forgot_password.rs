@@ -17,7 +17,7 @@ use crate::integrations::email::queue_account_link;
 use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::state::AppState;
 
-use super::auth::{link_path, wait_text, with_retry_after};
+use super::auth::{wait_text, with_retry_after};
 use super::page::{PageError, html, html_with_status};
 use super::session::{PublicForm, form_token, with_cookie};
 
@@ -104,7 +104,7 @@ async fn mail_link(app: AppState, email: String, ip: IpAddr) {
         name: link.user.name,
         email: link.user.email,
         link: kind,
-        url: format!("{}/{}/{}", app.public_url, link_path(link.kind), link.token),
+        url: link.kind.url(&app.public_url, &link.token),
     };
     if let Err(err) = queue_account_link(&app.writer, &app.jobs, args).await {
         tracing::warn!(error = %err, "a requested reset link was not queued for mailing");

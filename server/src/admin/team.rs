@@ -97,7 +97,7 @@ pub async fn invite(
         .await
     {
         Ok(token) => {
-            let url = format!("{}/invitations/{token}", app.public_url);
+            let url = LinkKind::Invite.url(&app.public_url, &token);
             let mailed = mail_link(
                 &app,
                 form.name.trim(),
@@ -138,26 +138,20 @@ pub async fn create_link(
         .find(|u| u.id == UserId(id))
         .ok_or_else(|| PageError::not_found("user"))?;
     let has_password = app.accounts.has_password(target.id).await?;
-    let (kind, path, what, mail) = if has_password {
+    let (kind, what, mail) = if has_password {
         (
             LinkKind::Reset,
-            "password-resets",
             "Password reset link",
             AccountLink::PasswordReset,
         )
     } else {
-        (
-            LinkKind::Invite,
-            "invitations",
-            "Invitation link",
-            AccountLink::Invitation,
-        )
+        (LinkKind::Invite, "Invitation link", AccountLink::Invitation)
     };
     let token = app
         .accounts
         .create_link(&who.user, ip, target.id, kind)
         .await?;
-    let url = format!("{}/{path}/{token}", app.public_url);
+    let url = kind.url(&app.public_url, &token);
     let mailed = mail_link(&app, &target.name, &target.email, mail, &url).await?;
     team_page_with(
         &app,

@@ -6,7 +6,7 @@ use lettre::Message;
 
 use super::deliver::classify;
 use super::mailer::Mailer;
-use crate::accounts::hash_secret;
+use crate::accounts::{hash_secret, link_token};
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{args, blocked, failed, finish, retry};
@@ -89,10 +89,9 @@ async fn send(
     sent(mailer, message).await
 }
 
-/// Whether the link a mail carries still works (its token is the last part of its URL).
+/// Whether the link a mail carries still works.
 async fn is_usable(destinations: &Destinations, link: &AccountLinkArgs) -> Result<bool, Attempt> {
-    let token = link.url.rsplit('/').next().unwrap_or_default();
-    let hash = hash_secret(token);
+    let hash = hash_secret(link_token(&link.url));
     destinations
         .readers
         .read(move |c| store::is_account_link_usable(c, &hash, now_ms()))

@@ -24,8 +24,13 @@ use crate::integrations::{Destinations, open_secrets_as};
 use crate::jobs::{Attempt, MessageArgs, Outcome};
 use crate::secrets::SecretKey;
 
-/// Discord's limit on `thread_name` and `username`.
+/// Discord's limit on `username`.
 const NAME_LIMIT: usize = 80;
+/// Discord's limit on `thread_name` (a channel's name).
+const THREAD_NAME_LIMIT: usize = 100;
+/// The most of a thread's name the visitor's part takes, so the site's name always shows (a
+/// forum channel may carry several sites).
+const THREAD_VISITOR_LIMIT: usize = 48;
 /// `SUPPRESS_EMBEDS` (1 << 2): links in visitor text do not unfurl.
 pub(super) const SUPPRESS_EMBEDS: u32 = 1 << 2;
 /// Used when a 429 carries no readable `retry_after`.
@@ -102,11 +107,18 @@ fn display_name(name: &str) -> String {
 }
 
 /// A forum thread's name: "Visitor · Site", the visitor's part cleaned as a username is, so a
-/// name of nothing but "Clyde" still gives "Visitor · Shop".
+/// name of nothing but "Clyde" still gives "Visitor · Shop", and cut to
+/// [`THREAD_VISITOR_LIMIT`] so the site's name fits in Discord's limit after it.
 fn thread_name(visitor: &str, site: &str) -> String {
-    // Marked after the clean-up, as a post's username is: "Ana (Porch)discord" is "Ana (Porch)".
-    let shown = marked_visitor_name(&display_name(visitor), NAME_LIMIT);
-    format!("{shown} · {site}")
+    let cut: String = display_name(visitor)
+        .chars()
+        .take(THREAD_VISITOR_LIMIT)
+        .collect();
+    // Marked after the clean-up and the cut, as a post's username is: "Ana (Porch)discord" is
+    // "Ana (Porch)", and a cut may leave "… (Porch".
+    let shown = marked_visitor_name(cut.trim_end(), THREAD_VISITOR_LIMIT);
+    let name = format!("{shown} · {site}");
+    name.chars().take(THREAD_NAME_LIMIT).collect()
 }
 
 /// The body of one post.
@@ -126,7 +138,7 @@ fn post_body(message: &DeliveryMessage, content: &str, thread_name: Option<&str>
         "flags": SUPPRESS_EMBEDS,
     });
     if let Some(name) = thread_name {
-        body["thread_name"] = json!(name.chars().take(NAME_LIMIT).collect::<String>());
+        body["thread_name"] = json!(name);
     }
     body
 }
@@ -341,6 +353,16 @@ mod tests {
         assert_eq!(
             thread_name("Ana (Porch)discord", "Shop"),
             "Ana (Porch) (visitor) · Shop"
+        );
+        // A long name leaves room for the site's: agents tell a forum's sites apart.
+        let long = thread_name(&format!("{}(", "\u{c4}".repeat(99)), "Acme");
+        assert!(long.ends_with(" · Acme"), "{long}");
+        assert!(long.chars().count() <= THREAD_NAME_LIMIT, "{long}");
+        let marked = thread_name(&format!("{} (Porch)", "x".repeat(40)), "Acme");
+        assert!(marked.ends_with(" (visitor) · Acme"), "{marked}");
+        assert_eq!(
+            thread_name("Ann", &"S".repeat(120)).chars().count(),
+            THREAD_NAME_LIMIT
         );
         assert_eq!(display_name("here we go"), "here we go");
         assert_eq!(display_name(&"a".repeat(200)).len(), NAME_LIMIT);

@@ -99,3 +99,46 @@ def test_a_stop_during_an_upgrade_waits_for_the_migration_under_way_not_for_ever
     serve_until_ready_then_stop(porch_bin, processes, data)
     check = run([porch_bin, "check", "--db", data / "porch.db"])
     assert f"schema version  {latest} (ok)" in check.stdout, check.stdout
+
+
+def next_job_id(path) -> int:
+    """Adds a job as Porch would (its id from the table's counter) and returns its id."""
+    conn = sqlite3.connect(path)
+    cursor = conn.execute(
+        "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) "
+        "VALUES ('webhook', 'webhook.deliver', '{}', 'done', 8, 0, 0)")
+    conn.commit()
+    conn.close()
+    return cursor.lastrowid
+
+
+def test_raise_ids_after_a_rollback_gives_no_id_the_abandoned_copy_gave(tmp_path, porch_bin):
+    """docs/operations.md, "Rolling back": the restored file's counters are as old as the file;
+    `porch raise-ids --past old/porch.db` moves them past the abandoned copy's, on the older
+    schema, without migrating it. A job id is a webhook's `webhook-id`."""
+    latest = len(MIGRATIONS)
+    data = tmp_path / "data"
+    data.mkdir()
+    older_database(data / "porch.db", latest - 1)
+    for _ in range(5):
+        next_job_id(data / "porch.db")
+    (tmp_path / "old").mkdir()
+    abandoned = tmp_path / "old" / "porch.db"
+    older_database(abandoned, latest)
+    for _ in range(40):
+        given = next_job_id(abandoned)
+    assert given == 40
+
+    raised = run([porch_bin, "raise-ids", "--data-dir", data, "--past", abandoned])
+    assert "jobs                 next id 41 (was 6)" in raised.stdout, raised.stdout
+    assert next_job_id(data / "porch.db") == 41
+    conn = sqlite3.connect(data / "porch.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == latest - 1, "not migrated"
+    conn.close()
+
+    # The abandoned copy lost (a disaster): a margin instead.
+    raised = run([porch_bin, "raise-ids", "--data-dir", data, "--by", "100000"])
+    assert "jobs                 next id 100042 (was 42)" in raised.stdout, raised.stdout
+    assert next_job_id(data / "porch.db") == 100042
+    refused = run([porch_bin, "raise-ids", "--data-dir", data], check=False)
+    assert refused.returncode == 2, refused.stdout + refused.stderr

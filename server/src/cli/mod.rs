@@ -6,6 +6,7 @@
 mod accounts;
 mod check;
 pub(crate) mod health;
+mod ids;
 mod privacy;
 mod secrets;
 mod sites;
@@ -78,6 +79,10 @@ pub enum Command {
     /// The bare websocket echo the load test compares against.
     #[command(hide = true)]
     LoadtestEcho(crate::loadtest::EchoArgs),
+    /// After a restore, move the id counters past the ids the replaced copy handed out
+    /// (`--past old/porch.db`, or `--by N`), so none is given twice. Only with the server
+    /// stopped; never migrates. See docs/operations.md, "Rolling back".
+    RaiseIds(ids::RaiseIdsArgs),
     /// Check a database file (integrity, foreign keys, schema version, row counts) without
     /// changing it; fails if anything is wrong. Use it on a restored backup before serving it.
     Check(check::CheckArgs),
@@ -296,6 +301,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 cli.data.database_path().display()
             ))
         }
+        Command::RaiseIds(args) => ids::run(&cli.data, args),
         Command::Vacuum => {
             require_database(&cli.data)?;
             // Never under a running server: VACUUM rewrites the file it is writing to.

@@ -44,6 +44,7 @@ mod readers;
 mod receipts;
 mod requeue;
 mod search;
+mod sequences;
 mod sessions;
 mod settings;
 mod sites;
@@ -177,6 +178,7 @@ pub use search::{
     VisitorHitRow, count_unindexed, index_messages, search_messages, search_visitors,
     search_watermark,
 };
+pub use sequences::{RaisedCounter, id_counters, raise_id_counters};
 pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
 pub use slack::{

@@ -545,6 +545,13 @@ async fn notes_bots_and_edits_never_reach_the_visitor() {
         pushed["body"], "a real answer",
         "the note, our own post and the edit were not pushed"
     );
+    // A person writing all the same: Slack's `/me` and "Also send to channel".
+    for subtype in ["me_message", "thread_broadcast"] {
+        let mut event = reply_event(&format!("Ev-{subtype}"), "C1", &thread, "U1", subtype);
+        event["event"]["subtype"] = json!(subtype);
+        assert_eq!(fx.send_event(integration, &event, now_secs()).await, 200);
+        assert_eq!(widget.recv().await["body"], subtype);
+    }
     let note_body: String = fx
         .app
         .db()
@@ -556,7 +563,7 @@ async fn notes_bots_and_edits_never_reach_the_visitor() {
     assert_eq!(
         fx.app
             .count("SELECT count(*) FROM messages WHERE author = 'agent'"),
-        1
+        3
     );
 }
 

@@ -33,8 +33,9 @@ const USER_LOOKUP_TIMEOUT: Duration = Duration::from_millis(1500);
 const ROOT_LOOKUP_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Prefix that makes a thread reply a private note.
 const NOTE_PREFIX: &str = "note:";
-/// Message subtypes that are a person writing; edits, deletes, joins and bot posts are not.
-const HUMAN_SUBTYPES: &[&str] = &["file_share", "thread_broadcast"];
+/// Message subtypes that are a person writing (`me_message`: Slack's `/me`); edits, deletes,
+/// joins and bot posts are not.
+const HUMAN_SUBTYPES: &[&str] = &["file_share", "thread_broadcast", "me_message"];
 
 /// What became of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -58,8 +58,10 @@
         const css = ".l{position:fixed;bottom:20px;" + side + ":20px;z-index:1;display:flex;" +
           "align-items:center;gap:8px;box-sizing:border-box;height:52px;margin:0;padding:0 20px 0 16px;" +
           "border:0;border-radius:26px;background:var(--pc);color:var(--pf);font:600 15px/1 " + F + ";" +
-          "cursor:pointer;box-shadow:0 6px 24px #0003;transition:transform .15s}" +
-          ".l[hidden]{display:none}.l:hover{transform:translateY(-2px)}.l:focus-visible{outline:3px solid #111827;outline-offset:3px;" +
+          "cursor:pointer;box-shadow:0 6px 24px #0003}" +
+          // The lift on hover is motion: only for visitors who have not asked their system to reduce it.
+          "@media (prefers-reduced-motion:no-preference){.l{transition:transform .15s}.l:hover{transform:translateY(-2px)}}" +
+          ".l[hidden]{display:none}.l:focus-visible{outline:3px solid #111827;outline-offset:3px;" +
           "box-shadow:0 0 0 3px #fff}.l[aria-busy]{cursor:progress;opacity:.85}" +
           ".l svg{width:24px;height:24px}.l[data-unread]::after{content:'';position:absolute;top:0;" + side +
           ":0;width:12px;height:12px;border-radius:50%;background:#dc2626;border:2px solid #fff}" +

@@ -787,10 +787,16 @@
       if (e.code === FATAL_CLOSE) {
         stopped = true;
         setStatus(t("unavailable"), "stopped");
-        // Focus in a control about to be disabled would fall to the host page: Close chat takes it.
+        // Nothing can reach the server any more, so nothing may offer to (the email form's Save went
+        // nowhere, saying nothing): the controls are disabled, the forms, the menu and the away notice go,
+        // and the status and the error line are what the panel says. Focus in any of them would fall to
+        // the host page: Close chat takes it.
         const controls = [input, sendBtn, attachBtn, dataBtn];
-        if (controls.includes(root.activeElement)) closeBtn.focus();
+        const gone = [emailForm, pre, away];
+        if ([...controls, ...gone, dataMenu].some((el) => el.contains(root.activeElement))) closeBtn.focus();
         for (const el of controls) el.disabled = true;
+        for (const el of gone) el.hidden = true;
+        showDataMenu(false);
         return;
       }
       scheduleReconnect();
@@ -1129,19 +1135,20 @@
     if (root.activeElement === input) startField().focus();
   };
   const isBadAnswer = (x) => (x.input.required && !x.input.value.trim()) || !x.input.checkValidity();
-  // Puts the answers on the first message; false (saying why) while a required field is empty or invalid.
-  const withPrechat = (m) => {
-    if (!preFields) return true;
-    // Every field at fault is marked and pointed at the error line, which says what is wrong with each
-    // kind; the others lose a mark an earlier try left. Focus goes to the first.
+  // False while a required field is empty or invalid. Every field at fault is marked and pointed at the
+  // error line, which says what is wrong with each kind; the others lose a mark an earlier try left.
+  // Focus goes to the first.
+  const prechatOk = () => {
     const bad = preFields.filter(isBadAnswer);
     for (const x of preFields) markInvalid(x.input, bad.includes(x));
-    if (bad.length) {
-      const why = bad.map((x) => (x.key === "email" && x.input.value.trim() ? t("bad_email") : t("prechat_missing")));
-      showError([...new Set(why)].join(" "));
-      bad[0].input.focus();
-      return false;
-    }
+    showError([...new Set(bad.map((x) => (x.key === "email" && x.input.value.trim() ? t("bad_email") : t("prechat_missing"))))].join(" "));
+    bad[0]?.input.focus();
+    return !bad.length;
+  };
+  // Puts the answers on the first message; false (saying why) while the form is not answered well.
+  const withPrechat = (m) => {
+    if (!preFields) return true;
+    if (!prechatOk()) return false;
     m.prechat = Object.fromEntries(preFields.map((x) => [x.key, x.input.value.trim()]));
     // An address given here is the one replies go to: the offline email form need not ask again.
     if (m.prechat.email) {
@@ -1150,7 +1157,6 @@
     }
     preFields = null;
     pre.hidden = true;
-    showError("");
     return true;
   };
   // The server refused a message for its answers (a mistyped address, or none: it was written before the
@@ -1170,13 +1176,14 @@
     if (!preFields) showPrechat(asked, answers);
     showError(text);
   };
-  // Enter in a field of the form sends, as in the message box. Once answered the form is gone, and with an
-  // empty box nothing is sent: either way the message box is where the visitor goes on.
+  // Enter in a field of the form sends, as in the message box and as the send button does. Once answered
+  // the form is gone, and with an empty box nothing is sent: either way the message box is where the
+  // visitor goes on. A field still at fault (marked by the check) keeps the focus the check gave it.
   pre.addEventListener("keydown", (e) => {
     if (e.key !== "Enter" || e.isComposing) return;
     e.preventDefault();
     submit();
-    if (pre.hidden || !input.value.trim()) input.focus();
+    if (pre.hidden || (!input.value.trim() && !pre.querySelector("[aria-invalid]"))) input.focus();
   });
   // Answers the form for the messages that wait for it; false while it is not answered well.
   const answerWaiting = () => {
@@ -1221,7 +1228,9 @@
     const body = input.value.trim();
     const files = readyFiles();
     if (!files || stopped || !answerWaiting()) return;
-    if (!body && !files.length) return;
+    // Nothing to send, but the form is checked all the same: a required field left empty is said so now,
+    // not skipped on the way to the message box.
+    if (!body && !files.length) { if (preFields) prechatOk(); return; }
     if ([...body].length > MAX_BODY) { showError(t("too_long", { max: MAX_BODY })); return; }
     // The uploads' ids (and what shows them) go into the pending entry, so a resend names the same files.
     const m = { client_id: newClientId(), body };

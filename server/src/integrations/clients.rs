@@ -9,6 +9,8 @@ use super::ssrf;
 
 /// Bound on establishing a connection to any destination.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How Porch names itself to Slack and Discord (Discord asks API clients to; Slack logs it).
+pub const USER_AGENT: &str = concat!("Porch/", env!("CARGO_PKG_VERSION"));
 /// Bound on a whole webhook request: an endpoint that takes longer is retried later.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -35,8 +37,7 @@ impl HttpClients {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let known_hosts = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
-            // Discord asks API clients to name themselves; Slack too, for its logs.
-            .user_agent(concat!("Porch/", env!("CARGO_PKG_VERSION")))
+            .user_agent(USER_AGENT)
             .redirect(reqwest::redirect::Policy::none())
             .pool_max_idle_per_host(1024)
             .build()

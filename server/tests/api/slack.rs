@@ -686,6 +686,11 @@ async fn socket_mode_delivers_a_reply_and_acknowledges_it_after_commit() {
         fx.mock.wait_for_ack(&envelope, WAIT).await,
         "the envelope was acknowledged"
     );
+    // Named as every other call to Slack is.
+    assert_eq!(
+        fx.mock.socket_user_agents().first().map(String::as_str),
+        Some(concat!("Porch/", env!("CARGO_PKG_VERSION")))
+    );
 }
 
 /// Slack not answering says nothing about the token: the check is refused as

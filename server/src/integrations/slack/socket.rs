@@ -12,8 +12,12 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::http::header::USER_AGENT;
 use tokio_util::sync::CancellationToken;
 
+use crate::integrations::clients;
 use crate::store::{self, IntegrationId};
 
 use super::inbound::{Handled, handle_event_callback};
@@ -120,7 +124,14 @@ async fn serve_connection(
         .open_connection(app_token)
         .await
         .map_err(|e| e.to_string())?;
-    let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str())
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| e.to_string())?;
+    request
+        .headers_mut()
+        .insert(USER_AGENT, HeaderValue::from_static(clients::USER_AGENT));
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
         .await
         .map_err(|e| e.to_string())?;
     tracing::info!(integration = %id, "Slack Socket Mode connected");

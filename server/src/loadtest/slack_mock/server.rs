@@ -73,6 +73,8 @@ pub(super) struct MockState {
     pub(super) revoked: Mutex<HashSet<String>>,
     users: Mutex<HashMap<String, (String, Option<String>)>>,
     pub(super) sockets: Mutex<Vec<mpsc::UnboundedSender<String>>>,
+    /// The `User-Agent` of each Socket Mode connection, in order.
+    pub(super) socket_agents: Mutex<Vec<String>>,
     pub(super) acks: Mutex<Vec<String>>,
     counter: AtomicU64,
     pub(super) changed: Notify,

@@ -4,16 +4,33 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::server::MockState;
+use super::server::{MockState, SlackMock};
 use crate::loadtest::served::lock;
 
-pub(super) async fn socket(State(state): State<Arc<MockState>>, ws: WebSocketUpgrade) -> Response {
+pub(super) async fn socket(
+    State(state): State<Arc<MockState>>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    lock(&state.socket_agents).push(agent.to_owned());
     ws.on_upgrade(move |socket| serve_socket(state, socket))
+}
+
+impl SlackMock {
+    /// The `User-Agent` each Socket Mode connection came with, in order (empty when none).
+    pub fn socket_user_agents(&self) -> Vec<String> {
+        lock(&self.state.socket_agents).clone()
+    }
 }
 
 async fn serve_socket(state: Arc<MockState>, socket: WebSocket) {

@@ -9,7 +9,7 @@
 //! round commits, the next one gathers, so rounds grow with load on their own (as the writer's
 //! group commit does) instead of costing a write per job and state change.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, hash_map};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +37,8 @@ const PRUNE_EVERY: Duration = Duration::from_mins(10);
 const PRUNE_CHUNK: u32 = 1000;
 /// Inbound Slack event ids are kept this long (Slack stops retrying after minutes).
 const SLACK_EVENT_RETENTION_MS: i64 = 3600 * 1000;
+/// At most one "integration blocked" line per integration per 10 s.
+const BLOCKED_LOG_EVERY_MS: i64 = 10_000;
 /// At most one "a delivery failed for good" line per 10 s.
 static GAVE_UP_LOG: Every = Every::new(Duration::from_secs(10));
 /// Sums up the "failed for good" lines held back when no later failure carried their count.
@@ -182,6 +184,9 @@ struct Dispatcher {
     records: Vec<AttemptRecord>,
     /// Integrations to block in the next round, with the destination's error.
     blocked: Vec<(IntegrationId, String)>,
+    /// When each integration's blocking was last logged: its deliveries still under way come back
+    /// blocked too, and one line says it for all of them.
+    blocked_said: HashMap<IntegrationId, i64>,
     /// A round is being written; the next one waits for it.
     is_round_in_flight: bool,
 }
@@ -211,7 +216,7 @@ impl Runner {
         if requeued > 0 {
             tracing::warn!(
                 jobs = requeued,
-                "requeued deliveries interrupted by a crash (they may be sent twice)"
+                "requeued deliveries a crash or a stop interrupted (they may be sent twice)"
             );
         }
         let (queued, rate_keys, highest) = readers
@@ -239,6 +244,7 @@ impl Runner {
             highest_seen: highest,
             records: Vec::new(),
             blocked: Vec::new(),
+            blocked_said: HashMap::new(),
             is_round_in_flight: false,
         };
         Ok(tokio::spawn(async move {
@@ -488,7 +494,12 @@ impl Dispatcher {
         }
         if let Some((integration, error)) = decision.blocks {
             let removed = self.index.remove_integration(integration);
-            tracing::warn!(%integration, jobs = removed + 1, %error, "integration blocked until it is fixed");
+            self.blocked_said
+                .retain(|_, at| now.saturating_sub(*at) < BLOCKED_LOG_EVERY_MS);
+            if let hash_map::Entry::Vacant(said) = self.blocked_said.entry(integration) {
+                said.insert(now);
+                tracing::warn!(%integration, jobs = removed + 1, %error, "integration blocked until it is fixed");
+            }
             self.blocked.push((integration, error));
         }
         if let Some(error) = &decision.error {
@@ -575,6 +586,13 @@ impl Dispatcher {
                 starting: Vec::new(),
             };
             let _ = write_round(&self.writer, round).await;
+        }
+        let abandoned: usize = self.in_flight.values().sum();
+        if abandoned > 0 {
+            tracing::warn!(
+                deliveries = abandoned,
+                "deliveries still running after PORCH_SHUTDOWN_GRACE were abandoned: the next start sends them again"
+            );
         }
         tracing::info!(left = self.index.len(), "job runner stopped");
     }

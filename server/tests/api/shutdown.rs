@@ -1,13 +1,17 @@
 //! Stopping a real `porch serve` with SIGTERM: during start-up it still stops cleanly (exit 0),
 //! a client with half a request head cannot hold shutdown, and during the drain `/readyz` says
-//! `shutting_down` while everything else keeps serving; widgets get 1012 only after it.
+//! `shutting_down` while everything else keeps serving; widgets get 1012 only after it. A
+//! delivery still running when `PORCH_SHUTDOWN_GRACE` ends is said to be abandoned, and the next
+//! start sends it again with the same `webhook-id`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use serde_json::json;
 
 use crate::helpers::{Exchange as _, Http, ORIGIN, TestDb, Widget, ok_if, wait_until};
 
@@ -22,6 +26,11 @@ struct Porch {
 
 impl Porch {
     fn spawn(data_dir: &Path, drain: &str) -> Self {
+        Self::spawn_with(data_dir, drain, &[])
+    }
+
+    /// As [`Porch::spawn`], with more environment variables.
+    fn spawn_with(data_dir: &Path, drain: &str, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_porch"))
             .arg("--data-dir")
             .arg(data_dir)
@@ -29,6 +38,7 @@ impl Porch {
             .env_remove("PORCH_DATA_DIR")
             .env("PORCH_LOG", "info")
             .env("PORCH_DRAIN", drain)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -228,4 +238,96 @@ async fn a_drain_beyond_a_minute_is_refused_with_one_line() {
         .await;
     assert!(line.contains("PORCH_DRAIN"), "{line}");
     assert_eq!(porch.log().lines().count(), 1, "{}", porch.log());
+}
+
+/// A webhook receiver that reads each request's head and never answers, keeping the connection:
+/// a delivery to it runs until the sender gives up. Keeps the `webhook-id` of every request.
+struct SilentReceiver {
+    port: u16,
+    ids: Arc<Mutex<Vec<String>>>,
+}
+
+impl SilentReceiver {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let ids = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&ids);
+        std::thread::spawn(move || {
+            let mut kept_open = Vec::new();
+            for mut stream in listener.incoming().map_while(Result::ok) {
+                let mut raw = Vec::new();
+                let mut byte = [0; 1];
+                while !raw.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    raw.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+                let id = head.lines().find_map(|l| l.strip_prefix("webhook-id:"));
+                seen.lock()
+                    .unwrap()
+                    .push(id.unwrap_or("").trim().to_owned());
+                kept_open.push(stream);
+            }
+        });
+        Self { port, ids }
+    }
+
+    async fn wait_for(&self, requests: usize) -> Vec<String> {
+        wait_until("requests at the receiver", WAIT, async || {
+            ok_if(self.ids.lock().unwrap().clone(), |ids| {
+                ids.len() >= requests
+            })
+        })
+        .await
+    }
+}
+
+#[tokio::test]
+async fn a_delivery_the_stop_cuts_off_is_said_and_sent_again_by_the_next_start() {
+    let dir = tempfile::tempdir().expect("dir");
+    let receiver = SilentReceiver::start();
+    let env = [
+        ("PORCH_ALLOW_PRIVATE_NETWORKS", "true"),
+        ("PORCH_SHUTDOWN_GRACE", "1s"),
+    ];
+    let mut porch = Porch::spawn_with(dir.path(), "0s", &env);
+    let (addr, http) = porch.wait_ready().await;
+    let db = TestDb::open(dir.path());
+    let site = db.add_site("Shop");
+    let admin = db.add_user_token("Admin", "admin");
+    let url = format!("http://127.0.0.1:{}/hook", receiver.port);
+    let created = http
+        .request(
+            "POST",
+            &format!("/api/v1/sites/{site}/integrations/webhooks"),
+        )
+        .bearer_auth(&admin)
+        .json(&json!({"url": url, "events": ["message.created"]}))
+        .answer()
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let mut widget = Widget::connect(addr, &site, ORIGIN).await;
+    widget.hello(None, 0).await;
+    assert_eq!(widget.say("cut-1", "hello").await["type"], "ack");
+    let first = receiver.wait_for(1).await;
+    assert!(first[0].starts_with("msg_"), "{first:?}");
+
+    porch.sigterm();
+    let status = porch.wait_exit(WAIT).await;
+    assert!(status.success(), "{status:?}\n{}", porch.log());
+    porch
+        .wait_for("abandoned deliveries line", |lines| {
+            lines.iter().find(|l| l.contains("were abandoned")).cloned()
+        })
+        .await;
+
+    let again = Porch::spawn_with(dir.path(), "0s", &env);
+    again
+        .wait_for("requeue line", |lines| {
+            let line = lines.iter().find(|l| l.contains("requeued deliveries"))?;
+            line.contains("jobs=1").then_some(())
+        })
+        .await;
+    let ids = receiver.wait_for(2).await;
+    assert_eq!(ids[1], ids[0], "the same delivery, the same webhook-id");
 }

@@ -4,7 +4,9 @@
 use leptos::prelude::*;
 
 use crate::api_tokens::{ApiTokensSection, ApiTokensView};
-use crate::layout::{CsrfField, KeysSwitch, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{
+    CsrfField, KeysSwitch, Nav, Notice, NoticeBox, Section, document, field_marks,
+};
 use crate::two_factor::{TwoFactorSection, TwoFactorSummary};
 
 /// The first-run setup form.
@@ -256,6 +258,7 @@ pub struct AccountView {
 pub fn render_account(view: AccountView) -> String {
     let csrf = view.nav.csrf.clone();
     let token_csrf = csrf.clone();
+    let refused = view.notice.as_ref().and_then(Notice::field);
     let nav = Nav {
         section: Section::Account,
         ..view.nav
@@ -275,7 +278,8 @@ pub fn render_account(view: AccountView) -> String {
                 <div class="field">
                     <label for="account-name">"Display name"</label>
                     <input id="account-name" name="name" type="text" required maxlength="80"
-                        autocomplete="name" value=view.name aria-describedby="name-hint"/>
+                        autocomplete="name" {..field_marks(refused, "account-name", Some("name-hint"))}
+                        value=view.name/>
                 </div>
                 <button type="submit" class="button">"Save name"</button>
             </form>
@@ -288,12 +292,12 @@ pub fn render_account(view: AccountView) -> String {
                 <div class="field">
                     <label for="current">"Current password"</label>
                     <input id="current" name="current" type="password" required
-                        autocomplete="current-password"/>
+                        autocomplete="current-password" {..field_marks(refused, "current", None)}/>
                 </div>
                 <div class="field">
                     <label for="new">"New password"</label>
                     <input id="new" name="new" type="password" required minlength="10"
-                        autocomplete="new-password"/>
+                        autocomplete="new-password" {..field_marks(refused, "new", None)}/>
                 </div>
                 <button type="submit" class="button button-primary">"Change password"</button>
             </form>

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, field_marks};
 
 /// One reply.
 #[derive(Debug, Clone)]
@@ -91,6 +91,7 @@ pub fn render_canned(view: CannedPageView) -> String {
         ..view.nav
     };
     let empty = view.replies.is_empty();
+    let refused = view.notice.as_ref().and_then(Notice::field);
     let replies = view
         .replies
         .into_iter()
@@ -126,12 +127,14 @@ pub fn render_canned(view: CannedPageView) -> String {
                 <div class="field">
                     <label for="canned-new-shortcut">"Shortcut"</label>
                     <input id="canned-new-shortcut" name="shortcut" type="text" required
-                        maxlength="33" placeholder="thanks" value=view.draft_shortcut/>
+                        maxlength="33" placeholder="thanks"
+                        {..field_marks(refused, "canned-new-shortcut", None)}
+                        value=view.draft_shortcut/>
                 </div>
                 <div class="field">
                     <label for="canned-new-body">"Text"</label>
                     <textarea id="canned-new-body" name="body" rows="3" required maxlength="4000"
-                        placeholder="Thanks {visitor.name|there}, happy to help!">{crate::textarea_text(&view.draft_body)}</textarea>
+                        {..field_marks(refused, "canned-new-body", None)} placeholder="Thanks {visitor.name|there}, happy to help!">{crate::textarea_text(&view.draft_body)}</textarea>
                 </div>
                 {scope}
                 <div class="actions">

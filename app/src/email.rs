@@ -9,7 +9,9 @@ use crate::destination::{
     HEALTH, Health, HealthView, IntegrationControls, TestOutcome, TestOutcomeView,
 };
 use crate::email_inbound::{InboundView, mail_replies};
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, hinted_field};
+use crate::layout::{
+    CsrfField, Nav, Notice, NoticeBox, Section, document, field_marks, hinted_field,
+};
 
 /// The SMTP server as configured.
 #[derive(Debug, Clone)]
@@ -51,15 +53,14 @@ pub struct EmailPageView {
 }
 
 fn seconds_field(
-    id: &'static str,
-    label: &'static str,
-    hint: &'static str,
+    (id, label, hint): (&'static str, &'static str, &'static str),
     value: u32,
+    refused: Option<&'static str>,
 ) -> impl IntoView {
     hinted_field((id, label, hint), move |hint_id| {
         view! {
-            <input id=id name=id type="number" min="0" max="604800" required value=value.to_string()
-                aria-describedby=hint_id/>
+            <input id=id name=id type="number" min="0" max="604800" required
+                {..field_marks(refused, id, Some(&hint_id))} value=value.to_string()/>
         }
     })
 }
@@ -72,6 +73,7 @@ pub fn render_email(view: EmailPageView) -> String {
         ..view.nav
     };
     let key = view.site_key;
+    let refused = view.notice.as_ref().and_then(Notice::field);
     let reload = format!("/sites/{key}/email");
     let test = view
         .test
@@ -139,13 +141,13 @@ pub fn render_email(view: EmailPageView) -> String {
         {status}
         <form method="post" action=format!("/sites/{key}/email") class="card stack" aria-label="Email settings">
             <CsrfField token=csrf/>
-            {seconds_field("unanswered_after_secs", "Digest to agents after (seconds)",
-                "A new conversation with no agent reply after this long goes into one mail to every agent.",
-                view.unanswered_after_secs)}
-            {seconds_field("reply_delay_secs", "Mail replies to away visitors after (seconds)",
+            {seconds_field(("unanswered_after_secs", "Digest to agents after (seconds)",
+                "A new conversation with no agent reply after this long goes into one mail to every agent."),
+                view.unanswered_after_secs, refused)}
+            {seconds_field(("reply_delay_secs", "Mail replies to away visitors after (seconds)",
                 "An agent's reply is mailed to a visitor who left an address if they are still away this long after it. \
-                 The transcript of a closing waits as long, so a close undone meanwhile mails nothing.",
-                view.reply_delay_secs)}
+                 The transcript of a closing waits as long, so a close undone meanwhile mails nothing."),
+                view.reply_delay_secs, refused)}
             <button type="submit" class="button button-primary" disabled=!has_smtp
                 aria-describedby=(!has_smtp).then_some("no-smtp-hint")>{button}</button>
             {(!has_smtp).then(|| view! {

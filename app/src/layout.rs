@@ -36,6 +36,47 @@ pub struct Nav {
 pub enum Notice {
     Success(String),
     Error(String),
+    /// A refused form's error about one field: `field` is the id of that field's control, which
+    /// [`field_marks`] marks, so the error is heard where it is to be fixed.
+    Invalid {
+        field: &'static str,
+        text: String,
+    },
+}
+
+impl Notice {
+    /// The id of the control this notice's error is about, if it is one field's.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::Invalid { field, .. } => Some(field),
+            Self::Success(_) | Self::Error(_) => None,
+        }
+    }
+}
+
+/// The id of the element holding a refused form's error, which describes the refused field.
+pub const FORM_ERROR_ID: &str = "form-error";
+
+/// The attributes of the control `id` after a refused form whose error is about
+/// `refused_field`: that control is marked invalid, described by the error (first, so it is
+/// heard before the longer hint) and its hint, and takes the focus (a screen reader then reads
+/// the label, "invalid" and the reason, where it is to be fixed; an alert already in the page
+/// when it loads is not announced). Any other control is described by its hint alone.
+pub fn field_marks(
+    refused_field: Option<&str>,
+    id: &str,
+    hint: Option<&str>,
+) -> impl leptos::attr::Attribute + use<> {
+    let is_refused = refused_field == Some(id);
+    let describedby = match (is_refused, hint) {
+        (true, Some(hint)) => Some(format!("{FORM_ERROR_ID} {hint}")),
+        (true, None) => Some(FORM_ERROR_ID.to_owned()),
+        (false, hint) => hint.map(str::to_owned),
+    };
+    view! {
+        <{..} aria-invalid=is_refused.then_some("true") aria-describedby=describedby
+            autofocus=is_refused/>
+    }
 }
 
 /// A labelled control with its hint below, which describes it (`aria-describedby`): the forms'
@@ -62,7 +103,8 @@ pub fn CsrfField(token: String) -> impl IntoView {
 
 /// A notice, announced to screen readers. An error takes the focus when the page loads (it is
 /// the first `autofocus`), so whoever sent a refused form hears why and goes on from there,
-/// unless `keeps_focus` leaves it where the page puts it (the reply box, with the draft).
+/// unless `keeps_focus` leaves it where the page puts it (the reply box, with the draft). An
+/// error about one field leaves the focus to that field, which it describes ([`field_marks`]).
 #[component]
 pub fn NoticeBox(notice: Option<Notice>, #[prop(optional)] keeps_focus: bool) -> impl IntoView {
     notice.map(|notice| match notice {
@@ -76,6 +118,10 @@ pub fn NoticeBox(notice: Option<Notice>, #[prop(optional)] keeps_focus: bool) ->
         .into_any(),
         Notice::Error(text) => view! {
             <p class="notice notice-error" role="alert" tabindex="-1" autofocus>{text}</p>
+        }
+        .into_any(),
+        Notice::Invalid { text, .. } => view! {
+            <p class="notice notice-error" role="alert" id=FORM_ERROR_ID>{text}</p>
         }
         .into_any(),
     })
@@ -242,4 +288,47 @@ pub fn document_with_skip(
     }
     .to_html();
     format!("<!DOCTYPE html>{html}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(refused: Option<&str>, id: &'static str, hint: Option<&str>) -> String {
+        view! { <input {..field_marks(refused, id, hint)} id=id/> }.to_html()
+    }
+
+    #[test]
+    fn the_refused_control_is_invalid_focused_and_described_by_the_error_then_its_hint() {
+        let html = input(Some("name"), "name", Some("name-hint"));
+        assert!(html.contains(r#"aria-invalid="true""#), "{html}");
+        assert!(
+            html.contains(r#"aria-describedby="form-error name-hint""#),
+            "{html}"
+        );
+        assert!(html.contains("autofocus"), "{html}");
+    }
+
+    #[test]
+    fn another_control_keeps_its_hint_alone() {
+        let html = input(Some("name"), "origins", Some("origins-hint"));
+        assert!(!html.contains("aria-invalid"), "{html}");
+        assert!(
+            html.contains(r#"aria-describedby="origins-hint""#),
+            "{html}"
+        );
+        assert!(!html.contains("autofocus"), "{html}");
+        assert!(!input(None, "origins", None).contains("aria-describedby"));
+    }
+
+    #[test]
+    fn an_error_about_a_field_leaves_the_focus_to_it() {
+        let notice = Notice::Invalid {
+            field: "name",
+            text: "Bad.".to_owned(),
+        };
+        let html = view! { <NoticeBox notice=Some(notice)/> }.to_html();
+        assert!(html.contains(r#"id="form-error""#), "{html}");
+        assert!(!html.contains("autofocus"), "{html}");
+    }
 }

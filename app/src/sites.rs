@@ -3,7 +3,9 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, hinted_field};
+use crate::layout::{
+    CsrfField, FORM_ERROR_ID, Nav, Notice, NoticeBox, Section, document, field_marks, hinted_field,
+};
 
 /// A site in the list.
 #[derive(Debug, Clone)]
@@ -141,29 +143,29 @@ pub fn render_sites(view: SitesView) -> String {
 }
 
 fn number_field(
-    id: &'static str,
-    label: &'static str,
-    hint: &'static str,
+    (id, label, hint): (&'static str, &'static str, &'static str),
     value: String,
+    refused: Option<&'static str>,
 ) -> impl IntoView {
     hinted_field((id, label, hint), move |hint_id| {
         view! {
-            <input id=id name=id type="number" min="1" max="100000" required value=value
-                aria-describedby=hint_id/>
+            <input id=id name=id type="number" min="1" max="100000" required
+                {..field_marks(refused, id, Some(&hint_id))} value=value/>
         }
     })
 }
 
 /// The site's retention setting (docs/privacy.md): empty keeps conversations.
 #[component]
-fn RetentionField(days: String) -> impl IntoView {
+fn RetentionField(days: String, refused: Option<&'static str>) -> impl IntoView {
     view! {
         <fieldset>
             <legend>"Privacy"</legend>
             <div class="field">
                 <label for="retention_days">"Delete conversations after (days)"</label>
                 <input id="retention_days" name="retention_days" type="number" min="1" max="36500"
-                    value=days aria-describedby="retention_days-hint"/>
+                    {..field_marks(refused, "retention_days", Some("retention_days-hint"))}
+                    value=days/>
                 <p class="hint" id="retention_days-hint">"Conversations are deleted with their \
                     messages this many days after their last message or their closing. Empty keeps \
                     them for ever. Backups keep deleted data for up to 8 days more (see the privacy docs)."</p>
@@ -174,14 +176,16 @@ fn RetentionField(days: String) -> impl IntoView {
 
 /// The largest file the site's visitors and agents may attach (docs/widget.md, "Attachments").
 #[component]
-fn AttachmentField(megabytes: String) -> impl IntoView {
+fn AttachmentField(megabytes: String, refused: Option<&'static str>) -> impl IntoView {
     view! {
         <fieldset>
             <legend>"Attachments"</legend>
             <div class="field">
                 <label for="attachment_max_mb">"Largest attachment (MB)"</label>
                 <input id="attachment_max_mb" name="attachment_max_mb" type="number" min="0" max="25"
-                    step="0.01" required value=megabytes aria-describedby="attachment_max_mb-hint"/>
+                    step="0.01" required
+                    {..field_marks(refused, "attachment_max_mb", Some("attachment_max_mb-hint"))}
+                    value=megabytes/>
                 <p class="hint" id="attachment_max_mb-hint">"The largest file visitors and agents \
                     may send, from 0 (no attachments) to 25 MB; a MB here is 1,048,576 bytes. New \
                     sites accept 10 MB."</p>
@@ -223,9 +227,9 @@ fn Integrations(key: String) -> impl IntoView {
 /// The widget's language (automatic, or one the widget speaks) and greetings in other languages
 /// (docs/widget.md, "Languages").
 fn language_fields(
-    locale: &str,
-    locales: &[(&'static str, &'static str)],
+    (locale, locales): (&str, &[(&'static str, &'static str)]),
     greetings: &str,
+    refused: Option<&'static str>,
 ) -> impl IntoView {
     let options = locales
         .iter()
@@ -234,7 +238,7 @@ fn language_fields(
     view! {
         <div class="field">
             <label for="locale">"Widget language"</label>
-            <select id="locale" name="locale" aria-describedby="locale-hint">
+            <select id="locale" name="locale" {..field_marks(refused, "locale", Some("locale-hint"))}>
                 <option value="" selected=locale.is_empty()>"Automatic: the visitor's browser language"</option>
                 {options}
             </select>
@@ -244,7 +248,8 @@ fn language_fields(
         </div>
         <div class="field">
             <label for="greetings">"Greetings in other languages"</label>
-            <textarea id="greetings" name="greetings" rows="3" aria-describedby="greetings-hint">{crate::textarea_text(greetings)}</textarea>
+            <textarea id="greetings" name="greetings" rows="3"
+                {..field_marks(refused, "greetings", Some("greetings-hint"))}>{crate::textarea_text(greetings)}</textarea>
             <p class="hint" id="greetings-hint">"Optional, one a line with the language's code first ("
                 <code>"de: Hallo! Wie k\u{f6}nnen wir helfen?"</code>"). A widget in that language shows \
                 it instead of the greeting above."</p>
@@ -298,7 +303,8 @@ pub fn render_site_form(view: SiteFormView) -> String {
     let csrf = view.nav.csrf.clone();
     let values = view.values;
     let is_edit = view.key.is_some();
-    let language = language_fields(&values.locale, view.locales, &values.greetings);
+    let refused = view.notice.as_ref().and_then(Notice::field);
+    let language = language_fields((&values.locale, view.locales), &values.greetings, refused);
     let (title, action, button) = match &view.key {
         Some(key) => (values.name.clone(), format!("/sites/{key}"), "Save changes"),
         None => ("New site".to_owned(), "/sites".to_owned(), "Create site"),
@@ -309,7 +315,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
         title
     };
     let snippet = view.snippet.as_deref().map(snippet_card);
-    let refused = (!view.refused.is_empty()).then(|| refused_card(view.refused));
+    let refused_origins = (!view.refused.is_empty()).then(|| refused_card(view.refused));
     let integrations = view.key.clone().map(|key| view! { <Integrations key/> });
     let danger = view.key.clone().map(|key| view! { <DangerZone key/> });
     let is_left = values.position == "left";
@@ -319,7 +325,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
             <h1>{title.clone()}</h1>
         </div>
         <NoticeBox notice=view.notice/>
-        {refused}
+        {refused_origins}
         {snippet}
         {integrations}
         {view.key.as_deref().map(crate::site_identity::known_visitors_link)}
@@ -331,13 +337,14 @@ pub fn render_site_form(view: SiteFormView) -> String {
                 <legend>"Site"</legend>
                 <div class="field">
                     <label for="name">"Name"</label>
-                    <input id="name" name="name" type="text" required maxlength="80" value=values.name/>
-                    <p class="hint">"Shown in the widget's header and to agents."</p>
+                    <input id="name" name="name" type="text" required maxlength="80"
+                        {..field_marks(refused, "name", Some("name-hint"))} value=values.name/>
+                    <p class="hint" id="name-hint">"Shown in the widget's header and to agents."</p>
                 </div>
                 <div class="field">
                     <label for="origins">"Allowed origins"</label>
                     <textarea id="origins" name="origins" rows="3" required class="mono"
-                        aria-describedby="origins-hint">{crate::textarea_text(&values.origins)}</textarea>
+                        {..field_marks(refused, "origins", Some("origins-hint"))}>{crate::textarea_text(&values.origins)}</textarea>
                     <p class="hint" id="origins-hint">"One per line, like https://www.example.com. \
                         Only pages on these origins can open the chat."</p>
                 </div>
@@ -346,13 +353,15 @@ pub fn render_site_form(view: SiteFormView) -> String {
                 <legend>"Look"</legend>
                 <div class="field">
                     <label for="greeting">"Greeting"</label>
-                    <textarea id="greeting" name="greeting" rows="2" maxlength="500">{crate::textarea_text(&values.greeting)}</textarea>
+                    <textarea id="greeting" name="greeting" rows="2" maxlength="500"
+                        {..field_marks(refused, "greeting", None)}>{crate::textarea_text(&values.greeting)}</textarea>
                 </div>
                 {language}
                 <div class="field-row">
                     <div class="field">
                         <label for="color">"Colour"</label>
-                        <input id="color" name="color" type="color" value=values.color/>
+                        <input id="color" name="color" type="color"
+                            {..field_marks(refused, "color", None)} value=values.color/>
                     </div>
                     <div class="field">
                         <span class="label" id="position-label">"Position"</span>
@@ -367,18 +376,18 @@ pub fn render_site_form(view: SiteFormView) -> String {
                 <legend>"Brakes"</legend>
                 <p class="hint">"Limits that keep one visitor, or a flood, from overwhelming the team."</p>
                 <div class="field-grid">
-                    {number_field("visitor_messages_per_minute", "Visitor messages per minute",
-                        "Sustained rate for one visitor.", values.visitor_messages_per_minute)}
-                    {number_field("visitor_burst", "Visitor burst",
-                        "Messages a visitor may send at once.", values.visitor_burst)}
-                    {number_field("flood_messages_per_minute", "Site messages per minute",
-                        "Above this the site holds back all visitors; one address may use three quarters at most.", values.flood_messages_per_minute)}
-                    {number_field("flood_conversations_per_minute", "New conversations per minute",
-                        "Above this new chats wait.", values.flood_conversations_per_minute)}
+                    {number_field(("visitor_messages_per_minute", "Visitor messages per minute",
+                        "Sustained rate for one visitor."), values.visitor_messages_per_minute, refused)}
+                    {number_field(("visitor_burst", "Visitor burst",
+                        "Messages a visitor may send at once."), values.visitor_burst, refused)}
+                    {number_field(("flood_messages_per_minute", "Site messages per minute",
+                        "Above this the site holds back all visitors; one address may use three quarters at most."), values.flood_messages_per_minute, refused)}
+                    {number_field(("flood_conversations_per_minute", "New conversations per minute",
+                        "Above this new chats wait."), values.flood_conversations_per_minute, refused)}
                 </div>
             </fieldset>
-            <RetentionField days=values.retention_days/>
-            {is_edit.then(|| view! { <AttachmentField megabytes=values.attachment_max_mb/> })}
+            <RetentionField days=values.retention_days refused/>
+            {is_edit.then(|| view! { <AttachmentField megabytes=values.attachment_max_mb refused/> })}
             <div class="form-actions">
                 <button type="submit" class="button button-primary">{button}</button>
             </div>
@@ -398,17 +407,13 @@ pub fn render_delete_site(view: DeleteSiteView) -> String {
             <p>"This deletes the site and its "<strong>{view.conversations}
                 {if view.conversations == 1 { " conversation" } else { " conversations" }}</strong>
                 " with every message. It cannot be undone. The widget stops working on the site's pages."</p>
-            {view.error.clone().map(|e| view! { <p class="notice notice-error" role="alert" id="confirm-error">{e}</p> })}
+            {view.error.clone().map(|e| view! { <p class="notice notice-error" role="alert" id=FORM_ERROR_ID>{e}</p> })}
             <form method="post" action=format!("/sites/{key}/delete") class="stack">
                 <CsrfField token=csrf/>
                 <div class="field">
                     <label for="confirm">"Type the site's name to confirm"</label>
-                    // After a wrong name, focus goes to the field, which reads out the error it
-                    // is described by (an alert already in the page on load is not announced).
                     <input id="confirm" name="confirm" type="text" required autocomplete="off"
-                        autofocus=view.error.is_some()
-                        aria-invalid=view.error.is_some().then_some("true")
-                        aria-describedby=view.error.is_some().then_some("confirm-error")/>
+                        {..field_marks(view.error.is_some().then_some("confirm"), "confirm", None)}/>
                 </div>
                 <div class="form-actions">
                     <a class="button" href=format!("/sites/{key}")>"Cancel"</a>

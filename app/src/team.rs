@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, field_marks};
 
 /// A member of the team. Each flag is one independent fact the row shows.
 #[allow(clippy::struct_excessive_bools)]
@@ -131,6 +131,7 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
 /// Renders the team page.
 pub fn render_team(view: TeamView) -> String {
     let csrf = view.nav.csrf.clone();
+    let refused = view.notice.as_ref().and_then(Notice::field);
     let nav = Nav {
         section: Section::Team,
         ..view.nav
@@ -186,11 +187,13 @@ pub fn render_team(view: TeamView) -> String {
                 <CsrfField token=csrf.clone()/>
                 <div class="field">
                     <label for="invite-name">"Name"</label>
-                    <input id="invite-name" name="name" type="text" required maxlength="80"/>
+                    <input id="invite-name" name="name" type="text" required maxlength="80"
+                        {..field_marks(refused, "invite-name", None)}/>
                 </div>
                 <div class="field">
                     <label for="invite-email">"Email"</label>
-                    <input id="invite-email" name="email" type="email" required/>
+                    <input id="invite-email" name="email" type="email" required
+                        {..field_marks(refused, "invite-email", None)}/>
                 </div>
                 <div class="field">
                     <label for="invite-role">"Role"</label>

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::destination::{Health, HealthView, IntegrationControls};
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, field_marks};
 use crate::time::format_time;
 
 /// One endpoint in the list.
@@ -87,12 +87,12 @@ fn EventChoices(all: Vec<String>, chosen: Vec<String>) -> impl IntoView {
     }
 }
 
-fn url_field(value: String) -> impl IntoView {
+fn url_field(value: String, refused: Option<&str>) -> impl IntoView {
     view! {
         <div class="field">
             <label for="url">"Endpoint URL"</label>
-            <input id="url" name="url" type="url" required class="mono" value=value
-                aria-describedby="url-hint"/>
+            <input id="url" name="url" type="url" required class="mono"
+                {..field_marks(refused, "url", Some("url-hint"))} value=value/>
             <p class="hint" id="url-hint">"https://… on a public address. Porch refuses private, \
                 loopback and link-local addresses (unless PORCH_ALLOW_PRIVATE_NETWORKS is set)."</p>
         </div>
@@ -107,6 +107,7 @@ pub fn render_webhooks(view: WebhooksPageView) -> String {
         ..view.nav
     };
     let key = view.site_key;
+    let refused = view.notice.as_ref().and_then(Notice::field);
     let list = if view.endpoints.is_empty() {
         view! { <p class="muted">"No endpoints yet."</p> }.into_any()
     } else {
@@ -145,7 +146,7 @@ pub fn render_webhooks(view: WebhooksPageView) -> String {
         <form method="post" action=format!("/sites/{key}/webhooks") class="card stack" aria-label="Add an endpoint">
             <h2>"Add an endpoint"</h2>
             <CsrfField token=csrf/>
-            {url_field(view.url)}
+            {url_field(view.url, refused)}
             <EventChoices all=view.all_events chosen=view.events/>
             <button type="submit" class="button button-primary">"Add endpoint"</button>
         </form>
@@ -233,7 +234,7 @@ pub fn render_webhook(view: WebhookPageView) -> String {
         <form method="post" action=page.clone() class="card stack" aria-label="Endpoint settings">
             <h2>"Settings"</h2>
             <CsrfField token=csrf.clone()/>
-            {url_field(view.url)}
+            {url_field(view.url, None)}
             <EventChoices all=view.all_events chosen=view.events/>
             <button type="submit" class="button button-primary">"Save endpoint"</button>
         </form>

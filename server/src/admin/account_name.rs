@@ -32,7 +32,10 @@ pub async fn change_name(
     match app.accounts.rename(&actor, who.user.id, &form.name).await {
         Ok(()) => Ok(see_other("/account?notice=name-changed")),
         Err(accounts::Error::Invalid(invalid)) => {
-            let notice = Some(Notice::Error(invalid.0.into_owned()));
+            let notice = Some(Notice::Invalid {
+                field: "account-name",
+                text: invalid.0.into_owned(),
+            });
             account_page_with(&app, &who, notice, StatusCode::UNPROCESSABLE_ENTITY).await
         }
         Err(err) => Err(err.into()),

@@ -525,27 +525,36 @@ pub async fn change_password(
             ip,
         )
         .await;
-    let (status, message, retry_after) = match result {
+    let (status, notice, retry_after) = match result {
         Ok(()) => return Ok(see_other("/account?notice=password-changed")),
         Err(accounts::Error::BadCredentials) => (
             StatusCode::UNPROCESSABLE_ENTITY,
-            "Your current password is not right.".to_owned(),
+            Notice::Invalid {
+                field: "current",
+                text: "Your current password is not right.".to_owned(),
+            },
             None,
         ),
         Err(accounts::Error::Throttled(wait)) => (
             StatusCode::TOO_MANY_REQUESTS,
-            format!(
+            Notice::Error(format!(
                 "Too many wrong passwords. Wait {} before trying again.",
                 wait_text(wait)
-            ),
+            )),
             Some(wait),
         ),
-        Err(accounts::Error::Invalid(invalid)) => {
-            (StatusCode::UNPROCESSABLE_ENTITY, invalid.to_string(), None)
-        }
+        // The only rule on what is typed is the new password's.
+        Err(accounts::Error::Invalid(invalid)) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Notice::Invalid {
+                field: "new",
+                text: invalid.to_string(),
+            },
+            None,
+        ),
         Err(err) => return Err(err.into()),
     };
-    let page = account_page_with(&app, &who, Some(Notice::Error(message)), status).await?;
+    let page = account_page_with(&app, &who, Some(notice), status).await?;
     Ok(match retry_after {
         Some(wait) => with_retry_after(page, wait),
         None => page,

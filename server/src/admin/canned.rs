@@ -97,27 +97,47 @@ async fn answer(
     done: &str,
     draft: Option<&CannedForm>,
 ) -> Result<Response, PageError> {
-    let (status, text) = match outcome {
+    let (status, notice) = match outcome {
         Ok(CannedOutcome::Saved) => return Ok(see_other(&format!("/canned?notice={done}"))),
         Ok(CannedOutcome::NotAllowed) => (
             StatusCode::FORBIDDEN,
-            "Only admins can add, change or delete shared replies.".into(),
+            Notice::Error("Only admins can add, change or delete shared replies.".to_owned()),
         ),
-        Ok(CannedOutcome::Taken) => (
-            StatusCode::CONFLICT,
-            "That shortcut is already used: pick another one.".into(),
-        ),
-        Err(crate::chat::Error::Invalid(invalid)) => (StatusCode::UNPROCESSABLE_ENTITY, invalid.0),
+        Ok(CannedOutcome::Taken) => {
+            let text = "That shortcut is already used: pick another one.".to_owned();
+            let notice = match draft {
+                Some(_) => Notice::Invalid {
+                    field: "canned-new-shortcut",
+                    text,
+                },
+                None => Notice::Error(text),
+            };
+            (StatusCode::CONFLICT, notice)
+        }
+        Err(crate::chat::Error::Invalid(invalid)) => {
+            let text = invalid.0.into_owned();
+            let notice = match draft.and_then(refused_field) {
+                Some(field) => Notice::Invalid { field, text },
+                None => Notice::Error(text),
+            };
+            (StatusCode::UNPROCESSABLE_ENTITY, notice)
+        }
         Err(err) => return Err(err.into()),
     };
-    page_with(
-        app,
-        who,
-        Some(Notice::Error(text.into_owned())),
-        draft,
-        status,
-    )
-    .await
+    page_with(app, who, Some(notice), draft, status).await
+}
+
+/// The add form's control a refused reply's error is about, checked in the order [`parse`]
+/// checks them. Only the add form: a refused edit shows the stored reply, not what was typed,
+/// so no field there holds the mistake.
+fn refused_field(form: &CannedForm) -> Option<&'static str> {
+    if Shortcut::parse(&form.shortcut).is_err() {
+        Some("canned-new-shortcut")
+    } else if MessageBody::parse(&form.body).is_err() {
+        Some("canned-new-body")
+    } else {
+        None
+    }
 }
 
 fn parse(form: &CannedForm) -> Result<(Shortcut, MessageBody), crate::chat::Error> {

@@ -126,9 +126,14 @@ pub struct EmailForm {
     reply_delay_secs: String,
 }
 
-fn parse_secs(text: &str, what: &str) -> Result<u32, String> {
-    let secs = text.trim().parse::<u32>().map_err(|_| delay_rule(what))?;
-    checked_delay(secs, what)
+/// The delay in seconds; refused, an error about the field `id` (the form's control).
+fn parse_secs(text: &str, (id, what): (&'static str, &str)) -> Result<u32, Notice> {
+    let invalid = |text| Notice::Invalid { field: id, text };
+    let secs = text
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| invalid(delay_rule(what)))?;
+    checked_delay(secs, what).map_err(invalid)
 }
 
 /// `POST /sites/{key}/email`: turns email on for the site, or saves its delays.
@@ -139,22 +144,27 @@ pub async fn save_email(
     AdminPosted { who, form }: AdminPosted<EmailForm>,
 ) -> Result<Response, PageError> {
     let (site, row) = load(&app, &key).await?;
-    let checked =
-        parse_secs(&form.unanswered_after_secs, "The digest delay").and_then(|unanswered| {
-            let reply = parse_secs(&form.reply_delay_secs, "The reply delay")?;
-            if row.is_none() && app.mailer.is_none() {
-                return Err(NOT_CONFIGURED.to_owned());
-            }
-            Ok(EmailSetup {
-                unanswered_after_secs: unanswered,
-                reply_delay_secs: reply,
-            })
-        });
+    let checked = parse_secs(
+        &form.unanswered_after_secs,
+        ("unanswered_after_secs", "The digest delay"),
+    )
+    .and_then(|unanswered| {
+        let reply = parse_secs(
+            &form.reply_delay_secs,
+            ("reply_delay_secs", "The reply delay"),
+        )?;
+        if row.is_none() && app.mailer.is_none() {
+            return Err(Notice::Error(NOT_CONFIGURED.to_owned()));
+        }
+        Ok(EmailSetup {
+            unanswered_after_secs: unanswered,
+            reply_delay_secs: reply,
+        })
+    });
     let setup = match checked {
         Ok(setup) => setup,
-        Err(message) => {
-            let notice = Some(Notice::Error(message));
-            let body = page(&app, &who, (&site, row.as_ref()), (notice, None)).await?;
+        Err(notice) => {
+            let body = page(&app, &who, (&site, row.as_ref()), (Some(notice), None)).await?;
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };

@@ -9,7 +9,7 @@ use porch_app::layout::{Notice, Section};
 use porch_app::team::{MemberView, TeamView, render_team};
 use serde::Deserialize;
 
-use crate::accounts::{self, LinkKind};
+use crate::accounts::{self, DisplayName, EmailAddress, LinkKind};
 use crate::audit::Actor;
 use crate::http::ClientIp;
 use crate::integrations::email::queue_account_link;
@@ -114,11 +114,29 @@ pub async fn invite(
             team_page_with(&app, &who, None, Some(link), StatusCode::OK).await
         }
         Err(accounts::Error::Invalid(invalid)) => {
-            let notice = Some(Notice::Error(invalid.to_string()));
+            // Checked in the order `invite_user` checks them; the role is picked, not typed.
+            let text = invalid.to_string();
+            let notice = Some(if EmailAddress::parse(&form.email).is_err() {
+                Notice::Invalid {
+                    field: "invite-email",
+                    text,
+                }
+            } else if DisplayName::parse(&form.name).is_err() {
+                Notice::Invalid {
+                    field: "invite-name",
+                    text,
+                }
+            } else {
+                Notice::Error(text)
+            });
             team_page_with(&app, &who, notice, None, StatusCode::UNPROCESSABLE_ENTITY).await
         }
+        // The one conflict of an invitation: the address is someone's already.
         Err(accounts::Error::Conflict(text)) => {
-            let notice = Some(Notice::Error(text.to_owned()));
+            let notice = Some(Notice::Invalid {
+                field: "invite-email",
+                text: text.to_owned(),
+            });
             team_page_with(&app, &who, notice, None, StatusCode::CONFLICT).await
         }
         Err(err) => Err(err.into()),

@@ -182,12 +182,15 @@ pub async fn add_webhook(
     match added {
         Ok(Sole::Exists(row)) => {
             // A reload of this form's answer posts it again: say so, and make nothing new.
-            let notice = Some(Notice::Error(format!(
-                "This site already has an endpoint for this URL (endpoint {}). Its signing \
-                 secret is shown only when it is added; rotate it on the endpoint's page if it \
-                 was lost.",
-                row.id.0
-            )));
+            let notice = Some(Notice::Invalid {
+                field: "url",
+                text: format!(
+                    "This site already has an endpoint for this URL (endpoint {}). Its signing \
+                     secret is shown only when it is added; rotate it on the endpoint's page if \
+                     it was lost.",
+                    row.id.0
+                ),
+            });
             let body = list_page(&app, &who, &site, typed, notice).await?;
             Ok(html_with_status(StatusCode::CONFLICT, body))
         }
@@ -199,6 +202,13 @@ pub async fn add_webhook(
             Ok(html(body))
         }
         Err(SetupError::Store(err)) => Err(err.into()),
+        // The URL's refusal is the URL field's; the events' (none chosen) is the form's.
+        Err(err @ SetupError::Refused { .. }) => {
+            let text = err.to_string();
+            let notice = Some(Notice::Invalid { field: "url", text });
+            let body = list_page(&app, &who, &site, typed, notice).await?;
+            Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
+        }
         Err(err) => {
             let notice = Some(Notice::Error(err.to_string()));
             let body = list_page(&app, &who, &site, typed, notice).await?;

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{ConversationId, Error};
+use super::{ConversationId, Error, IntegrationId};
 
 /// The `ts` of the conversation's thread in this channel, if one was started.
 pub fn find_slack_thread(
@@ -132,6 +132,31 @@ pub fn prune_slack_events(conn: &Connection, before: i64) -> Result<usize, Error
     Ok(conn
         .prepare_cached("DELETE FROM slack_events WHERE received_at < ?1")?
         .execute([before])?)
+}
+
+/// Parks every Slack integration that is on and belongs to one app in one workspace (the app's
+/// bot user there): marked broken with `reason`, its waiting deliveries blocked. One already
+/// broken for this reason is left as it is. Returns the ids parked.
+pub fn park_slack_app(
+    conn: &Connection,
+    (team_id, bot_user_id): (&str, &str),
+    reason: &str,
+    now: i64,
+) -> Result<Vec<IntegrationId>, Error> {
+    let ids: Vec<IntegrationId> = conn
+        .prepare_cached(
+            "SELECT id FROM integrations WHERE kind = 'slack' AND is_enabled = 1 \
+               AND json_extract(config, '$.team_id') = ?1 \
+               AND json_extract(config, '$.bot_user_id') = ?2 \
+               AND (status <> 'broken' OR last_error IS NOT ?3) ORDER BY id",
+        )?
+        .query_map(params![team_id, bot_user_id, reason], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for id in &ids {
+        super::mark_integration_broken(conn, *id, reason, now)?;
+        super::block_integration_jobs(conn, *id, reason, now)?;
+    }
+    Ok(ids)
 }
 
 #[cfg(test)]

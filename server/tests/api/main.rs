@@ -64,6 +64,7 @@ mod shutdown;
 mod site_add;
 mod site_changes;
 mod slack;
+mod slack_access;
 mod slack_files;
 mod slack_inbox;
 mod slack_threads;

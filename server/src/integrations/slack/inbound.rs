@@ -1,6 +1,7 @@
 //! What to do with a Slack event, however it arrived (Events API or Socket Mode): a human's
 //! reply in one of our threads becomes an agent message (or a private note) for the visitor;
-//! everything else is ignored. A reply in a thread Porch never recorded is traced to its
+//! Slack saying the app lost its access parks its integrations (`access.rs`); everything else is
+//! ignored. A reply in a thread Porch never recorded is traced to its
 //! conversation through the root's metadata; one that cannot be is logged and counted. A
 //! reply's files come with it (`inbound_files.rs`).
 
@@ -18,6 +19,7 @@ use crate::metrics::Meters;
 use crate::secrets::SecretKey;
 use crate::store::{self, ConversationId, IntegrationId, Readers, Uploader, UserRow, Writer};
 
+use super::access::{lost_access, park_app};
 use super::deliver::classify;
 use super::inbound_files::receive_files;
 use super::{
@@ -50,6 +52,9 @@ pub enum Handled {
     /// nothing was stored; it was logged at warn and counted
     /// (`porch_slack_unmapped_replies_total`).
     Unmapped,
+    /// Slack said the app lost its access to the workspace; its integrations there were parked
+    /// ([`super::access`]).
+    LostAccess,
     /// The reply's thread could not be traced now (Slack did not answer in time, or answered
     /// with a passing error): nothing was stored, and the event must not be acknowledged, so
     /// Slack sends it again.
@@ -146,6 +151,10 @@ pub async fn handle_event_callback(
     let event = &envelope["event"];
     let text = |key: &str| event[key].as_str();
     let is_ours = envelope["team_id"].as_str() == Some(slack.config.team_id.as_str());
+    if is_ours && let Some(reason) = lost_access(event, &slack.config.bot_user_id) {
+        park_app(inbound, slack, reason).await?;
+        return Ok(Handled::LostAccess);
+    }
     let is_message = text("type") == Some("message");
     let is_from_bot = event.get("bot_id").is_some_and(|b| !b.is_null())
         || text("user") == Some(slack.config.bot_user_id.as_str());

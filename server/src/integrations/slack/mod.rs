@@ -3,6 +3,7 @@
 //! (events, slash commands and shortcuts from the endpoints in `http` or the Socket Mode client)
 //! that turns thread replies into agent messages and agents' requests into inbox actions.
 
+mod access;
 mod actions;
 mod api;
 mod config;

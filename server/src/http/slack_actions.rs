@@ -2,17 +2,23 @@
 //! `POST /integrations/slack/{id}/commands` (the `/porch` slash command) and
 //! `POST /integrations/slack/{id}/interactive` (message shortcuts and the note modal). Signatures
 //! are checked as for events; the request is acknowledged with an empty 200 at once (Slack
-//! allows 3 s) and done in its own task, which answers with an ephemeral message.
+//! allows 3 s) and done in its own task, which answers with an ephemeral message. A note modal
+//! submitted with a note that cannot be stored is answered with the reason instead, and stays
+//! open.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::integrations::slack::{Request, handle_request, parse_command, parse_interaction};
+use crate::integrations::slack::{
+    Request, handle_request, parse_command, parse_interaction, refused_submission,
+};
 use crate::state::AppState;
 use crate::store::IntegrationId;
 
@@ -45,15 +51,18 @@ pub async fn receive_interaction(
     Path(id): Path<i64>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
     let id = IntegrationId(id);
     let slack = verified(&app, id, &headers, &body).await?;
     let payload = form(&body)?
         .remove("payload")
         .and_then(|raw| serde_json::from_str::<Value>(&raw).ok())
         .ok_or_else(|| bad_request("The form has no JSON payload."))?;
+    if let Some(refusal) = refused_submission(&payload) {
+        return Ok(Json(refusal).into_response());
+    }
     start(&app, id, slack, parse_interaction(&payload));
-    Ok(StatusCode::OK)
+    Ok(StatusCode::OK.into_response())
 }
 
 /// Does the request after the acknowledgement; something Porch does not handle (another

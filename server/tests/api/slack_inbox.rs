@@ -9,7 +9,7 @@ use std::time::Duration;
 use porch::integrations::slack::sign;
 use serde_json::{Value, json};
 
-use crate::helpers::{Exchange as _, WAIT, ok_if, wait_until};
+use crate::helpers::{Answer, Exchange as _, WAIT, ok_if, wait_until};
 use crate::inbox::{add_user, form, send, sign_in, signed_in_from};
 use crate::slack::{Fixture, SECRET, now_secs};
 
@@ -48,6 +48,18 @@ impl Scene {
     /// Posts a form to one of the integration's Slack endpoints, signed at `signed_at` with
     /// `secret`; returns the status.
     async fn post_form(&self, endpoint: &str, body: &str, secret: &str, signed_at: i64) -> u16 {
+        self.post_form_answer(endpoint, body, (secret, signed_at))
+            .await
+            .status
+    }
+
+    /// As [`Scene::post_form`], with the whole answer.
+    async fn post_form_answer(
+        &self,
+        endpoint: &str,
+        body: &str,
+        (secret, signed_at): (&str, i64),
+    ) -> Answer {
         let signature = sign(secret, signed_at, body.as_bytes());
         self.fx
             .app
@@ -62,7 +74,6 @@ impl Scene {
             .body(body.to_owned())
             .answer()
             .await
-            .status
     }
 
     /// Sends an interactivity payload over HTTP, signed now.
@@ -292,6 +303,44 @@ async fn the_slash_command_acts_by_conversation_number_and_explains_itself() {
         .await;
     assert_eq!(s.command(ANA, "archive everything").await, 200);
     s.answer("Porch does not know `archive everything`").await;
+}
+
+/// A note with nothing visible in it keeps its modal open with the reason under the field, over
+/// HTTP and over Socket Mode: nothing is stored, and no ephemeral message is sent for it.
+#[tokio::test]
+async fn a_blank_note_keeps_its_modal_open_with_the_reason() {
+    let s = scene(json!({"app_token": "xapp-test"})).await;
+    let blank = note_submission(&s.thread, " \u{200B}\n ");
+    let body = form(&[("payload", &blank.to_string())]);
+    let answer = s
+        .post_form_answer("interactive", &body, (SECRET, now_secs()))
+        .await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    let refusal = answer.json();
+    assert_eq!(
+        refusal,
+        json!({"response_action": "errors", "errors": {"note": "The note is empty."}})
+    );
+
+    assert!(s.fx.mock.wait_for_socket(WAIT).await, "Porch connected");
+    let envelope =
+        s.fx.mock
+            .send_socket_envelope("interactive", &blank)
+            .expect("a connected client");
+    assert!(s.fx.mock.wait_for_ack(&envelope, WAIT).await);
+    assert_eq!(s.fx.mock.ack_payload(&envelope), Some(refusal));
+
+    // A note after them is stored and answered; the blank ones were neither.
+    assert_eq!(
+        s.interact(&note_submission(&s.thread, "call back")).await,
+        200
+    );
+    s.answer("Your private note is on conversation").await;
+    let notes = "SELECT count(*) FROM messages WHERE author = 'note'";
+    assert_eq!(s.fx.app.count(notes), 1);
+    let answers = s.fx.mock.calls("chat.postEphemeral");
+    assert_eq!(answers.len(), 1, "{answers:?}");
 }
 
 #[tokio::test]

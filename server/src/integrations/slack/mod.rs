@@ -27,7 +27,7 @@ pub use deliver::deliver_post;
 pub use files::DownloadError;
 pub use header::deliver_header_update;
 pub use inbound::{Handled, SlackInbound, handle_event_callback};
-pub use request::{Request, parse_command, parse_interaction};
+pub use request::{Request, parse_command, parse_interaction, refused_submission};
 pub use setup::{SlackSetup, connect_slack, update_slack};
 pub use signature::{SignatureError, sign, verify};
 pub use socket::spawn_socket_mode;

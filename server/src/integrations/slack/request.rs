@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::chat::MessageBody;
 use crate::store::ConversationId;
 
 use super::to_plain;
@@ -162,10 +163,7 @@ pub fn parse_interaction(payload: &Value) -> Option<Request> {
             let thread: Value = serde_json::from_str(view["private_metadata"].as_str()?).ok()?;
             let channel_id = thread["channel"].as_str()?.to_owned();
             let thread_ts = thread["thread_ts"].as_str()?.to_owned();
-            let text = view["state"]["values"][NOTE_BLOCK][NOTE_INPUT]["value"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
+            let text = submitted_note(view).to_owned();
             Some(Request {
                 team_id,
                 user_id,
@@ -182,6 +180,28 @@ pub fn parse_interaction(payload: &Value) -> Option<Request> {
         }
         _ => None,
     }
+}
+
+/// The acknowledgement that keeps the note modal open with the reason under its field when the
+/// submitted note could never be stored (nothing visible in it, a control character): the agent
+/// fixes it where it was typed, instead of the modal closing on a note that is then refused in
+/// an ephemeral message. `None` for anything else, which is acknowledged empty and done after.
+pub fn refused_submission(payload: &Value) -> Option<Value> {
+    let view = &payload["view"];
+    if payload["type"] != "view_submission" || view["callback_id"] != SHORTCUT_NOTE {
+        return None;
+    }
+    let invalid = MessageBody::parse(submitted_note(view)).err()?;
+    // A message's rules, said of the note the modal holds.
+    let reason = invalid.to_string().replacen("The message", "The note", 1);
+    Some(json!({"response_action": "errors", "errors": {NOTE_BLOCK: reason}}))
+}
+
+/// The text typed into the note modal.
+fn submitted_note(view: &Value) -> &str {
+    view["state"]["values"][NOTE_BLOCK][NOTE_INPUT]["value"]
+        .as_str()
+        .unwrap_or_default()
 }
 
 /// The note modal for a thread; the thread rides in `private_metadata` to the submission.

@@ -21,7 +21,10 @@ use crate::integrations::clients;
 use crate::store::{self, IntegrationId};
 
 use super::inbound::{Handled, handle_event_callback};
-use super::{SlackInbound, SlackIntegration, handle_request, parse_command, parse_interaction};
+use super::{
+    SlackInbound, SlackIntegration, handle_request, parse_command, parse_interaction,
+    refused_submission,
+};
 
 /// How often the set of Socket Mode integrations is compared with the running clients.
 const RESCAN: Duration = Duration::from_secs(30);
@@ -170,14 +173,21 @@ async fn serve_connection(
                     continue;
                 };
                 // Acknowledged first (Slack wants it within 3 s), done after, in its own task:
-                // the answer is an ephemeral message, not the acknowledgement.
-                let ack = json!({"envelope_id": envelope_id}).to_string();
+                // the answer is an ephemeral message, not the acknowledgement. A note that cannot
+                // be stored is refused in the acknowledgement, and its modal stays open.
+                let payload = &envelope["payload"];
+                let refusal = refused_submission(payload);
+                let ack = match &refusal {
+                    Some(refusal) => json!({"envelope_id": envelope_id, "payload": refusal}),
+                    None => json!({"envelope_id": envelope_id}),
+                };
                 socket
-                    .send(Message::Text(ack.into()))
+                    .send(Message::Text(ack.to_string().into()))
                     .await
                     .map_err(|e| e.to_string())?;
-                let payload = &envelope["payload"];
-                let request = if kind == "slash_commands" {
+                let request = if refusal.is_some() {
+                    None
+                } else if kind == "slash_commands" {
                     parse_command(payload)
                 } else {
                     parse_interaction(payload)

@@ -75,7 +75,8 @@ pub(super) struct MockState {
     pub(super) sockets: Mutex<Vec<mpsc::UnboundedSender<String>>>,
     /// The `User-Agent` of each Socket Mode connection, in order.
     pub(super) socket_agents: Mutex<Vec<String>>,
-    pub(super) acks: Mutex<Vec<String>>,
+    /// Each ack's envelope id and its payload (`Null` without one).
+    pub(super) acks: Mutex<Vec<(String, Value)>>,
     counter: AtomicU64,
     pub(super) changed: Notify,
     pub(super) rate_limited: AtomicU64,
@@ -271,7 +272,7 @@ impl SlackMock {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let changed = self.state.changed.notified();
-            if lock(&self.state.acks).iter().any(|a| a == envelope_id) {
+            if lock(&self.state.acks).iter().any(|(a, _)| a == envelope_id) {
                 return true;
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {

@@ -31,6 +31,13 @@ impl SlackMock {
     pub fn socket_user_agents(&self) -> Vec<String> {
         lock(&self.state.socket_agents).clone()
     }
+
+    /// The payload Porch's ack of `envelope_id` carried (`Null` for a bare ack), if it came.
+    pub fn ack_payload(&self, envelope_id: &str) -> Option<Value> {
+        let acks = lock(&self.state.acks);
+        let (_, payload) = acks.iter().find(|(id, _)| id == envelope_id)?;
+        Some(payload.clone())
+    }
 }
 
 async fn serve_socket(state: Arc<MockState>, socket: WebSocket) {
@@ -54,8 +61,9 @@ async fn serve_socket(state: Arc<MockState>, socket: WebSocket) {
             },
             incoming = stream.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some(id) = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_owned)) {
-                        lock(&state.acks).push(id);
+                    let ack = serde_json::from_str::<Value>(&text).unwrap_or_default();
+                    if let Some(id) = ack["envelope_id"].as_str() {
+                        lock(&state.acks).push((id.to_owned(), ack["payload"].clone()));
                         state.changed.notify_waiters();
                     }
                 }

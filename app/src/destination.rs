@@ -15,8 +15,13 @@ pub enum HealthView {
     /// Deliveries wait until an admin acts: the destination refused us, or the integration was
     /// turned off. `reason` says which.
     Blocked { reason: String },
-    /// The last attempt failed and is being retried (or failed for good): its error and when.
-    Failing { error: String, at: i64 },
+    /// A delivery's last attempt failed: its error and when. It is being retried, or it ran
+    /// out of tries (`is_given_up`) and waits on the Deliveries page.
+    Failing {
+        error: String,
+        at: i64,
+        is_given_up: bool,
+    },
 }
 
 /// The health of an integration: a badge and, when something is wrong, what and since when.
@@ -37,13 +42,25 @@ pub fn Health(health: HealthView, #[prop(optional)] id: Option<&'static str>) ->
             }
             .into_any(),
         ),
-        HealthView::Failing { error, at } => {
+        HealthView::Failing {
+            error,
+            at,
+            is_given_up,
+        } => {
             let (iso, text) = format_time(at);
+            let next = if is_given_up {
+                view! {
+                    " That delivery ran out of tries: retry or dismiss it on the "
+                    <a href="/deliveries">"Deliveries"</a>" page. This clears when a later delivery goes out."
+                }
+                .into_any()
+            } else {
+                view! { " Porch tries it again on its schedule." }.into_any()
+            };
             Some(
                 view! {
                     <p class="notice notice-error" role="alert">"Failing: "{error}" ("
-                        <time datetime=iso>{text}</time>"). Porch retries on its schedule; a \
-                        delivery that ran out of tries waits on the "<a href="/deliveries">"Deliveries"</a>" page."</p>
+                        <time datetime=iso>{text}</time>")."{next}</p>
                 }
                 .into_any(),
             )

@@ -42,7 +42,15 @@ pub(super) fn health_view(health: Health) -> HealthView {
     match health {
         Health::Healthy => HealthView::Healthy,
         Health::Blocked { reason } => HealthView::Blocked { reason },
-        Health::Failing { error, at } => HealthView::Failing { error, at },
+        Health::Failing {
+            error,
+            at,
+            is_given_up,
+        } => HealthView::Failing {
+            error,
+            at,
+            is_given_up,
+        },
     }
 }
 

@@ -424,6 +424,10 @@ fn health_json(health: &Health) -> serde_json::Value {
     match health {
         Health::Healthy => json!({"state": "healthy"}),
         Health::Blocked { reason } => json!({"state": "blocked", "reason": reason}),
-        Health::Failing { error, at } => json!({"state": "failing", "error": error, "at": at}),
+        Health::Failing {
+            error,
+            at,
+            is_given_up,
+        } => json!({"state": "failing", "error": error, "at": at, "given_up": is_given_up}),
     }
 }

@@ -15,8 +15,12 @@ pub enum Health {
     /// can fix, or an admin turned it off. `reason` says which.
     Blocked { reason: String },
     /// A delivery is being retried after an error, or one was given up since the latest that
-    /// went out: that attempt's error and when it started, in Unix milliseconds.
-    Failing { error: String, at: i64 },
+    /// went out (`is_given_up`): that attempt's error and when it started, in Unix milliseconds.
+    Failing {
+        error: String,
+        at: i64,
+        is_given_up: bool,
+    },
 }
 
 impl Health {
@@ -38,6 +42,7 @@ impl Health {
                         .clone()
                         .unwrap_or_else(|| attempt.outcome.clone()),
                     at: attempt.started_at,
+                    is_given_up: attempt.outcome == "failed",
                 }
             }
             _ => Self::Healthy,
@@ -131,6 +136,7 @@ mod tests {
         let failing = Health::Failing {
             error: format!("error of job {retrying}"),
             at: 102,
+            is_given_up: false,
         };
         assert_eq!(health(&conn, &row), failing);
         conn.execute(
@@ -164,6 +170,7 @@ mod tests {
         let given_up = Health::Failing {
             error: format!("error of job {lost}"),
             at: 300,
+            is_given_up: true,
         };
         assert_eq!(
             health(&conn, &row),

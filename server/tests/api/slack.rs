@@ -9,6 +9,7 @@ use porch::loadtest::{Failure, SlackMock};
 use serde_json::{Value, json};
 
 use crate::helpers::{Exchange as _, TestApp, WAIT, ok_if, wait_until};
+use crate::inbox::{PASSWORD, add_user, send, sign_in, signed_in_from};
 
 pub(crate) const SECRET: &str = "test-signing-secret";
 
@@ -327,6 +328,32 @@ async fn failed_jobs_can_be_listed_and_retried() {
             .as_str()
             .is_some_and(|e| e.contains("msg_too_long"))
     );
+    // Given up, not retrying: the health says so, in the API and on the Slack page.
+    let path = format!("/api/v1/sites/{site}/integrations");
+    let (_, listed) = fx.app.api("GET", &path, &fx.admin, None).await;
+    let health = &listed["integrations"][0]["health"];
+    assert_eq!(
+        (&health["state"], &health["given_up"]),
+        (&json!("failing"), &json!(true)),
+        "{health}"
+    );
+    add_user(&fx.app, "ops@example.com", "admin");
+    let signed_in = sign_in(&fx.app, "ops@example.com", PASSWORD).await;
+    let admin = signed_in_from(&fx.app, &signed_in).await;
+    let page = send(
+        &fx.app,
+        "GET",
+        &format!("/sites/{site}/slack"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(
+        page.body.contains("That delivery ran out of tries"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("tries it again"), "{}", page.body);
 
     let agent = fx.app.add_agent_token("Ana");
     let (status, _) = fx

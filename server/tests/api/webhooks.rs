@@ -961,6 +961,7 @@ async fn a_retrying_delivery_keeps_the_endpoint_failing_after_a_newer_one_went_o
     let retrying = &log["deliveries"][1];
     assert_eq!(retrying["outcome"], "retry", "{log}");
     assert_eq!(log["health"]["state"], "failing", "{log}");
+    assert_eq!(log["health"]["given_up"], false, "{log}");
     assert_eq!(log["health"]["error"], retrying["error"]);
     assert_eq!(log["health"]["at"], retrying["started_at"]);
 }

@@ -183,8 +183,8 @@ pub use settings::load_or_create_secret;
 pub use sites::{NewSite, SiteRow, find_site_by_key, insert_site, list_sites};
 pub use slack::{
     ThreadStart, begin_slack_thread, find_conversation_by_slack_thread, find_slack_thread,
-    insert_slack_event, insert_slack_thread, insert_slack_thread_root, park_slack_app,
-    prune_slack_events,
+    forget_slack_thread_start, insert_slack_event, insert_slack_thread, insert_slack_thread_root,
+    park_slack_app, prune_slack_events,
 };
 pub use slack_shares::{
     MessageFile, SLACK_TEXT_PART, insert_slack_share, list_message_files, list_slack_shares,

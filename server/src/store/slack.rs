@@ -95,6 +95,23 @@ pub fn begin_slack_thread(
     })
 }
 
+/// Forgets that a header post for the conversation was attempted in this channel: the attempt
+/// was refused in a way that proves nothing was posted, so the next one need not search the
+/// channel's history for it.
+pub fn forget_slack_thread_start(
+    conn: &Connection,
+    conversation_id: ConversationId,
+    team_id: &str,
+    channel_id: &str,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "DELETE FROM slack_thread_starts \
+         WHERE conversation_id = ?1 AND team_id = ?2 AND channel_id = ?3",
+    )?
+    .execute(params![conversation_id, team_id, channel_id])?;
+    Ok(())
+}
+
 /// Records another thread root of a conversation; false if the conversation no longer exists.
 /// A root already recorded (here or as the conversation's thread) counts as recorded.
 pub fn insert_slack_thread_root(

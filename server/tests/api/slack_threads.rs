@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use porch::loadtest::{Post, SlackMock};
+use porch::loadtest::{Failure, Post, SlackMock};
 use serde_json::json;
 
 use crate::helpers::{Exchange as _, Http, ORIGIN, TestDb, WAIT, Widget, ok_if, wait_until};
@@ -95,6 +95,44 @@ async fn a_header_answered_after_the_client_timeout_is_adopted_not_posted_again(
         "{:?}",
         fx.job_states()
     );
+}
+
+/// A header Slack refused (a 429, an error code) was never posted: its retry posts at once,
+/// without first reading the channel's history for it; a header whose outcome is unknown (a 500)
+/// is still looked for.
+#[tokio::test]
+async fn a_refused_header_is_posted_again_without_reading_the_history() {
+    let fx = Fixture::start().await;
+    let (site, _) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    let limited = Failure::RateLimited {
+        times: 1,
+        retry_after_secs: 1,
+    };
+    fx.mock.set_failure("C1", Some(limited));
+    let (mut ann, _) = fx.app.visitor(&site, None, 0).await;
+    assert_eq!(ann.say("a1", "ann 1").await["type"], "ack");
+    fx.mock.wait_for_posts(2, WAIT).await;
+    fx.wait_until_settled().await;
+    assert_eq!(
+        fx.mock.rate_limited_count(),
+        1,
+        "the header was refused once"
+    );
+    assert_eq!(fx.mock.history_calls(), 0);
+
+    fx.mock
+        .set_failure("C1", Some(Failure::ServerError { times: 1 }));
+    let (mut bob, _) = fx.app.visitor(&site, None, 0).await;
+    assert_eq!(bob.say("b1", "bob 1").await["type"], "ack");
+    fx.mock.wait_for_posts(4, WAIT).await;
+    fx.wait_until_settled().await;
+    assert_eq!(
+        fx.mock.history_calls(),
+        1,
+        "the unsure header was looked for"
+    );
+    let (headers, _) = threads(&fx.mock.posts());
+    assert!(headers.values().all(|ts| ts.len() == 1), "{headers:?}");
 }
 
 /// Starts the `porch` binary on `dir` against the mock; returns the process and its address.

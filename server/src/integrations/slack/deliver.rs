@@ -189,6 +189,9 @@ async fn start_thread(
         .write(move |c| store::begin_slack_thread(c, conversation, &team, &channel_id, now_ms()))
         .await
         .map_err(|err| retry(format!("could not record the header attempt: {err}")))?;
+    // Whether no earlier attempt can have posted a header: then a refusal of this one proves
+    // there is none, and the next attempt need not search the history.
+    let mut is_absent = start.is_first;
     if !start.is_first {
         let token = &slack.secrets.bot_token;
         let search = find_headers(
@@ -208,7 +211,7 @@ async fn start_thread(
             // No earlier attempt reached Slack (as far as its history shows): post.
             Ok(HeaderSearch {
                 is_complete: true, ..
-            }) => {}
+            }) => is_absent = true,
             Ok(HeaderSearch { .. }) => tracing::warn!(
                 conversation = %conversation,
                 "the Slack channel has too many posts since the header was first attempted to \
@@ -249,14 +252,50 @@ async fn start_thread(
             }
         }
     }
-    let parent = header(&destinations.public_url, &slack.config.channel_id, facts);
-    let ts = destinations
-        .slack
-        .post_message(&slack.secrets.bot_token, &parent)
-        .await
-        .map_err(|err| Attempt::new(classify(&err), err.http_status()))?;
+    let ts = post_header(destinations, slack, facts, is_absent).await?;
     let thread = save_thread(destinations, slack, conversation, ts, Vec::new()).await?;
     Ok((thread, true))
+}
+
+/// Posts the conversation's header; returns its `ts`. When no earlier attempt can have posted
+/// one (`is_absent`) and Slack refuses this one in a way that proves nothing was posted (a 429,
+/// an error code other than a passing one, a 4xx), the attempt is forgotten, so the retry posts
+/// at once instead of first reading the channel's history (a call with a rate limit of its own,
+/// for nothing).
+async fn post_header(
+    destinations: &Destinations,
+    slack: &SlackIntegration,
+    facts: &WebhookConversation,
+    is_absent: bool,
+) -> Result<String, Attempt> {
+    let parent = header(&destinations.public_url, &slack.config.channel_id, facts);
+    let posted = destinations
+        .slack
+        .post_message(&slack.secrets.bot_token, &parent)
+        .await;
+    let err = match posted {
+        Ok(ts) => return Ok(ts),
+        Err(err) => err,
+    };
+    let outcome = classify(&err);
+    if is_absent && !matches!(outcome, Outcome::Retry { .. }) {
+        let (conversation, team, channel) = (
+            facts.id,
+            slack.config.team_id.clone(),
+            slack.config.channel_id.clone(),
+        );
+        let forgotten = destinations
+            .writer
+            .write_deferred(move |c| {
+                store::forget_slack_thread_start(c, conversation, &team, &channel)
+            })
+            .await;
+        // Kept, the retry only reads the history first, as after any unsure attempt.
+        if let Err(error) = forgotten {
+            tracing::debug!(%conversation, %error, "could not forget a refused header attempt");
+        }
+    }
+    Err(Attempt::new(outcome, err.http_status()))
 }
 
 /// Stores `first` as the conversation's thread (unless one is stored already) and every other

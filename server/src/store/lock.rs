@@ -32,6 +32,14 @@ pub enum LockError {
     /// Most often a restore done as root, with the `chown` forgotten.
     #[error("{}", not_writable(path))]
     NotWritable { path: PathBuf },
+    /// A volume mounted read-only (`:ro`), or a backup medium.
+    #[error(
+        "the data directory {} is on a read-only file system: porch serve and porch migrate \
+         write the database there, so mount it read-write (in compose, without `:ro`); to look \
+         at a database on read-only media, use `porch check --db FILE`",
+        dir.display()
+    )]
+    ReadOnly { dir: PathBuf },
 }
 
 /// Says who may not write `path` and who owns it, and what fixes it. A file not made yet (the
@@ -96,15 +104,15 @@ impl InstanceLock {
     /// be opened or written (for example a read-only data directory).
     pub fn acquire(data_dir: &Path) -> Result<Self, LockError> {
         let path = data_dir.join(LOCK_FILE);
-        let io = |source: std::io::Error| {
-            if source.kind() == std::io::ErrorKind::PermissionDenied {
-                LockError::NotWritable { path: path.clone() }
-            } else {
-                LockError::Io {
-                    path: path.clone(),
-                    source,
-                }
-            }
+        let io = |source: std::io::Error| match source.kind() {
+            std::io::ErrorKind::PermissionDenied => LockError::NotWritable { path: path.clone() },
+            std::io::ErrorKind::ReadOnlyFilesystem => LockError::ReadOnly {
+                dir: data_dir.to_path_buf(),
+            },
+            _ => LockError::Io {
+                path: path.clone(),
+                source,
+            },
         };
         let mut file = OpenOptions::new()
             .read(true)

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::email::{Sink, header};
+use crate::email::{Sink, header, site_with_email};
 use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
 /// The done job of kind `email.transcript` with id `id`, once it is done.
@@ -23,19 +23,7 @@ async fn done_transcript(app: &TestApp, admin: &str, id: i64) -> Value {
 #[tokio::test]
 async fn a_close_undone_before_the_mail_is_due_mails_no_transcript() {
     let sink = Sink::start();
-    let smtp = format!("smtp://127.0.0.1:{}", sink.port);
-    let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
-    let admin = app.add_user_token("Admin", "admin");
-    let site = app.add_site("Shop");
-    let (status, answer) = app
-        .api(
-            "POST",
-            &format!("/api/v1/sites/{site}/integrations/email"),
-            &admin,
-            Some(json!({"reply_delay_secs": 2})),
-        )
-        .await;
-    assert_eq!(status, 201, "{answer}");
+    let (app, admin, site) = site_with_email(&sink, json!({"reply_delay_secs": 2})).await;
     let (mut visitor, _) = app.visitor(&site, None, 0).await;
     visitor.say("a1", "Is the jumper in stock?").await;
     visitor

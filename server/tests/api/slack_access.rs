@@ -43,6 +43,10 @@ async fn an_uninstall_parks_every_integration_of_the_app_until_a_token_is_saved(
             .await,
         200
     );
+    // Another workspace's uninstall (a signed request, but not this integration's team).
+    let mut elsewhere = callback("Ev0", &json!({"type": "app_uninstalled"}));
+    elsewhere["team_id"] = json!("T0OTHER");
+    assert_eq!(fx.send_event(first, &elsewhere, now_secs()).await, 200);
     let healthy: Vec<_> = statuses(&fx).into_iter().map(|(_, s, _)| s).collect();
     assert_eq!(healthy, ["ok", "ok"]);
 
@@ -86,6 +90,10 @@ async fn an_uninstall_parks_every_integration_of_the_app_until_a_token_is_saved(
     let posts = fx.mock.wait_for_posts(2, WAIT).await;
     assert_eq!(posts[1].text, "hello after the uninstall");
     fx.wait_until_settled().await;
+    // Slack resending the same event (its answer came late) does not park it again.
+    assert_eq!(fx.send_event(first, &uninstalled, now_secs()).await, 200);
+    let (id, status, _) = statuses(&fx).remove(0);
+    assert_eq!((id, status.as_str()), (first, "ok"));
 }
 
 #[tokio::test]

@@ -36,21 +36,32 @@ pub fn lost_access(event: &Value, bot_user_id: &str) -> Option<&'static str> {
 
 /// Parks every integration of `slack`'s app in its workspace (one app may serve several
 /// channels and sites, and Slack says it once); the runner forgets their deliveries in memory.
+/// The event's id is stored with it, as a reply's is: Slack resends an event whose answer came
+/// late, and a resend arriving after the admin saved a new token must not park it again.
 ///
 /// # Errors
 /// Storage errors; the event is then not acknowledged, and Slack sends it again.
 pub async fn park_app(
     inbound: &SlackInbound,
     slack: &SlackIntegration,
-    reason: &'static str,
+    (event_id, reason): (Option<&str>, &'static str),
 ) -> Result<(), store::Error> {
     let team = slack.config.team_id.clone();
     let bot = slack.config.bot_user_id.clone();
+    let event_id = event_id.map(str::to_owned);
     let jobs = inbound.jobs.clone();
     let parked = inbound
         .writer
         .write_then(
-            move |c| store::park_slack_app(c, (&team, &bot), reason, now_ms()),
+            move |c| {
+                let now = now_ms();
+                if let Some(id) = &event_id
+                    && !store::insert_slack_event(c, id, now)?
+                {
+                    return Ok(Vec::new());
+                }
+                store::park_slack_app(c, (&team, &bot), reason, now)
+            },
             move |parked| {
                 for id in parked {
                     jobs.integration_off(*id);

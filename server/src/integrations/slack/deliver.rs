@@ -190,8 +190,9 @@ async fn start_thread(
         .await
         .map_err(|err| retry(format!("could not record the header attempt: {err}")))?;
     // Whether no earlier attempt can have posted a header: then a refusal of this one proves
-    // there is none, and the next attempt need not search the history.
-    let mut is_absent = start.is_first;
+    // there is none, and the next attempt need not search the history. After an unsure attempt
+    // it stays unsure, even when the history shows nothing: that post may still land.
+    let is_absent = start.is_first;
     if !start.is_first {
         let token = &slack.secrets.bot_token;
         let search = find_headers(
@@ -211,7 +212,7 @@ async fn start_thread(
             // No earlier attempt reached Slack (as far as its history shows): post.
             Ok(HeaderSearch {
                 is_complete: true, ..
-            }) => is_absent = true,
+            }) => {}
             Ok(HeaderSearch { .. }) => tracing::warn!(
                 conversation = %conversation,
                 "the Slack channel has too many posts since the header was first attempted to \

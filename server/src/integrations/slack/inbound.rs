@@ -152,7 +152,7 @@ pub async fn handle_event_callback(
     let text = |key: &str| event[key].as_str();
     let is_ours = envelope["team_id"].as_str() == Some(slack.config.team_id.as_str());
     if is_ours && let Some(reason) = lost_access(event, &slack.config.bot_user_id) {
-        park_app(inbound, slack, reason).await?;
+        park_app(inbound, slack, (envelope["event_id"].as_str(), reason)).await?;
         return Ok(Handled::LostAccess);
     }
     let is_message = text("type") == Some("message");

@@ -22,7 +22,7 @@ use crate::store::{self, IntegrationId};
 
 use super::inbound::{Handled, handle_event_callback};
 use super::{
-    SlackInbound, SlackIntegration, handle_request, parse_command, parse_interaction,
+    Request, SlackInbound, SlackIntegration, handle_request, parse_command, parse_interaction,
     refused_submission,
 };
 
@@ -172,26 +172,12 @@ async fn serve_connection(
                 let Some(envelope_id) = envelope["envelope_id"].as_str() else {
                     continue;
                 };
-                // Acknowledged first (Slack wants it within 3 s), done after, in its own task:
-                // the answer is an ephemeral message, not the acknowledgement. A note that cannot
-                // be stored is refused in the acknowledgement, and its modal stays open.
-                let payload = &envelope["payload"];
-                let refusal = refused_submission(payload);
-                let ack = match &refusal {
-                    Some(refusal) => json!({"envelope_id": envelope_id, "payload": refusal}),
-                    None => json!({"envelope_id": envelope_id}),
-                };
+                // Acknowledged first (Slack wants it within 3 s), done after, in its own task.
+                let (ack, request) = acknowledge(kind, envelope_id, &envelope["payload"]);
                 socket
                     .send(Message::Text(ack.to_string().into()))
                     .await
                     .map_err(|e| e.to_string())?;
-                let request = if refusal.is_some() {
-                    None
-                } else if kind == "slash_commands" {
-                    parse_command(payload)
-                } else {
-                    parse_interaction(payload)
-                };
                 if let Some(request) = request {
                     tokio::spawn(handle_request(
                         Arc::clone(inbound),
@@ -224,4 +210,22 @@ async fn serve_connection(
             _ => {}
         }
     }
+}
+
+/// The acknowledgement of a slash command or an interaction, and the request to do after it.
+/// The answer is an ephemeral message, not the acknowledgement, except for a note that cannot be
+/// stored: it is refused in the acknowledgement, its modal stays open, and nothing is done.
+fn acknowledge(kind: &str, envelope_id: &str, payload: &Value) -> (Value, Option<Request>) {
+    if let Some(refusal) = refused_submission(payload) {
+        return (
+            json!({"envelope_id": envelope_id, "payload": refusal}),
+            None,
+        );
+    }
+    let request = if kind == "slash_commands" {
+        parse_command(payload)
+    } else {
+        parse_interaction(payload)
+    };
+    (json!({"envelope_id": envelope_id}), request)
 }

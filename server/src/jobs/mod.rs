@@ -4,6 +4,7 @@
 //! records outcomes.
 
 mod args;
+mod blocked_log;
 mod decision;
 mod deliver;
 mod dismiss;

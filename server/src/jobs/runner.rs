@@ -9,7 +9,7 @@
 //! round commits, the next one gathers, so rounds grow with load on their own (as the writer's
 //! group commit does) instead of costing a write per job and state change.
 
-use std::collections::{HashMap, hash_map};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ use crate::clock::{millis, now_ms};
 use crate::log_limit::Every;
 use crate::store::{self, AttemptRecord, IntegrationId, JobId, JobRow, JobUpdate, Readers, Writer};
 
+use super::blocked_log::BlockedLog;
 use super::decision::{Next, decide};
 use super::deliver::Deliver;
 use super::index::{Entry, Index, Lane, Read};
@@ -37,8 +38,6 @@ const PRUNE_EVERY: Duration = Duration::from_mins(10);
 const PRUNE_CHUNK: u32 = 1000;
 /// Inbound Slack event ids are kept this long (Slack stops retrying after minutes).
 const SLACK_EVENT_RETENTION_MS: i64 = 3600 * 1000;
-/// At most one "integration blocked" line per integration per 10 s.
-const BLOCKED_LOG_EVERY_MS: i64 = 10_000;
 /// At most one "a delivery failed for good" line per 10 s.
 static GAVE_UP_LOG: Every = Every::new(Duration::from_secs(10));
 /// Sums up the "failed for good" lines held back when no later failure carried their count.
@@ -184,9 +183,8 @@ struct Dispatcher {
     records: Vec<AttemptRecord>,
     /// Integrations to block in the next round, with the destination's error.
     blocked: Vec<(IntegrationId, String)>,
-    /// When each integration's blocking was last logged: its deliveries still under way come back
-    /// blocked too, and one line says it for all of them.
-    blocked_said: HashMap<IntegrationId, i64>,
+    /// Says each block once, not once per delivery that comes back blocked.
+    blocked_log: BlockedLog,
     /// A round is being written; the next one waits for it.
     is_round_in_flight: bool,
 }
@@ -244,7 +242,7 @@ impl Runner {
             highest_seen: highest,
             records: Vec::new(),
             blocked: Vec::new(),
-            blocked_said: HashMap::new(),
+            blocked_log: BlockedLog::default(),
             is_round_in_flight: false,
         };
         Ok(tokio::spawn(async move {
@@ -494,12 +492,7 @@ impl Dispatcher {
         }
         if let Some((integration, error)) = decision.blocks {
             let removed = self.index.remove_integration(integration);
-            self.blocked_said
-                .retain(|_, at| now.saturating_sub(*at) < BLOCKED_LOG_EVERY_MS);
-            if let hash_map::Entry::Vacant(said) = self.blocked_said.entry(integration) {
-                said.insert(now);
-                tracing::warn!(%integration, jobs = removed + 1, %error, "integration blocked until it is fixed");
-            }
+            self.blocked_log.say(integration, &error, removed + 1, now);
             self.blocked.push((integration, error));
         }
         if let Some(error) = &decision.error {

@@ -9,6 +9,8 @@ test's own (`unshare --mount`, as an unprivileged user too).
 
 import subprocess
 
+import pytest
+
 from conftest import WAIT
 
 # Mounts $0 read-only over itself, then runs the server and the check there; each exit status is
@@ -31,6 +33,8 @@ def test_a_read_only_data_directory_is_refused_with_what_to_do(porch_bin, tmp_pa
         capture_output=True, text=True, timeout=2 * WAIT,
     )
     out = drill.stdout + drill.stderr
+    if drill.returncode == 90 or "Operation not permitted" in drill.stderr:
+        pytest.skip(f"this machine allows no mount namespace of our own: {out}")
     assert drill.returncode == 0, out
     assert "serve exit 1" in out, out
     assert f"the data directory {data} is on a read-only file system" in out, out

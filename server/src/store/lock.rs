@@ -34,9 +34,9 @@ pub enum LockError {
     NotWritable { path: PathBuf },
     /// A volume mounted read-only (`:ro`), or a backup medium.
     #[error(
-        "the data directory {} is on a read-only file system: porch serve and porch migrate \
-         write the database there, so mount it read-write (in compose, without `:ro`); to look \
-         at a database on read-only media, use `porch check --db FILE`",
+        "the data directory {} is on a read-only file system: this command writes the database \
+         there, so mount it read-write (in compose, without `:ro`); to look at a database on \
+         read-only media, use `porch check --db FILE`",
         dir.display()
     )]
     ReadOnly { dir: PathBuf },
@@ -100,8 +100,9 @@ impl InstanceLock {
     /// Takes the lock of `data_dir` (which must exist) and records this process's PID in it.
     ///
     /// # Errors
-    /// [`LockError::Held`] if another process holds it; [`LockError::Io`] if the lock file cannot
-    /// be opened or written (for example a read-only data directory).
+    /// [`LockError::Held`] if another process holds it; [`LockError::ReadOnly`] on a read-only
+    /// file system, [`LockError::NotWritable`] for a directory or file this user may not write,
+    /// [`LockError::Io`] if the lock file cannot be opened or written otherwise.
     pub fn acquire(data_dir: &Path) -> Result<Self, LockError> {
         let path = data_dir.join(LOCK_FILE);
         let io = |source: std::io::Error| match source.kind() {

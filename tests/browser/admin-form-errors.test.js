@@ -100,14 +100,14 @@ test("a site's edit form marks a brake and the attachment limit out of range", {
   await page.goto(`${porch.url}/sites/${site.key}`);
   await page.locator("#attachment_max_mb").fill("99");
   await send("attachment_max_mb");
-  await assertRefused("attachment_max_mb", /./, "attachment_max_mb-hint");
+  await assertRefused("attachment_max_mb", /largest attachment is a number of MB from 0/, "attachment_max_mb-hint");
 });
 
 test("the site delete page's wrong name still marks and focuses its field", { timeout: 30000 }, async () => {
   await page.goto(`${world.porch.url}/sites/${world.site.key}/delete`);
   await page.locator("#confirm").fill("Not the name");
   await send("confirm");
-  await assertRefused("confirm", /./);
+  await assertRefused("confirm", /does not match the site's name/);
 });
 
 test("a refused webhook URL marks the URL field", { timeout: 30000 }, async () => {
@@ -155,7 +155,7 @@ test("on /account a blank name and a wrong current password mark their fields", 
   await page.goto(`${world.porch.url}/account`);
   await page.locator("#account-name").fill("   ");
   await send("account-name");
-  await assertRefused("account-name", /./, "name-hint");
+  await assertRefused("account-name", /Enter a name/, "name-hint");
   await page.locator("#current").fill("not my password");
   await page.locator("#new").fill("a brand new password");
   await send("new");

@@ -84,11 +84,13 @@ pub fn open_write_connection(path: &Path, synchronous: Synchronous) -> Result<Co
 /// created, migrated or switched to WAL, and no `-wal` or `-shm` file is created beside it, so a
 /// restored backup, a file in a backup directory or one on read-only media is left as it was.
 ///
-/// Without a (non-empty) `-wal` beside it the file is opened `immutable=1`: SQLite then takes no
-/// locks and needs no `-shm`. With a `-wal` and a `-shm` it is a live (or uncleanly stopped)
-/// database whose latest commits may be only in the WAL, so `immutable` would check stale pages:
-/// it is opened `mode=ro` and reads through the existing `-shm`. A `-wal` without a `-shm` is
-/// refused, because reading it would create the `-shm`.
+/// Without a `-wal` beside it (or with an empty one and no `-shm`) the file is opened
+/// `immutable=1`: SQLite then takes no locks and needs no `-shm`. With a `-wal` and a `-shm` it
+/// is a live (or uncleanly stopped) database whose latest commits may be only in the WAL, so
+/// `immutable` would read stale pages: it is opened `mode=ro` and reads through the existing
+/// `-shm`. That holds for an empty `-wal` too, as a running server's is right after a `TRUNCATE`
+/// checkpoint (Litestream's): its next commits go there while this connection reads. A `-wal`
+/// with commits but without a `-shm` is refused, because reading it would create the `-shm`.
 ///
 /// # Errors
 /// [`Error::WalWithoutShm`] as above; otherwise whatever SQLite reports on opening.
@@ -98,13 +100,15 @@ pub fn open_existing_read_only(path: &Path) -> Result<Connection, Error> {
         name.push(suffix);
         std::path::PathBuf::from(name)
     };
-    // An empty WAL holds no commits: ignoring it (immutable) reads exactly the database.
-    let has_wal = std::fs::metadata(sibling("-wal")).is_ok_and(|m| m.len() > 0);
+    let wal = std::fs::metadata(sibling("-wal")).ok();
+    let has_commits_in_wal = wal.as_ref().is_some_and(|m| m.len() > 0);
     let has_shm = sibling("-shm").exists();
-    if has_wal && !has_shm {
+    if has_commits_in_wal && !has_shm {
         return Err(Error::WalWithoutShm(path.to_owned()));
     }
-    let query = if has_wal {
+    // An empty WAL without a `-shm` is a stopped server's: ignoring it reads exactly the file.
+    let is_live = has_commits_in_wal || (wal.is_some() && has_shm);
+    let query = if is_live {
         "mode=ro"
     } else {
         "mode=ro&immutable=1"
@@ -191,6 +195,33 @@ mod tests {
             "{refused:?}"
         );
         assert_eq!(listing(), before);
+    }
+
+    /// A server's WAL is empty right after a `TRUNCATE` checkpoint: a reader opened then must
+    /// still see what is committed after it, not the file as it was (`immutable`).
+    #[test]
+    fn a_live_database_with_an_empty_wal_is_read_through_its_wal() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("porch.db");
+        let writer = open_write_connection(&path, Synchronous::Full).expect("open");
+        writer
+            .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+            .expect("write");
+        assert!(truncate_wal(&writer).expect("checkpoint"));
+        assert_eq!(
+            std::fs::metadata(dir.path().join("porch.db-wal"))
+                .map(|m| m.len())
+                .ok(),
+            Some(0)
+        );
+        let reader = open_existing_read_only(&path).expect("open read-only");
+        writer
+            .execute("INSERT INTO t VALUES (2)", [])
+            .expect("write");
+        let rows: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(rows, 2, "the commit after the checkpoint is seen");
     }
 
     /// A cached statement must not be parsed again on each use: see `configure`.

@@ -1,9 +1,10 @@
 //! The `porch` command line. `serve` runs the server; the other commands manage the database
 //! directly (`site`, `user` and `token` also beside a running server; `migrate` only without
-//! one, see `store::InstanceLock`); `secrets rotate` only without one; `check` and `health` are
-//! for operators and the Docker image.
+//! one, see `store::InstanceLock`); `secrets rotate` only without one; `check`, `backup` (beside
+//! a server or not) and `health` are for operators and the Docker image.
 
 mod accounts;
+mod backup;
 mod check;
 pub(crate) mod health;
 mod ids;
@@ -86,6 +87,9 @@ pub enum Command {
     /// Check a database file (integrity, foreign keys, schema version, row counts) without
     /// changing it; fails if anything is wrong. Use it on a restored backup before serving it.
     Check(check::CheckArgs),
+    /// Write a consistent copy of the database to FILE (a new file), also beside a running
+    /// server; never migrates. The sealing key is not in it. See docs/operations.md, "Backup".
+    Backup(backup::BackupArgs),
     /// Export a person's data (`--email`, `--visitor`) as JSON, or every conversation (`--all`)
     /// as NDJSON, to standard output (see docs/privacy.md). Also beside a running server.
     Export(privacy::ExportArgs),
@@ -351,6 +355,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::LoadtestEcho(args) => crate::loadtest::run_echo(args.listen),
         Command::LoadtestSearch(args) => crate::loadtest::run_search_bench(&args),
         Command::Check(args) => check::run(&cli.data, args),
+        Command::Backup(args) => backup::run(&cli.data, &args),
         Command::Health(args) => health::run(&args),
     }
 }

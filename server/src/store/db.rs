@@ -123,6 +123,20 @@ pub fn open_existing_read_only(path: &Path) -> Result<Connection, Error> {
     Ok(conn)
 }
 
+/// Writes a copy of the database `conn` reads into the empty file `into`, in one read
+/// transaction (so one transaction boundary), without free pages and in rollback-journal mode.
+/// A reader in WAL mode never blocks the writer, so this may run beside a serving Porch.
+///
+/// # Errors
+/// As SQLite reports them; [`Error::DiskFull`] for a full disk.
+pub fn copy_database_into(conn: &Connection, into: &str) -> Result<(), Error> {
+    // `query_only` ([`open_existing_read_only`]'s) refuses `VACUUM INTO`, though it writes only
+    // the new file; the connection, opened read-only, still cannot write the database itself.
+    conn.pragma_update(None, "query_only", "OFF")?;
+    conn.execute("VACUUM INTO ?1", [into])?;
+    Ok(())
+}
+
 /// `path` as an SQLite `file:` URI: `%`, `?` and `#` would otherwise end or garble the path.
 fn file_uri(path: &Path) -> Result<String, Error> {
     let text = path.to_str().ok_or_else(|| {

@@ -85,7 +85,8 @@ pub use conversations::{
 };
 pub use damage::{DamagedFile, explain_damage};
 pub use db::{
-    Synchronous, open_existing_read_only, open_read_connection, open_write_connection, truncate_wal,
+    Synchronous, copy_database_into, open_existing_read_only, open_read_connection,
+    open_write_connection, truncate_wal,
 };
 pub use deliveries::{
     DeliveryLogRow, WebhookConversation, delete_integration, disable_integration,

@@ -13,6 +13,7 @@ mod attachments;
 mod attempts;
 mod audit;
 mod backlog;
+mod backup;
 mod brakes;
 mod canned;
 mod capacity_page;

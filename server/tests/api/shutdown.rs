@@ -19,13 +19,13 @@ use crate::helpers::{Exchange as _, Http, ORIGIN, TestDb, Widget, ok_if, wait_un
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A `porch serve` process whose log is collected; killed when dropped.
-struct Porch {
+pub(crate) struct Porch {
     child: Child,
     log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Porch {
-    fn spawn(data_dir: &Path, drain: &str) -> Self {
+    pub(crate) fn spawn(data_dir: &Path, drain: &str) -> Self {
         Self::spawn_with(data_dir, drain, &[])
     }
 
@@ -73,7 +73,7 @@ impl Porch {
     }
 
     /// The bound address and a client for it, once `/readyz` answers 200.
-    async fn wait_ready(&self) -> (SocketAddr, Http) {
+    pub(crate) async fn wait_ready(&self) -> (SocketAddr, Http) {
         let addr: SocketAddr = self
             .wait_for("listening line", |lines| {
                 lines.iter().find_map(|line| {

@@ -58,7 +58,7 @@ pub async fn receive_interaction(
         .remove("payload")
         .and_then(|raw| serde_json::from_str::<Value>(&raw).ok())
         .ok_or_else(|| bad_request("The form has no JSON payload."))?;
-    if let Some(refusal) = refused_submission(&payload) {
+    if let Some(refusal) = refused_submission(&payload, &slack.config.team_id) {
         return Ok(Json(refusal).into_response());
     }
     start(&app, id, slack, parse_interaction(&payload));

@@ -323,6 +323,15 @@ async fn a_blank_note_keeps_its_modal_open_with_the_reason() {
         json!({"response_action": "errors", "errors": {"note": "The note is empty."}})
     );
 
+    // From another workspace it is not this integration's to refuse: ignored, as all from there.
+    let mut stranger = blank.clone();
+    stranger["team"]["id"] = json!("T0OTHER");
+    let body = form(&[("payload", &stranger.to_string())]);
+    let answer = s
+        .post_form_answer("interactive", &body, (SECRET, now_secs()))
+        .await;
+    assert_eq!((answer.status, answer.body.as_str()), (200, ""));
+
     assert!(s.fx.mock.wait_for_socket(WAIT).await, "Porch connected");
     let envelope =
         s.fx.mock

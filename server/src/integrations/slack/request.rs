@@ -185,10 +185,14 @@ pub fn parse_interaction(payload: &Value) -> Option<Request> {
 /// The acknowledgement that keeps the note modal open with the reason under its field when the
 /// submitted note could never be stored (nothing visible in it, a control character): the agent
 /// fixes it where it was typed, instead of the modal closing on a note that is then refused in
-/// an ephemeral message. `None` for anything else, which is acknowledged empty and done after.
-pub fn refused_submission(payload: &Value) -> Option<Value> {
+/// an ephemeral message. `None` for anything else, which is acknowledged empty and done after
+/// (a submission from another workspace than `team_id`, the integration's, is then ignored).
+pub fn refused_submission(payload: &Value, team_id: &str) -> Option<Value> {
     let view = &payload["view"];
-    if payload["type"] != "view_submission" || view["callback_id"] != SHORTCUT_NOTE {
+    if payload["type"] != "view_submission"
+        || view["callback_id"] != SHORTCUT_NOTE
+        || payload["team"]["id"] != team_id
+    {
         return None;
     }
     let invalid = MessageBody::parse(submitted_note(view)).err()?;

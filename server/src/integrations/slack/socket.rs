@@ -173,7 +173,7 @@ async fn serve_connection(
                     continue;
                 };
                 // Acknowledged first (Slack wants it within 3 s), done after, in its own task.
-                let (ack, request) = acknowledge(kind, envelope_id, &envelope["payload"]);
+                let (ack, request) = acknowledge(kind, envelope_id, slack, &envelope["payload"]);
                 socket
                     .send(Message::Text(ack.to_string().into()))
                     .await
@@ -215,8 +215,13 @@ async fn serve_connection(
 /// The acknowledgement of a slash command or an interaction, and the request to do after it.
 /// The answer is an ephemeral message, not the acknowledgement, except for a note that cannot be
 /// stored: it is refused in the acknowledgement, its modal stays open, and nothing is done.
-fn acknowledge(kind: &str, envelope_id: &str, payload: &Value) -> (Value, Option<Request>) {
-    if let Some(refusal) = refused_submission(payload) {
+fn acknowledge(
+    kind: &str,
+    envelope_id: &str,
+    slack: &SlackIntegration,
+    payload: &Value,
+) -> (Value, Option<Request>) {
+    if let Some(refusal) = refused_submission(payload, &slack.config.team_id) {
         return (
             json!({"envelope_id": envelope_id, "payload": refusal}),
             None,

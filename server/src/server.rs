@@ -97,7 +97,6 @@ pub async fn start(mut config: Config, listener: TcpListener) -> anyhow::Result<
     let full_disk = |err| store::explain_full_disk(err, &data_dir);
     // Before anything touches the database: a second server must not start at all.
     let lock = lock_data_dir(&config.data_dir).map_err(full_disk)?;
-    check_database_writable(&config.data_dir)?;
     warn_if_anyone_can_read(&config.data_dir);
     // The key file's error keeps only its words: a full disk is asked about whatever it says.
     let sealing =
@@ -337,14 +336,21 @@ fn check_database_writable(data_dir: &std::path::Path) -> anyhow::Result<()> {
 /// link, the lock of the directory it points into).
 ///
 /// # Errors
-/// Fails if the directory cannot be created, or another process holds the lock.
+/// Fails if the directory cannot be created (on a read-only file system, saying so), another
+/// process holds the lock, or this user may not write the database or its `-wal` or `-shm`.
 pub fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<store::InstanceLock> {
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
-    Ok(store::InstanceLock::acquire_for(
-        data_dir,
-        crate::config::DATABASE_FILE,
-    )?)
+    if let Err(err) = std::fs::create_dir_all(data_dir) {
+        if err.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
+            let dir = data_dir.to_path_buf();
+            return Err(store::LockError::ReadOnly { dir }.into());
+        }
+        return Err(err)
+            .with_context(|| format!("creating the data directory {}", data_dir.display()));
+    }
+    let lock = store::InstanceLock::acquire_for(data_dir, crate::config::DATABASE_FILE)?;
+    // Every holder of the lock writes the database: say whose file refuses it before SQLite does.
+    check_database_writable(data_dir)?;
+    Ok(lock)
 }
 
 /// The reader of replies by email. With SMTP there is always one: its mailbox is

@@ -39,6 +39,7 @@ def test_a_read_only_data_directory_is_refused_with_what_to_do(porch_bin, tmp_pa
     assert "serve exit 1" in out, out
     assert f"the data directory {data} is on a read-only file system" in out, out
     assert "mount it read-write" in out, out
+    assert "porch backup FILE" in out, out
     assert "os error 30" not in out, out
     assert "check exit 0" in out, out
     assert "result          ok" in out, out

@@ -142,7 +142,13 @@ fn copy_into_partial(
         .path()
         .to_str()
         .with_context(|| format!("{} is not valid UTF-8", partial.path().display()))?;
-    store::copy_database_into(conn, into)?;
+    let copied = store::copy_database_into(conn, into);
+    if copied.is_err() {
+        // SQLite writes the copy through a rollback journal beside it, which an error (a full
+        // disk) leaves behind; the partial file itself goes when it is dropped.
+        let _ = std::fs::remove_file(format!("{into}-journal"));
+    }
+    copied?;
     // SQLite wrote through its own handle; this one reaches the same file's data for the fsync.
     partial
         .as_file()

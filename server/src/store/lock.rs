@@ -18,8 +18,9 @@ pub const LOCK_FILE: &str = "porch.lock";
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(
-        "the data directory {} is in use by another porch process (PID {pid}); stop it first \
-         (only one `porch serve` or `porch migrate` may use a database)",
+        "the data directory {} is in use by another porch process (PID {pid}): a server, or a \
+         command that needs the database to itself (migrate, vacuum, raise-ids, a backup while no \
+         server runs); stop it, or let it finish, first",
         dir.display()
     )]
     Held { dir: PathBuf, pid: String },
@@ -34,9 +35,9 @@ pub enum LockError {
     NotWritable { path: PathBuf },
     /// A volume mounted read-only (`:ro`), or a backup medium.
     #[error(
-        "the data directory {} is on a read-only file system: this command writes the database \
-         there, so mount it read-write (in compose, without `:ro`); to look at a database on \
-         read-only media, use `porch check --db FILE`",
+        "the data directory {} is on a read-only file system: Porch writes there (its lock and \
+         the database), so mount it read-write (in compose, without `:ro`); to read a database \
+         on read-only media, use `porch check --db FILE` or `porch backup FILE`",
         dir.display()
     )]
     ReadOnly { dir: PathBuf },

@@ -1,5 +1,5 @@
-"""A data directory restored as root with the `chown` forgotten: `porch serve`, run as the image's
-uid 10001, names the file it cannot write, its owner and the fix, instead of SQLite's "attempt to
+"""A data directory restored as root with the `chown` forgotten: `porch serve` (and a command that
+takes the data directory's lock), run as the image's uid 10001, names the file it cannot write, its owner and the fix, instead of SQLite's "attempt to
 write a readonly database" (Error code 8) from deep in the start, or a bare "Permission denied".
 """
 
@@ -26,11 +26,15 @@ def open_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def serve_as_other_user(porch: Path, data: Path) -> subprocess.CompletedProcess:
+def as_other_user(porch: Path, data: Path, command: list) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", porch,
-         "--data-dir", data, "serve", "--listen", "127.0.0.1:0"],
+         "--data-dir", data, *command],
         capture_output=True, text=True, timeout=WAIT)
+
+
+def serve_as_other_user(porch: Path, data: Path) -> subprocess.CompletedProcess:
+    return as_other_user(porch, data, ["serve", "--listen", "127.0.0.1:0"])
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
@@ -61,12 +65,15 @@ def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, ope
             "access (chmod u+rwx on this directory)") in refused.stderr, refused.stderr
     data.chmod(0o750)
 
-    # The directory was chowned, the database inside it was not.
+    # The directory was chowned, the database inside it was not: the server and every command
+    # that takes the data directory's lock (raise-ids after a restore, as compose.restore.yml
+    # runs it) name it.
     (data / "porch.lock").unlink(missing_ok=True)
-    refused = serve_as_other_user(porch, data)
-    assert refused.returncode != 0
-    assert f"porch.db cannot be written by uid {UID} (uid 0, mode 640)" in refused.stderr, refused.stderr
-    assert "readonly database" not in refused.stderr, refused.stderr
+    for command in (["serve", "--listen", "127.0.0.1:0"], ["raise-ids", "--by", "10"]):
+        refused = as_other_user(porch, data, command)
+        assert refused.returncode != 0
+        assert f"porch.db cannot be written by uid {UID} (uid 0, mode 640)" in refused.stderr, refused.stderr
+        assert "readonly database" not in refused.stderr, refused.stderr
 
     # The files were chowned, the directory (root's again, as after a copy) was not: SQLite could
     # not create its -wal and -shm in it.

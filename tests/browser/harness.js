@@ -236,6 +236,19 @@ ${inHead ? "" : snippet}
   };
 }
 
+/**
+ * Replaces the fixture's host page with one whose snippet takes its colour from the page's ?color=
+ * query, as a site's template would (no query: the default colour). For a fixture's `more`.
+ */
+export async function hostWithColourQuery(w) {
+  const origin = new URL(w.host.url).origin;
+  await w.host.close();
+  const snippet = w.site.snippet.replace(/"color":"#[0-9a-fA-F]{3,6}"/,
+    '"color":new URLSearchParams(location.search).get("color")');
+  if (snippet === w.site.snippet) throw new Error("the snippet names no colour");
+  w.host = await hostPage(origin, snippet);
+}
+
 /** The origin the host page will have; reserved before the site is added so it can be allowed. */
 export async function hostOrigin() {
   return `http://127.0.0.1:${await freePort()}`;

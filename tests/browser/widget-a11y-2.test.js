@@ -5,18 +5,11 @@
 // offers nothing that can no longer work (the email form, the pre-chat form).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fixture, hostPage, signIn, visitor, waitFor, watch } from "./harness.js";
+import { fixture, hostWithColourQuery, signIn, visitor, waitFor, watch } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
 // The host page takes the snippet's colour from its ?color= query (no query: the default colour).
-const world = fixture({ site: "Acme Focus", agent: AGENT, email: true }, async (w) => {
-  const origin = new URL(w.host.url).origin;
-  await w.host.close();
-  const snippet = w.site.snippet.replace(/"color":"#[0-9a-fA-F]{3,6}"/,
-    '"color":new URLSearchParams(location.search).get("color")');
-  assert.notEqual(snippet, w.site.snippet, "the snippet names its colour");
-  w.host = await hostPage(origin, snippet);
-});
+const world = fixture({ site: "Acme Focus", agent: AGENT, email: true }, hostWithColourQuery);
 
 /**
  * Runs `act(page)` as the admin, signed in on a page that is closed afterwards: an open admin page makes the

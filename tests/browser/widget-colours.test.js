@@ -3,17 +3,10 @@
 // mid-tones included (with near-black #111827 instead of black, a grey or red site fell to 3.9-4.4:1).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fixture, hostPage } from "./harness.js";
+import { fixture, hostWithColourQuery } from "./harness.js";
 
 // The host page takes the snippet's colour from its ?color= query, as a site's template would.
-const world = fixture({ site: "Acme Colours" }, async (w) => {
-  const origin = new URL(w.host.url).origin;
-  await w.host.close();
-  const snippet = w.site.snippet.replace(/"color":"#[0-9a-fA-F]{3,6}"/,
-    '"color":new URLSearchParams(location.search).get("color")');
-  assert.notEqual(snippet, w.site.snippet, "the snippet names its colour");
-  w.host = await hostPage(origin, snippet);
-});
+const world = fixture({ site: "Acme Colours" }, hostWithColourQuery);
 
 // WCAG 2.x contrast of an element's text against the nearest opaque background behind it.
 function contrastOf(el) {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use crate::helpers::{ORIGIN, TestDb, Widget};
+use crate::helpers::{ORIGIN, TestDb, Widget, listing};
 use crate::shutdown::Porch;
 
 /// Bound on any wait: the server's start-up and readiness, or one command's whole run.
@@ -31,22 +31,6 @@ async fn porch(data_dir: &Path, args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The names in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("list")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
 }
 
 /// A data directory with a migrated database and no server.

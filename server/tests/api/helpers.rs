@@ -158,6 +158,22 @@ impl Exchange for RequestBuilder {
     }
 }
 
+/// The names of the files in `dir`, sorted: what a command left beside a database.
+pub fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// The configuration `porch --data-dir DIR serve --listen 127.0.0.1:0 ARGS…` would run with.
 pub fn serve_config(data_dir: &std::path::Path, flags: &[&str]) -> porch::config::Config {
     let mut argv = vec![

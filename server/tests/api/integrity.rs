@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use crate::helpers::{Exchange as _, Http, TestApp, WAIT, ok_if, wait_until};
+use crate::helpers::{Exchange as _, Http, TestApp, WAIT, listing, ok_if, wait_until};
 use crate::process::{Served, porch, run, run_within};
 
 fn stderr(output: &Output) -> String {
@@ -26,22 +26,6 @@ fn metric(exposition: &str, name: &str) -> Option<f64> {
         let (key, value) = line.split_once(' ')?;
         (key == name).then(|| value.trim().parse().ok())?
     })
-}
-
-/// The names of the files in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("read dir")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
 }
 
 /// A migrated Porch database in `dir` holding `rows` messages, closed (no `-wal` left).

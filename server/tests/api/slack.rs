@@ -338,8 +338,11 @@ async fn failed_jobs_can_be_listed_and_retried() {
         "{health}"
     );
     add_user(&fx.app, "ops@example.com", "admin");
-    let signed_in = sign_in(&fx.app, "ops@example.com", PASSWORD).await;
-    let admin = signed_in_from(&fx.app, &signed_in).await;
+    let admin = signed_in_from(
+        &fx.app,
+        &sign_in(&fx.app, "ops@example.com", PASSWORD).await,
+    )
+    .await;
     let page = send(
         &fx.app,
         "GET",

@@ -12,7 +12,7 @@ use porch_app::sites::{
 use serde::Deserialize;
 
 use crate::audit::Actor;
-use crate::chat::{self, SiteSettingsInput};
+use crate::chat::{self, RefusedSettings, SiteSettingsInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
@@ -35,46 +35,11 @@ pub struct SiteForm {
     attachment_max_mb: String,
 }
 
-/// One typed field of the settings.
-type FieldOf = fn(&mut SiteSettingsInput) -> &mut String;
-
-/// The settings' fields in the order `SiteSettingsInput::parse` checks them, by their control's
-/// id on the form.
-const CHECKED_FIELDS: [(&str, FieldOf); 11] = [
-    ("name", |f| &mut f.name),
-    ("origins", |f| &mut f.origins),
-    ("greeting", |f| &mut f.greeting),
-    ("color", |f| &mut f.color),
-    ("retention_days", |f| &mut f.retention_days),
-    ("locale", |f| &mut f.locale),
-    ("greetings", |f| &mut f.greetings),
-    ("visitor_messages_per_minute", |f| {
-        &mut f.visitor_messages_per_minute
-    }),
-    ("visitor_burst", |f| &mut f.visitor_burst),
-    ("flood_messages_per_minute", |f| {
-        &mut f.flood_messages_per_minute
-    }),
-    ("flood_conversations_per_minute", |f| {
-        &mut f.flood_conversations_per_minute
-    }),
-];
-
-/// The refused form's error as a notice about the field it is in, so the form marks that field:
-/// the first field (in the order `parse` checks them) whose typed value alone, in settings that
-/// parse, is refused. Asking `parse` keeps each rule in one place. Without such a field the
-/// notice is about the form.
-fn refused_notice(form: &SiteSettingsInput, text: String) -> Notice {
-    let mut typed = form.clone();
-    let mut valid = SiteSettingsInput::new_site();
-    "Site".clone_into(&mut valid.name);
-    "https://example.com".clone_into(&mut valid.origins);
-    let field = CHECKED_FIELDS.iter().find_map(|(id, field)| {
-        let mut probe = valid.clone();
-        field(&mut typed).clone_into(field(&mut probe));
-        probe.parse().is_err().then_some(*id)
-    });
-    match field {
+/// The refused settings as a notice about the field they are in, so the form marks that field;
+/// about the form when no typed field holds the mistake.
+fn refused_notice(refused: RefusedSettings) -> Notice {
+    let text = refused.reason.0.into_owned();
+    match refused.field {
         Some(field) => Notice::Invalid { field, text },
         None => Notice::Error(text),
     }
@@ -198,8 +163,8 @@ pub async fn create_site(
 ) -> Result<Response, PageError> {
     let settings = match form.parse() {
         Ok(settings) => settings,
-        Err(invalid) => {
-            let notice = refused_notice(&form, invalid.0.into());
+        Err(refused) => {
+            let notice = refused_notice(refused);
             let page = form_page(&who, None, (form, String::new()), None, Some(notice));
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
         }
@@ -244,7 +209,7 @@ pub async fn update_site(
     let parsed = form
         .settings
         .parse()
-        .map_err(|invalid| refused_notice(&form.settings, invalid.0.into()))
+        .map_err(refused_notice)
         .and_then(|settings| {
             let limit = match form.attachment_max_mb.trim() {
                 "" => None,

@@ -45,8 +45,8 @@ pub use search::{
 pub use search_index::spawn_search_indexer;
 pub use site::{Site, SiteChange, SiteDirectory, is_site_key, new_site_key};
 pub use site_settings::{
-    SiteSettingsInput, attachment_megabytes, create_site, delete_site, parse_attachment_megabytes,
-    set_attachment_limit, update_site,
+    RefusedSettings, SiteSettingsInput, attachment_megabytes, create_site, delete_site,
+    parse_attachment_megabytes, set_attachment_limit, update_site,
 };
 pub use visitor_token::{VisitorTokens, hash_token};
 

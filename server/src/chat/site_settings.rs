@@ -65,6 +65,23 @@ fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
         .ok_or(Invalid::from(message))
 }
 
+/// Typed settings refused: why, and the field the reason is about, by its control's id on the
+/// site form (none for the position, which is picked, not typed), so the form can mark it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct RefusedSettings {
+    pub field: Option<&'static str>,
+    pub reason: Invalid,
+}
+
+/// Ties a field's refusal to the field (`map_err(at("name"))`).
+fn at(field: &'static str) -> impl FnOnce(Invalid) -> RefusedSettings {
+    move |reason| RefusedSettings {
+        field: Some(field),
+        reason,
+    }
+}
+
 impl From<&SiteSettings> for SiteSettingsInput {
     /// The input that would submit these settings unchanged (to fill the edit form).
     fn from(settings: &SiteSettings) -> Self {
@@ -94,101 +111,136 @@ impl SiteSettingsInput {
         Self::from(&SiteSettings::new(String::new(), Vec::new()))
     }
 
-    /// Checks every field; the first field found wrong is reported (with every refused origin,
-    /// when that is the origins).
-    pub fn parse(&self) -> Result<SiteSettings, Invalid> {
-        let name = self.name.trim();
-        if name.is_empty() || name.chars().count() > 80 {
-            return Err(Invalid::from("The name must have 1 to 80 characters."));
-        }
-        let mut origins = Vec::new();
-        let mut refused = Vec::new();
-        for raw in self
-            .origins
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .filter(|o| !o.is_empty())
-        {
-            match Origin::parse(raw) {
-                Ok(origin) if !origins.contains(&origin.as_str().to_owned()) => {
-                    origins.push(origin.as_str().to_owned());
-                }
-                Ok(_) => {}
-                // Each named, and all at once, so a list is fixed in one go.
-                Err(invalid) => refused.push(format!("{raw}: {invalid}")),
-            }
-        }
-        if !refused.is_empty() {
-            return Err(Invalid::from(refused.join(" ")));
-        }
-        if origins.is_empty() {
-            return Err(Invalid::from(
-                "Add at least one allowed origin, such as https://www.example.com.",
-            ));
-        }
-        let greeting = self.greeting.trim();
-        if greeting.chars().count() > MAX_GREETING_CHARS {
-            return Err(Invalid::from(
-                "The greeting must have at most 500 characters.",
-            ));
-        }
-        let color = self.color.trim().to_ascii_lowercase();
-        let is_hex_colour = color.len() == 7
-            && color.starts_with('#')
-            && color[1..].bytes().all(|b| b.is_ascii_hexdigit());
-        if !is_hex_colour {
-            return Err(Invalid::from("The colour is written like #2563eb."));
-        }
-        let position = match self.position.trim() {
-            p @ ("left" | "right") => p.to_owned(),
-            _ => return Err(Invalid::from("The position is left or right.")),
-        };
-        let retention_days = match self.retention_days.trim() {
-            "" => None,
-            raw => Some(
-                raw.parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=MAX_RETENTION_DAYS).contains(n))
-                    .ok_or(Invalid::from(
-                        "Retention is a whole number of days from 1 to 36500, or empty to keep \
-                         conversations.",
-                    ))?,
-            ),
-        };
-        let locale = self.locale.trim();
-        if !locale.is_empty() && !WIDGET_LOCALES.iter().any(|(code, _)| *code == locale) {
-            return Err(Invalid::from(
-                "The widget's language is empty (each visitor's browser chooses) or one the widget speaks.",
-            ));
-        }
+    /// Checks every field, in the form's order; the first field found wrong is reported (with
+    /// every refused origin, when that is the origins).
+    pub fn parse(&self) -> Result<SiteSettings, RefusedSettings> {
+        // Fields are evaluated in the order written, so this is also the order of the checks.
         Ok(SiteSettings {
-            greetings: GREETING_LINES.parse(&self.greetings)?,
-            locale: locale.to_owned(),
-            retention_days,
-            name: name.to_owned(),
-            origins,
-            greeting: greeting.to_owned(),
-            color,
-            position,
+            name: parse_name(&self.name).map_err(at("name"))?,
+            origins: parse_origins(&self.origins).map_err(at("origins"))?,
+            greeting: parse_greeting(&self.greeting).map_err(at("greeting"))?,
+            color: parse_colour(&self.color).map_err(at("color"))?,
+            position: parse_position(&self.position).map_err(|reason| RefusedSettings {
+                field: None,
+                reason,
+            })?,
+            retention_days: parse_retention(&self.retention_days).map_err(at("retention_days"))?,
+            locale: parse_locale(&self.locale).map_err(at("locale"))?,
+            greetings: GREETING_LINES
+                .parse(&self.greetings)
+                .map_err(at("greetings"))?,
             limits: SiteLimits {
                 visitor_messages_per_minute: rate(
                     &self.visitor_messages_per_minute,
                     "Visitor messages per minute must be a whole number from 1 to 100000.",
-                )?,
+                )
+                .map_err(at("visitor_messages_per_minute"))?,
                 visitor_burst: rate(
                     &self.visitor_burst,
                     "The visitor burst must be a whole number from 1 to 100000.",
-                )?,
+                )
+                .map_err(at("visitor_burst"))?,
                 flood_messages_per_minute: rate(
                     &self.flood_messages_per_minute,
                     "Site messages per minute must be a whole number from 1 to 100000.",
-                )?,
+                )
+                .map_err(at("flood_messages_per_minute"))?,
                 flood_conversations_per_minute: rate(
                     &self.flood_conversations_per_minute,
                     "New conversations per minute must be a whole number from 1 to 100000.",
-                )?,
+                )
+                .map_err(at("flood_conversations_per_minute"))?,
             },
         })
     }
+}
+
+fn parse_name(raw: &str) -> Result<String, Invalid> {
+    let name = raw.trim();
+    if name.is_empty() || name.chars().count() > 80 {
+        return Err(Invalid::from("The name must have 1 to 80 characters."));
+    }
+    Ok(name.to_owned())
+}
+
+fn parse_origins(raw: &str) -> Result<Vec<String>, Invalid> {
+    let mut origins = Vec::new();
+    let mut refused = Vec::new();
+    for raw in raw
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|o| !o.is_empty())
+    {
+        match Origin::parse(raw) {
+            Ok(origin) if !origins.contains(&origin.as_str().to_owned()) => {
+                origins.push(origin.as_str().to_owned());
+            }
+            Ok(_) => {}
+            // Each named, and all at once, so a list is fixed in one go.
+            Err(invalid) => refused.push(format!("{raw}: {invalid}")),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(Invalid::from(refused.join(" ")));
+    }
+    if origins.is_empty() {
+        return Err(Invalid::from(
+            "Add at least one allowed origin, such as https://www.example.com.",
+        ));
+    }
+    Ok(origins)
+}
+
+fn parse_greeting(raw: &str) -> Result<String, Invalid> {
+    let greeting = raw.trim();
+    if greeting.chars().count() > MAX_GREETING_CHARS {
+        return Err(Invalid::from(
+            "The greeting must have at most 500 characters.",
+        ));
+    }
+    Ok(greeting.to_owned())
+}
+
+fn parse_colour(raw: &str) -> Result<String, Invalid> {
+    let color = raw.trim().to_ascii_lowercase();
+    let is_hex_colour = color.len() == 7
+        && color.starts_with('#')
+        && color[1..].bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_hex_colour {
+        return Err(Invalid::from("The colour is written like #2563eb."));
+    }
+    Ok(color)
+}
+
+fn parse_position(raw: &str) -> Result<String, Invalid> {
+    match raw.trim() {
+        p @ ("left" | "right") => Ok(p.to_owned()),
+        _ => Err(Invalid::from("The position is left or right.")),
+    }
+}
+
+fn parse_retention(raw: &str) -> Result<Option<u32>, Invalid> {
+    match raw.trim() {
+        "" => Ok(None),
+        raw => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_RETENTION_DAYS).contains(n))
+            .map(Some)
+            .ok_or(Invalid::from(
+                "Retention is a whole number of days from 1 to 36500, or empty to keep \
+                 conversations.",
+            )),
+    }
+}
+
+fn parse_locale(raw: &str) -> Result<String, Invalid> {
+    let locale = raw.trim();
+    if !locale.is_empty() && !WIDGET_LOCALES.iter().any(|(code, _)| *code == locale) {
+        return Err(Invalid::from(
+            "The widget's language is empty (each visitor's browser chooses) or one the widget speaks.",
+        ));
+    }
+    Ok(locale.to_owned())
 }
 
 /// Creates a site with the given settings and returns its key.
@@ -440,8 +492,10 @@ mod tests {
             ..input()
         };
         let refused = typed.parse().expect_err("a path");
+        assert_eq!(refused.field, Some("origins"));
         assert!(
             refused
+                .reason
                 .0
                 .starts_with("https://shop.example/checkout: An origin is"),
             "{refused}"
@@ -472,27 +526,50 @@ mod tests {
     }
 
     #[test]
-    fn bad_fields_are_refused() {
-        for change in [
-            |i: &mut SiteSettingsInput| i.origins = String::new(),
-            |i: &mut SiteSettingsInput| i.origins = "acme.example".into(),
-            |i: &mut SiteSettingsInput| i.color = "blue".into(),
-            |i: &mut SiteSettingsInput| i.position = "top".into(),
-            |i: &mut SiteSettingsInput| i.visitor_burst = "0".into(),
-            |i: &mut SiteSettingsInput| i.flood_messages_per_minute = "x".into(),
-            |i: &mut SiteSettingsInput| i.retention_days = "0".into(),
-            |i: &mut SiteSettingsInput| i.retention_days = "36501".into(),
-            |i: &mut SiteSettingsInput| i.locale = "sv".into(),
-            |i: &mut SiteSettingsInput| i.greetings = "Hallo!".into(),
-            |i: &mut SiteSettingsInput| i.greetings = "sv: Hej!".into(),
-            |i: &mut SiteSettingsInput| i.greetings = "de:".into(),
-            |i: &mut SiteSettingsInput| i.greetings = "de: Hallo!\nde: Guten Tag!".into(),
-            |i: &mut SiteSettingsInput| i.greetings = format!("de: {}", "x".repeat(501)),
-        ] {
+    fn bad_fields_are_refused_and_named() {
+        type Change = fn(&mut SiteSettingsInput);
+        let cases: [(Change, Option<&str>); 15] = [
+            (|i| i.name = " ".into(), Some("name")),
+            (|i| i.origins = String::new(), Some("origins")),
+            (|i| i.origins = "acme.example".into(), Some("origins")),
+            (|i| i.color = "blue".into(), Some("color")),
+            (|i| i.position = "top".into(), None),
+            (|i| i.visitor_burst = "0".into(), Some("visitor_burst")),
+            (
+                |i| i.flood_messages_per_minute = "x".into(),
+                Some("flood_messages_per_minute"),
+            ),
+            (|i| i.retention_days = "0".into(), Some("retention_days")),
+            (
+                |i| i.retention_days = "36501".into(),
+                Some("retention_days"),
+            ),
+            (|i| i.locale = "sv".into(), Some("locale")),
+            (|i| i.greetings = "Hallo!".into(), Some("greetings")),
+            (|i| i.greetings = "sv: Hej!".into(), Some("greetings")),
+            (|i| i.greetings = "de:".into(), Some("greetings")),
+            (
+                |i| i.greetings = "de: Hallo!\nde: Guten Tag!".into(),
+                Some("greetings"),
+            ),
+            (
+                |i| i.greetings = format!("de: {}", "x".repeat(501)),
+                Some("greetings"),
+            ),
+        ];
+        for (change, field) in cases {
             let mut i = input();
             change(&mut i);
-            assert!(i.parse().is_err(), "{i:?}");
+            let refused = i.parse().expect_err("refused");
+            assert_eq!(refused.field, field, "{i:?}");
         }
+        // Two wrong fields: the first in the form's order is the one reported.
+        let both = SiteSettingsInput {
+            color: "blue".into(),
+            visitor_burst: "0".into(),
+            ..input()
+        };
+        assert_eq!(both.parse().expect_err("refused").field, Some("color"));
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub async fn put_retention(
     };
     let settings = input
         .parse()
-        .map_err(|invalid| ApiError::invalid(invalid.0))?;
+        .map_err(|refused| ApiError::invalid(refused.reason.0))?;
     let days = settings.retention_days;
     chat::update_site(
         &app.chat,

@@ -4,7 +4,9 @@
 //! cost no write. Bounded: a few origins per site. A program can send any `Origin`, so only what a
 //! browser could send is noted (an `http`/`https` origin, or `null`), and a new origin takes the
 //! place of the one refused least often: a stranger's one-off origins take turns in one place,
-//! and the site's own misconfigured page, refused on every visit, stays listed.
+//! and the site's own misconfigured page, refused on every visit, stays listed. Counts do not
+//! hold a place for ever: an origin not refused for a day makes room first, so a burst that
+//! stopped does not keep the card full until the next restart.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -14,6 +16,9 @@ use crate::store::SiteId;
 /// Origins remembered per site; the one refused least often (of those, longest ago) makes room
 /// for a new one.
 const PER_SITE: usize = 5;
+/// An origin not refused for this long (milliseconds, a day) makes room for a new one before any
+/// origin refused more recently, however often it was refused.
+const STALE_AFTER_MS: i64 = 24 * 60 * 60 * 1000;
 /// Longer `Origin` values are cut (a real origin is a scheme, a host and a port).
 const MAX_ORIGIN_CHARS: usize = 200;
 
@@ -60,7 +65,10 @@ impl RefusedOrigins {
         };
         if refused.len() < PER_SITE {
             refused.push(entry);
-        } else if let Some(least) = refused.iter_mut().min_by_key(|r| (r.count, r.last_ms)) {
+        } else if let Some(least) = refused
+            .iter_mut()
+            .min_by_key(|r| (now_ms - r.last_ms < STALE_AFTER_MS, r.count, r.last_ms))
+        {
             *least = entry;
         }
     }
@@ -132,6 +140,35 @@ mod tests {
                 .any(|r| r.origin == "https://www.myshop.example" && r.count == 3),
             "{listed:?}"
         );
+    }
+
+    /// A burst that stopped holds its places for a day at most: then a new origin takes the
+    /// place of the stale one refused most often, before any origin refused since.
+    #[test]
+    fn a_stale_origin_makes_room_however_often_it_was_refused() {
+        let refused = RefusedOrigins::default();
+        for _ in 0..1000 {
+            refused.note(SiteId(1), "https://burst.example", 0);
+        }
+        for i in 1..i64::try_from(PER_SITE).unwrap_or_default() {
+            refused.note(
+                SiteId(1),
+                &format!("https://{i}.example"),
+                STALE_AFTER_MS + i,
+            );
+        }
+        refused.note(SiteId(1), "https://www.myshop.example", 2 * STALE_AFTER_MS);
+        let listed: Vec<String> = refused
+            .of(SiteId(1))
+            .into_iter()
+            .map(|r| r.origin)
+            .collect();
+        assert!(listed.contains(&"https://www.myshop.example".to_owned()));
+        assert!(
+            !listed.contains(&"https://burst.example".to_owned()),
+            "{listed:?}"
+        );
+        assert_eq!(listed.len(), PER_SITE);
     }
 
     #[test]

@@ -110,14 +110,18 @@ struct Connection {
     /// [`written_key`]s: a resend of one of them gets its `ack` too, even while the brakes
     /// refuse new messages.
     writing: Vec<u64>,
+    /// Ids of messages another connection of the visitor stored that this one acked as its own
+    /// (the same `client_id` sent from two tabs at once), newest last, at most
+    /// [`MAX_IN_FLIGHT`]: the other's push of it is not echoed here, where its ack went.
+    acked_copies: Vec<MessageId>,
 }
 
 /// A client id as [`Connection::writing`] keeps it: a hash, so that tracking a write costs no
 /// allocation on the hot path. Two ids of one connection's few writes in flight sharing one
 /// (odds of about 2^-64) would only let that resend skip the brakes; it is still stored once.
-fn written_key(client_id: &ClientId) -> u64 {
+fn written_key(client_id: &str) -> u64 {
     use std::hash::BuildHasher as _;
-    rustc_hash::FxBuildHasher.hash_one(client_id.as_str())
+    rustc_hash::FxBuildHasher.hash_one(client_id)
 }
 
 /// Runs a widget connection to its end.
@@ -189,6 +193,7 @@ async fn open(
         sent_up_to: last_id,
         sent_before_visitor: Vec::new(),
         writing: Vec::new(),
+        acked_copies: Vec::new(),
     };
     conn.welcome(&token, last_id).await.ok()?;
     Some((conn, stream))
@@ -344,7 +349,7 @@ impl Connection {
             Instant::now(),
         );
         if let Err(refusal) = admitted
-            && !self.writing.contains(&written_key(&client_id))
+            && !self.writing.contains(&written_key(client_id.as_str()))
             && !self.is_stored(&client_id).await
         {
             let (code, wait) = refused_as(refusal);
@@ -380,7 +385,7 @@ impl Connection {
             attachments,
             now: now_ms(),
         };
-        self.writing.push(written_key(&client_id));
+        self.writing.push(written_key(client_id.as_str()));
         let chat = self.app.chat.clone();
         let from = Some(self.hub_id);
         in_flight.push(Box::pin(async move {
@@ -413,7 +418,7 @@ impl Connection {
         received: Instant,
         result: Result<StoredVisitorMessage, chat::Error>,
     ) -> Result<(), Closed> {
-        let key = written_key(client_id);
+        let key = written_key(client_id.as_str());
         if let Some(at) = self.writing.iter().position(|&id| id == key) {
             self.writing.swap_remove(at);
         }
@@ -449,6 +454,12 @@ impl Connection {
         self.app
             .meters
             .record_ack(received.elapsed(), !stored.is_duplicate);
+        if stored.is_duplicate {
+            if self.acked_copies.len() == MAX_IN_FLIGHT {
+                self.acked_copies.remove(0);
+            }
+            self.acked_copies.push(stored.id);
+        }
         self.typing.conversation = Some(stored.conversation_id);
         self.context_stored = true;
         if self.visitor_id.is_none() {
@@ -474,11 +485,14 @@ impl Connection {
                     self.typing.conversation = Some(row.conversation_id);
                 }
                 // Pushes come in id order (published at commit); what the history already
-                // sent is not sent again.
+                // sent is not sent again, nor what this connection gets (or got) an ack for.
                 if row.id <= self.sent_up_to {
                     return Ok(());
                 }
                 self.sent_up_to = row.id;
+                if self.is_acked_here(row) {
+                    return Ok(());
+                }
                 MessageFrame::from(row.as_ref() as &MessageRow).to_json()
             }
             VisitorEvent::Typing { agent_name, active } => ServerFrame::Typing {
@@ -496,6 +510,25 @@ impl Connection {
             }
         };
         self.send(text).await
+    }
+}
+
+impl Connection {
+    /// Whether `row` is a message whose `ack` this connection sends or sent: the same
+    /// `client_id` came from another connection too, whose copy was stored first. A connection
+    /// never gets its own messages back as `message` frames.
+    fn is_acked_here(&mut self, row: &MessageRow) -> bool {
+        if row.author != Author::Visitor {
+            return false;
+        }
+        let acked = self.acked_copies.contains(&row.id);
+        // Pushes come in id order: an older copy can no longer arrive.
+        self.acked_copies.retain(|&id| id > row.id);
+        acked
+            || row
+                .client_id
+                .as_deref()
+                .is_some_and(|id| self.writing.contains(&written_key(id)))
     }
 }
 

@@ -157,3 +157,52 @@ async fn a_new_visitors_last_id_beyond_every_message_holds_nothing_back() {
         assert_eq!(next_message(&mut widget).await["body"], "Hi!", "{last_id}");
     }
 }
+
+/// The same `client_id` sent from two tabs at once is stored once, and neither tab gets it back
+/// as a `message` frame: each gets its `ack`, whichever copy was stored (docs/widget-protocol.md,
+/// "a connection never gets its own messages back").
+#[tokio::test]
+async fn a_message_sent_from_two_tabs_at_once_is_acked_in_both_and_echoed_to_neither() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    // Each copy costs one of the visitor's rate: room for every round's two.
+    app.set_site_limits(&site, 1000, 100, 1000, 100);
+    let agent = app.add_agent_token("Ana");
+    let (mut first, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(first.say("q-0", "Hello").await["type"], "ack");
+    let (mut second, _) = app.visitor(&site, Some(&token), 0).await;
+    let conversation = app.count("SELECT id FROM conversations");
+    let path = format!("/api/v1/conversations/{conversation}/messages");
+    for n in 1..=20 {
+        let frame =
+            json!({"type": "message", "client_id": format!("q-{n}"), "body": format!("n{n}")});
+        first.send(frame.clone()).await;
+        second.send(frame).await;
+        let (a, b) = (first.recv().await, second.recv().await);
+        assert_eq!(
+            (&a["type"], &b["type"]),
+            (&json!("ack"), &json!("ack")),
+            "{a} {b}"
+        );
+        assert_eq!(a["id"], b["id"], "stored once");
+        // The next frame either tab gets is the agent's reply, not an echo of its own message.
+        let (status, reply) = app
+            .api(
+                "POST",
+                &path,
+                &agent,
+                Some(json!({"body": format!("r{n}")})),
+            )
+            .await;
+        assert_eq!(status, 201, "{reply}");
+        for tab in [&mut first, &mut second] {
+            let pushed = next_message(tab).await;
+            assert_eq!(pushed["id"], reply["id"], "round {n}: {pushed}");
+        }
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author = 'visitor'"),
+        21
+    );
+}

@@ -18,7 +18,24 @@ use crate::values::VisitorIdentity;
 #[serde(untagged)]
 pub enum ClaimedId {
     Text(String),
-    Number(i64),
+    Number(serde_json::Number),
+}
+
+impl ClaimedId {
+    /// The id as the text its `user_hash` is made of. A number is any whole JSON number, as the
+    /// protocol's integers are (`42`, `42.0` and `4.2e1` are all "42", as `JSON.stringify` and
+    /// most servers write them); one with a fraction is no id.
+    fn text(&self) -> Option<String> {
+        match self {
+            Self::Text(text) => Some(text.clone()),
+            Self::Number(n) if !n.is_f64() => Some(n.to_string()),
+            // Adding 0.0 makes -0.0 plain 0; a whole f64 prints exactly with no decimals.
+            Self::Number(n) => n
+                .as_f64()
+                .filter(|f| f.is_finite() && f.fract() == 0.0)
+                .map(|f| format!("{:.0}", f + 0.0)),
+        }
+    }
 }
 
 /// `hello.identity` as sent.
@@ -88,10 +105,7 @@ pub fn resolve_identity(
     site: &Site,
     key: &SecretKey,
 ) -> Option<VisitorIdentity> {
-    let id = match &claim.id {
-        ClaimedId::Text(text) => text.clone(),
-        ClaimedId::Number(n) => n.to_string(),
-    };
+    let id = claim.id.text()?;
     let identity = VisitorIdentity::parse(&id, claim.name.as_deref(), claim.email.as_deref())?;
     let secret = site.identity_secret.as_ref().and_then(|sealed| {
         open_identity_secret(key, site.id, sealed)
@@ -179,6 +193,34 @@ mod tests {
     }
 
     #[test]
+    fn a_numeric_id_is_any_whole_number_as_its_decimal_text() {
+        let text = |raw: &str| {
+            let json = format!(r#"{{"id":{raw}}}"#);
+            serde_json::from_str::<IdentityClaim>(&json)
+                .expect("a claim")
+                .id
+                .text()
+        };
+        for (raw, id) in [
+            ("42", "42"),
+            ("42.0", "42"),
+            ("4.2e1", "42"),
+            ("-7", "-7"),
+            ("-0.0", "0"),
+            ("18446744073709551615", "18446744073709551615"),
+            ("1e20", "100000000000000000000"),
+        ] {
+            assert_eq!(text(raw).as_deref(), Some(id), "{raw}");
+        }
+        assert_eq!(text("42.5"), None);
+        assert_eq!(
+            text(r#""42.0""#).as_deref(),
+            Some("42.0"),
+            "text is taken as it is"
+        );
+    }
+
+    #[test]
     fn the_documented_header_names_its_user_and_anything_else_names_none() {
         // The example of docs/widget-protocol.md, "Known visitors' files".
         let example = "%7B%22id%22%3A%2242%22%2C%22user_hash%22%3A%2295a262d3379ef0eaac43b2c04528\
@@ -190,7 +232,7 @@ mod tests {
             Some("95a262d3379ef0eaac43b2c04528c963b73c47b87a8a20813a25ec87bfb4155b")
         );
         let number = claim_from_header(b"%7B%22id%22%3A42%7D").expect("a number id");
-        assert!(matches!(number.id, ClaimedId::Number(42)));
+        assert_eq!(number.id.text().as_deref(), Some("42"));
         for unreadable in [
             &b"%22just%20text%22"[..],
             b"%7B%22name%22%3A1%7D",

@@ -412,3 +412,38 @@ async fn sites_are_listed_and_read_by_key() {
     let (status, refused) = app.api("GET", "/api/v1/sites?limit=1", &agent, None).await;
     assert_eq!(status, 422, "{refused}");
 }
+
+/// Last activity, as docs/api.md defines it: a reply moves a conversation to the front of the
+/// list; closing and reopening one does not.
+#[tokio::test]
+async fn a_reply_moves_a_conversation_to_the_front_and_a_close_or_reopen_does_not() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("ana", "agent");
+    let site = app.add_site("Shop");
+    let mut widgets = Vec::new();
+    for n in 0..2 {
+        let (mut widget, _) = app.visitor(&site, None, 0).await;
+        assert_eq!(widget.say(&format!("m{n}"), "hello").await["type"], "ack");
+        widgets.push(widget);
+    }
+    // Long ago, the second the newer: nothing done below can tie with them.
+    app.db()
+        .execute("UPDATE conversations SET last_message_at = 1000 + id", [])
+        .expect("age them");
+    let (older, newer) = (1, 2);
+    assert_eq!(page(&app, &token, "").await.0, vec![newer, older]);
+    let path = format!("/api/v1/conversations/{older}/messages");
+    let (status, _) = app
+        .api("POST", &path, &token, Some(json!({"body": "Hi!"})))
+        .await;
+    assert_eq!(status, 201);
+    assert_eq!(page(&app, &token, "").await.0, vec![older, newer]);
+    for action in ["close", "reopen"] {
+        assert_eq!(act(&app, &token, newer, action).await.0, 200, "{action}");
+        assert_eq!(
+            page(&app, &token, "").await.0,
+            vec![older, newer],
+            "{action}"
+        );
+    }
+}

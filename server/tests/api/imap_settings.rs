@@ -406,6 +406,12 @@ async fn a_server_without_tls_is_taken_on_this_host_only() {
     }
     assert_eq!(setup.app.count("SELECT count(*) FROM imap_mailbox"), 0);
     assert!(setup.audit("email.imap_saved").is_empty());
+    // Loopback written as IPv6 is this host too.
+    let imap = Imap::start();
+    let saved = setup
+        .save("::ffff:127.0.0.1", imap.port, "demouser", "demopass")
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
 }
 
 #[tokio::test]

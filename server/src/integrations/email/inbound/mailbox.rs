@@ -171,8 +171,9 @@ pub async fn resolve_mailbox(
     let Reach::Page { allow_private } = reach else {
         return Ok(addrs);
     };
+    // Canonical first: `::ffff:127.0.0.1` is this host's loopback written as IPv6.
     if !settings.tls
-        && let Some(far) = addrs.iter().find(|a| !a.ip().is_loopback())
+        && let Some(far) = addrs.iter().find(|a| !a.ip().to_canonical().is_loopback())
     {
         return Err(format!(
             "{} is not on this host: without TLS the password and the mail would cross the \

@@ -300,3 +300,25 @@ test("a colleague taking your conversation or assigning you one alerts you, your
     await v.context.close();
     await Promise.all([phone.close(), cy.close(), desk.close()]);
   });
+
+test("switching an alert in one tab shows in this browser's other tabs", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.grantPermissions(["notifications"], { origin: porch.url });
+  await context.addInitScript(recorders);
+  const first = await context.newPage();
+  await signIn(first, porch, AGENT.email);
+  await first.goto(`${porch.url}/inbox`);
+  const second = await context.newPage();
+  await second.goto(`${porch.url}/team`);
+  const pressed = (page, name) => page.getByRole("button", { name }).getAttribute("aria-pressed");
+  for (const name of ["Sound", "Desktop alerts"]) {
+    assert.equal(await pressed(second, name), "false", name);
+    await first.getByRole("button", { name }).click();
+    assert.equal(await pressed(first, name), "true", name);
+    await waitFor(`${name} on in the other tab`, async () => (await pressed(second, name)) === "true");
+    await second.getByRole("button", { name }).click();
+    await waitFor(`${name} off in the first tab`, async () => (await pressed(first, name)) === "false");
+  }
+  await context.close();
+});

@@ -189,6 +189,8 @@
       paint();
     });
     paint();
+    // Switched in another tab of this browser: this tab's switches say so too.
+    addEventListener("storage", (e) => { if (e.key === SOUND || e.key === DESKTOP || e.key === null) paint(); });
     switches.hidden = false;
   }
 

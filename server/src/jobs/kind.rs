@@ -32,8 +32,10 @@ pub enum JobKind {
     EmailAgent,
 }
 
-/// Attempts before a chat delivery is given up (with its deadline, whichever comes first).
-const CHAT_MAX_ATTEMPTS: u32 = 25;
+/// Attempts before a chat delivery is given up (with its deadline, whichever comes first): as
+/// many as [`super::policy::backoff`] makes in the deadline, so the deadline is what ends an
+/// outage's retries (about 17 in the first hour, then one every 30 minutes).
+const CHAT_MAX_ATTEMPTS: u32 = 64;
 /// A chat delivery a day late helps nobody.
 const CHAT_DEADLINE: Duration = Duration::from_hours(24);
 /// The deadline of a job whose kind this Porch does not know (from a newer version).
@@ -43,8 +45,9 @@ pub(super) const DEFAULT_DEADLINE: Duration = CHAT_DEADLINE;
 const WEBHOOK_MAX_ATTEMPTS: u32 = 8;
 /// The schedule plus room for pauses.
 const WEBHOOK_DEADLINE: Duration = Duration::from_hours(30);
-/// SMTP 4xx and network errors are retried.
-const EMAIL_MAX_ATTEMPTS: u32 = 10;
+/// SMTP 4xx and network errors are retried, on the chat deliveries' schedule: a mail server
+/// down for hours delays the mail rather than failing it.
+const EMAIL_MAX_ATTEMPTS: u32 = CHAT_MAX_ATTEMPTS;
 /// An email a day late helps nobody.
 const EMAIL_DEADLINE: Duration = Duration::from_hours(24);
 /// A test answers "does it work now?": its one attempt's outcome is the answer, so it is never

@@ -5,7 +5,7 @@
 //! wait in SQLite. A conversation holds a few jobs; the rest of its queue is held as ids
 //! ([`Tails`]). Pure data, no I/O, so it is unit-tested directly (`index_tests`).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::store::{IntegrationId, JobId, JobRow};
 
@@ -72,14 +72,24 @@ pub struct Entry {
     is_running: bool,
 }
 
-/// How many deliveries of one webhook endpoint (one rate key) may run at once: half the lane, so
-/// an endpoint that never answers holds at most half of it for its timeout, and the others keep
-/// the rest (docs/jobs.md, "Lanes").
-pub const WEBHOOK_KEY_RUNNING: usize = 32;
+/// How many deliveries of one webhook endpoint (one rate key) may run at once: a quarter of the
+/// lane, so endpoints that start hanging together hold at most that much each for their timeout,
+/// and it takes four at the same moment to fill the lane (docs/jobs.md, "Lanes").
+pub const WEBHOOK_KEY_RUNNING: usize = 16;
+/// The same for an endpoint whose last attempt failed, until one succeeds: enough to find out
+/// that it is back, and a hung endpoint's retries hold two slots at a time, not a quarter.
+pub const FAILING_KEY_RUNNING: usize = 2;
 
-/// The most jobs of one rate key that may run at once in `lane`, if the lane limits it.
-fn running_cap(lane: Lane) -> Option<usize> {
-    (lane == Lane::Webhook).then_some(WEBHOOK_KEY_RUNNING)
+/// The most jobs of `rate_key` that may run at once in `lane`, if the lane limits it; `failing`
+/// holds the keys whose last attempt failed.
+fn running_cap(lane: Lane, failing: &HashSet<String>, rate_key: &str) -> Option<usize> {
+    (lane == Lane::Webhook).then(|| {
+        if failing.contains(rate_key) {
+            FAILING_KEY_RUNNING
+        } else {
+            WEBHOOK_KEY_RUNNING
+        }
+    })
 }
 
 /// The index. Invariant: a job is in `ready`, or in `capped` under its rate key, iff it is not
@@ -98,6 +108,9 @@ pub struct Index {
     /// conversation just delivered) is moved there too, so it joins the waiting jobs in
     /// (`run_at`, id) order instead of overtaking them: no conversation starves a busy channel.
     held: HashMap<String, i64>,
+    /// Webhook endpoints (rate keys) whose last attempt failed: they run at most
+    /// [`FAILING_KEY_RUNNING`] at once until one of their attempts succeeds.
+    failing: HashSet<String>,
     /// How soon each paced rate key may start its next job.
     pacer: Pacer,
     /// How many jobs of each rate key are in memory, and which keys have more in SQLite.
@@ -114,6 +127,7 @@ impl Index {
             order: HashMap::new(),
             ready: Default::default(),
             capped: HashMap::new(),
+            failing: HashSet::new(),
             held: HashMap::new(),
             pacer: Pacer::default(),
             windows: Windows::new(window),
@@ -323,7 +337,8 @@ impl Index {
             self.ready[lane.slot()].remove(&(run_at, id));
             let entry = self.jobs.get_mut(&id)?;
             if let Some(key) = &entry.row.rate_key
-                && running_cap(lane).is_some_and(|cap| self.windows.running(key) >= cap)
+                && running_cap(lane, &self.failing, key)
+                    .is_some_and(|cap| self.windows.running(key) >= cap)
             {
                 self.capped
                     .entry(key.clone())
@@ -352,6 +367,20 @@ impl Index {
             entry.is_running = true;
             self.windows.started(entry.row.rate_key.as_deref());
             return Some(entry.clone());
+        }
+    }
+
+    /// Records how an attempt of `lane` to `rate_key` ended: after a failure a webhook endpoint
+    /// runs at most [`FAILING_KEY_RUNNING`] jobs at once, after a success as many as its lane
+    /// allows again. Other lanes' keys are not capped, so nothing is kept for them.
+    pub fn attempt_ended(&mut self, lane: Lane, rate_key: &str, succeeded: bool) {
+        if lane != Lane::Webhook {
+            return;
+        }
+        if succeeded {
+            self.failing.remove(rate_key);
+        } else if !self.failing.contains(rate_key) {
+            self.failing.insert(rate_key.to_owned());
         }
     }
 

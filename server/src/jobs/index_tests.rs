@@ -1,6 +1,6 @@
 //! The index's bookkeeping without I/O: order, lanes, pauses, pacing, windows and tails.
 
-use super::index::{Index, Lane, Read, WEBHOOK_KEY_RUNNING};
+use super::index::{FAILING_KEY_RUNNING, Index, Lane, Read, WEBHOOK_KEY_RUNNING};
 use crate::jobs::pace::SLACK_CHANNEL;
 use crate::store::{IntegrationId, JobId, JobRow};
 
@@ -89,6 +89,49 @@ fn one_webhook_endpoint_runs_at_most_its_share_of_the_lane() {
     index.finish(JobId(3));
     assert!(pop(&mut index).is_empty());
     assert_eq!(index.next_due(Lane::Webhook), None);
+}
+
+/// An endpoint whose attempts fail (one that hangs, timing out) holds two slots of the lane,
+/// not its quarter, until an attempt succeeds; other lanes' keys are never capped.
+#[test]
+fn a_failing_webhook_endpoint_runs_two_at_once_until_one_attempt_succeeds() {
+    let webhook = |id: i64| JobRow {
+        lane: "webhook".into(),
+        ..job(id, Some(&format!("conv:{id}")), Some("webhook:1"), 0)
+    };
+    let mut index = Index::new(256);
+    for id in 1..=40 {
+        index.insert(webhook(id));
+    }
+    let pop = |index: &mut Index, now: i64| {
+        std::iter::from_fn(|| index.pop_due(Lane::Webhook, now))
+            .map(|e| e.row.id.0)
+            .collect::<Vec<_>>()
+    };
+    let first = pop(&mut index, 0);
+    assert_eq!(first.len(), WEBHOOK_KEY_RUNNING);
+    // Every one of them times out: each is retried later, and the endpoint counts as failing.
+    for id in &first {
+        index.attempt_ended(Lane::Webhook, "webhook:1", false);
+        index.reschedule(JobId(*id), 5000, 1, false);
+    }
+    assert_eq!(pop(&mut index, 0).len(), FAILING_KEY_RUNNING);
+    assert!(
+        pop(&mut index, 10_000).is_empty(),
+        "the cap holds the retries too"
+    );
+    // One succeeds: the endpoint gets its quarter of the lane back.
+    let running = JobId(i64::try_from(first.len()).expect("small") + 1);
+    index.attempt_ended(Lane::Webhook, "webhook:1", true);
+    index.finish(running);
+    assert_eq!(pop(&mut index, 10_000).len(), WEBHOOK_KEY_RUNNING - 1);
+    // A chat key's failures change nothing.
+    let mut chat = Index::new(64);
+    chat.attempt_ended(Lane::Chat, "slack:1", false);
+    chat.insert(job(1, Some("conv:1"), Some("slack:1"), 0));
+    chat.insert(job(2, Some("conv:2"), Some("slack:1"), 0));
+    chat.insert(job(3, Some("conv:3"), Some("slack:1"), 0));
+    assert_eq!(ids(&mut chat, 0), [1, 2, 3]);
 }
 
 #[test]

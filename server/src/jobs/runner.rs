@@ -25,7 +25,7 @@ use super::blocked_log::BlockedLog;
 use super::decision::{Next, decide};
 use super::deliver::Deliver;
 use super::index::{Entry, Index, Lane, Read};
-use super::outcome::{Attempt, caught};
+use super::outcome::{Attempt, Outcome, caught};
 use super::policy::backoff;
 use super::round::{Round, write_round};
 use super::stats::JobStats;
@@ -475,6 +475,10 @@ impl Dispatcher {
         let http_status = attempt.http_status;
         if let (calls @ 1.., Some(key)) = (attempt.extra_calls, &job.rate_key) {
             self.index.spend(key, calls, now);
+        }
+        if let Some(key) = &job.rate_key {
+            let succeeded = matches!(attempt.outcome, Outcome::Delivered { .. });
+            self.index.attempt_ended(entry.lane, key, succeeded);
         }
         let decision = decide(job, attempt, now, backoff);
         if let (Some(until), Some(key)) = (decision.pause_until, &job.rate_key) {

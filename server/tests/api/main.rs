@@ -80,6 +80,7 @@ mod visitor_context;
 mod visitor_mail;
 mod visitor_typing;
 mod wal_ceiling;
+mod webhook_lane;
 mod webhooks;
 mod widget_errors;
 mod widget_messages;

@@ -242,13 +242,13 @@ async fn a_drain_beyond_a_minute_is_refused_with_one_line() {
 
 /// A webhook receiver that reads each request's head and never answers, keeping the connection:
 /// a delivery to it runs until the sender gives up. Keeps the `webhook-id` of every request.
-struct SilentReceiver {
-    port: u16,
+pub(crate) struct SilentReceiver {
+    pub(crate) port: u16,
     ids: Arc<Mutex<Vec<String>>>,
 }
 
 impl SilentReceiver {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let ids = Arc::new(Mutex::new(Vec::new()));
@@ -270,6 +270,11 @@ impl SilentReceiver {
             }
         });
         Self { port, ids }
+    }
+
+    /// How many requests have arrived so far.
+    pub(crate) fn requests(&self) -> usize {
+        self.ids.lock().unwrap().len()
     }
 
     async fn wait_for(&self, requests: usize) -> Vec<String> {

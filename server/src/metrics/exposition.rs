@@ -43,6 +43,7 @@ struct Figures {
     refused_busy: u64,
     refused_wal_limit: u64,
     reruns: u64,
+    failed_batches: u64,
     is_disk_full: bool,
     job_attempts: Vec<(Lane, Counted, u64)>,
     job_lag: Snapshot,
@@ -88,6 +89,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
         refused_busy: stats.refused_busy.load(Relaxed),
         refused_wal_limit: stats.refused_wal_limit.load(Relaxed),
         reruns: stats.reruns.load(Relaxed),
+        failed_batches: stats.failed_batches.load(Relaxed),
         is_disk_full: stats.is_disk_full.load(Relaxed),
         job_attempts: Lane::ALL
             .iter()
@@ -347,6 +349,12 @@ impl Figures {
             "writer_reruns",
             "Batches run a second time because a visitor message in them failed.",
             self.reruns,
+        )?;
+        counter(
+            e,
+            "writer_failed_batches",
+            "Batches rolled back because their commit failed (a full disk, a locked database).",
+            self.failed_batches,
         )?;
         gauge(
             e,

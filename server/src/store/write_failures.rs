@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use super::Error;
+use super::writer::WriterStats;
 
 /// While batches keep failing, one log line per this interval sums them up (a full disk fails
 /// hundreds of batches a second; one line each would flood the log and the disk further).
@@ -30,10 +31,13 @@ pub(super) struct Failures {
 }
 
 impl Failures {
-    /// Logs the first failure at once, later ones as one summary per [`FAILURE_LOG_INTERVAL`].
-    pub(super) fn failed(&mut self, err: &Error, writes: u64) {
+    /// Counts a failed batch (and a full disk) in `stats`, and logs the first failure at once,
+    /// later ones as one summary per [`FAILURE_LOG_INTERVAL`].
+    pub(super) fn failed(&mut self, err: &Error, writes: u64, stats: &WriterStats) {
         let now = Instant::now();
+        stats.failed_batches.fetch_add(1, Ordering::Relaxed);
         if matches!(err, Error::DiskFull) {
+            stats.is_disk_full.store(true, Ordering::Relaxed);
             self.next_probe = Some(now + DISK_PROBE_INTERVAL);
         }
         self.unlogged_batches += 1;

@@ -159,6 +159,8 @@ pub struct WriterStats {
     /// Batches whose repeatable writes ran a second time, each in a savepoint, because one of
     /// them failed (see `apply_all`).
     pub reruns: AtomicU64,
+    /// Batches rolled back because they failed to commit (a full disk, a locked database).
+    pub failed_batches: AtomicU64,
 }
 
 /// Handle to the writer thread. Cheap to share behind an `Arc`.
@@ -498,12 +500,7 @@ fn commit_batch(
             stats.commit_latency.record_value(micros);
             stats.batch_sizes.record_value(size);
         }
-        Err(err) => {
-            if matches!(err, Error::DiskFull) {
-                stats.is_disk_full.store(true, Ordering::Relaxed);
-            }
-            failures.failed(err, size);
-        }
+        Err(err) => failures.failed(err, size, stats),
     }
     for op in batch.drain(..) {
         let batch_error = match &outcome {

@@ -237,3 +237,45 @@ fn a_load_test_creates_no_database_where_there_is_none() {
     );
     assert!(!dir.path().join("porch.db").exists());
 }
+
+/// A database another program keeps locked (an operator's `sqlite3` left in a transaction)
+/// fails the writer's batches after the busy timeout: the visitor is told `unavailable` and may
+/// resend, and `/metrics` counts the rolled-back batch, so the state shows outside the log.
+#[tokio::test]
+async fn a_batch_failing_on_a_locked_database_is_counted_and_its_resend_stored_once() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    assert_eq!(widget.say("m1", "hello").await["type"], "ack");
+    let (_, body) = get(&app, "/metrics", &[]).await;
+    assert_eq!(
+        value_of(&body, "porch_writer_failed_batches_total"),
+        Some(0.0)
+    );
+
+    let outsider = app.db();
+    outsider
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let refused = widget.say("m2", "while locked").await;
+    assert_eq!(
+        (&refused["type"], &refused["code"]),
+        (
+            &serde_json::json!("error"),
+            &serde_json::json!("unavailable")
+        ),
+        "{refused}"
+    );
+    metrics_until(&app, "the failed batch to be counted", |body| {
+        value_of(body, "porch_writer_failed_batches_total").is_some_and(|n| n >= 1.0)
+    })
+    .await;
+    outsider.execute_batch("ROLLBACK").expect("let go");
+    drop(outsider);
+
+    assert_eq!(widget.say("m2", "while locked").await["type"], "ack");
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE client_id = 'm2'"),
+        1
+    );
+}

@@ -71,15 +71,20 @@ pub(crate) fn get(
     timeout: Duration,
     max_bytes: u64,
 ) -> anyhow::Result<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&target, timeout)?;
+    let in_time = |err| said_in_time(err, timeout);
+    let mut stream = TcpStream::connect_timeout(&target, timeout).map_err(in_time)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\nUser-Agent: porch-health\r\n\r\n"
-    )?;
+    )
+    .map_err(in_time)?;
     let mut answer = Vec::new();
-    stream.take(max_bytes).read_to_end(&mut answer)?;
+    stream
+        .take(max_bytes)
+        .read_to_end(&mut answer)
+        .map_err(in_time)?;
     let answer = String::from_utf8_lossy(&answer).into_owned();
     let status = answer
         .lines()
@@ -90,9 +95,29 @@ pub(crate) fn get(
     Ok((status, answer))
 }
 
+/// A socket timeout in words: the OS reports one as "Resource temporarily unavailable" (a read
+/// or write) or "timed out" (a connect), which says nothing of the probe's limit.
+fn said_in_time(err: std::io::Error, timeout: Duration) -> anyhow::Error {
+    match err.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            anyhow::anyhow!("no answer within {}", humantime::format_duration(timeout))
+        }
+        _ => err.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_that_never_answers_is_said_so_with_the_limit() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let target = listener.local_addr().expect("addr");
+        let err = probe(target, "/healthz", Duration::from_millis(200)).expect_err("silent");
+        assert_eq!(err.to_string(), "no answer within 200ms");
+        drop(listener);
+    }
 
     #[test]
     fn a_zero_timeout_is_a_usage_error() {

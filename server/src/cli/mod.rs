@@ -202,6 +202,19 @@ fn refuse_arguments(err: &clap::Error) -> ExitCode {
         let _ = err.print();
         return ExitCode::from(2);
     };
+    // Two settings that exclude each other (a secret and its `_FILE` twin), from flags or the
+    // environment alike: both are named as settings, neither as the one that was written.
+    if err.kind() == ErrorKind::ArgumentConflict
+        && let Some(ContextValue::String(prior)) = err.get(ContextKind::PriorArg)
+        && let Some(other_flag) = prior.split_whitespace().next()
+        && let Some(other) = env_of_flag(other_flag)
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {variable} ({flag}) and {other} ({other_flag}) cannot both be set: give one"
+        );
+        return ExitCode::from(2);
+    }
     let rendered = err.to_string();
     let first = rendered.lines().next().unwrap_or_default();
     let reason = first.strip_prefix("error: ").unwrap_or(first);

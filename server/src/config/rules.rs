@@ -319,7 +319,7 @@ impl Config {
             if !matches!(tls.as_deref(), None | Some("required" | "opportunistic")) {
                 return Err(ConfigError::new(
                     variable,
-                    "its `tls` parameter must be `required` (STARTTLS) or `opportunistic` \
+                    "must leave out its `tls` parameter or set it to `required` (STARTTLS) or `opportunistic` \
                      (value not shown: a secret)",
                 ));
             }

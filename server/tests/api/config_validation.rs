@@ -272,10 +272,30 @@ async fn config_smtp_url_and_mail_from_must_parse() {
     let secret = "smtp://u:hunter2hunter2@mail.example.com:587?tls=requierd";
     let refusal = assert_refused(&[("PORCH_SMTP_URL", secret), from], "PORCH_SMTP_URL").await;
     assert!(
-        refusal.contains("`tls` parameter must be `required`"),
+        refusal.contains("must leave out its `tls` parameter or set it to `required`"),
         "{refusal}"
     );
     assert!(!refusal.contains("hunter2"), "{refusal}");
+}
+
+/// A secret and its `_FILE` twin are one setting: both given is refused, naming both, whether
+/// they came from the environment or flags.
+#[tokio::test]
+async fn config_a_secret_and_its_file_twin_together_are_refused_naming_both() {
+    let refusal = assert_refused(
+        &[
+            ("PORCH_METRICS_TOKEN", "a-long-metrics-token"),
+            ("PORCH_METRICS_TOKEN_FILE", "/nonexistent"),
+        ],
+        "PORCH_METRICS_TOKEN",
+    )
+    .await;
+    assert!(
+        refusal.contains(
+            "and PORCH_METRICS_TOKEN_FILE (--metrics-token-file) cannot both be set: give one"
+        ),
+        "{refusal}"
+    );
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use crate::layout::{CsrfField, KeysSaid, Nav, Notice, NoticeBox, Section, document};
 use crate::links::linked_text;
 use crate::time::format_time;
+use crate::visitor_contact::{ContactFormView, contact_form};
 
 /// Where one message stands with one integration (Slack, Discord, a webhook): posted, retrying
 /// or failed. Filled in by the job runner once it lands; until then every list is empty.
@@ -66,6 +67,7 @@ pub struct VisitorDetailsView {
     pub unverified_claim: Option<String>,
     /// The pre-chat form's question and the visitor's answer (docs/widget.md#pre-chat-form).
     pub prechat: Option<(String, String)>,
+    pub contact: ContactFormView,
 }
 
 /// An agent one can assign to.
@@ -336,6 +338,7 @@ fn VisitorPanel(visitor: VisitorDetailsView) -> impl IntoView {
             {visitor.user_agent.map(|ua| view! {
                 <details class="ua"><summary>"User agent"</summary><p class="mono">{ua}</p></details>
             })}
+            {contact_form(visitor.contact)}
         </section>
     }
 }

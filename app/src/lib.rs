@@ -48,6 +48,7 @@ pub mod sites;
 pub mod team;
 mod time;
 pub mod two_factor;
+pub mod visitor_contact;
 pub mod webhooks;
 
 pub use time::{format_time, time_view};

@@ -93,6 +93,12 @@ impl NoticeQuery {
             "imap-saved" => "Mailbox saved. Porch looks at it now; reload to see the outcome.",
             "imap-removed" => "Mailbox removed. Replies by email are no longer read.",
             "mail-queued" => "Mail queued to the visitor; its delivery shows under the message.",
+            "visitor-saved" => "The visitor's name and email are saved.",
+            "visitor-unchanged" => "Nothing to save: the name and email are as they were.",
+            "visitor-changed-meanwhile" => {
+                "Not saved: the visitor's name or email changed meanwhile (another agent, or the \
+                 visitor). Here they are now; change them again if need be."
+            }
             "imap-checking" => "Checking the mailbox now; reload to see the outcome.",
             "integration-off" => {
                 "Turned off. Messages written while it is off are not sent to it; deliveries \

@@ -41,6 +41,7 @@ pub mod tokens;
 pub mod two_factor;
 pub mod typing;
 mod views;
+pub mod visitor_contact;
 pub mod visitor_mail;
 pub mod webhooks;
 

@@ -6,6 +6,7 @@ use porch_app::conversation::{
     OtherConversationView, VisitorDetailsView,
 };
 use porch_app::inbox::InboxItemView;
+use porch_app::visitor_contact::ContactFormView;
 
 use crate::attachments::Kind;
 use crate::chat::ConversationView;
@@ -209,6 +210,13 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             verified_user: view.identity.user_id.clone(),
             unverified_claim: unverified_claim(&view.identity),
             prechat: details.and_then(|d| d.prechat.clone()),
+            contact: ContactFormView {
+                conversation: view.item.id.0,
+                csrf: csrf.to_owned(),
+                name: view.item.visitor_name.clone(),
+                email: view.item.visitor_email.clone(),
+                is_verified: view.identity.user_id.is_some(),
+            },
         },
         others: view
             .others

@@ -466,7 +466,7 @@ impl Chat {
     /// implies) and, if it changed anything, records and publishes the line (and the audit
     /// event of a change made outside the inbox) and queues the jobs; returns the line's id when
     /// it changed anything.
-    async fn change<F>(
+    pub(super) async fn change<F>(
         &self,
         site_id: SiteId,
         id: ConversationId,

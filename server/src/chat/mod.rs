@@ -17,6 +17,7 @@ mod search;
 mod search_index;
 mod site;
 mod site_settings;
+mod visitor_contact;
 mod visitor_token;
 mod writes;
 
@@ -48,6 +49,7 @@ pub use site_settings::{
     RefusedSettings, SiteSettingsInput, attachment_megabytes, create_site, delete_site,
     parse_attachment_megabytes, set_attachment_limit, update_site,
 };
+pub use visitor_contact::{ContactSaved, RefusedContact, VisitorContact};
 pub use visitor_token::{VisitorTokens, hash_token};
 
 // Parsed here, stored typed: these live in a leaf module that the store may import too.

@@ -348,6 +348,10 @@ fn conversation_routes() -> Router<AppState> {
             post(admin::visitor_mail::email_visitor),
         )
         .route(
+            "/conversations/{id}/visitor",
+            post(admin::visitor_contact::set_visitor_contact),
+        )
+        .route(
             "/conversations/{id}/typing",
             post(admin::typing::agent_typing),
         )

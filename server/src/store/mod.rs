@@ -199,7 +199,9 @@ pub use two_factor::{
     use_totp_step,
 };
 pub use users::{NewUser, UserRow, find_user_by_email, insert_user, spend_user_links};
-pub use visitors::{VisitorDetails, VisitorRow, find_visitor_by_token_hash};
+pub use visitors::{
+    Contact, VisitorDetails, VisitorRow, find_visitor_by_token_hash, set_visitor_contact,
+};
 pub use writer::{DEFER_LIMIT, Writer, WriterStats};
 // The admin inbox and accounts.
 pub use account_links::{

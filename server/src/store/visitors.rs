@@ -114,3 +114,33 @@ pub(super) fn refresh_visitor(
     ])?;
     Ok(())
 }
+
+/// A visitor's name and email as an agent sets them; `None` clears one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contact<'a> {
+    pub name: Option<&'a str>,
+    pub email: Option<&'a str>,
+}
+
+/// Sets visitor `id`'s name and email to `after` if they are still `before` (what the agent's
+/// form showed); true if it did. False when they changed meanwhile or the visitor is gone.
+pub fn set_visitor_contact(
+    conn: &Connection,
+    id: VisitorId,
+    before: Contact<'_>,
+    after: Contact<'_>,
+) -> Result<bool, Error> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE visitors SET name = ?4, email = ?5 \
+             WHERE id = ?1 AND name IS ?2 AND email IS ?3",
+        )?
+        .execute(params![
+            id,
+            before.name,
+            before.email,
+            after.name,
+            after.email
+        ])?;
+    Ok(changed == 1)
+}

@@ -76,6 +76,7 @@ mod transcripts;
 mod two_factor;
 mod unread_counts;
 mod upload_brake;
+mod visitor_contact;
 mod visitor_context;
 mod visitor_mail;
 mod visitor_typing;

@@ -1,0 +1,54 @@
+//! The conversation page's form for the visitor's name and email, under their details: an agent
+//! records who the visitor said they are, or an address to mail them at.
+
+use leptos::prelude::*;
+
+use crate::layout::CsrfField;
+
+/// What the form shows: the stored name and email, which also ride along as `shown_…`, so a
+/// save made on an old page does not overwrite a change made meanwhile.
+#[derive(Debug, Clone, Default)]
+pub struct ContactFormView {
+    pub conversation: i64,
+    pub csrf: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    /// The visitor signed in on the site (a verified identity), which sets both on each visit.
+    pub is_verified: bool,
+}
+
+/// The form, folded under *Edit name and email*.
+pub fn contact_form(form: ContactFormView) -> impl IntoView {
+    let name = form.name.unwrap_or_default();
+    let email = form.email.unwrap_or_default();
+    let source = if form.is_verified {
+        "This visitor signed in on your site, which sets their name and email again on their \
+         next visit. "
+    } else {
+        ""
+    };
+    view! {
+        <details class="edit-visitor" id="edit-visitor">
+            <summary>"Edit name and email"</summary>
+            <form method="post" action=format!("/conversations/{}/visitor", form.conversation)
+                class="inline-form">
+                <CsrfField token=form.csrf/>
+                <input type="hidden" name="shown_name" value=name.clone()/>
+                <input type="hidden" name="shown_email" value=email.clone()/>
+                <label for="visitor-name">"Name"</label>
+                <input type="text" id="visitor-name" name="name" maxlength="200" autocomplete="off"
+                    value=name aria-describedby="visitor-contact-hint"/>
+                <label for="visitor-email">"Email"</label>
+                // Text, not `email`: the server's rule takes addresses in any script, which a
+                // browser's email field refuses.
+                <input type="text" id="visitor-email" name="email" maxlength="254" inputmode="email"
+                    autocomplete="off" spellcheck="false" value=email
+                    aria-describedby="visitor-contact-hint"/>
+                <p class="hint" id="visitor-contact-hint">{source}
+                    "Only your team sees these. With an email you can mail the visitor; an empty \
+                     field is cleared."</p>
+                <div><button type="submit" class="button">"Save"</button></div>
+            </form>
+        </details>
+    }
+}

@@ -253,15 +253,13 @@ async fn post_reply(
             user_id: Some(who.user.id),
             name: who.user.name.clone(),
         };
-        let posted = app
-            .chat
-            .post_agent_message(conversation, &agent, body, attachments, client_id)
+        app.chat
+            .take_on_reply(conversation, &who.user, client_id.as_ref())
             .await?;
-        // A resend of a stored reply took it the first time, if it was free.
-        if !posted.was_stored_before {
-            app.chat.take_on_reply(conversation, &who.user).await?;
-        }
-        posted.row
+        app.chat
+            .post_agent_message(conversation, &agent, body, attachments, client_id)
+            .await?
+            .row
     };
     // One's own message is read by definition.
     app.chat

@@ -338,9 +338,26 @@ impl Chat {
 
     /// A reply from the inbox takes an open conversation that nobody has, as *Assign to me* would:
     /// the same status line, events and integrations' notices (docs/admin.md, "Replying takes the
-    /// conversation"). Returns whether it did; a colleague's conversation, a closed one, or one
-    /// taken meanwhile is left as it is.
-    pub async fn take_on_reply(&self, id: ConversationId, by: &UserRow) -> Result<bool, Error> {
+    /// conversation"). Called before the reply is stored, so the history reads "Ana took this
+    /// conversation" and then her reply. Returns whether it took it; a colleague's conversation,
+    /// a closed one, one taken meanwhile, or a resend of a reply already stored under
+    /// `client_id` (the first send took it, if it was free) is left as it is.
+    pub async fn take_on_reply(
+        &self,
+        id: ConversationId,
+        by: &UserRow,
+        client_id: Option<&ClientId>,
+    ) -> Result<bool, Error> {
+        if let Some(client_id) = client_id.cloned() {
+            let user = by.id;
+            let stored = self
+                .readers
+                .read(move |c| store::find_agent_message_by_client_id(c, user, &client_id))
+                .await?;
+            if stored.is_some() {
+                return Ok(false);
+            }
+        }
         if self.find_conversation(id).await?.status != "open" {
             return Ok(false);
         }

@@ -153,10 +153,16 @@ async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
     assert_eq!(note.status, 303, "{}", note.body);
     assert_eq!(assignee(), 0);
 
-    // Ana's reply takes it, with the line Assign to me writes.
+    // Ana's reply takes it, with the line Assign to me writes, before the reply in the history
+    // (as "Ana took this conversation", then what she wrote).
     let first = post_reply(&ana, "reply", "r1").await;
     assert_eq!(first.status, 303, "{}", first.body);
     assert_eq!((assignee(), took()), (ana_id, 1));
+    assert!(
+        app.count("SELECT id FROM messages WHERE author = 'system' AND body LIKE '% took %'")
+            < app.count("SELECT id FROM messages WHERE client_id = 'r1'"),
+        "the line comes first"
+    );
 
     // Bo's reply leaves it with Ana; Ana's resend changes nothing either.
     post_reply(&bo, "reply", "b1").await;
@@ -168,6 +174,10 @@ async fn a_reply_from_the_inbox_takes_an_open_conversation_nobody_has() {
     let assign = format!("/conversations/{id}/assign");
     send(&app, "POST", &assign, &ana.cookie, Some(&unassign)).await;
     assert_eq!(assignee(), 0);
+    // A resend of a reply already stored takes nothing: its first send did.
+    let resent = post_reply(&ana, "reply", "r1").await;
+    assert_eq!(resent.status, 303, "{}", resent.body);
+    assert_eq!((assignee(), took()), (0, 1));
     let token = app.add_user_token("Cy", "agent");
     let api = format!("/api/v1/conversations/{id}/messages");
     let (status, _) = app

@@ -44,6 +44,13 @@ test("an agent sets the visitor's name and email and a colleague sees it live", 
     await agent.getByText("Edit name and email").click();
     await agent.getByLabel("Name").fill("Jane Doe");
     await agent.getByLabel("Email").fill("jane@acme.example");
+    // Meanwhile Bo takes the conversation: the agent's side panel is replaced live, and the
+    // open form keeps what was typed.
+    await agent.locator("body[data-needs]").waitFor({ state: "attached" });
+    await colleague.getByRole("button", { name: "Assign to me" }).click();
+    await agent.locator("#conversation-aside", { hasText: "Assigned to" }).waitFor();
+    assert.equal(await agent.locator("#edit-visitor").getAttribute("open"), "");
+    assert.equal(await agent.getByLabel("Name").inputValue(), "Jane Doe");
     await agent.getByRole("button", { name: "Save" }).click();
     await agent.getByText("The visitor's name and email are saved.").waitFor();
     await agent.getByText("Ana set the visitor's name to Jane Doe and set the visitor's email to jane@acme.example").waitFor();

@@ -217,6 +217,10 @@
         // on "Take over" where "Assign" was would do what the agent did not choose.
         const had = old?.contains(document.activeElement) ? document.activeElement : null;
         const action = had?.form?.getAttribute("action");
+        // An open name-and-email form keeps what was typed, and the values it was shown (so its
+        // save still notices a colleague's change): it takes the new one's place.
+        const editing = old?.querySelector("#edit-visitor[open]");
+        if (editing) aside.querySelector("#edit-visitor")?.replaceWith(editing);
         old?.replaceWith(aside);
         if (had) {
           const again = (had.id && aside.querySelector(`#${CSS.escape(had.id)}`))

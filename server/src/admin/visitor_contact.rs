@@ -28,9 +28,10 @@ pub struct VisitorContactForm {
     shown_email: String,
 }
 
-/// A stored value as the page's hidden field carried it back: empty is none.
-fn shown(value: String) -> Option<String> {
-    (!value.is_empty()).then_some(value)
+/// A stored value as the page's hidden field carried it back: empty is none, and a line break
+/// as stored (a browser sends each as CR LF) so it still matches the stored value.
+fn shown(value: &str) -> Option<String> {
+    (!value.is_empty()).then(|| value.replace("\r\n", "\n"))
 }
 
 /// Saves the visitor's name and email.
@@ -39,12 +40,14 @@ pub async fn set_visitor_contact(
     Path(id): Path<i64>,
     Posted { who, form }: Posted<VisitorContactForm>,
 ) -> Result<Response, PageError> {
-    let contact = VisitorContact::parse(&form.name, &form.email).map_err(|r: RefusedContact| {
+    let refused = |r: RefusedContact| {
         PageError::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", r.reason.0)
-    })?;
+    };
+    let contact =
+        VisitorContact::parse(&form.name, &form.email, &form.shown_email).map_err(refused)?;
     let before = VisitorContact {
-        name: shown(form.shown_name),
-        email: shown(form.shown_email),
+        name: shown(&form.shown_name),
+        email: shown(&form.shown_email),
     };
     let saved = app
         .chat

@@ -16,6 +16,7 @@ mod refused_origins;
 mod search;
 mod search_index;
 mod site;
+mod site_fields;
 mod site_settings;
 mod visitor_contact;
 mod visitor_token;

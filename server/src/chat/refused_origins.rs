@@ -5,8 +5,8 @@
 //! browser could send is noted (an `http`/`https` origin, or `null`), and a new origin takes the
 //! place of the one refused least often: a stranger's one-off origins take turns in one place,
 //! and the site's own misconfigured page, refused on every visit, stays listed. Counts do not
-//! hold a place for ever: an origin not refused for a day makes room first, so a burst that
-//! stopped does not keep the card full until the next restart.
+//! hold a place for ever: an origin not refused for a day is no longer listed and makes room
+//! first, so a burst that stopped leaves the card within a day, not at the next restart.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,8 +16,8 @@ use crate::store::SiteId;
 /// Origins remembered per site; the one refused least often (of those, longest ago) makes room
 /// for a new one.
 const PER_SITE: usize = 5;
-/// An origin not refused for this long (milliseconds, a day) makes room for a new one before any
-/// origin refused more recently, however often it was refused.
+/// An origin not refused for this long (milliseconds, a day) is no longer listed, and makes room
+/// for a new one before any origin refused more recently, however often it was refused.
 const STALE_AFTER_MS: i64 = 24 * 60 * 60 * 1000;
 /// Longer `Origin` values are cut (a real origin is a scheme, a host and a port).
 const MAX_ORIGIN_CHARS: usize = 200;
@@ -73,14 +73,15 @@ impl RefusedOrigins {
         }
     }
 
-    /// The site's refused origins, the latest first.
-    pub fn of(&self, site: SiteId) -> Vec<RefusedOrigin> {
+    /// The site's origins refused within a day of `now_ms`, the latest first.
+    pub fn of(&self, site: SiteId, now_ms: i64) -> Vec<RefusedOrigin> {
         let mut refused = self
             .by_site
             .lock()
             .ok()
             .and_then(|by_site| by_site.get(&site).cloned())
             .unwrap_or_default();
+        refused.retain(|r| now_ms - r.last_ms < STALE_AFTER_MS);
         refused.sort_by_key(|r| std::cmp::Reverse(r.last_ms));
         refused
     }
@@ -96,10 +97,10 @@ mod tests {
         refused.note(SiteId(1), "https://example.com", 10);
         refused.note(SiteId(1), "https://example.com", 20);
         refused.note(SiteId(2), "https://other.example", 15);
-        let site = refused.of(SiteId(1));
+        let site = refused.of(SiteId(1), 1000);
         assert_eq!(site.len(), 1);
         assert_eq!((site[0].count, site[0].last_ms), (2, 20));
-        assert_eq!(refused.of(SiteId(3)), Vec::new());
+        assert_eq!(refused.of(SiteId(3), 1000), Vec::new());
     }
 
     #[test]
@@ -110,7 +111,7 @@ mod tests {
             refused.note(SiteId(1), &format!("https://{i}.example"), 100 - at);
         }
         let origins: Vec<String> = refused
-            .of(SiteId(1))
+            .of(SiteId(1), 1000)
             .into_iter()
             .map(|r| r.origin)
             .collect();
@@ -132,7 +133,7 @@ mod tests {
         for i in 0..50 {
             refused.note(SiteId(1), &format!("https://fake{i}.example"), 100 + i);
         }
-        let listed = refused.of(SiteId(1));
+        let listed = refused.of(SiteId(1), 1000);
         assert_eq!(listed.len(), PER_SITE);
         assert!(
             listed
@@ -143,7 +144,8 @@ mod tests {
     }
 
     /// A burst that stopped holds its places for a day at most: then a new origin takes the
-    /// place of the stale one refused most often, before any origin refused since.
+    /// place of a stale one, however often it was refused, before any origin refused since; and
+    /// a stale origin is not listed even while nothing new takes its place.
     #[test]
     fn a_stale_origin_makes_room_however_often_it_was_refused() {
         let refused = RefusedOrigins::default();
@@ -159,7 +161,7 @@ mod tests {
         }
         refused.note(SiteId(1), "https://www.myshop.example", 2 * STALE_AFTER_MS);
         let listed: Vec<String> = refused
-            .of(SiteId(1))
+            .of(SiteId(1), 2 * STALE_AFTER_MS)
             .into_iter()
             .map(|r| r.origin)
             .collect();
@@ -169,6 +171,8 @@ mod tests {
             "{listed:?}"
         );
         assert_eq!(listed.len(), PER_SITE);
+        // A day after the last refusal, nothing is listed, though nothing took their places.
+        assert_eq!(refused.of(SiteId(1), 3 * STALE_AFTER_MS), Vec::new());
     }
 
     #[test]
@@ -182,10 +186,10 @@ mod tests {
         ] {
             refused.note(SiteId(1), junk, 1);
         }
-        assert_eq!(refused.of(SiteId(1)), Vec::new());
+        assert_eq!(refused.of(SiteId(1), 1000), Vec::new());
         refused.note(SiteId(1), "null", 2);
         refused.note(SiteId(1), "http://localhost:3000", 3);
-        assert_eq!(refused.of(SiteId(1)).len(), 2);
+        assert_eq!(refused.of(SiteId(1), 1000).len(), 2);
     }
 
     #[test]
@@ -193,6 +197,9 @@ mod tests {
         let refused = RefusedOrigins::default();
         let long = format!("https://{}.example", "x".repeat(1000));
         refused.note(SiteId(1), &long, 1);
-        assert_eq!(refused.of(SiteId(1))[0].origin.len(), MAX_ORIGIN_CHARS);
+        assert_eq!(
+            refused.of(SiteId(1), 1000)[0].origin.len(),
+            MAX_ORIGIN_CHARS
+        );
     }
 }

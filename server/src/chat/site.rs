@@ -209,10 +209,10 @@ impl SiteDirectory {
         }
     }
 
-    /// The origins refused the chat of `site` since the server started, the latest first,
-    /// without those the site allows by now.
+    /// The origins refused the chat of `site` in the last day since the server started, the
+    /// latest first, without those the site allows by now.
     pub fn refused_origins(&self, site: &Site) -> Vec<RefusedOrigin> {
-        let mut refused = self.refused.of(site.id);
+        let mut refused = self.refused.of(site.id, crate::clock::now_ms());
         refused.retain(|r| !site.allows_origin(&r.origin));
         refused
     }

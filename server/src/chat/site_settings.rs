@@ -10,19 +10,14 @@ use crate::attachments::HARD_CAP_BYTES;
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, NewSite, SiteRow, Writer};
-use crate::values::{
-    GREETING_LINES, Invalid, Origin, SiteLimits, SiteSettings, WIDGET_LOCALES, language_lines,
-};
+use crate::values::{GREETING_LINES, Invalid, SiteLimits, SiteSettings, language_lines};
 
 use super::site::{SiteDirectory, new_site_key};
+use super::site_fields::{
+    parse_colour, parse_greeting, parse_locale, parse_name, parse_origins, parse_position,
+    parse_retention, rate,
+};
 use super::{Chat, Error};
-
-/// Highest brake value accepted, so a typo cannot turn a brake off by accident.
-const MAX_RATE: u32 = 100_000;
-/// Longest retention accepted (100 years, as `migrations/0014_privacy.sql` checks).
-const MAX_RETENTION_DAYS: u32 = 36_500;
-/// Longest greeting, in characters.
-const MAX_GREETING_CHARS: usize = 500;
 
 /// A site's settings, as submitted (every field a string, as in a form).
 #[derive(Debug, Clone, Default, serde::Deserialize)]
@@ -55,14 +50,6 @@ pub struct SiteSettingsInput {
     /// Greetings in other languages, one a line: `de: Hallo!`.
     #[serde(default)]
     pub greetings: String,
-}
-
-fn rate(raw: &str, message: &'static str) -> Result<u32, Invalid> {
-    raw.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=MAX_RATE).contains(n))
-        .ok_or(Invalid::from(message))
 }
 
 /// Typed settings refused: why, and the field the reason is about, by its control's id on the
@@ -153,94 +140,6 @@ impl SiteSettingsInput {
             },
         })
     }
-}
-
-fn parse_name(raw: &str) -> Result<String, Invalid> {
-    let name = raw.trim();
-    if name.is_empty() || name.chars().count() > 80 {
-        return Err(Invalid::from("The name must have 1 to 80 characters."));
-    }
-    Ok(name.to_owned())
-}
-
-fn parse_origins(raw: &str) -> Result<Vec<String>, Invalid> {
-    let mut origins = Vec::new();
-    let mut refused = Vec::new();
-    for raw in raw
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|o| !o.is_empty())
-    {
-        match Origin::parse(raw) {
-            Ok(origin) if !origins.contains(&origin.as_str().to_owned()) => {
-                origins.push(origin.as_str().to_owned());
-            }
-            Ok(_) => {}
-            // Each named, and all at once, so a list is fixed in one go.
-            Err(invalid) => refused.push(format!("{raw}: {invalid}")),
-        }
-    }
-    if !refused.is_empty() {
-        return Err(Invalid::from(refused.join(" ")));
-    }
-    if origins.is_empty() {
-        return Err(Invalid::from(
-            "Add at least one allowed origin, such as https://www.example.com.",
-        ));
-    }
-    Ok(origins)
-}
-
-fn parse_greeting(raw: &str) -> Result<String, Invalid> {
-    let greeting = raw.trim();
-    if greeting.chars().count() > MAX_GREETING_CHARS {
-        return Err(Invalid::from(
-            "The greeting must have at most 500 characters.",
-        ));
-    }
-    Ok(greeting.to_owned())
-}
-
-fn parse_colour(raw: &str) -> Result<String, Invalid> {
-    let color = raw.trim().to_ascii_lowercase();
-    let is_hex_colour = color.len() == 7
-        && color.starts_with('#')
-        && color[1..].bytes().all(|b| b.is_ascii_hexdigit());
-    if !is_hex_colour {
-        return Err(Invalid::from("The colour is written like #2563eb."));
-    }
-    Ok(color)
-}
-
-fn parse_position(raw: &str) -> Result<String, Invalid> {
-    match raw.trim() {
-        p @ ("left" | "right") => Ok(p.to_owned()),
-        _ => Err(Invalid::from("The position is left or right.")),
-    }
-}
-
-fn parse_retention(raw: &str) -> Result<Option<u32>, Invalid> {
-    match raw.trim() {
-        "" => Ok(None),
-        raw => raw
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_RETENTION_DAYS).contains(n))
-            .map(Some)
-            .ok_or(Invalid::from(
-                "Retention is a whole number of days from 1 to 36500, or empty to keep \
-                 conversations.",
-            )),
-    }
-}
-
-fn parse_locale(raw: &str) -> Result<String, Invalid> {
-    let locale = raw.trim();
-    if !locale.is_empty() && !WIDGET_LOCALES.iter().any(|(code, _)| *code == locale) {
-        return Err(Invalid::from(
-            "The widget's language is empty (each visitor's browser chooses) or one the widget speaks.",
-        ));
-    }
-    Ok(locale.to_owned())
 }
 
 /// Creates a site with the given settings and returns its key.

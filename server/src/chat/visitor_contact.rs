@@ -2,13 +2,15 @@
 //! visitor's name and email"): a visitor who said who they are in a message, or an address to
 //! mail replies and the transcript to. The change is a status line in the conversation, which
 //! says who changed what and refreshes every open inbox and conversation page, as an assignment
-//! does.
+//! does, and the Slack thread header is rewritten.
 
+use crate::jobs::ConversationChange;
 use crate::store::{self, ConversationId, UserRow};
 use crate::values::{Invalid, is_visitor_email, one_line};
 
 use super::Error;
 use super::conversation::Chat;
+use super::writes::conversation_change_jobs;
 
 /// Longest visitor name, in characters: a name from the host page's identity is kept up to this
 /// long, so one shown in the form can always be saved back.
@@ -33,11 +35,13 @@ pub struct RefusedContact {
 }
 
 impl VisitorContact {
-    /// Checks the typed name and email.
+    /// Checks the typed name and email. An email left as the page showed it (`shown_email`) is
+    /// kept unchecked: an address an older version took, which today's rule refuses, must not
+    /// stop a save of the name.
     ///
     /// # Errors
-    /// A name longer than [`MAX_NAME_CHARS`], or an address no mail can be sent to.
-    pub fn parse(name: &str, email: &str) -> Result<Self, RefusedContact> {
+    /// A name longer than [`MAX_NAME_CHARS`], or a new address no mail can be sent to.
+    pub fn parse(name: &str, email: &str, shown_email: &str) -> Result<Self, RefusedContact> {
         let name = one_line(name);
         if name.chars().count() > MAX_NAME_CHARS {
             return Err(RefusedContact {
@@ -46,7 +50,7 @@ impl VisitorContact {
             });
         }
         let email = email.trim();
-        if !email.is_empty() && !is_visitor_email(email) {
+        if !email.is_empty() && email != shown_email && !is_visitor_email(email) {
             return Err(RefusedContact {
                 field: "visitor-email",
                 reason: Invalid::from(
@@ -121,8 +125,11 @@ impl Chat {
                     name: contact.name.as_deref(),
                     email: contact.email.as_deref(),
                 };
-                let changed = store::set_visitor_contact(c, visitor, before, after)?;
-                Ok(changed.then(Vec::new))
+                if !store::set_visitor_contact(c, visitor, before, after)? {
+                    return Ok(None);
+                }
+                // The Slack thread header names the visitor.
+                conversation_change_jobs(c, id, ConversationChange::VisitorChanged).map(Some)
             })
             .await?;
         Ok(if changed.is_some() {
@@ -139,10 +146,11 @@ mod tests {
 
     #[test]
     fn names_go_on_one_line_and_addresses_must_be_mailable() {
-        let typed = VisitorContact::parse("  Jane\n Doe ", " jane@example.com ").expect("valid");
+        let typed =
+            VisitorContact::parse("  Jane\n Doe ", " jane@example.com ", "").expect("valid");
         assert_eq!(typed.name.as_deref(), Some("Jane Doe"));
         assert_eq!(typed.email.as_deref(), Some("jane@example.com"));
-        let cleared = VisitorContact::parse(" ", "").expect("valid");
+        let cleared = VisitorContact::parse(" ", "", "").expect("valid");
         assert_eq!((cleared.name, cleared.email), (None, None));
         for bad in [
             "jane",
@@ -150,12 +158,17 @@ mod tests {
             "a@[192.0.2.1]",
             "jane@example.com\u{200b}",
         ] {
-            let refused = VisitorContact::parse("Jane", bad).expect_err(bad);
+            let refused = VisitorContact::parse("Jane", bad, "").expect_err(bad);
             assert_eq!(refused.field, "visitor-email", "{bad}");
+            // Stored by an older version and left as shown: kept, so the name can be saved.
+            let kept = VisitorContact::parse("Jane", bad, bad).expect("kept as shown");
+            assert_eq!(kept.email.as_deref(), Some(bad.trim()));
         }
         let long = "x".repeat(201);
         assert_eq!(
-            VisitorContact::parse(&long, "").expect_err("long").field,
+            VisitorContact::parse(&long, "", "")
+                .expect_err("long")
+                .field,
             "visitor-name"
         );
     }

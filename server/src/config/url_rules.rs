@@ -79,7 +79,7 @@ pub(super) fn is_loopback_host(url: &Url) -> bool {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+            .is_ok_and(|ip| ip.to_canonical().is_loopback())
 }
 
 /// `PORCH_PUBLIC_URL`'s rule as a clap value parser, for the commands that bake the URL into a
@@ -119,6 +119,24 @@ pub(super) fn api_url(variable: &'static str, raw: &str) -> Result<(), ConfigErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_is_this_host_however_it_is_written() {
+        for local in [
+            "imap://localhost",
+            "imap://127.0.0.1",
+            "imap://[::1]",
+            "imap://[::ffff:127.0.0.1]:143",
+        ] {
+            assert!(
+                is_loopback_host(&Url::parse(local).expect(local)),
+                "{local}"
+            );
+        }
+        for far in ["imap://mail.example.com", "imap://[::ffff:192.0.2.1]"] {
+            assert!(!is_loopback_host(&Url::parse(far).expect(far)), "{far}");
+        }
+    }
 
     #[test]
     fn a_refused_url_is_quoted_without_its_user_and_password() {

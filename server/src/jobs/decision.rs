@@ -49,16 +49,22 @@ pub enum Next {
     },
 }
 
-/// Decides what `attempt` means for `job` at `now`; `backoff` is the retry policy's wait after
-/// the given (1-based) failed attempt.
+/// Decides what `attempt` means for `job` at `now`; `destination_up` says other deliveries to
+/// its rate key succeeded lately (then the kind's [`JobKind::attempts_while_up`] is its budget);
+/// `backoff` is the retry policy's wait after the given (1-based) failed attempt.
 pub fn decide(
     job: &JobRow,
     attempt: Attempt,
-    now: i64,
+    (now, destination_up): (i64, bool),
     backoff: impl FnOnce(u32) -> Duration,
 ) -> Decision {
     let tries = job.attempt + 1;
-    let out_of_budget = tries >= job.max_attempts || job.deadline_at.is_some_and(|d| now >= d);
+    let while_up = JobKind::parse(&job.kind)
+        .filter(|_| destination_up)
+        .map(JobKind::attempts_while_up)
+        .filter(|budget| *budget < job.max_attempts);
+    let out_of_budget =
+        tries >= while_up.unwrap_or(job.max_attempts) || job.deadline_at.is_some_and(|d| now >= d);
     let pause_until = attempt
         .pause
         .filter(|_| job.rate_key.is_some())
@@ -87,10 +93,17 @@ pub fn decide(
                 pause_until,
             }
         }
-        Outcome::Retry { error, .. } if out_of_budget => finish(
-            JobUpdate::Failed,
-            Some(format!("gave up after {tries} attempts: {error}")),
-        ),
+        Outcome::Retry { error, .. } if out_of_budget => {
+            let why = if while_up.is_some() {
+                " while other deliveries to it succeeded"
+            } else {
+                ""
+            };
+            finish(
+                JobUpdate::Failed,
+                Some(format!("gave up after {tries} attempts{why}: {error}")),
+            )
+        }
         Outcome::Retry { error, not_before } => {
             // `not_before` holds a schedule of the destination's own (a webhook's, which bounds
             // the receiver's `Retry-After` by [`MAX_DESTINATION_WAIT`]), so it is not cut here.
@@ -175,7 +188,7 @@ mod tests {
             },
             Some(200),
         );
-        let decision = decide(&job(0, 5, None), delivered, NOW, two_seconds);
+        let decision = decide(&job(0, 5, None), delivered, (NOW, false), two_seconds);
         assert_eq!(
             decision.update,
             JobUpdate::Done {
@@ -190,7 +203,7 @@ mod tests {
 
     #[test]
     fn a_passing_failure_is_retried_after_the_backoff_and_counts_the_attempt() {
-        let decision = decide(&job(1, 5, None), retry(None), NOW, |tries| {
+        let decision = decide(&job(1, 5, None), retry(None), (NOW, false), |tries| {
             assert_eq!(tries, 2, "the backoff is asked for the attempt that failed");
             Duration::from_secs(4)
         });
@@ -207,12 +220,35 @@ mod tests {
         assert_eq!(decision.error.as_deref(), Some("HTTP 503"));
     }
 
+    /// A chat post failing while others to its channel go out is given up after the short
+    /// budget; while the channel is down as a whole it keeps its day of retries.
+    #[test]
+    fn a_failure_while_the_destination_is_up_uses_the_short_budget() {
+        let chat = JobKind::SlackPost;
+        let at_short_budget = job(chat.attempts_while_up() - 1, chat.max_attempts(), None);
+        let up = decide(&at_short_budget, retry(None), (NOW, true), two_seconds);
+        assert_eq!(up.update, JobUpdate::Failed);
+        assert!(
+            up.error
+                .as_deref()
+                .is_some_and(|e| e.contains("while other deliveries to it succeeded")),
+            "{:?}",
+            up.error
+        );
+        let down = decide(&at_short_budget, retry(None), (NOW, false), two_seconds);
+        assert!(matches!(down.update, JobUpdate::Retry { .. }), "{down:?}");
+        // A budget already smaller than the short one (a test post's one try) is kept.
+        let one_try = job(0, 1, None);
+        let tested = decide(&one_try, retry(None), (NOW, true), two_seconds);
+        assert_eq!(tested.update, JobUpdate::Failed);
+    }
+
     #[test]
     fn a_destination_asking_for_a_longer_wait_gets_it() {
         let decision = decide(
             &job(0, 5, None),
             retry(Some(Duration::from_mins(1))),
-            NOW,
+            (NOW, false),
             two_seconds,
         );
         assert_eq!(
@@ -226,7 +262,7 @@ mod tests {
     #[test]
     fn the_last_attempt_or_a_passed_deadline_gives_up() {
         for spent in [job(4, 5, None), job(0, 5, Some(NOW))] {
-            let decision = decide(&spent, retry(None), NOW, two_seconds);
+            let decision = decide(&spent, retry(None), (NOW, false), two_seconds);
             assert_eq!(decision.update, JobUpdate::Failed);
             assert_eq!(decision.next, Next::Finish);
             assert!(
@@ -250,7 +286,12 @@ mod tests {
         );
         // Even on its last attempt and past its deadline: a rate limit is never the job's fault
         // (docs/jobs.md, Retries).
-        let decision = decide(&job(4, 5, Some(NOW - 1)), limited, NOW, two_seconds);
+        let decision = decide(
+            &job(4, 5, Some(NOW - 1)),
+            limited,
+            (NOW, false),
+            two_seconds,
+        );
         let run_at = NOW + 30_000;
         assert_eq!(decision.update, JobUpdate::Snooze { run_at });
         assert_eq!(
@@ -271,7 +312,7 @@ mod tests {
             },
             Some(200),
         );
-        let decision = decide(&job(0, 5, None), blocked, NOW, two_seconds);
+        let decision = decide(&job(0, 5, None), blocked, (NOW, false), two_seconds);
         assert_eq!(decision.update, JobUpdate::Blocked);
         assert_eq!(
             decision.blocks,
@@ -292,7 +333,7 @@ mod tests {
             kind: "discord.test".into(),
             ..job(0, 1, None)
         };
-        let decision = decide(&test, refused, NOW, two_seconds);
+        let decision = decide(&test, refused, (NOW, false), two_seconds);
         assert_eq!(decision.update, JobUpdate::Failed);
         assert_eq!(
             decision.blocks,
@@ -305,11 +346,14 @@ mod tests {
     fn a_spent_budget_pauses_the_rate_key_whatever_the_outcome() {
         let paced = Attempt::new(Outcome::Delivered { external_ref: None }, Some(200))
             .paced(Some(Duration::from_millis(1500)));
-        let decision = decide(&job(0, 5, None), paced.clone(), NOW, two_seconds);
+        let decision = decide(&job(0, 5, None), paced.clone(), (NOW, false), two_seconds);
         assert_eq!(decision.pause_until, Some(NOW + 1500));
         let mut keyless = job(0, 5, None);
         keyless.rate_key = None;
-        assert_eq!(decide(&keyless, paced, NOW, two_seconds).pause_until, None);
+        assert_eq!(
+            decide(&keyless, paced, (NOW, false), two_seconds).pause_until,
+            None
+        );
     }
 
     /// A receiver's `Retry-After: 18446744073709551615` once overflowed the runner's clock and
@@ -326,10 +370,15 @@ mod tests {
             Some(429),
         )
         .paced(Some(forever));
-        let decision = decide(&job(0, 5, None), limited, NOW, two_seconds);
+        let decision = decide(&job(0, 5, None), limited, (NOW, false), two_seconds);
         assert_eq!(decision.update, JobUpdate::Snooze { run_at: NOW + hour });
         assert_eq!(decision.pause_until, Some(NOW + hour));
-        let decision = decide(&job(0, 5, None), retry(Some(forever)), NOW, two_seconds);
+        let decision = decide(
+            &job(0, 5, None),
+            retry(Some(forever)),
+            (NOW, false),
+            two_seconds,
+        );
         assert_eq!(decision.update, JobUpdate::Retry { run_at: i64::MAX });
     }
 }

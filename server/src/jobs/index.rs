@@ -79,6 +79,9 @@ pub const WEBHOOK_KEY_RUNNING: usize = 16;
 /// The same for an endpoint whose last attempt failed, until one succeeds: enough to find out
 /// that it is back, and a hung endpoint's retries hold two slots at a time, not a quarter.
 pub const FAILING_KEY_RUNNING: usize = 2;
+/// A destination with a successful attempt this recent (10 minutes, in ms) is up: a delivery
+/// failing meanwhile is the problem itself (docs/jobs.md, "Retries").
+const UP_WINDOW_MS: i64 = 10 * 60 * 1000;
 
 /// The most jobs of `rate_key` that may run at once in `lane`, if the lane limits it; `failing`
 /// holds the keys whose last attempt failed.
@@ -111,6 +114,10 @@ pub struct Index {
     /// Webhook endpoints (rate keys) whose last attempt failed: they run at most
     /// [`FAILING_KEY_RUNNING`] at once until one of their attempts succeeds.
     failing: HashSet<String>,
+    /// When an attempt to each rate key last succeeded (Unix ms): a failure while others
+    /// succeed is the delivery's problem, not the destination's (`decision::decide`). One entry
+    /// per destination that ever answered, as the pacer keeps.
+    succeeded_at: HashMap<String, i64>,
     /// How soon each paced rate key may start its next job.
     pacer: Pacer,
     /// How many jobs of each rate key are in memory, and which keys have more in SQLite.
@@ -128,6 +135,7 @@ impl Index {
             ready: Default::default(),
             capped: HashMap::new(),
             failing: HashSet::new(),
+            succeeded_at: HashMap::new(),
             held: HashMap::new(),
             pacer: Pacer::default(),
             windows: Windows::new(window),
@@ -370,10 +378,18 @@ impl Index {
         }
     }
 
-    /// Records how an attempt of `lane` to `rate_key` ended: after a failure a webhook endpoint
-    /// runs at most [`FAILING_KEY_RUNNING`] jobs at once, after a success as many as its lane
-    /// allows again. Other lanes' keys are not capped, so nothing is kept for them.
-    pub fn attempt_ended(&mut self, lane: Lane, rate_key: &str, succeeded: bool) {
+    /// Records how an attempt of `lane` to `rate_key` ended at `now`: when it succeeded (see
+    /// [`Self::is_up`]); and after a failure a webhook endpoint runs at most
+    /// [`FAILING_KEY_RUNNING`] jobs at once, after a success as many as its lane allows again.
+    pub fn attempt_ended(&mut self, lane: Lane, rate_key: &str, succeeded: bool, now: i64) {
+        if succeeded {
+            match self.succeeded_at.get_mut(rate_key) {
+                Some(at) => *at = now,
+                None => {
+                    self.succeeded_at.insert(rate_key.to_owned(), now);
+                }
+            }
+        }
         if lane != Lane::Webhook {
             return;
         }
@@ -382,6 +398,14 @@ impl Index {
         } else if !self.failing.contains(rate_key) {
             self.failing.insert(rate_key.to_owned());
         }
+    }
+
+    /// Whether the destination `rate_key` names is up at `now`: an attempt to it succeeded
+    /// within [`UP_WINDOW_MS`].
+    pub fn is_up(&self, rate_key: &str, now: i64) -> bool {
+        self.succeeded_at
+            .get(rate_key)
+            .is_some_and(|at| now - *at <= UP_WINDOW_MS)
     }
 
     /// When the next job of `lane` is due, if any is waiting.

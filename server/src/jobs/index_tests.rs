@@ -112,7 +112,7 @@ fn a_failing_webhook_endpoint_runs_two_at_once_until_one_attempt_succeeds() {
     assert_eq!(first.len(), WEBHOOK_KEY_RUNNING);
     // Every one of them times out: each is retried later, and the endpoint counts as failing.
     for id in &first {
-        index.attempt_ended(Lane::Webhook, "webhook:1", false);
+        index.attempt_ended(Lane::Webhook, "webhook:1", false, 0);
         index.reschedule(JobId(*id), 5000, 1, false);
     }
     assert_eq!(pop(&mut index, 0).len(), FAILING_KEY_RUNNING);
@@ -122,16 +122,23 @@ fn a_failing_webhook_endpoint_runs_two_at_once_until_one_attempt_succeeds() {
     );
     // One succeeds: the endpoint gets its quarter of the lane back.
     let running = JobId(i64::try_from(first.len()).expect("small") + 1);
-    index.attempt_ended(Lane::Webhook, "webhook:1", true);
+    index.attempt_ended(Lane::Webhook, "webhook:1", true, 0);
     index.finish(running);
     assert_eq!(pop(&mut index, 10_000).len(), WEBHOOK_KEY_RUNNING - 1);
-    // A chat key's failures change nothing.
-    let mut chat = Index::new(64);
-    chat.attempt_ended(Lane::Chat, "slack:1", false);
-    chat.insert(job(1, Some("conv:1"), Some("slack:1"), 0));
-    chat.insert(job(2, Some("conv:2"), Some("slack:1"), 0));
-    chat.insert(job(3, Some("conv:3"), Some("slack:1"), 0));
-    assert_eq!(ids(&mut chat, 0), [1, 2, 3]);
+}
+
+/// A destination is up for ten minutes after an attempt to it succeeded, in any lane; failures
+/// alone never make it so.
+#[test]
+fn a_destination_is_up_for_ten_minutes_after_a_success() {
+    let mut index = Index::new(64);
+    index.attempt_ended(Lane::Chat, "slack:1", false, 0);
+    assert!(!index.is_up("slack:1", 0));
+    index.attempt_ended(Lane::Chat, "slack:1", true, 1000);
+    index.attempt_ended(Lane::Chat, "slack:1", false, 2000);
+    assert!(index.is_up("slack:1", 1000 + 600_000));
+    assert!(!index.is_up("slack:1", 1000 + 600_001));
+    assert!(!index.is_up("slack:2", 1000));
 }
 
 #[test]

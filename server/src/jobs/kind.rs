@@ -36,6 +36,13 @@ pub enum JobKind {
 /// many as [`super::policy::backoff`] makes in the deadline, so the deadline is what ends an
 /// outage's retries (about 17 in the first hour, then one every 30 minutes).
 const CHAT_MAX_ATTEMPTS: u32 = 64;
+/// Attempts before a chat delivery is given up while other deliveries to its destination
+/// succeed (about an hour and a half): the destination is up and this delivery is the problem,
+/// so it should not hold its conversation's queue for a day.
+const CHAT_ATTEMPTS_WHILE_UP: u32 = 25;
+/// The same for mail (about 15 minutes: a server that takes others' mail but refuses this one
+/// for longer will not take it).
+const EMAIL_ATTEMPTS_WHILE_UP: u32 = 10;
 /// A chat delivery a day late helps nobody.
 const CHAT_DEADLINE: Duration = Duration::from_hours(24);
 /// The deadline of a job whose kind this Porch does not know (from a newer version).
@@ -122,6 +129,20 @@ impl JobKind {
             Lane::Webhook => WEBHOOK_MAX_ATTEMPTS,
             Lane::Email => EMAIL_MAX_ATTEMPTS,
             Lane::Chat | Lane::Maint => CHAT_MAX_ATTEMPTS,
+        }
+    }
+
+    /// Attempts before it is given up while other deliveries to its destination (its rate key)
+    /// succeed: fewer than [`Self::max_attempts`] for chat posts and mail, whose long budget is
+    /// for outages.
+    pub fn attempts_while_up(self) -> u32 {
+        if self.is_test() {
+            return TEST_MAX_ATTEMPTS;
+        }
+        match self.lane() {
+            Lane::Webhook => WEBHOOK_MAX_ATTEMPTS,
+            Lane::Email => EMAIL_ATTEMPTS_WHILE_UP,
+            Lane::Chat | Lane::Maint => CHAT_ATTEMPTS_WHILE_UP,
         }
     }
 

@@ -168,13 +168,15 @@ fn agent_message_jobs(
     Ok(jobs)
 }
 
-/// A change of a conversation's status or assignee.
+/// A change of a conversation's status or assignee, or of its visitor's name or email (which
+/// the Slack thread header shows).
 #[derive(Debug, Clone, Copy)]
 pub enum ConversationChange {
     Assigned(UserId),
     Unassigned,
     Closed,
     Reopened,
+    VisitorChanged,
 }
 
 /// The deliveries of a change of status or assignee, with the conversation's facts as of now
@@ -196,7 +198,9 @@ pub fn plan_conversation_change(
     let (event, assignee_id) = match change {
         ConversationChange::Assigned(user) => (WebhookEvent::ConversationAssigned, Some(user)),
         ConversationChange::Closed => (WebhookEvent::ConversationClosed, None),
-        ConversationChange::Unassigned | ConversationChange::Reopened => return Ok(jobs),
+        ConversationChange::Unassigned
+        | ConversationChange::Reopened
+        | ConversationChange::VisitorChanged => return Ok(jobs),
     };
     let event = Event {
         kind: event,

@@ -476,11 +476,12 @@ impl Dispatcher {
         if let (calls @ 1.., Some(key)) = (attempt.extra_calls, &job.rate_key) {
             self.index.spend(key, calls, now);
         }
-        if let Some(key) = &job.rate_key {
+        let destination_up = job.rate_key.as_deref().is_some_and(|key| {
             let succeeded = matches!(attempt.outcome, Outcome::Delivered { .. });
-            self.index.attempt_ended(entry.lane, key, succeeded);
-        }
-        let decision = decide(job, attempt, now, backoff);
+            self.index.attempt_ended(entry.lane, key, succeeded, now);
+            self.index.is_up(key, now)
+        });
+        let decision = decide(job, attempt, (now, destination_up), backoff);
         if let (Some(until), Some(key)) = (decision.pause_until, &job.rate_key) {
             self.index.pause(key, until);
         }

@@ -118,7 +118,8 @@ struct Connection {
 
 /// A client id as [`Connection::writing`] keeps it: a hash, so that tracking a write costs no
 /// allocation on the hot path. Two ids of one connection's few writes in flight sharing one
-/// (odds of about 2^-64) would only let that resend skip the brakes; it is still stored once.
+/// (odds of about 2^-64) would let that resend skip the brakes (it is still stored once), or
+/// hide the other tab's message of the other id from this tab until its next resume.
 fn written_key(client_id: &str) -> u64 {
     use std::hash::BuildHasher as _;
     rustc_hash::FxBuildHasher.hash_one(client_id)

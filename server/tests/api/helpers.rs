@@ -278,6 +278,16 @@ impl TestApp {
         self.store().count(sql)
     }
 
+    /// The first column of every row `sql` selects.
+    pub fn column<T: rusqlite::types::FromSql>(&self, sql: &str) -> Vec<T> {
+        let conn = self.db();
+        let mut stmt = conn.prepare(sql).expect("prepare");
+        stmt.query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    }
+
     /// Calls the JSON API with a bearer token; returns the status and the JSON body (`Null` if
     /// none).
     pub async fn api(

@@ -555,6 +555,15 @@ async fn the_header_shows_a_change_made_in_the_inbox() {
             .is_some_and(|t| t.contains("Conversation #"))
     );
     assert_eq!(header["metadata"]["event_type"], "porch_conversation");
+    // The visitor's name, set on the conversation page, reaches the header too.
+    let named = [
+        ("name", "Jane Doe"),
+        ("email", "jane@acme.example"),
+        ("shown_name", ""),
+        ("shown_email", ""),
+    ];
+    assert_eq!(post("visitor", &named).await, 303);
+    s.wait_for_header("from Jane Doe").await;
 }
 
 #[tokio::test]

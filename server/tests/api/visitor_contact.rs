@@ -60,14 +60,8 @@ impl Desk {
     }
 
     fn lines(&self) -> Vec<String> {
-        let conn = self.app.db();
-        let mut stmt = conn
-            .prepare("SELECT body FROM messages WHERE author = 'system' ORDER BY id")
-            .expect("prepare");
-        stmt.query_map([], |r| r.get(0))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
+        self.app
+            .column("SELECT body FROM messages WHERE author = 'system' ORDER BY id")
     }
 }
 

@@ -67,15 +67,21 @@ impl VisitorContact {
 }
 
 /// What the status line says was done, after the agent's name: each changed field, set or
-/// removed ("set the visitor's name to Jane Doe and removed their email").
+/// removed ("set the visitor's name to Jane Doe and removed their email"). A stored name that
+/// differs from the typed one only as the form puts names on one line (spaces) is no change.
 fn line(before: &VisitorContact, after: &VisitorContact) -> Option<String> {
+    let shown_name = before
+        .name
+        .as_deref()
+        .map(one_line)
+        .filter(|n| !n.is_empty());
     let clause = |what: &str, old: &Option<String>, new: &Option<String>| match (old, new) {
         (old, new) if old == new => None,
         (_, Some(new)) => Some(format!("set the visitor's {what} to {new}")),
         (_, None) => Some(format!("removed the visitor's {what}")),
     };
     let clauses: Vec<String> = [
-        clause("name", &before.name, &after.name),
+        clause("name", &shown_name, &after.name),
         clause("email", &before.email, &after.email),
     ]
     .into_iter()
@@ -190,5 +196,11 @@ mod tests {
             Some("removed the visitor's email")
         );
         assert_eq!(line(&jane, &jane), None);
+        // A stored name with a trailing space (an older identity's cut) is the typed one.
+        let spaced = contact(Some("Jane "), Some("jane@example.com"));
+        assert_eq!(
+            line(&spaced, &contact(Some("Jane"), None)).as_deref(),
+            Some("removed the visitor's email")
+        );
     }
 }

@@ -48,7 +48,9 @@ impl VisitorIdentity {
 
 fn clean_name(raw: &str) -> Option<String> {
     let kept: String = super::one_line(raw).chars().take(MAX_NAME_CHARS).collect();
-    (!kept.is_empty()).then_some(kept)
+    // Cut after a space, the name would end in one.
+    let kept = kept.trim_end();
+    (!kept.is_empty()).then(|| kept.to_owned())
 }
 
 /// The same rule as an address the visitor types: one replies can be mailed to, with nothing
@@ -71,6 +73,10 @@ mod tests {
         assert_eq!(id.email.as_deref(), Some("ada@example.org"));
         assert!(!id.is_verified);
         assert!(id.verified().is_verified);
+        // Cut at 200 characters right after a space: the space goes too.
+        let long = format!("{} tail", "x".repeat(199));
+        let cut = VisitorIdentity::parse("42", Some(&long), None).expect("valid id");
+        assert_eq!(cut.name.as_deref(), Some("x".repeat(199).as_str()));
     }
 
     #[test]

@@ -87,6 +87,8 @@ pub struct ConversationAsideView {
     pub assignee: Option<String>,
     pub me: i64,
     pub agents: Vec<AgentOption>,
+    /// How the page's heading names the visitor: a live panel carries it to the heading.
+    pub visitor_label: String,
     pub visitor: VisitorDetailsView,
     /// The visitor's other conversations, the newest first.
     pub others: Vec<OtherConversationView>,
@@ -433,7 +435,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
     view! {
         <aside id="conversation-aside" class="aside" aria-label="Conversation details"
-            data-open=aside.is_open.to_string()>
+            data-open=aside.is_open.to_string() data-visitor=aside.visitor_label>
             <section class="panel">
                 <h2>"Status"</h2>
                 <p>

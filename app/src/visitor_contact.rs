@@ -45,8 +45,8 @@ pub fn contact_form(form: ContactFormView) -> impl IntoView {
                     autocomplete="off" spellcheck="false" value=email
                     aria-describedby="visitor-contact-hint"/>
                 <p class="hint" id="visitor-contact-hint">{source}
-                    "Only your team sees these. With an email you can mail the visitor; an empty \
-                     field is cleared."</p>
+                    "Your team sees these, and the visitor in their own data download. With an \
+                     email you can mail the visitor; an empty field is cleared."</p>
                 <div><button type="submit" class="button">"Save"</button></div>
             </form>
         </details>

@@ -55,8 +55,11 @@ test("an agent sets the visitor's name and email and a colleague sees it live", 
     await agent.getByText("The visitor's name and email are saved.").waitFor();
     await agent.getByText("Ana set the visitor's name to Jane Doe and set the visitor's email to jane@acme.example").waitFor();
 
-    // The colleague's conversation page: the line and the side panel's email, live.
+    // The colleague's conversation page: the line, the heading, the tab title and the side
+    // panel's email, live.
     await colleague.getByText("Ana set the visitor's name to Jane Doe").waitFor();
+    await colleague.locator(".page-head h1", { hasText: "Jane Doe" }).waitFor();
+    assert.match(await colleague.title(), /Jane Doe\u2069 · Porch$/);
     const email = colleague.locator("#conversation-aside dl.details dt:text-is('Email') + dd");
     await email.waitFor();
     assert.equal(await email.textContent(), "jane@acme.example");

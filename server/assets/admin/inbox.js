@@ -230,6 +230,13 @@
           (again || aside).focus();
         }
         visitorClocks(); // the new panel's clock shows the time at once, not at the next tick
+        // An agent's save may have renamed the visitor: the heading and the tab title follow.
+        const named = document.querySelector(".page-head h1 bdi");
+        if (named && aside.dataset.visitor && named.textContent !== aside.dataset.visitor) {
+          named.textContent = aside.dataset.visitor;
+          document.title = `\u2068${aside.dataset.visitor}\u2069 · Porch`;
+          document.dispatchEvent(new CustomEvent("porch:title", { detail: document.title }));
+        }
         // The reply box says what a reply does while the conversation is closed.
         document.getElementById("closed-hint")?.toggleAttribute("hidden", aside.dataset.open === "true");
       },

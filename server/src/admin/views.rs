@@ -192,6 +192,7 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
                 name: agent_label(a, &view.agents),
             })
             .collect(),
+        visitor_label: visitor_label(&view.item),
         visitor: VisitorDetailsView {
             email: view.item.visitor_email.clone(),
             site: view.item.site_name.clone(),

@@ -15,11 +15,11 @@ use crate::store::ConversationId;
 use super::page::{PageError, see_other};
 use super::session::Posted;
 
+/// Both fields are required: a request that leaves one out is refused, not taken as clearing
+/// it (the form always sends both, an empty one to clear).
 #[derive(Debug, Deserialize)]
 pub struct VisitorContactForm {
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     email: String,
     /// The name and email the page showed, so a change made meanwhile is not overwritten.
     #[serde(default)]

@@ -6,7 +6,7 @@
 
 use crate::jobs::ConversationChange;
 use crate::store::{self, ConversationId, UserRow};
-use crate::values::{Invalid, is_visitor_email, one_line};
+use crate::values::{Invalid, is_invisible, is_visitor_email, one_line};
 
 use super::Error;
 use super::conversation::Chat;
@@ -43,11 +43,18 @@ impl VisitorContact {
     /// A name longer than [`MAX_NAME_CHARS`], or a new address no mail can be sent to.
     pub fn parse(name: &str, email: &str, shown_email: &str) -> Result<Self, RefusedContact> {
         let name = one_line(name);
+        let refused_name = |reason: &'static str| RefusedContact {
+            field: "visitor-name",
+            reason: Invalid::from(reason),
+        };
         if name.chars().count() > MAX_NAME_CHARS {
-            return Err(RefusedContact {
-                field: "visitor-name",
-                reason: Invalid::from("The name can have at most 200 characters."),
-            });
+            return Err(refused_name("The name can have at most 200 characters."));
+        }
+        // Shown nowhere, such a name would leave the conversation nameless in every list.
+        if !name.is_empty() && name.chars().all(is_invisible) {
+            return Err(refused_name(
+                "The name needs a visible character; leave it empty to remove it.",
+            ));
         }
         let email = email.trim();
         if !email.is_empty() && email != shown_email && !is_visitor_email(email) {
@@ -170,6 +177,8 @@ mod tests {
             let kept = VisitorContact::parse("Jane", bad, bad).expect("kept as shown");
             assert_eq!(kept.email.as_deref(), Some(bad.trim()));
         }
+        let invisible = VisitorContact::parse("\u{200b}\u{2060}", "", "").expect_err("blank");
+        assert_eq!(invisible.field, "visitor-name");
         let long = "x".repeat(201);
         assert_eq!(
             VisitorContact::parse(&long, "", "")

@@ -147,7 +147,8 @@ impl PersonData {
         let v = &self.visitor;
         let mut out = format!("Your conversations on {}\n", v.site_name);
         if let Some(email) = &v.email {
-            let _ = writeln!(out, "Email address you left: {email}");
+            // Not always left by the visitor: an agent may have set it from the conversation.
+            let _ = writeln!(out, "Your email address with us: {email}");
         }
         for conversation in &self.conversations {
             let _ = writeln!(

@@ -142,6 +142,13 @@ async fn a_bad_address_a_stale_page_or_a_missing_token_changes_nothing() {
         "{}",
         refused.body
     );
+    let blank = desk.save(("\u{200b}", ""), ("", "")).await;
+    assert_eq!(blank.status, 422, "{}", blank.body);
+    assert!(
+        blank.body.contains("needs a visible character"),
+        "{}",
+        blank.body
+    );
     assert_eq!(desk.stored(), (None, None));
 
     // Another agent named the visitor after this page was loaded (it showed no name).
@@ -158,6 +165,26 @@ async fn a_bad_address_a_stale_page_or_a_missing_token_changes_nothing() {
     let body = form(&[("name", "Mallory"), ("email", ""), ("shown_name", "Jane")]);
     let forged = send(&desk.app, "POST", &path, &desk.browser.cookie, Some(&body)).await;
     assert_eq!(forged.status, 403);
+    // A request that leaves a field out is refused, not taken as clearing it.
+    let partial = form(&[
+        ("csrf", &desk.browser.csrf),
+        ("name", "Jane"),
+        ("shown_name", "Jane"),
+    ]);
+    let refused = send(
+        &desk.app,
+        "POST",
+        &path,
+        &desk.browser.cookie,
+        Some(&partial),
+    )
+    .await;
+    assert!(
+        refused.status >= 400,
+        "{}: {}",
+        refused.status,
+        refused.body
+    );
     assert_eq!(desk.stored(), (Some("Jane".into()), None));
     assert_eq!(desk.lines().len(), 1);
 }

@@ -207,8 +207,17 @@ impl TestApp {
         Self::start(tempfile::tempdir().expect("temp dir"), args, configure).await
     }
 
-    /// Starts a server on an existing data directory (for restarts).
+    /// Starts a server on an existing data directory (for restarts). The stopped server's lock
+    /// can outlive it for an instant: a child process another test forks meanwhile holds the
+    /// lock file's descriptor until it execs (a `flock` lives as long as any copy of it), and CI
+    /// once caught a restart in that instant. The start waits for the lock to be free.
     pub async fn spawn_in(data_dir: tempfile::TempDir, args: &[&str]) -> Self {
+        wait_until("the stopped server's lock to be free", WAIT, async || {
+            porch::store::InstanceLock::acquire(data_dir.path())
+                .map(drop)
+                .map_err(|err| err.to_string())
+        })
+        .await;
         Self::start(data_dir, args, |_| {}).await
     }
 

@@ -71,10 +71,18 @@ impl VisitorContact {
             email: (!email.is_empty()).then(|| email.to_owned()),
         })
     }
+
+    /// The same, as the store takes it.
+    fn stored(&self) -> store::Contact<'_> {
+        store::Contact {
+            name: self.name.as_deref(),
+            email: self.email.as_deref(),
+        }
+    }
 }
 
 /// What the status line says was done, after the agent's name: each changed field, set or
-/// removed ("set the visitor's name to Jane Doe and removed their email"). A stored name that
+/// removed ("set the visitor's name to Jane Doe and removed the visitor's email"). A stored name that
 /// differs from the typed one only as the form puts names on one line (spaces) is no change.
 fn line(before: &VisitorContact, after: &VisitorContact) -> Option<String> {
     let shown_name = before
@@ -130,15 +138,7 @@ impl Chat {
         let text = format!("{} {what}", by.name);
         let changed = self
             .change(item.site_id, id, by, text, None, move |c| {
-                let before = store::Contact {
-                    name: shown.name.as_deref(),
-                    email: shown.email.as_deref(),
-                };
-                let after = store::Contact {
-                    name: contact.name.as_deref(),
-                    email: contact.email.as_deref(),
-                };
-                if !store::set_visitor_contact(c, visitor, before, after)? {
+                if !store::set_visitor_contact(c, visitor, shown.stored(), contact.stored())? {
                     return Ok(None);
                 }
                 // The Slack thread header names the visitor.

@@ -539,9 +539,14 @@ impl Index {
         self.pacer.spend(rate_key, calls, now);
     }
 
-    /// Forgets pauses that have ended and paced keys that are rested, so the maps do not grow.
+    /// Forgets pauses that have ended, paced keys that are rested, successes too old to make a
+    /// destination up, and failing marks of endpoints with no job left (one deleted, or whose
+    /// deliveries all ended), so the maps hold only destinations in use.
     pub fn expire(&mut self, now: i64) {
         self.held.retain(|_, until| *until > now);
         self.pacer.expire(now);
+        self.succeeded_at.retain(|_, at| now - *at <= UP_WINDOW_MS);
+        let windows = &self.windows;
+        self.failing.retain(|key| windows.holds(key));
     }
 }

@@ -127,6 +127,42 @@ fn a_failing_webhook_endpoint_runs_two_at_once_until_one_attempt_succeeds() {
     assert_eq!(pop(&mut index, 10_000).len(), WEBHOOK_KEY_RUNNING - 1);
 }
 
+/// An endpoint with no job left (deleted, or every delivery ended) is no longer marked as
+/// failing: the mark would outlive it, and new jobs of a key reused later would start capped.
+/// One that still has a job waiting keeps the mark.
+#[test]
+fn a_failing_mark_ends_with_the_endpoints_last_job() {
+    let webhook = |id: i64, key: &str| JobRow {
+        lane: "webhook".into(),
+        integration_id: Some(IntegrationId(if key == "webhook:1" { 1 } else { 2 })),
+        ..job(id, Some(&format!("conv:{id}")), Some(key), 0)
+    };
+    let mut index = Index::new(256);
+    index.insert(webhook(1, "webhook:1"));
+    index.insert(webhook(2, "webhook:2"));
+    for (id, key) in [(1, "webhook:1"), (2, "webhook:2")] {
+        let popped = index.pop_due(Lane::Webhook, 0).expect("due");
+        assert_eq!(popped.row.id.0, id);
+        index.attempt_ended(Lane::Webhook, key, false, 0);
+        index.reschedule(JobId(id), 5000, 1, false);
+    }
+    assert_eq!(index.remove_integration(IntegrationId(1)), 1);
+    index.expire(0);
+    for id in 10..50 {
+        index.insert(webhook(id, "webhook:1"));
+        index.insert(webhook(id + 100, "webhook:2"));
+    }
+    let started: Vec<_> = std::iter::from_fn(|| index.pop_due(Lane::Webhook, 0)).collect();
+    let running = |key: &str| {
+        started
+            .iter()
+            .filter(|e| e.row.rate_key.as_deref() == Some(key))
+            .count()
+    };
+    assert_eq!(running("webhook:1"), WEBHOOK_KEY_RUNNING);
+    assert_eq!(running("webhook:2"), FAILING_KEY_RUNNING);
+}
+
 /// A destination is up for ten minutes after an attempt to it succeeded, in any lane; failures
 /// alone never make it so.
 #[test]
@@ -139,6 +175,9 @@ fn a_destination_is_up_for_ten_minutes_after_a_success() {
     assert!(index.is_up("slack:1", 1000 + 600_000));
     assert!(!index.is_up("slack:1", 1000 + 600_001));
     assert!(!index.is_up("slack:2", 1000));
+    // Forgetting old successes keeps the recent ones.
+    index.expire(1000 + 600_000);
+    assert!(index.is_up("slack:1", 1000 + 600_000));
 }
 
 #[test]

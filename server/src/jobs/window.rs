@@ -278,6 +278,11 @@ impl Windows {
         self.settle(slot(rate_key));
     }
 
+    /// Whether any job of `rate_key` is in memory or waits in SQLite.
+    pub fn holds(&self, rate_key: &str) -> bool {
+        self.by_key.contains_key(rate_key)
+    }
+
     /// How many jobs of `rate_key` are running.
     pub fn running(&self, rate_key: &str) -> usize {
         self.by_key.get(rate_key).map_or(0, |w| w.running)

@@ -43,6 +43,10 @@ pub fn ReplyForm(
             // Filled by canned.js while a `/shortcut` is being typed.
             <ul id="canned-list" class="canned-picker" role="listbox"
                 aria-label="Canned replies" hidden></ul>
+            // Shown by canned.js when the button asks for the list and there is none to offer.
+            <p id="canned-empty" class="hint canned-empty" hidden>
+                "You have no canned replies yet: add them on "<a href="/canned">"Canned replies"</a>"."
+            </p>
             <div class="reply-bar">
                 // On a touch screen Enter starts a new line (a phone's keyboard has no Shift+Enter)
                 // and the button sends, so the keys are not said there (admin.css, inbox.js).
@@ -51,6 +55,10 @@ pub fn ReplyForm(
                     <kbd>"Enter"</kbd>" new line · "</span>"notes are never shown to the visitor"
                 </p>
                 <div class="reply-buttons">
+                    // The picker for whoever does not know the `/` shortcut (canned.js shows
+                    // it: without the script there is no picker).
+                    <button type="button" class="button reply-canned" data-canned-open hidden
+                        aria-controls="canned-list" title="Or type / in the box">"Canned reply"</button>
                     <span class="reply-attach" hidden>
                         <input type="file" id="reply-file" multiple class="visually-hidden"
                             accept="image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain"/>

@@ -1,7 +1,8 @@
 // Canned replies as agents use them: an admin adds a shared reply on /canned, then in a
 // conversation's reply box, keyboard only, "/tha" opens the picker (a listbox the box points
 // into with aria-activedescendant), the arrows move, Enter inserts the reply with its
-// placeholders filled instead of sending, Escape closes the list, and Enter then sends.
+// placeholders filled instead of sending, Escape closes the list, and Enter then sends. The
+// "Canned reply" button types the "/" for whoever does not know it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, snap, visitor, waitFor } from "./harness.js";
@@ -18,6 +19,26 @@ const activeOption = () => page.evaluate(() => {
   const box = document.getElementById("reply-body");
   const id = box.getAttribute("aria-activedescendant");
   return id ? document.getElementById(id)?.innerText : null;
+});
+
+test("the Canned reply button: with no reply yet, it says where to add them", { timeout: 90000 }, async () => {
+  const { porch, browser, host } = world;
+  await signIn(page, porch, AGENT.email);
+  const v = await visitor(browser, host.url);
+  await v.say("Is anyone there?");
+  await page.goto(`${porch.url}/inbox`);
+  await page.locator("#conversations li a").first().click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+  const empty = page.locator("#canned-empty");
+  assert.equal(await empty.isHidden(), true);
+  await page.getByRole("button", { name: "Canned reply" }).click();
+  await empty.waitFor();
+  assert.equal(await page.locator("#reply-body").inputValue(), "/");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "reply-body");
+  assert.equal(await empty.getByRole("link", { name: "Canned replies" }).getAttribute("href"), "/canned");
+  await page.keyboard.press("Backspace");
+  assert.equal(await empty.isHidden(), true, "editing the box hides the line");
+  await v.context.close();
 });
 
 test("type /thanks in the reply box, pick with the keyboard, Enter inserts the filled text",
@@ -90,6 +111,15 @@ test("type /thanks in the reply box, pick with the keyboard, Enter inserts the f
     // A slash inside a word is text, not a shortcut.
     await page.keyboard.type("and/or");
     assert.equal(await list.isHidden(), true);
+    // The button, from the keyboard: a space and "/" after the word, and the list of all of them.
+    await page.getByRole("button", { name: "Canned reply" }).focus();
+    await page.keyboard.press("Enter");
+    await list.waitFor();
+    assert.deepEqual((await options.allInnerTexts()).map((t) => t.split(" ")[0]), ["/hours", "/thanks", "/thanks-bye"]);
+    assert.equal(await page.evaluate(() => document.activeElement.id), "reply-body");
+    await page.keyboard.press("Enter");
+    assert.equal(await box.inputValue(), "and/or We answer 9 to 5.");
+    assert.equal(await page.locator("#canned-empty").isHidden(), true, "there are replies to offer");
     await v.context.close();
   });
 

@@ -6,7 +6,9 @@
 // the box. A textarea cannot be a combobox, so screen readers would not hear the list open: a
 // polite status beside it says how many replies it offers and how to choose, when that number
 // changes (not on every key). The replies are fetched once, on the first "/", from the box's
-// data-canned URL.
+// data-canned URL. The "Canned reply" button types that "/" for whoever does not know it: it
+// puts "/" at the caret (after a space when the caret ends a word) and the list opens as if typed,
+// or, when there is no reply to offer, a line says where to add them.
 // Every piece of text is set with textContent: nothing from a reply is ever parsed as HTML.
 (() => {
   "use strict";
@@ -138,6 +140,22 @@
     if (!word || !replies) { close(); return; }
     render();
   };
+
+  const opener = form.querySelector("[data-canned-open]");
+  const empty = document.getElementById("canned-empty");
+  if (opener && empty) {
+    opener.hidden = false;
+    opener.addEventListener("click", async () => {
+      box.focus();
+      const before = box.value.slice(0, box.selectionStart);
+      const slash = before === "" || /\s$/u.test(before) ? "/" : " /";
+      box.setRangeText(slash, box.selectionStart, box.selectionEnd, "end");
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+      if (replies === null) await load();
+      empty.hidden = replies === null || replies.length > 0;
+    });
+    box.addEventListener("input", () => { empty.hidden = true; });
+  }
 
   box.addEventListener("input", update);
   box.addEventListener("click", update);

@@ -449,6 +449,10 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                 <div class="actions">
                     {take}
                     {status_form}
+                    <form method="post" action=format!("/conversations/{id}/unread") data-shortcut="unread">
+                        <CsrfField token=aside.csrf.clone()/>
+                        <button type="submit" class="button">"Mark unread"</button>
+                    </form>
                 </div>
                 <form method="post" action=format!("/conversations/{id}/assign") class="inline-form">
                     <CsrfField token=aside.csrf.clone()/>

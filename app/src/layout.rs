@@ -202,6 +202,7 @@ fn KeysHelp() -> impl IntoView {
         ("e", "Close the conversation"),
         ("z", "Undo the last close made with e on the inbox list"),
         ("a", "Assign an unassigned conversation to me"),
+        ("u", "Mark the conversation unread"),
         ("/", "Search"),
         ("?", "Show these keys"),
         (
@@ -238,7 +239,7 @@ pub fn KeysSaid() -> impl IntoView {
 pub fn KeysSwitch() -> impl IntoView {
     view! {
         <label><input type="checkbox" data-keys-switch checked/>
-            " Single-key shortcuts (j, k, e, z, a, / and ?)"</label>
+            " Single-key shortcuts (j, k, e, z, a, u, / and ?)"</label>
     }
 }
 

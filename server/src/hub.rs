@@ -245,12 +245,14 @@ impl InboxEvent {
 }
 
 /// An agent has seen a conversation up to a message (on any page, in any tab): their other
-/// pages' unread counts drop it.
+/// pages' unread counts drop it. Or, `is_unread`, they marked it unread again: `up_to` is then
+/// its newest visitor message, which counts as unread until their next read.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadMark {
     pub user: UserId,
     pub conversation: ConversationId,
     pub up_to: MessageId,
+    pub is_unread: bool,
 }
 
 /// What an inbox subscriber receives next.

@@ -145,6 +145,20 @@
         row.querySelector(".visitor .dot")?.remove();
         row.querySelector(".visitor .visually-hidden")?.remove();
       },
+      // Marked unread by this agent, here or in another tab: the row's mark comes back, in the
+      // markup of the list item (app/src/inbox.rs).
+      unread: (id) => {
+        const row = document.getElementById(`conversation-${id}`);
+        if (!row || row.classList.contains("unread")) return;
+        row.classList.add("unread");
+        const dot = document.createElement("span");
+        dot.className = "dot";
+        dot.setAttribute("aria-hidden", "true");
+        const said = document.createElement("span");
+        said.className = "visually-hidden";
+        said.textContent = "Unread: ";
+        row.querySelector(".visitor")?.prepend(dot, said);
+      },
     });
   }
 

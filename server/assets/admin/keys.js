@@ -174,6 +174,11 @@
     const failed = await post(row.dataset.id, "assign", { assignee: "me", from: "" });
     say(failed ? `Could not assign the conversation with ${name} to you. ${failed.text}` : `Assigned the conversation with ${name} to you.`);
   };
+  const unreadRow = async (row) => {
+    const name = nameOf(row);
+    const failed = await post(row.dataset.id, "unread", {});
+    say(failed ? `Could not mark the conversation with ${name} unread. ${failed.text}` : `Marked the conversation with ${name} unread.`);
+  };
   // On a conversation page the key submits the page's own form, and says why when the page
   // has none (`missing`: closed already, yours already).
   const act = (shortcut, onRow, missing) => {
@@ -208,12 +213,16 @@
   }
   window.addEventListener("storage", (e) => { if (e.key === OFF || e.key === null) showSetting(); });
 
-  // A conversation page's done-notice (`?notice=closed`, …) says what its form just did: the
-  // address drops it, so a reload or Back does not show it again as news, and its text comes
-  // in again once the page is loaded, when screen readers announce it (text already there at
-  // load is not announced, and the focus is in the reply box).
-  if (here && new URLSearchParams(location.search).has("notice")) {
-    history.replaceState(history.state, "", location.pathname + location.hash);
+  // A conversation page's done-notice (`?notice=closed`, …), or the inbox's (`marked-unread`),
+  // says what a form just did: the address drops it (and keeps the list's filters), so a reload
+  // or Back does not show it again as news, and its text comes in again once the page is
+  // loaded, when screen readers announce it (text already there at load is not announced, and
+  // the focus is in the reply box).
+  const query = new URLSearchParams(location.search);
+  if ((here || list) && query.has("notice")) {
+    query.delete("notice");
+    const rest = query.size ? `?${query}` : "";
+    history.replaceState(history.state, "", location.pathname + rest + location.hash);
     const done = document.querySelector("main .notice-success[role='status']");
     if (done) {
       const text = done.textContent;
@@ -242,6 +251,7 @@
       else if (name && name !== "You") say(`Assigned to ${name}: open the conversation to take it over.`);
       else act("assign-me", assignRow, "This conversation is assigned to you already.");
     },
+    u: () => act("unread", unreadRow, ""),
     "/": () => {
       const search = document.getElementById("inbox-search");
       if (!search) return false;

@@ -1,4 +1,4 @@
-//! A conversation's actions: assign, close, reopen. A browser's own form post is answered with
+//! A conversation's actions: assign, close, reopen, mark unread. A browser's own form post is answered with
 //! a redirect to the conversation page, which then says what was done (`?notice=`) or why
 //! nothing was (`?error=`). The inbox script (the `e` and `a` keys and *Undo* on the inbox list,
 //! docs/admin.md "Keyboard") sends `X-Porch-Fetch: 1` and gets `204 No Content` when done, or
@@ -215,5 +215,22 @@ pub async fn reopen(
             }
         }
         Err(err) => answer.refused(err.into()),
+    }
+}
+
+/// `POST /conversations/{id}/unread`: the conversation is unread for the signed-in agent again,
+/// until they next read it (docs/admin.md, "Unread"). The browser is taken to the inbox, since
+/// the conversation page, left open, would read it again; the script (`u` on the list) gets 204.
+pub async fn mark_unread(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Posted { who, .. }: Posted<NoFields>,
+) -> Response {
+    let script = is_script(&headers);
+    match app.chat.mark_unread(who.user.id, ConversationId(id)).await {
+        Ok(()) if script => StatusCode::NO_CONTENT.into_response(),
+        Ok(()) => see_other("/inbox?notice=marked-unread"),
+        Err(err) => reject(script, err.into()),
     }
 }

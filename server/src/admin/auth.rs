@@ -51,6 +51,9 @@ impl NoticeQuery {
             }
             "token-revoked" => "Token revoked. Requests with it now get 401.",
             "signed-out" => "You are signed out.",
+            "marked-unread" => {
+                "Marked unread: it counts as unread for you until you open it again."
+            }
             "site-created" => "Site created. Paste the snippet below into your pages.",
             "site-saved" => {
                 "Changes saved. New chat windows use them at once, except the colour, the corner \

@@ -27,6 +27,7 @@ pub async fn inbox_page(
     State(app): State<AppState>,
     who: SignedIn,
     Query(params): Query<InboxParams>,
+    Query(notice): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
     let me = who.user.id;
     let choices = app.chat.inbox_choices().await?;
@@ -54,7 +55,7 @@ pub async fn inbox_page(
             .map(|i| views::inbox_item(i, me, &request.query))
             .collect(),
         last_id: last_id.0,
-        notice: None,
+        notice: notice.notice(),
     })))
 }
 

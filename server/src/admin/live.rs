@@ -294,6 +294,10 @@ async fn stream_inbox(
                     let this = (event.message.id, event.message.conversation_id);
                     add_item(app, &mut batch, (me, filter), this, last, &burst).await?;
                 }
+                // Marked unread by this agent (in any tab): the row's unread mark comes back.
+                InboxSignal::Read(mark) if mark.user == me && mark.is_unread => {
+                    batch.event("unread", &mark.conversation.to_string());
+                }
                 // Read by this agent (in any tab): the row's unread mark goes, as the counts'.
                 InboxSignal::Read(mark) if mark.user == me && tally.is_read(mark.conversation) => {
                     batch.event("read", &mark.conversation.to_string());

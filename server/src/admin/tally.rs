@@ -338,13 +338,20 @@ impl Tally {
         }
     }
 
+    /// The agent read a conversation (it leaves the counts if that covers its newest visitor
+    /// message) or marked it unread (it counts again, unless it is the one on this page).
     fn on_read(&mut self, mark: ReadMark) {
         if mark.user != self.me {
             return;
         }
+        let is_on_screen = self.viewing == Some(mark.conversation);
         self.change(mark.conversation, |before| {
             before.map(|open| match open.unread {
-                Some(newest) if newest <= mark.up_to => Open {
+                _ if mark.is_unread && !is_on_screen => Open {
+                    unread: Some(mark.up_to),
+                    ..open
+                },
+                Some(newest) if !mark.is_unread && newest <= mark.up_to => Open {
                     unread: None,
                     ..open
                 },
@@ -538,9 +545,21 @@ mod tests {
             user: UserId(user),
             conversation: ConversationId(5),
             up_to: MessageId(up_to),
+            is_unread: false,
         };
         t.on_read(mark(2, 10));
         t.on_read(mark(1, 9));
+        assert_eq!(t.counts.needs, 1);
+        t.on_read(mark(1, 10));
+        assert_eq!(t.counts.needs, 0);
+        // Marked unread by another agent: nothing here; by this one: it counts again, until read.
+        let unread = |user| ReadMark {
+            is_unread: true,
+            ..mark(user, 10)
+        };
+        t.on_read(unread(2));
+        assert_eq!(t.counts.needs, 0);
+        t.on_read(unread(1));
         assert_eq!(t.counts.needs, 1);
         t.on_read(mark(1, 10));
         assert_eq!(t.counts.needs, 0);
@@ -564,6 +583,7 @@ mod tests {
             user: UserId(1),
             conversation: ConversationId(conversation),
             up_to: MessageId(up_to),
+            is_unread: false,
         };
         for step in 0..200_i64 {
             let conversation = step % 7;

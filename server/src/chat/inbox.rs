@@ -225,6 +225,32 @@ impl Chat {
             user: reader,
             conversation: id,
             up_to: marked.up_to,
+            is_unread: false,
+        });
+        Ok(())
+    }
+
+    /// Marks the conversation unread for `reader` until they next read it, and tells their
+    /// live pages (its unread dot and counts come back). The visitor is told nothing: what
+    /// they were shown as "Seen" stays so.
+    pub async fn mark_unread(&self, reader: UserId, id: ConversationId) -> Result<(), Error> {
+        let visitor_message = self
+            .writer
+            .write(move |c| {
+                store::find_conversation_newest_message(c, id)?
+                    .map(|_| store::mark_conversation_unread(c, reader, id))
+                    .transpose()
+            })
+            .await?
+            .ok_or(Error::NotFound("conversation"))?
+            .ok_or(Invalid::from(
+                "This conversation has no visitor message to mark unread.",
+            ))?;
+        self.hub.publish_read(ReadMark {
+            user: reader,
+            conversation: id,
+            up_to: visitor_message,
+            is_unread: true,
         });
         Ok(())
     }

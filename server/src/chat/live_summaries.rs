@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rustc_hash::FxHashMap;
 
 use crate::hub::{Erasure, InboxEvent, InboxObserver, InboxSignal, ReadMark};
-use crate::store::{ConversationId, LiveInboxRow, MessageId};
+use crate::store::{AgentRead, ConversationId, LiveInboxRow, MessageId};
 use crate::values::Author;
 
 use super::live_items::LiveItem;
@@ -221,13 +221,27 @@ fn followed(row: &LiveInboxRow, event: &InboxEvent) -> Option<LiveInboxRow> {
     Some(next)
 }
 
-/// The summary after `mark`. A marker never moves back, so applying one twice is harmless.
+/// The summary after `mark`, as the store records it (`upsert_conversation_read`,
+/// `mark_conversation_unread`): a marker never moves back and a mark of unread only sets the
+/// flag, so applying one twice is harmless.
 fn with_read(row: &LiveInboxRow, mark: ReadMark) -> LiveInboxRow {
     let mut next = row.clone();
-    match next.reads.iter_mut().find(|(user, _)| *user == mark.user) {
-        Some((_, up_to)) => *up_to = (*up_to).max(mark.up_to),
-        None => next.reads.push((mark.user, mark.up_to)),
+    let was = next.reads.iter().position(|read| read.user == mark.user);
+    let mut read = was.map_or(
+        AgentRead {
+            user: mark.user,
+            up_to: MessageId(0),
+            is_marked_unread: false,
+        },
+        |at| next.reads.swap_remove(at),
+    );
+    if mark.is_unread {
+        read.is_marked_unread = true;
+    } else {
+        read.up_to = read.up_to.max(mark.up_to);
+        read.is_marked_unread = false;
     }
+    next.reads.push(read);
     next
 }
 
@@ -311,6 +325,17 @@ pub(super) mod tests {
             user: UserId(user),
             conversation: C,
             up_to: MessageId(up_to),
+            is_unread: false,
+        })
+    }
+
+    fn marked_unread_by(user: i64, visitor_message: i64) -> InboxSignal {
+        InboxSignal::Read(ReadMark {
+            is_unread: true,
+            ..match read_by(user, visitor_message) {
+                InboxSignal::Read(mark) => mark,
+                _ => unreachable!(),
+            }
         })
     }
 
@@ -349,6 +374,17 @@ pub(super) mod tests {
         let read = summaries.known(C, MessageId(5)).expect("followed");
         assert!(!read.row.is_unread_for(UserId(3)));
         assert!(read.row.is_unread_for(UserId(4)));
+
+        // Marked unread, it is unread for that agent alone, until their next read; a read mark
+        // published late (older than the marker) still clears the mark, as the store does.
+        summaries.signal(&marked_unread_by(3, 5));
+        let marked = summaries.known(C, MessageId(5)).expect("followed");
+        assert!(marked.row.is_unread_for(UserId(3)));
+        summaries.signal(&marked_unread_by(3, 5));
+        summaries.signal(&read_by(3, 4));
+        let read_again = summaries.known(C, MessageId(5)).expect("followed");
+        assert!(!read_again.row.is_unread_for(UserId(3)));
+        assert_eq!(read_again.row.reads.len(), 1);
     }
 
     #[test]

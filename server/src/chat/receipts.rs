@@ -10,8 +10,9 @@ use super::conversation::Chat;
 
 /// What recording a read mark did.
 pub(super) struct Marked {
-    /// The mark as recorded: the message asked for, or the conversation's newest if that is
-    /// older (a mark past it would take the unread state from messages still to come).
+    /// The mark as stored: the message asked for, or the conversation's newest if that is
+    /// older (a mark past it would take the unread state from messages still to come), or the
+    /// agent's earlier mark if that is further on (a mark never moves back).
     pub up_to: MessageId,
     /// The visitor and their newest message now seen, when newer than what agents had seen.
     pub seen: Option<(VisitorId, MessageId)>,
@@ -30,14 +31,20 @@ pub(super) fn mark_read_and_find_seen(
     };
     let up_to = message.min(newest);
     let before = store::find_agents_read_up_to(c, id)?;
-    store::upsert_conversation_read(c, reader, id, up_to)?;
+    let stored = store::upsert_conversation_read(c, reader, id, up_to)?;
     if up_to <= before {
-        return Ok(Some(Marked { up_to, seen: None }));
+        return Ok(Some(Marked {
+            up_to: stored,
+            seen: None,
+        }));
     }
     let was = store::find_seen_visitor_message(c, id, before)?;
     let now = store::find_seen_visitor_message(c, id, up_to)?;
     let seen = now.filter(|&(_, seen)| was.is_none_or(|(_, old)| old < seen));
-    Ok(Some(Marked { up_to, seen }))
+    Ok(Some(Marked {
+        up_to: stored,
+        seen,
+    }))
 }
 
 impl Chat {

@@ -342,6 +342,10 @@ fn conversation_routes() -> Router<AppState> {
         )
         .route("/conversations/{id}/assign", post(admin::actions::assign))
         .route("/conversations/{id}/close", post(admin::actions::close))
+        .route(
+            "/conversations/{id}/unread",
+            post(admin::actions::mark_unread),
+        )
         .route("/conversations/{id}/reopen", post(admin::actions::reopen))
         .route(
             "/conversations/{id}/email",

@@ -35,7 +35,7 @@ pub struct InboxItemRow {
 pub(super) const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_id, v.name, v.email, \
     c.status, c.assignee_id, a.name, c.created_at, c.last_message_at, lm.author, lm.body, \
     c.waiting_since, EXISTS (SELECT 1 FROM messages um WHERE um.conversation_id = c.id AND um.author = 'visitor' \
-        AND um.id > coalesce((SELECT r.last_read_id FROM conversation_reads r \
+        AND um.id > coalesce((SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
                               WHERE r.user_id = :reader AND r.conversation_id = c.id), 0)) \
     FROM conversations c \
     JOIN sites s ON s.id = c.site_id \
@@ -197,7 +197,7 @@ pub fn list_open_conversation_reads(
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.assignee_id, (SELECT m.id FROM messages m \
              WHERE m.conversation_id = c.id AND m.author = 'visitor' ORDER BY m.id DESC LIMIT 1), \
-             (SELECT r.last_read_id FROM conversation_reads r \
+             (SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
               WHERE r.user_id = ?1 AND r.conversation_id = c.id) \
          FROM conversations c WHERE c.status = 'open'",
     )?;
@@ -221,20 +221,57 @@ pub fn find_last_message_id(conn: &Connection) -> Result<MessageId, Error> {
         .query_row([], |r| r.get(0))?)
 }
 
-/// Records that `user` has read the conversation up to `message` (never moves backwards).
+/// Records that `user` has read the conversation up to `message` (the marker never moves
+/// backwards; a mark of unread is cleared); returns the marker as stored.
 pub fn upsert_conversation_read(
     conn: &Connection,
     user: UserId,
     id: ConversationId,
     message: MessageId,
-) -> Result<(), Error> {
-    conn.prepare_cached(
-        "INSERT INTO conversation_reads (user_id, conversation_id, last_read_id) \
-         VALUES (?1, ?2, ?3) ON CONFLICT (user_id, conversation_id) \
-         DO UPDATE SET last_read_id = max(last_read_id, excluded.last_read_id)",
-    )?
-    .execute(params![user, id, message])?;
-    Ok(())
+) -> Result<MessageId, Error> {
+    Ok(conn
+        .prepare_cached(
+            "INSERT INTO conversation_reads (user_id, conversation_id, last_read_id) \
+             VALUES (?1, ?2, ?3) ON CONFLICT (user_id, conversation_id) \
+             DO UPDATE SET last_read_id = max(last_read_id, excluded.last_read_id), \
+                           is_marked_unread = 0 \
+             RETURNING last_read_id",
+        )?
+        .query_row(params![user, id, message], |r| r.get(0))?)
+}
+
+/// The conversation's newest visitor message, found walking back from its newest message.
+pub(super) fn find_newest_visitor_message(
+    conn: &Connection,
+    id: ConversationId,
+) -> Result<Option<MessageId>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM messages WHERE conversation_id = ?1 AND author = 'visitor' \
+             ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
+}
+
+/// Marks the conversation unread for `user` (docs/admin.md, "Unread"), leaving their marker
+/// where it is; returns its newest visitor message, the one now unread, or `None` when it has
+/// none (or does not exist).
+pub fn mark_conversation_unread(
+    conn: &Connection,
+    user: UserId,
+    id: ConversationId,
+) -> Result<Option<MessageId>, Error> {
+    let newest = find_newest_visitor_message(conn, id)?;
+    if newest.is_some() {
+        conn.prepare_cached(
+            "INSERT INTO conversation_reads (user_id, conversation_id, last_read_id, is_marked_unread) \
+             VALUES (?1, ?2, 0, 1) ON CONFLICT (user_id, conversation_id) \
+             DO UPDATE SET is_marked_unread = 1",
+        )?
+        .execute(params![user, id])?;
+    }
+    Ok(newest)
 }
 
 /// Sets or clears the conversation's assignee; returns false if it was already so, or if it is

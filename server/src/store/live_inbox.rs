@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::inbox::{SELECT_ITEM, item_from_row};
+use super::inbox::{SELECT_ITEM, find_newest_visitor_message, item_from_row};
 use super::{ConversationId, Error, InboxItemRow, MessageId, UserId};
 
 /// A conversation for the live inbox, with the facts each agent's unread state follows from.
@@ -17,7 +17,17 @@ pub struct LiveInboxRow {
     /// The newest message of any kind: what this row is as of.
     pub newest: MessageId,
     /// How far each agent who ever opened the conversation has read it.
-    pub reads: Vec<(UserId, MessageId)>,
+    pub reads: Vec<AgentRead>,
+}
+
+/// One agent's read state of a conversation (a `conversation_reads` row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentRead {
+    pub user: UserId,
+    /// The newest message they have seen.
+    pub up_to: MessageId,
+    /// They marked it unread since (their next read clears it).
+    pub is_marked_unread: bool,
 }
 
 /// No user has id 0, so the summary's reader-specific part is computed for nobody.
@@ -39,18 +49,19 @@ pub fn find_live_inbox_row(
     let newest: Option<MessageId> = conn
         .prepare_cached("SELECT max(id) FROM messages WHERE conversation_id = ?1")?
         .query_row([id], |r| r.get(0))?;
-    let last_visitor_message = conn
-        .prepare_cached(
-            "SELECT id FROM messages WHERE conversation_id = ?1 AND author = 'visitor' \
-             ORDER BY id DESC LIMIT 1",
-        )?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+    let last_visitor_message = find_newest_visitor_message(conn, id)?;
     let reads = conn
         .prepare_cached(
-            "SELECT user_id, last_read_id FROM conversation_reads WHERE conversation_id = ?1",
+            "SELECT user_id, last_read_id, is_marked_unread FROM conversation_reads \
+             WHERE conversation_id = ?1",
         )?
-        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map([id], |r| {
+            Ok(AgentRead {
+                user: r.get(0)?,
+                up_to: r.get(1)?,
+                is_marked_unread: r.get(2)?,
+            })
+        })?
         .collect::<Result<_, _>>()?;
     Ok(Some(LiveInboxRow {
         item,
@@ -61,13 +72,11 @@ pub fn find_live_inbox_row(
 }
 
 impl LiveInboxRow {
-    /// The same rule as the inbox list's SQL: a visitor message newer than `user`'s marker.
+    /// The same rule as the inbox list's SQL: a visitor message newer than `user`'s marker, or
+    /// one they marked unread.
     pub fn is_unread_for(&self, user: UserId) -> bool {
-        let read = self
-            .reads
-            .iter()
-            .find(|(reader, _)| *reader == user)
-            .map_or(MessageId(0), |(_, id)| *id);
-        self.last_visitor_message.is_some_and(|last| last > read)
+        let read = self.reads.iter().find(|read| read.user == user);
+        self.last_visitor_message
+            .is_some_and(|last| read.is_none_or(|read| read.is_marked_unread || last > read.up_to))
     }
 }

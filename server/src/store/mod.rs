@@ -213,14 +213,15 @@ pub use inbox::{
     close_conversation, find_conversation_to_answer_instead_of, find_inbox_item,
     find_last_message_id, find_visitor_details, insert_system_message,
     list_conversations_changed_after, list_open_conversation_reads,
-    list_open_conversations_assigned_to, list_other_conversations_of_visitor, reopen_conversation,
-    unassign_open_conversation_of, update_conversation_assignee, upsert_conversation_read,
+    list_open_conversations_assigned_to, list_other_conversations_of_visitor,
+    mark_conversation_unread, reopen_conversation, unassign_open_conversation_of,
+    update_conversation_assignee, upsert_conversation_read,
 };
 pub use inbox_list::{
     INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus,
     count_inbox, list_inbox_page,
 };
-pub use live_inbox::{LiveInboxRow, find_live_inbox_row};
+pub use live_inbox::{AgentRead, LiveInboxRow, find_live_inbox_row};
 pub use oidc_links::{OidcLinkRow, find_oidc_link, find_oidc_subject_user, insert_oidc_link};
 pub use sessions::{
     NewSession, SessionRow, delete_expired_sessions, delete_session, delete_user_sessions,

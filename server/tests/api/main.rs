@@ -47,6 +47,7 @@ mod languages;
 mod live_inbox;
 mod loadtest;
 mod loadtest_interrupt;
+mod mark_unread;
 mod metrics;
 mod other_conversations;
 mod other_tabs;

@@ -11,7 +11,7 @@ use crate::inbox::{add_user, form, send, setup_admin, signed_in_from};
 use crate::revocation::open_stream;
 
 /// A live stream read event by event.
-struct Events {
+pub(crate) struct Events {
     stream: Response,
     buffer: String,
     /// Every event read so far, whole.
@@ -20,7 +20,12 @@ struct Events {
 
 impl Events {
     async fn open(app: &TestApp, cookie: &str) -> Self {
-        let (stream, buffer) = open_stream(app, "/inbox/counts", cookie).await;
+        Self::open_at(app, "/inbox/counts", cookie).await
+    }
+
+    /// Any live stream: `/inbox/events`, a conversation's.
+    pub(crate) async fn open_at(app: &TestApp, path: &str, cookie: &str) -> Self {
+        let (stream, buffer) = open_stream(app, path, cookie).await;
         Self {
             stream,
             buffer,
@@ -29,7 +34,7 @@ impl Events {
     }
 
     /// The data of the next `event: {name}` (events of other names are skipped).
-    async fn next(&mut self, name: &str) -> Value {
+    pub(crate) async fn next(&mut self, name: &str) -> Value {
         let marker = format!("event: {name}\n");
         let Self {
             stream,
@@ -58,7 +63,7 @@ impl Events {
     }
 }
 
-fn counts(open: u64, mine: u64, unassigned: u64) -> Value {
+pub(crate) fn counts(open: u64, mine: u64, unassigned: u64) -> Value {
     serde_json::json!({"open": open, "mine": mine, "unassigned": unassigned, "needs": mine + unassigned})
 }
 

@@ -125,6 +125,18 @@ test("a widget started without the button opens from the site's own button and r
       await page.locator("[data-porch=message][data-author=agent]").waitFor();
       await page.waitForTimeout(300);
       assert.deepEqual(await page.evaluate(() => events.filter((e) => typeof e === "object")), []);
+
+      // identify on a running panel starts the visitor's session again: the history it shows is not
+      // news either (it fired `message` again for every message shown), only what comes after it.
+      await page.evaluate(() => Porch.identify({ id: "u-42", name: "Ann Example" }));
+      await page.locator("[data-porch=message][data-author=agent]").waitFor();
+      await page.locator("[data-porch=status][data-state=connected]").waitFor();
+      const later = await porch.api("POST", `/conversations/${conv}/messages`, { body: "Anything else?" });
+      assert.equal(later.status, 201, JSON.stringify(later.body));
+      await waitFor("the new reply's message event", () => page.evaluate(() =>
+        events.some((e) => e.body === "Anything else?")));
+      assert.deepEqual(await page.evaluate(() => events.filter((e) => typeof e === "object").map((e) => e.body)),
+        ["Anything else?"]);
     } finally {
       await context.close();
       await host.close();

@@ -22,8 +22,9 @@ after(async () => { await browser?.close(); });
  * Opens the shop page with the widget and a fake Porch. `script.hello(conn, frame)` and
  * `script.message(conn, frame, fake)` may answer frames; by default hello gets a welcome and a message an ack.
  */
-// `stylesAfter`, a promise, holds the panel's stylesheet back until it settles.
-async function open(script = {}, { csp, stylesAfter } = {}) {
+// `stylesAfter`, a promise, holds the panel's stylesheet back until it settles; `shown: false` does not wait
+// for the panel to show.
+async function open(script = {}, { csp, stylesAfter, shown = true } = {}) {
   const launcher = await readFile(path.join(ASSETS, "launcher.js"), "utf8");
   const config = { url: PORCH, site: SITE, color: "#2563eb", position: "right", label: "Chat with us" };
   const nonce = csp ? ` nonce="${NONCE}"` : "";
@@ -45,7 +46,8 @@ async function open(script = {}, { csp, stylesAfter } = {}) {
   fake.sent = () => fake.conns.flatMap((c) => c.frames.filter((f) => f.type === "message"));
   await context.routeWebSocket(/^ws:\/\/porch\.test\/widget\/ws/, (ws) => {
     const conn = { ws, url: ws.url(), frames: [], send: (f) => ws.send(JSON.stringify(f)),
-      close: (code) => ws.close({ code, reason: "" }) };
+      close: (code) => ws.close({ code, reason: "" }), closed: false };
+    ws.onClose(() => { conn.closed = true; });
     fake.conns.push(conn);
     ws.onMessage((data) => {
       const f = JSON.parse(data);
@@ -62,7 +64,7 @@ async function open(script = {}, { csp, stylesAfter } = {}) {
   await page.clock.install();
   await page.goto(SHOP);
   await page.locator("[data-porch=launcher]").click();
-  await page.locator("[data-porch=panel]").waitFor({ state: "visible" });
+  if (shown) await page.locator("[data-porch=panel]").waitFor({ state: "visible" });
   // From here the page's time moves only when a test moves it, so timings are exact on a slow machine.
   await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1000));
   const ui = {
@@ -380,6 +382,28 @@ test("works on a page with a strict Content-Security-Policy as docs/widget.md de
     const radius = await ui.page.locator("[data-porch=panel]").evaluate((el) => getComputedStyle(el).borderRadius);
     assert.equal(radius, "16px");
     await ui.done();
+  });
+
+test("a CSP without Porch in style-src gets the unavailable note, not an unstyled panel out of sight",
+  { timeout: 30000 }, async () => {
+    const csp = [`default-src 'none'`, `script-src 'nonce-${NONCE}' ${PORCH}`, `connect-src ws://porch.test`].join("; ");
+    const ui = await open({}, { csp, shown: false });
+    const note = ui.page.locator("[data-porch=unavailable]");
+    await note.waitFor();
+    assert.equal(await note.textContent(), "Chat is unavailable, try again");
+    const panel = ui.page.locator("[data-porch=panel]");
+    assert.equal(await panel.isVisible(), false);
+    const launcher = ui.page.locator("[data-porch=launcher]");
+    assert.equal(await launcher.getAttribute("aria-expanded"), "false");
+    assert.equal(await ui.page.evaluate(() => document.getElementById("porch-chat").shadowRoot.activeElement?.dataset.porch),
+      "launcher", "focus stays on the button");
+    // Nothing stays connected for a panel nobody can see; a second click says the same again.
+    await waitFor("the websocket closed", () => ui.fake.conns.every((c) => c.closed));
+    await launcher.click();
+    assert.equal(await note.isVisible(), true);
+    assert.equal(await panel.isVisible(), false);
+    assert.ok(ui.errors.some((e) => /style-src/.test(e)), "the console says why");
+    await ui.page.context().close();
   });
 
 test("a reply that arrives while the panel is closed marks the launcher unread", { timeout: 30000 }, async () => {

@@ -74,6 +74,17 @@ test("on a narrow or short screen the full-screen panel is modal and keeps Tab i
       await waitFor("aria-modal gone again", async () => (await panel.getAttribute("aria-modal")) === null);
       await page.setViewportSize({ width: 390, height: 844 });
       await waitFor("aria-modal back", async () => (await panel.getAttribute("aria-modal")) === "true");
+      // The page behind a modal panel does not scroll under a wheel over the panel's header.
+      await page.evaluate(() => { document.body.style.minHeight = "4000px"; scrollTo(0, 0); });
+      const head = await page.locator("#porch-title").boundingBox();
+      await page.mouse.move(head.x + 5, head.y + 5);
+      await page.mouse.wheel(0, 600);
+      // A wheel over the message log scrolls the log alone: once it has been handled, so would the page have.
+      const log = await page.locator("[data-porch=messages]").boundingBox();
+      await page.mouse.move(log.x + 20, log.y + 20);
+      await page.mouse.wheel(0, 600);
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+      assert.equal(await page.evaluate(() => scrollY), 0, "the page behind the panel scrolled");
     } finally {
       await context.close();
     }
@@ -393,6 +404,11 @@ test("each message takes its own direction: Arabic in an English panel, English 
     const en = await visitor(browser, host.url);
     const ar = await visitor(browser, host.url, { locale: "ar" });
     try {
+      // The box lays the text out in its own direction while it is typed, too.
+      const box = en.page.locator("[data-porch=input]");
+      await box.fill("\u0645\u0631\u062d\u0628\u0627");
+      assert.deepEqual(await box.evaluate((el) => [el.getAttribute("dir"), getComputedStyle(el).direction]), ["auto", "rtl"]);
+      await box.fill("");
       await en.say("\u0645\u0631\u062d\u0628\u0627\u060c \u0647\u0644 \u0645\u0646 \u0623\u062d\u062f\u061f");
       assert.deepEqual(await direction(en.page.locator("[data-porch=message][data-author=visitor] .bubble")),
         ["auto", "rtl"]);

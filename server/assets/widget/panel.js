@@ -228,7 +228,8 @@
   const error = h("p", { id: "porch-error", class: "error", "data-porch": "error", role: "alert", hidden: true });
   // No maxlength: it counts UTF-16 units, so 2,000 emoji would fill it; the limit is 4,000 characters
   // (code points), as the server counts, checked on send with the counter beside the box.
-  const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1",
+  // dir=auto: Arabic typed into an English panel is laid out right to left as it is typed, as it will be sent.
+  const input = h("textarea", { id: "porch-input", "data-porch": "input", rows: "1", dir: "auto",
     placeholder: t("placeholder"), autocomplete: "off" });
   // Not a live region: read with the box (its aria-describedby while shown); thresholds are announced (grow).
   const counter = h("span", { id: "porch-counter", class: "counter", hidden: true });
@@ -408,7 +409,10 @@
 
   let isOpen = false;
   let cssReady = false;
+  let cssFailed = false;
+  const note = root.querySelector("[data-porch=unavailable]");
   const setOpen = (open, byVisitor) => {
+    if (open && cssFailed) { note.hidden = false; return; }
     isOpen = open;
     panel.hidden = !(open && cssReady); // no flash of an unstyled panel
     P.state(open);
@@ -431,9 +435,18 @@
     return preFields?.length && !input.value ? preFields[0].input : input;
   };
   let focusWhenReady = false;
-  css.onload = css.onerror = () => {
+  css.onload = () => {
     cssReady = true;
     if (isOpen) setOpen(true, focusWhenReady);
+  };
+  // Refused (a Content-Security-Policy without Porch in style-src) or unreachable: unstyled, the panel would
+  // sit unseen below the page and still take focus. The launcher's note says the chat is unavailable, as when
+  // panel.js cannot load; the browser's console says why.
+  css.onerror = () => {
+    cssFailed = true;
+    drop();
+    if (isOpen) setOpen(false);
+    note.hidden = false;
   };
   P.toggle = () => { focusWhenReady = true; setOpen(!isOpen, true); };
   // Escape on our button closes the panel it opened, as Escape inside the panel does.
@@ -1002,6 +1015,7 @@
     byId.clear();
     byClientId.clear();
     lastId = seenUpTo = 0;
+    live = false; // the history the next welcome shows is not news (Porch.on("message"))
     seenEl = null;
     closedShown.clear();
     list.replaceChildren(greeting);

@@ -189,7 +189,7 @@ impl Collector for Figures {
         counter(
             &mut e,
             "visitor_messages_stored",
-            "Visitor messages newly stored (committed) and acknowledged; resends not counted.",
+            "Visitor messages newly stored (committed), whether or not the ack reached the widget; resends not counted.",
             self.stored,
         )?;
         histogram(

@@ -16,8 +16,8 @@ pub struct Meters {
     /// Acks of visitor messages written since start: newly stored ones and resends of stored
     /// ones (a reconnecting widget resends what it saw no ack for).
     acked: AtomicU64,
-    /// Visitor messages newly stored (committed) and acked since start: what the capacity page
-    /// counts, since a resend's ack writes nothing.
+    /// Visitor messages newly stored (committed) since start, whether or not their ack reached
+    /// the widget: what the capacity page counts, since a resend's ack writes nothing.
     stored: AtomicU64,
     /// Frame received → ack written, per acked message, in microseconds.
     pub ack_latency: LogHistogram,
@@ -40,13 +40,16 @@ pub struct Meters {
 }
 
 impl Meters {
-    /// Counts one ack whose frame arrived `latency` before it was written; `is_new` when the
-    /// message was stored by this frame rather than found stored (a resend).
-    pub fn record_ack(&self, latency: Duration, is_new: bool) {
+    /// Counts a visitor message newly committed, before its ack is sent: a widget gone by then
+    /// (its socket cut, the server stopping) still had it stored.
+    pub fn record_stored(&self) {
+        self.stored.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one ack written (of a new message or of a resend) whose frame arrived `latency`
+    /// before.
+    pub fn record_ack(&self, latency: Duration) {
         self.acked.fetch_add(1, Ordering::Relaxed);
-        if is_new {
-            self.stored.fetch_add(1, Ordering::Relaxed);
-        }
         self.ack_latency.record(latency);
     }
 
@@ -55,7 +58,7 @@ impl Meters {
         self.acked.load(Ordering::Relaxed)
     }
 
-    /// Visitor messages newly stored and acked since start.
+    /// Visitor messages newly stored since start.
     pub fn stored(&self) -> u64 {
         self.stored.load(Ordering::Relaxed)
     }

@@ -388,9 +388,15 @@ impl Connection {
         };
         self.writing.push(written_key(client_id.as_str()));
         let chat = self.app.chat.clone();
+        let meters = Arc::clone(&self.app.meters);
         let from = Some(self.hub_id);
         in_flight.push(Box::pin(async move {
             let result = chat.post_visitor_message(new, from).await;
+            // Counted here, with the commit: this future is finished also when the connection
+            // ended meanwhile (its ack then lost), and the message is stored all the same.
+            if result.as_ref().is_ok_and(|stored| !stored.is_duplicate) {
+                meters.record_stored();
+            }
             (client_id, received, result)
         }));
         Ok(())
@@ -452,9 +458,7 @@ impl Connection {
             at: stored.created_at,
         };
         self.send(ack.to_json()).await?;
-        self.app
-            .meters
-            .record_ack(received.elapsed(), !stored.is_duplicate);
+        self.app.meters.record_ack(received.elapsed());
         if stored.is_duplicate {
             if self.acked_copies.len() == MAX_IN_FLIGHT {
                 self.acked_copies.remove(0);

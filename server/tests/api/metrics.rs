@@ -279,3 +279,42 @@ async fn a_batch_failing_on_a_locked_database_is_counted_and_its_resend_stored_o
         1
     );
 }
+
+/// A message committed after its widget went away (the socket cut while the write waited) is
+/// stored without its ack ever being written: `stored` counts it, `acked` does not, and its
+/// resend is an ack of a message stored already, not a second one.
+#[tokio::test]
+async fn a_message_stored_after_its_widget_left_counts_as_stored_and_its_resend_as_an_ack() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    assert_eq!(widget.say("m1", "hello").await["type"], "ack");
+
+    // The write waits for the lock; the frame is read before the close that follows it.
+    let outsider = app.db();
+    outsider
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    widget
+        .send(serde_json::json!({"type": "message", "client_id": "m2", "body": "cut off"}))
+        .await;
+    drop(widget);
+    outsider.execute_batch("ROLLBACK").expect("let go");
+    drop(outsider);
+    let counted = |stored: f64, acked: f64| {
+        move |body: &str| {
+            value_of(body, "porch_visitor_messages_stored_total") == Some(stored)
+                && value_of(body, "porch_visitor_messages_acked_total") == Some(acked)
+        }
+    };
+    metrics_until(&app, "m2 stored, its ack never written", counted(2.0, 1.0)).await;
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE client_id = 'm2'"),
+        1
+    );
+
+    let (mut again, _) = app.visitor(&site, Some(&token), 0).await;
+    assert_eq!(again.say("m2", "cut off").await["type"], "ack");
+    metrics_until(&app, "the resend acked, nothing stored", counted(2.0, 2.0)).await;
+}

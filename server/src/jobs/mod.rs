@@ -45,5 +45,8 @@ pub use requested::{plan_account_link_mail, plan_discord_test, plan_test_mail};
 pub use retry::{
     Retried, resume_integration, retry_all_jobs, retry_job, spawn_interrupted_resumes,
 };
+// For destinations' tests: what the log keeps of an error they make.
+#[cfg(test)]
+pub(crate) use runner::loggable;
 pub use runner::{JobQueue, Runner, RunnerConfig, WINDOW};
 pub use stats::{Counted, JobStats};

@@ -55,7 +55,7 @@ fn log_held_back_failures() {
 /// is the service's answer, which may quote the payload (a visitor's words, an address); it
 /// stays with the job, where the failed deliveries list shows it, so `PORCH_LOG=trace` still
 /// carries no visitor's words.
-pub(super) fn loggable(error: &str) -> &str {
+pub(crate) fn loggable(error: &str) -> &str {
     let ours = if error.starts_with("gave up after ") {
         2
     } else {

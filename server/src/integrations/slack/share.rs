@@ -76,19 +76,22 @@ pub(super) async fn post_with_files(
     ))
 }
 
-/// A file that could not be shared: as any Slack failure, but a refusal says which file and
-/// which scope, and that the text (which names the files) reached the thread.
+/// A file that could not be shared: as any Slack failure, but a refusal says which scope, or
+/// which file, and that the text (which names the files) reached the thread. The file's name,
+/// the visitor's words, comes after the first `": "`, so the log never carries it
+/// (`jobs::runner::loggable`); a blocked integration's error, logged whole, does not name it,
+/// as the missing scope is the cause.
 fn file_failure(err: &CallError, name: &str) -> Attempt {
     let outcome = match classify(err) {
         Outcome::Blocked { .. } => Outcome::Blocked {
             error: format!(
-                "Slack refused to share the file {name}: {err} (the app needs the files:write \
-                 scope); the message's text, naming its files, was posted"
+                "Slack refused to share the message's files: {err} (the app needs the \
+                 files:write scope); the message's text, naming its files, was posted"
             ),
         },
         Outcome::Failed { .. } => Outcome::Failed {
             error: format!(
-                "Slack refused to share the file {name}: {err}; the message's text, naming its \
+                "Slack refused to share a file: {name}: {err}; the message's text, naming its \
                  files, was posted"
             ),
         },
@@ -114,4 +117,43 @@ async fn record(
         })
         .await
         .map_err(|err| retry(format!("could not record what was shared: {err}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::loggable;
+
+    /// A file's name is the visitor's words: the deliveries list shows it, the log never does,
+    /// whether the refusal fails the job or blocks the integration (logged whole).
+    #[test]
+    fn a_refused_file_is_named_to_the_admin_and_never_in_the_log() {
+        let name = "passport-Gus-1970-01-01.txt";
+        let failed = file_failure(
+            &CallError::Slack {
+                error: "invalid_name".into(),
+                status: 200,
+            },
+            name,
+        );
+        let Outcome::Failed { error } = &failed.outcome else {
+            panic!("{:?}", failed.outcome);
+        };
+        assert!(error.contains(name), "{error}");
+        assert_eq!(loggable(error), "Slack refused to share a file");
+        let blocked = file_failure(
+            &CallError::Slack {
+                error: "missing_scope".into(),
+                status: 200,
+            },
+            name,
+        );
+        let Outcome::Blocked { error } = &blocked.outcome else {
+            panic!("{:?}", blocked.outcome);
+        };
+        assert!(
+            !error.contains(name) && error.contains("files:write"),
+            "{error}"
+        );
+    }
 }

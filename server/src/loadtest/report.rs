@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::metrics::loadtest_report::{Report, Series};
+use crate::metrics::loadtest_report::{Report, Series, Stair};
 
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
@@ -65,13 +65,13 @@ pub fn markdown(r: &Report) -> String {
             );
             let _ = writeln!(
                 md,
-                "| {} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {} | {refused} | {} | {} | {} | {:.0} | {delivered} | {dps} | {lag} | {} |",
+                "| {} | {} | {:.0} | {} | {} | {} | {} | {refused} | {} | {} | {} | {:.0} | {delivered} | {dps} | {lag} | {} |",
                 s.target,
                 s.round,
                 s.achieved,
-                s.p50_ms,
-                s.p99_ms,
-                s.max_ms,
+                opt(latency(s, |s| s.p50_ms), 2),
+                opt(latency(s, |s| s.p99_ms), 2),
+                opt(latency(s, |s| s.max_ms), 1),
                 opt(s.send_lag_p99_ms, 2),
                 opt(s.server_cpu_pct, 0),
                 opt(s.server_us_per_msg, 1),
@@ -130,7 +130,7 @@ pub fn markdown(r: &Report) -> String {
             flood_ratios(&mut md, series, calm);
         }
         if let Some(echo) = echo.filter(|_| series.name != "echo") {
-            echo_ratios(&mut md, series, echo);
+            echo_ratios(&mut md, series, echo, r.gate_p99_ms);
         }
     }
     md
@@ -216,7 +216,34 @@ fn channel_limits(md: &mut String, series: &Series) {
     let _ = writeln!(md);
 }
 
-fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {
+/// Why a series' capacity cannot be compared with another's, if it cannot: its generator fell
+/// behind on a stair, or a stair failed below one that passed.
+fn why_capacity_unsure(series: &Series, gate_p99_ms: f64) -> Option<String> {
+    let behind = series
+        .stairs
+        .iter()
+        .any(|s| s.send_lag_p99_ms.is_some_and(|lag| lag > gate_p99_ms / 5.0));
+    if behind {
+        Some(format!(
+            "the load generator fell behind in the {} series",
+            series.name
+        ))
+    } else if series.passed_out_of_order() {
+        Some(format!(
+            "the {} series failed a stair below one it passed",
+            series.name
+        ))
+    } else {
+        None
+    }
+}
+
+/// A stair's ack latency, if it measured one (no message acked: nothing measured, not 0 ms).
+fn latency(s: &Stair, of: fn(&Stair) -> f64) -> Option<f64> {
+    (s.acked > 0).then(|| of(s))
+}
+
+fn echo_ratios(md: &mut String, series: &Series, echo: &Series, gate_p99_ms: f64) {
     let _ = writeln!(md, "Ratios to the echo baseline of this run:\n");
     let _ = writeln!(
         md,
@@ -227,8 +254,8 @@ fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {
     targets.dedup();
     for t in targets {
         let p99 = ratio(
-            series.at(t, |s| Some(s.p99_ms)),
-            echo.at(t, |s| Some(s.p99_ms)),
+            series.at(t, |s| latency(s, |s| s.p99_ms)),
+            echo.at(t, |s| latency(s, |s| s.p99_ms)),
         );
         let cpu = ratio(
             series.at(t, |s| s.server_us_per_msg),
@@ -258,7 +285,20 @@ fn echo_ratios(md: &mut String, series: &Series, echo: &Series) {
     } else {
         ""
     };
-    let _ = writeln!(md, "\ncapacity ÷ echo capacity: {}{floor}\n", opt(cap, 2));
+    match [series, echo]
+        .into_iter()
+        .find_map(|s| why_capacity_unsure(s, gate_p99_ms))
+    {
+        Some(why) => {
+            let _ = writeln!(
+                md,
+                "\ncapacity ÷ echo capacity: – (not comparable: {why})\n"
+            );
+        }
+        None => {
+            let _ = writeln!(md, "\ncapacity ÷ echo capacity: {}{floor}\n", opt(cap, 2));
+        }
+    }
     let idle = |s: &Series| s.stairs.iter().find_map(|s| s.idle_kib_per_socket);
     if let Some(r) = ratio(idle(series), idle(echo)) {
         let _ = writeln!(md, "idle KiB per socket ÷ echo: {r:.2}\n");
@@ -398,6 +438,39 @@ mod tests {
             "{found}"
         );
         assert!(!found.contains("a floor"), "{found}");
+    }
+
+    /// A run whose stairs passed out of order (the box busier during a lower one) has no
+    /// capacity ratio: 5.00 from porch passing 1000/s where the echo failed it was nonsense.
+    #[test]
+    fn capacities_found_out_of_order_are_not_compared() {
+        let md = markdown(&report_of(
+            None,
+            2,
+            &serde_json::json!([
+                {"name": "echo", "stairs": [stair(200, true), stair(1000, false)]},
+                {"name": "porch", "stairs": [stair(200, false), stair(1000, true)]}
+            ]),
+        ));
+        assert!(
+            md.contains("capacity ÷ echo capacity: – (not comparable: the porch series failed a stair below one it passed)"),
+            "{md}"
+        );
+    }
+
+    /// A stair that acked nothing measured no latency: "–", not 0.00 ms.
+    #[test]
+    fn a_stair_that_acked_nothing_shows_no_latency() {
+        let mut refused = stair(1000, false);
+        refused["acked"] = serde_json::json!(0);
+        refused["achieved"] = serde_json::json!(0.0);
+        refused["p50_ms"] = serde_json::json!(0.0);
+        let md = markdown(&report_of(
+            None,
+            2,
+            &serde_json::json!([{"name": "porch", "stairs": [refused]}]),
+        ));
+        assert!(md.contains("| 1000 | 1 | 0 | – | – | – |"), "{md}");
     }
 
     /// The flood gate is judged in its table, from the two series' p99s.

@@ -186,6 +186,14 @@ impl Series {
             .max()
     }
 
+    /// Whether a stair failed below one that passed: a box that was busier during the lower
+    /// stair, so the highest passing stair is no limit found.
+    pub fn passed_out_of_order(&self) -> bool {
+        let passed = self.stairs_passed();
+        let lowest_failed = passed.iter().find(|(_, ok)| !**ok).map(|(t, _)| *t);
+        lowest_failed.is_some_and(|failed| passed.iter().any(|(t, ok)| *ok && *t > failed))
+    }
+
     /// Whether every stair tried passed (each by a majority of its rounds, as [`Self::capacity`]
     /// counts them: one failed round of three does not fail its stair).
     pub fn every_stair_passed(&self) -> bool {

@@ -30,6 +30,7 @@ struct Figures {
     stored: u64,
     ack_latency: Snapshot,
     widget_connections: u64,
+    widget_errors: Vec<(crate::widget::ErrorCode, u64)>,
     agent_connections: u64,
     process: process::ProcessReading,
     loop_lag: Snapshot,
@@ -74,6 +75,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
         stored: meters.stored(),
         ack_latency: meters.ack_latency.snapshot(),
         widget_connections: meters.widget_connections(),
+        widget_errors: meters.widget_errors(),
         agent_connections: hub.inbox_subscribers() as u64,
         process: process::read(),
         loop_lag: meters.loop_lag.snapshot(),
@@ -212,6 +214,18 @@ impl Collector for Figures {
             "Open live inbox and conversation streams of agents.",
             Some(self.agent_connections),
         )?;
+        {
+            let metric = ConstCounter::new(0u64);
+            let mut family = e.encode_descriptor(
+                "widget_errors",
+                "Error frames sent to widgets, by code: the brakes' refusals (rate_limited, too_many_conversations, site_busy), frames that do not fit (bad_frame, invalid_message), storage trouble (busy, unavailable).",
+                None,
+                metric.metric_type(),
+            )?;
+            for (code, n) in &self.widget_errors {
+                ConstCounter::new(*n).encode(family.encode_family(&[("code", code.as_str())])?)?;
+            }
+        }
         {
             let metric = ConstCounter::new(0u64);
             let mut family = e.encode_descriptor(

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::histogram::LogHistogram;
 use crate::jobs::JobStats;
 use crate::store::IntegrityStatus;
+use crate::widget::ErrorCode;
 
 /// Shared by the whole server (in `AppState`).
 #[derive(Debug, Default)]
@@ -23,6 +24,9 @@ pub struct Meters {
     pub ack_latency: LogHistogram,
     /// Widget websockets open right now.
     widget_connections: AtomicI64,
+    /// Error frames sent to widgets, per code (at `code as usize`): the brakes' refusals,
+    /// frames that do not fit, storage trouble.
+    widget_errors: [AtomicU64; ErrorCode::ALL.len()],
     /// How late the heartbeat woke up, in microseconds: time the runtime could not get to a
     /// ready task.
     pub loop_lag: LogHistogram,
@@ -51,6 +55,24 @@ impl Meters {
     pub fn record_ack(&self, latency: Duration) {
         self.acked.fetch_add(1, Ordering::Relaxed);
         self.ack_latency.record(latency);
+    }
+
+    /// Counts an error frame sent to a widget.
+    pub fn record_widget_error(&self, code: ErrorCode) {
+        self.widget_errors[code as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Error frames sent to widgets since start, per code.
+    pub fn widget_errors(&self) -> Vec<(ErrorCode, u64)> {
+        ErrorCode::ALL
+            .into_iter()
+            .map(|code| {
+                (
+                    code,
+                    self.widget_errors[code as usize].load(Ordering::Relaxed),
+                )
+            })
+            .collect()
     }
 
     /// Acks written since start, resends included.

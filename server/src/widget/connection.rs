@@ -37,8 +37,8 @@ use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame};
 use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
-    Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error, send_error,
-    send_invalid, send_text,
+    Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error,
+    refuse_bad_frame, send_error, send_invalid, send_text,
 };
 
 /// Messages of one connection being written at once; beyond this the connection stops reading
@@ -114,6 +114,8 @@ struct Connection {
     /// (the same `client_id` sent from two tabs at once), newest last, at most
     /// [`MAX_IN_FLIGHT`]: the other's push of it is not echoed here, where its ack went.
     acked_copies: Vec<MessageId>,
+    /// `bad_frame` answers since the welcome (see `wire::MAX_BAD_FRAMES`).
+    bad_frames: u32,
 }
 
 /// A client id as [`Connection::writing`] keeps it: a hash, so that tracking a write costs no
@@ -159,7 +161,7 @@ async fn open(
     let (site, site_changes) = match admission {
         Admission::Allowed(site, changes) => (site, changes),
         Admission::Refused(code) => {
-            let _ = send_error(&mut sink, code, None, None).await;
+            let _ = send_error(&app.meters, &mut sink, code, None, None).await;
             let _ = close(&mut sink, close_code::POLICY, code.message()).await;
             return None;
         }
@@ -195,6 +197,7 @@ async fn open(
         sent_before_visitor: Vec::new(),
         writing: Vec::new(),
         acked_copies: Vec::new(),
+        bad_frames: 0,
     };
     conn.welcome(&token, last_id).await.ok()?;
     Some((conn, stream))
@@ -224,6 +227,7 @@ impl Connection {
     async fn storage_failed(&mut self, err: &chat::Error) -> Closed {
         tracing::error!(error = %err, "could not load visitor history");
         let _ = send_error(
+            &self.app.meters,
             &mut self.sink,
             ErrorCode::Unavailable,
             Some(UNAVAILABLE_RETRY),
@@ -304,20 +308,18 @@ impl Connection {
                 }
                 Ok(())
             }
-            Some(ClientFrame::Hello { .. }) => {
-                send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
-            }
+            Some(ClientFrame::Hello { .. }) => self.refuse_bad_frame(None).await,
             None => {
                 let client_id = client_id_of_bad_frame(text);
-                send_error(
-                    &mut self.sink,
-                    ErrorCode::BadFrame,
-                    None,
-                    client_id.as_deref(),
-                )
-                .await
+                self.refuse_bad_frame(client_id.as_deref()).await
             }
         }
+    }
+
+    /// Answers a frame that does not fit; the `wire::MAX_BAD_FRAMES`th closes the connection.
+    async fn refuse_bad_frame(&mut self, client_id: Option<&str>) -> Result<(), Closed> {
+        let meters = &self.app.meters;
+        refuse_bad_frame(meters, &mut self.sink, client_id, &mut self.bad_frames).await
     }
 
     /// Validates a visitor message, asks the brakes, and hands it to the writer.
@@ -331,12 +333,26 @@ impl Connection {
     ) -> Result<(), Closed> {
         let client_id = match ClientId::parse(raw_client_id) {
             Ok(id) => id,
-            Err(why) => return send_invalid(&mut self.sink, &why.0, Some(raw_client_id)).await,
+            Err(why) => {
+                return send_invalid(
+                    &self.app.meters,
+                    &mut self.sink,
+                    &why.0,
+                    Some(raw_client_id),
+                )
+                .await;
+            }
         };
         let body = match super::attachments::message_body(raw_body, &attachments) {
             Ok(body) => body,
             Err(why) => {
-                return send_invalid(&mut self.sink, &why.0, Some(client_id.as_str())).await;
+                return send_invalid(
+                    &self.app.meters,
+                    &mut self.sink,
+                    &why.0,
+                    Some(client_id.as_str()),
+                )
+                .await;
             }
         };
         let site = &self.site;
@@ -354,7 +370,14 @@ impl Connection {
             && !self.is_stored(&client_id).await
         {
             let (code, wait) = refused_as(refusal);
-            return send_error(&mut self.sink, code, Some(wait), Some(client_id.as_str())).await;
+            return send_error(
+                &self.app.meters,
+                &mut self.sink,
+                code,
+                Some(wait),
+                Some(client_id.as_str()),
+            )
+            .await;
         }
         self.has_conversation = true;
         if self.visitor_id.is_none() {
@@ -449,7 +472,14 @@ impl Connection {
                         (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))
                     }
                 };
-                return send_error(&mut self.sink, code, wait, Some(client_id.as_str())).await;
+                return send_error(
+                    &self.app.meters,
+                    &mut self.sink,
+                    code,
+                    wait,
+                    Some(client_id.as_str()),
+                )
+                .await;
             }
         };
         let ack = ServerFrame::Ack {

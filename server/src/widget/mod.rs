@@ -20,4 +20,5 @@ pub use attachments::{
 };
 pub use endpoint::{panel_css, panel_js, snippet, upgrade};
 pub use locales::locale;
+pub use protocol::ErrorCode;
 pub use self_service::{erase as erase_own_data, export as export_own_data, preflight};

@@ -249,6 +249,44 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order (so `code as usize` is its place here).
+    pub const ALL: [Self; 14] = [
+        Self::BadFrame,
+        Self::HelloRequired,
+        Self::HelloTimeout,
+        Self::UnsupportedVersion,
+        Self::SiteNotFound,
+        Self::OriginNotAllowed,
+        Self::InvalidMessage,
+        Self::RateLimited,
+        Self::TooManyConversations,
+        Self::SiteBusy,
+        Self::Busy,
+        Self::Unavailable,
+        Self::UnknownAttachment,
+        Self::InvalidPrechat,
+    ];
+
+    /// The code as the wire spells it (a metric's label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BadFrame => "bad_frame",
+            Self::HelloRequired => "hello_required",
+            Self::HelloTimeout => "hello_timeout",
+            Self::UnsupportedVersion => "unsupported_version",
+            Self::SiteNotFound => "site_not_found",
+            Self::OriginNotAllowed => "origin_not_allowed",
+            Self::InvalidMessage => "invalid_message",
+            Self::RateLimited => "rate_limited",
+            Self::TooManyConversations => "too_many_conversations",
+            Self::SiteBusy => "site_busy",
+            Self::Busy => "busy",
+            Self::Unavailable => "unavailable",
+            Self::UnknownAttachment => "unknown_attachment",
+            Self::InvalidPrechat => "invalid_prechat",
+        }
+    }
+
     /// The default English text for people.
     pub fn message(self) -> &'static str {
         match self {
@@ -346,6 +384,15 @@ impl MessageFrame<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ALL` holds each code at its own place, and `as_str` spells it as the frames do.
+    #[test]
+    fn every_code_is_listed_in_order_and_named_as_on_the_wire() {
+        for (at, code) in ErrorCode::ALL.into_iter().enumerate() {
+            assert_eq!(code as usize, at);
+            assert_eq!(serde_json::to_value(code).ok(), Some(code.as_str().into()));
+        }
+    }
 
     #[test]
     fn the_version_is_any_number_equal_to_one() {

@@ -5,6 +5,7 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::helpers::{ORIGIN, TestApp};
+use crate::metrics::{metrics_until, value_of};
 
 #[tokio::test]
 async fn a_wrong_origin_is_refused_with_a_policy_close() {
@@ -267,6 +268,38 @@ async fn a_message_sent_just_before_the_close_is_stored() {
             app.count("SELECT count(*) FROM messages WHERE client_id LIKE 'last-%'"),
             |n| *n == 12,
         )
+    })
+    .await;
+}
+
+/// A connection that keeps sending frames that do not fit gets 100 `bad_frame` answers, before
+/// `hello` and again after it, and is then closed (1008); every error frame is counted by code.
+#[tokio::test]
+async fn a_hundred_bad_frames_close_the_connection_and_every_error_is_counted() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let mut early = app.connect(&site, ORIGIN).await;
+    early.send(json!({"type": "typing", "active": true})).await;
+    assert_eq!(early.recv().await["code"], "hello_required");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    for socket in [&mut early, &mut widget] {
+        for n in 1..=100 {
+            socket.send_raw(Message::Text("{not json".into())).await;
+            assert_eq!(socket.recv().await["code"], "bad_frame", "answer {n}");
+        }
+    }
+    assert_eq!(early.closed().await, Some(1008));
+    assert_eq!(widget.closed().await, Some(1008));
+    let count = |body: &str, code: &str| {
+        value_of(
+            body,
+            &format!("porch_widget_errors_total{{code=\"{code}\"}}"),
+        )
+    };
+    metrics_until(&app, "every error frame counted by code", |body| {
+        count(body, "bad_frame") == Some(200.0)
+            && count(body, "hello_required") == Some(1.0)
+            && count(body, "rate_limited") == Some(0.0)
     })
     .await;
 }

@@ -14,10 +14,16 @@ impl Connection {
         let valid = crate::values::is_visitor_email(email);
         let Some(visitor) = self.visitor_id else {
             let why = "An address is taken once the visitor has sent a message.";
-            return send_invalid(&mut self.sink, why, None).await;
+            return send_invalid(&self.app.meters, &mut self.sink, why, None).await;
         };
         if !valid {
-            return send_invalid(&mut self.sink, "Please check the email address.", None).await;
+            return send_invalid(
+                &self.app.meters,
+                &mut self.sink,
+                "Please check the email address.",
+                None,
+            )
+            .await;
         }
         // Each address stored is a write: charged to the visitor's rate like a message, so a
         // loop of `email` frames is refused in memory and costs other sites nothing.
@@ -32,7 +38,7 @@ impl Connection {
         );
         if let Err(refusal) = admitted {
             let (code, wait) = refused_as(refusal);
-            return send_error(&mut self.sink, code, Some(wait), None).await;
+            return send_error(&self.app.meters, &mut self.sink, code, Some(wait), None).await;
         }
         let stored = email.to_owned();
         let saved = self
@@ -41,7 +47,14 @@ impl Connection {
             .write(move |c| crate::store::set_visitor_email(c, visitor, &stored))
             .await;
         if saved.is_err() {
-            return send_error(&mut self.sink, ErrorCode::Unavailable, None, None).await;
+            return send_error(
+                &self.app.meters,
+                &mut self.sink,
+                ErrorCode::Unavailable,
+                None,
+                None,
+            )
+            .await;
         }
         self.send(ServerFrame::EmailSaved { email }.to_json()).await
     }

@@ -17,8 +17,8 @@ use crate::chat::SiteChange;
 use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
 
 use super::{
-    Closed, Connection, ErrorCode, MAX_IN_FLIGHT, PendingWrite, StoreResult, answer_close, close,
-    close_code, on_read_error, send_error,
+    Closed, Connection, MAX_IN_FLIGHT, PendingWrite, StoreResult, answer_close, close, close_code,
+    on_read_error,
 };
 
 /// How long a connection Porch closed keeps reading for the client's own close. A client answers
@@ -192,9 +192,7 @@ impl Connection {
                 Err(Closed)
             }
             Wake::Frame(Some(Ok(Message::Text(text)))) => self.on_text(&text, in_flight).await,
-            Wake::Frame(Some(Ok(Message::Binary(_)))) => {
-                send_error(&mut self.sink, ErrorCode::BadFrame, None, None).await
-            }
+            Wake::Frame(Some(Ok(Message::Binary(_)))) => self.refuse_bad_frame(None).await,
             Wake::Frame(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => Ok(()),
             Wake::Frame(Some(Ok(Message::Close(_)))) => {
                 answer_close(&mut self.sink).await;

@@ -14,7 +14,8 @@ use crate::values::VisitorContext;
 use super::super::identity::IdentityClaim;
 use super::super::protocol::{ClientFrame, ErrorCode, speaks_version};
 use super::super::wire::{
-    Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error, send_error,
+    Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error,
+    refuse_bad_frame, send_error,
 };
 
 /// Time a client has to say `hello` after connecting.
@@ -33,6 +34,7 @@ pub(super) async fn await_hello(
 ) -> Result<Option<Hello>, Closed> {
     let deadline = tokio::time::sleep(HELLO_TIMEOUT);
     tokio::pin!(deadline);
+    let mut bad_frames = 0;
     loop {
         let frame = tokio::select! {
             () = app.shutdown.cancelled() => {
@@ -40,7 +42,7 @@ pub(super) async fn await_hello(
                 return Ok(None);
             }
             () = &mut deadline => {
-                send_error(sink, ErrorCode::HelloTimeout, None, None).await?;
+                send_error(&app.meters, sink, ErrorCode::HelloTimeout, None, None).await?;
                 close(sink, close_code::POLICY, ErrorCode::HelloTimeout.message()).await?;
                 return Ok(None);
             }
@@ -49,7 +51,7 @@ pub(super) async fn await_hello(
         let text = match frame {
             Some(Ok(Message::Text(text))) => text,
             Some(Ok(Message::Binary(_))) => {
-                send_error(sink, ErrorCode::BadFrame, None, None).await?;
+                refuse_bad_frame(&app.meters, sink, None, &mut bad_frames).await?;
                 continue;
             }
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
@@ -75,7 +77,8 @@ pub(super) async fn await_hello(
                 identity,
             }) => {
                 if !speaks_version(&v) {
-                    send_error(sink, ErrorCode::UnsupportedVersion, None, None).await?;
+                    send_error(&app.meters, sink, ErrorCode::UnsupportedVersion, None, None)
+                        .await?;
                     close(
                         sink,
                         close_code::POLICY,
@@ -92,14 +95,21 @@ pub(super) async fn await_hello(
                 )));
             }
             Some(ClientFrame::Message { client_id, .. }) => {
-                send_error(sink, ErrorCode::HelloRequired, None, Some(&client_id)).await?;
+                send_error(
+                    &app.meters,
+                    sink,
+                    ErrorCode::HelloRequired,
+                    None,
+                    Some(&client_id),
+                )
+                .await?;
             }
             Some(ClientFrame::Email { .. } | ClientFrame::Typing { .. }) => {
-                send_error(sink, ErrorCode::HelloRequired, None, None).await?;
+                send_error(&app.meters, sink, ErrorCode::HelloRequired, None, None).await?;
             }
             None => {
                 let client_id = client_id_of_bad_frame(&text);
-                send_error(sink, ErrorCode::BadFrame, None, client_id.as_deref()).await?;
+                refuse_bad_frame(&app.meters, sink, client_id.as_deref(), &mut bad_frames).await?;
             }
         }
     }

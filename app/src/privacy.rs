@@ -40,6 +40,8 @@ pub struct EraseView {
     pub conversations: Vec<(i64, i64, usize)>,
     /// Delivery jobs that name the visitor's messages.
     pub jobs: usize,
+    /// Files of their conversations (both sides') and uploads no message took.
+    pub files: usize,
 }
 
 #[component]
@@ -141,6 +143,10 @@ pub fn render_erase(view: EraseView) -> String {
                 <li>"the visitor's record on "{person.site_name}": email address ("{email}
                     "), name, IP address, pages, browser and token"</li>
                 {conversations}
+                {(view.files > 0).then(|| view! {
+                    <li>{format!("{} in these conversations (sent by the visitor or by agents) \
+                        or uploaded and not sent", crate::counted(view.files, "file"))}</li>
+                })}
                 <li>{format!("{} delivery records that name them", view.jobs)}</li>
             </ul>
             <p class="hint">"Agents' replies and notes in these conversations go too. An open \

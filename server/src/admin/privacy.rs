@@ -130,6 +130,7 @@ pub async fn erase_page(
     Ok(html(render_erase(EraseView {
         nav: who.nav(Section::Privacy),
         jobs: data.jobs.len(),
+        files: data.files.len(),
         conversations,
         person: person(data.visitor),
     })))

@@ -845,7 +845,9 @@ async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
     let erase_path = format!("/privacy/visitors/{}/erase", ann.chat.visitor);
     let confirm = send(&app, "GET", &erase_path, &admin.cookie, None).await;
     assert!(
-        confirm.body.contains("ann@example.org") && confirm.body.contains("3 messages"),
+        confirm.body.contains("ann@example.org")
+            && confirm.body.contains("3 messages")
+            && confirm.body.contains("1 file in these conversations"),
         "{}",
         confirm.body
     );

@@ -195,6 +195,9 @@ pub fn erase(conn: &mut Connection, args: &EraseArgs) -> anyhow::Result<()> {
         store::reclaim_free_pages(c, privacy::RECLAIM_STEP)
     })? > 0
     {}
+    // And the erased rows' older pages leave the WAL (a running server's Litestream may keep
+    // them until its own checkpoint).
+    store::truncate_after_erasure(conn);
     Ok(())
 }
 

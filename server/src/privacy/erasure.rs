@@ -135,6 +135,7 @@ pub async fn erase_visitor(
         by_the_visitor: requester.via == Via::Widget,
     });
     super::retention::reclaim(writer).await?;
+    store::truncate_wal_after_erasure(writer).await?;
     Ok(Some(total))
 }
 

@@ -20,7 +20,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::Ordering;
+
 use rusqlite::Connection;
+
+use super::Error;
+use super::writer::{Writer, WriterStats};
 
 /// WAL size past which the writer checkpoints itself: four times `journal_size_limit`, and well
 /// above the 64 MiB at which `docker/litestream.yml` has Litestream truncate, so the two never
@@ -153,7 +158,10 @@ impl WalGuard {
     }
 
     /// Called by the writer after each batch, outside any transaction.
-    pub fn after_commit(&mut self, conn: &Connection) -> Outcome {
+    pub fn after_commit(&mut self, conn: &Connection, stats: &WriterStats) -> Outcome {
+        if stats.wal_truncate_asked.swap(false, Ordering::Relaxed) {
+            return truncate_after_erasure(conn);
+        }
         let now = Instant::now();
         if now < self.next_check || now < self.next_attempt {
             return Outcome::Idle;
@@ -186,6 +194,46 @@ impl WalGuard {
             }
         }
     }
+}
+
+/// After an erasure: the erased rows' older pages are in the WAL, where they would stay until
+/// later writes overwrite them (on a quiet box, for weeks), and in any copy of the data
+/// directory. A TRUNCATE checkpoint writes the erased state into the database file and empties
+/// the WAL. A reader holding the WAL (Litestream) stops it; Litestream's own checkpoint, on its
+/// schedule, then does the same (docs/privacy.md). `porch erase` calls it on its own connection.
+pub fn truncate_after_erasure(conn: &Connection) -> Outcome {
+    match truncate(conn) {
+        Ok(true) => {
+            tracing::info!("after an erasure: WAL checkpointed and truncated");
+            Outcome::Truncated
+        }
+        Ok(false) => {
+            tracing::info!(
+                "after an erasure: a reader (Litestream) holds the WAL; its own checkpoint \
+                 empties it"
+            );
+            Outcome::Pinned
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "after an erasure: WAL checkpoint failed");
+            Outcome::Pinned
+        }
+    }
+}
+
+/// Has the writer truncate the WAL between two batches ([`truncate_after_erasure`]), and waits
+/// for it: the flag, then a batch of nothing, after which the writer truncates (having answered
+/// it), then a second, which it takes only once that is done.
+///
+/// # Errors
+/// The empty writes': the writer stopped or its queue is full.
+pub async fn truncate_wal_after_erasure(writer: &Writer) -> Result<(), Error> {
+    writer
+        .stats()
+        .wal_truncate_asked
+        .store(true, Ordering::Relaxed);
+    writer.write(|_| Ok(())).await?;
+    writer.write(|_| Ok(())).await
 }
 
 /// Frames in the WAL since it last restarted, from a PASSIVE checkpoint (which waits for
@@ -245,7 +293,10 @@ mod tests {
         let (dir, conn) = database();
         assert!(wal_len(&dir) > 1000);
         let mut guard = WalGuard::new(&conn, 1000, u64::MAX);
-        assert_eq!(guard.after_commit(&conn), Outcome::Truncated);
+        assert_eq!(
+            guard.after_commit(&conn, &WriterStats::default()),
+            Outcome::Truncated
+        );
         assert_eq!(wal_len(&dir), 0);
     }
 
@@ -254,7 +305,10 @@ mod tests {
         let (dir, conn) = database();
         let before = wal_len(&dir);
         let mut guard = WalGuard::new(&conn, WAL_BOUND, u64::MAX);
-        assert_eq!(guard.after_commit(&conn), Outcome::Idle);
+        assert_eq!(
+            guard.after_commit(&conn, &WriterStats::default()),
+            Outcome::Idle
+        );
         assert_eq!(wal_len(&dir), before);
     }
 
@@ -266,14 +320,17 @@ mod tests {
             .expect("write");
         let mut guard = WalGuard::new(&conn, 1000, u64::MAX);
         let started = Instant::now();
-        assert_eq!(guard.after_commit(&conn), Outcome::Pinned);
+        assert_eq!(
+            guard.after_commit(&conn, &WriterStats::default()),
+            Outcome::Pinned
+        );
         assert!(
             started.elapsed() < Duration::from_secs(2),
             "{:?}",
             started.elapsed()
         );
         assert_eq!(
-            guard.after_commit(&conn),
+            guard.after_commit(&conn, &WriterStats::default()),
             Outcome::Idle,
             "no second try at once"
         );

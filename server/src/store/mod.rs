@@ -80,6 +80,7 @@ pub use capacity::{
     insert_metrics_minute, list_loadtest_runs, list_metrics_spans, prune_metrics_minutes,
 };
 pub use check::{CheckReport, check_database, has_no_tables, is_porch_database};
+pub use checkpoint::{truncate_after_erasure, truncate_wal_after_erasure};
 pub use conversations::{
     ConversationRow, find_conversation, find_open_conversation_of, list_conversations,
 };

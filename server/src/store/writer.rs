@@ -161,6 +161,8 @@ pub struct WriterStats {
     pub reruns: AtomicU64,
     /// Batches rolled back because they failed to commit (a full disk, a locked database).
     pub failed_batches: AtomicU64,
+    /// Set after an erasure: truncate the WAL after the next batch (`checkpoint.rs`).
+    pub wal_truncate_asked: AtomicBool,
 }
 
 /// Handle to the writer thread. Cheap to share behind an `Arc`.
@@ -432,7 +434,7 @@ fn run(
         batch.commit(conn, stats, &mut wal, &mut failures);
         // Between batches, after every caller has been answered: a forced checkpoint here delays
         // the next batch, never an acknowledgement already owed.
-        wal.after_commit(conn);
+        wal.after_commit(conn, stats);
         if stopping {
             // Writes that raced with the stop request still get their turn.
             while let Ok(Request::Write { op, is_deferred }) = rx.try_recv() {

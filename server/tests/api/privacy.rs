@@ -1048,3 +1048,36 @@ async fn an_erasure_leaves_no_older_copy_of_the_persons_rows_in_the_file() {
         assert!(!holds(trace), "{trace:?} is still in the file");
     }
 }
+
+/// An erasure leaves nothing in the running server's files: the WAL, which held the rows' older
+/// pages, is checkpointed into the database file (where the erased space is zeroed) and
+/// emptied at once. Before, erased text stayed in the WAL until later writes overwrote it, on
+/// a quiet box for weeks, and in any copy of the data directory.
+#[tokio::test]
+async fn an_erasure_leaves_nothing_in_the_running_servers_files() {
+    use crate::inbox::{form, send, setup_admin, signed_in_from};
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Shop");
+    let api = app.add_user_token("Api", "admin");
+    let ann = person(&app, &site, &api, "ann").await;
+    let bob = person(&app, &site, &api, "bob").await;
+    let erase = format!("/privacy/visitors/{}/erase", ann.chat.visitor);
+    let csrf = form(&[("csrf", &admin.csrf)]);
+    assert_eq!(
+        send(&app, "POST", &erase, &admin.cookie, Some(&csrf))
+            .await
+            .status,
+        303
+    );
+    let dir = app.data_dir.path();
+    let wal = std::fs::read(dir.join("porch.db-wal")).unwrap_or_default();
+    let db = std::fs::read(dir.join("porch.db")).expect("the database file");
+    let holds = |file: &[u8], text: &str| file.windows(text.len()).any(|w| w == text.as_bytes());
+    assert!(holds(&db, &bob.body), "the scan finds what is kept");
+    for (name, file) in [("WAL", &wal), ("database", &db)] {
+        for trace in [&ann.body, &ann.email] {
+            assert!(!holds(file, trace), "{trace:?} is still in the {name}");
+        }
+    }
+}

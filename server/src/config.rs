@@ -119,6 +119,12 @@ pub struct Config {
     #[arg(long, env = "PORCH_IP_CONVERSATIONS_BURST", default_value_t = 20)]
     pub ip_conversations_burst: u32,
 
+    /// How much of a visitor's IP address is stored with them: `full`, `masked` (an IPv4
+    /// address's /24, an IPv6 one's /48) or `none`. The brakes count the whole address in memory
+    /// either way.
+    #[arg(long, env = "PORCH_VISITOR_IP", default_value = "full", value_enum)]
+    pub visitor_ip: VisitorIp,
+
     /// Reverse proxies whose `X-Forwarded-For` header is believed (comma-separated IP addresses).
     /// Without this, the client address is the TCP peer.
     #[arg(long, env = "PORCH_TRUSTED_PROXIES", default_value = "", value_parser = parse_ip_list)]
@@ -364,6 +370,37 @@ pub enum LogFormat {
     Json,
 }
 
+/// How much of a visitor's address is stored (`PORCH_VISITOR_IP`, docs/privacy.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VisitorIp {
+    Full,
+    /// The network, as analytics tools anonymise: enough to tell a country or a provider, not a
+    /// household. Stored as a prefix (`203.0.113.0/24`), so no one reads it as an address.
+    Masked,
+    None,
+}
+
+impl VisitorIp {
+    /// What is stored of `ip`.
+    pub fn stored(self, ip: IpAddr) -> Option<String> {
+        match (self, ip.to_canonical()) {
+            (Self::Full, ip) => Some(ip.to_string()),
+            (Self::Masked, IpAddr::V4(v4)) => {
+                let [a, b, c, _] = v4.octets();
+                Some(format!("{a}.{b}.{c}.0/24"))
+            }
+            (Self::Masked, IpAddr::V6(v6)) => {
+                let [a, b, c, ..] = v6.segments();
+                Some(format!(
+                    "{}/48",
+                    std::net::Ipv6Addr::new(a, b, c, 0, 0, 0, 0, 0)
+                ))
+            }
+            (Self::None, _) => None,
+        }
+    }
+}
+
 /// `addr` with a wildcard IP (`0.0.0.0`, `::`) replaced by loopback of the same family.
 fn reachable(addr: SocketAddr) -> SocketAddr {
     match addr.ip() {
@@ -431,6 +468,31 @@ fn parse_ip_list(raw: &str) -> Result<IpList, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_visitors_address_is_stored_whole_as_its_network_or_not_at_all() {
+        let v4: IpAddr = "203.0.113.9".parse().expect("ip");
+        let v6: IpAddr = "2001:db8:1234:5678::9".parse().expect("ip");
+        let mapped: IpAddr = "::ffff:203.0.113.9".parse().expect("ip");
+        assert_eq!(VisitorIp::Full.stored(v4).as_deref(), Some("203.0.113.9"));
+        assert_eq!(
+            VisitorIp::Full.stored(mapped).as_deref(),
+            Some("203.0.113.9")
+        );
+        assert_eq!(
+            VisitorIp::Masked.stored(v4).as_deref(),
+            Some("203.0.113.0/24")
+        );
+        assert_eq!(
+            VisitorIp::Masked.stored(mapped).as_deref(),
+            Some("203.0.113.0/24")
+        );
+        assert_eq!(
+            VisitorIp::Masked.stored(v6).as_deref(),
+            Some("2001:db8:1234::/48")
+        );
+        assert_eq!(VisitorIp::None.stored(v4), None);
+    }
 
     #[test]
     fn secrets_are_not_printed() {

@@ -395,7 +395,7 @@ impl Connection {
             VisitorDetails {
                 context: self.context.clone(),
                 user_agent: self.peer.user_agent.clone(),
-                ip: Some(self.peer.ip.to_string()),
+                ip: self.app.config.visitor_ip.stored(self.peer.ip),
             }
         };
         let new = NewVisitorMessage {

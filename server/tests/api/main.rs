@@ -80,6 +80,7 @@ mod upload_brake;
 mod visitor_contact;
 mod visitor_context;
 mod visitor_mail;
+mod visitor_ip;
 mod visitor_typing;
 mod wal_ceiling;
 mod webhook_lane;

@@ -77,8 +77,9 @@ pub struct SsoButton {
     pub label: String,
     /// `/login/sso` with the `next` page.
     pub href: String,
-    /// False until Porch has reached the provider: a hint replaces the button.
-    pub is_ready: bool,
+    /// Why the button cannot be used yet (the provider not reached, or misconfigured): this
+    /// hint replaces it. `None` once Porch has read the provider's configuration.
+    pub unavailable: Option<String>,
 }
 
 /// Renders the sign-in page.
@@ -105,17 +106,11 @@ pub fn render_login(view: LoginView) -> String {
             </form>
             {view.sso.map(|sso| view! {
                 <div class="sso">
-                    {if sso.is_ready {
-                        view! { <a class="button" id="sso" href=sso.href>{sso.label}</a> }
-                            .into_any()
-                    } else {
-                        view! {
-                            <p class="hint" id="sso-unavailable">
-                                "Single sign-on is not available right now: Porch cannot reach \
-                                 the sign-in provider yet and keeps trying."
-                            </p>
-                        }
-                        .into_any()
+                    {match sso.unavailable {
+                        None => view! { <a class="button" id="sso" href=sso.href>{sso.label}</a> }
+                            .into_any(),
+                        Some(why) => view! { <p class="hint" id="sso-unavailable">{why}</p> }
+                            .into_any(),
                     }}
                 </div>
             })}

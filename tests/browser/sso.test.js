@@ -4,6 +4,7 @@
 // `email` and `email_verified` claims the test controls. Porch is started with PORCH_OIDC_*.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
+import { generateKeyPairSync } from "node:crypto";
 import Provider from "oidc-provider";
 import { Porch, freePort, launchBrowser, signIn, snap, waitFor } from "./harness.js";
 
@@ -18,12 +19,23 @@ const ACCOUNTS = {
   stranger: { email: "stranger@elsewhere.example", email_verified: true, name: "Stranger" },
   cy: { email: "cy@staff.example", email_verified: true, name: "Cy Young" },
   dee: { email: "dee@example.com", email_verified: true, name: "Dee" },
+  eve: { email: "eve@example.com", email_verified: true, name: "Eve" },
 };
 
-/** Starts the provider on `port` with Porch's client; returns {issuer, close}. */
-async function startProvider(port, porchUrl) {
+/** A private RSA signing key as a JWK, with key id `kid`. */
+function signingKey(kid) {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  return { ...privateKey.export({ format: "jwk" }), kid, alg: "RS256", use: "sig" };
+}
+
+/**
+ * Starts the provider on `port` with Porch's client; returns {issuer, held, close}. `keys`: its
+ * signing keys (private JWKs; it signs with the first), else the package's development key.
+ */
+async function startProvider(port, porchUrl, { keys } = {}) {
   const issuer = `http://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
+    ...(keys ? { jwks: { keys } } : {}),
     clients: [{
       client_id: CLIENT_ID,
       client_secret: CLIENT_SECRET,
@@ -95,6 +107,7 @@ async function world() {
   await porch.cli(["user", "add", "--email", "ana@example.com", "--name", "Ana"]);
   await porch.cli(["user", "add", "--email", "bo@example.com", "--name", "Bo"]);
   await porch.cli(["user", "add", "--email", "dee@example.com", "--name", "Dee"]);
+  await porch.cli(["user", "add", "--email", "eve@example.com", "--name", "Eve"]);
   provider = await startProvider(await freePort(), porch.url);
   await porch.start({
     env: {
@@ -125,14 +138,14 @@ async function newPage() {
 }
 
 /** From Porch's sign-in page (already open), through the provider's login as `login`. */
-async function signInAtProvider(page, login) {
+async function signInAtProvider(page, login, at = provider) {
   await waitFor("the single sign-on button", async () => {
     if (await page.locator("#sso").count()) return true;
     await page.reload(); // discovery may still be under way right after start
     return false;
   }, { timeoutMs: 15000, everyMs: 300 });
   await page.getByRole("link", { name: "Sign in with Acme ID" }).click();
-  await page.waitForURL((u) => u.origin === provider.issuer, { waitUntil: "commit" });
+  await page.waitForURL((u) => u.origin === at.issuer, { waitUntil: "commit" });
   await page.locator("input[name=login]").fill(login);
   await page.locator("input[name=password]").fill("any password");
   await page.getByRole("button", { name: "Sign-in" }).click();
@@ -266,7 +279,55 @@ test("another provider account with the same email cannot take over a linked use
   await signInAtProvider(page, "ana-twin");
   assert.match(await refusal(page, "sso_subject_mismatch"), /linked to another account/);
   await page.context().close();
+  // The audit names the provider account that tried, not only the account it claimed to be.
+  const { body } = await porch.api("GET", "/audit?action=session.sign_in_failed&actor=ana@example.com");
+  const tried = body.events.find((e) => e.detail.reason === "sso_subject_mismatch");
+  assert.equal(tried.detail.subject, "ana-twin");
+  assert.equal(tried.detail.issuer, provider.issuer);
+  assert.match(porch.log, /sso_subject_mismatch.*ana-twin|ana-twin.*sso_subject_mismatch/);
 });
+
+test("a linked person whose email changed at the provider still signs in as themselves", { timeout: 60000 },
+  async () => {
+    await world();
+    const first = await newPage();
+    await first.goto(`${porch.url}/login`);
+    await signInAtProvider(first, "eve");
+    await first.waitForURL((u) => u.origin === porch.url && u.pathname === "/inbox");
+    await first.context().close();
+
+    // The same provider account (same `sub`) now has another address, which no Porch user has.
+    ACCOUNTS.eve.email = "eve.new@example.com";
+    try {
+      const again = await newPage();
+      await again.goto(`${porch.url}/account`);
+      await again.waitForURL(/\/login\?next=/);
+      await signInAtProvider(again, "eve");
+      await again.waitForURL((u) => u.origin === porch.url && u.pathname === "/account");
+      assert.match(await again.locator("body").innerText(), /eve@example\.com/, "still Eve's account");
+      await again.context().close();
+    } finally {
+      ACCOUNTS.eve.email = "eve@example.com";
+    }
+  });
+
+test("a callback with neither a code nor an error is the provider's error, and the log says so", { timeout: 60000 },
+  async () => {
+    await world();
+    const page = await newPage();
+    provider.held.on = true;
+    provider.held.url = null;
+    await page.goto(`${porch.url}/login`);
+    await signInAtProvider(page, "ana");
+    const callback = await waitFor("the provider's redirect to the callback", () => provider.held.url);
+    provider.held.on = false;
+    const bare = new URL(callback);
+    bare.searchParams.delete("code");
+    await page.goto(bare.toString());
+    assert.match(await refusal(page, "sso_provider_error"), /did not sign you in/);
+    await waitFor("the log line", () => /neither a code nor an error/.test(porch.log));
+    await page.context().close();
+  });
 
 test("a user an admin disabled is refused, though the provider still vouches for them", { timeout: 60000 }, async () => {
   await world();
@@ -326,3 +387,73 @@ test("with the provider down at start, the page says so, and the button comes on
     await late.dispose();
   }
 });
+
+test("an issuer that differs from the provider's by a final slash is called misconfigured, not unreachable",
+  { timeout: 60000 }, async () => {
+    await world();
+    const wrong = await Porch.create();
+    try {
+      await wrong.addAgent("admin@example.com", "Admin");
+      await wrong.start({
+        env: {
+          PORCH_OIDC_ISSUER: `${provider.issuer}/`,
+          PORCH_OIDC_CLIENT_ID: CLIENT_ID,
+          PORCH_OIDC_CLIENT_SECRET: CLIENT_SECRET,
+        },
+      });
+      // The log says what the provider states and what to set.
+      await waitFor("the misconfiguration in the log", () => wrong.log.includes(
+        `the provider says its issuer is ${provider.issuer}; set PORCH_OIDC_ISSUER to exactly that`));
+      const page = await newPage();
+      await page.goto(`${wrong.url}/login`);
+      const hint = await page.locator("#sso-unavailable").innerText();
+      assert.match(hint, /misconfigured/);
+      assert.doesNotMatch(hint, /keeps trying/);
+      await page.goto(`${wrong.url}/login/sso`);
+      assert.match(await refusal(page, "sso_misconfigured"), /misconfigured.*admin/);
+      await page.context().close();
+    } finally {
+      await wrong.dispose();
+    }
+  });
+
+test("a provider that rotates its signing key is followed at once, not after the hourly refresh", { timeout: 90000 },
+  async () => {
+    await world();
+    const rotating = await Porch.create();
+    const port = await freePort();
+    const [k1, k2] = [signingKey("key-1"), signingKey("key-2")];
+    let at = null;
+    try {
+      await rotating.addAgent("admin@example.com", "Admin");
+      await rotating.cli(["user", "add", "--email", "ana@example.com", "--name", "Ana"]);
+      at = await startProvider(port, rotating.url, { keys: [k1] });
+      await rotating.start({
+        env: {
+          PORCH_OIDC_ISSUER: at.issuer,
+          PORCH_OIDC_CLIENT_ID: CLIENT_ID,
+          PORCH_OIDC_CLIENT_SECRET: CLIENT_SECRET,
+          PORCH_OIDC_LABEL: "Sign in with Acme ID",
+        },
+      });
+      const before = await newPage();
+      await before.goto(`${rotating.url}/login`);
+      await signInAtProvider(before, "ana", at);
+      await before.waitForURL((u) => u.origin === rotating.url && u.pathname === "/inbox");
+      await before.context().close();
+
+      // The provider now signs with a new key, published beside the old one.
+      await at.close();
+      at = await startProvider(port, rotating.url, { keys: [k2, k1] });
+      const after = await newPage();
+      await after.goto(`${rotating.url}/login`);
+      await signInAtProvider(after, "ana", at);
+      await after.waitForURL((u) => u.origin === rotating.url && u.pathname === "/inbox");
+      await after.context().close();
+      assert.match(rotating.log, /reading them again.*kid=key-2|kid=key-2.*reading them again/,
+        "the log says it read the keys again, for the key it did not know");
+    } finally {
+      await at?.close();
+      await rotating.dispose();
+    }
+  });

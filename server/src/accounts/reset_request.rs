@@ -1,7 +1,9 @@
 //! "Forgot your password?": anyone may ask for a link to be mailed to an account's own address.
 //! The answer never says whether an account exists (the caller answers the same either way, and
 //! does the work in the background); requests are limited per client address, and links per
-//! account, so the form cannot flood a mailbox (docs/admin.md, "Forgotten passwords").
+//! account, so the form cannot flood a mailbox (docs/admin.md, "Forgotten passwords"). Someone
+//! who signs in through single sign-on and has no password gets no link: a password is what
+//! would let them in after the provider shut them out, so only an admin gives one.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -60,12 +62,14 @@ impl ResetRequests {
     }
 }
 
-/// A link made on request, for the caller to mail to `user.email`.
+/// What a request sends, for the caller to mail to `user.email`.
 #[derive(Debug)]
 pub struct RequestedLink {
     pub user: UserRow,
-    pub kind: LinkKind,
-    pub token: String,
+    /// The link made, and its token: a reset, or a fresh invitation for someone who never chose
+    /// a password. `None` for someone linked to the single sign-on provider without a password:
+    /// their mail says they sign in through single sign-on, and whom to ask for a password.
+    pub link: Option<(LinkKind, String)>,
 }
 
 impl Accounts {
@@ -79,12 +83,15 @@ impl Accounts {
     }
 
     /// Makes a link for the enabled account whose address is `email`, recorded as asked for from
-    /// `ip`: a reset link, or a fresh invitation for someone who never chose a password. `None`
-    /// when there is no such account, it is disabled, or it was sent its share of links lately.
+    /// `ip`: a reset link, or a fresh invitation for someone who never chose a password, except,
+    /// when single sign-on `is_sso_on`, for someone without a password who signed in through it
+    /// (no link). `None` when there is no such account, it is disabled, or it was sent its share
+    /// of mails lately.
     pub async fn request_reset(
         &self,
         email: &str,
         ip: IpAddr,
+        is_sso_on: bool,
     ) -> Result<Option<RequestedLink>, Error> {
         let Ok(email) = EmailAddress::parse(email) else {
             return Ok(None);
@@ -92,9 +99,15 @@ impl Accounts {
         let lookup = email.as_str().to_owned();
         let found = self
             .readers
-            .read(move |c| store::find_user_credentials(c, &lookup))
+            .read(move |c| {
+                let Some(found) = store::find_user_credentials(c, &lookup)? else {
+                    return Ok(None);
+                };
+                let is_linked = store::find_oidc_link(c, found.user.id)?.is_some();
+                Ok(Some((found, is_linked)))
+            })
             .await?;
-        let Some(found) = found.filter(|f| !f.user.is_disabled) else {
+        let Some((found, is_linked)) = found.filter(|(f, _)| !f.user.is_disabled) else {
             return Ok(None);
         };
         if !self
@@ -103,29 +116,36 @@ impl Accounts {
         {
             return Ok(None);
         }
-        let kind = if found.password_hash.is_some() {
-            LinkKind::Reset
-        } else {
-            LinkKind::Invite
+        let kind = match (&found.password_hash, is_sso_on && is_linked) {
+            (Some(_), _) => Some(LinkKind::Reset),
+            (None, true) => None,
+            (None, false) => Some(LinkKind::Invite),
         };
-        let token = new_secret();
-        let token_hash = hash_secret(&token);
-        let now = now_ms();
+        let link = kind.map(|kind| (kind, new_secret()));
         let user = found.user;
-        let (actor, target) = (Actor::unproven(&user.email, ip), Target::user(&user));
+        self.record_reset_request(&user, ip, link.as_ref()).await?;
+        Ok(Some(RequestedLink { user, link }))
+    }
+
+    /// Stores the link (if any) and records the request, in one transaction.
+    async fn record_reset_request(
+        &self,
+        user: &UserRow,
+        ip: IpAddr,
+        link: Option<&(LinkKind, String)>,
+    ) -> Result<(), Error> {
+        let link = link.map(|(kind, token)| (*kind, hash_secret(token)));
+        let now = now_ms();
+        let (actor, target) = (Actor::unproven(&user.email, ip), Target::user(user));
         let id = user.id;
         self.writer
             .write(move |c| {
-                store::insert_account_link(
-                    c,
-                    &token_hash,
-                    id,
-                    kind.as_str(),
-                    id,
-                    now,
-                    expiry(kind, now),
-                )?;
-                let detail = json!({"kind": kind.as_str()});
+                if let Some((kind, token_hash)) = &link {
+                    let expires = expiry(*kind, now);
+                    store::insert_account_link(c, token_hash, id, kind.as_str(), id, now, expires)?;
+                }
+                let kind = link.as_ref().map_or("sso", |(kind, _)| kind.as_str());
+                let detail = json!({"kind": kind});
                 audit::record(
                     c,
                     &actor,
@@ -135,7 +155,7 @@ impl Accounts {
                 )
             })
             .await?;
-        Ok(Some(RequestedLink { user, kind, token }))
+        Ok(())
     }
 }
 

@@ -1,7 +1,9 @@
 //! `/password-resets`: "Forgot your password?". The page answers the same whether or not the
 //! address belongs to an account, and the link is made and mailed in the background, apart from
-//! the answer, so neither the words nor the time taken tell who has an account here. Only a client address that asks
-//! too often is refused (429), which says nothing about accounts.
+//! the answer, so neither the words nor the time taken tell who has an account here, nor how it
+//! signs in (someone who signs in through single sign-on without a password is mailed that,
+//! not a link). Only a client address that asks too often is refused (429), which says nothing
+//! about accounts.
 
 use std::net::IpAddr;
 
@@ -88,23 +90,36 @@ pub async fn request_link(
 /// Makes and queues the link, if the address is an enabled account's; errors are only logged,
 /// since the person was answered already.
 async fn mail_link(app: AppState, email: String, ip: IpAddr) {
-    let link = match app.accounts.request_reset(&email, ip).await {
-        Ok(Some(link)) => link,
+    let sso = app.sso.as_ref().map(|sso| sso.settings().label.clone());
+    let requested = match app.accounts.request_reset(&email, ip, sso.is_some()).await {
+        Ok(Some(requested)) => requested,
         Ok(None) => return,
         Err(err) => {
             tracing::warn!(error = %err, "a requested reset link was not made");
             return;
         }
     };
-    let kind = match link.kind {
-        LinkKind::Reset => AccountLink::RequestedReset,
-        LinkKind::Invite => AccountLink::Invitation,
+    let (link, url) = match requested.link {
+        Some((kind, token)) => {
+            let link = match kind {
+                LinkKind::Reset => AccountLink::RequestedReset,
+                LinkKind::Invite => AccountLink::Invitation,
+            };
+            (link, kind.url(&app.public_url, &token))
+        }
+        // No link (only made so with single sign-on on): how they sign in, and where.
+        None => (
+            AccountLink::SingleSignOn {
+                label: sso.unwrap_or_default(),
+            },
+            format!("{}/login", app.public_url),
+        ),
     };
     let args = AccountLinkArgs {
-        name: link.user.name,
-        email: link.user.email,
-        link: kind,
-        url: link.kind.url(&app.public_url, &link.token),
+        name: requested.user.name,
+        email: requested.user.email,
+        link,
+        url,
     };
     if let Err(err) = queue_account_link(&app.writer, &app.jobs, args).await {
         tracing::warn!(error = %err, "a requested reset link was not queued for mailing");

@@ -21,12 +21,22 @@ use super::session::{cookie, cookie_name, read_cookie, session_cookie, url_encod
 /// The cookie holding the id of this browser's sign-in attempt (`__Host-` prefixed over https).
 const SSO_COOKIE: &str = "porch_sso";
 
+/// What the sign-in page says instead of the button while the provider has not been reached
+/// (discovery is retried in the background until it is).
+const UNREACHABLE: &str = "Single sign-on is not available right now: Porch cannot reach the \
+                           sign-in provider yet and keeps trying.";
+
 /// The sign-in page's single sign-on button for `next`, when single sign-on is configured.
 pub fn button(app: &AppState, next: &str) -> Option<SsoButton> {
     app.sso.as_ref().map(|sso| SsoButton {
         label: sso.settings().label.clone(),
         href: format!("/login/sso?next={}", url_encode(next)),
-        is_ready: sso.is_ready(),
+        // A misconfiguration is not promised to mend itself: it says whom to tell.
+        unavailable: match sso.readiness() {
+            Ok(()) => None,
+            Err(Refusal::Misconfigured) => Some(Refusal::Misconfigured.message().to_owned()),
+            Err(_) => Some(UNREACHABLE.to_owned()),
+        },
     })
 }
 

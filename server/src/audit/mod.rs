@@ -9,4 +9,4 @@ mod record;
 
 pub use action::AuditAction;
 pub use filter::{AuditQuery, PAGE_SIZE};
-pub use record::{Actor, Target, record, record_sign_in_attempt, record_sso_failure};
+pub use record::{Actor, SsoAccount, Target, record, record_sign_in_attempt, record_sso_failure};

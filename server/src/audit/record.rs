@@ -235,19 +235,44 @@ pub fn record_sign_in_attempt(
     record_failure(c, action, email, user, ip, "{}")
 }
 
+/// The provider account a refused single sign-on came from (its verified token's issuer and
+/// `sub`): the token's email may be the person it tried to sign in as, this says who tried.
+#[derive(Debug, Clone, Copy)]
+pub struct SsoAccount<'a> {
+    pub issuer: &'a str,
+    pub subject: &'a str,
+}
+
+/// The longest `sub` kept: OpenID Connect Core 2 allows 255 ASCII characters.
+const MAX_SUBJECT: usize = 255;
+
 /// Records a refused single sign-on from `ip`: `label` is the email the provider gave, or `sso`
 /// when the refusal came before any (a bad `state`, a token that failed its checks); `reason`
-/// is the refusal's stable code. Aggregated per minute like wrong passwords, since anyone can
-/// call the callback URL.
+/// is the refusal's stable code; `account` the provider account, once a token was verified.
+/// Aggregated per minute like wrong passwords, since anyone can call the callback URL (each
+/// provider account its own row).
 pub fn record_sso_failure(
     c: &Connection,
     label: &str,
     user: Option<UserId>,
     ip: IpAddr,
     reason: &str,
+    account: Option<SsoAccount<'_>>,
 ) -> Result<(), store::Error> {
-    let detail = serde_json::json!({"method": "sso", "reason": reason}).to_string();
-    record_failure(c, AuditAction::SignInFailed, label, user, ip, &detail)
+    let mut detail = serde_json::json!({"method": "sso", "reason": reason});
+    if let Some(account) = account {
+        let subject: String = account.subject.chars().take(MAX_SUBJECT).collect();
+        detail["issuer"] = account.issuer.into();
+        detail["subject"] = subject.into();
+    }
+    record_failure(
+        c,
+        AuditAction::SignInFailed,
+        label,
+        user,
+        ip,
+        &detail.to_string(),
+    )
 }
 
 fn record_failure(
@@ -296,9 +321,9 @@ mod tests {
         let c = migrated_in_memory();
         let ip: IpAddr = [192, 0, 2, 7].into();
         // A cheap refusal first, then forged tokens, then wrong passwords, in one minute.
-        record_sso_failure(&c, "sso", None, ip, "sso_state_mismatch").expect("record");
+        record_sso_failure(&c, "sso", None, ip, "sso_state_mismatch", None).expect("record");
         for _ in 0..3 {
-            record_sso_failure(&c, "sso", None, ip, "sso_token_invalid").expect("record");
+            record_sso_failure(&c, "sso", None, ip, "sso_token_invalid", None).expect("record");
         }
         for _ in 0..2 {
             let failed = AuditAction::SignInFailed;

@@ -28,7 +28,7 @@ pub struct EmailArgs {
 }
 
 /// Which account link a mail carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AccountLink {
     Invitation,
@@ -36,6 +36,12 @@ pub enum AccountLink {
     PasswordReset,
     /// Asked for on the "Forgot your password?" form, maybe by someone else.
     RequestedReset,
+    /// Asked for on that form by someone who signs in through single sign-on and has no
+    /// password: no link, but how they sign in (the button's `label`; the URL is the sign-in
+    /// page) and that an admin gives passwords (docs/sso.md).
+    SingleSignOn {
+        label: String,
+    },
 }
 
 /// An account-link mail (`email.account_link`). The link's token is only in the URL here (the

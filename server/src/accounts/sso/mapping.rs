@@ -1,6 +1,7 @@
 //! Who a verified ID token signs in as: the mapping rules, pure so they are tested alone.
-//! Only a verified `email` maps to a Porch user; the user must be enabled; the provider's
-//! subject is linked to the user on the first sign-in and must match on every later one.
+//! Only a token with a verified `email` signs in; a provider account (`sub`) linked to a user
+//! signs in as that user, whatever its email now; an unlinked one maps by email to a user who is
+//! not linked yet, and is linked on that first sign-in. The user must be enabled.
 
 use crate::store::{OidcLinkRow, UserId, UserRow};
 
@@ -22,7 +23,12 @@ pub struct Claims {
 pub enum Refusal {
     /// Discovery has not succeeded yet: the provider could not be reached.
     Unavailable,
-    /// The provider answered with an error (refused, or the person cancelled).
+    /// Discovery has not succeeded: the provider answered with a configuration that does not
+    /// match Porch's settings (another issuer, no valid discovery document). Retrying will not
+    /// mend it; an admin must.
+    Misconfigured,
+    /// The provider answered with an error (refused, or the person cancelled), or with neither
+    /// an error nor a code.
     ProviderError,
     /// No attempt of this browser matches the callback's `state` (tampered, replayed, expired,
     /// or started in another browser).
@@ -35,14 +41,15 @@ pub enum Refusal {
     UnknownUser,
     /// The Porch user is disabled.
     UserDisabled,
-    /// The Porch user is linked to another account at the provider.
+    /// The Porch user with the token's email is linked to another account at the provider.
     SubjectMismatch,
 }
 
 impl Refusal {
     /// Every refusal, in the order of the docs.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Unavailable,
+        Self::Misconfigured,
         Self::ProviderError,
         Self::StateMismatch,
         Self::TokenInvalid,
@@ -56,6 +63,7 @@ impl Refusal {
     pub fn code(self) -> &'static str {
         match self {
             Self::Unavailable => "sso_unavailable",
+            Self::Misconfigured => "sso_misconfigured",
             Self::ProviderError => "sso_provider_error",
             Self::StateMismatch => "sso_state_mismatch",
             Self::TokenInvalid => "sso_token_invalid",
@@ -77,6 +85,10 @@ impl Refusal {
             Self::Unavailable => {
                 "Single sign-on is not available right now: Porch cannot reach the sign-in \
                  provider. Try again in a minute, or sign in with your password."
+            }
+            Self::Misconfigured => {
+                "Single sign-on is misconfigured: the sign-in provider's settings do not match \
+                 Porch's. Tell your admin; until it is fixed, sign in with your password."
             }
             Self::ProviderError => {
                 "The sign-in provider did not sign you in (it refused, or the sign-in was \
@@ -113,8 +125,8 @@ pub struct Known<'a> {
     pub user: Option<&'a UserRow>,
     /// That user's link, if they signed in through SSO before.
     pub user_link: Option<&'a OidcLinkRow>,
-    /// The user the token's subject is linked to, if any.
-    pub subject_owner: Option<UserId>,
+    /// The user the token's subject (at its issuer) is linked to, if any.
+    pub subject_owner: Option<&'a UserRow>,
 }
 
 /// What to do with a verified token.
@@ -142,12 +154,19 @@ pub fn decide(claims: &Claims, known: &Known<'_>, provision_domains: &[String]) 
     else {
         return Decision::Refuse(Refusal::EmailUnverified);
     };
-    let Some(user) = known.user else {
-        // A subject already linked to a user whose email this no longer is: the provider's
-        // account changed its email. It must not get a second Porch account.
-        if known.subject_owner.is_some() {
-            return Decision::Refuse(Refusal::SubjectMismatch);
+    // The link is who this provider account is: its email may have changed at the provider
+    // since (a new name, a new domain), and an email now shared with another user does not
+    // make it that user.
+    if let Some(owner) = known.subject_owner {
+        if owner.is_disabled {
+            return Decision::Refuse(Refusal::UserDisabled);
         }
+        return Decision::SignIn {
+            user: owner.id,
+            link: false,
+        };
+    }
+    let Some(user) = known.user else {
         let domain = email.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase());
         return match domain {
             Some(domain) if provision_domains.contains(&domain) => Decision::Provision {
@@ -159,22 +178,14 @@ pub fn decide(claims: &Claims, known: &Known<'_>, provision_domains: &[String]) 
     if user.is_disabled {
         return Decision::Refuse(Refusal::UserDisabled);
     }
-    match known.user_link {
-        Some(link) if link.issuer == claims.issuer && link.subject == claims.subject => {
-            Decision::SignIn {
-                user: user.id,
-                link: false,
-            }
-        }
-        // Linked to another provider account, or this subject belongs to another user.
-        Some(_) => Decision::Refuse(Refusal::SubjectMismatch),
-        None if known.subject_owner.is_some_and(|owner| owner != user.id) => {
-            Decision::Refuse(Refusal::SubjectMismatch)
-        }
-        None => Decision::SignIn {
-            user: user.id,
-            link: true,
-        },
+    // This provider account is linked to nobody: the user with its email is linked to another
+    // one (another account with the same email, or the same person at another issuer).
+    if known.user_link.is_some() {
+        return Decision::Refuse(Refusal::SubjectMismatch);
+    }
+    Decision::SignIn {
+        user: user.id,
+        link: true,
     }
 }
 
@@ -235,7 +246,7 @@ mod tests {
         let known = Known {
             user: Some(&ana),
             user_link: Some(&ana_link),
-            subject_owner: Some(UserId(1)),
+            subject_owner: Some(&ana),
         };
         let same = decide(&claims("ana@example.com", Some(true), "s1"), &known, &[]);
         assert_eq!(
@@ -255,14 +266,22 @@ mod tests {
 
     #[test]
     fn a_subject_linked_to_one_user_cannot_take_over_another_by_changing_its_email() {
+        let ana = user(1, "ana@example.com", false);
         let bo = user(2, "bo@example.com", false);
         let known = Known {
             user: Some(&bo),
             user_link: None,
-            subject_owner: Some(UserId(1)),
+            subject_owner: Some(&ana),
         };
         let decision = decide(&claims("bo@example.com", Some(true), "s1"), &known, &[]);
-        assert_eq!(decision, Decision::Refuse(Refusal::SubjectMismatch));
+        assert_eq!(
+            decision,
+            Decision::SignIn {
+                user: UserId(1),
+                link: false
+            },
+            "still Ana, never Bo"
+        );
     }
 
     #[test]
@@ -307,9 +326,19 @@ mod tests {
         let known = Known {
             user: Some(&ana),
             user_link: Some(&ana_link),
-            subject_owner: Some(UserId(1)),
+            subject_owner: Some(&ana),
         };
         let decision = decide(&claims("ana@example.com", Some(true), "s1"), &known, &[]);
+        assert_eq!(decision, Decision::Refuse(Refusal::UserDisabled));
+        let under_a_new_email = Known {
+            subject_owner: Some(&ana),
+            ..Known::default()
+        };
+        let decision = decide(
+            &claims("ana.new@example.com", Some(true), "s1"),
+            &under_a_new_email,
+            &[],
+        );
         assert_eq!(decision, Decision::Refuse(Refusal::UserDisabled));
     }
 
@@ -341,10 +370,11 @@ mod tests {
     }
 
     #[test]
-    fn a_linked_subject_whose_email_changed_is_not_provisioned_again() {
+    fn a_linked_subject_whose_email_changed_signs_in_as_its_user_and_is_not_provisioned() {
+        let ana = user(1, "ana@example.com", false);
         let domains = vec!["example.com".to_owned()];
         let known = Known {
-            subject_owner: Some(UserId(1)),
+            subject_owner: Some(&ana),
             ..Known::default()
         };
         let decision = decide(
@@ -352,7 +382,13 @@ mod tests {
             &known,
             &domains,
         );
-        assert_eq!(decision, Decision::Refuse(Refusal::SubjectMismatch));
+        assert_eq!(
+            decision,
+            Decision::SignIn {
+                user: UserId(1),
+                link: false
+            }
+        );
     }
 
     #[test]

@@ -1,49 +1,38 @@
-//! The OpenID Connect relying party: discovery (kept fresh in the background), the
-//! authorization request with PKCE, state and nonce, and the code exchange with the ID token's
-//! checks (signature, issuer, audience, expiry, nonce), all done by the `openidconnect` crate.
-//! It returns the verified claims; who may sign in is decided in `mapping`.
+//! The OpenID Connect relying party: discovery (kept fresh in the background, and read again
+//! when a token comes signed with a key Porch does not know), the authorization request with
+//! PKCE, state and nonce, and the code exchange with the ID token's checks, all done by the
+//! `openidconnect` crate. It returns the verified claims; who may sign in is decided in `mapping`.
 
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use futures_util::future::BoxFuture;
-use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
+use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreIdToken};
 use openidconnect::{
-    AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet, EndpointNotSet,
-    EndpointSet, HttpRequest, HttpResponse, IssuerUrl, Nonce, PkceCodeChallenge, RedirectUrl,
-    Scope,
+    AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, Scope, TokenResponse as _,
 };
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use super::attempts::{Attempts, Pending};
+use super::discovery::{self, Failure};
 use super::mapping::{Claims, Refusal};
-use crate::clock;
+use super::token::{
+    DiscoveredClient, Rejected, caller, exchange_problem, key_id, loggable, verified,
+};
 
-/// Bound on one call to the provider (discovery, keys, token exchange).
-const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Discovery is read again this often, so keys the provider rotates are picked up.
 const REFRESH_EVERY: Duration = Duration::from_hours(1);
 /// The first and the longest wait before discovery is tried again after a failure.
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_mins(1);
-/// How far ahead of this server's clock an ID token's issue time (`iat`) may be. Clocks drift by
-/// seconds; a token issued further in the future comes from a provider whose clock is wrong, or
-/// was minted to outlive its `exp` check, and is refused.
-const ISSUED_AHEAD_LEEWAY: Duration = Duration::from_mins(5);
+/// Least time between two readings of the provider's keys prompted by an ID token signed with a
+/// key Porch does not know: one reading follows a rotation at once, and tokens with forged key
+/// ids cannot make Porch call the provider more often than this.
+const KEYS_AGAIN_AFTER: Duration = Duration::from_mins(1);
 
 /// The callback path, appended to the public URL to make the redirect URI.
 pub const CALLBACK_PATH: &str = "/login/sso/callback";
-
-/// A client built from the provider's discovery document.
-type DiscoveredClient = CoreClient<
-    EndpointSet,
-    EndpointNotSet,
-    EndpointNotSet,
-    EndpointNotSet,
-    EndpointMaybeSet,
-    EndpointMaybeSet,
->;
 
 /// What single sign-on needs from the configuration.
 #[derive(Clone)]
@@ -77,9 +66,21 @@ pub struct Sso {
     redirect: RedirectUrl,
     /// The operator's provider: not behind the webhook SSRF guard, never following redirects.
     http: reqwest::Client,
-    /// Set once discovery succeeded; replaced on each refresh.
-    client: RwLock<Option<Arc<DiscoveredClient>>>,
+    /// What discovery found so far.
+    discovered: RwLock<Discovered>,
+    /// When the keys were last read again for a token signed with an unknown key. Held while
+    /// reading, so callbacks that come at once wait for one reading and use its keys.
+    keys_read_again: tokio::sync::Mutex<Option<Instant>>,
     attempts: Attempts,
+}
+
+/// What discovery found so far.
+#[derive(Default)]
+struct Discovered {
+    /// Set once discovery succeeded; replaced on each refresh.
+    client: Option<Arc<DiscoveredClient>>,
+    /// The last failed discovery was a misconfiguration, not an unreachable provider.
+    is_misconfigured: bool,
 }
 
 impl Sso {
@@ -93,7 +94,8 @@ impl Sso {
             issuer,
             redirect,
             http,
-            client: RwLock::new(None),
+            discovered: RwLock::default(),
+            keys_read_again: tokio::sync::Mutex::default(),
             attempts: Attempts::default(),
         })
     }
@@ -132,39 +134,54 @@ impl Sso {
         &self.settings
     }
 
-    /// True once the provider's discovery document and keys have been read.
-    pub fn is_ready(&self) -> bool {
-        self.current().is_some()
-    }
-
-    /// The crate's HTTP client: our reqwest client behind its `AsyncHttpClient` (a closure).
-    fn caller(
-        &self,
-    ) -> impl Fn(HttpRequest) -> BoxFuture<'static, Result<HttpResponse, reqwest::Error>> {
-        let http = self.http.clone();
-        move |request| Box::pin(send(http.clone(), request))
+    /// `Ok` once the provider's discovery document and keys have been read; before, why not:
+    /// [`Refusal::Misconfigured`] when the provider's answer does not match Porch's settings,
+    /// else [`Refusal::Unavailable`] (not reached yet).
+    ///
+    /// # Errors
+    /// As said.
+    pub fn readiness(&self) -> Result<(), Refusal> {
+        let Ok(discovered) = self.discovered.read() else {
+            return Err(Refusal::Unavailable);
+        };
+        match discovered.client {
+            Some(_) => Ok(()),
+            None if discovered.is_misconfigured => Err(Refusal::Misconfigured),
+            None => Err(Refusal::Unavailable),
+        }
     }
 
     fn current(&self) -> Option<Arc<DiscoveredClient>> {
-        self.client.read().ok().and_then(|slot| slot.clone())
+        self.discovered
+            .read()
+            .ok()
+            .and_then(|found| found.client.clone())
     }
 
-    /// Reads the discovery document and the provider's keys, and uses them from now on.
-    async fn discover(&self) -> Result<(), String> {
-        let call = self.caller();
-        let metadata = CoreProviderMetadata::discover_async(self.issuer.clone(), &call)
-            .await
-            .map_err(|err| crate::integrations::send_error::error_chain(&err))?;
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            ClientId::new(self.settings.client_id.clone()),
-            Some(ClientSecret::new(self.settings.client_secret.clone())),
-        )
-        .set_redirect_uri(self.redirect.clone());
-        if let Ok(mut slot) = self.client.write() {
-            *slot = Some(Arc::new(client));
+    /// Reads the discovery document and the provider's keys, and uses them from now on. A
+    /// failure keeps the last good client, and is remembered for [`Sso::readiness`].
+    async fn discover(&self) -> Result<(), Failure> {
+        let read = discovery::read_provider(&self.http, &self.issuer).await;
+        let Ok(mut discovered) = self.discovered.write() else {
+            return read.map(drop);
+        };
+        match read {
+            Ok(metadata) => {
+                let client = CoreClient::from_provider_metadata(
+                    metadata,
+                    ClientId::new(self.settings.client_id.clone()),
+                    Some(ClientSecret::new(self.settings.client_secret.clone())),
+                )
+                .set_redirect_uri(self.redirect.clone());
+                discovered.client = Some(Arc::new(client));
+                discovered.is_misconfigured = false;
+                Ok(())
+            }
+            Err(failure) => {
+                discovered.is_misconfigured = failure.is_misconfigured();
+                Err(failure)
+            }
         }
-        Ok(())
     }
 
     /// Runs discovery now and keeps it fresh: after a failure (the provider down at boot) it is
@@ -180,13 +197,8 @@ impl Sso {
                         retry = RETRY_FIRST;
                         REFRESH_EVERY
                     }
-                    Err(err) => {
-                        tracing::warn!(
-                            issuer = %self.settings.issuer,
-                            error = %err,
-                            retry_in = ?retry,
-                            "single sign-on: provider discovery failed"
-                        );
+                    Err(failure) => {
+                        self.log_discovery_failure(&failure, retry);
                         let wait = retry;
                         retry = (retry * 2).min(RETRY_MAX);
                         wait
@@ -200,12 +212,34 @@ impl Sso {
         });
     }
 
+    /// A provider that cannot be reached is a warning (it may come back); one whose answer does
+    /// not match Porch's settings is an error someone must mend, and the line says what to set.
+    fn log_discovery_failure(&self, failure: &Failure, retry_in: Duration) {
+        let issuer = &self.settings.issuer;
+        match failure {
+            Failure::Unreachable(error) => tracing::warn!(
+                %issuer,
+                %error,
+                ?retry_in,
+                "single sign-on: provider discovery failed: the provider cannot be reached"
+            ),
+            Failure::Misconfigured(problem) => tracing::error!(
+                %issuer,
+                %problem,
+                ?retry_in,
+                "single sign-on: provider discovery failed: single sign-on is misconfigured \
+                 (retried in the background, but only mended by fixing what `problem` says)"
+            ),
+        }
+    }
+
     /// Starts a sign-in: remembers a new attempt (state, nonce, PKCE verifier and `next`) and
     /// returns its id, for the browser's cookie, and the provider URL to send the browser to.
     ///
     /// # Errors
-    /// [`Refusal::Unavailable`] while discovery has not succeeded.
+    /// [`Refusal::Unavailable`] or [`Refusal::Misconfigured`] while discovery has not succeeded.
     pub fn begin(&self, next: String) -> Result<(String, String), Refusal> {
+        self.readiness()?;
         let client = self.current().ok_or(Refusal::Unavailable)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (url, state, nonce) = client
@@ -258,71 +292,82 @@ impl Sso {
             tracing::info!(%error, %description, "single sign-on: the provider refused");
             return Err(Refusal::ProviderError);
         }
-        let code = callback.code.ok_or(Refusal::ProviderError)?;
+        let Some(code) = callback.code else {
+            tracing::info!(
+                "single sign-on: the callback has neither a code nor an error, so the provider \
+                 did not sign the person in"
+            );
+            return Err(Refusal::ProviderError);
+        };
         let client = self.current().ok_or(Refusal::Unavailable)?;
-        let call = self.caller();
+        let id_token = self.exchange(&client, code, pending.verifier).await?;
+        let id = self.settings.client_id.as_str();
+        let checked = match verified(&client, id, &id_token, &pending.nonce) {
+            Err(Rejected::UnknownKey) => {
+                let client = self.read_keys_again(&key_id(&id_token)).await;
+                client.map_or(Err(Rejected::UnknownKey), |client| {
+                    verified(&client, id, &id_token, &pending.nonce)
+                })
+            }
+            checked => checked,
+        };
+        checked.map_err(|rejected| match rejected {
+            Rejected::UnknownKey => token_failure(&format!(
+                "the ID token is signed with a key (kid {}) the provider does not publish, even \
+                 after reading its keys again (now, or less than a minute ago)",
+                key_id(&id_token)
+            )),
+            Rejected::Invalid(why) => token_failure(&why),
+        })
+    }
+
+    /// Exchanges `code` (with the PKCE verifier) at the token endpoint for the ID token.
+    async fn exchange(
+        &self,
+        client: &DiscoveredClient,
+        code: String,
+        verifier: PkceCodeVerifier,
+    ) -> Result<CoreIdToken, Refusal> {
+        let call = caller(&self.http);
         let token = client
             .exchange_code(AuthorizationCode::new(code))
             .map_err(|err| token_failure(&err))?
-            .set_pkce_verifier(pending.verifier)
+            .set_pkce_verifier(verifier)
             .request_async(&call)
             .await
-            .map_err(|err| token_failure(&err))?;
-        let id_token = openidconnect::TokenResponse::id_token(&token)
-            .ok_or_else(|| token_failure(&"no ID token in the token response"))?;
-        let verifier = client
-            .id_token_verifier()
-            .set_issue_time_verifier_fn(|iat| {
-                issued_by_now(iat.timestamp_millis(), clock::now_ms())
-            });
-        let claims = id_token
-            .claims(&verifier, &pending.nonce)
-            .map_err(|err| token_failure(&err))?;
-        let party = claims.authorized_party().map(|party| party.as_str());
-        issued_to(party, &self.settings.client_id).map_err(|err| token_failure(&err))?;
-        let claims = Claims {
-            issuer: claims.issuer().to_string(),
-            subject: claims.subject().to_string(),
-            // Trimmed once here, so the lookup, the provisioned domains and a new account all
-            // read the same address: a trailing space was refused where a leading one passed.
-            email: claims.email().map(|email| email.trim().to_owned()),
-            email_verified: claims.email_verified(),
-            name: claims
-                .name()
-                .and_then(|name| name.get(None))
-                .map(|name| name.to_string()),
-        };
-        Ok(claims)
+            .map_err(|err| token_failure(&exchange_problem(&err)))?;
+        token
+            .id_token()
+            .cloned()
+            .ok_or_else(|| token_failure(&"no ID token in the token response"))
+    }
+
+    /// The client to check again a token signed with the unknown key `kid`: a provider rotating
+    /// its keys publishes the new one before signing with it, so the keys are read again, at
+    /// most once per [`KEYS_AGAIN_AFTER`]; within that, the keys read last (a callback that
+    /// waited here for another's reading gets its keys).
+    async fn read_keys_again(&self, kid: &str) -> Option<Arc<DiscoveredClient>> {
+        let mut last = self.keys_read_again.lock().await;
+        let now = Instant::now();
+        if is_due(*last, now) {
+            *last = Some(now);
+            tracing::warn!(
+                %kid,
+                "single sign-on: the ID token is signed with a key the provider's keys did not \
+                 have when last read; reading them again (the provider rotated its keys?)"
+            );
+            if let Err(failure) = self.discover().await {
+                tracing::warn!(error = %failure, "single sign-on: reading the keys again failed");
+            }
+        }
+        drop(last);
+        self.current()
     }
 }
 
-/// OpenID Connect Core 3.1.3.7: a token issued to another party (`azp`) is not ours, even when
-/// our client id is among its audiences; the crate leaves this check to us.
-fn issued_to(authorized_party: Option<&str>, client_id: &str) -> Result<(), String> {
-    match authorized_party {
-        Some(party) if party != client_id => Err(format!(
-            "the ID token was issued to {} (azp), not to this client",
-            loggable(party)
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Text from the callback's URL as it may go to the log: at most 200 characters, none of them
-/// control characters (no forged log lines).
-fn loggable(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).take(200).collect()
-}
-
-/// Checks an ID token's `iat` against this server's clock, both in Unix milliseconds.
-fn issued_by_now(iat_ms: i64, now_ms: i64) -> Result<(), String> {
-    if iat_ms > now_ms.saturating_add(clock::millis(ISSUED_AHEAD_LEEWAY)) {
-        return Err(format!(
-            "the ID token is issued {} s in the future; check the provider's clock",
-            (iat_ms - now_ms) / 1000
-        ));
-    }
-    Ok(())
+/// Whether the keys may be read again at `now`, having been last read so at `last`.
+fn is_due(last: Option<Instant>, now: Instant) -> bool {
+    last.is_none_or(|at| now.duration_since(at) >= KEYS_AGAIN_AFTER)
 }
 
 /// Logs why the code exchange or the ID token failed (for the operator) and refuses.
@@ -331,45 +376,17 @@ fn token_failure(err: &dyn std::fmt::Display) -> Refusal {
     Refusal::TokenInvalid
 }
 
-/// The crate's HTTP calls, made with our reqwest client (one TLS stack for the whole binary).
-async fn send(http: reqwest::Client, request: HttpRequest) -> Result<HttpResponse, reqwest::Error> {
-    let (parts, body) = request.into_parts();
-    let response = http
-        .request(parts.method, parts.uri.to_string())
-        .headers(parts.headers)
-        .body(body)
-        .timeout(PROVIDER_TIMEOUT)
-        .send()
-        .await?;
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.bytes().await?.to_vec();
-    let mut answer = HttpResponse::new(body);
-    *answer.status_mut() = status;
-    *answer.headers_mut() = headers;
-    Ok(answer)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn an_id_token_issued_beyond_the_leeway_is_refused() {
-        let now = 1_800_000_000_000;
-        let leeway = clock::millis(ISSUED_AHEAD_LEEWAY);
-        assert_eq!(issued_by_now(now - 3_600_000, now), Ok(()));
-        assert_eq!(issued_by_now(now + leeway, now), Ok(()), "a drifting clock");
-        let refused = issued_by_now(now + leeway + 1000, now).unwrap_err();
-        assert!(refused.contains("301 s in the future"), "{refused}");
-        assert!(issued_by_now(now + 86_400_000, now).is_err());
-    }
-
-    #[test]
-    fn a_token_issued_to_another_party_is_refused() {
-        assert_eq!(issued_to(None, "porch"), Ok(()));
-        assert_eq!(issued_to(Some("porch"), "porch"), Ok(()));
-        let refused = issued_to(Some("other-app"), "porch").unwrap_err();
-        assert!(refused.contains("other-app"), "{refused}");
+    fn keys_are_read_again_at_most_once_a_minute() {
+        let now = Instant::now();
+        assert!(is_due(None, now));
+        let read = now.checked_sub(Duration::from_secs(30)).unwrap_or(now);
+        assert!(!is_due(Some(read), now), "read 30 s ago");
+        assert!(!is_due(Some(now), now));
+        assert!(is_due(Some(now), now + KEYS_AGAIN_AFTER));
     }
 }

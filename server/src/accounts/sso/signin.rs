@@ -8,11 +8,12 @@ use std::net::IpAddr;
 use serde_json::json;
 
 use crate::accounts::{Accounts, DisplayName, EmailAddress, Error, NewSessionSecret, Role};
-use crate::audit::{self, Actor, AuditAction, Target};
+use crate::audit::{self, Actor, AuditAction, SsoAccount, Target};
 use crate::clock::now_ms;
 use crate::store::{self, NewUser, OidcLinkRow, UserRow};
 
 use super::mapping::{Claims, Decision, Known, Refusal, decide};
+use super::token::loggable;
 
 /// A user the provider vouched for.
 #[derive(Debug, Clone)]
@@ -45,11 +46,14 @@ impl Accounts {
                     None => None,
                 };
                 let subject_owner =
-                    store::find_oidc_subject_user(c, &claims.issuer, &claims.subject)?;
+                    match store::find_oidc_subject_user(c, &claims.issuer, &claims.subject)? {
+                        Some(owner) => store::find_user(c, owner)?,
+                        None => None,
+                    };
                 let known = Known {
                     user: user.as_ref(),
                     user_link: user_link.as_ref(),
-                    subject_owner,
+                    subject_owner: subject_owner.as_ref(),
                 };
                 let link = OidcLinkRow {
                     issuer: claims.issuer.clone(),
@@ -63,6 +67,7 @@ impl Accounts {
                         if is_new {
                             store::insert_oidc_link(c, id, &link, now_ms())?;
                         }
+                        log_changed_email(&claims, subject_owner.as_ref());
                         Ok(store::find_user(c, id)?
                             .map(|user| SsoUser {
                                 user,
@@ -78,7 +83,8 @@ impl Accounts {
                         Ok(Ok(SsoUser { user, linked: true }))
                     }
                     Decision::Refuse(refusal) => {
-                        refuse(c, &claims, user.as_ref().map(|u| u.id), ip, refusal)
+                        let refused = subject_owner.as_ref().or(user.as_ref());
+                        refuse(c, &claims, refused.map(|u| u.id), ip, refusal)
                     }
                 }
             })
@@ -91,7 +97,9 @@ impl Accounts {
         // Deferred, as for wrong passwords: a lost record must not turn a refusal into a 500.
         let recorded = self
             .writer
-            .write_deferred(move |c| audit::record_sso_failure(c, "sso", None, ip, refusal.code()))
+            .write_deferred(move |c| {
+                audit::record_sso_failure(c, "sso", None, ip, refusal.code(), None)
+            })
             .await;
         if let Err(err) = recorded {
             tracing::warn!(error = %err, "could not record a refused single sign-on");
@@ -109,7 +117,9 @@ impl Accounts {
     }
 }
 
-/// Records `refusal` for the email the token carried (or `sso` without one).
+/// Records `refusal` for the email the token carried (or `sso` without one) and the provider
+/// account that carried it: the email may be someone else's (a takeover refused), and the
+/// account's issuer and `sub` are what tell an investigator who tried.
 fn refuse(
     c: &rusqlite::Connection,
     claims: &Claims,
@@ -118,8 +128,36 @@ fn refuse(
     refusal: Refusal,
 ) -> Result<Result<SsoUser, Refusal>, store::Error> {
     let label = claims.email.as_deref().unwrap_or("sso");
-    audit::record_sso_failure(c, label, user, ip, refusal.code())?;
+    let account = SsoAccount {
+        issuer: &claims.issuer,
+        subject: &claims.subject,
+    };
+    tracing::info!(
+        reason = refusal.code(),
+        email = %loggable(label),
+        subject = %loggable(account.subject),
+        issuer = %account.issuer,
+        %ip,
+        "single sign-on refused for a verified provider account"
+    );
+    audit::record_sso_failure(c, label, user, ip, refusal.code(), Some(account))?;
     Ok(Err(refusal))
+}
+
+/// Logs a sign-in by a link whose provider account has another email than the Porch user: the
+/// Porch email stays as it is until an admin changes it.
+fn log_changed_email(claims: &Claims, owner: Option<&UserRow>) {
+    if let (Some(owner), Some(email)) = (owner, &claims.email)
+        && !owner.email.eq_ignore_ascii_case(email)
+    {
+        tracing::info!(
+            user = %owner.email,
+            provider_email = %loggable(email),
+            subject = %loggable(&claims.subject),
+            "single sign-on: signed in by the provider account's link; its email at the \
+             provider is not the Porch account's"
+        );
+    }
 }
 
 /// Creates an agent for `email` (no password: they sign in through SSO, or ask for a reset

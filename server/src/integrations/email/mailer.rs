@@ -187,33 +187,49 @@ impl Mailer {
                 .parse()
                 .map_err(|err| format!("not an address: {err}"))?,
         );
-        let (subject, what, after) = match link.link {
+        let (subject, what, after) = match &link.link {
             AccountLink::Invitation => (
                 "You are invited to Porch",
-                "You are invited to answer chats in Porch. Choose a password here",
+                "You are invited to answer chats in Porch. Choose a password here".to_owned(),
                 None,
             ),
             AccountLink::PasswordReset => (
                 "Reset your Porch password",
-                "Choose a new Porch password here",
+                "Choose a new Porch password here".to_owned(),
                 None,
             ),
             AccountLink::RequestedReset => (
                 "Reset your Porch password",
                 "Someone asked to reset the password of your Porch account. If that was you, \
-                 choose a new one here",
+                 choose a new one here"
+                    .to_owned(),
                 Some("If it was not you, ignore this mail: your password stays as it is."),
             ),
+            AccountLink::SingleSignOn { label } => (
+                "How you sign in to Porch",
+                format!(
+                    "Someone asked to reset the password of your Porch account. It has no \
+                     password: you sign in with single sign-on, with the button \u{201c}{label}\
+                     \u{201d} on the sign-in page"
+                ),
+                Some(
+                    "If you need a password, ask an admin of your team. If it was not you, \
+                     ignore this mail.",
+                ),
+            ),
+        };
+        // The sign-in page's address is no link to a password: nothing to say about its use.
+        let about = match link.link {
+            AccountLink::SingleSignOn { .. } => "",
+            _ => " (the link works once and expires)",
         };
         let url = link.url.as_str();
         let text_after = after.map(|a| format!("\n{a}\n")).unwrap_or_default();
-        let text = format!(
-            "Hello {name},\n\n{what} (the link works once and expires):\n\n{url}\n{text_after}"
-        );
+        let text = format!("Hello {name},\n\n{what}{about}:\n\n{url}\n{text_after}");
         let html = format!(
-            "<p>Hello {},</p><p>{what} (the link works once and expires):</p>\
-             <p><a href=\"{url}\">{url}</a></p>{}",
+            "<p>Hello {},</p><p>{}{about}:</p><p><a href=\"{url}\">{url}</a></p>{}",
             escape_html(name),
+            escape_html(&what),
             after.map(|a| format!("<p>{a}</p>")).unwrap_or_default(),
             url = escape_html(url),
         );

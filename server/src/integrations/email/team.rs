@@ -11,8 +11,8 @@ use crate::clock::now_ms;
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{args, blocked, failed, finish, retry};
 use crate::jobs::{
-    AccountLinkArgs, Attempt, JobKind, JobQueue, Outcome, TestMailArgs, plan_account_link_mail,
-    plan_test_mail,
+    AccountLink, AccountLinkArgs, Attempt, JobKind, JobQueue, Outcome, TestMailArgs,
+    plan_account_link_mail, plan_test_mail,
 };
 use crate::store::{self, JobRow, Writer};
 
@@ -64,7 +64,9 @@ async fn send(
     let message = match kind {
         JobKind::EmailAccountLink => {
             let link: AccountLinkArgs = args(job)?;
-            if !is_usable(destinations, &link).await? {
+            // A mail saying to sign in through single sign-on carries no link to go stale.
+            let has_link = !matches!(link.link, AccountLink::SingleSignOn { .. });
+            if has_link && !is_usable(destinations, &link).await? {
                 // Asked for twice in a row, the mails could go out in either order, and the
                 // last to arrive would then be a dead link: only a working link is mailed.
                 return Ok(Attempt::new(

@@ -145,7 +145,7 @@ pub fn render_erase(view: EraseView) -> String {
                 {conversations}
                 {(view.files > 0).then(|| view! {
                     <li>{format!("{} in these conversations (sent by the visitor or by agents) \
-                        or uploaded and not sent", crate::counted(view.files, "file"))}</li>
+                        or uploaded by the visitor and not sent", crate::counted(view.files, "file"))}</li>
                 })}
                 <li>{format!("{} delivery records that name them", view.jobs)}</li>
             </ul>

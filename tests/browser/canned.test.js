@@ -33,10 +33,10 @@ test("the Canned reply button: with no reply yet, it says where to add them", { 
   assert.equal(await empty.isHidden(), true);
   await page.getByRole("button", { name: "Canned reply" }).click();
   await empty.waitFor();
-  assert.equal(await page.locator("#reply-body").inputValue(), "/");
+  assert.equal(await page.locator("#reply-body").inputValue(), "", "no \"/\" to send by mistake");
   assert.equal(await page.evaluate(() => document.activeElement.id), "reply-body");
   assert.equal(await empty.getByRole("link", { name: "Canned replies" }).getAttribute("href"), "/canned");
-  await page.keyboard.press("Backspace");
+  await page.keyboard.type("x");
   assert.equal(await empty.isHidden(), true, "editing the box hides the line");
   await v.context.close();
 });
@@ -120,6 +120,25 @@ test("type /thanks in the reply box, pick with the keyboard, Enter inserts the f
     await page.keyboard.press("Enter");
     assert.equal(await box.inputValue(), "and/or We answer 9 to 5.");
     assert.equal(await page.locator("#canned-empty").isHidden(), true, "there are replies to offer");
+    // Clicked again and again (the replies known by now, the click quicker than the box's blur),
+    // the list opens each time; with the caret inside a word, a space on each side keeps the
+    // reply apart from it.
+    const button = page.getByRole("button", { name: "Canned reply" });
+    await box.fill("hello world");
+    await box.evaluate((el) => el.setSelectionRange(8, 8));
+    for (const round of [1, 2]) {
+      await button.click({ delay: 0 });
+      await list.waitFor();
+      assert.equal(await page.evaluate(() => document.activeElement.id), "reply-body", `round ${round}`);
+      if (round === 1) {
+        await page.keyboard.press("Escape");
+        await box.fill("hello world");
+        await box.evaluate((el) => el.setSelectionRange(8, 8));
+      }
+    }
+    assert.equal(await box.inputValue(), "hello wo / rld");
+    await page.keyboard.press("Enter");
+    assert.equal(await box.inputValue(), "hello wo We answer 9 to 5. rld");
     await v.context.close();
   });
 

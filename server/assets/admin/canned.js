@@ -7,8 +7,8 @@
 // polite status beside it says how many replies it offers and how to choose, when that number
 // changes (not on every key). The replies are fetched once, on the first "/", from the box's
 // data-canned URL. The "Canned reply" button types that "/" for whoever does not know it: it
-// puts "/" at the caret (after a space when the caret ends a word) and the list opens as if typed,
-// or, when there is no reply to offer, a line says where to add them.
+// puts "/" at the caret (with a space on each side that touches a word) and the list opens as if
+// typed, or, when there is no reply to offer, a line says where to add them (and no "/" is put).
 // Every piece of text is set with textContent: nothing from a reply is ever parsed as HTML.
 (() => {
   "use strict";
@@ -145,21 +145,31 @@
   const empty = document.getElementById("canned-empty");
   if (opener && empty) {
     opener.hidden = false;
+    // The box keeps the focus and its caret through a press on the button (a touch too).
+    opener.addEventListener("mousedown", (e) => e.preventDefault());
     opener.addEventListener("click", async () => {
-      box.focus();
-      const before = box.value.slice(0, box.selectionStart);
-      const slash = before === "" || /\s$/u.test(before) ? "/" : " /";
-      box.setRangeText(slash, box.selectionStart, box.selectionEnd, "end");
-      box.dispatchEvent(new Event("input", { bubbles: true }));
+      clearTimeout(closing);
       if (replies === null) await load();
+      box.focus();
+      // None to offer: the line says where to add them, and no "/" is left to send by mistake.
       empty.hidden = replies === null || replies.length > 0;
+      if (!empty.hidden) return;
+      // A space on each side that touches a word, so the reply picked never sticks to it.
+      const [start, end] = [box.selectionStart, box.selectionEnd];
+      const before = /(^|\s)$/u.test(box.value.slice(0, start)) ? "" : " ";
+      const after = /^(\s|$)/u.test(box.value.slice(end)) ? "" : " ";
+      box.setRangeText(`${before}/${after}`, start, end, "end");
+      box.setSelectionRange(box.selectionEnd - after.length, box.selectionEnd - after.length);
+      box.dispatchEvent(new Event("input", { bubbles: true }));
     });
     box.addEventListener("input", () => { empty.hidden = true; });
   }
 
   box.addEventListener("input", update);
   box.addEventListener("click", update);
-  box.addEventListener("blur", () => setTimeout(close, 0));
+  // Later, so a click on an option (or the button) lands first; the button cancels it.
+  let closing = null;
+  box.addEventListener("blur", () => { closing = setTimeout(close, 0); });
 
   // Capture phase on the form: runs before inbox.js's Enter-sends on the box itself, so Enter
   // picks a reply instead of sending while the list is open.

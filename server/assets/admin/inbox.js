@@ -235,6 +235,10 @@
         // save still notices a colleague's change): it takes the new one's place.
         const editing = old?.querySelector("#edit-visitor[open]");
         if (editing) aside.querySelector("#edit-visitor")?.replaceWith(editing);
+        // A colleague changed the status or the assignee: what this page's last action said
+        // ("Conversation closed.", "Assigned to you.") is no longer so, and goes.
+        const status = (panel) => panel?.querySelector(".panel p")?.textContent;
+        if (status(old) !== status(aside)) document.querySelector("main .notice-success[role='status']")?.remove();
         old?.replaceWith(aside);
         if (had) {
           const again = (had.id && aside.querySelector(`#${CSS.escape(had.id)}`))

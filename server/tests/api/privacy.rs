@@ -847,7 +847,10 @@ async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
     assert!(
         confirm.body.contains("ann@example.org")
             && confirm.body.contains("3 messages")
-            && confirm.body.contains("1 file in these conversations"),
+            && confirm.body.contains("1 file in these conversations")
+            && confirm
+                .body
+                .contains("uploaded by the visitor and not sent"),
         "{}",
         confirm.body
     );

@@ -6,6 +6,7 @@ mod api_audit;
 mod api_deliveries;
 mod api_integration_state;
 mod api_integrations;
+mod api_privacy;
 mod api_sites;
 pub mod attachment;
 pub mod auth;

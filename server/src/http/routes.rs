@@ -14,8 +14,8 @@ use crate::widget;
 
 use super::refusals::{close_after_unread_body, is_api_path, refusal_bodies};
 use super::{
-    ApiError, api, api_audit, api_deliveries, api_integration_state, api_integrations, api_sites,
-    health, metrics, slack_actions, slack_events, strict_query,
+    ApiError, api, api_audit, api_deliveries, api_integration_state, api_integrations, api_privacy,
+    api_sites, health, metrics, slack_actions, slack_events, strict_query,
 };
 
 /// The least time an upload may take (a 10 MB file at 1 Mbit/s takes 80 s).
@@ -145,6 +145,21 @@ fn one_conversation_api() -> Router<AppState> {
 }
 
 /// The JSON API (bearer tokens) and Slack's Events API endpoint.
+/// A person's data (admin tokens, docs/api.md): finding takes a query string, the others none.
+fn privacy_api_routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/visitors/{id}/export",
+            get(api_privacy::export_visitor),
+        )
+        .route(
+            "/api/v1/visitors/{id}/erase",
+            post(api_privacy::erase_visitor),
+        )
+        .route_layer(axum::middleware::from_fn(strict_query::refuse_query))
+        .route("/api/v1/visitors", get(api_privacy::find_visitors))
+}
+
 fn api_routes() -> Router<AppState> {
     // The calls that take a query string read it with `StrictQuery`; every other one refuses any.
     let without_query = Router::new()
@@ -229,6 +244,7 @@ fn api_routes() -> Router<AppState> {
         .route("/api/v1/audit", get(api_audit::list_audit))
         .route("/api/v1/jobs", get(api_integrations::list_jobs))
         .merge(without_query)
+        .merge(privacy_api_routes())
         .route(
             "/integrations/slack/{id}/events",
             post(slack_events::receive),

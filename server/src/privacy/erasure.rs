@@ -19,6 +19,7 @@ use super::export::PersonData;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     Admin,
+    Api,
     Cli,
     Widget,
 }
@@ -27,6 +28,7 @@ impl Via {
     fn as_str(self) -> &'static str {
         match self {
             Self::Admin => "admin",
+            Self::Api => "api",
             Self::Cli => "cli",
             Self::Widget => "widget",
         }

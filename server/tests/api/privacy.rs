@@ -1084,3 +1084,78 @@ async fn an_erasure_leaves_nothing_in_the_running_servers_files() {
         }
     }
 }
+
+/// The same over the API, for a script that answers access and erasure requests: an admin
+/// token finds a person by address or id, downloads their export and erases them, each
+/// recorded as the privacy page's are (`via: api`); an agent's token may do none of it.
+#[tokio::test]
+async fn an_admin_token_finds_exports_and_erases_a_person() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("Api", "admin");
+    let agent = app.add_agent_token("Bo");
+    let ann = person(&app, &site, &admin, "ann").await;
+    let visitor = ann.chat.visitor;
+
+    let (status, found) = app
+        .api("GET", "/api/v1/visitors?q=ANN%40example.org", &admin, None)
+        .await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["visitors"][0]["id"], visitor, "{found}");
+    assert_eq!(found["visitors"][0]["site"], site.as_str());
+    assert_eq!(found["visitors"][0]["email"], "ann@example.org");
+    let (status, by_id) = app
+        .api(
+            "GET",
+            &format!("/api/v1/visitors?q=v{visitor}"),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &by_id["visitors"][0]["id"]),
+        (200, &visitor.into())
+    );
+    let (status, refused) = app
+        .api("GET", "/api/v1/visitors?q=nobody", &admin, None)
+        .await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (422, &"invalid".into())
+    );
+    for path in [
+        "/api/v1/visitors?q=ann%40example.org".to_owned(),
+        format!("/api/v1/visitors/{visitor}/export"),
+    ] {
+        assert_eq!(app.api("GET", &path, &agent, None).await.0, 403, "{path}");
+    }
+
+    let (status, export) = app
+        .api(
+            "GET",
+            &format!("/api/v1/visitors/{visitor}/export"),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{export}");
+    assert_eq!(export["visitor"]["email"], "ann@example.org");
+    assert!(export.to_string().contains(&ann.body), "{export}");
+
+    let erase = format!("/api/v1/visitors/{visitor}/erase");
+    assert_eq!(app.api("POST", &erase, &agent, None).await.0, 403);
+    let (status, erased) = app.api("POST", &erase, &admin, None).await;
+    assert_eq!(status, 200, "{erased}");
+    assert_eq!(erased["erased"]["conversations"], 1, "{erased}");
+    assert_eq!(app.api("POST", &erase, &admin, None).await.0, 404);
+    assert_eq!(app.count("SELECT count(*) FROM visitors"), 0);
+    let vias: Vec<String> = app
+        .db()
+        .prepare("SELECT action || ' ' || json_extract(detail, '$.via') FROM audit_events WHERE action LIKE 'privacy.%' ORDER BY id")
+        .expect("query")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("read");
+    assert_eq!(vias, ["privacy.exported api", "privacy.erased api"]);
+}

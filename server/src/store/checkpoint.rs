@@ -18,9 +18,8 @@
 //! thread (what SQLite's automatic checkpoint would do anyway); under it, a `stat`.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -41,6 +40,10 @@ const WAL_HEADER_BYTES: u64 = 32;
 const WAL_FRAME_HEADER_BYTES: u64 = 24;
 /// How long a forced checkpoint waits for readers before giving up (it blocks the writer).
 const CHECKPOINT_BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long the checkpoint after an erasure waits for readers: Porch's own reads take a few
+/// milliseconds, and a reader that holds the WAL for good (Litestream) costs each erasure this
+/// much of the writer.
+const ERASURE_CHECKPOINT_WAIT: Duration = Duration::from_millis(25);
 /// The connection's usual busy timeout, restored afterwards (see `db.rs`).
 const NORMAL_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -131,7 +134,7 @@ impl WalGuard {
             self.recovered();
             return true;
         };
-        if truncate(conn).unwrap_or(false) {
+        if truncate(conn, CHECKPOINT_BUSY_TIMEOUT).unwrap_or(false) {
             tracing::warn!(
                 wal_bytes = size,
                 "WAL past PORCH_WAL_LIMIT: checkpointed and truncated"
@@ -171,7 +174,7 @@ impl WalGuard {
             return Outcome::Idle;
         };
         self.next_attempt = now + RETRY_INTERVAL;
-        let outcome = truncate(conn);
+        let outcome = truncate(conn, CHECKPOINT_BUSY_TIMEOUT);
         match &outcome {
             Ok(true) => {
                 tracing::info!(
@@ -200,17 +203,20 @@ impl WalGuard {
 /// later writes overwrite them (on a quiet box, for weeks), and in any copy of the data
 /// directory. A TRUNCATE checkpoint writes the erased state into the database file and empties
 /// the WAL. A reader holding the WAL (Litestream) stops it; Litestream's own checkpoint, on its
-/// schedule, then does the same (docs/privacy.md). `porch erase` calls it on its own connection.
+/// schedule, then does the same (docs/privacy.md). It waits [`ERASURE_CHECKPOINT_WAIT`] for
+/// readers, not the bound checkpoint's 500 ms: with Litestream attached it can never finish, and
+/// each erasure (a visitor's *Delete my data* too) would stall every write that long. `porch
+/// erase` calls it on its own connection.
 pub fn truncate_after_erasure(conn: &Connection) -> Outcome {
-    match truncate(conn) {
+    match truncate(conn, ERASURE_CHECKPOINT_WAIT) {
         Ok(true) => {
             tracing::info!("after an erasure: WAL checkpointed and truncated");
             Outcome::Truncated
         }
         Ok(false) => {
             tracing::info!(
-                "after an erasure: a reader (Litestream) holds the WAL; its own checkpoint \
-                 empties it"
+                "after an erasure: a reader (Litestream, or a long read) holds the WAL, which \
+                 was not truncated"
             );
             Outcome::Pinned
         }
@@ -245,10 +251,10 @@ fn frames_in_use(conn: &Connection) -> Option<u64> {
         .and_then(|frames| u64::try_from(frames).ok())
 }
 
-/// Runs `wal_checkpoint(TRUNCATE)`; true if it completed (SQLite reports busy as a row, not an
-/// error).
-fn truncate(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.busy_timeout(CHECKPOINT_BUSY_TIMEOUT)?;
+/// Runs `wal_checkpoint(TRUNCATE)`, waiting up to `wait` for readers; true if it completed
+/// (SQLite reports busy as a row, not an error).
+fn truncate(conn: &Connection, wait: Duration) -> rusqlite::Result<bool> {
+    conn.busy_timeout(wait)?;
     let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
         r.get::<_, i64>(0)
     });

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
-use crate::hub::{Hub, InboxEvent, ReadMark, VisitorEvent};
+use crate::hub::{Hub, InboxEvent, VisitorEvent};
 use crate::jobs::ConversationChange;
 use crate::store::{
     self, ConversationId, InboxCursor, InboxItemRow, InboxPage, InboxQuery, MessageId, MessageRow,
@@ -17,7 +17,6 @@ use crate::values::{Author, ClientId, Invalid, MessageBody};
 use super::Error;
 use super::conversation::{Chat, PostedMessage, agent_row};
 use super::live_items::LiveItem;
-use super::receipts::mark_read_and_find_seen;
 use super::writes::{
     AgentPosting, ClientIdReused, conversation_change_jobs, store_agent_message_once,
 };
@@ -202,57 +201,6 @@ impl Chat {
             })
             .await?
             .ok_or(Error::NotFound("conversation"))
-    }
-
-    /// Records that `reader` has seen the conversation up to `message`, and tells their other
-    /// live pages (their unread counts drop it) and, when it is news, the visitor ("Seen").
-    pub async fn mark_read(
-        &self,
-        reader: UserId,
-        id: ConversationId,
-        message: MessageId,
-    ) -> Result<(), Error> {
-        let marked = self
-            .writer
-            .write(move |c| mark_read_and_find_seen(c, reader, id, message))
-            .await?
-            .ok_or(Error::NotFound("conversation"))?;
-        if let Some((visitor, up_to)) = marked.seen {
-            let event = VisitorEvent::Read { up_to };
-            self.hub.publish_to_visitor(visitor, &event, None);
-        }
-        self.hub.publish_read(ReadMark {
-            user: reader,
-            conversation: id,
-            up_to: marked.up_to,
-            is_unread: false,
-        });
-        Ok(())
-    }
-
-    /// Marks the conversation unread for `reader` until they next read it, and tells their
-    /// live pages (its unread dot and counts come back). The visitor is told nothing: what
-    /// they were shown as "Seen" stays so.
-    pub async fn mark_unread(&self, reader: UserId, id: ConversationId) -> Result<(), Error> {
-        let visitor_message = self
-            .writer
-            .write(move |c| {
-                store::find_conversation_newest_message(c, id)?
-                    .map(|_| store::mark_conversation_unread(c, reader, id))
-                    .transpose()
-            })
-            .await?
-            .ok_or(Error::NotFound("conversation"))?
-            .ok_or(Invalid::from(
-                "This conversation has no visitor message to mark unread.",
-            ))?;
-        self.hub.publish_read(ReadMark {
-            user: reader,
-            conversation: id,
-            up_to: visitor_message,
-            is_unread: true,
-        });
-        Ok(())
     }
 
     /// Every open conversation with its assignee and, when `reader` has not seen its newest

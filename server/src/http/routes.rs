@@ -144,7 +144,6 @@ fn one_conversation_api() -> Router<AppState> {
         )
 }
 
-/// The JSON API (bearer tokens) and Slack's Events API endpoint.
 /// A person's data (admin tokens, docs/api.md): finding takes a query string, the others none.
 fn privacy_api_routes() -> Router<AppState> {
     Router::new()
@@ -160,6 +159,7 @@ fn privacy_api_routes() -> Router<AppState> {
         .route("/api/v1/visitors", get(api_privacy::find_visitors))
 }
 
+/// The JSON API (bearer tokens) and Slack's Events API endpoint.
 fn api_routes() -> Router<AppState> {
     // The calls that take a query string read it with `StrictQuery`; every other one refuses any.
     let without_query = Router::new()

@@ -218,7 +218,7 @@ impl Collector for Figures {
             let metric = ConstCounter::new(0u64);
             let mut family = e.encode_descriptor(
                 "widget_errors",
-                "Error frames sent to widgets, by code: the brakes' refusals (rate_limited, too_many_conversations, site_busy), frames that do not fit (bad_frame, invalid_message), storage trouble (busy, unavailable).",
+                "Error frames sent to widgets, by code (every code of the widget protocol): the brakes' refusals (rate_limited, too_many_conversations, site_busy), frames that do not fit (bad_frame, invalid_message, …), storage trouble (busy, unavailable).",
                 None,
                 metric.metric_type(),
             )?;

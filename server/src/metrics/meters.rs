@@ -59,7 +59,9 @@ impl Meters {
 
     /// Counts an error frame sent to a widget.
     pub fn record_widget_error(&self, code: ErrorCode) {
-        self.widget_errors[code as usize].fetch_add(1, Ordering::Relaxed);
+        if let Some(count) = self.widget_errors.get(code as usize) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Error frames sent to widgets since start, per code.
@@ -67,10 +69,8 @@ impl Meters {
         ErrorCode::ALL
             .into_iter()
             .map(|code| {
-                (
-                    code,
-                    self.widget_errors[code as usize].load(Ordering::Relaxed),
-                )
+                let count = self.widget_errors.get(code as usize);
+                (code, count.map_or(0, |n| n.load(Ordering::Relaxed)))
             })
             .collect()
     }

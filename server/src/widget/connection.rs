@@ -226,14 +226,9 @@ impl Connection {
     /// The history could not be read: say so and close; the client resumes from its `last_id`.
     async fn storage_failed(&mut self, err: &chat::Error) -> Closed {
         tracing::error!(error = %err, "could not load visitor history");
-        let _ = send_error(
-            &self.app.meters,
-            &mut self.sink,
-            ErrorCode::Unavailable,
-            Some(UNAVAILABLE_RETRY),
-            None,
-        )
-        .await;
+        let _ = self
+            .send_error(ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY), None)
+            .await;
         let _ = close(&mut self.sink, close_code::INTERNAL, "storage unavailable").await;
         Closed
     }
@@ -316,6 +311,28 @@ impl Connection {
         }
     }
 
+    /// Sends an error frame on this connection (counted in `/metrics`).
+    async fn send_error(
+        &mut self,
+        code: ErrorCode,
+        retry_after: Option<Duration>,
+        client_id: Option<&str>,
+    ) -> Result<(), Closed> {
+        send_error(
+            &self.app.meters,
+            &mut self.sink,
+            code,
+            retry_after,
+            client_id,
+        )
+        .await
+    }
+
+    /// Sends an `invalid_message` error saying which rule was broken.
+    async fn send_invalid(&mut self, message: &str, client_id: Option<&str>) -> Result<(), Closed> {
+        send_invalid(&self.app.meters, &mut self.sink, message, client_id).await
+    }
+
     /// Answers a frame that does not fit; the `wire::MAX_BAD_FRAMES`th closes the connection.
     async fn refuse_bad_frame(&mut self, client_id: Option<&str>) -> Result<(), Closed> {
         let meters = &self.app.meters;
@@ -334,25 +351,13 @@ impl Connection {
         let client_id = match ClientId::parse(raw_client_id) {
             Ok(id) => id,
             Err(why) => {
-                return send_invalid(
-                    &self.app.meters,
-                    &mut self.sink,
-                    &why.0,
-                    Some(raw_client_id),
-                )
-                .await;
+                return self.send_invalid(&why.0, Some(raw_client_id)).await;
             }
         };
         let body = match super::attachments::message_body(raw_body, &attachments) {
             Ok(body) => body,
             Err(why) => {
-                return send_invalid(
-                    &self.app.meters,
-                    &mut self.sink,
-                    &why.0,
-                    Some(client_id.as_str()),
-                )
-                .await;
+                return self.send_invalid(&why.0, Some(client_id.as_str())).await;
             }
         };
         let site = &self.site;
@@ -370,14 +375,9 @@ impl Connection {
             && !self.is_stored(&client_id).await
         {
             let (code, wait) = refused_as(refusal);
-            return send_error(
-                &self.app.meters,
-                &mut self.sink,
-                code,
-                Some(wait),
-                Some(client_id.as_str()),
-            )
-            .await;
+            return self
+                .send_error(code, Some(wait), Some(client_id.as_str()))
+                .await;
         }
         self.has_conversation = true;
         if self.visitor_id.is_none() {
@@ -472,14 +472,7 @@ impl Connection {
                         (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))
                     }
                 };
-                return send_error(
-                    &self.app.meters,
-                    &mut self.sink,
-                    code,
-                    wait,
-                    Some(client_id.as_str()),
-                )
-                .await;
+                return self.send_error(code, wait, Some(client_id.as_str())).await;
             }
         };
         let ack = ServerFrame::Ack {

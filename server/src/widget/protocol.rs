@@ -385,11 +385,29 @@ impl MessageFrame<'_> {
 mod tests {
     use super::*;
 
-    /// `ALL` holds each code at its own place, and `as_str` spells it as the frames do.
+    /// `ALL` holds each code at its own place, and `as_str` spells it as the frames do. The
+    /// match has no catch-all: a new code does not compile here until it is given its place,
+    /// and `ALL` must then hold it there (the metrics count by that place).
     #[test]
     fn every_code_is_listed_in_order_and_named_as_on_the_wire() {
+        let place = |code: ErrorCode| match code {
+            ErrorCode::BadFrame => 0,
+            ErrorCode::HelloRequired => 1,
+            ErrorCode::HelloTimeout => 2,
+            ErrorCode::UnsupportedVersion => 3,
+            ErrorCode::SiteNotFound => 4,
+            ErrorCode::OriginNotAllowed => 5,
+            ErrorCode::InvalidMessage => 6,
+            ErrorCode::RateLimited => 7,
+            ErrorCode::TooManyConversations => 8,
+            ErrorCode::SiteBusy => 9,
+            ErrorCode::Busy => 10,
+            ErrorCode::Unavailable => 11,
+            ErrorCode::UnknownAttachment => 12,
+            ErrorCode::InvalidPrechat => 13,
+        };
         for (at, code) in ErrorCode::ALL.into_iter().enumerate() {
-            assert_eq!(code as usize, at);
+            assert_eq!((code as usize, place(code)), (at, at), "{code:?}");
             assert_eq!(serde_json::to_value(code).ok(), Some(code.as_str().into()));
         }
     }

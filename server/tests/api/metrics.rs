@@ -300,6 +300,12 @@ async fn a_message_stored_after_its_widget_left_counts_as_stored_and_its_resend_
         .send(serde_json::json!({"type": "message", "client_id": "m2", "body": "cut off"}))
         .await;
     drop(widget);
+    // Its connection ended (the frame was read before the close): only then may the write
+    // commit, with no socket left to write its ack to.
+    metrics_until(&app, "the widget's connection to end", |body| {
+        value_of(body, "porch_widget_connections") == Some(0.0)
+    })
+    .await;
     outsider.execute_batch("ROLLBACK").expect("let go");
     drop(outsider);
     let counted = |stored: f64, acked: f64| {

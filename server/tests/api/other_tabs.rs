@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, Widget};
 
-/// The next frame, which must be a `message`.
 /// The `ack` of message `q-{n}`. Before it, and only before it, a copy of the same message
 /// stored from the other tab may come as a `message`: when it reached this connection before
 /// this tab's own frame did (a busy box), this tab had not sent it yet (widget-protocol.md).
@@ -24,6 +23,7 @@ async fn ack_of(tab: &mut Widget, n: u32) -> Value {
     }
 }
 
+/// The next frame, which must be a `message`.
 async fn next_message(widget: &mut Widget) -> Value {
     let frame = widget.recv().await;
     assert_eq!(frame["type"], "message", "{frame}");

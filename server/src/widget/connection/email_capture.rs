@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{Closed, Connection, ErrorCode, ServerFrame, refused_as, send_error, send_invalid};
+use super::{Closed, Connection, ErrorCode, ServerFrame, refused_as};
 
 impl Connection {
     /// Stores the visitor's address (offline capture). The visitor row exists once they have
@@ -14,16 +14,12 @@ impl Connection {
         let valid = crate::values::is_visitor_email(email);
         let Some(visitor) = self.visitor_id else {
             let why = "An address is taken once the visitor has sent a message.";
-            return send_invalid(&self.app.meters, &mut self.sink, why, None).await;
+            return self.send_invalid(why, None).await;
         };
         if !valid {
-            return send_invalid(
-                &self.app.meters,
-                &mut self.sink,
-                "Please check the email address.",
-                None,
-            )
-            .await;
+            return self
+                .send_invalid("Please check the email address.", None)
+                .await;
         }
         // Each address stored is a write: charged to the visitor's rate like a message, so a
         // loop of `email` frames is refused in memory and costs other sites nothing.
@@ -38,7 +34,7 @@ impl Connection {
         );
         if let Err(refusal) = admitted {
             let (code, wait) = refused_as(refusal);
-            return send_error(&self.app.meters, &mut self.sink, code, Some(wait), None).await;
+            return self.send_error(code, Some(wait), None).await;
         }
         let stored = email.to_owned();
         let saved = self
@@ -47,14 +43,7 @@ impl Connection {
             .write(move |c| crate::store::set_visitor_email(c, visitor, &stored))
             .await;
         if saved.is_err() {
-            return send_error(
-                &self.app.meters,
-                &mut self.sink,
-                ErrorCode::Unavailable,
-                None,
-                None,
-            )
-            .await;
+            return self.send_error(ErrorCode::Unavailable, None, None).await;
         }
         self.send(ServerFrame::EmailSaved { email }.to_json()).await
     }

@@ -13,7 +13,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::chat::{Site, SiteChange};
 
-use super::{Closed, Connection, ErrorCode, PendingWrite, close, close_code, send_error};
+use super::{Closed, Connection, ErrorCode, PendingWrite, close, close_code};
 
 impl Connection {
     pub(super) async fn on_site_change(
@@ -52,7 +52,7 @@ impl Connection {
         // The messages being written are answered first, so every message the client sent
         // before the refusal has its ack or error, and it knows which are still to be sent.
         self.answer_writes(in_flight).await?;
-        let _ = send_error(&self.app.meters, &mut self.sink, refusal, None, None).await;
+        let _ = self.send_error(refusal, None, None).await;
         let _ = close(&mut self.sink, close_code::POLICY, refusal.message()).await;
         Err(Closed)
     }

@@ -193,6 +193,14 @@ fn a_read_mark_clears_only_what_it_covers_and_only_for_its_agent() {
     assert_eq!(t.counts.needs, 1);
     t.on_read(mark(1, 10));
     assert_eq!(t.counts.needs, 0);
+    // A mark of unread published after a newer visitor message was counted keeps that one: a
+    // read of the older message alone leaves the conversation unread.
+    t.on_visitor_message(&visitor_message(12, 5));
+    t.on_read(unread(1));
+    t.on_read(mark(1, 10));
+    assert_eq!(t.counts.needs, 1);
+    t.on_read(mark(1, 12));
+    assert_eq!(t.counts.needs, 0);
     // Read, the conversation is still open: someone else's next message does not alert.
     assigned(&mut t, 5, Some(2));
     assert!(!t.on_visitor_message(&visitor_message(11, 5)));

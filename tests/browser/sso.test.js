@@ -137,6 +137,18 @@ async function newPage() {
   return page;
 }
 
+/** Signs `login` in at the provider from `start` (a Porch page that leads to it), holding back the
+ * provider's redirect to Porch's callback; returns that callback's URL, for the test to send. */
+async function heldCallback(page, login, start = `${porch.url}/login`) {
+  provider.held.on = true;
+  provider.held.url = null;
+  await page.goto(start);
+  await signInAtProvider(page, login);
+  const callback = await waitFor("the provider's redirect to the callback", () => provider.held.url);
+  provider.held.on = false;
+  return callback;
+}
+
 /** From Porch's sign-in page (already open), through the provider's login as `login`. */
 async function signInAtProvider(page, login, at = provider) {
   await waitFor("the single sign-on button", async () => {
@@ -226,12 +238,7 @@ test("a tampered state is refused, and so is a callback in another browser", { t
   await world();
   const page = await newPage();
   // Hold the provider's redirect back to Porch, and send the browser there with another state.
-  provider.held.on = true;
-  provider.held.url = null;
-  await page.goto(`${porch.url}/login`);
-  await signInAtProvider(page, "ana");
-  const callback = await waitFor("the provider's redirect to the callback", () => provider.held.url);
-  provider.held.on = false;
+  const callback = await heldCallback(page, "ana");
   assert.ok(callback.searchParams.get("code"), "the provider did send a code");
   const tampered = new URL(callback);
   tampered.searchParams.set("state", "tampered");
@@ -252,13 +259,7 @@ test("a refusal by the provider keeps the page asked for, and its words go to th
   async () => {
     await world();
     const page = await newPage();
-    provider.held.on = true;
-    provider.held.url = null;
-    await page.goto(`${porch.url}/account`);
-    await page.waitForURL(/\/login\?next=/);
-    await signInAtProvider(page, "ana");
-    const callback = await waitFor("the provider's redirect to the callback", () => provider.held.url);
-    provider.held.on = false;
+    const callback = await heldCallback(page, "ana", `${porch.url}/account`);
     // The provider refuses instead (its answer for a cancelled or denied sign-in), in this browser.
     const refused = new URL(callback);
     refused.searchParams.delete("code");
@@ -315,12 +316,7 @@ test("a callback with neither a code nor an error is the provider's error, and t
   async () => {
     await world();
     const page = await newPage();
-    provider.held.on = true;
-    provider.held.url = null;
-    await page.goto(`${porch.url}/login`);
-    await signInAtProvider(page, "ana");
-    const callback = await waitFor("the provider's redirect to the callback", () => provider.held.url);
-    provider.held.on = false;
+    const callback = await heldCallback(page, "ana");
     const bare = new URL(callback);
     bare.searchParams.delete("code");
     await page.goto(bare.toString());

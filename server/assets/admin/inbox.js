@@ -77,7 +77,27 @@
   const conversations = document.getElementById("conversations");
   if (conversations?.dataset.live) {
     const empty = document.querySelector("[data-empty]");
-    const showEmpty = () => {
+    // A row's unread mark, in the markup of the list item (app/src/inbox.rs): the class, a dot,
+  // and "Unread: " for screen readers.
+  const markUnread = (id, on) => {
+    const row = document.getElementById(`conversation-${id}`);
+    if (!row || row.classList.contains("unread") === on) return;
+    row.classList.toggle("unread", on);
+    const visitor = row.querySelector(".visitor");
+    if (!on) {
+      visitor?.querySelector(".dot")?.remove();
+      visitor?.querySelector(".visually-hidden")?.remove();
+      return;
+    }
+    const dot = document.createElement("span");
+    dot.className = "dot";
+    dot.setAttribute("aria-hidden", "true");
+    const said = document.createElement("span");
+    said.className = "visually-hidden";
+    said.textContent = "Unread: ";
+    visitor?.prepend(dot, said);
+  };
+  const showEmpty = () => {
       if (!empty) return;
       empty.hidden = conversations.children.length > 0;
       // A row came while the focus was on the sentence: the list takes it, not the page's body.
@@ -137,28 +157,10 @@
         showEmpty();
         countAgain();
       },
-      // Read by this agent, here or in another tab: the row is no longer unread.
-      read: (id) => {
-        const row = document.getElementById(`conversation-${id}`);
-        if (!row) return;
-        row.classList.remove("unread");
-        row.querySelector(".visitor .dot")?.remove();
-        row.querySelector(".visitor .visually-hidden")?.remove();
-      },
-      // Marked unread by this agent, here or in another tab: the row's mark comes back, in the
-      // markup of the list item (app/src/inbox.rs).
-      unread: (id) => {
-        const row = document.getElementById(`conversation-${id}`);
-        if (!row || row.classList.contains("unread")) return;
-        row.classList.add("unread");
-        const dot = document.createElement("span");
-        dot.className = "dot";
-        dot.setAttribute("aria-hidden", "true");
-        const said = document.createElement("span");
-        said.className = "visually-hidden";
-        said.textContent = "Unread: ";
-        row.querySelector(".visitor")?.prepend(dot, said);
-      },
+      // Read by this agent, here or in another tab: the row is no longer unread; marked unread
+      // by them: it is again.
+      read: (id) => markUnread(id, false),
+      unread: (id) => markUnread(id, true),
     });
   }
 

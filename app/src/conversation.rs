@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 use crate::layout::{CsrfField, KeysSaid, Nav, Notice, NoticeBox, Section, document};
 use crate::links::linked_text;
+use crate::snooze::snooze_panel;
 use crate::time::format_time;
 use crate::visitor_contact::{ContactFormView, contact_form};
 
@@ -83,6 +84,8 @@ pub struct ConversationAsideView {
     pub csrf: String,
     pub id: i64,
     pub is_open: bool,
+    /// Snoozed until then (Unix ms).
+    pub snoozed_until: Option<i64>,
     pub assignee_id: Option<i64>,
     pub assignee: Option<String>,
     pub me: i64,
@@ -433,13 +436,17 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         .filter(|id| !aside.agents.iter().any(|a| a.id == *id))
         .zip(aside.assignee.clone())
         .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
+    let snooze = snooze_panel(id, aside.csrf.clone(), aside.is_open, aside.snoozed_until);
     view! {
         <aside id="conversation-aside" class="aside" aria-label="Conversation details"
             data-open=aside.is_open.to_string() data-visitor=aside.visitor_label>
             <section class="panel">
                 <h2>"Status"</h2>
                 <p>
-                    {status_badge(aside.is_open)}
+                    {match aside.snoozed_until {
+                        Some(_) => view! { <span class="badge badge-muted">"Snoozed"</span> }.into_any(),
+                        None => status_badge(aside.is_open).into_any(),
+                    }}
                     " "
                     {match aside.assignee {
                         Some(name) => view! { <span>"Assigned to "<strong>{name}</strong></span> }.into_any(),
@@ -468,6 +475,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     </div>
                 </form>
             </section>
+            {snooze}
             <VisitorPanel visitor=aside.visitor/>
             {other_conversations(aside.others, aside.more_others)}
         </aside>

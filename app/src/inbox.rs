@@ -1,12 +1,12 @@
 //! The inbox: conversations with unread state, the last message and the site; tabs (open, mine,
-//! unassigned, closed) as shortcuts, a filter form (status, assignee, site, order), the count and
+//! unassigned, snoozed, closed) as shortcuts, a filter form (status, assignee, site, order), the count and
 //! a link to the next page. `render_conversation_item` is also what the live stream sends.
 
 use leptos::prelude::*;
 
 use crate::layout::{KeysSaid, Nav, Notice, NoticeBox, Section, UnreadCount, document_with_skip};
 use crate::search::SearchBox;
-use crate::time::format_time;
+use crate::time::{format_time, time_view};
 
 /// The inbox's tabs: shortcuts for a status and an assignee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,11 +14,18 @@ pub enum Filter {
     Open,
     Mine,
     Unassigned,
+    Snoozed,
     Closed,
 }
 
 impl Filter {
-    pub const ALL: [Self; 4] = [Self::Open, Self::Mine, Self::Unassigned, Self::Closed];
+    pub const ALL: [Self; 5] = [
+        Self::Open,
+        Self::Mine,
+        Self::Unassigned,
+        Self::Snoozed,
+        Self::Closed,
+    ];
 
     /// The `?filter=` value.
     pub fn slug(self) -> &'static str {
@@ -26,6 +33,7 @@ impl Filter {
             Self::Open => "open",
             Self::Mine => "mine",
             Self::Unassigned => "unassigned",
+            Self::Snoozed => "snoozed",
             Self::Closed => "closed",
         }
     }
@@ -35,6 +43,7 @@ impl Filter {
             Self::Open => "Open",
             Self::Mine => "Mine",
             Self::Unassigned => "Unassigned",
+            Self::Snoozed => "Snoozed",
             Self::Closed => "Closed",
         }
     }
@@ -44,6 +53,10 @@ impl Filter {
             Self::Open => "No open conversations. New chats appear here as they arrive.",
             Self::Mine => "Nothing assigned to you right now.",
             Self::Unassigned => "Every open conversation has someone on it.",
+            Self::Snoozed => {
+                "Nothing snoozed. A snoozed conversation comes back to Open when its \
+                              time is up or the visitor writes."
+            }
             Self::Closed => "No closed conversations yet.",
         }
     }
@@ -56,6 +69,8 @@ pub struct InboxItemView {
     pub visitor: String,
     pub site: String,
     pub is_open: bool,
+    /// Snoozed until then (Unix ms).
+    pub snoozed_until: Option<i64>,
     pub assignee: Option<String>,
     /// "You", an agent's name, or `None` for the visitor.
     pub preview_author: Option<String>,
@@ -146,7 +161,14 @@ fn ConversationItem(item: InboxItemView) -> impl IntoView {
     } else {
         "conversation"
     };
-    let status = (!item.is_open).then(|| view! { <span class="badge badge-muted">"Closed"</span> });
+    let status = if item.is_open {
+        item.snoozed_until.map(|until| {
+            view! { <span class="badge badge-muted">"Snoozed until "{time_view(until)}</span> }
+                .into_any()
+        })
+    } else {
+        Some(view! { <span class="badge badge-muted">"Closed"</span> }.into_any())
+    };
     let assignee = match item.assignee {
         Some(name) => view! { <span class="assignee">{name}</span> }.into_any(),
         None => view! { <span class="assignee assignee-none">"Unassigned"</span> }.into_any(),
@@ -219,8 +241,10 @@ pub fn render_inbox(view: InboxView) -> String {
         .tabs
         .into_iter()
         .map(|(f, href)| {
-            // Closed conversations are never unread in the counts' sense (docs/admin.md).
-            let count = (f != Filter::Closed).then(|| view! { <UnreadCount which=f.slug()/> });
+            // Closed and snoozed conversations are never unread in the counts' sense
+            // (docs/admin.md).
+            let counted = !matches!(f, Filter::Closed | Filter::Snoozed);
+            let count = counted.then(|| view! { <UnreadCount which=f.slug()/> });
             view! {
                 <a href=href aria-current=(Some(f) == current).then_some("page")>{f.label()}{count}</a>
             }

@@ -203,6 +203,7 @@ fn KeysHelp() -> impl IntoView {
         ("z", "Undo the last close made with e on the inbox list"),
         ("a", "Assign an unassigned conversation to me"),
         ("u", "Mark the conversation unread"),
+        ("b", "Snooze the conversation (an hour from the inbox list)"),
         ("/", "Search"),
         ("?", "Show these keys"),
         (
@@ -239,7 +240,7 @@ pub fn KeysSaid() -> impl IntoView {
 pub fn KeysSwitch() -> impl IntoView {
     view! {
         <label><input type="checkbox" data-keys-switch checked/>
-            " Single-key shortcuts (j, k, e, z, a, u, / and ?)"</label>
+            " Single-key shortcuts (j, k, e, z, a, u, b, / and ?)"</label>
     }
 }
 

@@ -6,7 +6,8 @@
 //! - [`layout`]: the document shell, navigation, notices, the CSRF field.
 //! - [`auth`]: setup, sign-in, invitation and reset links, account, error pages.
 //! - [`inbox`]: the conversation list.
-//! - [`conversation`]: one conversation with its details and reply box.
+//! - [`conversation`]: one conversation with its details and reply box (and `snooze`, its side
+//!   panel's *Snooze*).
 //! - [`search`]: inbox search results; [`canned`]: canned replies.
 //! - [`two_factor`]: setting up two-factor sign-in, recovery codes, the sign-in's second step.
 //! - [`sites`] (with [`site_identity`], known visitors, [`site_hours`], business hours, and
@@ -45,6 +46,7 @@ pub mod site_hours;
 pub mod site_identity;
 pub mod site_prechat;
 pub mod sites;
+mod snooze;
 pub mod team;
 mod time;
 pub mod two_factor;

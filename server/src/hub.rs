@@ -219,6 +219,9 @@ pub struct InboxEvent {
     /// Who wrote a status line (assigned, closed, reopened): the agents it concerns are alerted
     /// (`admin/tally.rs`), never its author.
     pub by: Option<UserId>,
+    /// A status line saying that a snooze ran out: the agents the conversation is for are
+    /// alerted (`admin/tally.rs`).
+    pub woke: bool,
     /// What every agent's page is sent about this event when it is the same for all of them
     /// (the `alert` of `admin/tally.rs`), made by the first page that sends it: with a team
     /// watching, making it once per agent was a tenth of the server's time (docs/capacity.md).
@@ -234,6 +237,7 @@ impl InboxEvent {
             visitor_changed: false,
             opened: false,
             by: None,
+            woke: false,
             shared: OnceLock::new(),
         }
     }

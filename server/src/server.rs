@@ -470,6 +470,7 @@ fn spawn_maintenance(app: &AppState) {
     );
     crate::attachments::spawn_sweep(&app.writer, app.config.retention_every, &app.shutdown);
     crate::chat::spawn_search_indexer(&app.writer, &app.readers, &app.shutdown);
+    app.chat.spawn_snooze_alarm(&app.shutdown);
 }
 
 fn spawn_brake_pruning(app: AppState) {

@@ -174,6 +174,11 @@
     const failed = await post(row.dataset.id, "assign", { assignee: "me", from: "" });
     say(failed ? `Could not assign the conversation with ${name} to you. ${failed.text}` : `Assigned the conversation with ${name} to you.`);
   };
+  const snoozeRow = async (row) => {
+    const name = nameOf(row);
+    const failed = await post(row.dataset.id, "snooze", { minutes: "60" });
+    say(failed ? `Could not snooze the conversation with ${name}. ${failed.text}` : `Snoozed the conversation with ${name} for an hour.`);
+  };
   const unreadRow = async (row) => {
     const name = nameOf(row);
     const failed = await post(row.dataset.id, "unread", {});
@@ -252,6 +257,9 @@
       else act("assign-me", assignRow, "This conversation is assigned to you already.");
     },
     u: () => act("unread", unreadRow, ""),
+    // As in Gmail. On a conversation page, for as long as its Snooze field says (an hour unless
+    // changed); on the list, an hour.
+    b: () => act("snooze", snoozeRow, "Only an open conversation that is not snoozed can be snoozed."),
     "/": () => {
       const search = document.getElementById("inbox-search");
       if (!search) return false;

@@ -123,8 +123,9 @@
 
   const canNotify = () => "Notification" in window && Notification.permission === "granted" &&
     store.get(DESKTOP) === "on";
-  // A colleague giving you a conversation or taking yours (the body names visitor and change).
-  const TITLES = { assigned: "Assigned to you", unassigned: "No longer yours" };
+  // A colleague giving you a conversation or taking yours, or a snooze running out (the body
+  // names the visitor and what happened).
+  const TITLES = { assigned: "Assigned to you", unassigned: "No longer yours", woke: "Snooze ended" };
   const notify = (a) => {
     const note = new Notification(TITLES[a.kind] || (a.is_new ? "New conversation" : "New message"), {
       body: a.body, tag: `porch-conversation-${a.conversation}`,

@@ -1,5 +1,5 @@
-//! A conversation's actions: assign, close, reopen, mark unread. A browser's own form post is answered with
-//! a redirect to the conversation page, which then says what was done (`?notice=`) or why
+//! A conversation's actions: assign, close, reopen, snooze, mark unread. A browser's own form
+//! post is answered with a redirect to the conversation page, which then says what was done (`?notice=`) or why
 //! nothing was (`?error=`). The inbox script (the `e` and `a` keys and *Undo* on the inbox list,
 //! docs/admin.md "Keyboard") sends `X-Porch-Fetch: 1` and gets `204 No Content` when done, or
 //! the error as JSON, so that it can say which it was without leaving the list.
@@ -10,6 +10,8 @@ use axum::response::{IntoResponse as _, Response};
 use porch_app::layout::Notice;
 use serde::Deserialize;
 
+use crate::chat::Invalid;
+use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{self, ConversationId, UserId};
 
@@ -26,6 +28,10 @@ pub fn done_notice(code: &str, item: &store::InboxItemRow, me: UserId) -> Option
                      next message starts a new conversation."
             .to_owned(),
         "reopened" => "Conversation reopened.".to_owned(),
+        "snoozed" => "Snoozed: the conversation is out of Open until the snooze ends or the \
+                      visitor writes."
+            .to_owned(),
+        "unsnoozed" => "Unsnoozed: the conversation is back in Open.".to_owned(),
         "assignee" => match (item.assignee_id, &item.assignee_name) {
             (Some(id), _) if id == me => "Assigned to you.".to_owned(),
             (Some(_), Some(name)) => format!("Assigned to {name}."),
@@ -232,5 +238,65 @@ pub async fn mark_unread(
         Ok(()) if script => StatusCode::NO_CONTENT.into_response(),
         Ok(()) => see_other("/inbox?notice=marked-unread"),
         Err(err) => reject(script, err.into()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SnoozeForm {
+    /// How long, in minutes (the side panel offers a few: `app/src/snooze.rs`).
+    #[serde(default)]
+    minutes: String,
+}
+
+/// `POST /conversations/{id}/snooze`: out of the Open list and the counts until the snooze ends
+/// or the visitor writes (docs/admin.md, "Snooze").
+pub async fn snooze(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Posted { who, form }: Posted<SnoozeForm>,
+) -> Response {
+    let answer = Answer::new(&headers, id);
+    let Some(minutes) = form.minutes.trim().parse::<i64>().ok().filter(|m| *m > 0) else {
+        let err = crate::chat::Error::Invalid(Invalid::from("Choose how long to snooze for."));
+        return answer.refused(err.into());
+    };
+    let until = now_ms().saturating_add(minutes.saturating_mul(60_000));
+    match app
+        .chat
+        .snooze_conversation(ConversationId(id), &who.user, until)
+        .await
+    {
+        Ok(true) => answer.done("snoozed"),
+        Ok(false) => answer.conflict(
+            &format!("/conversations/{id}"),
+            "not_open",
+            "Only an open conversation can be snoozed, and this one is closed.",
+        ),
+        Err(err) => answer.refused(err.into()),
+    }
+}
+
+/// `POST /conversations/{id}/unsnooze`: back in Open now.
+pub async fn unsnooze(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Posted { who, .. }: Posted<NoFields>,
+) -> Response {
+    let answer = Answer::new(&headers, id);
+    match app
+        .chat
+        .unsnooze_conversation(ConversationId(id), &who.user)
+        .await
+    {
+        Ok(true) => answer.done("unsnoozed"),
+        // Its time ran out, or the visitor wrote, or a colleague unsnoozed it meanwhile.
+        Ok(false) => answer.conflict(
+            &format!("/conversations/{id}"),
+            "not_snoozed",
+            "It is not snoozed any more.",
+        ),
+        Err(err) => answer.refused(err.into()),
     }
 }

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use crate::chat::InboxChoices;
 use crate::store::{
-    ConversationId, INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxQuery, InboxSort,
-    InboxStatus, UserId,
+    ConversationId, INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxQuery, InboxSort, InboxState,
+    UserId,
 };
 
 use super::views::agent_label;
@@ -46,12 +46,13 @@ pub struct InboxRequest {
 }
 
 /// The status and assignee a tab stands for.
-fn tab_query(tab: Filter, me: UserId) -> (InboxStatus, InboxAssignee) {
+fn tab_query(tab: Filter, me: UserId) -> (InboxState, InboxAssignee) {
     match tab {
-        Filter::Open => (InboxStatus::Open, InboxAssignee::Anyone),
-        Filter::Mine => (InboxStatus::Open, InboxAssignee::User(me)),
-        Filter::Unassigned => (InboxStatus::Open, InboxAssignee::Unassigned),
-        Filter::Closed => (InboxStatus::Closed, InboxAssignee::Anyone),
+        Filter::Open => (InboxState::Open, InboxAssignee::Anyone),
+        Filter::Mine => (InboxState::Open, InboxAssignee::User(me)),
+        Filter::Unassigned => (InboxState::Open, InboxAssignee::Unassigned),
+        Filter::Snoozed => (InboxState::Snoozed, InboxAssignee::Anyone),
+        Filter::Closed => (InboxState::Closed, InboxAssignee::Anyone),
     }
 }
 
@@ -81,8 +82,9 @@ impl InboxRequest {
         let tab = Filter::ALL.into_iter().find(|f| f.slug() == params.filter);
         let (mut status, mut assignee) = tab_query(tab.unwrap_or(Filter::Open), me);
         match params.status.as_str() {
-            "open" => status = InboxStatus::Open,
-            "closed" => status = InboxStatus::Closed,
+            "open" => status = InboxState::Open,
+            "snoozed" => status = InboxState::Snoozed,
+            "closed" => status = InboxState::Closed,
             _ => {}
         }
         match params.assignee.as_str() {
@@ -127,8 +129,9 @@ impl InboxRequest {
 
     fn status_value(&self) -> &'static str {
         match self.query.status {
-            InboxStatus::Open => "open",
-            InboxStatus::Closed => "closed",
+            InboxState::Open => "open",
+            InboxState::Snoozed => "snoozed",
+            InboxState::Closed => "closed",
         }
     }
 
@@ -238,6 +241,7 @@ impl InboxRequest {
         InboxFilters {
             status: vec![
                 choice("open", "Open", status),
+                choice("snoozed", "Snoozed", status),
                 choice("closed", "Closed", status),
             ],
             assignee: assignees,
@@ -335,7 +339,7 @@ mod tests {
     #[test]
     fn the_old_tab_urls_mean_what_they_meant() {
         let mine = parse("filter=mine");
-        assert_eq!(mine.query.status, InboxStatus::Open);
+        assert_eq!(mine.query.status, InboxState::Open);
         assert_eq!(mine.query.assignee, InboxAssignee::User(UserId(7)));
         assert_eq!(mine.tab(), Some(Filter::Mine));
         assert_eq!(parse("filter=closed").tab(), Some(Filter::Closed));

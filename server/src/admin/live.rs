@@ -379,22 +379,27 @@ pub async fn conversation_events(
     sse::response(rx)
 }
 
+/// Adds `message` to the page, and the side panel again when it changed: after a status line
+/// (status, assignee, snooze), or a visitor's message that ended the snooze the panel shows
+/// (`snoozed`, kept current here).
 async fn add_entry(
     app: &AppState,
     batch: &mut Batch,
     who: &SignedIn,
     message: &MessageRow,
+    snoozed: &mut bool,
 ) -> Result<(), Gone> {
     let entry = render_message(views::message(message));
     batch.event_with_id(message.id.0, "entry", &entry);
     // The page marks what it shows read itself, and only while it is visible (admin/read_mark.rs).
-    if message.author == Author::System {
-        // A status line means the side panel changed (status, assignee).
+    let woke = *snoozed && message.author == Author::Visitor;
+    if message.author == Author::System || woke {
         let view = app
             .chat
             .conversation_view(who.user.id, message.conversation_id)
             .await
             .map_err(|_| Gone)?;
+        *snoozed = view.item.snoozed_until.is_some();
         let aside = render_conversation_aside(views::aside(&view, who.user.id, &who.csrf));
         batch.event("aside", &aside);
     }
@@ -405,8 +410,8 @@ async fn replay_conversation(
     app: &AppState,
     batch: &mut Batch,
     who: &SignedIn,
-    conversation: ConversationId,
-    after: MessageId,
+    (conversation, after): (ConversationId, MessageId),
+    snoozed: &mut bool,
 ) -> Result<MessageId, Gone> {
     let messages = app
         .chat
@@ -415,7 +420,7 @@ async fn replay_conversation(
         .map_err(|_| Gone)?;
     let mut covered = after;
     for message in &messages {
-        add_entry(app, batch, who, message).await?;
+        add_entry(app, batch, who, message, snoozed).await?;
         covered = covered.max(message.id);
     }
     Ok(covered)
@@ -436,7 +441,14 @@ async fn stream_conversation(
     let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, who.user.id, Some(conversation)).await?;
-    let mut covered = replay_conversation(app, &mut batch, who, conversation, after).await?;
+    // Whether the side panel the page shows has a snooze (one missing conversation has none).
+    let mut snoozed = app
+        .chat
+        .inbox_item(who.user.id, conversation)
+        .await
+        .is_ok_and(|item| item.snoozed_until.is_some());
+    let mut covered =
+        replay_conversation(app, &mut batch, who, (conversation, after), &mut snoozed).await?;
     let mut last = covered;
     loop {
         // The counts once a burst, after everything it changed.
@@ -460,7 +472,8 @@ async fn stream_conversation(
             follow(app, &mut subscription, &mut tally, &mut batch, &signal).await?;
             match signal {
                 InboxSignal::Resync => {
-                    covered = replay_conversation(app, &mut batch, who, conversation, last).await?;
+                    let from = (conversation, last);
+                    covered = replay_conversation(app, &mut batch, who, from, &mut snoozed).await?;
                     last = last.max(covered);
                 }
                 InboxSignal::Event(event)
@@ -468,7 +481,7 @@ async fn stream_conversation(
                         && event.message.id > covered =>
                 {
                     last = last.max(event.message.id);
-                    add_entry(app, &mut batch, who, &event.message).await?;
+                    add_entry(app, &mut batch, who, &event.message, &mut snoozed).await?;
                 }
                 InboxSignal::VisitorTyping {
                     conversation: typing_in,

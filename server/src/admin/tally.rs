@@ -49,12 +49,13 @@ impl Counts {
     }
 }
 
-/// What should get the agent's attention (sound, desktop notification): a visitor message, or a
-/// colleague giving them a conversation or taking one from them.
+/// What should get the agent's attention (sound, desktop notification): a visitor message, a
+/// colleague giving them a conversation or taking one from them, or a snooze running out.
 #[derive(Debug, Serialize)]
 struct Alert<'a> {
     /// `message` (a visitor wrote), `assigned` (someone else assigned the conversation to the
-    /// agent) or `unassigned` (someone else took it from them or unassigned it).
+    /// agent), `unassigned` (someone else took it from them or unassigned it) or `woke` (its
+    /// snooze ran out, and it is the agent's or nobody's).
     kind: &'static str,
     conversation: ConversationId,
     message: MessageId,
@@ -88,7 +89,8 @@ fn alert_field(event: &InboxEvent) -> String {
 /// The `alert` event's data for a status line that changed whether an open conversation is
 /// `me`'s (`before` and `after` are its assignees), unless `me` wrote the line: an agent hears
 /// of a colleague giving them a conversation or taking it over while they may be answering it.
-fn assignment_alert(
+/// Or for the line of a snooze that ran out on a conversation that is `me`'s or nobody's.
+fn status_alert(
     me: UserId,
     event: &InboxEvent,
     item: &InboxItemRow,
@@ -97,10 +99,17 @@ fn assignment_alert(
     if event.by == Some(me) || item.status != "open" {
         return None;
     }
-    let kind = match (before == Some(me), item.assignee_id == Some(me)) {
-        (false, true) => "assigned",
-        (true, false) => "unassigned",
-        _ => return None,
+    let kind = if event.woke {
+        if !item.is_active() || item.assignee_id.is_some_and(|user| user != me) {
+            return None;
+        }
+        "woke"
+    } else {
+        match (before == Some(me), item.assignee_id == Some(me)) {
+            (false, true) => "assigned",
+            (true, false) => "unassigned",
+            _ => return None,
+        }
     };
     let body = format!("{}: {}", visitor_label(item), event.message.body);
     let alert = Alert {
@@ -311,10 +320,11 @@ impl Tally {
         let before = self.open.get(&id).and_then(|open| open.assignee);
         let alert = item
             .as_ref()
-            .and_then(|item| assignment_alert(self.me, event, item, before));
+            .and_then(|item| status_alert(self.me, event, item, before));
         let counted = Some(id) != self.viewing;
         self.change(id, |before| {
-            let item = item.filter(|item| item.status == "open")?;
+            // A snoozed conversation counts for nothing until its snooze ends.
+            let item = item.filter(InboxItemRow::is_active)?;
             // The line is newer than any unread visitor message, so reading up to it clears it.
             let unread = (item.is_unread && counted)
                 .then(|| before.and_then(|open| open.unread).unwrap_or(line.id));

@@ -64,9 +64,8 @@ fn an_alert_says_whether_the_message_opened_its_conversation() {
     );
 }
 
-#[test]
-fn a_colleague_giving_or_taking_a_conversation_alerts_but_ones_own_change_does_not() {
-    let item = |status: &str, assignee: Option<i64>| InboxItemRow {
+fn item(status: &str, assignee: Option<i64>) -> InboxItemRow {
+    InboxItemRow {
         id: ConversationId(5),
         site_id: SiteId(1),
         site_name: "Shop".into(),
@@ -82,46 +81,81 @@ fn a_colleague_giving_or_taking_a_conversation_alerts_but_ones_own_change_does_n
         preview_author: None,
         preview_body: None,
         is_unread: false,
-    };
-    let line = |by: i64, body: &str| {
-        let mut row = visitor_message(12, 5);
-        (row.author, row.body) = (Author::System, body.into());
-        let mut event = InboxEvent::new(SiteId(1), Arc::new(row));
-        event.by = Some(UserId(by));
-        event
-    };
-    let kind = |alert: Option<String>| {
-        let json: serde_json::Value =
-            serde_json::from_str(alert.as_deref()?.trim_start_matches("data: ").trim_end())
-                .expect("JSON");
-        Some(json["kind"].as_str().expect("kind").to_owned())
-    };
+        snoozed_until: None,
+    }
+}
+
+/// A status line in conversation 5 by user `by` (`None`: by Porch).
+fn status_line(by: Option<i64>, body: &str) -> InboxEvent {
+    let mut row = visitor_message(12, 5);
+    (row.author, row.body) = (Author::System, body.into());
+    let mut event = InboxEvent::new(SiteId(1), Arc::new(row));
+    event.by = by.map(UserId);
+    event
+}
+
+fn alert_kind(alert: Option<&str>) -> Option<String> {
+    let json: serde_json::Value =
+        serde_json::from_str(alert?.trim_start_matches("data: ").trim_end()).expect("JSON");
+    Some(json["kind"].as_str().expect("kind").to_owned())
+}
+
+#[test]
+fn a_colleague_giving_or_taking_a_conversation_alerts_but_ones_own_change_does_not() {
+    let line = |by: i64, body: &str| status_line(Some(by), body);
+    let kind = alert_kind;
     let me = UserId(1);
     let taken = line(2, "Cy took this conversation");
-    let alert = assignment_alert(me, &taken, &item("open", Some(2)), Some(me));
+    let alert = status_alert(me, &taken, &item("open", Some(2)), Some(me));
     assert!(
         alert
             .as_deref()
             .unwrap_or("")
             .contains("Dee: Cy took this conversation")
     );
-    assert_eq!(kind(alert).as_deref(), Some("unassigned"));
+    assert_eq!(kind(alert.as_deref()).as_deref(), Some("unassigned"));
     let given = line(2, "Cy assigned this conversation to Ana");
-    let alert = assignment_alert(me, &given, &item("open", Some(1)), Some(UserId(2)));
-    assert_eq!(kind(alert).as_deref(), Some("assigned"));
+    let alert = status_alert(me, &given, &item("open", Some(1)), Some(UserId(2)));
+    assert_eq!(kind(alert.as_deref()).as_deref(), Some("assigned"));
     // One's own change, a change between others, and closing one's conversation: nothing.
     let mine = line(1, "Ana took this conversation");
+    assert_eq!(status_alert(me, &mine, &item("open", Some(1)), None), None);
     assert_eq!(
-        assignment_alert(me, &mine, &item("open", Some(1)), None),
-        None
-    );
-    assert_eq!(
-        assignment_alert(me, &taken, &item("open", Some(2)), Some(UserId(3))),
+        status_alert(me, &taken, &item("open", Some(2)), Some(UserId(3))),
         None
     );
     let closed = line(2, "Cy closed this conversation");
     assert_eq!(
-        assignment_alert(me, &closed, &item("closed", Some(1)), Some(me)),
+        status_alert(me, &closed, &item("closed", Some(1)), Some(me)),
+        None
+    );
+}
+
+#[test]
+fn a_snooze_running_out_alerts_the_agents_it_is_for() {
+    let mut woke = status_line(None, "Snooze ended");
+    woke.woke = true;
+    let me = UserId(1);
+    let alert = status_alert(me, &woke, &item("open", None), None);
+    assert!(alert.as_deref().unwrap_or("").contains("Dee: Snooze ended"));
+    assert_eq!(alert_kind(alert.as_deref()).as_deref(), Some("woke"));
+    let mine = item("open", Some(1));
+    assert_eq!(
+        alert_kind(status_alert(me, &woke, &mine, Some(me)).as_deref()).as_deref(),
+        Some("woke")
+    );
+    // A colleague's conversation, one snoozed again meanwhile, one closed: nothing.
+    assert_eq!(
+        status_alert(me, &woke, &item("open", Some(2)), Some(UserId(2))),
+        None
+    );
+    let mut again = item("open", None);
+    again.snoozed_until = Some(1);
+    assert_eq!(status_alert(me, &woke, &again, None), None);
+    assert_eq!(status_alert(me, &woke, &item("closed", None), None), None);
+    // Any other status line without an author alerts nobody.
+    assert_eq!(
+        status_alert(me, &status_line(None, "x"), &item("open", None), None),
         None
     );
 }

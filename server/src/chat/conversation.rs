@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use tokio::sync::Notify;
+
 use crate::clock::now_ms;
 use crate::hub::{Hub, InboxEvent, VisitorEvent};
 use crate::jobs::JobQueue;
@@ -140,6 +142,8 @@ pub struct Chat {
     pub(super) jobs: JobQueue,
     /// Conversations behind recent inbox events, read once for every watching agent.
     pub(super) live: Arc<LiveItems>,
+    /// Wakes the alarm that ends snoozes (`snooze.rs`) when a new one may end sooner.
+    pub(super) snooze_alarm: Arc<Notify>,
 }
 
 impl Chat {
@@ -153,6 +157,7 @@ impl Chat {
             hub: Arc::new(hub),
             jobs,
             live,
+            snooze_alarm: Arc::new(Notify::new()),
         }
     }
 

@@ -494,8 +494,15 @@ impl Chat {
                     if let Some(via) = &via {
                         via.record(c, id)?;
                     }
-                    store::insert_system_message(c, id, user, &stored_name, &stored_line, now)
-                        .map(|message| Some((message, jobs)))
+                    store::insert_system_message(
+                        c,
+                        id,
+                        Some(user),
+                        Some(&stored_name),
+                        &stored_line,
+                        now,
+                    )
+                    .map(|message| Some((message, jobs)))
                 },
                 move |stored: &Option<(MessageId, Vec<store::JobRow>)>| {
                     if let Some((message, _)) = stored {

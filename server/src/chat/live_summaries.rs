@@ -191,9 +191,10 @@ impl Table {
 }
 
 /// The summary after the message of `event`, by the rules the store follows when it stores one
-/// (`touch_conversation`, and the inbox item's preview of visitor and agent messages). `None`
-/// when the message does not tell: a status line (the status or assignee changed), or a message
-/// that came with the visitor's new name or email.
+/// (`touch_conversation`, which also ends a snooze on a visitor's message, and the inbox item's
+/// preview of visitor and agent messages). `None` when the message does not tell: a status line
+/// (the status, assignee or snooze changed), or a message that came with the visitor's new name
+/// or email.
 fn followed(row: &LiveInboxRow, event: &InboxEvent) -> Option<LiveInboxRow> {
     let message = &event.message;
     if event.visitor_changed || message.author == Author::System {
@@ -207,6 +208,8 @@ fn followed(row: &LiveInboxRow, event: &InboxEvent) -> Option<LiveInboxRow> {
             item.preview_body = Some(message.body.clone());
             item.waiting_since = item.waiting_since.or(Some(message.created_at));
             item.is_unread = true;
+            // The same write ended any snooze.
+            item.snoozed_until = None;
             next.last_visitor_message = Some(message.id);
         }
         Author::Agent => {
@@ -293,6 +296,7 @@ pub(super) mod tests {
                 preview_author: Some(Author::Visitor),
                 preview_body: Some("first".into()),
                 is_unread: true,
+                snoozed_until: None,
             },
             last_visitor_message: Some(MessageId(newest)),
             newest: MessageId(newest),
@@ -385,6 +389,16 @@ pub(super) mod tests {
         let read_again = summaries.known(C, MessageId(5)).expect("followed");
         assert!(!read_again.row.is_unread_for(UserId(3)));
         assert_eq!(read_again.row.reads.len(), 1);
+    }
+
+    #[test]
+    fn a_visitor_message_ends_a_snooze_and_a_reply_does_not() {
+        let mut snoozed = row(1);
+        snoozed.item.snoozed_until = Some(99);
+        let reply = followed(&snoozed, &message(2, Author::Agent, "later")).expect("told");
+        assert_eq!(reply.item.snoozed_until, Some(99));
+        let wrote = followed(&reply, &message(3, Author::Visitor, "hello?")).expect("told");
+        assert_eq!(wrote.item.snoozed_until, None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod search_index;
 mod site;
 mod site_fields;
 mod site_settings;
+mod snooze;
 mod visitor_contact;
 mod visitor_token;
 mod writes;
@@ -50,6 +51,7 @@ pub use site_settings::{
     RefusedSettings, SiteSettingsInput, attachment_megabytes, create_site, delete_site,
     parse_attachment_megabytes, set_attachment_limit, update_site,
 };
+pub use snooze::MAX_SNOOZE_MS;
 pub use visitor_contact::{ContactSaved, RefusedContact, VisitorContact};
 pub use visitor_token::{VisitorTokens, hash_token};
 

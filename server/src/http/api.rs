@@ -11,7 +11,9 @@ use serde_json::json;
 use crate::attachments::file_json;
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
-use crate::store::{AttachmentPart, ConversationId, ConversationRow, InboxStatus, MessageRow};
+use crate::store::{
+    AttachmentPart, ConversationId, ConversationRow, Expected, InboxStatus, MessageRow, UserId,
+};
 use crate::values::ClientId;
 
 use super::attachment::conversation_file;
@@ -33,6 +35,7 @@ fn conversation_json(c: &ConversationRow) -> serde_json::Value {
         "last_message_at": c.last_message_at,
         "closed_at": c.closed_at,
         "assignee": c.assignee.as_ref().map(|(id, name, email)| json!({"id": id, "name": name, "email": email})),
+        "snoozed_until": c.snoozed_until,
     })
 }
 
@@ -142,6 +145,87 @@ pub async fn close_conversation(
 /// The conversation as it is now, as the close and reopen calls answer.
 async fn conversation_now(app: &AppState, id: ConversationId) -> Result<Response, ApiError> {
     Ok(Json(conversation_json(&app.chat.find_conversation(id).await?)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Assign {
+    /// A user id, or `null` for nobody. Not an `Option`: a body without it must be refused, not
+    /// read as "nobody".
+    assignee: serde_json::Value,
+}
+
+/// `POST /api/v1/conversations/{id}/assign`: assigns it to an enabled user, or to nobody, as the
+/// inbox's *Assign* does (the status line, the integrations' notices); whoever had it. Answers
+/// the conversation as it is now; assigning it to whoever has it changes nothing.
+pub async fn assign_conversation(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    StrictJson(assign): StrictJson<Assign>,
+) -> Result<Response, ApiError> {
+    let id = ConversationId(id);
+    let refused = || ApiError::invalid("assignee must be the id of an enabled user, or null.");
+    let assignee = match assign.assignee {
+        serde_json::Value::Null => None,
+        serde_json::Value::Number(n) => match app
+            .chat
+            .find_agent(UserId(n.as_i64().ok_or_else(refused)?))
+            .await
+        {
+            Ok(agent) => Some(agent),
+            Err(crate::chat::Error::NotFound(_)) => return Err(refused()),
+            Err(err) => return Err(err.into()),
+        },
+        _ => return Err(refused()),
+    };
+    app.chat
+        .assign_conversation(id, &user.0, assignee.as_ref(), Expected::Any, None)
+        .await?;
+    conversation_now(&app, id).await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Snooze {
+    /// Unix milliseconds: in the future, at most a year ahead.
+    until: i64,
+}
+
+/// `POST /api/v1/conversations/{id}/snooze`: out of the inbox's Open list and unread counts until
+/// `until` or the visitor's next message (docs/admin.md, "Snooze"). Only an open conversation
+/// can be snoozed: `409 conflict` for a closed one. Snoozing again moves the end.
+pub async fn snooze_conversation(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    StrictJson(snooze): StrictJson<Snooze>,
+) -> Result<Response, ApiError> {
+    let id = ConversationId(id);
+    if !app
+        .chat
+        .snooze_conversation(id, &user.0, snooze.until)
+        .await?
+        && app.chat.find_conversation(id).await?.status != "open"
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            "Only an open conversation can be snoozed, and this one is closed.".to_owned(),
+        ));
+    }
+    conversation_now(&app, id).await
+}
+
+/// `POST /api/v1/conversations/{id}/unsnooze`: back in the Open list now; one that is not
+/// snoozed is left as it is.
+pub async fn unsnooze_conversation(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    _: NoBody,
+) -> Result<Response, ApiError> {
+    let id = ConversationId(id);
+    app.chat.unsnooze_conversation(id, &user.0).await?;
+    conversation_now(&app, id).await
 }
 
 /// `POST /api/v1/conversations/{id}/reopen`: reopens a closed conversation as *Reopen* in the

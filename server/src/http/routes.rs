@@ -142,6 +142,18 @@ fn one_conversation_api() -> Router<AppState> {
             "/api/v1/conversations/{id}/reopen",
             post(api::reopen_conversation),
         )
+        .route(
+            "/api/v1/conversations/{id}/assign",
+            post(api::assign_conversation),
+        )
+        .route(
+            "/api/v1/conversations/{id}/snooze",
+            post(api::snooze_conversation),
+        )
+        .route(
+            "/api/v1/conversations/{id}/unsnooze",
+            post(api::unsnooze_conversation),
+        )
 }
 
 /// A person's data (admin tokens, docs/api.md): finding takes a query string, the others none.
@@ -363,6 +375,11 @@ fn conversation_routes() -> Router<AppState> {
             post(admin::actions::mark_unread),
         )
         .route("/conversations/{id}/reopen", post(admin::actions::reopen))
+        .route("/conversations/{id}/snooze", post(admin::actions::snooze))
+        .route(
+            "/conversations/{id}/unsnooze",
+            post(admin::actions::unsnooze),
+        )
         .route(
             "/conversations/{id}/email",
             post(admin::visitor_mail::email_visitor),

@@ -20,10 +20,12 @@ pub struct ConversationRow {
     pub closed_at: Option<i64>,
     /// Who has it: `(id, name, email)`, `None` while nobody does.
     pub assignee: Option<(UserId, String, String)>,
+    /// Snoozed until then (Unix ms); `None` while it is not.
+    pub snoozed_until: Option<i64>,
 }
 
 const SELECT: &str = "SELECT c.id, c.site_id, s.key, c.visitor_id, c.status, c.created_at, \
-    c.last_message_at, c.closed_at, c.assignee_id, u.name, u.email \
+    c.last_message_at, c.closed_at, c.assignee_id, u.name, u.email, c.snoozed_until \
     FROM conversations c JOIN sites s ON s.id = c.site_id LEFT JOIN users u ON u.id = c.assignee_id";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
@@ -41,6 +43,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
         last_message_at: row.get(6)?,
         closed_at: row.get(7)?,
         assignee,
+        snoozed_until: row.get(11)?,
     })
 }
 
@@ -122,7 +125,8 @@ pub(super) fn open_conversation(
 }
 
 /// Records that the conversation just had a message by `author`: a visitor's starts the wait
-/// (unless one is already running), an agent's reply ends it, a note or status line leaves it.
+/// (unless one is already running) and ends any snooze; an agent's reply ends the wait; a note
+/// or status line leaves both.
 pub(super) fn touch_conversation(
     conn: &Connection,
     id: ConversationId,
@@ -131,8 +135,9 @@ pub(super) fn touch_conversation(
 ) -> Result<(), Error> {
     let sql = match author {
         Author::Visitor => {
+            // A visitor's message ends a snooze (docs/admin.md, "Snooze").
             "UPDATE conversations SET last_message_at = ?2, \
-             waiting_since = coalesce(waiting_since, ?2) WHERE id = ?1"
+             waiting_since = coalesce(waiting_since, ?2), snoozed_until = NULL WHERE id = ?1"
         }
         Author::Agent => {
             "UPDATE conversations SET last_message_at = ?2, waiting_since = NULL WHERE id = ?1"

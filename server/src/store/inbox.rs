@@ -29,6 +29,15 @@ pub struct InboxItemRow {
     pub preview_body: Option<String>,
     /// A visitor message arrived after this agent last read the conversation.
     pub is_unread: bool,
+    /// Open but snoozed until then (Unix ms): out of the Open list and the unread counts.
+    pub snoozed_until: Option<i64>,
+}
+
+impl InboxItemRow {
+    /// Open and not snoozed: in the Open list, and counted as unread when it is.
+    pub fn is_active(&self) -> bool {
+        self.status == "open" && self.snoozed_until.is_none()
+    }
 }
 
 // :reader = the agent reading (bound first, so also ?1). The preview skips notes and system lines: it shows the conversation.
@@ -36,7 +45,8 @@ pub(super) const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_
     c.status, c.assignee_id, a.name, c.created_at, c.last_message_at, lm.author, lm.body, \
     c.waiting_since, EXISTS (SELECT 1 FROM messages um WHERE um.conversation_id = c.id AND um.author = 'visitor' \
         AND um.id > coalesce((SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
-                              WHERE r.user_id = :reader AND r.conversation_id = c.id), 0)) \
+                              WHERE r.user_id = :reader AND r.conversation_id = c.id), 0)), \
+    c.snoozed_until \
     FROM conversations c \
     JOIN sites s ON s.id = c.site_id \
     JOIN visitors v ON v.id = c.visitor_id \
@@ -62,6 +72,7 @@ pub(super) fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
         preview_body: row.get(12)?,
         waiting_since: row.get(13)?,
         is_unread: row.get(14)?,
+        snoozed_until: row.get(15)?,
     })
 }
 
@@ -185,8 +196,8 @@ pub struct OpenConversationRead {
     pub unread_up_to: Option<MessageId>,
 }
 
-/// Every open conversation, with its assignee and the newest visitor message `reader` has not
-/// seen.
+/// Every open conversation that is not snoozed, with its assignee and the newest visitor message
+/// `reader` has not seen.
 pub fn list_open_conversation_reads(
     conn: &Connection,
     reader: UserId,
@@ -199,7 +210,7 @@ pub fn list_open_conversation_reads(
              WHERE m.conversation_id = c.id AND m.author = 'visitor' ORDER BY m.id DESC LIMIT 1), \
              (SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
               WHERE r.user_id = ?1 AND r.conversation_id = c.id) \
-         FROM conversations c WHERE c.status = 'open'",
+         FROM conversations c WHERE c.status = 'open' AND c.snoozed_until IS NULL",
     )?;
     Ok(stmt
         .query_map([reader], |r| {
@@ -337,7 +348,7 @@ pub fn unassign_open_conversation_of(
 pub fn close_conversation(conn: &Connection, id: ConversationId, now: i64) -> Result<bool, Error> {
     Ok(conn
         .prepare_cached(
-            "UPDATE conversations SET status = 'closed', closed_at = ?2 \
+            "UPDATE conversations SET status = 'closed', closed_at = ?2, snoozed_until = NULL \
              WHERE id = ?1 AND status = 'open'",
         )?
         .execute(params![id, now])?
@@ -382,13 +393,14 @@ pub fn find_conversation_to_answer_instead_of(
         .optional()?)
 }
 
-/// Stores a line of the conversation's own history ("Ana closed the conversation"); visitors
-/// never see these. Returns the new message's id, so live streams resume across it.
+/// Stores a line of the conversation's own history ("Ana closed the conversation"), by `user`
+/// under `author_name`, or by nobody (Porch itself: "Snooze ended"); visitors never see these.
+/// Returns the new message's id, so live streams resume across it.
 pub fn insert_system_message(
     conn: &Connection,
     id: ConversationId,
-    user: UserId,
-    author_name: &str,
+    user: Option<UserId>,
+    author_name: Option<&str>,
     body: &str,
     now: i64,
 ) -> Result<MessageId, Error> {

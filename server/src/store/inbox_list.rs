@@ -10,7 +10,8 @@ use super::{ConversationId, Error, SiteId, UserId};
 /// Named parameters of a query built from parts.
 type Bindings = Vec<(&'static str, Box<dyn ToSql>)>;
 
-/// Open or closed conversations.
+/// Open or closed conversations: the stored `conversations.status` (a snoozed conversation is
+/// open).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InboxStatus {
     #[default]
@@ -24,6 +25,36 @@ impl InboxStatus {
         match self {
             Self::Open => "open",
             Self::Closed => "closed",
+        }
+    }
+}
+
+/// Which of the inbox list's three kinds of conversation: open (and not snoozed), snoozed (open,
+/// but out of the Open list until the snooze ends), or closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InboxState {
+    #[default]
+    Open,
+    Snoozed,
+    Closed,
+}
+
+impl InboxState {
+    /// The condition on `c` (the `conversations` row) that selects them.
+    fn sql(self) -> &'static str {
+        match self {
+            Self::Open => "c.status = 'open' AND c.snoozed_until IS NULL",
+            Self::Snoozed => "c.status = 'open' AND c.snoozed_until IS NOT NULL",
+            Self::Closed => "c.status = 'closed'",
+        }
+    }
+
+    /// Whether `item` is one of them (the same rule as [`Self::sql`]).
+    fn matches(self, item: &InboxItemRow) -> bool {
+        match self {
+            Self::Open => item.is_active(),
+            Self::Snoozed => item.status == "open" && item.snoozed_until.is_some(),
+            Self::Closed => item.status == "closed",
         }
     }
 }
@@ -91,7 +122,7 @@ impl InboxSort {
 /// A combination of filters and an order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct InboxQuery {
-    pub status: InboxStatus,
+    pub status: InboxState,
     pub assignee: InboxAssignee,
     /// `None`: every site.
     pub site: Option<SiteId>,
@@ -107,7 +138,7 @@ impl InboxQuery {
             InboxAssignee::Unassigned => item.assignee_id.is_none(),
             InboxAssignee::User(user) => item.assignee_id == Some(user),
         };
-        item.status == self.status.sql() && assignee && self.site.is_none_or(|s| s == item.site_id)
+        self.status.matches(item) && assignee && self.site.is_none_or(|s| s == item.site_id)
     }
 
     /// The position of `item` in this query's order.
@@ -128,8 +159,8 @@ impl InboxQuery {
 
     /// The WHERE clause and its parameters (besides the reader's `:reader`).
     fn filter(&self) -> (String, Bindings) {
-        let mut sql = String::from("c.status = :status");
-        let mut values: Bindings = vec![(":status", Box::new(self.status.sql()))];
+        let mut sql = String::from(self.status.sql());
+        let mut values: Bindings = Vec::new();
         match self.assignee {
             InboxAssignee::Anyone => {}
             InboxAssignee::Unassigned => sql.push_str(" AND c.assignee_id IS NULL"),
@@ -281,7 +312,7 @@ mod tests {
              ORDER BY {order} LIMIT 201"
         );
         let mut stmt = conn.prepare(&sql).expect("prepare");
-        let mut params: Vec<(&str, &dyn ToSql)> = vec![(":status", &"open")];
+        let mut params: Vec<(&str, &dyn ToSql)> = Vec::new();
         if sql.contains(":assignee") {
             params.push((":assignee", &1));
         }

@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0033_integration_and_canned_ids_never_reused.sql"),
     include_str!("../../../migrations/0034_audit_failures_by_detail.sql"),
     include_str!("../../../migrations/0035_mark_unread.sql"),
+    include_str!("../../../migrations/0036_snooze.sql"),
 ];
 
 /// The schema version this binary expects.

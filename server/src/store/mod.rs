@@ -50,6 +50,7 @@ mod settings;
 mod sites;
 mod slack;
 mod slack_shares;
+mod snooze;
 mod test_messages;
 mod two_factor;
 mod users;
@@ -219,8 +220,8 @@ pub use inbox::{
     update_conversation_assignee, upsert_conversation_read,
 };
 pub use inbox_list::{
-    INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxStatus,
-    count_inbox, list_inbox_page,
+    INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxPage, InboxQuery, InboxSort, InboxState,
+    InboxStatus, count_inbox, list_inbox_page,
 };
 pub use live_inbox::{AgentRead, LiveInboxRow, find_live_inbox_row};
 pub use oidc_links::{OidcLinkRow, find_oidc_link, find_oidc_subject_user, insert_oidc_link};
@@ -229,6 +230,9 @@ pub use sessions::{
     find_session, insert_session,
 };
 pub use sites::{count_site_conversations, delete_site, update_site};
+pub use snooze::{
+    end_snooze, list_snoozes_ended, next_snooze_end, snooze_conversation, unsnooze_conversation,
+};
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
     find_user_credentials, list_users, list_users_not_joined, update_password_hash,

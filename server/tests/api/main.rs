@@ -72,6 +72,7 @@ mod slack_inbox;
 mod slack_threads;
 mod slack_wire;
 mod snippet;
+mod snooze;
 mod sso_forgot_password;
 mod throttle_race;
 mod transcripts;

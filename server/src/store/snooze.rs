@@ -1,0 +1,157 @@
+//! Snoozed conversations (docs/admin.md, "Snooze"): an open conversation out of the Open list
+//! and the unread counts until `snoozed_until`, or until the visitor writes (which clears it in
+//! the message's own write, `conversations::touch_conversation`). Closing clears it too.
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use super::{ConversationId, Error, SiteId};
+
+/// Snoozes an open conversation until `until` (Unix ms); false when it is not open, or already
+/// snoozed until then.
+pub fn snooze_conversation(
+    conn: &Connection,
+    id: ConversationId,
+    until: i64,
+) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE conversations SET snoozed_until = ?2 \
+             WHERE id = ?1 AND status = 'open' AND snoozed_until IS NOT ?2",
+        )?
+        .execute(params![id, until])?
+        == 1)
+}
+
+/// Ends a snooze early; false when the conversation is not snoozed.
+pub fn unsnooze_conversation(conn: &Connection, id: ConversationId) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE conversations SET snoozed_until = NULL \
+             WHERE id = ?1 AND snoozed_until IS NOT NULL",
+        )?
+        .execute([id])?
+        == 1)
+}
+
+/// When the next snooze ends (Unix ms), if any conversation is snoozed.
+pub fn next_snooze_end(conn: &Connection) -> Result<Option<i64>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT snoozed_until FROM conversations WHERE snoozed_until IS NOT NULL \
+             ORDER BY snoozed_until LIMIT 1",
+        )?
+        .query_row([], |r| r.get(0))
+        .optional()?)
+}
+
+/// Snoozed conversations whose time is up at `now`, the earliest first, at most `limit`.
+pub fn list_snoozes_ended(
+    conn: &Connection,
+    now: i64,
+    limit: u32,
+) -> Result<Vec<(ConversationId, SiteId)>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, site_id FROM conversations \
+         WHERE snoozed_until IS NOT NULL AND snoozed_until <= ?1 \
+         ORDER BY snoozed_until, id LIMIT ?2",
+    )?;
+    Ok(stmt
+        .query_map(params![now, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Ends a snooze whose time is up at `now`, and brings the conversation to the top of the
+/// newest-activity order (it is back to be answered); false when it is no longer snoozed, or
+/// was snoozed again for later meanwhile.
+pub fn end_snooze(conn: &Connection, id: ConversationId, now: i64) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE conversations SET snoozed_until = NULL, \
+                 last_message_at = max(last_message_at, ?2) \
+             WHERE id = ?1 AND snoozed_until IS NOT NULL AND snoozed_until <= ?2",
+        )?
+        .execute(params![id, now])?
+        == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::migrate::migrated_in_memory;
+
+    /// One site, one visitor, one open conversation (id 1) last active at 100.
+    fn conversation() -> Connection {
+        let conn = migrated_in_memory();
+        conn.execute_batch(
+            "INSERT INTO sites (key, name, created_at) VALUES ('s_x', 'X', 0); \
+             INSERT INTO visitors (site_id, token_hash, first_seen_at, last_seen_at) \
+                 VALUES (1, randomblob(32), 0, 0); \
+             INSERT INTO conversations (site_id, visitor_id, status, created_at, last_message_at) \
+                 VALUES (1, 1, 'open', 0, 100);",
+        )
+        .expect("seed");
+        conn
+    }
+
+    fn snoozed_until(conn: &Connection) -> Option<i64> {
+        conn.query_row(
+            "SELECT snoozed_until FROM conversations WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("row")
+    }
+
+    #[test]
+    fn a_snooze_ends_at_its_time_and_not_before() {
+        let conn = conversation();
+        let id = ConversationId(1);
+        assert!(snooze_conversation(&conn, id, 5_000).expect("snooze"));
+        assert!(
+            !snooze_conversation(&conn, id, 5_000).expect("again"),
+            "no change"
+        );
+        assert_eq!(next_snooze_end(&conn).expect("next"), Some(5_000));
+        assert!(
+            list_snoozes_ended(&conn, 4_999, 10)
+                .expect("list")
+                .is_empty()
+        );
+        assert!(!end_snooze(&conn, id, 4_999).expect("early"), "not yet");
+        assert_eq!(
+            list_snoozes_ended(&conn, 5_000, 10).expect("list"),
+            vec![(id, SiteId(1))]
+        );
+        assert!(end_snooze(&conn, id, 5_000).expect("end"));
+        assert_eq!(snoozed_until(&conn), None);
+        assert_eq!(next_snooze_end(&conn).expect("next"), None);
+        let at: i64 = conn
+            .query_row(
+                "SELECT last_message_at FROM conversations WHERE id = 1",
+                [],
+                |r| r.get(0),
+            )
+            .expect("row");
+        assert_eq!(at, 5_000, "back at the top of the newest-activity order");
+    }
+
+    #[test]
+    fn only_open_conversations_are_snoozed_and_closing_or_unsnoozing_ends_it() {
+        let conn = conversation();
+        let id = ConversationId(1);
+        assert!(snooze_conversation(&conn, id, 5_000).expect("snooze"));
+        assert!(unsnooze_conversation(&conn, id).expect("unsnooze"));
+        assert!(
+            !unsnooze_conversation(&conn, id).expect("again"),
+            "not snoozed"
+        );
+        assert!(snooze_conversation(&conn, id, 5_000).expect("snooze"));
+        assert!(crate::store::close_conversation(&conn, id, 200).expect("close"));
+        assert_eq!(snoozed_until(&conn), None, "closing ends the snooze");
+        assert!(
+            !snooze_conversation(&conn, id, 9_000).expect("closed"),
+            "closed"
+        );
+        assert_eq!(snoozed_until(&conn), None);
+    }
+}

@@ -1,0 +1,248 @@
+//! Snooze (docs/admin.md, "Snooze"): a snoozed conversation leaves the Open list and the unread
+//! counts until its time is up (a "Snooze ended" line, an alert, back at the top) or the visitor
+//! writes; the API snoozes, unsnoozes and assigns as the inbox does.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+
+use crate::helpers::TestApp;
+use crate::inbox::{form, send, setup_admin, signed_in_from};
+use crate::unread_counts::{Events, counts};
+
+fn now_ms() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock");
+    i64::try_from(since.as_millis()).expect("ms")
+}
+
+#[tokio::test]
+async fn a_snoozed_conversation_leaves_open_and_the_counts_until_the_visitor_writes() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let id: i64 = app.count("SELECT id FROM conversations");
+    let mut counts_now = Events::open_at(&app, "/inbox/counts", &admin.cookie).await;
+    assert_eq!(counts_now.next("counts").await, counts(1, 0, 1));
+    let mut list = Events::open_at(&app, "/inbox/events", &admin.cookie).await;
+
+    let snoozed = send(
+        &app,
+        "POST",
+        &format!("/conversations/{id}/snooze"),
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf), ("minutes", "60")])),
+    )
+    .await;
+    assert_eq!(snoozed.status, 303);
+    let page = format!("/conversations/{id}?notice=snoozed");
+    assert_eq!(snoozed.header("location"), Some(page.as_str()));
+    assert_eq!(counts_now.next("counts").await, counts(0, 0, 0));
+    assert_eq!(list.next("removed").await, id);
+
+    let row = format!("id=\"conversation-{id}\"");
+    let open = send(&app, "GET", "/inbox", &admin.cookie, None).await;
+    assert!(!open.body.contains(&row), "{}", open.body);
+    let tab = send(&app, "GET", "/inbox?filter=snoozed", &admin.cookie, None).await;
+    assert!(tab.body.contains(&row), "{}", tab.body);
+    assert!(tab.body.contains("Snoozed until "), "{}", tab.body);
+    let shown = send(&app, "GET", &page, &admin.cookie, None).await;
+    assert!(
+        shown.body.contains("snoozed this conversation for 1 hour"),
+        "the status line: {}",
+        shown.body
+    );
+    assert!(shown.body.contains("Unsnooze"), "{}", shown.body);
+    assert!(
+        shown
+            .body
+            .contains("Snoozed: the conversation is out of Open")
+    );
+
+    // The visitor writes: back in Open, counted and alerted.
+    widget.say("c2", "Still there?").await;
+    let alert = counts_now.next("alert").await;
+    assert_eq!(alert["kind"], "message");
+    let open = send(&app, "GET", "/inbox", &admin.cookie, None).await;
+    assert!(open.body.contains(&row), "{}", open.body);
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM conversations WHERE id = {id} AND snoozed_until IS NULL"
+        )),
+        1
+    );
+    // A closed conversation has no Snooze to offer and refuses one.
+    let closed = send(
+        &app,
+        "POST",
+        &format!("/conversations/{id}/close"),
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(closed.status, 303);
+    let refused = send(
+        &app,
+        "POST",
+        &format!("/conversations/{id}/snooze"),
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf), ("minutes", "60")])),
+    )
+    .await;
+    assert_eq!(
+        refused.status, 303,
+        "back to the page, which shows it closed"
+    );
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM conversations WHERE id = {id} AND snoozed_until IS NULL"
+        )),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_snooze_ends_on_time_with_a_line_an_alert_and_the_top_of_the_list() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let token = app.add_user_token("Cy", "agent");
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let id: i64 = app.count("SELECT id FROM conversations");
+    let mut events = Events::open_at(&app, "/inbox/counts", &admin.cookie).await;
+    assert_eq!(events.next("counts").await, counts(1, 0, 1));
+
+    let until = now_ms() + 1_500;
+    let path = format!("/api/v1/conversations/{id}/snooze");
+    let (status, body) = app
+        .api("POST", &path, &token, Some(json!({"until": until})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["snoozed_until"], until);
+    assert_eq!(events.next("counts").await, counts(0, 0, 0));
+
+    // Nothing happens until the time is up; then Porch's own line, an alert, the counts.
+    let alert = events.next("alert").await;
+    assert!(now_ms() >= until, "not before its time");
+    assert_eq!(alert["kind"], "woke");
+    assert_eq!(alert["conversation"], id);
+    assert!(
+        alert["body"]
+            .as_str()
+            .is_some_and(|b| b.ends_with(": Snooze ended")),
+        "{alert}"
+    );
+    assert_eq!(events.next("counts").await, counts(1, 0, 1));
+    let (_, conversation) = app
+        .api("GET", &format!("/api/v1/conversations/{id}"), &token, None)
+        .await;
+    assert_eq!(conversation["snoozed_until"], serde_json::Value::Null);
+    assert!(
+        conversation["last_message_at"]
+            .as_i64()
+            .is_some_and(|at| at >= until),
+        "back at the top: {conversation}"
+    );
+    let (_, messages) = app
+        .api(
+            "GET",
+            &format!("/api/v1/conversations/{id}/messages"),
+            &token,
+            None,
+        )
+        .await;
+    let last = messages["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("messages");
+    assert_eq!(last["author"], "system");
+    assert_eq!(last["body"], "Snooze ended");
+    assert_eq!(last["author_name"], serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn the_api_snoozes_unsnoozes_and_assigns_and_refuses_what_it_cannot() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_user_token("Ana", "agent");
+    let bo = app.add_user_token("Bo", "agent");
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let id: i64 = app.count("SELECT id FROM conversations");
+    let at = |what: &str| format!("/api/v1/conversations/{id}/{what}");
+    let hour = now_ms() + 3_600_000;
+
+    for (body, why) in [
+        (json!({"until": now_ms() - 1}), "in the past"),
+        (json!({"until": now_ms() + 366 * 86_400_000}), "over a year"),
+        (json!({}), "no until"),
+        (json!({"until": "soon"}), "not a number"),
+    ] {
+        let (status, answer) = app.api("POST", &at("snooze"), &token, Some(body)).await;
+        assert_eq!(status, 422, "{why}: {answer}");
+    }
+    let (status, _) = app
+        .api(
+            "POST",
+            "/api/v1/conversations/999/snooze",
+            &token,
+            Some(json!({"until": hour})),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, body) = app
+        .api("POST", &at("snooze"), &token, Some(json!({"until": hour})))
+        .await;
+    assert_eq!((status, &body["snoozed_until"]), (200, &json!(hour)));
+    let (status, body) = app.api("POST", &at("unsnooze"), &token, None).await;
+    assert_eq!((status, &body["snoozed_until"]), (200, &json!(null)));
+    let (status, body) = app.api("POST", &at("unsnooze"), &token, None).await;
+    assert_eq!(status, 200, "not snoozed: nothing to do, {body}");
+
+    // Assign: to a user, to nobody; a body without `assignee` or naming nobody real is refused.
+    let bo_id = app.count("SELECT id FROM users WHERE email = 'bo@example.com'");
+    let (status, body) = app
+        .api(
+            "POST",
+            &at("assign"),
+            &token,
+            Some(json!({"assignee": bo_id})),
+        )
+        .await;
+    assert_eq!((status, &body["assignee"]["id"]), (200, &json!(bo_id)));
+    for (body, why) in [
+        (json!({}), "no assignee"),
+        (json!({"assignee": 999}), "nobody"),
+        (json!({"assignee": "bo"}), "not an id"),
+    ] {
+        let (status, answer) = app.api("POST", &at("assign"), &bo, Some(body)).await;
+        assert_eq!(status, 422, "{why}: {answer}");
+    }
+    let (status, body) = app
+        .api("POST", &at("assign"), &bo, Some(json!({"assignee": null})))
+        .await;
+    assert_eq!((status, &body["assignee"]), (200, &json!(null)));
+    let lines: Vec<String> = app.column(&format!(
+        "SELECT body FROM messages WHERE conversation_id = {id} AND author = 'system' ORDER BY id"
+    ));
+    assert_eq!(
+        lines,
+        [
+            "Ana snoozed this conversation for 1 hour",
+            "Ana unsnoozed this conversation",
+            "Ana assigned this conversation to Bo",
+            "Bo unassigned this conversation",
+        ]
+    );
+
+    // A closed conversation cannot be snoozed.
+    let (status, _) = app.api("POST", &at("close"), &token, None).await;
+    assert_eq!(status, 200);
+    let (status, body) = app
+        .api("POST", &at("snooze"), &token, Some(json!({"until": hour})))
+        .await;
+    assert_eq!((status, &body["error"]["code"]), (409, &json!("conflict")));
+}

@@ -1,0 +1,80 @@
+// Snooze, as an agent uses it: the side panel's *Snooze for* takes the conversation out of
+// Open (another tab of the inbox loses the row live) and into the Snoozed tab with its end;
+// the visitor's next message brings it back; *Unsnooze* brings it back at once; and on the
+// list `b` snoozes the focused row for an hour and says so.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, snap, visitor, waitFor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana" };
+let page;
+let other;
+let guest;
+const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, browser, host }) => {
+  guest = await visitor(browser, host.url);
+  await guest.say("Where is my parcel?");
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+  other = await context.newPage();
+  other.setDefaultTimeout(15000);
+});
+
+const rows = (p) => p.locator("#conversations > li");
+
+test("Snooze from the page: out of Open live, in Snoozed, back when the visitor writes", { timeout: 60000 }, async () => {
+  const { porch } = world;
+  await other.goto(`${porch.url}/inbox`);
+  assert.equal(await rows(other).count(), 1);
+  await page.goto(`${porch.url}/inbox`);
+  await rows(page).first().locator("a").click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+
+  await page.getByLabel("Snooze for").selectOption({ label: "4 hours" });
+  await Promise.all([
+    page.waitForURL(/\/conversations\/\d+(\?|$)/),
+    page.getByRole("button", { name: "Snooze", exact: true }).click(),
+  ]);
+  const notice = page.locator("main .notice-success");
+  await waitFor("the notice", async () => (await notice.textContent()).startsWith("Snoozed:"));
+  const aside = page.locator("#conversation-aside");
+  assert.match(await aside.innerText(), /Snoozed until .+, or until the visitor writes\./);
+  assert.equal(await aside.locator(".badge").first().textContent(), "Snoozed");
+  // The end is shown in the reader's time, about four hours from now.
+  const end = Date.parse(await aside.locator(".snooze time").getAttribute("datetime"));
+  assert.ok(Math.abs(end - (Date.now() + 4 * 3600e3)) < 120e3, `ends at ${new Date(end).toISOString()}`);
+  await waitFor("the status line", async () => (await page.locator("main").innerText()).includes("Ana snoozed this conversation for 4 hours"));
+  await waitFor("the other tab to lose the row", async () => (await rows(other).count()) === 0);
+  await snap(page, "snooze-aside");
+
+  await other.goto(`${porch.url}/inbox?filter=snoozed`);
+  assert.equal(await other.locator("nav.tabs [aria-current=page]").textContent(), "Snoozed");
+  assert.match(await rows(other).first().innerText(), /Snoozed until /);
+
+  await other.goto(`${porch.url}/inbox`);
+  await guest.say("Hello? Still waiting.");
+  await waitFor("the row back in Open", async () => (await rows(other).count()) === 1);
+  await waitFor("the page's panel to drop the snooze", async () => (await aside.innerText()).includes("Snooze for"));
+});
+
+test("Unsnooze on the page, and b on the list", { timeout: 60000 }, async () => {
+  const { porch } = world;
+  await page.goto(`${porch.url}/inbox`);
+  await page.keyboard.press("j");
+  await page.keyboard.press("b");
+  await waitFor("the row to leave Open", async () => (await rows(page).count()) === 0);
+  assert.match(await page.locator("#keys-said").innerText(), /^Snoozed the conversation with Visitor #\d+ for an hour\.$/);
+
+  await page.goto(`${porch.url}/inbox?filter=snoozed`);
+  await rows(page).first().locator("a").click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+  await Promise.all([
+    page.waitForURL(/notice=unsnoozed|\/conversations\/\d+$/),
+    page.getByRole("button", { name: "Unsnooze" }).click(),
+  ]);
+  await waitFor("the notice", async () => (await page.locator("main .notice-success").textContent()).startsWith("Unsnoozed"));
+  assert.match(await page.locator("#conversation-aside").innerText(), /Snooze for/);
+  await page.goto(`${porch.url}/inbox`);
+  assert.equal(await rows(page).count(), 1);
+});

@@ -24,7 +24,9 @@ use super::strict_query::StrictQuery;
 /// The query of `GET /api/v1/visitors`.
 #[derive(Debug, Deserialize)]
 pub struct FindQuery {
-    /// An email address (any case), or a visitor id (`42` or `v42`).
+    /// An email address (any case), or a visitor id (`42` or `v42`). Left out it is empty,
+    /// which is refused as any other `q` that is neither (422, not a 400 for the query string).
+    #[serde(default)]
     q: String,
 }
 

@@ -147,22 +147,56 @@ pub fn marked_visitor_name(shown: &str, limit: usize) -> String {
     format!("{} {VISITOR_MARK}", base.trim_end())
 }
 
-/// Whether a name, as people read it, ends like an agent's post: white space and invisible
-/// characters (a zero width space, a blank braille pattern) are not read, and full-width letters
-/// read as their ASCII ones.
+/// Whether a name, as people read it, ends like an agent's post: white space, invisible
+/// characters (a zero width space, a blank braille pattern) and accents (combining marks) are
+/// not read; full-width letters and the look-alikes of the mark's letters and parentheses
+/// (a Cyrillic er or es, a Greek rho, a zero for the o, superscript parentheses) read as the
+/// ASCII ones; and what follows the mark without a letter or digit ("(Porch).", "(Porch) :)")
+/// does not hide it.
 fn reads_as_agent(name: &str) -> bool {
     let read: String = name
         .chars()
-        .filter(|&c| !c.is_whitespace() && !is_invisible(c))
-        .map(|c| match c {
-            '\u{FF01}'..='\u{FF5E}' => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
-            _ => c,
-        })
+        .filter(|&c| !c.is_whitespace() && !is_invisible(c) && !is_combining_mark(c))
+        .map(read_as_ascii)
         .flat_map(char::to_lowercase)
         .collect();
-    // A cut can fall just before the closing parenthesis: "… (Porch" reads as the mark too.
-    read.trim_end_matches(')')
+    // Also a cut just before the closing parenthesis: "… (Porch" reads as the mark too.
+    read.trim_end_matches(|c: char| !c.is_alphanumeric())
         .ends_with(AGENT_MARK.trim_end_matches(')'))
+}
+
+/// Accents and other marks drawn over the letter before them.
+fn is_combining_mark(c: char) -> bool {
+    matches!(c,
+        '\u{0300}'..='\u{036F}'
+        | '\u{1AB0}'..='\u{1AFF}'
+        | '\u{1DC0}'..='\u{1DFF}'
+        | '\u{20D0}'..='\u{20FF}'
+        | '\u{FE20}'..='\u{FE2F}')
+}
+
+/// `c` as the ASCII character it passes for in "(porch)", if it is a full-width form or a
+/// common look-alike of one of those; else `c`.
+fn read_as_ascii(c: char) -> char {
+    match c {
+        '\u{FF01}'..='\u{FF5E}' => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
+        // Escaped, since in source they look just like the letters they pass for: Cyrillic
+        // er, Greek rho, Coptic rho.
+        '\u{0440}' | '\u{0420}' | '\u{03C1}' | '\u{03A1}' | '\u{2CA3}' | '\u{2CA2}' => 'p',
+        // Cyrillic o, Greek omicron, Armenian oh, small capital o, and the digit zero.
+        '\u{043E}' | '\u{041E}' | '\u{03BF}' | '\u{039F}' | '\u{0585}' | '\u{1D0F}' | '0' => 'o',
+        // Cyrillic ghe, small capital r, small capital rho.
+        '\u{0433}' | '\u{0280}' | '\u{1D26}' => 'r',
+        // Cyrillic es, Greek lunate sigma, small capital c, Roman numeral one hundred.
+        '\u{0441}' | '\u{0421}' | '\u{03F2}' | '\u{03F9}' | '\u{1D04}' | '\u{217D}'
+        | '\u{216D}' => 'c',
+        // Cyrillic shha and en, Greek eta, the Planck constant.
+        '\u{04BB}' | '\u{04BA}' | '\u{041D}' | '\u{0397}' | '\u{210E}' => 'h',
+        // Superscript, subscript, small and ornament parentheses.
+        '\u{207D}' | '\u{208D}' | '\u{FE59}' | '\u{2768}' | '\u{276A}' => '(',
+        '\u{207E}' | '\u{208E}' | '\u{FE5A}' | '\u{2769}' | '\u{276B}' => ')',
+        _ => c,
+    }
 }
 
 /// The name a chat post is shown under: the agent's (marked as sent from Porch) or the
@@ -207,6 +241,15 @@ mod tests {
             "Ada (Porch)\u{2800}",
             "Ada ( Porch )",
             "Ada \u{ff08}\u{ff30}orch\u{ff09}",
+            // Look-alike letters, an accent, superscript parentheses, what comes after.
+            "Ada (\u{0420}orch)",
+            "Ada (\u{03a1}orch)",
+            "Ada (Por\u{0441}h)",
+            "Ada (P0rch)",
+            "Ada (Porch)\u{0301}",
+            "Ada \u{207d}Porch\u{207e}",
+            "Ada (Porch).",
+            "Ada (Porch) :)",
         ] {
             assert_eq!(
                 label_visitor(Some(name), None, 3),
@@ -215,6 +258,12 @@ mod tests {
             );
         }
         assert_eq!(label_visitor(Some("Porch fan"), None, 3), "Porch fan");
+        assert_eq!(label_visitor(Some("My porch"), None, 3), "My porch");
+        assert_eq!(
+            label_visitor(Some("Ada (Porch) 2"), None, 3),
+            "Ada (Porch) 2",
+            "a letter or digit after it ends the mark"
+        );
         // A name cut by the destination's limit just before the closing parenthesis (an
         // integrator's "x"×73 + " (Porch)yyyy" posted to Discord as "xxx… (Porch").
         assert_eq!(

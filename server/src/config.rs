@@ -334,12 +334,13 @@ impl Config {
         Ok(())
     }
 
-    /// The public URL: `PORCH_PUBLIC_URL` without its trailing slash, else `http://` plus the
+    /// The public URL: `PORCH_PUBLIC_URL` normalised (scheme and host in lower case, without its
+    /// trailing slash: [`url_rules::normalized_public_url`]), else `http://` plus the
     /// bound address, with a wildcard address replaced by loopback (a browser cannot open
     /// `http://0.0.0.0:…`; start-up warns that the URL only works on this host).
     pub fn public_url_or(&self, local_addr: SocketAddr) -> String {
         match &self.public_url {
-            Some(url) => url.trim_end_matches('/').to_owned(),
+            Some(url) => url_rules::normalized_public_url(url),
             None => format!("http://{}", reachable(local_addr)),
         }
     }

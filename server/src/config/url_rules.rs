@@ -89,8 +89,19 @@ pub(super) fn is_loopback_host(url: &Url) -> bool {
 /// The rule the value breaks, as `serve` words it.
 pub fn public_url_arg(raw: &str) -> Result<String, String> {
     public_url(raw)
-        .map(|()| raw.to_owned())
+        .map(|()| normalized_public_url(raw))
         .map_err(|err| err.rule)
+}
+
+/// A valid `PORCH_PUBLIC_URL` as it is used: scheme and host in lower case (both are
+/// case-insensitive, and the server decides on `https://` by the text: `HTTPS://chat…` once got
+/// neither `Secure` cookies nor HSTS), the path as given, without a trailing slash.
+pub fn normalized_public_url(raw: &str) -> String {
+    match Url::parse(raw) {
+        Ok(url) => url.as_str().trim_end_matches('/').to_owned(),
+        // Refused at start-up: never reached with a value that does not parse.
+        Err(_) => raw.trim_end_matches('/').to_owned(),
+    }
 }
 
 pub(super) fn public_url(raw: &str) -> Result<(), ConfigError> {
@@ -179,6 +190,22 @@ mod tests {
                 "{refused}"
             );
         }
+    }
+
+    #[test]
+    fn a_public_url_is_used_with_its_scheme_and_host_in_lower_case() {
+        assert_eq!(
+            normalized_public_url("HTTPS://Chat.Example.COM"),
+            "https://chat.example.com"
+        );
+        assert_eq!(
+            normalized_public_url("http://127.0.0.1:8080/Porch/"),
+            "http://127.0.0.1:8080/Porch"
+        );
+        assert_eq!(
+            public_url_arg("HTTPS://X.Example").as_deref(),
+            Ok("https://x.example")
+        );
     }
 
     #[test]

@@ -89,6 +89,15 @@ async fn hsts_is_sent_when_the_public_url_is_https_only() {
     let plain = TestApp::spawn(&[]).await;
     let page = send(&plain, "GET", "/login", "", None).await;
     assert_eq!(page.header("strict-transport-security"), None);
+    // A scheme is case-insensitive: an operator's `HTTPS://` gets the same protections.
+    let shouted = TestApp::spawn(&["--public-url", "HTTPS://Chat.Example.com"]).await;
+    let page = send(&shouted, "GET", "/setup", "", None).await;
+    assert_eq!(page.header("strict-transport-security"), Some(hsts));
+    let form = page.header("set-cookie").unwrap_or("");
+    assert!(
+        form.starts_with("__Host-") && form.contains("; Secure"),
+        "{form}"
+    );
 }
 
 #[tokio::test]

@@ -84,8 +84,8 @@ pub fn open_write_connection(path: &Path, synchronous: Synchronous) -> Result<Co
 /// created, migrated or switched to WAL, and no `-wal` or `-shm` file is created beside it, so a
 /// restored backup, a file in a backup directory or one on read-only media is left as it was.
 ///
-/// Without a `-wal` beside it (or with an empty one and no `-shm`) the file is opened
-/// `immutable=1`: SQLite then takes no locks and needs no `-shm`. With a `-wal` and a `-shm` it
+/// Without a `-wal` beside it (or with an empty one and no `-shm`, or a `-shm` too short to be
+/// in use) the file is opened `immutable=1`: SQLite then takes no locks and needs no `-shm`. With a `-wal` and a `-shm` it
 /// is a live (or uncleanly stopped) database whose latest commits may be only in the WAL, so
 /// `immutable` would read stale pages: it is opened `mode=ro` and reads through the existing
 /// `-shm`. That holds for an empty `-wal` too, as a running server's is right after a `TRUNCATE`
@@ -95,6 +95,8 @@ pub fn open_write_connection(path: &Path, synchronous: Synchronous) -> Result<Co
 /// # Errors
 /// [`Error::WalWithoutShm`] as above; otherwise whatever SQLite reports on opening.
 pub fn open_existing_read_only(path: &Path) -> Result<Connection, Error> {
+    /// The `-shm`'s first wal-index region: any connection that used the WAL made it this big.
+    const WAL_INDEX_REGION: u64 = 32 * 1024;
     let sibling = |suffix: &str| {
         let mut name = path.as_os_str().to_owned();
         name.push(suffix);
@@ -102,12 +104,15 @@ pub fn open_existing_read_only(path: &Path) -> Result<Connection, Error> {
     };
     let wal = std::fs::metadata(sibling("-wal")).ok();
     let has_commits_in_wal = wal.as_ref().is_some_and(|m| m.len() > 0);
-    let has_shm = sibling("-shm").exists();
-    if has_commits_in_wal && !has_shm {
+    let shm = std::fs::metadata(sibling("-shm")).ok();
+    if has_commits_in_wal && shm.is_none() {
         return Err(Error::WalWithoutShm(path.to_owned()));
     }
-    // An empty WAL without a `-shm` is a stopped server's: ignoring it reads exactly the file.
-    let is_live = has_commits_in_wal || (wal.is_some() && has_shm);
+    // An empty WAL without a working `-shm` is a stopped server's, or what a command refused on
+    // a full disk left (a `-shm` of a few bytes, which reading `mode=ro` would have to grow):
+    // ignoring both reads exactly the file. A connection's `-shm` has at least one region.
+    let has_working_shm = shm.is_some_and(|m| m.len() >= WAL_INDEX_REGION);
+    let is_live = has_commits_in_wal || (wal.is_some() && has_working_shm);
     let query = if is_live {
         "mode=ro"
     } else {
@@ -236,6 +241,34 @@ mod tests {
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
             .expect("count");
         assert_eq!(rows, 2, "the commit after the checkpoint is seen");
+    }
+
+    /// A command refused on a full disk can leave an empty `-wal` and a `-shm` of a few bytes
+    /// (SQLite could not grow it): `porch check` must still read the file in place, not try to
+    /// grow that `-shm` on the same full disk.
+    #[test]
+    fn a_stub_shm_beside_an_empty_wal_is_ignored() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("porch.db");
+        let writer = open_write_connection(&path, Synchronous::Full).expect("open");
+        writer
+            .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+            .expect("write");
+        drop(writer);
+        std::fs::write(dir.path().join("porch.db-wal"), b"").expect("empty wal");
+        std::fs::write(dir.path().join("porch.db-shm"), b"\0\0\0").expect("stub shm");
+        let reader = open_existing_read_only(&path).expect("open read-only");
+        let rows: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(rows, 1);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("porch.db-shm"))
+                .map(|m| m.len())
+                .ok(),
+            Some(3),
+            "left as it was: growing it is what fails on a full disk"
+        );
     }
 
     /// A cached statement must not be parsed again on each use: see `configure`.

@@ -43,6 +43,9 @@ pub fn run(data: &DataConfig, args: RaiseIdsArgs) -> anyhow::Result<()> {
     };
     let by = i64::from(by.unwrap_or(0));
     let mut conn = open_file(data)?;
+    // A newer Porch's file may have counters this binary does not know of: it would raise some.
+    store::refuse_newer_schema(&conn)
+        .with_context(|| format!("opening {}", data.database_path().display()))?;
     let raised = store::raise_id_counters(&mut conn, |table, current| match &past {
         Some(past) => past.iter().find(|(t, _)| t == table).map(|(_, seq)| *seq),
         None => Some(current.saturating_add(by)),

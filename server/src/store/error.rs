@@ -34,10 +34,11 @@ pub enum Error {
         p = .0.display()
     )]
     WalWithoutShm(std::path::PathBuf),
-    #[error("migration {version} failed: {source}")]
+    #[error("migration {version} failed: {}", migration_reason(.cause))]
     Migration {
         version: u32,
-        source: rusqlite::Error,
+        /// Not `source`: the chain would print it again, whole.
+        cause: rusqlite::Error,
     },
     #[error(transparent)]
     Sqlite(rusqlite::Error),
@@ -46,6 +47,15 @@ pub enum Error {
     /// A secret could not be sealed for storing (the cipher refused it).
     #[error("a secret could not be sealed: {0}")]
     Seal(#[from] crate::secrets::OpenError),
+}
+
+/// What SQLite said of a failed migration, without the migration's SQL, which its errors in a
+/// statement quote whole (a 90-line file in an operator's terminal).
+fn migration_reason(err: &rusqlite::Error) -> String {
+    match err {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    }
 }
 
 impl From<rusqlite::Error> for Error {

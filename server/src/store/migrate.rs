@@ -65,6 +65,22 @@ pub fn migrated_in_memory() -> Connection {
     conn
 }
 
+/// The database's schema version, or [`Error::NewerSchema`] when a newer Porch wrote it: this
+/// binary knows neither its tables nor what they must hold.
+///
+/// # Errors
+/// A newer schema, or a failed read.
+pub fn refuse_newer_schema(conn: &Connection) -> Result<u32, Error> {
+    let current = schema_version(conn)?;
+    if current > LATEST {
+        return Err(Error::NewerSchema {
+            found: current,
+            supported: LATEST,
+        });
+    }
+    Ok(current)
+}
+
 /// Applies the migrations the database lacks and returns the resulting version.
 ///
 /// # Errors
@@ -83,13 +99,7 @@ pub fn apply_migrations_while(
     conn: &mut Connection,
     go_on: &dyn Fn() -> bool,
 ) -> Result<u32, Error> {
-    let current = schema_version(conn)?;
-    if current > LATEST {
-        return Err(Error::NewerSchema {
-            found: current,
-            supported: LATEST,
-        });
-    }
+    let current = refuse_newer_schema(conn)?;
     // Off while migrating, as SQLite's way of rebuilding a table asks: dropping a table that
     // others reference would otherwise delete their rows by cascade. A rebuild copies every row
     // with its id, so references hold (tested below). The pragma is a no-op inside a transaction.
@@ -109,7 +119,7 @@ fn apply_each(conn: &mut Connection, current: u32, go_on: &dyn Fn() -> bool) -> 
         }
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute_batch(sql)
-            .map_err(|source| Error::Migration { version, source })?;
+            .map_err(|cause| Error::Migration { version, cause })?;
         tx.pragma_update(None, "user_version", version)?;
         tx.commit()?;
         tracing::info!(version, "applied migration");
@@ -124,6 +134,27 @@ mod tests {
 
     fn count(conn: &Connection, sql: &str) -> i64 {
         conn.query_row(sql, [], |r| r.get(0)).expect("count")
+    }
+
+    #[test]
+    fn a_failed_migration_says_why_without_quoting_its_sql() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        for sql in &MIGRATIONS[..22] {
+            conn.execute_batch(sql).expect("migrate");
+        }
+        conn.pragma_update(None, "user_version", 22)
+            .expect("version");
+        // Something in the way of migration 23 (an operator's own view, say).
+        conn.execute_batch("CREATE VIEW message_search_content AS SELECT 1")
+            .expect("view");
+        let err = apply_migrations(&mut conn).expect_err("23 fails");
+        let said = err.to_string();
+        assert!(said.starts_with("migration 23 failed: "), "{said}");
+        assert!(said.contains("already exists"), "{said}");
+        assert!(
+            !said.contains("Forward-only") && !said.contains('\n'),
+            "{said}"
+        );
     }
 
     #[test]

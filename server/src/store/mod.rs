@@ -157,7 +157,8 @@ pub use messages::{
 #[cfg(test)]
 pub use migrate::migrated_in_memory;
 pub use migrate::{
-    LATEST as LATEST_SCHEMA, apply_migrations, apply_migrations_while, schema_version,
+    LATEST as LATEST_SCHEMA, apply_migrations, apply_migrations_while, refuse_newer_schema,
+    schema_version,
 };
 pub use prechat::{
     SitePrechatRow, delete_site_prechat, field_mode, find_site_prechat, upsert_site_prechat,

@@ -242,7 +242,7 @@ fn check_on_an_empty_file_or_a_text_file_says_so_in_one_line() {
 }
 
 #[test]
-fn a_newer_schema_is_named_plainly_by_serve_migrate_and_check() {
+fn a_newer_schema_is_named_plainly_by_serve_migrate_check_and_raise_ids() {
     let dir = tempfile::tempdir().expect("dir");
     let path = porch_database_with_messages(dir.path(), 1);
     rusqlite::Connection::open(&path)
@@ -259,6 +259,7 @@ fn a_newer_schema_is_named_plainly_by_serve_migrate_and_check() {
         &["serve", "--listen", "127.0.0.1:0"][..],
         &["migrate"],
         &["check"],
+        &["raise-ids", "--by", "1"],
     ] {
         let output = run(dir.path(), args);
         assert_eq!(output.status.code(), Some(1), "{args:?}");
@@ -266,6 +267,15 @@ fn a_newer_schema_is_named_plainly_by_serve_migrate_and_check() {
         assert!(message.contains(&expected), "{args:?}: {message}");
         assert!(!message.contains("Invalid parameter name"), "{args:?}");
     }
+    let next: i64 = rusqlite::Connection::open(&path)
+        .expect("open")
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'messages'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("counter");
+    assert_eq!(next, 1, "raise-ids changed no counter");
 }
 
 /// A 0-byte `porch.db` (a failed copy; an on-boot restore skips a directory that has one) and

@@ -32,6 +32,7 @@ pub enum Role {
 pub enum UserCommand {
     /// Create an agent or admin.
     Add {
+        /// The address they sign in with (unique, any case).
         #[arg(long)]
         email: String,
         /// Display name shown to visitors.

@@ -540,8 +540,8 @@ fn require_database(data: &DataConfig) -> anyhow::Result<()> {
     let path = data.database_path();
     anyhow::ensure!(
         path.is_file(),
-        "there is no database at {}: check --data-dir (PORCH_DATA_DIR); `porch serve` or \
-         `porch site add` creates one",
+        "there is no database at {}: check --data-dir (PORCH_DATA_DIR); `porch serve`, \
+         `porch migrate`, `porch site add` or `porch user add` creates one",
         path.display()
     );
     Ok(())

@@ -15,7 +15,8 @@ use crate::secrets::{KEY_FILE, SecretKey};
 pub struct SecretKeyConfig {
     /// The key that seals integration secrets (Slack, Discord and webhook credentials) in the
     /// database: 32 bytes as base64 or 64 hex digits (`openssl rand -base64 32`). Unset (and no
-    /// file), Porch uses `secret.key` in the data directory, generating it at the first start.
+    /// file), Porch uses `secret.key` in the data directory (`serve` generates it at the first
+    /// start; `secrets rotate` never does).
     #[arg(long, env = "PORCH_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<Secret>,
 

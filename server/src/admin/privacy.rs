@@ -146,7 +146,7 @@ pub async fn erase(
     privacy::erase_visitor(
         &app.writer,
         &app.readers,
-        app.chat.hub(),
+        (app.chat.hub(), &app.jobs),
         &requester(&who, ip),
         VisitorId(id),
     )

@@ -176,12 +176,16 @@ pub fn erase(conn: &mut Connection, args: &EraseArgs) -> anyhow::Result<()> {
         return write_out(&lines.join("\n"));
     }
     for visitor in &found {
+        let Some(erased) = privacy::read_erased(conn, visitor.id)? else {
+            continue;
+        };
         let mut total = Deleted::default();
         loop {
-            let (next, is_done) =
-                write(conn, |c| privacy::erase_step(c, &cli(), visitor.id, total))?;
-            total = next;
-            if is_done {
+            // The notices it queues are taken by a running server's runner within its safety
+            // poll, or at the next start.
+            let step = write(conn, |c| privacy::erase_step(c, &cli(), &erased, total))?;
+            total = step.total;
+            if step.is_done {
                 break;
             }
         }

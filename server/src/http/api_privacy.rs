@@ -94,7 +94,7 @@ pub async fn erase_visitor(
     let deleted = privacy::erase_visitor(
         &app.writer,
         &app.readers,
-        app.chat.hub(),
+        (app.chat.hub(), &app.jobs),
         &requester,
         VisitorId(id),
     )

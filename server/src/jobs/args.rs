@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{ConversationId, MessageId, UserId, WebhookConversation};
+use crate::store::{ConversationId, MessageId, UserId, VisitorId, WebhookConversation};
 
 /// A chat post (`slack.post`, `discord.post`): the message to post.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -79,6 +79,52 @@ pub struct WebhookArgs {
     pub webhook_id: Option<String>,
 }
 
+/// A `visitor.erased` event (`webhook.deliver`): whom Porch erased, for receivers to erase their
+/// own copies. Everything the payload says is here, since nothing of the person is left to read;
+/// and only ids, since the person's data must not outlive the erasure in a job. It has no
+/// `conversation_id` or `message_id`, which is also what keeps it out of an erasure's and a
+/// purge's deletions of the jobs that name a conversation or a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErasureNoticeArgs {
+    /// Always `visitor.erased`, where the delivery log reads every webhook job's event.
+    pub event: String,
+    pub visitor_id: VisitorId,
+    pub site_key: String,
+    pub site_name: String,
+    /// The visitor's conversations that were erased, oldest first.
+    pub conversation_ids: Vec<ConversationId>,
+    /// Set on replays, as [`WebhookArgs::webhook_id`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_id: Option<String>,
+}
+
+/// What a `webhook.deliver` job carries: an event about a conversation, or a notice of an
+/// erasure. Untagged: a conversation's arguments always have `conversation_id`, a notice's never.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WebhookJobArgs {
+    Conversation(WebhookArgs),
+    Erasure(ErasureNoticeArgs),
+}
+
+impl WebhookJobArgs {
+    /// The original delivery's `webhook-id`, on a replay.
+    pub fn replayed_id(&self) -> Option<&str> {
+        match self {
+            Self::Conversation(args) => args.webhook_id.as_deref(),
+            Self::Erasure(args) => args.webhook_id.as_deref(),
+        }
+    }
+
+    /// Marks these as a replay of the delivery whose `webhook-id` is `id`.
+    pub fn replay_of(&mut self, id: String) {
+        match self {
+            Self::Conversation(args) => args.webhook_id = Some(id),
+            Self::Erasure(args) => args.webhook_id = Some(id),
+        }
+    }
+}
+
 /// The parts of a webhook payload that can change after the event (the conversation's status
 /// and assignee, the visitor's details, the site's name), as they were when it happened. They
 /// are stored in the job's arguments, so every attempt and every replay of the event sends the
@@ -135,4 +181,37 @@ impl WebhookFacts {
 /// object would make the delivery fail visibly rather than panic).
 pub fn to_json(args: &impl Serialize) -> String {
     serde_json::to_string(args).unwrap_or_else(|_| "{}".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_job_is_read_as_what_it_carries() {
+        let event = r#"{"event":"message.created","conversation_id":7,"message_id":9}"#;
+        let notice = to_json(&ErasureNoticeArgs {
+            event: "visitor.erased".into(),
+            visitor_id: VisitorId(3),
+            site_key: "s_1".into(),
+            site_name: "Acme".into(),
+            conversation_ids: vec![ConversationId(7)],
+            webhook_id: None,
+        });
+        assert!(matches!(
+            serde_json::from_str(event),
+            Ok(WebhookJobArgs::Conversation(WebhookArgs {
+                conversation_id: ConversationId(7),
+                ..
+            }))
+        ));
+        assert!(matches!(
+            serde_json::from_str(&notice),
+            Ok(WebhookJobArgs::Erasure(ErasureNoticeArgs {
+                visitor_id: VisitorId(3),
+                ..
+            }))
+        ));
+        assert!(!notice.contains("conversation_id\""), "{notice}");
+    }
 }

@@ -8,6 +8,7 @@ mod blocked_log;
 mod decision;
 mod deliver;
 mod dismiss;
+mod erasure_notice;
 mod index;
 #[cfg(test)]
 mod index_tests;
@@ -27,12 +28,13 @@ mod tails;
 mod window;
 
 pub use args::{
-    AccountLink, AccountLinkArgs, ConversationArgs, EmailArgs, MessageArgs, TestMailArgs,
-    WebhookArgs, WebhookFacts,
+    AccountLink, AccountLinkArgs, ConversationArgs, EmailArgs, ErasureNoticeArgs, MessageArgs,
+    TestMailArgs, WebhookArgs, WebhookFacts, WebhookJobArgs,
 };
 pub use decision::MAX_DESTINATION_WAIT;
 pub use deliver::{Deliver, Delivery};
 pub use dismiss::{dismiss_failed_jobs, dismiss_job};
+pub use erasure_notice::{Erased, plan_erasure_notices};
 pub use index::Lane;
 pub use kind::JobKind;
 pub use outcome::{Attempt, Outcome};

@@ -13,7 +13,9 @@ use crate::store::{
 };
 
 use super::JobKind;
-use super::args::{ConversationArgs, EmailArgs, MessageArgs, WebhookArgs, WebhookFacts, to_json};
+use super::args::{
+    ConversationArgs, EmailArgs, MessageArgs, WebhookArgs, WebhookFacts, WebhookJobArgs, to_json,
+};
 
 /// The events an outgoing webhook endpoint can subscribe to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,14 +24,16 @@ pub enum WebhookEvent {
     MessageCreated,
     ConversationAssigned,
     ConversationClosed,
+    VisitorErased,
 }
 
 impl WebhookEvent {
-    pub const ALL: [WebhookEvent; 4] = [
+    pub const ALL: [WebhookEvent; 5] = [
         Self::ConversationCreated,
         Self::MessageCreated,
         Self::ConversationAssigned,
         Self::ConversationClosed,
+        Self::VisitorErased,
     ];
 
     /// The event's name in payloads and subscriptions.
@@ -39,6 +43,7 @@ impl WebhookEvent {
             Self::MessageCreated => "message.created",
             Self::ConversationAssigned => "conversation.assigned",
             Self::ConversationClosed => "conversation.closed",
+            Self::VisitorErased => "visitor.erased",
         }
     }
 
@@ -272,10 +277,10 @@ pub fn plan_webhook_replay(
     if !is_replayable {
         return Ok(None);
     }
-    let Ok(mut args) = serde_json::from_str::<WebhookArgs>(&original.args) else {
+    let Ok(mut args) = serde_json::from_str::<WebhookJobArgs>(&original.args) else {
         return Ok(None);
     };
-    args.webhook_id = Some(webhook_id(&args, original.id));
+    args.replay_of(webhook_id(&args, original.id));
     let kind = JobKind::WebhookDeliver;
     // An endpoint that is off or broken takes nothing now: the replay waits for it, blocked.
     let waits = !store::integration_takes_deliveries(conn, integration)?;
@@ -298,10 +303,9 @@ pub fn plan_webhook_replay(
 }
 
 /// The `webhook-id` of a delivery: a replay's is the original's.
-pub fn webhook_id(args: &WebhookArgs, job: JobId) -> String {
-    args.webhook_id
-        .clone()
-        .unwrap_or_else(|| format!("msg_porch_{job}"))
+pub fn webhook_id(args: &WebhookJobArgs, job: JobId) -> String {
+    args.replayed_id()
+        .map_or_else(|| format!("msg_porch_{job}"), str::to_owned)
 }
 
 /// A webhook event about to be planned.
@@ -392,6 +396,26 @@ impl SlackChannel {
     }
 }
 
+/// The site's enabled webhook endpoints that subscribe to `event`.
+pub(super) fn subscribed_endpoints(
+    integrations: &[ActiveIntegration],
+    event: WebhookEvent,
+) -> Vec<&ActiveIntegration> {
+    #[derive(Deserialize)]
+    struct Subscription {
+        #[serde(default)]
+        events: Vec<String>,
+    }
+    integrations
+        .iter()
+        .filter(|i| i.kind == "webhook")
+        .filter(|i| {
+            serde_json::from_str::<Subscription>(&i.config)
+                .is_ok_and(|s| s.events.iter().any(|e| e == event.as_str()))
+        })
+        .collect()
+}
+
 /// One delivery per enabled endpoint subscribed to the event, with the conversation's facts
 /// as of now; an endpoint hears of one conversation's events in order.
 fn webhook_jobs(
@@ -399,19 +423,7 @@ fn webhook_jobs(
     integrations: &[ActiveIntegration],
     event: &Event,
 ) -> Result<Vec<JobRow>, store::Error> {
-    #[derive(Deserialize)]
-    struct Subscription {
-        #[serde(default)]
-        events: Vec<String>,
-    }
-    let endpoints: Vec<&ActiveIntegration> = integrations
-        .iter()
-        .filter(|i| i.kind == "webhook")
-        .filter(|i| {
-            serde_json::from_str::<Subscription>(&i.config)
-                .is_ok_and(|s| s.events.iter().any(|e| e == event.kind.as_str()))
-        })
-        .collect();
+    let endpoints = subscribed_endpoints(integrations, event.kind);
     // Most sites have no endpoint: then the conversation is not read at all.
     if endpoints.is_empty() {
         return Ok(Vec::new());

@@ -1,7 +1,8 @@
 //! Erasing a person (docs/privacy.md): the visitor row (email, name, IP, pages, user agent, token
 //! hash), every conversation of theirs with every message in it (agents' replies and notes
 //! included), and the jobs that name them, in chunks through the writer. The step that removes
-//! the visitor row records `privacy.erased` with the counts, never the content.
+//! the visitor row records `privacy.erased` with the counts, never the content, and queues the
+//! `visitor.erased` webhook notices (ids only).
 
 use std::sync::Arc;
 
@@ -9,8 +10,10 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::audit::{self, Actor, AuditAction, Target};
+use crate::clock::now_ms;
 use crate::hub::{Erasure, Hub};
-use crate::store::{self, Deleted, Readers, VisitorId, Writer};
+use crate::jobs::{self, Erased, JobQueue};
+use crate::store::{self, Deleted, JobRow, Readers, VisitorId, Writer};
 
 use super::PURGE_CHUNK;
 use super::export::PersonData;
@@ -42,23 +45,58 @@ pub struct Requester {
     pub via: Via,
 }
 
-/// One chunk of erasing `visitor`, in the caller's transaction. `so_far` is what earlier chunks
-/// deleted; the chunk that removes the visitor row records `privacy.erased` with the totals.
-/// Returns the new totals and whether the visitor is gone.
+/// Whom an erasure is about, read before its first chunk (the rows go with the chunks): the
+/// visitor, their site and their conversations, for the `visitor.erased` webhook notice. `None`
+/// if there is no such visitor.
+///
+/// # Errors
+/// A failed read.
+pub fn read_erased(c: &Connection, visitor: VisitorId) -> Result<Option<Erased>, store::Error> {
+    let Some(record) = store::find_visitor_record(c, visitor)? else {
+        return Ok(None);
+    };
+    let Some(site) = store::find_site_by_key(c, &record.site_key)? else {
+        return Ok(None);
+    };
+    Ok(Some(Erased {
+        visitor_id: visitor,
+        site_id: site.id,
+        site_key: record.site_key,
+        site_name: record.site_name,
+        conversation_ids: store::list_visitor_conversation_ids(c, visitor)?,
+    }))
+}
+
+/// Where an erasure stands after a chunk.
+#[derive(Debug)]
+pub struct Step {
+    /// What the chunks so far deleted.
+    pub total: Deleted,
+    /// The visitor is gone.
+    pub is_done: bool,
+    /// The `visitor.erased` deliveries the last chunk queued, for the runner.
+    pub notices: Vec<JobRow>,
+}
+
+/// One chunk of erasing `erased.visitor_id`, in the caller's transaction. `so_far` is what
+/// earlier chunks deleted; the chunk that removes the visitor row records `privacy.erased` with
+/// the totals and queues the site's `visitor.erased` webhook notices.
 ///
 /// # Errors
 /// A failed write (the transaction is then rolled back by the caller).
 pub fn erase_step(
     c: &Connection,
     requester: &Requester,
-    visitor: VisitorId,
+    erased: &Erased,
     so_far: Deleted,
-) -> Result<(Deleted, bool), store::Error> {
+) -> Result<Step, store::Error> {
+    let visitor = erased.visitor_id;
     // The writer runs with SQLite's secure_delete on (`store::open_write_connection`): the erased
     // rows' bytes are overwritten with zeros, not merely unlinked.
     let (step, is_done) = store::erase_visitor_chunk(c, visitor, PURGE_CHUNK)?;
     let mut total = so_far;
     total.add(step);
+    let mut notices = Vec::new();
     if is_done && total.visitors > 0 {
         audit::record(
             c,
@@ -71,8 +109,13 @@ pub fn erase_step(
                 "via": requester.via.as_str(),
             }),
         )?;
+        notices = jobs::plan_erasure_notices(c, erased, now_ms())?;
     }
-    Ok((total, is_done))
+    Ok(Step {
+        total,
+        is_done,
+        notices,
+    })
 }
 
 /// Records `privacy.exported` of `data`, in the caller's transaction.
@@ -106,28 +149,24 @@ pub fn record_export(
 pub async fn erase_visitor(
     writer: &Arc<Writer>,
     readers: &Arc<Readers>,
-    hub: &Hub,
+    (hub, jobs): (&Hub, &JobQueue),
     requester: &Requester,
     visitor: VisitorId,
 ) -> Result<Option<Deleted>, store::Error> {
-    let Some(conversations) = readers
-        .read(move |c| {
-            store::find_visitor_record(c, visitor)?
-                .map(|_| store::list_visitor_conversation_ids(c, visitor))
-                .transpose()
-        })
-        .await?
-    else {
+    let Some(erased) = readers.read(move |c| read_erased(c, visitor)).await? else {
         return Ok(None);
     };
+    let conversations = erased.conversation_ids.clone();
+    let erased = Arc::new(erased);
     let mut total = Deleted::default();
     loop {
-        let requester = requester.clone();
-        let (next, is_done) = writer
-            .write(move |c| erase_step(c, &requester, visitor, total))
+        let (requester, erased) = (requester.clone(), Arc::clone(&erased));
+        let step = writer
+            .write(move |c| erase_step(c, &requester, &erased, total))
             .await?;
-        total = next;
-        if is_done {
+        total = step.total;
+        jobs.submit(step.notices);
+        if step.is_done {
             break;
         }
     }
@@ -153,7 +192,7 @@ pub async fn erase_visitor(
 pub async fn erase_visitor_of_token(
     writer: &Arc<Writer>,
     readers: &Arc<Readers>,
-    hub: &Hub,
+    (hub, jobs): (&Hub, &JobQueue),
     hash: [u8; 32],
 ) -> Result<Option<Deleted>, store::Error> {
     let found = readers
@@ -166,7 +205,7 @@ pub async fn erase_visitor_of_token(
         actor: Actor::visitor(visitor.id),
         via: Via::Widget,
     };
-    let erased = erase_visitor(writer, readers, hub, &requester, visitor.id).await?;
+    let erased = erase_visitor(writer, readers, (hub, jobs), &requester, visitor.id).await?;
     Ok(Some(erased.unwrap_or_default()))
 }
 

@@ -8,8 +8,8 @@ mod export;
 mod retention;
 
 pub use erasure::{
-    Requester, Via, erase_step, erase_visitor, erase_visitor_of_token, export_visitor,
-    record_export,
+    Requester, Step, Via, erase_step, erase_visitor, erase_visitor_of_token, export_visitor,
+    read_erased, record_export,
 };
 pub use export::{
     EXPORT_VERSION, PersonData, PersonQuery, conversation_json, find_people, ndjson_line,

@@ -284,8 +284,12 @@ pub async fn erase(
     let mut deleted = store::Deleted::default();
     let mut browser_erased = false;
     for hash in whose {
-        let erased =
-            privacy::erase_visitor_of_token(&app.writer, &app.readers, app.chat.hub(), hash);
+        let erased = privacy::erase_visitor_of_token(
+            &app.writer,
+            &app.readers,
+            (app.chat.hub(), &app.jobs),
+            hash,
+        );
         match erased.await {
             Ok(Some(gone)) => {
                 deleted.conversations += gone.conversations;

@@ -85,6 +85,7 @@ mod visitor_ip;
 mod visitor_mail;
 mod visitor_typing;
 mod wal_ceiling;
+mod webhook_erasure;
 mod webhook_lane;
 mod webhooks;
 mod widget_errors;

@@ -22,16 +22,16 @@ const ALL_EVENTS: [&str; 4] = [
     "conversation.closed",
 ];
 
-struct Fixture {
-    app: TestApp,
-    mock: WebhookMock,
-    admin: String,
-    site: String,
+pub(crate) struct Fixture {
+    pub(crate) app: TestApp,
+    pub(crate) mock: WebhookMock,
+    pub(crate) admin: String,
+    pub(crate) site: String,
 }
 
 impl Fixture {
     /// Replays delivered job `job` of endpoint `id` through the API, as an admin would.
-    async fn replay(&self, id: i64, job: i64) {
+    pub(crate) async fn replay(&self, id: i64, job: i64) {
         let (status, answer) = self
             .app
             .api(
@@ -44,7 +44,7 @@ impl Fixture {
         assert_eq!(status, 202, "{answer}");
     }
 
-    async fn start(args: &[&str]) -> Self {
+    pub(crate) async fn start(args: &[&str]) -> Self {
         let mock = WebhookMock::start(([127, 0, 0, 1], 0).into())
             .await
             .expect("receiver");
@@ -61,7 +61,7 @@ impl Fixture {
     }
 
     /// Adds an endpoint at `path` of the receiver; returns (id, secret).
-    async fn endpoint(&self, path: &str, events: &[&str]) -> (i64, String) {
+    pub(crate) async fn endpoint(&self, path: &str, events: &[&str]) -> (i64, String) {
         let (status, answer) = self
             .app
             .api(
@@ -77,7 +77,7 @@ impl Fixture {
         (answer["id"].as_i64().expect("id"), secret)
     }
 
-    async fn log(&self, id: i64) -> Value {
+    pub(crate) async fn log(&self, id: i64) -> Value {
         let (status, log) = self
             .app
             .api(
@@ -126,7 +126,7 @@ fn signed_at(received: &Received) -> i64 {
         .expect("webhook-timestamp is a number")
 }
 
-fn payload(received: &Received) -> Value {
+pub(crate) fn payload(received: &Received) -> Value {
     serde_json::from_str(&received.body).expect("JSON body")
 }
 
@@ -146,7 +146,7 @@ fn referee_python() -> PathBuf {
 }
 
 /// Verifies the deliveries with the `standardwebhooks` package; returns its report.
-fn verify_with_referee(secret: &str, deliveries: &[Received]) -> Result<String, String> {
+pub(crate) fn verify_with_referee(secret: &str, deliveries: &[Received]) -> Result<String, String> {
     let script =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/deliveries/verify_webhooks.py");
     let input = json!({

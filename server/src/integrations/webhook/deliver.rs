@@ -1,5 +1,5 @@
 //! Outgoing webhooks: an event (`conversation.created`, `message.created`,
-//! `conversation.assigned`, `conversation.closed`) sent as a JSON `POST` to an admin's endpoint, signed
+//! `conversation.assigned`, `conversation.closed`, `visitor.erased`) sent as a JSON `POST` to an admin's endpoint, signed
 //! per Standard Webhooks v1 (`webhook-id`, `webhook-timestamp`, `webhook-signature`). One id,
 //! one body: the `webhook-id` is derived from the job (a replay keeps the original's), and the
 //! body is built from the facts the job took when the event happened plus rows that never
@@ -20,7 +20,10 @@ use crate::store::{self, DeliveryMessage, IntegrationId, JobRow, UserId, Webhook
 use super::{WebhookConfig, WebhookSecrets, signature_header};
 use crate::integrations::delivery::{Found, args, blocked, failed, finish, integration_of, read};
 use crate::integrations::{Destinations, open_secrets_as, send_error, ssrf};
-use crate::jobs::{Attempt, MAX_DESTINATION_WAIT, Outcome, WebhookArgs, webhook_id};
+use crate::jobs::{
+    Attempt, ErasureNoticeArgs, MAX_DESTINATION_WAIT, Outcome, WebhookArgs, WebhookJobArgs,
+    webhook_id,
+};
 use crate::secrets::SecretKey;
 
 /// Bytes of an endpoint's answer read at most (kept for the delivery log as an excerpt).
@@ -73,22 +76,25 @@ fn message_json(public_url: &str, m: &DeliveryMessage) -> Value {
     })
 }
 
-/// Everything a delivery reads from the database.
-struct Loaded {
+/// The endpoint a delivery goes to.
+struct Endpoint {
     config: WebhookConfig,
     secrets: WebhookSecrets,
     is_enabled: bool,
+}
+
+/// What a conversation's event reads from the database besides its endpoint.
+struct Loaded {
     conversation: WebhookConversation,
     message: Option<DeliveryMessage>,
     assignee: Option<(UserId, String, String)>,
 }
 
-fn load(
+fn load_endpoint(
     conn: &rusqlite::Connection,
     key: &SecretKey,
     integration: IntegrationId,
-    args: &WebhookArgs,
-) -> Result<Found<Loaded>, store::Error> {
+) -> Result<Found<Endpoint>, store::Error> {
     let Some(row) = store::find_integration(conn, integration)? else {
         return Ok(Found::Gone("endpoint deleted"));
     };
@@ -98,6 +104,14 @@ fn load(
     ) else {
         return Ok(Found::Gone("the endpoint's settings are unreadable"));
     };
+    Ok(Found::Ready(Endpoint {
+        config,
+        secrets,
+        is_enabled: row.is_enabled,
+    }))
+}
+
+fn load(conn: &rusqlite::Connection, args: &WebhookArgs) -> Result<Found<Loaded>, store::Error> {
     let Some(conversation) = store::load_webhook_conversation(conn, args.conversation_id)? else {
         return Ok(Found::Gone("conversation deleted"));
     };
@@ -122,17 +136,14 @@ fn load(
         (None, None) => None,
     };
     Ok(Found::Ready(Loaded {
-        config,
-        secrets,
-        is_enabled: row.is_enabled,
         conversation,
         message,
         assignee,
     }))
 }
 
-/// The JSON body: `{"type", "timestamp", "data"}` as Standard Webhooks recommends.
-fn payload(public_url: &str, event: &str, created_at: i64, loaded: &Loaded) -> Value {
+/// A conversation's event's `data`.
+fn event_data(public_url: &str, event: &str, loaded: &Loaded) -> Value {
     let mut data = json!({"conversation": conversation_json(public_url, &loaded.conversation)});
     if let Some(message) = &loaded.message
         && event == "message.created"
@@ -145,7 +156,23 @@ fn payload(public_url: &str, event: &str, created_at: i64, loaded: &Loaded) -> V
             |(id, name, email)| json!({"id": id, "name": name, "email": email}),
         );
     }
-    json!({"type": event, "timestamp": rfc3339(created_at), "data": data})
+    data
+}
+
+/// A `visitor.erased` notice's `data`: ids only, nothing of the person.
+fn erasure_data(notice: &ErasureNoticeArgs) -> Value {
+    json!({
+        "visitor": {"id": notice.visitor_id},
+        "site": {"key": notice.site_key, "name": notice.site_name},
+        "conversation_ids": notice.conversation_ids,
+    })
+}
+
+/// The JSON body: `{"type", "timestamp", "data"}` as Standard Webhooks recommends.
+fn payload(event: &str, created_at: i64, data: Value) -> Value {
+    let mut body = json!({"type": event, "timestamp": rfc3339(created_at)});
+    body["data"] = data;
+    body
 }
 
 /// Delivers a `webhook.deliver` job.
@@ -154,29 +181,35 @@ pub async fn deliver(destinations: &Destinations, job: &JobRow) -> Attempt {
 }
 
 async fn post(destinations: &Destinations, job: &JobRow) -> Result<Attempt, Attempt> {
-    let args: Arc<WebhookArgs> = Arc::new(args(job)?);
+    let args: Arc<WebhookJobArgs> = Arc::new(args(job)?);
     let integration = integration_of(job)?;
     let (read_args, key) = (Arc::clone(&args), Arc::clone(&destinations.secret_key));
-    let loaded = read(&destinations.readers, move |c| {
-        load(c, &key, integration, &read_args)
+    let public_url = destinations.public_url.clone();
+    let (endpoint, event, data) = read(&destinations.readers, move |c| {
+        load_endpoint(c, &key, integration)?.and_then(|endpoint| match read_args.as_ref() {
+            WebhookJobArgs::Conversation(args) => load(c, args)?.and_then(|loaded| {
+                let data = event_data(&public_url, &args.event, &loaded);
+                Ok(Found::Ready((endpoint, args.event.clone(), data)))
+            }),
+            WebhookJobArgs::Erasure(notice) => Ok(Found::Ready((
+                endpoint,
+                notice.event.clone(),
+                erasure_data(notice),
+            ))),
+        })
     })
     .await?;
-    if !loaded.is_enabled {
+    if !endpoint.is_enabled {
         return Err(failed("the endpoint is disabled"));
     }
     let id = webhook_id(&args, job.id);
-    let body = payload(
-        &destinations.public_url,
-        &args.event,
-        job.created_at,
-        &loaded,
-    );
+    let body = payload(&event, job.created_at, data);
     let body = serde_json::to_vec(&body).unwrap_or_default();
     let now = now_ms();
     let timestamp = now / 1000;
-    let signature = signature_header(&loaded.secrets.signing(now), &id, timestamp, &body)
+    let signature = signature_header(&endpoint.secrets.signing(now), &id, timestamp, &body)
         .ok_or_else(|| blocked("the signing secret is not a whsec_ secret"))?;
-    let url = reqwest::Url::parse(&loaded.config.url)
+    let url = reqwest::Url::parse(&endpoint.config.url)
         .map_err(|_| blocked("the endpoint URL is invalid"))?;
     ssrf::check_literal_host(&url, destinations.allow_private_networks)
         .map_err(|refused| guard_refused(&refused))?;

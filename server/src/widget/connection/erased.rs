@@ -12,10 +12,10 @@ impl Connection {
     pub(super) async fn erased(&mut self, by_the_visitor: bool) -> Result<(), Closed> {
         if by_the_visitor && self.upload_hash != self.token_hash {
             let app = &self.app;
-            let hub = app.chat.hub();
             let browser = self.upload_hash;
+            let to_tell = (app.chat.hub().as_ref(), &app.jobs);
             let erased =
-                crate::privacy::erase_visitor_of_token(&app.writer, &app.readers, hub, browser);
+                crate::privacy::erase_visitor_of_token(&app.writer, &app.readers, to_tell, browser);
             if let Err(err) = erased.await {
                 tracing::warn!(error = %err, "could not erase a browser's anonymous visitor");
             }

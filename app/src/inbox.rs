@@ -163,11 +163,11 @@ fn ConversationItem(item: InboxItemView) -> impl IntoView {
     };
     let status = if item.is_open {
         item.snoozed_until.map(|until| {
-            view! { <span class="badge badge-muted">"Snoozed until "{time_view(until)}</span> }
+            view! { <span class="badge badge-muted" data-snoozed>"Snoozed until "{time_view(until)}</span> }
                 .into_any()
         })
     } else {
-        Some(view! { <span class="badge badge-muted">"Closed"</span> }.into_any())
+        Some(view! { <span class="badge badge-muted" data-closed>"Closed"</span> }.into_any())
     };
     let assignee = match item.assignee {
         Some(name) => view! { <span class="assignee">{name}</span> }.into_any(),

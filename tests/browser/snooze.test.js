@@ -1,7 +1,7 @@
 // Snooze, as an agent uses it: the side panel's *Snooze for* takes the conversation out of
 // Open (another tab of the inbox loses the row live) and into the Snoozed tab with its end;
 // the visitor's next message brings it back; *Unsnooze* brings it back at once; and on the
-// list `b` snoozes the focused row for an hour and says so.
+// list `b` snoozes the focused row for an hour and says so (and on the Snoozed tab refuses).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fixture, signIn, snap, visitor, waitFor } from "./harness.js";
@@ -67,6 +67,11 @@ test("Unsnooze on the page, and b on the list", { timeout: 60000 }, async () => 
   assert.match(await page.locator("#keys-said").innerText(), /^Snoozed the conversation with Visitor #\d+ for an hour\.$/);
 
   await page.goto(`${porch.url}/inbox?filter=snoozed`);
+  // On the Snoozed tab, b says so and posts nothing (the server would move the end).
+  await page.keyboard.press("j");
+  await page.keyboard.press("b");
+  assert.match(await page.locator("#keys-said").innerText(), /^The conversation with Visitor #\d+ is snoozed already: /);
+  assert.equal(await rows(page).count(), 1);
   await rows(page).first().locator("a").click();
   await page.waitForURL(/\/conversations\/\d+$/);
   await Promise.all([

@@ -156,7 +156,7 @@
   };
   const closeRow = async (row) => {
     const name = nameOf(row);
-    if (row.querySelector(".badge-muted")) {
+    if (row.querySelector("[data-closed]")) {
       say(`The conversation with ${name} is already closed.`);
       return;
     }
@@ -176,6 +176,13 @@
   };
   const snoozeRow = async (row) => {
     const name = nameOf(row);
+    // As on a conversation page, which has no Snooze then (the server would move the end).
+    const state = row.querySelector("[data-closed]") ? "closed"
+      : row.querySelector("[data-snoozed]") ? "snoozed already" : "";
+    if (state) {
+      say(`The conversation with ${name} is ${state}: only an open one that is not snoozed can be snoozed.`);
+      return;
+    }
     const failed = await post(row.dataset.id, "snooze", { minutes: "60" });
     say(failed ? `Could not snooze the conversation with ${name}. ${failed.text}` : `Snoozed the conversation with ${name} for an hour.`);
   };

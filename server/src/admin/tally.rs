@@ -131,6 +131,8 @@ struct Open {
     assignee: Option<UserId>,
     /// The newest visitor message the agent has not seen, if any.
     unread: Option<MessageId>,
+    /// Snoozed: kept (its assignee is the one a later change compares with) but not counted.
+    snoozed: bool,
 }
 
 impl Open {
@@ -140,10 +142,10 @@ impl Open {
     }
 }
 
-/// What a conversation (`None`: not open) adds to `me`'s counts.
+/// What a conversation (`None`: not open) adds to `me`'s counts: nothing while it is snoozed.
 fn share(open: Option<Open>, me: UserId) -> Counts {
     let mut share = Counts::default();
-    if let Some(open) = open.filter(|open| open.unread.is_some()) {
+    if let Some(open) = open.filter(|open| open.unread.is_some() && !open.snoozed) {
         share.open = 1;
         match open.assignee {
             None => share.unassigned = 1,
@@ -203,6 +205,7 @@ impl Tally {
                 let open = Open {
                     assignee: r.assignee_id,
                     unread,
+                    snoozed: r.is_snoozed,
                 };
                 (r.id, open)
             })
@@ -294,6 +297,8 @@ impl Tally {
         let mut for_me = false;
         self.change(message.conversation_id, |before| {
             let mut open = before.unwrap_or_default();
+            // The message ended any snooze, in its own write.
+            open.snoozed = false;
             if counted {
                 open.unread = Some(open.unread.map_or(message.id, |u| u.max(message.id)));
             }
@@ -323,14 +328,14 @@ impl Tally {
             .and_then(|item| status_alert(self.me, event, item, before));
         let counted = Some(id) != self.viewing;
         self.change(id, |before| {
-            // A snoozed conversation counts for nothing until its snooze ends.
-            let item = item.filter(InboxItemRow::is_active)?;
+            let item = item.filter(|item| item.status == "open")?;
             // The line is newer than any unread visitor message, so reading up to it clears it.
             let unread = (item.is_unread && counted)
                 .then(|| before.and_then(|open| open.unread).unwrap_or(line.id));
             Some(Open {
                 assignee: item.assignee_id,
                 unread,
+                snoozed: item.snoozed_until.is_some(),
             })
         });
         Ok(alert)

@@ -34,15 +34,19 @@ const ALARM_RETRY: Duration = Duration::from_secs(5);
 /// Snoozes ended in one go of the alarm; the rest are ended on the next, at once.
 const ENDED_BATCH: u32 = 100;
 
-/// "for 4 hours": how long a snooze of `ms` lasts, rounded to the unit that reads best.
+/// "for 4 hours": how long a snooze of `ms` lasts, in the side panel's own words for its
+/// choices (1 hour, 4 hours, 1 day, 3 days, 1 week), else rounded to the unit that reads best.
 fn snooze_length(ms: i64) -> String {
+    const DAY: i64 = 24 * 60;
+    const WEEK: i64 = 7 * DAY;
     let minutes = (ms + 30_000) / 60_000;
-    let (n, unit) = if minutes < 60 {
-        (minutes.max(1), "minute")
-    } else if minutes < 48 * 60 {
-        ((minutes + 30) / 60, "hour")
-    } else {
-        ((minutes + 12 * 60) / (24 * 60), "day")
+    let (n, unit) = match minutes {
+        0 => return "for less than a minute".to_owned(),
+        m if m % WEEK == 0 => (m / WEEK, "week"),
+        m if m % DAY == 0 => (m / DAY, "day"),
+        m if m < 60 => (m, "minute"),
+        m if m < 2 * DAY => ((m + 30) / 60, "hour"),
+        m => ((m + DAY / 2) / DAY, "day"),
     };
     let plural = if n == 1 { "" } else { "s" };
     format!("for {n} {unit}{plural}")
@@ -186,12 +190,23 @@ mod tests {
     #[test]
     fn a_snooze_is_said_in_the_unit_that_reads_best() {
         let minute = 60_000;
-        assert_eq!(snooze_length(1_000), "for 1 minute");
+        let day = 24 * 60 * minute;
+        // The panel's choices, as said there (the line is written a moment after the end was
+        // set, so a little less than the choice).
+        for (choice, said) in [
+            (60 * minute, "for 1 hour"),
+            (4 * 60 * minute, "for 4 hours"),
+            (day, "for 1 day"),
+            (3 * day, "for 3 days"),
+            (7 * day, "for 1 week"),
+        ] {
+            assert_eq!(snooze_length(choice - 40), said);
+        }
+        assert_eq!(snooze_length(5_000), "for less than a minute");
         assert_eq!(snooze_length(45 * minute), "for 45 minutes");
-        assert_eq!(snooze_length(59 * minute), "for 59 minutes");
-        assert_eq!(snooze_length(60 * minute), "for 1 hour");
-        assert_eq!(snooze_length(4 * 60 * minute - 5_000), "for 4 hours");
-        assert_eq!(snooze_length(24 * 60 * minute), "for 24 hours");
-        assert_eq!(snooze_length(7 * 24 * 60 * minute), "for 7 days");
+        assert_eq!(snooze_length(90 * minute), "for 2 hours");
+        assert_eq!(snooze_length(42 * 60 * minute), "for 42 hours");
+        assert_eq!(snooze_length(14 * day), "for 2 weeks");
+        assert_eq!(snooze_length(5 * day + 3 * 60 * minute), "for 5 days");
     }
 }

@@ -194,10 +194,12 @@ pub struct OpenConversationRead {
     pub assignee_id: Option<UserId>,
     /// The newest visitor message the agent has not seen (`None`: read).
     pub unread_up_to: Option<MessageId>,
+    /// Snoozed: it counts for nothing until the snooze ends.
+    pub is_snoozed: bool,
 }
 
-/// Every open conversation that is not snoozed, with its assignee and the newest visitor message
-/// `reader` has not seen.
+/// Every open conversation (snoozed ones included, marked), with its assignee and the newest
+/// visitor message `reader` has not seen.
 pub fn list_open_conversation_reads(
     conn: &Connection,
     reader: UserId,
@@ -209,8 +211,8 @@ pub fn list_open_conversation_reads(
         "SELECT c.id, c.assignee_id, (SELECT m.id FROM messages m \
              WHERE m.conversation_id = c.id AND m.author = 'visitor' ORDER BY m.id DESC LIMIT 1), \
              (SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
-              WHERE r.user_id = ?1 AND r.conversation_id = c.id) \
-         FROM conversations c WHERE c.status = 'open' AND c.snoozed_until IS NULL",
+              WHERE r.user_id = ?1 AND r.conversation_id = c.id), c.snoozed_until IS NOT NULL \
+         FROM conversations c WHERE c.status = 'open'",
     )?;
     Ok(stmt
         .query_map([reader], |r| {
@@ -220,6 +222,7 @@ pub fn list_open_conversation_reads(
                 id: r.get(0)?,
                 assignee_id: r.get(1)?,
                 unread_up_to: newest.filter(|newest| Some(*newest) > read),
+                is_snoozed: r.get(4)?,
             })
         })?
         .collect::<Result<_, _>>()?)

@@ -60,18 +60,29 @@ pub fn list_snoozes_ended(
         .collect::<Result<_, _>>()?)
 }
 
-/// Ends a snooze whose time is up at `now`, and brings the conversation to the top of the
-/// newest-activity order (it is back to be answered); false when it is no longer snoozed, or
-/// was snoozed again for later meanwhile.
+/// Ends a snooze whose time is up at `now`: the conversation comes to the top of the
+/// newest-activity order and is unread again, as *Mark unread* leaves it, for the agents it is
+/// for (its assignee, or everyone while nobody has it), so that it is back in their counts
+/// until they open it, not only in an alert they may have missed. False when it is no longer
+/// snoozed, or was snoozed again for later meanwhile.
 pub fn end_snooze(conn: &Connection, id: ConversationId, now: i64) -> Result<bool, Error> {
-    Ok(conn
+    let ended = conn
         .prepare_cached(
             "UPDATE conversations SET snoozed_until = NULL, \
                  last_message_at = max(last_message_at, ?2) \
              WHERE id = ?1 AND snoozed_until IS NOT NULL AND snoozed_until <= ?2",
         )?
         .execute(params![id, now])?
-        == 1)
+        == 1;
+    if ended {
+        // An agent without a read row has never read it: it is unread for them already.
+        conn.prepare_cached(
+            "UPDATE conversation_reads SET is_marked_unread = 1 WHERE conversation_id = ?1 \
+               AND coalesce(user_id = (SELECT assignee_id FROM conversations WHERE id = ?1), 1)",
+        )?
+        .execute([id])?;
+    }
+    Ok(ended)
 }
 
 #[cfg(test)]
@@ -133,6 +144,49 @@ mod tests {
             )
             .expect("row");
         assert_eq!(at, 5_000, "back at the top of the newest-activity order");
+    }
+
+    #[test]
+    fn an_ended_snooze_is_unread_again_for_the_agents_it_is_for() {
+        let conn = conversation();
+        let id = ConversationId(1);
+        conn.execute_batch(
+            "INSERT INTO users (id, email, name, role, created_at) VALUES \
+                 (1, 'a@x', 'A', 'agent', 0), (2, 'b@x', 'B', 'agent', 0); \
+             INSERT INTO conversation_reads (user_id, conversation_id, last_read_id) \
+                 VALUES (1, 1, 9), (2, 1, 9);",
+        )
+        .expect("seed");
+        let marked = |conn: &Connection| -> Vec<i64> {
+            let mut stmt = conn
+                .prepare("SELECT user_id FROM conversation_reads WHERE is_marked_unread ORDER BY 1")
+                .expect("prepare");
+            stmt.query_map([], |r| r.get(0))
+                .expect("query")
+                .collect::<Result<_, _>>()
+                .expect("rows")
+        };
+        // Assigned: its assignee's alone.
+        conn.execute("UPDATE conversations SET assignee_id = 2", [])
+            .expect("assign");
+        assert!(snooze_conversation(&conn, id, 10).expect("snooze"));
+        assert!(end_snooze(&conn, id, 10).expect("end"));
+        assert_eq!(marked(&conn), [2]);
+        // Nobody's: everyone's.
+        conn.execute_batch(
+            "UPDATE conversations SET assignee_id = NULL; \
+             UPDATE conversation_reads SET is_marked_unread = 0;",
+        )
+        .expect("unassign");
+        assert!(snooze_conversation(&conn, id, 20).expect("snooze"));
+        assert!(end_snooze(&conn, id, 20).expect("end"));
+        assert_eq!(marked(&conn), [1, 2]);
+        // Unsnoozed by hand: nothing is marked.
+        conn.execute("UPDATE conversation_reads SET is_marked_unread = 0", [])
+            .expect("clear");
+        assert!(snooze_conversation(&conn, id, 30).expect("snooze"));
+        assert!(unsnooze_conversation(&conn, id).expect("unsnooze"));
+        assert!(marked(&conn).is_empty());
     }
 
     #[test]

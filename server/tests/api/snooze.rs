@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::json;
 
 use crate::helpers::TestApp;
-use crate::inbox::{form, send, setup_admin, signed_in_from};
+use crate::inbox::{PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
 use crate::unread_counts::{Events, counts};
 
 fn now_ms() -> i64 {
@@ -111,8 +111,18 @@ async fn a_snooze_ends_on_time_with_a_line_an_alert_and_the_top_of_the_list() {
     let (mut widget, _) = app.visitor(&site, None, 0).await;
     widget.say("c1", "Hello").await;
     let id: i64 = app.count("SELECT id FROM conversations");
+    // Read before the snooze: what counts after it is the snooze's end, not the message.
+    let page = send(
+        &app,
+        "GET",
+        &format!("/conversations/{id}"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 200);
     let mut events = Events::open_at(&app, "/inbox/counts", &admin.cookie).await;
-    assert_eq!(events.next("counts").await, counts(1, 0, 1));
+    assert_eq!(events.next("counts").await, counts(0, 0, 0));
 
     let until = now_ms() + 1_500;
     let path = format!("/api/v1/conversations/{id}/snooze");
@@ -121,7 +131,6 @@ async fn a_snooze_ends_on_time_with_a_line_an_alert_and_the_top_of_the_list() {
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["snoozed_until"], until);
-    assert_eq!(events.next("counts").await, counts(0, 0, 0));
 
     // Nothing happens until the time is up; then Porch's own line, an alert, the counts.
     let alert = events.next("alert").await;
@@ -134,7 +143,11 @@ async fn a_snooze_ends_on_time_with_a_line_an_alert_and_the_top_of_the_list() {
             .is_some_and(|b| b.ends_with(": Snooze ended")),
         "{alert}"
     );
-    assert_eq!(events.next("counts").await, counts(1, 0, 1));
+    assert_eq!(
+        events.next("counts").await,
+        counts(1, 0, 1),
+        "unread again until opened"
+    );
     let (_, conversation) = app
         .api("GET", &format!("/api/v1/conversations/{id}"), &token, None)
         .await;
@@ -161,6 +174,52 @@ async fn a_snooze_ends_on_time_with_a_line_an_alert_and_the_top_of_the_list() {
     assert_eq!(last["author"], "system");
     assert_eq!(last["body"], "Snooze ended");
     assert_eq!(last["author_name"], serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn changes_to_a_snoozed_conversation_alert_its_assignee_as_an_open_ones_would() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    let cy = app.add_user_token("Cy", "agent");
+    let bo_id = add_user(&app, "bo@example.com", "agent");
+    let bo = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let id: i64 = app.count("SELECT id FROM conversations");
+    let at = |what: &str| format!("/api/v1/conversations/{id}/{what}");
+    let hour = json!({"until": now_ms() + 3_600_000});
+    let (status, _) = app
+        .api(
+            "POST",
+            &at("assign"),
+            &cy,
+            Some(json!({"assignee": bo_id.0})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let mut bos = Events::open_at(&app, "/inbox/counts", &bo.cookie).await;
+    bos.next("counts").await;
+
+    // Bo has it all along: unsnoozing it is no news to him.
+    for (what, body) in [
+        ("snooze", Some(hour.clone())),
+        ("unsnooze", None),
+        ("snooze", Some(hour)),
+    ] {
+        let (status, answer) = app.api("POST", &at(what), &cy, body).await;
+        assert_eq!(status, 200, "{what}: {answer}");
+    }
+    // Taking it from him, snoozed, is.
+    let (status, _) = app
+        .api("POST", &at("assign"), &cy, Some(json!({"assignee": null})))
+        .await;
+    assert_eq!(status, 200);
+    let alert = bos.next("alert").await;
+    assert_eq!(
+        alert["kind"], "unassigned",
+        "the first alert he gets: {alert}"
+    );
 }
 
 #[tokio::test]

@@ -6,13 +6,16 @@ use leptos::prelude::*;
 use crate::layout::CsrfField;
 use crate::time::time_view;
 
-/// How long a conversation can be snoozed for from its side panel, in minutes.
-pub const SNOOZE_CHOICES: [(u32, &str); 5] = [
-    (60, "1 hour"),
-    (4 * 60, "4 hours"),
-    (24 * 60, "1 day"),
-    (3 * 24 * 60, "3 days"),
-    (7 * 24 * 60, "1 week"),
+/// The side panel's choices: a number of minutes, or `tomorrow` and `monday` (9:00 in the
+/// agent's time zone, which the page sends as `utc_offset`; `admin/actions.rs` reads them).
+pub const SNOOZE_CHOICES: [(&str, &str); 7] = [
+    ("60", "for 1 hour"),
+    ("240", "for 4 hours"),
+    ("tomorrow", "until tomorrow, 9:00"),
+    ("1440", "for 1 day"),
+    ("4320", "for 3 days"),
+    ("monday", "until Monday, 9:00"),
+    ("10080", "for 1 week"),
 ];
 
 /// Snoozing an open conversation, or the end of its snooze and *Unsnooze*.
@@ -29,13 +32,15 @@ fn snooze_form(id: i64, csrf: String, snoozed_until: Option<i64>) -> impl IntoVi
     }
     let options = SNOOZE_CHOICES
         .into_iter()
-        .map(|(minutes, label)| view! { <option value=minutes>{label}</option> })
+        .map(|(value, label)| view! { <option value=value>{label}</option> })
         .collect_view();
     view! {
         <form method="post" action=format!("/conversations/{id}/snooze") class="inline-form snooze"
             data-shortcut="snooze">
             <CsrfField token=csrf/>
-            <label for="snooze-minutes">"Snooze for"</label>
+            // Minutes east of UTC, set by time.js as the form is sent (UTC without it).
+            <input type="hidden" name="utc_offset" value="0"/>
+            <label for="snooze-minutes">"Snooze"</label>
             <div class="inline-controls">
                 <select id="snooze-minutes" name="minutes">{options}</select>
                 <button type="submit" class="button">"Snooze"</button>

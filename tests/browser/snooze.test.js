@@ -13,7 +13,8 @@ let guest;
 const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch, browser, host }) => {
   guest = await visitor(browser, host.url);
   await guest.say("Where is my parcel?");
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  // Away from UTC, so that "until tomorrow, 9:00" is seen to mean the agent's own morning.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: "America/New_York" });
   page = await context.newPage();
   page.setDefaultTimeout(15000);
   await signIn(page, porch, AGENT.email);
@@ -31,7 +32,7 @@ test("Snooze from the page: out of Open live, in Snoozed, back when the visitor 
   await rows(page).first().locator("a").click();
   await page.waitForURL(/\/conversations\/\d+$/);
 
-  await page.getByLabel("Snooze for").selectOption({ label: "4 hours" });
+  await page.getByLabel("Snooze", { exact: true }).selectOption({ label: "for 4 hours" });
   await Promise.all([
     page.waitForURL(/\/conversations\/\d+(\?|$)/),
     page.getByRole("button", { name: "Snooze", exact: true }).click(),
@@ -55,7 +56,7 @@ test("Snooze from the page: out of Open live, in Snoozed, back when the visitor 
   await other.goto(`${porch.url}/inbox`);
   await guest.say("Hello? Still waiting.");
   await waitFor("the row back in Open", async () => (await rows(other).count()) === 1);
-  await waitFor("the page's panel to drop the snooze", async () => (await aside.innerText()).includes("Snooze for"));
+  await waitFor("the page's panel to drop the snooze", async () => (await aside.locator("#snooze-minutes").count()) === 1);
 });
 
 test("Unsnooze on the page, and b on the list", { timeout: 60000 }, async () => {
@@ -79,7 +80,24 @@ test("Unsnooze on the page, and b on the list", { timeout: 60000 }, async () => 
     page.getByRole("button", { name: "Unsnooze" }).click(),
   ]);
   await waitFor("the notice", async () => (await page.locator("main .notice-success").textContent()).startsWith("Unsnoozed"));
-  assert.match(await page.locator("#conversation-aside").innerText(), /Snooze for/);
+  const aside = page.locator("#conversation-aside");
+  assert.equal(await aside.locator("#snooze-minutes").count(), 1);
+
+  // Until tomorrow, 9:00 where the agent is (New York), not in UTC.
+  await page.getByLabel("Snooze", { exact: true }).selectOption({ label: "until tomorrow, 9:00" });
+  await Promise.all([
+    page.waitForURL(/notice=snoozed|\/conversations\/\d+$/),
+    page.getByRole("button", { name: "Snooze", exact: true }).click(),
+  ]);
+  const end = Date.parse(await aside.locator(".snooze time").getAttribute("datetime"));
+  const morning = await page.evaluate(() => {
+    const at = new Date();
+    at.setDate(at.getDate() + 1);
+    at.setHours(9, 0, 0, 0);
+    return at.getTime();
+  });
+  assert.equal(end, morning, `ends at ${new Date(end).toISOString()}`);
+  await Promise.all([page.waitForURL(/notice=unsnoozed|\/conversations\/\d+$/), aside.getByRole("button", { name: "Unsnooze" }).click()]);
   await page.goto(`${porch.url}/inbox`);
   assert.equal(await rows(page).count(), 1);
 });

@@ -4,7 +4,8 @@
 // the day and the time otherwise, the full local date and time as the tooltip. inbox.js calls
 // porchLocalTime on the fragments its live stream adds. A time-zone field still holding the
 // suggested UTC (a site's hours page before any hours are saved, `data-guess-zone`) gets the
-// browser's own zone instead: most teams set hours where they sit.
+// browser's own zone instead: most teams set hours where they sit. A form's `utc_offset` field
+// gets the reader's offset from UTC when the form is sent.
 (() => {
   "use strict";
 
@@ -23,6 +24,13 @@
 
   window.porchLocalTime = localTime;
   localTime(document);
+
+  // A form that asks for the reader's offset from UTC (Snooze until tomorrow, 9:00) gets it as
+  // it is sent: the side panel it sits in may have been replaced live since the page loaded.
+  document.addEventListener("submit", (e) => {
+    const offset = e.target.elements?.namedItem("utc_offset");
+    if (offset) offset.value = String(-new Date().getTimezoneOffset());
+  }, true);
 
   const zone = document.querySelector("input[data-guess-zone]");
   const guess = Intl.DateTimeFormat().resolvedOptions().timeZone;

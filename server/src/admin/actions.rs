@@ -243,9 +243,42 @@ pub async fn mark_unread(
 
 #[derive(Debug, Deserialize)]
 pub struct SnoozeForm {
-    /// How long, in minutes (the side panel offers a few: `app/src/snooze.rs`).
+    /// How long, in minutes, or `tomorrow` or `monday` (the side panel's choices,
+    /// `app/src/snooze.rs`).
     #[serde(default)]
     minutes: String,
+    /// The agent's offset from UTC in minutes (east positive), for `tomorrow` and `monday`.
+    #[serde(default)]
+    utc_offset: String,
+}
+
+const MINUTE_MS: i64 = 60_000;
+const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
+
+/// When a snooze chosen in the side panel at `now` ends: `minutes` from now, or 9:00 tomorrow
+/// or on the next Monday (a week ahead on a Monday) where the agent is (`utc_offset`, up to
+/// 14 hours either way; UTC when missing or out of range). `None` for anything else.
+fn snooze_end(form: &SnoozeForm, now: i64) -> Option<i64> {
+    let days_ahead = |local_day: i64| match form.minutes.trim() {
+        "tomorrow" => Some(1),
+        // Day 0 (1 January 1970) was a Thursday: Monday is 0 here.
+        "monday" => Some(7 - (local_day + 3).rem_euclid(7)),
+        _ => None,
+    };
+    let offset = form
+        .utc_offset
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|m| m.abs() <= 14 * 60)
+        .unwrap_or(0)
+        * MINUTE_MS;
+    let local_day = (now + offset).div_euclid(DAY_MS);
+    if let Some(ahead) = days_ahead(local_day) {
+        return Some((local_day + ahead) * DAY_MS + 9 * 60 * MINUTE_MS - offset);
+    }
+    let minutes = form.minutes.trim().parse::<i64>().ok().filter(|m| *m > 0)?;
+    Some(now.saturating_add(minutes.saturating_mul(MINUTE_MS)))
 }
 
 /// `POST /conversations/{id}/snooze`: out of the Open list and the counts until the snooze ends
@@ -257,11 +290,10 @@ pub async fn snooze(
     Posted { who, form }: Posted<SnoozeForm>,
 ) -> Response {
     let answer = Answer::new(&headers, id);
-    let Some(minutes) = form.minutes.trim().parse::<i64>().ok().filter(|m| *m > 0) else {
+    let Some(until) = snooze_end(&form, now_ms()) else {
         let err = crate::chat::Error::Invalid(Invalid::from("Choose how long to snooze for."));
         return answer.refused(err.into());
     };
-    let until = now_ms().saturating_add(minutes.saturating_mul(60_000));
     match app
         .chat
         .snooze_conversation(ConversationId(id), &who.user, until)
@@ -298,5 +330,49 @@ pub async fn unsnooze(
             "It is not snoozed any more.",
         ),
         Err(err) => answer.refused(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(minutes: &str, utc_offset: &str, now: i64) -> Option<i64> {
+        let form = SnoozeForm {
+            minutes: minutes.into(),
+            utc_offset: utc_offset.into(),
+        };
+        snooze_end(&form, now)
+    }
+
+    #[test]
+    fn a_snooze_ends_after_its_minutes_or_at_nine_where_the_agent_is() {
+        // Wednesday 2 December 2026, 22:30 UTC.
+        let now = 1_796_250_600_000;
+        assert_eq!(end("60", "", now), Some(now + 3_600_000));
+        // Tomorrow at 9:00 UTC: Thursday 3 December.
+        assert_eq!(end("tomorrow", "", now), Some(1_796_288_400_000));
+        // In Tokyo (UTC+9) it is already Thursday 07:30: tomorrow is Friday 9:00 there, which
+        // is Friday 00:00 UTC.
+        assert_eq!(end("tomorrow", "540", now), Some(1_796_342_400_000));
+        // In New York (UTC-5) it is Wednesday 17:30: Thursday 9:00 there is 14:00 UTC.
+        assert_eq!(end("tomorrow", "-300", now), Some(1_796_306_400_000));
+        // Monday 7 December, 9:00 UTC.
+        assert_eq!(end("monday", "", now), Some(1_796_634_000_000));
+        // An offset past 14 hours is not one: UTC.
+        assert_eq!(end("tomorrow", "9999", now), end("tomorrow", "", now));
+        for refused in ["", "0", "-5", "soon"] {
+            assert_eq!(end(refused, "", now), None, "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn on_a_monday_the_next_monday_is_a_week_ahead() {
+        // Monday 7 December 2026, 08:00 UTC.
+        let monday = 1_796_630_400_000;
+        assert_eq!(
+            end("monday", "", monday),
+            Some(monday + 7 * DAY_MS + 3_600_000)
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::bulk::{BulkForm, row_checkbox};
 use crate::layout::{KeysSaid, Nav, Notice, NoticeBox, Section, UnreadCount, document_with_skip};
 use crate::search::SearchBox;
 use crate::time::{format_time, time_view};
@@ -115,6 +116,9 @@ impl InboxFilters {
 #[derive(Debug, Clone)]
 pub struct InboxView {
     pub nav: Nav,
+    pub csrf: String,
+    /// This page's address (filters and cursor), where the bulk form's answer returns.
+    pub back: String,
     /// Each tab with its link (keeping the site and order).
     pub tabs: Vec<(Filter, String)>,
     /// The tab the filters amount to, if any.
@@ -179,9 +183,11 @@ fn ConversationItem(item: InboxItemView) -> impl IntoView {
             .map(|a| view! { <span class="who">{a}": "</span> });
         view! { <p class="preview">{who}{preview_text(&body)}</p> }
     });
+    let checkbox = row_checkbox(item.id, &item.visitor);
     view! {
         <li id=format!("conversation-{}", item.id) class=class data-id=item.id
             data-at=item.last_message_at data-key=item.sort_key>
+            {checkbox}
             <a href=format!("/conversations/{}", item.id)>
                 <div class="row">
                     <span class="visitor">
@@ -291,7 +297,11 @@ pub fn render_inbox(view: InboxView) -> String {
                 </div>
             </form>
         </details>
-        <p class="inbox-count" data-count data-summary=view.summary_href>{view.summary}</p>
+        // The count and the bulk form share a line while nothing is ticked.
+        <div class="list-head">
+            <p class="inbox-count" data-count data-summary=view.summary_href>{view.summary}</p>
+            <BulkForm csrf=view.csrf back=view.back hidden=is_empty/>
+        </div>
         <ul class="conversations" id="conversations" aria-live="polite" tabindex="-1"
             data-live=view.live data-last-id=view.last_id data-sort=view.sort
             data-cursor=view.cursor data-more=view.next.is_some().then_some("true")>
@@ -300,6 +310,7 @@ pub fn render_inbox(view: InboxView) -> String {
         // Takes the focus when the list is empty and the skip link or `e` leads there (inbox.js).
         <p class="empty" data-empty tabindex="-1" hidden=!is_empty>{empty_text}</p>
         {pager}
+        <script src="/assets/bulk.js" defer></script>
     };
     document_with_skip(
         "Inbox",

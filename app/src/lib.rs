@@ -5,7 +5,7 @@
 //!
 //! - [`layout`]: the document shell, navigation, notices, the CSRF field.
 //! - [`auth`]: setup, sign-in, invitation and reset links, account, error pages.
-//! - [`inbox`]: the conversation list.
+//! - [`inbox`]: the conversation list, and [`bulk`], its form for several at once.
 //! - [`conversation`]: one conversation with its details and reply box (and `snooze`, its side
 //!   panel's *Snooze*).
 //! - [`search`]: inbox search results; [`canned`]: canned replies.
@@ -23,6 +23,7 @@
 pub mod api_tokens;
 pub mod audit;
 pub mod auth;
+pub mod bulk;
 pub mod canned;
 pub mod capacity;
 pub mod chars;

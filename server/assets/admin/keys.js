@@ -231,8 +231,10 @@
   // loaded, when screen readers announce it (text already there at load is not announced, and
   // the focus is in the reply box).
   const query = new URLSearchParams(location.search);
-  if ((here || list) && query.has("notice")) {
-    query.delete("notice");
+  // The bulk form's answer says `bulk=…&done=…&skipped=…` (admin/bulk.rs).
+  const said = ["notice", "bulk", "done", "skipped"];
+  if ((here || list) && said.some((name) => query.has(name))) {
+    for (const name of said) query.delete(name);
     const rest = query.size ? `?${query}` : "";
     history.replaceState(history.state, "", location.pathname + rest + location.hash);
     const done = document.querySelector("main .notice-success[role='status']");
@@ -264,6 +266,14 @@
       else act("assign-me", assignRow, "This conversation is assigned to you already.");
     },
     u: () => act("unread", unreadRow, ""),
+    // Ticks (or unticks) the focused row for the form above the list, as in Gmail.
+    x: () => {
+      const box = !here && focusedRow()?.parentElement.querySelector("input[name=id]");
+      if (!box) return false;
+      box.checked = !box.checked;
+      box.dispatchEvent(new Event("change", { bubbles: true }));
+      return true;
+    },
     // As in Gmail. On a conversation page, for as long as its Snooze field says (an hour unless
     // changed); on the list, an hour.
     b: () => act("snooze", snoozeRow, "Only an open conversation that is not snoozed can be snoozed."),

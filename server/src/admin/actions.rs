@@ -255,18 +255,17 @@ pub struct SnoozeForm {
 const MINUTE_MS: i64 = 60_000;
 const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
 
-/// When a snooze chosen in the side panel at `now` ends: `minutes` from now, or 9:00 tomorrow
-/// or on the next Monday (a week ahead on a Monday) where the agent is (`utc_offset`, up to
-/// 14 hours either way; UTC when missing or out of range). `None` for anything else.
-fn snooze_end(form: &SnoozeForm, now: i64) -> Option<i64> {
-    let days_ahead = |local_day: i64| match form.minutes.trim() {
+/// When a snooze chosen at `now` ends: `minutes` from now, or (`tomorrow`, `monday`) 9:00
+/// tomorrow or on the next Monday (a week ahead on a Monday) where the agent is (`utc_offset`,
+/// up to 14 hours either way; UTC when missing or out of range). `None` for anything else.
+pub(super) fn snooze_end(minutes: &str, utc_offset: &str, now: i64) -> Option<i64> {
+    let days_ahead = |local_day: i64| match minutes.trim() {
         "tomorrow" => Some(1),
         // Day 0 (1 January 1970) was a Thursday: Monday is 0 here.
         "monday" => Some(7 - (local_day + 3).rem_euclid(7)),
         _ => None,
     };
-    let offset = form
-        .utc_offset
+    let offset = utc_offset
         .trim()
         .parse::<i64>()
         .ok()
@@ -277,7 +276,7 @@ fn snooze_end(form: &SnoozeForm, now: i64) -> Option<i64> {
     if let Some(ahead) = days_ahead(local_day) {
         return Some((local_day + ahead) * DAY_MS + 9 * 60 * MINUTE_MS - offset);
     }
-    let minutes = form.minutes.trim().parse::<i64>().ok().filter(|m| *m > 0)?;
+    let minutes = minutes.trim().parse::<i64>().ok().filter(|m| *m > 0)?;
     Some(now.saturating_add(minutes.saturating_mul(MINUTE_MS)))
 }
 
@@ -290,7 +289,7 @@ pub async fn snooze(
     Posted { who, form }: Posted<SnoozeForm>,
 ) -> Response {
     let answer = Answer::new(&headers, id);
-    let Some(until) = snooze_end(&form, now_ms()) else {
+    let Some(until) = snooze_end(&form.minutes, &form.utc_offset, now_ms()) else {
         let err = crate::chat::Error::Invalid(Invalid::from("Choose how long to snooze for."));
         return answer.refused(err.into());
     };
@@ -338,11 +337,7 @@ mod tests {
     use super::*;
 
     fn end(minutes: &str, utc_offset: &str, now: i64) -> Option<i64> {
-        let form = SnoozeForm {
-            minutes: minutes.into(),
-            utc_offset: utc_offset.into(),
-        };
-        snooze_end(&form, now)
+        snooze_end(minutes, utc_offset, now)
     }
 
     #[test]

@@ -11,6 +11,7 @@ const KEYS_JS: &str = include_str!("../../assets/admin/keys.js");
 const CONFIRM_JS: &str = include_str!("../../assets/admin/confirm.js");
 const FAVICON: &str = include_str!("../../assets/admin/favicon.svg");
 const CANNED_JS: &str = include_str!("../../assets/admin/canned.js");
+const BULK_JS: &str = include_str!("../../assets/admin/bulk.js");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
@@ -65,4 +66,9 @@ pub async fn favicon() -> Response {
 /// `GET /assets/canned.js`: the canned-reply picker of the reply box.
 pub async fn canned_js() -> Response {
     asset("text/javascript; charset=utf-8", CANNED_JS)
+}
+
+/// `GET /assets/bulk.js`: choosing rows of the inbox list for one action.
+pub async fn bulk_js() -> Response {
+    asset("text/javascript; charset=utf-8", BULK_JS)
 }

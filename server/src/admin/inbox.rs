@@ -17,6 +17,7 @@ use crate::store::{self, ConversationId};
 use crate::values::ClientId;
 
 use super::auth::NoticeQuery;
+use super::bulk::BulkDone;
 use super::inbox_query::{InboxParams, InboxRequest, format_cursor};
 use super::page::{PageError, html, see_other};
 use super::session::{Posted, SignedIn, is_script, reject};
@@ -28,6 +29,7 @@ pub async fn inbox_page(
     who: SignedIn,
     Query(params): Query<InboxParams>,
     Query(notice): Query<NoticeQuery>,
+    Query(bulk): Query<BulkDone>,
 ) -> Result<Response, PageError> {
     let me = who.user.id;
     let choices = app.chat.inbox_choices().await?;
@@ -39,6 +41,8 @@ pub async fn inbox_page(
     let summary = request.summary(&choices, page.total, page.before, page.items.len());
     Ok(html(render_inbox(InboxView {
         nav: who.nav(Section::Inbox),
+        csrf: who.csrf.clone(),
+        back: request.page_href(request.cursor),
         tabs: request.tab_hrefs(),
         tab: request.tab(),
         filters: request.form(&choices),
@@ -55,7 +59,7 @@ pub async fn inbox_page(
             .map(|i| views::inbox_item(i, me, &request.query))
             .collect(),
         last_id: last_id.0,
-        notice: notice.notice(),
+        notice: notice.notice().or_else(|| bulk.notice()),
     })))
 }
 

@@ -9,6 +9,7 @@ pub mod assets;
 pub mod attachments;
 pub mod audit;
 pub mod auth;
+pub mod bulk;
 pub mod canned;
 pub mod capacity;
 mod checkbox;

@@ -282,6 +282,7 @@ fn admin_routes() -> Router<AppState> {
         .route("/assets/confirm.js", get(admin::assets::confirm_js))
         .route("/assets/favicon.svg", get(admin::assets::favicon))
         .route("/assets/canned.js", get(admin::assets::canned_js))
+        .route("/assets/bulk.js", get(admin::assets::bulk_js))
         .merge(account_routes())
         .merge(conversation_routes())
         .merge(site_routes())
@@ -376,6 +377,7 @@ fn conversation_routes() -> Router<AppState> {
         )
         .route("/conversations/{id}/reopen", post(admin::actions::reopen))
         .route("/conversations/{id}/snooze", post(admin::actions::snooze))
+        .route("/inbox/bulk", post(admin::bulk::bulk))
         .route(
             "/conversations/{id}/unsnooze",
             post(admin::actions::unsnooze),

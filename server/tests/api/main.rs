@@ -15,6 +15,7 @@ mod audit;
 mod backlog;
 mod backup;
 mod brakes;
+mod bulk;
 mod canned;
 mod capacity_page;
 mod config_doc;

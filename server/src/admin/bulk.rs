@@ -1,0 +1,222 @@
+//! Several conversations at once from the inbox list (docs/admin.md, "Several at once"): one
+//! action for the rows ticked on the page, each done as its own button would do it (status
+//! line, integrations' notices, live pages), and the list again with how many it changed.
+//! Rows that the action does not change (closed already, taken meanwhile, gone) are counted and
+//! left as they are: a list watched live can change under the agent's pointer.
+
+use axum::extract::State;
+use axum::response::Response;
+use porch_app::counted;
+use porch_app::layout::Notice;
+use serde::Deserialize;
+
+use crate::chat::{Error, Invalid};
+use crate::clock::now_ms;
+use crate::state::AppState;
+use crate::store::{ConversationId, Expected, UserRow};
+
+use super::actions::snooze_end;
+use super::page::{PageError, see_other};
+use super::session::{Posted, reject};
+
+/// Rows at most in one go: one page of the list (`chat::INBOX_PAGE_SIZE`).
+const MAX_ROWS: usize = crate::chat::INBOX_PAGE_SIZE as usize;
+
+/// What the form asks for (`app/src/bulk.rs` offers the same values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Close,
+    AssignMe,
+    Unassign,
+    /// Until then (Unix ms).
+    Snooze(i64),
+    Unread,
+}
+
+impl Action {
+    fn parse(value: &str, utc_offset: &str, now: i64) -> Option<Self> {
+        Some(match value {
+            "close" => Self::Close,
+            "assign-me" => Self::AssignMe,
+            "unassign" => Self::Unassign,
+            "snooze-60" => Self::Snooze(snooze_end("60", utc_offset, now)?),
+            "snooze-tomorrow" => Self::Snooze(snooze_end("tomorrow", utc_offset, now)?),
+            "unread" => Self::Unread,
+            _ => return None,
+        })
+    }
+
+    /// The `bulk=` code of the answer.
+    fn code(self) -> &'static str {
+        match self {
+            Self::Close => "closed",
+            Self::AssignMe => "assigned",
+            Self::Unassign => "unassigned",
+            Self::Snooze(_) => "snoozed",
+            Self::Unread => "unread",
+        }
+    }
+
+    /// Does it to one conversation as `by`; whether that changed it. A conversation that is
+    /// gone, or that the action does not fit (marking unread one without a visitor message),
+    /// is not changed.
+    async fn apply(self, app: &AppState, id: ConversationId, by: &UserRow) -> Result<bool, Error> {
+        let chat = &app.chat;
+        let changed = match self {
+            Self::Close => chat.close_conversation(id, by, None).await,
+            Self::AssignMe => {
+                chat.assign_conversation(id, by, Some(by), Expected::Any, None)
+                    .await
+            }
+            Self::Unassign => {
+                chat.assign_conversation(id, by, None, Expected::Any, None)
+                    .await
+            }
+            Self::Snooze(until) => chat.snooze_conversation(id, by, until).await,
+            Self::Unread => chat.mark_unread(by.id, id).await.map(|()| true),
+        };
+        match changed {
+            Err(Error::NotFound(_) | Error::Invalid(_)) => Ok(false),
+            other => other,
+        }
+    }
+}
+
+/// The list's address the form came from: only the inbox, never another page (an open
+/// redirect), and the inbox itself for anything else.
+fn back_to(raw: &str) -> &str {
+    let is_inbox = raw == "/inbox" || raw.starts_with("/inbox?");
+    if is_inbox && !raw.contains(['\\', '#']) && !raw.contains("//") {
+        raw
+    } else {
+        "/inbox"
+    }
+}
+
+/// `POST /inbox/bulk` (`csrf`, `action`, `id` once per row, `back`, `utc_offset`): does the
+/// action to each conversation and returns to the list with `bulk`, `done` and `skipped`.
+pub async fn bulk(
+    State(app): State<AppState>,
+    Posted { who, form }: Posted<Vec<(String, String)>>,
+) -> Response {
+    let field = |name: &str| {
+        form.iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let refuse =
+        |why: &'static str| reject(false, PageError::from(Error::Invalid(Invalid::from(why))));
+    let Some(action) = Action::parse(field("action"), field("utc_offset"), now_ms()) else {
+        return refuse("Choose what to do with the selected conversations.");
+    };
+    let ids: Vec<ConversationId> = form
+        .iter()
+        .filter(|(k, _)| k == "id")
+        .filter_map(|(_, v)| v.parse().ok().map(ConversationId))
+        .collect();
+    if ids.len() > MAX_ROWS {
+        return refuse("At most 200 conversations at once: one page of the list.");
+    }
+    let (mut done, mut skipped) = (0_usize, 0_usize);
+    for id in ids {
+        match action.apply(&app, id, &who.user).await {
+            Ok(true) => done += 1,
+            Ok(false) => skipped += 1,
+            Err(err) => return reject(false, err.into()),
+        }
+    }
+    let back = back_to(field("back"));
+    let joint = if back.contains('?') { '&' } else { '?' };
+    see_other(&format!(
+        "{back}{joint}bulk={}&done={done}&skipped={skipped}",
+        action.code()
+    ))
+}
+
+/// What the list says after a bulk action (`bulk=…&done=…&skipped=…`): fixed words and two
+/// numbers, never text from the address.
+#[derive(Debug, Default, Deserialize)]
+pub struct BulkDone {
+    #[serde(default)]
+    bulk: String,
+    #[serde(default)]
+    done: Option<usize>,
+    #[serde(default)]
+    skipped: Option<usize>,
+}
+
+impl BulkDone {
+    pub fn notice(&self) -> Option<Notice> {
+        let (done, skipped) = (self.done?, self.skipped.unwrap_or(0));
+        let them = counted(done, "conversation");
+        let what = match self.bulk.as_str() {
+            "closed" => format!("Closed {them}."),
+            "assigned" => format!("Assigned {them} to you."),
+            "unassigned" => format!("Unassigned {them}."),
+            "snoozed" => format!("Snoozed {them}."),
+            "unread" => format!("Marked {them} unread for you."),
+            _ => return None,
+        };
+        if done == 0 && skipped == 0 {
+            return Some(Notice::Error(
+                "Nothing was selected: tick the conversations first.".to_owned(),
+            ));
+        }
+        Some(Notice::Success(match skipped {
+            0 => what,
+            1 => format!("{what} 1 was left as it was (already so, closed, or gone)."),
+            n => format!("{what} {n} were left as they were (already so, closed, or gone)."),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_goes_back_to_the_inbox_only() {
+        assert_eq!(
+            back_to("/inbox?status=open&site=s_1"),
+            "/inbox?status=open&site=s_1"
+        );
+        assert_eq!(back_to("/inbox"), "/inbox");
+        for elsewhere in [
+            "https://evil.example/inbox",
+            "//evil.example/inbox",
+            "/inbox?x=//evil",
+            "/team",
+            "/inboxes",
+            "/inbox?\\evil",
+            "",
+        ] {
+            assert_eq!(back_to(elsewhere), "/inbox", "{elsewhere}");
+        }
+    }
+
+    #[test]
+    fn the_notice_counts_what_changed_and_what_did_not() {
+        let said = |bulk: &str, done, skipped| {
+            let notice = BulkDone {
+                bulk: bulk.into(),
+                done: Some(done),
+                skipped: Some(skipped),
+            }
+            .notice();
+            match notice {
+                Some(Notice::Success(text) | Notice::Error(text)) => text,
+                _ => String::new(),
+            }
+        };
+        assert_eq!(said("closed", 3, 0), "Closed 3 conversations.");
+        assert_eq!(
+            said("snoozed", 1, 1),
+            "Snoozed 1 conversation. 1 was left as it was (already so, closed, or gone)."
+        );
+        assert_eq!(
+            said("closed", 0, 0),
+            "Nothing was selected: tick the conversations first."
+        );
+        assert_eq!(said("<script>", 1, 0), "", "only fixed codes");
+    }
+}

@@ -224,7 +224,8 @@ impl Chat {
                     }
                 },
             )
-            .await??;
+            .await
+            .map_err(Error::conversation_write)??;
         Ok(self.posted(posting, &new))
     }
 

@@ -277,7 +277,8 @@ impl Chat {
                     }
                 },
             )
-            .await??;
+            .await
+            .map_err(Error::conversation_write)??;
         Ok(self.posted(posting, &new))
     }
 

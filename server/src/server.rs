@@ -21,7 +21,7 @@ use crate::integrations::email::Mailer;
 use crate::integrations::email::inbound::{ImapSettings, MailReader, MailboxSource, open_mailbox};
 use crate::integrations::slack::{SlackApi, spawn_socket_mode};
 use crate::integrations::{Destinations, HttpClients};
-use crate::jobs::{Lane, Runner, RunnerConfig, WINDOW};
+use crate::jobs::{Lane, Runner, RunnerConfig, SAFETY_POLL, WINDOW};
 use crate::metrics::{
     Capacity, Sources, spawn_heartbeat, spawn_replication_scraper, spawn_sampler,
 };
@@ -278,6 +278,7 @@ async fn start_runner(
         retention: config.job_retention,
         stats: Arc::clone(&app.meters.jobs),
         window: WINDOW,
+        poll_every: SAFETY_POLL,
     };
     runner
         .start(

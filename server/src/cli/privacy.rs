@@ -181,9 +181,13 @@ pub fn erase(conn: &mut Connection, args: &EraseArgs) -> anyhow::Result<()> {
         };
         let mut total = Deleted::default();
         loop {
-            // The notices it queues are taken by a running server's runner within its safety
-            // poll, or at the next start.
-            let step = write(conn, |c| privacy::erase_step(c, &cli(), &erased, total))?;
+            // The notices it queues are noted for a running server's runner, which takes them
+            // at its safety poll (or at its next start).
+            let step = write(conn, |c| {
+                let step = privacy::erase_step(c, &cli(), &erased, total)?;
+                store::note_jobs_from_elsewhere(c, &step.notices)?;
+                Ok(step)
+            })?;
             total = step.total;
             if step.is_done {
                 break;

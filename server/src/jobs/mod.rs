@@ -50,5 +50,5 @@ pub use retry::{
 // For destinations' tests: what the log keeps of an error they make.
 #[cfg(test)]
 pub(crate) use runner::loggable;
-pub use runner::{JobQueue, Runner, RunnerConfig, WINDOW};
+pub use runner::{JobQueue, Runner, RunnerConfig, SAFETY_POLL, WINDOW};
 pub use stats::{Counted, JobStats};

@@ -30,8 +30,10 @@ use super::policy::backoff;
 use super::round::{Round, write_round};
 use super::stats::JobStats;
 
+mod poll;
+
 /// How often the runner looks for jobs written by another process (a CLI command).
-const SAFETY_POLL: Duration = Duration::from_secs(30);
+pub const SAFETY_POLL: Duration = Duration::from_secs(30);
 /// How often finished jobs past the retention period are deleted.
 const PRUNE_EVERY: Duration = Duration::from_mins(10);
 /// Rows deleted per statement while pruning, so the write lock is held briefly.
@@ -82,6 +84,9 @@ pub struct RunnerConfig {
     pub stats: Arc<JobStats>,
     /// Waiting jobs held in memory per rate key ([`WINDOW`] outside tests).
     pub window: usize,
+    /// How often jobs written by another process are looked for ([`SAFETY_POLL`] outside
+    /// tests).
+    pub poll_every: Duration,
 }
 
 /// Waiting jobs held in memory per rate key: a Slack channel paced at one post a second has
@@ -264,7 +269,9 @@ impl Dispatcher {
     }
 
     async fn run(mut self, shutdown: CancellationToken, grace: Duration) {
-        let mut poll = tokio::time::interval(SAFETY_POLL);
+        // The first poll waits a full period: the start-up read everything queued then.
+        let every = self.config.poll_every;
+        let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         // The first prune waits a full period: start-up has enough to do.
         let mut prune =
             tokio::time::interval_at(tokio::time::Instant::now() + PRUNE_EVERY, PRUNE_EVERY);
@@ -519,22 +526,6 @@ impl Dispatcher {
             http_status,
             error: decision.error,
         });
-    }
-
-    /// Picks up queued jobs written by another process since the last look, and asks again for
-    /// the reads of rate keys' windows that failed.
-    async fn poll_database(&mut self) {
-        let after = self.highest_seen;
-        match self
-            .readers
-            .read(move |c| store::list_queued_jobs_after(c, after))
-            .await
-        {
-            Ok(jobs) => self.add(jobs),
-            Err(err) => tracing::warn!(error = %err, "could not look for new jobs"),
-        }
-        self.index.retry_failed_loads();
-        self.index.expire(now_ms());
     }
 
     fn spawn_prune(&self) {

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use super::pace::SLACK_CHANNEL;
 use super::runner::loggable;
 use super::{
-    Attempt, Deliver, Delivery, JobKind, JobStats, Lane, Outcome, Runner, RunnerConfig, WINDOW,
+    Attempt, Deliver, Delivery, JobKind, JobStats, Lane, Outcome, Runner, RunnerConfig,
+    SAFETY_POLL, WINDOW,
 };
 use crate::clock::now_ms;
 use crate::store::{self, JobId, JobRow, NewJob, Readers, Writer};
@@ -63,6 +64,11 @@ async fn start(outcomes: Vec<Outcome>) -> Harness {
 
 /// Lanes of two concurrent deliveries, at most `window` waiting jobs per rate key in memory.
 async fn start_with_window(outcomes: Vec<Outcome>, window: usize) -> Harness {
+    start_polling(outcomes, window, SAFETY_POLL).await
+}
+
+/// [`start_with_window`], looking for jobs another process wrote every `poll_every`.
+async fn start_polling(outcomes: Vec<Outcome>, window: usize, poll_every: Duration) -> Harness {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("jobs.db");
     let mut conn = store::open_write_connection(&path, store::Synchronous::Normal).expect("open");
@@ -82,6 +88,7 @@ async fn start_with_window(outcomes: Vec<Outcome>, window: usize) -> Harness {
         retention: Duration::from_hours(1),
         stats: Arc::clone(&stats),
         window,
+        poll_every,
     };
     runner
         .start(
@@ -326,6 +333,56 @@ async fn a_long_conversation_at_a_destination_does_not_hold_up_another() {
         "held {most_in_memory} jobs in memory"
     );
     harness.shutdown.cancel();
+}
+
+/// A job another process wrote and noted (`porch erase`'s notices) is delivered at the next
+/// safety poll, also when this server wrote a newer job first: reading only ids above the
+/// highest seen, the poll missed it until a restart.
+#[tokio::test]
+async fn a_job_another_process_noted_is_picked_up_whatever_its_id() {
+    let delivered = || Outcome::Delivered { external_ref: None };
+    let h = start_polling(
+        vec![delivered(), delivered()],
+        WINDOW,
+        Duration::from_secs(1),
+    )
+    .await;
+    let foreign = h
+        .writer
+        .write(|c| {
+            let now = now_ms();
+            let kind = JobKind::SlackPost;
+            let job = NewJob {
+                lane: kind.lane().as_str(),
+                kind: kind.as_str(),
+                args: "{}".into(),
+                integration_id: None,
+                is_blocked: false,
+                order_key: None,
+                rate_key: Some("elsewhere".into()),
+                unique_key: None,
+                max_attempts: 1,
+                run_at: now,
+                deadline_at: None,
+                created_at: now,
+            };
+            let job = store::insert_job(c, &job)?.expect("not a duplicate");
+            store::note_jobs_from_elsewhere(c, std::slice::from_ref(&job))?;
+            Ok(job.id)
+        })
+        .await
+        .expect("insert");
+    // This server's own newer job, handed over at its commit, before the first poll.
+    let own = h.submit(1).await;
+    assert!(own > foreign);
+    h.wait_for_state(own, "done").await;
+    h.wait_for_state(foreign, "done").await;
+    let notes: i64 = h
+        .readers
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM jobs_from_elsewhere", [], |r| r.get(0))?))
+        .await
+        .expect("read");
+    assert_eq!(notes, 0, "forgotten once read");
 }
 
 #[test]

@@ -77,6 +77,45 @@ pub fn list_queued_jobs_after(conn: &Connection, after: JobId) -> Result<Vec<Job
         .collect::<Result<_, _>>()?)
 }
 
+/// Notes `jobs`, written by this process (a command beside a running server), for that
+/// server's runner to pick up (`jobs_from_elsewhere`).
+pub fn note_jobs_from_elsewhere(conn: &Connection, jobs: &[JobRow]) -> Result<(), Error> {
+    let mut stmt =
+        conn.prepare_cached("INSERT OR IGNORE INTO jobs_from_elsewhere (job_id) VALUES (?1)")?;
+    for job in jobs {
+        stmt.execute([job.id])?;
+    }
+    Ok(())
+}
+
+/// The noted jobs that are still queued, and the ids of every note (to forget once read).
+pub fn list_jobs_from_elsewhere(conn: &Connection) -> Result<(Vec<JobRow>, Vec<JobId>), Error> {
+    let ids: Vec<JobId> = conn
+        .prepare_cached("SELECT job_id FROM jobs_from_elsewhere ORDER BY job_id")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if ids.is_empty() {
+        return Ok((Vec::new(), ids));
+    }
+    let jobs = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM jobs WHERE state = 'queued' \
+               AND id IN (SELECT job_id FROM jobs_from_elsewhere) ORDER BY id"
+        ))?
+        .query_map([], from_row)?
+        .collect::<Result<_, _>>()?;
+    Ok((jobs, ids))
+}
+
+/// Deletes the notes of `ids`, read by the runner.
+pub fn forget_jobs_from_elsewhere(conn: &Connection, ids: &[JobId]) -> Result<(), Error> {
+    let mut stmt = conn.prepare_cached("DELETE FROM jobs_from_elsewhere WHERE job_id = ?1")?;
+    for id in ids {
+        stmt.execute([id])?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

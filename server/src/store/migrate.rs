@@ -43,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0034_audit_failures_by_detail.sql"),
     include_str!("../../../migrations/0035_mark_unread.sql"),
     include_str!("../../../migrations/0036_snooze.sql"),
+    include_str!("../../../migrations/0037_jobs_from_elsewhere.sql"),
 ];
 
 /// The schema version this binary expects.

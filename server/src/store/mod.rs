@@ -122,15 +122,17 @@ pub use integrations::{
     find_integration_site, find_site_integration, find_webhook_with_url, has_active_email,
     insert_integration, is_integration_resuming, list_active_integrations,
     list_enabled_integrations, list_integration_secrets, list_resuming_integrations,
-    mark_integration_broken, mark_integration_healthy, start_resuming_email,
-    start_resuming_integration, update_integration_config, update_integration_secrets,
+    list_webhook_endpoints, mark_integration_broken, mark_integration_healthy,
+    start_resuming_email, start_resuming_integration, update_integration_config,
+    update_integration_secrets,
 };
 pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
 };
 pub use job_backlog::{
-    count_queued_jobs, highest_job_id, list_queued_jobs_after, list_queued_jobs_by_id,
-    list_queued_jobs_of_rate_key, list_queued_rate_keys,
+    count_queued_jobs, forget_jobs_from_elsewhere, highest_job_id, list_jobs_from_elsewhere,
+    list_queued_jobs_after, list_queued_jobs_by_id, list_queued_jobs_of_rate_key,
+    list_queued_rate_keys, note_jobs_from_elsewhere,
 };
 pub use jobs::{
     AttemptRecord, JobInContext, JobRow, JobUpdate, MessageDelivery, NewJob,

@@ -23,8 +23,10 @@ pub struct Erased {
     pub conversation_ids: Vec<ConversationId>,
 }
 
-/// One `visitor.erased` delivery per enabled endpoint of the site that subscribes to it, outside
-/// every conversation's order (the conversations are gone, and with them their queued events).
+/// One `visitor.erased` delivery per endpoint of the site that subscribes to it, outside every
+/// conversation's order (the conversations are gone, and with them their queued events). Unlike
+/// other events, an endpoint that is off (turned off, or disabled by a 410) is not skipped: its
+/// copies are still to be erased.
 ///
 /// # Errors
 /// A failed read or insert.
@@ -33,7 +35,8 @@ pub fn plan_erasure_notices(
     erased: &Erased,
     now: i64,
 ) -> Result<Vec<JobRow>, store::Error> {
-    let integrations = store::list_active_integrations(conn, erased.site_id)?;
+    // Turned off ones too: theirs waits, blocked, until they are turned on again.
+    let integrations = store::list_webhook_endpoints(conn, erased.site_id)?;
     let endpoints = subscribed_endpoints(&integrations, WebhookEvent::VisitorErased);
     if endpoints.is_empty() {
         return Ok(Vec::new());

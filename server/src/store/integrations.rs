@@ -157,6 +157,16 @@ pub fn has_active_email(conn: &Connection, site_id: SiteId) -> Result<bool, Erro
         .any(|i| i.kind == "email"))
 }
 
+/// `id, kind, is_broken, config` as an [`ActiveIntegration`].
+fn active_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ActiveIntegration> {
+    Ok(ActiveIntegration {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        is_broken: r.get(2)?,
+        config: r.get(3)?,
+    })
+}
+
 /// A site's enabled integrations, oldest first: what a change on the site may be delivered to.
 pub fn list_active_integrations(
     conn: &Connection,
@@ -167,14 +177,23 @@ pub fn list_active_integrations(
           WHERE site_id = ?1 AND is_enabled = 1 ORDER BY id",
     )?;
     Ok(stmt
-        .query_map([site_id], |r| {
-            Ok(ActiveIntegration {
-                id: r.get(0)?,
-                kind: r.get(1)?,
-                is_broken: r.get(2)?,
-                config: r.get(3)?,
-            })
-        })?
+        .query_map([site_id], active_from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Every webhook endpoint of a site, turned off ones too, as [`ActiveIntegration`]s whose
+/// `is_broken` is also set while it is off: what an erasure must reach, so an endpoint that is
+/// off then hears of it, its delivery waiting blocked, once it is turned on again.
+pub fn list_webhook_endpoints(
+    conn: &Connection,
+    site_id: SiteId,
+) -> Result<Vec<ActiveIntegration>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, kind, status = 'broken' OR is_enabled = 0, config FROM integrations \
+          WHERE site_id = ?1 AND kind = 'webhook' ORDER BY id",
+    )?;
+    Ok(stmt
+        .query_map([site_id], active_from_row)?
         .collect::<Result<_, _>>()?)
 }
 

@@ -1,6 +1,7 @@
 //! `visitor.erased` (docs/integrations/webhooks.md): erasing a person tells each of the site's
 //! endpoints that subscribes to it whom, by ids alone, signed as every event is; an endpoint
-//! that does not subscribe hears nothing; the notice can be replayed from the delivery log.
+//! that does not subscribe hears nothing, one that is off hears of it once on again; the notice
+//! can be replayed from the delivery log.
 
 use serde_json::json;
 
@@ -14,12 +15,18 @@ async fn an_erasure_is_told_to_the_endpoints_that_subscribe_by_ids_alone() {
         .endpoint("/told", &["message.created", "visitor.erased"])
         .await;
     f.endpoint("/not-told", &["message.created"]).await;
+    let (off, _) = f
+        .endpoint("/off", &["message.created", "visitor.erased"])
+        .await;
     let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
     visitor
         .send(json!({"type": "email", "email": "dee@example.com"}))
         .await;
     visitor.say("v1", "My order 4411 never came").await;
-    f.mock.wait_for(2, WAIT).await;
+    f.mock.wait_for(3, WAIT).await;
+    let turn = |what: &str| format!("/api/v1/integrations/{off}/{what}");
+    let (status, _) = f.app.api("POST", &turn("turn-off"), &f.admin, None).await;
+    assert_eq!(status, 200);
     let conversation = f.app.count("SELECT max(id) FROM conversations");
     let visitor_id = f.app.count("SELECT max(id) FROM visitors");
 
@@ -33,8 +40,8 @@ async fn an_erasure_is_told_to_the_endpoints_that_subscribe_by_ids_alone() {
         )
         .await;
     assert_eq!(status, 200, "{answer}");
-    let received = f.mock.wait_for(3, WAIT).await;
-    let notice = &received[2];
+    let received = f.mock.wait_for(4, WAIT).await;
+    let notice = &received[3];
     assert_eq!(notice.path, "/told");
     assert_eq!(
         payload(notice)["data"],
@@ -55,16 +62,23 @@ async fn an_erasure_is_told_to_the_endpoints_that_subscribe_by_ids_alone() {
         "only the message"
     );
 
+    // An endpoint that was off hears of it once it is on again: its copies are still there.
+    let (status, _) = f.app.api("POST", &turn("turn-on"), &f.admin, None).await;
+    assert_eq!(status, 200);
+    let received = f.mock.wait_for(5, WAIT).await;
+    assert_eq!(received[4].path, "/off");
+    assert_eq!(payload(&received[4])["type"], "visitor.erased");
+
     // In the delivery log as any event, and replayed under the same webhook-id.
     let log = f.log(told).await;
     let delivered = &log["deliveries"][0];
     assert_eq!(delivered["event"], "visitor.erased", "{log}");
     f.replay(told, delivered["job_id"].as_i64().expect("job id"))
         .await;
-    let received = f.mock.wait_for(4, WAIT).await;
-    assert_eq!(received[3].body, notice.body);
+    let received = f.mock.wait_for(6, WAIT).await;
+    assert_eq!(received[5].body, notice.body);
     assert_eq!(
-        received[3].headers["webhook-id"],
+        received[5].headers["webhook-id"],
         notice.headers["webhook-id"]
     );
 }

@@ -269,9 +269,9 @@ impl Dispatcher {
     }
 
     async fn run(mut self, shutdown: CancellationToken, grace: Duration) {
-        // The first poll waits a full period: the start-up read everything queued then.
-        let every = self.config.poll_every;
-        let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        // Its first tick is at once: that first turn of the loop starts the loads of the
+        // windows the start-up found queued jobs for.
+        let mut poll = tokio::time::interval(self.config.poll_every);
         // The first prune waits a full period: start-up has enough to do.
         let mut prune =
             tokio::time::interval_at(tokio::time::Instant::now() + PRUNE_EVERY, PRUNE_EVERY);

@@ -112,6 +112,26 @@ async fn start_polling(outcomes: Vec<Outcome>, window: usize, poll_every: Durati
     }
 }
 
+/// A chat job of `rate_key` (in `order_key`, if any), due now.
+fn chat_job(rate_key: &str, order_key: Option<&str>, max_attempts: u32) -> NewJob {
+    let now = now_ms();
+    let kind = JobKind::SlackPost;
+    NewJob {
+        lane: kind.lane().as_str(),
+        kind: kind.as_str(),
+        args: "{}".into(),
+        integration_id: None,
+        is_blocked: false,
+        order_key: order_key.map(Into::into),
+        rate_key: Some(rate_key.into()),
+        unique_key: None,
+        max_attempts,
+        run_at: now,
+        deadline_at: None,
+        created_at: now,
+    }
+}
+
 impl Harness {
     /// Writes a chat job with `max_attempts` and hands it to the runner, as the domain does.
     async fn submit(&self, max_attempts: u32) -> JobId {
@@ -135,22 +155,7 @@ impl Harness {
         let jobs = self
             .writer
             .write(move |c| {
-                let now = now_ms();
-                let kind = JobKind::SlackPost;
-                let job = NewJob {
-                    lane: kind.lane().as_str(),
-                    kind: kind.as_str(),
-                    args: "{}".into(),
-                    integration_id: None,
-                    is_blocked: false,
-                    order_key: order_key.map(Into::into),
-                    rate_key: Some(rate_key.into()),
-                    unique_key: None,
-                    max_attempts,
-                    run_at: now,
-                    deadline_at: None,
-                    created_at: now,
-                };
+                let job = chat_job(rate_key, order_key, max_attempts);
                 (0..count)
                     .map(|_| Ok(store::insert_job(c, &job)?.expect("not a duplicate")))
                     .collect::<Result<Vec<JobRow>, store::Error>>()
@@ -342,30 +347,18 @@ async fn a_long_conversation_at_a_destination_does_not_hold_up_another() {
 async fn a_job_another_process_noted_is_picked_up_whatever_its_id() {
     let delivered = || Outcome::Delivered { external_ref: None };
     let h = start_polling(
-        vec![delivered(), delivered()],
+        vec![delivered(), delivered(), delivered()],
         WINDOW,
         Duration::from_secs(1),
     )
     .await;
+    // Once a job went through, the poll's first tick (at start) is behind us: the next is 1 s on.
+    let first = h.submit(1).await;
+    h.wait_for_state(first, "done").await;
     let foreign = h
         .writer
         .write(|c| {
-            let now = now_ms();
-            let kind = JobKind::SlackPost;
-            let job = NewJob {
-                lane: kind.lane().as_str(),
-                kind: kind.as_str(),
-                args: "{}".into(),
-                integration_id: None,
-                is_blocked: false,
-                order_key: None,
-                rate_key: Some("elsewhere".into()),
-                unique_key: None,
-                max_attempts: 1,
-                run_at: now,
-                deadline_at: None,
-                created_at: now,
-            };
+            let job = chat_job("elsewhere", None, 1);
             let job = store::insert_job(c, &job)?.expect("not a duplicate");
             store::note_jobs_from_elsewhere(c, std::slice::from_ref(&job))?;
             Ok(job.id)

@@ -34,8 +34,8 @@ pub fn BulkForm(csrf: String, back: String, hidden: bool) -> impl IntoView {
             aria-label="Selected conversations" hidden=hidden>
             <CsrfField token=csrf/>
             <input type="hidden" name="back" value=back/>
-            // Minutes east of UTC, set by time.js as the form is sent (for "tomorrow").
-            <input type="hidden" name="utc_offset" value="0"/>
+            // The agent's time zone, set by time.js as the form is sent (for "tomorrow").
+            <input type="hidden" name="time_zone" value="UTC"/>
             // Shown by bulk.js, which keeps it in step with the rows.
             <label class="bulk-all" hidden>
                 <input type="checkbox" data-select-all/>" Select all"

@@ -7,7 +7,7 @@ use crate::layout::CsrfField;
 use crate::time::time_view;
 
 /// The side panel's choices: a number of minutes, or `tomorrow` and `monday` (9:00 in the
-/// agent's time zone, which the page sends as `utc_offset`; `admin/actions.rs` reads them).
+/// agent's time zone, which the page sends as `time_zone`; `admin/actions.rs` reads them).
 pub const SNOOZE_CHOICES: [(&str, &str); 7] = [
     ("60", "for 1 hour"),
     ("240", "for 4 hours"),
@@ -38,8 +38,8 @@ fn snooze_form(id: i64, csrf: String, snoozed_until: Option<i64>) -> impl IntoVi
         <form method="post" action=format!("/conversations/{id}/snooze") class="inline-form snooze"
             data-shortcut="snooze">
             <CsrfField token=csrf/>
-            // Minutes east of UTC, set by time.js as the form is sent (UTC without it).
-            <input type="hidden" name="utc_offset" value="0"/>
+            // The agent's time zone, set by time.js as the form is sent (UTC without it).
+            <input type="hidden" name="time_zone" value="UTC"/>
             <label for="snooze-minutes">"Snooze"</label>
             <div class="inline-controls">
                 <select id="snooze-minutes" name="minutes">{options}</select>

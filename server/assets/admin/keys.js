@@ -231,8 +231,8 @@
   // loaded, when screen readers announce it (text already there at load is not announced, and
   // the focus is in the reply box).
   const query = new URLSearchParams(location.search);
-  // The bulk form's answer says `bulk=…&done=…&skipped=…` (admin/bulk.rs).
-  const said = ["notice", "bulk", "done", "skipped"];
+  // The bulk form's answer says `bulk=…&done=…&skipped=…&failed=…` (admin/bulk.rs).
+  const said = ["notice", "bulk", "done", "skipped", "failed"];
   if ((here || list) && said.some((name) => query.has(name))) {
     for (const name of said) query.delete(name);
     const rest = query.size ? `?${query}` : "";

@@ -4,8 +4,8 @@
 // the day and the time otherwise, the full local date and time as the tooltip. inbox.js calls
 // porchLocalTime on the fragments its live stream adds. A time-zone field still holding the
 // suggested UTC (a site's hours page before any hours are saved, `data-guess-zone`) gets the
-// browser's own zone instead: most teams set hours where they sit. A form's `utc_offset` field
-// gets the reader's offset from UTC when the form is sent.
+// browser's own zone instead: most teams set hours where they sit. A form's `time_zone` field
+// gets the reader's zone when the form is sent.
 (() => {
   "use strict";
 
@@ -25,14 +25,14 @@
   window.porchLocalTime = localTime;
   localTime(document);
 
-  // A form that asks for the reader's offset from UTC (Snooze until tomorrow, 9:00) gets it as
-  // it is sent: the side panel it sits in may have been replaced live since the page loaded.
+  const guess = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  // A form that asks for the reader's time zone (Snooze until tomorrow, 9:00) gets it as it is
+  // sent: the side panel it sits in may have been replaced live since the page loaded.
   document.addEventListener("submit", (e) => {
-    const offset = e.target.elements?.namedItem("utc_offset");
-    if (offset) offset.value = String(-new Date().getTimezoneOffset());
+    const zone = e.target.elements?.namedItem("time_zone");
+    if (zone && guess) zone.value = guess;
   }, true);
 
   const zone = document.querySelector("input[data-guess-zone]");
-  const guess = Intl.DateTimeFormat().resolvedOptions().timeZone;
   if (zone && zone.value === "UTC" && guess) zone.value = guess;
 })();

@@ -7,6 +7,9 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
+use jiff::civil::Time;
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ToSpan};
 use porch_app::layout::Notice;
 use serde::Deserialize;
 
@@ -247,37 +250,37 @@ pub struct SnoozeForm {
     /// `app/src/snooze.rs`).
     #[serde(default)]
     minutes: String,
-    /// The agent's offset from UTC in minutes (east positive), for `tomorrow` and `monday`.
+    /// The agent's IANA time zone, for `tomorrow` and `monday` (sent by the browser).
     #[serde(default)]
-    utc_offset: String,
+    time_zone: String,
 }
 
 const MINUTE_MS: i64 = 60_000;
-const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
 
 /// When a snooze chosen at `now` ends: `minutes` from now, or (`tomorrow`, `monday`) 9:00
-/// tomorrow or on the next Monday (a week ahead on a Monday) where the agent is (`utc_offset`,
-/// up to 14 hours either way; UTC when missing or out of range). `None` for anything else.
-pub(super) fn snooze_end(minutes: &str, utc_offset: &str, now: i64) -> Option<i64> {
-    let days_ahead = |local_day: i64| match minutes.trim() {
-        "tomorrow" => Some(1),
-        // Day 0 (1 January 1970) was a Thursday: Monday is 0 here.
-        "monday" => Some(7 - (local_day + 3).rem_euclid(7)),
-        _ => None,
+/// tomorrow or on the next Monday (a week ahead on a Monday) in the agent's `time_zone`, with
+/// its daylight-saving rules (UTC for a name it does not know). `None` for anything else.
+pub(super) fn snooze_end(minutes: &str, time_zone: &str, now: i64) -> Option<i64> {
+    let zone = TimeZone::get(time_zone.trim()).unwrap_or(TimeZone::UTC);
+    let today = Timestamp::from_millisecond(now)
+        .ok()?
+        .to_zoned_datetime(zone.clone())
+        .date();
+    let days_ahead: i64 = match minutes.trim() {
+        "tomorrow" => 1,
+        "monday" => 7 - i64::from(today.weekday().to_monday_zero_offset()),
+        other => {
+            let minutes = other.parse::<i64>().ok().filter(|m| *m > 0)?;
+            return Some(now.saturating_add(minutes.saturating_mul(MINUTE_MS)));
+        }
     };
-    let offset = utc_offset
-        .trim()
-        .parse::<i64>()
-        .ok()
-        .filter(|m| m.abs() <= 14 * 60)
-        .unwrap_or(0)
-        * MINUTE_MS;
-    let local_day = (now + offset).div_euclid(DAY_MS);
-    if let Some(ahead) = days_ahead(local_day) {
-        return Some((local_day + ahead) * DAY_MS + 9 * 60 * MINUTE_MS - offset);
-    }
-    let minutes = minutes.trim().parse::<i64>().ok().filter(|m| *m > 0)?;
-    Some(now.saturating_add(minutes.saturating_mul(MINUTE_MS)))
+    let morning = today
+        .checked_add(days_ahead.days())
+        .ok()?
+        .to_datetime(Time::new(9, 0, 0, 0).ok()?)
+        .to_zoned_datetime(zone)
+        .ok()?;
+    Some(morning.timestamp().as_millisecond())
 }
 
 /// `POST /conversations/{id}/snooze`: out of the Open list and the counts until the snooze ends
@@ -289,7 +292,7 @@ pub async fn snooze(
     Posted { who, form }: Posted<SnoozeForm>,
 ) -> Response {
     let answer = Answer::new(&headers, id);
-    let Some(until) = snooze_end(&form.minutes, &form.utc_offset, now_ms()) else {
+    let Some(until) = snooze_end(&form.minutes, &form.time_zone, now_ms()) else {
         let err = crate::chat::Error::Invalid(Invalid::from("Choose how long to snooze for."));
         return answer.refused(err.into());
     };
@@ -336,28 +339,34 @@ pub async fn unsnooze(
 mod tests {
     use super::*;
 
-    fn end(minutes: &str, utc_offset: &str, now: i64) -> Option<i64> {
-        snooze_end(minutes, utc_offset, now)
-    }
+    const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
 
     #[test]
     fn a_snooze_ends_after_its_minutes_or_at_nine_where_the_agent_is() {
         // Wednesday 2 December 2026, 22:30 UTC.
         let now = 1_796_250_600_000;
-        assert_eq!(end("60", "", now), Some(now + 3_600_000));
+        assert_eq!(snooze_end("60", "", now), Some(now + 3_600_000));
         // Tomorrow at 9:00 UTC: Thursday 3 December.
-        assert_eq!(end("tomorrow", "", now), Some(1_796_288_400_000));
-        // In Tokyo (UTC+9) it is already Thursday 07:30: tomorrow is Friday 9:00 there, which
-        // is Friday 00:00 UTC.
-        assert_eq!(end("tomorrow", "540", now), Some(1_796_342_400_000));
-        // In New York (UTC-5) it is Wednesday 17:30: Thursday 9:00 there is 14:00 UTC.
-        assert_eq!(end("tomorrow", "-300", now), Some(1_796_306_400_000));
+        assert_eq!(snooze_end("tomorrow", "", now), Some(1_796_288_400_000));
+        // In Tokyo it is already Thursday 07:30: tomorrow is Friday 9:00 there, Friday 00:00 UTC.
+        assert_eq!(
+            snooze_end("tomorrow", "Asia/Tokyo", now),
+            Some(1_796_342_400_000)
+        );
+        // In New York it is Wednesday 17:30: Thursday 9:00 there is 14:00 UTC.
+        assert_eq!(
+            snooze_end("tomorrow", "America/New_York", now),
+            Some(1_796_306_400_000)
+        );
         // Monday 7 December, 9:00 UTC.
-        assert_eq!(end("monday", "", now), Some(1_796_634_000_000));
-        // An offset past 14 hours is not one: UTC.
-        assert_eq!(end("tomorrow", "9999", now), end("tomorrow", "", now));
+        assert_eq!(snooze_end("monday", "", now), Some(1_796_634_000_000));
+        // A zone it does not know: UTC.
+        assert_eq!(
+            snooze_end("tomorrow", "Mars/Olympus", now),
+            snooze_end("tomorrow", "", now)
+        );
         for refused in ["", "0", "-5", "soon"] {
-            assert_eq!(end(refused, "", now), None, "{refused:?}");
+            assert_eq!(snooze_end(refused, "", now), None, "{refused:?}");
         }
     }
 
@@ -366,8 +375,19 @@ mod tests {
         // Monday 7 December 2026, 08:00 UTC.
         let monday = 1_796_630_400_000;
         assert_eq!(
-            end("monday", "", monday),
+            snooze_end("monday", "", monday),
             Some(monday + 7 * DAY_MS + 3_600_000)
+        );
+    }
+
+    #[test]
+    fn nine_oclock_is_kept_across_a_change_of_daylight_saving() {
+        // Friday 30 October 2026, 14:00 UTC (10:00 in New York, still on summer time); Monday
+        // 2 November is on winter time (UTC-5), so its 9:00 is 14:00 UTC.
+        let friday = 1_793_368_800_000;
+        assert_eq!(
+            snooze_end("monday", "America/New_York", friday),
+            Some(1_793_628_000_000)
         );
     }
 }

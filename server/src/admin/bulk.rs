@@ -34,13 +34,13 @@ enum Action {
 }
 
 impl Action {
-    fn parse(value: &str, utc_offset: &str, now: i64) -> Option<Self> {
+    fn parse(value: &str, time_zone: &str, now: i64) -> Option<Self> {
         Some(match value {
             "close" => Self::Close,
             "assign-me" => Self::AssignMe,
             "unassign" => Self::Unassign,
-            "snooze-60" => Self::Snooze(snooze_end("60", utc_offset, now)?),
-            "snooze-tomorrow" => Self::Snooze(snooze_end("tomorrow", utc_offset, now)?),
+            "snooze-60" => Self::Snooze(snooze_end("60", time_zone, now)?),
+            "snooze-tomorrow" => Self::Snooze(snooze_end("tomorrow", time_zone, now)?),
             "unread" => Self::Unread,
             _ => return None,
         })
@@ -64,15 +64,22 @@ impl Action {
         let chat = &app.chat;
         let changed = match self {
             Self::Close => chat.close_conversation(id, by, None).await,
+            // Only one nobody has, as the `a` key: a colleague's is taken over on its own page.
             Self::AssignMe => {
-                chat.assign_conversation(id, by, Some(by), Expected::Any, None)
+                let nobody = Expected::Is(None);
+                chat.assign_conversation(id, by, Some(by), nobody, None)
                     .await
             }
             Self::Unassign => {
                 chat.assign_conversation(id, by, None, Expected::Any, None)
                     .await
             }
-            Self::Snooze(until) => chat.snooze_conversation(id, by, until).await,
+            // One snoozed already keeps its end, as `b` leaves it (the API moves it).
+            Self::Snooze(until) => match chat.inbox_item(by.id, id).await {
+                Ok(item) if item.snoozed_until.is_some() => Ok(false),
+                Ok(_) => chat.snooze_conversation(id, by, until).await,
+                Err(err) => Err(err),
+            },
             Self::Unread => chat.mark_unread(by.id, id).await.map(|()| true),
         };
         match changed {
@@ -93,8 +100,9 @@ fn back_to(raw: &str) -> &str {
     }
 }
 
-/// `POST /inbox/bulk` (`csrf`, `action`, `id` once per row, `back`, `utc_offset`): does the
-/// action to each conversation and returns to the list with `bulk`, `done` and `skipped`.
+/// `POST /inbox/bulk` (`csrf`, `action`, `id` once per row, `back`, `time_zone`): does the
+/// action to each conversation and returns to the list with `bulk`, `done`, `skipped` and
+/// `failed`.
 pub async fn bulk(
     State(app): State<AppState>,
     Posted { who, form }: Posted<Vec<(String, String)>>,
@@ -106,35 +114,47 @@ pub async fn bulk(
     };
     let refuse =
         |why: &'static str| reject(false, PageError::from(Error::Invalid(Invalid::from(why))));
-    let Some(action) = Action::parse(field("action"), field("utc_offset"), now_ms()) else {
+    let Some(action) = Action::parse(field("action"), field("time_zone"), now_ms()) else {
         return refuse("Choose what to do with the selected conversations.");
     };
-    let ids: Vec<ConversationId> = form
-        .iter()
-        .filter(|(k, _)| k == "id")
-        .filter_map(|(_, v)| v.parse().ok().map(ConversationId))
-        .collect();
+    // Each once, in the order ticked; an id that is not a number names no conversation.
+    let mut ids: Vec<Option<ConversationId>> = Vec::new();
+    for (_, value) in form.iter().filter(|(k, _)| k == "id") {
+        let id = value.trim().parse().ok().map(ConversationId);
+        if id.is_none() || !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
     if ids.len() > MAX_ROWS {
         return refuse("At most 200 conversations at once: one page of the list.");
     }
-    let (mut done, mut skipped) = (0_usize, 0_usize);
+    // Every row is tried and counted, also past a row that failed (a full write queue, a full
+    // disk): what was changed is said, never hidden behind an error page.
+    let (mut done, mut skipped, mut failed) = (0_usize, 0_usize, 0_usize);
     for id in ids {
+        let Some(id) = id else {
+            skipped += 1;
+            continue;
+        };
         match action.apply(&app, id, &who.user).await {
             Ok(true) => done += 1,
             Ok(false) => skipped += 1,
-            Err(err) => return reject(false, err.into()),
+            Err(err) => {
+                tracing::warn!(error = %err, conversation = %id, "a bulk action failed on a row");
+                failed += 1;
+            }
         }
     }
     let back = back_to(field("back"));
     let joint = if back.contains('?') { '&' } else { '?' };
     see_other(&format!(
-        "{back}{joint}bulk={}&done={done}&skipped={skipped}",
+        "{back}{joint}bulk={}&done={done}&skipped={skipped}&failed={failed}",
         action.code()
     ))
 }
 
-/// What the list says after a bulk action (`bulk=…&done=…&skipped=…`): fixed words and two
-/// numbers, never text from the address.
+/// What the list says after a bulk action (`bulk=…&done=…&skipped=…&failed=…`): fixed words
+/// and numbers, never text from the address.
 #[derive(Debug, Default, Deserialize)]
 pub struct BulkDone {
     #[serde(default)]
@@ -143,11 +163,14 @@ pub struct BulkDone {
     done: Option<usize>,
     #[serde(default)]
     skipped: Option<usize>,
+    #[serde(default)]
+    failed: Option<usize>,
 }
 
 impl BulkDone {
     pub fn notice(&self) -> Option<Notice> {
         let (done, skipped) = (self.done?, self.skipped.unwrap_or(0));
+        let failed = self.failed.unwrap_or(0);
         let them = counted(done, "conversation");
         let what = match self.bulk.as_str() {
             "closed" => format!("Closed {them}."),
@@ -157,16 +180,25 @@ impl BulkDone {
             "unread" => format!("Marked {them} unread for you."),
             _ => return None,
         };
-        if done == 0 && skipped == 0 {
+        if done + skipped + failed == 0 {
             return Some(Notice::Error(
                 "Nothing was selected: tick the conversations first.".to_owned(),
             ));
         }
-        Some(Notice::Success(match skipped {
-            0 => what,
-            1 => format!("{what} 1 was left as it was (already so, closed, or gone)."),
-            n => format!("{what} {n} were left as they were (already so, closed, or gone)."),
-        }))
+        let left = match skipped {
+            0 => String::new(),
+            1 => " 1 was left as it was (already so, someone else's, closed, or gone).".to_owned(),
+            n => format!(
+                " {n} were left as they were (already so, someone else's, closed, or gone)."
+            ),
+        };
+        if failed > 0 {
+            return Some(Notice::Error(format!(
+                "{what}{left} {} could not be changed now: try again.",
+                counted(failed, "conversation")
+            )));
+        }
+        Some(Notice::Success(format!("{what}{left}")))
     }
 }
 
@@ -201,6 +233,7 @@ mod tests {
                 bulk: bulk.into(),
                 done: Some(done),
                 skipped: Some(skipped),
+                failed: Some(0),
             }
             .notice();
             match notice {
@@ -211,7 +244,21 @@ mod tests {
         assert_eq!(said("closed", 3, 0), "Closed 3 conversations.");
         assert_eq!(
             said("snoozed", 1, 1),
-            "Snoozed 1 conversation. 1 was left as it was (already so, closed, or gone)."
+            "Snoozed 1 conversation. 1 was left as it was (already so, someone else's, closed, \
+             or gone)."
+        );
+        let failed = BulkDone {
+            bulk: "closed".into(),
+            done: Some(2),
+            skipped: None,
+            failed: Some(1),
+        }
+        .notice();
+        let expected =
+            "Closed 2 conversations. 1 conversation could not be changed now: try again.";
+        assert!(
+            matches!(&failed, Some(Notice::Error(text)) if text == expected),
+            "{failed:?}"
         );
         assert_eq!(
             said("closed", 0, 0),

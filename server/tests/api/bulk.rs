@@ -3,7 +3,7 @@
 //! counted; the answer returns to the list it came from, and only to the inbox.
 
 use crate::helpers::TestApp;
-use crate::inbox::{form, send, setup_admin, signed_in_from};
+use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
 
 /// Posts the bulk form as the browser does; returns the answer's status and `Location`.
 async fn post(app: &TestApp, cookie: &str, fields: &[(&str, &str)]) -> (u16, String) {
@@ -12,8 +12,8 @@ async fn post(app: &TestApp, cookie: &str, fields: &[(&str, &str)]) -> (u16, Str
     (answer.status, location)
 }
 
-#[tokio::test]
-async fn ticked_conversations_get_the_action_and_the_list_says_how_many() {
+/// An admin signed in, and three conversations of three visitors (their ids, oldest first).
+async fn three_conversations() -> (TestApp, Browser, [String; 3]) {
     let app = TestApp::spawn(&[]).await;
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
     let site = app.add_site("Acme");
@@ -22,7 +22,44 @@ async fn ticked_conversations_get_the_action_and_the_list_says_how_many() {
         widget.say(&format!("c{n}"), "Hello").await;
     }
     let ids: Vec<i64> = app.column("SELECT id FROM conversations ORDER BY id");
-    let [one, two, three] = [ids[0], ids[1], ids[2]].map(|id| id.to_string());
+    (
+        app,
+        admin,
+        [ids[0], ids[1], ids[2]].map(|id| id.to_string()),
+    )
+}
+
+#[tokio::test]
+async fn assign_to_me_takes_only_what_nobody_has() {
+    let (app, admin, [one, two, _]) = three_conversations().await;
+    let csrf = admin.csrf.as_str();
+    // A colleague's stays theirs.
+    let bo = crate::inbox::add_user(&app, "bo@example.com", "agent");
+    app.db()
+        .execute(
+            "UPDATE conversations SET assignee_id = ?1 WHERE id = ?2",
+            rusqlite::params![bo.0, two],
+        )
+        .expect("Bo has two");
+    let mine = [
+        ("csrf", csrf),
+        ("action", "assign-me"),
+        ("id", &one),
+        ("id", &two),
+    ];
+    let (_, location) = post(&app, &admin.cookie, &mine).await;
+    assert_eq!(location, "/inbox?bulk=assigned&done=1&skipped=1&failed=0");
+    assert_eq!(
+        app.count(&format!(
+            "SELECT assignee_id FROM conversations WHERE id = {two}"
+        )),
+        bo.0
+    );
+}
+
+#[tokio::test]
+async fn ticked_conversations_get_the_action_and_the_list_says_how_many() {
+    let (app, admin, [one, two, three]) = three_conversations().await;
     let csrf = admin.csrf.as_str();
     let back = "/inbox?status=open&assignee=anyone&sort=waiting";
 
@@ -48,7 +85,10 @@ async fn ticked_conversations_get_the_action_and_the_list_says_how_many() {
     )
     .await;
     assert_eq!(status, 303);
-    assert_eq!(location, format!("{back}&bulk=snoozed&done=2&skipped=0"));
+    assert_eq!(
+        location,
+        format!("{back}&bulk=snoozed&done=2&skipped=0&failed=0")
+    );
     assert_eq!(
         app.count("SELECT count(*) FROM conversations WHERE snoozed_until IS NOT NULL"),
         2
@@ -71,7 +111,7 @@ async fn ticked_conversations_get_the_action_and_the_list_says_how_many() {
         ],
     )
     .await;
-    assert_eq!(location, "/inbox?bulk=closed&done=1&skipped=0");
+    assert_eq!(location, "/inbox?bulk=closed&done=1&skipped=0&failed=0");
     // Closing all three: the closed one is left as it was, and said so.
     let (_, location) = post(
         &app,
@@ -87,7 +127,7 @@ async fn ticked_conversations_get_the_action_and_the_list_says_how_many() {
         ],
     )
     .await;
-    assert_eq!(location, "/inbox?bulk=closed&done=2&skipped=2");
+    assert_eq!(location, "/inbox?bulk=closed&done=2&skipped=2&failed=0");
     let listed = send(&app, "GET", &location, &admin.cookie, None).await;
     assert!(
         listed
@@ -106,7 +146,7 @@ async fn ticked_conversations_get_the_action_and_the_list_says_how_many() {
     assert_eq!(
         lines.len(),
         2,
-        "one status line per change, as its button writes: {lines:?}"
+        "one status line per change (snoozed, closed), as its buttons write: {lines:?}"
     );
 }
 
@@ -124,7 +164,7 @@ async fn a_bulk_post_is_refused_or_sent_back_to_the_inbox_when_it_makes_no_sense
     .await;
     assert_eq!(
         (status, location.as_str()),
-        (303, "/inbox?bulk=closed&done=0&skipped=0")
+        (303, "/inbox?bulk=closed&done=0&skipped=0&failed=0")
     );
     let listed = send(&app, "GET", &location, &admin.cookie, None).await;
     assert!(
@@ -141,7 +181,7 @@ async fn a_bulk_post_is_refused_or_sent_back_to_the_inbox_when_it_makes_no_sense
         )
         .await;
         assert_eq!(
-            location, "/inbox?bulk=closed&done=0&skipped=0",
+            location, "/inbox?bulk=closed&done=0&skipped=0&failed=0",
             "{elsewhere}"
         );
     }

@@ -182,7 +182,8 @@ fn read_as_ascii(c: char) -> char {
         '\u{FF01}'..='\u{FF5E}' => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
         // Escaped, since in source they look just like the letters they pass for: Cyrillic
         // er, Greek rho, Coptic rho.
-        '\u{0440}' | '\u{0420}' | '\u{03C1}' | '\u{03A1}' | '\u{2CA3}' | '\u{2CA2}' => 'p',
+        '\u{0440}' | '\u{0420}' | '\u{03C1}' | '\u{03A1}' | '\u{03F1}' | '\u{2CA3}'
+        | '\u{2CA2}' | '\u{1D18}' => 'p',
         // Cyrillic o, Greek omicron, Armenian oh, small capital o, and the digit zero.
         '\u{043E}' | '\u{041E}' | '\u{03BF}' | '\u{039F}' | '\u{0585}' | '\u{1D0F}' | '0' => 'o',
         // Cyrillic ghe, small capital r, small capital rho.
@@ -190,8 +191,8 @@ fn read_as_ascii(c: char) -> char {
         // Cyrillic es, Greek lunate sigma, small capital c, Roman numeral one hundred.
         '\u{0441}' | '\u{0421}' | '\u{03F2}' | '\u{03F9}' | '\u{1D04}' | '\u{217D}'
         | '\u{216D}' => 'c',
-        // Cyrillic shha and en, Greek eta, the Planck constant.
-        '\u{04BB}' | '\u{04BA}' | '\u{041D}' | '\u{0397}' | '\u{210E}' => 'h',
+        // Cyrillic shha and en, Greek eta, the Planck constant, small capital h.
+        '\u{04BB}' | '\u{04BA}' | '\u{041D}' | '\u{0397}' | '\u{210E}' | '\u{029C}' => 'h',
         // Superscript, subscript, small and ornament parentheses.
         '\u{207D}' | '\u{208D}' | '\u{FE59}' | '\u{2768}' | '\u{276A}' => '(',
         '\u{207E}' | '\u{208E}' | '\u{FE5A}' | '\u{2769}' | '\u{276B}' => ')',
@@ -248,6 +249,7 @@ mod tests {
             "Ada (P0rch)",
             "Ada (Porch)\u{0301}",
             "Ada \u{207d}Porch\u{207e}",
+            "Ada (\u{1d18}\u{1d0f}\u{0280}\u{1d04}\u{029c})",
             "Ada (Porch).",
             "Ada (Porch) :)",
         ] {

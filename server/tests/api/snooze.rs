@@ -41,6 +41,9 @@ async fn a_snoozed_conversation_leaves_open_and_the_counts_until_the_visitor_wri
     assert_eq!(counts_now.next("counts").await, counts(0, 0, 0));
     assert_eq!(list.next("removed").await, id);
 
+    // A page opened while it is snoozed counts nothing for it either.
+    let mut fresh = Events::open_at(&app, "/inbox/counts", &admin.cookie).await;
+    assert_eq!(fresh.next("counts").await, counts(0, 0, 0));
     let row = format!("id=\"conversation-{id}\"");
     let open = send(&app, "GET", "/inbox", &admin.cookie, None).await;
     assert!(!open.body.contains(&row), "{}", open.body);
@@ -64,6 +67,8 @@ async fn a_snoozed_conversation_leaves_open_and_the_counts_until_the_visitor_wri
     widget.say("c2", "Still there?").await;
     let alert = counts_now.next("alert").await;
     assert_eq!(alert["kind"], "message");
+    assert_eq!(counts_now.next("counts").await, counts(1, 0, 1));
+    assert_eq!(fresh.next("counts").await, counts(1, 0, 1));
     let open = send(&app, "GET", "/inbox", &admin.cookie, None).await;
     assert!(open.body.contains(&row), "{}", open.body);
     assert_eq!(

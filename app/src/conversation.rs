@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::conversation_status::{closed_hint, newer_conversation, status_form};
 use crate::layout::{CsrfField, KeysSaid, Nav, Notice, NoticeBox, Section, document};
 use crate::links::linked_text;
 use crate::snooze::snooze_panel;
@@ -348,61 +349,11 @@ fn VisitorPanel(visitor: VisitorDetailsView) -> impl IntoView {
     }
 }
 
-/// The visitor's conversation started after conversation `id`, the newest, if any.
-fn newer_conversation(id: i64, others: &[OtherConversationView]) -> Option<i64> {
-    others
-        .iter()
-        .map(|other| other.id)
-        .find(|&other| other > id)
-}
-
-/// What the reply box says on a closed conversation (shown by the script while the side panel
-/// says closed): a reply still reaches the visitor, but their answer goes elsewhere.
-fn closed_hint(is_open: bool, newer: Option<i64>) -> impl IntoView {
-    let text = match newer {
-        Some(newer) => view! {
-            "This conversation is closed and the visitor has started a newer one: answer in "
-            <a href=format!("/conversations/{newer}")>{format!("Conversation {newer}")}</a>
-            ". A reply here reaches the visitor, but their answer goes there."
-        }
-        .into_any(),
-        None => view! {
-            "This conversation is closed. A reply still reaches the visitor, but their answer \
-             starts a new conversation: reopen it to continue here."
-        }
-        .into_any(),
-    };
-    view! { <p class="notice notice-warning" id="closed-hint" hidden=is_open>{text}</p> }
-}
-
 /// The side panel: status and assignment, the visitor, their other conversations.
 #[component]
 fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
     let id = aside.id;
-    let status_form = if aside.is_open {
-        view! {
-            <form method="post" action=format!("/conversations/{id}/close") data-shortcut="close">
-                <CsrfField token=aside.csrf.clone()/>
-                <button type="submit" class="button">"Close conversation"</button>
-            </form>
-        }
-        .into_any()
-    } else if let Some(newer) = newer_conversation(id, &aside.others) {
-        // Reopening would be refused: the visitor's next messages go to the newer one.
-        view! {
-            <p class="hint">"The visitor has started a newer conversation: "
-                <a href=format!("/conversations/{newer}")>{format!("Conversation {newer}")}</a>"."</p>
-        }
-        .into_any()
-    } else {
-        view! {
-            <form method="post" action=format!("/conversations/{id}/reopen")>
-                <CsrfField token=aside.csrf.clone()/>
-                <button type="submit" class="button">"Reopen conversation"</button>
-            </form>
-        }
-        .into_any()
-    };
+    let status_form = status_form(id, &aside.csrf, aside.is_open, &aside.others);
     // Each assignment names the assignee it was shown with (`from`): one a colleague changed
     // meanwhile is refused, not silently overridden. The `a` key takes only an unassigned one.
     let from = aside.assignee_id.map(|a| a.to_string()).unwrap_or_default();

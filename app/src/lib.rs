@@ -29,6 +29,7 @@ pub mod capacity;
 pub mod chars;
 pub mod chart;
 pub mod conversation;
+mod conversation_status;
 pub mod deliveries;
 pub mod destination;
 pub mod discord;

@@ -392,8 +392,8 @@ async fn add_entry(
     let entry = render_message(views::message(message));
     batch.event_with_id(message.id.0, "entry", &entry);
     // The page marks what it shows read itself, and only while it is visible (admin/read_mark.rs).
-    let woke = *snoozed && message.author == Author::Visitor;
-    if message.author == Author::System || woke {
+    let ended_snooze = *snoozed && message.author == Author::Visitor;
+    if message.author == Author::System || ended_snooze {
         let view = app
             .chat
             .conversation_view(who.user.id, message.conversation_id)

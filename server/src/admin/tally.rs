@@ -1,7 +1,8 @@
 //! One agent's unread counts on a live page, and the alerts ("a visitor wrote") it sends. Loaded
 //! once when the stream connects (and again after a `Resync`), then kept from the hub's events in
 //! memory: a visitor message or a read mark costs no database read; only a status line (assign,
-//! close, reopen: human-rate) reads its one conversation again. The counts themselves are kept
+//! close, reopen, snooze: human-rate, though a bulk action or many snoozes ending at one 9:00
+//! make a burst of up to a few hundred) reads its one conversation again. The counts themselves are kept
 //! as each conversation changes, never recounted: every agent's stream follows every message,
 //! and recounting an inbox of thousands of unread chats per message per agent is what kept a
 //! team of 20 from keeping up (docs/capacity.md, "Agents watching"). For the same reason an

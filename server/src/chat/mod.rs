@@ -51,7 +51,6 @@ pub use site_settings::{
     RefusedSettings, SiteSettingsInput, attachment_megabytes, create_site, delete_site,
     parse_attachment_megabytes, set_attachment_limit, update_site,
 };
-pub use snooze::MAX_SNOOZE_MS;
 pub use visitor_contact::{ContactSaved, RefusedContact, VisitorContact};
 pub use visitor_token::{VisitorTokens, hash_token};
 

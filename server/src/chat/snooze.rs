@@ -19,7 +19,7 @@ use super::Error;
 use super::conversation::Chat;
 
 /// The longest snooze: a year ahead.
-pub const MAX_SNOOZE_MS: i64 = 365 * 24 * 3_600_000;
+const MAX_SNOOZE_MS: i64 = 365 * 24 * 3_600_000;
 
 /// What the alarm's line says.
 const ENDED_LINE: &str = "Snooze ended";

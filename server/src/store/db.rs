@@ -216,16 +216,22 @@ mod tests {
         assert_eq!(listing(), before);
     }
 
-    /// A server's WAL is empty right after a `TRUNCATE` checkpoint: a reader opened then must
-    /// still see what is committed after it, not the file as it was (`immutable`).
-    #[test]
-    fn a_live_database_with_an_empty_wal_is_read_through_its_wal() {
+    /// A database in WAL mode with a table `t` of one row, and its writer.
+    fn one_row() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("porch.db");
         let writer = open_write_connection(&path, Synchronous::Full).expect("open");
         writer
             .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
             .expect("write");
+        (dir, path, writer)
+    }
+
+    /// A server's WAL is empty right after a `TRUNCATE` checkpoint: a reader opened then must
+    /// still see what is committed after it, not the file as it was (`immutable`).
+    #[test]
+    fn a_live_database_with_an_empty_wal_is_read_through_its_wal() {
+        let (dir, path, writer) = one_row();
         assert!(truncate_wal(&writer).expect("checkpoint"));
         assert_eq!(
             std::fs::metadata(dir.path().join("porch.db-wal"))
@@ -248,12 +254,7 @@ mod tests {
     /// grow that `-shm` on the same full disk.
     #[test]
     fn a_stub_shm_beside_an_empty_wal_is_ignored() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("porch.db");
-        let writer = open_write_connection(&path, Synchronous::Full).expect("open");
-        writer
-            .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
-            .expect("write");
+        let (dir, path, writer) = one_row();
         drop(writer);
         std::fs::write(dir.path().join("porch.db-wal"), b"").expect("empty wal");
         std::fs::write(dir.path().join("porch.db-shm"), b"\0\0\0").expect("stub shm");

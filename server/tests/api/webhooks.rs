@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, WAIT, ok_if, wait_until};
 
-const ALL_EVENTS: [&str; 4] = [
+/// The events about a conversation (not `visitor.erased`: `webhook_erasure.rs`).
+const CONVERSATION_EVENTS: [&str; 4] = [
     "conversation.created",
     "message.created",
     "conversation.assigned",
@@ -183,7 +184,7 @@ pub(crate) fn verify_with_referee(secret: &str, deliveries: &[Received]) -> Resu
 #[tokio::test]
 async fn every_event_is_signed_and_verifies_with_standardwebhooks_also_after_rotation() {
     let f = Fixture::start(&["--allow-private-networks"]).await;
-    let (id, secret) = f.endpoint("/hook", &ALL_EVENTS).await;
+    let (id, secret) = f.endpoint("/hook", &CONVERSATION_EVENTS).await;
     let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
     visitor.say("v1", "Hello <b>there</b>").await;
     f.mock.wait_for(2, WAIT).await;

@@ -35,7 +35,7 @@ pub fn BulkForm(csrf: String, back: String, hidden: bool) -> impl IntoView {
             <CsrfField token=csrf/>
             <input type="hidden" name="back" value=back/>
             // The agent's time zone, set by time.js as the form is sent (for "tomorrow").
-            <input type="hidden" name="time_zone" value="UTC"/>
+            <input type="hidden" name="time_zone" value="UTC" data-browser-zone/>
             // Shown by bulk.js, which keeps it in step with the rows.
             <label class="bulk-all" hidden>
                 <input type="checkbox" data-select-all/>" Select all"

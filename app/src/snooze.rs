@@ -39,7 +39,7 @@ fn snooze_form(id: i64, csrf: String, snoozed_until: Option<i64>) -> impl IntoVi
             data-shortcut="snooze">
             <CsrfField token=csrf/>
             // The agent's time zone, set by time.js as the form is sent (UTC without it).
-            <input type="hidden" name="time_zone" value="UTC"/>
+            <input type="hidden" name="time_zone" value="UTC" data-browser-zone/>
             <label for="snooze-minutes">"Snooze"</label>
             <div class="inline-controls">
                 <select id="snooze-minutes" name="minutes">{options}</select>

@@ -4,8 +4,8 @@
 // the day and the time otherwise, the full local date and time as the tooltip. inbox.js calls
 // porchLocalTime on the fragments its live stream adds. A time-zone field still holding the
 // suggested UTC (a site's hours page before any hours are saved, `data-guess-zone`) gets the
-// browser's own zone instead: most teams set hours where they sit. A form's `time_zone` field
-// gets the reader's zone when the form is sent.
+// browser's own zone instead: most teams set hours where they sit. A form's hidden field marked
+// `data-browser-zone` gets the reader's zone when the form is sent.
 (() => {
   "use strict";
 
@@ -26,10 +26,12 @@
   localTime(document);
 
   const guess = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  // A form that asks for the reader's time zone (Snooze until tomorrow, 9:00) gets it as it is
-  // sent: the side panel it sits in may have been replaced live since the page loaded.
+  // A form that asks for the reader's time zone (Snooze until tomorrow, 9:00) has a hidden
+  // field marked data-browser-zone, filled as it is sent: the side panel it sits in may have
+  // been replaced live since the page loaded. Only marked ones: a site's hours form has a
+  // time_zone field of its own, which the admin types.
   document.addEventListener("submit", (e) => {
-    const zone = e.target.elements?.namedItem("time_zone");
+    const zone = e.target.querySelector?.("input[data-browser-zone]");
     if (zone && guess) zone.value = guess;
   }, true);
 

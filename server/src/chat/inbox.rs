@@ -475,16 +475,7 @@ impl Chat {
         let (user, name, now) = (by.id, by.name.clone(), now_ms());
         let (stored_name, stored_line) = (name.clone(), line.clone());
         let hub = Arc::clone(&self.hub);
-        let published = move |message: MessageId| MessageRow {
-            id: message,
-            conversation_id: id,
-            author: Author::System,
-            author_name: Some(name),
-            client_id: None,
-            body: line,
-            created_at: now,
-            attachments: Vec::new(),
-        };
+        let published = move |message: MessageId| status_line(message, id, Some(name), line, now);
         let message = self
             .writer
             .write_then(
@@ -527,6 +518,26 @@ impl Chat {
             .await?
             .filter(|u| !u.is_disabled)
             .ok_or(Error::NotFound("agent"))
+    }
+}
+
+/// A status line as live pages are shown it: by `author_name`, or by nobody (Porch itself).
+pub(super) fn status_line(
+    message: MessageId,
+    conversation_id: ConversationId,
+    author_name: Option<String>,
+    body: String,
+    created_at: i64,
+) -> MessageRow {
+    MessageRow {
+        id: message,
+        conversation_id,
+        author: Author::System,
+        author_name,
+        client_id: None,
+        body,
+        created_at,
+        attachments: Vec::new(),
     }
 }
 

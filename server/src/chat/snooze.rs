@@ -12,11 +12,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::now_ms;
 use crate::hub::InboxEvent;
-use crate::store::{self, ConversationId, MessageRow, SiteId, UserRow};
-use crate::values::{Author, Invalid};
+use crate::store::{self, ConversationId, SiteId, UserRow};
+use crate::values::Invalid;
 
 use super::Error;
 use super::conversation::Chat;
+use super::inbox::status_line;
 
 /// The longest snooze: a year ahead.
 const MAX_SNOOZE_MS: i64 = 365 * 24 * 3_600_000;
@@ -123,16 +124,7 @@ impl Chat {
                 },
                 move |stored: &Option<store::MessageId>| {
                     if let Some(message) = *stored {
-                        let line = MessageRow {
-                            id: message,
-                            conversation_id: id,
-                            author: Author::System,
-                            author_name: None,
-                            client_id: None,
-                            body: ENDED_LINE.to_owned(),
-                            created_at: now,
-                            attachments: Vec::new(),
-                        };
+                        let line = status_line(message, id, None, ENDED_LINE.to_owned(), now);
                         let mut event = InboxEvent::new(site_id, Arc::new(line));
                         event.woke = true;
                         hub.publish_to_inbox(event);

@@ -8,6 +8,7 @@ use crate::conversation_status::{closed_hint, newer_conversation, status_form};
 use crate::layout::{CsrfField, KeysSaid, Nav, Notice, NoticeBox, Section, document};
 use crate::links::linked_text;
 use crate::snooze::snooze_panel;
+use crate::tags::{TagView, tags_panel};
 use crate::time::format_time;
 use crate::visitor_contact::{ContactFormView, contact_form};
 
@@ -87,6 +88,9 @@ pub struct ConversationAsideView {
     pub is_open: bool,
     /// Snoozed until then (Unix ms).
     pub snoozed_until: Option<i64>,
+    pub tags: Vec<TagView>,
+    /// Every tag in use, suggested as new ones are typed.
+    pub known_tags: Vec<String>,
     pub assignee_id: Option<i64>,
     pub assignee: Option<String>,
     pub me: i64,
@@ -388,6 +392,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         .zip(aside.assignee.clone())
         .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
     let snooze = snooze_panel(id, aside.csrf.clone(), aside.is_open, aside.snoozed_until);
+    let tags = tags_panel(id, &aside.csrf, aside.tags, aside.known_tags);
     view! {
         <aside id="conversation-aside" class="aside" aria-label="Conversation details"
             data-open=aside.is_open.to_string() data-visitor=aside.visitor_label>
@@ -427,6 +432,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                 </form>
             </section>
             {snooze}
+            {tags}
             <VisitorPanel visitor=aside.visitor/>
             {other_conversations(aside.others, aside.more_others)}
         </aside>

@@ -1,5 +1,5 @@
 //! The inbox: conversations with unread state, the last message and the site; tabs (open, mine,
-//! unassigned, snoozed, closed) as shortcuts, a filter form (status, assignee, site, order), the count and
+//! unassigned, snoozed, closed) as shortcuts, a filter form (status, assignee, site, tag, order), the count and
 //! a link to the next page. `render_conversation_item` is also what the live stream sends.
 
 use leptos::prelude::*;
@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use crate::bulk::{BulkForm, row_checkbox};
 use crate::layout::{KeysSaid, Nav, Notice, NoticeBox, Section, UnreadCount, document_with_skip};
 use crate::search::SearchBox;
+use crate::tags::tag_badges;
 use crate::time::{format_time, time_view};
 
 /// The inbox's tabs: shortcuts for a status and an assignee.
@@ -78,6 +79,8 @@ pub struct InboxItemView {
     pub preview: Option<String>,
     pub last_message_at: i64,
     pub is_unread: bool,
+    /// Its tags' names.
+    pub tags: Vec<String>,
     /// Its position in the list's order (`rank.at.id`), for the script to place live updates.
     pub sort_key: String,
 }
@@ -96,19 +99,26 @@ pub struct InboxFilters {
     pub status: Vec<Choice>,
     pub assignee: Vec<Choice>,
     pub site: Vec<Choice>,
+    pub tag: Vec<Choice>,
     pub sort: Vec<Choice>,
 }
 
 impl InboxFilters {
     /// What the selects say now, as the folded filters' summary: "Open · Anyone · All sites ·
-    /// Latest activity".
+    /// Any tag · Latest activity".
     fn summary(&self) -> String {
-        [&self.status, &self.assignee, &self.site, &self.sort]
-            .iter()
-            .filter_map(|choices| choices.iter().find(|c| c.is_selected).or(choices.first()))
-            .map(|c| c.label.as_str())
-            .collect::<Vec<_>>()
-            .join(" · ")
+        [
+            &self.status,
+            &self.assignee,
+            &self.site,
+            &self.tag,
+            &self.sort,
+        ]
+        .iter()
+        .filter_map(|choices| choices.iter().find(|c| c.is_selected).or(choices.first()))
+        .map(|c| c.label.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ")
     }
 }
 
@@ -206,6 +216,7 @@ fn ConversationItem(item: InboxItemView) -> impl IntoView {
                     {status}
                     {assignee}
                 </div>
+                {tag_badges(item.tags)}
             </a>
         </li>
     }
@@ -291,6 +302,7 @@ pub fn render_inbox(view: InboxView) -> String {
                 <FilterSelect name="status" label="Status" choices=filters.status/>
                 <FilterSelect name="assignee" label="Assignee" choices=filters.assignee/>
                 <FilterSelect name="site" label="Site" choices=filters.site/>
+                <FilterSelect name="tag" label="Tag" choices=filters.tag/>
                 <FilterSelect name="sort" label="Order" choices=filters.sort/>
                 <div class="field field-end">
                     <button type="submit" class="button">"Show"</button>

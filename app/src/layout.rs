@@ -204,6 +204,7 @@ fn KeysHelp() -> impl IntoView {
         ("a", "Assign an unassigned conversation to me"),
         ("u", "Mark the conversation unread"),
         ("b", "Snooze the conversation (an hour from the inbox list)"),
+        ("t", "Add tags to the conversation (on its page)"),
         (
             "x",
             "Select the conversation on the inbox list, for several at once",
@@ -244,7 +245,7 @@ pub fn KeysSaid() -> impl IntoView {
 pub fn KeysSwitch() -> impl IntoView {
     view! {
         <label><input type="checkbox" data-keys-switch checked/>
-            " Single-key shortcuts (j, k, e, z, a, u, b, x, / and ?)"</label>
+            " Single-key shortcuts (j, k, e, z, a, u, b, t, x, / and ?)"</label>
     }
 }
 

@@ -49,6 +49,7 @@ pub mod site_identity;
 pub mod site_prechat;
 pub mod sites;
 mod snooze;
+pub mod tags;
 pub mod team;
 mod time;
 pub mod two_factor;

@@ -1,7 +1,7 @@
 // Porch admin: keyboard shortcuts (docs/admin.md, "Keyboard"). On the inbox and conversation
 // pages: j/k next/previous conversation in the list's order, e close (on the list: with Undo,
-// and z undoes), a assign to me (an unassigned one), / search (#inbox-search, when the page has
-// it); ? the list of keys on every page. Never while focus is
+// and z undoes), a assign to me (an unassigned one), t tag (a conversation page), / search
+// (#inbox-search, when the page has it); ? the list of keys on every page. Never while focus is
 // in a text field (input, textarea, select, contenteditable) or with Ctrl, Alt or Meta; Escape in
 // the reply box leaves it, so the keys work again. The inbox page keeps its order in
 // sessionStorage so that j/k on a conversation page go to the next one of that list.
@@ -277,6 +277,13 @@
     // As in Gmail. On a conversation page, for as long as its Snooze field says (an hour unless
     // changed); on the list, an hour.
     b: () => act("snooze", snoozeRow, "Only an open conversation that is not snoozed can be snoozed."),
+    // On a conversation page: the field for new tags (Escape there leaves it, as in any field).
+    t: () => {
+      const field = here && document.getElementById("tag-add");
+      if (!field) return false;
+      field.focus();
+      return true;
+    },
     "/": () => {
       const search = document.getElementById("inbox-search");
       if (!search) return false;
@@ -335,7 +342,7 @@
     if (e.defaultPrevented || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
     const target = e.target;
     if (isTextField(target)) {
-      if (e.key === "Escape" && target.id === "reply-body") target.blur();
+      if (e.key === "Escape" && ["reply-body", "tag-add"].includes(target.id)) target.blur();
       return;
     }
     if (help?.open) return; // the dialog handles its own keys (Escape closes it)

@@ -1,4 +1,4 @@
-//! A conversation's actions: assign, close, reopen, snooze, mark unread. A browser's own form
+//! A conversation's actions: assign, close, reopen, snooze, tag, mark unread. A browser's own form
 //! post is answered with a redirect to the conversation page, which then says what was done (`?notice=`) or why
 //! nothing was (`?error=`). The inbox script (the `e` and `a` keys and *Undo* on the inbox list,
 //! docs/admin.md "Keyboard") sends `X-Porch-Fetch: 1` and gets `204 No Content` when done, or
@@ -13,7 +13,7 @@ use jiff::{Timestamp, ToSpan};
 use porch_app::layout::Notice;
 use serde::Deserialize;
 
-use crate::chat::Invalid;
+use crate::chat::{Invalid, Tag};
 use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{self, ConversationId, UserId};
@@ -35,6 +35,8 @@ pub fn done_notice(code: &str, item: &store::InboxItemRow, me: UserId) -> Option
                       visitor writes."
             .to_owned(),
         "unsnoozed" => "Unsnoozed: the conversation is back in Open.".to_owned(),
+        "tagged" => "Tags saved.".to_owned(),
+        "tags_unchanged" => "Nothing changed: the conversation had those tags already.".to_owned(),
         "assignee" => match (item.assignee_id, &item.assignee_name) {
             (Some(id), _) if id == me => "Assigned to you.".to_owned(),
             (Some(_), Some(name)) => format!("Assigned to {name}."),
@@ -245,6 +247,45 @@ pub async fn mark_unread(
 }
 
 #[derive(Debug, Deserialize)]
+pub struct TagsForm {
+    /// Tags to add, separated by commas.
+    #[serde(default)]
+    add: String,
+    /// Tags to remove, separated by commas (the side panel's × sends one).
+    #[serde(default)]
+    remove: String,
+}
+
+/// `POST /conversations/{id}/tags`: adds and removes tags (docs/admin.md, "Tags").
+pub async fn tags(
+    State(app): State<AppState>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Posted { who, form }: Posted<TagsForm>,
+) -> Response {
+    let answer = Answer::new(&headers, id);
+    let parsed =
+        Tag::parse_list(&form.add).and_then(|add| Ok((add, Tag::parse_list(&form.remove)?)));
+    let (add, remove) = match parsed {
+        Ok(tags) => tags,
+        Err(invalid) => return answer.refused(crate::chat::Error::Invalid(invalid).into()),
+    };
+    if add.is_empty() && remove.is_empty() {
+        let err = crate::chat::Error::Invalid(Invalid::from("Type a tag to add."));
+        return answer.refused(err.into());
+    }
+    match app
+        .chat
+        .change_tags(ConversationId(id), &who.user, add, remove)
+        .await
+    {
+        Ok(true) => answer.done("tagged"),
+        Ok(false) => answer.done("tags_unchanged"),
+        Err(err) => answer.refused(err.into()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
 pub struct SnoozeForm {
     /// How long, in minutes, or `tomorrow` or `monday` (the side panel's choices,
     /// `app/src/snooze.rs`).
@@ -298,7 +339,7 @@ pub async fn snooze(
     };
     match app
         .chat
-        .snooze_conversation(ConversationId(id), &who.user, until)
+        .snooze_conversation(ConversationId(id), &who.user, until, store::Resnooze::Keep)
         .await
     {
         Ok(true) => answer.done("snoozed"),

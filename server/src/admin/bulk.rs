@@ -4,6 +4,8 @@
 //! Rows that the action does not change (closed already, taken meanwhile, gone) are counted and
 //! left as they are: a list watched live can change under the agent's pointer.
 
+use std::collections::HashSet;
+
 use axum::extract::State;
 use axum::response::Response;
 use porch_app::counted;
@@ -13,7 +15,7 @@ use serde::Deserialize;
 use crate::chat::{Error, Invalid};
 use crate::clock::now_ms;
 use crate::state::AppState;
-use crate::store::{ConversationId, Expected, UserRow};
+use crate::store::{ConversationId, Expected, Resnooze, UserRow};
 
 use super::actions::snooze_end;
 use super::page::{PageError, see_other};
@@ -75,11 +77,10 @@ impl Action {
                     .await
             }
             // One snoozed already keeps its end, as `b` leaves it (the API moves it).
-            Self::Snooze(until) => match chat.inbox_item(by.id, id).await {
-                Ok(item) if item.snoozed_until.is_some() => Ok(false),
-                Ok(_) => chat.snooze_conversation(id, by, until).await,
-                Err(err) => Err(err),
-            },
+            Self::Snooze(until) => {
+                chat.snooze_conversation(id, by, until, Resnooze::Keep)
+                    .await
+            }
             Self::Unread => chat.mark_unread(by.id, id).await.map(|()| true),
         };
         match changed {
@@ -90,10 +91,15 @@ impl Action {
 }
 
 /// The list's address the form came from: only the inbox, never another page (an open
-/// redirect), and the inbox itself for anything else.
+/// redirect), and the inbox itself for anything else: an address the page would not have
+/// written (anything but printable ASCII, or one that carries an answer already).
 fn back_to(raw: &str) -> &str {
     let is_inbox = raw == "/inbox" || raw.starts_with("/inbox?");
-    if is_inbox && !raw.contains(['\\', '#']) && !raw.contains("//") {
+    let is_plain = raw.bytes().all(|b| b.is_ascii_graphic()) && !raw.contains(['\\', '#']);
+    let answers = ["bulk=", "done=", "skipped=", "failed="]
+        .iter()
+        .any(|said| raw.contains(said));
+    if is_inbox && is_plain && !raw.contains("//") && !answers {
         raw
     } else {
         "/inbox"
@@ -117,16 +123,18 @@ pub async fn bulk(
     let Some(action) = Action::parse(field("action"), field("time_zone"), now_ms()) else {
         return refuse("Choose what to do with the selected conversations.");
     };
-    // Each once, in the order ticked; an id that is not a number names no conversation.
+    // Each once, in the order ticked; an id that is not a number names no conversation. Read no
+    // further than one past the limit: a body of a hundred thousand ids costs no more.
     let mut ids: Vec<Option<ConversationId>> = Vec::new();
+    let mut seen = HashSet::new();
     for (_, value) in form.iter().filter(|(k, _)| k == "id") {
         let id = value.trim().parse().ok().map(ConversationId);
-        if id.is_none() || !ids.contains(&id) {
+        if id.is_none_or(|id| seen.insert(id)) {
             ids.push(id);
         }
-    }
-    if ids.len() > MAX_ROWS {
-        return refuse("At most 200 conversations at once: one page of the list.");
+        if ids.len() > MAX_ROWS {
+            return refuse("At most 200 conversations at once: one page of the list.");
+        }
     }
     // Every row is tried and counted, also past a row that failed (a full write queue, a full
     // disk): what was changed is said, never hidden behind an error page.
@@ -180,25 +188,31 @@ impl BulkDone {
             "unread" => format!("Marked {them} unread for you."),
             _ => return None,
         };
-        if done + skipped + failed == 0 {
+        // Numbers from the address: any size may come.
+        if done.saturating_add(skipped).saturating_add(failed) == 0 {
             return Some(Notice::Error(
                 "Nothing was selected: tick the conversations first.".to_owned(),
             ));
         }
-        let left = match skipped {
-            0 => String::new(),
-            1 => " 1 was left as it was (already so, someone else's, closed, or gone).".to_owned(),
-            n => format!(
-                " {n} were left as they were (already so, someone else's, closed, or gone)."
-            ),
-        };
-        if failed > 0 {
-            return Some(Notice::Error(format!(
-                "{what}{left} {} could not be changed now: try again.",
-                counted(failed, "conversation")
-            )));
+        let why = "(already so, someone else's, closed, or gone)";
+        // Sentences: what changed (unless nothing did), what was left, what failed.
+        let mut said = Vec::new();
+        match (done, skipped) {
+            (0, 0) => said.push("No conversation changed.".to_owned()),
+            (0, 1) => said.push(format!("Nothing changed: it was left as it was {why}.")),
+            (0, n) => said.push(format!(
+                "Nothing changed: all {n} were left as they were {why}."
+            )),
+            (_, 0) => said.push(what),
+            (_, 1) => said.extend([what, format!("1 was left as it was {why}.")]),
+            (_, n) => said.extend([what, format!("{n} were left as they were {why}.")]),
         }
-        Some(Notice::Success(format!("{what}{left}")))
+        if failed > 0 {
+            let them = counted(failed, "conversation");
+            said.push(format!("{them} could not be changed now: try again."));
+            return Some(Notice::Error(said.join(" ")));
+        }
+        Some(Notice::Success(said.join(" ")))
     }
 }
 
@@ -220,6 +234,9 @@ mod tests {
             "/team",
             "/inboxes",
             "/inbox?\\evil",
+            "/inbox?x\r\nSet-Cookie:a=b",
+            "/inbox?x=\u{e9}",
+            "/inbox?status=open&bulk=closed&done=1",
             "",
         ] {
             assert_eq!(back_to(elsewhere), "/inbox", "{elsewhere}");
@@ -265,5 +282,12 @@ mod tests {
             "Nothing was selected: tick the conversations first."
         );
         assert_eq!(said("<script>", 1, 0), "", "only fixed codes");
+        assert_eq!(
+            said("assigned", 0, 2),
+            "Nothing changed: all 2 were left as they were (already so, someone else's, closed, \
+             or gone)."
+        );
+        // Numbers from the address are any size: no overflow.
+        assert!(said("closed", usize::MAX, usize::MAX).starts_with("Closed 18446744073709551615"));
     }
 }

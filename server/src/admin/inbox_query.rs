@@ -1,5 +1,5 @@
 //! The inbox list's query string, shared by the page and its live stream: the tabs' `filter=`
-//! shortcuts, `status`, `assignee`, `site`, `sort` and the page cursor `cursor`, read leniently
+//! shortcuts, `status`, `assignee`, `site`, `tag`, `sort` and the page cursor `cursor`, read leniently
 //! (anything unknown means the default, never an error); and the links that carry it.
 
 use porch_app::inbox::{Choice, Filter, InboxFilters};
@@ -27,6 +27,9 @@ pub struct InboxParams {
     /// A site's key.
     #[serde(default)]
     site: String,
+    /// A tag's name.
+    #[serde(default)]
+    tag: String,
     /// `recent` or `waiting`.
     #[serde(default)]
     sort: String,
@@ -42,6 +45,8 @@ pub struct InboxRequest {
     pub cursor: Option<InboxCursor>,
     /// The site's key, when one is chosen.
     pub site_key: Option<String>,
+    /// The tag's name, when one is chosen.
+    pub tag_name: Option<String>,
     me: UserId,
 }
 
@@ -54,6 +59,13 @@ fn tab_query(tab: Filter, me: UserId) -> (InboxState, InboxAssignee) {
         Filter::Snoozed => (InboxState::Snoozed, InboxAssignee::Anyone),
         Filter::Closed => (InboxState::Closed, InboxAssignee::Anyone),
     }
+}
+
+/// `tag=…` with the name encoded for a query string.
+pub fn tag_param(name: &str) -> String {
+    form_urlencoded::Serializer::new(String::new())
+        .append_pair("tag", name)
+        .finish()
 }
 
 /// `rank.at.id`, as list items carry it and `cursor=` takes it.
@@ -77,7 +89,7 @@ fn parse_cursor(raw: &str) -> Option<InboxCursor> {
 
 impl InboxRequest {
     /// Reads `params` for `me`: a tab sets status and assignee, and `status` or `assignee`
-    /// override it; a site or agent that does not exist (or is disabled) means "any".
+    /// override it; a site, tag or agent that does not exist (or is disabled) means "any".
     pub fn parse(params: &InboxParams, me: UserId, choices: &InboxChoices) -> Self {
         let tab = Filter::ALL.into_iter().find(|f| f.slug() == params.filter);
         let (mut status, mut assignee) = tab_query(tab.unwrap_or(Filter::Open), me);
@@ -102,6 +114,7 @@ impl InboxRequest {
             }
         }
         let site = choices.sites.iter().find(|s| s.key == params.site);
+        let tag = choices.tags.iter().find(|t| t.name == params.tag);
         let sort = match params.sort.as_str() {
             "waiting" => InboxSort::Waiting,
             _ => InboxSort::Recent,
@@ -111,10 +124,12 @@ impl InboxRequest {
                 status,
                 assignee,
                 site: site.map(|s| s.id),
+                tag: tag.map(|t| t.id),
                 sort,
             },
             cursor: parse_cursor(&params.cursor),
             site_key: site.map(|s| s.key.clone()),
+            tag_name: tag.map(|t| t.name.clone()),
             me,
         }
     }
@@ -159,15 +174,19 @@ impl InboxRequest {
             self.status_value(),
             self.assignee_value()
         );
-        self.push_site_and_sort(&mut q);
+        self.push_site_tag_and_sort(&mut q);
         q
     }
 
-    fn push_site_and_sort(&self, q: &mut String) {
+    fn push_site_tag_and_sort(&self, q: &mut String) {
         if let Some(key) = &self.site_key {
             // Site keys are `s_` and hex: nothing to encode.
             q.push_str("&site=");
             q.push_str(key);
+        }
+        if let Some(name) = &self.tag_name {
+            q.push('&');
+            q.push_str(&tag_param(name));
         }
         if self.query.sort == InboxSort::Waiting {
             q.push_str("&sort=waiting");
@@ -199,13 +218,13 @@ impl InboxRequest {
         format!("/inbox/events?{}", self.filters())
     }
 
-    /// Each tab's link, keeping the site and order.
+    /// Each tab's link, keeping the site, tag and order.
     pub fn tab_hrefs(&self) -> Vec<(Filter, String)> {
         Filter::ALL
             .into_iter()
             .map(|f| {
                 let mut q = format!("/inbox?filter={}", f.slug());
-                self.push_site_and_sort(&mut q);
+                self.push_site_tag_and_sort(&mut q);
                 (f, q)
             })
             .collect()
@@ -221,6 +240,7 @@ impl InboxRequest {
         let status = self.status_value();
         let assignee = self.assignee_value();
         let site = self.site_key.as_deref().unwrap_or("");
+        let tag = self.tag_name.as_deref().unwrap_or("");
         let sort = self.sort_value();
         let mut assignees = vec![
             choice("anyone", "Anyone", &assignee),
@@ -238,6 +258,8 @@ impl InboxRequest {
                 .iter()
                 .map(|s| choice(&s.key, &s.settings.name, site)),
         );
+        let mut tags = vec![choice("", "Any tag", tag)];
+        tags.extend(choices.tags.iter().map(|t| choice(&t.name, &t.name, tag)));
         InboxFilters {
             status: vec![
                 choice("open", "Open", status),
@@ -246,6 +268,7 @@ impl InboxRequest {
             ],
             assignee: assignees,
             site: sites,
+            tag: tags,
             sort: vec![
                 choice("recent", "Newest activity first", sort),
                 choice("waiting", "Longest waiting first", sort),
@@ -253,7 +276,7 @@ impl InboxRequest {
         }
     }
 
-    /// "230 open conversations unassigned on Acme, showing 1–200", in words.
+    /// "230 open conversations unassigned on Acme tagged refund, showing 1–200", in words.
     pub fn summary(&self, choices: &InboxChoices, total: u64, before: u64, shown: usize) -> String {
         let who = match self.query.assignee {
             InboxAssignee::Anyone => String::new(),
@@ -272,6 +295,10 @@ impl InboxRequest {
             .and_then(|id| choices.sites.iter().find(|s| s.id == id))
             .map(|s| format!(" on {}", s.settings.name))
             .unwrap_or_default();
+        let site = match &self.tag_name {
+            Some(tag) => format!("{site} tagged {tag}"),
+            None => site,
+        };
         let status = self.status_value();
         // Past the cap the store stops counting (`store::INBOX_COUNT_CAP`).
         let what = match total {
@@ -300,11 +327,16 @@ impl InboxRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{TagId, TagRow};
 
     fn nothing() -> InboxChoices {
         InboxChoices {
             sites: Vec::new(),
             agents: Vec::new(),
+            tags: vec![TagRow {
+                id: TagId(3),
+                name: "vip plan".into(),
+            }],
         }
     }
 
@@ -348,7 +380,8 @@ mod tests {
 
     #[test]
     fn unknown_values_fall_back_to_the_defaults() {
-        let request = parse("filter=nope&status=x&assignee=42&site=s_none&sort=up&cursor=1.2");
+        let request =
+            parse("filter=nope&status=x&assignee=42&site=s_none&tag=nope&sort=up&cursor=1.2");
         assert_eq!(request.query, InboxQuery::default());
         assert_eq!(request.cursor, None);
         assert_eq!(request.tab(), Some(Filter::Open));
@@ -366,6 +399,26 @@ mod tests {
                 id: ConversationId(9)
             })),
             "/inbox?status=open&assignee=unassigned&sort=waiting&cursor=1.5.9"
+        );
+    }
+
+    #[test]
+    fn a_tag_filters_by_its_id_and_is_kept_by_every_link() {
+        let request = parse("tag=vip+plan&filter=mine");
+        assert_eq!(request.query.tag, Some(TagId(3)));
+        assert_eq!(request.tab(), Some(Filter::Mine));
+        assert_eq!(
+            request.page_href(None),
+            "/inbox?status=open&assignee=me&tag=vip+plan"
+        );
+        let tabs = request.tab_hrefs();
+        assert!(
+            tabs.iter().all(|(_, href)| href.ends_with("&tag=vip+plan")),
+            "{tabs:?}"
+        );
+        assert_eq!(
+            request.summary(&nothing(), 2, 0, 2),
+            "2 open conversations assigned to you tagged vip plan, showing 1–2"
         );
     }
 }

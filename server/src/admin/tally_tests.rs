@@ -82,6 +82,7 @@ fn item(status: &str, assignee: Option<i64>) -> InboxItemRow {
         preview_body: None,
         is_unread: false,
         snoozed_until: None,
+        tags: Vec::new(),
     }
 }
 

@@ -6,6 +6,7 @@ use porch_app::conversation::{
     OtherConversationView, VisitorDetailsView,
 };
 use porch_app::inbox::InboxItemView;
+use porch_app::tags::TagView;
 use porch_app::visitor_contact::ContactFormView;
 
 use crate::attachments::Kind;
@@ -16,7 +17,7 @@ use crate::store::{
 };
 use crate::values::Author;
 
-use super::inbox_query::format_cursor;
+use super::inbox_query::{format_cursor, tag_param};
 
 /// How a visitor is called: their name or email if they gave one, else a number.
 pub fn visitor_label(item: &InboxItemRow) -> String {
@@ -49,6 +50,7 @@ pub fn inbox_item(item: InboxItemRow, me: UserId, query: &InboxQuery) -> InboxIt
         preview: item.preview_body,
         last_message_at: item.last_message_at,
         is_unread: item.is_unread,
+        tags: item.tags.into_iter().map(|t| t.name).collect(),
     }
 }
 
@@ -183,6 +185,22 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
         id: view.item.id.0,
         is_open: view.item.status == "open",
         snoozed_until: view.item.snoozed_until,
+        tags: view
+            .item
+            .tags
+            .iter()
+            .map(|t| TagView {
+                name: t.name.clone(),
+                href: format!("/inbox?{}", tag_param(&t.name)),
+            })
+            .collect(),
+        // Those it has already are not suggested.
+        known_tags: view
+            .known_tags
+            .iter()
+            .filter(|known| !view.item.tags.iter().any(|t| t.id == known.id))
+            .map(|t| t.name.clone())
+            .collect(),
         assignee_id: view.item.assignee_id.map(|id| id.0),
         assignee: view.item.assignee_name.clone(),
         me: me.0,

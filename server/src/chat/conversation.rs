@@ -13,7 +13,7 @@ use crate::store::{
     NewVisitorMessage, Readers, StoredAgentMessage, StoredVisitorMessage, UserId, VisitorId,
     VisitorRow, Writer,
 };
-use crate::values::{Author, ClientId, MessageBody};
+use crate::values::{Author, ClientId, MessageBody, Tag};
 
 use super::Error;
 use super::live_items::LiveItems;
@@ -358,17 +358,28 @@ impl Chat {
         })
     }
 
-    /// One page of conversations (of `status`, or all) by last activity, newest first, after
+    /// One page of conversations (of `status`, or all; with `tag`, or any) by last activity, newest first, after
     /// `before` (the last one of the previous page: its `last_message_at` and id).
     pub async fn list_conversations(
         &self,
         status: Option<store::InboxStatus>,
+        tag: Option<Tag>,
         before: Option<(i64, ConversationId)>,
         limit: u32,
     ) -> Result<Vec<ConversationRow>, Error> {
         Ok(self
             .readers
-            .read(move |c| store::list_conversations(c, status, before, limit))
+            .read(move |c| {
+                let tag = match tag {
+                    // A tag no conversation has: none to list.
+                    Some(tag) => match store::find_tag(c, tag.as_str())? {
+                        Some(id) => Some(id),
+                        None => return Ok(Vec::new()),
+                    },
+                    None => None,
+                };
+                store::list_conversations(c, status, tag, before, limit)
+            })
             .await?)
     }
 

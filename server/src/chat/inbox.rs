@@ -31,6 +31,8 @@ pub struct InboxChoices {
     pub sites: Vec<SiteRow>,
     /// Agents conversations can be assigned to (enabled users).
     pub agents: Vec<UserRow>,
+    /// Every tag in use.
+    pub tags: Vec<store::TagRow>,
 }
 
 /// A change made outside the inbox (from Slack): recorded in the audit log in the change's own
@@ -71,6 +73,8 @@ pub struct ConversationView {
     pub others: Vec<store::OtherConversationRow>,
     /// The visitor has more other conversations than those.
     pub more_others: bool,
+    /// Every tag in use, suggested as tags are added.
+    pub known_tags: Vec<store::TagRow>,
 }
 
 /// How many of a visitor's other conversations the conversation page lists.
@@ -109,7 +113,7 @@ impl Chat {
             .await?)
     }
 
-    /// The sites and agents the inbox list can be filtered by.
+    /// The sites, agents and tags the inbox list can be filtered by.
     pub async fn inbox_choices(&self) -> Result<InboxChoices, Error> {
         Ok(self
             .readers
@@ -117,6 +121,7 @@ impl Chat {
                 Ok(InboxChoices {
                     sites: store::list_sites(c)?,
                     agents: enabled_agents(c)?,
+                    tags: store::list_tags(c)?,
                 })
             })
             .await?)
@@ -188,6 +193,7 @@ impl Chat {
                 )?;
                 let more_others = others.len() > OTHER_CONVERSATIONS;
                 others.truncate(OTHER_CONVERSATIONS);
+                let known_tags = store::list_tags(c)?;
                 Ok(Some(ConversationView {
                     item,
                     visitor,
@@ -197,6 +203,7 @@ impl Chat {
                     can_email,
                     others,
                     more_others,
+                    known_tags,
                 }))
             })
             .await?

@@ -297,6 +297,7 @@ pub(super) mod tests {
                 preview_body: Some("first".into()),
                 is_unread: true,
                 snoozed_until: None,
+                tags: Vec::new(),
             },
             last_visitor_message: Some(MessageId(newest)),
             newest: MessageId(newest),

@@ -19,6 +19,7 @@ mod site;
 mod site_fields;
 mod site_settings;
 mod snooze;
+mod tags;
 mod visitor_contact;
 mod visitor_token;
 mod writes;
@@ -56,5 +57,5 @@ pub use visitor_token::{VisitorTokens, hash_token};
 
 // Parsed here, stored typed: these live in a leaf module that the store may import too.
 pub use crate::values::{
-    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, SiteLimits, SiteSettings,
+    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, SiteLimits, SiteSettings, Tag,
 };

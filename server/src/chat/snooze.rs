@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::now_ms;
 use crate::hub::InboxEvent;
-use crate::store::{self, ConversationId, SiteId, UserRow};
+use crate::store::{self, ConversationId, Resnooze, SiteId, UserRow};
 use crate::values::Invalid;
 
 use super::Error;
@@ -55,7 +55,8 @@ fn snooze_length(ms: i64) -> String {
 
 impl Chat {
     /// Snoozes an open conversation until `until` (Unix ms, in the future and at most a year
-    /// ahead). False when nothing changed: it is closed, or snoozed until then already.
+    /// ahead); one snoozed already as `again` says. False when nothing changed: it is closed,
+    /// snoozed until then already, or snoozed and kept so.
     ///
     /// # Errors
     /// `Invalid` for a time in the past or too far ahead; `NotFound` for no such conversation.
@@ -64,6 +65,7 @@ impl Chat {
         id: ConversationId,
         by: &UserRow,
         until: i64,
+        again: Resnooze,
     ) -> Result<bool, Error> {
         let now = now_ms();
         if until <= now {
@@ -84,7 +86,7 @@ impl Chat {
         );
         let changed = self
             .change(site_id, id, by, line, None, move |c| {
-                Ok(store::snooze_conversation(c, id, until)?.then(Vec::new))
+                Ok(store::snooze_conversation(c, id, until, again)?.then(Vec::new))
             })
             .await?
             .is_some();

@@ -9,10 +9,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::attachments::file_json;
-use crate::chat::{Agent, MessageBody};
+use crate::chat::{Agent, MessageBody, Tag};
 use crate::state::AppState;
 use crate::store::{
-    AttachmentPart, ConversationId, ConversationRow, Expected, InboxStatus, MessageRow, UserId,
+    AttachmentPart, ConversationId, ConversationRow, Expected, InboxStatus, MessageRow, Resnooze,
+    UserId,
 };
 use crate::values::ClientId;
 
@@ -36,6 +37,7 @@ fn conversation_json(c: &ConversationRow) -> serde_json::Value {
         "closed_at": c.closed_at,
         "assignee": c.assignee.as_ref().map(|(id, name, email)| json!({"id": id, "name": name, "email": email})),
         "snoozed_until": c.snoozed_until,
+        "tags": c.tags,
     })
 }
 
@@ -68,6 +70,8 @@ fn agent(user: &ApiUser) -> Agent {
 pub struct ListQuery {
     /// `open` or `closed`: only those.
     status: Option<String>,
+    /// A tag's name: only conversations with it.
+    tag: Option<String>,
     /// The previous page's `next`.
     before: Option<String>,
     /// Conversations on a page, 1 to [`LIST_LIMIT`] (text, so a bad value gets this API's
@@ -88,8 +92,8 @@ fn parse_cursor(raw: &str) -> Option<(i64, ConversationId)> {
     (at >= 0 && id >= 0).then_some((at, ConversationId(id)))
 }
 
-/// `GET /api/v1/conversations?status=…&before=…&limit=…`: conversations (all, or the open or
-/// closed ones) by last activity, newest first, a page at a time; `next` is the cursor of the
+/// `GET /api/v1/conversations?status=…&tag=…&before=…&limit=…`: conversations (all, or the open
+/// or closed ones; with a tag, or any) by last activity, newest first, a page at a time; `next` is the cursor of the
 /// following page (`null` on the last).
 pub async fn list_conversations(
     State(app): State<AppState>,
@@ -102,6 +106,12 @@ pub async fn list_conversations(
         Some("closed") => Some(InboxStatus::Closed),
         Some(_) => return Err(ApiError::invalid("status must be open or closed.")),
     };
+    let tag = query
+        .tag
+        .as_deref()
+        .map(Tag::parse)
+        .transpose()
+        .map_err(|invalid| ApiError::invalid(format!("tag: {}", invalid.0)))?;
     let before = match query.before.as_deref() {
         None => None,
         Some(raw) => Some(parse_cursor(raw).ok_or_else(|| {
@@ -111,7 +121,7 @@ pub async fn list_conversations(
     let limit = paging::limit(query.limit.as_deref(), LIST_LIMIT)?;
     let rows = app
         .chat
-        .list_conversations(status, before, paging::rows_to_read(limit))
+        .list_conversations(status, tag, before, paging::rows_to_read(limit))
         .await?;
     let (conversations, next) = paging::page(rows, limit, cursor);
     let list: Vec<_> = conversations.iter().map(conversation_json).collect();
@@ -185,6 +195,50 @@ pub async fn assign_conversation(
 }
 
 #[derive(Debug, Deserialize)]
+pub struct Tags {
+    /// Names to add (the conversation keeps those it has).
+    #[serde(default)]
+    add: Vec<String>,
+    /// Names to remove (one it does not have is no error).
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+/// Tag names of one list of a [`Tags`] body (`field` names it in the error).
+fn parse_tags(field: &str, names: &[String]) -> Result<Vec<Tag>, ApiError> {
+    let mut tags: Vec<Tag> = Vec::new();
+    for name in names {
+        let tag = Tag::parse(name)
+            .map_err(|invalid| ApiError::invalid(format!("{field}: {}", invalid.0)))?;
+        if !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    Ok(tags)
+}
+
+/// `POST /api/v1/conversations/{id}/tags`: adds and removes tags as the inbox's side panel does
+/// (docs/admin.md, "Tags"), open or closed. Answers the conversation as it is now; a change of
+/// nothing writes no status line.
+pub async fn tag_conversation(
+    State(app): State<AppState>,
+    user: ApiUser,
+    Path(id): Path<i64>,
+    StrictJson(tags): StrictJson<Tags>,
+) -> Result<Response, ApiError> {
+    let id = ConversationId(id);
+    let (add, remove) = (
+        parse_tags("add", &tags.add)?,
+        parse_tags("remove", &tags.remove)?,
+    );
+    if add.is_empty() && remove.is_empty() {
+        return Err(ApiError::invalid("Give at least one tag to add or remove."));
+    }
+    app.chat.change_tags(id, &user.0, add, remove).await?;
+    conversation_now(&app, id).await
+}
+
+#[derive(Debug, Deserialize)]
 pub struct Snooze {
     /// Unix milliseconds: in the future, at most a year ahead.
     until: i64,
@@ -202,7 +256,7 @@ pub async fn snooze_conversation(
     let id = ConversationId(id);
     if !app
         .chat
-        .snooze_conversation(id, &user.0, snooze.until)
+        .snooze_conversation(id, &user.0, snooze.until, Resnooze::Move)
         .await?
         && app.chat.find_conversation(id).await?.status != "open"
     {

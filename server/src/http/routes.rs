@@ -154,6 +154,10 @@ fn one_conversation_api() -> Router<AppState> {
             "/api/v1/conversations/{id}/unsnooze",
             post(api::unsnooze_conversation),
         )
+        .route(
+            "/api/v1/conversations/{id}/tags",
+            post(api::tag_conversation),
+        )
 }
 
 /// A person's data (admin tokens, docs/api.md): finding takes a query string, the others none.
@@ -377,6 +381,7 @@ fn conversation_routes() -> Router<AppState> {
         )
         .route("/conversations/{id}/reopen", post(admin::actions::reopen))
         .route("/conversations/{id}/snooze", post(admin::actions::snooze))
+        .route("/conversations/{id}/tags", post(admin::actions::tags))
         .route("/inbox/bulk", post(admin::bulk::bulk))
         .route(
             "/conversations/{id}/unsnooze",

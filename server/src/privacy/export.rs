@@ -86,13 +86,15 @@ impl PersonData {
     }
 
     /// What the visitor themselves may download from the widget: what the widget shows them
-    /// (their messages and agents' replies), not agents' notes, status lines or delivery jobs.
+    /// (their messages and agents' replies), not agents' notes, status lines, tags or delivery
+    /// jobs.
     #[must_use]
     pub fn as_seen_by_visitor(mut self) -> Self {
         for conversation in &mut self.conversations {
             conversation
                 .messages
                 .retain(|m| matches!(m.author, Author::Visitor | Author::Agent));
+            conversation.tags = None;
         }
         self.jobs.clear();
         self
@@ -189,7 +191,7 @@ fn speaker(message: &MessageRow) -> String {
 
 /// One conversation with its messages, as the export and the NDJSON lines carry it.
 pub fn conversation_json(c: &ConversationRecord) -> Value {
-    json!({
+    let mut json = json!({
         "id": c.id,
         "site": c.site_key,
         "visitor_id": c.visitor_id,
@@ -214,7 +216,11 @@ pub fn conversation_json(c: &ConversationRecord) -> Value {
             }
             message
         }).collect::<Vec<_>>(),
-    })
+    });
+    if let Some(tags) = &c.tags {
+        json["tags"] = json!(tags);
+    }
+    json
 }
 
 fn job_json(j: &JobRecord) -> Value {

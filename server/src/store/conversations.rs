@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
-use super::{ConversationId, Error, InboxStatus, SiteId, UserId, VisitorId};
+use super::{ConversationId, Error, InboxStatus, SiteId, TagId, UserId, VisitorId};
 
 /// A conversation as the API lists it.
 #[derive(Debug, Clone)]
@@ -22,10 +22,14 @@ pub struct ConversationRow {
     pub assignee: Option<(UserId, String, String)>,
     /// Snoozed until then (Unix ms); `None` while it is not.
     pub snoozed_until: Option<i64>,
+    /// Its tags' names, in order.
+    pub tags: Vec<String>,
 }
 
 const SELECT: &str = "SELECT c.id, c.site_id, s.key, c.visitor_id, c.status, c.created_at, \
-    c.last_message_at, c.closed_at, c.assignee_id, u.name, u.email, c.snoozed_until \
+    c.last_message_at, c.closed_at, c.assignee_id, u.name, u.email, c.snoozed_until, \
+    (SELECT json_group_array(name) FROM (SELECT t.name FROM conversation_tags ct \
+        JOIN tags t ON t.id = ct.tag_id WHERE ct.conversation_id = c.id ORDER BY t.name)) \
     FROM conversations c JOIN sites s ON s.id = c.site_id LEFT JOIN users u ON u.id = c.assignee_id";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
@@ -44,16 +48,20 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
         closed_at: row.get(7)?,
         assignee,
         snoozed_until: row.get(11)?,
+        tags: serde_json::from_str(&row.get::<_, String>(12)?).map_err(|err| {
+            rusqlite::Error::FromSqlConversionFailure(12, rusqlite::types::Type::Text, err.into())
+        })?,
     })
 }
 
 /// Conversations by last activity, newest first (ties by id), `limit` of them, after the one
 /// whose `(last_message_at, id)` is `before` (keyset paging: no conversation is repeated or
 /// skipped between pages, except one that becomes active meanwhile, which moves to the front);
-/// only those of `status` when it is given.
+/// only those of `status` when it is given, and only those with `tag` when it is given.
 pub fn list_conversations(
     conn: &Connection,
     status: Option<InboxStatus>,
+    tag: Option<TagId>,
     before: Option<(i64, ConversationId)>,
     limit: u32,
 ) -> Result<Vec<ConversationRow>, Error> {
@@ -63,10 +71,17 @@ pub fn list_conversations(
     // no index in that order and sorts the whole table for each page (45 ms at 500,000
     // conversations, docs/capacity.md "The agent's read paths"). `InboxStatus` has every value
     // the table's CHECK allows (`migrations/0001_core.sql`).
+    // With a tag, its conversations are read through the tag's index (usually few of many).
+    let tagged = if tag.is_some() {
+        "AND c.id IN (SELECT conversation_id FROM conversation_tags WHERE tag_id = ?4)"
+    } else {
+        // The statement takes the same parameters either way: ?4 is NULL here.
+        "AND ?4 IS NULL"
+    };
     let page = |status: InboxStatus| {
         format!(
             "SELECT * FROM ({SELECT} WHERE c.status = '{}' \
-             AND (c.last_message_at, c.id) < (?1, ?2) \
+             AND (c.last_message_at, c.id) < (?1, ?2) {tagged} \
              ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3)",
             status.sql()
         )
@@ -81,7 +96,7 @@ pub fn list_conversations(
     };
     let mut stmt = conn.prepare_cached(&sql)?;
     Ok(stmt
-        .query_map(params![at, id, limit], from_row)?
+        .query_map(params![at, id, limit, tag], from_row)?
         .collect::<Result<_, _>>()?)
 }
 

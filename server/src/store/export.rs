@@ -49,6 +49,8 @@ pub struct ConversationRecord {
     pub messages: Vec<MessageRow>,
     /// The subjects of the messages an agent sent by email ("Email the visitor").
     pub mail_subjects: Vec<(MessageId, String)>,
+    /// The agents' tags on it, by name (`None`: left out, as from the visitor's own download).
+    pub tags: Option<Vec<String>>,
 }
 
 /// A delivery job that names one of a visitor's conversations or messages.
@@ -148,6 +150,7 @@ fn conversation_from_row(r: &Row<'_>) -> rusqlite::Result<ConversationRecord> {
         closed_at: r.get(6)?,
         messages: Vec::new(),
         mail_subjects: Vec::new(),
+        tags: None,
     })
 }
 
@@ -158,6 +161,7 @@ fn with_messages(
     for conversation in &mut conversations {
         conversation.messages = list_conversation_messages(conn, conversation.id)?;
         conversation.mail_subjects = super::list_outbound_mails(conn, conversation.id)?;
+        conversation.tags = Some(super::list_conversation_tags(conn, conversation.id)?);
     }
     Ok(conversations)
 }

@@ -44,4 +44,6 @@ id_type!(
     IntegrationId,
     /// A row of `jobs`.
     JobId,
+    /// A row of `tags`.
+    TagId,
 );

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
-use super::{ConversationId, Error, MessageId, SiteId, UserId, VisitorId};
+use super::{ConversationId, Error, MessageId, SiteId, TagId, TagRow, UserId, VisitorId};
 
 /// A conversation as one agent sees it in the inbox list.
 #[derive(Debug, Clone)]
@@ -31,6 +31,8 @@ pub struct InboxItemRow {
     pub is_unread: bool,
     /// Open but snoozed until then (Unix ms): out of the Open list and the unread counts.
     pub snoozed_until: Option<i64>,
+    /// Its tags, by name.
+    pub tags: Vec<TagRow>,
 }
 
 impl InboxItemRow {
@@ -46,7 +48,9 @@ pub(super) const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_
     c.waiting_since, EXISTS (SELECT 1 FROM messages um WHERE um.conversation_id = c.id AND um.author = 'visitor' \
         AND um.id > coalesce((SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
                               WHERE r.user_id = :reader AND r.conversation_id = c.id), 0)), \
-    c.snoozed_until \
+    c.snoozed_until, \
+    (SELECT json_group_array(json_array(t.id, t.name)) FROM (SELECT t.id, t.name FROM conversation_tags ct \
+        JOIN tags t ON t.id = ct.tag_id WHERE ct.conversation_id = c.id ORDER BY t.name) t) \
     FROM conversations c \
     JOIN sites s ON s.id = c.site_id \
     JOIN visitors v ON v.id = c.visitor_id \
@@ -73,7 +77,19 @@ pub(super) fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
         waiting_since: row.get(13)?,
         is_unread: row.get(14)?,
         snoozed_until: row.get(15)?,
+        tags: tags_from_json(16, &row.get::<_, String>(16)?)?,
     })
+}
+
+/// The item's tags from the `[[id, name], …]` the query builds in column `column`.
+fn tags_from_json(column: usize, json: &str) -> rusqlite::Result<Vec<TagRow>> {
+    let pairs: Vec<(TagId, String)> = serde_json::from_str(json).map_err(|err| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, err.into())
+    })?;
+    Ok(pairs
+        .into_iter()
+        .map(|(id, name)| TagRow { id, name })
+        .collect())
 }
 
 /// One conversation as `reader` sees it in the inbox list.

@@ -1,11 +1,11 @@
-//! The inbox list: which conversations (status, assignee, site, combinable), in which order
+//! The inbox list: which conversations (status, assignee, site, tag, combinable), in which order
 //! (newest activity or longest waiting), one keyset page at a time (never OFFSET), and how many
 //! match. Both orders are served by indexes of `0011_inbox_waiting.sql`.
 
 use rusqlite::{Connection, ToSql};
 
 use super::inbox::{InboxItemRow, SELECT_ITEM, item_from_row};
-use super::{ConversationId, Error, SiteId, UserId};
+use super::{ConversationId, Error, SiteId, TagId, UserId};
 
 /// Named parameters of a query built from parts.
 type Bindings = Vec<(&'static str, Box<dyn ToSql>)>;
@@ -126,6 +126,8 @@ pub struct InboxQuery {
     pub assignee: InboxAssignee,
     /// `None`: every site.
     pub site: Option<SiteId>,
+    /// `None`: with or without tags.
+    pub tag: Option<TagId>,
     pub sort: InboxSort,
 }
 
@@ -138,7 +140,12 @@ impl InboxQuery {
             InboxAssignee::Unassigned => item.assignee_id.is_none(),
             InboxAssignee::User(user) => item.assignee_id == Some(user),
         };
-        self.status.matches(item) && assignee && self.site.is_none_or(|s| s == item.site_id)
+        self.status.matches(item)
+            && assignee
+            && self.site.is_none_or(|s| s == item.site_id)
+            && self
+                .tag
+                .is_none_or(|t| item.tags.iter().any(|tag| tag.id == t))
     }
 
     /// The position of `item` in this query's order.
@@ -172,6 +179,13 @@ impl InboxQuery {
         if let Some(site) = self.site {
             sql.push_str(" AND c.site_id = :site");
             values.push((":site", Box::new(site)));
+        }
+        if let Some(tag) = self.tag {
+            // Read through the tag's index: a tag usually has few conversations of many.
+            sql.push_str(
+                " AND c.id IN (SELECT conversation_id FROM conversation_tags WHERE tag_id = :tag)",
+            );
+            values.push((":tag", Box::new(tag)));
         }
         (sql, values)
     }

@@ -44,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0035_mark_unread.sql"),
     include_str!("../../../migrations/0036_snooze.sql"),
     include_str!("../../../migrations/0037_jobs_from_elsewhere.sql"),
+    include_str!("../../../migrations/0038_tags.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -51,6 +51,7 @@ mod sites;
 mod slack;
 mod slack_shares;
 mod snooze;
+mod tags;
 mod test_messages;
 mod two_factor;
 mod users;
@@ -113,7 +114,7 @@ pub use identity::{
     VisitorIdentityRow, delete_site_identity_secret, find_site_identity_secret,
     find_visitor_identity, list_site_identity_secrets, upsert_site_identity_secret,
 };
-pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, UserId, VisitorId};
+pub use ids::{ConversationId, IntegrationId, JobId, MessageId, SiteId, TagId, UserId, VisitorId};
 pub use imap_mailbox::{
     ImapMailboxRow, delete_imap_mailbox, find_imap_mailbox, upsert_imap_mailbox,
 };
@@ -234,7 +235,12 @@ pub use sessions::{
 };
 pub use sites::{count_site_conversations, delete_site, update_site};
 pub use snooze::{
-    end_snooze, list_snoozes_ended, next_snooze_end, snooze_conversation, unsnooze_conversation,
+    Resnooze, end_snooze, list_snoozes_ended, next_snooze_end, snooze_conversation,
+    unsnooze_conversation,
+};
+pub use tags::{
+    MAX_TAGS_PER_CONVERSATION, TagRow, change_conversation_tags, delete_unused_tags, find_tag,
+    list_conversation_tags, list_tags,
 };
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,

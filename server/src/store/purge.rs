@@ -153,6 +153,7 @@ fn delete_conversation_chunk(
     deleted.conversations = conn
         .prepare_cached("DELETE FROM conversations WHERE id = ?1")?
         .execute([conversation])?;
+    super::delete_unused_tags(conn)?;
     deleted.visitors = conn
         .prepare_cached(
             "DELETE FROM visitors WHERE id = ?1 \

@@ -172,13 +172,15 @@ pub fn update_site(conn: &Connection, key: &str, settings: &SiteSettings) -> Res
     Ok(true)
 }
 
-/// Deletes a site with its visitors, conversations and messages; returns false if there was
-/// no such site.
+/// Deletes a site with its visitors, conversations and messages (and the tags only they had);
+/// returns false if there was no such site.
 pub fn delete_site(conn: &Connection, key: &str) -> Result<bool, Error> {
-    Ok(conn
+    let deleted = conn
         .prepare_cached("DELETE FROM sites WHERE key = ?1")?
         .execute([key])?
-        == 1)
+        == 1;
+    super::delete_unused_tags(conn)?;
+    Ok(deleted)
 }
 
 /// How many conversations a site has (shown before deleting it).

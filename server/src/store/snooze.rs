@@ -6,19 +6,31 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{ConversationId, Error, SiteId};
 
-/// Snoozes an open conversation until `until` (Unix ms); false when it is not open, or already
-/// snoozed until then.
+/// What snoozing a conversation that is snoozed already does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resnooze {
+    /// Its snooze ends at the new time instead (the API).
+    Move,
+    /// Its snooze is left as it is (a bulk snooze, which a row snoozed meanwhile must not move).
+    Keep,
+}
+
+/// Snoozes an open conversation until `until` (Unix ms); false when it is not open, already
+/// snoozed until then, or snoozed at all with [`Resnooze::Keep`]. The test is in the write, so
+/// two agents snoozing at once change it once.
 pub fn snooze_conversation(
     conn: &Connection,
     id: ConversationId,
     until: i64,
+    again: Resnooze,
 ) -> Result<bool, Error> {
     Ok(conn
         .prepare_cached(
             "UPDATE conversations SET snoozed_until = ?2 \
-             WHERE id = ?1 AND status = 'open' AND snoozed_until IS NOT ?2",
+             WHERE id = ?1 AND status = 'open' AND snoozed_until IS NOT ?2 \
+               AND (snoozed_until IS NULL OR ?3)",
         )?
-        .execute(params![id, until])?
+        .execute(params![id, until, again == Resnooze::Move])?
         == 1)
 }
 
@@ -117,11 +129,16 @@ mod tests {
     fn a_snooze_ends_at_its_time_and_not_before() {
         let conn = conversation();
         let id = ConversationId(1);
-        assert!(snooze_conversation(&conn, id, 5_000).expect("snooze"));
+        assert!(snooze_conversation(&conn, id, 5_000, Resnooze::Move).expect("snooze"));
         assert!(
-            !snooze_conversation(&conn, id, 5_000).expect("again"),
+            !snooze_conversation(&conn, id, 5_000, Resnooze::Move).expect("again"),
             "no change"
         );
+        // A bulk snooze leaves a snooze as it is; the API moves it.
+        assert!(!snooze_conversation(&conn, id, 6_000, Resnooze::Keep).expect("kept"));
+        assert_eq!(next_snooze_end(&conn).expect("next"), Some(5_000));
+        assert!(snooze_conversation(&conn, id, 6_000, Resnooze::Move).expect("moved"));
+        assert!(snooze_conversation(&conn, id, 5_000, Resnooze::Move).expect("back"));
         assert_eq!(next_snooze_end(&conn).expect("next"), Some(5_000));
         assert!(
             list_snoozes_ended(&conn, 4_999, 10)
@@ -169,7 +186,7 @@ mod tests {
         // Assigned: its assignee's alone.
         conn.execute("UPDATE conversations SET assignee_id = 2", [])
             .expect("assign");
-        assert!(snooze_conversation(&conn, id, 10).expect("snooze"));
+        assert!(snooze_conversation(&conn, id, 10, Resnooze::Move).expect("snooze"));
         assert!(end_snooze(&conn, id, 10).expect("end"));
         assert_eq!(marked(&conn), [2]);
         // Nobody's: everyone's.
@@ -178,13 +195,13 @@ mod tests {
              UPDATE conversation_reads SET is_marked_unread = 0;",
         )
         .expect("unassign");
-        assert!(snooze_conversation(&conn, id, 20).expect("snooze"));
+        assert!(snooze_conversation(&conn, id, 20, Resnooze::Move).expect("snooze"));
         assert!(end_snooze(&conn, id, 20).expect("end"));
         assert_eq!(marked(&conn), [1, 2]);
         // Unsnoozed by hand: nothing is marked.
         conn.execute("UPDATE conversation_reads SET is_marked_unread = 0", [])
             .expect("clear");
-        assert!(snooze_conversation(&conn, id, 30).expect("snooze"));
+        assert!(snooze_conversation(&conn, id, 30, Resnooze::Move).expect("snooze"));
         assert!(unsnooze_conversation(&conn, id).expect("unsnooze"));
         assert!(marked(&conn).is_empty());
     }
@@ -193,17 +210,17 @@ mod tests {
     fn only_open_conversations_are_snoozed_and_closing_or_unsnoozing_ends_it() {
         let conn = conversation();
         let id = ConversationId(1);
-        assert!(snooze_conversation(&conn, id, 5_000).expect("snooze"));
+        assert!(snooze_conversation(&conn, id, 5_000, Resnooze::Move).expect("snooze"));
         assert!(unsnooze_conversation(&conn, id).expect("unsnooze"));
         assert!(
             !unsnooze_conversation(&conn, id).expect("again"),
             "not snoozed"
         );
-        assert!(snooze_conversation(&conn, id, 5_000).expect("snooze"));
+        assert!(snooze_conversation(&conn, id, 5_000, Resnooze::Move).expect("snooze"));
         assert!(crate::store::close_conversation(&conn, id, 200).expect("close"));
         assert_eq!(snoozed_until(&conn), None, "closing ends the snooze");
         assert!(
-            !snooze_conversation(&conn, id, 9_000).expect("closed"),
+            !snooze_conversation(&conn, id, 9_000, Resnooze::Move).expect("closed"),
             "closed"
         );
         assert_eq!(snoozed_until(&conn), None);

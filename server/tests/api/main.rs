@@ -75,6 +75,7 @@ mod slack_wire;
 mod snippet;
 mod snooze;
 mod sso_forgot_password;
+mod tags;
 mod throttle_race;
 mod transcripts;
 mod two_factor;

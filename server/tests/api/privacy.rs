@@ -268,6 +268,7 @@ async fn person(app: &TestApp, site: &str, admin_token: &str, tag: &str) -> Pers
         )
         .await;
     assert_eq!(status, 201, "{reply}");
+    tag_conversation(app, admin_token, conversation, tag).await;
     let db = app.db();
     db.execute(
         "INSERT INTO messages (conversation_id, author, body, created_at) \
@@ -311,6 +312,30 @@ async fn person(app: &TestApp, site: &str, admin_token: &str, tag: &str) -> Pers
         email,
         body,
     }
+}
+
+/// Tags the person's conversation with a tag of its own and one the other person's has too.
+async fn tag_conversation(app: &TestApp, admin_token: &str, conversation: i64, tag: &str) {
+    let (status, tagged) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{conversation}/tags"),
+            admin_token,
+            Some(serde_json::json!({"add": [format!("{tag} only"), "shared"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{tagged}");
+}
+
+/// Every tag's name.
+fn tag_names(app: &TestApp) -> Vec<String> {
+    app.db()
+        .prepare("SELECT name FROM tags ORDER BY name")
+        .expect("tags")
+        .query_map([], |r| r.get(0))
+        .expect("tags")
+        .collect::<Result<_, _>>()
+        .expect("tags")
 }
 
 /// Every (table, column) of the database file holding one of the person's traces: their
@@ -407,7 +432,7 @@ fn ids(values: &serde_json::Value) -> Vec<i64> {
 
 /// Tables where a person leaves traces: their visitor row, conversation, messages, files, jobs
 /// and what hangs off the conversation.
-const TRACED: [&str; 8] = [
+const TRACED: [&str; 9] = [
     "visitors",
     "conversations",
     "messages",
@@ -416,6 +441,7 @@ const TRACED: [&str; 8] = [
     "jobs",
     "slack_threads",
     "conversation_reads",
+    "conversation_tags",
 ];
 
 #[tokio::test]
@@ -444,7 +470,12 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
     let conversations = &export["conversations"];
     assert_eq!(ids(conversations), vec![ann.chat.conversation]);
     let messages = &conversations[0]["messages"];
-    assert_eq!(messages.as_array().map(Vec::len), Some(3), "{messages}");
+    // The visitor's message, the reply, the tags' status line and the note.
+    assert_eq!(messages.as_array().map(Vec::len), Some(4), "{messages}");
+    assert_eq!(
+        conversations[0]["tags"],
+        serde_json::json!(["ann only", "shared"])
+    );
     assert!(
         out.contains(&ann.body) && out.contains("reply to ann") && out.contains("a private note")
     );
@@ -492,6 +523,8 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
     assert!(erased.contains("erased visitor"), "{erased}");
 
     assert_eq!(scan(&app, &ann), Vec::new(), "traces left after erasure");
+    // A tag only Ann's conversation had went with it; the one Bob's has too stays.
+    assert_eq!(tag_names(&app), ["bob only", "shared"]);
     assert!(
         !scan(&app, &bob).is_empty(),
         "the other visitor is untouched"
@@ -512,7 +545,7 @@ async fn the_export_holds_every_trace_and_an_erasure_leaves_none() {
         .expect("an audit event");
     assert_eq!(target, format!("visitor {}", ann.chat.visitor));
     assert!(
-        detail.contains("\"via\":\"cli\"") && detail.contains("\"messages\":3"),
+        detail.contains("\"via\":\"cli\"") && detail.contains("\"messages\":4"),
         "{detail}"
     );
     assert_eq!(
@@ -716,7 +749,7 @@ async fn a_visitor_downloads_their_conversation_and_erases_themselves_from_the_w
     )
     .await;
     assert_eq!(erased.status, 200, "{}", erased.body);
-    assert_eq!(erased.json()["messages"], 3);
+    assert_eq!(erased.json()["messages"], 4);
     loop {
         let frame = open_tab.recv().await;
         if frame["type"] == "erased" {
@@ -846,7 +879,7 @@ async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
     let confirm = send(&app, "GET", &erase_path, &admin.cookie, None).await;
     assert!(
         confirm.body.contains("ann@example.org")
-            && confirm.body.contains("3 messages")
+            && confirm.body.contains("4 messages")
             && confirm.body.contains("1 file in these conversations")
             && confirm
                 .body

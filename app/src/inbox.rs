@@ -105,18 +105,29 @@ pub struct InboxFilters {
 
 impl InboxFilters {
     /// What the selects say now, as the folded filters' summary: "Open · Anyone · All sites ·
-    /// Any tag · Latest activity".
+    /// Latest activity", with the tag when one is chosen ("… · refund · …").
     fn summary(&self) -> String {
+        let chosen = |choices: &[Choice]| {
+            choices
+                .iter()
+                .find(|c| c.is_selected)
+                .or(choices.first())
+                .map(|c| c.label.clone())
+        };
+        let tag = self
+            .tag
+            .iter()
+            .find(|c| c.is_selected && !c.value.is_empty())
+            .map(|c| c.label.clone());
         [
-            &self.status,
-            &self.assignee,
-            &self.site,
-            &self.tag,
-            &self.sort,
+            chosen(&self.status),
+            chosen(&self.assignee),
+            chosen(&self.site),
+            tag,
+            chosen(&self.sort),
         ]
-        .iter()
-        .filter_map(|choices| choices.iter().find(|c| c.is_selected).or(choices.first()))
-        .map(|c| c.label.as_str())
+        .into_iter()
+        .flatten()
         .collect::<Vec<_>>()
         .join(" · ")
     }
@@ -302,7 +313,8 @@ pub fn render_inbox(view: InboxView) -> String {
                 <FilterSelect name="status" label="Status" choices=filters.status/>
                 <FilterSelect name="assignee" label="Assignee" choices=filters.assignee/>
                 <FilterSelect name="site" label="Site" choices=filters.site/>
-                <FilterSelect name="tag" label="Tag" choices=filters.tag/>
+                // Only once a conversation has a tag: "Any tag" alone chooses nothing.
+                {(filters.tag.len() > 1).then(|| view! { <FilterSelect name="tag" label="Tag" choices=filters.tag/> })}
                 <FilterSelect name="sort" label="Order" choices=filters.sort/>
                 <div class="field field-end">
                     <button type="submit" class="button">"Show"</button>

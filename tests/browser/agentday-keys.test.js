@@ -121,6 +121,9 @@ test("a and e act on the focused row of the list", { timeout: 30000 }, async () 
   await said().filter({ hasText: /^Assigned the conversation with Visitor #\d+ to you\.$/ }).waitFor();
   // The live stream replaced the row; the focus stays on it, so e acts on it with no click.
   await waitFor("the focus back on the row", async () => /Second chat/.test((await focused()).text));
+  // Yours already: a says so and posts nothing.
+  await page.keyboard.press("a");
+  await said().filter({ hasText: "This conversation is assigned to you already." }).waitFor();
   await page.keyboard.press("e");
   await row.waitFor({ state: "detached" });
   // The closed row left the list; the focus goes to the one that took its place.

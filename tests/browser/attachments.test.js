@@ -194,15 +194,20 @@ test("a file over the site's limit says so in words and sends nothing", { timeou
     const page = ann.page;
     await ann.say("About a big file");
     // One byte over: its size reads above the limit (rounded up), the limit as it is (rounded down).
-    await pick(page, [{ name: "big.txt", mimeType: "text/plain", buffer: Buffer.alloc(2049, "a") }]);
+    // A long name is cut with an ellipsis: the chip, its words and Remove stay in the tray.
+    const name = "a-scan-of-the-broken-parcel-with-a-very-long-file-name-2026.txt";
+    await pick(page, [{ name, mimeType: "text/plain", buffer: Buffer.alloc(2049, "a") }]);
     const chip = page.locator("[data-porch=chip]");
     await chip.and(page.locator("[data-state=failed]")).waitFor();
     assert.match(await chip.innerText(), /Too big: files can be at most 2 KB\./);
     assert.match(await chip.locator(".size").innerText(), /^3 KB$/);
+    const tray = await page.locator("[data-porch=chips]").boundingBox();
+    const remove = await chip.getByRole("button", { name: `Remove ${name}` }).boundingBox();
+    assert.ok(remove.x + remove.width <= tray.x + tray.width, `Remove at ${remove.x}, tray ends ${tray.x + tray.width}`);
     await page.locator("[data-porch=send]").click();
     assert.equal(await own(page).count(), 1, "nothing more was sent");
     // Removing it empties the tray; a small file then goes through.
-    await chip.getByRole("button", { name: "Remove big.txt" }).click();
+    await chip.getByRole("button", { name: `Remove ${name}` }).click();
     assert.equal(await chip.count(), 0);
     await pick(page, [{ name: "note.txt", mimeType: "text/plain", buffer: Buffer.from("small") }]);
     await uploaded(page, 1);

@@ -262,7 +262,8 @@
         .find((b) => b.textContent.startsWith("Take over"));
       const name = !here && focusedRow()?.parentElement.querySelector(".assignee:not(.assignee-none)")?.textContent;
       if (over) say(`A colleague has this conversation: press \u201c${over.textContent}\u201d to take it.`);
-      else if (name && name !== "You") say(`Assigned to ${name}: open the conversation to take it over.`);
+      else if (name === "You") say("This conversation is assigned to you already.");
+      else if (name) say(`Assigned to ${name}: open the conversation to take it over.`);
       else act("assign-me", assignRow, "This conversation is assigned to you already.");
     },
     u: () => act("unread", unreadRow, ""),

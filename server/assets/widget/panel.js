@@ -679,24 +679,17 @@
     if (next) setMeta(next, "seen", t("seen"));
     seenEl = next;
   };
-  // `closed` comes again after every welcome while the conversation stays closed: shown once. A
-  // reopen ends that, so a later close is shown again.
-  const closedShown = new Set();
+  // A notice per status line, by its id: `closed` comes again after every welcome while the
+  // conversation stays closed (the same id: shown once), and a close and a reopen made at the
+  // same moment can arrive out of id order (each is placed by its id, and neither hides the other).
+  const statusShown = new Set();
   const showStatus = (f, status) => {
-    if (typeof f.id !== "number") return;
+    if (typeof f.id !== "number" || statusShown.has(f.id)) return;
+    statusShown.add(f.id);
+    if (status === "closed") setTyping(false);
     const el = h("p", { class: "notice", "data-porch": status, role: "status", text: t(status) });
     el.dataset.id = f.id;
     place(el);
-  };
-  const showClosed = (f) => {
-    if (closedShown.has(f.conversation_id)) return;
-    closedShown.add(f.conversation_id);
-    setTyping(false);
-    showStatus(f, "closed");
-  };
-  const showReopened = (f) => {
-    closedShown.delete(f.conversation_id);
-    showStatus(f, "reopened");
   };
 
   let typingTimer = null;
@@ -897,10 +890,8 @@
         if (typeof f.up_to === "number") { seenUpTo = Math.max(seenUpTo, f.up_to); markSeen(); }
         break;
       case "closed":
-        showClosed(f);
-        break;
       case "reopened":
-        showReopened(f);
+        showStatus(f, f.type);
         break;
       default:
         break; // a newer server's frame: ignore
@@ -1017,7 +1008,7 @@
     lastId = seenUpTo = 0;
     live = false; // the history the next welcome shows is not news (Porch.on("message"))
     seenEl = null;
-    closedShown.clear();
+    statusShown.clear();
     list.replaceChildren(greeting);
     emailForm.hidden = true;
     for (const u of uploads) u.xhr?.abort(); // the files were the old visitor's

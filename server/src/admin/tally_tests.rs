@@ -83,6 +83,7 @@ fn item(status: &str, assignee: Option<i64>) -> InboxItemRow {
         is_unread: false,
         snoozed_until: None,
         tags: Vec::new(),
+        preview_files: 0,
     }
 }
 

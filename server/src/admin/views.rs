@@ -47,7 +47,14 @@ pub fn inbox_item(item: InboxItemRow, me: UserId, query: &InboxQuery) -> InboxIt
         snoozed_until: item.snoozed_until,
         assignee,
         preview_author,
-        preview: item.preview_body,
+        // A message of files alone is previewed as "2 files".
+        preview: match item.preview_body {
+            Some(body) if body.is_empty() && item.preview_files > 0 => Some(porch_app::counted(
+                usize::try_from(item.preview_files).unwrap_or(0),
+                "file",
+            )),
+            other => other,
+        },
         last_message_at: item.last_message_at,
         is_unread: item.is_unread,
         tags: item.tags.into_iter().map(|t| t.name).collect(),

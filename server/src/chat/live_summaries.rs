@@ -202,10 +202,17 @@ fn followed(row: &LiveInboxRow, event: &InboxEvent) -> Option<LiveInboxRow> {
     }
     let mut next = row.clone();
     let item = &mut next.item;
+    // As the store counts them: a message's files, when it has no text.
+    let files = if message.body.is_empty() {
+        i64::try_from(message.attachments.len()).unwrap_or(i64::MAX)
+    } else {
+        0
+    };
     match message.author {
         Author::Visitor => {
             item.preview_author = Some(Author::Visitor);
             item.preview_body = Some(message.body.clone());
+            item.preview_files = files;
             item.waiting_since = item.waiting_since.or(Some(message.created_at));
             item.is_unread = true;
             // The same write ended any snooze.
@@ -215,6 +222,7 @@ fn followed(row: &LiveInboxRow, event: &InboxEvent) -> Option<LiveInboxRow> {
         Author::Agent => {
             item.preview_author = Some(Author::Agent);
             item.preview_body = Some(message.body.clone());
+            item.preview_files = files;
             item.waiting_since = None;
         }
         Author::Note | Author::System => {}
@@ -298,6 +306,7 @@ pub(super) mod tests {
                 is_unread: true,
                 snoozed_until: None,
                 tags: Vec::new(),
+                preview_files: 0,
             },
             last_visitor_message: Some(MessageId(newest)),
             newest: MessageId(newest),
@@ -400,6 +409,24 @@ pub(super) mod tests {
         assert_eq!(reply.item.snoozed_until, Some(99));
         let wrote = followed(&reply, &message(3, Author::Visitor, "hello?")).expect("told");
         assert_eq!(wrote.item.snoozed_until, None);
+    }
+
+    #[test]
+    fn a_message_of_files_alone_is_previewed_by_their_number() {
+        let mut files = message(2, Author::Agent, "");
+        let file = |id: &str| crate::store::AttachmentMeta {
+            id: id.into(),
+            name: "photo.jpg".into(),
+            content_type: "image/jpeg".into(),
+            size: 1,
+        };
+        let mut row_of_files = (*files.message).clone();
+        row_of_files.attachments = vec![file("att_a"), file("att_b")];
+        files.message = Arc::new(row_of_files);
+        let shown = followed(&row(1), &files).expect("told");
+        assert_eq!(shown.item.preview_files, 2);
+        let text = followed(&shown, &message(3, Author::Visitor, "thanks")).expect("told");
+        assert_eq!(text.item.preview_files, 0);
     }
 
     #[test]

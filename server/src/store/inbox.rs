@@ -27,6 +27,8 @@ pub struct InboxItemRow {
     /// The newest message the visitor could see (visitor or agent), for the preview.
     pub preview_author: Option<Author>,
     pub preview_body: Option<String>,
+    /// The files of that message when it has no text (0 when it has).
+    pub preview_files: i64,
     /// A visitor message arrived after this agent last read the conversation.
     pub is_unread: bool,
     /// Open but snoozed until then (Unix ms): out of the Open list and the unread counts.
@@ -50,7 +52,8 @@ pub(super) const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_
                               WHERE r.user_id = :reader AND r.conversation_id = c.id), 0)), \
     c.snoozed_until, \
     (SELECT json_group_array(json_array(t.id, t.name)) FROM (SELECT t.id, t.name FROM conversation_tags ct \
-        JOIN tags t ON t.id = ct.tag_id WHERE ct.conversation_id = c.id ORDER BY t.name) t) \
+        JOIN tags t ON t.id = ct.tag_id WHERE ct.conversation_id = c.id ORDER BY t.name) t), \
+    iif(lm.body = '', (SELECT count(*) FROM attachments f WHERE f.message_id = lm.id), 0) \
     FROM conversations c \
     JOIN sites s ON s.id = c.site_id \
     JOIN visitors v ON v.id = c.visitor_id \
@@ -78,6 +81,7 @@ pub(super) fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
         is_unread: row.get(14)?,
         snoozed_until: row.get(15)?,
         tags: tags_from_json(16, &row.get::<_, String>(16)?)?,
+        preview_files: row.get(17)?,
     })
 }
 

@@ -525,6 +525,11 @@ async fn an_agent_replies_with_a_file_and_the_visitor_sees_it_live() {
         ),
         (Some(id), Some("invoice.pdf"), Some(pdf.len() as u64))
     );
+    // The inbox row previews a reply of files alone by their number.
+    let list = request(&app, "GET", "/inbox", &agent.cookie, None)
+        .answer()
+        .await;
+    assert!(list.body.contains(": </span>1 file</p>"), "{}", list.body);
     let served = download(&app, &site, &ann.token, id).await;
     assert_eq!(served.status(), 200);
     assert!(

@@ -98,7 +98,6 @@ impl FloodBrake {
         if self.level == 0 {
             self.level = 1;
             self.level_since = now;
-            tracing::warn!("a site's flood brake is holding messages back");
         }
         HeldBack {
             retry_after: retry_after.max(MIN_RETRY),
@@ -119,7 +118,6 @@ impl FloodBrake {
         if self.level == 1 && in_level >= MINUTE && refused_within(Duration::from_secs(5)) {
             self.level = 2;
             self.level_since = now;
-            tracing::warn!("a site is flooded: new conversations are refused");
             return;
         }
         let is_quiet = !refused_within(MINUTE)

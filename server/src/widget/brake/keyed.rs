@@ -110,6 +110,16 @@ pub fn ip_key(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// Says that site `site`'s flood brake stepped up to `level` (docs/widget-protocol.md, "The
+/// flood brake"), naming the site, so an operator knows whose widget is flooded.
+fn log_flood_level(site: SiteId, level: u8) {
+    if level >= 2 {
+        tracing::warn!(site = %site, "a site is flooded: new conversations are refused");
+    } else {
+        tracing::warn!(site = %site, "a site's flood brake is holding messages back");
+    }
+}
+
 fn shard_of_ip(ip: IpAddr) -> usize {
     match ip {
         IpAddr::V4(v4) => usize::from(v4.octets()[3]),
@@ -201,13 +211,18 @@ impl Brakes {
                     || (FloodBrake::new(now), limits),
                     |(brake, stored)| {
                         *stored = limits;
-                        brake.admit(
+                        let before = brake.level();
+                        let admitted = brake.admit(
                             now,
                             limits.flood_messages_per_minute,
                             limits.flood_conversations_per_minute,
                             starts_conversation,
                             share,
-                        )
+                        );
+                        if brake.level() > before {
+                            log_flood_level(site, brake.level());
+                        }
+                        admitted
                     },
                 )
             },

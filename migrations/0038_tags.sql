@@ -3,8 +3,10 @@
 -- and the list of tags to choose from is one small table. A tag no conversation has any more is
 -- deleted with its last use (removed, or its conversation purged or erased).
 -- Forward-only: never edit this file once released.
+-- AUTOINCREMENT: a deleted tag's id is never given to a new one, so a live inbox list that
+-- filters by the id it looked up never starts showing another tag's conversations.
 CREATE TABLE tags (
-    id   INTEGER PRIMARY KEY,
+    id   INTEGER PRIMARY KEY AUTOINCREMENT,
     -- Lower case, one space between words, at most 40 characters (values/tag.rs).
     name TEXT NOT NULL UNIQUE
 );

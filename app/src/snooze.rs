@@ -7,8 +7,9 @@ use crate::layout::CsrfField;
 use crate::time::time_view;
 
 /// The side panel's choices: a number of minutes, or `tomorrow` and `monday` (9:00 in the
-/// agent's time zone, which the page sends as `time_zone`; `admin/actions.rs` reads them).
-pub const SNOOZE_CHOICES: [(&str, &str); 7] = [
+/// agent's time zone, which the page sends as `time_zone`), or `custom` (the date and time of
+/// the field beside); `admin/snooze.rs` reads them.
+pub const SNOOZE_CHOICES: [(&str, &str); 8] = [
     ("60", "for 1 hour"),
     ("240", "for 4 hours"),
     ("tomorrow", "until tomorrow, 9:00"),
@@ -16,6 +17,7 @@ pub const SNOOZE_CHOICES: [(&str, &str); 7] = [
     ("4320", "for 3 days"),
     ("monday", "until Monday, 9:00"),
     ("10080", "for 1 week"),
+    ("custom", "until a date and time…"),
 ];
 
 /// Snoozing an open conversation, or the end of its snooze and *Unsnooze*.
@@ -44,6 +46,12 @@ fn snooze_form(id: i64, csrf: String, snoozed_until: Option<i64>) -> impl IntoVi
             <div class="inline-controls">
                 <select id="snooze-minutes" name="minutes">{options}</select>
                 <button type="submit" class="button">"Snooze"</button>
+            </div>
+            // Shown while "until a date and time…" is chosen (admin.css), in the agent's own
+            // time zone like the other choices.
+            <div class="snooze-custom">
+                <label for="snooze-until">"Until (your time)"</label>
+                <input type="datetime-local" id="snooze-until" name="until"/>
             </div>
         </form>
     }

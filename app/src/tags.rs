@@ -6,11 +6,12 @@ use leptos::prelude::*;
 
 use crate::layout::CsrfField;
 
-/// Longest tag, in characters (`values/tag.rs` in the server says why).
-const MAX_TAG_CHARS: usize = 40;
+/// Longest tag, in characters (the server's `values/tag.rs` reads tags by it).
+pub const MAX_TAG_CHARS: usize = 40;
 
-/// Most characters the field for new tags takes: a few tags at once.
-const MAX_FIELD_CHARS: usize = 400;
+/// Most characters the field for new tags takes: twenty tags of the longest, with commas and
+/// spaces between them.
+const MAX_FIELD_CHARS: usize = 900;
 
 /// A conversation's tag in the side panel.
 #[derive(Debug, Clone)]

@@ -98,6 +98,28 @@ test("Unsnooze on the page, and b on the list", { timeout: 60000 }, async () => 
   });
   assert.equal(end, morning, `ends at ${new Date(end).toISOString()}`);
   await Promise.all([page.waitForURL(/notice=unsnoozed|\/conversations\/\d+$/), aside.getByRole("button", { name: "Unsnooze" }).click()]);
+
+  // Until a date and time of the agent's choosing: its field shows only for that choice, and
+  // the time is New York's.
+  const until = aside.getByLabel("Until (your time)");
+  assert.equal(await until.isVisible(), false);
+  await page.getByLabel("Snooze", { exact: true }).selectOption({ label: "until a date and time\u2026" });
+  await until.waitFor({ state: "visible" });
+  const chosen = await page.evaluate(() => {
+    const at = new Date();
+    at.setDate(at.getDate() + 3);
+    at.setHours(14, 30, 0, 0);
+    const pad = (n) => String(n).padStart(2, "0");
+    return { value: `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T14:30`, ms: at.getTime() };
+  });
+  await until.fill(chosen.value);
+  await Promise.all([
+    page.waitForURL(/notice=snoozed|\/conversations\/\d+$/),
+    page.getByRole("button", { name: "Snooze", exact: true }).click(),
+  ]);
+  const custom = Date.parse(await aside.locator(".snooze time").getAttribute("datetime"));
+  assert.equal(custom, chosen.ms, `ends at ${new Date(custom).toISOString()}`);
+  await Promise.all([page.waitForURL(/notice=unsnoozed|\/conversations\/\d+$/), aside.getByRole("button", { name: "Unsnooze" }).click()]);
   await page.goto(`${porch.url}/inbox`);
   assert.equal(await rows(page).count(), 1);
 });

@@ -95,16 +95,19 @@ test("add, see live, remove, t and Escape, a refused tag", { timeout: 90000 }, a
   await page.keyboard.press("t");
   assert.equal(await page.evaluate(() => document.activeElement?.id), "tag-add");
 
-  // A colleague's page of the conversation follows the side panel live.
+  // A colleague's page of the conversation follows the side panel live, and keeps what the
+  // colleague was typing in its own field.
   await other.goto(page.url().replace(/[?#].*$/, ""));
+  await other.locator("#tag-add").fill("half-typ");
   await addTags(page, "B2B");
   await waitFor("the colleague's side panel", async () =>
     (await other.locator("#conversation-aside a.badge.tag").allTextContents()).includes("b2b"));
+  assert.equal(await other.locator("#tag-add").inputValue(), "half-typ");
 
   const refused = await addTags(page, "<b>");
   assert.equal(refused.status(), 422);
   assert.match(await page.locator("main").innerText(),
-    /A tag has letters, digits, spaces and - _ \. \/ & \+ # ' only, not '<'\./);
+    /A tag has letters, digits, spaces and - _ \. \/ & \+ # ' only, not \u201c<\u201d\./);
 });
 
 test("on a phone: big enough to tap, nothing scrolls sideways", { timeout: 90000 }, async () => {

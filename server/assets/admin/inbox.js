@@ -237,6 +237,13 @@
         // save still notices a colleague's change): it takes the new one's place.
         const editing = old?.querySelector("#edit-visitor[open]");
         if (editing) aside.querySelector("#edit-visitor")?.replaceWith(editing);
+        // So do the tags being typed and the snooze being chosen (where the new panel still has
+        // them: a closed conversation has no Snooze).
+        for (const id of ["tag-add", "snooze-minutes", "snooze-until"]) {
+          const was = old?.querySelector(`#${id}`);
+          const now = aside.querySelector(`#${id}`);
+          if (was && now) now.value = was.value;
+        }
         // A colleague changed the status or the assignee: what this page's last action said
         // ("Conversation closed.", "Assigned to you.") is no longer so, and goes.
         const status = (panel) => panel?.querySelector(".panel p")?.textContent;

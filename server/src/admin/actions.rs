@@ -1,4 +1,4 @@
-//! A conversation's actions: assign, close, reopen, snooze, tag, mark unread. A browser's own form
+//! A conversation's actions: assign, close, reopen, tag, mark unread (snoozing is `snooze.rs`). A browser's own form
 //! post is answered with a redirect to the conversation page, which then says what was done (`?notice=`) or why
 //! nothing was (`?error=`). The inbox script (the `e` and `a` keys and *Undo* on the inbox list,
 //! docs/admin.md "Keyboard") sends `X-Porch-Fetch: 1` and gets `204 No Content` when done, or
@@ -7,14 +7,10 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
-use jiff::civil::Time;
-use jiff::tz::TimeZone;
-use jiff::{Timestamp, ToSpan};
 use porch_app::layout::Notice;
 use serde::Deserialize;
 
 use crate::chat::{Invalid, Tag};
-use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{self, ConversationId, UserId};
 
@@ -36,7 +32,7 @@ pub fn done_notice(code: &str, item: &store::InboxItemRow, me: UserId) -> Option
             .to_owned(),
         "unsnoozed" => "Unsnoozed: the conversation is back in Open.".to_owned(),
         "tagged" => "Tags saved.".to_owned(),
-        "tags_unchanged" => "Nothing changed: the conversation had those tags already.".to_owned(),
+        "tags_unchanged" => "Nothing changed: its tags were already so.".to_owned(),
         "assignee" => match (item.assignee_id, &item.assignee_name) {
             (Some(id), _) if id == me => "Assigned to you.".to_owned(),
             (Some(_), Some(name)) => format!("Assigned to {name}."),
@@ -48,13 +44,13 @@ pub fn done_notice(code: &str, item: &store::InboxItemRow, me: UserId) -> Option
 }
 
 /// How an action is answered, by who sent it.
-struct Answer {
+pub(super) struct Answer {
     script: bool,
     id: i64,
 }
 
 impl Answer {
-    fn new(headers: &HeaderMap, id: i64) -> Self {
+    pub(super) fn new(headers: &HeaderMap, id: i64) -> Self {
         Self {
             script: is_script(headers),
             id,
@@ -62,7 +58,7 @@ impl Answer {
     }
 
     /// Done: the conversation page with `notice`, or `204` to the script.
-    fn done(&self, notice: &str) -> Response {
+    pub(super) fn done(&self, notice: &str) -> Response {
         if self.script {
             StatusCode::NO_CONTENT.into_response()
         } else {
@@ -73,7 +69,7 @@ impl Answer {
     /// Nothing was done because the conversation changed meanwhile: the page at `location`
     /// (which says why), or `409` with `code` and `message` to the script, and `location` as
     /// `href` when it is another conversation's page.
-    fn conflict(&self, location: &str, code: &'static str, message: &str) -> Response {
+    pub(super) fn conflict(&self, location: &str, code: &'static str, message: &str) -> Response {
         if self.script {
             let err = PageError {
                 code,
@@ -87,7 +83,7 @@ impl Answer {
         }
     }
 
-    fn refused(&self, err: PageError) -> Response {
+    pub(super) fn refused(&self, err: PageError) -> Response {
         reject(self.script, err)
     }
 }
@@ -282,153 +278,5 @@ pub async fn tags(
         Ok(true) => answer.done("tagged"),
         Ok(false) => answer.done("tags_unchanged"),
         Err(err) => answer.refused(err.into()),
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct SnoozeForm {
-    /// How long, in minutes, or `tomorrow` or `monday` (the side panel's choices,
-    /// `app/src/snooze.rs`).
-    #[serde(default)]
-    minutes: String,
-    /// The agent's IANA time zone, for `tomorrow` and `monday` (sent by the browser).
-    #[serde(default)]
-    time_zone: String,
-}
-
-const MINUTE_MS: i64 = 60_000;
-
-/// When a snooze chosen at `now` ends: `minutes` from now, or (`tomorrow`, `monday`) 9:00
-/// tomorrow or on the next Monday (a week ahead on a Monday) in the agent's `time_zone`, with
-/// its daylight-saving rules (UTC for a name it does not know). `None` for anything else.
-pub(super) fn snooze_end(minutes: &str, time_zone: &str, now: i64) -> Option<i64> {
-    let zone = TimeZone::get(time_zone.trim()).unwrap_or(TimeZone::UTC);
-    let today = Timestamp::from_millisecond(now)
-        .ok()?
-        .to_zoned_datetime(zone.clone())
-        .date();
-    let days_ahead: i64 = match minutes.trim() {
-        "tomorrow" => 1,
-        "monday" => 7 - i64::from(today.weekday().to_monday_zero_offset()),
-        other => {
-            let minutes = other.parse::<i64>().ok().filter(|m| *m > 0)?;
-            return Some(now.saturating_add(minutes.saturating_mul(MINUTE_MS)));
-        }
-    };
-    let morning = today
-        .checked_add(days_ahead.days())
-        .ok()?
-        .to_datetime(Time::new(9, 0, 0, 0).ok()?)
-        .to_zoned_datetime(zone)
-        .ok()?;
-    Some(morning.timestamp().as_millisecond())
-}
-
-/// `POST /conversations/{id}/snooze`: out of the Open list and the counts until the snooze ends
-/// or the visitor writes (docs/admin.md, "Snooze").
-pub async fn snooze(
-    State(app): State<AppState>,
-    Path(id): Path<i64>,
-    headers: HeaderMap,
-    Posted { who, form }: Posted<SnoozeForm>,
-) -> Response {
-    let answer = Answer::new(&headers, id);
-    let Some(until) = snooze_end(&form.minutes, &form.time_zone, now_ms()) else {
-        let err = crate::chat::Error::Invalid(Invalid::from("Choose how long to snooze for."));
-        return answer.refused(err.into());
-    };
-    match app
-        .chat
-        .snooze_conversation(ConversationId(id), &who.user, until, store::Resnooze::Keep)
-        .await
-    {
-        Ok(true) => answer.done("snoozed"),
-        Ok(false) => answer.conflict(
-            &format!("/conversations/{id}"),
-            "not_open",
-            "Only an open conversation can be snoozed, and this one is closed.",
-        ),
-        Err(err) => answer.refused(err.into()),
-    }
-}
-
-/// `POST /conversations/{id}/unsnooze`: back in Open now.
-pub async fn unsnooze(
-    State(app): State<AppState>,
-    Path(id): Path<i64>,
-    headers: HeaderMap,
-    Posted { who, .. }: Posted<NoFields>,
-) -> Response {
-    let answer = Answer::new(&headers, id);
-    match app
-        .chat
-        .unsnooze_conversation(ConversationId(id), &who.user)
-        .await
-    {
-        Ok(true) => answer.done("unsnoozed"),
-        // Its time ran out, or the visitor wrote, or a colleague unsnoozed it meanwhile.
-        Ok(false) => answer.conflict(
-            &format!("/conversations/{id}"),
-            "not_snoozed",
-            "It is not snoozed any more.",
-        ),
-        Err(err) => answer.refused(err.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
-
-    #[test]
-    fn a_snooze_ends_after_its_minutes_or_at_nine_where_the_agent_is() {
-        // Wednesday 2 December 2026, 22:30 UTC.
-        let now = 1_796_250_600_000;
-        assert_eq!(snooze_end("60", "", now), Some(now + 3_600_000));
-        // Tomorrow at 9:00 UTC: Thursday 3 December.
-        assert_eq!(snooze_end("tomorrow", "", now), Some(1_796_288_400_000));
-        // In Tokyo it is already Thursday 07:30: tomorrow is Friday 9:00 there, Friday 00:00 UTC.
-        assert_eq!(
-            snooze_end("tomorrow", "Asia/Tokyo", now),
-            Some(1_796_342_400_000)
-        );
-        // In New York it is Wednesday 17:30: Thursday 9:00 there is 14:00 UTC.
-        assert_eq!(
-            snooze_end("tomorrow", "America/New_York", now),
-            Some(1_796_306_400_000)
-        );
-        // Monday 7 December, 9:00 UTC.
-        assert_eq!(snooze_end("monday", "", now), Some(1_796_634_000_000));
-        // A zone it does not know: UTC.
-        assert_eq!(
-            snooze_end("tomorrow", "Mars/Olympus", now),
-            snooze_end("tomorrow", "", now)
-        );
-        for refused in ["", "0", "-5", "soon"] {
-            assert_eq!(snooze_end(refused, "", now), None, "{refused:?}");
-        }
-    }
-
-    #[test]
-    fn on_a_monday_the_next_monday_is_a_week_ahead() {
-        // Monday 7 December 2026, 08:00 UTC.
-        let monday = 1_796_630_400_000;
-        assert_eq!(
-            snooze_end("monday", "", monday),
-            Some(monday + 7 * DAY_MS + 3_600_000)
-        );
-    }
-
-    #[test]
-    fn nine_oclock_is_kept_across_a_change_of_daylight_saving() {
-        // Friday 30 October 2026, 14:00 UTC (10:00 in New York, still on summer time); Monday
-        // 2 November is on winter time (UTC-5), so its 9:00 is 14:00 UTC.
-        let friday = 1_793_368_800_000;
-        assert_eq!(
-            snooze_end("monday", "America/New_York", friday),
-            Some(1_793_628_000_000)
-        );
     }
 }

@@ -17,9 +17,9 @@ use crate::clock::now_ms;
 use crate::state::AppState;
 use crate::store::{ConversationId, Expected, Resnooze, UserRow};
 
-use super::actions::snooze_end;
 use super::page::{PageError, see_other};
 use super::session::{Posted, reject};
+use super::snooze::snooze_end;
 
 /// Rows at most in one go: one page of the list (`chat::INBOX_PAGE_SIZE`).
 const MAX_ROWS: usize = crate::chat::INBOX_PAGE_SIZE as usize;
@@ -41,8 +41,8 @@ impl Action {
             "close" => Self::Close,
             "assign-me" => Self::AssignMe,
             "unassign" => Self::Unassign,
-            "snooze-60" => Self::Snooze(snooze_end("60", time_zone, now)?),
-            "snooze-tomorrow" => Self::Snooze(snooze_end("tomorrow", time_zone, now)?),
+            "snooze-60" => Self::Snooze(snooze_end("60", "", time_zone, now)?),
+            "snooze-tomorrow" => Self::Snooze(snooze_end("tomorrow", "", time_zone, now)?),
             "unread" => Self::Unread,
             _ => return None,
         })

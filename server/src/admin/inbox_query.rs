@@ -5,10 +5,10 @@
 use porch_app::inbox::{Choice, Filter, InboxFilters};
 use serde::Deserialize;
 
-use crate::chat::InboxChoices;
+use crate::chat::{InboxChoices, Tag};
 use crate::store::{
     ConversationId, INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxQuery, InboxSort, InboxState,
-    UserId,
+    NO_SUCH_TAG, UserId,
 };
 
 use super::views::agent_label;
@@ -89,7 +89,8 @@ fn parse_cursor(raw: &str) -> Option<InboxCursor> {
 
 impl InboxRequest {
     /// Reads `params` for `me`: a tab sets status and assignee, and `status` or `assignee`
-    /// override it; a site, tag or agent that does not exist (or is disabled) means "any".
+    /// override it; a site or agent that does not exist (or is disabled), or a tag name that is
+    /// not one, means "any".
     pub fn parse(params: &InboxParams, me: UserId, choices: &InboxChoices) -> Self {
         let tab = Filter::ALL.into_iter().find(|f| f.slug() == params.filter);
         let (mut status, mut assignee) = tab_query(tab.unwrap_or(Filter::Open), me);
@@ -114,7 +115,16 @@ impl InboxRequest {
             }
         }
         let site = choices.sites.iter().find(|s| s.key == params.site);
-        let tag = choices.tags.iter().find(|t| t.name == params.tag);
+        // Read as tags are typed ("VIP  Plan" is "vip plan"); one no conversation has (its last
+        // use was removed while the list was open) lists nothing, as the API's filter does.
+        let tag_name = Tag::parse(&params.tag).ok();
+        let tag = tag_name.as_ref().map(|name| {
+            choices
+                .tags
+                .iter()
+                .find(|t| t.name == name.as_str())
+                .map_or(NO_SUCH_TAG, |t| t.id)
+        });
         let sort = match params.sort.as_str() {
             "waiting" => InboxSort::Waiting,
             _ => InboxSort::Recent,
@@ -124,12 +134,12 @@ impl InboxRequest {
                 status,
                 assignee,
                 site: site.map(|s| s.id),
-                tag: tag.map(|t| t.id),
+                tag,
                 sort,
             },
             cursor: parse_cursor(&params.cursor),
             site_key: site.map(|s| s.key.clone()),
-            tag_name: tag.map(|t| t.name.clone()),
+            tag_name: tag_name.map(|t| t.as_str().to_owned()),
             me,
         }
     }
@@ -260,6 +270,9 @@ impl InboxRequest {
         );
         let mut tags = vec![choice("", "Any tag", tag)];
         tags.extend(choices.tags.iter().map(|t| choice(&t.name, &t.name, tag)));
+        if !tag.is_empty() && !choices.tags.iter().any(|t| t.name == tag) {
+            tags.push(choice(tag, tag, tag));
+        }
         InboxFilters {
             status: vec![
                 choice("open", "Open", status),
@@ -295,18 +308,19 @@ impl InboxRequest {
             .and_then(|id| choices.sites.iter().find(|s| s.id == id))
             .map(|s| format!(" on {}", s.settings.name))
             .unwrap_or_default();
-        let site = match &self.tag_name {
-            Some(tag) => format!("{site} tagged {tag}"),
-            None => site,
-        };
+        let tagged = self
+            .tag_name
+            .as_ref()
+            .map(|tag| format!(" tagged {tag}"))
+            .unwrap_or_default();
         let status = self.status_value();
         // Past the cap the store stops counting (`store::INBOX_COUNT_CAP`).
         let what = match total {
-            1 => format!("1 {status} conversation{who}{site}"),
+            1 => format!("1 {status} conversation{who}{site}{tagged}"),
             n if n > INBOX_COUNT_CAP => {
-                format!("More than {INBOX_COUNT_CAP} {status} conversations{who}{site}")
+                format!("More than {INBOX_COUNT_CAP} {status} conversations{who}{site}{tagged}")
             }
-            n => format!("{n} {status} conversations{who}{site}"),
+            n => format!("{n} {status} conversations{who}{site}{tagged}"),
         };
         if shown == 0 {
             return if total == 0 {
@@ -381,7 +395,7 @@ mod tests {
     #[test]
     fn unknown_values_fall_back_to_the_defaults() {
         let request =
-            parse("filter=nope&status=x&assignee=42&site=s_none&tag=nope&sort=up&cursor=1.2");
+            parse("filter=nope&status=x&assignee=42&site=s_none&tag=%3Cb%3E&sort=up&cursor=1.2");
         assert_eq!(request.query, InboxQuery::default());
         assert_eq!(request.cursor, None);
         assert_eq!(request.tab(), Some(Filter::Open));
@@ -404,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_tag_filters_by_its_id_and_is_kept_by_every_link() {
-        let request = parse("tag=vip+plan&filter=mine");
+        let request = parse("tag=VIP++Plan&filter=mine");
         assert_eq!(request.query.tag, Some(TagId(3)));
         assert_eq!(request.tab(), Some(Filter::Mine));
         assert_eq!(
@@ -419,6 +433,15 @@ mod tests {
         assert_eq!(
             request.summary(&nothing(), 2, 0, 2),
             "2 open conversations assigned to you tagged vip plan, showing 1–2"
+        );
+        // A tag nobody has lists nothing, and the filter still shows it chosen.
+        let gone = parse("tag=solo");
+        assert_eq!(gone.query.tag, Some(NO_SUCH_TAG));
+        let form = gone.form(&nothing());
+        assert!(form.tag.iter().any(|c| c.value == "solo" && c.is_selected));
+        assert_eq!(
+            gone.summary(&nothing(), 0, 0, 0),
+            "0 open conversations tagged solo."
         );
     }
 }

@@ -34,6 +34,7 @@ pub mod site_hours;
 pub mod site_identity;
 pub mod site_prechat;
 pub mod sites;
+pub mod snooze;
 mod sse;
 pub mod sso;
 mod tally;

@@ -479,40 +479,63 @@ impl Chat {
             + Send
             + 'static,
     {
+        self.change_saying(site_id, (id, by), via, move |c| {
+            Ok(apply(c)?.map(|jobs| (line, jobs)))
+        })
+        .await
+    }
+
+    /// [`Chat::change`] of a change whose line says what the write found to do (`apply` returns
+    /// the line with the deliveries), so that two agents changing it at once are each recorded
+    /// for what they did.
+    pub(super) async fn change_saying<F>(
+        &self,
+        site_id: SiteId,
+        (id, by): (ConversationId, &UserRow),
+        via: Option<Via>,
+        apply: F,
+    ) -> Result<Option<MessageId>, Error>
+    where
+        F: FnOnce(
+                &rusqlite::Connection,
+            ) -> Result<Option<(String, Vec<store::JobRow>)>, store::Error>
+            + Send
+            + 'static,
+    {
         let (user, name, now) = (by.id, by.name.clone(), now_ms());
-        let (stored_name, stored_line) = (name.clone(), line.clone());
+        let stored_name = name.clone();
         let hub = Arc::clone(&self.hub);
-        let published = move |message: MessageId| status_line(message, id, Some(name), line, now);
         let message = self
             .writer
             .write_then(
                 move |c| {
-                    let Some(jobs) = apply(c)? else {
+                    let Some((line, jobs)) = apply(c)? else {
                         return Ok(None);
                     };
                     if let Some(via) = &via {
                         via.record(c, id)?;
                     }
-                    store::insert_system_message(
+                    let message = store::insert_system_message(
                         c,
                         id,
                         Some(user),
                         Some(&stored_name),
-                        &stored_line,
+                        &line,
                         now,
-                    )
-                    .map(|message| Some((message, jobs)))
+                    )?;
+                    Ok(Some((message, line, jobs)))
                 },
-                move |stored: &Option<(MessageId, Vec<store::JobRow>)>| {
-                    if let Some((message, _)) = stored {
-                        let mut event = InboxEvent::new(site_id, Arc::new(published(*message)));
+                move |stored: &Option<(MessageId, String, Vec<store::JobRow>)>| {
+                    if let Some((message, line, _)) = stored {
+                        let row = status_line(*message, id, Some(name), line.clone(), now);
+                        let mut event = InboxEvent::new(site_id, Arc::new(row));
                         event.by = Some(user);
                         hub.publish_to_inbox(event);
                     }
                 },
             )
             .await?;
-        Ok(message.map(|(line, jobs)| {
+        Ok(message.map(|(line, _, jobs)| {
             self.jobs.submit(jobs);
             line
         }))

@@ -2,8 +2,11 @@
 //! assigning ("Ana tagged this conversation refund"), so colleagues' pages follow it live and
 //! the history says who tagged what; the visitor and the integrations hear nothing of it.
 
-use crate::store::{self, ConversationId, MAX_TAGS_PER_CONVERSATION, UserRow};
-use crate::values::{Invalid, Tag};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::store::{self, ConversationId, UserRow};
+use crate::values::{Invalid, MAX_TAGS, Tag};
 
 use super::Error;
 use super::conversation::Chat;
@@ -17,14 +20,15 @@ fn listed(names: &[&str]) -> String {
     }
 }
 
-/// The status line of a change: "Ana tagged this conversation refund and removed the tag vip".
-fn tags_line(by: &str, added: &[&str], removed: &[&str]) -> String {
+/// The status line of a change: "Ana tagged this conversation refund and removed the tag vip";
+/// `None` for a change of nothing.
+fn tags_line(by: &str, added: &[&str], removed: &[&str]) -> Option<String> {
     let removed_part = match removed {
         [] => None,
         [one] => Some(format!("removed the tag {one}")),
         many => Some(format!("removed the tags {}", listed(many))),
     };
-    match (added.is_empty(), removed_part) {
+    Some(match (added.is_empty(), removed_part) {
         (false, None) => format!("{by} tagged this conversation {}", listed(added)),
         (false, Some(removed)) => {
             format!(
@@ -33,22 +37,18 @@ fn tags_line(by: &str, added: &[&str], removed: &[&str]) -> String {
             )
         }
         (true, Some(removed)) => format!("{by} {removed}"),
-        // Never asked: a change of nothing writes no line.
-        (true, None) => String::new(),
-    }
-}
-
-fn names(tags: &[Tag]) -> Vec<&str> {
-    tags.iter().map(Tag::as_str).collect()
+        (true, None) => return None,
+    })
 }
 
 impl Chat {
     /// Adds the tags of `add` the conversation lacks and removes those of `remove` it has, open
-    /// or closed. Returns false when that changed nothing.
+    /// or closed, as its tags are when the change is written. Returns false when that changed
+    /// nothing.
     ///
     /// # Errors
-    /// `Invalid` when the conversation would have more than [`MAX_TAGS_PER_CONVERSATION`] tags;
-    /// `NotFound` for no such conversation.
+    /// `Invalid` when the conversation would have more than [`MAX_TAGS`] tags (nothing
+    /// changes); `NotFound` for no such conversation.
     pub async fn change_tags(
         &self,
         id: ConversationId,
@@ -56,32 +56,32 @@ impl Chat {
         add: Vec<Tag>,
         remove: Vec<Tag>,
     ) -> Result<bool, Error> {
-        let item = self.inbox_item(by.id, id).await?;
-        let has = |tag: &Tag| item.tags.iter().any(|t| t.name == tag.as_str());
-        // A tag both added and removed in one change is removed.
-        let add: Vec<Tag> = add
-            .into_iter()
-            .filter(|t| !has(t) && !remove.contains(t))
-            .collect();
-        let remove: Vec<Tag> = remove.into_iter().filter(|t| has(t)).collect();
-        if item.tags.len() + add.len() - remove.len() > MAX_TAGS_PER_CONVERSATION {
+        let site_id = self.inbox_item(by.id, id).await?.site_id;
+        let name = by.name.clone();
+        let too_many = Arc::new(AtomicBool::new(false));
+        let refused = Arc::clone(&too_many);
+        let line = self
+            .change_saying(site_id, (id, by), None, move |c| {
+                let Some(changed) = store::change_conversation_tags(c, id, &add, &remove)? else {
+                    refused.store(true, Ordering::Relaxed);
+                    return Ok(None);
+                };
+                let (added, removed) = (names(&changed.added), names(&changed.removed));
+                // Nothing to say: nothing changed.
+                Ok(tags_line(&name, &added, &removed).map(|line| (line, Vec::new())))
+            })
+            .await?;
+        if too_many.load(Ordering::Relaxed) {
             return Err(Error::Invalid(Invalid::from(format!(
-                "A conversation has at most {MAX_TAGS_PER_CONVERSATION} tags; remove one first."
+                "A conversation has at most {MAX_TAGS} tags; remove one first."
             ))));
         }
-        if add.is_empty() && remove.is_empty() {
-            return Ok(false);
-        }
-        let line = tags_line(&by.name, &names(&add), &names(&remove));
-        Ok(self
-            .change(item.site_id, id, by, line, None, move |c| {
-                let (added, removed) = store::change_conversation_tags(c, id, &add, &remove)?;
-                // A colleague's change meanwhile may have made this one a no-op.
-                Ok((!added.is_empty() || !removed.is_empty()).then(Vec::new))
-            })
-            .await?
-            .is_some())
+        Ok(line.is_some())
     }
+}
+
+fn names(names: &[String]) -> Vec<&str> {
+    names.iter().map(String::as_str).collect()
 }
 
 #[cfg(test)]
@@ -90,18 +90,23 @@ mod tests {
 
     #[test]
     fn the_line_names_what_changed() {
+        let said = |added: &[&str], removed: &[&str]| tags_line("Ana", added, removed);
         assert_eq!(
-            tags_line("Ana", &["refund"], &[]),
-            "Ana tagged this conversation refund"
+            said(&["refund"], &[]).as_deref(),
+            Some("Ana tagged this conversation refund")
         );
         assert_eq!(
-            tags_line("Ana", &["refund", "vip", "b2b"], &[]),
-            "Ana tagged this conversation refund, vip and b2b"
+            said(&["refund", "vip", "b2b"], &[]).as_deref(),
+            Some("Ana tagged this conversation refund, vip and b2b")
         );
-        assert_eq!(tags_line("Ana", &[], &["vip"]), "Ana removed the tag vip");
         assert_eq!(
-            tags_line("Ana", &["refund"], &["vip", "b2b"]),
-            "Ana tagged this conversation refund and removed the tags vip and b2b"
+            said(&[], &["vip"]).as_deref(),
+            Some("Ana removed the tag vip")
         );
+        assert_eq!(
+            said(&["refund"], &["vip", "b2b"]).as_deref(),
+            Some("Ana tagged this conversation refund and removed the tags vip and b2b")
+        );
+        assert_eq!(said(&[], &[]), None);
     }
 }

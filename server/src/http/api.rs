@@ -206,15 +206,8 @@ pub struct Tags {
 
 /// Tag names of one list of a [`Tags`] body (`field` names it in the error).
 fn parse_tags(field: &str, names: &[String]) -> Result<Vec<Tag>, ApiError> {
-    let mut tags: Vec<Tag> = Vec::new();
-    for name in names {
-        let tag = Tag::parse(name)
-            .map_err(|invalid| ApiError::invalid(format!("{field}: {}", invalid.0)))?;
-        if !tags.contains(&tag) {
-            tags.push(tag);
-        }
-    }
-    Ok(tags)
+    Tag::parse_all(names.iter().map(String::as_str))
+        .map_err(|invalid| ApiError::invalid(format!("{field}: {}", invalid.0)))
 }
 
 /// `POST /api/v1/conversations/{id}/tags`: adds and removes tags as the inbox's side panel does

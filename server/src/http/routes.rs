@@ -380,12 +380,12 @@ fn conversation_routes() -> Router<AppState> {
             post(admin::actions::mark_unread),
         )
         .route("/conversations/{id}/reopen", post(admin::actions::reopen))
-        .route("/conversations/{id}/snooze", post(admin::actions::snooze))
+        .route("/conversations/{id}/snooze", post(admin::snooze::snooze))
         .route("/conversations/{id}/tags", post(admin::actions::tags))
         .route("/inbox/bulk", post(admin::bulk::bulk))
         .route(
             "/conversations/{id}/unsnooze",
-            post(admin::actions::unsnooze),
+            post(admin::snooze::unsnooze),
         )
         .route(
             "/conversations/{id}/email",

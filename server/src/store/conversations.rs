@@ -4,6 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
+use super::tags::tags_of_c;
 use super::{ConversationId, Error, InboxStatus, SiteId, TagId, UserId, VisitorId};
 
 /// A conversation as the API lists it.
@@ -26,11 +27,13 @@ pub struct ConversationRow {
     pub tags: Vec<String>,
 }
 
-const SELECT: &str = "SELECT c.id, c.site_id, s.key, c.visitor_id, c.status, c.created_at, \
-    c.last_message_at, c.closed_at, c.assignee_id, u.name, u.email, c.snoozed_until, \
-    (SELECT json_group_array(name) FROM (SELECT t.name FROM conversation_tags ct \
-        JOIN tags t ON t.id = ct.tag_id WHERE ct.conversation_id = c.id ORDER BY t.name)) \
-    FROM conversations c JOIN sites s ON s.id = c.site_id LEFT JOIN users u ON u.id = c.assignee_id";
+const SELECT: &str = concat!(
+    "SELECT c.id, c.site_id, s.key, c.visitor_id, c.status, c.created_at, \
+    c.last_message_at, c.closed_at, c.assignee_id, u.name, u.email, c.snoozed_until, ",
+    tags_of_c!(),
+    " \
+    FROM conversations c JOIN sites s ON s.id = c.site_id LEFT JOIN users u ON u.id = c.assignee_id"
+);
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
     let assignee = match row.get::<_, Option<UserId>>(8)? {
@@ -48,9 +51,10 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
         closed_at: row.get(7)?,
         assignee,
         snoozed_until: row.get(11)?,
-        tags: serde_json::from_str(&row.get::<_, String>(12)?).map_err(|err| {
-            rusqlite::Error::FromSqlConversionFailure(12, rusqlite::types::Type::Text, err.into())
-        })?,
+        tags: super::tags::tags_from_json(row, 12)?
+            .into_iter()
+            .map(|t| t.name)
+            .collect(),
     })
 }
 
@@ -80,20 +84,25 @@ pub fn list_conversations(
     };
     let page = |status: InboxStatus| {
         format!(
-            "SELECT * FROM ({SELECT} WHERE c.status = '{}' \
+            "SELECT * FROM (SELECT c.id FROM conversations c WHERE c.status = '{}' \
              AND (c.last_message_at, c.id) < (?1, ?2) {tagged} \
              ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3)",
             status.sql()
         )
     };
-    let sql = match status {
+    let ids = match status {
         Some(status) => page(status),
         None => format!(
-            "{} UNION ALL {} ORDER BY last_message_at DESC, id DESC LIMIT ?3",
+            "{} UNION ALL {}",
             page(InboxStatus::Open),
             page(InboxStatus::Closed)
         ),
     };
+    // The page's ids first, then their columns: the columns' subqueries (the tags) run for the
+    // page's rows only, never for every row a tag's filter sorts.
+    let sql = format!(
+        "{SELECT} WHERE c.id IN ({ids}) ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3"
+    );
     let mut stmt = conn.prepare_cached(&sql)?;
     Ok(stmt
         .query_map(params![at, id, limit, tag], from_row)?

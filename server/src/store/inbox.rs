@@ -6,7 +6,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
-use super::{ConversationId, Error, MessageId, SiteId, TagId, TagRow, UserId, VisitorId};
+use super::tags::tags_of_c;
+use super::{ConversationId, Error, MessageId, SiteId, TagRow, UserId, VisitorId};
 
 /// A conversation as one agent sees it in the inbox list.
 #[derive(Debug, Clone)]
@@ -45,14 +46,15 @@ impl InboxItemRow {
 }
 
 // :reader = the agent reading (bound first, so also ?1). The preview skips notes and system lines: it shows the conversation.
-pub(super) const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_id, v.name, v.email, \
+pub(super) const SELECT_ITEM: &str = concat!(
+    "SELECT c.id, c.site_id, s.name, c.visitor_id, v.name, v.email, \
     c.status, c.assignee_id, a.name, c.created_at, c.last_message_at, lm.author, lm.body, \
     c.waiting_since, EXISTS (SELECT 1 FROM messages um WHERE um.conversation_id = c.id AND um.author = 'visitor' \
         AND um.id > coalesce((SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
                               WHERE r.user_id = :reader AND r.conversation_id = c.id), 0)), \
-    c.snoozed_until, \
-    (SELECT json_group_array(json_array(t.id, t.name)) FROM (SELECT t.id, t.name FROM conversation_tags ct \
-        JOIN tags t ON t.id = ct.tag_id WHERE ct.conversation_id = c.id ORDER BY t.name) t), \
+    c.snoozed_until, ",
+    tags_of_c!(),
+    ", \
     iif(lm.body = '', (SELECT count(*) FROM attachments f WHERE f.message_id = lm.id), 0) \
     FROM conversations c \
     JOIN sites s ON s.id = c.site_id \
@@ -60,7 +62,8 @@ pub(super) const SELECT_ITEM: &str = "SELECT c.id, c.site_id, s.name, c.visitor_
     LEFT JOIN users a ON a.id = c.assignee_id \
     LEFT JOIN messages lm ON lm.id = (SELECT pm.id FROM messages pm \
         WHERE pm.conversation_id = c.id AND pm.author IN ('visitor', 'agent') \
-        ORDER BY pm.id DESC LIMIT 1)";
+        ORDER BY pm.id DESC LIMIT 1)"
+);
 
 pub(super) fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
     Ok(InboxItemRow {
@@ -80,20 +83,9 @@ pub(super) fn item_from_row(row: &Row<'_>) -> rusqlite::Result<InboxItemRow> {
         waiting_since: row.get(13)?,
         is_unread: row.get(14)?,
         snoozed_until: row.get(15)?,
-        tags: tags_from_json(16, &row.get::<_, String>(16)?)?,
+        tags: super::tags::tags_from_json(row, 16)?,
         preview_files: row.get(17)?,
     })
-}
-
-/// The item's tags from the `[[id, name], …]` the query builds in column `column`.
-fn tags_from_json(column: usize, json: &str) -> rusqlite::Result<Vec<TagRow>> {
-    let pairs: Vec<(TagId, String)> = serde_json::from_str(json).map_err(|err| {
-        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, err.into())
-    })?;
-    Ok(pairs
-        .into_iter()
-        .map(|(id, name)| TagRow { id, name })
-        .collect())
 }
 
 /// One conversation as `reader` sees it in the inbox list.

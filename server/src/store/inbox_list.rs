@@ -276,8 +276,11 @@ pub fn list_inbox_page(
     values.push((":reader", Box::new(reader)));
     // One row more than asked tells whether a next page exists, without another count.
     values.push((":limit", Box::new(i64::from(limit) + 1)));
+    // The page's ids first, then their columns: the columns' subqueries (unread state, preview,
+    // tags) run for the page's rows only, never for every row a tag's filter sorts.
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT_ITEM} WHERE {condition} ORDER BY {order} LIMIT :limit"
+        "{SELECT_ITEM} WHERE c.id IN (SELECT c.id FROM conversations c WHERE {condition} \
+         ORDER BY {order} LIMIT :limit) ORDER BY {order}"
     ))?;
     let mut items = stmt
         .query_map(&bind(&values)[..], item_from_row)?
@@ -332,6 +335,9 @@ mod tests {
         }
         if sql.contains(":site") {
             params.push((":site", &1));
+        }
+        if sql.contains(":tag") {
+            params.push((":tag", &1));
         }
         stmt.query_map(&params[..], |r| r.get::<_, String>(3))
             .expect("plan")
@@ -408,6 +414,15 @@ mod tests {
             let plan = plan(&conn, &query, true);
             assert!(plan.contains("USING"), "{plan}");
             assert!(!plan.contains("SCAN c\n") && plan != "SCAN c", "{plan}");
+            // With a tag, its conversations are found through the tag's index, not by walking
+            // every conversation of the status for the few that have it.
+            let query = InboxQuery {
+                tag: Some(TagId(1)),
+                sort,
+                ..InboxQuery::default()
+            };
+            let tagged = self::plan(&conn, &query, true);
+            assert!(tagged.contains("conversation_tags_tag"), "{tagged}");
         }
     }
 }

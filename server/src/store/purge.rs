@@ -150,10 +150,11 @@ fn delete_conversation_chunk(
     // The record of a mail reply names its sender; the schema would only unlink it.
     conn.prepare_cached("DELETE FROM mail_inbound WHERE conversation_id = ?1")?
         .execute([conversation])?;
+    let tags = super::list_conversation_tag_ids(conn, conversation)?;
     deleted.conversations = conn
         .prepare_cached("DELETE FROM conversations WHERE id = ?1")?
         .execute([conversation])?;
-    super::delete_unused_tags(conn)?;
+    super::delete_tags_if_unused(conn, &tags)?;
     deleted.visitors = conn
         .prepare_cached(
             "DELETE FROM visitors WHERE id = ?1 \

@@ -4,18 +4,45 @@
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 
-use crate::values::Tag;
+use crate::values::{MAX_TAGS, Tag};
 
 use super::{ConversationId, Error, TagId};
 
-/// Most tags one conversation has.
-pub const MAX_TAGS_PER_CONVERSATION: usize = 20;
+/// The id no tag has (ids start at 1 and are never reused): a filter by a tag no conversation
+/// has lists nothing.
+pub const NO_SUCH_TAG: TagId = TagId(0);
 
 /// A tag in use: its id (what the inbox filters by) and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TagRow {
     pub id: TagId,
     pub name: String,
+}
+
+/// The tags of the conversation `c` of a query, by name, as JSON `[[id, name], …]`: a column of
+/// the inbox's and the API's conversation rows, read with [`tags_from_json`]. A macro, so that
+/// their queries `concat!` it into constants.
+macro_rules! tags_of_c {
+    () => {
+        "(SELECT json_group_array(json_array(t.id, t.name) ORDER BY t.name) \
+         FROM conversation_tags ct JOIN tags t ON t.id = ct.tag_id WHERE ct.conversation_id = c.id)"
+    };
+}
+pub(super) use tags_of_c;
+
+/// The tags of [`tags_of_c`] in column `column` of `row`.
+pub(super) fn tags_from_json(
+    row: &rusqlite::Row<'_>,
+    column: usize,
+) -> rusqlite::Result<Vec<TagRow>> {
+    let json: String = row.get(column)?;
+    let pairs: Vec<(TagId, String)> = serde_json::from_str(&json).map_err(|err| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, err.into())
+    })?;
+    Ok(pairs
+        .into_iter()
+        .map(|(id, name)| TagRow { id, name })
+        .collect())
 }
 
 /// Every tag some conversation has, by name.
@@ -50,48 +77,57 @@ pub fn list_conversation_tags(conn: &Connection, id: ConversationId) -> Result<V
         .collect::<Result<_, _>>()?)
 }
 
-/// Gives conversation `id` the tags of `add` it lacks (while it has fewer than
-/// [`MAX_TAGS_PER_CONVERSATION`]) and takes away those of `remove` it has; returns the names
-/// actually added and removed, each in the order given.
+/// What a change of a conversation's tags did: the names added and removed, each in the order
+/// given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TagsChanged {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// Gives conversation `id` the tags of `add` it lacks and takes away those of `remove` it has (a
+/// tag in both is removed), deciding on the tags it has in this transaction, so that two agents
+/// changing them at once are each told what they did. `None`, and nothing written, when it would
+/// have more than [`MAX_TAGS`].
 pub fn change_conversation_tags(
     conn: &Connection,
     id: ConversationId,
     add: &[Tag],
     remove: &[Tag],
-) -> Result<(Vec<String>, Vec<String>), Error> {
-    let mut removed = Vec::new();
-    for tag in remove {
-        let Some(tag_id) = find_tag(conn, tag.as_str())? else {
-            continue;
-        };
-        let gone = conn
-            .prepare_cached(
+) -> Result<Option<TagsChanged>, Error> {
+    let has = list_conversation_tags(conn, id)?;
+    let had = |tag: &Tag| has.iter().any(|name| name == tag.as_str());
+    let add: Vec<&Tag> = add
+        .iter()
+        .filter(|tag| !had(tag) && !remove.contains(tag))
+        .collect();
+    let remove: Vec<&Tag> = remove.iter().filter(|tag| had(tag)).collect();
+    if has.len() - remove.len() + add.len() > MAX_TAGS {
+        return Ok(None);
+    }
+    for tag in &remove {
+        if let Some(tag_id) = find_tag(conn, tag.as_str())? {
+            conn.prepare_cached(
                 "DELETE FROM conversation_tags WHERE conversation_id = ?1 AND tag_id = ?2",
             )?
             .execute(params![id, tag_id])?;
-        if gone == 1 {
-            removed.push(tag.as_str().to_owned());
             delete_tag_if_unused(conn, tag_id)?;
         }
     }
-    let mut added = Vec::new();
-    for tag in add {
-        if list_conversation_tags(conn, id)?.len() >= MAX_TAGS_PER_CONVERSATION {
-            break;
-        }
+    for tag in &add {
         conn.prepare_cached("INSERT INTO tags (name) VALUES (?1) ON CONFLICT (name) DO NOTHING")?
             .execute([tag.as_str()])?;
-        let fresh = conn
-            .prepare_cached(
-                "INSERT INTO conversation_tags (conversation_id, tag_id) \
-                 SELECT ?1, id FROM tags WHERE name = ?2 ON CONFLICT DO NOTHING",
-            )?
-            .execute(params![id, tag.as_str()])?;
-        if fresh == 1 {
-            added.push(tag.as_str().to_owned());
-        }
+        conn.prepare_cached(
+            "INSERT INTO conversation_tags (conversation_id, tag_id) \
+             SELECT ?1, id FROM tags WHERE name = ?2",
+        )?
+        .execute(params![id, tag.as_str()])?;
     }
-    Ok((added, removed))
+    let names = |tags: &[&Tag]| tags.iter().map(|t| t.as_str().to_owned()).collect();
+    Ok(Some(TagsChanged {
+        added: names(&add),
+        removed: names(&remove),
+    }))
 }
 
 fn delete_tag_if_unused(conn: &Connection, tag_id: TagId) -> Result<(), Error> {
@@ -103,9 +139,30 @@ fn delete_tag_if_unused(conn: &Connection, tag_id: TagId) -> Result<(), Error> {
     Ok(())
 }
 
-/// Deletes the tags no conversation has any more, after conversations were deleted (purged,
-/// erased, or with their site): a tag such as a visitor's name must not outlive them. The tags
-/// table is small (the names a team uses), each check one index probe.
+/// The ids of conversation `id`'s tags, read before it is deleted (purged, erased) so that
+/// [`delete_tags_if_unused`] can then delete those no other conversation has.
+pub fn list_conversation_tag_ids(
+    conn: &Connection,
+    id: ConversationId,
+) -> Result<Vec<TagId>, Error> {
+    let mut stmt =
+        conn.prepare_cached("SELECT tag_id FROM conversation_tags WHERE conversation_id = ?1")?;
+    Ok(stmt
+        .query_map([id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Deletes those of `tags` no conversation has any more: a tag such as a visitor's name must
+/// not outlive the conversations it was given to.
+pub fn delete_tags_if_unused(conn: &Connection, tags: &[TagId]) -> Result<(), Error> {
+    for tag in tags {
+        delete_tag_if_unused(conn, *tag)?;
+    }
+    Ok(())
+}
+
+/// Deletes every tag no conversation has any more, after many conversations went at once (a
+/// site deleted with its conversations).
 pub fn delete_unused_tags(conn: &Connection) -> Result<(), Error> {
     conn.prepare_cached(
         "DELETE FROM tags WHERE NOT EXISTS (SELECT 1 FROM conversation_tags WHERE tag_id = tags.id)",
@@ -145,63 +202,91 @@ mod tests {
             .collect()
     }
 
+    /// The change's added and removed names.
+    fn change(
+        conn: &Connection,
+        id: i64,
+        add: &[&str],
+        remove: &[&str],
+    ) -> (Vec<String>, Vec<String>) {
+        let changed = change_conversation_tags(conn, ConversationId(id), &tags(add), &tags(remove))
+            .expect("change")
+            .expect("within the limit");
+        (changed.added, changed.removed)
+    }
+
     #[test]
     fn a_tag_exists_while_a_conversation_has_it() {
         let conn = conversations();
-        let (one, two) = (ConversationId(1), ConversationId(2));
-        let change = change_conversation_tags(&conn, one, &tags(&["vip", "refund"]), &[]);
         assert_eq!(
-            change.expect("add"),
+            change(&conn, 1, &["vip", "refund"], &[]),
             (vec!["vip".into(), "refund".into()], vec![])
         );
-        // Added again: nothing changes.
-        let again = change_conversation_tags(&conn, one, &tags(&["vip"]), &[]).expect("again");
-        assert_eq!(again, (vec![], vec![]));
-        change_conversation_tags(&conn, two, &tags(&["vip"]), &[]).expect("two");
+        // Added again: nothing changes. Added and removed at once: removed.
+        assert_eq!(change(&conn, 1, &["vip"], &[]), (vec![], vec![]));
+        assert_eq!(
+            change(&conn, 2, &["vip", "b2b"], &["b2b"]),
+            (vec!["vip".into()], vec![])
+        );
         assert_eq!(names(&conn), ["refund", "vip"]);
         assert_eq!(
-            list_conversation_tags(&conn, one).expect("one"),
+            list_conversation_tags(&conn, ConversationId(1)).expect("one"),
             ["refund", "vip"]
         );
         // Removing a tag one never had changes nothing; removing the last use deletes the tag.
-        let removed =
-            change_conversation_tags(&conn, two, &[], &tags(&["refund", "vip"])).expect("remove");
-        assert_eq!(removed, (vec![], vec!["vip".into()]));
-        let removed =
-            change_conversation_tags(&conn, one, &[], &tags(&["refund"])).expect("remove");
-        assert_eq!(removed, (vec![], vec!["refund".into()]));
+        assert_eq!(
+            change(&conn, 2, &[], &["refund", "vip"]),
+            (vec![], vec!["vip".into()])
+        );
+        assert_eq!(
+            change(&conn, 1, &[], &["refund"]),
+            (vec![], vec!["refund".into()])
+        );
         assert_eq!(names(&conn), ["vip"]);
     }
 
     #[test]
-    fn a_conversation_has_at_most_twenty_tags() {
+    fn a_change_past_twenty_tags_changes_nothing() {
         let conn = conversations();
-        let many: Vec<String> = (0..25).map(|i| format!("t{i:02}")).collect();
+        let many: Vec<String> = (0..MAX_TAGS).map(|i| format!("t{i:02}")).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
-        let (added, _) =
-            change_conversation_tags(&conn, ConversationId(1), &tags(&many), &[]).expect("add");
-        assert_eq!(added.len(), MAX_TAGS_PER_CONVERSATION);
-        assert_eq!(added.last().map(String::as_str), Some("t19"));
+        assert_eq!(change(&conn, 1, &many, &[]).0.len(), MAX_TAGS);
+        let one_more = change_conversation_tags(&conn, ConversationId(1), &tags(&["t99"]), &[]);
+        assert_eq!(one_more.expect("read"), None);
+        // One out, one in: still twenty.
+        assert_eq!(
+            change(&conn, 1, &["t99"], &["t00"]),
+            (vec!["t99".into()], vec!["t00".into()])
+        );
+        assert_eq!(
+            list_conversation_tags(&conn, ConversationId(1))
+                .expect("tags")
+                .len(),
+            MAX_TAGS
+        );
     }
 
     #[test]
     fn deleting_a_conversation_deletes_the_tags_only_it_had() {
         let conn = migrated_with_foreign_keys(conversations());
-        change_conversation_tags(&conn, ConversationId(1), &tags(&["jane doe", "vip"]), &[])
-            .expect("one");
-        change_conversation_tags(&conn, ConversationId(2), &tags(&["vip"]), &[]).expect("two");
+        change(&conn, 1, &["jane doe", "vip"], &[]);
+        change(&conn, 2, &["vip"], &[]);
+        let had = list_conversation_tag_ids(&conn, ConversationId(1)).expect("ids");
         conn.execute("DELETE FROM conversations WHERE id = 1", [])
             .expect("delete");
-        delete_unused_tags(&conn).expect("forget");
+        delete_tags_if_unused(&conn, &had).expect("forget");
         assert_eq!(names(&conn), ["vip"]);
         assert_eq!(
             list_conversation_tags(&conn, ConversationId(2)).expect("two"),
             ["vip"]
         );
-        let uses: i64 = conn
-            .query_row("SELECT count(*) FROM conversation_tags", [], |r| r.get(0))
-            .expect("count");
-        assert_eq!(uses, 1);
+        // A new tag never takes a deleted one's id.
+        let jane: TagId = had.into_iter().max().expect("an id");
+        change(&conn, 2, &["new"], &[]);
+        assert!(find_tag(&conn, "new").expect("read").expect("new") > jane);
+        conn.execute("DELETE FROM conversations", []).expect("all");
+        delete_unused_tags(&conn).expect("forget all");
+        assert!(names(&conn).is_empty());
     }
 
     fn migrated_with_foreign_keys(conn: Connection) -> Connection {

@@ -18,7 +18,7 @@ pub use hours::{BusinessHours, DAY_NAMES, InvalidHours, OutOfHours, SiteHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};
-pub use tag::{MAX_TAG_CHARS, Tag};
+pub use tag::{MAX_TAG_CHARS, MAX_TAGS, Tag};
 pub use text::{
     ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, breaks_the_line, is_direction_control,
     is_invisible, is_visitor_email, one_line,

@@ -2,14 +2,52 @@
 //! "refund" or "vip plan". Written as typed, read the same way by everyone: lower case, one
 //! space between words, so "VIP  Plan" and "vip plan" are one tag.
 
-use super::Invalid;
+use std::collections::HashSet;
 
-/// Longest tag, in characters.
-pub const MAX_TAG_CHARS: usize = 40;
+use unicode_segmentation::UnicodeSegmentation as _;
+
+use super::{Invalid, is_invisible};
+
+/// Longest tag, in characters: the side panel's field says so too.
+pub use porch_app::tags::MAX_TAG_CHARS;
+
+/// Most tags one conversation has, and so most names one change may give.
+pub const MAX_TAGS: usize = 20;
 
 /// Characters a tag may have besides letters and digits (of any script) and spaces. No comma:
 /// it separates tags where several are typed at once.
 const TAG_PUNCTUATION: &[char] = &['-', '_', '.', '/', '&', '+', '#', '\''];
+
+/// The first character a tag may not have. A tag is read by what a reader sees as one letter
+/// (a grapheme): one that starts with a letter or digit may carry the marks of its script (an
+/// accent typed apart, a Thai tone mark, the dot that lower case gives "İ"), none of them
+/// invisible; anything else is one of the few allowed characters on its own.
+fn first_refused(name: &str) -> Option<char> {
+    for grapheme in name.graphemes(true) {
+        let mut chars = grapheme.chars();
+        let base = chars.next()?;
+        if base.is_alphanumeric() {
+            if let Some(hidden) = chars.find(|&c| is_invisible(c) || c.is_control()) {
+                return Some(hidden);
+            }
+        } else if !(base == ' ' || TAG_PUNCTUATION.contains(&base)) {
+            return Some(base);
+        } else if let Some(extra) = chars.next() {
+            return Some(extra);
+        }
+    }
+    None
+}
+
+/// A refused character as the error names it: itself in quotes, or its code point when it
+/// shows nothing ("U+200B").
+fn shown(c: char) -> String {
+    if c.is_control() || is_invisible(c) || c.is_whitespace() {
+        format!("U+{:04X}", u32::from(c))
+    } else {
+        format!("\u{201c}{c}\u{201d}")
+    }
+}
 
 /// A valid tag name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,12 +73,10 @@ impl Tag {
                 "A tag has at most {MAX_TAG_CHARS} characters."
             )));
         }
-        if let Some(bad) = name
-            .chars()
-            .find(|&c| !(c.is_alphanumeric() || c == ' ' || TAG_PUNCTUATION.contains(&c)))
-        {
+        if let Some(bad) = first_refused(&name) {
             return Err(Invalid::from(format!(
-                "A tag has letters, digits, spaces and - _ . / & + # ' only, not {bad:?}."
+                "A tag has letters, digits, spaces and - _ . / & + # ' only, not {}.",
+                shown(bad)
             )));
         }
         if !name.chars().any(char::is_alphanumeric) {
@@ -53,13 +89,28 @@ impl Tag {
     /// typed twice counts once.
     ///
     /// # Errors
-    /// The first piece that is not a valid tag, as [`Tag::parse`] says.
+    /// As [`Tag::parse_all`] says.
     pub fn parse_list(raw: &str) -> Result<Vec<Self>, Invalid> {
-        let mut tags: Vec<Self> = Vec::new();
-        for piece in raw.split(',').filter(|p| !p.trim().is_empty()) {
-            let tag = Self::parse(piece)?;
-            if !tags.contains(&tag) {
+        Self::parse_all(raw.split(',').filter(|p| !p.trim().is_empty()))
+    }
+
+    /// Reads several names, each once, in the order given.
+    ///
+    /// # Errors
+    /// The first name that is not a valid tag, as [`Tag::parse`] says; more than [`MAX_TAGS`]
+    /// different names (read no further: a body of a hundred thousand names costs no more).
+    pub fn parse_all<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Vec<Self>, Invalid> {
+        let mut tags = Vec::new();
+        let mut seen = HashSet::new();
+        for name in names {
+            let tag = Self::parse(name)?;
+            if seen.insert(tag.clone()) {
                 tags.push(tag);
+            }
+            if tags.len() > MAX_TAGS {
+                return Err(Invalid::from(format!(
+                    "A conversation has at most {MAX_TAGS} tags."
+                )));
             }
         }
         Ok(tags)
@@ -86,6 +137,11 @@ mod tests {
             "überweisung"
         );
         assert_eq!(Tag::parse("払い戻し").expect("tag").as_str(), "払い戻し");
+        // Letters with their script's marks: an accent typed apart, Thai tone marks, Devanagari,
+        // and the dot that lower case gives a Turkish capital I.
+        for word in ["cafe\u{301}", "ที่นี่", "हिंदी", "İstanbul"] {
+            assert!(Tag::parse(word).is_ok(), "{word}");
+        }
         assert_eq!(
             Tag::parse("b2b/eu-west").expect("tag").as_str(),
             "b2b/eu-west"
@@ -109,12 +165,25 @@ mod tests {
             "<b>",
             "a\u{202e}b",
             "a\u{200b}b",
+            "a\u{200d}b",
+            "-\u{301}",
             "line\u{0}",
             "emoji 🎉",
         ] {
             assert!(Tag::parse(refused).is_err(), "{refused:?}");
         }
         assert!(Tag::parse(&"x".repeat(MAX_TAG_CHARS + 1)).is_err());
+        let said = |raw: &str| Tag::parse(raw).map_or_else(|e| e.0.into_owned(), |_| String::new());
+        assert!(
+            said("a<b").ends_with("only, not \u{201c}<\u{201d}."),
+            "{}",
+            said("a<b")
+        );
+        assert!(
+            said("a\u{200b}b").ends_with("only, not U+200B."),
+            "{}",
+            said("a\u{200b}b")
+        );
     }
 
     #[test]
@@ -124,5 +193,9 @@ mod tests {
         assert_eq!(names, ["refund", "vip"]);
         assert!(Tag::parse_list("refund, <x>").is_err());
         assert!(Tag::parse_list(" , ").expect("none").is_empty());
+        let many: Vec<String> = (0..=MAX_TAGS).map(|n| format!("t{n}")).collect();
+        assert!(Tag::parse_all(many.iter().map(String::as_str)).is_err());
+        let same = vec!["vip"; 1000];
+        assert_eq!(Tag::parse_all(same).expect("one").len(), 1);
     }
 }

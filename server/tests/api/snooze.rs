@@ -310,3 +310,80 @@ async fn the_api_snoozes_unsnoozes_and_assigns_and_refuses_what_it_cannot() {
         .await;
     assert_eq!((status, &body["error"]["code"]), (409, &json!("conflict")));
 }
+
+#[tokio::test]
+async fn a_snooze_until_a_chosen_date_and_time_in_the_agents_zone() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let id: i64 = app.count("SELECT id FROM conversations");
+    let path = format!("/conversations/{id}/snooze");
+    let post = |fields: Vec<(&'static str, String)>| {
+        let (app, admin, path) = (&app, &admin, &path);
+        async move {
+            let mut all = vec![("csrf", admin.csrf.clone())];
+            all.extend(fields);
+            let pairs: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            send(app, "POST", path, &admin.cookie, Some(&form(&pairs))).await
+        }
+    };
+    // Left empty: refused with the reason.
+    let empty = post(vec![("minutes", "custom".into())]).await;
+    assert_eq!(empty.status, 422);
+    assert!(
+        empty
+            .body
+            .contains("Choose the date and time the snooze ends."),
+        "{}",
+        empty.body
+    );
+
+    // Ten days from now at 14:30 in Tokyo (UTC+9, no daylight saving): 05:30 UTC that day.
+    let day = jiff::Timestamp::from_millisecond(now_ms() + 10 * 86_400_000)
+        .expect("time")
+        .to_zoned_datetime(jiff::tz::TimeZone::get("Asia/Tokyo").expect("zone"))
+        .date();
+    let snoozed = post(vec![
+        ("minutes", "custom".into()),
+        ("until", format!("{day}T14:30")),
+        ("time_zone", "Asia/Tokyo".into()),
+    ])
+    .await;
+    assert_eq!(snoozed.status, 303, "{}", snoozed.body);
+    let until: i64 = app.count(&format!(
+        "SELECT snoozed_until FROM conversations WHERE id = {id}"
+    ));
+    let expected = day
+        .to_datetime(jiff::civil::Time::new(14, 30, 0, 0).expect("time"))
+        .to_zoned_datetime(jiff::tz::TimeZone::get("Asia/Tokyo").expect("zone"))
+        .expect("zoned")
+        .timestamp()
+        .as_millisecond();
+    assert_eq!(until, expected);
+
+    // Snoozed already (another tab): nothing changes, and the page says why.
+    let again = post(vec![("minutes", "60".into())]).await;
+    assert_eq!(again.status, 303);
+    assert_eq!(
+        app.count(&format!(
+            "SELECT snoozed_until FROM conversations WHERE id = {id}"
+        )),
+        until
+    );
+    let script = crate::inbox::request(
+        &app,
+        "POST",
+        &path,
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf), ("minutes", "60")])),
+    )
+    .header("x-porch-fetch", "1")
+    .send()
+    .await
+    .expect("answer");
+    assert_eq!(script.status(), 409);
+    let said = script.text().await.expect("body");
+    assert!(said.contains("It is snoozed already"), "{said}");
+}

@@ -144,6 +144,8 @@ async fn a_tag_is_refused_with_a_reason_and_goes_with_its_last_use() {
     tag(&app, &admin, one, ("add", "billing")).await;
     let (_, location) = tag(&app, &admin, one, ("add", "Billing")).await;
     assert!(location.ends_with("?notice=tags_unchanged"), "{location}");
+    let (_, location) = tag(&app, &admin, one, ("remove", "never had")).await;
+    assert!(location.ends_with("?notice=tags_unchanged"), "{location}");
     assert_eq!(
         app.count("SELECT count(*) FROM messages WHERE author = 'system'"),
         1
@@ -162,8 +164,16 @@ async fn a_tag_is_refused_with_a_reason_and_goes_with_its_last_use() {
     );
     let list = send(&app, "GET", "/inbox", &admin.cookie, None).await;
     assert!(!list.body.contains("value=\"billing\""), "{}", list.body);
-    // A tag nobody has means every conversation, as an unknown site does.
-    let list = send(&app, "GET", "/inbox?tag=billing", &admin.cookie, None).await;
+    // A tag nobody has lists nothing (a page left open on it says so); a name that is not a
+    // tag is ignored, as an unknown site is.
+    let list = send(&app, "GET", "/inbox?tag=Billing", &admin.cookie, None).await;
+    assert_eq!(rows(&list.body), Vec::<i64>::new());
+    assert!(
+        list.body.contains("0 open conversations tagged billing."),
+        "{}",
+        list.body
+    );
+    let list = send(&app, "GET", "/inbox?tag=%3Cb%3E", &admin.cookie, None).await;
     assert_eq!(rows(&list.body), [two, one]);
 }
 
@@ -228,7 +238,9 @@ async fn the_api_tags_and_lists_by_tag() {
     assert_eq!(list("?tag=b2b&status=closed").await, Vec::<i64>::new());
     assert_eq!(list("?tag=nobody%20has%20it").await, Vec::<i64>::new());
 
+    let too_many: Vec<String> = (0..21).map(|n| format!("t{n}")).collect();
     for refused in [
+        json!({ "add": too_many }),
         json!({"add": []}),
         json!({}),
         json!({"add": ["<x>"]}),
@@ -248,4 +260,19 @@ async fn the_api_tags_and_lists_by_tag() {
         .api("POST", &path(99_999), &token, Some(json!({"add": ["vip"]})))
         .await;
     assert_eq!(status, 404);
+
+    // Two at once adding the same tag: it is added once, with one line.
+    let body = || Some(json!({"add": ["same time"]}));
+    let on_two = path(two);
+    let (first, second) = tokio::join!(
+        app.api("POST", &on_two, &token, body()),
+        app.api("POST", &on_two, &token, body())
+    );
+    assert_eq!((first.0, second.0), (200, 200));
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM messages WHERE conversation_id = {two} AND body LIKE '%same time%'"
+        )),
+        1
+    );
 }

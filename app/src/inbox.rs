@@ -313,7 +313,8 @@ pub fn render_inbox(view: InboxView) -> String {
                 <FilterSelect name="status" label="Status" choices=filters.status/>
                 <FilterSelect name="assignee" label="Assignee" choices=filters.assignee/>
                 <FilterSelect name="site" label="Site" choices=filters.site/>
-                // Only once a conversation has a tag: "Any tag" alone chooses nothing.
+                // Only once there is a tag to choose (one in use, or the one chosen): "Any tag"
+                // alone chooses nothing.
                 {(filters.tag.len() > 1).then(|| view! { <FilterSelect name="tag" label="Tag" choices=filters.tag/> })}
                 <FilterSelect name="sort" label="Order" choices=filters.sort/>
                 <div class="field field-end">

@@ -679,16 +679,14 @@
     if (next) setMeta(next, "seen", t("seen"));
     seenEl = next;
   };
-  // Each conversation's newest status ({id, type}) and the notices shown. `closed` comes again
-  // after every welcome while the conversation stays closed (shown once: it is closed already), a
-  // reopen ends that, and a close and a reopen made at the same moment can arrive out of id
-  // order: each is then shown, placed by its id, and the higher id is the state.
-  const statusOf = new Map();
+  // A notice per status line, by its id: `closed` comes again after every welcome while the
+  // conversation stays closed, with the id of the line that closed it (shown once), and a close
+  // and a reopen made at the same moment can arrive out of id order (each is placed by its id,
+  // and neither hides the other).
+  const statusShown = new Set();
   const showStatus = (f, status) => {
-    if (typeof f.id !== "number") return;
-    const known = statusOf.get(f.conversation_id);
-    if (known && (known.type === status || known.id === f.id)) return;
-    if (!known || f.id > known.id) statusOf.set(f.conversation_id, { id: f.id, type: status });
+    if (typeof f.id !== "number" || statusShown.has(f.id)) return;
+    statusShown.add(f.id);
     if (status === "closed") setTyping(false);
     const el = h("p", { class: "notice", "data-porch": status, role: "status", text: t(status) });
     el.dataset.id = f.id;
@@ -1011,7 +1009,7 @@
     lastId = seenUpTo = 0;
     live = false; // the history the next welcome shows is not news (Porch.on("message"))
     seenEl = null;
-    statusOf.clear();
+    statusShown.clear();
     list.replaceChildren(greeting);
     emailForm.hidden = true;
     for (const u of uploads) u.xhr?.abort(); // the files were the old visitor's

@@ -39,16 +39,18 @@ const MINUTE_MS: i64 = 60_000;
 /// When a snooze chosen at `now` ends: `minutes` from now, or (`tomorrow`, `monday`) 9:00
 /// tomorrow or on the next Monday (a week ahead on a Monday), or (`custom`) the date and time
 /// `until`, in the agent's `time_zone` with its daylight-saving rules (UTC for a name it does
-/// not know; a time that a change skips is read as after it). `None` for anything else.
+/// not know; a time that a change skips is read as after it, one it repeats as the earlier).
+/// `None` for anything else.
 pub(super) fn snooze_end(minutes: &str, until: &str, time_zone: &str, now: i64) -> Option<i64> {
     let zone = TimeZone::get(time_zone.trim()).unwrap_or(TimeZone::UTC);
     if minutes.trim() == "custom" {
-        let end = until
-            .trim()
-            .parse::<DateTime>()
-            .ok()?
-            .to_zoned_datetime(zone)
+        // Exactly what the field sends (with or without seconds): an offset or a zone name in
+        // it would say another time zone than the agent's.
+        let until = until.trim();
+        let civil = DateTime::strptime("%Y-%m-%dT%H:%M:%S", until)
+            .or_else(|_| DateTime::strptime("%Y-%m-%dT%H:%M", until))
             .ok()?;
+        let end = civil.to_zoned_datetime(zone).ok()?;
         return Some(end.timestamp().as_millisecond());
     }
     let today = Timestamp::from_millisecond(now)
@@ -96,19 +98,24 @@ pub async fn snooze(
     {
         Ok(true) => answer.done("snoozed"),
         // Closed, or snoozed already (a colleague, another tab): the page shows which.
-        Ok(false) => match app.chat.inbox_item(who.user.id, ConversationId(id)).await {
-            Ok(item) if item.snoozed_until.is_some() => answer.conflict(
-                &format!("/conversations/{id}"),
-                "snoozed_already",
-                "It is snoozed already: unsnooze it first to choose another end.",
-            ),
-            Ok(_) => answer.conflict(
-                &format!("/conversations/{id}"),
-                "not_open",
-                "Only an open conversation can be snoozed, and this one is closed.",
-            ),
-            Err(err) => answer.refused(err.into()),
-        },
+        Ok(false) => {
+            let page = format!("/conversations/{id}");
+            match app.chat.inbox_item(who.user.id, ConversationId(id)).await {
+                Ok(item) if item.status == "closed" => answer.conflict(
+                    &page,
+                    "not_open",
+                    "Only an open conversation can be snoozed, and this one is closed.",
+                ),
+                Ok(item) if item.snoozed_until.is_some() => answer.conflict(
+                    &page,
+                    "snoozed_already",
+                    "It is snoozed already: unsnooze it first to choose another end.",
+                ),
+                // Its snooze ended between the two reads.
+                Ok(_) => answer.conflict(&page, "changed", "It changed meanwhile: try again."),
+                Err(err) => answer.refused(err.into()),
+            }
+        }
         Err(err) => answer.refused(err.into()),
     }
 }
@@ -211,7 +218,14 @@ mod tests {
             snooze_end("custom", "2026-12-10T19:30", "", now),
             Some(1_796_931_000_000)
         );
-        for refused in ["", "tomorrow", "2026-13-01T10:00", "10 Dec"] {
+        for refused in [
+            "",
+            "tomorrow",
+            "2026-13-01T10:00",
+            "10 Dec",
+            "2026-12-10T14:30+05:00",
+            "2026-12-10T14:30[Europe/Paris]",
+        ] {
             assert_eq!(
                 snooze_end("custom", refused, "UTC", now),
                 None,

@@ -53,7 +53,7 @@ pub fn find_seen_visitor_message(
 pub struct VisitorReceipts {
     /// The visitor's newest message in it that an agent has seen.
     pub seen_up_to: Option<MessageId>,
-    /// Set when it is closed: its id and its newest status line (the one that closed it).
+    /// Set when it is closed: its id and the status line that closed it.
     pub closed: Option<(ConversationId, MessageId)>,
 }
 
@@ -64,11 +64,16 @@ pub fn find_visitor_receipts(
 ) -> Result<VisitorReceipts, Error> {
     let newest = conn
         .prepare_cached(
-            // The newest status line is the one that closed it, where the live `closed` frame
-            // placed the notice: an agent reply after the close stays after it.
+            // The status line that closed it, where the live `closed` frame placed the notice
+            // (an agent reply after the close stays after it), and the same id on every resume:
+            // the first status line written at or after `closed_at` (the close's line is timed
+            // after it, in the same write; later lines, a tag say, come after it). The newest
+            // status line if none is (a clock stepped back).
             "SELECT c.id, c.status = 'closed', \
-                    (SELECT max(m.id) FROM messages m \
-                     WHERE m.conversation_id = c.id AND m.author = 'system') \
+                    coalesce((SELECT min(m.id) FROM messages m WHERE m.conversation_id = c.id \
+                               AND m.author = 'system' AND m.created_at >= c.closed_at), \
+                             (SELECT max(m.id) FROM messages m \
+                              WHERE m.conversation_id = c.id AND m.author = 'system')) \
              FROM conversations c WHERE c.visitor_id = ?1 ORDER BY c.id DESC LIMIT 1",
         )?
         .query_row([visitor], |r| {

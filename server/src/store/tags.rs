@@ -2,6 +2,8 @@
 //! conversation has, adding and removing them, and the list of every tag in use. A tag exists
 //! while a conversation has it: the write that removes its last use deletes it too.
 
+use std::collections::HashSet;
+
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use crate::values::{MAX_TAGS, Tag};
@@ -97,12 +99,17 @@ pub fn change_conversation_tags(
 ) -> Result<Option<TagsChanged>, Error> {
     let has = list_conversation_tags(conn, id)?;
     let had = |tag: &Tag| has.iter().any(|name| name == tag.as_str());
+    // Each name once, in the order given, whatever the caller gave.
+    let mut seen = HashSet::new();
     let add: Vec<&Tag> = add
         .iter()
-        .filter(|tag| !had(tag) && !remove.contains(tag))
+        .filter(|tag| !had(tag) && !remove.contains(tag) && seen.insert(*tag))
         .collect();
-    let remove: Vec<&Tag> = remove.iter().filter(|tag| had(tag)).collect();
-    if has.len() - remove.len() + add.len() > MAX_TAGS {
+    let remove: Vec<&Tag> = remove
+        .iter()
+        .filter(|tag| had(tag) && seen.insert(*tag))
+        .collect();
+    if has.len() + add.len() > MAX_TAGS + remove.len() {
         return Ok(None);
     }
     for tag in &remove {
@@ -119,7 +126,7 @@ pub fn change_conversation_tags(
             .execute([tag.as_str()])?;
         conn.prepare_cached(
             "INSERT INTO conversation_tags (conversation_id, tag_id) \
-             SELECT ?1, id FROM tags WHERE name = ?2",
+             SELECT ?1, id FROM tags WHERE name = ?2 ON CONFLICT DO NOTHING",
         )?
         .execute(params![id, tag.as_str()])?;
     }
@@ -222,7 +229,7 @@ mod tests {
             change(&conn, 1, &["vip", "refund"], &[]),
             (vec!["vip".into(), "refund".into()], vec![])
         );
-        // Added again: nothing changes. Added and removed at once: removed.
+        // Added again: nothing changes. Added and removed at once: removed. Twice: once.
         assert_eq!(change(&conn, 1, &["vip"], &[]), (vec![], vec![]));
         assert_eq!(
             change(&conn, 2, &["vip", "b2b"], &["b2b"]),

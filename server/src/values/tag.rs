@@ -4,6 +4,8 @@
 
 use std::collections::HashSet;
 
+use unicode_normalization::UnicodeNormalization as _;
+use unicode_normalization::char::is_combining_mark;
 use unicode_segmentation::UnicodeSegmentation as _;
 
 use super::{Invalid, is_invisible};
@@ -19,20 +21,20 @@ pub const MAX_TAGS: usize = 20;
 const TAG_PUNCTUATION: &[char] = &['-', '_', '.', '/', '&', '+', '#', '\''];
 
 /// The first character a tag may not have. A tag is read by what a reader sees as one letter
-/// (a grapheme): one that starts with a letter or digit may carry the marks of its script (an
-/// accent typed apart, a Thai tone mark, the dot that lower case gives "İ"), none of them
-/// invisible; anything else is one of the few allowed characters on its own.
+/// (a grapheme): a letter or digit with the marks of its script (an accent typed apart, a Thai
+/// tone mark, the dot that lower case gives "İ"), or one of the few allowed characters alone.
+/// Nothing invisible, and no mark without its letter.
 fn first_refused(name: &str) -> Option<char> {
     for grapheme in name.graphemes(true) {
         let mut chars = grapheme.chars();
-        let base = chars.next()?;
-        if base.is_alphanumeric() {
-            if let Some(hidden) = chars.find(|&c| is_invisible(c) || c.is_control()) {
-                return Some(hidden);
-            }
-        } else if !(base == ' ' || TAG_PUNCTUATION.contains(&base)) {
+        let Some(base) = chars.next() else {
+            continue;
+        };
+        let is_letter = base.is_alphanumeric() && !is_combining_mark(base);
+        if is_invisible(base) || !(is_letter || base == ' ' || TAG_PUNCTUATION.contains(&base)) {
             return Some(base);
-        } else if let Some(extra) = chars.next() {
+        }
+        if let Some(extra) = chars.find(|&c| !is_letter || !is_combining_mark(c)) {
             return Some(extra);
         }
     }
@@ -40,9 +42,9 @@ fn first_refused(name: &str) -> Option<char> {
 }
 
 /// A refused character as the error names it: itself in quotes, or its code point when it
-/// shows nothing ("U+200B").
+/// shows nothing or sits on its neighbour (a mark).
 fn shown(c: char) -> String {
-    if c.is_control() || is_invisible(c) || c.is_whitespace() {
+    if c.is_control() || is_invisible(c) || c.is_whitespace() || is_combining_mark(c) {
         format!("U+{:04X}", u32::from(c))
     } else {
         format!("\u{201c}{c}\u{201d}")
@@ -60,11 +62,14 @@ impl Tag {
     /// `Invalid` for an empty tag, one longer than [`MAX_TAG_CHARS`], or one with a character
     /// other than letters, digits, spaces and `- _ . / & + # '`.
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
-        let name = raw
+        // Composed (NFC), so "café" typed either way is one tag.
+        let name: String = raw
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
-            .to_lowercase();
+            .to_lowercase()
+            .nfc()
+            .collect();
         if name.is_empty() {
             return Err(Invalid::from("A tag needs at least one letter or digit."));
         }
@@ -109,7 +114,7 @@ impl Tag {
             }
             if tags.len() > MAX_TAGS {
                 return Err(Invalid::from(format!(
-                    "A conversation has at most {MAX_TAGS} tags."
+                    "A conversation has at most {MAX_TAGS} tags; remove one first."
                 )));
             }
         }
@@ -167,6 +172,9 @@ mod tests {
             "a\u{200b}b",
             "a\u{200d}b",
             "-\u{301}",
+            "\u{3164}",
+            "\u{e31}x",
+            "a\u{1f3fb}",
             "line\u{0}",
             "emoji 🎉",
         ] {

@@ -168,13 +168,21 @@ async fn closing_sends_closed_live_and_on_resume_and_the_next_message_starts_a_n
     let body = serde_json::json!({"body": "One last thing"});
     let (status, _) = app.api("POST", &path, &token_of_agent, Some(body)).await;
     assert_eq!(status, 201);
+    // And tags it afterwards: a later status line, which the resumed notice is not placed at.
+    let tags = format!("/api/v1/conversations/{conversation}/tags");
+    let body = serde_json::json!({"add": ["followed up"]});
+    let (status, _) = app.api("POST", &tags, &token_of_agent, Some(body)).await;
+    assert_eq!(status, 200);
 
     drop(widget);
     let (mut again, resumed) = app.visitor(&site, Some(&token), 0).await;
     assert_eq!(resumed["messages"].as_array().map(Vec::len), Some(2));
     let frame = next_of(&mut again, "closed").await;
     assert_eq!(frame["conversation_id"], conversation, "{frame}");
-    assert_eq!(frame["id"], line, "the close's line, not the later reply");
+    assert_eq!(
+        frame["id"], line,
+        "the close's line, not the later reply or tag line"
+    );
 
     let ack = again.say("c2", "One more question").await;
     assert_eq!(ack["type"], "ack", "{ack}");

@@ -161,7 +161,8 @@ fn with_messages(
     for conversation in &mut conversations {
         conversation.messages = list_conversation_messages(conn, conversation.id)?;
         conversation.mail_subjects = super::list_outbound_mails(conn, conversation.id)?;
-        conversation.tags = Some(super::list_conversation_tags(conn, conversation.id)?);
+        let tags = super::list_conversation_tags(conn, conversation.id)?;
+        conversation.tags = Some(tags.into_iter().map(|tag| tag.name).collect());
     }
     Ok(conversations)
 }

@@ -67,6 +67,31 @@ pub fn migrated_in_memory() -> Connection {
     conn
 }
 
+/// [`migrated_in_memory`] with site 1, its visitor 1 and that visitor's conversations 1, 2, …,
+/// one per `(status, last_message_at)`, for unit tests of what hangs off conversations.
+///
+/// # Panics
+/// As [`migrated_in_memory`], or if the rows cannot be written.
+#[cfg(test)]
+pub fn migrated_with_conversations(conversations: &[(&str, i64)]) -> Connection {
+    let conn = migrated_in_memory();
+    conn.execute_batch(
+        "INSERT INTO sites (key, name, created_at) VALUES ('s_x', 'X', 0); \
+         INSERT INTO visitors (site_id, token_hash, first_seen_at, last_seen_at) \
+             VALUES (1, randomblob(32), 0, 0);",
+    )
+    .expect("site and visitor");
+    for (status, last) in conversations {
+        conn.execute(
+            "INSERT INTO conversations (site_id, visitor_id, status, created_at, last_message_at) \
+             VALUES (1, 1, ?1, 0, ?2)",
+            rusqlite::params![status, last],
+        )
+        .expect("conversation");
+    }
+    conn
+}
+
 /// The database's schema version, or [`Error::NewerSchema`] when a newer Porch wrote it: this
 /// binary knows neither its tables nor what they must hold.
 ///

@@ -240,7 +240,7 @@ pub use snooze::{
 };
 pub use tags::{
     NO_SUCH_TAG, TagRow, TagsChanged, change_conversation_tags, delete_tags_if_unused,
-    delete_unused_tags, find_tag, list_conversation_tag_ids, list_conversation_tags, list_tags,
+    delete_unused_tags, find_tag, list_conversation_tags, list_tags,
 };
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,

@@ -150,7 +150,10 @@ fn delete_conversation_chunk(
     // The record of a mail reply names its sender; the schema would only unlink it.
     conn.prepare_cached("DELETE FROM mail_inbound WHERE conversation_id = ?1")?
         .execute([conversation])?;
-    let tags = super::list_conversation_tag_ids(conn, conversation)?;
+    let tags: Vec<_> = super::list_conversation_tags(conn, conversation)?
+        .into_iter()
+        .map(|tag| tag.id)
+        .collect();
     deleted.conversations = conn
         .prepare_cached("DELETE FROM conversations WHERE id = ?1")?
         .execute([conversation])?;

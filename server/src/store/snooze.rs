@@ -100,20 +100,11 @@ pub fn end_snooze(conn: &Connection, id: ConversationId, now: i64) -> Result<boo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::migrate::migrated_in_memory;
+    use crate::store::migrate::migrated_with_conversations;
 
     /// One site, one visitor, one open conversation (id 1) last active at 100.
     fn conversation() -> Connection {
-        let conn = migrated_in_memory();
-        conn.execute_batch(
-            "INSERT INTO sites (key, name, created_at) VALUES ('s_x', 'X', 0); \
-             INSERT INTO visitors (site_id, token_hash, first_seen_at, last_seen_at) \
-                 VALUES (1, randomblob(32), 0, 0); \
-             INSERT INTO conversations (site_id, visitor_id, status, created_at, last_message_at) \
-                 VALUES (1, 1, 'open', 0, 100);",
-        )
-        .expect("seed");
-        conn
+        migrated_with_conversations(&[("open", 100)])
     }
 
     fn snoozed_until(conn: &Connection) -> Option<i64> {

@@ -68,14 +68,21 @@ pub fn find_tag(conn: &Connection, name: &str) -> Result<Option<TagId>, Error> {
         .optional()?)
 }
 
-/// Conversation `id`'s tags, by name.
-pub fn list_conversation_tags(conn: &Connection, id: ConversationId) -> Result<Vec<String>, Error> {
+/// Conversation `id`'s tags, by name: for its export, for a change of them, and read before it
+/// is deleted (purged, erased) so that [`delete_tags_if_unused`] can then delete those no other
+/// conversation has.
+pub fn list_conversation_tags(conn: &Connection, id: ConversationId) -> Result<Vec<TagRow>, Error> {
     let mut stmt = conn.prepare_cached(
-        "SELECT t.name FROM conversation_tags ct JOIN tags t ON t.id = ct.tag_id \
+        "SELECT t.id, t.name FROM conversation_tags ct JOIN tags t ON t.id = ct.tag_id \
          WHERE ct.conversation_id = ?1 ORDER BY t.name",
     )?;
     Ok(stmt
-        .query_map([id], |r| r.get(0))?
+        .query_map([id], |r| {
+            Ok(TagRow {
+                id: r.get(0)?,
+                name: r.get(1)?,
+            })
+        })?
         .collect::<Result<_, _>>()?)
 }
 
@@ -98,42 +105,48 @@ pub fn change_conversation_tags(
     remove: &[Tag],
 ) -> Result<Option<TagsChanged>, Error> {
     let has = list_conversation_tags(conn, id)?;
-    let had = |tag: &Tag| has.iter().any(|name| name == tag.as_str());
+    let had = |tag: &Tag| {
+        has.iter()
+            .find(|row| row.name == tag.as_str())
+            .map(|row| row.id)
+    };
     // Each name once, in the order given, whatever the caller gave.
     let mut seen = HashSet::new();
     let add: Vec<&Tag> = add
         .iter()
-        .filter(|tag| !had(tag) && !remove.contains(tag) && seen.insert(*tag))
+        .filter(|tag| had(tag).is_none() && !remove.contains(tag) && seen.insert(*tag))
         .collect();
-    let remove: Vec<&Tag> = remove
+    let remove: Vec<(&Tag, TagId)> = remove
         .iter()
-        .filter(|tag| had(tag) && seen.insert(*tag))
+        .filter_map(|tag| Some((tag, had(tag)?)))
+        .filter(|(tag, _)| seen.insert(*tag))
         .collect();
     if has.len() + add.len() > MAX_TAGS + remove.len() {
         return Ok(None);
     }
-    for tag in &remove {
-        if let Some(tag_id) = find_tag(conn, tag.as_str())? {
-            conn.prepare_cached(
-                "DELETE FROM conversation_tags WHERE conversation_id = ?1 AND tag_id = ?2",
-            )?
-            .execute(params![id, tag_id])?;
-            delete_tag_if_unused(conn, tag_id)?;
-        }
+    for (_, tag_id) in &remove {
+        conn.prepare_cached(
+            "DELETE FROM conversation_tags WHERE conversation_id = ?1 AND tag_id = ?2",
+        )?
+        .execute(params![id, tag_id])?;
+        delete_tag_if_unused(conn, *tag_id)?;
     }
     for tag in &add {
-        conn.prepare_cached("INSERT INTO tags (name) VALUES (?1) ON CONFLICT (name) DO NOTHING")?
-            .execute([tag.as_str()])?;
+        // Not `ON CONFLICT DO NOTHING`: that would use up an AUTOINCREMENT id for a name that
+        // exists already.
+        conn.prepare_cached(
+            "INSERT INTO tags (name) SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM tags WHERE name = ?1)",
+        )?
+        .execute([tag.as_str()])?;
         conn.prepare_cached(
             "INSERT INTO conversation_tags (conversation_id, tag_id) \
              SELECT ?1, id FROM tags WHERE name = ?2 ON CONFLICT DO NOTHING",
         )?
         .execute(params![id, tag.as_str()])?;
     }
-    let names = |tags: &[&Tag]| tags.iter().map(|t| t.as_str().to_owned()).collect();
     Ok(Some(TagsChanged {
-        added: names(&add),
-        removed: names(&remove),
+        added: add.iter().map(|t| t.as_str().to_owned()).collect(),
+        removed: remove.iter().map(|(t, _)| t.as_str().to_owned()).collect(),
     }))
 }
 
@@ -144,19 +157,6 @@ fn delete_tag_if_unused(conn: &Connection, tag_id: TagId) -> Result<(), Error> {
     )?
     .execute([tag_id])?;
     Ok(())
-}
-
-/// The ids of conversation `id`'s tags, read before it is deleted (purged, erased) so that
-/// [`delete_tags_if_unused`] can then delete those no other conversation has.
-pub fn list_conversation_tag_ids(
-    conn: &Connection,
-    id: ConversationId,
-) -> Result<Vec<TagId>, Error> {
-    let mut stmt =
-        conn.prepare_cached("SELECT tag_id FROM conversation_tags WHERE conversation_id = ?1")?;
-    Ok(stmt
-        .query_map([id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?)
 }
 
 /// Deletes those of `tags` no conversation has any more: a tag such as a visitor's name must
@@ -181,20 +181,11 @@ pub fn delete_unused_tags(conn: &Connection) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::migrate::migrated_in_memory;
+    use crate::store::migrate::migrated_with_conversations;
 
-    /// One site, one visitor, conversations 1 and 2.
+    /// One site, one visitor, conversations 1 (open) and 2 (closed).
     fn conversations() -> Connection {
-        let conn = migrated_in_memory();
-        conn.execute_batch(
-            "INSERT INTO sites (key, name, created_at) VALUES ('s_x', 'X', 0); \
-             INSERT INTO visitors (site_id, token_hash, first_seen_at, last_seen_at) \
-                 VALUES (1, randomblob(32), 0, 0); \
-             INSERT INTO conversations (site_id, visitor_id, status, created_at, last_message_at) \
-                 VALUES (1, 1, 'open', 0, 100), (1, 1, 'closed', 0, 50);",
-        )
-        .expect("seed");
-        conn
+        migrated_with_conversations(&[("open", 100), ("closed", 50)])
     }
 
     fn tags(names: &[&str]) -> Vec<Tag> {
@@ -203,6 +194,15 @@ mod tests {
 
     fn names(conn: &Connection) -> Vec<String> {
         list_tags(conn)
+            .expect("tags")
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    }
+
+    /// Conversation `id`'s tag names.
+    fn names_of(conn: &Connection, id: i64) -> Vec<String> {
+        list_conversation_tags(conn, ConversationId(id))
             .expect("tags")
             .into_iter()
             .map(|t| t.name)
@@ -232,14 +232,15 @@ mod tests {
         // Added again: nothing changes. Added and removed at once: removed. Twice: once.
         assert_eq!(change(&conn, 1, &["vip"], &[]), (vec![], vec![]));
         assert_eq!(
-            change(&conn, 2, &["vip", "b2b"], &["b2b"]),
+            change(&conn, 2, &["vip", "b2b", "vip"], &["b2b"]),
             (vec!["vip".into()], vec![])
         );
         assert_eq!(names(&conn), ["refund", "vip"]);
-        assert_eq!(
-            list_conversation_tags(&conn, ConversationId(1)).expect("one"),
-            ["refund", "vip"]
-        );
+        assert_eq!(names_of(&conn, 1), ["refund", "vip"]);
+        // Giving a name that exists already used up no id: the next new tag is 3.
+        change(&conn, 2, &["c"], &[]);
+        assert_eq!(find_tag(&conn, "c").expect("read"), Some(TagId(3)));
+        change(&conn, 2, &[], &["c"]);
         // Removing a tag one never had changes nothing; removing the last use deletes the tag.
         assert_eq!(
             change(&conn, 2, &[], &["refund", "vip"]),
@@ -265,12 +266,7 @@ mod tests {
             change(&conn, 1, &["t99"], &["t00"]),
             (vec!["t99".into()], vec!["t00".into()])
         );
-        assert_eq!(
-            list_conversation_tags(&conn, ConversationId(1))
-                .expect("tags")
-                .len(),
-            MAX_TAGS
-        );
+        assert_eq!(names_of(&conn, 1).len(), MAX_TAGS);
     }
 
     #[test]
@@ -278,15 +274,16 @@ mod tests {
         let conn = migrated_with_foreign_keys(conversations());
         change(&conn, 1, &["jane doe", "vip"], &[]);
         change(&conn, 2, &["vip"], &[]);
-        let had = list_conversation_tag_ids(&conn, ConversationId(1)).expect("ids");
+        let had: Vec<TagId> = list_conversation_tags(&conn, ConversationId(1))
+            .expect("tags")
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
         conn.execute("DELETE FROM conversations WHERE id = 1", [])
             .expect("delete");
         delete_tags_if_unused(&conn, &had).expect("forget");
         assert_eq!(names(&conn), ["vip"]);
-        assert_eq!(
-            list_conversation_tags(&conn, ConversationId(2)).expect("two"),
-            ["vip"]
-        );
+        assert_eq!(names_of(&conn, 2), ["vip"]);
         // A new tag never takes a deleted one's id.
         let jane: TagId = had.into_iter().max().expect("an id");
         change(&conn, 2, &["new"], &[]);

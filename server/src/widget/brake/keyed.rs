@@ -200,7 +200,7 @@ impl Brakes {
             }
         }
         // Always the address's share first, then the site: one order, so no two locks deadlock.
-        let admitted = self.shares.with(
+        let (admitted, stepped_up) = self.shares.with(
             (site, ip_key),
             site_shard ^ shard_of_ip(ip_key),
             || AddressShare::new(now),
@@ -219,14 +219,15 @@ impl Brakes {
                             starts_conversation,
                             share,
                         );
-                        if brake.level() > before {
-                            log_flood_level(site, brake.level());
-                        }
-                        admitted
+                        (admitted, (brake.level() > before).then(|| brake.level()))
                     },
                 )
             },
         );
+        // Said once the locks are let go.
+        if let Some(level) = stepped_up {
+            log_flood_level(site, level);
+        }
         if let Err(held) = admitted {
             // A flood on one site must not use up the budget of an address (a shared office NAT)
             // on every other site, nor the visitor's own rate: only admitted messages are charged.

@@ -146,6 +146,15 @@ pub struct Chat {
     pub(super) snooze_alarm: Arc<Notify>,
 }
 
+/// The conversations the API's list asks for: the store's filters, and a site (by key) and a
+/// tag, read against what exists (one that does not exist has no conversations).
+#[derive(Debug, Clone, Default)]
+pub struct ConversationsWanted {
+    pub filter: store::ConversationFilter,
+    pub site_key: Option<String>,
+    pub tag: Option<Tag>,
+}
+
 impl Chat {
     /// The hub is made here, so that the live inbox's summaries follow it from the start.
     pub fn new(writer: Arc<Writer>, readers: Arc<Readers>, jobs: JobQueue) -> Self {
@@ -358,27 +367,36 @@ impl Chat {
         })
     }
 
-    /// One page of conversations (of `status`, or all; with `tag`, or any) by last activity, newest first, after
-    /// `before` (the last one of the previous page: its `last_message_at` and id).
+    /// One page of the conversations `wanted` by last activity, newest first, after `before`
+    /// (the last one of the previous page: its `last_message_at` and id).
     pub async fn list_conversations(
         &self,
-        status: Option<store::InboxStatus>,
-        tag: Option<Tag>,
+        wanted: ConversationsWanted,
         before: Option<(i64, ConversationId)>,
         limit: u32,
     ) -> Result<Vec<ConversationRow>, Error> {
+        let ConversationsWanted {
+            mut filter,
+            site_key,
+            tag,
+        } = wanted;
         Ok(self
             .readers
             .read(move |c| {
-                let tag = match tag {
-                    // A tag no conversation has: none to list.
-                    Some(tag) => match store::find_tag(c, tag.as_str())? {
-                        Some(id) => Some(id),
+                if let Some(key) = site_key {
+                    match store::find_site_by_key(c, &key)? {
+                        Some(site) => filter.site = Some(site.id),
                         None => return Ok(Vec::new()),
-                    },
-                    None => None,
-                };
-                store::list_conversations(c, status, tag, before, limit)
+                    }
+                }
+                if let Some(tag) = tag {
+                    // A tag no conversation has: none to list.
+                    match store::find_tag(c, tag.as_str())? {
+                        Some(id) => filter.tag = Some(id),
+                        None => return Ok(Vec::new()),
+                    }
+                }
+                store::list_conversations(c, &filter, before, limit)
             })
             .await?)
     }

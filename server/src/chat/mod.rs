@@ -28,7 +28,9 @@ pub use canned::{
     CannedOutcome, CannedScope, FilledReply, MAX_SHORTCUT_CHARS, Placeholders, Shortcut,
     fill_placeholders,
 };
-pub use conversation::{Agent, Chat, HistoryPage, InboundReply, PostedMessage};
+pub use conversation::{
+    Agent, Chat, ConversationsWanted, HistoryPage, InboundReply, PostedMessage,
+};
 pub use error::Error;
 pub use hours::{
     Availability, SiteHoursInput, availability, find_site_hours, remove_site_hours, save_site_hours,

@@ -9,11 +9,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::attachments::file_json;
-use crate::chat::{Agent, MessageBody, Tag};
+use crate::chat::{Agent, ConversationsWanted, MessageBody, Tag};
 use crate::state::AppState;
 use crate::store::{
-    AttachmentPart, ConversationId, ConversationRow, Expected, InboxStatus, MessageRow, Resnooze,
-    UserId,
+    AttachmentPart, ConversationFilter, ConversationId, ConversationRow, Expected, InboxAssignee,
+    InboxStatus, MessageRow, Resnooze, UserId,
 };
 use crate::values::ClientId;
 
@@ -72,6 +72,12 @@ pub struct ListQuery {
     status: Option<String>,
     /// A tag's name: only conversations with it.
     tag: Option<String>,
+    /// `true` or `false`: only the snoozed ones, or only the others.
+    snoozed: Option<String>,
+    /// A user id, `me` (the token's user) or `unassigned`: only theirs, or nobody's.
+    assignee: Option<String>,
+    /// A site's key: only that site's.
+    site: Option<String>,
     /// The previous page's `next`.
     before: Option<String>,
     /// Conversations on a page, 1 to [`LIST_LIMIT`] (text, so a bad value gets this API's
@@ -92,19 +98,34 @@ fn parse_cursor(raw: &str) -> Option<(i64, ConversationId)> {
     (at >= 0 && id >= 0).then_some((at, ConversationId(id)))
 }
 
-/// `GET /api/v1/conversations?status=…&tag=…&before=…&limit=…`: conversations (all, or the open
-/// or closed ones; with a tag, or any) by last activity, newest first, a page at a time; `next` is the cursor of the
-/// following page (`null` on the last).
-pub async fn list_conversations(
-    State(app): State<AppState>,
-    _user: ApiUser,
-    StrictQuery(query): StrictQuery<ListQuery>,
-) -> Result<Response, ApiError> {
+/// The conversations `query` asks for, `me` being the token's user (`assignee=me`).
+fn wanted(query: &ListQuery, me: UserId) -> Result<ConversationsWanted, ApiError> {
     let status = match query.status.as_deref() {
         None => None,
         Some("open") => Some(InboxStatus::Open),
         Some("closed") => Some(InboxStatus::Closed),
         Some(_) => return Err(ApiError::invalid("status must be open or closed.")),
+    };
+    let snoozed = match query.snoozed.as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => return Err(ApiError::invalid("snoozed must be true or false.")),
+    };
+    let assignee = match query.assignee.as_deref() {
+        None => InboxAssignee::Anyone,
+        Some("me") => InboxAssignee::User(me),
+        Some("unassigned") => InboxAssignee::Unassigned,
+        Some(raw) => match raw.parse::<i64>() {
+            Ok(id) if id > 0 && raw.bytes().all(|b| b.is_ascii_digit()) => {
+                InboxAssignee::User(UserId(id))
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    "assignee must be a user id, me or unassigned.",
+                ));
+            }
+        },
     };
     let tag = query
         .tag
@@ -112,6 +133,27 @@ pub async fn list_conversations(
         .map(Tag::parse)
         .transpose()
         .map_err(|invalid| ApiError::invalid(format!("tag: {}", invalid.0)))?;
+    Ok(ConversationsWanted {
+        filter: ConversationFilter {
+            status,
+            snoozed,
+            assignee,
+            ..ConversationFilter::default()
+        },
+        site_key: query.site.clone(),
+        tag,
+    })
+}
+
+/// `GET /api/v1/conversations?status=…&snoozed=…&assignee=…&site=…&tag=…&before=…&limit=…`:
+/// conversations (all, or those the filters let through) by last activity, newest first, a page
+/// at a time; `next` is the cursor of the following page (`null` on the last).
+pub async fn list_conversations(
+    State(app): State<AppState>,
+    user: ApiUser,
+    StrictQuery(query): StrictQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    let wanted = wanted(&query, user.0.id)?;
     let before = match query.before.as_deref() {
         None => None,
         Some(raw) => Some(parse_cursor(raw).ok_or_else(|| {
@@ -121,7 +163,7 @@ pub async fn list_conversations(
     let limit = paging::limit(query.limit.as_deref(), LIST_LIMIT)?;
     let rows = app
         .chat
-        .list_conversations(status, tag, before, paging::rows_to_read(limit))
+        .list_conversations(wanted, before, paging::rows_to_read(limit))
         .await?;
     let (conversations, next) = paging::page(rows, limit, cursor);
     let list: Vec<_> = conversations.iter().map(conversation_json).collect();

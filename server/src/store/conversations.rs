@@ -4,8 +4,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
+use super::inbox_list::{bind, narrowing};
 use super::tags::tags_of_c;
-use super::{ConversationId, Error, InboxStatus, SiteId, TagId, UserId, VisitorId};
+use super::{ConversationId, Error, InboxAssignee, InboxStatus, SiteId, TagId, UserId, VisitorId};
 
 /// A conversation as the API lists it.
 #[derive(Debug, Clone)]
@@ -58,14 +59,25 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<ConversationRow> {
     })
 }
 
+/// Which conversations the API lists: each field that is set narrows the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConversationFilter {
+    /// Open or closed ones (a snoozed conversation is open).
+    pub status: Option<InboxStatus>,
+    /// Snoozed ones (`true`) or the others (`false`).
+    pub snoozed: Option<bool>,
+    pub assignee: InboxAssignee,
+    pub site: Option<SiteId>,
+    pub tag: Option<TagId>,
+}
+
 /// Conversations by last activity, newest first (ties by id), `limit` of them, after the one
 /// whose `(last_message_at, id)` is `before` (keyset paging: no conversation is repeated or
 /// skipped between pages, except one that becomes active meanwhile, which moves to the front);
-/// only those of `status` when it is given, and only those with `tag` when it is given.
+/// only those `filter` lets through.
 pub fn list_conversations(
     conn: &Connection,
-    status: Option<InboxStatus>,
-    tag: Option<TagId>,
+    filter: &ConversationFilter,
     before: Option<(i64, ConversationId)>,
     limit: u32,
 ) -> Result<Vec<ConversationRow>, Error> {
@@ -75,22 +87,21 @@ pub fn list_conversations(
     // no index in that order and sorts the whole table for each page (45 ms at 500,000
     // conversations, docs/capacity.md "The agent's read paths"). `InboxStatus` has every value
     // the table's CHECK allows (`migrations/0001_core.sql`).
-    // With a tag, its conversations are read through the tag's index (usually few of many).
-    let tagged = if tag.is_some() {
-        "AND c.id IN (SELECT conversation_id FROM conversation_tags WHERE tag_id = ?4)"
-    } else {
-        // The statement takes the same parameters either way: ?4 is NULL here.
-        "AND ?4 IS NULL"
-    };
+    let (mut narrower, mut values) = narrowing(filter.assignee, filter.site, filter.tag);
+    match filter.snoozed {
+        Some(true) => narrower.push_str(" AND c.snoozed_until IS NOT NULL"),
+        Some(false) => narrower.push_str(" AND c.snoozed_until IS NULL"),
+        None => {}
+    }
     let page = |status: InboxStatus| {
         format!(
             "SELECT * FROM (SELECT c.id FROM conversations c WHERE c.status = '{}' \
-             AND (c.last_message_at, c.id) < (?1, ?2) {tagged} \
-             ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3)",
+             AND (c.last_message_at, c.id) < (:at, :id){narrower} \
+             ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit)",
             status.sql()
         )
     };
-    let ids = match status {
+    let ids = match filter.status {
         Some(status) => page(status),
         None => format!(
             "{} UNION ALL {}",
@@ -98,14 +109,17 @@ pub fn list_conversations(
             page(InboxStatus::Closed)
         ),
     };
+    values.push((":at", Box::new(at)));
+    values.push((":id", Box::new(id)));
+    values.push((":limit", Box::new(limit)));
     // The page's ids first, then their columns: the columns' subqueries (the tags) run for the
     // page's rows only, never for every row a tag's filter sorts.
     let sql = format!(
-        "{SELECT} WHERE c.id IN ({ids}) ORDER BY c.last_message_at DESC, c.id DESC LIMIT ?3"
+        "{SELECT} WHERE c.id IN ({ids}) ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     Ok(stmt
-        .query_map(params![at, id, limit, tag], from_row)?
+        .query_map(&bind(&values)[..], from_row)?
         .collect::<Result<_, _>>()?)
 }
 

@@ -8,7 +8,7 @@ use super::inbox::{InboxItemRow, SELECT_ITEM, item_from_row};
 use super::{ConversationId, Error, SiteId, TagId, UserId};
 
 /// Named parameters of a query built from parts.
-type Bindings = Vec<(&'static str, Box<dyn ToSql>)>;
+pub(super) type Bindings = Vec<(&'static str, Box<dyn ToSql>)>;
 
 /// Open or closed conversations: the stored `conversations.status` (a snoozed conversation is
 /// open).
@@ -166,29 +166,40 @@ impl InboxQuery {
 
     /// The WHERE clause and its parameters (besides the reader's `:reader`).
     fn filter(&self) -> (String, Bindings) {
-        let mut sql = String::from(self.status.sql());
-        let mut values: Bindings = Vec::new();
-        match self.assignee {
-            InboxAssignee::Anyone => {}
-            InboxAssignee::Unassigned => sql.push_str(" AND c.assignee_id IS NULL"),
-            InboxAssignee::User(user) => {
-                sql.push_str(" AND c.assignee_id = :assignee");
-                values.push((":assignee", Box::new(user)));
-            }
-        }
-        if let Some(site) = self.site {
-            sql.push_str(" AND c.site_id = :site");
-            values.push((":site", Box::new(site)));
-        }
-        if let Some(tag) = self.tag {
-            // Read through the tag's index: a tag usually has few conversations of many.
-            sql.push_str(
-                " AND c.id IN (SELECT conversation_id FROM conversation_tags WHERE tag_id = :tag)",
-            );
-            values.push((":tag", Box::new(tag)));
-        }
-        (sql, values)
+        let (narrower, values) = narrowing(self.assignee, self.site, self.tag);
+        (format!("{}{narrower}", self.status.sql()), values)
     }
+}
+
+/// The conditions on `c` (the `conversations` row) for an assignee, a site and a tag, each
+/// ` AND …`, and their parameters: the inbox list's and the API's (`store::conversations`).
+pub(super) fn narrowing(
+    assignee: InboxAssignee,
+    site: Option<SiteId>,
+    tag: Option<TagId>,
+) -> (String, Bindings) {
+    let mut sql = String::new();
+    let mut values: Bindings = Vec::new();
+    match assignee {
+        InboxAssignee::Anyone => {}
+        InboxAssignee::Unassigned => sql.push_str(" AND c.assignee_id IS NULL"),
+        InboxAssignee::User(user) => {
+            sql.push_str(" AND c.assignee_id = :assignee");
+            values.push((":assignee", Box::new(user)));
+        }
+    }
+    if let Some(site) = site {
+        sql.push_str(" AND c.site_id = :site");
+        values.push((":site", Box::new(site)));
+    }
+    if let Some(tag) = tag {
+        // Read through the tag's index: a tag usually has few conversations of many.
+        sql.push_str(
+            " AND c.id IN (SELECT conversation_id FROM conversation_tags WHERE tag_id = :tag)",
+        );
+        values.push((":tag", Box::new(tag)));
+    }
+    (sql, values)
 }
 
 /// Where a page ends in its order: the last row's sort key and id. `rank` is 0 for conversations
@@ -218,7 +229,7 @@ pub struct InboxPage {
     pub next: Option<InboxCursor>,
 }
 
-fn bind(values: &Bindings) -> Vec<(&'static str, &dyn ToSql)> {
+pub(super) fn bind(values: &Bindings) -> Vec<(&'static str, &dyn ToSql)> {
     values.iter().map(|(k, v)| (*k, v.as_ref())).collect()
 }
 

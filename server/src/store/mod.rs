@@ -84,7 +84,8 @@ pub use capacity::{
 pub use check::{CheckReport, check_database, has_no_tables, is_porch_database};
 pub use checkpoint::{truncate_after_erasure, truncate_wal_after_erasure};
 pub use conversations::{
-    ConversationRow, find_conversation, find_open_conversation_of, list_conversations,
+    ConversationFilter, ConversationRow, find_conversation, find_open_conversation_of,
+    list_conversations,
 };
 pub use damage::{DamagedFile, explain_damage};
 pub use db::{

@@ -23,6 +23,7 @@ mod config_validation;
 mod connection_limits;
 mod connections;
 mod conversation_actions;
+mod conversation_filters;
 mod conversations_api;
 mod cookie_tossing;
 mod deliveries_page;

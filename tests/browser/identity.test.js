@@ -2,7 +2,7 @@
 // the host page passes its logged-in user with user_hash; the same user in another browser sees their
 // history; a wrong hash stays apart; window.__porch.identify switches an open panel to the user; the
 // agent sees the user as verified and the forger as unverified; an agent's image opens in every browser of
-// the user (its request proves the user as hello does).
+// the user (its request proves the user as hello does); a message left unsent at a logout waits for its user.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
@@ -154,5 +154,49 @@ test("a verified user downloads and deletes their history from the menu of anoth
     await again.page.locator("[data-porch=status][data-state=connected]").waitFor();
     assert.deepEqual(await shown(again.page), []);
     for (const v of [laptop, phone, again]) await v.context.close();
+    await agentContext.close();
+  });
+
+// A message a signed-in user wrote offline and had not sent when the page logged them out waits for that
+// user: the browser's anonymous visitor neither shows nor sends it (the user's words would land in the chat
+// of whoever uses the computer next, and twice if the first copy had arrived), and it goes out, once, into
+// the user's conversation when they are back.
+test("a signed-in user's unsent message waits for that user, not for the next person at the browser",
+  { timeout: 120000 }, async () => {
+    const { agentContext, secret } = await agentWithSecret();
+    const dee = { id: "dee-9", name: "Dee", user_hash: hash(secret, "dee-9") };
+    const v = await visitor(world.browser, withUser(dee));
+    const status = v.page.locator("[data-porch=status]");
+    const connected = async () => (await status.getAttribute("data-state")) === "connected";
+    await v.context.setOffline(true);
+    await waitFor("offline", async () => (await status.getAttribute("data-state")) === "offline");
+    await v.page.locator("[data-porch=input]").fill("My card ends 4242");
+    await v.page.locator("[data-porch=input]").press("Enter");
+    await v.page.locator("[data-porch=message][data-status=sending]", { hasText: "My card ends 4242" }).waitFor();
+
+    // Logged out without a reload, then back online: the panel is the browser's anonymous visitor.
+    await v.page.evaluate(() => window.Porch.identify(null));
+    await v.context.setOffline(false);
+    await waitFor("connected as the anonymous visitor", connected);
+    await v.say("Anonymous after logout");
+    assert.deepEqual(await shown(v.page), ["Anonymous after logout"]);
+    // A page without the user (the chat reopens by itself): the anonymous history from the server, still
+    // without the user's message.
+    await v.page.goto(world.host.url);
+    await waitFor("the chat reopened", connected);
+    await waitFor("the anonymous history", async () => (await shown(v.page)).includes("Anonymous after logout"));
+    assert.deepEqual(await shown(v.page), ["Anonymous after logout"]);
+
+    // The user signs in again: their message goes out now, once, into their own conversation.
+    await v.page.evaluate((u) => window.Porch.identify(u), dee);
+    await v.page.locator("[data-porch=message][data-status=sent]", { hasText: "My card ends 4242" }).waitFor();
+    assert.deepEqual(await shown(v.page), ["My card ends 4242"]);
+    const phone = await visitor(world.browser, withUser(dee));
+    await waitFor("the user's history in another browser", async () =>
+      (await shown(phone.page)).includes("My card ends 4242"));
+    assert.deepEqual(await shown(phone.page), ["My card ends 4242"]);
+    const left = await v.page.evaluate((k) => localStorage.getItem(k), `porch:${world.site.key}:pending`);
+    assert.equal(left, null, "nothing waits any more");
+    for (const x of [v, phone]) await x.context.close();
     await agentContext.close();
   });

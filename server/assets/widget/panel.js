@@ -152,12 +152,22 @@
     const raw = this[k];
     return Array.isArray(raw) ? Array.from(raw) : v;
   });
-  // Unacked messages [{client_id, body}], shared by this visitor's tabs. Always read fresh, so that two
-  // tabs adding and removing entries do not overwrite each other's.
-  const pending = () => {
+  // Unacked messages [{client_id, body, as}], shared by this browser's tabs. Always read fresh, so that two
+  // tabs adding and removing entries do not overwrite each other's. Each belongs to whom it was written as
+  // (`as`: the page's user id, none for the anonymous visitor) and is shown and sent only as them: after a
+  // logout (Porch.identify(null)) the next person at the browser must not send, or see, the user's words,
+  // and a copy the server stored for the user would be stored again for someone else. It waits for its
+  // writer's return instead.
+  const writer = () => (c.user && c.user.id != null ? String(c.user.id).trim() : null);
+  const stored = () => {
     try { const list = JSON.parse(read(key("pending"))); return Array.isArray(list) ? list : []; } catch { return []; }
   };
-  const setPending = (list) => write(key("pending"), list.length ? toJson(list) : null);
+  const isMine = (m) => (m && m.as != null ? String(m.as) : null) === writer();
+  const pending = () => stored().filter(isMine);
+  const setPending = (list) => {
+    const all = [...stored().filter((m) => !isMine(m)), ...list.map((m) => ({ ...m, as: writer() }))];
+    write(key("pending"), all.length ? toJson(all) : null);
+  };
   const addPending = (m) => setPending([...pending().filter((p) => p.client_id !== m.client_id), m]);
   const dropPending = (cid) => setPending(pending().filter((p) => p.client_id !== cid));
 

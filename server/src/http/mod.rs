@@ -24,6 +24,7 @@ mod slack_actions;
 mod slack_events;
 mod strict_json;
 mod strict_query;
+mod unread_body;
 
 pub use boot::{Booting, serve_while_booting};
 pub use client_ip::{ClientIp, client_ip};

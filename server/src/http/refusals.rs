@@ -8,7 +8,7 @@
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -122,19 +122,4 @@ fn is_of_type(headers: &HeaderMap, kind: &str) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with(kind))
-}
-
-/// `Connection: close` on a 413 or a 408: the request's body was left unread (too large, or too
-/// slow), so the server closes the connection after answering; said in the answer, a client opens
-/// a new connection for its next request instead of writing it onto this one as it closes.
-pub async fn close_after_unread_body(mut response: Response) -> Response {
-    if matches!(
-        response.status(),
-        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
-    ) {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    response
 }

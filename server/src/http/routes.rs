@@ -12,7 +12,8 @@ use crate::admin;
 use crate::state::AppState;
 use crate::widget;
 
-use super::refusals::{close_after_unread_body, is_api_path, refusal_bodies};
+use super::refusals::{is_api_path, refusal_bodies};
+use super::unread_body::finish_request_body;
 use super::{
     ApiError, api, api_audit, api_deliveries, api_integration_state, api_integrations, api_privacy,
     api_sites, health, metrics, slack_actions, slack_events, strict_query,
@@ -85,7 +86,7 @@ pub fn router(app: AppState) -> Router {
         .merge(uploads(&app))
         .merge(http)
         .layer(nosniff())
-        .layer(axum::middleware::map_response(close_after_unread_body))
+        .layer(axum::middleware::from_fn(finish_request_body))
         .with_state(app)
 }
 

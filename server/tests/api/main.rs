@@ -45,6 +45,7 @@ mod inbox;
 mod inbox_list;
 mod instance_lock;
 mod integrity;
+mod keep_alive;
 mod languages;
 mod live_inbox;
 mod loadtest;

@@ -1,0 +1,114 @@
+//! A request body the handler left unread is read to its end before the answer goes out, so the
+//! connection can carry the client's next request. A handler that refuses a call (a bad token, an
+//! agent at an admin form, a wrong content type) answers without reading the body; HTTP/1.1 then
+//! cannot tell where the next request begins, so hyper closes the connection after the answer,
+//! without saying so, while the client may still be writing the body, and a client that pools
+//! connections (httpx, requests, every HTTP library) gets a transport error on its next call.
+//! Read here, bounded in size and time; past either bound the answer says `Connection: close`,
+//! as a 413 or a 408 (whose bodies are never read) always does, so the client opens a new
+//! connection instead.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use futures_util::StreamExt;
+use hyper::body::{Frame, SizeHint};
+
+/// Most bytes of an unread body read after the answer was decided: the default body limit, so
+/// any refused API call or form is read; a larger upload refused early closes its connection.
+const MOST_READ: usize = 1024 * 1024;
+/// Longest the answer waits for the rest of a body (a client that sends it slowly gets
+/// `Connection: close` rather than holding the answer).
+const MOST_WAIT: Duration = Duration::from_secs(2);
+
+/// The request's body, whose unread rest stays here when the handler drops its part.
+type Kept = Arc<Mutex<Option<Body>>>;
+
+fn lock(kept: &Kept) -> MutexGuard<'_, Option<Body>> {
+    kept.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The body as the handler sees it: reads through to the kept one.
+struct Shared(Kept);
+
+impl hyper::body::Body for Shared {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        match lock(&self.0).as_mut() {
+            Some(body) => Pin::new(body).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        lock(&self.0)
+            .as_ref()
+            .is_none_or(hyper::body::Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        lock(&self.0)
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), hyper::body::Body::size_hint)
+    }
+}
+
+/// Whether `rest` ended within [`MOST_READ`] bytes and [`MOST_WAIT`].
+async fn read_to_end(rest: Body) -> bool {
+    let mut stream = rest.into_data_stream();
+    let mut read = 0usize;
+    let to_end = async {
+        while let Some(chunk) = stream.next().await {
+            let Ok(chunk) = chunk else { return false };
+            read = read.saturating_add(chunk.len());
+            if read > MOST_READ {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(MOST_WAIT, to_end)
+        .await
+        .unwrap_or(false)
+}
+
+/// The middleware: see the module's comment.
+pub async fn finish_request_body(request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    // No body (most GETs): nothing can be left unread, and nothing is kept.
+    let kept: Option<Kept> =
+        (!hyper::body::Body::is_end_stream(&body)).then(|| Arc::new(Mutex::new(Some(body))));
+    let body = match &kept {
+        Some(kept) => Body::new(Shared(Arc::clone(kept))),
+        None => Body::empty(),
+    };
+    let mut response = next.run(Request::from_parts(parts, body)).await;
+    let unread_for_good = matches!(
+        response.status(),
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
+    );
+    let rest = kept.and_then(|kept| lock(&kept).take());
+    let whole = match rest {
+        None => true,
+        Some(rest) if hyper::body::Body::is_end_stream(&rest) => true,
+        Some(rest) => !unread_for_good && read_to_end(rest).await,
+    };
+    if unread_for_good || !whole {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}

@@ -65,16 +65,46 @@ pub fn second_step_cookie_name(app: &AppState) -> String {
 /// mean someone else set one (another path, or a sibling origin), and the browser does not
 /// say which is ours: neither is trusted.
 pub fn read_cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    let mut found = headers
+    let mut found = cookie_values(headers, name);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// Every value of cookie `name` the request carries, in the order the browser sent them.
+fn cookie_values<'a, 'n>(
+    headers: &'a HeaderMap,
+    name: &'n str,
+) -> impl Iterator<Item = &'a str> + use<'a, 'n> {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(key, _)| *key == name)
-        .map(|(_, value)| value);
-    let first = found.next()?;
-    found.next().is_none().then_some(first)
+        .filter(move |(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// Most paths a doubled cookie is deleted at (a page's path has a few segments).
+const MOST_PATHS_CLEARED: usize = 8;
+
+/// Deletes cookie `name` at each path of `path` but `/` (`/conversations`, `/conversations/5`…):
+/// a copy planted there (plain http only; see docs/admin.md, "Cookie tossing") sorts first and
+/// doubles the name on this page alone, while the sign-in page, at `/`, sees only the browser's
+/// own and sends the agent back here; without this they would go round for ever.
+fn delete_planted_copies(response: &mut Response, name: &str, path: &str) {
+    let mut at = String::new();
+    for segment in path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .take(MOST_PATHS_CLEARED)
+    {
+        at.push('/');
+        at.push_str(segment);
+        if let Ok(value) = HeaderValue::from_str(&format!("{name}=; Path={at}; Max-Age=0")) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
 }
 
 /// A `Set-Cookie` value: `HttpOnly`, `Path=/`, `SameSite`, `Secure` when served over https.
@@ -219,8 +249,13 @@ pub fn url_encode(text: &str) -> String {
 }
 
 async fn signed_in(parts: &Parts, app: &AppState) -> Result<SignedIn, Response> {
-    let Some(value) = read_cookie(&parts.headers, &session_cookie_name(app)) else {
-        return Err(to_login(parts));
+    let name = session_cookie_name(app);
+    let Some(value) = read_cookie(&parts.headers, &name) else {
+        let mut response = to_login(parts);
+        if cookie_values(&parts.headers, &name).nth(1).is_some() {
+            delete_planted_copies(&mut response, &name, parts.uri.path());
+        }
+        return Err(response);
     };
     match find_signed_in(value, app).await {
         Ok(Some(who)) => Ok(who),

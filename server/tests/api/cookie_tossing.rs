@@ -60,4 +60,31 @@ async fn a_session_cookie_sent_twice_is_not_trusted() {
     let both = format!("{tossed}; {}", victim.cookie);
     let page = send(&app, "GET", "/inbox", &both, None).await;
     assert_eq!(page.status, 303, "one of two session cookies was trusted");
+    // The copy planted for the page's path is deleted there, or the sign-in page (which sees
+    // only the browser's own, at `/`) would send the agent back to the page for ever.
+    let deleted: Vec<_> = page
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(deleted, ["porch_session=; Path=/inbox; Max-Age=0"]);
+    let page = send(&app, "GET", "/conversations/7/events", &both, None).await;
+    let deleted: Vec<_> = page
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(
+        deleted,
+        [
+            "porch_session=; Path=/conversations; Max-Age=0",
+            "porch_session=; Path=/conversations/7; Max-Age=0",
+            "porch_session=; Path=/conversations/7/events; Max-Age=0",
+        ]
+    );
+    // The browser's own cookie alone still signs in.
+    let page = send(&app, "GET", "/inbox", &victim.cookie, None).await;
+    assert_eq!(page.status, 200);
 }

@@ -101,11 +101,14 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
             {role_form}
             {rename_form}
             {reset}
-            <form method="post" action=format!("/team/{id}/link")>
-                <CsrfField token=csrf.clone()/>
-                <button type="submit" class="button"
-                    aria-label=format!("Reset link for {}", member.name)>"Reset link"</button>
-            </form>
+            // A disabled account's link could not be used: enabling comes first.
+            {(!member.is_disabled).then(|| view! {
+                <form method="post" action=format!("/team/{id}/link")>
+                    <CsrfField token=csrf.clone()/>
+                    <button type="submit" class="button"
+                        aria-label=format!("Reset link for {}", member.name)>"Reset link"</button>
+                </form>
+            })}
             <form method="post" action=format!("/team/{id}/{action}") data-confirm=question>
                 <CsrfField token=csrf.clone()/>
                 <button type="submit" class=class

@@ -153,7 +153,8 @@ impl Accounts {
 
     /// Makes a new link for an existing user (a fresh invitation if they never chose a
     /// password, otherwise a reset), recorded as made by `by` from `ip`; older links of theirs
-    /// of the same kind stop working.
+    /// of the same kind stop working. None for a disabled user: it could not be used while they
+    /// are, and would open the account whenever they were enabled again.
     pub async fn create_link(
         &self,
         by: &UserRow,
@@ -165,12 +166,16 @@ impl Accounts {
         let token_hash = hash_secret(&token);
         let now = now_ms();
         let (actor, by) = (Actor::user(by, ip), by.id);
-        let found = self
-            .writer
+        self.writer
             .write(move |c| {
                 let Some(target) = store::find_user(c, user)? else {
-                    return Ok(false);
+                    return Ok(Err(Error::NotFound("user")));
                 };
+                if target.is_disabled {
+                    return Ok(Err(Error::Conflict(
+                        "This account is disabled: enable it first, then make the link.",
+                    )));
+                }
                 store::insert_account_link(
                     c,
                     &token_hash,
@@ -183,14 +188,9 @@ impl Accounts {
                 let detail = json!({"kind": kind.as_str()});
                 let target = Target::user(&target);
                 audit::record(c, &actor, AuditAction::UserLinkCreated, &target, &detail)?;
-                Ok(true)
+                Ok(Ok(token))
             })
-            .await?;
-        if found {
-            Ok(token)
-        } else {
-            Err(Error::NotFound("user"))
-        }
+            .await?
     }
 
     /// The account a usable link belongs to.
@@ -328,8 +328,14 @@ impl Accounts {
         Ok(())
     }
 
-    /// Changes a user's role; the last enabled admin cannot be demoted.
-    pub async fn change_role(&self, actor: &Actor, user: UserId, role: &str) -> Result<(), Error> {
+    /// Changes a user's role; the last enabled admin cannot be demoted. `false` when they had
+    /// that role already: nothing is written or recorded.
+    pub async fn change_role(
+        &self,
+        actor: &Actor,
+        user: UserId,
+        role: &str,
+    ) -> Result<bool, Error> {
         let role = Role::parse(role)?;
         let actor = actor.clone();
         self.writer
@@ -337,6 +343,9 @@ impl Accounts {
                 let Some(target) = store::find_user(c, user)? else {
                     return Ok(Err(Error::NotFound("user")));
                 };
+                if target.role == role.as_str() {
+                    return Ok(Ok(false));
+                }
                 if role == Role::Agent && store::count_other_admins(c, user)? == 0 {
                     return Ok(Err(Error::Conflict(
                         "This is the last admin; make someone else an admin first.",
@@ -351,7 +360,7 @@ impl Accounts {
                     &Target::user(&target),
                     &detail,
                 )?;
-                Ok(Ok(()))
+                Ok(Ok(true))
             })
             .await?
     }

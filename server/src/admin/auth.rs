@@ -62,6 +62,7 @@ impl NoticeQuery {
             }
             "site-deleted" => "Site deleted.",
             "role-changed" => "Role changed.",
+            "role-unchanged" => "Nothing changed: they had that role already.",
             "renamed" => "Name changed. Earlier messages keep the name they were sent with.",
             "disabled" => "User disabled. Their sessions and API tokens stopped working.",
             "enabled" => "User enabled again.",

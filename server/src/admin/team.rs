@@ -165,10 +165,14 @@ pub async fn create_link(
     } else {
         (LinkKind::Invite, "Invitation link", AccountLink::Invitation)
     };
-    let token = app
+    let token = match app
         .accounts
         .create_link(&who.user, ip, target.id, kind)
-        .await?;
+        .await
+    {
+        Ok(token) => token,
+        Err(err) => return refused(&app, &who, err).await,
+    };
     let url = kind.url(&app.public_url, &token);
     let mailed = mail_link(&app, &target.name, &target.email, mail, &url).await?;
     team_page_with(
@@ -239,7 +243,8 @@ pub async fn change_role(
         .change_role(&actor, UserId(id), &form.role)
         .await
     {
-        Ok(()) => Ok(see_other("/team?notice=role-changed")),
+        Ok(true) => Ok(see_other("/team?notice=role-changed")),
+        Ok(false) => Ok(see_other("/team?notice=role-unchanged")),
         Err(err) => refused(&app, &who, err).await,
     }
 }

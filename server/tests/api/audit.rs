@@ -158,6 +158,12 @@ async fn team_changes_write_one_event_each_with_actor_target_and_address() {
     .await;
     let bo = app.count("SELECT id FROM users WHERE email = 'bo@example.com'");
     post(&format!("/team/{bo}/role"), &[("role", "admin")]).await;
+    // The role Bo has now: nothing to change, nothing recorded (one event below, not two).
+    let again = post(&format!("/team/{bo}/role"), &[("role", "admin")]).await;
+    assert_eq!(
+        again.header("location"),
+        Some("/team?notice=role-unchanged")
+    );
     post(&format!("/team/{bo}/disable"), &[]).await;
     post(&format!("/team/{bo}/enable"), &[]).await;
     for action in [
@@ -425,6 +431,30 @@ async fn a_new_reset_link_is_recorded_with_its_kind_never_its_token() {
             "SELECT count(*) FROM audit_events WHERE detail LIKE '%{link}%'"
         )),
         0
+    );
+
+    // A disabled account gets no link (it could not be used, and would work once enabled):
+    // refused with the reason, nothing made or recorded.
+    admin_post(&app, &admin, &format!("/team/{bo}/disable"), &[]).await;
+    let csrf = form(&[("csrf", admin.csrf.as_str())]);
+    let link = format!("/team/{bo}/link");
+    let refused = send(&app, "POST", &link, &admin.cookie, Some(&csrf)).await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("This account is disabled: enable it first"),
+        "{}",
+        refused.body
+    );
+    assert!(!refused.body.contains("/password-resets/"));
+    assert!(
+        !refused.body.contains("Reset link for Bo"),
+        "no button for it"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'user.link_created'"),
+        1
     );
 }
 

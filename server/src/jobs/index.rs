@@ -476,18 +476,46 @@ impl Index {
         }
     }
 
+    /// Forgets job `id`, rescheduled by its attempt's outcome but blocked in SQLite instead (its
+    /// integration was turned off or blocked while it ran), with its destination's pause and
+    /// pacing, as [`Self::remove_integration`] forgot those of the integration's other jobs: the
+    /// turn-on or fix reads it back, due at once.
+    pub fn forget_blocked(&mut self, id: JobId) {
+        let Some(entry) = self.jobs.get(&id) else {
+            return;
+        };
+        let is_running = entry.is_running;
+        if let Some(key) = entry.row.rate_key.clone() {
+            self.release_key(&key);
+        }
+        // One taken to start again in the same round did not start (it is not queued), and its
+        // round ends it as such (`not_queued`).
+        if !is_running {
+            self.finish(id);
+        }
+    }
+
+    /// Ends `rate_key`'s pause and pacing.
+    fn release_key(&mut self, rate_key: &str) {
+        self.held.remove(rate_key);
+        self.pacer.forget(rate_key);
+    }
+
     /// Removes every job of an integration (it is blocked until an admin fixes it); returns how
     /// many were removed. Running ones are left to finish and are then forgotten by `finish`.
     pub fn remove_integration(&mut self, integration: IntegrationId) -> usize {
         // The tails first, so no job of the integration is read back as the others leave.
         let removed = self.tails.remove_integration(integration);
+        let mut rate_keys: HashSet<String> = HashSet::new();
         for (rate_key, count) in removed.from_tails {
             self.windows.forget_tail(rate_key.as_deref(), count);
+            rate_keys.extend(rate_key);
         }
         for (rate_key, count) in removed.from_reads {
             for _ in 0..count {
                 self.windows.forget(rate_key.as_deref(), false);
             }
+            rate_keys.extend(rate_key);
         }
         let ids: Vec<JobId> = self
             .jobs
@@ -496,7 +524,16 @@ impl Index {
             .map(|(id, _)| *id)
             .collect();
         for id in &ids {
+            if let Some(entry) = self.jobs.get(id) {
+                rate_keys.extend(entry.row.rate_key.clone());
+            }
             self.finish(*id);
+        }
+        // Its destinations' pauses and pacing go too: turning an integration off and on is how
+        // an admin sends what waits out a 429 now (docs/jobs.md, "Pacing"), and its jobs, queued
+        // again with `run_at` now, would otherwise still wait for the pause.
+        for key in &rate_keys {
+            self.release_key(key);
         }
         ids.len()
     }

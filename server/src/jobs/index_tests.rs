@@ -296,6 +296,37 @@ fn removing_an_integration_forgets_its_waiting_jobs() {
     assert!(ids(&mut index, 0).is_empty());
 }
 
+#[test]
+fn removing_an_integration_ends_its_destinations_pause_and_pace() {
+    let mut index = Index::new(64);
+    index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 0));
+    index.insert(job(2, Some("conv:2"), Some("slack:T:C1"), 0));
+    assert_eq!(ids(&mut index, 0), [1, 2]);
+    // Slack answered 429 with Retry-After: 3600 to both.
+    index.reschedule(JobId(1), 3_600_000, 0, true);
+    index.reschedule(JobId(2), 3_600_000, 0, true);
+    assert_eq!(index.remove_integration(IntegrationId(1)), 2);
+    // Turned on again: its jobs come back due now, and go at once, with the channel's burst.
+    index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 10));
+    index.insert(job(2, Some("conv:2"), Some("slack:T:C1"), 10));
+    assert_eq!(ids(&mut index, 10), [1, 2]);
+}
+
+#[test]
+fn a_job_blocked_by_its_outcome_leaves_with_its_destinations_pause() {
+    let mut index = Index::new(64);
+    index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 0));
+    assert_eq!(ids(&mut index, 0), [1]);
+    // Turned off while it ran; its 429 came after, and SQLite blocked it instead of queuing it.
+    assert_eq!(index.remove_integration(IntegrationId(1)), 0, "it runs");
+    index.reschedule(JobId(1), 3_600_000, 0, true);
+    index.forget_blocked(JobId(1));
+    assert_eq!(index.len(), 0);
+    // Turned on: read back, due now, and not held by the pause it earned.
+    index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 10));
+    assert_eq!(ids(&mut index, 10), [1]);
+}
+
 /// Answers the index's reads from `stored`, the queued rows as SQLite holds them, until it asks
 /// for nothing more.
 fn serve_reads(index: &mut Index, stored: &[JobRow]) {

@@ -117,6 +117,11 @@ impl Pacer {
         }
     }
 
+    /// Stops pacing `key` (an admin turned its integration off).
+    pub fn forget(&mut self, key: &str) {
+        self.arrival.remove(key);
+    }
+
     /// Stops pacing keys that have been rested for [`REMEMBER_MS`], so the map holds only keys
     /// refused recently.
     pub fn expire(&mut self, now: i64) {

@@ -17,30 +17,42 @@ pub struct Round {
     pub starting: Vec<JobId>,
 }
 
+/// What a written round did besides recording: the jobs marked running (only queued ones are),
+/// in the order given, and the jobs to be tried again that were blocked instead, as their
+/// integration stopped taking deliveries while they ran (`store::record_attempts`).
+pub struct Written {
+    pub marked: Vec<JobId>,
+    pub blocked_again: Vec<JobId>,
+}
+
 /// Records outcomes, blocks integrations with their queued jobs, and marks jobs running, in one
-/// transaction; returns the jobs marked (only queued ones are). Outcomes go first: a job
-/// rescheduled by one (a short 429 pause) may be starting again in the same round.
+/// transaction. Outcomes go first: a job rescheduled by one (a short 429 pause) may be starting
+/// again in the same round.
 ///
 /// The write is deferred: it rides along with the next visitor message's commit (or waits at
 /// most [`store::DEFER_LIMIT`]), so the runner's bookkeeping costs no commits of its own. It is
 /// retried while the writer is busy; on any other failure the round comes back unwritten.
-pub async fn write_round(writer: &Writer, round: Round) -> Result<Vec<JobId>, Round> {
+pub async fn write_round(writer: &Writer, round: Round) -> Result<Written, Round> {
     let round = Arc::new(round);
     loop {
         let attempt = Arc::clone(&round);
         let written = writer
             .write_deferred(move |c| {
-                store::record_attempts(c, &attempt.records)?;
+                let blocked_again = store::record_attempts(c, &attempt.records)?;
                 let now = now_ms();
                 for (integration, error) in &attempt.blocked {
                     store::mark_integration_broken(c, *integration, error, now)?;
                     store::block_integration_jobs(c, *integration, error, now)?;
                 }
-                store::mark_jobs_running(c, &attempt.starting)
+                let marked = store::mark_jobs_running(c, &attempt.starting)?;
+                Ok(Written {
+                    marked,
+                    blocked_again,
+                })
             })
             .await;
         match written {
-            Ok(marked) => return Ok(marked),
+            Ok(written) => return Ok(written),
             Err(store::Error::Busy | store::Error::DiskFull | store::Error::CommitFailed(_)) => {
                 tokio::time::sleep(RECORD_RETRY).await;
             }

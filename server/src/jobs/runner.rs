@@ -103,9 +103,12 @@ enum Command {
         attempt: Attempt,
     },
     /// The round in flight is committed and its deliveries have started; `not_queued` jobs were
-    /// no longer queued in SQLite (blocked or disabled meanwhile) and did not start.
+    /// no longer queued in SQLite (blocked or disabled meanwhile) and did not start;
+    /// `blocked_again` jobs, to be tried again, were blocked instead (their integration stopped
+    /// taking deliveries while they ran).
     RoundWritten {
         not_queued: Vec<Entry>,
+        blocked_again: Vec<JobId>,
     },
     /// The round could not be written (the writer stopped or failed): nothing of it is stored
     /// and none of its deliveries started.
@@ -331,8 +334,14 @@ impl Dispatcher {
                 started_at,
                 attempt,
             } => self.finished(&entry, started_at, attempt),
-            Command::RoundWritten { not_queued } => {
+            Command::RoundWritten {
+                not_queued,
+                blocked_again,
+            } => {
                 self.is_round_in_flight = false;
+                for id in blocked_again {
+                    self.index.forget_blocked(id);
+                }
                 for entry in not_queued {
                     self.release(&entry);
                     self.index.finish(entry.row.id);
@@ -412,8 +421,8 @@ impl Dispatcher {
                 blocked,
                 starting: ids,
             };
-            let marked = match write_round(&writer, round).await {
-                Ok(marked) => marked,
+            let (marked, blocked_again) = match write_round(&writer, round).await {
+                Ok(written) => (written.marked, written.blocked_again),
                 Err(round) => {
                     let _ = tx.send(Command::RoundFailed {
                         starting,
@@ -441,7 +450,10 @@ impl Dispatcher {
                     });
                 });
             }
-            let _ = tx.send(Command::RoundWritten { not_queued });
+            let _ = tx.send(Command::RoundWritten {
+                not_queued,
+                blocked_again,
+            });
         });
     }
 

@@ -289,10 +289,22 @@ pub struct AttemptRecord {
     pub error: Option<String>,
 }
 
+/// The state of a job to be tried again: queued, or blocked when its integration stopped taking
+/// deliveries while the attempt ran (an admin turned it off, another delivery's answer blocked
+/// it), so it waits for the turn-on or the fix with the integration's other jobs, which then
+/// sends it at once, instead of going out past a turned-off integration when its time comes.
+/// A test message is over either way (see `test_messages`), so it is left queued.
+const STATE_TO_TRY_AGAIN: &str = "CASE WHEN integration_id IS NULL OR kind LIKE '%.test' \
+     OR EXISTS (SELECT 1 FROM integrations i WHERE i.id = jobs.integration_id \
+                AND i.is_enabled = 1 AND i.status = 'ok') \
+     THEN 'queued' ELSE 'blocked' END";
+
 /// Records finished attempts: the job's new state and a new row in `job_attempts` for each
 /// (every try is kept, a rate-limited one too; its `attempt` is the budget's count, which a
-/// 429 gives back, so the try after it shows the same number).
-pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<(), Error> {
+/// 429 gives back, so the try after it shows the same number). Returns the jobs to be tried
+/// again that were blocked instead (see [`STATE_TO_TRY_AGAIN`]).
+pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<Vec<JobId>, Error> {
+    let mut blocked = Vec::new();
     // The next `seq` is a seek in the primary key, right where the new row goes.
     let mut attempt_row = conn.prepare_cached(
         "INSERT INTO job_attempts (job_id, seq, attempt, started_at, finished_at, outcome, http_status, error) \
@@ -324,15 +336,22 @@ pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<(
                      last_error = NULL WHERE id = ?1",
                 )?
                 .execute(params![id, record.finished_at, external_ref])?,
-            JobUpdate::Retry { run_at } => conn
-                .prepare_cached("UPDATE jobs SET state = 'queued', run_at = ?2, last_error = ?3 WHERE id = ?1")?
-                .execute(params![id, run_at, record.error])?,
-            JobUpdate::Snooze { run_at } => conn
-                .prepare_cached(
-                    "UPDATE jobs SET state = 'queued', run_at = ?2, last_error = ?3, \
-                     attempt = max(attempt - 1, 0) WHERE id = ?1",
-                )?
-                .execute(params![id, run_at, record.error])?,
+            JobUpdate::Retry { run_at } | JobUpdate::Snooze { run_at } => {
+                // A 429 gives its attempt back.
+                let given_back = i64::from(matches!(record.update, JobUpdate::Snooze { .. }));
+                let state: Option<String> = conn
+                    .prepare_cached(&format!(
+                        "UPDATE jobs SET state = {STATE_TO_TRY_AGAIN}, run_at = ?2, \
+                         last_error = ?3, attempt = max(attempt - ?4, 0) WHERE id = ?1 \
+                         RETURNING state"
+                    ))?
+                    .query_row(params![id, run_at, record.error, given_back], |r| r.get(0))
+                    .optional()?;
+                if state.as_deref() == Some("blocked") {
+                    blocked.push(id);
+                }
+                1
+            }
             JobUpdate::Failed => conn
                 .prepare_cached("UPDATE jobs SET state = 'failed', finished_at = ?2, last_error = ?3 WHERE id = ?1")?
                 .execute(params![id, record.finished_at, record.error])?,
@@ -341,7 +360,7 @@ pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<(
                 .execute(params![id, record.error])?,
         };
     }
-    Ok(())
+    Ok(blocked)
 }
 
 /// Blocks every queued job of an integration (its destination refused us for a reason only an
@@ -424,177 +443,5 @@ pub fn list_conversation_deliveries(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::{find_retryable_job, requeue_job};
-
-    /// The Deliveries page lists deliveries: a failed test message answered on its own page.
-    #[test]
-    fn deliveries_leave_test_messages_out() {
-        let conn = crate::store::migrated_in_memory();
-        for kind in ["slack.post", "discord.test", "email.test"] {
-            conn.execute(
-                "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
-                 VALUES ('chat', ?1, '{}', 'failed', 3, 0, 0)",
-                [kind],
-            )
-            .expect("insert");
-        }
-        let listed = list_deliveries_in_state_with_context(&conn, "failed", 10).expect("list");
-        let kinds: Vec<_> = listed.iter().map(|found| found.job.kind.as_str()).collect();
-        assert_eq!(kinds, ["slack.post"]);
-        assert_eq!(
-            list_jobs_in_state(&conn, "failed", None, 10)
-                .expect("all")
-                .len(),
-            3
-        );
-    }
-
-    /// Only queued jobs are marked running: one blocked meanwhile must not be delivered.
-    #[test]
-    fn only_queued_jobs_are_marked_running() {
-        let mut conn = Connection::open_in_memory().expect("open");
-        crate::store::apply_migrations(&mut conn).expect("migrate");
-        let job = |state: &str| {
-            conn.execute(
-                "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
-                 VALUES ('chat', 'slack.post', '{}', ?1, 3, 0, 0)",
-                [state],
-            )
-            .expect("insert");
-            JobId(conn.last_insert_rowid())
-        };
-        let (queued, blocked) = (job("queued"), job("blocked"));
-        let marked = mark_jobs_running(&conn, &[queued, blocked]).expect("mark");
-        assert_eq!(marked, vec![queued]);
-        let state: String = conn
-            .query_row("SELECT state FROM jobs WHERE id = ?1", [blocked], |r| {
-                r.get(0)
-            })
-            .expect("state");
-        assert_eq!(state, "blocked");
-    }
-
-    fn migrated() -> Connection {
-        let mut conn = Connection::open_in_memory().expect("open");
-        crate::store::apply_migrations(&mut conn).expect("migrate");
-        conn
-    }
-
-    fn queued_job(conn: &Connection, max_attempts: u32) -> JobId {
-        conn.execute(
-            "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
-             VALUES ('chat', 'slack.post', '{}', 'queued', ?1, 0, 0)",
-            [max_attempts],
-        )
-        .expect("insert");
-        JobId(conn.last_insert_rowid())
-    }
-
-    /// One try as the runner makes it, started at `at`: marked running in one round, its
-    /// outcome recorded in a later one.
-    fn try_once(conn: &Connection, job: JobId, at: i64, update: JobUpdate, error: Option<&str>) {
-        assert_eq!(mark_jobs_running(conn, &[job]).expect("mark"), vec![job]);
-        let record = AttemptRecord {
-            job_id: job,
-            update,
-            started_at: at,
-            finished_at: at + 1,
-            http_status: None,
-            error: error.map(str::to_owned),
-        };
-        record_attempts(conn, &[record]).expect("record");
-    }
-
-    /// A job's attempt rows in the order of the tries: (attempt, outcome).
-    fn attempt_rows(conn: &Connection, job: JobId) -> Vec<(u32, String)> {
-        let mut stmt = conn
-            .prepare(
-                "SELECT attempt, outcome FROM job_attempts WHERE job_id = ?1 ORDER BY started_at",
-            )
-            .expect("prepare");
-        stmt.query_map([job], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    }
-
-    /// A run of 429s then a success: a `rate_limited` row per 429 and the delivered one, while
-    /// the job used one attempt of its budget (a 429 gives its attempt back).
-    #[test]
-    fn every_429_is_a_row_of_its_own_and_uses_no_attempt() {
-        const LIMITED: i64 = 5;
-        let conn = migrated();
-        let job = queued_job(&conn, 3);
-        for at in 0..LIMITED {
-            let snooze = JobUpdate::Snooze { run_at: 0 };
-            try_once(
-                &conn,
-                job,
-                at,
-                snooze,
-                Some("rate limited by the destination"),
-            );
-        }
-        try_once(
-            &conn,
-            job,
-            LIMITED,
-            JobUpdate::Done { external_ref: None },
-            None,
-        );
-        let mut expected: Vec<_> = (0..LIMITED)
-            .map(|_| (1, "rate_limited".to_owned()))
-            .collect();
-        expected.push((1, "delivered".to_owned()));
-        assert_eq!(attempt_rows(&conn, job), expected);
-        let seqs: String = conn
-            .query_row(
-                "SELECT group_concat(seq) FROM (SELECT seq FROM job_attempts ORDER BY started_at)",
-                [],
-                |r| r.get(0),
-            )
-            .expect("seqs");
-        assert_eq!(seqs, "1,2,3,4,5,6", "tries are numbered in order");
-        let (attempt, state): (u32, String) = conn
-            .query_row(
-                "SELECT attempt, state FROM jobs WHERE id = ?1",
-                [job],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .expect("job");
-        assert_eq!((attempt, state.as_str()), (1, "done"));
-    }
-
-    /// A manual retry starts the budget again at 0; the tries before it stay on record.
-    #[test]
-    fn tries_before_a_manual_retry_stay_on_record() {
-        let conn = migrated();
-        let job = queued_job(&conn, 1);
-        try_once(&conn, job, 1, JobUpdate::Failed, Some("HTTP 500"));
-        assert!(find_retryable_job(&conn, job).expect("find").is_some());
-        requeue_job(&conn, job, 10, None, false).expect("requeue");
-        try_once(&conn, job, 2, JobUpdate::Done { external_ref: None }, None);
-        assert_eq!(
-            attempt_rows(&conn, job),
-            [(1, "failed".to_owned()), (1, "delivered".to_owned())]
-        );
-    }
-
-    /// Blocking and disabling an integration look up its unfinished jobs through the partial
-    /// index, never by scanning every job it ever had.
-    #[test]
-    fn integration_lookups_use_the_unfinished_jobs_index() {
-        let mut conn = Connection::open_in_memory().expect("open");
-        crate::store::apply_migrations(&mut conn).expect("migrate");
-        for narrower in ["state = 'queued'", "state <> 'blocked'"] {
-            let sql = format!(
-                "EXPLAIN QUERY PLAN UPDATE jobs SET last_error = 'x' \
-                  WHERE {UNFINISHED_JOBS_OF_INTEGRATION} AND {narrower}"
-            );
-            let plan: String = conn.query_row(&sql, [1], |r| r.get(3)).expect("plan");
-            assert!(plan.contains("jobs_integration_unfinished"), "{plan}");
-        }
-    }
-}
+#[path = "jobs_tests.rs"]
+mod tests;

@@ -224,6 +224,66 @@ async fn a_429_pauses_only_its_channel_and_the_paused_posts_arrive_after_retry_a
     assert_eq!(attempts, 1, "a 429 does not use up an attempt");
 }
 
+/// Turns integration `id` off and on through the API.
+async fn off_and_on(fx: &Fixture, id: i64) {
+    for action in ["turn-off", "turn-on"] {
+        let path = format!("/api/v1/integrations/{id}/{action}");
+        let (status, answer) = fx.app.api("POST", &path, &fx.admin, None).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+}
+
+/// A channel waiting out a long 429 (an hour here) is released by turning its integration off
+/// and on, as docs/jobs.md ("Pacing") says: the waiting post goes at once, whether the 429 was
+/// recorded before the turn-off (the post waits, queued) or after it (the post was under way).
+/// The runner used to keep the channel's pause, and the post waited the hour; one under way
+/// was queued again while the integration was off, and would have gone out past it.
+#[tokio::test]
+async fn turning_slack_off_and_on_ends_a_429_pause_at_once() {
+    let fx = Fixture::start().await;
+    let (site, id) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    fx.mock.set_failure(
+        "C1",
+        Some(Failure::RateLimited {
+            times: 1,
+            retry_after_secs: 3600,
+        }),
+    );
+    let (mut visitor, _) = fx.app.visitor(&site, None, 0).await;
+    visitor.say("m1", "waits out the pause").await;
+    wait_until("the 429", WAIT, async || {
+        ok_if(fx.mock.rate_limited_count(), |n| *n == 1)
+    })
+    .await;
+    // Probably still under way: the runner records the 429 a moment after Slack answered it.
+    off_and_on(&fx, id).await;
+    let posts = fx.mock.wait_for_posts(2, WAIT).await;
+    assert_eq!(
+        posts[1].text, "waits out the pause",
+        "the header, then the reply"
+    );
+
+    fx.mock.set_failure(
+        "C1",
+        Some(Failure::RateLimited {
+            times: 1,
+            retry_after_secs: 3600,
+        }),
+    );
+    visitor.say("m2", "waits queued").await;
+    wait_until("the 429 recorded", WAIT, async || {
+        let waiting = fx.app.count(
+            "SELECT count(*) FROM jobs WHERE state = 'queued' \
+             AND run_at > unixepoch('subsec') * 1000 + 60000",
+        );
+        ok_if(waiting, |n| *n == 1)
+    })
+    .await;
+    off_and_on(&fx, id).await;
+    let posts = fx.mock.wait_for_posts(3, WAIT).await;
+    assert_eq!(posts[2].text, "waits queued");
+}
+
 #[tokio::test]
 async fn a_5xx_is_retried_with_backoff() {
     let fx = Fixture::start().await;

@@ -149,3 +149,84 @@ test("a message that gets no answer is sent again on a new connection and stored
     assert.equal(await bubble(page, "Sent into the silence").count(), 1);
     await context.close();
   });
+
+// A connection that dies without a word while the visitor only waits (a laptop asleep, a network that
+// changed) leaves a panel that sends nothing and so expects nothing. When the page is shown again (the
+// laptop wakes) the panel pings, gets no pong within 10 s, gives the socket up and gets the agent's reply,
+// sent meanwhile, with the next welcome. (After 25 s of quiet it pings by itself: protocol.test.js.)
+test("a reply sent while the connection is silently dead shows once the panel, shown again, finds it dead",
+  { timeout: 120000 }, async () => {
+    const { porch, host, browser, site } = world;
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    // Every websocket goes through the test; the ones open when `cut` is called stop carrying anything,
+    // either way, without closing. `pings` counts the pings the panel sends.
+    const open = [];
+    let pings = 0;
+    await page.routeWebSocket(/\/widget\/ws/, (ws) => {
+      const server = ws.connectToServer();
+      const line = { dead: false };
+      open.push(line);
+      ws.onMessage((m) => {
+        if (String(m).includes('"type":"ping"')) pings += 1;
+        if (!line.dead) server.send(m);
+      });
+      server.onMessage((m) => { if (!line.dead) ws.send(m); });
+    });
+    const cut = () => { for (const line of open) line.dead = true; };
+    const status = page.locator("[data-porch=status]");
+    await page.goto(host.url);
+    await page.locator("[data-porch=launcher]").click();
+    await waitFor("connected", async () => (await status.getAttribute("data-state")) === "connected");
+    await page.locator("[data-porch=input]").fill("Is my order on its way?");
+    await page.locator("[data-porch=input]").press("Enter");
+    await bubble(page, "Is my order on its way?").and(page.locator("[data-status=sent]")).waitFor();
+
+    cut();
+    const { body } = await porch.api("GET", "/conversations?status=open");
+    const conversation = body.conversations.find((c) => c.site === site.key);
+    const reply = await porch.api("POST", `/conversations/${conversation.id}/messages`, { body: "Yes, it left today." });
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    assert.equal(await status.getAttribute("data-state"), "connected", "nothing said the socket died");
+
+    // The page is shown again, as when the laptop wakes up.
+    await page.evaluate(() => document.dispatchEvent(new Event("visibilitychange")));
+    const shownAt = Date.now();
+    const answer = page.locator("[data-porch=message][data-author=agent]", { hasText: "Yes, it left today." });
+    await answer.waitFor({ timeout: 30000 });
+    const took = Date.now() - shownAt;
+    assert.ok(took >= 9000 && took < 20000, `shown ${took} ms after the page was shown (10 s for a pong)`);
+    assert.ok(pings >= 1, "the panel pinged");
+    assert.equal(await answer.count(), 1);
+    await waitFor("connected again", async () => (await status.getAttribute("data-state")) === "connected");
+    await context.close();
+  });
+
+// A message written offline in a tab that was then closed waits in the browser. The next page of the site,
+// in a new tab that never opened the chat, loads the panel by itself (closed) and sends it, once, without a
+// click: the visitor need not come back to the chat for it to arrive.
+test("a message left unsent in a closed tab is sent from the next page in a new tab, without a click",
+  { timeout: 60000 }, async () => {
+    const { host, browser } = world;
+    const { context, page, status } = await openChat();
+    await context.setOffline(true);
+    await waitFor("offline", async () => (await status.getAttribute("data-state")) === "offline");
+    await page.locator("[data-porch=input]").fill("Written before the tab was closed");
+    await page.locator("[data-porch=input]").press("Enter");
+    await bubble(page, "Written before the tab was closed").waitFor();
+    await page.close();
+    await context.setOffline(false);
+
+    const tab = await context.newPage();
+    tab.setDefaultTimeout(15000);
+    await tab.goto(host.url);
+    await waitFor("sent from the new tab", async () =>
+      (await storedBodies()).includes("Written before the tab was closed"), { timeoutMs: 20000 });
+    assert.equal(await tab.locator("[data-porch=panel]").isVisible(), false, "the chat stays closed");
+    assert.equal(await tab.locator("[data-porch=launcher]").getAttribute("aria-expanded"), "false");
+    await waitFor("nothing waits", async () =>
+      (await tab.evaluate((k) => localStorage.getItem(k), `porch:${world.site.key}:pending`)) === null);
+    assert.equal((await storedBodies()).filter((b) => b === "Written before the tab was closed").length, 1);
+    await context.close();
+  });

@@ -19,8 +19,9 @@ before(async () => { browser = await launchBrowser(); });
 after(async () => { await browser?.close(); });
 
 /**
- * Opens the shop page with the widget and a fake Porch. `script.hello(conn, frame)` and
- * `script.message(conn, frame, fake)` may answer frames; by default hello gets a welcome and a message an ack.
+ * Opens the shop page with the widget and a fake Porch. `script.hello(conn, frame)`,
+ * `script.message(conn, frame, fake)` and `script.ping(…)` may answer frames; by default hello gets a welcome,
+ * a message an ack and a ping a pong.
  */
 // `stylesAfter`, a promise, holds the panel's stylesheet back until it settles; `shown: false` does not wait
 // for the panel to show.
@@ -54,6 +55,7 @@ async function open(script = {}, { csp, stylesAfter, shown = true } = {}) {
       conn.frames.push(f);
       if (f.type === "hello") (script.hello || ((c) => fake.welcome(c)))(conn, f, fake);
       if (f.type === "message") (script.message || fake.ack)(conn, f, fake);
+      if (f.type === "ping") (script.ping || ((c) => c.send({ type: "pong" })))(conn, f, fake);
     });
   });
   const page = await context.newPage();
@@ -216,6 +218,67 @@ test("invalid_message marks the message failed and stops resending it", { timeou
   assert.equal(await ui.page.evaluate((k) => localStorage.getItem(k), `porch:${SITE}:pending`), null);
   await ui.done();
 });
+
+test("a message that was not sent keeps its place when later messages come", { timeout: 30000 }, async () => {
+  const ui = await open({
+    message(conn, f, fake) {
+      if (f.body !== "bad\u0001") return fake.ack(conn, f);
+      conn.send({ type: "error", code: "invalid_message", message: "Not allowed.", client_id: f.client_id });
+    },
+  });
+  const sent = (n) => waitFor(`${n} sent`, async () =>
+    (await ui.mine.and(ui.page.locator("[data-status=sent]")).count()) === n);
+  await ui.say("first");
+  await sent(1);
+  await ui.say("bad\u0001");
+  await ui.mine.and(ui.page.locator("[data-status=failed]")).waitFor();
+  ui.fake.conns[0].send({ type: "message", id: ui.fake.nextId++, conversation_id: 7, author: "agent",
+    agent_name: "Ana", client_id: null, body: "A reply", at: Date.now() });
+  await ui.theirs.waitFor();
+  await ui.say("next");
+  await sent(2);
+  const texts = await ui.page.locator("[data-porch=message] .bubble").allInnerTexts();
+  assert.deepEqual(texts, ["first", "bad\u0001", "A reply", "next"], "the failed one did not sink below later ones");
+  await ui.done();
+});
+
+// docs/widget-protocol.md, "ping": a visitor waiting for a reply sends nothing, so a connection that died
+// without a word would never be found out. The panel pings after 25 s of quiet and gives the socket up when
+// no pong (nothing at all) comes within 10 s; the reply it missed comes with the next welcome.
+test("a quiet connection is pinged after 25 s, and given up without an answer in 10 s", { timeout: 60000 },
+  async () => {
+    const reply = { type: "message", id: 142, conversation_id: 7, author: "agent", agent_name: "Ana",
+      client_id: null, body: "Sent while the line was dead", at: 1764470000123 };
+    const ui = await open({
+      hello(conn, f, fake) { fake.welcome(conn, { messages: fake.conns.length === 1 ? [] : [reply] }); },
+      // The first connection has died without a word: its pings go nowhere.
+      ping(conn, f, fake) { if (conn !== fake.conns[0]) conn.send({ type: "pong" }); },
+    });
+    const pings = (conn) => conn.frames.filter((f) => f.type === "ping").length;
+    const state = () => ui.status.getAttribute("data-state");
+    await ui.say("Where is my parcel?");
+    await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor(); // heard at this moment
+    await ui.page.clock.runFor(24900);
+    assert.equal(pings(ui.fake.conns[0]), 0, "no ping before 25 s of quiet");
+    await ui.page.clock.runFor(200);
+    await waitFor("a ping", () => pings(ui.fake.conns[0]) === 1);
+    await ui.page.clock.runFor(9800);
+    assert.equal(await state(), "connected", "10 s to answer");
+    await ui.page.clock.runFor(300);
+    await waitFor("given up", async () => (await state()) === "waiting");
+    await ui.page.clock.runFor(1100);
+    await ui.theirs.filter({ hasText: "Sent while the line was dead" }).waitFor();
+    assert.equal(ui.fake.conns.length, 2);
+
+    // A live connection answers: pinged after each 25 s of quiet, and kept.
+    await ui.page.clock.runFor(25100);
+    await waitFor("the new connection pinged", () => pings(ui.fake.conns[1]) === 1);
+    await ui.page.clock.runFor(25100);
+    await waitFor("pinged again", () => pings(ui.fake.conns[1]) === 2);
+    assert.equal(ui.fake.conns.length, 2, "a pong keeps the connection");
+    assert.equal(await state(), "connected");
+    await ui.done();
+  });
 
 test("after close code 1008 the error shows and the widget never reconnects", { timeout: 30000 }, async () => {
   const ui = await open({

@@ -32,8 +32,14 @@
     };
     q.forEach(api.push);
     const color = /^#([0-9a-f]{3}){1,2}$/i.test(c.color) ? c.color : "#2563eb";
-    let saved = null;
+    let saved = null, waiting = false;
     try { saved = sessionStorage.getItem(K); } catch (e) {}
+    // Messages this visitor wrote that are not sent yet (a tab closed while offline): the panel loads, closed,
+    // and sends them, as a page of the tab where they were written would. Each names whom it was written as.
+    try {
+      const u = c.user, me = u && u.id != null ? String(u.id).trim() : null;
+      waiting = JSON.parse(localStorage.getItem("porch:" + c.site + ":pending")).some((m) => (m.as ?? null) === me);
+    } catch (e) {}
     // White or black text on the site colour, whichever contrasts more (WCAG luminance).
     const hex = color.length < 5 ? color.replace(/\w/g, "$&$&") : color;
     const lum = [1, 3, 5].reduce((s, i, j) => {
@@ -134,7 +140,7 @@
         btn.addEventListener("click", () => { try { load(true, true); } catch (e) {} });
         d.body.appendChild(host);
         if (asked) go(early);
-        else if (saved) load(saved === "open");
+        else if (saved || waiting) load(saved === "open");
       } catch (e) {}
     };
     if (d.body) mount(); else d.addEventListener("DOMContentLoaded", mount);

@@ -13,14 +13,17 @@
   const TYPING_MS = 6000; // the protocol: typing expires after 6 s unless repeated
   const MAX_BODY = 4000;
   const MAX_BACKOFF_MS = 30000;
-  const ANSWER_WAIT_MS = 10000; // no welcome or ack this long after asking: the socket is presumed dead
+  const ANSWER_WAIT_MS = 10000; // no welcome, ack or pong this long after asking: the socket is presumed dead
+  const OPEN_WAIT_MS = 20000; // a socket not open this long after it was made is given up
+  const QUIET_MS = 25000; // nothing heard this long on a live socket: ask whether it still is (ping)
   const FATAL_CLOSE = 1008; // site unknown, origin not allowed, bad version: never reconnect
   const WAIT_CODES = new Set(["rate_limited", "site_busy", "too_many_conversations", "busy", "unavailable"]);
   const key = (name) => `porch:${c.site}:${name}`;
 
-  // --- language (docs/widget.md, "Languages"). EN is the source every locales/*.json file translates, key
-  // for key with the same {placeholders} (server/src/widget/locales.rs tests it); it is JSON so the test
-  // can read it. A key a locale lacks shows in English.
+  // --- language (docs/widget.md, "Languages"). EN, with the error texts of locales/errors-en.json, is the
+  // source every locales/*.json file translates, key for key with the same {placeholders}
+  // (server/src/widget/locales.rs tests it); it is JSON so the test can read it. A key a locale lacks shows
+  // in English. An error in English shows the server's own words, so their English sources are not here.
   const EN = {
     "launcher": "Chat with us",
     "close": "Close chat",
@@ -57,14 +60,6 @@
     "nothing_stored": "Nothing is stored about you yet.",
     "erased": "Your data was deleted.",
     "error": "Something went wrong.",
-    "e_invalid_message": "That message cannot be sent.",
-    "e_rate_limited": "You are sending messages too fast.",
-    "e_too_many_conversations": "Too many conversations were started from your network.",
-    "e_site_busy": "This chat is very busy right now.",
-    "e_busy": "The server is busy.",
-    "e_unavailable": "The message could not be stored right now.",
-    "e_site_not_found": "This chat is not set up on the server.",
-    "e_origin_not_allowed": "This chat is not enabled for this website.",
     "attach": "Attach files",
     "files": "Files to send",
     "remove_file": "Remove {name}",
@@ -158,11 +153,11 @@
   // logout (Porch.identify(null)) the next person at the browser must not send, or see, the user's words,
   // and a copy the server stored for the user would be stored again for someone else. It waits for its
   // writer's return instead.
-  const writer = () => (c.user && c.user.id != null ? String(c.user.id).trim() : null);
+  const writer = () => (c.user?.id != null ? String(c.user.id).trim() : null);
   const stored = () => {
     try { const list = JSON.parse(read(key("pending"))); return Array.isArray(list) ? list : []; } catch { return []; }
   };
-  const isMine = (m) => (m && m.as != null ? String(m.as) : null) === writer();
+  const isMine = (m) => (m?.as ?? null) === writer();
   const pending = () => stored().filter(isMine);
   const setPending = (list) => {
     const all = [...stored().filter((m) => !isMine(m)), ...list.map((m) => ({ ...m, as: writer() }))];
@@ -602,13 +597,15 @@
     if (el.dataset.at) setStamp(time, Number(el.dataset.at));
     setText(word, text ? ` \u00b7 ${text}` : "");
   };
-  // Keeps the list in id order, with unacked messages (no id yet) last and the greeting first. A message
-  // already in the list moves only when its place changes: a move is a removal and an addition, which the
-  // live region would read out again.
+  // Keeps the list in id order, with unacked messages (no id yet) last and the greeting first; a message
+  // that was not sent keeps its place after the messages it followed (data-after), so it does not sink
+  // below later ones. A message already in the list moves only when its place changes: a move is a
+  // removal and an addition, which the live region would read out again.
+  const order = (el) => Number(el.dataset.id) || Number(el.dataset.after) + 0.5 || Infinity;
   const place = (el) => {
-    const id = Number(el.dataset.id) || Infinity;
+    const id = order(el);
     let prev = list.lastElementChild;
-    while (prev !== greeting && (prev === el || (Number(prev.dataset.id) || Infinity) > id)) {
+    while (prev !== greeting && (prev === el || order(prev) > id)) {
       prev = prev.previousElementSibling;
     }
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
@@ -751,24 +748,36 @@
 
   // A network that goes away without a word (a train's tunnel, a sleeping laptop, a dropped proxy) leaves
   // the browser's socket open for minutes, saying nothing. So when an answer is due (the welcome after
-  // connecting, an ack after a message) and nothing at all arrives within ANSWER_WAIT_MS, the socket is
-  // given up and a new one made; resending is safe, as the server never stores a client_id twice.
+  // the hello, an ack after a message, a pong after a ping) and nothing at all arrives within
+  // ANSWER_WAIT_MS (OPEN_WAIT_MS for the socket to open), the socket is given up and a new one made;
+  // resending is safe, as the server never stores a client_id twice. A visitor waiting for a reply sends
+  // nothing, so a live socket that has been quiet for QUIET_MS is pinged, and at once when the page is
+  // shown again (a laptop waking up): a dead one is then noticed, and the replies it missed come with the
+  // next welcome.
   let answerTimer = null;
+  let quietTimer = null;
   const heard = () => { clearTimeout(answerTimer); answerTimer = null; };
-  const expectAnswer = () => {
+  const expectAnswer = (ms = ANSWER_WAIT_MS) => {
     if (answerTimer || !ws) return;
     const sock = ws;
     answerTimer = setTimeout(() => {
       answerTimer = null;
       if (ws === sock) { drop(); scheduleReconnect(); }
-    }, ANSWER_WAIT_MS);
+    }, ms);
   };
+  const ping = () => { if (isReady) { sendFrame({ type: "ping" }); expectAnswer(); } };
+  const listen = () => {
+    clearTimeout(quietTimer);
+    quietTimer = isReady ? setTimeout(ping, QUIET_MS) : null;
+  };
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) ping(); });
   // Forgets the current socket without waiting for its close handshake, which a dead network never ends.
   const drop = () => {
     const sock = ws;
     ws = null;
     isReady = false;
     heard();
+    listen();
     setTyping(false);
     try { sock?.close(); } catch { /* already closed */ }
   };
@@ -781,8 +790,10 @@
     let sock;
     try { sock = new WebSocket(wsUrl); } catch { scheduleReconnect(); return; }
     ws = sock;
-    expectAnswer();
+    expectAnswer(OPEN_WAIT_MS);
     sock.onopen = () => {
+      // The welcome is due within ANSWER_WAIT_MS of the hello, however long the opening took.
+      if (ws === sock) { heard(); expectAnswer(); }
       const hello = { type: "hello", v: 1, last_id: lastId, page: location.href.slice(0, 2048),
         referrer: document.referrer.slice(0, 2048) || undefined, language: navigator.language };
       try { hello.time_zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch { /* old browser */ }
@@ -793,10 +804,12 @@
       sock.send(JSON.stringify(hello));
     };
     sock.onmessage = (e) => {
-      if (ws === sock) heard();
+      if (ws !== sock) return;
+      heard();
       let f;
       try { f = JSON.parse(e.data); } catch { return; }
-      if (ws === sock && f && typeof f === "object") onFrame(f);
+      if (f && typeof f === "object") onFrame(f);
+      if (ws === sock) listen();
     };
     sock.onclose = (e) => {
       if (ws !== sock) return;
@@ -934,7 +947,10 @@
   const notSent = (cid) => {
     dropPending(cid);
     const el = byClientId.get(cid);
-    if (el) setMeta(el, "failed", t("not_sent"));
+    if (!el) return;
+    setMeta(el, "failed", t("not_sent"));
+    el.dataset.after = Math.max(lastId, ...byId.keys());
+    place(el);
   };
 
   // --- your data: downloads and erasure over HTTP, with the token as a text/plain body (no preflight)
@@ -976,8 +992,9 @@
   const ownData = async (path) => {
     const token = read(key("token"));
     if (!token) throw new Error(t("nothing_stored"));
+    // A network failure says it in the panel's language, not the browser's own words ("Failed to fetch").
     const r = await fetch(`${c.url}/widget/${path}site=${encodeURIComponent(c.site)}`, { method: "POST", body: token,
-      headers: proof({}) });
+      headers: proof({}) }).catch(() => { throw new Error(t("error")); });
     if (r.ok) return r;
     const e = (await r.json().catch(() => null))?.error || {};
     throw Object.assign(new Error(errorText(e.code, e.message)), { wait: e.retry_after_ms });

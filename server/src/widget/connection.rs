@@ -303,6 +303,7 @@ impl Connection {
                 }
                 Ok(())
             }
+            Some(ClientFrame::Ping {}) => self.send(ServerFrame::Pong.to_json()).await,
             Some(ClientFrame::Hello { .. }) => self.refuse_bad_frame(None).await,
             None => {
                 let client_id = client_id_of_bad_frame(text);

@@ -1,6 +1,8 @@
 //! The widget's translations: one JSON file per language under `assets/widget/locales/`, served
 //! on demand to the panel, which fetches only the visitor's language after the click. English is
-//! built into `panel.js` (its `EN` table) and is the list of keys every file must translate.
+//! built into `panel.js` (its `EN` table); with the error texts of `locales/errors-en.json` (which
+//! the panel does not carry: in English it shows the server's own words for an error) it is the
+//! list of keys every file must translate.
 
 use axum::extract::Path;
 use axum::http::StatusCode;
@@ -56,15 +58,25 @@ mod tests {
     use crate::values::WIDGET_LOCALES;
 
     const PANEL_JS: &str = include_str!("../../assets/widget/panel.js");
+    const ERRORS_EN: &str = include_str!("../../assets/widget/locales/errors-en.json");
 
-    /// The `EN` table of panel.js, which is written as JSON for this test.
+    /// The English source of every text: the `EN` table of panel.js, which is written as JSON for
+    /// this test, and the error texts.
     fn english() -> BTreeMap<String, String> {
         let start = PANEL_JS
             .find("const EN = {")
             .expect("panel.js has its EN table")
             + 11;
         let end = start + PANEL_JS[start..].find("\n  };").expect("the EN table ends") + 4;
-        serde_json::from_str(&PANEL_JS[start..end]).expect("the EN table is JSON")
+        let mut english: BTreeMap<String, String> =
+            serde_json::from_str(&PANEL_JS[start..end]).expect("the EN table is JSON");
+        let errors: BTreeMap<String, String> = serde_json::from_str(ERRORS_EN).expect("JSON");
+        assert!(
+            errors.keys().all(|k| k.starts_with("e_")),
+            "errors-en.json holds error texts (e_…) only"
+        );
+        english.extend(errors);
+        english
     }
 
     fn placeholders(text: &str) -> BTreeSet<&str> {

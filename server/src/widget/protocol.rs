@@ -85,6 +85,9 @@ pub enum ClientFrame {
     Email { email: String },
     /// The visitor started (`true`) or stopped typing; shown to agents, never stored.
     Typing { active: bool },
+    /// "Are you there?": answered with `pong`, so a client finds out that its connection died
+    /// without a word even while it sends nothing else.
+    Ping {},
 }
 
 /// The visitor's answers to the pre-chat form (docs/widget-protocol.md#message-client--server).
@@ -340,6 +343,8 @@ pub enum ServerFrame<'a> {
     },
     /// The visitor's data was erased (by them or an admin); the connection closes next.
     Erased,
+    /// The answer to a `ping`.
+    Pong,
     /// An agent has seen the visitor's messages up to `up_to` (a read receipt: "Seen").
     Read {
         up_to: MessageId,
@@ -505,6 +510,11 @@ mod tests {
             Some(ClientFrame::Typing { active: true })
         ));
         assert!(ClientFrame::parse(r#"{"type":"typing","active":"yes"}"#).is_none());
+        assert!(matches!(
+            ClientFrame::parse(r#"{"type":"ping"}"#),
+            Some(ClientFrame::Ping {})
+        ));
+        assert_eq!(ServerFrame::Pong.to_json(), r#"{"type":"pong"}"#);
         assert!(ClientFrame::parse(r#"{"type":"typing"}"#).is_none());
     }
 

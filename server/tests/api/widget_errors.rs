@@ -115,6 +115,32 @@ async fn messages_before_hello_are_refused_and_a_wrong_version_closes() {
     assert_eq!(widget.recv().await["type"], "welcome");
 }
 
+/// `ping` is answered `pong` (docs/widget-protocol.md, "ping"), also between messages, storing
+/// nothing; before `hello` it is `hello_required` like every frame but `hello`.
+#[tokio::test]
+async fn a_ping_is_answered_with_a_pong() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let mut widget = app.connect(&site, ORIGIN).await;
+    widget.send(json!({"type": "ping"})).await;
+    let early = widget.recv().await;
+    assert_eq!(early["code"], "hello_required", "{early}");
+    assert!(early.get("client_id").is_none(), "{early}");
+    widget.hello(None, 0).await;
+    for _ in 0..3 {
+        widget.send(json!({"type": "ping"})).await;
+        assert_eq!(widget.recv().await, json!({"type": "pong"}));
+    }
+    assert_eq!(widget.say("m1", "still here").await["type"], "ack");
+    widget.send(json!({"type": "ping", "since": 25})).await;
+    assert_eq!(
+        widget.recv().await,
+        json!({"type": "pong"}),
+        "fields are ignored"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM messages"), 1);
+}
+
 #[tokio::test]
 async fn errors_answering_a_message_frame_carry_its_client_id() {
     let app = TestApp::spawn(&[]).await;

@@ -104,7 +104,7 @@ pub(super) async fn await_hello(
                 )
                 .await?;
             }
-            Some(ClientFrame::Email { .. } | ClientFrame::Typing { .. }) => {
+            Some(ClientFrame::Email { .. } | ClientFrame::Typing { .. } | ClientFrame::Ping {}) => {
                 send_error(&app.meters, sink, ErrorCode::HelloRequired, None, None).await?;
             }
             None => {

@@ -168,7 +168,8 @@ fn RetentionField(days: String, refused: Option<&'static str>) -> impl IntoView 
                     value=days/>
                 <p class="hint" id="retention_days-hint">"Conversations are deleted with their \
                     messages this many days after their last message or their closing. Empty keeps \
-                    them for ever. Backups keep deleted data for up to 8 days more (see the privacy docs)."</p>
+                    them for ever. Backups keep deleted data for up to 8 days more (see "
+                    <a href="/docs/privacy.md">"privacy"</a>")."</p>
             </div>
         </fieldset>
     }
@@ -289,7 +290,9 @@ fn snippet_card(snippet: &str) -> impl IntoView {
         <section class="card" aria-labelledby="snippet-title">
             <h2 id="snippet-title">"Embed snippet"</h2>
             <p class="hint">"Paste it just before "<code>"</body>"</code>" on every page of the site. \
-                The page makes no request to Porch until a visitor opens the chat."</p>
+                The page makes no request to Porch until a visitor opens the chat. Your own button, \
+                a Content-Security-Policy, known visitors: "<a href="/docs/widget.md">"the widget's \
+                docs"</a>"."</p>
             <textarea id="snippet" class="snippet mono" readonly rows="5"
                 aria-label="Embed snippet">{crate::textarea_text(snippet)}</textarea>
             <button type="button" class="button" data-copy="snippet">"Copy snippet"</button>

@@ -55,10 +55,11 @@ impl NoticeQuery {
                 "Marked unread: it counts as unread for you until you open it again."
             }
             "site-created" => "Site created. Paste the snippet below into your pages.",
-            "site-saved" => {
-                "Changes saved. New chat windows use them at once, except the colour, the corner \
-                 and the widget language, which the snippet carries: paste the new snippet below \
-                 into your pages after changing those."
+            "site-saved" => "Changes saved. New chat windows use them at once.",
+            "site-saved-snippet" => {
+                "Changes saved. The colour, the corner and the widget language are carried by the \
+                 snippet: paste the new snippet below into your pages for them to show. New chat \
+                 windows use the other changes at once."
             }
             "site-deleted" => "Site deleted.",
             "role-changed" => "Role changed.",

@@ -49,8 +49,13 @@ pub async fn prechat_page(
     let input = form
         .as_ref()
         .map_or_else(SitePrechatInput::suggested, SitePrechatInput::from);
-    let notice = (query.notice == "prechat-saved")
-        .then(|| Notice::Success("Pre-chat form saved.".to_owned()));
+    let notice = match query.notice.as_str() {
+        "prechat-saved" => Some("Pre-chat form saved."),
+        // Every field off: the page shows the suggestion again, which is not what was saved.
+        "prechat-removed" => Some("Pre-chat form removed: the widget asks nothing."),
+        _ => None,
+    }
+    .map(|text| Notice::Success(text.to_owned()));
     Ok(html(page(&who, &site, (input, form.is_some()), notice)))
 }
 
@@ -74,6 +79,11 @@ pub async fn save_prechat(
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };
+    let notice = if parsed.is_on() {
+        "prechat-saved"
+    } else {
+        "prechat-removed"
+    };
     chat::save_site_prechat(
         (&app.writer, &app.sites),
         &Actor::user(&who.user, ip),
@@ -81,7 +91,5 @@ pub async fn save_prechat(
         parsed,
     )
     .await?;
-    Ok(see_other(&format!(
-        "/sites/{key}/prechat?notice=prechat-saved"
-    )))
+    Ok(see_other(&format!("/sites/{key}/prechat?notice={notice}")))
 }

@@ -235,12 +235,20 @@ pub async fn update_site(
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page));
         }
     };
+    // The snippet carries the colour, the corner and the widget language: only a change to one
+    // of them asks for the snippet to be pasted again.
+    let carried = |s: &chat::SiteSettings| (s.color.clone(), s.position.clone(), s.locale.clone());
+    let notice = if carried(&settings) == carried(&site.settings) {
+        "site-saved"
+    } else {
+        "site-saved-snippet"
+    };
     let actor = Actor::user(&who.user, ip);
     chat::update_site(&app.chat, &app.sites, &actor, &key, settings).await?;
     if let Some(limit) = limit {
         chat::set_attachment_limit(&app.writer, &actor, &site, limit).await?;
     }
-    Ok(see_other(&format!("/sites/{key}?notice=site-saved")))
+    Ok(see_other(&format!("/sites/{key}?notice={notice}")))
 }
 
 /// `GET /sites/{key}/delete`: the confirmation step.

@@ -101,7 +101,10 @@ pub fn decide(
             };
             finish(
                 JobUpdate::Failed,
-                Some(format!("gave up after {tries} attempts{why}: {error}")),
+                Some(format!(
+                    "gave up after {tries} attempt{}{why}: {error}",
+                    if tries == 1 { "" } else { "s" }
+                )),
             )
         }
         Outcome::Retry { error, not_before } => {

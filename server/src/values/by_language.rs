@@ -50,14 +50,15 @@ impl LanguageLines {
                 Invalid::from(format!("{shown}{more}: {reason}"))
             };
             let (code, text) = line.split_once(':').ok_or_else(|| refused(self.shape))?;
-            let (code, text) = (code.trim(), text.trim());
+            // Codes are read in any case (`DE` is `de`), as the widget reads the browser's.
+            let (code, text) = (code.trim().to_ascii_lowercase(), text.trim());
             if !WIDGET_LOCALES.iter().any(|(c, _)| *c == code) {
                 return Err(refused(self.unknown_code));
             }
             if text.is_empty() || text.chars().count() > self.max_chars {
                 return Err(refused(self.length));
             }
-            if texts.insert(code.to_owned(), text.to_owned()).is_some() {
+            if texts.insert(code, text.to_owned()).is_some() {
                 return Err(refused(self.twice));
             }
         }
@@ -81,7 +82,7 @@ mod tests {
     #[test]
     fn lines_parse_and_show_back_the_same() {
         let texts = AWAY_LINES
-            .parse("\n fr : Nous sommes absents.\nde: Wir sind weg: bis morgen.\n")
+            .parse("\n fr : Nous sommes absents.\nDE: Wir sind weg: bis morgen.\n")
             .expect("valid");
         assert_eq!(texts["fr"], "Nous sommes absents.");
         assert_eq!(texts["de"], "Wir sind weg: bis morgen.");

@@ -223,6 +223,11 @@ impl Origin {
             .strip_prefix("https://")
             .or_else(|| lowered.strip_prefix("http://"))
             .ok_or(Invalid::from("An origin starts with http:// or https://."))?;
+        if rest.contains('*') {
+            return Err(Invalid::from(
+                "An origin is one website, without wildcards: list each one, such as https://www.example.com and https://shop.example.com.",
+            ));
+        }
         let valid_host = !rest.is_empty()
             && rest
                 .bytes()
@@ -360,5 +365,7 @@ mod tests {
         assert!(Origin::parse("example.com").is_err());
         assert!(Origin::parse("https://example.com/path").is_err());
         assert!(Origin::parse("https://").is_err());
+        let wildcard = Origin::parse("http://*.example.com").expect_err("a wildcard");
+        assert!(wildcard.0.contains("without wildcards"), "{wildcard:?}");
     }
 }

@@ -505,10 +505,19 @@ async fn the_prechat_page_is_validated_audited_and_for_admins_only() {
     assert_eq!(answer.status, 403);
     assert_eq!(app.count("SELECT count(*) FROM site_prechat"), 1);
 
-    // Every field off is no form.
+    // Every field off is no form, and the page says it was removed (it shows the suggestion).
     let answer = send(&app, "POST", &path, &admin.cookie, Some(&off(&admin.csrf))).await;
     assert_eq!(answer.status, 303);
+    let next = answer.header("location").expect("a location").to_owned();
+    assert!(next.ends_with("?notice=prechat-removed"), "{next}");
     assert_eq!(app.count("SELECT count(*) FROM site_prechat"), 0);
+    let page = send(&app, "GET", &next, &admin.cookie, None).await;
+    assert!(
+        page.body
+            .contains("Pre-chat form removed: the widget asks nothing."),
+        "{}",
+        page.body
+    );
     let (_widget, welcome) = app.visitor(&site, None, 0).await;
     assert!(welcome["site"].get("prechat").is_none(), "{welcome}");
 }

@@ -12,14 +12,15 @@ use crate::identity::{browser_with, rotate_secret, user_hash};
 use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
 use crate::prechat_hours::save_prechat;
 
-/// Saves the site form of `site` with these origins and fields (others at their defaults).
+/// Saves the site form of `site` with these origins and fields (others at their defaults);
+/// returns where the answer sends the browser.
 async fn save_site(
     app: &TestApp,
     admin: &Browser,
     site: &str,
     origins: &str,
     extra: &[(&str, &str)],
-) {
+) -> String {
     let mut fields = vec![
         ("csrf", admin.csrf.as_str()),
         ("name", "Shop"),
@@ -41,6 +42,44 @@ async fn save_site(
     )
     .await;
     assert_eq!(answer.status, 303, "{}", answer.body);
+    answer.header("location").expect("a location").to_owned()
+}
+
+/// The notice after a save asks for the snippet to be pasted again only when something it
+/// carries changed (the colour, the corner, the widget language).
+#[tokio::test]
+async fn only_a_change_the_snippet_carries_asks_for_the_new_snippet() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let shop = app.add_site("Shop");
+    save_site(&app, &admin, &shop, ORIGIN, &[]).await;
+    let greeting = save_site(&app, &admin, &shop, ORIGIN, &[("greeting", "Hi again")]).await;
+    assert!(greeting.ends_with("?notice=site-saved"), "{greeting}");
+    let page = send(&app, "GET", &greeting, &admin.cookie, None).await;
+    assert!(
+        page.body
+            .contains("Changes saved. New chat windows use them at once.")
+    );
+    for field in [("color", "#0f766e"), ("position", "left"), ("locale", "de")] {
+        let carried = save_site(&app, &admin, &shop, ORIGIN, &[field]).await;
+        assert!(
+            carried.ends_with("?notice=site-saved-snippet"),
+            "{field:?}: {carried}"
+        );
+    }
+    let page = send(
+        &app,
+        "GET",
+        &format!("/sites/{shop}?notice=site-saved-snippet"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(
+        page.body.contains("paste the new snippet below"),
+        "{}",
+        page.body
+    );
 }
 
 /// The next frame is the refusal `code`, then the close 1008.

@@ -58,26 +58,24 @@ async fn a_session_cookie_sent_twice_is_not_trusted() {
     let attacker = sign_in(&app, "ana@example.com", PASSWORD).await;
     let (tossed, _) = attacker.cookie("porch_session").expect("session");
     let both = format!("{tossed}; {}", victim.cookie);
-    let page = send(&app, "GET", "/inbox", &both, None).await;
-    assert_eq!(page.status, 303, "one of two session cookies was trusted");
+    // The `Set-Cookie` headers of the answer to `path` with both cookies.
+    let set_cookies = async |path: &str| -> Vec<String> {
+        let page = send(&app, "GET", path, &both, None).await;
+        assert_eq!(page.status, 303, "one of two session cookies was trusted");
+        page.headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect()
+    };
     // The copy planted for the page's path is deleted there, or the sign-in page (which sees
     // only the browser's own, at `/`) would send the agent back to the page for ever.
-    let deleted: Vec<_> = page
-        .headers
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    assert_eq!(deleted, ["porch_session=; Path=/inbox; Max-Age=0"]);
-    let page = send(&app, "GET", "/conversations/7/events", &both, None).await;
-    let deleted: Vec<_> = page
-        .headers
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
     assert_eq!(
-        deleted,
+        set_cookies("/inbox").await,
+        ["porch_session=; Path=/inbox; Max-Age=0"]
+    );
+    assert_eq!(
+        set_cookies("/conversations/7/events").await,
         [
             "porch_session=; Path=/conversations; Max-Age=0",
             "porch_session=; Path=/conversations/7; Max-Age=0",

@@ -290,7 +290,8 @@ fn snippet_card(snippet: &str) -> impl IntoView {
         <section class="card" aria-labelledby="snippet-title">
             <h2 id="snippet-title">"Embed snippet"</h2>
             <p class="hint">"Paste it just before "<code>"</body>"</code>" on every page of the site. \
-                The page makes no request to Porch until a visitor opens the chat. Your own button, \
+                The page makes no request to Porch until a visitor opens the chat (later pages reopen a chat \
+                the visitor started). Your own button, \
                 a Content-Security-Policy, known visitors: "<a href="/docs/widget.md">"the widget's \
                 docs"</a>"."</p>
             <textarea id="snippet" class="snippet mono" readonly rows="5"

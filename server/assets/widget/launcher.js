@@ -1,8 +1,9 @@
 (function (c) {
   // Porch launcher, inline in the host page: draws the button and the page's JS API (window.Porch, see
   // docs/widget.md), and requests nothing from Porch until the visitor clicks, the page calls open() or
-  // toggle(), or the chat was open in this tab. panel.js takes over. The empty catches are on purpose:
-  // nothing may throw into the host page, and without storage the chat just does not reopen.
+  // toggle(), the chat was open in this tab, or this visitor has messages waiting to be sent. panel.js takes
+  // over. The empty catches are on purpose: nothing may throw into the host page, and without storage the
+  // chat just does not reopen.
   try {
     const w = window, d = document, K = "porch:" + c.site + ":open";
     // Calls queued as Porch.push([name, ...args]) before the snippet ran; a second snippet leaves the first.
@@ -35,10 +36,12 @@
     let saved = null, waiting = false;
     try { saved = sessionStorage.getItem(K); } catch (e) {}
     // Messages this visitor wrote that are not sent yet (a tab closed while offline): the panel loads, closed,
-    // and sends them, as a page of the tab where they were written would. Each names whom it was written as.
+    // and sends them, as a page of the tab where they were written would. Each names whom it was written as;
+    // one waiting for the pre-chat form's answers cannot go before the visitor opens the chat.
     try {
       const u = c.user, me = u && u.id != null ? String(u.id).trim() : null;
-      waiting = JSON.parse(localStorage.getItem("porch:" + c.site + ":pending")).some((m) => (m.as ?? null) === me);
+      waiting = JSON.parse(localStorage.getItem("porch:" + c.site + ":pending"))
+        .some((m) => !m.awaiting_form && (m.as ?? null) === me);
     } catch (e) {}
     // White or black text on the site colour, whichever contrasts more (WCAG luminance).
     const hex = color.length < 5 ? color.replace(/\w/g, "$&$&") : color;

@@ -88,10 +88,12 @@ fn cookie_values<'a, 'n>(
 /// Most paths a doubled cookie is deleted at (a page's path has a few segments).
 const MOST_PATHS_CLEARED: usize = 8;
 
-/// Deletes cookie `name` at each path of `path` but `/` (`/conversations`, `/conversations/5`…):
-/// a copy planted there (plain http only; see docs/admin.md, "Cookie tossing") sorts first and
-/// doubles the name on this page alone, while the sign-in page, at `/`, sees only the browser's
-/// own and sends the agent back here; without this they would go round for ever.
+/// Deletes cookie `name` at each path of `path` but `/` (`/conversations`, `/conversations/`,
+/// `/conversations/5`…): a copy planted there (plain http only; see docs/admin.md, "Cookie
+/// tossing") sorts first and doubles the name on this page alone, while the sign-in page, at
+/// `/`, sees only the browser's own and sends the agent back here; without this they would go
+/// round for ever. A segment that could say more than a path in the header (`;`, `,`, `=`,
+/// space) ends the list: the request's path must not add attributes to the answer's cookies.
 fn delete_planted_copies(response: &mut Response, name: &str, path: &str) {
     let mut at = String::new();
     for segment in path
@@ -99,10 +101,18 @@ fn delete_planted_copies(response: &mut Response, name: &str, path: &str) {
         .filter(|s| !s.is_empty())
         .take(MOST_PATHS_CLEARED)
     {
+        if !segment
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !b";,=".contains(&b))
+        {
+            break;
+        }
         at.push('/');
         at.push_str(segment);
-        if let Ok(value) = HeaderValue::from_str(&format!("{name}=; Path={at}; Max-Age=0")) {
-            response.headers_mut().append(header::SET_COOKIE, value);
+        for path in [at.clone(), format!("{at}/")] {
+            if let Ok(value) = HeaderValue::from_str(&format!("{name}=; Path={path}; Max-Age=0")) {
+                response.headers_mut().append(header::SET_COOKIE, value);
+            }
         }
     }
 }

@@ -6,7 +6,8 @@
 //! connections (httpx, requests, every HTTP library) gets a transport error on its next call.
 //! Read here, bounded in size and time; past either bound the answer says `Connection: close`,
 //! as a 413 or a 408 (whose bodies are never read) always does, so the client opens a new
-//! connection instead.
+//! connection instead. A body announced larger than the bound, or one the client holds back until
+//! `100 Continue` and the handler never asked for, is not read at all (the answer closes).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::StreamExt;
@@ -28,10 +29,11 @@ const MOST_READ: usize = 1024 * 1024;
 /// `Connection: close` rather than holding the answer).
 const MOST_WAIT: Duration = Duration::from_secs(2);
 
-/// The request's body, whose unread rest stays here when the handler drops its part.
-type Kept = Arc<Mutex<Option<Body>>>;
+/// The request's body, whose unread rest stays here when the handler drops its part, and
+/// whether the handler read any of it.
+type Kept = Arc<Mutex<(Option<Body>, bool)>>;
 
-fn lock(kept: &Kept) -> MutexGuard<'_, Option<Body>> {
+fn lock(kept: &Kept) -> MutexGuard<'_, (Option<Body>, bool)> {
     kept.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -46,7 +48,9 @@ impl hyper::body::Body for Shared {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        match lock(&self.0).as_mut() {
+        let mut kept = lock(&self.0);
+        kept.1 = true;
+        match kept.0.as_mut() {
             Some(body) => Pin::new(body).poll_frame(cx),
             None => Poll::Ready(None),
         }
@@ -54,12 +58,14 @@ impl hyper::body::Body for Shared {
 
     fn is_end_stream(&self) -> bool {
         lock(&self.0)
+            .0
             .as_ref()
             .is_none_or(hyper::body::Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
         lock(&self.0)
+            .0
             .as_ref()
             .map_or_else(|| SizeHint::with_exact(0), hyper::body::Body::size_hint)
     }
@@ -84,12 +90,26 @@ async fn read_to_end(rest: Body) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether the unread rest of a body is not worth reading: more than [`MOST_READ`] was
+/// announced, or the client waits for `100 Continue` before it sends the body, and the handler
+/// never asked for it (reading would tell the client to upload what was refused).
+fn is_left_alone(headers: &HeaderMap, handler_read: bool) -> bool {
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let waits_to_send = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    announced.is_some_and(|n| n > MOST_READ as u64) || (waits_to_send && !handler_read)
+}
+
 /// The middleware: see the module's comment.
 pub async fn finish_request_body(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
+    let headers = parts.headers.clone();
     // No body (most GETs): nothing can be left unread, and nothing is kept.
-    let kept: Option<Kept> =
-        (!hyper::body::Body::is_end_stream(&body)).then(|| Arc::new(Mutex::new(Some(body))));
+    let kept: Option<Kept> = (!hyper::body::Body::is_end_stream(&body))
+        .then(|| Arc::new(Mutex::new((Some(body), false))));
     let body = match &kept {
         Some(kept) => Body::new(Shared(Arc::clone(kept))),
         None => Body::empty(),
@@ -99,11 +119,16 @@ pub async fn finish_request_body(request: Request, next: Next) -> Response {
         response.status(),
         StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
     );
-    let rest = kept.and_then(|kept| lock(&kept).take());
+    let rest = kept.map(|kept| {
+        let mut kept = lock(&kept);
+        (kept.0.take(), kept.1)
+    });
     let whole = match rest {
-        None => true,
-        Some(rest) if hyper::body::Body::is_end_stream(&rest) => true,
-        Some(rest) => !unread_for_good && read_to_end(rest).await,
+        None | Some((None, _)) => true,
+        Some((Some(rest), _)) if hyper::body::Body::is_end_stream(&rest) => true,
+        Some((Some(rest), handler_read)) => {
+            !unread_for_good && !is_left_alone(&headers, handler_read) && read_to_end(rest).await
+        }
     };
     if unread_for_good || !whole {
         response

@@ -476,27 +476,38 @@ impl Index {
         }
     }
 
-    /// Forgets job `id`, rescheduled by its attempt's outcome but blocked in SQLite instead (its
+    /// Forgets job `id`, rescheduled by its attempt's outcome but not queued in SQLite (its
     /// integration was turned off or blocked while it ran), with its destination's pause and
-    /// pacing, as [`Self::remove_integration`] forgot those of the integration's other jobs: the
-    /// turn-on or fix reads it back, due at once.
+    /// pacing, as [`Self::remove_integration`] does: the turn-on or fix reads it back, due at
+    /// once. Its key is marked as stored from its id on, so a turn-on's read that came first,
+    /// and skipped the job as known, is made again.
     pub fn forget_blocked(&mut self, id: JobId) {
         let Some(entry) = self.jobs.get(&id) else {
             return;
         };
-        let is_running = entry.is_running;
-        if let Some(key) = entry.row.rate_key.clone() {
-            self.release_key(&key);
-        }
+        let (is_running, rate_key) = (entry.is_running, entry.row.rate_key.clone());
         // One taken to start again in the same round did not start (it is not queued), and its
         // round ends it as such (`not_queued`).
         if !is_running {
             self.finish(id);
         }
+        self.windows.expect_stored(rate_key.as_deref(), id);
+        if let Some(key) = rate_key {
+            self.release_key(&key);
+        }
     }
 
-    /// Ends `rate_key`'s pause and pacing.
+    /// Ends `rate_key`'s pause and pacing, unless jobs of it remain in memory: a Slack channel
+    /// two integrations post to keeps the pause its destination asked for while the other's
+    /// jobs wait on it.
     fn release_key(&mut self, rate_key: &str) {
+        if self
+            .jobs
+            .values()
+            .any(|e| e.row.rate_key.as_deref() == Some(rate_key))
+        {
+            return;
+        }
         self.held.remove(rate_key);
         self.pacer.forget(rate_key);
     }

@@ -313,6 +313,25 @@ fn removing_an_integration_ends_its_destinations_pause_and_pace() {
 }
 
 #[test]
+fn a_channel_another_integration_waits_on_keeps_its_pause() {
+    let mut index = Index::new(64);
+    index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 0));
+    let mut other = job(2, Some("conv:2"), Some("slack:T:C1"), 0);
+    other.integration_id = Some(IntegrationId(2));
+    index.insert(other);
+    assert_eq!(ids(&mut index, 0), [1, 2]);
+    index.reschedule(JobId(1), 3_600_000, 0, true);
+    index.reschedule(JobId(2), 3_600_000, 0, true);
+    assert_eq!(index.remove_integration(IntegrationId(1)), 1);
+    index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 10));
+    assert!(
+        ids(&mut index, 10).is_empty(),
+        "integration 2's job still waits on the channel's pause, and so does the channel"
+    );
+    assert_eq!(ids(&mut index, 3_600_000), [1], "then paced, one at a time");
+}
+
+#[test]
 fn a_job_blocked_by_its_outcome_leaves_with_its_destinations_pause() {
     let mut index = Index::new(64);
     index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 0));
@@ -322,8 +341,12 @@ fn a_job_blocked_by_its_outcome_leaves_with_its_destinations_pause() {
     index.reschedule(JobId(1), 3_600_000, 0, true);
     index.forget_blocked(JobId(1));
     assert_eq!(index.len(), 0);
-    // Turned on: read back, due now, and not held by the pause it earned.
-    index.insert(job(1, Some("conv:1"), Some("slack:T:C1"), 10));
+    // Turned on: read back from SQLite (its key is marked as stored), due now, and not held by
+    // the pause it earned.
+    serve_reads(
+        &mut index,
+        &[job(1, Some("conv:1"), Some("slack:T:C1"), 10)],
+    );
     assert_eq!(ids(&mut index, 10), [1]);
 }
 

@@ -117,7 +117,7 @@ impl Pacer {
         }
     }
 
-    /// Stops pacing `key` (an admin turned its integration off).
+    /// Stops pacing `key` (its integration was turned off or blocked, and its jobs left).
     pub fn forget(&mut self, key: &str) {
         self.arrival.remove(key);
     }

@@ -18,16 +18,17 @@ pub struct Round {
 }
 
 /// What a written round did besides recording: the jobs marked running (only queued ones are),
-/// in the order given, and the jobs to be tried again that were blocked instead, as their
-/// integration stopped taking deliveries while they ran (`store::record_attempts`).
+/// in the order given, and the jobs to be tried again that were blocked (or, test messages,
+/// failed) instead, as their integration stopped taking deliveries while they ran
+/// (`store::record_attempts`).
 pub struct Written {
     pub marked: Vec<JobId>,
-    pub blocked_again: Vec<JobId>,
+    pub not_retried: Vec<JobId>,
 }
 
-/// Records outcomes, blocks integrations with their queued jobs, and marks jobs running, in one
-/// transaction. Outcomes go first: a job rescheduled by one (a short 429 pause) may be starting
-/// again in the same round.
+/// Blocks integrations with their queued jobs, records outcomes, and marks jobs running, in one
+/// transaction. Outcomes go before the starts: a job rescheduled by one (a short 429 pause) may
+/// be starting again in the same round.
 ///
 /// The write is deferred: it rides along with the next visitor message's commit (or waits at
 /// most [`store::DEFER_LIMIT`]), so the runner's bookkeeping costs no commits of its own. It is
@@ -38,16 +39,18 @@ pub async fn write_round(writer: &Writer, round: Round) -> Result<Written, Round
         let attempt = Arc::clone(&round);
         let written = writer
             .write_deferred(move |c| {
-                let blocked_again = store::record_attempts(c, &attempt.records)?;
+                // The blocks first: a job of a blocked integration whose outcome asks to try
+                // again is then recorded as not retried, and the runner forgets it.
                 let now = now_ms();
                 for (integration, error) in &attempt.blocked {
                     store::mark_integration_broken(c, *integration, error, now)?;
                     store::block_integration_jobs(c, *integration, error, now)?;
                 }
+                let not_retried = store::record_attempts(c, &attempt.records)?;
                 let marked = store::mark_jobs_running(c, &attempt.starting)?;
                 Ok(Written {
                     marked,
-                    blocked_again,
+                    not_retried,
                 })
             })
             .await;

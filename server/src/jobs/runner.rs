@@ -104,11 +104,11 @@ enum Command {
     },
     /// The round in flight is committed and its deliveries have started; `not_queued` jobs were
     /// no longer queued in SQLite (blocked or disabled meanwhile) and did not start;
-    /// `blocked_again` jobs, to be tried again, were blocked instead (their integration stopped
-    /// taking deliveries while they ran).
+    /// `not_retried` jobs, to be tried again, were blocked (or failed) instead (their integration
+    /// stopped taking deliveries while they ran).
     RoundWritten {
         not_queued: Vec<Entry>,
-        blocked_again: Vec<JobId>,
+        not_retried: Vec<JobId>,
     },
     /// The round could not be written (the writer stopped or failed): nothing of it is stored
     /// and none of its deliveries started.
@@ -336,10 +336,10 @@ impl Dispatcher {
             } => self.finished(&entry, started_at, attempt),
             Command::RoundWritten {
                 not_queued,
-                blocked_again,
+                not_retried,
             } => {
                 self.is_round_in_flight = false;
-                for id in blocked_again {
+                for id in not_retried {
                     self.index.forget_blocked(id);
                 }
                 for entry in not_queued {
@@ -421,8 +421,8 @@ impl Dispatcher {
                 blocked,
                 starting: ids,
             };
-            let (marked, blocked_again) = match write_round(&writer, round).await {
-                Ok(written) => (written.marked, written.blocked_again),
+            let (marked, not_retried) = match write_round(&writer, round).await {
+                Ok(written) => (written.marked, written.not_retried),
                 Err(round) => {
                     let _ = tx.send(Command::RoundFailed {
                         starting,
@@ -452,7 +452,7 @@ impl Dispatcher {
             }
             let _ = tx.send(Command::RoundWritten {
                 not_queued,
-                blocked_again,
+                not_retried,
             });
         });
     }

@@ -293,18 +293,47 @@ pub struct AttemptRecord {
 /// deliveries while the attempt ran (an admin turned it off, another delivery's answer blocked
 /// it), so it waits for the turn-on or the fix with the integration's other jobs, which then
 /// sends it at once, instead of going out past a turned-off integration when its time comes.
-/// A test message is over either way (see `test_messages`), so it is left queued.
-const STATE_TO_TRY_AGAIN: &str = "CASE WHEN integration_id IS NULL OR kind LIKE '%.test' \
+/// One being resumed (`?5`, [`super::RESUMING`]) takes them: its jobs run while the resume pages
+/// through the rest, and a retry keeps its wait. A test message is failed instead: it reports
+/// what happened and never goes out at the fix (see `test_messages`).
+const STATE_TO_TRY_AGAIN: &str = "CASE WHEN integration_id IS NULL \
      OR EXISTS (SELECT 1 FROM integrations i WHERE i.id = jobs.integration_id \
-                AND i.is_enabled = 1 AND i.status = 'ok') \
-     THEN 'queued' ELSE 'blocked' END";
+                AND i.is_enabled = 1 AND (i.status = 'ok' OR i.last_error = ?5)) THEN 'queued' \
+     WHEN kind LIKE '%.test' THEN 'failed' ELSE 'blocked' END";
+
+/// Records a `Retry` or `Snooze` (the attempt given back): queued with its wait, or not (see
+/// [`STATE_TO_TRY_AGAIN`]); `true` when it was not queued.
+fn record_try_again(conn: &Connection, record: &AttemptRecord, run_at: i64) -> Result<bool, Error> {
+    let given_back = i64::from(matches!(record.update, JobUpdate::Snooze { .. }));
+    let state: Option<String> = conn
+        .prepare_cached(&format!(
+            "UPDATE jobs SET state = {STATE_TO_TRY_AGAIN}, run_at = ?2, last_error = ?3, \
+             attempt = max(attempt - ?4, 0) WHERE id = ?1 RETURNING state"
+        ))?
+        .query_row(
+            params![
+                record.job_id,
+                run_at,
+                record.error,
+                given_back,
+                super::RESUMING
+            ],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if state.as_deref() == Some("failed") {
+        conn.prepare_cached("UPDATE jobs SET finished_at = ?2 WHERE id = ?1")?
+            .execute(params![record.job_id, record.finished_at])?;
+    }
+    Ok(state.is_some_and(|state| state != "queued"))
+}
 
 /// Records finished attempts: the job's new state and a new row in `job_attempts` for each
 /// (every try is kept, a rate-limited one too; its `attempt` is the budget's count, which a
 /// 429 gives back, so the try after it shows the same number). Returns the jobs to be tried
-/// again that were blocked instead (see [`STATE_TO_TRY_AGAIN`]).
+/// again that were not queued (see [`STATE_TO_TRY_AGAIN`]).
 pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<Vec<JobId>, Error> {
-    let mut blocked = Vec::new();
+    let mut not_retried = Vec::new();
     // The next `seq` is a seek in the primary key, right where the new row goes.
     let mut attempt_row = conn.prepare_cached(
         "INSERT INTO job_attempts (job_id, seq, attempt, started_at, finished_at, outcome, http_status, error) \
@@ -337,20 +366,10 @@ pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<V
                 )?
                 .execute(params![id, record.finished_at, external_ref])?,
             JobUpdate::Retry { run_at } | JobUpdate::Snooze { run_at } => {
-                // A 429 gives its attempt back.
-                let given_back = i64::from(matches!(record.update, JobUpdate::Snooze { .. }));
-                let state: Option<String> = conn
-                    .prepare_cached(&format!(
-                        "UPDATE jobs SET state = {STATE_TO_TRY_AGAIN}, run_at = ?2, \
-                         last_error = ?3, attempt = max(attempt - ?4, 0) WHERE id = ?1 \
-                         RETURNING state"
-                    ))?
-                    .query_row(params![id, run_at, record.error, given_back], |r| r.get(0))
-                    .optional()?;
-                if state.as_deref() == Some("blocked") {
-                    blocked.push(id);
+                if record_try_again(conn, record, *run_at)? {
+                    not_retried.push(id);
                 }
-                1
+                continue;
             }
             JobUpdate::Failed => conn
                 .prepare_cached("UPDATE jobs SET state = 'failed', finished_at = ?2, last_error = ?3 WHERE id = ?1")?
@@ -360,7 +379,7 @@ pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<V
                 .execute(params![id, record.error])?,
         };
     }
-    Ok(blocked)
+    Ok(not_retried)
 }
 
 /// Blocks every queued job of an integration (its destination refused us for a reason only an

@@ -173,10 +173,10 @@ fn integration_lookups_use_the_unfinished_jobs_index() {
 
 /// An attempt that ends with "try again" after its integration was turned off (or blocked)
 /// while it ran leaves its job blocked, not queued, and says so: it must not go out past the
-/// turned-off integration at its time, and the turn-on sends it at once with the others. One
-/// whose integration is on is queued as before.
+/// turned-off integration at its time, and the turn-on sends it at once with the others. A test
+/// message is failed. One whose integration is on, or being resumed, is queued as before.
 #[test]
-fn a_retry_or_429_of_an_integration_turned_off_meanwhile_blocks_its_job() {
+fn a_retry_or_429_of_an_integration_turned_off_meanwhile_is_not_queued() {
     let conn = crate::store::migrate::migrated_with_conversations(&[]);
     conn.execute_batch(
         "INSERT INTO integrations (site_id, kind, created_at, updated_at) VALUES (1, 'slack', 0, 0);",
@@ -238,4 +238,30 @@ fn a_retry_or_429_of_an_integration_turned_off_meanwhile_blocks_its_job() {
         })
         .expect("attempt");
     assert_eq!(attempt, 0, "the 429 gave its attempt back, blocked or not");
+
+    // A test message of the turned-off integration is over; one of an integration being
+    // resumed (its jobs run while the resume pages on) keeps its wait, queued.
+    let test = job_of_integration();
+    conn.execute("UPDATE jobs SET kind = 'slack.test' WHERE id = ?1", [test])
+        .expect("a test");
+    assert_eq!(mark_jobs_running(&conn, &[test]).expect("mark"), vec![test]);
+    let resumed = job_of_integration();
+    assert_eq!(
+        mark_jobs_running(&conn, &[resumed]).expect("mark"),
+        vec![resumed]
+    );
+    let not_retried = record_attempts(&conn, &[record(test, JobUpdate::Retry { run_at: 70 })])
+        .expect("record the test");
+    assert_eq!(not_retried, [test]);
+    let finished: Option<i64> = conn
+        .query_row("SELECT finished_at FROM jobs WHERE id = ?1", [test], |r| {
+            r.get(0)
+        })
+        .expect("finished_at");
+    assert_eq!((state(test).0.as_str(), finished), ("failed", Some(2)));
+    crate::store::start_resuming_integration(&conn, IntegrationId(1), 4).expect("resuming");
+    let not_retried = record_attempts(&conn, &[record(resumed, JobUpdate::Snooze { run_at: 80 })])
+        .expect("record while resuming");
+    assert!(not_retried.is_empty());
+    assert_eq!(state(resumed), ("queued".to_owned(), 80));
 }

@@ -72,14 +72,28 @@ async fn a_session_cookie_sent_twice_is_not_trusted() {
     // only the browser's own, at `/`) would send the agent back to the page for ever.
     assert_eq!(
         set_cookies("/inbox").await,
-        ["porch_session=; Path=/inbox; Max-Age=0"]
+        [
+            "porch_session=; Path=/inbox; Max-Age=0",
+            "porch_session=; Path=/inbox/; Max-Age=0"
+        ]
     );
     assert_eq!(
         set_cookies("/conversations/7/events").await,
         [
             "porch_session=; Path=/conversations; Max-Age=0",
+            "porch_session=; Path=/conversations/; Max-Age=0",
             "porch_session=; Path=/conversations/7; Max-Age=0",
+            "porch_session=; Path=/conversations/7/; Max-Age=0",
             "porch_session=; Path=/conversations/7/events; Max-Age=0",
+            "porch_session=; Path=/conversations/7/events/; Max-Age=0",
+        ]
+    );
+    // A path that would add attributes to the cookie stops the list where it begins.
+    assert_eq!(
+        set_cookies("/sites/s_x;Path=%2F").await,
+        [
+            "porch_session=; Path=/sites; Max-Age=0",
+            "porch_session=; Path=/sites/; Max-Age=0"
         ]
     );
     // The browser's own cookie alone still signs in.

@@ -224,13 +224,11 @@ async fn a_429_pauses_only_its_channel_and_the_paused_posts_arrive_after_retry_a
     assert_eq!(attempts, 1, "a 429 does not use up an attempt");
 }
 
-/// Turns integration `id` off and on through the API.
-async fn off_and_on(fx: &Fixture, id: i64) {
-    for action in ["turn-off", "turn-on"] {
-        let path = format!("/api/v1/integrations/{id}/{action}");
-        let (status, answer) = fx.app.api("POST", &path, &fx.admin, None).await;
-        assert_eq!(status, 200, "{answer}");
-    }
+/// `POST /api/v1/integrations/{id}/{action}` (`turn-off`, `turn-on`).
+async fn turn(fx: &Fixture, id: i64, action: &str) {
+    let path = format!("/api/v1/integrations/{id}/{action}");
+    let (status, answer) = fx.app.api("POST", &path, &fx.admin, None).await;
+    assert_eq!(status, 200, "{answer}");
 }
 
 /// A channel waiting out a long 429 (an hour here) is released by turning its integration off
@@ -255,8 +253,18 @@ async fn turning_slack_off_and_on_ends_a_429_pause_at_once() {
         ok_if(fx.mock.rate_limited_count(), |n| *n == 1)
     })
     .await;
-    // Probably still under way: the runner records the 429 a moment after Slack answered it.
-    off_and_on(&fx, id).await;
+    // Turned off probably while still under way (the runner records the 429 a moment after
+    // Slack answered it); on again once the post waits blocked.
+    turn(&fx, id, "turn-off").await;
+    wait_until("the post blocked", WAIT, async || {
+        ok_if(
+            fx.app
+                .count("SELECT count(*) FROM jobs WHERE state = 'blocked'"),
+            |n| *n == 1,
+        )
+    })
+    .await;
+    turn(&fx, id, "turn-on").await;
     let posts = fx.mock.wait_for_posts(2, WAIT).await;
     assert_eq!(
         posts[1].text, "waits out the pause",
@@ -279,7 +287,8 @@ async fn turning_slack_off_and_on_ends_a_429_pause_at_once() {
         ok_if(waiting, |n| *n == 1)
     })
     .await;
-    off_and_on(&fx, id).await;
+    turn(&fx, id, "turn-off").await;
+    turn(&fx, id, "turn-on").await;
     let posts = fx.mock.wait_for_posts(3, WAIT).await;
     assert_eq!(posts[2].text, "waits queued");
 }

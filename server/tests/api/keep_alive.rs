@@ -91,3 +91,24 @@ async fn a_refused_calls_body_that_does_not_come_closes_the_connection_saying_so
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn a_refused_body_held_for_100_continue_is_not_asked_for() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_agent_token("Ana");
+    let key = app.add_site("Shop");
+    let mut stream = TcpStream::connect(app.addr).await.expect("connect");
+    // The client waits for `100 Continue` before it sends its body: refused, it never sends it.
+    let head =
+        refused_head(&key, &token, 12).replace("\r\n\r\n", "\r\nExpect: 100-continue\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let answer = read_until(&mut stream, |text| text.contains("}}")).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 403"),
+        "no 100 Continue first: {answer}"
+    );
+    assert!(
+        answer.to_lowercase().contains("\r\nconnection: close\r\n"),
+        "{answer}"
+    );
+}

@@ -90,28 +90,48 @@ async fn read_to_end(rest: Body) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether the unread rest of a body is not worth reading: more than [`MOST_READ`] was
-/// announced, or the client waits for `100 Continue` before it sends the body, and the handler
-/// never asked for it (reading would tell the client to upload what was refused).
-fn is_left_alone(headers: &HeaderMap, handler_read: bool) -> bool {
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let waits_to_send = headers
-        .get(header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    announced.is_some_and(|n| n > MOST_READ as u64) || (waits_to_send && !handler_read)
+/// What the request's head says of its body, read before the handler takes the request: its
+/// announced length is over [`MOST_READ`], and whether the client waits for `100 Continue`
+/// before it sends it.
+#[derive(Debug, Clone, Copy)]
+struct Announced {
+    too_long: bool,
+    waits_to_send: bool,
+}
+
+impl Announced {
+    fn of(headers: &HeaderMap) -> Self {
+        let length = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        Self {
+            too_long: length.is_some_and(|n| n > MOST_READ as u64),
+            waits_to_send: headers
+                .get(header::EXPECT)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue")),
+        }
+    }
+
+    /// Whether the unread rest is not worth reading: too long, or held back for `100
+    /// Continue` and never asked for by the handler (reading would tell the client to upload
+    /// what was refused).
+    fn is_left_alone(self, handler_read: bool) -> bool {
+        self.too_long || (self.waits_to_send && !handler_read)
+    }
 }
 
 /// The middleware: see the module's comment.
 pub async fn finish_request_body(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let headers = parts.headers.clone();
     // No body (most GETs): nothing can be left unread, and nothing is kept.
-    let kept: Option<Kept> = (!hyper::body::Body::is_end_stream(&body))
-        .then(|| Arc::new(Mutex::new((Some(body), false))));
+    let kept: Option<(Kept, Announced)> = (!hyper::body::Body::is_end_stream(&body)).then(|| {
+        (
+            Arc::new(Mutex::new((Some(body), false))),
+            Announced::of(&parts.headers),
+        )
+    });
     let body = match &kept {
-        Some(kept) => Body::new(Shared(Arc::clone(kept))),
+        Some((kept, _)) => Body::new(Shared(Arc::clone(kept))),
         None => Body::empty(),
     };
     let mut response = next.run(Request::from_parts(parts, body)).await;
@@ -119,15 +139,15 @@ pub async fn finish_request_body(request: Request, next: Next) -> Response {
         response.status(),
         StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
     );
-    let rest = kept.map(|kept| {
+    let rest = kept.map(|(kept, announced)| {
         let mut kept = lock(&kept);
-        (kept.0.take(), kept.1)
+        (kept.0.take(), kept.1, announced)
     });
     let whole = match rest {
-        None | Some((None, _)) => true,
-        Some((Some(rest), _)) if hyper::body::Body::is_end_stream(&rest) => true,
-        Some((Some(rest), handler_read)) => {
-            !unread_for_good && !is_left_alone(&headers, handler_read) && read_to_end(rest).await
+        None | Some((None, ..)) => true,
+        Some((Some(rest), ..)) if hyper::body::Body::is_end_stream(&rest) => true,
+        Some((Some(rest), handler_read, announced)) => {
+            !unread_for_good && !announced.is_left_alone(handler_read) && read_to_end(rest).await
         }
     };
     if unread_for_good || !whole {

@@ -289,27 +289,25 @@ pub struct AttemptRecord {
     pub error: Option<String>,
 }
 
-/// The state of a job to be tried again: queued, or blocked when its integration stopped taking
-/// deliveries while the attempt ran (an admin turned it off, another delivery's answer blocked
-/// it), so it waits for the turn-on or the fix with the integration's other jobs, which then
-/// sends it at once, instead of going out past a turned-off integration when its time comes.
-/// One being resumed (`?5`, [`super::RESUMING`]) takes them: its jobs run while the resume pages
-/// through the rest, and a retry keeps its wait. A test message is failed instead: it reports
-/// what happened and never goes out at the fix (see `test_messages`).
-const STATE_TO_TRY_AGAIN: &str = "CASE WHEN integration_id IS NULL \
-     OR EXISTS (SELECT 1 FROM integrations i WHERE i.id = jobs.integration_id \
-                AND i.is_enabled = 1 AND (i.status = 'ok' OR i.last_error = ?5)) THEN 'queued' \
-     WHEN kind LIKE '%.test' THEN 'failed' ELSE 'blocked' END";
-
-/// Records a `Retry` or `Snooze` (the attempt given back): queued with its wait, or not (see
-/// [`STATE_TO_TRY_AGAIN`]); `true` when it was not queued.
+/// Records a `Retry` or `Snooze` (a 429, which gives its attempt back) at `run_at`: queued, or
+/// blocked when its integration stopped taking deliveries while the attempt ran (an admin turned
+/// it off, another delivery's answer blocked it), so it waits for the turn-on or the fix with the
+/// integration's other jobs, which then sends it at once, instead of going out past a
+/// turned-off integration when its time comes. One being resumed (`?5`, [`super::RESUMING`])
+/// takes deliveries: its jobs run while the resume pages through the rest, and a retry keeps its
+/// wait. A test message is failed instead: it reports what happened and never goes out at the fix
+/// (see `test_messages`). `true` when it was not queued.
 fn record_try_again(conn: &Connection, record: &AttemptRecord, run_at: i64) -> Result<bool, Error> {
     let given_back = i64::from(matches!(record.update, JobUpdate::Snooze { .. }));
     let state: Option<String> = conn
-        .prepare_cached(&format!(
-            "UPDATE jobs SET state = {STATE_TO_TRY_AGAIN}, run_at = ?2, last_error = ?3, \
-             attempt = max(attempt - ?4, 0) WHERE id = ?1 RETURNING state"
-        ))?
+        .prepare_cached(
+            "UPDATE jobs SET state = CASE WHEN integration_id IS NULL \
+                 OR EXISTS (SELECT 1 FROM integrations i WHERE i.id = jobs.integration_id \
+                            AND i.is_enabled = 1 AND (i.status = 'ok' OR i.last_error = ?5)) \
+                 THEN 'queued' WHEN kind LIKE '%.test' THEN 'failed' ELSE 'blocked' END, \
+             run_at = ?2, last_error = ?3, attempt = max(attempt - ?4, 0) WHERE id = ?1 \
+             RETURNING state",
+        )?
         .query_row(
             params![
                 record.job_id,
@@ -331,7 +329,7 @@ fn record_try_again(conn: &Connection, record: &AttemptRecord, run_at: i64) -> R
 /// Records finished attempts: the job's new state and a new row in `job_attempts` for each
 /// (every try is kept, a rate-limited one too; its `attempt` is the budget's count, which a
 /// 429 gives back, so the try after it shows the same number). Returns the jobs to be tried
-/// again that were not queued (see [`STATE_TO_TRY_AGAIN`]).
+/// again that were not queued (see [`record_try_again`]).
 pub fn record_attempts(conn: &Connection, records: &[AttemptRecord]) -> Result<Vec<JobId>, Error> {
     let mut not_retried = Vec::new();
     // The next `seq` is a seek in the primary key, right where the new row goes.

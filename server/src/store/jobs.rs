@@ -296,7 +296,9 @@ pub struct AttemptRecord {
 /// turned-off integration when its time comes. One being resumed (`?5`, [`super::RESUMING`])
 /// takes deliveries: its jobs run while the resume pages through the rest, and a retry keeps its
 /// wait. A test message is failed instead: it reports what happened and never goes out at the fix
-/// (see `test_messages`). `true` when it was not queued.
+/// (see `test_messages`). Either way its error becomes the integration's (`turned off`, the block's
+/// reason), the one the admin acts on; the attempt's own stays in its `job_attempts` row. `true`
+/// when it was not queued.
 fn record_try_again(conn: &Connection, record: &AttemptRecord, run_at: i64) -> Result<bool, Error> {
     let given_back = i64::from(matches!(record.update, JobUpdate::Snooze { .. }));
     let state: Option<String> = conn
@@ -319,11 +321,17 @@ fn record_try_again(conn: &Connection, record: &AttemptRecord, run_at: i64) -> R
             |r| r.get(0),
         )
         .optional()?;
-    if state.as_deref() == Some("failed") {
-        conn.prepare_cached("UPDATE jobs SET finished_at = ?2 WHERE id = ?1")?
-            .execute(params![record.job_id, record.finished_at])?;
+    let not_queued = state.as_deref().is_some_and(|state| state != "queued");
+    if not_queued {
+        conn.prepare_cached(
+            "UPDATE jobs SET finished_at = iif(state = 'failed', ?2, finished_at), \
+             last_error = coalesce((SELECT i.last_error FROM integrations i \
+                                    WHERE i.id = jobs.integration_id), last_error) \
+             WHERE id = ?1",
+        )?
+        .execute(params![record.job_id, record.finished_at])?;
     }
-    Ok(state.is_some_and(|state| state != "queued"))
+    Ok(not_queued)
 }
 
 /// Records finished attempts: the job's new state and a new row in `job_attempts` for each

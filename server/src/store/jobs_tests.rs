@@ -228,6 +228,18 @@ fn a_retry_or_429_of_an_integration_turned_off_meanwhile_is_not_queued() {
     assert_eq!(blocked, [retried, limited]);
     assert_eq!(state(retried).0, "blocked");
     assert_eq!(state(limited).0, "blocked");
+    let last_error: Option<String> = conn
+        .query_row(
+            "SELECT last_error FROM jobs WHERE id = ?1",
+            [retried],
+            |r| r.get(0),
+        )
+        .expect("last_error");
+    assert_eq!(
+        last_error.as_deref(),
+        Some("turned off"),
+        "the reason the admin acts on, not the attempt's HTTP 500"
+    );
     assert_eq!(
         attempt_rows(&conn, limited),
         [(1, "rate_limited".to_owned())]

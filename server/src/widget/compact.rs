@@ -9,7 +9,7 @@
 //!   breaks stay (automatic semicolon insertion keeps working). A comment after code goes only
 //!   when the code before it has no quote, backtick or slash: a `//` inside a string, a template
 //!   or a regular expression always has one of those before it on its line. This is only sound
-//!   while no string or template literal spans lines, which a test below checks on `panel.js`.
+//!   while no string or template literal spans lines, which a test below checks on the panel's parts.
 //! - CSS: `/* … */` comments go (the panel's CSS has no string containing `/*`, also checked), then
 //!   each line is trimmed and empty lines go.
 
@@ -55,8 +55,8 @@ pub fn compact_css(source: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::widget::panel_source::{PARTS, panel_source};
 
-    const PANEL_JS: &str = include_str!("../../assets/widget/panel.js");
     const PANEL_CSS: &str = include_str!("../../assets/widget/panel.css");
 
     #[test]
@@ -90,17 +90,19 @@ mod tests {
     /// must have none: every line closes each backtick it opens.
     #[test]
     fn no_template_literal_in_the_panel_spans_lines() {
-        for (n, line) in PANEL_JS.lines().enumerate() {
-            assert!(
-                line.matches('`').count() % 2 == 0,
-                "panel.js:{} opens a template literal it does not close",
-                n + 1
-            );
-            assert!(
-                !line.trim_end().ends_with('\\'),
-                "panel.js:{} continues a string on the next line",
-                n + 1
-            );
+        for (name, part) in PARTS {
+            for (n, line) in part.lines().enumerate() {
+                assert!(
+                    line.matches('`').count() % 2 == 0,
+                    "{name}:{} opens a template literal it does not close",
+                    n + 1
+                );
+                assert!(
+                    !line.trim_end().ends_with('\\'),
+                    "{name}:{} continues a string on the next line",
+                    n + 1
+                );
+            }
         }
     }
 
@@ -115,14 +117,15 @@ mod tests {
 
     #[test]
     fn the_compacted_panel_is_smaller_and_keeps_every_statement_line() {
-        let js = compact_js(PANEL_JS);
+        let source = panel_source();
+        let js = compact_js(&source);
         assert!(
-            js.len() < PANEL_JS.len() * 9 / 10,
+            js.len() < source.len() * 9 / 10,
             "{} of {}",
             js.len(),
-            PANEL_JS.len()
+            source.len()
         );
-        let code_lines = PANEL_JS
+        let code_lines = source
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with("//"))

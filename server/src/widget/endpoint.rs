@@ -21,6 +21,7 @@ use crate::values::SiteSettings;
 use super::compact::{compact_css, compact_js};
 use super::connection::{Admission, Peer, serve_connection};
 use super::locales::{DEFAULT_LABEL, launcher_label};
+use super::panel_source::panel_source;
 use super::protocol::ErrorCode;
 
 /// Read buffer per connection, kept for the socket's whole life: small, because idle widgets are
@@ -96,9 +97,9 @@ pub async fn upgrade(
 /// comment lands in every page of the site.
 static LAUNCHER_JS: LazyLock<String> =
     LazyLock::new(|| compact_js(include_str!("../../assets/widget/launcher.js")));
-/// The panel as served: compacted once, on first use (see `compact.rs`).
-static PANEL_JS: LazyLock<String> =
-    LazyLock::new(|| compact_js(include_str!("../../assets/widget/panel.js")));
+/// The panel as served: its parts put together and compacted once, on first use (see
+/// `panel_source.rs` and `compact.rs`).
+static PANEL_JS: LazyLock<String> = LazyLock::new(|| compact_js(&panel_source()));
 static PANEL_CSS: LazyLock<String> =
     LazyLock::new(|| compact_css(include_str!("../../assets/widget/panel.css")));
 

@@ -1,6 +1,6 @@
 //! The widget's translations: one JSON file per language under `assets/widget/locales/`, served
 //! on demand to the panel, which fetches only the visitor's language after the click. English is
-//! built into `panel.js` (its `EN` table); with the error texts of `locales/errors-en.json` (which
+//! built into the panel (the `EN` table of `panel/core.js`); with the error texts of `locales/errors-en.json` (which
 //! the panel does not carry: in English it shows the server's own words for an error) it is the
 //! list of keys every file must translate.
 
@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::endpoint::asset;
 
-/// Every language served, by its code (as `panel.js` lists them after `en`, in the same order).
+/// Every language served, by its code (as `panel/core.js` lists them after `en`, in the same order).
 const LOCALES: &[(&str, &str)] = &[
     ("de", include_str!("../../assets/widget/locales/de.json")),
     ("fr", include_str!("../../assets/widget/locales/fr.json")),
@@ -26,7 +26,7 @@ const LOCALES: &[(&str, &str)] = &[
     ("he", include_str!("../../assets/widget/locales/he.json")),
 ];
 
-/// The launcher's label when the site has no fixed language (`EN.launcher` in panel.js).
+/// The launcher's label when the site has no fixed language (`EN.launcher` in `panel/core.js`).
 pub(super) const DEFAULT_LABEL: &str = "Chat with us";
 
 /// The launcher's label in a served language (its `launcher` text), for a site with that
@@ -57,19 +57,19 @@ mod tests {
     use super::{DEFAULT_LABEL, LOCALES, launcher_label};
     use crate::values::WIDGET_LOCALES;
 
-    const PANEL_JS: &str = include_str!("../../assets/widget/panel.js");
+    const CORE_JS: &str = include_str!("../../assets/widget/panel/core.js");
     const ERRORS_EN: &str = include_str!("../../assets/widget/locales/errors-en.json");
 
-    /// The English source of every text: the `EN` table of panel.js, which is written as JSON for
+    /// The English source of every text: the `EN` table of core.js, which is written as JSON for
     /// this test, and the error texts.
     fn english() -> BTreeMap<String, String> {
-        let start = PANEL_JS
+        let start = CORE_JS
             .find("const EN = {")
-            .expect("panel.js has its EN table")
+            .expect("core.js has its EN table")
             + 11;
-        let end = start + PANEL_JS[start..].find("\n  };").expect("the EN table ends") + 4;
+        let end = start + CORE_JS[start..].find("\n  };").expect("the EN table ends") + 4;
         let mut english: BTreeMap<String, String> =
-            serde_json::from_str(&PANEL_JS[start..end]).expect("the EN table is JSON");
+            serde_json::from_str(&CORE_JS[start..end]).expect("the EN table is JSON");
         let errors: BTreeMap<String, String> = serde_json::from_str(ERRORS_EN).expect("JSON");
         assert!(
             errors.keys().all(|k| k.starts_with("e_")),
@@ -119,13 +119,12 @@ mod tests {
 
     #[test]
     fn the_panel_offers_exactly_the_languages_served() {
-        let start = PANEL_JS
+        let start = CORE_JS
             .find("const LOCALES = ")
-            .expect("panel.js lists its languages")
+            .expect("core.js lists its languages")
             + 16;
-        let end = start + PANEL_JS[start..].find(';').expect("the list ends");
-        let offered: Vec<String> =
-            serde_json::from_str(&PANEL_JS[start..end]).expect("a JSON list");
+        let end = start + CORE_JS[start..].find(';').expect("the list ends");
+        let offered: Vec<String> = serde_json::from_str(&CORE_JS[start..end]).expect("a JSON list");
         let served: Vec<String> = std::iter::once("en")
             .chain(LOCALES.iter().map(|(code, _)| *code))
             .map(str::to_owned)

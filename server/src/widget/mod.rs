@@ -8,6 +8,7 @@ mod connection;
 mod endpoint;
 mod identity;
 mod locales;
+mod panel_source;
 mod protocol;
 mod receipts;
 mod self_service;

@@ -191,6 +191,41 @@ test("calls queued before the snippet run; off() removes a handler; a throwing h
     }
   });
 
+test("a close() queued before the snippet wins over reopening the chat on the next page", { timeout: 60000 }, async () => {
+  const { browser } = world;
+  const early = `<script>
+    window.Porch = window.Porch || [];
+    if (new URLSearchParams(location.search).has("close")) Porch.push(["close"]);
+  </script>`;
+  const { host, key } = await site("Closed early", { extra: early });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  const mark = () => page.evaluate((k) => sessionStorage.getItem(`porch:${k}:open`), key);
+  const connected = page.locator("[data-porch=status][data-state=connected]");
+  const loaded = () => connected.waitFor({ state: "attached" }); // shown or not
+  try {
+    await page.goto(host.url);
+    await page.locator("[data-porch=launcher]").click();
+    await connected.waitFor();
+    assert.equal(await mark(), "open");
+    // The next page of the tab asks for the chat closed before the snippet runs: it stays closed (connected,
+    // as in a tab where the visitor closed it) and the tab remembers it closed.
+    await page.goto(`${host.url}?close=1`);
+    await loaded();
+    assert.equal(await page.locator("[data-porch=panel]").isVisible(), false);
+    assert.equal(await page.locator("[data-porch=launcher]").getAttribute("aria-expanded"), "false");
+    assert.equal(await mark(), "closed");
+    // So the page after it does not open the chat by itself either.
+    await page.goto(host.url);
+    await loaded();
+    assert.equal(await page.locator("[data-porch=panel]").isVisible(), false);
+  } finally {
+    await context.close();
+    await host.close();
+  }
+});
+
 test("an element with id=\"Porch\" on the page does not stop the widget", { timeout: 60000 }, async () => {
   const { browser } = world;
   const { host } = await site("Porch Inc", { extra: `<div id="Porch">Porch Inc, since 1999</div>` });

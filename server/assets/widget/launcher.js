@@ -142,8 +142,9 @@
         };
         btn.addEventListener("click", () => { try { load(true, true); } catch (e) {} });
         d.body.appendChild(host);
-        if (asked) go(early);
-        else if (saved || waiting) load(saved === "open");
+        // A close() before the button existed wins over reopening: the panel loads closed if it loads.
+        if (asked && early !== false) go(early);
+        else if (saved || waiting) load(saved === "open" && !asked);
       } catch (e) {}
     };
     if (d.body) mount(); else d.addEventListener("DOMContentLoaded", mount);

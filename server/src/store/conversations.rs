@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::values::Author;
 
-use super::inbox_list::{bind, narrowing};
+use super::inbox_list::{Bindings, bind, narrowing};
 use super::tags::tags_of_c;
 use super::{ConversationId, Error, InboxAssignee, InboxStatus, SiteId, TagId, UserId, VisitorId};
 
@@ -81,6 +81,25 @@ pub fn list_conversations(
     before: Option<(i64, ConversationId)>,
     limit: u32,
 ) -> Result<Vec<ConversationRow>, Error> {
+    let (ids, values) = page_ids(filter, before, limit);
+    // The page's ids first, then their columns: the columns' subqueries (the tags) run for the
+    // page's rows only, never for every row a tag's filter sorts.
+    let sql = format!(
+        "{SELECT} WHERE c.id IN ({ids}) ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    Ok(stmt
+        .query_map(&bind(&values)[..], from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
+/// The query for the ids of a page of [`list_conversations`], with its values (`:limit` among
+/// them).
+fn page_ids(
+    filter: &ConversationFilter,
+    before: Option<(i64, ConversationId)>,
+    limit: u32,
+) -> (String, Bindings) {
     let (at, id) = before.unwrap_or((i64::MAX, ConversationId(i64::MAX)));
     // One page per status, merged: each walks `conversations_inbox_recent (status,
     // last_message_at, id)` and stops after `limit` rows, where one query over every status has
@@ -112,15 +131,7 @@ pub fn list_conversations(
     values.push((":at", Box::new(at)));
     values.push((":id", Box::new(id)));
     values.push((":limit", Box::new(limit)));
-    // The page's ids first, then their columns: the columns' subqueries (the tags) run for the
-    // page's rows only, never for every row a tag's filter sorts.
-    let sql = format!(
-        "{SELECT} WHERE c.id IN ({ids}) ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit"
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    Ok(stmt
-        .query_map(&bind(&values)[..], from_row)?
-        .collect::<Result<_, _>>()?)
+    (ids, values)
 }
 
 /// One conversation by id.
@@ -186,4 +197,54 @@ pub(super) fn touch_conversation(
     };
     conn.prepare_cached(sql)?.execute(params![id, now])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API's list filters walk the status index in order, as the inbox's do: no sort of
+    /// every matching conversation for each page, however many there are.
+    #[test]
+    fn each_filter_walks_the_status_index_in_order() {
+        let conn = super::super::migrate::migrated_with_conversations(&[]);
+        let filters = [
+            ConversationFilter::default(),
+            ConversationFilter {
+                status: Some(InboxStatus::Open),
+                snoozed: Some(false),
+                assignee: InboxAssignee::User(UserId(1)),
+                ..ConversationFilter::default()
+            },
+            ConversationFilter {
+                snoozed: Some(true),
+                assignee: InboxAssignee::Unassigned,
+                ..ConversationFilter::default()
+            },
+            ConversationFilter {
+                status: Some(InboxStatus::Closed),
+                site: Some(SiteId(1)),
+                ..ConversationFilter::default()
+            },
+        ];
+        for filter in filters {
+            for before in [None, Some((5, ConversationId(5)))] {
+                let (ids, values) = page_ids(&filter, before, 50);
+                let mut stmt = conn
+                    .prepare(&format!("EXPLAIN QUERY PLAN {ids}"))
+                    .expect("prepare");
+                let plan = stmt
+                    .query_map(&bind(&values)[..], |r| r.get::<_, String>(3))
+                    .expect("plan")
+                    .collect::<Result<Vec<_>, _>>()
+                    .expect("rows")
+                    .join("\n");
+                assert!(
+                    plan.contains("conversations_inbox_recent"),
+                    "{filter:?}: {plan}"
+                );
+                assert!(!plan.contains("TEMP B-TREE"), "{filter:?} sorts: {plan}");
+            }
+        }
+    }
 }

@@ -94,13 +94,16 @@ fn render(path: &str, report: &CheckReport) -> String {
     for line in &report.integrity_errors {
         let _ = writeln!(out, "  {line}");
     }
-    let _ = writeln!(
-        out,
-        "foreign keys    {}",
-        verdict(&report.foreign_key_errors)
-    );
-    for line in &report.foreign_key_errors {
-        let _ = writeln!(out, "  {line}");
+    match &report.foreign_key_errors {
+        Ok(problems) => {
+            let _ = writeln!(out, "foreign keys    {}", verdict(problems));
+            for line in problems {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        Err(reason) => {
+            let _ = writeln!(out, "foreign keys    not checked: {reason}");
+        }
     }
     let schema = if report.schema_version == report.expected_version {
         format!("{} (ok)", report.schema_version)
@@ -129,4 +132,27 @@ fn render(path: &str, report: &CheckReport) -> String {
         if report.is_healthy() { "ok" } else { "FAILED" }
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file too damaged for the foreign-key check says so on that line, never `ok`.
+    #[test]
+    fn foreign_keys_that_could_not_be_checked_are_not_reported_ok() {
+        let report = CheckReport {
+            integrity_errors: vec!["the integrity check stopped: malformed".into()],
+            foreign_key_errors: Err("database disk image is malformed".into()),
+            schema_version: 1,
+            expected_version: 1,
+            row_counts: Vec::new(),
+        };
+        let text = render("porch.db", &report);
+        assert!(
+            text.contains("\nforeign keys    not checked: database disk image is malformed\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("result          FAILED"), "{text}");
+    }
 }

@@ -16,8 +16,9 @@ const MAX_PROBLEMS: usize = 100;
 pub struct CheckReport {
     /// `PRAGMA integrity_check` lines other than `ok`.
     pub integrity_errors: Vec<String>,
-    /// `PRAGMA foreign_key_check` rows, as `table rowid → parent`.
-    pub foreign_key_errors: Vec<String>,
+    /// `PRAGMA foreign_key_check` rows, as `table rowid → parent`; `Err` with SQLite's reason
+    /// when the check could not run (a damaged file).
+    pub foreign_key_errors: Result<Vec<String>, String>,
     /// The file's `user_version`.
     pub schema_version: u32,
     /// The version this binary migrates to.
@@ -32,7 +33,7 @@ impl CheckReport {
     /// newer one is a file this binary refuses to open.
     pub fn is_healthy(&self) -> bool {
         self.integrity_errors.is_empty()
-            && self.foreign_key_errors.is_empty()
+            && self.foreign_key_errors.as_ref().is_ok_and(Vec::is_empty)
             && (1..=self.expected_version).contains(&self.schema_version)
     }
 }
@@ -71,10 +72,7 @@ pub fn check_database(conn: &Connection) -> Result<CheckReport, Error> {
     let mut integrity_errors = integrity_errors(conn)
         .unwrap_or_else(|err| vec![format!("the integrity check stopped: {err}")]);
     let mut unreadable = Vec::new();
-    let foreign_key_errors = foreign_key_errors(conn).unwrap_or_else(|err| {
-        unreadable.push(format!("foreign keys could not be checked: {err}"));
-        Vec::new()
-    });
+    let foreign_key_errors = foreign_key_errors(conn).map_err(|err| err.to_string());
     let schema_version = schema_version(conn)?;
     let mut names = conn
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")?
@@ -165,7 +163,11 @@ mod tests {
         .expect("insert orphan");
         let report = check_database(&conn).expect("check");
         assert!(!report.is_healthy());
-        assert_eq!(report.foreign_key_errors.len(), 1, "{report:?}");
+        assert_eq!(
+            report.foreign_key_errors.as_ref().map(Vec::len),
+            Ok(1),
+            "{report:?}"
+        );
     }
 
     #[test]

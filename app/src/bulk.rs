@@ -18,6 +18,11 @@ pub const BULK_ACTIONS: [(&str, &str); 6] = [
     ("unread", "Mark unread"),
 ];
 
+/// Rows at most in one go. More than a page of the list (200), since a page watched live grows
+/// past it (admin.md, "Live updates"); bulk.js reads it from the form's `data-max` and offers no
+/// *Apply* past it, and the server refuses more.
+pub const BULK_MAX_ROWS: usize = 500;
+
 /// The form's `id`, which each row's checkbox names.
 pub const BULK_FORM: &str = "bulk";
 
@@ -31,7 +36,7 @@ pub fn BulkForm(csrf: String, back: String, hidden: bool) -> impl IntoView {
         .collect_view();
     view! {
         <form id=BULK_FORM class="bulk" method="post" action="/inbox/bulk"
-            aria-label="Selected conversations" hidden=hidden>
+            aria-label="Selected conversations" hidden=hidden data-max=BULK_MAX_ROWS>
             <CsrfField token=csrf/>
             <input type="hidden" name="back" value=back/>
             // The agent's time zone, set by time.js as the form is sent (for "tomorrow").

@@ -74,3 +74,21 @@ test("Select all ticks every row, and none hides the action", { timeout: 60000 }
   await waitFor("the notice", async () => (await page.locator("main .notice-success").textContent()) === "Assigned 2 conversations to you.");
   assert.match(new URL(page.url()).search, /filter=closed|status=closed/, "back to the list it came from");
 });
+
+// A page watched live can grow past what the server takes at once (500); ticking more offers no Apply
+// (shown here with the form's limit lowered to 1, as two rows cost less than 501).
+test("more rows ticked than the server takes at once: no Apply, and a word why", { timeout: 60000 }, async () => {
+  const { porch } = world;
+  await page.goto(`${porch.url}/inbox?filter=closed`);
+  await waitFor("rows", async () => (await rows().count()) >= 2);
+  assert.equal(await page.locator("#bulk").getAttribute("data-max"), "500");
+  await page.locator("#bulk").evaluate((form) => { form.dataset.max = "1"; });
+  await rows().nth(0).getByRole("checkbox").check();
+  assert.equal(await count(), "1 selected");
+  assert.equal(await page.locator("#bulk button[type=submit]").isVisible(), true);
+  await rows().nth(1).getByRole("checkbox").check();
+  assert.equal(await count(), "2 selected: at most 1 at once, untick some");
+  assert.equal(await page.locator("#bulk button[type=submit]").isVisible(), false);
+  await rows().nth(1).getByRole("checkbox").uncheck();
+  assert.equal(await page.locator("#bulk button[type=submit]").isVisible(), true);
+});

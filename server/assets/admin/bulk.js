@@ -20,8 +20,11 @@
   const show = () => {
     const shown = boxes();
     const n = shown.filter((b) => b.checked).length;
-    count.textContent = n ? `${n} selected` : "";
-    controls.hidden = n === 0;
+    // A page watched live can hold more rows than the server takes at once.
+    const max = Number(form.dataset.max);
+    const over = n > max;
+    count.textContent = !n ? "" : over ? `${n} selected: at most ${max} at once, untick some` : `${n} selected`;
+    controls.hidden = n === 0 || over;
     all.checked = n > 0 && n === shown.length;
     all.indeterminate = n > 0 && n < shown.length;
     form.hidden = shown.length === 0;

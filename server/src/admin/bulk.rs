@@ -21,8 +21,10 @@ use super::page::{PageError, see_other};
 use super::session::{Posted, reject};
 use super::snooze::snooze_end;
 
-/// Rows at most in one go: one page of the list (`chat::INBOX_PAGE_SIZE`).
-const MAX_ROWS: usize = crate::chat::INBOX_PAGE_SIZE as usize;
+/// Rows at most in one go (a page watched live grows past the 200 it started with).
+const MAX_ROWS: usize = porch_app::bulk::BULK_MAX_ROWS;
+/// The refusal past [`MAX_ROWS`] (a test holds the number in it to the constant).
+const TOO_MANY: &str = "At most 500 conversations at once: tick fewer, or reload the list.";
 
 /// What the form asks for (`app/src/bulk.rs` offers the same values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +135,7 @@ pub async fn bulk(
             ids.push(id);
         }
         if ids.len() > MAX_ROWS {
-            return refuse("At most 200 conversations at once: one page of the list.");
+            return refuse(TOO_MANY);
         }
     }
     // Every row is tried and counted, also past a row that failed (a full write queue, a full
@@ -219,6 +221,11 @@ impl BulkDone {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_refusal_names_the_limit() {
+        assert!(TOO_MANY.starts_with(&format!("At most {MAX_ROWS} ")));
+    }
 
     #[test]
     fn the_answer_goes_back_to_the_inbox_only() {

@@ -128,6 +128,24 @@ test("a reply while the panel is closed renames the launcher and is announced; o
       assert.equal(await launcher.getAttribute("aria-label"), "Chat with us");
       assert.equal(await launcher.getAttribute("data-unread"), null);
       assert.equal(await announcer.textContent(), "");
+
+      // Read, closed, then the next page of the tab: the panel loads closed with the history, and the reply
+      // the visitor read does not mark the launcher again (it did on every page until 2026-12-07).
+      await page.keyboard.press("Escape");
+      await page.locator("[data-porch=panel]").waitFor({ state: "hidden" });
+      const reply = (text) => page.locator("[data-porch=message][data-author=agent]").filter({ hasText: text });
+      await page.reload();
+      await reply("We are here.").waitFor({ state: "attached" });
+      await page.locator("[data-porch=status][data-state=connected]").waitFor({ state: "attached" });
+      assert.equal(await launcher.getAttribute("data-unread"), null);
+      assert.equal(await launcher.getAttribute("aria-label"), "Chat with us");
+      // A reply not read yet still marks it on the next page, from the history.
+      assert.equal((await porch.api("POST", `/conversations/${id}/messages`, { body: "Anything else?" })).status, 201);
+      await waitFor("the dot", async () => (await launcher.getAttribute("data-unread")) !== null);
+      await page.reload();
+      await reply("Anything else?").waitFor({ state: "attached" });
+      await waitFor("the dot after the reload", async () => (await launcher.getAttribute("data-unread")) !== null);
+      assert.equal(await launcher.getAttribute("aria-label"), "Chat with us (new reply)");
     } finally {
       await v.context.close();
     }

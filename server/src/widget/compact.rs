@@ -10,8 +10,10 @@
 //!   when the code before it has no quote, backtick or slash: a `//` inside a string, a template
 //!   or a regular expression always has one of those before it on its line. This is only sound
 //!   while no string or template literal spans lines, which a test below checks on the panel's parts.
-//! - CSS: `/* … */` comments go (the panel's CSS has no string containing `/*`, also checked), then
-//!   each line is trimmed and empty lines go.
+//! - CSS: `/* … */` comments go (the panel's CSS has no string containing `/*`, also checked). Then,
+//!   outside strings, a run of white space (line breaks included) becomes one space, or none next
+//!   to `{`, `}`, `;` and `,` or after a `:` (a space before a `:` stays: in a selector it is the
+//!   descendant combinator, as in `.panel :focus-visible`), and a `;` before `}` goes.
 
 /// `source` without comment-only lines, indentation and empty lines.
 pub fn compact_js(source: &str) -> String {
@@ -33,7 +35,7 @@ fn without_trailing_comment(line: &str) -> &str {
     }
 }
 
-/// `source` without comments, indentation and empty lines.
+/// `source` without comments and the white space nothing needs.
 pub fn compact_css(source: &str) -> String {
     let mut uncommented = String::with_capacity(source.len());
     let mut rest = source;
@@ -44,12 +46,40 @@ pub fn compact_css(source: &str) -> String {
             .map_or("", |end| &rest[start + end + 2..]);
     }
     uncommented.push_str(rest);
-    let kept: Vec<&str> = uncommented
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .collect();
-    kept.join("\n")
+    squeeze_css(&uncommented)
+}
+
+/// CSS without the white space that separates nothing (see the module's rules).
+fn squeeze_css(css: &str) -> String {
+    let mut out = String::with_capacity(css.len());
+    let mut quote: Option<char> = None;
+    let mut space = false;
+    for c in css.chars() {
+        if let Some(q) = quote {
+            out.push(c);
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if c.is_whitespace() {
+            space = !out.is_empty();
+            continue;
+        }
+        let after_punctuation = out.ends_with(['{', '}', ';', ',', ':']);
+        if space && !after_punctuation && !matches!(c, '{' | '}' | ';' | ',') {
+            out.push(' ');
+        }
+        space = false;
+        if c == '}' && out.ends_with(';') {
+            out.pop();
+        }
+        if c == '"' || c == '\'' {
+            quote = Some(c);
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -76,14 +106,19 @@ mod tests {
     }
 
     #[test]
-    fn css_loses_comments_indentation_and_empty_lines() {
-        let source =
-            "/* a\n  long one */\n.a {\n  color: red; /* why */\n}\n\n.b { content: \"\"; }\n";
+    fn css_loses_comments_and_the_white_space_nothing_needs() {
+        let source = "/* a\n  long one */\n.a {\n  color: red; /* why */\n}\n\n.b { content: \"a: b, c; \"; }\n";
         assert_eq!(
             compact_css(source),
-            ".a {\ncolor: red;\n}\n.b { content: \"\"; }"
+            ".a{color:red}.b{content:\"a: b, c; \"}"
         );
         assert_eq!(compact_css("a /* never closed"), "a");
+        // What white space means stays: a descendant `:focus-visible`, values, calc's operators.
+        let meaningful = ".p :focus-visible,\n.q > .r {\n  margin: 0 auto;\n  width: calc(100% - 2px) !important;\n}\n@media (max-width: 480px) and (hover: none) {\n  .s { font: 15px/1.4 \"Segoe UI\", sans-serif; }\n}";
+        assert_eq!(
+            compact_css(meaningful),
+            ".p :focus-visible,.q > .r{margin:0 auto;width:calc(100% - 2px) !important}@media (max-width:480px) and (hover:none){.s{font:15px/1.4 \"Segoe UI\",sans-serif}}"
+        );
     }
 
     /// Trimming lines would change a string or template literal that spans lines, so the panel

@@ -10,6 +10,8 @@
   const note = root.querySelector("[data-porch=unavailable]");
   const setOpen = (open, byVisitor) => {
     if (open && cssFailed) { note.hidden = false; return; }
+    // What an open panel showed was read: the next page's history does not mark it as a new reply.
+    if ((open || isOpen) && lastId) write(key("seen"), lastId);
     isOpen = open;
     panel.hidden = !(open && cssReady); // no flash of an unstyled panel
     P.state(open);
@@ -81,7 +83,8 @@
 
   // A reply while the panel is closed: the launcher's dot, its name (what a screen reader says on it) and,
   // once, a word in the announcer; all reset when the panel opens. Replies in the history a page loads
-  // with mark the launcher too, but are not announced: they are not news to this page.
+  // with mark the launcher too when newer than what the panel last showed open (`seen`), but are not
+  // announced: they are not news to this page.
   const launcherLabel = launcher?.getAttribute("aria-label") || t("launcher");
   const setUnread = (unread) => {
     if (!launcher) return;
@@ -240,7 +243,7 @@
     tell(author, String(m.body ?? ""), m);
     if (author === "agent") {
       setTyping(false);
-      if (!isOpen) {
+      if (!isOpen && (live || m.id > read(key("seen")))) {
         setUnread(true);
         if (live && !launcher?.hidden) {
           const said = t("new_reply", { name: m.agent_name || t("agent") });

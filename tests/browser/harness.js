@@ -193,8 +193,11 @@ const HOSTILE_CSS = `
   body { margin: 0; }
 `;
 
-/** Serves, on `origin` (from hostOrigin), a host page with `snippet` pasted inline (end of body, or head). */
-export async function hostPage(origin, snippet) {
+/**
+ * Serves, on `origin` (from hostOrigin), a host page with `snippet` pasted inline (end of body, or head), with
+ * `headers` added to its answer.
+ */
+export async function hostPage(origin, snippet, headers = {}) {
   const page = (inHead) => `<!doctype html>
 <html lang="en">
 <head>
@@ -222,7 +225,7 @@ ${inHead ? "" : snippet}
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, "http://127.0.0.1");
     if (url.pathname !== "/") { res.writeHead(404).end(); return; }
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...headers });
     res.end(page(url.searchParams.get("snippet") === "head"));
   });
   const port = Number(new URL(origin).port);

@@ -19,7 +19,7 @@ const QUEUE = `<script>
 </script>`;
 
 /** A site and a host page on its own origin; `extra` goes before the snippet, `launcher: false` hides the button. */
-async function site(name, { launcher = true, extra = "" } = {}) {
+async function site(name, { launcher = true, extra = "", headers = {} } = {}) {
   const origin = await hostOrigin();
   const added = await world.porch.addSite(name, origin);
   let snippet = added.snippet;
@@ -27,7 +27,7 @@ async function site(name, { launcher = true, extra = "" } = {}) {
     snippet = snippet.replace(')({"', ')({"launcher":false,"');
     assert.notEqual(snippet, added.snippet, "the snippet's config was not found");
   }
-  const host = await hostPage(origin, extra + snippet);
+  const host = await hostPage(origin, extra + snippet, headers);
   return { host, key: added.key };
 }
 
@@ -155,6 +155,7 @@ test("calls queued before the snippet run; off() removes a handler; a throwing h
       Porch.push(["on", "open", gone]);
       Porch.push(["off", "open", gone]);
       Porch.push(["on", "open", () => calls.push("open")]);
+      Porch.push(["on", "close", function () { calls.push("close with " + arguments.length + " arguments"); }]);
       Porch.push(["open"]);
     </script>`;
     const { host } = await site("Queued", { extra: early });
@@ -178,7 +179,7 @@ test("calls queued before the snippet run; off() removes a handler; a throwing h
       await page.locator("[data-porch=panel]").waitFor({ state: "hidden" });
       await page.locator("[data-porch=launcher]").click();
       await page.locator("[data-porch=panel]").waitFor({ state: "visible" });
-      assert.deepEqual(await page.evaluate(() => calls), ["open", "open"]);
+      assert.deepEqual(await page.evaluate(() => calls), ["open", "close with 0 arguments", "open"]);
       await waitFor("the handler's second error", () => seen.errors.length === 2);
       // Unknown calls and bad arguments are ignored, not thrown.
       await page.evaluate(() => { Porch.push(["nope"]); Porch.push(null); Porch.on("open"); Porch.toggle(); });
@@ -220,6 +221,31 @@ test("a close() queued before the snippet wins over reopening the chat on the ne
     await page.goto(host.url);
     await loaded();
     assert.equal(await page.locator("[data-porch=panel]").isVisible(), false);
+  } finally {
+    await context.close();
+    await host.close();
+  }
+});
+
+// A cross-origin isolated page loads no script or stylesheet of another origin that does not allow it
+// (Cross-Origin-Resource-Policy); before 2026-12-07 such a page always said "Chat is unavailable".
+test("a cross-origin isolated page (COEP require-corp) chats", { timeout: 60000 }, async () => {
+  const { browser } = world;
+  const { host } = await site("Isolated", {
+    headers: { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" },
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  try {
+    await page.goto(host.url);
+    assert.equal(await page.evaluate(() => window.crossOriginIsolated), true, "the policy applies");
+    await page.locator("[data-porch=launcher]").click();
+    await page.locator("[data-porch=status][data-state=connected]").waitFor();
+    await page.locator("[data-porch=input]").fill("Hello from an isolated page");
+    await page.keyboard.press("Enter");
+    await page.locator("[data-porch=message][data-status=sent]").waitFor();
+    assert.equal(await page.locator("[data-porch=unavailable]").isVisible(), false);
   } finally {
     await context.close();
     await host.close();

@@ -1,13 +1,15 @@
 // The panel's side of docs/widget-protocol.md, against a scripted fake server: Playwright answers the
-// widget's requests and its websocket itself, and drives the page's clock, so no porch binary is needed
-// and the timing rules (backoff, retry_after_ms, typing expiry) are checked exactly.
+// widget's requests and its websocket itself, and drives the page's clock, so the timing rules (backoff,
+// retry_after_ms, typing expiry) are checked exactly. The panel's files are what a real porch serves
+// (fetched once, before the tests): its script is put together from parts and compacted at start-up.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { REPO, launchBrowser, waitFor } from "./harness.js";
+import { Porch, REPO, launchBrowser, waitFor } from "./harness.js";
 
 const ASSETS = path.join(REPO, "server/assets/widget");
+const served = {}; // panel.js and panel.css, as served
 const PORCH = "http://porch.test";
 const SHOP = "http://shop.test/";
 const SITE = "s_0123456789abcdef";
@@ -15,7 +17,20 @@ const NONCE = "r4nd0mN0nce";
 const WELCOME_SITE = { name: "Shop", greeting: "Hello there!", color: "#2563eb", position: "right" };
 
 let browser;
-before(async () => { browser = await launchBrowser(); });
+before(async () => {
+  browser = await launchBrowser();
+  const porch = await Porch.create();
+  try {
+    await porch.start();
+    for (const name of ["panel.js", "panel.css"]) {
+      const res = await fetch(`${porch.url}/widget/${name}`);
+      if (res.status !== 200) throw new Error(`${name}: ${res.status}`);
+      served[name] = await res.text();
+    }
+  } finally {
+    await porch.dispose();
+  }
+});
 after(async () => { await browser?.close(); });
 
 /**
@@ -38,7 +53,7 @@ async function open(script = {}, { csp, stylesAfter, shown = true } = {}) {
     const name = new URL(r.request().url()).pathname.split("/").pop();
     if (name.endsWith(".css")) await stylesAfter;
     r.fulfill({ contentType: name.endsWith(".js") ? "text/javascript" : "text/css",
-      body: await readFile(path.join(ASSETS, name), "utf8") });
+      body: served[name] });
   });
   const fake = { conns: [], nextId: 100 };
   fake.welcome = (conn, extra = {}) => conn.send({ type: "welcome", v: 1, token: "vt1.fake", site: WELCOME_SITE,

@@ -13,8 +13,9 @@
     const H = {}; // event handlers by name
     let btn, isOpen = false, asked, early, go, opener;
     // A handler that throws is reported on its own (asynchronously), never to the chat or other handlers.
-    const emit = (n, v) => (H[n] || []).slice().forEach((f) => {
-      try { f(v); } catch (e) { setTimeout(() => { throw e; }); }
+    // `open` and `close` come with no argument at all (docs/widget.md), `message` with its one.
+    const emit = (n, ...v) => (H[n] || []).slice().forEach((f) => {
+      try { f(...v); } catch (e) { setTimeout(() => { throw e; }); }
     });
     // want: true open, false close, undefined toggle. Before the button exists, the last call waits for it.
     const act = (want) => {

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use axum::Extension;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{ConnectInfo, Query, State, WebSocketUpgrade};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use serde::Deserialize;
@@ -113,10 +113,16 @@ pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response 
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("public, max-age=300"),
             ),
-            // The panel is loaded by pages on other origins.
+            // The panel is loaded by pages on other origins, cross-origin isolated ones too
+            // (`Cross-Origin-Embedder-Policy: require-corp` loads no script or stylesheet of
+            // another origin without this).
             (
                 header::ACCESS_CONTROL_ALLOW_ORIGIN,
                 HeaderValue::from_static("*"),
+            ),
+            (
+                HeaderName::from_static("cross-origin-resource-policy"),
+                HeaderValue::from_static("cross-origin"),
             ),
         ],
         body,

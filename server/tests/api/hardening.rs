@@ -126,6 +126,31 @@ async fn every_answer_is_nosniff() {
     }
 }
 
+/// The widget's files load in pages on other origins, cross-origin isolated ones too
+/// (`Cross-Origin-Embedder-Policy: require-corp`, docs/widget.md).
+#[tokio::test]
+async fn the_widget_files_may_be_loaded_by_other_origins() {
+    let app = TestApp::spawn(&[]).await;
+    for path in [
+        "/widget/panel.js",
+        "/widget/panel.css",
+        "/widget/locales/de.json",
+    ] {
+        let answer = send(&app, "GET", path, "", None).await;
+        assert_eq!(answer.status, 200, "{path}");
+        assert_eq!(
+            answer.header("cross-origin-resource-policy"),
+            Some("cross-origin"),
+            "{path}"
+        );
+        assert_eq!(
+            answer.header("access-control-allow-origin"),
+            Some("*"),
+            "{path}"
+        );
+    }
+}
+
 fn porch_token(app: &TestApp, args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_porch"))
         .arg("--data-dir")

@@ -302,6 +302,50 @@ fn snippet_card(snippet: &str) -> impl IntoView {
     }
 }
 
+/// The panel's message area, which the visitor's own messages and the Send button sit on.
+const PANEL_BACKGROUND: (u8, u8, u8) = (0xf8, 0xfa, 0xfc);
+
+/// A warning under the colour when it stands out from the panel's near-white less than WCAG asks
+/// of a control (3:1, success criterion 1.4.11): the visitor's own messages, the Send button and,
+/// on a light page, the chat button would be hard to see. The text on the colour stays readable
+/// (the widget writes black or white, whichever contrasts more).
+fn faint_colour_hint(color: &str) -> Option<impl IntoView + use<>> {
+    let ratio = contrast(parse_hex(color)?, PANEL_BACKGROUND);
+    (ratio < 3.0).then(|| {
+        view! {
+            <p class="hint warning" id="color-hint">
+                {format!("This colour stands out little from white ({ratio:.1}:1; a button needs 3:1): \
+                    the visitor's own messages, the Send button and, on a light page, the chat button \
+                    will be hard to see. Text on it stays readable.")}
+            </p>
+        }
+    })
+}
+
+/// `#rrggbb` as its three channels.
+fn parse_hex(color: &str) -> Option<(u8, u8, u8)> {
+    let hex = color.strip_prefix('#').filter(|hex| hex.len() == 6)?;
+    let channel = |at: usize| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok();
+    Some((channel(0)?, channel(2)?, channel(4)?))
+}
+
+/// WCAG 2 contrast ratio of two sRGB colours, from 1 (the same) to 21 (black on white).
+fn contrast(a: (u8, u8, u8), b: (u8, u8, u8)) -> f64 {
+    let luminance = |(r, g, b): (u8, u8, u8)| {
+        let linear = |c: u8| {
+            let c = f64::from(c) / 255.0;
+            if c <= 0.04045 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
+    };
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
 /// Renders the create or edit form (with the snippet when editing).
 pub fn render_site_form(view: SiteFormView) -> String {
     let csrf = view.nav.csrf.clone();
@@ -323,6 +367,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
     let integrations = view.key.clone().map(|key| view! { <Integrations key/> });
     let danger = view.key.clone().map(|key| view! { <DangerZone key/> });
     let is_left = values.position == "left";
+    let faint = faint_colour_hint(&values.color);
     let content = view! {
         <div class="page-head">
             <p class="crumb"><a href="/sites">"← Sites"</a></p>
@@ -365,7 +410,9 @@ pub fn render_site_form(view: SiteFormView) -> String {
                     <div class="field">
                         <label for="color">"Colour"</label>
                         <input id="color" name="color" type="color"
-                            {..field_marks(refused, "color", None)} value=values.color/>
+                            {..field_marks(refused, "color", faint.is_some().then_some("color-hint"))}
+                            value=values.color.clone()/>
+                        {faint}
                     </div>
                     <div class="field">
                         <span class="label" id="position-label">"Position"</span>
@@ -432,4 +479,29 @@ pub fn render_delete_site(view: DeleteSiteView) -> String {
         false,
         content.into_any(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contrast_is_the_wcag_ratio() {
+        assert!((contrast((0, 0, 0), (255, 255, 255)) - 21.0).abs() < 1e-9);
+        assert!((contrast((0x25, 0x63, 0xeb), (255, 255, 255)) - 5.17).abs() < 0.01);
+        assert_eq!(parse_hex("#2563eb"), Some((0x25, 0x63, 0xeb)));
+        for not_a_colour in ["2563eb", "#abc", "#25 3eb", "#2563ebff", "#é563e"] {
+            assert_eq!(parse_hex(not_a_colour), None, "{not_a_colour}");
+        }
+    }
+
+    #[test]
+    fn only_colours_near_white_are_warned_about() {
+        for faint in ["#ffffff", "#f8fafc", "#fef08a", "#a3e635"] {
+            assert!(faint_colour_hint(faint).is_some(), "{faint}");
+        }
+        for clear in ["#2563eb", "#808080", "#111111", "#dc2626", "#0f766e"] {
+            assert!(faint_colour_hint(clear).is_none(), "{clear}");
+        }
+    }
 }

@@ -82,6 +82,31 @@ async fn only_a_change_the_snippet_carries_asks_for_the_new_snippet() {
     );
 }
 
+/// A colour close to white is saved, with a warning under it that what sits on the panel's white
+/// would be hard to see; an ordinary one gets none.
+#[tokio::test]
+async fn a_colour_close_to_white_is_warned_about() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let shop = app.add_site("Shop");
+    for (color, warned) in [("#fef08a", true), ("#0f766e", false)] {
+        let saved = save_site(&app, &admin, &shop, ORIGIN, &[("color", color)]).await;
+        let page = send(&app, "GET", &saved, &admin.cookie, None).await;
+        assert!(page.body.contains(&format!("value=\"{color}\"")), "{color}");
+        assert_eq!(
+            page.body
+                .contains("This colour stands out little from white (1.1:1"),
+            warned,
+            "{color}: {}",
+            page.body
+        );
+        assert_eq!(
+            page.body.contains("aria-describedby=\"color-hint\""),
+            warned
+        );
+    }
+}
+
 /// The next frame is the refusal `code`, then the close 1008.
 async fn refused(widget: &mut Widget, code: &str) {
     let error = widget.recv().await;

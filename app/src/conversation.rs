@@ -91,6 +91,8 @@ pub struct ConversationAsideView {
     pub tags: Vec<TagView>,
     /// Every tag in use, suggested as new ones are typed.
     pub known_tags: Vec<String>,
+    /// What was typed in *Add tags* when it was refused (the page says why), kept in the field.
+    pub typed_tags: Option<String>,
     pub assignee_id: Option<i64>,
     pub assignee: Option<String>,
     pub me: i64,
@@ -392,7 +394,12 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         .zip(aside.assignee.clone())
         .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
     let snooze = snooze_panel(id, aside.csrf.clone(), aside.is_open, aside.snoozed_until);
-    let tags = tags_panel(id, &aside.csrf, aside.tags, aside.known_tags);
+    let tags = tags_panel(
+        id,
+        &aside.csrf,
+        (aside.tags, aside.known_tags),
+        aside.typed_tags,
+    );
     view! {
         <aside id="conversation-aside" class="aside" aria-label="Conversation details"
             data-open=aside.is_open.to_string() data-visitor=aside.visitor_label>
@@ -522,6 +529,8 @@ pub fn render_conversation(view: ConversationView) -> String {
             .into_any()
         }
     });
+    // A refusal about one field of the page (a tag) leaves the focus to that field.
+    let focus_elsewhere = view.notice.as_ref().and_then(Notice::field).is_some();
     let content = view! {
         <div class="page-head">
             <p class="crumb"><a href="/inbox">"← Inbox"</a></p>
@@ -542,7 +551,7 @@ pub fn render_conversation(view: ConversationView) -> String {
                 <p class="typing" id="visitor-typing" role="status"></p>
                 <crate::reply::ReplyForm id csrf=csrf.clone() reply_id=view.reply_id
                     draft=crate::textarea_text(&view.draft)
-                    closed=closed.into_any()/>
+                    closed=closed.into_any() focus_elsewhere/>
                 {email_form}
             </section>
             <ConversationAside aside=view.aside/>

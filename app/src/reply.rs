@@ -7,7 +7,8 @@ use leptos::prelude::*;
 use crate::layout::CsrfField;
 
 /// The reply box: *Reply* or *Private note*, chosen before writing; files and canned replies.
-/// `draft` is already escaped for a textarea ([`crate::textarea_text`]).
+/// `draft` is already escaped for a textarea ([`crate::textarea_text`]). The box takes the focus
+/// unless `focus_elsewhere` (another form of the page was refused: its field has it).
 #[component]
 pub fn ReplyForm(
     id: i64,
@@ -15,6 +16,7 @@ pub fn ReplyForm(
     reply_id: String,
     draft: String,
     closed: AnyView,
+    focus_elsewhere: bool,
 ) -> impl IntoView {
     view! {
         <form method="post" action=format!("/conversations/{id}/reply") id="reply-form"
@@ -36,7 +38,8 @@ pub fn ReplyForm(
                 <label><input type="radio" name="kind" value="note"/>" Private note"</label>
             </fieldset>
             <label for="reply-body" class="visually-hidden">"Your reply"</label>
-            <textarea id="reply-body" name="body" rows="3" required maxlength="4000" autofocus
+            <textarea id="reply-body" name="body" rows="3" required maxlength="4000"
+                autofocus=!focus_elsewhere
                 placeholder="Write a reply…" aria-describedby="reply-hint reply-error"
                 aria-autocomplete="list" aria-controls="canned-list"
                 data-canned=format!("/conversations/{id}/canned")>{draft}</textarea>

@@ -4,7 +4,10 @@
 
 use leptos::prelude::*;
 
-use crate::layout::CsrfField;
+use crate::layout::{CsrfField, field_marks};
+
+/// The id of the field for new tags, which a refusal names (`Notice::Invalid`).
+pub const TAG_FIELD: &str = "tag-add";
 
 /// Longest tag, in characters (the server's `values/tag.rs` reads tags by it).
 pub const MAX_TAG_CHARS: usize = 40;
@@ -34,12 +37,14 @@ pub(crate) fn tag_badges(tags: Vec<String>) -> Option<impl IntoView> {
 }
 
 /// The side panel's *Tags* section: the conversation's tags, each a link to its inbox list with
-/// a button that removes it, and the form that adds new ones (`known` are suggested).
+/// a button that removes it, and the form that adds new ones (`known` are suggested). `refused`
+/// is what was typed in it when the server refused it: kept in the field, which is marked
+/// invalid, described by the page's error and focused.
 pub(crate) fn tags_panel(
     id: i64,
     csrf: &str,
-    tags: Vec<TagView>,
-    known: Vec<String>,
+    (tags, known): (Vec<TagView>, Vec<String>),
+    refused: Option<String>,
 ) -> impl IntoView + use<> {
     let action = format!("/conversations/{id}/tags");
     let listed = (!tags.is_empty()).then(|| {
@@ -76,7 +81,9 @@ pub(crate) fn tags_panel(
                 <label for="tag-add">"Add tags"</label>
                 <div class="inline-controls">
                     <input id="tag-add" name="add" list="tag-suggestions" autocomplete="off"
-                        maxlength=MAX_FIELD_CHARS aria-describedby="tag-add-hint" required/>
+                        maxlength=MAX_FIELD_CHARS required value=refused.clone()
+                        {..field_marks(refused.is_some().then_some(TAG_FIELD), TAG_FIELD,
+                            Some("tag-add-hint"))}/>
                     <button type="submit" class="button">"Add"</button>
                 </div>
                 <p class="hint" id="tag-add-hint">{format!(

@@ -104,10 +104,14 @@ test("add, see live, remove, t and Escape, a refused tag", { timeout: 90000 }, a
     (await other.locator("#conversation-aside a.badge.tag").allTextContents()).includes("b2b"));
   assert.equal(await other.locator("#tag-add").inputValue(), "half-typ");
 
-  const refused = await addTags(page, "<b>");
+  const refused = await addTags(page, "<b>, ok");
   assert.equal(refused.status(), 422);
-  assert.match(await page.locator("main").innerText(),
+  assert.match(await page.locator("main .notice-error").innerText(),
     /A tag has letters, digits, spaces and - _ \. \/ & \+ # ' only, not \u201c<\u201d\./);
+  // The conversation's own page, with what was typed kept in the field, which has the focus.
+  assert.equal(await page.locator("#reply-body").count(), 1);
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "tag-add");
+  assert.equal(await page.locator("#tag-add").inputValue(), "<b>, ok");
 });
 
 test("on a phone: big enough to tap, nothing scrolls sideways", { timeout: 90000 }, async () => {

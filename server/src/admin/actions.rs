@@ -8,6 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 use porch_app::layout::Notice;
+use porch_app::tags::TAG_FIELD;
 use serde::Deserialize;
 
 use crate::chat::{Invalid, Tag};
@@ -15,8 +16,8 @@ use crate::state::AppState;
 use crate::store::{self, ConversationId, UserId};
 
 use super::auth::NoFields;
-use super::page::{PageError, see_other};
-use super::session::{Posted, is_script, reject};
+use super::page::{PageError, html_with_status, see_other};
+use super::session::{Posted, SignedIn, is_script, reject};
 
 /// What the conversation page says after one of these actions (`?notice=`), so that the change
 /// is confirmed in words, not only by the side panel changing. The assignee named is the one
@@ -264,11 +265,14 @@ pub async fn tags(
         Tag::parse_list(&form.add).and_then(|add| Ok((add, Tag::parse_list(&form.remove)?)));
     let (add, remove) = match parsed {
         Ok(tags) => tags,
-        Err(invalid) => return answer.refused(crate::chat::Error::Invalid(invalid).into()),
+        Err(invalid) => {
+            let err = crate::chat::Error::Invalid(invalid).into();
+            return tags_refused(&app, &who, &answer, form.add, err).await;
+        }
     };
     if add.is_empty() && remove.is_empty() {
-        let err = crate::chat::Error::Invalid(Invalid::from("Type a tag to add."));
-        return answer.refused(err.into());
+        let err = crate::chat::Error::Invalid(Invalid::from("Type a tag to add.")).into();
+        return tags_refused(&app, &who, &answer, form.add, err).await;
     }
     match app
         .chat
@@ -277,6 +281,36 @@ pub async fn tags(
     {
         Ok(true) => answer.done("tagged"),
         Ok(false) => answer.done("tags_unchanged"),
-        Err(err) => answer.refused(err.into()),
+        Err(err) => tags_refused(&app, &who, &answer, form.add, err.into()).await,
+    }
+}
+
+/// A refused *Add tags*: its error to the script; to a browser's own post, the conversation's
+/// page again, answered with the error's status, saying why at the top, with what was typed kept
+/// in the field, which takes the focus (docs/admin.md, "Screen readers": a refused form comes back).
+async fn tags_refused(
+    app: &AppState,
+    who: &SignedIn,
+    answer: &Answer,
+    typed: String,
+    err: PageError,
+) -> Response {
+    if answer.script {
+        return answer.refused(err);
+    }
+    let page = async {
+        let view = app
+            .chat
+            .open_conversation(who.user.id, ConversationId(answer.id))
+            .await?;
+        let notice = Notice::Invalid {
+            field: TAG_FIELD,
+            text: err.message.clone(),
+        };
+        super::inbox::conversation_html(app, who, view, Some(notice), Some(typed)).await
+    };
+    match page.await {
+        Ok(body) => html_with_status(err.status, body),
+        Err(gone) => gone.into_response(),
     }
 }

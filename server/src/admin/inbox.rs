@@ -101,6 +101,21 @@ pub async fn conversation_page(
         _ => super::actions::done_notice(&query.notice.notice, &view.item, who.user.id)
             .or_else(|| query.notice.notice()),
     };
+    Ok(html(
+        conversation_html(&app, &who, view, notice, None).await?,
+    ))
+}
+
+/// A conversation's page as `who` reads it, with `notice` above it; `typed_tags` is what a
+/// refused *Add tags* held, kept in its field.
+pub(super) async fn conversation_html(
+    app: &AppState,
+    who: &SignedIn,
+    view: crate::chat::ConversationView,
+    notice: Option<Notice>,
+    typed_tags: Option<String>,
+) -> Result<String, PageError> {
+    let id = view.item.id.0;
     let last_id = view.messages.last().map_or(0, |m| m.id.0);
     let conversation = ConversationId(id);
     let (deliveries, mails) = app
@@ -110,6 +125,8 @@ pub async fn conversation_page(
             Ok((deliveries, store::list_outbound_mails(c, conversation)?))
         })
         .await?;
+    let mut aside = views::aside(&view, who.user.id, &who.csrf);
+    aside.typed_tags = typed_tags;
     let page = ConversationView {
         nav: who.nav(Section::Inbox),
         id,
@@ -119,7 +136,7 @@ pub async fn conversation_page(
             .iter()
             .map(|m| views::message_with_deliveries(m, &deliveries, &mails))
             .collect(),
-        aside: views::aside(&view, who.user.id, &who.csrf),
+        aside,
         last_id,
         notice,
         draft: String::new(),
@@ -128,7 +145,7 @@ pub async fn conversation_page(
         can_email: view.can_email,
         reads_replies: app.mailer.as_ref().is_some_and(|m| m.reads_replies()),
     };
-    Ok(html(render_conversation(page)))
+    Ok(render_conversation(page))
 }
 
 /// The part of `/inbox/summary`'s query beside the list's own ([`InboxParams`]).

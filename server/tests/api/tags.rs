@@ -140,6 +140,21 @@ async fn a_tag_is_refused_with_a_reason_and_goes_with_its_last_use() {
         let answer = send(&app, "POST", &path, &admin.cookie, Some(&body)).await;
         assert!(answer.body.contains(why), "{why}: {}", answer.body);
     }
+    // The refused form comes back on the conversation's own page: the reason at the top, what was
+    // typed kept in the field, which is marked and takes the focus (the reply box does not).
+    let body = form(&[("csrf", &admin.csrf), ("add", "<b>x</b>, ok")]);
+    let path = format!("/conversations/{one}/tags");
+    let answer = send(&app, "POST", &path, &admin.cookie, Some(&body)).await;
+    assert_eq!(answer.status, 422);
+    let page = &answer.body;
+    for said in [
+        "id=\"form-error\" class=\"notice notice-error\">A tag has letters",
+        "value=\"&lt;b&gt;x&lt;/b&gt;, ok\" aria-invalid=\"true\" aria-describedby=\"form-error tag-add-hint\" autofocus",
+        &format!("action=\"/conversations/{one}/reply\""),
+    ] {
+        assert!(page.contains(said), "{said}: {page}");
+    }
+    assert_eq!(page.matches("autofocus").count(), 1, "{page}");
     // Adding a tag it has changes nothing, and says so.
     tag(&app, &admin, one, ("add", "billing")).await;
     let (_, location) = tag(&app, &admin, one, ("add", "Billing")).await;

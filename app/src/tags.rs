@@ -47,6 +47,7 @@ pub(crate) fn tags_panel(
     refused: Option<String>,
 ) -> impl IntoView + use<> {
     let action = format!("/conversations/{id}/tags");
+    let marked = refused.is_some().then_some(TAG_FIELD);
     let listed = (!tags.is_empty()).then(|| {
         let items = tags
             .into_iter()
@@ -81,9 +82,8 @@ pub(crate) fn tags_panel(
                 <label for="tag-add">"Add tags"</label>
                 <div class="inline-controls">
                     <input id="tag-add" name="add" list="tag-suggestions" autocomplete="off"
-                        maxlength=MAX_FIELD_CHARS required value=refused.clone()
-                        {..field_marks(refused.is_some().then_some(TAG_FIELD), TAG_FIELD,
-                            Some("tag-add-hint"))}/>
+                        maxlength=MAX_FIELD_CHARS required value={refused}
+                        {..field_marks(marked, TAG_FIELD, Some("tag-add-hint"))}/>
                     <button type="submit" class="button">"Add"</button>
                 </div>
                 <p class="hint" id="tag-add-hint">{format!(

@@ -314,3 +314,29 @@ test("a live change of the side panel keeps the keyboard focus in it", { timeout
   await cy.close();
   await v.context.close();
 });
+
+// A row the agent has focused leaves the list by someone else's doing: the focus goes to the row that took its
+// place, and the agent hears so, since the next key would act on a conversation they did not choose.
+test("a focused row closed elsewhere: the focus moves on and the agent hears which", { timeout: 60000 }, async () => {
+  const { porch, browser, host } = world;
+  for (const text of ["Stays here", "Closed elsewhere"]) {
+    const v = await visitor(browser, host.url);
+    await v.say(text);
+    await v.context.close();
+  }
+  await page.goto(`${porch.url}/inbox`);
+  const gone = page.locator("#conversations > li", { hasText: "Closed elsewhere" });
+  const stays = page.locator("#conversations > li", { hasText: "Stays here" });
+  await gone.locator("a").focus();
+  const [goneId, staysName] = [await gone.getAttribute("data-id"), await stays.locator(".visitor bdi").innerText()];
+  const goneName = await gone.locator(".visitor bdi").innerText();
+  assert.equal((await porch.api("POST", `/conversations/${goneId}/close`)).status, 200);
+  await gone.waitFor({ state: "detached" });
+  await said().filter({ hasText: `The conversation with ${goneName} left this list, changed elsewhere: ` +
+    `the focus is on the conversation with ${staysName}.` }).waitFor();
+  assert.match((await focused()).text, /Stays here/);
+  // The agent's own e says what it did, not this.
+  await page.keyboard.press("e");
+  await stays.waitFor({ state: "detached" });
+  await said().filter({ hasText: /^Closed the conversation with / }).waitFor();
+});

@@ -31,7 +31,8 @@
   // The live stream replaces a row that changed (after a) and removes one that left the list
   // (after e), and the focus goes with it. It comes back to the same conversation's new row, or
   // to the row that took the old one's place, so j goes on from there rather than from the top.
-  let lastRow = null; // {id, index} of the row that had focus last
+  let lastRow = null; // {id, index, name} of the row that had focus last
+  let actedOn = null; // the conversation the keys last posted for: its row leaving is no news
   // The conversation Undo (or z) reopened: its row takes the focus when the stream brings it
   // back, unless the agent has gone elsewhere meanwhile (typing in the search box, say).
   let refocus = null;
@@ -41,11 +42,21 @@
   const giveFocusBack = () => {
     if (!lastRow || (document.activeElement && document.activeElement !== document.body)) return;
     const all = rows();
-    const again = all.find((a) => a.parentElement.dataset.id === lastRow.id) ||
-      all[Math.min(lastRow.index, all.length - 1)];
+    const had = lastRow; // focusing below starts a new one (focusin)
+    const same = all.find((a) => a.parentElement.dataset.id === had.id);
+    const again = same || all[Math.min(had.index, all.length - 1)];
     // The last row left: the list itself keeps the place (it takes focus, tabindex -1, and
     // inbox.js passes it on to the sentence saying the list is empty).
     (again || list).focus({ preventScroll: true });
+    // Changed elsewhere (a colleague closed it, say): the next key would act on another
+    // conversation than the one the agent chose, so they hear which.
+    if (same) return;
+    if (had.id === actedOn) {
+      actedOn = null;
+      return;
+    }
+    const now = again ? `the focus is on the conversation with ${nameOf(again.parentElement)}` : "the list is empty";
+    say(`The conversation with ${had.name} left this list, changed elsewhere: ${now}.`, null, null, true);
   };
   if (list) {
     saveOrder();
@@ -60,7 +71,7 @@
     // Focus anywhere else (the search box, a link) forgets the row.
     document.addEventListener("focusin", () => {
       const row = focusedRow();
-      lastRow = row ? { id: row.parentElement.dataset.id, index: rows().indexOf(row) } : null;
+      lastRow = row ? { id: row.parentElement.dataset.id, index: rows().indexOf(row), name: nameOf(row.parentElement) } : null;
     });
   }
   const move = (step) => {
@@ -83,6 +94,7 @@
   // updates the row. Resolves to null when done, else to why not: {text} (a sentence), with
   // `href` when the server names a page to go on to.
   const post = async (id, action, fields) => {
+    actedOn = id;
     const csrf = document.querySelector('input[name="csrf"]')?.value || "";
     try {
       const res = await fetch(`/conversations/${id}/${action}`, {
@@ -104,13 +116,13 @@
   // What a key did, or why it could not, in the page's status region (#keys-said, rendered
   // empty under the heading so that screen readers announce what comes into it). `undo`
   // ({label, run}) adds a button, `link` ({text, href}) a link; a notice without Undo ends the
-  // last Undo's offer. If the focus was in the notice (its Undo pressed), it stays there rather
-  // than falling to the page.
-  const say = (text, undo, link) => {
+  // last Undo's offer (z still undoes after news that is not the agent's own doing, `news`). If
+  // the focus was in the notice (its Undo pressed), it stays there rather than falling to the page.
+  const say = (text, undo, link, news) => {
     const region = document.getElementById("keys-said");
     if (!region) return;
     const hadFocus = region.contains(document.activeElement);
-    if (!undo) undoable = null;
+    if (!undo && !news) undoable = null;
     const notice = document.createElement("p");
     notice.className = "notice";
     notice.tabIndex = -1;

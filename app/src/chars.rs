@@ -9,6 +9,20 @@ pub fn is_direction_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
+/// The direction overrides (U+202D, U+202E) written out, `<U+202E>`: unlike the embeddings and
+/// isolates that bidirectional software inserts, they reverse even Latin letters, so a visitor's
+/// `https://evil.example/\u{202E}moc.elpmaxe` would read as ending in "example.com". Where a
+/// visitor's message is shown to agents (the conversation, the inbox's preview, search), the
+/// agent sees that one was typed instead.
+pub fn overrides_written_out(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\u{202D}', '\u{202E}']) {
+        return text.into();
+    }
+    text.replace('\u{202D}', "<U+202D>")
+        .replace('\u{202E}', "<U+202E>")
+        .into()
+}
+
 /// Characters that show nothing: a body of these and white space alone reads as empty. Unicode's
 /// default-ignorable code points (zero width space and joiners, word joiner and invisible
 /// operators, byte order mark, soft hyphen, direction marks, overrides and isolates, variation

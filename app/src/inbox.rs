@@ -169,7 +169,8 @@ pub struct InboxView {
 const PREVIEW_CHARS: usize = 140;
 
 fn preview_text(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = crate::chars::overrides_written_out(text);
+    let flat: String = shown.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > PREVIEW_CHARS {
         let cut: String = flat.chars().take(PREVIEW_CHARS).collect();
         format!("{}…", cut.trim_end())
@@ -355,5 +356,6 @@ mod tests {
         assert_eq!(preview_text("a\n\n b"), "a b");
         let long = "x".repeat(PREVIEW_CHARS + 10);
         assert_eq!(preview_text(&long).chars().count(), PREVIEW_CHARS + 1);
+        assert_eq!(preview_text("pay \u{202E}moc.knab"), "pay <U+202E>moc.knab");
     }
 }

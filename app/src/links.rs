@@ -15,8 +15,8 @@ pub enum Segment<'a> {
 const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"', '>'];
 
 /// Splits `text` into plain runs and URLs. A URL starts with `http://` or `https://` (any case)
-/// at the start of the text or after a space or an opening bracket or quote, runs to the next
-/// whitespace, `<`, `>` or `"`, and leaves out trailing punctuation (a closing parenthesis stays when the URL
+/// at the start of the text or after a space, an opening bracket or quote or a direction control,
+/// runs to the next whitespace, `<`, `>`, `"` or direction control, and leaves out trailing punctuation (a closing parenthesis stays when the URL
 /// opened one, as in Wikipedia links).
 pub fn segments(text: &str) -> Vec<Segment<'_>> {
     let mut out = Vec::new();
@@ -48,10 +48,11 @@ pub fn segments(text: &str) -> Vec<Segment<'_>> {
     out
 }
 
-/// True for a character no URL in a message runs over: whitespace, and the `<`, `>` and `"`
-/// that a URL can never hold unencoded (the widget's panel stops at the same ones).
+/// True for a character no URL in a message runs over: whitespace, the `<`, `>` and `"` that a
+/// URL can never hold unencoded (the widget's panel stops at the same ones), and the direction
+/// controls, which no address holds either: the link's text is then its address as written.
 fn ends_url(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '<' | '>' | '"')
+    c.is_whitespace() || matches!(c, '<' | '>' | '"') || crate::chars::is_direction_control(c)
 }
 
 /// Where the next URL starts at or after byte `from`.
@@ -62,10 +63,9 @@ fn next_url_start(text: &str, from: usize) -> Option<usize> {
         let start = search + n;
         let rest = &lower[start..];
         let is_scheme = rest.starts_with("http://") || rest.starts_with("https://");
-        let is_word_start = text[..start]
-            .chars()
-            .next_back()
-            .is_none_or(|c| c.is_whitespace() || "([{<\"'".contains(c));
+        let is_word_start = text[..start].chars().next_back().is_none_or(|c| {
+            c.is_whitespace() || "([{<\"'".contains(c) || crate::chars::is_direction_control(c)
+        });
         if is_scheme && is_word_start {
             return Some(start);
         }
@@ -86,14 +86,17 @@ fn trim_trailing(url: &str) -> &str {
     url
 }
 
-/// A message's text with its URLs linked.
+/// A message's text with its URLs linked, each isolated from the text around it (`<bdi>`), and
+/// the direction overrides written out ([`crate::chars::overrides_written_out`]).
 pub fn linked_text(text: &str) -> impl IntoView {
     segments(text)
         .into_iter()
         .map(|segment| match segment {
-            Segment::Text(plain) => plain.to_owned().into_any(),
+            Segment::Text(plain) => crate::chars::overrides_written_out(plain)
+                .into_owned()
+                .into_any(),
             Segment::Link(url) => view! {
-                <a href=url.to_owned() rel="noopener noreferrer nofollow" target="_blank">{url.to_owned()}</a>
+                <a href=url.to_owned() rel="noopener noreferrer nofollow" target="_blank"><bdi>{url.to_owned()}</bdi></a>
             }
             .into_any(),
         })
@@ -183,5 +186,33 @@ mod tests {
             html.contains(r#"rel="noopener noreferrer nofollow""#),
             "{html}"
         );
+    }
+
+    /// A direction override cannot make a link's text read as another address: the link ends
+    /// before it, and the override is written out for the agent to see.
+    #[test]
+    fn a_direction_override_ends_a_link_and_is_written_out() {
+        let text =
+            "see https://evil.example/\u{202E}moc.elpmaxe and \u{2067}https://a.example/x\u{2069}";
+        assert_eq!(
+            segments(text),
+            [
+                Segment::Text("see "),
+                Segment::Link("https://evil.example/"),
+                Segment::Text("\u{202E}moc.elpmaxe and \u{2067}"),
+                Segment::Link("https://a.example/x"),
+                Segment::Text("\u{2069}"),
+            ]
+        );
+        let html = view! { <p>{linked_text(text)}</p> }.to_html();
+        assert!(
+            html.contains(
+                r#"target="_blank"><bdi>https://evil.example/</bdi></a>&lt;U+202E&gt;moc.elpmaxe"#
+            ),
+            "{html}"
+        );
+        assert!(!html.contains('\u{202E}'), "{html}");
+        // Isolates, which bidirectional software inserts, stay as typed.
+        assert!(html.contains('\u{2067}'), "{html}");
     }
 }

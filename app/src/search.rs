@@ -60,6 +60,7 @@ fn marked(pieces: Marked) -> impl IntoView {
     pieces
         .into_iter()
         .map(|(text, is_match)| {
+            let text = crate::chars::overrides_written_out(&text).into_owned();
             if is_match {
                 view! { <mark>{text}</mark> }.into_any()
             } else {

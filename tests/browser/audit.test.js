@@ -46,3 +46,27 @@ test("an admin changes a site and finds the event on the audit page, filtered by
   assert.equal(await rows.count(), 1);
   assert.match(await rows.first().innerText(), /site\.updated/);
 });
+
+// Anyone who can reach the sign-in page can put 254 characters of their choosing in the log (a failed
+// sign-in's email): they wrap in their cell instead of pushing the other columns out of view.
+test("a long typed value wraps in its cell, the other columns stay in view", { timeout: 60000 }, async () => {
+  const { porch, browser } = world;
+  const stranger = await browser.newContext();
+  const login = await stranger.newPage();
+  await login.goto(`${porch.url}/login`);
+  await login.getByLabel("Email").evaluate((input) => { input.removeAttribute("maxlength"); input.type = "text"; });
+  await login.getByLabel("Email").fill(`${"a".repeat(240)}@example.com`);
+  await login.getByLabel("Password").fill("not the password");
+  await login.getByRole("button", { name: "Sign in" }).click();
+  await login.getByText("Wrong email or password.").waitFor();
+  await stranger.close();
+
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${porch.url}/audit?action=session.sign_in_failed`);
+  const row = page.locator("table.audit tbody tr", { hasText: "aaaaaaaa" });
+  await row.waitFor();
+  const action = await page.locator("table.audit th", { hasText: "Action" }).boundingBox();
+  assert.ok(action.x + action.width <= 1280, `the Action column starts at ${action.x} px`);
+  const detail = await page.locator("table.audit th", { hasText: "Detail" }).boundingBox();
+  assert.ok(detail.x + detail.width <= 1280, `the Detail column ends at ${detail.x + detail.width} px`);
+});

@@ -122,7 +122,8 @@ test("the pre-chat form is asked before the first message and the agent sees the
     assert.match(await admin.locator("[data-prechat-state=off]").innerText(), /^No pre-chat form: the widget asks nothing/);
     await admin.locator("input[name=name_field][value=required]").check();
     await admin.locator("input[name=email_field][value=optional]").check();
-    await admin.getByLabel("Question text", { exact: true }).fill("Order <number>?");
+    // A long word, as German gives: it must wrap in the side panel's labels, not squeeze the values.
+    await admin.getByLabel("Question text", { exact: true }).fill("Order <number>? (Bestellungsreferenznummer)");
     await admin.locator("input[name=question_field][value=required]").check();
     await admin.getByRole("button", { name: "Save form" }).click();
     await admin.getByText("Pre-chat form saved.").waitFor();
@@ -164,6 +165,9 @@ test("the pre-chat form is asked before the first message and the agent sees the
       const text = await admin.locator("body").innerText();
       return text.includes("Order <number>?") && text.includes("PX-1906") && text.includes("grace@example.org");
     });
+    const narrowest = await admin.locator("#conversation-aside .details dd").evaluateAll((dds) =>
+      Math.min(...dds.map((dd) => dd.getBoundingClientRect().width)));
+    assert.ok(narrowest >= 100, `a value column of ${narrowest} px`);
 
     // A returning visitor is not asked again.
     await page.reload();

@@ -161,12 +161,14 @@ impl PersonData {
                 conversation.status
             );
             for message in &conversation.messages {
+                // A message's further lines are indented, so none can pass for a line of the
+                // transcript's own ("[7 Dec 2026, 10:02 UTC] Ana: …").
                 let _ = writeln!(
                     out,
                     "[{}] {}: {}",
                     porch_app::format_time(message.created_at).1,
                     speaker(message),
-                    message.body
+                    crate::values::continued(&message.body, "    ")
                 );
                 for file in &message.attachments {
                     let _ = writeln!(out, "    (file: {}, {} bytes)", file.name, file.size);

@@ -46,6 +46,37 @@ pub fn one_line(text: &str) -> String {
         .replace(is_direction_control, "")
 }
 
+/// `text`'s lines as a reader may show them: split at CRLF, LF, a lone CR, and Unicode's line
+/// and paragraph separators.
+pub fn lines_as_shown(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(['\n', '\r', '\u{2028}', '\u{2029}']) {
+        lines.push(&rest[..at]);
+        let width = if rest[at..].starts_with("\r\n") {
+            2
+        } else {
+            rest[at..].chars().next().map_or(1, char::len_utf8)
+        };
+        rest = &rest[at + width..];
+    }
+    lines.push(rest);
+    lines
+}
+
+/// `text` with `prefix` before every line after the first, for a line of Porch's own that the
+/// text continues (`[time] You: …` in a visitor's text download): see [`indented`].
+pub fn continued(text: &str, prefix: &str) -> String {
+    lines_as_shown(text).join(&format!("\n{prefix}"))
+}
+
+/// `text` with `prefix` before every line (as [`lines_as_shown`] counts them), where Porch's own
+/// lines start at the line's start (a mail's transcript or digest, a text download): nothing a
+/// visitor writes can then pass for one of them (an entry, a link, an agent's line).
+pub fn indented(text: &str, prefix: &str) -> String {
+    format!("{prefix}{}", continued(text, prefix))
+}
+
 /// Whether `c` breaks a one-line value: a control character (line breaks, tab) or Unicode's line
 /// and paragraph separators, which end a mail header as a line break would.
 pub fn breaks_the_line(c: char) -> bool {
@@ -254,6 +285,23 @@ impl Origin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_break_a_reader_may_show_starts_a_line() {
+        assert_eq!(
+            lines_as_shown("a\r\nb\rc\u{2028}d\u{2029}e\nf\n"),
+            ["a", "b", "c", "d", "e", "f", ""]
+        );
+        assert_eq!(
+            indented("a\r\nb\rc\u{2028}d\u{2029}e\nf", "  > "),
+            "  > a\n  > b\n  > c\n  > d\n  > e\n  > f"
+        );
+        assert_eq!(
+            continued("one\n[time] Admin: x", "    "),
+            "one\n    [time] Admin: x"
+        );
+        assert_eq!(continued("", "  "), "");
+    }
 
     #[test]
     fn a_visitor_email_is_well_formed_and_shows_what_it_is() {

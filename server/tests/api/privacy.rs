@@ -772,6 +772,29 @@ async fn a_visitor_downloads_their_conversation_and_erases_themselves_from_the_w
     assert_eq!(again.json()["error"]["code"], "nothing_stored");
 }
 
+/// A message's further lines are indented in the text download, so a visitor's own text cannot
+/// pass for a line of the transcript's (an agent's answer, say).
+#[tokio::test]
+async fn the_text_download_indents_a_messages_further_lines() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let ann = chat(
+        &app,
+        &site,
+        "first\r\n[1 Jan 2026, 00:00 UTC] Ana: we refund you",
+    )
+    .await;
+    let path = format!("/widget/export?site={site}&format=text");
+    let text = own_data(&app, &path, crate::helpers::ORIGIN, &ann.token).await;
+    assert_eq!(text.status, 200);
+    assert!(
+        text.body
+            .contains("You: first\n    [1 Jan 2026, 00:00 UTC] Ana: we refund you\n"),
+        "{}",
+        text.body
+    );
+}
+
 #[tokio::test]
 async fn widget_downloads_are_rate_limited_per_visitor() {
     let app = TestApp::spawn(&[]).await;

@@ -15,6 +15,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use crate::clock::now_ms;
 use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::store::JobId;
+use crate::values::lines_as_shown;
 
 /// The SMTP server as the email page shows it: never the password.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,23 +264,14 @@ impl lettre::message::header::Header for AutoSubmitted {
 /// Escapes text for HTML (shared with the admin UI's string-built markup).
 pub use porch_app::escape_html;
 
-/// `text` with `prefix` before every line, for the text part of a mail: a header of Porch's own
-/// starts a line, so nothing a visitor writes can pass for one (an entry of the digest, a link,
-/// an agent's line in a transcript).
-pub fn indented(text: &str, prefix: &str) -> String {
-    // Every break a mail client may show as one: a lone CR and the Unicode separators too.
-    text.replace("\r\n", "\n")
-        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
-        .map(|line| format!("{prefix}{line}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+/// `text` with `prefix` before every line, for the text part of a mail (see [`indented`]).
+pub use crate::values::indented;
 
 /// Text for a mail's HTML part: escaped, each line break (as [`indented`] counts them) a `<br>`,
 /// so its lines stand as the text part shows them.
 pub fn html_lines(text: &str) -> String {
-    text.replace("\r\n", "\n")
-        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
+    lines_as_shown(text)
+        .into_iter()
         .map(escape_html)
         .collect::<Vec<_>>()
         .join("<br>")
@@ -306,13 +298,13 @@ pub(super) fn html_page(body: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::indented;
+    use super::html_lines;
 
     #[test]
-    fn every_break_a_mail_client_may_show_starts_an_indented_line() {
+    fn every_break_a_mail_client_may_show_is_a_break_in_html() {
         assert_eq!(
-            indented("a\r\nb\rc\u{2028}d\u{2029}e\nf", "  > "),
-            "  > a\n  > b\n  > c\n  > d\n  > e\n  > f"
+            html_lines("a\r\nb\rc\u{2028}<d>\u{2029}e\nf"),
+            "a<br>b<br>c<br>&lt;d&gt;<br>e<br>f"
         );
     }
 }

@@ -89,3 +89,30 @@ def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, ope
     assert refused.returncode != 0
     assert f"{data} cannot be written by uid {UID} (uid 0" in refused.stderr, refused.stderr
     assert "readonly database" not in refused.stderr, refused.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv to run porch as another user")
+def test_a_directory_the_user_cannot_enter_is_named_not_called_empty(porch_bin, open_dir):
+    """Commands that only read (user list, check) name the directory that keeps them out, instead of
+    saying there is no database, which sends an operator looking for a failed restore."""
+    porch = open_dir / "porch"
+    try:
+        os.link(porch_bin, porch)
+    except OSError:
+        shutil.copy2(porch_bin, porch)
+    porch.chmod(0o755)
+    data = open_dir / "data"
+    run([porch, "--data-dir", data, "migrate"])  # root's, mode 750: uid 10001 cannot enter it
+    data.chmod(0o700)
+    for command in (["user", "list"], ["site", "list"], ["check"]):
+        refused = as_other_user(porch, data, command)
+        assert refused.returncode == 1, refused
+        assert f"{data} cannot be read by uid {UID} (uid 0, mode 700)" in refused.stderr, refused.stderr
+        assert "there is no database" not in refused.stderr, refused.stderr
+    refused = as_other_user(porch, data, ["check", "--db", str(data / "porch.db")])
+    assert f"{data} cannot be read by uid {UID} (uid 0, mode 700)" in refused.stderr, refused.stderr
+    # A directory that does not exist still says so.
+    missing = as_other_user(porch, open_dir / "nowhere", ["user", "list"])
+    assert missing.returncode == 1
+    assert "there is no database at" in missing.stderr, missing.stderr

@@ -46,6 +46,18 @@ pub enum LockError {
 /// Says who may not write `path` and who owns it, and what fixes it. A file not made yet (the
 /// lock file of a new directory) is not named: its directory refused it, so that is.
 pub fn not_writable(path: &Path) -> String {
+    refused(path, "written", "write")
+}
+
+/// The same for a file a command only reads, whose directory does not let it in: "there is no
+/// database" would send the operator looking for a restore that did not fail.
+pub fn not_readable(path: &Path) -> String {
+    refused(path, "read", "read")
+}
+
+/// `path` (or its directory, when `path` cannot be looked at) cannot be `done` (written, read):
+/// by whom, its owner and mode, and the fix, which gives the owner `access`.
+fn refused(path: &Path, done: &str, access: &str) -> String {
     use std::os::unix::fs::MetadataExt;
     let me = rustix::process::getuid().as_raw();
     let (path, meta) = match std::fs::metadata(path) {
@@ -57,7 +69,7 @@ pub fn not_writable(path: &Path) -> String {
     };
     let Some(meta) = meta else {
         return format!(
-            "{} cannot be written by uid {me} (unknown owner): {CHOWN_FIX}",
+            "{} cannot be {done} by uid {me} (unknown owner): {CHOWN_FIX}",
             path.display()
         );
     };
@@ -70,13 +82,13 @@ pub fn not_writable(path: &Path) -> String {
             ("file", "u+rw")
         };
         return format!(
-            "{} cannot be written by uid {me}, its owner (mode {mode:o}): give the owner write \
+            "{} cannot be {done} by uid {me}, its owner (mode {mode:o}): give the owner {access} \
              access (chmod {fix} on this {what})",
             path.display()
         );
     }
     format!(
-        "{} cannot be written by uid {me} (uid {}, mode {mode:o}): {CHOWN_FIX}",
+        "{} cannot be {done} by uid {me} (uid {}, mode {mode:o}): {CHOWN_FIX}",
         path.display(),
         meta.uid()
     )

@@ -142,7 +142,7 @@ pub use jobs::{
     list_conversation_deliveries, list_deliveries_in_state_with_context, list_jobs_in_state,
     mark_jobs_running, prune_done_jobs, record_attempts, requeue_running_jobs,
 };
-pub use lock::{InstanceLock, LOCK_FILE, LockError, not_writable};
+pub use lock::{InstanceLock, LOCK_FILE, LockError, not_readable, not_writable};
 pub use mail::{
     UnansweredRow, find_site_name, has_visitor_email, insert_email_alerts, list_agent_emails,
     list_unanswered, set_visitor_email,

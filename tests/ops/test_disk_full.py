@@ -387,3 +387,21 @@ def test_uploads_stop_short_of_a_full_disk_while_messages_go_on(porch_bin, proce
             assert upload(token) == 201
 
     asyncio.run(scenario())
+
+
+def test_a_full_export_on_a_full_disk_says_its_output_is_whole(porch_bin, processes, small_disk):
+    """`porch export --all` beside a running server reads; on a full disk only its record in the
+    audit log cannot be written. It says the output is whole, so a script keeps a good export."""
+    data = small_disk / "data"
+    run([porch_bin, "--data-dir", data, "site", "add", "--name", "Full", "--origin", ORIGIN,
+         "--public-url", "http://127.0.0.1"])
+    server = processes.serve(porch_bin, data)
+    server.wait_ready()
+    fill(small_disk)
+    export = subprocess.run([str(porch_bin), "--data-dir", str(data), "export", "--all"],
+                            capture_output=True, text=True, timeout=WAIT)
+    assert export.returncode == 1, export
+    assert export.stdout == "", "no conversations, nothing cut short"
+    assert export.stderr.startswith(f"error: the disk holding {data} is full"), export.stderr
+    assert ("the export is complete (0 conversation(s), 0 message(s) written), but recording it in "
+            "the audit log failed") in export.stderr, export.stderr

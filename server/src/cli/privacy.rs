@@ -115,7 +115,7 @@ pub fn export(conn: &mut Connection, args: &ExportArgs) -> anyhow::Result<()> {
 fn export_all(conn: &mut Connection) -> anyhow::Result<()> {
     let (mut conversations, mut messages) = (0_usize, 0_usize);
     let streamed = stream_all(conn, &mut conversations, &mut messages);
-    write(conn, |c| {
+    let recorded = write(conn, |c| {
         audit::record(
             c,
             &Actor::cli(),
@@ -123,8 +123,15 @@ fn export_all(conn: &mut Connection) -> anyhow::Result<()> {
             &Target::all_conversations(),
             &json!({"conversations": conversations, "messages": messages, "via": "cli"}),
         )
-    })?;
-    streamed
+    });
+    streamed?;
+    // The output is whole: a script must not take the failure for a broken export.
+    recorded.with_context(|| {
+        format!(
+            "the export is complete ({conversations} conversation(s), {messages} message(s) \
+             written), but recording it in the audit log failed"
+        )
+    })
 }
 
 /// Writes every conversation as a line of NDJSON, counting what was written.

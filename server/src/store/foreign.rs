@@ -42,8 +42,31 @@ pub fn open_porch_database(path: &Path, synchronous: Synchronous) -> anyhow::Res
 /// Refuses another application's file through a bare connection that changes nothing: the write
 /// connection's settings would switch it to WAL, and a last connection's close would checkpoint
 /// its WAL into it. Beside a running server (a management command), a checkpoint may hold a lock
-/// for a moment, so it waits as long as any connection does.
+/// for a moment, so it waits as long as any connection does. A refused file is left as it was:
+/// the `-wal` and `-shm` that reading a WAL-mode file makes beside it go again.
 fn look_before_opening(path: &Path) -> anyhow::Result<()> {
+    let sidecar = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    let (wal, shm) = (sidecar("-wal"), sidecar("-shm"));
+    let (had_wal, had_shm) = (wal.exists(), shm.exists());
+    let looked = look(path);
+    if looked.is_err() {
+        // Only what this look made (a query-only connection writes nothing to its WAL).
+        if !had_wal && std::fs::metadata(&wal).is_ok_and(|meta| meta.len() == 0) {
+            let _ = std::fs::remove_file(&wal);
+        }
+        if !had_shm {
+            let _ = std::fs::remove_file(&shm);
+        }
+    }
+    looked
+}
+
+/// What [`look_before_opening`] does, with its connection closed on return.
+fn look(path: &Path) -> anyhow::Result<()> {
     let bare = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -200,6 +223,36 @@ mod tests {
         std::fs::write(&path, b"data").expect("data");
         remove_if_empty(&path);
         assert!(path.exists(), "a file with data is never removed");
+    }
+
+    /// A WAL-mode database cut short (a torn copy) is refused, and nothing is left beside it:
+    /// reading it made a `-wal` and a `-shm`, which go again.
+    #[test]
+    fn a_damaged_file_is_refused_with_nothing_left_beside_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("porch.db");
+        let conn = open_write_connection(&path, Synchronous::Full).expect("open");
+        conn.execute_batch(
+            "CREATE TABLE sites (id INTEGER PRIMARY KEY, name TEXT); \
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) \
+             INSERT INTO sites (name) SELECT printf('%0200d', i) FROM n;",
+        )
+        .expect("fill");
+        drop(conn);
+        let bytes = std::fs::read(&path).expect("read");
+        assert!(bytes.len() > 200_000, "{}", bytes.len());
+        let mut cut = bytes[..100_000].to_vec();
+        // The list of tables (page 1) names a table whose pages are now past the end.
+        cut[4096..8192].fill(0xA5);
+        std::fs::write(&path, &cut).expect("cut");
+        let said = refusal(&path);
+        assert!(said.contains("SQLite cannot read it"), "{said}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|entry| entry.expect("entry").file_name())
+            .collect();
+        assert_eq!(left, ["porch.db"]);
+        assert_eq!(std::fs::read(&path).expect("read"), cut, "left as it was");
     }
 
     #[test]

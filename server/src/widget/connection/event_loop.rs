@@ -35,6 +35,14 @@ async fn linger(
     limit: Duration,
     shutdown: &CancellationToken,
 ) {
+    tokio::select! {
+        () = read_until_close(stream, limit) => {}
+        () = shutdown.cancelled() => {}
+    }
+}
+
+/// Reads (and drops) frames until the client's close frame or its end, at most `limit`.
+async fn read_until_close(stream: &mut SplitStream<WebSocket>, limit: Duration) {
     let until_close = async {
         while let Some(Ok(frame)) = stream.next().await {
             if matches!(frame, Message::Close(_)) {
@@ -42,10 +50,7 @@ async fn linger(
             }
         }
     };
-    tokio::select! {
-        _ = tokio::time::timeout(limit, until_close) => {}
-        () = shutdown.cancelled() => {}
-    }
+    let _ = tokio::time::timeout(limit, until_close).await;
 }
 
 /// What woke a connection's loop (besides shutdown, which the loop handles itself).
@@ -156,8 +161,10 @@ impl Connection {
             }
             if is_draining && in_flight.is_empty() {
                 let _ = close(&mut self.sink, close_code::RESTARTING, "server restarting").await;
-                // Shutdown has started: a moment for the client's close, not the whole limit.
-                let _ = tokio::time::timeout(LINGER, stream.next()).await;
+                // Shutdown has started: a moment for the client's close, not the whole limit,
+                // reading past what a busy client sent meanwhile (unread bytes would make the
+                // kernel reset the socket, and the client lose the close frame: 1006).
+                read_until_close(stream, LINGER).await;
                 break;
             }
         }

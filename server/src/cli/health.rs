@@ -41,10 +41,16 @@ fn positive_duration(raw: &str) -> Result<Duration, String> {
 /// Probes the server; succeeds only on a 200 answer.
 pub fn run(args: &HealthArgs) -> anyhow::Result<()> {
     let target = probe_address(args.listen);
-    let status = probe(target, &args.path, args.timeout)
+    let (status, answer) = get(target, &args.path, args.timeout, MAX_ANSWER)
         .with_context(|| format!("probing http://{target}{}", args.path))?;
     if status != 200 {
-        bail!("http://{target}{} answered {status}", args.path);
+        // Readiness says why it is not ready (`shutting_down`, `disk_full`, …): say it too.
+        let reason = answer
+            .split_once("\r\n\r\n")
+            .and_then(|(_, body)| serde_json::from_str::<serde_json::Value>(body).ok())
+            .and_then(|body| body["reason"].as_str().map(|reason| format!(" ({reason})")))
+            .unwrap_or_default();
+        bail!("http://{target}{} answered {status}{reason}", args.path);
     }
     write_out(&format!("http://{target}{} answered 200", args.path))
 }
@@ -117,6 +123,36 @@ mod tests {
         let err = probe(target, "/healthz", Duration::from_millis(200)).expect_err("silent");
         assert_eq!(err.to_string(), "no answer within 200ms");
         drop(listener);
+    }
+
+    /// A server that is not ready says why, and the probe says it too.
+    #[test]
+    fn a_refusal_names_readinesss_reason() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let target = listener.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().expect("accept");
+            let mut head = [0_u8; 1024];
+            let _ = socket.read(&mut head).expect("read");
+            let body = r#"{"status":"not_ready","reason":"shutting_down"}"#;
+            write!(
+                socket,
+                "HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .expect("write");
+        });
+        let args = HealthArgs {
+            listen: target,
+            path: "/readyz".to_owned(),
+            timeout: Duration::from_secs(5),
+        };
+        let err = run(&args).expect_err("not ready");
+        assert_eq!(
+            err.to_string(),
+            format!("http://{target}/readyz answered 503 (shutting_down)")
+        );
+        server.join().expect("server");
     }
 
     #[test]

@@ -373,7 +373,7 @@ impl Figures {
         gauge(
             e,
             "writer_disk_full",
-            "1 while the last commit failed for lack of disk space.",
+            "1 from a commit that failed for lack of disk space until there is room again.",
             Some(u64::from(self.is_disk_full)),
         )?;
         {

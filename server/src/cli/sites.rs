@@ -37,20 +37,24 @@ pub enum SiteCommand {
         /// The site's key (s_…).
         key: String,
         /// URL at which browsers reach Porch, baked into the snippet.
-        #[arg(
-            long,
-            env = "PORCH_PUBLIC_URL",
-            default_value = "http://127.0.0.1:8080",
-            value_parser = crate::config::public_url_arg
-        )]
-        public_url: String,
+        #[arg(long, env = "PORCH_PUBLIC_URL", value_parser = crate::config::public_url_arg)]
+        public_url: Option<String>,
     },
 }
 
 /// Where the snippet points when no public URL is given: fine for trying Porch on one machine.
 const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:8080";
 
-fn site_snippet(public_url: &str, site: &SiteRow) -> String {
+/// The snippet of `site`, pointing to `public_url`, or to [`DEFAULT_PUBLIC_URL`] with a warning
+/// that it only works on this machine.
+fn site_snippet(public_url: Option<String>, site: &SiteRow) -> String {
+    let public_url = public_url.unwrap_or_else(|| {
+        tracing::warn!(
+            "no --public-url (PORCH_PUBLIC_URL) given: the snippet points to {DEFAULT_PUBLIC_URL}, \
+             which only works on this machine"
+        );
+        DEFAULT_PUBLIC_URL.to_owned()
+    });
     snippet(public_url.trim_end_matches('/'), &site.key, &site.settings)
 }
 
@@ -62,13 +66,6 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
             public_url,
             json,
         } => {
-            let public_url = public_url.unwrap_or_else(|| {
-                tracing::warn!(
-                    "no --public-url (PORCH_PUBLIC_URL) given: the snippet points to {DEFAULT_PUBLIC_URL}, \
-                     which only works on this machine"
-                );
-                DEFAULT_PUBLIC_URL.to_owned()
-            });
             // The admin form's own parse, so the same input gets the same refusal here.
             let settings = SiteSettingsInput {
                 name,
@@ -98,7 +95,8 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
             )
             .context("creating the site")?;
             tx.commit()?;
-            let snippet = site_snippet(&public_url, &site);
+            // Only once the site exists: a refused one has no snippet to warn about.
+            let snippet = site_snippet(public_url, &site);
             if json {
                 write_out(&json!({"key": site.key, "snippet": snippet}).to_string())
             } else {
@@ -134,7 +132,7 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
         SiteCommand::Snippet { key, public_url } => {
             let site = store::find_site_by_key(conn, &key)?
                 .with_context(|| format!("no site has the key {key}"))?;
-            write_out(&site_snippet(&public_url, &site))
+            write_out(&site_snippet(public_url, &site))
         }
     }
 }

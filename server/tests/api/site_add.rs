@@ -64,6 +64,8 @@ async fn site_add_refuses_what_the_admin_form_refuses_with_the_same_reason() {
         let stderr = String::from_utf8_lossy(&added.stderr);
         assert!(!added.status.success(), "{name} {origin} was added");
         assert!(stderr.contains(reason), "{stderr}");
+        // No snippet was made: nothing to warn about.
+        assert!(!stderr.contains("--public-url"), "{stderr}");
     }
     assert_eq!(app.count("SELECT count(*) FROM sites"), 0);
     assert_eq!(
@@ -100,7 +102,15 @@ async fn site_add_refuses_what_the_admin_form_refuses_with_the_same_reason() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .expect("recorded");
-    assert_eq!((actor.as_str(), target), ("cli", key));
+    assert_eq!((actor.as_str(), target.as_str()), ("cli", key.as_str()));
+    // Made without a public URL, the snippet is said to work on this machine only, by both
+    // commands that print it.
+    let warned = "no --public-url (PORCH_PUBLIC_URL) given";
+    assert!(String::from_utf8_lossy(&added.stderr).contains(warned));
+    let again = run(app.data_dir.path(), &["site", "snippet", &key]);
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("http://127.0.0.1:8080"));
+    assert!(String::from_utf8_lossy(&again.stderr).contains(warned));
 }
 
 #[test]

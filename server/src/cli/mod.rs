@@ -311,12 +311,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => {
             // Never under a running server: it holds the lock for as long as it runs.
             let _lock = crate::lock_data_dir(&cli.data.data_dir)?;
-            let conn = open_database(&cli.data)?;
+            let (conn, before) = open_and_migrate(&cli.data)?;
             let version = store::schema_version(&conn)?;
-            write_out(&format!(
-                "database {} is at schema version {version}",
-                cli.data.database_path().display()
-            ))
+            let path = cli.data.database_path();
+            write_out(&if before == version {
+                format!(
+                    "database {} is at schema version {version}: nothing to do",
+                    path.display()
+                )
+            } else {
+                format!(
+                    "database {} migrated from schema version {before} to {version}",
+                    path.display()
+                )
+            })
         }
         Command::RaiseIds(args) => ids::run(&cli.data, args),
         Command::Vacuum => {
@@ -578,11 +586,17 @@ fn look_at(path: &std::path::Path) -> Result<(), Missing> {
 
 /// Opens (creating if needed) and migrates the database; the caller holds the lock.
 fn open_database(data: &DataConfig) -> anyhow::Result<Connection> {
+    Ok(open_and_migrate(data)?.0)
+}
+
+/// [`open_database`], with the schema version the file had before (0 for a new one).
+fn open_and_migrate(data: &DataConfig) -> anyhow::Result<(Connection, u32)> {
     std::fs::create_dir_all(&data.data_dir)
         .with_context(|| format!("creating the data directory {}", data.data_dir.display()))?;
     let mut conn = open_file(data)?;
+    let before = store::schema_version(&conn)?;
     store::apply_migrations(&mut conn)?;
-    Ok(conn)
+    Ok((conn, before))
 }
 
 /// Opens the database file, refusing one that is not Porch's (`store::open_porch_database`).

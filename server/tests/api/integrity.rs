@@ -370,3 +370,20 @@ fn a_file_sqlite_cannot_read_is_named_plainly_by_every_command() {
         "the key serve generated is gone"
     );
 }
+
+/// `porch migrate` says what it did: from which schema version to which, or that there was
+/// nothing to do (both printed the same line before).
+#[test]
+fn migrate_says_whether_it_migrated() {
+    let dir = tempfile::tempdir().expect("dir");
+    let first = run(dir.path(), &["migrate"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let said = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(
+        said.contains("migrated from schema version 0 to "),
+        "{said}"
+    );
+    let again = run(dir.path(), &["migrate"]);
+    let said = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(said.ends_with(": nothing to do\n"), "{said}");
+}

@@ -39,13 +39,19 @@ def serve_as_other_user(porch: Path, data: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                     reason="needs root and setpriv to run porch as another user")
-def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, open_dir):
-    porch = open_dir / "porch"  # the build may sit where uid 10001 cannot reach it
+def reachable_copy(porch_bin: Path, open_dir: Path) -> Path:
+    """The binary where uid 10001 can run it (the build may sit where it cannot reach)."""
+    porch = open_dir / "porch"
     try:
         os.link(porch_bin, porch)
     except OSError:
         shutil.copy2(porch_bin, porch)
     porch.chmod(0o755)
+    return porch
+
+
+def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, open_dir):
+    porch = reachable_copy(porch_bin, open_dir)
     data = open_dir / "data"
     run([porch, "--data-dir", data, "migrate"])  # as root: root owns everything
 
@@ -96,14 +102,9 @@ def test_files_the_user_cannot_write_are_named_with_owner_and_fix(porch_bin, ope
 def test_a_directory_the_user_cannot_enter_is_named_not_called_empty(porch_bin, open_dir):
     """Commands that only read (user list, check) name the directory that keeps them out, instead of
     saying there is no database, which sends an operator looking for a failed restore."""
-    porch = open_dir / "porch"
-    try:
-        os.link(porch_bin, porch)
-    except OSError:
-        shutil.copy2(porch_bin, porch)
-    porch.chmod(0o755)
+    porch = reachable_copy(porch_bin, open_dir)
     data = open_dir / "data"
-    run([porch, "--data-dir", data, "migrate"])  # root's, mode 750: uid 10001 cannot enter it
+    run([porch, "--data-dir", data, "migrate"])  # root's: uid 10001 cannot enter it at mode 700
     data.chmod(0o700)
     for command in (["user", "list"], ["site", "list"], ["check"]):
         refused = as_other_user(porch, data, command)

@@ -127,7 +127,7 @@ mod tests {
 
     /// A server that is not ready says why, and the probe says it too.
     #[test]
-    fn a_refusal_names_readinesss_reason() {
+    fn a_refusal_names_the_readiness_reason() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let target = listener.local_addr().expect("addr");
         let server = std::thread::spawn(move || {

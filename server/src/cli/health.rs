@@ -132,8 +132,13 @@ mod tests {
         let target = listener.local_addr().expect("addr");
         let server = std::thread::spawn(move || {
             let (mut socket, _) = listener.accept().expect("accept");
-            let mut head = [0_u8; 1024];
-            let _ = socket.read(&mut head).expect("read");
+            // The whole request head first: closing with part of it unread would reset the
+            // connection, and the probe would lose the answer.
+            let mut head = Vec::new();
+            let mut byte = [0_u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).expect("read") == 1 {
+                head.push(byte[0]);
+            }
             let body = r#"{"status":"not_ready","reason":"shutting_down"}"#;
             write!(
                 socket,

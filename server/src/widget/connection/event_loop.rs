@@ -35,8 +35,9 @@ async fn linger(
     limit: Duration,
     shutdown: &CancellationToken,
 ) {
+    // Boxed, as where it is awaited after a close: an idle connection's future stays small.
     tokio::select! {
-        () = read_until_close(stream, limit) => {}
+        () = Box::pin(read_until_close(stream, limit)) => {}
         () = shutdown.cancelled() => {}
     }
 }

@@ -102,7 +102,7 @@ async fn links_in_a_visitors_message_are_links_and_nothing_else_is() {
     assert_eq!(page.status, 200);
     assert!(
         page.body.contains(
-            r#"<a href="https://shop.example/order?id=1&amp;x=2" rel="noopener noreferrer nofollow" target="_blank">https://shop.example/order?id=1&amp;x=2</a>, or javascript:alert(1) &lt;b&gt;now&lt;/b&gt;"#
+            r#"<a href="https://shop.example/order?id=1&amp;x=2" rel="noopener noreferrer nofollow" target="_blank"><bdi>https://shop.example/order?id=1&amp;x=2</bdi></a>, or javascript:alert(1) &lt;b&gt;now&lt;/b&gt;"#
         ),
         "{}",
         page.body

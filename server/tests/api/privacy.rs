@@ -920,12 +920,22 @@ async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
     .send()
     .await
     .expect("stream");
+    // The stream subscribes to erasures before it replays the page's messages, and its headers
+    // come before either: wait for the replay, or a loaded machine erases before it listens.
+    let mut seen = String::new();
+    while !seen.contains("event: entry") {
+        let chunk = tokio::time::timeout(WAIT, stream.chunk())
+            .await
+            .expect("the replay in time")
+            .expect("the stream")
+            .expect("more of the stream");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
     let erased = send(&app, "POST", &erase_path, &admin.cookie, Some(&csrf)).await;
     assert_eq!(
         (erased.status, erased.header("location")),
         (303, Some("/privacy?notice=erased"))
     );
-    let mut seen = String::new();
     while !seen.contains("event: erased") {
         let chunk = tokio::time::timeout(WAIT, stream.chunk())
             .await

@@ -838,6 +838,18 @@ async fn widget_downloads_are_rate_limited_per_visitor() {
     assert_eq!(erased.status, 200, "{}", erased.body);
 }
 
+/// Reads an event stream into `seen` until it holds `what`.
+async fn read_stream_until(stream: &mut reqwest::Response, seen: &mut String, what: &str) {
+    while !seen.contains(what) {
+        let chunk = tokio::time::timeout(WAIT, stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{what} in time"))
+            .expect("the stream")
+            .expect("more of the stream");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
 #[tokio::test]
 async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
     use crate::inbox::{form, send, setup_admin, signed_in_from};
@@ -923,27 +935,13 @@ async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
     // The stream subscribes to erasures before it replays the page's messages, and its headers
     // come before either: wait for the replay, or a loaded machine erases before it listens.
     let mut seen = String::new();
-    while !seen.contains("event: entry") {
-        let chunk = tokio::time::timeout(WAIT, stream.chunk())
-            .await
-            .expect("the replay in time")
-            .expect("the stream")
-            .expect("more of the stream");
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    read_stream_until(&mut stream, &mut seen, "event: entry").await;
     let erased = send(&app, "POST", &erase_path, &admin.cookie, Some(&csrf)).await;
     assert_eq!(
         (erased.status, erased.header("location")),
         (303, Some("/privacy?notice=erased"))
     );
-    while !seen.contains("event: erased") {
-        let chunk = tokio::time::timeout(WAIT, stream.chunk())
-            .await
-            .expect("an event in time")
-            .expect("the stream")
-            .expect("more of the stream");
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    read_stream_until(&mut stream, &mut seen, "event: erased").await;
     assert!(
         seen.contains("This visitor&#x27;s data was erased.")
             || seen.contains("This visitor's data was erased.")

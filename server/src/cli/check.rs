@@ -25,7 +25,7 @@ pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
     let path = args.db.unwrap_or_else(|| data.database_path());
     let shown = path.display();
     // Opening read-only never creates a file, so a wrong path is an error, not a new database.
-    super::require_file(&path)?;
+    super::files::require_file(&path)?;
     store::refuse_empty_file(&path)?;
     let mut header = [0_u8; SQLITE_HEADER.len()];
     let header_len = read_prefix(&path, &mut header).with_context(|| format!("reading {shown}"))?;

@@ -34,7 +34,7 @@ pub fn run(data: &DataConfig, args: RaiseIdsArgs) -> anyhow::Result<()> {
     let past = match past {
         Some(path) => {
             let shown = path.display();
-            super::require_file(&path)?;
+            super::files::require_file(&path)?;
             let conn = store::open_existing_read_only(&path)
                 .with_context(|| format!("opening {shown}"))?;
             Some(store::id_counters(&conn).with_context(|| format!("reading {shown}"))?)

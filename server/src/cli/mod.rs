@@ -6,6 +6,7 @@
 mod accounts;
 mod backup;
 mod check;
+mod files;
 pub(crate) mod health;
 mod ids;
 mod privacy;
@@ -22,6 +23,7 @@ use rusqlite::Connection;
 use crate::config::{Config, DataConfig, LogFormat};
 use crate::loadtest::ChannelLimit;
 use crate::store;
+use files::require_database;
 
 /// Self-hosted live chat: a website widget, delivery to Slack, Discord, webhooks and email, and
 /// an admin inbox, in one binary and one SQLite file.
@@ -539,49 +541,6 @@ fn is_held(err: &anyhow::Error) -> bool {
         err.downcast_ref::<store::LockError>(),
         Some(store::LockError::Held { .. })
     )
-}
-
-/// Fails unless the database exists: a command that reads or changes what is stored must not
-/// answer from a new empty database because the data directory was mistyped ("nobody found"
-/// for an erasure request would be wrong, not empty).
-fn require_database(data: &DataConfig) -> anyhow::Result<()> {
-    let path = data.database_path();
-    look_at(&path).map_err(|err| match err {
-        Missing::Nothing => anyhow::anyhow!(
-            "there is no database at {}: check --data-dir (PORCH_DATA_DIR); `porch serve`, \
-             `porch migrate`, `porch site add` or `porch user add` creates one",
-            path.display()
-        ),
-        Missing::Refused(why) => anyhow::anyhow!(why),
-    })
-}
-
-/// Fails unless `path` (a file named by the operator) is a file this process may read.
-pub(crate) fn require_file(path: &std::path::Path) -> anyhow::Result<()> {
-    look_at(path).map_err(|err| match err {
-        Missing::Nothing => anyhow::anyhow!("{} does not exist or is not a file", path.display()),
-        Missing::Refused(why) => anyhow::anyhow!(why),
-    })
-}
-
-/// Why a file a command reads is not there for it.
-enum Missing {
-    /// Nothing at that path, or something that is not a file.
-    Nothing,
-    /// It may be there, but this user may not look (a directory of another owner, mode 700):
-    /// the words say whose it is and what fixes it.
-    Refused(String),
-}
-
-/// Whether `path` is a file this process may look at.
-fn look_at(path: &std::path::Path) -> Result<(), Missing> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
-            Err(Missing::Refused(store::not_readable(path)))
-        }
-        Ok(_) | Err(_) => Err(Missing::Nothing),
-    }
 }
 
 /// Opens (creating if needed) and migrates the database; the caller holds the lock.

@@ -117,3 +117,35 @@ test("an admin finds, exports and erases a person; an open conversation page is 
   await context.close();
   await v.context.close();
 });
+
+test("a page loaded just before its visitor's erasure says the conversation is gone", { timeout: 90000 }, async () => {
+  const { host, browser, porch } = world;
+  const v = await visitor(browser, host.url);
+  await v.say("erase me between load and stream 3318");
+  const id = await conversationOf(porch, "erase me between load and stream 3318");
+  const { body: conversation } = await porch.api("GET", `/conversations/${id}`);
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const agentPage = await context.newPage();
+  agentPage.setDefaultTimeout(15000);
+  await signIn(agentPage, porch, "ana@example.com");
+  // The page is loaded, then its stream waits until the erasure is done: the erasure's live
+  // event is long past when the stream begins, and nothing of the conversation is left.
+  let release;
+  const erased = new Promise((resolve) => { release = resolve; });
+  await agentPage.route(`**/conversations/${id}/events**`, async (route) => { await erased; await route.continue(); });
+  await agentPage.goto(`${porch.url}/conversations/${id}`);
+  await agentPage.getByText("erase me between load and stream 3318").waitFor();
+  assert.equal((await porch.api("POST", `/visitors/${conversation.visitor_id}/erase`)).status, 200);
+  release();
+
+  await agentPage.getByText("This conversation no longer exists: its visitor's data was erased, or it was deleted.").waitFor();
+  assert.equal(await agentPage.getByText("erase me between load and stream 3318").count(), 0);
+  assert.equal(await agentPage.locator("#reply-form").count(), 0);
+  assert.equal(await agentPage.locator(".page-head h1").innerText(), "Conversation gone");
+  assert.match(await agentPage.title(), /^(\(\d+\) )?Conversation gone · Porch$/);
+  await agentPage.locator("body").press("e");
+  await agentPage.locator("#keys-said", { hasText: "it was deleted. Nothing is left to act on." }).waitFor();
+  await context.close();
+  await v.context.close();
+});

@@ -267,36 +267,42 @@
         // The reply box says what a reply does while the conversation is closed.
         document.getElementById("closed-hint")?.toggleAttribute("hidden", aside.dataset.open === "true");
       },
-      // The visitor was erased (docs/privacy.md): nothing of the conversation is left to show or
-      // to act on, neither its messages nor the visitor's name and details, nor its forms.
-      erased: (text, source) => {
-        source.close();
-        const note = document.createElement("p");
-        note.className = "notice notice-error";
-        note.setAttribute("role", "alert");
-        note.textContent = text;
-        messages.replaceChildren();
-        messages.before(note);
-        // A draft to the erased visitor has no box left to send or clear it from.
-        const reply = document.getElementById("reply-form");
-        if (reply) {
-          const key = new URL(reply.action, location.href).pathname;
-          drafts.set(key, "");
-          drafts.set(key + "#kind", ""); // reply or note, kept beside the text
-        }
-        for (const id of ["reply-form", "visitor-typing", "email-visitor", "conversation-aside"]) {
-          document.getElementById(id)?.remove();
-        }
-        document.querySelector(".email-visitor-off")?.remove();
-        // The keys (keys.js) then say why nothing can be done here, not "closed already".
-        document.body.dataset.erased = "true";
-        const heading = document.querySelector(".page-head h1");
-        if (heading) heading.textContent = "Erased visitor";
-        // The tab title named the visitor too (notify.js keeps the count in front of it).
-        document.title = "Erased visitor · Porch";
-        document.dispatchEvent(new CustomEvent("porch:title", { detail: document.title }));
-      },
+      // The visitor was erased (docs/privacy.md), or the conversation was found gone (erased
+      // before the stream listened, or deleted): nothing of it is left to show or to act on,
+      // neither its messages nor the visitor's name and details, nor its forms.
+      erased: ended("Erased visitor"),
+      gone: ended("Conversation gone"),
     });
+  }
+
+  function ended(heading) {
+    return (text, source) => {
+      source.close();
+      const note = document.createElement("p");
+      note.className = "notice notice-error";
+      note.setAttribute("role", "alert");
+      note.textContent = text;
+      messages.replaceChildren();
+      messages.before(note);
+      // A draft to the erased visitor has no box left to send or clear it from.
+      const reply = document.getElementById("reply-form");
+      if (reply) {
+        const key = new URL(reply.action, location.href).pathname;
+        drafts.set(key, "");
+        drafts.set(key + "#kind", ""); // reply or note, kept beside the text
+      }
+      for (const id of ["reply-form", "visitor-typing", "email-visitor", "conversation-aside"]) {
+        document.getElementById(id)?.remove();
+      }
+      document.querySelector(".email-visitor-off")?.remove();
+      // The keys (keys.js) then say why nothing can be done here, not "closed already".
+      document.body.dataset.ended = text;
+      const h1 = document.querySelector(".page-head h1");
+      if (h1) h1.textContent = heading;
+      // The tab title named the visitor too (notify.js keeps the count in front of it).
+      document.title = `${heading} · Porch`;
+      document.dispatchEvent(new CustomEvent("porch:title", { detail: document.title }));
+    };
   }
 
   // Drafts live in this tab's sessionStorage (as GitHub keeps comment drafts) from the first

@@ -209,7 +209,7 @@
     if (here) {
       const form = document.querySelector(`form[data-shortcut="${shortcut}"]`);
       if (form) form.requestSubmit();
-      else say(document.body.dataset.erased ? "This visitor's data was erased: nothing is left to act on." : missing);
+      else say(document.body.dataset.ended ? `${document.body.dataset.ended} Nothing is left to act on.` : missing);
       return;
     }
     const row = focusedRow()?.parentElement;

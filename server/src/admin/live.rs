@@ -21,7 +21,7 @@ use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::accounts::SessionWatch;
-use crate::chat::{INBOX_PAGE_SIZE, LiveItem};
+use crate::chat::{Error as ChatError, INBOX_PAGE_SIZE, LiveItem};
 use crate::hub::{Erasure, InboxSignal, InboxSubscription};
 use crate::state::AppState;
 use crate::store::{
@@ -428,6 +428,23 @@ async fn replay_conversation(
 
 /// What an open conversation page shows when its visitor was erased.
 const ERASED: &str = "This visitor's data was erased.";
+/// What it shows when the stream finds the conversation missing without having heard why: it
+/// was erased before the stream listened, among erasures it missed, or deleted with its site.
+const GONE: &str =
+    "This conversation no longer exists: its visitor's data was erased, or it was deleted.";
+
+/// Whether `conversation` is still there, and then whether the side panel shows a snooze.
+async fn still_there(
+    app: &AppState,
+    who: &SignedIn,
+    conversation: ConversationId,
+) -> Result<Option<bool>, Gone> {
+    match app.chat.inbox_item(who.user.id, conversation).await {
+        Ok(item) => Ok(Some(item.snoozed_until.is_some())),
+        Err(ChatError::NotFound(_)) => Ok(None),
+        Err(_) => Err(Gone),
+    }
+}
 
 async fn stream_conversation(
     app: &AppState,
@@ -441,12 +458,13 @@ async fn stream_conversation(
     let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, who.user.id, Some(conversation)).await?;
-    // Whether the side panel the page shows has a snooze (one missing conversation has none).
-    let mut snoozed = app
-        .chat
-        .inbox_item(who.user.id, conversation)
-        .await
-        .is_ok_and(|item| item.snoozed_until.is_some());
+    // Asked once subscribed: an erasure before that, between the page's load and its stream,
+    // was never heard, and left nothing to replay. The page must learn of it all the same.
+    // `snoozed`: whether the side panel the page shows has a snooze.
+    let Some(mut snoozed) = still_there(app, who, conversation).await? else {
+        batch.event("gone", GONE);
+        return batch.flush(tx).await;
+    };
     let mut covered =
         replay_conversation(app, &mut batch, who, (conversation, after), &mut snoozed).await?;
     let mut last = covered;
@@ -459,11 +477,18 @@ async fn stream_conversation(
             biased;
             signal = subscription.recv() => signal,
             erasure = erasures.recv() => {
-                let erasure = follow_erasure(app, &mut tally, erasure).await?;
-                if erasure.is_some_and(|e| e.conversations.contains(&conversation)) {
-                    // The page says so and stops listening (docs/admin.md#live-updates).
-                    batch.event("erased", ERASED);
-                    return batch.flush(tx).await;
+                // The page says so and stops listening (docs/admin.md#live-updates).
+                match follow_erasure(app, &mut tally, erasure).await? {
+                    Some(e) if e.conversations.contains(&conversation) => {
+                        batch.event("erased", ERASED);
+                        return batch.flush(tx).await;
+                    }
+                    // Erasures were missed: this conversation may have been among them.
+                    None if still_there(app, who, conversation).await?.is_none() => {
+                        batch.event("gone", GONE);
+                        return batch.flush(tx).await;
+                    }
+                    _ => {}
                 }
                 continue;
             }

@@ -33,6 +33,7 @@ mod docs_pages;
 mod email;
 mod email_inbound;
 mod email_restart;
+mod erased_pages;
 mod escaping;
 mod forgot_password;
 mod hardening;

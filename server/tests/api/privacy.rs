@@ -10,10 +10,10 @@ use crate::helpers::{TestApp, WAIT, wait_until};
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// A visitor's conversation, opened over the widget.
-struct Chat {
+pub(crate) struct Chat {
     token: String,
-    visitor: i64,
-    conversation: i64,
+    pub(crate) visitor: i64,
+    pub(crate) conversation: i64,
     message: i64,
 }
 
@@ -212,13 +212,13 @@ async fn the_maintenance_loop_purges_due_conversations_on_its_own() {
 /// A visitor with everything Porch can hold about them: messages, an email address, an agent
 /// reply and a note, a delivery job naming them (with the address in its facts), a Slack thread
 /// and an agent's read marker.
-struct Person {
-    chat: Chat,
+pub(crate) struct Person {
+    pub(crate) chat: Chat,
     email: String,
-    body: String,
+    pub(crate) body: String,
 }
 
-async fn person(app: &TestApp, site: &str, admin_token: &str, tag: &str) -> Person {
+pub(crate) async fn person(app: &TestApp, site: &str, admin_token: &str, tag: &str) -> Person {
     let body = format!("unique-body-{tag}-7f3a9c");
     let email = format!("{tag}@example.org");
     let (mut widget, welcome) = app.visitor(site, None, 0).await;
@@ -341,7 +341,7 @@ fn tag_names(app: &TestApp) -> Vec<String> {
 /// Every (table, column) of the database file holding one of the person's traces: their
 /// visitor id (in `visitor_id` columns and `visitors.id`), their conversation's id (in
 /// `conversation_id` columns), token hash, email address or unique message text, anywhere.
-fn scan(app: &TestApp, person: &Person) -> Vec<(String, String, i64)> {
+pub(crate) fn scan(app: &TestApp, person: &Person) -> Vec<(String, String, i64)> {
     let db = app.db();
     let tables: Vec<String> = db
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
@@ -836,119 +836,6 @@ async fn widget_downloads_are_rate_limited_per_visitor() {
     let erase = format!("/widget/erase?site={site}");
     let erased = own_data(&app, &erase, crate::helpers::ORIGIN, &ann.token).await;
     assert_eq!(erased.status, 200, "{}", erased.body);
-}
-
-/// Reads an event stream into `seen` until it holds `what`.
-async fn read_stream_until(stream: &mut reqwest::Response, seen: &mut String, what: &str) {
-    while !seen.contains(what) {
-        let chunk = tokio::time::timeout(WAIT, stream.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("{what} in time"))
-            .expect("the stream")
-            .expect("more of the stream");
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
-}
-
-#[tokio::test]
-async fn an_admin_finds_exports_and_erases_a_person_and_open_pages_are_told() {
-    use crate::inbox::{form, send, setup_admin, signed_in_from};
-    let app = TestApp::spawn(&[]).await;
-    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let site = app.add_site("Shop");
-    let api = app.add_user_token("Api", "admin");
-    let ann = person(&app, &site, &api, "ann").await;
-
-    let found = send(
-        &app,
-        "GET",
-        "/privacy?q=ann%40example.org",
-        &admin.cookie,
-        None,
-    )
-    .await;
-    assert_eq!(found.status, 200);
-    assert!(
-        found.body.contains(&format!("v{}", ann.chat.visitor)),
-        "{}",
-        found.body
-    );
-    let by_id = send(
-        &app,
-        "GET",
-        &format!("/privacy?q=v{}", ann.chat.visitor),
-        &admin.cookie,
-        None,
-    )
-    .await;
-    assert!(by_id.body.contains("ann@example.org"));
-
-    let csrf = form(&[("csrf", &admin.csrf)]);
-    let export_path = format!("/privacy/visitors/{}/export", ann.chat.visitor);
-    let refused = send(
-        &app,
-        "POST",
-        &export_path,
-        &admin.cookie,
-        Some("csrf=wrong"),
-    )
-    .await;
-    assert_eq!(refused.status, 403);
-    let download = send(&app, "POST", &export_path, &admin.cookie, Some(&csrf)).await;
-    assert_eq!(download.status, 200);
-    assert!(download.body.contains(&ann.body) && download.body.contains("a private note"));
-
-    // Agents may not.
-    let agent_email = "bo@example.com";
-    crate::inbox::add_user(&app, agent_email, "agent");
-    let agent = signed_in_from(
-        &app,
-        &crate::inbox::sign_in(&app, agent_email, crate::inbox::PASSWORD).await,
-    )
-    .await;
-    let forbidden = send(&app, "GET", "/privacy", &agent.cookie, None).await;
-    assert_eq!(forbidden.status, 403);
-
-    // The confirmation shows what goes; an agent's open conversation page hears of it.
-    let erase_path = format!("/privacy/visitors/{}/erase", ann.chat.visitor);
-    let confirm = send(&app, "GET", &erase_path, &admin.cookie, None).await;
-    assert!(
-        confirm.body.contains("ann@example.org")
-            && confirm.body.contains("4 messages")
-            && confirm.body.contains("1 file in these conversations")
-            && confirm
-                .body
-                .contains("uploaded by the visitor and not sent"),
-        "{}",
-        confirm.body
-    );
-    let mut stream = crate::inbox::request(
-        &app,
-        "GET",
-        &format!("/conversations/{}/events", ann.chat.conversation),
-        &agent.cookie,
-        None,
-    )
-    .send()
-    .await
-    .expect("stream");
-    // The stream subscribes to erasures before it replays the page's messages, and its headers
-    // come before either: wait for the replay, or a loaded machine erases before it listens.
-    let mut seen = String::new();
-    read_stream_until(&mut stream, &mut seen, "event: entry").await;
-    let erased = send(&app, "POST", &erase_path, &admin.cookie, Some(&csrf)).await;
-    assert_eq!(
-        (erased.status, erased.header("location")),
-        (303, Some("/privacy?notice=erased"))
-    );
-    read_stream_until(&mut stream, &mut seen, "event: erased").await;
-    assert!(
-        seen.contains("This visitor&#x27;s data was erased.")
-            || seen.contains("This visitor's data was erased.")
-    );
-    assert_eq!(scan(&app, &ann), Vec::new());
-    let after = send(&app, "GET", &erase_path, &admin.cookie, None).await;
-    assert_eq!(after.status, 404);
 }
 
 /// Out of range, below and beyond what a Rust integer type holds, a retention is told the field's

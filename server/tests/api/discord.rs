@@ -57,7 +57,10 @@ async fn a_forum_channel_gets_one_thread_per_conversation_and_nobody_is_pinged()
     let (site, _) = f.site_with_discord("Shop", "H1", true).await;
     let (mut alice, _) = f.app.visitor(&site, None, 0).await;
     alice
-        .say("a1", "@everyone **free** <@123> https://evil.example")
+        .say(
+            "a1",
+            "@everyone **free** <@123> https://evil.example \u{202E}x",
+        )
         .await;
     f.mock.wait_for_posts(1, WAIT).await;
     alice.say("a2", "second").await;
@@ -78,7 +81,7 @@ async fn a_forum_channel_gets_one_thread_per_conversation_and_nobody_is_pinged()
     assert_eq!(first.body["flags"], json!(4), "embeds suppressed");
     assert_eq!(
         first.body["content"],
-        "@everyone \\*\\*free\\*\\* \\<@123\\> https://evil.example"
+        "@everyone \\*\\*free\\*\\* \\<@123\\> https://evil.example \\<U+202E\\>x"
     );
     let thread = first.thread_id.clone().expect("a thread");
 

@@ -137,9 +137,13 @@ async fn a_conversation_gets_one_thread_and_its_messages_reply_in_order() {
     let fx = Fixture::start().await;
     let (site, _) = fx.site_with_slack("Shop", "C1", json!({})).await;
     let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
-    for (i, text) in ["first <!channel>", "second & third", "fourth"]
-        .iter()
-        .enumerate()
+    for (i, text) in [
+        "first <!channel>",
+        "second & third",
+        "fourth \u{202E}moc.elpmaxe",
+    ]
+    .iter()
+    .enumerate()
     {
         assert_eq!(widget.say(&format!("m{i}"), text).await["type"], "ack");
     }
@@ -160,8 +164,12 @@ async fn a_conversation_gets_one_thread_and_its_messages_reply_in_order() {
     let replies: Vec<&str> = posts[1..].iter().map(|p| p.text.as_str()).collect();
     assert_eq!(
         replies,
-        ["first &lt;!channel&gt;", "second &amp; third", "fourth"],
-        "escaped and in order"
+        [
+            "first &lt;!channel&gt;",
+            "second &amp; third",
+            "fourth &lt;U+202E&gt;moc.elpmaxe"
+        ],
+        "escaped (a direction override written out) and in order"
     );
     assert!(
         posts[1..]

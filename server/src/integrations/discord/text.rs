@@ -1,16 +1,21 @@
 //! Visitor text as Discord shows it: markdown and mention syntax escaped so it shows as typed,
 //! and split into posts within Discord's length limit without tearing a character or an escape.
 
+use porch_app::chars::overrides_written_out;
+
 /// Discord's limit on `content`, in characters.
 pub const CONTENT_LIMIT: usize = 2000;
 
 /// Escapes the characters of Discord markdown and mention syntax with a backslash, so visitor
 /// text shows as typed (mentions could not ping anyway: nothing is allowed to be mentioned).
 /// Links are left as typed: Discord makes a link of `http(s)://…` before any markdown, so a
-/// backslash there would become part of the link (`a\_b` opens `a/_b`).
+/// backslash there would become part of the link (`a\_b` opens `a/_b`). The direction overrides
+/// are written out first, as the inbox does, so a link cannot be reversed into another's look
+/// (`porch_app::chars::overrides_written_out`).
 pub fn escape(text: &str) -> String {
+    let text = overrides_written_out(text);
     let mut out = String::with_capacity(text.len() + 8);
-    let mut rest = text;
+    let mut rest = &*text;
     while let Some(c) = rest.chars().next() {
         let link = link_at(rest, out.chars().next_back());
         if link > 0 {
@@ -153,6 +158,14 @@ fn unit_ends(text: &str) -> Vec<(usize, usize, char)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn direction_overrides_are_written_out_and_end_a_link() {
+        assert_eq!(
+            escape("pay at https://evil.example/\u{202E}moc.elpmaxe"),
+            "pay at https://evil.example/\\<U+202E\\>moc.elpmaxe"
+        );
+    }
 
     #[test]
     fn markdown_is_escaped() {

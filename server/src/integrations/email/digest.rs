@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use lettre::message::{Mailbox, MultiPart};
+use porch_app::chars::overrides_written_out;
 
 use crate::clock::now_ms;
 use crate::store::{self, ConversationId, JobRow};
@@ -165,10 +166,12 @@ async fn send_each(
 const OPENING_CHARS: usize = 300;
 
 /// The start of a first message, marked with "…" when it goes on, so an agent knows there is
-/// more to read in Porch.
+/// more to read in Porch; its direction overrides written out, as the inbox shows them
+/// (`porch_app::chars::overrides_written_out`).
 fn opening(first_message: &str) -> String {
-    let mut shown: String = first_message.chars().take(OPENING_CHARS).collect();
-    if shown.len() < first_message.len() {
+    let written = overrides_written_out(first_message);
+    let mut shown: String = written.chars().take(OPENING_CHARS).collect();
+    if shown.len() < written.len() {
         shown.push('…');
     }
     shown
@@ -187,6 +190,7 @@ mod tests {
         assert_eq!(opening("Where is my parcel?"), "Where is my parcel?");
         let exactly = "é".repeat(OPENING_CHARS);
         assert_eq!(opening(&exactly), exactly, "cut nothing, mark nothing");
+        assert_eq!(opening("a\u{202E}b"), "a<U+202E>b");
     }
 
     #[test]

@@ -1,12 +1,17 @@
 //! Text between Porch and Slack: escaping visitor text for `mrkdwn` (only `&`, `<`, `>` are
 //! control characters), and turning an agent's Slack text back into plain text.
 
+use porch_app::chars::overrides_written_out;
+
 /// At most this many people a reply mentions are looked up by name (each is one `users.info`
 /// call unless cached); others stay as their Slack id.
 const NAMED_MENTIONS: usize = 5;
 
-/// Escapes `&`, `<` and `>` so visitor text cannot mention `@channel`, ping users or mask links.
+/// Escapes `&`, `<` and `>` so visitor text cannot mention `@channel`, ping users or mask links,
+/// and writes out the direction overrides, as the inbox does, so it cannot pass a reversed link
+/// off as another (`porch_app::chars::overrides_written_out`).
 pub fn escape(text: &str) -> String {
+    let text = overrides_written_out(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -110,6 +115,14 @@ fn special_mention(special: &str, label: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn direction_overrides_are_written_out_then_escaped() {
+        assert_eq!(
+            escape("pay at https://evil.example/\u{202E}moc.elpmaxe"),
+            "pay at https://evil.example/&lt;U+202E&gt;moc.elpmaxe"
+        );
+    }
 
     #[test]
     fn escaping_neutralises_mentions_and_links() {

@@ -3,6 +3,9 @@
 
 use porch_app::chars::overrides_written_out;
 
+/// What Discord leaves out at a link's end: `(see https://a.example/x).` links `…/x`.
+const LEFT_OUT: [char; 8] = ['.', ',', ':', ';', '"', '\'', ')', ']'];
+
 /// Discord's limit on `content`, in characters.
 pub const CONTENT_LIMIT: usize = 2000;
 
@@ -19,8 +22,14 @@ pub fn escape(text: &str) -> String {
     while let Some(c) = rest.chars().next() {
         let link = link_at(rest, out.chars().next_back());
         if link > 0 {
-            out.push_str(&rest[..link]);
-            rest = &rest[link..];
+            // The punctuation after it as typed too: Discord's link takes any backslash there
+            // (`(https://a.example/x\)` would open `…/x\`) and leaves the rest out, and a `)` or
+            // `]` alone makes no markdown (the `(` or `[` before it is escaped).
+            let tail = rest[link..]
+                .find(|c: char| !LEFT_OUT.contains(&c))
+                .unwrap_or(rest.len() - link);
+            out.push_str(&rest[..link + tail]);
+            rest = &rest[link + tail..];
             continue;
         }
         if matches!(
@@ -65,7 +74,7 @@ fn link_at(text: &str, before: Option<char>) -> usize {
     let run = text
         .find(|c: char| c.is_whitespace() || c == '<' || c == '\\')
         .unwrap_or(text.len());
-    let link = text[..run].trim_end_matches(['.', ',', ':', ';', '"', '\'', ')', ']']);
+    let link = text[..run].trim_end_matches(LEFT_OUT);
     if link.len() > scheme.len() {
         link.len()
     } else {
@@ -168,12 +177,26 @@ mod tests {
     }
 
     #[test]
+    fn the_punctuation_after_a_link_is_sent_as_typed() {
+        assert_eq!(
+            escape("Order (https://shop.example/o?id=42). See [https://docs.example/x]!"),
+            "Order \\(https://shop.example/o?id=42). See \\[https://docs.example/x]!"
+        );
+        // Nested: every closing bracket of the run, not just the first.
+        assert_eq!(
+            escape("((https://a.example/x)) *"),
+            "\\(\\(https://a.example/x)) \\*"
+        );
+    }
+
+    #[test]
     fn markdown_is_escaped() {
         assert_eq!(escape("**hi** @everyone"), "\\*\\*hi\\*\\* @everyone");
         // A numbered line would be an ordered list; a number elsewhere stays as typed.
         assert_eq!(escape("1. one\n  12. two"), "1\\. one\n  12\\. two");
         assert_eq!(escape("v1. x 3.5 a 2. b"), "v1. x 3.5 a 2. b");
-        assert_eq!(escape("[x](http://a)"), "\\[x\\]\\(http://a\\)");
+        // No masked link: its brackets are escaped (the `)` after the link is as typed).
+        assert_eq!(escape("[x](http://a)"), "\\[x\\]\\(http://a)");
         // Links stay as typed, and what follows them is escaped again.
         assert_eq!(
             escape("see https://my-site.example/a_b_c?x=*1*. _ok_"),
@@ -181,7 +204,7 @@ mod tests {
         );
         assert_eq!(
             escape("(HTTPS://a.example/x_y) <http://b.example/_>"),
-            "\\(HTTPS://a.example/x_y\\) \\<http://b.example/_>"
+            "\\(HTTPS://a.example/x_y) \\<http://b.example/_>"
         );
         // Not a link: no host, a letter before it, or a backslash that would escape what follows.
         assert_eq!(escape("http:// _x_"), "http:// \\_x\\_");

@@ -5,7 +5,7 @@
 //! does, and the Slack thread header is rewritten.
 
 use crate::jobs::ConversationChange;
-use crate::store::{self, ConversationId, UserRow};
+use crate::store::{self, ConversationId, UserRow, VisitorId};
 use crate::values::{Invalid, is_invisible, is_visitor_email, one_line};
 
 use super::Error;
@@ -150,6 +150,31 @@ impl Chat {
         } else {
             ContactSaved::ChangedMeanwhile
         })
+    }
+}
+
+impl Chat {
+    /// Stores the address `visitor` left in the widget. Their open conversation's Slack thread
+    /// header is written again, as after an agent's save: it names a visitor without a name by
+    /// their address, as the thread's posts do from now on.
+    ///
+    /// # Errors
+    /// Storage failed.
+    pub async fn set_visitor_email(&self, visitor: VisitorId, email: String) -> Result<(), Error> {
+        let jobs = self
+            .writer
+            .write(move |c| {
+                let changed = store::set_visitor_email(c, visitor, &email)?;
+                match store::find_open_conversation_of(c, visitor)? {
+                    Some(id) if changed => {
+                        conversation_change_jobs(c, id, ConversationChange::VisitorChanged)
+                    }
+                    _ => Ok(Vec::new()),
+                }
+            })
+            .await?;
+        self.jobs.submit(jobs);
+        Ok(())
     }
 }
 

@@ -5,11 +5,16 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{ConversationId, Error, SiteId, VisitorId};
 
-/// Stores the address a visitor left in the widget.
-pub fn set_visitor_email(conn: &Connection, visitor: VisitorId, email: &str) -> Result<(), Error> {
-    conn.prepare_cached("UPDATE visitors SET email = ?2 WHERE id = ?1")?
+/// Stores the address a visitor left in the widget; whether it changed what was stored.
+pub fn set_visitor_email(
+    conn: &Connection,
+    visitor: VisitorId,
+    email: &str,
+) -> Result<bool, Error> {
+    let changed = conn
+        .prepare_cached("UPDATE visitors SET email = ?2 WHERE id = ?1 AND email IS NOT ?2")?
         .execute(params![visitor, email])?;
-    Ok(())
+    Ok(changed > 0)
 }
 
 /// Whether the visitor of a conversation left an address (mails to the visitor need one).

@@ -566,6 +566,29 @@ async fn the_header_shows_a_change_made_in_the_inbox() {
     s.wait_for_header("from Jane Doe").await;
 }
 
+/// A visitor without a name who leaves an address in the widget: the thread's next posts are
+/// theirs under that address, and so is the header, not "Visitor #1" any more.
+#[tokio::test]
+async fn the_header_names_a_visitor_by_the_address_they_leave() {
+    let mut s = scene(json!({})).await;
+    s.widget
+        .send(json!({"type": "email", "email": "alice@example.org"}))
+        .await;
+    assert_eq!(s.widget.recv().await["type"], "email_saved");
+    s.wait_for_header("from alice@example.org").await;
+    // The same address again changes nothing, and rewrites nothing.
+    s.widget
+        .send(json!({"type": "email", "email": "alice@example.org"}))
+        .await;
+    assert_eq!(s.widget.recv().await["type"], "email_saved");
+    s.fx.wait_until_settled().await;
+    assert_eq!(
+        s.fx.app
+            .count("SELECT count(*) FROM jobs WHERE kind = 'slack.header'"),
+        1
+    );
+}
+
 #[tokio::test]
 async fn a_429_on_the_header_update_is_retried() {
     let s = scene(json!({})).await;

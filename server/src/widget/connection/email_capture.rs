@@ -36,11 +36,10 @@ impl Connection {
             let (code, wait) = refused_as(refusal);
             return self.send_error(code, Some(wait), None).await;
         }
-        let stored = email.to_owned();
         let saved = self
             .app
-            .writer
-            .write(move |c| crate::store::set_visitor_email(c, visitor, &stored))
+            .chat
+            .set_visitor_email(visitor, email.to_owned())
             .await;
         if saved.is_err() {
             return self.send_error(ErrorCode::Unavailable, None, None).await;

@@ -80,6 +80,15 @@ pub struct AgentOption {
     pub name: String,
 }
 
+/// What a refused form of the side panel held, given back in it, which takes the focus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// *Add tags*: what was typed.
+    Tags(String),
+    /// *Snooze* "until a date and time…": the date and time given (empty when none was).
+    SnoozeUntil(String),
+}
+
 /// The side panel: status, assignment, visitor details.
 #[derive(Debug, Clone)]
 pub struct ConversationAsideView {
@@ -91,8 +100,8 @@ pub struct ConversationAsideView {
     pub tags: Vec<TagView>,
     /// Every tag in use, suggested as new ones are typed.
     pub known_tags: Vec<String>,
-    /// What was typed in *Add tags* when it was refused (the page says why), kept in the field.
-    pub typed_tags: Option<String>,
+    /// What a refused form of the panel held (the page says why), kept in it.
+    pub refused: Option<Refused>,
     pub assignee_id: Option<i64>,
     pub assignee: Option<String>,
     pub me: i64,
@@ -393,13 +402,18 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         .filter(|id| !aside.agents.iter().any(|a| a.id == *id))
         .zip(aside.assignee.clone())
         .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
-    let snooze = snooze_panel(id, aside.csrf.clone(), aside.is_open, aside.snoozed_until);
-    let tags = tags_panel(
+    let (typed_tags, typed_until) = match aside.refused {
+        Some(Refused::Tags(typed)) => (Some(typed), None),
+        Some(Refused::SnoozeUntil(typed)) => (None, Some(typed)),
+        None => (None, None),
+    };
+    let snooze = snooze_panel(
         id,
-        &aside.csrf,
-        (aside.tags, aside.known_tags),
-        aside.typed_tags,
+        aside.csrf.clone(),
+        aside.is_open,
+        (aside.snoozed_until, typed_until),
     );
+    let tags = tags_panel(id, &aside.csrf, (aside.tags, aside.known_tags), typed_tags);
     view! {
         <aside id="conversation-aside" class="aside" aria-label="Conversation details"
             data-open=aside.is_open.to_string() data-visitor=aside.visitor_label>

@@ -48,7 +48,7 @@ pub mod site_hours;
 pub mod site_identity;
 pub mod site_prechat;
 pub mod sites;
-mod snooze;
+pub mod snooze;
 pub mod tags;
 pub mod team;
 mod time;

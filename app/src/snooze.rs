@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::CsrfField;
+use crate::layout::{CsrfField, field_marks};
 use crate::time::time_view;
 
 /// The side panel's choices: a number of minutes, or `tomorrow` and `monday` (9:00 in the
@@ -20,8 +20,16 @@ pub const SNOOZE_CHOICES: [(&str, &str); 8] = [
     ("custom", "until a date and time…"),
 ];
 
-/// Snoozing an open conversation, or the end of its snooze and *Unsnooze*.
-fn snooze_form(id: i64, csrf: String, snoozed_until: Option<i64>) -> impl IntoView {
+/// The custom end's field: a refused snooze marks it and gives it the focus.
+pub const SNOOZE_UNTIL_FIELD: &str = "snooze-until";
+
+/// Snoozing an open conversation, or the end of its snooze and *Unsnooze*. `typed_until`: a
+/// refused "until a date and time…" and what its field held, chosen and given back.
+fn snooze_form(
+    id: i64,
+    csrf: String,
+    (snoozed_until, typed_until): (Option<i64>, Option<String>),
+) -> impl IntoView {
     if let Some(until) = snoozed_until {
         return view! {
             <form method="post" action=format!("/conversations/{id}/unsnooze") class="snooze">
@@ -32,10 +40,14 @@ fn snooze_form(id: i64, csrf: String, snoozed_until: Option<i64>) -> impl IntoVi
         }
         .into_any();
     }
+    let custom = typed_until.is_some();
     let options = SNOOZE_CHOICES
         .into_iter()
-        .map(|(value, label)| view! { <option value=value>{label}</option> })
+        .map(|(value, label)| {
+            view! { <option value=value selected=custom && value == "custom">{label}</option> }
+        })
         .collect_view();
+    let marked = custom.then_some(SNOOZE_UNTIL_FIELD);
     view! {
         <form method="post" action=format!("/conversations/{id}/snooze") class="inline-form snooze"
             data-shortcut="snooze">
@@ -45,31 +57,34 @@ fn snooze_form(id: i64, csrf: String, snoozed_until: Option<i64>) -> impl IntoVi
             <label for="snooze-minutes">"Snooze"</label>
             <div class="inline-controls">
                 <select id="snooze-minutes" name="minutes">{options}</select>
+                // Shown while "until a date and time…" is chosen (admin.css), in the agent's own
+                // time zone like the other choices; on a line of its own before the button, so
+                // the field comes before what sends it.
+                <div class="snooze-custom">
+                    <label for="snooze-until">"Until (your time)"</label>
+                    <input type="datetime-local" id="snooze-until" name="until" value={typed_until}
+                        {..field_marks(marked, SNOOZE_UNTIL_FIELD, None)}/>
+                </div>
                 <button type="submit" class="button">"Snooze"</button>
-            </div>
-            // Shown while "until a date and time…" is chosen (admin.css), in the agent's own
-            // time zone like the other choices.
-            <div class="snooze-custom">
-                <label for="snooze-until">"Until (your time)"</label>
-                <input type="datetime-local" id="snooze-until" name="until"/>
             </div>
         </form>
     }
     .into_any()
 }
 
-/// The side panel's *Snooze* section, for an open conversation.
+/// The side panel's *Snooze* section, for an open conversation: the end of its snooze, or the
+/// form (see [`snooze_form`]).
 pub(crate) fn snooze_panel(
     id: i64,
     csrf: String,
     is_open: bool,
-    snoozed_until: Option<i64>,
+    snooze: (Option<i64>, Option<String>),
 ) -> Option<impl IntoView> {
     is_open.then(|| {
         view! {
             <section class="panel">
                 <h2>"Snooze"</h2>
-                {snooze_form(id, csrf, snoozed_until)}
+                {snooze_form(id, csrf, snooze)}
             </section>
         }
     })

@@ -105,6 +105,16 @@ test("Unsnooze on the page, and b on the list", { timeout: 60000 }, async () => 
   assert.equal(await until.isVisible(), false);
   await page.getByLabel("Snooze", { exact: true }).selectOption({ label: "until a date and time\u2026" });
   await until.waitFor({ state: "visible" });
+  // The field comes before the button that sends it.
+  const button = aside.getByRole("button", { name: "Snooze", exact: true });
+  assert.ok((await until.boundingBox()).y < (await button.boundingBox()).y, "the field is above the button");
+  // Sent empty: the conversation's page comes back with the reason, the choice kept, the field
+  // shown and focused, the reply box still there.
+  await button.click();
+  await page.getByText("Choose the date and time the snooze ends.").waitFor();
+  await until.waitFor({ state: "visible" });
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "snooze-until");
+  assert.equal(await page.locator("#reply-form").count(), 1);
   const chosen = await page.evaluate(() => {
     const at = new Date();
     at.setDate(at.getDate() + 3);

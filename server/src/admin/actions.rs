@@ -7,6 +7,7 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
+use porch_app::conversation::Refused;
 use porch_app::layout::Notice;
 use porch_app::tags::TAG_FIELD;
 use serde::Deserialize;
@@ -86,6 +87,37 @@ impl Answer {
 
     pub(super) fn refused(&self, err: PageError) -> Response {
         reject(self.script, err)
+    }
+
+    /// A refused form of the conversation page: its error to the script; to a browser's own
+    /// post, the conversation's page again, answered with the error's status, saying why at the
+    /// top, with the refused `field` marked and given the focus, and what the form held (`kept`)
+    /// back in it (docs/admin.md, "Screen readers": a refused form comes back).
+    pub(super) async fn refused_on_page(
+        &self,
+        app: &AppState,
+        who: &SignedIn,
+        err: PageError,
+        (field, kept): (&'static str, Option<Refused>),
+    ) -> Response {
+        if self.script {
+            return self.refused(err);
+        }
+        let page = async {
+            let view = app
+                .chat
+                .open_conversation(who.user.id, ConversationId(self.id))
+                .await?;
+            let notice = Notice::Invalid {
+                field,
+                text: err.message.clone(),
+            };
+            super::inbox::conversation_html(app, who, view, Some(notice), kept).await
+        };
+        match page.await {
+            Ok(body) => html_with_status(err.status, body),
+            Err(gone) => gone.into_response(),
+        }
     }
 }
 
@@ -285,9 +317,7 @@ pub async fn tags(
     }
 }
 
-/// A refused *Add tags*: its error to the script; to a browser's own post, the conversation's
-/// page again, answered with the error's status, saying why at the top, with what was typed kept
-/// in the field, which takes the focus (docs/admin.md, "Screen readers": a refused form comes back).
+/// A refused *Add tags*, what was typed kept in its field (see [`Answer::refused_on_page`]).
 async fn tags_refused(
     app: &AppState,
     who: &SignedIn,
@@ -295,22 +325,6 @@ async fn tags_refused(
     typed: String,
     err: PageError,
 ) -> Response {
-    if answer.script {
-        return answer.refused(err);
-    }
-    let page = async {
-        let view = app
-            .chat
-            .open_conversation(who.user.id, ConversationId(answer.id))
-            .await?;
-        let notice = Notice::Invalid {
-            field: TAG_FIELD,
-            text: err.message.clone(),
-        };
-        super::inbox::conversation_html(app, who, view, Some(notice), Some(typed)).await
-    };
-    match page.await {
-        Ok(body) => html_with_status(err.status, body),
-        Err(gone) => gone.into_response(),
-    }
+    let kept = (TAG_FIELD, Some(Refused::Tags(typed)));
+    answer.refused_on_page(app, who, err, kept).await
 }

@@ -6,7 +6,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
-use porch_app::conversation::{ConversationView, render_conversation, render_message};
+use porch_app::conversation::{ConversationView, Refused, render_conversation, render_message};
 use porch_app::inbox::{InboxView, render_inbox};
 use porch_app::layout::{Notice, Section};
 use serde::Deserialize;
@@ -106,14 +106,14 @@ pub async fn conversation_page(
     ))
 }
 
-/// A conversation's page as `who` reads it, with `notice` above it; `typed_tags` is what a
-/// refused *Add tags* held, kept in its field.
+/// A conversation's page as `who` reads it, with `notice` above it; `refused` is what a refused
+/// form of its side panel held, kept in it.
 pub(super) async fn conversation_html(
     app: &AppState,
     who: &SignedIn,
     view: crate::chat::ConversationView,
     notice: Option<Notice>,
-    typed_tags: Option<String>,
+    refused: Option<Refused>,
 ) -> Result<String, PageError> {
     let id = view.item.id.0;
     let last_id = view.messages.last().map_or(0, |m| m.id.0);
@@ -126,7 +126,7 @@ pub(super) async fn conversation_html(
         })
         .await?;
     let mut aside = views::aside(&view, who.user.id, &who.csrf);
-    aside.typed_tags = typed_tags;
+    aside.refused = refused;
     let page = ConversationView {
         nav: who.nav(Section::Inbox),
         id,

@@ -8,6 +8,8 @@ use axum::response::Response;
 use jiff::civil::{DateTime, Time};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
+use porch_app::conversation::Refused;
+use porch_app::snooze::SNOOZE_UNTIL_FIELD;
 use serde::Deserialize;
 
 use crate::chat::Invalid;
@@ -83,13 +85,25 @@ pub async fn snooze(
     Posted { who, form }: Posted<SnoozeForm>,
 ) -> Response {
     let answer = Answer::new(&headers, id);
+    // A refusal comes back on the page, "until a date and time…" chosen again with what its
+    // field held, or the choice marked.
+    let custom = form.minutes.trim() == "custom";
+    let kept = if custom {
+        (
+            SNOOZE_UNTIL_FIELD,
+            Some(Refused::SnoozeUntil(form.until.clone())),
+        )
+    } else {
+        ("snooze-minutes", None)
+    };
     let Some(until) = snooze_end(&form.minutes, &form.until, &form.time_zone, now_ms()) else {
-        let why = if form.minutes.trim() == "custom" {
+        let why = if custom {
             "Choose the date and time the snooze ends."
         } else {
             "Choose how long to snooze for."
         };
-        return answer.refused(crate::chat::Error::Invalid(Invalid::from(why)).into());
+        let err = crate::chat::Error::Invalid(Invalid::from(why)).into();
+        return answer.refused_on_page(&app, &who, err, kept).await;
     };
     match app
         .chat
@@ -97,6 +111,9 @@ pub async fn snooze(
         .await
     {
         Ok(true) => answer.done("snoozed"),
+        Err(err @ crate::chat::Error::Invalid(_)) => {
+            answer.refused_on_page(&app, &who, err.into(), kept).await
+        }
         // Closed, or snoozed already (a colleague, another tab): the page shows which.
         Ok(false) => {
             let page = format!("/conversations/{id}");

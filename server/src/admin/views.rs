@@ -208,7 +208,7 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
             .filter(|known| !view.item.tags.iter().any(|t| t.id == known.id))
             .map(|t| t.name.clone())
             .collect(),
-        typed_tags: None,
+        refused: None,
         assignee_id: view.item.assignee_id.map(|id| id.0),
         assignee: view.item.assignee_name.clone(),
         me: me.0,

@@ -67,7 +67,7 @@ pub fn seal_clear_totp_secrets(
     conn: &Connection,
     key: &SecretKey,
 ) -> Result<usize, TotpSealingError> {
-    let tx = conn.unchecked_transaction().map_err(store::Error::from)?;
+    let tx = store::write_transaction(conn)?;
     let sealed = reseal_totp_secrets(&tx, key, key, false)?;
     if sealed == 0 {
         return Ok(0);

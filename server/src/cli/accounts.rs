@@ -146,7 +146,7 @@ fn set_password(conn: &Connection, email: &str) -> anyhow::Result<()> {
     // Hashed before the transaction: argon2 takes a moment, and the writer must not wait on it.
     let hashed = password_from_stdin()?;
     // One transaction: the password, the ended sessions and the audit record commit together.
-    let tx = conn.unchecked_transaction()?;
+    let tx = store::write_transaction(conn)?;
     store::update_password_hash(&tx, user.id, &hashed)?;
     store::delete_user_sessions(&tx, user.id, None)?;
     let detail = json!({"via": "cli"});
@@ -170,7 +170,7 @@ fn set_password(conn: &Connection, email: &str) -> anyhow::Result<()> {
 
 fn reset_two_factor(conn: &Connection, email: &str) -> anyhow::Result<()> {
     // One transaction: the reset, the ended sessions and the audit record commit together.
-    let tx = conn.unchecked_transaction()?;
+    let tx = store::write_transaction(conn)?;
     let Some(user) = store::find_user_by_email(&tx, email)? else {
         bail!("no user has the email {email}");
     };
@@ -217,7 +217,7 @@ fn add_user(
         created_at: now_ms(),
     };
     // One transaction: the user and its audit record commit together.
-    let tx = conn.unchecked_transaction()?;
+    let tx = store::write_transaction(conn)?;
     let id = store::insert_user(&tx, &new)
         .with_context(|| format!("creating {email} (is the email taken?)"))?;
     if let Some(user) = store::find_user(&tx, id)? {
@@ -273,7 +273,7 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
             return write_out(&out);
         }
         TokenCommand::Revoke { id } => {
-            let tx = conn.unchecked_transaction()?;
+            let tx = store::write_transaction(conn)?;
             if revoke_api_token(&tx, &Actor::cli(), id)?.is_none() {
                 bail!("no API token has the id {id} (see `porch token list`)");
             }
@@ -303,7 +303,7 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
     } else {
         TokenScope::ReadWrite
     };
-    let tx = conn.unchecked_transaction()?;
+    let tx = store::write_transaction(conn)?;
     let request = TokenRequest {
         name,
         scope,

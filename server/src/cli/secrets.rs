@@ -88,7 +88,9 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
         }
     };
     let conn = open_database(data).inspect_err(forget_new_key)?;
-    let tx = conn.unchecked_transaction()?;
+    let tx = store::write_transaction(&conn)
+        .map_err(anyhow::Error::from)
+        .inspect_err(forget_new_key)?;
     let count = reseal_everything(&tx, &current, &new).inspect_err(forget_new_key)?;
     tx.commit()?;
     // The old envelopes leave the WAL: with the old key, they would still open. A reader (the

@@ -76,7 +76,7 @@ pub fn run(conn: &Connection, command: SiteCommand) -> anyhow::Result<()> {
             .map_err(|invalid| anyhow::anyhow!("the site was not created: {invalid}"))?;
             let key = new_site_key();
             // One transaction: the site and its audit record commit together.
-            let tx = conn.unchecked_transaction()?;
+            let tx = store::write_transaction(conn)?;
             let target = Target::site(&key, &settings.name);
             audit::record(
                 &tx,

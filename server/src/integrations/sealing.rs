@@ -79,7 +79,7 @@ pub fn store_secrets(
 /// # Errors
 /// The first row that does not open with `key`; nothing is changed then.
 pub fn seal_clear_secrets(conn: &Connection, key: &SecretKey) -> Result<usize, SealingError> {
-    let tx = conn.unchecked_transaction().map_err(store::Error::from)?;
+    let tx = store::write_transaction(conn)?;
     check_sealed_secrets(&tx, key)?;
     let clear: Vec<_> = store::list_integration_secrets(&tx)?
         .into_iter()

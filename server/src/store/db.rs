@@ -179,6 +179,21 @@ pub fn truncate_wal(conn: &Connection) -> Result<bool, Error> {
     Ok(busy == 0)
 }
 
+/// A transaction that takes the write lock as it begins, waiting for it up to the busy timeout
+/// (behind a running server's writer, Litestream, another command). For a command's writes: a
+/// deferred transaction that reads first cannot wait when it comes to write, since once another
+/// connection has committed after its read SQLite refuses the upgrade at once ("database is
+/// locked", `SQLITE_BUSY_SNAPSHOT`), whatever the busy timeout.
+///
+/// # Errors
+/// The lock was not had within the busy timeout, or storage failed.
+pub fn write_transaction(conn: &Connection) -> Result<rusqlite::Transaction<'_>, Error> {
+    Ok(rusqlite::Transaction::new_unchecked(
+        conn,
+        rusqlite::TransactionBehavior::Immediate,
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use rusqlite::StatementStatus;
@@ -214,6 +229,44 @@ mod tests {
             "{refused:?}"
         );
         assert_eq!(listing(), before);
+    }
+
+    /// What [`write_transaction`] is for: a command that reads, then writes, beside a server that
+    /// commits in between. Deferred, its write fails at once; begun as a write, it is the
+    /// server's commit that waits for it.
+    #[test]
+    fn a_write_transaction_is_not_outdated_by_a_commit_between_its_read_and_its_write() {
+        let (_dir, path, server) = one_row();
+        let command = open_write_connection(&path, Synchronous::Full).expect("open");
+        let read = |tx: &rusqlite::Transaction<'_>| -> i64 {
+            tx.query_row("SELECT x FROM t", [], |r| r.get(0))
+                .expect("read")
+        };
+
+        let deferred = command.unchecked_transaction().expect("begin");
+        assert_eq!(read(&deferred), 1);
+        server
+            .execute("UPDATE t SET x = 2", [])
+            .expect("the server's commit");
+        let refused = deferred.execute("UPDATE t SET x = 3", []);
+        assert!(refused.is_err(), "{refused:?}");
+        drop(deferred);
+
+        let tx = write_transaction(&command).expect("begin");
+        assert_eq!(read(&tx), 2);
+        server.busy_timeout(Duration::ZERO).expect("no wait");
+        let waits = server.execute("UPDATE t SET x = 4", []);
+        assert!(
+            waits.is_err(),
+            "the server's write waits for the command: {waits:?}"
+        );
+        tx.execute("UPDATE t SET x = x + 1", [])
+            .expect("the command's write");
+        tx.commit().expect("commit");
+        let x: i64 = server
+            .query_row("SELECT x FROM t", [], |r| r.get(0))
+            .expect("read");
+        assert_eq!(x, 3);
     }
 
     /// A database in WAL mode with a table `t` of one row, and its writer.

@@ -90,7 +90,7 @@ pub use conversations::{
 pub use damage::{DamagedFile, explain_damage};
 pub use db::{
     Synchronous, copy_database_into, open_existing_read_only, open_read_connection,
-    open_write_connection, truncate_wal,
+    open_write_connection, truncate_wal, write_transaction,
 };
 pub use deliveries::{
     DeliveryLogRow, WebhookConversation, delete_integration, disable_integration,

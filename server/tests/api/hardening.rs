@@ -209,6 +209,60 @@ async fn api_tokens_can_be_listed_with_their_last_use_and_revoked() {
     assert!(!ok, "{again}");
 }
 
+/// A leaked token is revoked while the server writes all the time (a token's last use, agents'
+/// replies): the command waits its turn for the write lock. It read the token and then wrote,
+/// in a transaction begun as a read, and a commit between the two made it fail at once with
+/// "database is locked", leaving the token working.
+#[tokio::test]
+async fn a_token_is_revoked_beside_a_server_that_keeps_writing() {
+    let app = TestApp::spawn(&[]).await;
+    let tokens: Vec<String> = (0..5)
+        .map(|i| app.add_user_token(&format!("leaked-{i}"), "admin"))
+        .collect();
+    // Another connection committing as fast as it can, as the server's writer does under load.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, conn) = (stop.clone(), app.db());
+        std::thread::spawn(move || {
+            conn.busy_timeout(std::time::Duration::from_secs(5))
+                .expect("timeout");
+            let mut commits = 0_i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                conn.execute("UPDATE api_tokens SET last_used_at = ?1", [commits])
+                    .expect("a commit");
+                commits += 1;
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            commits
+        })
+    };
+    let ids: Vec<String> = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            app.count(&format!(
+                "SELECT t.id FROM api_tokens t JOIN users u ON u.id = t.user_id \
+                 WHERE u.email = 'leaked-{i}@example.com'"
+            ))
+            .to_string()
+        })
+        .collect();
+    let outcomes: Vec<(bool, String)> = ids
+        .iter()
+        .map(|id| porch_token(&app, &["revoke", id]))
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let commits = writer.join().expect("the writer");
+    assert!(commits > 0);
+    for (ok, said) in &outcomes {
+        assert!(ok, "{said}");
+    }
+    for token in &tokens {
+        let (status, _) = app.api("GET", "/api/v1/conversations", token, None).await;
+        assert_eq!(status, 401);
+    }
+}
+
 /// `porch token add` takes a name by the account page's rule (`api_tokens::token_name`): a blank,
 /// a 101-character or a two-line name is refused and makes no token.
 #[tokio::test]

@@ -159,20 +159,25 @@ impl Chat {
     /// their address, as the thread's posts do from now on.
     ///
     /// # Errors
-    /// Storage failed.
+    /// `NotFound` when the visitor is not there (erased by another process, which could not
+    /// tell the connection), or storage failed.
     pub async fn set_visitor_email(&self, visitor: VisitorId, email: String) -> Result<(), Error> {
         let jobs = self
             .writer
             .write(move |c| {
-                let changed = store::set_visitor_email(c, visitor, &email)?;
+                let Some(changed) = store::set_visitor_email(c, visitor, &email)? else {
+                    return Ok(None);
+                };
                 match store::find_open_conversation_of(c, visitor)? {
                     Some(id) if changed => {
                         conversation_change_jobs(c, id, ConversationChange::VisitorChanged)
+                            .map(Some)
                     }
-                    _ => Ok(Vec::new()),
+                    _ => Ok(Some(Vec::new())),
                 }
             })
-            .await?;
+            .await?
+            .ok_or(Error::NotFound("visitor"))?;
         self.jobs.submit(jobs);
         Ok(())
     }

@@ -5,16 +5,26 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{ConversationId, Error, SiteId, VisitorId};
 
-/// Stores the address a visitor left in the widget; whether it changed what was stored.
+/// Stores the address a visitor left in the widget: whether it changed what was stored, or
+/// `None` when the visitor is not there (erased meanwhile).
 pub fn set_visitor_email(
     conn: &Connection,
     visitor: VisitorId,
     email: &str,
-) -> Result<bool, Error> {
-    let changed = conn
-        .prepare_cached("UPDATE visitors SET email = ?2 WHERE id = ?1 AND email IS NOT ?2")?
+) -> Result<Option<bool>, Error> {
+    let stored: Option<Option<String>> = conn
+        .prepare_cached("SELECT email FROM visitors WHERE id = ?1")?
+        .query_row([visitor], |r| r.get(0))
+        .optional()?;
+    let Some(stored) = stored else {
+        return Ok(None);
+    };
+    if stored.as_deref() == Some(email) {
+        return Ok(Some(false));
+    }
+    conn.prepare_cached("UPDATE visitors SET email = ?2 WHERE id = ?1")?
         .execute(params![visitor, email])?;
-    Ok(changed > 0)
+    Ok(Some(true))
 }
 
 /// Whether the visitor of a conversation left an address (mails to the visitor need one).

@@ -971,6 +971,26 @@ async fn a_visitor_erased_by_the_command_line_while_connected_is_told_on_their_n
     assert_eq!(app.count("SELECT count(*) FROM messages"), 0);
 }
 
+/// Likewise an address left after the command line erased the visitor: not `email_saved` for an
+/// address stored nowhere, which the widget would take as a promise of replies by email.
+#[tokio::test]
+async fn an_address_left_after_a_command_line_erasure_is_told_the_data_is_gone() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    assert_eq!(widget.say("c1", "Hello").await["type"], "ack");
+    let visitor = app.count("SELECT id FROM visitors");
+    cli(&app, &["erase", "--visitor", &visitor.to_string(), "--yes"]);
+
+    widget
+        .send(serde_json::json!({"type": "email", "email": "ghost@example.org"}))
+        .await;
+    let answer = widget.recv().await;
+    assert_eq!(answer["type"], "erased", "{answer}");
+    assert_eq!(widget.closed().await, Some(1000));
+    assert_eq!(app.count("SELECT count(*) FROM visitors"), 0);
+}
+
 /// Rows are rewritten before an erasure (an email given after the first message, pages split as
 /// visitors arrive): the older copies' bytes must not outlive the erasure in the file either.
 #[tokio::test]

@@ -41,8 +41,12 @@ impl Connection {
             .chat
             .set_visitor_email(visitor, email.to_owned())
             .await;
-        if saved.is_err() {
-            return self.send_error(ErrorCode::Unavailable, None, None).await;
+        match saved {
+            Ok(()) => {}
+            // Erased by another process (`porch erase`), which could not tell this connection:
+            // it says so now, as for a message, rather than confirm an address stored nowhere.
+            Err(crate::chat::Error::NotFound(_)) => return self.erased(false).await,
+            Err(_) => return self.send_error(ErrorCode::Unavailable, None, None).await,
         }
         self.send(ServerFrame::EmailSaved { email }.to_json()).await
     }

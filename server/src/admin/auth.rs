@@ -288,9 +288,11 @@ pub(super) fn wait_text(wait: std::time::Duration) -> String {
     format!("{minutes} minute{}", if minutes == 1 { "" } else { "s" })
 }
 
-/// Adds `Retry-After` to a throttled answer.
+/// Adds `Retry-After` to a throttled answer: whole seconds, rounded up (1.2 s is 2), so a client
+/// that waits that long is not early.
 pub(super) fn with_retry_after(mut response: Response, wait: std::time::Duration) -> Response {
-    if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
         response.headers_mut().insert(header::RETRY_AFTER, value);
     }
     response

@@ -148,7 +148,7 @@ fn too_fast(wait: std::time::Duration) -> Response {
     let body = json!({"error": {
         "code": "rate_limited",
         "message": "You are sending too fast. Please wait a moment.",
-        "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        "retry_after_ms": super::wire::retry_after_ms(wait),
     }});
     (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
 }

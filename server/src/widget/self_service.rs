@@ -87,7 +87,7 @@ fn admit(
         let body = json!({"error": {
             "code": "rate_limited",
             "message": "Too many requests for your data. Please wait a moment.",
-            "retry_after_ms": u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            "retry_after_ms": super::wire::retry_after_ms(wait),
         }});
         let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
         return Err(Box::new(allow(&checked.origin, refused)));

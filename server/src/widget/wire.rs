@@ -33,6 +33,13 @@ pub(super) async fn send_text(
         .map_err(|_| Closed)
 }
 
+/// A wait as `retry_after_ms` says it: rounded up, so that a client which waits exactly that
+/// long is never refused again for being early (1.4 ms is 2, not 1; a wait under a millisecond
+/// is 1, not 0).
+pub(super) fn retry_after_ms(wait: Duration) -> u64 {
+    u64::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
 /// Sends an error frame (counted in `porch_widget_errors_total`).
 pub(super) async fn send_error(
     meters: &Meters,
@@ -45,7 +52,7 @@ pub(super) async fn send_error(
     let frame = ServerFrame::Error {
         code,
         message: code.message(),
-        retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        retry_after_ms: retry_after.map(retry_after_ms),
         client_id,
     };
     send_text(sink, frame.to_json()).await
@@ -141,4 +148,20 @@ pub(super) fn client_id_of_bad_frame(text: &str) -> Option<String> {
         return None;
     }
     Some(value.get("client_id")?.as_str()?.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wait said too short gets the resend refused again: a refusal once said 0 ms for a
+    /// wait of 0.4 ms, and the client's resend at once was refused with 0 again.
+    #[test]
+    fn a_wait_is_said_rounded_up_to_the_millisecond() {
+        assert_eq!(retry_after_ms(Duration::from_micros(400)), 1);
+        assert_eq!(retry_after_ms(Duration::from_micros(1_400)), 2);
+        assert_eq!(retry_after_ms(Duration::from_secs(2)), 2_000);
+        assert_eq!(retry_after_ms(Duration::ZERO), 0);
+        assert_eq!(retry_after_ms(Duration::MAX), u64::MAX);
+    }
 }

@@ -217,18 +217,20 @@ pub async fn assign_conversation(
 ) -> Result<Response, ApiError> {
     let id = ConversationId(id);
     let refused = || ApiError::invalid("assignee must be the id of an enabled user, or null.");
+    // As every id field of the API: a JSON integer, not `2.0` or `"2"`, said as such (the id
+    // may well be an enabled user's).
+    let not_an_id = || ApiError::invalid("assignee must be a whole number (a user's id) or null.");
     let assignee = match assign.assignee {
         serde_json::Value::Null => None,
-        serde_json::Value::Number(n) => match app
-            .chat
-            .find_agent(UserId(n.as_i64().ok_or_else(refused)?))
-            .await
-        {
-            Ok(agent) => Some(agent),
-            Err(crate::chat::Error::NotFound(_)) => return Err(refused()),
-            Err(err) => return Err(err.into()),
-        },
-        _ => return Err(refused()),
+        serde_json::Value::Number(n) => {
+            let id = n.as_i64().ok_or_else(not_an_id)?;
+            match app.chat.find_agent(UserId(id)).await {
+                Ok(agent) => Some(agent),
+                Err(crate::chat::Error::NotFound(_)) => return Err(refused()),
+                Err(err) => return Err(err.into()),
+            }
+        }
+        _ => return Err(not_an_id()),
     };
     app.chat
         .assign_conversation(id, &user.0, assignee.as_ref(), Expected::Any, None)

@@ -113,8 +113,9 @@ impl Tag {
                 tags.push(tag);
             }
             if tags.len() > MAX_TAGS {
+                // The list itself is too long, whatever the conversation has.
                 return Err(Invalid::from(format!(
-                    "A conversation has at most {MAX_TAGS} tags; remove one first."
+                    "At most {MAX_TAGS} different tags in one list."
                 )));
             }
         }

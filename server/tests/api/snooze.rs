@@ -277,13 +277,24 @@ async fn the_api_snoozes_unsnoozes_and_assigns_and_refuses_what_it_cannot() {
         )
         .await;
     assert_eq!((status, &body["assignee"]["id"]), (200, &json!(bo_id)));
-    for (body, why) in [
-        (json!({}), "no assignee"),
-        (json!({"assignee": 999}), "nobody"),
-        (json!({"assignee": "bo"}), "not an id"),
+    // Each refusal says what is wrong: an enabled user's id written as `2.0` is not "no enabled user".
+    let an_id = "a whole number";
+    let enabled = "the id of an enabled user";
+    for (body, says) in [
+        (json!({}), "assignee"),
+        (json!({"assignee": 999}), enabled),
+        (json!({"assignee": "bo"}), an_id),
+        (
+            serde_json::from_str(&format!(r#"{{"assignee": {bo_id}.0}}"#)).expect("json"),
+            an_id,
+        ),
     ] {
-        let (status, answer) = app.api("POST", &at("assign"), &bo, Some(body)).await;
-        assert_eq!(status, 422, "{why}: {answer}");
+        let (status, answer) = app
+            .api("POST", &at("assign"), &bo, Some(body.clone()))
+            .await;
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 422, "{body}: {answer}");
+        assert!(message.contains(says), "{body}: {message}");
     }
     let (status, body) = app
         .api("POST", &at("assign"), &bo, Some(json!({"assignee": null})))

@@ -254,6 +254,14 @@ async fn the_api_tags_and_lists_by_tag() {
     assert_eq!(list("?tag=nobody%20has%20it").await, Vec::<i64>::new());
 
     let too_many: Vec<String> = (0..21).map(|n| format!("t{n}")).collect();
+    // The list is too long, whatever the conversation has: not "remove one first".
+    let (status, body) = app
+        .api("POST", &path(one), &token, Some(json!({ "add": too_many })))
+        .await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str()),
+        (422, Some("add: At most 20 different tags in one list."))
+    );
     for refused in [
         json!({ "add": too_many }),
         json!({"add": []}),

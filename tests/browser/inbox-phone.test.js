@@ -44,6 +44,11 @@ for (const [width, height, whole] of [[360, 640, 2], [390, 844, 4], [640, 360, 0
       assert.ok(seen.whole >= whole, `${seen.whole} whole conversations on the first screen`);
       // Sideways, at least the first conversation's name is on the first screen.
       assert.ok(seen.firstTop + 40 <= height, `the first conversation starts at ${seen.firstTop} px`);
+      // The bar's own links, Sign out included, on one row (not Sign out alone on a line of its own).
+      const tops = await page.locator(".account").evaluate((account) => [...account.children]
+        .filter((el) => el.getClientRects().length)
+        .map((el) => el.getBoundingClientRect().top));
+      assert.ok(Math.max(...tops) - Math.min(...tops) < 8, `the account links wrap: ${tops}`);
 
       // A tap unfolds them; they work as on a larger screen, and say what they now are.
       await summary.tap();

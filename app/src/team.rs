@@ -20,14 +20,26 @@ pub struct MemberView {
     pub has_joined: bool,
 }
 
+/// A just-made invitation or reset link.
+#[derive(Debug, Clone)]
+pub struct NewLink {
+    /// Whom it is for.
+    pub who: String,
+    /// What it is: "Invitation link", "Password reset link".
+    pub what: String,
+    pub url: String,
+    /// How long it works: "7 days".
+    pub lasts: String,
+}
+
 /// The team page.
 #[derive(Debug, Clone)]
 pub struct TeamView {
     pub nav: Nav,
     pub members: Vec<MemberView>,
     pub notice: Option<Notice>,
-    /// A just-made invitation or reset link, shown once: (for whom, what, URL).
-    pub new_link: Option<(String, String, String)>,
+    /// A just-made invitation or reset link, shown once.
+    pub new_link: Option<NewLink>,
     /// The team requires two-factor sign-in.
     pub two_factor_required: bool,
 }
@@ -139,11 +151,13 @@ pub fn render_team(view: TeamView) -> String {
         section: Section::Team,
         ..view.nav
     };
-    let link = view.new_link.map(|(who, what, url)| {
+    let link = view.new_link.map(|NewLink { who, what, url, lasts }| {
         view! {
             <section class="card card-highlight" aria-labelledby="link-title">
                 <h2 id="link-title">{what}" for "{who}</h2>
-                <p class="hint">"Send this link to them yourself. It works once and is shown only now."</p>
+                <p class="hint">{format!(
+                    "Send this link to them yourself. It works once, for {lasts}, and is shown only now."
+                )}</p>
                 <div class="copy-row">
                     // Focused on arrival (the page's news), named by the heading: "Invitation
                     // link for Ben".

@@ -56,6 +56,16 @@ impl LinkKind {
             Self::Reset => RESET_LIFETIME,
         }
     }
+
+    /// How long a link of this kind works, in words: "7 days", "24 hours".
+    pub fn lasts(self) -> String {
+        let hours = usize::try_from(self.lifetime().as_secs() / 3600).unwrap_or(usize::MAX);
+        if hours > 24 && hours % 24 == 0 {
+            porch_app::counted(hours / 24, "day")
+        } else {
+            porch_app::counted(hours, "hour")
+        }
+    }
 }
 
 /// The token of an address made by [`LinkKind::url`]: its last segment.
@@ -446,5 +456,12 @@ mod tests {
             assert!(url.starts_with("https://chat.example.org/porch/"), "{url}");
             assert_eq!(link_token(&url), "t0k3n", "{url}");
         }
+    }
+
+    /// The team page says how long a new link works, as the link's expiry is reckoned.
+    #[test]
+    fn a_links_lifetime_is_said_in_words() {
+        assert_eq!(LinkKind::Invite.lasts(), "7 days");
+        assert_eq!(LinkKind::Reset.lasts(), "24 hours");
     }
 }

@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use porch_app::layout::{Notice, Section};
-use porch_app::team::{MemberView, TeamView, render_team};
+use porch_app::team::{MemberView, NewLink, TeamView, render_team};
 use serde::Deserialize;
 
 use crate::accounts::{self, DisplayName, EmailAddress, LinkKind};
@@ -26,7 +26,7 @@ async fn team_page_with(
     app: &AppState,
     who: &SignedIn,
     notice: Option<Notice>,
-    new_link: Option<(String, String, String)>,
+    new_link: Option<NewLink>,
     status: StatusCode,
 ) -> Result<Response, PageError> {
     let users = app.accounts.list_users().await?;
@@ -106,11 +106,12 @@ pub async fn invite(
                 &url,
             )
             .await?;
-            let link = (
-                form.name.trim().to_owned(),
-                link_title("Invitation link", mailed),
+            let link = NewLink {
+                who: form.name.trim().to_owned(),
+                what: link_title("Invitation link", mailed),
                 url,
-            );
+                lasts: LinkKind::Invite.lasts(),
+            };
             team_page_with(&app, &who, None, Some(link), StatusCode::OK).await
         }
         Err(accounts::Error::Invalid(invalid)) => {
@@ -179,7 +180,12 @@ pub async fn create_link(
         &app,
         &who,
         None,
-        Some((target.name, link_title(what, mailed), url)),
+        Some(NewLink {
+            who: target.name,
+            what: link_title(what, mailed),
+            url,
+            lasts: kind.lasts(),
+        }),
         StatusCode::OK,
     )
     .await

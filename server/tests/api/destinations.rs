@@ -608,6 +608,7 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
     .await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("also being sent by email"), "{page}");
+    assert!(page.contains("It works once, for 7 days,"), "{page}");
     let mails = sink.wait_for(1).await;
     let invite = &mails[0];
     assert_eq!(invite["rcpt_tos"], serde_json::json!(["ada@example.com"]));

@@ -288,6 +288,18 @@ pub fn render_inbox(view: InboxView) -> String {
         .map(|item| view! { <ConversationItem item/> })
         .collect_view();
     let empty_text = current.map_or("No conversations match these filters.", Filter::empty_text);
+    // Before any site exists no chat can arrive: say what comes first, not "as they arrive".
+    let empty_text = if filters.site.len() > 1 {
+        empty_text.into_any()
+    } else if view.nav.is_admin {
+        view! {
+            "No site yet, so no chat can arrive. "<a href="/sites/new">"Create a site"</a>
+            " and put its snippet on your website."
+        }
+        .into_any()
+    } else {
+        "No site yet, so no chat can arrive: an admin creates one on the Sites page.".into_any()
+    };
     let pager = (view.next.is_some() || view.first.is_some()).then(|| {
         view! {
             <nav class="pager" aria-label="Pages">

@@ -253,3 +253,24 @@ async fn inbox_live_stream_sends_only_conversations_matching_its_filters() {
         "rows carry their sort key: {seen}"
     );
 }
+
+/// Before any site exists no chat can arrive: the empty inbox says what comes first (to an
+/// admin, with the way to it), not "New chats appear here as they arrive".
+#[tokio::test]
+async fn an_empty_inbox_before_any_site_says_to_create_one() {
+    let app = TestApp::spawn(&[]).await;
+    let who = admin(&app).await;
+    let before = send(&app, "GET", "/inbox", &who.cookie, None).await;
+    assert!(
+        before.body.contains("No site yet, so no chat can arrive.")
+            && before
+                .body
+                .contains(r#"<a href="/sites/new">Create a site</a>"#),
+        "{}",
+        before.body
+    );
+    app.add_site("Shop");
+    let after = send(&app, "GET", "/inbox", &who.cookie, None).await;
+    assert!(after.body.contains("New chats appear here as they arrive."));
+    assert!(!after.body.contains("No site yet"));
+}

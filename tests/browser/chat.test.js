@@ -152,3 +152,27 @@ test("without email for the site the panel never asks for an address nor promise
       await v.context.close();
     }
   });
+
+test("what the visitor was typing is back after a reload, and gone once sent", { timeout: 60000 }, async () => {
+  const { host, browser } = world;
+  const v = await visitor(browser, host.url);
+  try {
+    const box = v.page.locator("[data-porch=input]");
+    await box.fill("Half a question about");
+    // The panel was open, so it opens again on the reloaded page, with the text in its box.
+    await v.page.reload();
+    await waitFor("the box to hold the draft", async () =>
+      (await box.count()) === 1 && (await box.inputValue()) === "Half a question about");
+    await box.press("End");
+    await box.pressSequentially(" delivery times?");
+    await box.press("Enter");
+    await v.page.locator("[data-porch=message][data-author=visitor][data-status=sent]",
+      { hasText: "Half a question about delivery times?" }).waitFor();
+    assert.equal(await box.inputValue(), "");
+    await v.page.reload();
+    await v.page.locator("[data-porch=message][data-author=visitor]", { hasText: "delivery times?" }).waitFor();
+    assert.equal(await box.inputValue(), "", "a sent message is no draft");
+  } finally {
+    await v.context.close();
+  }
+});

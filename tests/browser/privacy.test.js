@@ -44,6 +44,10 @@ test("a visitor downloads their conversation and deletes their data from the wid
 
   // The confirm step, then a fresh start: no history, a new token, and nothing left on the server.
   const tokenBefore = await page.evaluate(() => Object.entries(localStorage).find(([k]) => k.endsWith(":token"))?.[1]);
+  // A draft is kept in the browser too, and goes with the rest.
+  await page.locator("[data-porch=input]").fill("a draft to forget");
+  const drafts = () => page.evaluate(() => Object.keys(localStorage).filter((k) => k.endsWith(":draft")).length);
+  assert.equal(await drafts(), 1);
   await page.locator("[data-porch=data-button]").click();
   await page.locator("[data-porch=erase]").click();
   await page.locator("[data-porch=erase-confirm]").click();
@@ -53,6 +57,7 @@ test("a visitor downloads their conversation and deletes their data from the wid
   await page.locator("[data-porch=status][data-state=connected]").waitFor();
   const tokenAfter = await page.evaluate(() => Object.entries(localStorage).find(([k]) => k.endsWith(":token"))?.[1]);
   assert.ok(tokenAfter && tokenAfter !== tokenBefore, "a new visitor token");
+  assert.equal(await drafts(), 0, "the draft is forgotten");
   assert.equal((await porch.api("GET", `/conversations/${id}/messages`)).status, 404);
   await v.say("hello again");
   await v.context.close();

@@ -4,7 +4,9 @@
 
   // --- the composer
 
+  // Also keeps what the box holds (the draft), so a reload or the next page of the site loses nothing.
   const grow = () => {
+    write(key("draft"), input.value || null);
     input.style.height = "auto";
     input.style.height = `${Math.min(input.scrollHeight, 140)}px`;
     const n = [...input.value].length;
@@ -68,8 +70,10 @@
   });
   input.addEventListener("blur", stopTyping);
 
-  // Messages left unacked by an earlier page show at once; they are resent after welcome.
+  // Messages left unacked by an earlier page show at once; they are resent after welcome. What the box held
+  // is back in it.
   for (const m of pending()) showOwn(m);
+  if ((input.value = read(key("draft")) || "")) grow();
   connect();
   focusWhenReady = P.focus === true; // not when the launcher reopens the chat by itself on a new page
   setOpen(P.open === true, focusWhenReady);

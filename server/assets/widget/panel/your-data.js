@@ -72,7 +72,7 @@
   // After an erasure (asked here, or an `erased` frame when an admin erased us): forget everything this
   // browser keeps and connect again as a new visitor.
   const startAfresh = () => {
-    for (const k of ["token", "pending", "email", "seen"]) write(key(k), null);
+    for (const k of ["token", "pending", "email", "seen", "draft"]) write(key(k), null);
     restart();
     showError(t("erased"));
   };

@@ -223,12 +223,18 @@ fn headroom_text(
 ) -> AnyView {
     let short = shortfall.map_or_else(String::new, |s| s.describe());
     let Some(h) = headroom else {
+        // The plain answer first; the technical reason for whoever wants it.
         return view! {
-            <p>"No headroom estimate yet: "{traffic_span(started_at)}" could not measure the CPU cost \
-                per message ("{short}"), and no recorded load test measured it (only the Porch \
-                stairs that passed count, and a run against another server with "<code>"--url"</code>
-                " measures no server CPU). Run "<code>"porch loadtest"</code>
-                " on this box (with this data directory) to measure it."</p>
+            <p>"No headroom estimate yet: this box has not been busy enough to measure what a \
+                message costs it, which a small site may never be. Run "<code>"porch loadtest"</code>
+                " on this box (with this data directory) for a figure."</p>
+            <details class="headroom-why">
+                <summary>"Why there is none"</summary>
+                <p>"Porch could not measure the CPU cost per message from "{traffic_span(started_at)}
+                    " ("{short}"), and no recorded load test measured it (only the Porch stairs that \
+                    passed count, and a run against another server with "<code>"--url"</code>
+                    " measures no server CPU)."</p>
+            </details>
         }
         .into_any();
     };

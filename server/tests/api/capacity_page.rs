@@ -22,6 +22,14 @@ async fn the_capacity_page_is_for_admins_only() {
         page.body.contains("No headroom estimate yet"),
         "a fresh install says so"
     );
+    // In plain words first, with what to do; the technical reason folded under it.
+    assert!(
+        page.body
+            .contains("this box has not been busy enough to measure what a message costs it")
+            && page.body.contains("<summary>Why there is none</summary>"),
+        "{}",
+        page.body
+    );
     // And what the traffic lacked: both criteria, since it had none.
     assert!(
         page.body.contains(
@@ -35,7 +43,7 @@ async fn the_capacity_page_is_for_admins_only() {
     // Started moments ago: the hour kept in memory begins at the start, and the page says so.
     assert!(
         page.body
-            .contains("No headroom estimate yet: <!>the traffic since Porch started (<time"),
+            .contains("per message from <!>the traffic since Porch started (<time"),
         "{}",
         page.body
     );

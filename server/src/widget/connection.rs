@@ -33,7 +33,7 @@ use crate::values::{Author, VisitorContext};
 
 use super::brake::Refusal;
 use super::identity::resolve_identity;
-use super::protocol::{ClientFrame, ErrorCode, MessageFrame, ServerFrame};
+use super::protocol::{BadFrame, ClientFrame, ErrorCode, MessageFrame, ServerFrame};
 use super::receipts;
 use super::typing::VisitorTyping;
 use super::wire::{
@@ -276,7 +276,7 @@ impl Connection {
     ) -> Result<(), Closed> {
         let received = Instant::now();
         match ClientFrame::parse(text) {
-            Some(ClientFrame::Message {
+            Ok(ClientFrame::Message {
                 client_id,
                 body,
                 attachments: files,
@@ -288,7 +288,7 @@ impl Connection {
                 self.accept_message(&client_id, &body, files, received, in_flight)
                     .await
             }
-            Some(ClientFrame::Email { email }) => {
+            Ok(ClientFrame::Email { email }) => {
                 // Sent right behind the visitor's first message, before its ack: that message's
                 // write stores the visitor the address belongs to, so it is answered first.
                 if self.visitor_id.is_none() {
@@ -296,18 +296,20 @@ impl Connection {
                 }
                 self.accept_email(&email).await
             }
-            Some(ClientFrame::Typing { active }) => {
+            Ok(ClientFrame::Typing { active }) => {
                 if let Some(conversation) = self.typing.admit(active, received) {
                     let hub = self.app.chat.hub();
                     hub.publish_visitor_typing(conversation, active);
                 }
                 Ok(())
             }
-            Some(ClientFrame::Ping {}) => self.send(ServerFrame::Pong.to_json()).await,
-            Some(ClientFrame::Hello { .. }) => self.refuse_bad_frame(None).await,
-            None => {
+            Ok(ClientFrame::Ping {}) => self.send(ServerFrame::Pong.to_json()).await,
+            Ok(ClientFrame::Hello { .. }) => {
+                self.refuse_bad_frame(&BadFrame::second_hello(), None).await
+            }
+            Err(why) => {
                 let client_id = client_id_of_bad_frame(text);
-                self.refuse_bad_frame(client_id.as_deref()).await
+                self.refuse_bad_frame(&why, client_id.as_deref()).await
             }
         }
     }
@@ -334,10 +336,16 @@ impl Connection {
         send_invalid(&self.app.meters, &mut self.sink, message, client_id).await
     }
 
-    /// Answers a frame that does not fit; the `wire::MAX_BAD_FRAMES`th closes the connection.
-    async fn refuse_bad_frame(&mut self, client_id: Option<&str>) -> Result<(), Closed> {
+    /// Answers a frame that does not fit, saying `why`; the `wire::MAX_BAD_FRAMES`th closes the
+    /// connection.
+    async fn refuse_bad_frame(
+        &mut self,
+        why: &BadFrame,
+        client_id: Option<&str>,
+    ) -> Result<(), Closed> {
         let meters = &self.app.meters;
-        refuse_bad_frame(meters, &mut self.sink, client_id, &mut self.bad_frames).await
+        let frame = (why, client_id);
+        refuse_bad_frame(meters, &mut self.sink, frame, &mut self.bad_frames).await
     }
 
     /// Validates a visitor message, asks the brakes, and hands it to the writer.

@@ -103,9 +103,52 @@ pub struct PrechatFrame {
 }
 
 impl ClientFrame {
-    /// Parses a text frame; any shape error becomes `None` (answered with `bad_frame`).
-    pub fn parse(text: &str) -> Option<Self> {
-        serde_json::from_str(text).ok()
+    /// Parses a text frame; a shape error says what did not fit (answered with `bad_frame`).
+    ///
+    /// # Errors
+    /// The frame is not JSON, not an object, or not one of the client frames.
+    pub fn parse(text: &str) -> Result<Self, BadFrame> {
+        serde_json::from_str(text).map_err(|err| {
+            // serde reads `[1]` as a tag, and says so ("expected variant identifier").
+            if text.trim_start().starts_with('{') || err.is_syntax() {
+                BadFrame::new(&err.to_string())
+            } else {
+                BadFrame::new("not a JSON object")
+            }
+        })
+    }
+}
+
+/// What a `bad_frame` error's `message` says: which rule a frame broke, for the developer of a
+/// client ("unknown variant `mesage`, expected one of …", "missing field `client_id`",
+/// "duplicate field `body`"), in serde's words with where in the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadFrame(String);
+
+impl BadFrame {
+    /// The most of the detail a message carries: it may quote the frame (an unknown type).
+    const DETAIL_CHARS: usize = 200;
+
+    pub fn new(detail: &str) -> Self {
+        let mut cut: String = detail.chars().take(Self::DETAIL_CHARS).collect();
+        if cut.len() < detail.len() {
+            cut.push('…');
+        }
+        Self(format!("That frame does not fit the protocol: {cut}."))
+    }
+
+    /// A binary frame: the protocol is JSON text.
+    pub fn binary() -> Self {
+        Self::new("a binary frame, where the protocol takes JSON text frames")
+    }
+
+    /// A `hello` after the first.
+    pub fn second_hello() -> Self {
+        Self::new("a second hello, where a connection takes one")
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -431,12 +474,49 @@ mod tests {
         }
     }
 
+    /// A client's developer reads what did not fit, not a list of what might not have.
+    #[test]
+    fn a_bad_frame_says_what_did_not_fit() {
+        let said = |text: &str| {
+            ClientFrame::parse(text)
+                .expect_err(text)
+                .as_str()
+                .to_owned()
+        };
+        for (text, detail) in [
+            (r#"{"type":"mesage"}"#, "unknown variant `mesage`"),
+            (
+                r#"{"type":"message","body":"x"}"#,
+                "missing field `client_id`",
+            ),
+            (
+                r#"{"type":"message","client_id":"a","body":"a","body":"b"}"#,
+                "duplicate field `body`",
+            ),
+            (r#"{"type":"typing","active":"yes"}"#, "expected a boolean"),
+            ("[1]", "not a JSON object"),
+            (r#""hello""#, "not a JSON object"),
+            ("{not json", "key must be a string"),
+        ] {
+            let message = said(text);
+            assert!(
+                message.starts_with("That frame does not fit the protocol: ")
+                    && message.contains(detail),
+                "{text}: {message}"
+            );
+        }
+        // An unknown type is quoted, and a long one cut.
+        let long = said(&format!(r#"{{"type":"{}"}}"#, "x".repeat(10_000)));
+        assert!(long.chars().count() < 300 && long.ends_with("…."), "{long}");
+        assert!(BadFrame::binary().as_str().contains("a binary frame"));
+    }
+
     #[test]
     fn hello_parses_with_optional_fields_missing() {
         let frame = ClientFrame::parse(r#"{"type":"hello","v":1}"#);
         assert!(matches!(
             frame,
-            Some(ClientFrame::Hello {
+            Ok(ClientFrame::Hello {
                 ref v,
                 token: None,
                 last_id: None,
@@ -450,7 +530,7 @@ mod tests {
         let last_id = |raw: &str| match ClientFrame::parse(&format!(
             r#"{{"type":"hello","v":1,"last_id":{raw}}}"#
         )) {
-            Some(ClientFrame::Hello { last_id, .. }) => Some(last_id),
+            Ok(ClientFrame::Hello { last_id, .. }) => Some(last_id),
             _ => None,
         };
         assert_eq!(last_id("1042"), Some(Some(1042)));
@@ -472,7 +552,7 @@ mod tests {
             assert!(
                 matches!(
                     ClientFrame::parse(&text),
-                    Some(ClientFrame::Hello { identity: None, .. })
+                    Ok(ClientFrame::Hello { identity: None, .. })
                 ),
                 "{text}"
             );
@@ -480,7 +560,7 @@ mod tests {
         let text = r#"{"type":"hello","v":1,"identity":{"id":42,"user_hash":"ab"}}"#;
         assert!(matches!(
             ClientFrame::parse(text),
-            Some(ClientFrame::Hello {
+            Ok(ClientFrame::Hello {
                 identity: Some(_),
                 ..
             })
@@ -495,27 +575,27 @@ mod tests {
         assert!(
             matches!(
                 ClientFrame::parse(text),
-                Some(ClientFrame::Message { ref attachments, .. }) if attachments.is_empty()
+                Ok(ClientFrame::Message { ref attachments, .. }) if attachments.is_empty()
             ),
             "{text}"
         );
         let text = r#"{"type":"message","client_id":"a","body":"x","attachments":[1]}"#;
-        assert!(ClientFrame::parse(text).is_none(), "{text}");
+        assert!(ClientFrame::parse(text).is_err(), "{text}");
     }
 
     #[test]
     fn typing_parses_and_needs_a_boolean() {
         assert!(matches!(
             ClientFrame::parse(r#"{"type":"typing","active":true}"#),
-            Some(ClientFrame::Typing { active: true })
+            Ok(ClientFrame::Typing { active: true })
         ));
-        assert!(ClientFrame::parse(r#"{"type":"typing","active":"yes"}"#).is_none());
+        assert!(ClientFrame::parse(r#"{"type":"typing","active":"yes"}"#).is_err());
         assert!(matches!(
             ClientFrame::parse(r#"{"type":"ping"}"#),
-            Some(ClientFrame::Ping {})
+            Ok(ClientFrame::Ping {})
         ));
         assert_eq!(ServerFrame::Pong.to_json(), r#"{"type":"pong"}"#);
-        assert!(ClientFrame::parse(r#"{"type":"typing"}"#).is_none());
+        assert!(ClientFrame::parse(r#"{"type":"typing"}"#).is_err());
     }
 
     #[test]
@@ -527,7 +607,7 @@ mod tests {
             r#"{"type":"nope"}"#,
             r#"{"type":"message","client_id":1,"body":"x"}"#,
         ] {
-            assert!(ClientFrame::parse(text).is_none(), "{text}");
+            assert!(ClientFrame::parse(text).is_err(), "{text}");
         }
     }
 

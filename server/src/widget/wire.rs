@@ -7,7 +7,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::SinkExt;
 use futures_util::stream::SplitSink;
 
-use super::protocol::{ErrorCode, ServerFrame};
+use super::protocol::{BadFrame, ErrorCode, ServerFrame};
 use crate::metrics::Meters;
 
 /// Close codes (RFC 6455 §7.4.1).
@@ -66,9 +66,20 @@ pub(super) async fn send_invalid(
     message: &str,
     client_id: Option<&str>,
 ) -> Result<(), Closed> {
-    meters.record_widget_error(ErrorCode::InvalidMessage);
+    send_error_saying(meters, sink, ErrorCode::InvalidMessage, message, client_id).await
+}
+
+/// An error frame of `code` whose `message` says more than the code's own text.
+async fn send_error_saying(
+    meters: &Meters,
+    sink: &mut SplitSink<WebSocket, Message>,
+    code: ErrorCode,
+    message: &str,
+    client_id: Option<&str>,
+) -> Result<(), Closed> {
+    meters.record_widget_error(code);
     let frame = ServerFrame::Error {
-        code: ErrorCode::InvalidMessage,
+        code,
         message,
         retry_after_ms: None,
         client_id,
@@ -82,15 +93,16 @@ pub(super) async fn send_invalid(
 /// four connections send 23,000 a second, every one answered, for most of a core.
 pub(super) const MAX_BAD_FRAMES: u32 = 100;
 
-/// Answers a frame that does not fit with `bad_frame`, counting it in `count`; at
+/// Answers a frame that does not fit with `bad_frame`, saying `why`, counting it in `count`; at
 /// [`MAX_BAD_FRAMES`] the connection is closed.
 pub(super) async fn refuse_bad_frame(
     meters: &Meters,
     sink: &mut SplitSink<WebSocket, Message>,
-    client_id: Option<&str>,
+    (why, client_id): (&BadFrame, Option<&str>),
     count: &mut u32,
 ) -> Result<(), Closed> {
-    send_error(meters, sink, ErrorCode::BadFrame, None, client_id).await?;
+    let code = ErrorCode::BadFrame;
+    send_error_saying(meters, sink, code, why.as_str(), client_id).await?;
     *count += 1;
     if *count < MAX_BAD_FRAMES {
         return Ok(());

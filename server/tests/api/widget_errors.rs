@@ -36,18 +36,35 @@ async fn malformed_frames_get_bad_frame_and_the_connection_stays_usable() {
     let app = TestApp::spawn(&[]).await;
     let site = app.add_site("Shop");
     let (mut widget, _) = app.visitor(&site, None, 0).await;
-    for text in [
-        "not json",
-        "[1,2]",
-        r#"{"type":"launch_missiles"}"#,
-        r#"{"type":"message","client_id":7,"body":"x"}"#,
+    // Each says what did not fit, for the developer of the client.
+    for (text, says) in [
+        ("not json", "expected ident at line 1 column 2"),
+        ("[1,2]", "not a JSON object"),
+        (
+            r#"{"type":"launch_missiles"}"#,
+            "unknown variant `launch_missiles`",
+        ),
+        (
+            r#"{"type":"message","client_id":7,"body":"x"}"#,
+            "invalid type: integer `7`, expected a string",
+        ),
+        (r#"{"type":"hello","v":1}"#, "a second hello"),
     ] {
         widget.send_raw(Message::Text(text.into())).await;
         let error = widget.recv().await;
         assert_eq!(error["code"], "bad_frame", "{text}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{text}: {message}");
     }
     widget.send_raw(Message::Binary(vec![1, 2, 3].into())).await;
-    assert_eq!(widget.recv().await["code"], "bad_frame");
+    let error = widget.recv().await;
+    assert_eq!(error["code"], "bad_frame");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("a binary frame")
+    );
     assert_eq!(widget.say("ok-1", "still works").await["type"], "ack");
 }
 

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::chat::SiteChange;
 use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
 
+use super::super::protocol::BadFrame;
 use super::{
     Closed, Connection, MAX_IN_FLIGHT, PendingWrite, StoreResult, answer_close, close, close_code,
     on_read_error,
@@ -200,7 +201,9 @@ impl Connection {
                 Err(Closed)
             }
             Wake::Frame(Some(Ok(Message::Text(text)))) => self.on_text(&text, in_flight).await,
-            Wake::Frame(Some(Ok(Message::Binary(_)))) => self.refuse_bad_frame(None).await,
+            Wake::Frame(Some(Ok(Message::Binary(_)))) => {
+                self.refuse_bad_frame(&BadFrame::binary(), None).await
+            }
             Wake::Frame(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => Ok(()),
             Wake::Frame(Some(Ok(Message::Close(_)))) => {
                 answer_close(&mut self.sink).await;

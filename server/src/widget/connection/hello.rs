@@ -12,7 +12,7 @@ use crate::store::MessageId;
 use crate::values::VisitorContext;
 
 use super::super::identity::IdentityClaim;
-use super::super::protocol::{ClientFrame, ErrorCode, speaks_version};
+use super::super::protocol::{BadFrame, ClientFrame, ErrorCode, speaks_version};
 use super::super::wire::{
     Closed, answer_close, client_id_of_bad_frame, close, close_code, on_read_error,
     refuse_bad_frame, send_error,
@@ -51,7 +51,8 @@ pub(super) async fn await_hello(
         let text = match frame {
             Some(Ok(Message::Text(text))) => text,
             Some(Ok(Message::Binary(_))) => {
-                refuse_bad_frame(&app.meters, sink, None, &mut bad_frames).await?;
+                let frame = (&BadFrame::binary(), None);
+                refuse_bad_frame(&app.meters, sink, frame, &mut bad_frames).await?;
                 continue;
             }
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
@@ -66,7 +67,7 @@ pub(super) async fn await_hello(
             }
         };
         match ClientFrame::parse(&text) {
-            Some(ClientFrame::Hello {
+            Ok(ClientFrame::Hello {
                 v,
                 token,
                 last_id,
@@ -94,7 +95,7 @@ pub(super) async fn await_hello(
                     identity,
                 )));
             }
-            Some(ClientFrame::Message { client_id, .. }) => {
+            Ok(ClientFrame::Message { client_id, .. }) => {
                 send_error(
                     &app.meters,
                     sink,
@@ -104,12 +105,13 @@ pub(super) async fn await_hello(
                 )
                 .await?;
             }
-            Some(ClientFrame::Email { .. } | ClientFrame::Typing { .. } | ClientFrame::Ping {}) => {
+            Ok(ClientFrame::Email { .. } | ClientFrame::Typing { .. } | ClientFrame::Ping {}) => {
                 send_error(&app.meters, sink, ErrorCode::HelloRequired, None, None).await?;
             }
-            None => {
+            Err(why) => {
                 let client_id = client_id_of_bad_frame(&text);
-                refuse_bad_frame(&app.meters, sink, client_id.as_deref(), &mut bad_frames).await?;
+                let frame = (&why, client_id.as_deref());
+                refuse_bad_frame(&app.meters, sink, frame, &mut bad_frames).await?;
             }
         }
     }

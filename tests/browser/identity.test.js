@@ -200,3 +200,28 @@ test("a signed-in user's unsent message waits for that user, not for the next pe
     for (const x of [v, phone]) await x.context.close();
     await agentContext.close();
   });
+
+test("a signed-in user's unsent text in the box is theirs: not shown to the next person, cleared at a logout",
+  { timeout: 120000 }, async () => {
+    const { agentContext, secret } = await agentWithSecret();
+    const eve = { id: "eve-7", name: "Eve", user_hash: hash(secret, "eve-7") };
+    const v = await visitor(world.browser, withUser(eve));
+    const box = v.page.locator("[data-porch=input]");
+    await box.fill("Eve private: my card is 4111");
+    // The next person at the browser, on a page without the user: the box is empty.
+    await v.page.goto(world.host.url);
+    await waitFor("the chat reopened", async () =>
+      (await v.page.locator("[data-porch=status]").getAttribute("data-state")) === "connected");
+    assert.equal(await box.inputValue(), "");
+    // Back as Eve: her text is back.
+    await v.page.goto(withUser(eve));
+    await waitFor("the draft back in the box", async () => (await box.count()) === 1
+      && (await box.inputValue()) === "Eve private: my card is 4111");
+    // A logout without a reload clears the box, and nothing is kept.
+    await v.page.evaluate(() => window.Porch.identify(null));
+    assert.equal(await box.inputValue(), "");
+    const kept = await v.page.evaluate((k) => localStorage.getItem(k), `porch:${world.site.key}:draft`);
+    assert.equal(kept, null);
+    await v.context.close();
+    await agentContext.close();
+  });

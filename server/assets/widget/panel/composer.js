@@ -6,7 +6,7 @@
 
   // Also keeps what the box holds (the draft), so a reload or the next page of the site loses nothing.
   const grow = () => {
-    write(key("draft"), input.value || null);
+    saveDraft();
     input.style.height = "auto";
     input.style.height = `${Math.min(input.scrollHeight, 140)}px`;
     const n = [...input.value].length;
@@ -73,7 +73,7 @@
   // Messages left unacked by an earlier page show at once; they are resent after welcome. What the box held
   // is back in it.
   for (const m of pending()) showOwn(m);
-  if ((input.value = read(key("draft")) || "")) grow();
+  if ((input.value = draft())) grow();
   connect();
   focusWhenReady = P.focus === true; // not when the launcher reopens the chat by itself on a new page
   setOpen(P.open === true, focusWhenReady);

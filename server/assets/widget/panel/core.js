@@ -165,6 +165,11 @@
     const all = [...stored().filter((m) => !isMine(m)), ...list.map((m) => ({ ...m, as: writer() }))];
     write(key("pending"), all.length ? toJson(all) : null);
   };
+  // What the box holds, unsent ({as, body}): back in the box only for whom it was written as, like the above.
+  const saveDraft = () => write(key("draft"), input.value ? toJson({ as: writer(), body: input.value }) : null);
+  const draft = () => {
+    try { const d = JSON.parse(read(key("draft"))); return (isMine(d) && d.body) || ""; } catch { return ""; }
+  };
   const addPending = (m) => setPending([...pending().filter((p) => p.client_id !== m.client_id), m]);
   const dropPending = (cid) => setPending(pending().filter((p) => p.client_id !== cid));
 

@@ -72,6 +72,7 @@
   // After an erasure (asked here, or an `erased` frame when an admin erased us): forget everything this
   // browser keeps and connect again as a new visitor.
   const startAfresh = () => {
+    input.value = ""; // the text in the box goes with the rest
     for (const k of ["token", "pending", "email", "seen", "draft"]) write(key(k), null);
     restart();
     showError(t("erased"));
@@ -93,6 +94,9 @@
     connect();
   };
   P.identify = (u) => {
+    const was = writer();
     c.user = u || undefined;
+    // Someone else at the browser (a logout, another user) must not find, nor send, the text in the box.
+    if (was !== writer()) { input.value = ""; grow(); }
     restart();
   };

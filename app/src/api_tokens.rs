@@ -67,7 +67,8 @@ fn TokenTable(tokens: Vec<TokenView>, with_owner: bool, caption: &'static str) -
         .collect_view();
     view! {
         // Six columns do not fit a phone: the table scrolls inside its box, not the page.
-        <div class="table-scroll" tabindex="0" role="region" aria-label="Your tokens, table">
+        // Named by its own caption: two of these on one page must not sound alike.
+        <div class="table-scroll" tabindex="0" role="region" aria-label=format!("{caption}, table")>
         <table class="table">
             <caption class="visually-hidden">{caption}</caption>
             <thead>

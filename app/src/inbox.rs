@@ -287,7 +287,14 @@ pub fn render_inbox(view: InboxView) -> String {
         .into_iter()
         .map(|item| view! { <ConversationItem item/> })
         .collect_view();
-    let empty_text = current.map_or("No conversations match these filters.", Filter::empty_text);
+    // A tab's own words only for the tab as it is: a tag chosen with it is a filter of its own.
+    let tagged = filters
+        .tag
+        .iter()
+        .any(|c| c.is_selected && !c.value.is_empty());
+    let empty_text = current
+        .filter(|_| !tagged)
+        .map_or("No conversations match these filters.", Filter::empty_text);
     // Before any site exists no chat can arrive: say what comes first, not "as they arrive".
     let empty_text = if filters.site.len() > 1 {
         empty_text.into_any()

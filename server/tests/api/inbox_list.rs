@@ -274,3 +274,21 @@ async fn an_empty_inbox_before_any_site_says_to_create_one() {
     assert!(after.body.contains("New chats appear here as they arrive."));
     assert!(!after.body.contains("No site yet"));
 }
+
+/// A tab with a tag that no conversation has: the list is empty because of the tag, not because
+/// nothing is open.
+#[tokio::test]
+async fn an_empty_list_of_a_tag_says_the_filters_match_nothing() {
+    let app = TestApp::spawn(&[]).await;
+    let who = admin(&app).await;
+    let site = app.add_site("Shop");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    let page = send(&app, "GET", "/inbox?tag=nobody-has-it", &who.cookie, None).await;
+    assert!(
+        page.body.contains("No conversations match these filters.")
+            && !page.body.contains("No open conversations."),
+        "{}",
+        page.body
+    );
+}

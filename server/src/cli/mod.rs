@@ -136,6 +136,9 @@ pub fn main() -> ExitCode {
     let data_dir = cli.data.data_dir.clone();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader stopped reading (`porch export --all | head`): it has what it wanted, as
+        // with any command-line tool, and the export was still recorded.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let err = if full_disk_said {
                 err
@@ -151,6 +154,15 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `err` is standard output's reader having gone away.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Parses the command line and the `PORCH_*` variables, an empty variable counting as unset:

@@ -580,6 +580,42 @@ async fn assert_file_forgets(app: TestApp, gone: &Person, kept: &Person) {
     }
 }
 
+/// `porch export --all | head`: the reader stopped, and that is no failure of the export.
+#[tokio::test]
+async fn an_export_into_a_closed_pipe_ends_quietly() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let admin = app.add_user_token("Ana", "admin");
+    person(&app, &site, &admin, "ann").await;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(app.data_dir.path())
+        .args(["export", "--all"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run porch");
+    // The reader goes before a byte is read: every write of the export meets a closed pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("the export ends");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'privacy.exported'"),
+        1,
+        "recorded all the same"
+    );
+}
+
 #[tokio::test]
 async fn the_full_export_has_one_line_per_conversation() {
     let app = TestApp::spawn(&[]).await;

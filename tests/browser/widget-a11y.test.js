@@ -432,6 +432,11 @@ test("each message takes its own direction: Arabic in an English panel, English 
         ["auto", "rtl"]);
 
       assert.equal(await ar.page.locator("[data-porch=panel]").getAttribute("dir"), "rtl");
+      // What is announced is in the panel's language and direction too, outside the panel as it is.
+      assert.deepEqual(await ar.page.locator("[data-porch=announce]").evaluate((el) => [el.lang, el.dir]),
+        ["ar", "rtl"]);
+      assert.deepEqual(await en.page.locator("[data-porch=announce]").evaluate((el) => [el.lang, el.dir]),
+        ["en", "ltr"]);
       await ar.say("Hello, order 42 please");
       assert.deepEqual(await direction(ar.page.locator("[data-porch=message][data-author=visitor] .bubble")),
         ["auto", "ltr"]);

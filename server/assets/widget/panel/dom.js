@@ -90,8 +90,9 @@
   }, h("div", { class: "head" }, h("div", { class: "who" }, title, status), dataBtn, closeBtn), dataMenu, list, typing, error,
   emailForm, form);
   // One polite region outside the panel, so that it also speaks while the panel is closed: what a visitor
-  // would otherwise only see (a reply behind the launcher's dot, the message box nearing its limit).
-  const announcer = h("p", { class: "sr", "data-porch": "announce", role: "status" });
+  // would otherwise only see (a reply behind the launcher's dot, the message box nearing its limit). In the
+  // panel's language, not the host page's, so a screen reader speaks it with the right voice.
+  const announcer = h("p", { class: "sr", "data-porch": "announce", role: "status", lang, dir: panel.dir });
   // A reply's first lines above the closed launcher, as a click target that opens the chat. Screen
   // readers and the keyboard have the announcer and the launcher's name for it, so it is hidden from them.
   const peek = h("button", { type: "button", class: `peek${c.position === "left" ? " left" : ""}`, "data-porch": "peek",

@@ -73,8 +73,10 @@ test("on a conversation page, j and k go to the next and previous conversation o
     assert.match(page.url(), new RegExp(`/conversations/${ids[0]}$`));
     await page.getByLabel("Your reply").fill("");
     // Escape leaves the box; then j moves on.
-    // Each new page focuses its reply box; Escape must come after that, or it leaves nothing.
+    // Each new page focuses its reply box; Escape must come after that, or it leaves nothing. It leaves
+    // the focus in the page's main region, not on <body>, where a screen reader would lose its place.
     await page.keyboard.press("Escape");
+    assert.equal((await focused()).id, "main");
     await Promise.all([page.waitForURL(new RegExp(`/conversations/${ids[1]}$`)), page.keyboard.press("j")]);
     await replyFocused();
     await page.keyboard.press("Escape");

@@ -355,7 +355,11 @@
     if (e.defaultPrevented || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
     const target = e.target;
     if (isTextField(target)) {
-      if (e.key === "Escape" && ["reply-body", "tag-add"].includes(target.id)) target.blur();
+      // Left for the page's main region, where the keys work, rather than for nowhere (<body>, where a
+      // screen reader loses its place).
+      if (e.key === "Escape" && ["reply-body", "tag-add"].includes(target.id)) {
+        document.getElementById("main")?.focus({ preventScroll: true });
+      }
       return;
     }
     if (help?.open) return; // the dialog handles its own keys (Escape closes it)

@@ -10,7 +10,7 @@ use crate::links::linked_text;
 use crate::snooze::snooze_panel;
 use crate::tags::{TagView, tags_panel};
 use crate::time::format_time;
-use crate::visitor_contact::{ContactFormView, contact_form};
+use crate::visitor_contact::{ContactFormView, TypedContact, contact_form};
 
 /// Where one message stands with one integration (Slack, Discord, a webhook): posted, retrying
 /// or failed. Filled in by the job runner once it lands; until then every list is empty.
@@ -87,6 +87,8 @@ pub enum Refused {
     Tags(String),
     /// *Snooze* "until a date and time…": the date and time given (empty when none was).
     SnoozeUntil(String),
+    /// *Edit name and email*: what was typed, and the field refused.
+    Contact(TypedContact),
 }
 
 /// The side panel: status, assignment, visitor details.
@@ -402,9 +404,14 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         .filter(|id| !aside.agents.iter().any(|a| a.id == *id))
         .zip(aside.assignee.clone())
         .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
+    let mut visitor = aside.visitor;
     let (typed_tags, typed_until) = match aside.refused {
         Some(Refused::Tags(typed)) => (Some(typed), None),
         Some(Refused::SnoozeUntil(typed)) => (None, Some(typed)),
+        Some(Refused::Contact(typed)) => {
+            visitor.contact.refused = Some(typed);
+            (None, None)
+        }
         None => (None, None),
     };
     let snooze = snooze_panel(
@@ -454,7 +461,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
             </section>
             {snooze}
             {tags}
-            <VisitorPanel visitor=aside.visitor/>
+            <VisitorPanel visitor/>
             {other_conversations(aside.others, aside.more_others)}
         </aside>
     }

@@ -245,6 +245,7 @@ pub fn aside(view: &ConversationView, me: UserId, csrf: &str) -> ConversationAsi
                 name: view.item.visitor_name.clone(),
                 email: view.item.visitor_email.clone(),
                 is_verified: view.identity.user_id.is_some(),
+                refused: None,
             },
         },
         others: view

@@ -1,17 +1,20 @@
 //! `POST /conversations/{id}/visitor`: an agent sets the visitor's name and email from the
 //! conversation page (docs/admin.md, "The visitor's name and email"). A plain form post answered
-//! with a redirect back to the conversation and a notice; a refused value is a 422 page saying
-//! why.
+//! with a redirect back to the conversation and a notice; a refused value is the conversation's
+//! page again (422), saying why.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use porch_app::conversation::Refused;
+use porch_app::visitor_contact::TypedContact;
 use serde::Deserialize;
 
 use crate::chat::{ContactSaved, RefusedContact, VisitorContact};
 use crate::state::AppState;
 use crate::store::ConversationId;
 
+use super::actions::Answer;
 use super::page::{PageError, see_other};
 use super::session::Posted;
 
@@ -34,17 +37,28 @@ fn shown(value: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.replace("\r\n", "\n"))
 }
 
-/// Saves the visitor's name and email.
+/// Saves the visitor's name and email. A refused value comes back on the conversation's page,
+/// the form open with what was typed and the refused field marked and focused.
 pub async fn set_visitor_contact(
     State(app): State<AppState>,
     Path(id): Path<i64>,
+    headers: HeaderMap,
     Posted { who, form }: Posted<VisitorContactForm>,
 ) -> Result<Response, PageError> {
-    let refused = |r: RefusedContact| {
-        PageError::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", r.reason.0)
+    let contact = match VisitorContact::parse(&form.name, &form.email, &form.shown_email) {
+        Ok(contact) => contact,
+        Err(RefusedContact { field, reason }) => {
+            let err = PageError::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", reason.0);
+            let typed = TypedContact {
+                name: form.name,
+                email: form.email,
+                field,
+            };
+            let kept = (field, Some(Refused::Contact(typed)));
+            let answer = Answer::new(&headers, id);
+            return Ok(answer.refused_on_page(&app, &who, err, kept).await);
+        }
     };
-    let contact =
-        VisitorContact::parse(&form.name, &form.email, &form.shown_email).map_err(refused)?;
     let before = VisitorContact {
         name: shown(&form.shown_name),
         email: shown(&form.shown_email),

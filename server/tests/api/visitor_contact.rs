@@ -142,6 +142,28 @@ async fn a_bad_address_a_stale_page_or_a_missing_token_changes_nothing() {
         "{}",
         refused.body
     );
+    // On the conversation's page, not a page of its own: the form open, what was typed in it,
+    // the refused field marked and focused, the shown values still the stored ones.
+    let page = &refused.body;
+    assert!(page.contains(r#"id="reply-form""#), "{page}");
+    assert!(page.contains(r#"id="edit-visitor" open"#), "{page}");
+    let field = |id: &str| {
+        page.split(&format!(r#"id="{id}""#))
+            .nth(1)
+            .and_then(|rest| rest.split('>').next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(field("visitor-name").contains(r#"value="Jane""#));
+    let email = field("visitor-email");
+    assert!(
+        email.contains(r#"value="jane@localhost""#)
+            && email.contains(r#"aria-invalid="true""#)
+            && email.contains("autofocus"),
+        "{email}"
+    );
+    assert!(!field("visitor-name").contains("aria-invalid"));
+    assert!(page.contains(r#"name="shown_name" value="""#), "{page}");
     let blank = desk.save(("\u{200b}", ""), ("", "")).await;
     assert_eq!(blank.status, 422, "{}", blank.body);
     assert!(

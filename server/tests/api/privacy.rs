@@ -991,14 +991,21 @@ async fn an_admin_reads_and_sets_a_sites_retention_over_the_api() {
     );
 }
 
-#[tokio::test]
-async fn a_visitor_erased_by_the_command_line_while_connected_is_told_on_their_next_message() {
-    let app = TestApp::spawn(&[]).await;
+/// A visitor who wrote, still connected, erased by `porch erase` (which cannot tell the
+/// connection): their open widget.
+async fn erased_by_the_command_line_while_connected(app: &TestApp) -> crate::helpers::Widget {
     let site = app.add_site("Shop");
     let (mut widget, _) = app.visitor(&site, None, 0).await;
     assert_eq!(widget.say("c1", "Hello").await["type"], "ack");
     let visitor = app.count("SELECT id FROM visitors");
-    cli(&app, &["erase", "--visitor", &visitor.to_string(), "--yes"]);
+    cli(app, &["erase", "--visitor", &visitor.to_string(), "--yes"]);
+    widget
+}
+
+#[tokio::test]
+async fn a_visitor_erased_by_the_command_line_while_connected_is_told_on_their_next_message() {
+    let app = TestApp::spawn(&[]).await;
+    let mut widget = erased_by_the_command_line_while_connected(&app).await;
 
     // Not "unavailable, retry" forever: the connection says the data is gone and closes.
     let answer = widget.say("c2", "Still there?").await;
@@ -1012,11 +1019,7 @@ async fn a_visitor_erased_by_the_command_line_while_connected_is_told_on_their_n
 #[tokio::test]
 async fn an_address_left_after_a_command_line_erasure_is_told_the_data_is_gone() {
     let app = TestApp::spawn(&[]).await;
-    let site = app.add_site("Shop");
-    let (mut widget, _) = app.visitor(&site, None, 0).await;
-    assert_eq!(widget.say("c1", "Hello").await["type"], "ack");
-    let visitor = app.count("SELECT id FROM visitors");
-    cli(&app, &["erase", "--visitor", &visitor.to_string(), "--yes"]);
+    let mut widget = erased_by_the_command_line_while_connected(&app).await;
 
     widget
         .send(serde_json::json!({"type": "email", "email": "ghost@example.org"}))

@@ -322,17 +322,22 @@ async fn the_api_snoozes_unsnoozes_and_assigns_and_refuses_what_it_cannot() {
     assert_eq!((status, &body["error"]["code"]), (409, &json!("conflict")));
 }
 
+/// A signed-in admin, and a conversation a visitor started (its id).
+async fn admin_and_conversation(app: &TestApp) -> (crate::inbox::Browser, i64) {
+    let admin = signed_in_from(app, &setup_admin(app).await).await;
+    let site = app.add_site("Acme");
+    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    widget.say("c1", "Hello").await;
+    (admin, app.count("SELECT id FROM conversations"))
+}
+
 /// A refused "until a date and time…" (left empty, or in the past) comes back with the reason on
 /// the conversation's own page, not a page of its own with only a way to the inbox: the choice and
 /// the field given back, the field marked and focused.
 #[tokio::test]
 async fn a_refused_custom_snooze_comes_back_on_the_conversation_page() {
     let app = TestApp::spawn(&[]).await;
-    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let site = app.add_site("Acme");
-    let (mut widget, _) = app.visitor(&site, None, 0).await;
-    widget.say("c1", "Hello").await;
-    let id: i64 = app.count("SELECT id FROM conversations");
+    let (admin, id) = admin_and_conversation(&app).await;
     let path = format!("/conversations/{id}/snooze");
     let post = async |fields: &[(&str, &str)]| {
         let mut all = vec![("csrf", admin.csrf.as_str())];
@@ -384,11 +389,7 @@ async fn a_refused_custom_snooze_comes_back_on_the_conversation_page() {
 #[tokio::test]
 async fn a_snooze_until_a_chosen_date_and_time_in_the_agents_zone() {
     let app = TestApp::spawn(&[]).await;
-    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let site = app.add_site("Acme");
-    let (mut widget, _) = app.visitor(&site, None, 0).await;
-    widget.say("c1", "Hello").await;
-    let id: i64 = app.count("SELECT id FROM conversations");
+    let (admin, id) = admin_and_conversation(&app).await;
     let path = format!("/conversations/{id}/snooze");
     let post = |fields: Vec<(&'static str, String)>| {
         let (app, admin, path) = (&app, &admin, &path);

@@ -93,10 +93,11 @@
     drop();
     connect();
   };
+  // Whom the panel speaks as; not read back from c.user, which the launcher sets before it tells us.
+  let speaksAs = writer();
   P.identify = (u) => {
-    const was = writer();
     c.user = u || undefined;
     // Someone else at the browser (a logout, another user) must not find, nor send, the text in the box.
-    if (was !== writer()) { input.value = ""; grow(); }
+    if (speaksAs !== writer()) { speaksAs = writer(); input.value = ""; grow(); }
     restart();
   };

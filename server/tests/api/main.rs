@@ -63,6 +63,7 @@ mod read_receipts;
 mod refused_origins;
 mod replication_lag;
 mod resends;
+mod retention;
 mod revocation;
 mod sealed_secrets;
 mod search;

@@ -96,5 +96,6 @@ mod webhook_lane;
 mod webhooks;
 mod widget_errors;
 mod widget_messages;
+mod widget_own_data;
 mod widget_resume;
 mod writer;

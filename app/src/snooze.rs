@@ -22,6 +22,8 @@ pub const SNOOZE_CHOICES: [(&str, &str); 8] = [
 
 /// The custom end's field: a refused snooze marks it and gives it the focus.
 pub const SNOOZE_UNTIL_FIELD: &str = "snooze-until";
+/// The choice's field, marked when the choice itself is refused.
+pub const SNOOZE_MINUTES_FIELD: &str = "snooze-minutes";
 
 /// Snoozing an open conversation, or the end of its snooze and *Unsnooze*. `typed_until`: a
 /// refused "until a date and time…" and what its field held, chosen and given back.
@@ -56,7 +58,7 @@ fn snooze_form(
             <input type="hidden" name="time_zone" value="UTC" data-browser-zone/>
             <label for="snooze-minutes">"Snooze"</label>
             <div class="inline-controls">
-                <select id="snooze-minutes" name="minutes">{options}</select>
+                <select id=SNOOZE_MINUTES_FIELD name="minutes">{options}</select>
                 // Shown while "until a date and time…" is chosen (admin.css), in the agent's own
                 // time zone like the other choices; on a line of its own before the button, so
                 // the field comes before what sends it.

@@ -303,6 +303,7 @@ test("on a phone the small controls a finger must hit are at least 24 px tall", 
   };
   // WCAG 2.5.8: the way back on a page, the top bar's account links, a radio's label, a disclosure.
   await measure(`/conversations/${conversationId}`, [".crumb a", ".account > a", ".ua summary"]);
+  await measure("/inbox", [".conversation > .select"]);
   await measure(`/sites/${site.key}/prechat`, [".crumb a", ".radios label"]);
   assert.deepEqual(small, []);
   await context.close();

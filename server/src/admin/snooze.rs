@@ -9,7 +9,7 @@ use jiff::civil::{DateTime, Time};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
 use porch_app::conversation::Refused;
-use porch_app::snooze::SNOOZE_UNTIL_FIELD;
+use porch_app::snooze::{SNOOZE_MINUTES_FIELD, SNOOZE_UNTIL_FIELD};
 use serde::Deserialize;
 
 use crate::chat::Invalid;
@@ -94,7 +94,7 @@ pub async fn snooze(
             Some(Refused::SnoozeUntil(form.until.clone())),
         )
     } else {
-        ("snooze-minutes", None)
+        (SNOOZE_MINUTES_FIELD, None)
     };
     let Some(until) = snooze_end(&form.minutes, &form.until, &form.time_zone, now_ms()) else {
         let why = if custom {

@@ -2,6 +2,7 @@
 //! the brakes that protect each site, and the widget's assets and embed snippet.
 
 mod attachments;
+mod bad_frame;
 pub mod brake;
 mod compact;
 mod connection;

@@ -24,9 +24,11 @@ pub struct AuditQuery {
     /// Last day shown, `YYYY-MM-DD` (UTC), inclusive.
     #[serde(default)]
     pub until: String,
-    /// Show events with smaller ids than this one (the next page).
+    /// Show events with smaller ids than this one (the next page). Text, read by
+    /// [`AuditQuery::filter`], so that one that does not parse is a 422 naming it, as a bad date
+    /// is, not the bare 400 of a query string that does not deserialize.
     #[serde(default)]
-    pub before: Option<i64>,
+    pub before: String,
 }
 
 /// Unix milliseconds at the start of a UTC day written `YYYY-MM-DD`.
@@ -39,6 +41,16 @@ fn day_start(text: &str) -> Result<i64, String> {
     i64::try_from(since_epoch.as_millis()).map_err(|_| format!("“{text}” is too far away."))
 }
 
+/// An event id given as a page's `before`.
+fn event_id(text: &str) -> Result<i64, String> {
+    text.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| {
+            format!("“{text}” is not an event id: pass the `next_before` of the previous page.")
+        })
+}
+
 fn non_empty(text: &str) -> Option<&str> {
     Some(text.trim()).filter(|t| !t.is_empty())
 }
@@ -47,7 +59,7 @@ impl AuditQuery {
     /// The store filter for one page.
     ///
     /// # Errors
-    /// A message naming the date that is not `YYYY-MM-DD`.
+    /// A message naming the date that is not `YYYY-MM-DD`, or the `before` that is no event id.
     pub fn filter(&self) -> Result<AuditFilter, String> {
         Ok(AuditFilter {
             actor: non_empty(&self.actor).map(str::to_owned),
@@ -58,7 +70,7 @@ impl AuditQuery {
             until: non_empty(&self.until)
                 .map(|d| day_start(d).map(|ms| ms + DAY_MS))
                 .transpose()?,
-            before: self.before,
+            before: non_empty(&self.before).map(event_id).transpose()?,
             limit: PAGE_SIZE,
         })
     }
@@ -89,5 +101,21 @@ mod tests {
             ..AuditQuery::default()
         };
         assert!(query.filter().expect_err("invalid").contains("yesterday"));
+    }
+
+    #[test]
+    fn a_page_before_an_event_id_only() {
+        let page = |before: &str| {
+            AuditQuery {
+                before: before.into(),
+                ..AuditQuery::default()
+            }
+            .filter()
+        };
+        assert_eq!(page("42").expect("valid").before, Some(42));
+        assert_eq!(page("").expect("no page").before, None);
+        for bad in ["abc", "0", "-3", "4.5"] {
+            assert!(page(bad).expect_err("invalid").contains(bad), "{bad}");
+        }
     }
 }

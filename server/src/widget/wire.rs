@@ -153,13 +153,19 @@ pub(super) async fn on_read_error(sink: &mut SplitSink<WebSocket, Message>, err:
 }
 
 /// The `client_id` of a `message` frame that did not parse (say, a field of the wrong type), so
-/// the error can name the message it answers. Only runs on that error path.
+/// the error can name the message it answers. Only runs on that error path. A frame that names
+/// `client_id` (or `type`) twice has no one id to echo, so none is: a JSON value would keep the
+/// last, and a client tracking the first could not match the refusal.
 pub(super) fn client_id_of_bad_frame(text: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    if value.get("type")?.as_str()? != "message" {
-        return None;
+    /// Only the two fields read; serde refuses either one given twice, and skips the rest.
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "type")]
+        kind: String,
+        client_id: String,
     }
-    Some(value.get("client_id")?.as_str()?.to_owned())
+    let probe: Probe = serde_json::from_str(text).ok()?;
+    (probe.kind == "message").then_some(probe.client_id)
 }
 
 #[cfg(test)]
@@ -175,5 +181,28 @@ mod tests {
         assert_eq!(retry_after_ms(Duration::from_secs(2)), 2_000);
         assert_eq!(retry_after_ms(Duration::ZERO), 0);
         assert_eq!(retry_after_ms(Duration::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn a_bad_frame_echoes_its_one_client_id() {
+        let echoed = |text: &str| client_id_of_bad_frame(text);
+        assert_eq!(
+            echoed(r#"{"type":"message","client_id":"a1","body":7}"#).as_deref(),
+            Some("a1")
+        );
+        assert_eq!(
+            echoed(r#"{"type":"message","client_id":"a1","body":"x","body":"y"}"#).as_deref(),
+            Some("a1"),
+            "another field twice still names the message"
+        );
+        for none in [
+            r#"{"type":"message","client_id":"a1","client_id":"b1","body":"x"}"#,
+            r#"{"type":"email","client_id":"a1"}"#,
+            r#"{"type":"message","client_id":7}"#,
+            r#"{"type":"message","type":"message","client_id":"a1"}"#,
+            "not json",
+        ] {
+            assert_eq!(echoed(none), None, "{none}");
+        }
     }
 }

@@ -15,11 +15,13 @@ pub struct SetupView {
     pub csrf: String,
     pub email: String,
     pub name: String,
-    pub error: Option<String>,
+    /// A refusal, about one field ([`Notice::Invalid`]), which the form marks.
+    pub notice: Option<Notice>,
 }
 
 /// Renders the setup page.
 pub fn render_setup(view: SetupView) -> String {
+    let refused = view.notice.as_ref().and_then(Notice::field);
     let content = view! {
         <section class="card card-narrow" aria-labelledby="setup-title">
             <h1 id="setup-title">"Welcome to Porch"</h1>
@@ -27,29 +29,30 @@ pub fn render_setup(view: SetupView) -> String {
                 "Create the first admin account. The setup token is printed in the server log \
                  when Porch starts; it proves you run this server."
             </p>
-            <NoticeBox notice=view.error.map(Notice::Error)/>
+            <NoticeBox notice=view.notice/>
             <form method="post" action="/setup" class="stack">
                 <CsrfField token=view.csrf/>
                 <div class="field">
                     <label for="token">"Setup token"</label>
                     <input id="token" name="token" type="text" required autocomplete="off"
-                        spellcheck="false" class="mono"/>
+                        spellcheck="false" class="mono" {..field_marks(refused, "token", None)}/>
                 </div>
                 <div class="field">
                     <label for="name">"Your name"</label>
                     <input id="name" name="name" type="text" required autocomplete="name"
-                        value=view.name/>
-                    <p class="hint">"Visitors see it next to your replies."</p>
+                        value=view.name {..field_marks(refused, "name", Some("setup-name-hint"))}/>
+                    <p class="hint" id="setup-name-hint">"Visitors see it next to your replies."</p>
                 </div>
                 <div class="field">
                     <label for="email">"Email"</label>
                     <input id="email" name="email" type="email" required autocomplete="username"
-                        value=view.email/>
+                        value=view.email {..field_marks(refused, "email", None)}/>
                 </div>
                 <div class="field">
                     <label for="password">"Password"</label>
                     <input id="password" name="password" type="password" required minlength="10"
-                        autocomplete="new-password" aria-describedby="password-hint"/>
+                        autocomplete="new-password"
+                        {..field_marks(refused, "password", Some("password-hint"))}/>
                     <p class="hint" id="password-hint">"At least 10 characters."</p>
                 </div>
                 <button type="submit" class="button button-primary">"Create admin account"</button>
@@ -187,11 +190,17 @@ pub struct PasswordLinkView {
     pub name: String,
     pub email: String,
     pub action: String,
+    /// Why the password was refused (the page's one typed field, which is marked).
     pub error: Option<String>,
 }
 
 /// Renders the page behind an invitation or reset link.
 pub fn render_password_link(view: PasswordLinkView) -> String {
+    let notice = view.error.map(|text| Notice::Invalid {
+        field: "password",
+        text,
+    });
+    let refused = notice.as_ref().and_then(Notice::field);
     let (title, lead, button) = if view.is_invitation {
         (
             "Join the team",
@@ -217,7 +226,7 @@ pub fn render_password_link(view: PasswordLinkView) -> String {
         <section class="card card-narrow" aria-labelledby="link-title">
             <h1 id="link-title">{title}</h1>
             <p class="lead">{lead}</p>
-            <NoticeBox notice=view.error.map(Notice::Error)/>
+            <NoticeBox notice=notice/>
             <form method="post" action=view.action class="stack">
                 <CsrfField token=view.csrf/>
                 <div class="field">
@@ -227,7 +236,8 @@ pub fn render_password_link(view: PasswordLinkView) -> String {
                 <div class="field">
                     <label for="password">"New password"</label>
                     <input id="password" name="password" type="password" required minlength="10"
-                        autocomplete="new-password" aria-describedby="password-hint"/>
+                        autocomplete="new-password"
+                        {..field_marks(refused, "password", Some("password-hint"))}/>
                     <p class="hint" id="password-hint">"At least 10 characters."</p>
                 </div>
                 <button type="submit" class="button button-primary">{button}</button>
@@ -351,15 +361,40 @@ pub fn render_error(view: ErrorView) -> String {
 mod tests {
     use super::*;
 
-    fn reset_page(name: &str) -> String {
+    fn reset_page_with(name: &str, error: Option<&str>) -> String {
         render_password_link(PasswordLinkView {
             csrf: "t".into(),
             is_invitation: false,
             name: name.into(),
             email: "ben@example.com".into(),
             action: "/password-resets/x".into(),
-            error: None,
+            error: error.map(str::to_owned),
         })
+    }
+
+    fn reset_page(name: &str) -> String {
+        reset_page_with(name, None)
+    }
+
+    /// The password is the page's one typed field: its refusal marks it, described by the
+    /// reason first, then by its hint.
+    #[test]
+    fn a_refused_password_is_marked() {
+        let html = reset_page_with(
+            "Ben",
+            Some("The password must have at least 10 characters."),
+        );
+        assert!(html.contains(r#"aria-invalid="true""#), "{html}");
+        assert!(
+            html.contains(r#"aria-describedby="form-error password-hint""#),
+            "{html}"
+        );
+        let plain = reset_page("Ben");
+        assert!(!plain.contains("aria-invalid"), "{plain}");
+        assert!(
+            plain.contains(r#"aria-describedby="password-hint""#),
+            "{plain}"
+        );
     }
 
     #[test]

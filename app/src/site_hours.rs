@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::layout::{CsrfField, Nav, Notice, NoticeBox, document};
+use crate::layout::{CsrfField, Nav, Notice, NoticeBox, document, field_marks};
 use crate::time::time_view;
 
 /// The form's values, as typed (or as stored).
@@ -116,6 +116,7 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
     let values = view.values;
     let is_email = values.out_of_hours != "accept";
     let mails_replies = view.mails_replies;
+    let refused = view.notice.as_ref().and_then(Notice::field);
     let days = values
         .days
         .into_iter()
@@ -124,7 +125,7 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                 <div class="field">
                     <label for=field>{day}</label>
                     <input id=field name=field type="text" class="mono" value=spans
-                        placeholder="closed" aria-describedby="spans-hint"/>
+                        placeholder="closed" {..field_marks(refused, field, Some("spans-hint"))}/>
                 </div>
             }
         })
@@ -156,8 +157,8 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                 // Before any hours are saved the suggested zone is UTC; the page's script puts the
                 // browser's own zone there instead (`data-guess-zone`, time.js).
                 <input id="time_zone" name="time_zone" type="text" required maxlength="64"
-                    value=values.time_zone aria-describedby="time-zone-hint"
-                    data-guess-zone=(!view.has_hours).then_some("")/>
+                    value=values.time_zone data-guess-zone=(!view.has_hours).then_some("")
+                    {..field_marks(refused, "time_zone", Some("time-zone-hint"))}/>
                 <p class="hint" id="time-zone-hint">"An IANA name, such as Europe/Berlin or \
                     America/New_York. Opening times follow its daylight-saving changes."</p>
             </div>
@@ -170,14 +171,14 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
             </fieldset>
             <div class="field">
                 <label for="away_message">"Away message"</label>
-                <textarea id="away_message" name="away_message" rows="3"
-                    maxlength="500">{crate::textarea_text(&values.away_message)}</textarea>
+                <textarea id="away_message" name="away_message" rows="3" maxlength="500"
+                    {..field_marks(refused, "away_message", None)}>{crate::textarea_text(&values.away_message)}</textarea>
                 <p class="hint">"Shown in the chat while you are closed."</p>
             </div>
             <div class="field">
                 <label for="away_messages">"Away message in other languages"</label>
                 <textarea id="away_messages" name="away_messages" rows="3"
-                    aria-describedby="away-messages-hint">{crate::textarea_text(&values.away_messages)}</textarea>
+                    {..field_marks(refused, "away_messages", Some("away-messages-hint"))}>{crate::textarea_text(&values.away_messages)}</textarea>
                 <p class="hint" id="away-messages-hint">"Optional, one a line with the language's code first ("
                     <code>"de: Wir sind gerade nicht da."</code>"). A widget in that language shows it \
                     instead of the away message above."</p>

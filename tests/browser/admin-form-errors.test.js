@@ -169,6 +169,24 @@ test("an email delay out of range marks that delay", { timeout: 30000 }, async (
   await assertRefused("reply_delay_secs", /reply delay must be a whole number/, "reply_delay_secs-hint");
 });
 
+test("business hours mark the wrong time zone, then the day whose span does not parse", { timeout: 30000 }, async () => {
+  const hours = `${world.porch.url}/sites/${world.site.key}/hours`;
+  await page.goto(hours);
+  await page.locator("#time_zone").fill("Mars/Base");
+  await send("time_zone");
+  await assertRefused("time_zone", /"Mars\/Base" is not a time zone/, "time-zone-hint");
+  assert.equal(await page.locator("#time_zone").inputValue(), "Mars/Base", "kept as typed");
+  await page.locator("#time_zone").fill("Europe/Berlin");
+  await page.locator("#wednesday").fill("09:00-17:00, 25:00-26:00");
+  await send("wednesday");
+  await assertRefused("wednesday", /Wednesday: "25:00" is not a time/, "spans-hint");
+  await page.locator("#wednesday").fill("09:00-17:00");
+  await page.locator("#away_messages").fill("not a language line");
+  await page.locator("#away_messages").evaluate((el) => { el.form.noValidate = true; });
+  await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Save hours" }).click()]);
+  await assertRefused("away_messages", /./, "away-messages-hint");
+});
+
 /** The admin pages an admin reaches, by path. */
 const adminPages = () => {
   const key = world.site.key;

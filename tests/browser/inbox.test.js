@@ -42,6 +42,11 @@ test("fresh install → setup → sign in → site → a visitor chats and the a
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Create admin account" }).click();
     await page.getByText("That setup token is not right").waitFor();
+    // The field at fault is marked, described by the reason and focused (docs/admin.md).
+    const token = page.getByLabel("Setup token");
+    assert.equal(await token.getAttribute("aria-invalid"), "true");
+    assert.equal(await token.getAttribute("aria-describedby"), "form-error");
+    await page.waitForFunction(() => document.activeElement?.id === "token");
     await page.getByLabel("Setup token").fill(await setupToken(porch));
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Create admin account" }).click();

@@ -14,7 +14,7 @@ use porch_app::auth::{
 use porch_app::layout::Notice;
 use serde::Deserialize;
 
-use crate::accounts::{self, AfterPassword, LinkKind};
+use crate::accounts::{self, AfterPassword, DisplayName, EmailAddress, LinkKind};
 use crate::http::{ClientIp, client_ip};
 use crate::state::AppState;
 use crate::store::UserRow;
@@ -174,6 +174,18 @@ pub struct SetupForm {
     password: String,
 }
 
+/// The field of a setup form refused as invalid, checked in the order `create_first_admin`
+/// checks them (after the token), so the form marks the one its error is about.
+fn refused_setup_field(form: &SetupForm) -> &'static str {
+    if EmailAddress::parse(&form.email).is_err() {
+        "email"
+    } else if DisplayName::parse(&form.name).is_err() {
+        "name"
+    } else {
+        "password"
+    }
+}
+
 /// `POST /setup`: creates the first admin (with the setup token) and signs them in.
 pub async fn setup(
     State(app): State<AppState>,
@@ -188,23 +200,26 @@ pub async fn setup(
         Ok(user) => user,
         Err(accounts::Error::SetupClosed) => return Ok(see_other("/login")),
         Err(err) => {
-            let (status, message) = match err {
+            let (status, field, text) = match err {
                 accounts::Error::BadSetupToken => (
                     StatusCode::FORBIDDEN,
+                    "token",
                     "That setup token is not right. Copy it from the server log (it changes at \
                      every start until setup is done)."
                         .to_owned(),
                 ),
-                accounts::Error::Invalid(invalid) => {
-                    (StatusCode::UNPROCESSABLE_ENTITY, invalid.to_string())
-                }
+                accounts::Error::Invalid(invalid) => (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    refused_setup_field(&form),
+                    invalid.to_string(),
+                ),
                 other => return Err(other.into()),
             };
             let page = render_setup(SetupView {
                 csrf,
                 email: form.email,
                 name: form.name,
-                error: Some(message),
+                notice: Some(Notice::Invalid { field, text }),
             });
             return Ok(html_with_status(status, page));
         }

@@ -14,7 +14,7 @@ use crate::chat::{self, SiteHoursInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
-use crate::values::DAY_NAMES;
+use crate::values::{DAY_NAMES, HoursField};
 
 use super::auth::{NoFields, NoticeQuery};
 use super::page::{PageError, html, html_with_status, see_other};
@@ -31,6 +31,18 @@ const DAY_FIELDS: [&str; 7] = [
     "saturday",
     "sunday",
 ];
+
+/// The id of the control a refusal is about; the out-of-hours choice is two radio buttons, and
+/// the form's error stands for them (only a forged form sends another value).
+fn field_id(field: HoursField) -> Option<&'static str> {
+    match field {
+        HoursField::TimeZone => Some("time_zone"),
+        HoursField::Day(day) => DAY_FIELDS.get(day).copied(),
+        HoursField::AwayMessage => Some("away_message"),
+        HoursField::AwayMessages => Some("away_messages"),
+        HoursField::OutOfHours => None,
+    }
+}
 
 /// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone), and whether
 /// a visitor's address gets replies by email (what "out of hours" offers depends on it).
@@ -134,7 +146,13 @@ pub async fn save_hours(
                 .await?
                 .is_some();
             let (state, mails_replies) = page_state(&app, &site).await?;
-            let notice = Some(Notice::Error(invalid.0));
+            let notice = Some(match field_id(invalid.field) {
+                Some(field) => Notice::Invalid {
+                    field,
+                    text: invalid.text,
+                },
+                None => Notice::Error(invalid.text),
+            });
             let body = page(
                 &who,
                 &site,

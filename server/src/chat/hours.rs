@@ -10,7 +10,7 @@ use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, Readers, SiteHoursRow, SiteId, Writer};
 use crate::values::{
-    AWAY_LINES, BusinessHours, InvalidHours, OutOfHours, SiteHours, language_lines,
+    AWAY_LINES, BusinessHours, HoursField, InvalidHours, OutOfHours, SiteHours, language_lines,
 };
 
 use super::Error;
@@ -86,13 +86,14 @@ impl SiteHoursInput {
         let hours = BusinessHours::parse(&self.time_zone, &self.days())?;
         let away_message = self.away_message.trim();
         if away_message.chars().count() > MAX_AWAY_CHARS {
-            return Err(InvalidHours(format!(
-                "The away message must have at most {MAX_AWAY_CHARS} characters."
-            )));
+            return Err(InvalidHours::new(
+                HoursField::AwayMessage,
+                format!("The away message must have at most {MAX_AWAY_CHARS} characters."),
+            ));
         }
         let away_messages = AWAY_LINES
             .parse(&self.away_messages)
-            .map_err(|invalid| InvalidHours(invalid.to_string()))?;
+            .map_err(|invalid| InvalidHours::new(HoursField::AwayMessages, invalid.to_string()))?;
         Ok(SiteHours {
             hours,
             away_message: away_message.to_owned(),

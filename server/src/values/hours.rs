@@ -24,10 +24,34 @@ const MAX_SPANS_PER_DAY: usize = 6;
 /// Minutes in a day: `24:00` is accepted as the end of a span.
 const DAY_MINUTES: u16 = 24 * 60;
 
-/// Why typed hours were refused; the text names the field and is shown to the admin.
+/// Why typed hours were refused: the text, which names the field and is shown to the admin, and
+/// the field, which the form marks (a screen reader hears the reason where it is to be fixed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidHours(pub String);
+#[error("{text}")]
+pub struct InvalidHours {
+    pub field: HoursField,
+    pub text: String,
+}
+
+/// The part of the hours a refusal is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoursField {
+    TimeZone,
+    /// A day's spans, Monday 0.
+    Day(usize),
+    AwayMessage,
+    AwayMessages,
+    OutOfHours,
+}
+
+impl InvalidHours {
+    pub fn new(field: HoursField, text: impl Into<String>) -> Self {
+        Self {
+            field,
+            text: text.into(),
+        }
+    }
+}
 
 /// One opening on a day, in minutes after local midnight. `end <= start` means the span runs
 /// past midnight and closes at `end` on the next day (`22:00-02:00`).
@@ -52,11 +76,13 @@ pub struct BusinessHours {
     days: [Vec<OpenSpan>; 7],
 }
 
-fn parse_minutes(raw: &str, day: &str) -> Result<u16, InvalidHours> {
+fn parse_minutes(raw: &str, day: usize) -> Result<u16, InvalidHours> {
+    let name = DAY_NAMES[day];
     let bad = || {
-        InvalidHours(format!(
-            "{day}: \"{raw}\" is not a time; use HH:MM, such as 09:30."
-        ))
+        InvalidHours::new(
+            HoursField::Day(day),
+            format!("{name}: \"{raw}\" is not a time; use HH:MM, such as 09:30."),
+        )
     };
     let (h, m) = raw.trim().split_once(':').ok_or_else(bad)?;
     let is_digits = |s: &str, lengths: std::ops::RangeInclusive<usize>| {
@@ -75,7 +101,9 @@ fn parse_minutes(raw: &str, day: &str) -> Result<u16, InvalidHours> {
     Ok(h * 60 + m)
 }
 
-fn parse_day(raw: &str, day: &str) -> Result<Vec<OpenSpan>, InvalidHours> {
+fn parse_day(raw: &str, day: usize) -> Result<Vec<OpenSpan>, InvalidHours> {
+    let name = DAY_NAMES[day];
+    let refused = |text: String| InvalidHours::new(HoursField::Day(day), text);
     let mut spans = Vec::new();
     for part in raw
         .split([',', ';'])
@@ -83,14 +111,14 @@ fn parse_day(raw: &str, day: &str) -> Result<Vec<OpenSpan>, InvalidHours> {
         .filter(|p| !p.is_empty())
     {
         let (start, end) = part.split_once('-').ok_or_else(|| {
-            InvalidHours(format!(
-                "{day}: \"{part}\" is not a span; use START-END, such as 09:00-17:00."
+            refused(format!(
+                "{name}: \"{part}\" is not a span; use START-END, such as 09:00-17:00."
             ))
         })?;
         let (start, end) = (parse_minutes(start, day)?, parse_minutes(end, day)?);
         if start == DAY_MINUTES || start == end {
-            return Err(InvalidHours(format!(
-                "{day}: \"{part}\" is empty; a span needs an end different from its start."
+            return Err(refused(format!(
+                "{name}: \"{part}\" is empty; a span needs an end different from its start."
             )));
         }
         // 24:00 as an end is midnight after the day, the same as 00:00 (an overnight span ending
@@ -101,8 +129,8 @@ fn parse_day(raw: &str, day: &str) -> Result<Vec<OpenSpan>, InvalidHours> {
         });
     }
     if spans.len() > MAX_SPANS_PER_DAY {
-        return Err(InvalidHours(format!(
-            "{day}: at most {MAX_SPANS_PER_DAY} spans a day."
+        return Err(refused(format!(
+            "{name}: at most {MAX_SPANS_PER_DAY} spans a day."
         )));
     }
     spans.sort_by_key(|s| s.start);
@@ -120,13 +148,16 @@ impl BusinessHours {
     pub fn parse(zone: &str, days: &[String; 7]) -> Result<Self, InvalidHours> {
         let zone_name = zone.trim();
         let tz = TimeZone::get(zone_name).map_err(|_| {
-            InvalidHours(format!(
-                "\"{zone_name}\" is not a time zone; use an IANA name such as Europe/Berlin."
-            ))
+            InvalidHours::new(
+                HoursField::TimeZone,
+                format!(
+                    "\"{zone_name}\" is not a time zone; use an IANA name such as Europe/Berlin."
+                ),
+            )
         })?;
         let mut parsed: [Vec<OpenSpan>; 7] = Default::default();
-        for ((slot, raw), name) in parsed.iter_mut().zip(days).zip(DAY_NAMES) {
-            *slot = parse_day(raw, name)?;
+        for (day, (slot, raw)) in parsed.iter_mut().zip(days).enumerate() {
+            *slot = parse_day(raw, day)?;
         }
         Ok(Self {
             zone_name: zone_name.to_owned(),
@@ -237,8 +268,9 @@ impl OutOfHours {
         match raw.trim() {
             "email" => Ok(Self::Email),
             "accept" => Ok(Self::Accept),
-            _ => Err(InvalidHours(
-                "Choose what the chat does out of hours.".to_owned(),
+            _ => Err(InvalidHours::new(
+                HoursField::OutOfHours,
+                "Choose what the chat does out of hours.",
             )),
         }
     }
@@ -422,14 +454,16 @@ mod tests {
         let mut days: [String; 7] = Default::default();
         days[1] = "09:00-25:00".to_owned();
         let err = BusinessHours::parse("Europe/Berlin", &days).unwrap_err();
-        assert!(err.0.starts_with("Tuesday:"), "{err}");
+        assert!(err.text.starts_with("Tuesday:"), "{err}");
+        assert_eq!(err.field, HoursField::Day(1), "the form marks Tuesday");
         days[1] = "9-17".to_owned();
         assert!(BusinessHours::parse("Europe/Berlin", &days).is_err());
         days[1] = "09:00-09:00".to_owned();
         assert!(BusinessHours::parse("Europe/Berlin", &days).is_err());
         days[1] = "09:00-17:00".to_owned();
         let err = BusinessHours::parse("Mars/Olympus_Mons", &days).unwrap_err();
-        assert!(err.0.contains("not a time zone"), "{err}");
+        assert!(err.text.contains("not a time zone"), "{err}");
+        assert_eq!(err.field, HoursField::TimeZone);
         let hours = BusinessHours::parse(" America/New_York ", &days).expect("valid");
         assert_eq!(hours.zone_name(), "America/New_York");
         assert_eq!(hours.days_text()[1], "09:00-17:00");

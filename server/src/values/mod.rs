@@ -14,7 +14,7 @@ mod visitor_context;
 
 pub use author::Author;
 pub use by_language::{AWAY_LINES, ByLanguage, GREETING_LINES, language_lines};
-pub use hours::{BusinessHours, DAY_NAMES, InvalidHours, OutOfHours, SiteHours};
+pub use hours::{BusinessHours, DAY_NAMES, HoursField, InvalidHours, OutOfHours, SiteHours};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};

@@ -103,6 +103,21 @@ test("a private note being written never tells the visitor the agent is typing",
   await v.page.waitForTimeout(300);
   assert.equal(await v.page.getByText("refund without asking").count(), 0, "a note reached the visitor");
   assert.equal(await v.page.getByText("Let me check").count(), 0, "a note reached the visitor");
+
+  // Back on the conversation with no draft, the box is on Reply, the default, whatever was chosen
+  // last (typed answers became notes the visitor never got); a note's unsent draft comes back as
+  // a note.
+  const isNote = () => page.getByRole("radio", { name: "Private note" }).isChecked();
+  await page.reload();
+  assert.equal(await isNote(), false, "a note sent earlier left the page in note mode");
+  await page.getByRole("radio", { name: "Private note" }).check();
+  await box.fill("half a note");
+  await page.reload();
+  assert.equal(await box.inputValue(), "half a note");
+  assert.equal(await isNote(), true, "the draft came back as a reply");
+  await box.fill("");
+  await page.reload();
+  assert.equal(await isNote(), false, "an emptied note draft kept note mode");
   await v.context.close();
   await context.close();
 });

@@ -361,7 +361,9 @@
       if (typingSince) { typingSince = 0; sendTyping(false); }
     };
     // Reply or private note: chosen before writing, and only a reply is announced as typing. The
-    // choice is kept beside the draft, so a note restored after signing in again is still a note.
+    // choice is kept beside the draft, so a note restored after signing in again is still a note;
+    // without a draft the page opens on Reply, the default: an agent back on a conversation where
+    // they once added a note typed answers the visitor never got.
     const modeKey = key + "#kind";
     const mode = () => form.elements.kind.value;
     const label = form.querySelector("label[for=reply-body]");
@@ -370,7 +372,7 @@
       box.placeholder = note ? "Write a private note (only your team sees it)\u2026" : "Write a reply\u2026";
       label.textContent = note ? "Your private note" : "Your reply";
     };
-    if (drafts.get(modeKey) === "note") form.querySelector("[name=kind][value=note]").checked = true;
+    if (box.value && drafts.get(modeKey) === "note") form.querySelector("[name=kind][value=note]").checked = true;
     for (const radio of form.elements.kind) {
       radio.addEventListener("change", () => {
         showMode();
@@ -537,6 +539,7 @@
         idTried = null;
         box.value = "";
         drafts.set(key, "");
+        drafts.set(modeKey, "");
         if (ready.length) {
           for (const f of ready) f.li.remove();
           files = files.filter((f) => !ready.includes(f));

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::conversation_status::{closed_hint, newer_conversation, status_form};
-use crate::layout::{CsrfField, KeysSaid, Nav, Notice, NoticeBox, Section, document};
+use crate::layout::{CsrfField, KeysSaid, Nav, Notice, NoticeBox, Section, document, field_marks};
 use crate::links::linked_text;
 use crate::snooze::snooze_panel;
 use crate::tags::{TagView, tags_panel};
@@ -80,6 +80,9 @@ pub struct AgentOption {
     pub name: String,
 }
 
+/// The id of the side panel's assignee picker.
+pub const ASSIGNEE_FIELD: &str = "assignee";
+
 /// What a refused form of the side panel held, given back in it, which takes the focus.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refused {
@@ -89,6 +92,9 @@ pub enum Refused {
     SnoozeUntil(String),
     /// *Edit name and email*: what was typed, and the field refused.
     Contact(TypedContact),
+    /// *Assign*: the agent picked cannot take it (disabled or deleted since the page loaded);
+    /// the picker, drawn anew, no longer offers them.
+    Assignee,
 }
 
 /// The side panel: status, assignment, visitor details.
@@ -405,6 +411,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
         .zip(aside.assignee.clone())
         .map(|(id, name)| view! { <option value=id selected>{format!("{name} (disabled)")}</option> });
     let mut visitor = aside.visitor;
+    let assignee_marked = (aside.refused == Some(Refused::Assignee)).then_some(ASSIGNEE_FIELD);
     let (typed_tags, typed_until) = match aside.refused {
         Some(Refused::Tags(typed)) => (Some(typed), None),
         Some(Refused::SnoozeUntil(typed)) => (None, Some(typed)),
@@ -412,7 +419,7 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
             visitor.contact.refused = Some(typed);
             (None, None)
         }
-        None => (None, None),
+        Some(Refused::Assignee) | None => (None, None),
     };
     let snooze = snooze_panel(
         id,
@@ -450,7 +457,8 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     <input type="hidden" name="from" value=from/>
                     <label for="assignee">"Assignee"</label>
                     <div class="inline-controls">
-                        <select id="assignee" name="assignee">
+                        <select id=ASSIGNEE_FIELD name="assignee"
+                            {..field_marks(assignee_marked, ASSIGNEE_FIELD, None)}>
                             <option value="" selected=aside.assignee_id.is_none()>"Nobody"</option>
                             {former}
                             {options}

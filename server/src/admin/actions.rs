@@ -7,12 +7,12 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
-use porch_app::conversation::Refused;
+use porch_app::conversation::{ASSIGNEE_FIELD, Refused};
 use porch_app::layout::Notice;
 use porch_app::tags::TAG_FIELD;
 use serde::Deserialize;
 
-use crate::chat::{Invalid, Tag};
+use crate::chat::{self, Invalid, Tag};
 use crate::state::AppState;
 use crate::store::{self, ConversationId, UserId};
 
@@ -174,7 +174,13 @@ async fn post_assign(
     let unchanged = expected == store::Expected::Is(target);
     if !unchanged {
         let assignee = match target {
-            Some(user) => Some(app.chat.find_agent(user).await?),
+            Some(user) => match app.chat.find_agent(user).await {
+                Ok(agent) => Some(agent),
+                Err(chat::Error::NotFound(_)) => {
+                    return Ok(cannot_take_it(app, &who, answer, user).await);
+                }
+                Err(err) => return Err(err.into()),
+            },
             None => None,
         };
         let changed = app
@@ -194,6 +200,30 @@ async fn post_assign(
         ));
     }
     Ok(answer.done("assignee"))
+}
+
+/// An *Assign* to someone disabled or deleted since the page was drawn: the page again, its
+/// picker drawn anew without them and marked, saying so (it was a 404 page that said the agent
+/// "may have been deleted", of a colleague who was only disabled).
+async fn cannot_take_it(app: &AppState, who: &SignedIn, answer: &Answer, user: UserId) -> Response {
+    let named = app
+        .readers
+        .read(move |c| store::find_user(c, user))
+        .await
+        .ok()
+        .flatten();
+    let message = match named {
+        Some(user) => format!(
+            "{} is disabled, so nothing changed: choose someone else.",
+            user.name
+        ),
+        None => "That person is no longer on the team, so nothing changed: choose someone \
+                 else."
+            .to_owned(),
+    };
+    let err = PageError::new(StatusCode::CONFLICT, "Cannot take it", message);
+    let kept = (ASSIGNEE_FIELD, Some(Refused::Assignee));
+    answer.refused_on_page(app, who, err, kept).await
 }
 
 /// `POST /conversations/{id}/close`.

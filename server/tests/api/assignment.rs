@@ -292,3 +292,81 @@ async fn a_disabled_assignee_stays_selected_and_an_unchanged_assign_keeps_them()
     assert_eq!(stale.header("location"), Some(refused.as_str()));
     assert_ne!(assignee_of(&app, id), bo_id);
 }
+
+/// *Assign* to a colleague disabled since the page was drawn (its picker still offered them):
+/// the conversation's page again, 409, saying who is disabled, with the picker drawn anew
+/// without them and marked; nothing changes. It was a 404 page saying the agent "may have been
+/// deleted", with no way back but the inbox.
+#[tokio::test]
+async fn assigning_someone_disabled_meanwhile_comes_back_to_the_page() {
+    let Team { app, ana, id, .. } = team_and_a_chat().await;
+    let page = format!("/conversations/{id}");
+    let bo_id = app.count("SELECT id FROM users WHERE email = 'bo@example.com'");
+    let offered = format!(r#"<option value="{bo_id}">Bo</option>"#);
+    assert!(
+        send(&app, "GET", &page, &ana.cookie, None)
+            .await
+            .body
+            .contains(&offered)
+    );
+    let disabled = send(
+        &app,
+        "POST",
+        &format!("/team/{bo_id}/disable"),
+        &ana.cookie,
+        Some(&form(&[("csrf", &ana.csrf)])),
+    )
+    .await;
+    assert_eq!(disabled.status, 303);
+
+    let to_bo = form(&[
+        ("csrf", &ana.csrf),
+        ("assignee", &bo_id.to_string()),
+        ("from", ""),
+    ]);
+    let answer = send(
+        &app,
+        "POST",
+        &format!("{page}/assign"),
+        &ana.cookie,
+        Some(&to_bo),
+    )
+    .await;
+    assert_eq!(answer.status, 409, "{}", answer.body);
+    assert!(
+        answer
+            .body
+            .contains("Bo is disabled, so nothing changed: choose someone else."),
+        "{}",
+        answer.body
+    );
+    assert!(
+        !answer.body.contains(&offered),
+        "the picker still offers Bo"
+    );
+    assert!(
+        answer
+            .body
+            .contains(r#"<select id="assignee" name="assignee" aria-invalid="true""#),
+        "{}",
+        answer.body
+    );
+    assert_eq!(assignee_of(&app, id), 0, "nobody has it");
+
+    // Someone deleted from the database altogether is named as no longer on the team.
+    let gone = form(&[("csrf", &ana.csrf), ("assignee", "999"), ("from", "")]);
+    let answer = send(
+        &app,
+        "POST",
+        &format!("{page}/assign"),
+        &ana.cookie,
+        Some(&gone),
+    )
+    .await;
+    assert_eq!(answer.status, 409);
+    assert!(
+        answer.body.contains("no longer on the team"),
+        "{}",
+        answer.body
+    );
+}

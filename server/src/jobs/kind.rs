@@ -37,9 +37,10 @@ pub enum JobKind {
 /// outage's retries (about 17 in the first hour, then one every 30 minutes).
 const CHAT_MAX_ATTEMPTS: u32 = 64;
 /// Attempts before a chat delivery is given up while other deliveries to its destination
-/// succeed (about an hour and a half): the destination is up and this delivery is the problem,
-/// so it should not hold its conversation's queue for a day.
-const CHAT_ATTEMPTS_WHILE_UP: u32 = 25;
+/// succeed (about an hour and a half: the 19th comes 84 to 100 minutes after the first): the
+/// destination is up and this delivery is the problem, so it should not hold its
+/// conversation's queue for a day.
+const CHAT_ATTEMPTS_WHILE_UP: u32 = 19;
 /// The same for mail (about 15 minutes: a server that takes others' mail but refuses this one
 /// for longer will not take it).
 const EMAIL_ATTEMPTS_WHILE_UP: u32 = 10;

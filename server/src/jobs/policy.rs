@@ -55,6 +55,29 @@ mod tests {
         }
     }
 
+    /// While its destination takes other deliveries, a failing chat post is given up after
+    /// about an hour and a half and a mail after about 15 minutes (docs/jobs.md, "Retries"),
+    /// from the first attempt to the last, with or without the jitter's 20 %. The chat budget
+    /// was 25 attempts, which the 30-minute waits from attempt 18 on made 4.4 to 5.3 hours.
+    #[test]
+    fn the_budget_while_the_destination_is_up_is_the_time_the_docs_say() {
+        use crate::jobs::JobKind;
+        for (kind, minutes) in [
+            (JobKind::SlackPost, 75.0..=105.0),
+            (JobKind::DiscordPost, 75.0..=105.0),
+            (JobKind::EmailReply, 12.0..=18.0),
+        ] {
+            let last: f64 = (1..kind.attempts_while_up())
+                .map(|attempt| scheduled(attempt).as_secs_f64() / 60.0)
+                .sum();
+            assert!(
+                minutes.contains(&last) && minutes.contains(&(last * 1.2)),
+                "{kind}: the last attempt after {last:.1} to {:.1} minutes",
+                last * 1.2
+            );
+        }
+    }
+
     /// The chat and mail budgets end with their deadline: without jitter their last attempt
     /// comes within a couple of hours of it, so neither ends an outage's retries long before
     /// the other; and the first hour holds a try every few minutes.

@@ -33,7 +33,7 @@ pub struct Thumbnail {
 
 /// The image declares more than [`MAX_PIXELS`] pixels or a side over 20,000 pixels.
 #[derive(Debug, thiserror::Error)]
-#[error("the image is larger than 50 megapixels")]
+#[error("the image is larger than 50 megapixels or 20,000 pixels a side")]
 pub struct TooLarge;
 
 /// Why an image is not taken.

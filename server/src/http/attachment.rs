@@ -107,7 +107,7 @@ pub fn upload_failed(err: attachments::Error) -> Response {
         attachments::Error::TooLarge(_) => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "image_too_large",
-            "Images can be at most 50 megapixels.",
+            "Images can be at most 50 megapixels, and 20,000 pixels a side.",
         ),
         attachments::Error::Store(err) => ApiError::from(Failure::from(err)),
         attachments::Error::Interrupted => ApiError::from(Failure::Internal),

@@ -788,6 +788,11 @@ async fn a_decompression_bomb_is_refused_and_nothing_is_stored() {
         let (status, answer) = upload(&app, &site, &ann.token, "wide.png", bomb).await;
         assert_eq!(status, 422, "{answer}");
         assert_eq!(answer["error"]["code"], "image_too_large");
+        // The words name both limits: a panorama of 60,000 pixels in all broke the side's.
+        assert_eq!(
+            answer["error"]["message"],
+            "Images can be at most 50 megapixels, and 20,000 pixels a side."
+        );
     }
     assert_eq!(app.count("SELECT count(*) FROM attachments"), 0);
     // Just under the limit (7,000 × 7,000 = 49 megapixels) is accepted, with a thumbnail.

@@ -223,6 +223,15 @@ fn refuse_arguments(err: &clap::Error) -> ExitCode {
         && let Some(other_flag) = prior.split_whitespace().next()
         && let Some(other) = env_of_flag(other_flag)
     {
+        // The same flag twice on the command line (a variable is one value, and a flag wins
+        // over it): "PORCH_READERS (--readers) and PORCH_READERS (--readers)" said nothing.
+        if other_flag == flag {
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {flag} was given twice: give it once"
+            );
+            return ExitCode::from(2);
+        }
         let _ = writeln!(
             std::io::stderr(),
             "error: {variable} ({flag}) and {other} ({other_flag}) cannot both be set: give one"

@@ -407,6 +407,15 @@ fn porch_args(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// A flag given twice is said so, once: it read "PORCH_READERS (--readers) and PORCH_READERS
+/// (--readers) cannot both be set".
+#[test]
+fn config_a_flag_given_twice_is_said_so() {
+    let (code, said) = porch_args(&["serve", "--readers", "2", "--readers", "3"]);
+    assert_eq!(code, Some(2), "{said}");
+    assert_eq!(said, "error: --readers was given twice: give it once\n");
+}
+
 #[test]
 fn config_a_flag_in_the_wrong_place_or_without_its_value_is_named_as_typed() {
     // Before the command: clap's text, with its tip on where the flag goes; no variable blamed.

@@ -358,13 +358,28 @@ impl Config {
     }
 }
 
+/// A duration as a refusal shows it: in days past a day, never in humantime's months and years
+/// (a year is 365.25 days there, so `366days` came back as "got 1year 18h", a value nobody typed).
+fn show(value: Duration) -> String {
+    const DAY: u64 = 86_400;
+    let secs = value.as_secs();
+    if secs < DAY || value.subsec_nanos() != 0 {
+        return humantime::format_duration(value).to_string();
+    }
+    let days = secs / DAY;
+    let unit = if days == 1 { "day" } else { "days" };
+    match Duration::from_secs(secs % DAY) {
+        rest if rest.is_zero() => format!("{days}{unit}"),
+        rest => format!("{days}{unit} {}", humantime::format_duration(rest)),
+    }
+}
+
 fn duration(
     variable: &'static str,
     value: Duration,
     min: Duration,
     max: Duration,
 ) -> Result<(), ConfigError> {
-    let show = humantime::format_duration;
     if value < min {
         Err(ConfigError::new(
             variable,
@@ -426,7 +441,17 @@ mod tests {
         assert!(duration("PORCH_AUDIT_RETENTION", ten, DAY, 10 * YEAR).is_ok());
         let over = humantime::parse_duration("366days").expect("a duration");
         let refused = duration("PORCH_JOB_RETENTION", over, MINUTE, YEAR).expect_err("over");
-        assert!(refused.to_string().contains("at most 1year"), "{refused}");
+        // In days, as typed: humantime's own words were "at most 1year (got 1year 18h)".
+        assert!(
+            refused
+                .to_string()
+                .ends_with("must be at most 365days 6h (got 366days)"),
+            "{refused}"
+        );
+        let day = Duration::from_hours(24);
+        assert_eq!(show(day), "1day");
+        assert_eq!(show(day + Duration::from_secs(90)), "1day 1m 30s");
+        assert_eq!(show(Duration::from_secs(90)), "1m 30s");
     }
 
     #[test]

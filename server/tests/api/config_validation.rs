@@ -407,8 +407,8 @@ fn porch_args(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
-/// A flag given twice is said so, once: it read "PORCH_READERS (--readers) and PORCH_READERS
-/// (--readers) cannot both be set".
+/// A flag given twice is said so, once: it read "`PORCH_READERS` (--readers) and
+/// `PORCH_READERS` (--readers) cannot both be set".
 #[test]
 fn config_a_flag_given_twice_is_said_so() {
     let (code, said) = porch_args(&["serve", "--readers", "2", "--readers", "3"]);

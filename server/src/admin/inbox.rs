@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::chat::{Agent, MessageBody};
 use crate::state::AppState;
 use crate::store::{self, ConversationId};
-use crate::values::ClientId;
+use crate::values::{BODY_CONTROL, BODY_TOO_LONG, ClientId};
 
 use super::auth::NoticeQuery;
 use super::bulk::BulkDone;
@@ -88,6 +88,11 @@ pub async fn conversation_page(
         )),
         "too-long" => Some(Notice::Error(
             "The reply is longer than 4,000 characters.".into(),
+        )),
+        "control" => Some(Notice::Error(
+            "The reply holds a control character (such as NUL, often pasted along unseen): \
+             remove it, only tab and line breaks are allowed."
+                .into(),
         )),
         "newer" => Some(Notice::Error(
             "The older conversation stays closed: the visitor has started this one since. \
@@ -253,10 +258,12 @@ async fn post_reply(
                     invalid.0,
                 ));
             }
-            let code = if form.body.trim().is_empty() {
-                "empty"
-            } else {
-                "too-long"
+            // Named by the refusal itself: a short text holding a NUL was "longer than
+            // 4,000 characters".
+            let code = match invalid.0.as_ref() {
+                BODY_CONTROL => "control",
+                BODY_TOO_LONG => "too-long",
+                _ => "empty",
             };
             return Ok(see_other(&format!("/conversations/{id}?error={code}")));
         }
@@ -276,7 +283,7 @@ async fn post_reply(
             name: who.user.name.clone(),
         };
         app.chat
-            .take_on_reply(conversation, &who.user, client_id.as_ref())
+            .take_on_reply(conversation, &who.user, client_id.as_ref(), &attachments)
             .await?;
         app.chat
             .post_agent_message(conversation, &agent, body, attachments, client_id)

@@ -323,12 +323,15 @@ impl Chat {
     /// conversation"). Called before the reply is stored, so the history reads "Ana took this
     /// conversation" and then her reply. Returns whether it took it; a colleague's conversation,
     /// a closed one, one taken meanwhile, or a resend of a reply already stored under
-    /// `client_id` (the first send took it, if it was free) is left as it is.
+    /// `client_id` (the first send took it, if it was free) is left as it is; so is one whose
+    /// reply names `attachments` that are not all the agent's free uploads on its site: the
+    /// reply is then refused, and a refused reply takes nothing.
     pub async fn take_on_reply(
         &self,
         id: ConversationId,
         by: &UserRow,
         client_id: Option<&ClientId>,
+        attachments: &[String],
     ) -> Result<bool, Error> {
         if let Some(client_id) = client_id.cloned() {
             let user = by.id;
@@ -340,8 +343,23 @@ impl Chat {
                 return Ok(false);
             }
         }
-        if self.find_conversation(id).await?.status != "open" {
+        let conversation = self.find_conversation(id).await?;
+        if conversation.status != "open" {
             return Ok(false);
+        }
+        if !attachments.is_empty() {
+            let (site, uploader, ids) = (
+                conversation.site_id,
+                store::Uploader::Agent(by.id),
+                attachments.to_vec(),
+            );
+            let takeable = self
+                .readers
+                .read(move |c| store::are_free_uploads(c, site, uploader, &ids))
+                .await?;
+            if !takeable {
+                return Ok(false);
+            }
         }
         self.assign_conversation(id, by, Some(by), store::Expected::Is(None), None)
             .await

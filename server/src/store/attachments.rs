@@ -164,13 +164,25 @@ pub(super) fn can_take_visitor_uploads(
     if is_resend {
         return Ok(true);
     }
+    let browser = Uploader::Visitor(message.upload_hash);
+    are_free_uploads(conn, message.site_id, browser, &message.attachments)
+}
+
+/// Whether every id in `ids`, each named once, is a free upload of `uploader` on `site`: one
+/// [`attach_to_message`] would take.
+pub fn are_free_uploads(
+    conn: &Connection,
+    site: SiteId,
+    uploader: Uploader,
+    ids: &[String],
+) -> Result<bool, Error> {
+    let (token_hash, user_id) = uploader_columns(uploader);
     let mut free =
         conn.prepare_cached(&format!("SELECT 1 FROM attachments WHERE {FREE_UPLOAD}"))?;
     let mut seen = HashSet::new();
-    for id in &message.attachments {
+    for id in ids {
         let params = named_params! {
-            ":id": id, ":site": message.site_id, ":token_hash": message.upload_hash.as_slice(),
-            ":user_id": None::<UserId>,
+            ":id": id, ":site": site, ":token_hash": token_hash, ":user_id": user_id,
         };
         if !seen.insert(id) || free.query_row(params, |_| Ok(())).optional()?.is_none() {
             return Ok(false);

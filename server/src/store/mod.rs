@@ -64,7 +64,7 @@ pub use api_tokens::{
     find_api_token_use, insert_api_token, list_api_tokens, list_api_tokens_of, touch_api_token,
 };
 pub use attachments::{
-    AttachmentMeta, AttachmentPart, NewAttachment, StoredAttachment, Uploader,
+    AttachmentMeta, AttachmentPart, NewAttachment, StoredAttachment, Uploader, are_free_uploads,
     delete_unattached_attachments, delete_visitor_uploads, find_attachment, find_attachment_limit,
     insert_attachment, insert_attachment_chunk, insert_attachment_thumbnail, list_visitor_files,
     read_attachment_data, read_attachment_part, set_attachment_limit,

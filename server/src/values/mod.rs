@@ -20,8 +20,9 @@ pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};
 pub use tag::{MAX_TAG_CHARS, MAX_TAGS, Tag};
 pub use text::{
-    ClientId, Invalid, MAX_BODY_CHARS, MessageBody, Origin, breaks_the_line, continued, indented,
-    is_direction_control, is_invisible, is_visitor_email, lines_as_shown, one_line,
+    BODY_CONTROL, BODY_EMPTY, BODY_TOO_LONG, ClientId, Invalid, MAX_BODY_CHARS, MessageBody,
+    Origin, breaks_the_line, continued, indented, is_direction_control, is_invisible,
+    is_visitor_email, lines_as_shown, one_line,
 };
 pub use token_scope::TokenScope;
 pub use visitor_context::{MAX_URL_CHARS, VisitorContext};

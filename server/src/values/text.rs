@@ -142,6 +142,13 @@ fn is_refused_control(c: char) -> bool {
     c.is_control() && !matches!(c, '\t' | '\n' | '\r')
 }
 
+/// Why [`MessageBody::parse`] refuses a body: its [`Invalid`] is one of these, so a caller that
+/// says it in its own words (the inbox's page) can tell which.
+pub const BODY_EMPTY: &str = "The message is empty.";
+pub const BODY_CONTROL: &str =
+    "The message holds a control character (such as NUL); only tab and line breaks are allowed.";
+pub const BODY_TOO_LONG: &str = "The message is longer than 4,000 characters.";
+
 /// A message body: trimmed, 1 to [`MAX_BODY_CHARS`] characters, something visible among them,
 /// and no control characters but tab and line breaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,18 +159,13 @@ impl MessageBody {
     pub fn parse(raw: &str) -> Result<Self, Invalid> {
         let trimmed = raw.trim();
         if is_blank(trimmed) {
-            return Err(Invalid::from("The message is empty."));
+            return Err(Invalid::from(BODY_EMPTY));
         }
         if trimmed.contains(is_refused_control) {
-            return Err(Invalid::from(
-                "The message holds a control character (such as NUL); only tab and line breaks \
-                 are allowed.",
-            ));
+            return Err(Invalid::from(BODY_CONTROL));
         }
         if trimmed.chars().count() > MAX_BODY_CHARS {
-            return Err(Invalid::from(
-                "The message is longer than 4,000 characters.",
-            ));
+            return Err(Invalid::from(BODY_TOO_LONG));
         }
         Ok(Self(trimmed.to_owned()))
     }

@@ -370,3 +370,49 @@ async fn assigning_someone_disabled_meanwhile_comes_back_to_the_page() {
         answer.body
     );
 }
+
+/// A reply refused takes nothing: one naming an upload that is not the agent's (swept after its
+/// hour, already sent, or made up) was refused "Not saved" after it had taken the conversation,
+/// with a lone "… took this conversation" line and no reply. A text holding a control character
+/// is said to, not to be "longer than 4,000 characters".
+#[tokio::test]
+async fn a_refused_reply_takes_nothing_and_says_why() {
+    let Team { app, bo, id, .. } = team_and_a_chat().await;
+    let path = format!("/conversations/{id}/reply");
+    let unknown = form(&[
+        ("csrf", &bo.csrf),
+        ("kind", "reply"),
+        ("body", "Here is the invoice"),
+        ("client_id", "r-unknown"),
+        ("attachments", "att_aaaaaaaaaaaaaaaaaaaaaaaaaa"),
+    ]);
+    let refused = send(&app, "POST", &path, &bo.cookie, Some(&unknown)).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        (assignee_of(&app, id), took_lines(&app)),
+        (0, 0),
+        "a refused reply took the conversation"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM messages WHERE author = 'agent'"),
+        0
+    );
+
+    let control = form(&[
+        ("csrf", &bo.csrf),
+        ("kind", "reply"),
+        ("body", "a\u{0}b"),
+        ("client_id", "r-control"),
+    ]);
+    let refused = send(&app, "POST", &path, &bo.cookie, Some(&control)).await;
+    let location = format!("/conversations/{id}?error=control");
+    assert_eq!(refused.header("location"), Some(location.as_str()));
+    let page = send(&app, "GET", &location, &bo.cookie, None).await;
+    assert!(
+        page.body
+            .contains("The reply holds a control character (such as NUL"),
+        "{}",
+        page.body
+    );
+    assert_eq!(assignee_of(&app, id), 0);
+}

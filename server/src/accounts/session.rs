@@ -31,6 +31,9 @@ pub const ANY_EMAIL: &str = "(any email)";
 
 /// How long a session lasts. Fixed, not sliding: a stolen cookie stops working by itself.
 pub const SESSION_LIFETIME: Duration = Duration::from_hours(14 * 24);
+/// How often a live stream looks for its session in the database, so that one ended by another
+/// process (the command line) ends its streams within this long.
+pub const SESSION_RECHECK: Duration = Duration::from_secs(5);
 
 /// The session cookie's name over plain http (`admin::session` adds the `__Host-` prefix over
 /// https). Its value is a random secret; the database keeps only its hash. The load test's
@@ -350,6 +353,28 @@ impl Accounts {
             .await?;
         self.revocations.revoke_session(&id_hash);
         Ok(())
+    }
+
+    /// Resolves when the session of a live stream watched by `watch` ends: revoked in this
+    /// process, expired, or gone from the database. The last is how a session ended by another
+    /// process is found (`porch user set-password` or `reset-2fa` beside the running server,
+    /// sharing no memory with it): checked every [`SESSION_RECHECK`], one indexed read per
+    /// stream. Until 2026-12-07 such a stream ran until it reconnected, which a stolen
+    /// session's holder need never do.
+    pub async fn session_ended(&self, watch: &SessionWatch, cookie_value: &str) {
+        let gone = async {
+            loop {
+                tokio::time::sleep(SESSION_RECHECK).await;
+                // A failed read (the database busy) is no proof either way: look again later.
+                if matches!(self.find_session(cookie_value).await, Ok(None)) {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            () = watch.ended() => {}
+            () = gone => {}
+        }
     }
 
     /// Watches the session behind a cookie value for one live stream, which must stop when

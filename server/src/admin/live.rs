@@ -149,7 +149,7 @@ pub async fn inbox_events(
             _ = stream_inbox(&app, who.user.id, &filter, after, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
-            () = session.ended() => {}
+            () = app.accounts.session_ended(&session, &who.cookie_value) => {}
         }
     });
     sse::response(rx)
@@ -321,7 +321,7 @@ pub async fn count_events(State(app): State<AppState>, who: SignedIn) -> Respons
             _ = stream_counts(&app, who.user.id, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
-            () = session.ended() => {}
+            () = app.accounts.session_ended(&session, &who.cookie_value) => {}
         }
     });
     sse::response(rx)
@@ -373,7 +373,7 @@ pub async fn conversation_events(
             _ = stream_conversation(&app, &who, ConversationId(id), after, &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
-            () = session.ended() => {}
+            () = app.accounts.session_ended(&session, &who.cookie_value) => {}
         }
     });
     sse::response(rx)

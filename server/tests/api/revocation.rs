@@ -42,8 +42,13 @@ pub(crate) async fn open_stream(app: &TestApp, path: &str, cookie: &str) -> (Res
 }
 
 /// The stream ends (the server closes it) within `WITHIN`.
-async fn assert_ends(mut stream: Response, what: &str) {
-    let ended = tokio::time::timeout(WITHIN, async {
+async fn assert_ends(stream: Response, what: &str) {
+    assert_ends_within(stream, what, WITHIN).await;
+}
+
+/// The stream ends (the server closes it) within `within`.
+async fn assert_ends_within(mut stream: Response, what: &str, within: Duration) {
+    let ended = tokio::time::timeout(within, async {
         // Until the end of the body (`None`) or of the connection (an error).
         while let Ok(Some(_)) = stream.chunk().await {}
     })
@@ -198,6 +203,10 @@ async fn the_command_line_sets_a_forgotten_password_and_ends_every_session() {
         "untouched"
     );
 
+    // A live stream of the session, as a stolen session's holder would keep open: the command
+    // runs in another process, and the server finds the session gone at its next look (every
+    // 5 s; it ran on until the stream reconnected, which its holder need never do).
+    let (stream, _) = open_stream(&app, "/inbox/events", &tab.cookie).await;
     let (ok, out) = porch_user(
         &app,
         &["set-password", "BO@example.com"],
@@ -209,6 +218,7 @@ async fn the_command_line_sets_a_forgotten_password_and_ends_every_session() {
         303,
         "signed out"
     );
+    assert_ends_within(stream, "set-password", Duration::from_secs(8)).await;
     let old = sign_in(&app, "bo@example.com", PASSWORD).await;
     assert!(
         old.cookie("porch_session").is_none(),

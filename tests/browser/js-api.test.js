@@ -183,6 +183,17 @@ test("calls queued before the snippet run; off() removes a handler; a throwing h
       await waitFor("the handler's second error", () => seen.errors.length === 2);
       // Unknown calls and bad arguments are ignored, not thrown.
       await page.evaluate(() => { Porch.push(["nope"]); Porch.push(null); Porch.on("open"); Porch.toggle(); });
+      // Names an object's prototype has are unknown names too (they threw a TypeError).
+      const thrown = await page.evaluate(() => {
+        const said = [];
+        for (const name of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+          for (const call of [() => Porch.on(name, () => {}), () => Porch.off(name, () => {})]) {
+            try { call(); } catch (e) { said.push(`${name}: ${e.message}`); }
+          }
+        }
+        return said;
+      });
+      assert.deepEqual(thrown, []);
       await page.locator("[data-porch=panel]").waitFor({ state: "hidden" });
       await page.waitForTimeout(300);
       assert.deepEqual(seen.errors.map((e) => e.message), ["the site's own bug", "the site's own bug"]);

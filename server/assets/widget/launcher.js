@@ -10,7 +10,8 @@
     // Anything else called Porch (an element with id="Porch", which browsers expose as window.Porch) is no queue.
     const P = w.Porch, q = Array.isArray(P) || (P && P.on) ? P : [];
     if (!q.push || q.on) return;
-    const H = {}; // event handlers by name
+    // Event handlers by name; no prototype, so `on("constructor", f)` finds no array to push to.
+    const H = Object.create(null);
     let btn, isOpen = false, asked, early, go, opener;
     // A handler that throws is reported on its own (asynchronously), never to the chat or other handlers.
     // `open` and `close` come with no argument at all (docs/widget.md), `message` with its one.

@@ -53,13 +53,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
         // A misspelled field is named before the field it then lacks: `{"bdy": …}` is about
         // `bdy`, not a missing `body`.
         if !unknown.is_empty() {
-            let fields = unknown
-                .iter()
-                .map(|field| format!("`{field}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
             return Err(ApiError::invalid(format!(
-                "Unknown field {fields}: this endpoint does not take it (docs/api.md)."
+                "Unknown field {}: this endpoint does not take it (docs/api.md).",
+                super::strict_query::listed_names(&unknown)
             ))
             .into_response());
         }

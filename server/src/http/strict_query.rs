@@ -26,14 +26,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T>
         // It parsed above, so only the unknown names are of interest here.
         let _ = serde_ignored::deserialize::<_, _, T>(
             serde_urlencoded::Deserializer::new(form_urlencoded::parse(raw.as_bytes())),
-            |path| unknown.push(format!("`{path}`")),
+            |path| unknown.push(path.to_string()),
         );
         if unknown.is_empty() {
             return Ok(Self(query));
         }
         Err(ApiError::invalid(format!(
             "Unknown query parameter {}: this endpoint does not take it (docs/api.md).",
-            unknown.join(", ")
+            listed_names(&unknown)
         ))
         .into_response())
     }
@@ -45,37 +45,51 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T>
 /// at most [`NAMED`] parameters, with control characters left out, and counts the rest.
 pub async fn refuse_query(request: Request, next: Next) -> Response {
     let raw = request.uri().query().unwrap_or_default();
-    let mut named: Vec<String> = Vec::new();
-    let mut more = std::collections::HashSet::new();
+    let mut names: Vec<String> = Vec::new();
     for (name, _) in form_urlencoded::parse(raw.as_bytes()) {
-        let name: String = name.chars().filter(|c| !c.is_control()).collect();
-        if named.contains(&name) {
-            continue;
-        }
-        if named.len() < NAMED {
-            named.push(name);
-        } else {
-            more.insert(name);
+        if !names.iter().any(|n| *n == name) {
+            names.push(name.into_owned());
         }
     }
-    if named.is_empty() {
+    if names.is_empty() {
         return next.run(request).await;
     }
-    let list = named
-        .iter()
-        .map(|name| format!("`{name}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let (noun, rest) = match (named.len(), more.len()) {
-        (1, _) => ("parameter", String::new()),
-        (_, 0) => ("parameters", String::new()),
-        (_, n) => ("parameters", format!(" and {n} more")),
+    let noun = if names.len() == 1 {
+        "parameter"
+    } else {
+        "parameters"
     };
     ApiError::invalid(format!(
-        "Unknown query {noun} {list}{rest}: this endpoint takes none (docs/api.md)."
+        "Unknown query {noun} {}: this endpoint takes none (docs/api.md).",
+        listed_names(&names)
     ))
     .into_response()
 }
 
-/// How many unknown parameters a refusal names.
+/// How many unknown names a refusal names.
 const NAMED: usize = 3;
+/// How much of each name it shows.
+const NAME_CHARS: usize = 64;
+
+/// The unknown names a refusal lists, each in backquotes: the first [`NAMED`] and how many more,
+/// each without control characters and cut after [`NAME_CHARS`] characters with "…". They are
+/// echoed before the token is checked, so an answer stays small whatever was sent (a 900 KB
+/// field name came back whole).
+pub(super) fn listed_names(names: &[String]) -> String {
+    let shown = names
+        .iter()
+        .take(NAMED)
+        .map(|name| {
+            let kept: String = name.chars().filter(|c| !c.is_control()).collect();
+            match kept.char_indices().nth(NAME_CHARS) {
+                Some((cut, _)) => format!("`{}…`", &kept[..cut]),
+                None => format!("`{kept}`"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    match names.len().saturating_sub(NAMED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}

@@ -270,6 +270,15 @@ impl Origin {
                 "An origin is scheme://host[:port], without a path, for example https://www.example.com.",
             ));
         }
+        // What the characters above allow but no browser sends as an `Origin`, which could then
+        // never match: a port of 0 or over 65535, two ports, brackets that hold no IPv6 address.
+        let is_sent = reqwest::Url::parse(&lowered)
+            .is_ok_and(|url| url.host().is_some() && url.path() == "/" && url.port() != Some(0));
+        if !is_sent {
+            return Err(Invalid::from(
+                "An origin is scheme://host[:port], the port from 1 to 65535, for example https://www.example.com:8443.",
+            ));
+        }
         let default_port = if lowered.starts_with("https://") {
             ":443"
         } else {
@@ -415,6 +424,20 @@ mod tests {
         assert!(Origin::parse("example.com").is_err());
         assert!(Origin::parse("https://example.com/path").is_err());
         assert!(Origin::parse("https://").is_err());
+        // Shapes no browser sends, so they could never match.
+        for never in [
+            "http://x.test:99999",
+            "http://x.test:0",
+            "http://x.test:80:81",
+            "http://[x.test]",
+        ] {
+            let refused = Origin::parse(never).expect_err(never);
+            assert!(refused.0.contains("1 to 65535"), "{never}: {refused:?}");
+        }
+        assert_eq!(
+            Origin::parse("http://[::1]:8080").map(|o| o.0),
+            Ok("http://[::1]:8080".into())
+        );
         let wildcard = Origin::parse("http://*.example.com").expect_err("a wildcard");
         assert!(wildcard.0.contains("without wildcards"), "{wildcard:?}");
     }

@@ -585,3 +585,46 @@ async fn a_query_parameter_the_call_does_not_take_is_refused_by_name() {
         assert_eq!(answer.status, 200, "{path}: {}", answer.body);
     }
 }
+
+/// Unknown names are echoed cut short, and at most three of them, in a body or a query string,
+/// with or without a token: a 900 KB field name came back whole.
+#[tokio::test]
+async fn unknown_names_are_echoed_short() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = app.add_user_token("Ada", "admin");
+    let long = "k".repeat(8_000);
+    let cut = format!("`{}…`", "k".repeat(64));
+    let query = app
+        .http
+        .get(&format!("/api/v1/conversations?{long}=1"))
+        .bearer_auth(&admin)
+        .answer()
+        .await;
+    let anonymous = app
+        .http
+        .request("POST", &format!("/api/v1/jobs/retry?{long}"))
+        .answer()
+        .await;
+    let keys: serde_json::Map<String, serde_json::Value> = (0..50)
+        .map(|i| (format!("{long}{i}"), serde_json::Value::Null))
+        .collect();
+    let body = app
+        .http
+        .request("POST", "/api/v1/jobs/retry")
+        .bearer_auth(&admin)
+        .header("content-type", "application/json")
+        .body(serde_json::Value::Object(keys).to_string())
+        .answer()
+        .await;
+    for (what, answer) in [
+        ("query", &query),
+        ("anonymous", &anonymous),
+        ("body", &body),
+    ] {
+        let (status, _, message) = error_of(answer);
+        assert_eq!(status, 422, "{what}");
+        assert!(message.contains(&cut), "{what}: {message}");
+        assert!(message.len() < 400, "{what}: {} bytes", message.len());
+    }
+    assert!(error_of(&body).2.contains(" and 47 more:"));
+}

@@ -72,10 +72,14 @@ fn url(raw: &str) -> Option<String> {
 const SECRET_WORDS: &[&str] = &[
     "auth",
     "authorization",
+    "bearer",
     "code",
     "credential",
     "credentials",
     "email",
+    // A signed link's digest: Shopify's `hmac`, Telegram's login `hash`.
+    "hash",
+    "hmac",
     "jwt",
     "jsessionid",
     "key",
@@ -87,7 +91,11 @@ const SECRET_WORDS: &[&str] = &[
     "passwd",
     "password",
     "phpsessid",
+    "pin",
     "pwd",
+    // A SAML sign-in's signed assertion, posted or redirected (`SAMLResponse`, `SAMLRequest`).
+    "samlrequest",
+    "samlresponse",
     "secret",
     "session",
     "sessionid",
@@ -189,12 +197,25 @@ fn redact_pair(pair: &str, depth: u8) -> Cow<'_, str> {
     };
     let bare = name.rsplit('/').next().unwrap_or(name);
     if names_a_secret(&percent_decode_str(bare).decode_utf8_lossy())
+        || is_an_email_address(value)
         || carries_a_secret(value, depth)
     {
         format!("{name}=redacted").into()
     } else {
         pair.into()
     }
+}
+
+/// Whether a value, percent-decoded, is an email address, whatever its parameter's name
+/// (`login_hint=ann@example.org`, `?e=…`, `?user=…`): someone's address is theirs to give.
+fn is_an_email_address(value: &str) -> bool {
+    let decoded = percent_decode_str(value).decode_utf8_lossy();
+    decoded.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && domain.contains('.')
+            && !decoded.contains(|c: char| c.is_whitespace() || "/?#&:;".contains(c))
+            && !domain.contains('@')
+    })
 }
 
 /// Whether a value, percent-decoded (again while that changes it, for an address encoded
@@ -356,6 +377,16 @@ mod tests {
             (
                 "https://a.example/?a=1;token=S17&b=2?code=S18",
                 "https://a.example/?a=1;token=redacted&b=2?code=redacted",
+            ),
+            // Signed links' digests, a SAML assertion, a PIN or bearer value, and an email
+            // address under any name (an outside check found these kept as sent).
+            (
+                "https://a.example/app?shop=s.example&hmac=H1&hash=H2&pin=1234&bearer=B1&SAMLResponse=PD94&id=7",
+                "https://a.example/app?shop=s.example&hmac=redacted&hash=redacted&pin=redacted&bearer=redacted&SAMLResponse=redacted&id=7",
+            ),
+            (
+                "https://a.example/?login_hint=ann%40example.org&e=bo@example.com&user=cy@x.example&at=@home&next=%2Fa%40b",
+                "https://a.example/?login_hint=redacted&e=redacted&user=redacted&at=@home&next=%2Fa%40b",
             ),
             // Names written as one word, ending in a secret's word.
             (

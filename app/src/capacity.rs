@@ -155,7 +155,15 @@ fn replication_card(view: Option<ReplicationView>) -> AnyView {
     };
     let mut warnings = Vec::new();
     if let Some(error) = &r.error {
-        warnings.push(format!("Scraping Litestream's metrics failed: {error}. The figures below are from the last successful scrape."));
+        // A successful scrape is what first sets the sync time.
+        let figures = if r.synced_secs_ago.is_some() {
+            "The figures below are from the last successful scrape."
+        } else {
+            "No scrape has worked yet, so there are no figures: check the URL below."
+        };
+        warnings.push(format!(
+            "Scraping Litestream's metrics failed: {error}. {figures}"
+        ));
     }
     if r.is_disk_full {
         warnings.push("Litestream has paused replication: the local disk is full.".to_owned());
@@ -487,5 +495,28 @@ mod tests {
             shortfall(40, 8_800.0).describe(),
             "its busy seconds took no CPU above the idle baseline"
         );
+    }
+
+    /// A scrape failing from the start has no figures to show: the card said they were "from
+    /// the last successful scrape" beside a column of dashes.
+    #[test]
+    fn a_scrape_that_never_worked_is_not_said_to_have_figures() {
+        let card = |synced_secs_ago| {
+            replication_card(Some(ReplicationView {
+                url: "http://litestream:9090/metrics".into(),
+                scraped_at: Some(1_796_083_200_000),
+                error: Some("connection failed".into()),
+                txid: None,
+                synced_secs_ago,
+                sync_errors: None,
+                is_disk_full: false,
+                stale_after_secs: 60,
+            }))
+            .to_html()
+        };
+        let never = card(None);
+        assert!(never.contains("No scrape has worked yet"), "{never}");
+        assert!(!never.contains("last successful scrape"), "{never}");
+        assert!(card(Some(5)).contains("from the last successful scrape"));
     }
 }

@@ -165,15 +165,24 @@ pub fn spawn_replication_scraper(
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Said once when scraping starts failing (a wrong URL showed only on an admin page), and
+        // once when it works again; each failure in between at debug level.
+        let mut failing = false;
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 _ = ticks.tick() => {}
             }
             let outcome = scrape(&client, &url, database_file).await;
-            if let Err(error) = &outcome {
-                tracing::debug!(%error, "Litestream metrics scrape failed");
+            match &outcome {
+                Err(error) if !failing => {
+                    tracing::warn!(%error, "Litestream's metrics cannot be scraped (PORCH_LITESTREAM_METRICS_URL): the capacity page cannot tell whether replication keeps up");
+                }
+                Err(error) => tracing::debug!(%error, "Litestream metrics scrape failed"),
+                Ok(_) if failing => tracing::info!("Litestream's metrics are scraped again"),
+                Ok(_) => {}
             }
+            failing = outcome.is_err();
             replication.record(now_ms(), outcome);
         }
     });

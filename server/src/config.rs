@@ -15,7 +15,7 @@ mod secret_key;
 mod sso;
 mod url_rules;
 
-pub use rules::{ConfigError, Warning};
+pub use rules::{ConfigError, Warning, data_dir_rule};
 pub use secret_key::{KeySource, LoadedKey, SecretKeyConfig};
 pub use sso::DomainList;
 pub use url_rules::public_url_arg;

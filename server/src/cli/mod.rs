@@ -124,7 +124,15 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        _ => ("warn".to_owned(), LogFormat::Text, Vec::new()),
+        // `health` opens no data directory; every other command holds it to `serve`'s rule.
+        Command::Health(_) => ("warn".to_owned(), LogFormat::Text, Vec::new()),
+        _ => {
+            if let Err(err) = crate::config::data_dir_rule(&cli.data.data_dir) {
+                let _ = writeln!(std::io::stderr(), "error: {err}");
+                return ExitCode::from(2);
+            }
+            ("warn".to_owned(), LogFormat::Text, Vec::new())
+        }
     };
     init_tracing(&filter, format);
     keep_new_files_from_other_users();

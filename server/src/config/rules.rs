@@ -87,12 +87,7 @@ impl Config {
     /// The first setting that breaks a rule.
     pub fn validate(&self) -> Result<Vec<Warning>, ConfigError> {
         let mut warnings = Vec::new();
-        if self.data_dir.exists() && !self.data_dir.is_dir() {
-            return Err(ConfigError::new(
-                "PORCH_DATA_DIR",
-                format!("must be a directory ({} is not)", self.data_dir.display()),
-            ));
-        }
+        data_dir_rule(&self.data_dir)?;
         self.validate_addresses(&mut warnings)?;
         self.sealing.validate()?;
         if self.synchronous == Synchronous::Normal {
@@ -356,6 +351,22 @@ impl Config {
         }
         self.validate_imap(warnings)
     }
+}
+
+/// `PORCH_DATA_DIR`'s rule, for `serve` and every other command that opens the data directory:
+/// if it exists, a directory (a regular file there sent `user list` to say there was no
+/// database, and `site add` to fail creating the directory).
+///
+/// # Errors
+/// When something other than a directory is there.
+pub fn data_dir_rule(data_dir: &std::path::Path) -> Result<(), ConfigError> {
+    if data_dir.exists() && !data_dir.is_dir() {
+        return Err(ConfigError::new(
+            "PORCH_DATA_DIR",
+            format!("must be a directory ({} is not)", data_dir.display()),
+        ));
+    }
+    Ok(())
 }
 
 /// A duration as a refusal shows it: in days past a day, never in humantime's months and years

@@ -407,6 +407,33 @@ fn porch_args(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// Every command holds `--data-dir` to `serve`'s rule, with its words and exit code: a regular
+/// file there sent `user list` to say there was no database, and `site add` to fail creating
+/// the directory.
+#[test]
+fn config_a_data_dir_that_is_a_file_is_refused_by_every_command() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("afile");
+    std::fs::write(&file, "").expect("write");
+    let file = file.to_str().expect("utf-8");
+    let said = format!("error: PORCH_DATA_DIR (--data-dir) must be a directory ({file} is not)\n");
+    for command in [
+        &["user", "list"][..],
+        &[
+            "site",
+            "add",
+            "--name",
+            "A",
+            "--origin",
+            "https://a.example",
+        ],
+        &["export", "--all"],
+    ] {
+        let args = [&["--data-dir", file][..], command].concat();
+        assert_eq!(porch_args(&args), (Some(2), said.clone()), "{command:?}");
+    }
+}
+
 /// A flag given twice is said so, once: it read "`PORCH_READERS` (--readers) and
 /// `PORCH_READERS` (--readers) cannot both be set".
 #[test]

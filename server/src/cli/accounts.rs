@@ -275,6 +275,13 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
         TokenCommand::Revoke { id } => {
             let tx = store::write_transaction(conn)?;
             if revoke_api_token(&tx, &Actor::cli(), id)?.is_none() {
+                // A revoked token leaves the list: say so, or a second revoke reads as a typo.
+                if let Some((at, actor)) = store::find_token_revocation(&tx, id)? {
+                    bail!(
+                        "API token {id} was revoked already, at {} by {actor}",
+                        when(Some(at))
+                    );
+                }
                 bail!("no API token has the id {id} (see `porch token list`)");
             }
             tx.commit()?;

@@ -153,6 +153,10 @@ fn check_flags(args: &LoadtestArgs) -> anyhow::Result<()> {
     if args.stairs.is_empty() || args.visitors == 0 {
         bail!("--stairs and --visitors must not be empty or zero");
     }
+    // Checked before anything runs: in the first stair it read as that stair's failure.
+    if let Some(url) = &args.url {
+        loopback_url(url)?;
+    }
     match (&args.url, args.site_keys.is_empty()) {
         (Some(_), true) => bail!("--url needs at least one --site: a site key of that server"),
         (None, false) => {

@@ -2,7 +2,7 @@
 //! failed sign-ins into one row per email, address and minute, reading with filters and keyset
 //! paging, and pruning by age.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
 use super::ids::UserId;
@@ -145,6 +145,19 @@ pub fn list_audit_events(
         from_row,
     )?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// When the API token `id` was revoked and by whom (`actor` as recorded), if the audit log still
+/// holds it (within its retention): a revoked token's row is gone, so this is how "already
+/// revoked" is told from "never existed".
+pub fn find_token_revocation(conn: &Connection, id: i64) -> Result<Option<(i64, String)>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT at, actor FROM audit_events WHERE action = 'token.revoked' \
+             AND target_type = 'token' AND target_id = ?1 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([id.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
 }
 
 /// Deletes up to `limit` events whose last attempt is older than `before`; returns how many.

@@ -300,6 +300,21 @@ async fn no_secret_reaches_the_audit_log() {
     ));
     cli(&app, &["token", "revoke", &token_id.to_string()]);
     assert_eq!(one(&app, "token.revoked").2.as_deref(), Some("ci"));
+    // A second revoke says the token was revoked already, and when and by whom, from the log.
+    let again = Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(app.data_dir.path())
+        .args(["token", "revoke", &token_id.to_string()])
+        .output()
+        .expect("run porch");
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{said}");
+    assert!(
+        said.starts_with(&format!(
+            "error: API token {token_id} was revoked already, at 20"
+        )) && said.trim_end().ends_with(" by cli"),
+        "{said}"
+    );
     let created = one(&app, "integration.created");
     assert_eq!(created.2.as_deref(), Some("webhook"));
     assert_eq!(created.3, "127.0.0.1");

@@ -123,6 +123,8 @@ test("the site page's greetings in other languages and fixed language reach the 
       assert.equal(got.status, "Connect\u00e9");
       assert.equal(await greeting(v.page), "Bonjour de Paris !");
       assert.equal(await v.page.locator("[data-porch=launcher]").getAttribute("aria-label"), "Discutons");
+      // Said in its own language, whatever the host page's (it took the page's).
+      assert.equal(await v.page.locator("[data-porch=launcher]").getAttribute("lang"), "fr");
       await v.context.close();
     } finally {
       await host?.close();

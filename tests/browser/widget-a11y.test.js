@@ -437,6 +437,9 @@ test("each message takes its own direction: Arabic in an English panel, English 
         ["ar", "rtl"]);
       assert.deepEqual(await en.page.locator("[data-porch=announce]").evaluate((el) => [el.lang, el.dir]),
         ["en", "ltr"]);
+      // The default label and the "unavailable" note are English, said so whatever the page's language.
+      assert.deepEqual(await ar.page.locator("[data-porch=launcher], [data-porch=unavailable]")
+        .evaluateAll((els) => els.map((el) => el.getAttribute("lang"))), ["en", "en"]);
       await ar.say("Hello, order 42 please");
       assert.deepEqual(await direction(ar.page.locator("[data-porch=message][data-author=visitor] .bubble")),
         ["auto", "ltr"]);

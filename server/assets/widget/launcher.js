@@ -101,6 +101,12 @@
         const label = String(c.label || "Chat with us");
         btn.lastChild.textContent = label;
         btn.setAttribute("aria-label", label);
+        // Their language, so a screen reader pronounces them right (the host page's was taken): the
+        // site's fixed language, English for the default label and the note; a label written by
+        // hand is taken to be in the page's.
+        const lang = c.locale || (label == "Chat with us" && "en");
+        if (lang) btn.lang = lang;
+        note.lang = "en";
         let loading = false;
 
         // The panel reports each open and close; the next page in this tab reopens the chat the same way.

@@ -144,6 +144,11 @@ test("the limit counts characters as the server does: 2,500 emoji go whole, 4,00
     const emoji = "\u{1F600}".repeat(2500); // 5,000 UTF-16 units, 2,500 characters
     await ui.input.fill(emoji);
     assert.equal(await ui.page.locator(".counter").evaluate((el) => el.textContent), "2500 / 4000");
+    // White space at either end is trimmed before the server counts, so not counted here either
+    // (3,995 letters and 8 spaces read "4003 / 4000" and were sent all the same).
+    await ui.input.fill(`  ${"a".repeat(3995)}      `);
+    assert.equal(await ui.page.locator(".counter").evaluate((el) => el.textContent), "3995 / 4000");
+    await ui.input.fill(emoji);
     await ui.input.press("Enter");
     await ui.mine.and(ui.page.locator("[data-status=sent]")).waitFor();
     assert.equal(ui.fake.sent()[0].body, emoji);

@@ -9,7 +9,8 @@
     saveDraft();
     input.style.height = "auto";
     input.style.height = `${Math.min(input.scrollHeight, 140)}px`;
-    const n = [...input.value].length;
+    // Counted as the server counts: without the white space it trims at both ends.
+    const n = [...input.value.trim()].length;
     counter.hidden = n < MAX_BODY - 500;
     counter.textContent = `${n} / ${MAX_BODY}`;
     attr(input, "aria-describedby", !counter.hidden && "porch-counter");

@@ -578,6 +578,9 @@ pub fn render_conversation(view: ConversationView) -> String {
                 // Empty until inbox.js says "Visitor is typing…" (a status region that is already
                 // there is announced; admin.css gives an empty one no room).
                 <p class="typing" id="visitor-typing" role="status"></p>
+                // "Ben is replying…": a colleague writing a reply here, so two agents do not
+                // answer the visitor at once without knowing.
+                <p class="typing" id="colleague-typing" role="status"></p>
                 <crate::reply::ReplyForm id csrf=csrf.clone() reply_id=view.reply_id
                     draft=crate::textarea_text(&view.draft)
                     closed=closed.into_any() focus_elsewhere/>

@@ -259,14 +259,23 @@ pub struct ReadMark {
     pub is_unread: bool,
 }
 
+/// Who is typing in a conversation: its visitor, or an agent writing a reply (shown to the
+/// colleagues who have the conversation open, so two do not answer at once unknowingly).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Typist {
+    Visitor,
+    Agent { user: UserId, name: Arc<str> },
+}
+
 /// What an inbox subscriber receives next.
 #[derive(Debug, Clone)]
 pub enum InboxSignal {
     Event(Arc<InboxEvent>),
     Read(ReadMark),
-    /// The visitor of a conversation started (`true`) or stopped typing; never stored.
-    VisitorTyping {
+    /// Someone in a conversation started (`true`) or stopped typing; never stored.
+    Typing {
         conversation: ConversationId,
+        by: Typist,
         active: bool,
     },
     /// Events were lost because this subscriber fell behind: reload from the last message id it
@@ -385,10 +394,11 @@ impl Hub {
         self.broadcast(&InboxSignal::Read(mark));
     }
 
-    /// Tells every inbox connection that a conversation's visitor is (or stopped) typing.
-    pub fn publish_visitor_typing(&self, conversation: ConversationId, active: bool) {
-        self.broadcast(&InboxSignal::VisitorTyping {
+    /// Tells every inbox connection that someone in a conversation is (or stopped) typing.
+    pub fn publish_typing(&self, conversation: ConversationId, by: Typist, active: bool) {
+        self.broadcast(&InboxSignal::Typing {
             conversation,
+            by,
             active,
         });
     }

@@ -4,10 +4,14 @@
 // private note being written never does.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fixture, signIn, visitor, waitFor } from "./harness.js";
+import { PASSWORD, fixture, signIn, visitor, waitFor } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
-const world = fixture({ site: "Acme Shop", agent: AGENT });
+const COLLEAGUE = { email: "ben@example.com", name: "Ben" };
+const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch }) => {
+  await porch.cli(["user", "add", "--email", COLLEAGUE.email, "--name", COLLEAGUE.name, "--password-stdin"],
+    { input: `${PASSWORD}\n` });
+});
 
 test("visitor and agent see each other typing", { timeout: 90000 }, async () => {
   const { porch, browser, host } = world;
@@ -120,4 +124,52 @@ test("a private note being written never tells the visitor the agent is typing",
   assert.equal(await isNote(), false, "an emptied note draft kept note mode");
   await v.context.close();
   await context.close();
+});
+
+// Two agents on one conversation: each sees the other writing a reply ("Ana is replying…"), never
+// themselves, and never a note being written; the stop on sending hides it at once. An outside
+// check had both answer the visitor within 7 s, each unaware of the other.
+test("a colleague writing a reply shows on the conversation page", { timeout: 90000 }, async () => {
+  const { porch, browser, host } = world;
+  const open = async (who) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    await signIn(page, porch, who.email);
+    return { context, page };
+  };
+  const v = await visitor(browser, host.url);
+  await v.say("Can I change my delivery address?");
+  const ana = await open(AGENT);
+  const ben = await open(COLLEAGUE);
+  for (const { page } of [ana, ben]) {
+    await page.goto(`${porch.url}/inbox`);
+    await page.locator("#conversations li", { hasText: "delivery address" }).locator("a").click();
+    await page.waitForURL(/\/conversations\/\d+$/);
+    await page.locator("body[data-needs]").waitFor({ state: "attached" });
+  }
+  const seenByBen = ben.page.locator("#colleague-typing");
+  const seenByAna = ana.page.locator("#colleague-typing");
+  assert.equal(await seenByBen.isHidden(), true);
+
+  await ana.page.locator("#reply-body").pressSequentially("Sure, what is", { delay: 30 });
+  await seenByBen.waitFor({ state: "visible" });
+  assert.equal(await seenByBen.innerText(), "Ana is replying…");
+  assert.equal(await seenByAna.isHidden(), true, "told of her own typing");
+  // Both at once.
+  await ben.page.locator("#reply-body").pressSequentially("Hi", { delay: 30 });
+  await seenByAna.waitFor({ state: "visible" });
+  assert.equal(await seenByAna.innerText(), "Ben is replying…");
+  // Ana sends: her stop reaches Ben at once, well before the 6 s the line would last.
+  await ana.page.locator("#reply-body").press("Enter");
+  await ana.page.locator(".message-agent", { hasText: "Sure, what is" }).waitFor();
+  await seenByBen.waitFor({ state: "hidden", timeout: 3000 });
+  // A note being written is nobody's reply.
+  await ben.page.locator("#reply-body").fill("");
+  await seenByAna.waitFor({ state: "hidden", timeout: 9000 });
+  await ana.page.getByRole("radio", { name: "Private note" }).check();
+  await ana.page.locator("#reply-body").pressSequentially("VIP, be kind", { delay: 30 });
+  await ben.page.waitForTimeout(1000);
+  assert.equal(await seenByBen.isHidden(), true, "a note was announced");
+  for (const { context } of [ana, ben, v]) await context.close();
 });

@@ -9,7 +9,8 @@
 //   script) uploads each picked file with the CSRF token in a header; the reply names them.
 // - Typing both ways: the reply box, in reply mode only (never while a private note is written),
 //   tells the visitor the agent is typing (at most once per 3 s, stopped on send, blur, 5 s idle
-//   or a switch to note), and "Visitor is typing…" shows for 6 s per signal.
+//   or a switch to note), which colleagues with the page open see as "Ana is replying…"; and
+//   "Visitor is typing…" shows for 6 s per signal.
 // - Every stream also carries the agent's unread counts and alerts: passed on to notify.js as
 //   porch:counts and porch:alert events.
 // - Copy buttons, local times, site colour swatches, and the visitor's local time (a
@@ -173,6 +174,23 @@
     if (on) visitorTypingTimer = setTimeout(() => showVisitorTyping(false), 6000);
   };
 
+  // Colleagues writing a reply here (docs/admin.md, "Replying takes the conversation"): each
+  // signal shows them for 6 s unless renewed; their stop (on sending, a pause, a switch to a
+  // note) hides them.
+  const colleagueTyping = document.getElementById("colleague-typing");
+  const colleagues = new Map(); // user id -> {name, timer}
+  const showColleagues = () => {
+    const names = [...colleagues.values()].map((c) => c.name);
+    const who = names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)} are` : `${names[0]} is`;
+    say(colleagueTyping, names.length ? `${who} replying\u2026` : "");
+  };
+  const colleagueTyped = ({ user, name, active }) => {
+    clearTimeout(colleagues.get(user)?.timer);
+    colleagues.delete(user);
+    if (active) colleagues.set(user, { name, timer: setTimeout(() => colleagueTyped({ user }), 6000) });
+    showColleagues();
+  };
+
   const messages = document.getElementById("messages");
   const nearBottom = () => messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
   // An image that loads after its message was placed makes the thread longer: keep to the end if the
@@ -223,6 +241,7 @@
         markRead();
       },
       typing: (active) => showVisitorTyping(active === "true"),
+      colleague_typing: (data) => { try { colleagueTyped(JSON.parse(data)); } catch { /* not ours */ } },
       aside: (html) => {
         const aside = fromHtml(html);
         localTime(aside);
@@ -291,7 +310,7 @@
         drafts.set(key, "");
         drafts.set(key + "#kind", ""); // reply or note, kept beside the text
       }
-      for (const id of ["reply-form", "visitor-typing", "email-visitor", "conversation-aside"]) {
+      for (const id of ["reply-form", "visitor-typing", "colleague-typing", "email-visitor", "conversation-aside"]) {
         document.getElementById(id)?.remove();
       }
       document.querySelector(".email-visitor-off")?.remove();

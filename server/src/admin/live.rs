@@ -22,7 +22,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::accounts::SessionWatch;
 use crate::chat::{Error as ChatError, INBOX_PAGE_SIZE, LiveItem};
-use crate::hub::{Erasure, InboxSignal, InboxSubscription};
+use crate::hub::{Erasure, InboxSignal, InboxSubscription, Typist};
 use crate::state::AppState;
 use crate::store::{
     ConversationId, InboxItemRow, InboxQuery, InboxSort, MessageId, MessageRow, UserId,
@@ -446,6 +446,20 @@ async fn still_there(
     }
 }
 
+/// Someone typing in the conversation a page shows: `typing` (`true` or `false`) for its
+/// visitor, `colleague_typing` (`{"user", "name", "active"}`) for another agent writing a reply;
+/// the page's own agent is not told of themselves.
+fn typing_event(batch: &mut Batch, who: &SignedIn, by: &Typist, active: bool) {
+    match by {
+        Typist::Visitor => batch.event("typing", if active { "true" } else { "false" }),
+        Typist::Agent { user, .. } if *user == who.user.id => {}
+        Typist::Agent { user, name } => {
+            let said = serde_json::json!({"user": user.0, "name": &**name, "active": active});
+            batch.event("colleague_typing", &said.to_string());
+        }
+    }
+}
+
 async fn stream_conversation(
     app: &AppState,
     who: &SignedIn,
@@ -508,12 +522,11 @@ async fn stream_conversation(
                     last = last.max(event.message.id);
                     add_entry(app, &mut batch, who, &event.message, &mut snoozed).await?;
                 }
-                InboxSignal::VisitorTyping {
+                InboxSignal::Typing {
                     conversation: typing_in,
+                    by,
                     active,
-                } if typing_in == conversation => {
-                    batch.event("typing", if active { "true" } else { "false" });
-                }
+                } if typing_in == conversation => typing_event(&mut batch, who, &by, active),
                 _ => {}
             }
         }

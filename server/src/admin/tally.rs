@@ -270,7 +270,7 @@ impl Tally {
                 }
             }
             InboxSignal::Read(mark) => self.on_read(*mark),
-            InboxSignal::VisitorTyping { .. } => {}
+            InboxSignal::Typing { .. } => {}
             InboxSignal::Resync => self.reload(app).await?,
         }
         Ok(())

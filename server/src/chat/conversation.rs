@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::clock::now_ms;
-use crate::hub::{Hub, InboxEvent, VisitorEvent};
+use crate::hub::{Hub, InboxEvent, Typist, VisitorEvent};
 use crate::jobs::JobQueue;
 use crate::store::{
     self, ConversationId, ConversationRow, MessageId, MessageRow, NewAgentMessage,
@@ -312,7 +312,8 @@ impl Chat {
         Ok(Some(agent_row(&stored, &new)))
     }
 
-    /// Shows (or hides) "agent is typing" to the visitor of a conversation.
+    /// Shows (or hides) "agent is typing" to the visitor of a conversation, and "Ben is
+    /// replying…" to the colleagues who have it open.
     pub async fn set_agent_typing(
         &self,
         conversation_id: ConversationId,
@@ -320,12 +321,17 @@ impl Chat {
         active: bool,
     ) -> Result<(), Error> {
         let conversation = self.find_conversation(conversation_id).await?;
+        let name: Arc<str> = agent.name.as_str().into();
         let event = VisitorEvent::Typing {
-            agent_name: agent.name.as_str().into(),
+            agent_name: Arc::clone(&name),
             active,
         };
         self.hub
             .publish_to_visitor(conversation.visitor_id, &event, None);
+        if let Some(user) = agent.user_id {
+            let by = Typist::Agent { user, name };
+            self.hub.publish_typing(conversation_id, by, active);
+        }
         Ok(())
     }
 

@@ -264,7 +264,7 @@ impl InboxObserver for Summaries {
                 Change::Message(Arc::clone(event)),
             ),
             InboxSignal::Read(mark) => (mark.conversation, Change::Read(*mark)),
-            InboxSignal::VisitorTyping { .. } | InboxSignal::Resync => return,
+            InboxSignal::Typing { .. } | InboxSignal::Resync => return,
         };
         self.table().change(conversation, change);
     }

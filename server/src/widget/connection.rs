@@ -24,7 +24,7 @@ use tokio::sync::broadcast;
 
 use crate::chat::{self, ClientId, HistoryPage, Site, SiteChange};
 use crate::clock::now_ms;
-use crate::hub::{NewcomerWait, VisitorEvent, VisitorSubscription};
+use crate::hub::{NewcomerWait, Typist, VisitorEvent, VisitorSubscription};
 use crate::state::AppState;
 use crate::store::{
     self, MessageId, MessageRow, NewVisitorMessage, StoredVisitorMessage, VisitorDetails, VisitorId,
@@ -299,7 +299,7 @@ impl Connection {
             Ok(ClientFrame::Typing { active }) => {
                 if let Some(conversation) = self.typing.admit(active, received) {
                     let hub = self.app.chat.hub();
-                    hub.publish_visitor_typing(conversation, active);
+                    hub.publish_typing(conversation, Typist::Visitor, active);
                 }
                 Ok(())
             }

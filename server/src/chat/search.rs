@@ -25,6 +25,28 @@ pub const MAX_QUERY_WORDS: usize = 8;
 pub struct SearchTerms {
     messages: String,
     visitors: String,
+    /// The visitor a query names by the inbox's label for them ("Visitor #9").
+    visitor_id: Option<i64>,
+}
+
+/// The visitor id in a query that is the inbox's label for an anonymous visitor, as an agent
+/// would type it: `Visitor #9`, `visitor 9`, `#9` or `v9` (the privacy page's form).
+fn visitor_label(raw: &str) -> Option<i64> {
+    let lowered = raw.trim().to_lowercase();
+    let (named, rest) = match lowered.strip_prefix("visitor") {
+        Some(rest) => (true, rest.trim_start()),
+        None => lowered
+            .strip_prefix('v')
+            .map_or((false, lowered.as_str()), |rest| (true, rest)),
+    };
+    let (hashed, digits) = rest.strip_prefix('#').map_or((false, rest), |d| (true, d));
+    // A bare number is an order number as often as anything: it is searched as text only.
+    let is_label =
+        (named || hashed) && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    is_label
+        .then(|| digits.parse().ok())
+        .flatten()
+        .filter(|id| *id > 0)
 }
 
 impl SearchTerms {
@@ -69,6 +91,7 @@ impl SearchTerms {
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
+            visitor_id: visitor_label(raw),
         })
     }
 
@@ -161,7 +184,21 @@ pub fn read_search_page(
     let offset = (page - 1) * SEARCH_PAGE_SIZE;
     let found = store::search_messages(c, terms.messages_expr(), filter, offset, SEARCH_PAGE_SIZE)?;
     let visitors = if page == 1 {
-        store::search_visitors(c, terms.visitors_expr(), filter, VISITOR_HITS)?
+        // The visitor a label names first, then those whose name or email matches.
+        let mut hits = match terms.visitor_id {
+            Some(id) => store::find_visitor_hits(c, id, filter, VISITOR_HITS)?,
+            None => Vec::new(),
+        };
+        for hit in store::search_visitors(c, terms.visitors_expr(), filter, VISITOR_HITS)? {
+            if hits.len() < VISITOR_HITS as usize
+                && !hits
+                    .iter()
+                    .any(|h| h.conversation_id == hit.conversation_id)
+            {
+                hits.push(hit);
+            }
+        }
+        hits
     } else {
         Vec::new()
     };
@@ -208,6 +245,24 @@ mod tests {
             expr("jane@example.com").as_deref(),
             Some("\"jane@example.com\" *")
         );
+    }
+
+    #[test]
+    fn the_inbox_label_of_a_visitor_names_them() {
+        for (typed, id) in [
+            ("Visitor #9", Some(9)),
+            ("visitor 12", Some(12)),
+            ("#9", Some(9)),
+            ("v42", Some(42)),
+            (" V42 ", Some(42)),
+            ("9", None),
+            ("visitor", None),
+            ("vacation", None),
+            ("#9a", None),
+            ("Visitor #0", None),
+        ] {
+            assert_eq!(visitor_label(typed), id, "{typed}");
+        }
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub fn find_site_name(conn: &Connection, site_id: SiteId) -> Result<Option<Strin
 pub struct UnansweredRow {
     pub id: ConversationId,
     pub created_at: i64,
+    pub visitor_id: i64,
     pub visitor_name: Option<String>,
     pub visitor_email: Option<String>,
     pub visitor_page: Option<String>,
@@ -67,7 +68,7 @@ pub fn list_unanswered(
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.created_at, v.name, v.email, v.last_page, \
                 coalesce((SELECT body FROM messages WHERE conversation_id = c.id AND author = 'visitor' \
-                          ORDER BY id LIMIT 1), '') \
+                          ORDER BY id LIMIT 1), ''), v.id \
            FROM conversations c JOIN visitors v ON v.id = c.visitor_id \
           WHERE c.site_id = ?1 AND c.status = 'open' AND c.created_at <= ?2 \
             AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.author = 'agent') \
@@ -83,6 +84,7 @@ pub fn list_unanswered(
                 visitor_email: r.get(3)?,
                 visitor_page: r.get(4)?,
                 first_message: r.get(5)?,
+                visitor_id: r.get(6)?,
             })
         })?
         .collect::<Result<_, _>>()?)

@@ -183,8 +183,8 @@ pub use requeue::{
 };
 pub use search::{
     IndexStep, MARK_END, MARK_START, MESSAGE_WINDOW, MessageHitRow, MessageHits, SearchFilter,
-    VisitorHitRow, count_unindexed, index_messages, search_messages, search_visitors,
-    search_watermark,
+    VisitorHitRow, count_unindexed, find_visitor_hits, index_messages, search_messages,
+    search_visitors, search_watermark,
 };
 pub use sequences::{RaisedCounter, id_counters, raise_id_counters};
 pub use settings::load_or_create_secret;

@@ -187,17 +187,48 @@ pub fn search_visitors(
             ":status": status_sql(filter),
             ":limit": limit,
         },
-        |r| {
-            Ok(VisitorHitRow {
-                conversation_id: r.get(0)?,
-                visitor_id: r.get(1)?,
-                name: r.get(2)?,
-                email: r.get(3)?,
-                site_name: r.get(4)?,
-                status: r.get(5)?,
-                last_message_at: r.get(6)?,
-            })
+        visitor_hit_from_row,
+    )?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+fn visitor_hit_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<VisitorHitRow> {
+    Ok(VisitorHitRow {
+        conversation_id: r.get(0)?,
+        visitor_id: r.get(1)?,
+        name: r.get(2)?,
+        email: r.get(3)?,
+        site_name: r.get(4)?,
+        status: r.get(5)?,
+        last_message_at: r.get(6)?,
+    })
+}
+
+/// The conversations of visitor `visitor` within `filter`, newest activity first, as visitor
+/// hits (nothing marked): what a search for the inbox's label of an anonymous visitor,
+/// "Visitor #9", finds.
+pub fn find_visitor_hits(
+    conn: &Connection,
+    visitor: i64,
+    filter: &SearchFilter,
+    limit: u32,
+) -> Result<Vec<VisitorHitRow>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.id, v.id, v.name, v.email, s.name, c.status, c.last_message_at \
+         FROM visitors v JOIN conversations c ON c.visitor_id = v.id \
+         JOIN sites s ON s.id = c.site_id \
+         WHERE v.id = :visitor AND (:site IS NULL OR c.site_id = :site) \
+           AND (:status IS NULL OR c.status = :status) \
+         ORDER BY c.last_message_at DESC, c.id DESC LIMIT :limit",
+    )?;
+    let rows = stmt.query_map(
+        named_params! {
+            ":visitor": visitor,
+            ":site": filter.site,
+            ":status": status_sql(filter),
+            ":limit": limit,
         },
+        visitor_hit_from_row,
     )?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }

@@ -67,6 +67,7 @@ mod retention;
 mod revocation;
 mod sealed_secrets;
 mod search;
+mod search_visitor_label;
 mod shutdown;
 mod site_add;
 mod site_changes;

@@ -73,7 +73,8 @@ pub(super) async fn digest(
             .visitor_name
             .as_deref()
             .or(w.visitor_email.as_deref())
-            .map_or_else(|| "A visitor".to_owned(), one_line);
+            // As the inbox names them, so an entry is found there (and by search).
+            .map_or_else(|| format!("Visitor #{}", w.visitor_id), one_line);
         let url = format!("{}/conversations/{}", destinations.public_url, w.id);
         let first = opening(&w.first_message);
         let _ = writeln!(text, "- {who}:\n{}\n  {url}\n", indented(&first, "  > "));

@@ -480,6 +480,12 @@ pub fn render_conversation_aside(aside: ConversationAsideView) -> String {
     view! { <ConversationAside aside/> }.to_html()
 }
 
+/// The reply box's hint on a closed conversation, as the live stream sends it once the visitor
+/// started a newer one (it still said to reopen this one).
+pub fn render_closed_hint(aside: &ConversationAsideView) -> String {
+    closed_hint(aside.is_open, newer_conversation(aside.id, &aside.others)).to_html()
+}
+
 /// "Email the visitor": a mail from the install's address, threaded so that the visitor's answer
 /// comes back into this conversation (docs/integrations/email.md#emailing-a-visitor). Apart
 /// from the reply box: a mail has a subject and is never a note.

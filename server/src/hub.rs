@@ -216,6 +216,9 @@ pub struct InboxEvent {
     pub visitor_changed: bool,
     /// The message opened its conversation.
     pub opened: bool,
+    /// The visitor of a visitor's message: a page showing their older conversation learns
+    /// that they started a newer one.
+    pub visitor: Option<VisitorId>,
     /// Who wrote a status line (assigned, closed, reopened): the agents it concerns are alerted
     /// (`admin/tally.rs`), never its author.
     pub by: Option<UserId>,
@@ -236,6 +239,7 @@ impl InboxEvent {
             message,
             visitor_changed: false,
             opened: false,
+            visitor: None,
             by: None,
             woke: false,
             shared: OnceLock::new(),

@@ -242,6 +242,13 @@
       },
       typing: (active) => showVisitorTyping(active === "true"),
       colleague_typing: (data) => { try { colleagueTyped(JSON.parse(data)); } catch { /* not ours */ } },
+      // The visitor started a newer conversation: the reply box's hint says where they answer
+      // now, and "Reopen undoes it until the visitor writes again" is past (they did).
+      closed_hint: (html) => {
+        const hint = fromHtml(html);
+        if (hint) document.getElementById("closed-hint")?.replaceWith(hint);
+        document.querySelector("p.notice-success[role=status]")?.remove();
+      },
       aside: (html) => {
         const aside = fromHtml(html);
         localTime(aside);

@@ -15,7 +15,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use porch_app::conversation::{render_conversation_aside, render_message};
+use porch_app::conversation::{render_closed_hint, render_conversation_aside, render_message};
 use porch_app::inbox::render_conversation_item;
 use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
@@ -25,7 +25,7 @@ use crate::chat::{Error as ChatError, INBOX_PAGE_SIZE, LiveItem};
 use crate::hub::{Erasure, InboxSignal, InboxSubscription, Typist};
 use crate::state::AppState;
 use crate::store::{
-    ConversationId, InboxItemRow, InboxQuery, InboxSort, MessageId, MessageRow, UserId,
+    ConversationId, InboxItemRow, InboxQuery, InboxSort, MessageId, MessageRow, UserId, VisitorId,
 };
 use crate::values::Author;
 
@@ -394,16 +394,28 @@ async fn add_entry(
     // The page marks what it shows read itself, and only while it is visible (admin/read_mark.rs).
     let ended_snooze = *snoozed && message.author == Author::Visitor;
     if message.author == Author::System || ended_snooze {
-        let view = app
-            .chat
-            .conversation_view(who.user.id, message.conversation_id)
-            .await
-            .map_err(|_| Gone)?;
-        *snoozed = view.item.snoozed_until.is_some();
-        let aside = render_conversation_aside(views::aside(&view, who.user.id, &who.csrf));
-        batch.event("aside", &aside);
+        send_aside(app, batch, who, message.conversation_id, snoozed).await?;
     }
     Ok(())
+}
+
+/// Sends the side panel as it is now (`aside`) and returns it; `snoozed` follows it.
+async fn send_aside(
+    app: &AppState,
+    batch: &mut Batch,
+    who: &SignedIn,
+    conversation: ConversationId,
+    snoozed: &mut bool,
+) -> Result<porch_app::conversation::ConversationAsideView, Gone> {
+    let view = app
+        .chat
+        .conversation_view(who.user.id, conversation)
+        .await
+        .map_err(|_| Gone)?;
+    *snoozed = view.item.snoozed_until.is_some();
+    let aside = views::aside(&view, who.user.id, &who.csrf);
+    batch.event("aside", &render_conversation_aside(aside.clone()));
+    Ok(aside)
 }
 
 async fn replay_conversation(
@@ -433,14 +445,15 @@ const ERASED: &str = "This visitor's data was erased.";
 const GONE: &str =
     "This conversation no longer exists: its visitor's data was erased, or it was deleted.";
 
-/// Whether `conversation` is still there, and then whether the side panel shows a snooze.
+/// Whether `conversation` is still there, and then whether the side panel shows a snooze, and
+/// whose conversation it is.
 async fn still_there(
     app: &AppState,
     who: &SignedIn,
     conversation: ConversationId,
-) -> Result<Option<bool>, Gone> {
+) -> Result<Option<(bool, VisitorId)>, Gone> {
     match app.chat.inbox_item(who.user.id, conversation).await {
-        Ok(item) => Ok(Some(item.snoozed_until.is_some())),
+        Ok(item) => Ok(Some((item.snoozed_until.is_some(), item.visitor_id))),
         Err(ChatError::NotFound(_)) => Ok(None),
         Err(_) => Err(Gone),
     }
@@ -475,7 +488,7 @@ async fn stream_conversation(
     // Asked once subscribed: an erasure before that, between the page's load and its stream,
     // was never heard, and left nothing to replay. The page must learn of it all the same.
     // `snoozed`: whether the side panel the page shows has a snooze.
-    let Some(mut snoozed) = still_there(app, who, conversation).await? else {
+    let Some((mut snoozed, visitor)) = still_there(app, who, conversation).await? else {
         batch.event("gone", GONE);
         return batch.flush(tx).await;
     };
@@ -521,6 +534,17 @@ async fn stream_conversation(
                 {
                     last = last.max(event.message.id);
                     add_entry(app, &mut batch, who, &event.message, &mut snoozed).await?;
+                }
+                // The visitor started a newer conversation: this one is no longer where they
+                // answer, and both the panel and the reply box's hint say where that is.
+                InboxSignal::Event(event)
+                    if event.opened
+                        && event.visitor == Some(visitor)
+                        && event.message.conversation_id > conversation =>
+                {
+                    let aside =
+                        send_aside(app, &mut batch, who, conversation, &mut snoozed).await?;
+                    batch.event("closed_hint", &render_closed_hint(&aside));
                 }
                 InboxSignal::Typing {
                     conversation: typing_in,

@@ -97,6 +97,7 @@ pub(super) fn publish_visitor_message(
     let mut published = InboxEvent::new(new.site_id, row);
     published.visitor_changed = context.identity.is_some() || context.prechat.is_some();
     published.opened = stored.is_new_conversation;
+    published.visitor = Some(stored.visitor_id);
     hub.publish_to_inbox(published);
 }
 

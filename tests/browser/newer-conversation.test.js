@@ -1,0 +1,40 @@
+// A closed conversation left open in a tab when its visitor writes again: their message starts a
+// newer conversation, and the open page says so at once, in the side panel (no more Reopen) and
+// in the reply box's hint, and drops "Reopen undoes it until the visitor writes again". An
+// outside check found the page offering Reopen until it was reloaded. docs/admin.md, "Live updates".
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, visitor } from "./harness.js";
+
+const AGENT = { email: "cy@example.com", name: "Cy" };
+const world = fixture({ site: "Acme Shop", agent: AGENT });
+
+test("a closed conversation's open page learns of the visitor's newer one", { timeout: 60000 }, async () => {
+  const { porch, browser, host } = world;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, AGENT.email);
+  const v = await visitor(browser, host.url);
+  await v.say("My address is wrong");
+  await page.goto(`${porch.url}/inbox`);
+  await page.locator("#conversations li", { hasText: "address is wrong" }).locator("a").click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+  await page.locator("body[data-needs]").waitFor({ state: "attached" });
+  const first = Number(page.url().split("/").at(-1));
+
+  await page.getByRole("button", { name: "Close conversation" }).click();
+  await page.getByRole("status").filter({ hasText: "Reopen undoes it" }).waitFor();
+  await page.getByRole("button", { name: "Reopen conversation" }).waitFor();
+
+  await v.page.locator("[data-porch=closed]").waitFor();
+  await v.say("Oops, one more thing: it's 12 Main St");
+  const newer = first + 1;
+  const link = `/conversations/${newer}`;
+  await page.locator(`#conversation-aside a[href="${link}"]`).first().waitFor();
+  assert.equal(await page.getByRole("button", { name: "Reopen conversation" }).count(), 0, "Reopen is still offered");
+  assert.equal(await page.locator(`#closed-hint a[href="${link}"]`).count(), 1, "the hint names the newer one");
+  assert.equal(await page.getByText("Reopen undoes it").count(), 0, "the stale notice stays");
+  await v.context.close();
+  await context.close();
+});

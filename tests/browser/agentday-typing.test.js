@@ -4,7 +4,7 @@
 // private note being written never does.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PASSWORD, fixture, signIn, visitor, waitFor } from "./harness.js";
+import { PASSWORD, fixture, openConversation, signIn, visitor, waitFor } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
 const COLLEAGUE = { email: "ben@example.com", name: "Ben" };
@@ -23,11 +23,7 @@ test("visitor and agent see each other typing", { timeout: 90000 }, async () => 
   // Typing goes nowhere before the visitor's first message (there is no conversation yet).
   const v = await visitor(browser, host.url);
   await v.say("Hello");
-  await page.goto(`${porch.url}/inbox`);
-  await page.locator("#conversations li", { hasText: "Hello" }).locator("a").click();
-  await page.waitForURL(/\/conversations\/\d+$/);
-  // The counts arrive once the page's stream follows the hub: from then on nothing is missed.
-  await page.locator("body[data-needs]").waitFor({ state: "attached" });
+  await openConversation(page, porch, "Hello");
   const indicator = page.locator("#visitor-typing");
   assert.equal(await indicator.isHidden(), true);
 
@@ -77,10 +73,7 @@ test("a private note being written never tells the visitor the agent is typing",
 
   const v = await visitor(browser, host.url);
   await v.say("Is my order on its way?");
-  await page.goto(`${porch.url}/inbox`);
-  await page.locator("#conversations li", { hasText: "my order" }).locator("a").click();
-  await page.waitForURL(/\/conversations\/\d+$/);
-  await page.locator("body[data-needs]").waitFor({ state: "attached" });
+  await openConversation(page, porch, "my order");
   const box = page.locator("#reply-body");
   const widgetTyping = v.page.locator("[data-porch=typing]");
 
@@ -142,12 +135,7 @@ test("a colleague writing a reply shows on the conversation page", { timeout: 90
   await v.say("Can I change my delivery address?");
   const ana = await open(AGENT);
   const ben = await open(COLLEAGUE);
-  for (const { page } of [ana, ben]) {
-    await page.goto(`${porch.url}/inbox`);
-    await page.locator("#conversations li", { hasText: "delivery address" }).locator("a").click();
-    await page.waitForURL(/\/conversations\/\d+$/);
-    await page.locator("body[data-needs]").waitFor({ state: "attached" });
-  }
+  for (const { page } of [ana, ben]) await openConversation(page, porch, "delivery address");
   const seenByBen = ben.page.locator("#colleague-typing");
   const seenByAna = ana.page.locator("#colleague-typing");
   assert.equal(await seenByBen.isHidden(), true);

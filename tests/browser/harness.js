@@ -351,6 +351,18 @@ export async function signIn(page, porch, email, password = PASSWORD) {
 }
 
 /** Saves a full-page screenshot under tests/browser/artifacts/. */
+/**
+ * Opens, from the inbox, the conversation whose row shows `text`, and waits until its page's live
+ * stream follows the hub (the counts arrive then): from that moment nothing is missed. Returns its id.
+ */
+export async function openConversation(page, porch, text) {
+  await page.goto(`${porch.url}/inbox`);
+  await page.locator("#conversations li", { hasText: text }).locator("a").click();
+  await page.waitForURL(/\/conversations\/\d+$/);
+  await page.locator("body[data-needs]").waitFor({ state: "attached" });
+  return Number(new URL(page.url()).pathname.split("/").at(-1));
+}
+
 export async function snap(page, name) {
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });

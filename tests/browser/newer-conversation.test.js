@@ -4,7 +4,7 @@
 // outside check found the page offering Reopen until it was reloaded. docs/admin.md, "Live updates".
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fixture, signIn, visitor } from "./harness.js";
+import { fixture, openConversation, signIn, visitor } from "./harness.js";
 
 const AGENT = { email: "cy@example.com", name: "Cy" };
 const world = fixture({ site: "Acme Shop", agent: AGENT });
@@ -17,11 +17,7 @@ test("a closed conversation's open page learns of the visitor's newer one", { ti
   await signIn(page, porch, AGENT.email);
   const v = await visitor(browser, host.url);
   await v.say("My address is wrong");
-  await page.goto(`${porch.url}/inbox`);
-  await page.locator("#conversations li", { hasText: "address is wrong" }).locator("a").click();
-  await page.waitForURL(/\/conversations\/\d+$/);
-  await page.locator("body[data-needs]").waitFor({ state: "attached" });
-  const first = Number(page.url().split("/").at(-1));
+  const first = await openConversation(page, porch, "address is wrong");
 
   await page.getByRole("button", { name: "Close conversation" }).click();
   await page.getByRole("status").filter({ hasText: "Reopen undoes it" }).waitFor();

@@ -59,6 +59,7 @@ mod paused_deliveries;
 mod prechat_hours;
 mod privacy;
 mod process;
+mod query_refusals;
 mod read_receipts;
 mod refused_origins;
 mod replication_lag;

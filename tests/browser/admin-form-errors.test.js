@@ -184,7 +184,7 @@ test("business hours mark the wrong time zone, then the day whose span does not 
   await page.locator("#away_messages").fill("not a language line");
   await page.locator("#away_messages").evaluate((el) => { el.form.noValidate = true; });
   await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Save hours" }).click()]);
-  await assertRefused("away_messages", /./, "away-messages-hint");
+  await assertRefused("away_messages", /^not a language line: Write each away message in another language on its own line/, "away-messages-hint");
 });
 
 /** The admin pages an admin reaches, by path. */

@@ -142,12 +142,12 @@ test("a colleague writing a reply shows on the conversation page", { timeout: 90
 
   await ana.page.locator("#reply-body").pressSequentially("Sure, what is", { delay: 30 });
   await seenByBen.waitFor({ state: "visible" });
-  assert.equal(await seenByBen.innerText(), "Ana is replying…");
+  assert.equal(await seenByBen.innerText(), "\u2068Ana\u2069 is replying…");
   assert.equal(await seenByAna.isHidden(), true, "told of her own typing");
   // Both at once.
   await ben.page.locator("#reply-body").pressSequentially("Hi", { delay: 30 });
   await seenByAna.waitFor({ state: "visible" });
-  assert.equal(await seenByAna.innerText(), "Ben is replying…");
+  assert.equal(await seenByAna.innerText(), "\u2068Ben\u2069 is replying…");
   // Ana sends: her stop reaches Ben at once, well before the 6 s the line would last.
   await ana.page.locator("#reply-body").press("Enter");
   await ana.page.locator(".message-agent", { hasText: "Sure, what is" }).waitFor();

@@ -350,7 +350,6 @@ export async function signIn(page, porch, email, password = PASSWORD) {
     page.getByRole("button", { name: "Sign in" }).click()]);
 }
 
-/** Saves a full-page screenshot under tests/browser/artifacts/. */
 /**
  * Opens, from the inbox, the conversation whose row shows `text`, and waits until its page's live
  * stream follows the hub (the counts arrive then): from that moment nothing is missed. Returns its id.
@@ -363,6 +362,7 @@ export async function openConversation(page, porch, text) {
   return Number(new URL(page.url()).pathname.split("/").at(-1));
 }
 
+/** Saves a full-page screenshot under tests/browser/artifacts/. */
 export async function snap(page, name) {
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });

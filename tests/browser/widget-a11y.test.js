@@ -121,6 +121,20 @@ test("a reply while the panel is closed renames the launcher and is announced; o
       assert.deepEqual(await peek.evaluate((el) => [el.getAttribute("aria-hidden"), el.tabIndex]), ["true", -1]);
       const [peekBox, launcherBox] = [await peek.boundingBox(), await launcher.boundingBox()];
       assert.ok(peekBox.y + peekBox.height <= launcherBox.y, "above the launcher, not over it");
+      // A reply of several lines: its first three, as written, and nothing of the fourth shows (its
+      // top showed under the "…", in the card's padding, which overflow does not clip).
+      const lines = "Line one\nline two\nline three\nline four must not show\nline five";
+      assert.equal((await porch.api("POST", `/conversations/${id}/messages`, { body: lines })).status, 201);
+      await waitFor("the newer reply", async () => (await peek.textContent()).includes("line five"));
+      const shown = await peek.evaluate((el) => {
+        const style = getComputedStyle(el);
+        return { lineHeight: parseFloat(style.lineHeight), inner: el.clientHeight, more: el.scrollHeight > el.clientHeight,
+          text: el.innerText, padding: style.paddingBottom };
+      });
+      assert.equal(shown.padding, "0px");
+      assert.ok(Math.abs(shown.inner - 3 * shown.lineHeight) < 1.5, `3 lines of ${shown.lineHeight} px in ${shown.inner} px`);
+      assert.equal(shown.more, true, "the rest is cut");
+      assert.match(shown.text, /^Ana: Line one\nline two\n/, "the reply's own line breaks");
 
       await peek.click();
       await page.locator("[data-porch=panel]").waitFor({ state: "visible" });

@@ -180,7 +180,8 @@
   const colleagueTyping = document.getElementById("colleague-typing");
   const colleagues = new Map(); // user id -> {name, timer}
   const showColleagues = () => {
-    const names = [...colleagues.values()].map((c) => c.name);
+    // Each name isolated, so a right-to-left one does not reorder the words around it.
+    const names = [...colleagues.values()].map((c) => `\u2068${c.name}\u2069`);
     const who = names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)} are` : `${names[0]} is`;
     say(colleagueTyping, names.length ? `${who} replying\u2026` : "");
   };
@@ -247,7 +248,8 @@
       closed_hint: (html) => {
         const hint = fromHtml(html);
         if (hint) document.getElementById("closed-hint")?.replaceWith(hint);
-        document.querySelector("p.notice-success[role=status]")?.remove();
+        const done = document.querySelector("main p.notice-success[role=status]");
+        if (done?.textContent.startsWith("Conversation closed.")) done.remove();
       },
       aside: (html) => {
         const aside = fromHtml(html);
@@ -398,7 +400,8 @@
       box.placeholder = note ? "Write a private note (only your team sees it)\u2026" : "Write a reply\u2026";
       label.textContent = note ? "Your private note" : "Your reply";
     };
-    if (box.value && drafts.get(modeKey) === "note") form.querySelector("[name=kind][value=note]").checked = true;
+    // Set either way: a browser that restores a form's state on reload (Firefox) would keep a note.
+    form.querySelector(`[name=kind][value=${box.value && drafts.get(modeKey) === "note" ? "note" : "reply"}]`).checked = true;
     for (const radio of form.elements.kind) {
       radio.addEventListener("change", () => {
         showMode();

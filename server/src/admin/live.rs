@@ -354,7 +354,9 @@ async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Bytes>) -> 
 
 /// `GET /conversations/{id}/events?after=…`: `entry` events carry a message to append;
 /// `aside` events the refreshed side panel after a status change; `typing` events (`true` or
-/// `false`) the visitor's typing.
+/// `false`) the visitor's typing, `colleague_typing` another agent's reply being written;
+/// `closed_hint` the reply box's hint once the visitor started a newer conversation; `erased` and
+/// `gone` the end of the conversation.
 pub async fn conversation_events(
     State(app): State<AppState>,
     who: SignedIn,
@@ -396,6 +398,32 @@ async fn add_entry(
     if message.author == Author::System || ended_snooze {
         send_aside(app, batch, who, message.conversation_id, snoozed).await?;
     }
+    Ok(())
+}
+
+/// Tells the page that its visitor started a newer conversation, which both the side panel and
+/// the reply box's hint (`closed_hint`) then name: at once when a live event said so (`known`),
+/// else only if there is one (after a start or a replay, which may have missed the event).
+async fn tell_newer(
+    app: &AppState,
+    batch: &mut Batch,
+    who: &SignedIn,
+    conversation: ConversationId,
+    snoozed: &mut bool,
+    known: bool,
+) -> Result<(), Gone> {
+    if !known {
+        let other = app
+            .chat
+            .conversation_to_answer_instead_of(conversation)
+            .await
+            .map_err(|_| Gone)?;
+        if other.is_none_or(|other| other <= conversation) {
+            return Ok(());
+        }
+    }
+    let aside = send_aside(app, batch, who, conversation, snoozed).await?;
+    batch.event("closed_hint", &render_closed_hint(&aside));
     Ok(())
 }
 
@@ -495,6 +523,8 @@ async fn stream_conversation(
     let mut covered =
         replay_conversation(app, &mut batch, who, (conversation, after), &mut snoozed).await?;
     let mut last = covered;
+    // A newer conversation started between the page's render and now (or while it reconnected).
+    tell_newer(app, &mut batch, who, conversation, &mut snoozed, false).await?;
     loop {
         // The counts once a burst, after everything it changed.
         tally.send_counts(&mut batch);
@@ -527,6 +557,7 @@ async fn stream_conversation(
                     let from = (conversation, last);
                     covered = replay_conversation(app, &mut batch, who, from, &mut snoozed).await?;
                     last = last.max(covered);
+                    tell_newer(app, &mut batch, who, conversation, &mut snoozed, false).await?;
                 }
                 InboxSignal::Event(event)
                     if event.message.conversation_id == conversation
@@ -542,9 +573,7 @@ async fn stream_conversation(
                         && event.visitor == Some(visitor)
                         && event.message.conversation_id > conversation =>
                 {
-                    let aside =
-                        send_aside(app, &mut batch, who, conversation, &mut snoozed).await?;
-                    batch.event("closed_hint", &render_closed_hint(&aside));
+                    tell_newer(app, &mut batch, who, conversation, &mut snoozed, true).await?;
                 }
                 InboxSignal::Typing {
                     conversation: typing_in,

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::clock::now_ms;
-use crate::hub::{Hub, InboxEvent, Typist, VisitorEvent};
+use crate::hub::{Hub, InboxEvent, VisitorEvent};
+
+use super::agent_typing::AgentTypingGate;
 use crate::jobs::JobQueue;
 use crate::store::{
     self, ConversationId, ConversationRow, MessageId, MessageRow, NewAgentMessage,
@@ -145,6 +147,8 @@ pub struct Chat {
     pub(super) live: Arc<LiveItems>,
     /// Wakes the alarm that ends snoozes (`snooze.rs`) when a new one may end sooner.
     pub(super) snooze_alarm: Arc<Notify>,
+    /// Paces what colleagues are told of an agent's typing (`agent_typing.rs`).
+    pub(super) agent_typing: Arc<AgentTypingGate>,
 }
 
 /// The conversations the API's list asks for: the store's filters, and a site (by key) and a
@@ -168,6 +172,7 @@ impl Chat {
             jobs,
             live,
             snooze_alarm: Arc::new(Notify::new()),
+            agent_typing: Arc::default(),
         }
     }
 
@@ -311,29 +316,6 @@ impl Chat {
         };
         self.jobs.submit(jobs);
         Ok(Some(agent_row(&stored, &new)))
-    }
-
-    /// Shows (or hides) "agent is typing" to the visitor of a conversation, and "Ben is
-    /// replying…" to the colleagues who have it open.
-    pub async fn set_agent_typing(
-        &self,
-        conversation_id: ConversationId,
-        agent: &Agent,
-        active: bool,
-    ) -> Result<(), Error> {
-        let conversation = self.find_conversation(conversation_id).await?;
-        let name: Arc<str> = agent.name.as_str().into();
-        let event = VisitorEvent::Typing {
-            agent_name: Arc::clone(&name),
-            active,
-        };
-        self.hub
-            .publish_to_visitor(conversation.visitor_id, &event, None);
-        if let Some(user) = agent.user_id {
-            let by = Typist::Agent { user, name };
-            self.hub.publish_typing(conversation_id, by, active);
-        }
-        Ok(())
     }
 
     /// The visitor behind a token hash, if they ever wrote.

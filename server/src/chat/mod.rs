@@ -1,6 +1,7 @@
 //! The chat domain: sites, visitors, conversations and messages, and the use-case functions the
 //! widget, the API and the inbox call. It decides; `store` persists; `hub` fans out.
 
+mod agent_typing;
 mod canned;
 mod conversation;
 mod error;

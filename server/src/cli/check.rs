@@ -21,6 +21,13 @@ pub struct CheckArgs {
     db: Option<PathBuf>,
 }
 
+impl CheckArgs {
+    /// Whether the check reads the data directory's database (no `--db` given).
+    pub fn reads_the_data_dir(&self) -> bool {
+        self.db.is_none()
+    }
+}
+
 pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
     let path = args.db.unwrap_or_else(|| data.database_path());
     let shown = path.display();

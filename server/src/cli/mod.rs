@@ -124,8 +124,15 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        // `health` opens no data directory; every other command holds it to `serve`'s rule.
-        Command::Health(_) => ("warn".to_owned(), LogFormat::Text, Vec::new()),
+        // Every command that opens the data directory holds it to `serve`'s rule; these open
+        // none (the load tests' scratch servers have directories of their own).
+        Command::Health(_)
+        | Command::SlackMock { .. }
+        | Command::LoadtestEcho(_)
+        | Command::LoadtestSearch(_) => ("warn".to_owned(), LogFormat::Text, Vec::new()),
+        Command::Check(args) if !args.reads_the_data_dir() => {
+            ("warn".to_owned(), LogFormat::Text, Vec::new())
+        }
         _ => {
             if let Err(err) = crate::config::data_dir_rule(&cli.data.data_dir) {
                 let _ = writeln!(std::io::stderr(), "error: {err}");

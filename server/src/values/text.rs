@@ -270,22 +270,20 @@ impl Origin {
                 "An origin is scheme://host[:port], without a path, for example https://www.example.com.",
             ));
         }
-        // What the characters above allow but no browser sends as an `Origin`, which could then
-        // never match: a port of 0 or over 65535, two ports, brackets that hold no IPv6 address.
-        let is_sent = reqwest::Url::parse(&lowered)
-            .is_ok_and(|url| url.host().is_some() && url.path() == "/" && url.port() != Some(0));
-        if !is_sent {
-            return Err(Invalid::from(
+        // Stored as a browser writes it in `Origin`, which is what it must match: what the
+        // characters above allow but no browser sends is refused (a port of 0 or over 65535, two
+        // ports, brackets that hold no IPv6 address), and the rest written the browser's way
+        // (the scheme's default port dropped, `:08443` as `:8443`, `127.1` as `127.0.0.1`).
+        let sent = reqwest::Url::parse(&lowered)
+            .ok()
+            .filter(|url| url.host().is_some() && url.path() == "/" && url.port() != Some(0))
+            .map(|url| url.origin().ascii_serialization());
+        match sent {
+            Some(origin) if origin.starts_with("http") => Ok(Self(origin)),
+            _ => Err(Invalid::from(
                 "An origin is scheme://host[:port], the port from 1 to 65535, for example https://www.example.com:8443.",
-            ));
+            )),
         }
-        let default_port = if lowered.starts_with("https://") {
-            ":443"
-        } else {
-            ":80"
-        };
-        let origin = lowered.strip_suffix(default_port).unwrap_or(&lowered);
-        Ok(Self(origin.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -434,10 +432,21 @@ mod tests {
             let refused = Origin::parse(never).expect_err(never);
             assert!(refused.0.contains("1 to 65535"), "{never}: {refused:?}");
         }
-        assert_eq!(
-            Origin::parse("http://[::1]:8080").map(|o| o.0),
-            Ok("http://[::1]:8080".into())
-        );
+        // Written the browser's way, so that it matches what a browser sends.
+        for (given, saved) in [
+            ("http://[::1]:8080", "http://[::1]:8080"),
+            ("https://shop.example:08443", "https://shop.example:8443"),
+            ("http://shop.example:080", "http://shop.example"),
+            ("https://shop.example:", "https://shop.example"),
+            ("http://127.1", "http://127.0.0.1"),
+            ("http://[0:0::1]", "http://[::1]"),
+        ] {
+            assert_eq!(
+                Origin::parse(given).map(|o| o.0),
+                Ok(saved.into()),
+                "{given}"
+            );
+        }
         let wildcard = Origin::parse("http://*.example.com").expect_err("a wildcard");
         assert!(wildcard.0.contains("without wildcards"), "{wildcard:?}");
     }

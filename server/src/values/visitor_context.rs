@@ -206,10 +206,17 @@ fn redact_pair(pair: &str, depth: u8) -> Cow<'_, str> {
     }
 }
 
-/// Whether a value, percent-decoded, is an email address, whatever its parameter's name
-/// (`login_hint=ann@example.org`, `?e=…`, `?user=…`): someone's address is theirs to give.
+/// Whether a value, percent-decoded (again while that changes it), is an email address or a
+/// `mailto:` one, whatever its parameter's name (`login_hint=ann@example.org`, `?e=…`,
+/// `?share=mailto:…`): someone's address is theirs to give. Looser than
+/// [`super::is_visitor_email`] on purpose: redacting a value that only looks like one costs
+/// nothing.
 fn is_an_email_address(value: &str) -> bool {
-    let decoded = percent_decode_str(value).decode_utf8_lossy();
+    let decoded = fully_decoded(value);
+    let decoded = decoded
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("mailto:"))
+        .map_or(decoded.as_str(), |_| &decoded[7..]);
     decoded.split_once('@').is_some_and(|(local, domain)| {
         !local.is_empty()
             && domain.contains('.')
@@ -218,10 +225,9 @@ fn is_an_email_address(value: &str) -> bool {
     })
 }
 
-/// Whether a value, percent-decoded (again while that changes it, for an address encoded
-/// twice), is an address (absolute, protocol-relative, or a path) with credentials in it by the
-/// same rules. At `depth` 0 an address is taken to carry one: nesting is not followed further.
-fn carries_a_secret(value: &str, depth: u8) -> bool {
+/// `value` percent-decoded, again while that changes it (an address encoded twice), at most
+/// [`MAX_NESTING`] times.
+fn fully_decoded(value: &str) -> String {
     let mut decoded = value.to_owned();
     for _ in 0..MAX_NESTING {
         let once = percent_decode_str(&decoded)
@@ -232,6 +238,14 @@ fn carries_a_secret(value: &str, depth: u8) -> bool {
         }
         decoded = once;
     }
+    decoded
+}
+
+/// Whether a value, percent-decoded (again while that changes it, for an address encoded
+/// twice), is an address (absolute, protocol-relative, or a path) with credentials in it by the
+/// same rules. At `depth` 0 an address is taken to carry one: nesting is not followed further.
+fn carries_a_secret(value: &str, depth: u8) -> bool {
+    let decoded = fully_decoded(value);
     if !(decoded.contains("://") || decoded.starts_with('/')) {
         return false;
     }
@@ -385,8 +399,8 @@ mod tests {
                 "https://a.example/app?shop=s.example&hmac=redacted&hash=redacted&pin=redacted&bearer=redacted&SAMLResponse=redacted&id=7",
             ),
             (
-                "https://a.example/?login_hint=ann%40example.org&e=bo@example.com&user=cy@x.example&at=@home&next=%2Fa%40b",
-                "https://a.example/?login_hint=redacted&e=redacted&user=redacted&at=@home&next=%2Fa%40b",
+                "https://a.example/?login_hint=ann%40example.org&e=bo@example.com&user=cy@x.example&at=@home&next=%2Fa%40b&s=mailto:di@x.example&t=MAILTO%3Aed%40x.example&u=fi%2540x.example",
+                "https://a.example/?login_hint=redacted&e=redacted&user=redacted&at=@home&next=%2Fa%40b&s=redacted&t=redacted&u=redacted",
             ),
             // Names written as one word, ending in a secret's word.
             (

@@ -189,7 +189,9 @@ mod tests {
         let mut settings = SiteSettings::new("Acme".into(), vec!["https://a.example".into()]);
         let auto = snippet("https://chat.example", "s_1", &settings);
         assert!(auto.contains(r#""label":"Chat with us""#), "{auto}");
-        assert!(!auto.contains("locale"));
+        // The settings name no language (the launcher's code reads `c.locale`, so the key is
+        // looked for, not the word).
+        assert!(!auto.contains(r#""locale":"#), "{auto}");
         settings.locale = "fr".into();
         let french = snippet("https://chat.example", "s_1", &settings);
         assert!(french.contains(r#""locale":"fr""#), "{french}");

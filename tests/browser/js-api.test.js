@@ -183,12 +183,14 @@ test("calls queued before the snippet run; off() removes a handler; a throwing h
       await waitFor("the handler's second error", () => seen.errors.length === 2);
       // Unknown calls and bad arguments are ignored, not thrown.
       await page.evaluate(() => { Porch.push(["nope"]); Porch.push(null); Porch.on("open"); Porch.toggle(); });
-      // Names an object's prototype has are unknown names too (they threw a TypeError).
+      // Names an object's prototype has, and names that are no string, are unknown names too (they threw).
       const thrown = await page.evaluate(() => {
         const said = [];
-        for (const name of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+        const noString = Object.create(null);
+        const throwing = { toString() { throw new Error("boom"); } };
+        for (const name of ["constructor", "toString", "__proto__", "hasOwnProperty", noString, throwing, Symbol("x")]) {
           for (const call of [() => Porch.on(name, () => {}), () => Porch.off(name, () => {})]) {
-            try { call(); } catch (e) { said.push(`${name}: ${e.message}`); }
+            try { call(); } catch (e) { said.push(`${String(typeof name)}: ${e.message}`); }
           }
         }
         return said;

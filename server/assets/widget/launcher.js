@@ -24,8 +24,9 @@
     };
     const api = w.Porch = {
       open: () => act(true), close: () => act(false), toggle: () => act(),
-      on: (n, f) => { if (typeof f == "function") (H[n] = H[n] || []).push(f); },
-      off: (n, f) => { H[n] = (H[n] || []).filter((g) => g !== f); },
+      // Event names are strings: any other name is unknown (an object could throw turned into one).
+      on: (n, f) => { if (typeof f == "function" && typeof n == "string") (H[n] = H[n] || []).push(f); },
+      off: (n, f) => { if (typeof n == "string") H[n] = (H[n] || []).filter((g) => g !== f); },
       // The identity section of docs/widget.md explains the fields; a running panel takes them at once.
       identify: (u) => {
         c.user = u;

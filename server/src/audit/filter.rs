@@ -47,7 +47,12 @@ fn event_id(text: &str) -> Result<i64, String> {
         .ok()
         .filter(|id| *id > 0)
         .ok_or_else(|| {
-            format!("“{text}” is not an event id: pass the `next_before` of the previous page.")
+            // Cut as the API cuts the names it echoes.
+            let shown: String = text.chars().take(64).collect();
+            let cut = if shown.len() < text.len() { "…" } else { "" };
+            format!(
+                "“{shown}{cut}” is not an event id: pass the `next_before` of the previous page."
+            )
         })
 }
 
@@ -117,5 +122,12 @@ mod tests {
         for bad in ["abc", "0", "-3", "4.5"] {
             assert!(page(bad).expect_err("invalid").contains(bad), "{bad}");
         }
+        // A long one is echoed cut, as the API cuts the names it echoes.
+        let long = format!("a{}", "9".repeat(300));
+        let said = page(&long).expect_err("invalid");
+        assert!(
+            said.starts_with(&format!("“a{}…”", "9".repeat(63))),
+            "{said}"
+        );
     }
 }

@@ -53,8 +53,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
         // A misspelled field is named before the field it then lacks: `{"bdy": …}` is about
         // `bdy`, not a missing `body`.
         if !unknown.is_empty() {
+            let (noun, them) = if unknown.len() == 1 {
+                ("field", "it")
+            } else {
+                ("fields", "them")
+            };
             return Err(ApiError::invalid(format!(
-                "Unknown field {}: this endpoint does not take it (docs/api.md).",
+                "Unknown {noun} {}: this endpoint does not take {them} (docs/api.md).",
                 super::strict_query::listed_names(&unknown)
             ))
             .into_response());

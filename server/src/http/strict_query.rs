@@ -32,8 +32,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for StrictQuery<T>
         if unknown.is_empty() {
             return Ok(Self(query));
         }
+        let (noun, them) = if unknown.len() == 1 {
+            ("parameter", "it")
+        } else {
+            ("parameters", "them")
+        };
         Err(ApiError::invalid(format!(
-            "Unknown query parameter {}: this endpoint does not take it (docs/api.md).",
+            "Unknown query {noun} {}: this endpoint does not take {them} (docs/api.md).",
             listed_names(&unknown)
         ))
         .into_response())

@@ -193,7 +193,12 @@ fn redact_split_pairs(text: &str) -> String {
 /// carries one (`redirect=https%3A%2F%2Fx%2F%3Ftoken%3D…`), read `depth` addresses deep.
 fn redact_pair(pair: &str, depth: u8) -> Cow<'_, str> {
     let Some((name, value)) = pair.split_once('=') else {
-        return pair.into();
+        // A bare `?ann@example.com` (an unsubscribe or "verify" link) is an address all the same.
+        return if is_an_email_address(pair) {
+            "redacted".into()
+        } else {
+            pair.into()
+        };
     };
     let bare = name.rsplit('/').next().unwrap_or(name);
     if names_a_secret(&percent_decode_str(bare).decode_utf8_lossy())
@@ -217,6 +222,13 @@ fn is_an_email_address(value: &str) -> bool {
         .get(..7)
         .filter(|scheme| scheme.eq_ignore_ascii_case("mailto:"))
         .map_or(decoded.as_str(), |_| &decoded[7..]);
+    // A list (`to=a@x.example,b@y.example`, a `mailto:` with several recipients) holds addresses.
+    decoded.split(',').any(is_one_address)
+}
+
+/// Whether `text` (decoded) is one email address, by the loose rule of [`is_an_email_address`].
+fn is_one_address(text: &str) -> bool {
+    let decoded = text.trim();
     decoded.split_once('@').is_some_and(|(local, domain)| {
         !local.is_empty()
             && domain.contains('.')
@@ -399,8 +411,12 @@ mod tests {
                 "https://a.example/app?shop=s.example&hmac=redacted&hash=redacted&pin=redacted&bearer=redacted&SAMLResponse=redacted&id=7",
             ),
             (
-                "https://a.example/?login_hint=ann%40example.org&e=bo@example.com&user=cy@x.example&at=@home&next=%2Fa%40b&s=mailto:di@x.example&t=MAILTO%3Aed%40x.example&u=fi%2540x.example",
-                "https://a.example/?login_hint=redacted&e=redacted&user=redacted&at=@home&next=%2Fa%40b&s=redacted&t=redacted&u=redacted",
+                "https://a.example/?login_hint=ann%40example.org&e=bo@example.com&user=cy@x.example&at=@home&next=%2Fa%40b&s=mailto:di@x.example&t=MAILTO%3Aed%40x.example&u=fi%2540x.example&to=go@x.example,hu@y.example&tags=a,b",
+                "https://a.example/?login_hint=redacted&e=redacted&user=redacted&at=@home&next=%2Fa%40b&s=redacted&t=redacted&u=redacted&to=redacted&tags=a,b",
+            ),
+            (
+                "https://a.example/unsubscribe?ann@example.com",
+                "https://a.example/unsubscribe?redacted",
             ),
             // Names written as one word, ending in a secret's word.
             (

@@ -72,7 +72,9 @@ test("an agent emails a visitor from the conversation page", { timeout: 90000 },
   await page.getByLabel("Subject", { exact: true }).fill("Blue jumpers <b>back</b>");
   await page.getByLabel("Message", { exact: true }).fill("They are back in stock tomorrow.");
   await page.getByRole("button", { name: "Send email" }).click();
-  await page.waitForURL(/notice=mail-queued/);
+  // The answer's address, then its notice: not the page's load event, which a loaded machine (a CI
+  // run) held back past the wait once.
+  await page.waitForURL(/notice=mail-queued/, { waitUntil: "commit" });
   await page.getByText("Mail queued to the visitor").waitFor();
 
   // The visitor, still on the page, sees it as the agent's message.

@@ -4,7 +4,7 @@
 // private note being written never does.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PASSWORD, fixture, openConversation, signIn, visitor, waitFor } from "./harness.js";
+import { PASSWORD, agentPage, fixture, openConversation, visitor, waitFor } from "./harness.js";
 
 const AGENT = { email: "ana@example.com", name: "Ana" };
 const COLLEAGUE = { email: "ben@example.com", name: "Ben" };
@@ -15,10 +15,7 @@ const world = fixture({ site: "Acme Shop", agent: AGENT }, async ({ porch }) => 
 
 test("visitor and agent see each other typing", { timeout: 90000 }, async () => {
   const { porch, browser, host } = world;
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15000);
-  await signIn(page, porch, AGENT.email);
+  const { context, page } = await agentPage(browser, porch, AGENT.email);
 
   // Typing goes nowhere before the visitor's first message (there is no conversation yet).
   const v = await visitor(browser, host.url);
@@ -64,10 +61,7 @@ test("visitor and agent see each other typing", { timeout: 90000 }, async () => 
 
 test("a private note being written never tells the visitor the agent is typing", { timeout: 90000 }, async () => {
   const { porch, browser, host } = world;
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15000);
-  await signIn(page, porch, AGENT.email);
+  const { context, page } = await agentPage(browser, porch, AGENT.email);
   const signals = [];
   page.on("request", (r) => { if (r.url().endsWith("/typing")) signals.push(r.postData()); });
 
@@ -124,17 +118,10 @@ test("a private note being written never tells the visitor the agent is typing",
 // check had both answer the visitor within 7 s, each unaware of the other.
 test("a colleague writing a reply shows on the conversation page", { timeout: 90000 }, async () => {
   const { porch, browser, host } = world;
-  const open = async (who) => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(15000);
-    await signIn(page, porch, who.email);
-    return { context, page };
-  };
   const v = await visitor(browser, host.url);
   await v.say("Can I change my delivery address?");
-  const ana = await open(AGENT);
-  const ben = await open(COLLEAGUE);
+  const ana = await agentPage(browser, porch, AGENT.email);
+  const ben = await agentPage(browser, porch, COLLEAGUE.email);
   for (const { page } of [ana, ben]) await openConversation(page, porch, "delivery address");
   const seenByBen = ben.page.locator("#colleague-typing");
   const seenByAna = ana.page.locator("#colleague-typing");

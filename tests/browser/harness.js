@@ -350,6 +350,15 @@ export async function signIn(page, porch, email, password = PASSWORD) {
     page.getByRole("button", { name: "Sign in" }).click()]);
 }
 
+/** A desktop-sized page signed in as the agent with `email`, in a context of its own. */
+export async function agentPage(browser, porch, email) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  await signIn(page, porch, email);
+  return { context, page };
+}
+
 /**
  * Opens, from the inbox, the conversation whose row shows `text`, and waits until its page's live
  * stream follows the hub (the counts arrive then): from that moment nothing is missed. Returns its id.

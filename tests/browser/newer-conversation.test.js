@@ -4,17 +4,14 @@
 // outside check found the page offering Reopen until it was reloaded. docs/admin.md, "Live updates".
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fixture, openConversation, signIn, visitor } from "./harness.js";
+import { agentPage, fixture, openConversation, visitor } from "./harness.js";
 
 const AGENT = { email: "cy@example.com", name: "Cy" };
 const world = fixture({ site: "Acme Shop", agent: AGENT });
 
 test("a closed conversation's open page learns of the visitor's newer one", { timeout: 60000 }, async () => {
   const { porch, browser, host } = world;
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15000);
-  await signIn(page, porch, AGENT.email);
+  const { context, page } = await agentPage(browser, porch, AGENT.email);
   const v = await visitor(browser, host.url);
   await v.say("My address is wrong");
   const first = await openConversation(page, porch, "address is wrong");

@@ -2,6 +2,7 @@
 //! widget, the API and the inbox call. It decides; `store` persists; `hub` fans out.
 
 mod agent_typing;
+mod assignment;
 mod canned;
 mod conversation;
 mod error;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::{Context, bail};
 use clap::Args;
 
 use super::ChannelLimit;
@@ -113,4 +114,84 @@ pub struct EchoArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:9098")]
     pub listen: std::net::SocketAddr,
+}
+
+impl LoadtestArgs {
+    /// Refuses flags that cannot work together, rather than ignoring one.
+    pub(super) fn check(&self) -> anyhow::Result<()> {
+        let args = self;
+        if args.stairs.is_empty() || args.visitors == 0 {
+            bail!("--stairs and --visitors must not be empty or zero");
+        }
+        // Checked before anything runs: in the first stair it read as that stair's failure.
+        if let Some(url) = &args.url {
+            loopback_url(url)?;
+        }
+        match (&args.url, args.site_keys.is_empty()) {
+            (Some(_), true) => bail!("--url needs at least one --site: a site key of that server"),
+            (None, false) => {
+                bail!("--site names sites of a --url target; scratch servers make their own")
+            }
+            _ => {}
+        }
+        if args.slack_channel_limit.is_some() && args.slack_delay.is_none() {
+            bail!(
+                "--slack-channel-limit limits the Slack mock, which only runs with --slack-delay"
+            );
+        }
+        // These set up the scratch servers' database or their Slack; a given server has its own.
+        let scratch_only: Vec<&str> = [
+            ("--agents", args.agents > 0),
+            ("--flood", args.flood > 0),
+            ("--slack-delay", args.slack_delay.is_some()),
+            ("--seed-messages", args.seed_messages > 0),
+        ]
+        .into_iter()
+        .filter_map(|(flag, is_given)| is_given.then_some(flag))
+        .collect();
+        if args.url.is_some() && !scratch_only.is_empty() {
+            bail!(
+                "{}: only for the load test's own scratch servers, not with --url",
+                scratch_only.join(", ")
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Only loopback targets: a load test against someone else's server is an attack.
+pub(super) fn loopback_url(url: &str) -> anyhow::Result<String> {
+    let base = url.trim_end_matches('/');
+    let host = base
+        .strip_prefix("ws://")
+        .or_else(|| base.strip_prefix("http://"))
+        .context("--url must start with ws:// or http://")?;
+    // A parsed address, not a prefix: `127.evil.example` must not pass.
+    let is_loopback = host
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|a| a.ip().is_loopback())
+        || host
+            .strip_prefix("localhost:")
+            .is_some_and(|port| port.parse::<u16>().is_ok());
+    if !is_loopback {
+        bail!("--url must be a loopback address (127.0.0.1, localhost or [::1])");
+    }
+    Ok(format!("ws://{host}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_url;
+
+    #[test]
+    fn only_loopback_targets_are_accepted() {
+        assert_eq!(
+            loopback_url("http://127.0.0.1:8080/").ok().as_deref(),
+            Some("ws://127.0.0.1:8080")
+        );
+        assert!(loopback_url("ws://localhost:8080").is_ok());
+        assert!(loopback_url("ws://example.com:8080").is_err());
+        assert!(loopback_url("ws://127.0.0.1.example.com:80").is_err());
+        assert!(loopback_url("ws://[::1]:8080").is_ok());
+    }
 }

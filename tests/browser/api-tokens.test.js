@@ -2,7 +2,7 @@
 // the confirmation page, and the API now answers 401), and signing out everywhere else.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PASSWORD, fixture, setupToken, signIn, waitFor } from "./harness.js";
+import { fixture, setUpFirstAdmin, signIn, waitFor } from "./harness.js";
 
 let page;
 const world = fixture({}, async ({ browser }) => {
@@ -19,13 +19,7 @@ async function listConversations(porch, token) {
 
 test("a user makes a token, sees it once, uses it, revokes it, and the API refuses it", { timeout: 60000 }, async () => {
   const { porch } = world;
-  await page.goto(`${porch.url}/setup`);
-  await page.getByLabel("Setup token").fill(await setupToken(porch));
-  await page.getByLabel("Your name").fill("Ana");
-  await page.getByLabel("Email").fill("ana@example.com");
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Create admin account" }).click();
-  await page.waitForURL(/\/sites\/new/);
+  await setUpFirstAdmin(page, porch);
 
   await page.goto(`${porch.url}/account`);
   await page.getByLabel("Name", { exact: true }).fill("Dashboard <i>1</i>");

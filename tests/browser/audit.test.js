@@ -2,7 +2,7 @@
 // action filter narrows the list.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PASSWORD, fixture, setupToken } from "./harness.js";
+import { fixture, setUpFirstAdmin } from "./harness.js";
 
 let page;
 const world = fixture({}, async ({ browser }) => {
@@ -12,13 +12,7 @@ const world = fixture({}, async ({ browser }) => {
 
 test("an admin changes a site and finds the event on the audit page, filtered by action", { timeout: 60000 }, async () => {
   const { porch } = world;
-  await page.goto(`${porch.url}/setup`);
-  await page.getByLabel("Setup token").fill(await setupToken(porch));
-  await page.getByLabel("Your name").fill("Ana");
-  await page.getByLabel("Email").fill("ana@example.com");
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Create admin account" }).click();
-  await page.waitForURL(/\/sites\/new/);
+  await setUpFirstAdmin(page, porch);
 
   await page.locator("#name").fill("Shop");
   await page.locator("#origins").fill("https://shop.example");

@@ -6,12 +6,8 @@
 // a test mail reaches the SMTP server.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
 import http from "node:http";
-import os from "node:os";
-import path from "node:path";
-import { PASSWORD, REPO, fixture, setupToken, visitor, waitFor } from "./harness.js";
+import { fixture, setUpFirstAdmin, smtpSink, visitor, waitFor } from "./harness.js";
 
 /** Starts `handler` on a loopback port; returns {url, close}. */
 async function serve(handler) {
@@ -55,38 +51,24 @@ const receiver = await serve(async (req, res) => {
 });
 
 // The SMTP server: prints its port, writes each mail as DIR/NNNN.json.
-const mailDir = await mkdtemp(path.join(os.tmpdir(), "porch-mail-"));
-const sink = spawn(path.join(REPO, "tests/deliveries/.venv/bin/python"),
-  [path.join(REPO, "tests/deliveries/smtp_sink.py"), mailDir], { stdio: ["ignore", "pipe", "inherit"] });
-const smtpPort = await new Promise((resolve) => sink.stdout.once("data", (d) => resolve(Number(String(d).trim()))));
-async function mails() {
-  return (await readdir(mailDir)).filter((f) => f.endsWith(".json"));
-}
+const smtp = await smtpSink();
 
 // The server reads these at start-up (the fixture starts it after this module's top level ran).
 process.env.PORCH_DISCORD_API_URL = `${discordMock.url}/api`;
 process.env.PORCH_ALLOW_PRIVATE_NETWORKS = "true";
-process.env.PORCH_SMTP_URL = `smtp://127.0.0.1:${smtpPort}`;
-process.env.PORCH_MAIL_FROM = "Porch <chat@porch.test>";
+Object.assign(process.env, smtp.env);
 
 let page;
 const world = fixture({ site: "Acme Test" }, async ({ browser, porch }) => {
   page = await (await browser.newContext()).newPage();
   page.setDefaultTimeout(15000);
-  await page.goto(`${porch.url}/setup`);
-  await page.getByLabel("Setup token").fill(await setupToken(porch));
-  await page.getByLabel("Your name").fill("Ana");
-  await page.getByLabel("Email").fill("ana@example.com");
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Create admin account" }).click();
-  await page.waitForURL(/\/sites\/new/);
+  await setUpFirstAdmin(page, porch);
 });
 
 after(async () => {
-  sink.kill();
   await discordMock.close();
   await receiver.close();
-  await rm(mailDir, { recursive: true, force: true });
+  await smtp.close();
 });
 
 /** Clicks `button` (a test) with Discord holding its answer: the page shows the test as queued. */
@@ -189,11 +171,11 @@ test("an endpoint is added, its delivery is in the log, and a replay arrives wit
 test("a test mail from the email page reaches the SMTP server and shows as sent", { timeout: 60000 }, async () => {
   const { porch, site } = world;
   await page.goto(`${porch.url}/sites/${site.key}/email`);
-  assert.match(await page.locator("[data-smtp=set]").innerText(), new RegExp(`127\\.0\\.0\\.1:${smtpPort}`));
-  const before = (await mails()).length;
+  assert.match(await page.locator("[data-smtp=set]").innerText(), new RegExp(`127\\.0\\.0\\.1:${smtp.port}`));
+  const before = (await smtp.mails()).length;
   await page.getByRole("button", { name: "Send test mail" }).click();
   await page.waitForURL(/#test-outcome$/);
-  await waitFor("the test mail", async () => (await mails()).length > before);
+  await waitFor("the test mail", async () => (await smtp.mails()).length > before);
   await outcomeBecomes("sent");
   // The outcome stays, with its time, for whoever opens the page later.
   await page.goto(`${porch.url}/sites/${site.key}/email`);

@@ -2,17 +2,10 @@
 // SMTP server), a new password, and the inbox; the old password no longer works.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdir, readFile } from "node:fs/promises";
-import path from "node:path";
 import { fixture, signIn, waitFor } from "./harness.js";
 
 const ADMIN = { email: "ana@example.com", name: "Ana" };
 const world = fixture({ agent: ADMIN, email: true });
-
-async function mails() {
-  const names = (await readdir(world.smtp.dir)).filter((f) => f.endsWith(".json")).sort();
-  return Promise.all(names.map(async (n) => JSON.parse(await readFile(path.join(world.smtp.dir, n), "utf8"))));
-}
 
 test("a forgotten password is replaced through the mailed link", { timeout: 60000 }, async () => {
   const { porch, browser } = world;
@@ -30,7 +23,7 @@ test("a forgotten password is replaced through the mailed link", { timeout: 6000
   const status = page.getByRole("status");
   assert.match(await status.innerText(), /If ana@example\.com is the address of an account here, a link/);
 
-  const [mail] = await waitFor("the mail", async () => { const m = await mails(); return m.length ? m : null; });
+  const [mail] = await waitFor("the mail", async () => { const m = await world.smtp.mails(); return m.length ? m : null; });
   assert.deepEqual(mail.rcpt_tos, [ADMIN.email]);
   const link = mail.text.match(/http\S+\/password-resets\/\S+/)[0];
   await page.goto(link);

@@ -3,7 +3,7 @@
 // and what people do there (sign in, chat as a visitor). Everything listens on 127.0.0.1 only.
 import { before, after } from "node:test";
 import { spawn, execFile } from "node:child_process";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
@@ -305,25 +305,47 @@ export function fixture({ site, agent, start = true, email = false } = {}, more 
     await world.browser?.close();
     await world.host?.close();
     await world.porch?.dispose();
-    world.smtp?.proc.kill();
+    await world.smtp?.close();
   });
   return world;
 }
 
+/** The Python of the delivery tests' venv (aiosmtpd, pymap): the one scripts/test installs into. */
+export const PYTHON = path.join(REPO, "tests/deliveries/.venv/bin/python");
+
 /**
- * The SMTP server of the Rust tests (tests/deliveries/smtp_sink.py, aiosmtpd), writing each mail it
- * accepts into a temp dir as NNNN.json; returns {proc, port, dir, env}, `env` being what points porch
- * at it.
+ * Starts a Python test server of tests/deliveries (`script`, which prints its port first) with that
+ * directory's venv; returns {proc, port}. It is killed when this test process exits, if not before.
  */
-export async function smtpSink() {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "porch-mail-"));
-  const proc = spawn(path.join(REPO, "tests/deliveries/.venv/bin/python"),
-    [path.join(REPO, "tests/deliveries/smtp_sink.py"), dir], { stdio: ["ignore", "pipe", "inherit"] });
+export async function pythonServer(script, args = []) {
+  const proc = spawn(PYTHON,
+    [path.join(REPO, "tests/deliveries", script), ...args], { stdio: ["ignore", "pipe", "inherit"] });
   running.add(proc);
   proc.on("exit", () => running.delete(proc));
   const port = await new Promise((resolve) => proc.stdout.once("data", (d) => resolve(Number(String(d).trim()))));
-  return { proc, port, dir,
-    env: { PORCH_SMTP_URL: `smtp://127.0.0.1:${port}`, PORCH_MAIL_FROM: "Porch <chat@porch.test>" } };
+  return { proc, port };
+}
+
+/**
+ * The SMTP server of the Rust tests (tests/deliveries/smtp_sink.py, aiosmtpd), writing each mail it
+ * accepts into a temp dir as NNNN.json. `env` is what points porch at it, `mails()` reads what it
+ * received (in order) and `close()` stops it and removes the dir.
+ */
+export async function smtpSink() {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "porch-mail-"));
+  const { proc, port } = await pythonServer("smtp_sink.py", [dir]);
+  return {
+    proc, port, dir,
+    env: { PORCH_SMTP_URL: `smtp://127.0.0.1:${port}`, PORCH_MAIL_FROM: "Porch <chat@porch.test>" },
+    async mails() {
+      const names = (await readdir(dir)).filter((n) => n.endsWith(".json")).sort();
+      return Promise.all(names.map(async (n) => JSON.parse(await readFile(path.join(dir, n), "utf8"))));
+    },
+    async close() {
+      proc.kill();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export const PASSWORD = "correct horse battery staple";
@@ -334,6 +356,17 @@ export async function setupToken(porch) {
     const match = porch.log.match(/setup token ([A-Za-z0-9_-]{20,})/);
     return match && match[1];
   });
+}
+
+/** Creates the first admin, Ana <ana@example.com>, on /setup as a newcomer does; waits for the new-site form. */
+export async function setUpFirstAdmin(page, porch) {
+  await page.goto(`${porch.url}/setup`);
+  await page.getByLabel("Setup token").fill(await setupToken(porch));
+  await page.getByLabel("Your name").fill("Ana");
+  await page.getByLabel("Email").fill("ana@example.com");
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Create admin account" }).click();
+  await page.waitForURL(/\/sites\/new/);
 }
 
 /** Signs in on `page`; waits for the page after the redirect. */

@@ -3,30 +3,14 @@
 // without a restart, "Test connection" reports success, and the password is never shown again.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { PASSWORD, REPO, fixture, setupToken, waitFor } from "./harness.js";
+import { fixture, pythonServer, setUpFirstAdmin, smtpSink, waitFor } from "./harness.js";
 
-const PYTHON = path.join(REPO, "tests/deliveries/.venv/bin/python");
-
-/** Starts a Python test server that prints its port first; returns {proc, port}. */
-async function server(script, args = []) {
-  const proc = spawn(PYTHON, [path.join(REPO, "tests/deliveries", script), ...args],
-    { stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise((resolve) => proc.stdout.once("data", (d) => resolve(Number(String(d).trim()))));
-  return { proc, port };
-}
-
-const mailDir = await mkdtemp(path.join(os.tmpdir(), "porch-mail-"));
-const smtp = await server("smtp_sink.py", [mailDir]);
-const imap = await server("imap_server.py");
+const smtp = await smtpSink();
+const imap = await pythonServer("imap_server.py");
 
 // Read by the server at start-up. No PORCH_IMAP_URL: the page sets the mailbox. The IMAP server is on
 // loopback, which the page refuses unless private networks are allowed.
-process.env.PORCH_SMTP_URL = `smtp://127.0.0.1:${smtp.port}`;
-process.env.PORCH_MAIL_FROM = "Porch <chat@porch.test>";
+Object.assign(process.env, smtp.env);
 process.env.PORCH_ALLOW_PRIVATE_NETWORKS = "true";
 delete process.env.PORCH_IMAP_URL;
 
@@ -34,19 +18,12 @@ let page;
 const world = fixture({ site: "Acme Test" }, async ({ browser, porch }) => {
   page = await (await browser.newContext()).newPage();
   page.setDefaultTimeout(15000);
-  await page.goto(`${porch.url}/setup`);
-  await page.getByLabel("Setup token").fill(await setupToken(porch));
-  await page.getByLabel("Your name").fill("Ana");
-  await page.getByLabel("Email").fill("ana@example.com");
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Create admin account" }).click();
-  await page.waitForURL(/\/sites\/new/);
+  await setUpFirstAdmin(page, porch);
 });
 
 after(async () => {
-  smtp.proc.kill();
   imap.proc.kill();
-  await rm(mailDir, { recursive: true, force: true });
+  await smtp.close();
 });
 
 test("an admin sets the mailbox on the email page and tests the connection", { timeout: 90000 }, async () => {

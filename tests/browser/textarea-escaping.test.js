@@ -3,7 +3,7 @@
 // settings off-site (CSP stops scripts, not a meta refresh). These payloads join the XSS corpus.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PASSWORD, fixture, setupToken } from "./harness.js";
+import { fixture, setUpFirstAdmin } from "./harness.js";
 
 const PAYLOADS = [
   '</textarea><meta http-equiv="refresh" content="0;url=https://evil.example">',
@@ -21,13 +21,7 @@ const world = fixture({}, async ({ porch, browser }) => {
 
 test("a hostile greeting or origin list stays text in the site settings", { timeout: 60000 }, async () => {
   const { porch } = world;
-  await page.goto(`${porch.url}/setup`);
-  await page.getByLabel("Setup token").fill(await setupToken(porch));
-  await page.getByLabel("Your name").fill("Ana");
-  await page.getByLabel("Email").fill("ana@example.com");
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Create admin account" }).click();
-  await page.waitForURL(/\/sites\/new/);
+  await setUpFirstAdmin(page, porch);
 
   for (const payload of PAYLOADS) {
     await page.goto(`${porch.url}/sites/new`);

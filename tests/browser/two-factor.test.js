@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { PASSWORD, fixture, setupToken, snap } from "./harness.js";
+import { PASSWORD, fixture, setUpFirstAdmin, snap } from "./harness.js";
 
 let page;
 const world = fixture({}, async ({ browser }) => {
@@ -50,13 +50,7 @@ async function password() {
 
 test("set up two-factor, then sign in with a code and with a recovery code", { timeout: 90000 }, async () => {
   const { porch } = world;
-  await page.goto(`${porch.url}/setup`);
-  await page.getByLabel("Setup token").fill(await setupToken(porch));
-  await page.getByLabel("Your name").fill("Ana");
-  await page.getByLabel("Email").fill("ana@example.com");
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Create admin account" }).click();
-  await page.waitForURL(/\/sites\/new/);
+  await setUpFirstAdmin(page, porch);
 
   await page.goto(`${porch.url}/account`);
   await page.getByRole("button", { name: "Set up two-factor sign-in" }).click();

@@ -5,47 +5,22 @@
 // sent by email (the subject shown as text) with its delivery posted.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { PASSWORD, REPO, fixture, setupToken, visitor, waitFor } from "./harness.js";
+import { fixture, setUpFirstAdmin, smtpSink, visitor, waitFor } from "./harness.js";
 
-const PYTHON = path.join(REPO, "tests/deliveries/.venv/bin/python");
-const mailDir = await mkdtemp(path.join(os.tmpdir(), "porch-mail-"));
-const smtp = spawn(PYTHON, [path.join(REPO, "tests/deliveries/smtp_sink.py"), mailDir],
-  { stdio: ["ignore", "pipe", "inherit"] });
-const smtpPort = await new Promise((resolve) => smtp.stdout.once("data", (d) => resolve(Number(String(d).trim()))));
-
+const smtp = await smtpSink();
 // Read by the server at start-up (the fixture starts it after this module's top level ran).
-process.env.PORCH_SMTP_URL = `smtp://127.0.0.1:${smtpPort}`;
-process.env.PORCH_MAIL_FROM = "Porch <chat@porch.test>";
+Object.assign(process.env, smtp.env);
 
 const world = fixture({ site: "Acme Test" });
 
-after(async () => {
-  smtp.kill();
-  await rm(mailDir, { recursive: true, force: true });
-});
-
-/** The mails the SMTP server received, as smtp_sink.py summarised them. */
-async function mails() {
-  const names = (await readdir(mailDir)).filter((n) => n.endsWith(".json")).sort();
-  return Promise.all(names.map(async (n) => JSON.parse(await readFile(path.join(mailDir, n), "utf8"))));
-}
+after(() => smtp.close());
 
 test("an agent emails a visitor from the conversation page", { timeout: 90000 }, async () => {
   const { porch, site, host, browser } = world;
   // Email first: the widget asks for an address only when replies can be mailed.
   const page = await (await browser.newContext()).newPage();
   page.setDefaultTimeout(15000);
-  await page.goto(`${porch.url}/setup`);
-  await page.getByLabel("Setup token").fill(await setupToken(porch));
-  await page.getByLabel("Your name").fill("Ana");
-  await page.getByLabel("Email").fill("ana@example.com");
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Create admin account" }).click();
-  await page.waitForURL(/\/sites\/new/);
+  await setUpFirstAdmin(page, porch);
   await page.goto(`${porch.url}/sites/${site.key}/email`);
   await page.getByRole("button", { name: "Turn on email" }).click();
   await page.waitForURL(/notice=/);
@@ -81,7 +56,7 @@ test("an agent emails a visitor from the conversation page", { timeout: 90000 },
   await v.page.locator("[data-porch=message][data-author=agent]", { hasText: "back in stock tomorrow" }).waitFor();
 
   const [mail] = await waitFor("the mail at the SMTP server", async () => {
-    const got = await mails();
+    const got = await smtp.mails();
     return got.length > 0 && got;
   });
   assert.deepEqual(mail.rcpt_tos, ["bea@example.org"]);

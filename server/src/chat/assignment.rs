@@ -10,6 +10,15 @@ use super::conversation::Chat;
 use super::inbox::Via;
 use super::writes::conversation_change_jobs;
 
+/// The status line of an assignment by `by`, as the history shows it.
+fn assignment_line(by: &UserRow, assignee: Option<&UserRow>) -> String {
+    match assignee {
+        Some(a) if a.id == by.id => format!("{} took this conversation", by.name),
+        Some(a) => format!("{} assigned this conversation to {}", by.name, a.name),
+        None => format!("{} unassigned this conversation", by.name),
+    }
+}
+
 impl Chat {
     /// Assigns the conversation to `assignee` (or nobody) if it is assigned as `expected`;
     /// returns whether it changed (not when it was already so, or not as expected).
@@ -23,11 +32,7 @@ impl Chat {
     ) -> Result<bool, Error> {
         let site_id = self.inbox_item(by.id, id).await?.site_id;
         let target = assignee.map(|a| a.id);
-        let line = match assignee {
-            Some(a) if a.id == by.id => format!("{} took this conversation", by.name),
-            Some(a) => format!("{} assigned this conversation to {}", by.name, a.name),
-            None => format!("{} unassigned this conversation", by.name),
-        };
+        let line = assignment_line(by, assignee);
         self.change(site_id, id, by, line, via, move |c| {
             if !store::update_conversation_assignee(c, id, target, expected)? {
                 return Ok(None);
@@ -47,7 +52,8 @@ impl Chat {
     /// a closed one, one taken meanwhile, or a resend of a reply already stored under
     /// `client_id` (the first send took it, if it was free) is left as it is; so is one whose
     /// reply names `attachments` that are not all the agent's free uploads on its site: the
-    /// reply is then refused, and a refused reply takes nothing.
+    /// reply is then refused, and a refused reply takes nothing. The checks and the take are one
+    /// write, so nothing (a sweep of an upload, the first send of a resend) comes between them.
     pub async fn take_on_reply(
         &self,
         id: ConversationId,
@@ -61,22 +67,27 @@ impl Chat {
         }
         let (user, site, ids) = (by.id, conversation.site_id, attachments.to_vec());
         let client_id = client_id.cloned();
-        let takes = self
-            .readers
-            .read(move |c| {
-                let is_resend = match &client_id {
-                    Some(id) => store::find_agent_message_by_client_id(c, user, id)?.is_some(),
-                    None => false,
-                };
-                Ok(!is_resend
-                    && store::are_free_uploads(c, site, store::Uploader::Agent(user), &ids)?)
-            })
-            .await?;
-        if !takes {
-            return Ok(false);
-        }
-        self.assign_conversation(id, by, Some(by), store::Expected::Is(None), None)
-            .await
+        let line = assignment_line(by, Some(by));
+        self.change(site, id, by, line, None, move |c| {
+            let is_resend = match &client_id {
+                Some(id) => store::find_agent_message_by_client_id(c, user, id)?.is_some(),
+                None => false,
+            };
+            let takes = !is_resend
+                && store::are_free_uploads(c, site, store::Uploader::Agent(user), &ids)?
+                && store::update_conversation_assignee(
+                    c,
+                    id,
+                    Some(user),
+                    store::Expected::Is(None),
+                )?;
+            if !takes {
+                return Ok(None);
+            }
+            conversation_change_jobs(c, id, ConversationChange::Assigned(user)).map(Some)
+        })
+        .await
+        .map(|line| line.is_some())
     }
 
     /// Unassigns every open conversation of `user`, who was just disabled and will answer none

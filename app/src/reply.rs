@@ -1,5 +1,5 @@
 //! The conversation page's reply box (docs/admin.md, "Replies and notes"): *Reply* or *Private
-//! note*, chosen before writing, files and canned replies; `inbox.js` adds sending with fetch,
+//! note*, chosen before writing, files and canned replies; `reply.js` adds sending with fetch,
 //! drafts, typing and uploads.
 
 use leptos::prelude::*;
@@ -31,7 +31,7 @@ pub fn ReplyForm(
             <input type="hidden" name="client_id" value=reply_id/>
             <ul class="reply-files" id="reply-files" aria-label="Files to send" aria-live="polite" hidden></ul>
             // The mode is chosen before writing, so that a note in progress never tells
-            // the visitor "typing…" (inbox.js sends typing in reply mode only).
+            // the visitor "typing…" (reply.js sends typing in reply mode only).
             <fieldset class="reply-mode">
                 <legend class="visually-hidden">"Send as"</legend>
                 <label><input type="radio" name="kind" value="reply" checked/>" Reply"</label>
@@ -52,7 +52,7 @@ pub fn ReplyForm(
             </p>
             <div class="reply-bar">
                 // On a touch screen Enter starts a new line (a phone's keyboard has no Shift+Enter)
-                // and the button sends, so the keys are not said there (admin.css, inbox.js).
+                // and the button sends, so the keys are not said there (admin.css, reply.js).
                 <p class="hint" id="reply-hint">
                     <span class="enter-keys"><kbd>"Enter"</kbd>" sends · "<kbd>"Shift"</kbd>"+"
                     <kbd>"Enter"</kbd>" new line · "</span>"notes are never shown to the visitor"
@@ -72,7 +72,7 @@ pub fn ReplyForm(
                     <button type="submit" class="button button-primary note-send">"Add note"</button>
                 </div>
             </div>
-            // Why a send failed, filled by inbox.js and emptied when the box is edited: in the
+            // Why a send failed, filled by reply.js and emptied when the box is edited: in the
             // page from the start, as screen readers announce what comes into an alert already
             // there; it describes the box (empty, it adds nothing to the description).
             <p class="reply-error" id="reply-error" role="alert"></p>

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 const ADMIN_CSS: &str = include_str!("../../assets/admin/admin.css");
 const TIME_JS: &str = include_str!("../../assets/admin/time.js");
 const INBOX_JS: &str = include_str!("../../assets/admin/inbox.js");
+const REPLY_JS: &str = include_str!("../../assets/admin/reply.js");
 const NOTIFY_JS: &str = include_str!("../../assets/admin/notify.js");
 const KEYS_JS: &str = include_str!("../../assets/admin/keys.js");
 const CONFIRM_JS: &str = include_str!("../../assets/admin/confirm.js");
@@ -41,6 +42,11 @@ pub async fn time_js() -> Response {
 /// `GET /assets/inbox.js`.
 pub async fn inbox_js() -> Response {
     asset("text/javascript; charset=utf-8", INBOX_JS)
+}
+
+/// `GET /assets/reply.js`: the reply box of a conversation page (sending, files, typing).
+pub async fn reply_js() -> Response {
+    asset("text/javascript; charset=utf-8", REPLY_JS)
 }
 
 /// `GET /assets/notify.js`: unread counts, favicon badge, sound and desktop notifications.

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::chat::{SearchResults, SearchTerms, UNINDEXED_CAP, fragments};
 use crate::state::AppState;
 use crate::store::{InboxStatus, MessageHitRow, SearchFilter, VisitorHitRow};
-use crate::values::Author;
+use crate::values::{Author, anonymous_visitor};
 
 use super::page::{PageError, html};
 use super::session::{SignedIn, url_encode};
@@ -49,7 +49,7 @@ fn marked(text: &str) -> Marked {
 fn visitor_hit(row: VisitorHitRow) -> VisitorHitView {
     let mut name = row.name.as_deref().map(marked).unwrap_or_default();
     if name.is_empty() && row.email.is_none() {
-        name = vec![(format!("Visitor #{}", row.visitor_id), false)];
+        name = vec![(anonymous_visitor(row.visitor_id), false)];
     }
     VisitorHitView {
         href: format!("/conversations/{}", row.conversation_id),
@@ -75,7 +75,7 @@ fn message_hit(row: MessageHitRow) -> MessageHitView {
     let visitor = row
         .visitor_name
         .or(row.visitor_email)
-        .unwrap_or_else(|| format!("Visitor #{}", row.visitor_id));
+        .unwrap_or_else(|| anonymous_visitor(row.visitor_id));
     MessageHitView {
         href: format!("/conversations/{}#m{}", row.conversation_id, row.message_id),
         visitor,

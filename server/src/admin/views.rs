@@ -15,7 +15,7 @@ use crate::store::{
     InboxItemRow, InboxQuery, MessageDelivery, MessageId, MessageRow, UserId, UserRow,
     VisitorIdentityRow,
 };
-use crate::values::Author;
+use crate::values::{Author, anonymous_visitor};
 
 use super::inbox_query::{format_cursor, tag_param};
 
@@ -24,7 +24,7 @@ pub fn visitor_label(item: &InboxItemRow) -> String {
     item.visitor_name
         .clone()
         .or_else(|| item.visitor_email.clone())
-        .unwrap_or_else(|| format!("Visitor #{}", item.visitor_id))
+        .unwrap_or_else(|| anonymous_visitor(item.visitor_id))
 }
 
 /// A conversation in the list of `query`, as `me` sees it.

@@ -11,7 +11,7 @@ use crate::jobs::{Attempt, Outcome};
 use crate::store::{
     self, DeliveryMessage, IntegrationId, IntegrationRow, JobRow, MessageId, Readers,
 };
-use crate::values::{Author, is_invisible};
+use crate::values::{Author, anonymous_visitor, is_invisible};
 
 /// This job can never succeed.
 pub fn failed(error: impl Into<String>) -> Attempt {
@@ -125,7 +125,7 @@ pub fn label_visitor(
 ) -> String {
     let label = name
         .or(email)
-        .map_or_else(|| format!("Visitor #{id}"), str::to_owned);
+        .map_or_else(|| anonymous_visitor(id), str::to_owned);
     marked_visitor_name(&label, usize::MAX)
 }
 

@@ -7,6 +7,12 @@ pub const MAX_USER_ID_CHARS: usize = 256;
 /// Longest name kept.
 const MAX_NAME_CHARS: usize = 200;
 
+/// What the team calls a visitor who gave no name or email: `Visitor #12`, their id, everywhere
+/// Porch shows one (the inbox, search, the digest, integrations' posts); search takes it back.
+pub fn anonymous_visitor(id: impl std::fmt::Display) -> String {
+    format!("Visitor #{id}")
+}
+
 /// A visitor's identity as the host page gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VisitorIdentity {

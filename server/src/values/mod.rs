@@ -15,7 +15,7 @@ mod visitor_context;
 pub use author::Author;
 pub use by_language::{AWAY_LINES, ByLanguage, GREETING_LINES, language_lines};
 pub use hours::{BusinessHours, DAY_NAMES, HoursField, InvalidHours, OutOfHours, SiteHours};
-pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity};
+pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity, anonymous_visitor};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};
 pub use tag::{MAX_TAG_CHARS, MAX_TAGS, Tag};

@@ -9,7 +9,7 @@ use porch_app::chars::overrides_written_out;
 
 use crate::clock::now_ms;
 use crate::store::{self, ConversationId, JobRow};
-use crate::values::one_line;
+use crate::values::{anonymous_visitor, one_line};
 
 use super::Mailer;
 use super::deliver::{classify, mailbox_of};
@@ -74,7 +74,7 @@ pub(super) async fn digest(
             .as_deref()
             .or(w.visitor_email.as_deref())
             // As the inbox names them, so an entry is found there (and by search).
-            .map_or_else(|| format!("Visitor #{}", w.visitor_id), one_line);
+            .map_or_else(|| anonymous_visitor(w.visitor_id), one_line);
         let url = format!("{}/conversations/{}", destinations.public_url, w.id);
         let first = opening(&w.first_message);
         let _ = writeln!(text, "- {who}:\n{}\n  {url}\n", indented(&first, "  > "));

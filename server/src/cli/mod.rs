@@ -136,8 +136,14 @@ pub fn main() -> ExitCode {
             ("warn".to_owned(), LogFormat::Text, Vec::new())
         }
         _ => {
-            if let Err(err) = crate::config::data_dir_rule(&cli.data.data_dir) {
-                let _ = writeln!(std::io::stderr(), "error: {err}");
+            let settings = crate::config::data_dir_rule(&cli.data.data_dir)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| match &cli.command {
+                    Command::Secrets(command) => command.check_settings(),
+                    _ => Ok(()),
+                });
+            if let Err(err) = settings {
+                let _ = writeln!(std::io::stderr(), "error: {err:#}");
                 return ExitCode::from(2);
             }
             ("warn".to_owned(), LogFormat::Text, Vec::new())

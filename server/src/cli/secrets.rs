@@ -38,6 +38,32 @@ pub struct RotateArgs {
     new_key_file: Option<PathBuf>,
 }
 
+impl SecretsCommand {
+    /// Refuses a malformed key setting (the current key's variable or file, the new key's)
+    /// before anything is opened, exit 2 as `porch serve` does.
+    pub fn check_settings(&self) -> anyhow::Result<()> {
+        let SecretsCommand::Rotate(args) = self;
+        args.current.validate()?;
+        args.given_new_key()?;
+        Ok(())
+    }
+}
+
+impl RotateArgs {
+    /// The new key given as a setting, if one is.
+    fn given_new_key(&self) -> anyhow::Result<Option<SecretKey>> {
+        Ok(match (&self.new_key, &self.new_key_file) {
+            (Some(text), _) => {
+                Some(SecretKey::parse(text.expose()).context("PORCH_SECRET_KEY_NEW (--new-key)")?)
+            }
+            (None, Some(path)) => Some(
+                SecretKey::read_file(path).context("PORCH_SECRET_KEY_NEW_FILE (--new-key-file)")?,
+            ),
+            (None, None) => None,
+        })
+    }
+}
+
 pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     let SecretsCommand::Rotate(args) = command;
     // A running server keeps the old key in memory and would fail on every re-sealed value.
@@ -52,15 +78,7 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
             data.data_dir.join(KEY_FILE).display()
         )
     })?;
-    let given = match (&args.new_key, &args.new_key_file) {
-        (Some(text), _) => {
-            Some(SecretKey::parse(text.expose()).context("PORCH_SECRET_KEY_NEW (--new-key)")?)
-        }
-        (None, Some(path)) => {
-            Some(SecretKey::read_file(path).context("PORCH_SECRET_KEY_NEW_FILE (--new-key-file)")?)
-        }
-        (None, None) => None,
-    };
+    let given = args.given_new_key()?;
     let new_file = data.data_dir.join(NEW_KEY_FILE);
     let generated = given.is_none();
     let new = match given {

@@ -374,9 +374,22 @@ async fn a_rotation_without_the_right_key_changes_nothing_and_leaves_no_key_file
 
     let none = porch_cli(dir.path(), &["secrets", "rotate"], &[]);
     let said = String::from_utf8_lossy(&none.stderr);
-    assert!(!none.status.success());
+    assert_eq!(none.status.code(), Some(1), "{said}");
     assert!(said.contains("there is no sealing key"), "{said}");
     assert_eq!(files(dir.path()), [false, false], "{said}");
+
+    // A malformed key setting is refused as `serve` refuses it: exit 2, before anything.
+    for (name, value) in [
+        ("PORCH_SECRET_KEY", "not-a-key"),
+        ("PORCH_SECRET_KEY_NEW", "not-a-key"),
+        ("PORCH_SECRET_KEY_NEW_FILE", "/nonexistent/new.key"),
+    ] {
+        let bad = porch_cli(dir.path(), &["secrets", "rotate"], &[(name, value)]);
+        let said = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(2), "{name}: {said}");
+        assert!(said.starts_with(&format!("error: {name}")), "{said}");
+        assert_eq!(files(dir.path()), [false, false], "{said}");
+    }
 
     let wrong = porch_cli(
         dir.path(),

@@ -94,18 +94,22 @@ pub async fn upload(
         return allow(&origin, too_fast(wait));
     }
     // An upload also costs one message of the visitor's rate and counts on the site's flood
-    // brake.
+    // brake; given back with the rest when it is not stored.
     let visitor_key = u64::from_le_bytes(token_hash[..8].try_into().unwrap_or([0; 8]));
     let admitted =
         app.brakes
             .admit_message(site.id, site.limits, visitor_key, ip, false, Instant::now());
-    if let Err(
-        Refusal::RateLimited(wait) | Refusal::TooManyConversations(wait) | Refusal::SiteBusy(wait),
-    ) = admitted
-    {
-        uploads.give_back(ip, charged, true);
-        return allow(&origin, too_fast(wait));
-    }
+    let as_message = match admitted {
+        Ok(as_message) => as_message,
+        Err(
+            Refusal::RateLimited(wait)
+            | Refusal::TooManyConversations(wait)
+            | Refusal::SiteBusy(wait),
+        ) => {
+            uploads.give_back(ip, charged, true);
+            return allow(&origin, too_fast(wait));
+        }
+    };
     let data = match read_upload(&headers, body, limit).await {
         Ok(data) => data,
         Err(refused) => {
@@ -122,8 +126,15 @@ pub async fn upload(
             allow(&origin, uploaded(&meta, &url))
         }
         Err(err) => {
-            // Not stored (a damaged image, a full disk): it costs nothing.
+            // Not stored (a damaged image, a full disk): it costs nothing of the address's
+            // budgets; the visitor's rate is given back only for the server's own trouble.
             uploads.give_back(ip, size, true);
+            if matches!(
+                err,
+                attachments::Error::Store(_) | attachments::Error::Interrupted
+            ) {
+                app.brakes.give_back(as_message);
+            }
             allow(&origin, upload_failed(err))
         }
     }

@@ -62,6 +62,14 @@ mod tests {
             ("[1]", "not a JSON object"),
             (r#""hello""#, "not a JSON object"),
             ("{not json", "key must be a string"),
+            (
+                r#"{"type":"message","client_id":"a","body":"\ud800"}"#,
+                "a lone surrogate escape (\\uD800 to \\uDFFF without its pair)",
+            ),
+            (
+                r#"{"type":"message","client_id":"a","body":"x\udc00"}"#,
+                "a lone surrogate escape",
+            ),
         ] {
             let message = said(text);
             assert!(

@@ -113,12 +113,29 @@ impl ClientFrame {
         serde_json::from_str(text).map_err(|err| {
             // serde reads `[1]` as a tag, and says so ("expected variant identifier").
             if text.trim_start().starts_with('{') || err.is_syntax() {
-                BadFrame::new(&err.to_string())
+                BadFrame::new(&in_plain_words(&err))
             } else {
                 BadFrame::new("not a JSON object")
             }
         })
     }
+}
+
+/// serde's words for what did not fit, except where they mislead: `serde_json` says "unexpected end
+/// of hex escape" or "lone leading surrogate" of an escape that is whole but half of a pair.
+fn in_plain_words(err: &serde_json::Error) -> String {
+    let said = err.to_string();
+    if said.starts_with("unexpected end of hex escape")
+        || said.starts_with("lone leading surrogate in hex escape")
+    {
+        return format!(
+            "a lone surrogate escape (\\uD800 to \\uDFFF without its pair), which is not a \
+             character, at line {} column {}",
+            err.line(),
+            err.column()
+        );
+    }
+    said
 }
 
 /// The site details the widget shows.

@@ -93,6 +93,16 @@ impl FloodBrake {
         Ok(())
     }
 
+    /// Takes back a message admitted at `at` (with its address's share): nothing was stored, and
+    /// only stored messages count.
+    pub fn forget(&mut self, at: Instant, starts_conversation: bool, share: &mut AddressShare) {
+        self.messages.remove(at);
+        if starts_conversation {
+            self.conversations.remove(at);
+        }
+        share.remove(at, starts_conversation);
+    }
+
     fn refuse(&mut self, now: Instant, retry_after: Duration) -> HeldBack {
         self.last_refusal = Some(now);
         if self.level == 0 {

@@ -31,6 +31,20 @@ pub enum Refusal {
     SiteBusy(Duration),
 }
 
+/// What an admitted message was charged: given back by [`Brakes::give_back`] when nothing was
+/// stored after all (the writer was busy, the disk unavailable, a resend of a stored message), so
+/// that the server's own trouble never uses up a visitor's rate, an address's conversations or a
+/// site's minute (docs/widget-protocol.md, "Brakes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "give it back if nothing is stored"]
+pub struct Admitted {
+    site: SiteId,
+    visitor: u64,
+    ip_key: IpAddr,
+    starts_conversation: bool,
+    at: Instant,
+}
+
 /// The per-IP limit on new conversations.
 #[derive(Debug, Clone, Copy)]
 pub struct IpLimits {
@@ -61,6 +75,17 @@ impl<K: Hash + Eq, V> Sharded<K, V> {
             Err(poisoned) => poisoned.into_inner(),
         };
         f(shard.entry(key).or_insert_with(make))
+    }
+
+    /// Calls `f` on the entry of `key` if there is one (a pruned entry holds nothing to change).
+    fn if_present(&self, key: &K, shard_of: usize, f: impl FnOnce(&mut V)) {
+        let mut shard = match self.shards[shard_of % SHARDS].lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(value) = shard.get_mut(key) {
+            f(value);
+        }
     }
 
     #[cfg(test)]
@@ -150,7 +175,7 @@ impl Brakes {
         ip: IpAddr,
         starts_conversation: bool,
         now: Instant,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Admitted, Refusal> {
         let site_shard = usize::try_from(site.0.unsigned_abs()).unwrap_or(0);
         let site_level = self.sites.with(
             site,
@@ -242,7 +267,43 @@ impl Brakes {
             }
             return Err(Refusal::SiteBusy(held.retry_after));
         }
-        Ok(())
+        Ok(Admitted {
+            site,
+            visitor,
+            ip_key,
+            starts_conversation,
+            at: now,
+        })
+    }
+
+    /// Gives back what `admitted` was charged: its message was not stored after all.
+    pub fn give_back(&self, admitted: Admitted) {
+        let Admitted {
+            site,
+            visitor,
+            ip_key,
+            starts_conversation,
+            at,
+        } = admitted;
+        let visitor_shard = usize::try_from(visitor % 1024).unwrap_or(0);
+        self.visitors
+            .if_present(&visitor, visitor_shard, |(bucket, _, burst)| {
+                bucket.give_back(*burst);
+            });
+        if starts_conversation {
+            let burst = f64::from(self.ip_limits.burst);
+            self.ips.if_present(&ip_key, shard_of_ip(ip_key), |bucket| {
+                bucket.give_back(burst);
+            });
+        }
+        // The same order as when it was charged: the address's share, then the site.
+        let site_shard = usize::try_from(site.0.unsigned_abs()).unwrap_or(0);
+        self.shares
+            .if_present(&(site, ip_key), site_shard ^ shard_of_ip(ip_key), |share| {
+                self.sites.if_present(&site, site_shard, |(brake, _)| {
+                    brake.forget(at, starts_conversation, share);
+                });
+            });
     }
 
     /// Decides whether a visitor (their stable key) may download or erase their data now;
@@ -426,5 +487,61 @@ mod tests {
                 .admit_message(SiteId(2), LIMITS, 2, ip, false, now)
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn what_is_given_back_is_charged_to_no_brake() {
+        let brakes = Brakes::new(IpLimits {
+            per_hour: 1,
+            burst: 1,
+        });
+        // A visitor burst of 2, a site minute of 4 messages and 1 new conversation.
+        let small = SiteLimits {
+            flood_messages_per_minute: 4,
+            flood_conversations_per_minute: 1,
+            ..LIMITS
+        };
+        let now = Instant::now();
+        let ip: IpAddr = [10, 0, 0, 1].into();
+        // Ten rounds of a burst the writer could not store: each given back, none counted.
+        for round in 0..10 {
+            let first = brakes.admit_message(SiteId(1), small, 1, ip, true, now);
+            let second = brakes.admit_message(SiteId(1), small, 1, ip, false, now);
+            brakes.give_back(first.unwrap_or_else(|r| panic!("round {round}: {r:?}")));
+            brakes.give_back(second.unwrap_or_else(|r| panic!("round {round}: {r:?}")));
+        }
+        // Kept, these fill the visitor's burst, the address's conversation and the site's minute.
+        assert!(
+            brakes
+                .admit_message(SiteId(1), small, 1, ip, true, now)
+                .is_ok()
+        );
+        assert!(
+            brakes
+                .admit_message(SiteId(1), small, 1, ip, false, now)
+                .is_ok()
+        );
+        assert!(matches!(
+            brakes.admit_message(SiteId(1), small, 1, ip, false, now),
+            Err(Refusal::RateLimited(_))
+        ));
+        assert!(matches!(
+            brakes.admit_message(SiteId(2), LIMITS, 2, ip, true, now),
+            Err(Refusal::TooManyConversations(_))
+        ));
+        // Two more visitors (behind other addresses, so no address's share is in the way) fill
+        // the site's minute of 4: the fifth message is held back.
+        let (b, c, d): (IpAddr, IpAddr, IpAddr) = (
+            [10, 0, 0, 2].into(),
+            [10, 0, 0, 3].into(),
+            [10, 0, 0, 4].into(),
+        );
+        let others = [(3, b), (4, c)]
+            .map(|(v, ip)| brakes.admit_message(SiteId(1), small, v, ip, false, now));
+        assert!(others.iter().all(Result::is_ok), "{others:?}");
+        assert!(matches!(
+            brakes.admit_message(SiteId(1), small, 5, d, false, now),
+            Err(Refusal::SiteBusy(_))
+        ));
     }
 }

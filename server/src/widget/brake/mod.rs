@@ -11,5 +11,5 @@ mod uploads;
 
 pub use bucket::TokenBucket;
 pub use flood::FloodBrake;
-pub use keyed::{Brakes, IpLimits, Refusal, ip_key};
+pub use keyed::{Admitted, Brakes, IpLimits, Refusal, ip_key};
 pub use uploads::UploadBrake;

@@ -44,6 +44,14 @@ impl AddressShare {
         }
     }
 
+    /// Takes back a message (and the conversation it opened) counted at `at`: it was not stored.
+    pub(super) fn remove(&mut self, at: Instant, starts_conversation: bool) {
+        self.messages.remove(at);
+        if starts_conversation {
+            self.conversations.remove(at);
+        }
+    }
+
     /// How long this address waits because the rest of the site's minute is kept for others;
     /// zero when it may send. `conversations` is given for a message that opens a conversation.
     pub(super) fn reserve_wait(

@@ -41,6 +41,16 @@ impl SlidingMinute {
         self.current += 1;
     }
 
+    /// Takes back one event counted at `at` (a message admitted but not stored after all), from
+    /// the window that holds it; one that has left the count is not there to take back.
+    pub(super) fn remove(&mut self, at: Instant) {
+        if at >= self.window_start {
+            self.current = self.current.saturating_sub(1);
+        } else if at + MINUTE >= self.window_start {
+            self.previous = self.previous.saturating_sub(1);
+        }
+    }
+
     /// True when nothing was counted for two minutes: the count is zero and stays so.
     pub(super) fn is_idle(&self, now: Instant) -> bool {
         now.saturating_duration_since(self.window_start) >= 2 * MINUTE

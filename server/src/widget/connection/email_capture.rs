@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use super::{Closed, Connection, ErrorCode, ServerFrame, refused_as};
+use super::message::refused_as;
+use super::{Closed, Connection, ErrorCode, ServerFrame};
 
 impl Connection {
     /// Stores the visitor's address (offline capture). The visitor row exists once they have
@@ -32,15 +33,21 @@ impl Connection {
             false,
             Instant::now(),
         );
-        if let Err(refusal) = admitted {
-            let (code, wait) = refused_as(refusal);
-            return self.send_error(code, Some(wait), None).await;
-        }
+        let charged = match admitted {
+            Ok(charged) => charged,
+            Err(refusal) => {
+                let (code, wait) = refused_as(refusal);
+                return self.send_error(code, Some(wait), None).await;
+            }
+        };
         let saved = self
             .app
             .chat
             .set_visitor_email(visitor, email.to_owned())
             .await;
+        if saved.is_err() {
+            self.app.brakes.give_back(charged);
+        }
         match saved {
             Ok(()) => {}
             // Erased by another process (`porch erase`), which could not tell this connection:

@@ -581,10 +581,18 @@ async fn a_failed_connection_to_the_smtp_server_is_said_in_words() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let closed_port = closed.local_addr().expect("addr").port();
     drop(closed);
+    // Takes connections and never greets: a tarpit, or a firewall that half-opens. The kernel
+    // accepts them into the backlog; nothing here reads or writes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let silent_port = silent.local_addr().expect("addr").port();
     for (url, expected) in [
         (
             format!("smtp://127.0.0.1:{closed_port}"),
             "The test mail was not sent: could not connect: connection refused",
+        ),
+        (
+            format!("smtp://127.0.0.1:{silent_port}"),
+            "The test mail was not sent: no answer in time (timed out)",
         ),
         (
             format!("smtp://127.0.0.1:{}?tls=required", sink.port),
@@ -605,4 +613,5 @@ async fn a_failed_connection_to_the_smtp_server_is_said_in_words() {
         assert_eq!(status, 422, "{answer}");
         assert_eq!(answer["error"]["message"], expected, "{url}");
     }
+    drop(silent);
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use lettre::message::{Mailbox, MultiPart};
 
-use super::mailer::{Mailer, escape_html, html_lines, html_page, indented, smtp_words};
+use super::mailer::{Mailer, SendError, escape_html, html_lines, html_page, indented, smtp_words};
 use super::{agent_mail, digest};
 use crate::clock::now_ms;
 use crate::integrations::Destinations;
@@ -17,7 +17,13 @@ use crate::values::Author;
 
 /// Maps an SMTP failure: 4xx, timeouts and network errors are retried; 5xx fails the mail;
 /// a refused login blocks the email integration until an admin fixes the settings.
-pub(super) fn classify(err: &lettre::transport::smtp::Error) -> Outcome {
+pub(super) fn classify(failure: &SendError) -> Outcome {
+    let SendError::Smtp(err) = failure else {
+        return Outcome::Retry {
+            error: format!("SMTP: {}", smtp_words(failure)),
+            not_before: None,
+        };
+    };
     let code = err.status().map(|c| c.to_string());
     if code
         .as_deref()
@@ -33,7 +39,7 @@ pub(super) fn classify(err: &lettre::transport::smtp::Error) -> Outcome {
         }
     } else {
         Outcome::Retry {
-            error: format!("SMTP: {}", smtp_words(err)),
+            error: format!("SMTP: {}", smtp_words(failure)),
             not_before: None,
         }
     }

@@ -13,8 +13,7 @@ use crate::values::{anonymous_visitor, one_line};
 
 use super::Mailer;
 use super::deliver::{classify, mailbox_of};
-use super::mailer::indented;
-use super::mailer::{escape_html, html_lines, html_page};
+use super::mailer::{escape_html, html_lines, html_page, indented, smtp_words};
 use crate::integrations::Destinations;
 use crate::integrations::delivery::{failed, integration_of, retry};
 use crate::jobs::{Attempt, EmailDelays};
@@ -159,7 +158,10 @@ async fn send_each(
     }
     Ok(match errors.first() {
         None => format!("sent to {sent} agent(s)"),
-        Some(err) => format!("sent to {sent} of {total} agent(s); not sent: {err}"),
+        Some(err) => format!(
+            "sent to {sent} of {total} agent(s); not sent: {}",
+            smtp_words(err)
+        ),
     })
 }
 

@@ -54,6 +54,22 @@ impl SmtpSummary {
     }
 }
 
+/// How long a mail's whole SMTP exchange may take. lettre's own timeout bounds the TCP connect
+/// only, so a server that accepts and then says nothing (a tarpit, a half-open firewall) held the
+/// mail, and one of the email lane's places, for as long as it kept the socket open.
+const SEND_DEADLINE: Duration = Duration::from_secs(60);
+/// The API's test mail is answered within the request's own time (15 s by default).
+const TEST_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Why a mail was not sent.
+#[derive(Debug)]
+pub(super) enum SendError {
+    /// What lettre said: the server's answer, or no connection.
+    Smtp(lettre::transport::smtp::Error),
+    /// The exchange did not end within its deadline.
+    NoAnswer,
+}
+
 /// The SMTP transport and the install's sender address.
 pub struct Mailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
@@ -134,11 +150,16 @@ impl Mailer {
         text.replace("=?", "=\u{2060}?")
     }
 
-    pub(super) async fn send(
-        &self,
-        message: Message,
-    ) -> Result<String, lettre::transport::smtp::Error> {
-        let response = self.transport.send(message).await?;
+    /// Sends `message`; the server's answer in words.
+    pub(super) async fn send(&self, message: Message) -> Result<String, SendError> {
+        self.send_within(message, SEND_DEADLINE).await
+    }
+
+    async fn send_within(&self, message: Message, deadline: Duration) -> Result<String, SendError> {
+        let response = tokio::time::timeout(deadline, self.transport.send(message))
+            .await
+            .map_err(|_| SendError::NoAnswer)?
+            .map_err(SendError::Smtp)?;
         Ok(response.message().collect::<Vec<_>>().join(" "))
     }
 
@@ -162,7 +183,7 @@ impl Mailer {
     /// The admin's test mail, sent at once (the API's test; the admin page queues a job).
     pub async fn send_test(&self, to: &str) -> Result<(), String> {
         let message = self.test_message(to)?;
-        self.send(message)
+        self.send_within(message, TEST_DEADLINE)
             .await
             .map(|_| ())
             .map_err(|err| smtp_words(&err))
@@ -281,7 +302,11 @@ pub fn html_lines(text: &str) -> String {
 /// lettre says it; a failure before any answer (no connection, a refused certificate, no
 /// STARTTLS) is said the way HTTP destinations' are, rather than as lettre's chain
 /// ("Connection error: Connection error: invalid peer certificate: Other(OtherError(…))").
-pub(super) fn smtp_words(err: &lettre::transport::smtp::Error) -> String {
+pub(super) fn smtp_words(err: &SendError) -> String {
+    let err = match err {
+        SendError::Smtp(err) => err,
+        SendError::NoAnswer => return crate::integrations::send_error::described("", true),
+    };
     if err.status().is_some() {
         return err.to_string();
     }

@@ -57,7 +57,7 @@ impl SmtpSummary {
 /// How long a mail's whole SMTP exchange may take. lettre's own timeout bounds the TCP connect
 /// only, so a server that accepts and then says nothing (a tarpit, a half-open firewall) held the
 /// mail, and one of the email lane's places, for as long as it kept the socket open.
-const SEND_DEADLINE: Duration = Duration::from_secs(60);
+const SEND_DEADLINE: Duration = Duration::from_mins(1);
 /// The API's test mail is answered within the request's own time (15 s by default).
 const TEST_DEADLINE: Duration = Duration::from_secs(10);
 

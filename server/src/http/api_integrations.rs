@@ -46,6 +46,7 @@ impl From<SetupError> for ApiError {
             SetupError::Refused { code, message } => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
             }
+            SetupError::Taken(why) => Self::new(StatusCode::CONFLICT, "conflict", why),
             SetupError::Store(err) => err.into(),
         }
     }

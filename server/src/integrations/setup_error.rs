@@ -12,6 +12,10 @@ pub enum SetupError {
     /// The service refused or could not be reached; `code` is the API's stable error code.
     #[error("{message}")]
     Refused { code: &'static str, message: String },
+    /// Another integration of the site already does what this one would (posts to the same
+    /// Slack channel): with both, every message would arrive twice. The API answers 409.
+    #[error("{0}")]
+    Taken(String),
     #[error(transparent)]
     Store(#[from] store::Error),
 }

@@ -309,6 +309,24 @@ pub fn find_site_integration(
         .optional()?)
 }
 
+/// The site's Slack integration (other than `except`) posting to `channel`, a workspace and
+/// channel id, if there is one.
+pub fn find_slack_in_channel(
+    conn: &Connection,
+    site_id: SiteId,
+    (team_id, channel_id): &(String, String),
+    except: Option<IntegrationId>,
+) -> Result<Option<IntegrationRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM integrations WHERE site_id = ?1 AND kind = 'slack' \
+         AND json_extract(config, '$.team_id') = ?2 AND json_extract(config, '$.channel_id') = ?3 \
+         AND id IS NOT ?4 ORDER BY id LIMIT 1"
+    ))?;
+    Ok(stmt
+        .query_row(params![site_id, team_id, channel_id, except], from_row)
+        .optional()?)
+}
+
 /// The site's webhook endpoint posting to `url` (as stored, after the URL check), other than
 /// `except` (the endpoint being changed), if any.
 pub fn find_webhook_with_url(

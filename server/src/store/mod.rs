@@ -121,7 +121,7 @@ pub use imap_mailbox::{
 };
 pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, RESUMING, find_integration,
-    find_integration_site, find_site_integration, find_webhook_with_url, has_active_email,
+    find_integration_site, find_site_integration, find_slack_in_channel, find_webhook_with_url, has_active_email,
     insert_integration, is_integration_resuming, list_active_integrations,
     list_enabled_integrations, list_integration_secrets, list_resuming_integrations,
     list_webhook_endpoints, mark_integration_broken, mark_integration_healthy,

@@ -1,7 +1,8 @@
 //! Slack deliveries across timeouts and crashes of a real `porch` process: one thread per
 //! conversation when Slack answers a header post too late or Porch dies mid-post (the retry finds
 //! the header in the channel's history and adopts it), jobs left running are delivered after a
-//! restart, and replies in every thread Porch started reach the visitor.
+//! restart, and replies in every thread Porch started reach the visitor; a site has one
+//! integration per channel, so no thread gets a message twice.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -391,4 +392,54 @@ async fn a_reply_in_a_thread_of_ours_that_matches_no_conversation_is_logged_and_
         .filter(|l| l.starts_with("porch_slack_unmapped_replies_total"))
         .collect();
     assert_eq!(counted, ["porch_slack_unmapped_replies_total 1"]);
+}
+
+/// A second integration of a site in a channel the site already posts to would post every
+/// message into its thread twice: refused with 409 naming the first, whether added or moved
+/// there; the same channel for another site, and another channel for this one, are fine.
+#[tokio::test]
+async fn a_site_posts_to_a_slack_channel_through_one_integration_only() {
+    let fx = Fixture::start().await;
+    let (site, first) = fx.site_with_slack("Shop", "C1", json!({})).await;
+    let path = format!("/api/v1/sites/{site}/integrations/slack");
+    let body = |channel: &str| {
+        json!({"bot_token": "xoxb-test", "channel_id": channel, "signing_secret": SECRET})
+    };
+    let (status, answer) = fx.app.api("POST", &path, &fx.admin, Some(body("C1"))).await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (409, &json!("conflict")),
+        "{answer}"
+    );
+    let said = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains(&format!("already posts to this Slack channel (integration {first})")),
+        "{said}"
+    );
+    let (status, second) = fx.app.api("POST", &path, &fx.admin, Some(body("C2"))).await;
+    assert_eq!(status, 201, "{second}");
+    let moved = format!("/api/v1/integrations/{}/slack", second["id"]);
+    let (status, answer) = fx.app.api("PUT", &moved, &fx.admin, Some(body("C1"))).await;
+    assert_eq!(status, 409, "{answer}");
+    let (_other_site, _) = fx.site_with_slack("Other shop", "C1", json!({})).await;
+    let channels = fx.app.count(&format!(
+        "SELECT count(DISTINCT json_extract(config, '$.channel_id')) FROM integrations \
+         WHERE kind = 'slack' AND site_id = (SELECT id FROM sites WHERE key = '{site}')"
+    ));
+    assert_eq!(channels, 2, "nothing added or moved by the refusals");
+
+    // One visitor message: one post of it in C1.
+    let (mut widget, _) = fx.app.visitor(&site, None, 0).await;
+    widget.say("q", "how many posts?").await;
+    fx.mock.wait_for_posts(4, WAIT).await;
+    fx.wait_until_settled().await;
+    let mut copies: Vec<_> = fx
+        .mock
+        .posts()
+        .into_iter()
+        .filter(|p| p.text.contains("how many posts?"))
+        .map(|p| p.channel)
+        .collect();
+    copies.sort();
+    assert_eq!(copies, ["C1", "C2"], "one copy in each channel");
 }

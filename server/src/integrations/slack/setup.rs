@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::audit::Actor;
 use crate::clock::now_ms;
 use crate::jobs::resume_integration;
-use crate::store::{IntegrationId, IntegrationRow, NewIntegration, SiteId};
+use crate::store::{self, IntegrationId, IntegrationRow, NewIntegration, SiteId};
 
 use super::{CallError, SlackConfig, SlackInbound, SlackIntegration, SlackSecrets};
 use crate::integrations::{
@@ -176,9 +176,13 @@ pub async fn connect_slack(
         settings_json(&checked.secrets),
     );
     let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
+    let channel = (checked.config.team_id.clone(), checked.config.channel_id.clone());
     let id = slack
         .writer
         .write(move |c| {
+            if let Some(other) = store::find_slack_in_channel(c, site_id, &channel, None)? {
+                return Ok(Err(other.id));
+            }
             let new = NewIntegration {
                 site_id,
                 kind: "slack",
@@ -186,9 +190,10 @@ pub async fn connect_slack(
                 config: &config,
                 now: now_ms(),
             };
-            insert_integration(c, &actor, &key, &new, &secrets)
+            insert_integration(c, &actor, &key, &new, &secrets).map(Ok)
         })
-        .await?;
+        .await?
+        .map_err(channel_taken)?;
     slack.rescan.notify_one();
     Ok((id, checked.config))
 }
@@ -209,16 +214,34 @@ pub async fn update_slack(
         existing.id,
     );
     let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
+    let (site_id, channel) = (
+        existing.site_id,
+        (checked.config.team_id.clone(), checked.config.channel_id.clone()),
+    );
     slack
         .writer
         .write(move |c| {
+            if let Some(other) = store::find_slack_in_channel(c, site_id, &channel, Some(id))? {
+                return Ok(Err(other.id));
+            }
             let secrets = Some((key.as_ref(), secrets.as_str()));
-            replace_integration_settings(c, &actor, (id, "slack"), &config, secrets)
+            replace_integration_settings(c, &actor, (id, "slack"), &config, secrets).map(Ok)
         })
-        .await?;
+        .await?
+        .map_err(channel_taken)?;
     let count = resume_integration(&slack.writer, &slack.jobs, id).await?;
     slack.rescan.notify_one();
     Ok(count)
+}
+
+/// The refusal of a second integration of a site in one Slack channel: each would post every
+/// message, one thread twice over (webhooks refuse a second endpoint for one URL the same way).
+fn channel_taken(other: IntegrationId) -> SetupError {
+    SetupError::Taken(format!(
+        "This site already posts to this Slack channel (integration {}): change or delete that \
+         one, or choose another channel.",
+        other.0
+    ))
 }
 
 #[cfg(test)]

@@ -139,6 +139,10 @@ pub async fn sweep_unattached(writer: &Arc<Writer>, now: i64) -> Result<usize, s
             .await?;
         total += step;
         if step < SWEEP_CHUNK {
+            if total > 0 {
+                // Their bytes must not stay readable in the WAL.
+                store::truncate_wal_after_deleting(writer).await;
+            }
             return Ok(total);
         }
     }

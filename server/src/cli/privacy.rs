@@ -212,7 +212,7 @@ pub fn erase(conn: &mut Connection, args: &EraseArgs) -> anyhow::Result<()> {
     {}
     // And the erased rows' older pages leave the WAL (a running server's Litestream may keep
     // them until its own checkpoint).
-    store::truncate_after_erasure(conn);
+    store::truncate_after_deleting(conn);
     Ok(())
 }
 

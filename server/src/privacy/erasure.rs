@@ -178,9 +178,7 @@ pub async fn erase_visitor(
     super::retention::reclaim(writer).await?;
     // The erasure is done and recorded: a refused checkpoint (the writer's queue full) must not
     // answer it as failed, when asking again finds nobody to erase.
-    if let Err(err) = store::truncate_wal_after_erasure(writer).await {
-        tracing::warn!(error = %err, "after an erasure: the WAL checkpoint was not run");
-    }
+    store::truncate_wal_after_deleting(writer).await;
     Ok(Some(total))
 }
 

@@ -30,7 +30,7 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 /// Runs one purge as of `now` (Unix ms): for each site with a retention of N days, deletes the
 /// conversations last active (last message, or closing if later) at or before `now` − N days,
 /// with their messages, jobs, threads and visitors no longer referenced; then gives the freed
-/// pages back. Returns what was deleted.
+/// pages back and empties the WAL of the deleted rows' older pages. Returns what was deleted.
 ///
 /// # Errors
 /// A failed read or write; what was committed before it stays deleted.
@@ -56,6 +56,8 @@ pub async fn purge_due(
     }
     if total.rows() > 0 {
         while paced_step(writer, |c| store::reclaim_free_pages(c, RECLAIM_STEP)).await? > 0 {}
+        // Past its retention, text must not stay readable in the WAL either.
+        store::truncate_wal_after_deleting(writer).await;
     }
     Ok(total)
 }

@@ -40,7 +40,7 @@ const WAL_HEADER_BYTES: u64 = 32;
 const WAL_FRAME_HEADER_BYTES: u64 = 24;
 /// How long a forced checkpoint waits for readers before giving up (it blocks the writer).
 const CHECKPOINT_BUSY_TIMEOUT: Duration = Duration::from_millis(500);
-/// How long the checkpoint after an erasure waits for readers: Porch's own reads take a few
+/// How long the checkpoint after deleting personal data waits for readers: Porch's own reads take a few
 /// milliseconds, and a reader that holds the WAL for good (Litestream) costs each erasure this
 /// much of the writer.
 const ERASURE_CHECKPOINT_WAIT: Duration = Duration::from_millis(25);
@@ -163,7 +163,7 @@ impl WalGuard {
     /// Called by the writer after each batch, outside any transaction.
     pub fn after_commit(&mut self, conn: &Connection, stats: &WriterStats) -> Outcome {
         if stats.wal_truncate_asked.swap(false, Ordering::Relaxed) {
-            return truncate_after_erasure(conn);
+            return truncate_after_deleting(conn);
         }
         let now = Instant::now();
         if now < self.next_check || now < self.next_attempt {
@@ -199,41 +199,46 @@ impl WalGuard {
     }
 }
 
-/// After an erasure: the erased rows' older pages are in the WAL, where they would stay until
-/// later writes overwrite them (on a quiet box, for weeks), and in any copy of the data
-/// directory. A TRUNCATE checkpoint writes the erased state into the database file and empties
-/// the WAL. A reader holding the WAL (Litestream) stops it; Litestream's own checkpoint, on its
-/// schedule, then does the same (docs/privacy.md). It waits [`ERASURE_CHECKPOINT_WAIT`] for
-/// readers, not the bound checkpoint's 500 ms: with Litestream attached it can never finish, and
-/// each erasure (a visitor's *Delete my data* too) would stall every write that long. `porch
-/// erase` calls it on its own connection.
-pub fn truncate_after_erasure(conn: &Connection) -> Outcome {
+/// After personal data was deleted (an erasure, a retention purge, uploads no message took): the
+/// deleted rows' older pages are in the WAL, where they would stay until later writes overwrite
+/// them (on a quiet box, for weeks), and in any copy of the data directory. A TRUNCATE
+/// checkpoint writes the state without them into the database file and empties the WAL. A
+/// reader holding the WAL (Litestream) stops it; Litestream's own checkpoint, on its schedule,
+/// then does the same (docs/privacy.md). It waits [`ERASURE_CHECKPOINT_WAIT`] for readers, not
+/// the bound checkpoint's 500 ms: with Litestream attached it can never finish, and each erasure
+/// (a visitor's *Delete my data* too) would stall every write that long. `porch erase` calls it
+/// on its own connection.
+pub fn truncate_after_deleting(conn: &Connection) -> Outcome {
     match truncate(conn, ERASURE_CHECKPOINT_WAIT) {
         Ok(true) => {
-            tracing::info!("after an erasure: WAL checkpointed and truncated");
+            tracing::info!("after deleting personal data: WAL checkpointed and truncated");
             Outcome::Truncated
         }
         Ok(false) => {
             tracing::info!(
-                "after an erasure: a reader (Litestream, or a long read) holds the WAL, which \
-                 was not truncated"
+                "after deleting personal data: a reader (Litestream, or a long read) holds the \
+                 WAL, which was not truncated"
             );
             Outcome::Pinned
         }
         Err(err) => {
-            tracing::warn!(error = %err, "after an erasure: WAL checkpoint failed");
+            tracing::warn!(error = %err, "after deleting personal data: WAL checkpoint failed");
             Outcome::Pinned
         }
     }
 }
 
-/// Has the writer truncate the WAL between two batches ([`truncate_after_erasure`]), and waits
+/// Has the writer truncate the WAL between two batches ([`truncate_after_deleting`]), and waits
 /// for it: the flag, then a batch of nothing, after which the writer truncates (having answered
-/// it), then a second, which it takes only once that is done.
-///
-/// # Errors
-/// The empty writes': the writer stopped or its queue is full.
-pub async fn truncate_wal_after_erasure(writer: &Writer) -> Result<(), Error> {
+/// it), then a second, which it takes only once that is done. A failure is logged, not
+/// returned: what was deleted is deleted, and asking again finds nothing to delete.
+pub async fn truncate_wal_after_deleting(writer: &Writer) {
+    if let Err(err) = ask_for_truncate(writer).await {
+        tracing::warn!(error = %err, "after deleting personal data: the WAL checkpoint was not run");
+    }
+}
+
+async fn ask_for_truncate(writer: &Writer) -> Result<(), Error> {
     writer
         .stats()
         .wal_truncate_asked

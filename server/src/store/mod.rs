@@ -82,7 +82,7 @@ pub use capacity::{
     insert_metrics_minute, list_loadtest_runs, list_metrics_spans, prune_metrics_minutes,
 };
 pub use check::{CheckReport, check_database, has_no_tables, is_porch_database};
-pub use checkpoint::{truncate_after_erasure, truncate_wal_after_erasure};
+pub use checkpoint::{truncate_after_deleting, truncate_wal_after_deleting};
 pub use conversations::{
     ConversationFilter, ConversationRow, find_conversation, find_open_conversation_of,
     list_conversations,
@@ -121,8 +121,8 @@ pub use imap_mailbox::{
 };
 pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, RESUMING, find_integration,
-    find_integration_site, find_site_integration, find_slack_in_channel, find_webhook_with_url, has_active_email,
-    insert_integration, is_integration_resuming, list_active_integrations,
+    find_integration_site, find_site_integration, find_slack_in_channel, find_webhook_with_url,
+    has_active_email, insert_integration, is_integration_resuming, list_active_integrations,
     list_enabled_integrations, list_integration_secrets, list_resuming_integrations,
     list_webhook_endpoints, mark_integration_broken, mark_integration_healthy,
     start_resuming_email, start_resuming_integration, update_integration_config,

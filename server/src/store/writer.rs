@@ -161,7 +161,7 @@ pub struct WriterStats {
     pub reruns: AtomicU64,
     /// Batches rolled back because they failed to commit (a full disk, a locked database).
     pub failed_batches: AtomicU64,
-    /// Set after an erasure: truncate the WAL after the next batch (`checkpoint.rs`).
+    /// Set after personal data was deleted (an erasure, a purge): truncate the WAL after the next batch (`checkpoint.rs`).
     pub wal_truncate_asked: AtomicBool,
 }
 

@@ -308,8 +308,11 @@ pub async fn erase(
             .writer
             .write(move |c| store::delete_visitor_uploads(c, &token_hash))
             .await;
-        if let Err(err) = uploads {
-            return storage_failed(&checked.origin, err);
+        match uploads {
+            Ok(0) => {}
+            // As after an erasure: the files' bytes must not stay readable in the WAL.
+            Ok(_) => store::truncate_wal_after_deleting(&app.writer).await,
+            Err(err) => return storage_failed(&checked.origin, err),
         }
     }
     let body = json!({

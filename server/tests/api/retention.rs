@@ -167,6 +167,23 @@ async fn the_maintenance_loop_purges_due_conversations_on_its_own() {
     })
     .await;
     assert!(exists(&app, "conversations", fresh.conversation));
+    // Nor is the purged text left in the running server's files: the WAL, which held the rows'
+    // older pages, is emptied after the purge (before, it stayed there until later writes).
+    let dir = app.data_dir.path();
+    let holds = |name: &str, text: &str| {
+        let file = std::fs::read(dir.join(name)).unwrap_or_default();
+        file.windows(text.len()).any(|w| w == text.as_bytes())
+    };
+    wait_until("the purged text to leave the WAL", WAIT, async || {
+        if holds("porch.db-wal", "two days old") {
+            Err("still in the WAL")
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    assert!(!holds("porch.db", "two days old"), "in the database file");
+    assert!(holds("porch.db", "just now"), "the scan finds what is kept");
     assert_eq!(
         app.db()
             .query_row("PRAGMA auto_vacuum", [], |r| r.get::<_, i64>(0))

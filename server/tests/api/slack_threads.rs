@@ -402,9 +402,7 @@ async fn a_site_posts_to_a_slack_channel_through_one_integration_only() {
     let fx = Fixture::start().await;
     let (site, first) = fx.site_with_slack("Shop", "C1", json!({})).await;
     let path = format!("/api/v1/sites/{site}/integrations/slack");
-    let body = |channel: &str| {
-        json!({"bot_token": "xoxb-test", "channel_id": channel, "signing_secret": SECRET})
-    };
+    let body = |channel: &str| json!({"bot_token": "xoxb-test", "channel_id": channel, "signing_secret": SECRET});
     let (status, answer) = fx.app.api("POST", &path, &fx.admin, Some(body("C1"))).await;
     assert_eq!(
         (status, &answer["error"]["code"]),
@@ -413,7 +411,9 @@ async fn a_site_posts_to_a_slack_channel_through_one_integration_only() {
     );
     let said = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        said.contains(&format!("already posts to this Slack channel (integration {first})")),
+        said.contains(&format!(
+            "already posts to this Slack channel (integration {first})"
+        )),
         "{said}"
     );
     let (status, second) = fx.app.api("POST", &path, &fx.admin, Some(body("C2"))).await;

@@ -237,3 +237,29 @@ async fn widget_downloads_are_rate_limited_per_visitor() {
     let erased = own_data(&app, &erase, crate::helpers::ORIGIN, &ann.token).await;
     assert_eq!(erased.status, 200, "{}", erased.body);
 }
+
+/// Someone who only uploaded a file (never wrote) and presses *Delete my data*: the file goes,
+/// from the database file and from the WAL, which held it until later writes overwrote it.
+#[tokio::test]
+async fn an_erasure_of_uploads_alone_leaves_nothing_in_the_running_servers_files() {
+    let app = TestApp::spawn(&[]).await;
+    let site = app.add_site("Shop");
+    let visitor = crate::attachments::visitor(&app, &site).await;
+    let secret = b"UNIQ-UPLOAD-ONLY my passport scan".to_vec();
+    let (status, stored) =
+        crate::attachments::upload(&app, &site, &visitor.token, "id.txt", secret).await;
+    assert_eq!(status, 201, "{stored}");
+    let erase = format!("/widget/erase?site={site}");
+    let erased = own_data(&app, &erase, crate::helpers::ORIGIN, &visitor.token).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert_eq!(app.count("SELECT count(*) FROM attachments"), 0);
+    let dir = app.data_dir.path();
+    for name in ["porch.db-wal", "porch.db"] {
+        let file = std::fs::read(dir.join(name)).unwrap_or_default();
+        let text = b"UNIQ-UPLOAD-ONLY";
+        assert!(
+            !file.windows(text.len()).any(|w| w == text),
+            "still in {name}"
+        );
+    }
+}

@@ -176,7 +176,10 @@ pub async fn connect_slack(
         settings_json(&checked.secrets),
     );
     let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
-    let channel = (checked.config.team_id.clone(), checked.config.channel_id.clone());
+    let channel = (
+        checked.config.team_id.clone(),
+        checked.config.channel_id.clone(),
+    );
     let id = slack
         .writer
         .write(move |c| {
@@ -216,7 +219,10 @@ pub async fn update_slack(
     let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
     let (site_id, channel) = (
         existing.site_id,
-        (checked.config.team_id.clone(), checked.config.channel_id.clone()),
+        (
+            checked.config.team_id.clone(),
+            checked.config.channel_id.clone(),
+        ),
     );
     slack
         .writer

@@ -58,10 +58,19 @@ pub struct SiteFormView {
     pub values: SiteFormValues,
     /// The languages the widget speaks (code, name), for the language choice.
     pub locales: &'static [(&'static str, &'static str)],
-    pub snippet: Option<String>,
+    pub snippet: Option<SnippetView>,
     /// Origins whose pages were refused the chat (edit page only), the latest first.
     pub refused: Vec<RefusedOriginView>,
     pub notice: Option<Notice>,
+}
+
+/// The embed snippet of a site.
+#[derive(Debug, Clone)]
+pub struct SnippetView {
+    pub text: String,
+    /// The address it points to, when only this computer reaches it (no `PORCH_PUBLIC_URL`, or a
+    /// loopback one): the snippet then works on no one's website but here.
+    pub only_here: Option<String>,
 }
 
 /// An origin whose pages were refused the chat, since the server started: the usual reason a
@@ -264,11 +273,17 @@ fn refused_card(refused: Vec<RefusedOriginView>) -> impl IntoView {
         .into_iter()
         .map(|r| {
             let (iso, text) = crate::time::format_time(r.last_ms);
+            // Not an origin one can allow: a browser says `null` for a page opened from a file.
+            let from_a_file = (r.origin == "null").then_some(
+                ": a page opened from a file (file://), which no allowed origin can let in. \
+                 Serve it from a web server (even python3 -m http.server) and allow that address",
+            );
             view! {
                 <li>
                     <code>{r.origin}</code>" · "
                     {crate::counted(usize::try_from(r.count).unwrap_or(usize::MAX), "time")}
                     ", last "<time datetime=iso>{text}</time>
+                    {from_a_file}
                 </li>
             }
         })
@@ -285,7 +300,18 @@ fn refused_card(refused: Vec<RefusedOriginView>) -> impl IntoView {
 }
 
 /// The embed snippet with its copy button (on the edit page).
-fn snippet_card(snippet: &str) -> impl IntoView {
+fn snippet_card(snippet: &SnippetView) -> impl IntoView {
+    let only_here = snippet.only_here.clone().map(|url| {
+        view! {
+            <p class="hint warning" id="snippet-only-here">
+                "This snippet points to "<code>{url}</code>", which only this computer can reach: \
+                it works for trying Porch here, but visitors on your website would get \
+                \"Chat is unavailable\". Start Porch with "<code>"PORCH_PUBLIC_URL"</code>" set to \
+                the address visitors' browsers reach it at (such as "<code>"https://chat.example.com"</code>"), \
+                then copy the snippet again ("<a href="/docs/configuration.md">"configuration"</a>")."
+            </p>
+        }
+    });
     view! {
         <section class="card" aria-labelledby="snippet-title">
             <h2 id="snippet-title">"Embed snippet"</h2>
@@ -294,8 +320,9 @@ fn snippet_card(snippet: &str) -> impl IntoView {
                 the visitor started). Your own button, \
                 a Content-Security-Policy, known visitors: "<a href="/docs/widget.md">"the widget's \
                 docs"</a>"."</p>
+            {only_here}
             <textarea id="snippet" class="snippet mono" readonly rows="5"
-                aria-label="Embed snippet">{crate::textarea_text(snippet)}</textarea>
+                aria-label="Embed snippet">{crate::textarea_text(&snippet.text)}</textarea>
             <button type="button" class="button" data-copy="snippet">"Copy snippet"</button>
             <span class="copied" role="status" data-copied></span>
         </section>
@@ -362,7 +389,7 @@ pub fn render_site_form(view: SiteFormView) -> String {
     } else {
         title
     };
-    let snippet = view.snippet.as_deref().map(snippet_card);
+    let snippet = view.snippet.as_ref().map(snippet_card);
     let refused_origins = (!view.refused.is_empty()).then(|| refused_card(view.refused));
     let integrations = view.key.clone().map(|key| view! { <Integrations key/> });
     let danger = view.key.clone().map(|key| view! { <DangerZone key/> });

@@ -18,7 +18,7 @@ mod url_rules;
 pub use rules::{ConfigError, Warning, data_dir_rule};
 pub use secret_key::{KeySource, LoadedKey, SecretKeyConfig};
 pub use sso::DomainList;
-pub use url_rules::public_url_arg;
+pub use url_rules::{public_url_arg, reaches_only_this_machine};
 
 /// Where Porch keeps its data; shared by every command.
 #[derive(Debug, Clone, Args)]

@@ -7,7 +7,7 @@ use axum::response::Response;
 use porch_app::layout::{Notice, Section};
 use porch_app::sites::{
     DeleteSiteView, RefusedOriginView, SiteFormValues, SiteFormView, SiteSummaryView, SitesView,
-    render_delete_site, render_site_form, render_sites,
+    SnippetView, render_delete_site, render_site_form, render_sites,
 };
 use serde::Deserialize;
 
@@ -110,14 +110,18 @@ fn refused_origins(app: &AppState, site: &SiteRow) -> Vec<RefusedOriginView> {
 
 /// What the edit form shows beside the settings: the snippet and the refused origins.
 struct EditExtras {
-    snippet: String,
+    snippet: SnippetView,
     refused: Vec<RefusedOriginView>,
 }
 
 impl EditExtras {
     fn of(app: &AppState, site: &SiteRow) -> Self {
+        let local = crate::config::reaches_only_this_machine(&app.public_url);
         Self {
-            snippet: snippet(&app.public_url, &site.key, &site.settings),
+            snippet: SnippetView {
+                text: snippet(&app.public_url, &site.key, &site.settings),
+                only_here: local.then(|| app.public_url.clone()),
+            },
             refused: refused_origins(app, site),
         }
     }

@@ -82,6 +82,12 @@ pub(super) fn is_loopback_host(url: &Url) -> bool {
             .is_ok_and(|ip| ip.to_canonical().is_loopback())
 }
 
+/// Whether only this computer reaches `url` (a loopback host): a snippet pointing there works for
+/// trying Porch on this machine and nowhere else, which the site page says.
+pub fn reaches_only_this_machine(url: &str) -> bool {
+    Url::parse(url).is_ok_and(|url| is_loopback_host(&url))
+}
+
 /// `PORCH_PUBLIC_URL`'s rule as a clap value parser, for the commands that bake the URL into a
 /// snippet (`site add`, `site snippet`): the same input is refused as `serve` refuses it.
 ///

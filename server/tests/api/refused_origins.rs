@@ -1,5 +1,6 @@
 //! The site page names the origins whose pages were refused the chat (docs/widget.md,
-//! "Embedding"), so a missing `www.` is found without reading logs.
+//! "Embedding"), so a missing `www.` is found without reading logs, and says when its snippet
+//! points where only this computer reaches.
 
 use crate::helpers::{ORIGIN, TestApp};
 use crate::inbox::{Browser, send, setup_admin, signed_in_from};
@@ -63,6 +64,11 @@ async fn the_site_page_names_refused_origins_until_they_are_allowed() {
         "{body}"
     );
     assert!(body.contains("<code>null</code>"), "{body}");
+    // Which no allowed origin could let in: the card says what to do instead.
+    assert!(
+        body.contains("a page opened from a file (file://), which no allowed origin can let in"),
+        "{body}"
+    );
     assert!(
         page(&app, &admin, "/sites")
             .await
@@ -85,4 +91,26 @@ async fn the_site_page_names_refused_origins_until_they_are_allowed() {
             .await
             .contains("1 refused origin<")
     );
+}
+
+/// Without `PORCH_PUBLIC_URL` the snippet points to this computer, where no visitor's browser
+/// reaches: the site page says so beside it (the command line warns too). With a public
+/// address it says nothing.
+#[tokio::test]
+async fn a_snippet_only_this_computer_reaches_is_said_to_be_so() {
+    for (flags, warned) in [
+        (&[][..], true),
+        (&["--public-url", "https://porch.shop.test"][..], false),
+    ] {
+        let app = TestApp::spawn(flags).await;
+        let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+        let site = app.add_site("Shop");
+        let body = page(&app, &admin, &format!("/sites/{site}")).await;
+        assert_eq!(
+            body.contains("which only this computer can reach"),
+            warned,
+            "{flags:?}: {body}"
+        );
+        assert_eq!(body.contains("porch.shop.test"), !warned, "{flags:?}");
+    }
 }

@@ -105,10 +105,13 @@ pub fn insert_email_alerts(
     Ok(())
 }
 
-/// Addresses of the enabled agents and admins.
+/// Addresses of the enabled agents and admins who have joined: an invitation not taken up (a
+/// mistyped address, someone who never came) gets no visitor's words by mail.
 pub fn list_agent_emails(conn: &Connection) -> Result<Vec<String>, Error> {
-    let mut stmt =
-        conn.prepare_cached("SELECT email FROM users WHERE is_disabled = 0 ORDER BY id")?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT email FROM users WHERE is_disabled = 0 AND {} ORDER BY id",
+        super::users::HAS_JOINED
+    ))?;
     Ok(stmt
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?)

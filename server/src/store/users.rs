@@ -160,13 +160,16 @@ pub fn spend_user_links(conn: &Connection, user_id: UserId, now: i64) -> Result<
     Ok(())
 }
 
-/// The users who cannot have signed in yet: no password (an invitation not taken up, or a user
-/// added without one) and no single sign-on link. The team page marks them as invited.
+/// A user who can have signed in: a password, or a single sign-on link. Those without either (an
+/// invitation not taken up, a user added without a password) have not joined yet.
+pub(super) const HAS_JOINED: &str =
+    "(password_hash IS NOT NULL OR id IN (SELECT user_id FROM oidc_links))";
+
+/// The users who cannot have signed in yet (see [`HAS_JOINED`]). The team page marks them as
+/// invited.
 pub fn list_users_not_joined(conn: &Connection) -> Result<Vec<UserId>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id FROM users WHERE password_hash IS NULL \
-          AND id NOT IN (SELECT user_id FROM oidc_links)",
-    )?;
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT id FROM users WHERE NOT {HAS_JOINED}"))?;
     Ok(stmt
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?)

@@ -376,6 +376,15 @@ async fn the_digest_goes_to_each_agent_alone_and_a_refused_address_costs_only_it
     // The sink refuses refused@example.com, listed between the two others.
     app.add_user_token("Refused", "agent");
     app.add_user_token("Bea", "agent");
+    // Invited, not joined (no password, no single sign-on): a mistyped invitation must not
+    // mail a stranger the visitors' words.
+    app.db()
+        .execute(
+            "INSERT INTO users (email, name, role, created_at) \
+             VALUES ('invited@example.com', 'Cy', 'agent', 0)",
+            [],
+        )
+        .expect("an invited user");
     let site = app.add_site("Shop");
     app.set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
     let (status, answer) = app

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+
 use clap::Parser;
 use futures_util::{SinkExt, StreamExt};
 use porch::Server;
@@ -19,6 +20,11 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// The password hash of test users made with a token: well-formed argon2id, of no password
+/// anyone types, so they count as members who have joined but cannot sign in with one.
+const JOINED_PASSWORD_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$c29tZWhhc2hzb21laGFzaHNvbWVoYXNoc29tZWhhc2g";
 
 /// How long any single wait in a test may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -398,7 +404,9 @@ impl TestDb {
                 email: &email,
                 name,
                 role,
-                password_hash: None,
+                // A member who has joined (an invited one, without a password, gets no digest),
+                // with a password no one knows: a hash of nothing typed.
+                password_hash: Some(JOINED_PASSWORD_HASH),
                 created_at: 0,
             },
         )

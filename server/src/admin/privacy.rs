@@ -65,14 +65,21 @@ pub async fn privacy_page(
                 .map(person)
                 .collect(),
         ),
-        None if query.q.trim().is_empty() => None,
-        None => Some(Vec::new()),
+        None => None,
     };
-    let notice = (query.notice == "erased").then(|| {
-        porch_app::layout::Notice::Success(
-            "Erased. The audit log records it, without the data.".to_owned(),
-        )
-    });
+    let notice = if people.is_none() && !query.q.trim().is_empty() {
+        Some(porch_app::layout::Notice::Error(
+            "That is neither an email address nor a visitor id (42 or v42): check it, so that \
+             nobody is missed."
+                .to_owned(),
+        ))
+    } else {
+        (query.notice == "erased").then(|| {
+            porch_app::layout::Notice::Success(
+                "Erased. The audit log records it, without the data.".to_owned(),
+            )
+        })
+    };
     Ok(html(render_privacy(PrivacyView {
         nav: who.nav(Section::Privacy),
         query: query.q,

@@ -5,6 +5,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::Method;
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -67,17 +68,25 @@ pub async fn find_visitors(
 }
 
 /// `GET /api/v1/visitors/{id}/export`: everything about the visitor, as the privacy page's
-/// *Download JSON*.
+/// *Download JSON*. A `HEAD` (a monitor, a link checker) gets the same headers and is not
+/// recorded as an export: no data left.
 pub async fn export_visitor(
     State(app): State<AppState>,
+    method: Method,
     admin: ApiAdmin,
     ClientIp(ip): ClientIp,
     Path(id): Path<i64>,
 ) -> Result<Response, ApiError> {
-    let requester = requester(&admin, ip);
-    let data = privacy::export_visitor(&app.writer, &app.readers, &requester, VisitorId(id))
-        .await?
-        .ok_or_else(|| ApiError::not_found("visitor"))?;
+    let visitor = VisitorId(id);
+    let data = if method == Method::HEAD {
+        app.readers
+            .read(move |c| privacy::PersonData::read(c, visitor))
+            .await?
+    } else {
+        let requester = requester(&admin, ip);
+        privacy::export_visitor(&app.writer, &app.readers, &requester, visitor).await?
+    }
+    .ok_or_else(|| ApiError::not_found("visitor"))?;
     Ok(json_download(&data, &format!("porch-visitor-{id}.json")))
 }
 

@@ -14,7 +14,7 @@ use base64::engine::general_purpose::STANDARD;
 use crate::store::{
     self, AttachmentMeta, ConversationRecord, JobRecord, MessageRow, VisitorId, VisitorRecord,
 };
-use crate::values::Author;
+use crate::values::{Author, is_visitor_email};
 
 /// The version of the export format, first in every document and line.
 pub const EXPORT_VERSION: u32 = 1;
@@ -28,10 +28,14 @@ pub enum PersonQuery {
 
 impl PersonQuery {
     /// `someone@example.com` is an address; `42` or `v42` a visitor id; anything else nothing.
+    /// An address is taken as a request names it too (`Ann <ann@example.com>`, `mailto:…`, a
+    /// sentence's final `.`), and refused unless it is one the widget could have stored: a
+    /// mistyped one must not be answered "nobody", as if no data were held.
     pub fn parse(raw: &str) -> Option<Self> {
         let raw = raw.trim();
         if raw.contains('@') {
-            return Some(Self::Email(raw.to_owned()));
+            let address = address_in(raw);
+            return is_visitor_email(address).then(|| Self::Email(address.to_owned()));
         }
         let digits = raw.strip_prefix(['v', 'V']).unwrap_or(raw);
         digits
@@ -40,6 +44,21 @@ impl PersonQuery {
             .filter(|id| *id > 0)
             .map(|id| Self::Visitor(VisitorId(id)))
     }
+}
+
+/// The address in `raw` as people write one: inside the last `<…>`, after `mailto:`, without a
+/// sentence's final dot.
+fn address_in(raw: &str) -> &str {
+    let inner = match (raw.rfind('<'), raw.strip_suffix('>')) {
+        (Some(start), Some(within)) => &within[start + 1..],
+        _ => raw,
+    };
+    let inner = inner.trim();
+    let bare = match inner.get(..7) {
+        Some(scheme) if scheme.eq_ignore_ascii_case("mailto:") => &inner[7..],
+        _ => inner,
+    };
+    bare.trim_end_matches('.')
 }
 
 /// The visitors a query finds (an address may belong to several, on several sites).
@@ -275,5 +294,29 @@ mod tests {
         );
         assert_eq!(PersonQuery::parse("ann"), None);
         assert_eq!(PersonQuery::parse("0"), None);
+        // An address as a request names it is that address; a mistyped one is nothing.
+        for named in [
+            "Ann One <ann@example.com>",
+            "<ann@example.com>",
+            "mailto:ann@example.com",
+            "MAILTO:ann@example.com",
+            "ann@example.com.",
+        ] {
+            assert_eq!(
+                PersonQuery::parse(named),
+                Some(PersonQuery::Email("ann@example.com".into())),
+                "{named}"
+            );
+        }
+        for mistyped in [
+            "@",
+            "a@",
+            "a@@b.example",
+            "a b@example.com",
+            "ann@example",
+            "<>@x",
+        ] {
+            assert_eq!(PersonQuery::parse(mistyped), None, "{mistyped}");
+        }
     }
 }

@@ -168,8 +168,7 @@ pub(super) const HAS_JOINED: &str =
 /// The users who cannot have signed in yet (see [`HAS_JOINED`]). The team page marks them as
 /// invited.
 pub fn list_users_not_joined(conn: &Connection) -> Result<Vec<UserId>, Error> {
-    let mut stmt =
-        conn.prepare_cached(&format!("SELECT id FROM users WHERE NOT {HAS_JOINED}"))?;
+    let mut stmt = conn.prepare_cached(&format!("SELECT id FROM users WHERE NOT {HAS_JOINED}"))?;
     Ok(stmt
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?)

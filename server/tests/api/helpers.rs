@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-
 use clap::Parser;
 use futures_util::{SinkExt, StreamExt};
 use porch::Server;

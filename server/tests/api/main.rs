@@ -58,6 +58,7 @@ mod other_tabs;
 mod paused_deliveries;
 mod prechat_hours;
 mod privacy;
+mod privacy_api;
 mod process;
 mod query_refusals;
 mod read_receipts;

@@ -19,6 +19,8 @@ pub struct TokenView {
     /// Unix milliseconds.
     pub created_at: i64,
     pub expires_at: Option<i64>,
+    /// Past its expiry: still listed (until revoked), answered `token_expired`.
+    pub is_expired: bool,
     pub last_used_at: Option<i64>,
 }
 
@@ -55,7 +57,8 @@ fn TokenTable(tokens: Vec<TokenView>, with_owner: bool, caption: &'static str) -
                     {owner}
                     <td>{t.scope.clone()}</td>
                     <td>{time_view(t.created_at)}</td>
-                    <td>{when(t.expires_at)}</td>
+                    <td>{when(t.expires_at)}
+                        {t.is_expired.then(|| view! { " "<span class="badge badge-muted">"Expired"</span> })}</td>
                     <td>{when(t.last_used_at)}</td>
                     <td>
                         <a class="button button-danger" href=format!("/account/tokens/{}/revoke", t.id)

@@ -42,6 +42,13 @@ pub fn token_name(raw: &str) -> Result<&str, &'static str> {
     if name.chars().any(crate::values::breaks_the_line) {
         return Err("A token's name is one line of text, without control characters.");
     }
+    // Shown beside other text (the admins' list of everyone's tokens), as a user's name is.
+    if name.chars().any(crate::values::is_direction_control) {
+        return Err(
+            "A token's name cannot hold direction overrides, embeddings or isolates \
+             (U+202A to U+202E, U+2066 to U+2069).",
+        );
+    }
     Ok(name)
 }
 

@@ -32,6 +32,7 @@ fn invalid(message: &str) -> PageError {
 
 fn token_view(t: ApiTokenRow) -> TokenView {
     TokenView {
+        is_expired: t.expires_at.is_some_and(|at| at <= now_ms()),
         id: t.id,
         name: t.name,
         owner: t.user_email,

@@ -243,6 +243,18 @@ fn add_user(
 }
 
 /// A time in milliseconds since the epoch, as RFC 3339 UTC.
+/// A token's expiry as the list shows it: `expired` after the time once it has passed, so an
+/// expired token (still listed, answered `token_expired`) does not read as a live one.
+fn expiry(expires_at: Option<i64>, now: i64) -> String {
+    match expires_at {
+        Some(at) if at <= now => format!("{} (expired)", when(Some(at))),
+        other => when(other),
+    }
+}
+
+/// The shortest `--expires-in`.
+const MIN_TOKEN_LIFE: std::time::Duration = std::time::Duration::from_mins(1);
+
 fn when(ms: Option<i64>) -> String {
     ms.map_or_else(|| "never".to_owned(), |ms| porch_app::format_time(ms).0)
 }
@@ -256,6 +268,7 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
             expires_in,
         } => (user, name, read_only, expires_in),
         TokenCommand::List => {
+            let now = now_ms();
             let mut out = String::from("ID\tNAME\tUSER\tSCOPE\tCREATED\tEXPIRES\tLAST USED");
             for t in store::list_api_tokens(conn)? {
                 let _ = write!(
@@ -266,7 +279,7 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
                     t.user_email,
                     t.scope.as_str(),
                     when(Some(t.created_at)),
-                    when(t.expires_at),
+                    expiry(t.expires_at, now),
                     when(t.last_used_at)
                 );
             }
@@ -280,6 +293,12 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
                     bail!(
                         "API token {id} was revoked already, at {} by {actor}",
                         when(Some(at))
+                    );
+                }
+                if let Some(user) = store::find_token_owner(&tx, id)? {
+                    bail!(
+                        "API token {id} no longer exists: it went when its user ({user}) was \
+                         disabled or removed, which deletes their tokens"
                     );
                 }
                 bail!("no API token has the id {id} (see `porch token list`)");
@@ -296,9 +315,11 @@ pub fn run_token(conn: &Connection, command: TokenCommand) -> anyhow::Result<()>
     }
     let name = token_name(&name).map_err(|refused| anyhow::anyhow!("--name: {refused}"))?;
     let now = now_ms();
-    if expires_in.is_some_and(|after| after.is_zero()) {
+    // A token that is dead by the time it is pasted anywhere is a mistake (`1ms` for `1m`).
+    if expires_in.is_some_and(|after| after < MIN_TOKEN_LIFE) {
         bail!(
-            "--expires-in must be longer than zero (leave it out for a token that does not expire)"
+            "--expires-in must be at least a minute (leave it out for a token that does not \
+             expire)"
         );
     }
     let expires_at = expires_in

@@ -64,7 +64,8 @@ impl FromRequestParts<AppState> for ApiUser {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "token_expired",
-                "This API token has expired; make a new one with `porch token add`.",
+                "This API token has expired: make a new one on your account page (/account), or ask an \
+                 admin to run `porch token add`.",
             ));
         }
         let is_read = matches!(parts.method, Method::GET | Method::HEAD);

@@ -160,6 +160,18 @@ pub fn find_token_revocation(conn: &Connection, id: i64) -> Result<Option<(i64, 
         .optional()?)
 }
 
+/// The user a token was made for (the email `token.created` recorded), if its making is still in
+/// the audit log: a token gone without a revocation went with its user's access.
+pub fn find_token_owner(conn: &Connection, id: i64) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT json_extract(detail, '$.user') FROM audit_events WHERE action = \
+             'token.created' AND target_type = 'token' AND target_id = ?1 ORDER BY id LIMIT 1",
+        )?
+        .query_row([id.to_string()], |r| r.get(0))
+        .optional()?)
+}
+
 /// Deletes up to `limit` events whose last attempt is older than `before`; returns how many.
 pub fn prune_audit_events(conn: &Connection, before: i64, limit: u32) -> Result<usize, Error> {
     Ok(conn

@@ -70,8 +70,8 @@ pub use attachments::{
     read_attachment_data, read_attachment_part, set_attachment_limit,
 };
 pub use audit::{
-    AuditEventRow, AuditFilter, NewAuditEvent, find_token_revocation, insert_audit_event,
-    list_audit_events, prune_audit_events, upsert_audit_event_per_minute,
+    AuditEventRow, AuditFilter, NewAuditEvent, find_token_owner, find_token_revocation,
+    insert_audit_event, list_audit_events, prune_audit_events, upsert_audit_event_per_minute,
 };
 pub use canned::{
     CannedReplyFields, CannedReplyRow, delete_canned_reply, find_canned_reply, insert_canned_reply,

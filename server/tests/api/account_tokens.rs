@@ -33,6 +33,17 @@ async fn an_agent_cannot_revoke_an_admins_token_but_the_admin_can() {
     let id = app.count("SELECT id FROM api_tokens");
     let (status, _) = app.api("GET", "/api/v1/conversations", &token, None).await;
     assert_eq!(status, 200);
+    // Once past its expiry a token is marked so in the list, not shown as a live one.
+    let account = send(&app, "GET", "/account", &admin.cookie, None).await;
+    assert!(!account.body.contains(">Expired<"), "{}", account.body);
+    app.db()
+        .execute("UPDATE api_tokens SET expires_at = 1 WHERE id = ?1", [id])
+        .expect("expire");
+    let account = send(&app, "GET", "/account", &admin.cookie, None).await;
+    assert!(account.body.contains(">Expired<"), "{}", account.body);
+    app.db()
+        .execute("UPDATE api_tokens SET expires_at = NULL WHERE id = ?1", [id])
+        .expect("unexpire");
 
     add_user(&app, "bo@example.com", "agent");
     let agent = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;

@@ -315,6 +315,36 @@ async fn no_secret_reaches_the_audit_log() {
         )) && said.trim_end().ends_with(" by cli"),
         "{said}"
     );
+    // One that went with its user's access is said to have, not never to have existed.
+    cli(
+        &app,
+        &[
+            "token",
+            "add",
+            "--user",
+            "bo@example.com",
+            "--name",
+            "second",
+        ],
+    );
+    let second = app.count("SELECT max(id) FROM api_tokens");
+    app.db()
+        .execute("DELETE FROM api_tokens WHERE id = ?1", [second])
+        .expect("as disabling the user does");
+    let gone = Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(app.data_dir.path())
+        .args(["token", "revoke", &second.to_string()])
+        .output()
+        .expect("run porch");
+    let said = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        said.contains(&format!(
+            "API token {second} no longer exists: it went when its user (bo@example.com) was \
+             disabled or removed"
+        )),
+        "{said}"
+    );
     let created = one(&app, "integration.created");
     assert_eq!(created.2.as_deref(), Some("webhook"));
     assert_eq!(created.3, "127.0.0.1");

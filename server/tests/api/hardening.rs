@@ -270,7 +270,15 @@ async fn the_command_line_refuses_the_names_the_account_page_refuses() {
     let app = TestApp::spawn(&[]).await;
     app.add_user_token("ops", "admin");
     let long = "n".repeat(101);
-    for name in ["", "   ", long.as_str(), "two\nlines", "line\u{2028}sep"] {
+    for name in [
+        "",
+        "   ",
+        long.as_str(),
+        "two\nlines",
+        "line\u{2028}sep",
+        "a\u{202E}b",
+        "x\u{2066}y",
+    ] {
         let add = ["add", "--user", "ops@example.com", "--name", name];
         let (ok, out) = porch_token(&app, &add);
         assert!(!ok, "{name:?} was taken: {out}");
@@ -354,6 +362,18 @@ async fn an_expired_token_is_refused_and_says_so() {
         .await;
     assert_eq!(answer.status, 401, "{}", answer.body);
     assert_eq!(answer.json()["error"]["code"], "token_expired");
+    // The list says so: an expired token no longer reads as a live one.
+    let (_, listed) = porch_token(&app, &["list"]);
+    let row = listed
+        .lines()
+        .find(|l| l.contains("dashboard"))
+        .expect("listed");
+    assert!(
+        row.split('\t')
+            .nth(5)
+            .is_some_and(|e| e.ends_with(" (expired)")),
+        "{listed}"
+    );
     // RFC 6750's challenge names the scheme and why the token was refused.
     assert_eq!(
         answer.headers["www-authenticate"],
@@ -370,6 +390,12 @@ async fn an_expired_token_is_refused_and_says_so() {
         &["add", "--user", "ops@example.com", "--expires-in", "soon"],
     );
     assert!(!ok, "a duration that does not parse is refused: {refused}");
+    // Nor one dead before it is pasted anywhere (`1ms` typed for `1m`).
+    let (ok, refused) = porch_token(
+        &app,
+        &["add", "--user", "ops@example.com", "--expires-in", "1ms"],
+    );
+    assert!(!ok && refused.contains("at least a minute"), "{refused}");
 }
 
 #[tokio::test]

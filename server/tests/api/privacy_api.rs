@@ -122,7 +122,8 @@ async fn the_privacy_page_says_a_mistyped_address_is_not_one() {
         let page = send(&app, "GET", &format!("/privacy?q={q}"), &admin.cookie, None).await;
         assert_eq!(page.status, 200);
         assert_eq!(
-            page.body.contains("That is neither an email address nor a visitor id"),
+            page.body
+                .contains("That is neither an email address nor a visitor id"),
             refused,
             "{q}: {}",
             page.body

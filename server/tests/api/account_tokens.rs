@@ -42,7 +42,10 @@ async fn an_agent_cannot_revoke_an_admins_token_but_the_admin_can() {
     let account = send(&app, "GET", "/account", &admin.cookie, None).await;
     assert!(account.body.contains(">Expired<"), "{}", account.body);
     app.db()
-        .execute("UPDATE api_tokens SET expires_at = NULL WHERE id = ?1", [id])
+        .execute(
+            "UPDATE api_tokens SET expires_at = NULL WHERE id = ?1",
+            [id],
+        )
         .expect("unexpire");
 
     add_user(&app, "bo@example.com", "agent");

@@ -315,36 +315,6 @@ async fn no_secret_reaches_the_audit_log() {
         )) && said.trim_end().ends_with(" by cli"),
         "{said}"
     );
-    // One that went with its user's access is said to have, not never to have existed.
-    cli(
-        &app,
-        &[
-            "token",
-            "add",
-            "--user",
-            "bo@example.com",
-            "--name",
-            "second",
-        ],
-    );
-    let second = app.count("SELECT max(id) FROM api_tokens");
-    app.db()
-        .execute("DELETE FROM api_tokens WHERE id = ?1", [second])
-        .expect("as disabling the user does");
-    let gone = Command::new(env!("CARGO_BIN_EXE_porch"))
-        .arg("--data-dir")
-        .arg(app.data_dir.path())
-        .args(["token", "revoke", &second.to_string()])
-        .output()
-        .expect("run porch");
-    let said = String::from_utf8_lossy(&gone.stderr);
-    assert!(
-        said.contains(&format!(
-            "API token {second} no longer exists: it went when its user (bo@example.com) was \
-             disabled or removed"
-        )),
-        "{said}"
-    );
     let created = one(&app, "integration.created");
     assert_eq!(created.2.as_deref(), Some("webhook"));
     assert_eq!(created.3, "127.0.0.1");
@@ -562,5 +532,42 @@ async fn a_throttled_address_typing_made_up_emails_adds_one_row_a_minute() {
     assert_eq!(
         app.count("SELECT count(*) FROM audit_events WHERE action = 'session.sign_in_failed'"),
         20
+    );
+}
+
+/// A token that went with its user's access (disabled, removed) is said to have gone so by
+/// `porch token revoke`, not never to have existed: its making is in the audit log.
+#[tokio::test]
+async fn revoking_a_token_gone_with_its_user_says_so() {
+    let app = TestApp::spawn(&[]).await;
+    add_user(&app, "bo@example.com", "agent");
+    cli(
+        &app,
+        &[
+            "token",
+            "add",
+            "--user",
+            "bo@example.com",
+            "--name",
+            "second",
+        ],
+    );
+    let second = app.count("SELECT max(id) FROM api_tokens");
+    app.db()
+        .execute("DELETE FROM api_tokens WHERE id = ?1", [second])
+        .expect("as disabling the user does");
+    let gone = Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(app.data_dir.path())
+        .args(["token", "revoke", &second.to_string()])
+        .output()
+        .expect("run porch");
+    let said = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        said.contains(&format!(
+            "API token {second} no longer exists: it went when its user (bo@example.com) was \
+             disabled or removed"
+        )),
+        "{said}"
     );
 }

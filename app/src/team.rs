@@ -30,6 +30,8 @@ pub struct NewLink {
     pub url: String,
     /// How long it works: "7 days".
     pub lasts: String,
+    /// Whether it is being mailed to them too (SMTP is configured).
+    pub mailed: bool,
 }
 
 /// The team page.
@@ -151,12 +153,17 @@ pub fn render_team(view: TeamView) -> String {
         section: Section::Team,
         ..view.nav
     };
-    let link = view.new_link.map(|NewLink { who, what, url, lasts }| {
+    let link = view.new_link.map(|NewLink { who, what, url, lasts, mailed }| {
+        let how = if mailed {
+            "It is being emailed to them; you can also copy it here."
+        } else {
+            "Send this link to them yourself."
+        };
         view! {
             <section class="card card-highlight" aria-labelledby="link-title">
                 <h2 id="link-title">{what}" for "{who}</h2>
                 <p class="hint">{format!(
-                    "Send this link to them yourself. It works once, for {lasts}, and is shown only now."
+                    "{how} It works once, for {lasts}, and is shown only now."
                 )}</p>
                 <div class="copy-row">
                     // Focused on arrival (the page's news), named by the heading: "Invitation

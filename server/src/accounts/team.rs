@@ -157,7 +157,12 @@ impl Accounts {
         if created {
             Ok(token)
         } else {
-            Err(Error::Conflict("A user with this email already exists."))
+            // Also what reloading the page that showed an invitation's link answers: the
+            // link is not shown twice, so say how to make a new one.
+            Err(Error::Conflict(
+                "A user with this email already exists (an invitation made already counts): to \
+                 give them a new link, use Reset link next to their name below.",
+            ))
         }
     }
 

@@ -108,7 +108,8 @@ pub async fn invite(
             .await?;
             let link = NewLink {
                 who: form.name.trim().to_owned(),
-                what: link_title("Invitation link", mailed),
+                what: "Invitation link".to_owned(),
+                mailed,
                 url,
                 lasts: LinkKind::Invite.lasts(),
             };
@@ -182,7 +183,8 @@ pub async fn create_link(
         None,
         Some(NewLink {
             who: target.name,
-            what: link_title(what, mailed),
+            what: what.to_owned(),
+            mailed,
             url,
             lasts: kind.lasts(),
         }),
@@ -352,13 +354,4 @@ async fn mail_link(
     };
     queue_account_link(&app.writer, &app.jobs, args).await?;
     Ok(true)
-}
-
-/// The heading over a new link on the team page; says whether it was also mailed.
-fn link_title(what: &str, mailed: bool) -> String {
-    if mailed {
-        format!("{what} (also being sent by email)")
-    } else {
-        what.to_owned()
-    }
 }

@@ -607,8 +607,23 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
     )
     .await;
     assert_eq!(status, 200, "{page}");
-    assert!(page.contains("also being sent by email"), "{page}");
+    assert!(
+        page.contains("It is being emailed to them; you can also copy it here."),
+        "{page}"
+    );
     assert!(page.contains("It works once, for 7 days,"), "{page}");
+    // Reloading that page posts the invitation again: the answer says how to get a new link.
+    let invite = [
+        ("email", "ada@example.com"),
+        ("name", "Ada <Lovelace>"),
+        ("role", "agent"),
+    ];
+    let (status, _, again) = post(&app, &admin, "/team/invite", &invite).await;
+    assert_eq!(status, 409, "{again}");
+    assert!(
+        again.contains("use Reset link next to their name below"),
+        "{again}"
+    );
     let mails = sink.wait_for(1).await;
     let invite = &mails[0];
     assert_eq!(invite["rcpt_tos"], serde_json::json!(["ada@example.com"]));

@@ -47,13 +47,17 @@ pub enum MailReplies {
 }
 
 /// Whether the chat is open now, by the site's hours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HoursState {
     /// No hours stored.
     AlwaysOpen,
     OpenNow,
-    /// Closed; opens at this time (Unix milliseconds).
-    ClosedUntil(i64),
+    /// Closed; opens `at` (Unix milliseconds), which is `site_local` on the site's clock
+    /// (`Monday 13:00 Europe/Berlin`).
+    ClosedUntil {
+        at: i64,
+        site_local: String,
+    },
     /// Closed, and no span opens it.
     ClosedForGood,
 }
@@ -62,7 +66,11 @@ fn state_view(state: HoursState) -> AnyView {
     match state {
         HoursState::AlwaysOpen => "No business hours: the chat is always open.".into_any(),
         HoursState::OpenNow => "Open now.".into_any(),
-        HoursState::ClosedUntil(at) => view! { "Closed now; opens "{time_view(at)}"." }.into_any(),
+        // The reader's time beside the site's: hours typed as 13:00 Berlin would otherwise read
+        // as a mistake to an admin elsewhere ("opens 12:00 PM").
+        HoursState::ClosedUntil { at, site_local } => {
+            view! { "Closed now; opens "{site_local}" ("{time_view(at)}" your time)." }.into_any()
+        }
         HoursState::ClosedForGood => "Closed now, with no opening times.".into_any(),
     }
 }

@@ -60,7 +60,13 @@ async fn page_state(
     let state = match (hours.is_some(), now.is_open, now.opens_at) {
         (false, ..) => HoursState::AlwaysOpen,
         (true, true, _) => HoursState::OpenNow,
-        (true, false, Some(at)) => HoursState::ClosedUntil(at),
+        (true, false, Some(at)) => HoursState::ClosedUntil {
+            at,
+            site_local: hours
+                .as_ref()
+                .map(|h| h.hours.local_time(at))
+                .unwrap_or_default(),
+        },
         (true, false, None) => HoursState::ClosedForGood,
     };
     let mails_replies = match (app.mailer.is_some(), email_on) {

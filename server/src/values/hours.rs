@@ -166,6 +166,24 @@ impl BusinessHours {
         })
     }
 
+    /// `at_ms` as the site's own clock shows it, with the zone: `Monday 13:00 Europe/Berlin`,
+    /// beside the same moment in the reader's zone, so hours typed in the site's zone are seen
+    /// to be kept.
+    pub fn local_time(&self, at_ms: i64) -> String {
+        let Ok(at) = Timestamp::from_millisecond(at_ms) else {
+            return String::new();
+        };
+        let local = at.to_zoned_datetime(self.zone.clone());
+        let day = DAY_NAMES[usize::from(local.weekday().to_monday_zero_offset().unsigned_abs())];
+        let time = local.time();
+        format!(
+            "{day} {:02}:{:02} {}",
+            time.hour(),
+            time.minute(),
+            self.zone_name
+        )
+    }
+
     /// The IANA name of the time zone, as typed (and validated).
     pub fn zone_name(&self) -> &str {
         &self.zone_name
@@ -308,6 +326,22 @@ mod tests {
         text.parse::<Timestamp>()
             .expect("timestamp")
             .as_millisecond()
+    }
+
+    /// The page shows the next opening on the site's clock beside the reader's.
+    #[test]
+    fn a_moment_is_shown_on_the_sites_clock_with_its_zone() {
+        let hours = every_day("Europe/Berlin", "13:00-17:00");
+        // 2026-03-02 was a Monday; 12:00 UTC is 13:00 in Berlin (winter time).
+        assert_eq!(
+            hours.local_time(utc("2026-03-02T12:00:00Z")),
+            "Monday 13:00 Europe/Berlin"
+        );
+        let opening = hours.next_opening(utc("2026-03-02T20:00:00Z"));
+        assert_eq!(
+            opening.map(|at| hours.local_time(at)).as_deref(),
+            Some("Tuesday 13:00 Europe/Berlin")
+        );
     }
 
     #[test]

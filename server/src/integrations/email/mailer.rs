@@ -1,4 +1,4 @@
-//! The SMTP transport (lettre, pooled connections), built once from `PORCH_SMTP_URL` and
+//! The SMTP transport (lettre, a connection per mail), built once from `PORCH_SMTP_URL` and
 //! `PORCH_MAIL_FROM`: every mail comes from the install's address, carries
 //! `Auto-Submitted: auto-generated` and a stable `Message-ID`, with a text and an HTML part.
 //! Also the mails to team members: account links (invitations, password resets) and tests.
@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use lettre::message::header::{HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
-use lettre::transport::smtp::PoolConfig;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use crate::clock::now_ms;
@@ -56,7 +55,10 @@ impl SmtpSummary {
 
 /// How long a mail's whole SMTP exchange may take. lettre's own timeout bounds the TCP connect
 /// only, so a server that accepts and then says nothing (a tarpit, a half-open firewall) held the
-/// mail, and one of the email lane's places, for as long as it kept the socket open.
+/// mail, and one of the email lane's places, for as long as it kept the socket open. Each mail
+/// has a connection of its own (no pool), so one cut off here is closed with it. Cut off after
+/// its data was sent, a mail the server did accept is sent again by the retry (a duplicate, the
+/// price of never losing one; docs/integrations/email.md).
 const SEND_DEADLINE: Duration = Duration::from_mins(1);
 /// The API's test mail is answered within the request's own time (15 s by default).
 const TEST_DEADLINE: Duration = Duration::from_secs(10);
@@ -92,7 +94,6 @@ impl Mailer {
         let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(smtp_url)
             .map_err(|err| anyhow::anyhow!("PORCH_SMTP_URL is not an SMTP URL: {err}"))?
             .timeout(Some(Duration::from_secs(30)))
-            .pool_config(PoolConfig::new().max_size(4))
             .build();
         let domain = from.email.domain().to_owned();
         Ok(Self {

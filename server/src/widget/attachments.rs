@@ -127,12 +127,10 @@ pub async fn upload(
         }
         Err(err) => {
             // Not stored (a damaged image, a full disk): it costs nothing of the address's
-            // budgets; the visitor's rate is given back only for the server's own trouble.
+            // budgets; the visitor's rate and the site's minute are given back only for the
+            // server's own trouble (busy, a full disk: 503), not for what the file was.
             uploads.give_back(ip, size, true);
-            if matches!(
-                err,
-                attachments::Error::Store(_) | attachments::Error::Interrupted
-            ) {
+            if matches!(&err, attachments::Error::Store(e) if e.is_transient()) {
                 app.brakes.give_back(as_message);
             }
             allow(&origin, upload_failed(err))

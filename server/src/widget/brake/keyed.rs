@@ -31,11 +31,11 @@ pub enum Refusal {
     SiteBusy(Duration),
 }
 
-/// What an admitted message was charged: given back by [`Brakes::give_back`] when nothing was
-/// stored after all (the writer was busy, the disk unavailable, a resend of a stored message), so
-/// that the server's own trouble never uses up a visitor's rate, an address's conversations or a
-/// site's minute (docs/widget-protocol.md, "Brakes").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What an admitted message was charged: given back by [`Brakes::give_back`] when the server's
+/// own trouble kept it from being stored (the writer busy, the disk unavailable), so that trouble
+/// never uses up a visitor's rate or a site's minute (docs/widget-protocol.md, "Idempotency").
+/// Not `Copy`: given back once, it is used up.
+#[derive(Debug, PartialEq, Eq)]
 #[must_use = "give it back if nothing is stored"]
 pub struct Admitted {
     site: SiteId,
@@ -43,6 +43,19 @@ pub struct Admitted {
     ip_key: IpAddr,
     starts_conversation: bool,
     at: Instant,
+}
+
+impl Admitted {
+    /// The message part of `self` only. A connection that sent a conversation's first message
+    /// counts its conversation as started from then on (its next message joins it, also the
+    /// resend of a first one that failed): giving the conversation back too would let the
+    /// resend open it charged to no brake.
+    pub fn message_only(self) -> Self {
+        Self {
+            starts_conversation: false,
+            ..self
+        }
+    }
 }
 
 /// The per-IP limit on new conversations.
@@ -277,6 +290,10 @@ impl Brakes {
     }
 
     /// Gives back what `admitted` was charged: its message was not stored after all.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "taken, so that an admission is given back once"
+    )]
     pub fn give_back(&self, admitted: Admitted) {
         let Admitted {
             site,

@@ -94,3 +94,34 @@ impl SlidingMinute {
         (to_window_end + past_window_end).clamp(MIN_RETRY, 2 * MINUTE)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message given back is taken from the window that counted it, also after the count
+    /// rolled on; one that has left the count is not there to take.
+    #[test]
+    fn an_event_taken_back_leaves_the_window_that_holds_it() {
+        let start = Instant::now();
+        let mut minute = SlidingMinute::new(start);
+        minute.add();
+        let later = start + Duration::from_secs(61);
+        minute.roll(later);
+        minute.add();
+        assert_eq!((minute.previous, minute.current), (1, 1));
+        minute.remove(start);
+        assert_eq!((minute.previous, minute.current), (0, 1));
+        minute.remove(later);
+        assert_eq!((minute.previous, minute.current), (0, 0));
+        let gone = start + Duration::from_secs(200);
+        minute.roll(gone);
+        minute.add();
+        minute.remove(start);
+        assert_eq!(
+            (minute.previous, minute.current),
+            (0, 1),
+            "nothing of then is left"
+        );
+    }
+}

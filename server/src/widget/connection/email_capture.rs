@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use super::message::refused_as;
-use super::{Closed, Connection, ErrorCode, ServerFrame};
+use super::message::{busy_or_unavailable, refused_as};
+use super::{Closed, Connection, ServerFrame};
 
 impl Connection {
     /// Stores the visitor's address (offline capture). The visitor row exists once they have
@@ -53,7 +53,11 @@ impl Connection {
             // Erased by another process (`porch erase`), which could not tell this connection:
             // it says so now, as for a message, rather than confirm an address stored nowhere.
             Err(crate::chat::Error::NotFound(_)) => return self.erased(false).await,
-            Err(_) => return self.send_error(ErrorCode::Unavailable, None, None).await,
+            // As for a message: `busy` or `unavailable`, each with its wait.
+            Err(err) => {
+                let (code, wait) = busy_or_unavailable(&err);
+                return self.send_error(code, wait, None).await;
+            }
         }
         self.send(ServerFrame::EmailSaved { email }.to_json()).await
     }

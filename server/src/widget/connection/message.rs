@@ -106,7 +106,7 @@ impl Connection {
                 // resend or a guessed upload id is (docs/widget-protocol.md, "Idempotency").
                 Err(err) if !is_the_senders(err) => {
                     if let Some(charged) = charged {
-                        app.brakes.give_back(charged);
+                        app.brakes.give_back(charged.message_only());
                     }
                 }
                 _ => {}
@@ -147,7 +147,7 @@ impl Connection {
             Ok(stored) => stored,
             Err(err) => {
                 let (code, wait) = match &err {
-                    chat::Error::Store(store::Error::Busy) => (ErrorCode::Busy, Some(BUSY_RETRY)),
+                    chat::Error::Store(store::Error::Busy) => busy_or_unavailable(&err),
                     chat::Error::Store(store::Error::UnknownAttachment) => {
                         (ErrorCode::UnknownAttachment, None)
                     }
@@ -160,7 +160,7 @@ impl Connection {
                     }
                     _ => {
                         crate::refusal_log::visitor_message_not_stored(&err);
-                        (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY))
+                        busy_or_unavailable(&err)
                     }
                 };
                 return self.send_error(code, wait, Some(client_id.as_str())).await;
@@ -192,6 +192,15 @@ impl Connection {
             self.sent_before_visitor = Vec::new();
         }
         Ok(())
+    }
+}
+
+/// How a write the server could not make is answered: `busy` (the writer's queue full) or
+/// `unavailable`, each with how long to wait before the resend.
+pub(super) fn busy_or_unavailable(err: &chat::Error) -> (ErrorCode, Option<Duration>) {
+    match err {
+        chat::Error::Store(store::Error::Busy) => (ErrorCode::Busy, Some(BUSY_RETRY)),
+        _ => (ErrorCode::Unavailable, Some(UNAVAILABLE_RETRY)),
     }
 }
 

@@ -119,10 +119,15 @@ pub async fn save_slack(
         Ok(notice) => Ok(see_other(&format!("/sites/{key}/slack?notice={notice}"))),
         Err(SetupError::Store(err)) => Err(err.into()),
         Err(err) => {
+            // As the API answers: a channel another integration posts to is a conflict.
+            let status = match err {
+                SetupError::Taken(_) => StatusCode::CONFLICT,
+                _ => StatusCode::UNPROCESSABLE_ENTITY,
+            };
             let notice = Some(Notice::Error(err.to_string()));
             let shown = (&site, slack.as_ref());
             let body = page(&app, &who, shown, notice, Some(typed_channel)).await?;
-            Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body))
+            Ok(html_with_status(status, body))
         }
     }
 }

@@ -56,7 +56,9 @@ pub async fn privacy_page(
     Admin(who): Admin,
     Query(query): Query<PrivacyQuery>,
 ) -> Result<Response, PageError> {
-    let people = match PersonQuery::parse(&query.q) {
+    let parsed = PersonQuery::parse(&query.q);
+    let mistyped = parsed.as_ref().is_some_and(PersonQuery::may_be_mistyped);
+    let people: Option<Vec<_>> = match parsed {
         Some(parsed) => Some(
             app.readers
                 .read(move |c| privacy::find_people(c, &parsed))
@@ -67,6 +69,8 @@ pub async fn privacy_page(
         ),
         None => None,
     };
+    // Nobody found with a mistyped address, or a query that is neither: said, never "nobody".
+    let people = people.filter(|found| !(mistyped && found.is_empty()));
     let notice = if people.is_none() && !query.q.trim().is_empty() {
         Some(porch_app::layout::Notice::Error(
             "That is neither an email address nor a visitor id (42 or v42): check it, so that \

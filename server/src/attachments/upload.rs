@@ -133,19 +133,21 @@ pub async fn store_upload(
 pub async fn sweep_unattached(writer: &Arc<Writer>, now: i64) -> Result<usize, store::Error> {
     let cutoff = now.saturating_sub(millis(SWEEP_AFTER));
     let mut total = 0;
-    loop {
+    let swept = loop {
         let step = writer
             .write(move |c| store::delete_unattached_attachments(c, cutoff, SWEEP_CHUNK))
-            .await?;
-        total += step;
-        if step < SWEEP_CHUNK {
-            if total > 0 {
-                // Their bytes must not stay readable in the WAL.
-                store::truncate_wal_after_deleting(writer).await;
-            }
-            return Ok(total);
+            .await;
+        match step {
+            Ok(step) if step == SWEEP_CHUNK => total += step,
+            Ok(step) => break Ok(total + step),
+            Err(err) => break Err(err),
         }
+    };
+    // Their bytes must not stay readable in the WAL, also when a later chunk failed.
+    if swept.as_ref().map_or(total, |n| *n) > 0 {
+        store::truncate_wal_after_deleting(writer).await;
     }
+    swept
 }
 
 /// Runs [`sweep_unattached`] every `every` until shutdown.

@@ -53,7 +53,9 @@ impl Chat {
     /// `client_id` (the first send took it, if it was free) is left as it is; so is one whose
     /// reply names `attachments` that are not all the agent's free uploads on its site: the
     /// reply is then refused, and a refused reply takes nothing. The checks and the take are one
-    /// write, so nothing (a sweep of an upload, the first send of a resend) comes between them.
+    /// write, so nothing (a sweep of an upload, the first send of a resend) comes between them;
+    /// the reply is the next write, so a sweep in the moment between the two can still leave
+    /// the take without its reply (rare: an upload is swept a day after it was made).
     pub async fn take_on_reply(
         &self,
         id: ConversationId,

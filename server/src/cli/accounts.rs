@@ -242,7 +242,6 @@ fn add_user(
     ))
 }
 
-/// A time in milliseconds since the epoch, as RFC 3339 UTC.
 /// A token's expiry as the list shows it: `expired` after the time once it has passed, so an
 /// expired token (still listed, answered `token_expired`) does not read as a live one.
 fn expiry(expires_at: Option<i64>, now: i64) -> String {
@@ -255,6 +254,7 @@ fn expiry(expires_at: Option<i64>, now: i64) -> String {
 /// The shortest `--expires-in`.
 const MIN_TOKEN_LIFE: std::time::Duration = std::time::Duration::from_mins(1);
 
+/// A time in milliseconds since the epoch, as RFC 3339 UTC.
 fn when(ms: Option<i64>) -> String {
     ms.map_or_else(|| "never".to_owned(), |ms| porch_app::format_time(ms).0)
 }

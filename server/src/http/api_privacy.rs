@@ -59,10 +59,16 @@ pub async fn find_visitors(
 ) -> Result<Json<Value>, ApiError> {
     let parsed = PersonQuery::parse(&query.q)
         .ok_or_else(|| ApiError::invalid("`q` is an email address or a visitor id (42 or v42)."))?;
+    let mistyped = parsed.may_be_mistyped();
     let found = app
         .readers
         .read(move |c| privacy::find_people(c, &parsed))
         .await?;
+    if found.is_empty() && mistyped {
+        return Err(ApiError::invalid(
+            "`q` is not an email address a visitor could leave, and nobody has it: check it.",
+        ));
+    }
     let visitors: Vec<Value> = found.iter().map(visitor_json).collect();
     Ok(Json(json!({ "visitors": visitors })))
 }

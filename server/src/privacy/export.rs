@@ -29,13 +29,11 @@ pub enum PersonQuery {
 impl PersonQuery {
     /// `someone@example.com` is an address; `42` or `v42` a visitor id; anything else nothing.
     /// An address is taken as a request names it too (`Ann <ann@example.com>`, `mailto:…`, a
-    /// sentence's final `.`), and refused unless it is one the widget could have stored: a
-    /// mistyped one must not be answered "nobody", as if no data were held.
+    /// sentence's final `.`).
     pub fn parse(raw: &str) -> Option<Self> {
         let raw = raw.trim();
         if raw.contains('@') {
-            let address = address_in(raw);
-            return is_visitor_email(address).then(|| Self::Email(address.to_owned()));
+            return Some(Self::Email(address_in(raw).to_owned()));
         }
         let digits = raw.strip_prefix(['v', 'V']).unwrap_or(raw);
         digits
@@ -43,6 +41,16 @@ impl PersonQuery {
             .ok()
             .filter(|id| *id > 0)
             .map(|id| Self::Visitor(VisitorId(id)))
+    }
+}
+
+impl PersonQuery {
+    /// Whether this finding nobody may be a typing mistake rather than the answer: an address no
+    /// visitor could leave today (`a@`, `a b@example.com`). It is still looked up, as an address
+    /// kept under an older, looser rule may be; a search that finds nobody with it is refused
+    /// instead of answered "nobody", as if no data were held.
+    pub fn may_be_mistyped(&self) -> bool {
+        matches!(self, Self::Email(address) if !is_visitor_email(address))
     }
 }
 
@@ -294,7 +302,7 @@ mod tests {
         );
         assert_eq!(PersonQuery::parse("ann"), None);
         assert_eq!(PersonQuery::parse("0"), None);
-        // An address as a request names it is that address; a mistyped one is nothing.
+        // An address as a request names it is that address.
         for named in [
             "Ann One <ann@example.com>",
             "<ann@example.com>",
@@ -308,6 +316,7 @@ mod tests {
                 "{named}"
             );
         }
+        // A mistyped one is still looked up (an older rule may have kept it), and said to be.
         for mistyped in [
             "@",
             "a@",
@@ -316,7 +325,9 @@ mod tests {
             "ann@example",
             "<>@x",
         ] {
-            assert_eq!(PersonQuery::parse(mistyped), None, "{mistyped}");
+            let parsed = PersonQuery::parse(mistyped).expect(mistyped);
+            assert!(parsed.may_be_mistyped(), "{mistyped}");
         }
+        assert!(!PersonQuery::parse("ann@example.com").is_some_and(|q| q.may_be_mistyped()));
     }
 }

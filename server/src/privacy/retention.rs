@@ -55,11 +55,19 @@ pub async fn purge_due(
         }
     }
     if total.rows() > 0 {
-        while paced_step(writer, |c| store::reclaim_free_pages(c, RECLAIM_STEP)).await? > 0 {}
-        // Past its retention, text must not stay readable in the WAL either.
+        let reclaimed = reclaim_paced(writer).await;
+        // Past its retention, text must not stay readable in the WAL either, also when giving
+        // the pages back failed.
         store::truncate_wal_after_deleting(writer).await;
+        reclaimed?;
     }
     Ok(total)
+}
+
+/// Gives the freed pages back, a paced step at a time.
+async fn reclaim_paced(writer: &Arc<Writer>) -> Result<(), store::Error> {
+    while paced_step(writer, |c| store::reclaim_free_pages(c, RECLAIM_STEP)).await? > 0 {}
+    Ok(())
 }
 
 /// Runs one step of the purge as a deferred write, then pauses in proportion to the time the

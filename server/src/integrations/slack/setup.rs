@@ -209,7 +209,11 @@ pub async fn update_slack(
     existing: &IntegrationRow,
     setup: SlackSetup,
 ) -> Result<usize, SetupError> {
-    let previous = SlackIntegration::open(&slack.secret_key, existing).map(|s| s.secrets);
+    let opened = SlackIntegration::open(&slack.secret_key, existing);
+    let was_in = opened
+        .as_ref()
+        .map(|s| (s.config.team_id.clone(), s.config.channel_id.clone()));
+    let previous = opened.map(|s| s.secrets);
     let checked = check(slack, setup, previous.as_ref()).await?;
     let (config, secrets, id) = (
         settings_json(&checked.config),
@@ -224,10 +228,15 @@ pub async fn update_slack(
             checked.config.channel_id.clone(),
         ),
     );
+    // Only a move into another integration's channel is refused: one of a pair made before the
+    // rule keeps its settings changeable (a new token) until the other is deleted.
+    let moves = was_in.as_ref() != Some(&channel);
     slack
         .writer
         .write(move |c| {
-            if let Some(other) = store::find_slack_in_channel(c, site_id, &channel, Some(id))? {
+            if moves
+                && let Some(other) = store::find_slack_in_channel(c, site_id, &channel, Some(id))?
+            {
                 return Ok(Err(other.id));
             }
             let secrets = Some((key.as_ref(), secrets.as_str()));

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, document, field_marks};
-use crate::time::time_view;
+use crate::time::format_time;
 
 /// The form's values, as typed (or as stored).
 #[derive(Debug, Clone, Default)]
@@ -69,7 +69,12 @@ fn state_view(state: HoursState) -> AnyView {
         // The reader's time beside the site's: hours typed as 13:00 Berlin would otherwise read
         // as a mistake to an admin elsewhere ("opens 12:00 PM").
         HoursState::ClosedUntil { at, site_local } => {
-            view! { "Closed now; opens "{site_local}" ("{time_view(at)}" your time)." }.into_any()
+            let (iso, text) = format_time(at);
+            view! {
+                "Closed now; opens "{site_local}" ("
+                <time datetime=iso data-with-day="">{text}</time>" your time)."
+            }
+            .into_any()
         }
         HoursState::ClosedForGood => "Closed now, with no opening times.".into_any(),
     }

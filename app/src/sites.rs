@@ -275,8 +275,9 @@ fn refused_card(refused: Vec<RefusedOriginView>) -> impl IntoView {
             let (iso, text) = crate::time::format_time(r.last_ms);
             // Not an origin one can allow: a browser says `null` for a page opened from a file.
             let from_a_file = (r.origin == "null").then_some(
-                ": a page opened from a file (file://), which no allowed origin can let in. \
-                 Serve it from a web server (even python3 -m http.server) and allow that address",
+                ": a page opened from a file (file://) or shown in a sandboxed frame, which no \
+                 allowed origin can let in. Serve the page from a web server (even python3 -m \
+                 http.server) and allow that address, or give the frame allow-same-origin.",
             );
             view! {
                 <li>

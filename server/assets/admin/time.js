@@ -1,7 +1,8 @@
 // Porch admin: times in the reader's own time zone. Pages render every time as
 // <time datetime="…Z">1 Dec 2026, 14:05 UTC</time> (readable without scripts); on every
 // signed-in page this rewrites them to the browser's local time: the time alone for today,
-// the day and the time otherwise, the full local date and time as the tooltip. inbox.js calls
+// the day and the time otherwise (the weekday always, for one marked data-with-day), the full
+// local date and time as the tooltip. inbox.js calls
 // porchLocalTime on the fragments its live stream adds. A time-zone field still holding the
 // suggested UTC (a site's hours page before any hours are saved, `data-guess-zone`) gets the
 // browser's own zone instead: most teams set hours where they sit. A form's hidden field marked
@@ -15,7 +16,11 @@
       const at = new Date(el.getAttribute("datetime"));
       if (Number.isNaN(at.getTime())) continue;
       el.title = at.toLocaleString();
-      el.textContent = at.toDateString() === today
+      // data-with-day: beside a weekday of another zone ("opens Tuesday 09:00 Asia/Tokyo"), a
+      // time alone would read as that day's.
+      el.textContent = "withDay" in el.dataset
+        ? at.toLocaleString([], { weekday: "long", hour: "numeric", minute: "2-digit" })
+        : at.toDateString() === today
         ? at.toLocaleTimeString([], { timeStyle: "short" })
         : at.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " +
           at.toLocaleTimeString([], { timeStyle: "short" });

@@ -161,7 +161,8 @@ impl Accounts {
             // link is not shown twice, so say how to make a new one.
             Err(Error::Conflict(
                 "A user with this email already exists (an invitation made already counts): to \
-                 give them a new link, use Reset link next to their name below.",
+                 give them a new link, use Reset link next to their name below (enable a \
+                 disabled one first).",
             ))
         }
     }

@@ -56,9 +56,10 @@ impl RotateArgs {
             (Some(text), _) => {
                 Some(SecretKey::parse(text.expose()).context("PORCH_SECRET_KEY_NEW (--new-key)")?)
             }
-            (None, Some(path)) => Some(
-                SecretKey::read_file(path).context("PORCH_SECRET_KEY_NEW_FILE (--new-key-file)")?,
-            ),
+            // Its words already name the file's error, which `context` would print again.
+            (None, Some(path)) => Some(SecretKey::read_file(path).map_err(|err| {
+                anyhow::anyhow!("PORCH_SECRET_KEY_NEW_FILE (--new-key-file): {err}")
+            })?),
             (None, None) => None,
         })
     }

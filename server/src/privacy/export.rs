@@ -57,6 +57,8 @@ impl PersonQuery {
 /// The address in `raw` as people write one: inside the last `<…>`, after `mailto:`, without a
 /// sentence's final dot.
 fn address_in(raw: &str) -> &str {
+    // "… <ann@example.com>." as a sentence ends it.
+    let raw = raw.trim_end_matches('.');
     let inner = match (raw.rfind('<'), raw.strip_suffix('>')) {
         (Some(start), Some(within)) => &within[start + 1..],
         _ => raw,
@@ -309,6 +311,7 @@ mod tests {
             "mailto:ann@example.com",
             "MAILTO:ann@example.com",
             "ann@example.com.",
+            "Ann One <ann@example.com>.",
         ] {
             assert_eq!(
                 PersonQuery::parse(named),

@@ -540,7 +540,8 @@ async fn a_throttled_address_typing_made_up_emails_adds_one_row_a_minute() {
 #[tokio::test]
 async fn revoking_a_token_gone_with_its_user_says_so() {
     let app = TestApp::spawn(&[]).await;
-    add_user(&app, "bo@example.com", "agent");
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let bo = add_user(&app, "bo@example.com", "agent");
     cli(
         &app,
         &[
@@ -553,9 +554,10 @@ async fn revoking_a_token_gone_with_its_user_says_so() {
         ],
     );
     let second = app.count("SELECT max(id) FROM api_tokens");
-    app.db()
-        .execute("DELETE FROM api_tokens WHERE id = ?1", [second])
-        .expect("as disabling the user does");
+    let disable = form(&[("csrf", &admin.csrf)]);
+    let path = format!("/team/{}/disable", bo.0);
+    let disabled = send(&app, "POST", &path, &admin.cookie, Some(&disable)).await;
+    assert_eq!(disabled.status, 303, "{}", disabled.body);
     let gone = Command::new(env!("CARGO_BIN_EXE_porch"))
         .arg("--data-dir")
         .arg(app.data_dir.path())
@@ -563,6 +565,7 @@ async fn revoking_a_token_gone_with_its_user_says_so() {
         .output()
         .expect("run porch");
     let said = String::from_utf8_lossy(&gone.stderr);
+    assert_eq!(gone.status.code(), Some(1), "{said}");
     assert!(
         said.contains(&format!(
             "API token {second} no longer exists: it went when its user (bo@example.com) was \

@@ -2,7 +2,7 @@
 //! access and erasure requests: found by address (as a request names it) or id, exported and
 //! erased, each recorded as the privacy page's are.
 
-use crate::helpers::TestApp;
+use crate::helpers::{Exchange as _, TestApp};
 use crate::privacy::person;
 
 /// The same over the API, for a script that answers access and erasure requests: an admin
@@ -57,25 +57,26 @@ async fn an_admin_token_finds_exports_and_erases_a_person() {
         assert_eq!(app.api("GET", &path, &agent, None).await.0, 403, "{path}");
     }
 
-    // A HEAD (a monitor, a link checker) is answered without the data, and is no export.
-    let head = app
-        .api(
-            "HEAD",
-            &format!("/api/v1/visitors/{visitor}/export"),
-            &admin,
-            None,
-        )
-        .await;
-    assert_eq!(head.0, 200);
-    let (status, export) = app
-        .api(
-            "GET",
-            &format!("/api/v1/visitors/{visitor}/export"),
-            &admin,
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{export}");
+    // A HEAD (a monitor, a link checker) is answered with the download's headers, without the
+    // data, and is no export.
+    let export_path = format!("/api/v1/visitors/{visitor}/export");
+    let ask = |method: &'static str| {
+        app.http
+            .request(method, &export_path)
+            .header("authorization", format!("Bearer {admin}"))
+            .answer()
+    };
+    let (head, get) = (ask("HEAD").await, ask("GET").await);
+    assert_eq!((head.status, head.body.as_str()), (200, ""));
+    for name in ["content-type", "content-disposition", "cache-control"] {
+        assert_eq!(head.header(name), get.header(name), "{name}");
+    }
+    assert!(
+        head.header("content-disposition")
+            .is_some_and(|d| d.starts_with("attachment"))
+    );
+    let export = get.json();
+    assert_eq!(get.status, 200, "{export}");
     assert_eq!(export["visitor"]["email"], "ann@example.org");
     assert!(export.to_string().contains(&ann.body), "{export}");
 

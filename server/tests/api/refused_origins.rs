@@ -66,7 +66,7 @@ async fn the_site_page_names_refused_origins_until_they_are_allowed() {
     assert!(body.contains("<code>null</code>"), "{body}");
     // Which no allowed origin could let in: the card says what to do instead.
     assert!(
-        body.contains("a page opened from a file (file://), which no allowed origin can let in"),
+        body.contains("a page opened from a file (file://) or shown in a sandboxed frame"),
         "{body}"
     );
     assert!(

@@ -381,13 +381,15 @@ async fn a_rotation_without_the_right_key_changes_nothing_and_leaves_no_key_file
     // A malformed key setting is refused as `serve` refuses it: exit 2, before anything.
     for (name, value) in [
         ("PORCH_SECRET_KEY", "not-a-key"),
+        ("PORCH_SECRET_KEY_FILE", "/nonexistent/secret.key"),
         ("PORCH_SECRET_KEY_NEW", "not-a-key"),
         ("PORCH_SECRET_KEY_NEW_FILE", "/nonexistent/new.key"),
     ] {
         let bad = porch_cli(dir.path(), &["secrets", "rotate"], &[(name, value)]);
         let said = String::from_utf8_lossy(&bad.stderr);
         assert_eq!(bad.status.code(), Some(2), "{name}: {said}");
-        assert!(said.starts_with(&format!("error: {name}")), "{said}");
+        // The variable itself, followed by its flag: not one whose name it begins.
+        assert!(said.starts_with(&format!("error: {name} (")), "{said}");
         assert_eq!(files(dir.path()), [false, false], "{said}");
     }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::store::SiteId;
@@ -76,6 +76,15 @@ impl<K: Hash + Eq, V> Sharded<K, V> {
         }
     }
 
+    /// The shard `shard_of` falls in, locked (a panic elsewhere left nothing half-changed: every
+    /// change is a few field writes, so a poisoned lock is taken as it is).
+    fn shard(&self, shard_of: usize) -> MutexGuard<'_, HashMap<K, V>> {
+        match self.shards[shard_of % SHARDS].lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
     fn with<R>(
         &self,
         key: K,
@@ -83,20 +92,12 @@ impl<K: Hash + Eq, V> Sharded<K, V> {
         make: impl FnOnce() -> V,
         f: impl FnOnce(&mut V) -> R,
     ) -> R {
-        let mut shard = match self.shards[shard_of % SHARDS].lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(shard.entry(key).or_insert_with(make))
+        f(self.shard(shard_of).entry(key).or_insert_with(make))
     }
 
     /// Calls `f` on the entry of `key` if there is one (a pruned entry holds nothing to change).
     fn if_present(&self, key: &K, shard_of: usize, f: impl FnOnce(&mut V)) {
-        let mut shard = match self.shards[shard_of % SHARDS].lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(value) = shard.get_mut(key) {
+        if let Some(value) = self.shard(shard_of).get_mut(key) {
             f(value);
         }
     }
@@ -560,5 +561,39 @@ mod tests {
             brakes.admit_message(SiteId(1), small, 5, d, false, now),
             Err(Refusal::SiteBusy(_))
         ));
+    }
+
+    /// A message given back leaves the address's share too: one address on a busy site may
+    /// send its quarter, and what the server could not store is not counted in it.
+    #[test]
+    fn what_is_given_back_leaves_the_addresss_share() {
+        let brakes = Brakes::new(IpLimits {
+            per_hour: 1000,
+            burst: 1000,
+        });
+        // A minute of 8: from 6 on, an address that sent 2 waits for the others.
+        let busy = SiteLimits {
+            flood_messages_per_minute: 8,
+            ..LIMITS
+        };
+        let now = Instant::now();
+        let (a, b): (IpAddr, IpAddr) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+        let mut visitor = 0;
+        let mut send = |ip| {
+            visitor += 1;
+            brakes.admit_message(SiteId(1), busy, visitor, ip, false, now)
+        };
+        for _ in 0..5 {
+            assert!(send(b).is_ok());
+        }
+        assert!(send(a).is_ok());
+        let second = send(a).expect("the address's share");
+        assert!(
+            matches!(send(a), Err(Refusal::SiteBusy(_))),
+            "past its share"
+        );
+        // The second was not stored after all: the address may send one more.
+        brakes.give_back(second);
+        assert!(send(a).is_ok(), "its share is back");
     }
 }

@@ -594,7 +594,6 @@ pub fn render_conversation(view: ConversationView) -> String {
             </section>
             <ConversationAside aside=view.aside/>
         </div>
-        // After inbox.js (in the head), whose thread and drafts it uses.
         <script src="/assets/reply.js" defer></script>
         <script src="/assets/canned.js" defer></script>
     };

@@ -301,12 +301,7 @@ async fn no_secret_reaches_the_audit_log() {
     cli(&app, &["token", "revoke", &token_id.to_string()]);
     assert_eq!(one(&app, "token.revoked").2.as_deref(), Some("ci"));
     // A second revoke says the token was revoked already, and when and by whom, from the log.
-    let again = Command::new(env!("CARGO_BIN_EXE_porch"))
-        .arg("--data-dir")
-        .arg(app.data_dir.path())
-        .args(["token", "revoke", &token_id.to_string()])
-        .output()
-        .expect("run porch");
+    let again = revoke(&app, token_id);
     let said = String::from_utf8_lossy(&again.stderr);
     assert_eq!(again.status.code(), Some(1), "{said}");
     assert!(
@@ -535,6 +530,16 @@ async fn a_throttled_address_typing_made_up_emails_adds_one_row_a_minute() {
     );
 }
 
+/// `porch token revoke ID` on the server's data directory, as an operator runs it.
+fn revoke(app: &TestApp, id: i64) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_porch"))
+        .arg("--data-dir")
+        .arg(app.data_dir.path())
+        .args(["token", "revoke", &id.to_string()])
+        .output()
+        .expect("run porch")
+}
+
 /// A token that went with its user's access (disabled, removed) is said to have gone so by
 /// `porch token revoke`, not never to have existed: its making is in the audit log.
 #[tokio::test]
@@ -558,12 +563,7 @@ async fn revoking_a_token_gone_with_its_user_says_so() {
     let path = format!("/team/{}/disable", bo.0);
     let disabled = send(&app, "POST", &path, &admin.cookie, Some(&disable)).await;
     assert_eq!(disabled.status, 303, "{}", disabled.body);
-    let gone = Command::new(env!("CARGO_BIN_EXE_porch"))
-        .arg("--data-dir")
-        .arg(app.data_dir.path())
-        .args(["token", "revoke", &second.to_string()])
-        .output()
-        .expect("run porch");
+    let gone = revoke(&app, second);
     let said = String::from_utf8_lossy(&gone.stderr);
     assert_eq!(gone.status.code(), Some(1), "{said}");
     assert!(

@@ -422,24 +422,20 @@ async fn a_site_posts_to_a_slack_channel_through_one_integration_only() {
     let (status, answer) = fx.app.api("PUT", &moved, &fx.admin, Some(body("C1"))).await;
     assert_eq!(status, 409, "{answer}");
     // A pair made before the rule (both in C1): either keeps its settings changeable.
-    fx.app
-        .db()
-        .execute(
-            "UPDATE integrations SET config = json_set(config, '$.channel_id', 'C1') \
-             WHERE id = ?1",
-            [second["id"].as_i64().expect("id")],
-        )
-        .expect("a pair made before the rule");
+    let put_second_in = |channel: &str| {
+        fx.app
+            .db()
+            .execute(
+                "UPDATE integrations SET config = json_set(config, '$.channel_id', ?2) \
+                 WHERE id = ?1",
+                rusqlite::params![second["id"].as_i64().expect("id"), channel],
+            )
+            .expect("a channel set behind the API's back");
+    };
+    put_second_in("C1");
     let (status, answer) = fx.app.api("PUT", &moved, &fx.admin, Some(body("C1"))).await;
     assert_eq!(status, 200, "a new token for one of the pair: {answer}");
-    fx.app
-        .db()
-        .execute(
-            "UPDATE integrations SET config = json_set(config, '$.channel_id', 'C2') \
-             WHERE id = ?1",
-            [second["id"].as_i64().expect("id")],
-        )
-        .expect("back to C2");
+    put_second_in("C2");
     let (_other_site, _) = fx.site_with_slack("Other shop", "C1", json!({})).await;
     let channels = fx.app.count(&format!(
         "SELECT count(DISTINCT json_extract(config, '$.channel_id')) FROM integrations \

@@ -40,9 +40,9 @@ const WAL_HEADER_BYTES: u64 = 32;
 const WAL_FRAME_HEADER_BYTES: u64 = 24;
 /// How long a forced checkpoint waits for readers before giving up (it blocks the writer).
 const CHECKPOINT_BUSY_TIMEOUT: Duration = Duration::from_millis(500);
-/// How long the checkpoint after deleting personal data waits for readers: Porch's own reads take a few
-/// milliseconds, and a reader that holds the WAL for good (Litestream) costs each erasure this
-/// much of the writer.
+/// How long the checkpoint after deleting personal data waits for readers: Porch's own reads take
+/// a few milliseconds, and a reader that holds the WAL for good (Litestream) costs each erasure
+/// this much of the writer.
 const ERASURE_CHECKPOINT_WAIT: Duration = Duration::from_millis(25);
 /// The connection's usual busy timeout, restored afterwards (see `db.rs`).
 const NORMAL_BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -18,30 +18,26 @@ use crate::values::Author;
 /// Maps an SMTP failure: 4xx, timeouts and network errors are retried; 5xx fails the mail;
 /// a refused login blocks the email integration until an admin fixes the settings.
 pub(super) fn classify(failure: &SendError) -> Outcome {
-    let SendError::Smtp(err) = failure else {
-        return Outcome::Retry {
-            error: format!("SMTP: {}", smtp_words(failure)),
-            not_before: None,
-        };
-    };
-    let code = err.status().map(|c| c.to_string());
-    if code
-        .as_deref()
-        .is_some_and(|c| c.starts_with("535") || c.starts_with("530"))
-    {
-        return Outcome::Blocked {
-            error: format!("the SMTP server refused the login: {err}"),
-        };
+    // No answer in time is retried like any other passing failure.
+    if let SendError::Smtp(err) = failure {
+        let code = err.status().map(|c| c.to_string());
+        if code
+            .as_deref()
+            .is_some_and(|c| c.starts_with("535") || c.starts_with("530"))
+        {
+            return Outcome::Blocked {
+                error: format!("the SMTP server refused the login: {err}"),
+            };
+        }
+        if err.is_permanent() {
+            return Outcome::Failed {
+                error: format!("the SMTP server refused the mail: {err}"),
+            };
+        }
     }
-    if err.is_permanent() {
-        Outcome::Failed {
-            error: format!("the SMTP server refused the mail: {err}"),
-        }
-    } else {
-        Outcome::Retry {
-            error: format!("SMTP: {}", smtp_words(failure)),
-            not_before: None,
-        }
+    Outcome::Retry {
+        error: format!("SMTP: {}", smtp_words(failure)),
+        not_before: None,
     }
 }
 

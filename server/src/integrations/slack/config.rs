@@ -19,6 +19,14 @@ pub struct SlackConfig {
     pub bot_id: Option<String>,
 }
 
+impl SlackConfig {
+    /// The workspace and channel it posts to, as one integration per site may
+    /// (`store::find_slack_in_channel`).
+    pub fn channel(&self) -> (String, String) {
+        (self.team_id.clone(), self.channel_id.clone())
+    }
+}
+
 /// Secrets. `Debug` never prints them.
 #[derive(Clone, Serialize, Deserialize, Default)]
 pub struct SlackSecrets {

@@ -176,10 +176,7 @@ pub async fn connect_slack(
         settings_json(&checked.secrets),
     );
     let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
-    let channel = (
-        checked.config.team_id.clone(),
-        checked.config.channel_id.clone(),
-    );
+    let channel = checked.config.channel();
     let id = slack
         .writer
         .write(move |c| {
@@ -210,9 +207,7 @@ pub async fn update_slack(
     setup: SlackSetup,
 ) -> Result<usize, SetupError> {
     let opened = SlackIntegration::open(&slack.secret_key, existing);
-    let was_in = opened
-        .as_ref()
-        .map(|s| (s.config.team_id.clone(), s.config.channel_id.clone()));
+    let was_in = opened.as_ref().map(|s| s.config.channel());
     let previous = opened.map(|s| s.secrets);
     let checked = check(slack, setup, previous.as_ref()).await?;
     let (config, secrets, id) = (
@@ -221,13 +216,7 @@ pub async fn update_slack(
         existing.id,
     );
     let (actor, key) = (actor.clone(), Arc::clone(&slack.secret_key));
-    let (site_id, channel) = (
-        existing.site_id,
-        (
-            checked.config.team_id.clone(),
-            checked.config.channel_id.clone(),
-        ),
-    );
+    let (site_id, channel) = (existing.site_id, checked.config.channel());
     // Only a move into another integration's channel is refused: one of a pair made before the
     // rule keeps its settings changeable (a new token) until the other is deleted.
     let moves = was_in.as_ref() != Some(&channel);

@@ -159,6 +159,16 @@ fn log_flood_level(site: SiteId, level: u8) {
     }
 }
 
+/// The shard of a visitor's bucket.
+fn visitor_shard(visitor: u64) -> usize {
+    usize::try_from(visitor % 1024).unwrap_or(0)
+}
+
+/// The shard of a site's flood brake.
+fn site_shard(site: SiteId) -> usize {
+    usize::try_from(site.0.unsigned_abs()).unwrap_or(0)
+}
+
 fn shard_of_ip(ip: IpAddr) -> usize {
     match ip {
         IpAddr::V4(v4) => usize::from(v4.octets()[3]),
@@ -190,7 +200,7 @@ impl Brakes {
         starts_conversation: bool,
         now: Instant,
     ) -> Result<Admitted, Refusal> {
-        let site_shard = usize::try_from(site.0.unsigned_abs()).unwrap_or(0);
+        let site_shard = site_shard(site);
         let site_level = self.sites.with(
             site,
             site_shard,
@@ -204,7 +214,7 @@ impl Brakes {
         self.visitors
             .with(
                 visitor,
-                usize::try_from(visitor % 1024).unwrap_or(0),
+                visitor_shard(visitor),
                 || (TokenBucket::full(burst, now), per_second, burst),
                 |(bucket, rate, size)| {
                     (*rate, *size) = (per_second, burst);
@@ -212,17 +222,6 @@ impl Brakes {
                 },
             )
             .map_err(Refusal::RateLimited)?;
-        let visitor_shard = usize::try_from(visitor % 1024).unwrap_or(0);
-        let refund_visitor = || {
-            self.visitors.with(
-                visitor,
-                visitor_shard,
-                || (TokenBucket::full(burst, now), per_second, burst),
-                |(bucket, _, size)| {
-                    bucket.give_back(*size);
-                },
-            );
-        };
         let ip_key = ip_key(ip);
         let ip_burst = f64::from(self.ip_limits.burst);
         if starts_conversation {
@@ -234,7 +233,7 @@ impl Brakes {
                 |bucket| bucket.try_take(now, per_second, ip_burst),
             );
             if let Err(wait) = taken {
-                refund_visitor();
+                self.give_back_visitor(visitor);
                 return Err(Refusal::TooManyConversations(wait));
             }
         }
@@ -270,7 +269,7 @@ impl Brakes {
         if let Err(held) = admitted {
             // A flood on one site must not use up the budget of an address (a shared office NAT)
             // on every other site, nor the visitor's own rate: only admitted messages are charged.
-            refund_visitor();
+            self.give_back_visitor(visitor);
             if starts_conversation {
                 self.ips.with(
                     ip_key,
@@ -303,11 +302,7 @@ impl Brakes {
             starts_conversation,
             at,
         } = admitted;
-        let visitor_shard = usize::try_from(visitor % 1024).unwrap_or(0);
-        self.visitors
-            .if_present(&visitor, visitor_shard, |(bucket, _, burst)| {
-                bucket.give_back(*burst);
-            });
+        self.give_back_visitor(visitor);
         if starts_conversation {
             let burst = f64::from(self.ip_limits.burst);
             self.ips.if_present(&ip_key, shard_of_ip(ip_key), |bucket| {
@@ -315,7 +310,7 @@ impl Brakes {
             });
         }
         // The same order as when it was charged: the address's share, then the site.
-        let site_shard = usize::try_from(site.0.unsigned_abs()).unwrap_or(0);
+        let site_shard = site_shard(site);
         self.shares
             .if_present(&(site, ip_key), site_shard ^ shard_of_ip(ip_key), |share| {
                 self.sites.if_present(&site, site_shard, |(brake, _)| {
@@ -324,12 +319,20 @@ impl Brakes {
             });
     }
 
+    /// Gives the visitor's bucket back the token a message took.
+    fn give_back_visitor(&self, visitor: u64) {
+        self.visitors
+            .if_present(&visitor, visitor_shard(visitor), |(bucket, _, burst)| {
+                bucket.give_back(*burst);
+            });
+    }
+
     /// Decides whether a visitor (their stable key) may download or erase their data now;
     /// `Err` says how long to wait.
     pub fn admit_self_service(&self, visitor: u64, now: Instant) -> Result<(), Duration> {
         self.self_service.with(
             visitor,
-            usize::try_from(visitor % 1024).unwrap_or(0),
+            visitor_shard(visitor),
             || TokenBucket::full(SELF_SERVICE_BURST, now),
             |bucket| bucket.try_take(now, SELF_SERVICE_PER_SECOND, SELF_SERVICE_BURST),
         )

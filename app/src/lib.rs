@@ -41,6 +41,7 @@ pub mod inbox;
 pub mod integrations;
 pub mod layout;
 pub mod links;
+mod message;
 pub mod privacy;
 pub mod reply;
 pub mod search;

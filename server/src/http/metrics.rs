@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::admin::session::tokens_match;
+use crate::metrics::DeliveryGauges;
 use crate::state::AppState;
 
 use super::ApiError;
@@ -56,7 +57,16 @@ pub async fn metrics(
         };
         return ApiError::new(StatusCode::FORBIDDEN, "metrics_forbidden", rule).into_response();
     }
-    match crate::metrics::render(&app.meters, &app.writer, app.chat.hub()) {
+    // The rest of the figures are in memory: a database that cannot be read (it is stopping)
+    // leaves out only the deliveries' gauges, and the log says why.
+    let deliveries = match app.readers.read(DeliveryGauges::read).await {
+        Ok(gauges) => Some(gauges),
+        Err(err) => {
+            tracing::warn!(error = %err, "metrics: the deliveries' state could not be read");
+            None
+        }
+    };
+    match crate::metrics::render(&app.meters, &app.writer, app.chat.hub(), deliveries) {
         Ok(text) => (
             [
                 (

@@ -18,6 +18,11 @@ use super::{SetupError, insert_integration, replace_integration_settings, settin
 /// Why an admin turned an integration off: the reason its deliveries wait, shown on its page.
 pub const TURNED_OFF: &str = "turned off by an admin";
 
+/// Whether an admin turned the integration off (rather than its destination refusing Porch).
+pub fn is_turned_off(row: &IntegrationRow) -> bool {
+    !row.is_enabled && row.last_error.as_deref() == Some(TURNED_OFF)
+}
+
 /// Settings or secrets as stored. They are plain structs of strings, numbers and booleans, which
 /// always serialise.
 pub fn settings_json<T: serde::Serialize>(value: &T) -> String {
@@ -197,10 +202,7 @@ pub async fn turn_off_integration(
                 // Turning off what an admin already turned off changes nothing, so it records
                 // nothing (a retried call does not fill the audit log).
                 let current = store::find_integration(c, id)?;
-                let already_off = current.is_some_and(|row| {
-                    !row.is_enabled && row.last_error.as_deref() == Some(TURNED_OFF)
-                });
-                if already_off {
+                if current.as_ref().is_some_and(is_turned_off) {
                     return Ok(());
                 }
                 settings::record(c, &actor, AuditAction::IntegrationDisabled, (id, &kind))?;

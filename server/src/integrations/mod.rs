@@ -23,7 +23,7 @@ pub use destinations::Destinations;
 pub use health::Health;
 pub use lifecycle::{
     CheckedSettings, EndpointChange, Sole, TURNED_OFF, add_integration, add_sole_integration,
-    add_webhook_endpoint, delete_integration, fix_integration, fix_webhook_endpoint,
+    add_webhook_endpoint, delete_integration, fix_integration, fix_webhook_endpoint, is_turned_off,
     rotate_webhook_secret, settings_json, turn_off_integration, turn_on_integration,
 };
 pub use sealing::{

@@ -18,7 +18,7 @@ use crate::hub::Hub;
 use crate::jobs::{Counted, Lane};
 use crate::store::Writer;
 
-use super::{Meters, process};
+use super::{DeliveryGauges, Meters, process};
 
 /// The content type of the text exposition.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -54,6 +54,8 @@ struct Figures {
     refused_capacity: u64,
     integrity: i64,
     integrity_checked_at_ms: Option<i64>,
+    /// Absent when the database could not be read for this scrape.
+    deliveries: Option<DeliveryGauges>,
 }
 
 /// Latency histograms show bounds from 2^6 µs (64 µs) to 2^25 µs (about 34 s).
@@ -65,7 +67,12 @@ const BATCH_POWERS: (u32, u32) = (1, 10);
 ///
 /// # Errors
 /// Only if formatting fails (it writes to a `String`).
-pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std::fmt::Error> {
+pub fn render(
+    meters: &Meters,
+    writer: &Writer,
+    hub: &Hub,
+    deliveries: Option<DeliveryGauges>,
+) -> Result<String, std::fmt::Error> {
     let stats = writer.stats();
     let runtime = tokio::runtime::Handle::current().metrics();
     let workers = runtime.num_workers();
@@ -108,6 +115,7 @@ pub fn render(meters: &Meters, writer: &Writer, hub: &Hub) -> Result<String, std
         refused_capacity: meters.connections_refused_capacity.load(Relaxed),
         integrity: meters.integrity.gauge(),
         integrity_checked_at_ms: meters.integrity.checked_at_ms(),
+        deliveries,
     };
     let mut registry = Registry::with_prefix("porch");
     registry.register_collector(Box::new(figures));
@@ -243,6 +251,9 @@ impl Collector for Figures {
         }
         self.encode_process(&mut e)?;
         self.encode_integrity(&mut e)?;
+        if let Some(deliveries) = &self.deliveries {
+            deliveries.encode(&mut e)?;
+        }
         self.encode_work(&mut e)
     }
 }

@@ -2,6 +2,7 @@
 //! heartbeat, the per-second sampler with its hour in memory and 30 days of minute rollups in
 //! SQLite, the headroom estimate, and the Prometheus exposition served at `/metrics`.
 
+mod deliveries;
 mod exposition;
 mod headroom;
 mod heartbeat;
@@ -14,6 +15,7 @@ mod sampler;
 // The histogram lives in a leaf module (so `store` can use it); the counters other layers keep
 // (`jobs` times its lag with it) still find it here beside `Meters`.
 pub use crate::histogram::LogHistogram;
+pub use deliveries::DeliveryGauges;
 pub use exposition::{CONTENT_TYPE, render};
 pub use headroom::{
     BUSY_RATE, MIN_BUSY_SECONDS, MIN_MESSAGES, Shortfall, TrafficCost, messages_per_core,

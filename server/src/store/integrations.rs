@@ -126,6 +126,13 @@ pub fn find_integration_site(
         .optional()?)
 }
 
+/// Every integration of every site, oldest first (for `/metrics`).
+pub fn list_all_integrations(conn: &Connection) -> Result<Vec<IntegrationRow>, Error> {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM integrations ORDER BY id"))?;
+    Ok(stmt.query_map([], from_row)?.collect::<Result<_, _>>()?)
+}
+
 /// Every enabled integration of a kind (for start-up tasks such as Socket Mode clients).
 pub fn list_enabled_integrations(
     conn: &Connection,

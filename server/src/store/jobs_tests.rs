@@ -26,6 +26,32 @@ fn deliveries_leave_test_messages_out() {
     );
 }
 
+/// `/metrics` counts what waits, runs and waits for an admin; a failed test message is not a
+/// delivery given up, so it is left out as the Deliveries page leaves it out.
+#[test]
+fn jobs_are_counted_by_state_without_failed_tests() {
+    let conn = crate::store::migrated_in_memory();
+    for (kind, state) in [
+        ("slack.post", "failed"),
+        ("email.test", "failed"),
+        ("slack.post", "queued"),
+        ("discord.test", "queued"),
+        ("webhook.deliver", "blocked"),
+        ("slack.post", "done"),
+    ] {
+        conn.execute(
+            "INSERT INTO jobs (lane, kind, args, state, max_attempts, run_at, created_at) \
+             VALUES ('chat', ?1, '{}', ?2, 3, 0, 0)",
+            [kind, state],
+        )
+        .expect("insert");
+    }
+    assert_eq!(
+        count_jobs_by_state(&conn).expect("count"),
+        [("queued", 2), ("running", 0), ("blocked", 1), ("failed", 1)]
+    );
+}
+
 /// Only queued jobs are marked running: one blocked meanwhile must not be delivered.
 #[test]
 fn only_queued_jobs_are_marked_running() {

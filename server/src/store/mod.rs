@@ -123,10 +123,10 @@ pub use integrations::{
     ActiveIntegration, IntegrationRow, NewIntegration, RESUMING, find_integration,
     find_integration_site, find_site_integration, find_slack_in_channel, find_webhook_with_url,
     has_active_email, insert_integration, is_integration_resuming, list_active_integrations,
-    list_enabled_integrations, list_integration_secrets, list_resuming_integrations,
-    list_webhook_endpoints, mark_integration_broken, mark_integration_healthy,
-    start_resuming_email, start_resuming_integration, update_integration_config,
-    update_integration_secrets,
+    list_all_integrations, list_enabled_integrations, list_integration_secrets,
+    list_resuming_integrations, list_webhook_endpoints, mark_integration_broken,
+    mark_integration_healthy, start_resuming_email, start_resuming_integration,
+    update_integration_config, update_integration_secrets,
 };
 pub use integrity::{
     INTEGRITY_CHECK_INTERVAL, IntegrityStatus, quick_check, spawn_integrity_checks,
@@ -138,7 +138,7 @@ pub use job_backlog::{
 };
 pub use jobs::{
     AttemptRecord, JobInContext, JobRow, JobUpdate, MessageDelivery, NewJob,
-    block_integration_jobs, count_deliveries_in_state, find_job, insert_job,
+    block_integration_jobs, count_deliveries_in_state, count_jobs_by_state, find_job, insert_job,
     list_conversation_deliveries, list_deliveries_in_state_with_context, list_jobs_in_state,
     mark_jobs_running, prune_done_jobs, record_attempts, requeue_running_jobs,
 };

@@ -324,3 +324,78 @@ async fn a_message_stored_after_its_widget_left_counts_as_stored_and_its_resend_
     assert_eq!(again.say("m2", "cut off").await["type"], "ack");
     metrics_until(&app, "the resend acked, nothing stored", counted(2.0, 2.0)).await;
 }
+
+/// The value of the series `name{labels}` (labels as the exposition writes them).
+fn series(exposition: &str, name: &str, labels: &str) -> Option<f64> {
+    value_of(exposition, &format!("{name}{{{labels}}}"))
+}
+
+#[tokio::test]
+async fn metrics_give_each_integrations_health_and_the_jobs_in_each_state() {
+    let f = crate::webhooks::Fixture::start(&["--allow-private-networks"]).await;
+    for path in ["/ok", "/down", "/gone"] {
+        f.endpoint(path, &["message.created"]).await;
+    }
+    let off = f.endpoint("/off", &["message.created"]).await.0;
+    f.mock.answer("/down", &[500; 8]);
+    f.mock.answer("/gone", &[410]);
+    let (status, _) = f
+        .app
+        .api(
+            "POST",
+            &format!("/api/v1/integrations/{off}/turn-off"),
+            &f.admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let before = metrics_until(&f.app, "the gauges", |body| {
+        series(body, "porch_integrations", r#"kind="webhook",health="off""#) == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        series(
+            &before,
+            "porch_integrations",
+            r#"kind="webhook",health="healthy""#
+        ),
+        Some(3.0),
+        "nothing was tried yet: {before}"
+    );
+    assert_eq!(
+        series(
+            &before,
+            "porch_integrations",
+            r#"kind="slack",health="failing""#
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        series(&before, "porch_jobs", r#"state="failed""#),
+        Some(0.0)
+    );
+
+    let (mut visitor, _) = f.app.visitor(&f.site, None, 0).await;
+    assert_eq!(visitor.say("v1", "hello").await["type"], "ack");
+    let judged = |health: &str| format!(r#"kind="webhook",health="{health}""#);
+    let jobs = |body: &str, state: &str| series(body, "porch_jobs", &format!(r#"state="{state}""#));
+    // The failing endpoint's delivery waits for its retry (or is being retried); the gone one's
+    // waits for an admin.
+    let after = metrics_until(
+        &f.app,
+        "one of each health and two unfinished jobs",
+        |body| {
+            ["healthy", "failing", "blocked", "off"]
+                .iter()
+                .all(|h| series(body, "porch_integrations", &judged(h)) == Some(1.0))
+                && jobs(body, "blocked") == Some(1.0)
+                && jobs(body, "queued")
+                    .zip(jobs(body, "running"))
+                    .map(|(q, r)| q + r)
+                    == Some(1.0)
+        },
+    )
+    .await;
+    assert_eq!(jobs(&after, "failed"), Some(0.0), "{after}");
+    assert!(after.contains("# TYPE porch_integrations gauge"), "{after}");
+}

@@ -257,6 +257,8 @@ pub struct AccountView {
     pub notice: Option<Notice>,
     pub two_factor: TwoFactorSummary,
     pub tokens: ApiTokensView,
+    /// False for someone who signs in only through single sign-on: no password to change.
+    pub has_password: bool,
 }
 
 /// Renders the account page (change password, two-factor sign-in, API tokens).
@@ -289,24 +291,7 @@ pub fn render_account(view: AccountView) -> String {
                 <button type="submit" class="button">"Save name"</button>
             </form>
         </section>
-        <section class="card card-narrow" aria-labelledby="password-title">
-            <h2 id="password-title">"Change password"</h2>
-            <p class="hint">"You stay signed in here; your other sessions are signed out."</p>
-            <form method="post" action="/account/password" class="stack">
-                <CsrfField token=csrf.clone()/>
-                <div class="field">
-                    <label for="current">"Current password"</label>
-                    <input id="current" name="current" type="password" required
-                        autocomplete="current-password" {..field_marks(refused, "current", None)}/>
-                </div>
-                <div class="field">
-                    <label for="new">"New password"</label>
-                    <input id="new" name="new" type="password" required minlength="10"
-                        autocomplete="new-password" {..field_marks(refused, "new", None)}/>
-                </div>
-                <button type="submit" class="button button-primary">"Change password"</button>
-            </form>
-        </section>
+        {password_section(view.has_password, csrf.clone(), refused)}
         <section class="card card-narrow" aria-labelledby="sessions-title">
             <h2 id="sessions-title">"Sessions"</h2>
             <p class="hint">"Signed in on a computer you no longer use, or lost one? Sign out \
@@ -323,7 +308,7 @@ pub fn render_account(view: AccountView) -> String {
                 browser remembers it."</p>
             <p><KeysSwitch/></p>
         </section>
-        <TwoFactorSection summary=view.two_factor csrf=csrf.clone()/>
+        <TwoFactorSection summary=view.two_factor csrf=csrf.clone() has_password=view.has_password/>
         <ApiTokensSection tokens=view.tokens csrf=token_csrf/>
     };
     document("Your account", Some(nav), false, content.into_any())
@@ -355,6 +340,42 @@ pub fn render_error(view: ErrorView) -> String {
         </section>
     };
     document(&view.title, view.nav, false, content.into_any())
+}
+
+/// The account page's password card: the change form, or for someone who signs in only through
+/// single sign-on, how they get a password if they need one.
+fn password_section(has_password: bool, csrf: String, refused: Option<&str>) -> AnyView {
+    if !has_password {
+        return view! {
+            <section class="card card-narrow" aria-labelledby="password-title">
+                <h2 id="password-title">"Password"</h2>
+                <p class="hint">"You sign in with single sign-on and have no password. Need one, \
+                    for when the provider is down? Ask an admin for a reset link."</p>
+            </section>
+        }
+        .into_any();
+    }
+    view! {
+        <section class="card card-narrow" aria-labelledby="password-title">
+            <h2 id="password-title">"Change password"</h2>
+            <p class="hint">"You stay signed in here; your other sessions are signed out."</p>
+            <form method="post" action="/account/password" class="stack">
+                <CsrfField token=csrf/>
+                <div class="field">
+                    <label for="current">"Current password"</label>
+                    <input id="current" name="current" type="password" required
+                        autocomplete="current-password" {..field_marks(refused, "current", None)}/>
+                </div>
+                <div class="field">
+                    <label for="new">"New password"</label>
+                    <input id="new" name="new" type="password" required minlength="10"
+                        autocomplete="new-password" {..field_marks(refused, "new", None)}/>
+                </div>
+                <button type="submit" class="button button-primary">"Change password"</button>
+            </form>
+        </section>
+    }
+    .into_any()
 }
 
 #[cfg(test)]

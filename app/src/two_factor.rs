@@ -59,10 +59,26 @@ fn code_field(id: &'static str) -> impl IntoView {
     }
 }
 
-/// The account page's two-factor section.
+/// The account page's two-factor section. Someone who signs in only through single sign-on
+/// (`has_password` false) is told why it is not theirs: it guards password sign-ins.
 #[component]
-pub fn TwoFactorSection(summary: TwoFactorSummary, csrf: String) -> impl IntoView {
-    let body = if summary.is_on {
+pub fn TwoFactorSection(
+    summary: TwoFactorSummary,
+    csrf: String,
+    has_password: bool,
+) -> impl IntoView {
+    let body = if !has_password {
+        let reset = if summary.is_on {
+            " It is on from before: an admin can reset it on the team page."
+        } else {
+            ""
+        };
+        view! {
+            <p class="hint">"Two-factor sign-in guards sign-ins with a password, and you sign in \
+                with single sign-on, where your provider asks for any second step."{reset}</p>
+        }
+        .into_any()
+    } else if summary.is_on {
         let regenerate_csrf = csrf.clone();
         let disable = if summary.is_required {
             view! { <p class="hint">"The team requires two-factor sign-in, so it stays on. \

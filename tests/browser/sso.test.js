@@ -20,6 +20,7 @@ const ACCOUNTS = {
   cy: { email: "cy@staff.example", email_verified: true, name: "Cy Young" },
   dee: { email: "dee@example.com", email_verified: true, name: "Dee" },
   eve: { email: "eve@example.com", email_verified: true, name: "Eve" },
+  fay: { email: "fay@example.com", email_verified: true, name: "Fay" },
 };
 
 /** A private RSA signing key as a JWK, with key id `kid`. */
@@ -183,6 +184,34 @@ test("an existing user signs in through the provider and lands on the inbox", { 
   assert.equal(body.events[0].detail.linked, true, "the first sign-in links the provider's account");
   await page.context().close();
 });
+
+test("an invitation is spent by the first sign-in through the provider, so it cannot add a password later",
+  { timeout: 60000 }, async () => {
+    await world();
+    const admin = await newPage();
+    await signIn(admin, porch, "admin@example.com", "correct horse battery staple");
+    await admin.goto(`${porch.url}/team`);
+    await admin.getByLabel("Name", { exact: true }).fill("Fay");
+    await admin.getByLabel("Email", { exact: true }).fill("fay@example.com");
+    await admin.getByRole("button", { name: "Create invitation link" }).click();
+    const link = await admin.locator("#new-link").inputValue();
+    await admin.context().close();
+
+    const page = await newPage();
+    await page.goto(`${porch.url}/login`);
+    await signInAtProvider(page, "fay");
+    await page.waitForURL((u) => u.origin === porch.url && u.pathname === "/inbox");
+    // Shut out at the provider later, Fay must not get in with a password of her own choosing.
+    const spent = await page.goto(link);
+    assert.equal(spent.status(), 410);
+    assert.equal(await page.getByLabel("New password").count(), 0);
+    // Her account page offers no password to change and no two-factor for a password she lacks.
+    await page.goto(`${porch.url}/account`);
+    await page.getByText("You sign in with single sign-on and have no password.").waitFor();
+    assert.equal(await page.getByLabel("Current password").count(), 0);
+    assert.equal(await page.getByRole("button", { name: "Set up two-factor sign-in" }).count(), 0);
+    await page.context().close();
+  });
 
 test("the page asked for before signing in survives the round trip", { timeout: 60000 }, async () => {
   await world();

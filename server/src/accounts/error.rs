@@ -36,6 +36,10 @@ pub enum Error {
     /// An invitation or reset link is unknown, used or expired.
     #[error("this link is no longer valid")]
     LinkInvalid,
+    /// What was asked needs a password and the user has none: they sign in through single
+    /// sign-on. The text says so, for the account page.
+    #[error("{0}")]
+    NoPassword(&'static str),
     /// The request contradicts the current state ("email taken", "last admin").
     #[error("{0}")]
     Conflict(&'static str),

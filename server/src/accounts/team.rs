@@ -17,6 +17,11 @@ use super::identity::{DisplayName, EmailAddress, Role};
 use super::password::{Password, hash_password, verify_password};
 use super::session::{Accounts, hash_secret, new_secret};
 
+/// Why someone without a password has none to change: they sign in through single sign-on (an
+/// invited person without a password cannot be signed in at all).
+const NO_PASSWORD_TO_CHANGE: &str = "You sign in with single sign-on and have no password \
+     to change. Need one, for when the provider is down? Ask an admin for a reset link.";
+
 /// How long an invitation link works.
 pub const INVITE_LIFETIME: Duration = Duration::from_hours(7 * 24);
 /// How long a password-reset link works: short, because it is as good as a password.
@@ -275,19 +280,21 @@ impl Accounts {
         ip: IpAddr,
     ) -> Result<(), Error> {
         let new = Password::parse(new)?;
-        self.throttle
-            .reserve(email, ip, Instant::now())
-            .map_err(|t| Error::Throttled(t.retry_after()))?;
         let stored = self
             .readers
             .read(move |c| store::find_password_hash(c, user))
             .await?;
+        // No password is not a wrong one: it is no guess, so it uses up nothing of the throttle.
+        let Some(stored) = stored else {
+            return Err(Error::NoPassword(NO_PASSWORD_TO_CHANGE));
+        };
+        self.throttle
+            .reserve(email, ip, Instant::now())
+            .map_err(|t| Error::Throttled(t.retry_after()))?;
         let candidate = current.to_owned();
-        let is_match = tokio::task::spawn_blocking(move || {
-            stored.is_some_and(|h| verify_password(&h, &candidate))
-        })
-        .await
-        .map_err(|_| Error::Hashing)?;
+        let is_match = tokio::task::spawn_blocking(move || verify_password(&stored, &candidate))
+            .await
+            .map_err(|_| Error::Hashing)?;
         if !is_match {
             return Err(Error::BadCredentials);
         }

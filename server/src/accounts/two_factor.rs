@@ -21,6 +21,11 @@ use super::session::{Accounts, hash_secret};
 use super::totp::{TotpSecret, is_one_time_code, new_recovery_codes, normalize_recovery_code};
 use super::totp_sealing::{open_totp, seal_totp};
 
+/// Why someone without a password cannot set two-factor up: it guards password sign-ins only,
+/// and single sign-on is theirs (docs/sso.md).
+const NO_PASSWORD_FOR_TWO_FACTOR: &str = "Two-factor sign-in guards sign-ins with a password, \
+     and you sign in with single sign-on, where your provider asks for any second step.";
+
 /// A setup waiting for its first code: what the person copies into their app.
 #[derive(Debug, Clone)]
 pub struct Enrolment {
@@ -197,6 +202,14 @@ impl Accounts {
 
     /// Starts (or continues) setting up two-factor sign-in: the pending secret to show.
     pub async fn begin_two_factor(&self, user: &UserRow) -> Result<Enrolment, Error> {
+        let id = user.id;
+        if !self
+            .readers
+            .read(move |c| store::has_password(c, id))
+            .await?
+        {
+            return Err(Error::NoPassword(NO_PASSWORD_FOR_TWO_FACTOR));
+        }
         let (user, key) = (user.clone(), Arc::clone(&self.key));
         self.writer
             .write(move |c| pending_or_new(c, &key, &user))

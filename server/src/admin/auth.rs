@@ -563,6 +563,9 @@ pub async fn change_password(
             },
             None,
         ),
+        Err(accounts::Error::NoPassword(text)) => {
+            (StatusCode::CONFLICT, Notice::Error(text.to_owned()), None)
+        }
         Err(accounts::Error::Throttled(wait)) => (
             StatusCode::TOO_MANY_REQUESTS,
             Notice::Error(format!(

@@ -300,12 +300,15 @@ impl From<accounts::Error> for PageError {
             E::Invalid(invalid) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Not saved", invalid.0)
             }
-            E::Conflict(text) => Self::new(StatusCode::CONFLICT, "Not saved", text),
+            E::Conflict(text) | E::NoPassword(text) => {
+                Self::new(StatusCode::CONFLICT, "Not saved", text)
+            }
             E::NotFound(what) => Self::not_found(what),
             E::LinkInvalid => Self::new(
                 StatusCode::GONE,
                 "Link expired",
-                "This link was already used or has expired. Ask an admin for a new one.",
+                "This link was already used, was replaced by a newer one, or has expired. Get a \
+                 new one with Forgot your password? on the sign-in page, or ask an admin.",
             ),
             E::SetupClosed => Self::new(
                 StatusCode::GONE,

@@ -51,9 +51,15 @@ pub async fn account_view(
     created: Option<(String, String)>,
 ) -> Result<AccountView, PageError> {
     let scope = (!who.is_admin()).then_some(who.user.id);
-    let all = app
+    let id = who.user.id;
+    let (all, has_password) = app
         .readers
-        .read(move |c| store::list_api_tokens_of(c, scope))
+        .read(move |c| {
+            Ok((
+                store::list_api_tokens_of(c, scope)?,
+                store::has_password(c, id)?,
+            ))
+        })
         .await?;
     let (mine, others): (Vec<_>, Vec<_>) = all.into_iter().partition(|t| t.user_id == who.user.id);
     Ok(AccountView {
@@ -70,6 +76,7 @@ pub async fn account_view(
                 .then(|| others.into_iter().map(token_view).collect()),
             created,
         },
+        has_password,
     })
 }
 

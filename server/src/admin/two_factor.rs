@@ -114,6 +114,10 @@ pub async fn begin(
     match app.accounts.begin_two_factor(&who.user).await {
         Ok(_) => Ok(see_other("/account/two-factor")),
         Err(accounts::Error::Conflict(_)) => Ok(see_other("/account")),
+        Err(accounts::Error::NoPassword(text)) => {
+            let notice = Some(Notice::Error(text.to_owned()));
+            account_page_with(&app, &who, notice, StatusCode::CONFLICT).await
+        }
         Err(err) => Err(err.into()),
     }
 }

@@ -205,7 +205,9 @@ pub use two_factor::{
     save_totp_secret, update_totp_secret, update_two_factor_required, use_recovery_code,
     use_totp_step,
 };
-pub use users::{NewUser, UserRow, find_user_by_email, insert_user, spend_user_links};
+pub use users::{
+    NewUser, UserRow, find_user_by_email, insert_user, spend_invitations, spend_user_links,
+};
 pub use visitors::{
     Contact, VisitorDetails, VisitorRow, find_visitor_by_token_hash, set_visitor_contact,
 };
@@ -245,6 +247,6 @@ pub use tags::{
 };
 pub use users::{
     UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
-    find_user_credentials, list_users, list_users_not_joined, update_password_hash,
+    find_user_credentials, has_password, list_users, list_users_not_joined, update_password_hash,
     update_user_disabled, update_user_name, update_user_role,
 };

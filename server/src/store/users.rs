@@ -93,6 +93,11 @@ pub fn find_password_hash(conn: &Connection, id: UserId) -> Result<Option<String
         .flatten())
 }
 
+/// Whether a user has a password (someone who signs in only through single sign-on has none).
+pub fn has_password(conn: &Connection, id: UserId) -> Result<bool, Error> {
+    Ok(find_password_hash(conn, id)?.is_some())
+}
+
 /// One user by id.
 pub fn find_user(conn: &Connection, id: UserId) -> Result<Option<UserRow>, Error> {
     let mut stmt =
@@ -155,6 +160,18 @@ pub fn update_user_disabled(conn: &Connection, id: UserId, is_disabled: bool) ->
 pub fn spend_user_links(conn: &Connection, user_id: UserId, now: i64) -> Result<(), Error> {
     conn.prepare_cached(
         "UPDATE account_links SET used_at = ?2 WHERE user_id = ?1 AND used_at IS NULL",
+    )?
+    .execute(params![user_id, now])?;
+    Ok(())
+}
+
+/// Spends a user's unused invitation links (not reset links): on their first single sign-on,
+/// which is how they joined, so a mailed invitation cannot later give them a password too (a
+/// team that signs in only through the provider relies on that; docs/sso.md).
+pub fn spend_invitations(conn: &Connection, user_id: UserId, now: i64) -> Result<(), Error> {
+    conn.prepare_cached(
+        "UPDATE account_links SET used_at = ?2 \
+          WHERE user_id = ?1 AND kind = 'invite' AND used_at IS NULL",
     )?
     .execute(params![user_id, now])?;
     Ok(())

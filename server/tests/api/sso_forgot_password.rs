@@ -9,7 +9,9 @@ use porch::store::{self, NewUser};
 
 use crate::email::Sink;
 use crate::helpers::{Answer, TestApp};
-use crate::inbox::{form, form_cookie, send, setup_admin};
+use crate::inbox::{
+    PASSWORD, add_user, form, form_cookie, send, setup_admin, sign_in, signed_in_from,
+};
 
 const LABEL: &str = "Sign in with Acme ID";
 
@@ -125,4 +127,70 @@ async fn someone_invited_who_never_signed_in_through_the_provider_still_gets_an_
         app.count("SELECT count(*) FROM account_links WHERE kind = 'invite'"),
         1
     );
+}
+
+/// Someone who signs in only through the provider has no password to change and no password
+/// sign-in for two-factor to guard: the account page says so instead of offering forms that can
+/// only fail, and a post of either form is answered with that, using up none of the sign-in
+/// throttle (a wrong "current password" would).
+#[tokio::test]
+async fn the_account_page_of_someone_without_a_password_offers_neither_password_nor_two_factor() {
+    let sink = Sink::start();
+    let app = with_sso(&sink).await;
+    let id = add_user(&app, "cy@example.com", "agent");
+    let signed_in = sign_in(&app, "cy@example.com", PASSWORD).await;
+    let cy = signed_in_from(&app, &signed_in).await;
+    // As after an SSO-only start: linked, no password (the session is what matters here).
+    app.db()
+        .execute("UPDATE users SET password_hash = NULL WHERE id = ?1", [id])
+        .expect("no password");
+
+    let page = send(&app, "GET", "/account", &cy.cookie, None).await;
+    assert!(
+        page.body
+            .contains("You sign in with single sign-on and have no password."),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("Current password"), "{}", page.body);
+    assert!(
+        !page.body.contains("Set up two-factor sign-in"),
+        "{}",
+        page.body
+    );
+
+    for _ in 0..6 {
+        let body = form(&[
+            ("csrf", &cy.csrf),
+            ("current", "a guess"),
+            ("new", "a long new password"),
+        ]);
+        let answer = send(&app, "POST", "/account/password", &cy.cookie, Some(&body)).await;
+        assert_eq!(
+            answer.status, 409,
+            "never a throttled guess: {}",
+            answer.body
+        );
+        assert!(
+            answer.body.contains("have no password to change"),
+            "{}",
+            answer.body
+        );
+    }
+    let body = form(&[("csrf", &cy.csrf)]);
+    let answer = send(
+        &app,
+        "POST",
+        "/account/two-factor/setup",
+        &cy.cookie,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(answer.status, 409, "{}", answer.body);
+    assert!(
+        answer.body.contains("guards sign-ins with a password"),
+        "{}",
+        answer.body
+    );
+    assert_eq!(app.count("SELECT count(*) FROM user_totp"), 0);
 }

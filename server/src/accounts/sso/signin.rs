@@ -66,6 +66,7 @@ impl Accounts {
                     } => {
                         if is_new {
                             store::insert_oidc_link(c, id, &link, now_ms())?;
+                            store::spend_invitations(c, id, now_ms())?;
                         }
                         log_changed_email(&claims, subject_owner.as_ref());
                         Ok(store::find_user(c, id)?

@@ -264,6 +264,7 @@ impl Accounts {
             .await?;
         let user = user.ok_or(Error::LinkInvalid)?;
         self.revocations.revoke_user(user.id, None);
+        self.throttle.password_replaced(&user.email);
         Ok(user)
     }
 

@@ -110,16 +110,28 @@ impl LoginThrottle {
         Ok(())
     }
 
-    /// Gives a reservation back: the password was right. The account's failures are forgotten;
-    /// the address keeps its other ones.
+    /// Gives a reservation back: the password was right. The account's failures from this
+    /// address and its count from everywhere are forgotten; other addresses keep their failures
+    /// with it (a guesser elsewhere gets no fresh tries each time its owner signs in), and this
+    /// address its failures with other accounts.
     pub fn succeeded(&self, account: &str, address: IpAddr) {
         let account = account.to_lowercase();
         let mut c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
-        c.pairs.retain(|(a, _), _| *a != account);
         c.accounts.remove(&account);
+        c.pairs.remove(&(account, address));
         if let Some(entry) = c.addresses.get_mut(&address) {
             entry.count = entry.count.saturating_sub(1);
         }
+    }
+
+    /// Forgets every failure with the account, from anywhere: its password was just chosen
+    /// through a link (proof of its mailbox), so the guesses were against one that is gone, and
+    /// its owner must not be refused their new password.
+    pub fn password_replaced(&self, account: &str) {
+        let account = account.to_lowercase();
+        let mut c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+        c.accounts.remove(&account);
+        c.pairs.retain(|(a, _), _| *a != account);
     }
 }
 
@@ -181,6 +193,24 @@ mod tests {
             throttle.reserve("ana@x.com", IP, now).expect("allowed");
         }
         throttle.succeeded("ana@x.com", IP);
+        assert!(throttle.reserve("ana@x.com", IP, now).is_ok());
+    }
+
+    #[test]
+    fn a_sign_in_frees_its_own_address_and_a_new_password_every_address() {
+        let throttle = LoginThrottle::default();
+        let now = Instant::now();
+        for _ in 0..ACCOUNT_FAILURES {
+            throttle.reserve("ana@x.com", IP, now).expect("allowed");
+            throttle.reserve("ana@x.com", OTHER, now).expect("allowed");
+        }
+        throttle.succeeded("ana@x.com", OTHER);
+        assert!(throttle.reserve("ana@x.com", OTHER, now).is_ok());
+        assert!(
+            throttle.reserve("ana@x.com", IP, now).is_err(),
+            "a guesser elsewhere gets no fresh tries"
+        );
+        throttle.password_replaced("ana@x.com");
         assert!(throttle.reserve("ana@x.com", IP, now).is_ok());
     }
 }

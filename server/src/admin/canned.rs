@@ -181,7 +181,14 @@ pub async fn update(
     ClientIp(ip): ClientIp,
     Posted { who, form }: Posted<CannedForm>,
 ) -> Result<Response, PageError> {
-    let outcome = match parse(&form) {
+    // The edit form has no scope: one sent anyway would otherwise be answered "saved" while
+    // nothing of it was.
+    let scope_sent = (!form.scope.is_empty()).then(|| {
+        crate::chat::Error::Invalid(Invalid::from(
+            "A reply's scope is chosen when it is added; an edit changes its shortcut and text.",
+        ))
+    });
+    let outcome = match scope_sent.map_or_else(|| parse(&form), Err) {
         Ok((shortcut, body)) => {
             let actor = Actor::user(&who.user, ip);
             app.chat

@@ -277,3 +277,26 @@ async fn canned_picker_fills_placeholders_for_the_conversation() {
     .await;
     assert_eq!(anonymous.status, 303);
 }
+
+#[tokio::test]
+async fn an_edit_that_sends_a_scope_is_refused_not_answered_saved() {
+    let app = TestApp::spawn(&[]).await;
+    admin(&app).await;
+    let bo = agent(&app, "bo@example.com").await;
+    let mine = [("shortcut", "bye"), ("body", "Bye")];
+    assert_eq!(post(&app, &bo, "/canned", &mine).await, 303);
+    let bye = reply_id(&app, "bye");
+    let sharing = [
+        ("shortcut", "bye"),
+        ("body", "Shared now?"),
+        ("scope", "shared"),
+    ];
+    assert_eq!(
+        post(&app, &bo, &format!("/canned/{bye}"), &sharing).await,
+        422
+    );
+    assert_eq!(
+        app.column::<String>("SELECT body FROM canned_replies WHERE owner_id IS NOT NULL"),
+        ["Bye"]
+    );
+}

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use crate::chat::{InboxChoices, Tag};
 use crate::store::{
-    ConversationId, INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxQuery, InboxSort, InboxState,
-    NO_SUCH_TAG, UserId,
+    ConversationId, INBOX_COUNT_CAP, InboxAssignee, InboxCursor, InboxItemRow, InboxQuery,
+    InboxSort, InboxState, NO_SUCH_TAG, UserId,
 };
 
 use super::views::agent_label;
@@ -48,6 +48,40 @@ pub struct InboxRequest {
     /// The tag's name, when one is chosen.
     pub tag_name: Option<String>,
     me: UserId,
+}
+
+/// The list's filters as its live stream applies them, each change at a time: a tag by its
+/// name, since the id the page read may not exist yet (a filter for a tag no conversation had
+/// when the page loaded, which a colleague then adds) or may be gone (the tag left its last
+/// conversation and was made again, under a new id).
+#[derive(Debug, Clone)]
+pub struct LiveFilter {
+    pub query: InboxQuery,
+    tag_name: Option<String>,
+}
+
+impl LiveFilter {
+    /// Whether the conversation belongs in the list now.
+    pub fn matches(&self, item: &InboxItemRow) -> bool {
+        let without_tag = InboxQuery {
+            tag: None,
+            ..self.query
+        };
+        without_tag.matches(item)
+            && self
+                .tag_name
+                .as_deref()
+                .is_none_or(|name| item.tags.iter().any(|tag| tag.name == name))
+    }
+}
+
+impl From<InboxRequest> for LiveFilter {
+    fn from(request: InboxRequest) -> Self {
+        Self {
+            query: request.query,
+            tag_name: request.tag_name,
+        }
+    }
 }
 
 /// The status and assignee a tab stands for.

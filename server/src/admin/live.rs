@@ -29,7 +29,7 @@ use crate::store::{
 };
 use crate::values::Author;
 
-use super::inbox_query::{InboxParams, InboxRequest};
+use super::inbox_query::{InboxParams, InboxRequest, LiveFilter};
 use super::session::SignedIn;
 use super::sse::{self, Batch};
 use super::tally::{Gone, Tally};
@@ -143,7 +143,7 @@ pub async fn inbox_events(
         let Ok(choices) = app.chat.inbox_choices().await else {
             return;
         };
-        let filter = InboxRequest::parse(&params, who.user.id, &choices).query;
+        let filter = LiveFilter::from(InboxRequest::parse(&params, who.user.id, &choices));
         let shutdown = app.shutdown.clone();
         tokio::select! {
             _ = stream_inbox(&app, who.user.id, &filter, after, &tx) => {}
@@ -163,7 +163,7 @@ type Burst = Vec<(MessageId, ConversationId)>;
 async fn add_item(
     app: &AppState,
     batch: &mut Batch,
-    (me, filter): (UserId, &InboxQuery),
+    (me, filter): (UserId, &LiveFilter),
     (event, conversation): (MessageId, ConversationId),
     id: MessageId,
     burst: &Burst,
@@ -173,7 +173,7 @@ async fn add_item(
             batch.framed_event(
                 Some(id.0),
                 "conversation",
-                &rendered_item(&live, me, filter),
+                &rendered_item(&live, me, &filter.query),
             );
         }
         Ok(_) => batch.event_with_id(id.0, "removed", &conversation.to_string()),
@@ -210,7 +210,7 @@ async fn replay_inbox(
     app: &AppState,
     batch: &mut Batch,
     me: UserId,
-    filter: &InboxQuery,
+    filter: &LiveFilter,
     after: MessageId,
 ) -> Result<MessageId, Gone> {
     let changed = app
@@ -237,7 +237,7 @@ async fn replay_inbox(
 async fn stream_inbox(
     app: &AppState,
     me: UserId,
-    filter: &InboxQuery,
+    filter: &LiveFilter,
     after: MessageId,
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), Gone> {

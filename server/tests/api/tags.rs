@@ -37,6 +37,42 @@ async fn two_conversations() -> (TestApp, Browser, i64, i64) {
     (app, admin, ids[0], ids[1])
 }
 
+/// An open live inbox list of one tag's open conversations, and what it has sent so far.
+struct LiveList {
+    stream: reqwest::Response,
+    seen: String,
+}
+
+impl LiveList {
+    /// Opens the stream and waits for its start.
+    async fn open(app: &TestApp, who: &Browser, tag: &str) -> Self {
+        let path = format!("/inbox/events?status=open&assignee=anyone&tag={tag}");
+        let stream = crate::inbox::request(app, "GET", &path, &who.cookie, None)
+            .send()
+            .await
+            .expect("a stream");
+        let mut list = Self {
+            stream,
+            seen: String::new(),
+        };
+        list.until("retry:").await;
+        list
+    }
+
+    /// Reads until `what` has been sent, failing after [`WAIT`].
+    async fn until(&mut self, what: &str) {
+        let Self { stream, seen } = self;
+        tokio::time::timeout(WAIT, async {
+            while !seen.contains(what) {
+                let chunk = stream.chunk().await.expect("read").expect("open");
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {what:?} in {seen}"));
+    }
+}
+
 #[tokio::test]
 async fn tags_from_the_side_panel_filter_the_inbox_live() {
     let (app, admin, one, two) = two_conversations().await;
@@ -88,28 +124,12 @@ async fn tags_from_the_side_panel_filter_the_inbox_live() {
 
     // Live: tagging the other conversation brings its row into the tag's list; untagging the
     // first takes its row out.
-    let path = "/inbox/events?status=open&assignee=anyone&tag=refund";
-    let mut stream = crate::inbox::request(&app, "GET", path, &admin.cookie, None)
-        .send()
-        .await
-        .expect("a stream");
-    let mut seen = String::new();
-    let mut read_until = async |what: String, seen: &mut String| {
-        tokio::time::timeout(WAIT, async {
-            while !seen.contains(&what) {
-                let chunk = stream.chunk().await.expect("read").expect("open");
-                seen.push_str(&String::from_utf8_lossy(&chunk));
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("no {what:?} in {seen}"));
-    };
-    read_until("retry:".into(), &mut seen).await;
+    let mut live = LiveList::open(&app, &admin, "refund").await;
     tag(&app, &admin, two, ("add", "refund")).await;
-    read_until(format!("id=\"conversation-{two}\""), &mut seen).await;
+    live.until(&format!("id=\"conversation-{two}\"")).await;
     let (status, _) = tag(&app, &admin, one, ("remove", "refund")).await;
     assert_eq!(status, 303);
-    read_until(format!("event: removed\ndata: {one}\n"), &mut seen).await;
+    live.until(&format!("event: removed\ndata: {one}\n")).await;
     let page = send(
         &app,
         "GET",
@@ -298,4 +318,16 @@ async fn the_api_tags_and_lists_by_tag() {
         )),
         1
     );
+}
+
+/// A list opened for a tag no conversation has yet (made, say, from a link a colleague sent)
+/// shows the first conversation given the tag, live: the stream matches the tag by name, not by
+/// an id that did not exist when it started.
+#[tokio::test]
+async fn a_list_of_a_tag_nobody_has_yet_shows_the_first_conversation_tagged_live() {
+    let (app, admin, one, _) = two_conversations().await;
+    let mut live = LiveList::open(&app, &admin, "urgent").await;
+    let (status, _) = tag(&app, &admin, one, ("add", "Urgent")).await;
+    assert_eq!(status, 303);
+    live.until(&format!("id=\"conversation-{one}\"")).await;
 }

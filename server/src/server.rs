@@ -441,7 +441,7 @@ async fn open_database(
         let (conn, version) = opened?;
         anyhow::ensure!(going_on, "start-up abandoned at schema version {version}");
         tracing::info!(version, "database schema is current");
-        sealed_values::check_then_seal(&conn, &sealing)?;
+        sealed_values::check_then_seal(&conn, &sealing, &data_dir)?;
         let secret = store::load_or_create_secret(&conn, VISITOR_TOKEN_SECRET)?;
         Ok((conn, secret))
     })

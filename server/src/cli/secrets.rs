@@ -71,16 +71,29 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
     let _lock = crate::lock_data_dir(&data.data_dir)
         .context("stop the server before rotating the sealing key")?;
     // The key the database is sealed with: a generated one would open nothing.
+    let new_file = data.data_dir.join(NEW_KEY_FILE);
     let current = args.current.find(&data.data_dir)?.with_context(|| {
+        // A finished rotation whose new key was never moved into place leaves it here: the
+        // likeliest key, before the lost-key steps that delete every secret.
+        let left = if new_file.exists() {
+            format!(
+                " ({} is there: a rotation that finished left the database sealed with the key \
+                 in it, to move over {})",
+                new_file.display(),
+                KEY_FILE
+            )
+        } else {
+            String::new()
+        };
         format!(
             "there is no sealing key: PORCH_SECRET_KEY and PORCH_SECRET_KEY_FILE are unset and \
              {} does not exist. Rotating needs the key this database is sealed with: restore \
-             it first (if it is lost, see docs/operations.md#a-lost-key); nothing was changed",
+             it first{left} (if it is lost, see docs/operations.md#a-lost-key); nothing was \
+             changed",
             data.data_dir.join(KEY_FILE).display()
         )
     })?;
     let given = args.given_new_key()?;
-    let new_file = data.data_dir.join(NEW_KEY_FILE);
     let generated = given.is_none();
     let new = match given {
         Some(key) => key,

@@ -6,20 +6,30 @@
 //! clear integration secrets with it and only then finding a two-factor secret it does not open
 //! would leave a database that no single key opens.
 
+use std::path::Path;
+
 use rusqlite::Connection;
 
 use crate::config::{KeySource, LoadedKey};
 use crate::integrations::{SealingError, check_sealed_secrets, seal_clear_secrets};
+use crate::secrets::{KEY_FILE, NEW_KEY_FILE, SecretKey};
 
 /// Checks that every sealed value opens with the key, then seals what is still in clear text.
 /// A key this start generated is removed again when the check fails: nothing was sealed with it.
 ///
 /// # Errors
 /// The first value that does not open (named, with the key's source), or the store's.
-pub(super) fn check_then_seal(conn: &Connection, sealing: &LoadedKey) -> anyhow::Result<()> {
+pub(super) fn check_then_seal(
+    conn: &Connection,
+    sealing: &LoadedKey,
+    data_dir: &Path,
+) -> anyhow::Result<()> {
     if let Err(err) = check_every_value(conn, sealing) {
         forget_generated_key(sealing);
-        return Err(err);
+        return Err(match key_left_by_rotation(conn, data_dir) {
+            Some(hint) => err.context(hint),
+            None => err,
+        });
     }
     let sealed = seal_clear_secrets(conn, &sealing.key).map_err(|err| match err {
         SealingError::Open { source, .. } => integrations_do_not_open(&source, sealing),
@@ -63,6 +73,28 @@ pub(super) fn forget_generated_key(sealing: &LoadedKey) {
     }
 }
 
+/// When the values do not open with the key given, the key a rotation left in
+/// `secret.key.new` (a rotation whose new key was never moved into place, or a start without
+/// it), if that one opens them all: said first, so an operator moves it over instead of
+/// following the lost-key steps, which delete every secret (docs/operations.md, "Rotating the
+/// key").
+fn key_left_by_rotation(conn: &Connection, data_dir: &Path) -> Option<String> {
+    let path = data_dir.join(NEW_KEY_FILE);
+    let key = SecretKey::read_file(&path).ok()?;
+    let opens = crate::chat::check_identity_secrets(conn, &key).is_ok()
+        && check_sealed_secrets(conn, &key).is_ok()
+        && crate::accounts::check_totp_secrets(conn, &key).is_ok();
+    opens.then(|| {
+        format!(
+            "{} holds key {}, the one this database is sealed with (a rotation left it there): \
+             move it over {}, or give it as PORCH_SECRET_KEY_FILE, and start again",
+            path.display(),
+            key.id(),
+            data_dir.join(KEY_FILE).display()
+        )
+    })
+}
+
 /// The read-only pass: every sealed value must open with the key.
 fn check_every_value(conn: &Connection, sealing: &LoadedKey) -> anyhow::Result<()> {
     let key = &sealing.key;
@@ -78,7 +110,7 @@ fn integrations_do_not_open(source: &dyn std::fmt::Display, sealing: &LoadedKey)
     anyhow::anyhow!(
         "{} does not open the integration secrets sealed in this database ({source}); start with \
          the key they were sealed with (see docs/operations.md#the-sealing-key)",
-        sealing.source.describe()
+        refused_source(sealing)
     )
 }
 
@@ -87,6 +119,23 @@ fn wrong_key(err: &dyn std::fmt::Display, sealing: &LoadedKey) -> anyhow::Error 
     anyhow::anyhow!(
         "{err}; start with the key it was sealed with ({}; see \
          docs/operations.md#the-sealing-key)",
-        sealing.source.describe()
+        refused_source(sealing)
     )
+}
+
+/// The key that did not fit, as a refusal names it: a key this start generated is no key given
+/// at all (the file it names is removed again, so naming only the file would send the operator
+/// looking for it).
+fn refused_source(sealing: &LoadedKey) -> String {
+    match &sealing.source {
+        KeySource::DataDir {
+            path,
+            created: true,
+        } => format!(
+            "the key this start generated, since no key was given (PORCH_SECRET_KEY and \
+             PORCH_SECRET_KEY_FILE are unset and {} did not exist), and removed again",
+            path.display()
+        ),
+        source => source.describe(),
+    }
 }

@@ -467,9 +467,38 @@ async fn a_generated_key_that_opens_nothing_is_removed_again() {
     let message = refused_start(dir.path(), &[]).await;
     assert!(message.contains("does not open"), "{message}");
     assert!(
+        message.contains("the key this start generated, since no key was given"),
+        "{message}"
+    );
+    assert!(
         !dir.path().join("secret.key").exists(),
         "the generated key is gone"
     );
+}
+
+/// A rotation's new key left in `secret.key.new` (never moved into place) is named when it is
+/// the key the database is sealed with: the refusal's other advice leads to the lost-key steps,
+/// which delete every secret.
+#[tokio::test]
+async fn a_start_without_the_key_a_rotation_left_beside_it_names_that_file() {
+    let (key, dir) = stopped_with_an_identity_secret().await;
+    let left = dir.path().join("secret.key.new");
+    std::fs::write(&left, format!("{key}\n")).expect("key file");
+    let message = refused_start(dir.path(), &["--secret-key", OTHER_KEY]).await;
+    assert!(
+        message.contains(&format!("{} holds key ", left.display()))
+            && message.contains("the one this database is sealed with")
+            && message.contains("move it over"),
+        "{message}"
+    );
+    // Another key there is not named: it would not help.
+    std::fs::write(&left, format!("{OTHER_KEY}\n")).expect("key file");
+    let message = refused_start(dir.path(), &[]).await;
+    assert!(!message.contains("holds key"), "{message}");
+    // A rotation without a key points at the file too.
+    let rotate = porch_cli(dir.path(), &["secrets", "rotate"], &[]);
+    let said = String::from_utf8_lossy(&rotate.stderr);
+    assert!(said.contains("secret.key.new is there"), "{said}");
 }
 
 /// A first start refused for a database from a newer Porch leaves no key behind either: it

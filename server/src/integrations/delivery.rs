@@ -86,7 +86,8 @@ pub async fn read<T: Send + 'static>(
 ) -> Result<T, Attempt> {
     match readers.read(read).await {
         Ok(Found::Ready(value)) => Ok(value),
-        Ok(Found::Gone(what)) => Err(failed(format!("nothing to deliver: {what}"))),
+        // In brackets, not after ": ", which the log cuts at (what follows is a service's words).
+        Ok(Found::Gone(what)) => Err(failed(format!("nothing to deliver ({what})"))),
         Ok(Found::Invalid(why)) => Err(blocked(why)),
         Err(err) => Err(retry(err)),
     }

@@ -390,4 +390,7 @@ fn a_logged_error_keeps_porchs_words_and_drops_the_services_answer() {
         "the SMTP server refused the mail"
     );
     assert_eq!(loggable("timed out"), "timed out");
+    // Porch's own reason for giving up is whole (an operator alerts on this line).
+    let gone = "nothing to deliver (the endpoint's settings are unreadable)";
+    assert_eq!(loggable(gone), gone);
 }

@@ -361,3 +361,18 @@ test("a picture that loads after its message keeps the thread at its end, in the
     await agentContext.close();
     await ann.context.close();
   });
+
+test("ten files at once keep the message box and Send in the panel: the tray scrolls", { timeout: 120000 }, async () => {
+  const { host, browser } = world;
+  const ann = await visitor(browser, host.url);
+  const files = Array.from({ length: 10 }, (_, i) =>
+    ({ name: `note-${i}.txt`, mimeType: "text/plain", buffer: Buffer.from(`note ${i}`) }));
+  await pick(ann.page, files);
+  await waitFor("ten chips", async () => (await ann.page.locator("[data-porch=chip]").count()) === 10);
+  const panel = await ann.page.locator("[data-porch=panel]").boundingBox();
+  const send = await ann.page.locator("[data-porch=send]").boundingBox();
+  assert.ok(send.y + send.height <= panel.y + panel.height, `Send ends at ${send.y + send.height}, the panel at ${panel.y + panel.height}`);
+  const tray = ann.page.locator("[data-porch=chips]");
+  assert.ok(await tray.evaluate((el) => el.scrollHeight > el.clientHeight), "the tray scrolls");
+  await ann.context.close();
+});

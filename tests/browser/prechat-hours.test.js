@@ -74,14 +74,26 @@ test("out of hours the panel shows the away message and asks for the email", { t
   assert.doesNotMatch(await awayDe.innerText(), /fishing/);
   await german.context.close();
 
+  // A mistyped address is refused; the corrected one is held, and the refusal's words go.
+  await page.locator("[data-porch=email-input]").fill("walter@example");
+  await capture.locator("button").click();
+  await page.getByText("Please check the email address.").waitFor();
+  assert.equal(await page.locator("[data-porch=email-input]").getAttribute("aria-invalid"), "true");
   // The address comes first: held, then sent with the first message.
   await page.locator("[data-porch=email-input]").fill("walter@example.org");
   await capture.locator("button").click();
   await page.locator("[data-porch=email-held]").waitFor();
+  assert.equal(await page.locator("[data-porch=error]").isVisible(), false, "no refusal beside the thanks");
+  // Held across a reload (the visitor moved on to another page): not asked again, and sent.
+  await page.reload();
+  await page.waitForTimeout(1000); // the panel reopens by itself after a reload
+  if (!(await page.locator("[data-porch=panel]").isVisible())) await page.locator("[data-porch=launcher]").click();
+  await away.waitFor({ state: "visible" });
+  assert.equal(await capture.isVisible(), false, "the address is not asked for again");
   await page.locator("[data-porch=input]").fill("Are you open tomorrow?");
   await page.locator("[data-porch=input]").press("Enter");
-  await page.locator("[data-porch=email-saved]").waitFor();
-  assert.match(await page.locator("[data-porch=email-saved]").innerText(), /walter@example\.org/);
+  await page.locator("[data-porch=email-saved]").waitFor({ state: "attached" });
+  assert.match(await page.locator("[data-porch=email-saved]").textContent(), /walter@example\.org/);
 
   // The agent has the chat and the visitor's address.
   await admin.goto(`${porch.url}/inbox`);
@@ -155,7 +167,17 @@ test("the pre-chat form is asked before the first message and the agent sees the
     assert.equal(await page.locator("[data-porch=prechat-email]").getAttribute("aria-invalid"), null);
 
     await page.locator("[data-porch=prechat-name]").fill("Grace <i>Hopper</i>");
-    await page.locator("[data-porch=prechat-email]").fill("grace@example.org");
+    // An address without a domain's dot (the browser's own check takes it; the server does not) is
+    // refused here, marked and said, before anything is sent.
+    const email = page.locator("[data-porch=prechat-email]");
+    await email.fill("grace@example");
+    await page.locator("[data-porch=prechat-answer]").fill("PX-1906");
+    await page.locator("[data-porch=input]").press("Enter");
+    await waitFor("the address refused", async () =>
+      (await page.locator("[data-porch=error]").innerText()) === "Please check the email address.");
+    assert.equal(await email.getAttribute("aria-invalid"), "true");
+    assert.equal(await page.locator("[data-porch=message][data-author=visitor]").count(), 0, "nothing sent");
+    await email.fill("grace@example.org");
     await page.locator("[data-porch=prechat-answer]").fill("PX-1906");
     await page.locator("[data-porch=input]").press("Enter");
     await page.locator("[data-porch=message][data-author=visitor][data-status=sent]").waitFor();
@@ -273,6 +295,7 @@ test("a message refused for its answers waits for the form, which asks again, al
     assert.equal(await page.locator("[data-porch=error]").innerText(), "Please check the email address.");
     const mine = page.locator("[data-porch=message][data-author=visitor]", { hasText: "My order never came" });
     assert.equal(await mine.getAttribute("data-status"), "sending", "kept, not dropped");
+    assert.match(await mine.locator(".meta").innerText(), /Sending/, "it waits, as any unsent message");
     assert.equal(await page.locator("[data-porch=prechat-name]").inputValue(), "John Doe", "filled as given");
 
     // A reload asks again, the message still waiting.

@@ -100,7 +100,8 @@
     xhr.upload.onprogress = (e) => { if (e.lengthComputable) progress(Math.floor((e.loaded * 100) / e.total)); };
     xhr.onload = () => {
       let r = null;
-      try { r = JSON.parse(xhr.responseText); } catch { /* not our JSON: a proxy's page */ }
+      // Not our JSON (a proxy's page): r stays unset.
+      try { r = JSON.parse(xhr.responseText); } catch {}
       if (xhr.status === 201 && r?.id) { u.meta = r; setChip(u, "done", t("ready")); return; }
       const e = r?.error || {};
       const k = `f_${e.code}`;

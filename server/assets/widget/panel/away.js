@@ -10,10 +10,10 @@
   const saveEmail = () => {
     // Asked again: the server's answer marks it anew.
     markInvalid(emailInput, false);
+    showError("");
     const email = emailInput.value.trim();
     if (!email || !isReady || holdEmail(email)) return;
     emailWanted = email;
-    showError("");
     sendFrame({ type: "email", email });
   };
 
@@ -31,6 +31,8 @@
     const site = f.site || {};
     isClosed = site.open === false;
     wrote ||= (Array.isArray(f.messages) ? f.messages : []).some((m) => m.author === "visitor");
+    // An address held before the first message survives a reload: kept where a saved one is.
+    if (!wrote) heldEmail = read(key("email"));
     away.hidden = !isClosed;
     emailLabel.textContent = isClosed && site.out_of_hours !== "accept" ? t("away_ask") : openLabel;
     if (!isClosed) return;
@@ -55,7 +57,7 @@
   };
   const holdEmail = (email) => {
     if (wrote || !emailInput.checkValidity()) return false;
-    heldEmail = email;
+    write(key("email"), heldEmail = email);
     confirmEmail("email-held", t("email_held", { email }));
     return true;
   };

@@ -15,7 +15,8 @@
   let holdUntil = 0;
 
   const sendFrame = (f) => {
-    try { if (ws && isReady) ws.send(toJson(f)); } catch { /* closing: resent after reconnect */ }
+    // A closing socket throws: the message is resent after the reconnect.
+    try { if (ws && isReady) ws.send(toJson(f)); } catch {}
   };
   const transmit = (m) => {
     if (!holdTimer && !m.awaiting_form) {
@@ -70,7 +71,8 @@
     heard();
     listen();
     setTyping(false);
-    try { sock?.close(); } catch { /* already closed */ }
+    // A socket already closed may throw: nothing to do.
+    try { sock?.close(); } catch {}
   };
 
   const connect = () => {
@@ -87,7 +89,8 @@
       if (ws === sock) { heard(); expectAnswer(); }
       const hello = { type: "hello", v: 1, last_id: lastId, page: location.href.slice(0, 2048),
         referrer: document.referrer.slice(0, 2048) || undefined, language: navigator.language };
-      try { hello.time_zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch { /* old browser */ }
+      // An old browser may have no time zone to give.
+      try { hello.time_zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch {}
       const token = read(key("token"));
       if (token) hello.token = token;
       const who = identity();

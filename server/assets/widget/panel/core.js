@@ -115,14 +115,15 @@
   P.state(P.open === true);
   P.toggle = () => { P.open = !P.open; P.focus = true; P.state(P.open); };
   let S = {};
-  let lang = "en"; // the language the panel's texts are in, for its lang and dir
+  // The language the panel's texts are in, for its lang and dir.
+  let lang = "en";
   if (wanted !== "en") {
     // Blocked (CSP connect-src), missing, slow or broken: English, silently.
     try {
       S = await Promise.race([fetch(`${c.url}/widget/locales/${wanted}.json`).then((r) => (r.ok ? r.json() : {})),
         new Promise((ok) => { setTimeout(ok, 4000, {}); })]) || {};
       if (typeof S.send === "string") lang = wanted;
-    } catch { /* English */ }
+    } catch {}
   }
   // The site's own text (greeting, away message) in the panel's language if it wrote one (docs/widget.md, "Languages").
   const ownText = (texts, text) => (texts && typeof texts[wanted] === "string" && texts[wanted]) || text;

@@ -73,8 +73,10 @@
     h("label", { for: "porch-input", class: "sr", text: t("your_message") }), input, counter, sendBtn);
   // Offline capture (docs/widget-protocol.md, "email"): offered once the visitor's first message is stored,
   // so a reply can reach them by email if they have left by then.
+  // An address the server takes needs a domain with a dot (a@b is refused): said here, before anything is sent.
+  const EMAIL = ".+@[^.@]+([.][^.@]+)+";
   const emailInput = h("input", { id: "porch-email", type: "email", "data-porch": "email-input", maxlength: "254",
-    autocomplete: "email", placeholder: "you@example.com" });
+    autocomplete: "email", placeholder: "you@example.com", pattern: EMAIL });
   const emailForm = h("form", { class: "email-capture", "data-porch": "email", hidden: true, novalidate: true,
     onsubmit: (e) => { e.preventDefault(); saveEmail(); } },
     h("label", { for: "porch-email", text: t("email_offer") }),

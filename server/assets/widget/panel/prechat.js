@@ -29,7 +29,8 @@
       if (mode !== "optional" && mode !== "required") return null;
       const id = `porch-pre-${key}`;
       const input = h("input", { id, type, maxlength: max, "data-porch": `prechat-${key}`,
-        required: mode === "required", autocomplete: { name: "name", email: "email" }[key] || "off" });
+        required: mode === "required", autocomplete: { name: "name", email: "email" }[key] || "off",
+        pattern: type === "email" && EMAIL });
       if (typeof before[key] === "string") input.value = before[key];
       const text = mode === "required" ? label : t("optional", { label });
       const x = { key, input, el: h("div", { class: "row" }, h("label", { for: id, text }), input) };
@@ -79,14 +80,16 @@
     const m = queued.find((p) => p.client_id === cid);
     if (!m) return;
     const answers = m.prechat || {};
+    // A message sent without answers after one that carried them: the first one's reason stands.
+    const first = !queued.some((p) => p.awaiting_form);
     if (answers.email && read(key("email")) === answers.email) write(key("email"), null);
     delete m.prechat;
     m.awaiting_form = answers;
     setPending(queued);
     const el = byClientId.get(cid);
-    if (el) setMeta(el, "sending", t("prechat_missing"));
+    if (el) setMeta(el, "sending", t("sending"));
     if (!preFields) showPrechat(asked, answers);
-    showError(text);
+    if (first) showError(text);
   };
   // Enter in a field of the form sends, as in the message box and as the send button does. Once answered
   // the form is gone, and with an empty box nothing is sent: either way the message box is where the

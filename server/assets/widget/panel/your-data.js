@@ -72,7 +72,8 @@
   // After an erasure (asked here, or an `erased` frame when an admin erased us): forget everything this
   // browser keeps and connect again as a new visitor.
   const startAfresh = () => {
-    input.value = ""; // the text in the box goes with the rest
+    // The text in the box goes with the rest.
+    input.value = "";
     for (const k of ["token", "pending", "email", "seen", "draft"]) write(key(k), null);
     restart();
     showError(t("erased"));

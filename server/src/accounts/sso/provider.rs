@@ -303,20 +303,28 @@ impl Sso {
         let id_token = self.exchange(&client, code, pending.verifier).await?;
         let id = self.settings.client_id.as_str();
         let checked = match verified(&client, id, &id_token, &pending.nonce) {
-            Err(Rejected::UnknownKey) => {
-                let client = self.read_keys_again(&key_id(&id_token)).await;
-                client.map_or(Err(Rejected::UnknownKey), |client| {
+            Err(rejected @ (Rejected::UnknownKey | Rejected::BadSignature(_))) => {
+                let why = match &rejected {
+                    Rejected::UnknownKey => "a key the provider's keys did not have when last read",
+                    _ => "a key whose signature the provider's keys, as last read, do not check",
+                };
+                let client = self.read_keys_again(&key_id(&id_token), why).await;
+                client.map_or(Err(rejected), |client| {
                     verified(&client, id, &id_token, &pending.nonce)
                 })
             }
             checked => checked,
         };
+        // Read again now, or less than a minute ago and not again yet: the words say both, so an
+        // operator whose provider just published a key waits a minute instead of hunting for it.
+        let again = "after reading the provider's keys again now or in the last minute (at most \
+                     once a minute: a key published since is read by a sign-in a minute later)";
         checked.map_err(|rejected| match rejected {
             Rejected::UnknownKey => token_failure(&format!(
-                "the ID token is signed with a key (kid {}) the provider does not publish, even \
-                 after reading its keys again (now, or less than a minute ago)",
+                "the ID token is signed with a key (kid {}) the provider's keys do not have, {again}",
                 key_id(&id_token)
             )),
+            Rejected::BadSignature(why) => token_failure(&format!("{why}, {again}")),
             Rejected::Invalid(why) => token_failure(&why),
         })
     }
@@ -342,19 +350,20 @@ impl Sso {
             .ok_or_else(|| token_failure(&"no ID token in the token response"))
     }
 
-    /// The client to check again a token signed with the unknown key `kid`: a provider rotating
-    /// its keys publishes the new one before signing with it, so the keys are read again, at
+    /// The client to check again a token signed with the unknown or changed key `kid` (`why`
+    /// says which, for the log): a provider rotating its keys publishes the new one before
+    /// signing with it, so the keys are read again, at
     /// most once per [`KEYS_AGAIN_AFTER`]; within that, the keys read last (a callback that
     /// waited here for another's reading gets its keys).
-    async fn read_keys_again(&self, kid: &str) -> Option<Arc<DiscoveredClient>> {
+    async fn read_keys_again(&self, kid: &str, why: &str) -> Option<Arc<DiscoveredClient>> {
         let mut last = self.keys_read_again.lock().await;
         let now = Instant::now();
         if is_due(*last, now) {
             *last = Some(now);
             tracing::warn!(
                 %kid,
-                "single sign-on: the ID token is signed with a key the provider's keys did not \
-                 have when last read; reading them again (the provider rotated its keys?)"
+                "single sign-on: the ID token is signed with {why}; reading them again (the \
+                 provider rotated its keys?)"
             );
             if let Err(failure) = self.discover().await {
                 tracing::warn!(error = %failure, "single sign-on: reading the keys again failed");

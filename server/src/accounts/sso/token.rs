@@ -37,6 +37,10 @@ pub enum Rejected {
     /// Signed with a key the provider's key set (as Porch last read it) does not have: after a
     /// rotation, reading the keys again mends it.
     UnknownKey,
+    /// The signature does not check out with the key of its `kid` as Porch last read it: a
+    /// provider that made a new key under the same `kid` (or with none; a rebuilt development
+    /// provider does) is mended by reading the keys again too. In words for the log.
+    BadSignature(String),
     /// Any other failed check, in words for the log.
     Invalid(String),
 }
@@ -59,6 +63,9 @@ pub fn verified(
         ClaimsVerificationError::SignatureVerification(
             SignatureVerificationError::NoMatchingKey,
         ) => Rejected::UnknownKey,
+        ClaimsVerificationError::SignatureVerification(
+            SignatureVerificationError::CryptoError(_),
+        ) => Rejected::BadSignature(error_chain(&err)),
         other => Rejected::Invalid(error_chain(&other)),
     })?;
     let party = claims.authorized_party().map(|party| party.as_str());

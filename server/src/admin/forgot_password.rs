@@ -103,7 +103,7 @@ async fn mail_link(app: AppState, email: String, ip: IpAddr) {
         Some((kind, token)) => {
             let link = match kind {
                 LinkKind::Reset => AccountLink::RequestedReset,
-                LinkKind::Invite => AccountLink::Invitation,
+                LinkKind::Invite => AccountLink::RequestedInvitation,
             };
             (link, kind.url(&app.public_url, &token))
         }

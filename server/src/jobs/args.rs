@@ -36,6 +36,9 @@ pub enum AccountLink {
     PasswordReset,
     /// Asked for on the "Forgot your password?" form, maybe by someone else.
     RequestedReset,
+    /// Asked for on that form for someone invited who never chose a password, maybe by someone
+    /// else: a fresh invitation, which says so.
+    RequestedInvitation,
     /// Asked for on that form by someone who signs in through single sign-on and has no
     /// password: no link, but how they sign in (the button's `label`; the URL is the sign-in
     /// page) and that an admin gives passwords (docs/sso.md).

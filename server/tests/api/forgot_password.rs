@@ -78,6 +78,10 @@ async fn a_mailed_link_sets_a_new_password_and_an_unknown_address_gets_the_same_
         text.contains("If it was not you, ignore this mail"),
         "{text}"
     );
+    assert!(
+        text.contains("(the link works once, for 24 hours)"),
+        "{text}"
+    );
     let path = link_in(&mails[0]);
 
     let page = send(&app, "GET", &path, "", None).await;

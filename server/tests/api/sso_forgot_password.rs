@@ -123,6 +123,13 @@ async fn someone_invited_who_never_signed_in_through_the_provider_still_gets_an_
     let mails = sink.wait_for(1).await;
     let text = mails[0]["text"].as_str().expect("text");
     assert!(text.contains("/invitations/"), "{text}");
+    // Asked for by whoever typed the address: it says so, and how long the link lasts.
+    assert!(text.contains("someone asked for a password"), "{text}");
+    assert!(
+        text.contains("If it was not you, ignore this mail"),
+        "{text}"
+    );
+    assert!(text.contains("(the link works once, for 7 days)"), "{text}");
     assert_eq!(
         app.count("SELECT count(*) FROM account_links WHERE kind = 'invite'"),
         1

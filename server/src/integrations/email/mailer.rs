@@ -11,6 +11,7 @@ use lettre::message::header::{HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
+use crate::accounts::{INVITE_LIFETIME, RESET_LIFETIME};
 use crate::clock::now_ms;
 use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::store::JobId;
@@ -221,6 +222,13 @@ impl Mailer {
                 "Choose a new Porch password here".to_owned(),
                 None,
             ),
+            AccountLink::RequestedInvitation => (
+                "You are invited to Porch",
+                "You are invited to answer chats in Porch, and someone asked for a password for \
+                 this address on the sign-in page. Choose one here"
+                    .to_owned(),
+                Some("If it was not you, ignore this mail: nothing changes."),
+            ),
             AccountLink::RequestedReset => (
                 "Reset your Porch password",
                 "Someone asked to reset the password of your Porch account. If that was you, \
@@ -241,10 +249,19 @@ impl Mailer {
                 ),
             ),
         };
-        // The sign-in page's address is no link to a password: nothing to say about its use.
+        // The sign-in page's address is no link to a password: nothing to say about its use. A
+        // link says how long it lasts, as the admin's page does (docs/admin.md, "Team").
+        let hours = |lifetime: std::time::Duration| lifetime.as_secs() / 3600;
         let about = match link.link {
-            AccountLink::SingleSignOn { .. } => "",
-            _ => " (the link works once and expires)",
+            AccountLink::SingleSignOn { .. } => String::new(),
+            AccountLink::Invitation | AccountLink::RequestedInvitation => format!(
+                " (the link works once, for {} days)",
+                hours(INVITE_LIFETIME) / 24
+            ),
+            AccountLink::PasswordReset | AccountLink::RequestedReset => format!(
+                " (the link works once, for {} hours)",
+                hours(RESET_LIFETIME)
+            ),
         };
         let url = link.url.as_str();
         let text_after = after.map(|a| format!("\n{a}\n")).unwrap_or_default();

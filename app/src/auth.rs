@@ -83,6 +83,8 @@ pub struct SsoButton {
     /// Why the button cannot be used yet (the provider not reached, or misconfigured): this
     /// hint replaces it. `None` once Porch has read the provider's configuration.
     pub unavailable: Option<String>,
+    /// The page's error notice already says `unavailable`: the hint is left out, not said twice.
+    pub is_said_above: bool,
 }
 
 /// Renders the sign-in page.
@@ -112,6 +114,7 @@ pub fn render_login(view: LoginView) -> String {
                     {match sso.unavailable {
                         None => view! { <a class="button" id="sso" href=sso.href>{sso.label}</a> }
                             .into_any(),
+                        Some(_) if sso.is_said_above => ().into_any(),
                         Some(why) => view! { <p class="hint" id="sso-unavailable">{why}</p> }
                             .into_any(),
                     }}

@@ -397,6 +397,7 @@ test("with the provider down at start, the page says so, and the button comes on
     assert.equal(await page.locator("#sso").count(), 0);
     await page.goto(`${late.url}/login/sso`);
     assert.match(await refusal(page, "sso_unavailable"), /cannot reach the sign-in provider/);
+    assert.equal(await page.locator("#sso-unavailable").count(), 0, "said once, in the notice");
 
     lateProvider = await startProvider(port, late.url);
     // Discovery is retried after 1, 2, 4, 8 … seconds.
@@ -436,6 +437,12 @@ test("an issuer that differs from the provider's by a final slash is called misc
       assert.doesNotMatch(hint, /keeps trying/);
       await page.goto(`${wrong.url}/login/sso`);
       assert.match(await refusal(page, "sso_misconfigured"), /misconfigured.*admin/);
+      assert.equal(await page.locator("#sso-unavailable").count(), 0, "said once, in the notice");
+      // An older code in the address says how it is now, not what the code said.
+      await page.goto(`${wrong.url}/login?sso_error=sso_unavailable`);
+      const now = await page.locator(".notice").innerText();
+      assert.match(now, /misconfigured/);
+      assert.doesNotMatch(now, /not available right now/);
       await page.context().close();
     } finally {
       await wrong.dispose();

@@ -270,17 +270,18 @@ pub async fn login_page(
         return Ok(see_other(safe_next(&query.next)));
     }
     let (csrf, cookie) = form_token(&app, &headers);
-    let notice = super::sso::refusal_notice(&query.sso_error).or_else(|| {
+    let next = safe_next(&query.next).to_owned();
+    let mut sso = super::sso::button(&app, &next);
+    let notice = super::sso::refusal_notice(&query.sso_error, &mut sso).or_else(|| {
         NoticeQuery {
             notice: query.notice,
         }
         .notice()
     });
-    let next = safe_next(&query.next).to_owned();
     let page = render_login(LoginView {
         csrf,
         email: String::new(),
-        sso: super::sso::button(&app, &next),
+        sso,
         next,
         notice,
     });

@@ -37,12 +37,24 @@ pub fn button(app: &AppState, next: &str) -> Option<SsoButton> {
             Err(Refusal::Misconfigured) => Some(Refusal::Misconfigured.message().to_owned()),
             Err(_) => Some(UNREACHABLE.to_owned()),
         },
+        is_said_above: false,
     })
 }
 
 /// The error notice for a refusal code in the sign-in page's URL (unknown codes show nothing).
-pub fn refusal_notice(code: &str) -> Option<Notice> {
-    Refusal::from_code(code).map(|refusal| Notice::Error(refusal.message().to_owned()))
+/// A code about whether single sign-on can be used at all (unavailable, misconfigured) says how
+/// it is now, in the notice and not again beside the button: the code in the URL may be older
+/// than the state (it came back, or turned out misconfigured), and the page said it twice.
+pub fn refusal_notice(code: &str, button: &mut Option<SsoButton>) -> Option<Notice> {
+    match Refusal::from_code(code)? {
+        Refusal::Unavailable | Refusal::Misconfigured => {
+            let button = button.as_mut()?;
+            let now = button.unavailable.clone()?;
+            button.is_said_above = true;
+            Some(Notice::Error(now))
+        }
+        refusal => Some(Notice::Error(refusal.message().to_owned())),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

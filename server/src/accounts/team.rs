@@ -99,9 +99,8 @@ impl Accounts {
     pub async fn has_password(&self, user: UserId) -> Result<bool, Error> {
         Ok(self
             .readers
-            .read(move |c| store::find_password_hash(c, user))
-            .await?
-            .is_some())
+            .read(move |c| store::has_password(c, user))
+            .await?)
     }
 
     /// Creates a user without a password and returns the token of their invitation link.
@@ -280,15 +279,16 @@ impl Accounts {
         keep_session: &str,
         ip: IpAddr,
     ) -> Result<(), Error> {
-        let new = Password::parse(new)?;
         let stored = self
             .readers
             .read(move |c| store::find_password_hash(c, user))
             .await?;
-        // No password is not a wrong one: it is no guess, so it uses up nothing of the throttle.
+        // No password is not a wrong one: it is no guess, so it uses up nothing of the throttle;
+        // and it is said whatever the new one is, there being nothing to change.
         let Some(stored) = stored else {
             return Err(Error::NoPassword(NO_PASSWORD_TO_CHANGE));
         };
+        let new = Password::parse(new)?;
         self.throttle
             .reserve(email, ip, Instant::now())
             .map_err(|t| Error::Throttled(t.retry_after()))?;

@@ -196,21 +196,34 @@ mod tests {
         assert!(throttle.reserve("ana@x.com", IP, now).is_ok());
     }
 
-    #[test]
-    fn a_sign_in_frees_its_own_address_and_a_new_password_every_address() {
+    /// Ana and a guesser elsewhere, each with the account's limit of failures.
+    fn locked_at_two_addresses(now: Instant) -> LoginThrottle {
         let throttle = LoginThrottle::default();
-        let now = Instant::now();
         for _ in 0..ACCOUNT_FAILURES {
             throttle.reserve("ana@x.com", IP, now).expect("allowed");
             throttle.reserve("ana@x.com", OTHER, now).expect("allowed");
         }
+        throttle
+    }
+
+    #[test]
+    fn a_sign_in_frees_its_own_address_only() {
+        let now = Instant::now();
+        let throttle = locked_at_two_addresses(now);
         throttle.succeeded("ana@x.com", OTHER);
         assert!(throttle.reserve("ana@x.com", OTHER, now).is_ok());
         assert!(
             throttle.reserve("ana@x.com", IP, now).is_err(),
             "a guesser elsewhere gets no fresh tries"
         );
+    }
+
+    #[test]
+    fn a_password_chosen_through_a_link_frees_every_address() {
+        let now = Instant::now();
+        let throttle = locked_at_two_addresses(now);
         throttle.password_replaced("ana@x.com");
         assert!(throttle.reserve("ana@x.com", IP, now).is_ok());
+        assert!(throttle.reserve("ana@x.com", OTHER, now).is_ok());
     }
 }

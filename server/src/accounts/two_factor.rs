@@ -200,16 +200,19 @@ impl Accounts {
             .await?)
     }
 
+    /// Two-factor guards password sign-ins only: someone who signs in through single sign-on
+    /// (no password) is told so instead of setting up what would never be asked.
+    async fn refuse_without_password(&self, user: &UserRow) -> Result<(), Error> {
+        if self.has_password(user.id).await? {
+            Ok(())
+        } else {
+            Err(Error::NoPassword(NO_PASSWORD_FOR_TWO_FACTOR))
+        }
+    }
+
     /// Starts (or continues) setting up two-factor sign-in: the pending secret to show.
     pub async fn begin_two_factor(&self, user: &UserRow) -> Result<Enrolment, Error> {
-        let id = user.id;
-        if !self
-            .readers
-            .read(move |c| store::has_password(c, id))
-            .await?
-        {
-            return Err(Error::NoPassword(NO_PASSWORD_FOR_TWO_FACTOR));
-        }
+        self.refuse_without_password(user).await?;
         let (user, key) = (user.clone(), Arc::clone(&self.key));
         self.writer
             .write(move |c| pending_or_new(c, &key, &user))
@@ -225,6 +228,8 @@ impl Accounts {
         code: &str,
         ip: IpAddr,
     ) -> Result<Vec<String>, Error> {
+        // A setup begun before the rule (or in another tab) is not finished either.
+        self.refuse_without_password(user).await?;
         let (actor, user, code) = (Actor::user(user, ip), user.clone(), code.to_owned());
         let key = Arc::clone(&self.key);
         self.writer

@@ -183,12 +183,14 @@ pub async fn update(
 ) -> Result<Response, PageError> {
     // The edit form has no scope: one sent anyway would otherwise be answered "saved" while
     // nothing of it was.
-    let scope_sent = (!form.scope.is_empty()).then(|| {
-        crate::chat::Error::Invalid(Invalid::from(
+    let parsed = if form.scope.is_empty() {
+        parse(&form)
+    } else {
+        Err(crate::chat::Error::Invalid(Invalid::from(
             "A reply's scope is chosen when it is added; an edit changes its shortcut and text.",
-        ))
-    });
-    let outcome = match scope_sent.map_or_else(|| parse(&form), Err) {
+        )))
+    };
+    let outcome = match parsed {
         Ok((shortcut, body)) => {
             let actor = Actor::user(&who.user, ip);
             app.chat

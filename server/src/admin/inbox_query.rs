@@ -56,6 +56,7 @@ pub struct InboxRequest {
 /// conversation and was made again, under a new id).
 #[derive(Debug, Clone)]
 pub struct LiveFilter {
+    /// The other filters and the order; its tag id is left out (the name below stands for it).
     pub query: InboxQuery,
     tag_name: Option<String>,
 }
@@ -63,11 +64,7 @@ pub struct LiveFilter {
 impl LiveFilter {
     /// Whether the conversation belongs in the list now.
     pub fn matches(&self, item: &InboxItemRow) -> bool {
-        let without_tag = InboxQuery {
-            tag: None,
-            ..self.query
-        };
-        without_tag.matches(item)
+        self.query.matches(item)
             && self
                 .tag_name
                 .as_deref()
@@ -78,7 +75,10 @@ impl LiveFilter {
 impl From<InboxRequest> for LiveFilter {
     fn from(request: InboxRequest) -> Self {
         Self {
-            query: request.query,
+            query: InboxQuery {
+                tag: None,
+                ..request.query
+            },
             tag_name: request.tag_name,
         }
     }

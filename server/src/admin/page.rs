@@ -307,8 +307,9 @@ impl From<accounts::Error> for PageError {
             E::LinkInvalid => Self::new(
                 StatusCode::GONE,
                 "Link expired",
-                "This link was already used, was replaced by a newer one, or has expired. Get a \
-                 new one with Forgot your password? on the sign-in page, or ask an admin.",
+                "This link was already used, was replaced by a newer one, or has expired. Ask an \
+                 admin for a new one, or get one yourself with Forgot your password? on the \
+                 sign-in page.",
             ),
             E::SetupClosed => Self::new(
                 StatusCode::GONE,

@@ -11,7 +11,9 @@ use rusqlite::Connection;
 use crate::integrations::{Health, is_turned_off};
 use crate::store;
 
-/// The integration kinds, each given every health so a series exists before it is first needed.
+/// The integration kinds, each given every health so a series exists before it is first needed;
+/// the `integrations` table's `CHECK (kind IN …)` in migrations/ lists them: a new kind goes in
+/// both (the unit test below holds this list to the table's).
 const KINDS: [&str; 4] = ["slack", "discord", "webhook", "email"];
 /// An integration's health as a label: the destination pages' three, with an integration an
 /// admin turned off apart from one the destination blocked (turning one off is no fault).
@@ -78,5 +80,35 @@ impl DeliveryGauges {
             ConstGauge::new(*n).encode(integrations.encode_family(&labels)?)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_the_table_allows_has_its_series() {
+        let conn = store::migrated_in_memory();
+        let sql: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'integrations'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("table");
+        let listed = sql
+            .split_once("kind IN (")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(kinds, _)| kinds)
+            .expect("the kind's CHECK");
+        let mut allowed: Vec<&str> = listed
+            .split(',')
+            .map(|k| k.trim().trim_matches('\''))
+            .collect();
+        let mut ours = KINDS.to_vec();
+        allowed.sort_unstable();
+        ours.sort_unstable();
+        assert_eq!(allowed, ours);
     }
 }

@@ -12,7 +12,7 @@ use rusqlite::Connection;
 
 use crate::config::{KeySource, LoadedKey};
 use crate::integrations::{SealingError, check_sealed_secrets, seal_clear_secrets};
-use crate::secrets::{KEY_FILE, NEW_KEY_FILE, SecretKey};
+use crate::secrets::{NEW_KEY_FILE, SecretKey};
 
 /// Checks that every sealed value opens with the key, then seals what is still in clear text.
 /// A key this start generated is removed again when the check fails: nothing was sealed with it.
@@ -26,10 +26,12 @@ pub(super) fn check_then_seal(
 ) -> anyhow::Result<()> {
     if let Err(err) = check_every_value(conn, sealing) {
         forget_generated_key(sealing);
-        return Err(match key_left_by_rotation(conn, data_dir) {
-            Some(hint) => err.context(hint),
-            None => err,
-        });
+        return Err(
+            match key_left_by_rotation(conn, data_dir, &sealing.source) {
+                Some(hint) => err.context(hint),
+                None => err,
+            },
+        );
     }
     let sealed = seal_clear_secrets(conn, &sealing.key).map_err(|err| match err {
         SealingError::Open { source, .. } => integrations_do_not_open(&source, sealing),
@@ -78,21 +80,27 @@ pub(super) fn forget_generated_key(sealing: &LoadedKey) {
 /// it), if that one opens them all: said first, so an operator moves it over instead of
 /// following the lost-key steps, which delete every secret (docs/operations.md, "Rotating the
 /// key").
-fn key_left_by_rotation(conn: &Connection, data_dir: &Path) -> Option<String> {
+fn key_left_by_rotation(conn: &Connection, data_dir: &Path, given: &KeySource) -> Option<String> {
     let path = data_dir.join(NEW_KEY_FILE);
-    let key = SecretKey::read_file(&path).ok()?;
-    let opens = crate::chat::check_identity_secrets(conn, &key).is_ok()
-        && check_sealed_secrets(conn, &key).is_ok()
-        && crate::accounts::check_totp_secrets(conn, &key).is_ok();
-    opens.then(|| {
-        format!(
-            "{} holds key {}, the one this database is sealed with (a rotation left it there): \
-             move it over {}, or give it as PORCH_SECRET_KEY_FILE, and start again",
-            path.display(),
-            key.id(),
-            data_dir.join(KEY_FILE).display()
-        )
-    })
+    let left = LoadedKey {
+        key: SecretKey::read_file(&path).ok()?,
+        source: KeySource::File(path.clone()),
+    };
+    check_every_value(conn, &left).ok()?;
+    // Where the key goes depends on where this start took its key from.
+    let fix = match given {
+        KeySource::DataDir { path: file, .. } => format!(
+            "move it over {}, or give it as PORCH_SECRET_KEY_FILE",
+            file.display()
+        ),
+        _ => "give it as PORCH_SECRET_KEY_FILE (or its text as PORCH_SECRET_KEY)".to_owned(),
+    };
+    Some(format!(
+        "{} holds key {}, the one this database is sealed with (a rotation left it there): {fix}, \
+         and start again",
+        path.display(),
+        left.key.id(),
+    ))
 }
 
 /// The read-only pass: every sealed value must open with the key.

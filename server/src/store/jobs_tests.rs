@@ -303,3 +303,27 @@ fn a_retry_or_429_of_an_integration_turned_off_meanwhile_is_not_queued() {
     assert!(not_retried.is_empty());
     assert_eq!(state(resumed), ("queued".to_owned(), 80));
 }
+
+/// The counts of running, blocked and failed jobs (`/metrics`, the Deliveries page) go through
+/// the `jobs_unfinished` index: SQLite takes a partial index only when the query repeats its
+/// condition, and a scan would read every done job kept for `PORCH_JOB_RETENTION`.
+#[test]
+fn counts_of_unfinished_jobs_read_their_partial_index() {
+    let conn = crate::store::migrated_in_memory();
+    let sql = format!(
+        "EXPLAIN QUERY PLAN SELECT count(*) FROM jobs j WHERE {UNFINISHED} AND state = ?1 \
+         AND {NOT_A_TEST}"
+    );
+    let plan: Vec<String> = conn
+        .prepare(&sql)
+        .expect("plan")
+        .query_map(["failed"], |r| r.get(3))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("plan rows");
+    assert!(
+        plan.iter().any(|step| step.contains("jobs_unfinished"))
+            && !plan.iter().any(|step| step.starts_with("SCAN")),
+        "{plan:?}"
+    );
+}

@@ -488,9 +488,14 @@ async fn a_start_without_the_key_a_rotation_left_beside_it_names_that_file() {
     assert!(
         message.contains(&format!("{} holds key ", left.display()))
             && message.contains("the one this database is sealed with")
-            && message.contains("move it over"),
+            && message.contains("give it as PORCH_SECRET_KEY_FILE"),
         "{message}"
     );
+    // With the data directory's key file in use, that file is where it goes.
+    std::fs::write(dir.path().join("secret.key"), format!("{OTHER_KEY}\n")).expect("key file");
+    let message = refused_start(dir.path(), &[]).await;
+    assert!(message.contains("move it over"), "{message}");
+    std::fs::remove_file(dir.path().join("secret.key")).expect("remove");
     // Another key there is not named: it would not help.
     std::fs::write(&left, format!("{OTHER_KEY}\n")).expect("key file");
     let message = refused_start(dir.path(), &[]).await;

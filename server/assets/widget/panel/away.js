@@ -10,9 +10,14 @@
   const saveEmail = () => {
     // Asked again: the server's answer marks it anew.
     markInvalid(emailInput, false);
-    showError("");
     const email = emailInput.value.trim();
-    if (!email || !isReady || holdEmail(email)) return;
+    // Refused here, as the server would: nothing is sent, and a visitor who has not written yet
+    // hears the address's fault, not that an address needs a message first.
+    if (email && !emailInput.checkValidity()) { badEmail(); return; }
+    if (!email) return;
+    showError("");
+    // Held needs no connection; sent does.
+    if (holdEmail(email) || !isReady) return;
     emailWanted = email;
     sendFrame({ type: "email", email });
   };
@@ -31,8 +36,6 @@
     const site = f.site || {};
     isClosed = site.open === false;
     wrote ||= (Array.isArray(f.messages) ? f.messages : []).some((m) => m.author === "visitor");
-    // An address held before the first message survives a reload: kept where a saved one is.
-    if (!wrote) heldEmail = read(key("email"));
     away.hidden = !isClosed;
     emailLabel.textContent = isClosed && site.out_of_hours !== "accept" ? t("away_ask") : openLabel;
     if (!isClosed) return;
@@ -56,8 +59,8 @@
     return isClosed;
   };
   const holdEmail = (email) => {
-    if (wrote || !emailInput.checkValidity()) return false;
-    write(key("email"), heldEmail = email);
+    if (wrote) return false;
+    heldEmail = email;
     confirmEmail("email-held", t("email_held", { email }));
     return true;
   };
@@ -74,5 +77,10 @@
   const markInvalid = (field, invalid) => {
     attr(field, "aria-invalid", invalid && "true");
     attr(field, "aria-describedby", invalid && "porch-error");
+  };
+  // The address's fault, said and marked (the panel's check, or the server's refusal).
+  const badEmail = () => {
+    showError(t("bad_email"));
+    markInvalid(emailInput, true);
   };
   emailInput.addEventListener("input", () => { if (emailInput.checkValidity()) markInvalid(emailInput, false); });

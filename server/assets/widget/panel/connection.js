@@ -224,8 +224,7 @@
     if (f.code === "invalid_prechat" && cid) { awaitForm(cid, text); return; }
     if (f.code === "invalid_message" && !cid && emailWanted) {
       emailWanted = null;
-      showError(t("bad_email"));
-      markInvalid(emailInput, true);
+      badEmail();
       return;
     }
     if (WAIT_CODES.has(f.code) && f.retry_after_ms > 0) {

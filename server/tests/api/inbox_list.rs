@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::TestApp;
 use crate::inbox::{Browser, send, setup_admin, signed_in_from};
 
 /// What a list page shows: its rows' ids in order, the count line, the next page's link.
@@ -215,30 +215,14 @@ async fn inbox_live_stream_sends_only_conversations_matching_its_filters() {
     let acme = app.add_site("Acme");
     let zeta = app.add_site("Zeta");
     let path = format!("/inbox/events?filter=unassigned&site={acme}&after=0");
-    let mut stream = crate::inbox::request(&app, "GET", &path, &ana.cookie, None)
-        .header(reqwest::header::ACCEPT, "text/event-stream")
-        .send()
-        .await
-        .expect("an answer");
-    assert_eq!(stream.status(), 200);
-    let mut seen = String::new();
-    let mut read_until = async |what: &str, seen: &mut String| {
-        tokio::time::timeout(WAIT, async {
-            while !seen.contains(what) {
-                let chunk = stream.chunk().await.expect("read").expect("open");
-                seen.push_str(&String::from_utf8_lossy(&chunk));
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("no {what:?} in {seen}"));
-    };
-    read_until("retry:", &mut seen).await;
+    let mut live = crate::tags::LiveList::open(&app, &ana, &path).await;
 
     let (mut other, _) = app.visitor(&zeta, None, 0).await;
     other.say("z-1", "From the other site").await;
     let (mut ours, _) = app.visitor(&acme, None, 0).await;
     ours.say("a-1", "From our site").await;
-    read_until("event: conversation", &mut seen).await;
+    live.until("event: conversation").await;
+    let seen = live.seen;
     // The agent's counts and alerts ride along for every site (docs/admin.md, "Never miss a
     // chat"); the list's own events follow its filters.
     let list: Vec<&str> = seen

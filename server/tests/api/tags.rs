@@ -37,20 +37,26 @@ async fn two_conversations() -> (TestApp, Browser, i64, i64) {
     (app, admin, ids[0], ids[1])
 }
 
-/// An open live inbox list of one tag's open conversations, and what it has sent so far.
-struct LiveList {
+/// The live list of one tag's open conversations.
+fn tag_list(tag: &str) -> String {
+    format!("/inbox/events?status=open&assignee=anyone&tag={tag}")
+}
+
+/// An open live inbox list (`/inbox/events` with the list's filters), and what it has sent so
+/// far.
+pub(crate) struct LiveList {
     stream: reqwest::Response,
-    seen: String,
+    pub(crate) seen: String,
 }
 
 impl LiveList {
-    /// Opens the stream and waits for its start.
-    async fn open(app: &TestApp, who: &Browser, tag: &str) -> Self {
-        let path = format!("/inbox/events?status=open&assignee=anyone&tag={tag}");
-        let stream = crate::inbox::request(app, "GET", &path, &who.cookie, None)
+    /// Opens the stream at `path` and waits for its start.
+    pub(crate) async fn open(app: &TestApp, who: &Browser, path: &str) -> Self {
+        let stream = crate::inbox::request(app, "GET", path, &who.cookie, None)
             .send()
             .await
             .expect("a stream");
+        assert_eq!(stream.status(), 200);
         let mut list = Self {
             stream,
             seen: String::new(),
@@ -60,7 +66,7 @@ impl LiveList {
     }
 
     /// Reads until `what` has been sent, failing after [`WAIT`].
-    async fn until(&mut self, what: &str) {
+    pub(crate) async fn until(&mut self, what: &str) {
         let Self { stream, seen } = self;
         tokio::time::timeout(WAIT, async {
             while !seen.contains(what) {
@@ -124,7 +130,7 @@ async fn tags_from_the_side_panel_filter_the_inbox_live() {
 
     // Live: tagging the other conversation brings its row into the tag's list; untagging the
     // first takes its row out.
-    let mut live = LiveList::open(&app, &admin, "refund").await;
+    let mut live = LiveList::open(&app, &admin, &tag_list("refund")).await;
     tag(&app, &admin, two, ("add", "refund")).await;
     live.until(&format!("id=\"conversation-{two}\"")).await;
     let (status, _) = tag(&app, &admin, one, ("remove", "refund")).await;
@@ -326,7 +332,7 @@ async fn the_api_tags_and_lists_by_tag() {
 #[tokio::test]
 async fn a_list_of_a_tag_nobody_has_yet_shows_the_first_conversation_tagged_live() {
     let (app, admin, one, _) = two_conversations().await;
-    let mut live = LiveList::open(&app, &admin, "urgent").await;
+    let mut live = LiveList::open(&app, &admin, &tag_list("urgent")).await;
     let (status, _) = tag(&app, &admin, one, ("add", "Urgent")).await;
     assert_eq!(status, 303);
     live.until(&format!("id=\"conversation-{one}\"")).await;

@@ -93,6 +93,19 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
             data.data_dir.join(KEY_FILE).display()
         )
     })?;
+    // A key file a rotation left may be the only copy of the key the database is sealed with
+    // now (it finished, and the key was never put in place): never called a leftover to move
+    // away, which would lose it, and no rotation goes on beside it.
+    if new_file.exists() {
+        bail!(
+            "{new} is there, left by an earlier rotation. If that rotation finished, {new} holds \
+             the key this database is sealed with now: start with it (move it over {current}, or \
+             point PORCH_SECRET_KEY_FILE at it) before rotating again. Only if porch serve starts \
+             with the key you gave here is it a leftover to move away. Nothing was changed",
+            new = new_file.display(),
+            current = data.data_dir.join(KEY_FILE).display(),
+        );
+    }
     let given = args.given_new_key()?;
     let generated = given.is_none();
     let new = match given {
@@ -100,12 +113,7 @@ pub fn run(data: &DataConfig, command: SecretsCommand) -> anyhow::Result<()> {
         None => {
             let key = SecretKey::generate();
             // Written (and flushed) before the database changes, so the new key is never lost.
-            key.write_new_file(&new_file).with_context(|| {
-                format!(
-                    "a previous rotation left {}: move it away first",
-                    new_file.display()
-                )
-            })?;
+            key.write_new_file(&new_file)?;
             key
         }
     };

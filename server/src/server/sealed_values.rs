@@ -89,11 +89,11 @@ fn key_left_by_rotation(conn: &Connection, data_dir: &Path, given: &KeySource) -
     check_every_value(conn, &left).ok()?;
     // Where the key goes depends on where this start took its key from.
     let fix = match given {
-        KeySource::DataDir { path: file, .. } => format!(
-            "move it over {}, or give it as PORCH_SECRET_KEY_FILE",
-            file.display()
-        ),
-        _ => "give it as PORCH_SECRET_KEY_FILE (or its text as PORCH_SECRET_KEY)".to_owned(),
+        KeySource::DataDir { path: file, .. } => format!("move it over {}", file.display()),
+        // Copied, not pointed at: the rotation said to delete that file once the key is in use.
+        _ => "copy it to where PORCH_SECRET_KEY_FILE points (or give its text as \
+              PORCH_SECRET_KEY)"
+            .to_owned(),
     };
     Some(format!(
         "{} holds key {}, the one this database is sealed with (a rotation left it there): {fix}, \

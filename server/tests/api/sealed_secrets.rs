@@ -488,7 +488,7 @@ async fn a_start_without_the_key_a_rotation_left_beside_it_names_that_file() {
     assert!(
         message.contains(&format!("{} holds key ", left.display()))
             && message.contains("the one this database is sealed with")
-            && message.contains("give it as PORCH_SECRET_KEY_FILE"),
+            && message.contains("copy it to where PORCH_SECRET_KEY_FILE points"),
         "{message}"
     );
     // With the data directory's key file in use, that file is where it goes.
@@ -504,6 +504,19 @@ async fn a_start_without_the_key_a_rotation_left_beside_it_names_that_file() {
     let rotate = porch_cli(dir.path(), &["secrets", "rotate"], &[]);
     let said = String::from_utf8_lossy(&rotate.stderr);
     assert!(said.contains("secret.key.new is there"), "{said}");
+    // Given a key, it goes no further beside the file, and never calls it a leftover.
+    let rotate = porch_cli(
+        dir.path(),
+        &["secrets", "rotate"],
+        &[("PORCH_SECRET_KEY", OTHER_KEY)],
+    );
+    let said = String::from_utf8_lossy(&rotate.stderr);
+    assert_eq!(rotate.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("holds the key this database is sealed with now"),
+        "{said}"
+    );
+    assert!(left.exists(), "the file stays");
 }
 
 /// A first start refused for a database from a newer Porch leaves no key behind either: it

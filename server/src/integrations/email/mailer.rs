@@ -227,7 +227,10 @@ impl Mailer {
                 "You are invited to answer chats in Porch, and someone asked for a password for \
                  this address on the sign-in page. Choose one here"
                     .to_owned(),
-                Some("If it was not you, ignore this mail: nothing changes."),
+                Some(
+                    "If it was not you, ignore this mail. This link replaces any earlier \
+                     invitation link for this address.",
+                ),
             ),
             AccountLink::RequestedReset => (
                 "Reset your Porch password",

@@ -16,11 +16,18 @@ use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in
 pub(crate) struct LiveInbox {
     response: reqwest::Response,
     seen: String,
+    /// The whole events passed over on the way to those found, in order.
+    pub(crate) passed: String,
 }
 
 impl LiveInbox {
     pub(crate) async fn open(app: &TestApp, who: &Browser) -> Self {
-        let response = crate::inbox::request(app, "GET", "/inbox/events", &who.cookie, None)
+        Self::open_at(app, who, "/inbox/events").await
+    }
+
+    /// The stream of a list with filters: `/inbox/events?…`.
+    pub(crate) async fn open_at(app: &TestApp, who: &Browser, path: &str) -> Self {
+        let response = crate::inbox::request(app, "GET", path, &who.cookie, None)
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()
             .await
@@ -29,6 +36,7 @@ impl LiveInbox {
         let mut live = Self {
             response,
             seen: String::new(),
+            passed: String::new(),
         };
         // The stream is subscribed once its first event (the reconnection delay) is out.
         tokio::time::timeout(WAIT, async {
@@ -50,7 +58,7 @@ impl LiveInbox {
     }
 
     /// As [`Self::item_with`], for the first event that holds both `kind` and `what`.
-    async fn event_with(&mut self, kind: &str, what: &str) -> String {
+    pub(crate) async fn event_with(&mut self, kind: &str, what: &str) -> String {
         tokio::time::timeout(WAIT, async {
             loop {
                 let mut consumed = 0;
@@ -64,6 +72,7 @@ impl LiveInbox {
                         found = Some(event.to_owned());
                         break;
                     }
+                    self.passed.push_str(event);
                 }
                 self.seen.drain(..consumed);
                 if let Some(event) = found {

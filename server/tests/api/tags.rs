@@ -4,8 +4,9 @@
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, WAIT};
+use crate::helpers::TestApp;
 use crate::inbox::{Browser, form, send, setup_admin, signed_in_from};
+use crate::live_inbox::LiveInbox;
 
 /// Posts the side panel's tags form; the answer's status and `Location`.
 async fn tag(app: &TestApp, who: &Browser, id: i64, field: (&str, &str)) -> (u16, String) {
@@ -40,43 +41,6 @@ async fn two_conversations() -> (TestApp, Browser, i64, i64) {
 /// The live list of one tag's open conversations.
 fn tag_list(tag: &str) -> String {
     format!("/inbox/events?status=open&assignee=anyone&tag={tag}")
-}
-
-/// An open live inbox list (`/inbox/events` with the list's filters), and what it has sent so
-/// far.
-pub(crate) struct LiveList {
-    stream: reqwest::Response,
-    pub(crate) seen: String,
-}
-
-impl LiveList {
-    /// Opens the stream at `path` and waits for its start.
-    pub(crate) async fn open(app: &TestApp, who: &Browser, path: &str) -> Self {
-        let stream = crate::inbox::request(app, "GET", path, &who.cookie, None)
-            .send()
-            .await
-            .expect("a stream");
-        assert_eq!(stream.status(), 200);
-        let mut list = Self {
-            stream,
-            seen: String::new(),
-        };
-        list.until("retry:").await;
-        list
-    }
-
-    /// Reads until `what` has been sent, failing after [`WAIT`].
-    pub(crate) async fn until(&mut self, what: &str) {
-        let Self { stream, seen } = self;
-        tokio::time::timeout(WAIT, async {
-            while !seen.contains(what) {
-                let chunk = stream.chunk().await.expect("read").expect("open");
-                seen.push_str(&String::from_utf8_lossy(&chunk));
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("no {what:?} in {seen}"));
-    }
 }
 
 #[tokio::test]
@@ -130,12 +94,13 @@ async fn tags_from_the_side_panel_filter_the_inbox_live() {
 
     // Live: tagging the other conversation brings its row into the tag's list; untagging the
     // first takes its row out.
-    let mut live = LiveList::open(&app, &admin, &tag_list("refund")).await;
+    let mut live = LiveInbox::open_at(&app, &admin, &tag_list("refund")).await;
     tag(&app, &admin, two, ("add", "refund")).await;
-    live.until(&format!("id=\"conversation-{two}\"")).await;
+    live.item_with(&format!("id=\"conversation-{two}\"")).await;
     let (status, _) = tag(&app, &admin, one, ("remove", "refund")).await;
     assert_eq!(status, 303);
-    live.until(&format!("event: removed\ndata: {one}\n")).await;
+    live.event_with("event: removed\n", &format!("data: {one}\n"))
+        .await;
     let page = send(
         &app,
         "GET",
@@ -332,8 +297,8 @@ async fn the_api_tags_and_lists_by_tag() {
 #[tokio::test]
 async fn a_list_of_a_tag_nobody_has_yet_shows_the_first_conversation_tagged_live() {
     let (app, admin, one, _) = two_conversations().await;
-    let mut live = LiveList::open(&app, &admin, &tag_list("urgent")).await;
+    let mut live = LiveInbox::open_at(&app, &admin, &tag_list("urgent")).await;
     let (status, _) = tag(&app, &admin, one, ("add", "Urgent")).await;
     assert_eq!(status, 303);
-    live.until(&format!("id=\"conversation-{one}\"")).await;
+    live.item_with(&format!("id=\"conversation-{one}\"")).await;
 }

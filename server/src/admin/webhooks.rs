@@ -325,7 +325,7 @@ pub async fn rotate_webhook(
 ) -> Result<Response, PageError> {
     let (site, row) = find_site_integration(&app, &key, id, Some("webhook")).await?;
     let (secret, notice) = match rotate_webhook_secret(
-        (&app.writer, &app.secret_key),
+        (&app.writer, &app.jobs, &app.secret_key),
         &Actor::user(&who.user, ip),
         &row,
     )

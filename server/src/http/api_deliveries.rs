@@ -260,7 +260,7 @@ pub async fn rotate_webhook_secret(
 ) -> Result<Response, ApiError> {
     let row = integration_of_kind(&app, id, Some("webhook")).await?;
     let rotated = rotate_secret(
-        (&app.writer, &app.secret_key),
+        (&app.writer, &app.jobs, &app.secret_key),
         &Actor::user(&admin, ip),
         &row,
     )

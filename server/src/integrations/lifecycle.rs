@@ -257,25 +257,29 @@ pub async fn delete_integration(
 
 /// Gives a webhook endpoint a new signing secret; the previous one keeps signing alongside it
 /// (two signatures per delivery) for [`super::webhook::ROTATION_OVERLAP_MS`]. A secret that no
-/// longer opens (its sealing key was lost) is replaced without overlap. Returns the new secrets.
+/// longer opens (its sealing key was lost) is replaced without overlap, and the deliveries it
+/// blocked are queued again (an endpoint that is off stays off). Returns the new secrets.
 pub async fn rotate_webhook_secret(
-    (writer, key): (&Writer, &Arc<SecretKey>),
+    (writer, jobs, key): (&Arc<Writer>, &JobQueue, &Arc<SecretKey>),
     actor: &Actor,
     row: &IntegrationRow,
 ) -> Result<WebhookSecrets, SetupError> {
     let now = now_ms();
-    let rotated = match open_secrets_as::<WebhookSecrets>(key, row) {
-        Some(current) => current.rotated(now),
-        None => WebhookSecrets {
-            secret: new_secret(),
-            previous: None,
-            previous_until: None,
-        },
+    let (rotated, was_unopenable) = match open_secrets_as::<WebhookSecrets>(key, row) {
+        Some(current) => (current.rotated(now), false),
+        None => (
+            WebhookSecrets {
+                secret: new_secret(),
+                previous: None,
+                previous_until: None,
+            },
+            true,
+        ),
     };
     let secrets = settings_json(&rotated);
     let (key, id) = (Arc::clone(key), row.id);
     let (actor, kind) = (actor.clone(), row.kind.clone());
-    writer
+    let resumes = writer
         .write(move |c| {
             settings::record(
                 c,
@@ -283,8 +287,18 @@ pub async fn rotate_webhook_secret(
                 AuditAction::IntegrationSecretRotated,
                 (id, &kind),
             )?;
-            store_secrets(c, &key, id, &secrets)
+            store_secrets(c, &key, id, &secrets)?;
+            let blocked = store::find_integration(c, id)?
+                .is_some_and(|row| row.is_enabled && row.status == "broken");
+            let resumes = was_unopenable && blocked;
+            if resumes {
+                store::start_resuming_integration(c, id, now)?;
+            }
+            Ok(resumes)
         })
         .await?;
+    if resumes {
+        resume_integration(writer, jobs, id).await?;
+    }
     Ok(rotated)
 }

@@ -295,8 +295,10 @@ async fn rotating_the_generated_key_replaces_the_key_file_and_restarts_with_it()
     assert!(is_signed_with(&received[0], &secret));
 }
 
+/// A secret that does not open blocks its endpoint (as a lost key would), and rotating it sends
+/// the waiting delivery, signed with the new secret alone.
 #[tokio::test]
-async fn a_sealed_value_copied_to_another_integration_does_not_open() {
+async fn a_sealed_value_copied_to_another_integration_does_not_open_and_a_rotation_fixes_it() {
     let hooks = WebhookMock::start(([127, 0, 0, 1], 0).into())
         .await
         .expect("receiver");
@@ -314,15 +316,58 @@ async fn a_sealed_value_copied_to_another_integration_does_not_open() {
         .expect("copy");
     let (mut visitor, _) = app.visitor(&site, None, 0).await;
     visitor.say("m1", "hello").await;
-    wait_until("the copy's delivery to fail", WAIT, async || {
+    wait_until("the copy's delivery to wait blocked", WAIT, async || {
         ok_if(
-            app.count("SELECT count(*) FROM jobs WHERE state = 'failed' AND last_error LIKE '%unreadable%'"),
+            app.count(
+                "SELECT count(*) FROM jobs WHERE state = 'blocked' \
+                 AND last_error = 'the endpoint''s signing secret does not open (rotate it)'",
+            ),
             |n| *n == 1,
         )
     })
     .await;
     let paths: Vec<String> = hooks.received().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/a"]);
+    let copy = app.count("SELECT max(id) FROM integrations");
+    let (_, deliveries) = app
+        .api(
+            "GET",
+            &format!("/api/v1/integrations/{copy}/deliveries"),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(deliveries["status"], "broken", "{deliveries}");
+    assert_eq!(deliveries["health"]["state"], "blocked", "{deliveries}");
+    let (status, rotated) = app
+        .api(
+            "POST",
+            &format!("/api/v1/integrations/{copy}/webhook/rotate"),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{rotated}");
+    assert!(rotated["previous_valid_until"].is_null(), "{rotated}");
+    wait_until("the waiting delivery to reach /b", WAIT, async || {
+        ok_if(hooks.received(), |r| r.len() == 2)
+    })
+    .await;
+    let received = hooks.received();
+    assert_eq!(received[1].path, "/b");
+    assert!(is_signed_with(
+        &received[1],
+        rotated["secret"].as_str().expect("secret")
+    ));
+    let (_, deliveries) = app
+        .api(
+            "GET",
+            &format!("/api/v1/integrations/{copy}/deliveries"),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(deliveries["status"], "ok", "{deliveries}");
 }
 
 /// A key no test database is sealed with.

@@ -98,11 +98,17 @@ fn load_endpoint(
     let Some(row) = store::find_integration(conn, integration)? else {
         return Ok(Found::Gone("endpoint deleted"));
     };
-    let (Ok(config), Some(secrets)) = (
-        serde_json::from_str::<WebhookConfig>(&row.config),
-        open_secrets_as::<WebhookSecrets>(key, &row),
-    ) else {
-        return Ok(Found::Gone("the endpoint's settings are unreadable"));
+    // Like Slack's and Discord's, an endpoint whose settings do not read waits blocked until an
+    // admin saves it again (or rotates its secret, which a lost sealing key leaves unopenable).
+    let Ok(config) = serde_json::from_str::<WebhookConfig>(&row.config) else {
+        return Ok(Found::Invalid(
+            "the endpoint's settings are unreadable (save it again)",
+        ));
+    };
+    let Some(secrets) = open_secrets_as::<WebhookSecrets>(key, &row) else {
+        return Ok(Found::Invalid(
+            "the endpoint's signing secret does not open (rotate it)",
+        ));
     };
     Ok(Found::Ready(Endpoint {
         config,

@@ -343,16 +343,42 @@ impl Accounts {
         user: &UserRow,
         ip: IpAddr,
     ) -> Result<(), Error> {
+        self.end_session_recorded(cookie_value, user, ip, json!({}))
+            .await
+    }
+
+    async fn end_session_recorded(
+        &self,
+        cookie_value: &str,
+        user: &UserRow,
+        ip: IpAddr,
+        detail: serde_json::Value,
+    ) -> Result<(), Error> {
         let id_hash = hash_secret(cookie_value);
         let (actor, target) = (Actor::user(user, ip), Target::user(user));
         self.writer
             .write(move |c| {
-                audit::record(c, &actor, AuditAction::SignedOut, &target, &json!({}))?;
+                audit::record(c, &actor, AuditAction::SignedOut, &target, &detail)?;
                 store::delete_session(c, &id_hash)
             })
             .await?;
         self.revocations.revoke_session(&id_hash);
         Ok(())
+    }
+
+    /// Ends the session behind the cookie a browser still holds when a sign-in in that browser
+    /// gives it a new one (another account's, or the same person's again): the new cookie
+    /// overwrites the old, so nobody could sign the old session out any more, and it would stay
+    /// valid for whoever copied it. Recorded as a sign-out with `{"replaced": true}`. A cookie
+    /// that names no live session changes nothing.
+    pub async fn end_replaced_session(&self, cookie_value: &str, ip: IpAddr) -> Result<(), Error> {
+        match self.find_session(cookie_value).await? {
+            Some(old) => {
+                self.end_session_recorded(cookie_value, &old.user, ip, json!({"replaced": true}))
+                    .await
+            }
+            None => Ok(()),
+        }
     }
 
     /// Resolves when the session of a live stream watched by `watch` ends: revoked in this

@@ -21,8 +21,8 @@ use crate::store::UserRow;
 
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{
-    Posted, PublicForm, SignedIn, expired_session_cookie, form_token, read_cookie,
-    second_step_cookie, session_cookie, session_cookie_name, with_cookie,
+    Posted, PublicForm, SignedIn, expired_session_cookie, form_token, new_session_cookie,
+    read_cookie, second_step_cookie, session_cookie, session_cookie_name, with_cookie,
 };
 
 /// A form with nothing but its CSRF token.
@@ -326,7 +326,7 @@ pub async fn login(
     let next = safe_next(&form.next).to_owned();
     let (status, message, retry_after) =
         match app.accounts.sign_in(&form.email, &form.password, ip).await {
-            Ok(user) => return signed_in(&app, &user, &next, ip).await,
+            Ok(user) => return signed_in(&app, (&headers, ip), &user, &next).await,
             Err(accounts::Error::BadCredentials) => (
                 StatusCode::UNAUTHORIZED,
                 "Wrong email or password.".to_owned(),
@@ -382,14 +382,14 @@ pub async fn logout(
 /// to the second step (their code, or setting one up where the team requires it).
 async fn signed_in(
     app: &AppState,
+    (headers, ip): (&HeaderMap, std::net::IpAddr),
     user: &UserRow,
     next: &str,
-    ip: std::net::IpAddr,
 ) -> Result<Response, PageError> {
     Ok(match app.accounts.after_password(user, next, ip).await? {
         AfterPassword::Session(session) => with_cookie(
             see_other(next),
-            Some(session_cookie(app, &session.cookie_value)),
+            Some(new_session_cookie(app, (headers, ip), &session.cookie_value).await?),
         ),
         AfterPassword::SecondStep(token) => with_cookie(
             see_other("/login/two-factor"),
@@ -447,7 +447,7 @@ pub struct PasswordForm {
 
 async fn complete_link(
     app: &AppState,
-    (kind, ip): (LinkKind, std::net::IpAddr),
+    (kind, headers, ip): (LinkKind, &HeaderMap, std::net::IpAddr),
     token: &str,
     PublicForm { form, csrf }: PublicForm<PasswordForm>,
 ) -> Result<Response, PageError> {
@@ -458,7 +458,7 @@ async fn complete_link(
     {
         // The link proved the mailbox and the password was just chosen: signed in, with the
         // second step a sign-in would ask (a password reset does not skip two-factor).
-        Ok(user) => signed_in(app, &user, "/", ip).await,
+        Ok(user) => signed_in(app, (headers, ip), &user, "/").await,
         Err(accounts::Error::Invalid(invalid)) => {
             let link = app.accounts.find_link(token, kind).await?;
             let page = render_password_link(PasswordLinkView {
@@ -480,9 +480,10 @@ pub async fn complete_invitation(
     State(app): State<AppState>,
     Path(token): Path<String>,
     ClientIp(ip): ClientIp,
+    headers: HeaderMap,
     form: PublicForm<PasswordForm>,
 ) -> Result<Response, PageError> {
-    complete_link(&app, (LinkKind::Invite, ip), &token, form).await
+    complete_link(&app, (LinkKind::Invite, &headers, ip), &token, form).await
 }
 
 /// `POST /password-resets/{token}`.
@@ -490,9 +491,10 @@ pub async fn complete_reset(
     State(app): State<AppState>,
     Path(token): Path<String>,
     ClientIp(ip): ClientIp,
+    headers: HeaderMap,
     form: PublicForm<PasswordForm>,
 ) -> Result<Response, PageError> {
-    complete_link(&app, (LinkKind::Reset, ip), &token, form).await
+    complete_link(&app, (LinkKind::Reset, &headers, ip), &token, form).await
 }
 
 /// The account page for `who`, with `notice` and `status`.

@@ -147,6 +147,20 @@ pub fn session_cookie(app: &AppState, value: &str) -> HeaderValue {
     )
 }
 
+/// The cookie of a session a sign-in just started in the browser that sent `headers`, ending the
+/// session that browser held until now, if any (`Accounts::end_replaced_session`: the new
+/// cookie overwrites the old, which nobody could sign out afterwards).
+pub async fn new_session_cookie(
+    app: &AppState,
+    (headers, ip): (&HeaderMap, std::net::IpAddr),
+    value: &str,
+) -> Result<HeaderValue, PageError> {
+    if let Some(old) = read_cookie(headers, &session_cookie_name(app)) {
+        app.accounts.end_replaced_session(old, ip).await?;
+    }
+    Ok(session_cookie(app, value))
+}
+
 /// The cookie of a half-finished sign-in: Strict (only our own pages need it), and gone from
 /// the browser when the sign-in expires on the server.
 pub fn second_step_cookie(app: &AppState, value: &str) -> HeaderValue {

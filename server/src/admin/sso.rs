@@ -16,7 +16,9 @@ use crate::state::AppState;
 
 use super::auth::safe_next;
 use super::page::{PageError, see_other};
-use super::session::{cookie, cookie_name, read_cookie, session_cookie, url_encode, with_cookie};
+use super::session::{
+    cookie, cookie_name, new_session_cookie, read_cookie, url_encode, with_cookie,
+};
 
 /// The cookie holding the id of this browser's sign-in attempt (`__Host-` prefixed over https).
 const SSO_COOKIE: &str = "porch_sso";
@@ -126,7 +128,9 @@ pub async fn callback(
                     let session = app.accounts.start_sso_session(&user, ip).await?;
                     with_cookie(
                         see_other(safe_next(&next)),
-                        Some(session_cookie(&app, &session.cookie_value)),
+                        Some(
+                            new_session_cookie(&app, (&headers, ip), &session.cookie_value).await?,
+                        ),
                     )
                 }
                 Err(refusal) => to_login(refusal, &next),

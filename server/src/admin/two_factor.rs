@@ -20,8 +20,8 @@ use crate::state::AppState;
 use super::auth::{NoFields, account_page_with, wait_text, with_retry_after};
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{
-    Posted, PublicForm, SignedIn, expired_second_step_cookie, form_token, read_cookie,
-    second_step_cookie_name, session_cookie, with_cookie,
+    Posted, PublicForm, SignedIn, expired_second_step_cookie, form_token, new_session_cookie,
+    read_cookie, second_step_cookie_name, with_cookie,
 };
 
 /// The account page's view of a status.
@@ -258,13 +258,17 @@ fn start_again(app: &AppState) -> Response {
     )
 }
 
-/// The finished sign-in's answer: the session cookie set, the second-step cookie cleared.
-fn signed_in(app: &AppState, response: Response, finished: &FinishedSignIn) -> Response {
-    let response = with_cookie(
-        response,
-        Some(session_cookie(app, &finished.session.cookie_value)),
-    );
-    with_cookie(response, Some(expired_second_step_cookie(app)))
+/// The finished sign-in's answer: the session cookie set (ending the session the browser held
+/// before, if any), the second-step cookie cleared.
+async fn signed_in(
+    app: &AppState,
+    browser: (&HeaderMap, std::net::IpAddr),
+    response: Response,
+    finished: &FinishedSignIn,
+) -> Result<Response, PageError> {
+    let cookie = new_session_cookie(app, browser, &finished.session.cookie_value).await?;
+    let response = with_cookie(response, Some(cookie));
+    Ok(with_cookie(response, Some(expired_second_step_cookie(app))))
 }
 
 /// `GET /login/two-factor`: the code form.
@@ -309,7 +313,7 @@ pub async fn second_step(
         accounts.finish_sign_in(&step_token, &code, ip).await
     });
     match finished.await? {
-        Ok(finished) => Ok(signed_in(&app, see_other(&finished.next), &finished)),
+        Ok(finished) => signed_in(&app, (&headers, ip), see_other(&finished.next), &finished).await,
         Err(accounts::Error::SignInExpired) => Ok(start_again(&app)),
         Err(err) => {
             let (status, message, wait) = refusal(err)?;
@@ -379,7 +383,7 @@ pub async fn enrol(
                 codes,
                 continue_to: finished.next.clone(),
             }));
-            Ok(signed_in(&app, page, &finished))
+            signed_in(&app, (&headers, ip), page, &finished).await
         }
         Err(accounts::Error::SignInExpired) => Ok(start_again(&app)),
         Err(err) => {

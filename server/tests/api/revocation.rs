@@ -489,3 +489,40 @@ async fn a_password_change_spends_the_reset_links_made_before() {
         "the owner's password stands"
     );
 }
+
+/// A sign-in in a browser that is still signed in (a second tab's sign-in form, an invitation
+/// link opened by whoever is signed in) ends the session the new cookie replaces: nobody could
+/// sign it out afterwards.
+#[tokio::test]
+async fn a_sign_in_over_a_live_session_ends_the_session_it_replaces() {
+    let app = TestApp::spawn(&[]).await;
+    setup_admin(&app).await;
+    add_user(&app, "bo@example.com", "agent");
+    let old = agent(&app).await;
+    let (stream, _) = open_stream(&app, "/inbox/events", &old.cookie).await;
+    let (form_pair, csrf) = crate::inbox::form_cookie(&app, "/login").await;
+    let body = form(&[
+        ("csrf", &csrf),
+        ("email", "ana@example.com"),
+        ("password", PASSWORD),
+    ]);
+    let cookies = format!("{form_pair}; {}", old.cookie);
+    let signed = send(&app, "POST", "/login", &cookies, Some(&body)).await;
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    let new = signed_in_from(&app, &signed).await;
+    assert_ne!(new.cookie, old.cookie);
+    assert_ends(stream, "a sign-in over it").await;
+    let there = send(&app, "GET", "/inbox", &old.cookie, None).await;
+    assert_eq!(there.status, 303, "the replaced session is signed out");
+    assert_eq!(
+        send(&app, "GET", "/inbox", &new.cookie, None).await.status,
+        200
+    );
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM audit_events WHERE action = 'session.signed_out' \
+             AND actor = 'bo@example.com' AND detail = '{\"replaced\":true}'"
+        ),
+        1
+    );
+}

@@ -78,11 +78,19 @@ pub fn load_delivery_message(
             content_type: r.get(2)?,
             size: r.get(3)?,
         };
-        if !message.body.is_empty() {
-            message.body.push('\n');
-        }
-        let _ = write!(message.body, "[file: {}, {} bytes]", file.name, file.size);
         message.files.push(file);
     }
+    add_file_lines(&mut message.body, &message.files);
     Ok(Some(message))
+}
+
+/// Names each of `files` at the end of `body`, one line each (`[file: invoice.pdf, 48213
+/// bytes]`): what a destination that shows only text (and a visitor's transcript) gets of them.
+pub fn add_file_lines(body: &mut String, files: &[AttachmentMeta]) {
+    for file in files {
+        if !body.is_empty() {
+            body.push('\n');
+        }
+        let _ = write!(body, "[file: {}, {} bytes]", file.name, file.size);
+    }
 }

@@ -98,7 +98,7 @@ pub use deliveries::{
     find_retrying_delivery, find_user_contact, forget_discord_threads, insert_discord_thread,
     list_delivery_log, list_site_integrations, load_webhook_conversation,
 };
-pub use delivery::{DeliveryMessage, load_delivery_message};
+pub use delivery::{DeliveryMessage, add_file_lines, load_delivery_message};
 pub use disk_room::{
     UPLOAD_RESERVE_BYTES, explain_a_file_error, explain_full_disk, upload_leaves_room,
 };

@@ -74,3 +74,60 @@ async fn a_close_undone_before_the_mail_is_due_mails_no_transcript() {
         header(&mails[0], "message-id")
     );
 }
+
+/// A transcript names each message's files the way the reply mails and the chat posts do (the
+/// mail carries no files): before 2026-12-07 it showed the text alone.
+#[tokio::test]
+async fn a_transcript_names_the_files_of_its_messages() {
+    let sink = Sink::start();
+    let (app, admin, site) = site_with_email(&sink, json!({"reply_delay_secs": 0})).await;
+    let mut visitor = crate::attachments::visitor(&app, &site).await;
+    visitor.widget.say("a1", "Hello").await;
+    visitor
+        .widget
+        .send(json!({"type": "email", "email": "ana@example.org"}))
+        .await;
+    visitor.widget.recv().await;
+    let (status, file) = crate::attachments::upload(
+        &app,
+        &site,
+        &visitor.token,
+        "invoice%20%3Cx%3E.txt",
+        b"hello invoice\n".to_vec(),
+    )
+    .await;
+    assert_eq!(status, 201, "{file}");
+    visitor
+        .widget
+        .send(
+            json!({"type": "message", "client_id": "a2", "body": "see attached",
+                     "attachments": [file["id"]]}),
+        )
+        .await;
+    let ack = visitor.widget.recv().await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let id = app.count("SELECT id FROM conversations");
+    let (status, answer) = app
+        .api(
+            "POST",
+            &format!("/api/v1/conversations/{id}/close"),
+            &admin,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let mails = sink.wait_for(1).await;
+    let text = mails[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .replace("\r\n", "\n");
+    assert!(
+        text.contains("You:\n  see attached\n  [file: invoice <x>.txt, 14 bytes]\n"),
+        "{text}"
+    );
+    let html = mails[0]["html"].as_str().unwrap_or_default();
+    assert!(
+        html.contains("see attached<br>[file: invoice &lt;x&gt;.txt, 14 bytes]"),
+        "{html}"
+    );
+}

@@ -269,14 +269,17 @@ async fn transcript(
         } else {
             "You".to_owned()
         };
+        // Its files named as every other mail names them (the transcript carries no files).
+        let mut body = m.body.clone();
+        store::add_file_lines(&mut body, &m.attachments);
         // The name alone on its line, the text indented under it: a visitor's "\n\nAna: …" stays
         // inside their own message instead of passing for an agent's reply.
-        let _ = writeln!(text, "{who}:\n{}\n", indented(&m.body, "  "));
+        let _ = writeln!(text, "{who}:\n{}\n", indented(&body, "  "));
         let _ = write!(
             html,
             "<p><b>{}</b><br>{}</p>",
             escape_html(&who),
-            html_lines(&m.body)
+            html_lines(&body)
         );
     }
     let subject = format!("Your conversation on {}", context.site_name);

@@ -14,7 +14,8 @@ pub struct DeliveryItemView {
     pub kind: String,
     /// `failed` or `blocked`.
     pub state: String,
-    pub attempts: u32,
+    /// How many times it was tried (every try, 429s and those before a retry included).
+    pub tries: u32,
     pub last_error: Option<String>,
     pub created_at: i64,
     /// The integration's name ("Slack", "Webhook", …), if the job has one.
@@ -56,9 +57,12 @@ fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
     let conversation = item.conversation_id.map(|id| {
         view! { <a href=format!("/conversations/{id}")>{format!("Conversation {id}")}</a>" · " }
     });
-    let attempts = match item.attempts {
-        1 => "1 attempt".to_owned(),
-        n => format!("{n} attempts"),
+    // Every try, not the attempt budget's count, which a retry starts again: a blocked row
+    // retried with *Retry all* read "0 attempts" beside the error its tries got.
+    let attempts = match item.tries {
+        0 => "not tried yet".to_owned(),
+        1 => "tried once".to_owned(),
+        n => format!("tried {n} times"),
     };
     let badge_class = if item.state == "blocked" {
         "badge badge-danger"

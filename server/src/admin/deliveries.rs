@@ -54,7 +54,7 @@ pub async fn deliveries_page(
             id: found.job.id.0,
             kind: found.job.kind,
             state: found.job.state,
-            attempts: found.job.attempt,
+            tries: found.tries,
             last_error: found.job.last_error,
             created_at: found.job.created_at,
             destination: found.destination,

@@ -237,6 +237,9 @@ pub struct JobInContext {
     pub destination: Option<String>,
     pub site_name: Option<String>,
     pub conversation_id: Option<ConversationId>,
+    /// How many times it was tried, 429s and tries before a manual retry included (the job's
+    /// `attempt` is the budget's count, which a retry starts again).
+    pub tries: u32,
 }
 
 /// The deliveries in a state (test messages left out), newest first, each with its context.
@@ -253,6 +256,8 @@ pub fn list_deliveries_in_state_with_context(
         "SELECT coalesce(json_extract(?1, '$.conversation_id'), \
                 (SELECT conversation_id FROM messages WHERE id = json_extract(?1, '$.message_id')))",
     )?;
+    let mut tries =
+        conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM job_attempts WHERE job_id = ?1")?;
     jobs.into_iter()
         .map(|job| {
             let (destination, site_name) = match job.integration_id {
@@ -263,11 +268,13 @@ pub fn list_deliveries_in_state_with_context(
                 None => (None, None),
             };
             let conversation_id = conversation.query_row([&job.args], |r| r.get(0))?;
+            let tries = tries.query_row([job.id], |r| r.get(0))?;
             Ok(JobInContext {
                 job,
                 destination,
                 site_name,
                 conversation_id,
+                tries,
             })
         })
         .collect()

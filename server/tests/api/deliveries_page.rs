@@ -276,3 +276,37 @@ async fn dismissing_takes_an_admin_and_the_form_token() {
         1
     );
 }
+
+/// A row says how many times its delivery was tried, every try counted: a retry starts the
+/// attempt budget again (`attempt = 0`), and the page once read "0 attempts" beside the error.
+#[tokio::test]
+async fn a_row_counts_every_try_of_its_delivery() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let untried = blocked_job(&app);
+    let retried = blocked_job(&app);
+    for seq in [1, 2] {
+        app.db()
+            .execute(
+                "INSERT INTO job_attempts (job_id, seq, attempt, started_at, finished_at, \
+                                           outcome, http_status, error) \
+                 VALUES (?1, ?2, 1, 0, 1, 'blocked', 404, 'HTTP 404')",
+                [retried, seq],
+            )
+            .expect("try");
+    }
+    let page = send(&app, "GET", "/deliveries", &admin.cookie, None).await;
+    let row = |id: i64| {
+        let start = page
+            .body
+            .find(&format!("Retry delivery {id}\""))
+            .expect("the row");
+        page.body[..start]
+            .rsplit("<li")
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(row(untried).contains("not tried yet"), "{}", page.body);
+    assert!(row(retried).contains("tried 2 times"), "{}", page.body);
+}

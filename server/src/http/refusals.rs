@@ -37,6 +37,15 @@ fn plain_words(text: &str) -> String {
             .map_or(value, |(value, _)| value);
         return format!("The URL has {value} where a number belongs (docs/api.md).");
     }
+    if let Some(rest) = text.strip_prefix("Failed to parse the request body as JSON: ") {
+        // serde's words after the path it reached (`[0][0]…: `), which for a body nested too
+        // deep is the whole 128-level path. Its syntax messages hold no ": " of their own.
+        let words = rest.rsplit_once(": ").map_or(rest, |(_, words)| words);
+        if words.starts_with("recursion limit exceeded") {
+            return "The JSON is nested more than 127 levels deep (docs/api.md).".to_owned();
+        }
+        return format!("The body is not JSON: {words} (docs/api.md).");
+    }
     if let Some(rest) = text.strip_prefix("Failed to deserialize query string: ") {
         return format!("The query string cannot be read: {rest} (docs/api.md).");
     }

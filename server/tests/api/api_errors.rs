@@ -151,6 +151,31 @@ async fn the_frameworks_own_refusals_are_the_apis_error_json() {
     assert_ne!(elsewhere.header("content-type"), Some("application/json"));
 }
 
+/// A body that is not JSON is `400 bad_request` with serde's words, without the path serde had
+/// reached: for a body nested too deep that was 128 steps of `[0]`.
+#[tokio::test]
+async fn a_body_that_is_not_json_is_told_in_a_line() {
+    let app = TestApp::spawn(&[]).await;
+    let token = app.add_agent_token("Ana");
+    let messages = "/api/v1/conversations/1/messages";
+    let json = Some("application/json");
+    let (status, code, message) = error_of(&post(&app, &token, messages, json, "{not json").await);
+    assert_eq!((status, code.as_str()), (400, "bad_request"));
+    assert_eq!(
+        message,
+        "The body is not JSON: key must be a string at line 1 column 2 (docs/api.md)."
+    );
+    let deep = format!("{}{}", "[".repeat(128), "]".repeat(128));
+    let (status, _, message) = error_of(&post(&app, &token, messages, json, &deep).await);
+    assert_eq!(
+        (status, message.as_str()),
+        (
+            400,
+            "The JSON is nested more than 127 levels deep (docs/api.md)."
+        )
+    );
+}
+
 #[tokio::test]
 async fn a_compressed_refusal_keeps_its_words() {
     let app = TestApp::spawn(&[]).await;

@@ -239,9 +239,11 @@ fn headroom_text(
             <details class="headroom-why">
                 <summary>"Why there is none"</summary>
                 <p>"Porch could not measure the CPU cost per message from "{traffic_span(started_at)}
-                    " ("{short}"), and no recorded load test measured it (only the Porch stairs that \
-                    passed count, and a run against another server with "<code>"--url"</code>
-                    " measures no server CPU)."</p>
+                    " ("{short}"), and no recorded load test measured it. A load test's stair \
+                    measures it when it passed, its generator kept up, and its window held 5,000 \
+                    messages or more (10 seconds at 500 a second; shorter or slower stairs measure \
+                    mostly the server's idle work); a run against another server with "<code>"--url"</code>
+                    " measures no server CPU."</p>
             </details>
         }
         .into_any();

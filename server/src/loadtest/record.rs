@@ -3,11 +3,13 @@
 //! a schema with the table is written to: a load test creates nothing and migrates nothing.
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::config::DATABASE_FILE;
-use crate::metrics::loadtest_report::{Report, Series, median};
+use crate::metrics::MIN_MESSAGES;
+use crate::metrics::loadtest_report::{Report, Series, Stair, median};
 use crate::store::{self, NewLoadtestRun, Synchronous};
 
 /// The series whose figures stand for Porch (the echo is only the baseline), the first the run
@@ -23,8 +25,20 @@ pub struct Summary {
     pub us_per_msg: Option<f64>,
 }
 
+/// Whether a stair's CPU per message can stand for a message's cost on the capacity page: it
+/// passed, its generator kept up, and its window held as many messages as live traffic must
+/// (`MIN_MESSAGES`). A short or slow stair's CPU is mostly the server's idle work shared over
+/// few messages: a 3-second stair at 20 a second read 2,150 µs, ten times a real message.
+fn measures_a_message(stair: &Stair, report: &Report) -> bool {
+    let window_secs = Duration::from_millis(report.duration_ms).as_secs_f64();
+    stair.passed
+        && !stair.generator_fell_behind(report.gate_p99_ms)
+        && stair.achieved * window_secs >= MIN_MESSAGES
+}
+
 /// Summarises `report`: the Porch series' capacity and median CPU µs per message over its
-/// passing stairs; passed if every stair of every series passed (by a majority of its rounds).
+/// stairs that measure one ([`measures_a_message`]); passed if every stair of every series
+/// passed (by a majority of its rounds).
 pub fn summarize(report: &Report) -> Summary {
     let started_at = humantime::parse_rfc3339(&report.started_at)
         .ok()
@@ -37,7 +51,7 @@ pub fn summarize(report: &Report) -> Summary {
         .map(|s| {
             s.stairs
                 .iter()
-                .filter(|t| t.passed)
+                .filter(|t| measures_a_message(t, report))
                 .filter_map(|t| t.server_us_per_msg)
                 .collect()
         })
@@ -113,7 +127,7 @@ mod tests {
             "started_at": "2026-12-05T10:00:00Z", "command": "porch loadtest",
             "machine": {"cores": 2, "cpu_model": "x", "kernel": "y"}, "placement": "p",
             "visitors": 10, "sites": 1, "idle": 0, "flood_rate": 0, "warmup_ms": 1,
-            "duration_ms": 1, "gate_p99_ms": 50.0,
+            "duration_ms": 10_000, "gate_p99_ms": 50.0,
             "series": [{"name": series, "stairs": stairs}]
         }))
         .expect("a report")
@@ -123,6 +137,7 @@ mod tests {
         serde_json::json!({
             "target": target, "round": 1, "achieved": f64::from(target), "sent": 1,
             "acked": 1, "refused": {}, "broken": 0, "p50_ms": 1.0, "p90_ms": 1.0,
+            "send_lag_p99_ms": 1.0,
             "p99_ms": 1.0, "p999_ms": 1.0, "max_ms": 1.0, "server_cpu_pct": 50.0,
             "server_us_per_msg": us_per_msg, "server_rss_mb": 20.0, "loadgen_cpu_pct": 1.0,
             "idle_kib_per_socket": null, "connect_ms": 1, "slack": null, "flood": null,
@@ -166,5 +181,21 @@ mod tests {
         assert_eq!(summary.capacity, Some(1000));
         assert_eq!(summary.us_per_msg, Some(400.0));
         assert!(!summary.is_passed);
+    }
+
+    /// A stair too short or slow to hold 5,000 messages, or one the generator fell behind on,
+    /// gives the page no cost: its CPU is mostly the server's idle work.
+    #[test]
+    fn only_stairs_that_measure_a_message_give_the_cost() {
+        // 10 s windows: 400/s holds 4,000 messages, 500/s 5,000.
+        let mut late = stair(2000, 150.0, true);
+        late["send_lag_p99_ms"] = 10.1.into();
+        let mixed = report(
+            "porch",
+            &[stair(400, 2150.0, true), stair(500, 300.0, true), late],
+        );
+        assert_eq!(summarize(&mixed).us_per_msg, Some(300.0));
+        let tiny = report("porch", &[stair(20, 2150.0, true), stair(50, 900.0, true)]);
+        assert_eq!(summarize(&tiny).us_per_msg, None);
     }
 }

@@ -152,12 +152,6 @@ fn under_the_table(md: &mut String, series: &Series, gate_p99_ms: f64) {
     );
 }
 
-/// Whether the generator fell behind on stair `s`: its send lag p99 is above a fifth of the p99
-/// gate.
-fn fell_behind(s: &Stair, gate_p99_ms: f64) -> bool {
-    s.send_lag_p99_ms.is_some_and(|lag| lag > gate_p99_ms / 5.0)
-}
-
 /// Stairs whose sends left the generator late: a send lag p99 above a fifth of the p99 gate
 /// means the load generator, not the server, fell behind (a busy box, another load), so the
 /// stair's latency and verdict say little about the server (docs/capacity.md, "Arrivals").
@@ -166,7 +160,9 @@ fn generator_behind(md: &mut String, series: &Series, gate_p99_ms: f64) {
         .stairs
         .iter()
         .filter_map(|s| {
-            let lag = s.send_lag_p99_ms.filter(|_| fell_behind(s, gate_p99_ms))?;
+            let lag = s
+                .send_lag_p99_ms
+                .filter(|_| s.generator_fell_behind(gate_p99_ms))?;
             Some(format!("{}/s (round {}): {lag:.1} ms", s.target, s.round))
         })
         .collect();
@@ -225,7 +221,10 @@ fn channel_limits(md: &mut String, series: &Series) {
 /// Why a series' capacity cannot be compared with another's, if it cannot: its generator fell
 /// behind on a stair, or a stair failed below one that passed.
 fn why_capacity_unsure(series: &Series, gate_p99_ms: f64) -> Option<String> {
-    let behind = series.stairs.iter().any(|s| fell_behind(s, gate_p99_ms));
+    let behind = series
+        .stairs
+        .iter()
+        .any(|s| s.generator_fell_behind(gate_p99_ms));
     if behind {
         Some(format!(
             "the load generator fell behind in the {} series",

@@ -160,6 +160,16 @@ impl Report {
     }
 }
 
+impl Stair {
+    /// Whether the generator fell behind on this stair: its send lag p99 is above a fifth of
+    /// the p99 gate, so the load generator, not the server, was late (a busy box, another load),
+    /// and the stair's latency and verdict say little about the server.
+    pub fn generator_fell_behind(&self, gate_p99_ms: f64) -> bool {
+        self.send_lag_p99_ms
+            .is_some_and(|lag| lag > gate_p99_ms / 5.0)
+    }
+}
+
 impl Series {
     /// Each target and whether its stair passed: by a majority of its rounds.
     fn stairs_passed(&self) -> BTreeMap<u32, bool> {

@@ -307,9 +307,10 @@ impl From<accounts::Error> for PageError {
             E::LinkInvalid => Self::new(
                 StatusCode::GONE,
                 "Link expired",
-                "This link was already used, was replaced by a newer one, or has expired. Ask an \
-                 admin for a new one, or get one yourself with Forgot your password? on the \
-                 sign-in page.",
+                "This link is not valid: it was already used, was replaced by a newer one, has \
+                 expired, or is not whole (a link split over two lines in a mail: copy all of \
+                 it). Ask an admin for a new one, or get one yourself with Forgot your password? \
+                 on the sign-in page.",
             ),
             E::SetupClosed => Self::new(
                 StatusCode::GONE,

@@ -339,10 +339,14 @@ fn serve(config: Config) -> anyhow::Result<()> {
                 return Ok(false);
             }
         };
-        tracing::info!(
-            "next: open {} to sign in (or, on a fresh install, to create the first admin)",
-            server.app.public_url
-        );
+        // The last line a first start prints, so the token is not lost among the migrations.
+        match server.app.accounts.pending_setup_token() {
+            Some(token) => tracing::info!(
+                "next: open {}/setup and enter the setup token {token} to create the first admin",
+                server.app.public_url
+            ),
+            None => tracing::info!("next: open {} to sign in", server.app.public_url),
+        }
         let failed = server.runner_failed.clone();
         let signal = tokio::select! {
             signal = signals.recv() => signal,

@@ -51,7 +51,8 @@ fn site_snippet(public_url: Option<String>, site: &SiteRow) -> String {
     let public_url = public_url.unwrap_or_else(|| {
         tracing::warn!(
             "no --public-url (PORCH_PUBLIC_URL) given: the snippet points to {DEFAULT_PUBLIC_URL}, \
-             which only works on this machine"
+             which works only on this machine and only while Porch listens on port 8080; give \
+             --public-url, or copy the snippet from the site's page in the admin UI"
         );
         DEFAULT_PUBLIC_URL.to_owned()
     });

@@ -120,6 +120,8 @@ async fn mail_link(app: AppState, email: String, ip: IpAddr) {
         email: requested.user.email,
         link,
         url,
+        made_by: None,
+        sites: Vec::new(),
     };
     if let Err(err) = queue_account_link(&app.writer, &app.jobs, args).await {
         tracing::warn!(error = %err, "a requested reset link was not queued for mailing");

@@ -15,7 +15,7 @@ use crate::http::ClientIp;
 use crate::integrations::email::queue_account_link;
 use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::state::AppState;
-use crate::store::{self, UserId};
+use crate::store::{self, UserId, UserRow};
 
 use super::auth::{NoFields, NoticeQuery};
 use super::checkbox::Checkbox;
@@ -100,8 +100,7 @@ pub async fn invite(
             let url = LinkKind::Invite.url(&app.public_url, &token);
             let mailed = mail_link(
                 &app,
-                form.name.trim(),
-                form.email.trim(),
+                (&who.user, form.name.trim(), form.email.trim()),
                 AccountLink::Invitation,
                 &url,
             )
@@ -176,7 +175,7 @@ pub async fn create_link(
         Err(err) => return refused(&app, &who, err).await,
     };
     let url = kind.url(&app.public_url, &token);
-    let mailed = mail_link(&app, &target.name, &target.email, mail, &url).await?;
+    let mailed = mail_link(&app, (&who.user, &target.name, &target.email), mail, &url).await?;
     team_page_with(
         &app,
         &who,
@@ -338,19 +337,21 @@ pub async fn require_two_factor(
 /// Queues the link's mail when email is configured; returns whether it was queued.
 async fn mail_link(
     app: &AppState,
-    name: &str,
-    email: &str,
+    (admin, name, email): (&UserRow, &str, &str),
     link: AccountLink,
     url: &str,
 ) -> Result<bool, PageError> {
     if app.mailer.is_none() {
         return Ok(false);
     }
+    let sites = app.readers.read(store::list_sites).await?;
     let args = AccountLinkArgs {
         name: name.to_owned(),
         email: email.to_owned(),
         link,
         url: url.to_owned(),
+        made_by: Some(admin.name.clone()),
+        sites: sites.into_iter().map(|site| site.settings.name).collect(),
     };
     queue_account_link(&app.writer, &app.jobs, args).await?;
     Ok(true)

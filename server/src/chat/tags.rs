@@ -6,19 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::store::{self, ConversationId, UserRow};
-use crate::values::{Invalid, MAX_TAGS, Tag};
+use crate::values::{Invalid, MAX_TAGS, Tag, listed_in_words};
 
 use super::Error;
 use super::conversation::Chat;
-
-/// "refund", "refund and vip", "refund, vip and b2b".
-fn listed(names: &[&str]) -> String {
-    match names {
-        [] => String::new(),
-        [one] => (*one).to_owned(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
-}
 
 /// The status line of a change: "Ana tagged this conversation refund and removed the tag vip";
 /// `None` for a change of nothing.
@@ -26,14 +17,14 @@ fn tags_line(by: &str, added: &[&str], removed: &[&str]) -> Option<String> {
     let removed_part = match removed {
         [] => None,
         [one] => Some(format!("removed the tag {one}")),
-        many => Some(format!("removed the tags {}", listed(many))),
+        many => Some(format!("removed the tags {}", listed_in_words(many))),
     };
     Some(match (added.is_empty(), removed_part) {
-        (false, None) => format!("{by} tagged this conversation {}", listed(added)),
+        (false, None) => format!("{by} tagged this conversation {}", listed_in_words(added)),
         (false, Some(removed)) => {
             format!(
                 "{by} tagged this conversation {} and {removed}",
-                listed(added)
+                listed_in_words(added)
             )
         }
         (true, Some(removed)) => format!("{by} {removed}"),

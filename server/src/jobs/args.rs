@@ -56,6 +56,15 @@ pub struct AccountLinkArgs {
     pub email: String,
     pub link: AccountLink,
     pub url: String,
+    /// The admin who made the link on `/team`, named in the mail so that it reads as coming
+    /// from someone the person knows (absent for links asked for on the sign-in page, and in
+    /// jobs queued before 2026-12-07).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made_by: Option<String>,
+    /// The install's sites when the link was made, named in an invitation ("to answer chats
+    /// for Shop").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<String>,
 }
 
 /// A test mail (`email.test`): whom to send it to (the admin who asked).

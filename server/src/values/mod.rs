@@ -22,7 +22,7 @@ pub use tag::{MAX_TAG_CHARS, MAX_TAGS, Tag};
 pub use text::{
     BODY_CONTROL, BODY_EMPTY, BODY_TOO_LONG, ClientId, Invalid, MAX_BODY_CHARS, MessageBody,
     Origin, breaks_the_line, continued, indented, is_direction_control, is_invisible,
-    is_visitor_email, lines_as_shown, one_line,
+    is_visitor_email, lines_as_shown, listed_in_words, one_line,
 };
 pub use token_scope::TokenScope;
 pub use visitor_context::{MAX_URL_CHARS, VisitorContext};

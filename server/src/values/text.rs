@@ -33,6 +33,18 @@ impl From<String> for Invalid {
     }
 }
 
+/// "refund", "refund and vip", "refund, vip and b2b".
+pub fn listed_in_words<S: AsRef<str>>(names: &[S]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.as_ref().to_owned(),
+        [rest @ .., last] => {
+            let rest: Vec<&str> = rest.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", rest.join(", "), last.as_ref())
+        }
+    }
+}
+
 /// `text` on one line: line breaks and other control characters become spaces, runs of white
 /// space one space, none at either end, and direction overrides, embeddings and isolates are
 /// dropped. For names, which show in lists, headers and mails: an override would turn the rest

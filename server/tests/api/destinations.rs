@@ -620,6 +620,7 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
     let smtp = format!("smtp://127.0.0.1:{}", sink.port);
     let app = TestApp::spawn(&["--smtp-url", &smtp, "--mail-from", "chat@porch.test"]).await;
     let admin = admin_of(&app).await;
+    app.add_site("Bikes & Co");
     let (status, _, page) = post(
         &app,
         &admin,
@@ -651,10 +652,15 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
         .nth(1)
         .and_then(|t| t.split('"').next())
         .expect("link");
+    let text = invite["text"].as_str().unwrap_or_default();
+    assert!(text.contains(link), "the mailed link is the one shown");
+    // Who invited them, and for which business: not an unexplained mail from "Porch".
     assert!(
-        invite["text"].as_str().unwrap_or_default().contains(link),
-        "the mailed link is the one shown"
+        text.contains("Ana invited you to answer chats for Bikes & Co in Porch"),
+        "{text}"
     );
+    let html = invite["html"].as_str().unwrap_or_default();
+    assert!(html.contains("for Bikes &amp; Co in Porch"), "{html}");
     // The attempt is recorded just after the SMTP server took the mail.
     let attempts = wait_until("the delivered attempt", WAIT, async || {
         let attempts: Vec<String> = app
@@ -677,6 +683,12 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
         "retried on the email lane's schedule"
     );
 
+    reset_links_are_mailed_the_same_way(&app, &admin, &sink).await;
+}
+
+/// After the invitation: a reset link for someone with a password goes the same way, and so
+/// does one for a name stored before line breaks were refused.
+async fn reset_links_are_mailed_the_same_way(app: &TestApp, admin: &Browser, sink: &Sink) {
     // A reset link for someone with a password goes the same way.
     let ana: i64 = app
         .db()
@@ -686,16 +698,21 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
             |r| r.get(0),
         )
         .expect("ana");
-    let (status, _, _) = post(&app, &admin, &format!("/team/{ana}/link"), &[]).await;
+    let (status, _, _) = post(app, admin, &format!("/team/{ana}/link"), &[]).await;
     assert_eq!(status, 200);
     let mails = sink.wait_for(2).await;
     assert_eq!(mails[1]["headers"]["subject"], "Reset your Porch password");
+    let text = mails[1]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("Ana made you a link to choose a new Porch password"),
+        "{text}"
+    );
 
     // A name with a line break is refused now; one stored before that rule still gets its
     // mail, with a `To` that is one header (lettre panicked on it, and the job hung running).
     let (status, _, refused) = post(
-        &app,
-        &admin,
+        app,
+        admin,
         "/team/invite",
         &[
             ("email", "carl@example.com"),
@@ -712,7 +729,7 @@ async fn destinations_an_invitation_is_delivered_after_the_smtp_server_refused_i
             [ana],
         )
         .expect("an old name");
-    let (status, _, _) = post(&app, &admin, &format!("/team/{ana}/link"), &[]).await;
+    let (status, _, _) = post(app, admin, &format!("/team/{ana}/link"), &[]).await;
     assert_eq!(status, 200);
     let mails = sink.wait_for(3).await;
     assert_eq!(mails[2]["rcpt_tos"], serde_json::json!(["ana@example.com"]));

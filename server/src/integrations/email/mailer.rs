@@ -15,7 +15,7 @@ use crate::accounts::{INVITE_LIFETIME, RESET_LIFETIME};
 use crate::clock::now_ms;
 use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::store::JobId;
-use crate::values::lines_as_shown;
+use crate::values::{lines_as_shown, listed_in_words};
 
 /// The SMTP server as the email page shows it: never the password.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,15 +211,20 @@ impl Mailer {
                 .parse()
                 .map_err(|err| format!("not an address: {err}"))?,
         );
+        let by = link.made_by.as_deref().unwrap_or("An admin of your team");
         let (subject, what, after) = match &link.link {
             AccountLink::Invitation => (
                 "You are invited to Porch",
-                "You are invited to answer chats in Porch. Choose a password here".to_owned(),
+                format!(
+                    "{by} invited you to answer chats{} in Porch, your team's live chat. Choose \
+                     a password here",
+                    invited_for(&link.sites)
+                ),
                 None,
             ),
             AccountLink::PasswordReset => (
                 "Reset your Porch password",
-                "Choose a new Porch password here".to_owned(),
+                format!("{by} made you a link to choose a new Porch password. Choose it here"),
                 None,
             ),
             AccountLink::RequestedInvitation => (
@@ -285,6 +290,23 @@ impl Mailer {
     }
 }
 
+/// " for Shop and Café" in an invitation: the sites an invited person will answer for, so that
+/// the mail reads as the business's; the first three, then how many more.
+fn invited_for(sites: &[String]) -> String {
+    const NAMED: usize = 3;
+    match sites.len() {
+        0 => String::new(),
+        n if n <= NAMED => format!(" for {}", listed_in_words(sites)),
+        n => format!(
+            " for {}, {}, {} and {} more sites",
+            sites[0],
+            sites[1],
+            sites[2],
+            n - NAMED
+        ),
+    }
+}
+
 /// `Auto-Submitted: auto-generated` (RFC 3834): vacation responders do not answer.
 #[derive(Debug, Clone, Copy)]
 struct AutoSubmitted;
@@ -344,7 +366,16 @@ pub(super) fn html_page(body: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::html_lines;
+    use super::{html_lines, invited_for};
+
+    #[test]
+    fn an_invitation_names_three_sites_then_how_many_more() {
+        let sites = |n: usize| (1..=n).map(|i| format!("S{i}")).collect::<Vec<_>>();
+        assert_eq!(invited_for(&sites(0)), "");
+        assert_eq!(invited_for(&sites(1)), " for S1");
+        assert_eq!(invited_for(&sites(3)), " for S1, S2 and S3");
+        assert_eq!(invited_for(&sites(5)), " for S1, S2, S3 and 2 more sites");
+    }
 
     #[test]
     fn every_break_a_mail_client_may_show_is_a_break_in_html() {

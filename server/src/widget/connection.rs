@@ -284,11 +284,11 @@ impl Connection {
                     .await
             }
             Ok(ClientFrame::Email { email }) => {
-                // Sent right behind the visitor's first message, before its ack: that message's
-                // write stores the visitor the address belongs to, so it is answered first.
-                if self.visitor_id.is_none() {
-                    self.answer_writes(in_flight).await?;
-                }
+                // Answered in frame order: the messages sent before it are answered first (their
+                // `ack` or `error`), as the protocol says. For a first message this is also
+                // what stores the visitor the address belongs to. An address is rare; waiting
+                // for the writes in flight costs it a commit at most.
+                self.answer_writes(in_flight).await?;
                 self.accept_email(&email).await
             }
             Ok(ClientFrame::Typing { active }) => {

@@ -205,17 +205,19 @@ async fn welcome_says_whether_an_agent_has_the_inbox_open() {
 }
 
 /// An `email` frame may follow the visitor's first message at once, without waiting for its ack:
-/// the message is answered first, then the address is taken. Before any message, it is refused.
+/// the message is answered first, then the address is taken, for a returning visitor too. Before
+/// any message, it is refused.
 #[tokio::test]
 async fn an_address_sent_right_behind_the_first_message_is_taken() {
     let app = TestApp::spawn(&[]).await;
     let site = app.add_site("Shop");
+    app.set_site_limits(&site, 10_000, 1_000, 100_000, 10_000);
     let email = json!({"type": "email", "email": "ann@example.org"});
     let (mut early, _) = app.visitor(&site, None, 0).await;
     early.send(email.clone()).await;
     assert_eq!(early.recv().await["code"], "invalid_message");
 
-    let (mut widget, _) = app.visitor(&site, None, 0).await;
+    let (mut widget, welcome) = app.visitor(&site, None, 0).await;
     widget
         .send(json!({"type": "message", "client_id": "m1", "body": "Hi"}))
         .await;
@@ -229,4 +231,28 @@ async fn an_address_sent_right_behind_the_first_message_is_taken() {
         app.count("SELECT count(*) FROM visitors WHERE email = 'ann@example.org'"),
         1
     );
+    // A returning visitor's frames are answered in the same order: every message sent before
+    // the address is acked before it (its `email_saved` once came first).
+    let token = welcome["token"].as_str().expect("token").to_owned();
+    drop(widget);
+    let (mut widget, _) = app.visitor(&site, Some(&token), 0).await;
+    for round in 0..3 {
+        for n in 0..8 {
+            let frame =
+                json!({"type": "message", "client_id": format!("r{round}-{n}"), "body": "Again"});
+            widget.send(frame).await;
+        }
+        let address = format!("ann{round}@example.org");
+        widget
+            .send(json!({"type": "email", "email": address}))
+            .await;
+        for n in 0..8 {
+            let ack = widget.recv().await;
+            assert_eq!(ack["type"], "ack", "round {round}, message {n}: {ack}");
+        }
+        assert_eq!(
+            widget.recv().await,
+            json!({"type": "email_saved", "email": address})
+        );
+    }
 }

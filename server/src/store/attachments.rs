@@ -209,6 +209,24 @@ fn meta_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttachmentMeta> {
     })
 }
 
+/// The files of message `id`, in their order.
+pub fn message_files(conn: &Connection, id: MessageId) -> Result<Vec<AttachmentMeta>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT public_id, name, content_type, size FROM attachments \
+          WHERE message_id = ?1 ORDER BY id",
+    )?;
+    stmt.query_map([id], |r| {
+        Ok(AttachmentMeta {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            content_type: r.get(2)?,
+            size: r.get(3)?,
+        })
+    })?
+    .collect::<Result<_, _>>()
+    .map_err(Error::from)
+}
+
 /// Fills in each row's attachments with one indexed read over the rows' id range.
 pub fn fill_attachments(conn: &Connection, rows: &mut [MessageRow]) -> Result<(), Error> {
     let (Some(first), Some(last)) = (rows.first(), rows.last()) else {

@@ -66,20 +66,7 @@ pub fn load_delivery_message(
     let Some(mut message) = found else {
         return Ok(None);
     };
-    let mut files = conn.prepare_cached(
-        "SELECT public_id, name, content_type, size FROM attachments \
-          WHERE message_id = ?1 ORDER BY id",
-    )?;
-    let mut rows = files.query([id])?;
-    while let Some(r) = rows.next()? {
-        let file = AttachmentMeta {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            content_type: r.get(2)?,
-            size: r.get(3)?,
-        };
-        message.files.push(file);
-    }
+    message.files = super::message_files(conn, id)?;
     add_file_lines(&mut message.body, &message.files);
     Ok(Some(message))
 }

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{ConversationId, Error, SiteId, VisitorId};
+use super::{ConversationId, Error, MessageId, SiteId, VisitorId, add_file_lines, message_files};
 
 /// Stores the address a visitor left in the widget: whether it changed what was stored, or
 /// `None` when the visitor is not there (erased meanwhile).
@@ -54,6 +54,8 @@ pub struct UnansweredRow {
     pub visitor_name: Option<String>,
     pub visitor_email: Option<String>,
     pub visitor_page: Option<String>,
+    /// The visitor's first message, its files named after its text (`[file: …]`, as other
+    /// mails show them): a conversation opened with files only is not an empty quote.
     pub first_message: String,
 }
 
@@ -67,27 +69,38 @@ pub fn list_unanswered(
 ) -> Result<Vec<UnansweredRow>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.created_at, v.name, v.email, v.last_page, \
-                coalesce((SELECT body FROM messages WHERE conversation_id = c.id AND author = 'visitor' \
-                          ORDER BY id LIMIT 1), ''), v.id \
+                (SELECT id FROM messages WHERE conversation_id = c.id AND author = 'visitor' \
+                  ORDER BY id LIMIT 1), v.id \
            FROM conversations c JOIN visitors v ON v.id = c.visitor_id \
           WHERE c.site_id = ?1 AND c.status = 'open' AND c.created_at <= ?2 \
             AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.author = 'agent') \
             AND NOT EXISTS (SELECT 1 FROM email_alerts a WHERE a.conversation_id = c.id) \
           ORDER BY c.id LIMIT ?3",
     )?;
-    Ok(stmt
+    let rows: Vec<(UnansweredRow, Option<MessageId>)> = stmt
         .query_map(params![site_id, cutoff, limit], |r| {
-            Ok(UnansweredRow {
+            let row = UnansweredRow {
                 id: r.get(0)?,
                 created_at: r.get(1)?,
                 visitor_name: r.get(2)?,
                 visitor_email: r.get(3)?,
                 visitor_page: r.get(4)?,
-                first_message: r.get(5)?,
+                first_message: String::new(),
                 visitor_id: r.get(6)?,
-            })
+            };
+            Ok((row, r.get(5)?))
         })?
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    let mut body = conn.prepare_cached("SELECT body FROM messages WHERE id = ?1")?;
+    rows.into_iter()
+        .map(|(mut row, first)| {
+            if let Some(id) = first {
+                row.first_message = body.query_row([id], |r| r.get(0))?;
+                add_file_lines(&mut row.first_message, &message_files(conn, id)?);
+            }
+            Ok(row)
+        })
+        .collect()
 }
 
 /// Records that a digest named these conversations.

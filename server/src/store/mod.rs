@@ -67,7 +67,7 @@ pub use attachments::{
     AttachmentMeta, AttachmentPart, NewAttachment, StoredAttachment, Uploader, are_free_uploads,
     delete_unattached_attachments, delete_visitor_uploads, find_attachment, find_attachment_limit,
     insert_attachment, insert_attachment_chunk, insert_attachment_thumbnail, list_visitor_files,
-    read_attachment_data, read_attachment_part, set_attachment_limit,
+    message_files, read_attachment_data, read_attachment_part, set_attachment_limit,
 };
 pub use audit::{
     AuditEventRow, AuditFilter, NewAuditEvent, find_token_owner, find_token_revocation,

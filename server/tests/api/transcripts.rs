@@ -1,6 +1,7 @@
 //! The transcript mail of a closing waits as a reply mail does (`reply_delay_secs`), so a close
 //! undone at once (the inbox's *Undo*, a quick *Reopen*) mails nothing, and a close, reopen and
-//! close again mails one transcript, the last closing's. Against a real SMTP server.
+//! close again mails one transcript, the last closing's. Transcripts and digests name the files
+//! of the messages they show. Against a real SMTP server.
 
 use serde_json::{Value, json};
 
@@ -130,4 +131,37 @@ async fn a_transcript_names_the_files_of_its_messages() {
         html.contains("see attached<br>[file: invoice &lt;x&gt;.txt, 14 bytes]"),
         "{html}"
     );
+}
+
+/// The agents' digest quotes a conversation opened with files only by its file lines, as the
+/// other mails and posts name files: it showed an empty quote.
+#[tokio::test]
+async fn a_digest_names_the_files_of_a_first_message_with_files_only() {
+    let sink = Sink::start();
+    let (app, _admin, site) = site_with_email(&sink, json!({"unanswered_after_secs": 1})).await;
+    let mut visitor = crate::attachments::visitor(&app, &site).await;
+    let (status, file) = crate::attachments::upload(
+        &app,
+        &site,
+        &visitor.token,
+        "plan.txt",
+        b"the plan\n".to_vec(),
+    )
+    .await;
+    assert_eq!(status, 201, "{file}");
+    visitor
+        .widget
+        .send(json!({"type": "message", "client_id": "f1", "body": "",
+                     "attachments": [file["id"]]}))
+        .await;
+    let ack = visitor.widget.recv().await;
+    assert_eq!(ack["type"], "ack", "{ack}");
+    let mails = sink.wait_for(1).await;
+    let text = mails[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .replace("\r\n", "\n");
+    assert!(text.contains("> [file: plan.txt, 9 bytes]"), "{text}");
+    let html = mails[0]["html"].as_str().unwrap_or_default();
+    assert!(html.contains("[file: plan.txt, 9 bytes]"), "{html}");
 }

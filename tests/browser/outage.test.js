@@ -205,11 +205,21 @@ test("a reply sent while the connection is silently dead shows once the panel, s
 
 // A message written offline in a tab that was then closed waits in the browser. The next page of the site,
 // in a new tab that never opened the chat, loads the panel by itself (closed) and sends it, once, without a
-// click: the visitor need not come back to the chat for it to arrive.
+// click: the visitor need not come back to the chat for it to arrive. A reply the visitor read in the open
+// panel before does not mark the new tab's launcher as a new reply (it did until 2026-12-07: only closing
+// the panel recorded what was read).
 test("a message left unsent in a closed tab is sent from the next page in a new tab, without a click",
   { timeout: 60000 }, async () => {
-    const { host, browser } = world;
+    const { host, browser, porch } = world;
     const { context, page, status } = await openChat();
+    await page.locator("[data-porch=input]").fill("Hello before the outage");
+    await page.locator("[data-porch=input]").press("Enter");
+    await waitFor("stored", async () => (await storedBodies()).includes("Hello before the outage"));
+    const { body } = await porch.api("GET", "/conversations");
+    const id = body.conversations.filter((c) => c.site === world.site.key).sort((a, b) => b.id - a.id)[0].id;
+    assert.equal((await porch.api("POST", `/conversations/${id}/messages`, { body: "Read in the open panel" })).status, 201);
+    const read = (tab) => tab.locator("[data-porch=message][data-author=agent]", { hasText: "Read in the open panel" });
+    await read(page).waitFor();
     await context.setOffline(true);
     await waitFor("offline", async () => (await status.getAttribute("data-state")) === "offline");
     await page.locator("[data-porch=input]").fill("Written before the tab was closed");
@@ -228,5 +238,9 @@ test("a message left unsent in a closed tab is sent from the next page in a new 
     await waitFor("nothing waits", async () =>
       (await tab.evaluate((k) => localStorage.getItem(k), `porch:${world.site.key}:pending`)) === null);
     assert.equal((await storedBodies()).filter((b) => b === "Written before the tab was closed").length, 1);
+    await read(tab).waitFor({ state: "attached" });
+    const launcher = tab.locator("[data-porch=launcher]");
+    assert.equal(await launcher.getAttribute("data-unread"), null, "the reply read before is no new reply");
+    assert.equal(await launcher.getAttribute("aria-label"), "Chat with us");
     await context.close();
   });

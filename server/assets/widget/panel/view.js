@@ -243,7 +243,9 @@
     tell(author, String(m.body ?? ""), m);
     if (author === "agent") {
       setTyping(false);
-      if (!isOpen && (live || m.id > read(key("seen")))) {
+      // Read where the open panel shows it: the next page (a reload, another tab) must not mark it new.
+      if (isOpen) write(key("seen"), m.id);
+      else if (live || m.id > read(key("seen"))) {
         setUnread(true);
         if (live && !launcher?.hidden) {
           const said = t("new_reply", { name: m.agent_name || t("agent") });

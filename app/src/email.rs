@@ -105,16 +105,23 @@ pub fn render_email(view: EmailPageView) -> String {
         .into_any(),
     };
     let is_on = view.settings.is_some();
-    let status = view.settings.map(|s| {
-        let base = format!("/sites/{key}/integrations/{}", s.id);
-        view! {
-            <section class="card" aria-labelledby="status-title">
-                <h2 id="status-title">"Status"</h2>
+    // Whether this site mails at all comes first in its card: a page other pages send admins to
+    // "to turn email on" said nothing of it being off, and the switch sat under the IMAP form.
+    let state = match view.settings {
+        Some(s) => {
+            let base = format!("/sites/{key}/integrations/{}", s.id);
+            view! {
                 <Health health=s.health id=HEALTH/>
                 <IntegrationControls base is_enabled=s.is_enabled csrf=csrf.clone()/>
-            </section>
+            }
+            .into_any()
         }
-    });
+        None => view! {
+            <p data-email-state="off"><strong>"Off"</strong>": nothing is mailed for this site. \
+                Choose the delays and turn it on below."</p>
+        }
+        .into_any(),
+    };
     let button = if is_on {
         "Save email settings"
     } else {
@@ -137,10 +144,11 @@ pub fn render_email(view: EmailPageView) -> String {
                 every site; it cannot be changed here."</p>
             {smtp}
         </section>
-        {mail_replies(view.inbound, &format!("/sites/{key}/email"), &csrf)}
-        {status}
-        <form method="post" action=format!("/sites/{key}/email") class="card stack" aria-label="Email settings">
-            <CsrfField token=csrf/>
+        <section class="card stack" aria-labelledby="site-email-title">
+        <h2 id="site-email-title">"Email for this site"</h2>
+        {state}
+        <form method="post" action=format!("/sites/{key}/email") class="stack" aria-label="Email settings">
+            <CsrfField token=csrf.clone()/>
             {seconds_field(("unanswered_after_secs", "Digest to agents after (seconds)",
                 "A new conversation with no agent reply after this long goes into one mail to every agent."),
                 view.unanswered_after_secs, refused)}
@@ -155,6 +163,8 @@ pub fn render_email(view: EmailPageView) -> String {
                     then turn email on here."</p>
             })}
         </form>
+        </section>
+        {mail_replies(view.inbound, &format!("/sites/{key}/email"), &csrf)}
     };
     document("Email", Some(nav), true, content.into_any())
 }

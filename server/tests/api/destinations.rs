@@ -860,4 +860,10 @@ async fn without_smtp_the_email_page_cannot_turn_email_on() {
         "{page}"
     );
     assert!(page.contains("id=\"no-smtp-hint\""), "{page}");
+    // The site's card says it is off first, and comes before the install-wide IMAP form.
+    let off = page
+        .find("data-email-state=\"off\"")
+        .expect("the off state");
+    let imap = page.find("id=\"imap-title\"").expect("the IMAP card");
+    assert!(off < imap, "{page}");
 }

@@ -17,6 +17,8 @@ pub struct SiteHoursFormValues {
     pub away_messages: String,
     /// `email` or `accept`.
     pub out_of_hours: String,
+    /// The last day of a closure, `YYYY-MM-DD`, or empty.
+    pub closed_through: String,
 }
 
 /// The business-hours page of a site.
@@ -182,6 +184,15 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                     (22:00-02:00); 24:00 is midnight at the end of the day."</p>
                 {days}
             </fieldset>
+            <div class="field">
+                <label for="closed_through">"Closed through (holiday)"</label>
+                <input id="closed_through" name="closed_through" type="date" value=values.closed_through
+                    {..field_marks(refused, "closed_through", Some("closed-through-hint"))}/>
+                <p class="hint" id="closed-through-hint">"Optional: the chat is closed from now to the \
+                    end of this day on the site's clock, whatever the opening times say, and shows \
+                    the away message with the day you are back. The opening times above are kept \
+                    and apply again after it. Empty it to open early."</p>
+            </div>
             <div class="field">
                 <label for="away_message">"Away message"</label>
                 <textarea id="away_message" name="away_message" rows="3" maxlength="500"

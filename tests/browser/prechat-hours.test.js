@@ -428,3 +428,38 @@ test("two tabs opened before the first message: the other tab shows it and the r
       ["Written in the first tab", "Hello Tabby", "And from the second"]);
     await context.close();
   });
+
+// A holiday (docs/widget.md#business-hours, "Closed through"): the chat is closed through the chosen day
+// although the opening times say open, the visitor reads the date it is back (a weekday alone could be the
+// wrong week), and the weekly hours are kept for after it.
+test("closed through a holiday the panel says the date it is back, and the weekly hours are kept",
+  { timeout: 90000 }, async () => {
+    const { porch, browser, site } = world;
+    const adminContext = await browser.newContext();
+    const admin = await adminContext.newPage();
+    admin.setDefaultTimeout(15000);
+    await signIn(admin, porch, AGENT.email);
+    const through = new Date(Date.now() + 10 * 864e5).toISOString().slice(0, 10);
+    await admin.goto(`${porch.url}/sites/${site.key}/hours`);
+    await admin.getByLabel("Time zone").fill("UTC");
+    for (const day of DAYS) await admin.getByLabel(day, { exact: true }).fill("00:00-24:00");
+    await admin.getByLabel("Closed through (holiday)").fill(through);
+    await admin.getByRole("button", { name: "Save hours" }).click();
+    await admin.getByText("Business hours saved.").waitFor();
+    assert.equal(await admin.getByLabel("Monday", { exact: true }).inputValue(), "00:00-24:00");
+    assert.equal(await admin.getByLabel("Closed through (holiday)").inputValue(), through);
+    assert.match(await admin.locator("[data-hours-state]").innerText(), /^Closed now; opens /);
+
+    const { page, context } = await visitor(browser, world.host.url);
+    const away = page.locator("[data-porch=away]");
+    await away.waitFor({ state: "visible" });
+    const back = new Date(`${through}T00:00:00Z`);
+    back.setUTCDate(back.getUTCDate() + 1);
+    const date = back.toLocaleDateString("en-US", { weekday: "long", month: "long", day: "numeric" });
+    assert.match(await away.innerText(), new RegExp(`We're back on ${date} at `));
+    await context.close();
+
+    await admin.getByRole("button", { name: "Remove hours (always open)" }).click();
+    await admin.getByText("the chat is always open").first().waitFor();
+    await adminContext.close();
+  });

@@ -14,7 +14,7 @@ use crate::chat::{self, SiteHoursInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
-use crate::values::{DAY_NAMES, HoursField};
+use crate::values::{DAY_NAMES, HoursField, InvalidHours};
 
 use super::auth::{NoFields, NoticeQuery};
 use super::page::{PageError, html, html_with_status, see_other};
@@ -41,6 +41,7 @@ fn field_id(field: HoursField) -> Option<&'static str> {
         HoursField::AwayMessage => Some("away_message"),
         HoursField::AwayMessages => Some("away_messages"),
         HoursField::OutOfHours => None,
+        HoursField::ClosedThrough => Some("closed_through"),
     }
 }
 
@@ -102,6 +103,7 @@ fn page(
             away_message: input.away_message.clone(),
             away_messages: input.away_messages.clone(),
             out_of_hours: input.out_of_hours.clone(),
+            closed_through: input.closed_through.clone(),
         },
         notice,
         mails_replies,
@@ -117,9 +119,17 @@ pub async fn hours_page(
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
     let hours = chat::find_site_hours(&app.readers, site.id).await?;
-    let input = hours
+    let mut input = hours
         .as_ref()
         .map_or_else(SiteHoursInput::suggested, SiteHoursInput::from);
+    // A closure whose last day is over closes nothing: the form offers none, rather than a
+    // date its next save would refuse.
+    if hours
+        .as_ref()
+        .is_some_and(|h| h.closure_has_passed(app.wall_clock.now_ms()))
+    {
+        input.closed_through.clear();
+    }
     let notice = match query.notice.as_str() {
         "hours-saved" => Some(Notice::Success("Business hours saved.".to_owned())),
         "hours-removed" => Some(Notice::Success(
@@ -145,7 +155,19 @@ pub async fn save_hours(
     AdminPosted { who, form }: AdminPosted<SiteHoursInput>,
 ) -> Result<Response, PageError> {
     let site = find_site(&app, &key).await?;
-    let hours = match form.parse() {
+    let now = app.wall_clock.now_ms();
+    let parsed = form.parse().and_then(|hours| {
+        // A day already over would close nothing: a typo for a later one.
+        if hours.closure_has_passed(now) {
+            return Err(InvalidHours::new(
+                HoursField::ClosedThrough,
+                "Closed through: that day is over on the site's clock; choose today or a later \
+                 day, or leave it empty.",
+            ));
+        }
+        Ok(hours)
+    });
+    let hours = match parsed {
         Ok(hours) => hours,
         Err(invalid) => {
             let has_hours = chat::find_site_hours(&app.readers, site.id)

@@ -11,6 +11,7 @@ use crate::clock::now_ms;
 use crate::store::{self, Readers, SiteHoursRow, SiteId, Writer};
 use crate::values::{
     AWAY_LINES, BusinessHours, HoursField, InvalidHours, OutOfHours, SiteHours, language_lines,
+    parse_closed_through,
 };
 
 use super::Error;
@@ -46,6 +47,9 @@ pub struct SiteHoursInput {
     /// `email` or `accept`.
     #[serde(default)]
     pub out_of_hours: String,
+    /// The last day of a closure, `YYYY-MM-DD` (a date input's value); empty for none.
+    #[serde(default)]
+    pub closed_through: String,
 }
 
 impl SiteHoursInput {
@@ -99,6 +103,7 @@ impl SiteHoursInput {
             away_message: away_message.to_owned(),
             away_messages,
             out_of_hours: OutOfHours::parse(&self.out_of_hours)?,
+            closed_through: parse_closed_through(&self.closed_through)?,
         })
     }
 }
@@ -127,6 +132,10 @@ impl From<&SiteHours> for SiteHoursInput {
             away_message: hours.away_message.clone(),
             away_messages: language_lines(&hours.away_messages),
             out_of_hours: hours.out_of_hours.as_str().to_owned(),
+            closed_through: hours
+                .closed_through
+                .map(|date| date.to_string())
+                .unwrap_or_default(),
         }
     }
 }
@@ -140,13 +149,24 @@ pub struct Availability {
 }
 
 /// The availability of a site with these hours (`None`: no hours, always open) at `now_ms`.
+/// During a closure (a holiday) the site is closed, and opens at the first moment after it that
+/// its weekly hours are open.
 pub fn availability(hours: Option<&SiteHours>, now_ms: i64) -> Availability {
+    let closed = |opens_at| Availability {
+        is_open: false,
+        opens_at,
+    };
     match hours {
-        Some(h) if !h.hours.is_open(now_ms) => Availability {
-            is_open: false,
-            opens_at: h.hours.next_opening(now_ms),
+        Some(h) => match h.closure_end().filter(|end| now_ms < *end) {
+            Some(end) if h.hours.is_open(end) => closed(Some(end)),
+            Some(end) => closed(h.hours.next_opening(end)),
+            None if !h.hours.is_open(now_ms) => closed(h.hours.next_opening(now_ms)),
+            None => Availability {
+                is_open: true,
+                opens_at: None,
+            },
         },
-        _ => Availability {
+        None => Availability {
             is_open: true,
             opens_at: None,
         },
@@ -171,6 +191,7 @@ pub fn parse_stored_hours(site: SiteId, row: &SiteHoursRow) -> Option<SiteHours>
         away_message: row.away_message.clone(),
         away_messages: row.away_messages.clone(),
         out_of_hours: row.out_of_hours.clone(),
+        closed_through: row.closed_through.clone().unwrap_or_default(),
     };
     input
         .parse()
@@ -204,6 +225,7 @@ pub async fn save_site_hours(
         "hours": "saved",
         "time_zone": hours.hours.zone_name(),
         "out_of_hours": hours.out_of_hours.as_str(),
+        "closed_through": hours.closed_through.map(|date| date.to_string()),
     });
     writer
         .write(move |c| {
@@ -253,6 +275,7 @@ mod tests {
             away_message: hours.away_message.clone(),
             away_messages: language_lines(&hours.away_messages),
             out_of_hours: hours.out_of_hours.as_str().to_owned(),
+            closed_through: None,
         };
         assert_eq!(hours.away_messages.len(), 2);
         assert_eq!(parse_stored_hours(SiteId(1), &row), Some(hours));

@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0036_snooze.sql"),
     include_str!("../../../migrations/0037_jobs_from_elsewhere.sql"),
     include_str!("../../../migrations/0038_tags.sql"),
+    include_str!("../../../migrations/0039_closed_through.sql"),
 ];
 
 /// The schema version this binary expects.

@@ -42,6 +42,7 @@ pub enum HoursField {
     AwayMessage,
     AwayMessages,
     OutOfHours,
+    ClosedThrough,
 }
 
 impl InvalidHours {
@@ -184,6 +185,23 @@ impl BusinessHours {
         )
     }
 
+    /// The site's own date at `at_ms`.
+    pub fn date_at(&self, at_ms: i64) -> Option<Date> {
+        let at = Timestamp::from_millisecond(at_ms).ok()?;
+        Some(at.to_zoned_datetime(self.zone.clone()).date())
+    }
+
+    /// When day `date` ends on the site's clock: the first moment of the next day, in Unix
+    /// milliseconds (a day that starts in a daylight-saving gap starts after the jump).
+    pub fn end_of(&self, date: Date) -> Option<i64> {
+        let next = date.tomorrow().ok()?;
+        let start = next
+            .to_datetime(Time::midnight())
+            .to_zoned_datetime(self.zone.clone())
+            .ok()?;
+        Some(start.timestamp().as_millisecond())
+    }
+
     /// The IANA name of the time zone, as typed (and validated).
     pub fn zone_name(&self) -> &str {
         &self.zone_name
@@ -303,6 +321,38 @@ pub struct SiteHours {
     /// The away message in other languages: a panel in one of them shows it instead.
     pub away_messages: ByLanguage,
     pub out_of_hours: OutOfHours,
+    /// Closed through the end of this day in the site's zone (a holiday), whatever the weekly
+    /// spans say; `None` when no closure is set. A day gone by closes nothing.
+    pub closed_through: Option<Date>,
+}
+
+impl SiteHours {
+    /// When the closure set with `closed_through` ends (the start of the next day on the site's
+    /// clock), if one is set.
+    pub fn closure_end(&self) -> Option<i64> {
+        self.closed_through
+            .and_then(|through| self.hours.end_of(through))
+    }
+
+    /// True when a closure is set and its last day is over at `now_ms`: it closes nothing.
+    pub fn closure_has_passed(&self, now_ms: i64) -> bool {
+        self.closure_end().is_some_and(|end| end <= now_ms)
+    }
+}
+
+/// A closure's last day as typed on the hours page (`2026-12-31`, what a date input sends);
+/// empty is none.
+pub fn parse_closed_through(raw: &str) -> Result<Option<Date>, InvalidHours> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    raw.parse::<Date>().map(Some).map_err(|_| {
+        InvalidHours::new(
+            HoursField::ClosedThrough,
+            format!("Closed through: \"{raw}\" is not a date; use YYYY-MM-DD, such as 2026-12-31."),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@ mod visitor_context;
 
 pub use author::Author;
 pub use by_language::{AWAY_LINES, ByLanguage, GREETING_LINES, language_lines};
-pub use hours::{BusinessHours, DAY_NAMES, HoursField, InvalidHours, OutOfHours, SiteHours};
+pub use hours::{
+    BusinessHours, DAY_NAMES, HoursField, InvalidHours, OutOfHours, SiteHours, parse_closed_through,
+};
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity, anonymous_visitor};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};
 pub use site::{SiteLimits, SiteSettings, WIDGET_LOCALES};

@@ -39,6 +39,7 @@ mod forgot_password;
 mod hardening;
 mod health;
 mod helpers;
+mod holiday;
 mod identity;
 mod identity_own_data;
 mod imap_settings;

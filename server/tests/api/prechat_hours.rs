@@ -10,16 +10,16 @@ use crate::helpers::TestApp;
 use crate::inbox::{Browser, PASSWORD, add_user, form, send, setup_admin, sign_in, signed_in_from};
 
 /// Monday 2026-03-02, 09:00:00 UTC: the opening of the hours below.
-const MONDAY_NINE: i64 = 1_772_442_000_000;
+pub(crate) const MONDAY_NINE: i64 = 1_772_442_000_000;
 
 /// Fixes the server's wall clock (business hours are judged by it).
-fn set_clock(app: &TestApp, at_ms: i64) {
+pub(crate) fn set_clock(app: &TestApp, at_ms: i64) {
     let server = app.server.as_ref().expect("running");
     server.app.wall_clock.set(Some(at_ms));
 }
 
 /// Weekdays 09:00 to 17:00 in `zone`, with `away` and `mode` for out of hours.
-fn hours_form(csrf: &str, zone: &str, monday: &str, away: &str, mode: &str) -> String {
+pub(crate) fn hours_form(csrf: &str, zone: &str, monday: &str, away: &str, mode: &str) -> String {
     let weekday = "09:00-17:00";
     form(&[
         ("csrf", csrf),
@@ -36,7 +36,7 @@ fn hours_form(csrf: &str, zone: &str, monday: &str, away: &str, mode: &str) -> S
     ])
 }
 
-async fn save_hours(
+pub(crate) async fn save_hours(
     app: &TestApp,
     admin: &Browser,
     site: &str,
@@ -46,12 +46,12 @@ async fn save_hours(
     send(app, "POST", &path, &admin.cookie, Some(body)).await
 }
 
-async fn welcome_site(app: &TestApp, site: &str) -> Value {
+pub(crate) async fn welcome_site(app: &TestApp, site: &str) -> Value {
     let (_widget, welcome) = app.visitor(site, None, 0).await;
     welcome["site"].clone()
 }
 
-async fn admin_with_site(app: &TestApp) -> (Browser, String) {
+pub(crate) async fn admin_with_site(app: &TestApp) -> (Browser, String) {
     let admin = signed_in_from(app, &setup_admin(app).await).await;
     (admin, app.add_site("Acme"))
 }

@@ -42,8 +42,9 @@
     const at = typeof site.opens_at === "number" ? new Date(site.opens_at) : null;
     // The day and time in the chosen language, like a message's time.
     const time = at && timeOf(at);
+    // Nearly six days or more away (5e8 ms; a holiday), a weekday alone could be next week's: the date too.
     const day = at && at.toDateString() !== new Date().toDateString()
-      && at.toLocaleDateString(tag, { weekday: "long" });
+      && at.toLocaleDateString(tag, { weekday: "long", ...(at - new Date() > 5e8 && { month: "long", day: "numeric" }) });
     const asksEmail = site.out_of_hours !== "accept" && mailsReplies;
     away.replaceChildren(...[ownText(site.away_messages, typeof site.away_message === "string" && site.away_message),
       at && t(day ? "back_on" : "back_at", { day, time }), !asksEmail && mailsReplies && t("away_reply")]

@@ -1,0 +1,101 @@
+//! A site closed for a holiday (docs/widget.md#business-hours, "Closed through"): the chat is
+//! closed from the save to the end of the chosen day on the site's clock, whatever the weekly
+//! hours say, which are kept and apply again after it. Judged at the server's wall clock, fixed
+//! by the tests.
+
+use crate::helpers::TestApp;
+use crate::inbox::send;
+use crate::prechat_hours::{
+    MONDAY_NINE, admin_with_site, hours_form, save_hours, set_clock, welcome_site,
+};
+
+const HOUR: i64 = 3_600_000;
+
+#[tokio::test]
+async fn a_closure_closes_the_chat_through_its_last_day_and_the_hours_apply_after_it() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, site) = admin_with_site(&app).await;
+    set_clock(&app, MONDAY_NINE + HOUR);
+    let weekly = hours_form(&admin.csrf, "UTC", "09:00-17:00", "On holiday!", "email");
+    // Through Wednesday 2026-03-04: closed now, back Thursday at 09:00.
+    let body = format!("{weekly}&closed_through=2026-03-04");
+    let saved = save_hours(&app, &admin, &site, &body).await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let closed = welcome_site(&app, &site).await;
+    assert_eq!(closed["open"], false, "{closed}");
+    assert_eq!(closed["opens_at"], MONDAY_NINE + 72 * HOUR, "{closed}");
+    assert_eq!(closed["away_message"], "On holiday!");
+    let page = send(
+        &app,
+        "GET",
+        &format!("/sites/{site}/hours"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(page.body.contains("value=\"2026-03-04\""), "{}", page.body);
+    let detail = app.column::<String>(
+        "SELECT detail FROM audit_events WHERE action = 'site.updated' ORDER BY id DESC LIMIT 1",
+    );
+    assert!(
+        detail[0].contains("\"closed_through\":\"2026-03-04\""),
+        "{detail:?}"
+    );
+
+    // Thursday: the weekly hours again.
+    set_clock(&app, MONDAY_NINE + 72 * HOUR - 1);
+    assert_eq!(welcome_site(&app, &site).await["open"], false);
+    set_clock(&app, MONDAY_NINE + 72 * HOUR);
+    assert_eq!(welcome_site(&app, &site).await["open"], true);
+    // The day gone by closes nothing: the form offers no date, and saving one is refused.
+    let page = send(
+        &app,
+        "GET",
+        &format!("/sites/{site}/hours"),
+        &admin.cookie,
+        None,
+    )
+    .await;
+    assert!(
+        page.body
+            .contains("id=\"closed_through\" name=\"closed_through\" type=\"date\" value=\"\""),
+        "{}",
+        page.body
+    );
+    let again = save_hours(&app, &admin, &site, &body).await;
+    assert_eq!(again.status, 422, "{}", again.body);
+    assert!(
+        again.body.contains("that day is over on the site"),
+        "{}",
+        again.body
+    );
+    let typo = format!("{weekly}&closed_through=next%20week");
+    let refused = save_hours(&app, &admin, &site, &typo).await;
+    assert_eq!(refused.status, 422);
+    assert!(
+        refused.body.contains("is not a date; use YYYY-MM-DD"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body.contains("aria-invalid=\"true\""),
+        "{}",
+        refused.body
+    );
+}
+
+/// A closure ending where the weekly hours are open opens the chat at the closure's end.
+#[tokio::test]
+async fn a_closure_ending_inside_open_hours_opens_at_its_end() {
+    let app = TestApp::spawn(&[]).await;
+    let (admin, site) = admin_with_site(&app).await;
+    set_clock(&app, MONDAY_NINE);
+    let all_day = hours_form(&admin.csrf, "UTC", "00:00-24:00", "", "accept")
+        .replace("09%3A00-17%3A00", "00%3A00-24%3A00");
+    let body = format!("{all_day}&closed_through=2026-03-02");
+    assert_eq!(save_hours(&app, &admin, &site, &body).await.status, 303);
+    let closed = welcome_site(&app, &site).await;
+    assert_eq!(closed["open"], false, "{closed}");
+    // Monday's end: Tuesday 00:00 UTC.
+    assert_eq!(closed["opens_at"], MONDAY_NINE + 15 * HOUR, "{closed}");
+}

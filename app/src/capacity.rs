@@ -240,7 +240,7 @@ fn headroom_text(
                 <summary>"Why there is none"</summary>
                 <p>"Porch could not measure the CPU cost per message from "{traffic_span(started_at)}
                     " ("{short}"), and no recorded load test measured it. A load test's stair \
-                    measures it when it passed, its generator kept up, and its window held 5,000 \
+                    measures it when it passed, its generator kept up, and its window held 4,750 \
                     messages or more (10 seconds at 500 a second; shorter or slower stairs measure \
                     mostly the server's idle work); a run against another server with "<code>"--url"</code>
                     " measures no server CPU."</p>

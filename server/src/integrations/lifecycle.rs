@@ -297,8 +297,17 @@ pub async fn rotate_webhook_secret(
             Ok(resumes)
         })
         .await?;
+    // The new secret is stored and is shown only in this answer: the queueing of the waiting
+    // deliveries must not decide it (a failure, or a long backlog outlasting the request, would
+    // lose the secret). It runs on its own; one cut short by a stop is taken up at the next start
+    // (the endpoint stays marked as resuming).
     if resumes {
-        resume_integration(writer, jobs, id).await?;
+        let (writer, jobs) = (Arc::clone(writer), jobs.clone());
+        tokio::spawn(async move {
+            if let Err(err) = resume_integration(&writer, &jobs, id).await {
+                tracing::warn!(%err, integration = %id, "could not queue the deliveries a rotation freed");
+            }
+        });
     }
     Ok(rotated)
 }

@@ -27,13 +27,15 @@ pub struct Summary {
 
 /// Whether a stair's CPU per message can stand for a message's cost on the capacity page: it
 /// passed, its generator kept up, and its window held as many messages as live traffic must
-/// (`MIN_MESSAGES`). A short or slow stair's CPU is mostly the server's idle work shared over
-/// few messages: a 3-second stair at 20 a second read 2,150 µs, ten times a real message.
+/// (`MIN_MESSAGES`), less the 5 % a stair may fall short of its rate and still pass (so a
+/// 10-second stair at 500 a second counts). A short or slow stair's CPU is mostly the server's
+/// idle work shared over few messages: a 3-second stair at 20 a second read 2,150 µs, ten times
+/// a real message.
 fn measures_a_message(stair: &Stair, report: &Report) -> bool {
     let window_secs = Duration::from_millis(report.duration_ms).as_secs_f64();
     stair.passed
         && !stair.generator_fell_behind(report.gate_p99_ms)
-        && stair.achieved * window_secs >= MIN_MESSAGES
+        && stair.achieved * window_secs >= MIN_MESSAGES * 0.95
 }
 
 /// Summarises `report`: the Porch series' capacity and median CPU µs per message over its
@@ -187,7 +189,7 @@ mod tests {
     /// gives the page no cost: its CPU is mostly the server's idle work.
     #[test]
     fn only_stairs_that_measure_a_message_give_the_cost() {
-        // 10 s windows: 400/s holds 4,000 messages, 500/s 5,000.
+        // 10 s windows: 400/s holds 4,000 messages, 500/s 5,000 (4,750 is enough).
         let mut late = stair(2000, 150.0, true);
         late["send_lag_p99_ms"] = 10.1.into();
         let mixed = report(

@@ -136,13 +136,16 @@ pub fn insert_loadtest_run(conn: &Connection, run: &NewLoadtestRun<'_>) -> Resul
     Ok(conn.last_insert_rowid())
 }
 
-/// The newest runs first.
-pub fn list_loadtest_runs(conn: &Connection, limit: u32) -> Result<Vec<LoadtestRunRow>, Error> {
+/// The newest `limit` runs with their report JSON, newest first.
+pub fn list_loadtest_runs_with_reports(
+    conn: &Connection,
+    limit: u32,
+) -> Result<Vec<(LoadtestRunRow, String)>, Error> {
     let sql = format!(
-        "SELECT {RUN_COLUMNS} FROM loadtest_runs ORDER BY started_at DESC, id DESC LIMIT ?1"
+        "SELECT {RUN_COLUMNS}, report FROM loadtest_runs ORDER BY started_at DESC, id DESC LIMIT ?1"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map([limit], run_from_row)?;
+    let rows = stmt.query_map([limit], |row| Ok((run_from_row(row)?, row.get(5)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
@@ -214,7 +217,8 @@ mod tests {
             )
             .expect("insert");
         }
-        let runs = list_loadtest_runs(&conn, 10).expect("list");
+        let runs = list_loadtest_runs_with_reports(&conn, 10).expect("list");
+        let runs: Vec<LoadtestRunRow> = runs.into_iter().map(|(run, _)| run).collect();
         assert_eq!(
             runs.iter().map(|r| r.started_at).collect::<Vec<_>>(),
             [2, 1]

@@ -79,7 +79,8 @@ pub use canned::{
 };
 pub use capacity::{
     LoadtestRunRow, NewLoadtestRun, find_busiest_minute, find_loadtest_run, insert_loadtest_run,
-    insert_metrics_minute, list_loadtest_runs, list_metrics_spans, prune_metrics_minutes,
+    insert_metrics_minute, list_loadtest_runs_with_reports, list_metrics_spans,
+    prune_metrics_minutes,
 };
 pub use check::{CheckReport, check_database, has_no_tables, is_porch_database};
 pub use checkpoint::{truncate_after_deleting, truncate_wal_after_deleting};

@@ -199,3 +199,32 @@ async fn a_listed_run_that_measured_no_server_cpu_is_not_called_missing() {
     );
     assert!(!page.body.contains("has been recorded"), "{}", page.body);
 }
+
+/// A run recorded before 2026-12-07 stored the cost of stairs too short to measure one: the page
+/// judges the stored report by today's rules, so that cost is not the headroom.
+#[tokio::test]
+async fn a_run_stored_with_the_cost_of_stairs_too_short_is_judged_again() {
+    let app = TestApp::spawn(&[]).await;
+    let mut report: porch::loadtest::Report = serde_json::from_str(REPORT).expect("a report");
+    report.duration_ms = 500;
+    let json = serde_json::to_string(&report).expect("json");
+    porch::store::insert_loadtest_run(
+        &app.db(),
+        &porch::store::NewLoadtestRun {
+            started_at: 1,
+            capacity: Some(50),
+            is_passed: true,
+            us_per_msg: Some(2150.0),
+            report: &json,
+        },
+    )
+    .expect("an old run");
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let page = send(&app, "GET", "/capacity", &admin.cookie, None).await;
+    assert!(
+        page.body.contains("No headroom estimate yet"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("2150"), "{}", page.body);
+}

@@ -358,8 +358,12 @@ impl Accounts {
         let (actor, target) = (Actor::user(user, ip), Target::user(user));
         self.writer
             .write(move |c| {
-                audit::record(c, &actor, AuditAction::SignedOut, &target, &detail)?;
-                store::delete_session(c, &id_hash)
+                // Recorded only for a session that was there: two tabs signing out (or a sign-in
+                // replacing one just signed out) record one sign-out.
+                if store::delete_session(c, &id_hash)? {
+                    audit::record(c, &actor, AuditAction::SignedOut, &target, &detail)?;
+                }
+                Ok(())
             })
             .await?;
         self.revocations.revoke_session(&id_hash);

@@ -155,8 +155,11 @@ pub async fn new_session_cookie(
     (headers, ip): (&HeaderMap, std::net::IpAddr),
     value: &str,
 ) -> Result<HeaderValue, PageError> {
-    if let Some(old) = read_cookie(headers, &session_cookie_name(app)) {
-        app.accounts.end_replaced_session(old, ip).await?;
+    if let Some(old) = read_cookie(headers, &session_cookie_name(app))
+        && let Err(err) = app.accounts.end_replaced_session(old, ip).await
+    {
+        // The new session is made: the sign-in stands, and the old session ends at its expiry.
+        tracing::warn!(%err, "could not end the session a sign-in replaced");
     }
     Ok(session_cookie(app, value))
 }

@@ -16,6 +16,7 @@ use crate::integrations::email::queue_account_link;
 use crate::jobs::{AccountLink, AccountLinkArgs};
 use crate::state::AppState;
 use crate::store::{self, UserId, UserRow};
+use crate::values::one_line;
 
 use super::auth::{NoFields, NoticeQuery};
 use super::checkbox::Checkbox;
@@ -344,14 +345,26 @@ async fn mail_link(
     if app.mailer.is_none() {
         return Ok(false);
     }
-    let sites = app.readers.read(store::list_sites).await?;
+    // An invitation names the sites the person will answer for; the link is made already, so a
+    // failed read only leaves them out.
+    let sites = match link {
+        AccountLink::Invitation => match app.readers.read(store::list_sites).await {
+            Ok(sites) => sites.into_iter().map(|site| site.settings.name).collect(),
+            Err(err) => {
+                tracing::warn!(%err, "an invitation mail goes without the site names");
+                Vec::new()
+            }
+        },
+        _ => Vec::new(),
+    };
     let args = AccountLinkArgs {
         name: name.to_owned(),
         email: email.to_owned(),
         link,
         url: url.to_owned(),
-        made_by: Some(admin.name.clone()),
-        sites: sites.into_iter().map(|site| site.settings.name).collect(),
+        // On one line: a name stored before line breaks were refused must not lay out the mail.
+        made_by: Some(one_line(&admin.name)),
+        sites,
     };
     queue_account_link(&app.writer, &app.jobs, args).await?;
     Ok(true)

@@ -68,10 +68,11 @@ pub fn find_session(
 }
 
 /// Ends one session (sign out).
-pub fn delete_session(conn: &Connection, id_hash: &[u8]) -> Result<(), Error> {
-    conn.prepare_cached("DELETE FROM sessions WHERE id_hash = ?1")?
-        .execute([id_hash])?;
-    Ok(())
+pub fn delete_session(conn: &Connection, id_hash: &[u8]) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached("DELETE FROM sessions WHERE id_hash = ?1")?
+        .execute([id_hash])?
+        > 0)
 }
 
 /// Ends every session of a user except `keep` (after a password change or reset).

@@ -471,7 +471,7 @@ async fn a_password_change_spends_the_reset_links_made_before() {
     assert!(
         spent
             .body
-            .contains("replaced by a newer one, or has expired")
+            .contains("was replaced by a newer one, has expired, or is not whole")
     );
     // Opened signed out: the way on is signing in, not an inbox that would send there anyway.
     assert!(

@@ -297,13 +297,14 @@ fn invited_for(sites: &[String]) -> String {
     match sites.len() {
         0 => String::new(),
         n if n <= NAMED => format!(" for {}", listed_in_words(sites)),
-        n => format!(
-            " for {}, {}, {} and {} more sites",
-            sites[0],
-            sites[1],
-            sites[2],
-            n - NAMED
-        ),
+        n => {
+            let more = n - NAMED;
+            let noun = if more == 1 { "site" } else { "sites" };
+            format!(
+                " for {}, {}, {} and {more} more {noun}",
+                sites[0], sites[1], sites[2]
+            )
+        }
     }
 }
 
@@ -374,6 +375,7 @@ mod tests {
         assert_eq!(invited_for(&sites(0)), "");
         assert_eq!(invited_for(&sites(1)), " for S1");
         assert_eq!(invited_for(&sites(3)), " for S1, S2 and S3");
+        assert_eq!(invited_for(&sites(4)), " for S1, S2, S3 and 1 more site");
         assert_eq!(invited_for(&sites(5)), " for S1, S2, S3 and 2 more sites");
     }
 

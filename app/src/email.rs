@@ -65,6 +65,60 @@ fn seconds_field(
     })
 }
 
+/// The site's own card: whether it mails (first, as other pages send admins here to turn it on),
+/// its health and controls once on, and its delays with the button that turns it on or saves.
+fn site_email_card(
+    key: &str,
+    csrf: &str,
+    (settings, has_smtp, refused): (Option<EmailSettingsView>, bool, Option<&'static str>),
+    (unanswered_after_secs, reply_delay_secs): (u32, u32),
+) -> impl IntoView {
+    let is_on = settings.is_some();
+    let state = match settings {
+        Some(s) => {
+            let base = format!("/sites/{key}/integrations/{}", s.id);
+            view! {
+                <Health health=s.health id=HEALTH/>
+                <IntegrationControls base is_enabled=s.is_enabled csrf=csrf.to_owned()/>
+            }
+            .into_any()
+        }
+        // Without SMTP the button below cannot turn it on: the hint under it says what to set.
+        None => view! {
+            <p data-email-state="off"><strong>"Off"</strong>": nothing is mailed for this site. "
+                {if has_smtp { "Choose the delays and turn it on below." } else { "It needs the SMTP server above first." }}</p>
+        }
+        .into_any(),
+    };
+    let button = if is_on {
+        "Save email settings"
+    } else {
+        "Turn on email"
+    };
+    view! {
+        <section class="card stack" aria-labelledby="site-email-title">
+            <h2 id="site-email-title">"Email for this site"</h2>
+            {state}
+            <form method="post" action=format!("/sites/{key}/email") class="stack" aria-label="Email settings">
+                <CsrfField token=csrf.to_owned()/>
+                {seconds_field(("unanswered_after_secs", "Digest to agents after (seconds)",
+                    "A new conversation with no agent reply after this long goes into one mail to every agent."),
+                    unanswered_after_secs, refused)}
+                {seconds_field(("reply_delay_secs", "Mail replies to away visitors after (seconds)",
+                    "An agent's reply is mailed to a visitor who left an address if they are still away this long after it. \
+                     The transcript of a closing waits as long, so a close undone meanwhile mails nothing."),
+                    reply_delay_secs, refused)}
+                <button type="submit" class="button button-primary" disabled=!has_smtp
+                    aria-describedby=(!has_smtp).then_some("no-smtp-hint")>{button}</button>
+                {(!has_smtp).then(|| view! {
+                    <p class="hint" id="no-smtp-hint">"Needs the SMTP server above: set it, restart Porch, \
+                        then turn email on here."</p>
+                })}
+            </form>
+        </section>
+    }
+}
+
 /// Renders the email page.
 pub fn render_email(view: EmailPageView) -> String {
     let csrf = view.nav.csrf.clone();
@@ -104,29 +158,6 @@ pub fn render_email(view: EmailPageView) -> String {
         }
         .into_any(),
     };
-    let is_on = view.settings.is_some();
-    // Whether this site mails at all comes first in its card: a page other pages send admins to
-    // "to turn email on" said nothing of it being off, and the switch sat under the IMAP form.
-    let state = match view.settings {
-        Some(s) => {
-            let base = format!("/sites/{key}/integrations/{}", s.id);
-            view! {
-                <Health health=s.health id=HEALTH/>
-                <IntegrationControls base is_enabled=s.is_enabled csrf=csrf.clone()/>
-            }
-            .into_any()
-        }
-        None => view! {
-            <p data-email-state="off"><strong>"Off"</strong>": nothing is mailed for this site. \
-                Choose the delays and turn it on below."</p>
-        }
-        .into_any(),
-    };
-    let button = if is_on {
-        "Save email settings"
-    } else {
-        "Turn on email"
-    };
     let content = view! {
         <div class="page-head">
             <p class="crumb"><a href=format!("/sites/{key}")>"← "{view.site_name}</a></p>
@@ -144,26 +175,8 @@ pub fn render_email(view: EmailPageView) -> String {
                 every site; it cannot be changed here."</p>
             {smtp}
         </section>
-        <section class="card stack" aria-labelledby="site-email-title">
-        <h2 id="site-email-title">"Email for this site"</h2>
-        {state}
-        <form method="post" action=format!("/sites/{key}/email") class="stack" aria-label="Email settings">
-            <CsrfField token=csrf.clone()/>
-            {seconds_field(("unanswered_after_secs", "Digest to agents after (seconds)",
-                "A new conversation with no agent reply after this long goes into one mail to every agent."),
-                view.unanswered_after_secs, refused)}
-            {seconds_field(("reply_delay_secs", "Mail replies to away visitors after (seconds)",
-                "An agent's reply is mailed to a visitor who left an address if they are still away this long after it. \
-                 The transcript of a closing waits as long, so a close undone meanwhile mails nothing."),
-                view.reply_delay_secs, refused)}
-            <button type="submit" class="button button-primary" disabled=!has_smtp
-                aria-describedby=(!has_smtp).then_some("no-smtp-hint")>{button}</button>
-            {(!has_smtp).then(|| view! {
-                <p class="hint" id="no-smtp-hint">"Needs the SMTP server above: set it, restart Porch, \
-                    then turn email on here."</p>
-            })}
-        </form>
-        </section>
+        {site_email_card(&key, &csrf, (view.settings, has_smtp, refused),
+            (view.unanswered_after_secs, view.reply_delay_secs))}
         {mail_replies(view.inbound, &format!("/sites/{key}/email"), &csrf)}
     };
     document("Email", Some(nav), true, content.into_any())

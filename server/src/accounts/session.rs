@@ -130,8 +130,8 @@ impl Accounts {
         Ok(())
     }
 
-    /// The setup token while the install waits for its first admin (it is also in the log);
-    /// for embedding and tests, which run the server in-process.
+    /// The setup token while the install waits for its first admin: repeated on the start's
+    /// last log line, and read by tests, which run the server in-process.
     pub fn pending_setup_token(&self) -> Option<String> {
         self.setup_token.lock().ok().and_then(|slot| slot.clone())
     }

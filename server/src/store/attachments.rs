@@ -215,16 +215,9 @@ pub fn message_files(conn: &Connection, id: MessageId) -> Result<Vec<AttachmentM
         "SELECT public_id, name, content_type, size FROM attachments \
           WHERE message_id = ?1 ORDER BY id",
     )?;
-    stmt.query_map([id], |r| {
-        Ok(AttachmentMeta {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            content_type: r.get(2)?,
-            size: r.get(3)?,
-        })
-    })?
-    .collect::<Result<_, _>>()
-    .map_err(Error::from)
+    stmt.query_map([id], meta_from_row)?
+        .collect::<Result<_, _>>()
+        .map_err(Error::from)
 }
 
 /// Fills in each row's attachments with one indexed read over the rows' id range.

@@ -70,7 +70,9 @@ pub fn list_unanswered(
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.created_at, v.name, v.email, v.last_page, \
                 (SELECT id FROM messages WHERE conversation_id = c.id AND author = 'visitor' \
-                  ORDER BY id LIMIT 1), v.id \
+                  ORDER BY id LIMIT 1), v.id, \
+                coalesce((SELECT body FROM messages WHERE conversation_id = c.id \
+                          AND author = 'visitor' ORDER BY id LIMIT 1), '') \
            FROM conversations c JOIN visitors v ON v.id = c.visitor_id \
           WHERE c.site_id = ?1 AND c.status = 'open' AND c.created_at <= ?2 \
             AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.author = 'agent') \
@@ -85,17 +87,15 @@ pub fn list_unanswered(
                 visitor_name: r.get(2)?,
                 visitor_email: r.get(3)?,
                 visitor_page: r.get(4)?,
-                first_message: String::new(),
+                first_message: r.get(7)?,
                 visitor_id: r.get(6)?,
             };
             Ok((row, r.get(5)?))
         })?
         .collect::<Result<_, _>>()?;
-    let mut body = conn.prepare_cached("SELECT body FROM messages WHERE id = ?1")?;
     rows.into_iter()
         .map(|(mut row, first)| {
             if let Some(id) = first {
-                row.first_message = body.query_row([id], |r| r.get(0))?;
                 add_file_lines(&mut row.first_message, &message_files(conn, id)?);
             }
             Ok(row)

@@ -244,7 +244,8 @@
     if (author === "agent") {
       setTyping(false);
       // Read where the open panel shows it: the next page (a reload, another tab) must not mark it new.
-      if (isOpen) write(key("seen"), m.id);
+      // Live only: history replayed in an open panel would move the shared mark back past other tabs'.
+      if (isOpen) live && write(key("seen"), m.id);
       else if (live || m.id > read(key("seen"))) {
         setUnread(true);
         if (live && !launcher?.hidden) {

@@ -111,6 +111,10 @@ struct Connection {
     acked_copies: Vec<MessageId>,
     /// `bad_frame` answers since the welcome (see `wire::MAX_BAD_FRAMES`).
     bad_frames: u32,
+    /// An `email` frame that came while messages sent before it were being written: it is
+    /// taken once they are answered, and no frame after it is read until then, so the answers
+    /// keep the frames' order without holding up pings, pushes or a shutdown meanwhile.
+    held_email: Option<String>,
 }
 
 /// A client id as [`Connection::writing`] keeps it: a hash, so that tracking a write costs no
@@ -193,6 +197,7 @@ async fn open(
         writing: Vec::new(),
         acked_copies: Vec::new(),
         bad_frames: 0,
+        held_email: None,
     };
     conn.welcome(&token, last_id).await.ok()?;
     Some((conn, stream))
@@ -285,11 +290,15 @@ impl Connection {
             }
             Ok(ClientFrame::Email { email }) => {
                 // Answered in frame order: the messages sent before it are answered first (their
-                // `ack` or `error`), as the protocol says. For a first message this is also
-                // what stores the visitor the address belongs to. An address is rare; waiting
-                // for the writes in flight costs it a commit at most.
-                self.answer_writes(in_flight).await?;
-                self.accept_email(&email).await
+                // `ack` or `error`), as the protocol says; for a first message that write is
+                // also what stores the visitor the address belongs to. Held until then
+                // (`held_email`), not awaited here, which would stop the connection's loop.
+                if in_flight.is_empty() {
+                    self.accept_email(&email).await
+                } else {
+                    self.held_email = Some(email);
+                    Ok(())
+                }
             }
             Ok(ClientFrame::Typing { active }) => {
                 if let Some(conversation) = self.typing.admit(active, received) {

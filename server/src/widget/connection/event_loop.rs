@@ -109,6 +109,9 @@ impl Connection {
         let shutdown = self.app.shutdown.clone();
         let mut is_draining = false;
         loop {
+            // A held address is answered before any later frame is read.
+            let reads =
+                !is_draining && in_flight.len() < MAX_IN_FLIGHT && self.held_email.is_none();
             let wake = tokio::select! {
                 // In this order: a site change saved before a frame arrived applies to it.
                 biased;
@@ -119,7 +122,7 @@ impl Connection {
                 event = next_event(&mut self.subscription, &mut self.newcomer) => Some(event),
                 // Never closed: the directory sending it lives in `self.app`.
                 change = self.site_changes.recv(), if !is_draining => Some(Wake::Site(change)),
-                frame = stream.next(), if !is_draining && in_flight.len() < MAX_IN_FLIGHT => {
+                frame = stream.next(), if reads => {
                     idle_at = tokio::time::Instant::now() + config.ws_idle_timeout;
                     timer.as_mut().reset(idle_at.min(ping_at));
                     Some(Wake::Frame(frame))
@@ -179,6 +182,17 @@ impl Connection {
         }
     }
 
+    /// Takes the held address once every message sent before it is answered (`writes_done`).
+    async fn take_held_email(&mut self, writes_done: bool) -> Result<(), Closed> {
+        match self.held_email.take() {
+            Some(email) if writes_done => self.accept_email(&email).await,
+            held => {
+                self.held_email = held;
+                Ok(())
+            }
+        }
+    }
+
     async fn on_wake(
         &mut self,
         wake: Wake,
@@ -186,11 +200,16 @@ impl Connection {
     ) -> Result<(), Closed> {
         match wake {
             Wake::Stored((client_id, received, result)) => {
-                self.on_stored(&client_id, received, result).await
+                self.on_stored(&client_id, received, result).await?;
+                self.take_held_email(in_flight.is_empty()).await
             }
             Wake::Event(Some(event)) => self.push(&event).await,
             Wake::VisitorStored => self.on_visitor_stored().await,
-            Wake::Site(change) => self.on_site_change(change, in_flight).await,
+            // A site change may answer the writes in flight itself.
+            Wake::Site(change) => {
+                self.on_site_change(change, in_flight).await?;
+                self.take_held_email(in_flight.is_empty()).await
+            }
             Wake::Event(None) => {
                 let _ = close(
                     &mut self.sink,

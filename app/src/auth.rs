@@ -195,6 +195,9 @@ pub struct PasswordLinkView {
     pub action: String,
     /// Why the password was refused (the page's one typed field, which is marked).
     pub error: Option<String>,
+    /// The name of whoever this browser is signed in as, if anyone: choosing the password ends
+    /// that session, which the page says first.
+    pub signed_in_as: Option<String>,
 }
 
 /// Renders the page behind an invitation or reset link.
@@ -229,6 +232,11 @@ pub fn render_password_link(view: PasswordLinkView) -> String {
         <section class="card card-narrow" aria-labelledby="link-title">
             <h1 id="link-title">{title}</h1>
             <p class="lead">{lead}</p>
+            {view.signed_in_as.map(|who| view! {
+                <p class="notice" data-signed-in-as>{format!("This browser is signed in as {who}: \
+                    choosing this password ends that session, and the browser is then signed in \
+                    as {}.", view.name)}</p>
+            })}
             <NoticeBox notice=notice/>
             <form method="post" action=view.action class="stack">
                 <CsrfField token=view.csrf/>
@@ -393,6 +401,7 @@ mod tests {
             email: "ben@example.com".into(),
             action: "/password-resets/x".into(),
             error: error.map(str::to_owned),
+            signed_in_as: None,
         })
     }
 

@@ -4,17 +4,14 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use porch_app::auth::{
-    LoginView, PasswordLinkView, SetupView, render_account, render_login, render_password_link,
-    render_setup,
-};
+use porch_app::auth::{LoginView, SetupView, render_account, render_login, render_setup};
 use porch_app::layout::Notice;
 use serde::Deserialize;
 
-use crate::accounts::{self, AfterPassword, DisplayName, EmailAddress, LinkKind};
+use crate::accounts::{self, AfterPassword, DisplayName, EmailAddress};
 use crate::http::{ClientIp, client_ip};
 use crate::state::AppState;
 use crate::store::UserRow;
@@ -380,7 +377,7 @@ pub async fn logout(
 
 /// Where a person whose password was just proven (or chosen) goes: into a session at `next`, or
 /// to the second step (their code, or setting one up where the team requires it).
-async fn signed_in(
+pub(super) async fn signed_in(
     app: &AppState,
     (headers, ip): (&HeaderMap, std::net::IpAddr),
     user: &UserRow,
@@ -400,101 +397,6 @@ async fn signed_in(
             Some(second_step_cookie(app, &token)),
         ),
     })
-}
-
-async fn link_page(
-    app: &AppState,
-    headers: &HeaderMap,
-    kind: LinkKind,
-    token: &str,
-) -> Result<Response, PageError> {
-    let link = app.accounts.find_link(token, kind).await?;
-    let (csrf, cookie) = form_token(app, headers);
-    let page = render_password_link(PasswordLinkView {
-        csrf,
-        is_invitation: kind == LinkKind::Invite,
-        name: link.name,
-        email: link.email,
-        action: format!("/{}/{token}", kind.path()),
-        error: None,
-    });
-    Ok(with_cookie(html(page), cookie))
-}
-
-/// `GET /invitations/{token}`: an invited person chooses their password.
-pub async fn invitation_page(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    Path(token): Path<String>,
-) -> Result<Response, PageError> {
-    link_page(&app, &headers, LinkKind::Invite, &token).await
-}
-
-/// `GET /password-resets/{token}`: someone chooses a new password.
-pub async fn reset_page(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    Path(token): Path<String>,
-) -> Result<Response, PageError> {
-    link_page(&app, &headers, LinkKind::Reset, &token).await
-}
-
-#[derive(Debug, Deserialize)]
-pub struct PasswordForm {
-    #[serde(default)]
-    password: String,
-}
-
-async fn complete_link(
-    app: &AppState,
-    (kind, headers, ip): (LinkKind, &HeaderMap, std::net::IpAddr),
-    token: &str,
-    PublicForm { form, csrf }: PublicForm<PasswordForm>,
-) -> Result<Response, PageError> {
-    match app
-        .accounts
-        .complete_link(token, kind, &form.password, ip)
-        .await
-    {
-        // The link proved the mailbox and the password was just chosen: signed in, with the
-        // second step a sign-in would ask (a password reset does not skip two-factor).
-        Ok(user) => signed_in(app, (headers, ip), &user, "/").await,
-        Err(accounts::Error::Invalid(invalid)) => {
-            let link = app.accounts.find_link(token, kind).await?;
-            let page = render_password_link(PasswordLinkView {
-                csrf,
-                is_invitation: kind == LinkKind::Invite,
-                name: link.name,
-                email: link.email,
-                action: format!("/{}/{token}", kind.path()),
-                error: Some(invalid.to_string()),
-            });
-            Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, page))
-        }
-        Err(err) => Err(err.into()),
-    }
-}
-
-/// `POST /invitations/{token}`.
-pub async fn complete_invitation(
-    State(app): State<AppState>,
-    Path(token): Path<String>,
-    ClientIp(ip): ClientIp,
-    headers: HeaderMap,
-    form: PublicForm<PasswordForm>,
-) -> Result<Response, PageError> {
-    complete_link(&app, (LinkKind::Invite, &headers, ip), &token, form).await
-}
-
-/// `POST /password-resets/{token}`.
-pub async fn complete_reset(
-    State(app): State<AppState>,
-    Path(token): Path<String>,
-    ClientIp(ip): ClientIp,
-    headers: HeaderMap,
-    form: PublicForm<PasswordForm>,
-) -> Result<Response, PageError> {
-    complete_link(&app, (LinkKind::Reset, &headers, ip), &token, form).await
 }
 
 /// The account page for `who`, with `notice` and `status`.

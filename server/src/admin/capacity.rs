@@ -230,7 +230,7 @@ fn listed_runs(conn: &rusqlite::Connection) -> Result<Vec<store::LoadtestRunRow>
         .into_iter()
         .map(|(mut run, report)| {
             if let Ok(report) = serde_json::from_str::<Report>(&report) {
-                run.us_per_msg = crate::loadtest::summarize(&report).us_per_msg;
+                run.us_per_msg = report.cost_per_message();
             }
             run
         })

@@ -3,6 +3,7 @@
 //! extractors in `session`, call `accounts` or `chat`, and render; they hold no SQL.
 //! Every URL is listed in `http/routes.rs`.
 
+pub mod account_links;
 pub mod account_name;
 pub mod actions;
 pub mod assets;

@@ -474,7 +474,8 @@ fn account_routes() -> Router<AppState> {
         .route("/logout", post(admin::auth::logout))
         .route(
             "/invitations/{token}",
-            get(admin::auth::invitation_page).post(admin::auth::complete_invitation),
+            get(admin::account_links::invitation_page)
+                .post(admin::account_links::complete_invitation),
         )
         .route(
             "/password-resets",
@@ -482,7 +483,7 @@ fn account_routes() -> Router<AppState> {
         )
         .route(
             "/password-resets/{token}",
-            get(admin::auth::reset_page).post(admin::auth::complete_reset),
+            get(admin::account_links::reset_page).post(admin::account_links::complete_reset),
         )
         .route("/docs", get(admin::docs::docs_index))
         .route("/docs/{*path}", get(admin::docs::doc_page))

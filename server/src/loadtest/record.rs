@@ -3,18 +3,12 @@
 //! a schema with the table is written to: a load test creates nothing and migrates nothing.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::config::DATABASE_FILE;
-use crate::metrics::MIN_MESSAGES;
-use crate::metrics::loadtest_report::{Report, Series, Stair, median};
+use crate::metrics::loadtest_report::{Report, Series};
 use crate::store::{self, NewLoadtestRun, Synchronous};
-
-/// The series whose figures stand for Porch (the echo is only the baseline), the first the run
-/// has: its plain stairs, else (a `--slack-only` run) its stairs posting to the Slack mock.
-const PORCH_SERIES: [&str; 2] = ["porch", "porch+slack"];
 
 /// What the run list shows without parsing the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,22 +19,9 @@ pub struct Summary {
     pub us_per_msg: Option<f64>,
 }
 
-/// Whether a stair's CPU per message can stand for a message's cost on the capacity page: it
-/// passed, its generator kept up, and its window held as many messages as live traffic must
-/// (`MIN_MESSAGES`), less the 5 % a stair may fall short of its rate and still pass (so a
-/// 10-second stair at 500 a second counts). A short or slow stair's CPU is mostly the server's
-/// idle work shared over few messages: a 3-second stair at 20 a second read 2,150 µs, ten times
-/// a real message.
-fn measures_a_message(stair: &Stair, report: &Report) -> bool {
-    let window_secs = Duration::from_millis(report.duration_ms).as_secs_f64();
-    stair.passed
-        && !stair.generator_fell_behind(report.gate_p99_ms)
-        && stair.achieved * window_secs >= MIN_MESSAGES * 0.95
-}
-
-/// Summarises `report`: the Porch series' capacity and median CPU µs per message over its
-/// stairs that measure one ([`measures_a_message`]); passed if every stair of every series
-/// passed (by a majority of its rounds).
+/// Summarises `report`: the Porch series' capacity and its cost per message
+/// ([`Report::cost_per_message`]); passed if every stair of every series passed (by a majority
+/// of its rounds).
 pub fn summarize(report: &Report) -> Summary {
     let started_at = humantime::parse_rfc3339(&report.started_at)
         .ok()
@@ -48,21 +29,11 @@ pub fn summarize(report: &Report) -> Summary {
         .map_or_else(crate::clock::now_ms, |d| {
             i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
         });
-    let porch = PORCH_SERIES.iter().find_map(|name| report.series(name));
-    let costs: Vec<f64> = porch
-        .map(|s| {
-            s.stairs
-                .iter()
-                .filter(|t| measures_a_message(t, report))
-                .filter_map(|t| t.server_us_per_msg)
-                .collect()
-        })
-        .unwrap_or_default();
     Summary {
         started_at,
-        capacity: porch.and_then(Series::capacity),
+        capacity: report.porch_series().and_then(Series::capacity),
         is_passed: report.series.iter().all(Series::every_stair_passed),
-        us_per_msg: median(costs),
+        us_per_msg: report.cost_per_message(),
     }
 }
 

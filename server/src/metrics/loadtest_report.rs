@@ -153,10 +153,47 @@ pub struct FloodStair {
     pub refused: u64,
 }
 
+/// The series whose figures stand for Porch (the echo is only the baseline), the first the run
+/// has: its plain stairs, else (a `--slack-only` run) its stairs posting to the Slack mock.
+const PORCH_SERIES: [&str; 2] = ["porch", "porch+slack"];
+
 impl Report {
     /// The series named `name` (`echo`, `porch`, …), if the run had it.
     pub fn series(&self, name: &str) -> Option<&Series> {
         self.series.iter().find(|s| s.name == name)
+    }
+
+    /// The series that stands for Porch ([`PORCH_SERIES`]), if the run had one.
+    pub fn porch_series(&self) -> Option<&Series> {
+        PORCH_SERIES.iter().find_map(|name| self.series(name))
+    }
+
+    /// The CPU cost of a message this run measured: the median server µs per message over the
+    /// Porch stairs that measure one ([`Self::measures_a_message`]; of an even number, the
+    /// mean of the middle two). `None` when none does. The recorder stores it and the capacity
+    /// page judges stored runs again with it.
+    pub fn cost_per_message(&self) -> Option<f64> {
+        let costs = self
+            .porch_series()?
+            .stairs
+            .iter()
+            .filter(|stair| self.measures_a_message(stair))
+            .filter_map(|stair| stair.server_us_per_msg)
+            .collect();
+        median(costs)
+    }
+
+    /// Whether a stair's CPU per message can stand for a message's cost on the capacity page:
+    /// it passed, its generator kept up, and its window held as many messages as live traffic
+    /// must (`MIN_MESSAGES`), less the 5 % a stair may fall short of its rate and still pass (so
+    /// a 10-second stair at 500 a second counts). A short or slow stair's CPU is mostly the
+    /// server's idle work shared over few messages: a 3-second stair at 20 a second read
+    /// 2,150 µs, ten times a real message.
+    fn measures_a_message(&self, stair: &Stair) -> bool {
+        let window_secs = std::time::Duration::from_millis(self.duration_ms).as_secs_f64();
+        stair.passed
+            && !stair.generator_fell_behind(self.gate_p99_ms)
+            && stair.achieved * window_secs >= super::MIN_MESSAGES * 0.95
     }
 }
 

@@ -328,10 +328,12 @@ pub struct SiteHours {
 
 impl SiteHours {
     /// When the closure set with `closed_through` ends (the start of the next day on the site's
-    /// clock), if one is set.
+    /// clock), if one is set. A day whose end is past what the clock can show (9999-12-31) never
+    /// ends (`i64::MAX`): the chat stays closed with no opening, as the admin asked, rather than
+    /// open as if no closure were set.
     pub fn closure_end(&self) -> Option<i64> {
         self.closed_through
-            .and_then(|through| self.hours.end_of(through))
+            .map(|through| self.hours.end_of(through).unwrap_or(i64::MAX))
     }
 
     /// True when a closure is set and its last day is over at `now_ms`: it closes nothing.

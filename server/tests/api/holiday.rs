@@ -4,9 +4,8 @@
 //! by the tests.
 
 use crate::helpers::TestApp;
-use crate::inbox::send;
 use crate::prechat_hours::{
-    MONDAY_NINE, admin_with_site, hours_form, save_hours, set_clock, welcome_site,
+    MONDAY_NINE, admin_with_site, hours_form, hours_page, save_hours, set_clock, welcome_site,
 };
 
 const HOUR: i64 = 3_600_000;
@@ -25,14 +24,7 @@ async fn a_closure_closes_the_chat_through_its_last_day_and_the_hours_apply_afte
     assert_eq!(closed["open"], false, "{closed}");
     assert_eq!(closed["opens_at"], MONDAY_NINE + 72 * HOUR, "{closed}");
     assert_eq!(closed["away_message"], "On holiday!");
-    let page = send(
-        &app,
-        "GET",
-        &format!("/sites/{site}/hours"),
-        &admin.cookie,
-        None,
-    )
-    .await;
+    let page = hours_page(&app, &admin, &site).await;
     assert!(page.body.contains("value=\"2026-03-04\""), "{}", page.body);
     let detail = app.column::<String>(
         "SELECT detail FROM audit_events WHERE action = 'site.updated' ORDER BY id DESC LIMIT 1",
@@ -48,14 +40,7 @@ async fn a_closure_closes_the_chat_through_its_last_day_and_the_hours_apply_afte
     set_clock(&app, MONDAY_NINE + 72 * HOUR);
     assert_eq!(welcome_site(&app, &site).await["open"], true);
     // The day gone by closes nothing: the form offers no date, and saving one is refused.
-    let page = send(
-        &app,
-        "GET",
-        &format!("/sites/{site}/hours"),
-        &admin.cookie,
-        None,
-    )
-    .await;
+    let page = hours_page(&app, &admin, &site).await;
     assert!(
         page.body
             .contains("id=\"closed_through\" name=\"closed_through\" type=\"date\" value=\"\""),
@@ -98,4 +83,13 @@ async fn a_closure_ending_inside_open_hours_opens_at_its_end() {
     assert_eq!(closed["open"], false, "{closed}");
     // Monday's end: Tuesday 00:00 UTC.
     assert_eq!(closed["opens_at"], MONDAY_NINE + 15 * HOUR, "{closed}");
+    // The last days the clock knows close for good, with no opening (they were taken as no
+    // closure: open).
+    for last in ["9999-12-30", "9999-12-31"] {
+        let body = format!("{all_day}&closed_through={last}");
+        assert_eq!(save_hours(&app, &admin, &site, &body).await.status, 303);
+        let closed = welcome_site(&app, &site).await;
+        assert_eq!(closed["open"], false, "{last}: {closed}");
+        assert!(closed.get("opens_at").is_none(), "{last}: {closed}");
+    }
 }

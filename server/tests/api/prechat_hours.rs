@@ -46,6 +46,18 @@ pub(crate) async fn save_hours(
     send(app, "POST", &path, &admin.cookie, Some(body)).await
 }
 
+/// `GET /sites/{site}/hours` as `who`.
+pub(crate) async fn hours_page(app: &TestApp, who: &Browser, site: &str) -> crate::helpers::Answer {
+    send(
+        app,
+        "GET",
+        &format!("/sites/{site}/hours"),
+        &who.cookie,
+        None,
+    )
+    .await
+}
+
 pub(crate) async fn welcome_site(app: &TestApp, site: &str) -> Value {
     let (_widget, welcome) = app.visitor(site, None, 0).await;
     welcome["site"].clone()
@@ -118,14 +130,7 @@ async fn away_messages_in_other_languages_travel_while_closed_and_come_back_to_t
     );
 
     // The page shows them back as typed, escaped.
-    let page = send(
-        &app,
-        "GET",
-        &format!("/sites/{site}/hours"),
-        &admin.cookie,
-        None,
-    )
-    .await;
+    let page = hours_page(&app, &admin, &site).await;
     assert!(
         page.body.contains("de: Gleich zur\u{fc}ck!"),
         "{}",
@@ -256,14 +261,7 @@ async fn saving_and_removing_hours_is_audited_escaped_and_for_admins_only() {
         "email",
     );
     assert_eq!(save_hours(&app, &admin, &site, &body).await.status, 303);
-    let page = send(
-        &app,
-        "GET",
-        &format!("/sites/{site}/hours"),
-        &admin.cookie,
-        None,
-    )
-    .await;
+    let page = hours_page(&app, &admin, &site).await;
     assert_eq!(page.status, 200);
     // No SMTP here: the page says the out-of-hours choice asks for and promises nothing, and
     // names what is missing, not the site's email setting nothing could turn on.
@@ -299,14 +297,7 @@ async fn saving_and_removing_hours_is_audited_escaped_and_for_admins_only() {
 
     add_user(&app, "bo@example.com", "agent");
     let agent = signed_in_from(&app, &sign_in(&app, "bo@example.com", PASSWORD).await).await;
-    let page = send(
-        &app,
-        "GET",
-        &format!("/sites/{site}/hours"),
-        &agent.cookie,
-        None,
-    )
-    .await;
+    let page = hours_page(&app, &agent, &site).await;
     assert_eq!(page.status, 403);
     let refused = hours_form(&agent.csrf, "UTC", "", "", "accept");
     assert_eq!(save_hours(&app, &agent, &site, &refused).await.status, 403);

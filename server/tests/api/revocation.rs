@@ -526,3 +526,47 @@ async fn a_sign_in_over_a_live_session_ends_the_session_it_replaces() {
         1
     );
 }
+
+/// An invitation link opened in a browser signed in as someone else says first that choosing the
+/// password ends that session (an admin checking the link lost their own session unwarned).
+#[tokio::test]
+async fn a_link_opened_in_a_signed_in_browser_says_that_its_session_ends() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    let fields = [
+        ("csrf", admin.csrf.as_str()),
+        ("email", "cy@example.com"),
+        ("name", "Cy"),
+        ("role", "agent"),
+    ];
+    let invited = send(
+        &app,
+        "POST",
+        "/team/invite",
+        &admin.cookie,
+        Some(&form(&fields)),
+    )
+    .await;
+    let token = invited
+        .body
+        .split("/invitations/")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .expect("the link");
+    let path = format!("/invitations/{token}");
+    let page = send(&app, "GET", &path, &admin.cookie, None).await;
+    assert!(
+        page.body.contains(
+            "This browser is signed in as Ana: choosing this password ends that session, and \
+             the browser is then signed in as Cy."
+        ),
+        "{}",
+        page.body
+    );
+    let anonymous = send(&app, "GET", &path, "", None).await;
+    assert!(
+        !anonymous.body.contains("data-signed-in-as"),
+        "{}",
+        anonymous.body
+    );
+}

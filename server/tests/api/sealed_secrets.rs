@@ -329,14 +329,11 @@ async fn a_sealed_value_copied_to_another_integration_does_not_open_and_a_rotati
     let paths: Vec<String> = hooks.received().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/a"]);
     let copy = app.count("SELECT max(id) FROM integrations");
-    let (_, deliveries) = app
-        .api(
-            "GET",
-            &format!("/api/v1/integrations/{copy}/deliveries"),
-            &admin,
-            None,
-        )
-        .await;
+    let log = async || {
+        let path = format!("/api/v1/integrations/{copy}/deliveries");
+        app.api("GET", &path, &admin, None).await.1
+    };
+    let deliveries = log().await;
     assert_eq!(deliveries["status"], "broken", "{deliveries}");
     assert_eq!(deliveries["health"]["state"], "blocked", "{deliveries}");
     let (status, rotated) = app
@@ -359,14 +356,7 @@ async fn a_sealed_value_copied_to_another_integration_does_not_open_and_a_rotati
         &received[1],
         rotated["secret"].as_str().expect("secret")
     ));
-    let (_, deliveries) = app
-        .api(
-            "GET",
-            &format!("/api/v1/integrations/{copy}/deliveries"),
-            &admin,
-            None,
-        )
-        .await;
+    let deliveries = log().await;
     assert_eq!(deliveries["status"], "ok", "{deliveries}");
 }
 

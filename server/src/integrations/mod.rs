@@ -27,8 +27,8 @@ pub use lifecycle::{
     rotate_webhook_secret, settings_json, turn_off_integration, turn_on_integration,
 };
 pub use sealing::{
-    SealingError, check_sealed_secrets, open_secrets, open_secrets_as, reseal_secrets,
-    seal_clear_secrets, store_secrets,
+    SealingError, check_sealed_secrets, count_opening_secrets, open_secrets, open_secrets_as,
+    reseal_secrets, seal_clear_secrets, store_secrets,
 };
 pub use settings::{insert_integration, replace_integration_settings};
 pub use setup_error::SetupError;

@@ -114,6 +114,20 @@ pub fn check_sealed_secrets(conn: &Connection, key: &SecretKey) -> Result<(), Se
     Ok(())
 }
 
+/// How many integrations' sealed secrets open with `key`: a start refused over one value tells a
+/// row altered or copied from another (the others open) from a wrong key (none does) by it.
+///
+/// # Errors
+/// The store's.
+pub fn count_opening_secrets(conn: &Connection, key: &SecretKey) -> Result<usize, store::Error> {
+    Ok(store::list_integration_secrets(conn)?
+        .into_iter()
+        .filter(|(id, stored)| {
+            stored.is_sealed() && secrets::open(key, stored, &owner(*id)).is_ok()
+        })
+        .count())
+}
+
 /// Re-seals every integration's secrets from `old` to `new` (clear rows are sealed too), in the
 /// caller's transaction; returns how many rows were re-sealed. The caller commits, then calls
 /// [`store::truncate_wal`] so the old envelopes leave the WAL.

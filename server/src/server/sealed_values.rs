@@ -11,8 +11,11 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::config::{KeySource, LoadedKey};
-use crate::integrations::{SealingError, check_sealed_secrets, seal_clear_secrets};
+use crate::integrations::{
+    SealingError, check_sealed_secrets, count_opening_secrets, seal_clear_secrets,
+};
 use crate::secrets::{NEW_KEY_FILE, SecretKey};
+use crate::store::IntegrationId;
 
 /// Checks that every sealed value opens with the key, then seals what is still in clear text.
 /// A key this start generated is removed again when the check fails: nothing was sealed with it.
@@ -34,7 +37,9 @@ pub(super) fn check_then_seal(
         );
     }
     let sealed = seal_clear_secrets(conn, &sealing.key).map_err(|err| match err {
-        SealingError::Open { source, .. } => integrations_do_not_open(&source, sealing),
+        SealingError::Open { id, source } => {
+            integration_does_not_open(conn, (id, &source), sealing)
+        }
         SealingError::Store(err) => anyhow::Error::new(err).context("sealing secrets"),
     })?;
     if sealed > 0 {
@@ -108,18 +113,37 @@ fn check_every_value(conn: &Connection, sealing: &LoadedKey) -> anyhow::Result<(
     let key = &sealing.key;
     crate::chat::check_identity_secrets(conn, key).map_err(|err| wrong_key(&err, sealing))?;
     check_sealed_secrets(conn, key).map_err(|err| match err {
-        SealingError::Open { source, .. } => integrations_do_not_open(&source, sealing),
+        SealingError::Open { id, source } => {
+            integration_does_not_open(conn, (id, &source), sealing)
+        }
         SealingError::Store(err) => anyhow::Error::new(err).context("reading sealed secrets"),
     })?;
     crate::accounts::check_totp_secrets(conn, key).map_err(|err| wrong_key(&err, sealing))
 }
 
-fn integrations_do_not_open(source: &dyn std::fmt::Display, sealing: &LoadedKey) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{} does not open the integration secrets sealed in this database ({source}); start with \
-         the key they were sealed with (see docs/operations.md#the-sealing-key)",
-        refused_source(sealing)
-    )
+/// Integration `id`'s secrets do not open with the key. When others do, the key is right and
+/// that one row was altered (or copied from another row): said so, with how to clear that row
+/// alone, rather than leading to the lost-key steps, which clear every secret.
+fn integration_does_not_open(
+    conn: &Connection,
+    (id, source): (IntegrationId, &dyn std::fmt::Display),
+    sealing: &LoadedKey,
+) -> anyhow::Error {
+    let key = refused_source(sealing);
+    match count_opening_secrets(conn, &sealing.key) {
+        Ok(others) if others > 0 => anyhow::anyhow!(
+            "{key} opens the secrets of {others} other integration(s) but not those of \
+             integration {id} ({source}): the key is right, and that row was altered or copied \
+             from another. With Porch stopped, clear that row alone (sqlite3 porch.db \
+             \"UPDATE integrations SET secrets = '{{}}' WHERE id = {id}\"), start, and enter \
+             its secrets again (see docs/operations.md#one-integrations-secrets-do-not-open)"
+        ),
+        _ => anyhow::anyhow!(
+            "{key} does not open the integration secrets sealed in this database (integration \
+             {id}: {source}); start with the key they were sealed with (see \
+             docs/operations.md#the-sealing-key)"
+        ),
+    }
 }
 
 /// `err` (a value that does not open), with what to do about it.

@@ -185,12 +185,6 @@ impl BusinessHours {
         )
     }
 
-    /// The site's own date at `at_ms`.
-    pub fn date_at(&self, at_ms: i64) -> Option<Date> {
-        let at = Timestamp::from_millisecond(at_ms).ok()?;
-        Some(at.to_zoned_datetime(self.zone.clone()).date())
-    }
-
     /// When day `date` ends on the site's clock: the first moment of the next day, in Unix
     /// milliseconds (a day that starts in a daylight-saving gap starts after the jump).
     pub fn end_of(&self, date: Date) -> Option<i64> {
@@ -394,6 +388,23 @@ mod tests {
             opening.map(|at| hours.local_time(at)).as_deref(),
             Some("Tuesday 13:00 Europe/Berlin")
         );
+    }
+
+    /// A closure's day ends at the next midnight on the site's clock; the calendar's last day
+    /// has no end the clock can show.
+    #[test]
+    fn a_day_ends_at_the_next_local_midnight() {
+        let hours = every_day("Europe/Berlin", "09:00-17:00");
+        let day = |text: &str| text.parse::<Date>().expect("date");
+        assert_eq!(
+            hours.end_of(day("2026-03-28")),
+            Some(local("2026-03-29T00:00:00[Europe/Berlin]"))
+        );
+        assert_eq!(
+            hours.end_of(day("2026-07-01")),
+            Some(utc("2026-07-01T22:00:00Z"))
+        );
+        assert_eq!(hours.end_of(day("9999-12-31")), None);
     }
 
     #[test]

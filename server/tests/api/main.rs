@@ -68,6 +68,7 @@ mod replication_lag;
 mod resends;
 mod retention;
 mod revocation;
+mod sealed_rows;
 mod sealed_secrets;
 mod search;
 mod search_visitor_label;

@@ -14,7 +14,7 @@ use crate::state::AppState;
 
 use super::auth::signed_in;
 use super::page::{PageError, html, html_with_status};
-use super::session::{PublicForm, form_token, read_cookie, session_cookie_name, with_cookie};
+use super::session::{PublicForm, browser_session, form_token, with_cookie};
 
 async fn link_page(
     app: &AppState,
@@ -36,10 +36,7 @@ async fn link_view(
     error: Option<String>,
 ) -> Result<PasswordLinkView, PageError> {
     let link = app.accounts.find_link(token, kind).await?;
-    let signed_in_as = match read_cookie(headers, &session_cookie_name(app)) {
-        Some(value) => app.accounts.find_session(value).await?.map(|s| s.user.name),
-        None => None,
-    };
+    let signed_in_as = browser_session(app, headers).await?.map(|s| s.user.name);
     Ok(PasswordLinkView {
         csrf,
         is_invitation: kind == LinkKind::Invite,

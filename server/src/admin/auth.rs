@@ -18,8 +18,8 @@ use crate::store::UserRow;
 
 use super::page::{PageError, html, html_with_status, see_other};
 use super::session::{
-    Posted, PublicForm, SignedIn, expired_session_cookie, form_token, new_session_cookie,
-    read_cookie, second_step_cookie, session_cookie, session_cookie_name, with_cookie,
+    Posted, PublicForm, SignedIn, browser_session, expired_session_cookie, form_token,
+    new_session_cookie, second_step_cookie, session_cookie, with_cookie,
 };
 
 /// A form with nothing but its CSRF token.
@@ -137,10 +137,7 @@ pub async fn home(State(app): State<AppState>, headers: HeaderMap) -> Result<Res
 
 /// Whether the request carries a live session's cookie.
 async fn has_session(app: &AppState, headers: &HeaderMap) -> Result<bool, PageError> {
-    Ok(match read_cookie(headers, &session_cookie_name(app)) {
-        Some(value) => app.accounts.find_session(value).await?.is_some(),
-        None => false,
-    })
+    Ok(browser_session(app, headers).await?.is_some())
 }
 
 /// `GET /setup`: the first-run form, while no user exists.
@@ -386,7 +383,7 @@ pub(super) async fn signed_in(
     Ok(match app.accounts.after_password(user, next, ip).await? {
         AfterPassword::Session(session) => with_cookie(
             see_other(next),
-            Some(new_session_cookie(app, (headers, ip), &session.cookie_value).await?),
+            Some(new_session_cookie(app, (headers, ip), &session.cookie_value).await),
         ),
         AfterPassword::SecondStep(token) => with_cookie(
             see_other("/login/two-factor"),

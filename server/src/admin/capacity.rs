@@ -222,7 +222,8 @@ fn shortfall_view(short: &Shortfall) -> TrafficShortfall {
     }
 }
 
-/// The newest runs, each with its cost per message judged by today's rules (`summarize`) from
+/// The newest runs, each with its cost per message judged by today's rules
+/// (`Report::cost_per_message`) from
 /// its stored report rather than as stored: a run recorded before 2026-12-07 kept the cost of
 /// stairs too short or slow to measure one (a 3-second run at 20 a second stored 2,150 µs).
 fn listed_runs(conn: &rusqlite::Connection) -> Result<Vec<store::LoadtestRunRow>, store::Error> {

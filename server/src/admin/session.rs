@@ -154,14 +154,25 @@ pub async fn new_session_cookie(
     app: &AppState,
     (headers, ip): (&HeaderMap, std::net::IpAddr),
     value: &str,
-) -> Result<HeaderValue, PageError> {
+) -> HeaderValue {
     if let Some(old) = read_cookie(headers, &session_cookie_name(app))
         && let Err(err) = app.accounts.end_replaced_session(old, ip).await
     {
         // The new session is made: the sign-in stands, and the old session ends at its expiry.
         tracing::warn!(%err, "could not end the session a sign-in replaced");
     }
-    Ok(session_cookie(app, value))
+    session_cookie(app, value)
+}
+
+/// The live session whose cookie the browser that sent `headers` holds, if any.
+pub async fn browser_session(
+    app: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<crate::store::SessionRow>, PageError> {
+    Ok(match read_cookie(headers, &session_cookie_name(app)) {
+        Some(value) => app.accounts.find_session(value).await?,
+        None => None,
+    })
 }
 
 /// The cookie of a half-finished sign-in: Strict (only our own pages need it), and gone from

@@ -128,9 +128,7 @@ pub async fn callback(
                     let session = app.accounts.start_sso_session(&user, ip).await?;
                     with_cookie(
                         see_other(safe_next(&next)),
-                        Some(
-                            new_session_cookie(&app, (&headers, ip), &session.cookie_value).await?,
-                        ),
+                        Some(new_session_cookie(&app, (&headers, ip), &session.cookie_value).await),
                     )
                 }
                 Err(refusal) => to_login(refusal, &next),

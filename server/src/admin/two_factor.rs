@@ -265,10 +265,10 @@ async fn signed_in(
     browser: (&HeaderMap, std::net::IpAddr),
     response: Response,
     finished: &FinishedSignIn,
-) -> Result<Response, PageError> {
-    let cookie = new_session_cookie(app, browser, &finished.session.cookie_value).await?;
+) -> Response {
+    let cookie = new_session_cookie(app, browser, &finished.session.cookie_value).await;
     let response = with_cookie(response, Some(cookie));
-    Ok(with_cookie(response, Some(expired_second_step_cookie(app))))
+    with_cookie(response, Some(expired_second_step_cookie(app)))
 }
 
 /// `GET /login/two-factor`: the code form.
@@ -313,7 +313,9 @@ pub async fn second_step(
         accounts.finish_sign_in(&step_token, &code, ip).await
     });
     match finished.await? {
-        Ok(finished) => signed_in(&app, (&headers, ip), see_other(&finished.next), &finished).await,
+        Ok(finished) => {
+            Ok(signed_in(&app, (&headers, ip), see_other(&finished.next), &finished).await)
+        }
         Err(accounts::Error::SignInExpired) => Ok(start_again(&app)),
         Err(err) => {
             let (status, message, wait) = refusal(err)?;
@@ -383,7 +385,7 @@ pub async fn enrol(
                 codes,
                 continue_to: finished.next.clone(),
             }));
-            signed_in(&app, (&headers, ip), page, &finished).await
+            Ok(signed_in(&app, (&headers, ip), page, &finished).await)
         }
         Err(accounts::Error::SignInExpired) => Ok(start_again(&app)),
         Err(err) => {

@@ -156,7 +156,7 @@ mod tests {
         assert!(!summary.is_passed);
     }
 
-    /// A stair too short or slow to hold 5,000 messages, or one the generator fell behind on,
+    /// A stair too short or slow to hold 4,750 messages, or one the generator fell behind on,
     /// gives the page no cost: its CPU is mostly the server's idle work.
     #[test]
     fn only_stairs_that_measure_a_message_give_the_cost() {

@@ -69,11 +69,10 @@ pub fn list_unanswered(
 ) -> Result<Vec<UnansweredRow>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.created_at, v.name, v.email, v.last_page, \
-                (SELECT id FROM messages WHERE conversation_id = c.id AND author = 'visitor' \
-                  ORDER BY id LIMIT 1), v.id, \
-                coalesce((SELECT body FROM messages WHERE conversation_id = c.id \
-                          AND author = 'visitor' ORDER BY id LIMIT 1), '') \
+                f.id, v.id, coalesce(f.body, '') \
            FROM conversations c JOIN visitors v ON v.id = c.visitor_id \
+           LEFT JOIN messages f ON f.id = (SELECT id FROM messages WHERE conversation_id = c.id \
+                                            AND author = 'visitor' ORDER BY id LIMIT 1) \
           WHERE c.site_id = ?1 AND c.status = 'open' AND c.created_at <= ?2 \
             AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.author = 'agent') \
             AND NOT EXISTS (SELECT 1 FROM email_alerts a WHERE a.conversation_id = c.id) \

@@ -17,6 +17,8 @@ pub struct SiteHoursFormValues {
     pub away_messages: String,
     /// `email` or `accept`.
     pub out_of_hours: String,
+    /// The first day of a closure, `YYYY-MM-DD`, or empty (from the save).
+    pub closed_from: String,
     /// The last day of a closure, `YYYY-MM-DD`, or empty.
     pub closed_through: String,
 }
@@ -31,6 +33,8 @@ pub struct SiteHoursView {
     pub has_hours: bool,
     /// Open now or when it opens, for the admin to check the zone.
     pub state: HoursState,
+    /// The first and last day of a closure set for later, as written beside the zone.
+    pub holiday_ahead: Option<(String, String)>,
     pub values: SiteHoursFormValues,
     pub notice: Option<Notice>,
     /// Whether a visitor's address gets replies by email: without it the widget asks for none
@@ -59,9 +63,22 @@ pub enum HoursState {
     ClosedUntil {
         at: i64,
         site_local: String,
+        /// The last day of the closure (a holiday) that closes it, as written beside the zone.
+        holiday_through: Option<String>,
     },
-    /// Closed, and no span opens it.
-    ClosedForGood,
+    /// Closed, and no span opens it (after the closure, if one closes it).
+    ClosedForGood {
+        holiday_through: Option<String>,
+    },
+}
+
+/// "Closed now" or, during a closure, which day it lasts through: an admin checking the page
+/// should see why the chat is closed on a weekday its hours say is open.
+fn closed_now(holiday_through: Option<String>) -> String {
+    match holiday_through {
+        Some(day) => format!("Closed through {day} (holiday)"),
+        None => "Closed now".to_owned(),
+    }
 }
 
 fn state_view(state: HoursState) -> AnyView {
@@ -70,15 +87,19 @@ fn state_view(state: HoursState) -> AnyView {
         HoursState::OpenNow => "Open now.".into_any(),
         // The reader's time beside the site's: hours typed as 13:00 Berlin would otherwise read
         // as a mistake to an admin elsewhere ("opens 12:00 PM").
-        HoursState::ClosedUntil { at, site_local } => {
+        HoursState::ClosedUntil {
+            at,
+            site_local,
+            holiday_through,
+        } => {
             let (iso, text) = format_time(at);
-            view! {
-                "Closed now; opens "{site_local}" ("
-                <time datetime=iso data-with-day="">{text}</time>" your time)."
-            }
-            .into_any()
+            let lead = format!("{}; opens {site_local} (", closed_now(holiday_through));
+            view! { {lead}<time datetime=iso data-with-day="">{text}</time>" your time)." }
+                .into_any()
         }
-        HoursState::ClosedForGood => "Closed now, with no opening times.".into_any(),
+        HoursState::ClosedForGood { holiday_through } => {
+            format!("{}, with no opening times.", closed_now(holiday_through)).into_any()
+        }
     }
 }
 
@@ -124,6 +145,30 @@ fn mail_replies_hint(mails_replies: MailReplies, key: &str) -> Option<AnyView> {
     }
 }
 
+/// The closure's two dates: the first (optional) and the last day.
+fn holiday_fields(from: &str, through: &str, refused: Option<&str>) -> impl IntoView {
+    view! {
+        <fieldset>
+            <legend>"Holiday"</legend>
+            <p class="hint" id="holiday-hint">"Optional: the chat is closed from the start of \
+                the first day (or from now, without one) to the end of the last day on the \
+                site's clock, whatever the opening times say, and shows the away message with \
+                the day you are back. The opening times above are kept and apply again after \
+                it. Empty both to open early."</p>
+            <div class="field">
+                <label for="closed_from">"Closed from"</label>
+                <input id="closed_from" name="closed_from" type="date" value=from.to_owned()
+                    {..field_marks(refused, "closed_from", Some("holiday-hint"))}/>
+            </div>
+            <div class="field">
+                <label for="closed_through">"Closed through"</label>
+                <input id="closed_through" name="closed_through" type="date" value=through.to_owned()
+                    {..field_marks(refused, "closed_through", Some("holiday-hint"))}/>
+            </div>
+        </fieldset>
+    }
+}
+
 /// Renders the business-hours page.
 pub fn render_site_hours(view: SiteHoursView) -> String {
     let key = view.key;
@@ -164,6 +209,10 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
         </div>
         <NoticeBox notice=view.notice/>
         <p data-hours-state>{state_view(view.state)}</p>
+        {view.holiday_ahead.map(|(from, through)| {
+            let text = format!("Closed for a holiday from {from} through {through}.");
+            view! { <p data-holiday-ahead>{text}</p> }
+        })}
         <form method="post" action=format!("/sites/{key}/hours") class="card stack"
             aria-label="Business hours">
             <CsrfField token=csrf/>
@@ -184,15 +233,7 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
                     (22:00-02:00); 24:00 is midnight at the end of the day."</p>
                 {days}
             </fieldset>
-            <div class="field">
-                <label for="closed_through">"Closed through (holiday)"</label>
-                <input id="closed_through" name="closed_through" type="date" value=values.closed_through
-                    {..field_marks(refused, "closed_through", Some("closed-through-hint"))}/>
-                <p class="hint" id="closed-through-hint">"Optional: the chat is closed from now to the \
-                    end of this day on the site's clock, whatever the opening times say, and shows \
-                    the away message with the day you are back. The opening times above are kept \
-                    and apply again after it. Empty it to open early."</p>
-            </div>
+            {holiday_fields(&values.closed_from, &values.closed_through, refused)}
             <div class="field">
                 <label for="away_message">"Away message"</label>
                 <textarea id="away_message" name="away_message" rows="3" maxlength="500"

@@ -21,6 +21,10 @@ const later = () => {
   return `${pad(start)}:00-${pad((start + 1) % 24)}:00`;
 };
 const DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+// As getUTCDay and getUTCMonth number them.
+const WEEKDAYS = [DAYS[6], ...DAYS.slice(0, 6)];
+const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
+  "September", "October", "November", "December"];
 
 async function setHours(admin, porch, site, mode) {
   await admin.goto(`${porch.url}/sites/${site.key}`);
@@ -34,7 +38,7 @@ async function setHours(admin, porch, site, mode) {
   await admin.getByText("Business hours saved.").waitFor();
   // On the site's clock and the reader's, each with its weekday (the reader's day may differ).
   assert.match(await admin.locator("[data-hours-state]").innerText(),
-    /^Closed now; opens [A-Z][a-z]+day \d\d:00 UTC \([A-Z][a-z]+day,? .+ your time\)\.$/);
+    /^Closed now; opens [A-Z][a-z]+day \d\d? [A-Z][a-z]+ 20\d\d \d\d:00 UTC \([A-Z][a-z]+day,? .+ your time\)\.$/);
 }
 
 test("out of hours the panel shows the away message and asks for the email", { timeout: 120000 }, async () => {
@@ -443,12 +447,19 @@ test("closed through a holiday the panel says the date it is back, and the weekl
     await admin.goto(`${porch.url}/sites/${site.key}/hours`);
     await admin.getByLabel("Time zone").fill("UTC");
     for (const day of DAYS) await admin.getByLabel(day, { exact: true }).fill("00:00-24:00");
-    await admin.getByLabel("Closed through (holiday)").fill(through);
+    await admin.getByLabel("Closed through").fill(through);
     await admin.getByRole("button", { name: "Save hours" }).click();
     await admin.getByText("Business hours saved.").waitFor();
     assert.equal(await admin.getByLabel("Monday", { exact: true }).inputValue(), "00:00-24:00");
-    assert.equal(await admin.getByLabel("Closed through (holiday)").inputValue(), through);
-    assert.match(await admin.locator("[data-hours-state]").innerText(), /^Closed now; opens /);
+    assert.equal(await admin.getByLabel("Closed through").inputValue(), through);
+    // Why a weekday its hours open is closed, and the date it opens (weeks away, a weekday
+    // alone would read as this week's).
+    const day = (d) => `${WEEKDAYS[d.getUTCDay()]} ${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+    const last = new Date(`${through}T00:00:00Z`);
+    const next = new Date(last.getTime() + 864e5);
+    const state = await admin.locator("[data-hours-state]").innerText();
+    const lead = `Closed through ${day(last)} (holiday); opens ${day(next)} 00:00 UTC (`;
+    assert.ok(state.startsWith(lead) && state.endsWith(" your time)."), state);
 
     const { page, context } = await visitor(browser, world.host.url);
     const away = page.locator("[data-porch=away]");
@@ -458,6 +469,18 @@ test("closed through a holiday the panel says the date it is back, and the weekl
     const date = back.toLocaleDateString("en-US", { weekday: "long", month: "long", day: "numeric" });
     assert.match(await away.innerText(), new RegExp(`We're back on ${date} at `));
     await context.close();
+
+    // The same closure from a later day: open until then, and the page says when it starts.
+    const from = new Date(Date.now() + 3 * 864e5);
+    await admin.getByLabel("Closed from").fill(from.toISOString().slice(0, 10));
+    await admin.getByRole("button", { name: "Save hours" }).click();
+    await admin.getByText("Business hours saved.").waitFor();
+    assert.equal(await admin.locator("[data-hours-state]").innerText(), "Open now.");
+    assert.equal(await admin.locator("[data-holiday-ahead]").innerText(),
+      `Closed for a holiday from ${day(from)} through ${day(last)}.`);
+    const open = await visitor(browser, world.host.url);
+    assert.equal(await open.page.locator("[data-porch=away]").isVisible(), false);
+    await open.context.close();
 
     await admin.getByRole("button", { name: "Remove hours (always open)" }).click();
     await admin.getByText("the chat is always open").first().waitFor();

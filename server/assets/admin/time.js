@@ -1,7 +1,7 @@
 // Porch admin: times in the reader's own time zone. Pages render every time as
 // <time datetime="…Z">1 Dec 2026, 14:05 UTC</time> (readable without scripts); on every
 // signed-in page this rewrites them to the browser's local time: the time alone for today,
-// the day and the time otherwise (the weekday always, for one marked data-with-day), the full
+// the day and the time otherwise (with the weekday, for one marked data-with-day), the full
 // local date and time as the tooltip. inbox.js calls
 // porchLocalTime on the fragments its live stream adds. A time-zone field still holding the
 // suggested UTC (a site's hours page before any hours are saved, `data-guess-zone`) gets the
@@ -16,10 +16,12 @@
       const at = new Date(el.getAttribute("datetime"));
       if (Number.isNaN(at.getTime())) continue;
       el.title = at.toLocaleString();
-      // data-with-day: beside a weekday of another zone ("opens Tuesday 09:00 Asia/Tokyo"), a
-      // time alone would read as that day's.
+      // data-with-day: beside a day of another zone ("opens Tuesday 15 December 2026 09:00
+      // Asia/Tokyo"), a time alone would read as that day's.
       el.textContent = "withDay" in el.dataset
-        ? at.toLocaleString([], { weekday: "long", hour: "numeric", minute: "2-digit" })
+        ? at.toLocaleString([], {
+          weekday: "long", day: "numeric", month: "short", hour: "numeric", minute: "2-digit",
+        })
         : at.toDateString() === today
         ? at.toLocaleTimeString([], { timeStyle: "short" })
         : at.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " +

@@ -14,7 +14,7 @@ use crate::chat::{self, SiteHoursInput};
 use crate::http::ClientIp;
 use crate::state::AppState;
 use crate::store::{self, SiteRow};
-use crate::values::{DAY_NAMES, HoursField, InvalidHours};
+use crate::values::{DAY_NAMES, HoursField, InvalidHours, day_and_date};
 
 use super::auth::{NoFields, NoticeQuery};
 use super::page::{PageError, html, html_with_status, see_other};
@@ -41,23 +41,36 @@ fn field_id(field: HoursField) -> Option<&'static str> {
         HoursField::AwayMessage => Some("away_message"),
         HoursField::AwayMessages => Some("away_messages"),
         HoursField::OutOfHours => None,
+        HoursField::ClosedFrom => Some("closed_from"),
         HoursField::ClosedThrough => Some("closed_through"),
     }
 }
 
-/// "Open now" or when a closed site opens, in UTC (the page knows no admin's zone), and whether
-/// a visitor's address gets replies by email (what "out of hours" offers depends on it).
-async fn page_state(
-    app: &AppState,
-    site: &SiteRow,
-) -> Result<(HoursState, MailReplies), PageError> {
+/// What the page says above the form, from the stored hours (not the form's).
+struct PageState {
+    has_hours: bool,
+    state: HoursState,
+    /// The first and last day of a closure set for later.
+    holiday_ahead: Option<(String, String)>,
+    mails_replies: MailReplies,
+}
+
+/// "Open now" or when a closed site opens (on the site's clock; the reader's is filled in by
+/// the page's script), a closure set for later, and whether a visitor's address gets replies
+/// by email (what "out of hours" offers depends on it).
+async fn page_state(app: &AppState, site: &SiteRow) -> Result<PageState, PageError> {
     let hours = chat::find_site_hours(&app.readers, site.id).await?;
     let id = site.id;
     let email_on = app
         .readers
         .read(move |c| store::has_active_email(c, id))
         .await?;
-    let now = chat::availability(hours.as_ref(), app.wall_clock.now_ms());
+    let now_ms = app.wall_clock.now_ms();
+    let now = chat::availability(hours.as_ref(), now_ms);
+    let holiday_through = hours
+        .as_ref()
+        .and_then(|h| h.closure_in_force(now_ms))
+        .map(|closure| day_and_date(closure.through));
     let state = match (hours.is_some(), now.is_open, now.opens_at) {
         (false, ..) => HoursState::AlwaysOpen,
         (true, true, _) => HoursState::OpenNow,
@@ -67,21 +80,31 @@ async fn page_state(
                 .as_ref()
                 .map(|h| h.hours.local_time(at))
                 .unwrap_or_default(),
+            holiday_through,
         },
-        (true, false, None) => HoursState::ClosedForGood,
+        (true, false, None) => HoursState::ClosedForGood { holiday_through },
     };
+    let holiday_ahead = hours
+        .as_ref()
+        .and_then(|h| h.closure_ahead(now_ms))
+        .and_then(|closure| Some((day_and_date(closure.from?), day_and_date(closure.through))));
     let mails_replies = match (app.mailer.is_some(), email_on) {
         (false, _) => MailReplies::NotConfigured,
         (true, false) => MailReplies::SiteEmailOff,
         (true, true) => MailReplies::On,
     };
-    Ok((state, mails_replies))
+    Ok(PageState {
+        has_hours: hours.is_some(),
+        state,
+        holiday_ahead,
+        mails_replies,
+    })
 }
 
 fn page(
     who: &SignedIn,
     site: &SiteRow,
-    (has_hours, state, mails_replies): (bool, HoursState, MailReplies),
+    shown: PageState,
     input: &SiteHoursInput,
     notice: Option<Notice>,
 ) -> String {
@@ -95,18 +118,20 @@ fn page(
         nav: who.nav(Section::Sites),
         key: site.key.clone(),
         name: site.settings.name.clone(),
-        has_hours,
-        state,
+        has_hours: shown.has_hours,
+        state: shown.state,
+        holiday_ahead: shown.holiday_ahead,
         values: SiteHoursFormValues {
             time_zone: input.time_zone.clone(),
             days,
             away_message: input.away_message.clone(),
             away_messages: input.away_messages.clone(),
             out_of_hours: input.out_of_hours.clone(),
+            closed_from: input.closed_from.clone(),
             closed_through: input.closed_through.clone(),
         },
         notice,
-        mails_replies,
+        mails_replies: shown.mails_replies,
     })
 }
 
@@ -128,6 +153,7 @@ pub async fn hours_page(
         .as_ref()
         .is_some_and(|h| h.closure_has_passed(app.wall_clock.now_ms()))
     {
+        input.closed_from.clear();
         input.closed_through.clear();
     }
     let notice = match query.notice.as_str() {
@@ -137,14 +163,8 @@ pub async fn hours_page(
         )),
         _ => None,
     };
-    let (state, mails_replies) = page_state(&app, &site).await?;
-    Ok(html(page(
-        &who,
-        &site,
-        (hours.is_some(), state, mails_replies),
-        &input,
-        notice,
-    )))
+    let shown = page_state(&app, &site).await?;
+    Ok(html(page(&who, &site, shown, &input, notice)))
 }
 
 /// `POST /sites/{key}/hours`: saves them, or shows the form again with what was wrong.
@@ -170,10 +190,7 @@ pub async fn save_hours(
     let hours = match parsed {
         Ok(hours) => hours,
         Err(invalid) => {
-            let has_hours = chat::find_site_hours(&app.readers, site.id)
-                .await?
-                .is_some();
-            let (state, mails_replies) = page_state(&app, &site).await?;
+            let shown = page_state(&app, &site).await?;
             let notice = Some(match field_id(invalid.field) {
                 Some(field) => Notice::Invalid {
                     field,
@@ -181,13 +198,7 @@ pub async fn save_hours(
                 },
                 None => Notice::Error(invalid.text),
             });
-            let body = page(
-                &who,
-                &site,
-                (has_hours, state, mails_replies),
-                &form,
-                notice,
-            );
+            let body = page(&who, &site, shown, &form, notice);
             return Ok(html_with_status(StatusCode::UNPROCESSABLE_ENTITY, body));
         }
     };

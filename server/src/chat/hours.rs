@@ -10,8 +10,8 @@ use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
 use crate::store::{self, Readers, SiteHoursRow, SiteId, Writer};
 use crate::values::{
-    AWAY_LINES, BusinessHours, HoursField, InvalidHours, OutOfHours, SiteHours, language_lines,
-    parse_closed_through,
+    AWAY_LINES, BusinessHours, Closure, HoursField, InvalidHours, OutOfHours, SiteHours,
+    language_lines,
 };
 
 use super::Error;
@@ -47,7 +47,10 @@ pub struct SiteHoursInput {
     /// `email` or `accept`.
     #[serde(default)]
     pub out_of_hours: String,
-    /// The last day of a closure, `YYYY-MM-DD` (a date input's value); empty for none.
+    /// The first day of a closure, `YYYY-MM-DD` (a date input's value); empty: from the save.
+    #[serde(default)]
+    pub closed_from: String,
+    /// The last day of a closure; empty for none.
     #[serde(default)]
     pub closed_through: String,
 }
@@ -103,7 +106,7 @@ impl SiteHoursInput {
             away_message: away_message.to_owned(),
             away_messages,
             out_of_hours: OutOfHours::parse(&self.out_of_hours)?,
-            closed_through: parse_closed_through(&self.closed_through)?,
+            closure: Closure::parse(&self.closed_from, &self.closed_through)?,
         })
     }
 }
@@ -132,10 +135,8 @@ impl From<&SiteHours> for SiteHoursInput {
             away_message: hours.away_message.clone(),
             away_messages: language_lines(&hours.away_messages),
             out_of_hours: hours.out_of_hours.as_str().to_owned(),
-            closed_through: hours
-                .closed_through
-                .map(|date| date.to_string())
-                .unwrap_or_default(),
+            closed_from: day_text(hours.closure.and_then(|c| c.from)),
+            closed_through: day_text(hours.closure.map(|c| c.through)),
         }
     }
 }
@@ -156,20 +157,33 @@ pub fn availability(hours: Option<&SiteHours>, now_ms: i64) -> Availability {
         is_open: false,
         opens_at,
     };
-    match hours {
-        Some(h) => match h.closure_end().filter(|end| now_ms < *end) {
-            Some(end) if h.hours.is_open(end) => closed(Some(end)),
-            Some(end) => closed(h.hours.next_opening(end)),
-            None if !h.hours.is_open(now_ms) => closed(h.hours.next_opening(now_ms)),
-            None => Availability {
-                is_open: true,
-                opens_at: None,
-            },
-        },
-        None => Availability {
-            is_open: true,
-            opens_at: None,
-        },
+    let open = Availability {
+        is_open: true,
+        opens_at: None,
+    };
+    let Some(h) = hours else {
+        return open;
+    };
+    // The first open moment from `at` on (the end of a closure may fall inside open hours).
+    let opening_from = |at: i64| {
+        if h.hours.is_open(at) {
+            Some(at)
+        } else {
+            h.hours.next_opening(at)
+        }
+    };
+    match h.closure_window() {
+        Some((start, end)) if start <= now_ms && now_ms < end => closed(opening_from(end)),
+        _ if h.hours.is_open(now_ms) => open,
+        // Closed by the weekly hours: the next opening, unless a closure set for later takes it.
+        Some((start, end)) => closed(h.hours.next_opening(now_ms).and_then(|at| {
+            if at < start || end <= at {
+                Some(at)
+            } else {
+                opening_from(end)
+            }
+        })),
+        None => closed(h.hours.next_opening(now_ms)),
     }
 }
 
@@ -191,12 +205,18 @@ pub fn parse_stored_hours(site: SiteId, row: &SiteHoursRow) -> Option<SiteHours>
         away_message: row.away_message.clone(),
         away_messages: row.away_messages.clone(),
         out_of_hours: row.out_of_hours.clone(),
+        closed_from: row.closed_from.clone().unwrap_or_default(),
         closed_through: row.closed_through.clone().unwrap_or_default(),
     };
     input
         .parse()
         .inspect_err(|err| tracing::warn!(site = %site, %err, "stored business hours do not parse"))
         .ok()
+}
+
+/// A day as a date input shows it (`2026-12-31`), or empty.
+fn day_text(day: Option<jiff::civil::Date>) -> String {
+    day.map(|day| day.to_string()).unwrap_or_default()
 }
 
 /// The site's hours, if it has any (for the hours page).
@@ -225,7 +245,8 @@ pub async fn save_site_hours(
         "hours": "saved",
         "time_zone": hours.hours.zone_name(),
         "out_of_hours": hours.out_of_hours.as_str(),
-        "closed_through": hours.closed_through.map(|date| date.to_string()),
+        "closed_from": hours.closure.and_then(|c| c.from).map(|day| day.to_string()),
+        "closed_through": hours.closure.map(|c| c.through.to_string()),
     });
     writer
         .write(move |c| {
@@ -275,6 +296,7 @@ mod tests {
             away_message: hours.away_message.clone(),
             away_messages: language_lines(&hours.away_messages),
             out_of_hours: hours.out_of_hours.as_str().to_owned(),
+            closed_from: None,
             closed_through: None,
         };
         assert_eq!(hours.away_messages.len(), 2);

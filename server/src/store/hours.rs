@@ -17,7 +17,9 @@ pub struct SiteHoursRow {
     /// The away message in other languages, as `de: …` lines.
     pub away_messages: String,
     pub out_of_hours: String,
-    /// The last day of a closure (`2026-12-31`, in the site's zone), if one is set.
+    /// The first day of a closure (`2026-12-24`, in the site's zone), if it has one.
+    pub closed_from: Option<String>,
+    /// The last day of a closure (`2026-12-31`), if one is set.
     pub closed_through: Option<String>,
 }
 
@@ -25,8 +27,8 @@ pub struct SiteHoursRow {
 pub fn find_site_hours(conn: &Connection, site: SiteId) -> Result<Option<SiteHoursRow>, Error> {
     Ok(conn
         .prepare_cached(
-            "SELECT time_zone, days, away_message, away_messages, out_of_hours, closed_through \
-             FROM site_hours WHERE site_id = ?1",
+            "SELECT time_zone, days, away_message, away_messages, out_of_hours, closed_from, \
+             closed_through FROM site_hours WHERE site_id = ?1",
         )?
         .query_row([site], |r| {
             Ok(SiteHoursRow {
@@ -35,7 +37,8 @@ pub fn find_site_hours(conn: &Connection, site: SiteId) -> Result<Option<SiteHou
                 away_message: r.get(2)?,
                 away_messages: r.get(3)?,
                 out_of_hours: r.get(4)?,
-                closed_through: r.get(5)?,
+                closed_from: r.get(5)?,
+                closed_through: r.get(6)?,
             })
         })
         .optional()?)
@@ -50,11 +53,13 @@ pub fn upsert_site_hours(
 ) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO site_hours (site_id, time_zone, days, away_message, away_messages, \
-         out_of_hours, closed_through, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         out_of_hours, closed_from, closed_through, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
          ON CONFLICT (site_id) \
          DO UPDATE SET time_zone = excluded.time_zone, days = excluded.days, \
          away_message = excluded.away_message, away_messages = excluded.away_messages, \
-         out_of_hours = excluded.out_of_hours, closed_through = excluded.closed_through, \
+         out_of_hours = excluded.out_of_hours, closed_from = excluded.closed_from, \
+         closed_through = excluded.closed_through, \
          updated_at = excluded.updated_at",
     )?
     .execute(params![
@@ -64,7 +69,11 @@ pub fn upsert_site_hours(
         hours.away_message,
         language_lines(&hours.away_messages),
         hours.out_of_hours.as_str(),
-        hours.closed_through.map(|date| date.to_string()),
+        hours
+            .closure
+            .and_then(|c| c.from)
+            .map(|day| day.to_string()),
+        hours.closure.map(|c| c.through.to_string()),
         now
     ])?;
     Ok(())

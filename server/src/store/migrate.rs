@@ -46,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0037_jobs_from_elsewhere.sql"),
     include_str!("../../../migrations/0038_tags.sql"),
     include_str!("../../../migrations/0039_closed_through.sql"),
+    include_str!("../../../migrations/0040_closed_from.sql"),
 ];
 
 /// The schema version this binary expects.

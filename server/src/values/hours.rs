@@ -7,7 +7,7 @@ use jiff::civil::{Date, Time, Weekday};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
 
-use super::ByLanguage;
+use super::{ByLanguage, Closure};
 
 /// Day names as the admin page and errors show them, Monday first (as `days` is indexed).
 pub const DAY_NAMES: [&str; 7] = [
@@ -42,6 +42,7 @@ pub enum HoursField {
     AwayMessage,
     AwayMessages,
     OutOfHours,
+    ClosedFrom,
     ClosedThrough,
 }
 
@@ -175,25 +176,29 @@ impl BusinessHours {
             return String::new();
         };
         let local = at.to_zoned_datetime(self.zone.clone());
-        let day = DAY_NAMES[usize::from(local.weekday().to_monday_zero_offset().unsigned_abs())];
-        let time = local.time();
+        // The date too: an opening after a holiday can be weeks away, and a weekday alone
+        // would read as this week's.
         format!(
-            "{day} {:02}:{:02} {}",
-            time.hour(),
-            time.minute(),
+            "{} {} {}",
+            day_and_date(local.date()),
+            local.time().strftime("%H:%M"),
             self.zone_name
         )
     }
 
-    /// When day `date` ends on the site's clock: the first moment of the next day, in Unix
-    /// milliseconds (a day that starts in a daylight-saving gap starts after the jump).
-    pub fn end_of(&self, date: Date) -> Option<i64> {
-        let next = date.tomorrow().ok()?;
-        let start = next
+    /// When day `date` starts on the site's clock, in Unix milliseconds (a day that starts in a
+    /// daylight-saving gap starts after the jump).
+    pub fn start_of(&self, date: Date) -> Option<i64> {
+        let start = date
             .to_datetime(Time::midnight())
             .to_zoned_datetime(self.zone.clone())
             .ok()?;
         Some(start.timestamp().as_millisecond())
+    }
+
+    /// When day `date` ends on the site's clock: the first moment of the next day.
+    pub fn end_of(&self, date: Date) -> Option<i64> {
+        self.start_of(date.tomorrow().ok()?)
     }
 
     /// The IANA name of the time zone, as typed (and validated).
@@ -315,40 +320,37 @@ pub struct SiteHours {
     /// The away message in other languages: a panel in one of them shows it instead.
     pub away_messages: ByLanguage,
     pub out_of_hours: OutOfHours,
-    /// Closed through the end of this day in the site's zone (a holiday), whatever the weekly
-    /// spans say; `None` when no closure is set. A day gone by closes nothing.
-    pub closed_through: Option<Date>,
+    /// A holiday: closed over these days whatever the weekly spans say; `None` when none is set.
+    pub closure: Option<Closure>,
 }
 
 impl SiteHours {
-    /// When the closure set with `closed_through` ends (the start of the next day on the site's
-    /// clock), if one is set. A day whose end is past what the clock can show (9999-12-31) never
-    /// ends (`i64::MAX`): the chat stays closed with no opening, as the admin asked, rather than
-    /// open as if no closure were set.
-    pub fn closure_end(&self) -> Option<i64> {
-        self.closed_through
-            .map(|through| self.hours.end_of(through).unwrap_or(i64::MAX))
+    /// When the closure starts and ends on the site's clock (Unix milliseconds), if one is set.
+    pub fn closure_window(&self) -> Option<(i64, i64)> {
+        self.closure.map(|closure| closure.window(&self.hours))
+    }
+
+    /// The closure that closes the chat at `now_ms`, if one does.
+    pub fn closure_in_force(&self, now_ms: i64) -> Option<Closure> {
+        let (start, end) = self.closure_window()?;
+        self.closure.filter(|_| start <= now_ms && now_ms < end)
+    }
+
+    /// The closure set for later, if one is: it does not close the chat yet.
+    pub fn closure_ahead(&self, now_ms: i64) -> Option<Closure> {
+        let (start, _) = self.closure_window()?;
+        self.closure.filter(|_| now_ms < start)
     }
 
     /// True when a closure is set and its last day is over at `now_ms`: it closes nothing.
     pub fn closure_has_passed(&self, now_ms: i64) -> bool {
-        self.closure_end().is_some_and(|end| end <= now_ms)
+        self.closure_window().is_some_and(|(_, end)| end <= now_ms)
     }
 }
 
-/// A closure's last day as typed on the hours page (`2026-12-31`, what a date input sends);
-/// empty is none.
-pub fn parse_closed_through(raw: &str) -> Result<Option<Date>, InvalidHours> {
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    raw.parse::<Date>().map(Some).map_err(|_| {
-        InvalidHours::new(
-            HoursField::ClosedThrough,
-            format!("Closed through: \"{raw}\" is not a date; use YYYY-MM-DD, such as 2026-12-31."),
-        )
-    })
+/// A day as the admin pages write it beside a site's zone: `Tuesday 15 December 2026`.
+pub fn day_and_date(date: Date) -> String {
+    date.strftime("%A %-d %B %Y").to_string()
 }
 
 #[cfg(test)]
@@ -381,12 +383,12 @@ mod tests {
         // 2026-03-02 was a Monday; 12:00 UTC is 13:00 in Berlin (winter time).
         assert_eq!(
             hours.local_time(utc("2026-03-02T12:00:00Z")),
-            "Monday 13:00 Europe/Berlin"
+            "Monday 2 March 2026 13:00 Europe/Berlin"
         );
         let opening = hours.next_opening(utc("2026-03-02T20:00:00Z"));
         assert_eq!(
             opening.map(|at| hours.local_time(at)).as_deref(),
-            Some("Tuesday 13:00 Europe/Berlin")
+            Some("Tuesday 3 March 2026 13:00 Europe/Berlin")
         );
     }
 

@@ -3,6 +3,7 @@
 
 mod author;
 mod by_language;
+mod closure;
 mod hours;
 mod identity;
 mod prechat;
@@ -14,8 +15,9 @@ mod visitor_context;
 
 pub use author::Author;
 pub use by_language::{AWAY_LINES, ByLanguage, GREETING_LINES, language_lines};
+pub use closure::Closure;
 pub use hours::{
-    BusinessHours, DAY_NAMES, HoursField, InvalidHours, OutOfHours, SiteHours, parse_closed_through,
+    BusinessHours, DAY_NAMES, HoursField, InvalidHours, OutOfHours, SiteHours, day_and_date,
 };
 pub use identity::{MAX_USER_ID_CHARS, VisitorIdentity, anonymous_visitor};
 pub use prechat::{FieldMode, PrechatAnswers, PrechatForm};

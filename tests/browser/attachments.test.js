@@ -223,6 +223,27 @@ test("a file over the site's limit says so in words and sends nothing", { timeou
   }
 });
 
+// welcome.site.files: a site that takes no files offers none, also to a panel open when it changes.
+test("a site that takes no files shows no attach button, and an open panel follows the change", { timeout: 120000 },
+  async () => {
+    const { porch, host, browser, site } = world;
+    const limit = (max_bytes) => porch.api("PUT", `/sites/${site.key}/attachments`, { max_bytes });
+    assert.equal((await limit(0)).status, 200);
+    try {
+      const v = await visitor(browser, host.url);
+      const attach = v.page.locator("[data-porch=attach]");
+      assert.equal(await attach.isVisible(), false);
+      await limit(10485760);
+      await attach.waitFor({ state: "visible" });
+      await v.say("Files are back");
+      await limit(0);
+      await attach.waitFor({ state: "hidden" });
+      await v.context.close();
+    } finally {
+      await limit(10485760);
+    }
+  });
+
 test("a reload after the upload, before the ack, still sends the message exactly once", { timeout: 120000 }, async () => {
   const { porch, host, browser, site } = world;
   const context = await browser.newContext();

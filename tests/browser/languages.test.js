@@ -226,6 +226,14 @@ test("an Arabic browser gets a right-to-left panel with the visitor's messages o
       assert.equal(got.dir, "rtl");
       assert.equal(got.direction, "rtl");
       assert.equal(got.send, "\u0625\u0631\u0633\u0627\u0644");
+      // The empty box starts at the right (dir="auto" alone would take left to right), and the site's
+      // own name keeps its full stop at its end (dir="auto").
+      const dirs = await v.page.evaluate(() => {
+        const root = document.getElementById("porch-chat").shadowRoot;
+        return [getComputedStyle(root.querySelector("[data-porch=input]")).direction,
+          root.querySelector("#porch-title").dir];
+      });
+      assert.deepEqual(dirs, ["rtl", "auto"]);
       await say(v.page, "\u0645\u0631\u062d\u0628\u0627");
       const box = await v.page.evaluate(() => {
         const root = document.getElementById("porch-chat").shadowRoot;

@@ -15,7 +15,7 @@ test("the snippet printed by `porch site add` is at most 4 KiB gzipped", { timeo
   porch = await Porch.create();
   const { key, snippet } = await porch.addSite("Acme Size", "http://127.0.0.1:9");
   assert.match(key, /^s_[0-9a-f]{16}$/);
-  assert.ok(snippet.startsWith("<script>(function (c) {"), snippet.slice(0, 80));
+  assert.ok(snippet.startsWith("<script>(function(c){"), snippet.slice(0, 80));
   assert.ok(snippet.endsWith(");</script>"), snippet.slice(-80));
   assert.ok(snippet.includes(key));
   const raw = Buffer.byteLength(snippet);

@@ -63,6 +63,30 @@ test("a visitor downloads their conversation and deletes their data from the wid
   await v.context.close();
 });
 
+// The address went with the rest: the panel must not go on saying replies will go there, and the next
+// visitor is offered the form afresh.
+test("after deleting their data the visitor's saved address is no longer shown, and the form is offered again",
+  { timeout: 90000 }, async () => {
+    const { host, browser } = world;
+    const v = await visitor(browser, host.url);
+    await v.say("my address goes too");
+    await v.page.locator("[data-porch=email-input]").fill("gone.soon@example.org");
+    await v.page.locator("[data-porch=email] button").click();
+    await v.page.locator("[data-porch=email-saved]").waitFor();
+    await v.page.locator("[data-porch=data-button]").click();
+    await v.page.locator("[data-porch=erase]").click();
+    await v.page.locator("[data-porch=erase-confirm]").click();
+    await v.page.locator("[data-porch=error]", { hasText: "Your data was deleted." }).waitFor();
+    await v.page.locator("[data-porch=status][data-state=connected]").waitFor();
+    assert.equal(await v.page.locator("[data-porch=email-saved]").count(), 0);
+    assert.equal(await v.page.locator("[data-porch=email]").isVisible(), false);
+    await v.say("a new visitor now");
+    await v.page.locator("[data-porch=email-input]").waitFor({ state: "visible" });
+    assert.equal(await v.page.locator("[data-porch=email-input]").inputValue(), "");
+    assert.doesNotMatch(await v.page.locator("[data-porch=email]").innerText(), /gone\.soon/);
+    await v.context.close();
+  });
+
 test("an admin finds, exports and erases a person; an open conversation page is told", { timeout: 90000 }, async () => {
   const { host, browser, porch } = world;
   const v = await visitor(browser, host.url);

@@ -506,19 +506,22 @@ test("a reply that arrives while the panel is closed marks the launcher unread",
   await ui.done();
 });
 
-test("links in messages: http(s) only, in a new tab, a closing bracket only when the address opened one",
+test("links in messages: http(s) only, in a new tab, a closing bracket only when the address opened one, none past a direction control",
   { timeout: 30000 }, async () => {
     const ui = await open();
     await waitFor("connected", async () => (await ui.status.getAttribute("data-state")) === "connected");
     ui.fake.conns[0].send({ type: "message", id: 61, conversation_id: 7, author: "agent", agent_name: "Ana",
       client_id: null, at: 1764470000000,
-      body: "See https://en.wikipedia.org/wiki/Foo_(bar). Or (https://example.com/x), not javascript:alert(1)" });
+      body: "See https://en.wikipedia.org/wiki/Foo_(bar). Or (https://example.com/x), not javascript:alert(1)" +
+        " nor https://evil.example/\u202etxt.exe" });
     const reply = ui.theirs.filter({ hasText: "See " });
     await reply.waitFor();
     const links = await reply.locator("a").evaluateAll((as) => as.map((a) => [a.getAttribute("href"), a.rel, a.target]));
     assert.deepEqual(links, [
       ["https://en.wikipedia.org/wiki/Foo_(bar)", "noopener noreferrer nofollow", "_blank"],
       ["https://example.com/x", "noopener noreferrer nofollow", "_blank"],
+      // The link ends at the override, which would show its text as ".../exe.txt".
+      ["https://evil.example/", "noopener noreferrer nofollow", "_blank"],
     ]);
     assert.match(await reply.innerText(), /\(https:\/\/example\.com\/x\), not javascript:alert\(1\)/);
     await ui.done();

@@ -360,6 +360,60 @@ test("a message enters the log once: no re-insertion on its ack, and what change
     }
   });
 
+// A reload (or the next page, the panel reopening) shows the greeting and history again: they fill the
+// log before it is live, so they are not read out again; a reconnect's welcome keeps the greeting in place.
+test("the log turns live only once filled, and a reconnect re-inserts nothing", { timeout: 60000 }, async () => {
+  const { host, browser } = world;
+  const context = await browser.newContext();
+  // Every change of the log, in order, from the moment the launcher makes its shadow root.
+  await context.addInitScript(() => {
+    window.__log = [];
+    const attach = Element.prototype.attachShadow;
+    Element.prototype.attachShadow = function (init) {
+      const root = attach.call(this, init);
+      new MutationObserver((records) => {
+        for (const r of records) {
+          const at = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+          const list = at.closest("[data-porch=messages]");
+          if (!list) continue;
+          if (r.type === "attributes") window.__log.push(`live: ${list.getAttribute("aria-live")}`);
+          for (const n of r.addedNodes) window.__log.push(`added: ${n.textContent}`);
+          for (const n of r.removedNodes) window.__log.push(`removed: ${n.textContent}`);
+        }
+      }).observe(root, { childList: true, subtree: true, attributes: true, attributeFilter: ["aria-live"] });
+      return root;
+    };
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  try {
+    await page.goto(host.url);
+    await page.locator("[data-porch=launcher]").click();
+    await page.locator("[data-porch=status][data-state=connected]").waitFor();
+    await page.locator("[data-porch=input]").fill("Shown again after a reload");
+    await page.locator("[data-porch=input]").press("Enter");
+    await page.locator("[data-porch=message][data-status=sent]").waitFor();
+
+    await page.reload();
+    await page.locator("[data-porch=message][data-status=sent]").waitFor();
+    const log = await page.evaluate(() => window.__log);
+    const live = log.indexOf("live: polite");
+    assert.ok(live > 0, JSON.stringify(log));
+    assert.ok(log.slice(0, live).some((e) => e.includes("Shown again after a reload")), JSON.stringify(log));
+    assert.deepEqual(log.slice(live).filter((e) => !e.startsWith("live:")), []);
+
+    await context.setOffline(true);
+    await waitFor("the panel to see the network gone", async () =>
+      (await page.locator("[data-porch=status]").getAttribute("data-state")) !== "connected");
+    await context.setOffline(false);
+    await page.locator("[data-porch=status][data-state=connected]").waitFor();
+    const after = await page.evaluate(() => window.__log);
+    assert.deepEqual(after.slice(live).filter((e) => !e.startsWith("live:")), [], "a reconnect re-inserted");
+  } finally {
+    await context.close();
+  }
+});
+
 test("the character counter is tied to the box and speaks only at 200 left, 50 left and the limit",
   { timeout: 60000 }, async () => {
     const { host, browser } = world;

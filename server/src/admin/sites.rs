@@ -250,7 +250,7 @@ pub async fn update_site(
     let actor = Actor::user(&who.user, ip);
     chat::update_site(&app.chat, &app.sites, &actor, &key, settings).await?;
     if let Some(limit) = limit {
-        chat::set_attachment_limit(&app.writer, &actor, &site, limit).await?;
+        chat::set_attachment_limit((&app.writer, &app.sites), &actor, &site, limit).await?;
     }
     Ok(see_other(&format!("/sites/{key}?notice={notice}")))
 }

@@ -66,7 +66,8 @@ impl SiteHoursInput {
             wednesday: weekday.clone(),
             thursday: weekday.clone(),
             friday: weekday,
-            away_message: "We're away right now. Leave a message and we'll get back to you."
+            // No promise of an answer by email: the site may have no email (docs/widget.md).
+            away_message: "We're away right now. Leave a message and we'll answer when we're back."
                 .to_owned(),
             out_of_hours: OutOfHours::Email.as_str().to_owned(),
             ..Self::default()

@@ -42,6 +42,8 @@ pub struct Site {
     pub hours: Option<SiteHours>,
     /// The pre-chat form; `None` when the site has none.
     pub prechat: Option<PrechatForm>,
+    /// Whether the site takes attachments (its `attachment_max_bytes` is not 0).
+    pub takes_files: bool,
 }
 
 impl Site {
@@ -65,6 +67,7 @@ impl Site {
             identity_secret: None,
             hours: None,
             prechat: None,
+            takes_files: true,
         }
     }
 
@@ -154,10 +157,11 @@ impl SiteDirectory {
                 let secret = store::find_site_identity_secret(c, row.id)?;
                 let hours = store::find_site_hours(c, row.id)?;
                 let prechat = store::find_site_prechat(c, row.id)?;
-                Ok(Some((row, secret, (hours, prechat))))
+                let takes_files = store::find_attachment_limit(c, row.id)? > 0;
+                Ok(Some((row, secret, (hours, prechat, takes_files))))
             })
             .await?;
-        let site = found.map(|(row, identity_secret, (hours, prechat))| {
+        let site = found.map(|(row, identity_secret, (hours, prechat, takes_files))| {
             let hours = hours.and_then(|h| super::hours::parse_stored_hours(row.id, &h));
             Arc::new(Site {
                 identity_secret,
@@ -165,6 +169,7 @@ impl SiteDirectory {
                 prechat: prechat
                     .as_ref()
                     .and_then(super::prechat::parse_stored_prechat),
+                takes_files,
                 ..Site::from_row(row)
             })
         });
@@ -181,7 +186,7 @@ impl SiteDirectory {
 impl SiteDirectory {
     /// Reads a site just saved or deleted again, and tells the open connections: called after
     /// every change an admin makes to a site or what the widget reads with it (hours, pre-chat
-    /// form, identity secret). A failed read leaves them with what they have; new connections
+    /// form, identity secret, attachment limit). A failed read leaves them with what they have; new connections
     /// read the site afresh either way.
     pub async fn reload(&self, key: &str) {
         let _one_at_a_time = self.reloads.lock().await;

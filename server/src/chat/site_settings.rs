@@ -301,9 +301,10 @@ fn sorted(origins: &[String]) -> Vec<&str> {
 }
 
 /// Sets the largest attachment a site accepts (the caller checked the range), recorded as
-/// `site.updated` with the new value in its detail when it changed.
+/// `site.updated` with the new value in its detail when it changed; the widget's copy of the
+/// site is read again (whether the panel offers files).
 pub async fn set_attachment_limit(
-    writer: &Arc<Writer>,
+    (writer, directory): (&Arc<Writer>, &SiteDirectory),
     actor: &Actor,
     site: &SiteRow,
     bytes: u64,
@@ -322,6 +323,7 @@ pub async fn set_attachment_limit(
             audit::record(c, &actor, AuditAction::SiteUpdated, &target, &detail)
         })
         .await?;
+    directory.reload(&site.key).await;
     Ok(())
 }
 

@@ -150,6 +150,6 @@ pub async fn put_attachment_limit(
     }
     let site = find_site(&app, &key).await?;
     let actor = Actor::user(&admin, ip);
-    chat::set_attachment_limit(&app.writer, &actor, &site, body.max_bytes).await?;
+    chat::set_attachment_limit((&app.writer, &app.sites), &actor, &site, body.max_bytes).await?;
     Ok(limit_answer(&key, body.max_bytes))
 }

@@ -25,15 +25,19 @@ pub struct VisitorIdentity {
 }
 
 impl VisitorIdentity {
-    /// Keeps a claim whose user id is 1 to [`MAX_USER_ID_CHARS`] characters without control
-    /// characters (after trimming); `None` otherwise. A name is put on one line without direction
+    /// Keeps a claim whose user id is 1 to [`MAX_USER_ID_CHARS`] characters without control or
+    /// invisible characters (after trimming); `None` otherwise. An id is shown to agents beside
+    /// the name and email: a direction override in it would reverse them, and it cannot be
+    /// taken out of the id, which `user_hash` covers as sent. A name is put on one line without direction
     /// overrides and cut to 200 characters; an email a visitor could not type (see
     /// [`super::is_visitor_email`]) is dropped. Not verified yet.
     pub fn parse(user_id: &str, name: Option<&str>, email: Option<&str>) -> Option<Self> {
         let user_id = user_id.trim();
         let id_ok = !user_id.is_empty()
             && user_id.chars().count() <= MAX_USER_ID_CHARS
-            && !user_id.chars().any(char::is_control);
+            && !user_id
+                .chars()
+                .any(|c| c.is_control() || super::is_invisible(c));
         id_ok.then(|| Self {
             user_id: user_id.to_owned(),
             name: name.and_then(clean_name),
@@ -89,6 +93,9 @@ mod tests {
     fn bad_ids_are_refused_and_bad_details_dropped() {
         assert!(VisitorIdentity::parse("", None, None).is_none());
         assert!(VisitorIdentity::parse("a\nb", None, None).is_none());
+        // An override would reverse the name and email shown after the id.
+        assert!(VisitorIdentity::parse("7\u{202E}x", None, None).is_none());
+        assert!(VisitorIdentity::parse("7\u{200B}", None, None).is_none());
         assert!(VisitorIdentity::parse(&"x".repeat(257), None, None).is_none());
         assert!(VisitorIdentity::parse(&"x".repeat(256), None, None).is_some());
         let id = VisitorIdentity::parse("7", Some("  "), Some("not an email")).expect("id");

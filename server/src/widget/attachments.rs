@@ -156,7 +156,7 @@ fn disk_nearly_full() -> Response {
 fn too_fast(wait: std::time::Duration) -> Response {
     let body = json!({"error": {
         "code": "rate_limited",
-        "message": "You are sending too fast. Please wait a moment.",
+        "message": "You are sending files too fast.",
         "retry_after_ms": super::wire::retry_after_ms(wait),
     }});
     (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()

@@ -10,6 +10,12 @@
 //!   when the code before it has no quote, backtick or slash: a `//` inside a string, a template
 //!   or a regular expression always has one of those before it on its line. This is only sound
 //!   while no string or template literal spans lines, which a test below checks on the panel's parts.
+//! - JS, then, on a line with no `/` outside its string and template literals (a regular
+//!   expression or a division; neither is told apart, so such a line is left as it is): spaces
+//!   outside literals go, except between two characters of names or numbers (`const a`,
+//!   `return x`) and between `+` and `+` or `-` and `-` (`a - -b`), where they separate tokens.
+//!   A template literal is taken whole from backtick to backtick, which holds while none nests
+//!   another (checked below).
 //! - CSS: `/* … */` comments go (the panel's CSS has no string containing `/*`, also checked). Then,
 //!   outside strings, a run of white space (line breaks included) becomes one space, or none next
 //!   to `{`, `}`, `;` and `,` or after a `:` (a space before a `:` stays: in a selector it is the
@@ -17,13 +23,52 @@
 
 /// `source` without comment-only lines, indentation and empty lines.
 pub fn compact_js(source: &str) -> String {
-    let kept: Vec<&str> = source
+    let kept: Vec<std::borrow::Cow<'_, str>> = source
         .lines()
         .map(str::trim)
         .filter(|line| !line.is_empty() && !line.starts_with("//"))
         .map(without_trailing_comment)
+        .map(without_spaces)
         .collect();
     kept.join("\n")
+}
+
+/// `line` without the spaces that separate no tokens (see the module's rules), or as it is when
+/// it has a `/` outside its literals.
+fn without_spaces(line: &str) -> std::borrow::Cow<'_, str> {
+    let joins = |a: char, b: char| {
+        let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '\\');
+        (word(a) && word(b)) || (a == b && matches!(a, '+' | '-'))
+    };
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    let mut space = false;
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            space = true;
+            continue;
+        }
+        if c == '/' {
+            return line.into();
+        }
+        if space && out.chars().next_back().is_some_and(|a| joins(a, c)) {
+            out.push(' ');
+        }
+        space = false;
+        out.push(c);
+        if matches!(c, '"' | '\'' | '`') {
+            // The literal, escapes included, up to its closing quote.
+            while let Some(inner) = chars.next() {
+                out.push(inner);
+                if inner == '\\' {
+                    out.extend(chars.next());
+                } else if inner == c {
+                    break;
+                }
+            }
+        }
+    }
+    out.into()
 }
 
 /// `line` without a `//` comment after its code, when nothing before the comment could hold a
@@ -92,7 +137,7 @@ mod tests {
     #[test]
     fn js_loses_comments_and_indentation_but_keeps_line_breaks_and_anything_in_a_literal() {
         let source = "// header\n  const a = 1; // why\n\n    // note\n  const b = `x // y`;\n";
-        assert_eq!(compact_js(source), "const a = 1;\nconst b = `x // y`;");
+        assert_eq!(compact_js(source), "const a=1;\nconst b=`x // y`;");
         // A `//` after a quote, a backtick or a slash may be inside a literal: it stays.
         for kept in [
             "const u = \"http://x\"; // why",
@@ -101,6 +146,28 @@ mod tests {
             "const r = /a\\/ //b/; // why",
             "a = b / c; // why",
         ] {
+            assert_eq!(compact_js(kept), kept);
+        }
+    }
+
+    #[test]
+    fn js_loses_spaces_between_tokens_but_not_in_literals_or_where_they_part_tokens() {
+        for (source, served) in [
+            (
+                "if (a === b) { f(x, \"a b\", 'c \\' d', `e ${ g } f`); }",
+                "if(a===b){f(x,\"a b\",'c \\' d',`e ${ g } f`);}",
+            ),
+            (
+                "const f = async (el) => await el.x ? c : d;",
+                "const f=async(el)=>await el.x?c:d;",
+            ),
+            ("return a - -b + +c - d;", "return a- -b+ +c-d;"),
+            ("let $a = _b in obj;", "let $a=_b in obj;"),
+        ] {
+            assert_eq!(compact_js(source), served);
+        }
+        // A slash outside a literal may start a regular expression, whose spaces count.
+        for kept in ["const re = / a, b /g;", "x = a / b;", "x = \"/\" + a / b;"] {
             assert_eq!(compact_js(kept), kept);
         }
     }
@@ -122,10 +189,15 @@ mod tests {
     }
 
     /// Trimming lines would change a string or template literal that spans lines, so the panel
-    /// must have none: every line closes each backtick it opens.
+    /// must have none: every line closes each backtick it opens. And a template nested in
+    /// another's `${…}` would end the outer one early for the spaces' rule: there is none.
     #[test]
-    fn no_template_literal_in_the_panel_spans_lines() {
-        for (name, part) in PARTS {
+    fn no_template_literal_in_the_widget_spans_lines_or_nests() {
+        let launcher = (
+            "launcher.js",
+            include_str!("../../assets/widget/launcher.js"),
+        );
+        for (name, part) in PARTS.into_iter().chain([launcher]) {
             for (n, line) in part.lines().enumerate() {
                 assert!(
                     line.matches('`').count() % 2 == 0,
@@ -137,6 +209,13 @@ mod tests {
                     "{name}:{} continues a string on the next line",
                     n + 1
                 );
+                let nests = line.split("${").skip(1).any(|after| {
+                    after
+                        .split('}')
+                        .next()
+                        .is_some_and(|inner| inner.contains('`'))
+                });
+                assert!(!nests, "{name}:{} nests a template literal", n + 1);
             }
         }
     }

@@ -71,7 +71,7 @@ mod tests {
     fn the_parts_are_one_strict_function_body() {
         let served = super::super::compact::compact_js(&panel_source());
         assert!(
-            served.starts_with("(async () => {\n\"use strict\";\n"),
+            served.starts_with("(async()=>{\n\"use strict\";\n"),
             "{}",
             &served[..60]
         );

@@ -140,6 +140,7 @@ fn in_plain_words(err: &serde_json::Error) -> String {
 
 /// The site details the widget shows.
 #[derive(Debug, Serialize)]
+#[allow(clippy::struct_excessive_bools)] // the wire's yes/no fields, each named by the protocol
 pub struct SiteInfo<'a> {
     pub name: &'a str,
     pub greeting: &'a str,
@@ -154,6 +155,8 @@ pub struct SiteInfo<'a> {
     /// email integration of the site is on. When false the widget never asks for one, nor
     /// promises a reply by email.
     pub mails_replies: bool,
+    /// False when the site takes no attachments: the panel offers none.
+    pub files: bool,
     /// False while the site is out of its business hours; always true for a site without hours.
     pub open: bool,
     /// When a closed site opens next, in Unix milliseconds; left out while open (or if it never

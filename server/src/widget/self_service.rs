@@ -86,7 +86,7 @@ fn admit(
     if let Err(wait) = app.brakes.admit_self_service(key, Instant::now()) {
         let body = json!({"error": {
             "code": "rate_limited",
-            "message": "Too many requests for your data. Please wait a moment.",
+            "message": "Too many requests for your data.",
             "retry_after_ms": super::wire::retry_after_ms(wait),
         }});
         let refused = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();

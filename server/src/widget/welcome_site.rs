@@ -27,6 +27,7 @@ pub fn site_info(
         position: &site.position,
         agents_online,
         mails_replies,
+        files: site.takes_files,
         open: now.is_open,
         opens_at: now.opens_at,
         away_message: closed.map(|h| h.away_message.as_str()),

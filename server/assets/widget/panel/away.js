@@ -30,6 +30,7 @@
   let isClosed = false;
   let wrote = false; // a message of this visitor is stored, so the server takes an email frame
   let heldEmail = null;
+  const emailParts = [...emailForm.children]; // before a confirmation replaces them (restart puts them back)
   const emailLabel = emailForm.querySelector("label");
   const openLabel = emailLabel.textContent;
   const showHours = (f) => {
@@ -48,7 +49,7 @@
     const asksEmail = site.out_of_hours !== "accept" && mailsReplies;
     away.replaceChildren(...[ownText(site.away_messages, typeof site.away_message === "string" && site.away_message),
       at && t(day ? "back_on" : "back_at", { day, time }), !asksEmail && mailsReplies && t("away_reply")]
-      .filter(Boolean).map((text) => h("p", { text })));
+      .filter(Boolean).map((text) => h("p", { text, dir: "auto" })));
     // A pre-chat form that asks for the address is where it is given: one email field, not two.
     const formAsksEmail = ["optional", "required"].includes(site.prechat?.email);
     if (asksEmail && read(key("email")) == null && !agentReplied && !formAsksEmail) emailForm.hidden = false;

@@ -163,10 +163,12 @@
         agentsOnline = site.agents_online === true;
         // No email to send replies with: never ask for an address, nor promise a reply by email.
         mailsReplies = site.mails_replies === true;
+        attachBtn.hidden = site.files === false; // a site that takes none offers none
         if (site.name) title.textContent = site.name;
         const text = ownText(site.greetings, site.greeting);
         if (text) {
-          greeting.firstChild.textContent = text;
+          // In place: after a reconnect the same greeting is not a new one.
+          setText(greeting.firstChild, text);
           greeting.hidden = false;
         }
         setStatus(t("connected"), "connected");
@@ -174,6 +176,7 @@
         showPrechat(site.prechat);
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
         live = true;
+        attr(list, "aria-live", "polite");
         resendPending();
         startUploads(); // files picked before the first welcome had no token to upload with
         break;

@@ -31,7 +31,7 @@
 
   const launcher = root.querySelector("[data-porch=launcher]");
   const css = h("link", { rel: "stylesheet", href: `${c.url}/widget/panel.css` });
-  const title = h("h2", { id: "porch-title", text: c.label || t("launcher") });
+  const title = h("h2", { id: "porch-title", dir: "auto", text: c.label || t("launcher") });
   // A role="status" region: screen readers hear each change of state (setStatus keeps the countdown out of it).
   const status = h("p", { class: "status", "data-porch": "status", "data-state": "connecting", role: "status" });
   const closeBtn = h("button", { type: "button", class: "close", "aria-label": t("close"),
@@ -39,8 +39,9 @@
   const greeting = h("div", { class: "msg agent greeting", "data-porch": "greeting", hidden: true },
     h("div", { class: "bubble", dir: "auto" }));
   // Only messages added are news: a message's meta line changes in place later ("Sent", "Seen"), and that
-  // is not to be read out as new content (see setMeta for why that alone is not relied on).
-  const list = h("div", { class: "messages", "data-porch": "messages", role: "log", "aria-live": "polite",
+  // is not to be read out as new content (see setMeta for why that alone is not relied on). Live only once
+  // a welcome has filled it (connection.js): the greeting and history shown again on every page are not.
+  const list = h("div", { class: "messages", "data-porch": "messages", role: "log",
     "aria-relevant": "additions", "aria-label": t("messages"), tabindex: "0" }, greeting);
   // The list keeps to its end while the visitor has not scrolled up, also when what is around it
   // grows and makes it shorter (the email form after the first ack, the composer, file chips):
@@ -98,7 +99,7 @@
   // A reply's first lines above the closed launcher, as a click target that opens the chat. Screen
   // readers and the keyboard have the announcer and the launcher's name for it, so it is hidden from them.
   const peek = h("button", { type: "button", class: `peek${c.position === "left" ? " left" : ""}`, "data-porch": "peek",
-    "aria-hidden": "true", tabindex: "-1", hidden: true, onclick: () => launcher?.click() });
+    "aria-hidden": "true", tabindex: "-1", hidden: true, dir: "auto", onclick: () => launcher?.click() });
   root.append(css, panel, announcer, peek);
   let announceTimer = null;
   const announce = (text) => {

@@ -135,7 +135,9 @@
   const byClientId = new Map(); // the visitor's own messages by client_id, before and after their ack
   let lastId = 0; // highest id received in welcome or pushed messages (see docs/widget.md)
 
-  const URL_RE = /\bhttps?:\/\/[^\s<>"]+[^\s<>"'.,;:!?)\]]/g;
+  // A link ends at a direction control, as in the inbox (docs/admin.md, "Links in messages"): an
+  // override inside one would show a text that is not its address.
+  const URL_RE = /\bhttps?:\/\/[^\s<>"\u202a-\u202e\u2066-\u2069]+[^\s<>"'.,;:!?)\]\u202a-\u202e\u2066-\u2069]/g;
   const fillText = (el, text) => {
     let at = 0;
     for (const m of text.matchAll(URL_RE)) {

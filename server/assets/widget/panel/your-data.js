@@ -88,7 +88,12 @@
     seenEl = null;
     statusShown.clear();
     list.replaceChildren(greeting);
+    attr(list, "aria-live"); // the next visitor's history is not news either
+    // The email form as new: an address given or confirmed was the old visitor's.
+    emailForm.replaceChildren(...emailParts);
     emailForm.hidden = true;
+    emailInput.value = heldEmail = emailWanted = null;
+    wrote = false;
     for (const u of uploads) u.xhr?.abort(); // the files were the old visitor's
     dropUploads(uploads);
     drop();

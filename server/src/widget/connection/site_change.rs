@@ -2,7 +2,8 @@
 //! connection ends as a new connection would be refused, with `site_not_found` or
 //! `origin_not_allowed` and close 1008, once the site is deleted or its page's origin is no
 //! longer allowed; it asks the client to connect again (close 1012) when what `welcome` settled
-//! changed (the pre-chat form the panel shows, the secret that verified a known visitor); other
+//! changed (the pre-chat form the panel shows, whether it offers files, the secret that verified
+//! a known visitor); other
 //! settings (brakes, hours) it takes for its next messages. A child of `connection`, so it works
 //! on the connection's own state.
 
@@ -62,6 +63,7 @@ impl Connection {
     /// verified with a replaced or removed secret must not stay verified).
     fn unsettles_welcome(&self, site: &Site) -> bool {
         site.prechat != self.site.prechat
+            || site.takes_files != self.site.takes_files
             || (self.context.identity.is_some()
                 && site.identity_secret != self.site.identity_secret)
     }

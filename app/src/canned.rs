@@ -67,7 +67,9 @@ fn Reply(reply: CannedReplyView, csrf: String) -> impl IntoView {
                     <textarea id=body_id name="body" rows="3" required maxlength="4000">{crate::textarea_text(&reply.body)}</textarea>
                 </div>
                 <div class="actions">
-                    <button type="submit" class="button">"Save"</button>
+                    // Named with its reply, as Delete is: three "Save" buttons read alike.
+                    <button type="submit" class="button">"Save"
+                        <span class="visually-hidden">{format!(" /{}", reply.shortcut)}</span></button>
                 </div>
             </form>
             <form method="post" action=format!("/canned/{id}/delete")

@@ -214,9 +214,11 @@ fn VisitorPanel(visitor: VisitorDetailsView) -> impl IntoView {
                     <dd data-identity="unverified"><bdi>{claim}</bdi>" "<span class="badge badge-muted">"unverified"</span></dd>
                 })}
                 {detail("Email", visitor.email)}
+                // The answer is typed like a message, so an override in it is written out as in
+                // one (an order number must read as typed).
                 {visitor.prechat.map(|(question, answer)| view! {
                     <dt data-prechat="question">{question}</dt>
-                    <dd data-prechat="answer"><bdi>{answer}</bdi></dd>
+                    <dd data-prechat="answer"><bdi>{crate::chars::overrides_written_out(&answer).into_owned()}</bdi></dd>
                 })}
                 {page_link}
                 {detail("First page", first_page)}

@@ -59,7 +59,7 @@ pub fn Health(health: HealthView, #[prop(optional)] id: Option<&'static str>) ->
             };
             Some(
                 view! {
-                    <p class="notice notice-error" role="alert">"Failing: "{error}" ("
+                    <p class="notice notice-error" role="alert">"Failing: "<bdi>{error}</bdi>" ("
                         <time datetime=iso>{text}</time>")."{next}</p>
                 }
                 .into_any(),
@@ -128,7 +128,7 @@ pub fn TestOutcome(outcome: TestOutcomeView, reload: String) -> impl IntoView {
         .into_any(),
         TestState::Failed { error } => view! {
             <p class="notice notice-error" role="alert" data-test="failed" id=TEST_OUTCOME>
-                "Latest test ("{when}") failed: "{error}</p>
+                "Latest test ("{when}") failed: "<bdi>{error}</bdi></p>
         }
         .into_any(),
     }

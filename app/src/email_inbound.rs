@@ -88,7 +88,7 @@ fn health_line(health: ReaderHealthView) -> impl IntoView {
             view! {
                 <div class="health" data-reader="failing"><p>"Health "
                     <span class="badge badge-danger">"Failing"</span></p>
-                    <p class="notice notice-error" role="alert">"Failing: "{error}" ("
+                    <p class="notice notice-error" role="alert">"Failing: "<bdi>{error}</bdi>" ("
                         <time datetime=iso>{text}</time>"). Porch tries again at the next interval."</p>
                 </div>
             }

@@ -58,7 +58,7 @@ fn test_line(last: Option<MailboxTestView>) -> impl IntoView {
             .into_any(),
             Some(error) => view! {
                 <p class="notice notice-error" role="alert" data-imap-test="failed">
-                    "Test connection failed: "{error}" ("<time datetime=iso>{text}</time>")"</p>
+                    "Test connection failed: "<bdi>{error}</bdi>" ("<time datetime=iso>{text}</time>")"</p>
             }
             .into_any(),
         }

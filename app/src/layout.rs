@@ -275,8 +275,12 @@ pub fn document_with_skip(
                 <title>{title}</title>
                 <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml"/>
                 <link rel="stylesheet" href="/assets/admin.css"/>
-                // Deferred scripts run in this order: time.js first, as inbox.js uses it.
-                {signed_in.then(|| view! { <script src="/assets/time.js" defer></script> })}
+                // Deferred scripts run in this order: time.js and streams.js first, as inbox.js
+                // and notify.js use them.
+                {signed_in.then(|| view! {
+                    <script src="/assets/time.js" defer></script>
+                    <script src="/assets/streams.js" defer></script>
+                })}
                 {script.then(|| view! { <script src="/assets/inbox.js" defer></script> })}
                 {signed_in.then(|| view! {
                     <script src="/assets/notify.js" defer></script>

@@ -1,6 +1,7 @@
 //! Links in message text: `http://` and `https://` URLs become links that open in a new tab and
 //! tell the target nothing (`rel="noopener noreferrer nofollow"`); everything else stays text,
-//! escaped by Leptos like any other text. No other scheme is ever linked.
+//! escaped by Leptos like any other text. No other scheme is ever linked, nor an address with a
+//! user name in it.
 
 use leptos::prelude::*;
 
@@ -31,7 +32,13 @@ pub fn segments(text: &str) -> Vec<Segment<'_>> {
             .get(..8)
             .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
         let scheme_len = if is_https { 8 } else { 7 };
-        if url.len() <= scheme_len {
+        // A user name in the address (`https://support.acme.com@evil.example/`) makes it read as
+        // another host than the one it opens: left as text, as is a scheme with nothing after it.
+        let host_part = url[scheme_len.min(url.len())..]
+            .split(['/', '?', '#'])
+            .next()
+            .unwrap_or_default();
+        if url.len() <= scheme_len || host_part.contains('@') {
             at = end;
             continue;
         }
@@ -134,6 +141,23 @@ mod tests {
                 Segment::Link("https://f.example/c"),
                 Segment::Text(">"),
             ]
+        );
+    }
+
+    #[test]
+    fn an_address_with_a_user_name_stays_text() {
+        let text =
+            "Reset it at https://support.acme.com@evil.example/reset or https://a.example/@me";
+        assert_eq!(
+            segments(text),
+            [
+                Segment::Text("Reset it at https://support.acme.com@evil.example/reset or "),
+                Segment::Link("https://a.example/@me"),
+            ]
+        );
+        assert_eq!(
+            segments("http://user:pw@example.com/p"),
+            [Segment::Text("http://user:pw@example.com/p")]
         );
     }
 

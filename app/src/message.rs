@@ -62,6 +62,7 @@ fn Deliveries(deliveries: Vec<DeliveryView>) -> impl IntoView {
 /// A size for people: bytes, KB or MB (powers of 1,000, as file managers show them).
 fn size_text(bytes: i64) -> String {
     match bytes {
+        1 => "1 byte".to_owned(),
         b if b < 1_000 => format!("{b} bytes"),
         b if b < 1_000_000 => format!("{} KB", b / 1_000),
         b => format!("{}.{} MB", b / 1_000_000, b % 1_000_000 / 100_000),

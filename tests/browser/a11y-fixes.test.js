@@ -70,6 +70,15 @@ test("e on the last row puts the focus on the sentence saying the list is empty;
     await page.waitForFunction(() => document.activeElement?.closest("#conversations > li"));
     assert.match((await focused()).text, /The only chat/);
     assert.equal(await page.locator("[data-empty]").isHidden(), true);
+
+    // Closed again, then a new chat arrives: the list takes the focus, not the page's body.
+    await page.keyboard.press("e");
+    await page.waitForFunction(() => document.activeElement?.matches("[data-empty]"), null, { timeout: 5000 });
+    const next = await visitor(world.browser, world.host.url);
+    await next.say("A new chat arrives");
+    await page.locator("#conversations > li", { hasText: "A new chat arrives" }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.id === "conversations", null, { timeout: 5000 });
+    await next.context.close();
     await v.context.close();
   });
 

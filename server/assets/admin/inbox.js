@@ -38,12 +38,16 @@
   // Opens the stream, and opens it again if the browser gave up (EventSource retries network
   // errors by itself, but not an HTTP error answer): after 3 s, doubling up to 30 s, unless the
   // session is gone (notify.js finds out and says so).
+  // A tab in the background closes it and opens it again when shown (streams.js): the stream
+  // then resumes after the last message id it had, like a reconnect.
   const follow = (list, handlers) => {
     let lastId = list.dataset.lastId || "0";
     let failures = 0;
-    const connect = () => {
+    const connect = (stream) => {
+      if (stream.paused) return; // a reconnect planned before the tab closed it
       const sep = list.dataset.live.includes("?") ? "&" : "?";
       const source = new EventSource(`${list.dataset.live}${sep}after=${encodeURIComponent(lastId)}`);
+      stream.source = source;
       // data-state says whether the list follows the server right now ("live") or not.
       source.onopen = () => { failures = 0; setLive(true); list.dataset.state = "live"; };
       source.onerror = () => {
@@ -51,7 +55,7 @@
         list.dataset.state = "reconnecting";
         if (source.readyState !== EventSource.CLOSED) return;
         const wait = Math.min(30000, 3000 * 2 ** failures++);
-        document.dispatchEvent(new CustomEvent("porch:stream-closed", { detail: () => setTimeout(connect, wait) }));
+        document.dispatchEvent(new CustomEvent("porch:stream-closed", { detail: () => setTimeout(() => connect(stream), wait) }));
       };
       for (const [name, handle] of Object.entries(handlers)) {
         source.addEventListener(name, (e) => {
@@ -60,7 +64,7 @@
         });
       }
     };
-    connect();
+    window.porchStream(connect, () => { list.dataset.state = "paused"; });
   };
 
   // Counts and alerts are notify.js's business.
@@ -94,9 +98,11 @@
   };
   const showEmpty = () => {
       if (!empty) return;
+      // Read before hiding it: a hidden element loses the focus, to the page's body.
+      const hadFocus = document.activeElement === empty;
       empty.hidden = conversations.children.length > 0;
       // A row came while the focus was on the sentence: the list takes it, not the page's body.
-      if (empty.hidden && document.activeElement === empty) conversations.focus({ preventScroll: true });
+      if (empty.hidden && hadFocus) conversations.focus({ preventScroll: true });
     };
     // The empty list shows nothing (admin.css): the focus the skip link or e (keys.js) gives it
     // goes on to the sentence saying why it is empty, which a screen reader then reads.

@@ -8,6 +8,7 @@
 (() => {
   "use strict";
   const ORDER = "porch-order";
+  const BY_KEY = "porch-by-key"; // sessionStorage: the conversation a key just posted a form of
   const OFF = "porch-keys-off"; // localStorage: "1" while the single-key shortcuts are off
   const list = document.getElementById("conversations");
   const here = location.pathname.match(/^\/conversations\/(\d+)$/)?.[1];
@@ -86,6 +87,9 @@
       const at = order.indexOf(here);
       const next = at < 0 ? undefined : order[at + step];
       if (next) location.assign(`/conversations/${next}`);
+      // A key that does nothing says why, or it reads as a dead key.
+      else say(at < 0 ? "This conversation is not in the inbox list you came from: open the inbox to move through it."
+        : `This is the ${step > 0 ? "last" : "first"} conversation of the inbox list you came from.`);
     }
   };
 
@@ -97,9 +101,10 @@
     actedOn = id;
     const csrf = document.querySelector('input[name="csrf"]')?.value || "";
     try {
+      // Not forever: a request the browser holds back, or a server that never answers, is said.
       const res = await fetch(`/conversations/${id}/${action}`, {
         method: "POST", credentials: "same-origin", redirect: "manual",
-        headers: { "x-porch-fetch": "1" },
+        headers: { "x-porch-fetch": "1" }, signal: AbortSignal.timeout(20000),
         body: new URLSearchParams({ csrf, ...fields }),
       });
       if (res.status === 204) return null;
@@ -204,11 +209,16 @@
     say(failed ? `Could not mark the conversation with ${name} unread. ${failed.text}` : `Marked the conversation with ${name} unread.`);
   };
   // On a conversation page the key submits the page's own form, and says why when the page
-  // has none (`missing`: closed already, yours already).
+  // has none (`missing`: closed already, yours already). The page that comes back puts the
+  // focus in the reply box; after a key it goes to the page instead, so that the next key acts
+  // rather than being typed to the visitor ("ae").
   const act = (shortcut, onRow, missing) => {
     if (here) {
       const form = document.querySelector(`form[data-shortcut="${shortcut}"]`);
-      if (form) form.requestSubmit();
+      if (form) {
+        try { sessionStorage.setItem(BY_KEY, here); } catch { /* blocked: the box keeps the focus */ }
+        form.requestSubmit();
+      }
       else say(document.body.dataset.ended ? `${document.body.dataset.ended} Nothing is left to act on.` : missing);
       return;
     }
@@ -350,6 +360,12 @@
       (e.shiftKey ? items[items.length - 1] : items[0]).focus();
     }
   });
+
+  // Back from the form a key posted (see act): the page has the focus, not the reply box.
+  try {
+    if (here && sessionStorage.getItem(BY_KEY) === here) document.querySelector("main")?.focus();
+    sessionStorage.removeItem(BY_KEY);
+  } catch { /* blocked */ }
 
   document.addEventListener("keydown", (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;

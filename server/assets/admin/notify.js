@@ -201,13 +201,18 @@
     const relay = (name) => (e) => {
       try { document.dispatchEvent(new CustomEvent(name, { detail: JSON.parse(e.data) })); } catch { /* ignore */ }
     };
-    const connect = () => {
+    // A tab in the background closes it and opens it again when shown (streams.js).
+    const connect = (stream) => {
+      if (stream.paused) return;
       const source = new EventSource("/inbox/counts");
+      stream.source = source;
       source.addEventListener("counts", relay("porch:counts"));
       source.addEventListener("alert", relay("porch:alert"));
-      source.onerror = () => { if (source.readyState === EventSource.CLOSED) streamClosed(() => setTimeout(connect, 30000)); };
+      source.onerror = () => {
+        if (source.readyState === EventSource.CLOSED) streamClosed(() => setTimeout(() => connect(stream), 30000));
+      };
     };
-    connect();
+    window.porchStream(connect);
   }
 
   // --- a stream that ended with an error answer: signed out, or the server's trouble

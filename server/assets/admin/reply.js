@@ -14,6 +14,8 @@
   const messages = document.getElementById("messages");
   if (!form || !messages || !window.porchInbox) return;
   const { fromHtml, addMessage, drafts } = window.porchInbox;
+  // How long a send may go unanswered before the box says so (a resend posts nothing twice).
+  const SEND_TIMEOUT_MS = 20000;
   const box = form.querySelector("textarea");
   const key = new URL(form.action, location.href).pathname;
   if (!box.value) box.value = drafts.get(key) || "";
@@ -204,9 +206,11 @@
     try {
       let res;
       try {
+        // Not forever: a request the browser holds back (all its connections to the host busy)
+        // or a server that never answers would leave the box read-only with nothing said.
         res = await fetch(form.action, {
           method: "POST", body, credentials: "same-origin", redirect: "manual",
-          headers: { "x-porch-fetch": "1" },
+          headers: { "x-porch-fetch": "1" }, signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
         });
       } catch {
         // The request may or may not have reached the server: the live stream shows it if so.

@@ -5,6 +5,7 @@ use axum::response::{IntoResponse, Response};
 
 const ADMIN_CSS: &str = include_str!("../../assets/admin/admin.css");
 const TIME_JS: &str = include_str!("../../assets/admin/time.js");
+const STREAMS_JS: &str = include_str!("../../assets/admin/streams.js");
 const INBOX_JS: &str = include_str!("../../assets/admin/inbox.js");
 const REPLY_JS: &str = include_str!("../../assets/admin/reply.js");
 const NOTIFY_JS: &str = include_str!("../../assets/admin/notify.js");
@@ -37,6 +38,12 @@ pub async fn admin_css() -> Response {
 /// `GET /assets/time.js`: times in the reader's time zone, on every signed-in page.
 pub async fn time_js() -> Response {
     asset("text/javascript; charset=utf-8", TIME_JS)
+}
+
+/// `GET /assets/streams.js`: the pages' live streams closed in background tabs, on every
+/// signed-in page.
+pub async fn streams_js() -> Response {
+    asset("text/javascript; charset=utf-8", STREAMS_JS)
 }
 
 /// `GET /assets/inbox.js`.

@@ -50,13 +50,15 @@ pub struct LiveQuery {
 }
 
 /// Where to resume: the browser's `Last-Event-ID` (sent on automatic reconnects) wins over the
-/// page's `?after=`.
-fn resume_point(headers: &HeaderMap, after: Option<i64>) -> MessageId {
+/// page's `?after=`; `None` when neither says (start from now). `after=0` is a point like any
+/// other: a page rendered before the first message (an inbox that was empty) catches up on
+/// everything when its stream opens again.
+fn resume_point(headers: &HeaderMap, after: Option<i64>) -> Option<MessageId> {
     let header = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok());
-    MessageId(header.or(after).unwrap_or(0).max(0))
+    header.or(after).map(|id| MessageId(id.max(0)))
 }
 
 /// Follows `signal` in the unread counts. After a `Resync` it subscribes again before the
@@ -238,7 +240,7 @@ async fn stream_inbox(
     app: &AppState,
     me: UserId,
     filter: &LiveFilter,
-    after: MessageId,
+    after: Option<MessageId>,
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), Gone> {
     let mut batch = Batch::default();
@@ -247,10 +249,9 @@ async fn stream_inbox(
     let mut subscription = app.chat.hub().subscribe_inbox();
     let mut tally = Tally::load(app, me, None).await?;
     // Without a starting point there is nothing to catch up on: start from now.
-    let mut covered = if after.0 == 0 {
-        app.chat.last_message_id().await.map_err(|_| Gone)?
-    } else {
-        replay_inbox(app, &mut batch, me, filter, after).await?
+    let mut covered = match after {
+        None => app.chat.last_message_id().await.map_err(|_| Gone)?,
+        Some(after) => replay_inbox(app, &mut batch, me, filter, after).await?,
     };
     let mut last = covered;
     loop {
@@ -372,7 +373,7 @@ pub async fn conversation_events(
         };
         let shutdown = app.shutdown.clone();
         tokio::select! {
-            _ = stream_conversation(&app, &who, ConversationId(id), after, &tx) => {}
+            _ = stream_conversation(&app, &who, ConversationId(id), after.unwrap_or(MessageId(0)), &tx) => {}
             () = shutdown.cancelled() => {}
             () = tx.closed() => {}
             () = app.accounts.session_ended(&session, &who.cookie_value) => {}

@@ -281,6 +281,7 @@ fn admin_routes() -> Router<AppState> {
     Router::new()
         .route("/assets/admin.css", get(admin::assets::admin_css))
         .route("/assets/time.js", get(admin::assets::time_js))
+        .route("/assets/streams.js", get(admin::assets::streams_js))
         .route("/assets/inbox.js", get(admin::assets::inbox_js))
         .route("/assets/reply.js", get(admin::assets::reply_js))
         .route("/assets/notify.js", get(admin::assets::notify_js))

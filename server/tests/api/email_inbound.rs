@@ -624,5 +624,7 @@ async fn a_refused_login_shows_as_failing_with_the_reason_and_never_the_password
     })
     .await;
     assert!(page.contains("the IMAP server refused the login"), "{page}");
+    // Isolated: a server's answer with a direction override cannot turn Porch's words around.
+    assert!(page.contains("Failing: <bdi>"), "{page}");
     assert!(!page.contains("wrongpass"), "{page}");
 }

@@ -1,0 +1,72 @@
+// Many admin tabs over plain HTTP (docs/admin.md, "Live updates"): a browser opens at most six
+// HTTP/1.1 connections to a host and every signed-in page holds a live stream, so a seventh tab
+// never loaded and a reply from any tab waited silently. A tab in the background closes its stream
+// after 10 s (one tab, the keeper, keeps its own for alerts and passes the counts on), and opens
+// it again when shown, catching up. Headless Chromium shows every tab, so a tab is sent to the
+// background by overriding document.visibilityState.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, signIn, visitor, waitFor } from "./harness.js";
+
+const AGENT = { email: "ana@example.com", name: "Ana" };
+const world = fixture({ site: "Acme Tabs", agent: AGENT });
+
+/** Tells the page it is hidden or shown, as a tab switch would. */
+const setShown = (page, shown) => page.evaluate((state) => {
+  Object.defineProperty(document, "visibilityState", { value: state, configurable: true });
+  document.dispatchEvent(new Event("visibilitychange"));
+}, shown ? "visible" : "hidden");
+
+test("background tabs give their connection back: a ninth tab loads, a hidden inbox keeps its count and catches up when shown",
+  { timeout: 120000 }, async () => {
+    const { porch, host, browser } = world;
+    const context = await browser.newContext();
+    const open = async (path) => {
+      const page = await context.newPage();
+      page.setDefaultTimeout(15000);
+      await page.goto(`${porch.url}${path}`);
+      return page;
+    };
+    try {
+      // The first tab takes the keeper's lease: its stream stays open whatever happens.
+      const keeper = await context.newPage();
+      keeper.setDefaultTimeout(15000);
+      await signIn(keeper, porch, AGENT.email);
+      await keeper.goto(`${porch.url}/account`);
+      const inbox = await open("/inbox");
+      const list = inbox.locator("#conversations");
+      await waitFor("the inbox to be live", async () => (await list.getAttribute("data-state")) === "live");
+      // Six streams now: every connection the browser allows this host.
+      const others = [];
+      for (let i = 0; i < 4; i++) others.push(await open("/account"));
+      for (const page of [inbox, ...others]) await setShown(page, false);
+      await waitFor("the hidden inbox to close its stream", async () =>
+        (await list.getAttribute("data-state")) === "paused", { timeoutMs: 20000 });
+
+      // Three more tabs load, and a reply goes out from one of them.
+      for (let i = 0; i < 3; i++) others.push(await open("/account"));
+      const v = await visitor(browser, host.url);
+      await v.say("Anyone there with all these tabs?");
+      const row = list.locator("li").first();
+      // The hidden inbox counts it in its title without a stream of its own.
+      await waitFor("the hidden tab's title to count the new chat", async () =>
+        /^\(1\) /.test(await inbox.title()));
+      assert.equal(await row.count(), 0, "the hidden list has no stream to add it");
+
+      const { body } = await porch.api("GET", "/conversations");
+      const id = body.conversations[0].id;
+      const conversation = await open(`/conversations/${id}`);
+      await conversation.locator("#reply-body").fill("Yes, right here.");
+      await conversation.getByRole("button", { name: "Send reply" }).click();
+      await v.page.locator("[data-porch=message][data-author=agent]", { hasText: "Yes, right here." }).waitFor();
+
+      // Shown again, the inbox opens its stream and catches up on what it missed.
+      await setShown(inbox, true);
+      await waitFor("the inbox to be live again", async () => (await list.getAttribute("data-state")) === "live");
+      await row.waitFor();
+      assert.match(await row.innerText(), /Yes, right here\./);
+      await v.context.close();
+    } finally {
+      await context.close();
+    }
+  });

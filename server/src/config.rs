@@ -47,7 +47,7 @@ pub struct Config {
     pub data_dir: PathBuf,
 
     /// Address and port to listen on. Use 0.0.0.0:8080 to accept connections from other hosts.
-    #[arg(long, env = "PORCH_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "PORCH_LISTEN", default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     pub listen: SocketAddr,
 
     /// URL at which browsers reach this server (used in the embed snippet and links). Defaults to
@@ -78,11 +78,11 @@ pub struct Config {
     pub readers: usize,
 
     /// Close a connection that has not sent complete request headers within this time.
-    #[arg(long, env = "PORCH_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub header_timeout: Duration,
 
     /// Answer 408 when an HTTP request (not a websocket) takes longer than this.
-    #[arg(long, env = "PORCH_REQUEST_TIMEOUT", default_value = "15s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_REQUEST_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
     /// Largest HTTP request body accepted, in bytes.
@@ -99,11 +99,11 @@ pub struct Config {
     pub max_connections_per_ip: usize,
 
     /// Interval between server pings on widget websockets.
-    #[arg(long, env = "PORCH_WS_PING_INTERVAL", default_value = "25s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_WS_PING_INTERVAL", default_value = "25s", value_parser = parse_duration)]
     pub ws_ping_interval: Duration,
 
     /// Close a widget websocket after this long without any frame or pong from the client.
-    #[arg(long, env = "PORCH_WS_IDLE_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_WS_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub ws_idle_timeout: Duration,
 
     /// Largest widget websocket message, in bytes; larger ones close the connection (1009).
@@ -137,11 +137,11 @@ pub struct Config {
     pub chat_concurrency: usize,
 
     /// Delivered jobs are deleted after this long (failed ones are kept until retried).
-    #[arg(long, env = "PORCH_JOB_RETENTION", default_value = "24h", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_JOB_RETENTION", default_value = "24h", value_parser = parse_duration)]
     pub job_retention: Duration,
 
     /// Audit log events are deleted after this long (pruned once a minute, in chunks).
-    #[arg(long, env = "PORCH_AUDIT_RETENTION", default_value = "365days", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_AUDIT_RETENTION", default_value = "365days", value_parser = parse_duration)]
     pub audit_retention: Duration,
 
     /// Base URL of the Slack Web API (change only to point Porch at a Slack mock).
@@ -158,7 +158,7 @@ pub struct Config {
         long,
         env = "PORCH_SLACK_TIMEOUT",
         default_value = "10s",
-        value_parser = humantime::parse_duration
+        value_parser = parse_duration
     )]
     pub slack_timeout: Duration,
 
@@ -218,7 +218,7 @@ pub struct Config {
 
     /// How long the IMAP reader waits between two looks at `PORCH_IMAP_URL`'s mailbox (1 s to
     /// 1 h; a mailbox set on the email page has its own interval).
-    #[arg(long, env = "PORCH_IMAP_POLL", default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_IMAP_POLL", default_value = "60s", value_parser = parse_duration)]
     pub imap_poll: Duration,
 
     /// The OpenID Connect provider for single sign-on, as its issuer URL (for example
@@ -261,11 +261,11 @@ pub struct Config {
 
     /// After SIGTERM, how long to keep serving with `/readyz` at 503 `shutting_down`, so load
     /// balancers take this instance out before it stops accepting.
-    #[arg(long, env = "PORCH_DRAIN", default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_DRAIN", default_value = "5s", value_parser = parse_duration)]
     pub drain: Duration,
 
     /// How long shutdown waits for open requests and connections to finish.
-    #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 
     /// Log filter, for example `info` or `porch=debug,info`.
@@ -452,6 +452,25 @@ impl std::ops::Deref for IpList {
     fn deref(&self) -> &[IpAddr] {
         &self.0
     }
+}
+
+/// A duration as `humantime` reads it, with an example beside its refusal ("expected number at
+/// 0" alone did not say what is wanted).
+///
+/// # Errors
+/// What is wrong, and what a duration looks like.
+pub fn parse_duration(raw: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(raw)
+        .map_err(|err| format!("{err}: write a duration such as 90s, 15m, 24h or 30days"))
+}
+
+/// The listen address: an IP address and a port (a host name is not resolved).
+fn parse_listen(raw: &str) -> Result<SocketAddr, String> {
+    raw.trim().parse().map_err(|_| {
+        "must be an IP address and a port, such as 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080 \
+         (not a host name)"
+            .to_owned()
+    })
 }
 
 fn parse_ip_list(raw: &str) -> Result<IpList, String> {

@@ -293,9 +293,10 @@ async fn start_runner(
         .context("starting the job runner")
 }
 
-/// Says so when every user of the machine can read the database: Porch creates it without that
-/// (see `cli::keep_new_files_from_other_users`), but one made by an older version, or copied in,
-/// can have it. Not changed here: the permissions are the operator's.
+/// Says so when every user of the machine can read the database, or others than its owner the
+/// key in the data directory: Porch creates them without that (see
+/// `cli::keep_new_files_from_other_users`), but one made by an older version, or copied in, can
+/// have it. Not changed here: the permissions are the operator's.
 fn warn_if_anyone_can_read(data_dir: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt as _;
     let path = data_dir.join(crate::config::DATABASE_FILE);
@@ -305,6 +306,17 @@ fn warn_if_anyone_can_read(data_dir: &std::path::Path) {
              keeps them out (Porch creates its files without that access)",
             path.display(),
             dir = data_dir.display()
+        );
+    }
+    // The sealing key opens every secret in the database: its owner alone should read it (a
+    // restore's `cp` under umask 022 makes it 0644).
+    let key = data_dir.join(crate::secrets::KEY_FILE);
+    if std::fs::metadata(&key).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+        tracing::warn!(
+            "{} can be read by other users of this machine, and it opens every secret sealed in \
+             the database; `chmod 600 {}` keeps them out",
+            key.display(),
+            key.display()
         );
     }
 }

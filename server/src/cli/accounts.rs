@@ -10,8 +10,8 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::accounts::{
-    DisplayName, Password, TokenRequest, create_api_token, hash_password, reset_two_factor_in,
-    revoke_api_token, token_name,
+    DisplayName, EmailAddress, Password, TokenRequest, create_api_token, hash_password,
+    reset_two_factor_in, revoke_api_token, token_name,
 };
 use crate::audit::{self, Actor, AuditAction, Target};
 use crate::clock::now_ms;
@@ -78,7 +78,7 @@ pub enum TokenCommand {
         read_only: bool,
         /// The token stops working this long after it is made (for example `90d`, `12h`);
         /// without it the token works until it is revoked.
-        #[arg(long, value_parser = humantime::parse_duration)]
+        #[arg(long, value_parser = crate::config::parse_duration)]
         expires_in: Option<std::time::Duration>,
     },
     /// List every API token: id, name, user, scope, created, expires, last used (never the token
@@ -195,11 +195,9 @@ fn add_user(
     role: Role,
     password_stdin: bool,
 ) -> anyhow::Result<()> {
-    let email = email.trim();
-    if !email.contains('@') {
-        bail!("--email must be an email address");
-    }
-    // The same rule as the team page's: 1 to 80 characters.
+    // The team page's rules: an address its sign-in form takes, and a name of 1 to 80 characters.
+    let email = EmailAddress::parse(email).map_err(|e| anyhow::anyhow!("--email: {e}"))?;
+    let email = email.as_str();
     let name = DisplayName::parse(name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     if store::find_user_by_email(conn, email)?.is_some() {
         bail!("a user with the email {email} already exists (see `porch user list`)");

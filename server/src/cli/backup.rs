@@ -98,7 +98,7 @@ impl Target {
 /// directory this user may not write, no server can be writing there either.
 fn open_source(data: &DataConfig) -> anyhow::Result<(Connection, Option<store::InstanceLock>)> {
     let path = data.database_path();
-    store::refuse_empty_file(&path)?;
+    store::refuse_misplaced_files(&path)?;
     let lock = match store::InstanceLock::acquire_for(&data.data_dir, DATABASE_FILE) {
         Ok(lock) => Some(lock),
         Err(

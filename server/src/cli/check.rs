@@ -33,7 +33,7 @@ pub fn run(data: &DataConfig, args: CheckArgs) -> anyhow::Result<()> {
     let shown = path.display();
     // Opening read-only never creates a file, so a wrong path is an error, not a new database.
     super::files::require_file(&path)?;
-    store::refuse_empty_file(&path)?;
+    store::refuse_misplaced_files(&path)?;
     let mut header = [0_u8; SQLITE_HEADER.len()];
     let header_len = read_prefix(&path, &mut header).with_context(|| format!("reading {shown}"))?;
     if header[..header_len] != SQLITE_HEADER[..] {

@@ -63,7 +63,7 @@ pub enum Command {
         #[arg(long, default_value = "127.0.0.1:9099")]
         listen: std::net::SocketAddr,
         /// Delay before each `chat.postMessage` answer.
-        #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+        #[arg(long, default_value = "50ms", value_parser = crate::config::parse_duration)]
         delay: std::time::Duration,
         /// Answer posts beyond this rate per channel with HTTP 429 and `Retry-After`, as Slack
         /// does (`1/s`, `20/min`, `1/s+5` for a burst of 5 more); unlimited if not given.

@@ -199,6 +199,14 @@ impl Config {
         }
         if let Some(url) = &self.public_url {
             public_url(url)?;
+            // Taken for the widget, but the admin UI's links and cookies are for the root.
+            if Url::parse(url).is_ok_and(|u| !u.path().trim_end_matches('/').is_empty()) {
+                warnings.push(Warning(format!(
+                    "PORCH_PUBLIC_URL={url} has a path: the widget works under it behind a proxy \
+                     that strips it, but the admin UI does not (its links and cookies are for the \
+                     root); serve Porch at the root of its own host name"
+                )));
+            }
         } else if self.listen.ip().is_unspecified() {
             warnings.push(Warning(format!(
                 "PORCH_LISTEN={} without PORCH_PUBLIC_URL: links and embed snippets use {}, which \

@@ -40,7 +40,11 @@ pub(super) fn check_then_seal(
         SealingError::Open { id, source } => {
             integration_does_not_open(conn, (id, &source), sealing)
         }
-        SealingError::Store(err) => anyhow::Error::new(err).context("sealing secrets"),
+        // Its transaction rolled back: nothing was sealed with a key this start generated.
+        SealingError::Store(err) => {
+            forget_generated_key(sealing);
+            store_failed(err)
+        }
     })?;
     if sealed > 0 {
         tracing::info!(
@@ -57,6 +61,22 @@ pub(super) fn check_then_seal(
         );
     }
     Ok(())
+}
+
+/// The store's failure to seal, said as what stops it: the first write of the start, which waits
+/// at most the busy timeout for the write lock that another program may hold.
+fn store_failed(err: crate::store::Error) -> anyhow::Error {
+    let busy = matches!(&err, crate::store::Error::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+        if e.code == rusqlite::ErrorCode::DatabaseBusy);
+    let err = anyhow::Error::new(err);
+    if busy {
+        err.context(
+            "another program holds the database's write lock (a sqlite3 shell with a transaction \
+             open, a backup tool?): close it and start again",
+        )
+    } else {
+        err.context("sealing secrets")
+    }
 }
 
 /// Removes the key file this start generated, for a start that failed before sealing anything

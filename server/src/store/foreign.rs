@@ -23,7 +23,7 @@ use super::{
 /// A refused file is a [`DamagedFile`] naming it; an unreadable one is explained as
 /// [`explain_damage`] does.
 pub fn open_porch_database(path: &Path, synchronous: Synchronous) -> anyhow::Result<Connection> {
-    refuse_empty_file(path)?;
+    refuse_misplaced_files(path)?;
     let existed = path.exists();
     if existed {
         look_before_opening(path)?;
@@ -100,11 +100,45 @@ pub fn in_context(err: anyhow::Error, context: String) -> anyhow::Error {
     }
 }
 
-/// Refuses a file of 0 bytes at `path` (no file at all is a new install, and fine).
+/// Refuses what a failed copy or restore leaves at `path`, before SQLite opens it: a file of 0
+/// bytes (no file at all is a new install, and fine), or a file not in WAL mode beside a `-wal`
+/// that is not empty.
 ///
 /// # Errors
 /// A [`DamagedFile`] that says what to do.
-pub fn refuse_empty_file(path: &Path) -> anyhow::Result<()> {
+pub fn refuse_misplaced_files(path: &Path) -> anyhow::Result<()> {
+    refuse_empty_file(path)?;
+    refuse_foreign_wal(path)
+}
+
+/// A database that is not in WAL mode (bytes 18 and 19 of its header are 1, as in a copy made by
+/// `porch backup`) has no WAL of its own, so a `-wal` with frames beside it is another file's:
+/// the database it replaced, when a backup was copied over `porch.db` after a crash and the old
+/// `-wal` and `-shm` stayed. SQLite would replay that WAL into the copy, and Porch served a mix
+/// of the two, or refused it as damaged, which sent the operator back to the same backup.
+fn refuse_foreign_wal(path: &Path) -> anyhow::Result<()> {
+    let mut header = [0_u8; 20];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header));
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal_has_frames = std::fs::metadata(&wal).is_ok_and(|meta| meta.len() > 0);
+    if read.is_err() || header[18..20] != [1, 1] || !wal_has_frames {
+        return Ok(());
+    }
+    let shown = path.display();
+    Err(DamagedFile(format!(
+        "{shown} is not in WAL mode (a copy made by `porch backup`, or a file put there by hand), \
+         yet {shown}-wal beside it holds changes: they belong to the database this file replaced, \
+         and opening it would replay them into it. Move {shown}-wal and {shown}-shm aside (keep \
+         them with the file they came from), then start again (docs/operations.md, \"Restore\": \
+         the whole trio moves together)"
+    ))
+    .into())
+}
+
+/// Refuses a file of 0 bytes at `path`.
+fn refuse_empty_file(path: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() && meta.len() == 0 => Err(DamagedFile(format!(
             "{} is empty (0 bytes): not a Porch database. Porch does not start on it, since an \
@@ -160,6 +194,46 @@ mod tests {
             "{said}"
         );
         assert_eq!(std::fs::metadata(&path).expect("meta").len(), 0);
+    }
+
+    /// A backup copied over `porch.db` after a crash, the crashed server's `-wal` still beside it.
+    #[test]
+    fn a_copy_beside_another_databases_wal_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("porch.db");
+        // The crashed server's database, its last changes in its WAL (the connection stays
+        // open, so nothing is checkpointed).
+        let crashed = open_write_connection(&path, Synchronous::Full).expect("open");
+        crashed
+            .execute_batch("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('after');")
+            .expect("write");
+        let wal = std::fs::read(dir.path().join("porch.db-wal")).expect("the wal");
+        assert!(!wal.is_empty());
+        drop(crashed);
+        // The copy, as `porch backup` makes it: not in WAL mode.
+        std::fs::remove_file(&path).expect("remove");
+        let copy = Connection::open(&path).expect("copy");
+        copy.execute_batch("CREATE TABLE notes (text TEXT);")
+            .expect("schema");
+        drop(copy);
+        std::fs::write(dir.path().join("porch.db-wal"), &wal).expect("the stale wal");
+        let before = std::fs::read(&path).expect("read");
+
+        let said = refusal(&path);
+        assert!(
+            said.contains("porch.db-wal beside it holds changes"),
+            "{said}"
+        );
+        assert!(said.contains("Move "), "{said}");
+        assert_eq!(std::fs::read(&path).expect("read"), before);
+        // Moved aside, the copy is what it was: the other file's row is not in it.
+        std::fs::remove_file(dir.path().join("porch.db-wal")).expect("move");
+        refuse_misplaced_files(&path).expect("taken");
+        let rows: i64 = Connection::open(&path)
+            .expect("opens")
+            .query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
+            .expect("read");
+        assert_eq!(rows, 0);
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub use export::{
     find_visitor_record_by_token_hash, find_visitors_by_email, list_conversations_after,
     list_visitor_conversation_ids, list_visitor_conversations, list_visitor_jobs,
 };
-pub use foreign::{in_context, open_porch_database, refuse_empty_file, refuse_other_database};
+pub use foreign::{in_context, open_porch_database, refuse_misplaced_files, refuse_other_database};
 pub use hours::{SiteHoursRow, delete_site_hours, find_site_hours, upsert_site_hours};
 pub use identity::{
     VisitorIdentityRow, delete_site_identity_secret, find_site_identity_secret,

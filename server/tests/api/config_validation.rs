@@ -392,7 +392,7 @@ async fn config_smtp_url_file_must_be_readable_and_not_empty() {
 }
 
 /// Runs `porch` with `args` alone and returns its exit code and stderr.
-fn porch_args(args: &[&str]) -> (Option<i32>, String) {
+pub(crate) fn porch_args(args: &[&str]) -> (Option<i32>, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_porch"))
         .args(args)
         .env_remove("PORCH_DATA_DIR")
@@ -462,7 +462,7 @@ fn config_a_flag_in_the_wrong_place_or_without_its_value_is_named_as_typed() {
 
 /// Starts `porch serve` with `env` in `dir` and returns its log lines up to the one saying it
 /// listens; fails if it exits or stays silent instead.
-fn lines_until_listening(dir: &std::path::Path, env: &[(&str, &str)]) -> Vec<String> {
+pub(crate) fn lines_until_listening(dir: &std::path::Path, env: &[(&str, &str)]) -> Vec<String> {
     let mut child = porch(dir, env).spawn().expect("porch runs");
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();

@@ -43,3 +43,24 @@ async fn a_start_refused_over_one_altered_row_names_it_and_clearing_it_alone_fix
     let app = TestApp::spawn_in(dir, &["--allow-private-networks"]).await;
     assert_eq!(app.count("SELECT count(*) FROM integrations"), 2);
 }
+
+/// A first start while another program holds the database's write lock (a `sqlite3` shell with
+/// a transaction open) says so, and leaves no key behind: it generated one, but sealed nothing.
+#[tokio::test]
+async fn a_start_behind_another_programs_lock_says_so_and_removes_the_key_it_generated() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let migrated = crate::sealed_secrets::porch_cli(dir.path(), &["migrate"], &[]);
+    assert!(migrated.status.success(), "{migrated:?}");
+    let shell = rusqlite::Connection::open(dir.path().join("porch.db")).expect("db");
+    shell.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    let message = refused_start(dir.path(), &[]).await;
+    drop(shell);
+    assert!(
+        message.contains("another program holds the database's write lock"),
+        "{message}"
+    );
+    assert!(
+        !dir.path().join("secret.key").exists(),
+        "the generated key is gone"
+    );
+}

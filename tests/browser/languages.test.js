@@ -235,6 +235,21 @@ test("an Arabic browser gets a right-to-left panel with the visitor's messages o
       });
       assert.deepEqual(dirs, ["rtl", "auto"]);
       await say(v.page, "\u0645\u0631\u062d\u0628\u0627");
+      // A reply behind the closed panel: the launcher's name is Arabic whole, in Arabic, not "Chat with
+      // us" with an Arabic "(new reply)" read in an English voice; read, it is English again.
+      const launcher = v.page.locator("[data-porch=launcher]");
+      await v.page.locator("[data-porch=input]").press("Escape");
+      const { body: list } = await world.porch.api("GET", "/conversations");
+      const id = list.conversations[0].id;
+      assert.equal((await world.porch.api("POST", `/conversations/${id}/messages`, { body: "Hi" })).status, 201);
+      await waitFor("the launcher's new name", async () =>
+        (await launcher.getAttribute("data-unread")) === "");
+      assert.deepEqual([await launcher.getAttribute("lang"), await launcher.getAttribute("aria-label")],
+        ["ar", "\u062a\u062d\u062f\u0651\u062b \u0645\u0639\u0646\u0627 (\u0631\u062f \u062c\u062f\u064a\u062f)"]);
+      await launcher.click();
+      await v.page.locator("[data-porch=panel]").waitFor();
+      assert.deepEqual([await launcher.getAttribute("lang"), await launcher.getAttribute("aria-label")],
+        ["en", "Chat with us"]);
       const box = await v.page.evaluate(() => {
         const root = document.getElementById("porch-chat").shadowRoot;
         const panel = root.querySelector("[data-porch=panel]").getBoundingClientRect();

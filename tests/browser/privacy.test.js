@@ -52,6 +52,8 @@ test("a visitor downloads their conversation and deletes their data from the wid
   await page.locator("[data-porch=erase]").click();
   await page.locator("[data-porch=erase-confirm]").click();
   await page.locator("[data-porch=error]", { hasText: "Your data was deleted." }).waitFor();
+  // Done as asked: said in the panel's own colours, not an error's red.
+  assert.equal(await page.locator("[data-porch=error]").getAttribute("data-done"), "");
   await waitFor("the history to be gone", async () =>
     (await page.locator("[data-porch=message]").count()) === 0);
   await page.locator("[data-porch=status][data-state=connected]").waitFor();

@@ -86,10 +86,16 @@
   // with mark the launcher too when newer than what the panel last showed open (`seen`), but are not
   // announced: they are not news to this page.
   const launcherLabel = launcher?.getAttribute("aria-label") || t("launcher");
+  // A label in another language than the panel's ("Chat with us", lang en, in an Arabic panel) is said
+  // whole in the panel's while unread: "(new reply)" in Arabic after English would be read in one voice.
+  const launcherLang = launcher?.getAttribute("lang");
+  const other = launcherLang && launcherLang !== lang;
   const setUnread = (unread) => {
     if (!launcher) return;
     attr(launcher, "data-unread", unread && "");
-    launcher.setAttribute("aria-label", unread ? t("unread", { label: launcherLabel }) : launcherLabel);
+    attr(launcher, "lang", unread && other ? lang : launcherLang);
+    launcher.setAttribute("aria-label", unread
+      ? t("unread", { label: other ? t("launcher") : launcherLabel }) : launcherLabel);
     if (!unread) { announce(""); peek.hidden = true; }
   };
 
@@ -113,9 +119,11 @@
   // Shows a message near the composer; with waitMs, counts down "Please wait N s" and then clears itself.
   // The line is an alert, and rewriting one cuts speech off: the ticking words are hidden from screen
   // readers, who hear the message once.
-  const showError = (text, waitMs) => {
+  // `done`: not an error but what the visitor asked for, said there ("Your data was deleted."), not in red.
+  const showError = (text, waitMs, done) => {
     clearInterval(errorTimer);
     errorTimer = null;
+    attr(error, "data-done", done && "");
     error.hidden = !text && !waitMs;
     if (!waitMs) { error.textContent = text || ""; return; }
     error.replaceChildren(text ? `${text} ` : "", h("span", { "aria-hidden": "true" }));

@@ -76,7 +76,7 @@
     input.value = "";
     for (const k of ["token", "pending", "email", "seen", "draft"]) write(key(k), null);
     restart();
-    showError(t("erased"));
+    showError(t("erased"), 0, true);
   };
   // Another visitor from now on (after an erasure, or Porch.identify with another user): clear the view and
   // say hello again, so the history shown is the new visitor's, from the start.

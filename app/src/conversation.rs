@@ -245,10 +245,16 @@ fn VisitorPanel(visitor: VisitorDetailsView) -> impl IntoView {
 #[component]
 fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
     let id = aside.id;
-    let status_form = status_form(id, &aside.csrf, aside.is_open, &aside.others);
+    let status_form = status_form(id, &aside.csrf, aside.is_open, &aside.others).into_any();
     // Each assignment names the assignee it was shown with (`from`): one a colleague changed
     // meanwhile is refused, not silently overridden. The `a` key takes only an unassigned one.
     let from = aside.assignee_id.map(|a| a.to_string()).unwrap_or_default();
+    // The main action of an open conversation; on a closed one Reopen comes first, plain.
+    let take_class = if aside.is_open {
+        "button button-primary"
+    } else {
+        "button"
+    };
     let take = (aside.assignee_id != Some(aside.me)).then(|| {
         let (label, shortcut) = match &aside.assignee {
             Some(name) => (format!("Take over from {name}"), None),
@@ -259,10 +265,16 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                 <CsrfField token=aside.csrf.clone()/>
                 <input type="hidden" name="assignee" value=aside.me/>
                 <input type="hidden" name="from" value=from.clone()/>
-                <button type="submit" class="button button-primary">{label}</button>
+                <button type="submit" class=take_class>{label}</button>
             </form>
         }
+        .into_any()
     });
+    let (first, second) = if aside.is_open {
+        (take, Some(status_form))
+    } else {
+        (Some(status_form), take)
+    };
     let options = aside
         .agents
         .iter()
@@ -314,8 +326,8 @@ fn ConversationAside(aside: ConversationAsideView) -> impl IntoView {
                     }}
                 </p>
                 <div class="actions">
-                    {take}
-                    {status_form}
+                    {first}
+                    {second}
                     <form method="post" action=format!("/conversations/{id}/unread") data-shortcut="unread">
                         <CsrfField token=aside.csrf.clone()/>
                         <button type="submit" class="button">"Mark unread"</button>

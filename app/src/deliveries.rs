@@ -10,7 +10,7 @@ use crate::time::format_time;
 #[derive(Debug, Clone)]
 pub struct DeliveryItemView {
     pub id: i64,
-    /// For example `slack.post`.
+    /// What it carries, in words ("the thread's header").
     pub kind: String,
     /// `failed` or `blocked`.
     pub state: String,
@@ -86,8 +86,7 @@ fn Item(item: DeliveryItemView, csrf: String) -> impl IntoView {
                     {what}" "<span class=badge_class>{item.state}</span>
                 </p>
                 <p class="muted small">
-                    {conversation}<time datetime=iso>{text}</time>" · "{attempts}" · "
-                    <span class="mono">{item.kind}</span>
+                    {conversation}<time datetime=iso>{text}</time>" · "{attempts}" · "{item.kind}
                 </p>
                 <p class="small">{item.last_error.unwrap_or_default()}</p>
             </div>

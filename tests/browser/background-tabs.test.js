@@ -70,3 +70,69 @@ test("background tabs give their connection back: a ninth tab loads, a hidden in
       await context.close();
     }
   });
+
+test("the keeper's tab closing hands its lease on: a hidden tab opens its stream again for the alerts",
+  { timeout: 90000 }, async () => {
+    const { porch, browser } = world;
+    const context = await browser.newContext();
+    try {
+      const keeper = await context.newPage();
+      keeper.setDefaultTimeout(15000);
+      await signIn(keeper, porch, AGENT.email);
+      await keeper.goto(`${porch.url}/account`);
+      const inbox = await context.newPage();
+      inbox.setDefaultTimeout(15000);
+      await inbox.goto(`${porch.url}/inbox`);
+      const list = inbox.locator("#conversations");
+      await setShown(inbox, false);
+      await waitFor("the hidden inbox to close its stream", async () =>
+        (await list.getAttribute("data-state")) === "paused", { timeoutMs: 20000 });
+      await keeper.close();
+      // Within a renewal (5 s): the hidden tab is the keeper now, and live while hidden.
+      await waitFor("the hidden inbox to take over", async () =>
+        (await list.getAttribute("data-state")) === "live", { timeoutMs: 15000 });
+      assert.equal(await inbox.evaluate(() => JSON.parse(localStorage.getItem("porch-stream-keeper")) !== null), true);
+    } finally {
+      await context.close();
+    }
+  });
+
+// A stream that ended with an error answer waits before its next try (30 s for a page's counts);
+// hidden past 10 s meanwhile and shown again, it opens once: the try planned before the pause
+// must not open a second stream beside it.
+test("a stream paused during its reconnect wait opens once when shown", { timeout: 120000 }, async () => {
+  const { porch, browser } = world;
+  const context = await browser.newContext();
+  await context.addInitScript(() => {
+    const Original = window.EventSource;
+    window.__sources = [];
+    window.EventSource = class extends Original {
+      constructor(...args) { super(...args); window.__sources.push(this); }
+    };
+  });
+  const open = (page) => page.evaluate(() => window.__sources.filter((s) => s.readyState !== 2).length);
+  try {
+    const keeper = await context.newPage();
+    keeper.setDefaultTimeout(15000);
+    await signIn(keeper, porch, AGENT.email);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    let refused = 0;
+    await page.route("**/inbox/counts", (route) => {
+      refused += 1;
+      return route.fulfill({ status: 503, body: "busy" });
+    });
+    await page.goto(`${porch.url}/account`);
+    await waitFor("the counts stream to be refused", async () => refused > 0);
+    await setShown(page, false);
+    await page.waitForTimeout(11000); // past the 10 s that close a background tab's stream
+    await page.unroute("**/inbox/counts");
+    await setShown(page, true);
+    await waitFor("the stream to be open again", async () => (await open(page)) === 1);
+    await page.waitForTimeout(21000); // past the 30 s try planned before the pause
+    assert.equal(await open(page), 1);
+    assert.equal(await page.evaluate(() => window.__sources.length), 2, "the refused one, then one");
+  } finally {
+    await context.close();
+  }
+});

@@ -75,6 +75,10 @@ test("after deleting their data the visitor's saved address is no longer shown, 
     await v.page.locator("[data-porch=email-input]").fill("gone.soon@example.org");
     await v.page.locator("[data-porch=email] button").click();
     await v.page.locator("[data-porch=email-saved]").waitFor();
+    // An agent answered the old visitor: that must not keep the form from the next one.
+    const id = await conversationOf(world.porch, "my address goes too");
+    assert.equal((await world.porch.api("POST", `/conversations/${id}/messages`, { body: "Noted" })).status, 201);
+    await v.page.locator("[data-porch=message][data-author=agent]").waitFor();
     await v.page.locator("[data-porch=data-button]").click();
     await v.page.locator("[data-porch=erase]").click();
     await v.page.locator("[data-porch=erase-confirm]").click();

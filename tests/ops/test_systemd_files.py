@@ -24,16 +24,16 @@ SYSTEMD = REPO / "deploy" / "systemd"
 DOCKER = REPO / "docker"
 
 
-def unit(name: str) -> dict[str, list[str]]:
-    """The [Service] section's keys, each with every value given (Environment= repeats)."""
-    section, keys = None, {}
+def unit(name: str, section: str = "[Service]") -> dict[str, list[str]]:
+    """A section's keys, each with every value given (Environment= repeats)."""
+    current, keys = None, {}
     for line in (SYSTEMD / name).read_text().splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("["):
-            section = line
-        elif section == "[Service]":
+            current = line
+        elif current == section:
             key, value = line.split("=", 1)
             keys.setdefault(key, []).append(value)
     return keys
@@ -72,6 +72,9 @@ def test_the_units_agree_with_compose_and_name_only_real_settings(porch_bin):
               if not line.lstrip().startswith("#")]
     named = set(re.findall(r"\$\{([A-Z_]+)\}", "\n".join(config)))
     assert named - set(environment(litestream)) == {"LITESTREAM_REPLICA_URL"}
+    # As compose's depends_on service_healthy: only beside a running Porch that passed its checks.
+    assert unit("porch-litestream.service", "[Unit]")["BindsTo"] == ["porch.service"]
+    assert "porch health --path /readyz" in litestream["ExecStartPre"][0]
     # Porch scrapes the sidecar's metrics where the unit serves them.
     metrics = example_settings()["PORCH_LITESTREAM_METRICS_URL"]
     assert metrics == f"http://{environment(litestream)['LITESTREAM_METRICS_ADDR']}/metrics"
@@ -105,9 +108,16 @@ def test_the_units_serve_replicate_and_stop_as_written(tmp_path, porch_bin, lite
     settings.update(PORCH_DATA_DIR=str(data), PORCH_LISTEN="127.0.0.1:0",
                     PORCH_PUBLIC_URL="http://127.0.0.1:8080",
                     PORCH_LITESTREAM_METRICS_URL=f"http://127.0.0.1:{metrics_port}/metrics")
+    # The sidecar's gate waits while Porch does not answer, and lets it start once Porch is ready.
+    gate = litestream["ExecStartPre"][0].replace("/usr/local/bin/porch", str(porch_bin))
+    gate_command = ["timeout", "3", "/bin/sh", "-c", gate.split("-c ", 1)[1].strip("'")]
+    waiting = run(gate_command, env={"PORCH_LISTEN": f"127.0.0.1:{free_port()}"}, check=False)
+    assert waiting.returncode == 124, waiting
     server = Server(processes.start(command(porch, porch_bin, paths), env=settings,
                                     stderr=subprocess.PIPE))
     server.wait_ready()
+    opened = run(gate_command, env={"PORCH_LISTEN": server.addr}, check=False)
+    assert opened.returncode == 0, opened
 
     ls_env = {name: paths.get(value, value) for name, value in environment(litestream).items()}
     ls_env.update(PORCH_DATA_DIR=str(data), LITESTREAM_REPLICA_URL=f"file://{replica}")

@@ -44,7 +44,6 @@
     let lastId = list.dataset.lastId || "0";
     let failures = 0;
     const connect = (stream) => {
-      if (stream.paused) return; // a reconnect planned before the tab closed it
       const sep = list.dataset.live.includes("?") ? "&" : "?";
       const source = new EventSource(`${list.dataset.live}${sep}after=${encodeURIComponent(lastId)}`);
       stream.source = source;
@@ -55,7 +54,7 @@
         list.dataset.state = "reconnecting";
         if (source.readyState !== EventSource.CLOSED) return;
         const wait = Math.min(30000, 3000 * 2 ** failures++);
-        document.dispatchEvent(new CustomEvent("porch:stream-closed", { detail: () => setTimeout(() => connect(stream), wait) }));
+        document.dispatchEvent(new CustomEvent("porch:stream-closed", { detail: () => stream.later(wait) }));
       };
       for (const [name, handle] of Object.entries(handlers)) {
         source.addEventListener(name, (e) => {
@@ -65,6 +64,8 @@
       }
     };
     window.porchStream(connect, () => { list.dataset.state = "paused"; });
+    // Shown again after a pause, failures start again from the shortest wait.
+    document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") failures = 0; });
   };
 
   // Counts and alerts are notify.js's business.

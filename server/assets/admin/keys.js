@@ -361,9 +361,11 @@
     }
   });
 
-  // Back from the form a key posted (see act): the page has the focus, not the reply box.
+  // Back from the form a key posted (see act): the page has the focus, not the reply box; unless
+  // the post was refused over a field, which then has it (its autofocus).
   try {
-    if (here && sessionStorage.getItem(BY_KEY) === here) document.querySelector("main")?.focus();
+    const refused = document.querySelector("[autofocus]:not(#reply-body)");
+    if (here && sessionStorage.getItem(BY_KEY) === here && !refused) document.querySelector("main")?.focus();
     sessionStorage.removeItem(BY_KEY);
   } catch { /* blocked */ }
 

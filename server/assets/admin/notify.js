@@ -203,13 +203,12 @@
     };
     // A tab in the background closes it and opens it again when shown (streams.js).
     const connect = (stream) => {
-      if (stream.paused) return;
       const source = new EventSource("/inbox/counts");
       stream.source = source;
       source.addEventListener("counts", relay("porch:counts"));
       source.addEventListener("alert", relay("porch:alert"));
       source.onerror = () => {
-        if (source.readyState === EventSource.CLOSED) streamClosed(() => setTimeout(() => connect(stream), 30000));
+        if (source.readyState === EventSource.CLOSED) streamClosed(() => stream.later(30000));
       };
     };
     window.porchStream(connect);
@@ -232,6 +231,7 @@
   // Says so once, instead of the counts and "Reconnecting…": nothing on the page is live any more.
   const showSignedOut = () => {
     signedOut = true;
+    window.porchStreamsEnd?.(); // this tab's streams, and its keeper's lease if it held it
     needs = 0;
     showTitle();
     setBadge(false);

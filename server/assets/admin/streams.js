@@ -21,7 +21,10 @@
   // True while this tab is the keeper: it renews the lease, or takes it when nobody holds it or
   // its holder stopped renewing (closed, or a frozen tab). Two tabs taking a free lease at once
   // sort it out at the next renewal: each then sees the other's fresh lease, and one gives way.
+  // A tab whose streams ended (signed out) holds no lease: its alerts could not come.
+  let ended = false;
   const keep = () => {
+    if (ended) return false;
     try {
       const held = JSON.parse(localStorage.getItem(LEASE) || "null");
       if (held && held.tab !== me && Date.now() - held.at < LEASE_MS) return false;
@@ -29,40 +32,71 @@
     } catch { /* no storage: every tab keeps its stream */ }
     return true;
   };
+  const release = () => {
+    try {
+      if (JSON.parse(localStorage.getItem(LEASE) || "null")?.tab === me) localStorage.removeItem(LEASE);
+    } catch { /* nothing to hand over */ }
+  };
   let keeper = keep();
 
   const streams = [];
-  let hiddenAt = document.visibilityState === "hidden" ? Date.now() : null;
-  const longHidden = () => hiddenAt !== null && Date.now() - hiddenAt >= HIDDEN_MS;
+  const isHidden = () => document.visibilityState === "hidden";
+  // Opens the stream now: whatever it had open or planned goes first, so a stream never runs twice.
+  const open = (stream) => {
+    clearTimeout(stream.timer);
+    stream.source?.close();
+    stream.source = null;
+    stream.paused = false;
+    stream.connect(stream);
+  };
   const pause = (stream) => {
-    if (stream.paused || keeper || !longHidden()) return;
+    if (stream.paused || keeper) return;
+    clearTimeout(stream.timer);
     stream.paused = true;
     stream.source?.close();
     stream.onPause?.();
   };
-  const resume = (stream) => {
-    if (!stream.paused) return;
-    stream.paused = false;
-    stream.connect(stream);
-  };
+  const resume = (stream) => { if (stream.paused && !ended) open(stream); };
 
-  // Follows a stream: `connect(stream)` opens it and sets `stream.source` (and may open it again
-  // after an error, unless `stream.paused`); `onPause` is told when the tab closed it.
+  // Follows a stream: `connect(stream)` opens it and sets `stream.source`; after an error it asks
+  // for another try with `stream.later(ms)`, which a pause cancels and a resume replaces. A tab
+  // that loads in the background (a restored session) opens it only when shown, unless it is
+  // the keeper. `onPause` is told when the tab closed it.
   window.porchStream = (connect, onPause) => {
-    const stream = { source: null, paused: false, connect, onPause };
+    const stream = { source: null, paused: false, timer: null, connect, onPause };
+    stream.later = (ms) => {
+      clearTimeout(stream.timer);
+      stream.timer = setTimeout(() => { if (!stream.paused && !ended) open(stream); }, ms);
+    };
     streams.push(stream);
-    connect(stream);
+    if (isHidden() && !keeper) {
+      stream.paused = true;
+      onPause?.();
+    } else {
+      open(stream);
+    }
     return stream;
   };
+  // Signed out: nothing on the page is live any more, and the lease goes to a tab that can be.
+  window.porchStreamsEnd = () => {
+    ended = true;
+    keeper = false;
+    for (const stream of streams) {
+      clearTimeout(stream.timer);
+      stream.source?.close();
+    }
+    release();
+  };
 
+  let hiddenSince = isHidden() ? Date.now() : null;
   let hideTimer = null;
   document.addEventListener("visibilitychange", () => {
     clearTimeout(hideTimer);
-    if (document.visibilityState === "hidden") {
-      hiddenAt = Date.now();
+    if (isHidden()) {
+      hiddenSince = Date.now();
       hideTimer = setTimeout(() => streams.forEach(pause), HIDDEN_MS);
     } else {
-      hiddenAt = null;
+      hiddenSince = null;
       streams.forEach(resume);
     }
   });
@@ -70,14 +104,11 @@
     keeper = keep();
     // The keeper went (its tab closed): this one keeps its stream from now on; a tab that is
     // no longer the keeper closes its stream if it has been in the background long enough.
-    streams.forEach(keeper ? resume : pause);
+    if (keeper) streams.forEach(resume);
+    else if (hiddenSince !== null && Date.now() - hiddenSince >= HIDDEN_MS) streams.forEach(pause);
   }, RENEW_MS);
   // A keeper closing hands over at once rather than when its lease runs out.
-  addEventListener("pagehide", () => {
-    try {
-      if (JSON.parse(localStorage.getItem(LEASE) || "null")?.tab === me) localStorage.removeItem(LEASE);
-    } catch { /* nothing to hand over */ }
-  });
+  addEventListener("pagehide", release);
 
   // The counts, from the tab whose stream has them to those whose stream is closed.
   document.addEventListener("porch:counts", (e) => {

@@ -8,7 +8,7 @@ use porch_app::layout::Section;
 
 use crate::audit::Actor;
 use crate::http::ClientIp;
-use crate::jobs::{Retried, dismiss_failed_jobs, dismiss_job, retry_all_jobs, retry_job};
+use crate::jobs::{JobKind, Retried, dismiss_failed_jobs, dismiss_job, retry_all_jobs, retry_job};
 use crate::state::AppState;
 use crate::store::{self, JobId};
 
@@ -52,7 +52,9 @@ pub async fn deliveries_page(
         .into_iter()
         .map(|found| DeliveryItemView {
             id: found.job.id.0,
-            kind: found.job.kind,
+            // In words; a kind from a newer Porch as it is stored.
+            kind: JobKind::parse(&found.job.kind)
+                .map_or(found.job.kind.clone(), |kind| kind.carries().to_owned()),
             state: found.job.state,
             tries: found.tries,
             last_error: found.job.last_error,

@@ -325,4 +325,22 @@ mod tests {
         assert_eq!(closed.opens_at, Some(before + 3_600_000));
         assert!(availability(Some(&hours), before + 3_600_000).is_open);
     }
+
+    /// A closure set for later days leaves an opening before it alone.
+    #[test]
+    fn a_closure_ahead_does_not_move_an_opening_before_it() {
+        let mut input = SiteHoursInput::suggested();
+        input.closed_from = "2026-03-04".to_owned();
+        input.closed_through = "2026-03-05".to_owned();
+        let hours = input.parse().expect("valid");
+        // Monday 2026-03-02, 08:00 UTC: closed until Monday 09:00, days before the closure.
+        let before = 1_772_438_400_000;
+        assert_eq!(
+            availability(Some(&hours), before),
+            Availability {
+                is_open: false,
+                opens_at: Some(before + 3_600_000)
+            }
+        );
+    }
 }

@@ -94,6 +94,23 @@ impl JobKind {
         }
     }
 
+    /// What a delivery of this kind carries, as the Deliveries page says it beside where it goes
+    /// ("Slack · Shop · the thread's header").
+    pub fn carries(self) -> &'static str {
+        match self {
+            Self::SlackPost | Self::DiscordPost => "a message",
+            Self::SlackHeader => "the thread's header",
+            Self::WebhookDeliver => "an event",
+            Self::EmailUnanswered => "the agents' digest",
+            Self::EmailReply => "a reply mailed to the visitor",
+            Self::EmailTranscript => "the transcript mailed to the visitor",
+            Self::EmailAccountLink => "an invitation or reset link",
+            Self::DiscordTest => "a test post",
+            Self::EmailTest => "a test mail",
+            Self::EmailAgent => "an agent's mail to the visitor",
+        }
+    }
+
     /// The kind a stored name stands for, if any.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.as_str() == name)

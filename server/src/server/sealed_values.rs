@@ -52,8 +52,13 @@ pub(super) fn check_then_seal(
             "sealed integration secrets kept in clear text"
         );
     }
-    let sealed = crate::accounts::seal_clear_totp_secrets(conn, &sealing.key)
-        .map_err(|err| wrong_key(&err, sealing))?;
+    // A store failure here is said as one; the key stays either way, since integration secrets
+    // may have been sealed with it a moment ago.
+    let sealed =
+        crate::accounts::seal_clear_totp_secrets(conn, &sealing.key).map_err(|err| match err {
+            crate::accounts::TotpSealingError::Store(err) => store_failed(err),
+            open @ crate::accounts::TotpSealingError::Open { .. } => wrong_key(&open, sealing),
+        })?;
     if sealed > 0 {
         tracing::info!(
             users = sealed,

@@ -416,3 +416,42 @@ async fn a_refused_reply_takes_nothing_and_says_why() {
     );
     assert_eq!(assignee_of(&app, id), 0);
 }
+
+/// On a closed conversation a colleague has, Reopen comes first and taking it over is a plain
+/// button: reopening, not taking over, is what an agent opening it mostly wants.
+#[tokio::test]
+async fn a_closed_conversation_offers_reopen_before_taking_it_over() {
+    let Team {
+        app, ana, bo, id, ..
+    } = team_and_a_chat().await;
+    let page = format!("/conversations/{id}");
+    let mine = form(&[("csrf", &ana.csrf), ("assignee", "me")]);
+    send(
+        &app,
+        "POST",
+        &format!("{page}/assign"),
+        &ana.cookie,
+        Some(&mine),
+    )
+    .await;
+    let closed = send(
+        &app,
+        "POST",
+        &format!("{page}/close"),
+        &ana.cookie,
+        Some(&form(&[("csrf", &ana.csrf)])),
+    )
+    .await;
+    assert_eq!(closed.status, 303, "{}", closed.body);
+    let shown = send(&app, "GET", &page, &bo.cookie, None).await;
+    let reopen = shown.body.find("Reopen conversation").expect("Reopen");
+    let take = shown.body.find("Take over from Ana").expect("Take over");
+    assert!(reopen < take, "{}", shown.body);
+    assert!(
+        shown
+            .body
+            .contains(r#"<button type="submit" class="button">Take over from Ana</button>"#),
+        "{}",
+        shown.body
+    );
+}

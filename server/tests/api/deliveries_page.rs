@@ -308,5 +308,8 @@ async fn a_row_counts_every_try_of_its_delivery() {
             .to_owned()
     };
     assert!(row(untried).contains("not tried yet"), "{}", page.body);
+    // What it carries, in words, not the job's internal kind (`webhook.deliver`).
+    assert!(row(untried).contains("an event"), "{}", page.body);
+    assert!(!page.body.contains("webhook.deliver"), "{}", page.body);
     assert!(row(retried).contains("tried 2 times"), "{}", page.body);
 }

@@ -469,7 +469,9 @@ async fn inbox_admins_see_failed_deliveries_and_retry_them() {
     .await;
     let deliveries = send(&app, "GET", "/deliveries", &admin.cookie, None).await;
     assert!(
-        deliveries.body.contains("slack.post") && deliveries.body.contains("msg_too_long"),
+        deliveries.body.contains("Slack")
+            && deliveries.body.contains("a message")
+            && deliveries.body.contains("msg_too_long"),
         "{}",
         deliveries.body
     );

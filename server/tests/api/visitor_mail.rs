@@ -370,7 +370,7 @@ async fn a_refused_mail_fails_and_shows_on_the_deliveries_page() {
     .await;
     assert_eq!(deliveries.status, 200);
     assert!(
-        deliveries.body.contains("email.agent"),
+        deliveries.body.contains("an agent's mail to the visitor"),
         "{}",
         deliveries.body
     );

@@ -65,7 +65,7 @@
   };
   const showChips = () => { chips.hidden = !uploads.length; };
   const addFiles = (files) => {
-    for (const file of files) {
+    for (const file of attachBtn.hidden ? [] : files) {
       if (uploads.length >= MAX_FILES) { showError(t("too_many_files", { max: MAX_FILES })); break; }
       const u = { file, state: "waiting", note: h("span", { class: "note" }) };
       u.el = h("li", { class: "chip", "data-porch": "chip" }, h("span", { class: "fname", text: file.name }),
@@ -124,8 +124,9 @@
     const files = e.clipboardData?.files;
     if (files?.length) { e.preventDefault(); addFiles(files); }
   });
+  // A site that takes no files (welcome.site.files) hides the button: nothing is dropped or pasted either.
   panel.addEventListener("dragover", (e) => {
-    if (!e.dataTransfer?.types.includes("Files")) return;
+    if (attachBtn.hidden || !e.dataTransfer?.types.includes("Files")) return;
     e.preventDefault();
     panel.classList.add("drop");
   });

@@ -176,7 +176,8 @@
         showPrechat(site.prechat);
         for (const m of Array.isArray(f.messages) ? f.messages : []) showServerMessage(m);
         live = true;
-        attr(list, "aria-live", "polite");
+        // A turn later: the history just added is not judged against a live region.
+        setTimeout(() => attr(list, "aria-live", "polite"));
         resendPending();
         startUploads(); // files picked before the first welcome had no token to upload with
         break;

@@ -41,7 +41,8 @@
   // Only messages added are news: a message's meta line changes in place later ("Sent", "Seen"), and that
   // is not to be read out as new content (see setMeta for why that alone is not relied on). Live only once
   // a welcome has filled it (connection.js): the greeting and history shown again on every page are not.
-  const list = h("div", { class: "messages", "data-porch": "messages", role: "log",
+  // "off" said outright: a log is polite by default.
+  const list = h("div", { class: "messages", "data-porch": "messages", role: "log", "aria-live": "off",
     "aria-relevant": "additions", "aria-label": t("messages"), tabindex: "0" }, greeting);
   // The list keeps to its end while the visitor has not scrolled up, also when what is around it
   // grows and makes it shorter (the email form after the first ack, the composer, file chips):

@@ -88,7 +88,8 @@
     seenEl = null;
     statusShown.clear();
     list.replaceChildren(greeting);
-    attr(list, "aria-live"); // the next visitor's history is not news either
+    attr(list, "aria-live", "off"); // the next visitor's history is not news either
+    agentReplied = false; // nobody has answered the next visitor: the email form may be offered
     // The email form as new: an address given or confirmed was the old visitor's.
     emailForm.replaceChildren(...emailParts);
     emailForm.hidden = true;

@@ -210,7 +210,11 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
         <NoticeBox notice=view.notice/>
         <p data-hours-state>{state_view(view.state)}</p>
         {view.holiday_ahead.map(|(from, through)| {
-            let text = format!("Closed for a holiday from {from} through {through}.");
+            let text = if from == through {
+                format!("Closed for a holiday on {from}.")
+            } else {
+                format!("Closed for a holiday from {from} through {through}.")
+            };
             view! { <p data-holiday-ahead>{text}</p> }
         })}
         <form method="post" action=format!("/sites/{key}/hours") class="card stack"

@@ -465,10 +465,13 @@ pub fn parse_duration(raw: &str) -> Result<std::time::Duration, String> {
 }
 
 /// The listen address: an IP address and a port (a host name is not resolved).
-fn parse_listen(raw: &str) -> Result<SocketAddr, String> {
+///
+/// # Errors
+/// What is wanted, with examples: a host name, a URL or a missing port is not taken.
+pub fn parse_listen(raw: &str) -> Result<SocketAddr, String> {
     raw.trim().parse().map_err(|_| {
         "must be an IP address and a port, such as 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080 \
-         (not a host name)"
+         (no host name, no scheme, and the port is needed)"
             .to_owned()
     })
 }

@@ -95,6 +95,11 @@ test("a assigns to me and e closes, on the conversation page", { timeout: 30000 
   await page.keyboard.press("a");
   await page.getByText("Ana took this conversation").waitFor();
   await page.getByRole("status").filter({ hasText: "Assigned to you." }).waitFor();
+  // Taken, the agent writes: the letters go into the reply box (an "e" must not close the chat).
+  await replyFocused();
+  await page.keyboard.type("here");
+  assert.equal(await page.getByLabel("Your reply").inputValue(), "here");
+  await page.getByLabel("Your reply").fill("");
   await page.keyboard.press("Escape");
   await page.keyboard.press("e");
   await page.getByText("Ana closed this conversation").waitFor();

@@ -513,7 +513,7 @@ test("links in messages: http(s) only, in a new tab, a closing bracket only when
     ui.fake.conns[0].send({ type: "message", id: 61, conversation_id: 7, author: "agent", agent_name: "Ana",
       client_id: null, at: 1764470000000,
       body: "See https://en.wikipedia.org/wiki/Foo_(bar). Or (https://example.com/x), not javascript:alert(1)" +
-        " nor https://evil.example/\u202etxt.exe" });
+        " nor https://evil.example/\u202etxt.exe nor https://support.acme.com@evil.example/reset" });
     const reply = ui.theirs.filter({ hasText: "See " });
     await reply.waitFor();
     const links = await reply.locator("a").evaluateAll((as) => as.map((a) => [a.getAttribute("href"), a.rel, a.target]));
@@ -522,6 +522,7 @@ test("links in messages: http(s) only, in a new tab, a closing bracket only when
       ["https://example.com/x", "noopener noreferrer nofollow", "_blank"],
       // The link ends at the override, which would show its text as ".../exe.txt".
       ["https://evil.example/", "noopener noreferrer nofollow", "_blank"],
+      // The one with a user name before its host stays text.
     ]);
     assert.match(await reply.innerText(), /\(https:\/\/example\.com\/x\), not javascript:alert\(1\)/);
     await ui.done();

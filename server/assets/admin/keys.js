@@ -8,7 +8,6 @@
 (() => {
   "use strict";
   const ORDER = "porch-order";
-  const BY_KEY = "porch-by-key"; // sessionStorage: the conversation a key just posted a form of
   const OFF = "porch-keys-off"; // localStorage: "1" while the single-key shortcuts are off
   const list = document.getElementById("conversations");
   const here = location.pathname.match(/^\/conversations\/(\d+)$/)?.[1];
@@ -210,15 +209,12 @@
   };
   // On a conversation page the key submits the page's own form, and says why when the page
   // has none (`missing`: closed already, yours already). The page that comes back puts the
-  // focus in the reply box; after a key it goes to the page instead, so that the next key acts
-  // rather than being typed to the visitor ("ae").
+  // focus in the reply box, where a next key is typed, not acted on: taking a chat with `a` and
+  // then writing must not close it with the first "e" of the reply.
   const act = (shortcut, onRow, missing) => {
     if (here) {
       const form = document.querySelector(`form[data-shortcut="${shortcut}"]`);
-      if (form) {
-        try { sessionStorage.setItem(BY_KEY, here); } catch { /* blocked: the box keeps the focus */ }
-        form.requestSubmit();
-      }
+      if (form) form.requestSubmit();
       else say(document.body.dataset.ended ? `${document.body.dataset.ended} Nothing is left to act on.` : missing);
       return;
     }
@@ -360,14 +356,6 @@
       (e.shiftKey ? items[items.length - 1] : items[0]).focus();
     }
   });
-
-  // Back from the form a key posted (see act): the page has the focus, not the reply box; unless
-  // the post was refused over a field, which then has it (its autofocus).
-  try {
-    const refused = document.querySelector("[autofocus]:not(#reply-body)");
-    if (here && sessionStorage.getItem(BY_KEY) === here && !refused) document.querySelector("main")?.focus();
-    sessionStorage.removeItem(BY_KEY);
-  } catch { /* blocked */ }
 
   document.addEventListener("keydown", (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;

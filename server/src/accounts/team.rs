@@ -112,7 +112,7 @@ impl Accounts {
         name: &str,
         role: &str,
     ) -> Result<String, Error> {
-        let email = EmailAddress::parse(email)?;
+        let email = EmailAddress::parse_new(email)?;
         let name = DisplayName::parse(name)?;
         let role = Role::parse(role)?;
         let token = new_secret();

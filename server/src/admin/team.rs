@@ -118,7 +118,7 @@ pub async fn invite(
         Err(accounts::Error::Invalid(invalid)) => {
             // Checked in the order `invite_user` checks them; the role is picked, not typed.
             let text = invalid.to_string();
-            let notice = Some(if EmailAddress::parse(&form.email).is_err() {
+            let notice = Some(if EmailAddress::parse_new(&form.email).is_err() {
                 Notice::Invalid {
                     field: "invite-email",
                     text,

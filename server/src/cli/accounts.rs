@@ -196,7 +196,7 @@ fn add_user(
     password_stdin: bool,
 ) -> anyhow::Result<()> {
     // The team page's rules: an address its sign-in form takes, and a name of 1 to 80 characters.
-    let email = EmailAddress::parse(email).map_err(|e| anyhow::anyhow!("--email: {e}"))?;
+    let email = EmailAddress::parse_new(email).map_err(|e| anyhow::anyhow!("--email: {e}"))?;
     let email = email.as_str();
     let name = DisplayName::parse(name).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
     if store::find_user_by_email(conn, email)?.is_some() {

@@ -18,7 +18,7 @@ const MAX_ANSWER: u64 = 4096;
 pub struct HealthArgs {
     /// The address the server listens on (the same variable as `porch serve`); an unspecified
     /// address such as 0.0.0.0 is probed on loopback.
-    #[arg(long, env = "PORCH_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "PORCH_LISTEN", default_value = "127.0.0.1:8080", value_parser = crate::config::parse_listen)]
     listen: SocketAddr,
     /// The path to probe: `/healthz` (the process serves HTTP) or `/readyz` (it takes traffic).
     #[arg(long, default_value = "/healthz", value_parser = ["/healthz", "/readyz"])]

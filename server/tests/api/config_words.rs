@@ -10,12 +10,18 @@ use crate::config_validation::{lines_until_listening, porch_args};
 fn a_host_name_to_listen_on_or_a_wordy_duration_is_refused_with_an_example() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().to_str().expect("utf-8");
-    let (code, said) = porch_args(&["--data-dir", data, "serve", "--listen", "localhost:8080"]);
-    assert_eq!(code, Some(2), "{said}");
-    assert!(
-        said.contains("must be an IP address and a port, such as 127.0.0.1:8080"),
-        "{said}"
-    );
+    for args in [
+        ["serve", "--listen", "localhost:8080"],
+        ["serve", "--listen", "127.0.0.1"],
+        ["health", "--listen", "localhost:8080"],
+    ] {
+        let (code, said) = porch_args(&[&["--data-dir", data], &args[..]].concat());
+        assert_eq!(code, Some(2), "{args:?}: {said}");
+        assert!(
+            said.contains("must be an IP address and a port, such as 127.0.0.1:8080"),
+            "{args:?}: {said}"
+        );
+    }
     let (code, said) = porch_args(&[
         "--data-dir",
         data,

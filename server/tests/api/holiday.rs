@@ -142,6 +142,17 @@ async fn a_closure_set_for_later_days_closes_only_those_days() {
     );
     set_clock(&app, friday_nine);
     assert_eq!(welcome_site(&app, &site).await["open"], true);
+
+    // One day: said as one ("on", not "from X through X").
+    let one = format!("{weekly}&closed_from=2026-03-11&closed_through=2026-03-11");
+    assert_eq!(save_hours(&app, &admin, &site, &one).await.status, 303);
+    let page = hours_page(&app, &admin, &site).await;
+    assert!(
+        page.body
+            .contains("Closed for a holiday on Wednesday 11 March 2026."),
+        "{}",
+        page.body
+    );
 }
 
 /// A first day after the last, or without a last day, is refused on the field to fix.

@@ -16,7 +16,9 @@
   const num = (x, d) => x.toLocaleString(tag, { maximumFractionDigits: d, useGrouping: false });
   // A file's size rounded up and a limit down, so a file just over the limit never reads as the limit
   // ("1.1 MB" too big for "1 MB").
-  const sizeText = (n, round = Math.ceil) => (n < 1024 ? t("bytes", { n: num(n, 0) })
+  // Bytes by Intl, which knows each language's words and plurals ("1 byte", "5 bytes", "1 octet").
+  const sizeText = (n, round = Math.ceil) => (n < 1024
+    ? n.toLocaleString(tag, { style: "unit", unit: "byte", unitDisplay: "long", useGrouping: false })
     : n < 1048576 ? t("kb", { n: num(round(n / 1024), 0) })
       : t("mb", { n: num(round((n * 10) / 1048576) / 10, 1) }));
   // A known visitor's conversations are the user's, not this browser's: file and data requests prove the

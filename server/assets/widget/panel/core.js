@@ -80,7 +80,6 @@
     "f_attachments_off": "This chat does not accept files.",
     "f_rate_limited": "Too many files at once. Please try again in a moment.",
     "f_failed": "Upload failed. Please try again.",
-    "bytes": "{n} bytes",
     "kb": "{n} KB",
     "mb": "{n} MB",
     "back_on": "We're back on {day} at {time}.",

@@ -152,6 +152,8 @@
       let url = m[0];
       // A closing bracket is the URL's when the URL opened it ("/wiki/Foo_(bar)"), else the text's.
       if (text[m.index + url.length] === ")" && url.split("(").length > url.split(")").length) url += ")";
+      // A user name before the host ("https://support.acme.com@evil.example/") reads as another host: text.
+      if (/^[^/]+\/\/[^/?#]*@/.test(url)) continue;
       el.append(text.slice(at, m.index),
         h("a", { href: url, target: "_blank", rel: "noopener noreferrer nofollow", text: url }));
       at = m.index + url.length;

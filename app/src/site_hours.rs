@@ -59,7 +59,7 @@ pub enum HoursState {
     AlwaysOpen,
     OpenNow,
     /// Closed; opens `at` (Unix milliseconds), which is `site_local` on the site's clock
-    /// (`Monday 13:00 Europe/Berlin`).
+    /// (`Monday 2 March 2026 13:00 Europe/Berlin`).
     ClosedUntil {
         at: i64,
         site_local: String,

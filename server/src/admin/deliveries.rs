@@ -54,7 +54,7 @@ pub async fn deliveries_page(
             id: found.job.id.0,
             // In words; a kind from a newer Porch as it is stored.
             kind: JobKind::parse(&found.job.kind)
-                .map_or(found.job.kind.clone(), |kind| kind.carries().to_owned()),
+                .map_or(found.job.kind, |kind| kind.carries().to_owned()),
             state: found.job.state,
             tries: found.tries,
             last_error: found.job.last_error,

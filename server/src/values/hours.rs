@@ -168,9 +168,9 @@ impl BusinessHours {
         })
     }
 
-    /// `at_ms` as the site's own clock shows it, with the zone: `Monday 13:00 Europe/Berlin`,
-    /// beside the same moment in the reader's zone, so hours typed in the site's zone are seen
-    /// to be kept.
+    /// `at_ms` as the site's own clock shows it, with the date and the zone (`Monday 2 March
+    /// 2026 13:00 Europe/Berlin`), beside the same moment in the reader's zone, so hours typed
+    /// in the site's zone are seen to be kept.
     pub fn local_time(&self, at_ms: i64) -> String {
         let Ok(at) = Timestamp::from_millisecond(at_ms) else {
             return String::new();

@@ -102,7 +102,8 @@ pub struct Config {
     #[arg(long, env = "PORCH_WS_PING_INTERVAL", default_value = "25s", value_parser = parse_duration)]
     pub ws_ping_interval: Duration,
 
-    /// Close a widget websocket after this long without any frame or pong from the client.
+    /// Close a widget websocket after this long without a whole message, ping or pong from the
+    /// client (fragments and partial frames do not count).
     #[arg(long, env = "PORCH_WS_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub ws_idle_timeout: Duration,
 
@@ -136,7 +137,8 @@ pub struct Config {
     #[arg(long, env = "PORCH_CHAT_CONCURRENCY", default_value_t = 512)]
     pub chat_concurrency: usize,
 
-    /// Delivered jobs are deleted after this long (failed ones are kept until retried).
+    /// Delivered jobs are deleted after this long (failed and blocked ones stay until retried or,
+    /// failed ones, dismissed).
     #[arg(long, env = "PORCH_JOB_RETENTION", default_value = "24h", value_parser = parse_duration)]
     pub job_retention: Duration,
 
@@ -264,7 +266,8 @@ pub struct Config {
     #[arg(long, env = "PORCH_DRAIN", default_value = "5s", value_parser = parse_duration)]
     pub drain: Duration,
 
-    /// How long shutdown waits for open requests and connections to finish.
+    /// How long each of shutdown's three waits after the drain (open requests, widget
+    /// connections, running deliveries) lasts: a stop takes at most the drain + 3 × this.
     #[arg(long, env = "PORCH_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
 

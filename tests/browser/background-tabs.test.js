@@ -136,3 +136,43 @@ test("a stream paused during its reconnect wait opens once when shown", { timeou
     await context.close();
   }
 });
+
+// The conversation on screen is read as its messages arrive, so the server leaves it out of that
+// page's counts; a message that arrives while the tab is in the background stays unread until the
+// tab is shown, and the tab's own title counts it meanwhile (the page adds the counts' `here`).
+test("a conversation tab in the background counts a message in its own title until it is shown",
+  { timeout: 90000 }, async () => {
+    const { porch, host, browser } = world;
+    const context = await browser.newContext();
+    const counted = async (page) => Number((await page.title()).match(/^\((\d+)\) /)?.[1] || 0);
+    try {
+      const page = await context.newPage();
+      page.setDefaultTimeout(15000);
+      await signIn(page, porch, AGENT.email);
+      const v = await visitor(browser, host.url);
+      await v.say("Is the blue one in stock?");
+      const { body } = await porch.api("GET", "/conversations");
+      const id = body.conversations[0].id;
+      await page.goto(`${porch.url}/conversations/${id}`);
+      const messages = page.locator("#messages");
+      await waitFor("the conversation to be live", async () => (await messages.getAttribute("data-state")) === "live");
+      await waitFor("the counts to be known", async () => (await page.locator("body").getAttribute("data-needs")) !== null);
+      const before = await counted(page);
+
+      await setShown(page, false);
+      await v.say("And in size 9?");
+      await page.locator(".message-visitor", { hasText: "And in size 9?" }).waitFor();
+      await waitFor("the hidden tab's title to count its own conversation", async () =>
+        (await counted(page)) === before + 1);
+      await setShown(page, true);
+      await waitFor("the title to drop it once shown", async () => (await counted(page)) === before);
+      // Shown, the page marked it read on the server: a new tab does not count it.
+      const inbox = await context.newPage();
+      await inbox.goto(`${porch.url}/inbox`);
+      await waitFor("the new tab's counts", async () => (await inbox.locator("body").getAttribute("data-needs")) !== null);
+      assert.equal(await counted(inbox), before);
+      await v.context.close();
+    } finally {
+      await context.close();
+    }
+  });

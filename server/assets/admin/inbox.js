@@ -225,6 +225,19 @@
     // when the tab becomes visible (a background tab must not tell the visitor "Seen", nor take
     // the conversation off the agent's unread counts).
     let unseenUpTo = 0;
+    // The server never counts the conversation on screen; its `here` is what the conversation
+    // adds while it is unread, which the page adds itself while it holds messages not yet seen,
+    // so this tab's title (and the tabs it passes its counts to) count them too.
+    let counts = null;
+    let withHere = false;
+    const showCounts = () => {
+      if (!counts) return;
+      withHere = unseenUpTo > 0;
+      const shown = { ...counts };
+      delete shown.here;
+      for (const k of ["open", "mine", "unassigned", "needs"]) shown[k] += withHere ? counts.here?.[k] || 0 : 0;
+      document.dispatchEvent(new CustomEvent("porch:counts", { detail: shown }));
+    };
     const markRead = () => {
       const csrf = document.querySelector("input[name=csrf]")?.value;
       if (!unseenUpTo || document.visibilityState !== "visible" || !csrf) return;
@@ -234,13 +247,23 @@
         method: "POST", body, credentials: "same-origin", redirect: "manual", headers: { "x-porch-fetch": "1" },
       }).catch(() => {});
     };
-    document.addEventListener("visibilitychange", markRead);
+    // Shown again: the messages are read, and leave the counts (a stream that was paused sends
+    // fresh ones as it opens again; its last ones are out of date).
+    document.addEventListener("visibilitychange", () => {
+      markRead();
+      if (withHere && !unseenUpTo && messages.dataset.state !== "paused") showCounts();
+    });
     follow(messages, {
       ...shared,
+      counts: (data) => {
+        try { counts = JSON.parse(data); } catch { return; }
+        showCounts();
+      },
       entry: (html, _source, id) => {
         addMessage(html);
         unseenUpTo = Math.max(unseenUpTo, Number(id) || 0);
         markRead();
+        if (withHere !== unseenUpTo > 0) showCounts();
       },
       typing: (active) => showVisitorTyping(active === "true"),
       colleague_typing: (data) => { try { colleagueTyped(JSON.parse(data)); } catch { /* not ours */ } },

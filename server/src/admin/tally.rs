@@ -145,8 +145,13 @@ impl Open {
 
 /// What a conversation (`None`: not open) adds to `me`'s counts: nothing while it is snoozed.
 fn share(open: Option<Open>, me: UserId) -> Counts {
+    share_if_unread(open.filter(|open| open.unread.is_some()), me)
+}
+
+/// What a conversation (`None`: not open) adds to `me`'s counts while it is unread.
+fn share_if_unread(open: Option<Open>, me: UserId) -> Counts {
     let mut share = Counts::default();
-    if let Some(open) = open.filter(|open| open.unread.is_some() && !open.snoozed) {
+    if let Some(open) = open.filter(|open| !open.snoozed) {
         share.open = 1;
         match open.assignee {
             None => share.unassigned = 1,
@@ -162,7 +167,7 @@ fn share(open: Option<Open>, me: UserId) -> Counts {
 pub struct Tally {
     me: UserId,
     /// The conversation this stream's page shows: its messages are read as they arrive (the
-    /// page marks them read), so they never count.
+    /// page marks them read), so they never count here (see [`CountsEvent`]).
     viewing: Option<ConversationId>,
     /// Open conversations. Ids are ours and sequential, never chosen by a client, so the fast
     /// hasher needs no defence against crafted keys.
@@ -170,7 +175,20 @@ pub struct Tally {
     /// The counts of `open` as it stands, kept by [`Self::change`].
     counts: Counts,
     /// The counts last sent, so an unchanged count is not sent again.
-    sent: Option<Counts>,
+    sent: Option<CountsEvent>,
+}
+
+/// The `counts` event's data. On a conversation page, `here` is what its own conversation adds
+/// while it is unread: the server never counts it there (the page reads its messages as they
+/// arrive), but a message that arrives while the tab is in the background stays unread until
+/// the tab is shown, and only the page knows when that is, so it adds `here` itself meanwhile
+/// (server/assets/admin/inbox.js).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+struct CountsEvent {
+    #[serde(flatten)]
+    counts: Counts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    here: Option<Counts>,
 }
 
 impl Tally {
@@ -279,14 +297,16 @@ impl Tally {
     /// Adds the counts to `batch` unless the browser already has them (first of all, after
     /// loading).
     pub fn send_counts(&mut self, batch: &mut Batch) {
-        let counts = self.counts;
-        if self.sent != Some(counts) {
-            self.sent = Some(counts);
+        let event = CountsEvent {
+            counts: self.counts,
+            here: self
+                .viewing
+                .map(|id| share_if_unread(self.open.get(&id).copied(), self.me)),
+        };
+        if self.sent != Some(event) {
+            self.sent = Some(event);
             // Serialising this plain struct cannot fail.
-            batch.event(
-                "counts",
-                &serde_json::to_string(&counts).unwrap_or_default(),
-            );
+            batch.event("counts", &serde_json::to_string(&event).unwrap_or_default());
         }
     }
 

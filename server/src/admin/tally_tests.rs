@@ -251,6 +251,35 @@ fn the_conversation_on_screen_never_counts_but_still_alerts() {
 }
 
 #[test]
+fn the_counts_say_what_the_conversation_on_screen_adds_while_the_page_has_not_shown_it() {
+    let mut t = tally(1);
+    t.viewing = Some(ConversationId(5));
+    let here = |t: &mut Tally| {
+        t.send_counts(&mut Batch::default());
+        t.sent.and_then(|sent| sent.here)
+    };
+    // Not open yet: it adds nothing.
+    assert_eq!(here(&mut t), Some(Counts::default()));
+    t.on_visitor_message(&visitor_message(10, 5));
+    let unassigned = Counts {
+        open: 1,
+        unassigned: 1,
+        needs: 1,
+        mine: 0,
+    };
+    assert_eq!(here(&mut t), Some(unassigned));
+    // A colleague's: open only; the other pages' counts carry no `here`.
+    assigned(&mut t, 5, Some(2));
+    let theirs = Counts {
+        open: 1,
+        ..Counts::default()
+    };
+    assert_eq!(here(&mut t), Some(theirs));
+    t.viewing = None;
+    assert_eq!(here(&mut t), None);
+}
+
+#[test]
 fn kept_counts_equal_a_recount_after_any_change() {
     let mut t = tally(1);
     let mark = |conversation, up_to| ReadMark {

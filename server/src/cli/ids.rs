@@ -1,6 +1,6 @@
 //! `porch raise-ids`: after a restore, moves the database's id counters past the ids the copy it
 //! replaces handed out, so no message, job, conversation or visitor id is given twice
-//! (docs/operations.md, "Rolling back" and "Restoring after a disaster"). It never migrates:
+//! (docs/operations.md, "Rolling back" and "Restore"). It never migrates:
 //! during a rollback it runs on the older schema the previous version will serve.
 
 use std::path::PathBuf;

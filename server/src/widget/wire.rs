@@ -140,7 +140,7 @@ const CLOSE_ANSWER: Duration = Duration::from_secs(2);
 /// size limit, or a text frame that is not UTF-8 (RFC 6455 §8.1 says: fail with 1007).
 fn close_for(err: &axum::Error) -> Option<(u16, &'static str)> {
     match std::error::Error::source(err)?.downcast_ref::<tungstenite::Error>()? {
-        tungstenite::Error::Capacity(_) => Some((close_code::TOO_BIG, "frame too large")),
+        tungstenite::Error::Capacity(_) => Some((close_code::TOO_BIG, "message too big")),
         tungstenite::Error::Utf8(_) => Some((close_code::INVALID_DATA, "text is not UTF-8")),
         _ => None,
     }

@@ -330,24 +330,39 @@ fn snippet_card(snippet: &SnippetView) -> impl IntoView {
     }
 }
 
-/// The panel's message area, which the visitor's own messages and the Send button sit on.
+/// The panel's message area, which the visitor's own messages and the Send button sit on
+/// (`--soft` in server/assets/widget/panel.css), and the same in dark mode.
 const PANEL_BACKGROUND: (u8, u8, u8) = (0xf8, 0xfa, 0xfc);
+const DARK_PANEL_BACKGROUND: (u8, u8, u8) = (0x0b, 0x12, 0x20);
 
-/// A warning under the colour when it stands out from the panel's near-white less than WCAG asks
-/// of a control (3:1, success criterion 1.4.11): the visitor's own messages, the Send button and,
-/// on a light page, the chat button would be hard to see. The text on the colour stays readable
-/// (the widget writes black or white, whichever contrasts more).
+/// A warning under the colour when it stands out from the panel's near-white, or from its
+/// near-black in dark mode, less than WCAG asks of a control (3:1, success criterion 1.4.11): the
+/// visitor's own messages, the Send button and, on a page of the same lightness, the chat button
+/// would be hard to see. The text on the colour stays readable (the widget writes black or
+/// white, whichever contrasts more). No colour is under 3:1 against both.
 fn faint_colour_hint(color: &str) -> Option<impl IntoView + use<>> {
-    let ratio = contrast(parse_hex(color)?, PANEL_BACKGROUND);
-    (ratio < 3.0).then(|| {
-        view! {
-            <p class="hint warning" id="color-hint">
-                {format!("This colour stands out little from white ({ratio:.1}:1; a button needs 3:1): \
-                    the visitor's own messages, the Send button and, on a light page, the chat button \
-                    will be hard to see. Text on it stays readable.")}
-            </p>
-        }
-    })
+    let rgb = parse_hex(color)?;
+    let (light, dark) = (
+        contrast(rgb, PANEL_BACKGROUND),
+        contrast(rgb, DARK_PANEL_BACKGROUND),
+    );
+    let said = if light < 3.0 {
+        format!(
+            "This colour stands out little from white ({light:.1}:1; a button needs 3:1): the \
+             visitor's own messages, the Send button and, on a light page, the chat button will be \
+             hard to see. Text on it stays readable."
+        )
+    } else if dark < 3.0 {
+        format!(
+            "This colour stands out little from the dark panel visitors see when their device is \
+             in dark mode ({dark:.1}:1; a button needs 3:1): there, the visitor's own messages, the \
+             Send button and, on a dark page, the chat button will be hard to see. Text on it \
+             stays readable."
+        )
+    } else {
+        return None;
+    };
+    Some(view! { <p class="hint warning" id="color-hint">{said}</p> })
 }
 
 /// `#rrggbb` as its three channels.
@@ -524,11 +539,13 @@ mod tests {
     }
 
     #[test]
-    fn only_colours_near_white_are_warned_about() {
-        for faint in ["#ffffff", "#f8fafc", "#fef08a", "#a3e635"] {
+    fn only_colours_near_white_or_near_the_dark_panel_are_warned_about() {
+        for faint in [
+            "#ffffff", "#f8fafc", "#fef08a", "#a3e635", "#111111", "#1a237e",
+        ] {
             assert!(faint_colour_hint(faint).is_some(), "{faint}");
         }
-        for clear in ["#2563eb", "#808080", "#111111", "#dc2626", "#0f766e"] {
+        for clear in ["#2563eb", "#808080", "#dc2626", "#0f766e", "#7c3aed"] {
             assert!(faint_colour_hint(clear).is_none(), "{clear}");
         }
     }

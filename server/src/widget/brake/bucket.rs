@@ -30,6 +30,13 @@ impl TokenBucket {
         self.try_take_many(now, 1.0, per_second, burst)
     }
 
+    /// How long until a token is there (zero: now), taking nothing.
+    pub fn wait(&mut self, now: Instant, per_second: f64, burst: f64) -> Duration {
+        self.refill(now, per_second, burst);
+        let short = (1.0_f64.min(burst) - self.tokens).max(0.0);
+        Duration::from_secs_f64(short / per_second.max(f64::MIN_POSITIVE))
+    }
+
     /// Takes `amount` tokens (at most `burst`), or says how long until they are there.
     pub fn try_take_many(
         &mut self,

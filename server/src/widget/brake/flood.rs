@@ -56,28 +56,12 @@ impl FloodBrake {
         starts_conversation: bool,
         share: &mut AddressShare,
     ) -> Result<(), HeldBack> {
-        self.messages.roll(now);
-        self.conversations.roll(now);
-        share.roll(now);
-        self.update_level(now, messages_per_minute, conversations_per_minute);
-
-        let message_limit = if self.level >= 2 {
-            (f64::from(messages_per_minute) / 2.0).max(1.0)
-        } else {
-            f64::from(messages_per_minute)
-        };
-        if starts_conversation && self.level >= 2 {
-            return Err(self.refuse(now, MINUTE));
-        }
-        // The longest of the waits, so that the message fits both counts and the address's share
-        // when it comes back: each wait is until its count fits if nothing else arrives.
-        let conversations = starts_conversation
-            .then_some((&self.conversations, f64::from(conversations_per_minute)));
-        let mut wait = self.messages.wait_below(now, message_limit);
-        if let Some((count, limit)) = conversations {
-            wait = wait.max(count.wait_below(now, limit));
-        }
-        let kept = share.reserve_wait(now, (&self.messages, message_limit), conversations);
+        let (wait, kept) = self.waits(
+            now,
+            (messages_per_minute, conversations_per_minute),
+            starts_conversation,
+            share,
+        );
         if !wait.is_zero() {
             return Err(self.refuse(now, wait.max(kept)));
         }
@@ -91,6 +75,59 @@ impl FloodBrake {
         }
         share.add(starts_conversation);
         Ok(())
+    }
+
+    /// How long a message would be held back now (zero: it would be let in), counting neither
+    /// it nor a refusal: for a message another brake refused, whose wait must also cover this one.
+    pub fn wait_now(
+        &mut self,
+        now: Instant,
+        per_minute: (u32, u32),
+        starts_conversation: bool,
+        share: &mut AddressShare,
+    ) -> Duration {
+        let (wait, kept) = self.waits(now, per_minute, starts_conversation, share);
+        let wait = wait.max(kept);
+        if wait.is_zero() {
+            wait
+        } else {
+            wait.max(MIN_RETRY)
+        }
+    }
+
+    /// The wait for the site's counts (`MINUTE` for a new conversation in a flood) and the wait
+    /// for the address's share, each until it fits if nothing else arrives. `per_minute` is
+    /// the limits of messages and of new conversations.
+    fn waits(
+        &mut self,
+        now: Instant,
+        (messages_per_minute, conversations_per_minute): (u32, u32),
+        starts_conversation: bool,
+        share: &mut AddressShare,
+    ) -> (Duration, Duration) {
+        self.messages.roll(now);
+        self.conversations.roll(now);
+        share.roll(now);
+        self.update_level(now, messages_per_minute, conversations_per_minute);
+
+        let message_limit = if self.level >= 2 {
+            (f64::from(messages_per_minute) / 2.0).max(1.0)
+        } else {
+            f64::from(messages_per_minute)
+        };
+        if starts_conversation && self.level >= 2 {
+            return (MINUTE, Duration::ZERO);
+        }
+        // The longest of the waits, so that the message fits both counts and the address's share
+        // when it comes back.
+        let conversations = starts_conversation
+            .then_some((&self.conversations, f64::from(conversations_per_minute)));
+        let mut wait = self.messages.wait_below(now, message_limit);
+        if let Some((count, limit)) = conversations {
+            wait = wait.max(count.wait_below(now, limit));
+        }
+        let kept = share.reserve_wait(now, (&self.messages, message_limit), conversations);
+        (wait, kept)
     }
 
     /// Takes back a message admitted at `at` (with its address's share): nothing was stored, and

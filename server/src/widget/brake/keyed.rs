@@ -31,6 +31,17 @@ pub enum Refusal {
     SiteBusy(Duration),
 }
 
+impl Refusal {
+    /// How long to wait.
+    pub fn wait(self) -> Duration {
+        match self {
+            Self::RateLimited(wait) | Self::TooManyConversations(wait) | Self::SiteBusy(wait) => {
+                wait
+            }
+        }
+    }
+}
+
 /// What an admitted message was charged: given back by [`Brakes::give_back`] when the server's
 /// own trouble kept it from being stored (the writer busy, the disk unavailable), so that trouble
 /// never uses up a visitor's rate or a site's minute (docs/widget-protocol.md, "Idempotency").
@@ -211,31 +222,50 @@ impl Brakes {
         let factor = if site_level >= 1 { 0.5 } else { 1.0 };
         let per_second = f64::from(limits.visitor_messages_per_minute) / 60.0 * factor;
         let burst = f64::from(limits.visitor_burst);
-        self.visitors
-            .with(
-                visitor,
-                visitor_shard(visitor),
-                || (TokenBucket::full(burst, now), per_second, burst),
-                |(bucket, rate, size)| {
-                    (*rate, *size) = (per_second, burst);
-                    bucket.try_take(now, per_second, burst)
-                },
-            )
-            .map_err(Refusal::RateLimited)?;
         let ip_key = ip_key(ip);
         let ip_burst = f64::from(self.ip_limits.burst);
-        if starts_conversation {
-            let per_second = f64::from(self.ip_limits.per_hour) / 3600.0;
-            let taken = self.ips.with(
-                ip_key,
-                shard_of_ip(ip_key),
-                || TokenBucket::full(ip_burst, now),
-                |bucket| bucket.try_take(now, per_second, ip_burst),
-            );
-            if let Err(wait) = taken {
-                self.give_back_visitor(visitor);
-                return Err(Refusal::TooManyConversations(wait));
+        let taken = self.visitors.with(
+            visitor,
+            visitor_shard(visitor),
+            || (TokenBucket::full(burst, now), per_second, burst),
+            |(bucket, rate, size)| {
+                (*rate, *size) = (per_second, burst);
+                bucket.try_take(now, per_second, burst)
+            },
+        );
+        // The wait given is for the message to be taken when it comes back (nothing else
+        // arriving meanwhile): the longest of the brakes' waits, named after the brake that
+        // sets it, so a visitor told to wait 2 s for their own rate is not refused then for a
+        // minute by the site's count that was already full.
+        let refused = match taken {
+            Err(wait) => {
+                let ip_wait = if starts_conversation {
+                    self.with_ip_bucket(ip_key, now, TokenBucket::wait)
+                } else {
+                    Duration::ZERO
+                };
+                Some(if ip_wait > wait {
+                    Refusal::TooManyConversations(ip_wait)
+                } else {
+                    Refusal::RateLimited(wait)
+                })
             }
+            Ok(()) if starts_conversation => self
+                .with_ip_bucket(ip_key, now, TokenBucket::try_take)
+                .err()
+                .map(|wait| {
+                    self.give_back_visitor(visitor);
+                    Refusal::TooManyConversations(wait)
+                }),
+            Ok(()) => None,
+        };
+        if let Some(refusal) = refused {
+            let site_wait = self.site_wait(site, limits, ip_key, starts_conversation, now);
+            return Err(if site_wait > refusal.wait() {
+                Refusal::SiteBusy(site_wait)
+            } else {
+                refusal
+            });
         }
         // Always the address's share first, then the site: one order, so no two locks deadlock.
         let (admitted, stepped_up) = self.shares.with(
@@ -287,6 +317,56 @@ impl Brakes {
             starts_conversation,
             at: now,
         })
+    }
+
+    /// Calls `f` (`TokenBucket::try_take` or `wait`) on the bucket of new conversations of the
+    /// address `ip_key`, with the configured rate and burst.
+    fn with_ip_bucket<R>(
+        &self,
+        ip_key: IpAddr,
+        now: Instant,
+        f: impl FnOnce(&mut TokenBucket, Instant, f64, f64) -> R,
+    ) -> R {
+        let per_second = f64::from(self.ip_limits.per_hour) / 3600.0;
+        let burst = f64::from(self.ip_limits.burst);
+        self.ips.with(
+            ip_key,
+            shard_of_ip(ip_key),
+            || TokenBucket::full(burst, now),
+            |bucket| f(bucket, now, per_second, burst),
+        )
+    }
+
+    /// How long the site's flood brake would hold this message back now, counting nothing.
+    fn site_wait(
+        &self,
+        site: SiteId,
+        limits: SiteLimits,
+        ip_key: IpAddr,
+        starts_conversation: bool,
+        now: Instant,
+    ) -> Duration {
+        let site_shard = site_shard(site);
+        // The same lock order as admitting: the address's share, then the site.
+        self.shares.with(
+            (site, ip_key),
+            site_shard ^ shard_of_ip(ip_key),
+            || AddressShare::new(now),
+            |share| {
+                self.sites.with(
+                    site,
+                    site_shard,
+                    || (FloodBrake::new(now), limits),
+                    |(brake, _)| {
+                        let per_minute = (
+                            limits.flood_messages_per_minute,
+                            limits.flood_conversations_per_minute,
+                        );
+                        brake.wait_now(now, per_minute, starts_conversation, share)
+                    },
+                )
+            },
+        )
     }
 
     /// Gives back what `admitted` was charged: its message was not stored after all.

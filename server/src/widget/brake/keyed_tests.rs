@@ -242,3 +242,45 @@ fn what_is_given_back_leaves_the_addresss_share() {
     brakes.give_back(second);
     assert!(send(a).is_ok(), "its share is back");
 }
+
+/// A message over its visitor's rate on a site whose minute is full is told the site's longer
+/// wait, as `site_busy`: the wait given is for the message to be taken when it comes back, so
+/// one told 2 s was then refused for a minute (found by an outside load client, 2026-12-07).
+#[test]
+fn the_wait_given_covers_every_brake_and_is_named_after_the_longest() {
+    let brakes = Brakes::new(IpLimits {
+        per_hour: 120,
+        burst: 20,
+    });
+    let limits = SiteLimits {
+        flood_messages_per_minute: 3,
+        ..LIMITS
+    };
+    let (a, b): (IpAddr, IpAddr) = ([10, 0, 0, 1].into(), [10, 0, 0, 2].into());
+    let now = Instant::now();
+    let admit = |visitor, ip, at| brakes.admit_message(SiteId(1), limits, visitor, ip, false, at);
+    for (visitor, ip) in [(1, a), (1, a), (2, b)] {
+        assert!(admit(visitor, ip, now).is_ok());
+    }
+    let Err(Refusal::SiteBusy(wait)) = admit(1, a, now) else {
+        panic!("the site's longer wait, as site_busy");
+    };
+    assert!(wait > Duration::from_secs(2), "{wait:?}");
+    assert!(
+        admit(1, a, now + wait).is_ok(),
+        "taken after the wait it was given"
+    );
+
+    // On a quiet site the visitor's own rate is the longest, and named so.
+    for _ in 0..2 {
+        assert!(
+            brakes
+                .admit_message(SiteId(2), LIMITS, 3, a, false, now)
+                .is_ok()
+        );
+    }
+    assert!(matches!(
+        brakes.admit_message(SiteId(2), LIMITS, 3, a, false, now),
+        Err(Refusal::RateLimited(_))
+    ));
+}

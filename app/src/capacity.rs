@@ -33,6 +33,8 @@ pub enum Basis {
         run_id: i64,
         started_at: i64,
         capacity: Option<u32>,
+        /// `capacity` is a limit found: a Porch stair above it failed.
+        is_limit_found: bool,
     },
 }
 
@@ -109,6 +111,8 @@ pub struct RunItemView {
     pub id: i64,
     pub started_at: i64,
     pub capacity: Option<u32>,
+    /// `capacity` is a limit found: a Porch stair above it failed.
+    pub is_limit_found: bool,
     pub is_passed: bool,
     pub us_per_msg: Option<f64>,
 }
@@ -279,15 +283,18 @@ fn headroom_text(
             run_id,
             started_at: run_started_at,
             capacity,
+            is_limit_found,
         } => {
             let (iso, when) = format_time(run_started_at);
             let found = capacity.map_or_else(
                 || "no stair passed".to_owned(),
                 |c| {
-                    format!(
-                        "capacity found {} messages a second",
-                        format_number(f64::from(c))
-                    )
+                    let rate = format_number(f64::from(c));
+                    if is_limit_found {
+                        format!("capacity found {rate} messages a second")
+                    } else {
+                        format!("{rate} messages a second or more: no stair above it failed")
+                    }
                 },
             );
             view! {
@@ -366,14 +373,15 @@ pub fn render_capacity_graphs(view: GraphsView) -> String {
     view! { <Graphs view/> }.to_html()
 }
 
-/// A capacity found, as a limit only when a stair above it failed: when every stair passed, the
-/// highest is just the fastest rate asked for, and the box takes that much or more.
-fn at_least(capacity: u32, every_stair_passed: bool) -> String {
+/// A capacity found, as a limit only when a stair above it failed: otherwise (every stair
+/// passed, or only one below it failed: a busier moment) the highest passing stair is just the
+/// fastest rate that passed, and the box takes that much or more.
+fn at_least(capacity: u32, is_limit_found: bool) -> String {
     let rate = format_number(f64::from(capacity));
-    if every_stair_passed {
-        format!("{rate} msg/s or more")
-    } else {
+    if is_limit_found {
         format!("{rate} msg/s")
+    } else {
+        format!("{rate} msg/s or more")
     }
 }
 
@@ -402,7 +410,7 @@ fn Runs(runs: Vec<RunItemView>) -> impl IntoView {
             let (iso, when) = format_time(run.started_at);
             let capacity = run.capacity.map_or_else(
                 || "none passed".to_owned(),
-                |c| at_least(c, run.is_passed),
+                |c| at_least(c, run.is_limit_found),
             );
             let result = run_result(run.is_passed, run.capacity);
             let badge = if run.is_passed { "badge badge-open" } else { "badge badge-danger" };

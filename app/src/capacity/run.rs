@@ -28,8 +28,9 @@ pub struct StairView {
 pub struct SeriesView {
     pub name: String,
     pub capacity: Option<u32>,
-    /// Every stair tried passed, each by a majority of its rounds (as `capacity` counts them).
-    pub every_stair_passed: bool,
+    /// `capacity` is a limit found: a stair above it failed (each stair passes by a majority of
+    /// its rounds).
+    pub is_limit_found: bool,
     pub stairs: Vec<StairView>,
 }
 
@@ -53,7 +54,7 @@ fn opt(value: Option<f64>, digits: usize) -> String {
 fn SeriesTable(series: SeriesView) -> impl IntoView {
     let capacity = series.capacity.map_or_else(
         || "no stair passed".to_owned(),
-        |c| format!("capacity {}", at_least(c, series.every_stair_passed)),
+        |c| format!("capacity {}", at_least(c, series.is_limit_found)),
     );
     let rows = series
         .stairs

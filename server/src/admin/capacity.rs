@@ -13,7 +13,7 @@ use porch_app::layout::Section;
 use serde::Deserialize;
 
 use crate::clock::{millis, now_ms};
-use crate::metrics::loadtest_report::{Report, Stair};
+use crate::metrics::loadtest_report::{self, Report, Stair};
 use crate::metrics::replication::{STALE_AFTER_SECS, age_secs};
 use crate::metrics::{
     BUSY_RATE, MIN_BUSY_SECONDS, MIN_MESSAGES, Shortfall, messages_per_core, traffic_cost,
@@ -226,16 +226,31 @@ fn shortfall_view(short: &Shortfall) -> TrafficShortfall {
 /// (`Report::cost_per_message`) from
 /// its stored report rather than as stored: a run recorded before 2026-12-07 kept the cost of
 /// stairs too short or slow to measure one (a 3-second run at 20 a second stored 2,150 µs).
-fn listed_runs(conn: &rusqlite::Connection) -> Result<Vec<store::LoadtestRunRow>, store::Error> {
+fn listed_runs(conn: &rusqlite::Connection) -> Result<Vec<ListedRun>, store::Error> {
     Ok(store::list_loadtest_runs_with_reports(conn, RUNS_LISTED)?
         .into_iter()
         .map(|(mut run, report)| {
-            if let Ok(report) = serde_json::from_str::<Report>(&report) {
+            let report = serde_json::from_str::<Report>(&report).ok();
+            if let Some(report) = &report {
                 run.us_per_msg = report.cost_per_message();
             }
-            run
+            let is_limit_found = report
+                .as_ref()
+                .and_then(Report::porch_series)
+                .is_some_and(loadtest_report::Series::is_limit_found);
+            ListedRun {
+                run,
+                is_limit_found,
+            }
         })
         .collect())
+}
+
+/// A run as the page lists it.
+struct ListedRun {
+    run: store::LoadtestRunRow,
+    /// Its capacity is a limit found: a Porch stair above it failed.
+    is_limit_found: bool,
 }
 
 /// The headroom statement's figures: from the last hour's traffic if there was enough, else
@@ -271,11 +286,15 @@ async fn headroom(
             baseline_pct: cost.baseline_pct,
         };
         (cost.us_per_msg, basis)
-    } else if let Some((run, cost)) = runs.into_iter().find_map(|r| r.us_per_msg.map(|c| (r, c))) {
+    } else if let Some((listed, cost)) = runs
+        .into_iter()
+        .find_map(|r| r.run.us_per_msg.map(|c| (r, c)))
+    {
         let basis = Basis::LoadTest {
-            run_id: run.id,
-            started_at: run.started_at,
-            capacity: run.capacity,
+            run_id: listed.run.id,
+            started_at: listed.run.started_at,
+            capacity: listed.run.capacity,
+            is_limit_found: listed.is_limit_found,
         };
         (cost, basis)
     } else {
@@ -323,13 +342,19 @@ pub async fn capacity_page(
         .read(listed_runs)
         .await?
         .into_iter()
-        .map(|r| RunItemView {
-            id: r.id,
-            started_at: r.started_at,
-            capacity: r.capacity,
-            is_passed: r.is_passed,
-            us_per_msg: r.us_per_msg,
-        })
+        .map(
+            |ListedRun {
+                 run,
+                 is_limit_found,
+             }| RunItemView {
+                id: run.id,
+                started_at: run.started_at,
+                capacity: run.capacity,
+                is_limit_found,
+                is_passed: run.is_passed,
+                us_per_msg: run.us_per_msg,
+            },
+        )
         .collect();
     Ok(html(render_capacity(CapacityView {
         nav: who.nav(Section::Capacity),
@@ -399,7 +424,7 @@ pub async fn run_page(
             .map(|s| SeriesView {
                 name: s.name.clone(),
                 capacity: s.capacity(),
-                every_stair_passed: s.every_stair_passed(),
+                is_limit_found: s.is_limit_found(),
                 stairs: s
                     .stairs
                     .iter()

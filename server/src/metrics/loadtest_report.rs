@@ -233,6 +233,17 @@ impl Series {
             .max()
     }
 
+    /// Whether [`Self::capacity`] is a limit found: a stair above it failed. Otherwise (every
+    /// stair passed, or only stairs below it failed) the box took the fastest rate that
+    /// passed, and may take more.
+    pub fn is_limit_found(&self) -> bool {
+        self.capacity().is_some_and(|capacity| {
+            self.stairs_passed()
+                .into_iter()
+                .any(|(target, passed)| target > capacity && !passed)
+        })
+    }
+
     /// Whether a stair failed below one that passed: a box that was busier during the lower
     /// stair, so the highest passing stair is no limit found.
     pub fn passed_out_of_order(&self) -> bool {

@@ -235,6 +235,9 @@ pub fn conversation_json(c: &ConversationRecord) -> Value {
                 "id": m.id,
                 "author": m.author.as_str(),
                 "author_name": m.author_name,
+                // The sender's idempotency key (the widget's `client_id`, an API reply's
+                // `Idempotency-Key`): a check for duplicates can use the export.
+                "client_id": m.client_id,
                 "body": m.body,
                 "created_at": m.created_at,
                 "attachments": m.attachments.iter().map(|a| json!({

@@ -228,3 +228,60 @@ async fn a_run_stored_with_the_cost_of_stairs_too_short_is_judged_again() {
     );
     assert!(!page.body.contains("2150"), "{}", page.body);
 }
+
+/// The highest passing stair is a limit only when a stair above it failed: with only a lower
+/// one failed (a busier moment), the page says "or more", as the CLI's report says the run is
+/// no limit found (an outside check read "capacity found 500" for a top stair nobody failed).
+#[tokio::test]
+async fn a_capacity_is_called_a_limit_only_when_a_stair_above_it_failed() {
+    let app = TestApp::spawn(&[]).await;
+    let admin = signed_in_from(&app, &setup_admin(&app).await).await;
+    for (day, failed, listed, headroom) in [
+        (
+            2,
+            1000,
+            "10,000 msg/s or more",
+            "10,000 messages a second or more: no stair above it failed",
+        ),
+        (
+            3,
+            10_000,
+            "5,000 msg/s",
+            "capacity found 5,000 messages a second",
+        ),
+    ] {
+        let mut report: porch::loadtest::Report = serde_json::from_str(REPORT).expect("a report");
+        // The newer run is the headroom's.
+        report.started_at = format!("2026-03-0{day}T10:00:00Z");
+        let stairs = &mut report.series[0].stairs;
+        let mut above = stairs[1].clone();
+        above.target = 10_000;
+        stairs.push(above);
+        for stair in stairs {
+            stair.passed = stair.target != failed;
+        }
+        let id = porch::loadtest::record_run(&report, app.data_dir.path())
+            .expect("recorded")
+            .expect("the live database exists");
+        let page = send(&app, "GET", "/capacity", &admin.cookie, None).await;
+        // The list's row (the headroom links to the run too).
+        let row = format!(r#"<td><a href="/capacity/runs/{id}""#);
+        let listed_row = page.body.split(&row).nth(1).expect("the run is listed");
+        let cell = listed_row.split("</tr>").next().unwrap_or_default();
+        assert!(cell.contains(&format!("<td>{listed}</td>")), "{cell}");
+        assert!(page.body.contains(headroom), "{}", page.body);
+        let run = send(
+            &app,
+            "GET",
+            &format!("/capacity/runs/{id}"),
+            &admin.cookie,
+            None,
+        )
+        .await;
+        assert!(
+            run.body.contains(&format!("capacity {listed}<")),
+            "{}",
+            run.body
+        );
+    }
+}

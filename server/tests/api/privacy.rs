@@ -464,6 +464,8 @@ async fn the_full_export_has_one_line_per_conversation() {
     assert_eq!(lines[1]["id"], second.conversation);
     assert_eq!(lines[1]["visitor"]["id"], second.visitor);
     assert_eq!(lines[1]["messages"][0]["body"], "second");
+    // The key it was sent with: duplicates can be checked in the export.
+    assert_eq!(lines[1]["messages"][0]["client_id"], "c-1");
     assert_eq!(
         app.count(
             "SELECT count(*) FROM audit_events WHERE action = 'privacy.exported' \

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::layout::{CsrfField, Nav, Notice, NoticeBox, Section, document, field_marks};
+use crate::time::format_time;
 
 /// A member of the team. Each flag is one independent fact the row shows.
 #[allow(clippy::struct_excessive_bools)]
@@ -16,8 +17,20 @@ pub struct MemberView {
     pub is_disabled: bool,
     pub is_me: bool,
     pub has_two_factor: bool,
-    /// False until they have a password or a single sign-on link: invited, not yet joined.
-    pub has_joined: bool,
+    pub joined: Joined,
+}
+
+/// Whether someone has joined: a password or a single sign-on link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joined {
+    Yes,
+    /// Not yet; their invitation link works until `until` (Unix ms).
+    Invited {
+        until: i64,
+    },
+    /// Not yet, and no link of theirs works any more (expired, or never made: added without a
+    /// password): *Reset link* makes a new invitation.
+    InvitationExpired,
 }
 
 /// A just-made invitation or reset link.
@@ -135,14 +148,36 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
             <div class="member-main">
                 <p class="member-name">{member.name.clone()}{member.is_me.then_some(" (you)")}" "{state}
                     {member.has_two_factor.then(|| view! { " "<span class="badge">"Two-factor"</span> })}
-                    {(!member.has_joined).then(|| view! {
-                        " "<span class="badge badge-muted" title="They have not set a password yet">"Invited"</span>
-                    })}</p>
+                    {invited_badge(member.joined)}</p>
                 <p class="muted small">{member.email}</p>
             </div>
             <div class="member-actions">{controls}</div>
         </li>
     }
+}
+
+/// "Invited" for someone who has not joined yet, or "Invitation expired" once their link no
+/// longer works (an admin could not tell waiting for them from a dead link).
+fn invited_badge(joined: Joined) -> Option<impl IntoView + use<>> {
+    let (class, title, text) = match joined {
+        Joined::Yes => return None,
+        Joined::Invited { until } => (
+            "badge badge-muted",
+            format!(
+                "They have not set a password yet; their invitation link works until {}",
+                format_time(until).1
+            ),
+            "Invited",
+        ),
+        Joined::InvitationExpired => (
+            "badge badge-danger",
+            "They have not set a password, and their invitation link no longer works: Reset link \
+             makes a new one"
+                .to_owned(),
+            "Invitation expired",
+        ),
+    };
+    Some(view! { " "<span class=class title=title>{text}</span> })
 }
 
 /// Renders the team page.

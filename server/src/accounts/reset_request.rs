@@ -123,20 +123,24 @@ impl Accounts {
         };
         let link = kind.map(|kind| (kind, new_secret()));
         let user = found.user;
-        self.record_reset_request(&user, ip, link.as_ref()).await?;
+        // The actor is what was typed, in lower case, not the account's address: nobody proved
+        // being its owner, and the log keeps what the requester gave.
+        let typed = Actor::unproven(&email.as_str().to_lowercase(), ip);
+        self.record_reset_request(&user, typed, link.as_ref())
+            .await?;
         Ok(Some(RequestedLink { user, link }))
     }
 
-    /// Stores the link (if any) and records the request, in one transaction.
+    /// Stores the link (if any) and records the request by `actor`, in one transaction.
     async fn record_reset_request(
         &self,
         user: &UserRow,
-        ip: IpAddr,
+        actor: Actor,
         link: Option<&(LinkKind, String)>,
     ) -> Result<(), Error> {
         let link = link.map(|(kind, token)| (*kind, hash_secret(token)));
         let now = now_ms();
-        let (actor, target) = (Actor::unproven(&user.email, ip), Target::user(user));
+        let target = Target::user(user);
         let id = user.id;
         self.writer
             .write(move |c| {

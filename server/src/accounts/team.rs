@@ -352,14 +352,21 @@ impl Accounts {
         Ok(())
     }
 
-    /// Changes a user's role; the last enabled admin cannot be demoted. `false` when they had
-    /// that role already: nothing is written or recorded.
+    /// Changes a user's role; the last enabled admin cannot be demoted, and nobody changes their
+    /// own (the team page offers no role on one's own row: an admin who demoted themselves by
+    /// hand landed on a page they may no longer open). `false` when they had that role already:
+    /// nothing is written or recorded.
     pub async fn change_role(
         &self,
         actor: &Actor,
         user: UserId,
         role: &str,
     ) -> Result<bool, Error> {
+        if actor.user == Some(user) {
+            return Err(Error::Conflict(
+                "You cannot change your own role: another admin can.",
+            ));
+        }
         let role = Role::parse(role)?;
         let actor = actor.clone();
         self.writer

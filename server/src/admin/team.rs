@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use porch_app::layout::{Notice, Section};
-use porch_app::team::{MemberView, NewLink, TeamView, render_team};
+use porch_app::team::{Joined, MemberView, NewLink, TeamView, render_team};
 use serde::Deserialize;
 
 use crate::accounts::{self, DisplayName, EmailAddress, LinkKind};
@@ -33,13 +33,18 @@ async fn team_page_with(
     let users = app.accounts.list_users().await?;
     let (with_two_factor, two_factor_required) = app.accounts.team_two_factor().await?;
     let not_joined = app.readers.read(store::list_users_not_joined).await?;
+    let now = crate::clock::now_ms();
     let members = users
         .into_iter()
         .map(|u| MemberView {
             id: u.id.0,
             is_me: u.id == who.user.id,
             has_two_factor: with_two_factor.contains(&u.id),
-            has_joined: !not_joined.contains(&u.id),
+            joined: match not_joined.iter().find(|(id, _)| *id == u.id) {
+                None => Joined::Yes,
+                Some((_, Some(expires))) if *expires > now => Joined::Invited { until: *expires },
+                Some(_) => Joined::InvitationExpired,
+            },
             name: u.name,
             email: u.email,
             is_admin: u.role == "admin",

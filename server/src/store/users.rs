@@ -182,11 +182,16 @@ pub fn spend_invitations(conn: &Connection, user_id: UserId, now: i64) -> Result
 pub(super) const HAS_JOINED: &str =
     "(password_hash IS NOT NULL OR id IN (SELECT user_id FROM oidc_links))";
 
-/// The users who cannot have signed in yet (see [`HAS_JOINED`]). The team page marks them as
-/// invited.
-pub fn list_users_not_joined(conn: &Connection) -> Result<Vec<UserId>, Error> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT id FROM users WHERE NOT {HAS_JOINED}"))?;
+/// The users who cannot have signed in yet (see [`HAS_JOINED`]), each with when their unused
+/// invitation link expires (`None`: they have none, e.g. added without a password). The team
+/// page marks them as invited, or their invitation as expired.
+pub fn list_users_not_joined(conn: &Connection) -> Result<Vec<(UserId, Option<i64>)>, Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT u.id, (SELECT max(l.expires_at) FROM account_links l \
+                       WHERE l.user_id = u.id AND l.kind = 'invite' AND l.used_at IS NULL) \
+         FROM users u WHERE NOT {HAS_JOINED}"
+    ))?;
     Ok(stmt
-        .query_map([], |r| r.get(0))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?)
 }

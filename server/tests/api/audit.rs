@@ -190,6 +190,28 @@ async fn team_changes_write_one_event_each_with_actor_target_and_address() {
         |r| r.get::<_, String>(0),
     );
     assert_eq!(detail.expect("detail"), r#"{"from":"agent","to":"admin"}"#);
+    // Nobody changes their own role, even with another admin there (Bo): nothing recorded.
+    let ana = app.count("SELECT id FROM users WHERE email = 'ana@example.com'");
+    let own_role = form(&[("csrf", admin.csrf.as_str()), ("role", "agent")]);
+    let own = send(
+        &app,
+        "POST",
+        &format!("/team/{ana}/role"),
+        &admin.cookie,
+        Some(&own_role),
+    )
+    .await;
+    assert_eq!(own.status, 409, "{}", own.body);
+    assert!(
+        own.body
+            .contains("You cannot change your own role: another admin can."),
+        "{}",
+        own.body
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM audit_events WHERE action = 'user.role_changed'"),
+        1
+    );
 
     let changed = post(
         "/account/password",

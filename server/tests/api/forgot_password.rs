@@ -113,6 +113,32 @@ async fn a_mailed_link_sets_a_new_password_and_an_unknown_address_gets_the_same_
     assert_eq!((user, ip.as_str()), (None, "127.0.0.1"));
 }
 
+/// The audit log's actor is the address as typed, in lower case, not the account's address as
+/// stored (an invitation keeps the capitals it was typed with): nobody proved being its owner.
+#[tokio::test]
+async fn a_request_is_recorded_with_the_typed_address_in_lower_case() {
+    let sink = Sink::start();
+    let app = with_smtp(&sink).await;
+    app.add_user_token("Cy", "agent");
+    app.db()
+        .execute(
+            "UPDATE users SET email = 'Cy@Agency.Example' WHERE email = 'cy@example.com'",
+            [],
+        )
+        .expect("an address with capitals");
+    assert_eq!(ask_for_link(&app, " cy@AGENCY.example ").await.status, 200);
+    assert_eq!(sink.wait_for(1).await.len(), 1, "the link went out");
+    let actor: String = app
+        .db()
+        .query_row(
+            "SELECT actor FROM audit_events WHERE action = 'user.password_reset_requested'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("one audit row");
+    assert_eq!(actor, "cy@agency.example");
+}
+
 #[tokio::test]
 async fn an_address_that_asks_too_often_waits_and_an_account_gets_three_links_at_most() {
     let sink = Sink::start();

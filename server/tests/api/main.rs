@@ -87,6 +87,7 @@ mod snippet;
 mod snooze;
 mod sso_forgot_password;
 mod tags;
+mod team_page;
 mod throttle_race;
 mod transcripts;
 mod two_factor;

@@ -142,6 +142,9 @@ pub struct InboxView {
     pub back: String,
     /// Each tab with its link (keeping the site and order).
     pub tabs: Vec<(Filter, String)>,
+    /// The site the list is filtered to, whose own unread counts the tabs show
+    /// (`data-site`; notify.js takes them from the counts' `site`).
+    pub tabs_site: Option<i64>,
     /// The tab the filters amount to, if any.
     pub tab: Option<Filter>,
     pub filters: InboxFilters,
@@ -266,6 +269,7 @@ pub fn render_inbox(view: InboxView) -> String {
         ..view.nav
     };
     let current = view.tab;
+    let tabs_site = view.tabs_site.map(|site| site.to_string());
     let tabs = view
         .tabs
         .into_iter()
@@ -324,7 +328,7 @@ pub fn render_inbox(view: InboxView) -> String {
         </div>
         <KeysSaid/>
         <NoticeBox notice=view.notice/>
-        <nav class="tabs" aria-label="Filter conversations">{tabs}</nav>
+        <nav class="tabs" aria-label="Filter conversations" data-site=tabs_site>{tabs}</nav>
         // Folded into its summary on a phone, so the list starts on the first screen; shown in
         // full on a larger one (admin.css, "filter-box").
         <details class="filter-box">

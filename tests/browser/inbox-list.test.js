@@ -95,6 +95,14 @@ test("the live list honours the filters: a new chat on the chosen site appears, 
     await page.goto(`${porch.url}/inbox?filter=unassigned&site=${beta.key}`);
     const rows = page.locator("#conversations > li");
     await rows.first().waitFor();
+    // The tabs count Beta's unread chats, as the list and its count line do; the title and the
+    // navigation count every site's (all 230 are unread, unassigned or Ana's).
+    const tabs = page.getByRole("navigation", { name: "Filter conversations" });
+    const counted = async () => Object.fromEntries(await Promise.all(["open", "mine", "unassigned"].map(
+      async (k) => [k, await tabs.locator(`[data-unread=${k}] [data-n]`).innerText()])));
+    await page.waitForFunction(() => document.body.dataset.needs !== undefined);
+    assert.deepEqual(await counted(), { open: "23", mine: "11", unassigned: "12" });
+    assert.match(await page.title(), /^\(230\) /);
 
     const betaHost = await hostPage(betaOrigin, beta.snippet);
     try {
@@ -109,6 +117,8 @@ test("the live list honours the filters: a new chat on the chosen site appears, 
       const line = page.locator("[data-count]");
       await line.filter({ hasText: "13 open conversations unassigned on Beta <i>Store</i>, showing 1–13" })
         .waitFor();
+      await page.waitForFunction(() => document.title.startsWith("(232) "));
+      assert.deepEqual(await counted(), { open: "24", mine: "11", unassigned: "13" });
       // Closed from the list (e): the row goes, and so does its count.
       await rows.first().locator("a").first().focus();
       await page.keyboard.press("e");

@@ -44,6 +44,7 @@ pub async fn inbox_page(
         csrf: who.csrf.clone(),
         back: request.page_href(request.cursor),
         tabs: request.tab_hrefs(),
+        tabs_site: request.query.site.map(|site| site.0),
         tab: request.tab(),
         filters: request.form(&choices),
         summary,

@@ -247,7 +247,7 @@ async fn stream_inbox(
     batch.retry(RETRY);
     let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
-    let mut tally = Tally::load(app, me, None).await?;
+    let mut tally = Tally::load(app, me, None, filter.query.site).await?;
     // Without a starting point there is nothing to catch up on: start from now.
     let mut covered = match after {
         None => app.chat.last_message_id().await.map_err(|_| Gone)?,
@@ -333,7 +333,7 @@ async fn stream_counts(app: &AppState, me: UserId, tx: &mpsc::Sender<Bytes>) -> 
     batch.retry(RETRY);
     let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
-    let mut tally = Tally::load(app, me, None).await?;
+    let mut tally = Tally::load(app, me, None, None).await?;
     loop {
         // The counts once a burst, after everything it changed.
         tally.send_counts(&mut batch);
@@ -513,7 +513,7 @@ async fn stream_conversation(
     batch.retry(RETRY);
     let mut erasures = app.chat.hub().subscribe_erasures();
     let mut subscription = app.chat.hub().subscribe_inbox();
-    let mut tally = Tally::load(app, who.user.id, Some(conversation)).await?;
+    let mut tally = Tally::load(app, who.user.id, Some(conversation), None).await?;
     // Asked once subscribed: an erasure before that, between the page's load and its stream,
     // was never heard, and left nothing to replay. The page must learn of it all the same.
     // `snoozed`: whether the side panel the page shows has a snooze.

@@ -17,7 +17,7 @@ use super::sse::{self, Batch};
 use super::views::visitor_label;
 use crate::hub::{Erasure, InboxEvent, InboxSignal, ReadMark};
 use crate::state::AppState;
-use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, UserId};
+use crate::store::{ConversationId, InboxItemRow, MessageId, MessageRow, SiteId, UserId};
 use crate::values::Author;
 
 /// Longest alert text, in characters (a desktop notification shows about two lines).
@@ -127,8 +127,9 @@ fn status_alert(
 pub struct Gone;
 
 /// An open conversation, as far as one agent's counts go.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Open {
+    site: SiteId,
     assignee: Option<UserId>,
     /// The newest visitor message the agent has not seen, if any.
     unread: Option<MessageId>,
@@ -137,6 +138,16 @@ struct Open {
 }
 
 impl Open {
+    /// A conversation of `site` nobody has, read, not snoozed.
+    fn new(site: SiteId) -> Self {
+        Self {
+            site,
+            assignee: None,
+            unread: None,
+            snoozed: false,
+        }
+    }
+
     /// Unassigned, or assigned to `me`: what the agent is alerted about and `needs` counts.
     fn is_for(self, me: UserId) -> bool {
         self.assignee.is_none_or(|user| user == me)
@@ -174,6 +185,10 @@ pub struct Tally {
     open: FxHashMap<ConversationId, Open>,
     /// The counts of `open` as it stands, kept by [`Self::change`].
     counts: Counts,
+    /// The site an inbox filtered to one site shows, whose own counts its tabs show
+    /// (`site_counts`, kept alongside).
+    scope: Option<SiteId>,
+    site_counts: Counts,
     /// The counts last sent, so an unchanged count is not sent again.
     sent: Option<CountsEvent>,
 }
@@ -189,20 +204,35 @@ struct CountsEvent {
     counts: Counts,
     #[serde(skip_serializing_if = "Option::is_none")]
     here: Option<Counts>,
+    /// On an inbox filtered to one site, that site's counts, for its tabs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    site: Option<SiteCounts>,
+}
+
+/// One site's counts, with the site's id (a tab that passes them on says whose they are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+struct SiteCounts {
+    id: SiteId,
+    #[serde(flatten)]
+    counts: Counts,
 }
 
 impl Tally {
-    /// Reads where `me` stands now.
+    /// Reads where `me` stands now, for a page showing conversation `viewing`, or an inbox
+    /// filtered to site `scope`.
     pub async fn load(
         app: &AppState,
         me: UserId,
         viewing: Option<ConversationId>,
+        scope: Option<SiteId>,
     ) -> Result<Self, Gone> {
         let mut tally = Self {
             me,
             viewing,
             open: FxHashMap::default(),
             counts: Counts::default(),
+            scope,
+            site_counts: Counts::default(),
             sent: None,
         };
         tally.reload(app).await?;
@@ -222,6 +252,7 @@ impl Tally {
             .map(|r| {
                 let unread = r.unread_up_to.filter(|_| Some(r.id) != viewing);
                 let open = Open {
+                    site: r.site_id,
                     assignee: r.assignee_id,
                     unread,
                     snoozed: r.is_snoozed,
@@ -236,11 +267,15 @@ impl Tally {
 
     /// Counts everything again: after loading only.
     fn recount(&mut self) {
-        let mut counts = Counts::default();
+        let (mut counts, mut site_counts) = (Counts::default(), Counts::default());
         for open in self.open.values() {
-            counts.apply(share(Some(*open), self.me), true);
+            let share = share(Some(*open), self.me);
+            counts.apply(share, true);
+            if Some(open.site) == self.scope {
+                site_counts.apply(share, true);
+            }
         }
-        self.counts = counts;
+        (self.counts, self.site_counts) = (counts, site_counts);
     }
 
     /// Sets conversation `id` to what `edit` makes of it (`None`: not open) and keeps the
@@ -251,8 +286,13 @@ impl Tally {
         if after == before {
             return;
         }
-        self.counts.apply(share(before, self.me), false);
-        self.counts.apply(share(after, self.me), true);
+        for (open, more) in [(before, false), (after, true)] {
+            let share = share(open, self.me);
+            self.counts.apply(share, more);
+            if open.is_some_and(|open| Some(open.site) == self.scope) {
+                self.site_counts.apply(share, more);
+            }
+        }
         match after {
             Some(open) => self.open.insert(id, open),
             None => self.open.remove(&id),
@@ -275,7 +315,7 @@ impl Tally {
                 let message = &event.message;
                 match message.author {
                     Author::Visitor => {
-                        if self.on_visitor_message(message) {
+                        if self.on_visitor_message(event.site_id, message) {
                             batch.framed_event(None, "alert", event.shared(alert_field));
                         }
                     }
@@ -302,6 +342,10 @@ impl Tally {
             here: self
                 .viewing
                 .map(|id| share_if_unread(self.open.get(&id).copied(), self.me)),
+            site: self.scope.map(|id| SiteCounts {
+                id,
+                counts: self.site_counts,
+            }),
         };
         if self.sent != Some(event) {
             self.sent = Some(event);
@@ -313,11 +357,11 @@ impl Tally {
     /// Counts a visitor message; whether the agent is to be alerted about it. A visitor
     /// message in a conversation not open here opened it: a closed one never takes messages
     /// (the next one starts a new conversation).
-    fn on_visitor_message(&mut self, message: &MessageRow) -> bool {
+    fn on_visitor_message(&mut self, site: SiteId, message: &MessageRow) -> bool {
         let (me, counted) = (self.me, Some(message.conversation_id) != self.viewing);
         let mut for_me = false;
         self.change(message.conversation_id, |before| {
-            let mut open = before.unwrap_or_default();
+            let mut open = before.unwrap_or(Open::new(site));
             // The message ended any snooze, in its own write.
             open.snoozed = false;
             if counted {
@@ -354,6 +398,7 @@ impl Tally {
             let unread = (item.is_unread && counted)
                 .then(|| before.and_then(|open| open.unread).unwrap_or(line.id));
             Some(Open {
+                site: item.site_id,
                 assignee: item.assignee_id,
                 unread,
                 snoozed: item.snoozed_until.is_some(),

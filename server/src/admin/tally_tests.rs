@@ -11,6 +11,8 @@ fn tally(me: i64) -> Tally {
         viewing: None,
         open: FxHashMap::default(),
         counts: Counts::default(),
+        scope: None,
+        site_counts: Counts::default(),
         sent: None,
     }
 }
@@ -32,7 +34,7 @@ fn assigned(t: &mut Tally, conversation: i64, assignee: Option<i64>) {
     t.change(ConversationId(conversation), |before| {
         Some(Open {
             assignee: assignee.map(UserId),
-            ..before.unwrap_or_default()
+            ..before.unwrap_or(Open::new(SiteId(1)))
         })
     });
 }
@@ -165,7 +167,7 @@ fn a_snooze_running_out_alerts_the_agents_it_is_for() {
 #[test]
 fn a_new_conversation_counts_as_unassigned_and_alerts() {
     let mut t = tally(1);
-    assert!(t.on_visitor_message(&visitor_message(10, 5)));
+    assert!(t.on_visitor_message(SiteId(1), &visitor_message(10, 5)));
     assert_eq!(
         t.counts,
         Counts {
@@ -181,19 +183,19 @@ fn a_new_conversation_counts_as_unassigned_and_alerts() {
 fn someone_elses_conversation_counts_as_open_only_and_does_not_alert() {
     let mut t = tally(1);
     assigned(&mut t, 5, Some(2));
-    assert!(!t.on_visitor_message(&visitor_message(10, 5)));
+    assert!(!t.on_visitor_message(SiteId(1), &visitor_message(10, 5)));
     assert_eq!(t.counts.open, 1);
     assert_eq!(t.counts.needs, 0);
     assigned(&mut t, 5, Some(1));
-    assert!(t.on_visitor_message(&visitor_message(11, 5)));
+    assert!(t.on_visitor_message(SiteId(1), &visitor_message(11, 5)));
     assert_eq!((t.counts.mine, t.counts.needs), (1, 1));
 }
 
 #[test]
 fn an_erased_visitors_conversations_count_no_more() {
     let mut t = tally(1);
-    t.on_visitor_message(&visitor_message(10, 5));
-    t.on_visitor_message(&visitor_message(11, 6));
+    t.on_visitor_message(SiteId(1), &visitor_message(10, 5));
+    t.on_visitor_message(SiteId(1), &visitor_message(11, 6));
     assert_eq!((t.counts.open, t.counts.needs), (2, 2));
     t.on_erased(&Erasure {
         visitor: crate::store::VisitorId(3),
@@ -206,7 +208,7 @@ fn an_erased_visitors_conversations_count_no_more() {
 #[test]
 fn a_read_mark_clears_only_what_it_covers_and_only_for_its_agent() {
     let mut t = tally(1);
-    t.on_visitor_message(&visitor_message(10, 5));
+    t.on_visitor_message(SiteId(1), &visitor_message(10, 5));
     let mark = |user, up_to| ReadMark {
         user: UserId(user),
         conversation: ConversationId(5),
@@ -231,7 +233,7 @@ fn a_read_mark_clears_only_what_it_covers_and_only_for_its_agent() {
     assert_eq!(t.counts.needs, 0);
     // A mark of unread published after a newer visitor message was counted keeps that one: a
     // read of the older message alone leaves the conversation unread.
-    t.on_visitor_message(&visitor_message(12, 5));
+    t.on_visitor_message(SiteId(1), &visitor_message(12, 5));
     t.on_read(unread(1));
     t.on_read(mark(1, 10));
     assert_eq!(t.counts.needs, 1);
@@ -239,14 +241,14 @@ fn a_read_mark_clears_only_what_it_covers_and_only_for_its_agent() {
     assert_eq!(t.counts.needs, 0);
     // Read, the conversation is still open: someone else's next message does not alert.
     assigned(&mut t, 5, Some(2));
-    assert!(!t.on_visitor_message(&visitor_message(11, 5)));
+    assert!(!t.on_visitor_message(SiteId(1), &visitor_message(11, 5)));
 }
 
 #[test]
 fn the_conversation_on_screen_never_counts_but_still_alerts() {
     let mut t = tally(1);
     t.viewing = Some(ConversationId(5));
-    assert!(t.on_visitor_message(&visitor_message(10, 5)));
+    assert!(t.on_visitor_message(SiteId(1), &visitor_message(10, 5)));
     assert_eq!(t.counts.needs, 0);
 }
 
@@ -260,7 +262,7 @@ fn the_counts_say_what_the_conversation_on_screen_adds_while_the_page_has_not_sh
     };
     // Not open yet: it adds nothing.
     assert_eq!(here(&mut t), Some(Counts::default()));
-    t.on_visitor_message(&visitor_message(10, 5));
+    t.on_visitor_message(SiteId(1), &visitor_message(10, 5));
     let unassigned = Counts {
         open: 1,
         unassigned: 1,
@@ -282,6 +284,8 @@ fn the_counts_say_what_the_conversation_on_screen_adds_while_the_page_has_not_sh
 #[test]
 fn kept_counts_equal_a_recount_after_any_change() {
     let mut t = tally(1);
+    // An inbox filtered to site 2: conversations 0 to 6 are of sites 1, 2 and 3 in turn.
+    t.scope = Some(SiteId(2));
     let mark = |conversation, up_to| ReadMark {
         user: UserId(1),
         conversation: ConversationId(conversation),
@@ -292,7 +296,8 @@ fn kept_counts_equal_a_recount_after_any_change() {
         let conversation = step % 7;
         match step % 5 {
             0 | 1 => {
-                t.on_visitor_message(&visitor_message(step, conversation));
+                let site = SiteId(conversation % 3 + 1);
+                t.on_visitor_message(site, &visitor_message(step, conversation));
             }
             2 => t.on_read(mark(conversation, step)),
             // Assigned to me, to someone else, or closed, as a status line would leave it.
@@ -306,9 +311,15 @@ fn kept_counts_equal_a_recount_after_any_change() {
             }
             _ => t.change(ConversationId(conversation), |_| None),
         }
-        let kept = t.counts;
+        let kept = (t.counts, t.site_counts);
         t.recount();
-        assert_eq!(kept, t.counts, "after step {step}");
+        assert_eq!(kept, (t.counts, t.site_counts), "after step {step}");
     }
     assert!(t.counts.open > 0, "the sequence leaves something unread");
+    assert!(
+        t.site_counts.open > 0 && t.site_counts.open < t.counts.open,
+        "the site's counts are a part: {:?} of {:?}",
+        t.site_counts,
+        t.counts
+    );
 }

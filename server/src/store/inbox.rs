@@ -203,6 +203,7 @@ pub fn list_conversations_changed_after(
 #[derive(Debug, Clone, Copy)]
 pub struct OpenConversationRead {
     pub id: ConversationId,
+    pub site_id: SiteId,
     pub assignee_id: Option<UserId>,
     /// The newest visitor message the agent has not seen (`None`: read).
     pub unread_up_to: Option<MessageId>,
@@ -223,7 +224,8 @@ pub fn list_open_conversation_reads(
         "SELECT c.id, c.assignee_id, (SELECT m.id FROM messages m \
              WHERE m.conversation_id = c.id AND m.author = 'visitor' ORDER BY m.id DESC LIMIT 1), \
              (SELECT iif(r.is_marked_unread, 0, r.last_read_id) FROM conversation_reads r \
-              WHERE r.user_id = ?1 AND r.conversation_id = c.id), c.snoozed_until IS NOT NULL \
+              WHERE r.user_id = ?1 AND r.conversation_id = c.id), c.snoozed_until IS NOT NULL, \
+             c.site_id \
          FROM conversations c WHERE c.status = 'open'",
     )?;
     Ok(stmt
@@ -232,6 +234,7 @@ pub fn list_open_conversation_reads(
             let read: Option<MessageId> = r.get(3)?;
             Ok(OpenConversationRead {
                 id: r.get(0)?,
+                site_id: r.get(5)?,
                 assignee_id: r.get(1)?,
                 unread_up_to: newest.filter(|newest| Some(*newest) > read),
                 is_snoozed: r.get(4)?,

@@ -103,8 +103,16 @@ impl Chat {
             .await?;
         let mut unassigned = 0;
         for id in ids {
-            let site_id = self.inbox_item(by.id, id).await?.site_id;
-            let line = format!("{} unassigned this conversation", by.name);
+            let item = self.inbox_item(by.id, id).await?;
+            // Why, in the history: an admin taking work away for no stated reason reads oddly.
+            let line = match item.assignee_name {
+                Some(name) => format!(
+                    "{} unassigned this conversation: {name} was disabled",
+                    by.name
+                ),
+                None => format!("{} unassigned this conversation", by.name),
+            };
+            let site_id = item.site_id;
             let changed = self
                 .change(site_id, id, by, line, None, move |c| {
                     if !store::unassign_open_conversation_of(c, id, user)? {

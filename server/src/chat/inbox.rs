@@ -348,7 +348,21 @@ impl Chat {
         if item.status != "closed" {
             return Ok(());
         }
-        let line = format!("{} reopened this conversation", by.name);
+        // It comes back unassigned when who had it was disabled meanwhile (the store's rule):
+        // the line says so, or the history would read as still theirs.
+        let disabled = match (item.assignee_id, &item.assignee_name) {
+            (Some(assignee), Some(name)) if self.find_agent(assignee).await.is_err() => {
+                Some(name.clone())
+            }
+            _ => None,
+        };
+        let line = match disabled {
+            Some(name) => format!(
+                "{} reopened this conversation; {name} is disabled, so nobody has it",
+                by.name
+            ),
+            None => format!("{} reopened this conversation", by.name),
+        };
         let changed = self
             .change(item.site_id, id, by, line, via, move |c| {
                 if !store::reopen_conversation(c, id)? {

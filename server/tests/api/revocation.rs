@@ -355,7 +355,32 @@ async fn disabling_a_user_unassigns_their_open_conversations() {
     assert_eq!(
         app.count(
             "SELECT count(*) FROM messages WHERE author = 'system' \
-             AND body = 'Ana unassigned this conversation'"
+             AND body = 'Ana unassigned this conversation: Bo was disabled'"
+        ),
+        1
+    );
+    // Reopened, the closed one comes back nobody's, and its line says why (the history read
+    // as Bo's still).
+    let reopened = send(
+        &app,
+        "POST",
+        "/conversations/2/reopen",
+        &admin.cookie,
+        Some(&form(&[("csrf", &admin.csrf)])),
+    )
+    .await;
+    assert_eq!(reopened.status, 303, "{}", reopened.body);
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM conversations WHERE id = 2 AND status = 'open' \
+             AND assignee_id IS NULL"
+        ),
+        1
+    );
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM messages WHERE conversation_id = 2 AND body = \
+             'Ana reopened this conversation; Bo is disabled, so nobody has it'"
         ),
         1
     );

@@ -445,11 +445,15 @@ pub fn render_conversation(view: ConversationView) -> String {
             .into_any()
         }
     });
+    let site_name = view.aside.visitor.site.clone();
     // A refusal about one field of the page (a tag) leaves the focus to that field.
     let focus_elsewhere = view.notice.as_ref().and_then(Notice::field).is_some();
     let content = view! {
         <div class="page-head">
-            <p class="crumb"><a href="/inbox">"← Inbox"</a></p>
+            // The site first: with several sites it is whose brand the agent answers as, and at
+            // 390 px the side panel that also names it is below the reply box.
+            <p class="crumb"><a href="/inbox">"← Inbox"</a>
+                <span class="crumb-site">" · Site: "<bdi>{site_name}</bdi></span></p>
             <h1><bdi>{view.visitor}</bdi></h1>
             // Empty while the stream is live: inbox.js puts "Reconnecting…" in (admin.css).
             <p class="live-status" role="status" data-live-status></p>

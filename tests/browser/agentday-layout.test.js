@@ -247,7 +247,7 @@ for (const colorScheme of ["light", "dark"]) {
       ".conversation .assignee", "label[for=inbox-status]", "select", ".button"], "inbox", failures);
     await page.goto(`${porch.url}/conversations/${conversationId}`);
     await checkContrast(page, [".message-visitor .body", ".message-visitor .meta", ".aside h2", ".details dt",
-      ".details dd", ".badge-open", ".button-primary", "textarea", ".hint", ".crumb a"], "conversation", failures);
+      ".details dd", ".badge-open", ".button-primary", "textarea", ".hint", ".crumb a", ".crumb-site"], "conversation", failures);
     // The first scheme's run assigns and replies; the second finds both there.
     if (await page.getByRole("button", { name: "Assign to me" }).count()) {
       await page.getByRole("button", { name: "Assign to me" }).click();

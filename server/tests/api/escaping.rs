@@ -83,7 +83,7 @@ async fn site_greeting_and_origins_are_escaped_in_their_textareas() {
 async fn links_in_a_visitors_message_are_links_and_nothing_else_is() {
     let app = TestApp::spawn(&[]).await;
     let admin = signed_in_from(&app, &setup_admin(&app).await).await;
-    let site = app.add_site("Shop");
+    let site = app.add_site("Shop <i>One</i>");
     let (mut widget, _) = app.visitor(&site, None, 0).await;
     let said = "see https://shop.example/order?id=1&x=2, or javascript:alert(1) <b>now</b>";
     assert_eq!(widget.say("m1", said).await["type"], "ack");
@@ -108,4 +108,11 @@ async fn links_in_a_visitors_message_are_links_and_nothing_else_is() {
         page.body
     );
     assert!(!page.body.contains(r#"href="javascript"#), "{}", page.body);
+    // The site's name is text, at the top of the page (the brand the agent answers as).
+    assert!(
+        page.body
+            .contains("· Site: <bdi>Shop &lt;i&gt;One&lt;/i&gt;</bdi>"),
+        "{}",
+        page.body
+    );
 }

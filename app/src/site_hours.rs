@@ -115,15 +115,17 @@ pub fn business_hours_link(key: &str) -> impl IntoView {
     }
 }
 
-/// Under the out-of-hours choice, when replies cannot go by email: why, and where to fix it.
+/// Above the out-of-hours choice, when replies cannot go by email: that the choice waits for
+/// email (it is kept for then, not applied), why, and where to fix it.
 fn mail_replies_hint(mails_replies: MailReplies, key: &str) -> Option<AnyView> {
     match mails_replies {
         MailReplies::On => None,
         MailReplies::SiteEmailOff => Some(
             view! {
-                <p class="hint warning" data-mail-replies="site-off">
-                    "Email is off for this site, so the chat does neither: it asks for no \
-                     address and promises no reply by email. Turn it on on the site's "
+                <p class="hint warning" id="mail-replies-hint" data-mail-replies="site-off">
+                    "Email is off for this site, so for now the chat does neither: it asks for \
+                     no address and promises no reply by email. The choice below is kept for \
+                     when it is on, on the site's "
                     <a href=format!("/sites/{key}/email")>"Email page"</a>"."
                 </p>
             }
@@ -131,9 +133,10 @@ fn mail_replies_hint(mails_replies: MailReplies, key: &str) -> Option<AnyView> {
         ),
         MailReplies::NotConfigured => Some(
             view! {
-                <p class="hint warning" data-mail-replies="no-smtp">
-                    "Email is not configured on this server, so the chat does neither: it \
-                     asks for no address and promises no reply by email. Set "
+                <p class="hint warning" id="mail-replies-hint" data-mail-replies="no-smtp">
+                    "Email is not configured on this server, so for now the chat does neither: \
+                     it asks for no address and promises no reply by email; the choice below is \
+                     kept for when it is. Set "
                     <code>"PORCH_SMTP_URL"</code>" and "<code>"PORCH_MAIL_FROM"</code>
                     " and restart Porch ("<a href="/docs/configuration.md">"configuration"</a>
                     "), then turn email on on the site's "
@@ -254,13 +257,14 @@ pub fn render_site_hours(view: SiteHoursView) -> String {
             </div>
             <fieldset>
                 <legend id="out-of-hours-label">"Out of hours"</legend>
-                <div class="radios" role="radiogroup" aria-labelledby="out-of-hours-label">
+                {mail_replies_hint(mails_replies, &key)}
+                <div class="radios" role="radiogroup" aria-labelledby="out-of-hours-label"
+                    aria-describedby=(mails_replies != MailReplies::On).then_some("mail-replies-hint")>
                     <label><input type="radio" name="out_of_hours" value="email" checked=is_email/>
                         " Ask for the visitor's email (chats are still taken)"</label>
                     <label><input type="radio" name="out_of_hours" value="accept" checked=!is_email/>
                         " Take chats with a \"we reply by email\" note"</label>
                 </div>
-                {mail_replies_hint(mails_replies, &key)}
             </fieldset>
             <button type="submit" class="button button-primary">"Save hours"</button>
         </form>

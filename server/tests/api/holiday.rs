@@ -26,6 +26,15 @@ async fn a_closure_closes_the_chat_through_its_last_day_and_the_hours_apply_afte
     assert_eq!(closed["away_message"], "On holiday!");
     let page = hours_page(&app, &admin, &site).await;
     assert!(page.body.contains("value=\"2026-03-04\""), "{}", page.body);
+    // No SMTP here: the out-of-hours choice says, before it, that it waits for email.
+    let said = page.body.find("the choice below is").unwrap_or(usize::MAX);
+    let choice = page.body.find("name=\"out_of_hours\"").unwrap_or(0);
+    assert!(said < choice, "{}", page.body);
+    assert!(
+        page.body.contains("aria-describedby=\"mail-replies-hint\""),
+        "{}",
+        page.body
+    );
     let detail = app.column::<String>(
         "SELECT detail FROM audit_events WHERE action = 'site.updated' ORDER BY id DESC LIMIT 1",
     );

@@ -73,7 +73,10 @@ fn EventRow(event: AuditEventView) -> impl IntoView {
             <td><code>{event.action}</code>{count}</td>
             <td>{plainly(event.target)}</td>
             <td>{event.ip}</td>
-            <td><code class="small">{plainly(event.detail)}</code></td>
+            // An event with nothing more to say stored `{}`: a dash reads as "nothing".
+            <td>{(event.detail != "{}").then(|| view! {
+                <code class="small">{plainly(event.detail)}</code>
+            })}</td>
         </tr>
     }
 }
@@ -102,15 +105,24 @@ pub fn render_audit(view: AuditView) -> String {
         <h1>"Audit log"</h1>
         <NoticeBox notice=view.notice/>
         <form method="get" action="/audit" class="card filters">
-            <label for="audit-actor">"Actor"</label>
-            <input id="audit-actor" name="actor" value=actor placeholder="email or cli"/>
-            <label for="audit-action">"Action"</label>
-            <input id="audit-action" name="action" value=action list="audit-actions" placeholder="site or site.updated"/>
+            // Each label with its field: the row wraps between them, never inside one.
+            <span class="filter">
+                <label for="audit-actor">"Actor"</label>
+                <input id="audit-actor" name="actor" value=actor placeholder="email or cli"/>
+            </span>
+            <span class="filter">
+                <label for="audit-action">"Action"</label>
+                <input id="audit-action" name="action" value=action list="audit-actions" placeholder="site or site.updated"/>
+            </span>
             <datalist id="audit-actions">{options}</datalist>
-            <label for="audit-since">"Since"</label>
-            <input id="audit-since" name="since" type="date" value=since/>
-            <label for="audit-until">"Until"</label>
-            <input id="audit-until" name="until" type="date" value=until/>
+            <span class="filter filter-date">
+                <label for="audit-since">"Since"</label>
+                <input id="audit-since" name="since" type="date" value=since/>
+            </span>
+            <span class="filter filter-date">
+                <label for="audit-until">"Until"</label>
+                <input id="audit-until" name="until" type="date" value=until/>
+            </span>
             <button type="submit" class="button">"Filter"</button>
         </form>
         {if empty {

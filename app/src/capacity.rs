@@ -293,7 +293,7 @@ fn headroom_text(
                     if is_limit_found {
                         format!("capacity found {rate} messages a second")
                     } else {
-                        format!("{rate} messages a second or more: no stair above it failed")
+                        format!("{rate} messages a second or more: no limit found")
                     }
                 },
             );

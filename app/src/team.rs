@@ -28,9 +28,11 @@ pub enum Joined {
     Invited {
         until: i64,
     },
-    /// Not yet, and no link of theirs works any more (expired, or never made: added without a
-    /// password): *Reset link* makes a new invitation.
+    /// Not yet, and no invitation link of theirs works any more: *Reset link* makes a new one.
     InvitationExpired,
+    /// Not yet, and never invited (added without a password by `porch user add`): *Reset link*
+    /// makes an invitation.
+    NotInvited,
 }
 
 /// A just-made invitation or reset link.
@@ -156,28 +158,22 @@ fn Member(member: MemberView, csrf: String) -> impl IntoView {
     }
 }
 
-/// "Invited" for someone who has not joined yet, or "Invitation expired" once their link no
-/// longer works (an admin could not tell waiting for them from a dead link).
+/// "Invited" (until when their link works, in words anyone reads, not a tooltip) for someone
+/// who has not joined yet, "Invitation expired" once their link no longer works (an admin could
+/// not tell waiting for them from a dead link), or "Not invited" for someone added without one.
 fn invited_badge(joined: Joined) -> Option<impl IntoView + use<>> {
-    let (class, title, text) = match joined {
+    let (class, text, until) = match joined {
         Joined::Yes => return None,
-        Joined::Invited { until } => (
-            "badge badge-muted",
-            format!(
-                "They have not set a password yet; their invitation link works until {}",
-                format_time(until).1
-            ),
-            "Invited",
-        ),
-        Joined::InvitationExpired => (
-            "badge badge-danger",
-            "They have not set a password, and their invitation link no longer works: Reset link \
-             makes a new one"
-                .to_owned(),
-            "Invitation expired",
-        ),
+        Joined::Invited { until } => ("badge badge-muted", "Invited", Some(format_time(until))),
+        Joined::InvitationExpired => ("badge badge-danger", "Invitation expired", None),
+        Joined::NotInvited => ("badge badge-muted", "Not invited", None),
     };
-    Some(view! { " "<span class=class title=title>{text}</span> })
+    Some(view! {
+        " "<span class=class title="They have not set a password yet">{text}</span>
+        {until.map(|(iso, when)| view! {
+            " "<span class="muted small">"link works until "<time datetime=iso>{when}</time></span>
+        })}
+    })
 }
 
 /// Renders the team page.

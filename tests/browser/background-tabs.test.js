@@ -171,6 +171,20 @@ test("a conversation tab in the background counts a message in its own title unt
       await inbox.goto(`${porch.url}/inbox`);
       await waitFor("the new tab's counts", async () => (await inbox.locator("body").getAttribute("data-needs")) !== null);
       assert.equal(await counted(inbox), before);
+
+      // Read elsewhere (a second tab on it) while this one is in the background: it leaves this
+      // tab's title too, without the tab being shown.
+      await setShown(page, false);
+      await v.say("And in blue?");
+      await waitFor("the hidden tab to count it", async () => (await counted(page)) === before + 1);
+      const second = await context.newPage();
+      await second.goto(`${porch.url}/conversations/${id}`);
+      await waitFor("the reading elsewhere to reach the hidden tab", async () => (await counted(page)) === before);
+      await second.close();
+      // A reply (here, through the API) makes nothing unread: the hidden tab's title stays.
+      await porch.api("POST", `/conversations/${id}/messages`, { body: "Yes, in blue too." });
+      await page.locator(".message-agent", { hasText: "Yes, in blue too." }).waitFor();
+      assert.equal(await counted(page), before);
       await v.context.close();
     } finally {
       await context.close();

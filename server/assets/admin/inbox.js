@@ -225,19 +225,20 @@
     // when the tab becomes visible (a background tab must not tell the visitor "Seen", nor take
     // the conversation off the agent's unread counts).
     let unseenUpTo = 0;
-    // The server never counts the conversation on screen; its `here` is what the conversation
-    // adds while it is unread, which the page adds itself while it holds messages not yet seen,
-    // so this tab's title (and the tabs it passes its counts to) count them too.
+    // The server leaves the conversation on screen out of the counts and sends apart, as
+    // `here`, what it adds now (zero once read, here or anywhere else). A visible tab reads its
+    // messages as they come, so it adds nothing; a tab in the background adds `here`, so its
+    // title (and the tabs it passes its counts to) count a visitor message it holds unseen.
     let counts = null;
-    let withHere = false;
     const showCounts = () => {
       if (!counts) return;
-      withHere = unseenUpTo > 0;
+      const hidden = document.visibilityState === "hidden";
       const shown = { ...counts };
       delete shown.here;
-      for (const k of ["open", "mine", "unassigned", "needs"]) shown[k] += withHere ? counts.here?.[k] || 0 : 0;
+      for (const k of ["open", "mine", "unassigned", "needs"]) shown[k] += hidden ? counts.here?.[k] || 0 : 0;
       document.dispatchEvent(new CustomEvent("porch:counts", { detail: shown }));
     };
+    const addsHere = () => ["open", "mine", "unassigned", "needs"].some((k) => counts?.here?.[k]);
     const markRead = () => {
       const csrf = document.querySelector("input[name=csrf]")?.value;
       if (!unseenUpTo || document.visibilityState !== "visible" || !csrf) return;
@@ -247,11 +248,11 @@
         method: "POST", body, credentials: "same-origin", redirect: "manual", headers: { "x-porch-fetch": "1" },
       }).catch(() => {});
     };
-    // Shown again: the messages are read, and leave the counts (a stream that was paused sends
-    // fresh ones as it opens again; its last ones are out of date).
+    // Shown or hidden: `here` leaves or joins the counts. Only a live stream's counts are
+    // current: a paused one sends fresh ones as it opens again.
     document.addEventListener("visibilitychange", () => {
       markRead();
-      if (withHere && !unseenUpTo && messages.dataset.state !== "paused") showCounts();
+      if (addsHere() && messages.dataset.state === "live") showCounts();
     });
     follow(messages, {
       ...shared,
@@ -263,7 +264,6 @@
         addMessage(html);
         unseenUpTo = Math.max(unseenUpTo, Number(id) || 0);
         markRead();
-        if (withHere !== unseenUpTo > 0) showCounts();
       },
       typing: (active) => showVisitorTyping(active === "true"),
       colleague_typing: (data) => { try { colleagueTyped(JSON.parse(data)); } catch { /* not ours */ } },

@@ -61,14 +61,18 @@
     icon.setAttribute("href", on ? badgedIcon : plainIcon);
   };
   // An inbox filtered to one site shows that site's counts on its tabs (the counts' `site`,
-  // from its own stream); counts without them (passed on from another tab) leave its tabs be.
+  // from its own stream); counts without them (passed on from another tab while its stream is
+  // paused) hide its tabs' numbers rather than leave old ones.
   const siteTabs = document.querySelector("nav.tabs[data-site]");
   document.addEventListener("porch:counts", (e) => {
     const counts = e.detail || {};
     const site = counts.site && String(counts.site.id) === siteTabs?.dataset.site ? counts.site : null;
     for (const el of document.querySelectorAll("[data-unread]")) {
       const onTab = siteTabs?.contains(el);
-      if (onTab && !site) continue;
+      if (onTab && !site) {
+        el.hidden = true;
+        continue;
+      }
       const n = Number((onTab ? site : counts)[el.dataset.unread]) || 0;
       el.querySelector("[data-n]").textContent = String(n);
       el.hidden = n === 0;

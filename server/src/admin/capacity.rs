@@ -13,7 +13,7 @@ use porch_app::layout::Section;
 use serde::Deserialize;
 
 use crate::clock::{millis, now_ms};
-use crate::metrics::loadtest_report::{self, Report, Stair};
+use crate::metrics::loadtest_report::{Report, Stair};
 use crate::metrics::replication::{STALE_AFTER_SECS, age_secs};
 use crate::metrics::{
     BUSY_RATE, MIN_BUSY_SECONDS, MIN_MESSAGES, Shortfall, messages_per_core, traffic_cost,
@@ -222,10 +222,10 @@ fn shortfall_view(short: &Shortfall) -> TrafficShortfall {
     }
 }
 
-/// The newest runs, each with its cost per message judged by today's rules
-/// (`Report::cost_per_message`) from
-/// its stored report rather than as stored: a run recorded before 2026-12-07 kept the cost of
-/// stairs too short or slow to measure one (a 3-second run at 20 a second stored 2,150 µs).
+/// The newest runs, each with its cost per message (`Report::cost_per_message`) and whether its
+/// capacity is a limit found (`Report::is_limit_found`) judged by today's rules from its stored
+/// report rather than as stored: a run recorded before 2026-12-07 kept the cost of stairs too
+/// short or slow to measure one (a 3-second run at 20 a second stored 2,150 µs).
 fn listed_runs(conn: &rusqlite::Connection) -> Result<Vec<ListedRun>, store::Error> {
     Ok(store::list_loadtest_runs_with_reports(conn, RUNS_LISTED)?
         .into_iter()
@@ -234,10 +234,12 @@ fn listed_runs(conn: &rusqlite::Connection) -> Result<Vec<ListedRun>, store::Err
             if let Some(report) = &report {
                 run.us_per_msg = report.cost_per_message();
             }
-            let is_limit_found = report
-                .as_ref()
-                .and_then(Report::porch_series)
-                .is_some_and(loadtest_report::Series::is_limit_found);
+            // A report that no longer parses keeps the judgement stored with it.
+            let is_limit_found = report.as_ref().map_or(!run.is_passed, |report| {
+                report
+                    .porch_series()
+                    .is_some_and(|series| report.is_limit_found(series))
+            });
             ListedRun {
                 run,
                 is_limit_found,
@@ -416,7 +418,7 @@ pub async fn run_page(
             report.machine.cores, report.machine.cpu_model, report.machine.kernel, report.placement
         ),
         charts: stair_charts(&report),
-        command: report.command,
+        command: report.command.clone(),
         is_passed: run.is_passed,
         series: report
             .series
@@ -424,7 +426,7 @@ pub async fn run_page(
             .map(|s| SeriesView {
                 name: s.name.clone(),
                 capacity: s.capacity(),
-                is_limit_found: s.is_limit_found(),
+                is_limit_found: report.is_limit_found(s),
                 stairs: s
                     .stairs
                     .iter()

@@ -156,13 +156,8 @@ impl Open {
 
 /// What a conversation (`None`: not open) adds to `me`'s counts: nothing while it is snoozed.
 fn share(open: Option<Open>, me: UserId) -> Counts {
-    share_if_unread(open.filter(|open| open.unread.is_some()), me)
-}
-
-/// What a conversation (`None`: not open) adds to `me`'s counts while it is unread.
-fn share_if_unread(open: Option<Open>, me: UserId) -> Counts {
     let mut share = Counts::default();
-    if let Some(open) = open.filter(|open| !open.snoozed) {
+    if let Some(open) = open.filter(|open| open.unread.is_some() && !open.snoozed) {
         share.open = 1;
         match open.assignee {
             None => share.unassigned = 1,
@@ -178,7 +173,8 @@ fn share_if_unread(open: Option<Open>, me: UserId) -> Counts {
 pub struct Tally {
     me: UserId,
     /// The conversation this stream's page shows: its messages are read as they arrive (the
-    /// page marks them read), so they never count here (see [`CountsEvent`]).
+    /// page marks them read), so it is kept like the others but left out of the counts, and
+    /// sent apart as `here` (see [`CountsEvent`]).
     viewing: Option<ConversationId>,
     /// Open conversations. Ids are ours and sequential, never chosen by a client, so the fast
     /// hasher needs no defence against crafted keys.
@@ -194,10 +190,10 @@ pub struct Tally {
 }
 
 /// The `counts` event's data. On a conversation page, `here` is what its own conversation adds
-/// while it is unread: the server never counts it there (the page reads its messages as they
-/// arrive), but a message that arrives while the tab is in the background stays unread until
-/// the tab is shown, and only the page knows when that is, so it adds `here` itself meanwhile
-/// (server/assets/admin/inbox.js).
+/// now (zero once it is read, here or anywhere): the server leaves it out of the counts (the
+/// page reads its messages as they arrive), but a visitor message that arrives while the tab is
+/// in the background stays unread until the tab is shown, and only the page knows when that is,
+/// so it adds `here` itself meanwhile (server/assets/admin/inbox.js).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 struct CountsEvent {
     #[serde(flatten)]
@@ -246,15 +242,13 @@ impl Tally {
             .open_conversation_reads(self.me)
             .await
             .map_err(|_| Gone)?;
-        let viewing = self.viewing;
         self.open = rows
             .iter()
             .map(|r| {
-                let unread = r.unread_up_to.filter(|_| Some(r.id) != viewing);
                 let open = Open {
                     site: r.site_id,
                     assignee: r.assignee_id,
-                    unread,
+                    unread: r.unread_up_to,
                     snoozed: r.is_snoozed,
                 };
                 (r.id, open)
@@ -268,7 +262,10 @@ impl Tally {
     /// Counts everything again: after loading only.
     fn recount(&mut self) {
         let (mut counts, mut site_counts) = (Counts::default(), Counts::default());
-        for open in self.open.values() {
+        for (&id, open) in &self.open {
+            if Some(id) == self.viewing {
+                continue;
+            }
             let share = share(Some(*open), self.me);
             counts.apply(share, true);
             if Some(open.site) == self.scope {
@@ -284,6 +281,14 @@ impl Tally {
         let before = self.open.get(&id).copied();
         let after = edit(before);
         if after == before {
+            return;
+        }
+        // The conversation on screen is kept, and counted apart (`here`).
+        if Some(id) == self.viewing {
+            match after {
+                Some(open) => self.open.insert(id, open),
+                None => self.open.remove(&id),
+            };
             return;
         }
         for (open, more) in [(before, false), (after, true)] {
@@ -341,7 +346,7 @@ impl Tally {
             counts: self.counts,
             here: self
                 .viewing
-                .map(|id| share_if_unread(self.open.get(&id).copied(), self.me)),
+                .map(|id| share(self.open.get(&id).copied(), self.me)),
             site: self.scope.map(|id| SiteCounts {
                 id,
                 counts: self.site_counts,
@@ -358,15 +363,13 @@ impl Tally {
     /// message in a conversation not open here opened it: a closed one never takes messages
     /// (the next one starts a new conversation).
     fn on_visitor_message(&mut self, site: SiteId, message: &MessageRow) -> bool {
-        let (me, counted) = (self.me, Some(message.conversation_id) != self.viewing);
+        let me = self.me;
         let mut for_me = false;
         self.change(message.conversation_id, |before| {
             let mut open = before.unwrap_or(Open::new(site));
             // The message ended any snooze, in its own write.
             open.snoozed = false;
-            if counted {
-                open.unread = Some(open.unread.map_or(message.id, |u| u.max(message.id)));
-            }
+            open.unread = Some(open.unread.map_or(message.id, |u| u.max(message.id)));
             for_me = open.is_for(me);
             Some(open)
         });
@@ -391,11 +394,11 @@ impl Tally {
         let alert = item
             .as_ref()
             .and_then(|item| status_alert(self.me, event, item, before));
-        let counted = Some(id) != self.viewing;
         self.change(id, |before| {
             let item = item.filter(|item| item.status == "open")?;
             // The line is newer than any unread visitor message, so reading up to it clears it.
-            let unread = (item.is_unread && counted)
+            let unread = item
+                .is_unread
                 .then(|| before.and_then(|open| open.unread).unwrap_or(line.id));
             Some(Open {
                 site: item.site_id,
@@ -420,16 +423,15 @@ impl Tally {
     }
 
     /// The agent read a conversation (it leaves the counts if that covers its newest visitor
-    /// message) or marked it unread (it counts again, unless it is the one on this page).
+    /// message) or marked it unread (it counts again; on its own page, only in `here`).
     fn on_read(&mut self, mark: ReadMark) {
         if mark.user != self.me {
             return;
         }
-        let is_on_screen = self.viewing == Some(mark.conversation);
         self.change(mark.conversation, |before| {
             before.map(|open| match open.unread {
                 // A visitor message counted meanwhile stays the newest unread.
-                unread if mark.is_unread && !is_on_screen => Open {
+                unread if mark.is_unread => Open {
                     unread: Some(unread.map_or(mark.up_to, |newest| newest.max(mark.up_to))),
                     ..open
                 },

@@ -30,11 +30,16 @@ fn visitor_message(id: i64, conversation: i64) -> MessageRow {
     }
 }
 
+/// The site a test conversation is of: conversations 0, 1, 2, 3 … are of sites 1, 2, 3, 1 ….
+fn site_of(conversation: i64) -> SiteId {
+    SiteId(conversation % 3 + 1)
+}
+
 fn assigned(t: &mut Tally, conversation: i64, assignee: Option<i64>) {
     t.change(ConversationId(conversation), |before| {
         Some(Open {
             assignee: assignee.map(UserId),
-            ..before.unwrap_or(Open::new(SiteId(1)))
+            ..before.unwrap_or(Open::new(site_of(conversation)))
         })
     });
 }
@@ -277,6 +282,19 @@ fn the_counts_say_what_the_conversation_on_screen_adds_while_the_page_has_not_sh
         ..Counts::default()
     };
     assert_eq!(here(&mut t), Some(theirs));
+    // Read (here, or in another tab or device): it adds nothing any more.
+    t.on_read(ReadMark {
+        user: UserId(1),
+        conversation: ConversationId(5),
+        up_to: MessageId(10),
+        is_unread: false,
+    });
+    assert_eq!(here(&mut t), Some(Counts::default()));
+    assert_eq!(
+        t.counts,
+        Counts::default(),
+        "never in the counts themselves"
+    );
     t.viewing = None;
     assert_eq!(here(&mut t), None);
 }
@@ -284,8 +302,10 @@ fn the_counts_say_what_the_conversation_on_screen_adds_while_the_page_has_not_sh
 #[test]
 fn kept_counts_equal_a_recount_after_any_change() {
     let mut t = tally(1);
-    // An inbox filtered to site 2: conversations 0 to 6 are of sites 1, 2 and 3 in turn.
+    // An inbox filtered to site 2 ([`site_of`]); and a conversation on screen, kept but never
+    // counted (the same tally serves both pages).
     t.scope = Some(SiteId(2));
+    t.viewing = Some(ConversationId(6));
     let mark = |conversation, up_to| ReadMark {
         user: UserId(1),
         conversation: ConversationId(conversation),
@@ -296,8 +316,7 @@ fn kept_counts_equal_a_recount_after_any_change() {
         let conversation = step % 7;
         match step % 5 {
             0 | 1 => {
-                let site = SiteId(conversation % 3 + 1);
-                t.on_visitor_message(site, &visitor_message(step, conversation));
+                t.on_visitor_message(site_of(conversation), &visitor_message(step, conversation));
             }
             2 => t.on_read(mark(conversation, step)),
             // Assigned to me, to someone else, or closed, as a status line would leave it.

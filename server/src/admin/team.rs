@@ -40,10 +40,13 @@ async fn team_page_with(
             id: u.id.0,
             is_me: u.id == who.user.id,
             has_two_factor: with_two_factor.contains(&u.id),
-            joined: match not_joined.iter().find(|(id, _)| *id == u.id) {
+            joined: match not_joined.iter().find(|n| n.id == u.id) {
                 None => Joined::Yes,
-                Some((_, Some(expires))) if *expires > now => Joined::Invited { until: *expires },
-                Some(_) => Joined::InvitationExpired,
+                Some(n) => match n.link_expires_at {
+                    Some(until) if until > now => Joined::Invited { until },
+                    _ if n.was_invited => Joined::InvitationExpired,
+                    _ => Joined::NotInvited,
+                },
             },
             name: u.name,
             email: u.email,
@@ -276,7 +279,13 @@ pub async fn disable(
     {
         Ok(()) => {
             // Nobody would answer them: back to the team, as unassigned.
-            app.chat.unassign_all_of(UserId(id), &who.user).await?;
+            let user = app
+                .readers
+                .read(move |c| store::find_user(c, UserId(id)))
+                .await?;
+            if let Some(user) = user {
+                app.chat.unassign_all_of(&user, &who.user).await?;
+            }
             Ok(see_other("/team?notice=disabled"))
         }
         Err(err) => refused(&app, &who, err).await,

@@ -93,26 +93,23 @@ impl Chat {
     }
 
     /// Unassigns every open conversation of `user`, who was just disabled and will answer none
-    /// of them: each gets `by`'s "unassigned" line, its integrations hear of it, and it counts as
-    /// unassigned again in every inbox, live. One that was taken or closed meanwhile is left as
-    /// it is now. Returns how many were unassigned.
-    pub async fn unassign_all_of(&self, user: UserId, by: &UserRow) -> Result<usize, Error> {
+    /// of them: each gets `by`'s "unassigned" line saying why, its integrations hear of it, and
+    /// it counts as unassigned again in every inbox, live. One that was taken or closed
+    /// meanwhile is left as it is now. Returns how many were unassigned.
+    pub async fn unassign_all_of(&self, user: &UserRow, by: &UserRow) -> Result<usize, Error> {
+        let (user, name) = (user.id, &user.name);
         let ids = self
             .readers
             .read(move |c| store::list_open_conversations_assigned_to(c, user))
             .await?;
         let mut unassigned = 0;
         for id in ids {
-            let item = self.inbox_item(by.id, id).await?;
+            let site_id = self.inbox_item(by.id, id).await?.site_id;
             // Why, in the history: an admin taking work away for no stated reason reads oddly.
-            let line = match item.assignee_name {
-                Some(name) => format!(
-                    "{} unassigned this conversation: {name} was disabled",
-                    by.name
-                ),
-                None => format!("{} unassigned this conversation", by.name),
-            };
-            let site_id = item.site_id;
+            let line = format!(
+                "{} unassigned this conversation: {name} was disabled",
+                by.name
+            );
             let changed = self
                 .change(site_id, id, by, line, None, move |c| {
                     if !store::unassign_open_conversation_of(c, id, user)? {

@@ -350,13 +350,14 @@ impl Chat {
         }
         // It comes back unassigned when who had it was disabled meanwhile (the store's rule):
         // the line says so, or the history would read as still theirs.
-        let disabled = match (item.assignee_id, &item.assignee_name) {
-            (Some(assignee), Some(name)) if self.find_agent(assignee).await.is_err() => {
-                Some(name.clone())
-            }
-            _ => None,
+        let assignee = match item.assignee_id {
+            Some(id) => self.readers.read(move |c| store::find_user(c, id)).await?,
+            None => None,
         };
-        let line = match disabled {
+        let line = match assignee
+            .filter(|user| user.is_disabled)
+            .map(|user| user.name)
+        {
             Some(name) => format!(
                 "{} reopened this conversation; {name} is disabled, so nobody has it",
                 by.name

@@ -168,6 +168,19 @@ impl Report {
         PORCH_SERIES.iter().find_map(|name| self.series(name))
     }
 
+    /// Whether `series`'s capacity is a limit found: a stair above it failed, none below it did
+    /// (a busier moment), and the generator kept up on every stair (else the run says little
+    /// about the server). Otherwise the box took the fastest rate that passed, and may take
+    /// more: the CLI's report calls the latter two "not comparable" (docs/capacity.md).
+    pub fn is_limit_found(&self, series: &Series) -> bool {
+        series.failed_above_capacity()
+            && !series.passed_out_of_order()
+            && !series
+                .stairs
+                .iter()
+                .any(|stair| stair.generator_fell_behind(self.gate_p99_ms))
+    }
+
     /// The CPU cost of a message this run measured: the median server µs per message over the
     /// Porch stairs that measure one ([`Self::measures_a_message`]; of an even number, the
     /// mean of the middle two). `None` when none does. The recorder stores it and the capacity
@@ -233,10 +246,8 @@ impl Series {
             .max()
     }
 
-    /// Whether [`Self::capacity`] is a limit found: a stair above it failed. Otherwise (every
-    /// stair passed, or only stairs below it failed) the box took the fastest rate that
-    /// passed, and may take more.
-    pub fn is_limit_found(&self) -> bool {
+    /// Whether a stair above [`Self::capacity`] failed.
+    fn failed_above_capacity(&self) -> bool {
         self.capacity().is_some_and(|capacity| {
             self.stairs_passed()
                 .into_iter()

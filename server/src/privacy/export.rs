@@ -123,6 +123,13 @@ impl PersonData {
             conversation
                 .messages
                 .retain(|m| matches!(m.author, Author::Visitor | Author::Agent));
+            // An agent's key is the team's (an integration's `Idempotency-Key` may carry its
+            // own ids): the visitor's download keeps only their own messages' keys.
+            for message in &mut conversation.messages {
+                if message.author == Author::Agent {
+                    message.client_id = None;
+                }
+            }
             conversation.tags = None;
         }
         self.jobs.clear();

@@ -247,7 +247,7 @@ pub use tags::{
     delete_unused_tags, find_tag, list_conversation_tags, list_tags,
 };
 pub use users::{
-    UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
+    NotJoined, UserCredentials, count_other_admins, count_users, find_password_hash, find_user,
     find_user_credentials, has_password, list_users, list_users_not_joined, update_password_hash,
     update_user_disabled, update_user_name, update_user_role,
 };

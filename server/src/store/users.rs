@@ -182,16 +182,32 @@ pub fn spend_invitations(conn: &Connection, user_id: UserId, now: i64) -> Result
 pub(super) const HAS_JOINED: &str =
     "(password_hash IS NOT NULL OR id IN (SELECT user_id FROM oidc_links))";
 
-/// The users who cannot have signed in yet (see [`HAS_JOINED`]), each with when their unused
-/// invitation link expires (`None`: they have none, e.g. added without a password). The team
-/// page marks them as invited, or their invitation as expired.
-pub fn list_users_not_joined(conn: &Connection) -> Result<Vec<(UserId, Option<i64>)>, Error> {
+/// Someone who cannot have signed in yet (see [`HAS_JOINED`]) and their invitation links.
+#[derive(Debug, Clone, Copy)]
+pub struct NotJoined {
+    pub id: UserId,
+    /// When their unused invitation link expires (`None`: they have none).
+    pub link_expires_at: Option<i64>,
+    /// They were ever sent one (else they were added without a password, by `porch user add`).
+    pub was_invited: bool,
+}
+
+/// The users who cannot have signed in yet. The team page marks them as invited, their
+/// invitation as expired, or them as not invited yet.
+pub fn list_users_not_joined(conn: &Connection) -> Result<Vec<NotJoined>, Error> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT u.id, (SELECT max(l.expires_at) FROM account_links l \
-                       WHERE l.user_id = u.id AND l.kind = 'invite' AND l.used_at IS NULL) \
+                       WHERE l.user_id = u.id AND l.kind = 'invite' AND l.used_at IS NULL), \
+                EXISTS (SELECT 1 FROM account_links l WHERE l.user_id = u.id AND l.kind = 'invite') \
          FROM users u WHERE NOT {HAS_JOINED}"
     ))?;
     Ok(stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map([], |r| {
+            Ok(NotJoined {
+                id: r.get(0)?,
+                link_expires_at: r.get(1)?,
+                was_invited: r.get(2)?,
+            })
+        })?
         .collect::<Result<_, _>>()?)
 }

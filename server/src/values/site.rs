@@ -18,6 +18,14 @@ pub struct SiteLimits {
 }
 
 impl SiteLimits {
+    /// The flood brake's limits: messages, and new conversations, a minute on the whole site.
+    pub fn flood_per_minute(self) -> (u32, u32) {
+        (
+            self.flood_messages_per_minute,
+            self.flood_conversations_per_minute,
+        )
+    }
+
     /// The limits of a new site, as `migrations/0001_core.sql` gives a row.
     pub const DEFAULT: Self = Self {
         visitor_messages_per_minute: 30,

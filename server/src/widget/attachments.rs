@@ -20,7 +20,6 @@ use crate::state::AppState;
 use crate::store::{self, AttachmentPart, Uploader};
 use crate::values::{Invalid, MessageBody};
 
-use super::brake::Refusal;
 use super::identity::verified_user_key;
 use super::self_service::{Checked, IDENTITY_HEADER, allow, check_visitor, storage_failed};
 
@@ -101,13 +100,9 @@ pub async fn upload(
             .admit_message(site.id, site.limits, visitor_key, ip, false, Instant::now());
     let as_message = match admitted {
         Ok(as_message) => as_message,
-        Err(
-            Refusal::RateLimited(wait)
-            | Refusal::TooManyConversations(wait)
-            | Refusal::SiteBusy(wait),
-        ) => {
+        Err(refusal) => {
             uploads.give_back(ip, charged, true);
-            return allow(&origin, too_fast(wait));
+            return allow(&origin, too_fast(refusal.wait()));
         }
     };
     let data = match read_upload(&headers, body, limit).await {

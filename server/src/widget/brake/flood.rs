@@ -58,7 +58,8 @@ impl FloodBrake {
     ) -> Result<(), HeldBack> {
         let (wait, kept) = self.waits(
             now,
-            (messages_per_minute, conversations_per_minute),
+            messages_per_minute,
+            conversations_per_minute,
             starts_conversation,
             share,
         );
@@ -78,15 +79,24 @@ impl FloodBrake {
     }
 
     /// How long a message would be held back now (zero: it would be let in), counting neither
-    /// it nor a refusal: for a message another brake refused, whose wait must also cover this one.
+    /// it nor a refusal: for a message another brake refused, whose wait must also cover this
+    /// one. The level still follows the clock, as at every look (a step up is logged by the
+    /// caller, as for an admission).
     pub fn wait_now(
         &mut self,
         now: Instant,
-        per_minute: (u32, u32),
+        messages_per_minute: u32,
+        conversations_per_minute: u32,
         starts_conversation: bool,
         share: &mut AddressShare,
     ) -> Duration {
-        let (wait, kept) = self.waits(now, per_minute, starts_conversation, share);
+        let (wait, kept) = self.waits(
+            now,
+            messages_per_minute,
+            conversations_per_minute,
+            starts_conversation,
+            share,
+        );
         let wait = wait.max(kept);
         if wait.is_zero() {
             wait
@@ -96,12 +106,12 @@ impl FloodBrake {
     }
 
     /// The wait for the site's counts (`MINUTE` for a new conversation in a flood) and the wait
-    /// for the address's share, each until it fits if nothing else arrives. `per_minute` is
-    /// the limits of messages and of new conversations.
+    /// for the address's share, each until it fits if nothing else arrives.
     fn waits(
         &mut self,
         now: Instant,
-        (messages_per_minute, conversations_per_minute): (u32, u32),
+        messages_per_minute: u32,
+        conversations_per_minute: u32,
         starts_conversation: bool,
         share: &mut AddressShare,
     ) -> (Duration, Duration) {

@@ -211,20 +211,64 @@ impl Brakes {
         starts_conversation: bool,
         now: Instant,
     ) -> Result<Admitted, Refusal> {
-        let site_shard = site_shard(site);
+        let ip_key = ip_key(ip);
+        let taken = self.take_visitor_token(site, limits, visitor, now);
+        if let Some(refusal) = self.own_refusal(taken, visitor, ip_key, starts_conversation, now) {
+            // The wait given is for the message to be taken when it comes back (nothing else
+            // arriving meanwhile): the longest of the brakes' waits, named after the brake that
+            // sets it, so a visitor told to wait 2 s for their own rate is not refused then for
+            // a minute by the site's count that was already full.
+            let site_wait = self.with_site(site, limits, ip_key, now, |brake, share| {
+                let (messages, conversations) = limits.flood_per_minute();
+                brake.wait_now(now, messages, conversations, starts_conversation, share)
+            });
+            return Err(if site_wait > refusal.wait() {
+                Refusal::SiteBusy(site_wait)
+            } else {
+                refusal
+            });
+        }
+        let admitted = self.with_site(site, limits, ip_key, now, |brake, share| {
+            let (messages, conversations) = limits.flood_per_minute();
+            brake.admit(now, messages, conversations, starts_conversation, share)
+        });
+        if let Err(held) = admitted {
+            // A flood on one site must not use up the budget of an address (a shared office NAT)
+            // on every other site, nor the visitor's own rate: only admitted messages are charged.
+            self.give_back_visitor(visitor);
+            if starts_conversation {
+                self.with_ip_bucket(ip_key, now, |bucket, _, _, burst| bucket.give_back(burst));
+            }
+            return Err(Refusal::SiteBusy(held.retry_after));
+        }
+        Ok(Admitted {
+            site,
+            visitor,
+            ip_key,
+            starts_conversation,
+            at: now,
+        })
+    }
+
+    /// Takes a token from the visitor's own bucket, or says how long until one is there. While
+    /// the site is held back, each visitor's own rate is halved.
+    fn take_visitor_token(
+        &self,
+        site: SiteId,
+        limits: SiteLimits,
+        visitor: u64,
+        now: Instant,
+    ) -> Result<(), Duration> {
         let site_level = self.sites.with(
             site,
-            site_shard,
+            site_shard(site),
             || (FloodBrake::new(now), limits),
             |(brake, _)| brake.level(),
         );
-        // While a site is held back, each visitor's own rate is halved.
         let factor = if site_level >= 1 { 0.5 } else { 1.0 };
         let per_second = f64::from(limits.visitor_messages_per_minute) / 60.0 * factor;
         let burst = f64::from(limits.visitor_burst);
-        let ip_key = ip_key(ip);
-        let ip_burst = f64::from(self.ip_limits.burst);
-        let taken = self.visitors.with(
+        self.visitors.with(
             visitor,
             visitor_shard(visitor),
             || (TokenBucket::full(burst, now), per_second, burst),
@@ -232,12 +276,21 @@ impl Brakes {
                 (*rate, *size) = (per_second, burst);
                 bucket.try_take(now, per_second, burst)
             },
-        );
-        // The wait given is for the message to be taken when it comes back (nothing else
-        // arriving meanwhile): the longest of the brakes' waits, named after the brake that
-        // sets it, so a visitor told to wait 2 s for their own rate is not refused then for a
-        // minute by the site's count that was already full.
-        let refused = match taken {
+        )
+    }
+
+    /// The refusal of the visitor's own rate (`taken`, its token) or, for a new conversation,
+    /// of the address's: the longer of their waits. A visitor token taken for a message the
+    /// address then refuses is given back.
+    fn own_refusal(
+        &self,
+        taken: Result<(), Duration>,
+        visitor: u64,
+        ip_key: IpAddr,
+        starts_conversation: bool,
+        now: Instant,
+    ) -> Option<Refusal> {
+        match taken {
             Err(wait) => {
                 let ip_wait = if starts_conversation {
                     self.with_ip_bucket(ip_key, now, TokenBucket::wait)
@@ -258,69 +311,11 @@ impl Brakes {
                     Refusal::TooManyConversations(wait)
                 }),
             Ok(()) => None,
-        };
-        if let Some(refusal) = refused {
-            let site_wait = self.site_wait(site, limits, ip_key, starts_conversation, now);
-            return Err(if site_wait > refusal.wait() {
-                Refusal::SiteBusy(site_wait)
-            } else {
-                refusal
-            });
         }
-        // Always the address's share first, then the site: one order, so no two locks deadlock.
-        let (admitted, stepped_up) = self.shares.with(
-            (site, ip_key),
-            site_shard ^ shard_of_ip(ip_key),
-            || AddressShare::new(now),
-            |share| {
-                self.sites.with(
-                    site,
-                    site_shard,
-                    || (FloodBrake::new(now), limits),
-                    |(brake, stored)| {
-                        *stored = limits;
-                        let before = brake.level();
-                        let admitted = brake.admit(
-                            now,
-                            limits.flood_messages_per_minute,
-                            limits.flood_conversations_per_minute,
-                            starts_conversation,
-                            share,
-                        );
-                        (admitted, (brake.level() > before).then(|| brake.level()))
-                    },
-                )
-            },
-        );
-        // Said once the locks are let go.
-        if let Some(level) = stepped_up {
-            log_flood_level(site, level);
-        }
-        if let Err(held) = admitted {
-            // A flood on one site must not use up the budget of an address (a shared office NAT)
-            // on every other site, nor the visitor's own rate: only admitted messages are charged.
-            self.give_back_visitor(visitor);
-            if starts_conversation {
-                self.ips.with(
-                    ip_key,
-                    shard_of_ip(ip_key),
-                    || TokenBucket::full(ip_burst, now),
-                    |bucket| bucket.give_back(ip_burst),
-                );
-            }
-            return Err(Refusal::SiteBusy(held.retry_after));
-        }
-        Ok(Admitted {
-            site,
-            visitor,
-            ip_key,
-            starts_conversation,
-            at: now,
-        })
     }
 
-    /// Calls `f` (`TokenBucket::try_take` or `wait`) on the bucket of new conversations of the
-    /// address `ip_key`, with the configured rate and burst.
+    /// Calls `f` (`TokenBucket::try_take`, `wait` or `give_back`) on the bucket of new
+    /// conversations of the address `ip_key`, with the configured rate and burst.
     fn with_ip_bucket<R>(
         &self,
         ip_key: IpAddr,
@@ -337,18 +332,20 @@ impl Brakes {
         )
     }
 
-    /// How long the site's flood brake would hold this message back now, counting nothing.
-    fn site_wait(
+    /// Calls `f` on the site's flood brake and the address's share of it (keeping the site's
+    /// limits for the pruning), and logs a step up of the site's level, whichever call made it
+    /// (admitting, or reckoning the wait of a message another brake refused).
+    fn with_site<R>(
         &self,
         site: SiteId,
         limits: SiteLimits,
         ip_key: IpAddr,
-        starts_conversation: bool,
         now: Instant,
-    ) -> Duration {
+        f: impl FnOnce(&mut FloodBrake, &mut AddressShare) -> R,
+    ) -> R {
         let site_shard = site_shard(site);
-        // The same lock order as admitting: the address's share, then the site.
-        self.shares.with(
+        // Always the address's share first, then the site: one order, so no two locks deadlock.
+        let (result, stepped_up) = self.shares.with(
             (site, ip_key),
             site_shard ^ shard_of_ip(ip_key),
             || AddressShare::new(now),
@@ -357,16 +354,20 @@ impl Brakes {
                     site,
                     site_shard,
                     || (FloodBrake::new(now), limits),
-                    |(brake, _)| {
-                        let per_minute = (
-                            limits.flood_messages_per_minute,
-                            limits.flood_conversations_per_minute,
-                        );
-                        brake.wait_now(now, per_minute, starts_conversation, share)
+                    |(brake, stored)| {
+                        *stored = limits;
+                        let before = brake.level();
+                        let result = f(brake, share);
+                        (result, (brake.level() > before).then(|| brake.level()))
                     },
                 )
             },
-        )
+        );
+        // Said once the locks are let go.
+        if let Some(level) = stepped_up {
+            log_flood_level(site, level);
+        }
+        result
     }
 
     /// Gives back what `admitted` was charged: its message was not stored after all.

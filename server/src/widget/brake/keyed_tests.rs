@@ -284,3 +284,71 @@ fn the_wait_given_covers_every_brake_and_is_named_after_the_longest() {
         Err(Refusal::RateLimited(_))
     ));
 }
+
+/// A new conversation over its visitor's rate from an address whose new conversations are used
+/// up is told the address's longer wait; one the address refuses after the visitor's token was
+/// taken gives the token back, once.
+#[test]
+fn a_new_conversation_is_told_the_addresss_wait_when_it_is_the_longest() {
+    let brakes = Brakes::new(IpLimits {
+        per_hour: 1,
+        burst: 1,
+    });
+    let ip: IpAddr = [10, 0, 0, 3].into();
+    let now = Instant::now();
+    let limits = SiteLimits {
+        visitor_burst: 1,
+        ..LIMITS
+    };
+    let open = |visitor| brakes.admit_message(SiteId(1), limits, visitor, ip, true, now);
+    assert!(open(1).is_ok());
+    // Visitor 1 is over their rate (1 a second) and the address over its hour: the hour wins.
+    let Err(Refusal::TooManyConversations(wait)) = open(1) else {
+        panic!("the address's wait, the longest");
+    };
+    assert!(wait > Duration::from_mins(1), "{wait:?}");
+    // Visitor 2 has their token; the address refuses, and the token comes back: twice in a row
+    // the same answer, and visitor 2 can still send a message of an open conversation.
+    for _ in 0..2 {
+        assert!(matches!(open(2), Err(Refusal::TooManyConversations(_))));
+    }
+    assert!(
+        brakes
+            .admit_message(SiteId(1), limits, 2, ip, false, now)
+            .is_ok()
+    );
+}
+
+/// Reckoning the site's wait for a message another brake refused counts nothing: after many
+/// such refusals the site's minute still takes its whole limit.
+#[test]
+fn a_refusal_by_the_visitors_rate_leaves_the_sites_count_alone() {
+    let brakes = Brakes::new(IpLimits {
+        per_hour: 120,
+        burst: 20,
+    });
+    let limits = SiteLimits {
+        flood_messages_per_minute: 10,
+        ..LIMITS
+    };
+    let ip: IpAddr = [10, 0, 0, 4].into();
+    let now = Instant::now();
+    let admit = |visitor| brakes.admit_message(SiteId(1), limits, visitor, ip, false, now);
+    for _ in 0..2 {
+        assert!(admit(1).is_ok());
+    }
+    for _ in 0..100 {
+        assert!(matches!(admit(1), Err(Refusal::RateLimited(_))));
+    }
+    // 2 of 10 taken: 8 more visitors' first messages fit (one address may use three quarters
+    // of a limit of 10 only once the site is past its reserve, so spread them).
+    let admitted = (10..18)
+        .filter(|&visitor| {
+            let other: IpAddr = [10, 0, 1, u8::try_from(visitor).unwrap_or(0)].into();
+            brakes
+                .admit_message(SiteId(1), limits, visitor, other, false, now)
+                .is_ok()
+        })
+        .count();
+    assert_eq!(admitted, 8);
+}

@@ -136,7 +136,7 @@ fn mail_replies_hint(mails_replies: MailReplies, key: &str) -> Option<AnyView> {
                 <p class="hint warning" id="mail-replies-hint" data-mail-replies="no-smtp">
                     "Email is not configured on this server, so for now the chat does neither: \
                      it asks for no address and promises no reply by email; the choice below is \
-                     kept for when it is. Set "
+                     kept for when email is set up. Set "
                     <code>"PORCH_SMTP_URL"</code>" and "<code>"PORCH_MAIL_FROM"</code>
                     " and restart Porch ("<a href="/docs/configuration.md">"configuration"</a>
                     "), then turn email on on the site's "

@@ -238,7 +238,7 @@ fn listed_runs(conn: &rusqlite::Connection) -> Result<Vec<ListedRun>, store::Err
             let is_limit_found = report.as_ref().map_or(!run.is_passed, |report| {
                 report
                     .porch_series()
-                    .is_some_and(|series| report.is_limit_found(series))
+                    .is_some_and(|series| series.is_limit_found(report.gate_p99_ms))
             });
             ListedRun {
                 run,
@@ -426,7 +426,7 @@ pub async fn run_page(
             .map(|s| SeriesView {
                 name: s.name.clone(),
                 capacity: s.capacity(),
-                is_limit_found: report.is_limit_found(s),
+                is_limit_found: s.is_limit_found(report.gate_p99_ms),
                 stairs: s
                     .stairs
                     .iter()

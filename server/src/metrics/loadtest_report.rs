@@ -168,19 +168,6 @@ impl Report {
         PORCH_SERIES.iter().find_map(|name| self.series(name))
     }
 
-    /// Whether `series`'s capacity is a limit found: a stair above it failed, none below it did
-    /// (a busier moment), and the generator kept up on every stair (else the run says little
-    /// about the server). Otherwise the box took the fastest rate that passed, and may take
-    /// more: the CLI's report calls the latter two "not comparable" (docs/capacity.md).
-    pub fn is_limit_found(&self, series: &Series) -> bool {
-        series.failed_above_capacity()
-            && !series.passed_out_of_order()
-            && !series
-                .stairs
-                .iter()
-                .any(|stair| stair.generator_fell_behind(self.gate_p99_ms))
-    }
-
     /// The CPU cost of a message this run measured: the median server µs per message over the
     /// Porch stairs that measure one ([`Self::measures_a_message`]; of an even number, the
     /// mean of the middle two). `None` when none does. The recorder stores it and the capacity
@@ -207,6 +194,29 @@ impl Report {
         stair.passed
             && !stair.generator_fell_behind(self.gate_p99_ms)
             && stair.achieved * window_secs >= super::MIN_MESSAGES * 0.95
+    }
+}
+
+/// Why a series' capacity says little about the server, if it does: its generator fell behind on
+/// a stair (a busy box, not the server, was late), or a stair failed below one that passed (a
+/// busier moment). The CLI's report calls such a capacity "not comparable".
+pub fn capacity_unsure(series: &Series, gate_p99_ms: f64) -> Option<String> {
+    let behind = series
+        .stairs
+        .iter()
+        .any(|s| s.generator_fell_behind(gate_p99_ms));
+    if behind {
+        Some(format!(
+            "the load generator fell behind in the {} series",
+            series.name
+        ))
+    } else if series.passed_out_of_order() {
+        Some(format!(
+            "the {} series failed a stair below one it passed",
+            series.name
+        ))
+    } else {
+        None
     }
 }
 
@@ -246,13 +256,16 @@ impl Series {
             .max()
     }
 
-    /// Whether a stair above [`Self::capacity`] failed.
-    fn failed_above_capacity(&self) -> bool {
-        self.capacity().is_some_and(|capacity| {
+    /// Whether [`Self::capacity`] is a limit found: a stair above it failed, and the run can
+    /// be trusted ([`capacity_unsure`] is `None`). Otherwise the box took the fastest rate that
+    /// passed, and may take more.
+    pub fn is_limit_found(&self, gate_p99_ms: f64) -> bool {
+        let failed_above = self.capacity().is_some_and(|capacity| {
             self.stairs_passed()
                 .into_iter()
                 .any(|(target, passed)| target > capacity && !passed)
-        })
+        });
+        failed_above && capacity_unsure(self, gate_p99_ms).is_none()
     }
 
     /// Whether a stair failed below one that passed: a box that was busier during the lower

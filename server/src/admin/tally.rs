@@ -283,19 +283,14 @@ impl Tally {
         if after == before {
             return;
         }
-        // The conversation on screen is kept, and counted apart (`here`).
-        if Some(id) == self.viewing {
-            match after {
-                Some(open) => self.open.insert(id, open),
-                None => self.open.remove(&id),
-            };
-            return;
-        }
-        for (open, more) in [(before, false), (after, true)] {
-            let share = share(open, self.me);
-            self.counts.apply(share, more);
-            if open.is_some_and(|open| Some(open.site) == self.scope) {
-                self.site_counts.apply(share, more);
+        // The conversation on screen is kept, but counted apart (`here`).
+        if Some(id) != self.viewing {
+            for (open, more) in [(before, false), (after, true)] {
+                let share = share(open, self.me);
+                self.counts.apply(share, more);
+                if open.is_some_and(|open| Some(open.site) == self.scope) {
+                    self.site_counts.apply(share, more);
+                }
             }
         }
         match after {
